@@ -1,0 +1,269 @@
+// The trace format: the one contract between libprof (which writes it) and the
+// analyzer (which reads it). Header-only, no dependencies beyond the C++ standard
+// library, so the shim's hot path and every reader share the same definitions.
+//
+// A trace is a directory with one file per rank, `rank-NNNNN.prof`:
+//
+//   FileHeader (64 bytes, offset 0)
+//   Chunk*     each: ChunkHeader (32 bytes) + `capacity` bytes of payload,
+//              8-byte aligned; zero bytes may pad the space between chunks.
+//
+// Chunks carry their length, so a reader skips the types it does not know
+// (OTF2's rule). Two kinds of chunk:
+//   - Definitions (text, one TAB-separated line per definition, see DefKind):
+//     functions, communicators, call sites, the load map, clock sync, metadata.
+//     Written whole and sealed at once.
+//   - Events (binary records, RecordHeader + payload words): one stream per
+//     thread. Written in place through a file-backed mapping, so every record is
+//     in the page cache the moment it is stored and survives SIGKILL. A chunk is
+//     sealed (used length + CRC-32) when it fills or the process ends; an
+//     unsealed chunk is read up to the first zero word (a record's first word is
+//     stored last and is never zero), which is how a killed rank is salvaged.
+//
+// Timestamps are raw timer ticks; the Meta definitions give ticks->ns and the
+// ClockSync definitions the offset to rank 0's clock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace prof::format {
+
+inline constexpr char kFileMagic[8] = {'P', 'R', 'O', 'F', 'T', 'R', 'C', '1'};
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kChunkMagic = 0x4B4E4843u;  // "CHNK" little-endian
+
+// Timers a trace may be recorded with (Meta key "timer" names it too).
+enum class TimerKind : uint32_t { Tsc = 1, Monotonic = 2, Gettimeofday = 3, MpiWtime = 4 };
+
+struct FileHeader {
+  char magic[8];            // kFileMagic
+  uint32_t version;         // kFormatVersion
+  uint32_t header_size;     // sizeof(FileHeader); chunks start here
+  uint64_t run_id;          // equal in every rank file of one run (chosen by rank 0)
+  int32_t rank;             // MPI_COMM_WORLD rank
+  int32_t world_size;       // MPI_COMM_WORLD size
+  uint32_t timer;           // TimerKind
+  uint32_t reserved0;
+  uint64_t reserved[3];
+};
+static_assert(sizeof(FileHeader) == 64);
+
+enum class ChunkType : uint16_t { Definitions = 1, Events = 2 };
+enum ChunkFlag : uint16_t { kChunkSealed = 1 };
+
+struct ChunkHeader {
+  uint32_t magic;      // kChunkMagic
+  uint16_t type;       // ChunkType
+  uint16_t flags;      // ChunkFlag bits
+  uint32_t capacity;   // payload bytes reserved after this header (multiple of 8)
+  uint32_t used;       // payload bytes written; valid when sealed
+  uint32_t crc32;      // CRC-32 of the `used` payload bytes; valid when sealed
+  uint32_t stream;     // Events: the thread's stream index (0 = the thread that called MPI_Init)
+  uint64_t base_time;  // Events: raw time the first record's dt_enter counts from
+};
+static_assert(sizeof(ChunkHeader) == 32);
+
+inline constexpr uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+
+// ---------------------------------------------------------------------------
+// Definitions: text lines "<tag>\t<field>\t<field>...\n". Tags:
+//   M key value                       metadata (host, exe, pid, timer, ns_per_tick, ...)
+//   F id kind name                    function id -> FuncKind number and MPI name
+//   C handle global_id time size inter ranks remote_ranks
+//                                     communicator: the handle as recorded in
+//                                     events denotes `global_id` (same on every
+//                                     member) from raw `time` on; ranks are the
+//                                     world ranks of comm ranks 0..size-1, comma
+//                                     separated; remote_ranks for intercomms
+//   S id address file line            call site (file/line empty when resolved offline)
+//   L bias path                       load map: a loaded object and its load bias (hex)
+//   K phase local_ticks offset_ns rtt_ns
+//                                     clock sync at `init` or `final`: rank 0's clock
+//                                     minus ours, in ns, at our raw time local_ticks
+//   E reason                          end of recording: finalize, abort, signal:N, exit
+// Unknown tags are skipped by readers.
+enum class DefKind : char {
+  Meta = 'M', Function = 'F', Comm = 'C', CallSite = 'S', LoadObject = 'L', ClockSync = 'K', End = 'E'
+};
+
+// What a function's records carry; the payload layout follows from it.
+enum class FuncKind : uint16_t {
+  Other = 0,          // no payload
+  Send = 1,           // PeerTag Comm Bytes             (Send, Bsend, Ssend, Rsend)
+  Recv = 2,           // PeerTag Comm Bytes             actual source/tag/bytes from the status
+  SendRecv = 3,       // PeerTag Bytes PeerTag Bytes Comm   (send part, then actual receive part)
+  Isend = 4,          // PeerTag Comm Bytes Request     (also Send_init & co: persistent)
+  Irecv = 5,          // PeerTag Comm Bytes Request     requested source/tag (may be ANY)
+  Completion = 6,     // (Request PeerTag Bytes)*       one entry per completed request
+  RequestOp = 7,      // Request*                       Start, Startall, Cancel, Request_free
+  Collective = 8,     // Comm Root Bytes
+  ICollective = 9,    // Comm Root Bytes Request        (nonblocking and persistent collectives)
+  CommCreate = 10,    // Comm NewComm                   (the C definition says who is in it)
+  Probe = 11,         // PeerTag Comm Bytes             Probe, Iprobe (only when a message was found), Mprobe
+  Marker = 12,        // IntervalId CallSite            interval begin (kMarkerBegin) or end
+  AllToAll = 13,      // Comm Root Bytes                the all-to-all family (Alltoall, -v, -w)
+  IAllToAll = 14,     // Comm Root Bytes Request
+};
+
+// Function id reserved for interval markers, whatever MPI call carried them.
+inline constexpr uint16_t kMarkerFuncId = 0xFFFE;
+
+// Raw marker tag: 0xAA <id:16> 0xAA (begin) or 0xAA <id:16> 0xBB (end).
+struct MarkerTag {
+  bool is_marker;
+  bool begin;
+  uint16_t id;
+};
+inline constexpr MarkerTag decode_marker_tag(int tag) {
+  const uint32_t t = static_cast<uint32_t>(tag);
+  if ((t >> 24) != 0xAAu) return {false, false, 0};
+  const uint32_t last = t & 0xFFu;
+  if (last != 0xAAu && last != 0xBBu) return {false, false, 0};
+  return {true, last == 0xAAu, static_cast<uint16_t>((t >> 8) & 0xFFFFu)};
+}
+inline constexpr int encode_marker_tag(uint16_t id, bool begin) {
+  return static_cast<int>(0xAA000000u | (uint32_t{id} << 8) | (begin ? 0xAAu : 0xBBu));
+}
+
+// ---------------------------------------------------------------------------
+// Event records. A record is a 12-byte header and `payload_words` 32-bit words.
+enum RecordFlag : uint8_t {
+  kLongTime = 1 << 0,     // payload starts with int64 dt_enter, uint64 duration (header fields 0)
+  kWidePeerTag = 1 << 1,  // every PeerTag is two words (int32 peer, int32 tag), else one packed word
+  kWideBytes = 1 << 2,    // every Bytes is two words (uint64), else one
+  kAnySource = 1 << 3,    // the call asked for MPI_ANY_SOURCE
+  kAnyTag = 1 << 4,       // the call asked for MPI_ANY_TAG
+  kMarkerBegin = 1 << 5,  // Marker: begin (else end)
+  kCallFailed = 1 << 6,   // the MPI call returned an error code
+};
+
+struct RecordHeader {
+  uint16_t func;           // function id (>= 1); a zero first word marks free space
+  uint8_t flags;           // RecordFlag bits
+  uint8_t payload_words;   // 32-bit words following the header
+  uint32_t dt_enter;       // ticks since the previous record's enter (chunk base_time for the first)
+  uint32_t duration;       // leave - enter, ticks
+};
+static_assert(sizeof(RecordHeader) == 12);
+inline constexpr size_t kMaxPayloadWords = 255;
+
+// Packed PeerTag: peer in the low 16 bits, tag in the high 16 bits, both signed.
+inline constexpr bool fits_packed_peer_tag(int32_t peer, int32_t tag) {
+  return peer >= INT16_MIN && peer <= INT16_MAX && tag >= INT16_MIN && tag <= INT16_MAX;
+}
+inline constexpr uint32_t pack_peer_tag(int32_t peer, int32_t tag) {
+  return (static_cast<uint32_t>(static_cast<uint16_t>(peer))) |
+         (static_cast<uint32_t>(static_cast<uint16_t>(tag)) << 16);
+}
+inline constexpr int32_t packed_peer(uint32_t w) { return static_cast<int16_t>(w & 0xFFFFu); }
+inline constexpr int32_t packed_tag(uint32_t w) { return static_cast<int16_t>(w >> 16); }
+
+// Completion entry Bytes: the top bit says the request was cancelled.
+inline constexpr uint64_t kCancelledBit32 = 1u << 31;
+inline constexpr uint64_t kCancelledBit64 = uint64_t{1} << 63;
+
+// MPICH's special ranks as recorded (the format keeps MPI's own values).
+inline constexpr int32_t kProcNull = -1;
+inline constexpr int32_t kAnySourceRank = -2;
+inline constexpr int32_t kRootRank = -3;
+inline constexpr int32_t kAnyTagValue = -1;
+inline constexpr uint32_t kNoRequest = 0x2c000000u;  // MPICH's MPI_REQUEST_NULL
+inline constexpr uint32_t kNoComm = 0x04000000u;     // MPICH's MPI_COMM_NULL
+
+// Appends records to a caller-owned word buffer. Used by the shim's hot path and
+// by the writer that builds synthetic traces, so both encode identically.
+// Invariant: `begin()` reserves the header, the payload is pushed, `commit()`
+// stores the first header word last.
+class RecordEncoder {
+ public:
+  explicit RecordEncoder(uint32_t* at) : base_(at), p_(at + 3) {}
+  void time(uint64_t dt_enter, uint64_t duration) {
+    if (dt_enter > UINT32_MAX || duration > UINT32_MAX) {
+      flags_ |= kLongTime;
+      put64(dt_enter);
+      put64(duration);
+      base_[1] = 0;
+      base_[2] = 0;
+    } else {
+      base_[1] = static_cast<uint32_t>(dt_enter);
+      base_[2] = static_cast<uint32_t>(duration);
+    }
+  }
+  void flag(uint8_t f) { flags_ |= f; }
+  void word(uint32_t w) { *p_++ = w; }
+  void put64(uint64_t v) {
+    std::memcpy(p_, &v, 8);
+    p_ += 2;
+  }
+  // PeerTag and Bytes must agree with the record's wide flags, decided up front.
+  void peer_tag(int32_t peer, int32_t tag) {
+    if (flags_ & kWidePeerTag) {
+      word(static_cast<uint32_t>(peer));
+      word(static_cast<uint32_t>(tag));
+    } else {
+      word(pack_peer_tag(peer, tag));
+    }
+  }
+  void bytes(uint64_t n) {
+    if (flags_ & kWideBytes) put64(n);
+    else word(static_cast<uint32_t>(n));
+  }
+  uint8_t flags() const { return flags_; }
+  // Stores the first word; returns the record's size in words.
+  size_t commit(uint16_t func) {
+    const size_t words = static_cast<size_t>(p_ - base_);
+    const uint32_t w0 = uint32_t{func} | (uint32_t{flags_} << 16) |
+                        (static_cast<uint32_t>(words - 3) << 24);
+    // The header's first word goes last: a reader of a killed process's chunk
+    // sees either the whole record or a zero word.
+    __atomic_store_n(base_, w0, __ATOMIC_RELEASE);
+    return words;
+  }
+
+ private:
+  uint32_t* base_;
+  uint32_t* p_;
+  uint8_t flags_ = 0;
+};
+
+// Worst-case record size: header, long time, and the largest payload we emit.
+inline constexpr size_t kMaxRecordWords = 3 + kMaxPayloadWords;
+
+// CRC-32 (IEEE, reflected), table built at compile time.
+namespace detail {
+struct Crc32Table {
+  uint32_t t[256];
+  constexpr Crc32Table() : t{} {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? (0xEDB88320u ^ (c >> 1)) : (c >> 1);
+      t[i] = c;
+    }
+  }
+};
+inline constexpr Crc32Table kCrcTable{};
+}  // namespace detail
+
+inline uint32_t crc32(const void* data, size_t n, uint32_t crc = 0) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  crc = ~crc;
+  for (size_t i = 0; i < n; ++i) crc = detail::kCrcTable.t[(crc ^ p[i]) & 0xFFu] ^ (crc >> 8);
+  return ~crc;
+}
+
+inline std::string_view timer_name(TimerKind k) {
+  switch (k) {
+    case TimerKind::Tsc: return "tsc";
+    case TimerKind::Monotonic: return "monotonic";
+    case TimerKind::Gettimeofday: return "gettimeofday";
+    case TimerKind::MpiWtime: return "mpi_wtime";
+  }
+  return "unknown";
+}
+
+inline constexpr const char* kRankFilePattern = "rank-%05d.prof";
+
+}  // namespace prof::format

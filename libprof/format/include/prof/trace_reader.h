@@ -1,0 +1,234 @@
+// Reading and writing trace files (see trace_format.h for the layout).
+//
+// Reading is split as in Perfetto's trace processor: RankTrace::open indexes a
+// rank file (chunk offsets per stream, definitions parsed, nothing decoded);
+// cursors then decode events lazily, one chunk at a time, so memory does not
+// grow with the number of events. Damaged data never throws or asserts: it is
+// counted in ReadStats and described in `warnings` (file and offset), and the
+// reader goes on with what it can trust. Only a file that is not a trace at all
+// (bad magic, wrong version, too short for a header) fails to open.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "prof/trace_format.h"
+
+namespace prof::trace {
+
+using format::FuncKind;
+
+struct Completion {
+  uint32_t request = format::kNoRequest;
+  int32_t source = -1;   // from the status: actual source (comm rank) of a receive
+  int32_t tag = -1;      // actual tag of a receive
+  uint64_t bytes = 0;    // bytes received (from the status)
+  bool cancelled = false;
+};
+
+// One decoded record. Fields not used by the record's kind keep their defaults.
+struct Event {
+  uint64_t enter = 0, leave = 0;  // raw timer ticks
+  uint16_t func = 0;               // function id (FunctionDef), format::kMarkerFuncId for markers
+  FuncKind kind = FuncKind::Other;
+  uint8_t flags = 0;               // format::RecordFlag bits
+  uint32_t stream = 0;             // thread stream index
+  int32_t peer = -1, tag = -1;     // comm-local peer / tag (Recv, Probe: actual; Irecv: requested)
+  uint32_t comm = format::kNoComm; // communicator handle as recorded
+  uint64_t bytes = 0;
+  int32_t root = -1;               // collectives
+  uint32_t request = format::kNoRequest;
+  int32_t recv_peer = -1, recv_tag = -1;  // SendRecv: actual receive half
+  uint64_t recv_bytes = 0;
+  uint32_t new_comm = format::kNoComm;    // CommCreate
+  uint32_t interval_id = 0;               // Marker
+  uint32_t callsite = 0;                  // Marker: CallSiteDef id
+  bool marker_begin = false;
+  // Completion: completed requests; RequestOp: requests operated on.
+  // Owned by the cursor, valid until its next call.
+  std::span<const Completion> completions;
+  std::span<const uint32_t> requests;
+};
+
+struct FunctionDef {
+  uint16_t id = 0;
+  FuncKind kind = FuncKind::Other;
+  std::string name;
+};
+
+struct CommDef {
+  uint32_t handle = 0;
+  uint64_t global_id = 0;      // same on every member of the communicator
+  uint64_t time = 0;           // raw ticks from which `handle` denotes this communicator
+  bool inter = false;
+  std::vector<int32_t> ranks;          // world rank of each comm rank (local group)
+  std::vector<int32_t> remote_ranks;   // intercommunicators: world ranks of the remote group
+};
+
+struct CallSiteDef {
+  uint32_t id = 0;
+  uint64_t address = 0;  // return address in the application (0 if unknown)
+  std::string file;      // empty until resolved (markers.h passes it directly)
+  int line = 0;
+};
+
+struct LoadObject {
+  uint64_t bias = 0;
+  std::string path;
+};
+
+struct ClockSyncDef {
+  std::string phase;        // "init" or "final"
+  uint64_t local_ticks = 0;
+  double offset_ns = 0;     // rank 0's clock minus ours, at local_ticks
+  double rtt_ns = 0;        // round trip of the exchange that gave it: the error bound
+};
+
+// Damage is counted, never fatal (named statistics).
+struct ReadStats {
+  uint64_t chunks = 0;
+  uint64_t event_chunks = 0;
+  uint64_t unsealed_chunks = 0;      // process died before sealing: salvaged by scanning
+  uint64_t crc_mismatches = 0;       // sealed chunk whose payload fails its CRC: skipped
+  uint64_t bad_chunk_headers = 0;    // garbage where a chunk header should be: resynced
+  uint64_t truncated_chunks = 0;     // chunk claims more bytes than the file has
+  uint64_t bad_records = 0;          // record overruns its chunk or has an unknown function
+  uint64_t bad_definitions = 0;      // unparsable definition lines
+  uint64_t unknown_chunk_types = 0;  // skipped by length
+  uint64_t backwards_timestamps = 0; // a record that enters before its predecessor
+  uint64_t events = 0;               // decoded so far by cursors
+};
+
+class RankTrace {
+ public:
+  // Opens and indexes a rank file. Returns nullptr and sets *error (naming the
+  // file, and the offset where it applies) when it is not a readable trace.
+  static std::unique_ptr<RankTrace> open(const std::string& path, std::string* error);
+  ~RankTrace();
+  RankTrace(const RankTrace&) = delete;
+  RankTrace& operator=(const RankTrace&) = delete;
+
+  const std::string& path() const;
+  const format::FileHeader& header() const;
+  int rank() const { return header().rank; }
+
+  const std::map<std::string, std::string>& meta() const;
+  // nullptr for an unknown id.
+  const FunctionDef* function(uint16_t id) const;
+  const std::vector<FunctionDef>& functions() const;
+  const std::vector<CommDef>& comms() const;
+  const std::vector<CallSiteDef>& callsites() const;
+  const CallSiteDef* callsite(uint32_t id) const;
+  const std::vector<LoadObject>& load_objects() const;
+  const std::vector<ClockSyncDef>& clock_syncs() const;
+  // "finalize", "abort", "signal:11", "exit", or "" when the process was killed
+  // before it could say (SIGKILL).
+  const std::string& end_reason() const;
+
+  // The communicator a handle denoted at raw time t (latest definition not after
+  // t); nullptr if none. MPI_COMM_WORLD and MPI_COMM_SELF are always defined.
+  const CommDef* comm_at(uint32_t handle, uint64_t t) const;
+  // World rank of comm-local `rank` on `handle` at time t (the remote group for
+  // intercommunicators); returns `rank` unchanged for negative (special) ranks
+  // and -1 when it cannot be mapped.
+  int32_t world_rank(uint32_t handle, uint64_t t, int32_t rank) const;
+
+  // Time conversion. Local ns since the first event; global ns on rank 0's
+  // clock, with the init offset and, when a final sync exists, linear drift.
+  double ns_per_tick() const;
+  double to_local_ns(uint64_t ticks) const;
+  double to_global_ns(uint64_t ticks) const;
+
+  size_t stream_count() const;
+  uint64_t event_bytes() const;  // payload bytes of all event chunks (for bytes/event)
+
+  // Decodes one stream's records in order.
+  class Cursor {
+   public:
+    bool next(Event& e);
+    Cursor(Cursor&&) noexcept;
+    ~Cursor();
+
+   private:
+    friend class RankTrace;
+    struct Impl;
+    explicit Cursor(std::unique_ptr<Impl>);
+    std::unique_ptr<Impl> impl_;
+  };
+  Cursor stream(size_t index) const;
+
+  // All streams of the rank merged by enter time (a k-way merge of Cursors).
+  class MergedCursor {
+   public:
+    bool next(Event& e);
+    MergedCursor(MergedCursor&&) noexcept;
+    ~MergedCursor();
+
+   private:
+    friend class RankTrace;
+    struct Impl;
+    explicit MergedCursor(std::unique_ptr<Impl>);
+    std::unique_ptr<Impl> impl_;
+  };
+  MergedCursor events() const;
+
+  // Statistics and warnings ("FILE: offset N: what"), shared with cursors.
+  const ReadStats& stats() const;
+  const std::vector<std::string>& warnings() const;
+
+ private:
+  struct Impl;
+  explicit RankTrace(std::unique_ptr<Impl>);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A trace directory: every rank-*.prof file, checked to belong to one run
+// (same run_id, world size, every rank present once). Problems go to `errors`
+// (fatal: nothing usable) or `warnings` (a rank missing or foreign: skipped).
+struct TraceDir {
+  std::vector<std::unique_ptr<RankTrace>> ranks;  // ordered by rank
+  int world_size = 0;
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+  static TraceDir open(const std::string& dir);
+};
+
+// Writes trace files without MPI: for tests, synthetic benchmarks and the
+// analyzer's golden example. Encodes with format::RecordEncoder exactly as the
+// shim does.
+class TraceWriter {
+ public:
+  TraceWriter(const std::string& path, int rank, int world_size, uint64_t run_id,
+              format::TimerKind timer = format::TimerKind::Monotonic,
+              uint32_t chunk_bytes = 1u << 20);
+  ~TraceWriter();  // closes (seals) if still open
+  bool ok() const;
+
+  // Definitions (each call writes one sealed Definitions chunk).
+  void meta(const std::string& key, const std::string& value);
+  void function(uint16_t id, FuncKind kind, const std::string& name);
+  void comm(const CommDef& def);
+  void callsite(const CallSiteDef& def);
+  void load_object(const LoadObject& obj);
+  void clock_sync(const ClockSyncDef& def);
+  void end(const std::string& reason);
+
+  // Appends an event to its stream (e.stream); events of a stream must come in
+  // enter order. Fields used follow e.kind, as the reader decodes them.
+  void event(const Event& e);
+  void close();
+
+  // For damage tests: leave the last chunk of each stream unsealed, as a killed
+  // process does.
+  void close_without_sealing();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace prof::trace
