@@ -1,0 +1,101 @@
+// Timers and clock synchronization (seed 000, MPIPerf).
+//
+// Timer: raw ticks on the hot path (rdtsc for TSC, a vDSO clock_gettime
+// otherwise), converted to ns offline with ns_per_tick. TSC frequency is
+// calibrated against CLOCK_MONOTONIC at init and re-measured over the whole run
+// at finalize (a long baseline is far more precise).
+//
+// ClockSync: the offset of each rank's clock against rank 0 from the ping-pong
+// exchange with the smallest round trip; exchanges stop when the minimum has
+// not improved for `kPatience` exchanges (or a cap is hit). Offset error is
+// bounded by that exchange's RTT/2. Schemes: linear (rank 0 against each rank
+// in turn) and ring (each rank against its predecessor, offsets summed along
+// the ring). Only PMPI calls: the tool's own traffic is never recorded.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "prof/trace_format.h"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+#include <time.h>
+
+namespace prof::shim {
+
+class Timer {
+ public:
+  // Accepts "tsc", "monotonic", "gettimeofday", "mpi_wtime"; false otherwise.
+  static bool parse(std::string_view name, format::TimerKind* out);
+
+  // Prepares the timer (calibrates TSC). Returns false with *why set when the
+  // timer cannot be used here (e.g. no invariant TSC).
+  bool init(format::TimerKind kind, std::string* why);
+
+  format::TimerKind kind() const { return kind_; }
+
+  // Raw ticks. Hot path: inline, no branches beyond the kind test.
+  inline uint64_t now() const {
+#if defined(__x86_64__)
+    if (kind_ == format::TimerKind::Tsc) return __rdtsc() + shift_ticks_;
+#endif
+    if (kind_ == format::TimerKind::Monotonic) {
+      timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec) + shift_ticks_;
+    }
+    return slow_now();
+  }
+
+  // Nanoseconds per tick: calibrated at init, refined by finish_calibration().
+  double ns_per_tick() const { return ns_per_tick_; }
+  // Re-measures the TSC rate over [init, now] (call before the final sync).
+  void finish_calibration();
+
+  // Test-only: shifts every reading by `ns` (PROF_TEST_CLOCK_SHIFT_NS), to prove
+  // that synchronization recovers a known offset.
+  void set_test_shift_ns(int64_t ns);
+
+ private:
+  uint64_t slow_now() const;
+  format::TimerKind kind_ = format::TimerKind::Monotonic;
+  double ns_per_tick_ = 1.0;
+  uint64_t shift_ticks_ = 0;
+  uint64_t calib_ticks0_ = 0;
+  uint64_t calib_mono0_ns_ = 0;
+};
+
+enum class SyncScheme { Linear, Ring, None };
+bool parse_sync_scheme(std::string_view name, SyncScheme* out);
+
+struct SyncResult {
+  uint64_t local_ticks = 0;  // our raw time at the chosen exchange
+  double offset_ns = 0;      // rank 0's clock minus ours, in ns (0 on rank 0)
+  double rtt_ns = 0;         // round trip of that exchange (error bound); 0 on rank 0
+  int exchanges = 0;         // exchanges made by this rank
+};
+
+// Collective over `comm` (MPI_COMM_WORLD): every rank must call it. Uses PMPI only.
+SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme scheme);
+
+// Pure maths, unit-tested: offset and RTT of one exchange. t_send and t_recv are
+// the client's clock around the exchange, t_ref the reference's reading.
+struct Exchange {
+  double offset_ns;
+  double rtt_ns;
+};
+inline Exchange exchange_estimate(double t_send_ns, double t_ref_ns, double t_recv_ns) {
+  return {t_ref_ns - (t_send_ns + t_recv_ns) / 2.0, t_recv_ns - t_send_ns};
+}
+// Linear interpolation of the offset between the init and final syncs (drift).
+inline double interpolate_offset(double t, double t0, double off0, double t1, double off1) {
+  if (t1 <= t0) return off0;
+  return off0 + (off1 - off0) * (t - t0) / (t1 - t0);
+}
+
+}  // namespace prof::shim
