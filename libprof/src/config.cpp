@@ -1,0 +1,94 @@
+#include "config.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace prof::shim {
+
+const std::vector<ConfigVariable>& config_variables() {
+  static const std::vector<ConfigVariable> vars = {
+      {"PROF_OUTPUT", "path", "(new directory prof-EXE-DATE-TIME-PID in the working directory)",
+       "Trace directory to create (parents too); one file rank-NNNNN.prof per rank."},
+      {"PROF_TIMER", "tsc|monotonic|gettimeofday|mpi_wtime", "tsc (monotonic without invariant TSC)",
+       "Clock for timestamps. tsc: rdtsc, calibrated against CLOCK_MONOTONIC."},
+      {"PROF_SYNC", "linear|ring|none", "linear",
+       "Clock synchronization against rank 0 after MPI_Init and before MPI_Finalize "
+       "(minimum round trip of ping-pong exchanges)."},
+      {"PROF_BUFFER_MB", "integer 1..1024", "1",
+       "Size of each thread's event chunk mapped from the trace file; memory stays bounded by "
+       "threads x this, full chunks are sealed and unmapped."},
+      {"PROF_STRICT", "0|1", "0",
+       "1: a bad setting or an unwritable output aborts the run instead of running unprofiled."},
+      {"PROF_LOG_LEVEL", "trace|debug|info|warn|error|critical|off", "warn",
+       "Verbosity of the profiler's own messages on stderr."},
+      {"PROF_TEST_CLOCK_SHIFT_NS", "RANK:NS", "(unset)",
+       "Test only: shifts RANK's clock by NS nanoseconds, to check that synchronization "
+       "recovers it."},
+  };
+  return vars;
+}
+
+namespace {
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+}  // namespace
+
+bool read_config(Config* cfg, std::vector<std::string>* errors) {
+  if (const char* v = env("PROF_OUTPUT")) cfg->output_dir = v;
+  if (const char* v = env("PROF_TIMER")) {
+    if (!Timer::parse(v, &cfg->timer))
+      errors->push_back(std::string("PROF_TIMER='") + v +
+                        "' is not one of tsc, monotonic, gettimeofday, mpi_wtime");
+    else
+      cfg->timer_given = true;
+  }
+  if (const char* v = env("PROF_SYNC")) {
+    if (!parse_sync_scheme(v, &cfg->sync))
+      errors->push_back(std::string("PROF_SYNC='") + v + "' is not one of linear, ring, none");
+  }
+  if (const char* v = env("PROF_BUFFER_MB")) {
+    char* end = nullptr;
+    errno = 0;
+    const long mb = std::strtol(v, &end, 10);
+    if (errno || *end || mb < 1 || mb > 1024)
+      errors->push_back(std::string("PROF_BUFFER_MB='") + v + "' is not an integer in 1..1024");
+    else
+      cfg->buffer_bytes = uint64_t(mb) << 20;
+  }
+  if (const char* v = env("PROF_STRICT")) {
+    if (std::strcmp(v, "0") == 0) cfg->strict = false;
+    else if (std::strcmp(v, "1") == 0) cfg->strict = true;
+    else errors->push_back(std::string("PROF_STRICT='") + v + "' is not 0 or 1");
+  }
+  if (const char* v = env("PROF_LOG_LEVEL")) {
+    static const char* levels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+    int found = -1;
+    for (int i = 0; i < 7; ++i)
+      if (std::strcmp(v, levels[i]) == 0) found = i;
+    if (found < 0)
+      errors->push_back(std::string("PROF_LOG_LEVEL='") + v +
+                        "' is not one of trace, debug, info, warn, error, critical, off");
+    else
+      cfg->log_level = found;
+  }
+  if (const char* v = env("PROF_TEST_CLOCK_SHIFT_NS")) {
+    char* end = nullptr;
+    const long rank = std::strtol(v, &end, 10);
+    if (*end != ':') {
+      errors->push_back(std::string("PROF_TEST_CLOCK_SHIFT_NS='") + v + "' is not RANK:NS");
+    } else {
+      char* end2 = nullptr;
+      const long long ns = std::strtoll(end + 1, &end2, 10);
+      if (*end2 || end2 == end + 1)
+        errors->push_back(std::string("PROF_TEST_CLOCK_SHIFT_NS='") + v + "' is not RANK:NS");
+      cfg->test_shift_rank = int(rank);
+      cfg->test_shift_ns = ns;
+    }
+  }
+  return errors->empty();
+}
+
+}  // namespace prof::shim

@@ -1,0 +1,39 @@
+// Every PROF_* environment variable in one table (name, type, default,
+// description), Caliper-style; docs/configuration.md is printed from it
+// (`prof-run --help-config`) and a test checks the two agree.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "clock.h"
+#include "prof/trace_format.h"
+
+namespace prof::shim {
+
+struct ConfigVariable {
+  const char* name;
+  const char* type;
+  const char* default_value;
+  const char* description;
+};
+const std::vector<ConfigVariable>& config_variables();
+
+struct Config {
+  std::string output_dir;                 // empty: make a unique one in the working directory
+  format::TimerKind timer = format::TimerKind::Tsc;
+  bool timer_given = false;
+  SyncScheme sync = SyncScheme::Linear;
+  uint64_t buffer_bytes = 1u << 20;       // per-thread mapped chunk
+  bool strict = false;
+  int log_level = 3;                      // spdlog levels: 0 trace .. 6 off (3 = warn)
+  int test_shift_rank = -1;               // PROF_TEST_CLOCK_SHIFT_NS=rank:ns
+  int64_t test_shift_ns = 0;
+};
+
+// Reads the environment. Returns false with one message per bad variable, each
+// naming the variable, the value and what is accepted.
+bool read_config(Config* cfg, std::vector<std::string>* errors);
+
+}  // namespace prof::shim

@@ -1,0 +1,776 @@
+// Runtime of libprof: set-up at MPI_Init, thread streams, chunk rotation,
+// definitions, markers, communicators, and the ways a process can end.
+//
+// Lifecycle: inert until MPI_Init returns (processes that never call it, such
+// as mpiexec and the hydra proxy, get no file and no output). Init reads the
+// settings, agrees with every rank whether to record (one bad rank disables
+// all, since clock sync is collective), creates the trace directory on rank 0
+// and the rank files everywhere, synchronizes clocks, then turns recording on.
+// Finalize, MPI_Abort, a fatal signal and exit() without Finalize each seal the
+// chunks and write an end definition; SIGKILL leaves unsealed chunks, which the
+// reader salvages.
+#include "runtime.h"
+
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <link.h>
+#include <signal.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config.h"
+#include "trace_file.h"
+
+namespace prof::shim {
+
+Globals g;
+__thread ThreadState* tls_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+
+struct Runtime {
+  Config cfg;
+  TraceFile file;
+  int rank = 0;
+  int size = 1;
+  std::string dir;
+  std::shared_ptr<spdlog::logger> log;
+  std::mutex threads_mu;            // guards threads (attach, seal-all)
+  std::vector<ThreadState*> threads;
+  std::atomic<uint32_t> next_stream{0};
+  std::mutex defs_mu;               // guards the maps below (cold paths)
+  std::unordered_map<uintptr_t, uint32_t> callsite_by_address;
+  std::unordered_map<std::string, uint32_t> callsite_by_file_line;
+  uint32_t next_callsite = 1;
+  uint32_t next_comm_seq = 16;      // this rank's counter for the comm ids it leads
+  std::atomic<bool> ended{false};
+  // Address ranges of the MPI libraries and of ourselves: call sites are the
+  // first frame outside them.
+  std::vector<std::pair<uintptr_t, uintptr_t>> mpi_ranges;
+  struct sigaction old_actions[32];
+};
+Runtime* rt = nullptr;  // created at MPI_Init when recording; never freed
+
+std::shared_ptr<spdlog::logger> logger() {
+  static std::shared_ptr<spdlog::logger> l = [] {
+    auto lg = std::make_shared<spdlog::logger>("libprof",
+                                               std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    lg->set_pattern("libprof: %v");
+    return lg;
+  }();
+  return l;
+}
+
+// ---------------------------------------------------------------------------
+// Definitions (cold path): formatted into a string, written as one chunk.
+void define(const std::string& text) {
+  if (rt && !text.empty()) rt->file.write_definitions(text.data(), text.size());
+}
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string tabs(std::initializer_list<std::string> fields) {
+  std::string s;
+  for (const auto& f : fields) {
+    if (!s.empty()) s += '\t';
+    s += f;
+  }
+  return s + '\n';
+}
+
+std::string read_file(const char* path) {
+  std::string s;
+  FILE* f = std::fopen(path, "rb");
+  if (!f) return s;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+std::string exe_path() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, size_t(n)) : std::string();
+}
+
+std::string command_line() {
+  std::string raw = read_file("/proc/self/cmdline");
+  for (char& c : raw)
+    if (c == '\0') c = ' ';
+  while (!raw.empty() && raw.back() == ' ') raw.pop_back();
+  for (char& c : raw)
+    if (c == '\t' || c == '\n') c = ' ';
+  return raw;
+}
+
+int collect_load_map(dl_phdr_info* info, size_t, void* data) {
+  auto* out = static_cast<std::string*>(data);
+  std::string path = info->dlpi_name ? info->dlpi_name : "";
+  if (path.empty()) path = exe_path();  // the main program
+  *out += tabs({"L", hex(info->dlpi_addr), path});
+  const bool mpi = path.find("libmpi") != std::string::npos ||
+                   path.find("libprof.so") != std::string::npos ||
+                   path.find("libmpich") != std::string::npos;
+  if (mpi && rt) {
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+      const auto& ph = info->dlpi_phdr[i];
+      if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+        rt->mpi_ranges.emplace_back(info->dlpi_addr + ph.p_vaddr,
+                                    info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+    }
+  }
+  return 0;
+}
+
+bool in_mpi_libraries(uintptr_t a) {
+  for (const auto& [lo, hi] : rt->mpi_ranges)
+    if (a >= lo && a < hi) return true;
+  return false;
+}
+
+// ---------------------------------------------------------------------------
+// Threads and chunks.
+void seal_thread(ThreadState* ts) {
+  if (!ts->chunk) return;
+  const size_t used = size_t(reinterpret_cast<char*>(ts->cur) -
+                             reinterpret_cast<char*>(ts->chunk + 1));
+  TraceFile::seal(ts->chunk, used);
+}
+
+void seal_all_threads() {
+  // Called on the way out, possibly from a signal handler: no lock taken if
+  // another thread holds it (the chunks stay salvageable unsealed).
+  std::unique_lock<std::mutex> lock(rt->threads_mu, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  for (ThreadState* ts : rt->threads) seal_thread(ts);
+}
+
+// Where records go when the trace cannot grow (disk full): discarded, so the
+// application never notices.
+__thread uint32_t discard_buffer[format::kMaxRecordWords * 2];
+
+void map_first_or_next(ThreadState* ts) {
+  format::ChunkHeader* h =
+      rt->file.map_event_chunk(rt->cfg.buffer_bytes, ts->stream, ts->last_enter);
+  if (!h) {
+    static std::atomic<bool> told{false};
+    if (!told.exchange(true))
+      logger()->error("rank {}: cannot grow the trace file in {} ({}); later events are lost",
+                      rt->rank, rt->dir, std::strerror(errno));
+    ts->chunk = nullptr;
+    ts->cur = discard_buffer;
+    ts->end = discard_buffer + sizeof discard_buffer / sizeof discard_buffer[0];
+    return;
+  }
+  ts->chunk = h;
+  ts->chunk_map_bytes = rt->cfg.buffer_bytes;
+  ts->cur = reinterpret_cast<uint32_t*>(h + 1);
+  ts->end = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(h) + rt->cfg.buffer_bytes);
+}
+
+void write_end(const char* reason) {
+  if (!rt || rt->ended.exchange(true)) return;
+  char line[64];
+  const int n = std::snprintf(line, sizeof line, "E\t%s\n", reason);
+  seal_all_threads();
+  rt->file.write_definitions(line, size_t(n));
+}
+
+// ---------------------------------------------------------------------------
+// Ends.
+void on_exit_without_finalize() {
+  if (g.recording) {
+    g.recording = false;
+    write_end("exit");
+  }
+}
+
+void on_fatal_signal(int sig, siginfo_t* info, void* ctx) {
+  if (g.recording) {
+    g.recording = false;
+    char reason[24];
+    std::snprintf(reason, sizeof reason, "signal:%d", sig);
+    write_end(reason);
+  }
+  // Chain: the previous handler (UCX installs its own for SIGSEGV) or the default.
+  const struct sigaction& old = rt->old_actions[sig];
+  if (old.sa_flags & SA_SIGINFO) {
+    if (old.sa_sigaction) {
+      old.sa_sigaction(sig, info, ctx);
+      return;
+    }
+  } else if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) {
+    old.sa_handler(sig);
+    return;
+  }
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  raise(sig);
+}
+
+void install_signal_handlers() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT}) {
+    struct sigaction sa{};
+    sa.sa_sigaction = on_fatal_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, &rt->old_actions[sig]);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Set-up.
+std::string unique_dir_name() {
+  const std::string exe = exe_path();
+  const std::string base = exe.substr(exe.find_last_of('/') + 1);
+  char stamp[64];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return "prof-" + (base.empty() ? std::string("app") : base) + "-" + stamp + "-" +
+         std::to_string(::getpid());
+}
+
+bool make_dirs(const std::string& path, std::string* why) {
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    cur = path.substr(0, pos);
+    if (cur.empty()) continue;
+    if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+      *why = "cannot create directory '" + cur + "': " + std::strerror(errno);
+      return false;
+    }
+  }
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    *why = "'" + path + "' is not a directory";
+    return false;
+  }
+  return true;
+}
+
+// All ranks agree: true when every rank's `ok` is true. When not, the lowest
+// failing rank prints its message (one message, not one per rank).
+bool agree(bool ok, const std::string& message, int rank) {
+  int mine = ok ? INT32_MAX : rank, lowest = 0;
+  PMPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (lowest == INT32_MAX) return true;
+  if (lowest == rank) logger()->error("{}", message);
+  return false;
+}
+
+void fail_or_continue(const Config& cfg) {
+  if (cfg.strict) {
+    logger()->error("PROF_STRICT=1: aborting");
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+std::string functions_definitions() {
+  std::string s;
+  s.reserve(kFunctionCount * 32);
+  for (size_t i = 0; i < kFunctionCount; ++i)
+    s += tabs({"F", std::to_string(kFunctions[i].id),
+               std::to_string(unsigned(kFunctions[i].kind)), kFunctions[i].name});
+  return s;
+}
+
+std::string world_rank_list(MPI_Group group) {
+  int n = 0;
+  PMPI_Group_size(group, &n);
+  std::vector<int> in(size_t(n > 0 ? n : 0)), out(size_t(n > 0 ? n : 0));
+  for (int i = 0; i < n; ++i) in[size_t(i)] = i;
+  MPI_Group world;
+  PMPI_Comm_group(MPI_COMM_WORLD, &world);
+  if (n > 0) PMPI_Group_translate_ranks(group, n, in.data(), world, out.data());
+  PMPI_Group_free(&world);
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    if (i) s += ',';
+    s += std::to_string(out[size_t(i)]);
+  }
+  return s;
+}
+
+void define_comm(MPI_Comm comm, uint64_t time) {
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  // A global id its members agree on: (world rank of the leader, its counter).
+  uint64_t id = 0;
+  MPI_Comm intra = comm;
+  if (inter) PMPI_Intercomm_merge(comm, 0, &intra);
+  int r = 0;
+  PMPI_Comm_rank(intra, &r);
+  if (r == 0) {
+    std::lock_guard<std::mutex> lock(rt->defs_mu);
+    id = (uint64_t(uint32_t(rt->rank)) << 32) | rt->next_comm_seq++;
+  }
+  PMPI_Bcast(&id, 1, MPI_UINT64_T, 0, intra);
+  if (inter) PMPI_Comm_free(&intra);
+
+  MPI_Group local;
+  PMPI_Comm_group(comm, &local);
+  int size = 0;
+  PMPI_Group_size(local, &size);
+  std::string remote;
+  if (inter) {
+    MPI_Group rg;
+    PMPI_Comm_remote_group(comm, &rg);
+    remote = world_rank_list(rg);
+    PMPI_Group_free(&rg);
+  }
+  const std::string ranks = world_rank_list(local);
+  PMPI_Group_free(&local);
+  define(tabs({"C", std::to_string(uint32_t(comm)), std::to_string(id), std::to_string(time),
+               std::to_string(size), inter ? "1" : "0", ranks, remote}));
+}
+
+void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_t init_id,
+                     uint64_t t0, uint64_t t1, int provided) {
+  logger()->set_level(spdlog::level::level_enum(cfg.log_level));
+
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  std::string why;
+  if (cfg.test_shift_rank == rank) {
+    // Test only: this rank's clock runs shifted; MPI_Init's times move with it.
+    const uint64_t before = g.timer.now();
+    g.timer.set_test_shift_ns(cfg.test_shift_ns);
+    const uint64_t delta = g.timer.now() - before;
+    t0 += delta;
+    t1 += delta;
+  }
+  // MPI_Wtime is only usable now; the others were started before PMPI_Init.
+  if (cfg.timer == format::TimerKind::MpiWtime && !g.timer.init(cfg.timer, &why))
+    errors.push_back("PROF_TIMER=mpi_wtime: " + why);
+  std::string msg;
+  for (const auto& e : errors) msg += (msg.empty() ? "" : "; ") + e;
+  if (!agree(errors.empty(), msg + "; running unprofiled (PROF_STRICT=1 to abort instead)",
+             rank)) {
+    fail_or_continue(cfg);
+    return;
+  }
+
+  rt = new Runtime();
+  rt->cfg = cfg;
+  rt->rank = rank;
+  rt->size = size;
+
+  // Rank 0 names and creates the directory and picks the run id.
+  char dirbuf[4096] = {0};
+  uint64_t run_id = 0;
+  bool dir_ok = true;
+  if (rank == 0) {
+    std::string dir = cfg.output_dir.empty() ? unique_dir_name() : cfg.output_dir;
+    dir_ok = make_dirs(dir, &why);
+    std::snprintf(dirbuf, sizeof dirbuf, "%s", dir.c_str());
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    run_id = (uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec)) ^
+             (uint64_t(::getpid()) << 40);
+  }
+  int dir_ok_int = dir_ok;
+  PMPI_Bcast(&dir_ok_int, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  PMPI_Bcast(dirbuf, sizeof dirbuf, MPI_CHAR, 0, MPI_COMM_WORLD);
+  PMPI_Bcast(&run_id, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  rt->dir = dirbuf;
+  if (!dir_ok_int) {
+    if (rank == 0) logger()->error("PROF_OUTPUT: {}; running unprofiled", why);
+    fail_or_continue(cfg);
+    return;
+  }
+
+  format::FileHeader header{};
+  std::memcpy(header.magic, format::kFileMagic, sizeof header.magic);
+  header.version = format::kFormatVersion;
+  header.header_size = sizeof header;
+  header.run_id = run_id;
+  header.rank = rank;
+  header.world_size = size;
+  header.timer = uint32_t(g.timer.kind());
+  char name[32];
+  std::snprintf(name, sizeof name, format::kRankFilePattern, rank);
+  const std::string path = rt->dir + "/" + name;
+  const bool created = rt->file.create(path, header, &why);
+  if (!agree(created, "PROF_OUTPUT: " + why + "; running unprofiled", rank)) {
+    if (created) {
+      rt->file.close();
+      ::unlink(path.c_str());
+    }
+    fail_or_continue(cfg);
+    return;
+  }
+
+  // Definitions known at start.
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  std::string defs;
+  defs += tabs({"M", "format", "prof-trace 1"});
+  defs += tabs({"M", "host", host});
+  defs += tabs({"M", "exe", exe_path()});
+  defs += tabs({"M", "command", command_line()});
+  defs += tabs({"M", "pid", std::to_string(::getpid())});
+  defs += tabs({"M", "rank", std::to_string(rank)});
+  defs += tabs({"M", "world_size", std::to_string(size)});
+  defs += tabs({"M", "timer", std::string(format::timer_name(g.timer.kind()))});
+  defs += tabs({"M", "epoch_ticks", std::to_string(g.timer.epoch())});
+  char npt[64];
+  std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
+  defs += tabs({"M", "ns_per_tick", npt});
+  defs += tabs({"M", "thread_level", std::to_string(provided)});
+  defs += tabs({"M", "sync", cfg.sync == SyncScheme::Linear ? "linear"
+                             : cfg.sync == SyncScheme::Ring ? "ring" : "none"});
+  defs += functions_definitions();
+  define(defs);
+  std::string loadmap;
+  dl_iterate_phdr(collect_load_map, &loadmap);
+  define(loadmap);
+  define(tabs({"C", std::to_string(uint32_t(MPI_COMM_WORLD)), "1", "0", std::to_string(size),
+               "0", [&] {
+                 std::string s;
+                 for (int i = 0; i < size; ++i) s += (i ? "," : "") + std::to_string(i);
+                 return s;
+               }(), ""}));
+  define(tabs({"C", std::to_string(uint32_t(MPI_COMM_SELF)),
+               std::to_string((uint64_t(uint32_t(rank)) << 32) | 2), "0", "1", "0",
+               std::to_string(rank), ""}));
+
+  const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, cfg.sync);
+  char kline[160];
+  std::snprintf(kline, sizeof kline, "K\tinit\t%llu\t%.3f\t%.3f\n",
+                static_cast<unsigned long long>(sync.local_ticks), sync.offset_ns, sync.rtt_ns);
+  define(kline);
+
+  std::atexit(on_exit_without_finalize);
+  install_signal_handlers();
+
+  // The thread that called MPI_Init is stream 0, and its first record is MPI_Init.
+  ThreadState* ts = new ThreadState();
+  ts->stream = rt->next_stream++;
+  ts->last_enter = t0;
+  ts->attached = true;
+  map_first_or_next(ts);
+  {
+    std::lock_guard<std::mutex> lock(rt->threads_mu);
+    rt->threads.push_back(ts);
+  }
+  tls_state = ts;
+  g.recording = true;
+  record_plain(ts, init_id, t0, t1, true);
+}
+
+template <class InitCall>
+int init_common(uint16_t id, InitCall&& call, int* provided_out) {
+  Config cfg;
+  std::vector<std::string> errors;
+  read_config(&cfg, &errors);
+  std::string why;
+  bool timer_ready = false;
+  if (cfg.timer != format::TimerKind::MpiWtime) {
+    timer_ready = g.timer.init(cfg.timer, &why);
+    if (!timer_ready && cfg.timer == format::TimerKind::Tsc && !cfg.timer_given)
+      timer_ready = g.timer.init(format::TimerKind::Monotonic, &why);  // default falls back
+  }
+  const uint64_t t0 = timer_ready ? g.timer.now() : 0;
+  const int rc = call();
+  if (rc != MPI_SUCCESS) return rc;
+  if (!timer_ready && cfg.timer != format::TimerKind::MpiWtime) {
+    // An explicitly requested timer that cannot work here: say so, run unprofiled.
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    agree(false, "PROF_TIMER: " + why + "; running unprofiled", rank);
+    fail_or_continue(cfg);
+    return rc;
+  }
+  const uint64_t t1 = g.timer.now();
+  start_recording(cfg, std::move(errors), id, t0 ? t0 : t1, t1,
+                  provided_out ? *provided_out : -1);
+  return rc;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+ThreadState* attach_thread() {
+  if (!rt || !g.recording) return nullptr;
+  ThreadState* ts = new ThreadState();
+  ts->stream = rt->next_stream++;
+  ts->last_enter = now();
+  ts->attached = true;
+  map_first_or_next(ts);
+  {
+    std::lock_guard<std::mutex> lock(rt->threads_mu);
+    rt->threads.push_back(ts);
+  }
+  tls_state = ts;
+  return ts;
+}
+
+void next_chunk(ThreadState* ts) {
+  if (ts->chunk) {
+    seal_thread(ts);
+    TraceFile::unmap(ts->chunk, ts->chunk_map_bytes);
+    ts->chunk = nullptr;
+  }
+  map_first_or_next(ts);
+}
+
+void record_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                        const CompletionEntry* entries, size_t n) {
+  uint8_t wide = 0;
+  std::vector<uint64_t> bytes_scratch;  // only for very large calls
+  uint64_t small[16];
+  uint64_t* bytes = small;
+  if (n > 16) {
+    bytes_scratch.resize(n);
+    bytes = bytes_scratch.data();
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const MPI_Status* st = entries[i].status;
+    bytes[i] = ok ? status_bytes(st) : 0;
+    int cancelled = 0;
+    if (ok) PMPI_Test_cancelled(st, &cancelled);
+    if (cancelled) bytes[i] |= format::kCancelledBit64;
+    const int src = ok ? st->MPI_SOURCE : -1, tag = ok ? st->MPI_TAG : -1;
+    wide |= wide_flags(src, tag, bytes[i] & ~format::kCancelledBit64);
+  }
+  // The cancelled bit moves to bit 31 in narrow form.
+  const size_t entry_words = 1 + ((wide & format::kWidePeerTag) ? 2 : 1) +
+                             ((wide & format::kWideBytes) ? 2 : 1);
+  const size_t per_record = (format::kMaxPayloadWords - 4) / entry_words;
+  size_t i = 0;
+  bool first = true;
+  do {
+    const size_t take = std::min(n - i, per_record);
+    Rec r(ts, first ? t0 : ts->last_enter, first ? t1 : ts->last_enter + (t1 - t0), ok,
+          uint8_t(wide | (first ? 0 : format::kContinuation)), 3 + 4 + take * entry_words);
+    for (size_t k = i; k < i + take; ++k) {
+      const MPI_Status* st = entries[k].status;
+      r.enc().word(uint32_t(entries[k].request));
+      r.enc().peer_tag(ok ? st->MPI_SOURCE : -1, ok ? st->MPI_TAG : -1);
+      const bool cancelled = bytes[k] & format::kCancelledBit64;
+      const uint64_t b = bytes[k] & ~format::kCancelledBit64;
+      if (wide & format::kWideBytes) r.enc().put64(b | (cancelled ? format::kCancelledBit64 : 0));
+      else r.enc().word(uint32_t(b) | (cancelled ? uint32_t(format::kCancelledBit32) : 0u));
+    }
+    r.commit(func);
+    i += take;
+    first = false;
+  } while (i < n);
+}
+
+void record_completion_all(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                           const MPI_Request* reqs, int count, const MPI_Status* statuses,
+                           int found) {
+  CompletionEntry small[16];
+  std::vector<CompletionEntry> big;
+  CompletionEntry* e = small;
+  if (count > 16) {
+    big.resize(size_t(count));
+    e = big.data();
+  }
+  size_t n = 0;
+  if (found)
+    for (int i = 0; i < count; ++i)
+      if (reqs[i] != MPI_REQUEST_NULL) e[n++] = {reqs[i], &statuses[i]};
+  record_completions(ts, func, t0, t1, ok, e, n);
+}
+
+void record_completion_some(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                            const MPI_Request* reqs, int outcount, const int* indices,
+                            const MPI_Status* statuses) {
+  CompletionEntry small[16];
+  std::vector<CompletionEntry> big;
+  CompletionEntry* e = small;
+  if (outcount > 16) {
+    big.resize(size_t(outcount));
+    e = big.data();
+  }
+  size_t n = 0;
+  if (outcount != MPI_UNDEFINED)
+    for (int j = 0; j < outcount; ++j) e[n++] = {reqs[indices[j]], &statuses[j]};
+  record_completions(ts, func, t0, t1, ok, e, n);
+}
+
+void record_requests(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                     const MPI_Request* reqs, int count) {
+  const size_t per_record = format::kMaxPayloadWords - 4;
+  size_t i = 0, n = count > 0 ? size_t(count) : 0;
+  bool first = true;
+  do {
+    const size_t take = std::min(n - i, per_record);
+    Rec r(ts, first ? t0 : ts->last_enter, first ? t1 : ts->last_enter + (t1 - t0), ok,
+          first ? 0 : format::kContinuation, 3 + 4 + take);
+    for (size_t k = i; k < i + take; ++k) r.enc().word(uint32_t(reqs[k]));
+    r.commit(func);
+    i += take;
+    first = false;
+  } while (i < n);
+}
+
+void record_comm_create(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                        MPI_Comm parent, MPI_Comm newcomm) {
+  {
+    Rec r(ts, t0, t1, ok, 0, 12);
+    r.enc().word(uint32_t(parent));
+    r.enc().word(uint32_t(ok ? newcomm : MPI_COMM_NULL));
+    r.commit(func);
+  }
+  if (ok && newcomm != MPI_COMM_NULL) define_comm(newcomm, t0);
+}
+
+namespace {
+uint32_t callsite_id_for_address(uintptr_t address) {
+  std::lock_guard<std::mutex> lock(rt->defs_mu);
+  auto [it, inserted] = rt->callsite_by_address.try_emplace(address, rt->next_callsite);
+  if (inserted) {
+    ++rt->next_callsite;
+    define(tabs({"S", std::to_string(it->second), hex(address), "", "0"}));
+  }
+  return it->second;
+}
+
+void record_marker(uint16_t id, bool begin, uint32_t callsite) {
+  ThreadState* ts = call_begin();
+  if (!ts) return;
+  const uint64_t t = now();
+  Rec r(ts, t, t, true, begin ? format::kMarkerBegin : 0, 12);
+  r.enc().word(id);
+  r.enc().word(callsite);
+  r.commit(format::kMarkerFuncId);
+  call_end(ts);
+}
+}  // namespace
+
+void on_raw_marker(int tag, void* return_address) {
+  if (!g.recording || !rt) return;
+  ThreadState* ts = tls_state;
+  if (ts && ts->in_call) return;  // our own traffic or MPI calling MPI
+  const format::MarkerTag m = format::decode_marker_tag(tag);
+  uintptr_t site = reinterpret_cast<uintptr_t>(return_address);
+  if (in_mpi_libraries(site)) {
+    // Fortran (or another binding): the first frame outside the MPI libraries.
+    void* frames[32];
+    const int n = backtrace(frames, 32);
+    for (int i = 0; i < n; ++i) {
+      const auto a = reinterpret_cast<uintptr_t>(frames[i]);
+      if (!in_mpi_libraries(a)) {
+        site = a;
+        break;
+      }
+    }
+  }
+  record_marker(m.id, m.begin, callsite_id_for_address(site));
+}
+
+}  // namespace prof::shim
+
+using namespace prof::shim;
+
+// ---------------------------------------------------------------------------
+// Hand-written entry points.
+extern "C" {
+
+// markers.h: explicit file and line, weakly referenced by the application.
+__attribute__((visibility("default"))) void prof_marker_at(int id, int begin, const char* file,
+                                                            int line) {
+  if (!g.recording || !rt) return;
+  uint32_t site;
+  {
+    std::lock_guard<std::mutex> lock(rt->defs_mu);
+    std::string key = std::string(file ? file : "") + ":" + std::to_string(line);
+    auto [it, inserted] = rt->callsite_by_file_line.try_emplace(key, rt->next_callsite);
+    if (inserted) {
+      ++rt->next_callsite;
+      std::string f = file ? file : "";
+      for (char& c : f)
+        if (c == '\t' || c == '\n') c = ' ';
+      define(tabs({"S", std::to_string(it->second), "0", f, std::to_string(line)}));
+    }
+    site = it->second;
+  }
+  record_marker(uint16_t(id), begin != 0, site);
+}
+
+int MPI_Init(int* argc, char*** argv) {
+  return init_common(kId_MPI_Init, [&] { return PMPI_Init(argc, argv); }, nullptr);
+}
+
+int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  return init_common(
+      kId_MPI_Init_thread, [&] { return PMPI_Init_thread(argc, argv, required, provided); },
+      provided);
+}
+
+int MPI_Finalize(void) {
+  ThreadState* ts = call_begin();
+  if (!ts) return PMPI_Finalize();
+  g.timer.finish_calibration();
+  const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, rt->cfg.sync);
+  char lines[256];
+  std::snprintf(lines, sizeof lines, "M\tns_per_tick\t%.12g\nK\tfinal\t%llu\t%.3f\t%.3f\n",
+                g.timer.ns_per_tick(), static_cast<unsigned long long>(sync.local_ticks),
+                sync.offset_ns, sync.rtt_ns);
+  define(lines);
+  const uint64_t t0 = now();
+  const int rc = PMPI_Finalize();
+  const uint64_t t1 = now();
+  record_plain(ts, kId_MPI_Finalize, t0, t1, rc == MPI_SUCCESS);
+  call_end(ts);
+  g.recording = false;
+  write_end("finalize");
+  rt->file.close();
+  return rc;
+}
+
+int MPI_Abort(MPI_Comm comm, int errorcode) {
+  ThreadState* ts = call_begin();
+  if (ts) {
+    const uint64_t t = now();
+    record_plain(ts, kId_MPI_Abort, t, t, true);
+    call_end(ts);
+    g.recording = false;
+    write_end("abort");
+  }
+  return PMPI_Abort(comm, errorcode);
+}
+
+int MPI_Pcontrol(const int level, ...) {
+  ThreadState* ts = call_begin();
+  if (!ts) return PMPI_Pcontrol(level);
+  const uint64_t t0 = now();
+  const int rc = PMPI_Pcontrol(level);
+  record_plain(ts, kId_MPI_Pcontrol, t0, now(), rc == MPI_SUCCESS);
+  call_end(ts);
+  return rc;
+}
+
+}  // extern "C"

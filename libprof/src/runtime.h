@@ -1,0 +1,262 @@
+// The shim's runtime: per-thread event streams written straight into the trace
+// file, and the record helpers the generated wrappers call.
+//
+// Hot path (every MPI call): call_begin() checks that recording is on and that
+// this thread is not already inside a wrapper (MPI calling MPI, Fortran calling
+// C, our own PMPI traffic), two timer reads, then one record encoded into the
+// thread's mapped chunk: no locks, no allocation, no formatting. A chunk that
+// cannot hold the largest record is sealed and a new one mapped (runtime.cpp).
+//
+// Invariants: only the owning thread writes its chunk; a record's first word is
+// stored last (RecordEncoder::commit), so a chunk read after SIGKILL holds whole
+// records followed by zeros.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "clock.h"
+#include "prof/trace_format.h"
+
+namespace prof::shim {
+
+struct FunctionInfo {
+  uint16_t id;
+  format::FuncKind kind;
+  const char* name;
+};
+extern const FunctionInfo kFunctions[];
+extern const size_t kFunctionCount;
+extern const uint16_t kId_MPI_Init, kId_MPI_Init_thread, kId_MPI_Finalize, kId_MPI_Abort,
+    kId_MPI_Pcontrol;
+
+struct ThreadState {
+  uint32_t* cur = nullptr;     // next free word in the mapped chunk
+  uint32_t* end = nullptr;     // end of the chunk's payload
+  format::ChunkHeader* chunk = nullptr;
+  size_t chunk_map_bytes = 0;
+  uint64_t last_enter = 0;     // enter time of the previous record (dt base)
+  uint32_t stream = 0;
+  bool in_call = false;
+  bool attached = false;
+  // Scratch for completion calls (requests are nulled by MPI; statuses for
+  // MPI_STATUSES_IGNORE). Grown rarely, never shrunk.
+  std::vector<MPI_Request> requests;
+  std::vector<MPI_Status> statuses;
+
+  const MPI_Request* save_requests(const MPI_Request* reqs, int n) {
+    if (n <= 0) return reqs;
+    if (requests.size() < size_t(n)) requests.resize(size_t(n));
+    for (int i = 0; i < n; ++i) requests[size_t(i)] = reqs[i];
+    return requests.data();
+  }
+  MPI_Status* scratch_statuses(int n) {
+    if (statuses.size() < size_t(n > 0 ? n : 1)) statuses.resize(size_t(n > 0 ? n : 1));
+    return statuses.data();
+  }
+};
+
+// Global state read on the hot path.
+struct Globals {
+  bool recording = false;  // set after init succeeded, cleared at finalize
+  Timer timer;
+};
+extern Globals g;
+extern __thread ThreadState* tls_state __attribute__((tls_model("initial-exec")));
+
+ThreadState* attach_thread();               // first call of a thread
+void next_chunk(ThreadState* ts);            // seal the current chunk, map a new one
+
+inline uint64_t now() { return g.timer.now(); }
+
+inline ThreadState* call_begin() {
+  if (__builtin_expect(!g.recording, 0)) return nullptr;
+  ThreadState* ts = tls_state;
+  if (__builtin_expect(ts == nullptr, 0)) ts = attach_thread();
+  if (ts == nullptr || ts->in_call) return nullptr;
+  ts->in_call = true;
+  return ts;
+}
+inline void call_end(ThreadState* ts) { ts->in_call = false; }
+
+// Markers.
+inline bool is_marker_tag(int tag) { return (static_cast<uint32_t>(tag) >> 24) == 0xAAu &&
+                                            format::decode_marker_tag(tag).is_marker; }
+void on_raw_marker(int tag, void* return_address);
+
+// Byte counts. MPICH builtin datatypes carry their size in the handle; derived
+// ones ask MPI (rare on hot paths that matter).
+inline uint64_t type_size(MPI_Datatype t) {
+  const uint32_t h = static_cast<uint32_t>(t);
+  if ((h >> 30) == 1u && t != MPI_DATATYPE_NULL) return (h >> 8) & 0xFFu;
+  MPI_Count size = 0;
+  if (t == MPI_DATATYPE_NULL || PMPI_Type_size_c(t, &size) != MPI_SUCCESS || size < 0) return 0;
+  return static_cast<uint64_t>(size);
+}
+inline uint64_t type_bytes(uint64_t count, MPI_Datatype t) { return count * type_size(t); }
+template <class Count>
+uint64_t sum_bytes(const Count* counts, MPI_Datatype t, MPI_Comm comm) {
+  int n = 0;
+  if (!counts || PMPI_Comm_size(comm, &n) != MPI_SUCCESS) return 0;
+  uint64_t total = 0;
+  for (int i = 0; i < n; ++i) total += static_cast<uint64_t>(counts[i]);
+  return total * type_size(t);
+}
+template <class Count>
+uint64_t sumw_bytes(const Count* counts, const MPI_Datatype* types, MPI_Comm comm) {
+  int n = 0;
+  if (!counts || !types || PMPI_Comm_size(comm, &n) != MPI_SUCCESS) return 0;
+  uint64_t total = 0;
+  for (int i = 0; i < n; ++i) total += static_cast<uint64_t>(counts[i]) * type_size(types[i]);
+  return total;
+}
+inline uint64_t status_bytes(const MPI_Status* st) {
+  MPI_Count n = 0;
+  if (PMPI_Get_count_c(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0) return 0;
+  return static_cast<uint64_t>(n);
+}
+
+// One record under construction in the thread's chunk.
+class Rec {
+ public:
+  Rec(ThreadState* ts, uint64_t t0, uint64_t t1, bool ok, uint8_t flags, size_t max_words)
+      : ts_(ts), enc_(reserve(ts, max_words)) {
+    enc_.flag(flags);
+    if (!ok) enc_.flag(format::kCallFailed);
+    const uint64_t dt = t0 - ts->last_enter;  // wraps when time goes back: long form
+    enc_.time(dt, t1 - t0);
+    ts->last_enter = t0;
+  }
+  format::RecordEncoder& enc() { return enc_; }
+  void commit(uint16_t func) { ts_->cur += enc_.commit(func); }
+
+ private:
+  static uint32_t* reserve(ThreadState* ts, size_t words) {
+    if (__builtin_expect(size_t(ts->end - ts->cur) < words, 0)) next_chunk(ts);
+    return ts->cur;
+  }
+  ThreadState* ts_;
+  format::RecordEncoder enc_;
+};
+
+inline uint8_t wide_flags(int32_t peer, int32_t tag, uint64_t bytes) {
+  uint8_t f = 0;
+  if (!format::fits_packed_peer_tag(peer, tag)) f |= format::kWidePeerTag;
+  if (bytes > UINT32_MAX) f |= format::kWideBytes;
+  return f;
+}
+
+inline void record_plain(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok) {
+  Rec r(ts, t0, t1, ok, 0, 8);
+  r.commit(func);
+}
+
+inline void record_p2p(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                       format::FuncKind, int peer, int tag, MPI_Comm comm, uint64_t bytes,
+                       uint8_t flags) {
+  Rec r(ts, t0, t1, ok, flags | wide_flags(peer, tag, bytes), 16);
+  r.enc().peer_tag(peer, tag);
+  r.enc().word(static_cast<uint32_t>(comm));
+  r.enc().bytes(bytes);
+  r.commit(func);
+}
+
+inline void record_p2p_start(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                             format::FuncKind, int peer, int tag, MPI_Comm comm, uint64_t bytes,
+                             uint8_t flags, MPI_Request request) {
+  Rec r(ts, t0, t1, ok, flags | wide_flags(peer, tag, bytes), 16);
+  r.enc().peer_tag(peer, tag);
+  r.enc().word(static_cast<uint32_t>(comm));
+  r.enc().bytes(bytes);
+  r.enc().word(static_cast<uint32_t>(request));
+  r.commit(func);
+}
+
+// Receive: the actual source and tag from the status (the requested ones when
+// the call failed, since the status is then undefined).
+inline void record_recv(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                        int peer, int tag, MPI_Comm comm, const MPI_Status* st, uint8_t flags) {
+  const int src = ok ? st->MPI_SOURCE : peer;
+  const int rtag = ok ? st->MPI_TAG : tag;
+  const uint64_t bytes = ok ? status_bytes(st) : 0;
+  record_p2p(ts, func, t0, t1, ok, format::FuncKind::Recv, src, rtag, comm, bytes, flags);
+}
+
+inline void record_probe(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                         int peer, int tag, MPI_Comm comm, const MPI_Status* st, int found,
+                         uint8_t flags) {
+  const bool got = ok && found;
+  record_p2p(ts, func, t0, t1, ok, format::FuncKind::Probe, got ? st->MPI_SOURCE : peer,
+             got ? st->MPI_TAG : tag, comm, got ? status_bytes(st) : 0, flags);
+}
+
+inline void record_sendrecv(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                            int dest, int sendtag, uint64_t send_bytes, int source, int recvtag,
+                            MPI_Comm comm, const MPI_Status* st) {
+  const int src = ok ? st->MPI_SOURCE : source;
+  const int rtag = ok ? st->MPI_TAG : recvtag;
+  const uint64_t rbytes = ok ? status_bytes(st) : 0;
+  uint8_t flags = wide_flags(dest, sendtag, send_bytes) | wide_flags(src, rtag, rbytes);
+  if (source == MPI_ANY_SOURCE) flags |= format::kAnySource;
+  if (recvtag == MPI_ANY_TAG) flags |= format::kAnyTag;
+  Rec r(ts, t0, t1, ok, flags, 20);
+  r.enc().peer_tag(dest, sendtag);
+  r.enc().bytes(send_bytes);
+  r.enc().peer_tag(src, rtag);
+  r.enc().bytes(rbytes);
+  r.enc().word(static_cast<uint32_t>(comm));
+  r.commit(func);
+}
+
+inline void record_collective(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                              format::FuncKind kind, MPI_Comm comm, int root, uint64_t bytes,
+                              MPI_Request request) {
+  Rec r(ts, t0, t1, ok, bytes > UINT32_MAX ? format::kWideBytes : 0, 16);
+  r.enc().word(static_cast<uint32_t>(comm));
+  r.enc().word(static_cast<uint32_t>(root));
+  r.enc().bytes(bytes);
+  if (kind == format::FuncKind::ICollective || kind == format::FuncKind::IAllToAll)
+    r.enc().word(static_cast<uint32_t>(request));
+  r.commit(func);
+}
+
+// Completions and request operations can carry many entries: written in as
+// many records as needed, the later ones flagged kContinuation.
+struct CompletionEntry {
+  MPI_Request request;
+  const MPI_Status* status;
+};
+void record_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                        const CompletionEntry* entries, size_t n);
+
+inline void record_completion_one(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1,
+                                  bool ok, MPI_Request req, const MPI_Status* st, int found) {
+  const CompletionEntry e{req, st};
+  const bool done = found && req != MPI_REQUEST_NULL;
+  record_completions(ts, func, t0, t1, ok, &e, done ? 1 : 0);
+}
+void record_completion_all(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                           const MPI_Request* reqs, int count, const MPI_Status* statuses,
+                           int found);
+inline void record_completion_any(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1,
+                                  bool ok, const MPI_Request* reqs, int count, int index,
+                                  const MPI_Status* st, int found) {
+  const bool done = found && index != MPI_UNDEFINED && index >= 0 && index < count;
+  const CompletionEntry e{done ? reqs[index] : MPI_REQUEST_NULL, st};
+  record_completions(ts, func, t0, t1, ok, &e, done ? 1 : 0);
+}
+void record_completion_some(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                            const MPI_Request* reqs, int outcount, const int* indices,
+                            const MPI_Status* statuses);
+void record_requests(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                     const MPI_Request* reqs, int count);
+
+// Records the creation, then defines the new communicator (membership and a
+// global id agreed by its members: collective over it, done through PMPI).
+void record_comm_create(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                        MPI_Comm parent, MPI_Comm newcomm);
+
+}  // namespace prof::shim

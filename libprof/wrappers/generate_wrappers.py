@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Generates every PMPI wrapper of libprof from MPICH's prototypes and our facts.
+
+Inputs: MPICH's headers (the list of prototypes), the dynamic symbols of
+libmpich.so (which functions really exist: a PMPI_ twin is needed), and
+mpi_function_facts.FACTS (what each record carries). Output: one C++ source with
+an `extern "C"` wrapper per function, plus the function table (id, kind, name)
+that the shim writes into every trace. Nothing here is hand-written per function.
+
+Usage: generate_wrappers.py --header mpi_proto.h --header mpio.h
+           --symbols libmpich.so --out wrappers.cpp --list wrapped.txt
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mpi_function_facts import FACTS  # noqa: E402
+
+PROTO_RE = re.compile(
+    r'^([A-Za-z_][A-Za-z0-9_ \*]*?)\s*\b(MPI_[A-Za-z0-9_]+)\s*\(([^;]*?)\)\s*'
+    r'(?:(?:MPICH|ROMIO)_[A-Z_]+(?:\([^)]*\))?\s*)*;', re.M)
+
+# Functions the runtime implements itself (init/finalize bracket the recording,
+# Abort must flush first, Pcontrol is variadic).
+HAND_WRITTEN = {'MPI_Init', 'MPI_Init_thread', 'MPI_Finalize', 'MPI_Abort', 'MPI_Pcontrol'}
+
+
+class Arg:
+    def __init__(self, text):
+        text = ' '.join(text.split())
+        m = re.match(r'^(.*?)([A-Za-z_][A-Za-z0-9_]*)\s*((?:\[\s*\d*\s*\])*)$', text)
+        if not m:
+            raise SystemExit(f'cannot parse argument {text!r}')
+        self.type = m.group(1).strip()
+        self.name = m.group(2)
+        self.array = bool(m.group(3))
+        self.text = text
+
+    def decl(self):
+        return self.text
+
+
+def parse_prototypes(headers):
+    protos = {}
+    for h in headers:
+        src = open(h).read()
+        src = re.sub(r'/\*.*?\*/', '', src, flags=re.S)
+        for m in PROTO_RE.finditer(src):
+            ret, name, args = m.group(1).strip(), m.group(2), ' '.join(m.group(3).split())
+            if ret.startswith('typedef') or 'QMPI' in ret:
+                continue
+            arglist = [] if args in ('', 'void') else [a.strip() for a in args.split(',')]
+            # First declaration wins: mpio.h repeats a few of mpi_proto.h's,
+            # once with a typo (MPI_Type_create_darray's array_of_psizes).
+            protos.setdefault(name, (ret, arglist))
+    return protos
+
+
+def exported_symbols(lib):
+    out = subprocess.run(['nm', '-D', '--defined-only', lib], check=True,
+                         capture_output=True, text=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if len(line.split()) >= 3}
+
+
+def facts_for(name):
+    if name in FACTS:
+        return FACTS[name]
+    if name.endswith('_c') and name[:-2] in FACTS:
+        return FACTS[name[:-2]]
+    return None
+
+
+def check_args(name, facts, argnames):
+    """Every argument the facts name must exist in the prototype."""
+    def need(a):
+        if a is None or a in ('0',):
+            return
+        for part in a.split('*'):
+            if part not in argnames:
+                raise SystemExit(f'{name}: facts name argument {part!r}, prototype has {argnames}')
+
+    for key in ('peer', 'tag', 'comm', 'request', 'status', 'recv_peer', 'recv_tag', 'count',
+                'requests', 'statuses', 'index', 'outcount', 'indices', 'newcomm', 'root',
+                'found'):
+        need(facts.get(key))
+    for key in ('bytes', 'recv_bytes'):
+        walk_bytes(facts.get(key), need)
+    for peer, tag in facts.get('markers', []):
+        need(peer)
+        need(tag)
+
+
+def walk_bytes(spec, fn):
+    if spec is None:
+        return
+    if spec[0] == 'inplace':
+        walk_bytes(spec[1], fn)
+        walk_bytes(spec[2], fn)
+    elif spec[0] in ('sum', 'sumw'):
+        fn(spec[1])
+        fn(spec[2])
+    else:
+        fn(spec[0])
+        fn(spec[1])
+
+
+def bytes_expr(spec, comm):
+    """C++ expression for a byte count."""
+    if spec is None:
+        return '0'
+    if spec[0] == 'inplace':
+        return (f'(sendbuf == MPI_IN_PLACE ? {bytes_expr(spec[2], comm)} : '
+                f'{bytes_expr(spec[1], comm)})')
+    if spec[0] == 'sum':
+        return f'prof::shim::sum_bytes({spec[1]}, {spec[2]}, {comm})'
+    if spec[0] == 'sumw':
+        return f'prof::shim::sumw_bytes({spec[1]}, {spec[2]}, {comm})'
+    count = '*'.join(f'(uint64_t)({c})' for c in spec[0].split('*'))
+    return f'prof::shim::type_bytes({count}, {spec[1]})'
+
+
+def call_args(args, substitute=None):
+    substitute = substitute or {}
+    return ', '.join(substitute.get(a.name, a.name) for a in args)
+
+
+def gen_wrapper(fid, name, ret, args, facts):
+    argnames = [a.name for a in args]
+    kind = facts['kind'] if facts else 'Other'
+    if facts:
+        check_args(name, facts, argnames)
+    decl = ', '.join(a.decl() for a in args) or 'void'
+    pname = 'P' + name
+    out = [f'extern "C" {ret} {name}({decl}) {{']
+
+    # Interval markers: swallowed, the call done as a PROC_NULL operation, unrecorded.
+    markers = facts.get('markers', []) if facts else []
+    for peer, tag in markers:
+        sub = {peer: 'MPI_PROC_NULL', tag: '0'}
+        out.append(f'  if (__builtin_expect(prof::shim::is_marker_tag({tag}), 0)) {{')
+        out.append(f'    prof::shim::on_raw_marker({tag}, __builtin_return_address(0));')
+        out.append(f'    return {pname}({call_args(args, sub)});')
+        out.append('  }')
+
+    out.append('  prof::shim::ThreadState* ts = prof::shim::call_begin();')
+    out.append(f'  if (!ts) return {pname}({call_args(args)});')
+
+    sub = {}
+    pre = []
+    if kind in ('Recv', 'Probe', 'SendRecv') or (kind == 'Completion' and facts['form'] in ('one', 'any')):
+        st = facts['status']
+        pre.append(f'  MPI_Status prof_status_local;')
+        pre.append(f'  MPI_Status* prof_status = {st} == MPI_STATUS_IGNORE ? &prof_status_local : {st};')
+        sub[st] = 'prof_status'
+    if kind == 'Completion':
+        form = facts['form']
+        if form == 'one':
+            pre.append(f'  const MPI_Request prof_req = *{facts["request"]};')
+        else:
+            cnt, reqs = facts['count'], facts['requests']
+            pre.append(f'  const MPI_Request* prof_reqs = ts->save_requests({reqs}, {cnt});')
+            if form in ('all', 'some'):
+                sts = facts['statuses']
+                pre.append(f'  MPI_Status* prof_statuses = {sts} == MPI_STATUSES_IGNORE ? '
+                           f'ts->scratch_statuses({cnt}) : {sts};')
+                sub[sts] = 'prof_statuses'
+    if kind == 'RequestOp':
+        if 'requests' in facts:
+            pre.append(f'  const MPI_Request* prof_reqs = ts->save_requests({facts["requests"]}, {facts["count"]});')
+        else:
+            pre.append(f'  const MPI_Request prof_req = *{facts["request"]};')
+    out += pre
+
+    out.append('  const uint64_t t0 = prof::shim::now();')
+    out.append(f'  const {ret} rc = {pname}({call_args(args, sub)});')
+    out.append('  const uint64_t t1 = prof::shim::now();')
+    rc_ok = 'rc == MPI_SUCCESS' if ret == 'int' else 'true'
+    rec = f'ts, {fid}, t0, t1, {rc_ok}'
+
+    if kind == 'Other':
+        out.append(f'  prof::shim::record_plain({rec});')
+    elif kind == 'Send':
+        out.append(f'  prof::shim::record_p2p({rec}, prof::format::FuncKind::Send, {facts["peer"]}, '
+                   f'{facts["tag"]}, {facts["comm"]}, {bytes_expr(facts["bytes"], facts["comm"])}, 0);')
+    elif kind in ('Isend', 'Irecv'):
+        peer = facts.get('peer')
+        tag = facts.get('tag')
+        comm = facts.get('comm')
+        flags = '0'
+        if kind == 'Irecv' and peer:
+            flags = (f'(uint8_t)(({peer} == MPI_ANY_SOURCE ? prof::format::kAnySource : 0) | '
+                     f'({tag} == MPI_ANY_TAG ? prof::format::kAnyTag : 0))')
+        out.append(f'  prof::shim::record_p2p_start({rec}, prof::format::FuncKind::{kind}, '
+                   f'{peer or "-1"}, {tag or "-1"}, {comm or "MPI_COMM_NULL"}, '
+                   f'{bytes_expr(facts["bytes"], comm)}, {flags}, *{facts["request"]});')
+    elif kind == 'Recv':
+        peer, tag, comm = facts.get('peer'), facts.get('tag'), facts.get('comm')
+        flags = '0'
+        if peer:
+            flags = (f'(uint8_t)(({peer} == MPI_ANY_SOURCE ? prof::format::kAnySource : 0) | '
+                     f'({tag} == MPI_ANY_TAG ? prof::format::kAnyTag : 0))')
+        out.append(f'  prof::shim::record_recv({rec}, {peer or "-1"}, {tag or "-1"}, '
+                   f'{comm or "MPI_COMM_NULL"}, prof_status, {flags});')
+    elif kind == 'Probe':
+        peer, tag, comm = facts['peer'], facts['tag'], facts['comm']
+        found = f'*{facts["found"]}' if facts.get('found') else '1'
+        flags = (f'(uint8_t)(({peer} == MPI_ANY_SOURCE ? prof::format::kAnySource : 0) | '
+                 f'({tag} == MPI_ANY_TAG ? prof::format::kAnyTag : 0))')
+        out.append(f'  prof::shim::record_probe({rec}, {peer}, {tag}, {comm}, prof_status, '
+                   f'{found}, {flags});')
+    elif kind == 'SendRecv':
+        comm = facts['comm']
+        out.append(f'  prof::shim::record_sendrecv({rec}, {facts["peer"]}, {facts["tag"]}, '
+                   f'{bytes_expr(facts["bytes"], comm)}, {facts["recv_peer"]}, '
+                   f'{facts["recv_tag"]}, {comm}, prof_status);')
+    elif kind == 'Completion':
+        form = facts['form']
+        found = f'*{facts["found"]}' if facts.get('found') else '1'
+        if form == 'one':
+            out.append(f'  prof::shim::record_completion_one({rec}, prof_req, prof_status, {found});')
+        elif form == 'all':
+            out.append(f'  prof::shim::record_completion_all({rec}, prof_reqs, {facts["count"]}, '
+                       f'prof_statuses, {found});')
+        elif form == 'any':
+            out.append(f'  prof::shim::record_completion_any({rec}, prof_reqs, {facts["count"]}, '
+                       f'*{facts["index"]}, prof_status, {found});')
+        elif form == 'some':
+            out.append(f'  prof::shim::record_completion_some({rec}, prof_reqs, '
+                       f'*{facts["outcount"]}, {facts["indices"]}, prof_statuses);')
+    elif kind == 'RequestOp':
+        if 'requests' in facts:
+            out.append(f'  prof::shim::record_requests({rec}, prof_reqs, {facts["count"]});')
+        else:
+            out.append(f'  prof::shim::record_requests({rec}, &prof_req, 1);')
+    elif kind in ('Collective', 'AllToAll', 'ICollective', 'IAllToAll'):
+        comm = facts['comm']
+        root = facts.get('root') or '-1'
+        request = f'*{facts["request"]}' if facts.get('request') else 'MPI_REQUEST_NULL'
+        out.append(f'  prof::shim::record_collective({rec}, prof::format::FuncKind::{kind}, '
+                   f'{comm}, {root}, {bytes_expr(facts["bytes"], comm)}, {request});')
+    elif kind == 'CommCreate':
+        parent = facts.get('comm') or 'MPI_COMM_NULL'
+        out.append(f'  prof::shim::record_comm_create({rec}, {parent}, *{facts["newcomm"]});')
+    else:
+        raise SystemExit(f'{name}: unknown kind {kind}')
+
+    out.append('  prof::shim::call_end(ts);')
+    out.append('  return rc;')
+    out.append('}')
+    return '\n'.join(out) + '\n'
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--header', action='append', required=True)
+    ap.add_argument('--symbols', required=True, help='libmpich.so')
+    ap.add_argument('--out', required=True)
+    ap.add_argument('--list', required=True, help='names of wrapped functions, one a line')
+    a = ap.parse_args()
+
+    protos = parse_prototypes(a.header)
+    syms = exported_symbols(a.symbols)
+    names = sorted(n for n in protos if n in syms and ('P' + n) in syms)
+    missing_facts = [n for n in FACTS if n not in protos]
+    if missing_facts:
+        raise SystemExit(f'facts for functions MPICH does not declare: {missing_facts}')
+
+    body = []
+    table = []
+    for i, name in enumerate(names):
+        fid = i + 1
+        ret, arglist = protos[name]
+        facts = facts_for(name)
+        kind = facts['kind'] if facts else 'Other'
+        table.append(f'  {{{fid}, prof::format::FuncKind::{kind}, "{name}"}},')
+        if name in HAND_WRITTEN:
+            body.append(f'// {name}: hand-written in runtime.cpp (id {fid})\n')
+            continue
+        args = [Arg(x) for x in arglist]
+        body.append(gen_wrapper(fid, name, ret, args, facts))
+
+    ids = {n: i + 1 for i, n in enumerate(names)}
+    with open(a.out, 'w') as f:
+        f.write('// Generated by libprof/wrappers/generate_wrappers.py. Do not edit.\n')
+        f.write('#include "runtime.h"\n\n')
+        f.write('namespace prof::shim {\n')
+        f.write('const FunctionInfo kFunctions[] = {\n' + '\n'.join(table) + '\n};\n')
+        f.write(f'const size_t kFunctionCount = {len(names)};\n')
+        for special in sorted(HAND_WRITTEN):
+            f.write(f'const uint16_t kId_{special} = {ids[special]};\n')
+        f.write('}  // namespace prof::shim\n\n')
+        f.write('\n'.join(body))
+    with open(a.list, 'w') as f:
+        f.write('\n'.join(names) + '\n')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,148 @@
+"""Per-function facts for the PMPI wrappers: what each MPI function's record carries.
+
+The prototypes come from MPICH's own headers (mpi_proto.h, mpio.h), parsed at build
+time by generate_wrappers.py; this table says, by argument name, which argument is
+the peer, the tag, the communicator, the byte count, the request, the status.
+Functions absent from the table are wrapped too and recorded with no payload
+(FuncKind Other). The large-count variants (`MPI_Send_c`) share their base
+function's facts. The generator checks every named argument exists, so a header
+change fails the build instead of recording garbage.
+
+Byte counts are (count_arg, datatype_arg) pairs, or a special form:
+  ('sum', counts_arg, datatype_arg)        sum of an array over the comm size
+  ('sumw', counts_arg, datatypes_arg)      sum of counts[i] * size(types[i])
+  ('inplace', (a, ta), (b, tb))            (a, ta) unless sendbuf is MPI_IN_PLACE, then (b, tb)
+"""
+
+def _send(peer='dest', tag='tag', comm='comm', count='count', dtype='datatype'):
+    return dict(kind='Send', peer=peer, tag=tag, comm=comm, bytes=(count, dtype),
+                markers=[(peer, tag)])
+
+def _isend(**kw):
+    f = _send(**kw)
+    f.update(kind='Isend', request='request')
+    return f
+
+FACTS = {}
+
+for n in ['MPI_Send', 'MPI_Bsend', 'MPI_Ssend', 'MPI_Rsend']:
+    FACTS[n] = _send()
+for n in ['MPI_Isend', 'MPI_Ibsend', 'MPI_Issend', 'MPI_Irsend',
+          'MPI_Send_init', 'MPI_Bsend_init', 'MPI_Ssend_init', 'MPI_Rsend_init']:
+    FACTS[n] = _isend()
+FACTS['MPI_Psend_init'] = dict(kind='Isend', peer='dest', tag='tag', comm='comm',
+                               bytes=('partitions*count', 'datatype'), request='request',
+                               markers=[('dest', 'tag')])
+
+FACTS['MPI_Recv'] = dict(kind='Recv', peer='source', tag='tag', comm='comm',
+                         bytes=('count', 'datatype'), status='status',
+                         markers=[('source', 'tag')])
+FACTS['MPI_Mrecv'] = dict(kind='Recv', status='status', bytes=('count', 'datatype'))
+for n in ['MPI_Irecv', 'MPI_Recv_init']:
+    FACTS[n] = dict(kind='Irecv', peer='source', tag='tag', comm='comm',
+                    bytes=('count', 'datatype'), request='request',
+                    markers=[('source', 'tag')])
+# MPICH names Precv_init's source argument `dest`.
+FACTS['MPI_Precv_init'] = dict(kind='Irecv', peer='dest', tag='tag', comm='comm',
+                               bytes=('partitions*count', 'datatype'), request='request',
+                               markers=[('dest', 'tag')])
+FACTS['MPI_Imrecv'] = dict(kind='Irecv', bytes=('count', 'datatype'), request='request')
+
+FACTS['MPI_Sendrecv'] = dict(kind='SendRecv', peer='dest', tag='sendtag', comm='comm',
+                             bytes=('sendcount', 'sendtype'),
+                             recv_peer='source', recv_tag='recvtag',
+                             recv_bytes=('recvcount', 'recvtype'), status='status',
+                             markers=[('dest', 'sendtag'), ('source', 'recvtag')])
+FACTS['MPI_Sendrecv_replace'] = dict(kind='SendRecv', peer='dest', tag='sendtag', comm='comm',
+                                     bytes=('count', 'datatype'),
+                                     recv_peer='source', recv_tag='recvtag',
+                                     recv_bytes=('count', 'datatype'), status='status',
+                                     markers=[('dest', 'sendtag'), ('source', 'recvtag')])
+
+for n in ['MPI_Probe', 'MPI_Iprobe']:
+    FACTS[n] = dict(kind='Probe', peer='source', tag='tag', comm='comm', status='status',
+                    markers=[('source', 'tag')], found='flag' if n == 'MPI_Iprobe' else None)
+for n in ['MPI_Mprobe', 'MPI_Improbe']:
+    FACTS[n] = dict(kind='Probe', peer='source', tag='tag', comm='comm', status='status',
+                    markers=[('source', 'tag')], found='flag' if n == 'MPI_Improbe' else None)
+
+# Completions: (form, count arg, requests arg, statuses arg, extra)
+FACTS['MPI_Wait'] = dict(kind='Completion', form='one', request='request', status='status')
+FACTS['MPI_Test'] = dict(kind='Completion', form='one', request='request', status='status',
+                         found='flag')
+FACTS['MPI_Waitall'] = dict(kind='Completion', form='all', count='count',
+                            requests='array_of_requests', statuses='array_of_statuses')
+FACTS['MPI_Testall'] = dict(kind='Completion', form='all', count='count',
+                            requests='array_of_requests', statuses='array_of_statuses',
+                            found='flag')
+FACTS['MPI_Waitany'] = dict(kind='Completion', form='any', count='count',
+                            requests='array_of_requests', index='indx', status='status')
+FACTS['MPI_Testany'] = dict(kind='Completion', form='any', count='count',
+                            requests='array_of_requests', index='indx', status='status',
+                            found='flag')
+FACTS['MPI_Waitsome'] = dict(kind='Completion', form='some', count='incount',
+                             requests='array_of_requests', outcount='outcount',
+                             indices='array_of_indices', statuses='array_of_statuses')
+FACTS['MPI_Testsome'] = dict(kind='Completion', form='some', count='incount',
+                             requests='array_of_requests', outcount='outcount',
+                             indices='array_of_indices', statuses='array_of_statuses')
+
+FACTS['MPI_Start'] = dict(kind='RequestOp', request='request')
+FACTS['MPI_Cancel'] = dict(kind='RequestOp', request='request')
+FACTS['MPI_Request_free'] = dict(kind='RequestOp', request='request')
+FACTS['MPI_Startall'] = dict(kind='RequestOp', count='count', requests='array_of_requests')
+
+# Collectives. bytes: what this rank contributes.
+_COLL = {
+    'MPI_Barrier': dict(bytes=None),
+    'MPI_Bcast': dict(root='root', bytes=('count', 'datatype')),
+    'MPI_Reduce': dict(root='root', bytes=('count', 'datatype')),
+    'MPI_Allreduce': dict(bytes=('count', 'datatype')),
+    'MPI_Scan': dict(bytes=('count', 'datatype')),
+    'MPI_Exscan': dict(bytes=('count', 'datatype')),
+    'MPI_Reduce_scatter_block': dict(bytes=('recvcount', 'datatype')),
+    'MPI_Reduce_scatter': dict(bytes=('sum', 'recvcounts', 'datatype')),
+    'MPI_Gather': dict(root='root', bytes=('inplace', ('sendcount', 'sendtype'),
+                                           ('recvcount', 'recvtype'))),
+    'MPI_Gatherv': dict(root='root', bytes=('inplace', ('sendcount', 'sendtype'),
+                                            ('0', 'recvtype'))),
+    'MPI_Scatter': dict(root='root', bytes=('recvcount', 'recvtype')),
+    'MPI_Scatterv': dict(root='root', bytes=('recvcount', 'recvtype')),
+    'MPI_Allgather': dict(bytes=('inplace', ('sendcount', 'sendtype'),
+                                 ('recvcount', 'recvtype'))),
+    'MPI_Allgatherv': dict(bytes=('inplace', ('sendcount', 'sendtype'), ('0', 'recvtype'))),
+    'MPI_Neighbor_allgather': dict(bytes=('sendcount', 'sendtype')),
+    'MPI_Neighbor_allgatherv': dict(bytes=('sendcount', 'sendtype')),
+    'MPI_Neighbor_alltoall': dict(bytes=('sendcount', 'sendtype')),
+    'MPI_Neighbor_alltoallv': dict(bytes=None),
+    'MPI_Neighbor_alltoallw': dict(bytes=None),
+    'MPI_Alltoall': dict(bytes=('inplace', ('sendcount', 'sendtype'), ('recvcount', 'recvtype')),
+                         alltoall=True),
+    'MPI_Alltoallv': dict(bytes=('inplace', ('sum', 'sendcounts', 'sendtype'),
+                                 ('sum', 'recvcounts', 'recvtype')), alltoall=True),
+    'MPI_Alltoallw': dict(bytes=('inplace', ('sumw', 'sendcounts', 'sendtypes'),
+                                 ('sumw', 'recvcounts', 'recvtypes')), alltoall=True),
+}
+for base, f in _COLL.items():
+    kind = 'AllToAll' if f.get('alltoall') else 'Collective'
+    FACTS[base] = dict(kind=kind, comm='comm', root=f.get('root'), bytes=f['bytes'])
+    # Nonblocking (MPI_Ibcast) and persistent (MPI_Bcast_init) forms.
+    nb = 'MPI_I' + base[4].lower() + base[5:]
+    for n in [nb, base + '_init']:
+        FACTS[n] = dict(kind='I' + kind, comm='comm', root=f.get('root'), bytes=f['bytes'],
+                        request='request')
+
+# Communicator creation: the new communicator gets a definition (membership).
+for n, parent, new in [
+        ('MPI_Comm_dup', 'comm', 'newcomm'), ('MPI_Comm_dup_with_info', 'comm', 'newcomm'),
+        ('MPI_Comm_split', 'comm', 'newcomm'), ('MPI_Comm_split_type', 'comm', 'newcomm'),
+        ('MPI_Comm_create', 'comm', 'newcomm'), ('MPI_Comm_create_group', 'comm', 'newcomm'),
+        ('MPI_Cart_create', 'comm_old', 'comm_cart'), ('MPI_Cart_sub', 'comm', 'newcomm'),
+        ('MPI_Graph_create', 'comm_old', 'comm_graph'),
+        ('MPI_Dist_graph_create', 'comm_old', 'comm_dist_graph'),
+        ('MPI_Dist_graph_create_adjacent', 'comm_old', 'comm_dist_graph'),
+        ('MPI_Intercomm_create', 'local_comm', 'newintercomm'),
+        ('MPI_Intercomm_merge', 'intercomm', 'newintracomm'),
+        ('MPI_Comm_create_from_group', None, 'newcomm'),
+        ('MPI_Intercomm_create_from_groups', None, 'newintercomm')]:
+    FACTS[n] = dict(kind='CommCreate', comm=parent, newcomm=new)
