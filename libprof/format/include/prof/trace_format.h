@@ -60,7 +60,7 @@ struct ChunkHeader {
   uint16_t flags;      // ChunkFlag bits
   uint32_t capacity;   // payload bytes reserved after this header (multiple of 8)
   uint32_t used;       // payload bytes written; valid when sealed
-  uint32_t crc32;      // CRC-32 of the `used` payload bytes; valid when sealed
+  uint32_t crc32;      // CRC-32C of the `used` payload bytes; valid when sealed
   uint32_t stream;     // Events: the thread's stream index (0 = the thread that called MPI_Init)
   uint64_t base_time;  // Events: raw time the first record's dt_enter counts from
 };
@@ -138,6 +138,8 @@ enum RecordFlag : uint8_t {
   kAnyTag = 1 << 4,       // the call asked for MPI_ANY_TAG
   kMarkerBegin = 1 << 5,  // Marker: begin (else end)
   kCallFailed = 1 << 6,   // the MPI call returned an error code
+  kContinuation = 1 << 7, // Completion/RequestOp: more entries of the previous record's call
+                          // (same enter/leave; a call with more entries than fit in one record)
 };
 
 struct RecordHeader {
@@ -232,26 +234,48 @@ class RecordEncoder {
 // Worst-case record size: header, long time, and the largest payload we emit.
 inline constexpr size_t kMaxRecordWords = 3 + kMaxPayloadWords;
 
-// CRC-32 (IEEE, reflected), table built at compile time.
+// CRC-32C (Castagnoli, reflected): SSE4.2 hardware when the CPU has it (sealing
+// a chunk must cost little per event), a compile-time table otherwise.
 namespace detail {
-struct Crc32Table {
+struct Crc32cTable {
   uint32_t t[256];
-  constexpr Crc32Table() : t{} {
+  constexpr Crc32cTable() : t{} {
     for (uint32_t i = 0; i < 256; ++i) {
       uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? (0xEDB88320u ^ (c >> 1)) : (c >> 1);
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? (0x82F63B78u ^ (c >> 1)) : (c >> 1);
       t[i] = c;
     }
   }
 };
-inline constexpr Crc32Table kCrcTable{};
+inline constexpr Crc32cTable kCrcTable{};
+
+inline uint32_t crc32c_sw(const unsigned char* p, size_t n, uint32_t c) {
+  for (size_t i = 0; i < n; ++i) c = kCrcTable.t[(c ^ p[i]) & 0xFFu] ^ (c >> 8);
+  return c;
+}
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) inline uint32_t crc32c_hw(const unsigned char* p, size_t n,
+                                                               uint32_t c) {
+  uint64_t c64 = c;
+  for (; n >= 8; n -= 8, p += 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c64 = __builtin_ia32_crc32di(c64, v);
+  }
+  c = static_cast<uint32_t>(c64);
+  for (; n > 0; --n, ++p) c = __builtin_ia32_crc32qi(c, *p);
+  return c;
+}
+#endif
 }  // namespace detail
 
-inline uint32_t crc32(const void* data, size_t n, uint32_t crc = 0) {
+inline uint32_t crc32c(const void* data, size_t n, uint32_t crc = 0) {
   const auto* p = static_cast<const unsigned char*>(data);
-  crc = ~crc;
-  for (size_t i = 0; i < n; ++i) crc = detail::kCrcTable.t[(crc ^ p[i]) & 0xFFu] ^ (crc >> 8);
-  return ~crc;
+  uint32_t c = ~crc;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("sse4.2")) return ~detail::crc32c_hw(p, n, c);
+#endif
+  return ~detail::crc32c_sw(p, n, c);
 }
 
 inline std::string_view timer_name(TimerKind k) {

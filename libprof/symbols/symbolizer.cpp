@@ -1,0 +1,69 @@
+#include "symbolizer.h"
+
+#include <elfutils/libdwfl.h>
+
+#include <map>
+
+namespace prof::symbols {
+
+struct Symbolizer::Impl {
+  Dwfl_Callbacks callbacks{};
+  char* debuginfo_path = nullptr;
+  Dwfl* dwfl = nullptr;
+  std::map<uint64_t, std::optional<SourceLocation>> cache;
+};
+
+Symbolizer::Symbolizer(const std::vector<trace::LoadObject>& objects)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->callbacks.find_elf = dwfl_build_id_find_elf;
+  impl_->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+  impl_->callbacks.section_address = dwfl_offline_section_address;
+  impl_->callbacks.debuginfo_path = &impl_->debuginfo_path;
+  impl_->dwfl = dwfl_begin(&impl_->callbacks);
+  if (!impl_->dwfl) return;
+  dwfl_report_begin(impl_->dwfl);
+  for (const auto& obj : objects) {
+    if (obj.path.empty() || obj.path[0] != '/') continue;  // linux-vdso.so.1 and the like
+    // A missing or changed file just leaves its addresses unresolved.
+    dwfl_report_elf(impl_->dwfl, obj.path.c_str(), obj.path.c_str(), -1, obj.bias, false);
+  }
+  dwfl_report_end(impl_->dwfl, nullptr, nullptr);
+}
+
+Symbolizer::~Symbolizer() {
+  if (impl_->dwfl) dwfl_end(impl_->dwfl);
+}
+
+std::optional<SourceLocation> Symbolizer::resolve_return_address(uint64_t address) {
+  if (!impl_->dwfl || address == 0) return std::nullopt;
+  auto it = impl_->cache.find(address);
+  if (it != impl_->cache.end()) return it->second;
+  std::optional<SourceLocation> result;
+  const Dwarf_Addr pc = address - 1;
+  if (Dwfl_Module* mod = dwfl_addrmodule(impl_->dwfl, pc)) {
+    SourceLocation loc;
+    if (const char* fn = dwfl_module_addrname(mod, pc)) loc.function = fn;
+    if (Dwfl_Line* line = dwfl_module_getsrc(mod, pc)) {
+      int lineno = 0;
+      if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
+        loc.file = file;
+        loc.line = lineno;
+        result = loc;
+      }
+    }
+  }
+  impl_->cache.emplace(address, result);
+  return result;
+}
+
+SourceLocation callsite_location(const trace::RankTrace& rank, uint32_t callsite_id,
+                                 Symbolizer* symbolizer) {
+  const trace::CallSiteDef* def = rank.callsite(callsite_id);
+  if (!def) return {};
+  if (!def->file.empty()) return {def->file, def->line, {}};
+  if (symbolizer)
+    if (auto loc = symbolizer->resolve_return_address(def->address)) return *loc;
+  return {};
+}
+
+}  // namespace prof::symbols
