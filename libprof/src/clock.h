@@ -34,13 +34,14 @@ class Timer {
   static bool parse(std::string_view name, format::TimerKind* out);
 
   // Prepares the timer (calibrates TSC). Returns false with *why set when the
-  // timer cannot be used here (e.g. no invariant TSC).
+  // timer cannot be used here (e.g. no invariant TSC; mpi_wtime before
+  // MPI_Init, which MPICH refuses).
   bool init(format::TimerKind kind, std::string* why);
 
   format::TimerKind kind() const { return kind_; }
 
   // Raw ticks. Hot path: inline, no branches beyond the kind test.
-  inline uint64_t now() const {
+  __attribute__((always_inline)) inline uint64_t now() const {
 #if defined(__x86_64__)
     if (kind_ == format::TimerKind::Tsc) return __rdtsc() + shift_ticks_;
 #endif
@@ -54,7 +55,23 @@ class Timer {
 
   // Nanoseconds per tick: calibrated at init, refined by finish_calibration().
   double ns_per_tick() const { return ns_per_tick_; }
+  // Raw reading taken by init(). Every conversion to ns is relative to it, so a
+  // refined ns_per_tick moves times by (t - epoch) * error, not t * error (raw
+  // TSC values are ~1e14). Clock sync must use to_ns(), and the trace stores the
+  // epoch (M epoch_ticks) so readers convert the same way.
+  uint64_t epoch() const { return epoch_; }
+  double to_ns(uint64_t ticks) const {
+    return static_cast<double>(static_cast<int64_t>(ticks - epoch_)) * ns_per_tick_;
+  }
+  // The rate as calibrated by init(), before any finish_calibration() (equal to
+  // ns_per_tick() for the fixed-rate timers): for diagnostics.
+  double initial_ns_per_tick() const { return initial_ns_per_tick_; }
+  // Granularity of one reading in ns (1000 for gettimeofday, about one tick for
+  // TSC, clock_getres for monotonic, MPI_Wtick for mpi_wtime). Set by init().
+  double resolution_ns() const { return resolution_ns_; }
   // Re-measures the TSC rate over [init, now] (call before the final sync).
+  // mpi_wtime: re-anchors the fallback that serves readings after MPI_Finalize
+  // (MPI_Wtime aborts then), so call it shortly before PMPI_Finalize.
   void finish_calibration();
 
   // Test-only: shifts every reading by `ns` (PROF_TEST_CLOCK_SHIFT_NS), to prove
@@ -63,21 +80,38 @@ class Timer {
 
  private:
   uint64_t slow_now() const;
+  void apply_shift();
+  void anchor_wtime();
   format::TimerKind kind_ = format::TimerKind::Monotonic;
   double ns_per_tick_ = 1.0;
+  double initial_ns_per_tick_ = 1.0;
+  double resolution_ns_ = 1.0;
   uint64_t shift_ticks_ = 0;
-  uint64_t calib_ticks0_ = 0;
-  uint64_t calib_mono0_ns_ = 0;
+  int64_t test_shift_ns_ = 0;
+  uint64_t calib_ticks0_ = 0;     // raw TSC (no test shift) at the start of calibration
+  uint64_t calib_mono0_ns_ = 0;   // CLOCK_MONOTONIC at the same instant
+  uint64_t calib_span_ns_ = 0;    // length of init()'s calibration interval
+  uint64_t epoch_ = 0;            // set by init(): the origin of to_ns()
+  // mpi_wtime after MPI_Finalize (MPICH aborts in MPI_Wtime then): a
+  // (Wtime ns, CLOCK_MONOTONIC ns) pair from init()/finish_calibration(), and
+  // later readings extrapolated from it with CLOCK_MONOTONIC.
+  uint64_t wtime_anchor_ns_ = 0;
+  uint64_t wtime_anchor_mono_ns_ = 0;
 };
 
 enum class SyncScheme { Linear, Ring, None };
 bool parse_sync_scheme(std::string_view name, SyncScheme* out);
 
 struct SyncResult {
-  uint64_t local_ticks = 0;  // our raw time at the chosen exchange
-  double offset_ns = 0;      // rank 0's clock minus ours, in ns (0 on rank 0)
-  double rtt_ns = 0;         // round trip of that exchange (error bound); 0 on rank 0
-  int exchanges = 0;         // exchanges made by this rank
+  uint64_t local_ticks = 0;  // our raw time at the chosen exchange (rank 0, none: end of sync)
+  // Rank 0's clock minus ours, in ns, both read with to_ns() (so it includes the
+  // difference of the init epochs); 0 on rank 0.
+  double offset_ns = 0;
+  // Round trip of that exchange (ring: summed along the chain) widened by three
+  // resolutions of the coarser timer, so that |offset error| <= rtt_ns / 2 even
+  // for coarse timers (gettimeofday reads a 0.3 us round trip as 0); 0 on rank 0.
+  double rtt_ns = 0;
+  int exchanges = 0;         // exchanges this rank took part in (served + measured)
 };
 
 // Collective over `comm` (MPI_COMM_WORLD): every rank must call it. Uses PMPI only.

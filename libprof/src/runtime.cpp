@@ -700,7 +700,7 @@ using namespace prof::shim;
 extern "C" {
 
 // markers.h: explicit file and line, weakly referenced by the application.
-__attribute__((visibility("default"))) void prof_marker_at(int id, int begin, const char* file,
+PROF_EXPORT void prof_marker_at(int id, int begin, const char* file,
                                                             int line) {
   if (!g.recording || !rt) return;
   uint32_t site;
@@ -720,17 +720,17 @@ __attribute__((visibility("default"))) void prof_marker_at(int id, int begin, co
   record_marker(uint16_t(id), begin != 0, site);
 }
 
-int MPI_Init(int* argc, char*** argv) {
+PROF_EXPORT int MPI_Init(int* argc, char*** argv) {
   return init_common(kId_MPI_Init, [&] { return PMPI_Init(argc, argv); }, nullptr);
 }
 
-int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+PROF_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   return init_common(
       kId_MPI_Init_thread, [&] { return PMPI_Init_thread(argc, argv, required, provided); },
       provided);
 }
 
-int MPI_Finalize(void) {
+PROF_EXPORT int MPI_Finalize(void) {
   ThreadState* ts = call_begin();
   if (!ts) return PMPI_Finalize();
   g.timer.finish_calibration();
@@ -751,7 +751,7 @@ int MPI_Finalize(void) {
   return rc;
 }
 
-int MPI_Abort(MPI_Comm comm, int errorcode) {
+PROF_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
   ThreadState* ts = call_begin();
   if (ts) {
     const uint64_t t = now();
@@ -763,7 +763,7 @@ int MPI_Abort(MPI_Comm comm, int errorcode) {
   return PMPI_Abort(comm, errorcode);
 }
 
-int MPI_Pcontrol(const int level, ...) {
+PROF_EXPORT int MPI_Pcontrol(const int level, ...) {
   ThreadState* ts = call_begin();
   if (!ts) return PMPI_Pcontrol(level);
   const uint64_t t0 = now();

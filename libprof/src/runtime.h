@@ -21,6 +21,11 @@
 #include "clock.h"
 #include "prof/trace_format.h"
 
+// The hot path must inline into each wrapper (no calls beyond PMPI's own).
+#define PROF_HOT inline __attribute__((always_inline))
+// Entry points the application links against; everything else is hidden.
+#define PROF_EXPORT __attribute__((visibility("default")))
+
 namespace prof::shim {
 
 struct FunctionInfo {
@@ -70,9 +75,9 @@ extern __thread ThreadState* tls_state __attribute__((tls_model("initial-exec"))
 ThreadState* attach_thread();               // first call of a thread
 void next_chunk(ThreadState* ts);            // seal the current chunk, map a new one
 
-inline uint64_t now() { return g.timer.now(); }
+PROF_HOT uint64_t now() { return g.timer.now(); }
 
-inline ThreadState* call_begin() {
+PROF_HOT ThreadState* call_begin() {
   if (__builtin_expect(!g.recording, 0)) return nullptr;
   ThreadState* ts = tls_state;
   if (__builtin_expect(ts == nullptr, 0)) ts = attach_thread();
@@ -80,23 +85,23 @@ inline ThreadState* call_begin() {
   ts->in_call = true;
   return ts;
 }
-inline void call_end(ThreadState* ts) { ts->in_call = false; }
+PROF_HOT void call_end(ThreadState* ts) { ts->in_call = false; }
 
 // Markers.
-inline bool is_marker_tag(int tag) { return (static_cast<uint32_t>(tag) >> 24) == 0xAAu &&
+PROF_HOT bool is_marker_tag(int tag) { return (static_cast<uint32_t>(tag) >> 24) == 0xAAu &&
                                             format::decode_marker_tag(tag).is_marker; }
 void on_raw_marker(int tag, void* return_address);
 
 // Byte counts. MPICH builtin datatypes carry their size in the handle; derived
 // ones ask MPI (rare on hot paths that matter).
-inline uint64_t type_size(MPI_Datatype t) {
+PROF_HOT uint64_t type_size(MPI_Datatype t) {
   const uint32_t h = static_cast<uint32_t>(t);
   if ((h >> 30) == 1u && t != MPI_DATATYPE_NULL) return (h >> 8) & 0xFFu;
   MPI_Count size = 0;
   if (t == MPI_DATATYPE_NULL || PMPI_Type_size_c(t, &size) != MPI_SUCCESS || size < 0) return 0;
   return static_cast<uint64_t>(size);
 }
-inline uint64_t type_bytes(uint64_t count, MPI_Datatype t) { return count * type_size(t); }
+PROF_HOT uint64_t type_bytes(uint64_t count, MPI_Datatype t) { return count * type_size(t); }
 template <class Count>
 uint64_t sum_bytes(const Count* counts, MPI_Datatype t, MPI_Comm comm) {
   int n = 0;
@@ -122,7 +127,8 @@ inline uint64_t status_bytes(const MPI_Status* st) {
 // One record under construction in the thread's chunk.
 class Rec {
  public:
-  Rec(ThreadState* ts, uint64_t t0, uint64_t t1, bool ok, uint8_t flags, size_t max_words)
+  __attribute__((always_inline)) Rec(ThreadState* ts, uint64_t t0, uint64_t t1, bool ok,
+                                     uint8_t flags, size_t max_words)
       : ts_(ts), enc_(reserve(ts, max_words)) {
     enc_.flag(flags);
     if (!ok) enc_.flag(format::kCallFailed);
@@ -131,10 +137,10 @@ class Rec {
     ts->last_enter = t0;
   }
   format::RecordEncoder& enc() { return enc_; }
-  void commit(uint16_t func) { ts_->cur += enc_.commit(func); }
+  __attribute__((always_inline)) void commit(uint16_t func) { ts_->cur += enc_.commit(func); }
 
  private:
-  static uint32_t* reserve(ThreadState* ts, size_t words) {
+  __attribute__((always_inline)) static uint32_t* reserve(ThreadState* ts, size_t words) {
     if (__builtin_expect(size_t(ts->end - ts->cur) < words, 0)) next_chunk(ts);
     return ts->cur;
   }
@@ -142,19 +148,19 @@ class Rec {
   format::RecordEncoder enc_;
 };
 
-inline uint8_t wide_flags(int32_t peer, int32_t tag, uint64_t bytes) {
+PROF_HOT uint8_t wide_flags(int32_t peer, int32_t tag, uint64_t bytes) {
   uint8_t f = 0;
   if (!format::fits_packed_peer_tag(peer, tag)) f |= format::kWidePeerTag;
   if (bytes > UINT32_MAX) f |= format::kWideBytes;
   return f;
 }
 
-inline void record_plain(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok) {
+PROF_HOT void record_plain(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok) {
   Rec r(ts, t0, t1, ok, 0, 8);
   r.commit(func);
 }
 
-inline void record_p2p(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+PROF_HOT void record_p2p(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                        format::FuncKind, int peer, int tag, MPI_Comm comm, uint64_t bytes,
                        uint8_t flags) {
   Rec r(ts, t0, t1, ok, flags | wide_flags(peer, tag, bytes), 16);
@@ -164,7 +170,7 @@ inline void record_p2p(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1,
   r.commit(func);
 }
 
-inline void record_p2p_start(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+PROF_HOT void record_p2p_start(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                              format::FuncKind, int peer, int tag, MPI_Comm comm, uint64_t bytes,
                              uint8_t flags, MPI_Request request) {
   Rec r(ts, t0, t1, ok, flags | wide_flags(peer, tag, bytes), 16);
@@ -177,7 +183,7 @@ inline void record_p2p_start(ThreadState* ts, uint16_t func, uint64_t t0, uint64
 
 // Receive: the actual source and tag from the status (the requested ones when
 // the call failed, since the status is then undefined).
-inline void record_recv(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+PROF_HOT void record_recv(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                         int peer, int tag, MPI_Comm comm, const MPI_Status* st, uint8_t flags) {
   const int src = ok ? st->MPI_SOURCE : peer;
   const int rtag = ok ? st->MPI_TAG : tag;
@@ -185,7 +191,7 @@ inline void record_recv(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1
   record_p2p(ts, func, t0, t1, ok, format::FuncKind::Recv, src, rtag, comm, bytes, flags);
 }
 
-inline void record_probe(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+PROF_HOT void record_probe(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                          int peer, int tag, MPI_Comm comm, const MPI_Status* st, int found,
                          uint8_t flags) {
   const bool got = ok && found;
@@ -193,7 +199,7 @@ inline void record_probe(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t
              got ? st->MPI_TAG : tag, comm, got ? status_bytes(st) : 0, flags);
 }
 
-inline void record_sendrecv(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+PROF_HOT void record_sendrecv(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                             int dest, int sendtag, uint64_t send_bytes, int source, int recvtag,
                             MPI_Comm comm, const MPI_Status* st) {
   const int src = ok ? st->MPI_SOURCE : source;
@@ -211,7 +217,7 @@ inline void record_sendrecv(ThreadState* ts, uint16_t func, uint64_t t0, uint64_
   r.commit(func);
 }
 
-inline void record_collective(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+PROF_HOT void record_collective(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                               format::FuncKind kind, MPI_Comm comm, int root, uint64_t bytes,
                               MPI_Request request) {
   Rec r(ts, t0, t1, ok, bytes > UINT32_MAX ? format::kWideBytes : 0, 16);

@@ -11,6 +11,12 @@ namespace prof::shim {
 
 using format::ChunkHeader;
 
+#ifdef MADV_POPULATE_WRITE
+constexpr int kMadvPopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kMadvPopulateWrite = 23;  // Linux 5.14 uapi value
+#endif
+
 bool TraceFile::create(const std::string& path, const format::FileHeader& header,
                        std::string* why) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -58,9 +64,13 @@ ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint6
   // Grow the file over the chunk (never shrinks it, unlike ftruncate, so
   // concurrent reservations are safe).
   if (::posix_fallocate(fd_, off_t(at), off_t(map_bytes)) != 0) return nullptr;
-  void* p = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_,
-                   off_t(at));
+  void* p = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, off_t(at));
   if (p == MAP_FAILED) return nullptr;
+  // A shared file mapping starts write-protected (dirty tracking), so each
+  // page's first store would fault on the hot path. Fault the whole chunk in
+  // writable now, in one call (Linux >= 5.14); older kernels fall back to the
+  // per-page faults.
+  if (::madvise(p, map_bytes, kMadvPopulateWrite) != 0) { /* per-page faults instead */ }
   auto* h = static_cast<ChunkHeader*>(p);
   h->type = uint16_t(format::ChunkType::Events);
   h->flags = 0;

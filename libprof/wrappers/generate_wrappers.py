@@ -134,7 +134,7 @@ def gen_wrapper(fid, name, ret, args, facts):
         check_args(name, facts, argnames)
     decl = ', '.join(a.decl() for a in args) or 'void'
     pname = 'P' + name
-    out = [f'extern "C" {ret} {name}({decl}) {{']
+    out = [f'extern "C" PROF_EXPORT {ret} {name}({decl}) {{']
 
     # Interval markers: swallowed, the call done as a PROC_NULL operation, unrecorded.
     markers = facts.get('markers', []) if facts else []

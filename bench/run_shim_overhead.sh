@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs bench/shim_overhead plain and under prof-run, alternating, RUNS times
+# each at 2 ranks, and prints medians and ratios (docs/performance.md).
+# Usage: bench/run_shim_overhead.sh [BUILD_DIR] [RUNS]
+set -euo pipefail
+build=${1:-build}
+runs=${2:-5}
+bin="$build/bench/shim_overhead"
+prof_run="$build/bin/prof-run"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for i in $(seq "$runs"); do
+  mpiexec -n 2 "$bin" > "$work/plain.$i"
+  PROF_OUTPUT="$work/trace.$i" mpiexec -n 2 "$prof_run" "$bin" > "$work/prof.$i"
+  # bytes per event: the event payload of rank 0's file over its calls
+  bytes=$("$build/libprof/tools/prof-dump" --stats --no-events "$work/trace.$i/rank-00000.prof" \
+          | awk '/event_bytes/ {for (k = 1; k <= NF; k++) if ($k ~ /^event_bytes=/) {split($k, a, "="); print a[2]}}')
+  echo "event_bytes ${bytes:-0}" >> "$work/prof.$i"
+  rm -rf "$work/trace.$i"
+done
+python3 - "$work" "$runs" <<'PY'
+import statistics, sys
+work, runs = sys.argv[1], int(sys.argv[2])
+def load(kind):
+    out = {}
+    for i in range(1, runs + 1):
+        for line in open(f"{work}/{kind}.{i}"):
+            k, v = line.split()
+            out.setdefault(k, []).append(float(v))
+    return out
+p, q = load("plain"), load("prof")
+med = lambda xs: statistics.median(xs)
+print(f"runs: {runs} of each, alternating, 2 ranks")
+print(f"rdtsc (floor: two per call)   {med(p['rdtsc_ns']):8.2f} ns")
+print(f"MPI_Comm_rank plain           {med(p['comm_rank_ns']):8.2f} ns")
+print(f"MPI_Comm_rank profiled        {med(q['comm_rank_ns']):8.2f} ns")
+added = [b - a for a, b in zip(p['comm_rank_ns'], q['comm_rank_ns'])]
+print(f"added per call (median)       {med(added):8.2f} ns  (floor {2 * med(p['rdtsc_ns']):.2f} ns)")
+print(f"ping-pong one-way plain       {med(p['pingpong_us']):8.3f} us")
+print(f"ping-pong one-way profiled    {med(q['pingpong_us']):8.3f} us")
+added_pp = [b - a for a, b in zip(p['pingpong_us'], q['pingpong_us'])]
+print(f"added one-way latency         {med(added_pp) * 1000:8.1f} ns")
+ratio = [b / a for a, b in zip(p['message_heavy_s'], q['message_heavy_s'])]
+print(f"message-heavy slowdown        {med(ratio):8.3f} x  ({med(p['message_heavy_s']):.3f} s plain)")
+bpe = [b / c for b, c in zip(q['event_bytes'], q['calls'])]
+print(f"bytes per event (rank 0)      {med(bpe):8.2f}")
+PY

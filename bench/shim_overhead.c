@@ -1,0 +1,115 @@
+/* Overhead of libprof, measured from inside an MPI program; run it plain and
+ * under prof-run, alternating (bench/run_shim_overhead.sh does that).
+ *
+ * Prints one line "key value" per measurement, on rank 0:
+ *   rdtsc_ns        cost of one rdtsc (the floor is two per call)
+ *   comm_rank_ns    MPI_Comm_rank, per call (median of 11 batches)
+ *   pingpong_us     one-way latency of a 0-byte ping-pong between ranks 0 and 1
+ *   message_heavy_s time of a message-heavy phase (Isend/Irecv/Waitall rings,
+ *                   small Allreduce), wall time on rank 0
+ *   calls           MPI calls rank 0 made (to compute bytes per event) */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <x86intrin.h>
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return v[n / 2];
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  long calls = 2;  /* Init, the Comm_rank above */
+  calls++;
+
+  /* rdtsc */
+  enum { B = 11 };
+  double batch[B];
+  const int n_rdtsc = 2000000;
+  for (int b = 0; b < B; ++b) {
+    double t = now_s();
+    uint64_t sink = 0;
+    for (int i = 0; i < n_rdtsc; ++i) sink += __rdtsc();
+    batch[b] = (now_s() - t) / n_rdtsc * 1e9;
+    if (sink == 1) puts("");
+  }
+  const double rdtsc_ns = median(batch, B);
+
+  /* MPI_Comm_rank */
+  const int n_rank = 1000000;
+  for (int b = 0; b < B; ++b) {
+    int r;
+    double t = now_s();
+    for (int i = 0; i < n_rank; ++i) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    batch[b] = (now_s() - t) / n_rank * 1e9;
+    calls += n_rank;
+  }
+  const double rank_ns = median(batch, B);
+
+  /* 0-byte ping-pong between 0 and 1 */
+  const int n_pp = 20000;
+  MPI_Barrier(MPI_COMM_WORLD);
+  calls++;
+  for (int b = 0; b < B; ++b) {
+    double t = now_s();
+    for (int i = 0; i < n_pp; ++i) {
+      if (rank == 0) {
+        MPI_Send(NULL, 0, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+        MPI_Recv(NULL, 0, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (rank == 1) {
+        MPI_Recv(NULL, 0, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(NULL, 0, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+      }
+    }
+    batch[b] = (now_s() - t) / n_pp / 2 * 1e6;
+    if (rank < 2) calls += 2L * n_pp;
+  }
+  const double pp_us = median(batch, B);
+
+  /* Message-heavy phase: rings of small nonblocking messages plus allreduces. */
+  const int n_iter = 20000;
+  int sbuf[4] = {rank, 0, 0, 0}, rbuf[8];
+  double local = 1.0, global = 0.0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  calls++;
+  double t = now_s();
+  for (int i = 0; i < n_iter; ++i) {
+    MPI_Request req[4];
+    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_Irecv(rbuf, 4, MPI_INT, left, 2, MPI_COMM_WORLD, &req[0]);
+    MPI_Irecv(rbuf + 4, 4, MPI_INT, right, 3, MPI_COMM_WORLD, &req[1]);
+    MPI_Isend(sbuf, 4, MPI_INT, right, 2, MPI_COMM_WORLD, &req[2]);
+    MPI_Isend(sbuf, 4, MPI_INT, left, 3, MPI_COMM_WORLD, &req[3]);
+    MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+    calls += 5;
+    if (i % 10 == 0) {
+      MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      calls++;
+    }
+  }
+  const double heavy_s = now_s() - t;
+
+  if (rank == 0) {
+    printf("rdtsc_ns %.2f\ncomm_rank_ns %.2f\npingpong_us %.3f\nmessage_heavy_s %.4f\ncalls %ld\n",
+           rdtsc_ns, rank_ns, pp_us, heavy_s, calls + 1 /* Finalize */);
+  }
+  MPI_Finalize();
+  return 0;
+}
