@@ -1,0 +1,417 @@
+// Timers and clock synchronization (see clock.h; seed 000, MPIPerf).
+#include "clock.h"
+
+#include <sched.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+namespace prof::shim {
+
+namespace {
+
+// Exchange loop (MPIPerf): stop when the minimal RTT has not improved for
+// kPatience exchanges, or at a cap that keeps oversubscribed runs short.
+constexpr int kPatience = 100;
+constexpr int kMaxExchanges = 2000;
+constexpr uint64_t kMaxPairNs = 500'000'000;  // 0.5 s per pair
+// TSC calibration interval at init.
+constexpr long kCalibrationNs = 15'000'000;
+
+// Tags on the private communicator (never visible to the application).
+constexpr int kTagHello = 1;  // client -> server: ready to measure
+constexpr int kTagGo = 2;     // server -> client: serving you now
+constexpr int kTagPing = 3;   // client -> server: int, 1 = exchange, 0 = done
+constexpr int kTagPong = 4;   // server -> client: Reply
+constexpr int kTagChain = 5;  // ring: accumulated offset, rank i-1 -> rank i
+
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+#if defined(__x86_64__)
+bool cpuinfo_has_invariant_tsc() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, 5, "flags") != 0) continue;
+    std::istringstream words(line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1));
+    bool constant = false, nonstop = false;
+    std::string w;
+    while (words >> w) {
+      constant |= w == "constant_tsc";
+      nonstop |= w == "nonstop_tsc";
+    }
+    return constant && nonstop;  // the first CPU speaks for all
+  }
+  return false;
+}
+
+bool has_invariant_tsc() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000007u &&
+      __get_cpuid(0x80000007u, &a, &b, &c, &d) && (d & (1u << 8)))
+    return true;
+  // Hypervisors often hide the CPUID bit but the kernel still reports the flags.
+  return cpuinfo_has_invariant_tsc();
+}
+
+// A (TSC, CLOCK_MONOTONIC) pair read at the same instant: the tightest of a few
+// bracketed readings.
+void tsc_mono_pair(uint64_t* tsc, uint64_t* mono) {
+  uint64_t best = ~uint64_t{0};
+  for (int i = 0; i < 16; ++i) {
+    const uint64_t a = __rdtsc();
+    const uint64_t m = mono_ns();
+    const uint64_t b = __rdtsc();
+    if (b >= a && b - a < best) {
+      best = b - a;
+      *tsc = a + (b - a) / 2;
+      *mono = m;
+    }
+  }
+}
+#endif
+
+// Waits for a request without hogging a core: MPICH busy-polls in blocking
+// calls, which starves the peers we wait for when ranks outnumber cores. A
+// short spin first (an answer from a peer on another core takes ~1 us), then
+// sched_yield (lets a peer sharing our core run at once: a round trip then
+// costs two context switches, not two time slices), then, for long waits
+// (our turn in the linear scheme), sleeps from 50 us growing to 1 ms.
+void polite_wait(MPI_Request* req) {
+  int done = 0;
+  uint64_t since = 0;
+  long sleep_ns = 50'000;
+  for (int spins = 0;;) {
+    PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (spins < 64) {
+      ++spins;
+      continue;
+    }
+    if (since == 0) since = mono_ns();
+    if (mono_ns() - since < 2'000'000) {
+      sched_yield();
+    } else {
+      timespec ts{0, sleep_ns};
+      nanosleep(&ts, nullptr);
+      sleep_ns = std::min(2 * sleep_ns, 1'000'000L);
+    }
+  }
+}
+
+void polite_recv(void* buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm) {
+  MPI_Request req;
+  PMPI_Irecv(buf, count, type, src, tag, comm, &req);
+  polite_wait(&req);
+}
+
+// The server's answer: its reading (to_ns) and the granularity of its timer.
+struct Reply {
+  double ref_ns;
+  double resolution_ns;
+};
+
+// One link's best exchange, from the client's side.
+struct Link {
+  uint64_t local_ticks = 0;
+  double offset_ns = 0;   // server's clock minus ours
+  double rtt_ns = 0;      // widened by the resolutions (see SyncResult)
+  int exchanges = 0;
+};
+
+// Server side of one pair: answers `client` until it says done. Receives are
+// posted before the message can arrive (no unexpected-message path), and all
+// waits are polite_wait: when ranks outnumber cores the partner may share ours.
+int serve(const Timer& timer, MPI_Comm comm, int client) {
+  int msg = 0;
+  polite_recv(&msg, 1, MPI_INT, client, kTagHello, comm);
+  MPI_Request ping;
+  PMPI_Irecv(&msg, 1, MPI_INT, client, kTagPing, comm, &ping);
+  int go = 1;
+  PMPI_Send(&go, 1, MPI_INT, client, kTagGo, comm);
+  int served = 0;
+  for (;;) {
+    polite_wait(&ping);
+    const Reply r{timer.to_ns(timer.now()), timer.resolution_ns()};
+    if (msg == 0) break;
+    PMPI_Irecv(&msg, 1, MPI_INT, client, kTagPing, comm, &ping);
+    PMPI_Send(&r, 2, MPI_DOUBLE, client, kTagPong, comm);
+    ++served;
+  }
+  return served;
+}
+
+// Client side of one pair: ping-pongs with `server`, keeps the exchange with the
+// smallest round trip.
+Link measure(const Timer& timer, MPI_Comm comm, int server) {
+  int msg = 1;
+  PMPI_Send(&msg, 1, MPI_INT, server, kTagHello, comm);
+  polite_recv(&msg, 1, MPI_INT, server, kTagGo, comm);
+
+  Link best;
+  double best_raw_rtt = INFINITY;
+  int since_best = 0;
+  const uint64_t start = mono_ns();
+  for (;;) {
+    Reply r;
+    MPI_Request pong;
+    PMPI_Irecv(&r, 2, MPI_DOUBLE, server, kTagPong, comm, &pong);
+    msg = 1;
+    const uint64_t t_send = timer.now();
+    PMPI_Send(&msg, 1, MPI_INT, server, kTagPing, comm);
+    polite_wait(&pong);
+    const uint64_t t_recv = timer.now();
+    ++best.exchanges;
+    ++since_best;
+    if (t_recv >= t_send) {
+      const Exchange ex = exchange_estimate(timer.to_ns(t_send), r.ref_ns, timer.to_ns(t_recv));
+      if (ex.rtt_ns < best_raw_rtt) {
+        best_raw_rtt = ex.rtt_ns;
+        since_best = 0;
+        best.local_ticks = t_send + (t_recv - t_send) / 2;
+        best.offset_ns = ex.offset_ns;
+        best.rtt_ns = ex.rtt_ns + 3.0 * std::max(timer.resolution_ns(), r.resolution_ns);
+      }
+    }
+    if (since_best >= kPatience && best_raw_rtt < INFINITY) break;
+    if (best.exchanges >= kMaxExchanges || mono_ns() - start >= kMaxPairNs) break;
+  }
+  msg = 0;
+  PMPI_Send(&msg, 1, MPI_INT, server, kTagPing, comm);
+  return best;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Timer
+
+bool Timer::parse(std::string_view name, format::TimerKind* out) {
+  using format::TimerKind;
+  TimerKind k;
+  if (name == "tsc") k = TimerKind::Tsc;
+  else if (name == "monotonic") k = TimerKind::Monotonic;
+  else if (name == "gettimeofday") k = TimerKind::Gettimeofday;
+  else if (name == "mpi_wtime") k = TimerKind::MpiWtime;
+  else return false;
+  if (out) *out = k;
+  return true;
+}
+
+bool Timer::init(format::TimerKind kind, std::string* why) {
+  using format::TimerKind;
+  auto fail = [&](const char* msg) {
+    if (why) *why = msg;
+    return false;
+  };
+  double npt = 1.0, res = 1.0;
+  uint64_t t0 = 0, m0 = 0, span = 0;
+  switch (kind) {
+    case TimerKind::Tsc: {
+#if defined(__x86_64__)
+      if (!has_invariant_tsc())
+        return fail("no invariant TSC (CPUID 0x80000007 EDX bit 8 / constant_tsc+nonstop_tsc)");
+      uint64_t t1 = 0, m1 = 0;
+      tsc_mono_pair(&t0, &m0);
+      timespec ts{0, kCalibrationNs};
+      while (nanosleep(&ts, &ts) != 0) {
+      }
+      tsc_mono_pair(&t1, &m1);
+      if (t1 <= t0 || m1 <= m0) return fail("TSC calibration failed: clock did not advance");
+      npt = double(m1 - m0) / double(t1 - t0);
+      if (!(npt > 0.01 && npt < 100.0)) return fail("TSC calibration gave an implausible rate");
+      span = m1 - m0;
+      res = npt;
+      break;
+#else
+      return fail("the TSC timer needs x86-64");
+#endif
+    }
+    case TimerKind::Monotonic: {
+      timespec r{};
+      clock_getres(CLOCK_MONOTONIC, &r);
+      res = std::max(1.0, double(r.tv_sec) * 1e9 + double(r.tv_nsec));
+      break;
+    }
+    case TimerKind::Gettimeofday:
+      res = 1000.0;
+      break;
+    case TimerKind::MpiWtime: {
+      int initialized = 0, finalized = 0;
+      PMPI_Initialized(&initialized);
+      PMPI_Finalized(&finalized);
+      if (!initialized || finalized) return fail("mpi_wtime needs MPI to be initialized");
+      const double w = PMPI_Wtime();
+      // The double's own granularity matters once Wtime counts from the epoch.
+      const double ulp = std::nextafter(w, INFINITY) - w;
+      res = std::max({1.0, PMPI_Wtick() * 1e9, ulp * 1e9});
+      break;
+    }
+    default:
+      return fail("unknown timer kind");
+  }
+  kind_ = kind;
+  ns_per_tick_ = initial_ns_per_tick_ = npt;
+  resolution_ns_ = res;
+  calib_ticks0_ = t0;
+  calib_mono0_ns_ = m0;
+  calib_span_ns_ = span;
+  if (kind == TimerKind::MpiWtime) anchor_wtime();
+  apply_shift();
+  // The origin of to_ns(): an unshifted reading, so that a test shift shows in
+  // to_ns() whether it was set before or after init().
+  epoch_ = kind == TimerKind::Tsc ? t0 : now() - shift_ticks_;
+  return true;
+}
+
+void Timer::anchor_wtime() {
+  int finalized = 0;
+  PMPI_Finalized(&finalized);
+  if (finalized) return;
+  wtime_anchor_mono_ns_ = mono_ns();
+  wtime_anchor_ns_ = uint64_t(int64_t(std::llround(PMPI_Wtime() * 1e9)));
+}
+
+void Timer::finish_calibration() {
+  if (kind_ == format::TimerKind::MpiWtime) anchor_wtime();
+#if defined(__x86_64__)
+  if (kind_ != format::TimerKind::Tsc || calib_mono0_ns_ == 0) return;
+  uint64_t t1 = 0, m1 = 0;
+  tsc_mono_pair(&t1, &m1);
+  // Only a longer baseline than init()'s is an improvement.
+  if (t1 <= calib_ticks0_ || m1 <= calib_mono0_ns_ || m1 - calib_mono0_ns_ <= calib_span_ns_) return;
+  const double npt = double(m1 - calib_mono0_ns_) / double(t1 - calib_ticks0_);
+  if (npt > 0.01 && npt < 100.0) {
+    ns_per_tick_ = npt;
+    resolution_ns_ = npt;
+  }
+#endif
+}
+
+void Timer::set_test_shift_ns(int64_t ns) {
+  test_shift_ns_ = ns;
+  apply_shift();
+}
+
+void Timer::apply_shift() {
+  // Two's complement: adding the wrapped value subtracts for negative shifts.
+  shift_ticks_ = uint64_t(int64_t(std::llround(double(test_shift_ns_) / ns_per_tick_)));
+}
+
+uint64_t Timer::slow_now() const {
+  switch (kind_) {
+    case format::TimerKind::Gettimeofday: {
+      timeval tv;
+      gettimeofday(&tv, nullptr);
+      return (uint64_t(tv.tv_sec) * 1000000u + uint64_t(tv.tv_usec)) * 1000u + shift_ticks_;
+    }
+    case format::TimerKind::MpiWtime: {
+      int finalized = 0;
+      PMPI_Finalized(&finalized);
+      if (finalized) return wtime_anchor_ns_ + (mono_ns() - wtime_anchor_mono_ns_) + shift_ticks_;
+      return uint64_t(int64_t(std::llround(PMPI_Wtime() * 1e9))) + shift_ticks_;
+    }
+    default: {
+      // Tsc on a non-x86 build never gets here (init refuses it).
+      timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec) + shift_ticks_;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Synchronization
+
+bool parse_sync_scheme(std::string_view name, SyncScheme* out) {
+  SyncScheme s;
+  if (name == "linear") s = SyncScheme::Linear;
+  else if (name == "ring") s = SyncScheme::Ring;
+  else if (name == "none") s = SyncScheme::None;
+  else return false;
+  if (out) *out = s;
+  return true;
+}
+
+SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme scheme) {
+  SyncResult res;
+  int size = 1, rank = 0;
+  PMPI_Comm_size(comm, &size);
+  PMPI_Comm_rank(comm, &rank);
+  if (scheme == SyncScheme::None || size < 2) {
+    res.local_ticks = timer.now();
+    return res;
+  }
+
+  // A private communicator, so that our messages can never match the
+  // application's. Nonblocking: ranks reach this point at different times
+  // (finalize especially) and must wait for each other without spinning.
+  MPI_Request req;
+  MPI_Comm sc;
+  PMPI_Comm_idup(comm, &sc, &req);
+  polite_wait(&req);
+
+  if (scheme == SyncScheme::Linear) {
+    if (rank == 0) {
+      for (int c = 1; c < size; ++c) res.exchanges += serve(timer, sc, c);
+      res.local_ticks = timer.now();
+    } else {
+      const Link l = measure(timer, sc, 0);
+      res.local_ticks = l.local_ticks;
+      res.offset_ns = l.offset_ns;
+      res.rtt_ns = l.rtt_ns;
+      res.exchanges = l.exchanges;
+    }
+  } else {
+    // Ring: rank i measures against rank i-1. Odd ranks first (pairs (0,1),
+    // (2,3), ... run in parallel), then even ranks ((1,2), (3,4), ...).
+    Link link;
+    const bool odd = rank % 2 == 1;
+    for (int phase = 0; phase < 2; ++phase) {
+      const bool client_phase = (phase == 0) == odd;
+      if (client_phase) {
+        if (rank > 0) link = measure(timer, sc, rank - 1);
+      } else if (rank + 1 < size) {
+        res.exchanges += serve(timer, sc, rank + 1);
+      }
+    }
+    res.exchanges += link.exchanges;
+    // Offsets against rank 0 accumulate along the chain 0 -> 1 -> ... -> n-1:
+    // {offset, rtt} of rank i-1 against rank 0, plus ours against rank i-1.
+    double chain[2] = {0.0, 0.0};
+    if (rank > 0) {
+      polite_recv(chain, 2, MPI_DOUBLE, rank - 1, kTagChain, sc);
+      chain[0] += link.offset_ns;
+      chain[1] += link.rtt_ns;
+      res.local_ticks = link.local_ticks;
+      res.offset_ns = chain[0];
+      res.rtt_ns = chain[1];
+    } else {
+      res.local_ticks = timer.now();
+    }
+    if (rank + 1 < size) PMPI_Send(chain, 2, MPI_DOUBLE, rank + 1, kTagChain, sc);
+  }
+
+  // Leave together: a rank that is done would otherwise return to the
+  // application and busy-poll in its next MPI call, taking a core from the
+  // pairs still measuring (their round trips then last a time slice).
+  PMPI_Ibarrier(sc, &req);
+  polite_wait(&req);
+  PMPI_Comm_free(&sc);
+  return res;
+}
+
+}  // namespace prof::shim
