@@ -15,6 +15,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -22,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -170,9 +172,12 @@ void seal_all_threads() {
 // application never notices.
 __thread uint32_t discard_buffer[format::kMaxRecordWords * 2];
 
+constexpr size_t kFirstChunkBytes = 64 * 1024;
+
 void map_first_or_next(ThreadState* ts) {
-  format::ChunkHeader* h =
-      rt->file.map_event_chunk(rt->cfg.buffer_bytes, ts->stream, ts->last_enter);
+  const size_t bytes = std::min<size_t>(
+      ts->next_chunk_bytes ? ts->next_chunk_bytes : kFirstChunkBytes, rt->cfg.buffer_bytes);
+  format::ChunkHeader* h = rt->file.map_event_chunk(bytes, ts->stream, ts->last_enter);
   if (!h) {
     static std::atomic<bool> told{false};
     if (!told.exchange(true))
@@ -184,9 +189,35 @@ void map_first_or_next(ThreadState* ts) {
     return;
   }
   ts->chunk = h;
-  ts->chunk_map_bytes = rt->cfg.buffer_bytes;
+  ts->chunk_map_bytes = bytes;
+  ts->next_chunk_bytes = std::min<size_t>(bytes * 2, rt->cfg.buffer_bytes);
   ts->cur = reinterpret_cast<uint32_t*>(h + 1);
-  ts->end = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(h) + rt->cfg.buffer_bytes);
+  ts->end = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(h) + bytes);
+}
+
+// A thread that ends gives its chunk back (sealed, unmapped): threads that come
+// and go do not each hold a mapping until MPI_Finalize.
+pthread_key_t thread_exit_key;
+
+void on_thread_exit(void* p) {
+  auto* ts = static_cast<ThreadState*>(p);
+  std::lock_guard<std::mutex> lock(rt->threads_mu);
+  if (ts->chunk) {
+    seal_thread(ts);
+    TraceFile::unmap(ts->chunk, ts->chunk_map_bytes);
+    ts->chunk = nullptr;
+  }
+  ts->cur = ts->end = nullptr;
+  if (tls_state == ts) tls_state = nullptr;
+}
+
+void register_thread(ThreadState* ts) {
+  {
+    std::lock_guard<std::mutex> lock(rt->threads_mu);
+    rt->threads.push_back(ts);
+  }
+  tls_state = ts;
+  pthread_setspecific(thread_exit_key, ts);
 }
 
 void write_end(const char* reason) {
@@ -275,21 +306,27 @@ bool make_dirs(const std::string& path, std::string* why) {
   return true;
 }
 
-// All ranks agree: true when every rank's `ok` is true. When not, the lowest
-// failing rank prints its message (one message, not one per rank).
-bool agree(bool ok, const std::string& message, int rank) {
+// All ranks agree whether to record: true when every rank's `ok` is. When not,
+// the lowest failing rank prints its message (one message, not one per rank),
+// and every rank then runs unprofiled, or with PROF_STRICT=1 aborts, only
+// after that message is out (a barrier first, so no rank's abort can kill the
+// one still printing).
+bool agree(bool ok, const std::string& problem, int rank, const Config& cfg) {
   int mine = ok ? INT32_MAX : rank, lowest = 0;
   PMPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (lowest == INT32_MAX) return true;
-  if (lowest == rank) logger()->error("{}", message);
-  return false;
-}
-
-void fail_or_continue(const Config& cfg) {
+  if (lowest == rank) {
+    logger()->error("{}; {}", problem,
+                    cfg.strict ? "aborting (PROF_STRICT=1)"
+                               : "running unprofiled (PROF_STRICT=1 to abort instead)");
+    logger()->flush();
+    std::fflush(stderr);
+  }
   if (cfg.strict) {
-    logger()->error("PROF_STRICT=1: aborting");
+    PMPI_Barrier(MPI_COMM_WORLD);
     PMPI_Abort(MPI_COMM_WORLD, 1);
   }
+  return false;
 }
 
 std::string functions_definitions() {
@@ -368,16 +405,9 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
     t0 += delta;
     t1 += delta;
   }
-  // MPI_Wtime is only usable now; the others were started before PMPI_Init.
-  if (cfg.timer == format::TimerKind::MpiWtime && !g.timer.init(cfg.timer, &why))
-    errors.push_back("PROF_TIMER=mpi_wtime: " + why);
   std::string msg;
   for (const auto& e : errors) msg += (msg.empty() ? "" : "; ") + e;
-  if (!agree(errors.empty(), msg + "; running unprofiled (PROF_STRICT=1 to abort instead)",
-             rank)) {
-    fail_or_continue(cfg);
-    return;
-  }
+  if (!agree(errors.empty(), msg, rank, cfg)) return;
 
   rt = new Runtime();
   rt->cfg = cfg;
@@ -397,16 +427,11 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
     run_id = (uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec)) ^
              (uint64_t(::getpid()) << 40);
   }
-  int dir_ok_int = dir_ok;
-  PMPI_Bcast(&dir_ok_int, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const int dir_ok_int = dir_ok;
   PMPI_Bcast(dirbuf, sizeof dirbuf, MPI_CHAR, 0, MPI_COMM_WORLD);
   PMPI_Bcast(&run_id, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   rt->dir = dirbuf;
-  if (!dir_ok_int) {
-    if (rank == 0) logger()->error("PROF_OUTPUT: {}; running unprofiled", why);
-    fail_or_continue(cfg);
-    return;
-  }
+  if (!agree(rank != 0 || dir_ok_int, "PROF_OUTPUT: " + why, rank, cfg)) return;
 
   format::FileHeader header{};
   std::memcpy(header.magic, format::kFileMagic, sizeof header.magic);
@@ -420,12 +445,11 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   std::snprintf(name, sizeof name, format::kRankFilePattern, rank);
   const std::string path = rt->dir + "/" + name;
   const bool created = rt->file.create(path, header, &why);
-  if (!agree(created, "PROF_OUTPUT: " + why + "; running unprofiled", rank)) {
+  if (!agree(created, "PROF_OUTPUT: " + why, rank, cfg)) {
     if (created) {
       rt->file.close();
       ::unlink(path.c_str());
     }
-    fail_or_continue(cfg);
     return;
   }
 
@@ -478,15 +502,15 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   ts->last_enter = t0;
   ts->attached = true;
   map_first_or_next(ts);
-  {
-    std::lock_guard<std::mutex> lock(rt->threads_mu);
-    rt->threads.push_back(ts);
-  }
-  tls_state = ts;
+  pthread_key_create(&thread_exit_key, on_thread_exit);
+  register_thread(ts);
   g.recording = true;
   record_plain(ts, init_id, t0, t1, true);
 }
 
+// MPI_Init and MPI_Init_thread: the timer starts before PMPI_Init so the
+// record of MPI_Init covers it (MPI_Wtime, usable only once MPI is up, starts
+// after), then the rest of the set-up.
 template <class InitCall>
 int init_common(uint16_t id, InitCall&& call, int* provided_out) {
   Config cfg;
@@ -502,15 +526,10 @@ int init_common(uint16_t id, InitCall&& call, int* provided_out) {
   const uint64_t t0 = timer_ready ? g.timer.now() : 0;
   const int rc = call();
   if (rc != MPI_SUCCESS) return rc;
-  if (!timer_ready && cfg.timer != format::TimerKind::MpiWtime) {
-    // An explicitly requested timer that cannot work here: say so, run unprofiled.
-    int rank = 0;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    agree(false, "PROF_TIMER: " + why + "; running unprofiled", rank);
-    fail_or_continue(cfg);
-    return rc;
-  }
-  const uint64_t t1 = g.timer.now();
+  if (cfg.timer == format::TimerKind::MpiWtime) timer_ready = g.timer.init(cfg.timer, &why);
+  if (!timer_ready) errors.push_back("PROF_TIMER=" + std::string(format::timer_name(cfg.timer)) +
+                                     ": " + why);
+  const uint64_t t1 = timer_ready ? g.timer.now() : 0;
   start_recording(cfg, std::move(errors), id, t0 ? t0 : t1, t1,
                   provided_out ? *provided_out : -1);
   return rc;
@@ -526,11 +545,7 @@ ThreadState* attach_thread() {
   ts->last_enter = now();
   ts->attached = true;
   map_first_or_next(ts);
-  {
-    std::lock_guard<std::mutex> lock(rt->threads_mu);
-    rt->threads.push_back(ts);
-  }
-  tls_state = ts;
+  register_thread(ts);
   return ts;
 }
 
@@ -645,6 +660,27 @@ void record_comm_create(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1
     r.commit(func);
   }
   if (ok && newcomm != MPI_COMM_NULL) define_comm(newcomm, t0);
+}
+
+namespace {
+std::mutex messages_mu;
+std::unordered_map<uint32_t, MessageInfo> messages;  // MPI_Message handle -> its probe's facts
+}  // namespace
+
+void remember_message(MPI_Message message, MPI_Comm comm, const MPI_Status* st) {
+  if (message == MPI_MESSAGE_NULL || message == MPI_MESSAGE_NO_PROC) return;
+  std::lock_guard<std::mutex> lock(messages_mu);
+  messages[uint32_t(message)] = MessageInfo{comm, st->MPI_SOURCE, st->MPI_TAG};
+}
+
+MessageInfo take_message(MPI_Message message) {
+  if (message == MPI_MESSAGE_NO_PROC) return MessageInfo{};  // a receive from MPI_PROC_NULL
+  std::lock_guard<std::mutex> lock(messages_mu);
+  auto it = messages.find(uint32_t(message));
+  if (it == messages.end()) return MessageInfo{};
+  const MessageInfo info = it->second;
+  messages.erase(it);
+  return info;
 }
 
 namespace {

@@ -42,7 +42,9 @@ struct ThreadState {
   uint32_t* cur = nullptr;     // next free word in the mapped chunk
   uint32_t* end = nullptr;     // end of the chunk's payload
   format::ChunkHeader* chunk = nullptr;
-  size_t chunk_map_bytes = 0;
+  size_t chunk_map_bytes = 0;  // size of the current mapping
+  size_t next_chunk_bytes = 0; // doubles from 64 KiB up to PROF_BUFFER_MB: a thread
+                               // that makes few calls costs little file and memory
   uint64_t last_enter = 0;     // enter time of the previous record (dt base)
   uint32_t stream = 0;
   bool in_call = false;
@@ -123,6 +125,27 @@ inline uint64_t status_bytes(const MPI_Status* st) {
   if (PMPI_Get_count_c(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0) return 0;
   return static_cast<uint64_t>(n);
 }
+
+// An empty status (MPI's definition: any source, any tag, no data), so what MPI
+// leaves unfilled reads the same every time.
+PROF_HOT void clear_statuses(MPI_Status* st, int n) {
+  for (int i = 0; i < n; ++i) {
+    st[i].MPI_SOURCE = MPI_ANY_SOURCE;
+    st[i].MPI_TAG = MPI_ANY_TAG;
+    st[i].count_lo = 0;
+    st[i].count_hi_and_cancelled = 0;
+  }
+}
+
+// Matched probes: Mprobe/Improbe return an MPI_Message that a later Mrecv or
+// Imrecv receives; only the probe knows its communicator, source and tag.
+struct MessageInfo {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int source = MPI_PROC_NULL;
+  int tag = MPI_ANY_TAG;
+};
+void remember_message(MPI_Message message, MPI_Comm comm, const MPI_Status* st);
+MessageInfo take_message(MPI_Message message);  // forgets it
 
 // One record under construction in the thread's chunk.
 class Rec {

@@ -54,7 +54,13 @@ bool TraceFile::write_definitions(const char* text, size_t len) {
   h.crc32 = format::crc32c(text, len);
   // Payload first, header last: a reader never sees a sealed header over
   // missing text. Padding bytes stay zero (the file grows with zeros).
+  // The padding is written too: the last chunk of a file must not end past
+  // end-of-file (nothing else extends it when the process dies after this).
+  static const char zeros[8] = {0};
   if (::pwrite(fd_, text, len, off_t(at + sizeof h)) != ssize_t(len)) return false;
+  if (capacity > len &&
+      ::pwrite(fd_, zeros, capacity - len, off_t(at + sizeof h + len)) != ssize_t(capacity - len))
+    return false;
   return ::pwrite(fd_, &h, sizeof h, off_t(at)) == ssize_t(sizeof h);
 }
 

@@ -84,7 +84,7 @@ def check_args(name, facts, argnames):
 
     for key in ('peer', 'tag', 'comm', 'request', 'status', 'recv_peer', 'recv_tag', 'count',
                 'requests', 'statuses', 'index', 'outcount', 'indices', 'newcomm', 'root',
-                'found'):
+                'found', 'message'):
         need(facts.get(key))
     for key in ('bytes', 'recv_bytes'):
         walk_bytes(facts.get(key), need)
@@ -154,6 +154,9 @@ def gen_wrapper(fid, name, ret, args, facts):
         st = facts['status']
         pre.append(f'  MPI_Status prof_status_local;')
         pre.append(f'  MPI_Status* prof_status = {st} == MPI_STATUS_IGNORE ? &prof_status_local : {st};')
+        # MPI leaves some statuses unfilled (send and collective requests):
+        # an empty status then, not stack garbage, in the record.
+        pre.append('  prof::shim::clear_statuses(prof_status, 1);')
         sub[st] = 'prof_status'
     if kind == 'Completion':
         form = facts['form']
@@ -166,12 +169,16 @@ def gen_wrapper(fid, name, ret, args, facts):
                 sts = facts['statuses']
                 pre.append(f'  MPI_Status* prof_statuses = {sts} == MPI_STATUSES_IGNORE ? '
                            f'ts->scratch_statuses({cnt}) : {sts};')
+                pre.append(f'  prof::shim::clear_statuses(prof_statuses, {cnt});')
                 sub[sts] = 'prof_statuses'
     if kind == 'RequestOp':
         if 'requests' in facts:
             pre.append(f'  const MPI_Request* prof_reqs = ts->save_requests({facts["requests"]}, {facts["count"]});')
         else:
             pre.append(f'  const MPI_Request prof_req = *{facts["request"]};')
+    if facts and facts.get('message') and kind in ('Recv', 'Irecv'):
+        # The matched message's communicator, source and tag (from its Mprobe).
+        pre.append(f'  const prof::shim::MessageInfo prof_msg = prof::shim::take_message(*{facts["message"]});')
     out += pre
 
     out.append('  const uint64_t t0 = prof::shim::now();')
@@ -189,8 +196,10 @@ def gen_wrapper(fid, name, ret, args, facts):
         peer = facts.get('peer')
         tag = facts.get('tag')
         comm = facts.get('comm')
+        if facts.get('message'):
+            peer, tag, comm = 'prof_msg.source', 'prof_msg.tag', 'prof_msg.comm'
         flags = '0'
-        if kind == 'Irecv' and peer:
+        if kind == 'Irecv' and peer and not facts.get('message'):
             flags = (f'(uint8_t)(({peer} == MPI_ANY_SOURCE ? prof::format::kAnySource : 0) | '
                      f'({tag} == MPI_ANY_TAG ? prof::format::kAnyTag : 0))')
         out.append(f'  prof::shim::record_p2p_start({rec}, prof::format::FuncKind::{kind}, '
@@ -199,7 +208,9 @@ def gen_wrapper(fid, name, ret, args, facts):
     elif kind == 'Recv':
         peer, tag, comm = facts.get('peer'), facts.get('tag'), facts.get('comm')
         flags = '0'
-        if peer:
+        if facts.get('message'):
+            peer, tag, comm = 'prof_msg.source', 'prof_msg.tag', 'prof_msg.comm'
+        elif peer:
             flags = (f'(uint8_t)(({peer} == MPI_ANY_SOURCE ? prof::format::kAnySource : 0) | '
                      f'({tag} == MPI_ANY_TAG ? prof::format::kAnyTag : 0))')
         out.append(f'  prof::shim::record_recv({rec}, {peer or "-1"}, {tag or "-1"}, '
@@ -211,6 +222,9 @@ def gen_wrapper(fid, name, ret, args, facts):
                  f'({tag} == MPI_ANY_TAG ? prof::format::kAnyTag : 0))')
         out.append(f'  prof::shim::record_probe({rec}, {peer}, {tag}, {comm}, prof_status, '
                    f'{found}, {flags});')
+        if facts.get('message'):
+            out.append(f'  if (rc == MPI_SUCCESS && {found}) '
+                       f'prof::shim::remember_message(*{facts["message"]}, {comm}, prof_status);')
     elif kind == 'SendRecv':
         comm = facts['comm']
         out.append(f'  prof::shim::record_sendrecv({rec}, {facts["peer"]}, {facts["tag"]}, '

@@ -37,7 +37,10 @@ FACTS['MPI_Psend_init'] = dict(kind='Isend', peer='dest', tag='tag', comm='comm'
 FACTS['MPI_Recv'] = dict(kind='Recv', peer='source', tag='tag', comm='comm',
                          bytes=('count', 'datatype'), status='status',
                          markers=[('source', 'tag')])
-FACTS['MPI_Mrecv'] = dict(kind='Recv', status='status', bytes=('count', 'datatype'))
+# Matched receives: communicator, source and tag come from the MPI_Message
+# that the Mprobe/Improbe before them returned (the shim remembers it).
+FACTS['MPI_Mrecv'] = dict(kind='Recv', status='status', bytes=('count', 'datatype'),
+                          message='message')
 for n in ['MPI_Irecv', 'MPI_Recv_init']:
     FACTS[n] = dict(kind='Irecv', peer='source', tag='tag', comm='comm',
                     bytes=('count', 'datatype'), request='request',
@@ -46,7 +49,8 @@ for n in ['MPI_Irecv', 'MPI_Recv_init']:
 FACTS['MPI_Precv_init'] = dict(kind='Irecv', peer='dest', tag='tag', comm='comm',
                                bytes=('partitions*count', 'datatype'), request='request',
                                markers=[('dest', 'tag')])
-FACTS['MPI_Imrecv'] = dict(kind='Irecv', bytes=('count', 'datatype'), request='request')
+FACTS['MPI_Imrecv'] = dict(kind='Irecv', bytes=('count', 'datatype'), request='request',
+                           message='message')
 
 FACTS['MPI_Sendrecv'] = dict(kind='SendRecv', peer='dest', tag='sendtag', comm='comm',
                              bytes=('sendcount', 'sendtype'),
@@ -64,7 +68,8 @@ for n in ['MPI_Probe', 'MPI_Iprobe']:
                     markers=[('source', 'tag')], found='flag' if n == 'MPI_Iprobe' else None)
 for n in ['MPI_Mprobe', 'MPI_Improbe']:
     FACTS[n] = dict(kind='Probe', peer='source', tag='tag', comm='comm', status='status',
-                    markers=[('source', 'tag')], found='flag' if n == 'MPI_Improbe' else None)
+                    markers=[('source', 'tag')], found='flag' if n == 'MPI_Improbe' else None,
+                    message='message')
 
 # Completions: (form, count arg, requests arg, statuses arg, extra)
 FACTS['MPI_Wait'] = dict(kind='Completion', form='one', request='request', status='status')
