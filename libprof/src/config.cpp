@@ -16,8 +16,9 @@ const std::vector<ConfigVariable>& config_variables() {
        "Clock synchronization against rank 0 after MPI_Init and before MPI_Finalize "
        "(minimum round trip of ping-pong exchanges)."},
       {"PROF_BUFFER_MB", "integer 1..1024", "1",
-       "Size of each thread's event chunk mapped from the trace file; memory stays bounded by "
-       "threads x this, full chunks are sealed and unmapped."},
+       "Largest event chunk a thread maps from the trace file (chunks start at 64 KiB and "
+       "double); memory stays bounded by threads x this; full chunks are sealed and unmapped, "
+       "their records already in the file."},
       {"PROF_STRICT", "0|1", "0",
        "1: a bad setting or an unwritable output aborts the run instead of running unprofiled."},
       {"PROF_LOG_LEVEL", "trace|debug|info|warn|error|critical|off", "warn",
