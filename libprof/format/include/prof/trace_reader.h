@@ -30,7 +30,8 @@ struct Completion {
   bool cancelled = false;
 };
 
-// One decoded record. Fields not used by the record's kind keep their defaults.
+// One decoded record: one MPI call (a call split over kContinuation records is
+// merged back). Fields not used by the record's kind keep their defaults.
 struct Event {
   uint64_t enter = 0, leave = 0;  // raw timer ticks
   uint16_t func = 0;               // function id (FunctionDef), format::kMarkerFuncId for markers
@@ -138,7 +139,8 @@ class RankTrace {
   int32_t world_rank(uint32_t handle, uint64_t t, int32_t rank) const;
 
   // Time conversion. Local ns since the first event; global ns on rank 0's
-  // clock, with the init offset and, when a final sync exists, linear drift.
+  // clock: (t - epoch_ticks) * ns_per_tick + offset(t), the offset from the init
+  // sync and, when a final sync exists, linear drift between the two.
   double ns_per_tick() const;
   double to_local_ns(uint64_t ticks) const;
   double to_global_ns(uint64_t ticks) const;

@@ -1,0 +1,157 @@
+// TraceDir: every rank-*.prof file of a directory, checked to belong to one run.
+//
+// The run is what most readable files agree on (run_id, then world_size; a tie
+// goes to the value of the lowest-ranked file). A file that cannot be opened,
+// or disagrees with the run, or repeats a rank already taken, or has a rank
+// outside [0, world_size), is skipped with a warning; each missing rank gets a
+// warning (the first 100, then a count).
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "prof/trace_reader.h"
+
+namespace prof::trace {
+namespace {
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+std::string rank_file_name(int r) {
+  char b[64];
+  std::snprintf(b, sizeof b, format::kRankFilePattern, r);
+  return b;
+}
+template <class T, class Get>
+T majority(const std::vector<std::unique_ptr<RankTrace>>& files, Get get) {
+  std::map<T, size_t> count;
+  for (const auto& f : files) ++count[get(*f)];
+  // files are sorted by rank: the first file holding a top value breaks ties.
+  size_t best = 0;
+  for (const auto& [v, n] : count) best = std::max(best, n);
+  for (const auto& f : files)
+    if (count[get(*f)] == best) return get(*f);
+  return T{};
+}
+}  // namespace
+
+TraceDir TraceDir::open(const std::string& dir) {
+  namespace fs = std::filesystem;
+  TraceDir td;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    td.errors.push_back(dir + ": not a trace directory" +
+                        (ec ? ": " + ec.message() : std::string(" (missing or not a directory)")));
+    return td;
+  }
+  fs::directory_iterator it(dir, ec);
+  if (ec) {
+    td.errors.push_back(dir + ": cannot read trace directory: " + ec.message());
+    return td;
+  }
+  std::vector<std::string> names;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    const std::string name = it->path().filename().string();
+    if (name.size() > 10 && name.compare(0, 5, "rank-") == 0 &&
+        name.compare(name.size() - 5, 5, ".prof") == 0)
+      names.push_back(name);
+  }
+  if (ec) {
+    td.errors.push_back(dir + ": cannot read trace directory: " + ec.message());
+    return td;
+  }
+  std::sort(names.begin(), names.end());
+  if (names.empty()) {
+    td.errors.push_back(dir + ": no rank-*.prof files");
+    return td;
+  }
+
+  std::vector<std::unique_ptr<RankTrace>> opened;
+  for (const auto& name : names) {
+    std::string err;
+    auto t = RankTrace::open((fs::path(dir) / name).string(), &err);
+    if (t) opened.push_back(std::move(t));
+    else td.warnings.push_back(err + " (rank file skipped)");
+  }
+  if (opened.empty()) {
+    td.errors.push_back(dir + ": none of the " + std::to_string(names.size()) +
+                        " rank files is readable");
+    return td;
+  }
+  // Order by rank; a file named after its rank comes first among equals.
+  auto named_right = [](const RankTrace& t) {
+    return fs::path(t.path()).filename().string() == rank_file_name(t.rank());
+  };
+  std::stable_sort(opened.begin(), opened.end(), [&](const auto& a, const auto& b) {
+    if (a->rank() != b->rank()) return a->rank() < b->rank();
+    return named_right(*a) && !named_right(*b);
+  });
+
+  const uint64_t run_id =
+      majority<uint64_t>(opened, [](const RankTrace& t) { return t.header().run_id; });
+  std::vector<std::unique_ptr<RankTrace>> same_run;
+  for (auto& t : opened) {
+    if (t->header().run_id != run_id) {
+      td.warnings.push_back(t->path() + ": run_id " + hex(t->header().run_id) +
+                            " differs from the run's " + hex(run_id) +
+                            ": foreign rank file skipped");
+      continue;
+    }
+    same_run.push_back(std::move(t));
+  }
+  const int32_t world =
+      majority<int32_t>(same_run, [](const RankTrace& t) { return t.header().world_size; });
+  td.world_size = world;
+  const RankTrace* prev = nullptr;
+  for (auto& t : same_run) {
+    if (t->header().world_size != world) {
+      td.warnings.push_back(t->path() + ": world_size " +
+                            std::to_string(t->header().world_size) + " differs from the run's " +
+                            std::to_string(world) + ": rank file skipped");
+      continue;
+    }
+    if (t->rank() < 0 || t->rank() >= world) {
+      td.warnings.push_back(t->path() + ": rank " + std::to_string(t->rank()) +
+                            " outside the world of " + std::to_string(world) +
+                            ": rank file skipped");
+      continue;
+    }
+    if (prev && prev->rank() == t->rank()) {
+      td.warnings.push_back(t->path() + ": duplicate rank " + std::to_string(t->rank()) +
+                            " (already read from " + prev->path() + "): rank file skipped");
+      continue;
+    }
+    td.ranks.push_back(std::move(t));
+    prev = td.ranks.back().get();
+  }
+
+  // Missing ranks (walking the gaps: bounded even for an absurd world_size).
+  uint64_t missing = 0;
+  int32_t expect = 0;
+  auto gap = [&](int32_t upto) {
+    for (int32_t r = expect; r < upto; ++r) {
+      if (++missing > 100) {
+        missing += static_cast<uint64_t>(upto - r - 1);
+        break;
+      }
+      td.warnings.push_back(dir + ": rank " + std::to_string(r) + " missing (no readable " +
+                            rank_file_name(r) + " of this run)");
+    }
+  };
+  for (const auto& t : td.ranks) {
+    gap(t->rank());
+    expect = t->rank() + 1;
+  }
+  if (world > 0) gap(world);
+  if (missing > 100)
+    td.warnings.push_back(dir + ": " + std::to_string(missing - 100) +
+                          " more missing ranks not listed (" + std::to_string(missing) +
+                          " missing in all)");
+  if (td.ranks.empty()) td.errors.push_back(dir + ": no usable rank file");
+  return td;
+}
+
+}  // namespace prof::trace

@@ -1,0 +1,335 @@
+// TraceWriter: writes rank files without MPI (tests, synthetic benchmarks, the
+// analyzer's golden example), encoding records with format::RecordEncoder as the
+// shim does.
+//
+// Layout produced: FileHeader; then, in call order, one sealed Definitions chunk
+// per definition call (capacity = align8(used)) and sealed Events chunks as each
+// stream's buffer fills. A stream's chunk is sealed when the next record might
+// not fit (fewer than kMaxRecordWords words left), and written with its capacity
+// shrunk to align8(used). close_without_sealing() writes the last chunk of each
+// stream with flags 0, used 0, crc 0 and its full capacity (zeros after the last
+// record), as a killed process leaves it.
+//
+// Definition text: fields are separated by TAB, so TABs and newlines inside
+// strings are replaced by spaces. Handles, addresses and biases are written as
+// 0x-prefixed hexadecimal, other numbers in decimal, doubles in their shortest
+// round-trip form.
+//
+// Events too large for one record (a Completion or RequestOp with more entries
+// than 255 payload words hold) are split as the shim splits them: several
+// records of the same function, the later ones flagged kContinuation, with
+// dt_enter 0 and the same duration. The reader merges them back into one Event.
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "prof/trace_reader.h"
+
+namespace prof::trace {
+
+namespace {
+using namespace format;
+
+std::string clean(const std::string& s) {
+  std::string r = s;
+  for (char& c : r)
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  return r;
+}
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+std::string dbl(double v) {
+  char b[64];
+  auto [p, ec] = std::to_chars(b, b + sizeof b, v);
+  return ec == std::errc() ? std::string(b, p) : std::string("0");
+}
+std::string ranks_text(const std::vector<int32_t>& r) {
+  std::string s;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(r[i]);
+  }
+  return s;
+}
+}  // namespace
+
+struct TraceWriter::Impl {
+  std::string path;
+  FILE* f = nullptr;
+  bool ok = false;
+  bool closed = false;
+  uint32_t cap_words = 0;
+
+  struct Stream {
+    uint32_t id = 0;
+    std::vector<uint32_t> buf;
+    size_t used = 0;  // words
+    uint64_t base_time = 0;
+    uint64_t prev = 0;  // previous record's enter in this chunk
+  };
+  std::map<uint32_t, Stream> streams;
+  Stream* last = nullptr;
+
+  void write(const void* p, size_t n) {
+    if (!f || n == 0) return;
+    if (std::fwrite(p, 1, n, f) != n) ok = false;
+  }
+  void chunk(ChunkType type, uint16_t flags, uint32_t capacity, uint32_t used, uint32_t crc,
+             uint32_t stream, uint64_t base_time, const void* payload, size_t payload_bytes) {
+    ChunkHeader h{};
+    h.magic = kChunkMagic;
+    h.type = static_cast<uint16_t>(type);
+    h.flags = flags;
+    h.capacity = capacity;
+    h.used = used;
+    h.crc32 = crc;
+    h.stream = stream;
+    h.base_time = base_time;
+    write(&h, sizeof h);
+    write(payload, payload_bytes);
+    static const char zeros[8] = {};
+    if (capacity > payload_bytes) write(zeros, capacity - payload_bytes);  // < 8 here
+  }
+  void definition(const std::string& line) {
+    if (closed) return;
+    const std::string text = line + "\n";
+    const uint32_t used = static_cast<uint32_t>(text.size());
+    chunk(ChunkType::Definitions, kChunkSealed, static_cast<uint32_t>(align8(used)), used,
+          format::crc32c(text.data(), used), 0, 0, text.data(), used);
+  }
+  void seal(Stream& s) {
+    if (s.used == 0) return;
+    const uint32_t used = static_cast<uint32_t>(s.used * 4);
+    chunk(ChunkType::Events, kChunkSealed, static_cast<uint32_t>(align8(used)), used,
+          format::crc32c(s.buf.data(), used), s.id, s.base_time, s.buf.data(), used);
+    std::fill(s.buf.begin(), s.buf.begin() + static_cast<ptrdiff_t>(s.used), 0u);
+    s.used = 0;
+  }
+  Stream& stream(uint32_t id) {
+    if (last && last->id == id) return *last;
+    auto [it, fresh] = streams.try_emplace(id);
+    if (fresh) {
+      it->second.id = id;
+      it->second.buf.assign(cap_words, 0u);
+    }
+    last = &it->second;
+    return *last;
+  }
+  // One record: `payload` pushes the payload words (at most 251: room is kept
+  // for the long-time words).
+  template <class F>
+  void record(Stream& s, uint16_t func, uint8_t flags, uint64_t enter, uint64_t dur, F&& payload) {
+    if (s.used + kMaxRecordWords > cap_words) seal(s);
+    if (s.used == 0) {
+      s.base_time = enter;
+      s.prev = enter;
+    }
+    RecordEncoder enc(s.buf.data() + s.used);
+    enc.flag(flags);
+    enc.time(enter - s.prev, dur);  // backwards: wraps, encoded as a long (signed) dt
+    payload(enc);
+    s.used += enc.commit(func);
+    s.prev = enter;
+  }
+  void finish(bool seal_last) {
+    if (closed) return;
+    closed = true;
+    for (auto& [id, s] : streams) {
+      if (seal_last) {
+        seal(s);
+      } else if (s.used > 0) {
+        const uint32_t cap = cap_words * 4;
+        chunk(ChunkType::Events, 0, cap, 0, 0, s.id, s.base_time, s.buf.data(), cap);
+        s.used = 0;
+      }
+    }
+    streams.clear();
+    last = nullptr;
+    if (f) {
+      if (std::fflush(f) != 0) ok = false;
+      if (std::fclose(f) != 0) ok = false;
+      f = nullptr;
+    }
+  }
+};
+
+TraceWriter::TraceWriter(const std::string& path, int rank, int world_size, uint64_t run_id,
+                         format::TimerKind timer, uint32_t chunk_bytes)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& w = *impl_;
+  w.path = path;
+  uint64_t cap = std::max<uint64_t>(chunk_bytes, kMaxRecordWords * 4);
+  cap = std::min<uint64_t>(align8(cap), uint64_t{1} << 30);
+  w.cap_words = static_cast<uint32_t>(cap / 4);
+  w.f = std::fopen(path.c_str(), "wb");
+  w.ok = w.f != nullptr;
+  if (!w.f) {
+    w.closed = true;
+    return;
+  }
+  FileHeader h{};
+  std::memcpy(h.magic, kFileMagic, sizeof h.magic);
+  h.version = kFormatVersion;
+  h.header_size = sizeof(FileHeader);
+  h.run_id = run_id;
+  h.rank = rank;
+  h.world_size = world_size;
+  h.timer = static_cast<uint32_t>(timer);
+  w.write(&h, sizeof h);
+}
+
+TraceWriter::~TraceWriter() {
+  if (impl_) impl_->finish(true);
+}
+
+bool TraceWriter::ok() const { return impl_->ok; }
+
+void TraceWriter::meta(const std::string& key, const std::string& value) {
+  impl_->definition("M\t" + clean(key) + "\t" + clean(value));
+}
+void TraceWriter::function(uint16_t id, FuncKind kind, const std::string& name) {
+  impl_->definition("F\t" + std::to_string(id) + "\t" +
+                    std::to_string(static_cast<unsigned>(kind)) + "\t" + clean(name));
+}
+void TraceWriter::comm(const CommDef& d) {
+  impl_->definition("C\t" + hex(d.handle) + "\t" + std::to_string(d.global_id) + "\t" +
+                    std::to_string(d.time) + "\t" + std::to_string(d.ranks.size()) + "\t" +
+                    (d.inter ? "1" : "0") + "\t" + ranks_text(d.ranks) + "\t" +
+                    ranks_text(d.remote_ranks));
+}
+void TraceWriter::callsite(const CallSiteDef& d) {
+  impl_->definition("S\t" + std::to_string(d.id) + "\t" + hex(d.address) + "\t" + clean(d.file) +
+                    "\t" + (d.file.empty() && d.line == 0 ? "" : std::to_string(d.line)));
+}
+void TraceWriter::load_object(const LoadObject& o) {
+  impl_->definition("L\t" + hex(o.bias) + "\t" + clean(o.path));
+}
+void TraceWriter::clock_sync(const ClockSyncDef& k) {
+  impl_->definition("K\t" + clean(k.phase) + "\t" + std::to_string(k.local_ticks) + "\t" +
+                    dbl(k.offset_ns) + "\t" + dbl(k.rtt_ns));
+}
+void TraceWriter::end(const std::string& reason) { impl_->definition("E\t" + clean(reason)); }
+
+void TraceWriter::event(const Event& e) {
+  Impl& w = *impl_;
+  if (w.closed) return;
+  Impl::Stream& s = w.stream(e.stream);
+  const uint64_t dur = e.leave - e.enter;
+  uint16_t func = e.func;
+  uint8_t flags =
+      e.flags & ~uint8_t(kLongTime | kWidePeerTag | kWideBytes | kMarkerBegin | kContinuation);
+  auto wide_pt = [](int32_t p, int32_t t) { return !fits_packed_peer_tag(p, t); };
+
+  switch (e.kind) {
+    case FuncKind::Send:
+    case FuncKind::Recv:
+    case FuncKind::Probe:
+    case FuncKind::Isend:
+    case FuncKind::Irecv: {
+      if (wide_pt(e.peer, e.tag)) flags |= kWidePeerTag;
+      if (e.bytes > UINT32_MAX) flags |= kWideBytes;
+      const bool req = e.kind == FuncKind::Isend || e.kind == FuncKind::Irecv;
+      w.record(s, func, flags, e.enter, dur, [&](RecordEncoder& enc) {
+        enc.peer_tag(e.peer, e.tag);
+        enc.word(e.comm);
+        enc.bytes(e.bytes);
+        if (req) enc.word(e.request);
+      });
+      break;
+    }
+    case FuncKind::SendRecv:
+      if (wide_pt(e.peer, e.tag) || wide_pt(e.recv_peer, e.recv_tag)) flags |= kWidePeerTag;
+      if (e.bytes > UINT32_MAX || e.recv_bytes > UINT32_MAX) flags |= kWideBytes;
+      w.record(s, func, flags, e.enter, dur, [&](RecordEncoder& enc) {
+        enc.peer_tag(e.peer, e.tag);
+        enc.bytes(e.bytes);
+        enc.peer_tag(e.recv_peer, e.recv_tag);
+        enc.bytes(e.recv_bytes);
+        enc.word(e.comm);
+      });
+      break;
+    case FuncKind::Completion: {
+      for (const Completion& c : e.completions) {
+        if (wide_pt(c.source, c.tag)) flags |= kWidePeerTag;
+        if (c.bytes > 0x7FFFFFFFu) flags |= kWideBytes;
+      }
+      const size_t ew = 1 + ((flags & kWidePeerTag) ? 2 : 1) + ((flags & kWideBytes) ? 2 : 1);
+      const size_t per = (kMaxPayloadWords - 4) / ew;
+      size_t i = 0;
+      uint8_t cont = 0;
+      do {
+        const size_t n = std::min(per, e.completions.size() - i);
+        w.record(s, func, flags | cont, e.enter, dur, [&](RecordEncoder& enc) {
+          for (size_t k = i; k < i + n; ++k) {
+            const Completion& c = e.completions[k];
+            enc.word(c.request);
+            enc.peer_tag(c.source, c.tag);
+            if (flags & kWideBytes)
+              enc.bytes((c.bytes & ~kCancelledBit64) | (c.cancelled ? kCancelledBit64 : 0));
+            else
+              enc.bytes((c.bytes & ~kCancelledBit32) | (c.cancelled ? kCancelledBit32 : 0));
+          }
+        });
+        i += n;
+        cont = kContinuation;
+      } while (i < e.completions.size());
+      break;
+    }
+    case FuncKind::RequestOp: {
+      const size_t per = kMaxPayloadWords - 4;
+      size_t i = 0;
+      uint8_t cont = 0;
+      do {
+        const size_t n = std::min(per, e.requests.size() - i);
+        w.record(s, func, flags | cont, e.enter, dur, [&](RecordEncoder& enc) {
+          for (size_t k = i; k < i + n; ++k) enc.word(e.requests[k]);
+        });
+        i += n;
+        cont = kContinuation;
+      } while (i < e.requests.size());
+      break;
+    }
+    case FuncKind::Collective:
+    case FuncKind::AllToAll:
+    case FuncKind::ICollective:
+    case FuncKind::IAllToAll: {
+      if (e.bytes > UINT32_MAX) flags |= kWideBytes;
+      const bool req = e.kind == FuncKind::ICollective || e.kind == FuncKind::IAllToAll;
+      w.record(s, func, flags, e.enter, dur, [&](RecordEncoder& enc) {
+        enc.word(e.comm);
+        enc.word(static_cast<uint32_t>(e.root));
+        enc.bytes(e.bytes);
+        if (req) enc.word(e.request);
+      });
+      break;
+    }
+    case FuncKind::CommCreate:
+      w.record(s, func, flags, e.enter, dur, [&](RecordEncoder& enc) {
+        enc.word(e.comm);
+        enc.word(e.new_comm);
+      });
+      break;
+    case FuncKind::Marker:
+      if (func == 0) func = kMarkerFuncId;
+      if (e.marker_begin || (e.flags & kMarkerBegin)) flags |= kMarkerBegin;
+      w.record(s, func, flags, e.enter, dur, [&](RecordEncoder& enc) {
+        enc.word(e.interval_id);
+        enc.word(e.callsite);
+      });
+      break;
+    case FuncKind::Other:
+    default:
+      w.record(s, func, flags, e.enter, dur, [](RecordEncoder&) {});
+      break;
+  }
+}
+
+void TraceWriter::close() { impl_->finish(true); }
+void TraceWriter::close_without_sealing() { impl_->finish(false); }
+
+}  // namespace prof::trace

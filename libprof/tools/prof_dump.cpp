@@ -1,0 +1,332 @@
+// prof-dump: prints a trace file (or every rank of a trace directory) as text.
+//
+//   prof-dump FILE_OR_TRACE_DIR [--no-events] [--stats]
+//
+// Exit status: 0 when the input is readable (damage is reported as warnings),
+// 1 with "prof-dump: <message naming the file>" on stderr when it is not,
+// 2 for a usage error.
+//
+// OUTPUT FORMAT (stable: tests grep it; one item per line, single spaces)
+//
+// For a directory, first:
+//   trace DIR world_size=N ranks=K
+//   warning: TEXT                      one per TraceDir warning
+// then, for each rank file (a single FILE argument prints just this part):
+//   file PATH
+//   header version=V run_id=0xHEX rank=R world_size=N timer=NAME
+//   meta KEY=VALUE                     one per M definition, sorted by key
+//   function ID KIND NAME              KIND as in FuncKind, lower case
+//                                      (other send recv sendrecv isend irecv
+//                                      completion requestop collective icollective
+//                                      commcreate probe marker alltoall ialltoall,
+//                                      kindN when unknown)
+//   comm 0xHANDLE global=ID time=T size=N inter=0|1 ranks=A,B,.. remote=X,..
+//                                      (remote= only for intercommunicators)
+//   callsite ID 0xADDR FILE:LINE       (FILE:LINE is "?" when unresolved)
+//   load 0xBIAS PATH
+//   clock PHASE ticks=T offset_ns=X rtt_ns=Y
+//   end REASON                         "end (none)" when the process never said
+//   ns_per_tick X
+//   streams N event_bytes B
+//   <one line per event, all streams merged by enter time; not with --no-events>
+//   warning: TEXT                      one per RankTrace warning
+//   stats chunks=N event_chunks=N unsealed_chunks=N crc_mismatches=N
+//         bad_chunk_headers=N truncated_chunks=N bad_records=N bad_definitions=N
+//         unknown_chunk_types=N backwards_timestamps=N events=N
+//                                      (one line; only with --stats)
+//
+// Event line:
+//   r<RANK> s<STREAM> <ENTER> us +<DURATION> us <NAME>[ <FIELDS>][ <FLAGS>]
+// ENTER is local microseconds since the rank's first event (%.6f), DURATION
+// microseconds (%.3f), NAME the function's name from its F definition
+// ("func#ID" when undefined). FIELDS by kind (P = comm-local rank, W = its
+// world rank via the communicator definitions, -1 when unknown; handles and
+// requests in hex):
+//   send recv probe     peer=P(world W) tag=T comm=0xC bytes=B
+//   isend irecv         peer=P(world W) tag=T comm=0xC bytes=B req=0xR
+//   sendrecv            peer=P(world W) tag=T bytes=B recv_peer=P(world W)
+//                       recv_tag=T recv_bytes=B comm=0xC
+//   completion          count=N then per completed request:
+//                       req=0xR src=S tag=T bytes=B (and " cancelled" if so)
+//   requestop           count=N then req=0xR per request
+//   collective alltoall comm=0xC root=R bytes=B      (root=R(world W) if R >= 0)
+//   icollective ialltoall   the same, then req=0xR
+//   commcreate          comm=0xC new_comm=0xN
+//   marker              NAME is "MARKER begin" or "MARKER end", then
+//                       id=I site=S (FILE:LINE) -- "(?)" when the call site is
+//                       unknown, "(0xADDR)" when it has no file yet
+//   unknown kinds       kind=N
+// FLAGS, each when set: any_source any_tag failed
+//
+// Example:
+//   r0 s0 12.345678 us +1.234 us MPI_Send peer=1(world 1) tag=7 comm=0x44000000 bytes=800
+#include <algorithm>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "symbolizer.h"
+
+#include "prof/trace_reader.h"
+
+using namespace prof;
+using namespace prof::trace;
+
+namespace {
+
+struct Options {
+  bool events = true;
+  bool stats = false;
+};
+
+const char* kind_name(FuncKind k) {
+  switch (k) {
+    case FuncKind::Other: return "other";
+    case FuncKind::Send: return "send";
+    case FuncKind::Recv: return "recv";
+    case FuncKind::SendRecv: return "sendrecv";
+    case FuncKind::Isend: return "isend";
+    case FuncKind::Irecv: return "irecv";
+    case FuncKind::Completion: return "completion";
+    case FuncKind::RequestOp: return "requestop";
+    case FuncKind::Collective: return "collective";
+    case FuncKind::ICollective: return "icollective";
+    case FuncKind::CommCreate: return "commcreate";
+    case FuncKind::Probe: return "probe";
+    case FuncKind::Marker: return "marker";
+    case FuncKind::AllToAll: return "alltoall";
+    case FuncKind::IAllToAll: return "ialltoall";
+  }
+  return nullptr;
+}
+
+std::string ranks_text(const std::vector<int32_t>& r) {
+  std::string s;
+  for (size_t i = 0; i < r.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(r[i]);
+  }
+  return s;
+}
+
+// Appends printf-style text to a line buffer.
+struct Line {
+  char buf[16384];
+  size_t n = 0;
+  void add(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
+    if (n >= sizeof buf) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = std::vsnprintf(buf + n, sizeof buf - n, fmt, ap);
+    va_end(ap);
+    if (k > 0) n = std::min(sizeof buf - 1, n + static_cast<size_t>(k));
+  }
+  void put() {
+    buf[n < sizeof buf ? n : sizeof buf - 1] = '\0';
+    std::fputs(buf, stdout);
+    std::fputc('\n', stdout);
+    n = 0;
+  }
+};
+
+void print_peer(Line& l, const RankTrace& t, const char* key, const Event& e, int32_t peer) {
+  l.add(" %s=%d(world %d)", key, peer, t.world_rank(e.comm, e.enter, peer));
+}
+
+// Call sites as "file:line": what the marker macro passed, or the return
+// address resolved with the rank's load map and debug info (libdw); the hex
+// address when neither works.
+using SiteNames = std::unordered_map<uint32_t, std::string>;
+SiteNames resolve_sites(const RankTrace& t) {
+  SiteNames names;
+  prof::symbols::Symbolizer symbolizer(t.load_objects());
+  for (const auto& s : t.callsites()) {
+    const auto loc = prof::symbols::callsite_location(t, s.id, &symbolizer);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "0x%" PRIx64, s.address);
+    names[s.id] = loc.file.empty() ? std::string(buf) : loc.file + ":" + std::to_string(loc.line);
+  }
+  return names;
+}
+
+void print_event(Line& l, const RankTrace& t, const Event& e, const SiteNames& sites) {
+  l.add("r%d s%u %.6f us +%.3f us ", t.rank(), e.stream, t.to_local_ns(e.enter) / 1000.0,
+        static_cast<double>(e.leave - e.enter) * t.ns_per_tick() / 1000.0);
+  if (e.kind == FuncKind::Marker) {
+    l.add("MARKER %s id=%u site=%u", e.marker_begin ? "begin" : "end", e.interval_id,
+          e.callsite);
+    auto site = sites.find(e.callsite);
+    l.add(" (%s)", site == sites.end() ? "?" : site->second.c_str());
+  } else {
+    const FunctionDef* f = t.function(e.func);
+    if (f) l.add("%s", f->name.c_str());
+    else l.add("func#%u", e.func);
+  }
+  switch (e.kind) {
+    case FuncKind::Other:
+    case FuncKind::Marker:
+      break;
+    case FuncKind::Send:
+    case FuncKind::Recv:
+    case FuncKind::Probe:
+    case FuncKind::Isend:
+    case FuncKind::Irecv:
+      print_peer(l, t, "peer", e, e.peer);
+      l.add(" tag=%d comm=0x%x bytes=%" PRIu64, e.tag, e.comm, e.bytes);
+      if (e.kind == FuncKind::Isend || e.kind == FuncKind::Irecv) l.add(" req=0x%x", e.request);
+      break;
+    case FuncKind::SendRecv:
+      print_peer(l, t, "peer", e, e.peer);
+      l.add(" tag=%d bytes=%" PRIu64, e.tag, e.bytes);
+      print_peer(l, t, "recv_peer", e, e.recv_peer);
+      l.add(" recv_tag=%d recv_bytes=%" PRIu64 " comm=0x%x", e.recv_tag, e.recv_bytes, e.comm);
+      break;
+    case FuncKind::Completion:
+      l.add(" count=%zu", e.completions.size());
+      for (const Completion& c : e.completions) {
+        l.add(" req=0x%x src=%d tag=%d bytes=%" PRIu64, c.request, c.source, c.tag, c.bytes);
+        if (c.cancelled) l.add(" cancelled");
+      }
+      break;
+    case FuncKind::RequestOp:
+      l.add(" count=%zu", e.requests.size());
+      for (uint32_t r : e.requests) l.add(" req=0x%x", r);
+      break;
+    case FuncKind::Collective:
+    case FuncKind::AllToAll:
+    case FuncKind::ICollective:
+    case FuncKind::IAllToAll:
+      l.add(" comm=0x%x", e.comm);
+      if (e.root >= 0) print_peer(l, t, "root", e, e.root);
+      else l.add(" root=%d", e.root);
+      l.add(" bytes=%" PRIu64, e.bytes);
+      if (e.kind == FuncKind::ICollective || e.kind == FuncKind::IAllToAll)
+        l.add(" req=0x%x", e.request);
+      break;
+    case FuncKind::CommCreate:
+      l.add(" comm=0x%x new_comm=0x%x", e.comm, e.new_comm);
+      break;
+    default:
+      l.add(" kind=%u", static_cast<unsigned>(e.kind));
+      break;
+  }
+  if (e.flags & format::kAnySource) l.add(" any_source");
+  if (e.flags & format::kAnyTag) l.add(" any_tag");
+  if (e.flags & format::kCallFailed) l.add(" failed");
+  l.put();
+}
+
+void dump_rank(const RankTrace& t, const Options& o) {
+  static Line l;
+  const auto& h = t.header();
+  std::printf("file %s\n", t.path().c_str());
+  std::printf("header version=%u run_id=0x%" PRIx64 " rank=%d world_size=%d timer=%s\n",
+              h.version, h.run_id, h.rank, h.world_size,
+              std::string(format::timer_name(static_cast<format::TimerKind>(h.timer))).c_str());
+  for (const auto& [k, v] : t.meta()) std::printf("meta %s=%s\n", k.c_str(), v.c_str());
+  for (const auto& f : t.functions()) {
+    const char* k = kind_name(f.kind);
+    if (k) std::printf("function %u %s %s\n", f.id, k, f.name.c_str());
+    else std::printf("function %u kind%u %s\n", f.id, static_cast<unsigned>(f.kind), f.name.c_str());
+  }
+  for (const auto& c : t.comms()) {
+    std::printf("comm 0x%x global=%" PRIu64 " time=%" PRIu64 " size=%zu inter=%d ranks=%s",
+                c.handle, c.global_id, c.time, c.ranks.size(), c.inter ? 1 : 0,
+                ranks_text(c.ranks).c_str());
+    if (c.inter) std::printf(" remote=%s", ranks_text(c.remote_ranks).c_str());
+    std::printf("\n");
+  }
+  const SiteNames sites = resolve_sites(t);
+  for (const auto& s : t.callsites()) {
+    const std::string& name = sites.at(s.id);
+    std::printf("callsite %u 0x%" PRIx64 " %s\n", s.id, s.address,
+                name.rfind("0x", 0) == 0 ? "?" : name.c_str());
+  }
+  for (const auto& lo : t.load_objects())
+    std::printf("load 0x%" PRIx64 " %s\n", lo.bias, lo.path.c_str());
+  for (const auto& k : t.clock_syncs())
+    std::printf("clock %s ticks=%" PRIu64 " offset_ns=%.3f rtt_ns=%.3f\n", k.phase.c_str(),
+                k.local_ticks, k.offset_ns, k.rtt_ns);
+  if (t.end_reason().empty()) std::printf("end (none)\n");
+  else std::printf("end %s\n", t.end_reason().c_str());
+  std::printf("ns_per_tick %.9g\n", t.ns_per_tick());
+  std::printf("streams %zu event_bytes %" PRIu64 "\n", t.stream_count(), t.event_bytes());
+
+  if (o.events || o.stats) {
+    auto cur = t.events();
+    Event e;
+    if (o.events) {
+      while (cur.next(e)) print_event(l, t, e, sites);
+    } else {
+      while (cur.next(e)) {
+      }
+    }
+  }
+  for (const auto& w : t.warnings()) std::printf("warning: %s\n", w.c_str());
+  if (o.stats) {
+    const ReadStats& s = t.stats();
+    std::printf(
+        "stats chunks=%" PRIu64 " event_chunks=%" PRIu64 " unsealed_chunks=%" PRIu64
+        " crc_mismatches=%" PRIu64 " bad_chunk_headers=%" PRIu64 " truncated_chunks=%" PRIu64
+        " bad_records=%" PRIu64 " bad_definitions=%" PRIu64 " unknown_chunk_types=%" PRIu64
+        " backwards_timestamps=%" PRIu64 " events=%" PRIu64 "\n",
+        s.chunks, s.event_chunks, s.unsealed_chunks, s.crc_mismatches, s.bad_chunk_headers,
+        s.truncated_chunks, s.bad_records, s.bad_definitions, s.unknown_chunk_types,
+        s.backwards_timestamps, s.events);
+  }
+}
+
+int usage() {
+  std::fprintf(stderr, "usage: prof-dump FILE_OR_TRACE_DIR [--no-events] [--stats]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  std::string input;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--no-events") o.events = false;
+    else if (a == "--stats") o.stats = true;
+    else if (a == "-h" || a == "--help") return usage(), 0;
+    else if (!a.empty() && a[0] == '-') return usage();
+    else if (input.empty()) input = a;
+    else return usage();
+  }
+  if (input.empty()) return usage();
+  static char outbuf[1 << 16];
+  std::setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+
+  std::error_code ec;
+  if (std::filesystem::is_directory(input, ec)) {
+    TraceDir d = TraceDir::open(input);
+    if (!d.errors.empty()) {
+      for (const auto& w : d.warnings) std::fprintf(stderr, "prof-dump: warning: %s\n", w.c_str());
+      for (const auto& err : d.errors) std::fprintf(stderr, "prof-dump: %s\n", err.c_str());
+      return 1;
+    }
+    std::printf("trace %s world_size=%d ranks=%zu\n", input.c_str(), d.world_size, d.ranks.size());
+    for (const auto& w : d.warnings) std::printf("warning: %s\n", w.c_str());
+    for (const auto& r : d.ranks) dump_rank(*r, o);
+  } else {
+    std::string err;
+    auto t = RankTrace::open(input, &err);
+    if (!t) {
+      std::fprintf(stderr, "prof-dump: %s\n", err.c_str());
+      return 1;
+    }
+    dump_rank(*t, o);
+  }
+  if (std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "prof-dump: error writing output\n");
+    return 1;
+  }
+  return 0;
+}

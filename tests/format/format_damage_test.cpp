@@ -1,0 +1,639 @@
+// Damaged traces: truncation, bit flips, garbage, unsealed and oversized chunks,
+// files that are not traces at all, randomized corruption; and TraceDir's
+// checks (foreign, missing, duplicate, unreadable rank files).
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "prof/trace_reader.h"
+
+namespace {
+
+using namespace prof;
+using namespace prof::trace;
+using format::FuncKind;
+namespace fs = std::filesystem;
+using Bytes = std::vector<unsigned char>;
+
+constexpr uint32_t kWorld = 0x44000000u;
+
+std::string temp_dir() {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  fs::path p = fs::temp_directory_path() /
+               ("prof_format_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
+                std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+Bytes read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), {});
+}
+void write_file(const std::string& path, const Bytes& b) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+struct ChunkInfo {
+  size_t off;
+  format::ChunkHeader h;
+};
+// Walks an undamaged file's chunks.
+std::vector<ChunkInfo> chunks_of(const Bytes& b) {
+  std::vector<ChunkInfo> out;
+  size_t off = sizeof(format::FileHeader);
+  while (off + sizeof(format::ChunkHeader) <= b.size()) {
+    ChunkInfo c;
+    c.off = off;
+    std::memcpy(&c.h, b.data() + off, sizeof c.h);
+    if (c.h.magic != format::kChunkMagic) break;
+    out.push_back(c);
+    off += sizeof(format::ChunkHeader) + c.h.capacity;
+  }
+  return out;
+}
+std::vector<ChunkInfo> event_chunks_of(const Bytes& b) {
+  std::vector<ChunkInfo> out;
+  for (auto& c : chunks_of(b))
+    if (c.h.type == uint16_t(format::ChunkType::Events)) out.push_back(c);
+  return out;
+}
+
+// A single-stream trace of `n` Send events (bytes = i) in chunks of ~chunk_bytes.
+struct Written {
+  std::string path;
+  std::vector<Event> events;
+};
+Written write_sends(const std::string& dir, int n, uint32_t chunk_bytes = 2048,
+                    bool seal = true, int rank = 0, uint64_t run_id = 1, int world = 1) {
+  Written w;
+  char name[64];
+  std::snprintf(name, sizeof name, format::kRankFilePattern, rank);
+  w.path = dir + "/" + name;
+  TraceWriter tw(w.path, rank, world, run_id, format::TimerKind::Monotonic, chunk_bytes);
+  tw.meta("host", "testhost");
+  tw.function(1, FuncKind::Send, "MPI_Send");
+  tw.function(2, FuncKind::Other, "MPI_Comm_rank");
+  uint64_t t = 1000;
+  for (int i = 0; i < n; ++i) {
+    Event e;
+    e.kind = FuncKind::Send;
+    e.func = 1;
+    t += 7 + i % 5;
+    e.enter = t;
+    e.leave = t + 3;
+    e.peer = i % 4;
+    e.tag = i % 100;
+    e.comm = kWorld;
+    e.bytes = static_cast<uint64_t>(i);
+    tw.event(e);
+    w.events.push_back(e);
+  }
+  tw.end("finalize");
+  if (seal) tw.close();
+  else tw.close_without_sealing();
+  return w;
+}
+
+// Reads every event; checks they are a prefix of `want`; returns how many.
+size_t read_prefix(const RankTrace& t, const std::vector<Event>& want) {
+  auto c = t.events();
+  Event g;
+  size_t n = 0;
+  while (c.next(g)) {
+    if (n < want.size()) {
+      EXPECT_EQ(g.enter, want[n].enter) << n;
+      EXPECT_EQ(g.bytes, want[n].bytes) << n;
+      EXPECT_EQ(g.peer, want[n].peer) << n;
+    }
+    ++n;
+  }
+  EXPECT_LE(n, want.size());
+  return n;
+}
+
+// Reads everything from a file of unknown content: must not crash or hang.
+void read_anything(const std::string& path) {
+  std::string err;
+  auto t = RankTrace::open(path, &err);
+  if (!t) {
+    EXPECT_FALSE(err.empty());
+    return;
+  }
+  Event e;
+  for (size_t s = 0; s < t->stream_count() + 1; ++s) {
+    auto c = t->stream(s);
+    while (c.next(e)) {
+    }
+  }
+  auto m = t->events();
+  while (m.next(e)) {
+    for (auto& k : e.completions) (void)k.bytes;
+    t->world_rank(e.comm, e.enter, e.peer);
+    t->to_global_ns(e.enter);
+  }
+}
+
+TEST(FormatDamage, ZeroLengthFileIsAnErrorNamingTheFile) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/rank-00000.prof";
+  write_file(path, {});
+  std::string err;
+  EXPECT_EQ(RankTrace::open(path, &err), nullptr);
+  EXPECT_NE(err.find(path), std::string::npos) << err;
+  EXPECT_NE(err.find("offset 0"), std::string::npos) << err;
+  fs::remove_all(dir);
+}
+
+TEST(FormatDamage, MissingFileShortFileBadMagicBadVersion) {
+  const std::string dir = temp_dir();
+  std::string err;
+  EXPECT_EQ(RankTrace::open(dir + "/nope.prof", &err), nullptr);
+  EXPECT_NE(err.find(dir + "/nope.prof"), std::string::npos) << err;
+
+  Written w = write_sends(dir, 10);
+  Bytes good = read_file(w.path);
+
+  Bytes shortb(good.begin(), good.begin() + 63);
+  write_file(w.path, shortb);
+  EXPECT_EQ(RankTrace::open(w.path, &err), nullptr);
+  EXPECT_NE(err.find(w.path), std::string::npos) << err;
+  EXPECT_NE(err.find("too short"), std::string::npos) << err;
+
+  Bytes bad = good;
+  bad[0] = 'X';
+  write_file(w.path, bad);
+  EXPECT_EQ(RankTrace::open(w.path, &err), nullptr);
+  EXPECT_EQ(err, w.path + ": offset 0: not a prof trace (bad magic)");
+
+  bad = good;
+  bad[8] = 2;  // version 2
+  write_file(w.path, bad);
+  EXPECT_EQ(RankTrace::open(w.path, &err), nullptr);
+  EXPECT_NE(err.find(w.path), std::string::npos) << err;
+  EXPECT_NE(err.find("version 2"), std::string::npos) << err;
+
+  // A directory is not a trace file.
+  EXPECT_EQ(RankTrace::open(dir, &err), nullptr);
+  EXPECT_NE(err.find(dir), std::string::npos) << err;
+
+  write_file(w.path, good);
+  EXPECT_NE(RankTrace::open(w.path, &err), nullptr) << err;
+  fs::remove_all(dir);
+}
+
+TEST(FormatDamage, TruncatedAtManyOffsetsSalvagesAPrefix) {
+  const std::string dir = temp_dir();
+  Written w = write_sends(dir, 3000);
+  const Bytes good = read_file(w.path);
+  ASSERT_GT(event_chunks_of(good).size(), 5u);
+  const std::string cut_path = dir + "/cut.prof";
+  size_t prev_n = 0;
+  bool salvaged_partial = false;
+  std::vector<size_t> cuts;
+  for (size_t cut = 0; cut < good.size(); cut += (cut < 400 ? 1 : 97)) cuts.push_back(cut);
+  for (auto& c : chunks_of(good))  // around every chunk boundary
+    for (size_t d : {0, 1, 8, 31, 32, 33, 44, 45})
+      if (c.off + d < good.size()) cuts.push_back(c.off + d);
+  cuts.push_back(good.size());
+  std::sort(cuts.begin(), cuts.end());
+  for (size_t cut : cuts) {
+    write_file(cut_path, Bytes(good.begin(), good.begin() + static_cast<ptrdiff_t>(cut)));
+    std::string err;
+    auto t = RankTrace::open(cut_path, &err);
+    if (cut < sizeof(format::FileHeader)) {
+      EXPECT_EQ(t, nullptr) << cut;
+      EXPECT_NE(err.find(cut_path), std::string::npos);
+      continue;
+    }
+    ASSERT_NE(t, nullptr) << cut << ": " << err;
+    const size_t n = read_prefix(*t, w.events);
+    EXPECT_GE(n, prev_n) << "cut at " << cut;  // more file, never fewer events
+    prev_n = n;
+    // Cut strictly inside an events chunk's used bytes: that chunk is salvaged.
+    for (auto& c : event_chunks_of(good))
+      if (cut > c.off + 32 + 12 && cut < c.off + 32 + c.h.used) {
+        EXPECT_GE(t->stats().truncated_chunks, 1u) << cut;
+        salvaged_partial = salvaged_partial || n > 0;
+      }
+  }
+  EXPECT_TRUE(salvaged_partial);
+  EXPECT_EQ(prev_n, w.events.size());  // the whole file gives everything
+  fs::remove_all(dir);
+}
+
+TEST(FormatDamage, TruncatedInsideLastChunkKeepsItsCompleteRecords) {
+  const std::string dir = temp_dir();
+  Written w = write_sends(dir, 500, 1 << 20);  // one events chunk
+  Bytes b = read_file(w.path);
+  auto ev = event_chunks_of(b);
+  ASSERT_EQ(ev.size(), 1u);
+  // Cut in the middle of record 300 (each Send record here is 6 words).
+  const size_t rec = 24;
+  b.resize(ev[0].off + 32 + 300 * rec + 10);
+  write_file(w.path, b);
+  auto t = RankTrace::open(w.path, nullptr);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(read_prefix(*t, w.events), 300u);
+  EXPECT_EQ(t->stats().truncated_chunks, 1u);
+  EXPECT_EQ(t->stats().crc_mismatches, 0u);
+  EXPECT_EQ(t->stats().bad_chunk_headers, 0u);
+  fs::remove_all(dir);
+}
+
+// A killed writer may leave the last definitions chunk without its alignment
+// padding (the shim appends the text with pwrite): nothing is lost, no warning.
+TEST(FormatDamage, MissingPaddingOfLastChunkIsNormal) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/rank-00000.prof";
+  {
+    TraceWriter w(path, 0, 1, 1);
+    w.meta("host", "x");
+    w.end("signal:9");  // "E\tsignal:9\n": 11 bytes, 5 of padding
+  }
+  Bytes b = read_file(path);
+  auto all = chunks_of(b);
+  ASSERT_EQ(all.back().h.used, 11u);
+  ASSERT_EQ(all.back().h.capacity, 16u);
+  b.resize(b.size() - 5);
+  write_file(path, b);
+  auto t = RankTrace::open(path, nullptr);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->end_reason(), "signal:9");
+  EXPECT_EQ(t->stats().truncated_chunks, 0u);
+  EXPECT_TRUE(t->warnings().empty()) << t->warnings().front();
+  // One byte of the text missing too: that is a truncation.
+  b.resize(b.size() - 1);
+  write_file(path, b);
+  t = RankTrace::open(path, nullptr);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->stats().truncated_chunks, 1u);
+  EXPECT_EQ(t->end_reason(), "");  // the incomplete line is not read
+  fs::remove_all(dir);
+}
+
+TEST(FormatDamage, FlippedBitInSealedChunk) {
+  const std::string dir = temp_dir();
+  Written w = write_sends(dir, 1000);
+  Bytes b = read_file(w.path);
+  auto ev = event_chunks_of(b);
+  ASSERT_GE(ev.size(), 4u);
+  // Records per chunk, from the chunk headers (Send records are 6 words here).
+  std::vector<size_t> per(ev.size());
+  for (size_t i = 0; i < ev.size(); ++i) per[i] = ev[i].h.used / 24;
+  b[ev[1].off + 32 + 17] ^= 0x10;
+  write_file(w.path, b);
+  auto t = RankTrace::open(w.path, nullptr);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->stats().crc_mismatches, 1u);
+  bool named = false;
+  for (auto& s : t->warnings())
+    named = named || (s.find(w.path) != std::string::npos &&
+                      s.find("offset " + std::to_string(ev[1].off)) != std::string::npos);
+  EXPECT_TRUE(named);
+  // Every other chunk still reads, with correct times (each chunk has its base).
+  auto c = t->events();
+  Event g;
+  std::vector<Event> want;
+  size_t k = 0;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    for (size_t j = 0; j < per[i]; ++j, ++k)
+      if (i != 1) want.push_back(w.events[k]);
+  }
+  size_t n = 0;
+  while (c.next(g)) {
+    ASSERT_LT(n, want.size());
+    EXPECT_EQ(g.enter, want[n].enter);
+    EXPECT_EQ(g.bytes, want[n].bytes);
+    ++n;
+  }
+  EXPECT_EQ(n, want.size());
+  EXPECT_EQ(n, w.events.size() - per[1]);
+  fs::remove_all(dir);
+}
+
+TEST(FormatDamage, FlippedBitInDefinitionsChunk) {
+  const std::string dir = temp_dir();
+  Written w = write_sends(dir, 10);
+  Bytes b = read_file(w.path);
+  auto all = chunks_of(b);
+  ASSERT_EQ(all[0].h.type, uint16_t(format::ChunkType::Definitions));  // the M line
+  b[all[0].off + 32 + 2] ^= 0x01;
+  write_file(w.path, b);
+  auto t = RankTrace::open(w.path, nullptr);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->stats().crc_mismatches, 1u);
+  EXPECT_EQ(t->meta().count("host"), 0u);
+  EXPECT_EQ(read_prefix(*t, w.events), 10u);
+  fs::remove_all(dir);
+}
+
+TEST(FormatDamage, HugeCapacityIsTruncatedNotAllocated) {
+  const std::string dir = temp_dir();
+  Written w = write_sends(dir, 1000);
+  Bytes b = read_file(w.path);
+  auto ev = event_chunks_of(b);
+  ASSERT_GE(ev.size(), 3u);
+  // The last events chunk claims 2^31 bytes: sealed data still there.
+  Bytes sealed = b;
+  const uint32_t huge = 0x80000000u;
+  std::memcpy(sealed.data() + ev.back().off + 8, &huge, 4);
+  // Same, unsealed (flags 0): salvaged by scanning.
+  Bytes unsealed = sealed;
+  const uint16_t zero = 0;
+  std::memcpy(unsealed.data() + ev.back().off + 6, &zero, 2);
+  // A middle chunk claims 2^31: later chunks are found again by resync.
+  Bytes middle = b;
+  std::memcpy(middle.data() + ev[1].off + 8, &huge, 4);
+
+  for (const Bytes* variant : {&sealed, &unsealed, &middle}) {
+    write_file(w.path, *variant);
+    // In a child with a 1 GiB address-space limit: a 2 GiB allocation would die.
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+      // (Sanitizers reserve terabytes of shadow space: no limit under them.)
+      rlimit lim{uint64_t{1} << 30, uint64_t{1} << 30};
+      setrlimit(RLIMIT_AS, &lim);
+#endif
+      auto t = RankTrace::open(w.path, nullptr);
+      if (!t) _exit(3);
+      Event e;
+      size_t n = 0;
+      auto c = t->events();
+      while (c.next(e)) ++n;
+      _exit(n == 1000 && t->stats().truncated_chunks == 1 ? 0 : 4);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status)) << "child crashed";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "variant " << (variant - &sealed);
+    auto t = RankTrace::open(w.path, nullptr);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(read_prefix(*t, w.events), 1000u);
+    EXPECT_EQ(t->stats().truncated_chunks, 1u);
+    EXPECT_EQ(t->stats().bad_chunk_headers, 0u);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(FormatDamage, UnsealedLastChunkAllRecordsSalvaged) {
+  const std::string dir = temp_dir();
+  Written w = write_sends(dir, 777, 2048, /*seal=*/false);
+  auto t = RankTrace::open(w.path, nullptr);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->stats().unsealed_chunks, 1u);
+  EXPECT_EQ(t->stats().crc_mismatches, 0u);
+  EXPECT_EQ(t->stats().truncated_chunks, 0u);
+  EXPECT_EQ(read_prefix(*t, w.events), 777u);
+  EXPECT_EQ(t->end_reason(), "finalize");
+  ASSERT_EQ(t->warnings().size(), 1u);
+  const std::string& msg = t->warnings()[0];
+  EXPECT_NE(msg.find(w.path), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unsealed chunk at offset"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("process ended without sealing"), std::string::npos) << msg;
+  // The salvaged count is the number of records in the last chunk.
+  Bytes b = read_file(w.path);
+  auto ev = event_chunks_of(b);
+  size_t before = 0;
+  for (size_t i = 0; i + 1 < ev.size(); ++i) before += ev[i].h.used / 24;
+  EXPECT_NE(msg.find("; " + std::to_string(777 - before) + " records salvaged"), std::string::npos)
+      << msg;
+  fs::remove_all(dir);
+}
+
+TEST(FormatDamage, UnsealedChunkWithPartialRecordStopsAtZeroWord) {
+  const std::string dir = temp_dir();
+  Written w = write_sends(dir, 50, 1 << 16, /*seal=*/false);
+  Bytes b = read_file(w.path);
+  auto ev = event_chunks_of(b);
+  ASSERT_EQ(ev.size(), 1u);
+  // A killed writer: record 40's first word not yet stored, payload present.
+  const size_t rec40 = ev[0].off + 32 + 40 * 24;
+  std::memset(b.data() + rec40, 0, 4);
+  write_file(w.path, b);
+  auto t = RankTrace::open(w.path, nullptr);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(read_prefix(*t, w.events), 40u);
+  EXPECT_EQ(t->stats().bad_records, 0u);
+  fs::remove_all(dir);
+}
+
+TEST(FormatDamage, GarbageBetweenChunksResyncs) {
+  const std::string dir = temp_dir();
+  Written w = write_sends(dir, 1000);
+  Bytes b = read_file(w.path);
+  auto ev = event_chunks_of(b);
+  ASSERT_GE(ev.size(), 3u);
+  Bytes g = b;
+  Bytes garbage(40, 0xAB);
+  g.insert(g.begin() + static_cast<ptrdiff_t>(ev[2].off), garbage.begin(), garbage.end());
+  write_file(w.path, g);
+  auto t = RankTrace::open(w.path, nullptr);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->stats().bad_chunk_headers, 1u);
+  EXPECT_EQ(t->stats().crc_mismatches, 0u);
+  EXPECT_EQ(read_prefix(*t, w.events), 1000u);
+  bool named = false;
+  for (auto& s : t->warnings())
+    named = named || s.find(w.path + ": offset " + std::to_string(ev[2].off)) != std::string::npos;
+  EXPECT_TRUE(named);
+
+  // Zero padding is normal: no warning at all.
+  Bytes z = b;
+  Bytes zeros(64, 0);
+  z.insert(z.begin() + static_cast<ptrdiff_t>(ev[2].off), zeros.begin(), zeros.end());
+  write_file(w.path, z);
+  t = RankTrace::open(w.path, nullptr);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->stats().bad_chunk_headers, 0u);
+  EXPECT_TRUE(t->warnings().empty());
+  EXPECT_EQ(read_prefix(*t, w.events), 1000u);
+
+  // Garbage at the end of the file.
+  Bytes e = b;
+  for (int i = 0; i < 100; ++i) e.push_back(static_cast<unsigned char>(i * 7 + 1));
+  write_file(w.path, e);
+  t = RankTrace::open(w.path, nullptr);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->stats().bad_chunk_headers, 1u);
+  EXPECT_EQ(read_prefix(*t, w.events), 1000u);
+  fs::remove_all(dir);
+}
+
+TEST(FormatDamage, UnknownChunkTypeSkipped) {
+  const std::string dir = temp_dir();
+  Written w = write_sends(dir, 100);
+  Bytes b = read_file(w.path);
+  auto ev = event_chunks_of(b);
+  format::ChunkHeader h{};
+  h.magic = format::kChunkMagic;
+  h.type = 9;
+  h.flags = format::kChunkSealed;
+  h.capacity = 48;
+  h.used = 48;
+  Bytes chunk(sizeof h + 48, 0x5A);
+  std::memcpy(chunk.data(), &h, sizeof h);
+  b.insert(b.begin() + static_cast<ptrdiff_t>(ev[0].off), chunk.begin(), chunk.end());
+  write_file(w.path, b);
+  auto t = RankTrace::open(w.path, nullptr);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->stats().unknown_chunk_types, 1u);
+  EXPECT_EQ(t->stats().bad_chunk_headers, 0u);
+  EXPECT_EQ(read_prefix(*t, w.events), 100u);
+  fs::remove_all(dir);
+}
+
+// Random corruption of a valid trace: never a crash, a hang or an exception.
+TEST(FormatDamage, RandomCorruptionNeverCrashes) {
+  const std::string dir = temp_dir();
+  Written w = write_sends(dir, 400, 1024);
+  {
+    // Add some variety: other kinds, several streams.
+    TraceWriter tw(dir + "/multi.prof", 0, 2, 1, format::TimerKind::Tsc, 1024);
+    tw.function(3, FuncKind::Completion, "MPI_Waitall");
+    tw.function(4, FuncKind::RequestOp, "MPI_Startall");
+    tw.function(5, FuncKind::SendRecv, "MPI_Sendrecv");
+    CommDef c;
+    c.handle = 0x84000001u;
+    c.ranks = {0, 1};
+    tw.comm(c);
+    std::vector<Completion> comps(5, Completion{0xAC000001u, 70000, 1, 5ull << 32, true});
+    std::vector<uint32_t> reqs(9, 0xAC000002u);
+    for (int i = 0; i < 300; ++i) {
+      Event e;
+      e.stream = i % 3;
+      e.enter = 100 + i * 10;
+      e.leave = e.enter + 5;
+      e.kind = (i % 3 == 0) ? FuncKind::Completion
+                            : (i % 3 == 1 ? FuncKind::RequestOp : FuncKind::SendRecv);
+      e.func = static_cast<uint16_t>(3 + i % 3);
+      e.completions = comps;
+      e.requests = reqs;
+      e.peer = 1;
+      e.recv_peer = 40000;
+      tw.event(e);
+    }
+  }
+  const std::string fuzz = dir + "/fuzz.prof";
+  std::mt19937_64 rng(1234);
+  for (const std::string& src : {w.path, dir + "/multi.prof"}) {
+    const Bytes good = read_file(src);
+    for (int iter = 0; iter < 600; ++iter) {
+      Bytes b = good;
+      const int mode = iter % 4;
+      const int flips = 1 + static_cast<int>(rng() % 8);
+      for (int k = 0; k < flips; ++k) {
+        const size_t pos = 64 + rng() % (b.size() - 64);
+        if (mode == 0) b[pos] ^= static_cast<unsigned char>(1u << (rng() % 8));
+        else if (mode == 1) b[pos] = static_cast<unsigned char>(rng());
+        else if (mode == 2) b[pos] = 0xFF;
+        else b[pos] = 0;
+      }
+      if (rng() % 3 == 0) b.resize(64 + rng() % (b.size() - 64));
+      write_file(fuzz, b);
+      read_anything(fuzz);
+    }
+  }
+  // Pure noise after a valid file header.
+  const Bytes good = read_file(w.path);
+  for (int iter = 0; iter < 200; ++iter) {
+    Bytes b(good.begin(), good.begin() + 64);
+    const size_t n = rng() % 5000;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t r = rng();
+      // Sprinkle chunk magics so the header paths are exercised.
+      if (r % 11 == 0 && b.size() % 8 == 0) {
+        const uint32_t m = format::kChunkMagic;
+        b.insert(b.end(), reinterpret_cast<const unsigned char*>(&m),
+                 reinterpret_cast<const unsigned char*>(&m) + 4);
+      } else {
+        b.push_back(static_cast<unsigned char>(r >> 8));
+      }
+    }
+    write_file(fuzz, b);
+    read_anything(fuzz);
+  }
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------
+TEST(FormatTraceDir, ForeignAndMissingRanks) {
+  const std::string dir = temp_dir();
+  for (int r : {0, 1, 3}) write_sends(dir, 10 + r, 2048, true, r, 0xABC, 4);
+  // rank-00002.prof from another run.
+  Written foreign = write_sends(dir, 5, 2048, true, 2, 0xDEF, 4);
+  // Not a rank file: ignored.
+  write_file(dir + "/notes.txt", {'h', 'i'});
+  TraceDir d = TraceDir::open(dir);
+  EXPECT_TRUE(d.errors.empty());
+  EXPECT_EQ(d.world_size, 4);
+  ASSERT_EQ(d.ranks.size(), 3u);
+  EXPECT_EQ(d.ranks[0]->rank(), 0);
+  EXPECT_EQ(d.ranks[1]->rank(), 1);
+  EXPECT_EQ(d.ranks[2]->rank(), 3);
+  bool foreign_warned = false, missing_warned = false;
+  for (auto& w : d.warnings) {
+    foreign_warned = foreign_warned || (w.find(foreign.path) != std::string::npos &&
+                                        w.find("run_id") != std::string::npos);
+    missing_warned = missing_warned || w.find("rank 2 missing") != std::string::npos;
+  }
+  EXPECT_TRUE(foreign_warned);
+  EXPECT_TRUE(missing_warned);
+  EXPECT_EQ(d.warnings.size(), 2u);
+  fs::remove_all(dir);
+}
+
+TEST(FormatTraceDir, DuplicateUnreadableAndWrongWorld) {
+  const std::string dir = temp_dir();
+  write_sends(dir, 10, 2048, true, 0, 5, 3);
+  write_sends(dir, 10, 2048, true, 1, 5, 3);
+  write_sends(dir, 10, 2048, true, 2, 5, 3);
+  // A copy of rank 1 under another name: duplicate.
+  fs::copy_file(dir + "/rank-00001.prof", dir + "/rank-00007.prof");
+  // Garbage named like a rank file.
+  write_file(dir + "/rank-00008.prof", {'n', 'o', 'p', 'e'});
+  TraceDir d = TraceDir::open(dir);
+  EXPECT_TRUE(d.errors.empty());
+  ASSERT_EQ(d.ranks.size(), 3u);
+  EXPECT_EQ(d.ranks[1]->path(), dir + "/rank-00001.prof");  // the rightly named one kept
+  int dup = 0, unreadable = 0;
+  for (auto& w : d.warnings) {
+    dup += w.find("duplicate rank 1") != std::string::npos;
+    unreadable += w.find("rank-00008.prof") != std::string::npos;
+  }
+  EXPECT_EQ(dup, 1);
+  EXPECT_EQ(unreadable, 1);
+  EXPECT_EQ(d.warnings.size(), 2u);
+  fs::remove_all(dir);
+}
+
+TEST(FormatTraceDir, ErrorsForMissingOrEmptyDirectory) {
+  const std::string dir = temp_dir();
+  TraceDir d = TraceDir::open(dir + "/does-not-exist");
+  ASSERT_FALSE(d.errors.empty());
+  EXPECT_NE(d.errors[0].find("does-not-exist"), std::string::npos);
+  EXPECT_TRUE(d.ranks.empty());
+  TraceDir e = TraceDir::open(dir);
+  ASSERT_FALSE(e.errors.empty());
+  EXPECT_NE(e.errors[0].find("no rank-"), std::string::npos);
+  write_file(dir + "/rank-00000.prof", {});
+  TraceDir f = TraceDir::open(dir);
+  EXPECT_FALSE(f.errors.empty());
+  EXPECT_EQ(f.warnings.size(), 1u);
+  fs::remove_all(dir);
+}
+
+}  // namespace

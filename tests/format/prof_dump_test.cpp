@@ -1,0 +1,208 @@
+// prof-dump: runs the real executable on written traces and greps its output
+// (the line format documented at the top of libprof/tools/prof_dump.cpp).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "prof/trace_reader.h"
+
+#ifndef PROF_DUMP_PATH
+#error "PROF_DUMP_PATH must name the prof-dump executable"
+#endif
+
+namespace {
+
+using namespace prof;
+using namespace prof::trace;
+using format::FuncKind;
+namespace fs = std::filesystem;
+
+std::string temp_dir() {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  fs::path p = fs::temp_directory_path() /
+               ("prof_format_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
+                std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+struct DumpResult {
+  int status = -1;
+  std::string out;
+};
+DumpResult run_dump(const std::string& args) {
+  DumpResult r;
+  const std::string cmd = std::string(PROF_DUMP_PATH) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+void write_rank(const std::string& path, int rank) {
+  TraceWriter w(path, rank, 2, 0x77);
+  w.meta("ns_per_tick", "1");
+  w.function(1, FuncKind::Send, "MPI_Send");
+  w.function(2, FuncKind::Completion, "MPI_Waitall");
+  w.function(3, FuncKind::Collective, "MPI_Bcast");
+  w.function(4, FuncKind::CommCreate, "MPI_Comm_dup");
+  CallSiteDef cs;
+  cs.id = 3;
+  cs.file = "file.c";
+  cs.line = 42;
+  w.callsite(cs);
+  CommDef dup;
+  dup.handle = 0x84000001u;
+  dup.global_id = 9;
+  dup.time = 0;
+  dup.ranks = {1, 0};
+  w.comm(dup);
+  Event m;
+  m.kind = FuncKind::Marker;
+  m.func = format::kMarkerFuncId;
+  m.enter = 1000;
+  m.leave = 1000;
+  m.interval_id = 1;
+  m.callsite = 3;
+  m.marker_begin = true;
+  w.event(m);
+  Event s;
+  s.kind = FuncKind::Send;
+  s.func = 1;
+  s.enter = 13345;
+  s.leave = 13345 + 1234;
+  s.peer = 1;
+  s.tag = 7;
+  s.comm = 0x44000000u;
+  s.bytes = 800;
+  w.event(s);
+  s.enter = 20000;
+  s.leave = 20010;
+  s.comm = 0x84000001u;
+  s.peer = 0;  // world rank 1 on the dup
+  w.event(s);
+  Completion comps[2] = {{0xAC000001u, 1, 7, 800, false}, {0xAC000002u, -1, -1, 0, true}};
+  Event c;
+  c.kind = FuncKind::Completion;
+  c.func = 2;
+  c.enter = 30000;
+  c.leave = 30100;
+  c.completions = comps;
+  w.event(c);
+  Event b;
+  b.kind = FuncKind::Collective;
+  b.func = 3;
+  b.enter = 40000;
+  b.leave = 40100;
+  b.comm = 0x44000000u;
+  b.root = 0;
+  b.bytes = 64;
+  w.event(b);
+  Event d;
+  d.kind = FuncKind::CommCreate;
+  d.func = 4;
+  d.enter = 50000;
+  d.leave = 50100;
+  d.comm = 0x44000000u;
+  d.new_comm = 0x84000001u;
+  w.event(d);
+  m.enter = m.leave = 60000;
+  m.marker_begin = false;
+  w.event(m);
+  w.end("finalize");
+}
+
+TEST(FormatDump, FileLines) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/rank-00000.prof";
+  write_rank(path, 0);
+  DumpResult r = run_dump(path + " --stats");
+  EXPECT_EQ(r.status, 0) << r.out;
+  for (const char* want : {
+           "file ",
+           "header version=1 run_id=0x77 rank=0 world_size=2 timer=monotonic\n",
+           "function 1 send MPI_Send\n",
+           "comm 0x84000001 global=9 time=0 size=2 inter=0 ranks=1,0\n",
+           "callsite 3 0x0 file.c:42\n",
+           "end finalize\n",
+           "r0 s0 0.000000 us +0.000 us MARKER begin id=1 site=3 (file.c:42)\n",
+           "r0 s0 12.345000 us +1.234 us MPI_Send peer=1(world 1) tag=7 comm=0x44000000 bytes=800\n",
+           "MPI_Send peer=0(world 1) tag=7 comm=0x84000001 bytes=800\n",
+           "MPI_Waitall count=2 req=0xac000001 src=1 tag=7 bytes=800 req=0xac000002 src=-1 tag=-1 "
+           "bytes=0 cancelled\n",
+           "MPI_Bcast comm=0x44000000 root=0(world 0) bytes=64\n",
+           "MPI_Comm_dup comm=0x44000000 new_comm=0x84000001\n",
+           "MARKER end id=1 site=3 (file.c:42)\n",
+           "stats chunks=",
+           " events=7\n",
+       })
+    EXPECT_NE(r.out.find(want), std::string::npos) << "missing: " << want << "\n" << r.out;
+  EXPECT_EQ(r.out.find("warning:"), std::string::npos) << r.out;
+
+  DumpResult q = run_dump(path + " --no-events");
+  EXPECT_EQ(q.status, 0);
+  EXPECT_EQ(q.out.find("MPI_Send peer="), std::string::npos);
+  EXPECT_EQ(q.out.find("stats "), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(FormatDump, DirectoryAndErrors) {
+  const std::string dir = temp_dir();
+  write_rank(dir + "/rank-00000.prof", 0);
+  write_rank(dir + "/rank-00001.prof", 1);
+  DumpResult r = run_dump(dir + " --no-events");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("trace " + dir + " world_size=2 ranks=2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank=1 world_size=2"), std::string::npos) << r.out;
+
+  // Unreadable file: exit 1, message names it.
+  const std::string bad = dir + "/bad.prof";
+  std::ofstream(bad) << "this is not a trace, definitely not one, no no no no no no no no no no";
+  DumpResult b = run_dump(bad);
+  EXPECT_EQ(b.status, 1);
+  EXPECT_NE(b.out.find(bad), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("bad magic"), std::string::npos) << b.out;
+  DumpResult m = run_dump(dir + "/missing.prof");
+  EXPECT_EQ(m.status, 1);
+  EXPECT_NE(m.out.find(dir + "/missing.prof"), std::string::npos) << m.out;
+  DumpResult e = run_dump(dir + "/empty-dir-does-not-exist/");
+  EXPECT_EQ(e.status, 1);
+  DumpResult u = run_dump("");
+  EXPECT_EQ(u.status, 2);
+  fs::remove_all(dir);
+}
+
+TEST(FormatDump, DamagedFileStillDumpsWithWarnings) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/rank-00000.prof";
+  {
+    TraceWriter w(path, 0, 1, 1);
+    w.function(1, FuncKind::Other, "MPI_Comm_rank");
+    Event e;
+    e.kind = FuncKind::Other;
+    e.func = 1;
+    e.enter = 10;
+    e.leave = 20;
+    w.event(e);
+    w.close_without_sealing();
+  }
+  DumpResult r = run_dump(path + " --stats");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("end (none)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("r0 s0 0.000000 us +0.010 us MPI_Comm_rank\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning: " + path + ": offset "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unsealed_chunks=1 "), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
