@@ -1,0 +1,225 @@
+// prof-gen-trace: writes a synthetic trace of about N events over R ranks with
+// TraceWriter, for the analyzer's benchmark (and the fuzzer's seed corpus).
+//
+// The program it pretends to be is a halo exchange in a loop, on a ring:
+//   for each iteration:                          (10 events per rank)
+//     begin interval 1                           bench.c:10
+//       Irecv(left) Isend(right) Waitall         the wait ends after the left
+//                                                neighbour's send entered
+//       begin interval 2 (nested)                bench.c:20
+//         Sendrecv(right, left)                  leaves after both entered
+//         Allreduce(world)                       leaves after the last entry
+//       end interval 2
+//       Comm_rank
+//     end interval 1
+// with per-rank, per-iteration compute times drawn from a fixed hash, so late
+// senders and late entries happen. Times are ns (monotonic timer, 1 ns/tick),
+// computed for all ranks in lockstep so every message is causal.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "prof/trace_reader.h"
+
+namespace {
+
+using prof::format::FuncKind;
+using prof::trace::Completion;
+using prof::trace::Event;
+
+constexpr uint32_t kWorld = 0x44000000u;
+enum Func : uint16_t { Init = 1, Finalize, Irecv, Isend, Waitall, Sendrecv, Allreduce, CommRank };
+
+uint64_t hash(uint64_t a, uint64_t b) {
+  uint64_t x = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull);
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 29;
+  return x;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"prof-gen-trace: a synthetic prof trace for benchmarks"};
+  std::string out;
+  uint64_t events = 1000000;
+  int ranks = 4;
+  uint32_t chunk = 1u << 20;
+  uint64_t run_id = 0x5EED;
+  app.add_option("OUT_DIR", out, "directory to create and fill with rank-*.prof")->required();
+  app.add_option("-n,--events", events, "events over all ranks (about)");
+  app.add_option("-r,--ranks", ranks, "ranks")->check(CLI::Range(1, 4096));
+  app.add_option("--chunk-bytes", chunk, "event chunk size");
+  app.add_option("--run-id", run_id, "run id written in every file");
+  CLI11_PARSE(app, argc, argv);
+
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) {
+    std::fprintf(stderr, "prof-gen-trace: cannot create %s: %s\n", out.c_str(), ec.message().c_str());
+    return 1;
+  }
+  const size_t R = static_cast<size_t>(ranks);
+  std::vector<std::unique_ptr<prof::trace::TraceWriter>> w;
+  for (size_t r = 0; r < R; ++r) {
+    char name[64];
+    std::snprintf(name, sizeof name, prof::format::kRankFilePattern, static_cast<int>(r));
+    w.push_back(std::make_unique<prof::trace::TraceWriter>(
+        (std::filesystem::path(out) / name).string(), static_cast<int>(r), ranks, run_id,
+        prof::format::TimerKind::Monotonic, chunk));
+    auto& t = *w.back();
+    if (!t.ok()) {
+      std::fprintf(stderr, "prof-gen-trace: cannot write in %s\n", out.c_str());
+      return 1;
+    }
+    t.meta("ns_per_tick", "1");
+    t.meta("exe", "/usr/local/bin/bench");
+    t.meta("host", "localhost");
+    t.function(Init, FuncKind::Other, "MPI_Init");
+    t.function(Finalize, FuncKind::Other, "MPI_Finalize");
+    t.function(Irecv, FuncKind::Irecv, "MPI_Irecv");
+    t.function(Isend, FuncKind::Isend, "MPI_Isend");
+    t.function(Waitall, FuncKind::Completion, "MPI_Waitall");
+    t.function(Sendrecv, FuncKind::SendRecv, "MPI_Sendrecv");
+    t.function(Allreduce, FuncKind::Collective, "MPI_Allreduce");
+    t.function(CommRank, FuncKind::Other, "MPI_Comm_rank");
+    t.callsite({1, 0x401000, "bench.c", 10});
+    t.callsite({2, 0x401100, "bench.c", 20});
+  }
+
+  std::vector<uint64_t> t(R, 1'000'000'000'000ull);
+  auto put = [&](size_t r, Event e) { w[r]->event(e); };
+  auto plain = [&](size_t r, uint16_t f, FuncKind k, uint64_t enter, uint64_t leave) {
+    Event e;
+    e.func = f;
+    e.kind = k;
+    e.enter = enter;
+    e.leave = leave;
+    put(r, e);
+  };
+  auto marker = [&](size_t r, uint32_t id, bool begin, uint64_t enter) {
+    Event e;
+    e.func = prof::format::kMarkerFuncId;
+    e.kind = FuncKind::Marker;
+    e.enter = enter;
+    e.leave = enter + 40;
+    e.interval_id = id;
+    e.callsite = id;
+    e.marker_begin = begin;
+    put(r, e);
+  };
+  for (size_t r = 0; r < R; ++r) {
+    plain(r, Init, FuncKind::Other, t[r], t[r] + 500000);
+    t[r] += 500000 + 1000;
+  }
+
+  const uint64_t iterations = std::max<uint64_t>(1, events / (10 * R));
+  std::vector<uint64_t> isend(R), sr(R), ar(R), compute(R);
+  const uint32_t kRecvReq = 0xAC000001u, kSendReq = 0xAC000002u;
+  for (uint64_t it = 0; it < iterations; ++it) {
+    for (size_t r = 0; r < R; ++r) {
+      compute[r] = 2000 + hash(it, r) % 3000;
+      const int left = static_cast<int>((r + R - 1) % R), right = static_cast<int>((r + 1) % R);
+      marker(r, 1, true, t[r]);
+      t[r] += 140;
+      Event e;
+      e.func = Irecv;
+      e.kind = FuncKind::Irecv;
+      e.enter = t[r];
+      e.leave = t[r] + 30;
+      e.peer = left;
+      e.tag = 7;
+      e.comm = kWorld;
+      e.bytes = 8;
+      e.request = kRecvReq;
+      put(r, e);
+      t[r] += 50;
+      e.func = Isend;
+      e.kind = FuncKind::Isend;
+      e.enter = t[r];
+      e.leave = t[r] + 40;
+      e.peer = right;
+      e.request = kSendReq;
+      isend[r] = t[r];
+      put(r, e);
+      t[r] += 90;
+    }
+    for (size_t r = 0; r < R; ++r) {
+      const size_t left = (r + R - 1) % R;
+      const uint64_t enter = t[r];
+      const uint64_t leave = std::max(enter, isend[left] + 300) + 200;
+      Completion c[2];
+      c[0].request = kRecvReq;
+      c[0].source = static_cast<int32_t>(left);
+      c[0].tag = 7;
+      c[0].bytes = 8;
+      c[1].request = kSendReq;
+      Event e;
+      e.func = Waitall;
+      e.kind = FuncKind::Completion;
+      e.enter = enter;
+      e.leave = leave;
+      e.completions = std::span<const Completion>(c, 2);
+      put(r, e);
+      t[r] = leave + compute[r] / 2;
+      marker(r, 2, true, t[r]);
+      t[r] += 90;
+      sr[r] = t[r];
+    }
+    for (size_t r = 0; r < R; ++r) {
+      const size_t left = (r + R - 1) % R, right = (r + 1) % R;
+      const uint64_t leave = std::max({sr[r], sr[left], sr[right]}) + 400;
+      Event e;
+      e.func = Sendrecv;
+      e.kind = FuncKind::SendRecv;
+      e.enter = sr[r];
+      e.leave = leave;
+      e.peer = static_cast<int32_t>(right);
+      e.tag = 9;
+      e.bytes = 64;
+      e.recv_peer = static_cast<int32_t>(left);
+      e.recv_tag = 9;
+      e.recv_bytes = 64;
+      e.comm = kWorld;
+      put(r, e);
+      ar[r] = leave + compute[r] / 2;
+    }
+    const uint64_t last = *std::max_element(ar.begin(), ar.end());
+    for (size_t r = 0; r < R; ++r) {
+      Event e;
+      e.func = Allreduce;
+      e.kind = FuncKind::Collective;
+      e.enter = ar[r];
+      e.leave = last + 800 + (r * 37) % 100;
+      e.comm = kWorld;
+      e.root = -1;
+      e.bytes = 8;
+      put(r, e);
+      t[r] = e.leave + 50;
+      marker(r, 2, false, t[r]);
+      t[r] += 90;
+      plain(r, CommRank, FuncKind::Other, t[r], t[r] + 20);
+      t[r] += 70;
+      marker(r, 1, false, t[r]);
+      t[r] += 40 + compute[r];
+    }
+  }
+  const uint64_t end = *std::max_element(t.begin(), t.end());
+  for (size_t r = 0; r < R; ++r) {
+    plain(r, Finalize, FuncKind::Other, end + r * 100, end + 200000);
+    w[r]->end("finalize");
+    w[r]->close();
+    if (!w[r]->ok()) {
+      std::fprintf(stderr, "prof-gen-trace: write error in %s\n", out.c_str());
+      return 1;
+    }
+  }
+  std::printf("%s: %llu events over %zu ranks (%llu iterations)\n", out.c_str(),
+              static_cast<unsigned long long>(iterations * 10 * R + 2 * R), R,
+              static_cast<unsigned long long>(iterations));
+  return 0;
+}

@@ -1,0 +1,182 @@
+// The analyzer's model of a trace: the interval tree across ranks and the
+// characteristics of every interval (spec/metrics.md), as plain data.
+//
+// Nothing here prints: the text report, the JSON report and the Chrome trace
+// are separate functions (report.h, chrome_trace.h), so the GUI can link the
+// same library and show the same numbers.
+//
+// Units: every time is in seconds on the synchronized global clock (rank 0's),
+// every size in bytes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "prof/trace_reader.h"
+
+namespace prof::analysis {
+
+// The characteristics compared across ranks (the seed's "Comparative
+// Characteristics" table, in its order).
+enum class Comparative : int {
+  Lost = 0,
+  Idle,
+  Comm,
+  Mpi,
+  PotentialSync,
+  TimeVariation,
+  TimeOfStart,
+};
+inline constexpr int kComparativeCount = 7;
+
+// One rank's figures in one interval, summed over the rank's executions of it.
+struct RankFigures {
+  int rank = -1;               // MPI_COMM_WORLD rank
+  uint64_t executions = 0;     // 0: the rank never executed the interval
+  double time = 0;             // sum of T_r
+  double cpu = 0;              // time - mpi
+  double mpi = 0;
+  double idle = 0;
+  double lost = 0;             // mpi + idle
+  double comm = 0;             // sendrecv + collective + alltoall
+  double sendrecv = 0;
+  double collective = 0;       // CollectiveAll
+  double alltoall = 0;
+  double potential_sync = 0;
+  double time_variation = 0;
+  double time_of_start = 0;
+  uint64_t calls = 0;          // MPI calls (markers excluded)
+
+  double comparative(Comparative c) const;
+};
+
+struct MainFigures {
+  double efficiency = 0;       // productive / total (0 when total is 0)
+  double execution_time = 0;   // sum over executions of max_r T_r
+  int processors = 0;
+  double total_time = 0;       // execution_time * processors
+  double productive_time = 0;  // total - lost
+  double lost_time = 0;
+  double mpi_time = 0;
+  double idle_time = 0;
+  double comm_time = 0;
+  double sendrecv_time = 0;
+  double collective_time = 0;
+  double alltoall_time = 0;
+  double potential_sync = 0;
+  double time_variation = 0;
+  double time_of_start = 0;
+};
+
+struct ComparativeFigures {
+  double min = 0;
+  int min_rank = 0;
+  double max = 0;
+  int max_rank = 0;
+  double mean = 0;  // exact mean over the executing ranks
+};
+
+// An mpiP-style profile line: one MPI function inside one interval, over all
+// ranks and executions (inclusive of nested intervals).
+struct FunctionFigures {
+  std::string name;
+  uint64_t calls = 0;
+  double time = 0;
+  uint64_t bytes = 0;  // bytes the calls move (sent, received, or the collective's count)
+};
+
+// One node of the interval tree across ranks: (parent node, interval id, call
+// site of the begin marker). The root is the whole run: on each rank from the
+// return of MPI_Init (or its first event) to the call of MPI_Finalize (or its
+// last event). An execution of a user interval runs from its begin marker's
+// return to its end marker's call.
+struct IntervalNode {
+  int parent = -1;                 // index in Analysis::intervals, -1 for the root
+  std::vector<int> children;       // indices, in tree (report) order
+  std::optional<uint16_t> id;      // the marker's interval id; none for the root
+  int level = 0;                   // root 0, user intervals from 1
+  uint64_t exe_count = 0;          // matched executions (max over ranks)
+  // Call site of the begin marker: what a marker macro passed, else its return
+  // address resolved with the binary's debug info. When that fails,
+  // `source_file` is empty and `unresolved` / `address` tell where. The root's is MPI_Init's
+  // call site when the trace names one (metadata "init_callsite" = the id of a
+  // call-site definition), else the executable's name with line 0.
+  std::string source_file;
+  int line = 0;
+  uint64_t address = 0;
+  std::string unresolved;          // then: "object+0xoffset", the same on every rank
+  double first_enter = 0;          // earliest entry over ranks (global seconds)
+  MainFigures main;
+  std::array<ComparativeFigures, kComparativeCount> comparative{};
+  std::vector<RankFigures> per_rank;       // executing ranks only, by rank
+  std::vector<FunctionFigures> functions;  // by time, largest first
+
+  // The file name the text report prints: the file, or where the address is
+  // ("object+0xoffset", else the address in hex) when it was not resolved.
+  std::string source_label() const;
+};
+
+// A kind of problem, counted; `examples` holds the first few occurrences.
+struct Warning {
+  std::string category;
+  uint64_t count = 0;
+  std::vector<std::string> examples;
+};
+
+// Named statistics of the run (what was matched, what was not).
+struct MatchStats {
+  uint64_t events = 0;               // records decoded
+  uint64_t mpi_calls = 0;            // inside the root intervals
+  uint64_t messages_matched = 0;
+  uint64_t unmatched_sends = 0;      // never received (or to a rank not in the trace)
+  uint64_t unmatched_receives = 0;   // no send found
+  uint64_t collective_instances = 0;
+  uint64_t incomplete_collectives = 0;  // some member never took part (cut short or missing)
+  uint64_t unknown_requests = 0;     // a completion/start of a request never started
+  uint64_t unbalanced_markers = 0;
+  uint64_t windows = 0;              // time windows the streaming pass used
+};
+
+struct Analysis {
+  int world_size = 0;
+  int processors = 0;             // ranks analyzed (rank files read)
+  std::vector<int> ranks;         // their world ranks
+  std::string executable;         // from the trace's metadata
+  std::vector<IntervalNode> intervals;  // tree order (pre-order); [0] is the root
+  std::vector<Warning> warnings;  // listed once per category
+  std::vector<std::string> errors;  // fatal: nothing usable
+  bool damaged = false;           // input damaged (CRC, bad chunks or records, missing
+                                  // or foreign ranks): the report is a salvage
+  bool cut_short = false;         // some rank ended without MPI_Finalize or unsealed
+  MatchStats stats;
+
+  bool usable() const { return errors.empty() && !intervals.empty(); }
+};
+
+struct Options {
+  // Worker threads; 0: one per core (never more than ranks).
+  unsigned threads = 0;
+  // Events the streaming pass aims to decode per time window, over all ranks;
+  // bounds the memory of messages and collectives in flight.
+  uint64_t window_events = 1u << 16;
+  // Called now and then from the analysis (any thread, one at a time) with the
+  // fraction done (0..1) and the events decoded so far.
+  std::function<void(double fraction, uint64_t events)> progress;
+};
+
+// Reads the trace directory and analyzes it. Never throws for bad input:
+// problems land in `errors` (nothing usable) or `warnings`.
+Analysis analyze(const std::string& trace_dir, const Options& options = {});
+// Same, for a directory already opened.
+Analysis analyze(const trace::TraceDir& dir, const Options& options = {});
+
+// The text report's name of a comparative characteristic ("Lost Time", ...)
+// and its JSON key ("lost_time", ...).
+const char* comparative_label(Comparative c);
+const char* comparative_key(Comparative c);
+
+}  // namespace prof::analysis

@@ -1,0 +1,32 @@
+// Chrome trace-event JSON of a trace, for Perfetto and chrome://tracing.
+//
+// One process (pid 0), one track per rank (tid = world rank, named "rank N";
+// extra threads of a rank get tid = rank * 1000 + stream so slices nest).
+// MPI calls are "X" slices with their peer, tag, bytes and communicator in
+// args; intervals are "X" slices enclosing them (the whole run included);
+// messages are flow arrows ("s" at the send, "f" bound to the enclosing slice
+// of the receive). Times are microseconds on the global clock.
+//
+// Flow ids need no matching pass: the n-th send on a channel (communicator,
+// source, destination, tag) is the n-th receive on it (MPI's non-overtaking
+// rule), so both ends compute the same id from (channel, n).
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "prof/trace_reader.h"
+
+namespace prof::analysis {
+
+struct ChromeTraceStats {
+  uint64_t slices = 0;
+  uint64_t flows = 0;  // flow starts written
+};
+
+// Streams every rank (memory does not grow with events). Returns false and sets
+// *error when the output stream fails.
+bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::string* error,
+                        ChromeTraceStats* stats = nullptr);
+
+}  // namespace prof::analysis

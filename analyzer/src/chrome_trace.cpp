@@ -1,0 +1,350 @@
+// Chrome trace-event JSON writer (see chrome_trace.h for the layout).
+//
+// Each rank is streamed once through the same Interpreter as the analysis; the
+// output is built in a buffer flushed every 1 MiB. Flow ids are a 48-bit hash
+// of (channel, n) for the n-th message on the channel: both ends compute it
+// alone, and 48 bits keep it exact as a JSON (double) number.
+#include "prof/analysis/chrome_trace.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <set>
+
+#include "interpret.h"
+
+namespace prof::analysis {
+namespace {
+
+using namespace detail;
+
+void escape(std::string& out, std::string_view s) {
+  out += '"';
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      out += b;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else {
+      // Keep well-formed UTF-8 sequences, replace anything else.
+      size_t n = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+      bool ok = n > 0 && i + n <= s.size();
+      for (size_t k = 1; ok && k < n; ++k)
+        ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+      if (ok) {
+        out.append(s.data() + i, n);
+        i += n - 1;
+      } else {
+        out += '?';
+      }
+    }
+  }
+  out += '"';
+}
+
+struct Writer {
+  std::ostream& out;
+  std::string buf;
+  bool first = true;
+  ChromeTraceStats stats;
+
+  void begin_event() {
+    if (!first) buf += ",\n";
+    first = false;
+  }
+  void flush(bool force = false) {
+    if (force || buf.size() >= (1u << 20)) {
+      out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+      buf.clear();
+    }
+  }
+  void num(double v) {
+    char b[40];
+    if (!std::isfinite(v)) v = 0;
+    std::snprintf(b, sizeof b, "%.3f", v);
+    buf += b;
+  }
+  void integer(long long v) { buf += std::to_string(v); }
+};
+
+struct Open {
+  uint32_t id;
+  double start;
+  std::string label;
+};
+
+struct ChromeHandler {
+  ChromeHandler(Writer& writer, const Registry& registry, size_t rank_index, int world_rank,
+                double time_zero)
+      : w(writer), reg(registry), index(rank_index), rank(world_rank), t0(time_zero) {}
+
+  Writer& w;
+  const Registry& reg;
+  size_t index;
+  int rank;
+  double t0;
+  const Event* cur = nullptr;
+  std::set<uint32_t> streams;
+  std::vector<std::pair<uint32_t, std::vector<Open>>> stacks;  // per stream
+  bool root_in = false, root_done = false;
+  double root_start = 0, last_leave = -std::numeric_limits<double>::infinity();
+  FlatMap<ChannelKey, uint64_t, ChannelHash> sent, received;
+  CommCache* comms = nullptr;
+
+  long long tid(uint32_t stream) const {
+    return stream == 0 ? rank : 1000000ll + static_cast<long long>(rank) * 1000 + stream;
+  }
+  std::vector<Open>& stack(uint32_t stream) {
+    for (auto& s : stacks)
+      if (s.first == stream) return s.second;
+    stacks.emplace_back(stream, std::vector<Open>{});
+    return stacks.back().second;
+  }
+  double us(double ns) const { return (ns - t0) / 1000.0; }
+
+  void slice(uint32_t stream, std::string_view name, const char* cat, double enter, double leave,
+             const std::string& args) {
+    streams.insert(stream);
+    w.begin_event();
+    w.buf += "{\"ph\":\"X\",\"pid\":0,\"tid\":";
+    w.integer(tid(stream));
+    w.buf += ",\"ts\":";
+    w.num(us(enter));
+    w.buf += ",\"dur\":";
+    w.num(std::max(0.0, leave - enter) / 1000.0);
+    w.buf += ",\"name\":";
+    escape(w.buf, name);
+    w.buf += ",\"cat\":\"";
+    w.buf += cat;
+    w.buf += '"';
+    if (!args.empty()) {
+      w.buf += ",\"args\":{";
+      w.buf += args;
+      w.buf += '}';
+    }
+    w.buf += '}';
+    ++w.stats.slices;
+    w.flush();
+  }
+  static uint64_t flow_id(const ChannelKey& k, uint64_t n) {
+    const uint64_t id = mix64(ChannelHash{}(k) ^ mix64(n + 0x9E37ull)) & ((uint64_t{1} << 48) - 1);
+    return id ? id : 1;
+  }
+  void flow(const char* ph, uint32_t stream, double t, uint64_t id) {
+    streams.insert(stream);
+    w.begin_event();
+    w.buf += "{\"ph\":\"";
+    w.buf += ph;
+    w.buf += "\",\"pid\":0,\"tid\":";
+    w.integer(tid(stream));
+    w.buf += ",\"ts\":";
+    w.num(us(t));
+    w.buf += ",\"id\":";
+    w.integer(static_cast<long long>(id));
+    w.buf += ",\"name\":\"message\",\"cat\":\"message\"";
+    if (ph[0] == 'f') w.buf += ",\"bp\":\"e\"";
+    w.buf += '}';
+    w.flush();
+  }
+
+  // The communicator as its global id (the same on every rank), or the raw
+  // handle in hex when the trace does not define it.
+  std::string comm_of(const Event& e) const {
+    if (comms)
+      if (const CommInfo* c = comms->at(e.comm, e.enter)) return std::to_string(c->gid);
+    char b[24];
+    std::snprintf(b, sizeof b, "\"0x%x\"", e.comm);
+    return b;
+  }
+
+  std::string args_of(const Event& e) const {
+    std::string a;
+    auto add_comm = [&] {
+      if (!a.empty()) a += ',';
+      a += "\"comm\":";
+      a += comm_of(e);
+    };
+    auto add = [&](const char* k, long long v) {
+      if (!a.empty()) a += ',';
+      a += '"';
+      a += k;
+      a += "\":";
+      a += std::to_string(v);
+    };
+    switch (e.kind) {
+      case FuncKind::Send:
+      case FuncKind::Recv:
+      case FuncKind::Isend:
+      case FuncKind::Irecv:
+      case FuncKind::Probe:
+        add("peer", e.peer);
+        add("tag", e.tag);
+        add("bytes", static_cast<long long>(e.bytes));
+        add_comm();
+        break;
+      case FuncKind::SendRecv:
+        add("peer", e.peer);
+        add("tag", e.tag);
+        add("bytes", static_cast<long long>(e.bytes));
+        add("recv_peer", e.recv_peer);
+        add("recv_tag", e.recv_tag);
+        add("recv_bytes", static_cast<long long>(e.recv_bytes));
+        add_comm();
+        break;
+      case FuncKind::Collective:
+      case FuncKind::ICollective:
+      case FuncKind::AllToAll:
+      case FuncKind::IAllToAll:
+        add("root", e.root);
+        add("bytes", static_cast<long long>(e.bytes));
+        add_comm();
+        break;
+      case FuncKind::Completion:
+        add("completed", static_cast<long long>(e.completions.size()));
+        break;
+      default:
+        break;
+    }
+    return a;
+  }
+
+  // Interpreter handler interface.
+  bool call(const Event& e, const FuncInfo& fi, double enter, double leave) {
+    cur = &e;
+    const std::string& name = reg.functions[fi.name];
+    slice(e.stream, name == "(unknown)" ? "MPI function " + std::to_string(e.func) : name, "mpi",
+          enter, leave, args_of(e));
+    if (!root_in && !root_done) {
+      if (fi.role & kRoleInit) {
+        root_in = true;
+        root_start = leave;
+        return true;
+      }
+      if (!(fi.role & kRolePreInit)) {
+        root_in = true;
+        root_start = enter;
+      }
+    }
+    if (root_in && (fi.role & kRoleFinalize)) end_root(enter);
+    last_leave = std::max(last_leave, leave);
+    return true;
+  }
+  bool continuation() const { return true; }
+  void marker(const Event& e, double enter, double leave) {
+    if (!root_in && !root_done) {
+      root_in = true;
+      root_start = enter;
+    }
+    last_leave = std::max(last_leave, leave);
+    auto& st = stack(e.stream);
+    if (e.marker_begin) {
+      if (st.size() >= 4096) return;
+      const SiteInfo& s = reg.sites[reg.site(index, e.callsite)];
+      const std::string where = s.file.empty() ? s.label : s.file + ":" + std::to_string(s.line);
+      st.push_back(Open{e.interval_id, leave, "interval " + std::to_string(e.interval_id) + " (" + where + ")"});
+      return;
+    }
+    size_t i = st.size();
+    while (i > 0 && st[i - 1].id != e.interval_id) --i;
+    if (i == 0) return;
+    while (st.size() >= i) {
+      slice(e.stream, st.back().label, "interval", st.back().start, enter, "");
+      st.pop_back();
+    }
+  }
+  void close_all(double t) {
+    for (auto& [stream, st] : stacks)
+      while (!st.empty()) {
+        slice(stream, st.back().label, "interval", st.back().start, t, "");
+        st.pop_back();
+      }
+  }
+  void end_root(double t) {
+    close_all(t);
+    slice(0, "run (rank " + std::to_string(rank) + ")", "interval", root_start, t, "");
+    root_in = false;
+    root_done = true;
+  }
+  void send(const ChannelKey& k, double enter, double, const Event& e) {
+    flow("s", e.stream, enter, flow_id(k, sent[k]++));
+    ++w.stats.flows;
+  }
+  void recv(const ChannelKey& k, double enter, double, const Event& e) {
+    flow("f", e.stream, enter, flow_id(k, received[k]++));
+  }
+  void cancel_send(const ChannelKey&, double) {}
+  void collective(const CommInfo&, bool, double, double, const Event&) {}
+  template <class F>
+  void problem(const char*, F&&) {}
+};
+
+}  // namespace
+
+bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::string* error,
+                        ChromeTraceStats* stats) {
+  std::vector<const RankTrace*> traces;
+  for (const auto& t : dir.ranks) traces.push_back(t.get());
+  const WorldIndex w2i(traces);
+  Registry reg;
+  reg.build(traces);
+
+  // Time zero: the earliest event of the run.
+  double t0 = std::numeric_limits<double>::infinity();
+  for (const RankTrace* t : traces) {
+    auto c = t->events();
+    Event e;
+    if (c.next(e)) t0 = std::min(t0, t->to_global_ns(e.enter));
+  }
+  if (!std::isfinite(t0)) t0 = 0;
+
+  Writer w{out, {}, true, {}};
+  w.buf += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"prof-analyze\"},\"traceEvents\":[\n";
+  w.begin_event();
+  w.buf += "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"MPI run\"}}";
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const RankTrace& rt = *traces[i];
+    Interpreter interp(rt, reg, i, w2i);
+    ChromeHandler h(w, reg, i, rt.rank(), t0);
+    h.comms = &interp.comms();
+    auto cursor = rt.events();
+    Event e;
+    while (cursor.next(e)) interp.process(e, interp.global(e.enter), h);
+    if (h.root_in) h.end_root(h.last_leave);
+    else h.close_all(h.last_leave);
+    h.streams.insert(0);
+    for (uint32_t s : h.streams) {
+      const long long tid = h.tid(s);
+      const std::string name =
+          s == 0 ? "rank " + std::to_string(rt.rank())
+                 : "rank " + std::to_string(rt.rank()) + " thread " + std::to_string(s);
+      w.begin_event();
+      w.buf += "{\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(tid) +
+               ",\"name\":\"thread_name\",\"args\":{\"name\":";
+      escape(w.buf, name);
+      w.buf += "}}";
+      w.begin_event();
+      w.buf += "{\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(tid) +
+               ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + std::to_string(tid) +
+               "}}";
+    }
+    w.flush();
+    if (!out) break;
+  }
+  w.buf += "\n]}\n";
+  w.flush(true);
+  out.flush();
+  if (stats) *stats = w.stats;
+  if (!out) {
+    if (error) *error = "cannot write the Chrome trace (output error)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace prof::analysis

@@ -1,0 +1,179 @@
+// A small open-addressing hash map for the analyzer's hot paths (channels,
+// requests, collective instances), where std::unordered_map's node allocation
+// per insert costs more than the work itself.
+//
+// Linear probing over a power-of-two table, at most 1/2 full; erase uses
+// backward-shift deletion, so there are no tombstones and lookups stay short
+// whatever the churn. Keys and values must be default-constructible and movable.
+// References are invalidated by any insertion (rehash) or erase.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace prof::analysis::detail {
+
+inline uint64_t mix64(uint64_t x) {
+  // splitmix64 finalizer: good avalanche for structured keys.
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+template <class K>
+struct FlatHash {
+  uint64_t operator()(const K& k) const { return mix64(static_cast<uint64_t>(k)); }
+};
+
+template <class K, class V, class H = FlatHash<K>>
+class FlatMap {
+ public:
+  struct Slot {
+    K key{};
+    V value{};
+    bool used = false;
+  };
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  V* find(const K& k) { return const_cast<V*>(std::as_const(*this).find(k)); }
+  const V* find(const K& k) const {
+    if (size_ == 0) return nullptr;
+    for (size_t i = index(k);; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (!s.used) return nullptr;
+      if (s.key == k) return &s.value;
+    }
+  }
+
+  // The value for k, default-constructed when new.
+  V& operator[](const K& k) {
+    if ((size_ + 1) * 2 > slots_.size()) grow();
+    for (size_t i = index(k);; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (!s.used) {
+        s.used = true;
+        s.key = k;
+        s.value = V{};
+        ++size_;
+        return s.value;
+      }
+      if (s.key == k) return s.value;
+    }
+  }
+
+  bool erase(const K& k) {
+    if (size_ == 0) return false;
+    size_t i = index(k);
+    for (;; i = (i + 1) & mask_) {
+      if (!slots_[i].used) return false;
+      if (slots_[i].key == k) break;
+    }
+    // Backward shift: move later members of the probe run into the hole.
+    size_t hole = i;
+    for (size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
+      Slot& s = slots_[j];
+      if (!s.used) break;
+      const size_t home = index(s.key);
+      // s may move to the hole if its home is not in (hole, j] cyclically.
+      const bool between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+      if (!between) {
+        slots_[hole].key = std::move(s.key);
+        slots_[hole].value = std::move(s.value);
+        hole = j;
+      }
+    }
+    slots_[hole].used = false;
+    slots_[hole].key = K{};
+    slots_[hole].value = V{};
+    --size_;
+    return true;
+  }
+
+  template <class F>
+  void for_each(F&& f) {
+    for (Slot& s : slots_)
+      if (s.used) f(s.key, s.value);
+  }
+
+  // Erases every entry for which pred(key, value) is true.
+  template <class P>
+  void erase_if(P&& pred) {
+    std::vector<K> doomed;
+    for (Slot& s : slots_)
+      if (s.used && pred(s.key, s.value)) doomed.push_back(s.key);
+    for (const K& k : doomed) erase(k);
+  }
+
+  void clear() {
+    slots_.clear();
+    size_ = 0;
+    mask_ = 0;
+  }
+
+ private:
+  size_t index(const K& k) const { return static_cast<size_t>(H{}(k)) & mask_; }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    const size_t n = old.empty() ? 16 : old.size() * 2;
+    slots_.assign(n, Slot{});
+    mask_ = n - 1;
+    size_ = 0;
+    for (Slot& s : old)
+      if (s.used) (*this)[s.key] = std::move(s.value);
+  }
+
+  std::vector<Slot> slots_;
+  size_t size_ = 0;
+  size_t mask_ = 0;
+};
+
+// A FIFO that keeps its storage between uses (a channel empties and refills
+// all the time); popping advances a head index, compacted when drained.
+template <class T>
+class Fifo {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  size_t size() const { return items_.size() - head_; }
+  void push(const T& v) { items_.push_back(v); }
+  T& front() { return items_[head_]; }
+  T pop() {
+    T v = items_[head_++];
+    if (head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    } else if (head_ >= 1024 && head_ * 2 >= items_.size()) {
+      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+    return v;
+  }
+  // Removes the last element equal by `match` (a cancelled send); false if none.
+  template <class P>
+  bool remove_last_if(P&& match) {
+    for (size_t i = items_.size(); i-- > head_;) {
+      if (match(items_[i])) {
+        items_.erase(items_.begin() + static_cast<std::ptrdiff_t>(i));
+        if (head_ == items_.size()) {
+          items_.clear();
+          head_ = 0;
+        }
+        return true;
+      }
+    }
+    return false;
+  }
+  size_t capacity_bytes() const { return items_.capacity() * sizeof(T); }
+
+ private:
+  std::vector<T> items_;
+  size_t head_ = 0;
+};
+
+}  // namespace prof::analysis::detail

@@ -1,0 +1,237 @@
+// Registry (names shared across ranks) and CommCache (communicator lookups).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "interpret.h"
+
+#include <filesystem>
+#include <optional>
+#include <tuple>
+
+#ifndef PROF_ANALYSIS_NO_SYMBOLS
+#include "symbolizer.h"
+#endif
+
+namespace prof::analysis::detail {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+uint16_t role_of(const trace::FunctionDef& f) {
+  const std::string_view n = f.name;
+  uint16_t role = 0;
+  if (n == "MPI_Init" || n == "MPI_Init_thread") role |= kRoleInit;
+  if (n == "MPI_Finalize") role |= kRoleFinalize;
+  if (n == "MPI_Initialized" || n == "MPI_Finalized" || n == "MPI_Get_version" ||
+      n == "MPI_Get_library_version" || n == "MPI_Wtime" || n == "MPI_Wtick")
+    role |= kRolePreInit;
+  if (n == "MPI_Start" || n == "MPI_Startall") role |= kRoleStart | kRoleStartsOp;
+  if (n == "MPI_Request_free") role |= kRoleFree;
+  const bool starter = f.kind == FuncKind::Isend || f.kind == FuncKind::Irecv ||
+                       f.kind == FuncKind::ICollective || f.kind == FuncKind::IAllToAll;
+  if (starter) {
+    // MPI_Send_init, MPI_Recv_init, MPI_Allreduce_init, ...: a persistent
+    // request is created; the operation starts at MPI_Start.
+    if (ends_with(n, "_init")) role |= kRolePersistentInit;
+    else role |= kRoleStartsOp;
+  }
+  return role;
+}
+
+}  // namespace
+
+namespace {
+
+struct Resolved {
+  std::string file;
+  int line = 0;
+};
+
+// Resolves unresolved call sites, once per (object, offset) over all ranks.
+class SiteResolver {
+ public:
+  std::optional<Resolved> resolve(size_t rank_index, const RankTrace& rt, const std::string& object,
+                                  uint64_t offset, uint64_t address) {
+    const auto key = std::make_pair(object, offset);
+    auto it = done_.find(key);
+    if (it != done_.end()) return it->second;
+    std::optional<Resolved> r;
+#ifndef PROF_ANALYSIS_NO_SYMBOLS
+    if (!sym_ || sym_rank_ != rank_index) {
+      sym_ = std::make_unique<symbols::Symbolizer>(rt.load_objects());
+      sym_rank_ = rank_index;
+    }
+    if (auto loc = sym_->resolve_return_address(address)) r = Resolved{loc->file, loc->line};
+#else
+    (void)rank_index;
+    (void)rt;
+    (void)address;
+#endif
+    done_.emplace(key, r);
+    return r;
+  }
+
+ private:
+  std::map<std::pair<std::string, uint64_t>, std::optional<Resolved>> done_;
+#ifndef PROF_ANALYSIS_NO_SYMBOLS
+  std::unique_ptr<symbols::Symbolizer> sym_;
+  size_t sym_rank_ = SIZE_MAX;
+#endif
+};
+
+std::string hex_string(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+}  // namespace
+
+void Registry::build(const std::vector<const RankTrace*>& ranks) {
+  functions.assign(1, "(unknown)");
+  sites.assign(1, SiteInfo{});
+  sites[0].label = "0x0";
+  funcs.assign(ranks.size(), {});
+  site_of.assign(ranks.size(), {});
+  std::unordered_map<std::string, uint32_t> fname;
+  // (file, line) when resolved; ("", 0, object, offset) when not.
+  std::map<std::tuple<std::string, int, std::string, uint64_t>, uint32_t> sname;
+  SiteResolver resolver;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const RankTrace& rt = *ranks[i];
+    uint32_t max_id = 0;
+    for (const auto& f : rt.functions()) max_id = std::max<uint32_t>(max_id, f.id);
+    auto& table = funcs[i];
+    table.assign(rt.functions().empty() ? 0 : max_id + 1, FuncInfo{});
+    for (const auto& f : rt.functions()) {
+      auto [it, fresh] = fname.try_emplace(f.name, static_cast<uint32_t>(functions.size()));
+      if (fresh) functions.push_back(f.name);
+      table[f.id] = FuncInfo{f.kind, role_of(f), it->second};
+    }
+    for (const auto& s : rt.callsites()) {
+      SiteInfo info;
+      std::tuple<std::string, int, std::string, uint64_t> key;
+      if (!s.file.empty()) {
+        info.file = s.file;
+        info.line = s.line;
+        key = {s.file, s.line, std::string(), 0};
+      } else {
+        // The loaded object holding the address: the greatest bias below it.
+        const trace::LoadObject* obj = nullptr;
+        for (const auto& o : rt.load_objects())
+          if (o.bias <= s.address && (!obj || o.bias > obj->bias)) obj = &o;
+        const std::string object = obj ? obj->path : std::string();
+        const uint64_t offset = obj ? s.address - obj->bias : s.address;
+        std::optional<Resolved> r;
+        if (obj && s.address != 0) r = resolver.resolve(i, rt, object, offset, s.address);
+        if (r) {
+          info.file = r->file;
+          info.line = r->line;
+          key = {r->file, r->line, std::string(), 0};
+        } else {
+          info.address = s.address;
+          info.label = obj ? std::filesystem::path(object).filename().string() + "+" + hex_string(offset)
+                           : hex_string(s.address);
+          key = {std::string(), 0, object, offset};
+        }
+      }
+      auto [it, fresh] = sname.try_emplace(key, static_cast<uint32_t>(sites.size()));
+      if (fresh) sites.push_back(std::move(info));
+      site_of[i][s.id] = it->second;
+    }
+  }
+}
+
+CommCache::CommCache(const RankTrace& rt, const WorldIndex& world_to_index)
+    : rt_(rt), world_to_index_(world_to_index) {
+  const auto& comms = rt.comms();
+  infos_.resize(comms.size());
+  for (uint32_t i = 0; i < comms.size(); ++i) {
+    const CommDef& d = comms[i];
+    CommInfo& ci = infos_[i];
+    ci.def = &d;
+    ci.gid = d.global_id;
+    ci.seq = seq_for(d.global_id);
+    auto count = [&](const std::vector<int32_t>& g) {
+      for (int32_t w : g)
+        if (world_to_index(w) >= 0)
+          ++ci.present;
+    };
+    count(d.ranks);
+    if (d.inter) count(d.remote_ranks);
+    by_handle_[d.handle].emplace_back(d.time, i);
+  }
+  by_handle_.for_each([](const uint32_t&, std::vector<std::pair<uint64_t, uint32_t>>& v) {
+    std::stable_sort(v.begin(), v.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  });
+}
+
+const CommInfo* CommCache::lookup(uint32_t handle, uint64_t t) {
+  for (unsigned i = 0; i < 4; ++i) {
+    const Entry& e = cache_[i];
+    if (e.valid && e.handle == handle && t >= e.lo && t < e.hi) {
+      last_ = i;
+      return e.info;
+    }
+  }
+  Entry fresh;
+  fresh.valid = true;
+  fresh.handle = handle;
+  fresh.lo = 0;
+  fresh.hi = UINT64_MAX;
+  const auto* defs = by_handle_.find(handle);
+  if (defs && !defs->empty()) {
+    // Last definition with time <= t; the earliest when t precedes them all.
+    size_t k = 0;
+    while (k + 1 < defs->size() && (*defs)[k + 1].first <= t) ++k;
+    // (Equal times: the later definition wins, the order being stable.)
+    fresh.info = &infos_[(*defs)[k].second];
+    fresh.lo = k == 0 ? 0 : (*defs)[k].first;
+    fresh.hi = k + 1 < defs->size() ? (*defs)[k + 1].first : UINT64_MAX;
+  } else {
+    // Not among the definitions: ask the reader (it may know implicit ones).
+    const CommDef* d = rt_.comm_at(handle, t);
+    if (!d || extra_.size() >= 4096) {  // unknown (the answer is cached too)
+      last_ = next_;
+      cache_[next_] = fresh;
+      next_ = (next_ + 1) % 4;
+      return nullptr;
+    }
+    CommInfo ci;
+    ci.def = d;
+    ci.gid = d->global_id;
+    ci.seq = seq_for(d->global_id);
+    for (int32_t w : d->ranks)
+      if (world_to_index_(w) >= 0)
+        ++ci.present;
+    extra_.push_back(ci);
+    fresh.info = &extra_.back();
+  }
+  last_ = next_;
+  cache_[next_] = fresh;
+  next_ = (next_ + 1) % 4;
+  return fresh.info;
+}
+
+void Interpreter::fit_clock() {
+  const double g0 = rt_.to_global_ns(0);
+  const double span = 1125899906842624.0;  // 2^50 ticks
+  slope_ = (rt_.to_global_ns(uint64_t{1} << 50) - g0) / span;
+  intercept_ = g0;
+  linear_ = std::isfinite(slope_) && std::isfinite(intercept_);
+  // Check the line where timers live: ns since boot, TSC ticks, epoch ns.
+  for (uint64_t t : {uint64_t{1} << 20, uint64_t{1} << 30, uint64_t{1} << 40, uint64_t{1} << 45,
+                     uint64_t{1} << 52, uint64_t{3} << 51}) {
+    if (!linear_) break;
+    const double want = rt_.to_global_ns(t);
+    const double got = slope_ * static_cast<double>(static_cast<int64_t>(t)) + intercept_;
+    if (!(std::fabs(want - got) <= 1e-13 * std::fabs(want) + 1e-3)) linear_ = false;
+  }
+}
+
+}  // namespace prof::analysis::detail

@@ -1,0 +1,445 @@
+// What an event means for matching: one rank's records turned into sends,
+// receives, collective calls, markers and plain MPI calls. Shared by the
+// analysis engine and the Chrome trace writer so both read a trace the same way.
+//
+// Algorithm and invariants
+//   - Every timestamp goes through RankTrace::to_global_ns (offset and drift).
+//   - A point-to-point message travels on a channel (global communicator id,
+//     source world rank, destination world rank, tag). Comm ranks become world
+//     ranks through the communicator definition in force at the call's raw time
+//     (for an intercommunicator, the peer is in the remote group).
+//   - Receives: a blocking Recv (and the receive half of Sendrecv) carries the
+//     actual source and tag. An Irecv carries what was asked (maybe ANY); the
+//     actual source/tag arrive in the Completion entry of the Wait/Test that
+//     completes it, and that Wait/Test is the receive's call (its enter, leave
+//     and duration). Requests are linked to completions by handle value: MPI
+//     reuses a handle only after the request completed or was freed, so a map
+//     handle -> request is exact. Persistent requests (Send_init, Recv_init,
+//     collective *_init) stay in the map until MPI_Request_free; each
+//     Start/Startall starts one operation (a send's enter is the Start's).
+//   - Records flagged kContinuation carry more entries of the previous call
+//     (same enter/leave): their entries count, their time does not.
+//   - Collective calls (blocking, nonblocking starts, and Starts of persistent
+//     collectives) are reported with the communicator's definition so the
+//     caller can number instances per communicator.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flat_map.h"
+#include "prof/trace_reader.h"
+
+namespace prof::analysis::detail {
+
+using format::FuncKind;
+using trace::CommDef;
+using trace::Event;
+using trace::RankTrace;
+
+enum FuncRole : uint16_t {
+  kRoleInit = 1 << 0,            // MPI_Init, MPI_Init_thread
+  kRoleFinalize = 1 << 1,        // MPI_Finalize
+  kRolePreInit = 1 << 2,         // may be called before MPI_Init (MPI_Initialized, ...)
+  kRoleStart = 1 << 3,           // MPI_Start, MPI_Startall
+  kRoleFree = 1 << 4,            // MPI_Request_free
+  kRolePersistentInit = 1 << 5,  // *_init: creates a persistent request, starts nothing
+  kRoleStartsOp = 1 << 6,        // counts in Time of Start (nonblocking starts)
+};
+
+struct FuncInfo {
+  FuncKind kind = FuncKind::Other;
+  uint16_t role = 0;
+  uint32_t name = 0;  // index into Registry::functions
+};
+
+struct SiteInfo {
+  std::string file;  // empty: unresolved
+  int line = 0;
+  uint64_t address = 0;
+  std::string label;  // unresolved: "object+0xoffset" (or the address) for the report
+};
+
+// Names shared by all ranks: function names and call sites. Call-site ids are
+// per rank, so sites compare by file:line: what a marker macro passed, else the
+// return address resolved offline with the rank's load map and debug info
+// (prof_symbols, libdw). An address that does not resolve compares by its
+// object and offset in it: with ASLR each process loads the program at another
+// address, but the offset from the load bias is the same on every rank. One
+// resolution serves every rank with the same (object, offset).
+struct Registry {
+  std::vector<std::string> functions;  // [0] = "(unknown)"
+  std::vector<SiteInfo> sites;         // [0] = unknown site
+  // Per rank index: function id -> FuncInfo, call-site id -> site index.
+  std::vector<std::vector<FuncInfo>> funcs;
+  std::vector<FlatMap<uint32_t, uint32_t>> site_of;
+
+  void build(const std::vector<const RankTrace*>& ranks);
+  const FuncInfo& func(size_t rank_index, uint16_t id) const {
+    static const FuncInfo unknown{};
+    const auto& v = funcs[rank_index];
+    return id < v.size() ? v[id] : unknown;
+  }
+  uint32_t site(size_t rank_index, uint32_t callsite) const {
+    const uint32_t* s = site_of[rank_index].find(callsite);
+    return s ? *s : 0;
+  }
+};
+
+struct ChannelKey {
+  uint64_t gid = 0;
+  int32_t src = 0, dst = 0, tag = 0;
+  bool operator==(const ChannelKey& o) const {
+    return gid == o.gid && src == o.src && dst == o.dst && tag == o.tag;
+  }
+};
+struct ChannelHash {
+  uint64_t operator()(const ChannelKey& k) const {
+    return mix64(k.gid * 0x9E3779B97F4A7C15ull ^ (uint64_t(uint32_t(k.src)) << 40) ^
+                 (uint64_t(uint32_t(k.dst)) << 20) ^ uint32_t(k.tag));
+  }
+};
+
+// World rank -> index of its rank file in the trace (-1: not in the trace).
+// Dense when the ranks are (a world of 2^31 claimed by a header must not cost
+// 8 GiB), a hash map otherwise.
+class WorldIndex {
+ public:
+  explicit WorldIndex(const std::vector<const RankTrace*>& ranks) {
+    int32_t max_rank = -1;
+    for (const RankTrace* t : ranks) max_rank = std::max(max_rank, t->rank());
+    const size_t n = static_cast<size_t>(max_rank) + 1;
+    dense_ = n <= std::max<size_t>(4096, 8 * ranks.size());
+    if (dense_) dense_index_.assign(n, -1);
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const int32_t w = ranks[i]->rank();
+      if (w < 0) continue;
+      if (dense_) dense_index_[static_cast<size_t>(w)] = static_cast<int>(i);
+      else sparse_[w] = static_cast<int>(i) + 1;
+    }
+  }
+  int operator()(int32_t w) const {
+    if (w < 0) return -1;
+    if (dense_) return static_cast<size_t>(w) < dense_index_.size() ? dense_index_[static_cast<size_t>(w)] : -1;
+    const int* i = sparse_.find(w);
+    return i ? *i - 1 : -1;
+  }
+
+ private:
+  bool dense_ = true;
+  std::vector<int> dense_index_;
+  FlatMap<int32_t, int> sparse_;
+};
+
+// A communicator definition with what the analysis needs of it.
+struct CommInfo {
+  const CommDef* def = nullptr;
+  uint64_t gid = 0;
+  uint32_t present = 0;     // members whose rank file is in the trace
+  uint64_t* seq = nullptr;  // this rank's collectives on the communicator so far
+                            // (one counter per global id, shared by its definitions)
+};
+
+// Cached communicator lookups of one rank: the definition a handle denotes at
+// a raw time (same rule as RankTrace::comm_at: the latest definition not after
+// t, the earliest when t precedes them all), with the validity interval of the
+// answer so consecutive calls on one communicator cost a comparison.
+class CommCache {
+ public:
+  CommCache(const RankTrace& rt, const WorldIndex& world_to_index);
+  const CommInfo* at(uint32_t handle, uint64_t t) {
+    const Entry& e = cache_[last_];
+    if (e.valid && e.handle == handle && t >= e.lo && t < e.hi) return e.info;
+    return lookup(handle, t);
+  }
+  // World rank of a point-to-point peer (comm-local rank; remote group for an
+  // intercommunicator); -1 when it cannot be mapped, negative specials as is.
+  static int32_t peer_world(const CommInfo& c, int32_t peer) {
+    if (peer < 0) return peer;
+    const auto& g = c.def->inter ? c.def->remote_ranks : c.def->ranks;
+    return static_cast<size_t>(peer) < g.size() ? g[static_cast<size_t>(peer)] : -1;
+  }
+
+ private:
+  struct Entry {
+    uint32_t handle = 0;
+    uint64_t lo = 0, hi = 0;  // valid for lo <= t < hi
+    const CommInfo* info = nullptr;  // nullptr: the handle is unknown
+    bool valid = false;
+  };
+  const CommInfo* lookup(uint32_t handle, uint64_t t);
+
+  const RankTrace& rt_;
+  const WorldIndex& world_to_index_;
+  // handle -> definitions sorted by time (definition order breaks ties).
+  FlatMap<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> by_handle_;
+  std::vector<CommInfo> infos_;  // parallel to rt.comms(), plus fallbacks
+  std::deque<CommInfo> extra_;  // fallbacks (a deque: pointers stay valid)
+  std::deque<uint64_t> seqs_;
+  FlatMap<uint64_t, uint64_t*> seq_of_;
+  uint64_t* seq_for(uint64_t gid) {
+    uint64_t*& p = seq_of_[gid];
+    if (!p) p = &seqs_.emplace_back(0);
+    return p;
+  }
+  Entry cache_[4];
+  unsigned next_ = 0, last_ = 0;
+};
+
+struct Request {
+  enum Type : uint8_t { Send, Recv, PSend, PRecv, Coll, PColl };
+  Type type = Send;
+  bool active = false;
+  bool a2a = false;
+  const CommInfo* comm = nullptr;
+  int32_t peer = -1;  // Send: destination (comm rank); Recv: requested source
+  int32_t tag = -1;
+  ChannelKey key;     // Send/PSend: the channel
+  double send_enter = 0;  // Send: the Isend's (or last Start's) enter
+};
+
+// The handler gets (all times global ns):
+//   bool call(const Event&, const FuncInfo&, double enter, double leave)
+//       every MPI call that is not a continuation; false: ignore its meaning
+//   bool continuation()      a continuation record; false: ignore it
+//   void marker(const Event&, double enter, double leave)
+//   void send(const ChannelKey&, double enter, double leave, const Event&)
+//   void recv(const ChannelKey&, double enter, double leave, const Event&)
+//   void cancel_send(const ChannelKey&, double send_enter)
+//   void collective(const CommInfo&, bool a2a, double enter, double leave, const Event&)
+//   void problem(const char* category, F example)   example() -> std::string,
+//       called only when the handler keeps the example (counting is cheap)
+class Interpreter {
+ public:
+  Interpreter(const RankTrace& rt, const Registry& reg, size_t rank_index,
+              const WorldIndex& world_to_index)
+      : rt_(rt), reg_(reg), index_(rank_index), me_(rt.rank()), comms_(rt, world_to_index),
+        funcs_(reg.funcs[rank_index].data()), nfuncs_(reg.funcs[rank_index].size()) {
+    fit_clock();
+  }
+
+  // Global ns of a raw time: RankTrace::to_global_ns, which is linear in the
+  // raw time (offset plus linear drift). Its line is fitted once and checked
+  // against the reader at points across the timer's range; when the check
+  // fails the reader is called for every timestamp.
+  double global(uint64_t ticks) const {
+    // (Signed conversion: much cheaper than unsigned on x86-64; raw times are < 2^63.)
+    return linear_ ? slope_ * static_cast<double>(static_cast<int64_t>(ticks)) + intercept_
+                   : rt_.to_global_ns(ticks);
+  }
+  const FuncInfo& func(uint16_t id) const {
+    static const FuncInfo unknown{};
+    return id < nfuncs_ ? funcs_[id] : unknown;
+  }
+  CommCache& comms() { return comms_; }
+  size_t open_requests() const { return requests_.size(); }
+
+  template <class H>
+  void process(const Event& e, double enter, H& h);
+
+ private:
+  Request* active(uint32_t handle) {
+    Request* r = requests_.find(handle);
+    return r && r->active ? r : nullptr;
+  }
+  template <class H>
+  const CommInfo* comm(uint32_t handle, uint64_t t, H& h) {
+    const CommInfo* c = comms_.at(handle, t);
+    if (!c)
+      h.problem("unknown communicator", [&] {
+        return "rank " + std::to_string(me_) + ": communicator handle " + hex(handle);
+      });
+    return c;
+  }
+  static std::string hex(uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+    return b;
+  }
+  template <class H>
+  bool channel(const CommInfo& c, int32_t peer, int32_t tag, bool sending, ChannelKey* k, H& h) {
+    const int32_t w = CommCache::peer_world(c, peer);
+    if (w < 0) {
+      if (peer >= 0)
+        h.problem("unmappable peer", [&] {
+          return "rank " + std::to_string(me_) + ": rank " + std::to_string(peer) +
+                 " of communicator " + std::to_string(c.gid);
+        });
+      return false;
+    }
+    k->gid = c.gid;
+    k->src = sending ? me_ : w;
+    k->dst = sending ? w : me_;
+    k->tag = tag;
+    return true;
+  }
+
+  void fit_clock();
+
+  const RankTrace& rt_;
+  const Registry& reg_;
+  size_t index_;
+  int32_t me_;
+  CommCache comms_;
+  const FuncInfo* funcs_;
+  size_t nfuncs_;
+  // Requests by handle. Completed ones are marked inactive rather than erased:
+  // MPI reuses handles, so the map stays as small as the requests in use.
+  FlatMap<uint32_t, Request> requests_;
+  bool linear_ = false;
+  double slope_ = 1, intercept_ = 0;
+};
+
+template <class H>
+void Interpreter::process(const Event& e, double enter, H& h) {
+  const double leave = global(e.leave);
+  if (e.kind == FuncKind::Marker) {
+    h.marker(e, enter, leave);
+    return;
+  }
+  const FuncInfo& fi = func(e.func);
+  if (e.flags & format::kContinuation) {
+    if (!h.continuation()) return;
+  } else if (!h.call(e, fi, enter, leave)) {
+    return;
+  }
+  ChannelKey key;
+  switch (e.kind) {
+    case FuncKind::Send: {
+      if (e.peer == format::kProcNull) break;
+      if (const CommInfo* c = comm(e.comm, e.enter, h))
+        if (channel(*c, e.peer, e.tag, true, &key, h)) h.send(key, enter, leave, e);
+      break;
+    }
+    case FuncKind::Recv: {
+      if (e.peer < 0) break;  // PROC_NULL (or nothing received)
+      if (const CommInfo* c = comm(e.comm, e.enter, h))
+        if (channel(*c, e.peer, e.tag, false, &key, h)) h.recv(key, enter, leave, e);
+      break;
+    }
+    case FuncKind::SendRecv: {
+      const CommInfo* c = comm(e.comm, e.enter, h);
+      if (!c) break;
+      if (e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &key, h))
+        h.send(key, enter, leave, e);
+      if (e.recv_peer >= 0 && channel(*c, e.recv_peer, e.recv_tag, false, &key, h))
+        h.recv(key, enter, leave, e);
+      break;
+    }
+    case FuncKind::Isend: {
+      const CommInfo* c = comm(e.comm, e.enter, h);
+      Request r;
+      r.comm = c;
+      r.peer = e.peer;
+      r.tag = e.tag;
+      r.send_enter = enter;
+      const bool persistent = fi.role & kRolePersistentInit;
+      r.type = persistent ? Request::PSend : Request::Send;
+      bool mapped = c && e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &r.key, h);
+      if (!mapped) r.comm = nullptr;  // nothing to send (PROC_NULL) or unmappable
+      if (!persistent && mapped) h.send(r.key, enter, leave, e);
+      r.active = true;
+      if (e.request != format::kNoRequest) requests_[e.request] = r;
+      break;
+    }
+    case FuncKind::Irecv: {
+      Request r;
+      r.comm = comm(e.comm, e.enter, h);
+      r.peer = e.peer;
+      r.tag = e.tag;
+      r.type = (fi.role & kRolePersistentInit) ? Request::PRecv : Request::Recv;
+      r.active = true;
+      if (e.request != format::kNoRequest) requests_[e.request] = r;
+      break;
+    }
+    case FuncKind::Completion: {
+      for (const trace::Completion& done : e.completions) {
+        if (done.request == format::kNoRequest) continue;
+        Request* r = active(done.request);
+        if (!r) {
+          h.problem("completion of an unknown request", [&] {
+            return "rank " + std::to_string(me_) + ": request " + hex(done.request);
+          });
+          continue;
+        }
+        switch (r->type) {
+          case Request::Recv:
+          case Request::PRecv:
+            if (!done.cancelled && r->comm && r->peer != format::kProcNull) {
+              // The status tells the actual source and tag; fall back to what
+              // was asked when the status says nothing more specific.
+              const int32_t src = done.source >= 0 ? done.source : r->peer;
+              const int32_t tag = done.tag >= 0 || r->tag < 0 ? done.tag : r->tag;
+              if (src >= 0 && channel(*r->comm, src, tag, false, &key, h))
+                h.recv(key, enter, leave, e);
+            }
+            break;
+          case Request::Send:
+          case Request::PSend:
+            if (done.cancelled && r->comm) h.cancel_send(r->key, r->send_enter);
+            break;
+          default:
+            break;
+        }
+        if (r->type == Request::Send || r->type == Request::Recv || r->type == Request::Coll)
+          r->active = false;  // persistent ones stay until MPI_Request_free
+      }
+      break;
+    }
+    case FuncKind::RequestOp: {
+      if (fi.role & kRoleStart) {
+        for (uint32_t handle : e.requests) {
+          Request* r = active(handle);
+          if (!r) {
+            h.problem("start of an unknown request", [&] {
+              return "rank " + std::to_string(me_) + ": request " + hex(handle);
+            });
+            continue;
+          }
+          if (r->type == Request::PSend && r->comm) {
+            r->send_enter = enter;
+            h.send(r->key, enter, leave, e);
+          } else if (r->type == Request::PColl && r->comm) {
+            h.collective(*r->comm, r->a2a, enter, leave, e);
+          }
+        }
+      } else if (fi.role & kRoleFree) {
+        for (uint32_t handle : e.requests)
+          if (Request* r = requests_.find(handle)) r->active = false;
+      }
+      break;
+    }
+    case FuncKind::Collective:
+    case FuncKind::AllToAll: {
+      if (const CommInfo* c = comm(e.comm, e.enter, h))
+        h.collective(*c, e.kind == FuncKind::AllToAll, enter, leave, e);
+      break;
+    }
+    case FuncKind::ICollective:
+    case FuncKind::IAllToAll: {
+      const CommInfo* c = comm(e.comm, e.enter, h);
+      const bool a2a = e.kind == FuncKind::IAllToAll;
+      Request r;
+      r.comm = c;
+      r.a2a = a2a;
+      r.active = true;
+      if (fi.role & kRolePersistentInit) {
+        r.type = Request::PColl;
+      } else {
+        r.type = Request::Coll;
+        if (c) h.collective(*c, a2a, enter, leave, e);
+      }
+      if (e.request != format::kNoRequest) requests_[e.request] = r;
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+}  // namespace prof::analysis::detail

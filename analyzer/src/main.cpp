@@ -1,0 +1,150 @@
+// prof-analyze: the offline analyzer's command line (spec/interfaces.md).
+//
+// Exit status: 0 report written (warnings, such as a trace cut short by a
+// crash, do not change it); 1 usage error or an output file that cannot be
+// written; 2 nothing usable in the input (each problem named with its file and
+// offset); 3 the input is damaged (bad CRC, bad records, a missing or foreign
+// rank file): the report of what could be salvaged is still written.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "prof/analysis/analysis.h"
+#include "prof/analysis/chrome_trace.h"
+#include "prof/analysis/report.h"
+
+namespace {
+
+constexpr int kExitUsage = 1;
+constexpr int kExitUnusable = 2;
+constexpr int kExitDamaged = 3;
+
+// A one-line bar on stderr, redrawn at most ten times a second.
+class ProgressBar {
+ public:
+  void update(double f, uint64_t events) {
+    const auto now = std::chrono::steady_clock::now();
+    if (f < 1.0 && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const int width = 30;
+    const int filled = static_cast<int>(f * width + 0.5);
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.resize(width, '.');
+    std::fprintf(stderr, "\r[%s] %3d%%  %.1fM events", bar.c_str(), static_cast<int>(f * 100),
+                 static_cast<double>(events) / 1e6);
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void clear() {
+    if (shown_) std::fprintf(stderr, "\r\033[K");
+    shown_ = false;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_{};
+  bool shown_ = false;
+};
+
+bool write_file(const std::string& path, const std::function<void(std::ostream&)>& fill) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) {
+    std::fprintf(stderr, "prof-analyze: error: cannot write %s\n", path.c_str());
+    return false;
+  }
+  fill(f);
+  f.flush();
+  if (!f) {
+    std::fprintf(stderr, "prof-analyze: error: cannot write %s\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"prof-analyze: interval characteristics of a prof trace (seed 003 report)"};
+  std::string dir, out_path, json_path, chrome_path;
+  bool functions = false, no_per_rank = false, no_progress = false, quiet = false;
+  unsigned threads = 0;
+  app.add_option("TRACE_DIR", dir, "trace directory (rank-*.prof files)")->required();
+  app.add_option("-o,--output", out_path, "write the text report to FILE instead of stdout");
+  app.add_option("--json", json_path, "write the JSON report to FILE");
+  app.add_option("--chrome-trace", chrome_path,
+                 "write Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE");
+  app.add_flag("--functions", functions, "add each interval's MPI function profile to the text");
+  app.add_flag("--no-per-rank", no_per_rank, "leave out the per-rank tables");
+  app.add_option("-j,--threads", threads, "worker threads (default: one per core)");
+  app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
+  app.add_flag("-q,--quiet", quiet, "do not list warnings on stderr");
+  app.footer(
+      "Exit status: 0 report written; 1 usage or output error; 2 input unusable;\n"
+      "3 input damaged (the salvaged report is still written).");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+
+  prof::trace::TraceDir td = prof::trace::TraceDir::open(dir);
+  if (!td.errors.empty() || td.ranks.empty()) {
+    for (const auto& e : td.errors) std::fprintf(stderr, "prof-analyze: error: %s\n", e.c_str());
+    for (const auto& w : td.warnings) std::fprintf(stderr, "prof-analyze: error: %s\n", w.c_str());
+    return kExitUnusable;
+  }
+
+  ProgressBar bar;
+  prof::analysis::Options opt;
+  opt.threads = threads;
+  if (!no_progress && ::isatty(STDERR_FILENO))
+    opt.progress = [&bar](double f, uint64_t events) { bar.update(f, events); };
+  const prof::analysis::Analysis a = prof::analysis::analyze(td, opt);
+  bar.clear();
+  if (!a.usable()) {
+    for (const auto& e : a.errors) std::fprintf(stderr, "prof-analyze: error: %s\n", e.c_str());
+    if (a.errors.empty()) std::fprintf(stderr, "prof-analyze: error: %s: no events to analyze\n", dir.c_str());
+    return kExitUnusable;
+  }
+  if (!quiet) {
+    for (const auto& w : a.warnings) {
+      std::fprintf(stderr, "prof-analyze: warning: %s: %llu\n", w.category.c_str(),
+                   static_cast<unsigned long long>(w.count));
+      for (const auto& ex : w.examples) std::fprintf(stderr, "  %s\n", ex.c_str());
+    }
+  }
+
+  prof::analysis::TextOptions text;
+  text.functions = functions;
+  text.per_rank = !no_per_rank;
+  bool ok = true;
+  if (out_path.empty()) {
+    prof::analysis::write_text_report(a, std::cout, text);
+    std::cout.flush();
+    if (!std::cout) ok = false;
+  } else {
+    ok = write_file(out_path, [&](std::ostream& o) { prof::analysis::write_text_report(a, o, text); }) && ok;
+  }
+  if (!json_path.empty())
+    ok = write_file(json_path, [&](std::ostream& o) { prof::analysis::write_json_report(a, o); }) && ok;
+  if (!chrome_path.empty()) {
+    std::string err;
+    ok = write_file(chrome_path,
+                    [&](std::ostream& o) {
+                      if (!prof::analysis::write_chrome_trace(td, o, &err))
+                        std::fprintf(stderr, "prof-analyze: error: %s: %s\n", chrome_path.c_str(), err.c_str());
+                    }) &&
+         ok;
+  }
+  if (!ok) return kExitUsage;
+  if (a.damaged) {
+    std::fprintf(stderr,
+                 "prof-analyze: the trace is damaged; the report covers what could be salvaged\n");
+    return kExitDamaged;
+  }
+  return 0;
+}

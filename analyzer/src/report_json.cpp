@@ -1,0 +1,115 @@
+// The JSON report (spec/interfaces.md): required keys, and more.
+#include <nlohmann/json.hpp>
+
+#include "prof/analysis/report.h"
+
+namespace prof::analysis {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json main_json(const MainFigures& m) {
+  return Json{{"efficiency", m.efficiency},
+              {"execution_time", m.execution_time},
+              {"processors", m.processors},
+              {"total_time", m.total_time},
+              {"productive_time", m.productive_time},
+              {"lost_time", m.lost_time},
+              {"mpi_time", m.mpi_time},
+              {"idle_time", m.idle_time},
+              {"comm_time", m.comm_time},
+              {"sendrecv_time", m.sendrecv_time},
+              {"collective_time", m.collective_time},
+              {"alltoall_time", m.alltoall_time},
+              {"potential_sync", m.potential_sync},
+              {"time_variation", m.time_variation},
+              {"time_of_start", m.time_of_start}};
+}
+
+Json rank_json(const RankFigures& f) {
+  return Json{{"rank", f.rank},
+              {"executions", f.executions},
+              {"time", f.time},
+              {"cpu_time", f.cpu},
+              {"lost_time", f.lost},
+              {"mpi_time", f.mpi},
+              {"idle_time", f.idle},
+              {"comm_time", f.comm},
+              {"sendrecv_time", f.sendrecv},
+              {"collective_time", f.collective},
+              {"alltoall_time", f.alltoall},
+              {"potential_sync", f.potential_sync},
+              {"time_variation", f.time_variation},
+              {"time_of_start", f.time_of_start},
+              {"calls", f.calls}};
+}
+
+}  // namespace
+
+void write_json_report(const Analysis& a, std::ostream& out) {
+  Json j;
+  j["processors"] = a.processors;
+  j["world_size"] = a.world_size;
+  j["ranks"] = a.ranks;
+  j["executable"] = a.executable;
+  j["damaged"] = a.damaged;
+  j["cut_short"] = a.cut_short;
+  j["stats"] = Json{{"events", a.stats.events},
+                    {"mpi_calls", a.stats.mpi_calls},
+                    {"messages_matched", a.stats.messages_matched},
+                    {"unmatched_sends", a.stats.unmatched_sends},
+                    {"unmatched_receives", a.stats.unmatched_receives},
+                    {"collective_instances", a.stats.collective_instances},
+                    {"incomplete_collectives", a.stats.incomplete_collectives},
+                    {"unknown_requests", a.stats.unknown_requests},
+                    {"unbalanced_markers", a.stats.unbalanced_markers}};
+  Json warns = Json::array();
+  for (const Warning& w : a.warnings)
+    warns.push_back(Json{{"category", w.category}, {"count", w.count}, {"examples", w.examples}});
+  j["warnings"] = warns;
+  j["errors"] = a.errors;
+
+  Json list = Json::array();
+  for (const IntervalNode& n : a.intervals) {
+    Json i;
+    i["id"] = n.id ? Json(*n.id) : Json(nullptr);
+    i["level"] = n.level;
+    i["exe_count"] = n.exe_count;
+    i["parent"] = n.parent < 0 ? Json(nullptr) : Json(n.parent);
+    i["children"] = n.children;
+    i["source_file"] = n.source_label();
+    i["line"] = n.line;
+    if (n.source_file.empty()) {
+      char b[24];
+      std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(n.address));
+      i["address"] = b;
+    }
+    i["first_enter"] = n.first_enter;
+    i["main"] = main_json(n.main);
+    Json comp;
+    for (int c = 0; c < kComparativeCount; ++c) {
+      const ComparativeFigures& cf = n.comparative[static_cast<size_t>(c)];
+      comp[comparative_key(static_cast<Comparative>(c))] =
+          Json{{"min", cf.min}, {"min_rank", cf.min_rank}, {"max", cf.max},
+               {"max_rank", cf.max_rank}, {"mean", cf.mean}};
+    }
+    i["comparative"] = comp;
+    Json per = Json::array();
+    for (const RankFigures& f : n.per_rank) per.push_back(rank_json(f));
+    i["per_rank"] = per;
+    Json calls = Json::object();
+    Json funcs = Json::array();
+    for (const FunctionFigures& f : n.functions) {
+      calls[f.name] = f.calls;
+      funcs.push_back(Json{{"name", f.name}, {"calls", f.calls}, {"time", f.time}, {"bytes", f.bytes}});
+    }
+    i["calls"] = calls;
+    i["functions"] = funcs;
+    list.push_back(std::move(i));
+  }
+  j["intervals"] = std::move(list);
+  // Names come from the trace: replace invalid UTF-8 rather than throw.
+  out << j.dump(1, ' ', false, Json::error_handler_t::replace) << '\n';
+}
+
+}  // namespace prof::analysis

@@ -1,0 +1,84 @@
+// The text report: the seed's block per interval, line for line, then extras.
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+
+#include "prof/analysis/report.h"
+
+namespace prof::analysis {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+std::string num(double v) { return fmt("%f", v); }
+
+// The seed computed in whole microseconds and divided integers, so its Tmid is
+// the mean truncated to the microsecond (see report.h). The small bias guards
+// against a mean like 654 us landing at 653.9999999 after the division.
+std::string tmid(double seconds) {
+  const double us = std::trunc(seconds * 1e6 + (seconds >= 0 ? 1e-6 : -1e-6));
+  return num(us / 1e6);
+}
+
+}  // namespace
+
+std::string interval_title(const IntervalNode& n) {
+  return "Interval (LineNumber = " + std::to_string(n.line) + " SourceFile = " + n.source_label() +
+         ") Level=" + std::to_string(n.level) + " EXE_Count=" + std::to_string(n.exe_count);
+}
+
+void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& opt) {
+  bool first = true;
+  for (const IntervalNode& n : a.intervals) {
+    if (!first) out << '\n';
+    first = false;
+    const MainFigures& m = n.main;
+    out << interval_title(n) << '\n';
+    out << "---Main Characteristics---\n";
+    out << "Parallelization Efficiency " << num(m.efficiency) << '\n';
+    out << "Execution Time " << num(m.execution_time) << '\n';
+    out << "Processors " << m.processors << '\n';
+    out << "Total Time " << num(m.total_time) << '\n';
+    out << "Productive Time " << num(m.productive_time) << " (CPU MPI)\n";
+    out << "Lost Time " << num(m.lost_time) << '\n';
+    out << "---MPI Time " << num(m.mpi_time) << '\n';
+    out << "---Idle Time " << num(m.idle_time) << '\n';
+    out << "*****SendRecv Time " << num(m.sendrecv_time) << '\n';
+    out << "*****CollectiveAll Time " << num(m.collective_time) << '\n';
+    out << "*****AllToAll Time " << num(m.alltoall_time) << '\n';
+    out << "Potential Sync. " << num(m.potential_sync) << '\n';
+    out << "Time Variation " << num(m.time_variation) << '\n';
+    out << "Time of Start " << num(m.time_of_start) << '\n';
+    out << "---Comparative Characteristics---\n";
+    out << "Tmin Nproc Tmax Nproc Tmid\n";
+    for (int c = 0; c < kComparativeCount; ++c) {
+      const ComparativeFigures& cf = n.comparative[static_cast<size_t>(c)];
+      out << comparative_label(static_cast<Comparative>(c)) << ' ' << num(cf.min) << ' '
+          << cf.min_rank << ' ' << num(cf.max) << ' ' << cf.max_rank << ' ' << tmid(cf.mean)
+          << '\n';
+    }
+    if (opt.per_rank) {
+      out << "---Characteristics per Processor---\n";
+      out << "Nproc EXE_Count Time CPU MPI Idle Lost Comm SendRecv CollectiveAll AllToAll "
+             "PotentSync TimeVariation TimeOfStart Calls\n";
+      for (const RankFigures& f : n.per_rank) {
+        out << f.rank << ' ' << f.executions;
+        for (double v : {f.time, f.cpu, f.mpi, f.idle, f.lost, f.comm, f.sendrecv, f.collective,
+                         f.alltoall, f.potential_sync, f.time_variation, f.time_of_start})
+          out << ' ' << num(v);
+        out << ' ' << f.calls << '\n';
+      }
+    }
+    if (opt.functions) {
+      out << "---MPI Functions---\n";
+      out << "Function Calls Time Bytes\n";
+      for (const FunctionFigures& f : n.functions)
+        out << f.name << ' ' << f.calls << ' ' << num(f.time) << ' ' << f.bytes << '\n';
+    }
+  }
+}
+
+}  // namespace prof::analysis

@@ -1,0 +1,293 @@
+// Damaged, truncated, foreign or inconsistent input: the analysis never
+// crashes or hangs; it names the file (and offset), counts the problem, and
+// either reports what it could salvage or says nothing is usable. Checked via
+// the library and via the prof-analyze binary (exit status and messages).
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "trace_builder.h"
+
+namespace prof::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliResult {
+  int status = -1;
+  std::string out;  // stdout and stderr together
+};
+
+CliResult run_cli(const std::string& args) {
+  CliResult r;
+  const std::string cmd = std::string(PROF_ANALYZE_BIN) + " --no-progress " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+// A small healthy 4-rank run: an interval with a ring exchange and an
+// Allreduce, so every rank talks to two others.
+void build_ring(TraceBuilder& b, int ranks = 4) {
+  for (int r = 0; r < ranks; ++r) {
+    b.init(r, 0, 1 * kMs);
+    b.begin(r, 2 * kMs, 1);
+    b.send(r, 3 * kMs, 3100 * kUs, (r + 1) % ranks, 1);
+    b.recv(r, 3200 * kUs, 4 * kMs, (r + ranks - 1) % ranks, 1);
+    b.collective(r, Allreduce, 5 * kMs + r * 100 * kUs, 6 * kMs);
+    b.end(r, 7 * kMs, 1);
+    b.finalize(r, 10 * kMs, 11 * kMs);
+  }
+}
+
+void flip_byte(const std::string& path, uint64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x5A);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&c, 1);
+}
+
+bool any_example_contains(const analysis::Analysis& a, const std::string& needle) {
+  for (const auto& w : a.warnings)
+    for (const auto& e : w.examples)
+      if (e.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+TEST(DamagedInput, MissingRankIsReportedAndTheRestAnalyzed) {
+  TraceBuilder b(4);
+  build_ring(b);
+  b.close();
+  fs::remove(b.path(2));
+  const auto a = analysis::analyze(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_TRUE(a.damaged);
+  EXPECT_EQ(a.processors, 3);
+  EXPECT_EQ(a.intervals[0].main.processors, 3);
+  EXPECT_TRUE(any_example_contains(a, "rank 2 missing")) << warnings_text(a);
+  // Its messages and its share of the Allreduce are accounted as unmatched.
+  EXPECT_EQ(a.stats.unmatched_sends, 1u);     // 1 -> 2
+  EXPECT_EQ(a.stats.unmatched_receives, 1u);  // 3 <- 2
+  EXPECT_EQ(a.stats.incomplete_collectives, 0u);  // 3 of 3 present members called
+
+  const auto cli = run_cli(b.dir());
+  EXPECT_EQ(cli.status, 3) << cli.out;
+  EXPECT_NE(cli.out.find("rank 2 missing"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("Processors 3"), std::string::npos) << cli.out;
+}
+
+TEST(DamagedInput, ForeignRankFileIsSkipped) {
+  TraceBuilder b(4);
+  build_ring(b);
+  b.close();
+  {
+    TraceBuilder other(4, /*run_id=*/999);
+    build_ring(other);
+    other.close();
+    fs::copy_file(other.path(1), b.path(1), fs::copy_options::overwrite_existing);
+  }
+  const auto a = analysis::analyze(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_TRUE(a.damaged);
+  EXPECT_EQ(a.processors, 3);
+  EXPECT_TRUE(any_example_contains(a, "foreign")) << warnings_text(a);
+  const auto cli = run_cli(b.dir());
+  EXPECT_EQ(cli.status, 3);
+  EXPECT_NE(cli.out.find("rank-00001.prof"), std::string::npos) << cli.out;
+}
+
+TEST(DamagedInput, BitFlipInEventsIsDetectedWithFileAndOffset) {
+  TraceBuilder b(4);
+  build_ring(b);
+  b.close();
+  // The last chunk of a rank file is its events chunk.
+  const uint64_t size = fs::file_size(b.path(1));
+  flip_byte(b.path(1), size - 16);
+  const auto a = analysis::analyze(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_TRUE(a.damaged);
+  EXPECT_TRUE(any_example_contains(a, "rank-00001.prof: offset")) << warnings_text(a);
+  const auto cli = run_cli(b.dir());
+  EXPECT_EQ(cli.status, 3);
+  EXPECT_NE(cli.out.find("CRC"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("Interval (LineNumber"), std::string::npos);  // salvaged report
+}
+
+TEST(DamagedInput, ZeroLengthFiles) {
+  TraceBuilder b(2);
+  build_ring(b, 2);
+  b.close();
+  fs::resize_file(b.path(0), 0);
+  {
+    const auto a = analysis::analyze(b.dir());
+    ASSERT_TRUE(a.usable());
+    EXPECT_TRUE(a.damaged);
+    EXPECT_TRUE(any_example_contains(a, "rank-00000.prof: offset 0")) << warnings_text(a);
+    EXPECT_EQ(run_cli(b.dir()).status, 3);
+  }
+  fs::resize_file(b.path(1), 0);
+  const auto a = analysis::analyze(b.dir());
+  EXPECT_FALSE(a.usable());
+  const auto cli = run_cli(b.dir());
+  EXPECT_EQ(cli.status, 2);
+  EXPECT_NE(cli.out.find("rank-00000.prof: offset 0"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("rank-00001.prof: offset 0"), std::string::npos) << cli.out;
+}
+
+TEST(DamagedInput, NotATraceDirectory) {
+  const auto cli = run_cli("/nonexistent/trace-dir");
+  EXPECT_EQ(cli.status, 2);
+  EXPECT_NE(cli.out.find("/nonexistent/trace-dir"), std::string::npos) << cli.out;
+  EXPECT_FALSE(analysis::analyze("/nonexistent/trace-dir").usable());
+}
+
+TEST(DamagedInput, HeaderAndChunkClaimingHugeSizes) {
+  TraceBuilder b(1, 42, /*standard_defs=*/false);
+  b.close("");
+  // Rewrite rank 0 by hand: a header with an absurd world size, a chunk that
+  // claims 4 GiB, and an events chunk whose record claims 2^63 ns of duration.
+  std::string data;
+  format::FileHeader h{};
+  std::memcpy(h.magic, format::kFileMagic, 8);
+  h.version = format::kFormatVersion;
+  h.header_size = sizeof h;
+  h.run_id = 42;
+  h.rank = 0;
+  h.world_size = INT32_MAX;
+  h.timer = 2;
+  data.append(reinterpret_cast<const char*>(&h), sizeof h);
+  {
+    uint32_t words[8] = {};
+    format::RecordEncoder enc(words);
+    enc.time(5, uint64_t{1} << 63);
+    const size_t n = enc.commit(1);
+    format::ChunkHeader c{};
+    c.magic = format::kChunkMagic;
+    c.type = static_cast<uint16_t>(format::ChunkType::Events);
+    c.flags = format::kChunkSealed;
+    c.used = static_cast<uint32_t>(n * 4);
+    c.capacity = static_cast<uint32_t>(format::align8(n * 4));
+    c.crc32 = format::crc32c(words, n * 4);
+    c.base_time = UINT64_MAX - 10;
+    data.append(reinterpret_cast<const char*>(&c), sizeof c);
+    data.append(reinterpret_cast<const char*>(words), c.capacity);
+  }
+  {
+    format::ChunkHeader c{};
+    c.magic = format::kChunkMagic;
+    c.type = static_cast<uint16_t>(format::ChunkType::Events);
+    c.capacity = 0xFFFFFFF8u;  // 4 GiB claimed, 64 bytes present
+    data.append(reinterpret_cast<const char*>(&c), sizeof c);
+    data.append(64, '\x01');
+  }
+  std::ofstream(b.path(0), std::ios::binary | std::ios::trunc).write(data.data(),
+                                                                      static_cast<std::streamsize>(data.size()));
+  const auto a = analysis::analyze(b.dir());  // must return, bounded
+  EXPECT_TRUE(a.damaged || !a.usable());
+  const auto cli = run_cli(b.dir());
+  EXPECT_TRUE(cli.status == 2 || cli.status == 3) << cli.out;
+  EXPECT_NE(cli.out.find("rank-00000.prof"), std::string::npos) << cli.out;
+}
+
+TEST(DamagedInput, TruncatedFileIsSalvaged) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 1 * kMs);
+    for (int k = 0; k < 2000; ++k) b.other(r, CommRank, (2 + k) * kMs, (2 + k) * kMs + 10 * kUs);
+    b.finalize(r, 3000 * kMs, 3001 * kMs);
+  }
+  b.close();
+  const uint64_t size = fs::file_size(b.path(1));
+  fs::resize_file(b.path(1), size / 2);
+  const auto a = analysis::analyze(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_TRUE(a.damaged);
+  EXPECT_TRUE(any_example_contains(a, "rank-00001.prof: offset")) << warnings_text(a);
+  const auto* r1 = rank_of(a.intervals[0], 1);
+  ASSERT_TRUE(r1);
+  EXPECT_GT(r1->calls, 100u);   // what was before the cut is analyzed
+  EXPECT_LT(r1->calls, 2000u);
+  const auto cli = run_cli(b.dir());
+  EXPECT_EQ(cli.status, 3) << cli.out;
+  EXPECT_NE(cli.out.find("truncated"), std::string::npos) << cli.out;
+}
+
+TEST(DamagedInput, RankKilledMidRunIsAnalyzedAsFarAsItGoes) {
+  TraceBuilder b(3);
+  for (int r = 0; r < 3; ++r) {
+    b.init(r, 0, 1 * kMs);
+    b.collective(r, Barrier, 2 * kMs, 3 * kMs);
+  }
+  // Rank 2 is killed (SIGKILL: no end reason, last chunk unsealed) before the
+  // second barrier; the others go on and finish.
+  for (int r = 0; r < 2; ++r) {
+    b.collective(r, Barrier, 4 * kMs, 5 * kMs);
+    b.finalize(r, 10 * kMs, 11 * kMs);
+    b.close(r);
+  }
+  b.w(2).close_without_sealing();
+  const auto a = analysis::analyze(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_FALSE(a.damaged);
+  EXPECT_TRUE(a.cut_short);
+  EXPECT_TRUE(has_warning(a, "cut short")) << warnings_text(a);
+  EXPECT_EQ(a.stats.incomplete_collectives, 1u);
+  EXPECT_EQ(a.stats.collective_instances, 2u);
+  const auto* r2 = rank_of(a.intervals[0], 2);
+  ASSERT_TRUE(r2);
+  EXPECT_NEAR(r2->time, 2e-3, 1e-12);  // MPI_Init's return to its last event
+  const auto cli = run_cli(b.dir());
+  EXPECT_EQ(cli.status, 0) << cli.out;
+  EXPECT_NE(cli.out.find("cut short"), std::string::npos) << cli.out;
+}
+
+TEST(DamagedInput, UnbalancedMarkersAreCountedNotFatal) {
+  TraceBuilder b(1);
+  b.init(0, 0, 1 * kMs);
+  b.end(0, 2 * kMs, 7);       // an end without a begin
+  b.begin(0, 3 * kMs, 1);
+  b.begin(0, 4 * kMs, 2, 2);
+  b.end(0, 5 * kMs, 1);       // ids crossing: closes 2 (implicitly) and 1
+  b.begin(0, 6 * kMs, 3, 3);  // never closed
+  b.finalize(0, 9 * kMs, 10 * kMs);
+  b.close();
+  const auto a = analysis::analyze(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_EQ(a.stats.unbalanced_markers, 3u);
+  EXPECT_TRUE(has_warning(a, "end without a begin"));
+  EXPECT_TRUE(has_warning(a, "crossing"));
+  EXPECT_TRUE(has_warning(a, "never closed"));
+  const auto* i1 = find_interval(a, 1);
+  const auto* i2 = find_interval(a, 2);
+  const auto* i3 = find_interval(a, 3);
+  ASSERT_TRUE(i1 && i2 && i3);
+  EXPECT_NEAR(i1->main.execution_time, 2e-3, 1e-12);
+  EXPECT_NEAR(i2->main.execution_time, 1e-3, 1e-12);  // closed with its parent
+  EXPECT_NEAR(i3->main.execution_time, 3e-3, 1e-12);  // closed at MPI_Finalize
+  EXPECT_EQ(run_cli(b.dir()).status, 0);
+}
+
+TEST(DamagedInput, GarbageFileAmongRanks) {
+  TraceBuilder b(2);
+  build_ring(b, 2);
+  b.close();
+  std::ofstream(b.path(1), std::ios::binary | std::ios::trunc) << std::string(4096, 'x');
+  const auto a = analysis::analyze(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_TRUE(any_example_contains(a, "bad magic")) << warnings_text(a);
+  EXPECT_EQ(run_cli(b.dir()).status, 3);
+}
+
+}  // namespace
+}  // namespace prof::test

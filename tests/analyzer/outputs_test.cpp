@@ -1,0 +1,230 @@
+// The outputs users read: the JSON report's keys and tree order
+// (spec/interfaces.md), the Chrome trace (valid JSON, one track per rank,
+// nested slices, paired flow arrows), and the text report's files and options.
+#include <sys/wait.h>
+
+#include <array>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "prof/analysis/chrome_trace.h"
+#include "prof/analysis/report.h"
+#include "trace_builder.h"
+
+namespace prof::test {
+namespace {
+
+using nlohmann::json;
+
+int run_cli(const std::string& args, std::string* out = nullptr) {
+  const std::string cmd = std::string(PROF_ANALYZE_BIN) + " --no-progress " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  std::array<char, 4096> buf;
+  std::string text;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) text.append(buf.data(), n);
+  const int st = ::pclose(p);
+  if (out) *out = text;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Three ranks, two nested intervals in a loop, a sibling interval, messages
+// both blocking and through Irecv/Wait, and an Allreduce.
+void build(TraceBuilder& b) {
+  for (int r = 0; r < 3; ++r) {
+    b.init(r, 0, 1 * kMs);
+    uint64_t t = 2 * kMs;
+    for (int k = 0; k < 2; ++k) {
+      b.begin(r, t, 1, 1);
+      b.begin(r, t + 100 * kUs, 2, 2);
+      const uint32_t rq = 0xAC000100u + static_cast<uint32_t>(k);
+      b.irecv(r, t + 200 * kUs, t + 210 * kUs, (r + 2) % 3, 4, rq);
+      b.send(r, t + 300 * kUs, t + 400 * kUs, (r + 1) % 3, 4, 1024);
+      b.wait(r, Wait, t + 500 * kUs, t + 700 * kUs, {TraceBuilder::done(rq, (r + 2) % 3, 4, 1024)});
+      b.end(r, t + 800 * kUs, 2, 2);
+      b.collective(r, Allreduce, t + 900 * kUs + r * 50 * kUs, t + 1200 * kUs);
+      b.end(r, t + 1300 * kUs, 1, 1);
+      t += 2 * kMs;
+    }
+    b.begin(r, t, 5, 4);  // unresolved call site: reported by address
+    b.end(r, t + 500 * kUs, 5, 4);
+    b.finalize(r, 20 * kMs, 21 * kMs);
+  }
+  b.close();
+}
+
+TEST(Outputs, JsonReportHasTheSpecKeysInTreeOrder) {
+  TraceBuilder b(3);
+  build(b);
+  const std::string path = b.dir() + "/report.json";
+  ASSERT_EQ(run_cli(b.dir() + " -o " + b.dir() + "/report.txt --json " + path), 0);
+  const json j = json::parse(slurp(path));
+  EXPECT_EQ(j.at("processors"), 3);
+  const auto& list = j.at("intervals");
+  ASSERT_EQ(list.size(), 4u);  // root, 1, 2 (in 1), 5
+  const char* main_keys[] = {"efficiency", "execution_time", "processors", "total_time",
+                             "productive_time", "lost_time", "mpi_time", "idle_time",
+                             "comm_time", "sendrecv_time", "collective_time", "alltoall_time",
+                             "potential_sync", "time_variation", "time_of_start"};
+  const char* comp_keys[] = {"lost_time", "idle_time", "comm_time", "mpi_time",
+                             "potential_sync", "time_variation", "time_of_start"};
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto& n = list[i];
+    for (const char* k : {"id", "level", "exe_count", "parent", "source_file", "line", "main",
+                          "comparative", "per_rank", "calls"})
+      EXPECT_TRUE(n.contains(k)) << "interval " << i << " lacks " << k;
+    for (const char* k : main_keys) EXPECT_TRUE(n.at("main").contains(k)) << k;
+    for (const char* k : comp_keys) {
+      const auto& c = n.at("comparative").at(k);
+      for (const char* f : {"min", "min_rank", "max", "max_rank", "mean"}) EXPECT_TRUE(c.contains(f));
+    }
+    for (const auto& pr : n.at("per_rank"))
+      for (const char* k : {"rank", "lost_time", "mpi_time"}) EXPECT_TRUE(pr.contains(k));
+    if (i == 0) {
+      EXPECT_TRUE(n.at("parent").is_null());
+      EXPECT_TRUE(n.at("id").is_null());
+      EXPECT_EQ(n.at("level"), 0);
+    } else {
+      // Pre-order: the parent comes earlier and is one level up.
+      const int p = n.at("parent").get<int>();
+      ASSERT_GE(p, 0);
+      ASSERT_LT(static_cast<size_t>(p), i);
+      EXPECT_EQ(list[static_cast<size_t>(p)].at("level").get<int>() + 1, n.at("level").get<int>());
+    }
+  }
+  EXPECT_EQ(list[1].at("id"), 1);
+  EXPECT_EQ(list[1].at("source_file"), "app.c");
+  EXPECT_EQ(list[1].at("line"), 100);
+  EXPECT_EQ(list[1].at("exe_count"), 2);
+  EXPECT_EQ(list[2].at("id"), 2);
+  EXPECT_EQ(list[2].at("parent"), 1);
+  EXPECT_EQ(list[3].at("id"), 5);
+  EXPECT_EQ(list[3].at("parent"), 0);
+  EXPECT_EQ(list[3].at("source_file"), "0x404abc");
+  // calls: over ranks and executions, nested intervals included, markers out.
+  EXPECT_EQ(list[1].at("calls").at("MPI_Allreduce"), 6);
+  EXPECT_EQ(list[1].at("calls").at("MPI_Send"), 6);
+  EXPECT_EQ(list[2].at("calls").at("MPI_Wait"), 6);
+  EXPECT_FALSE(list[2].at("calls").contains("MPI_Allreduce"));
+  EXPECT_EQ(list[0].at("calls").at("MPI_Irecv"), 6);
+  EXPECT_FALSE(list[0].at("calls").contains("MPI_Init"));
+  bool saw_send = false;
+  for (const auto& f : list[1].at("functions")) {
+    if (f.at("name") == "MPI_Send") {
+      saw_send = true;
+      EXPECT_EQ(f.at("bytes"), 6 * 1024);
+    }
+  }
+  EXPECT_TRUE(saw_send);
+  // The text report went to the -o file, interval by interval.
+  const std::string text = slurp(b.dir() + "/report.txt");
+  EXPECT_NE(text.find("Interval (LineNumber = 100 SourceFile = app.c) Level=1 EXE_Count=2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Interval (LineNumber = 0 SourceFile = 0x404abc) Level=1 EXE_Count=1"),
+            std::string::npos);
+  EXPECT_NE(text.find("Interval (LineNumber = 0 SourceFile = app) Level=0 EXE_Count=1"),
+            std::string::npos);
+}
+
+TEST(Outputs, FunctionsSectionOnRequest) {
+  TraceBuilder b(3);
+  build(b);
+  std::string plain, with;
+  ASSERT_EQ(run_cli(b.dir(), &plain), 0);
+  ASSERT_EQ(run_cli(b.dir() + " --functions", &with), 0);
+  EXPECT_EQ(plain.find("---MPI Functions---"), std::string::npos);
+  EXPECT_NE(with.find("---MPI Functions---"), std::string::npos);
+  EXPECT_NE(with.find("MPI_Send 6 "), std::string::npos) << with;
+}
+
+TEST(Outputs, ChromeTraceIsValidWithOneTrackPerRank) {
+  TraceBuilder b(3);
+  build(b);
+  const std::string path = b.dir() + "/trace.json";
+  ASSERT_EQ(run_cli(b.dir() + " --chrome-trace " + path), 0);
+  const json j = json::parse(slurp(path));
+  const auto& ev = j.at("traceEvents");
+  std::map<int, std::string> names;
+  std::map<int, std::vector<std::pair<double, double>>> slices;
+  std::map<long long, int> starts, finishes;
+  int mpi_slices = 0, interval_slices = 0;
+  for (const auto& e : ev) {
+    const std::string ph = e.at("ph");
+    if (ph == "M" && e.at("name") == "thread_name") {
+      EXPECT_EQ(names.count(e.at("tid")), 0u) << "track named twice";
+      names[e.at("tid")] = e.at("args").at("name");
+    } else if (ph == "X") {
+      slices[e.at("tid")].emplace_back(e.at("ts").get<double>(), e.at("dur").get<double>());
+      if (e.at("cat") == "mpi") {
+        ++mpi_slices;
+        if (e.at("name") == "MPI_Send") {
+          EXPECT_EQ(e.at("args").at("bytes"), 1024);
+        }
+      } else if (e.at("cat") == "interval") {
+        ++interval_slices;
+      }
+    } else if (ph == "s") {
+      ++starts[e.at("id").get<long long>()];
+    } else if (ph == "f") {
+      ++finishes[e.at("id").get<long long>()];
+      EXPECT_EQ(e.at("bp"), "e");
+    }
+  }
+  ASSERT_EQ(names.size(), 3u);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(names[r], "rank " + std::to_string(r));
+  EXPECT_EQ(mpi_slices, 3 * (2 + 2 * 4));   // Init, Finalize, 2 x (Irecv, Send, Wait, Allreduce)
+  EXPECT_EQ(interval_slices, 3 * (1 + 2 * 2 + 1));  // run + loop + nested + sibling
+  // Every message: one start, one finish, same id.
+  EXPECT_EQ(starts.size(), 6u);
+  EXPECT_EQ(starts, finishes);
+  // Slices on a track nest: sorted by start, each lies inside or after the previous ones.
+  for (auto& [tid, v] : slices) {
+    std::sort(v.begin(), v.end(), [](auto& x, auto& y) {
+      return x.first != y.first ? x.first < y.first : x.second > y.second;
+    });
+    std::vector<double> ends;
+    for (auto [ts, dur] : v) {
+      while (!ends.empty() && ends.back() <= ts + 1e-9) ends.pop_back();
+      if (!ends.empty()) {
+        EXPECT_LE(ts + dur, ends.back() + 1e-9) << "overlap on track " << tid;
+      }
+      ends.push_back(ts + dur);
+    }
+  }
+}
+
+TEST(Outputs, LibraryWritersAgreeWithTheBinary) {
+  TraceBuilder b(3);
+  build(b);
+  const auto a = analysis::analyze(b.dir());
+  std::ostringstream lib;
+  analysis::write_text_report(a, lib);
+  std::string cli;
+  ASSERT_EQ(run_cli(b.dir(), &cli), 0);
+  EXPECT_EQ(lib.str(), cli);
+  // And the Chrome writer through the library.
+  trace::TraceDir td = trace::TraceDir::open(b.dir());
+  std::ostringstream chrome;
+  std::string err;
+  analysis::ChromeTraceStats st;
+  ASSERT_TRUE(analysis::write_chrome_trace(td, chrome, &err, &st)) << err;
+  EXPECT_EQ(st.flows, 6u);
+  json parsed;
+  EXPECT_NO_THROW(parsed = json::parse(chrome.str()));
+  EXPECT_TRUE(parsed.contains("traceEvents"));
+}
+
+}  // namespace
+}  // namespace prof::test

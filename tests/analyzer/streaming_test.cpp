@@ -1,0 +1,140 @@
+// The streaming pass gives the same answer whatever its windows and threads:
+// tiny windows force messages, collectives and interval executions to be
+// matched across many phases (pending receives, sends arriving later,
+// instances completed by another worker, executions folded part by part).
+#include <sstream>
+
+#include "prof/analysis/report.h"
+#include "trace_builder.h"
+
+namespace prof::test {
+namespace {
+
+// Six ranks, 300 iterations: a ring exchange (blocking and Irecv/Wait), a
+// world Allreduce, a reduction among the even ranks, nested intervals, rank
+// clocks offset by whole microseconds, and a rank that stops early.
+void build(TraceBuilder& b) {
+  constexpr int R = 6;
+  const uint32_t evens = 0x84000020u;
+  for (int r = 0; r < R; ++r) {
+    if (r % 2 == 0) {
+      trace::CommDef d;
+      d.handle = evens;
+      d.global_id = 900;
+      d.ranks = {0, 2, 4};
+      b.w(r).comm(d);
+    }
+    // Rank r's clock runs r * 7 us behind rank 0's.
+    b.w(r).clock_sync({"init", 0, static_cast<double>(r * 7 * kUs), 100});
+  }
+  auto raw = [](int r, uint64_t global) { return global - static_cast<uint64_t>(r) * 7 * kUs; };
+  std::vector<uint64_t> t(R, 1 * kMs);
+  for (int r = 0; r < R; ++r) b.init(r, raw(r, 100 * kUs), raw(r, 1 * kMs));
+  const int iterations = 300;
+  for (int it = 0; it < iterations; ++it) {
+    for (int r = 0; r < R; ++r) {
+      if (r == 5 && it >= 250) continue;  // rank 5 is cut short
+      const int right = (r + 1) % R, left = (r + R - 1) % R;
+      uint64_t& now = t[static_cast<size_t>(r)];
+      now += (1 + (it * 7 + r * 3) % 5) * 10 * kUs;
+      b.begin(r, raw(r, now), 1, 1);
+      const uint32_t rq = 0xAC000000u + static_cast<uint32_t>(it % 3);
+      b.irecv(r, raw(r, now + 1 * kUs), raw(r, now + 2 * kUs), left, 3, rq);
+      b.send(r, raw(r, now + 3 * kUs), raw(r, now + 5 * kUs), right, 3);
+      b.wait(r, Wait, raw(r, now + 6 * kUs), raw(r, now + (20 + (it + r) % 7) * kUs),
+             {TraceBuilder::done(rq, left, 3, 8)});
+      b.begin(r, raw(r, now + 30 * kUs), 2, 2);
+      b.collective(r, Allreduce, raw(r, now + (31 + r) * kUs), raw(r, now + 50 * kUs));
+      if (r % 2 == 0)
+        b.collective(r, Bcast, raw(r, now + (51 + r) * kUs), raw(r, now + 60 * kUs), evens);
+      b.end(r, raw(r, now + 70 * kUs), 2, 2);
+      b.end(r, raw(r, now + 80 * kUs), 1, 1);
+      now += 100 * kUs;
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    if (r == 5) {
+      b.w(r).close_without_sealing();
+      continue;
+    }
+    b.finalize(r, raw(r, t[static_cast<size_t>(r)] + 1 * kMs), raw(r, t[static_cast<size_t>(r)] + 2 * kMs));
+    b.close(r);
+  }
+}
+
+// The first line where two reports differ ("" when equal), with its number.
+std::string first_difference(const std::string& got, const std::string& want) {
+  std::istringstream g(got), w(want);
+  std::string lg, lw;
+  for (int n = 1;; ++n) {
+    const bool more_g = static_cast<bool>(std::getline(g, lg));
+    const bool more_w = static_cast<bool>(std::getline(w, lw));
+    if (!more_g && !more_w) return "";
+    if (lg != lw || more_g != more_w)
+      return "line " + std::to_string(n) + ": got '" + lg + "', want '" + lw + "'";
+  }
+}
+
+// Everything but the warnings' examples (which instances a worker happened to
+// list first depends on how the work was split; their counts do not).
+std::string report(analysis::Analysis a) {
+  for (auto& w : a.warnings) w.examples.clear();
+  std::ostringstream out;
+  analysis::TextOptions o;
+  o.functions = true;
+  analysis::write_text_report(a, out, o);
+  std::ostringstream json;
+  analysis::write_json_report(a, json);
+  return out.str() + json.str();
+}
+
+TEST(Streaming, SameReportWhateverTheWindowsAndThreads) {
+  TraceBuilder b(6);
+  build(b);
+  analysis::Options whole;
+  whole.threads = 1;
+  whole.window_events = 1u << 30;  // one window
+  const auto reference = analysis::analyze(b.dir(), whole);
+  ASSERT_TRUE(reference.usable());
+  EXPECT_LT(reference.stats.windows, 10u);  // the pass, then a few to drain
+  EXPECT_GT(reference.stats.messages_matched, 1000u);
+  // Rank 5 stopped after 250 iterations: the last 50 Allreduces lack it.
+  EXPECT_EQ(reference.stats.incomplete_collectives, 50u);
+  const std::string want = report(reference);
+
+  for (auto [threads, window] : {std::pair{2u, 1ull}, std::pair{3u, 7ull}, std::pair{6u, 100ull},
+                                 std::pair{4u, 1000ull}}) {
+    analysis::Options o;
+    o.threads = threads;
+    o.window_events = window;
+    const auto a = analysis::analyze(b.dir(), o);
+    EXPECT_GT(a.stats.windows, 10u);
+    const std::string got = report(a);
+    EXPECT_EQ(first_difference(got, want), "")
+        << threads << " threads, windows of " << window << " events";
+  }
+}
+
+TEST(Streaming, ProgressIsReportedAndEndsAtOne) {
+  TraceBuilder b(6);
+  build(b);
+  analysis::Options o;
+  o.window_events = 64;
+  std::vector<double> seen;
+  uint64_t last_events = 0;
+  o.progress = [&](double f, uint64_t events) {
+    seen.push_back(f);
+    last_events = events;
+  };
+  const auto a = analysis::analyze(b.dir(), o);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), 1.0);
+  EXPECT_EQ(last_events, a.stats.events);
+  for (double f : seen) {
+    EXPECT_GE(f, 0.0);
+    EXPECT_LE(f, 1.0);
+  }
+}
+
+}  // namespace
+}  // namespace prof::test

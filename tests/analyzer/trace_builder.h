@@ -1,0 +1,233 @@
+// Builds small traces for the analyzer's tests with the format's TraceWriter:
+// one writer per rank in a fresh temporary directory, a fixed table of MPI
+// functions, call sites app.c:100/200/300, times in nanoseconds of a 1 ns/tick
+// monotonic timer (so every figure is exact integer arithmetic).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "prof/analysis/analysis.h"
+#include "prof/trace_reader.h"
+
+namespace prof::test {
+
+using format::FuncKind;
+using trace::Completion;
+using trace::Event;
+
+constexpr uint32_t kWorld = 0x44000000u;
+constexpr uint32_t kSelf = 0x44000001u;
+constexpr uint64_t kUs = 1000;    // ns per microsecond
+constexpr uint64_t kMs = 1000000; // ns per millisecond
+
+enum Fn : uint16_t {
+  Init = 1, Finalize, Send, Recv, Isend, Irecv, Wait, Waitall, Allreduce, Barrier, Alltoall,
+  Sendrecv, Bcast, CommRank, Ibcast, SendInit, Start, RequestFree, RecvInit, Ialltoall, Compute
+};
+
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(int ranks, uint64_t run_id = 42, bool standard_defs = true) : ranks_(ranks) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "prof-analyzer-test-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    dir_ = tmpl;
+    for (int r = 0; r < ranks; ++r) {
+      w_.push_back(std::make_unique<trace::TraceWriter>(path(r), r, ranks, run_id));
+      if (standard_defs) define(r);
+    }
+  }
+  ~TraceBuilder() {
+    w_.clear();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  const std::string& dir() const { return dir_; }
+  std::string path(int r) const {
+    char b[32];
+    std::snprintf(b, sizeof b, format::kRankFilePattern, r);
+    return (std::filesystem::path(dir_) / b).string();
+  }
+  trace::TraceWriter& w(int r) { return *w_[static_cast<size_t>(r)]; }
+
+  static void define(trace::TraceWriter& t) {
+    t.meta("ns_per_tick", "1");
+    t.meta("exe", "/home/user/app");
+    const std::pair<Fn, std::pair<FuncKind, const char*>> fns[] = {
+        {Init, {FuncKind::Other, "MPI_Init"}},
+        {Finalize, {FuncKind::Other, "MPI_Finalize"}},
+        {Send, {FuncKind::Send, "MPI_Send"}},
+        {Recv, {FuncKind::Recv, "MPI_Recv"}},
+        {Isend, {FuncKind::Isend, "MPI_Isend"}},
+        {Irecv, {FuncKind::Irecv, "MPI_Irecv"}},
+        {Wait, {FuncKind::Completion, "MPI_Wait"}},
+        {Waitall, {FuncKind::Completion, "MPI_Waitall"}},
+        {Allreduce, {FuncKind::Collective, "MPI_Allreduce"}},
+        {Barrier, {FuncKind::Collective, "MPI_Barrier"}},
+        {Alltoall, {FuncKind::AllToAll, "MPI_Alltoall"}},
+        {Sendrecv, {FuncKind::SendRecv, "MPI_Sendrecv"}},
+        {Bcast, {FuncKind::Collective, "MPI_Bcast"}},
+        {CommRank, {FuncKind::Other, "MPI_Comm_rank"}},
+        {Ibcast, {FuncKind::ICollective, "MPI_Ibcast"}},
+        {SendInit, {FuncKind::Isend, "MPI_Send_init"}},
+        {Start, {FuncKind::RequestOp, "MPI_Start"}},
+        {RequestFree, {FuncKind::RequestOp, "MPI_Request_free"}},
+        {RecvInit, {FuncKind::Irecv, "MPI_Recv_init"}},
+        {Ialltoall, {FuncKind::IAllToAll, "MPI_Ialltoall"}},
+        {Compute, {FuncKind::Other, "MPI_Comm_size"}},
+    };
+    for (const auto& [id, kn] : fns) t.function(id, kn.first, kn.second);
+    t.callsite({1, 0x401000, "app.c", 100});
+    t.callsite({2, 0x402000, "app.c", 200});
+    t.callsite({3, 0x403000, "app.c", 300});
+    t.callsite({4, 0x404abc, "", 0});  // unresolved: reported by address
+  }
+  void define(int r) { define(w(r)); }
+
+  // --- events (ns) ---
+  void other(int r, Fn f, uint64_t enter, uint64_t leave) {
+    Event e;
+    e.func = f;
+    e.kind = FuncKind::Other;
+    e.enter = enter;
+    e.leave = leave;
+    w(r).event(e);
+  }
+  void init(int r, uint64_t enter, uint64_t leave) { other(r, Init, enter, leave); }
+  void finalize(int r, uint64_t enter, uint64_t leave) { other(r, Finalize, enter, leave); }
+  void p2p(int r, Fn f, FuncKind k, uint64_t enter, uint64_t leave, int peer, int tag,
+           uint64_t bytes = 8, uint32_t comm = kWorld, uint32_t request = format::kNoRequest,
+           uint8_t flags = 0) {
+    Event e;
+    e.func = f;
+    e.kind = k;
+    e.enter = enter;
+    e.leave = leave;
+    e.peer = peer;
+    e.tag = tag;
+    e.bytes = bytes;
+    e.comm = comm;
+    e.request = request;
+    e.flags = flags;
+    w(r).event(e);
+  }
+  void send(int r, uint64_t enter, uint64_t leave, int peer, int tag, uint64_t bytes = 8) {
+    p2p(r, Send, FuncKind::Send, enter, leave, peer, tag, bytes);
+  }
+  void recv(int r, uint64_t enter, uint64_t leave, int source, int tag, uint64_t bytes = 8) {
+    p2p(r, Recv, FuncKind::Recv, enter, leave, source, tag, bytes);
+  }
+  void isend(int r, uint64_t enter, uint64_t leave, int peer, int tag, uint32_t request,
+             uint64_t bytes = 8) {
+    p2p(r, Isend, FuncKind::Isend, enter, leave, peer, tag, bytes, kWorld, request);
+  }
+  void irecv(int r, uint64_t enter, uint64_t leave, int source, int tag, uint32_t request,
+             uint8_t flags = 0, uint64_t bytes = 8) {
+    p2p(r, Irecv, FuncKind::Irecv, enter, leave, source, tag, bytes, kWorld, request, flags);
+  }
+  void wait(int r, Fn f, uint64_t enter, uint64_t leave, std::vector<Completion> done) {
+    Event e;
+    e.func = f;
+    e.kind = FuncKind::Completion;
+    e.enter = enter;
+    e.leave = leave;
+    e.completions = std::span<const Completion>(done.data(), done.size());
+    w(r).event(e);
+  }
+  static Completion done(uint32_t request, int source = -1, int tag = -1, uint64_t bytes = 0) {
+    Completion c;
+    c.request = request;
+    c.source = source;
+    c.tag = tag;
+    c.bytes = bytes;
+    return c;
+  }
+  void request_op(int r, Fn f, uint64_t enter, uint64_t leave, std::vector<uint32_t> reqs) {
+    Event e;
+    e.func = f;
+    e.kind = FuncKind::RequestOp;
+    e.enter = enter;
+    e.leave = leave;
+    e.requests = std::span<const uint32_t>(reqs.data(), reqs.size());
+    w(r).event(e);
+  }
+  void collective(int r, Fn f, uint64_t enter, uint64_t leave, uint32_t comm = kWorld,
+                  uint64_t bytes = 8, uint32_t request = format::kNoRequest) {
+    Event e;
+    e.func = f;
+    e.kind = f == Alltoall ? FuncKind::AllToAll
+             : f == Ibcast ? FuncKind::ICollective
+             : f == Ialltoall ? FuncKind::IAllToAll
+                              : FuncKind::Collective;
+    e.enter = enter;
+    e.leave = leave;
+    e.comm = comm;
+    e.root = 0;
+    e.bytes = bytes;
+    e.request = request;
+    w(r).event(e);
+  }
+  void marker(int r, uint64_t enter, uint32_t id, bool begin, uint32_t callsite = 1,
+              uint64_t duration = 0) {
+    Event e;
+    e.func = format::kMarkerFuncId;
+    e.kind = FuncKind::Marker;
+    e.enter = enter;
+    e.leave = enter + duration;
+    e.interval_id = id;
+    e.callsite = callsite;
+    e.marker_begin = begin;
+    w(r).event(e);
+  }
+  void begin(int r, uint64_t t, uint32_t id, uint32_t site = 1) { marker(r, t, id, true, site); }
+  void end(int r, uint64_t t, uint32_t id, uint32_t site = 1) { marker(r, t, id, false, site); }
+
+  // Seals every rank ("finalize" as the end reason unless told otherwise).
+  void close(const std::string& reason = "finalize") {
+    for (int r = 0; r < ranks_; ++r) close(r, reason);
+  }
+  void close(int r, const std::string& reason = "finalize") {
+    if (!reason.empty()) w(r).end(reason);
+    w(r).close();
+  }
+
+ private:
+  int ranks_;
+  std::string dir_;
+  std::vector<std::unique_ptr<trace::TraceWriter>> w_;
+};
+
+// Helpers over an Analysis.
+inline const analysis::IntervalNode* find_interval(const analysis::Analysis& a, int id,
+                                                   int line = -1, int nth = 0) {
+  for (const auto& n : a.intervals)
+    if (n.id && *n.id == id && (line < 0 || n.line == line) && nth-- == 0) return &n;
+  return nullptr;
+}
+inline const analysis::RankFigures* rank_of(const analysis::IntervalNode& n, int rank) {
+  for (const auto& f : n.per_rank)
+    if (f.rank == rank) return &f;
+  return nullptr;
+}
+inline bool has_warning(const analysis::Analysis& a, const std::string& needle) {
+  for (const auto& w : a.warnings)
+    if (w.category.find(needle) != std::string::npos) return true;
+  return false;
+}
+inline std::string warnings_text(const analysis::Analysis& a) {
+  std::string s;
+  for (const auto& w : a.warnings) {
+    s += w.category + ": " + std::to_string(w.count) + "\n";
+    for (const auto& e : w.examples) s += "  " + e + "\n";
+  }
+  return s;
+}
+
+}  // namespace prof::test
