@@ -151,6 +151,20 @@ bool in_mpi_libraries(uintptr_t a) {
   return false;
 }
 
+// The application's frame for a call that reached us: the return address when
+// the application called directly, else (Fortran and other bindings call
+// through the MPI libraries) the first frame on the stack outside them.
+uintptr_t first_frame_outside_mpi(uintptr_t return_address) {
+  if (!in_mpi_libraries(return_address)) return return_address;
+  void* frames[32];
+  const int n = backtrace(frames, 32);
+  for (int i = 0; i < n; ++i) {
+    const auto a = reinterpret_cast<uintptr_t>(frames[i]);
+    if (!in_mpi_libraries(a)) return a;
+  }
+  return return_address;
+}
+
 // ---------------------------------------------------------------------------
 // Threads and chunks.
 void seal_thread(ThreadState* ts) {
@@ -388,8 +402,10 @@ void define_comm(MPI_Comm comm, uint64_t time) {
                std::to_string(size), inter ? "1" : "0", ranks, remote}));
 }
 
+uint32_t callsite_id_for_address(uintptr_t address);
+
 void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_t init_id,
-                     uint64_t t0, uint64_t t1, int provided) {
+                     uint64_t t0, uint64_t t1, int provided, void* init_return_address) {
   logger()->set_level(spdlog::level::level_enum(cfg.log_level));
 
   int rank = 0, size = 1;
@@ -487,6 +503,11 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
                std::to_string((uint64_t(uint32_t(rank)) << 32) | 2), "0", "1", "0",
                std::to_string(rank), ""}));
 
+  // MPI_Init's call site names the root interval (the whole run) in reports.
+  define(tabs({"M", "init_callsite",
+               std::to_string(callsite_id_for_address(
+                   first_frame_outside_mpi(reinterpret_cast<uintptr_t>(init_return_address))))}));
+
   const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, cfg.sync);
   char kline[160];
   std::snprintf(kline, sizeof kline, "K\tinit\t%llu\t%.3f\t%.3f\n",
@@ -512,7 +533,7 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
 // record of MPI_Init covers it (MPI_Wtime, usable only once MPI is up, starts
 // after), then the rest of the set-up.
 template <class InitCall>
-int init_common(uint16_t id, InitCall&& call, int* provided_out) {
+int init_common(uint16_t id, InitCall&& call, int* provided_out, void* return_address) {
   Config cfg;
   std::vector<std::string> errors;
   read_config(&cfg, &errors);
@@ -531,7 +552,7 @@ int init_common(uint16_t id, InitCall&& call, int* provided_out) {
                                      ": " + why);
   const uint64_t t1 = timer_ready ? g.timer.now() : 0;
   start_recording(cfg, std::move(errors), id, t0 ? t0 : t1, t1,
-                  provided_out ? *provided_out : -1);
+                  provided_out ? *provided_out : -1, return_address);
   return rc;
 }
 
@@ -711,19 +732,7 @@ void on_raw_marker(int tag, void* return_address) {
   ThreadState* ts = tls_state;
   if (ts && ts->in_call) return;  // our own traffic or MPI calling MPI
   const format::MarkerTag m = format::decode_marker_tag(tag);
-  uintptr_t site = reinterpret_cast<uintptr_t>(return_address);
-  if (in_mpi_libraries(site)) {
-    // Fortran (or another binding): the first frame outside the MPI libraries.
-    void* frames[32];
-    const int n = backtrace(frames, 32);
-    for (int i = 0; i < n; ++i) {
-      const auto a = reinterpret_cast<uintptr_t>(frames[i]);
-      if (!in_mpi_libraries(a)) {
-        site = a;
-        break;
-      }
-    }
-  }
+  const uintptr_t site = first_frame_outside_mpi(reinterpret_cast<uintptr_t>(return_address));
   record_marker(m.id, m.begin, callsite_id_for_address(site));
 }
 
@@ -757,13 +766,14 @@ PROF_EXPORT void prof_marker_at(int id, int begin, const char* file,
 }
 
 PROF_EXPORT int MPI_Init(int* argc, char*** argv) {
-  return init_common(kId_MPI_Init, [&] { return PMPI_Init(argc, argv); }, nullptr);
+  return init_common(kId_MPI_Init, [&] { return PMPI_Init(argc, argv); }, nullptr,
+                     __builtin_return_address(0));
 }
 
 PROF_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   return init_common(
       kId_MPI_Init_thread, [&] { return PMPI_Init_thread(argc, argv, required, provided); },
-      provided);
+      provided, __builtin_return_address(0));
 }
 
 PROF_EXPORT int MPI_Finalize(void) {
