@@ -589,29 +589,52 @@ void record_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1
     bytes_scratch.resize(n);
     bytes = bytes_scratch.data();
   }
+  // bytes[i]: count (cancelled in the top bit), or kNoStatus when the status is
+  // as clear_statuses left it (send completions, failed calls): no PeerTag/Bytes.
+  constexpr uint64_t kNoStatus = ~uint64_t{0};
   for (size_t i = 0; i < n; ++i) {
     const MPI_Status* st = entries[i].status;
-    bytes[i] = ok ? status_bytes(st) : 0;
+    if (!ok) {
+      bytes[i] = kNoStatus;
+      continue;
+    }
+    bytes[i] = status_bytes(st);
     int cancelled = 0;
-    if (ok) PMPI_Test_cancelled(st, &cancelled);
+    PMPI_Test_cancelled(st, &cancelled);
     if (cancelled) bytes[i] |= format::kCancelledBit64;
-    const int src = ok ? st->MPI_SOURCE : -1, tag = ok ? st->MPI_TAG : -1;
-    wide |= wide_flags(src, tag, bytes[i] & ~format::kCancelledBit64);
+    if (st->MPI_SOURCE == MPI_ANY_SOURCE && st->MPI_TAG == MPI_ANY_TAG && bytes[i] == 0) {
+      bytes[i] = kNoStatus;
+      continue;
+    }
+    wide |= wide_flags(st->MPI_SOURCE, st->MPI_TAG, bytes[i] & ~format::kCancelledBit64);
   }
   // The cancelled bit moves to bit 31 in narrow form.
-  const size_t entry_words = 1 + ((wide & format::kWidePeerTag) ? 2 : 1) +
-                             ((wide & format::kWideBytes) ? 2 : 1);
-  const size_t per_record = (format::kMaxPayloadWords - 4) / entry_words;
+  const size_t status_words = ((wide & format::kWidePeerTag) ? 2 : 1) +
+                              ((wide & format::kWideBytes) ? 2 : 1);
   size_t i = 0;
   bool first = true;
   do {
-    const size_t take = std::min(n - i, per_record);
+    // Entries that fit: 32 at most; room kept for the bitmap and long time words.
+    size_t take = 0, words = 1;
+    while (i + take < n && take < format::kMaxCompletionEntries) {
+      const size_t ew = 1 + (bytes[i + take] == kNoStatus ? 0 : status_words);
+      if (words + ew > format::kMaxPayloadWords - 4) break;
+      words += ew;
+      ++take;
+    }
     Rec r(ts, first ? t0 : ts->last_enter, first ? t1 : ts->last_enter + (t1 - t0), ok,
-          uint8_t(wide | (first ? 0 : format::kContinuation)), 3 + 4 + take * entry_words);
+          uint8_t(wide | (first ? 0 : format::kContinuation)), 3 + 4 + words);
+    if (take > 0) {
+      uint32_t bitmap = 0;
+      for (size_t k = 0; k < take; ++k)
+        if (bytes[i + k] != kNoStatus) bitmap |= 1u << k;
+      r.enc().word(bitmap);
+    }
     for (size_t k = i; k < i + take; ++k) {
-      const MPI_Status* st = entries[k].status;
       r.enc().word(uint32_t(entries[k].request));
-      r.enc().peer_tag(ok ? st->MPI_SOURCE : -1, ok ? st->MPI_TAG : -1);
+      if (bytes[k] == kNoStatus) continue;
+      const MPI_Status* st = entries[k].status;
+      r.enc().peer_tag(st->MPI_SOURCE, st->MPI_TAG);
       const bool cancelled = bytes[k] & format::kCancelledBit64;
       const uint64_t b = bytes[k] & ~format::kCancelledBit64;
       if (wide & format::kWideBytes) r.enc().put64(b | (cancelled ? format::kCancelledBit64 : 0));

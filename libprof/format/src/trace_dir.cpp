@@ -6,9 +6,11 @@
 // outside [0, world_size), is skipped with a warning; each missing rank gets a
 // warning (the first 100, then a count).
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "prof/trace_reader.h"
 
@@ -69,12 +71,26 @@ TraceDir TraceDir::open(const std::string& dir) {
     return td;
   }
 
+  // Files are opened in parallel (indexing is per file); results keep name order.
+  std::vector<std::unique_ptr<RankTrace>> slots(names.size());
+  std::vector<std::string> errs(names.size());
+  {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < names.size();)
+        slots[i] = RankTrace::open((fs::path(dir) / names[i]).string(), &errs[i]);
+    };
+    const size_t n = std::min<size_t>(names.size(),
+                                      std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (size_t k = 1; k < n; ++k) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+  }
   std::vector<std::unique_ptr<RankTrace>> opened;
-  for (const auto& name : names) {
-    std::string err;
-    auto t = RankTrace::open((fs::path(dir) / name).string(), &err);
-    if (t) opened.push_back(std::move(t));
-    else td.warnings.push_back(err + " (rank file skipped)");
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (slots[i]) opened.push_back(std::move(slots[i]));
+    else td.warnings.push_back(errs[i] + " (rank file skipped)");
   }
   if (opened.empty()) {
     td.errors.push_back(dir + ": none of the " + std::to_string(names.size()) +

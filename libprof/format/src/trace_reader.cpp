@@ -1,11 +1,14 @@
 // RankTrace: open (map + index + definitions) and the event cursors.
 //
-// Indexing walks the chunk headers once: Definitions chunks are parsed, Events
-// chunks are verified (CRC of sealed ones) or salvaged (unsealed / truncated:
-// records are walked by their length words up to the first zero word), and
-// remembered per stream as [payload offset, decodable length, base_time].
-// Cursors then decode straight from the mapping, one record at a time, with no
-// allocation and no lookups beyond a flat function-kind table.
+// Indexing walks the chunk headers once: Definitions chunks are parsed (and
+// their CRC checked), Events chunks are remembered per stream as [payload
+// offset, decodable length, base_time] or salvaged (unsealed / truncated:
+// records are walked by their length words up to the first zero word). A
+// sealed events chunk's CRC is checked lazily, by the first cursor to enter it
+// (open then reads little more than the chunk headers; the events are read
+// once). Cursors decode straight from the mapping, one record at a time, with
+// no allocation and no lookups beyond a flat function-kind table, and drop
+// each chunk's pages from the process when they leave it (flat RSS).
 //
 // Robustness rules (the input may be anything, a fuzzer included):
 //   - every length read from the file is checked against the bytes that remain
@@ -24,6 +27,9 @@
 //     definition text without its padding, and a killed process leaves that.
 //   - MPI_COMM_WORLD / MPI_COMM_SELF, when not defined, get the global ids the
 //     shim gives them (1, and rank << 32 | 2).
+//   - crc_mismatches of events chunks (and their warnings) are counted when a
+//     cursor first enters the chunk, once per chunk whichever cursor or thread
+//     gets there; event_bytes() includes chunks whose CRC has not been checked.
 //   - stats().events counts every event any cursor decoded; bad_records,
 //     backwards_timestamps and their warnings are counted once per stream, by
 //     the first cursor to reach the stream's end (a second pass adds nothing).
@@ -41,6 +47,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -67,8 +74,8 @@ constexpr int32_t kMaxImplicitWorld = 1 << 22;
 // Warnings per category and trace (the count in ReadStats stays exact).
 constexpr int kWarnCap = 20;
 constexpr uint16_t kNoKind = 0xFFFF;
-// Most Completion entries one record can hold (3 words each at the least).
-constexpr size_t kCompletionMax = format::kMaxPayloadWords / 3 + 1;
+// Most Completion entries one record can hold.
+constexpr size_t kCompletionMax = format::kMaxCompletionEntries;
 
 inline uint32_t ld32(const uint8_t* p) {
   uint32_t v;
@@ -168,8 +175,13 @@ struct ChunkRef {
   uint64_t header_off = 0;   // file offset of the chunk header (for warnings)
   uint64_t payload_off = 0;  // file offset of the payload
   uint32_t len = 0;          // bytes to decode (used, or salvaged length)
+  uint64_t end_off = 0;      // end of the chunk's reserved space, within the file
   bool sealed = false;
   uint64_t base_time = 0;
+  uint32_t crc = 0;              // sealed: expected CRC of the `len` bytes
+  uint32_t check = kNoCheck;     // sealed: index of its lazy CRC state
+  uint32_t stream = 0;
+  static constexpr uint32_t kNoCheck = UINT32_MAX;
 };
 
 struct StreamIndex {
@@ -183,10 +195,10 @@ struct StreamIndex {
 uint32_t salvage_records(const uint8_t* p, uint64_t avail, uint64_t* records) {
   avail &= ~uint64_t{3};
   uint64_t pos = 0, n = 0;
-  while (avail - pos >= 12) {
+  while (avail - pos >= 8) {
     const uint32_t w0 = ld32(p + pos);
     if (w0 == 0) break;
-    const uint64_t bytes = 12 + uint64_t{w0 >> 24} * 4;
+    const uint64_t bytes = uint64_t{format::record_words(w0)} * 4;
     if (bytes > avail - pos) break;
     pos += bytes;
     ++n;
@@ -292,6 +304,10 @@ struct RankTrace::Impl {
   double init_t = 0, init_off = 0, final_t = 0, final_off = 0;
 
   std::vector<StreamIndex> streams;  // ordered by stream id
+  // Lazy CRC state per sealed events chunk: 0 unchecked, 1 good, 2 bad.
+  std::unique_ptr<std::atomic<uint8_t>[]> crc_state;
+  uint32_t crc_checks = 0;
+  mutable int crc_warned = 0;  // lazy CRC warnings (under mu)
   std::map<uint32_t, StreamIndex> building;  // during index()
   uint64_t event_bytes = 0;
 
@@ -324,6 +340,47 @@ struct RankTrace::Impl {
 
   const CommDef* comm_at(uint32_t handle, uint64_t t) const;
   double offset_ns(uint64_t t) const;
+
+  // Whether a chunk's records may be decoded: checks a sealed chunk's CRC the
+  // first time any cursor asks, counting and describing a mismatch once.
+  bool verify(const ChunkRef& c) const {
+    if (c.check == ChunkRef::kNoCheck) return true;
+    std::atomic<uint8_t>& st = crc_state[c.check];
+    uint8_t s = st.load(std::memory_order_acquire);
+    if (s == 0) {
+      const bool good = format::crc32c(map.data + c.payload_off, c.len) == c.crc;
+      s = good ? 1 : 2;
+      uint8_t expect = 0;
+      if (st.compare_exchange_strong(expect, s, std::memory_order_acq_rel) && !good) {
+        std::lock_guard<std::mutex> lock(mu);
+        ++stats.crc_mismatches;
+        if (++crc_warned <= kWarnCap)
+          warnings.push_back(fmt_off(path, c.header_off,
+                                     "CRC mismatch in events chunk at offset " +
+                                         std::to_string(c.header_off) + " (stream " +
+                                         std::to_string(c.stream) + "): " +
+                                         std::to_string(c.len) + " payload bytes skipped"));
+        else if (crc_warned == kWarnCap + 1)
+          warnings.push_back(path + ": more events-chunk CRC warnings not shown "
+                                    "(crc_mismatches counts them all)");
+      }
+    }
+    return s == 1;
+  }
+  // Drops the pages wholly inside a chunk from this process (the file and the
+  // page cache keep them; a later read faults them back in).
+  void release(const ChunkRef& c) const {
+    if (!map.map) return;
+    const uint64_t page = page_size();
+    const uint64_t lo = (c.header_off + page - 1) & ~(page - 1);
+    const uint64_t hi = std::min(c.end_off, map.size) & ~(page - 1);
+    if (hi > lo)
+      ::madvise(const_cast<uint8_t*>(map.data) + lo, hi - lo, MADV_DONTNEED);
+  }
+  static uint64_t page_size() {
+    static const uint64_t p = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    return p;
+  }
 };
 
 bool RankTrace::Impl::map_file(std::string* error) {
@@ -460,18 +517,22 @@ void RankTrace::Impl::index() {
   for (auto& [id, s] : building) streams.push_back(std::move(s));
   building.clear();
   reported.assign(streams.size(), false);
+  crc_state = std::make_unique<std::atomic<uint8_t>[]>(crc_checks);
+  for (uint32_t i = 0; i < crc_checks; ++i) crc_state[i].store(0, std::memory_order_relaxed);
 
   // Local time zero: the earliest first record of any stream.
   bool have_origin = false;
   for (const auto& s : streams) {
     for (const auto& c : s.chunks) {
       const uint8_t* p = d + c.payload_off;
-      if (c.len < 12) continue;
+      if (c.len < 8 || !verify(c)) continue;
       const uint32_t w0 = ld32(p);
-      if (w0 == 0 || 12 + uint64_t{w0 >> 24} * 4 > c.len) continue;
+      if (w0 == 0 || uint64_t{format::record_words(w0)} * 4 > c.len) continue;
       uint64_t t;
-      if ((w0 >> 16) & format::kLongTime) {
-        if ((w0 >> 24) < 4) continue;
+      if (format::record_short_time(w0)) {
+        t = c.base_time + (ld32(p + 4) & 0xFFFFu);
+      } else if ((w0 >> 16) & format::kLongTime) {
+        if (format::record_payload_words(w0) < 4) continue;
         t = c.base_time + ld64(p + 12);
       } else {
         t = c.base_time + ld32(p + 4);
@@ -488,6 +549,9 @@ void RankTrace::Impl::index() {
         have_origin = true;
       }
   }
+  // The walk faulted in chunk headers (and their neighbours): cursors fault in
+  // what they read, so nothing needs to stay resident.
+  if (map.map) ::madvise(map.map, map.size, MADV_DONTNEED);
 }
 
 void RankTrace::Impl::events_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail,
@@ -502,20 +566,14 @@ void RankTrace::Impl::events_chunk(const ChunkHeader& h, uint64_t off, uint64_t 
   ref.payload_off = payload;
   ref.base_time = h.base_time;
   ref.sealed = sealed;
+  ref.stream = h.stream;
+  ref.end_off = payload + std::min<uint64_t>(h.capacity, avail);
 
   if (sealed && h.used <= avail) {
-    if (format::crc32c(p, h.used) != h.crc32) {
-      ++stats.crc_mismatches;
-      warn("crc", fmt_off(path, off, "CRC mismatch in events chunk at offset " +
-                                         std::to_string(off) + where + ": " +
-                                         std::to_string(h.used) + " payload bytes skipped"));
-      if (truncated) {
-        ++stats.truncated_chunks;
-        *resume = resync(payload);
-      }
-      return;
-    }
+    // The CRC is checked when a cursor enters the chunk (verify()).
     ref.len = h.used;
+    ref.crc = h.crc32;
+    ref.check = crc_checks++;
     if (truncated) {
       // The used bytes are all there; only the reserved tail is cut.
       ++stats.truncated_chunks;
@@ -927,6 +985,7 @@ struct RankTrace::Cursor::Impl {
   const RankTrace::Impl* rt = nullptr;
   size_t stream_index = 0;
   const ChunkRef* chunk = nullptr;      // next chunk to enter
+  const ChunkRef* current = nullptr;    // chunk being decoded (its pages dropped on leaving)
   const ChunkRef* chunks_end = nullptr;
   const uint8_t* base = nullptr;        // file mapping
   const uint8_t* p = nullptr;           // next record
@@ -960,15 +1019,33 @@ struct RankTrace::Cursor::Impl {
   std::vector<Completion> comp = std::vector<Completion>(kCompletionMax);
   std::vector<uint32_t> reqs = std::vector<uint32_t>(format::kMaxPayloadWords);
 
-  ~Impl() { flush(); }
+  ~Impl() {
+    leave_chunk();
+    flush();
+  }
 
+  void leave_chunk() {
+    if (current) rt->release(*current);
+    current = nullptr;
+  }
+  // Enters the next chunk whose CRC holds (a sealed chunk is checked before
+  // any of its records is decoded; a bad one is skipped).
   bool next_chunk() {
-    if (chunk == chunks_end) return false;
-    p = base + chunk->payload_off;
-    end = p + chunk->len;
-    chain = chunk->base_time;
-    ++chunk;
-    return true;
+    leave_chunk();
+    while (chunk != chunks_end) {
+      const ChunkRef* c = chunk++;
+      if (!rt->verify(*c)) {
+        rt->release(*c);
+        continue;
+      }
+      current = c;
+      p = base + c->payload_off;
+      end = p + c->len;
+      chain = c->base_time;
+      return true;
+    }
+    p = end;
+    return false;
   }
 
   void bad(const uint8_t* at, const std::string& what) {
@@ -1014,14 +1091,32 @@ struct RankTrace::Cursor::Impl {
     fill(e, prepared);
   }
 
-  // Decodes `count` completion entries at q into comp[at...].
-  void completions(const uint8_t* q, size_t count, uint8_t flags, size_t at) {
-    if (comp.size() < at + count) comp.resize(std::max(at + count, comp.size() * 2));
+  // Decodes the completion entries of a payload of `words` words at q (a
+  // bitmap word, then per entry Request and, when its bit is set, PeerTag
+  // Bytes) into comp[at...]; returns how many. A cut entry ends the list.
+  size_t completions(const uint8_t* q, size_t words, uint8_t flags, size_t at) {
+    if (words == 0) return 0;
+    if (comp.size() < at + kCompletionMax)
+      comp.resize(std::max(at + kCompletionMax, comp.size() * 2));
     const bool wpt = flags & format::kWidePeerTag, wb = flags & format::kWideBytes;
-    for (size_t i = 0; i < count; ++i) {
+    const size_t status_words = (wpt ? 2 : 1) + (wb ? 2 : 1);
+    const uint32_t bitmap = ld32(q);
+    q += 4;
+    size_t left = words - 1, i = 0;
+    for (; i < kCompletionMax && left > 0; ++i) {
       Completion& k = comp[at + i];
+      const bool has = (bitmap >> i) & 1u;
+      if (left < 1 + (has ? status_words : 0)) break;
+      left -= 1 + (has ? status_words : 0);
       k.request = ld32(q);
       q += 4;
+      if (!has) {  // no status: what an untouched MPI status says
+        k.source = format::kAnySourceRank;
+        k.tag = format::kAnyTagValue;
+        k.bytes = 0;
+        k.cancelled = false;
+        continue;
+      }
       if (wpt) {
         k.source = static_cast<int32_t>(ld32(q));
         k.tag = static_cast<int32_t>(ld32(q + 4));
@@ -1044,14 +1139,12 @@ struct RankTrace::Cursor::Impl {
         k.bytes = b & ~uint32_t(format::kCancelledBit32);
       }
     }
-  }
-  static size_t entry_words(uint8_t flags) {
-    return 1 + ((flags & format::kWidePeerTag) ? 2 : 1) + ((flags & format::kWideBytes) ? 2 : 1);
+    return i;
   }
 
   // Whether a continuation record may follow (cheap test before absorbing).
   bool may_continue() const {
-    return end - p < 4 || (ld32(p) & (uint32_t{format::kContinuation} << 16)) != 0;
+    return end - p < 8 || (ld32(p) & (uint32_t{format::kContinuation} << 16)) != 0;
   }
 
   // After a Completion/RequestOp record holding n entries: absorbs the
@@ -1064,18 +1157,20 @@ struct RankTrace::Cursor::Impl {
         if (!next_chunk()) return n;
         continue;
       }
-      if (left < 12) return n;  // prepare() reports it
+      if (left < 8) return n;  // prepare() reports it
       const uint32_t w0 = ld32(p);
-      const uint32_t pw = w0 >> 24;
+      const uint32_t pw = format::record_payload_words(w0);
       const uint8_t flags = static_cast<uint8_t>(w0 >> 16);
-      const size_t nbytes = 12 + size_t{pw} * 4;
+      const size_t nbytes = size_t{format::record_words(w0)} * 4;
       if (w0 == 0 || nbytes > left || static_cast<uint16_t>(w0) != func ||
           !(flags & format::kContinuation))
         return n;
-      const uint8_t* q = p + 12;
+      const uint8_t* q = p + 4 * format::record_header_words(w0);
       size_t words = pw;
       uint64_t dt;
-      if (flags & format::kLongTime) {
+      if (format::record_short_time(w0)) {
+        dt = ld32(p + 4) & 0xFFFFu;
+      } else if (flags & format::kLongTime) {
         if (pw < 4) return n;  // bad: prepare() reports it
         dt = ld64(q);
         q += 16;
@@ -1086,9 +1181,7 @@ struct RankTrace::Cursor::Impl {
       chain += dt;
       p += nbytes;
       if (is_completion) {
-        const size_t k = words / entry_words(flags);
-        completions(q, k, flags, n);
-        n += k;
+        n += completions(q, words, flags, n);
       } else {
         if (reqs.size() < n + words) reqs.resize(std::max(n + words, reqs.size() * 2));
         std::memcpy(reqs.data() + n, q, words * 4);
@@ -1113,7 +1206,7 @@ void RankTrace::Cursor::Impl::bad_record(const uint8_t* at, int why, uint32_t de
   }
 }
 
-// The current chunk has fewer than 12 bytes left: reports a partial record,
+// The current chunk has fewer than 8 bytes left: reports a partial record,
 // enters the next chunk; false (and the stream's accounting) at the end.
 bool RankTrace::Cursor::Impl::chunk_end() {
   if (p != end) {
@@ -1133,12 +1226,12 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
   for (;;) {
     const uint8_t* r = p;
     const size_t left = static_cast<size_t>(end - r);
-    if (left < 12) [[unlikely]] {
+    if (left < 8) [[unlikely]] {
       if (!chunk_end()) return false;
       continue;
     }
     const uint32_t w0 = ld32(r);
-    const size_t nbytes = 12 + size_t{w0 >> 24} * 4;
+    const size_t nbytes = size_t{record_words(w0)} * 4;
     if (w0 == 0 || nbytes > left) [[unlikely]] {
       bad_record(r, w0 == 0 ? 1 : 2, static_cast<uint32_t>(nbytes));
       p = end;
@@ -1147,10 +1240,14 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
     p = r + nbytes;
     const uint32_t func = w0 & 0xFFFFu;
     const uint32_t flags = (w0 >> 16) & 0xFFu;
-    const uint8_t* q = r + 12;
-    uint32_t words = w0 >> 24;
+    const uint8_t* q = r + 4 * record_header_words(w0);
+    uint32_t words = record_payload_words(w0);
     uint64_t dt, d;
-    if (flags & kLongTime) [[unlikely]] {
+    if (record_short_time(w0)) [[likely]] {
+      const uint32_t w1 = ld32(r + 4);
+      dt = w1 & 0xFFFFu;
+      d = w1 >> 16;
+    } else if (flags & kLongTime) [[unlikely]] {
       if (words < 4) {
         bad_record(r, 3, 0);
         continue;
@@ -1258,8 +1355,7 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
       e.comm = word();
       break;
     case FuncKind::Completion: {
-      const size_t n = r.avail / entry_words(flags);
-      completions(q, n, flags, 0);
+      const size_t n = completions(q, r.avail, flags, 0);
       const size_t total = (flags & kContinuation) || !may_continue() ? n
                                                                      : absorb_continuations(func, true, n);
       e.completions = std::span<const Completion>(comp.data(), total);

@@ -15,8 +15,9 @@
 // 0x-prefixed hexadecimal, other numbers in decimal, doubles in their shortest
 // round-trip form.
 //
-// Events too large for one record (a Completion or RequestOp with more entries
-// than 255 payload words hold) are split as the shim splits them: several
+// Events too large for one record (a Completion with more than 32 entries or
+// more than 127 payload words, a RequestOp with more than 123 requests) are
+// split as the shim splits them: several
 // records of the same function, the later ones flagged kContinuation, with
 // dt_enter 0 and the same duration. The reader merges them back into one Event.
 #include <algorithm>
@@ -120,7 +121,7 @@ struct TraceWriter::Impl {
     last = &it->second;
     return *last;
   }
-  // One record: `payload` pushes the payload words (at most 251: room is kept
+  // One record: `payload` pushes the payload words (at most 123: room is kept
   // for the long-time words).
   template <class F>
   void record(Stream& s, uint16_t func, uint8_t flags, uint64_t enter, uint64_t dur, F&& payload) {
@@ -254,20 +255,38 @@ void TraceWriter::event(const Event& e) {
       });
       break;
     case FuncKind::Completion: {
+      // An entry without status (as the reader gives it) is written as such.
+      auto has_status = [](const Completion& c) {
+        return !(c.source == kAnySourceRank && c.tag == kAnyTagValue && c.bytes == 0 &&
+                 !c.cancelled);
+      };
       for (const Completion& c : e.completions) {
+        if (!has_status(c)) continue;
         if (wide_pt(c.source, c.tag)) flags |= kWidePeerTag;
         if (c.bytes > 0x7FFFFFFFu) flags |= kWideBytes;
       }
-      const size_t ew = 1 + ((flags & kWidePeerTag) ? 2 : 1) + ((flags & kWideBytes) ? 2 : 1);
-      const size_t per = (kMaxPayloadWords - 4) / ew;
+      const size_t sw = ((flags & kWidePeerTag) ? 2 : 1) + ((flags & kWideBytes) ? 2 : 1);
       size_t i = 0;
       uint8_t cont = 0;
       do {
-        const size_t n = std::min(per, e.completions.size() - i);
+        // As many entries as fit: 32 at most, the bitmap and long time words kept room for.
+        size_t n = 0, words = 1;
+        while (i + n < e.completions.size() && n < kMaxCompletionEntries) {
+          const size_t ew = 1 + (has_status(e.completions[i + n]) ? sw : 0);
+          if (words + ew > kMaxPayloadWords - 4) break;
+          words += ew;
+          ++n;
+        }
         w.record(s, func, flags | cont, e.enter, dur, [&](RecordEncoder& enc) {
+          if (n == 0) return;  // no entries: no payload
+          uint32_t bitmap = 0;
+          for (size_t k = 0; k < n; ++k)
+            if (has_status(e.completions[i + k])) bitmap |= 1u << k;
+          enc.word(bitmap);
           for (size_t k = i; k < i + n; ++k) {
             const Completion& c = e.completions[k];
             enc.word(c.request);
+            if (!has_status(c)) continue;
             enc.peer_tag(c.source, c.tag);
             if (flags & kWideBytes)
               enc.bytes((c.bytes & ~kCancelledBit64) | (c.cancelled ? kCancelledBit64 : 0));

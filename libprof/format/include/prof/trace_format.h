@@ -97,7 +97,8 @@ enum class FuncKind : uint16_t {
   SendRecv = 3,       // PeerTag Bytes PeerTag Bytes Comm   (send part, then actual receive part)
   Isend = 4,          // PeerTag Comm Bytes Request     (also Send_init & co: persistent)
   Irecv = 5,          // PeerTag Comm Bytes Request     requested source/tag (may be ANY)
-  Completion = 6,     // (Request PeerTag Bytes)*       one entry per completed request
+  Completion = 6,     // [Bitmap (Request [PeerTag Bytes])*]  one entry per completed request;
+                      // bit i of Bitmap: entry i carries its status (PeerTag Bytes)
   RequestOp = 7,      // Request*                       Start, Startall, Cancel, Request_free
   Collective = 8,     // Comm Root Bytes
   ICollective = 9,    // Comm Root Bytes Request        (nonblocking and persistent collectives)
@@ -129,7 +130,11 @@ inline constexpr int encode_marker_tag(uint16_t id, bool begin) {
 }
 
 // ---------------------------------------------------------------------------
-// Event records. A record is a 12-byte header and `payload_words` 32-bit words.
+// Event records. A record is a header and `payload_words` 32-bit words. The
+// header's first word is func(16) | flags(8) | payload_words(7) | kShortTime(1);
+// with kShortTime the header is 8 bytes (word 1: dt_enter(16) | duration(16) <<
+// 16), else 12 (RecordHeader: 32-bit dt_enter and duration, or zeros with
+// kLongTime).
 enum RecordFlag : uint8_t {
   kLongTime = 1 << 0,     // payload starts with int64 dt_enter, uint64 duration (header fields 0)
   kWidePeerTag = 1 << 1,  // every PeerTag is two words (int32 peer, int32 tag), else one packed word
@@ -145,12 +150,25 @@ enum RecordFlag : uint8_t {
 struct RecordHeader {
   uint16_t func;           // function id (>= 1); a zero first word marks free space
   uint8_t flags;           // RecordFlag bits
-  uint8_t payload_words;   // 32-bit words following the header
+  uint8_t payload_words;   // low 7 bits: 32-bit words following the header; top bit kShortTime
   uint32_t dt_enter;       // ticks since the previous record's enter (chunk base_time for the first)
   uint32_t duration;       // leave - enter, ticks
 };
 static_assert(sizeof(RecordHeader) == 12);
-inline constexpr size_t kMaxPayloadWords = 255;
+inline constexpr uint8_t kShortTime = 0x80;  // in payload_words: 8-byte header, 16-bit times
+inline constexpr size_t kMaxPayloadWords = 127;
+inline constexpr uint64_t kShortTimeLimit = 65536;  // dt_enter and duration below it: short
+
+// From a record's first word: header and payload sizes in words.
+inline constexpr uint32_t record_payload_words(uint32_t w0) { return (w0 >> 24) & 0x7Fu; }
+inline constexpr bool record_short_time(uint32_t w0) { return (w0 >> 31) != 0; }
+inline constexpr uint32_t record_header_words(uint32_t w0) { return 3u - (w0 >> 31); }
+inline constexpr uint32_t record_words(uint32_t w0) {
+  return record_header_words(w0) + record_payload_words(w0);
+}
+
+// Completion records: at most this many entries each (one bitmap word).
+inline constexpr size_t kMaxCompletionEntries = 32;
 
 // Packed PeerTag: peer in the low 16 bits, tag in the high 16 bits, both signed.
 inline constexpr bool fits_packed_peer_tag(int32_t peer, int32_t tag) {
@@ -177,21 +195,27 @@ inline constexpr uint32_t kNoComm = 0x04000000u;     // MPICH's MPI_COMM_NULL
 
 // Appends records to a caller-owned word buffer. Used by the shim's hot path and
 // by the writer that builds synthetic traces, so both encode identically.
-// Invariant: `begin()` reserves the header, the payload is pushed, `commit()`
-// stores the first header word last.
+// Order: flags, then time() (it decides the header's size), then the payload;
+// `commit()` stores the first header word last.
 class RecordEncoder {
  public:
   explicit RecordEncoder(uint32_t* at) : base_(at), p_(at + 3) {}
   void time(uint64_t dt_enter, uint64_t duration) {
-    if (dt_enter > UINT32_MAX || duration > UINT32_MAX) {
+    if (dt_enter < kShortTimeLimit && duration < kShortTimeLimit) {
+      base_[1] = static_cast<uint32_t>(dt_enter) | (static_cast<uint32_t>(duration) << 16);
+      p_ = base_ + 2;
+      short_ = 1;
+    } else if (dt_enter > UINT32_MAX || duration > UINT32_MAX) {
       flags_ |= kLongTime;
-      put64(dt_enter);
-      put64(duration);
       base_[1] = 0;
       base_[2] = 0;
+      p_ = base_ + 3;
+      put64(dt_enter);
+      put64(duration);
     } else {
       base_[1] = static_cast<uint32_t>(dt_enter);
       base_[2] = static_cast<uint32_t>(duration);
+      p_ = base_ + 3;
     }
   }
   void flag(uint8_t f) { flags_ |= f; }
@@ -218,7 +242,7 @@ class RecordEncoder {
   size_t commit(uint16_t func) {
     const size_t words = static_cast<size_t>(p_ - base_);
     const uint32_t w0 = uint32_t{func} | (uint32_t{flags_} << 16) |
-                        (static_cast<uint32_t>(words - 3) << 24);
+                        (static_cast<uint32_t>(words - 3 + short_) << 24) | (short_ << 31);
     // The header's first word goes last: a reader of a killed process's chunk
     // sees either the whole record or a zero word.
     __atomic_store_n(base_, w0, __ATOMIC_RELEASE);
@@ -228,6 +252,7 @@ class RecordEncoder {
  private:
   uint32_t* base_;
   uint32_t* p_;
+  uint32_t short_ = 0;
   uint8_t flags_ = 0;
 };
 
