@@ -646,16 +646,27 @@ void record_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1
   } while (i < n);
 }
 
+namespace {
+// Completed-request entries: on the stack up to 16, on the heap beyond (only
+// calls completing many requests at once pay an allocation).
+class EntryBuffer {
+ public:
+  explicit EntryBuffer(int n) {
+    if (n > 16) big_.resize(size_t(n));
+  }
+  CompletionEntry* data() { return big_.empty() ? small_ : big_.data(); }
+
+ private:
+  CompletionEntry small_[16];
+  std::vector<CompletionEntry> big_;
+};
+}  // namespace
+
 void record_completion_all(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                            const MPI_Request* reqs, int count, const MPI_Status* statuses,
                            int found) {
-  CompletionEntry small[16];
-  std::vector<CompletionEntry> big;
-  CompletionEntry* e = small;
-  if (count > 16) {
-    big.resize(size_t(count));
-    e = big.data();
-  }
+  EntryBuffer buffer(count);
+  CompletionEntry* e = buffer.data();
   size_t n = 0;
   if (found)
     for (int i = 0; i < count; ++i)
@@ -666,13 +677,8 @@ void record_completion_all(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t
 void record_completion_some(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                             const MPI_Request* reqs, int outcount, const int* indices,
                             const MPI_Status* statuses) {
-  CompletionEntry small[16];
-  std::vector<CompletionEntry> big;
-  CompletionEntry* e = small;
-  if (outcount > 16) {
-    big.resize(size_t(outcount));
-    e = big.data();
-  }
+  EntryBuffer buffer(outcount);
+  CompletionEntry* e = buffer.data();
   size_t n = 0;
   if (outcount != MPI_UNDEFINED)
     for (int j = 0; j < outcount; ++j) e[n++] = {reqs[indices[j]], &statuses[j]};
