@@ -239,7 +239,7 @@ struct CommQueue {
   }
 };
 
-struct Owner {
+struct alignas(64) Owner {
   FlatMap<uint64_t, uint32_t> queue_of;  // gid -> index + 1 into queues
   std::vector<CommQueue> queues;
   uint64_t last_gid = 0;                 // the communicator asked for last
@@ -292,7 +292,7 @@ struct GNode {
   bool dirty = false;   // a member closed an execution since the last fold
 };
 
-struct Rank {
+struct alignas(64) Rank {
   Rank(const RankTrace& t, const Registry& reg, size_t idx, const WorldIndex& w2i)
       : rt(&t), rank(t.rank()), index(idx), interp(t, reg, idx, w2i), cursor(t.events()) {}
 
@@ -393,16 +393,16 @@ class Engine {
     return (*world_to_index_)(w);
   }
   std::vector<SendRec>& send_box(int parity, unsigned src, unsigned dst) {
-    return send_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst];
+    return send_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
   }
   std::vector<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) {
-    return cancel_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst];
+    return cancel_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
   }
   std::vector<CollRec>& coll_box(int parity, unsigned src, unsigned dst) {
-    return coll_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst];
+    return coll_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
   }
   std::vector<ResultRec>& result_box(int parity, unsigned src, unsigned dst) {
-    return result_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst];
+    return result_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
   }
   unsigned owner_of(uint64_t gid, uint64_t seq) const {
     return static_cast<unsigned>((mix64(gid) + seq) % W_);
@@ -437,10 +437,19 @@ class Engine {
   std::vector<std::unique_ptr<Rank>> ranks_;
   unsigned W_ = 1;
   std::vector<std::vector<size_t>> worker_ranks_;
-  std::vector<std::vector<SendRec>> send_boxes_;
-  std::vector<std::vector<SendRec>> cancel_boxes_;  // cancelled sends (rare)
-  std::vector<std::vector<CollRec>> coll_boxes_;
-  std::vector<std::vector<ResultRec>> result_boxes_;
+  // Rank index -> its worker (read-only during phases; reading Rank::worker
+  // of another worker's rank would share a cache line it writes).
+  std::vector<unsigned> worker_of_;
+  // Each box on its own cache line: two workers write neighbouring boxes in
+  // the same phase (false sharing on every push otherwise).
+  template <class T>
+  struct alignas(64) Box {
+    std::vector<T> v;
+  };
+  std::vector<Box<SendRec>> send_boxes_;
+  std::vector<Box<SendRec>> cancel_boxes_;  // cancelled sends (rare)
+  std::vector<Box<CollRec>> coll_boxes_;
+  std::vector<Box<ResultRec>> result_boxes_;
   std::vector<Owner> owners_;
   std::vector<GNode> g_;
   uint32_t alive_at_fold_ = UINT32_MAX;
@@ -611,7 +620,7 @@ void Handler::send(const ChannelKey& k, double enter, double, const Event&) {
     return;
   }
   // The destination's worker queues it; when that is us, at once.
-  const unsigned dw = eng.ranks_[static_cast<size_t>(di)]->worker;
+  const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
   if (dw == w) eng.ingest_send(SendRec{k, enter}, false);
   else eng.send_box(parity, w, dw).push_back(SendRec{k, enter});
 }
@@ -619,7 +628,7 @@ void Handler::send(const ChannelKey& k, double enter, double, const Event&) {
 void Handler::cancel_send(const ChannelKey& k, double send_enter) {
   const int di = eng.index_of_world(k.dst);
   if (di < 0) return;
-  const unsigned dw = eng.ranks_[static_cast<size_t>(di)]->worker;
+  const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
   if (dw == w) eng.ingest_send(SendRec{k, send_enter}, true);
   else eng.cancel_box(parity, w, dw).push_back(SendRec{k, send_enter});
 }
@@ -785,7 +794,7 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
 
 // A member's figures go to its rank's worker (directly when that is us).
 void Engine::post(unsigned w, const ResultRec& rr, int parity, bool direct) {
-  const unsigned mw = ranks_[static_cast<size_t>(rr.rank)]->worker;
+  const unsigned mw = worker_of_[static_cast<size_t>(rr.rank)];
   if (direct || mw == w) apply(rr);
   else result_box(parity, w, mw).push_back(rr);
 }
@@ -867,13 +876,13 @@ void Engine::sweep(unsigned w, int parity, bool direct) {
 
 bool Engine::boxes_empty() const {
   for (const auto& b : send_boxes_)
-    if (!b.empty()) return false;
+    if (!b.v.empty()) return false;
   for (const auto& b : cancel_boxes_)
-    if (!b.empty()) return false;
+    if (!b.v.empty()) return false;
   for (const auto& b : coll_boxes_)
-    if (!b.empty()) return false;
+    if (!b.v.empty()) return false;
   for (const auto& b : result_boxes_)
-    if (!b.empty()) return false;
+    if (!b.v.empty()) return false;
   return true;
 }
 
@@ -1092,6 +1101,7 @@ void Engine::setup() {
     prev = w;
     worker_ranks_[w].push_back(i);
     ranks_[i]->worker = w;
+    worker_of_.push_back(w);
     done += traces[i]->event_bytes() + 1;
   }
   for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
