@@ -1314,10 +1314,10 @@ void Engine::finish(Analysis& a) {
   }
 
   // Pre-order walk.
-  std::vector<std::pair<uint32_t, int>> todo{{0, -1}};
-  while (!todo.empty()) {
-    auto [gi, parent] = todo.back();
-    todo.pop_back();
+  std::vector<std::pair<uint32_t, int>> pending{{0, -1}};
+  while (!pending.empty()) {
+    auto [gi, parent] = pending.back();
+    pending.pop_back();
     const GNode& gn = g[gi];
     IntervalNode node;
     node.parent = parent;
@@ -1436,7 +1436,7 @@ void Engine::finish(Analysis& a) {
     const int index = static_cast<int>(a.intervals.size());
     if (parent >= 0) a.intervals[static_cast<size_t>(parent)].children.push_back(index);
     a.intervals.push_back(std::move(node));
-    for (size_t c = gn.children.size(); c-- > 0;) todo.emplace_back(gn.children[c], index);
+    for (size_t c = gn.children.size(); c-- > 0;) pending.emplace_back(gn.children[c], index);
   }
 }
 
