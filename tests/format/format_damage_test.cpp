@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "format_test_util.h"
 #include "prof/trace_reader.h"
 
 namespace {
@@ -25,16 +26,6 @@ namespace fs = std::filesystem;
 using Bytes = std::vector<unsigned char>;
 
 constexpr uint32_t kWorld = 0x44000000u;
-
-std::string temp_dir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  fs::path p = fs::temp_directory_path() /
-               ("prof_format_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-                std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
 
 Bytes read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -255,8 +246,9 @@ TEST(FormatDamage, TruncatedInsideLastChunkKeepsItsCompleteRecords) {
   fs::remove_all(dir);
 }
 
-// A killed writer may leave the last definitions chunk without its alignment
-// padding (the shim appends the text with pwrite): nothing is lost, no warning.
+// A writer killed between a definitions chunk's text and its alignment padding
+// (the shim writes them with separate pwrites) leaves the last chunk a few bytes
+// short: nothing is lost, no warning.
 TEST(FormatDamage, MissingPaddingOfLastChunkIsNormal) {
   const std::string dir = temp_dir();
   const std::string path = dir + "/rank-00000.prof";

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "format_test_util.h"
 #include "prof/trace_reader.h"
 
 namespace {
@@ -25,16 +26,6 @@ namespace fs = std::filesystem;
 constexpr uint32_t kWorld = 0x44000000u;
 constexpr uint32_t kSelf = 0x44000001u;
 constexpr uint64_t GiB = uint64_t{1} << 30;
-
-std::string temp_dir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  fs::path p = fs::temp_directory_path() /
-               ("prof_format_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-                std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
 
 // Function ids used below: id = kind + 1.
 uint16_t fid(FuncKind k) { return static_cast<uint16_t>(k) + 1; }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "format_test_util.h"
 #include "prof/trace_reader.h"
 
 #ifndef PROF_DUMP_PATH
@@ -21,16 +22,6 @@ using namespace prof;
 using namespace prof::trace;
 using format::FuncKind;
 namespace fs = std::filesystem;
-
-std::string temp_dir() {
-  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-  fs::path p = fs::temp_directory_path() /
-               ("prof_format_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
-                std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
 
 struct DumpResult {
   int status = -1;

@@ -34,13 +34,7 @@ static void ring(MPI_Comm c, int tag) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ex_open();
-  ex_other("MPI_Init");
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  ex_other("MPI_Comm_rank");
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  ex_other("MPI_Comm_size");
+  ex_init(&argc, &argv, &rank, &size);
   const MPI_Comm W = MPI_COMM_WORLD;
   char key[64];
 
@@ -161,11 +155,5 @@ int main(int argc, char** argv) {
   ex_other("MPI_Comm_free");
   EX_MARKER(7, 0);
 
-  MPI_Finalize();
-  ex_other("MPI_Finalize");
-  if (ex_failures()) {
-    fprintf(stderr, "comms: rank %d: %d wrong MPI result(s)\n", rank, ex_failures());
-    return 1;
-  }
-  return 0;
+  return ex_finalize("comms", rank);
 }

@@ -51,13 +51,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   int rank, size;
-  MPI_Init(&argc, &argv);
-  ex_open();
-  ex_other("MPI_Init");
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  ex_other("MPI_Comm_rank");
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  ex_other("MPI_Comm_size");
+  ex_init(&argc, &argv, &rank, &size);
   if (size != 2) {
     fprintf(stderr, "crash: run with 2 ranks\n");
     MPI_Abort(MPI_COMM_WORLD, 2);

@@ -231,3 +231,23 @@ void ex_fail(const char* file, int line, const char* cond, const char* fmt, ...)
 }
 
 int ex_failures(void) { return atomic_load(&g_failures); }
+
+void ex_init(int* argc, char*** argv, int* rank, int* size) {
+  MPI_Init(argc, argv);
+  ex_open();
+  ex_other("MPI_Init");
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  ex_other("MPI_Comm_rank");
+  MPI_Comm_size(MPI_COMM_WORLD, size);
+  ex_other("MPI_Comm_size");
+}
+
+int ex_finalize(const char* program, int rank) {
+  MPI_Finalize();
+  ex_other("MPI_Finalize");
+  if (ex_failures()) {
+    fprintf(stderr, "%s: rank %d: %d wrong MPI result(s)\n", program, rank, ex_failures());
+    return 1;
+  }
+  return 0;
+}

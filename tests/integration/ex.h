@@ -40,6 +40,14 @@ extern "C" {
 /* Opens the log of this process (after MPI_Init; uses PMPI_Comm_rank) and writes
  * the directives for MPI_COMM_WORLD and MPI_COMM_SELF membership. */
 void ex_open(void);
+
+/* The opening every program shares: MPI_Init, ex_open, MPI_Comm_rank and
+ * MPI_Comm_size, each call logged. */
+void ex_init(int* argc, char*** argv, int* rank, int* size);
+
+/* The ending: MPI_Finalize, logged, then the program's verdict: 0, or 1 with
+ * a message naming the program, the rank and how many MPI results were wrong. */
+int ex_finalize(const char* program, int rank);
 int ex_rank(void);
 int ex_size(void);
 /* Thread number for the lines this thread logs (0: the main thread). */

@@ -10,13 +10,7 @@
 
 int main(int argc, char** argv) {
   int rank, size;
-  MPI_Init(&argc, &argv);
-  ex_open();
-  ex_other("MPI_Init");
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  ex_other("MPI_Comm_rank");
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  ex_other("MPI_Comm_size");
+  ex_init(&argc, &argv, &rank, &size);
   const MPI_Comm W = MPI_COMM_WORLD;
   EX_MARKER(5, 1);
 
@@ -95,11 +89,5 @@ int main(int argc, char** argv) {
   EX_CHECK(d[2] == 3.0, "Ibcast %g", d[2]);
 
   EX_MARKER(5, 0);
-  MPI_Finalize();
-  ex_other("MPI_Finalize");
-  if (ex_failures()) {
-    fprintf(stderr, "ring: rank %d: %d wrong MPI result(s)\n", rank, ex_failures());
-    return 1;
-  }
-  return 0;
+  return ex_finalize("ring", rank);
 }

@@ -545,13 +545,7 @@ static void collectives(void) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ex_open();
-  ex_other("MPI_Init");
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  ex_other("MPI_Comm_rank");
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  ex_other("MPI_Comm_size");
+  ex_init(&argc, &argv, &rank, &size);
   if (size != 2) {
     fprintf(stderr, "semantics: run with 2 ranks\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -586,11 +580,5 @@ int main(int argc, char** argv) {
   }
   EX_MARKER(1, 0);
 
-  MPI_Finalize();
-  ex_other("MPI_Finalize");
-  if (ex_failures()) {
-    fprintf(stderr, "semantics: rank %d: %d wrong MPI result(s)\n", rank, ex_failures());
-    return 1;
-  }
-  return 0;
+  return ex_finalize("semantics", rank);
 }
