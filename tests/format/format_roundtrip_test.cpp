@@ -959,10 +959,13 @@ TEST(FormatMarkers, TagRoundTrip) {
 TEST(FormatCrc, Crc32cCheckValueAndPathsAgree) {
   EXPECT_EQ(format::crc32c("123456789", 9), 0xE3069283u);  // the CRC-32C check value
   std::mt19937 rng(7);
-  std::vector<unsigned char> buf(5000);
+  // Long enough for the three-lane path (blocks of 3 x kCrcLane) and its tail.
+  std::vector<unsigned char> buf(5 * 3 * format::detail::kCrcLane + 5000);
   for (auto& b : buf) b = static_cast<unsigned char>(rng());
+  const size_t block = 3 * format::detail::kCrcLane;
   for (size_t off : {0u, 1u, 3u, 7u})
-    for (size_t n : {0u, 1u, 15u, 16u, 17u, 100u, 4093u})
+    for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{100},
+                     size_t{4093}, block - 1, block, block + 1, 2 * block + 13, 5 * block + 4093})
       EXPECT_EQ(format::crc32c(buf.data() + off, n),
                 ~format::detail::crc32c_sw(buf.data() + off, n, ~0u))
           << off << " " << n;
