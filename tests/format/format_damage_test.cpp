@@ -319,6 +319,58 @@ TEST(FormatDamage, FlippedBitInSealedChunk) {
   fs::remove_all(dir);
 }
 
+// Chunks up to 16 MiB are read into a cursor's buffer; larger ones (a
+// PROF_BUFFER_MB above 16) are decoded from the file mapping. Both paths must
+// decode the same events and skip a chunk whose CRC fails.
+TEST(FormatDamage, ChunkAboveTheReadLimitDecodesFromTheMapping) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/rank-00000.prof";
+  const uint32_t kBig = 20u << 20;
+  const uint64_t n = kBig / kSendRecordBytes + 1000;  // fills the big chunk, then a small one
+  {
+    TraceWriter tw(path, 0, 1, 1, format::TimerKind::Monotonic, kBig);
+    tw.function(1, FuncKind::Send, "MPI_Send");
+    Event e;
+    e.kind = FuncKind::Send;
+    e.func = 1;
+    e.comm = kWorld;
+    for (uint64_t i = 0; i < n; ++i) {
+      e.enter = 1000 + 10 * i;
+      e.leave = e.enter + 3;
+      e.peer = static_cast<int32_t>(i % 4);
+      e.tag = static_cast<int32_t>(i % 100);
+      e.bytes = i;
+      tw.event(e);
+    }
+  }
+  Bytes b = read_file(path);
+  auto ev = event_chunks_of(b);
+  ASSERT_EQ(ev.size(), 2u);
+  ASSERT_GT(ev[0].h.used, 16u << 20);
+  ASSERT_LT(ev[1].h.used, 1u << 20);
+  const uint64_t in_big = ev[0].h.used / kSendRecordBytes;
+
+  auto read_all = [&](uint64_t first) {
+    auto t = RankTrace::open(path, nullptr);
+    EXPECT_TRUE(t);
+    auto c = t->events();
+    Event g;
+    uint64_t i = first, bad = 0;
+    while (c.next(g)) {
+      bad += g.bytes != i || g.enter != 1000 + 10 * i || g.peer != static_cast<int32_t>(i % 4);
+      ++i;
+    }
+    EXPECT_EQ(bad, 0u);
+    EXPECT_EQ(i, n);
+    return t->stats().crc_mismatches;
+  };
+  EXPECT_EQ(read_all(0), 0u);
+  b[ev[0].off + 32 + (12u << 20)] ^= 0x04;  // inside the big chunk
+  write_file(path, b);
+  EXPECT_EQ(read_all(in_big), 1u);  // the big chunk skipped, the small one read
+  fs::remove_all(dir);
+}
+
 TEST(FormatDamage, FlippedBitInDefinitionsChunk) {
   const std::string dir = temp_dir();
   Written w = write_sends(dir, 10);

@@ -6,9 +6,14 @@
 // records are walked by their length words up to the first zero word). A
 // sealed events chunk's CRC is checked lazily, by the first cursor to enter it
 // (open then reads little more than the chunk headers; the events are read
-// once). Cursors decode straight from the mapping, one record at a time, with
-// no allocation and no lookups beyond a flat function-kind table, and drop
-// each chunk's pages from the process when they leave it (flat RSS).
+// once). A cursor reads each chunk with pread() into a buffer of its own that
+// it reuses (mapped pages of a file in the page cache cost a fault each, and
+// under a hypervisor that was 3x the CRC and copy together), checks the CRC
+// there, then decodes one record at a time, with no allocation and no lookups
+// beyond a flat function-kind table. Chunks above kReadChunkMax (and files
+// that are not regular) are decoded from the mapping instead, whose pages are
+// dropped from the process when the cursor leaves them. Either way the memory
+// held is one chunk per cursor (flat RSS).
 //
 // Robustness rules (the input may be anything, a fuzzer included):
 //   - every length read from the file is checked against the bytes that remain
@@ -165,11 +170,17 @@ struct Mapping {
   const uint8_t* data = nullptr;
   uint64_t size = 0;
   void* map = nullptr;
+  int fd = -1;               // kept open with the mapping, for pread of chunks
   std::vector<uint8_t> buf;  // fallback when mmap is not possible
   ~Mapping() {
     if (map) ::munmap(map, size);
+    if (fd >= 0) ::close(fd);
   }
 };
+
+// Larger events chunks are decoded from the mapping, not copied into a
+// cursor's buffer (the shim writes at most PROF_BUFFER_MB, 1 MiB by default).
+constexpr uint32_t kReadChunkMax = 16u << 20;
 
 struct ChunkRef {
   uint64_t header_off = 0;   // file offset of the chunk header (for warnings)
@@ -343,12 +354,13 @@ struct RankTrace::Impl {
 
   // Whether a chunk's records may be decoded: checks a sealed chunk's CRC the
   // first time any cursor asks, counting and describing a mismatch once.
-  bool verify(const ChunkRef& c) const {
+  // `data` holds the chunk's c.len payload bytes.
+  bool verify(const ChunkRef& c, const uint8_t* data) const {
     if (c.check == ChunkRef::kNoCheck) return true;
     std::atomic<uint8_t>& st = crc_state[c.check];
     uint8_t s = st.load(std::memory_order_acquire);
     if (s == 0) {
-      const bool good = format::crc32c(map.data + c.payload_off, c.len) == c.crc;
+      const bool good = format::crc32c(data, c.len) == c.crc;
       s = good ? 1 : 2;
       uint8_t expect = 0;
       if (st.compare_exchange_strong(expect, s, std::memory_order_acq_rel) && !good) {
@@ -366,6 +378,29 @@ struct RankTrace::Impl {
       }
     }
     return s == 1;
+  }
+  // The payload of events chunk c: read into `buf` (grown as needed) when the
+  // file can be read so, else (or if the read fails) in the mapping. Sets
+  // *copied to whether it is in `buf`.
+  const uint8_t* chunk_payload(const ChunkRef& c, std::vector<uint8_t>& buf,
+                               bool* copied) const {
+    *copied = false;
+    if (map.fd < 0 || c.len > kReadChunkMax) return map.data + c.payload_off;
+    if (buf.size() < c.len) buf.resize(std::max<size_t>(c.len, buf.size() * 2));
+    size_t got = 0;
+    while (got < c.len) {
+      const ssize_t n = ::pread(map.fd, buf.data() + got, c.len - got,
+                                static_cast<off_t>(c.payload_off + got));
+      if (n > 0) {
+        got += static_cast<size_t>(n);
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else {
+        return map.data + c.payload_off;  // the mapping still has it
+      }
+    }
+    *copied = true;
+    return buf.data();
   }
   // Drops the pages wholly inside a chunk from this process (the file and the
   // page cache keep them; a later read faults them back in).
@@ -406,8 +441,9 @@ bool RankTrace::Impl::map_file(std::string* error) {
       map.map = m;
       map.size = static_cast<uint64_t>(st.st_size);
       map.data = static_cast<const uint8_t*>(m);
+      map.fd = fd;
       ::madvise(m, map.size, MADV_SEQUENTIAL);
-      ::close(fd);
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
       return true;
     }
   }
@@ -525,7 +561,7 @@ void RankTrace::Impl::index() {
   for (const auto& s : streams) {
     for (const auto& c : s.chunks) {
       const uint8_t* p = d + c.payload_off;
-      if (c.len < 8 || !verify(c)) continue;
+      if (c.len < 8 || !verify(c, p)) continue;
       const uint32_t w0 = ld32(p);
       if (w0 == 0 || uint64_t{format::record_words(w0)} * 4 > c.len) continue;
       uint64_t t;
@@ -985,9 +1021,11 @@ struct RankTrace::Cursor::Impl {
   const RankTrace::Impl* rt = nullptr;
   size_t stream_index = 0;
   const ChunkRef* chunk = nullptr;      // next chunk to enter
-  const ChunkRef* current = nullptr;    // chunk being decoded (its pages dropped on leaving)
+  const ChunkRef* current = nullptr;    // chunk being decoded
   const ChunkRef* chunks_end = nullptr;
-  const uint8_t* base = nullptr;        // file mapping
+  const uint8_t* data = nullptr;        // current chunk's payload (buffer or mapping)
+  bool copied = false;                  // data is in `buffer` (else: in the mapping)
+  std::vector<uint8_t> buffer;          // chunks read with pread, reused
   const uint8_t* p = nullptr;           // next record
   const uint8_t* end = nullptr;         // end of the current chunk's records
   uint64_t chain = 0;                   // previous enter in the chunk (base_time first)
@@ -1025,7 +1063,7 @@ struct RankTrace::Cursor::Impl {
   }
 
   void leave_chunk() {
-    if (current) rt->release(*current);
+    if (current && !copied) rt->release(*current);
     current = nullptr;
   }
   // Enters the next chunk whose CRC holds (a sealed chunk is checked before
@@ -1034,12 +1072,13 @@ struct RankTrace::Cursor::Impl {
     leave_chunk();
     while (chunk != chunks_end) {
       const ChunkRef* c = chunk++;
-      if (!rt->verify(*c)) {
-        rt->release(*c);
+      data = rt->chunk_payload(*c, buffer, &copied);
+      if (!rt->verify(*c, data)) {
+        if (!copied) rt->release(*c);
         continue;
       }
       current = c;
-      p = base + c->payload_off;
+      p = data;
       end = p + c->len;
       chain = c->base_time;
       return true;
@@ -1051,7 +1090,7 @@ struct RankTrace::Cursor::Impl {
   void bad(const uint8_t* at, const std::string& what) {
     ++bad_records;
     if (++bad_warnings <= kWarnCap)
-      warnings.push_back(fmt_off(rt->path, static_cast<uint64_t>(at - base),
+      warnings.push_back(fmt_off(rt->path, current->payload_off + static_cast<uint64_t>(at - data),
                                  "bad record (stream " + std::to_string(stream_id) + "): " + what));
   }
 
@@ -1408,7 +1447,6 @@ RankTrace::Cursor RankTrace::stream(size_t index) const {
   auto c = std::make_unique<Cursor::Impl>();
   c->rt = impl_.get();
   c->stream_index = index;
-  c->base = impl_->map.data;
   c->kinds = impl_->kinds.data();
   c->nkinds = impl_->kinds.size();
   if (index < impl_->streams.size()) {
