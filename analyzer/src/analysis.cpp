@@ -52,6 +52,7 @@
 #include <thread>
 
 #include "interpret.h"
+#include "mailbox.h"
 #include "prof/analysis/analysis.h"
 
 namespace prof::analysis {
@@ -392,16 +393,16 @@ class Engine {
   int index_of_world(int32_t w) const {
     return (*world_to_index_)(w);
   }
-  std::vector<SendRec>& send_box(int parity, unsigned src, unsigned dst) {
+  Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) {
     return send_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
   }
-  std::vector<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) {
+  Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) {
     return cancel_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
   }
-  std::vector<CollRec>& coll_box(int parity, unsigned src, unsigned dst) {
+  Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) {
     return coll_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
   }
-  std::vector<ResultRec>& result_box(int parity, unsigned src, unsigned dst) {
+  Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) {
     return result_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
   }
   unsigned owner_of(uint64_t gid, uint64_t seq) const {
@@ -444,7 +445,7 @@ class Engine {
   // the same phase (false sharing on every push otherwise).
   template <class T>
   struct alignas(64) Box {
-    std::vector<T> v;
+    Mailbox<T> v;
   };
   std::vector<Box<SendRec>> send_boxes_;
   std::vector<Box<SendRec>> cancel_boxes_;  // cancelled sends (rare)
@@ -1105,10 +1106,10 @@ void Engine::setup() {
     done += traces[i]->event_bytes() + 1;
   }
   for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
-  send_boxes_.assign(2 * W_ * W_, {});
-  cancel_boxes_.assign(2 * W_ * W_, {});
-  coll_boxes_.assign(2 * W_ * W_, {});
-  result_boxes_.assign(2 * W_ * W_, {});
+  send_boxes_ = std::vector<Box<SendRec>>(2 * W_ * W_);
+  cancel_boxes_ = std::vector<Box<SendRec>>(2 * W_ * W_);
+  coll_boxes_ = std::vector<Box<CollRec>>(2 * W_ * W_);
+  result_boxes_ = std::vector<Box<ResultRec>>(2 * W_ * W_);
   owners_.resize(W_);
   if (t_first_ < kInf) win_end_ = t_first_ + delta_;
   g_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, 0, 0, kInf, false});
@@ -1137,6 +1138,7 @@ Analysis Engine::run() {
           if (!failed_.exchange(true)) failure_ = ex.what();
         }
       }
+      Mailbox<SendRec>::publish();
       bar.arrive_and_wait();
     }
   };
