@@ -1313,12 +1313,12 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
       d = ld32(r + 8);
     }
     chain += dt;  // a signed (backwards) dt wraps correctly
-    FuncInfo fi;
-    if (func < nkinds) [[likely]] {
-      fi = kinds[func];
-    } else {
-      fi = func == kMarkerFuncId ? marker_info : FuncInfo{};
-    }
+    // A pointer into the table, not a copy: a copy went through the stack in
+    // pieces and the indexed byte load of `need` stalled on store forwarding.
+    static const FuncInfo kUndefined{};
+    const FuncInfo& fi = func < nkinds ? kinds[func]
+                         : func == kMarkerFuncId ? marker_info
+                                                 : kUndefined;
     if (fi.kind == kNoKind) [[unlikely]] {
       bad_record(r, 4, func);
       continue;
