@@ -412,6 +412,7 @@ class Engine {
   void setup();
   void phase_body(unsigned w);
   void on_phase_end();
+  void publish(unsigned w);
   void decode(Rank& r, unsigned w, int parity, int phase);
   void finish_rank(Rank& r);
   void end_root(Rank& r, double t);
@@ -914,6 +915,17 @@ void Engine::phase_body(unsigned w) {
   for (size_t i : worker_ranks_[w]) decode(*ranks_[i], w, p, phase_);
 }
 
+// What worker w wrote this phase becomes readable after the barrier.
+void Engine::publish(unsigned w) {
+  const int p = phase_ & 1;
+  for (unsigned d = 0; d < W_; ++d) {
+    send_box(p, w, d).publish();
+    cancel_box(p, w, d).publish();
+    coll_box(p, w, d).publish();
+    result_box(p, w, d).publish();
+  }
+}
+
 void Engine::on_phase_end() {
   ++phase_;
   ++windows_;
@@ -1138,7 +1150,7 @@ Analysis Engine::run() {
           if (!failed_.exchange(true)) failure_ = ex.what();
         }
       }
-      Mailbox<SendRec>::publish();
+      publish(w);
       bar.arrive_and_wait();
     }
   };

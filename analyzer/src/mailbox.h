@@ -10,8 +10,9 @@
 // still misses once per line, but in sequence, which the prefetcher hides.
 //
 // Invariants: T is trivially copyable and a multiple of 8 bytes; the writer
-// calls publish() (a store fence: non-temporal stores are weakly ordered)
-// before the barrier that hands the records over.
+// calls publish() on each box it wrote before the barrier that hands the
+// records over (it flushes the staged records and fences the streamed stores);
+// the reader reads and clears only after that barrier.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +30,12 @@ namespace prof::analysis::detail {
 template <class T>
 class Mailbox {
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) % 8 == 0);
+  // Records are staged with ordinary stores and streamed out kStage at a time:
+  // kStage * sizeof(T) is a multiple of 64, so every flush writes whole lines
+  // of a 64-aligned array, and loading the staged records long after they were
+  // stored avoids the store-forwarding stall of streaming a record the caller
+  // has just assembled on the stack.
+  static constexpr size_t kStage = 8;
 
  public:
   Mailbox() = default;
@@ -36,42 +43,59 @@ class Mailbox {
   Mailbox& operator=(const Mailbox&) = delete;
   ~Mailbox() { std::free(data_); }
 
+  // Reader side (after the barrier): the records published.
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
   const T* begin() const { return data_; }
   const T* end() const { return data_ + size_; }
   void clear() { size_ = 0; }
 
+  // Writer side.
   void push_back(const T& x) {
-    if (size_ == cap_) grow();
-#if defined(__x86_64__)
-    long long w[sizeof(T) / 8];
-    std::memcpy(w, &x, sizeof(T));
-    long long* to = reinterpret_cast<long long*>(data_ + size_);
-    for (size_t i = 0; i < sizeof(T) / 8; ++i) _mm_stream_si64(to + i, w[i]);
-#else
-    std::memcpy(data_ + size_, &x, sizeof(T));
-#endif
-    ++size_;
+    stage_[staged_++] = x;
+    if (staged_ == kStage) flush(kStage);
   }
-
-  // Makes this worker's appends visible before it arrives at the barrier.
-  static void publish() {
+  // Hands what was pushed to the reader: call before the barrier.
+  void publish() {
+    if (staged_) flush(staged_);
 #if defined(__x86_64__)
-    _mm_sfence();
+    _mm_sfence();  // streamed stores are weakly ordered
 #endif
   }
 
  private:
-  void grow() {
-    const size_t cap = cap_ ? 2 * cap_ : 1024;
-    void* d = std::realloc(data_, cap * sizeof(T));
+  void flush(size_t n) {
+    if (size_ + n > cap_) grow(size_ + n);
+    T* to = data_ + size_;
+#if defined(__x86_64__)
+    if (n == kStage) {
+      const auto* from = reinterpret_cast<const __m128i*>(stage_);
+      auto* out = reinterpret_cast<__m128i*>(to);
+      for (size_t i = 0; i < kStage * sizeof(T) / 16; ++i)
+        _mm_stream_si128(out + i, _mm_load_si128(from + i));
+    } else {
+      std::memcpy(to, stage_, n * sizeof(T));
+    }
+#else
+    std::memcpy(to, stage_, n * sizeof(T));
+#endif
+    size_ += n;
+    staged_ = 0;
+  }
+  void grow(size_t need) {
+    size_t cap = cap_ ? 2 * cap_ : 1024;
+    while (cap < need) cap *= 2;
+    void* d = std::aligned_alloc(64, cap * sizeof(T));  // cap * sizeof(T): a multiple of 64
     if (!d) throw std::bad_alloc();
+    if (size_) std::memcpy(d, data_, size_ * sizeof(T));
+    std::free(data_);
     data_ = static_cast<T*>(d);
     cap_ = cap;
   }
-  T* data_ = nullptr;
+  T* data_ = nullptr;  // 64-aligned
   size_t size_ = 0, cap_ = 0;
+  alignas(64) T stage_[kStage];
+  size_t staged_ = 0;
 };
 
 }  // namespace prof::analysis::detail
