@@ -189,6 +189,7 @@ __thread uint32_t discard_buffer[format::kMaxRecordWords * 2];
 constexpr size_t kFirstChunkBytes = 64 * 1024;
 
 void map_first_or_next(ThreadState* ts) {
+  ts->cx.reset();  // a chunk decodes on its own
   const size_t bytes = std::min<size_t>(
       ts->next_chunk_bytes ? ts->next_chunk_bytes : kFirstChunkBytes, rt->cfg.buffer_bytes);
   format::ChunkHeader* h = rt->file.map_event_chunk(bytes, ts->stream, ts->last_enter);

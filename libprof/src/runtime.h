@@ -46,6 +46,7 @@ struct ThreadState {
   size_t next_chunk_bytes = 0; // doubles from 64 KiB up to PROF_BUFFER_MB: a thread
                                // that makes few calls costs little file and memory
   uint64_t last_enter = 0;     // enter time of the previous record (dt base)
+  format::ChunkContext cx;     // comm and request high half later records of the chunk reuse
   uint32_t stream = 0;
   bool in_call = false;
   bool attached = false;
@@ -188,7 +189,7 @@ PROF_HOT void record_p2p(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t
                        uint8_t flags) {
   Rec r(ts, t0, t1, ok, flags | wide_flags(peer, tag, bytes), 16);
   r.enc().peer_tag(peer, tag);
-  r.enc().word(static_cast<uint32_t>(comm));
+  r.enc().comm(static_cast<uint32_t>(comm), ts->cx);
   r.enc().bytes(bytes);
   r.commit(func);
 }
@@ -198,9 +199,8 @@ PROF_HOT void record_p2p_start(ThreadState* ts, uint16_t func, uint64_t t0, uint
                              uint8_t flags, MPI_Request request) {
   Rec r(ts, t0, t1, ok, flags | wide_flags(peer, tag, bytes), 16);
   r.enc().peer_tag(peer, tag);
-  r.enc().word(static_cast<uint32_t>(comm));
-  r.enc().bytes(bytes);
-  r.enc().word(static_cast<uint32_t>(request));
+  r.enc().comm(static_cast<uint32_t>(comm), ts->cx);
+  r.enc().bytes_request(bytes, static_cast<uint32_t>(request), ts->cx);
   r.commit(func);
 }
 
@@ -236,7 +236,7 @@ PROF_HOT void record_sendrecv(ThreadState* ts, uint16_t func, uint64_t t0, uint6
   r.enc().bytes(send_bytes);
   r.enc().peer_tag(src, rtag);
   r.enc().bytes(rbytes);
-  r.enc().word(static_cast<uint32_t>(comm));
+  r.enc().comm(static_cast<uint32_t>(comm), ts->cx);
   r.commit(func);
 }
 
@@ -244,11 +244,12 @@ PROF_HOT void record_collective(ThreadState* ts, uint16_t func, uint64_t t0, uin
                               format::FuncKind kind, MPI_Comm comm, int root, uint64_t bytes,
                               MPI_Request request) {
   Rec r(ts, t0, t1, ok, bytes > UINT32_MAX ? format::kWideBytes : 0, 16);
-  r.enc().word(static_cast<uint32_t>(comm));
+  r.enc().comm(static_cast<uint32_t>(comm), ts->cx);
   r.enc().word(static_cast<uint32_t>(root));
-  r.enc().bytes(bytes);
   if (kind == format::FuncKind::ICollective || kind == format::FuncKind::IAllToAll)
-    r.enc().word(static_cast<uint32_t>(request));
+    r.enc().bytes_request(bytes, static_cast<uint32_t>(request), ts->cx);
+  else
+    r.enc().bytes(bytes);
   r.commit(func);
 }
 

@@ -66,8 +66,11 @@ struct Written {
   std::string path;
   std::vector<Event> events;
 };
-// write_sends' Send records: 8-byte short-time header + 3 payload words.
+// write_sends' Send records: 8-byte short-time header + 3 payload words. The
+// communicator alternates between two, so no record leaves its Comm word out
+// (kSameComm) and every record has this size.
 constexpr size_t kSendRecordBytes = 20;
+constexpr uint32_t kSelf = 0x44000001u;
 
 Written write_sends(const std::string& dir, int n, uint32_t chunk_bytes = 2048,
                     bool seal = true, int rank = 0, uint64_t run_id = 1, int world = 1) {
@@ -89,7 +92,7 @@ Written write_sends(const std::string& dir, int n, uint32_t chunk_bytes = 2048,
     e.leave = t + 3;
     e.peer = i % 4;
     e.tag = i % 100;
-    e.comm = kWorld;
+    e.comm = i % 2 ? kSelf : kWorld;
     e.bytes = static_cast<uint64_t>(i);
     tw.event(e);
     w.events.push_back(e);
@@ -171,12 +174,14 @@ TEST(FormatDamage, MissingFileShortFileBadMagicBadVersion) {
   EXPECT_EQ(RankTrace::open(w.path, &err), nullptr);
   EXPECT_EQ(err, w.path + ": offset 0: not a prof trace (bad magic)");
 
-  bad = good;
-  bad[8] = 2;  // version 2
-  write_file(w.path, bad);
-  EXPECT_EQ(RankTrace::open(w.path, &err), nullptr);
-  EXPECT_NE(err.find(w.path), std::string::npos) << err;
-  EXPECT_NE(err.find("version 2"), std::string::npos) << err;
+  for (uint32_t v : {0u, format::kFormatVersion + 1}) {  // before the oldest, after the newest
+    bad = good;
+    std::memcpy(&bad[8], &v, 4);
+    write_file(w.path, bad);
+    EXPECT_EQ(RankTrace::open(w.path, &err), nullptr);
+    EXPECT_NE(err.find(w.path), std::string::npos) << err;
+    EXPECT_NE(err.find("version " + std::to_string(v)), std::string::npos) << err;
+  }
 
   // A directory is not a trace file.
   EXPECT_EQ(RankTrace::open(dir, &err), nullptr);
@@ -333,8 +338,8 @@ TEST(FormatDamage, ChunkAboveTheReadLimitDecodesFromTheMapping) {
     Event e;
     e.kind = FuncKind::Send;
     e.func = 1;
-    e.comm = kWorld;
     for (uint64_t i = 0; i < n; ++i) {
+      e.comm = i % 2 ? kSelf : kWorld;  // every record 20 bytes (see kSendRecordBytes)
       e.enter = 1000 + 10 * i;
       e.leave = e.enter + 3;
       e.peer = static_cast<int32_t>(i % 4);
@@ -685,3 +690,54 @@ TEST(FormatTraceDir, ErrorsForMissingOrEmptyDirectory) {
 }
 
 }  // namespace
+
+// A record that leaves out its Comm (kSameComm) with no Comm before it in its
+// chunk cannot be decoded: it is counted and skipped, the rest is read.
+TEST(FormatDamage, SameCommWithoutAnEarlierCommIsABadRecord) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/rank-00000.prof";
+  {
+    TraceWriter tw(path, 0, 1, 1, format::TimerKind::Monotonic, 4096);
+    tw.function(1, FuncKind::Send, "MPI_Send");
+    tw.function(2, FuncKind::Other, "MPI_Comm_rank");
+    for (int i = 0; i < 3; ++i) {
+      Event e;
+      e.kind = FuncKind::Send;
+      e.func = 1;
+      e.enter = 100 + 10 * static_cast<uint64_t>(i);
+      e.leave = e.enter + 2;
+      e.peer = i;
+      e.comm = kWorld;  // the second and third leave it out
+      e.bytes = static_cast<uint64_t>(i);
+      tw.event(e);
+    }
+    tw.close_without_sealing();  // no CRC: the edit below is read as is
+  }
+  Bytes b = read_file(path);
+  auto ev = event_chunks_of(b);
+  ASSERT_EQ(ev.size(), 1u);
+  const size_t first = ev[0].off + sizeof(format::ChunkHeader);
+  uint32_t w0, w0_second;
+  std::memcpy(&w0, &b[first], 4);
+  ASSERT_EQ(w0 & 0xFFFFu, 1u);
+  std::memcpy(&w0_second, &b[first + format::record_words(w0) * 4], 4);
+  ASSERT_TRUE((w0_second >> 16) & format::kSameComm);
+  // The first record becomes an MPI_Comm_rank (its payload ignored), so the
+  // communicator the next ones refer to is never given.
+  w0 = (w0 & ~0xFFFFu) | 2u;
+  std::memcpy(&b[first], &w0, 4);
+  write_file(path, b);
+  auto t = RankTrace::open(path, nullptr);
+  ASSERT_TRUE(t);
+  auto c = t->events();
+  Event g;
+  std::vector<uint16_t> funcs;
+  while (c.next(g)) funcs.push_back(g.func);
+  EXPECT_EQ(funcs, (std::vector<uint16_t>{2}));
+  EXPECT_EQ(t->stats().bad_records, 2u);
+  bool named = false;
+  for (const auto& w : t->warnings())
+    named = named || w.find("not given earlier in its chunk") != std::string::npos;
+  EXPECT_TRUE(named);
+  fs::remove_all(dir);
+}

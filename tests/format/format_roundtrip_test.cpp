@@ -369,6 +369,10 @@ TEST(FormatRoundTrip, UnknownKindPayloadIsSkipped) {
     f.func = fid(FuncKind::Send);
     f.enter = 20;
     f.leave = 22;
+    // Another communicator: the writer, which encoded the first record as a
+    // Send, would otherwise leave this Comm out (kSameComm), and a reader that
+    // skips an unknown kind cannot know the communicator it referred to.
+    f.comm = kWorld + 1;
     w.event(f);
   }
   auto t = RankTrace::open(path, nullptr);
@@ -1146,5 +1150,102 @@ TEST(FormatRoundTrip, CompletionsSplitAt32Entries) {
     const size_t records = (n + 31) / 32, statuses = (n + 2) / 3;
     EXPECT_EQ(rb.event_bytes, records * 12 + n * 4 + statuses * 8 + 8) << n;
   }
+  fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------------------
+// Chunk context: kSameComm leaves out a Comm that repeats the chunk's last
+// one, kPackedRequest puts small bytes and a request with the chunk's last
+// high half in one word. Each chunk starts without context.
+
+TEST(FormatRoundTrip, RepeatedCommAndRequestsShrinkAndRoundTrip) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/rank-00000.prof";
+  std::mt19937 rng(11);
+  const uint32_t comms[] = {kWorld, kSelf, 0x84000003u};
+  const uint32_t highs[] = {0xEC000000u, 0xAC000000u};
+  const FuncKind kinds[] = {FuncKind::Send,        FuncKind::Recv,      FuncKind::Probe,
+                            FuncKind::Isend,       FuncKind::Irecv,     FuncKind::SendRecv,
+                            FuncKind::Collective,  FuncKind::AllToAll,  FuncKind::ICollective,
+                            FuncKind::IAllToAll};
+  std::vector<Event> want;
+  uint64_t t = 100;
+  for (int i = 0; i < 20000; ++i) {
+    Event e;
+    e.kind = kinds[rng() % std::size(kinds)];
+    e.func = fid(e.kind);
+    e.enter = t += 1 + rng() % 40;
+    e.leave = e.enter + rng() % 30;
+    // Runs of one communicator and one request high half, as programs have.
+    e.comm = comms[(i / 50) % 3];
+    e.request = highs[(i / 300) % 2] | (rng() % 3 == 0 ? 0x10000u : 0u) | (rng() & 0xFFFFu);
+    const int size_case = static_cast<int>(rng() % 4);  // across the 16-bit and 32-bit limits
+    e.bytes = size_case == 0 ? 65535 : size_case == 1 ? 65536 : size_case == 2 ? rng() % 100
+                                                                             : 5 * GiB;
+    switch (e.kind) {
+      case FuncKind::SendRecv:
+        e.recv_peer = 1, e.recv_tag = 2, e.recv_bytes = 8;
+        [[fallthrough]];
+      case FuncKind::Send:
+      case FuncKind::Recv:
+      case FuncKind::Probe:
+      case FuncKind::Isend:
+      case FuncKind::Irecv:
+        e.peer = static_cast<int32_t>(rng() % 8);
+        e.tag = static_cast<int32_t>(rng() % 100);
+        break;
+      default:
+        e.root = static_cast<int32_t>(rng() % 4);
+        break;
+    }
+    if (e.kind != FuncKind::Isend && e.kind != FuncKind::Irecv &&
+        e.kind != FuncKind::ICollective && e.kind != FuncKind::IAllToAll)
+      e.request = format::kNoRequest;
+    want.push_back(e);
+  }
+  size_t full_bytes = 0;  // what the records would take with every word written
+  for (const Event& e : want) {
+    const bool wide = e.bytes > UINT32_MAX;
+    size_t words = 2 + 1 + (wide ? 2 : 1);  // short header, comm, bytes
+    switch (e.kind) {
+      case FuncKind::SendRecv: words += 1 + 1 + 1; break;  // 2 peer/tags, recv bytes
+      case FuncKind::Isend:
+      case FuncKind::Irecv: words += 1 + 1; break;          // peer/tag, request
+      case FuncKind::ICollective:
+      case FuncKind::IAllToAll: words += 1 + 1; break;      // root, request
+      case FuncKind::Collective:
+      case FuncKind::AllToAll: words += 1; break;           // root
+      default: words += 1; break;                           // peer/tag
+    }
+    full_bytes += 4 * words;
+  }
+  uint64_t chunks = 0, event_bytes = 0;
+  for (uint32_t chunk_bytes : {4096u, 1u << 20}) {
+    {
+      TraceWriter w(path, 0, 1, 1, format::TimerKind::Monotonic, chunk_bytes);
+      define_all(w);
+      for (const Event& e : want) w.event(e);
+    }
+    auto tr = RankTrace::open(path, nullptr);
+    ASSERT_TRUE(tr);
+    auto c = tr->events();
+    Event g;
+    size_t n = 0;
+    while (c.next(g)) {
+      ASSERT_LT(n, want.size());
+      if (g.comm != want[n].comm || g.request != want[n].request || g.bytes != want[n].bytes ||
+          g.root != want[n].root || g.recv_bytes != want[n].recv_bytes)
+        expect_event(want[n], g, "event " + std::to_string(n));
+      EXPECT_EQ(g.flags & (format::kSameComm | format::kPackedRequest), 0) << n;
+      ++n;
+    }
+    EXPECT_EQ(n, want.size());
+    EXPECT_EQ(tr->stats().bad_records, 0u);
+    chunks = tr->stats().event_chunks;
+    event_bytes = tr->event_bytes();
+    // Left-out comms and packed requests make the trace smaller.
+    EXPECT_LT(event_bytes, full_bytes * 9 / 10) << chunk_bytes;
+  }
+  EXPECT_EQ(chunks, 1u);  // the second pass: one chunk, so context spans all of it
   fs::remove_all(dir);
 }

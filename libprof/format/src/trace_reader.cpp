@@ -298,12 +298,19 @@ bool header_sane_strict(const ChunkHeader& h) {
                             h.type == uint16_t(format::ChunkType::Events));
 }
 
-// What the decoder needs per function id: its kind and the least payload words
-// a record needs for it, by the record's (kWidePeerTag | kWideBytes) >> 1.
+// What the decoder needs per function id: its kind, the least payload words a
+// record needs for it by need_index(flags), and the flags that refer to the
+// chunk's context for it (kSameComm, kPackedRequest where the kind has them).
 struct FuncInfo {
   uint16_t kind = 0xFFFF;  // kNoKind: undefined
-  uint8_t need[4] = {0, 0, 0, 0};
+  uint8_t context_flags = 0;
+  uint8_t need[16] = {};
 };
+// kWidePeerTag, kWideBytes, kSameComm, kPackedRequest as bits 0..3.
+inline unsigned need_index(uint32_t flags) {
+  return ((flags >> 1) & 3u) | ((flags >> 3) & 4u) | ((flags >> 4) & 8u);
+}
+constexpr uint8_t kNeverEnough = 0xFF;  // more than a record holds: a bad record
 
 // Payload words per FuncKind (kinds 0..14): PeerTags, Bytes, plain words.
 struct KindLayout {
@@ -330,17 +337,26 @@ constexpr KindLayout kLayout[15] = {
 FuncInfo func_info(FuncKind kind) {
   FuncInfo f;
   f.kind = static_cast<uint16_t>(kind);
+  const bool comm = format::kind_has_comm(kind), request = format::kind_has_request(kind);
+  f.context_flags = uint8_t((comm ? format::kSameComm : 0) | (request ? format::kPackedRequest : 0));
   const unsigned k = static_cast<unsigned>(kind);
   if (k < 15) {
     const KindLayout& L = kLayout[k];
-    for (unsigned w = 0; w < 4; ++w) {
+    for (unsigned w = 0; w < 16; ++w) {
       const unsigned pt = (w & 1) ? 2 : 1, by = (w & 2) ? 2 : 1;
-      f.need[w] = static_cast<uint8_t>(L.peer_tags * pt + L.bytes * by + L.words);
+      unsigned need = L.peer_tags * pt + L.bytes * by + L.words;
+      if ((w & 4) && comm) need -= 1;  // no Comm word
+      if ((w & 8) && request) {
+        if (w & 2) need = kNeverEnough;  // packed bytes are 16 bits: never wide
+        else need -= 1;                  // Bytes and Request in one word
+      }
+      f.need[w] = static_cast<uint8_t>(need);
     }
   }
   return f;
 }
-static_assert(format::kWidePeerTag == 2 && format::kWideBytes == 4);
+static_assert(format::kWidePeerTag == 2 && format::kWideBytes == 4 && format::kSameComm == 32 &&
+              format::kPackedRequest == 128);
 
 }  // namespace
 
@@ -1040,9 +1056,11 @@ std::unique_ptr<RankTrace> RankTrace::open(const std::string& path, std::string*
     *error = fmt_off(path, 0, "not a prof trace (bad magic)");
     return nullptr;
   }
-  if (impl->header.version != format::kFormatVersion) {
+  if (impl->header.version < format::kOldestFormatVersion ||
+      impl->header.version > format::kFormatVersion) {
     *error = fmt_off(path, 8, "unsupported format version " +
                                   std::to_string(impl->header.version) + " (this reader reads " +
+                                  std::to_string(format::kOldestFormatVersion) + " to " +
                                   std::to_string(format::kFormatVersion) + ")");
     return nullptr;
   }
@@ -1119,6 +1137,10 @@ struct RankTrace::Cursor::Impl {
   const uint8_t* p = nullptr;           // next record
   const uint8_t* end = nullptr;         // end of the current chunk's records
   uint64_t chain = 0;                   // previous enter in the chunk (base_time first)
+  // The chunk's context (format::ChunkContext): the last full Comm and Request
+  // high half decoded, and which of kSameComm / kPackedRequest may refer to them.
+  uint32_t cx_comm = 0, cx_request_high = 0;
+  uint8_t cx_avail = 0;
   uint64_t last_enter = 0;              // previous event's enter in the stream
   bool have_last = false;
   bool finished = false;
@@ -1133,6 +1155,7 @@ struct RankTrace::Cursor::Impl {
     const uint8_t* pay;  // its payload after the long-time words
     uint32_t avail;      // payload words at `pay`
     uint16_t kind;
+    uint8_t context_flags;  // flag bits that are encoding, not meaning, for this kind
     uint64_t enter, dur;
   };
   bool ready = false;  // `prepared` holds the next record (merged cursor)
@@ -1172,6 +1195,7 @@ struct RankTrace::Cursor::Impl {
       p = data;
       end = p + c->len;
       chain = c->base_time;
+      cx_avail = 0;
       return true;
     }
     p = end;
@@ -1330,6 +1354,10 @@ void RankTrace::Cursor::Impl::bad_record(const uint8_t* at, int why, uint32_t de
       break;
     case 3: bad(at, "long-time record without its time words"); break;
     case 4: bad(at, "unknown function id " + std::to_string(detail)); break;
+    case 6:
+      bad(at, "function " + std::to_string(detail) +
+                  " refers to a communicator or request not given earlier in its chunk");
+      break;
     default:
       bad(at, "payload too short for function " + std::to_string(detail));
       break;
@@ -1401,14 +1429,19 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
       bad_record(r, 4, func);
       continue;
     }
-    if (words < fi.need[(flags >> 1) & 3]) [[unlikely]] {
+    if (words < fi.need[need_index(flags)]) [[unlikely]] {
       bad_record(r, 5, func);
+      continue;
+    }
+    if (flags & fi.context_flags & ~cx_avail) [[unlikely]] {
+      bad_record(r, 6, func);
       continue;
     }
     out.rec = r;
     out.pay = q;
     out.avail = words;
     out.kind = fi.kind;
+    out.context_flags = fi.context_flags;
     out.enter = chain;
     out.dur = d;
     return true;
@@ -1428,7 +1461,7 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
   e.leave = enter + r.dur;
   e.func = func;
   e.kind = static_cast<FuncKind>(r.kind);
-  e.flags = flags;
+  e.flags = flags & ~r.context_flags;  // kSameComm / kPackedRequest say nothing of the call
   e.stream = stream_id;
 
   const bool wpt = flags & kWidePeerTag, wb = flags & kWideBytes;
@@ -1459,6 +1492,24 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
     q += 4;
     return v;
   };
+  auto comm = [&]() __attribute__((always_inline)) -> uint32_t {
+    if (flags & kSameComm) return cx_comm;
+    cx_comm = word();
+    cx_avail |= kSameComm;
+    return cx_comm;
+  };
+  auto bytes_request = [&](uint64_t& n, uint32_t& request) __attribute__((always_inline)) {
+    if (flags & kPackedRequest) {
+      const uint32_t w = word();
+      n = w & 0xFFFFu;
+      request = (cx_request_high << 16) | (w >> 16);
+      return;
+    }
+    n = bytes();
+    request = word();
+    cx_request_high = request >> 16;
+    cx_avail |= kPackedRequest;
+  };
 
   switch (static_cast<FuncKind>(r.kind)) {
     case FuncKind::Other:
@@ -1467,22 +1518,21 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
     case FuncKind::Recv:
     case FuncKind::Probe:
       peer_tag(e.peer, e.tag);
-      e.comm = word();
+      e.comm = comm();
       e.bytes = bytes();
       break;
     case FuncKind::Isend:
     case FuncKind::Irecv:
       peer_tag(e.peer, e.tag);
-      e.comm = word();
-      e.bytes = bytes();
-      e.request = word();
+      e.comm = comm();
+      bytes_request(e.bytes, e.request);
       break;
     case FuncKind::SendRecv:
       peer_tag(e.peer, e.tag);
       e.bytes = bytes();
       peer_tag(e.recv_peer, e.recv_tag);
       e.recv_bytes = bytes();
-      e.comm = word();
+      e.comm = comm();
       break;
     case FuncKind::Completion: {
       const size_t n = completions(q, r.avail, flags, 0);
@@ -1501,16 +1551,15 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
     }
     case FuncKind::Collective:
     case FuncKind::AllToAll:
-      e.comm = word();
+      e.comm = comm();
       e.root = static_cast<int32_t>(word());
       e.bytes = bytes();
       break;
     case FuncKind::ICollective:
     case FuncKind::IAllToAll:
-      e.comm = word();
+      e.comm = comm();
       e.root = static_cast<int32_t>(word());
-      e.bytes = bytes();
-      e.request = word();
+      bytes_request(e.bytes, e.request);
       break;
     case FuncKind::CommCreate:
       e.comm = word();

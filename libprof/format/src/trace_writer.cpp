@@ -72,6 +72,7 @@ struct TraceWriter::Impl {
     size_t used = 0;  // words
     uint64_t base_time = 0;
     uint64_t prev = 0;  // previous record's enter in this chunk
+    ChunkContext cx;    // what kSameComm / kPackedRequest records of this chunk refer to
   };
   std::map<uint32_t, Stream> streams;
   Stream* last = nullptr;
@@ -129,6 +130,7 @@ struct TraceWriter::Impl {
     if (s.used == 0) {
       s.base_time = enter;
       s.prev = enter;
+      s.cx.reset();
     }
     RecordEncoder enc(s.buf.data() + s.used);
     enc.flag(flags);
@@ -237,9 +239,9 @@ void TraceWriter::event(const Event& e) {
       const bool req = e.kind == FuncKind::Isend || e.kind == FuncKind::Irecv;
       w.record(s, func, flags, e.enter, dur, [&](RecordEncoder& enc) {
         enc.peer_tag(e.peer, e.tag);
-        enc.word(e.comm);
-        enc.bytes(e.bytes);
-        if (req) enc.word(e.request);
+        enc.comm(e.comm, s.cx);
+        if (req) enc.bytes_request(e.bytes, e.request, s.cx);
+        else enc.bytes(e.bytes);
       });
       break;
     }
@@ -251,7 +253,7 @@ void TraceWriter::event(const Event& e) {
         enc.bytes(e.bytes);
         enc.peer_tag(e.recv_peer, e.recv_tag);
         enc.bytes(e.recv_bytes);
-        enc.word(e.comm);
+        enc.comm(e.comm, s.cx);
       });
       break;
     case FuncKind::Completion: {
@@ -320,10 +322,10 @@ void TraceWriter::event(const Event& e) {
       if (e.bytes > UINT32_MAX) flags |= kWideBytes;
       const bool req = e.kind == FuncKind::ICollective || e.kind == FuncKind::IAllToAll;
       w.record(s, func, flags, e.enter, dur, [&](RecordEncoder& enc) {
-        enc.word(e.comm);
+        enc.comm(e.comm, s.cx);
         enc.word(static_cast<uint32_t>(e.root));
-        enc.bytes(e.bytes);
-        if (req) enc.word(e.request);
+        if (req) enc.bytes_request(e.bytes, e.request, s.cx);
+        else enc.bytes(e.bytes);
       });
       break;
     }

@@ -32,7 +32,10 @@
 namespace prof::format {
 
 inline constexpr char kFileMagic[8] = {'P', 'R', 'O', 'F', 'T', 'R', 'C', '1'};
-inline constexpr uint32_t kFormatVersion = 1;
+// Version 2 added kSameComm and kPackedRequest; a version-1 file is a valid
+// version-2 file that never sets them, so readers take both.
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843u;  // "CHNK" little-endian
 
 // Timers a trace may be recorded with (Meta key "timer" names it too).
@@ -145,6 +148,47 @@ enum RecordFlag : uint8_t {
   kCallFailed = 1 << 6,   // the MPI call returned an error code
   kContinuation = 1 << 7, // Completion/RequestOp: more entries of the previous record's call
                           // (same enter/leave; a call with more entries than fit in one record)
+  // Two bits mean something else in kinds where the meaning above cannot occur:
+  kSameComm = 1 << 5,      // kinds with a Comm word (not Marker): the word is left out; the
+                           // communicator is the last Comm written in this chunk
+  kPackedRequest = 1 << 7, // kinds ending in Bytes Request (Isend, Irecv, ICollective,
+                           // IAllToAll): one word, bytes (< 2^16) | request's low 16 bits << 16;
+                           // the request's high 16 bits are those of the last full Request
+                           // written in this chunk
+};
+
+// Whether a kind's records may carry kSameComm / kPackedRequest.
+inline constexpr bool kind_has_comm(FuncKind k) {
+  switch (k) {
+    case FuncKind::Send:
+    case FuncKind::Recv:
+    case FuncKind::SendRecv:
+    case FuncKind::Isend:
+    case FuncKind::Irecv:
+    case FuncKind::Collective:
+    case FuncKind::ICollective:
+    case FuncKind::Probe:
+    case FuncKind::AllToAll:
+    case FuncKind::IAllToAll:
+      return true;
+    default:
+      return false;
+  }
+}
+inline constexpr bool kind_has_request(FuncKind k) {
+  return k == FuncKind::Isend || k == FuncKind::Irecv || k == FuncKind::ICollective ||
+         k == FuncKind::IAllToAll;
+}
+
+// What later records of a chunk may refer to (kSameComm, kPackedRequest). A
+// chunk decodes on its own, so writers reset this at every chunk start and the
+// first record of a chunk that needs a value carries it in full.
+struct ChunkContext {
+  uint32_t comm = 0;
+  uint32_t request_high = 0;
+  bool has_comm = false;
+  bool has_request = false;
+  void reset() { has_comm = has_request = false; }
 };
 
 struct RecordHeader {
@@ -236,6 +280,30 @@ class RecordEncoder {
   void bytes(uint64_t n) {
     if (flags_ & kWideBytes) put64(n);
     else word(static_cast<uint32_t>(n));
+  }
+  // Comm: left out (kSameComm) when it repeats the chunk's last one.
+  void comm(uint32_t c, ChunkContext& cx) {
+    if (cx.has_comm && cx.comm == c) {
+      flags_ |= kSameComm;
+      return;
+    }
+    word(c);
+    cx.comm = c;
+    cx.has_comm = true;
+  }
+  // Bytes then Request: one word (kPackedRequest) when the bytes fit 16 bits
+  // (and kWideBytes is not set) and the request's high half repeats the chunk's.
+  void bytes_request(uint64_t n, uint32_t request, ChunkContext& cx) {
+    if (!(flags_ & kWideBytes) && n < 65536 && cx.has_request &&
+        cx.request_high == request >> 16) {
+      flags_ |= kPackedRequest;
+      word(static_cast<uint32_t>(n) | (request << 16));
+      return;
+    }
+    bytes(n);
+    word(request);
+    cx.request_high = request >> 16;
+    cx.has_request = true;
   }
   uint8_t flags() const { return flags_; }
   // Stores the first word; returns the record's size in words.
