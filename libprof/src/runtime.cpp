@@ -60,6 +60,8 @@ struct Runtime {
   std::unordered_map<std::string, uint32_t> callsite_by_file_line;
   uint32_t next_callsite = 1;
   uint32_t next_comm_seq = 16;      // this rank's counter for the comm ids it leads
+  std::unordered_map<uint32_t, uint64_t> comm_gid;  // handle -> global id of its latest definition
+  std::unordered_map<uint64_t, uint64_t> idups_of;  // parent global id -> MPI_Comm_idup calls on it
   std::atomic<bool> ended{false};
   // Address ranges of the MPI libraries and of ourselves: call sites are the
   // first frame outside them.
@@ -370,6 +372,32 @@ std::string world_rank_list(MPI_Group group) {
   return s;
 }
 
+// The C line of `handle` (global id `id`, from raw `time` on), with the groups
+// of `members` (the communicator itself, or the parent it duplicates).
+void write_comm_definition(MPI_Comm handle, MPI_Comm members, uint64_t id, uint64_t time) {
+  int inter = 0;
+  PMPI_Comm_test_inter(members, &inter);
+  MPI_Group local;
+  PMPI_Comm_group(members, &local);
+  int size = 0;
+  PMPI_Group_size(local, &size);
+  std::string remote;
+  if (inter) {
+    MPI_Group rg;
+    PMPI_Comm_remote_group(members, &rg);
+    remote = world_rank_list(rg);
+    PMPI_Group_free(&rg);
+  }
+  const std::string ranks = world_rank_list(local);
+  PMPI_Group_free(&local);
+  {
+    std::lock_guard<std::mutex> lock(rt->defs_mu);
+    rt->comm_gid[uint32_t(handle)] = id;
+  }
+  define(tabs({"C", std::to_string(uint32_t(handle)), std::to_string(id), std::to_string(time),
+               std::to_string(size), inter ? "1" : "0", ranks, remote}));
+}
+
 void define_comm(MPI_Comm comm, uint64_t time) {
   int inter = 0;
   PMPI_Comm_test_inter(comm, &inter);
@@ -385,22 +413,30 @@ void define_comm(MPI_Comm comm, uint64_t time) {
   }
   PMPI_Bcast(&id, 1, MPI_UINT64_T, 0, intra);
   if (inter) PMPI_Comm_free(&intra);
+  write_comm_definition(comm, comm, id, time);
+}
 
-  MPI_Group local;
-  PMPI_Comm_group(comm, &local);
-  int size = 0;
-  PMPI_Group_size(local, &size);
-  std::string remote;
-  if (inter) {
-    MPI_Group rg;
-    PMPI_Comm_remote_group(comm, &rg);
-    remote = world_rank_list(rg);
-    PMPI_Group_free(&rg);
+// MPI_Comm_idup: the new communicator may not be used (not even asked for its
+// group) until the request completes, and no member may block for the others
+// inside a Wait or Test. But MPI orders the collective calls on the parent the
+// same on every member, so (parent's global id, how many idups of it came
+// before) names the new communicator alike everywhere, with no communication;
+// its groups are the parent's. The top bit keeps these ids apart from the
+// leader-counter ids (rank << 32 | n) and from MPI_COMM_WORLD's 1.
+void define_idup(MPI_Comm parent, MPI_Comm newcomm, uint64_t time) {
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(rt->defs_mu);
+    auto it = rt->comm_gid.find(uint32_t(parent));
+    if (it == rt->comm_gid.end()) return;  // parent not defined: nothing to name it by
+    const uint64_t n = ++rt->idups_of[it->second];
+    uint64_t x = it->second * 0x9E3779B97F4A7C15ull + n;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    id = x | (uint64_t{1} << 63);
   }
-  const std::string ranks = world_rank_list(local);
-  PMPI_Group_free(&local);
-  define(tabs({"C", std::to_string(uint32_t(comm)), std::to_string(id), std::to_string(time),
-               std::to_string(size), inter ? "1" : "0", ranks, remote}));
+  write_comm_definition(newcomm, parent, id, time);
 }
 
 uint32_t callsite_id_for_address(uintptr_t address);
@@ -503,6 +539,11 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   define(tabs({"C", std::to_string(uint32_t(MPI_COMM_SELF)),
                std::to_string((uint64_t(uint32_t(rank)) << 32) | 2), "0", "1", "0",
                std::to_string(rank), ""}));
+  {
+    std::lock_guard<std::mutex> lock(rt->defs_mu);
+    rt->comm_gid[uint32_t(MPI_COMM_WORLD)] = 1;
+    rt->comm_gid[uint32_t(MPI_COMM_SELF)] = (uint64_t(uint32_t(rank)) << 32) | 2;
+  }
 
   // MPI_Init's call site names the root interval (the whole run) in reports.
   define(tabs({"M", "init_callsite",
@@ -711,6 +752,12 @@ void record_comm_create(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1
     r.commit(func);
   }
   if (ok && newcomm != MPI_COMM_NULL) define_comm(newcomm, t0);
+}
+
+void record_comm_idup(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                      MPI_Comm parent, MPI_Comm newcomm, MPI_Request request) {
+  record_collective(ts, func, t0, t1, ok, format::FuncKind::ICollective, parent, -1, 0, request);
+  if (ok && newcomm != MPI_COMM_NULL) define_idup(parent, newcomm, t0);
 }
 
 namespace {

@@ -288,5 +288,9 @@ void record_requests(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, b
 // global id agreed by its members: collective over it, done through PMPI).
 void record_comm_create(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                         MPI_Comm parent, MPI_Comm newcomm);
+// MPI_Comm_idup(_with_info): a nonblocking collective on the parent, and the
+// new communicator's definition (see define_idup).
+void record_comm_idup(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                      MPI_Comm parent, MPI_Comm newcomm, MPI_Request request);
 
 }  // namespace prof::shim

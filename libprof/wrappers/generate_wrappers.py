@@ -249,6 +249,9 @@ def gen_wrapper(fid, name, ret, args, facts):
             out.append(f'  prof::shim::record_requests({rec}, prof_reqs, {facts["count"]});')
         else:
             out.append(f'  prof::shim::record_requests({rec}, &prof_req, 1);')
+    elif kind == 'ICollective' and 'newcomm' in facts:
+        out.append(f'  prof::shim::record_comm_idup({rec}, {facts["comm"]}, *{facts["newcomm"]}, '
+                   f'*{facts["request"]});')
     elif kind in ('Collective', 'AllToAll', 'ICollective', 'IAllToAll'):
         comm = facts['comm']
         root = facts.get('root') or '-1'

@@ -1,4 +1,4 @@
-/* Communicators (any size >= 2): Comm_dup, Comm_split (reversed order, so comm
+/* Communicators (any size >= 2): Comm_dup, Comm_idup (twice, on two parents), Comm_split (reversed order, so comm
  * ranks differ from world ranks; one rank with MPI_UNDEFINED), Comm_free and a
  * handle reused by a later communicator, an intercommunicator with messages
  * across it (peers mapped through the remote group, ANY_SOURCE), and
@@ -46,6 +46,31 @@ int main(int argc, char** argv) {
   ex_comm_create("MPI_Comm_dup", W, dup, "dup");
   ring(dup, 1);
   const MPI_Comm old_dup = dup;
+
+  /* Comm_idup: usable once its request completes; a ring and an Allreduce on
+   * it. A second idup, of the dup, must get another global id. */
+  MPI_Comm idup, idup2;
+  MPI_Request iq[2];
+  MPI_Comm_idup(W, &idup, &iq[0]);
+  ex_comm_idup("MPI_Comm_idup", W, idup, iq[0], "idup");
+  const MPI_Request ih0 = iq[0];
+  MPI_Comm_idup(dup, &idup2, &iq[1]);
+  ex_comm_idup("MPI_Comm_idup", dup, idup2, iq[1], "idup2");
+  const MPI_Request ih1 = iq[1];
+  MPI_Waitall(2, iq, MPI_STATUSES_IGNORE);
+  ex_comp_begin("MPI_Waitall");
+  ex_comp_add(ih0, W, EX_ANY, EX_ANY, -1, 0);
+  ex_comp_add(ih1, W, EX_ANY, EX_ANY, -1, 0);
+  ex_comp_end();
+  ring(idup, 5);
+  int one = 1, count = 0;
+  MPI_Allreduce(&one, &count, 1, MPI_INT, MPI_SUM, idup2);
+  ex_coll("MPI_Allreduce", idup2, -1, 4);
+  EX_CHECK(count == size, "Allreduce on the idup of the dup: %d", count);
+  MPI_Comm_free(&idup2);
+  ex_other("MPI_Comm_free");
+  MPI_Comm_free(&idup);
+  ex_other("MPI_Comm_free");
 
   /* Split by parity, reversed order. */
   const int color = rank % 2;

@@ -175,6 +175,27 @@ void ex_comm_create(const char* fn, MPI_Comm parent, MPI_Comm newcomm, const cha
           (unsigned)newcomm, members, inter, inter ? remote : "-", key);
 }
 
+void ex_comm_idup(const char* fn, MPI_Comm parent, MPI_Comm newcomm, MPI_Request req,
+                  const char* key) {
+  /* The new communicator may not be asked anything before the request
+   * completes: it has the parent's groups. */
+  int inter = 0;
+  PMPI_Comm_test_inter(parent, &inter);
+  MPI_Group g;
+  char members[4096], remote[4096] = "";
+  PMPI_Comm_group(parent, &g);
+  group_list(g, members, sizeof members);
+  PMPI_Group_free(&g);
+  if (inter) {
+    PMPI_Comm_remote_group(parent, &g);
+    group_list(g, remote, sizeof remote);
+    PMPI_Group_free(&g);
+  }
+  ex_line("%s comm=0x%x root=-1 bytes=0 req=0x%x new=0x%x members=%s inter=%d remote=%s key=%s",
+          fn, (unsigned)parent, (unsigned)req, (unsigned)newcomm, members, inter,
+          inter ? remote : "-", key);
+}
+
 void ex_marker(int id, int begin, const char* label) {
   const char* base = strrchr(label, '/');
   ex_line("MARKER id=%d begin=%d site=exe#%s", id, begin ? 1 : 0, base ? base + 1 : label);

@@ -73,6 +73,9 @@ void ex_icoll(const char* fn, MPI_Comm comm, int root, uint64_t bytes, MPI_Reque
 /* newcomm's membership is looked up with PMPI; key names the communicator for
  * the cross-rank global id check (same key: same communicator). */
 void ex_comm_create(const char* fn, MPI_Comm parent, MPI_Comm newcomm, const char* key);
+/* MPI_Comm_idup: an ICollective line, with the new communicator's membership. */
+void ex_comm_idup(const char* fn, MPI_Comm parent, MPI_Comm newcomm, MPI_Request req,
+                  const char* key);
 /* A marker the program made at call site LABEL (e.g. "file.c:12"): markers
  * with the same label must share one call site id, different labels not. */
 void ex_marker(int id, int begin, const char* label);

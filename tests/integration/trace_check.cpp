@@ -164,6 +164,14 @@ struct RequestOrigin {
   uint32_t comm;
 };
 
+// The communicator an MPI_Comm_idup record created: the shim defines it at the
+// call's enter time (other than the parent).
+const prof::trace::CommDef* created_at(const RankTrace& t, uint64_t time, uint32_t parent) {
+  for (const auto& c : t.comms())
+    if (c.time == time && c.handle != parent) return &c;
+  return nullptr;
+}
+
 class Formatter {
  public:
   explicit Formatter(const RankTrace& t) : t_(t) {
@@ -258,6 +266,9 @@ class Formatter {
       case FuncKind::IAllToAll:
         o << " comm=" << hex(e.comm) << " root=" << e.root << " bytes=" << e.bytes
           << " req=" << hex(e.request);
+        if (const auto* c = created_at(t_, e.enter, e.comm))
+          o << " new=" << hex(c->handle) << " members=" << join(c->ranks)
+            << " inter=" << (c->inter ? 1 : 0) << " remote=" << (c->inter ? join(c->remote_ranks) : "-");
         break;
       case FuncKind::CommCreate: {
         o << " comm=" << hex(e.comm) << " new=" << hex(e.new_comm);
@@ -587,8 +598,12 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < want.size() && i < v.size(); ++i) {
         const std::string* key = want[i].get("key");
         const auto& e = v[i].e;
-        if (!key || key->empty() || e.kind != FuncKind::CommCreate || e.new_comm == prof::format::kNoComm) continue;
-        const auto* def = t.comm_at(e.new_comm, e.enter);
+        if (!key || key->empty()) continue;
+        const prof::trace::CommDef* def = nullptr;
+        if (e.kind == FuncKind::CommCreate && e.new_comm != prof::format::kNoComm)
+          def = t.comm_at(e.new_comm, e.enter);
+        else if (e.kind == FuncKind::ICollective)  // MPI_Comm_idup
+          def = created_at(t, e.enter, e.comm);
         if (!def || def->time != e.enter) continue;  // the diff says what is wrong
         std::vector<int32_t> all = def->ranks;  // intercomms: both groups take part
         if (def->inter) all.insert(all.end(), def->remote_ranks.begin(), def->remote_ranks.end());
