@@ -6,6 +6,7 @@
 // alone, and 48 bits keep it exact as a JSON (double) number.
 #include "prof/analysis/chrome_trace.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -65,12 +66,16 @@ struct Writer {
     }
   }
   void num(double v) {
-    char b[40];
-    if (!std::isfinite(v)) v = 0;
-    std::snprintf(b, sizeof b, "%.3f", v);
-    buf += b;
+    char b[64];
+    if (!std::isfinite(v) || std::fabs(v) > 1e18) v = 0;
+    const auto r = std::to_chars(b, b + sizeof b, v, std::chars_format::fixed, 3);
+    buf.append(b, r.ptr);
   }
-  void integer(long long v) { buf += std::to_string(v); }
+  void integer(long long v) {
+    char b[24];
+    const auto r = std::to_chars(b, b + sizeof b, v);
+    buf.append(b, r.ptr);
+  }
 };
 
 struct Open {
@@ -81,14 +86,16 @@ struct Open {
 
 struct ChromeHandler {
   ChromeHandler(Writer& writer, const Registry& registry, size_t rank_index, int world_rank,
-                double time_zero)
-      : w(writer), reg(registry), index(rank_index), rank(world_rank), t0(time_zero) {}
+                double time_zero, const ChromeTraceOptions& options)
+      : w(writer), reg(registry), index(rank_index), rank(world_rank), t0(time_zero),
+        from_us(options.from_s * 1e6), to_us(options.to_s * 1e6) {}
 
   Writer& w;
   const Registry& reg;
   size_t index;
   int rank;
   double t0;
+  double from_us, to_us;  // the window
   const Event* cur = nullptr;
   std::set<uint32_t> streams;
   std::vector<std::pair<uint32_t, std::vector<Open>>> stacks;  // per stream
@@ -107,10 +114,18 @@ struct ChromeHandler {
     return stacks.back().second;
   }
   double us(double ns) const { return (ns - t0) / 1000.0; }
+  bool in_window(double enter, double leave) const {
+    return us(leave) >= from_us && us(enter) <= to_us;
+  }
 
+  // An "X" slice; args from `e` when given (an MPI call).
   void slice(uint32_t stream, std::string_view name, const char* cat, double enter, double leave,
-             const std::string& args) {
+             const Event* e = nullptr) {
     streams.insert(stream);
+    if (!in_window(enter, leave)) {
+      ++w.stats.outside_window;
+      return;
+    }
     w.begin_event();
     w.buf += "{\"ph\":\"X\",\"pid\":0,\"tid\":";
     w.integer(tid(stream));
@@ -123,10 +138,13 @@ struct ChromeHandler {
     w.buf += ",\"cat\":\"";
     w.buf += cat;
     w.buf += '"';
-    if (!args.empty()) {
+    if (e) {
+      const size_t at = w.buf.size();
       w.buf += ",\"args\":{";
-      w.buf += args;
-      w.buf += '}';
+      const size_t body = w.buf.size();
+      args(*e);
+      if (w.buf.size() == body) w.buf.resize(at);  // no args
+      else w.buf += '}';
     }
     w.buf += '}';
     ++w.stats.slices;
@@ -136,8 +154,10 @@ struct ChromeHandler {
     const uint64_t id = mix64(ChannelHash{}(k) ^ mix64(n + 0x9E37ull)) & ((uint64_t{1} << 48) - 1);
     return id ? id : 1;
   }
-  void flow(const char* ph, uint32_t stream, double t, uint64_t id) {
+  // A flow end; false when it lies outside the window (not written).
+  bool flow(const char* ph, uint32_t stream, double t, uint64_t id) {
     streams.insert(stream);
+    if (us(t) < from_us || us(t) > to_us) return false;
     w.begin_event();
     w.buf += "{\"ph\":\"";
     w.buf += ph;
@@ -151,31 +171,35 @@ struct ChromeHandler {
     if (ph[0] == 'f') w.buf += ",\"bp\":\"e\"";
     w.buf += '}';
     w.flush();
+    return true;
   }
 
-  // The communicator as its global id (the same on every rank), or the raw
-  // handle in hex when the trace does not define it.
-  std::string comm_of(const Event& e) const {
-    if (comms)
-      if (const CommInfo* c = comms->at(e.comm, e.enter)) return std::to_string(c->gid);
-    char b[24];
-    std::snprintf(b, sizeof b, "\"0x%x\"", e.comm);
-    return b;
-  }
-
-  std::string args_of(const Event& e) const {
-    std::string a;
+  // An MPI call's args, appended to the output (nothing for calls without
+  // any). The communicator is its global id (the same on every rank), or the
+  // raw handle in hex when the trace does not define it.
+  void args(const Event& e) {
+    bool first = true;
+    auto key = [&](const char* k) {
+      if (!first) w.buf += ',';
+      first = false;
+      w.buf += '"';
+      w.buf += k;
+      w.buf += "\":";
+    };
     auto add_comm = [&] {
-      if (!a.empty()) a += ',';
-      a += "\"comm\":";
-      a += comm_of(e);
+      key("comm");
+      if (comms)
+        if (const CommInfo* c = comms->at(e.comm, e.enter)) {
+          w.integer(static_cast<long long>(c->gid));
+          return;
+        }
+      char b[24];
+      std::snprintf(b, sizeof b, "\"0x%x\"", e.comm);
+      w.buf += b;
     };
     auto add = [&](const char* k, long long v) {
-      if (!a.empty()) a += ',';
-      a += '"';
-      a += k;
-      a += "\":";
-      a += std::to_string(v);
+      key(k);
+      w.integer(v);
     };
     switch (e.kind) {
       case FuncKind::Send:
@@ -211,15 +235,13 @@ struct ChromeHandler {
       default:
         break;
     }
-    return a;
   }
 
   // Interpreter handler interface.
   bool call(const Event& e, const FuncInfo& fi, double enter, double leave) {
     cur = &e;
-    const std::string& name = reg.functions[fi.name];
-    slice(e.stream, name == "(unknown)" ? "MPI function " + std::to_string(e.func) : name, "mpi",
-          enter, leave, args_of(e));
+    if (fi.name != 0) slice(e.stream, reg.functions[fi.name], "mpi", enter, leave, &e);
+    else slice(e.stream, "MPI function " + std::to_string(e.func), "mpi", enter, leave, &e);
     if (!root_in && !root_done) {
       if (fi.role & kRoleInit) {
         root_in = true;
@@ -254,26 +276,25 @@ struct ChromeHandler {
     while (i > 0 && st[i - 1].id != e.interval_id) --i;
     if (i == 0) return;
     while (st.size() >= i) {
-      slice(e.stream, st.back().label, "interval", st.back().start, enter, "");
+      slice(e.stream, st.back().label, "interval", st.back().start, enter);
       st.pop_back();
     }
   }
   void close_all(double t) {
     for (auto& [stream, st] : stacks)
       while (!st.empty()) {
-        slice(stream, st.back().label, "interval", st.back().start, t, "");
+        slice(stream, st.back().label, "interval", st.back().start, t);
         st.pop_back();
       }
   }
   void end_root(double t) {
     close_all(t);
-    slice(0, "run (rank " + std::to_string(rank) + ")", "interval", root_start, t, "");
+    slice(0, "run (rank " + std::to_string(rank) + ")", "interval", root_start, t);
     root_in = false;
     root_done = true;
   }
   void send(const ChannelKey& k, double enter, double, const Event& e) {
-    flow("s", e.stream, enter, flow_id(k, sent[k]++));
-    ++w.stats.flows;
+    if (flow("s", e.stream, enter, flow_id(k, sent[k]++))) ++w.stats.flows;
   }
   void recv(const ChannelKey& k, double enter, double, const Event& e) {
     flow("f", e.stream, enter, flow_id(k, received[k]++));
@@ -287,7 +308,7 @@ struct ChromeHandler {
 }  // namespace
 
 bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::string* error,
-                        ChromeTraceStats* stats) {
+                        ChromeTraceStats* stats, const ChromeTraceOptions& options) {
   std::vector<const RankTrace*> traces;
   for (const auto& t : dir.ranks) traces.push_back(t.get());
   const WorldIndex w2i(traces);
@@ -310,7 +331,7 @@ bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::stri
   for (size_t i = 0; i < traces.size(); ++i) {
     const RankTrace& rt = *traces[i];
     Interpreter interp(rt, reg, i, w2i);
-    ChromeHandler h(w, reg, i, rt.rank(), t0);
+    ChromeHandler h(w, reg, i, rt.rank(), t0, options);
     h.comms = &interp.comms();
     auto cursor = rt.events();
     Event e;

@@ -9,7 +9,9 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 
@@ -68,7 +70,7 @@ bool write_file(const std::string& path, const std::function<void(std::ostream&)
 
 int main(int argc, char** argv) {
   CLI::App app{"prof-analyze: interval characteristics of a prof trace (seed 003 report)"};
-  std::string dir, out_path, json_path, chrome_path;
+  std::string dir, out_path, json_path, chrome_path, chrome_window;
   bool functions = false, no_per_rank = false, no_progress = false, quiet = false;
   unsigned threads = 0;
   app.add_option("TRACE_DIR", dir, "trace directory (rank-*.prof files)")->required();
@@ -76,6 +78,9 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "write the JSON report to FILE");
   app.add_option("--chrome-trace", chrome_path,
                  "write Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE");
+  app.add_option("--chrome-trace-window", chrome_window,
+                 "FROM:TO in seconds from the trace's start: only what overlaps goes into the "
+                 "Chrome trace (big traces stay loadable)");
   app.add_flag("--functions", functions, "add each interval's MPI function profile to the text");
   app.add_flag("--no-per-rank", no_per_rank, "leave out the per-rank tables");
   app.add_option("-j,--threads", threads, "worker threads (default: one per core)");
@@ -89,6 +94,30 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
+  }
+
+  prof::analysis::ChromeTraceOptions chrome_opt;
+  if (!chrome_window.empty()) {
+    const size_t colon = chrome_window.find(':');
+    char* end1 = nullptr;
+    char* end2 = nullptr;
+    const std::string a = chrome_window.substr(0, colon);
+    const std::string b = colon == std::string::npos ? "" : chrome_window.substr(colon + 1);
+    chrome_opt.from_s = std::strtod(a.c_str(), &end1);
+    chrome_opt.to_s = std::strtod(b.c_str(), &end2);
+    if (colon == std::string::npos || a.empty() || b.empty() || *end1 != '\0' || *end2 != '\0' ||
+        !std::isfinite(chrome_opt.from_s) || !std::isfinite(chrome_opt.to_s) ||
+        chrome_opt.from_s < 0 || chrome_opt.from_s >= chrome_opt.to_s) {
+      std::fprintf(stderr,
+                   "prof-analyze: error: --chrome-trace-window '%s': expected FROM:TO, seconds "
+                   "from the start of the trace with 0 <= FROM < TO (e.g. 1.5:2)\n",
+                   chrome_window.c_str());
+      return kExitUsage;
+    }
+    if (chrome_path.empty()) {
+      std::fprintf(stderr, "prof-analyze: error: --chrome-trace-window needs --chrome-trace FILE\n");
+      return kExitUsage;
+    }
   }
 
   prof::trace::TraceDir td = prof::trace::TraceDir::open(dir);
@@ -135,7 +164,7 @@ int main(int argc, char** argv) {
     std::string err;
     ok = write_file(chrome_path,
                     [&](std::ostream& o) {
-                      if (!prof::analysis::write_chrome_trace(td, o, &err))
+                      if (!prof::analysis::write_chrome_trace(td, o, &err, nullptr, chrome_opt))
                         std::fprintf(stderr, "prof-analyze: error: %s: %s\n", chrome_path.c_str(), err.c_str());
                     }) &&
          ok;

@@ -205,6 +205,55 @@ TEST(Outputs, ChromeTraceIsValidWithOneTrackPerRank) {
   }
 }
 
+// --chrome-trace-window: the second loop iteration (4.0-5.3 ms from the first
+// event) alone, with the slices around it at their true extent.
+TEST(Outputs, ChromeTraceWindowKeepsWhatOverlapsIt) {
+  TraceBuilder b(3);
+  build(b);
+  const std::string path = b.dir() + "/window.json";
+  ASSERT_EQ(run_cli(b.dir() + " --chrome-trace " + path + " --chrome-trace-window 0.0039:0.0054"), 0);
+  const json j = json::parse(slurp(path));
+  int mpi = 0, intervals = 0, named = 0;
+  std::map<long long, int> starts, finishes;
+  for (const auto& e : j.at("traceEvents")) {
+    const std::string ph = e.at("ph");
+    if (ph == "M") {
+      named += e.at("name") == "thread_name";
+    } else if (ph == "X") {
+      const double ts = e.at("ts"), dur = e.at("dur");
+      EXPECT_GE(ts + dur, 3900.0) << e.dump();
+      EXPECT_LE(ts, 5400.0) << e.dump();
+      (e.at("cat") == "mpi" ? mpi : intervals)++;
+      if (e.at("name") == "run (rank 0)") {
+        EXPECT_NEAR(ts, 1000.0, 1e-6);  // from MPI_Init's return
+        EXPECT_NEAR(ts + dur, 20000.0, 1e-6);  // to MPI_Finalize's call
+      }
+    } else if (ph == "s") {
+      ++starts[e.at("id").get<long long>()];
+    } else if (ph == "f") {
+      ++finishes[e.at("id").get<long long>()];
+    }
+  }
+  EXPECT_EQ(named, 3);             // every track is still named
+  EXPECT_EQ(mpi, 3 * 4);           // Irecv, Send, Wait, Allreduce of the second iteration
+  EXPECT_EQ(intervals, 3 * 3);     // run, loop, nested
+  EXPECT_EQ(starts.size(), 3u);    // the second iteration's messages
+  EXPECT_EQ(starts, finishes);
+}
+
+TEST(Outputs, ChromeTraceWindowMustBeFromBeforeTo) {
+  TraceBuilder b(3);
+  build(b);
+  for (const char* bad : {"2:1", "1", "a:b", "-1:2", "1:"}) {
+    std::string out;
+    EXPECT_EQ(run_cli(b.dir() + " --chrome-trace " + b.dir() + "/w.json --chrome-trace-window " + bad,
+                      &out),
+              1)
+        << bad;
+    EXPECT_NE(out.find("--chrome-trace-window"), std::string::npos) << out;
+  }
+}
+
 TEST(Outputs, LibraryWritersAgreeWithTheBinary) {
   TraceBuilder b(3);
   build(b);

@@ -10,8 +10,13 @@
 // Flow ids need no matching pass: the n-th send on a channel (communicator,
 // source, destination, tag) is the n-th receive on it (MPI's non-overtaking
 // rule), so both ends compute the same id from (channel, n).
+//
+// A time window keeps big traces loadable (10^7 events make about 1.4 GB of
+// JSON): only slices that overlap it and flow ends inside it are written. Every
+// event is still read, so slices that cross the window keep their true extent.
 #pragma once
 
+#include <limits>
 #include <ostream>
 #include <string>
 
@@ -21,12 +26,19 @@ namespace prof::analysis {
 
 struct ChromeTraceStats {
   uint64_t slices = 0;
-  uint64_t flows = 0;  // flow starts written
+  uint64_t flows = 0;          // flow starts written
+  uint64_t outside_window = 0; // slices left out by the window
+};
+
+struct ChromeTraceOptions {
+  // Seconds from the trace's time zero (its earliest event, as Perfetto shows it).
+  double from_s = 0;
+  double to_s = std::numeric_limits<double>::infinity();
 };
 
 // Streams every rank (memory does not grow with events). Returns false and sets
 // *error when the output stream fails.
 bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::string* error,
-                        ChromeTraceStats* stats = nullptr);
+                        ChromeTraceStats* stats = nullptr, const ChromeTraceOptions& options = {});
 
 }  // namespace prof::analysis
