@@ -154,46 +154,42 @@ void ex_icoll(const char* fn, MPI_Comm comm, int root, uint64_t bytes, MPI_Reque
           (unsigned long long)bytes, (unsigned)req);
 }
 
+/* "members=... inter=N remote=..." of a communicator's groups, as trace_check
+ * prints a definition. */
+static void membership(MPI_Comm c, char* out, size_t n) {
+  int inter = 0;
+  PMPI_Comm_test_inter(c, &inter);
+  MPI_Group g;
+  char members[4096], remote[4096] = "-";
+  PMPI_Comm_group(c, &g);
+  group_list(g, members, sizeof members);
+  PMPI_Group_free(&g);
+  if (inter) {
+    PMPI_Comm_remote_group(c, &g);
+    group_list(g, remote, sizeof remote);
+    PMPI_Group_free(&g);
+  }
+  snprintf(out, n, "members=%s inter=%d remote=%s", members, inter, remote);
+}
+
 void ex_comm_create(const char* fn, MPI_Comm parent, MPI_Comm newcomm, const char* key) {
   if (newcomm == MPI_COMM_NULL) {
     ex_line("%s comm=0x%x new=0x%x", fn, (unsigned)parent, (unsigned)newcomm);
     return;
   }
-  int inter = 0;
-  PMPI_Comm_test_inter(newcomm, &inter);
-  MPI_Group g;
-  char members[4096], remote[4096] = "";
-  PMPI_Comm_group(newcomm, &g);
-  group_list(g, members, sizeof members);
-  PMPI_Group_free(&g);
-  if (inter) {
-    PMPI_Comm_remote_group(newcomm, &g);
-    group_list(g, remote, sizeof remote);
-    PMPI_Group_free(&g);
-  }
-  ex_line("%s comm=0x%x new=0x%x members=%s inter=%d remote=%s key=%s", fn, (unsigned)parent,
-          (unsigned)newcomm, members, inter, inter ? remote : "-", key);
+  char m[8300];
+  membership(newcomm, m, sizeof m);
+  ex_line("%s comm=0x%x new=0x%x %s key=%s", fn, (unsigned)parent, (unsigned)newcomm, m, key);
 }
 
 void ex_comm_idup(const char* fn, MPI_Comm parent, MPI_Comm newcomm, MPI_Request req,
                   const char* key) {
   /* The new communicator may not be asked anything before the request
    * completes: it has the parent's groups. */
-  int inter = 0;
-  PMPI_Comm_test_inter(parent, &inter);
-  MPI_Group g;
-  char members[4096], remote[4096] = "";
-  PMPI_Comm_group(parent, &g);
-  group_list(g, members, sizeof members);
-  PMPI_Group_free(&g);
-  if (inter) {
-    PMPI_Comm_remote_group(parent, &g);
-    group_list(g, remote, sizeof remote);
-    PMPI_Group_free(&g);
-  }
-  ex_line("%s comm=0x%x root=-1 bytes=0 req=0x%x new=0x%x members=%s inter=%d remote=%s key=%s",
-          fn, (unsigned)parent, (unsigned)req, (unsigned)newcomm, members, inter,
-          inter ? remote : "-", key);
+  char m[8300];
+  membership(parent, m, sizeof m);
+  ex_line("%s comm=0x%x root=-1 bytes=0 req=0x%x new=0x%x %s key=%s", fn, (unsigned)parent,
+          (unsigned)req, (unsigned)newcomm, m, key);
 }
 
 void ex_marker(int id, int begin, const char* label) {
