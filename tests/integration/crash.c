@@ -4,7 +4,12 @@
  *            then kills rank 0 (blocked in a receive that never comes), whose
  *            events are salvaged from its unsealed chunk, end reason "".
  *   abort    rank 1 calls MPI_Abort: "abort"; rank 0 as for segv.
- *   noexit   both ranks return from main without MPI_Finalize: "exit".
+ *   noexit   both ranks return from main without MPI_Finalize: "exit". Once
+ *            one has exited, hydra SIGKILLs the other, which may still be in
+ *            its exit path: its end reason is then "" (its events are all
+ *            kept, salvaged from unsealed chunks if need be); never both.
+ *   noexit_slow  as noexit, but rank 1 lingers 1 s in its exit path before
+ *            the profiler's exit handler runs, so it is the one killed.
  *   sigkill  rank 1 first fills more than one chunk, then raise(SIGKILL): no
  *            end reason, the sealed chunks and the unsealed last one all read.
  * Both ranks first exchange messages and make local calls, each logged as it
@@ -43,11 +48,13 @@ static int wait_flag(const char* what, int rank) {
   return 0;
 }
 
+static void linger(void) { usleep(1000 * 1000); }
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "segv") && strcmp(mode, "abort") && strcmp(mode, "noexit") &&
-      strcmp(mode, "sigkill")) {
-    fprintf(stderr, "usage: crash segv|abort|noexit|sigkill\n");
+      strcmp(mode, "noexit_slow") && strcmp(mode, "sigkill")) {
+    fprintf(stderr, "usage: crash segv|abort|noexit|noexit_slow|sigkill\n");
     return 2;
   }
   int rank, size;
@@ -84,8 +91,11 @@ int main(int argc, char** argv) {
   ex_coll("MPI_Barrier", W, -1, 0);
   if (ex_failures()) return 1;
 
-  if (strcmp(mode, "noexit") == 0) {
+  if (strncmp(mode, "noexit", 6) == 0) {
     ex_line("!end exit");
+    ex_line("!or_killed");
+    /* Registered after MPI_Init, so it runs before the profiler's handler. */
+    if (strcmp(mode, "noexit_slow") == 0 && rank == 1) atexit(linger);
     /* Both ranks out of MPI (no message in flight) before either exits. */
     set_flag("out-of-mpi", rank);
     wait_flag("out-of-mpi", peer);
