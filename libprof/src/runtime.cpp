@@ -772,7 +772,9 @@ void remember_message(MPI_Message message, MPI_Comm comm, const MPI_Status* st) 
 }
 
 MessageInfo take_message(MPI_Message message) {
-  if (message == MPI_MESSAGE_NO_PROC) return MessageInfo{};  // a receive from MPI_PROC_NULL
+  // A receive from MPI_PROC_NULL. The message names no communicator; record it
+  // on MPI_COMM_SELF, which every rank defines, so readers can resolve it.
+  if (message == MPI_MESSAGE_NO_PROC) return MessageInfo{MPI_COMM_SELF, MPI_PROC_NULL, MPI_ANY_TAG};
   std::lock_guard<std::mutex> lock(messages_mu);
   auto it = messages.find(uint32_t(message));
   if (it == messages.end()) return MessageInfo{};
