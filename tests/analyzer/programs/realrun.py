@@ -1,0 +1,103 @@
+"""Shared checks for the real-run analyzer tests (programs run under the profiler).
+
+Expected values come from the programs' own CLOCK_MONOTONIC stamps (realrun.h),
+so they follow what the run really did, however the machine scheduled it. The
+profiler's timestamps lie inside the program's stamps; SLACK covers the
+microseconds between the two and the ranks' clock synchronization, with room to
+spare, and stays far below the differences between a right and a wrong
+definition, which every test makes tens of milliseconds wide."""
+import json
+import os
+
+SLACK = 0.002     # seconds, per instant compared
+ROUNDING = 1e-6   # the JSON's own rounding, for the invariants
+
+
+class Checker:
+    def __init__(self, report_path, stamps_dir=None):
+        with open(report_path) as f:
+            self.report = json.load(f)
+        self.stamps = load_stamps(stamps_dir) if stamps_dir else {}
+        self.failures = []
+
+    def result(self, what, ok, detail):
+        print(f"{'ok  ' if ok else 'FAIL'} {what}: {detail}")
+        if not ok:
+            self.failures.append(what)
+        return ok
+
+    def near(self, what, got, want, tol):
+        return self.result(what, abs(got - want) <= tol,
+                           f"{got:.6f} (want {want:.6f} +- {tol:.6f})")
+
+    def between(self, what, got, low, high):
+        return self.result(what, low <= got <= high, f"{got:.6f} (want in [{low:.6f}, {high:.6f}])")
+
+    def stamp(self, rank, name):
+        try:
+            return self.stamps[rank][name]
+        except KeyError:
+            raise SystemExit(f"FAIL: no stamp '{name}' from rank {rank}")
+
+    def nodes(self, interval_id):
+        return [n for n in self.report["intervals"] if n["level"] > 0 and n["id"] == interval_id]
+
+    def one(self, interval_id):
+        found = self.nodes(interval_id)
+        if not self.result(f"interval {interval_id} is one node", len(found) == 1,
+                           f"{len(found)} node(s)"):
+            return None
+        return found[0]
+
+    def finish(self):
+        print(f"{len(self.failures)} failed")
+        return 1 if self.failures else 0
+
+
+def load_stamps(directory):
+    stamps = {}
+    for name in os.listdir(directory):
+        if not (name.startswith("stamps-rank-") and name.endswith(".txt")):
+            continue
+        rank = int(name[len("stamps-rank-"):-len(".txt")])
+        with open(os.path.join(directory, name)) as f:
+            stamps[rank] = {k: float(v) for k, v in (line.split() for line in f if line.strip())}
+    return stamps
+
+
+def rank_of(node, rank):
+    return next(p for p in node["per_rank"] if p["rank"] == rank)
+
+
+def check_invariants(check):
+    """metrics.md: per rank and interval, Comm <= MPI <= T, PotentSync <= T,
+    TStart <= MPI; efficiency within [0, 1]."""
+    bad = []
+    for index, node in enumerate(check.report["intervals"]):
+        where = f"interval #{index} (id {node['id']}, level {node['level']})"
+        eff = node["main"]["efficiency"]
+        if not (-ROUNDING <= eff <= 1 + ROUNDING):
+            bad.append(f"{where}: efficiency {eff}")
+        for p in node["per_rank"]:
+            r, t = p["rank"], p["time"]
+            for lesser, greater in [("comm_time", "mpi_time"), ("mpi_time", "time"),
+                                    ("potential_sync", "time"), ("time_of_start", "mpi_time")]:
+                if p[lesser] > p[greater] + ROUNDING:
+                    bad.append(f"{where} rank {r}: {lesser} {p[lesser]:.6f} > "
+                               f"{greater} {p[greater]:.6f}")
+    for b in bad[:20]:
+        print(f"     {b}")
+    check.result("invariants of metrics.md on every interval and rank", not bad,
+                 f"{len(bad)} violation(s) over {len(check.report['intervals'])} interval(s)")
+
+
+def check_no_unknown_requests(check):
+    """Every completion and start names a request the analyzer knows."""
+    stats = check.report.get("stats", {})
+    check.result("stats.unknown_requests", stats.get("unknown_requests", 0) == 0,
+                 str(stats.get("unknown_requests")))
+    unknown = [w for w in check.report.get("warnings", [])
+               if "unknown" in w.get("category", "").lower()]
+    for w in unknown:
+        print(f"     warning: {w.get('category')} x{w.get('count')}: {w.get('examples')}")
+    check.result("no warning about unknown requests", not unknown, f"{len(unknown)} categories")
