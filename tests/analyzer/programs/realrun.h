@@ -48,13 +48,14 @@ static void realrun_stamp(const char* fmt, ...) {
   realrun_stamps[realrun_stamp_count++].seconds = now;
 }
 
-/* Sleeps (yielding the core to the other rank's busy-polling MPI) at least ms
- * milliseconds. */
-static void realrun_sleep_ms(int ms) {
-  struct timespec left = {ms / 1000, (long)(ms % 1000) * 1000000L};
+/* Sleeps (yielding the core to the other rank's busy-polling MPI) at least us
+ * microseconds. */
+static void realrun_sleep_us(long us) {
+  struct timespec left = {us / 1000000L, (us % 1000000L) * 1000L};
   while (nanosleep(&left, &left) != 0 && errno == EINTR) {
   }
 }
+static void realrun_sleep_ms(int ms) { realrun_sleep_us(1000L * ms); }
 
 /* Writes the stamps; returns 0, or 1 (with a message) when it cannot. */
 static int realrun_write_stamps(int rank) {
