@@ -1,9 +1,11 @@
 // Timers and clock synchronization (seed 000, MPIPerf).
 //
 // Timer: raw ticks on the hot path (rdtsc for TSC, a vDSO clock_gettime
-// otherwise), converted to ns offline with ns_per_tick. TSC frequency is
-// calibrated against CLOCK_MONOTONIC at init and re-measured over the whole run
-// at finalize (a long baseline is far more precise).
+// otherwise), converted to ns offline with ns_per_tick. The TSC rate comes from
+// (TSC, CLOCK_MONOTONIC) pairs, each read in a tight bracket: one at init(),
+// one at the first use of the rate (after PMPI_Init, so the measurement costs
+// the program nothing), one at finalize (the whole run: the rate the trace
+// ends with). init() itself never sleeps.
 //
 // ClockSync: the offset of each rank's clock against rank 0 from the ping-pong
 // exchange with the smallest round trip; exchanges stop when the minimum has
@@ -33,9 +35,10 @@ class Timer {
   // Accepts "tsc", "monotonic", "gettimeofday", "mpi_wtime"; false otherwise.
   static bool parse(std::string_view name, format::TimerKind* out);
 
-  // Prepares the timer (calibrates TSC). Returns false with *why set when the
-  // timer cannot be used here (e.g. no invariant TSC; mpi_wtime before
-  // MPI_Init, which MPICH refuses).
+  // Prepares the timer. TSC: checks that it is invariant and takes the first
+  // (TSC, CLOCK_MONOTONIC) pair, with a 50 us sanity check of the rate and no
+  // sleep. Returns false with *why set when the timer cannot be used here (e.g.
+  // no invariant TSC; mpi_wtime before MPI_Init, which MPICH refuses).
   bool init(format::TimerKind kind, std::string* why);
 
   format::TimerKind kind() const { return kind_; }
@@ -53,22 +56,38 @@ class Timer {
     return slow_now();
   }
 
-  // Nanoseconds per tick: calibrated at init, refined by finish_calibration().
-  double ns_per_tick() const { return ns_per_tick_; }
+  // Nanoseconds per tick. TSC: the first call measures the rate over [init(),
+  // now] and keeps it until finish_calibration(); a first call less than
+  // kMinRateSpanNs after init() waits for the rest of that span. The shim's
+  // first call comes after PMPI_Init, on the thread that called it (the first
+  // call is not thread-safe; later ones are).
+  double ns_per_tick() const {
+    if (rate_pending_) measure_rate();
+    return ns_per_tick_;
+  }
+  // Shortest span a TSC rate is measured over: a pair is read within tens of
+  // ns, so the rate's relative error is below 1e-4.
+  static constexpr uint64_t kMinRateSpanNs = 1'000'000;
   // Raw reading taken by init(). Every conversion to ns is relative to it, so a
   // refined ns_per_tick moves times by (t - epoch) * error, not t * error (raw
   // TSC values are ~1e14). Clock sync must use to_ns(), and the trace stores the
   // epoch (M epoch_ticks) so readers convert the same way.
   uint64_t epoch() const { return epoch_; }
   double to_ns(uint64_t ticks) const {
-    return static_cast<double>(static_cast<int64_t>(ticks - epoch_)) * ns_per_tick_;
+    return static_cast<double>(static_cast<int64_t>(ticks - epoch_)) * ns_per_tick();
   }
-  // The rate as calibrated by init(), before any finish_calibration() (equal to
+  // The rate as first measured, before any finish_calibration() (equal to
   // ns_per_tick() for the fixed-rate timers): for diagnostics.
-  double initial_ns_per_tick() const { return initial_ns_per_tick_; }
+  double initial_ns_per_tick() const {
+    if (rate_pending_) measure_rate();
+    return initial_ns_per_tick_;
+  }
   // Granularity of one reading in ns (1000 for gettimeofday, about one tick for
-  // TSC, clock_getres for monotonic, MPI_Wtick for mpi_wtime). Set by init().
-  double resolution_ns() const { return resolution_ns_; }
+  // TSC, clock_getres for monotonic, MPI_Wtick for mpi_wtime).
+  double resolution_ns() const {
+    if (rate_pending_) measure_rate();
+    return resolution_ns_;
+  }
   // Re-measures the TSC rate over [init, now] (call before the final sync).
   // mpi_wtime: re-anchors the fallback that serves readings after MPI_Finalize
   // (MPI_Wtime aborts then), so call it shortly before PMPI_Finalize.
@@ -80,17 +99,20 @@ class Timer {
 
  private:
   uint64_t slow_now() const;
+  void measure_rate() const;
   void apply_shift();
   void anchor_wtime();
   format::TimerKind kind_ = format::TimerKind::Monotonic;
-  double ns_per_tick_ = 1.0;
-  double initial_ns_per_tick_ = 1.0;
-  double resolution_ns_ = 1.0;
+  // The TSC rate is measured lazily by the const accessors (see ns_per_tick()).
+  mutable bool rate_pending_ = false;
+  mutable double ns_per_tick_ = 1.0;
+  mutable double initial_ns_per_tick_ = 1.0;
+  mutable double resolution_ns_ = 1.0;
+  mutable uint64_t calib_span_ns_ = 0;  // CLOCK_MONOTONIC span the rate was measured over
   uint64_t shift_ticks_ = 0;
   int64_t test_shift_ns_ = 0;
-  uint64_t calib_ticks0_ = 0;     // raw TSC (no test shift) at the start of calibration
-  uint64_t calib_mono0_ns_ = 0;   // CLOCK_MONOTONIC at the same instant
-  uint64_t calib_span_ns_ = 0;    // length of init()'s calibration interval
+  uint64_t calib_ticks0_ = 0;     // raw TSC (no test shift) of init()'s pair
+  uint64_t calib_mono0_ns_ = 0;   // CLOCK_MONOTONIC of the same pair
   uint64_t epoch_ = 0;            // set by init(): the origin of to_ns()
   // mpi_wtime after MPI_Finalize (MPICH aborts in MPI_Wtime then): a
   // (Wtime ns, CLOCK_MONOTONIC ns) pair from init()/finish_calibration(), and
