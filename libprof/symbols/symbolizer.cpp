@@ -2,6 +2,7 @@
 
 #include <elfutils/libdwfl.h>
 
+#include <filesystem>
 #include <map>
 
 namespace prof::symbols {
@@ -12,6 +13,18 @@ struct Symbolizer::Impl {
   Dwfl* dwfl = nullptr;
   std::map<uint64_t, std::optional<SourceLocation>> cache;
 };
+
+namespace {
+// A line table's file name relative to a relative directory entry (compiled as
+// `cc ../../x.c`: directory "../..") is relative to the compilation unit's
+// directory: joined with it and normalized, so every rank and tool prints one
+// absolute name. Without a compilation directory the name stays as it is.
+std::string absolute_source(const char* file, const char* comp_dir) {
+  const std::filesystem::path path(file);
+  if (path.is_absolute() || !comp_dir || comp_dir[0] != '/') return file;
+  return (std::filesystem::path(comp_dir) / path).lexically_normal().string();
+}
+}  // namespace
 
 Symbolizer::Symbolizer(const std::vector<trace::LoadObject>& objects)
     : impl_(std::make_unique<Impl>()) {
@@ -46,7 +59,7 @@ std::optional<SourceLocation> Symbolizer::resolve_return_address(uint64_t addres
     if (Dwfl_Line* line = dwfl_module_getsrc(mod, pc)) {
       int lineno = 0;
       if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
-        loc.file = file;
+        loc.file = absolute_source(file, dwfl_line_comp_dir(line));
         loc.line = lineno;
         result = loc;
       }
