@@ -118,10 +118,36 @@ struct FuncStat {
   uint64_t bytes = 0;
 };
 
+// The measures of sets of instants of one context (InstantSets), global ns.
+struct InstantSums {
+  double mpi = 0, sendrecv = 0, potential_sync = 0, collective = 0, alltoall = 0,
+         time_of_start = 0;
+  void credit(const StretchClass& c, double length) {
+    switch (c.comm) {
+      case kWaitSpan: potential_sync += length; break;
+      case kRecvCallSpan: sendrecv += length; break;
+      case kCollCallSpan: collective += length; break;
+      case kAllToAllCallSpan: alltoall += length; break;
+      default: break;
+    }
+    if (c.mpi) mpi += length;
+    if (c.start) time_of_start += length;
+  }
+  void add(const InstantSums& o) {
+    mpi += o.mpi;
+    sendrecv += o.sendrecv;
+    potential_sync += o.potential_sync;
+    collective += o.collective;
+    alltoall += o.alltoall;
+    time_of_start += o.time_of_start;
+  }
+};
+
 // One rank's sums in one interval node (exclusive of nested nodes until the
 // final roll-up), times in global ns.
 struct NodeAcc {
-  double mpi = 0, sr = 0, ps = 0, ca = 0, a2a = 0, tv = 0, tstart = 0;
+  InstantSums in;
+  double time_variation = 0;
   uint64_t calls = 0;
   // T_r of executions t_base.. not yet folded (see Engine::fold).
   std::vector<double> T;
@@ -154,8 +180,8 @@ struct OpenExec {
 };
 
 struct PendingRecv {
-  double enter, leave;
-  uint32_t node;
+  double issue, enter, leave;
+  uint64_t hold;
 };
 struct Channel {
   Fifo<double> sends;        // send enters not yet received
@@ -175,12 +201,16 @@ struct CollRec {
   uint32_t node;
   bool a2a;
   double enter, leave;
+  uint64_t hold;
 };
+// A member's part of a completed instance: it waited in [enter, wait_end)
+// for the last member, then worked until leave; time_variation after it.
 struct ResultRec {
   int32_t rank;
   uint32_t node;
   bool a2a;
-  double ps, coll, tv;
+  double enter, wait_end, leave, time_variation;
+  uint64_t hold;
 };
 
 struct Instance {
@@ -195,6 +225,7 @@ struct Member {
   uint32_t node;
   bool a2a;
   double enter, leave;
+  uint64_t hold;
   uint32_t next;
 };
 
@@ -292,9 +323,18 @@ struct GNode {
   bool dirty = false;   // a member closed an execution since the last fold
 };
 
+// Executions open on several threads at once: their nodes (none an ancestor
+// of another), whose instants count in each of them and their ancestors.
+struct Combo {
+  std::vector<uint32_t> nodes;
+  InstantSums in;
+};
+constexpr uint32_t kComboBit = 0x80000000u;  // a context that is a Combo's index
+
 struct alignas(64) Rank {
   Rank(const RankTrace& t, const Registry& reg, size_t idx, const WorldIndex& w2i)
-      : rt(&t), rank(t.rank()), index(idx), interp(t, reg, idx, w2i), cursor(t.events()) {}
+      : rt(&t), rank(t.rank()), index(idx), interp(t, reg, idx, w2i), cursor(t.events()),
+        threaded(t.stream_count() > 1), stacks(1) {}
 
   const RankTrace* rt;
   int rank;
@@ -311,7 +351,13 @@ struct alignas(64) Rank {
   std::vector<LocalNode> nodes;
   std::vector<NodeAcc> acc;
   FlatMap<NodeKey, uint32_t, NodeKeyHash> node_index;
-  std::vector<OpenExec> stack;
+  // Several threads: MPI and Start time are unions too, and markers nest per thread.
+  bool threaded;
+  std::vector<std::vector<OpenExec>> stacks;  // open executions per stream
+  InstantSets instants;
+  HoldQueue holds;
+  std::vector<Combo> combos;
+  std::map<std::vector<uint32_t>, uint32_t> combo_index;
   std::vector<uint32_t> slot_of;    // function id -> local slot + 1 (0: none yet)
   std::vector<uint32_t> slot_name;  // local slot -> Registry function name
   // Channels into this rank: key -> index into channel_store (compact slots).
@@ -325,7 +371,50 @@ struct alignas(64) Rank {
   int exhausted_phase = -1;
   WarningSink warn;
 
-  uint32_t node() const { return stack.empty() ? 0 : stack.back().node; }
+  std::vector<OpenExec>& stack(uint32_t stream) {
+    if (stream >= stacks.size()) stacks.resize(stream + 1);
+    return stacks[stream];
+  }
+  // The innermost execution open on a thread (the root when none).
+  uint32_t node(uint32_t stream) const {
+    return stream < stacks.size() && !stacks[stream].empty() ? stacks[stream].back().node : 0;
+  }
+  bool is_ancestor(uint32_t a, uint32_t n) const {
+    while (n != 0) {
+      n = nodes[n].parent;
+      if (n == a) return true;
+    }
+    return false;
+  }
+  // The executions open on the rank now, as a context for InstantSets.
+  uint32_t context() {
+    if (stacks.size() == 1) return node(0);
+    std::vector<uint32_t> inner;
+    for (const auto& st : stacks)
+      if (!st.empty()) inner.push_back(st.back().node);
+    std::sort(inner.begin(), inner.end());
+    inner.erase(std::unique(inner.begin(), inner.end()), inner.end());
+    std::vector<uint32_t> leaves;
+    for (uint32_t n : inner) {
+      bool covered = false;
+      for (uint32_t m : inner) covered = covered || (m != n && is_ancestor(n, m));
+      if (!covered) leaves.push_back(n);
+    }
+    if (leaves.empty()) return 0;
+    if (leaves.size() == 1) return leaves[0];
+    auto [it, fresh] = combo_index.emplace(leaves, static_cast<uint32_t>(combos.size()));
+    if (fresh) combos.push_back(Combo{leaves, {}});
+    return kComboBit | it->second;
+  }
+  InstantSums& sums(uint32_t context) {
+    return context & kComboBit ? combos[context & ~kComboBit].in : acc[context].in;
+  }
+  // Credits what is known of the rank's instants before `upto`.
+  void settle_instants(double upto) {
+    instants.sweep(upto, [this](uint32_t context, const StretchClass& c, double length) {
+      sums(context).credit(c, length);
+    });
+  }
   // A program uses a few channels over and over: a small direct-mapped cache
   // in front of the hash map (channel indices never change).
   struct CachedChannel {
@@ -406,7 +495,10 @@ struct Handler {
   bool continuation() const { return r.root == Rank::Root::In; }
   void marker(const Event& e, double enter, double leave);
   void send(const ChannelKey& k, double enter, double leave, const Event& e);
-  void recv(const ChannelKey& k, double enter, double leave, const Event& e);
+  void recv(const ChannelKey& k, double issue, uint64_t hold, double enter, double leave,
+            const Event& e);
+  uint64_t hold(double t) { return r.holds.add(t); }
+  void release(uint64_t token) { r.holds.release(token); }
   void cancel_send(const ChannelKey& k, double send_enter);
   void collective(const CommInfo& c, bool a2a, double enter, double leave, const Event& e);
   template <class F>
@@ -452,9 +544,10 @@ class Engine {
   void publish(unsigned w);
   void decode(Rank& r, unsigned w, int parity, int phase);
   void finish_rank(Rank& r);
+  void start_root(Rank& r, double t);
   void end_root(Rank& r, double t);
   void close_exec(Rank& r, const OpenExec& o, double t);
-  void account_recv(Rank& r, uint32_t node, double enter, double leave, double send_enter);
+  void account_recv(Rank& r, double issue, double enter, double leave, double send_enter);
   void ingest_send(const SendRec& s, bool cancel);
   void apply(const ResultRec& rr);
   void add_member(unsigned w, const CollRec& c, int parity);
@@ -499,6 +592,9 @@ class Engine {
   bool done_ = false;
   bool sweep_ = false;
   double win_end_ = 0, delta_ = 1e6;
+  // Every rank's next event enters at or after this (all sends before it are
+  // delivered by the next phase's start): the watermark of InstantSets.
+  double frontier_ = -kInf;
   std::vector<uint8_t> gone_;  // rank ended two phases ago: its records are all in
   uint32_t gone_count_ = 0;
   double t_first_ = 0, t_last_est_ = 0;
@@ -517,16 +613,12 @@ bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leav
       return false;
     case Rank::Root::Before:
       if (fi.role & kRoleInit) {
-        r.root_start = leave;
-        r.root = Rank::Root::In;
-        r.acc[0].first_enter = leave;
+        eng.start_root(r, leave);
         r.last_leave = leave;
         return false;
       }
       if (fi.role & kRolePreInit) return false;
-      r.root_start = enter;
-      r.root = Rank::Root::In;
-      r.acc[0].first_enter = enter;
+      eng.start_root(r, enter);
       break;
     case Rank::Root::In:
       break;
@@ -536,13 +628,21 @@ bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leav
     return false;
   }
   if (leave > r.last_leave) r.last_leave = leave;
-  const uint32_t node = r.node();
+  const uint32_t node = r.node(e.stream);
   NodeAcc& a = r.acc[node];
   const double dur = leave - enter;
-  a.mpi += dur;
+  const bool starts = fi.role & kRoleStartsOp;
+  if (r.threaded) {
+    // Calls of several threads may overlap: the union counts.
+    r.instants.add(enter, leave, kMpiCallSpan);
+    if (starts) r.instants.add(enter, leave, kStartCallSpan);
+  } else {
+    // One thread: calls never overlap, and each lies in one context.
+    a.in.mpi += dur;
+    if (starts) a.in.time_of_start += dur;
+  }
   ++a.calls;
   ++r.calls;
-  if (fi.role & kRoleStartsOp) a.tstart += dur;
   // mpiP-style profile: a rank-local slot per function keeps the table small.
   const size_t fid = e.func < r.slot_of.size() - 1 ? e.func : r.slot_of.size() - 1;
   uint32_t& slot = r.slot_of[fid];
@@ -582,15 +682,12 @@ void Handler::marker(const Event& e, double enter, double leave) {
     });
     return;
   }
-  if (r.root == Rank::Root::Before) {
-    r.root_start = enter;
-    r.root = Rank::Root::In;
-    r.acc[0].first_enter = enter;
-  }
+  if (r.root == Rank::Root::Before) eng.start_root(r, enter);
   if (leave > r.last_leave) r.last_leave = leave;
   const Registry& reg = eng.reg_;
+  std::vector<OpenExec>& stack = r.stack(e.stream);
   if (e.marker_begin) {
-    if (r.stack.size() >= kMaxDepth) {
+    if (stack.size() >= kMaxDepth) {
       ++r.unbalanced;
       r.warn.add("interval nesting deeper than 4096 (begin ignored)", [&] {
         return "rank " + std::to_string(r.rank) + ": interval " + std::to_string(e.interval_id);
@@ -598,7 +695,7 @@ void Handler::marker(const Event& e, double enter, double leave) {
       return;
     }
     // A loop enters the same child again: remember the last one per parent.
-    const uint32_t parent = r.node();
+    const uint32_t parent = r.node(e.stream);
     uint32_t node;
     if (r.nodes[parent].last_callsite == e.callsite && r.nodes[parent].last_id == e.interval_id) {
       node = r.nodes[parent].last_child;
@@ -619,11 +716,12 @@ void Handler::marker(const Event& e, double enter, double leave) {
       p.last_child = node;
     }
     if (leave < r.acc[node].first_enter) r.acc[node].first_enter = leave;
-    r.stack.push_back(OpenExec{node, e.interval_id, leave});
+    stack.push_back(OpenExec{node, e.interval_id, leave});
+    r.instants.set_context(leave, r.context());
     return;
   }
-  size_t i = r.stack.size();
-  while (i > 0 && r.stack[i - 1].id != e.interval_id) --i;
+  size_t i = stack.size();
+  while (i > 0 && stack[i - 1].id != e.interval_id) --i;
   if (i == 0) {
     ++r.unbalanced;
     r.warn.add("interval end without a begin (ignored)", [&] {
@@ -632,21 +730,22 @@ void Handler::marker(const Event& e, double enter, double leave) {
     });
     return;
   }
-  if (i != r.stack.size()) {
-    r.unbalanced += r.stack.size() - i;
+  if (i != stack.size()) {
+    r.unbalanced += stack.size() - i;
     r.warn.add(
         "interval ids crossing (inner intervals closed at the outer end)",
         [&] {
           return "rank " + std::to_string(r.rank) + ": end of interval " +
                  std::to_string(e.interval_id) + " while interval " +
-                 std::to_string(r.stack.back().id) + " is open, at " + seconds(enter);
+                 std::to_string(stack.back().id) + " is open, at " + seconds(enter);
         },
-        r.stack.size() - i);
+        stack.size() - i);
   }
-  while (r.stack.size() >= i) {
-    eng.close_exec(r, r.stack.back(), enter);
-    r.stack.pop_back();
+  while (stack.size() >= i) {
+    eng.close_exec(r, stack.back(), enter);
+    stack.pop_back();
   }
+  r.instants.set_context(enter, r.context());
 }
 
 void Handler::send(const ChannelKey& k, double enter, double, const Event&) {
@@ -672,36 +771,42 @@ void Handler::cancel_send(const ChannelKey& k, double send_enter) {
   else eng.cancel_box(parity, w, dw).push_back(SendRec{k, send_enter});
 }
 
-void Handler::recv(const ChannelKey& k, double enter, double leave, const Event&) {
+void Handler::recv(const ChannelKey& k, double issue, uint64_t hold, double enter, double leave,
+                   const Event&) {
   if (eng.index_of_world(k.src) < 0) {
     ++r.unmatched_recvs;
     r.warn.add("messages from ranks not in the trace", [&] {
       return "rank " + std::to_string(r.rank) + " <- rank " + std::to_string(k.src);
     });
+    r.holds.release(hold);
     return;
   }
   Channel& ch = r.channel(k);
   if (ch.recvs.empty() && !ch.sends.empty()) {
     const double s = ch.sends.pop();
-    eng.account_recv(r, r.node(), enter, leave, s);
+    eng.account_recv(r, issue, enter, leave, s);
+    r.holds.release(hold);
   } else {
-    ch.recvs.push(PendingRecv{enter, leave, r.node()});
+    // Its wait is known once its send is: hold the rank's watermark at its issue
+    // (a blocking call issues now, so holds stay in time order).
+    if (hold == HoldQueue::kNone) hold = r.holds.add(issue);
+    ch.recvs.push(PendingRecv{issue, enter, leave, hold});
   }
 }
 
-void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave, const Event&) {
+void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave, const Event& e) {
   const uint64_t seq = (*c.seq)++;
-  const uint32_t node = r.node();
+  const uint32_t node = r.node(e.stream);
   if (c.present <= 1) {
     // Alone in it (MPI_COMM_SELF, or the only member in the trace): no one to
     // wait for, so the whole call is collective time.
-    NodeAcc& a = r.acc[node];
-    (a2a ? a.a2a : a.ca) += leave - enter;
+    r.instants.add(enter, leave, a2a ? kAllToAllCallSpan : kCollCallSpan);
     ++r.local_instances;
     return;
   }
-  const CollRec rec{c.gid, seq, c.def, c.present, static_cast<int32_t>(r.index), node, a2a,
-                    enter, leave};
+  // Its wait is known once every member has called: hold the watermark.
+  const CollRec rec{c.gid,  seq,   c.def, c.present, static_cast<int32_t>(r.index), node, a2a,
+                    enter,  leave, r.holds.add(enter)};
   const unsigned o = eng.owner_of(c.gid, seq);
   if (o == w) eng.add_member(w, rec, parity);
   else eng.coll_box(parity, w, o).push_back(rec);
@@ -718,31 +823,41 @@ void Engine::close_exec(Rank& r, const OpenExec& o, double t) {
   a.t_sum += T;
 }
 
+void Engine::start_root(Rank& r, double t) {
+  r.root_start = t;
+  r.root = Rank::Root::In;
+  r.acc[0].first_enter = t;
+  r.instants.set_context(t, r.context());
+}
+
 void Engine::end_root(Rank& r, double t) {
-  if (!r.stack.empty()) {
-    r.unbalanced += r.stack.size();
-    r.warn.add(
-        "interval begin never closed (closed at the end of the run)",
-        [&] {
-          return "rank " + std::to_string(r.rank) + ": interval " +
-                 std::to_string(r.stack.back().id) + " opened at " + seconds(r.stack.back().start);
-        },
-        r.stack.size());
-  }
-  while (!r.stack.empty()) {
-    close_exec(r, r.stack.back(), t);
-    r.stack.pop_back();
+  for (auto& stack : r.stacks) {
+    if (!stack.empty()) {
+      r.unbalanced += stack.size();
+      r.warn.add(
+          "interval begin never closed (closed at the end of the run)",
+          [&] {
+            return "rank " + std::to_string(r.rank) + ": interval " +
+                   std::to_string(stack.back().id) + " opened at " + seconds(stack.back().start);
+          },
+          stack.size());
+    }
+    while (!stack.empty()) {
+      close_exec(r, stack.back(), t);
+      stack.pop_back();
+    }
   }
   close_exec(r, OpenExec{0, kRootId, r.root_start}, t);
   r.root = Rank::Root::After;
+  r.instants.set_context(t, kNoContext);
 }
 
-void Engine::account_recv(Rank& r, uint32_t node, double enter, double leave, double send_enter) {
-  const double dur = leave - enter;
-  NodeAcc& a = r.acc[node];
-  // Late sender: waiting for the send to be posted; the rest is transfer.
-  a.ps += clamp_to(send_enter - enter, 0, dur);
-  a.sr += clamp_to(leave - std::max(send_enter, enter), 0, dur);
+// A matched receive: it waited from its issue until its send started (a late
+// sender; "Recv issued before Send"), and the call that completed it is its
+// transfer where it is not waiting.
+void Engine::account_recv(Rank& r, double issue, double enter, double leave, double send_enter) {
+  r.instants.add(issue, std::min(send_enter, leave), kWaitSpan);
+  r.instants.add(enter, leave, kRecvCallSpan);
   ++r.matched;
 }
 
@@ -785,17 +900,19 @@ void Engine::ingest_send(const SendRec& s, bool cancel) {
   Channel& ch = d.channel(s.key);
   if (!ch.recvs.empty()) {
     const PendingRecv pr = ch.recvs.pop();
-    account_recv(d, pr.node, pr.enter, pr.leave, s.enter);
+    account_recv(d, pr.issue, pr.enter, pr.leave, s.enter);
+    d.holds.release(pr.hold);
   } else {
     ch.sends.push(s.enter);
   }
 }
 
 void Engine::apply(const ResultRec& rr) {
-  NodeAcc& a = ranks_[static_cast<size_t>(rr.rank)]->acc[rr.node];
-  a.ps += rr.ps;
-  (rr.a2a ? a.a2a : a.ca) += rr.coll;
-  a.tv += rr.tv;
+  Rank& r = *ranks_[static_cast<size_t>(rr.rank)];
+  r.instants.add(rr.enter, rr.wait_end, kWaitSpan);
+  r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan);
+  r.acc[rr.node].time_variation += rr.time_variation;
+  r.holds.release(rr.hold);
 }
 
 uint32_t Engine::gone_members(Owner& own, const CommDef* def) {
@@ -843,12 +960,12 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   Owner& own = owners_[w];
   for (uint32_t m = in.head; m != UINT32_MAX;) {
     const Member mem = own.arena[m];
-    const double dur = mem.leave - mem.enter;
     // Late entry: waiting for the last member to arrive; the rest is the
     // collective's own work. Time variation: how much earlier it left than
     // the last member.
-    const double ps = clamp_to(in.max_enter - mem.enter, 0, dur);
-    post(w, ResultRec{mem.rank, mem.node, mem.a2a, ps, dur - ps, std::max(0.0, in.max_leave - mem.leave)},
+    post(w,
+         ResultRec{mem.rank, mem.node, mem.a2a, mem.enter, clamp_to(in.max_enter, mem.enter, mem.leave),
+                   mem.leave, std::max(0.0, in.max_leave - mem.leave), mem.hold},
          parity, direct);
     own.free_list.push_back(m);
     m = mem.next;
@@ -875,7 +992,7 @@ void Engine::add_member(unsigned w, const CollRec& c, int parity) {
     own.warn.add("collective calls beyond their instance's members", [&] {
       return "communicator " + std::to_string(c.gid) + ", collective #" + std::to_string(c.seq + 1);
     });
-    post(w, ResultRec{c.rank, c.node, c.a2a, 0, c.leave - c.enter, 0}, parity, false);
+    post(w, ResultRec{c.rank, c.node, c.a2a, c.enter, c.enter, c.leave, 0, c.hold}, parity, false);
     return;
   }
   if (in->got == 0) {
@@ -885,7 +1002,7 @@ void Engine::add_member(unsigned w, const CollRec& c, int parity) {
   ++in->got;
   in->max_enter = std::max(in->max_enter, c.enter);
   in->max_leave = std::max(in->max_leave, c.leave);
-  in->head = own.alloc(Member{c.rank, c.node, c.a2a, c.enter, c.leave, in->head});
+  in->head = own.alloc(Member{c.rank, c.node, c.a2a, c.enter, c.leave, c.hold, in->head});
   if (in->got >= in->expected || (gone_count_ > 0 && all_missing_gone(own, *in))) {
     complete(w, c.gid, c.seq, *in, parity, false);
     q.pop_done();
@@ -949,7 +1066,11 @@ void Engine::phase_body(unsigned w) {
     box.clear();
   }
   if (sweep_) sweep(w, p, false);
-  for (size_t i : worker_ranks_[w]) decode(*ranks_[i], w, p, phase_);
+  for (size_t i : worker_ranks_[w]) {
+    Rank& r = *ranks_[i];
+    decode(r, w, p, phase_);
+    r.settle_instants(std::min(frontier_, r.holds.oldest()));
+  }
 }
 
 // What worker w wrote this phase becomes readable after the barrier.
@@ -998,6 +1119,7 @@ void Engine::on_phase_end() {
   else delta_ *= clamp_to(target / static_cast<double>(phase_events), 0.5, 2.0);
   delta_ = clamp_to(delta_, 1e3, 1e15);
   if (min_next < kInf) win_end_ = std::max(win_end_, min_next + delta_);
+  frontier_ = min_next;
   if (opt_.progress) {
     double f;
     if (t_last_est_ > t_first_) f = (win_end_ - t_first_) / (t_last_est_ - t_first_);
@@ -1201,6 +1323,7 @@ Analysis Engine::run() {
   }
   // Anything still waiting can no longer complete: settle it now.
   for (unsigned w = 0; w < W_; ++w) sweep(w, 0, true);
+  for (auto& r : ranks_) r->settle_instants(kInf);
   finish(a);
   return a;
 }
@@ -1209,13 +1332,8 @@ Analysis Engine::run() {
 // The tree and its figures
 
 void add_into(NodeAcc& to, const NodeAcc& from) {
-  to.mpi += from.mpi;
-  to.sr += from.sr;
-  to.ps += from.ps;
-  to.ca += from.ca;
-  to.a2a += from.a2a;
-  to.tv += from.tv;
-  to.tstart += from.tstart;
+  to.in.add(from.in);
+  to.time_variation += from.time_variation;
   to.calls += from.calls;
   if (to.funcs.size() < from.funcs.size()) to.funcs.resize(from.funcs.size());
   for (size_t i = 0; i < from.funcs.size(); ++i) {
@@ -1321,9 +1439,22 @@ void Engine::finish(Analysis& a) {
     }
 
   // Roll nested nodes up into their parents (children come after parents).
+  // Instants of executions open on several threads at once count once in
+  // each node open then and in each of their ancestors.
   for (auto& rp : ranks_) {
     Rank& r = *rp;
     for (size_t i = r.nodes.size(); i-- > 1;) add_into(r.acc[r.nodes[i].parent], r.acc[i]);
+    for (const Combo& combo : r.combos) {
+      std::vector<uint32_t> open;
+      for (uint32_t n : combo.nodes)
+        for (uint32_t m = n;; m = r.nodes[m].parent) {
+          open.push_back(m);
+          if (m == 0) break;
+        }
+      std::sort(open.begin(), open.end());
+      open.erase(std::unique(open.begin(), open.end()), open.end());
+      for (uint32_t n : open) r.acc[n].in.add(combo.in);
+    }
   }
 
   // The tree across ranks (built during the pass); settle the last executions.
@@ -1398,16 +1529,16 @@ void Engine::finish(Analysis& a) {
       f.time = t;
       // Idle_r = sum over r's executions of (Exec_k - T_rk).
       f.idle = acc.snap_n == acc.executions() ? std::max(0.0, acc.snap_p - t) : 0.0;
-      f.mpi = acc.mpi;
-      f.cpu = t - acc.mpi;
+      f.mpi = acc.in.mpi;
+      f.cpu = t - acc.in.mpi;
       f.lost = f.mpi + f.idle;
-      f.sendrecv = acc.sr;
-      f.collective = acc.ca;
-      f.alltoall = acc.a2a;
-      f.comm = acc.sr + acc.ca + acc.a2a;
-      f.potential_sync = acc.ps;
-      f.time_variation = acc.tv;
-      f.time_of_start = acc.tstart;
+      f.sendrecv = acc.in.sendrecv;
+      f.collective = acc.in.collective;
+      f.alltoall = acc.in.alltoall;
+      f.comm = f.sendrecv + f.collective + f.alltoall;
+      f.potential_sync = acc.in.potential_sync;
+      f.time_variation = acc.time_variation;
+      f.time_of_start = acc.in.time_of_start;
       f.calls = acc.calls;
       per.emplace_back(ri, f);
       for (size_t s = 0; s < acc.funcs.size(); ++s) {

@@ -296,9 +296,12 @@ struct ChromeHandler {
   void send(const ChannelKey& k, double enter, double, const Event& e) {
     if (flow("s", e.stream, enter, flow_id(k, sent[k]++))) ++w.stats.flows;
   }
-  void recv(const ChannelKey& k, double enter, double, const Event& e) {
+  void recv(const ChannelKey& k, double, uint64_t, double enter, double, const Event& e) {
     flow("f", e.stream, enter, flow_id(k, received[k]++));
   }
+  // The export draws calls, not waits: no watermark to hold.
+  uint64_t hold(double) { return HoldQueue::kNone; }
+  void release(uint64_t) {}
   void cancel_send(const ChannelKey&, double) {}
   void collective(const CommInfo&, bool, double, double, const Event&) {}
   template <class F>

@@ -31,6 +31,7 @@ uint16_t role_of(const trace::FunctionDef& f) {
     role |= kRolePreInit;
   if (n == "MPI_Start" || n == "MPI_Startall") role |= kRoleStart | kRoleStartsOp;
   if (n == "MPI_Request_free") role |= kRoleFree;
+  if (n == "MPI_Grequest_start") role |= kRoleGrequestStart;
   const bool starter = f.kind == FuncKind::Isend || f.kind == FuncKind::Irecv ||
                        f.kind == FuncKind::ICollective || f.kind == FuncKind::IAllToAll;
   if (starter) {

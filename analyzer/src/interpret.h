@@ -12,11 +12,19 @@
 //     actual source and tag. An Irecv carries what was asked (maybe ANY); the
 //     actual source/tag arrive in the Completion entry of the Wait/Test that
 //     completes it, and that Wait/Test is the receive's call (its enter, leave
-//     and duration). Requests are linked to completions by handle value: MPI
-//     reuses a handle only after the request completed or was freed, so a map
-//     handle -> request is exact. Persistent requests (Send_init, Recv_init,
-//     collective *_init) stay in the map until MPI_Request_free; each
-//     Start/Startall starts one operation (a send's enter is the Start's).
+//     and duration). Its wait runs from its issue (the Irecv's enter, or the
+//     Start's for a persistent receive). Requests are linked to completions by
+//     handle value, oldest first: MPI reuses a handle only after the request
+//     completed or was freed, except MPICH's builtin handles for operations
+//     that completed at once, which it hands out to many requests at a time
+//     (those are complete, so which of them a completion names does not
+//     matter). Persistent requests (Send_init, Recv_init, collective *_init)
+//     stay until MPI_Request_free; each Start/Startall starts one operation (a
+//     send's enter is the Start's), and completing one that was not started
+//     does nothing. A completion of an unknown request while generalized
+//     requests (MPI_Grequest_start) are outstanding is one of them.
+//   - A receive in flight holds the handler's watermark (h.hold at its issue,
+//     h.release when it is settled), so its wait can still be credited.
 //   - Records flagged kContinuation carry more entries of the previous call
 //     (same enter/leave): their entries count, their time does not.
 //   - Collective calls (blocking, nonblocking starts, and Starts of persistent
@@ -33,6 +41,7 @@
 #include <vector>
 
 #include "flat_map.h"
+#include "instants.h"
 #include "prof/trace_reader.h"
 
 namespace prof::analysis::detail {
@@ -50,6 +59,7 @@ enum FuncRole : uint16_t {
   kRoleFree = 1 << 4,            // MPI_Request_free
   kRolePersistentInit = 1 << 5,  // *_init: creates a persistent request, starts nothing
   kRoleStartsOp = 1 << 6,        // counts in Time of Start (nonblocking starts)
+  kRoleGrequestStart = 1 << 7,   // MPI_Grequest_start: a request completed by the user
 };
 
 struct FuncInfo {
@@ -195,12 +205,17 @@ struct Request {
   enum Type : uint8_t { Send, Recv, PSend, PRecv, Coll, PColl };
   Type type = Send;
   bool active = false;
+  bool started = false;  // persistent: a Start's operation is in flight
   bool a2a = false;
   const CommInfo* comm = nullptr;
   int32_t peer = -1;  // Send: destination (comm rank); Recv: requested source
   int32_t tag = -1;
   ChannelKey key;     // Send/PSend: the channel
   double send_enter = 0;  // Send: the Isend's (or last Start's) enter
+  double issue = 0;       // Recv/PRecv: the Irecv's (or last Start's) enter
+  uint64_t hold = UINT64_MAX;  // Recv/PRecv: the handler's hold while in flight
+  uint32_t next = 0;      // the next request sharing this handle (index + 1 into the spill)
+  bool persistent() const { return type == PSend || type == PRecv || type == PColl; }
 };
 
 // The handler gets (all times global ns):
@@ -209,7 +224,9 @@ struct Request {
 //   bool continuation()      a continuation record; false: ignore it
 //   void marker(const Event&, double enter, double leave)
 //   void send(const ChannelKey&, double enter, double leave, const Event&)
-//   void recv(const ChannelKey&, double enter, double leave, const Event&)
+//   void recv(const ChannelKey&, double issue, uint64_t hold, double enter, double leave,
+//             const Event&)   hold: the receive's hold, or UINT64_MAX (a blocking call)
+//   uint64_t hold(double t)  /  void release(uint64_t hold)
 //   void cancel_send(const ChannelKey&, double send_enter)
 //   void collective(const CommInfo&, bool a2a, double enter, double leave, const Event&)
 //   void problem(const char* category, F example)   example() -> std::string,
@@ -246,6 +263,38 @@ class Interpreter {
   Request* active(uint32_t handle) {
     Request* r = requests_.find(handle);
     return r && r->active ? r : nullptr;
+  }
+  // A new request on `handle`: the oldest one stays first (in the map), the
+  // others follow in the spill in issue order.
+  void add_request(uint32_t handle, const Request& r) {
+    Request* first = requests_.find(handle);
+    if (!first || !first->active) {
+      requests_[handle] = r;
+      return;
+    }
+    uint32_t slot;
+    if (!spill_free_.empty()) {
+      slot = spill_free_.back();
+      spill_free_.pop_back();
+      spill_[slot] = r;
+    } else {
+      slot = static_cast<uint32_t>(spill_.size());
+      spill_.push_back(r);  // (may move spill_: walk the chain after it)
+    }
+    spill_[slot].next = 0;
+    Request* last = requests_.find(handle);
+    while (last->next) last = &spill_[last->next - 1];
+    last->next = slot + 1;
+  }
+  // The first request on `handle` is done: the next one sharing it moves up.
+  void retire(uint32_t handle, Request* first) {
+    if (!first->next) {
+      first->active = false;
+      return;
+    }
+    const uint32_t slot = first->next - 1;
+    *first = spill_[slot];
+    spill_free_.push_back(slot);
   }
   template <class H>
   const CommInfo* comm(uint32_t handle, uint64_t t, H& h) {
@@ -291,6 +340,9 @@ class Interpreter {
   // Requests by handle. Completed ones are marked inactive rather than erased:
   // MPI reuses handles, so the map stays as small as the requests in use.
   FlatMap<uint32_t, Request> requests_;
+  std::vector<Request> spill_;          // further requests sharing a handle
+  std::vector<uint32_t> spill_free_;
+  uint64_t grequests_ = 0;              // generalized requests outstanding
   bool linear_ = false;
   double slope_ = 1, intercept_ = 0;
 };
@@ -319,7 +371,8 @@ void Interpreter::process(const Event& e, double enter, H& h) {
     case FuncKind::Recv: {
       if (e.peer < 0) break;  // PROC_NULL (or nothing received)
       if (const CommInfo* c = comm(e.comm, e.enter, h))
-        if (channel(*c, e.peer, e.tag, false, &key, h)) h.recv(key, enter, leave, e);
+        if (channel(*c, e.peer, e.tag, false, &key, h))
+          h.recv(key, enter, HoldQueue::kNone, enter, leave, e);
       break;
     }
     case FuncKind::SendRecv: {
@@ -328,7 +381,7 @@ void Interpreter::process(const Event& e, double enter, H& h) {
       if (e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &key, h))
         h.send(key, enter, leave, e);
       if (e.recv_peer >= 0 && channel(*c, e.recv_peer, e.recv_tag, false, &key, h))
-        h.recv(key, enter, leave, e);
+        h.recv(key, enter, HoldQueue::kNone, enter, leave, e);
       break;
     }
     case FuncKind::Isend: {
@@ -344,7 +397,7 @@ void Interpreter::process(const Event& e, double enter, H& h) {
       if (!mapped) r.comm = nullptr;  // nothing to send (PROC_NULL) or unmappable
       if (!persistent && mapped) h.send(r.key, enter, leave, e);
       r.active = true;
-      if (e.request != format::kNoRequest) requests_[e.request] = r;
+      if (e.request != format::kNoRequest) add_request(e.request, r);
       break;
     }
     case FuncKind::Irecv: {
@@ -352,9 +405,16 @@ void Interpreter::process(const Event& e, double enter, H& h) {
       r.comm = comm(e.comm, e.enter, h);
       r.peer = e.peer;
       r.tag = e.tag;
-      r.type = (fi.role & kRolePersistentInit) ? Request::PRecv : Request::Recv;
+      r.issue = enter;
       r.active = true;
-      if (e.request != format::kNoRequest) requests_[e.request] = r;
+      if (fi.role & kRolePersistentInit) {
+        r.type = Request::PRecv;
+      } else {
+        r.type = Request::Recv;
+        if (e.request != format::kNoRequest && r.comm && r.peer != format::kProcNull)
+          r.hold = h.hold(enter);
+      }
+      if (e.request != format::kNoRequest) add_request(e.request, r);
       break;
     }
     case FuncKind::Completion: {
@@ -362,32 +422,41 @@ void Interpreter::process(const Event& e, double enter, H& h) {
         if (done.request == format::kNoRequest) continue;
         Request* r = active(done.request);
         if (!r) {
+          if (grequests_ > 0) {
+            --grequests_;  // a generalized request, completed by the user
+            continue;
+          }
           h.problem("completion of an unknown request", [&] {
             return "rank " + std::to_string(me_) + ": request " + hex(done.request);
           });
           continue;
         }
+        const bool ran = !r->persistent() || r->started;  // a persistent one not started: nothing
         switch (r->type) {
           case Request::Recv:
           case Request::PRecv:
-            if (!done.cancelled && r->comm && r->peer != format::kProcNull) {
+            if (ran && !done.cancelled && r->comm && r->peer != format::kProcNull) {
               // The status tells the actual source and tag; fall back to what
               // was asked when the status says nothing more specific.
               const int32_t src = done.source >= 0 ? done.source : r->peer;
               const int32_t tag = done.tag >= 0 || r->tag < 0 ? done.tag : r->tag;
-              if (src >= 0 && channel(*r->comm, src, tag, false, &key, h))
-                h.recv(key, enter, leave, e);
+              if (src >= 0 && channel(*r->comm, src, tag, false, &key, h)) {
+                h.recv(key, r->issue, r->hold, enter, leave, e);
+                r->hold = HoldQueue::kNone;  // the receive keeps it
+              }
             }
+            h.release(r->hold);
+            r->hold = HoldQueue::kNone;
             break;
           case Request::Send:
           case Request::PSend:
-            if (done.cancelled && r->comm) h.cancel_send(r->key, r->send_enter);
+            if (ran && done.cancelled && r->comm) h.cancel_send(r->key, r->send_enter);
             break;
           default:
             break;
         }
-        if (r->type == Request::Send || r->type == Request::Recv || r->type == Request::Coll)
-          r->active = false;  // persistent ones stay until MPI_Request_free
+        if (r->persistent()) r->started = false;  // it stays until MPI_Request_free
+        else retire(done.request, r);
       }
       break;
     }
@@ -401,16 +470,26 @@ void Interpreter::process(const Event& e, double enter, H& h) {
             });
             continue;
           }
+          r->started = true;
           if (r->type == Request::PSend && r->comm) {
             r->send_enter = enter;
             h.send(r->key, enter, leave, e);
+          } else if (r->type == Request::PRecv) {
+            r->issue = enter;
+            h.release(r->hold);
+            r->hold = r->comm && r->peer != format::kProcNull ? h.hold(enter) : HoldQueue::kNone;
           } else if (r->type == Request::PColl && r->comm) {
             h.collective(*r->comm, r->a2a, enter, leave, e);
           }
         }
       } else if (fi.role & kRoleFree) {
+        // A freed operation still completes, unseen: nothing more to wait for.
         for (uint32_t handle : e.requests)
-          if (Request* r = requests_.find(handle)) r->active = false;
+          if (Request* r = active(handle)) {
+            h.release(r->hold);
+            r->hold = HoldQueue::kNone;
+            retire(handle, r);
+          }
       }
       break;
     }
@@ -434,10 +513,11 @@ void Interpreter::process(const Event& e, double enter, H& h) {
         r.type = Request::Coll;
         if (c) h.collective(*c, a2a, enter, leave, e);
       }
-      if (e.request != format::kNoRequest) requests_[e.request] = r;
+      if (e.request != format::kNoRequest) add_request(e.request, r);
       break;
     }
     default:
+      if (fi.role & kRoleGrequestStart) ++grequests_;
       break;
   }
 }

@@ -70,7 +70,7 @@ TEST(DamagedInput, MissingRankIsReportedAndTheRestAnalyzed) {
   build_ring(b);
   b.close();
   fs::remove(b.path(2));
-  const auto a = analysis::analyze(b.dir());
+  const auto a = analyze_checked(b.dir());
   ASSERT_TRUE(a.usable());
   EXPECT_TRUE(a.damaged);
   EXPECT_EQ(a.processors, 3);
@@ -97,7 +97,7 @@ TEST(DamagedInput, ForeignRankFileIsSkipped) {
     other.close();
     fs::copy_file(other.path(1), b.path(1), fs::copy_options::overwrite_existing);
   }
-  const auto a = analysis::analyze(b.dir());
+  const auto a = analyze_checked(b.dir());
   ASSERT_TRUE(a.usable());
   EXPECT_TRUE(a.damaged);
   EXPECT_EQ(a.processors, 3);
@@ -114,7 +114,7 @@ TEST(DamagedInput, BitFlipInEventsIsDetectedWithFileAndOffset) {
   // The last chunk of a rank file is its events chunk.
   const uint64_t size = fs::file_size(b.path(1));
   flip_byte(b.path(1), size - 16);
-  const auto a = analysis::analyze(b.dir());
+  const auto a = analyze_checked(b.dir());
   ASSERT_TRUE(a.usable());
   EXPECT_TRUE(a.damaged);
   EXPECT_TRUE(any_example_contains(a, "rank-00001.prof: offset")) << warnings_text(a);
@@ -130,14 +130,14 @@ TEST(DamagedInput, ZeroLengthFiles) {
   b.close();
   fs::resize_file(b.path(0), 0);
   {
-    const auto a = analysis::analyze(b.dir());
+    const auto a = analyze_checked(b.dir());
     ASSERT_TRUE(a.usable());
     EXPECT_TRUE(a.damaged);
     EXPECT_TRUE(any_example_contains(a, "rank-00000.prof: offset 0")) << warnings_text(a);
     EXPECT_EQ(run_cli(b.dir()).status, 3);
   }
   fs::resize_file(b.path(1), 0);
-  const auto a = analysis::analyze(b.dir());
+  const auto a = analyze_checked(b.dir());
   EXPECT_FALSE(a.usable());
   const auto cli = run_cli(b.dir());
   EXPECT_EQ(cli.status, 2);
@@ -193,7 +193,7 @@ TEST(DamagedInput, HeaderAndChunkClaimingHugeSizes) {
   }
   std::ofstream(b.path(0), std::ios::binary | std::ios::trunc).write(data.data(),
                                                                       static_cast<std::streamsize>(data.size()));
-  const auto a = analysis::analyze(b.dir());  // must return, bounded
+  const auto a = analyze_checked(b.dir());  // must return, bounded
   EXPECT_TRUE(a.damaged || !a.usable());
   const auto cli = run_cli(b.dir());
   EXPECT_TRUE(cli.status == 2 || cli.status == 3) << cli.out;
@@ -210,7 +210,7 @@ TEST(DamagedInput, TruncatedFileIsSalvaged) {
   b.close();
   const uint64_t size = fs::file_size(b.path(1));
   fs::resize_file(b.path(1), size / 2);
-  const auto a = analysis::analyze(b.dir());
+  const auto a = analyze_checked(b.dir());
   ASSERT_TRUE(a.usable());
   EXPECT_TRUE(a.damaged);
   EXPECT_TRUE(any_example_contains(a, "rank-00001.prof: offset")) << warnings_text(a);
@@ -237,7 +237,7 @@ TEST(DamagedInput, RankKilledMidRunIsAnalyzedAsFarAsItGoes) {
     b.close(r);
   }
   b.w(2).close_without_sealing();
-  const auto a = analysis::analyze(b.dir());
+  const auto a = analyze_checked(b.dir());
   ASSERT_TRUE(a.usable());
   EXPECT_FALSE(a.damaged);
   EXPECT_TRUE(a.cut_short);
@@ -262,7 +262,7 @@ TEST(DamagedInput, UnbalancedMarkersAreCountedNotFatal) {
   b.begin(0, 6 * kMs, 3, 3);  // never closed
   b.finalize(0, 9 * kMs, 10 * kMs);
   b.close();
-  const auto a = analysis::analyze(b.dir());
+  const auto a = analyze_checked(b.dir());
   ASSERT_TRUE(a.usable());
   EXPECT_EQ(a.stats.unbalanced_markers, 3u);
   EXPECT_TRUE(has_warning(a, "end without a begin"));
@@ -283,7 +283,7 @@ TEST(DamagedInput, GarbageFileAmongRanks) {
   build_ring(b, 2);
   b.close();
   std::ofstream(b.path(1), std::ios::binary | std::ios::trunc) << std::string(4096, 'x');
-  const auto a = analysis::analyze(b.dir());
+  const auto a = analyze_checked(b.dir());
   ASSERT_TRUE(a.usable());
   EXPECT_TRUE(any_example_contains(a, "bad magic")) << warnings_text(a);
   EXPECT_EQ(run_cli(b.dir()).status, 3);

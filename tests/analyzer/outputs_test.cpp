@@ -257,7 +257,7 @@ TEST(Outputs, ChromeTraceWindowMustBeFromBeforeTo) {
 TEST(Outputs, LibraryWritersAgreeWithTheBinary) {
   TraceBuilder b(3);
   build(b);
-  const auto a = analysis::analyze(b.dir());
+  const auto a = analyze_checked(b.dir());
   std::ostringstream lib;
   analysis::write_text_report(a, lib);
   std::string cli;

@@ -94,7 +94,7 @@ TEST(Streaming, SameReportWhateverTheWindowsAndThreads) {
   analysis::Options whole;
   whole.threads = 1;
   whole.window_events = 1u << 30;  // one window
-  const auto reference = analysis::analyze(b.dir(), whole);
+  const auto reference = analyze_checked(b.dir(), whole);
   ASSERT_TRUE(reference.usable());
   EXPECT_LT(reference.stats.windows, 10u);  // the pass, then a few to drain
   EXPECT_GT(reference.stats.messages_matched, 1000u);
@@ -107,7 +107,7 @@ TEST(Streaming, SameReportWhateverTheWindowsAndThreads) {
     analysis::Options o;
     o.threads = threads;
     o.window_events = window;
-    const auto a = analysis::analyze(b.dir(), o);
+    const auto a = analyze_checked(b.dir(), o);
     EXPECT_GT(a.stats.windows, 10u);
     const std::string got = report(a);
     EXPECT_EQ(first_difference(got, want), "")
@@ -126,7 +126,7 @@ TEST(Streaming, ProgressIsReportedAndEndsAtOne) {
     seen.push_back(f);
     last_events = events;
   };
-  const auto a = analysis::analyze(b.dir(), o);
+  const auto a = analyze_checked(b.dir(), o);
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.back(), 1.0);
   EXPECT_EQ(last_events, a.stats.events);

@@ -204,6 +204,37 @@ class TraceBuilder {
   std::vector<std::unique_ptr<trace::TraceWriter>> w_;
 };
 
+// The invariants of spec/metrics.md, per rank and interval: Comm <= MPI <= T,
+// PotentSync <= T, TStart <= MPI, and nothing negative (1 ns of slack for
+// rounding in sums of doubles). Every analyzer test checks them on every trace
+// it analyzes.
+inline void expect_invariants(const analysis::Analysis& a) {
+  constexpr double kSlack = 1e-9;
+  for (size_t i = 0; i < a.intervals.size(); ++i) {
+    const auto& n = a.intervals[i];
+    for (const auto& f : n.per_rank) {
+      const std::string where = "interval #" + std::to_string(i) + " rank " + std::to_string(f.rank);
+      EXPECT_LE(f.comm, f.mpi + kSlack) << where;
+      EXPECT_LE(f.mpi, f.time + kSlack) << where;
+      EXPECT_LE(f.potential_sync, f.time + kSlack) << where;
+      EXPECT_LE(f.time_of_start, f.mpi + kSlack) << where;
+      EXPECT_NEAR(f.comm, f.sendrecv + f.collective + f.alltoall, kSlack) << where;
+      for (double v : {f.time, f.mpi, f.idle, f.comm, f.sendrecv, f.collective, f.alltoall,
+                       f.potential_sync, f.time_variation, f.time_of_start})
+        EXPECT_GE(v, -kSlack) << where;
+    }
+    EXPECT_LE(n.main.lost_time, n.main.total_time + kSlack) << "interval #" << i;
+    EXPECT_GE(n.main.efficiency, -kSlack) << "interval #" << i;
+    EXPECT_LE(n.main.efficiency, 1 + kSlack) << "interval #" << i;
+  }
+}
+inline analysis::Analysis analyze_checked(const std::string& dir,
+                                          const analysis::Options& options = {}) {
+  analysis::Analysis a = analysis::analyze(dir, options);
+  expect_invariants(a);
+  return a;
+}
+
 // Helpers over an Analysis.
 inline const analysis::IntervalNode* find_interval(const analysis::Analysis& a, int id,
                                                    int line = -1, int nth = 0) {
