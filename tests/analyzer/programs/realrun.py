@@ -11,6 +11,37 @@ import os
 
 SLACK = 0.002     # seconds, per instant compared
 ROUNDING = 1e-6   # the JSON's own rounding, for the invariants
+CLOCKS = 0.0005   # the profiler's timer rate and clock synchronization (same-host RTTs: ~1 us)
+
+
+class Span:
+    """A value known to lie in [lo, hi]; arithmetic keeps the bounds true."""
+
+    def __init__(self, lo, hi=None):
+        self.lo, self.hi = lo, lo if hi is None else hi
+
+    def __add__(self, o):
+        o = o if isinstance(o, Span) else Span(o)
+        return Span(self.lo + o.lo, self.hi + o.hi)
+
+    def __sub__(self, o):
+        o = o if isinstance(o, Span) else Span(o)
+        return Span(self.lo - o.hi, self.hi - o.lo)
+
+    def __truediv__(self, o):  # positive spans only
+        o = o if isinstance(o, Span) else Span(o)
+        return Span(self.lo / o.hi, self.hi / o.lo)
+
+    def __repr__(self):
+        return f"[{self.lo:.6f}, {self.hi:.6f}]"
+
+
+def span_max(*spans):
+    return Span(max(x.lo for x in spans), max(x.hi for x in spans))
+
+
+def positive(x):
+    return span_max(x, Span(0.0))
 
 
 class Checker:
@@ -32,6 +63,30 @@ class Checker:
 
     def between(self, what, got, low, high):
         return self.result(what, low <= got <= high, f"{got:.6f} (want in [{low:.6f}, {high:.6f}])")
+
+    def within(self, what, got, span, tol=CLOCKS):
+        return self.result(what, span.lo - tol <= got <= span.hi + tol,
+                           f"{got:.6f} (want in {span}, +- {tol:.6f})")
+
+    def enter(self, rank, call):
+        """The profiler's enter of the call stamped CALL.0 / CALL.1: just after CALL.0."""
+        t0, t1 = self.stamp(rank, call + ".0"), self.stamp(rank, call + ".1")
+        return Span(t0, min(t0 + SLACK, t1))
+
+    def leave(self, rank, call):
+        """Its leave: just before CALL.1."""
+        t0, t1 = self.stamp(rank, call + ".0"), self.stamp(rank, call + ".1")
+        return Span(max(t1 - SLACK, t0), t1)
+
+    def duration(self, rank, call):
+        return positive(self.leave(rank, call) - self.enter(rank, call))
+
+    def marked_time(self, rank, name):
+        """T_r of the execution stamped NAME.begin/.in/.out/.end around its markers:
+        the begin marker lies between .begin and .in, the end marker between .out
+        and .end."""
+        return (Span(self.stamp(rank, name + ".out"), self.stamp(rank, name + ".end")) -
+                Span(self.stamp(rank, name + ".begin"), self.stamp(rank, name + ".in")))
 
     def stamp(self, rank, name):
         try:
