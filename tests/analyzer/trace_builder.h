@@ -30,8 +30,12 @@ constexpr uint64_t kMs = 1000000; // ns per millisecond
 
 enum Fn : uint16_t {
   Init = 1, Finalize, Send, Recv, Isend, Irecv, Wait, Waitall, Allreduce, Barrier, Alltoall,
-  Sendrecv, Bcast, CommRank, Ibcast, SendInit, Start, RequestFree, RecvInit, Ialltoall, Compute
+  Sendrecv, Bcast, CommRank, Ibcast, SendInit, Start, RequestFree, RecvInit, Ialltoall, Compute,
+  Waitsome, Testsome, GrequestStart, GrequestComplete
 };
+
+// MPICH's handle for every send that completed at once (a builtin request).
+constexpr uint32_t kBuiltinDoneSend = 0x6c000001u;
 
 class TraceBuilder {
  public:
@@ -41,6 +45,7 @@ class TraceBuilder {
     dir_ = tmpl;
     for (int r = 0; r < ranks; ++r) {
       w_.push_back(std::make_unique<trace::TraceWriter>(path(r), r, ranks, run_id));
+      stream_.push_back(0);
       if (standard_defs) define(r);
     }
   }
@@ -56,6 +61,12 @@ class TraceBuilder {
     return (std::filesystem::path(dir_) / b).string();
   }
   trace::TraceWriter& w(int r) { return *w_[static_cast<size_t>(r)]; }
+  // Events of rank r written from here on belong to thread stream s.
+  void thread(int r, uint32_t s) { stream_[static_cast<size_t>(r)] = s; }
+  void put(int r, Event& e) {
+    e.stream = stream_[static_cast<size_t>(r)];
+    w(r).event(e);
+  }
 
   static void define(trace::TraceWriter& t) {
     t.meta("ns_per_tick", "1");
@@ -82,6 +93,10 @@ class TraceBuilder {
         {RecvInit, {FuncKind::Irecv, "MPI_Recv_init"}},
         {Ialltoall, {FuncKind::IAllToAll, "MPI_Ialltoall"}},
         {Compute, {FuncKind::Other, "MPI_Comm_size"}},
+        {Waitsome, {FuncKind::Completion, "MPI_Waitsome"}},
+        {Testsome, {FuncKind::Completion, "MPI_Testsome"}},
+        {GrequestStart, {FuncKind::Other, "MPI_Grequest_start"}},
+        {GrequestComplete, {FuncKind::Other, "MPI_GrequestComplete"}},
     };
     for (const auto& [id, kn] : fns) t.function(id, kn.first, kn.second);
     t.callsite({1, 0x401000, "app.c", 100});
@@ -98,7 +113,7 @@ class TraceBuilder {
     e.kind = FuncKind::Other;
     e.enter = enter;
     e.leave = leave;
-    w(r).event(e);
+    put(r, e);
   }
   void init(int r, uint64_t enter, uint64_t leave) { other(r, Init, enter, leave); }
   void finalize(int r, uint64_t enter, uint64_t leave) { other(r, Finalize, enter, leave); }
@@ -116,7 +131,7 @@ class TraceBuilder {
     e.comm = comm;
     e.request = request;
     e.flags = flags;
-    w(r).event(e);
+    put(r, e);
   }
   void send(int r, uint64_t enter, uint64_t leave, int peer, int tag, uint64_t bytes = 8) {
     p2p(r, Send, FuncKind::Send, enter, leave, peer, tag, bytes);
@@ -139,7 +154,7 @@ class TraceBuilder {
     e.enter = enter;
     e.leave = leave;
     e.completions = std::span<const Completion>(done.data(), done.size());
-    w(r).event(e);
+    put(r, e);
   }
   static Completion done(uint32_t request, int source = -1, int tag = -1, uint64_t bytes = 0) {
     Completion c;
@@ -156,7 +171,7 @@ class TraceBuilder {
     e.enter = enter;
     e.leave = leave;
     e.requests = std::span<const uint32_t>(reqs.data(), reqs.size());
-    w(r).event(e);
+    put(r, e);
   }
   void collective(int r, Fn f, uint64_t enter, uint64_t leave, uint32_t comm = kWorld,
                   uint64_t bytes = 8, uint32_t request = format::kNoRequest) {
@@ -172,7 +187,7 @@ class TraceBuilder {
     e.root = 0;
     e.bytes = bytes;
     e.request = request;
-    w(r).event(e);
+    put(r, e);
   }
   void marker(int r, uint64_t enter, uint32_t id, bool begin, uint32_t callsite = 1,
               uint64_t duration = 0) {
@@ -184,7 +199,7 @@ class TraceBuilder {
     e.interval_id = id;
     e.callsite = callsite;
     e.marker_begin = begin;
-    w(r).event(e);
+    put(r, e);
   }
   void begin(int r, uint64_t t, uint32_t id, uint32_t site = 1) { marker(r, t, id, true, site); }
   void end(int r, uint64_t t, uint32_t id, uint32_t site = 1) { marker(r, t, id, false, site); }
@@ -202,6 +217,7 @@ class TraceBuilder {
   int ranks_;
   std::string dir_;
   std::vector<std::unique_ptr<trace::TraceWriter>> w_;
+  std::vector<uint32_t> stream_;
 };
 
 // The invariants of spec/metrics.md, per rank and interval: Comm <= MPI <= T,
