@@ -93,13 +93,19 @@ def check_args(name, facts, argnames):
         need(tag)
 
 
+# Byte-count forms taking (counts or count, datatype(s)); see mpi_function_facts.
+ARRAY_FORMS = ('sum', 'sumw', 'sum_peers', 'sumw_peers', 'own', 'each_peer', 'each_rank')
+INPLACE_FORMS = {'inplace': 'sendbuf', 'inplace_recv': 'recvbuf'}
+
+
 def walk_bytes(spec, fn):
     if spec is None:
         return
-    if spec[0] == 'inplace':
+    if spec[0] in INPLACE_FORMS:
+        fn(INPLACE_FORMS[spec[0]])
         walk_bytes(spec[1], fn)
         walk_bytes(spec[2], fn)
-    elif spec[0] in ('sum', 'sumw'):
+    elif spec[0] in ARRAY_FORMS:
         fn(spec[1])
         fn(spec[2])
     else:
@@ -111,15 +117,67 @@ def bytes_expr(spec, comm):
     """C++ expression for a byte count."""
     if spec is None:
         return '0'
-    if spec[0] == 'inplace':
-        return (f'(sendbuf == MPI_IN_PLACE ? {bytes_expr(spec[2], comm)} : '
+    if spec[0] in INPLACE_FORMS:
+        return (f'({INPLACE_FORMS[spec[0]]} == MPI_IN_PLACE ? {bytes_expr(spec[2], comm)} : '
                 f'{bytes_expr(spec[1], comm)})')
     if spec[0] == 'sum':
         return f'prof::shim::sum_bytes({spec[1]}, {spec[2]}, {comm})'
     if spec[0] == 'sumw':
         return f'prof::shim::sumw_bytes({spec[1]}, {spec[2]}, {comm})'
+    if spec[0] in ('sum_peers', 'sumw_peers', 'own', 'each_peer', 'each_rank'):
+        return f'prof_bytes::{spec[0]}({spec[1]}, {spec[2]}, {comm})'
     count = '*'.join(f'(uint64_t)({c})' for c in spec[0].split('*'))
     return f'prof::shim::type_bytes({count}, {spec[1]})'
+
+
+# Helpers for the array forms, written into the generated file.
+BYTES_HELPERS = r"""
+namespace prof_bytes {
+// The ranks a collective's per-rank arrays cover: the remote group of an
+// intercommunicator (MPI_Alltoallv's sendcounts[i] goes to remote rank i).
+inline int peers(MPI_Comm comm) {
+  int inter = 0, n = 0;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
+  if ((inter ? PMPI_Comm_remote_size(comm, &n) : PMPI_Comm_size(comm, &n)) != MPI_SUCCESS) return 0;
+  return n;
+}
+template <class Count>
+uint64_t sum_peers(const Count* counts, MPI_Datatype t, MPI_Comm comm) {
+  if (!counts) return 0;
+  const int n = peers(comm);
+  uint64_t total = 0;
+  for (int i = 0; i < n; ++i) total += static_cast<uint64_t>(counts[i]);
+  return total * prof::shim::type_size(t);
+}
+template <class Count>
+uint64_t sumw_peers(const Count* counts, const MPI_Datatype* types, MPI_Comm comm) {
+  if (!counts || !types) return 0;
+  const int n = peers(comm);
+  uint64_t total = 0;
+  for (int i = 0; i < n; ++i) total += static_cast<uint64_t>(counts[i]) * prof::shim::type_size(types[i]);
+  return total;
+}
+// The same count to every peer (MPI_Alltoall).
+template <class Count>
+uint64_t each_peer(Count count, MPI_Datatype t, MPI_Comm comm) {
+  return static_cast<uint64_t>(count) * static_cast<uint64_t>(peers(comm)) * prof::shim::type_size(t);
+}
+// The same count for every rank of the (local) group (MPI_Reduce_scatter_block).
+template <class Count>
+uint64_t each_rank(Count count, MPI_Datatype t, MPI_Comm comm) {
+  int n = 0;
+  if (PMPI_Comm_size(comm, &n) != MPI_SUCCESS) return 0;
+  return static_cast<uint64_t>(count) * static_cast<uint64_t>(n) * prof::shim::type_size(t);
+}
+// This rank's own entry of a per-rank array (an MPI_IN_PLACE contribution).
+template <class Count>
+uint64_t own(const Count* counts, MPI_Datatype t, MPI_Comm comm) {
+  int r = -1;
+  if (!counts || PMPI_Comm_rank(comm, &r) != MPI_SUCCESS || r < 0) return 0;
+  return static_cast<uint64_t>(counts[r]) * prof::shim::type_size(t);
+}
+}  // namespace prof_bytes
+"""
 
 
 def call_args(args, substitute=None):
@@ -308,7 +366,8 @@ def main():
         f.write(f'const size_t kFunctionCount = {len(names)};\n')
         for special in sorted(HAND_WRITTEN):
             f.write(f'const uint16_t kId_{special} = {ids[special]};\n')
-        f.write('}  // namespace prof::shim\n\n')
+        f.write('}  // namespace prof::shim\n')
+        f.write(BYTES_HELPERS + '\n')
         f.write('\n'.join(body))
     with open(a.list, 'w') as f:
         f.write('\n'.join(names) + '\n')

@@ -11,7 +11,13 @@ change fails the build instead of recording garbage.
 Byte counts are (count_arg, datatype_arg) pairs, or a special form:
   ('sum', counts_arg, datatype_arg)        sum of an array over the comm size
   ('sumw', counts_arg, datatypes_arg)      sum of counts[i] * size(types[i])
+  ('sum_peers', ...), ('sumw_peers', ...)  the same over the ranks the arrays cover
+                                           (an intercommunicator's remote group)
+  ('each_peer', count_arg, datatype_arg)   count to every one of those ranks
+  ('each_rank', count_arg, datatype_arg)   count for every rank of the comm
+  ('own', counts_arg, datatype_arg)        this rank's entry of a per-rank array
   ('inplace', (a, ta), (b, tb))            (a, ta) unless sendbuf is MPI_IN_PLACE, then (b, tb)
+  ('inplace_recv', (a, ta), (b, tb))       the same for recvbuf
 """
 
 def _send(peer='dest', tag='tag', comm='comm', count='count', dtype='datatype'):
@@ -97,7 +103,9 @@ FACTS['MPI_Cancel'] = dict(kind='RequestOp', request='request')
 FACTS['MPI_Request_free'] = dict(kind='RequestOp', request='request')
 FACTS['MPI_Startall'] = dict(kind='RequestOp', count='count', requests='array_of_requests')
 
-# Collectives. bytes: what this rank contributes.
+# Collectives. bytes: what this rank contributes (sends into the operation);
+# Scatter(v): what it receives, the mirror of Gather(v). With MPI_IN_PLACE the
+# contribution is the rank's own block of the receive (Scatter: send) buffer.
 _COLL = {
     'MPI_Barrier': dict(bytes=None),
     'MPI_Bcast': dict(root='root', bytes=('count', 'datatype')),
@@ -105,28 +113,31 @@ _COLL = {
     'MPI_Allreduce': dict(bytes=('count', 'datatype')),
     'MPI_Scan': dict(bytes=('count', 'datatype')),
     'MPI_Exscan': dict(bytes=('count', 'datatype')),
-    'MPI_Reduce_scatter_block': dict(bytes=('recvcount', 'datatype')),
+    'MPI_Reduce_scatter_block': dict(bytes=('each_rank', 'recvcount', 'datatype')),
     'MPI_Reduce_scatter': dict(bytes=('sum', 'recvcounts', 'datatype')),
     'MPI_Gather': dict(root='root', bytes=('inplace', ('sendcount', 'sendtype'),
                                            ('recvcount', 'recvtype'))),
     'MPI_Gatherv': dict(root='root', bytes=('inplace', ('sendcount', 'sendtype'),
-                                            ('0', 'recvtype'))),
-    'MPI_Scatter': dict(root='root', bytes=('recvcount', 'recvtype')),
-    'MPI_Scatterv': dict(root='root', bytes=('recvcount', 'recvtype')),
+                                            ('own', 'recvcounts', 'recvtype'))),
+    'MPI_Scatter': dict(root='root', bytes=('inplace_recv', ('recvcount', 'recvtype'),
+                                            ('sendcount', 'sendtype'))),
+    'MPI_Scatterv': dict(root='root', bytes=('inplace_recv', ('recvcount', 'recvtype'),
+                                             ('own', 'sendcounts', 'sendtype'))),
     'MPI_Allgather': dict(bytes=('inplace', ('sendcount', 'sendtype'),
                                  ('recvcount', 'recvtype'))),
-    'MPI_Allgatherv': dict(bytes=('inplace', ('sendcount', 'sendtype'), ('0', 'recvtype'))),
+    'MPI_Allgatherv': dict(bytes=('inplace', ('sendcount', 'sendtype'),
+                                  ('own', 'recvcounts', 'recvtype'))),
     'MPI_Neighbor_allgather': dict(bytes=('sendcount', 'sendtype')),
     'MPI_Neighbor_allgatherv': dict(bytes=('sendcount', 'sendtype')),
     'MPI_Neighbor_alltoall': dict(bytes=('sendcount', 'sendtype')),
     'MPI_Neighbor_alltoallv': dict(bytes=None),
     'MPI_Neighbor_alltoallw': dict(bytes=None),
-    'MPI_Alltoall': dict(bytes=('inplace', ('sendcount', 'sendtype'), ('recvcount', 'recvtype')),
-                         alltoall=True),
-    'MPI_Alltoallv': dict(bytes=('inplace', ('sum', 'sendcounts', 'sendtype'),
-                                 ('sum', 'recvcounts', 'recvtype')), alltoall=True),
-    'MPI_Alltoallw': dict(bytes=('inplace', ('sumw', 'sendcounts', 'sendtypes'),
-                                 ('sumw', 'recvcounts', 'recvtypes')), alltoall=True),
+    'MPI_Alltoall': dict(bytes=('inplace', ('each_peer', 'sendcount', 'sendtype'),
+                                ('each_peer', 'recvcount', 'recvtype')), alltoall=True),
+    'MPI_Alltoallv': dict(bytes=('inplace', ('sum_peers', 'sendcounts', 'sendtype'),
+                                 ('sum_peers', 'recvcounts', 'recvtype')), alltoall=True),
+    'MPI_Alltoallw': dict(bytes=('inplace', ('sumw_peers', 'sendcounts', 'sendtypes'),
+                                 ('sumw_peers', 'recvcounts', 'recvtypes')), alltoall=True),
 }
 for base, f in _COLL.items():
     kind = 'AllToAll' if f.get('alltoall') else 'Collective'

@@ -158,7 +158,7 @@ static void reduce_scatter(int block, int form, MPI_Comm c) {
     CALL3(MPI_Reduce_scatter_block(s, out, k, MPI_INT, MPI_SUM, c),
           MPI_Ireduce_scatter_block(s, out, k, MPI_INT, MPI_SUM, c, &q),
           MPI_Reduce_scatter_block_init(s, out, k, MPI_INT, MPI_SUM, c, INFO, &q));
-    finish("MPI_Reduce_scatter_block", form, c, -1, 4 * (uint64_t)k);
+    finish("MPI_Reduce_scatter_block", form, c, -1, 4 * (uint64_t)total);
   } else {
     CALL3(MPI_Reduce_scatter(s, out, counts, MPI_INT, MPI_SUM, c),
           MPI_Ireduce_scatter(s, out, counts, MPI_INT, MPI_SUM, c, &q),
@@ -286,7 +286,6 @@ static void alltoall(int which, int form, MPI_Comm c) {
   uint64_t bytes = 4 * (uint64_t)stotal;
   if (which == A2A) {
     base = "MPI_Alltoall";
-    bytes = 4 * (uint64_t)k;  /* the facts: what goes to each rank */
     CALL3(MPI_Alltoall(s, k, MPI_INT, out, k, MPI_INT, c),
           MPI_Ialltoall(s, k, MPI_INT, out, k, MPI_INT, c, &q),
           MPI_Alltoall_init(s, k, MPI_INT, out, k, MPI_INT, c, INFO, &q));
@@ -401,6 +400,74 @@ static void neighbor(int which, int form, MPI_Comm cart) {
   free(out);
 }
 
+/* MPI_IN_PLACE: a rank's contribution is its own block of the receive buffer
+ * (Scatter(v): of the send buffer at the root); the arguments MPI ignores
+ * then are left meaningless (0, MPI_DATATYPE_NULL). */
+static void in_place(MPI_Comm c) {
+  const int k = next_count(), r = comm_rank(c);
+  int* counts = ints((size_t)size);
+  int* offs = ints((size_t)size);
+  int total = 0;
+  for (int j = 0; j < size; ++j) {
+    counts[j] = k + j;
+    offs[j] = total;
+    total += counts[j];
+  }
+  int* b = ints((size_t)total);
+  for (int i = 0; i < counts[r]; ++i) b[offs[r] + i] = 100 * r + i;
+  MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, counts, offs, MPI_INT, c);
+  ex_coll("MPI_Allgatherv", c, -1, 4 * (uint64_t)counts[r]);
+  for (int j = 0; j < size; ++j)
+    for (int i = 0; i < counts[j]; ++i)
+      EX_CHECK(b[offs[j] + i] == 100 * j + i, "Allgatherv in place %d [%d]=%d", j, i,
+               b[offs[j] + i]);
+
+  for (int i = 0; i < total; ++i) b[i] = -1;
+  for (int i = 0; i < counts[r]; ++i) b[offs[r] + i] = 200 * r + i;
+  if (r == ROOT)
+    MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, counts, offs, MPI_INT, ROOT, c);
+  else
+    MPI_Gatherv(&b[offs[r]], counts[r], MPI_INT, NULL, NULL, NULL, MPI_DATATYPE_NULL, ROOT, c);
+  ex_coll("MPI_Gatherv", c, ROOT, 4 * (uint64_t)counts[r]);
+  if (r == ROOT)
+    for (int j = 0; j < size; ++j)
+      EX_CHECK(b[offs[j]] == 200 * j, "Gatherv in place from %d: %d", j, b[offs[j]]);
+
+  for (int j = 0; j < size; ++j)
+    for (int i = 0; i < counts[j]; ++i) b[offs[j] + i] = r == ROOT ? 300 * j + i : -1;
+  int* mine = ints((size_t)counts[r]);
+  if (r == ROOT)
+    MPI_Scatterv(b, counts, offs, MPI_INT, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ROOT, c);
+  else
+    MPI_Scatterv(NULL, NULL, NULL, MPI_DATATYPE_NULL, mine, counts[r], MPI_INT, ROOT, c);
+  ex_coll("MPI_Scatterv", c, ROOT, 4 * (uint64_t)counts[r]);
+  const int* got = r == ROOT ? &b[offs[r]] : mine;
+  for (int i = 0; i < counts[r]; ++i)
+    EX_CHECK(got[i] == 300 * r + i, "Scatterv in place [%d]=%d", i, got[i]);
+
+  for (int i = 0; i < k * size; ++i) b[i] = r == ROOT ? 400 * (i / k) + i % k : -1;
+  if (r == ROOT)
+    MPI_Scatter(b, k, MPI_INT, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ROOT, c);
+  else
+    MPI_Scatter(NULL, 0, MPI_DATATYPE_NULL, mine, k, MPI_INT, ROOT, c);
+  ex_coll("MPI_Scatter", c, ROOT, 4 * (uint64_t)k);
+  got = r == ROOT ? &b[r * k] : mine;
+  for (int i = 0; i < k; ++i) EX_CHECK(got[i] == 400 * r + i, "Scatter in place [%d]=%d", i, got[i]);
+
+  for (int j = 0; j < size; ++j)
+    for (int i = 0; i < k; ++i) b[j * k + i] = 1000 * r + 10 * j + i;
+  MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, k, MPI_INT, c);
+  ex_coll("MPI_Alltoall", c, -1, 4 * (uint64_t)k * (uint64_t)size);
+  for (int j = 0; j < size; ++j)
+    for (int i = 0; i < k; ++i)
+      EX_CHECK(b[j * k + i] == 1000 * j + 10 * r + i, "Alltoall in place from %d [%d]=%d", j,
+               i, b[j * k + i]);
+  free(mine);
+  free(counts);
+  free(offs);
+  free(b);
+}
+
 static void free_comm(MPI_Comm* c) {
   MPI_Comm_free(c);
   ex_other("MPI_Comm_free");
@@ -502,6 +569,45 @@ static MPI_Comm constructors(void) {
   PMPI_Comm_remote_size(inter, &remote);
   EX_CHECK(remote == nother, "inter remote size %d, expected %d", remote, nother);
 
+  /* All-to-all on the intercommunicator: the per-rank arrays cover the remote
+   * group (nother ranks); an entry past them must not count. */
+  {
+    const int k = next_count(), lr = comm_rank(inter);
+    int *sc = ints((size_t)nother + 1), *sd = ints((size_t)nother + 1),
+        *rc = ints((size_t)nother + 1), *rd = ints((size_t)nother + 1);
+    int stotal = 0, rtotal = 0;
+    for (int j = 0; j < nother; ++j) {
+      sc[j] = k + j;
+      rc[j] = k + lr;
+      sd[j] = stotal;
+      rd[j] = rtotal;
+      stotal += sc[j];
+      rtotal += rc[j];
+    }
+    sc[nother] = rc[nother] = 1 << 20;
+    int* sbuf = ints((size_t)stotal);
+    int* rbuf = ints((size_t)rtotal);
+    for (int j = 0; j < nother; ++j)
+      for (int i = 0; i < sc[j]; ++i) sbuf[sd[j] + i] = 100000 * rank + 1000 * j + i;
+    MPI_Alltoallv(sbuf, sc, sd, MPI_INT, rbuf, rc, rd, MPI_INT, inter);
+    ex_coll("MPI_Alltoallv", inter, -1, 4 * (uint64_t)stotal);
+    for (int j = 0; j < nother; ++j)
+      for (int i = 0; i < rc[j]; ++i)
+        EX_CHECK(rbuf[rd[j] + i] == 100000 * ex_world(inter, j) + 1000 * lr + i,
+                 "intercomm Alltoallv from %d [%d]=%d", j, i, rbuf[rd[j] + i]);
+    MPI_Alltoall(sbuf, k, MPI_INT, rbuf, k, MPI_INT, inter);
+    ex_coll("MPI_Alltoall", inter, -1, 4 * (uint64_t)k * (uint64_t)nother);
+    for (int j = 0; j < nother; ++j)
+      EX_CHECK(rbuf[j * k] == 100000 * ex_world(inter, j) + 1000 * lr, "intercomm Alltoall %d",
+               rbuf[j * k]);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+    free(sbuf);
+    free(rbuf);
+  }
+
   /* A collective on some of them, so their handles carry traffic. */
   reduction(ALLREDUCE, BLOCKING, created);
   reduction(ALLREDUCE, BLOCKING, from_group);
@@ -556,6 +662,8 @@ int main(int argc, char** argv) {
     for (int which = A2A; which <= A2AW; ++which) alltoall(which, form, c);
     for (int which = NB_ALLGATHER; which <= NB_ALLTOALLW; ++which) neighbor(which, form, cart);
   }
+  in_place(MPI_COMM_WORLD);
+  in_place(rev);
 
   free_comm(&rev);
   free_comm(&cart);
