@@ -34,8 +34,8 @@ static inline double realrun_now(void) {
 }
 
 /* Notes the current instant under a printf-formatted name. */
-static void realrun_stamp(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-static void realrun_stamp(const char* fmt, ...) {
+static inline void realrun_stamp(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void realrun_stamp(const char* fmt, ...) {
   const double now = realrun_now();
   if (realrun_stamp_count >= REALRUN_MAX_STAMPS) {
     fprintf(stderr, "realrun: more than %d stamps\n", REALRUN_MAX_STAMPS);
@@ -50,15 +50,15 @@ static void realrun_stamp(const char* fmt, ...) {
 
 /* Sleeps (yielding the core to the other rank's busy-polling MPI) at least us
  * microseconds. */
-static void realrun_sleep_us(long us) {
+static inline void realrun_sleep_us(long us) {
   struct timespec left = {us / 1000000L, (us % 1000000L) * 1000L};
   while (nanosleep(&left, &left) != 0 && errno == EINTR) {
   }
 }
-static void realrun_sleep_ms(int ms) { realrun_sleep_us(1000L * ms); }
+static inline void realrun_sleep_ms(int ms) { realrun_sleep_us(1000L * ms); }
 
 /* Writes the stamps; returns 0, or 1 (with a message) when it cannot. */
-static int realrun_write_stamps(int rank) {
+static inline int realrun_write_stamps(int rank) {
   const char* dir = getenv("REALRUN_STAMPS");
   if (!dir || !*dir) {
     fprintf(stderr, "realrun: REALRUN_STAMPS is not set\n");
