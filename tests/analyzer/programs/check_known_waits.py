@@ -9,13 +9,16 @@ the ranks were scheduled), never from D itself; D only makes a wrong definition
 Usage: check_known_waits.py REPORT.json STAMPS_DIR"""
 import sys
 
-from realrun import Checker, Span, positive, rank_of, span_max
+from realrun import (Checker, Span, check_invariants, check_no_unknown_requests, positive,
+                     rank_of, span_max)
 
 EXECUTIONS_5_6 = 3
 
 
 def main(report_path, stamps_dir):
     c = Checker(report_path, stamps_dir)
+    check_no_unknown_requests(c)
+    check_invariants(c)
     ranks = (0, 1)
 
     for iid, name in [(1, "late sender (Recv)"), (2, "late sender (Irecv+Wait)"),
