@@ -118,28 +118,20 @@ struct FuncStat {
   uint64_t bytes = 0;
 };
 
-// The measures of sets of instants of one context (InstantSets), global ns.
+// The measures of sets of instants of one context (InstantSets), global ns:
+// the nested unions of levels 0-3 and the MPI and Start unions.
 struct InstantSums {
-  double mpi = 0, sendrecv = 0, potential_sync = 0, collective = 0, alltoall = 0,
-         time_of_start = 0;
-  void credit(const StretchClass& c, double length) {
-    switch (c.comm) {
-      case kWaitSpan: potential_sync += length; break;
-      case kRecvCallSpan: sendrecv += length; break;
-      case kCollCallSpan: collective += length; break;
-      case kAllToAllCallSpan: alltoall += length; break;
-      default: break;
-    }
-    if (c.mpi) mpi += length;
-    if (c.start) time_of_start += length;
-  }
+  double level[kLevels] = {};
+
+  double potential_sync() const { return level[kWaitSpan]; }
+  // (Differences of sums: clamped so rounding never shows as a negative time.)
+  double sendrecv() const { return std::max(0.0, level[kRecvCallSpan] - level[kWaitSpan]); }
+  double collective() const { return std::max(0.0, level[kCollCallSpan] - level[kRecvCallSpan]); }
+  double alltoall() const { return std::max(0.0, level[kAllToAllCallSpan] - level[kCollCallSpan]); }
+  double mpi() const { return level[kMpiCallSpan]; }
+  double time_of_start() const { return level[kStartCallSpan]; }
   void add(const InstantSums& o) {
-    mpi += o.mpi;
-    sendrecv += o.sendrecv;
-    potential_sync += o.potential_sync;
-    collective += o.collective;
-    alltoall += o.alltoall;
-    time_of_start += o.time_of_start;
+    for (int l = 0; l < kLevels; ++l) level[l] += o.level[l];
   }
 };
 
@@ -411,8 +403,8 @@ struct alignas(64) Rank {
   }
   // Credits what is known of the rank's instants before `upto`.
   void settle_instants(double upto) {
-    instants.sweep(upto, [this](uint32_t context, const StretchClass& c, double length) {
-      sums(context).credit(c, length);
+    instants.sweep(upto, [this](uint32_t context, int level, double length) {
+      sums(context).level[level] += length;
     });
   }
   // A program uses a few channels over and over: a small direct-mapped cache
@@ -547,7 +539,8 @@ class Engine {
   void start_root(Rank& r, double t);
   void end_root(Rank& r, double t);
   void close_exec(Rank& r, const OpenExec& o, double t);
-  void account_recv(Rank& r, double issue, double enter, double leave, double send_enter);
+  void account_recv(Rank& r, double issue, double enter, double leave, double send_enter,
+                    SpanLane lane);
   void ingest_send(const SendRec& s, bool cancel);
   void apply(const ResultRec& rr);
   void add_member(unsigned w, const CollRec& c, int parity);
@@ -634,12 +627,12 @@ bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leav
   const bool starts = fi.role & kRoleStartsOp;
   if (r.threaded) {
     // Calls of several threads may overlap: the union counts.
-    r.instants.add(enter, leave, kMpiCallSpan);
-    if (starts) r.instants.add(enter, leave, kStartCallSpan);
+    r.instants.add(enter, leave, kMpiCallSpan, kDecodeLane);
+    if (starts) r.instants.add(enter, leave, kStartCallSpan, kDecodeLane);
   } else {
     // One thread: calls never overlap, and each lies in one context.
-    a.in.mpi += dur;
-    if (starts) a.in.time_of_start += dur;
+    a.in.level[kMpiCallSpan] += dur;
+    if (starts) a.in.level[kStartCallSpan] += dur;
   }
   ++a.calls;
   ++r.calls;
@@ -784,7 +777,7 @@ void Handler::recv(const ChannelKey& k, double issue, uint64_t hold, double ente
   Channel& ch = r.channel(k);
   if (ch.recvs.empty() && !ch.sends.empty()) {
     const double s = ch.sends.pop();
-    eng.account_recv(r, issue, enter, leave, s);
+    eng.account_recv(r, issue, enter, leave, s, kDecodeLane);
     r.holds.release(hold);
   } else {
     // Its wait is known once its send is: hold the rank's watermark at its issue
@@ -800,7 +793,7 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
   if (c.present <= 1) {
     // Alone in it (MPI_COMM_SELF, or the only member in the trace): no one to
     // wait for, so the whole call is collective time.
-    r.instants.add(enter, leave, a2a ? kAllToAllCallSpan : kCollCallSpan);
+    r.instants.add(enter, leave, a2a ? kAllToAllCallSpan : kCollCallSpan, kDecodeLane);
     ++r.local_instances;
     return;
   }
@@ -855,9 +848,10 @@ void Engine::end_root(Rank& r, double t) {
 // A matched receive: it waited from its issue until its send started (a late
 // sender; "Recv issued before Send"), and the call that completed it is its
 // transfer where it is not waiting.
-void Engine::account_recv(Rank& r, double issue, double enter, double leave, double send_enter) {
-  r.instants.add(issue, std::min(send_enter, leave), kWaitSpan);
-  r.instants.add(enter, leave, kRecvCallSpan);
+void Engine::account_recv(Rank& r, double issue, double enter, double leave, double send_enter,
+                          SpanLane lane) {
+  r.instants.add(issue, std::min(send_enter, leave), kWaitSpan, lane);
+  r.instants.add(enter, leave, kRecvCallSpan, lane);
   ++r.matched;
 }
 
@@ -900,7 +894,7 @@ void Engine::ingest_send(const SendRec& s, bool cancel) {
   Channel& ch = d.channel(s.key);
   if (!ch.recvs.empty()) {
     const PendingRecv pr = ch.recvs.pop();
-    account_recv(d, pr.issue, pr.enter, pr.leave, s.enter);
+    account_recv(d, pr.issue, pr.enter, pr.leave, s.enter, kMatchLane);
     d.holds.release(pr.hold);
   } else {
     ch.sends.push(s.enter);
@@ -909,8 +903,8 @@ void Engine::ingest_send(const SendRec& s, bool cancel) {
 
 void Engine::apply(const ResultRec& rr) {
   Rank& r = *ranks_[static_cast<size_t>(rr.rank)];
-  r.instants.add(rr.enter, rr.wait_end, kWaitSpan);
-  r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan);
+  r.instants.add(rr.enter, rr.wait_end, kWaitSpan, kCollectiveLane);
+  r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan, kCollectiveLane);
   r.acc[rr.node].time_variation += rr.time_variation;
   r.holds.release(rr.hold);
 }
@@ -1529,16 +1523,16 @@ void Engine::finish(Analysis& a) {
       f.time = t;
       // Idle_r = sum over r's executions of (Exec_k - T_rk).
       f.idle = acc.snap_n == acc.executions() ? std::max(0.0, acc.snap_p - t) : 0.0;
-      f.mpi = acc.in.mpi;
-      f.cpu = t - acc.in.mpi;
+      f.mpi = acc.in.mpi();
+      f.cpu = t - f.mpi;
       f.lost = f.mpi + f.idle;
-      f.sendrecv = acc.in.sendrecv;
-      f.collective = acc.in.collective;
-      f.alltoall = acc.in.alltoall;
+      f.sendrecv = acc.in.sendrecv();
+      f.collective = acc.in.collective();
+      f.alltoall = acc.in.alltoall();
       f.comm = f.sendrecv + f.collective + f.alltoall;
-      f.potential_sync = acc.in.potential_sync;
+      f.potential_sync = acc.in.potential_sync();
       f.time_variation = acc.time_variation;
-      f.time_of_start = acc.in.time_of_start;
+      f.time_of_start = acc.in.time_of_start();
       f.calls = acc.calls;
       per.emplace_back(ri, f);
       for (size_t s = 0; s < acc.funcs.size(); ++s) {

@@ -10,12 +10,14 @@
 //   buffers them and sweeps them up to a watermark before which nothing can
 //   arrive any more: the decoding frontier of every rank and the oldest hold
 //   (a receive issued and not yet matched, a collective call whose instance
-//   is not complete; see HoldQueue). The sweep cuts time at every span end and
-//   classifies each stretch by priority: waiting (PotentSync) first, then a
-//   receive's transfer (SendRecv), then collective, then all-to-all; MPI and
-//   Start time on their own. A stretch is split again where the rank's context
-//   (the interval executions open on it) changes, and each piece is credited to
-//   the context in force.
+//   is not complete; see HoldQueue). Each instant goes to the first kind that
+//   covers it: waiting (PotentSync), then a receive's transfer (SendRecv), then
+//   collective, then all-to-all; MPI and Start time on their own. So the sweep
+//   measures nested unions (waits; waits and transfers; ...) in one pass over
+//   the spans in order of start, each union with a running "covered up to"
+//   mark, and the differences between levels are the figures. Every new piece
+//   of a union is split where the rank's context (the interval executions open
+//   on it) changes, and credited to the context in force.
 //
 // Invariants
 //   - Contexts are appended in time order (a later append at an earlier time is
@@ -43,14 +45,25 @@ enum SpanKind : uint8_t {
   kSpanKinds,
 };
 
-// What one stretch of time was, after priorities: at most one communication
-// class, and whether it was MPI / Start time.
-struct StretchClass {
-  int8_t comm = -1;  // kWaitSpan, kRecvCallSpan, kCollCallSpan, kAllToAllCallSpan or -1
-  bool mpi = false, start = false;
-};
+// The measure of a union, per context. Levels 0-3 are nested: level j is the
+// union of the spans of kinds 0..j, so PotentSync = level 0, SendRecv =
+// level 1 - level 0, CollectiveAll = level 2 - level 1, AllToAll = level 3 -
+// level 2 (each instant goes to the first kind that covers it). Levels 4 and 5
+// are the MPI and Start unions.
+inline constexpr int kLevels = kSpanKinds;
 
 inline constexpr uint32_t kNoContext = UINT32_MAX;
+
+// Where spans come from. Each source adds them nearly in order of start, but
+// sources lag one another (a collective's spans arrive once its last member
+// has called, a phase later), so each keeps its own list and the sweep merges
+// them.
+enum SpanLane : uint8_t {
+  kDecodeLane = 0,  // found while decoding the rank's own events
+  kMatchLane,       // receives whose send arrived later
+  kCollectiveLane,  // collective calls, when their instance completes
+  kLanes,
+};
 
 // Holds on a rank's watermark, created in time order and released in any
 // order. Tokens are sequence numbers; the ring keeps those from the oldest
@@ -99,8 +112,20 @@ class InstantSets {
  public:
   InstantSets() { contexts_.push_back(Context{-kInf, kNoContext}); }
 
-  void add(double from, double to, SpanKind kind) {
-    if (to > from) spans_.push_back(Span{from, to, kind});
+  void add(double from, double to, SpanKind kind, SpanLane lane) {
+    if (!(to > from)) return;
+    earliest_ = std::min(earliest_, from);
+    std::vector<Span>& spans = lanes_[lane];
+    // The same call completing many receives, or waits that overlap: extend
+    // the last span rather than add one.
+    if (!spans.empty()) {
+      Span& last = spans.back();
+      if (last.kind == kind && from >= last.from && from <= last.to) {
+        last.to = std::max(last.to, to);
+        return;
+      }
+    }
+    spans.push_back(Span{from, to, kind});
   }
   // From time t on, the rank's open executions are those of `context`.
   void set_context(double t, uint32_t context) {
@@ -115,13 +140,13 @@ class InstantSets {
     }
     if (last.context != context) contexts_.push_back(Context{t, context});
   }
-  bool empty() const { return spans_.empty(); }
 
-  // Credits every instant before `upto`: credit(context, StretchClass, length)
-  // for each piece of a stretch, contexts other than kNoContext only.
+  // Credits every instant before `upto`: credit(context, level, length) for
+  // each piece of a level's union, contexts other than kNoContext only.
   template <class F>
   void sweep(double upto, F&& credit) {
-    if (!spans_.empty()) sweep_spans(upto, credit);
+    // While a hold keeps the watermark back, the spans after it wait untouched.
+    if (earliest_ < upto) sweep_spans(upto, credit);
     // Drop contexts that ended before the watermark (keep the one in force).
     size_t keep = first_;
     while (keep + 1 < contexts_.size() && contexts_[keep + 1].from <= upto) ++keep;
@@ -138,74 +163,95 @@ class InstantSets {
     double from, to;
     SpanKind kind;
   };
-  struct Point {
-    double t;
-    int8_t delta;
-    SpanKind kind;
-  };
   struct Context {
     double from;  // in force from here to the next one's `from`
     uint32_t context;
   };
 
-  static StretchClass classify(const int (&count)[kSpanKinds]) {
-    StretchClass c;
-    for (int k = kWaitSpan; k <= kAllToAllCallSpan; ++k)
-      if (count[k] > 0) {
-        c.comm = static_cast<int8_t>(k);
-        break;
+  // A lane's spans arrive nearly in order of start: insertion sort, unless
+  // that turns out to be far from true.
+  static void sort_spans(std::vector<Span>& spans) {
+    size_t moves = 0;
+    for (size_t i = 1; i < spans.size(); ++i) {
+      if (spans[i - 1].from <= spans[i].from) continue;
+      const Span s = spans[i];
+      size_t j = i;
+      while (j > 0 && spans[j - 1].from > s.from) {
+        spans[j] = spans[j - 1];
+        --j;
       }
-    c.mpi = count[kMpiCallSpan] > 0;
-    c.start = count[kStartCallSpan] > 0;
-    return c;
+      spans[j] = s;
+      moves += i - j;
+      if (moves > 4 * spans.size() + 64) {
+        std::sort(spans.begin(), spans.end(),
+                  [](const Span& a, const Span& b) { return a.from < b.from; });
+        return;
+      }
+    }
   }
 
+  // One pass over the spans in order of start. For each level, `covered` is
+  // where its union is known to reach: a span adds what lies beyond it, in
+  // increasing time, so each level walks the contexts with its own cursor.
   template <class F>
   void sweep_spans(double upto, F& credit) {
-    points_.clear();
-    kept_.clear();
-    for (const Span& s : spans_) {
+    double covered[kLevels];
+    size_t cursor[kLevels];
+    for (int l = 0; l < kLevels; ++l) {
+      covered[l] = -kInf;
+      cursor[l] = first_;
+    }
+    // Merge the lanes in order of start; each keeps what lies after `upto`.
+    size_t next[kLanes] = {};
+    for (int k = 0; k < kLanes; ++k) {
+      sort_spans(lanes_[k]);
+      kept_[k].clear();
+    }
+    earliest_ = kInf;
+    for (;;) {
+      int lane = -1;
+      for (int k = 0; k < kLanes; ++k)
+        if (next[k] < lanes_[k].size() &&
+            (lane < 0 || lanes_[k][next[k]].from < lanes_[lane][next[lane]].from))
+          lane = k;
+      if (lane < 0) break;
+      const Span s = lanes_[lane][next[lane]++];
       if (s.from >= upto) {
-        kept_.push_back(s);
+        kept_[lane].push_back(s);
+        earliest_ = std::min(earliest_, s.from);
         continue;
       }
-      double end = s.to;
-      if (end > upto) {
-        kept_.push_back(Span{upto, end, s.kind});
-        end = upto;
+      double to = s.to;
+      if (to > upto) {
+        kept_[lane].push_back(Span{upto, to, s.kind});
+        earliest_ = std::min(earliest_, upto);
+        to = upto;
       }
-      points_.push_back(Point{s.from, 1, s.kind});
-      points_.push_back(Point{end, -1, s.kind});
+      const int first_level = s.kind;
+      const int last_level = s.kind <= kAllToAllCallSpan ? kAllToAllCallSpan : s.kind;
+      for (int l = first_level; l <= last_level; ++l) {
+        const double from = std::max(s.from, covered[l]);
+        if (to <= from) continue;
+        covered[l] = to;
+        credit_piece(l, from, to, cursor[l], credit);
+      }
     }
-    spans_.swap(kept_);
-    if (points_.empty()) return;
-    std::sort(points_.begin(), points_.end(), [](const Point& a, const Point& b) { return a.t < b.t; });
-    // The context in force at the first point.
-    size_t ci = first_;
-    while (ci + 1 < contexts_.size() && contexts_[ci + 1].from <= points_.front().t) ++ci;
-    int count[kSpanKinds] = {};
-    double prev = points_.front().t;
-    for (const Point& p : points_) {
-      if (p.t > prev) {
-        const StretchClass c = classify(count);
-        if (c.comm >= 0 || c.mpi || c.start) {
-          // Split [prev, p.t) at context changes.
-          double a = prev;
-          while (a < p.t) {
-            while (ci + 1 < contexts_.size() && contexts_[ci + 1].from <= a) ++ci;
-            const double b = ci + 1 < contexts_.size() ? std::min(p.t, contexts_[ci + 1].from) : p.t;
-            if (contexts_[ci].context != kNoContext) credit(contexts_[ci].context, c, b - a);
-            a = b;
-          }
-        }
-        prev = p.t;
-      }
-      count[p.kind] += p.delta;
+    for (int k = 0; k < kLanes; ++k) lanes_[k].swap(kept_[k]);
+  }
+
+  // Credits [a, b) of a level to the contexts in force, split where they change.
+  template <class F>
+  void credit_piece(int level, double a, double b, size_t& ci, F& credit) {
+    while (a < b) {
+      while (ci + 1 < contexts_.size() && contexts_[ci + 1].from <= a) ++ci;
+      const double end = ci + 1 < contexts_.size() ? std::min(b, contexts_[ci + 1].from) : b;
+      if (contexts_[ci].context != kNoContext) credit(contexts_[ci].context, level, end - a);
+      a = end;
     }
   }
 
-  std::vector<Span> spans_, kept_;
-  std::vector<Point> points_;
+  std::vector<Span> lanes_[kLanes], kept_[kLanes];
+  double earliest_ = kInf;  // the earliest start among the lanes' spans
   std::vector<Context> contexts_;
   size_t first_ = 0;  // contexts before it are dropped
 };

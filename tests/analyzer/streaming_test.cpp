@@ -12,7 +12,11 @@ namespace {
 
 // Six ranks, 300 iterations: a ring exchange (blocking and Irecv/Wait), a
 // world Allreduce, a reduction among the even ranks, nested intervals, rank
-// clocks offset by whole microseconds, and a rank that stops early.
+// clocks offset by whole microseconds, and a rank that stops early. Rank 1
+// has a second thread whose calls overlap the first's (and an interval of its
+// own now and then); rank 3 keeps a receive from rank 2 outstanding from the
+// first iteration to the last, sent in the middle (it holds rank 3's waits
+// back across every window in between).
 void build(TraceBuilder& b) {
   constexpr int R = 6;
   const uint32_t evens = 0x84000020u;
@@ -49,6 +53,17 @@ void build(TraceBuilder& b) {
         b.collective(r, Bcast, raw(r, now + (51 + r) * kUs), raw(r, now + 60 * kUs), evens);
       b.end(r, raw(r, now + 70 * kUs), 2, 2);
       b.end(r, raw(r, now + 80 * kUs), 1, 1);
+      if (r == 1) {
+        b.thread(r, 1);
+        if (it % 4 == 0) b.begin(r, raw(r, now + 35 * kUs), 3, 3);
+        b.other(r, CommRank, raw(r, now + 40 * kUs), raw(r, now + 55 * kUs));
+        if (it % 4 == 0) b.end(r, raw(r, now + 90 * kUs), 3, 3);
+        b.thread(r, 0);
+      }
+      if (r == 3 && it == 0) b.irecv(r, raw(r, now + 85 * kUs), raw(r, now + 86 * kUs), 2, 99, 0xAC0000FFu);
+      if (r == 3 && it == iterations - 1)
+        b.wait(r, Wait, raw(r, now + 85 * kUs), raw(r, now + 95 * kUs), {TraceBuilder::done(0xAC0000FFu, 2, 99, 8)});
+      if (r == 2 && it == iterations / 2) b.send(r, raw(r, now + 85 * kUs), raw(r, now + 86 * kUs), 3, 99);
       now += 100 * kUs;
     }
   }
