@@ -94,7 +94,8 @@ def check_args(name, facts, argnames):
 
 
 # Byte-count forms taking (counts or count, datatype(s)); see mpi_function_facts.
-ARRAY_FORMS = ('sum', 'sumw', 'sum_peers', 'sumw_peers', 'own', 'each_peer', 'each_rank')
+ARRAY_FORMS = ('sum', 'sumw', 'sum_peers', 'sumw_peers', 'own', 'each_peer', 'each_rank',
+               'sum_neighbors', 'sumw_neighbors', 'each_neighbor')
 INPLACE_FORMS = {'inplace': 'sendbuf', 'inplace_recv': 'recvbuf'}
 
 
@@ -124,7 +125,7 @@ def bytes_expr(spec, comm):
         return f'prof::shim::sum_bytes({spec[1]}, {spec[2]}, {comm})'
     if spec[0] == 'sumw':
         return f'prof::shim::sumw_bytes({spec[1]}, {spec[2]}, {comm})'
-    if spec[0] in ('sum_peers', 'sumw_peers', 'own', 'each_peer', 'each_rank'):
+    if spec[0] in ARRAY_FORMS[2:]:
         return f'prof_bytes::{spec[0]}({spec[1]}, {spec[2]}, {comm})'
     count = '*'.join(f'(uint64_t)({c})' for c in spec[0].split('*'))
     return f'prof::shim::type_bytes({count}, {spec[1]})'
@@ -141,21 +142,53 @@ inline int peers(MPI_Comm comm) {
   if ((inter ? PMPI_Comm_remote_size(comm, &n) : PMPI_Comm_size(comm, &n)) != MPI_SUCCESS) return 0;
   return n;
 }
+// The blocks a neighbour collective sends: one per outgoing neighbour of the
+// topology (a Cartesian one has 2 per dimension, MPI_PROC_NULL ones included).
+inline int out_neighbors(MPI_Comm comm) {
+  int topo = MPI_UNDEFINED, n = 0, in = 0, weighted = 0, r = 0;
+  if (PMPI_Topo_test(comm, &topo) != MPI_SUCCESS) return 0;
+  if (topo == MPI_CART && PMPI_Cartdim_get(comm, &n) == MPI_SUCCESS) return 2 * n;
+  if (topo == MPI_GRAPH && PMPI_Comm_rank(comm, &r) == MPI_SUCCESS &&
+      PMPI_Graph_neighbors_count(comm, r, &n) == MPI_SUCCESS)
+    return n;
+  if (topo == MPI_DIST_GRAPH && PMPI_Dist_graph_neighbors_count(comm, &in, &n, &weighted) == MPI_SUCCESS)
+    return n;
+  return 0;
+}
 template <class Count>
-uint64_t sum_peers(const Count* counts, MPI_Datatype t, MPI_Comm comm) {
+uint64_t sum_n(const Count* counts, MPI_Datatype t, int n) {
   if (!counts) return 0;
-  const int n = peers(comm);
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += static_cast<uint64_t>(counts[i]);
   return total * prof::shim::type_size(t);
 }
 template <class Count>
-uint64_t sumw_peers(const Count* counts, const MPI_Datatype* types, MPI_Comm comm) {
+uint64_t sumw_n(const Count* counts, const MPI_Datatype* types, int n) {
   if (!counts || !types) return 0;
-  const int n = peers(comm);
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += static_cast<uint64_t>(counts[i]) * prof::shim::type_size(types[i]);
   return total;
+}
+template <class Count>
+uint64_t sum_peers(const Count* counts, MPI_Datatype t, MPI_Comm comm) {
+  return sum_n(counts, t, peers(comm));
+}
+template <class Count>
+uint64_t sumw_peers(const Count* counts, const MPI_Datatype* types, MPI_Comm comm) {
+  return sumw_n(counts, types, peers(comm));
+}
+template <class Count>
+uint64_t sum_neighbors(const Count* counts, MPI_Datatype t, MPI_Comm comm) {
+  return sum_n(counts, t, out_neighbors(comm));
+}
+template <class Count>
+uint64_t sumw_neighbors(const Count* counts, const MPI_Datatype* types, MPI_Comm comm) {
+  return sumw_n(counts, types, out_neighbors(comm));
+}
+template <class Count>
+uint64_t each_neighbor(Count count, MPI_Datatype t, MPI_Comm comm) {
+  return static_cast<uint64_t>(count) * static_cast<uint64_t>(out_neighbors(comm)) *
+         prof::shim::type_size(t);
 }
 // The same count to every peer (MPI_Alltoall).
 template <class Count>

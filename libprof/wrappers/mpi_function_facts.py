@@ -15,6 +15,8 @@ Byte counts are (count_arg, datatype_arg) pairs, or a special form:
                                            (an intercommunicator's remote group)
   ('each_peer', count_arg, datatype_arg)   count to every one of those ranks
   ('each_rank', count_arg, datatype_arg)   count for every rank of the comm
+  ('sum_neighbors', ...), ('sumw_neighbors', ...), ('each_neighbor', ...)
+                                           the same over a topology's outgoing neighbours
   ('own', counts_arg, datatype_arg)        this rank's entry of a per-rank array
   ('inplace', (a, ta), (b, tb))            (a, ta) unless sendbuf is MPI_IN_PLACE, then (b, tb)
   ('inplace_recv', (a, ta), (b, tb))       the same for recvbuf
@@ -129,9 +131,9 @@ _COLL = {
                                   ('own', 'recvcounts', 'recvtype'))),
     'MPI_Neighbor_allgather': dict(bytes=('sendcount', 'sendtype')),
     'MPI_Neighbor_allgatherv': dict(bytes=('sendcount', 'sendtype')),
-    'MPI_Neighbor_alltoall': dict(bytes=('sendcount', 'sendtype')),
-    'MPI_Neighbor_alltoallv': dict(bytes=None),
-    'MPI_Neighbor_alltoallw': dict(bytes=None),
+    'MPI_Neighbor_alltoall': dict(bytes=('each_neighbor', 'sendcount', 'sendtype')),
+    'MPI_Neighbor_alltoallv': dict(bytes=('sum_neighbors', 'sendcounts', 'sendtype')),
+    'MPI_Neighbor_alltoallw': dict(bytes=('sumw_neighbors', 'sendcounts', 'sendtypes')),
     'MPI_Alltoall': dict(bytes=('inplace', ('each_peer', 'sendcount', 'sendtype'),
                                 ('each_peer', 'recvcount', 'recvtype')), alltoall=True),
     'MPI_Alltoallv': dict(bytes=('inplace', ('sum_peers', 'sendcounts', 'sendtype'),

@@ -345,12 +345,15 @@ static void neighbor(int which, int form, MPI_Comm cart) {
   for (int d = 0; d < 2; ++d)
     for (int i = 0; i < sc[d]; ++i) s[sd[d] + i] = 10000 * r + 1000 * d + i;
   const char* base;
-  uint64_t bytes = 4 * (uint64_t)sc[0];
+  /* Allgather: the one block it contributes; all-to-all: a block per
+   * outgoing neighbour (2 on a 1-D ring). */
+  uint64_t bytes = 4 * (uint64_t)stotal;
   int gathered = 0;
   switch (which) {
     case NB_ALLGATHER:
       base = "MPI_Neighbor_allgather";
       gathered = 1;
+      bytes = 4 * (uint64_t)sc[0];
       CALL3(MPI_Neighbor_allgather(s, k, MPI_INT, out, k, MPI_INT, cart),
             MPI_Ineighbor_allgather(s, k, MPI_INT, out, k, MPI_INT, cart, &q),
             MPI_Neighbor_allgather_init(s, k, MPI_INT, out, k, MPI_INT, cart, INFO, &q));
@@ -358,6 +361,7 @@ static void neighbor(int which, int form, MPI_Comm cart) {
     case NB_ALLGATHERV:
       base = "MPI_Neighbor_allgatherv";
       gathered = 1;
+      bytes = 4 * (uint64_t)sc[0];
       CALL3(MPI_Neighbor_allgatherv(s, sc[0], MPI_INT, out, rc, rd, MPI_INT, cart),
             MPI_Ineighbor_allgatherv(s, sc[0], MPI_INT, out, rc, rd, MPI_INT, cart, &q),
             MPI_Neighbor_allgatherv_init(s, sc[0], MPI_INT, out, rc, rd, MPI_INT, cart, INFO, &q));
@@ -370,14 +374,12 @@ static void neighbor(int which, int form, MPI_Comm cart) {
       break;
     case NB_ALLTOALLV:
       base = "MPI_Neighbor_alltoallv";
-      bytes = 0;  /* the facts record no bytes for the v and w forms */
       CALL3(MPI_Neighbor_alltoallv(s, sc, sd, MPI_INT, out, rc, rd, MPI_INT, cart),
             MPI_Ineighbor_alltoallv(s, sc, sd, MPI_INT, out, rc, rd, MPI_INT, cart, &q),
             MPI_Neighbor_alltoallv_init(s, sc, sd, MPI_INT, out, rc, rd, MPI_INT, cart, INFO, &q));
       break;
     default: {
       base = "MPI_Neighbor_alltoallw";
-      bytes = 0;
       MPI_Aint sdw[2] = {sdb[0], sdb[1]}, rdw[2] = {rdb[0], rdb[1]};
       CALL3(MPI_Neighbor_alltoallw(s, sc, sdw, types, out, rc, rdw, types, cart),
             MPI_Ineighbor_alltoallw(s, sc, sdw, types, out, rc, rdw, types, cart, &q),
@@ -528,8 +530,11 @@ static MPI_Comm constructors(void) {
   const int one = 1;
   MPI_Dist_graph_create(W, 1, &rank, &one, &right, MPI_UNWEIGHTED, INFO, 0, &dist);
   ex_comm_create("MPI_Dist_graph_create", W, dist, "dist");
-  MPI_Dist_graph_create_adjacent(shared, 1, &left, MPI_UNWEIGHTED, 1, &right, MPI_UNWEIGHTED, INFO,
-                                 0, &adjacent);
+  /* The same ring in the ranks of shared (world reversed). */
+  const int shared_rank = comm_rank(shared);
+  const int shared_left = (shared_rank + size - 1) % size, shared_right = (shared_rank + 1) % size;
+  MPI_Dist_graph_create_adjacent(shared, 1, &shared_left, MPI_UNWEIGHTED, 1, &shared_right,
+                                 MPI_UNWEIGHTED, INFO, 0, &adjacent);
   ex_comm_create("MPI_Dist_graph_create_adjacent", shared, adjacent, "adjacent");
   int indegree = -1, outdegree = -1, weighted = -1;
   PMPI_Dist_graph_neighbors_count(dist, &indegree, &outdegree, &weighted);
@@ -606,6 +611,46 @@ static MPI_Comm constructors(void) {
     free(rd);
     free(sbuf);
     free(rbuf);
+  }
+
+  /* Neighbour all-to-all on the other topologies: the bytes count their
+   * outgoing neighbours (graph ring: 2; distributed graph: 1, the right). */
+  {
+    const int k = next_count(), gr = comm_rank(graph);
+    const int gn[2] = {(gr + size - 1) % size, (gr + 1) % size};
+    int* sbuf = ints(2 * (size_t)k);
+    int* rbuf = ints(2 * (size_t)k);
+    for (int d = 0; d < 2; ++d)
+      for (int i = 0; i < k; ++i) sbuf[d * k + i] = 10000 * gr + 1000 * d + i;
+    MPI_Neighbor_alltoall(sbuf, k, MPI_INT, rbuf, k, MPI_INT, graph);
+    ex_coll("MPI_Neighbor_alltoall", graph, -1, 4 * 2 * (uint64_t)k);
+    for (int d = 0; d < 2; ++d)
+      for (int i = 0; i < k; ++i) {
+        const int from = rbuf[d * k + i] - i;
+        EX_CHECK(from / 10000 == gn[d] && (from % 10000 == 0 || from % 10000 == 1000),
+                 "graph Neighbor_alltoall side %d [%d]=%d", d, i, rbuf[d * k + i]);
+      }
+    const int sc = k + rank, rc = k + left, zero = 0;
+    int* sv = ints((size_t)sc);
+    int* rv = ints((size_t)rc);
+    for (int i = 0; i < sc; ++i) sv[i] = 10000 * rank + i;
+    MPI_Neighbor_alltoallv(sv, &sc, &zero, MPI_INT, rv, &rc, &zero, MPI_INT, dist);
+    ex_coll("MPI_Neighbor_alltoallv", dist, -1, 4 * (uint64_t)sc);
+    for (int i = 0; i < rc; ++i)
+      EX_CHECK(rv[i] == 10000 * left + i, "dist graph Neighbor_alltoallv [%d]=%d", i, rv[i]);
+    const int from = ex_world(shared, shared_left), rcw = k + from;
+    int* rw = ints((size_t)rcw);
+    const MPI_Aint zero_bytes = 0;
+    const MPI_Datatype type = MPI_INT;
+    MPI_Neighbor_alltoallw(sv, &sc, &zero_bytes, &type, rw, &rcw, &zero_bytes, &type, adjacent);
+    ex_coll("MPI_Neighbor_alltoallw", adjacent, -1, 4 * (uint64_t)sc);
+    for (int i = 0; i < rcw; ++i)
+      EX_CHECK(rw[i] == 10000 * from + i, "adjacent Neighbor_alltoallw [%d]=%d", i, rw[i]);
+    free(sbuf);
+    free(rbuf);
+    free(sv);
+    free(rv);
+    free(rw);
   }
 
   /* A collective on some of them, so their handles carry traffic. */
