@@ -5,7 +5,7 @@
 // (TSC, CLOCK_MONOTONIC) pairs, each read in a tight bracket: one at init(),
 // one at the first use of the rate (after PMPI_Init, so the measurement costs
 // the program nothing), one at finalize (the whole run: the rate the trace
-// ends with). init() itself never sleeps.
+// ends with). init() only checks the rate over 50 us.
 //
 // ClockSync: the offset of each rank's clock against rank 0 from the ping-pong
 // exchange with the smallest round trip; exchanges stop when the minimum has
@@ -35,9 +35,9 @@ class Timer {
   // Accepts "tsc", "monotonic", "gettimeofday", "mpi_wtime"; false otherwise.
   static bool parse(std::string_view name, format::TimerKind* out);
 
-  // Prepares the timer. TSC: checks that it is invariant and takes the first
-  // (TSC, CLOCK_MONOTONIC) pair, with a 50 us sanity check of the rate and no
-  // sleep. Returns false with *why set when the timer cannot be used here (e.g.
+  // Prepares the timer. TSC: checks that it is invariant, takes the first
+  // (TSC, CLOCK_MONOTONIC) pair and checks the rate over a 50 us sleep (the
+  // precise rate comes later, see ns_per_tick()). Returns false with *why set when the timer cannot be used here (e.g.
   // no invariant TSC; mpi_wtime before MPI_Init, which MPICH refuses).
   bool init(format::TimerKind kind, std::string* why);
 
