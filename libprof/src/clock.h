@@ -37,8 +37,9 @@ class Timer {
 
   // Prepares the timer. TSC: checks that it is invariant, takes the first
   // (TSC, CLOCK_MONOTONIC) pair and checks the rate over a 50 us sleep (the
-  // precise rate comes later, see ns_per_tick()). Returns false with *why set when the timer cannot be used here (e.g.
-  // no invariant TSC; mpi_wtime before MPI_Init, which MPICH refuses).
+  // precise rate comes later, see ns_per_tick()). Returns false with *why set
+  // when the timer cannot be used here (e.g. no invariant TSC; mpi_wtime
+  // before MPI_Init, which MPICH refuses).
   bool init(format::TimerKind kind, std::string* why);
 
   format::TimerKind kind() const { return kind_; }
