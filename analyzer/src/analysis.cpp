@@ -345,7 +345,11 @@ struct alignas(64) Rank {
   FlatMap<NodeKey, uint32_t, NodeKeyHash> node_index;
   // Several threads: MPI and Start time are unions too, and markers nest per thread.
   bool threaded;
-  std::vector<std::vector<OpenExec>> stacks;  // open executions per stream
+  // Open executions per thread stream: stacks[i] is stream stream_ids[i]'s
+  // (ids as recorded, so a damaged one costs a slot, never a huge table).
+  std::vector<std::vector<OpenExec>> stacks;
+  std::vector<uint32_t> stream_ids{0};
+  uint32_t last_stream = 0, last_slot = 0;
   InstantSets instants;
   HoldQueue holds;
   std::vector<Combo> combos;
@@ -363,13 +367,32 @@ struct alignas(64) Rank {
   int exhausted_phase = -1;
   WarningSink warn;
 
+  // The slot of a stream's stack (-1: none yet).
+  int stack_slot(uint32_t stream) {
+    if (stream == last_stream) return static_cast<int>(last_slot);
+    for (size_t i = 0; i < stream_ids.size(); ++i)
+      if (stream_ids[i] == stream) {
+        last_stream = stream;
+        last_slot = static_cast<uint32_t>(i);
+        return static_cast<int>(i);
+      }
+    return -1;
+  }
   std::vector<OpenExec>& stack(uint32_t stream) {
-    if (stream >= stacks.size()) stacks.resize(stream + 1);
-    return stacks[stream];
+    int i = stack_slot(stream);
+    if (i < 0) {
+      stream_ids.push_back(stream);
+      stacks.emplace_back();
+      i = static_cast<int>(stacks.size() - 1);
+      last_stream = stream;
+      last_slot = static_cast<uint32_t>(i);
+    }
+    return stacks[static_cast<size_t>(i)];
   }
   // The innermost execution open on a thread (the root when none).
-  uint32_t node(uint32_t stream) const {
-    return stream < stacks.size() && !stacks[stream].empty() ? stacks[stream].back().node : 0;
+  uint32_t node(uint32_t stream) {
+    const int i = stack_slot(stream);
+    return i >= 0 && !stacks[static_cast<size_t>(i)].empty() ? stacks[static_cast<size_t>(i)].back().node : 0;
   }
   bool is_ancestor(uint32_t a, uint32_t n) const {
     while (n != 0) {
@@ -380,7 +403,7 @@ struct alignas(64) Rank {
   }
   // The executions open on the rank now, as a context for InstantSets.
   uint32_t context() {
-    if (stacks.size() == 1) return node(0);
+    if (stacks.size() == 1) return stacks[0].empty() ? 0 : stacks[0].back().node;
     std::vector<uint32_t> inner;
     for (const auto& st : stacks)
       if (!st.empty()) inner.push_back(st.back().node);

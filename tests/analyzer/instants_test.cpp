@@ -292,3 +292,27 @@ TEST(Instants, ConcurrentIntervalsOfTwoThreads) {
 
 }  // namespace
 }  // namespace prof::test
+
+namespace prof::test {
+namespace {
+
+// A damaged stream number costs a slot, not a table that large.
+TEST(Instants, HugeStreamNumberIsJustAnotherThread) {
+  TraceBuilder b(1);
+  b.init(0, 0, 1 * kMs);
+  b.thread(0, 0x7ffffff0u);
+  b.begin(0, 2 * kMs, 1);
+  b.other(0, Compute, 3 * kMs, 4 * kMs);
+  b.end(0, 5 * kMs, 1);
+  b.thread(0, 0);
+  b.finalize(0, 10 * kMs, 11 * kMs);
+  b.close();
+  const auto a = analyze_checked(b.dir());
+  ASSERT_TRUE(a.usable());
+  const auto* i1 = find_interval(a, 1);
+  ASSERT_TRUE(i1);
+  EXPECT_NEAR(rank_of(*i1, 0)->mpi, 1e-3, 1e-9);
+}
+
+}  // namespace
+}  // namespace prof::test
