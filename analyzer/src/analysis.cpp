@@ -51,6 +51,7 @@
 #include <thread>
 
 #include "interpret.h"
+#include "intervals.h"
 #include "mailbox.h"
 #include "prof/analysis/analysis.h"
 
@@ -61,7 +62,6 @@ using namespace detail;
 
 constexpr uint32_t kRootId = UINT32_MAX;
 constexpr uint32_t kNoParent = UINT32_MAX;
-constexpr size_t kMaxDepth = 4096;  // deeper begins are ignored (and counted)
 constexpr size_t kExamples = 5;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -70,11 +70,6 @@ double clamp_to(double v, double lo, double hi) { return v < lo ? lo : (v > hi ?
 std::string hex(uint64_t v) {
   char b[24];
   std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-std::string seconds(double ns) {
-  char b[48];
-  std::snprintf(b, sizeof b, "%.6f s", ns * 1e-9);
   return b;
 }
 
@@ -166,10 +161,6 @@ struct NodeKeyHash {
   }
 };
 
-struct OpenExec {
-  uint32_t node, id;
-  double start;
-};
 
 struct PendingRecv {
   double issue, enter, leave;
@@ -326,7 +317,7 @@ constexpr uint32_t kComboBit = 0x80000000u;  // a context that is a Combo's inde
 struct alignas(64) Rank {
   Rank(const RankTrace& t, const Registry& reg, size_t idx, const WorldIndex& w2i)
       : rt(&t), rank(t.rank()), index(idx), interp(t, reg, idx, w2i), cursor(t.events()),
-        threaded(t.stream_count() > 1), stacks(1) {}
+        intervals(t.rank()), threaded(t.stream_count() > 1) {}
 
   const RankTrace* rt;
   int rank;
@@ -338,18 +329,12 @@ struct alignas(64) Rank {
   bool has_ev = false;
   double ev_enter = 0;
 
-  enum class Root { Before, In, After } root = Root::Before;
-  double root_start = 0, last_leave = -kInf;
+  IntervalTracker intervals;
   std::vector<LocalNode> nodes;
   std::vector<NodeAcc> acc;
   FlatMap<NodeKey, uint32_t, NodeKeyHash> node_index;
   // Several threads: MPI and Start time are unions too, and markers nest per thread.
   bool threaded;
-  // Open executions per thread stream: stacks[i] is stream stream_ids[i]'s
-  // (ids as recorded, so a damaged one costs a slot, never a huge table).
-  std::vector<std::vector<OpenExec>> stacks;
-  std::vector<uint32_t> stream_ids{0};
-  uint32_t last_stream = 0, last_slot = 0;
   InstantSets instants;
   HoldQueue holds;
   std::vector<Combo> combos;
@@ -363,37 +348,12 @@ struct alignas(64) Rank {
   std::vector<uint32_t> touched;  // local nodes that closed an execution this phase
 
   uint64_t events = 0, calls = 0, matched = 0, unmatched_sends = 0, unmatched_recvs = 0;
-  uint64_t unbalanced = 0, local_instances = 0, phase_events = 0;
+  uint64_t local_instances = 0, phase_events = 0;
   int exhausted_phase = -1;
   WarningSink warn;
 
-  // The slot of a stream's stack (-1: none yet).
-  int stack_slot(uint32_t stream) {
-    if (stream == last_stream) return static_cast<int>(last_slot);
-    for (size_t i = 0; i < stream_ids.size(); ++i)
-      if (stream_ids[i] == stream) {
-        last_stream = stream;
-        last_slot = static_cast<uint32_t>(i);
-        return static_cast<int>(i);
-      }
-    return -1;
-  }
-  std::vector<OpenExec>& stack(uint32_t stream) {
-    int i = stack_slot(stream);
-    if (i < 0) {
-      stream_ids.push_back(stream);
-      stacks.emplace_back();
-      i = static_cast<int>(stacks.size() - 1);
-      last_stream = stream;
-      last_slot = static_cast<uint32_t>(i);
-    }
-    return stacks[static_cast<size_t>(i)];
-  }
   // The innermost execution open on a thread (the root when none).
-  uint32_t node(uint32_t stream) {
-    const int i = stack_slot(stream);
-    return i >= 0 && !stacks[static_cast<size_t>(i)].empty() ? stacks[static_cast<size_t>(i)].back().node : 0;
-  }
+  uint32_t node(uint32_t stream) { return intervals.innermost(stream); }
   bool is_ancestor(uint32_t a, uint32_t n) const {
     while (n != 0) {
       n = nodes[n].parent;
@@ -403,10 +363,11 @@ struct alignas(64) Rank {
   }
   // The executions open on the rank now, as a context for InstantSets.
   uint32_t context() {
-    if (stacks.size() == 1) return stacks[0].empty() ? 0 : stacks[0].back().node;
+    const auto& stacks = intervals.stacks();
+    if (stacks.size() == 1) return stacks[0].empty() ? 0 : stacks[0].back().payload;
     std::vector<uint32_t> inner;
     for (const auto& st : stacks)
-      if (!st.empty()) inner.push_back(st.back().node);
+      if (!st.empty()) inner.push_back(st.back().payload);
     std::sort(inner.begin(), inner.end());
     inner.erase(std::unique(inner.begin(), inner.end()), inner.end());
     std::vector<uint32_t> leaves;
@@ -507,7 +468,7 @@ struct Handler {
   int parity;
 
   bool call(const Event& e, const FuncInfo& fi, double enter, double leave);
-  bool continuation() const { return r.root == Rank::Root::In; }
+  bool continuation() const { return r.intervals.in_root(); }
   void marker(const Event& e, double enter, double leave);
   void send(const ChannelKey& k, double enter, double leave, const Event& e);
   void recv(const ChannelKey& k, double issue, uint64_t hold, double enter, double leave,
@@ -517,9 +478,14 @@ struct Handler {
   void cancel_send(const ChannelKey& k, double send_enter);
   void collective(const CommInfo& c, bool a2a, double enter, double leave, const Event& e);
   template <class F>
-  void problem(const char* category, F&& example) {
-    r.warn.add(category, example);
+  void problem(const char* category, F&& example, uint64_t count = 1) {
+    r.warn.add(category, example, count);
   }
+  // IntervalTracker handler interface.
+  void root_started(double t);
+  uint32_t interval_begun(uint32_t stream, const Event& begin, double t, uint32_t parent);
+  void interval_ended(uint32_t stream, const OpenInterval& o, double t);
+  void root_ended(double t);
 };
 
 class Engine {
@@ -558,10 +524,7 @@ class Engine {
   void on_phase_end();
   void publish(unsigned w);
   void decode(Rank& r, unsigned w, int parity, int phase);
-  void finish_rank(Rank& r);
-  void start_root(Rank& r, double t);
-  void end_root(Rank& r, double t);
-  void close_exec(Rank& r, const OpenExec& o, double t);
+  void close_exec(Rank& r, uint32_t node, double start, double t);
   void account_recv(Rank& r, double issue, double enter, double leave, double send_enter,
                     SpanLane lane);
   void ingest_send(const SendRec& s, bool cancel);
@@ -624,26 +587,7 @@ class Engine {
 // Per-event work (a rank's worker)
 
 bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leave) {
-  switch (r.root) {
-    case Rank::Root::After:
-      return false;
-    case Rank::Root::Before:
-      if (fi.role & kRoleInit) {
-        eng.start_root(r, leave);
-        r.last_leave = leave;
-        return false;
-      }
-      if (fi.role & kRolePreInit) return false;
-      eng.start_root(r, enter);
-      break;
-    case Rank::Root::In:
-      break;
-  }
-  if (fi.role & kRoleFinalize) {
-    eng.end_root(r, enter);
-    return false;
-  }
-  if (leave > r.last_leave) r.last_leave = leave;
+  if (!r.intervals.call(fi, enter, leave, *this)) return false;
   const uint32_t node = r.node(e.stream);
   NodeAcc& a = r.acc[node];
   const double dur = leave - enter;
@@ -691,77 +635,48 @@ bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leav
 }
 
 void Handler::marker(const Event& e, double enter, double leave) {
-  if (r.root == Rank::Root::After) {
-    ++r.unbalanced;
-    r.warn.add("interval marker after MPI_Finalize (ignored)", [&] {
-      return "rank " + std::to_string(r.rank) + ": interval " + std::to_string(e.interval_id);
-    });
-    return;
-  }
-  if (r.root == Rank::Root::Before) eng.start_root(r, enter);
-  if (leave > r.last_leave) r.last_leave = leave;
-  const Registry& reg = eng.reg_;
-  std::vector<OpenExec>& stack = r.stack(e.stream);
-  if (e.marker_begin) {
-    if (stack.size() >= kMaxDepth) {
-      ++r.unbalanced;
-      r.warn.add("interval nesting deeper than 4096 (begin ignored)", [&] {
-        return "rank " + std::to_string(r.rank) + ": interval " + std::to_string(e.interval_id);
-      });
-      return;
-    }
-    // A loop enters the same child again: remember the last one per parent.
-    const uint32_t parent = r.node(e.stream);
-    uint32_t node;
-    if (r.nodes[parent].last_callsite == e.callsite && r.nodes[parent].last_id == e.interval_id) {
-      node = r.nodes[parent].last_child;
+  r.intervals.marker(e, enter, leave, *this);
+  // The rank's open executions changed: from the begin's return, the end's call.
+  if (r.intervals.in_root()) r.instants.set_context(e.marker_begin ? leave : enter, r.context());
+}
+
+void Handler::root_started(double t) {
+  r.acc[0].first_enter = t;
+  r.instants.set_context(t, r.context());
+}
+
+uint32_t Handler::interval_begun(uint32_t, const Event& e, double t, uint32_t parent) {
+  // A loop enters the same child again: remember the last one per parent.
+  uint32_t node;
+  if (r.nodes[parent].last_callsite == e.callsite && r.nodes[parent].last_id == e.interval_id) {
+    node = r.nodes[parent].last_child;
+  } else {
+    const uint32_t site = eng.reg_.site(r.index, e.callsite);
+    const NodeKey key{parent, e.interval_id, site};
+    if (const uint32_t* found = r.node_index.find(key)) {
+      node = *found;
     } else {
-      const uint32_t site = reg.site(r.index, e.callsite);
-      const NodeKey key{parent, e.interval_id, site};
-      if (const uint32_t* found = r.node_index.find(key)) {
-        node = *found;
-      } else {
-        node = static_cast<uint32_t>(r.nodes.size());
-        r.nodes.push_back(LocalNode{key.parent, key.id, key.site});
-        r.acc.emplace_back();
-        r.node_index[key] = node;
-      }
-      LocalNode& p = r.nodes[parent];
-      p.last_callsite = e.callsite;
-      p.last_id = e.interval_id;
-      p.last_child = node;
+      node = static_cast<uint32_t>(r.nodes.size());
+      r.nodes.push_back(LocalNode{key.parent, key.id, key.site});
+      r.acc.emplace_back();
+      r.node_index[key] = node;
     }
-    if (leave < r.acc[node].first_enter) r.acc[node].first_enter = leave;
-    stack.push_back(OpenExec{node, e.interval_id, leave});
-    r.instants.set_context(leave, r.context());
-    return;
+    LocalNode& p = r.nodes[parent];
+    p.last_callsite = e.callsite;
+    p.last_id = e.interval_id;
+    p.last_child = node;
   }
-  size_t i = stack.size();
-  while (i > 0 && stack[i - 1].id != e.interval_id) --i;
-  if (i == 0) {
-    ++r.unbalanced;
-    r.warn.add("interval end without a begin (ignored)", [&] {
-      return "rank " + std::to_string(r.rank) + ": end of interval " +
-             std::to_string(e.interval_id) + " at " + seconds(enter);
-    });
-    return;
-  }
-  if (i != stack.size()) {
-    r.unbalanced += stack.size() - i;
-    r.warn.add(
-        "interval ids crossing (inner intervals closed at the outer end)",
-        [&] {
-          return "rank " + std::to_string(r.rank) + ": end of interval " +
-                 std::to_string(e.interval_id) + " while interval " +
-                 std::to_string(stack.back().id) + " is open, at " + seconds(enter);
-        },
-        stack.size() - i);
-  }
-  while (stack.size() >= i) {
-    eng.close_exec(r, stack.back(), enter);
-    stack.pop_back();
-  }
-  r.instants.set_context(enter, r.context());
+  if (t < r.acc[node].first_enter) r.acc[node].first_enter = t;
+  return node;
+}
+
+void Handler::interval_ended(uint32_t, const OpenInterval& o, double t) {
+  eng.close_exec(r, o.payload, o.start, t);
+}
+
+void Handler::root_ended(double t) {
+  eng.close_exec(r, 0, r.intervals.root_start(), t);
+  r.instants.set_context(t, kNoContext);
 }
 
 void Handler::send(const ChannelKey& k, double enter, double, const Event&) {
@@ -828,44 +743,15 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
   else eng.coll_box(parity, w, o).push_back(rec);
 }
 
-void Engine::close_exec(Rank& r, const OpenExec& o, double t) {
-  NodeAcc& a = r.acc[o.node];
-  const double T = std::max(0.0, t - o.start);
+void Engine::close_exec(Rank& r, uint32_t node, double start, double t) {
+  NodeAcc& a = r.acc[node];
+  const double T = std::max(0.0, t - start);
   if (!a.touched) {
     a.touched = true;
-    r.touched.push_back(o.node);
+    r.touched.push_back(node);
   }
   a.T.push_back(T);
   a.t_sum += T;
-}
-
-void Engine::start_root(Rank& r, double t) {
-  r.root_start = t;
-  r.root = Rank::Root::In;
-  r.acc[0].first_enter = t;
-  r.instants.set_context(t, r.context());
-}
-
-void Engine::end_root(Rank& r, double t) {
-  for (auto& stack : r.stacks) {
-    if (!stack.empty()) {
-      r.unbalanced += stack.size();
-      r.warn.add(
-          "interval begin never closed (closed at the end of the run)",
-          [&] {
-            return "rank " + std::to_string(r.rank) + ": interval " +
-                   std::to_string(stack.back().id) + " opened at " + seconds(stack.back().start);
-          },
-          stack.size());
-    }
-    while (!stack.empty()) {
-      close_exec(r, stack.back(), t);
-      stack.pop_back();
-    }
-  }
-  close_exec(r, OpenExec{0, kRootId, r.root_start}, t);
-  r.root = Rank::Root::After;
-  r.instants.set_context(t, kNoContext);
 }
 
 // A matched receive: it waited from its issue until its send started (a late
@@ -891,13 +777,9 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
   r.events += n;
   r.phase_events = n;
   if (!r.has_ev && r.exhausted_phase < 0) {
-    finish_rank(r);
+    r.intervals.finish(h);
     r.exhausted_phase = phase;
   }
-}
-
-void Engine::finish_rank(Rank& r) {
-  if (r.root == Rank::Root::In) end_root(r, r.last_leave);
 }
 
 // ---------------------------------------------------------------------------
@@ -1430,7 +1312,7 @@ void Engine::finish(Analysis& a) {
     a.stats.messages_matched += r.matched;
     a.stats.unmatched_sends += r.unmatched_sends;
     a.stats.unmatched_receives += r.unmatched_recvs;
-    a.stats.unbalanced_markers += r.unbalanced;
+    a.stats.unbalanced_markers += r.intervals.unbalanced();
     a.stats.collective_instances += r.local_instances;
     r.warn.merge_into(warns);
   }

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "interpret.h"
+#include "intervals.h"
 
 namespace prof::analysis {
 namespace {
@@ -78,17 +79,11 @@ struct Writer {
   }
 };
 
-struct Open {
-  uint32_t id;
-  double start;
-  std::string label;
-};
-
 struct ChromeHandler {
   ChromeHandler(Writer& writer, const Registry& registry, size_t rank_index, int world_rank,
                 double time_zero, const ChromeTraceOptions& options)
       : w(writer), reg(registry), index(rank_index), rank(world_rank), t0(time_zero),
-        from_us(options.from_s * 1e6), to_us(options.to_s * 1e6) {}
+        from_us(options.from_s * 1e6), to_us(options.to_s * 1e6), intervals(world_rank) {}
 
   Writer& w;
   const Registry& reg;
@@ -98,20 +93,15 @@ struct ChromeHandler {
   double from_us, to_us;  // the window
   const Event* cur = nullptr;
   std::set<uint32_t> streams;
-  std::vector<std::pair<uint32_t, std::vector<Open>>> stacks;  // per stream
-  bool root_in = false, root_done = false;
-  double root_start = 0, last_leave = -std::numeric_limits<double>::infinity();
+  IntervalTracker intervals;
+  // An interval execution's slice name, by (interval id, call site).
+  std::vector<std::string> labels;
+  FlatMap<uint64_t, uint32_t> label_of;
   FlatMap<ChannelKey, uint64_t, ChannelHash> sent, received;
   CommCache* comms = nullptr;
 
   long long tid(uint32_t stream) const {
     return stream == 0 ? rank : 1000000ll + static_cast<long long>(rank) * 1000 + stream;
-  }
-  std::vector<Open>& stack(uint32_t stream) {
-    for (auto& s : stacks)
-      if (s.first == stream) return s.second;
-    stacks.emplace_back(stream, std::vector<Open>{});
-    return stacks.back().second;
   }
   double us(double ns) const { return (ns - t0) / 1000.0; }
   bool in_window(double enter, double leave) const {
@@ -237,61 +227,34 @@ struct ChromeHandler {
     }
   }
 
-  // Interpreter handler interface.
+  // Interpreter handler interface. Every call is drawn; what counts as the
+  // run and its intervals is IntervalTracker's to say.
   bool call(const Event& e, const FuncInfo& fi, double enter, double leave) {
     cur = &e;
     if (fi.name != 0) slice(e.stream, reg.functions[fi.name], "mpi", enter, leave, &e);
     else slice(e.stream, "MPI function " + std::to_string(e.func), "mpi", enter, leave, &e);
-    if (!root_in && !root_done) {
-      if (fi.role & kRoleInit) {
-        root_in = true;
-        root_start = leave;
-        return true;
-      }
-      if (!(fi.role & kRolePreInit)) {
-        root_in = true;
-        root_start = enter;
-      }
-    }
-    if (root_in && (fi.role & kRoleFinalize)) end_root(enter);
-    last_leave = std::max(last_leave, leave);
+    intervals.call(fi, enter, leave, *this);
     return true;
   }
   bool continuation() const { return true; }
-  void marker(const Event& e, double enter, double leave) {
-    if (!root_in && !root_done) {
-      root_in = true;
-      root_start = enter;
-    }
-    last_leave = std::max(last_leave, leave);
-    auto& st = stack(e.stream);
-    if (e.marker_begin) {
-      if (st.size() >= 4096) return;
-      const SiteInfo& s = reg.sites[reg.site(index, e.callsite)];
-      const std::string where = s.file.empty() ? s.label : s.file + ":" + std::to_string(s.line);
-      st.push_back(Open{e.interval_id, leave, "interval " + std::to_string(e.interval_id) + " (" + where + ")"});
-      return;
-    }
-    size_t i = st.size();
-    while (i > 0 && st[i - 1].id != e.interval_id) --i;
-    if (i == 0) return;
-    while (st.size() >= i) {
-      slice(e.stream, st.back().label, "interval", st.back().start, enter);
-      st.pop_back();
-    }
+  void marker(const Event& e, double enter, double leave) { intervals.marker(e, enter, leave, *this); }
+
+  // IntervalTracker handler interface.
+  void root_started(double) {}
+  uint32_t interval_begun(uint32_t, const Event& e, double, uint32_t) {
+    const uint64_t key = uint64_t{e.interval_id} << 32 | e.callsite;
+    if (const uint32_t* i = label_of.find(key)) return *i;
+    const SiteInfo& s = reg.sites[reg.site(index, e.callsite)];
+    const std::string where = s.file.empty() ? s.label : s.file + ":" + std::to_string(s.line);
+    labels.push_back("interval " + std::to_string(e.interval_id) + " (" + where + ")");
+    label_of[key] = static_cast<uint32_t>(labels.size() - 1);
+    return static_cast<uint32_t>(labels.size() - 1);
   }
-  void close_all(double t) {
-    for (auto& [stream, st] : stacks)
-      while (!st.empty()) {
-        slice(stream, st.back().label, "interval", st.back().start, t);
-        st.pop_back();
-      }
+  void interval_ended(uint32_t stream, const OpenInterval& o, double t) {
+    slice(stream, labels[o.payload], "interval", o.start, t);
   }
-  void end_root(double t) {
-    close_all(t);
-    slice(0, "run (rank " + std::to_string(rank) + ")", "interval", root_start, t);
-    root_in = false;
-    root_done = true;
+  void root_ended(double t) {
+    slice(0, "run (rank " + std::to_string(rank) + ")", "interval", intervals.root_start(), t);
   }
   void send(const ChannelKey& k, double enter, double, const Event& e) {
     if (flow("s", e.stream, enter, flow_id(k, sent[k]++))) ++w.stats.flows;
@@ -305,7 +268,7 @@ struct ChromeHandler {
   void cancel_send(const ChannelKey&, double) {}
   void collective(const CommInfo&, bool, double, double, const Event&) {}
   template <class F>
-  void problem(const char*, F&&) {}
+  void problem(const char*, F&&, uint64_t = 1) {}
 };
 
 }  // namespace
@@ -339,8 +302,7 @@ bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::stri
     auto cursor = rt.events();
     Event e;
     while (cursor.next(e)) interp.process(e, interp.global(e.enter), h);
-    if (h.root_in) h.end_root(h.last_leave);
-    else h.close_all(h.last_leave);
+    h.intervals.finish(h);
     h.streams.insert(0);
     for (uint32_t s : h.streams) {
       const long long tid = h.tid(s);

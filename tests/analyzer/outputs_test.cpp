@@ -275,5 +275,74 @@ TEST(Outputs, LibraryWritersAgreeWithTheBinary) {
   EXPECT_TRUE(parsed.contains("traceEvents"));
 }
 
+// One interval semantics: the analysis and the Chrome export see the same
+// executions, including the awkward cases (crossing ids, an end without a
+// begin, a begin never closed, markers after MPI_Finalize, a second thread's
+// own intervals).
+TEST(Outputs, EveryConsumerSeesTheSameIntervalExecutions) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 1 * kMs);
+    for (int it = 0; it < 3; ++it) {
+      const uint64_t t = (2 + 3 * it) * kMs;
+      b.begin(r, t, 1);
+      b.begin(r, t + 100 * kUs, 2, 2);
+      b.collective(r, Barrier, t + 200 * kUs, t + 300 * kUs);
+      b.end(r, t + 400 * kUs, 2, 2);
+      b.end(r, t + 500 * kUs, 1);
+    }
+    b.begin(r, 12 * kMs, 5, 3);
+    b.begin(r, 12100 * kUs, 6, 3);
+    b.end(r, 12200 * kUs, 5, 3);  // crosses 6: closes it too
+    b.end(r, 12300 * kUs, 7, 3);  // no begin
+    b.begin(r, 13 * kMs, 8, 3);   // never closed
+    b.thread(r, 1);
+    b.begin(r, 13100 * kUs, 9, 3);
+    b.other(r, CommRank, 13200 * kUs, 13300 * kUs);
+    b.end(r, 13400 * kUs, 9, 3);
+    b.thread(r, 0);
+    b.finalize(r, 20 * kMs, 21 * kMs);
+    b.begin(r, 22 * kMs, 10, 3);  // after MPI_Finalize
+    b.end(r, 23 * kMs, 10, 3);
+  }
+  b.close();
+  const auto a = analyze_checked(b.dir());
+  ASSERT_TRUE(a.usable());
+  // Executions and their total time per interval id, from the analysis ...
+  std::map<int, std::pair<uint64_t, double>> from_analysis, from_chrome;
+  for (const auto& n : a.intervals) {
+    const int id = n.id ? *n.id : -1;
+    for (const auto& f : n.per_rank) {
+      from_analysis[id].first += f.executions;
+      from_analysis[id].second += f.time;
+    }
+  }
+  // ... and from the Chrome export's interval slices.
+  trace::TraceDir td = trace::TraceDir::open(b.dir());
+  std::ostringstream chrome;
+  std::string err;
+  ASSERT_TRUE(analysis::write_chrome_trace(td, chrome, &err)) << err;
+  const json parsed = json::parse(chrome.str());
+  for (const auto& ev : parsed["traceEvents"]) {
+    if (ev.value("cat", "") != "interval") continue;
+    const std::string name = ev["name"];
+    int id = -1;
+    if (name.rfind("interval ", 0) == 0) id = std::stoi(name.substr(9));
+    from_chrome[id].first += 1;
+    from_chrome[id].second += ev["dur"].get<double>() * 1e-6;
+  }
+  ASSERT_EQ(from_chrome.size(), from_analysis.size());
+  for (const auto& [id, v] : from_analysis) {
+    ASSERT_TRUE(from_chrome.count(id)) << "interval " << id;
+    EXPECT_EQ(from_chrome[id].first, v.first) << "interval " << id;
+    EXPECT_NEAR(from_chrome[id].second, v.second, 1e-8) << "interval " << id;
+  }
+  EXPECT_EQ(from_analysis.count(10), 0u);  // after MPI_Finalize: ignored by both
+  EXPECT_EQ(from_analysis.count(7), 0u);
+  EXPECT_EQ(from_analysis[6].first, 2u);   // closed with 5, on both ranks
+  EXPECT_EQ(from_analysis[9].first, 2u);   // the second thread's
+  EXPECT_EQ(from_analysis[1].first, 6u);
+}
+
 }  // namespace
 }  // namespace prof::test

@@ -1,0 +1,225 @@
+// What an interval is, decided once for every consumer (the analysis, the
+// Chrome export, windows): the root's bounds, begin/end matching per thread,
+// and what happens to markers that do not pair up.
+//
+// Rules
+//   - The root (the whole run) of a rank starts at the return of MPI_Init, or
+//     at the first event that is neither MPI_Init nor a call allowed before it
+//     (MPI_Initialized, MPI_Wtime, ...), and ends at the call of MPI_Finalize,
+//     or at the rank's last leave when it never calls it. Calls outside the
+//     root are the tool's (clock synchronization runs inside Init and
+//     Finalize) or the program's before MPI: not counted.
+//   - An execution of a user interval runs from its begin marker's return to
+//     its end marker's call. Markers nest per thread (stream).
+//   - An end closes the innermost open execution with its id on that thread;
+//     executions opened inside it and still open are closed with it (counted
+//     as unbalanced). An end with no open begin of that id is ignored.
+//   - Begins nested deeper than kMaxIntervalDepth are ignored.
+//   - Markers after the root ended (after MPI_Finalize) are ignored.
+//   - Executions still open when the root ends close there.
+//   Every ignored or forced marker is counted and reported through
+//   `problem(category, example, count)`.
+//
+// The handler gets:
+//   void root_started(double t)
+//   uint32_t interval_begun(uint32_t stream, const Event& begin, double t, uint32_t parent)
+//       -> the consumer's payload for the execution (the analysis: its tree node),
+//          `parent` being the payload of the innermost open one on that thread
+//          (kRootPayload when none)
+//   void interval_ended(uint32_t stream, const OpenInterval&, double t)
+//   void root_ended(double t)
+//   void problem(const char* category, F example, uint64_t count)   example() -> std::string
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "interpret.h"
+
+namespace prof::analysis::detail {
+
+inline constexpr size_t kMaxIntervalDepth = 4096;
+inline constexpr uint32_t kRootPayload = 0;
+
+struct OpenInterval {
+  uint32_t id;       // the marker's interval id
+  uint32_t payload;  // the consumer's (e.g. the tree node)
+  double start;      // the begin marker's return (global ns)
+};
+
+class IntervalTracker {
+ public:
+  enum class Root { Before, In, After };
+
+  explicit IntervalTracker(int world_rank) : rank_(world_rank) {}
+
+  Root root() const { return root_; }
+  bool in_root() const { return root_ == Root::In; }
+  double root_start() const { return root_start_; }
+  double last_leave() const { return last_leave_; }
+  uint64_t unbalanced() const { return unbalanced_; }
+
+  // An MPI call (not a continuation). False: it lies outside the root and
+  // does not count.
+  template <class H>
+  bool call(const FuncInfo& fi, double enter, double leave, H& h) {
+    switch (root_) {
+      case Root::After:
+        return false;
+      case Root::Before:
+        if (fi.role & kRoleInit) {
+          start_root(leave, h);
+          last_leave_ = leave;
+          return false;
+        }
+        if (fi.role & kRolePreInit) return false;
+        start_root(enter, h);
+        break;
+      case Root::In:
+        break;
+    }
+    if (fi.role & kRoleFinalize) {
+      end_root(enter, h);
+      return false;
+    }
+    if (leave > last_leave_) last_leave_ = leave;
+    return true;
+  }
+
+  template <class H>
+  void marker(const Event& e, double enter, double leave, H& h) {
+    if (root_ == Root::After) {
+      ++unbalanced_;
+      h.problem("interval marker after MPI_Finalize (ignored)", [&] {
+        return "rank " + std::to_string(rank_) + ": interval " + std::to_string(e.interval_id);
+      }, 1);
+      return;
+    }
+    if (root_ == Root::Before) start_root(enter, h);
+    if (leave > last_leave_) last_leave_ = leave;
+    std::vector<OpenInterval>& stack = stack_of(e.stream);
+    if (e.marker_begin) {
+      if (stack.size() >= kMaxIntervalDepth) {
+        ++unbalanced_;
+        h.problem("interval nesting deeper than 4096 (begin ignored)", [&] {
+          return "rank " + std::to_string(rank_) + ": interval " + std::to_string(e.interval_id);
+        }, 1);
+        return;
+      }
+      const uint32_t parent = stack.empty() ? kRootPayload : stack.back().payload;
+      const uint32_t payload = h.interval_begun(e.stream, e, leave, parent);
+      stack_of(e.stream).push_back(OpenInterval{e.interval_id, payload, leave});
+      return;
+    }
+    size_t i = stack.size();
+    while (i > 0 && stack[i - 1].id != e.interval_id) --i;
+    if (i == 0) {
+      ++unbalanced_;
+      h.problem("interval end without a begin (ignored)", [&] {
+        return "rank " + std::to_string(rank_) + ": end of interval " +
+               std::to_string(e.interval_id) + " at " + seconds(enter);
+      }, 1);
+      return;
+    }
+    if (i != stack.size()) {
+      unbalanced_ += stack.size() - i;
+      h.problem("interval ids crossing (inner intervals closed at the outer end)", [&] {
+        return "rank " + std::to_string(rank_) + ": end of interval " +
+               std::to_string(e.interval_id) + " while interval " +
+               std::to_string(stack.back().id) + " is open, at " + seconds(enter);
+      }, stack.size() - i);
+    }
+    while (stack.size() >= i) {
+      const OpenInterval o = stack.back();
+      stack.pop_back();
+      h.interval_ended(e.stream, o, enter);
+    }
+  }
+
+  // The rank's events are exhausted: a root still open ends at its last leave.
+  template <class H>
+  void finish(H& h) {
+    if (root_ == Root::In) end_root(last_leave_, h);
+  }
+
+  // Open executions per thread: stacks()[i] belongs to stream_ids()[i].
+  const std::vector<std::vector<OpenInterval>>& stacks() const { return stacks_; }
+  const std::vector<uint32_t>& stream_ids() const { return stream_ids_; }
+  // The payload of the innermost execution open on a thread (kRootPayload: none).
+  uint32_t innermost(uint32_t stream) {
+    const int i = slot(stream);
+    return i >= 0 && !stacks_[static_cast<size_t>(i)].empty() ? stacks_[static_cast<size_t>(i)].back().payload
+                                                              : kRootPayload;
+  }
+
+  static std::string seconds(double ns) {
+    char b[48];
+    std::snprintf(b, sizeof b, "%.6f s", ns * 1e-9);
+    return b;
+  }
+
+ private:
+  template <class H>
+  void start_root(double t, H& h) {
+    root_start_ = t;
+    root_ = Root::In;
+    h.root_started(t);
+  }
+  template <class H>
+  void end_root(double t, H& h) {
+    for (size_t s = 0; s < stacks_.size(); ++s) {
+      auto& stack = stacks_[s];
+      if (!stack.empty()) {
+        unbalanced_ += stack.size();
+        h.problem("interval begin never closed (closed at the end of the run)", [&] {
+          return "rank " + std::to_string(rank_) + ": interval " + std::to_string(stack.back().id) +
+                 " opened at " + seconds(stack.back().start);
+        }, stack.size());
+      }
+      while (!stack.empty()) {
+        const OpenInterval o = stack.back();
+        stack.pop_back();
+        h.interval_ended(stream_ids_[s], o, t);
+      }
+    }
+    root_ = Root::After;
+    h.root_ended(t);
+  }
+  // The slot of a stream's stack (-1: none yet). Streams are few; a damaged
+  // stream number costs a slot, never a table that large.
+  int slot(uint32_t stream) {
+    if (stream == last_stream_) return static_cast<int>(last_slot_);
+    for (size_t i = 0; i < stream_ids_.size(); ++i)
+      if (stream_ids_[i] == stream) {
+        last_stream_ = stream;
+        last_slot_ = static_cast<uint32_t>(i);
+        return static_cast<int>(i);
+      }
+    return -1;
+  }
+  std::vector<OpenInterval>& stack_of(uint32_t stream) {
+    int i = slot(stream);
+    if (i < 0) {
+      stream_ids_.push_back(stream);
+      stacks_.emplace_back();
+      i = static_cast<int>(stacks_.size() - 1);
+      last_stream_ = stream;
+      last_slot_ = static_cast<uint32_t>(i);
+    }
+    return stacks_[static_cast<size_t>(i)];
+  }
+
+  int rank_;
+  Root root_ = Root::Before;
+  double root_start_ = 0;
+  double last_leave_ = -std::numeric_limits<double>::infinity();
+  uint64_t unbalanced_ = 0;
+  std::vector<std::vector<OpenInterval>> stacks_{1};
+  std::vector<uint32_t> stream_ids_{0};
+  uint32_t last_stream_ = 0, last_slot_ = 0;
+};
+
+}  // namespace prof::analysis::detail
