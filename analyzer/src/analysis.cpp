@@ -136,6 +136,7 @@ struct NodeAcc {
   InstantSums in;
   double time_variation = 0;
   uint64_t calls = 0;
+  uint64_t inside = 0;  // executions that overlap the window (all of them without one)
   // T_r of executions t_base.. not yet folded (see Engine::fold).
   std::vector<double> T;
   uint64_t t_base = 0;
@@ -574,6 +575,9 @@ class Engine {
   // Every rank's next event enters at or after this (all sends before it are
   // delivered by the next phase's start): the watermark of InstantSets.
   double frontier_ = -kInf;
+  // The window in global ns (Options::window_*; the whole run without one).
+  bool windowed_ = false;
+  double lo_ = -kInf, hi_ = kInf;
   std::vector<uint8_t> gone_;  // rank ended two phases ago: its records are all in
   uint32_t gone_count_ = 0;
   double t_first_ = 0, t_last_est_ = 0;
@@ -590,7 +594,9 @@ bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leav
   if (!r.intervals.call(fi, enter, leave, *this)) return false;
   const uint32_t node = r.node(e.stream);
   NodeAcc& a = r.acc[node];
-  const double dur = leave - enter;
+  // Counted with its part inside the window (all of it without one).
+  if (eng.windowed_ && (leave < eng.lo_ || enter > eng.hi_)) return true;
+  const double dur = eng.windowed_ ? std::min(leave, eng.hi_) - std::max(enter, eng.lo_) : leave - enter;
   const bool starts = fi.role & kRoleStartsOp;
   if (r.threaded) {
     // Calls of several threads may overlap: the union counts.
@@ -745,7 +751,15 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
 
 void Engine::close_exec(Rank& r, uint32_t node, double start, double t) {
   NodeAcc& a = r.acc[node];
-  const double T = std::max(0.0, t - start);
+  // An execution outside the window still takes its place in the k-th
+  // matching across ranks, with nothing in it.
+  const bool inside = !windowed_ || (t >= lo_ && start <= hi_);
+  if (windowed_) {
+    start = std::max(start, lo_);
+    t = std::min(t, hi_);
+  }
+  const double T = inside ? std::max(0.0, t - start) : 0.0;
+  if (inside) ++a.inside;
   if (!a.touched) {
     a.touched = true;
     r.touched.push_back(node);
@@ -810,7 +824,10 @@ void Engine::apply(const ResultRec& rr) {
   Rank& r = *ranks_[static_cast<size_t>(rr.rank)];
   r.instants.add(rr.enter, rr.wait_end, kWaitSpan, kCollectiveLane);
   r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan, kCollectiveLane);
-  r.acc[rr.node].time_variation += rr.time_variation;
+  // Its exit spread: from its leave to the last member's, inside the window.
+  double spread = rr.time_variation;
+  if (windowed_) spread = std::max(0.0, std::min(rr.leave + spread, hi_) - std::max(rr.leave, lo_));
+  r.acc[rr.node].time_variation += spread;
   r.holds.release(rr.hold);
 }
 
@@ -1148,6 +1165,12 @@ void Engine::setup() {
     ranks_.push_back(std::move(r));
   }
   if (!all_final) t_last_est_ = -kInf;
+  if (opt_.windowed() && t_first_ < kInf) {
+    windowed_ = true;
+    lo_ = t_first_ + opt_.window_from_s * 1e9;
+    hi_ = t_first_ + opt_.window_to_s * 1e9;
+    for (auto& r : ranks_) r->instants.set_window(lo_, hi_);
+  }
   events_est_ = bytes / 20;  // about 20 bytes per record (the shim aims at 16 to 24)
   gone_.assign(ranks_.size(), 0);
 
@@ -1326,6 +1349,7 @@ void Engine::finish(Analysis& a) {
   if (auto it = warns.find("start of an unknown request"); it != warns.end())
     a.stats.unknown_requests += it->second.count;
   a.stats.windows = windows_;
+  if (opt_.windowed()) a.window = std::make_pair(opt_.window_from_s, opt_.window_to_s);
   read_warnings(a, warns);
   for (auto& [k, w] : warns) a.warnings.push_back(std::move(w));
 
@@ -1412,7 +1436,7 @@ void Engine::finish(Analysis& a) {
     node.first_enter = gn.first < kInf ? gn.first * 1e-9 : 0;
 
     uint64_t nmax = 0;
-    for (auto [ri, li] : gn.members) nmax = std::max(nmax, ranks_[ri]->acc[li].executions());
+    for (auto [ri, li] : gn.members) nmax = std::max(nmax, ranks_[ri]->acc[li].inside);
     node.exe_count = nmax;
 
     std::vector<std::pair<size_t, RankFigures>> per;
@@ -1420,10 +1444,10 @@ void Engine::finish(Analysis& a) {
     for (auto [ri, li] : gn.members) {
       const Rank& r = *ranks_[ri];
       const NodeAcc& acc = r.acc[li];
-      if (acc.executions() == 0) continue;
+      if (acc.inside == 0) continue;
       RankFigures f;
       f.rank = r.rank;
-      f.executions = acc.executions();
+      f.executions = acc.inside;
       const double t = acc.t_sum;
       f.time = t;
       // Idle_r = sum over r's executions of (Exec_k - T_rk).

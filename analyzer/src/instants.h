@@ -112,7 +112,14 @@ class InstantSets {
  public:
   InstantSets() { contexts_.push_back(Context{-kInf, kNoContext}); }
 
+  // Only instants in [lo, hi] count (a window of time).
+  void set_window(double lo, double hi) {
+    lo_ = lo;
+    hi_ = hi;
+  }
   void add(double from, double to, SpanKind kind, SpanLane lane) {
+    from = std::max(from, lo_);
+    to = std::min(to, hi_);
     if (!(to > from)) return;
     earliest_ = std::min(earliest_, from);
     std::vector<Span>& spans = lanes_[lane];
@@ -251,6 +258,7 @@ class InstantSets {
   }
 
   std::vector<Span> lanes_[kLanes], kept_[kLanes];
+  double lo_ = -kInf, hi_ = kInf;
   double earliest_ = kInf;  // the earliest start among the lanes' spans
   std::vector<Context> contexts_;
   size_t first_ = 0;  // contexts before it are dropped

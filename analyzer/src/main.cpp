@@ -70,7 +70,7 @@ bool write_file(const std::string& path, const std::function<void(std::ostream&)
 
 int main(int argc, char** argv) {
   CLI::App app{"prof-analyze: interval characteristics of a prof trace (seed 003 report)"};
-  std::string dir, out_path, json_path, chrome_path, chrome_window;
+  std::string dir, out_path, json_path, chrome_path, chrome_window, window;
   bool functions = false, no_per_rank = false, no_progress = false, quiet = false;
   unsigned threads = 0;
   app.add_option("TRACE_DIR", dir, "trace directory (rank-*.prof files)")->required();
@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "write the JSON report to FILE");
   app.add_option("--chrome-trace", chrome_path,
                  "write Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE");
+  app.add_option("--window", window,
+                 "analyze only FROM:TO, seconds from the trace's start, in every output");
   app.add_option("--chrome-trace-window", chrome_window,
                  "FROM:TO in seconds from the trace's start: only what overlaps goes into the "
                  "Chrome trace (big traces stay loadable)");
@@ -96,24 +98,36 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitUsage;
   }
 
-  prof::analysis::ChromeTraceOptions chrome_opt;
-  if (!chrome_window.empty()) {
-    const size_t colon = chrome_window.find(':');
+  // FROM:TO in seconds from the trace's start, 0 <= FROM < TO; false: bad.
+  auto parse_window = [](const std::string& text, const char* option, double* from, double* to) {
+    const size_t colon = text.find(':');
     char* end1 = nullptr;
     char* end2 = nullptr;
-    const std::string a = chrome_window.substr(0, colon);
-    const std::string b = colon == std::string::npos ? "" : chrome_window.substr(colon + 1);
-    chrome_opt.from_s = std::strtod(a.c_str(), &end1);
-    chrome_opt.to_s = std::strtod(b.c_str(), &end2);
+    const std::string a = text.substr(0, colon);
+    const std::string b = colon == std::string::npos ? "" : text.substr(colon + 1);
+    *from = std::strtod(a.c_str(), &end1);
+    *to = std::strtod(b.c_str(), &end2);
     if (colon == std::string::npos || a.empty() || b.empty() || *end1 != '\0' || *end2 != '\0' ||
-        !std::isfinite(chrome_opt.from_s) || !std::isfinite(chrome_opt.to_s) ||
-        chrome_opt.from_s < 0 || chrome_opt.from_s >= chrome_opt.to_s) {
+        !std::isfinite(*from) || !std::isfinite(*to) || *from < 0 || *from >= *to) {
       std::fprintf(stderr,
-                   "prof-analyze: error: --chrome-trace-window '%s': expected FROM:TO, seconds "
+                   "prof-analyze: error: %s '%s': expected FROM:TO, seconds "
                    "from the start of the trace with 0 <= FROM < TO (e.g. 1.5:2)\n",
-                   chrome_window.c_str());
-      return kExitUsage;
+                   option, text.c_str());
+      return false;
     }
+    return true;
+  };
+  prof::analysis::ChromeTraceOptions chrome_opt;
+  prof::analysis::Options analysis_opt;
+  if (!window.empty()) {
+    if (!parse_window(window, "--window", &analysis_opt.window_from_s, &analysis_opt.window_to_s))
+      return kExitUsage;
+    chrome_opt.from_s = analysis_opt.window_from_s;
+    chrome_opt.to_s = analysis_opt.window_to_s;
+  }
+  if (!chrome_window.empty()) {
+    if (!parse_window(chrome_window, "--chrome-trace-window", &chrome_opt.from_s, &chrome_opt.to_s))
+      return kExitUsage;
     if (chrome_path.empty()) {
       std::fprintf(stderr, "prof-analyze: error: --chrome-trace-window needs --chrome-trace FILE\n");
       return kExitUsage;
@@ -128,7 +142,7 @@ int main(int argc, char** argv) {
   }
 
   ProgressBar bar;
-  prof::analysis::Options opt;
+  prof::analysis::Options opt = analysis_opt;
   opt.threads = threads;
   if (!no_progress && ::isatty(STDERR_FILENO))
     opt.progress = [&bar](double f, uint64_t events) { bar.update(f, events); };

@@ -49,6 +49,7 @@ Json rank_json(const RankFigures& f) {
 void write_json_report(const Analysis& a, std::ostream& out) {
   Json j;
   j["processors"] = a.processors;
+  if (a.window) j["window"] = {{"from", a.window->first}, {"to", a.window->second}};
   j["world_size"] = a.world_size;
   j["ranks"] = a.ranks;
   j["executable"] = a.executable;

@@ -32,6 +32,10 @@ std::string interval_title(const IntervalNode& n) {
 
 void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& opt) {
   bool first = true;
+  if (a.window) {
+    out << "Window " << num(a.window->first) << " .. " << num(a.window->second)
+        << " s from the trace's start\n\n";
+  }
   for (const IntervalNode& n : a.intervals) {
     if (!first) out << '\n';
     first = false;

@@ -275,6 +275,36 @@ TEST(Outputs, LibraryWritersAgreeWithTheBinary) {
   EXPECT_TRUE(parsed.contains("traceEvents"));
 }
 
+// --window reaches every output: the text names it, the JSON has it, and the
+// Chrome trace keeps only what overlaps it; a bad one is refused by name.
+TEST(Outputs, WindowInEveryOutput) {
+  TraceBuilder b(3);
+  build(b);
+  const std::string json_path = b.dir() + "/w.json", chrome_path = b.dir() + "/w-chrome.json";
+  std::string out;
+  ASSERT_EQ(run_cli(b.dir() + " --window 0.0039:0.0054 --json " + json_path + " --chrome-trace " +
+                        chrome_path,
+                    &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("Window 0.003900 .. 0.005400"), std::string::npos) << out;
+  const json j = json::parse(slurp(json_path));
+  EXPECT_DOUBLE_EQ(j["window"]["from"].get<double>(), 0.0039);
+  EXPECT_DOUBLE_EQ(j["window"]["to"].get<double>(), 0.0054);
+  EXPECT_LE(j["intervals"][0]["main"]["execution_time"].get<double>(), 0.0015 + 1e-9);
+  const json c = json::parse(slurp(chrome_path));
+  for (const auto& ev : c["traceEvents"])
+    if (ev.value("ph", "") == "X") {
+      EXPECT_LE(ev["ts"].get<double>(), 5400.0 + 1e-3);
+      EXPECT_GE(ev["ts"].get<double>() + ev["dur"].get<double>(), 3900.0 - 1e-3);
+    }
+  for (const char* bad : {"2:1", "1", "a:b", "-1:2", "1:"}) {
+    std::string msg;
+    EXPECT_EQ(run_cli(b.dir() + " --window " + bad, &msg), 1) << bad;
+    EXPECT_NE(msg.find("--window"), std::string::npos) << msg;
+  }
+}
+
 // One interval semantics: the analysis and the Chrome export see the same
 // executions, including the awkward cases (crossing ids, an end without a
 // begin, a begin never closed, markers after MPI_Finalize, a second thread's

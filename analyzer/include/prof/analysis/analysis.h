@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -153,6 +154,9 @@ struct Analysis {
                                   // or foreign ranks): the report is a salvage
   bool cut_short = false;         // some rank ended without MPI_Finalize or unsealed
   MatchStats stats;
+  // The window analyzed (Options::window_*), seconds from the trace's start;
+  // absent for the whole run.
+  std::optional<std::pair<double, double>> window;
 
   bool usable() const { return errors.empty() && !intervals.empty(); }
 };
@@ -160,6 +164,15 @@ struct Analysis {
 struct Options {
   // Worker threads; 0: one per core (never more than ranks).
   unsigned threads = 0;
+  // Only this stretch of time (seconds from the trace's start, its earliest
+  // event), spec/metrics.md "A window of time": executions, calls, waits and
+  // transfers count with their part inside it. The default is the whole run.
+  double window_from_s = -std::numeric_limits<double>::infinity();
+  double window_to_s = std::numeric_limits<double>::infinity();
+  bool windowed() const {
+    return window_from_s > -std::numeric_limits<double>::infinity() ||
+           window_to_s < std::numeric_limits<double>::infinity();
+  }
   // Events the streaming pass aims to decode per time window, over all ranks;
   // bounds the memory of messages and collectives in flight.
   uint64_t window_events = 1u << 16;

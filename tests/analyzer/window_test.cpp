@@ -1,0 +1,130 @@
+// --window FROM:TO (spec/metrics.md, "A window of time"): the characteristics
+// of that stretch only. A window over the whole run is the whole run; known
+// waits straddling its edges count with their part inside; and the additive
+// figures of two windows that split the run add up to the whole run's.
+#include <map>
+#include <sstream>
+
+#include "prof/analysis/report.h"
+#include "trace_builder.h"
+
+namespace prof::test {
+namespace {
+
+constexpr double kTol = 1e-9;
+constexpr double ms(double v) { return v * 1e-3; }
+
+analysis::Options window(double from_s, double to_s) {
+  analysis::Options o;
+  o.window_from_s = from_s;
+  o.window_to_s = to_s;
+  return o;
+}
+
+// Two ranks; times from the trace's start (rank 0's MPI_Init enters at 0):
+//   rank 0: MPI_Recv 2 .. 8.1 ms, its sender enters at 8 ms (waits 2 .. 8)
+//           MPI_Allreduce 10 .. 15 ms, rank 1 enters at 13 ms (waits 10 .. 13)
+//   interval 1 twice on both ranks: 1.5 .. 9 ms and 9.5 .. 16 ms
+void build(TraceBuilder& b) {
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  for (int r = 0; r < 2; ++r) b.begin(r, 1500 * kUs, 1);
+  b.recv(0, 2 * kMs, 8100 * kUs, 1, 4);
+  b.send(1, 8 * kMs, 8200 * kUs, 0, 4);
+  for (int r = 0; r < 2; ++r) b.end(r, 9 * kMs, 1);
+  for (int r = 0; r < 2; ++r) b.begin(r, 9500 * kUs, 1);
+  b.collective(0, Allreduce, 10 * kMs, 15 * kMs);
+  b.collective(1, Allreduce, 13 * kMs, 15500 * kUs);  // rank 0 left 0.5 ms earlier
+  for (int r = 0; r < 2; ++r) b.end(r, 16 * kMs, 1);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 20 * kMs, 21 * kMs);
+  b.close();
+}
+
+std::string text_of(const analysis::Analysis& a) {
+  std::ostringstream out;
+  analysis::TextOptions o;
+  o.functions = true;
+  analysis::write_text_report(a, out, o);
+  return out.str();
+}
+
+TEST(Window, OverTheWholeRunIsTheWholeRun) {
+  TraceBuilder b(2);
+  build(b);
+  const auto whole = analyze_checked(b.dir());
+  auto windowed = analyze_checked(b.dir(), window(0, 100));
+  ASSERT_TRUE(windowed.window.has_value());
+  EXPECT_EQ(windowed.window->second, 100);
+  windowed.window.reset();  // (the report then names it; nothing else differs)
+  EXPECT_EQ(text_of(windowed), text_of(whole));
+}
+
+TEST(Window, WaitsStraddlingTheEdgesCountTheirPartInside) {
+  TraceBuilder b(2);
+  build(b);
+  const auto a = analyze_checked(b.dir(), window(ms(5), ms(14)));
+  const auto& root = a.intervals[0];
+  const auto* r0 = rank_of(root, 0);
+  const auto* r1 = rank_of(root, 1);
+  ASSERT_TRUE(r0 && r1);
+  EXPECT_NEAR(r0->time, ms(9), kTol);
+  EXPECT_NEAR(r0->potential_sync, ms(3) + ms(3), kTol);  // 5 .. 8 and 10 .. 13
+  EXPECT_NEAR(r0->sendrecv, ms(0.1), kTol);              // 8 .. 8.1
+  EXPECT_NEAR(r0->collective, ms(1), kTol);              // 13 .. 14
+  EXPECT_NEAR(r0->mpi, ms(3.1) + ms(4), kTol);
+  EXPECT_NEAR(r1->mpi, ms(0.2) + ms(1), kTol);
+  EXPECT_NEAR(r1->collective, ms(1), kTol);
+  EXPECT_NEAR(r1->potential_sync, 0, kTol);
+  const auto* i1 = find_interval(a, 1);
+  ASSERT_TRUE(i1);
+  EXPECT_EQ(i1->exe_count, 2u);                                    // both overlap it
+  EXPECT_NEAR(i1->main.execution_time, ms(4) + ms(4.5), kTol);     // 5 .. 9, 9.5 .. 14
+  EXPECT_EQ(root.functions.size(), 3u);  // Recv, Send, Allreduce: calls overlapping it
+
+  // A window that only the second execution overlaps.
+  const auto late = analyze_checked(b.dir(), window(ms(12), ms(30)));
+  const auto* l1 = find_interval(late, 1);
+  ASSERT_TRUE(l1);
+  EXPECT_EQ(l1->exe_count, 1u);
+  EXPECT_NEAR(rank_of(*l1, 0)->potential_sync, ms(1), kTol);  // 12 .. 13
+  EXPECT_NEAR(rank_of(*l1, 0)->time, ms(4), kTol);            // 12 .. 16
+}
+
+// Per rank and interval, what adds up over time must add up over windows.
+TEST(Window, TwoWindowsSplittingTheRunAddUpToIt) {
+  TraceBuilder b(2);
+  build(b);
+  for (double cut : {ms(3), ms(8.05), ms(9.2), ms(12), ms(14.99), ms(15.2)}) {
+    const auto whole = analyze_checked(b.dir());
+    const auto first = analyze_checked(b.dir(), window(0, cut));
+    const auto second = analyze_checked(b.dir(), window(cut, 1));
+    ASSERT_EQ(first.intervals.size(), whole.intervals.size());
+    ASSERT_EQ(second.intervals.size(), whole.intervals.size());
+    for (size_t i = 0; i < whole.intervals.size(); ++i) {
+      for (const auto& w : whole.intervals[i].per_rank) {
+        analysis::RankFigures sum;
+        for (const auto* part : {&first, &second})
+          if (const auto* f = rank_of(part->intervals[i], w.rank)) {
+            sum.time += f->time;
+            sum.mpi += f->mpi;
+            sum.potential_sync += f->potential_sync;
+            sum.sendrecv += f->sendrecv;
+            sum.collective += f->collective;
+            sum.time_of_start += f->time_of_start;
+            sum.time_variation += f->time_variation;
+          }
+        const std::string where = "cut " + std::to_string(cut) + " interval #" + std::to_string(i) +
+                                  " rank " + std::to_string(w.rank);
+        EXPECT_NEAR(sum.time, w.time, kTol) << where;
+        EXPECT_NEAR(sum.mpi, w.mpi, kTol) << where;
+        EXPECT_NEAR(sum.potential_sync, w.potential_sync, kTol) << where;
+        EXPECT_NEAR(sum.sendrecv, w.sendrecv, kTol) << where;
+        EXPECT_NEAR(sum.collective, w.collective, kTol) << where;
+        EXPECT_NEAR(sum.time_of_start, w.time_of_start, kTol) << where;
+        EXPECT_NEAR(sum.time_variation, w.time_variation, kTol) << where;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace prof::test
