@@ -1,0 +1,133 @@
+// Global time and waits for prof-bench (see global_clock.h).
+#include "global_clock.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace prof::bench {
+
+namespace {
+
+void cpu_relax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+void sleep_ns(double ns) {
+  timespec ts{static_cast<time_t>(ns / 1e9), static_cast<long>(std::fmod(ns, 1e9))};
+  while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) != 0) {
+  }
+}
+
+}  // namespace
+
+SyncSample synchronize(GlobalClock* clock, MPI_Comm comm, prof::shim::SyncScheme scheme) {
+  const prof::shim::SyncResult result = prof::shim::synchronize_clocks(clock->timer, comm, scheme);
+  clock->offset_ns = result.offset_ns;
+  return {result.offset_ns, result.rtt_ns};
+}
+
+void polite_wait(MPI_Request* request) {
+  int done = 0;
+  uint64_t since = 0;
+  for (int spins = 0;; ++spins) {
+    MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (spins < 64) continue;
+    if (since == 0) since = mono_ns();
+    // Sleeps stay short: a rank waiting for the next stage's start must wake
+    // well within the first slot's margin.
+    if (mono_ns() - since < 2'000'000) sched_yield();
+    else sleep_ns(50'000);
+  }
+}
+
+bool wait_until(const GlobalClock& clock, double target_ns) {
+  double now = clock.now_ns();
+  if (now > target_ns) return false;
+  for (;;) {
+    const double remaining = target_ns - now;
+    if (remaining <= 0) return true;
+    if (remaining > 300'000) sleep_ns(remaining - 200'000);
+    else if (remaining > 2'000) sched_yield();
+    else cpu_relax();
+    now = clock.now_ns();
+  }
+}
+
+bool single_node(MPI_Comm comm) {
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int node_size = 0, size = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_free(&node);
+  int all = node_size == size ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm);
+  return all == 1;
+}
+
+double tsc_residual_skew_ns(const GlobalClock& clock, MPI_Comm comm) {
+#if defined(__x86_64__)
+  // The TSC's rate, for the extrapolation only (over microseconds).
+  static prof::shim::Timer tsc;
+  static int usable = -1;
+  if (usable < 0) {
+    std::string why;
+    int ok = tsc.init(format::TimerKind::Tsc, &why) && single_node(comm) ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+    usable = ok;
+    if (usable) tsc.ns_per_tick();  // measure the rate now, not inside the readings
+  }
+  if (!usable) return std::numeric_limits<double>::quiet_NaN();
+  MPI_Request request;
+  MPI_Ibarrier(comm, &request);
+  polite_wait(&request);
+  // The tightest of a few (TSC, global) readings.
+  double reading[2] = {0, 0};
+  uint64_t best = ~uint64_t{0};
+  for (int i = 0; i < 8; ++i) {
+    const uint64_t before = __rdtsc();
+    const double global = clock.now_ns();
+    const uint64_t after = __rdtsc();
+    if (after >= before && after - before < best) {
+      best = after - before;
+      reading[0] = double(before + (after - before) / 2);
+      reading[1] = global;
+    }
+  }
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  std::vector<double> all(2 * size_t(size));
+  MPI_Allgather(reading, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, comm);
+  const double ns_per_tick = tsc.ns_per_tick();
+  double worst = 0;
+  for (int r = 1; r < size; ++r) {
+    const double at_rank0_tsc = all[2 * r + 1] + (all[0] - all[2 * r]) * ns_per_tick;
+    worst = std::max(worst, std::fabs(at_rank0_tsc - all[1]));
+  }
+  return worst;
+#else
+  (void)clock;
+  (void)comm;
+  return std::numeric_limits<double>::quiet_NaN();
+#endif
+}
+
+}  // namespace prof::bench

@@ -1,0 +1,189 @@
+// prof-bench's command line (see options.h).
+#include "options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace prof::bench {
+
+namespace {
+
+struct BadOption {
+  std::string text;
+};
+
+[[noreturn]] void fail(const std::string& option, const std::string& value, const std::string& expected) {
+  throw BadOption{option + " '" + value + "': expected " + expected};
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(text);
+  while (std::getline(in, part, separator)) parts.push_back(part);
+  if (!text.empty() && text.back() == separator) parts.push_back("");
+  return parts;
+}
+
+bool to_unsigned(const std::string& text, unsigned long long* out) {
+  if (text.empty() || text[0] == '-' || text[0] == '+') return false;
+  errno = 0;
+  char* end = nullptr;
+  *out = std::strtoull(text.c_str(), &end, 10);
+  return errno == 0 && end && *end == '\0';
+}
+
+bool to_double(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  *out = std::strtod(text.c_str(), &end);
+  return errno == 0 && end && *end == '\0' && std::isfinite(*out);
+}
+
+// "RANK:SECONDS" with a rank >= 0 and 0 <= seconds <= 10.
+void parse_rank_seconds(const std::string& option, const std::string& text, int* rank, double* seconds) {
+  const auto parts = split(text, ':');
+  unsigned long long r = 0;
+  double s = 0;
+  if (parts.size() != 2 || !to_unsigned(parts[0], &r) || r > 1u << 20 || !to_double(parts[1], &s) ||
+      s < 0 || s > 10)
+    fail(option, text, "RANK:SECONDS (seconds from 0 to 10)");
+  *rank = int(r);
+  *seconds = s;
+}
+
+}  // namespace
+
+int parse_options(int argc, char** argv, Options* out, std::string* message) {
+  CLI::App app{
+      "prof-bench: collective timings by the MPIPerf method. Clocks are synchronized, every run\n"
+      "starts at a common slot of global time, a run's time is the maximum over ranks of its end\n"
+      "minus the slot's start, and runs that start late or overrun their slot are discarded.\n"
+      "Run it under mpiexec: mpiexec -n P prof-bench [OPTIONS]",
+      "prof-bench"};
+  std::vector<std::string> ops;
+  std::string sizes = "8,1024,65536,1048576", root = "0", confidence = "0.95", rse = "0.05",
+              runs = "10:200", bcast = "native", timer = "monotonic", sync = "linear";
+  std::string delay, late;
+  app.add_option("--op", ops,
+                 "operation to measure, repeatable: bcast, allreduce, reduce, gather, alltoall, barrier "
+                 "(default: all)");
+  app.add_option("--sizes", sizes, "message sizes in bytes, comma-separated (barrier ignores them)")
+      ->capture_default_str();
+  app.add_option("--root", root, "root rank of bcast, reduce and gather, or 'rotate'")->capture_default_str();
+  app.add_option("--confidence", confidence, "confidence of the interval: 0.9, 0.95 or 0.99")
+      ->capture_default_str();
+  app.add_option("--rse", rse, "stop once the relative standard error is below this")->capture_default_str();
+  app.add_option("--runs", runs, "MIN:MAX: at least MIN valid runs, at most MAX runs in all")
+      ->capture_default_str();
+  app.add_option("--csv", out->csv, "write the results as CSV to FILE");
+  app.add_option("--json", out->json, "write the results as JSON to FILE");
+  app.add_option("--bcast", bcast, "broadcast implementations to measure: native (MPICH's)")
+      ->capture_default_str();
+  app.add_option("--timer", timer, "clock: monotonic or tsc")->capture_default_str();
+  app.add_option("--sync", sync, "clock synchronization: linear or ring")->capture_default_str();
+  app.add_flag("--quiet", out->quiet, "no table on the terminal");
+  // Test hooks: known delays that the method must see (or discard).
+  app.add_option("--inject-delay", delay)->group("");
+  app.add_option("--inject-late", late)->group("");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    *message = app.help();
+    return 1;
+  } catch (const CLI::ParseError& e) {
+    *message = e.what();
+    return 2;
+  }
+
+  try {
+    out->ops.clear();
+    if (ops.empty()) ops = {"bcast", "allreduce", "reduce", "gather", "alltoall", "barrier"};
+    for (const auto& name : ops) {
+      Op op;
+      if (!parse_op(name, &op)) fail("--op", name, "bcast, allreduce, reduce, gather, alltoall or barrier");
+      out->ops.push_back(op);
+    }
+
+    out->sizes.clear();
+    for (const auto& part : split(sizes, ',')) {
+      unsigned long long bytes = 0;
+      // Counts are ints in MPI; alltoall and gather also need bytes x ranks.
+      if (!to_unsigned(part, &bytes) || bytes > (1ull << 28))
+        fail("--sizes", sizes, "a comma-separated list of byte counts from 0 to 268435456");
+      out->sizes.push_back(std::size_t(bytes));
+    }
+    if (out->sizes.empty()) fail("--sizes", sizes, "at least one size");
+
+    if (root == "rotate") {
+      out->rotate_root = true;
+    } else {
+      unsigned long long r = 0;
+      if (!to_unsigned(root, &r) || r > 1u << 20) fail("--root", root, "a rank number or 'rotate'");
+      out->root = int(r);
+    }
+
+    if (confidence == "0.9") out->confidence = 0.9;
+    else if (confidence == "0.95") out->confidence = 0.95;
+    else if (confidence == "0.99") out->confidence = 0.99;
+    else fail("--confidence", confidence, "0.9, 0.95 or 0.99");
+
+    if (!to_double(rse, &out->rse) || out->rse <= 0 || out->rse >= 1)
+      fail("--rse", rse, "a number between 0 and 1");
+
+    const auto bounds = split(runs, ':');
+    unsigned long long lo = 0, hi = 0;
+    if (bounds.size() != 2 || !to_unsigned(bounds[0], &lo) || !to_unsigned(bounds[1], &hi) || lo < 2 ||
+        hi < lo || hi > 1000000)
+      fail("--runs", runs, "MIN:MAX with 2 <= MIN <= MAX <= 1000000");
+    out->runs_min = lo;
+    out->runs_max = hi;
+
+    out->bcast_impls.clear();
+    for (const auto& impl : split(bcast, ',')) {
+      if (impl == "native") {
+        out->bcast_impls.push_back(impl);
+      } else if (impl == "shm") {
+        throw BadOption{"--bcast 'shm': the shim's shared-memory broadcast is not implemented yet; "
+                        "only 'native' (MPICH's MPI_Bcast) can be measured"};
+      } else {
+        fail("--bcast", bcast, "a comma-separated list of: native");
+      }
+    }
+    if (out->bcast_impls.empty()) fail("--bcast", bcast, "native");
+    if (const char* env = std::getenv("PROF_BCAST"); env && std::string(env) == "shm")
+      throw BadOption{"PROF_BCAST 'shm': the shim's shared-memory broadcast is not implemented yet; "
+                      "only 'native' (MPICH's MPI_Bcast) can be measured"};
+
+    if (timer == "monotonic") out->timer = prof::format::TimerKind::Monotonic;
+    else if (timer == "tsc") out->timer = prof::format::TimerKind::Tsc;
+    else fail("--timer", timer, "monotonic or tsc");
+    out->timer_name = timer;
+    if (sync == "linear") out->sync = prof::shim::SyncScheme::Linear;
+    else if (sync == "ring") out->sync = prof::shim::SyncScheme::Ring;
+    else fail("--sync", sync, "linear or ring");
+    out->sync_name = sync;
+
+    if (!delay.empty()) parse_rank_seconds("--inject-delay", delay, &out->delay_rank, &out->delay_s);
+    if (!late.empty()) {
+      const auto parts = split(late, ':');
+      unsigned long long run = 0;
+      if (parts.size() != 3 || !to_unsigned(parts[1], &run))
+        fail("--inject-late", late, "RANK:RUN:SECONDS");
+      parse_rank_seconds("--inject-late", parts[0] + ":" + parts[2], &out->late_rank, &out->late_s);
+      out->late_run = long(run);
+    }
+  } catch (const BadOption& bad) {
+    *message = bad.text;
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace prof::bench

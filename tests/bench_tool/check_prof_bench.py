@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""prof-bench under mpiexec at 2 ranks: one check per invocation (see CMakeLists.txt).
+
+  csv_columns   the CSV header exactly as spec/interfaces.md, one row per (op, size), sane numbers
+  bad_options   each bad option: non-zero exit, an error naming the option, no traceback-like noise
+  delayed_rank  one rank delayed by D inside every run: prof-bench measures >= D, the barrier loop ~D/2
+  late_rank     one rank starts one run late: that run is discarded and counted, not averaged in
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+
+HEADER = ("op,impl,procs,bytes,runs_total,runs_valid,runs_kept,mean_s,stderr_s,min_s,max_s,"
+          "ci_low_s,ci_high_s,rel_err,sync_error_s")
+
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(cmd, timeout=60):
+    print("$", " ".join(cmd), flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    sys.stdout.write(proc.stdout)
+    sys.stderr.write(proc.stderr)
+    return proc
+
+
+def mpirun(args, ranks, cmd, timeout=60):
+    return run([args.mpiexec, "-n", str(ranks)] + cmd, timeout)
+
+
+def bench_json(args, name, extra):
+    path = os.path.join(args.out, name + ".json")
+    proc = mpirun(args, 2, [args.bench, "--json", path] + extra)
+    check(proc.returncode == 0, f"{name}: prof-bench exit status {proc.returncode}")
+    with open(path) as f:
+        return json.load(f)["results"]
+
+
+def csv_columns(args):
+    path = os.path.join(args.out, "bench.csv")
+    proc = mpirun(args, 2, [args.bench, "--op", "bcast", "--op", "allreduce", "--op", "barrier",
+                            "--sizes", "8,4096", "--runs", "10:40", "--csv", path])
+    check(proc.returncode == 0, f"exit status {proc.returncode}")
+    with open(path) as f:
+        lines = f.read().splitlines()
+    check(lines[0] == HEADER, f"header is {lines[0]!r}")
+    rows = list(csv.DictReader(lines))
+    keys = [(r["op"], r["impl"], r["bytes"]) for r in rows]
+    expected = [("bcast", "native", "8"), ("bcast", "native", "4096"),
+                ("allreduce", "native", "8"), ("allreduce", "native", "4096"),
+                ("barrier", "native", "0")]
+    check(keys == expected, f"rows {keys}, expected {expected}")
+    for r in rows:
+        what = f"row {r['op']} {r['bytes']}"
+        check(len(r) == 15 and None not in r, f"{what}: {len(r)} fields")
+        total, valid, kept = int(r["runs_total"]), int(r["runs_valid"]), int(r["runs_kept"])
+        check(r["procs"] == "2", f"{what}: procs {r['procs']}")
+        check(10 <= valid <= total <= 40, f"{what}: runs total {total} valid {valid} (--runs 10:40)")
+        check(kept == valid - 2 * (valid // 4), f"{what}: kept {kept} of {valid} valid (25% trimmed per tail)")
+        v = {k: float(r[k]) for k in ("mean_s", "stderr_s", "min_s", "max_s", "ci_low_s", "ci_high_s",
+                                      "rel_err", "sync_error_s")}
+        check(0 < v["min_s"] <= v["mean_s"] <= v["max_s"] < 0.1, f"{what}: min/mean/max {v}")
+        check(v["ci_low_s"] <= v["mean_s"] <= v["ci_high_s"], f"{what}: interval {v}")
+        check(v["stderr_s"] >= 0 and v["rel_err"] >= 0, f"{what}: errors {v}")
+        check(math.isfinite(v["sync_error_s"]) and 0 <= v["sync_error_s"] < 0.01,
+              f"{what}: sync_error_s {v['sync_error_s']}")
+    check("mean_us" in proc.stdout and "bcast" in proc.stdout, "no table on the terminal")
+
+
+def bad_options(args):
+    cases = [
+        (["--op", "scan"], "--op"),
+        (["--sizes", "8,abc"], "--sizes"),
+        (["--sizes", ""], "--sizes"),
+        (["--root", "first"], "--root"),
+        (["--confidence", "0.8"], "--confidence"),
+        (["--rse", "0"], "--rse"),
+        (["--runs", "50"], "--runs"),
+        (["--runs", "50:10"], "--runs"),
+        (["--bcast", "shm"], "--bcast"),
+        (["--bcast", "fast"], "--bcast"),
+        (["--timer", "sundial"], "--timer"),
+        (["--sync", "psychic"], "--sync"),
+        (["--no-such-option"], "--no-such-option"),
+    ]
+    for extra, option in cases:
+        # Option errors are found before MPI starts: no mpiexec needed.
+        proc = run([args.bench] + extra)
+        check(proc.returncode != 0, f"{extra}: exit status 0")
+        check(option in proc.stderr and "error" in proc.stderr.lower(),
+              f"{extra}: stderr does not name {option}: {proc.stderr!r}")
+    # Found after MPI_Init (needs the number of ranks): one message, not one per rank.
+    proc = mpirun(args, 2, [args.bench, "--root", "5", "--op", "bcast", "--sizes", "8"])
+    check(proc.returncode != 0, "--root 5 at 2 ranks: exit status 0")
+    check(proc.stderr.count("--root") == 1, f"--root 5: stderr {proc.stderr!r}")
+    proc = mpirun(args, 2, [args.bench, "--op", "scan"])
+    check(proc.returncode != 0 and proc.stderr.count("--op") == 1,
+          f"--op scan under mpiexec: status {proc.returncode}, stderr {proc.stderr!r}")
+    proc = run([args.bench, "--help"])
+    check(proc.returncode == 0 and "--confidence" in proc.stdout, "--help")
+
+
+def delayed_rank(args):
+    delay = 0.004
+    # Rank 1 spends `delay` inside every run of a small bcast from rank 0: the
+    # collective is not complete until rank 1 has it, so its time is >= delay.
+    results = bench_json(args, "delayed", ["--op", "bcast", "--sizes", "8", "--runs", "10:30",
+                                           "--inject-delay", f"1:{delay}"])
+    mean = results[0]["mean_s"]
+    check(delay <= mean < 1.5 * delay, f"prof-bench measured {mean} s with a {delay} s delay on rank 1")
+    # The barrier loop averages per-rank times: the root's bcast returns at once,
+    # so it reports about half the delay.
+    proc = mpirun(args, 2, [args.barrier_loop, "--op", "bcast", "--sizes", "8", "--iters", "40",
+                            "--inject-delay", f"1:{delay}"])
+    check(proc.returncode == 0, f"barrier_loop exit status {proc.returncode}")
+    row = list(csv.DictReader(proc.stdout.splitlines()))[0]
+    loop_avg = float(row["avg_s"])
+    check(loop_avg < 0.75 * delay, f"barrier loop reported {loop_avg} s: expected about {delay / 2}")
+    print(f"delay {delay} s: prof-bench {mean} s, barrier loop {loop_avg} s")
+    # Without the delay prof-bench measures microseconds: the delay is what it saw.
+    plain = bench_json(args, "plain", ["--op", "bcast", "--sizes", "8", "--runs", "10:30"])
+    check(plain[0]["mean_s"] < 0.25 * delay, f"undelayed bcast took {plain[0]['mean_s']} s")
+
+
+def late_rank(args):
+    late = 0.02
+    # Rank 1 starts measured run 2 at 20 ms past its slot: that run (and any
+    # other it pushes late) must be discarded and counted, never averaged in.
+    results = bench_json(args, "late", ["--op", "bcast", "--sizes", "64", "--runs", "10:40",
+                                        "--rse", "0.5", "--inject-late", f"1:2:{late}"])
+    r = results[0]
+    check(r["runs_late"] >= 1, f"runs_late {r['runs_late']}: the late start was not seen")
+    check(r["runs_valid"] == r["runs_total"] - r["runs_late"] - r["runs_overrun"],
+          f"valid {r['runs_valid']} != total {r['runs_total']} - late {r['runs_late']} - overrun {r['runs_overrun']}")
+    check(r["runs_valid"] >= 10, f"only {r['runs_valid']} valid runs")
+    # max_s is over kept runs; check all valid ones stay below the lateness via
+    # the mean and the maximum (a counted late run would add >= 20 ms).
+    check(r["max_s"] < late / 4, f"max_s {r['max_s']}: the late run was counted")
+    check(r["mean_s"] < late / 20, f"mean_s {r['mean_s']}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("check", choices=["csv_columns", "bad_options", "delayed_rank", "late_rank"])
+    parser.add_argument("--mpiexec", required=True)
+    parser.add_argument("--bench", required=True)
+    parser.add_argument("--barrier-loop", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    globals()[args.check](args)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
