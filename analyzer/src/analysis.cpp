@@ -540,7 +540,12 @@ class Engine {
   void merge_nodes();
   void fold(bool final);
   void finish(Analysis& a);
+  void collect_warnings_and_stats(Analysis& a);
   void read_warnings(Analysis& a, std::map<std::string, Warning>& warns);
+  void roll_up();
+  void order_tree();
+  SiteInfo root_call_site(const std::string& executable) const;
+  IntervalNode node_figures(const GNode& gn, const SiteInfo& site) const;
 
   const trace::TraceDir& dir_;
   Options opt_;
@@ -1297,9 +1302,41 @@ void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
   }
 }
 
+// The run's figures, once the pass is over.
 void Engine::finish(Analysis& a) {
+  collect_warnings_and_stats(a);
+  a.processors = static_cast<int>(ranks_.size());
+  for (const auto& r : ranks_) a.ranks.push_back(r->rank);
+  for (const auto& r : ranks_)
+    if (auto it = r->rt->meta().find("exe"); it != r->rt->meta().end() && !it->second.empty()) {
+      a.executable = it->second;
+      break;
+    }
+  roll_up();
+  order_tree();
+  const SiteInfo root_site = root_call_site(a.executable);
+
+  // Pre-order walk.
+  std::vector<std::pair<uint32_t, int>> pending{{0, -1}};
+  while (!pending.empty()) {
+    auto [gi, parent] = pending.back();
+    pending.pop_back();
+    const GNode& gn = g_[gi];
+    IntervalNode node = node_figures(gn, gi == 0 ? root_site : reg_.sites[gn.site]);
+    node.parent = parent;
+    node.level = parent < 0 ? 0 : a.intervals[static_cast<size_t>(parent)].level + 1;
+    const int index = static_cast<int>(a.intervals.size());
+    if (parent >= 0) a.intervals[static_cast<size_t>(parent)].children.push_back(index);
+    a.intervals.push_back(std::move(node));
+    for (size_t c = gn.children.size(); c-- > 0;) pending.emplace_back(gn.children[c], index);
+  }
+}
+
+
+// Messages never matched become warnings; per-rank and per-owner counts
+// become the run's statistics.
+void Engine::collect_warnings_and_stats(Analysis& a) {
   std::map<std::string, Warning> warns;
-  // Leftovers: messages never matched.
   for (auto& rp : ranks_) {
     Rank& r = *rp;
     r.channels.for_each([&](const ChannelKey& k, uint32_t& idx) {
@@ -1353,17 +1390,12 @@ void Engine::finish(Analysis& a) {
   read_warnings(a, warns);
   for (auto& [k, w] : warns) a.warnings.push_back(std::move(w));
 
-  a.processors = static_cast<int>(ranks_.size());
-  for (const auto& r : ranks_) a.ranks.push_back(r->rank);
-  for (const auto& r : ranks_)
-    if (auto it = r->rt->meta().find("exe"); it != r->rt->meta().end() && !it->second.empty()) {
-      a.executable = it->second;
-      break;
-    }
+}
 
-  // Roll nested nodes up into their parents (children come after parents).
-  // Instants of executions open on several threads at once count once in
-  // each node open then and in each of their ancestors.
+// Nested nodes roll up into their parents (children come after parents).
+// Instants of executions open on several threads at once count once in each
+// node open then and in each of their ancestors.
+void Engine::roll_up() {
   for (auto& rp : ranks_) {
     Rank& r = *rp;
     for (size_t i = r.nodes.size(); i-- > 1;) add_into(r.acc[r.nodes[i].parent], r.acc[i]);
@@ -1380,7 +1412,11 @@ void Engine::finish(Analysis& a) {
     }
   }
 
-  // The tree across ranks (built during the pass); settle the last executions.
+}
+
+// The tree across ranks (built during the pass): settle the last executions
+// and order children by their first entry.
+void Engine::order_tree() {
   merge_nodes();
   fold(true);
   std::vector<GNode>& g = g_;
@@ -1395,7 +1431,10 @@ void Engine::finish(Analysis& a) {
       return g[x].id < g[y].id;
     });
 
-  // Root's source: MPI_Init's call site when the trace names it, else the program.
+}
+
+// The root's source: MPI_Init's call site when the trace names it, else the program.
+SiteInfo Engine::root_call_site(const std::string& executable) const {
   SiteInfo root_site;
   bool have_root_site = false;
   for (const auto& rp : ranks_) {
@@ -1412,137 +1451,129 @@ void Engine::finish(Analysis& a) {
     }
   }
   if (!have_root_site) {
-    root_site.file = a.executable.empty()
+    root_site.file = executable.empty()
                          ? std::string("(program)")
-                         : std::filesystem::path(a.executable).filename().string();
+                         : std::filesystem::path(executable).filename().string();
     root_site.line = 0;
   }
 
-  // Pre-order walk.
-  std::vector<std::pair<uint32_t, int>> pending{{0, -1}};
-  while (!pending.empty()) {
-    auto [gi, parent] = pending.back();
-    pending.pop_back();
-    const GNode& gn = g[gi];
-    IntervalNode node;
-    node.parent = parent;
-    node.level = parent < 0 ? 0 : a.intervals[static_cast<size_t>(parent)].level + 1;
-    if (gi != 0) node.id = static_cast<uint16_t>(gn.id);
-    const SiteInfo& site = gi == 0 ? root_site : reg_.sites[gn.site];
-    node.source_file = site.file;
-    node.line = site.line;
-    node.address = site.address;
-    node.unresolved = site.label;
-    node.first_enter = gn.first < kInf ? gn.first * 1e-9 : 0;
+  return root_site;
+}
 
-    uint64_t nmax = 0;
-    for (auto [ri, li] : gn.members) nmax = std::max(nmax, ranks_[ri]->acc[li].inside);
-    node.exe_count = nmax;
+// One node's figures across ranks (spec/metrics.md), in seconds.
+IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
+  IntervalNode node;
+  if (gn.parent != kNoParent) node.id = static_cast<uint16_t>(gn.id);
+  node.source_file = site.file;
+  node.line = site.line;
+  node.address = site.address;
+  node.unresolved = site.label;
+  node.first_enter = gn.first < kInf ? gn.first * 1e-9 : 0;
 
-    std::vector<std::pair<size_t, RankFigures>> per;
-    std::map<uint32_t, FunctionFigures> funcs;
-    for (auto [ri, li] : gn.members) {
-      const Rank& r = *ranks_[ri];
-      const NodeAcc& acc = r.acc[li];
-      if (acc.inside == 0) continue;
-      RankFigures f;
-      f.rank = r.rank;
-      f.executions = acc.inside;
-      const double t = acc.t_sum;
-      f.time = t;
-      // Idle_r = sum over r's executions of (Exec_k - T_rk).
-      f.idle = acc.snap_n == acc.executions() ? std::max(0.0, acc.snap_p - t) : 0.0;
-      f.mpi = acc.in.mpi();
-      f.cpu = t - f.mpi;
-      f.lost = f.mpi + f.idle;
-      f.sendrecv = acc.in.sendrecv();
-      f.collective = acc.in.collective();
-      f.alltoall = acc.in.alltoall();
-      f.comm = f.sendrecv + f.collective + f.alltoall;
-      f.potential_sync = acc.in.potential_sync();
-      f.time_variation = acc.time_variation;
-      f.time_of_start = acc.in.time_of_start();
-      f.calls = acc.calls;
-      per.emplace_back(ri, f);
-      for (size_t s = 0; s < acc.funcs.size(); ++s) {
-        const FuncStat& fs = acc.funcs[s];
-        if (fs.calls == 0) continue;
-        FunctionFigures& ff = funcs[r.slot_name[s]];
-        ff.calls += fs.calls;
-        ff.time += fs.time;
-        ff.bytes += fs.bytes;
-      }
-    }
-    std::sort(per.begin(), per.end(),
-              [](const auto& x, const auto& y) { return x.second.rank < y.second.rank; });
-    MainFigures& m = node.main;
-    m.processors = static_cast<int>(per.size());
-    m.execution_time = gn.exec;
-    m.total_time = m.execution_time * m.processors;
-    for (auto& [ri, f] : per) {
-      m.lost_time += f.lost;
-      m.mpi_time += f.mpi;
-      m.idle_time += f.idle;
-      m.comm_time += f.comm;
-      m.sendrecv_time += f.sendrecv;
-      m.collective_time += f.collective;
-      m.alltoall_time += f.alltoall;
-      m.potential_sync += f.potential_sync;
-      m.time_variation += f.time_variation;
-      m.time_of_start += f.time_of_start;
-    }
-    m.productive_time = m.total_time - m.lost_time;
-    m.efficiency = m.total_time > 0 ? m.productive_time / m.total_time : 0;
+  uint64_t nmax = 0;
+  for (auto [ri, li] : gn.members) nmax = std::max(nmax, ranks_[ri]->acc[li].inside);
+  node.exe_count = nmax;
 
-    // Seconds from here on.
-    const double s = 1e-9;
-    for (double* v : {&m.execution_time, &m.total_time, &m.productive_time, &m.lost_time,
-                      &m.mpi_time, &m.idle_time, &m.comm_time, &m.sendrecv_time,
-                      &m.collective_time, &m.alltoall_time, &m.potential_sync,
-                      &m.time_variation, &m.time_of_start})
-      *v *= s;
-    for (auto& [ri, f] : per) {
-      for (double* v : {&f.time, &f.cpu, &f.mpi, &f.idle, &f.lost, &f.comm, &f.sendrecv,
-                        &f.collective, &f.alltoall, &f.potential_sync, &f.time_variation,
-                        &f.time_of_start})
-        *v *= s;
-      node.per_rank.push_back(f);
+  std::vector<std::pair<size_t, RankFigures>> per;
+  std::map<uint32_t, FunctionFigures> funcs;
+  for (auto [ri, li] : gn.members) {
+    const Rank& r = *ranks_[ri];
+    const NodeAcc& acc = r.acc[li];
+    if (acc.inside == 0) continue;
+    RankFigures f;
+    f.rank = r.rank;
+    f.executions = acc.inside;
+    const double t = acc.t_sum;
+    f.time = t;
+    // Idle_r = sum over r's executions of (Exec_k - T_rk).
+    f.idle = acc.snap_n == acc.executions() ? std::max(0.0, acc.snap_p - t) : 0.0;
+    f.mpi = acc.in.mpi();
+    f.cpu = t - f.mpi;
+    f.lost = f.mpi + f.idle;
+    f.sendrecv = acc.in.sendrecv();
+    f.collective = acc.in.collective();
+    f.alltoall = acc.in.alltoall();
+    f.comm = f.sendrecv + f.collective + f.alltoall;
+    f.potential_sync = acc.in.potential_sync();
+    f.time_variation = acc.time_variation;
+    f.time_of_start = acc.in.time_of_start();
+    f.calls = acc.calls;
+    per.emplace_back(ri, f);
+    for (size_t s = 0; s < acc.funcs.size(); ++s) {
+      const FuncStat& fs = acc.funcs[s];
+      if (fs.calls == 0) continue;
+      FunctionFigures& ff = funcs[r.slot_name[s]];
+      ff.calls += fs.calls;
+      ff.time += fs.time;
+      ff.bytes += fs.bytes;
     }
-    for (int c = 0; c < kComparativeCount; ++c) {
-      ComparativeFigures& cf = node.comparative[static_cast<size_t>(c)];
-      bool first = true;
-      double sum = 0;
-      for (const RankFigures& f : node.per_rank) {
-        const double v = f.comparative(static_cast<Comparative>(c));
-        sum += v;
-        if (first || v < cf.min) {
-          cf.min = v;
-          cf.min_rank = f.rank;
-        }
-        if (first || v > cf.max) {
-          cf.max = v;
-          cf.max_rank = f.rank;
-        }
-        first = false;
-      }
-      cf.mean = node.per_rank.empty() ? 0 : sum / static_cast<double>(node.per_rank.size());
-    }
-    for (auto& [name, ff] : funcs) {
-      ff.name = reg_.functions[name];
-      ff.time *= s;
-      node.functions.push_back(ff);
-    }
-    std::sort(node.functions.begin(), node.functions.end(),
-              [](const FunctionFigures& x, const FunctionFigures& y) {
-                if (x.time != y.time) return x.time > y.time;
-                return x.name < y.name;
-              });
-
-    const int index = static_cast<int>(a.intervals.size());
-    if (parent >= 0) a.intervals[static_cast<size_t>(parent)].children.push_back(index);
-    a.intervals.push_back(std::move(node));
-    for (size_t c = gn.children.size(); c-- > 0;) pending.emplace_back(gn.children[c], index);
   }
+  std::sort(per.begin(), per.end(),
+            [](const auto& x, const auto& y) { return x.second.rank < y.second.rank; });
+  MainFigures& m = node.main;
+  m.processors = static_cast<int>(per.size());
+  m.execution_time = gn.exec;
+  m.total_time = m.execution_time * m.processors;
+  for (auto& [ri, f] : per) {
+    m.lost_time += f.lost;
+    m.mpi_time += f.mpi;
+    m.idle_time += f.idle;
+    m.comm_time += f.comm;
+    m.sendrecv_time += f.sendrecv;
+    m.collective_time += f.collective;
+    m.alltoall_time += f.alltoall;
+    m.potential_sync += f.potential_sync;
+    m.time_variation += f.time_variation;
+    m.time_of_start += f.time_of_start;
+  }
+  m.productive_time = m.total_time - m.lost_time;
+  m.efficiency = m.total_time > 0 ? m.productive_time / m.total_time : 0;
+
+  // Seconds from here on.
+  const double s = 1e-9;
+  for (double* v : {&m.execution_time, &m.total_time, &m.productive_time, &m.lost_time,
+                    &m.mpi_time, &m.idle_time, &m.comm_time, &m.sendrecv_time,
+                    &m.collective_time, &m.alltoall_time, &m.potential_sync,
+                    &m.time_variation, &m.time_of_start})
+    *v *= s;
+  for (auto& [ri, f] : per) {
+    for (double* v : {&f.time, &f.cpu, &f.mpi, &f.idle, &f.lost, &f.comm, &f.sendrecv,
+                      &f.collective, &f.alltoall, &f.potential_sync, &f.time_variation,
+                      &f.time_of_start})
+      *v *= s;
+    node.per_rank.push_back(f);
+  }
+  for (int c = 0; c < kComparativeCount; ++c) {
+    ComparativeFigures& cf = node.comparative[static_cast<size_t>(c)];
+    bool first = true;
+    double sum = 0;
+    for (const RankFigures& f : node.per_rank) {
+      const double v = f.comparative(static_cast<Comparative>(c));
+      sum += v;
+      if (first || v < cf.min) {
+        cf.min = v;
+        cf.min_rank = f.rank;
+      }
+      if (first || v > cf.max) {
+        cf.max = v;
+        cf.max_rank = f.rank;
+      }
+      first = false;
+    }
+    cf.mean = node.per_rank.empty() ? 0 : sum / static_cast<double>(node.per_rank.size());
+  }
+  for (auto& [name, ff] : funcs) {
+    ff.name = reg_.functions[name];
+    ff.time *= s;
+    node.functions.push_back(ff);
+  }
+  std::sort(node.functions.begin(), node.functions.end(),
+            [](const FunctionFigures& x, const FunctionFigures& y) {
+              if (x.time != y.time) return x.time > y.time;
+              return x.name < y.name;
+            });
+
+  return node;
 }
 
 }  // namespace
