@@ -62,6 +62,13 @@ enum FuncRole : uint16_t {
   kRoleGrequestStart = 1 << 7,   // MPI_Grequest_start: a request completed by the user
 };
 
+// A handle or address as the analyzer prints it.
+inline std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
 struct FuncInfo {
   FuncKind kind = FuncKind::Other;
   uint16_t role = 0;
@@ -304,11 +311,6 @@ class Interpreter {
         return "rank " + std::to_string(me_) + ": communicator handle " + hex(handle);
       });
     return c;
-  }
-  static std::string hex(uint64_t v) {
-    char b[24];
-    std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-    return b;
   }
   template <class H>
   bool channel(const CommInfo& c, int32_t peer, int32_t tag, bool sending, ChannelKey* k, H& h) {

@@ -1,0 +1,152 @@
+// Collective matching: the k-th collective call on a communicator is an
+// instance; its owner worker collects the members and, once all have called
+// (or ended), gives each its wait, its own work and its exit spread.
+#include "engine.h"
+
+namespace prof::analysis::detail {
+
+void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave, const Event& e) {
+  const uint64_t seq = (*c.seq)++;
+  const uint32_t node = r.node(e.stream);
+  if (c.present <= 1) {
+    // Alone in it (MPI_COMM_SELF, or the only member in the trace): no one to
+    // wait for, so the whole call is collective time.
+    r.instants.add(enter, leave, a2a ? kAllToAllCallSpan : kCollCallSpan, kDecodeLane);
+    ++r.local_instances;
+    return;
+  }
+  // Its wait is known once every member has called: hold the watermark.
+  const CollRec rec{c.gid,  seq,   c.def, c.present, static_cast<int32_t>(r.index), node, a2a,
+                    enter,  leave, r.holds.add(enter)};
+  const unsigned o = eng.owner_of(c.gid, seq);
+  if (o == w) eng.add_member(w, rec, parity);
+  else eng.coll_box(parity, w, o).push_back(rec);
+}
+
+void Engine::apply(const ResultRec& rr) {
+  Rank& r = *ranks_[static_cast<size_t>(rr.rank)];
+  r.instants.add(rr.enter, rr.wait_end, kWaitSpan, kCollectiveLane);
+  r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan, kCollectiveLane);
+  // Its exit spread: from its leave to the last member's, inside the window.
+  double spread = rr.time_variation;
+  if (windowed_) spread = std::max(0.0, std::min(rr.leave + spread, hi_) - std::max(rr.leave, lo_));
+  r.acc[rr.node].time_variation += spread;
+  r.holds.release(rr.hold);
+}
+
+uint32_t Engine::gone_members(Owner& own, const CommDef* def) {
+  auto& cached = own.gone_members[reinterpret_cast<uint64_t>(def)];
+  if (cached.first == gone_count_ + 1) return cached.second;
+  uint32_t n = 0;
+  auto count = [&](const std::vector<int32_t>& g) {
+    for (int32_t m : g) {
+      const int i = index_of_world(m);
+      if (i >= 0 && gone_[static_cast<size_t>(i)]) ++n;
+    }
+  };
+  count(def->ranks);
+  if (def->inter) count(def->remote_ranks);
+  cached = {gone_count_ + 1, n};
+  return n;
+}
+
+bool Engine::all_missing_gone(Owner& own, const Instance& in) {
+  if (gone_count_ == 0 || !in.def) return false;
+  if (in.got + gone_members(own, in.def) < in.expected) return false;
+  std::vector<int32_t> have;
+  for (uint32_t m = in.head; m != UINT32_MAX; m = own.arena[m].next) have.push_back(own.arena[m].rank);
+  std::sort(have.begin(), have.end());
+  auto check = [&](const std::vector<int32_t>& g) {
+    for (int32_t m : g) {
+      const int i = index_of_world(m);
+      if (i < 0 || std::binary_search(have.begin(), have.end(), i)) continue;
+      if (!gone_[static_cast<size_t>(i)]) return false;
+    }
+    return true;
+  };
+  return check(in.def->ranks) && (!in.def->inter || check(in.def->remote_ranks));
+}
+
+// A member's figures go to its rank's worker (directly when that is us).
+void Engine::post(unsigned w, const ResultRec& rr, int parity, bool direct) {
+  const unsigned mw = worker_of_[static_cast<size_t>(rr.rank)];
+  if (direct || mw == w) apply(rr);
+  else result_box(parity, w, mw).push_back(rr);
+}
+
+void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int parity,
+                      bool direct) {
+  Owner& own = owners_[w];
+  for (uint32_t m = in.head; m != UINT32_MAX;) {
+    const Member mem = own.arena[m];
+    // Late entry: waiting for the last member to arrive; the rest is the
+    // collective's own work. Time variation: how much earlier it left than
+    // the last member.
+    post(w,
+         ResultRec{mem.rank, mem.node, mem.a2a, mem.enter, clamp_to(in.max_enter, mem.enter, mem.leave),
+                   mem.leave, std::max(0.0, in.max_leave - mem.leave), mem.hold},
+         parity, direct);
+    own.free_list.push_back(m);
+    m = mem.next;
+  }
+  in.head = UINT32_MAX;
+  in.done = true;
+  ++own.instances;
+  if (in.got < in.expected) {
+    ++own.incomplete;
+    own.warn.add("collectives some members never called (rank cut short or missing)", [&] {
+      return "communicator " + std::to_string(gid) + ", collective #" + std::to_string(seq + 1) +
+             ": " + std::to_string(in.got) + " of " + std::to_string(in.expected) + " members";
+    });
+  }
+}
+
+void Engine::add_member(unsigned w, const CollRec& c, int parity) {
+  Owner& own = owners_[w];
+  CommQueue& q = own.queue(c.gid);
+  Instance* in = q.get(c.seq / W_);
+  if (!in || in->done) {
+    // More calls than members (inconsistent communicator definitions):
+    // nobody to compare with, so the call is all collective time.
+    own.warn.add("collective calls beyond their instance's members", [&] {
+      return "communicator " + std::to_string(c.gid) + ", collective #" + std::to_string(c.seq + 1);
+    });
+    post(w, ResultRec{c.rank, c.node, c.a2a, c.enter, c.enter, c.leave, 0, c.hold}, parity, false);
+    return;
+  }
+  if (in->got == 0) {
+    in->expected = c.expected;
+    in->def = c.def;
+  }
+  ++in->got;
+  in->max_enter = std::max(in->max_enter, c.enter);
+  in->max_leave = std::max(in->max_leave, c.leave);
+  in->head = own.alloc(Member{c.rank, c.node, c.a2a, c.enter, c.leave, c.hold, in->head});
+  if (in->got >= in->expected || (gone_count_ > 0 && all_missing_gone(own, *in))) {
+    complete(w, c.gid, c.seq, *in, parity, false);
+    q.pop_done();
+  }
+}
+
+void Engine::sweep(unsigned w, int parity, bool direct) {
+  Owner& own = owners_[w];
+  for (CommQueue& q : own.queues) {
+    for (size_t i = 0; i < q.count; ++i) {
+      Instance& in = q.at(i);
+      if (in.done) continue;
+      if (in.got == 0) {
+        if (direct) in.done = true;
+        continue;
+      }
+      if (direct || all_missing_gone(own, in)) {
+        // Recover the sequence number for the warning: seq / W == base + i.
+        uint64_t seq = (q.base + i) * W_;
+        while (owner_of(q.gid, seq) != w) ++seq;
+        complete(w, q.gid, seq, in, parity, direct);
+      }
+    }
+    q.pop_done();
+  }
+}
+
+}  // namespace prof::analysis::detail

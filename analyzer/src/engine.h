@@ -1,0 +1,526 @@
+// The analysis engine: one streaming pass over every rank, in parallel, that
+// builds the interval tree and the characteristics of spec/metrics.md.
+//
+// Algorithm
+//   Ranks are split among W worker threads in contiguous blocks of about equal
+//   event bytes (neighbours talk most). Time is cut into windows of the global
+//   clock; in phase P every worker decodes its ranks' events that enter before
+//   the window's end, then all meet at a barrier. What needs another worker's
+//   data is posted to mailboxes read in phase P+1 (double-buffered by the
+//   parity of P: a box is written in one phase and read in the next, never
+//   both at once); between ranks of one worker it is handed over at once:
+//     - a send gives (channel, send enter) to the destination rank, which
+//       queues it on the channel and matches it, in order, with the channel's
+//       receives (MPI's non-overtaking rule); a receive whose send has not
+//       arrived waits on the channel;
+//     - a collective call gives (communicator, sequence number, enter, leave)
+//       to the instance's owner worker; once every member that is in the trace
+//       has called (or has ended, for a rank cut short), the owner computes each
+//       member's PotentSync, CollectiveAll/AllToAll and TimeVariation and gives
+//       them back to the member's rank.
+//   Matched figures are added to the interval node that was innermost on the
+//   rank at the call; at the end, nodes are rolled up into their parents (an
+//   MPI call belongs to every open interval). Per execution only T_r is kept,
+//   because Idle needs the k-th execution's maximum over ranks, and at each
+//   phase end executions done on every rank are folded away (Engine::fold).
+//   So memory grows with messages, collectives and executions in flight and
+//   with the tree, not with events. The window adapts so that a phase decodes
+//   about Options::window_events events, and a rank stops early in a phase
+//   past 4x that, so a burst cannot make a window hold the whole trace.
+//
+// Invariants
+//   - A rank's state (nodes, accumulators, channels) is touched only by its
+//     worker; an instance only by its owner; mailboxes only as described.
+//   - The root interval of a rank runs from the return of MPI_Init (or its
+//     first event) to the call of MPI_Finalize (or its last event): the
+//     profiler's clock synchronization runs inside those two calls, so their
+//     time is the tool's, not the program's.
+//   - An interval execution runs from its begin marker's return to its end
+//     marker's call; marker calls are not MPI time.
+//   - Nonblocking receives count at the Wait/Test that completes them (its
+//     enter, leave, duration); nonblocking collectives at their start call.
+//   - The result does not depend on the windows or the number of workers
+//     (tests/analyzer/streaming_test.cpp).
+//
+// This header declares the engine's state and steps; they are defined by
+// concept: analysis.cpp (phases and decoding), p2p_matching.cpp,
+// collective_matching.cpp, interval_tree.cpp (executions, the tree, its fold
+// and figures) and run_warnings.cpp.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "instants.h"
+#include "interpret.h"
+#include "intervals.h"
+#include "mailbox.h"
+#include "phase_barrier.h"
+#include "prof/analysis/analysis.h"
+#include "warning_sink.h"
+
+namespace prof::analysis::detail {
+using namespace detail;
+
+inline constexpr uint32_t kRootId = UINT32_MAX;
+inline constexpr uint32_t kNoParent = UINT32_MAX;
+inline constexpr size_t kExamples = 5;
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+inline double clamp_to(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+
+struct FuncStat {
+  uint64_t calls = 0;
+  double time = 0;
+  uint64_t bytes = 0;
+};
+
+// The measures of sets of instants of one context (InstantSets), global ns:
+// the nested unions of levels 0-3 and the MPI and Start unions.
+struct InstantSums {
+  double level[kLevels] = {};
+
+  double potential_sync() const { return level[kWaitSpan]; }
+  // (Differences of sums: clamped so rounding never shows as a negative time.)
+  double sendrecv() const { return std::max(0.0, level[kRecvCallSpan] - level[kWaitSpan]); }
+  double collective() const { return std::max(0.0, level[kCollCallSpan] - level[kRecvCallSpan]); }
+  double alltoall() const { return std::max(0.0, level[kAllToAllCallSpan] - level[kCollCallSpan]); }
+  double mpi() const { return level[kMpiCallSpan]; }
+  double time_of_start() const { return level[kStartCallSpan]; }
+  void add(const InstantSums& o) {
+    for (int l = 0; l < kLevels; ++l) level[l] += o.level[l];
+  }
+};
+
+// One rank's sums in one interval node (exclusive of nested nodes until the
+// final roll-up), times in global ns.
+struct NodeAcc {
+  InstantSums in;
+  double time_variation = 0;
+  uint64_t calls = 0;
+  uint64_t inside = 0;  // executions that overlap the window (all of them without one)
+  // T_r of executions t_base.. not yet folded (see Engine::fold).
+  std::vector<double> T;
+  uint64_t t_base = 0;
+  double t_sum = 0;     // sum of T_r over every execution
+  uint64_t snap_n = 0;  // prefix of Exec_k over the first snap_n executions:
+  double snap_p = 0;    // recorded when the fold passes this rank's count
+  std::vector<FuncStat> funcs;  // by rank-local function slot
+  double first_enter = kInf;
+  bool touched = false;  // closed an execution since the last fold
+
+  uint64_t executions() const { return t_base + T.size(); }
+};
+
+struct NodeKey {
+  uint32_t parent = 0, id = 0, site = 0;
+  bool operator==(const NodeKey& o) const {
+    return parent == o.parent && id == o.id && site == o.site;
+  }
+};
+struct NodeKeyHash {
+  uint64_t operator()(const NodeKey& k) const {
+    return mix64((uint64_t{k.parent} << 32 | k.id) ^ mix64(k.site + 0x51ull));
+  }
+};
+
+
+struct PendingRecv {
+  double issue, enter, leave;
+  uint64_t hold;
+};
+struct Channel {
+  Fifo<double> sends;        // send enters not yet received
+  Fifo<PendingRecv> recvs;   // receives whose send has not arrived
+};
+
+struct SendRec {
+  ChannelKey key;
+  double enter;
+};
+static_assert(sizeof(SendRec) == 32);
+struct CollRec {
+  uint64_t gid, seq;
+  const CommDef* def;
+  uint32_t expected;
+  int32_t rank;  // rank index
+  uint32_t node;
+  bool a2a;
+  double enter, leave;
+  uint64_t hold;
+};
+// A member's part of a completed instance: it waited in [enter, wait_end)
+// for the last member, then worked until leave; time_variation after it.
+struct ResultRec {
+  int32_t rank;
+  uint32_t node;
+  bool a2a;
+  double enter, wait_end, leave, time_variation;
+  uint64_t hold;
+};
+
+struct Instance {
+  uint32_t expected = 0, got = 0;
+  double max_enter = -kInf, max_leave = -kInf;
+  uint32_t head = UINT32_MAX;  // member list in the owner's arena
+  const CommDef* def = nullptr;
+  bool done = false;
+};
+struct Member {
+  int32_t rank;
+  uint32_t node;
+  bool a2a;
+  double enter, leave;
+  uint64_t hold;
+  uint32_t next;
+};
+
+// One communicator's pending instances at their owner. The owner of
+// instance seq is (hash(gid) + seq) % W, so an owner holds every W-th one and
+// keeps them in a ring indexed by seq / W; instances complete roughly in
+// order, so the ring holds only those in flight.
+struct CommQueue {
+  uint64_t gid = 0;
+  uint64_t base = 0;  // seq / W of the first instance held
+  // A ring of instances base, base + 1, ... (power-of-two capacity).
+  std::vector<Instance> buf;
+  size_t head = 0, count = 0;
+
+  Instance& at(size_t i) { return buf[(head + i) & (buf.size() - 1)]; }
+  void grow_to(size_t n) {
+    if (n <= buf.size()) return;
+    size_t cap = buf.empty() ? 8 : buf.size();
+    while (cap < n) cap *= 2;
+    std::vector<Instance> next(cap);
+    for (size_t i = 0; i < count; ++i) next[i] = at(i);
+    buf.swap(next);
+    head = 0;
+  }
+  // Makes instance `idx` (seq / W) present; false if it is already gone.
+  Instance* get(uint64_t idx) {
+    if (idx < base) return nullptr;
+    const uint64_t off = idx - base;
+    if (off >= count) {
+      grow_to(static_cast<size_t>(off) + 1);
+      for (size_t i = count; i <= off; ++i) at(i) = Instance{};
+      count = static_cast<size_t>(off) + 1;
+    }
+    return &at(static_cast<size_t>(off));
+  }
+  void pop_done() {
+    while (count > 0 && at(0).done) {
+      head = (head + 1) & (buf.size() - 1);
+      --count;
+      ++base;
+    }
+  }
+};
+
+struct alignas(64) Owner {
+  FlatMap<uint64_t, uint32_t> queue_of;  // gid -> index + 1 into queues
+  std::vector<CommQueue> queues;
+  uint64_t last_gid = 0;                 // the communicator asked for last
+  uint32_t last_queue = 0;               // (index + 1)
+  std::vector<Member> arena;
+  std::vector<uint32_t> free_list;
+  FlatMap<uint64_t, std::pair<uint32_t, uint32_t>> gone_members;  // def -> (epoch, count)
+  uint64_t instances = 0, incomplete = 0;
+  WarningSink warn;
+
+  CommQueue& queue(uint64_t gid) {
+    if (last_queue != 0 && last_gid == gid) return queues[last_queue - 1];
+    uint32_t& i = queue_of[gid];
+    if (i == 0) {
+      queues.emplace_back();
+      queues.back().gid = gid;
+      i = static_cast<uint32_t>(queues.size());
+    }
+    last_gid = gid;
+    last_queue = i;
+    return queues[i - 1];
+  }
+  uint32_t alloc(const Member& m) {
+    if (!free_list.empty()) {
+      const uint32_t i = free_list.back();
+      free_list.pop_back();
+      arena[i] = m;
+      return i;
+    }
+    arena.push_back(m);
+    return static_cast<uint32_t>(arena.size() - 1);
+  }
+};
+
+struct LocalNode {
+  uint32_t parent, id, site;
+  // The child entered last (raw call-site id and interval id): a loop's
+  // begin markers find their node without a hash lookup.
+  uint32_t last_callsite = UINT32_MAX, last_id = UINT32_MAX, last_child = 0;
+};
+
+// A node of the tree across ranks, built as ranks create local nodes.
+struct GNode {
+  uint32_t parent, id, site;
+  std::vector<std::pair<uint32_t, uint32_t>> members;  // (rank index, local node)
+  std::vector<uint32_t> children;
+  uint64_t folded = 0;  // executions whose Exec_k is summed into `exec`
+  double exec = 0;      // sum of Exec_k for k < folded
+  double first = kInf;
+  bool dirty = false;   // a member closed an execution since the last fold
+};
+
+// Executions open on several threads at once: their nodes (none an ancestor
+// of another), whose instants count in each of them and their ancestors.
+struct Combo {
+  std::vector<uint32_t> nodes;
+  InstantSums in;
+};
+inline constexpr uint32_t kComboBit = 0x80000000u;  // a context that is a Combo's index
+
+struct alignas(64) Rank {
+  Rank(const RankTrace& t, const Registry& reg, size_t idx, const WorldIndex& w2i)
+      : rt(&t), rank(t.rank()), index(idx), interp(t, reg, idx, w2i), cursor(t.events()),
+        intervals(t.rank()), threaded(t.stream_count() > 1) {}
+
+  const RankTrace* rt;
+  int rank;
+  size_t index;
+  unsigned worker = 0;
+  Interpreter interp;
+  RankTrace::MergedCursor cursor;
+  Event ev;
+  bool has_ev = false;
+  double ev_enter = 0;
+
+  IntervalTracker intervals;
+  std::vector<LocalNode> nodes;
+  std::vector<NodeAcc> acc;
+  FlatMap<NodeKey, uint32_t, NodeKeyHash> node_index;
+  // Several threads: MPI and Start time are unions too, and markers nest per thread.
+  bool threaded;
+  InstantSets instants;
+  HoldQueue holds;
+  std::vector<Combo> combos;
+  std::map<std::vector<uint32_t>, uint32_t> combo_index;
+  std::vector<uint32_t> slot_of;    // function id -> local slot + 1 (0: none yet)
+  std::vector<uint32_t> slot_name;  // local slot -> Registry function name
+  // Channels into this rank: key -> index into channel_store (compact slots).
+  FlatMap<ChannelKey, uint32_t, ChannelHash> channels;
+  std::vector<Channel> channel_store;
+  std::vector<uint32_t> gmap;  // local node -> global node (merged so far)
+  std::vector<uint32_t> touched;  // local nodes that closed an execution this phase
+
+  uint64_t events = 0, calls = 0, matched = 0, unmatched_sends = 0, unmatched_recvs = 0;
+  uint64_t local_instances = 0, phase_events = 0;
+  int exhausted_phase = -1;
+  WarningSink warn;
+
+  // The innermost execution open on a thread (the root when none).
+  uint32_t node(uint32_t stream) { return intervals.innermost(stream); }
+  bool is_ancestor(uint32_t a, uint32_t n) const {
+    while (n != 0) {
+      n = nodes[n].parent;
+      if (n == a) return true;
+    }
+    return false;
+  }
+  // The executions open on the rank now, as a context for InstantSets.
+  uint32_t context() {
+    const auto& stacks = intervals.stacks();
+    if (stacks.size() == 1) return stacks[0].empty() ? 0 : stacks[0].back().payload;
+    std::vector<uint32_t> inner;
+    for (const auto& st : stacks)
+      if (!st.empty()) inner.push_back(st.back().payload);
+    std::sort(inner.begin(), inner.end());
+    inner.erase(std::unique(inner.begin(), inner.end()), inner.end());
+    std::vector<uint32_t> leaves;
+    for (uint32_t n : inner) {
+      bool covered = false;
+      for (uint32_t m : inner) covered = covered || (m != n && is_ancestor(n, m));
+      if (!covered) leaves.push_back(n);
+    }
+    if (leaves.empty()) return 0;
+    if (leaves.size() == 1) return leaves[0];
+    auto [it, fresh] = combo_index.emplace(leaves, static_cast<uint32_t>(combos.size()));
+    if (fresh) combos.push_back(Combo{leaves, {}});
+    return kComboBit | it->second;
+  }
+  InstantSums& sums(uint32_t context) {
+    return context & kComboBit ? combos[context & ~kComboBit].in : acc[context].in;
+  }
+  // Credits what is known of the rank's instants before `upto`.
+  void settle_instants(double upto) {
+    instants.sweep(upto, [this](uint32_t context, int level, double length) {
+      sums(context).level[level] += length;
+    });
+  }
+  // A program uses a few channels over and over: a small direct-mapped cache
+  // in front of the hash map (channel indices never change).
+  struct CachedChannel {
+    ChannelKey key;
+    uint32_t index = 0;  // + 1; 0: empty
+  };
+  CachedChannel channel_cache[16];
+  static size_t cache_slot(const ChannelKey& k) {
+    return (static_cast<uint32_t>(k.src) * 7u + static_cast<uint32_t>(k.tag) * 13u +
+            static_cast<uint32_t>(k.gid)) & 15u;
+  }
+  Channel& channel(const ChannelKey& k) {
+    CachedChannel& c = channel_cache[cache_slot(k)];
+    if (c.index != 0 && c.key == k) return channel_store[c.index - 1];
+    uint32_t& i = channels[k];
+    if (i == 0) {
+      channel_store.emplace_back();
+      i = static_cast<uint32_t>(channel_store.size());
+    }
+    c.key = k;
+    c.index = i;
+    return channel_store[i - 1];
+  }
+  Channel* find_channel(const ChannelKey& k) {
+    const uint32_t* i = channels.find(k);
+    return i ? &channel_store[*i - 1] : nullptr;
+  }
+};
+
+class Engine;
+
+// The Interpreter's handler for one rank within one phase.
+struct Handler {
+  Engine& eng;
+  Rank& r;
+  unsigned w;
+  int parity;
+
+  bool call(const Event& e, const FuncInfo& fi, double enter, double leave);
+  bool continuation() const { return r.intervals.in_root(); }
+  void marker(const Event& e, double enter, double leave);
+  void send(const ChannelKey& k, double enter, double leave, const Event& e);
+  void recv(const ChannelKey& k, double issue, uint64_t hold, double enter, double leave,
+            const Event& e);
+  uint64_t hold(double t) { return r.holds.add(t); }
+  void release(uint64_t token) { r.holds.release(token); }
+  void cancel_send(const ChannelKey& k, double send_enter);
+  void collective(const CommInfo& c, bool a2a, double enter, double leave, const Event& e);
+  template <class F>
+  void problem(const char* category, F&& example, uint64_t count = 1) {
+    r.warn.add(category, example, count);
+  }
+  // IntervalTracker handler interface.
+  void root_started(double t);
+  uint32_t interval_begun(uint32_t stream, const Event& begin, double t, uint32_t parent);
+  void interval_ended(uint32_t stream, const OpenInterval& o, double t);
+  void root_ended(double t);
+};
+
+class Engine {
+ public:
+  Engine(const trace::TraceDir& dir, const Options& opt) : dir_(dir), opt_(opt) {}
+  Analysis run();
+
+ private:
+  friend struct Handler;
+  struct PhaseEnd {
+    Engine* e;
+    void operator()() noexcept { e->on_phase_end(); }
+  };
+
+  int index_of_world(int32_t w) const {
+    return (*world_to_index_)(w);
+  }
+  Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) {
+    return send_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
+  }
+  Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) {
+    return cancel_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
+  }
+  Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) {
+    return coll_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
+  }
+  Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) {
+    return result_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
+  }
+  unsigned owner_of(uint64_t gid, uint64_t seq) const {
+    return static_cast<unsigned>((mix64(gid) + seq) % W_);
+  }
+
+  void setup();
+  void phase_body(unsigned w);
+  void on_phase_end();
+  void publish(unsigned w);
+  void decode(Rank& r, unsigned w, int parity, int phase);
+  void close_exec(Rank& r, uint32_t node, double start, double t);
+  void account_recv(Rank& r, double issue, double enter, double leave, double send_enter,
+                    SpanLane lane);
+  void ingest_send(const SendRec& s, bool cancel);
+  void apply(const ResultRec& rr);
+  void add_member(unsigned w, const CollRec& c, int parity);
+  bool all_missing_gone(Owner& own, const Instance& in);
+  uint32_t gone_members(Owner& own, const CommDef* def);
+  void complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int parity, bool direct);
+  void post(unsigned w, const ResultRec& rr, int parity, bool direct);
+  void sweep(unsigned w, int parity, bool direct);
+  bool boxes_empty() const;
+  void merge_nodes();
+  void fold(bool final);
+  void finish(Analysis& a);
+  void collect_warnings_and_stats(Analysis& a);
+  void read_warnings(Analysis& a, std::map<std::string, Warning>& warns);
+  void roll_up();
+  void order_tree();
+  SiteInfo root_call_site(const std::string& executable) const;
+  IntervalNode node_figures(const GNode& gn, const SiteInfo& site) const;
+
+  const trace::TraceDir& dir_;
+  Options opt_;
+  Registry reg_;
+  std::unique_ptr<WorldIndex> world_to_index_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  unsigned W_ = 1;
+  std::vector<std::vector<size_t>> worker_ranks_;
+  // Rank index -> its worker (read-only during phases; reading Rank::worker
+  // of another worker's rank would share a cache line it writes).
+  std::vector<unsigned> worker_of_;
+  // Each box on its own cache line: two workers write neighbouring boxes in
+  // the same phase (false sharing on every push otherwise).
+  template <class T>
+  struct alignas(64) Box {
+    Mailbox<T> v;
+  };
+  std::vector<Box<SendRec>> send_boxes_;
+  std::vector<Box<SendRec>> cancel_boxes_;  // cancelled sends (rare)
+  std::vector<Box<CollRec>> coll_boxes_;
+  std::vector<Box<ResultRec>> result_boxes_;
+  std::vector<Owner> owners_;
+  std::vector<GNode> g_;
+  uint32_t alive_at_fold_ = UINT32_MAX;
+  FlatMap<NodeKey, uint32_t, NodeKeyHash> gindex_;
+
+  // Phase state: written only by on_phase_end (all workers waiting).
+  int phase_ = 0;
+  bool done_ = false;
+  bool sweep_ = false;
+  double win_end_ = 0, delta_ = 1e6;
+  // Every rank's next event enters at or after this (all sends before it are
+  // delivered by the next phase's start): the watermark of InstantSets.
+  double frontier_ = -kInf;
+  // The window in global ns (Options::window_*; the whole run without one).
+  bool windowed_ = false;
+  double lo_ = -kInf, hi_ = kInf;
+  std::vector<uint8_t> gone_;  // rank ended two phases ago: its records are all in
+  uint32_t gone_count_ = 0;
+  double t_first_ = 0, t_last_est_ = 0;
+  uint64_t events_est_ = 0;
+  std::atomic<bool> failed_{false};
+  std::string failure_;
+  uint64_t windows_ = 0;
+};
+
+}  // namespace prof::analysis::detail

@@ -1,0 +1,352 @@
+// Interval executions, the tree across ranks, its fold (Idle needs the k-th
+// execution's maximum over ranks) and each node's figures (spec/metrics.md).
+#include <filesystem>
+
+#include "engine.h"
+
+namespace prof::analysis::detail {
+
+void Handler::root_started(double t) {
+  r.acc[0].first_enter = t;
+  r.instants.set_context(t, r.context());
+}
+
+uint32_t Handler::interval_begun(uint32_t, const Event& e, double t, uint32_t parent) {
+  // A loop enters the same child again: remember the last one per parent.
+  uint32_t node;
+  if (r.nodes[parent].last_callsite == e.callsite && r.nodes[parent].last_id == e.interval_id) {
+    node = r.nodes[parent].last_child;
+  } else {
+    const uint32_t site = eng.reg_.site(r.index, e.callsite);
+    const NodeKey key{parent, e.interval_id, site};
+    if (const uint32_t* found = r.node_index.find(key)) {
+      node = *found;
+    } else {
+      node = static_cast<uint32_t>(r.nodes.size());
+      r.nodes.push_back(LocalNode{key.parent, key.id, key.site});
+      r.acc.emplace_back();
+      r.node_index[key] = node;
+    }
+    LocalNode& p = r.nodes[parent];
+    p.last_callsite = e.callsite;
+    p.last_id = e.interval_id;
+    p.last_child = node;
+  }
+  if (t < r.acc[node].first_enter) r.acc[node].first_enter = t;
+  return node;
+}
+
+void Handler::interval_ended(uint32_t, const OpenInterval& o, double t) {
+  eng.close_exec(r, o.payload, o.start, t);
+}
+
+void Handler::root_ended(double t) {
+  eng.close_exec(r, 0, r.intervals.root_start(), t);
+  r.instants.set_context(t, kNoContext);
+}
+
+void Engine::close_exec(Rank& r, uint32_t node, double start, double t) {
+  NodeAcc& a = r.acc[node];
+  // An execution outside the window still takes its place in the k-th
+  // matching across ranks, with nothing in it.
+  const bool inside = !windowed_ || (t >= lo_ && start <= hi_);
+  if (windowed_) {
+    start = std::max(start, lo_);
+    t = std::min(t, hi_);
+  }
+  const double T = inside ? std::max(0.0, t - start) : 0.0;
+  if (inside) ++a.inside;
+  if (!a.touched) {
+    a.touched = true;
+    r.touched.push_back(node);
+  }
+  a.T.push_back(T);
+  a.t_sum += T;
+}
+
+// Local nodes created since the last phase join the tree across ranks.
+void Engine::merge_nodes() {
+  for (auto& rp : ranks_) {
+    Rank& r = *rp;
+    for (size_t li = r.gmap.size(); li < r.nodes.size(); ++li) {
+      uint32_t gi = 0;
+      if (li > 0) {
+        const NodeKey k{r.gmap[r.nodes[li].parent], r.nodes[li].id, r.nodes[li].site};
+        if (const uint32_t* f = gindex_.find(k)) {
+          gi = *f;
+        } else {
+          gi = static_cast<uint32_t>(g_.size());
+          g_.push_back(GNode{k.parent, k.id, k.site, {}, {}, 0, 0, kInf, false});
+          g_[k.parent].children.push_back(gi);
+          gindex_[k] = gi;
+        }
+      }
+      r.gmap.push_back(gi);
+      g_[gi].members.emplace_back(static_cast<uint32_t>(r.index), static_cast<uint32_t>(li));
+    }
+  }
+}
+
+// Idle needs Exec_k = max over ranks of the k-th execution's T. Execution k of
+// a node is folded (Exec_k added to the node's sum, the T values dropped) once
+// every rank has either executed it or ended; a rank that has not executed the
+// node at all and has not ended holds the fold back (it may still come). Each
+// rank keeps the sum of Exec_k over its own executions (snap), taken when the
+// fold passes its count: the count is final then, because while a rank runs
+// the fold never passes it. So memory holds only executions not yet matched.
+void Engine::fold(bool final) {
+  // Only nodes with new executions, unless a rank ended (that may free any).
+  uint32_t alive = 0;
+  for (const auto& r : ranks_)
+    if (!final && r->exhausted_phase < 0) ++alive;
+  const bool all = final || alive != alive_at_fold_;
+  alive_at_fold_ = alive;
+  for (auto& rp : ranks_) {
+    for (uint32_t li : rp->touched) {
+      g_[rp->gmap[li]].dirty = true;
+      rp->acc[li].touched = false;
+    }
+    rp->touched.clear();
+  }
+  for (GNode& gn : g_) {
+    if (!all && !gn.dirty) continue;
+    gn.dirty = false;
+    // The fold may pass execution k once every rank still running has done it;
+    // a running rank that never executed the node holds it back.
+    uint64_t limit = UINT64_MAX, nmax = 0;
+    uint32_t alive_members = 0;
+    for (auto [ri, li] : gn.members) {
+      const uint64_t n = ranks_[ri]->acc[li].executions();
+      nmax = std::max(nmax, n);
+      if (!final && ranks_[ri]->exhausted_phase < 0) {
+        ++alive_members;
+        limit = std::min(limit, n);
+      }
+    }
+    if (alive_members < alive) limit = gn.folded;
+    limit = std::min(limit, nmax);
+    if (limit <= gn.folded) continue;
+    for (uint64_t k = gn.folded; k < limit; ++k) {
+      double e = 0;
+      for (auto [ri, li] : gn.members) {
+        const NodeAcc& a = ranks_[ri]->acc[li];
+        if (a.executions() > k) e = std::max(e, a.T[k - a.t_base]);
+      }
+      gn.exec += e;
+      for (auto [ri, li] : gn.members) {
+        NodeAcc& a = ranks_[ri]->acc[li];
+        if (a.executions() == k + 1) {
+          a.snap_n = k + 1;
+          a.snap_p = gn.exec;
+        }
+      }
+    }
+    gn.folded = limit;
+    for (auto [ri, li] : gn.members) {
+      NodeAcc& a = ranks_[ri]->acc[li];
+      const uint64_t drop = std::min(limit, a.executions()) - a.t_base;
+      if (drop > 0 && (drop * 2 >= a.T.size() || drop >= 4096)) {
+        a.T.erase(a.T.begin(), a.T.begin() + static_cast<std::ptrdiff_t>(drop));
+        a.t_base += drop;
+      }
+    }
+  }
+}
+
+void add_into(NodeAcc& to, const NodeAcc& from) {
+  to.in.add(from.in);
+  to.time_variation += from.time_variation;
+  to.calls += from.calls;
+  if (to.funcs.size() < from.funcs.size()) to.funcs.resize(from.funcs.size());
+  for (size_t i = 0; i < from.funcs.size(); ++i) {
+    to.funcs[i].calls += from.funcs[i].calls;
+    to.funcs[i].time += from.funcs[i].time;
+    to.funcs[i].bytes += from.funcs[i].bytes;
+  }
+}
+
+// Nested nodes roll up into their parents (children come after parents).
+// Instants of executions open on several threads at once count once in each
+// node open then and in each of their ancestors.
+void Engine::roll_up() {
+  for (auto& rp : ranks_) {
+    Rank& r = *rp;
+    for (size_t i = r.nodes.size(); i-- > 1;) add_into(r.acc[r.nodes[i].parent], r.acc[i]);
+    for (const Combo& combo : r.combos) {
+      std::vector<uint32_t> open;
+      for (uint32_t n : combo.nodes)
+        for (uint32_t m = n;; m = r.nodes[m].parent) {
+          open.push_back(m);
+          if (m == 0) break;
+        }
+      std::sort(open.begin(), open.end());
+      open.erase(std::unique(open.begin(), open.end()), open.end());
+      for (uint32_t n : open) r.acc[n].in.add(combo.in);
+    }
+  }
+
+}
+
+// The tree across ranks (built during the pass): settle the last executions
+// and order children by their first entry.
+void Engine::order_tree() {
+  merge_nodes();
+  fold(true);
+  std::vector<GNode>& g = g_;
+  for (GNode& gn : g)
+    for (auto [ri, li] : gn.members)
+      if (ranks_[ri]->acc[li].executions() > 0)
+        gn.first = std::min(gn.first, ranks_[ri]->acc[li].first_enter);
+  for (auto& n : g)
+    std::sort(n.children.begin(), n.children.end(), [&](uint32_t x, uint32_t y) {
+      if (g[x].first != g[y].first) return g[x].first < g[y].first;
+      if (g[x].site != g[y].site) return g[x].site < g[y].site;
+      return g[x].id < g[y].id;
+    });
+
+}
+
+// The root's source: MPI_Init's call site when the trace names it, else the program.
+SiteInfo Engine::root_call_site(const std::string& executable) const {
+  SiteInfo root_site;
+  bool have_root_site = false;
+  for (const auto& rp : ranks_) {
+    const auto& meta = rp->rt->meta();
+    auto it = meta.find("init_callsite");
+    if (it == meta.end()) continue;
+    char* end = nullptr;
+    const unsigned long long id = std::strtoull(it->second.c_str(), &end, 0);
+    if (!end || *end != '\0' || id > UINT32_MAX) continue;
+    if (rp->rt->callsite(static_cast<uint32_t>(id))) {
+      root_site = reg_.sites[reg_.site(rp->index, static_cast<uint32_t>(id))];
+      have_root_site = true;
+      break;
+    }
+  }
+  if (!have_root_site) {
+    root_site.file = executable.empty()
+                         ? std::string("(program)")
+                         : std::filesystem::path(executable).filename().string();
+    root_site.line = 0;
+  }
+
+  return root_site;
+}
+
+// One node's figures across ranks (spec/metrics.md), in seconds.
+IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
+  IntervalNode node;
+  if (gn.parent != kNoParent) node.id = static_cast<uint16_t>(gn.id);
+  node.source_file = site.file;
+  node.line = site.line;
+  node.address = site.address;
+  node.unresolved = site.label;
+  node.first_enter = gn.first < kInf ? gn.first * 1e-9 : 0;
+
+  uint64_t nmax = 0;
+  for (auto [ri, li] : gn.members) nmax = std::max(nmax, ranks_[ri]->acc[li].inside);
+  node.exe_count = nmax;
+
+  std::vector<std::pair<size_t, RankFigures>> per;
+  std::map<uint32_t, FunctionFigures> funcs;
+  for (auto [ri, li] : gn.members) {
+    const Rank& r = *ranks_[ri];
+    const NodeAcc& acc = r.acc[li];
+    if (acc.inside == 0) continue;
+    RankFigures f;
+    f.rank = r.rank;
+    f.executions = acc.inside;
+    const double t = acc.t_sum;
+    f.time = t;
+    // Idle_r = sum over r's executions of (Exec_k - T_rk).
+    f.idle = acc.snap_n == acc.executions() ? std::max(0.0, acc.snap_p - t) : 0.0;
+    f.mpi = acc.in.mpi();
+    f.cpu = t - f.mpi;
+    f.lost = f.mpi + f.idle;
+    f.sendrecv = acc.in.sendrecv();
+    f.collective = acc.in.collective();
+    f.alltoall = acc.in.alltoall();
+    f.comm = f.sendrecv + f.collective + f.alltoall;
+    f.potential_sync = acc.in.potential_sync();
+    f.time_variation = acc.time_variation;
+    f.time_of_start = acc.in.time_of_start();
+    f.calls = acc.calls;
+    per.emplace_back(ri, f);
+    for (size_t s = 0; s < acc.funcs.size(); ++s) {
+      const FuncStat& fs = acc.funcs[s];
+      if (fs.calls == 0) continue;
+      FunctionFigures& ff = funcs[r.slot_name[s]];
+      ff.calls += fs.calls;
+      ff.time += fs.time;
+      ff.bytes += fs.bytes;
+    }
+  }
+  std::sort(per.begin(), per.end(),
+            [](const auto& x, const auto& y) { return x.second.rank < y.second.rank; });
+  MainFigures& m = node.main;
+  m.processors = static_cast<int>(per.size());
+  m.execution_time = gn.exec;
+  m.total_time = m.execution_time * m.processors;
+  for (auto& [ri, f] : per) {
+    m.lost_time += f.lost;
+    m.mpi_time += f.mpi;
+    m.idle_time += f.idle;
+    m.comm_time += f.comm;
+    m.sendrecv_time += f.sendrecv;
+    m.collective_time += f.collective;
+    m.alltoall_time += f.alltoall;
+    m.potential_sync += f.potential_sync;
+    m.time_variation += f.time_variation;
+    m.time_of_start += f.time_of_start;
+  }
+  m.productive_time = m.total_time - m.lost_time;
+  m.efficiency = m.total_time > 0 ? m.productive_time / m.total_time : 0;
+
+  // Seconds from here on.
+  const double s = 1e-9;
+  for (double* v : {&m.execution_time, &m.total_time, &m.productive_time, &m.lost_time,
+                    &m.mpi_time, &m.idle_time, &m.comm_time, &m.sendrecv_time,
+                    &m.collective_time, &m.alltoall_time, &m.potential_sync,
+                    &m.time_variation, &m.time_of_start})
+    *v *= s;
+  for (auto& [ri, f] : per) {
+    for (double* v : {&f.time, &f.cpu, &f.mpi, &f.idle, &f.lost, &f.comm, &f.sendrecv,
+                      &f.collective, &f.alltoall, &f.potential_sync, &f.time_variation,
+                      &f.time_of_start})
+      *v *= s;
+    node.per_rank.push_back(f);
+  }
+  for (int c = 0; c < kComparativeCount; ++c) {
+    ComparativeFigures& cf = node.comparative[static_cast<size_t>(c)];
+    bool first = true;
+    double sum = 0;
+    for (const RankFigures& f : node.per_rank) {
+      const double v = f.comparative(static_cast<Comparative>(c));
+      sum += v;
+      if (first || v < cf.min) {
+        cf.min = v;
+        cf.min_rank = f.rank;
+      }
+      if (first || v > cf.max) {
+        cf.max = v;
+        cf.max_rank = f.rank;
+      }
+      first = false;
+    }
+    cf.mean = node.per_rank.empty() ? 0 : sum / static_cast<double>(node.per_rank.size());
+  }
+  for (auto& [name, ff] : funcs) {
+    ff.name = reg_.functions[name];
+    ff.time *= s;
+    node.functions.push_back(ff);
+  }
+  std::sort(node.functions.begin(), node.functions.end(),
+            [](const FunctionFigures& x, const FunctionFigures& y) {
+              if (x.time != y.time) return x.time > y.time;
+              return x.name < y.name;
+            });
+
+  return node;
+}
+
+}  // namespace prof::analysis::detail

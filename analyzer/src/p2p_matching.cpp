@@ -1,0 +1,85 @@
+// Point-to-point matching: a send's enter reaches its destination's worker,
+// which matches it in order with the channel's receives (MPI's
+// non-overtaking rule); a matched receive's wait and transfer become spans.
+#include "engine.h"
+
+namespace prof::analysis::detail {
+
+void Handler::send(const ChannelKey& k, double enter, double, const Event&) {
+  const int di = eng.index_of_world(k.dst);
+  if (di < 0) {
+    ++r.unmatched_sends;
+    r.warn.add("messages to ranks not in the trace", [&] {
+      return "rank " + std::to_string(r.rank) + " -> rank " + std::to_string(k.dst);
+    });
+    return;
+  }
+  // The destination's worker queues it; when that is us, at once.
+  const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
+  if (dw == w) eng.ingest_send(SendRec{k, enter}, false);
+  else eng.send_box(parity, w, dw).push_back(SendRec{k, enter});
+}
+
+void Handler::cancel_send(const ChannelKey& k, double send_enter) {
+  const int di = eng.index_of_world(k.dst);
+  if (di < 0) return;
+  const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
+  if (dw == w) eng.ingest_send(SendRec{k, send_enter}, true);
+  else eng.cancel_box(parity, w, dw).push_back(SendRec{k, send_enter});
+}
+
+void Handler::recv(const ChannelKey& k, double issue, uint64_t hold, double enter, double leave,
+                   const Event&) {
+  if (eng.index_of_world(k.src) < 0) {
+    ++r.unmatched_recvs;
+    r.warn.add("messages from ranks not in the trace", [&] {
+      return "rank " + std::to_string(r.rank) + " <- rank " + std::to_string(k.src);
+    });
+    r.holds.release(hold);
+    return;
+  }
+  Channel& ch = r.channel(k);
+  if (ch.recvs.empty() && !ch.sends.empty()) {
+    const double s = ch.sends.pop();
+    eng.account_recv(r, issue, enter, leave, s, kDecodeLane);
+    r.holds.release(hold);
+  } else {
+    // Its wait is known once its send is: hold the rank's watermark at its issue
+    // (a blocking call issues now, so holds stay in time order).
+    if (hold == HoldQueue::kNone) hold = r.holds.add(issue);
+    ch.recvs.push(PendingRecv{issue, enter, leave, hold});
+  }
+}
+
+// A matched receive: it waited from its issue until its send started (a late
+// sender; "Recv issued before Send"), and the call that completed it is its
+// transfer where it is not waiting.
+void Engine::account_recv(Rank& r, double issue, double enter, double leave, double send_enter,
+                          SpanLane lane) {
+  r.instants.add(issue, std::min(send_enter, leave), kWaitSpan, lane);
+  r.instants.add(enter, leave, kRecvCallSpan, lane);
+  ++r.matched;
+}
+
+void Engine::ingest_send(const SendRec& s, bool cancel) {
+  Rank& d = *ranks_[static_cast<size_t>(index_of_world(s.key.dst))];
+  if (cancel) {
+    Channel* ch = d.find_channel(s.key);
+    if (!ch || !ch->sends.remove_last_if([&](double t) { return t == s.enter; }))
+      d.warn.add("cancelled send already matched to a receive", [&] {
+        return "rank " + std::to_string(s.key.src) + " -> rank " + std::to_string(s.key.dst) +
+               " tag " + std::to_string(s.key.tag);
+      });
+    return;
+  }
+  Channel& ch = d.channel(s.key);
+  if (!ch.recvs.empty()) {
+    const PendingRecv pr = ch.recvs.pop();
+    account_recv(d, pr.issue, pr.enter, pr.leave, s.enter, kMatchLane);
+    d.holds.release(pr.hold);
+  } else {
+    ch.sends.push(s.enter);
+  }
+}
+
+}  // namespace prof::analysis::detail
