@@ -1,0 +1,314 @@
+// The chunk index: RankTrace::open walks the chunk headers once. Definitions
+// chunks are checked (CRC) and parsed; events chunks are remembered per stream
+// as [payload offset, decodable length, base_time], or salvaged when unsealed
+// or truncated (records walked by their length words up to the first zero
+// word). A sealed events chunk's CRC is checked lazily, by the first cursor to
+// enter it (verify()), so open reads little more than the chunk headers and
+// the events are read once.
+//
+// Salvage rules beyond the format:
+//   - a sealed chunk at the end of the file missing only its alignment padding
+//     (< 8 bytes after `used`) is complete, not truncated: the shim appends
+//     definition text without its padding, and a killed process leaves that.
+//   - garbage where a chunk header should be is skipped to the next plausible
+//     header (magic, known type, sane lengths) on an 8-byte boundary.
+#include <sys/mman.h>
+
+#include <algorithm>
+
+#include "reader_internal.h"
+
+namespace prof::trace {
+
+namespace reader {
+
+uint32_t salvage_records(const uint8_t* p, uint64_t avail, uint64_t* records) {
+  avail &= ~uint64_t{3};
+  uint64_t pos = 0, n = 0;
+  while (avail - pos >= 8) {
+    const uint32_t w0 = load32(p + pos);
+    if (w0 == 0) break;
+    const uint64_t bytes = uint64_t{format::record_words(w0)} * 4;
+    if (bytes > avail - pos) break;
+    pos += bytes;
+    ++n;
+  }
+  *records = n;
+  return static_cast<uint32_t>(pos);
+}
+
+namespace {
+// A sealed chunk at the end of the file whose used bytes are all there and
+// only its alignment padding (< 8 bytes) is not: a writer that appends the text
+// of a chunk but not its padding leaves this when it is killed. Nothing is lost.
+bool only_padding_missing(const ChunkHeader& h, uint64_t avail) {
+  return (h.flags & format::kChunkSealed) && h.used <= avail && h.capacity - avail < 8;
+}
+
+bool header_sane(const ChunkHeader& h) {
+  if (h.magic != format::kChunkMagic) return false;
+  if (h.capacity % 8 != 0) return false;
+  if (h.flags & ~uint16_t{format::kChunkSealed}) return false;
+  if ((h.flags & format::kChunkSealed) && h.used > h.capacity) return false;
+  return true;
+}
+// Stricter, for resynchronizing inside garbage: a known chunk type too.
+bool header_sane_strict(const ChunkHeader& h) {
+  return header_sane(h) && (h.type == uint16_t(format::ChunkType::Definitions) ||
+                            h.type == uint16_t(format::ChunkType::Events));
+}
+}  // namespace
+
+}  // namespace reader
+
+using reader::at_offset;
+using reader::load32;
+using reader::load64;
+
+uint64_t RankTrace::Impl::resync(uint64_t from) const {
+  const uint64_t size = map.size;
+  from = format::align8(from);
+  for (uint64_t o = from; o <= size && size - o >= sizeof(ChunkHeader); o += 8) {
+    if (load32(map.data + o) != format::kChunkMagic) continue;
+    ChunkHeader h;
+    std::memcpy(&h, map.data + o, sizeof h);
+    if (reader::header_sane_strict(h)) return o;
+  }
+  return size;
+}
+
+void RankTrace::Impl::index() {
+  const uint64_t size = map.size;
+  const uint8_t* d = map.data;
+  uint64_t off = sizeof(format::FileHeader);
+  if (header.header_size != sizeof(format::FileHeader)) {
+    if (header.header_size > sizeof(format::FileHeader) && header.header_size % 8 == 0 &&
+        header.header_size <= size) {
+      off = header.header_size;  // a later version's bigger header
+    } else {
+      warn("header", at_offset(path, 12, "implausible header_size " +
+                                           std::to_string(header.header_size) +
+                                           "; chunks read from offset 64"));
+    }
+  }
+
+  while (off < size) {
+    if (size - off < sizeof(ChunkHeader)) {
+      bool zero = true;
+      for (uint64_t o = off; o < size; ++o) zero = zero && d[o] == 0;
+      if (!zero) {
+        ++stats.truncated_chunks;
+        warn("truncated", at_offset(path, off, "truncated chunk header (" +
+                                                 std::to_string(size - off) +
+                                                 " bytes at the end of the file)"));
+      }
+      break;
+    }
+    ChunkHeader h;
+    read_at(off, &h, sizeof h);
+    if (!reader::header_sane(h)) {
+      if (h.magic != format::kChunkMagic && load64(d + off) == 0) {  // zero padding
+        off += 8;
+        continue;
+      }
+      ++stats.bad_chunk_headers;
+      const uint64_t next = resync(off + 8);
+      std::string what = h.magic != format::kChunkMagic ? "bad chunk header (garbage)"
+                                                        : "implausible chunk header";
+      if (next < size)
+        what += "; skipped " + std::to_string(next - off) + " bytes to the chunk at offset " +
+                std::to_string(next);
+      else
+        what += "; no further chunk found (" + std::to_string(size - off) + " bytes skipped)";
+      warn("bad chunk header", at_offset(path, off, what));
+      off = next;
+      continue;
+    }
+    ++stats.chunks;
+    const uint64_t payload = off + sizeof(ChunkHeader);
+    const uint64_t avail = size - payload;
+    uint64_t resume = payload + h.capacity;  // where the walk goes on
+    if (h.type == uint16_t(format::ChunkType::Events)) {
+      ++stats.event_chunks;
+      events_chunk(h, off, avail, &resume);
+    } else if (h.type == uint16_t(format::ChunkType::Definitions)) {
+      definitions_chunk(h, off, avail, &resume);
+    } else {
+      ++stats.unknown_chunk_types;
+      warn("unknown chunk type", at_offset(path, off, "unknown chunk type " +
+                                                         std::to_string(h.type) + " skipped"));
+      if (h.capacity > avail) {
+        ++stats.truncated_chunks;
+        warn("truncated", at_offset(path, off, "chunk claims " + std::to_string(h.capacity) +
+                                                 " payload bytes but only " +
+                                                 std::to_string(avail) + " remain"));
+        resume = resync(payload);
+      }
+    }
+    off = resume;
+  }
+
+  streams.reserve(building.size());
+  for (auto& [id, s] : building) streams.push_back(std::move(s));
+  building.clear();
+  reported.assign(streams.size(), false);
+  crc_state = std::make_unique<std::atomic<uint8_t>[]>(crc_checks);
+  for (uint32_t i = 0; i < crc_checks; ++i) crc_state[i].store(0, std::memory_order_relaxed);
+
+  // Local time zero: the earliest first record of any stream.
+  bool have_origin = false;
+  ChunkBuffer buf;
+  for (const auto& s : streams) {
+    for (const auto& c : s.chunks) {
+      if (c.len < 8) continue;
+      bool copied;
+      const uint8_t* p = chunk_payload(c, buf, &copied);
+      if (!verify(c, p)) continue;
+      const uint32_t w0 = load32(p);
+      if (w0 == 0 || uint64_t{format::record_words(w0)} * 4 > c.len) continue;
+      uint64_t t;
+      if (format::record_short_time(w0)) {
+        t = c.base_time + (load32(p + 4) & 0xFFFFu);
+      } else if ((w0 >> 16) & format::kLongTime) {
+        if (format::record_payload_words(w0) < 4) continue;
+        t = c.base_time + load64(p + 12);
+      } else {
+        t = c.base_time + load32(p + 4);
+      }
+      if (!have_origin || t < origin) origin = t;
+      have_origin = true;
+      break;
+    }
+  }
+  if (!have_origin) {
+    for (const auto& s : streams)
+      if (!s.chunks.empty() && (!have_origin || s.chunks.front().base_time < origin)) {
+        origin = s.chunks.front().base_time;
+        have_origin = true;
+      }
+  }
+  // Definitions (and salvaged chunks) were read through the mapping: cursors
+  // read what they need, so nothing needs to stay resident.
+  give_buffer(std::move(buf));
+  if (map.map) ::madvise(map.map, map.size, MADV_DONTNEED);
+}
+
+void RankTrace::Impl::events_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail,
+                                   uint64_t* resume) {
+  const uint64_t payload = off + sizeof(ChunkHeader);
+  const uint8_t* p = map.data + payload;
+  const bool sealed = h.flags & format::kChunkSealed;
+  const bool truncated = h.capacity > avail && !reader::only_padding_missing(h, avail);
+  const std::string where = " (stream " + std::to_string(h.stream) + ")";
+  ChunkRef ref;
+  ref.header_off = off;
+  ref.payload_off = payload;
+  ref.base_time = h.base_time;
+  ref.sealed = sealed;
+  ref.stream = h.stream;
+  ref.end_off = payload + std::min<uint64_t>(h.capacity, avail);
+
+  if (sealed && h.used <= avail) {
+    // The CRC is checked when a cursor enters the chunk (verify()).
+    ref.len = h.used;
+    ref.crc = h.crc32;
+    ref.check = crc_checks++;
+    if (truncated) {
+      // The used bytes are all there; only the reserved tail is cut.
+      ++stats.truncated_chunks;
+      warn("truncated", at_offset(path, off, "chunk claims " + std::to_string(h.capacity) +
+                                               " payload bytes but only " +
+                                               std::to_string(avail) +
+                                               " remain; its sealed data is intact"));
+      *resume = resync(payload + h.used);
+    }
+  } else {
+    const uint64_t room = truncated ? avail : h.capacity;
+    uint64_t records = 0;
+    ref.len = reader::salvage_records(p, room, &records);
+    ref.sealed = false;
+    if (!sealed) ++stats.unsealed_chunks;
+    if (truncated) ++stats.truncated_chunks;
+    std::string what;
+    if (!sealed)
+      what = "unsealed chunk at offset " + std::to_string(off) + where +
+             ": process ended without sealing; ";
+    if (truncated)
+      what += "chunk claims " + std::to_string(h.capacity) + " payload bytes but only " +
+              std::to_string(avail) + " remain (file truncated); ";
+    what += std::to_string(records) + " records salvaged";
+    warn(truncated ? "truncated" : "unsealed", at_offset(path, off, what));
+    if (truncated) *resume = resync(payload + ref.len);
+  }
+  event_bytes += ref.len;
+  if (ref.len == 0) return;
+  auto& s = building[h.stream];
+  s.id = h.stream;
+  s.chunks.push_back(ref);
+}
+
+void RankTrace::Impl::definitions_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail,
+                                        uint64_t* resume) {
+  const uint64_t payload = off + sizeof(ChunkHeader);
+  const char* p = reinterpret_cast<const char*>(map.data + payload);
+  const bool sealed = h.flags & format::kChunkSealed;
+  const bool truncated = h.capacity > avail && !reader::only_padding_missing(h, avail);
+  if (truncated) {
+    ++stats.truncated_chunks;
+    *resume = resync(payload + std::min<uint64_t>(avail, sealed ? h.used : avail));
+  }
+  if (sealed && h.used <= avail) {
+    if (format::crc32c(p, h.used) != h.crc32) {
+      ++stats.crc_mismatches;
+      warn("crc", at_offset(path, off, "CRC mismatch in definitions chunk at offset " +
+                                         std::to_string(off) + ": skipped"));
+      return;
+    }
+    if (truncated)
+      warn("truncated", at_offset(path, off, "chunk claims " + std::to_string(h.capacity) +
+                                               " payload bytes but only " +
+                                               std::to_string(avail) +
+                                               " remain; its sealed data is intact"));
+    parse_definitions(std::string_view(p, h.used), payload, false);
+    return;
+  }
+  // Unsealed or cut: the text up to the first NUL, complete lines only.
+  const uint64_t room = truncated ? avail : h.capacity;
+  const void* nul = std::memchr(p, 0, room);
+  const uint64_t n = nul ? static_cast<uint64_t>(static_cast<const char*>(nul) - p) : room;
+  if (!sealed) ++stats.unsealed_chunks;
+  std::string what = sealed ? "" : "unsealed definitions chunk at offset " + std::to_string(off) + "; ";
+  if (truncated)
+    what += "chunk claims " + std::to_string(h.capacity) + " payload bytes but only " +
+            std::to_string(avail) + " remain (file truncated); ";
+  what += "complete lines read";
+  warn(truncated ? "truncated" : "unsealed", at_offset(path, off, what));
+  parse_definitions(std::string_view(p, n), payload, true);
+}
+
+bool RankTrace::Impl::verify(const ChunkRef& c, const uint8_t* data) const {
+  if (c.check == ChunkRef::kNoCheck) return true;
+  std::atomic<uint8_t>& st = crc_state[c.check];
+  uint8_t s = st.load(std::memory_order_acquire);
+  if (s == 0) {
+    const bool good = format::crc32c(data, c.len) == c.crc;
+    s = good ? 1 : 2;
+    uint8_t expect = 0;
+    if (st.compare_exchange_strong(expect, s, std::memory_order_acq_rel) && !good) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++stats.crc_mismatches;
+      if (++crc_warned <= reader::kWarnCap)
+        warnings.push_back(at_offset(path, c.header_off,
+                                   "CRC mismatch in events chunk at offset " +
+                                       std::to_string(c.header_off) + " (stream " +
+                                       std::to_string(c.stream) + "): " +
+                                       std::to_string(c.len) + " payload bytes skipped"));
+      else if (crc_warned == reader::kWarnCap + 1)
+        warnings.push_back(path + ": more events-chunk CRC warnings not shown "
+                                  "(crc_mismatches counts them all)");
+    }
+  }
+  return s == 1;
+}
+
+}  // namespace prof::trace

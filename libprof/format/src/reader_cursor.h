@@ -1,0 +1,462 @@
+// One stream's decoder (RankTrace::Cursor::Impl), shared by the stream
+// cursor (reader_cursor.cpp) and the merge (reader_merge.cpp), which inline
+// its per-event steps.
+//
+// Semantics beyond trace_reader.h:
+//   - kContinuation records (a Completion/RequestOp call with more entries than
+//     one record holds, split by the writer) are merged into the Event of the
+//     record before them, so one MPI call is one Event; a continuation without
+//     its first part (lost to damage) is delivered alone, flagged kContinuation.
+//   - crc_mismatches of events chunks (and their warnings) are counted when a
+//     cursor first enters the chunk, once per chunk whichever cursor or thread
+//     gets there; event_bytes() includes chunks whose CRC has not been checked.
+//   - stats().events counts every event any cursor decoded; bad_records,
+//     backwards_timestamps and their warnings are counted once per stream, by
+//     the first cursor to reach the stream's end (a second pass adds nothing).
+//   - Cursors of one RankTrace may run on different threads; a cursor must not
+//     outlive its RankTrace.
+#pragma once
+
+#include <algorithm>
+#include <span>
+
+#include "reader_internal.h"
+
+namespace prof::trace {
+
+using reader::at_offset;
+using reader::ChunkBuffer;
+using reader::ChunkRef;
+using reader::FuncInfo;
+using reader::kCompletionMax;
+using reader::kWarnCap;
+using reader::load32;
+using reader::load64;
+
+// Two steps per event: prepare() walks to the next record that will decode
+// (crossing chunk ends, counting and skipping bad records, chaining their
+// times) and computes its enter time; decode() fills the Event from it. The
+// merged cursor compares prepared enter times and decodes straight into the
+// caller's Event; prepare() never touches the entry buffers an Event points to.
+
+struct RankTrace::Cursor::Impl {
+  const RankTrace::Impl* trace = nullptr;
+  size_t stream_index = 0;
+  const ChunkRef* chunk = nullptr;      // next chunk to enter
+  const ChunkRef* current = nullptr;    // chunk being decoded
+  const ChunkRef* chunks_end = nullptr;
+  const uint8_t* data = nullptr;        // current chunk's payload (buffer or mapping)
+  bool copied = false;                  // data is in `buffer` (else: in the mapping)
+  ChunkBuffer buffer;                   // chunks read with pread, reused
+  const uint8_t* p = nullptr;           // next record
+  const uint8_t* end = nullptr;         // end of the current chunk's records
+  uint64_t chain = 0;                   // previous enter in the chunk (base_time first)
+  // The chunk's context (format::ChunkContext): the last full Comm and Request
+  // high half decoded, and which of kSameComm / kPackedRequest may refer to them.
+  uint32_t context_comm = 0, context_request_high = 0;
+  uint8_t context_avail = 0;
+  uint64_t last_enter = 0;              // previous event's enter in the stream
+  bool have_last = false;
+  bool finished = false;
+  const FuncInfo* kinds = nullptr;
+  size_t nkinds = 0;
+  FuncInfo marker_info = reader::func_info(FuncKind::Marker);
+  uint32_t stream_id = 0;
+
+  // A record that will decode: found by scan(), decoded by fill().
+  struct Prepared {
+    const uint8_t* rec;  // its header
+    const uint8_t* pay;  // its payload after the long-time words
+    uint32_t avail;      // payload words at `pay`
+    uint16_t kind;
+    uint8_t context_flags;  // flag bits that are encoding, not meaning, for this kind
+    uint64_t enter, dur;
+  };
+  bool ready = false;  // `prepared` holds the next record (merged cursor)
+  Prepared prepared{};
+
+  uint64_t events = 0, bad_records = 0, backwards = 0;
+  int bad_warnings = 0;
+  std::vector<std::string> warnings;
+
+  // Entry buffers for Completion / RequestOp events (grown only by calls merged
+  // from continuation records, so steady state allocates nothing).
+  std::vector<Completion> completion_buffer = std::vector<Completion>(kCompletionMax);
+  std::vector<uint32_t> request_buffer = std::vector<uint32_t>(format::kMaxPayloadWords);
+
+  ~Impl() {
+    leave_chunk();
+    flush();
+    if (trace) trace->give_buffer(std::move(buffer));
+  }
+
+  void leave_chunk() {
+    if (current && !copied) trace->release(*current);
+    current = nullptr;
+  }
+  // Enters the next chunk whose CRC holds (a sealed chunk is checked before
+  // any of its records is decoded; a bad one is skipped).
+  bool next_chunk() {
+    leave_chunk();
+    while (chunk != chunks_end) {
+      const ChunkRef* c = chunk++;
+      data = trace->chunk_payload(*c, buffer, &copied);
+      if (!trace->verify(*c, data)) {
+        if (!copied) trace->release(*c);
+        continue;
+      }
+      current = c;
+      p = data;
+      end = p + c->len;
+      chain = c->base_time;
+      context_avail = 0;
+      return true;
+    }
+    p = end;
+    return false;
+  }
+
+  void bad(const uint8_t* at, const std::string& what) {
+    ++bad_records;
+    if (++bad_warnings <= kWarnCap)
+      warnings.push_back(at_offset(trace->path, current->payload_off + static_cast<uint64_t>(at - data),
+                                 "bad record (stream " + std::to_string(stream_id) + "): " + what));
+  }
+
+  // Adds this cursor's counts to the trace's statistics: events always, decode
+  // damage once per stream (the first cursor to reach the stream's end).
+  void flush() {
+    if (!trace) return;
+    std::lock_guard<std::mutex> lock(trace->mu);
+    trace->stats.events += events;
+    events = 0;
+    if (finished && stream_index < trace->reported.size() && !trace->reported[stream_index]) {
+      trace->reported[stream_index] = true;
+      trace->stats.bad_records += bad_records;
+      trace->stats.backwards_timestamps += backwards;
+      for (auto& w : warnings) trace->warnings.push_back(std::move(w));
+      if (bad_warnings > kWarnCap)
+        trace->warnings.push_back(trace->path + ": stream " + std::to_string(stream_id) + ": " +
+                               std::to_string(bad_warnings - kWarnCap) +
+                               " more bad-record warnings not shown");
+    }
+    bad_records = backwards = 0;
+    warnings.clear();
+    bad_warnings = 0;
+  }
+
+  [[gnu::always_inline]] inline bool scan(Prepared& r);
+  [[gnu::always_inline]] inline void fill(Event& e, const Prepared& r);
+  [[gnu::noinline, gnu::cold]] void bad_record(const uint8_t* at, int why, uint32_t detail);
+  [[gnu::noinline, gnu::cold]] bool chunk_end();
+
+  bool prepare() {
+    if (!ready) ready = scan(prepared);
+    return ready;
+  }
+  void decode(Event& e) {
+    ready = false;
+    fill(e, prepared);
+  }
+
+  // Decodes the completion entries of a payload of `words` words at q (a
+  // bitmap word, then per entry Request and, when its bit is set, PeerTag
+  // Bytes) into completion_buffer[at...]; returns how many. A cut entry ends the list.
+  size_t completions(const uint8_t* q, size_t words, uint8_t flags, size_t at) {
+    if (words == 0) return 0;
+    if (completion_buffer.size() < at + kCompletionMax)
+      completion_buffer.resize(std::max(at + kCompletionMax, completion_buffer.size() * 2));
+    const bool wpt = flags & format::kWidePeerTag, wb = flags & format::kWideBytes;
+    const size_t status_words = (wpt ? 2 : 1) + (wb ? 2 : 1);
+    const uint32_t bitmap = load32(q);
+    q += 4;
+    size_t left = words - 1, i = 0;
+    for (; i < kCompletionMax && left > 0; ++i) {
+      Completion& k = completion_buffer[at + i];
+      const bool has = (bitmap >> i) & 1u;
+      if (left < 1 + (has ? status_words : 0)) break;
+      left -= 1 + (has ? status_words : 0);
+      k.request = load32(q);
+      q += 4;
+      if (!has) {  // no status: what an untouched MPI status says
+        k.source = format::kAnySourceRank;
+        k.tag = format::kAnyTagValue;
+        k.bytes = 0;
+        k.cancelled = false;
+        continue;
+      }
+      if (wpt) {
+        k.source = static_cast<int32_t>(load32(q));
+        k.tag = static_cast<int32_t>(load32(q + 4));
+        q += 8;
+      } else {
+        const uint32_t w = load32(q);
+        k.source = format::packed_peer(w);
+        k.tag = format::packed_tag(w);
+        q += 4;
+      }
+      if (wb) {
+        const uint64_t b = load64(q);
+        q += 8;
+        k.cancelled = (b & format::kCancelledBit64) != 0;
+        k.bytes = b & ~format::kCancelledBit64;
+      } else {
+        const uint32_t b = load32(q);
+        q += 4;
+        k.cancelled = (b & format::kCancelledBit32) != 0;
+        k.bytes = b & ~uint32_t(format::kCancelledBit32);
+      }
+    }
+    return i;
+  }
+
+  // Whether a continuation record may follow (cheap test before absorbing).
+  bool may_continue() const {
+    return end - p < 8 || (load32(p) & (uint32_t{format::kContinuation} << 16)) != 0;
+  }
+
+  // After a Completion/RequestOp record holding n entries: absorbs the
+  // kContinuation records of the same function that follow (the rest of one
+  // call too large for a record), possibly in the next chunk. Returns the total.
+  size_t absorb_continuations(uint16_t func, bool is_completion, size_t n) {
+    for (;;) {
+      size_t left = static_cast<size_t>(end - p);
+      if (left == 0) {
+        if (!next_chunk()) return n;
+        continue;
+      }
+      if (left < 8) return n;  // prepare() reports it
+      const uint32_t w0 = load32(p);
+      const uint32_t pw = format::record_payload_words(w0);
+      const uint8_t flags = static_cast<uint8_t>(w0 >> 16);
+      const size_t nbytes = size_t{format::record_words(w0)} * 4;
+      if (w0 == 0 || nbytes > left || static_cast<uint16_t>(w0) != func ||
+          !(flags & format::kContinuation))
+        return n;
+      const uint8_t* q = p + 4 * format::record_header_words(w0);
+      size_t words = pw;
+      uint64_t dt;
+      if (format::record_short_time(w0)) {
+        dt = load32(p + 4) & 0xFFFFu;
+      } else if (flags & format::kLongTime) {
+        if (pw < 4) return n;  // bad: prepare() reports it
+        dt = load64(q);
+        q += 16;
+        words -= 4;
+      } else {
+        dt = load32(p + 4);
+      }
+      chain += dt;
+      p += nbytes;
+      if (is_completion) {
+        n += completions(q, words, flags, n);
+      } else {
+        if (request_buffer.size() < n + words) request_buffer.resize(std::max(n + words, request_buffer.size() * 2));
+        std::memcpy(request_buffer.data() + n, q, words * 4);
+        n += words;
+      }
+    }
+  }
+};
+
+inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
+  using namespace format;
+  for (;;) {
+    const uint8_t* r = p;
+    const size_t left = static_cast<size_t>(end - r);
+    if (left < 8) [[unlikely]] {
+      if (!chunk_end()) return false;
+      continue;
+    }
+    const uint32_t w0 = load32(r);
+    const size_t nbytes = size_t{record_words(w0)} * 4;
+    if (w0 == 0 || nbytes > left) [[unlikely]] {
+      bad_record(r, w0 == 0 ? 1 : 2, static_cast<uint32_t>(nbytes));
+      p = end;
+      continue;
+    }
+    p = r + nbytes;
+    const uint32_t func = w0 & 0xFFFFu;
+    const uint32_t flags = (w0 >> 16) & 0xFFu;
+    const uint8_t* q = r + 4 * record_header_words(w0);
+    uint32_t words = record_payload_words(w0);
+    uint64_t dt, d;
+    if (record_short_time(w0)) [[likely]] {
+      const uint32_t w1 = load32(r + 4);
+      dt = w1 & 0xFFFFu;
+      d = w1 >> 16;
+    } else if (flags & kLongTime) [[unlikely]] {
+      if (words < 4) {
+        bad_record(r, 3, 0);
+        continue;
+      }
+      dt = load64(q);
+      d = load64(q + 8);
+      q += 16;
+      words -= 4;
+    } else {
+      dt = load32(r + 4);
+      d = load32(r + 8);
+    }
+    chain += dt;  // a signed (backwards) dt wraps correctly
+    // A pointer into the table, not a copy: a copy went through the stack in
+    // pieces and the indexed byte load of `need` stalled on store forwarding.
+    static const FuncInfo kUndefined{};
+    const FuncInfo& info = func < nkinds ? kinds[func]
+                         : func == kMarkerFuncId ? marker_info
+                                                 : kUndefined;
+    if (info.kind == reader::kNoKind) [[unlikely]] {
+      bad_record(r, 4, func);
+      continue;
+    }
+    if (words < info.need[reader::need_index(flags)]) [[unlikely]] {
+      bad_record(r, 5, func);
+      continue;
+    }
+    if (flags & info.context_flags & ~context_avail) [[unlikely]] {
+      bad_record(r, 6, func);
+      continue;
+    }
+    out.rec = r;
+    out.pay = q;
+    out.avail = words;
+    out.kind = info.kind;
+    out.context_flags = info.context_flags;
+    out.enter = chain;
+    out.dur = d;
+    return true;
+  }
+}
+
+inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
+  using namespace format;
+  const uint32_t w0 = load32(r.rec);
+  const uint16_t func = static_cast<uint16_t>(w0);
+  const uint8_t flags = static_cast<uint8_t>(w0 >> 16);
+  const uint8_t* q = r.pay;
+  const uint64_t enter = r.enter;
+
+  e = Event{};
+  e.enter = enter;
+  e.leave = enter + r.dur;
+  e.func = func;
+  e.kind = static_cast<FuncKind>(r.kind);
+  e.flags = flags & ~r.context_flags;  // kSameComm / kPackedRequest say nothing of the call
+  e.stream = stream_id;
+
+  const bool wpt = flags & kWidePeerTag, wb = flags & kWideBytes;
+  auto peer_tag = [&](int32_t& peer, int32_t& tag) __attribute__((always_inline)) {
+    const uint32_t w = load32(q);
+    if (wpt) {
+      peer = static_cast<int32_t>(w);
+      tag = static_cast<int32_t>(load32(q + 4));
+      q += 8;
+    } else {
+      peer = packed_peer(w);
+      tag = packed_tag(w);
+      q += 4;
+    }
+  };
+  auto bytes = [&]() __attribute__((always_inline)) -> uint64_t {
+    if (wb) {
+      const uint64_t v = load64(q);
+      q += 8;
+      return v;
+    }
+    const uint32_t v = load32(q);
+    q += 4;
+    return v;
+  };
+  auto word = [&]() __attribute__((always_inline)) -> uint32_t {
+    const uint32_t v = load32(q);
+    q += 4;
+    return v;
+  };
+  auto comm = [&]() __attribute__((always_inline)) -> uint32_t {
+    if (flags & kSameComm) return context_comm;
+    context_comm = word();
+    context_avail |= kSameComm;
+    return context_comm;
+  };
+  auto bytes_request = [&](uint64_t& n, uint32_t& request) __attribute__((always_inline)) {
+    if (flags & kPackedRequest) {
+      const uint32_t w = word();
+      n = w & 0xFFFFu;
+      request = (context_request_high << 16) | (w >> 16);
+      return;
+    }
+    n = bytes();
+    request = word();
+    context_request_high = request >> 16;
+    context_avail |= kPackedRequest;
+  };
+
+  switch (static_cast<FuncKind>(r.kind)) {
+    case FuncKind::Other:
+      break;
+    case FuncKind::Send:
+    case FuncKind::Recv:
+    case FuncKind::Probe:
+      peer_tag(e.peer, e.tag);
+      e.comm = comm();
+      e.bytes = bytes();
+      break;
+    case FuncKind::Isend:
+    case FuncKind::Irecv:
+      peer_tag(e.peer, e.tag);
+      e.comm = comm();
+      bytes_request(e.bytes, e.request);
+      break;
+    case FuncKind::SendRecv:
+      peer_tag(e.peer, e.tag);
+      e.bytes = bytes();
+      peer_tag(e.recv_peer, e.recv_tag);
+      e.recv_bytes = bytes();
+      e.comm = comm();
+      break;
+    case FuncKind::Completion: {
+      const size_t n = completions(q, r.avail, flags, 0);
+      const size_t total = (flags & kContinuation) || !may_continue() ? n
+                                                                     : absorb_continuations(func, true, n);
+      e.completions = std::span<const Completion>(completion_buffer.data(), total);
+      break;
+    }
+    case FuncKind::RequestOp: {
+      std::memcpy(request_buffer.data(), q, size_t{r.avail} * 4);
+      const size_t total = (flags & kContinuation) || !may_continue()
+                               ? r.avail
+                               : absorb_continuations(func, false, r.avail);
+      e.requests = std::span<const uint32_t>(request_buffer.data(), total);
+      break;
+    }
+    case FuncKind::Collective:
+    case FuncKind::AllToAll:
+      e.comm = comm();
+      e.root = static_cast<int32_t>(word());
+      e.bytes = bytes();
+      break;
+    case FuncKind::ICollective:
+    case FuncKind::IAllToAll:
+      e.comm = comm();
+      e.root = static_cast<int32_t>(word());
+      bytes_request(e.bytes, e.request);
+      break;
+    case FuncKind::CommCreate:
+      e.comm = word();
+      e.new_comm = word();
+      break;
+    case FuncKind::Marker:
+      e.interval_id = word();
+      e.callsite = word();
+      e.marker_begin = (flags & kMarkerBegin) != 0;
+      break;
+    default:
+      break;  // unknown kind: payload skipped
+  }
+  backwards += (enter < last_enter) & have_last;
+  last_enter = enter;
+  have_last = true;
+  ++events;
+}
+
+}  // namespace prof::trace

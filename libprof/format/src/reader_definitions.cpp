@@ -1,0 +1,402 @@
+// Definitions: the text lines of Definitions chunks (functions,
+// communicators, call sites, the load map, clock sync, metadata), what they
+// imply (the decoder's function table, implicit MPI_COMM_WORLD and
+// MPI_COMM_SELF, the time conversion), and RankTrace::open and its accessors.
+//
+// MPI_COMM_WORLD / MPI_COMM_SELF, when not defined, get the global ids the shim
+// gives them (1, and rank << 32 | 2).
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "reader_internal.h"
+
+namespace prof::trace {
+
+namespace reader {
+
+namespace {
+constexpr uint32_t kCommWorld = 0x44000000u;
+constexpr uint32_t kCommSelf = 0x44000001u;
+// Implicit MPI_COMM_WORLD ranks are materialized only up to this size.
+constexpr int32_t kMaxImplicitWorld = 1 << 22;
+constexpr uint8_t kNeverEnough = 0xFF;  // more than a record holds: a bad record
+
+// Payload words per FuncKind (kinds 0..14): PeerTags, Bytes, plain words.
+struct KindLayout {
+  uint8_t peer_tags, bytes, words;
+};
+constexpr KindLayout kLayout[15] = {
+    {0, 0, 0},  // Other
+    {1, 1, 1},  // Send: PeerTag Comm Bytes
+    {1, 1, 1},  // Recv
+    {2, 2, 1},  // SendRecv: PeerTag Bytes PeerTag Bytes Comm
+    {1, 1, 2},  // Isend: PeerTag Comm Bytes Request
+    {1, 1, 2},  // Irecv
+    {0, 0, 0},  // Completion: entries, checked separately
+    {0, 0, 0},  // RequestOp: any number of words
+    {0, 1, 2},  // Collective: Comm Root Bytes
+    {0, 1, 3},  // ICollective: Comm Root Bytes Request
+    {0, 0, 2},  // CommCreate: Comm NewComm
+    {1, 1, 1},  // Probe
+    {0, 0, 2},  // Marker: IntervalId CallSite
+    {0, 1, 2},  // AllToAll
+    {0, 1, 3},  // IAllToAll
+};
+
+}  // namespace
+
+FuncInfo func_info(FuncKind kind) {
+  FuncInfo f;
+  f.kind = static_cast<uint16_t>(kind);
+  const bool comm = format::kind_has_comm(kind), request = format::kind_has_request(kind);
+  f.context_flags = uint8_t((comm ? format::kSameComm : 0) | (request ? format::kPackedRequest : 0));
+  const unsigned k = static_cast<unsigned>(kind);
+  if (k < 15) {
+    const KindLayout& layout = kLayout[k];
+    for (unsigned w = 0; w < 16; ++w) {
+      const unsigned pt = (w & 1) ? 2 : 1, by = (w & 2) ? 2 : 1;
+      unsigned need = layout.peer_tags * pt + layout.bytes * by + layout.words;
+      if ((w & 4) && comm) need -= 1;  // no Comm word
+      if ((w & 8) && request) {
+        if (w & 2) need = kNeverEnough;  // packed bytes are 16 bits: never wide
+        else need -= 1;                  // Bytes and Request in one word
+      }
+      f.need[w] = static_cast<uint8_t>(need);
+    }
+  }
+  return f;
+}
+
+}  // namespace reader
+
+using namespace reader;
+
+void RankTrace::Impl::parse_definitions(std::string_view text, uint64_t off,
+                                        bool complete_lines_only) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) {
+      if (complete_lines_only) break;
+      nl = text.size();
+    }
+    std::string_view line = text.substr(pos, nl - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!line.empty()) parse_line(line, off + pos);
+    pos = nl + 1;
+  }
+}
+
+void RankTrace::Impl::parse_line(std::string_view line, uint64_t off) {
+  // Fields: up to 8 split on TAB; the last keeps any further TABs.
+  std::array<std::string_view, 8> f{};
+  size_t nf = 0, pos = 0;
+  while (nf < f.size()) {
+    size_t tab = line.find('\t', pos);
+    if (tab == std::string_view::npos || nf == f.size() - 1) {
+      f[nf++] = line.substr(pos);
+      break;
+    }
+    f[nf++] = line.substr(pos, tab - pos);
+    pos = tab + 1;
+  }
+  bool ok = false;
+  const std::string_view tag = f[0];
+  // The rest of the line after field k (values may contain TABs).
+  auto rest_after = [&](size_t k) {
+    size_t p = 0;
+    for (size_t i = 0; i < k; ++i) p = line.find('\t', p) + 1;
+    return line.substr(p);
+  };
+  if (tag.size() != 1) {
+    return;  // unknown (future) tag: skipped
+  }
+  switch (tag[0]) {
+    case 'M':
+      if (nf >= 3 && !f[1].empty()) {
+        meta[std::string(f[1])] = std::string(rest_after(2));
+        ok = true;
+      }
+      break;
+    case 'F': {
+      uint32_t id, kind;
+      if (nf >= 4 && parse_u32(f[1], &id) && id >= 1 && id <= 0xFFFF && parse_u32(f[2], &kind) &&
+          kind < 0xFFFF) {
+        FunctionDef def{static_cast<uint16_t>(id), static_cast<FuncKind>(kind),
+                        std::string(rest_after(3))};
+        if (id == format::kMarkerFuncId) def.kind = FuncKind::Marker;
+        if (id >= function_index.size()) {
+          function_index.resize(id + 1, -1);
+          kinds.resize(id + 1);
+        }
+        if (function_index[id] >= 0) {
+          functions[function_index[id]] = def;
+        } else {
+          function_index[id] = static_cast<int32_t>(functions.size());
+          functions.push_back(def);
+        }
+        kinds[id] = func_info(def.kind);
+        ok = true;
+      }
+      break;
+    }
+    case 'C': {
+      CommDef c;
+      uint32_t size;
+      if (nf >= 7 && parse_u32(f[1], &c.handle) && parse_u64(f[2], &c.global_id) &&
+          parse_u64(f[3], &c.time) && parse_u32(f[4], &size) && (f[5] == "0" || f[5] == "1") &&
+          parse_rank_list(f[6], &c.ranks) && c.ranks.size() == size &&
+          (nf < 8 || parse_rank_list(f[7], &c.remote_ranks))) {
+        c.inter = f[5] == "1";
+        comms.push_back(std::move(c));
+        ok = true;
+      }
+      break;
+    }
+    case 'S': {
+      CallSiteDef s;
+      if (nf >= 3 && parse_u32(f[1], &s.id) && parse_hex_u64(f[2], &s.address)) {
+        ok = true;
+        if (nf >= 4) s.file = std::string(f[3]);
+        if (nf >= 5 && !f[4].empty()) {
+          int32_t l = 0;
+          ok = parse_i32(f[4], &l);
+          s.line = l;
+        }
+        if (ok) {
+          auto it = callsite_index.find(s.id);
+          if (it != callsite_index.end()) {
+            callsites[it->second] = std::move(s);
+          } else {
+            callsite_index.emplace(s.id, callsites.size());
+            callsites.push_back(std::move(s));
+          }
+        }
+      }
+      break;
+    }
+    case 'L': {
+      LoadObject o;
+      if (nf >= 3 && parse_hex_u64(f[1], &o.bias)) {
+        o.path = std::string(rest_after(2));
+        load_objects.push_back(std::move(o));
+        ok = true;
+      }
+      break;
+    }
+    case 'K': {
+      ClockSyncDef k;
+      if (nf >= 4 && !f[1].empty() && parse_u64(f[2], &k.local_ticks) &&
+          parse_double(f[3], &k.offset_ns) && std::isfinite(k.offset_ns) &&
+          (nf < 5 || f[4].empty() || (parse_double(f[4], &k.rtt_ns) && std::isfinite(k.rtt_ns)))) {
+        k.phase = std::string(f[1]);
+        clock_syncs.push_back(std::move(k));
+        ok = true;
+      }
+      break;
+    }
+    case 'E':
+      if (nf >= 2) {
+        end_reason = std::string(rest_after(1));
+        ok = true;
+      }
+      break;
+    default:
+      return;  // unknown tag: skipped
+  }
+  if (!ok) {
+    ++stats.bad_definitions;
+    std::string shown(line.substr(0, 100));
+    for (char& ch : shown)
+      if (ch == '\t') ch = ' ';
+      else if (static_cast<unsigned char>(ch) < 32) ch = '?';
+    warn("definition", at_offset(path, off, "malformed definition line: " + shown));
+  }
+}
+
+void RankTrace::Impl::finish_definitions() {
+  // Implicit MPI_COMM_WORLD / MPI_COMM_SELF.
+  bool have_world = false, have_self = false;
+  for (const auto& c : comms) {
+    have_world = have_world || c.handle == kCommWorld;
+    have_self = have_self || c.handle == kCommSelf;
+  }
+  if (!have_world) {
+    CommDef w;
+    w.handle = kCommWorld;
+    w.global_id = 1;  // as the shim defines it
+    if (header.world_size > 0 && header.world_size <= kMaxImplicitWorld) {
+      w.ranks.resize(static_cast<size_t>(header.world_size));
+      for (int32_t i = 0; i < header.world_size; ++i) w.ranks[i] = i;
+    } else {
+      warn("header", at_offset(path, 28, "implausible world_size " +
+                                           std::to_string(header.world_size)));
+    }
+    comms.push_back(std::move(w));
+  }
+  if (!have_self) {
+    CommDef s;
+    s.handle = kCommSelf;
+    s.global_id = (uint64_t{static_cast<uint32_t>(header.rank)} << 32) | 2;  // as the shim
+    s.ranks = {header.rank};
+    comms.push_back(std::move(s));
+  }
+  comm_keys.clear();
+  for (uint32_t i = 0; i < comms.size(); ++i)
+    comm_keys.push_back({comms[i].handle, comms[i].time, i, i});
+  std::sort(comm_keys.begin(), comm_keys.end(), [](const CommKey& a, const CommKey& b) {
+    if (a.handle != b.handle) return a.handle < b.handle;
+    if (a.time != b.time) return a.time < b.time;
+    return a.order < b.order;
+  });
+
+  // ns_per_tick.
+  if (auto it = meta.find("ns_per_tick"); it != meta.end()) {
+    double v;
+    if (parse_double(it->second, &v) && std::isfinite(v) && v > 0) {
+      ns_per_tick = v;
+    } else {
+      ++stats.bad_definitions;
+      warn("definition", path + ": bad ns_per_tick '" + it->second.substr(0, 40) +
+                             "': using 1.0");
+    }
+  }
+  // The timer's epoch: ns are (ticks - epoch) * ns_per_tick, as the shim's
+  // clock sync measured them (a refined rate then moves times by (t - epoch) *
+  // error, not by t * error on raw TSC values of ~1e14).
+  if (auto it = meta.find("epoch_ticks"); it != meta.end()) {
+    uint64_t v;
+    if (parse_u64(it->second, &v)) {
+      epoch = v;
+    } else {
+      ++stats.bad_definitions;
+      warn("definition", path + ": bad epoch_ticks '" + it->second.substr(0, 40) + "': using 0");
+    }
+  }
+  // Clock sync: the last init and the last final.
+  for (const auto& k : clock_syncs) {
+    if (k.phase == "init") {
+      have_init = true;
+      init_t = static_cast<double>(k.local_ticks);
+      init_off = k.offset_ns;
+    } else if (k.phase == "final") {
+      have_final = true;
+      final_t = static_cast<double>(k.local_ticks);
+      final_off = k.offset_ns;
+    }
+  }
+}
+
+const CommDef* RankTrace::Impl::comm_at(uint32_t handle, uint64_t t) const {
+  auto lo = std::lower_bound(comm_keys.begin(), comm_keys.end(), handle,
+                             [](const CommKey& k, uint32_t h) { return k.handle < h; });
+  if (lo == comm_keys.end() || lo->handle != handle) return nullptr;
+  auto hi = std::upper_bound(lo, comm_keys.end(), handle,
+                             [](uint32_t h, const CommKey& k) { return h < k.handle; });
+  // Last entry with time <= t (entries sorted by time, then definition order).
+  auto it = std::upper_bound(lo, hi, t, [](uint64_t tt, const CommKey& k) { return tt < k.time; });
+  if (it == lo) return &comms[lo->index];  // t precedes every definition: the earliest
+  return &comms[(it - 1)->index];
+}
+
+double RankTrace::Impl::offset_ns(uint64_t t) const {
+  if (have_init && have_final) {
+    // As prof::shim::interpolate_offset (libprof/src/clock.h).
+    const double tt = static_cast<double>(t);
+    if (final_t <= init_t) return init_off;
+    return init_off + (final_off - init_off) * (tt - init_t) / (final_t - init_t);
+  }
+  if (have_init) return init_off;
+  if (have_final) return final_off;
+  return 0.0;
+}
+
+// ===========================================================================
+// RankTrace public API
+
+RankTrace::RankTrace(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RankTrace::~RankTrace() = default;
+
+std::unique_ptr<RankTrace> RankTrace::open(const std::string& path, std::string* error) {
+  std::string scratch;
+  if (!error) error = &scratch;
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  if (!impl->map_file(error)) return nullptr;
+  const uint64_t size = impl->map.size;
+  if (size == 0) {
+    *error = at_offset(path, 0, "empty file (0 bytes): not a prof trace");
+    return nullptr;
+  }
+  if (size < sizeof(FileHeader)) {
+    *error = at_offset(path, 0, "file too short for a header (" + std::to_string(size) +
+                                  " bytes): not a prof trace");
+    return nullptr;
+  }
+  std::memcpy(&impl->header, impl->map.data, sizeof(FileHeader));
+  if (std::memcmp(impl->header.magic, format::kFileMagic, sizeof format::kFileMagic) != 0) {
+    *error = at_offset(path, 0, "not a prof trace (bad magic)");
+    return nullptr;
+  }
+  if (impl->header.version < format::kOldestFormatVersion ||
+      impl->header.version > format::kFormatVersion) {
+    *error = at_offset(path, 8, "unsupported format version " +
+                                  std::to_string(impl->header.version) + " (this reader reads " +
+                                  std::to_string(format::kOldestFormatVersion) + " to " +
+                                  std::to_string(format::kFormatVersion) + ")");
+    return nullptr;
+  }
+  impl->index();
+  impl->finish_definitions();
+  impl->finish_warnings();
+  return std::unique_ptr<RankTrace>(new RankTrace(std::move(impl)));
+}
+
+const std::string& RankTrace::path() const { return impl_->path; }
+const format::FileHeader& RankTrace::header() const { return impl_->header; }
+const std::map<std::string, std::string>& RankTrace::meta() const { return impl_->meta; }
+const FunctionDef* RankTrace::function(uint16_t id) const {
+  if (id >= impl_->function_index.size() || impl_->function_index[id] < 0) return nullptr;
+  return &impl_->functions[impl_->function_index[id]];
+}
+const std::vector<FunctionDef>& RankTrace::functions() const { return impl_->functions; }
+const std::vector<CommDef>& RankTrace::comms() const { return impl_->comms; }
+const std::vector<CallSiteDef>& RankTrace::callsites() const { return impl_->callsites; }
+const CallSiteDef* RankTrace::callsite(uint32_t id) const {
+  auto it = impl_->callsite_index.find(id);
+  return it == impl_->callsite_index.end() ? nullptr : &impl_->callsites[it->second];
+}
+const std::vector<LoadObject>& RankTrace::load_objects() const { return impl_->load_objects; }
+const std::vector<ClockSyncDef>& RankTrace::clock_syncs() const { return impl_->clock_syncs; }
+const std::string& RankTrace::end_reason() const { return impl_->end_reason; }
+
+const CommDef* RankTrace::comm_at(uint32_t handle, uint64_t t) const {
+  return impl_->comm_at(handle, t);
+}
+
+int32_t RankTrace::world_rank(uint32_t handle, uint64_t t, int32_t rank) const {
+  if (rank < 0) return rank;
+  const CommDef* c = impl_->comm_at(handle, t);
+  if (!c) return -1;
+  const auto& group = c->inter ? c->remote_ranks : c->ranks;
+  if (static_cast<size_t>(rank) >= group.size()) return -1;
+  return group[static_cast<size_t>(rank)];
+}
+
+double RankTrace::ns_per_tick() const { return impl_->ns_per_tick; }
+double RankTrace::to_local_ns(uint64_t ticks) const {
+  return static_cast<double>(static_cast<int64_t>(ticks - impl_->origin)) * impl_->ns_per_tick;
+}
+double RankTrace::to_global_ns(uint64_t ticks) const {
+  return static_cast<double>(static_cast<int64_t>(ticks - impl_->epoch)) * impl_->ns_per_tick +
+         impl_->offset_ns(ticks);
+}
+
+size_t RankTrace::stream_count() const { return impl_->streams.size(); }
+uint64_t RankTrace::event_bytes() const { return impl_->event_bytes; }
+
+const ReadStats& RankTrace::stats() const { return impl_->stats; }
+const std::vector<std::string>& RankTrace::warnings() const { return impl_->warnings; }
+
+}  // namespace prof::trace

@@ -1,0 +1,256 @@
+// What the reader's files share (not installed): the rank file's index and
+// definitions (RankTrace::Impl), the chunk references cursors walk, the
+// decoder's per-function table, and the small helpers for loads and warnings.
+//
+// The files: reader_numbers.cpp (definition numbers), reader_file.cpp (the
+// mapping, pread into chunk buffers), reader_chunk_index.cpp (the chunk walk,
+// salvage, lazy CRC checks), reader_definitions.cpp (definition lines, time
+// conversion, RankTrace's accessors), reader_cursor.h/.cpp (one stream's
+// decoder) and reader_merge.cpp (the k-way merge of a rank's streams).
+//
+// Robustness rules (the input may be anything, a fuzzer included):
+//   - every length read from the file is checked against the bytes that remain
+//     before it is used (for a pointer or an allocation);
+//   - every loop advances by at least 4 bytes (records) or 8 bytes (chunk walk);
+//   - damage is counted in ReadStats and described in warnings, capped per kind
+//     so a hostile file cannot produce millions of strings.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "prof/trace_reader.h"
+
+namespace prof::trace::reader {
+
+using format::ChunkHeader;
+using format::FileHeader;
+
+// Warnings per category and trace (the count in ReadStats stays exact).
+inline constexpr int kWarnCap = 20;
+inline constexpr uint16_t kNoKind = 0xFFFF;
+// Most Completion entries one record can hold.
+inline constexpr size_t kCompletionMax = format::kMaxCompletionEntries;
+// Larger events chunks are decoded from the mapping, not copied into a
+// cursor's buffer (the shim writes at most PROF_BUFFER_MB, 1 MiB by default).
+inline constexpr uint32_t kReadChunkMax = 16u << 20;
+
+inline uint32_t load32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline uint64_t load64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// "FILE: offset N: what", the form of every warning and error.
+inline std::string at_offset(const std::string& path, uint64_t offset, const std::string& what) {
+  return path + ": offset " + std::to_string(offset) + ": " + what;
+}
+
+// ---- definition numbers (reader_numbers.cpp) -------------------------------
+// Decimal, or hexadecimal with a 0x prefix, wherever a number is expected;
+// parse_hex_u64 takes hexadecimal with or without the prefix.
+bool parse_u64(std::string_view s, uint64_t* out);
+bool parse_hex_u64(std::string_view s, uint64_t* out);
+bool parse_i64(std::string_view s, int64_t* out);
+bool parse_i32(std::string_view s, int32_t* out);
+bool parse_u32(std::string_view s, uint32_t* out);
+bool parse_double(std::string_view s, double* out);
+bool parse_rank_list(std::string_view s, std::vector<int32_t>* out);
+
+// ---- the file (reader_file.cpp) --------------------------------------------
+struct Mapping {
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+  void* map = nullptr;
+  int fd = -1;                    // kept open with the mapping, for pread of chunks
+  std::vector<uint8_t> contents;  // fallback when mmap is not possible
+  ~Mapping();
+};
+
+// Memory a chunk is read into: anonymous pages populated in one call, not
+// zeroed by the library and faulted one by one (under the VM's hypervisor a
+// fault costs microseconds; analysing 10^6 events spent 15% of its time
+// there). Falls back to operator new where mmap fails.
+class ChunkBuffer {
+ public:
+  ChunkBuffer() = default;
+  ChunkBuffer(ChunkBuffer&& o) noexcept { swap(o); }
+  ChunkBuffer& operator=(ChunkBuffer&& o) noexcept {
+    swap(o);
+    return *this;
+  }
+  ~ChunkBuffer() { reset(); }
+
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  // At least n bytes; the contents are not kept.
+  void reserve(size_t n);
+
+ private:
+  void reset();
+  void swap(ChunkBuffer& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(mapped_, o.mapped_);
+  }
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;
+};
+
+// ---- the chunk index (reader_chunk_index.cpp) ------------------------------
+struct ChunkRef {
+  uint64_t header_off = 0;   // file offset of the chunk header (for warnings)
+  uint64_t payload_off = 0;  // file offset of the payload
+  uint32_t len = 0;          // bytes to decode (used, or salvaged length)
+  uint64_t end_off = 0;      // end of the chunk's reserved space, within the file
+  bool sealed = false;
+  uint64_t base_time = 0;
+  uint32_t crc = 0;              // sealed: expected CRC of the `len` bytes
+  uint32_t check = kNoCheck;     // sealed: index of its lazy CRC state
+  uint32_t stream = 0;
+  static constexpr uint32_t kNoCheck = UINT32_MAX;
+};
+
+struct StreamIndex {
+  uint32_t id = 0;
+  std::vector<ChunkRef> chunks;
+};
+
+// Walks the records of an unsealed/truncated events payload by their length
+// words: stops at a zero first word or a record that does not fit.
+// Returns the salvaged length; *records gets the record count.
+uint32_t salvage_records(const uint8_t* p, uint64_t avail, uint64_t* records);
+
+// ---- the decoder's function table (reader_definitions.cpp) -----------------
+// What the decoder needs per function id: its kind, the least payload words a
+// record needs for it by need_index(flags), and the flags that refer to the
+// chunk's context for it (kSameComm, kPackedRequest where the kind has them).
+struct FuncInfo {
+  uint16_t kind = kNoKind;  // kNoKind: undefined
+  uint8_t context_flags = 0;
+  uint8_t need[16] = {};
+};
+// kWidePeerTag, kWideBytes, kSameComm, kPackedRequest as bits 0..3.
+inline unsigned need_index(uint32_t flags) {
+  return ((flags >> 1) & 3u) | ((flags >> 3) & 4u) | ((flags >> 4) & 8u);
+}
+static_assert(format::kWidePeerTag == 2 && format::kWideBytes == 4 && format::kSameComm == 32 &&
+              format::kPackedRequest == 128);
+FuncInfo func_info(FuncKind kind);
+
+}  // namespace prof::trace::reader
+
+namespace prof::trace {
+
+struct RankTrace::Impl {
+  using ChunkHeader = format::ChunkHeader;
+  using ChunkRef = reader::ChunkRef;
+  using ChunkBuffer = reader::ChunkBuffer;
+
+  std::string path;
+  reader::Mapping map;
+  format::FileHeader header{};
+
+  std::map<std::string, std::string> meta;
+  std::vector<FunctionDef> functions;
+  std::vector<int32_t> function_index;  // id -> index into functions, -1
+  std::vector<reader::FuncInfo> kinds;  // id -> kind and payload needs
+  std::vector<CommDef> comms;
+  struct CommKey {
+    uint32_t handle;
+    uint64_t time;
+    uint32_t order;  // definition order, later wins on equal time
+    uint32_t index;
+  };
+  std::vector<CommKey> comm_keys;  // sorted by (handle, time, order)
+  std::vector<CallSiteDef> callsites;
+  std::unordered_map<uint32_t, size_t> callsite_index;
+  std::vector<LoadObject> load_objects;
+  std::vector<ClockSyncDef> clock_syncs;
+  std::string end_reason;
+
+  double ns_per_tick = 1.0;
+  uint64_t epoch = 0;   // M epoch_ticks: the origin of the ns conversions (see clock.h)
+  uint64_t origin = 0;  // first event's enter (local time zero)
+  bool have_init = false, have_final = false;
+  double init_t = 0, init_off = 0, final_t = 0, final_off = 0;
+
+  std::vector<reader::StreamIndex> streams;  // ordered by stream id
+  // Lazy CRC state per sealed events chunk: 0 unchecked, 1 good, 2 bad.
+  std::unique_ptr<std::atomic<uint8_t>[]> crc_state;
+  uint32_t crc_checks = 0;
+  mutable int crc_warned = 0;  // lazy CRC warnings (under mu)
+  std::map<uint32_t, reader::StreamIndex> building;  // during index()
+  uint64_t event_bytes = 0;
+
+  mutable std::mutex mu;  // guards stats, warnings, reported after open
+  mutable ReadStats stats;
+  mutable std::vector<std::string> warnings;
+  mutable std::vector<bool> reported;  // per stream: decode damage accounted
+  std::map<std::string, int> warn_counts;
+
+  // Open-time warnings, capped per category.
+  void warn(const char* category, std::string msg) {
+    int& n = warn_counts[category];
+    if (++n <= reader::kWarnCap) warnings.push_back(std::move(msg));
+  }
+  void finish_warnings() {
+    for (auto& [category, n] : warn_counts)
+      if (n > reader::kWarnCap)
+        warnings.push_back(path + ": " + std::to_string(n - reader::kWarnCap) + " more '" +
+                           category + "' warnings not shown");
+  }
+
+  // reader_file.cpp
+  bool map_file(std::string* error);
+  // n bytes at file offset `off` (within the file) into `to`.
+  void read_at(uint64_t off, void* to, size_t n) const;
+  // The payload of events chunk c: read into `buf` (grown as needed) when the
+  // file can be read so, else (or if the read fails) in the mapping. Sets
+  // *copied to whether it is in `buf`.
+  const uint8_t* chunk_payload(const ChunkRef& c, ChunkBuffer& buf, bool* copied) const;
+  // Buffers of cursors that ended, for the next cursor (their pages are
+  // populated already): the first cursor of a stream reuses the buffer the
+  // index checked the first chunks in.
+  mutable std::mutex pool_mu;
+  mutable std::vector<ChunkBuffer> pool;
+  ChunkBuffer take_buffer() const;
+  void give_buffer(ChunkBuffer&& b) const;
+  // Drops the pages wholly inside a chunk from this process (the file and the
+  // page cache keep them; a later read faults them back in).
+  void release(const ChunkRef& c) const;
+
+  // reader_chunk_index.cpp
+  void index();
+  void events_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail, uint64_t* resume);
+  void definitions_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail, uint64_t* resume);
+  uint64_t resync(uint64_t from) const;
+  // Whether a chunk's records may be decoded: checks a sealed chunk's CRC the
+  // first time any cursor asks, counting and describing a mismatch once.
+  // `data` holds the chunk's c.len payload bytes.
+  bool verify(const ChunkRef& c, const uint8_t* data) const;
+
+  // reader_definitions.cpp
+  void parse_definitions(std::string_view text, uint64_t off, bool complete_lines_only);
+  void parse_line(std::string_view line, uint64_t off);
+  void finish_definitions();
+  const CommDef* comm_at(uint32_t handle, uint64_t t) const;
+  double offset_ns(uint64_t t) const;
+};
+
+}  // namespace prof::trace

@@ -1,0 +1,119 @@
+// All streams of a rank merged by enter time (RankTrace::MergedCursor).
+#include "reader_cursor.h"
+
+namespace prof::trace {
+
+// MergedCursor: k-way merge by enter time (ties: lower stream index first).
+// Every live stream has its next record prepared (enter time known, nothing
+// decoded); the earliest is decoded straight into the caller's Event and its
+// stream prepared again. Up to kLinearMax live streams (the usual case: a few
+// threads) the earliest is found by a branch-free scan over a compact key
+// array; beyond that, by a binary heap of (key, stream).
+
+namespace {
+constexpr size_t kLinearMax = 16;
+}
+
+struct RankTrace::MergedCursor::Impl {
+  std::vector<std::unique_ptr<Cursor::Impl>> cursors;
+  // Live streams in increasing stream index, and their prepared enter times.
+  std::vector<uint32_t> live;
+  std::vector<uint64_t> keys;
+  struct Node {
+    uint64_t key;
+    uint32_t index;
+  };
+  std::vector<Node> heap;  // when more than kLinearMax streams
+  bool use_heap = false;
+  bool started = false;
+
+  static bool less(const Node& a, const Node& b) {
+    return a.key < b.key || (a.key == b.key && a.index < b.index);
+  }
+  void sift_down(size_t i) {
+    const size_t n = heap.size();
+    for (;;) {
+      size_t l = 2 * i + 1, m = i;
+      if (l < n && less(heap[l], heap[m])) m = l;
+      if (l + 1 < n && less(heap[l + 1], heap[m])) m = l + 1;
+      if (m == i) return;
+      std::swap(heap[i], heap[m]);
+      i = m;
+    }
+  }
+  void start() {
+    started = true;
+    for (uint32_t i = 0; i < cursors.size(); ++i)
+      if (cursors[i]->prepare()) {
+        live.push_back(i);
+        keys.push_back(cursors[i]->prepared.enter);
+      }
+    use_heap = live.size() > kLinearMax;
+    if (use_heap) {
+      for (size_t j = 0; j < live.size(); ++j) heap.push_back({keys[j], live[j]});
+      for (size_t i = heap.size() / 2; i-- > 0;) sift_down(i);
+    }
+  }
+};
+
+RankTrace::MergedCursor::MergedCursor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RankTrace::MergedCursor::MergedCursor(MergedCursor&&) noexcept = default;
+RankTrace::MergedCursor::~MergedCursor() = default;
+
+RankTrace::MergedCursor RankTrace::events() const {
+  auto m = std::make_unique<MergedCursor::Impl>();
+  const size_t n = stream_count();
+  m->cursors.reserve(n);
+  for (size_t i = 0; i < n; ++i) m->cursors.push_back(std::move(stream(i).impl_));
+  return MergedCursor(std::move(m));
+}
+
+bool RankTrace::MergedCursor::next(Event& e) {
+  if (!impl_) return false;
+  Impl& m = *impl_;
+  if (m.cursors.size() == 1) {
+    Cursor::Impl& c = *m.cursors[0];
+    Cursor::Impl::Prepared r;
+    if (!c.scan(r)) return false;
+    c.fill(e, r);
+    return true;
+  }
+  if (!m.started) m.start();
+
+  if (m.use_heap) {
+    if (m.heap.empty()) return false;
+    Impl::Node& top = m.heap[0];
+    Cursor::Impl& c = *m.cursors[top.index];
+    c.decode(e);
+    if (c.prepare()) {
+      top.key = c.prepared.enter;
+    } else {
+      m.heap[0] = m.heap.back();
+      m.heap.pop_back();
+    }
+    if (!m.heap.empty()) m.sift_down(0);
+    return true;
+  }
+
+  const size_t n = m.keys.size();
+  if (n == 0) return false;
+  const uint64_t* k = m.keys.data();
+  size_t best = 0;
+  uint64_t best_key = k[0];
+  for (size_t j = 1; j < n; ++j) {
+    const bool lt = k[j] < best_key;  // strict: the lower stream index wins ties
+    best = lt ? j : best;
+    best_key = lt ? k[j] : best_key;
+  }
+  Cursor::Impl& c = *m.cursors[m.live[best]];
+  c.decode(e);
+  if (c.prepare()) {
+    m.keys[best] = c.prepared.enter;
+  } else {  // keep `live` in stream order
+    m.live.erase(m.live.begin() + static_cast<ptrdiff_t>(best));
+    m.keys.erase(m.keys.begin() + static_cast<ptrdiff_t>(best));
+  }
+  return true;
+}
+
+}  // namespace prof::trace
