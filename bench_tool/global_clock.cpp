@@ -58,14 +58,13 @@ void polite_wait(MPI_Request* request) {
   }
 }
 
-bool wait_until(const GlobalClock& clock, double target_ns) {
+double wait_until(const GlobalClock& clock, double target_ns) {
   double now = clock.now_ns();
-  if (now > target_ns) return false;
   for (;;) {
     const double remaining = target_ns - now;
-    if (remaining <= 0) return true;
-    if (remaining > 300'000) sleep_ns(remaining - 200'000);
-    else if (remaining > 2'000) sched_yield();
+    if (remaining <= 0) return -remaining;
+    if (remaining > kWakeAheadNs + 100'000) sleep_ns(remaining - kWakeAheadNs);
+    else if (clock.ranks_share_cores && remaining > 2'000) sched_yield();
     else cpu_relax();
     now = clock.now_ns();
   }
@@ -81,6 +80,20 @@ bool single_node(MPI_Comm comm) {
   int all = node_size == size ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm);
   return all == 1;
+}
+
+bool ranks_outnumber_cores(MPI_Comm comm) {
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int node_size = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int usable = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  int crowded = node_size > usable ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &crowded, 1, MPI_INT, MPI_MAX, comm);
+  return crowded == 1;
 }
 
 double tsc_residual_skew_ns(const GlobalClock& clock, MPI_Comm comm) {

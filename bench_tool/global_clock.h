@@ -15,6 +15,8 @@ class GlobalClock {
  public:
   prof::shim::Timer timer;
   double offset_ns = 0;  // rank 0's clock minus ours (0 on rank 0)
+  // Ranks on this node outnumber its cores: waits must yield to each other.
+  bool ranks_share_cores = false;
 
   // Global time (rank 0's clock), in ns since rank 0's timer epoch.
   double now_ns() const { return timer.to_ns(timer.now()) + offset_ns; }
@@ -40,10 +42,19 @@ inline double sync_error_bound_ns(const SyncSample& start, const SyncSample& end
 // short sleeps.
 void polite_wait(MPI_Request* request);
 
-// Waits until global time `target_ns`. Returns false, at once, when that time
-// has already passed (a late start). Sleeps until ~200 us before the target,
-// then spins with sched_yield, the last 2 us with a pause instruction.
-bool wait_until(const GlobalClock& clock, double target_ns);
+// Waits until global time `target_ns` and returns how late it returned, in ns
+// (at once, when that time has already passed). Sleeps until kWakeAheadNs
+// before the target, then spins: with sched_yield when ranks share cores (so
+// they never starve each other), else with a pause instruction, because a
+// yield to another program's busy process costs a whole time slice and the
+// run would start late. A rank that loses its core near the target returns
+// late, and the caller sees it.
+inline constexpr double kWakeAheadNs = 500'000;
+double wait_until(const GlobalClock& clock, double target_ns);
+
+// Whether the ranks on this node outnumber the CPUs this process may use
+// (collective over `comm`; true on every rank if so on any node).
+bool ranks_outnumber_cores(MPI_Comm comm);
 
 // Direct check of the synchronization on one node with an invariant TSC: every
 // rank reads (TSC, global time) at about the same moment; since all cores share

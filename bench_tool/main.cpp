@@ -97,6 +97,8 @@ nlohmann::json json_row(const Row& r) {
           {"rse", number(r.rse)},
           {"runs_late", m.runs_late},
           {"runs_overrun", m.runs_overrun},
+          {"late_runs", m.late_runs},
+          {"overrun_runs", m.overrun_runs},
           {"first_slot_s", number(m.first_slot_s)},
           {"slot_s", number(m.slot_s)},
           {"margin_s", number(m.margin_s)},
@@ -192,6 +194,7 @@ int main(int argc, char** argv) {
   const bool timer_ok = clock.timer.init(options.timer, &why);
   agree_or_exit(timer_ok, "--timer '" + options.timer_name + "': " + (why.empty() ? "unusable on some rank" : why));
   clock.timer.ns_per_tick();  // the TSC's rate is measured once, before any sync
+  clock.ranks_share_cores = ranks_outnumber_cores(MPI_COMM_WORLD);
 
   std::ofstream csv, json;
   bool files_ok = true;

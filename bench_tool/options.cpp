@@ -72,21 +72,21 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
   std::string delay, late;
   app.add_option("--op", ops,
                  "operation to measure, repeatable: bcast, allreduce, reduce, gather, alltoall, barrier "
-                 "(default: all)");
+                 "(default: all)")->type_name("NAME");
   app.add_option("--sizes", sizes, "message sizes in bytes, comma-separated (barrier ignores them)")
-      ->capture_default_str();
-  app.add_option("--root", root, "root rank of bcast, reduce and gather, or 'rotate'")->capture_default_str();
+      ->capture_default_str()->type_name("LIST");
+  app.add_option("--root", root, "root rank of bcast, reduce and gather, or 'rotate'")->capture_default_str()->type_name("N|rotate");
   app.add_option("--confidence", confidence, "confidence of the interval: 0.9, 0.95 or 0.99")
-      ->capture_default_str();
-  app.add_option("--rse", rse, "stop once the relative standard error is below this")->capture_default_str();
+      ->capture_default_str()->type_name("P");
+  app.add_option("--rse", rse, "stop once the relative standard error is below this")->capture_default_str()->type_name("X");
   app.add_option("--runs", runs, "MIN:MAX: at least MIN valid runs, at most MAX runs in all")
-      ->capture_default_str();
-  app.add_option("--csv", out->csv, "write the results as CSV to FILE");
-  app.add_option("--json", out->json, "write the results as JSON to FILE");
-  app.add_option("--bcast", bcast, "broadcast implementations to measure: native (MPICH's)")
-      ->capture_default_str();
-  app.add_option("--timer", timer, "clock: monotonic or tsc")->capture_default_str();
-  app.add_option("--sync", sync, "clock synchronization: linear or ring")->capture_default_str();
+      ->capture_default_str()->type_name("MIN:MAX");
+  app.add_option("--csv", out->csv, "write the results as CSV to FILE")->type_name("FILE");
+  app.add_option("--json", out->json, "write the results as JSON to FILE")->type_name("FILE");
+  app.add_option("--bcast", bcast, "broadcast implementations to measure: native (MPICH's); shm is not implemented yet")
+      ->capture_default_str()->type_name("LIST");
+  app.add_option("--timer", timer, "clock: monotonic or tsc")->capture_default_str()->type_name("NAME");
+  app.add_option("--sync", sync, "clock synchronization: linear or ring")->capture_default_str()->type_name("NAME");
   app.add_flag("--quiet", out->quiet, "no table on the terminal");
   // Test hooks: known delays that the method must see (or discard).
   app.add_option("--inject-delay", delay)->group("");

@@ -54,8 +54,14 @@ Measurement measure(GlobalClock* clock, Collective* collective, MPI_Comm control
     if (rank == settings.delay_rank) wait_until(*clock, clock->now_ns() + settings.delay_s * 1e9);
   };
 
-  // Warm-up (MPIPerf's stage 0): k' runs back to back from one start; they
-  // pay the operation's first-call costs and give the first slot length.
+  // Warm-up (MPIPerf's stage 0): one call that pays the operation's
+  // first-call costs (connections, buffers), then k' runs back to back from
+  // one start, which give the first slot length. None is counted.
+  {
+    const int root = next_root();
+    collective->run(root);
+    collective->rewrite(root, run_counter++);
+  }
   double message[kControlFields] = {};
   if (rank == 0) message[kStart] = clock->now_ns() + margin;
   broadcast_control(message, control);
@@ -92,7 +98,7 @@ Measurement measure(GlobalClock* clock, Collective* collective, MPI_Comm control
       const int root = next_root();
       if (rank == settings.late_rank && measured + i == settings.late_run)
         wait_until(*clock, slot_start + settings.late_s * 1e9);
-      const bool on_time = wait_until(*clock, slot_start);
+      const bool on_time = wait_until(*clock, slot_start) <= kLateToleranceNs;
       delay_if_asked();
       collective->run(root);
       outcome[runs + i] = clock->now_ns() - slot_start;
@@ -112,11 +118,14 @@ Measurement measure(GlobalClock* clock, Collective* collective, MPI_Comm control
     for (int i = 0; i < runs; ++i) {
       const double run_ns = worst[runs + i];
       ++m.runs_total;
+      const long run_number = measured - runs + i;
       if (worst[i] != 0) {
+        m.late_runs.push_back(run_number);
         ++m.runs_late;
         ++invalid;
       } else if (run_ns > stage_slot) {
         longest_run = std::max(longest_run, run_ns);
+        m.overrun_runs.push_back(run_number);
         ++m.runs_overrun;
         ++invalid;
       } else {

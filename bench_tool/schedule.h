@@ -20,6 +20,10 @@ inline constexpr int kRunsPerStage = 8;
 inline constexpr int kWarmupRuns = 8;
 // Share of invalid runs in a stage above which the slot doubles (MPIPerf's g).
 inline constexpr double kMaxInvalidShare = 0.25;
+// A rank that leaves its wait this long after the slot's start started late:
+// the final spin reads the clock every few tens of ns, so anything beyond
+// this is a rank that arrived late or lost its core while waiting.
+inline constexpr double kLateToleranceNs = 500;
 
 struct ScheduleSettings {
   StopRule stop;
@@ -45,6 +49,7 @@ struct Measurement {
   std::size_t runs_total = 0;   // measured runs (warm-up excluded)
   std::size_t runs_late = 0;    // some rank started after the slot began
   std::size_t runs_overrun = 0; // ended after the slot's end
+  std::vector<long> late_runs, overrun_runs;  // their numbers (0 = first measured run)
   double first_slot_s = 0;      // slot length from the warm-up
   double slot_s = 0;            // slot length at the end
   double margin_s = 0;          // first start after the stage's start message

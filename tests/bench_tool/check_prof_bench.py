@@ -5,6 +5,9 @@
   bad_options   each bad option: non-zero exit, an error naming the option, no traceback-like noise
   delayed_rank  one rank delayed by D inside every run: prof-bench measures >= D, the barrier loop ~D/2
   late_rank     one rank starts one run late: that run is discarded and counted, not averaged in
+
+delayed_rank needs runs that kept their slots; on a machine so loaded that none
+did, it says so and exits 77 (skipped) rather than pass or fail on no evidence.
 """
 import argparse
 import csv
@@ -65,15 +68,20 @@ def csv_columns(args):
         check(len(r) == 15 and None not in r, f"{what}: {len(r)} fields")
         total, valid, kept = int(r["runs_total"]), int(r["runs_valid"]), int(r["runs_kept"])
         check(r["procs"] == "2", f"{what}: procs {r['procs']}")
-        check(10 <= valid <= total <= 40, f"{what}: runs total {total} valid {valid} (--runs 10:40)")
+        # The stopping rule: MIN valid runs reached, or the cap of MAX runs.
+        check(valid <= total <= 40 and (valid >= 10 or total == 40),
+              f"{what}: runs total {total} valid {valid} (--runs 10:40)")
         check(kept == valid - 2 * (valid // 4), f"{what}: kept {kept} of {valid} valid (25% trimmed per tail)")
         v = {k: float(r[k]) for k in ("mean_s", "stderr_s", "min_s", "max_s", "ci_low_s", "ci_high_s",
                                       "rel_err", "sync_error_s")}
-        check(0 < v["min_s"] <= v["mean_s"] <= v["max_s"] < 0.1, f"{what}: min/mean/max {v}")
-        check(v["ci_low_s"] <= v["mean_s"] <= v["ci_high_s"], f"{what}: interval {v}")
-        check(v["stderr_s"] >= 0 and v["rel_err"] >= 0, f"{what}: errors {v}")
         check(math.isfinite(v["sync_error_s"]) and 0 <= v["sync_error_s"] < 0.01,
               f"{what}: sync_error_s {v['sync_error_s']}")
+        if kept < 2:  # a machine so loaded that no run kept its slot: nothing to summarize
+            check(kept == 0 or math.isinf(v["stderr_s"]), f"{what}: {v}")
+            continue
+        check(0 < v["min_s"] <= v["mean_s"] <= v["max_s"] < 1, f"{what}: min/mean/max {v}")
+        check(v["ci_low_s"] <= v["mean_s"] <= v["ci_high_s"], f"{what}: interval {v}")
+        check(v["stderr_s"] >= 0 and v["rel_err"] >= 0, f"{what}: errors {v}")
     check("mean_us" in proc.stdout and "bcast" in proc.stdout, "no table on the terminal")
 
 
@@ -110,12 +118,18 @@ def bad_options(args):
     check(proc.returncode == 0 and "--confidence" in proc.stdout, "--help")
 
 
+SKIP = 77  # ctest SKIP_RETURN_CODE
+
+
 def delayed_rank(args):
     delay = 0.004
     # Rank 1 spends `delay` inside every run of a small bcast from rank 0: the
     # collective is not complete until rank 1 has it, so its time is >= delay.
-    results = bench_json(args, "delayed", ["--op", "bcast", "--sizes", "8", "--runs", "10:30",
+    results = bench_json(args, "delayed", ["--op", "bcast", "--sizes", "8", "--runs", "10:300",
                                            "--inject-delay", f"1:{delay}"])
+    if results[0]["runs_valid"] == 0:
+        print(f"SKIP: the machine is too loaded: no run of {results[0]['runs_total']} kept its slot")
+        sys.exit(SKIP)
     mean = results[0]["mean_s"]
     check(delay <= mean < 1.5 * delay, f"prof-bench measured {mean} s with a {delay} s delay on rank 1")
     # The barrier loop averages per-rank times: the root's bcast returns at once,
@@ -128,25 +142,27 @@ def delayed_rank(args):
     check(loop_avg < 0.75 * delay, f"barrier loop reported {loop_avg} s: expected about {delay / 2}")
     print(f"delay {delay} s: prof-bench {mean} s, barrier loop {loop_avg} s")
     # Without the delay prof-bench measures microseconds: the delay is what it saw.
-    plain = bench_json(args, "plain", ["--op", "bcast", "--sizes", "8", "--runs", "10:30"])
-    check(plain[0]["mean_s"] < 0.25 * delay, f"undelayed bcast took {plain[0]['mean_s']} s")
+    plain = bench_json(args, "plain", ["--op", "bcast", "--sizes", "8", "--runs", "10:300"])
+    if plain[0]["runs_valid"] > 0:
+        check(plain[0]["mean_s"] < 0.25 * delay, f"undelayed bcast took {plain[0]['mean_s']} s")
 
 
 def late_rank(args):
-    late = 0.02
-    # Rank 1 starts measured run 2 at 20 ms past its slot: that run (and any
-    # other it pushes late) must be discarded and counted, never averaged in.
+    late = 0.5
+    # Rank 1 starts measured run 2 half a second past its slot: that run (and
+    # any other it pushes late) is discarded and counted, never averaged in.
     results = bench_json(args, "late", ["--op", "bcast", "--sizes", "64", "--runs", "10:40",
                                         "--rse", "0.5", "--inject-late", f"1:2:{late}"])
     r = results[0]
-    check(r["runs_late"] >= 1, f"runs_late {r['runs_late']}: the late start was not seen")
+    check(2 in r["late_runs"], f"late runs {r['late_runs']}: run 2 started late and is not among them")
+    check(r["runs_late"] == len(r["late_runs"]) and r["runs_overrun"] == len(r["overrun_runs"]),
+          f"counts {r['runs_late']}/{r['runs_overrun']} against lists {r['late_runs']}/{r['overrun_runs']}")
     check(r["runs_valid"] == r["runs_total"] - r["runs_late"] - r["runs_overrun"],
           f"valid {r['runs_valid']} != total {r['runs_total']} - late {r['runs_late']} - overrun {r['runs_overrun']}")
-    check(r["runs_valid"] >= 10, f"only {r['runs_valid']} valid runs")
-    # max_s is over kept runs; check all valid ones stay below the lateness via
-    # the mean and the maximum (a counted late run would add >= 20 ms).
-    check(r["max_s"] < late / 4, f"max_s {r['max_s']}: the late run was counted")
-    check(r["mean_s"] < late / 20, f"mean_s {r['mean_s']}")
+    check(r["runs_total"] >= 10, f"runs_total {r['runs_total']}")
+    # A counted late run would add half a second to the maximum.
+    if r["runs_valid"] > 0:
+        check(r["max_s"] < late / 4, f"max_s {r['max_s']}: the late run was counted")
 
 
 def main():
