@@ -113,37 +113,18 @@ Measurement measure(GlobalClock* clock, Collective* collective, MPI_Comm control
     polite_wait(&request);
     if (rank != 0) continue;
 
-    int invalid = 0;
-    double longest_run = 0;
-    for (int i = 0; i < runs; ++i) {
-      const double run_ns = worst[runs + i];
-      ++m.runs_total;
-      const long run_number = measured - runs + i;
-      if (worst[i] != 0) {
-        m.late_runs.push_back(run_number);
-        ++m.runs_late;
-        ++invalid;
-      } else if (run_ns > stage_slot) {
-        longest_run = std::max(longest_run, run_ns);
-        m.overrun_runs.push_back(run_number);
-        ++m.runs_overrun;
-        ++invalid;
-      } else {
-        longest_run = std::max(longest_run, run_ns);
-        m.valid_s.push_back(run_ns * 1e-9);
-      }
-    }
+    const std::vector<double> late(worst.begin(), worst.begin() + runs);
+    const std::vector<double> ends(worst.begin() + runs, worst.end());
+    const StageVerdict verdict = judge_stage(late, ends, stage_slot, measured - runs);
+    m.runs_total += std::size_t(runs);
+    m.runs_late += verdict.late_runs.size();
+    m.runs_overrun += verdict.overrun_runs.size();
+    m.late_runs.insert(m.late_runs.end(), verdict.late_runs.begin(), verdict.late_runs.end());
+    m.overrun_runs.insert(m.overrun_runs.end(), verdict.overrun_runs.begin(), verdict.overrun_runs.end());
+    for (double ns : verdict.valid_ns) m.valid_s.push_back(ns * 1e-9);
+    slot = verdict.next_slot_ns;
     // A late first run means the start message came too close to the start.
-    if (worst[0] != 0) margin = std::min(2 * margin, std::max(margin, 10e6));
-    // Too many invalid runs: double the slot, or stretch it at once to 1.1 x
-    // the stage's actual length per run (MPIPerf's rule, for a warm-up that
-    // underestimated), but not beyond a few times the longest run that started
-    // on time: a longer wait would not help.
-    if (invalid > kMaxInvalidShare * runs) {
-      const double stage_length = (runs - 1) * stage_slot + worst[2 * runs - 1];
-      const double wanted = std::max(2 * slot, 1.1 * stage_length / runs);
-      slot = std::min(wanted, std::max(slot, 4 * longest_run + 100e3));
-    }
+    if (late[0] != 0) margin = std::min(2 * margin, std::max(margin, 10e6));
     if (settings.progress)
       settings.progress(m.runs_total, m.valid_s.size(), settings.stop.max_total, settings.progress_ctx);
   }

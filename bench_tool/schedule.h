@@ -11,6 +11,7 @@
 
 #include "collective.h"
 #include "global_clock.h"
+#include "stage.h"
 #include "stats.h"
 
 namespace prof::bench {
@@ -18,8 +19,6 @@ namespace prof::bench {
 // Runs per stage (MPIPerf's k) and warm-up runs (k'), which are not counted.
 inline constexpr int kRunsPerStage = 8;
 inline constexpr int kWarmupRuns = 8;
-// Share of invalid runs in a stage above which the slot doubles (MPIPerf's g).
-inline constexpr double kMaxInvalidShare = 0.25;
 // A rank that leaves its wait this long after the slot's start started late:
 // the final spin reads the clock every few tens of ns, so anything beyond
 // this is a rank that arrived late or lost its core while waiting.
