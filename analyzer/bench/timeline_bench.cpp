@@ -1,0 +1,99 @@
+// prof-timeline-bench: builds a trace's timeline and times what a viewer asks
+// of it (bench/run_timeline.sh, docs/performance.md): the build, a full-range
+// query at 2,000 buckets, and 1 ms queries spread over the run; peak RSS.
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "prof/analysis/timeline.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"prof-timeline-bench: timeline build and query times"};
+  std::string dir;
+  unsigned threads = 0;
+  int repeats = 50;
+  uint32_t buckets = 2000;
+  uint64_t memory_mb = 768;
+  app.add_option("TRACE_DIR", dir, "trace directory")->required();
+  app.add_option("-j,--threads", threads, "build threads (0: one per core)");
+  app.add_option("--repeats", repeats, "queries of each kind");
+  app.add_option("--buckets", buckets, "buckets per query");
+  app.add_option("--memory-mb", memory_mb, "call records kept in memory (MiB)");
+  CLI11_PARSE(app, argc, argv);
+
+  prof::analysis::TimelineOptions options;
+  options.threads = threads;
+  options.memory_bytes = memory_mb << 20;
+  std::string error;
+  const auto t_open = Clock::now();
+  auto timeline = prof::analysis::Timeline::open(dir, &error, options);
+  if (!timeline) {
+    std::fprintf(stderr, "prof-timeline-bench: %s\n", error.c_str());
+    return 2;
+  }
+  timeline->build();
+  const double build_ms = ms_since(t_open);
+  const double end = timeline->end();
+
+  std::vector<double> full, narrow;
+  size_t full_buckets = 0, narrow_calls = 0, narrow_rows_listed = 0;
+  for (int i = 0; i < repeats; ++i) {
+    prof::analysis::TimelineQuery q;
+    q.from = 0;
+    q.to = end;
+    q.buckets = buckets;
+    auto t = Clock::now();
+    auto a = timeline->query(q);
+    full.push_back(ms_since(t));
+    full_buckets = 0;
+    for (const auto& r : a.rows) full_buckets += r.summarized ? r.buckets.size() : r.calls.size();
+  }
+  for (int i = 0; i < repeats; ++i) {
+    // 1 ms ranges spread over the run.
+    prof::analysis::TimelineQuery q;
+    q.from = (end - 1e6) * (i + 0.5) / repeats;
+    q.to = q.from + 1e6;
+    q.buckets = buckets;
+    auto t = Clock::now();
+    auto a = timeline->query(q);
+    narrow.push_back(ms_since(t));
+    for (const auto& r : a.rows)
+      if (!r.summarized) {
+        narrow_calls += r.calls.size();
+        ++narrow_rows_listed;
+      }
+  }
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("events %llu rows %zu span %.3f s\n", static_cast<unsigned long long>(timeline->events()),
+              timeline->rows().size(), end * 1e-9);
+  std::printf("build %.0f ms (open + build + pairing)\n", build_ms);
+  std::printf("full-range query, %u buckets: median %.3f ms, max %.3f ms (%zu buckets or calls)\n",
+              buckets, median(full), *std::max_element(full.begin(), full.end()), full_buckets);
+  std::printf("1 ms query: median %.3f ms, max %.3f ms (%.0f calls per query, %zu of %zu rows listed)\n",
+              median(narrow), *std::max_element(narrow.begin(), narrow.end()),
+              static_cast<double>(narrow_calls) / repeats, narrow_rows_listed,
+              timeline->rows().size() * static_cast<size_t>(repeats));
+  std::printf("timeline memory %.1f MB, peak RSS %.1f MB\n", timeline->memory_bytes() / 1e6,
+              usage.ru_maxrss / 1024.0);
+  return 0;
+}

@@ -1,0 +1,229 @@
+// The timeline layer: "what happened on these rows between t0 and t1", for a
+// viewer that draws a trace of 10^8 events at interactive speed (no Qt here).
+//
+// A Timeline is opened on a trace directory and built in one pass over every
+// rank (Timeline::build, on threads of its own); queries may run on another
+// thread at any time and see what is built so far.
+//
+// Rows: one per rank and thread (stream) of the trace, in rank order.
+// Times: nanoseconds from the trace's start (its earliest event, as for
+// `prof-analyze --window`), on the synchronized global clock.
+//
+// A query names rows, a range [from, to) and a width in buckets. For each row
+// it answers with the calls themselves when at most `max_events` overlap the
+// range, else with per-bucket summaries. Summaries come from a level-of-detail
+// pyramid per row (leaves of a fixed power-of-two width in ns, each level above
+// merging two cells), so a summary query reads O(buckets) cells; the buckets
+// are then that level's cells (aligned to its width, between W and 2W of them
+// over the range), exact for the definitions below. A range narrower than one
+// leaf per bucket is summarized from the calls themselves.
+//
+// Summary of a bucket [b0, b1) of a row:
+//   count        calls (and markers) that enter in [b0, b1)
+//   time[kind]   time of calls of that kind inside [b0, b1) (clipped); User is
+//                the time between consecutive calls of the row (user code)
+//   dominant     the kind with the most time (ties: the lower kind)
+//   longest      the longest call overlapping the bucket (ties: the earliest)
+//
+// Memory (bytes per event, see docs/performance.md): 32 per call record,
+// kept in memory up to TimelineOptions::memory_bytes, the rest in an unlinked
+// temporary file read back with pread; 24 per matched message, 16 per
+// collective member; the pyramid is bounded per row (at most
+// TimelineOptions::leaves_per_row leaves of 64 bytes, plus as many above).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prof::analysis {
+
+namespace timeline_detail {
+struct Impl;
+}
+
+// What a call is, for drawing. User is time between calls (never a call).
+enum class TimelineKind : uint8_t {
+  User = 0,
+  PointToPoint,  // sends, receives, their starts and completions, probes
+  Collective,
+  AllToAll,
+  Marker,        // interval begin/end markers
+  OtherMpi,      // every other MPI call
+};
+inline constexpr int kTimelineKinds = 6;
+const char* timeline_kind_name(TimelineKind kind);
+
+struct TimelineRow {
+  int rank = -1;        // MPI_COMM_WORLD rank
+  uint32_t stream = 0;  // thread stream of the rank (0: the main thread)
+};
+
+// One MPI call (or marker) of a row.
+struct TimelineCall {
+  size_t row = 0;
+  uint64_t index = 0;      // position in the row (enter order)
+  int64_t enter = 0;       // ns from the trace's start
+  uint64_t duration = 0;   // ns
+  std::string_view function;  // "MPI_Send", ...; valid while the Timeline lives
+  TimelineKind kind = TimelineKind::OtherMpi;
+  int32_t peer = -1;       // world rank of the point-to-point peer (-1: none); Recv: source
+  int32_t tag = -1;
+  uint64_t bytes = 0;
+  uint64_t comm = 0;       // communicator's global id (the same on every rank)
+  bool has_comm = false;
+  // Markers: the interval id, begin or end, and the call site (Timeline::site).
+  uint32_t interval_id = 0;
+  bool marker_begin = false;
+  uint32_t site = 0;
+  int64_t leave() const { return enter + static_cast<int64_t>(duration); }
+};
+
+// A node of the interval tree, keyed as the analysis keys it: (parent node,
+// interval id, call site of the begin marker). Node 0 is the whole run.
+struct TimelineNode {
+  int parent = -1;
+  uint32_t id = 0;      // the marker's interval id (0 for the root)
+  uint32_t site = 0;    // Timeline::site index of the begin marker (0: none)
+  int level = 0;
+};
+
+// One execution of an interval on a row: from its begin marker's return to
+// its end marker's call (the root: the rank's run, on the rank's first row).
+struct TimelineExecution {
+  size_t row = 0;
+  uint32_t node = 0;
+  double start = 0, end = 0;  // ns from the trace's start
+};
+
+// A message: the n-th send on a channel (communicator, source, destination,
+// tag) paired with the n-th receive on it, as the analysis pairs them.
+struct TimelineMessage {
+  size_t send_row = 0;
+  uint64_t send_index = 0;  // the call that sent (Send, Isend, Sendrecv, Start)
+  size_t recv_row = 0;
+  uint64_t recv_index = 0;  // the call that received (Recv, Sendrecv, or the completing Wait/Test)
+  int64_t send_enter = 0, recv_enter = 0, recv_leave = 0;
+  // Time the receiving call spent before the send started (a late sender):
+  // potential synchronization, to draw as waiting.
+  uint64_t wait = 0;
+};
+
+// One collective instance: the k-th collective call on a communicator of each
+// member. wait[i]: member i's time before the last member entered.
+struct TimelineCollective {
+  uint64_t comm = 0;
+  uint64_t sequence = 0;
+  struct Member {
+    size_t row;
+    uint64_t index;
+    int64_t enter;
+    uint64_t duration;
+    uint64_t wait;
+  };
+  std::vector<Member> members;
+};
+
+struct TimelineBucket {
+  uint32_t count = 0;
+  double time[kTimelineKinds] = {};  // ns
+  TimelineKind dominant = TimelineKind::User;
+  bool has_longest = false;
+  uint64_t longest_index = 0;        // the row's call index
+  uint64_t longest_duration = 0;     // ns (saturated at 2^32 - 1)
+};
+
+struct TimelineQuery {
+  std::vector<size_t> rows;  // empty: every row
+  double from = -std::numeric_limits<double>::infinity();  // ns from the trace's start
+  double to = std::numeric_limits<double>::infinity();
+  uint32_t buckets = 2000;
+  // A row answers with its calls when at most this many overlap the range;
+  // 0: two per bucket.
+  uint64_t max_events = 0;
+};
+
+struct TimelineRowAnswer {
+  size_t row = 0;
+  bool summarized = false;
+  std::vector<TimelineCall> calls;          // !summarized: every call overlapping the range
+  double bucket_from = 0, bucket_width = 0; // summarized: bucket i is
+  std::vector<TimelineBucket> buckets;      //   [from + i*width, from + (i+1)*width)
+  // Executions overlapping the range (rows answered with calls only; every one
+  // of them, unless more than max_events: then none and `executions_omitted`).
+  std::vector<TimelineExecution> executions;
+  bool executions_omitted = false;
+};
+
+struct TimelineAnswer {
+  std::vector<TimelineRowAnswer> rows;
+  // Among the rows answered with calls: messages with an end among those
+  // calls, collective instances with a member among them.
+  std::vector<TimelineMessage> messages;
+  std::vector<TimelineCollective> collectives;
+  double built = 0;       // fraction of the trace built when answered (0..1)
+  bool complete = false;  // fully built: messages and collectives included
+};
+
+struct TimelineOptions {
+  unsigned threads = 0;  // build threads; 0: one per core (never more than ranks)
+  // Call records kept in memory (32 bytes each); the rest go to an unlinked
+  // file in `spill_dir` (default: $TMPDIR, else /tmp).
+  uint64_t memory_bytes = uint64_t{768} << 20;
+  std::string spill_dir;
+  // Pyramid leaves per row, at most (64 bytes each, plus as many again above).
+  uint32_t leaves_per_row = 1u << 17;
+  // Called now and then from build threads (one at a time): fraction built.
+  std::function<void(double fraction)> progress;
+};
+
+class Timeline {
+ public:
+  // Opens a trace directory; nullptr and *error when it is unusable.
+  static std::unique_ptr<Timeline> open(const std::string& trace_dir, std::string* error,
+                                        TimelineOptions options = {});
+  ~Timeline();
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
+
+  // Builds everything; returns when done or cancelled. Call once, from any
+  // thread; queries may run meanwhile on others.
+  void build();
+  void cancel();  // the build stops soon (safe from any thread)
+  bool cancelled() const;
+  bool complete() const;
+  double built() const;  // fraction built (0..1)
+
+  const std::vector<TimelineRow>& rows() const;
+  int world_size() const;
+  // Ns from the trace's start to its last leave built so far.
+  double end() const;
+  std::string_view function(uint32_t name) const;
+  // A call site as "file:line" (or where its address is); "" for index 0.
+  const std::string& site(uint32_t index) const;
+  std::vector<TimelineNode> nodes() const;  // those known so far
+  std::vector<std::string> warnings() const;
+  uint64_t events() const;  // calls built so far
+  // Bytes held: records in memory, pyramid, messages, collectives, executions.
+  uint64_t memory_bytes() const;
+
+  TimelineAnswer query(const TimelineQuery& q) const;
+  // Every call of a row overlapping [from, to), however many.
+  std::vector<TimelineCall> calls(size_t row, double from, double to) const;
+  // Every execution of a row (sorted by start), every message, every collective.
+  std::vector<TimelineExecution> executions(size_t row) const;
+  std::vector<TimelineMessage> messages() const;
+  std::vector<TimelineCollective> collectives() const;
+
+  explicit Timeline(std::unique_ptr<timeline_detail::Impl> impl);
+
+ private:
+  std::unique_ptr<timeline_detail::Impl> impl_;
+};
+
+}  // namespace prof::analysis

@@ -1,0 +1,642 @@
+// The timeline layer (timeline.h): building.
+//
+// Algorithm
+//   Build threads take ranks one at a time and stream each through the same
+//   Interpreter and IntervalTracker as the analysis. Every call becomes a
+//   32-byte record appended to its row (rank, stream); every kBlockRecords
+//   records the row publishes a block under its lock: the block joins the
+//   row's block list (in memory while TimelineOptions::memory_bytes allows,
+//   else written to the spill file) and its calls are added to the pyramid's
+//   leaves, whose ancestors are then recomputed. So a query, holding a row's
+//   lock shared, always sees whole blocks and a consistent pyramid.
+//   Interval executions are published when their rank is done. Message ends
+//   (per channel, in each rank's order) and collective calls (per
+//   communicator, numbered in each rank's order) are kept until every rank is
+//   done, then paired as the analysis pairs them: the n-th send on a channel
+//   with its n-th receive, the k-th collective call on a communicator of each
+//   member into one instance.
+//
+// Invariants
+//   - A row's records are sorted by enter (a damaged, backwards timestamp is
+//     raised to its predecessor's) and a row's calls do not overlap (a thread
+//     makes one call at a time), so a range's calls are found by binary search.
+//   - Every block but a row's last holds exactly kBlockRecords records.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "interpret.h"
+#include "intervals.h"
+#include "prof/analysis/timeline.h"
+#include "timeline_impl.h"
+
+namespace prof::analysis {
+
+using namespace detail;
+using namespace timeline_detail;
+
+const char* timeline_kind_name(TimelineKind kind) {
+  switch (kind) {
+    case TimelineKind::User: return "user code";
+    case TimelineKind::PointToPoint: return "point-to-point";
+    case TimelineKind::Collective: return "collective";
+    case TimelineKind::AllToAll: return "all-to-all";
+    case TimelineKind::Marker: return "marker";
+    case TimelineKind::OtherMpi: return "other MPI";
+  }
+  return "?";
+}
+
+namespace timeline_detail {
+
+TimelineKind kind_of(FuncKind k) {
+  switch (k) {
+    case FuncKind::Send:
+    case FuncKind::Recv:
+    case FuncKind::SendRecv:
+    case FuncKind::Isend:
+    case FuncKind::Irecv:
+    case FuncKind::Completion:
+    case FuncKind::RequestOp:
+    case FuncKind::Probe:
+      return TimelineKind::PointToPoint;
+    case FuncKind::Collective:
+    case FuncKind::ICollective:
+      return TimelineKind::Collective;
+    case FuncKind::AllToAll:
+    case FuncKind::IAllToAll:
+      return TimelineKind::AllToAll;
+    case FuncKind::Marker:
+      return TimelineKind::Marker;
+    default:
+      return TimelineKind::OtherMpi;
+  }
+}
+
+bool Impl::spill(const Record* records, uint32_t count, uint64_t* offset) {
+  std::lock_guard lock(spill_mutex);
+  if (spill_fd < 0) {
+    std::string dir = options.spill_dir;
+    if (dir.empty()) {
+      const char* tmp = std::getenv("TMPDIR");
+      dir = tmp && *tmp ? tmp : "/tmp";
+    }
+    std::string path = dir + "/prof-timeline-XXXXXX";
+    spill_fd = mkstemp(path.data());
+    if (spill_fd < 0) return false;
+    unlink(path.c_str());  // gone with the last descriptor
+  }
+  const size_t bytes = size_t{count} * sizeof(Record);
+  const char* p = reinterpret_cast<const char*>(records);
+  size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = pwrite(spill_fd, p + done, bytes - done, static_cast<off_t>(spill_end + done));
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  *offset = spill_end;
+  spill_end += bytes;
+  return true;
+}
+
+const Record* Impl::block_records(const Row& row, size_t b, std::vector<Record>& buffer) const {
+  const BlockInfo& info = row.blocks[b];
+  if (info.records) return info.records.get();
+  buffer.resize(info.count);
+  const size_t bytes = size_t{info.count} * sizeof(Record);
+  char* p = reinterpret_cast<char*>(buffer.data());
+  size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = pread(spill_fd, p + done, bytes - done, static_cast<off_t>(info.file_offset + done));
+    if (n <= 0) {
+      std::memset(p + done, 0, bytes - done);  // (cannot happen short of a disk error)
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return buffer.data();
+}
+
+// Publishes a row's pending records as one block (caller: the row's builder).
+void Impl::publish(Row& row) {
+  if (row.pending.empty()) return;
+  const uint32_t count = static_cast<uint32_t>(row.pending.size());
+  BlockInfo info;
+  info.count = count;
+  info.first_enter = row.pending.front().enter;
+  const uint64_t bytes = uint64_t{count} * sizeof(Record);
+  bool in_memory = memory_used.load(std::memory_order_relaxed) + bytes <= options.memory_bytes;
+  if (!in_memory && !spill(row.pending.data(), count, &info.file_offset)) {
+    in_memory = true;  // no room on disk: memory it is
+    std::lock_guard lock(warnings_mutex);
+    if (!spill_failed) warning_list.push_back("timeline: cannot write the spill file; records stay in memory");
+    spill_failed = true;
+  }
+  if (in_memory) {
+    info.records.reset(new Record[count]);
+    std::copy(row.pending.begin(), row.pending.end(), info.records.get());
+    memory_used.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  std::unique_lock lock(row.mutex);
+  for (const auto& [index, value] : row.pending_durations) row.big_durations[index] = value;
+  for (const auto& [index, value] : row.pending_bytes) row.big_bytes[index] = value;
+  int64_t max_leave = row.blocks.empty() ? std::numeric_limits<int64_t>::min() : row.blocks.back().max_leave;
+  uint64_t index = row.count;
+  for (const Record& r : row.pending) {
+    const uint64_t duration = row.duration(r, index);
+    const int64_t leave = r.enter + static_cast<int64_t>(duration);
+    max_leave = std::max(max_leave, leave);
+    row.pyramid.cover(static_cast<double>(leave));
+    Grid g = row.pyramid.leaves();
+    g.add_call(r, duration, static_cast<uint32_t>(index), row.has_published_leave, row.published_leave);
+    row.pyramid.mark(static_cast<double>(row.has_published_leave ? std::min(row.published_leave, r.enter) : r.enter),
+                     static_cast<double>(leave));
+    row.published_leave = leave;
+    row.has_published_leave = true;
+    ++index;
+  }
+  row.pyramid.propagate();
+  info.max_leave = max_leave;
+  row.blocks.push_back(std::move(info));
+  row.count += count;
+  lock.unlock();
+  row.pending.clear();
+  row.pending_durations.clear();
+  row.pending_bytes.clear();
+  int64_t seen = last_leave.load(std::memory_order_relaxed);
+  while (max_leave > seen && !last_leave.compare_exchange_weak(seen, max_leave)) {}
+  events_built.fetch_add(count, std::memory_order_relaxed);
+}
+
+namespace {
+
+struct EventRef {
+  uint32_t row, index;
+};
+struct CollEnd {
+  uint64_t gid, seq;
+  uint32_t row, index;
+};
+
+// One rank's pass: the Interpreter's and IntervalTracker's handler.
+struct RankBuilder {
+  RankBuilder(Impl& timeline, size_t rank_index)
+      : tl(timeline), index(rank_index), rt(*timeline.dir.ranks[rank_index]),
+        interp(rt, timeline.registry, rank_index, *timeline.world_index), intervals(rt.rank()) {}
+
+  Impl& tl;
+  size_t index;
+  const RankTrace& rt;
+  Interpreter interp;
+  IntervalTracker intervals;
+  uint32_t row = 0;            // the current call's row and record index
+  uint32_t record = 0;
+  bool has_record = false;
+  std::vector<std::pair<uint32_t, uint32_t>> last_of_stream;  // (row, index + 1) per stream slot
+  std::unordered_map<uint64_t, uint32_t> node_cache;  // (parent, raw call site, id) -> node
+  FlatMap<uint64_t, uint32_t> comm_cache;             // gid -> index into Impl::comm_ids
+  FlatMap<ChannelKey, uint32_t, ChannelHash> send_list, recv_list;  // channel -> list + 1
+  std::vector<std::vector<EventRef>> sends, recvs;
+  std::vector<ChannelKey> send_keys, recv_keys;
+  std::vector<CollEnd> colls;
+  std::vector<std::vector<Execution>> executions;  // per row of the rank (by stream slot)
+
+  uint32_t row_of(uint32_t stream) const { return tl.row_of(index, stream); }
+
+  uint32_t comm_index(uint64_t gid) {
+    if (const uint32_t* i = comm_cache.find(gid)) return *i;
+    std::lock_guard lock(tl.names_mutex);
+    auto [it, added] = tl.comm_index.emplace(gid, static_cast<uint32_t>(tl.comm_ids.size()));
+    if (added) tl.comm_ids.push_back(gid);
+    comm_cache[gid] = it->second;
+    return it->second;
+  }
+
+  void append(const Event& e, double enter, double leave, TimelineKind kind, uint32_t name) {
+    row = row_of(e.stream);
+    Row& r = *tl.rows[row];
+    Record rec{};
+    int64_t t = std::llround(enter - tl.t_first);
+    if (t < 0) t = 0;
+    if (r.has_last_enter && t < r.last_enter) t = r.last_enter;  // damaged: keep the row sorted
+    r.last_enter = t;
+    r.has_last_enter = true;
+    rec.enter = t;
+    record = static_cast<uint32_t>(r.count + r.pending.size());
+    const int64_t d = std::max<int64_t>(0, std::llround(leave - enter));
+    if (d >= UINT32_MAX) {
+      rec.duration = UINT32_MAX;
+      rec.flags |= kDurationOverflow;
+      r.pending_durations.emplace_back(record, static_cast<uint64_t>(d));
+    } else {
+      rec.duration = static_cast<uint32_t>(d);
+    }
+    rec.name = static_cast<uint16_t>(std::min<uint32_t>(name, UINT16_MAX));
+    rec.kind = static_cast<uint8_t>(kind);
+    rec.peer = -1;
+    rec.tag = -1;
+    rec.comm = 0;
+    if (kind == TimelineKind::Marker) {
+      rec.peer = static_cast<int32_t>(e.interval_id);
+      rec.tag = static_cast<int32_t>(tl.registry.site(index, e.callsite));
+      if (e.marker_begin) rec.flags |= kMarkerBeginFlag;
+    } else {
+      uint64_t bytes = 0;
+      switch (e.kind) {
+        case FuncKind::Send:
+        case FuncKind::Recv:
+        case FuncKind::Isend:
+        case FuncKind::Irecv:
+        case FuncKind::Probe:
+        case FuncKind::SendRecv:
+          bytes = e.bytes + (e.kind == FuncKind::SendRecv ? e.recv_bytes : 0);
+          rec.tag = e.tag;
+          if (const CommInfo* c = interp.comms().at(e.comm, e.enter)) {
+            rec.peer = CommCache::peer_world(*c, e.peer);
+            rec.comm = comm_index(c->gid);
+            rec.flags |= kHasComm;
+          }
+          break;
+        case FuncKind::Collective:
+        case FuncKind::ICollective:
+        case FuncKind::AllToAll:
+        case FuncKind::IAllToAll:
+          bytes = e.bytes;
+          rec.peer = e.root;
+          if (const CommInfo* c = interp.comms().at(e.comm, e.enter)) {
+            rec.comm = comm_index(c->gid);
+            rec.flags |= kHasComm;
+          }
+          break;
+        case FuncKind::Completion:
+          for (const trace::Completion& done : e.completions) bytes += done.bytes;
+          break;
+        default:
+          break;
+      }
+      if (bytes >= UINT32_MAX) {
+        rec.bytes = UINT32_MAX;
+        rec.flags |= kBytesOverflow;
+        r.pending_bytes.emplace_back(record, bytes);
+      } else {
+        rec.bytes = static_cast<uint32_t>(bytes);
+      }
+    }
+    r.pending.push_back(rec);
+    has_record = true;
+    remember_last(e.stream);
+    if (r.pending.size() == kBlockRecords) tl.publish(r);
+  }
+  void remember_last(uint32_t stream) {
+    const size_t slot = tl.stream_slot(index, stream);
+    if (last_of_stream.size() <= slot) last_of_stream.resize(slot + 1, {0, 0});
+    last_of_stream[slot] = {row, record + 1};
+  }
+
+  // Interpreter handler.
+  bool call(const Event& e, const FuncInfo& fi, double enter, double leave) {
+    append(e, enter, leave, kind_of(e.kind), fi.name);
+    return intervals.call(fi, enter, leave, *this);
+  }
+  bool continuation() {
+    // Its entries belong to the stream's last call.
+    const Event* e = current;
+    const size_t slot = tl.stream_slot(index, e->stream);
+    has_record = slot < last_of_stream.size() && last_of_stream[slot].second > 0;
+    if (has_record) {
+      row = last_of_stream[slot].first;
+      record = last_of_stream[slot].second - 1;
+    }
+    return intervals.in_root();
+  }
+  void marker(const Event& e, double enter, double leave) {
+    append(e, enter, leave, TimelineKind::Marker, 0);
+    intervals.marker(e, enter, leave, *this);
+  }
+  void send(const ChannelKey& k, double, double, const Event&) {
+    if (!has_record) return;
+    uint32_t& list = send_list[k];
+    if (list == 0) {
+      sends.emplace_back();
+      send_keys.push_back(k);
+      list = static_cast<uint32_t>(sends.size());
+    }
+    sends[list - 1].push_back(EventRef{row, record});
+  }
+  void recv(const ChannelKey& k, double, uint64_t, double, double, const Event&) {
+    if (!has_record) return;
+    uint32_t& list = recv_list[k];
+    if (list == 0) {
+      recvs.emplace_back();
+      recv_keys.push_back(k);
+      list = static_cast<uint32_t>(recvs.size());
+    }
+    recvs[list - 1].push_back(EventRef{row, record});
+  }
+  uint64_t hold(double) { return HoldQueue::kNone; }
+  void release(uint64_t) {}
+  void cancel_send(const ChannelKey&, double) {}
+  void collective(const CommInfo& c, bool, double, double, const Event&) {
+    const uint64_t seq = (*c.seq)++;
+    if (has_record) colls.push_back(CollEnd{c.gid, seq, row, record});
+  }
+  template <class F>
+  void problem(const char* category, F&& example, uint64_t = 1) {
+    tl.note_problem(category, example);
+  }
+
+  // IntervalTracker handler.
+  void root_started(double) {}
+  uint32_t interval_begun(uint32_t, const Event& e, double, uint32_t parent) {
+    const uint64_t key = (uint64_t{parent} << 32 | e.interval_id) * 0x9E3779B97F4A7C15ull ^ e.callsite;
+    auto [it, added] = node_cache.emplace(key, 0);
+    if (added) it->second = tl.node(parent, e.interval_id, tl.registry.site(index, e.callsite));
+    return it->second;
+  }
+  void interval_ended(uint32_t stream, const OpenInterval& o, double t) {
+    add_execution(row_of(stream), o.payload, o.start, t);
+  }
+  void root_ended(double t) { add_execution(row_of(0), 0, intervals.root_start(), t); }
+  void add_execution(uint32_t r, uint32_t node, double start, double end) {
+    const size_t slot = r - tl.first_row[index];
+    if (executions.size() <= slot) executions.resize(slot + 1);
+    executions[slot].push_back(Execution{start - tl.t_first, end - tl.t_first, node});
+  }
+
+  const Event* current = nullptr;
+
+  // Streams the rank; false when cancelled.
+  bool run() {
+    auto cursor = rt.events();
+    Event e;
+    uint64_t n = 0;
+    current = &e;
+    while (cursor.next(e)) {
+      has_record = false;
+      interp.process(e, interp.global(e.enter), *this);
+      if ((++n & 4095) == 0) {
+        if (tl.cancel_flag.load(std::memory_order_relaxed)) return false;
+        tl.report_progress();
+      }
+    }
+    intervals.finish(*this);
+    for (uint32_t r = tl.first_row[index]; r < tl.first_row[index + 1]; ++r) tl.publish(*tl.rows[r]);
+    for (size_t slot = 0; slot < executions.size(); ++slot) {
+      auto& list = executions[slot];
+      std::sort(list.begin(), list.end(),
+                [](const Execution& a, const Execution& b) { return a.start < b.start || (a.start == b.start && a.end > b.end); });
+      std::vector<double> max_end(list.size());
+      double m = -std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < list.size(); ++i) max_end[i] = m = std::max(m, list[i].end);
+      Row& r = *tl.rows[tl.first_row[index] + slot];
+      std::unique_lock lock(r.mutex);
+      r.executions = std::move(list);
+      r.execution_max_end = std::move(max_end);
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+size_t Impl::stream_slot(size_t rank_index, uint32_t stream) const {
+  const size_t streams = first_row[rank_index + 1] - first_row[rank_index];
+  return stream < streams ? stream : 0;  // a damaged stream number: the main thread
+}
+
+uint32_t Impl::node(uint32_t parent, uint32_t id, uint32_t site) {
+  std::lock_guard lock(names_mutex);
+  const uint64_t key = (uint64_t{parent} << 32 | id) * 0x9E3779B97F4A7C15ull ^ (uint64_t{site} << 7);
+  auto range = node_index.equal_range(key);
+  for (auto it = range.first; it != range.second; ++it) {
+    const TimelineNode& n = node_list[it->second];
+    if (n.parent == static_cast<int>(parent) && n.id == id && n.site == site) return it->second;
+  }
+  TimelineNode n;
+  n.parent = static_cast<int>(parent);
+  n.id = id;
+  n.site = site;
+  n.level = node_list[parent].level + 1;
+  node_list.push_back(n);
+  node_index.emplace(key, static_cast<uint32_t>(node_list.size() - 1));
+  return static_cast<uint32_t>(node_list.size() - 1);
+}
+
+void Impl::report_progress() {
+  if (!options.progress) return;
+  std::unique_lock lock(progress_mutex, std::try_to_lock);
+  if (lock.owns_lock()) options.progress(built_fraction());
+}
+
+double Impl::built_fraction() const {
+  if (finished.load(std::memory_order_acquire)) return 1.0;
+  const double est = std::max<double>(1.0, static_cast<double>(events_estimate));
+  // Building takes most of the time; pairing the last few percent.
+  return std::min(0.97, 0.97 * static_cast<double>(events_built.load(std::memory_order_relaxed)) / est);
+}
+
+uint64_t Row::duration(const Record& r, uint64_t index) const {
+  if (!(r.flags & kDurationOverflow)) return r.duration;
+  auto it = big_durations.find(index);
+  return it != big_durations.end() ? it->second : r.duration;
+}
+uint64_t Row::bytes_of(const Record& r, uint64_t index) const {
+  if (!(r.flags & kBytesOverflow)) return r.bytes;
+  auto it = big_bytes.find(index);
+  return it != big_bytes.end() ? it->second : r.bytes;
+}
+
+}  // namespace timeline_detail
+
+using timeline_detail::Impl;
+
+Timeline::Timeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Timeline::~Timeline() {
+  if (impl_ && impl_->spill_fd >= 0) close(impl_->spill_fd);
+}
+
+std::unique_ptr<Timeline> Timeline::open(const std::string& trace_dir, std::string* error,
+                                         TimelineOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  impl->dir = trace::TraceDir::open(trace_dir);
+  if (!impl->dir.errors.empty() || impl->dir.ranks.empty()) {
+    if (error) *error = impl->dir.errors.empty() ? trace_dir + ": no rank files" : impl->dir.errors.front();
+    return nullptr;
+  }
+  impl->warning_list = impl->dir.warnings;
+  std::vector<const RankTrace*> traces;
+  for (const auto& t : impl->dir.ranks) traces.push_back(t.get());
+  impl->world_index = std::make_unique<WorldIndex>(traces);
+  impl->registry.build(traces);
+  impl->comm_ids.push_back(0);  // index 0: no communicator
+  impl->comm_index.emplace(0, 0);
+  impl->node_list.push_back(TimelineNode{});  // the root
+
+  // Time zero: the earliest event of the run (as the analysis's window).
+  double t_first = std::numeric_limits<double>::infinity();
+  uint64_t bytes = 0;
+  impl->first_row.push_back(0);
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const RankTrace& rt = *traces[i];
+    Interpreter interp(rt, impl->registry, i, *impl->world_index);
+    auto cursor = rt.events();
+    Event e;
+    if (cursor.next(e)) t_first = std::min(t_first, interp.global(e.enter));
+    bytes += rt.event_bytes();
+    const size_t streams = std::max<size_t>(1, rt.stream_count());
+    for (size_t s = 0; s < streams; ++s) {
+      auto row = std::make_unique<timeline_detail::Row>();
+      row->id = TimelineRow{rt.rank(), static_cast<uint32_t>(s)};
+      row->pyramid.cap = impl->options.leaves_per_row;
+      impl->rows.push_back(std::move(row));
+      impl->row_list.push_back(impl->rows.back()->id);
+    }
+    impl->first_row.push_back(static_cast<uint32_t>(impl->rows.size()));
+  }
+  for (const SiteInfo& s : impl->registry.sites)
+    impl->site_labels.push_back(s.file.empty() ? s.label : s.file + ":" + std::to_string(s.line));
+  if (!impl->site_labels.empty()) impl->site_labels[0].clear();
+  impl->t_first = std::isfinite(t_first) ? t_first : 0;
+  impl->events_estimate = bytes / 20;  // about 20 bytes per record
+  return std::make_unique<Timeline>(std::move(impl));
+}
+
+void Timeline::build() {
+  Impl& tl = *impl_;
+  const size_t ranks = tl.dir.ranks.size();
+  unsigned threads = tl.options.threads ? tl.options.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(threads, ranks)));
+  std::atomic<size_t> next{0};
+  std::vector<std::unique_ptr<RankBuilder>> builders(ranks);
+  auto work = [&] {
+    for (;;) {
+      const size_t i = next.fetch_add(1);
+      if (i >= ranks || tl.cancel_flag.load()) return;
+      auto b = std::make_unique<RankBuilder>(tl, i);
+      if (!b->run()) return;
+      // Only what pairing needs is kept.
+      b->node_cache.clear();
+      builders[i] = std::move(b);
+      tl.ranks_built.fetch_add(1, std::memory_order_release);
+      tl.report_progress();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (tl.cancel_flag.load()) return;
+
+  // Messages: the n-th send on a channel with its n-th receive.
+  std::vector<std::vector<SentMessage>> sent(tl.rows.size());
+  std::vector<std::vector<ReceivedMessage>> received(tl.rows.size());
+  for (size_t d = 0; d < ranks; ++d) {
+    RankBuilder& dst = *builders[d];
+    for (size_t list = 0; list < dst.recvs.size(); ++list) {
+      const ChannelKey& key = dst.recv_keys[list];
+      const int si = (*tl.world_index)(key.src);
+      if (si < 0) continue;
+      RankBuilder& src = *builders[static_cast<size_t>(si)];
+      const uint32_t* s = src.send_list.find(key);
+      if (!s) continue;
+      const auto& ends = src.sends[*s - 1];
+      const auto& recvs = dst.recvs[list];
+      const size_t n = std::min(ends.size(), recvs.size());
+      for (size_t i = 0; i < n; ++i) {
+        sent[ends[i].row].push_back(SentMessage{ends[i].index, recvs[i].row, recvs[i].index});
+        received[recvs[i].row].push_back(ReceivedMessage{recvs[i].index, ends[i].row, ends[i].index});
+      }
+    }
+    if (tl.cancel_flag.load()) return;
+  }
+  // Collectives: one instance per (communicator, sequence number).
+  std::vector<CollEnd> ends;
+  for (auto& b : builders) {
+    ends.insert(ends.end(), b->colls.begin(), b->colls.end());
+    b->colls.clear();
+    b->colls.shrink_to_fit();
+  }
+  builders.clear();
+  std::sort(ends.begin(), ends.end(), [](const CollEnd& a, const CollEnd& b) {
+    return a.gid != b.gid ? a.gid < b.gid : a.seq != b.seq ? a.seq < b.seq : a.row < b.row;
+  });
+  std::vector<CollectiveInstance> instances;
+  std::vector<EventRefPublic> members;
+  std::vector<std::vector<CollectiveRef>> coll_refs(tl.rows.size());
+  for (size_t i = 0; i < ends.size();) {
+    size_t j = i;
+    CollectiveInstance in{ends[i].gid, ends[i].seq, static_cast<uint32_t>(members.size()), 0};
+    const uint32_t id = static_cast<uint32_t>(instances.size());
+    for (; j < ends.size() && ends[j].gid == ends[i].gid && ends[j].seq == ends[i].seq; ++j) {
+      members.push_back(EventRefPublic{ends[j].row, ends[j].index});
+      coll_refs[ends[j].row].push_back(CollectiveRef{ends[j].index, id});
+    }
+    in.count = static_cast<uint32_t>(j - i);
+    instances.push_back(in);
+    i = j;
+  }
+  ends.clear();
+  ends.shrink_to_fit();
+  for (size_t r = 0; r < tl.rows.size(); ++r) {
+    auto by_first = [](const auto& a, const auto& b) { return a.first < b.first; };
+    std::sort(sent[r].begin(), sent[r].end(), by_first);
+    std::sort(received[r].begin(), received[r].end(), by_first);
+    std::sort(coll_refs[r].begin(), coll_refs[r].end(), by_first);
+    Row& row = *tl.rows[r];
+    std::unique_lock lock(row.mutex);
+    row.sent = std::move(sent[r]);
+    row.received = std::move(received[r]);
+    row.collectives = std::move(coll_refs[r]);
+  }
+  {
+    std::unique_lock lock(tl.pairs_mutex);
+    tl.instances = std::move(instances);
+    tl.members = std::move(members);
+  }
+  tl.finished.store(true, std::memory_order_release);
+  if (tl.options.progress) {
+    std::lock_guard lock(tl.progress_mutex);
+    tl.options.progress(1.0);
+  }
+}
+
+void Timeline::cancel() { impl_->cancel_flag.store(true); }
+bool Timeline::cancelled() const { return impl_->cancel_flag.load(); }
+bool Timeline::complete() const { return impl_->finished.load(std::memory_order_acquire); }
+double Timeline::built() const { return impl_->built_fraction(); }
+const std::vector<TimelineRow>& Timeline::rows() const { return impl_->row_list; }
+int Timeline::world_size() const { return impl_->dir.world_size; }
+double Timeline::end() const {
+  const int64_t e = impl_->last_leave.load(std::memory_order_relaxed);
+  return e < 0 ? 0.0 : static_cast<double>(e);
+}
+std::string_view Timeline::function(uint32_t name) const {
+  return name < impl_->registry.functions.size() ? std::string_view(impl_->registry.functions[name])
+                                                 : std::string_view("(unknown)");
+}
+const std::string& Timeline::site(uint32_t index) const { return impl_->site_label(index); }
+std::vector<TimelineNode> Timeline::nodes() const {
+  std::lock_guard lock(impl_->names_mutex);
+  return impl_->node_list;
+}
+std::vector<std::string> Timeline::warnings() const {
+  std::lock_guard lock(impl_->warnings_mutex);
+  std::vector<std::string> out = impl_->warning_list;
+  for (const auto& [category, count] : impl_->problem_counts)
+    out.push_back(category + " (" + std::to_string(count) + ")");
+  return out;
+}
+uint64_t Timeline::events() const { return impl_->events_built.load(std::memory_order_relaxed); }
+
+}  // namespace prof::analysis

@@ -1,0 +1,146 @@
+// The timeline's state, shared by its build (timeline.cpp) and its queries
+// (timeline_query.cpp).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "interpret.h"
+#include "prof/analysis/timeline.h"
+#include "prof/trace_reader.h"
+#include "timeline_store.h"
+
+namespace prof::analysis::timeline_detail {
+
+TimelineKind kind_of(format::FuncKind k);
+
+struct BlockInfo {
+  int64_t first_enter = 0;
+  int64_t max_leave = 0;  // the largest leave of this block and every one before it
+  uint32_t count = 0;
+  std::unique_ptr<Record[]> records;  // null: in the spill file at file_offset
+  uint64_t file_offset = 0;
+};
+
+// Times in ns from the trace's start. 24 bytes.
+struct Execution {
+  double start, end;
+  uint32_t node;
+};
+
+// A message as seen from its sending row (first: the send's index) and from
+// its receiving row (first: the receive's index): 12 bytes each.
+struct SentMessage {
+  uint32_t first, recv_row, recv_index;
+};
+struct ReceivedMessage {
+  uint32_t first, send_row, send_index;
+};
+struct CollectiveRef {
+  uint32_t first, instance;  // the call's index, its instance
+};
+struct EventRefPublic {
+  uint32_t row, index;
+};
+struct CollectiveInstance {
+  uint64_t gid, seq;
+  uint32_t first_member, count;  // into Impl::members
+};
+
+struct Row {
+  TimelineRow id;
+  mutable std::shared_mutex mutex;
+  // Published (under `mutex`).
+  std::vector<BlockInfo> blocks;
+  uint64_t count = 0;
+  Pyramid pyramid;
+  int64_t published_leave = 0;  // the last published call's leave (user time runs from it)
+  bool has_published_leave = false;
+  std::unordered_map<uint64_t, uint64_t> big_durations, big_bytes;
+  std::vector<Execution> executions;       // sorted by start
+  std::vector<double> execution_max_end;   // running maximum of their ends
+  std::vector<SentMessage> sent;           // by send index
+  std::vector<ReceivedMessage> received;   // by receive index
+  std::vector<CollectiveRef> collectives;  // by call index
+  // The builder's alone.
+  std::vector<Record> pending;
+  std::vector<std::pair<uint64_t, uint64_t>> pending_durations, pending_bytes;
+  int64_t last_enter = 0;
+  bool has_last_enter = false;
+
+  uint64_t duration(const Record& r, uint64_t index) const;
+  uint64_t bytes_of(const Record& r, uint64_t index) const;
+};
+
+struct Impl {
+  TimelineOptions options;
+  trace::TraceDir dir;
+  detail::Registry registry;
+  std::unique_ptr<detail::WorldIndex> world_index;
+  double t_first = 0;  // global ns of the trace's start
+  uint64_t events_estimate = 0;
+
+  std::vector<std::unique_ptr<Row>> rows;
+  std::vector<TimelineRow> row_list;
+  std::vector<uint32_t> first_row;  // per rank index, and one past the last
+  std::vector<std::string> site_labels;
+
+  // Names discovered while building (under names_mutex).
+  mutable std::mutex names_mutex;
+  std::vector<TimelineNode> node_list;
+  std::unordered_multimap<uint64_t, uint32_t> node_index;
+  std::vector<uint64_t> comm_ids;
+  std::unordered_map<uint64_t, uint32_t> comm_index;
+
+  mutable std::mutex warnings_mutex;
+  std::vector<std::string> warning_list;
+  std::map<std::string, uint64_t> problem_counts;
+  bool spill_failed = false;
+
+  std::mutex spill_mutex;
+  int spill_fd = -1;
+  uint64_t spill_end = 0;
+  std::atomic<uint64_t> memory_used{0};
+
+  std::atomic<bool> cancel_flag{false};
+  std::atomic<bool> finished{false};
+  std::atomic<uint64_t> events_built{0};
+  std::atomic<size_t> ranks_built{0};
+  std::atomic<int64_t> last_leave{-1};
+  std::mutex progress_mutex;
+
+  // Pairs (published once, when `finished`).
+  mutable std::shared_mutex pairs_mutex;
+  std::vector<CollectiveInstance> instances;
+  std::vector<EventRefPublic> members;
+
+  uint32_t row_of(size_t rank_index, uint32_t stream) const {
+    return first_row[rank_index] + static_cast<uint32_t>(stream_slot(rank_index, stream));
+  }
+  size_t stream_slot(size_t rank_index, uint32_t stream) const;
+  uint32_t node(uint32_t parent, uint32_t id, uint32_t site);
+  const std::string& site_label(uint32_t index) const {
+    static const std::string none;
+    return index < site_labels.size() ? site_labels[index] : none;
+  }
+  template <class F>
+  void note_problem(const char* category, F&&) {
+    std::lock_guard lock(warnings_mutex);
+    ++problem_counts[category];
+  }
+  bool spill(const Record* records, uint32_t count, uint64_t* offset);
+  void publish(Row& row);
+  void report_progress();
+  double built_fraction() const;
+  // A block's records (caller holds the row's lock); `buffer` holds them
+  // when they come from the spill file.
+  const Record* block_records(const Row& row, size_t block, std::vector<Record>& buffer) const;
+};
+
+}  // namespace prof::analysis::timeline_detail

@@ -1,0 +1,344 @@
+// The timeline layer (timeline.h): queries. Each row is read under its lock,
+// held shared, so a query sees whole published blocks and a pyramid that
+// matches them, while the build goes on.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+
+#include "prof/analysis/timeline.h"
+#include "timeline_impl.h"
+
+namespace prof::analysis {
+
+using namespace timeline_detail;
+
+namespace {
+
+// A call overlaps [from, to) when it enters before `to` and leaves after
+// `from`; a call of no duration when it enters inside.
+bool overlaps(int64_t enter, int64_t leave, double from, double to) {
+  const double e = static_cast<double>(enter), l = static_cast<double>(leave);
+  return e < to && (l > from || (l == e && e >= from));
+}
+
+TimelineCall to_call(const Impl& tl, const Row& row, size_t row_index, uint64_t index, const Record& r) {
+  TimelineCall c;
+  c.row = row_index;
+  c.index = index;
+  c.enter = r.enter;
+  c.duration = row.duration(r, index);
+  c.kind = static_cast<TimelineKind>(r.kind);
+  if (c.kind == TimelineKind::Marker) {
+    c.function = r.flags & kMarkerBeginFlag ? "interval begin" : "interval end";
+    c.interval_id = static_cast<uint32_t>(r.peer);
+    c.site = static_cast<uint32_t>(r.tag);
+    c.marker_begin = r.flags & kMarkerBeginFlag;
+    return c;
+  }
+  c.function = r.name < tl.registry.functions.size() ? std::string_view(tl.registry.functions[r.name])
+                                                     : std::string_view("(unknown)");
+  c.peer = r.peer;
+  c.tag = r.tag;
+  c.bytes = row.bytes_of(r, index);
+  if (r.flags & kHasComm) {
+    std::lock_guard lock(tl.names_mutex);
+    c.has_comm = r.comm < tl.comm_ids.size();
+    if (c.has_comm) c.comm = tl.comm_ids[r.comm];
+  }
+  return c;
+}
+
+// Reads a row's published records [first, last) (caller holds its lock).
+template <class F>
+void for_records(const Impl& tl, const Row& row, uint64_t first, uint64_t last, F&& f) {
+  std::vector<Record> buffer;
+  for (uint64_t i = first; i < last;) {
+    const size_t b = static_cast<size_t>(i / kBlockRecords);
+    const Record* records = tl.block_records(row, b, buffer);
+    const uint64_t base = uint64_t{b} * kBlockRecords;
+    const uint64_t end = std::min<uint64_t>(last, base + row.blocks[b].count);
+    for (; i < end; ++i) f(i, records[i - base]);
+  }
+}
+
+// The index range of a row's calls that may overlap [from, to): from the
+// first that leaves at or after `from` to the first that enters at or after
+// `to` (caller holds the row's lock).
+std::pair<uint64_t, uint64_t> index_range(const Impl& tl, const Row& row, double from, double to) {
+  if (row.blocks.empty() || !(from < to)) return {0, 0};
+  std::vector<Record> buffer;
+  const auto& blocks = row.blocks;
+  // First: the block where the running maximum of leaves reaches `from`.
+  const size_t bf = static_cast<size_t>(
+      std::partition_point(blocks.begin(), blocks.end(),
+                           [&](const BlockInfo& b) { return static_cast<double>(b.max_leave) < from; }) -
+      blocks.begin());
+  if (bf == blocks.size()) return {row.count, row.count};
+  uint64_t first = uint64_t{bf} * kBlockRecords;
+  {
+    const Record* r = tl.block_records(row, bf, buffer);
+    uint32_t k = 0;
+    while (k < blocks[bf].count &&
+           static_cast<double>(r[k].enter + static_cast<int64_t>(row.duration(r[k], first + k))) < from)
+      ++k;
+    first += k;
+  }
+  // Last: the first call that enters at or after `to`.
+  const size_t bl = static_cast<size_t>(
+      std::partition_point(blocks.begin(), blocks.end(),
+                           [&](const BlockInfo& b) { return static_cast<double>(b.first_enter) < to; }) -
+      blocks.begin());
+  if (bl == 0) return {0, 0};
+  const Record* r = tl.block_records(row, bl - 1, buffer);
+  const uint32_t k = static_cast<uint32_t>(
+      std::partition_point(r, r + blocks[bl - 1].count,
+                           [&](const Record& x) { return static_cast<double>(x.enter) < to; }) - r);
+  const uint64_t last = uint64_t{bl - 1} * kBlockRecords + k;
+  return {first, std::max(first, last)};
+}
+
+TimelineBucket to_bucket(const Cell& c) {
+  TimelineBucket b;
+  b.count = c.count;
+  int best = 0;
+  for (int k = 0; k < kTimelineKinds; ++k) {
+    b.time[k] = c.time[k];
+    if (c.time[k] > c.time[best]) best = k;
+  }
+  b.dominant = static_cast<TimelineKind>(best);
+  b.has_longest = c.has_longest;
+  b.longest_index = c.longest_index;
+  b.longest_duration = c.longest_duration;
+  return b;
+}
+
+void summarize(const Impl& tl, const Row& row, double from, double to, uint32_t width,
+               std::pair<uint64_t, uint64_t> range, TimelineRowAnswer& out) {
+  const double target = (to - from) / width;
+  const Pyramid& p = row.pyramid;
+  out.summarized = true;
+  if (target >= p.leaf) {
+    // The level whose cells are the widest not above the target; past the
+    // top level, buckets merge 2^extra of its cells (at most two exist).
+    const size_t k = static_cast<size_t>(std::min(60.0, std::floor(std::log2(target / p.leaf))));
+    const size_t level_index = std::min(k, p.levels.size() - 1);
+    const uint64_t group = uint64_t{1} << std::min<size_t>(k - level_index, 40);
+    const double size = std::ldexp(p.leaf, static_cast<int>(level_index)) * static_cast<double>(group);
+    const int64_t c0 = static_cast<int64_t>(std::floor(from / size));
+    const int64_t c1 = static_cast<int64_t>(std::ceil(to / size));
+    out.bucket_from = static_cast<double>(c0) * size;
+    out.bucket_width = size;
+    const auto& level = p.levels[level_index];
+    const uint64_t cells = level.size();
+    out.buckets.reserve(static_cast<size_t>(c1 - c0));
+    for (int64_t c = c0; c < c1; ++c) {
+      Cell merged;
+      if (c >= 0)
+        for (uint64_t i = static_cast<uint64_t>(c) * group; i < std::min(cells, static_cast<uint64_t>(c + 1) * group); ++i)
+          merged.merge(level[i]);
+      out.buckets.push_back(to_bucket(merged));
+    }
+    return;
+  }
+  // Finer than a leaf: from the calls themselves, by the same rules.
+  std::vector<Cell> cells(width);
+  Grid g{cells.data(), cells.size(), from, target};
+  uint64_t first = range.first, last = std::min<uint64_t>(range.second + 1, row.count);
+  bool has_previous = false;
+  int64_t previous_leave = 0;
+  if (first > 0) {
+    for_records(tl, row, first - 1, first, [&](uint64_t i, const Record& r) {
+      previous_leave = r.enter + static_cast<int64_t>(row.duration(r, i));
+    });
+    has_previous = true;
+  }
+  for_records(tl, row, first, last, [&](uint64_t i, const Record& r) {
+    const uint64_t d = row.duration(r, i);
+    g.add_call(r, d, static_cast<uint32_t>(i), has_previous, previous_leave);
+    has_previous = true;
+    previous_leave = r.enter + static_cast<int64_t>(d);
+  });
+  out.bucket_from = from;
+  out.bucket_width = target;
+  out.buckets.reserve(width);
+  for (const Cell& c : cells) out.buckets.push_back(to_bucket(c));
+}
+
+}  // namespace
+
+TimelineAnswer Timeline::query(const TimelineQuery& q) const {
+  const Impl& tl = *impl_;
+  TimelineAnswer answer;
+  answer.complete = tl.finished.load(std::memory_order_acquire);
+  answer.built = tl.built_fraction();
+  const uint32_t width = std::max<uint32_t>(1, q.buckets);
+  const uint64_t cap = q.max_events ? q.max_events : uint64_t{2} * width;
+  std::vector<size_t> rows = q.rows;
+  if (rows.empty())
+    for (size_t r = 0; r < tl.rows.size(); ++r) rows.push_back(r);
+  // Rows answered with calls: their index ranges (for messages and collectives).
+  std::map<size_t, std::pair<uint64_t, uint64_t>> listed;
+  for (size_t ri : rows) {
+    if (ri >= tl.rows.size()) continue;
+    const Row& row = *tl.rows[ri];
+    TimelineRowAnswer out;
+    out.row = ri;
+    std::shared_lock lock(row.mutex);
+    const double from = std::max(q.from, 0.0);
+    double to = q.to;
+    if (!std::isfinite(to)) {
+      const double end = row.blocks.empty() ? 0.0 : static_cast<double>(row.blocks.back().max_leave);
+      to = std::max(end + 1, from + width);
+    }
+    const auto range = index_range(tl, row, from, to);
+    if (range.second - range.first <= cap) {
+      for_records(tl, row, range.first, range.second, [&](uint64_t i, const Record& r) {
+        const TimelineCall c = to_call(tl, row, ri, i, r);
+        if (overlaps(c.enter, c.leave(), from, to)) out.calls.push_back(c);
+      });
+      listed[ri] = range;
+      // Executions overlapping the range.
+      const auto& ex = row.executions;
+      const size_t e0 = static_cast<size_t>(
+          std::partition_point(row.execution_max_end.begin(), row.execution_max_end.end(),
+                               [&](double end) { return end <= from; }) -
+          row.execution_max_end.begin());
+      for (size_t i = e0; i < ex.size() && ex[i].start < to; ++i) {
+        if (ex[i].end <= from && !(ex[i].end == ex[i].start && ex[i].start >= from)) continue;
+        if (out.executions.size() == cap) {
+          out.executions.clear();
+          out.executions_omitted = true;
+          break;
+        }
+        out.executions.push_back(TimelineExecution{ri, ex[i].node, ex[i].start, ex[i].end});
+      }
+    } else {
+      summarize(tl, row, from, to, width, range, out);
+    }
+    answer.rows.push_back(std::move(out));
+  }
+  if (!answer.complete || listed.empty()) return answer;
+
+  // Messages and collectives with an end among the listed calls.
+  auto listed_at = [&](size_t row, uint64_t index) {
+    auto it = listed.find(row);
+    return it != listed.end() && index >= it->second.first && index < it->second.second;
+  };
+  std::vector<std::array<uint32_t, 4>> pairs;  // send row, send index, recv row, recv index
+  std::set<uint32_t> instance_ids;
+  for (const auto& [ri, range] : listed) {
+    const Row& row = *tl.rows[ri];
+    std::shared_lock lock(row.mutex);
+    auto in = [&](const auto& v) {
+      using T = typename std::decay_t<decltype(v)>::value_type;
+      auto lo = std::partition_point(v.begin(), v.end(), [&](const T& m) { return m.first < range.first; });
+      auto hi = std::partition_point(lo, v.end(), [&](const T& m) { return m.first < range.second; });
+      return std::make_pair(lo, hi);
+    };
+    for (auto [it, end] = in(row.sent); it != end; ++it)
+      pairs.push_back({static_cast<uint32_t>(ri), it->first, it->recv_row, it->recv_index});
+    for (auto [it, end] = in(row.received); it != end; ++it)
+      if (!listed_at(it->send_row, it->send_index))
+        pairs.push_back({it->send_row, it->send_index, static_cast<uint32_t>(ri), it->first});
+    for (auto [it, end] = in(row.collectives); it != end; ++it) instance_ids.insert(it->instance);
+  }
+  auto record = [&](uint32_t ri, uint64_t index) {
+    const Row& row = *tl.rows[ri];
+    std::shared_lock lock(row.mutex);
+    std::pair<int64_t, uint64_t> out{0, 0};
+    for_records(tl, row, index, std::min<uint64_t>(index + 1, row.count),
+                [&](uint64_t i, const Record& r) { out = {r.enter, row.duration(r, i)}; });
+    return out;
+  };
+  for (const auto& p : pairs) {
+    TimelineMessage m;
+    m.send_row = p[0];
+    m.send_index = p[1];
+    m.recv_row = p[2];
+    m.recv_index = p[3];
+    m.send_enter = record(p[0], p[1]).first;
+    const auto [enter, duration] = record(p[2], p[3]);
+    m.recv_enter = enter;
+    m.recv_leave = enter + static_cast<int64_t>(duration);
+    m.wait = static_cast<uint64_t>(std::max<int64_t>(0, std::min(m.send_enter, m.recv_leave) - m.recv_enter));
+    answer.messages.push_back(m);
+  }
+  std::shared_lock lock(tl.pairs_mutex);
+  for (uint32_t id : instance_ids) {
+    const CollectiveInstance& in = tl.instances[id];
+    TimelineCollective c;
+    c.comm = in.gid;
+    c.sequence = in.seq;
+    int64_t last_enter = std::numeric_limits<int64_t>::min();
+    for (uint32_t k = 0; k < in.count; ++k) {
+      const EventRefPublic& ref = tl.members[in.first_member + k];
+      const auto [enter, duration] = record(ref.row, ref.index);
+      c.members.push_back(TimelineCollective::Member{ref.row, ref.index, enter, duration, 0});
+      last_enter = std::max(last_enter, enter);
+    }
+    for (auto& m : c.members)
+      m.wait = static_cast<uint64_t>(
+          std::max<int64_t>(0, std::min(last_enter, m.enter + static_cast<int64_t>(m.duration)) - m.enter));
+    answer.collectives.push_back(std::move(c));
+  }
+  return answer;
+}
+
+std::vector<TimelineCall> Timeline::calls(size_t ri, double from, double to) const {
+  const Impl& tl = *impl_;
+  std::vector<TimelineCall> out;
+  if (ri >= tl.rows.size()) return out;
+  const Row& row = *tl.rows[ri];
+  std::shared_lock lock(row.mutex);
+  from = std::max(from, -1.0);
+  if (!std::isfinite(to)) to = std::numeric_limits<double>::max();
+  const auto range = index_range(tl, row, from, to);
+  for_records(tl, row, range.first, range.second, [&](uint64_t i, const Record& r) {
+    TimelineCall c = to_call(tl, row, ri, i, r);
+    if (overlaps(c.enter, c.leave(), from, to)) out.push_back(c);
+  });
+  return out;
+}
+
+std::vector<TimelineExecution> Timeline::executions(size_t ri) const {
+  std::vector<TimelineExecution> out;
+  if (ri >= impl_->rows.size()) return out;
+  const Row& row = *impl_->rows[ri];
+  std::shared_lock lock(row.mutex);
+  for (const Execution& e : row.executions) out.push_back(TimelineExecution{ri, e.node, e.start, e.end});
+  return out;
+}
+
+std::vector<TimelineMessage> Timeline::messages() const {
+  TimelineQuery q;
+  q.max_events = std::numeric_limits<uint64_t>::max();
+  return query(q).messages;
+}
+
+std::vector<TimelineCollective> Timeline::collectives() const {
+  TimelineQuery q;
+  q.max_events = std::numeric_limits<uint64_t>::max();
+  return query(q).collectives;
+}
+
+uint64_t Timeline::memory_bytes() const {
+  const Impl& tl = *impl_;
+  uint64_t bytes = tl.memory_used.load(std::memory_order_relaxed);
+  for (const auto& r : tl.rows) {
+    std::shared_lock lock(r->mutex);
+    bytes += r->pyramid.bytes() + r->blocks.capacity() * sizeof(BlockInfo) +
+             r->executions.capacity() * (sizeof(Execution) + sizeof(double)) +
+             r->sent.capacity() * sizeof(SentMessage) + r->received.capacity() * sizeof(ReceivedMessage) +
+             r->collectives.capacity() * sizeof(CollectiveRef);
+  }
+  std::shared_lock lock(tl.pairs_mutex);
+  bytes += tl.instances.capacity() * sizeof(CollectiveInstance) + tl.members.capacity() * sizeof(EventRefPublic);
+  return bytes;
+}
+
+}  // namespace prof::analysis

@@ -1,0 +1,450 @@
+// The timeline layer (prof/analysis/timeline.h) on synthetic traces: the calls
+// of a range are exactly those written that overlap it; bucket summaries equal
+// a brute-force count over the calls, from the pyramid and from the calls
+// themselves, with records in memory or in the spill file; interval executions
+// equal the analysis's; messages and collective instances pair as written;
+// queries while the build runs; cancel.
+#include "prof/analysis/timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "trace_builder.h"
+
+namespace prof::test {
+namespace {
+
+using analysis::Timeline;
+using analysis::TimelineCall;
+using analysis::TimelineKind;
+using analysis::TimelineOptions;
+using analysis::TimelineQuery;
+
+// What the test wrote on one row, ns from the trace's start.
+struct Written {
+  int64_t enter, leave;
+  TimelineKind kind;
+};
+
+constexpr uint32_t kRecvReq = 0xAC000001u, kSendReq = 0xAC000002u;
+constexpr uint64_t kStart = 1000;       // every rank's MPI_Init enters here
+constexpr uint64_t kPeriod = 10000;     // one iteration
+constexpr uint32_t kTag = 7;
+
+uint64_t jitter(uint64_t it, int r) {
+  uint64_t x = (it + 1) * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(r) + 1) * 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return x % 1500;
+}
+
+// A ring of `ranks` ranks, `iterations` times: interval 1 around Irecv(left),
+// Isend(right), Waitall; interval 2 (nested) around an Allreduce entered at
+// different times; a compute call; rank 0's second thread calls
+// MPI_Comm_rank every 4th iteration; a long barrier at the end.
+class RingTrace {
+ public:
+  RingTrace(int ranks, uint64_t iterations) : ranks_(ranks), b_(ranks), rows_(static_cast<size_t>(ranks) + 1) {
+    for (int r = 0; r < ranks; ++r) put(r, 0, [&] { b_.init(r, kStart, kStart + 500); }, kStart, kStart + 500,
+                                         TimelineKind::OtherMpi);
+    uint64_t t = kStart + 1000;
+    for (uint64_t it = 0; it < iterations; ++it, t += kPeriod) {
+      for (int r = 0; r < ranks; ++r) {
+        const int left = (r + ranks - 1) % ranks, right = (r + 1) % ranks;
+        const uint64_t w = t + 300 + jitter(it, r), a = t + 2100 + jitter(it + 7, r);
+        marker(r, t, 1, true, 1);
+        put(r, 0, [&] { b_.irecv(r, t + 100, t + 130, left, kTag, kRecvReq); }, t + 100, t + 130,
+            TimelineKind::PointToPoint);
+        put(r, 0, [&] { b_.isend(r, t + 200, t + 240, right, kTag, kSendReq); }, t + 200, t + 240,
+            TimelineKind::PointToPoint);
+        put(r, 0, [&] {
+          b_.wait(r, Waitall, w, t + 1900, {TraceBuilder::done(kRecvReq, left, kTag, 8), TraceBuilder::done(kSendReq)});
+        }, w, t + 1900, TimelineKind::PointToPoint);
+        marker(r, t + 2000, 2, true, 2);
+        put(r, 0, [&] { b_.collective(r, Allreduce, a, t + 3700); }, a, t + 3700, TimelineKind::Collective);
+        marker(r, t + 3800, 2, false, 2);
+        put(r, 0, [&] { b_.other(r, Compute, t + 3900, t + 4000); }, t + 3900, t + 4000, TimelineKind::OtherMpi);
+        marker(r, t + 9000, 1, false, 1);
+        if (r == 0 && it % 4 == 0) {
+          b_.thread(0, 1);
+          put(0, 1, [&] { b_.other(0, CommRank, t + 5000, t + 5050); }, t + 5000, t + 5050,
+              TimelineKind::OtherMpi);
+          b_.thread(0, 0);
+        }
+      }
+    }
+    for (int r = 0; r < ranks; ++r) {
+      put(r, 0, [&] { b_.collective(r, Barrier, t + 100 * static_cast<uint64_t>(r), t + 2 * kMs); },
+          t + 100 * static_cast<uint64_t>(r), t + 2 * kMs, TimelineKind::Collective);
+      put(r, 0, [&] { b_.finalize(r, t + 2 * kMs + 100, t + 2 * kMs + 200); }, t + 2 * kMs + 100,
+          t + 2 * kMs + 200, TimelineKind::OtherMpi);
+    }
+    b_.close();
+    iterations_ = iterations;
+  }
+  const std::string& dir() const { return b_.dir(); }
+  // Rows: rank r's main thread is row r + (r > 0), rank 0's second thread row 1.
+  static size_t row(int rank, int stream) { return rank == 0 ? static_cast<size_t>(stream) : static_cast<size_t>(rank) + 1; }
+  const std::vector<Written>& written(size_t row) const { return rows_[row]; }
+  int ranks() const { return ranks_; }
+  uint64_t iterations() const { return iterations_; }
+
+ private:
+  template <class F>
+  void put(int r, int stream, F&& write, uint64_t enter, uint64_t leave, TimelineKind kind) {
+    write();
+    rows_[row(r, stream)].push_back(Written{static_cast<int64_t>(enter - kStart), static_cast<int64_t>(leave - kStart), kind});
+  }
+  void marker(int r, uint64_t t, uint32_t id, bool begin, uint32_t site) {
+    put(r, 0, [&] { b_.marker(r, t, id, begin, site); }, t, t, TimelineKind::Marker);
+  }
+  int ranks_;
+  TraceBuilder b_;
+  std::vector<std::vector<Written>> rows_;
+  uint64_t iterations_ = 0;
+};
+
+std::unique_ptr<Timeline> built(const std::string& dir, TimelineOptions options = {}) {
+  std::string error;
+  auto tl = Timeline::open(dir, &error, std::move(options));
+  EXPECT_TRUE(tl) << error;
+  if (tl) tl->build();
+  return tl;
+}
+
+bool overlaps(const Written& w, double from, double to) {
+  return w.enter < to && (w.leave > from || (w.leave == w.enter && w.enter >= from));
+}
+
+// The option sets every check runs under: records in memory with a fine
+// pyramid; records in the spill file with few leaves (so the pyramid coarsens).
+std::vector<TimelineOptions> option_sets() {
+  TimelineOptions memory;
+  memory.threads = 2;
+  TimelineOptions spilled;
+  spilled.threads = 1;
+  spilled.memory_bytes = 0;
+  spilled.leaves_per_row = 64;
+  return {memory, spilled};
+}
+
+TEST(Timeline, RowsHoldExactlyTheCallsWritten) {
+  RingTrace trace(3, 300);
+  for (const TimelineOptions& options : option_sets()) {
+    auto tl = built(trace.dir(), options);
+    ASSERT_TRUE(tl);
+    ASSERT_TRUE(tl->complete());
+    ASSERT_EQ(tl->rows().size(), 4u);
+    EXPECT_EQ(tl->rows()[1].rank, 0);
+    EXPECT_EQ(tl->rows()[1].stream, 1u);
+    for (size_t row = 0; row < 4; ++row) {
+      const auto calls = tl->calls(row, -INFINITY, INFINITY);
+      const auto& want = trace.written(row);
+      ASSERT_EQ(calls.size(), want.size()) << "row " << row;
+      for (size_t i = 0; i < calls.size(); ++i) {
+        EXPECT_EQ(calls[i].index, i);
+        EXPECT_EQ(calls[i].enter, want[i].enter) << "row " << row << " call " << i;
+        EXPECT_EQ(calls[i].leave(), want[i].leave) << "row " << row << " call " << i;
+        EXPECT_EQ(calls[i].kind, want[i].kind) << "row " << row << " call " << i;
+      }
+    }
+    // Tooltip fields of one Isend of rank 1: to rank 2, tag 7, 8 bytes, MPI_COMM_WORLD.
+    const auto calls = tl->calls(RingTrace::row(1, 0), -INFINITY, INFINITY);
+    const auto isend = std::find_if(calls.begin(), calls.end(), [](const TimelineCall& c) { return c.function == "MPI_Isend"; });
+    ASSERT_NE(isend, calls.end());
+    EXPECT_EQ(isend->peer, 2);
+    EXPECT_EQ(isend->tag, 7);
+    EXPECT_EQ(isend->bytes, 8u);
+    EXPECT_TRUE(isend->has_comm);
+    const auto begin = std::find_if(calls.begin(), calls.end(), [](const TimelineCall& c) { return c.kind == TimelineKind::Marker; });
+    ASSERT_NE(begin, calls.end());
+    EXPECT_TRUE(begin->marker_begin);
+    EXPECT_EQ(begin->interval_id, 1u);
+    EXPECT_EQ(tl->site(begin->site), "app.c:100");
+  }
+}
+
+TEST(Timeline, NarrowRangesReturnExactlyTheOverlappingCalls) {
+  RingTrace trace(3, 300);
+  for (const TimelineOptions& options : option_sets()) {
+    auto tl = built(trace.dir(), options);
+    ASSERT_TRUE(tl);
+    const auto& row1 = trace.written(RingTrace::row(1, 0));
+    // Ranges with edges inside calls, on call edges, between calls, empty.
+    std::vector<std::pair<double, double>> ranges = {
+        {0, 1}, {double(row1[10].enter) + 1, double(row1[10].leave) - 1},
+        {double(row1[10].leave), double(row1[14].enter)}, {double(row1[50].enter) + 0.5, double(row1[57].leave) + 0.5},
+        {5 * kPeriod + 123, 9 * kPeriod + 4567}, {double(row1.back().leave) - 10, 1e15}, {1e15, 2e15}};
+    for (const auto& [from, to] : ranges) {
+      TimelineQuery q;
+      q.from = from;
+      q.to = to;
+      q.buckets = 100;
+      q.max_events = 1000000;
+      const auto a = tl->query(q);
+      ASSERT_EQ(a.rows.size(), 4u);
+      for (const auto& r : a.rows) {
+        ASSERT_FALSE(r.summarized);
+        std::vector<int64_t> want, got;
+        for (const Written& w : trace.written(r.row))
+          if (overlaps(w, from, to)) want.push_back(w.enter * 4 + static_cast<int64_t>(w.kind));
+        for (const TimelineCall& c : r.calls) got.push_back(c.enter * 4 + static_cast<int64_t>(c.kind));
+        EXPECT_EQ(got, want) << "row " << r.row << " range [" << from << ", " << to << ")";
+      }
+    }
+  }
+}
+
+// Brute force over the calls written: the summary of [b0, b1) (timeline.h).
+struct Expected {
+  uint32_t count = 0;
+  double time[analysis::kTimelineKinds] = {};
+  int64_t longest = -1;  // index
+};
+Expected brute_force(const std::vector<Written>& calls, double b0, double b1, double origin, double width, int64_t cell) {
+  Expected e;
+  auto clip = [&](double a, double b) { return std::max(0.0, std::min(b, b1) - std::max(a, b0)); };
+  uint64_t longest = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Written& w = calls[i];
+    if (static_cast<int64_t>(std::floor((double(w.enter) - origin) / width)) == cell) ++e.count;
+    e.time[static_cast<int>(w.kind)] += clip(double(w.enter), double(w.leave));
+    if (i > 0) e.time[0] += clip(double(calls[i - 1].leave), double(w.enter));
+    const bool over = w.leave > w.enter ? (double(w.enter) < b1 && double(w.leave) > b0)
+                                        : (double(w.enter) >= b0 && double(w.enter) < b1);
+    const uint64_t d = static_cast<uint64_t>(w.leave - w.enter);
+    if (over && (e.longest < 0 || d > longest)) {
+      e.longest = static_cast<int64_t>(i);
+      longest = d;
+    }
+  }
+  return e;
+}
+
+TEST(Timeline, BucketSummariesEqualBruteForce) {
+  RingTrace trace(3, 200);
+  for (const TimelineOptions& options : option_sets()) {
+    auto tl = built(trace.dir(), options);
+    ASSERT_TRUE(tl);
+    const double end = tl->end();
+    const double mid = double(trace.written(2)[333].enter) + 17;  // inside a call
+    struct Case {
+      double from, to;
+      uint32_t buckets;
+    };
+    const Case cases[] = {{0, end, 7},       {0, end, 100},           {0, end, 2000},
+                          {mid, mid + 3 * kPeriod + 3, 13}, {mid, end - 999.5, 64},
+                          {mid, mid + 20000, 1000},          // finer than a leaf: from the calls
+                          {end - 5000, end + 5000, 33}};
+    bool from_pyramid = false, from_calls = false;
+    for (const Case& c : cases) {
+      TimelineQuery q;
+      q.from = c.from;
+      q.to = c.to;
+      q.buckets = c.buckets;
+      q.max_events = 1;
+      const auto a = tl->query(q);
+      for (const auto& r : a.rows) {
+        const auto& calls = trace.written(r.row);
+        if (!r.summarized) continue;  // at most one call in range
+        ASSERT_FALSE(r.buckets.empty());
+        // The buckets cover the range, with between W and 2W + 1 of them.
+        EXPECT_LE(r.bucket_from, c.from);
+        EXPECT_GE(r.bucket_from + r.bucket_width * double(r.buckets.size()), c.to - 1e-6);
+        EXPECT_GE(r.buckets.size(), c.buckets);
+        EXPECT_LE(r.buckets.size(), 2 * c.buckets + 1);
+        if (r.bucket_width == (c.to - c.from) / c.buckets && r.bucket_from == c.from) from_calls = true;
+        else from_pyramid = true;
+        for (size_t i = 0; i < r.buckets.size(); ++i) {
+          const double b0 = r.bucket_from + double(i) * r.bucket_width, b1 = b0 + r.bucket_width;
+          const Expected e = brute_force(calls, b0, b1, r.bucket_from, r.bucket_width, static_cast<int64_t>(i));
+          const auto& got = r.buckets[i];
+          const std::string where = "row " + std::to_string(r.row) + " bucket " + std::to_string(i) + " of [" +
+                                    std::to_string(c.from) + ", " + std::to_string(c.to) + ")/" + std::to_string(c.buckets);
+          EXPECT_EQ(got.count, e.count) << where;
+          int dominant = 0;
+          for (int k = 0; k < analysis::kTimelineKinds; ++k) {
+            EXPECT_NEAR(got.time[k], e.time[k], 1e-6 * r.bucket_width + 1e-6) << where << " kind " << k;
+            if (e.time[k] > e.time[dominant] + 1e-6) dominant = k;
+          }
+          if (e.time[dominant] > 0) EXPECT_EQ(static_cast<int>(got.dominant), dominant) << where;
+          EXPECT_EQ(got.has_longest, e.longest >= 0) << where;
+          if (got.has_longest && e.longest >= 0) {
+            EXPECT_EQ(got.longest_duration, static_cast<uint64_t>(calls[size_t(e.longest)].leave - calls[size_t(e.longest)].enter))
+                << where;
+          }
+        }
+      }
+    }
+    EXPECT_TRUE(from_pyramid);
+    EXPECT_TRUE(from_calls);
+  }
+}
+
+TEST(Timeline, ExecutionsEqualTheAnalysis) {
+  RingTrace trace(3, 150);
+  const analysis::Analysis a = analysis::analyze(trace.dir());
+  ASSERT_TRUE(a.usable());
+  for (const TimelineOptions& options : option_sets()) {
+    auto tl = built(trace.dir(), options);
+    ASSERT_TRUE(tl);
+    const auto nodes = tl->nodes();
+    // Per (interval id, rank): executions and total time, from each.
+    std::map<std::pair<uint32_t, int>, std::pair<uint64_t, double>> timeline, analysis;
+    for (size_t row = 0; row < tl->rows().size(); ++row)
+      for (const auto& e : tl->executions(row)) {
+        auto& v = timeline[{nodes[e.node].id, tl->rows()[row].rank}];
+        ++v.first;
+        v.second += e.end - e.start;
+      }
+    for (const auto& n : a.intervals)
+      for (const auto& f : n.per_rank) {
+        auto& v = analysis[{n.id ? *n.id : 0u, f.rank}];
+        v.first += f.executions;
+        v.second += f.time * 1e9;
+      }
+    ASSERT_EQ(timeline.size(), analysis.size());
+    for (const auto& [key, v] : analysis) {
+      ASSERT_TRUE(timeline.count(key)) << "interval " << key.first << " rank " << key.second;
+      EXPECT_EQ(timeline[key].first, v.first) << "interval " << key.first << " rank " << key.second;
+      EXPECT_NEAR(timeline[key].second, v.second, 1e-3) << "interval " << key.first << " rank " << key.second;
+    }
+    EXPECT_EQ((timeline[{1u, 0}].first), trace.iterations());
+    // The tree: interval 2 (app.c:200) inside interval 1 (app.c:100) inside the run.
+    ASSERT_EQ(nodes.size(), 3u);
+    EXPECT_EQ(nodes[2].parent, 1);
+    EXPECT_EQ(tl->site(nodes[2].site), "app.c:200");
+    EXPECT_EQ(nodes[2].level, 2);
+  }
+}
+
+TEST(Timeline, MessagesPairSendsWithReceivesAndCollectivesTheirMembers) {
+  RingTrace trace(3, 100);
+  for (const TimelineOptions& options : option_sets()) {
+    auto tl = built(trace.dir(), options);
+    ASSERT_TRUE(tl);
+    const auto messages = tl->messages();
+    ASSERT_EQ(messages.size(), 3 * trace.iterations());
+    std::map<size_t, std::vector<std::pair<uint64_t, uint64_t>>> by_sender;
+    for (const auto& m : messages) {
+      const int from = tl->rows()[m.send_row].rank, to = tl->rows()[m.recv_row].rank;
+      EXPECT_EQ(to, (from + 1) % 3);
+      const auto send = tl->calls(m.send_row, double(m.send_enter), double(m.send_enter) + 1);
+      ASSERT_FALSE(send.empty());
+      EXPECT_EQ(send[0].function, "MPI_Isend");
+      EXPECT_EQ(send[0].index, m.send_index);
+      const auto recv = tl->calls(m.recv_row, double(m.recv_enter), double(m.recv_enter) + 1);
+      ASSERT_FALSE(recv.empty());
+      EXPECT_EQ(recv[0].function, "MPI_Waitall");
+      EXPECT_EQ(recv[0].index, m.recv_index);
+      // Sent and received in the same iteration (the send enters 200 ns into it).
+      EXPECT_EQ((m.send_enter - 1000) / int64_t(kPeriod), (m.recv_enter - 1000) / int64_t(kPeriod));
+      EXPECT_EQ(m.wait, uint64_t(std::max<int64_t>(0, std::min(m.send_enter, m.recv_leave) - m.recv_enter)));
+    }
+    const auto collectives = tl->collectives();
+    ASSERT_EQ(collectives.size(), trace.iterations() + 1);  // the Allreduces and the final Barrier
+    for (const auto& c : collectives) {
+      ASSERT_EQ(c.members.size(), 3u);
+      int64_t last = INT64_MIN;
+      for (const auto& m : c.members) last = std::max(last, m.enter);
+      for (const auto& m : c.members) {
+        EXPECT_EQ(m.wait, uint64_t(last - m.enter));
+        EXPECT_EQ((m.enter - 1000) / int64_t(kPeriod), (c.members[0].enter - 1000) / int64_t(kPeriod));
+      }
+    }
+  }
+}
+
+TEST(Timeline, QueriesWhileBuildingSeeConsistentParts) {
+  RingTrace trace(4, 6000);
+  uint64_t total = 0;
+  for (size_t row = 0; row < 5; ++row) total += trace.written(row).size();
+  std::string error;
+  TimelineOptions options;
+  options.threads = 2;
+  options.leaves_per_row = 4096;
+  std::vector<double> progress;
+  options.progress = [&](double f) { progress.push_back(f); };
+  auto tl = Timeline::open(trace.dir(), &error, options);
+  ASSERT_TRUE(tl) << error;
+  std::thread builder([&] { tl->build(); });
+  size_t queries = 0;
+  double last_built = 0;
+  bool saw_partial = false;
+  for (;;) {
+    const bool done = tl->complete();  // before the query: a complete answer must follow
+    TimelineQuery q;
+    q.from = 0;
+    q.to = 1e12;
+    q.buckets = 500;
+    const auto a = tl->query(q);
+    ++queries;
+    EXPECT_GE(a.built, last_built);
+    last_built = a.built;
+    ASSERT_EQ(a.rows.size(), 5u);
+    uint64_t counted = 0;
+    for (const auto& r : a.rows) {
+      if (r.summarized)
+        for (const auto& b : r.buckets) counted += b.count;
+      else
+        counted += r.calls.size();
+    }
+    // Whole blocks of calls, never more than the trace holds.
+    EXPECT_LE(counted, total);
+    if (!a.complete && counted < total) saw_partial = true;
+    if (done) {
+      EXPECT_TRUE(a.complete);
+      EXPECT_EQ(counted, total);
+      break;
+    }
+    std::this_thread::yield();
+  }
+  builder.join();
+  EXPECT_GT(queries, 0u);
+  (void)saw_partial;  // how much of the build a query sees depends on the scheduler
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.back(), 1.0);
+  EXPECT_TRUE(std::is_sorted(progress.begin(), progress.end()));
+}
+
+TEST(Timeline, CancelStopsTheBuild) {
+  RingTrace trace(2, 20000);
+  uint64_t total = 0;
+  for (size_t row = 0; row < 3; ++row) total += trace.written(row).size();
+  std::string error;
+  TimelineOptions options;
+  options.threads = 1;
+  Timeline* self = nullptr;
+  int calls = 0;
+  options.progress = [&](double) {
+    ++calls;
+    self->cancel();  // at the first report: the rest is never decoded
+  };
+  auto tl = Timeline::open(trace.dir(), &error, options);
+  ASSERT_TRUE(tl) << error;
+  self = tl.get();
+  tl->build();
+  EXPECT_TRUE(tl->cancelled());
+  EXPECT_FALSE(tl->complete());
+  EXPECT_LT(tl->events(), total / 2);
+  EXPECT_GE(calls, 1);
+  // What was built still answers.
+  TimelineQuery q;
+  q.from = 0;
+  q.to = 1e12;
+  q.buckets = 10;
+  EXPECT_EQ(tl->query(q).rows.size(), 3u);
+}
+
+TEST(Timeline, UnusableDirectoryIsAnError) {
+  std::string error;
+  EXPECT_FALSE(Timeline::open("/nonexistent/trace", &error));
+  EXPECT_FALSE(error.empty());
+}
+
+}  // namespace
+}  // namespace prof::test
