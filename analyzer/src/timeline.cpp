@@ -180,12 +180,19 @@ void Impl::publish(Row& row) {
 
 namespace {
 
+// A message end: its row and its slot in the row's sent (received) list.
 struct EventRef {
-  uint32_t row, index;
+  uint32_t row, slot;
 };
 struct CollEnd {
   uint64_t gid, seq;
-  uint32_t row, index;
+};
+struct InstanceKey {
+  uint64_t gid = 0, seq = 0;
+  bool operator==(const InstanceKey& o) const { return gid == o.gid && seq == o.seq; }
+};
+struct InstanceHash {
+  uint64_t operator()(const InstanceKey& k) const { return mix64(k.gid * 0x9E3779B97F4A7C15ull ^ k.seq); }
 };
 
 // One rank's pass: the Interpreter's and IntervalTracker's handler.
@@ -203,13 +210,34 @@ struct RankBuilder {
   uint32_t record = 0;
   bool has_record = false;
   std::vector<std::pair<uint32_t, uint32_t>> last_of_stream;  // (row, index + 1) per stream slot
-  std::unordered_map<uint64_t, uint32_t> node_cache;  // (parent, raw call site, id) -> node
+  struct NodeCacheKey {
+    uint32_t parent = 0, id = 0, callsite = 0;
+    bool operator==(const NodeCacheKey& o) const { return parent == o.parent && id == o.id && callsite == o.callsite; }
+  };
+  struct NodeCacheHash {
+    uint64_t operator()(const NodeCacheKey& k) const { return mix64((uint64_t{k.parent} << 32 | k.id) ^ mix64(k.callsite + 1)); }
+  };
+  FlatMap<NodeCacheKey, uint32_t, NodeCacheHash> node_cache;  // (parent, raw call site, id) -> node + 1
   FlatMap<uint64_t, uint32_t> comm_cache;             // gid -> index into Impl::comm_ids
   FlatMap<ChannelKey, uint32_t, ChannelHash> send_list, recv_list;  // channel -> list + 1
   std::vector<std::vector<EventRef>> sends, recvs;
   std::vector<ChannelKey> send_keys, recv_keys;
-  std::vector<CollEnd> colls;
-  std::vector<std::vector<Execution>> executions;  // per row of the rank (by stream slot)
+  // Per row of the rank (by stream slot), in index order: message ends (the
+  // other end filled in when pairing), collective calls, and executions in
+  // order of start (a slot taken at the begin, its end set at the end).
+  std::vector<std::vector<SentMessage>> sent;
+  std::vector<std::vector<ReceivedMessage>> received;
+  std::vector<std::vector<CollectiveRef>> coll_refs;
+  std::vector<CollEnd> colls;  // parallel to coll_refs, flattened in call order
+  std::vector<std::pair<uint32_t, uint32_t>> coll_order;  // (slot, position in coll_refs[slot])
+  std::vector<std::vector<Execution>> executions;
+  std::vector<std::vector<uint32_t>> open_slots;  // per stream slot: executions open
+  template <class T>
+  std::vector<T>& of_row(std::vector<std::vector<T>>& v, uint32_t r) {
+    const size_t slot = r - tl.first_row[index];
+    if (v.size() <= slot) v.resize(slot + 1);
+    return v[slot];
+  }
 
   uint32_t row_of(uint32_t stream) const { return tl.row_of(index, stream); }
 
@@ -331,7 +359,9 @@ struct RankBuilder {
       send_keys.push_back(k);
       list = static_cast<uint32_t>(sends.size());
     }
-    sends[list - 1].push_back(EventRef{row, record});
+    auto& ends = of_row(sent, row);
+    sends[list - 1].push_back(EventRef{row, static_cast<uint32_t>(ends.size())});
+    ends.push_back(SentMessage{record, UINT32_MAX, UINT32_MAX});
   }
   void recv(const ChannelKey& k, double, uint64_t, double, double, const Event&) {
     if (!has_record) return;
@@ -341,14 +371,20 @@ struct RankBuilder {
       recv_keys.push_back(k);
       list = static_cast<uint32_t>(recvs.size());
     }
-    recvs[list - 1].push_back(EventRef{row, record});
+    auto& ends = of_row(received, row);
+    recvs[list - 1].push_back(EventRef{row, static_cast<uint32_t>(ends.size())});
+    ends.push_back(ReceivedMessage{record, UINT32_MAX, UINT32_MAX});
   }
   uint64_t hold(double) { return HoldQueue::kNone; }
   void release(uint64_t) {}
   void cancel_send(const ChannelKey&, double) {}
   void collective(const CommInfo& c, bool, double, double, const Event&) {
     const uint64_t seq = (*c.seq)++;
-    if (has_record) colls.push_back(CollEnd{c.gid, seq, row, record});
+    if (!has_record) return;
+    auto& refs = of_row(coll_refs, row);
+    coll_order.emplace_back(row - tl.first_row[index], static_cast<uint32_t>(refs.size()));
+    refs.push_back(CollectiveRef{record, 0});
+    colls.push_back(CollEnd{c.gid, seq});
   }
   template <class F>
   void problem(const char* category, F&& example, uint64_t = 1) {
@@ -356,22 +392,32 @@ struct RankBuilder {
   }
 
   // IntervalTracker handler.
-  void root_started(double) {}
-  uint32_t interval_begun(uint32_t, const Event& e, double, uint32_t parent) {
-    const uint64_t key = (uint64_t{parent} << 32 | e.interval_id) * 0x9E3779B97F4A7C15ull ^ e.callsite;
-    auto [it, added] = node_cache.emplace(key, 0);
-    if (added) it->second = tl.node(parent, e.interval_id, tl.registry.site(index, e.callsite));
-    return it->second;
+  void root_started(double t) {
+    // The run's slot comes first on the rank's first row: it starts before anything.
+    of_row(executions, tl.first_row[index]).push_back(Execution{t - tl.t_first, t - tl.t_first, 0});
   }
-  void interval_ended(uint32_t stream, const OpenInterval& o, double t) {
-    add_execution(row_of(stream), o.payload, o.start, t);
+  uint32_t interval_begun(uint32_t stream, const Event& e, double t, uint32_t parent) {
+    auto& list = of_row(executions, row_of(stream));
+    const size_t slot = tl.stream_slot(index, stream);
+    if (open_slots.size() <= slot) open_slots.resize(slot + 1);
+    open_slots[slot].push_back(static_cast<uint32_t>(list.size()));
+    list.push_back(Execution{t - tl.t_first, t - tl.t_first, 0});
+    const uint32_t node = node_of(parent, e);
+    list.back().node = node;
+    return node;
   }
-  void root_ended(double t) { add_execution(row_of(0), 0, intervals.root_start(), t); }
-  void add_execution(uint32_t r, uint32_t node, double start, double end) {
-    const size_t slot = r - tl.first_row[index];
-    if (executions.size() <= slot) executions.resize(slot + 1);
-    executions[slot].push_back(Execution{start - tl.t_first, end - tl.t_first, node});
+  uint32_t node_of(uint32_t parent, const Event& e) {
+    uint32_t& node = node_cache[NodeCacheKey{parent, e.interval_id, e.callsite}];
+    if (node == 0) node = tl.node(parent, e.interval_id, tl.registry.site(index, e.callsite)) + 1;
+    return node - 1;
   }
+  // The tracker closes a thread's executions innermost first: the top slot.
+  void interval_ended(uint32_t stream, const OpenInterval&, double t) {
+    auto& open = open_slots[tl.stream_slot(index, stream)];
+    of_row(executions, row_of(stream))[open.back()].end = t - tl.t_first;
+    open.pop_back();
+  }
+  void root_ended(double t) { of_row(executions, tl.first_row[index])[0].end = t - tl.t_first; }
 
   const Event* current = nullptr;
 
@@ -393,15 +439,23 @@ struct RankBuilder {
     for (uint32_t r = tl.first_row[index]; r < tl.first_row[index + 1]; ++r) tl.publish(*tl.rows[r]);
     for (size_t slot = 0; slot < executions.size(); ++slot) {
       auto& list = executions[slot];
-      std::sort(list.begin(), list.end(),
-                [](const Execution& a, const Execution& b) { return a.start < b.start || (a.start == b.start && a.end > b.end); });
-      std::vector<double> max_end(list.size());
-      double m = -std::numeric_limits<double>::infinity();
-      for (size_t i = 0; i < list.size(); ++i) max_end[i] = m = std::max(m, list[i].end);
+      auto by_start = [](const Execution& a, const Execution& b) { return a.start < b.start; };
+      if (!std::is_sorted(list.begin(), list.end(), by_start))  // only a damaged trace
+        std::stable_sort(list.begin(), list.end(), by_start);
+      // Each execution's innermost enclosing one on the row (-1: none):
+      // executions of a thread nest, so a stack over them in order of start.
+      std::vector<int32_t> parent(list.size(), -1);
+      std::vector<int32_t> enclosing;
+      for (size_t i = 0; i < list.size(); ++i) {
+        while (!enclosing.empty() && list[static_cast<size_t>(enclosing.back())].end <= list[i].start)
+          enclosing.pop_back();
+        if (!enclosing.empty()) parent[i] = enclosing.back();
+        enclosing.push_back(static_cast<int32_t>(i));
+      }
       Row& r = *tl.rows[tl.first_row[index] + slot];
       std::unique_lock lock(r.mutex);
       r.executions = std::move(list);
-      r.execution_max_end = std::move(max_end);
+      r.execution_parent = std::move(parent);
     }
     return true;
   }
@@ -507,6 +561,9 @@ std::unique_ptr<Timeline> Timeline::open(const std::string& trace_dir, std::stri
   for (const SiteInfo& s : impl->registry.sites)
     impl->site_labels.push_back(s.file.empty() ? s.label : s.file + ":" + std::to_string(s.line));
   if (!impl->site_labels.empty()) impl->site_labels[0].clear();
+  // Many rows share a budget of 2^25 leaves (2 GiB with the levels above).
+  const size_t cap = std::max<size_t>(1024, (size_t{1} << 25) / std::max<size_t>(1, impl->rows.size()));
+  for (auto& row : impl->rows) row->pyramid.cap = std::min<size_t>(row->pyramid.cap, cap);
   impl->t_first = std::isfinite(t_first) ? t_first : 0;
   impl->events_estimate = bytes / 20;  // about 20 bytes per record
   return std::make_unique<Timeline>(std::move(impl));
@@ -526,7 +583,7 @@ void Timeline::build() {
       auto b = std::make_unique<RankBuilder>(tl, i);
       if (!b->run()) return;
       // Only what pairing needs is kept.
-      b->node_cache.clear();
+      b->node_cache = {};
       builders[i] = std::move(b);
       tl.ranks_built.fetch_add(1, std::memory_order_release);
       tl.report_progress();
@@ -539,8 +596,6 @@ void Timeline::build() {
   if (tl.cancel_flag.load()) return;
 
   // Messages: the n-th send on a channel with its n-th receive.
-  std::vector<std::vector<SentMessage>> sent(tl.rows.size());
-  std::vector<std::vector<ReceivedMessage>> received(tl.rows.size());
   for (size_t d = 0; d < ranks; ++d) {
     RankBuilder& dst = *builders[d];
     for (size_t list = 0; list < dst.recvs.size(); ++list) {
@@ -554,51 +609,67 @@ void Timeline::build() {
       const auto& recvs = dst.recvs[list];
       const size_t n = std::min(ends.size(), recvs.size());
       for (size_t i = 0; i < n; ++i) {
-        sent[ends[i].row].push_back(SentMessage{ends[i].index, recvs[i].row, recvs[i].index});
-        received[recvs[i].row].push_back(ReceivedMessage{recvs[i].index, ends[i].row, ends[i].index});
+        SentMessage& out = src.of_row(src.sent, ends[i].row)[ends[i].slot];
+        ReceivedMessage& in = dst.of_row(dst.received, recvs[i].row)[recvs[i].slot];
+        out.recv_row = recvs[i].row;
+        out.recv_index = in.first;
+        in.send_row = ends[i].row;
+        in.send_index = out.first;
       }
     }
     if (tl.cancel_flag.load()) return;
   }
-  // Collectives: one instance per (communicator, sequence number).
-  std::vector<CollEnd> ends;
+  // Collectives: one instance per (communicator, sequence number), numbered
+  // in order of first appearance; members grouped by a count and a fill.
+  FlatMap<InstanceKey, uint32_t, InstanceHash> instance_of;
+  std::vector<CollectiveInstance> instances;
+  for (auto& b : builders)
+    for (size_t i = 0; i < b->colls.size(); ++i) {
+      uint32_t& id = instance_of[InstanceKey{b->colls[i].gid, b->colls[i].seq}];
+      if (id == 0) {
+        instances.push_back(CollectiveInstance{b->colls[i].gid, b->colls[i].seq, 0, 0});
+        id = static_cast<uint32_t>(instances.size());
+      }
+      ++instances[id - 1].count;
+      const auto [slot, position] = b->coll_order[i];
+      b->coll_refs[slot][position].instance = id - 1;
+    }
+  instance_of = {};
+  uint32_t total = 0;
+  for (auto& in : instances) {
+    in.first_member = total;
+    total += in.count;
+    in.count = 0;
+  }
+  std::vector<EventRefPublic> members(total);
   for (auto& b : builders) {
-    ends.insert(ends.end(), b->colls.begin(), b->colls.end());
-    b->colls.clear();
-    b->colls.shrink_to_fit();
+    for (size_t i = 0; i < b->colls.size(); ++i) {
+      const auto [slot, position] = b->coll_order[i];
+      const CollectiveRef& ref = b->coll_refs[slot][position];
+      CollectiveInstance& in = instances[ref.instance];
+      members[in.first_member + in.count++] = EventRefPublic{tl.first_row[b->index] + slot, ref.first};
+    }
+    b->colls = {};
+    b->coll_order = {};
+  }
+  // Publish, dropping the ends that found no partner.
+  for (auto& b : builders) {
+    for (uint32_t r = tl.first_row[b->index]; r < tl.first_row[b->index + 1]; ++r) {
+      auto& sent = b->of_row(b->sent, r);
+      auto& received = b->of_row(b->received, r);
+      sent.erase(std::remove_if(sent.begin(), sent.end(), [](const SentMessage& m) { return m.recv_row == UINT32_MAX; }),
+                 sent.end());
+      received.erase(std::remove_if(received.begin(), received.end(),
+                                    [](const ReceivedMessage& m) { return m.send_row == UINT32_MAX; }),
+                     received.end());
+      Row& row = *tl.rows[r];
+      std::unique_lock lock(row.mutex);
+      row.sent = std::move(sent);
+      row.received = std::move(received);
+      row.collectives = std::move(b->of_row(b->coll_refs, r));
+    }
   }
   builders.clear();
-  std::sort(ends.begin(), ends.end(), [](const CollEnd& a, const CollEnd& b) {
-    return a.gid != b.gid ? a.gid < b.gid : a.seq != b.seq ? a.seq < b.seq : a.row < b.row;
-  });
-  std::vector<CollectiveInstance> instances;
-  std::vector<EventRefPublic> members;
-  std::vector<std::vector<CollectiveRef>> coll_refs(tl.rows.size());
-  for (size_t i = 0; i < ends.size();) {
-    size_t j = i;
-    CollectiveInstance in{ends[i].gid, ends[i].seq, static_cast<uint32_t>(members.size()), 0};
-    const uint32_t id = static_cast<uint32_t>(instances.size());
-    for (; j < ends.size() && ends[j].gid == ends[i].gid && ends[j].seq == ends[i].seq; ++j) {
-      members.push_back(EventRefPublic{ends[j].row, ends[j].index});
-      coll_refs[ends[j].row].push_back(CollectiveRef{ends[j].index, id});
-    }
-    in.count = static_cast<uint32_t>(j - i);
-    instances.push_back(in);
-    i = j;
-  }
-  ends.clear();
-  ends.shrink_to_fit();
-  for (size_t r = 0; r < tl.rows.size(); ++r) {
-    auto by_first = [](const auto& a, const auto& b) { return a.first < b.first; };
-    std::sort(sent[r].begin(), sent[r].end(), by_first);
-    std::sort(received[r].begin(), received[r].end(), by_first);
-    std::sort(coll_refs[r].begin(), coll_refs[r].end(), by_first);
-    Row& row = *tl.rows[r];
-    std::unique_lock lock(row.mutex);
-    row.sent = std::move(sent[r]);
-    row.received = std::move(received[r]);
-    row.collectives = std::move(coll_refs[r]);
-  }
   {
     std::unique_lock lock(tl.pairs_mutex);
     tl.instances = std::move(instances);

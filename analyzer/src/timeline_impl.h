@@ -64,7 +64,7 @@ struct Row {
   bool has_published_leave = false;
   std::unordered_map<uint64_t, uint64_t> big_durations, big_bytes;
   std::vector<Execution> executions;       // sorted by start
-  std::vector<double> execution_max_end;   // running maximum of their ends
+  std::vector<int32_t> execution_parent;   // the innermost one enclosing each (-1: none)
   std::vector<SentMessage> sent;           // by send index
   std::vector<ReceivedMessage> received;   // by receive index
   std::vector<CollectiveRef> collectives;  // by call index

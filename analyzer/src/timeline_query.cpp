@@ -26,7 +26,14 @@ bool overlaps(int64_t enter, int64_t leave, double from, double to) {
   return e < to && (l > from || (l == e && e >= from));
 }
 
-TimelineCall to_call(const Impl& tl, const Row& row, size_t row_index, uint64_t index, const Record& r) {
+// The communicators' global ids known so far.
+std::vector<uint64_t> comm_ids(const Impl& tl) {
+  std::lock_guard lock(tl.names_mutex);
+  return tl.comm_ids;
+}
+
+TimelineCall to_call(const Impl& tl, const std::vector<uint64_t>& comms, const Row& row, size_t row_index,
+                     uint64_t index, const Record& r) {
   TimelineCall c;
   c.row = row_index;
   c.index = index;
@@ -45,11 +52,8 @@ TimelineCall to_call(const Impl& tl, const Row& row, size_t row_index, uint64_t 
   c.peer = r.peer;
   c.tag = r.tag;
   c.bytes = row.bytes_of(r, index);
-  if (r.flags & kHasComm) {
-    std::lock_guard lock(tl.names_mutex);
-    c.has_comm = r.comm < tl.comm_ids.size();
-    if (c.has_comm) c.comm = tl.comm_ids[r.comm];
-  }
+  c.has_comm = (r.flags & kHasComm) && r.comm < comms.size();
+  if (c.has_comm) c.comm = comms[r.comm];
   return c;
 }
 
@@ -183,6 +187,7 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
     for (size_t r = 0; r < tl.rows.size(); ++r) rows.push_back(r);
   // Rows answered with calls: their index ranges (for messages and collectives).
   std::map<size_t, std::pair<uint64_t, uint64_t>> listed;
+  const std::vector<uint64_t> comms = comm_ids(tl);
   for (size_t ri : rows) {
     if (ri >= tl.rows.size()) continue;
     const Row& row = *tl.rows[ri];
@@ -195,27 +200,31 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
       const double end = row.blocks.empty() ? 0.0 : static_cast<double>(row.blocks.back().max_leave);
       to = std::max(end + 1, from + width);
     }
+    if (!(from < to)) {  // an empty range
+      answer.rows.push_back(std::move(out));
+      continue;
+    }
     const auto range = index_range(tl, row, from, to);
     if (range.second - range.first <= cap) {
       for_records(tl, row, range.first, range.second, [&](uint64_t i, const Record& r) {
-        const TimelineCall c = to_call(tl, row, ri, i, r);
+        const TimelineCall c = to_call(tl, comms, row, ri, i, r);
         if (overlaps(c.enter, c.leave(), from, to)) out.calls.push_back(c);
       });
       listed[ri] = range;
-      // Executions overlapping the range.
+      // Executions overlapping the range: those starting inside it, and
+      // those enclosing its start (the ancestors of the last one before it).
       const auto& ex = row.executions;
-      const size_t e0 = static_cast<size_t>(
-          std::partition_point(row.execution_max_end.begin(), row.execution_max_end.end(),
-                               [&](double end) { return end <= from; }) -
-          row.execution_max_end.begin());
-      for (size_t i = e0; i < ex.size() && ex[i].start < to; ++i) {
-        if (ex[i].end <= from && !(ex[i].end == ex[i].start && ex[i].start >= from)) continue;
-        if (out.executions.size() == cap) {
-          out.executions.clear();
-          out.executions_omitted = true;
-          break;
-        }
-        out.executions.push_back(TimelineExecution{ri, ex[i].node, ex[i].start, ex[i].end});
+      const size_t j = static_cast<size_t>(
+          std::partition_point(ex.begin(), ex.end(), [&](const Execution& e) { return e.start < from; }) - ex.begin());
+      std::vector<size_t> picked;
+      for (int32_t k = j > 0 ? static_cast<int32_t>(j - 1) : -1; k >= 0; k = row.execution_parent[static_cast<size_t>(k)])
+        if (ex[static_cast<size_t>(k)].end > from) picked.push_back(static_cast<size_t>(k));
+      std::reverse(picked.begin(), picked.end());
+      for (size_t i = j; i < ex.size() && ex[i].start < to && picked.size() <= cap; ++i) picked.push_back(i);
+      if (picked.size() > cap) {
+        out.executions_omitted = true;
+      } else {
+        for (size_t i : picked) out.executions.push_back(TimelineExecution{ri, ex[i].node, ex[i].start, ex[i].end});
       }
     } else {
       summarize(tl, row, from, to, width, range, out);
@@ -294,12 +303,13 @@ std::vector<TimelineCall> Timeline::calls(size_t ri, double from, double to) con
   std::vector<TimelineCall> out;
   if (ri >= tl.rows.size()) return out;
   const Row& row = *tl.rows[ri];
+  const std::vector<uint64_t> comms = comm_ids(tl);
   std::shared_lock lock(row.mutex);
   from = std::max(from, -1.0);
   if (!std::isfinite(to)) to = std::numeric_limits<double>::max();
   const auto range = index_range(tl, row, from, to);
   for_records(tl, row, range.first, range.second, [&](uint64_t i, const Record& r) {
-    TimelineCall c = to_call(tl, row, ri, i, r);
+    TimelineCall c = to_call(tl, comms, row, ri, i, r);
     if (overlaps(c.enter, c.leave(), from, to)) out.push_back(c);
   });
   return out;

@@ -174,9 +174,11 @@ TEST(Timeline, NarrowRangesReturnExactlyTheOverlappingCalls) {
     auto tl = built(trace.dir(), options);
     ASSERT_TRUE(tl);
     const auto& row1 = trace.written(RingTrace::row(1, 0));
+    size_t call = 10;
+    while (row1[call].leave - row1[call].enter < 10) ++call;
     // Ranges with edges inside calls, on call edges, between calls, empty.
     std::vector<std::pair<double, double>> ranges = {
-        {0, 1}, {double(row1[10].enter) + 1, double(row1[10].leave) - 1},
+        {0, 1}, {double(row1[call].enter) + 1, double(row1[call].leave) - 1}, {5000, 5000}, {7000, 6000},
         {double(row1[10].leave), double(row1[14].enter)}, {double(row1[50].enter) + 0.5, double(row1[57].leave) + 0.5},
         {5 * kPeriod + 123, 9 * kPeriod + 4567}, {double(row1.back().leave) - 10, 1e15}, {1e15, 2e15}};
     for (const auto& [from, to] : ranges) {
@@ -191,9 +193,17 @@ TEST(Timeline, NarrowRangesReturnExactlyTheOverlappingCalls) {
         ASSERT_FALSE(r.summarized);
         std::vector<int64_t> want, got;
         for (const Written& w : trace.written(r.row))
-          if (overlaps(w, from, to)) want.push_back(w.enter * 4 + static_cast<int64_t>(w.kind));
+          if (from < to && overlaps(w, from, to)) want.push_back(w.enter * 4 + static_cast<int64_t>(w.kind));
         for (const TimelineCall& c : r.calls) got.push_back(c.enter * 4 + static_cast<int64_t>(c.kind));
         EXPECT_EQ(got, want) << "row " << r.row << " range [" << from << ", " << to << ")";
+        // Executions: those overlapping the range, in order of start.
+        std::vector<std::pair<double, double>> want_executions, got_executions;
+        for (const auto& e : tl->executions(r.row))
+          if (from < to && e.start < to && (e.end > from || (e.end == e.start && e.start >= from)))
+            want_executions.emplace_back(e.start, e.end);
+        for (const auto& e : r.executions) got_executions.emplace_back(e.start, e.end);
+        EXPECT_FALSE(r.executions_omitted);
+        EXPECT_EQ(got_executions, want_executions) << "row " << r.row << " range [" << from << ", " << to << ")";
       }
     }
   }

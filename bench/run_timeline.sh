@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Times the timeline layer (prof-timeline-bench) against the whole analysis
+# (prof-analyze) on synthetic 4-rank traces of N events (prof-gen-trace): the
+# build (open, pyramid, pairing), a full-range query at 2,000 buckets, 1 ms
+# queries spread over the run, peak RSS. Results in docs/performance.md.
+# Usage: bench/run_timeline.sh [BUILD_DIR] [EVENTS...]
+# The 10^8 trace takes about 1.7 GB in a temporary directory (removed at exit),
+# and the timeline spills what exceeds its memory budget (768 MiB) to $TMPDIR.
+set -euo pipefail
+build=${1:-build}
+shift $(( $# > 1 ? 1 : $# ))
+sizes=("$@")
+[ ${#sizes[@]} -eq 0 ] && sizes=(10000000)
+gen="$build/analyzer/prof-gen-trace"
+analyze="$build/analyzer/prof-analyze"
+bench="$build/analyzer/prof-timeline-bench"
+for b in "$gen" "$analyze" "$bench"; do
+  [ -x "$b" ] || { echo "run_timeline.sh: $b not built" >&2; exit 1; }
+done
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for n in "${sizes[@]}"; do
+  "$gen" "$work/t" -n "$n" -r 4 > /dev/null
+  sync
+  echo "== $n events, 4 ranks; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+  # The analysis and the timeline alternate, three times each.
+  for round in 1 2 3; do
+    /usr/bin/time -f "prof-analyze: %e s wall, %M KB max RSS" "$analyze" "$work/t" -o /dev/null -q --no-progress
+    /usr/bin/time -f "prof-timeline-bench: %e s wall, %M KB max RSS" "$bench" "$work/t"
+  done
+  rm -rf "$work/t"
+done
