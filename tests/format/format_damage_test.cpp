@@ -222,7 +222,7 @@ TEST(FormatDamage, TruncatedAtManyOffsetsSalvagesAPrefix) {
     prev_n = n;
     // Cut strictly inside an events chunk's used bytes: that chunk is salvaged.
     for (auto& c : event_chunks_of(good))
-      if (cut > c.off + 32 + 12 && cut < c.off + 32 + c.h.used) {
+      if (cut > c.off + 32 + kEmptySnapshotBytes + 12 && cut < c.off + 32 + c.h.used) {
         EXPECT_GE(t->stats().truncated_chunks, 1u) << cut;
         salvaged_partial = salvaged_partial || n > 0;
       }
@@ -240,7 +240,7 @@ TEST(FormatDamage, TruncatedInsideLastChunkKeepsItsCompleteRecords) {
   ASSERT_EQ(ev.size(), 1u);
   // Cut in the middle of record 300 (each Send record here is 5 words).
   const size_t rec = kSendRecordBytes;
-  b.resize(ev[0].off + 32 + 300 * rec + 10);
+  b.resize(ev[0].off + 32 + kEmptySnapshotBytes + 300 * rec + 10);
   write_file(w.path, b);
   auto t = RankTrace::open(w.path, nullptr);
   ASSERT_TRUE(t);
@@ -461,8 +461,11 @@ TEST(FormatDamage, UnsealedLastChunkAllRecordsSalvaged) {
   Bytes b = read_file(w.path);
   auto ev = event_chunks_of(b);
   size_t before = 0;
-  for (size_t i = 0; i + 1 < ev.size(); ++i) before += ev[i].h.used / kSendRecordBytes;
-  EXPECT_NE(msg.find("; " + std::to_string(777 - before) + " records salvaged"), std::string::npos)
+  for (size_t i = 0; i + 1 < ev.size(); ++i)
+    before += (ev[i].h.used - kEmptySnapshotBytes) / kSendRecordBytes;
+  // The chunk's snapshot is a record too.
+  EXPECT_NE(msg.find("; " + std::to_string(777 - before + 1) + " records salvaged"),
+            std::string::npos)
       << msg;
   fs::remove_all(dir);
 }
@@ -474,7 +477,7 @@ TEST(FormatDamage, UnsealedChunkWithPartialRecordStopsAtZeroWord) {
   auto ev = event_chunks_of(b);
   ASSERT_EQ(ev.size(), 1u);
   // A killed writer: record 40's first word not yet stored, payload present.
-  const size_t rec40 = ev[0].off + 32 + 40 * kSendRecordBytes;
+  const size_t rec40 = ev[0].off + 32 + kEmptySnapshotBytes + 40 * kSendRecordBytes;
   std::memset(b.data() + rec40, 0, 4);
   write_file(w.path, b);
   auto t = RankTrace::open(w.path, nullptr);
@@ -716,7 +719,7 @@ TEST(FormatDamage, SameCommWithoutAnEarlierCommIsABadRecord) {
   Bytes b = read_file(path);
   auto ev = event_chunks_of(b);
   ASSERT_EQ(ev.size(), 1u);
-  const size_t first = ev[0].off + sizeof(format::ChunkHeader);
+  const size_t first = ev[0].off + sizeof(format::ChunkHeader) + kEmptySnapshotBytes;
   uint32_t w0, w0_second;
   std::memcpy(&w0, &b[first], 4);
   ASSERT_EQ(w0 & 0xFFFFu, 1u);

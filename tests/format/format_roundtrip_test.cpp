@@ -649,10 +649,10 @@ TEST(FormatRoundTrip, LoneContinuationIsItsOwnEvent) {
     if (h.type == uint16_t(format::ChunkType::Events)) break;
     off += sizeof h + h.capacity;
   }
-  const size_t rec = off + sizeof h;
+  const size_t rec = off + sizeof h + kEmptySnapshotBytes;
   EXPECT_EQ(b[rec + 2] & format::kContinuation, 0);  // the writer cleared it
   b[rec + 2] |= format::kContinuation;
-  h.crc32 = format::crc32c(b.data() + rec, h.used);
+  h.crc32 = format::crc32c(b.data() + off + sizeof h, h.used);
   std::memcpy(b.data() + off, &h, sizeof h);
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -1051,7 +1051,7 @@ TEST(FormatRoundTrip, ShortTimeBoundaries) {
     EXPECT_EQ(rb.events[0].leave, a.leave);
     EXPECT_EQ(rb.events[1].enter, b.enter) << k.dt << " " << k.dur;
     EXPECT_EQ(rb.events[1].leave, b.leave) << k.dt << " " << k.dur;
-    EXPECT_EQ(rb.event_bytes, 8 + k.bytes) << k.dt << " " << k.dur;
+    EXPECT_EQ(rb.event_bytes, kEmptySnapshotBytes + 8 + k.bytes) << k.dt << " " << k.dur;
     EXPECT_EQ((rb.events[1].flags & format::kLongTime) != 0, k.bytes == 28);
   }
   // A payload after either header form: a Send with short and with 32-bit times.
@@ -1068,7 +1068,7 @@ TEST(FormatRoundTrip, ShortTimeBoundaries) {
     ReadBack rb = write_and_read(dir + "/rank-00000.prof", {s});
     ASSERT_EQ(rb.events.size(), 1u);
     expect_event(s, rb.events[0], "send dur " + std::to_string(dur));
-    EXPECT_EQ(rb.event_bytes, (dur < 65536 ? 8u : 12u) + 12u);
+    EXPECT_EQ(rb.event_bytes, kEmptySnapshotBytes + (dur < 65536 ? 8u : 12u) + 12u);
   }
   fs::remove_all(dir);
 }
@@ -1107,7 +1107,7 @@ TEST(FormatRoundTrip, CompletionEntriesWithAndWithoutStatus) {
   EXPECT_TRUE(rb.completions[1].empty());
   // 8 header + bitmap + 5 requests + 3 statuses (packed PeerTag, narrow Bytes);
   // the empty one is a bare 8-byte header.
-  EXPECT_EQ(rb.event_bytes, (2 + 1 + 5 + 3 * 2) * 4u + 8u);
+  EXPECT_EQ(rb.event_bytes, kEmptySnapshotBytes + (2 + 1 + 5 + 3 * 2) * 4u + 8u);
   fs::remove_all(dir);
 }
 
@@ -1148,7 +1148,7 @@ TEST(FormatRoundTrip, CompletionsSplitAt32Entries) {
     EXPECT_EQ(rb.events[1].kind, FuncKind::Other);
     // ceil(n / 32) records of header + bitmap; a word per request, two per status.
     const size_t records = (n + 31) / 32, statuses = (n + 2) / 3;
-    EXPECT_EQ(rb.event_bytes, records * 12 + n * 4 + statuses * 8 + 8) << n;
+    EXPECT_EQ(rb.event_bytes, kEmptySnapshotBytes + records * 12 + n * 4 + statuses * 8 + 8) << n;
   }
   fs::remove_all(dir);
 }

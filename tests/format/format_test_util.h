@@ -7,6 +7,10 @@
 #include <filesystem>
 #include <string>
 
+// Bytes of the snapshot record that opens every events chunk of a version-3
+// file when no interval is open (8-byte header, the depth word).
+inline constexpr size_t kEmptySnapshotBytes = 12;
+
 // A fresh directory named after the running test (and the process, so
 // parallel ctest runs never share one).
 inline std::string temp_dir() {

@@ -152,6 +152,8 @@ void RankTrace::Impl::index() {
   for (auto& [id, s] : building) streams.push_back(std::move(s));
   building.clear();
   reported.assign(streams.size(), false);
+  times.resize(streams.size());
+  for (size_t i = 0; i < streams.size(); ++i) times[i].resize(streams[i].chunks.size());
   crc_state = std::make_unique<std::atomic<uint8_t>[]>(crc_checks);
   for (uint32_t i = 0; i < crc_checks; ++i) crc_state[i].store(0, std::memory_order_relaxed);
 

@@ -44,17 +44,7 @@ RankTrace::Cursor::~Cursor() = default;
 
 RankTrace::Cursor RankTrace::stream(size_t index) const {
   auto c = std::make_unique<Cursor::Impl>();
-  c->trace = impl_.get();
-  c->stream_index = index;
-  c->kinds = impl_->kinds.data();
-  c->buffer = impl_->take_buffer();
-  c->nkinds = impl_->kinds.size();
-  if (index < impl_->streams.size()) {
-    const auto& s = impl_->streams[index];
-    c->chunk = s.chunks.data();
-    c->chunks_end = s.chunks.data() + s.chunks.size();
-    c->stream_id = s.id;
-  }
+  c->attach(impl_.get(), index);
   return Cursor(std::move(c));
 }
 

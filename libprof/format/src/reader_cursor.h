@@ -62,6 +62,31 @@ struct RankTrace::Cursor::Impl {
   size_t nkinds = 0;
   FuncInfo marker_info = reader::func_info(FuncKind::Marker);
   uint32_t stream_id = 0;
+  // Format 3: every chunk starts with an interval snapshot, which is no event.
+  bool chunks_start_with_snapshot = false;
+  const uint8_t* snapshot = nullptr;  // the current chunk's snapshot record, if any
+  // A cursor that does not walk its stream from the start (a seek, the chunk
+  // index) leaves decode damage to the cursors that do (counted once).
+  bool partial = false;
+  // stream_from(): the intervals open just before the first event.
+  std::vector<format::OpenInterval> open;
+  bool open_from_snapshot = false;
+
+  // A cursor over stream `index` of `t`, from its first chunk.
+  void attach(const RankTrace::Impl* t, size_t index) {
+    trace = t;
+    stream_index = index;
+    kinds = t->kinds.data();
+    nkinds = t->kinds.size();
+    buffer = t->take_buffer();
+    chunks_start_with_snapshot = t->header.version >= format::kFirstSnapshotVersion;
+    if (index < t->streams.size()) {
+      const auto& s = t->streams[index];
+      chunk = s.chunks.data();
+      chunks_end = s.chunks.data() + s.chunks.size();
+      stream_id = s.id;
+    }
+  }
 
   // A record that will decode: found by scan(), decoded by fill().
   struct Prepared {
@@ -110,6 +135,15 @@ struct RankTrace::Cursor::Impl {
       end = p + c->len;
       chain = c->base_time;
       context_avail = 0;
+      snapshot = nullptr;
+      if (chunks_start_with_snapshot && c->len >= 8) {
+        const uint32_t w0 = load32(p);
+        const size_t bytes = size_t{format::record_words(w0)} * 4;
+        if ((w0 & 0xFFFFu) == format::kSnapshotFuncId && bytes <= c->len) {
+          snapshot = p;  // its times are 0: the chain is unchanged
+          p += bytes;
+        }
+      }
       return true;
     }
     p = end;
@@ -130,7 +164,8 @@ struct RankTrace::Cursor::Impl {
     std::lock_guard<std::mutex> lock(trace->mu);
     trace->stats.events += events;
     events = 0;
-    if (finished && stream_index < trace->reported.size() && !trace->reported[stream_index]) {
+    if (finished && !partial && stream_index < trace->reported.size() &&
+        !trace->reported[stream_index]) {
       trace->reported[stream_index] = true;
       trace->stats.bad_records += bad_records;
       trace->stats.backwards_timestamps += backwards;

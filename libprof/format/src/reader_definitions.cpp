@@ -121,8 +121,8 @@ void RankTrace::Impl::parse_line(std::string_view line, uint64_t off) {
       break;
     case 'F': {
       uint32_t id, kind;
-      if (nf >= 4 && parse_u32(f[1], &id) && id >= 1 && id <= 0xFFFF && parse_u32(f[2], &kind) &&
-          kind < 0xFFFF) {
+      if (nf >= 4 && parse_u32(f[1], &id) && id >= 1 && id <= 0xFFFF &&
+          id != format::kSnapshotFuncId && parse_u32(f[2], &kind) && kind < 0xFFFF) {
         FunctionDef def{static_cast<uint16_t>(id), static_cast<FuncKind>(kind),
                         std::string(rest_after(3))};
         if (id == format::kMarkerFuncId) def.kind = FuncKind::Marker;

@@ -2,12 +2,6 @@
 // definitions (RankTrace::Impl), the chunk references cursors walk, the
 // decoder's per-function table, and the small helpers for loads and warnings.
 //
-// The files: reader_numbers.cpp (definition numbers), reader_file.cpp (the
-// mapping, pread into chunk buffers), reader_chunk_index.cpp (the chunk walk,
-// salvage, lazy CRC checks), reader_definitions.cpp (definition lines, time
-// conversion, RankTrace's accessors), reader_cursor.h/.cpp (one stream's
-// decoder) and reader_merge.cpp (the k-way merge of a rank's streams).
-//
 // Robustness rules (the input may be anything, a fuzzer included):
 //   - every length read from the file is checked against the bytes that remain
 //     before it is used (for a pointer or an allocation);
@@ -30,6 +24,12 @@
 
 #include "prof/trace_reader.h"
 
+// The files: reader_numbers.cpp (definition numbers), reader_file.cpp (the
+// mapping, pread into chunk buffers), reader_chunk_index.cpp (the chunk walk,
+// salvage, lazy CRC checks), reader_definitions.cpp (definition lines, time
+// conversion, RankTrace's accessors), reader_cursor.h/.cpp (one stream's
+// decoder), reader_merge.cpp (the k-way merge of a rank's streams) and
+// reader_seek.cpp (chunk times, seek by time).
 namespace prof::trace::reader {
 
 using format::ChunkHeader;
@@ -244,6 +244,18 @@ struct RankTrace::Impl {
   // first time any cursor asks, counting and describing a mismatch once.
   // `data` holds the chunk's c.len payload bytes.
   bool verify(const ChunkRef& c, const uint8_t* data) const;
+
+  // reader_seek.cpp: the times of events chunks, read once each when first
+  // asked for (RankTrace::chunks, seeks).
+  struct ChunkTimes {
+    bool known = false;
+    bool damaged = false;
+    bool has_snapshot = false;
+    uint64_t events = 0, first_enter = 0, last_enter = 0, last_leave = 0;
+  };
+  mutable std::mutex times_mu;
+  mutable std::vector<std::vector<ChunkTimes>> times;  // per stream, per chunk
+  ChunkTimes chunk_times(size_t stream_index, size_t chunk_index) const;
 
   // reader_definitions.cpp
   void parse_definitions(std::string_view text, uint64_t off, bool complete_lines_only);

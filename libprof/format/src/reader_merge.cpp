@@ -68,11 +68,30 @@ RankTrace::MergedCursor RankTrace::events() const {
   return MergedCursor(std::move(m));
 }
 
+RankTrace::MergedCursor RankTrace::events_from(uint64_t ticks) const {
+  auto m = std::make_unique<MergedCursor::Impl>();
+  const size_t n = stream_count();
+  m->cursors.reserve(n);
+  for (size_t i = 0; i < n; ++i) m->cursors.push_back(std::move(stream_from(i, ticks).impl_));
+  return MergedCursor(std::move(m));
+}
+
+const std::vector<OpenInterval>& RankTrace::MergedCursor::open_intervals(
+    size_t stream_index) const {
+  static const std::vector<OpenInterval> kNone;
+  if (!impl_ || stream_index >= impl_->cursors.size()) return kNone;
+  return impl_->cursors[stream_index]->open;
+}
+
 bool RankTrace::MergedCursor::next(Event& e) {
   if (!impl_) return false;
   Impl& m = *impl_;
   if (m.cursors.size() == 1) {
     Cursor::Impl& c = *m.cursors[0];
+    if (c.ready) [[unlikely]] {  // the event a seek stopped at
+      c.decode(e);
+      return true;
+    }
     Cursor::Impl::Prepared r;
     if (!c.scan(r)) return false;
     c.fill(e, r);

@@ -4,7 +4,8 @@
 //
 // Layout produced: FileHeader; then, in call order, one sealed Definitions chunk
 // per definition call (capacity = align8(used)) and sealed Events chunks as each
-// stream's buffer fills. A stream's chunk is sealed when the next record might
+// stream's buffer fills. Each events chunk starts with the stream's interval
+// snapshot (format 3; not in a version-2 file), as the shim writes it. A stream's chunk is sealed when the next record might
 // not fit (fewer than kMaxRecordWords words left), and written with its capacity
 // shrunk to align8(used). close_without_sealing() writes the last chunk of each
 // stream with flags 0, used 0, crc 0 and its full capacity (zeros after the last
@@ -65,6 +66,7 @@ struct TraceWriter::Impl {
   bool ok = false;
   bool closed = false;
   uint32_t cap_words = 0;
+  bool snapshots = true;  // format 3
 
   struct Stream {
     uint32_t id = 0;
@@ -73,6 +75,7 @@ struct TraceWriter::Impl {
     uint64_t base_time = 0;
     uint64_t prev = 0;  // previous record's enter in this chunk
     ChunkContext cx;    // what kSameComm / kPackedRequest records of this chunk refer to
+    std::vector<OpenInterval> open;  // the intervals open on the stream (snapshots)
   };
   std::map<uint32_t, Stream> streams;
   Stream* last = nullptr;
@@ -131,6 +134,7 @@ struct TraceWriter::Impl {
       s.base_time = enter;
       s.prev = enter;
       s.cx.reset();
+      if (snapshots) s.used = encode_snapshot(s.buf.data(), s.open);
     }
     RecordEncoder enc(s.buf.data() + s.used);
     enc.flag(flags);
@@ -162,11 +166,13 @@ struct TraceWriter::Impl {
 };
 
 TraceWriter::TraceWriter(const std::string& path, int rank, int world_size, uint64_t run_id,
-                         format::TimerKind timer, uint32_t chunk_bytes)
+                         format::TimerKind timer, uint32_t chunk_bytes, uint32_t version)
     : impl_(std::make_unique<Impl>()) {
   Impl& w = *impl_;
   w.path = path;
-  uint64_t cap = std::max<uint64_t>(chunk_bytes, kMaxRecordWords * 4);
+  w.snapshots = version >= kFirstSnapshotVersion;
+  // Room for a snapshot and the largest record.
+  uint64_t cap = std::max<uint64_t>(chunk_bytes, (kMaxSnapshotWords + kMaxRecordWords) * 4);
   cap = std::min<uint64_t>(align8(cap), uint64_t{1} << 30);
   w.cap_words = static_cast<uint32_t>(cap / 4);
   w.f = std::fopen(path.c_str(), "wb");
@@ -177,7 +183,7 @@ TraceWriter::TraceWriter(const std::string& path, int rank, int world_size, uint
   }
   FileHeader h{};
   std::memcpy(h.magic, kFileMagic, sizeof h.magic);
-  h.version = kFormatVersion;
+  h.version = version;
   h.header_size = sizeof(FileHeader);
   h.run_id = run_id;
   h.rank = rank;
@@ -342,6 +348,7 @@ void TraceWriter::event(const Event& e) {
         enc.word(e.interval_id);
         enc.word(e.callsite);
       });
+      apply_marker(s.open, flags & kMarkerBegin, e.interval_id, e.callsite, e.enter);
       break;
     case FuncKind::Other:
     default:

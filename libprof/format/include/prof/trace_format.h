@@ -28,14 +28,17 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 namespace prof::format {
 
 inline constexpr char kFileMagic[8] = {'P', 'R', 'O', 'F', 'T', 'R', 'C', '1'};
 // Version 2 added kSameComm and kPackedRequest; a version-1 file is a valid
-// version-2 file that never sets them, so readers take both.
-inline constexpr uint32_t kFormatVersion = 2;
+// version-2 file that never sets them. Version 3 starts every events chunk with
+// an interval snapshot (kSnapshotFuncId). Readers take versions 1 to 3.
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr uint32_t kOldestFormatVersion = 1;
+inline constexpr uint32_t kFirstSnapshotVersion = 3;
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843u;  // "CHNK" little-endian
 
 // Timers a trace may be recorded with (Meta key "timer" names it too).
@@ -114,6 +117,9 @@ enum class FuncKind : uint16_t {
 
 // Function id reserved for interval markers, whatever MPI call carried them.
 inline constexpr uint16_t kMarkerFuncId = 0xFFFE;
+// Function id reserved for the interval snapshot that opens every events chunk
+// (format 3); never defined by an F line, never an event.
+inline constexpr uint16_t kSnapshotFuncId = 0xFFFD;
 
 // Raw marker tag: 0xAA <id:16> 0xAA (begin) or 0xAA <id:16> 0xBB (end).
 struct MarkerTag {
@@ -326,6 +332,59 @@ class RecordEncoder {
 
 // Worst-case record size: header, long time, and the largest payload we emit.
 inline constexpr size_t kMaxRecordWords = 3 + kMaxPayloadWords;
+
+// ---------------------------------------------------------------------------
+// Interval snapshots (format 3). A stream's open intervals at a point are the
+// begin markers before it not yet ended, by these rules (the analyzer's too):
+// a begin opens an interval unless kMaxOpenIntervals are open already (then it
+// is ignored); an end closes the innermost open interval with its id and every
+// interval opened inside it; an end with no open interval of its id changes
+// nothing. Each events chunk starts with a snapshot record of its stream's
+// open intervals just before the chunk's first event, so decoding can start at
+// any chunk (seek by time) knowing which intervals enclose it. The record:
+// func kSnapshotFuncId, flags 0, short times 0 and 0 (the chunk's time chain
+// is unchanged), payload: the depth (number of open intervals), then, when the
+// depth is at most kMaxSnapshotEntries, one entry per open interval, outermost
+// first: IntervalId, CallSite, enter (uint64, raw ticks of its begin marker).
+// A deeper stack is recorded by its depth alone: readers rebuild it by a scan.
+struct OpenInterval {
+  uint32_t interval_id = 0;
+  uint32_t callsite = 0;  // CallSiteDef id of the begin marker
+  uint64_t enter = 0;     // raw ticks of the begin marker
+  bool operator==(const OpenInterval&) const = default;
+};
+inline constexpr size_t kMaxOpenIntervals = 4096;
+inline constexpr size_t kMaxSnapshotEntries = 30;  // 1 + 30 * 4 payload words
+inline constexpr size_t kMaxSnapshotWords = 2 + 1 + 4 * kMaxSnapshotEntries;
+
+// Applies one marker to a stream's open intervals (the rules above).
+inline void apply_marker(std::vector<OpenInterval>& open, bool begin, uint32_t interval_id,
+                         uint32_t callsite, uint64_t enter) {
+  if (begin) {
+    if (open.size() < kMaxOpenIntervals) open.push_back({interval_id, callsite, enter});
+    return;
+  }
+  for (size_t i = open.size(); i-- > 0;)
+    if (open[i].interval_id == interval_id) {
+      open.resize(i);
+      return;
+    }
+}
+
+// Encodes a snapshot record of `open` at `at` (kMaxSnapshotWords words of
+// room); returns its size in words.
+inline size_t encode_snapshot(uint32_t* at, const std::vector<OpenInterval>& open) {
+  RecordEncoder enc(at);
+  enc.time(0, 0);
+  enc.word(static_cast<uint32_t>(open.size()));
+  if (open.size() <= kMaxSnapshotEntries)
+    for (const OpenInterval& o : open) {
+      enc.word(o.interval_id);
+      enc.word(o.callsite);
+      enc.put64(o.enter);
+    }
+  return enc.commit(kSnapshotFuncId);
+}
 
 // CRC-32C (Castagnoli, reflected): SSE4.2 hardware when the CPU has it (sealing
 // a chunk must cost little per event), a compile-time table otherwise.

@@ -21,6 +21,7 @@
 namespace prof::trace {
 
 using format::FuncKind;
+using format::OpenInterval;
 
 struct Completion {
   uint32_t request = format::kNoRequest;
@@ -89,6 +90,22 @@ struct ClockSyncDef {
   double rtt_ns = 0;        // round trip of the exchange that gave it: the error bound
 };
 
+// One events chunk of a stream (RankTrace::chunks): where it is and the times
+// of the events that start in it.
+struct ChunkInfo {
+  uint64_t file_offset = 0;    // of the chunk header
+  uint32_t payload_bytes = 0;  // bytes decoded: `used`, or what salvage kept
+  bool sealed = false;         // false: salvaged (unsealed or truncated)
+  bool damaged = false;        // CRC mismatch: its events are skipped (events == 0)
+  bool has_snapshot = false;   // starts with an interval snapshot (format 3)
+  uint64_t base_time = 0;      // the header's: raw time the first dt_enter counts from
+  uint64_t events = 0;         // events that start in it (a split call counts once)
+  // Raw ticks; all 0 when events == 0. last_leave is the latest leave.
+  uint64_t first_enter = 0, last_enter = 0, last_leave = 0;
+  // The same on rank 0's clock (RankTrace::to_global_ns).
+  double first_enter_ns = 0, last_leave_ns = 0;
+};
+
 // Damage is counted, never fatal (named statistics).
 struct ReadStats {
   uint64_t chunks = 0;
@@ -148,10 +165,29 @@ class RankTrace {
   size_t stream_count() const;
   uint64_t event_bytes() const;  // payload bytes of all event chunks (for bytes/event)
 
+  // The raw tick of the first global ns at or after `ns` (the inverse of
+  // to_global_ns, which is linear in ticks).
+  uint64_t ticks_at_global_ns(double ns) const;
+
+  // The chunk index of stream `stream_index` (in stream order). Each chunk's
+  // times are decoded once, when first asked for (here or by a seek), and
+  // kept. Thread-safe.
+  std::vector<ChunkInfo> chunks(size_t stream_index) const;
+  size_t chunk_count(size_t stream_index) const;
+  ChunkInfo chunk(size_t stream_index, size_t chunk_index) const;
+
   // Decodes one stream's records in order.
   class Cursor {
    public:
     bool next(Event& e);
+    // For a cursor from stream_from(): the intervals open on the stream just
+    // before its first event (outermost first), by format::apply_marker's
+    // rules; empty for a cursor from the stream's start. Not updated by next().
+    const std::vector<OpenInterval>& open_intervals() const;
+    // Whether open_intervals() came from the chunk's snapshot (format 3) rather
+    // than a scan from the stream's start (formats 1 and 2, a stack deeper than
+    // a snapshot holds, a damaged snapshot).
+    bool open_intervals_from_snapshot() const;
     Cursor(Cursor&&) noexcept;
     ~Cursor();
 
@@ -163,10 +199,26 @@ class RankTrace {
   };
   Cursor stream(size_t index) const;
 
+  // Seek by time: a cursor of stream `index` whose first event is the first
+  // event of the stream that leaves at or after `ticks` (raw ticks), so a call
+  // in flight at `ticks` is included, and every later event follows. It finds
+  // the chunk by binary search over the chunks' latest leave (reading the
+  // times of O(log chunks) chunks), decodes that chunk from its start (each
+  // chunk decodes on its own: no context from earlier chunks is needed) and
+  // takes the open intervals from its snapshot. A stream's calls do not
+  // overlap (one thread), so its leave times never decrease: on such a stream
+  // the result is exact; on one that breaks this it is a position where the
+  // chunk's latest leave is the first at or after `ticks`. Damaged chunks are
+  // skipped (and counted) as by a cursor from the start.
+  Cursor stream_from(size_t index, uint64_t ticks) const;
+
   // All streams of the rank merged by enter time (a k-way merge of Cursors).
   class MergedCursor {
    public:
     bool next(Event& e);
+    // For a cursor from events_from(): stream_index's open intervals just
+    // before its first event (Cursor::open_intervals).
+    const std::vector<OpenInterval>& open_intervals(size_t stream_index) const;
     MergedCursor(MergedCursor&&) noexcept;
     ~MergedCursor();
 
@@ -177,6 +229,8 @@ class RankTrace {
     std::unique_ptr<Impl> impl_;
   };
   MergedCursor events() const;
+  // Every stream from stream_from(i, ticks), merged by enter time.
+  MergedCursor events_from(uint64_t ticks) const;
 
   // Statistics and warnings ("FILE: offset N: what"), shared with cursors.
   const ReadStats& stats() const;
@@ -201,12 +255,15 @@ struct TraceDir {
 
 // Writes trace files without MPI: for tests, synthetic benchmarks and the
 // analyzer's golden example. Encodes with format::RecordEncoder exactly as the
-// shim does.
+// shim does, and starts each events chunk with the stream's interval snapshot
+// as the shim does (format 3).
 class TraceWriter {
  public:
+  // `version` 2 writes a version-2 file (no snapshots), for tests of readers of
+  // older traces; chunk_bytes is at least 1 KiB.
   TraceWriter(const std::string& path, int rank, int world_size, uint64_t run_id,
               format::TimerKind timer = format::TimerKind::Monotonic,
-              uint32_t chunk_bytes = 1u << 20);
+              uint32_t chunk_bytes = 1u << 20, uint32_t version = format::kFormatVersion);
   ~TraceWriter();  // closes (seals) if still open
   bool ok() const;
 
