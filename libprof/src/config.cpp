@@ -9,7 +9,9 @@ namespace prof::shim {
 const std::vector<ConfigVariable>& config_variables() {
   static const std::vector<ConfigVariable> vars = {
       {"PROF_OUTPUT", "path", "(new directory prof-EXE-DATE-TIME-PID in the working directory)",
-       "Trace directory to create (parents too); one file rank-NNNNN.prof per rank."},
+       "Trace directory to create (parents too); one file rank-NNNNN.prof per rank. When it "
+       "already holds a trace, the run writes beside it, in PROF_OUTPUT-2 (-3, ...), and says so "
+       "in one line on stderr."},
       {"PROF_TIMER", "tsc|monotonic|gettimeofday|mpi_wtime", "tsc (monotonic without invariant TSC)",
        "Clock for timestamps. tsc: rdtsc, calibrated against CLOCK_MONOTONIC."},
       {"PROF_SYNC", "linear|ring|none", "linear",
@@ -18,7 +20,8 @@ const std::vector<ConfigVariable>& config_variables() {
       {"PROF_BUFFER_MB", "integer 1..1024", "1",
        "Largest event chunk a thread maps from the trace file (chunks start at 64 KiB and "
        "double); memory stays bounded by threads x this; full chunks are sealed and unmapped, "
-       "their records already in the file."},
+       "their records already in the file. The space a thread's last chunk did not use is "
+       "given back when the rank ends."},
       {"PROF_STRICT", "0|1", "0",
        "1: a bad setting or an unwritable output aborts the run instead of running unprofiled."},
       {"PROF_LOG_LEVEL", "trace|debug|info|warn|error|critical|off", "warn",

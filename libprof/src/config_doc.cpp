@@ -11,5 +11,23 @@ int main() {
   std::printf("| variable | type | default | description |\n| --- | --- | --- | --- |\n");
   for (const auto& v : prof::shim::config_variables())
     std::printf("| `%s` | %s | %s | %s |\n", v.name, v.type, v.default_value, v.description);
+  std::printf(
+      "\n## What the trace survives\n\n"
+      "- **A reused PROF_OUTPUT.** A trace is never overwritten or mixed with another run: when "
+      "the directory already holds rank files, rank 0 picks the first of PROF_OUTPUT-2, -3, ... "
+      "that holds none and prints one line naming it. Rank files are created exclusively and "
+      "never through a symbolic link (a job started by MPI_Comm_spawn thus writes its own "
+      "directory too).\n"
+      "- **A full disk, a failed write.** The application goes on unchanged. Each rank prints "
+      "one message naming the error (e.g. `No space left on device (ENOSPC)`); the events it "
+      "could not store are discarded and counted, and the count is written into the trace "
+      "(`M records_lost`, `M definitions_lost`; see trace-format.md), in space reserved for it "
+      "when the file is created. Chunk space is allocated before it is used, so the files hold "
+      "only what was written, never sparse ranges.\n"
+      "- **fork().** A child forked by a rank records nothing and never writes into its "
+      "parent's trace, whether it goes on, calls exec or exits.\n"
+      "- **Unused chunk space.** When a rank ends (MPI_Finalize, exit, MPI_Abort), the unused "
+      "tail of each thread's last chunk is given back: the file ends right after the last "
+      "definitions, and the tails of the other threads' last chunks are freed on disk.\n");
   return 0;
 }

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,6 +64,11 @@ struct Runtime {
   std::unordered_map<uint32_t, uint64_t> comm_gid;  // handle -> global id of its latest definition
   std::unordered_map<uint64_t, uint64_t> idups_of;  // parent global id -> MPI_Comm_idup calls on it
   std::atomic<bool> ended{false};
+  // What could not be stored (full disk, failed write): written at the end.
+  std::atomic<uint64_t> records_lost{0};
+  std::atomic<uint64_t> definitions_lost{0};
+  std::atomic<bool> loss_told{false};  // one message per rank
+  bool forked_child = false;           // this process is a fork of the rank: writes nothing
   // Address ranges of the MPI libraries and of ourselves: call sites are the
   // first frame outside them.
   std::vector<std::pair<uintptr_t, uintptr_t>> mpi_ranges;
@@ -80,10 +86,29 @@ std::shared_ptr<spdlog::logger> logger() {
   return l;
 }
 
+// "No space left on device (ENOSPC)": the reason and the name to search for.
+std::string error_text(int error) {
+  std::string s = std::strerror(error);
+  if (const char* name = strerrorname_np(error)) s += std::string(" (") + name + ")";
+  return s;
+}
+
+// The first loss of a rank is said once; every one is counted in the trace.
+void tell_loss(const char* what) {
+  if (rt->loss_told.exchange(true)) return;
+  logger()->error("rank {}: cannot {} the trace file in {}: {}; the application goes on, "
+                  "what is not stored is counted in the trace (records_lost)",
+                  rt->rank, what, rt->dir, error_text(rt->file.last_error()));
+}
+
 // ---------------------------------------------------------------------------
 // Definitions (cold path): formatted into a string, written as one chunk.
 void define(const std::string& text) {
-  if (rt && !text.empty()) rt->file.write_definitions(text.data(), text.size());
+  if (!rt || text.empty() || rt->forked_child || !rt->file.is_open()) return;
+  if (!rt->file.write_definitions(text.data(), text.size())) {
+    rt->definitions_lost.fetch_add(1);
+    tell_loss("write");
+  }
 }
 
 std::string hex(uint64_t v) {
@@ -176,17 +201,32 @@ void seal_thread(ThreadState* ts) {
   TraceFile::seal(ts->chunk, used);
 }
 
+// Where records go when the trace cannot grow (disk full): discarded, so the
+// application never notices, and counted each time the buffer fills.
+constexpr size_t kDiscardWords = format::kMaxRecordWords * 8;
+__thread uint32_t discard_buffer[kDiscardWords];
+
+// Counts the records a thread stored in its discard buffer since the last
+// count and empties it. Async-signal-safe.
+void count_discarded(ThreadState* ts) {
+  if (ts->chunk || !ts->end || !ts->cur) return;
+  uint32_t* const begin = ts->end - kDiscardWords;
+  uint64_t n = 0;
+  for (const uint32_t* p = begin; p < ts->cur && *p != 0; p += format::record_words(*p)) ++n;
+  if (n) rt->records_lost.fetch_add(n);
+  ts->cur = begin;
+}
+
 void seal_all_threads() {
   // Called on the way out, possibly from a signal handler: no lock taken if
   // another thread holds it (the chunks stay salvageable unsealed).
   std::unique_lock<std::mutex> lock(rt->threads_mu, std::try_to_lock);
   if (!lock.owns_lock()) return;
-  for (ThreadState* ts : rt->threads) seal_thread(ts);
+  for (ThreadState* ts : rt->threads) {
+    seal_thread(ts);
+    count_discarded(ts);
+  }
 }
-
-// Where records go when the trace cannot grow (disk full): discarded, so the
-// application never notices.
-__thread uint32_t discard_buffer[format::kMaxRecordWords * 2];
 
 constexpr size_t kFirstChunkBytes = 64 * 1024;
 
@@ -196,13 +236,10 @@ void map_first_or_next(ThreadState* ts) {
       ts->next_chunk_bytes ? ts->next_chunk_bytes : kFirstChunkBytes, rt->cfg.buffer_bytes);
   format::ChunkHeader* h = rt->file.map_event_chunk(bytes, ts->stream, ts->last_enter);
   if (!h) {
-    static std::atomic<bool> told{false};
-    if (!told.exchange(true))
-      logger()->error("rank {}: cannot grow the trace file in {} ({}); later events are lost",
-                      rt->rank, rt->dir, std::strerror(errno));
+    tell_loss("grow");
     ts->chunk = nullptr;
     ts->cur = discard_buffer;
-    ts->end = discard_buffer + sizeof discard_buffer / sizeof discard_buffer[0];
+    ts->end = discard_buffer + kDiscardWords;
     return;
   }
   ts->chunk = h;
@@ -218,9 +255,12 @@ pthread_key_t thread_exit_key;
 
 void on_thread_exit(void* p) {
   auto* ts = static_cast<ThreadState*>(p);
+  if (rt->forked_child) return;  // the parent's chunks: not ours to seal
   std::lock_guard<std::mutex> lock(rt->threads_mu);
+  count_discarded(ts);
   if (ts->chunk) {
     seal_thread(ts);
+    rt->file.release_tail(ts->chunk);
     TraceFile::unmap(ts->chunk, ts->chunk_map_bytes);
     ts->chunk = nullptr;
   }
@@ -239,10 +279,33 @@ void register_thread(ThreadState* ts) {
 
 void write_end(const char* reason) {
   if (!rt || rt->ended.exchange(true)) return;
-  char line[64];
-  const int n = std::snprintf(line, sizeof line, "E\t%s\n", reason);
   seal_all_threads();
-  rt->file.write_definitions(line, size_t(n));
+  // The losses first (zero: not written), then the reason; small enough for
+  // the chunk the file keeps for them when the disk is full.
+  char lines[128];
+  int n = 0;
+  const auto lost = static_cast<unsigned long long>(rt->records_lost.load());
+  const auto lost_defs = static_cast<unsigned long long>(rt->definitions_lost.load());
+  if (lost) n += std::snprintf(lines + n, sizeof lines - size_t(n), "M\trecords_lost\t%llu\n", lost);
+  if (lost_defs)
+    n += std::snprintf(lines + n, sizeof lines - size_t(n), "M\tdefinitions_lost\t%llu\n",
+                       lost_defs);
+  n += std::snprintf(lines + n, sizeof lines - size_t(n), "E\t%s\n", reason);
+  rt->file.write_end_definitions(lines, size_t(n));
+}
+
+// Cuts each thread's last chunk to what it holds and closes the file. Not
+// from a signal handler (allocates); chunks another thread is sealing are
+// left as they are.
+void close_trace() {
+  std::vector<format::ChunkHeader*> open_chunks;
+  {
+    std::unique_lock<std::mutex> lock(rt->threads_mu, std::try_to_lock);
+    if (lock.owns_lock())
+      for (ThreadState* ts : rt->threads)
+        if (ts->chunk) open_chunks.push_back(ts->chunk);
+  }
+  rt->file.close(open_chunks);
 }
 
 // ---------------------------------------------------------------------------
@@ -251,7 +314,19 @@ void on_exit_without_finalize() {
   if (g.recording) {
     g.recording = false;
     write_end("exit");
+    close_trace();
   }
+}
+
+// A fork of a recording rank shares its mapped chunks and its file: the
+// child records nothing and writes nothing, not even at its exit (no end
+// definition, no sealing), whether it goes on, calls exec or exits.
+void on_fork_child() {
+  if (!rt) return;
+  g.recording = false;
+  rt->forked_child = true;
+  rt->ended.store(true);
+  rt->file.abandon();
 }
 
 void on_fatal_signal(int sig, siginfo_t* info, void* ctx) {
@@ -321,6 +396,49 @@ bool make_dirs(const std::string& path, std::string* why) {
     return false;
   }
   return true;
+}
+
+// Whether `dir` holds a rank file, of whatever run.
+bool holds_trace(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return false;
+  bool found = false;
+  while (const dirent* entry = ::readdir(d)) {
+    const std::string n = entry->d_name;
+    if (n.size() > 10 && n.compare(0, 5, "rank-") == 0 && n.compare(n.size() - 5, 5, ".prof") == 0) {
+      found = true;
+      break;
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
+// Rank 0: the directory of this run, `asked` or, when that already holds a
+// trace, the first of asked-2, asked-3, ... that does not. A directory is
+// claimed by creating rank 0's file in it exclusively, so neither a second
+// run into the same PROF_OUTPUT nor a spawned job (whose rank 0 collides with
+// ours) overwrites or mixes with a trace.
+bool claim_directory(const std::string& asked, const format::FileHeader& header, std::string* dir,
+                     std::string* why) {
+  std::string base = asked;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  char name[32];
+  std::snprintf(name, sizeof name, format::kRankFilePattern, 0);
+  constexpr int kMaxTries = 1000;
+  for (int n = 1; n <= kMaxTries; ++n) {
+    const std::string candidate = n == 1 ? base : base + "-" + std::to_string(n);
+    if (!make_dirs(candidate, why)) return false;
+    if (holds_trace(candidate)) continue;
+    if (rt->file.create(candidate + "/" + name, header, why)) {
+      *dir = candidate;
+      return true;
+    }
+    if (rt->file.last_error() != EEXIST) return false;  // EEXIST: another run got there first
+  }
+  *why = "'" + base + "' and " + std::to_string(kMaxTries - 1) +
+         " directories named after it already hold traces";
+  return false;
 }
 
 // All ranks agree whether to record: true when every rank's `ok` is. When not,
@@ -467,24 +585,15 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   rt->rank = rank;
   rt->size = size;
 
-  // Rank 0 names and creates the directory and picks the run id.
-  char dirbuf[4096] = {0};
+  // Rank 0 picks the run id.
   uint64_t run_id = 0;
-  bool dir_ok = true;
   if (rank == 0) {
-    std::string dir = cfg.output_dir.empty() ? unique_dir_name() : cfg.output_dir;
-    dir_ok = make_dirs(dir, &why);
-    std::snprintf(dirbuf, sizeof dirbuf, "%s", dir.c_str());
     timespec ts{};
     clock_gettime(CLOCK_REALTIME, &ts);
     run_id = (uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec)) ^
              (uint64_t(::getpid()) << 40);
   }
-  const int dir_ok_int = dir_ok;
-  PMPI_Bcast(dirbuf, sizeof dirbuf, MPI_CHAR, 0, MPI_COMM_WORLD);
   PMPI_Bcast(&run_id, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-  rt->dir = dirbuf;
-  if (!agree(rank != 0 || dir_ok_int, "PROF_OUTPUT: " + why, rank, cfg)) return;
 
   format::FileHeader header{};
   std::memcpy(header.magic, format::kFileMagic, sizeof header.magic);
@@ -494,10 +603,24 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   header.rank = rank;
   header.world_size = size;
   header.timer = uint32_t(g.timer.kind());
+  // Rank 0 chooses the directory and creates its file there first (that
+  // claims it), then the others create theirs.
+  char dirbuf[4096] = {0};
+  std::string asked;
+  bool created = false;
+  if (rank == 0) {
+    asked = cfg.output_dir.empty() ? unique_dir_name() : cfg.output_dir;
+    std::string dir;
+    created = claim_directory(asked, header, &dir, &why);
+    std::snprintf(dirbuf, sizeof dirbuf, "%s", dir.c_str());
+  }
+  PMPI_Bcast(dirbuf, sizeof dirbuf, MPI_CHAR, 0, MPI_COMM_WORLD);
+  rt->dir = dirbuf;
+  if (!agree(rank != 0 || created, "PROF_OUTPUT: " + why, rank, cfg)) return;
   char name[32];
   std::snprintf(name, sizeof name, format::kRankFilePattern, rank);
   const std::string path = rt->dir + "/" + name;
-  const bool created = rt->file.create(path, header, &why);
+  if (rank != 0) created = rt->file.create(path, header, &why);
   if (!agree(created, "PROF_OUTPUT: " + why, rank, cfg)) {
     if (created) {
       rt->file.close();
@@ -505,6 +628,8 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
     }
     return;
   }
+  if (rank == 0 && rt->dir != asked)
+    logger()->warn("'{}' already holds a trace; this run's trace goes to '{}'", asked, rt->dir);
 
   // Definitions known at start.
   char host[256] = {0};
@@ -557,6 +682,7 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   define(kline);
 
   std::atexit(on_exit_without_finalize);
+  pthread_atfork(nullptr, nullptr, on_fork_child);
   install_signal_handlers();
 
   // The thread that called MPI_Init is stream 0, and its first record is MPI_Init.
@@ -617,6 +743,8 @@ void next_chunk(ThreadState* ts) {
     seal_thread(ts);
     TraceFile::unmap(ts->chunk, ts->chunk_map_bytes);
     ts->chunk = nullptr;
+  } else {
+    count_discarded(ts);
   }
   map_first_or_next(ts);
 }
@@ -872,7 +1000,7 @@ PROF_EXPORT int MPI_Finalize(void) {
   call_end(ts);
   g.recording = false;
   write_end("finalize");
-  rt->file.close();
+  close_trace();
   return rc;
 }
 
@@ -884,6 +1012,7 @@ PROF_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
     call_end(ts);
     g.recording = false;
     write_end("abort");
+    close_trace();
   }
   return PMPI_Abort(comm, errorcode);
 }

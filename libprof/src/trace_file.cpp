@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -17,19 +18,59 @@ constexpr int kMadvPopulateWrite = MADV_POPULATE_WRITE;
 constexpr int kMadvPopulateWrite = 23;  // Linux 5.14 uapi value
 #endif
 
+namespace {
+// Room for the end definitions when nothing else fits: the loss counts and
+// the end reason (well under 100 bytes).
+constexpr uint64_t kEndSlotPayload = 128;
+constexpr uint64_t kEndSlotAt = sizeof(format::FileHeader);
+// A thread that was inside a call when recording stopped may still store its
+// one record past the sealed end: trimming leaves that much room.
+constexpr uint64_t kStragglerBytes = format::align8(format::kMaxRecordWords * 4);
+constexpr uint64_t kPage = 4096;
+
+ChunkHeader empty_definitions_chunk(uint64_t capacity) {
+  ChunkHeader h{};
+  h.magic = format::kChunkMagic;
+  h.type = uint16_t(format::ChunkType::Definitions);
+  h.flags = format::kChunkSealed;
+  h.capacity = uint32_t(capacity);
+  h.used = 0;
+  static const char nothing = 0;
+  h.crc32 = format::crc32c(&nothing, 0);
+  return h;
+}
+
+// Bytes of a chunk's payload worth keeping: what was sealed, plus room for a
+// straggler's record.
+uint64_t kept_payload(const ChunkHeader* h) {
+  return std::min<uint64_t>(h->capacity, format::align8(h->used) + kStragglerBytes);
+}
+}  // namespace
+
 bool TraceFile::create(const std::string& path, const format::FileHeader& header,
                        std::string* why) {
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0) {
+    last_error_.store(errno);
     *why = "cannot create '" + path + "': " + std::strerror(errno);
     return false;
   }
-  if (::pwrite(fd_, &header, sizeof header, 0) != ssize_t(sizeof header)) {
-    *why = "cannot write '" + path + "': " + std::strerror(errno);
+  const uint64_t bytes = sizeof header + sizeof(ChunkHeader) + kEndSlotPayload;
+  const ChunkHeader slot = empty_definitions_chunk(kEndSlotPayload);
+  int rc = ::posix_fallocate(fd_, 0, off_t(bytes));
+  if (rc == 0 && (::pwrite(fd_, &header, sizeof header, 0) != ssize_t(sizeof header) ||
+                  ::pwrite(fd_, &slot, sizeof slot, off_t(kEndSlotAt)) != ssize_t(sizeof slot)))
+    rc = errno;
+  if (rc != 0) {
+    last_error_.store(rc);
+    *why = "cannot write '" + path + "': " + std::strerror(rc);
     ::close(fd_);
+    ::unlink(path.c_str());  // ours: created just now
     fd_ = -1;
     return false;
   }
+  next_.store(bytes);
+  written_end_.store(bytes);
   return true;
 }
 
@@ -41,10 +82,37 @@ uint64_t TraceFile::reserve(uint64_t bytes, uint64_t align) {
   }
 }
 
+void TraceFile::note_written(uint64_t end) {
+  uint64_t cur = written_end_.load(std::memory_order_relaxed);
+  while (cur < end && !written_end_.compare_exchange_weak(cur, end, std::memory_order_relaxed)) {
+  }
+}
+
+// Allocates a reserved range before anything is stored in it. On failure the
+// range is handed back when nothing was reserved after it; otherwise it
+// becomes an empty chunk, so a reader skips it instead of reading a hole.
+bool TraceFile::allocate(uint64_t at, uint64_t bytes) {
+  const int rc = ::posix_fallocate(fd_, off_t(at), off_t(bytes));
+  if (rc == 0) {
+    note_written(at + bytes);
+    return true;
+  }
+  last_error_.store(rc);
+  uint64_t expected = at + bytes;
+  if (!next_.compare_exchange_strong(expected, at) && bytes >= sizeof(ChunkHeader) &&
+      bytes - sizeof(ChunkHeader) <= UINT32_MAX) {
+    const ChunkHeader filler = empty_definitions_chunk(bytes - sizeof(ChunkHeader));
+    if (::pwrite(fd_, &filler, sizeof filler, off_t(at)) == ssize_t(sizeof filler))
+      note_written(at + bytes);
+  }
+  return false;
+}
+
 bool TraceFile::write_definitions(const char* text, size_t len) {
   if (fd_ < 0) return false;
   const uint64_t capacity = format::align8(len);
   const uint64_t at = reserve(sizeof(ChunkHeader) + capacity, 8);
+  if (!allocate(at, sizeof(ChunkHeader) + capacity)) return false;
   ChunkHeader h{};
   h.magic = format::kChunkMagic;
   h.type = uint16_t(format::ChunkType::Definitions);
@@ -53,25 +121,43 @@ bool TraceFile::write_definitions(const char* text, size_t len) {
   h.used = uint32_t(len);
   h.crc32 = format::crc32c(text, len);
   // Payload first, header last: a reader never sees a sealed header over
-  // missing text. Padding bytes stay zero (the file grows with zeros).
-  // The padding is written too: the last chunk of a file must not end past
-  // end-of-file (nothing else extends it when the process dies after this).
-  static const char zeros[8] = {0};
-  if (::pwrite(fd_, text, len, off_t(at + sizeof h)) != ssize_t(len)) return false;
-  if (capacity > len &&
-      ::pwrite(fd_, zeros, capacity - len, off_t(at + sizeof h + len)) != ssize_t(capacity - len))
+  // missing text. The range is allocated, so the padding reads as zeros.
+  if (::pwrite(fd_, text, len, off_t(at + sizeof h)) != ssize_t(len)) {
+    last_error_.store(errno);
     return false;
-  return ::pwrite(fd_, &h, sizeof h, off_t(at)) == ssize_t(sizeof h);
+  }
+  if (::pwrite(fd_, &h, sizeof h, off_t(at)) != ssize_t(sizeof h)) {
+    last_error_.store(errno);
+    return false;
+  }
+  return true;
+}
+
+bool TraceFile::write_end_definitions(const char* text, size_t len) {
+  if (fd_ < 0) return false;
+  if (write_definitions(text, len)) return true;
+  if (len > kEndSlotPayload) return false;
+  // The reserved chunk, allocated at creation: text first, then its header.
+  ChunkHeader h = empty_definitions_chunk(kEndSlotPayload);
+  h.used = uint32_t(len);
+  h.crc32 = format::crc32c(text, len);
+  return ::pwrite(fd_, text, len, off_t(kEndSlotAt + sizeof h)) == ssize_t(len) &&
+         ::pwrite(fd_, &h, sizeof h, off_t(kEndSlotAt)) == ssize_t(sizeof h);
 }
 
 ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint64_t base_time) {
-  if (fd_ < 0) return nullptr;
-  const uint64_t at = reserve(map_bytes, 4096);
-  // Grow the file over the chunk (never shrinks it, unlike ftruncate, so
-  // concurrent reservations are safe).
-  if (::posix_fallocate(fd_, off_t(at), off_t(map_bytes)) != 0) return nullptr;
+  if (fd_ < 0 || full()) return nullptr;
+  const uint64_t at = reserve(map_bytes, kPage);
+  if (!allocate(at, map_bytes)) {
+    full_.store(true);
+    return nullptr;
+  }
   void* p = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, off_t(at));
-  if (p == MAP_FAILED) return nullptr;
+  if (p == MAP_FAILED) {
+    last_error_.store(errno);
+    full_.store(true);  // the allocated range stays zeros: padding to a reader
+    return nullptr;
+  }
   // A shared file mapping starts write-protected (dirty tracking), so each
   // page's first store would fault on the hot path. Fault the whole chunk in
   // writable now, in one call (Linux >= 5.14); older kernels fall back to the
@@ -86,6 +172,10 @@ ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint6
   h->stream = stream;
   h->base_time = base_time;
   __atomic_store_n(&h->magic, format::kChunkMagic, __ATOMIC_RELEASE);
+  {
+    std::lock_guard<std::mutex> lock(places_mu_);
+    places_[h] = Place{at, map_bytes};  // a reused address replaces its old entry
+  }
   return h;
 }
 
@@ -100,12 +190,94 @@ void TraceFile::unmap(ChunkHeader* chunk, size_t map_bytes) {
   if (chunk) ::munmap(chunk, map_bytes);
 }
 
-void TraceFile::close() {
+bool TraceFile::place_of(const ChunkHeader* chunk, Place* out) {
+  std::lock_guard<std::mutex> lock(places_mu_);
+  auto it = places_.find(chunk);
+  if (it == places_.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+void TraceFile::release_tail(const ChunkHeader* chunk) {
+  Place place;
+  if (fd_ < 0 || !chunk || !(chunk->flags & format::kChunkSealed) || !place_of(chunk, &place))
+    return;
+  const uint64_t keep_end = place.offset + sizeof(ChunkHeader) + kept_payload(chunk);
+  const uint64_t from = (keep_end + kPage - 1) & ~(kPage - 1);
+  const uint64_t to = place.offset + place.map_bytes;
+  // Inside a sealed chunk's payload past its used bytes: never read.
+  if (to > from &&
+      ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(from), off_t(to - from)) !=
+          0) { /* the zeros stay on disk */ }
+}
+
+// The chunk at `offset` ends where only definitions chunks follow: copies of
+// them go into its unused payload (where no reader looks), then an empty
+// chunk spanning from the copies over the originals, then one store of the
+// chunk's shorter capacity makes the copies the ones read. A reader sees each
+// definition exactly once at every step; *end becomes the cut.
+bool TraceFile::move_tail_before_cut(uint64_t offset, ChunkHeader* chunk, uint64_t* end) {
+  const uint64_t payload = offset + sizeof(ChunkHeader);
+  const uint64_t old_end = payload + chunk->capacity;
+  const uint64_t keep = kept_payload(chunk);
+  const uint64_t copy_at = payload + keep;
+  if (old_end > *end) return false;
+  const uint64_t tail = *end - old_end;
+  if (tail + sizeof(ChunkHeader) > old_end - copy_at) return false;
+  std::vector<unsigned char> bytes(tail);
+  if (tail && ::pread(fd_, bytes.data(), tail, off_t(old_end)) != ssize_t(tail)) return false;
+  for (uint64_t o = 0; o < tail;) {
+    uint64_t word;
+    if (tail - o >= 8 && (std::memcpy(&word, &bytes[o], 8), word == 0)) {  // padding
+      o += 8;
+      continue;
+    }
+    if (tail - o < sizeof(ChunkHeader)) return false;
+    ChunkHeader h;
+    std::memcpy(&h, &bytes[o], sizeof h);
+    if (h.magic != format::kChunkMagic || h.type != uint16_t(format::ChunkType::Definitions) ||
+        !(h.flags & format::kChunkSealed) || h.capacity % 8 != 0 ||
+        h.capacity > tail - o - sizeof h)
+      return false;  // an event chunk may still be mapped: leave it where it is
+    o += sizeof h + h.capacity;
+  }
+  const uint64_t filler_at = copy_at + tail;
+  const uint64_t filler_capacity = *end - filler_at - sizeof(ChunkHeader);
+  if (filler_capacity > UINT32_MAX) return false;
+  const ChunkHeader filler = empty_definitions_chunk(filler_capacity);
+  if (tail && ::pwrite(fd_, bytes.data(), tail, off_t(copy_at)) != ssize_t(tail)) return false;
+  if (::pwrite(fd_, &filler, sizeof filler, off_t(filler_at)) != ssize_t(sizeof filler))
+    return false;
+  __atomic_store_n(&chunk->capacity, uint32_t(keep), __ATOMIC_RELEASE);
+  *end = filler_at;
+  return true;
+}
+
+void TraceFile::close(const std::vector<ChunkHeader*>& open_chunks) {
   if (fd_ < 0) return;
-  // Event chunks are page aligned, so the last one may end in zeros: keep
-  // everything handed out, nothing more.
-  if (::ftruncate(fd_, off_t(next_.load())) != 0) { /* the zeros past it are harmless */ }
+  full_.store(true);  // no chunk opens while the file is cut
+  uint64_t end = written_end_.load();
+  ChunkHeader* last = nullptr;
+  uint64_t last_offset = 0;
+  for (ChunkHeader* h : open_chunks) {
+    Place place;
+    if (h && (h->flags & format::kChunkSealed) && place_of(h, &place) &&
+        (!last || place.offset > last_offset)) {
+      last = h;
+      last_offset = place.offset;
+    }
+  }
+  const bool cut = last && move_tail_before_cut(last_offset, last, &end);
+  for (ChunkHeader* h : open_chunks)
+    if (!(cut && h == last)) release_tail(h);
+  if (::ftruncate(fd_, off_t(end)) != 0) { /* the file keeps its allocated zeros */ }
   ::close(fd_);
+  fd_ = -1;
+}
+
+void TraceFile::abandon() {
+  full_.store(true);
+  if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
 

@@ -2,11 +2,18 @@
 // signal handler can append the end definition too); event chunks are
 // page-aligned and mapped MAP_SHARED, so what a thread stores is in the page
 // cache at once and survives the process being killed.
+//
+// Every range is allocated (fallocate) before anything is written to it: a
+// full disk is then a failed call when a chunk opens, never a SIGBUS on a
+// mapped page later, and the file never has holes a reader could fault on.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "prof/trace_format.h"
 
@@ -14,30 +21,65 @@ namespace prof::shim {
 
 class TraceFile {
  public:
-  // Creates (truncates) the file and writes its header. false + *why on failure.
+  // Creates the file and writes its header. Never opens an existing file or
+  // follows a symlink (O_EXCL | O_NOFOLLOW): a trace already there stays
+  // untouched. false + *why on failure, the errno in last_error().
   bool create(const std::string& path, const format::FileHeader& header, std::string* why);
   bool is_open() const { return fd_ >= 0; }
 
   // Writes one sealed Definitions chunk holding `text` (definition lines).
-  // Async-signal-safe (pwrite + atomics only).
+  // Async-signal-safe (fallocate, pwrite and atomics only).
   bool write_definitions(const char* text, size_t len);
+  // The same for the end definitions; when the file cannot grow, they go into
+  // the small chunk reserved for them at creation, so a full disk still leaves
+  // the end reason and the loss count in the trace. Async-signal-safe.
+  bool write_end_definitions(const char* text, size_t len);
 
   // Maps a new unsealed Events chunk of `map_bytes` (header included; a
-  // multiple of the page size). nullptr when the file cannot grow.
+  // multiple of the page size). nullptr when the file cannot grow; after one
+  // such failure the file stops trying (full()).
   format::ChunkHeader* map_event_chunk(size_t map_bytes, uint32_t stream, uint64_t base_time);
+  bool full() const { return full_.load(std::memory_order_relaxed); }
+  // errno of the last failed creation, growth or write (0: none).
+  int last_error() const { return last_error_.load(std::memory_order_relaxed); }
 
   // Seals a mapped chunk: used length and CRC; the flag is stored last.
   // Async-signal-safe.
   static void seal(format::ChunkHeader* chunk, size_t used_bytes);
   static void unmap(format::ChunkHeader* chunk, size_t map_bytes);
 
-  // Cuts the file to what was handed out and closes it.
-  void close();
+  // Gives the disk space of a sealed chunk's unused tail back (the chunk keeps
+  // its size in the file; its tail reads as zeros). For a chunk a thread
+  // leaves for good.
+  void release_tail(const format::ChunkHeader* chunk);
+
+  // Cuts the file to what was written and closes it. `open_chunks`: each
+  // thread's last chunk, sealed; their unused tails are trimmed (the one that
+  // ends the file is cut off, the definitions written after it moved in front
+  // of the cut; the others' tails give their disk space back).
+  void close(const std::vector<format::ChunkHeader*>& open_chunks = {});
+
+  // In a forked child: drops this process's descriptor and writes nothing,
+  // ever (the parent's chunks, shared with the child, stay as they are).
+  void abandon();
 
  private:
+  struct Place {
+    uint64_t offset;
+    uint64_t map_bytes;
+  };
   uint64_t reserve(uint64_t bytes, uint64_t align);
+  bool allocate(uint64_t at, uint64_t bytes);
+  void note_written(uint64_t end);
+  bool place_of(const format::ChunkHeader* chunk, Place* out);
+  bool move_tail_before_cut(uint64_t chunk_offset, format::ChunkHeader* chunk, uint64_t* end);
   int fd_ = -1;
   std::atomic<uint64_t> next_{sizeof(format::FileHeader)};
+  std::atomic<uint64_t> written_end_{sizeof(format::FileHeader)};  // end of what was allocated
+  std::atomic<bool> full_{false};
+  std::atomic<int> last_error_{0};
+  std::mutex places_mu_;  // cold: one entry per mapped chunk
+  std::unordered_map<const format::ChunkHeader*, Place> places_;
 };
 
 }  // namespace prof::shim

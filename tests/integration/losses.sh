@@ -1,0 +1,156 @@
+#!/bin/bash
+# Where the trace goes when the disk fills, the output directory is reused or
+# the buffers are big: the application runs unchanged and no trace is lost,
+# overwritten or left with space it does not use.
+#
+#   losses.sh CASE SHIM MPIEXEC BUSY PROF_DUMP PROF_ANALYZE OUTDIR
+#
+# CASE:
+#   full_disk     PROF_OUTPUT on a 1 MiB tmpfs (mounted here: the tests run as
+#                 root), a run of far more calls than fit: the same output and
+#                 exit status as without the profiler, one message naming
+#                 ENOSPC, rank files within the tmpfs (nothing sparse), the
+#                 loss counted (meta records_lost), prof-dump and prof-analyze
+#                 read the files without crashing (exit 0 or 3).
+#   reused_output two runs into one PROF_OUTPUT, the second with fewer ranks:
+#                 the first trace stays byte for byte, the second goes to
+#                 PROF_OUTPUT-2 and says so on stderr, both analyzable.
+#   big_buffer    PROF_BUFFER_MB=64, enough calls that the last chunk is a
+#                 2 MiB one mostly unused: the file keeps only what was written
+#                 (its size less the event bytes is under 128 KiB; untrimmed it
+#                 would be over 1 MiB) and reads without damage.
+set -u
+case_=$1 shim=$2 mpiexec=$3 busy=$4 dump=$5 analyze=$6 out=$7
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+unset PROF_OUTPUT PROF_TIMER PROF_SYNC PROF_BUFFER_MB PROF_STRICT PROF_LOG_LEVEL \
+      PROF_TEST_CLOCK_SHIFT_NS PROF_EXPECT_DIR
+if mountpoint -q "$out/mnt" 2>/dev/null; then umount "$out/mnt"; fi
+rm -rf "$out"
+mkdir -p "$out"
+
+# run NAME NP [ENV=V...] -- ARGS...: mpiexec -n NP BUSY ARGS; sets rc, leaves
+# NAME.stdout / NAME.stderr.
+run() {
+  local name=$1 np=$2
+  shift 2
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  env "${envs[@]}" timeout -k 5 60 "$mpiexec" -n "$np" "$busy" "$@" \
+    >"$out/$name.stdout" 2>"$out/$name.stderr"
+  rc=$?
+  echo "[$name] ${envs[*]} mpiexec -n $np busy $* -> $rc"
+  sed 's/^/    stdout: /' "$out/$name.stdout" | head -10
+  sed 's/^/    stderr: /' "$out/$name.stderr" | head -10
+}
+same_output() { cmp -s <(sort "$out/$1.stdout") <(sort "$out/$2.stdout"); }
+
+# read_ok TRACE_DIR WHAT: prof-dump and prof-analyze read it, exit 0 (or 3:
+# damage reported, report salvaged), never a signal.
+read_ok() {
+  local dir=$1 what=$2 allowed=$3 r
+  timeout 60 "$dump" "$dir" --no-events --stats >"$out/dump.txt" 2>"$out/dump.err"
+  r=$?
+  [ $r -eq 0 ] || fail "$what: prof-dump exit status $r ($(head -c 300 "$out/dump.err"))"
+  timeout 60 "$analyze" "$dir" -o "$out/report.txt" >/dev/null 2>"$out/analyze.err"
+  r=$?
+  case " $allowed " in
+    *" $r "*) ;;
+    *) fail "$what: prof-analyze exit status $r, expected one of $allowed ($(head -c 300 "$out/analyze.err"))" ;;
+  esac
+}
+
+case "$case_" in
+full_disk)
+  mkdir -p "$out/mnt"
+  if ! mount -t tmpfs -o size=1m tmpfs "$out/mnt" 2>"$out/mount.err"; then
+    echo "SKIP: cannot mount a tmpfs here ($(cat "$out/mount.err")); the full-disk case needs root"
+    exit 0
+  fi
+  trap 'umount "$out/mnt" 2>/dev/null' EXIT
+  rounds=2000 local_calls=100  # 202000 calls, about 1.7 MB of records per rank
+  run plain 2 -- $rounds $local_calls
+  [ $rc -eq 0 ] || fail "without the profiler, busy exited with $rc"
+  run full 2 "PROF_OUTPUT=$out/mnt/trace" "LD_PRELOAD=$shim" -- $rounds $local_calls
+  [ $rc -eq 0 ] || fail "on a full disk, exit status $rc instead of 0"
+  same_output plain full || fail "on a full disk, the application's output changed"
+  grep -q ENOSPC "$out/full.stderr" || fail "no message naming ENOSPC"
+  grep -qi -e "file exists" -e "no such device" "$out/full.stderr" &&
+    fail "the message names the wrong error"
+  n=$(grep -c ENOSPC "$out/full.stderr")
+  [ "$n" -le 2 ] || fail "$n messages naming ENOSPC (one per rank at most)"
+  for f in "$out"/mnt/trace/rank-*.prof; do
+    size=$(stat -c %s "$f")
+    echo "    $(basename "$f"): $size bytes, $(( $(stat -c %b "$f") * $(stat -c %B "$f") )) on disk"
+    [ "$size" -le 1048576 ] || fail "$(basename "$f") is $size bytes, more than the 1 MiB tmpfs"
+  done
+  [ -f "$out/mnt/trace/rank-00000.prof" ] || fail "no rank file"
+  read_ok "$out/mnt/trace" "full disk" "0 3"
+  grep "meta records_lost\|^end \|^stats" "$out/dump.txt" | sed 's/^/    /'
+  # Every call is either in the trace or counted as lost, on each rank.
+  calls=$((4 + rounds * (2 + local_calls)))
+  for f in "$out"/mnt/trace/rank-*.prof; do
+    "$dump" "$f" --no-events --stats >"$out/rank.txt" 2>&1
+    lost=$(sed -n 's/^meta records_lost=//p' "$out/rank.txt")
+    events=$(sed -n 's/^stats .* events=\([0-9]*\).*/\1/p' "$out/rank.txt")
+    [ -n "$lost" ] && [ "$lost" -gt 0 ] || fail "$(basename "$f"): the loss is not counted in the trace"
+    [ $(( ${events:-0} + ${lost:-0} )) -eq $calls ] ||
+      fail "$(basename "$f"): $events events + $lost lost, expected $calls calls in all"
+  done
+  ;;
+reused_output)
+  run first 3 "PROF_OUTPUT=$out/trace" "LD_PRELOAD=$shim" -- 100
+  [ $rc -eq 0 ] || fail "first run: exit status $rc"
+  [ -s "$out/first.stderr" ] && fail "first run into a new directory: the shim wrote to stderr"
+  (cd "$out/trace" && sha256sum rank-*.prof) >"$out/first.sums"
+  run second 2 "PROF_OUTPUT=$out/trace" "LD_PRELOAD=$shim" -- 50
+  [ $rc -eq 0 ] || fail "second run: exit status $rc"
+  (cd "$out/trace" && sha256sum -c --quiet "$out/first.sums") ||
+    fail "the first trace changed"
+  [ "$(ls "$out/trace" | wc -l)" -eq 3 ] || fail "files added to the first trace: $(ls "$out/trace")"
+  [ "$(ls "$out/trace-2" 2>/dev/null | wc -l)" -eq 2 ] || fail "the second trace is not in trace-2"
+  [ "$(wc -l <"$out/second.stderr")" -eq 1 ] || fail "expected one line on stderr"
+  grep -q "$out/trace-2" "$out/second.stderr" || fail "the message does not name $out/trace-2"
+  read_ok "$out/trace" "first trace" "0"
+  grep -q "^trace .* world_size=3 ranks=3" "$out/dump.txt" || fail "first trace: not its 3 ranks"
+  read_ok "$out/trace-2" "second trace" "0"
+  grep -q "^trace .* world_size=2 ranks=2" "$out/dump.txt" || fail "second trace: not its 2 ranks"
+  # A third run, with a trailing slash, goes to trace-3.
+  run third 2 "PROF_OUTPUT=$out/trace/" "LD_PRELOAD=$shim" -- 10
+  [ $rc -eq 0 ] || fail "third run: exit status $rc"
+  [ -f "$out/trace-3/rank-00001.prof" ] || fail "the third trace is not in trace-3"
+  ;;
+big_buffer)
+  # 3000 * 102 calls: about 2.5 MB of records per rank, so the last chunk is
+  # the 2 MiB one (after 64 KiB + ... + 1 MiB), filled to about a quarter.
+  run plain 2 -- 3000 100
+  run big 2 "PROF_OUTPUT=$out/trace" "PROF_BUFFER_MB=64" "LD_PRELOAD=$shim" -- 3000 100
+  [ $rc -eq 0 ] || fail "exit status $rc"
+  same_output plain big || fail "the application's output changed"
+  [ -s "$out/big.stderr" ] && fail "the shim wrote to stderr"
+  for f in "$out"/trace/rank-*.prof; do
+    "$dump" "$f" --no-events --stats >"$out/dump.txt" 2>&1 || fail "prof-dump $f failed"
+    size=$(stat -c %s "$f")
+    disk=$(( $(stat -c %b "$f") * $(stat -c %B "$f") ))
+    events=$(sed -n 's/^streams .* event_bytes \([0-9]*\).*/\1/p' "$out/dump.txt")
+    echo "    $(basename "$f"): $size bytes ($disk on disk), $events bytes of events"
+    [ -n "$events" ] && [ "$events" -gt 1048576 ] ||
+      fail "$(basename "$f"): ${events:-no} event bytes, expected more than 1 MiB (several chunks)"
+    [ $((size - ${events:-0})) -lt 131072 ] ||
+      fail "$(basename "$f"): $((size - ${events:-0})) bytes beyond the events (unused chunk space kept)"
+    grep -q "^stats .* unsealed_chunks=0 crc_mismatches=0 bad_chunk_headers=0 truncated_chunks=0" \
+      "$out/dump.txt" || fail "$(basename "$f"): damage: $(grep '^stats\|^warning' "$out/dump.txt")"
+  done
+  read_ok "$out/trace" "big buffer" "0"
+  ;;
+*)
+  echo "losses.sh: unknown case $case_" >&2
+  exit 2
+  ;;
+esac
+if [ $fails -ne 0 ]; then
+  echo "FAIL: $fails problem(s)"
+  exit 1
+fi
+echo PASS
