@@ -247,6 +247,9 @@ void map_first_or_next(ThreadState* ts) {
   ts->next_chunk_bytes = std::min<size_t>(bytes * 2, rt->cfg.buffer_bytes);
   ts->cur = reinterpret_cast<uint32_t*>(h + 1);
   ts->end = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(h) + bytes);
+  // The chunk opens with the thread's open intervals (format 3), so a reader
+  // can start decoding here.
+  ts->cur += format::encode_snapshot(ts->cur, ts->open_intervals);
 }
 
 // A thread that ends gives its chunk back (sealed, unmapped): threads that come
@@ -930,6 +933,7 @@ void record_marker(uint16_t id, bool begin, uint32_t callsite) {
   r.enc().word(id);
   r.enc().word(callsite);
   r.commit(format::kMarkerFuncId);
+  format::apply_marker(ts->open_intervals, begin, id, callsite, t);
   call_end(ts);
 }
 }  // namespace

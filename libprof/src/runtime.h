@@ -47,6 +47,8 @@ struct ThreadState {
                                // that makes few calls costs little file and memory
   uint64_t last_enter = 0;     // enter time of the previous record (dt base)
   format::ChunkContext cx;     // comm and request high half later records of the chunk reuse
+  // The thread's open intervals (its markers so far), snapshot at each chunk's start.
+  std::vector<format::OpenInterval> open_intervals;
   uint32_t stream = 0;
   bool in_call = false;
   bool attached = false;

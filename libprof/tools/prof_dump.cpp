@@ -1,6 +1,6 @@
 // prof-dump: prints a trace file (or every rank of a trace directory) as text.
 //
-//   prof-dump FILE_OR_TRACE_DIR [--no-events] [--stats]
+//   prof-dump FILE_OR_TRACE_DIR [--no-events] [--stats] [--chunks]
 //
 // Exit status: 0 when the input is readable (damage is reported as warnings),
 // 1 with "prof-dump: <message naming the file>" on stderr when it is not,
@@ -28,6 +28,11 @@
 //   end REASON                         "end (none)" when the process never said
 //   ns_per_tick X
 //   streams N event_bytes B
+//   chunk sS K offset=O bytes=B sealed=0|1 damaged=0|1 events=N first=T last_leave=T
+//         snapshot=0|1 open=ID,ID,..   one line per events chunk (only with --chunks):
+//                                      stream S's chunk K, its raw times, and the
+//                                      intervals open at its first event, outermost
+//                                      first ("-" when none)
 //   <one line per event, all streams merged by enter time; not with --no-events>
 //   warning: TEXT                      one per RankTrace warning
 //   stats chunks=N event_chunks=N unsealed_chunks=N crc_mismatches=N
@@ -82,6 +87,7 @@ namespace {
 struct Options {
   bool events = true;
   bool stats = false;
+  bool chunks = false;
 };
 
 const char* kind_name(FuncKind k) {
@@ -256,6 +262,23 @@ void dump_rank(const RankTrace& t, const Options& o) {
   else std::printf("end %s\n", t.end_reason().c_str());
   std::printf("ns_per_tick %.9g\n", t.ns_per_tick());
   std::printf("streams %zu event_bytes %" PRIu64 "\n", t.stream_count(), t.event_bytes());
+  for (size_t s = 0; o.chunks && s < t.stream_count(); ++s) {
+    const auto chunks = t.chunks(s);
+    for (size_t k = 0; k < chunks.size(); ++k) {
+      const ChunkInfo& c = chunks[k];
+      std::string open;
+      if (c.events > 0) {
+        const auto from = t.stream_from(s, c.first_enter);
+        for (const auto& interval : from.open_intervals())
+          open += (open.empty() ? "" : ",") + std::to_string(interval.interval_id);
+      }
+      std::printf("chunk s%zu %zu offset=%" PRIu64 " bytes=%u sealed=%d damaged=%d events=%" PRIu64
+                  " first=%" PRIu64 " last_leave=%" PRIu64 " snapshot=%d open=%s\n",
+                  s, k, c.file_offset, c.payload_bytes, c.sealed ? 1 : 0, c.damaged ? 1 : 0,
+                  c.events, c.first_enter, c.last_leave, c.has_snapshot ? 1 : 0,
+                  open.empty() ? "-" : open.c_str());
+    }
+  }
 
   if (o.events || o.stats) {
     auto cur = t.events();
@@ -282,7 +305,7 @@ void dump_rank(const RankTrace& t, const Options& o) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: prof-dump FILE_OR_TRACE_DIR [--no-events] [--stats]\n");
+  std::fprintf(stderr, "usage: prof-dump FILE_OR_TRACE_DIR [--no-events] [--stats] [--chunks]\n");
   return 2;
 }
 
@@ -295,6 +318,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--no-events") o.events = false;
     else if (a == "--stats") o.stats = true;
+    else if (a == "--chunks") o.chunks = true;
     else if (a == "-h" || a == "--help") return usage(), 0;
     else if (!a.empty() && a[0] == '-') return usage();
     else if (input.empty()) input = a;

@@ -196,4 +196,39 @@ TEST(FormatDump, DamagedFileStillDumpsWithWarnings) {
   fs::remove_all(dir);
 }
 
+// --chunks: one line per events chunk with its snapshot and the intervals
+// open at its first event.
+TEST(FormatDump, ChunksShowTheIntervalsOpenAtEachChunk) {
+  const std::string dir = temp_dir();
+  const std::string path = dir + "/rank-00000.prof";
+  {
+    TraceWriter w(path, 0, 1, 1, format::TimerKind::Monotonic, 1024);
+    w.function(1, FuncKind::Other, "MPI_Comm_rank");
+    Event begin;
+    begin.kind = FuncKind::Marker;
+    begin.func = format::kMarkerFuncId;
+    begin.marker_begin = true;
+    begin.interval_id = 7;
+    begin.enter = begin.leave = 5;
+    w.event(begin);
+    for (uint64_t i = 0; i < 300; ++i) {
+      Event e;
+      e.kind = FuncKind::Other;
+      e.func = 1;
+      e.enter = 10 + 10 * i;
+      e.leave = e.enter + 5;
+      w.event(e);
+    }
+  }
+  DumpResult r = run_dump(path + " --no-events --chunks");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("chunk s0 0 offset="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" first=5 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("snapshot=1 open=-\n"), std::string::npos) << r.out;  // before the begin
+  EXPECT_NE(r.out.find("chunk s0 1 offset="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("snapshot=1 open=7\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("snapshot=0"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
 }  // namespace
