@@ -69,6 +69,16 @@ void write_json_report(const Analysis& a, std::ostream& out) {
     warns.push_back(Json{{"category", w.category}, {"count", w.count}, {"examples", w.examples}});
   j["warnings"] = warns;
   j["errors"] = a.errors;
+  // How the run ended. Calls in flight and wait cycles are not recorded yet:
+  // `in_flight` is null and `wait_cycles` empty.
+  Json ends = Json::array();
+  for (const RankEnd& e : a.run_end)
+    ends.push_back(Json{{"rank", e.rank},
+                        {"ended_by", e.ended_by},
+                        {"last_alive", e.last_alive},
+                        {"records_lost", e.records_lost},
+                        {"in_flight", nullptr}});
+  j["run_end"] = Json{{"complete", a.complete}, {"ranks", ends}, {"wait_cycles", Json::array()}};
 
   Json list = Json::array();
   for (const IntervalNode& n : a.intervals) {

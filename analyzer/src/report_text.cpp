@@ -82,6 +82,13 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
       for (const FunctionFigures& f : n.functions)
         out << f.name << ' ' << f.calls << ' ' << num(f.time) << ' ' << f.bytes << '\n';
     }
+    if (n.parent < 0 && !a.complete) {
+      // After Level 0, for a run that did not end cleanly.
+      out << "\n---Where each rank was when the run ended---\n";
+      out << "Nproc EndedBy LastAlive RecordsLost\n";
+      for (const RankEnd& e : a.run_end)
+        out << e.rank << ' ' << e.ended_by << ' ' << num(e.last_alive) << ' ' << e.records_lost << '\n';
+    }
   }
 }
 

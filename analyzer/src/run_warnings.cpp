@@ -1,8 +1,25 @@
 // Problems of the run: unmatched messages, trace damage, ranks cut short,
 // and the statistics that go with them.
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+
 #include "engine.h"
 
 namespace prof::analysis::detail {
+
+// The trace's end reason as the report says it: "signal:15" is "signal
+// SIGTERM"; no reason at all means the process died without a word (SIGKILL).
+std::string ended_by(const std::string& reason) {
+  if (reason.empty()) return "killed";
+  if (reason == "exit") return "exit without finalize";
+  if (reason.rfind("signal:", 0) == 0) {
+    const int sig = std::atoi(reason.c_str() + 7);
+    const char* name = sig > 0 ? sigabbrev_np(sig) : nullptr;
+    return name ? std::string("signal SIG") + name : "signal " + reason.substr(7);
+  }
+  return reason;
+}
 
 void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
   auto add = [&](const std::string& cat, uint64_t n, const std::string& example) {
@@ -89,6 +106,17 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
   if (auto it = warns.find("start of an unknown request"); it != warns.end())
     a.stats.unknown_requests += it->second.count;
   a.stats.windows = windows_;
+  for (const auto& rp : ranks_) {
+    RankEnd end;
+    end.rank = rp->rank;
+    const std::string& reason = rp->rt->end_reason();
+    end.ended_by = ended_by(reason);
+    end.last_alive = rp->intervals.last_leave() > -kInf ? (rp->intervals.last_leave() - t_first_) * 1e-9 : 0;
+    if (auto it = rp->rt->meta().find("records_lost"); it != rp->rt->meta().end())
+      end.records_lost = std::strtoull(it->second.c_str(), nullptr, 10);
+    if (end.ended_by != "finalize") a.complete = false;
+    a.run_end.push_back(end);
+  }
   if (opt_.windowed()) a.window = std::make_pair(opt_.window_from_s, opt_.window_to_s);
   read_warnings(a, warns);
   for (auto& [k, w] : warns) a.warnings.push_back(std::move(w));

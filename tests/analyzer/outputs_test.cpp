@@ -305,6 +305,46 @@ TEST(Outputs, WindowInEveryOutput) {
   }
 }
 
+// How each rank ended, in the JSON (`run_end`, always there) and, for a run
+// that did not end cleanly, in a text section after Level 0.
+TEST(Outputs, RunEndSaysHowEachRankEnded) {
+  TraceBuilder b(3);
+  for (int r = 0; r < 3; ++r) b.init(r, 0, 1 * kMs);
+  b.collective(0, Barrier, 2 * kMs, 3 * kMs);
+  b.collective(1, Barrier, 2 * kMs, 3 * kMs);
+  b.collective(2, Barrier, 2 * kMs, 3 * kMs);
+  b.finalize(0, 5 * kMs, 6 * kMs);
+  b.other(1, CommRank, 7 * kMs, 8 * kMs);
+  b.other(2, CommRank, 4 * kMs, 4500 * kUs);
+  b.close(0);
+  b.close(1, "signal:15");
+  b.close(2, "");  // no word: killed
+  const std::string json_path = b.dir() + "/end.json";
+  std::string out;
+  run_cli(b.dir() + " --json " + json_path, &out);
+  const json j = json::parse(slurp(json_path));
+  ASSERT_TRUE(j.contains("run_end")) << out;
+  EXPECT_FALSE(j["run_end"]["complete"].get<bool>());
+  ASSERT_EQ(j["run_end"]["ranks"].size(), 3u);
+  EXPECT_EQ(j["run_end"]["ranks"][0]["ended_by"], "finalize");
+  EXPECT_EQ(j["run_end"]["ranks"][1]["ended_by"], "signal SIGTERM");
+  EXPECT_EQ(j["run_end"]["ranks"][2]["ended_by"], "killed");
+  EXPECT_NEAR(j["run_end"]["ranks"][1]["last_alive"].get<double>(), 0.008, 1e-9);
+  EXPECT_NEAR(j["run_end"]["ranks"][2]["last_alive"].get<double>(), 0.0045, 1e-9);
+  EXPECT_EQ(j["run_end"]["ranks"][0]["records_lost"], 0);
+  EXPECT_TRUE(j["run_end"]["wait_cycles"].is_array());
+  EXPECT_NE(out.find("---Where each rank was when the run ended---"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 signal SIGTERM 0.008000 0"), std::string::npos) << out;
+
+  // A clean run says so, and has no such section.
+  TraceBuilder clean(3);
+  build(clean);
+  std::string clean_out;
+  ASSERT_EQ(run_cli(clean.dir() + " --json " + clean.dir() + "/c.json", &clean_out), 0);
+  EXPECT_TRUE(json::parse(slurp(clean.dir() + "/c.json"))["run_end"]["complete"].get<bool>());
+  EXPECT_EQ(clean_out.find("Where each rank was"), std::string::npos);
+}
+
 // One interval semantics: the analysis and the Chrome export see the same
 // executions, including the awkward cases (crossing ids, an end without a
 // begin, a begin never closed, markers after MPI_Finalize, a second thread's

@@ -142,6 +142,16 @@ struct MatchStats {
   uint64_t windows = 0;              // time windows the streaming pass used
 };
 
+// How one rank's recording ended (spec/interfaces.md, `run_end`).
+struct RankEnd {
+  int rank = -1;
+  // "finalize", "signal SIGTERM", "abort", "exit without finalize", or "killed"
+  // when the trace does not say (the process died without a word: SIGKILL).
+  std::string ended_by;
+  double last_alive = 0;      // its last recorded moment, seconds from the trace's start
+  uint64_t records_lost = 0;  // records the shim could not store
+};
+
 struct Analysis {
   int world_size = 0;
   int processors = 0;             // ranks analyzed (rank files read)
@@ -154,6 +164,8 @@ struct Analysis {
                                   // or foreign ranks): the report is a salvage
   bool cut_short = false;         // some rank ended without MPI_Finalize or unsealed
   MatchStats stats;
+  std::vector<RankEnd> run_end;   // per rank, by rank order of `ranks`
+  bool complete = true;           // every rank ended by MPI_Finalize
   // The window analyzed (Options::window_*), seconds from the trace's start;
   // absent for the whole run.
   std::optional<std::pair<double, double>> window;
