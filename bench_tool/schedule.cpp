@@ -91,18 +91,21 @@ Measurement measure(GlobalClock* clock, Collective* collective, MPI_Comm control
     const double stage_start = message[kStart];
     const double stage_slot = message[kSlot];
     const int runs = int(message[kRuns]);
-    // Per run: whether this rank started late, then its end minus the slot's start.
-    outcome.assign(2 * size_t(runs), 0.0);
+    // Per run: whether this rank started late, its end minus the slot's
+    // start, and its end minus its own start.
+    outcome.assign(3 * size_t(runs), 0.0);
     for (int i = 0; i < runs; ++i) {
       const double slot_start = stage_start + i * stage_slot;
       const int root = next_root();
       if (rank == settings.late_rank && measured + i == settings.late_run)
         wait_until(*clock, slot_start + settings.late_s * 1e9);
-      const bool on_time = wait_until(*clock, slot_start) <= kLateToleranceNs;
+      const double lateness = wait_until(*clock, slot_start);
       delay_if_asked();
       collective->run(root);
-      outcome[runs + i] = clock->now_ns() - slot_start;
-      outcome[i] = on_time ? 0.0 : 1.0;
+      const double end = clock->now_ns() - slot_start;
+      outcome[i] = lateness <= kLateToleranceNs ? 0.0 : 1.0;
+      outcome[runs + i] = end;
+      outcome[2 * runs + i] = end - lateness;
       collective->rewrite(root, run_counter++);
     }
     measured += runs;
@@ -114,8 +117,9 @@ Measurement measure(GlobalClock* clock, Collective* collective, MPI_Comm control
     if (rank != 0) continue;
 
     const std::vector<double> late(worst.begin(), worst.begin() + runs);
-    const std::vector<double> ends(worst.begin() + runs, worst.end());
-    const StageVerdict verdict = judge_stage(late, ends, stage_slot, measured - runs);
+    const std::vector<double> ends(worst.begin() + runs, worst.begin() + 2 * runs);
+    const std::vector<double> calls(worst.begin() + 2 * runs, worst.end());
+    const StageVerdict verdict = judge_stage(late, ends, calls, stage_slot, measured - runs);
     m.runs_total += std::size_t(runs);
     m.runs_late += verdict.late_runs.size();
     m.runs_overrun += verdict.overrun_runs.size();

@@ -7,16 +7,16 @@
 namespace prof::bench {
 
 StageVerdict judge_stage(const std::vector<double>& late, const std::vector<double>& end_ns,
-                         double slot_ns, long first_run) {
+                         const std::vector<double>& call_ns, double slot_ns, long first_run) {
   StageVerdict verdict;
-  const std::size_t runs = std::min(late.size(), end_ns.size());
+  const std::size_t runs = std::min({late.size(), end_ns.size(), call_ns.size()});
   for (std::size_t i = 0; i < runs; ++i) {
     const long number = first_run + long(i);
+    verdict.longest_call_ns = std::max(verdict.longest_call_ns, call_ns[i]);
     if (late[i] != 0) {
       verdict.late_runs.push_back(number);
       continue;
     }
-    verdict.longest_on_time_ns = std::max(verdict.longest_on_time_ns, end_ns[i]);
     if (end_ns[i] > slot_ns) verdict.overrun_runs.push_back(number);
     else verdict.valid_ns.push_back(end_ns[i]);
   }
@@ -25,7 +25,7 @@ StageVerdict judge_stage(const std::vector<double>& late, const std::vector<doub
   if (runs > 0 && double(invalid) > kMaxInvalidShare * double(runs)) {
     const double stage_length = double(runs - 1) * slot_ns + end_ns[runs - 1];
     const double wanted = std::max(2 * slot_ns, 1.1 * stage_length / double(runs));
-    verdict.next_slot_ns = std::min(wanted, std::max(slot_ns, 4 * verdict.longest_on_time_ns + 100e3));
+    verdict.next_slot_ns = std::min(wanted, std::max(slot_ns, 4 * verdict.longest_call_ns + 100e3));
   }
   return verdict;
 }
