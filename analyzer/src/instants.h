@@ -122,10 +122,10 @@ class InstantSets {
     to = std::min(to, hi_);
     if (!(to > from)) return;
     earliest_ = std::min(earliest_, from);
-    std::vector<Span>& spans = lanes_[lane];
+    std::vector<Span>& spans = lanes_[lane].spans;
     // The same call completing many receives, or waits that overlap: extend
     // the last span rather than add one.
-    if (!spans.empty()) {
+    if (spans.size() > lanes_[lane].head) {
       Span& last = spans.back();
       if (last.kind == kind && from >= last.from && from <= last.to) {
         last.to = std::max(last.to, to);
@@ -175,26 +175,35 @@ class InstantSets {
     uint32_t context;
   };
 
-  // A lane's spans arrive nearly in order of start: insertion sort, unless
-  // that turns out to be far from true.
-  static void sort_spans(std::vector<Span>& spans) {
+  // A lane: its live spans are spans[head..], sorted by start up to `sorted`.
+  // Spans before `head` were swept; the slots are reused (see sweep_spans).
+  struct Lane {
+    std::vector<Span> spans;
+    size_t head = 0, sorted = 0;
+  };
+
+  // A lane's spans arrive nearly in order of start: insertion sort of what
+  // came since the last sweep, unless that turns out to be far from true.
+  static void sort_lane(Lane& lane) {
+    std::vector<Span>& spans = lane.spans;
     size_t moves = 0;
-    for (size_t i = 1; i < spans.size(); ++i) {
+    for (size_t i = std::max(lane.sorted, lane.head + 1); i < spans.size(); ++i) {
       if (spans[i - 1].from <= spans[i].from) continue;
       const Span s = spans[i];
       size_t j = i;
-      while (j > 0 && spans[j - 1].from > s.from) {
+      while (j > lane.head && spans[j - 1].from > s.from) {
         spans[j] = spans[j - 1];
         --j;
       }
       spans[j] = s;
       moves += i - j;
       if (moves > 4 * spans.size() + 64) {
-        std::sort(spans.begin(), spans.end(),
+        std::sort(spans.begin() + static_cast<std::ptrdiff_t>(lane.head), spans.end(),
                   [](const Span& a, const Span& b) { return a.from < b.from; });
-        return;
+        break;
       }
     }
+    lane.sorted = spans.size();
   }
 
   // One pass over the spans in order of start. For each level, `covered` is
@@ -203,35 +212,35 @@ class InstantSets {
   template <class F>
   void sweep_spans(double upto, F& credit) {
     double covered[kLevels];
-    size_t cursor[kLevels];
-    for (int l = 0; l < kLevels; ++l) {
-      covered[l] = -kInf;
-      cursor[l] = first_;
-    }
-    // Merge the lanes in order of start; each keeps what lies after `upto`.
-    size_t next[kLanes] = {};
+    for (int l = 0; l < kLevels; ++l) covered[l] = -kInf;
+    size_t at = first_;  // the context in force at the current span's start
+    // Each lane is sorted by start: its spans before `upto` are a prefix,
+    // merged across lanes. A span that runs past `upto` leaves its remainder
+    // (which starts at `upto`, so the lane stays sorted) in the last slots of
+    // the prefix just swept, right before the untouched rest.
+    size_t next[kLanes], cut[kLanes];
     for (int k = 0; k < kLanes; ++k) {
-      sort_spans(lanes_[k]);
-      kept_[k].clear();
+      Lane& lane = lanes_[k];
+      sort_lane(lane);
+      next[k] = lane.head;
+      remainders_[k].clear();
+      cut[k] = static_cast<size_t>(
+          std::lower_bound(lane.spans.begin() + static_cast<std::ptrdiff_t>(lane.head), lane.spans.end(),
+                           upto, [](const Span& span, double t) { return span.from < t; }) -
+          lane.spans.begin());
     }
-    earliest_ = kInf;
     for (;;) {
-      int lane = -1;
-      for (int k = 0; k < kLanes; ++k)
-        if (next[k] < lanes_[k].size() &&
-            (lane < 0 || lanes_[k][next[k]].from < lanes_[lane][next[lane]].from))
-          lane = k;
-      if (lane < 0) break;
-      const Span s = lanes_[lane][next[lane]++];
-      if (s.from >= upto) {
-        kept_[lane].push_back(s);
-        earliest_ = std::min(earliest_, s.from);
-        continue;
-      }
+      int k = -1;
+      for (int m = 0; m < kLanes; ++m)
+        if (next[m] < cut[m] &&
+            (k < 0 || lanes_[m].spans[next[m]].from < lanes_[k].spans[next[k]].from))
+          k = m;
+      if (k < 0) break;
+      const Span s = lanes_[k].spans[next[k]++];
+      while (at + 1 < contexts_.size() && contexts_[at + 1].from <= s.from) ++at;
       double to = s.to;
       if (to > upto) {
-        kept_[lane].push_back(Span{upto, to, s.kind});
-        earliest_ = std::min(earliest_, upto);
+        remainders_[k].push_back(Span{upto, to, s.kind});
         to = upto;
       }
       const int first_level = s.kind;
@@ -240,24 +249,63 @@ class InstantSets {
         const double from = std::max(s.from, covered[l]);
         if (to <= from) continue;
         covered[l] = to;
-        credit_piece(l, from, to, cursor[l], credit);
+        credit_piece(l, from, to, at);
       }
     }
-    for (int k = 0; k < kLanes; ++k) lanes_[k].swap(kept_[k]);
+    flush_credits(credit);
+    earliest_ = kInf;
+    for (int k = 0; k < kLanes; ++k) {
+      Lane& lane = lanes_[k];
+      lane.head = cut[k] - remainders_[k].size();
+      std::copy(remainders_[k].begin(), remainders_[k].end(),
+                lane.spans.begin() + static_cast<std::ptrdiff_t>(lane.head));
+      if (lane.head > 1024 && lane.head * 2 > lane.spans.size()) {
+        lane.spans.erase(lane.spans.begin(), lane.spans.begin() + static_cast<std::ptrdiff_t>(lane.head));
+        lane.head = 0;
+      }
+      lane.sorted = lane.spans.size();
+      if (lane.spans.size() > lane.head) earliest_ = std::min(earliest_, lane.spans[lane.head].from);
+    }
   }
 
-  // Credits [a, b) of a level to the contexts in force, split where they change.
-  template <class F>
-  void credit_piece(int level, double a, double b, size_t& ci, F& credit) {
+  // Credits [a, b) of a level to the contexts in force, split where they
+  // change; `ci` is the one in force at or before a. Lengths gather per level
+  // while the context stays the same.
+  void credit_piece(int level, double a, double b, size_t ci) {
     while (a < b) {
       while (ci + 1 < contexts_.size() && contexts_[ci + 1].from <= a) ++ci;
       const double end = ci + 1 < contexts_.size() ? std::min(b, contexts_[ci + 1].from) : b;
-      if (contexts_[ci].context != kNoContext) credit(contexts_[ci].context, level, end - a);
+      const uint32_t context = contexts_[ci].context;
+      if (context != kNoContext) {
+        Gathered& g = gathered_[level];
+        if (g.context != context) {
+          if (g.length > 0) spill_.push_back(g);
+          g = Gathered{context, level, 0};
+        }
+        g.length += end - a;
+      }
       a = end;
     }
   }
+  template <class F>
+  void flush_credits(F& credit) {
+    for (Gathered& g : gathered_) {
+      if (g.length > 0) spill_.push_back(g);
+      g = Gathered{};
+    }
+    for (const Gathered& g : spill_) credit(g.context, g.level, g.length);
+    spill_.clear();
+  }
 
-  std::vector<Span> lanes_[kLanes], kept_[kLanes];
+  Lane lanes_[kLanes];
+  struct Gathered {
+    uint32_t context = kNoContext;
+    int level = 0;
+    double length = 0;
+  };
+  Gathered gathered_[kLevels];
+  std::vector<Span> remainders_[kLanes];
+  std::vector<Gathered> spill_;
   double lo_ = -kInf, hi_ = kInf;
   double earliest_ = kInf;  // the earliest start among the lanes' spans
   std::vector<Context> contexts_;
