@@ -3,9 +3,9 @@
 # (prof-analyze) on synthetic 4-rank traces of N events (prof-gen-trace): the
 # build (open, pyramid, pairing), a full-range query at 2,000 buckets, 1 ms
 # queries spread over the run, peak RSS. Results in docs/performance.md.
-# Usage: bench/run_timeline.sh [BUILD_DIR] [EVENTS...]
+# Usage: [ROUNDS=3] bench/run_timeline.sh [BUILD_DIR] [EVENTS...]
 # The 10^8 trace takes about 1.7 GB in a temporary directory (removed at exit),
-# and the timeline spills what exceeds its memory budget (768 MiB) to $TMPDIR.
+# and the timeline spills what exceeds its memory budget (512 MiB) to $TMPDIR.
 set -euo pipefail
 build=${1:-build}
 shift $(( $# > 1 ? 1 : $# ))
@@ -23,10 +23,10 @@ for n in "${sizes[@]}"; do
   "$gen" "$work/t" -n "$n" -r 4 > /dev/null
   sync
   echo "== $n events, 4 ranks; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-  # The analysis and the timeline alternate, three times each.
-  for round in 1 2 3; do
-    /usr/bin/time -f "prof-analyze: %e s wall, %M KB max RSS" "$analyze" "$work/t" -o /dev/null -q --no-progress
-    /usr/bin/time -f "prof-timeline-bench: %e s wall, %M KB max RSS" "$bench" "$work/t"
+  # The analysis and the timeline alternate, ROUNDS times each.
+  for _ in $(seq "${ROUNDS:-3}"); do
+    /usr/bin/time -f "prof-analyze: %e s wall, %U s user, %S s sys, %M KB max RSS" "$analyze" "$work/t" -o /dev/null -q --no-progress
+    /usr/bin/time -f "prof-timeline-bench: %e s wall, %U s user, %S s sys, %M KB max RSS" "$bench" "$work/t"
   done
   rm -rf "$work/t"
 done

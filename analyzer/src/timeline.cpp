@@ -454,6 +454,7 @@ struct RankBuilder {
       }
       Row& r = *tl.rows[tl.first_row[index] + slot];
       std::unique_lock lock(r.mutex);
+      list.shrink_to_fit();  // grown by doubling: up to twice the bytes
       r.executions = std::move(list);
       r.execution_parent = std::move(parent);
     }
@@ -662,6 +663,9 @@ void Timeline::build() {
       received.erase(std::remove_if(received.begin(), received.end(),
                                     [](const ReceivedMessage& m) { return m.send_row == UINT32_MAX; }),
                      received.end());
+      sent.shrink_to_fit();
+      received.shrink_to_fit();
+      b->of_row(b->coll_refs, r).shrink_to_fit();
       Row& row = *tl.rows[r];
       std::unique_lock lock(row.mutex);
       row.sent = std::move(sent);

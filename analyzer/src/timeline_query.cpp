@@ -256,13 +256,22 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
         pairs.push_back({it->send_row, it->send_index, static_cast<uint32_t>(ri), it->first});
     for (auto [it, end] = in(row.collectives); it != end; ++it) instance_ids.insert(it->instance);
   }
+  // Message and collective ends cluster in few blocks: each spilled block is
+  // read once per query.
+  std::map<std::pair<uint32_t, size_t>, std::vector<Record>> spilled;
   auto record = [&](uint32_t ri, uint64_t index) {
     const Row& row = *tl.rows[ri];
     std::shared_lock lock(row.mutex);
     std::pair<int64_t, uint64_t> out{0, 0};
-    for_records(tl, row, index, std::min<uint64_t>(index + 1, row.count),
-                [&](uint64_t i, const Record& r) { out = {r.enter, row.duration(r, i)}; });
-    return out;
+    const size_t b = static_cast<size_t>(index / kBlockRecords);
+    if (index >= row.count) return out;
+    const Record* records = row.blocks[b].records.get();
+    if (!records) {
+      auto [it, added] = spilled.try_emplace({ri, b});
+      records = added ? tl.block_records(row, b, it->second) : it->second.data();
+    }
+    const Record& r = records[index - uint64_t{b} * kBlockRecords];
+    return std::pair<int64_t, uint64_t>{r.enter, row.duration(r, index)};
   };
   for (const auto& p : pairs) {
     TimelineMessage m;

@@ -174,7 +174,7 @@ struct TimelineOptions {
   unsigned threads = 0;  // build threads; 0: one per core (never more than ranks)
   // Call records kept in memory (32 bytes each); the rest go to an unlinked
   // file in `spill_dir` (default: $TMPDIR, else /tmp).
-  uint64_t memory_bytes = uint64_t{768} << 20;
+  uint64_t memory_bytes = uint64_t{512} << 20;
   std::string spill_dir;
   // Pyramid leaves per row, at most (64 bytes each, plus as many again above).
   uint32_t leaves_per_row = 1u << 17;
