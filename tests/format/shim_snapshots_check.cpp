@@ -1,6 +1,7 @@
 // Checks a shim trace (shim_snapshots.c): every events chunk opens with a
 // snapshot, and a seek to any chunk's first event, or to random times, gives
-// the open intervals a scan from the stream's start gives, from the snapshot.
+// the open intervals a scan from the stream's start gives, from the snapshot;
+// local time zero is still the first event.
 // Usage: shim_snapshots_check TRACE_DIR   (exit 0: all good)
 #include <cstdio>
 #include <random>
@@ -31,6 +32,13 @@ int main(int argc, char** argv) {
     const std::string name = rank->path();
     if (rank->header().version != format::kFormatVersion)
       fail(name + ": version " + std::to_string(rank->header().version));
+    // Local time zero is the first event, not the snapshot before it.
+    {
+      auto all = rank->events();
+      Event first;
+      if (!all.next(first) || rank->to_local_ns(first.enter) != 0.0)
+        fail(name + ": local time zero is not the first event");
+    }
     for (size_t s = 0; s < rank->stream_count(); ++s) {
       // The open intervals before each event, by a scan from the start.
       std::vector<Event> events;

@@ -166,8 +166,17 @@ void RankTrace::Impl::index() {
       bool copied;
       const uint8_t* p = chunk_payload(c, buf, &copied);
       if (!verify(c, p)) continue;
-      const uint32_t w0 = load32(p);
-      if (w0 == 0 || uint64_t{format::record_words(w0)} * 4 > c.len) continue;
+      uint32_t w0 = load32(p);
+      uint32_t len = c.len;
+      // The snapshot opening a format-3 chunk is no event (its times are 0).
+      if (header.version >= format::kFirstSnapshotVersion && (w0 & 0xFFFFu) == format::kSnapshotFuncId &&
+          uint64_t{format::record_words(w0)} * 4 + 8 <= len) {
+        const uint32_t skip = format::record_words(w0) * 4;
+        p += skip;
+        len -= skip;
+        w0 = load32(p);
+      }
+      if (w0 == 0 || uint64_t{format::record_words(w0)} * 4 > len) continue;
       uint64_t t;
       if (format::record_short_time(w0)) {
         t = c.base_time + (load32(p + 4) & 0xFFFFu);

@@ -1,7 +1,8 @@
 // Seek by time: the chunk index's times and cursors that start at a time.
 //
-// A chunk's times (first and last enter, latest leave, events) are read by a
-// decoder confined to that chunk, once, when first asked for. A seek binary-searches the chunks of a stream by their latest
+// A chunk's times (first and last enter, latest leave, events) are read by
+// walking its records (headers and times, no payload decoded) with a decoder
+// confined to that chunk, once, when first asked for. A seek binary-searches the chunks of a stream by their latest
 // leave, so it reads the times of O(log chunks) chunks, then decodes the chunk
 // it lands on from its start (a chunk decodes on its own: the kSameComm /
 // kPackedRequest context is set within it) up to the first event that leaves at
@@ -81,11 +82,11 @@ RankTrace::Impl::ChunkTimes RankTrace::Impl::chunk_times(size_t stream_index,
     } else {
       t.has_snapshot = c.snapshot != nullptr;
       Cursor::Impl::Prepared r;
-      Event e;
-      // Decoded in full: a record's validity can depend on the chunk context
-      // that the records before it set.
+      // Records are walked, not decoded; what decoding would note of the chunk
+      // context is noted here, since a later record's validity depends on it.
       while (c.scan(r)) {
-        c.fill(e, r);
+        const uint32_t flags = (load32(r.rec) >> 16) & r.context_flags;
+        c.context_avail |= r.context_flags & ~flags;
         const uint64_t leave = r.enter + r.dur;
         if (is_continuation(r)) {
           t.last_leave = std::max(t.last_leave, leave);
@@ -97,7 +98,6 @@ RankTrace::Impl::ChunkTimes RankTrace::Impl::chunk_times(size_t stream_index,
         ++t.events;
       }
     }
-    c.events = 0;  // not events a reader asked for (ReadStats::events)
   }
   std::lock_guard<std::mutex> lock(times_mu);
   times[stream_index][chunk_index] = t;

@@ -170,8 +170,8 @@ class RankTrace {
   uint64_t ticks_at_global_ns(double ns) const;
 
   // The chunk index of stream `stream_index` (in stream order). Each chunk's
-  // times are decoded once, when first asked for (here or by a seek), and
-  // kept. Thread-safe.
+  // times are read once (a walk over its record headers), when first asked
+  // for (here or by a seek), and kept. Thread-safe.
   std::vector<ChunkInfo> chunks(size_t stream_index) const;
   size_t chunk_count(size_t stream_index) const;
   ChunkInfo chunk(size_t stream_index, size_t chunk_index) const;
