@@ -69,7 +69,7 @@ full_disk)
     exit 0
   fi
   trap 'umount "$out/mnt" 2>/dev/null' EXIT
-  rounds=2000 local_calls=100  # 202000 calls, about 1.7 MB of records per rank
+  rounds=400 local_calls=500  # 200800 calls, about 1.6 MB of records per rank
   run plain 2 -- $rounds $local_calls
   [ $rc -eq 0 ] || fail "without the profiler, busy exited with $rc"
   run full 2 "PROF_OUTPUT=$out/mnt/trace" "LD_PRELOAD=$shim" -- $rounds $local_calls
@@ -122,10 +122,10 @@ reused_output)
   [ -f "$out/trace-3/rank-00001.prof" ] || fail "the third trace is not in trace-3"
   ;;
 big_buffer)
-  # 3000 * 102 calls: about 2.5 MB of records per rank, so the last chunk is
-  # the 2 MiB one (after 64 KiB + ... + 1 MiB), filled to about a quarter.
-  run plain 2 -- 3000 100
-  run big 2 "PROF_OUTPUT=$out/trace" "PROF_BUFFER_MB=64" "LD_PRELOAD=$shim" -- 3000 100
+  # 600 * 502 calls: about 2.4 MB of records per rank, so the last chunk is
+  # the 2 MiB one (after 64 KiB + ... + 1 MiB), filled to about a fifth.
+  run plain 2 -- 600 500
+  run big 2 "PROF_OUTPUT=$out/trace" "PROF_BUFFER_MB=64" "LD_PRELOAD=$shim" -- 600 500
   [ $rc -eq 0 ] || fail "exit status $rc"
   same_output plain big || fail "the application's output changed"
   [ -s "$out/big.stderr" ] && fail "the shim wrote to stderr"
