@@ -8,15 +8,6 @@
 namespace prof::test {
 namespace {
 
-constexpr double kTol = 1e-9;
-constexpr double ms(double v) { return v * 1e-3; }
-
-analysis::Analysis run(const TraceBuilder& b) {
-  analysis::Analysis a = analyze_checked(b.dir());
-  EXPECT_TRUE(a.usable()) << (a.errors.empty() ? "" : a.errors[0]);
-  return a;
-}
-
 // A halo window as real codes post it: 64 Irecv and 64 Isend per rank, one
 // Waitall. MPICH gives every send that completed at once the same builtin
 // handle, so 64 outstanding requests share one value. Rank 1 posts its sends
@@ -46,7 +37,7 @@ TEST(Instants, HaloWindowWithSharedHandlesCountsEachInstantOnce) {
   }
   for (int r = 0; r < 2; ++r) b.finalize(r, 40 * kMs, 41 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   EXPECT_EQ(a.stats.unknown_requests, 0u) << warnings_text(a);
   EXPECT_FALSE(has_warning(a, "unknown request")) << warnings_text(a);
   EXPECT_EQ(a.stats.messages_matched, 2u * kN);
@@ -77,7 +68,7 @@ TEST(Instants, ReceiveWaitsFromItsIssue) {
   b.wait(1, Wait, 60 * kMs, 60 * kMs + 10 * kUs, {TraceBuilder::done(sq)});
   for (int r = 0; r < 2; ++r) b.finalize(r, 70 * kMs, 71 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto* r0 = rank_of(a.intervals[0], 0);
   ASSERT_TRUE(r0);
   EXPECT_NEAR(r0->potential_sync, ms(50), kTol);
@@ -103,7 +94,7 @@ TEST(Instants, WaitallMixingEarlyAndLateSenders) {
   b.send(3, 8 * kMs, 9 * kMs, 0, 1);    // 3 ms late
   for (int r = 0; r < 4; ++r) b.finalize(r, 20 * kMs, 21 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto* r0 = rank_of(a.intervals[0], 0);
   ASSERT_TRUE(r0);
   EXPECT_NEAR(r0->potential_sync, ms(7), kTol);
@@ -135,7 +126,7 @@ TEST(Instants, WaitsomeAndTestsomeLoops) {
   b.wait(0, Waitsome, 12 * kMs, 19500 * kUs, batch(8, kN));
   for (int r = 0; r < 2; ++r) b.finalize(r, 25 * kMs, 26 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   EXPECT_EQ(a.stats.unknown_requests, 0u);
   EXPECT_EQ(a.stats.messages_matched, static_cast<uint64_t>(kN));
   const auto* r0 = rank_of(a.intervals[0], 0);
@@ -160,7 +151,7 @@ TEST(Instants, PersistentReceiveNeverStartedIsNoReceive) {
   b.request_op(0, RequestFree, 4 * kMs, 4010 * kUs, {p});
   for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   EXPECT_TRUE(a.warnings.empty()) << warnings_text(a);
   EXPECT_EQ(a.stats.unmatched_receives, 0u);
   EXPECT_NEAR(rank_of(a.intervals[0], 0)->potential_sync, 0, kTol);
@@ -181,7 +172,7 @@ TEST(Instants, PersistentReceiveWaitsFromEachStart) {
   b.send(1, 7500 * kUs, 7500 * kUs, 0, 3);  // 0.5 ms after the second
   for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   EXPECT_TRUE(a.warnings.empty()) << warnings_text(a);
   EXPECT_EQ(a.stats.messages_matched, 2u);
   const auto* r0 = rank_of(a.intervals[0], 0);
@@ -201,7 +192,7 @@ TEST(Instants, GeneralizedRequestsAreNotUnknown) {
   b.wait(0, Wait, 5 * kMs, 5 * kMs, {TraceBuilder::done(0xAC000701u)});
   b.finalize(0, 10 * kMs, 11 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   EXPECT_EQ(a.stats.unknown_requests, 1u) << warnings_text(a);
 }
 
@@ -218,7 +209,7 @@ TEST(Instants, WaitThroughACollectiveCountsOnce) {
   b.send(1, 11 * kMs, 11 * kMs, 0, 9);
   for (int r = 0; r < 2; ++r) b.finalize(r, 20 * kMs, 21 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto* r0 = rank_of(a.intervals[0], 0);
   ASSERT_TRUE(r0);
   EXPECT_NEAR(r0->potential_sync, ms(9), kTol);  // 2 .. 11 ms, the Allreduce's wait inside it
@@ -249,7 +240,7 @@ TEST(Instants, ThreadsOfOneRankCountOnce) {
   b.end(1, 20 * kMs, 1);
   for (int r = 0; r < 2; ++r) b.finalize(r, 30 * kMs, 31 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   EXPECT_EQ(a.stats.unbalanced_markers, 0u) << warnings_text(a);
   const auto& root = a.intervals[0];
   const auto* r0 = rank_of(root, 0);
@@ -281,7 +272,7 @@ TEST(Instants, ConcurrentIntervalsOfTwoThreads) {
   b.end(0, 10 * kMs, 1);
   b.finalize(0, 20 * kMs, 21 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto* i1 = find_interval(a, 1);
   const auto* i2 = find_interval(a, 2);
   ASSERT_TRUE(i1 && i2);

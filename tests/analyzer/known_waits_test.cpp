@@ -6,15 +6,6 @@
 namespace prof::test {
 namespace {
 
-constexpr double kTol = 1e-9;
-constexpr double ms(double v) { return v * 1e-3; }
-
-analysis::Analysis run(const TraceBuilder& b) {
-  analysis::Analysis a = analyze_checked(b.dir());
-  EXPECT_TRUE(a.usable()) << (a.errors.empty() ? "" : a.errors[0]);
-  return a;
-}
-
 TEST(KnownWaits, LateSenderBlockingRecv) {
   TraceBuilder b(2);
   for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
@@ -22,7 +13,7 @@ TEST(KnownWaits, LateSenderBlockingRecv) {
   b.send(1, 7 * kMs, 7200 * kUs, 0, 5);
   for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   ASSERT_EQ(a.intervals.size(), 1u);
   const auto& root = a.intervals[0];
   const auto* r0 = rank_of(root, 0);
@@ -59,7 +50,7 @@ TEST(KnownWaits, LateSenderThroughIrecvAndWait) {
   b.wait(1, Wait, 8500 * kUs, 8600 * kUs, {TraceBuilder::done(sq)});
   for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto& root = a.intervals[0];
   const auto* r0 = rank_of(root, 0);
   const auto* r1 = rank_of(root, 1);
@@ -84,7 +75,7 @@ TEST(KnownWaits, LateEntryIntoCollective) {
   }
   for (int r = 0; r < 4; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto& root = a.intervals[0];
   for (int r = 0; r < 4; ++r) {
     const auto* f = rank_of(root, r);
@@ -108,7 +99,7 @@ TEST(KnownWaits, AllToAllCountsApartFromCollectives) {
   b.collective(1, Alltoall, 3 * kMs, 3500 * kUs);
   for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto* r0 = rank_of(a.intervals[0], 0);
   const auto* r1 = rank_of(a.intervals[0], 1);
   EXPECT_NEAR(r0->alltoall, ms(0.5), kTol);
@@ -127,7 +118,7 @@ TEST(KnownWaits, PureImbalanceWithoutMpiIsIdle) {
     b.finalize(r, 10 * kMs, 11 * kMs);
   }
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto* in = find_interval(a, 1);
   ASSERT_TRUE(in);
   EXPECT_EQ(in->main.processors, 4);
@@ -171,7 +162,7 @@ TEST(KnownWaits, NestedAndRepeatedIntervals) {
     b.finalize(r, 30 * kMs, 31 * kMs);
   }
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   ASSERT_EQ(a.intervals.size(), 4u);
   // Tree order: root, 1@100, 2@200 (inside 1), 2@300.
   EXPECT_FALSE(a.intervals[0].id.has_value());
@@ -228,7 +219,7 @@ TEST(KnownWaits, UnequalExecutionCountsMatchByOrder) {
     b.finalize(r, 30 * kMs, 31 * kMs);
   }
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto* i1 = find_interval(a, 1);
   const auto* i2 = find_interval(a, 2);
   ASSERT_TRUE(i1 && i2);
@@ -258,7 +249,7 @@ TEST(KnownWaits, AnySourceReceiveMatchedByRecordedSource) {
   b.send(2, 9 * kMs, 9050 * kUs, 0, 5);
   for (int r = 0; r < 3; ++r) b.finalize(r, 12 * kMs, 13 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto* r0 = rank_of(a.intervals[0], 0);
   ASSERT_TRUE(r0);
   EXPECT_NEAR(r0->potential_sync, ms(7), kTol);        // from the Irecv to rank 2's send
@@ -278,7 +269,7 @@ TEST(KnownWaits, PersistentSendStartsAtMpiStart) {
   b.request_op(1, RequestFree, 7 * kMs, 7001 * kUs, {p});
   for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto* r0 = rank_of(a.intervals[0], 0);
   const auto* r1 = rank_of(a.intervals[0], 1);
   EXPECT_NEAR(r0->potential_sync, ms(4), kTol);
@@ -301,7 +292,7 @@ TEST(KnownWaits, ClockOffsetOfARankIsApplied) {
   b.finalize(0, base + 10 * kMs, base + 11 * kMs);
   b.finalize(1, base - lag + 10 * kMs, base - lag + 11 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto* r0 = rank_of(a.intervals[0], 0);
   EXPECT_NEAR(r0->potential_sync, ms(5), kTol);
   EXPECT_NEAR(r0->sendrecv, ms(0.1), kTol);
@@ -325,7 +316,7 @@ TEST(KnownWaits, SubCommunicatorCollectivesAreMatchedByTheirMembers) {
   b.collective(2, Allreduce, 4 * kMs, 4100 * kUs, sub);
   for (int r = 0; r < 3; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   EXPECT_NEAR(rank_of(a.intervals[0], 1)->potential_sync, ms(2), kTol);
   EXPECT_NEAR(rank_of(a.intervals[0], 2)->potential_sync, 0, kTol);
   EXPECT_NEAR(rank_of(a.intervals[0], 1)->collective, ms(0.1), kTol);
@@ -348,7 +339,7 @@ TEST(KnownWaits, WaitallOverManyRequestsIsOneCall) {
   for (int i = 0; i < kN; ++i) b.send(1, 3 * kMs + i * kUs, 3 * kMs + i * kUs + 500, 0, i);
   for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   const auto* r0 = rank_of(a.intervals[0], 0);
   ASSERT_TRUE(r0);
   EXPECT_EQ(r0->calls, static_cast<uint64_t>(kN + 1));
@@ -382,7 +373,7 @@ TEST(KnownWaits, IntercommunicatorPeersAreInTheRemoteGroup) {
   b.p2p(0, Send, FuncKind::Send, 4 * kMs, 4200 * kUs, 1, 8, 8, ic);
   for (int r = 0; r < 4; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
   b.close();
-  const auto a = run(b);
+  const auto a = analyze_usable(b);
   EXPECT_EQ(a.stats.messages_matched, 1u);
   EXPECT_NEAR(rank_of(a.intervals[0], 3)->potential_sync, ms(2), kTol);
   EXPECT_NEAR(rank_of(a.intervals[0], 3)->sendrecv, ms(0.1), kTol);

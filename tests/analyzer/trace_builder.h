@@ -251,6 +251,18 @@ inline analysis::Analysis analyze_checked(const std::string& dir,
   return a;
 }
 
+// Figures are in seconds and the builders' times integer nanoseconds: a
+// nanosecond is the tolerance of an exact figure.
+constexpr double kTol = 1e-9;
+constexpr double ms(double v) { return v * 1e-3; }
+
+// Analyzes a built trace (invariants checked) and expects it usable.
+inline analysis::Analysis analyze_usable(const TraceBuilder& b) {
+  analysis::Analysis a = analyze_checked(b.dir());
+  EXPECT_TRUE(a.usable()) << (a.errors.empty() ? "" : a.errors[0]);
+  return a;
+}
+
 // Helpers over an Analysis.
 inline const analysis::IntervalNode* find_interval(const analysis::Analysis& a, int id,
                                                    int line = -1, int nth = 0) {

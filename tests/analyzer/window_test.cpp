@@ -11,9 +11,6 @@
 namespace prof::test {
 namespace {
 
-constexpr double kTol = 1e-9;
-constexpr double ms(double v) { return v * 1e-3; }
-
 analysis::Options window(double from_s, double to_s) {
   analysis::Options o;
   o.window_from_s = from_s;
