@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
@@ -231,7 +232,16 @@ struct RankBuilder {
   std::vector<CollEnd> colls;  // parallel to coll_refs, flattened in call order
   std::vector<std::pair<uint32_t, uint32_t>> coll_order;  // (slot, position in coll_refs[slot])
   std::vector<std::vector<Execution>> executions;
-  std::vector<std::vector<uint32_t>> open_slots;  // per stream slot: executions open
+  // Executions open per stream, keyed as the tracker keys its stacks (by the
+  // stream number as recorded, a damaged one included).
+  std::vector<std::vector<uint32_t>> open_slots;
+  std::map<uint32_t, std::vector<uint32_t>> open_damaged;
+  std::vector<uint32_t>& open_of(uint32_t stream) {
+    const size_t streams = tl.first_row[index + 1] - tl.first_row[index];
+    if (stream >= streams) return open_damaged[stream];
+    if (open_slots.size() < streams) open_slots.resize(streams);
+    return open_slots[stream];
+  }
   template <class T>
   std::vector<T>& of_row(std::vector<std::vector<T>>& v, uint32_t r) {
     const size_t slot = r - tl.first_row[index];
@@ -398,9 +408,7 @@ struct RankBuilder {
   }
   uint32_t interval_begun(uint32_t stream, const Event& e, double t, uint32_t parent) {
     auto& list = of_row(executions, row_of(stream));
-    const size_t slot = tl.stream_slot(index, stream);
-    if (open_slots.size() <= slot) open_slots.resize(slot + 1);
-    open_slots[slot].push_back(static_cast<uint32_t>(list.size()));
+    open_of(stream).push_back(static_cast<uint32_t>(list.size()));
     list.push_back(Execution{t - tl.t_first, t - tl.t_first, 0});
     const uint32_t node = node_of(parent, e);
     list.back().node = node;
@@ -413,7 +421,8 @@ struct RankBuilder {
   }
   // The tracker closes a thread's executions innermost first: the top slot.
   void interval_ended(uint32_t stream, const OpenInterval&, double t) {
-    auto& open = open_slots[tl.stream_slot(index, stream)];
+    auto& open = open_of(stream);
+    if (open.empty()) return;  // (the tracker never closes what it did not open)
     of_row(executions, row_of(stream))[open.back()].end = t - tl.t_first;
     open.pop_back();
   }

@@ -215,7 +215,9 @@ class Timeline {
   TimelineAnswer query(const TimelineQuery& q) const;
   // Every call of a row overlapping [from, to), however many.
   std::vector<TimelineCall> calls(size_t row, double from, double to) const;
-  // Every execution of a row (sorted by start), every message, every collective.
+  // Every execution of a row (sorted by start), every message, every
+  // collective instance (these two list every call on the way: for tests and
+  // small traces; a viewer asks query() for a range).
   std::vector<TimelineExecution> executions(size_t row) const;
   std::vector<TimelineMessage> messages() const;
   std::vector<TimelineCollective> collectives() const;
