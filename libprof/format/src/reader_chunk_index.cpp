@@ -169,7 +169,8 @@ void RankTrace::Impl::index() {
       uint32_t w0 = load32(p);
       uint32_t len = c.len;
       // The snapshot opening a format-3 chunk is no event (its times are 0).
-      if (header.version >= format::kFirstSnapshotVersion && (w0 & 0xFFFFu) == format::kSnapshotFuncId &&
+      if (header.version >= format::kFirstSnapshotVersion &&
+          (w0 & 0xFFFFu) == format::kSnapshotFuncId &&
           uint64_t{format::record_words(w0)} * 4 + 8 <= len) {
         const uint32_t skip = format::record_words(w0) * 4;
         p += skip;

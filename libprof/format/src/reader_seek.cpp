@@ -2,8 +2,8 @@
 //
 // A chunk's times (first and last enter, latest leave, events) are read by
 // walking its records (headers and times, no payload decoded) with a decoder
-// confined to that chunk, once, when first asked for. A seek binary-searches the chunks of a stream by their latest
-// leave, so it reads the times of O(log chunks) chunks, then decodes the chunk
+// confined to that chunk, once, when first asked for. A seek binary-searches
+// the chunks of a stream by their latest leave, so it reads the times of O(log chunks) chunks, then decodes the chunk
 // it lands on from its start (a chunk decodes on its own: the kSameComm /
 // kPackedRequest context is set within it) up to the first event that leaves at
 // or after the time. The intervals open there are the chunk's snapshot

@@ -5,8 +5,9 @@
 // Layout produced: FileHeader; then, in call order, one sealed Definitions chunk
 // per definition call (capacity = align8(used)) and sealed Events chunks as each
 // stream's buffer fills. Each events chunk starts with the stream's interval
-// snapshot (format 3; not in a version-2 file), as the shim writes it. A stream's chunk is sealed when the next record might
-// not fit (fewer than kMaxRecordWords words left), and written with its capacity
+// snapshot (format 3; not in a version-2 file), as the shim writes it. A
+// stream's chunk is sealed when the next record might not fit (fewer than
+// kMaxRecordWords words left), and written with its capacity
 // shrunk to align8(used). close_without_sealing() writes the last chunk of each
 // stream with flags 0, used 0, crc 0 and its full capacity (zeros after the last
 // record), as a killed process leaves it.
