@@ -446,6 +446,15 @@ struct RankBuilder {
     }
     intervals.finish(*this);
     for (uint32_t r = tl.first_row[index]; r < tl.first_row[index + 1]; ++r) tl.publish(*tl.rows[r]);
+    // What waits for pairing, without the slack of growth (other ranks are
+    // still being built: this is the build's peak).
+    for (auto* lists : {&sends, &recvs})
+      for (auto& l : *lists) l.shrink_to_fit();
+    for (auto& l : sent) l.shrink_to_fit();
+    for (auto& l : received) l.shrink_to_fit();
+    for (auto& l : coll_refs) l.shrink_to_fit();
+    colls.shrink_to_fit();
+    coll_order.shrink_to_fit();
     for (size_t slot = 0; slot < executions.size(); ++slot) {
       auto& list = executions[slot];
       auto by_start = [](const Execution& a, const Execution& b) { return a.start < b.start; };
@@ -627,6 +636,8 @@ void Timeline::build() {
         in.send_index = out.first;
       }
     }
+    dst.recvs = {};  // read once
+    dst.recv_keys = {};
     if (tl.cancel_flag.load()) return;
   }
   // Collectives: one instance per (communicator, sequence number), numbered
