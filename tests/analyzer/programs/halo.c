@@ -22,14 +22,7 @@ enum { ITERATIONS = 200, LATE_ITERATION = 100, MESSAGES = 64, LATE_MS = 30 };
 static int bytes_of(int message) { return 4 * (1 + message % 16); } /* 4..64 */
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size != 2) {
-    fprintf(stderr, "halo: run with 2 ranks\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
+  const int rank = realrun_init_2ranks(&argc, &argv, "halo");
   const int peer = 1 - rank;
   static char out[MESSAGES][64], in[MESSAGES][64];
   MPI_Request requests[2 * MESSAGES];

@@ -17,14 +17,7 @@
 enum { EXECUTIONS = 3, COMPUTE_MS = 20, SENDER_LATE_MS = 50 };
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size != 2) {
-    fprintf(stderr, "late_irecv: run with 2 ranks\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
+  const int rank = realrun_init_2ranks(&argc, &argv, "late_irecv");
   int wrong = 0;
   for (int k = 0; k < EXECUTIONS; ++k) {
     MPI_Barrier(MPI_COMM_WORLD);

@@ -14,6 +14,7 @@
 #define PROF_TEST_REALRUN_H
 
 #include <errno.h>
+#include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,20 @@ static inline void realrun_sleep_us(long us) {
   }
 }
 static inline void realrun_sleep_ms(int ms) { realrun_sleep_us(1000L * ms); }
+
+/* MPI_Init, then this rank's number; a run with other than 2 ranks aborts
+ * with a message naming the program. (Needs <mpi.h> before this header.) */
+static inline int realrun_init_2ranks(int* argc, char*** argv, const char* program) {
+  MPI_Init(argc, argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != 2) {
+    fprintf(stderr, "%s: run with 2 ranks\n", program);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  return rank;
+}
 
 /* Writes the stamps; returns 0, or 1 (with a message) when it cannot. */
 static inline int realrun_write_stamps(int rank) {

@@ -55,14 +55,7 @@ static void send_all(int phase, int gap_ms, int late_ms, int late_from) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size != 2) {
-    fprintf(stderr, "some: run with 2 ranks\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
+  const int rank = realrun_init_2ranks(&argc, &argv, "some");
   int values[MESSAGES], indices[MESSAGES], completions[MESSAGES];
   MPI_Request requests[MESSAGES];
 
