@@ -230,27 +230,32 @@ class InstantSets {
           lane.spans.begin());
     }
     for (;;) {
+      // The lane with the earliest head (ties: the lower lane) is drained
+      // while it stays first, so most spans cost one comparison, not kLanes.
       int k = -1;
       for (int m = 0; m < kLanes; ++m)
         if (next[m] < cut[m] &&
             (k < 0 || lanes_[m].spans[next[m]].from < lanes_[k].spans[next[k]].from))
           k = m;
       if (k < 0) break;
-      const Span s = lanes_[k].spans[next[k]++];
-      while (at + 1 < contexts_.size() && contexts_[at + 1].from <= s.from) ++at;
-      double to = s.to;
-      if (to > upto) {
-        remainders_[k].push_back(Span{upto, to, s.kind});
-        to = upto;
+      double below = kInf, upto_ties = kInf;  // heads of the lower and the higher lanes
+      for (int m = 0; m < kLanes; ++m) {
+        if (m == k || next[m] >= cut[m]) continue;
+        double& bound = m < k ? below : upto_ties;
+        bound = std::min(bound, lanes_[m].spans[next[m]].from);
       }
-      const int first_level = s.kind;
-      const int last_level = s.kind <= kAllToAllCallSpan ? kAllToAllCallSpan : s.kind;
-      for (int l = first_level; l <= last_level; ++l) {
-        const double from = std::max(s.from, covered[l]);
-        if (to <= from) continue;
-        covered[l] = to;
-        credit_piece(l, from, to, at);
-      }
+      Lane& lane = lanes_[k];
+      do {
+        const Span s = lane.spans[next[k]++];
+        while (at + 1 < contexts_.size() && contexts_[at + 1].from <= s.from) ++at;
+        double to = s.to;
+        if (to > upto) {
+          remainders_[k].push_back(Span{upto, to, s.kind});
+          to = upto;
+        }
+        add_to_levels(s, to, covered, at);
+      } while (next[k] < cut[k] && lane.spans[next[k]].from < below &&
+               lane.spans[next[k]].from <= upto_ties);
     }
     flush_credits(credit);
     earliest_ = kInf;
@@ -268,42 +273,63 @@ class InstantSets {
     }
   }
 
-  // Credits [a, b) of a level to the contexts in force, split where they
-  // change; `ci` is the one in force at or before a. Lengths gather per level
-  // while the context stays the same.
-  void credit_piece(int level, double a, double b, size_t ci) {
+  // What span s adds to each union it belongs to (levels kind..3, nested, or
+  // its own level for MPI and Start): the part beyond where that union
+  // reaches. Those marks grow with the level, so the new pieces of the
+  // levels share their end and start no earlier from level to level; levels
+  // whose pieces start together are credited in one walk of the contexts.
+  void add_to_levels(const Span& s, double to, double* covered, size_t at) {
+    const int last_level = s.kind <= kAllToAllCallSpan ? kAllToAllCallSpan : s.kind;
+    int l = s.kind;
+    while (l <= last_level) {
+      const double from = std::max(s.from, covered[l]);
+      if (to <= from) {
+        ++l;
+        continue;
+      }
+      int group_end = l + 1;
+      while (group_end <= last_level && std::max(s.from, covered[group_end]) == from) ++group_end;
+      for (int g = l; g < group_end; ++g) covered[g] = to;
+      credit_piece(l, group_end, from, to, at);
+      l = group_end;
+    }
+  }
+
+  // Credits [a, b) of levels [level, level_end) to the contexts in force,
+  // split where they change; `ci` is the one in force at or before a.
+  // Lengths gather while the context stays the same.
+  void credit_piece(int level, int level_end, double a, double b, size_t ci) {
     while (a < b) {
       while (ci + 1 < contexts_.size() && contexts_[ci + 1].from <= a) ++ci;
       const double end = ci + 1 < contexts_.size() ? std::min(b, contexts_[ci + 1].from) : b;
       const uint32_t context = contexts_[ci].context;
       if (context != kNoContext) {
-        Gathered& g = gathered_[level];
-        if (g.context != context) {
-          if (g.length > 0) spill_.push_back(g);
-          g = Gathered{context, level, 0};
+        if (gathered_.context != context) {
+          if (gathered_.context != kNoContext) spill_.push_back(gathered_);
+          gathered_ = Gathered{context, {}};
         }
-        g.length += end - a;
+        for (int l = level; l < level_end; ++l) gathered_.length[l] += end - a;
       }
       a = end;
     }
   }
   template <class F>
   void flush_credits(F& credit) {
-    for (Gathered& g : gathered_) {
-      if (g.length > 0) spill_.push_back(g);
-      g = Gathered{};
-    }
-    for (const Gathered& g : spill_) credit(g.context, g.level, g.length);
+    if (gathered_.context != kNoContext) spill_.push_back(gathered_);
+    gathered_ = Gathered{};
+    for (const Gathered& g : spill_)
+      for (int l = 0; l < kLevels; ++l)
+        if (g.length[l] > 0) credit(g.context, l, g.length[l]);
     spill_.clear();
   }
 
   Lane lanes_[kLanes];
+  // Lengths credited to one context, per level, not yet handed out.
   struct Gathered {
     uint32_t context = kNoContext;
-    int level = 0;
-    double length = 0;
+    double length[kLevels] = {};
   };
-  Gathered gathered_[kLevels];
+  Gathered gathered_;
   std::vector<Span> remainders_[kLanes];
   std::vector<Gathered> spill_;
   double lo_ = -kInf, hi_ = kInf;
