@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -467,13 +468,30 @@ bool agree(bool ok, const std::string& problem, int rank, const Config& cfg) {
   return false;
 }
 
-std::string functions_definitions() {
-  std::string s;
-  s.reserve(kFunctionCount * 32);
-  for (size_t i = 0; i < kFunctionCount; ++i)
-    s += tabs({"F", std::to_string(kFunctions[i].id),
-               std::to_string(unsigned(kFunctions[i].kind)), kFunctions[i].name});
-  return s;
+// The F lines of every function the shim records: the same in every run,
+// so built once, with appends (tabs() per line cost more than the rest of
+// the start-up's own work).
+const std::string& functions_definitions() {
+  static const std::string lines = [] {
+    std::string s;
+    s.reserve(kFunctionCount * 40);
+    char number[24];
+    auto append_number = [&](unsigned v) {
+      const auto end = std::to_chars(number, number + sizeof number, v).ptr;
+      s.append(number, end);
+    };
+    for (size_t i = 0; i < kFunctionCount; ++i) {
+      s += "F\t";
+      append_number(kFunctions[i].id);
+      s += '\t';
+      append_number(unsigned(kFunctions[i].kind));
+      s += '\t';
+      s += kFunctions[i].name;
+      s += '\n';
+    }
+    return s;
+  }();
+  return lines;
 }
 
 std::string world_rank_list(MPI_Group group) {
@@ -637,6 +655,16 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   // Definitions known at start.
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
+  // The load map also tells which code is MPI's, which the call sites need.
+  std::string loadmap;
+  dl_iterate_phdr(collect_load_map, &loadmap);
+  // MPI_Init's call site names the root interval (the whole run) in reports
+  // (its S line is written here, on first use).
+  const uint32_t init_site = callsite_id_for_address(
+      first_frame_outside_mpi(reinterpret_cast<uintptr_t>(init_return_address)));
+
+  // Everything known at start goes out as one definitions chunk: each chunk
+  // costs an allocation of file space and two writes.
   std::string defs;
   defs += tabs({"M", "format", "prof-trace 1"});
   defs += tabs({"M", "host", host});
@@ -654,29 +682,23 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   defs += tabs({"M", "sync", cfg.sync == SyncScheme::Linear ? "linear"
                              : cfg.sync == SyncScheme::Ring ? "ring" : "none"});
   defs += functions_definitions();
+  defs += loadmap;
+  defs += tabs({"C", std::to_string(uint32_t(MPI_COMM_WORLD)), "1", "0", std::to_string(size),
+                "0", [&] {
+                  std::string s;
+                  for (int i = 0; i < size; ++i) s += (i ? "," : "") + std::to_string(i);
+                  return s;
+                }(), ""});
+  defs += tabs({"C", std::to_string(uint32_t(MPI_COMM_SELF)),
+                std::to_string((uint64_t(uint32_t(rank)) << 32) | 2), "0", "1", "0",
+                std::to_string(rank), ""});
+  defs += tabs({"M", "init_callsite", std::to_string(init_site)});
   define(defs);
-  std::string loadmap;
-  dl_iterate_phdr(collect_load_map, &loadmap);
-  define(loadmap);
-  define(tabs({"C", std::to_string(uint32_t(MPI_COMM_WORLD)), "1", "0", std::to_string(size),
-               "0", [&] {
-                 std::string s;
-                 for (int i = 0; i < size; ++i) s += (i ? "," : "") + std::to_string(i);
-                 return s;
-               }(), ""}));
-  define(tabs({"C", std::to_string(uint32_t(MPI_COMM_SELF)),
-               std::to_string((uint64_t(uint32_t(rank)) << 32) | 2), "0", "1", "0",
-               std::to_string(rank), ""}));
   {
     std::lock_guard<std::mutex> lock(rt->defs_mu);
     rt->comm_gid[uint32_t(MPI_COMM_WORLD)] = 1;
     rt->comm_gid[uint32_t(MPI_COMM_SELF)] = (uint64_t(uint32_t(rank)) << 32) | 2;
   }
-
-  // MPI_Init's call site names the root interval (the whole run) in reports.
-  define(tabs({"M", "init_callsite",
-               std::to_string(callsite_id_for_address(
-                   first_frame_outside_mpi(reinterpret_cast<uintptr_t>(init_return_address))))}));
 
   const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, cfg.sync);
   char kline[160];
