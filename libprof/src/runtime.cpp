@@ -606,37 +606,36 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   rt->rank = rank;
   rt->size = size;
 
-  // Rank 0 picks the run id.
-  uint64_t run_id = 0;
-  if (rank == 0) {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    run_id = (uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec)) ^
-             (uint64_t(::getpid()) << 40);
-  }
-  PMPI_Bcast(&run_id, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-
   format::FileHeader header{};
   std::memcpy(header.magic, format::kFileMagic, sizeof header.magic);
   header.version = format::kFormatVersion;
   header.header_size = sizeof header;
-  header.run_id = run_id;
   header.rank = rank;
   header.world_size = size;
   header.timer = uint32_t(g.timer.kind());
-  // Rank 0 chooses the directory and creates its file there first (that
-  // claims it), then the others create theirs.
-  char dirbuf[4096] = {0};
+  // Rank 0 picks the run id and the directory, and creates its file there
+  // first (that claims it); one broadcast tells the others both, then they
+  // create theirs.
+  struct {
+    uint64_t run_id;
+    char dir[4096];
+  } chosen{};
   std::string asked;
   bool created = false;
   if (rank == 0) {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    chosen.run_id = (uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec)) ^
+                    (uint64_t(::getpid()) << 40);
+    header.run_id = chosen.run_id;
     asked = cfg.output_dir.empty() ? unique_dir_name() : cfg.output_dir;
     std::string dir;
     created = claim_directory(asked, header, &dir, &why);
-    std::snprintf(dirbuf, sizeof dirbuf, "%s", dir.c_str());
+    std::snprintf(chosen.dir, sizeof chosen.dir, "%s", dir.c_str());
   }
-  PMPI_Bcast(dirbuf, sizeof dirbuf, MPI_CHAR, 0, MPI_COMM_WORLD);
-  rt->dir = dirbuf;
+  PMPI_Bcast(&chosen, sizeof chosen, MPI_BYTE, 0, MPI_COMM_WORLD);
+  header.run_id = chosen.run_id;
+  rt->dir = chosen.dir;
   if (!agree(rank != 0 || created, "PROF_OUTPUT: " + why, rank, cfg)) return;
   char name[32];
   std::snprintf(name, sizeof name, format::kRankFilePattern, rank);
