@@ -22,6 +22,7 @@
 #include <memory>
 #include <vector>
 
+#include "prof/definition_lines.h"
 #include "prof/trace_reader.h"
 
 namespace {
@@ -30,7 +31,7 @@ using prof::format::FuncKind;
 using prof::trace::Completion;
 using prof::trace::Event;
 
-constexpr uint32_t kWorld = 0x44000000u;
+constexpr uint32_t kWorld = prof::format::kMpichCommWorld;
 enum Func : uint16_t { Init = 1, Finalize, Irecv, Isend, Waitall, Sendrecv, Allreduce, CommRank };
 
 uint64_t hash(uint64_t a, uint64_t b) {

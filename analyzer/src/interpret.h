@@ -42,6 +42,7 @@
 
 #include "flat_map.h"
 #include "instants.h"
+#include "prof/definition_lines.h"
 #include "prof/trace_reader.h"
 
 namespace prof::analysis::detail {
@@ -62,12 +63,7 @@ enum FuncRole : uint16_t {
   kRoleGrequestStart = 1 << 7,   // MPI_Grequest_start: a request completed by the user
 };
 
-// A handle or address as the analyzer prints it.
-inline std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
+using format::hex;  // handles and addresses as the trace writes them
 
 struct FuncInfo {
   FuncKind kind = FuncKind::Other;

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "config.h"
+#include "prof/definition_lines.h"
 #include "trace_file.h"
 
 namespace prof::shim {
@@ -61,7 +62,7 @@ struct Runtime {
   std::unordered_map<uintptr_t, uint32_t> callsite_by_address;
   std::unordered_map<std::string, uint32_t> callsite_by_file_line;
   uint32_t next_callsite = 1;
-  uint32_t next_comm_seq = 16;      // this rank's counter for the comm ids it leads
+  uint32_t next_comm_seq = format::kFirstCreatedCommCounter;  // for the comm ids it leads
   std::unordered_map<uint32_t, uint64_t> comm_gid;  // handle -> global id of its latest definition
   std::unordered_map<uint64_t, uint64_t> idups_of;  // parent global id -> MPI_Comm_idup calls on it
   std::atomic<bool> ended{false};
@@ -112,21 +113,6 @@ void define(const std::string& text) {
   }
 }
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::string tabs(std::initializer_list<std::string> fields) {
-  std::string s;
-  for (const auto& f : fields) {
-    if (!s.empty()) s += '\t';
-    s += f;
-  }
-  return s + '\n';
-}
-
 std::string read_file(const char* path) {
   std::string s;
   FILE* f = std::fopen(path, "rb");
@@ -158,7 +144,7 @@ int collect_load_map(dl_phdr_info* info, size_t, void* data) {
   auto* out = static_cast<std::string*>(data);
   std::string path = info->dlpi_name ? info->dlpi_name : "";
   if (path.empty()) path = exe_path();  // the main program
-  *out += tabs({"L", hex(info->dlpi_addr), path});
+  *out += format::definition_line::load_object(info->dlpi_addr, path);
   const bool mpi = path.find("libmpi") != std::string::npos ||
                    path.find("libprof.so") != std::string::npos ||
                    path.find("libmpich") != std::string::npos;
@@ -469,32 +455,20 @@ bool agree(bool ok, const std::string& problem, int rank, const Config& cfg) {
 }
 
 // The F lines of every function the shim records: the same in every run,
-// so built once, with appends (tabs() per line cost more than the rest of
-// the start-up's own work).
+// so built once.
 const std::string& functions_definitions() {
   static const std::string lines = [] {
     std::string s;
     s.reserve(kFunctionCount * 40);
-    char number[24];
-    auto append_number = [&](unsigned v) {
-      const auto end = std::to_chars(number, number + sizeof number, v).ptr;
-      s.append(number, end);
-    };
-    for (size_t i = 0; i < kFunctionCount; ++i) {
-      s += "F\t";
-      append_number(kFunctions[i].id);
-      s += '\t';
-      append_number(unsigned(kFunctions[i].kind));
-      s += '\t';
-      s += kFunctions[i].name;
-      s += '\n';
-    }
+    for (size_t i = 0; i < kFunctionCount; ++i)
+      s += format::definition_line::function(kFunctions[i].id, unsigned(kFunctions[i].kind),
+                                             kFunctions[i].name);
     return s;
   }();
   return lines;
 }
 
-std::string world_rank_list(MPI_Group group) {
+std::vector<int32_t> world_ranks(MPI_Group group) {
   int n = 0;
   PMPI_Group_size(group, &n);
   std::vector<int> in(size_t(n > 0 ? n : 0)), out(size_t(n > 0 ? n : 0));
@@ -503,12 +477,7 @@ std::string world_rank_list(MPI_Group group) {
   PMPI_Comm_group(MPI_COMM_WORLD, &world);
   if (n > 0) PMPI_Group_translate_ranks(group, n, in.data(), world, out.data());
   PMPI_Group_free(&world);
-  std::string s;
-  for (int i = 0; i < n; ++i) {
-    if (i) s += ',';
-    s += std::to_string(out[size_t(i)]);
-  }
-  return s;
+  return std::vector<int32_t>(out.begin(), out.end());
 }
 
 // The C line of `handle` (global id `id`, from raw `time` on), with the groups
@@ -520,21 +489,21 @@ void write_comm_definition(MPI_Comm handle, MPI_Comm members, uint64_t id, uint6
   PMPI_Comm_group(members, &local);
   int size = 0;
   PMPI_Group_size(local, &size);
-  std::string remote;
+  std::vector<int32_t> remote;
   if (inter) {
     MPI_Group rg;
     PMPI_Comm_remote_group(members, &rg);
-    remote = world_rank_list(rg);
+    remote = world_ranks(rg);
     PMPI_Group_free(&rg);
   }
-  const std::string ranks = world_rank_list(local);
+  const std::vector<int32_t> ranks = world_ranks(local);
   PMPI_Group_free(&local);
   {
     std::lock_guard<std::mutex> lock(rt->defs_mu);
     rt->comm_gid[uint32_t(handle)] = id;
   }
-  define(tabs({"C", std::to_string(uint32_t(handle)), std::to_string(id), std::to_string(time),
-               std::to_string(size), inter ? "1" : "0", ranks, remote}));
+  define(format::definition_line::comm(uint32_t(handle), id, time, uint64_t(size), inter != 0,
+                                       ranks, remote));
 }
 
 void define_comm(MPI_Comm comm, uint64_t time) {
@@ -665,45 +634,40 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   // Everything known at start goes out as one definitions chunk: each chunk
   // costs an allocation of file space and two writes.
   std::string defs;
-  defs += tabs({"M", "format", "prof-trace 1"});
-  defs += tabs({"M", "host", host});
-  defs += tabs({"M", "exe", exe_path()});
-  defs += tabs({"M", "command", command_line()});
-  defs += tabs({"M", "pid", std::to_string(::getpid())});
-  defs += tabs({"M", "rank", std::to_string(rank)});
-  defs += tabs({"M", "world_size", std::to_string(size)});
-  defs += tabs({"M", "timer", std::string(format::timer_name(g.timer.kind()))});
-  defs += tabs({"M", "epoch_ticks", std::to_string(g.timer.epoch())});
+  using format::definition_line::meta;
+  defs += meta("format", "prof-trace 1");
+  defs += meta("host", host);
+  defs += meta("exe", exe_path());
+  defs += meta("command", command_line());
+  defs += meta("pid", std::to_string(::getpid()));
+  defs += meta("rank", std::to_string(rank));
+  defs += meta("world_size", std::to_string(size));
+  defs += meta("timer", format::timer_name(g.timer.kind()));
+  defs += meta("epoch_ticks", std::to_string(g.timer.epoch()));
   char npt[64];
   std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
-  defs += tabs({"M", "ns_per_tick", npt});
-  defs += tabs({"M", "thread_level", std::to_string(provided)});
-  defs += tabs({"M", "sync", cfg.sync == SyncScheme::Linear ? "linear"
-                             : cfg.sync == SyncScheme::Ring ? "ring" : "none"});
+  defs += meta("ns_per_tick", npt);
+  defs += meta("thread_level", std::to_string(provided));
+  defs += meta("sync", cfg.sync == SyncScheme::Linear ? "linear"
+                       : cfg.sync == SyncScheme::Ring ? "ring" : "none");
   defs += functions_definitions();
   defs += loadmap;
-  defs += tabs({"C", std::to_string(uint32_t(MPI_COMM_WORLD)), "1", "0", std::to_string(size),
-                "0", [&] {
-                  std::string s;
-                  for (int i = 0; i < size; ++i) s += (i ? "," : "") + std::to_string(i);
-                  return s;
-                }(), ""});
-  defs += tabs({"C", std::to_string(uint32_t(MPI_COMM_SELF)),
-                std::to_string((uint64_t(uint32_t(rank)) << 32) | 2), "0", "1", "0",
-                std::to_string(rank), ""});
-  defs += tabs({"M", "init_callsite", std::to_string(init_site)});
+  std::vector<int32_t> world(static_cast<size_t>(size));
+  for (int i = 0; i < size; ++i) world[size_t(i)] = i;
+  defs += format::definition_line::comm(format::kMpichCommWorld, format::kWorldCommGlobalId, 0,
+                                        uint64_t(size), false, world, {});
+  defs += format::definition_line::comm(format::kMpichCommSelf, format::self_comm_global_id(rank),
+                                        0, 1, false, {rank}, {});
+  defs += meta("init_callsite", std::to_string(init_site));
   define(defs);
   {
     std::lock_guard<std::mutex> lock(rt->defs_mu);
-    rt->comm_gid[uint32_t(MPI_COMM_WORLD)] = 1;
-    rt->comm_gid[uint32_t(MPI_COMM_SELF)] = (uint64_t(uint32_t(rank)) << 32) | 2;
+    rt->comm_gid[uint32_t(MPI_COMM_WORLD)] = format::kWorldCommGlobalId;
+    rt->comm_gid[uint32_t(MPI_COMM_SELF)] = format::self_comm_global_id(rank);
   }
 
   const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, cfg.sync);
-  char kline[160];
-  std::snprintf(kline, sizeof kline, "K\tinit\t%llu\t%.3f\t%.3f\n",
-                static_cast<unsigned long long>(sync.local_ticks), sync.offset_ns, sync.rtt_ns);
-  define(kline);
+  define(format::definition_line::clock_sync("init", sync.local_ticks, sync.offset_ns, sync.rtt_ns));
 
   std::atexit(on_exit_without_finalize);
   pthread_atfork(nullptr, nullptr, on_fork_child);
@@ -941,7 +905,7 @@ uint32_t callsite_id_for_address(uintptr_t address) {
   auto [it, inserted] = rt->callsite_by_address.try_emplace(address, rt->next_callsite);
   if (inserted) {
     ++rt->next_callsite;
-    define(tabs({"S", std::to_string(it->second), hex(address), "", "0"}));
+    define(format::definition_line::callsite(it->second, address, "", 0));
   }
   return it->second;
 }
@@ -987,10 +951,7 @@ PROF_EXPORT void prof_marker_at(int id, int begin, const char* file,
     auto [it, inserted] = rt->callsite_by_file_line.try_emplace(key, rt->next_callsite);
     if (inserted) {
       ++rt->next_callsite;
-      std::string f = file ? file : "";
-      for (char& c : f)
-        if (c == '\t' || c == '\n') c = ' ';
-      define(tabs({"S", std::to_string(it->second), "0", f, std::to_string(line)}));
+      define(prof::format::definition_line::callsite(it->second, 0, file ? file : "", uint32_t(line)));
     }
     site = it->second;
   }
@@ -1013,11 +974,10 @@ PROF_EXPORT int MPI_Finalize(void) {
   if (!ts) return PMPI_Finalize();
   g.timer.finish_calibration();
   const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, rt->cfg.sync);
-  char lines[256];
-  std::snprintf(lines, sizeof lines, "M\tns_per_tick\t%.12g\nK\tfinal\t%llu\t%.3f\t%.3f\n",
-                g.timer.ns_per_tick(), static_cast<unsigned long long>(sync.local_ticks),
-                sync.offset_ns, sync.rtt_ns);
-  define(lines);
+  char npt[64];
+  std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
+  define(prof::format::definition_line::meta("ns_per_tick", npt) +
+         prof::format::definition_line::clock_sync("final", sync.local_ticks, sync.offset_ns, sync.rtt_ns));
   const uint64_t t0 = now();
   const int rc = PMPI_Finalize();
   const uint64_t t1 = now();

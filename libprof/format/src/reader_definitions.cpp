@@ -4,11 +4,12 @@
 // MPI_COMM_SELF, the time conversion), and RankTrace::open and its accessors.
 //
 // MPI_COMM_WORLD / MPI_COMM_SELF, when not defined, get the global ids the shim
-// gives them (1, and rank << 32 | 2).
+// gives them (definition_lines.h).
 #include <algorithm>
 #include <array>
 #include <cmath>
 
+#include "prof/definition_lines.h"
 #include "reader_internal.h"
 
 namespace prof::trace {
@@ -16,8 +17,6 @@ namespace prof::trace {
 namespace reader {
 
 namespace {
-constexpr uint32_t kCommWorld = 0x44000000u;
-constexpr uint32_t kCommSelf = 0x44000001u;
 // Implicit MPI_COMM_WORLD ranks are materialized only up to this size.
 constexpr int32_t kMaxImplicitWorld = 1 << 22;
 constexpr uint8_t kNeverEnough = 0xFF;  // more than a record holds: a bad record
@@ -219,13 +218,13 @@ void RankTrace::Impl::finish_definitions() {
   // Implicit MPI_COMM_WORLD / MPI_COMM_SELF.
   bool have_world = false, have_self = false;
   for (const auto& c : comms) {
-    have_world = have_world || c.handle == kCommWorld;
-    have_self = have_self || c.handle == kCommSelf;
+    have_world = have_world || c.handle == format::kMpichCommWorld;
+    have_self = have_self || c.handle == format::kMpichCommSelf;
   }
   if (!have_world) {
     CommDef w;
-    w.handle = kCommWorld;
-    w.global_id = 1;  // as the shim defines it
+    w.handle = format::kMpichCommWorld;
+    w.global_id = format::kWorldCommGlobalId;
     if (header.world_size > 0 && header.world_size <= kMaxImplicitWorld) {
       w.ranks.resize(static_cast<size_t>(header.world_size));
       for (int32_t i = 0; i < header.world_size; ++i) w.ranks[i] = i;
@@ -237,8 +236,8 @@ void RankTrace::Impl::finish_definitions() {
   }
   if (!have_self) {
     CommDef s;
-    s.handle = kCommSelf;
-    s.global_id = (uint64_t{static_cast<uint32_t>(header.rank)} << 32) | 2;  // as the shim
+    s.handle = format::kMpichCommSelf;
+    s.global_id = format::self_comm_global_id(header.rank);
     s.ranks = {header.rank};
     comms.push_back(std::move(s));
   }

@@ -12,15 +12,12 @@
 #include <map>
 #include <thread>
 
+#include "prof/definition_lines.h"
 #include "prof/trace_reader.h"
 
 namespace prof::trace {
 namespace {
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
+using format::hex;
 std::string rank_file_name(int r) {
   char b[64];
   std::snprintf(b, sizeof b, format::kRankFilePattern, r);

@@ -28,37 +28,13 @@
 #include <cstring>
 #include <map>
 
+#include "prof/definition_lines.h"
 #include "prof/trace_reader.h"
 
 namespace prof::trace {
 
 namespace {
 using namespace format;
-
-std::string clean(const std::string& s) {
-  std::string r = s;
-  for (char& c : r)
-    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
-  return r;
-}
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-std::string dbl(double v) {
-  char b[64];
-  auto [p, ec] = std::to_chars(b, b + sizeof b, v);
-  return ec == std::errc() ? std::string(b, p) : std::string("0");
-}
-std::string ranks_text(const std::vector<int32_t>& r) {
-  std::string s;
-  for (size_t i = 0; i < r.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(r[i]);
-  }
-  return s;
-}
 }  // namespace
 
 struct TraceWriter::Impl {
@@ -101,9 +77,9 @@ struct TraceWriter::Impl {
     static const char zeros[8] = {};
     if (capacity > payload_bytes) write(zeros, capacity - payload_bytes);  // < 8 here
   }
-  void definition(const std::string& line) {
+  // One definition line, as definition_lines.h makes it (newline included).
+  void definition(const std::string& text) {
     if (closed) return;
-    const std::string text = line + "\n";
     const uint32_t used = static_cast<uint32_t>(text.size());
     chunk(ChunkType::Definitions, kChunkSealed, static_cast<uint32_t>(align8(used)), used,
           format::crc32c(text.data(), used), 0, 0, text.data(), used);
@@ -200,30 +176,25 @@ TraceWriter::~TraceWriter() {
 bool TraceWriter::ok() const { return impl_->ok; }
 
 void TraceWriter::meta(const std::string& key, const std::string& value) {
-  impl_->definition("M\t" + clean(key) + "\t" + clean(value));
+  impl_->definition(definition_line::meta(key, value));
 }
 void TraceWriter::function(uint16_t id, FuncKind kind, const std::string& name) {
-  impl_->definition("F\t" + std::to_string(id) + "\t" +
-                    std::to_string(static_cast<unsigned>(kind)) + "\t" + clean(name));
+  impl_->definition(definition_line::function(id, static_cast<unsigned>(kind), name));
 }
 void TraceWriter::comm(const CommDef& d) {
-  impl_->definition("C\t" + hex(d.handle) + "\t" + std::to_string(d.global_id) + "\t" +
-                    std::to_string(d.time) + "\t" + std::to_string(d.ranks.size()) + "\t" +
-                    (d.inter ? "1" : "0") + "\t" + ranks_text(d.ranks) + "\t" +
-                    ranks_text(d.remote_ranks));
+  impl_->definition(definition_line::comm(d.handle, d.global_id, d.time, d.ranks.size(), d.inter,
+                                          d.ranks, d.remote_ranks));
 }
 void TraceWriter::callsite(const CallSiteDef& d) {
-  impl_->definition("S\t" + std::to_string(d.id) + "\t" + hex(d.address) + "\t" + clean(d.file) +
-                    "\t" + (d.file.empty() && d.line == 0 ? "" : std::to_string(d.line)));
+  impl_->definition(definition_line::callsite(d.id, d.address, d.file, d.line));
 }
 void TraceWriter::load_object(const LoadObject& o) {
-  impl_->definition("L\t" + hex(o.bias) + "\t" + clean(o.path));
+  impl_->definition(definition_line::load_object(o.bias, o.path));
 }
 void TraceWriter::clock_sync(const ClockSyncDef& k) {
-  impl_->definition("K\t" + clean(k.phase) + "\t" + std::to_string(k.local_ticks) + "\t" +
-                    dbl(k.offset_ns) + "\t" + dbl(k.rtt_ns));
+  impl_->definition(definition_line::clock_sync(k.phase, k.local_ticks, k.offset_ns, k.rtt_ns));
 }
-void TraceWriter::end(const std::string& reason) { impl_->definition("E\t" + clean(reason)); }
+void TraceWriter::end(const std::string& reason) { impl_->definition(definition_line::end(reason)); }
 
 void TraceWriter::event(const Event& e) {
   Impl& w = *impl_;
