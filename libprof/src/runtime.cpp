@@ -36,6 +36,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bcast_segment.h"
+#include "bcast_shm.h"
 #include "config.h"
 #include "trace_file.h"
 
@@ -582,6 +584,12 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   std::string msg;
   for (const auto& e : errors) msg += (msg.empty() ? "" : "; ") + e;
   if (!agree(errors.empty(), msg, rank, cfg)) return;
+  // Every rank has the same settings now (or none did and MPICH's broadcast stays).
+  bcast::set_log([](bool warning, const std::string& line) {
+    if (warning) logger()->warn("{}", line);
+    else logger()->info("{}", line);
+  });
+  bcast::configure(cfg.bcast);
 
   rt = new Runtime();
   rt->cfg = cfg;
@@ -653,6 +661,13 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   defs += tabs({"M", "thread_level", std::to_string(provided)});
   defs += tabs({"M", "sync", cfg.sync == SyncScheme::Linear ? "linear"
                              : cfg.sync == SyncScheme::Ring ? "ring" : "none"});
+  defs += tabs({"M", "bcast_impl", cfg.bcast.impl == bcast::Impl::Shm ? "shm" : "native"});
+  if (cfg.bcast.impl == bcast::Impl::Shm) {
+    defs += tabs({"M", "bcast_fragment", std::to_string(cfg.bcast.fragment)});
+    defs += tabs({"M", "bcast_slots", std::to_string(cfg.bcast.slots)});
+    defs += tabs({"M", "bcast_sets", std::to_string(cfg.bcast.sets)});
+    defs += tabs({"M", "bcast_tree", bcast::tree_name(cfg.bcast.tree)});
+  }
   defs += functions_definitions();
   define(defs);
   std::string loadmap;
