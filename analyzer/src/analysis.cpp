@@ -311,6 +311,11 @@ void Engine::finish(Analysis& a) {
       a.executable = it->second;
       break;
     }
+  for (const auto& r : ranks_)
+    if (auto it = r->rt->meta().find("bcast_impl"); it != r->rt->meta().end() && !it->second.empty()) {
+      a.bcast_impl = it->second;
+      break;
+    }
   roll_up();
   order_tree();
   const SiteInfo root_site = root_call_site(a.executable);
