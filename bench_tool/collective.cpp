@@ -61,6 +61,10 @@ Collective::Collective(Op op, std::size_t bytes, MPI_Comm comm, BcastImpl bcast)
   }
   send_ = allocate(send_bytes_);
   recv_ = allocate(recv_bytes_);
+  // The shared-memory broadcast makes its segment at a communicator's first
+  // broadcast (milliseconds): done here, not inside the warm-up that sizes the slots.
+  if (op_ == Op::Bcast && bcast_ == BcastImpl::Shm)
+    prof::bcast::shm_bcast(send_.get(), 0, MPI_BYTE, 0, comm_);
 }
 
 void Collective::run(int root) {
