@@ -31,6 +31,8 @@ namespace prof::bcast {
 namespace {
 
 Settings current = default_settings();
+std::atomic<FallbackFn> fallback_hook{nullptr};
+std::atomic<uint64_t> fallbacks{0};
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -129,6 +131,8 @@ CommState* make_state(MPI_Comm comm) {
       log_line("warning: shared-memory broadcast unavailable on a communicator of " + std::to_string(size) +
                " processes (" + why + "); it uses MPI's own MPI_Bcast");
     st->segment.reset();
+    const uint64_t seen = fallbacks.fetch_add(1) + 1;
+    if (FallbackFn fn = fallback_hook.load()) fn(seen);
     return st.release();
   }
   st->native = false;
@@ -213,6 +217,7 @@ void node_bcast(CommState* st, unsigned char* data, std::size_t total, int root)
 }  // namespace
 
 void configure(const Settings& settings) { current = settings; }
+void set_fallback_hook(FallbackFn fn) { fallback_hook.store(fn); }
 const Settings& settings() { return current; }
 
 bool uses_native(MPI_Comm comm) {

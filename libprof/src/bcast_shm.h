@@ -8,6 +8,8 @@
 
 #include <mpi.h>
 
+#include <cstdint>
+
 #include "bcast_params.h"
 
 namespace prof::bcast {
@@ -22,6 +24,12 @@ const Settings& settings();
 // arguments MPI would reject and communicators whose segment could not be had
 // go to PMPI_Bcast_c (the last after one log line). Same return as MPI_Bcast.
 int shm_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm);
+
+// Called on every process of a communicator whose segment could not be had
+// (its broadcasts then go to PMPI_Bcast), with the number of such
+// communicators this process has seen: the shim notes it in the trace.
+using FallbackFn = void (*)(uint64_t communicators);
+void set_fallback_hook(FallbackFn fn);
 
 // Whether this communicator's broadcasts go to PMPI (fell back, or never
 // eligible); false before its first broadcast. For the tests and the bench.

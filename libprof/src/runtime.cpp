@@ -589,6 +589,8 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
     if (warning) logger()->warn("{}", line);
     else logger()->info("{}", line);
   });
+  bcast::set_fallback_hook(
+      [](uint64_t communicators) { define(tabs({"M", "bcast_fallbacks", std::to_string(communicators)})); });
   bcast::configure(cfg.bcast);
 
   rt = new Runtime();

@@ -74,6 +74,12 @@ grep -q "^OK: 0 mismatches" "$out/stdout" || fail "results differ from MPICH's"
 want=shm
 [ "$case_name" = native ] && want=native
 "$analyze" "$out/trace" --json "$out/report.json" -o /dev/null || fail "prof-analyze failed"
-impl=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['bcast_impl'])" "$out/report.json")
+read -r impl fallbacks < <(python3 -c "import json,sys; d = json.load(open(sys.argv[1])); print(d['bcast_impl'], d['bcast_fallbacks'])" "$out/report.json")
 [ "$impl" = "$want" ] || fail "JSON bcast_impl is '$impl', expected '$want'"
+# The trace says when a communicator fell back (3 communicators broadcast here).
+if [ "$case_name" = fallback ]; then
+  [ "$fallbacks" -ge 1 ] || fail "JSON bcast_fallbacks is $fallbacks after a fallback"
+else
+  [ "$fallbacks" -eq 0 ] || fail "JSON bcast_fallbacks is $fallbacks, expected 0"
+fi
 echo "PASS"
