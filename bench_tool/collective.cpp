@@ -5,6 +5,8 @@
 #include <cstring>
 #include <new>
 
+#include "bcast_shm.h"
+
 namespace prof::bench {
 
 bool parse_op(std::string_view name, Op* out) {
@@ -44,8 +46,8 @@ Collective::Buffer Collective::allocate(std::size_t bytes) {
   return Buffer(p);
 }
 
-Collective::Collective(Op op, std::size_t bytes, MPI_Comm comm)
-    : op_(op), bytes_(op == Op::Barrier ? 0 : bytes), comm_(comm) {
+Collective::Collective(Op op, std::size_t bytes, MPI_Comm comm, BcastImpl bcast)
+    : op_(op), bcast_(bcast), bytes_(op == Op::Barrier ? 0 : bytes), comm_(comm) {
   MPI_Comm_rank(comm, &rank_);
   MPI_Comm_size(comm, &size_);
   const std::size_t all = bytes_ * std::size_t(size_);
@@ -59,6 +61,10 @@ Collective::Collective(Op op, std::size_t bytes, MPI_Comm comm)
   }
   send_ = allocate(send_bytes_);
   recv_ = allocate(recv_bytes_);
+  // The shared-memory broadcast makes its segment at a communicator's first
+  // broadcast (milliseconds): done here, not inside the warm-up that sizes the slots.
+  if (op_ == Op::Bcast && bcast_ == BcastImpl::Shm)
+    prof::bcast::shm_bcast(send_.get(), 0, MPI_BYTE, 0, comm_);
 }
 
 void Collective::run(int root) {
@@ -66,7 +72,12 @@ void Collective::run(int root) {
   unsigned char* send = send_.get();
   unsigned char* recv = recv_.get();
   switch (op_) {
-    case Op::Bcast: MPI_Bcast(send, count, MPI_BYTE, root, comm_); break;
+    case Op::Bcast:
+      if (bcast_ == BcastImpl::Shm &&
+          prof::bcast::shm_bcast(send, count, MPI_BYTE, root, comm_) != prof::bcast::kUseNative)
+        break;
+      PMPI_Bcast(send, count, MPI_BYTE, root, comm_);
+      break;
     case Op::Allreduce:
       MPI_Allreduce(send, recv, count, MPI_UNSIGNED_CHAR, MPI_SUM, comm_);
       break;

@@ -21,9 +21,13 @@ bool op_has_root(Op op);
 // One operation at one message size on `comm`. `bytes` is the block each rank
 // contributes (bcast: the message; gather, alltoall: per rank; allreduce,
 // reduce: unsigned chars summed).
+// Broadcast implementations: MPICH's (PMPI_Bcast, whatever shim is preloaded)
+// or the shim's shared-memory one (libprof/src/bcast_shm.h), called directly.
+enum class BcastImpl { Native, Shm };
+
 class Collective {
  public:
-  Collective(Op op, std::size_t bytes, MPI_Comm comm);
+  Collective(Op op, std::size_t bytes, MPI_Comm comm, BcastImpl bcast = BcastImpl::Native);
   void run(int root);
   // Writes a new pattern into every buffer this rank sends from (bcast: the
   // root's), so that no run reads what the previous one left in caches.
@@ -39,6 +43,7 @@ class Collective {
   static Buffer allocate(std::size_t bytes);
 
   Op op_;
+  BcastImpl bcast_;
   std::size_t bytes_;
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;

@@ -258,7 +258,7 @@ int main(int argc, char** argv) {
         op == Op::Bcast ? options.bcast_impls : std::vector<std::string>{"native"};
     for (std::size_t bytes : sizes) {
       for (const std::string& impl : impls) {
-        Collective collective(op, bytes, bench_comm);
+        Collective collective(op, bytes, bench_comm, impl == "shm" ? BcastImpl::Shm : BcastImpl::Native);
         progress.label = std::string(op_name(op)) + " " + std::to_string(bytes) + " B";
         progress.start = std::chrono::steady_clock::now();
         progress.shown = false;

@@ -1,6 +1,8 @@
 // prof-bench's command line (see options.h).
 #include "options.h"
 
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
@@ -83,7 +85,9 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
       ->capture_default_str()->type_name("MIN:MAX");
   app.add_option("--csv", out->csv, "write the results as CSV to FILE")->type_name("FILE");
   app.add_option("--json", out->json, "write the results as JSON to FILE")->type_name("FILE");
-  app.add_option("--bcast", bcast, "broadcast implementations to measure: native (MPICH's); shm is not implemented yet")
+  auto* bcast_option = app.add_option("--bcast", bcast,
+                     "broadcast implementations to measure: native (MPICH's MPI_Bcast), shm (the shim's "
+                     "shared-memory one, PROF_BCAST_* parameters), or native,shm; PROF_BCAST=shm means native,shm")
       ->capture_default_str()->type_name("LIST");
   app.add_option("--timer", timer, "clock: monotonic or tsc")->capture_default_str()->type_name("NAME");
   app.add_option("--sync", sync, "clock synchronization: linear or ring")->capture_default_str()->type_name("NAME");
@@ -102,6 +106,7 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
     return 2;
   }
 
+  const std::size_t bcast_given = bcast_option->count();
   try {
     out->ops.clear();
     if (ops.empty()) ops = {"bcast", "allreduce", "reduce", "gather", "alltoall", "barrier"};
@@ -147,19 +152,20 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
 
     out->bcast_impls.clear();
     for (const auto& impl : split(bcast, ',')) {
-      if (impl == "native") {
+      if (impl != "native" && impl != "shm") fail("--bcast", bcast, "a comma-separated list of: native, shm");
+      if (std::find(out->bcast_impls.begin(), out->bcast_impls.end(), impl) == out->bcast_impls.end())
         out->bcast_impls.push_back(impl);
-      } else if (impl == "shm") {
-        throw BadOption{"--bcast 'shm': the shim's shared-memory broadcast is not implemented yet; "
-                        "only 'native' (MPICH's MPI_Bcast) can be measured"};
-      } else {
-        fail("--bcast", bcast, "a comma-separated list of: native");
-      }
     }
-    if (out->bcast_impls.empty()) fail("--bcast", bcast, "native");
-    if (const char* env = std::getenv("PROF_BCAST"); env && std::string(env) == "shm")
-      throw BadOption{"PROF_BCAST 'shm': the shim's shared-memory broadcast is not implemented yet; "
-                      "only 'native' (MPICH's MPI_Bcast) can be measured"};
+    if (out->bcast_impls.empty()) fail("--bcast", bcast, "native, shm or native,shm");
+    // PROF_BCAST=shm: the shim's broadcast beside MPICH's; its parameters from
+    // PROF_BCAST_FRAGMENT, _SLOTS, _SETS, _TREE as in the shim.
+    std::vector<std::string> errors;
+    if (!prof::bcast::read_settings(&out->bcast_settings, &errors)) {
+      std::string text;
+      for (const auto& e : errors) text += (text.empty() ? "" : "; ") + e;
+      throw BadOption{text};
+    }
+    if (out->bcast_settings.impl == prof::bcast::Impl::Shm && bcast_given == 0) out->bcast_impls = {"native", "shm"};
 
     if (timer == "monotonic") out->timer = prof::format::TimerKind::Monotonic;
     else if (timer == "tsc") out->timer = prof::format::TimerKind::Tsc;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bcast_params.h"
 #include "clock.h"
 #include "collective.h"
 
@@ -21,6 +22,7 @@ struct Options {
   std::size_t runs_min = 10, runs_max = 200;
   std::string csv, json;
   std::vector<std::string> bcast_impls{"native"};
+  prof::bcast::Settings bcast_settings;  // shm's parameters (PROF_BCAST_*)
   prof::format::TimerKind timer = prof::format::TimerKind::Monotonic;
   std::string timer_name = "monotonic";
   prof::shim::SyncScheme sync = prof::shim::SyncScheme::Linear;

@@ -1,6 +1,9 @@
 // The analysis engine's phases: setup, the per-phase decoding of every rank,
 // the barrier's bookkeeping, and the public entry points. The algorithm is
 // described in engine.h.
+#include <algorithm>
+#include <cstdlib>
+
 #include "engine.h"
 
 namespace prof::analysis {
@@ -311,6 +314,14 @@ void Engine::finish(Analysis& a) {
       a.executable = it->second;
       break;
     }
+  for (const auto& r : ranks_)
+    if (auto it = r->rt->meta().find("bcast_impl"); it != r->rt->meta().end() && !it->second.empty()) {
+      a.bcast_impl = it->second;
+      break;
+    }
+  for (const auto& r : ranks_)
+    if (auto it = r->rt->meta().find("bcast_fallbacks"); it != r->rt->meta().end())
+      a.bcast_fallbacks = std::max<uint64_t>(a.bcast_fallbacks, std::strtoull(it->second.c_str(), nullptr, 10));
   roll_up();
   order_tree();
   const SiteInfo root_site = root_call_site(a.executable);

@@ -53,6 +53,8 @@ void write_json_report(const Analysis& a, std::ostream& out) {
   j["world_size"] = a.world_size;
   j["ranks"] = a.ranks;
   j["executable"] = a.executable;
+  j["bcast_impl"] = a.bcast_impl;
+  j["bcast_fallbacks"] = a.bcast_fallbacks;
   j["damaged"] = a.damaged;
   j["cut_short"] = a.cut_short;
   j["stats"] = Json{{"events", a.stats.events},

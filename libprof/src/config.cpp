@@ -26,6 +26,28 @@ const std::vector<ConfigVariable>& config_variables() {
        "1: a bad setting or an unwritable output aborts the run instead of running unprofiled."},
       {"PROF_LOG_LEVEL", "trace|debug|info|warn|error|critical|off", "warn",
        "Verbosity of the profiler's own messages on stderr."},
+      {"PROF_BCAST", "native|shm", "native",
+       "MPI_Bcast implementation: MPICH's own, or the NUMA shared-memory broadcast of seed 001 "
+       "(per communicator a segment in /dev/shm with a queue per process; communicators spanning "
+       "nodes: node leaders through MPICH, shared memory inside each node). Traced like any "
+       "MPI_Bcast; the trace and the JSON report (`bcast_impl`) say which ran. Where the "
+       "segment cannot be had (a full /dev/shm), that communicator uses MPICH's, with one "
+       "warning."},
+      {"PROF_BCAST_FRAGMENT", "bytes, a multiple of the page size, up to 67108864",
+       "8192 (the model's optimum f* = sqrt(b t_w / t) for b = 1 MiB, t_w = 50 t, rounded up to pages)",
+       "PROF_BCAST=shm: fragment size f, the bytes of one queue buffer."},
+      {"PROF_BCAST_SLOTS", "integer 1..65536", "128 (s* = b / f*)",
+       "PROF_BCAST=shm: buffers s in each process's circular queue; a multiple of "
+       "PROF_BCAST_SETS. The segment holds processes x s x f bytes of buffers."},
+      {"PROF_BCAST_SETS", "integer 1..65536, dividing PROF_BCAST_SLOTS", "2",
+       "PROF_BCAST=shm: sets q the queue is split into; the root fills one set while the others "
+       "still read the previous one."},
+      {"PROF_BCAST_TREE", "flat|chain|kary:K|knomial:K", "kary:2",
+       "PROF_BCAST=shm: the notification tree (K-ary with K in 1..1024, K-nomial with K in "
+       "2..1024), precomputed for every root."},
+      {"PROF_TEST_BCAST_FAIL_SHM", "0|1", "0",
+       "Test only: the shared-memory broadcast asks /dev/shm for 2^50 bytes, which fails as a "
+       "full /dev/shm does, so the fallback to MPICH's MPI_Bcast is exercised."},
       {"PROF_TEST_CLOCK_SHIFT_NS", "RANK:NS", "(unset)",
        "Test only: shifts RANK's clock by NS nanoseconds, to check that synchronization "
        "recovers it."},
@@ -92,6 +114,7 @@ bool read_config(Config* cfg, std::vector<std::string>* errors) {
       cfg->test_shift_ns = ns;
     }
   }
+  bcast::read_settings(&cfg->bcast, errors);
   return errors->empty();
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bcast_params.h"
 #include "clock.h"
 #include "prof/trace_format.h"
 
@@ -30,6 +31,7 @@ struct Config {
   int log_level = 3;                      // spdlog levels: 0 trace .. 6 off (3 = warn)
   int test_shift_rank = -1;               // PROF_TEST_CLOCK_SHIFT_NS=rank:ns
   int64_t test_shift_ns = 0;
+  bcast::Settings bcast = bcast::default_settings();  // PROF_BCAST*
 };
 
 // Reads the environment. Returns false with one message per bad variable, each

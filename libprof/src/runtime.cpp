@@ -37,6 +37,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bcast_segment.h"
+#include "bcast_shm.h"
 #include "config.h"
 #include "prof/definition_lines.h"
 #include "trace_file.h"
@@ -569,6 +571,14 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   std::string msg;
   for (const auto& e : errors) msg += (msg.empty() ? "" : "; ") + e;
   if (!agree(errors.empty(), msg, rank, cfg)) return;
+  // Every rank has the same settings now (or none did and MPICH's broadcast stays).
+  bcast::set_log([](bool warning, const std::string& line) {
+    if (warning) logger()->warn("{}", line);
+    else logger()->info("{}", line);
+  });
+  bcast::set_fallback_hook(
+      [](uint64_t communicators) { define(prof::format::definition_line::meta("bcast_fallbacks", std::to_string(communicators))); });
+  bcast::configure(cfg.bcast);
 
   rt = new Runtime();
   rt->cfg = cfg;
@@ -650,6 +660,13 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   defs += meta("thread_level", std::to_string(provided));
   defs += meta("sync", cfg.sync == SyncScheme::Linear ? "linear"
                        : cfg.sync == SyncScheme::Ring ? "ring" : "none");
+  defs += meta("bcast_impl", cfg.bcast.impl == bcast::Impl::Shm ? "shm" : "native");
+  if (cfg.bcast.impl == bcast::Impl::Shm) {
+    defs += meta("bcast_fragment", std::to_string(cfg.bcast.fragment));
+    defs += meta("bcast_slots", std::to_string(cfg.bcast.slots));
+    defs += meta("bcast_sets", std::to_string(cfg.bcast.sets));
+    defs += meta("bcast_tree", bcast::tree_name(cfg.bcast.tree));
+  }
   defs += functions_definitions();
   defs += loadmap;
   std::vector<int32_t> world(static_cast<size_t>(size));

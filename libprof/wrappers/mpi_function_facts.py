@@ -150,6 +150,12 @@ for base, f in _COLL.items():
         FACTS[n] = dict(kind='I' + kind, comm='comm', root=f.get('root'), bytes=f['bytes'],
                         request='request')
 
+# Substituted implementations (LLNL wrap's {{callfn}}): the wrapper records the call
+# as usual, on both its paths, but calls this function (declared in
+# libprof/src/substitutions.h, same arguments; the _c twin shares it by overload)
+# instead of the PMPI one.
+FACTS['MPI_Bcast']['callfn'] = 'prof::shim::bcast_call'
+
 # Communicator creation: the new communicator gets a definition (membership).
 for n, parent, new in [
         ('MPI_Comm_dup', 'comm', 'newcomm'), ('MPI_Comm_dup_with_info', 'comm', 'newcomm'),

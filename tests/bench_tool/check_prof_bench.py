@@ -5,6 +5,8 @@
   bad_options   each bad option: non-zero exit, an error naming the option, no traceback-like noise
   delayed_rank  one rank delayed by D inside every run: prof-bench measures >= D, the barrier loop ~D/2
   late_rank     one rank starts one run late: that run is discarded and counted, not averaged in
+  bcast_impls   --bcast native,shm (and PROF_BCAST=shm alone) give a row per implementation and size;
+                a bad PROF_BCAST_TREE is named
 
 delayed_rank needs runs that kept their slots; on a machine so loaded that fewer
 than 10 of 300 did, it says so and exits 77 (skipped) rather than judge on no evidence.
@@ -95,7 +97,7 @@ def bad_options(args):
         (["--rse", "0"], "--rse"),
         (["--runs", "50"], "--runs"),
         (["--runs", "50:10"], "--runs"),
-        (["--bcast", "shm"], "--bcast"),
+        (["--bcast", "native,tcp"], "--bcast"),
         (["--bcast", "fast"], "--bcast"),
         (["--timer", "sundial"], "--timer"),
         (["--sync", "psychic"], "--sync"),
@@ -168,9 +170,34 @@ def late_rank(args):
         check(r["max_s"] < late / 4, f"max_s {r['max_s']}: the late run was counted")
 
 
+def bcast_impls(args):
+    extra = ["--op", "bcast", "--sizes", "8,65536", "--runs", "10:40", "--rse", "0.5"]
+    for name, env_shm, flags in [("both", False, ["--bcast", "native,shm"]), ("env", True, [])]:
+        path = os.path.join(args.out, name + ".csv")
+        env = dict(os.environ, PROF_BCAST="shm") if env_shm else None
+        print("$", "PROF_BCAST=shm" if env_shm else "", args.bench, *extra, *flags, flush=True)
+        proc = subprocess.run([args.mpiexec, "-n", "2", args.bench, "--csv", path] + extra + flags,
+                              capture_output=True, text=True, timeout=60, env=env)
+        sys.stdout.write(proc.stdout)
+        sys.stderr.write(proc.stderr)
+        check(proc.returncode == 0, f"{name}: exit status {proc.returncode}")
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+        keys = [(r["impl"], r["bytes"]) for r in rows]
+        expected = [("native", "8"), ("shm", "8"), ("native", "65536"), ("shm", "65536")]
+        check(keys == expected, f"{name}: rows {keys}, expected {expected}")
+        for r in rows:
+            check(int(r["runs_total"]) >= 10, f"{name}: {r}")
+    env = dict(os.environ, PROF_BCAST="shm", PROF_BCAST_TREE="binary")
+    proc = subprocess.run([args.bench] + extra, capture_output=True, text=True, timeout=60, env=env)
+    check(proc.returncode != 0 and "PROF_BCAST_TREE='binary'" in proc.stderr,
+          f"bad PROF_BCAST_TREE: status {proc.returncode}, stderr {proc.stderr!r}")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("check", choices=["csv_columns", "bad_options", "delayed_rank", "late_rank"])
+    parser.add_argument("check", choices=["csv_columns", "bad_options", "delayed_rank", "late_rank",
+                                            "bcast_impls"])
     parser.add_argument("--mpiexec", required=True)
     parser.add_argument("--bench", required=True)
     parser.add_argument("--barrier-loop", required=True)

@@ -157,6 +157,12 @@ struct Analysis {
   int processors = 0;             // ranks analyzed (rank files read)
   std::vector<int> ranks;         // their world ranks
   std::string executable;         // from the trace's metadata
+  // The MPI_Bcast implementation the run used (PROF_BCAST; trace meta
+  // `bcast_impl`): "native" or "shm"; "native" for traces that do not say.
+  std::string bcast_impl = "native";
+  // Communicators whose shared-memory segment could not be had (their
+  // broadcasts used MPICH's), the most any rank saw (meta `bcast_fallbacks`).
+  uint64_t bcast_fallbacks = 0;
   std::vector<IntervalNode> intervals;  // tree order (pre-order); [0] is the root
   std::vector<Warning> warnings;  // listed once per category
   std::vector<std::string> errors;  // fatal: nothing usable

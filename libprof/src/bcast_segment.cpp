@@ -1,0 +1,167 @@
+#include "bcast_segment.h"
+
+#include <fcntl.h>
+#include <numa.h>
+#include <numaif.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <vector>
+
+namespace prof::bcast {
+
+namespace {
+std::size_t page_size() {
+  const long p = ::sysconf(_SC_PAGESIZE);
+  return p > 0 ? std::size_t(p) : 4096;
+}
+std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+void stderr_log(bool warning, const std::string& line) {
+  if (warning) std::fprintf(stderr, "prof: %s\n", line.c_str());
+}
+std::atomic<LogFn> log_fn{stderr_log};
+
+// A size no tmpfs grants: the test hook's way to make posix_fallocate fail for real.
+constexpr std::size_t kImpossibleBytes = std::size_t(1) << 50;
+}  // namespace
+
+void set_log(LogFn fn) { log_fn.store(fn ? fn : stderr_log); }
+void log_line(const std::string& line) { log_fn.load()(true, line); }
+void log_info(const std::string& line) { log_fn.load()(false, line); }
+
+std::string Segment::next_name() {
+  static std::atomic<unsigned> sequence{0};
+  char name[96];
+  std::snprintf(name, sizeof name, "/prof-bcast.%u.%d.%u", unsigned(::getuid()), int(::getpid()),
+                sequence.fetch_add(1));
+  return name;
+}
+
+Segment::~Segment() {
+  if (base_) ::munmap(base_, bytes_);
+}
+
+bool Segment::create(MPI_Comm node_comm, const Settings& settings, std::string* why) {
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(node_comm, &rank);
+  PMPI_Comm_size(node_comm, &size);
+  const std::size_t page = page_size();
+  fragment_ = settings.fragment;
+  slots_ = settings.slots;
+  control_bytes_ = round_up(sizeof(SlotControl) * std::size_t(slots_), page);
+  queue_bytes_ = control_bytes_ + std::size_t(slots_) * fragment_;
+  queues_offset_ = page + round_up(sizeof(SetSync) * std::size_t(settings.sets), page);
+  bytes_ = queues_offset_ + std::size_t(size) * queue_bytes_;
+
+  // The first process creates and sizes it, then passes on its name.
+  struct {
+    char name[96];
+    int ok;
+  } made{};
+  bool ok = true;
+  if (rank == 0) {
+    const std::string name = next_name();
+    std::snprintf(made.name, sizeof made.name, "%s", name.c_str());
+    const int fd = ::shm_open(made.name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+      *why = std::string("shm_open ") + made.name + ": " + std::strerror(errno);
+      ok = false;
+    } else {
+      const std::size_t ask = settings.test_fail_shm ? kImpossibleBytes : bytes_;
+      const int err = ::posix_fallocate(fd, 0, off_t(ask));
+      if (err) {
+        *why = "posix_fallocate of " + std::to_string(ask) + " bytes in /dev/shm: " + std::strerror(err);
+        ok = false;
+      } else {
+        void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) {
+          *why = std::string("mmap: ") + std::strerror(errno);
+          ok = false;
+        } else {
+          base_ = static_cast<unsigned char*>(p);
+        }
+      }
+      ::close(fd);
+      if (!ok) ::shm_unlink(made.name);
+    }
+    made.ok = ok;
+  }
+  PMPI_Bcast(&made, sizeof made, MPI_BYTE, 0, node_comm);
+  if (rank != 0 && made.ok) {
+    const int fd = ::shm_open(made.name, O_RDWR, 0);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0 || std::size_t(st.st_size) < bytes_) {
+      *why = std::string("shm_open ") + made.name + ": " + std::strerror(errno);
+      ok = false;
+    } else {
+      void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (p == MAP_FAILED) {
+        *why = std::string("mmap: ") + std::strerror(errno);
+        ok = false;
+      } else {
+        base_ = static_cast<unsigned char*>(p);
+      }
+    }
+    if (fd >= 0) ::close(fd);
+  }
+  if (base_) {
+    ::madvise(base_, bytes_, MADV_RANDOM);
+    if (rank == 0) {
+      sets_ = reinterpret_cast<SetSync*>(base_ + page);
+      for (int k = 0; k < settings.sets; ++k) new (&sets_[k]) SetSync();
+    }
+    first_touch_own_queue(rank);
+  }
+  // Every process has mapped it (or failed): the name can go.
+  int all_ok = ok && made.ok ? 1 : 0;
+  PMPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, node_comm);
+  if (rank == 0 && made.ok) ::shm_unlink(made.name);
+  if (!all_ok) {
+    if (base_) ::munmap(base_, bytes_);
+    base_ = nullptr;
+    return false;
+  }
+  sets_ = reinterpret_cast<SetSync*>(base_ + page);
+  ::madvise(base_, bytes_, MADV_NORMAL);
+  check_placement(rank);
+  return true;
+}
+
+void Segment::first_touch_own_queue(int rank) {
+  unsigned char* queue = base_ + queue_offset(rank);
+  for (int i = 0; i < slots_; ++i) new (&control(rank, i)) SlotControl();
+  const std::size_t page = page_size();
+  for (std::size_t off = control_bytes_; off < queue_bytes_; off += page)
+    reinterpret_cast<volatile unsigned char*>(queue)[off] = 0;
+}
+
+// The pages of this process's queue should sit on the NUMA node it runs on.
+void Segment::check_placement(int rank) const {
+  if (numa_available() < 0 || numa_max_node() < 1) return;  // one node: nothing to check
+  const int cpu = ::sched_getcpu();
+  const int here = cpu >= 0 ? numa_node_of_cpu(cpu) : -1;
+  if (here < 0) return;
+  const std::size_t page = page_size();
+  std::vector<void*> pages;
+  unsigned char* queue = base_ + queue_offset(rank);
+  const std::size_t step = std::max(page, round_up(queue_bytes_ / 64, page));  // sample <= 64 pages
+  for (std::size_t off = 0; off < queue_bytes_; off += step) pages.push_back(queue + off);
+  std::vector<int> status(pages.size(), -1);
+  if (move_pages(0, pages.size(), pages.data(), nullptr, status.data(), 0) != 0) return;
+  std::size_t elsewhere = 0;
+  for (int s : status)
+    if (s >= 0 && s != here) ++elsewhere;
+  if (elsewhere)
+    log_line("warning: shared-memory broadcast: " + std::to_string(elsewhere) + " of " +
+             std::to_string(pages.size()) + " sampled pages of this process's queue are not on its NUMA node " +
+             std::to_string(here) + " (is the process bound to a core?)");
+}
+
+}  // namespace prof::bcast

@@ -1,0 +1,268 @@
+// The pipeline of seed 001's Fig. 2, over the segment of bcast_segment.h.
+//
+// Every process of a node counts the set-uses of its communicator's queue the
+// same way (the message size is the same everywhere), so use n needs no
+// agreement: it goes to set n mod q. For use n the root waits until the set has
+// no readers left from its previous use, sets readers = p - 1 and publishes
+// op = n + 1 (release); the others wait for op == n + 1 (acquire). The root then
+// copies fragment after fragment into its own slots of the set and stamps each
+// child's control word with (n + 1, length) (release); a process waits for its
+// stamp, passes it on to its children, copies the fragment out of the root's
+// slot and, after the set's last fragment, decrements readers. So a slot is
+// rewritten only after every reader of its previous contents is done, and a
+// reader copies only what the root finished writing. No locks.
+#include "bcast_shm.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bcast_segment.h"
+#include "bcast_tree.h"
+
+namespace prof::bcast {
+
+namespace {
+
+Settings current = default_settings();
+std::atomic<FallbackFn> fallback_hook{nullptr};
+std::atomic<uint64_t> fallbacks{0};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins briefly (the writer is usually a few hundred nanoseconds away), then
+// gives the core away on every check, so that more processes than cores (and
+// MPICH's own busy polling) still make progress.
+template <class Ready>
+void wait_until(Ready ready) {
+  for (int i = 0; i < 256; ++i) {
+    if (ready()) return;
+    cpu_relax();
+  }
+  while (!ready()) ::sched_yield();
+}
+
+// One communicator's broadcast state, attached to it as an attribute (freed
+// with it). node_of / local_of map a communicator rank to its node (its
+// leader's rank among the leaders) and its rank inside the node.
+struct CommState {
+  bool native = true;
+  MPI_Comm node_comm = MPI_COMM_NULL;
+  MPI_Comm leader_comm = MPI_COMM_NULL;  // only for communicators spanning nodes, on leaders
+  int node_rank = 0, node_size = 1, my_node = 0;
+  std::vector<int> node_of, local_of;
+  Settings settings;
+  std::unique_ptr<Segment> segment;
+  NotifyTrees trees;
+  uint64_t uses = 0;                     // set-uses so far on this node's queue
+  std::vector<unsigned char> packed;     // non-contiguous datatypes go through here
+
+  ~CommState() {
+    if (leader_comm != MPI_COMM_NULL) PMPI_Comm_free(&leader_comm);
+    if (node_comm != MPI_COMM_NULL) PMPI_Comm_free(&node_comm);
+  }
+};
+
+int delete_state(MPI_Comm, int, void* value, void*) {
+  delete static_cast<CommState*>(value);
+  return MPI_SUCCESS;
+}
+
+int state_keyval() {
+  static const int keyval = [] {
+    int k = MPI_KEYVAL_INVALID;
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &k, nullptr);
+    return k;
+  }();
+  return keyval;
+}
+
+// Collective over comm (its first broadcast).
+CommState* make_state(MPI_Comm comm) {
+  auto st = std::make_unique<CommState>();
+  st->settings = current;
+  int inter = 0, size = 1, rank = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  PMPI_Comm_size(comm, &size);
+  if (inter || size == 1) return st.release();
+  PMPI_Comm_rank(comm, &rank);
+
+  PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &st->node_comm);
+  PMPI_Comm_rank(st->node_comm, &st->node_rank);
+  PMPI_Comm_size(st->node_comm, &st->node_size);
+  if (st->node_size < size) {
+    PMPI_Comm_split(comm, st->node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &st->leader_comm);
+    if (st->leader_comm != MPI_COMM_NULL) PMPI_Comm_rank(st->leader_comm, &st->my_node);
+    PMPI_Bcast(&st->my_node, 1, MPI_INT, 0, st->node_comm);
+  }
+  const int mine[2] = {st->my_node, st->node_rank};
+  std::vector<int> all(2 * std::size_t(size));
+  PMPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, comm);
+  st->node_of.resize(size);
+  st->local_of.resize(size);
+  for (int i = 0; i < size; ++i) {
+    st->node_of[i] = all[2 * i];
+    st->local_of[i] = all[2 * i + 1];
+  }
+
+  std::string why;
+  bool ok = true;
+  if (st->node_size > 1) {
+    st->segment = std::make_unique<Segment>();
+    ok = st->segment->create(st->node_comm, st->settings, &why);
+    st->trees = NotifyTrees(st->settings.tree, st->node_size, st->node_rank);
+  }
+  // Every node must have its segment, or the whole communicator uses PMPI.
+  int verdict[2] = {ok ? 1 : 0, why.empty() ? INT_MAX : rank};
+  PMPI_Allreduce(MPI_IN_PLACE, verdict, 2, MPI_INT, MPI_MIN, comm);
+  if (!verdict[0]) {
+    static std::atomic<bool> told{false};  // one line per process, however many communicators
+    if (verdict[1] == rank && !told.exchange(true))
+      log_line("warning: shared-memory broadcast unavailable on a communicator of " + std::to_string(size) +
+               " processes (" + why + "); it uses MPI's own MPI_Bcast");
+    st->segment.reset();
+    const uint64_t seen = fallbacks.fetch_add(1) + 1;
+    if (FallbackFn fn = fallback_hook.load()) fn(seen);
+    return st.release();
+  }
+  st->native = false;
+  if (st->node_rank == 0 && st->segment)
+    log_info("shared-memory broadcast ready: " + std::to_string(st->node_size) + " processes on this node (" +
+             std::to_string(size) + " in the communicator), segment of " + std::to_string(st->segment->bytes()) +
+             " bytes, f " + std::to_string(st->settings.fragment) + ", s " + std::to_string(st->settings.slots) +
+             ", q " + std::to_string(st->settings.sets) + ", tree " + tree_name(st->settings.tree));
+  return st.release();
+}
+
+CommState* state_for(MPI_Comm comm) {
+  void* value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, state_keyval(), &value, &found);
+  if (found) return static_cast<CommState*>(value);
+  CommState* st = make_state(comm);
+  PMPI_Comm_set_attr(comm, state_keyval(), st);
+  return st;
+}
+
+// Predefined types whose elements abut (not MPI_DOUBLE_INT and the like) are
+// copied in place; everything else is packed first.
+bool is_contiguous(MPI_Datatype type, MPI_Count type_size) {
+  MPI_Count num_integers = 0, num_addresses = 0, num_large = 0, num_types = 0;
+  int combiner = 0;
+  if (PMPI_Type_get_envelope_c(type, &num_integers, &num_addresses, &num_large, &num_types, &combiner) !=
+          MPI_SUCCESS ||
+      combiner != MPI_COMBINER_NAMED)
+    return false;
+  MPI_Count lb = 0, extent = 0;
+  PMPI_Type_get_extent_c(type, &lb, &extent);
+  return lb == 0 && extent == type_size;
+}
+
+// The broadcast among the processes of one node, `root` a node rank.
+void node_bcast(CommState* st, unsigned char* data, std::size_t total, int root) {
+  if (st->node_size < 2 || total == 0) return;
+  const Segment& seg = *st->segment;
+  const Settings& cfg = st->settings;
+  const int me = st->node_rank;
+  const int per_set = cfg.slots / cfg.sets;
+  const std::vector<int>& children = st->trees.children(root);
+  const std::size_t fragment = cfg.fragment;
+  std::size_t done = 0;
+  while (done < total) {
+    const uint64_t use = st->uses++;
+    const int set = int(use % uint64_t(cfg.sets));
+    const uint32_t tag = uint32_t(use + 1);
+    SetSync& sync = seg.set(set);
+    if (me == root) {
+      wait_until([&] { return sync.readers.load(std::memory_order_acquire) == 0; });
+      sync.readers.store(st->node_size - 1, std::memory_order_relaxed);
+      sync.op.store(use + 1, std::memory_order_release);
+    } else {
+      wait_until([&] { return sync.op.load(std::memory_order_acquire) == use + 1; });
+    }
+    for (int j = 0; j < per_set && done < total; ++j) {
+      const int slot = set * per_set + j;
+      const std::size_t len = std::min(fragment, total - done);
+      unsigned char* shared = seg.buffer(root, slot);
+      if (me == root) {
+        std::memcpy(shared, data + done, len);
+        const uint64_t stamp = (uint64_t(tag) << 32) | len;
+        for (int c : children) seg.control(c, slot).stamp.store(stamp, std::memory_order_release);
+      } else {
+        std::atomic<uint64_t>& mine = seg.control(me, slot).stamp;
+        uint64_t stamp = 0;
+        wait_until([&] {
+          stamp = mine.load(std::memory_order_acquire);
+          return uint32_t(stamp >> 32) == tag;
+        });
+        for (int c : children) seg.control(c, slot).stamp.store(stamp, std::memory_order_release);
+        std::memcpy(data + done, shared, len);
+      }
+      done += len;
+    }
+    if (me != root) sync.readers.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace
+
+void configure(const Settings& settings) { current = settings; }
+void set_fallback_hook(FallbackFn fn) { fallback_hook.store(fn); }
+const Settings& settings() { return current; }
+
+bool uses_native(MPI_Comm comm) {
+  void* value = nullptr;
+  int found = 0;
+  PMPI_Comm_get_attr(comm, state_keyval(), &value, &found);
+  return found && static_cast<CommState*>(value)->native;
+}
+
+int shm_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  // What MPI would reject, it rejects itself (its message, its error handler).
+  if (comm == MPI_COMM_NULL || count < 0 || datatype == MPI_DATATYPE_NULL) return kUseNative;
+  int inter = 0, size = 0, rank = 0;
+  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return kUseNative;
+  PMPI_Comm_size(comm, &size);
+  if (size == 1 || root < 0 || root >= size) return kUseNative;
+  MPI_Count type_size = 0;
+  if (PMPI_Type_size_c(datatype, &type_size) != MPI_SUCCESS) return kUseNative;
+
+  CommState* st = state_for(comm);
+  if (st->native) return kUseNative;
+  const std::size_t total = std::size_t(count) * std::size_t(type_size);
+  if (total == 0) return MPI_SUCCESS;
+  PMPI_Comm_rank(comm, &rank);
+
+  const bool packed = !is_contiguous(datatype, type_size);
+  unsigned char* data = static_cast<unsigned char*>(buffer);
+  if (packed) {
+    st->packed.resize(total);
+    data = st->packed.data();
+    if (rank == root) {
+      MPI_Count position = 0;
+      PMPI_Pack_c(buffer, count, datatype, data, MPI_Count(total), &position, comm);
+    }
+  }
+  const int root_node = st->node_of[root];
+  if (st->my_node == root_node) node_bcast(st, data, total, st->local_of[root]);
+  if (st->leader_comm != MPI_COMM_NULL)
+    PMPI_Bcast_c(data, MPI_Count(total), MPI_BYTE, root_node, st->leader_comm);
+  if (st->my_node != root_node) node_bcast(st, data, total, 0);
+  if (packed && rank != root) {
+    MPI_Count position = 0;
+    PMPI_Unpack_c(data, MPI_Count(total), &position, buffer, count, datatype, comm);
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace prof::bcast

@@ -1,0 +1,184 @@
+/* Checks MPI_Bcast (the shim's, under PROF_BCAST=shm) against MPICH's own
+ * PMPI_Bcast on the same arguments: every root, sizes from 0 bytes to 8 MiB with
+ * odd ones, predefined types with and without holes, a strided vector type
+ * (also against a contiguous receive of the same signature), several
+ * communicators used in turn, repeated calls with changing roots, and the
+ * large-count MPI_Bcast_c. Exit status 0 when every result matched.
+ *
+ *   bcast_check [full|short|crash]
+ * short: fewer sizes (the 3..5 rank runs); crash: rank 1 kills itself in the
+ * middle of a run of broadcasts on fresh communicators.
+ * Rank 0 first prints "pids: P0 P1 ..." so that the caller can look for
+ * segments these processes left in /dev/shm. */
+#include <mpi.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int rank, size, failures;
+
+static void fill(unsigned char* p, size_t n, unsigned seed) {
+  uint32_t x = seed * 2654435761u + 12345u;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 1103515245u + 12345u;
+    p[i] = (unsigned char)(x >> 16);
+  }
+}
+
+static void report(const char* what, size_t bytes, int root, const char* comm_name) {
+  if (failures++ < 20)
+    fprintf(stderr, "rank %d: MISMATCH %s: %zu bytes, root %d, %s\n", rank, what, bytes, root, comm_name);
+}
+
+/* One broadcast of `count` elements of `type` (buffer span `span` bytes) from
+ * root on comm, through MPI_Bcast and through PMPI_Bcast; the results must be
+ * byte-identical, holes included. */
+static void check_one(MPI_Comm comm, const char* comm_name, int root, MPI_Datatype send_type,
+                      MPI_Datatype recv_type, int count_send, int count_recv, size_t span, unsigned seed) {
+  int me;
+  MPI_Comm_rank(comm, &me);
+  unsigned char* mine = malloc(span + 1);
+  unsigned char* ref = malloc(span + 1);
+  if (me == root) {
+    fill(mine, span + 1, seed);
+    memcpy(ref, mine, span + 1);
+  } else {
+    memset(mine, 0xEE, span + 1);
+    memset(ref, 0xEE, span + 1);
+  }
+  MPI_Datatype type = me == root ? send_type : recv_type;
+  int count = me == root ? count_send : count_recv;
+  if (MPI_Bcast(mine, count, type, root, comm) != MPI_SUCCESS) report("MPI_Bcast failed", span, root, comm_name);
+  PMPI_Bcast(ref, count, type, root, comm);
+  if (memcmp(mine, ref, span + 1) != 0) report("result differs from MPICH's", span, root, comm_name);
+  free(mine);
+  free(ref);
+}
+
+static void bytes_all_roots(MPI_Comm comm, const char* name, const size_t* sizes, int nsizes) {
+  int n;
+  MPI_Comm_size(comm, &n);
+  for (int i = 0; i < nsizes; ++i)
+    for (int root = 0; root < n; ++root)
+      check_one(comm, name, root, MPI_BYTE, MPI_BYTE, (int)sizes[i], (int)sizes[i], sizes[i],
+                (unsigned)(i * 131 + root));
+}
+
+static void datatypes(MPI_Comm comm, const char* name) {
+  int n;
+  MPI_Comm_size(comm, &n);
+  /* A strided type: 3 ints out of every 5, 4099 blocks (odd, beyond one fragment). */
+  const int blocks = 4099;
+  MPI_Datatype strided, flat;
+  MPI_Type_vector(blocks, 3, 5, MPI_INT, &strided);
+  MPI_Type_commit(&strided);
+  MPI_Type_contiguous(3 * blocks, MPI_INT, &flat);
+  MPI_Type_commit(&flat);
+  const size_t span = (size_t)blocks * 5 * sizeof(int);
+  for (int root = 0; root < n; ++root) {
+    check_one(comm, name, root, strided, strided, 1, 1, span, 7u + root);
+    /* Root sends the strided column, the others receive it contiguous: same signature. */
+    check_one(comm, name, root, strided, MPI_INT, 1, 3 * blocks, span, 11u + root);
+    check_one(comm, name, root, MPI_INT, strided, 3 * blocks, 1, span, 13u + root);
+    check_one(comm, name, root, flat, flat, 2, 2, 2 * (size_t)blocks * 3 * sizeof(int), 17u + root);
+    check_one(comm, name, root, MPI_INT, MPI_INT, 12345, 12345, 12345 * sizeof(int), 19u + root);
+    /* A predefined pair type with a hole (12 bytes of 16). */
+    check_one(comm, name, root, MPI_DOUBLE_INT, MPI_DOUBLE_INT, 1001, 1001, 1001 * 16, 23u + root);
+  }
+  MPI_Type_free(&strided);
+  MPI_Type_free(&flat);
+}
+
+/* Several communicators in turn, changing roots and sizes every call. */
+static void interleaved(MPI_Comm* comms, const char** names, int ncomms, int calls) {
+  for (int i = 0; i < calls; ++i) {
+    MPI_Comm c = comms[i % ncomms];
+    int n;
+    MPI_Comm_size(c, &n);
+    const size_t bytes = ((size_t)i * 7919u) % 70000u + (i % 3);
+    check_one(c, names[i % ncomms], (i / ncomms) % n, MPI_BYTE, MPI_BYTE, (int)bytes, (int)bytes, bytes,
+              (unsigned)i);
+  }
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "full";
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  int pid = (int)getpid();
+  int* pids = malloc(sizeof(int) * (size_t)size);
+  PMPI_Gather(&pid, 1, MPI_INT, pids, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    printf("pids:");
+    for (int i = 0; i < size; ++i) printf(" %d", pids[i]);
+    printf("\n");
+    fflush(stdout);
+  }
+
+  if (strcmp(mode, "crash") == 0) {
+    /* Fresh communicators (fresh segments), then a rank dies mid-way. */
+    for (int i = 0; i < 50; ++i) {
+      MPI_Comm dup;
+      MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+      static unsigned char buf[1 << 20];
+      MPI_Bcast(buf, sizeof buf, MPI_BYTE, i % size, dup);
+      if (i == 20 && rank == 1) raise(SIGKILL);
+      MPI_Comm_free(&dup);
+    }
+    MPI_Finalize();
+    return 0;
+  }
+
+  const size_t full_sizes[] = {0, 1, 3, 8, 63, 1000, 4095, 4096, 4097, 8191, 8192, 8193, 65536 + 13,
+                               (1u << 20) - 1, 3u * (1u << 20) + 5, 8u << 20};
+  const size_t short_sizes[] = {0, 1, 4097, 8193, 65536 + 13, (1u << 20) + 3};
+  const int is_short = strcmp(mode, "short") == 0;
+
+  /* world, a duplicate, and one whose ranks run backwards. */
+  MPI_Comm dup, reversed;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);
+  MPI_Comm comms[] = {MPI_COMM_WORLD, dup, reversed};
+  const char* names[] = {"world", "dup", "reversed"};
+
+  if (is_short)
+    bytes_all_roots(MPI_COMM_WORLD, "world", short_sizes, sizeof short_sizes / sizeof *short_sizes);
+  else
+    bytes_all_roots(MPI_COMM_WORLD, "world", full_sizes, sizeof full_sizes / sizeof *full_sizes);
+  bytes_all_roots(reversed, "reversed", short_sizes, 4);
+  datatypes(is_short ? reversed : MPI_COMM_WORLD, is_short ? "reversed" : "world");
+  interleaved(comms, names, 3, is_short ? 60 : 300);
+
+  /* The large-count binding. */
+  {
+    const MPI_Count n = 100003;
+    unsigned char* a = malloc((size_t)n);
+    unsigned char* b = malloc((size_t)n);
+    if (rank == size - 1) fill(a, (size_t)n, 99), memcpy(b, a, (size_t)n);
+    else memset(a, 0, (size_t)n), memset(b, 0, (size_t)n);
+    MPI_Bcast_c(a, n, MPI_BYTE, size - 1, dup);
+    PMPI_Bcast_c(b, n, MPI_BYTE, size - 1, dup);
+    if (memcmp(a, b, (size_t)n) != 0) report("MPI_Bcast_c differs from MPICH's", (size_t)n, size - 1, "dup");
+    free(a);
+    free(b);
+  }
+  /* A size-1 communicator goes straight to MPICH. */
+  {
+    int v = rank;
+    MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_SELF);
+    if (v != rank) report("MPI_COMM_SELF", sizeof v, 0, "self");
+  }
+
+  MPI_Comm_free(&dup);
+  MPI_Comm_free(&reversed);
+  int all = 0;
+  PMPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) printf("%s: %d mismatches\n", all ? "FAIL" : "OK", all);
+  MPI_Finalize();
+  return all ? 1 : 0;
+}

@@ -1,0 +1,126 @@
+// The broadcast's trees and settings, without MPI.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bcast_params.h"
+#include "bcast_tree.h"
+
+using namespace prof::bcast;
+
+namespace {
+
+std::vector<TreeSpec> all_trees() {
+  return {{TreeKind::Flat, 0},    {TreeKind::Chain, 1},   {TreeKind::Kary, 1}, {TreeKind::Kary, 2},
+          {TreeKind::Kary, 3},    {TreeKind::Knomial, 2}, {TreeKind::Knomial, 3}, {TreeKind::Knomial, 4}};
+}
+
+// Every rank is reached exactly once from the root, children agree with
+// parents, for every size and root.
+TEST(BcastTree, SpansEveryRankOnceForEveryRoot) {
+  for (const TreeSpec& spec : all_trees()) {
+    for (int size = 1; size <= 37; ++size) {
+      std::vector<NotifyTrees> trees;
+      for (int rank = 0; rank < size; ++rank) trees.emplace_back(spec, size, rank);
+      for (int root = 0; root < size; ++root) {
+        std::vector<int> reached(size, 0);
+        std::vector<int> frontier{root};
+        reached[root] = 1;
+        EXPECT_EQ(trees[root].parent(root), -1);
+        while (!frontier.empty()) {
+          const int r = frontier.back();
+          frontier.pop_back();
+          for (int c : trees[r].children(root)) {
+            ASSERT_GE(c, 0);
+            ASSERT_LT(c, size);
+            EXPECT_EQ(trees[c].parent(root), r) << tree_name(spec) << " size " << size << " root " << root;
+            ++reached[c];
+            frontier.push_back(c);
+          }
+        }
+        for (int r = 0; r < size; ++r)
+          EXPECT_EQ(reached[r], 1) << tree_name(spec) << " size " << size << " root " << root << " rank " << r;
+      }
+    }
+  }
+}
+
+TEST(BcastTree, ShapesAreTheNamedOnes) {
+  // Relative ranks, size 8.
+  EXPECT_EQ(NotifyTrees::relative_children({TreeKind::Flat, 0}, 8, 0).size(), 7u);
+  EXPECT_EQ(NotifyTrees::relative_children({TreeKind::Chain, 1}, 8, 3), std::vector<int>{4});
+  EXPECT_EQ(NotifyTrees::relative_children({TreeKind::Kary, 2}, 8, 1), (std::vector<int>{3, 4}));
+  // Binomial: 0 -> 4, 2, 1 (larger subtrees first); 4 -> 6, 5; 6 -> 7.
+  EXPECT_EQ(NotifyTrees::relative_children({TreeKind::Knomial, 2}, 8, 0), (std::vector<int>{4, 2, 1}));
+  EXPECT_EQ(NotifyTrees::relative_children({TreeKind::Knomial, 2}, 8, 4), (std::vector<int>{6, 5}));
+  EXPECT_EQ(NotifyTrees::relative_parent({TreeKind::Knomial, 2}, 8, 7), 6);
+  // Trinomial over 9: 0 -> 3, 6, 1, 2.
+  EXPECT_EQ(NotifyTrees::relative_children({TreeKind::Knomial, 3}, 9, 0), (std::vector<int>{3, 6, 1, 2}));
+}
+
+TEST(BcastSettings, DefaultsAreTheModelsOptimum) {
+  const long page = sysconf(_SC_PAGESIZE);
+  // f* = sqrt(b t_w / t) = sqrt(2^20 * 50) = 7240.8 -> whole pages.
+  EXPECT_EQ(model_fragment_bytes(1u << 20, 4096), 8192u);
+  EXPECT_EQ(model_fragment_bytes(4u << 20, 4096), 16384u);
+  const Settings s = default_settings();
+  EXPECT_EQ(s.impl, Impl::Native);
+  EXPECT_EQ(s.fragment % std::size_t(page), 0u);
+  EXPECT_EQ(std::size_t(s.slots) * s.fragment, kModelQueueBytes);
+  EXPECT_EQ(s.slots % s.sets, 0);
+}
+
+class BcastEnv : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    for (const char* v : {"PROF_BCAST", "PROF_BCAST_FRAGMENT", "PROF_BCAST_SLOTS", "PROF_BCAST_SETS",
+                          "PROF_BCAST_TREE", "PROF_TEST_BCAST_FAIL_SHM"})
+      unsetenv(v);
+  }
+  std::vector<std::string> read(Settings* s) {
+    std::vector<std::string> errors;
+    read_settings(s, &errors);
+    return errors;
+  }
+};
+
+TEST_F(BcastEnv, GoodValuesOverrideTheDefaults) {
+  setenv("PROF_BCAST", "shm", 1);
+  setenv("PROF_BCAST_FRAGMENT", std::to_string(3 * sysconf(_SC_PAGESIZE)).c_str(), 1);
+  setenv("PROF_BCAST_SLOTS", "12", 1);
+  setenv("PROF_BCAST_SETS", "3", 1);
+  setenv("PROF_BCAST_TREE", "knomial:4", 1);
+  Settings s;
+  EXPECT_TRUE(read(&s).empty());
+  EXPECT_EQ(s.impl, Impl::Shm);
+  EXPECT_EQ(s.fragment, std::size_t(3 * sysconf(_SC_PAGESIZE)));
+  EXPECT_EQ(s.slots, 12);
+  EXPECT_EQ(s.sets, 3);
+  EXPECT_EQ(tree_name(s.tree), "knomial:4");
+}
+
+TEST_F(BcastEnv, BadValuesAreNamed) {
+  const std::vector<std::pair<std::pair<const char*, const char*>, const char*>> cases = {
+      {{"PROF_BCAST", "yes"}, "PROF_BCAST='yes'"},
+      {{"PROF_BCAST_FRAGMENT", "4097"}, "PROF_BCAST_FRAGMENT='4097'"},
+      {{"PROF_BCAST_FRAGMENT", "0"}, "PROF_BCAST_FRAGMENT='0'"},
+      {{"PROF_BCAST_SLOTS", "-1"}, "PROF_BCAST_SLOTS='-1'"},
+      {{"PROF_BCAST_SETS", "3"}, "PROF_BCAST_SETS=3 does not divide PROF_BCAST_SLOTS=128"},
+      {{"PROF_BCAST_TREE", "kary:0"}, "PROF_BCAST_TREE='kary:0'"},
+      {{"PROF_BCAST_TREE", "kary"}, "PROF_BCAST_TREE='kary'"},
+      {{"PROF_TEST_BCAST_FAIL_SHM", "2"}, "PROF_TEST_BCAST_FAIL_SHM='2'"},
+  };
+  for (const auto& [var, expect] : cases) {
+    setenv(var.first, var.second, 1);
+    Settings s = default_settings();
+    const auto errors = read(&s);
+    ASSERT_EQ(errors.size(), 1u) << var.first;
+    EXPECT_NE(errors[0].find(expect), std::string::npos) << errors[0];
+    unsetenv(var.first);
+  }
+}
+
+}  // namespace
