@@ -1,0 +1,107 @@
+#include "trace_loader.h"
+
+#include <QEventLoop>
+#include <QPointer>
+#include <thread>
+
+namespace prof::gui {
+
+TraceLoader::TraceLoader(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<std::shared_ptr<prof::gui::TraceSession>>();
+}
+
+TraceLoader::~TraceLoader() {
+  cancel();
+  if (worker_) {
+    worker_->wait();
+    delete worker_;
+  }
+}
+
+double TraceLoader::progress() const {
+  if (!progress_) return 0;
+  return (progress_->timeline.load() + progress_->analysis.load()) / 2;
+}
+
+void TraceLoader::cancel() {
+  if (!progress_) return;
+  progress_->cancelled = true;
+  std::lock_guard lock(progress_->mutex);
+  if (progress_->timeline_handle) progress_->timeline_handle->cancel();
+}
+
+void TraceLoader::load(const QString& dir) {
+  if (worker_) {
+    cancel();
+    // The old worker reports to nobody: its signals check its own progress.
+    worker_->disconnect(this);
+    QThread* old = worker_;
+    connect(old, &QThread::finished, old, &QObject::deleteLater);
+    worker_ = nullptr;
+  }
+  auto progress = std::make_shared<Progress>();
+  progress_ = progress;
+  QPointer<TraceLoader> self(this);
+  const bool analyze = analyze_;
+  worker_ = QThread::create([self, progress, dir, analyze] {
+    auto session = std::make_shared<TraceSession>();
+    session->dir = dir;
+    const std::string path = dir.toStdString();
+    analysis::TimelineOptions topt;
+    topt.progress = [progress](double f) { progress->timeline = f; };
+    std::string error;
+    std::shared_ptr<analysis::Timeline> tl = analysis::Timeline::open(path, &error, topt);
+    session->timeline_error = QString::fromStdString(error);
+    std::thread builder;
+    if (tl) {
+      session->timeline = tl;
+      {
+        std::lock_guard lock(progress->mutex);
+        progress->timeline_handle = tl;
+        if (progress->cancelled) tl->cancel();
+      }
+      auto opened = std::make_shared<TraceSession>(*session);
+      if (self)
+        QMetaObject::invokeMethod(
+          self.data(),
+          [self, progress, opened] {
+            if (self && self->progress_ == progress) emit self->timelineOpened(opened);
+          },
+          Qt::QueuedConnection);
+      builder = std::thread([tl] { tl->build(); });
+    } else {
+      progress->timeline = 1;
+    }
+    analysis::Options aopt;
+    aopt.progress = [progress](double f, uint64_t) { progress->analysis = f; };
+    if (analyze && !progress->cancelled)
+      session->analysis = std::make_shared<const analysis::Analysis>(analysis::analyze(path, aopt));
+    progress->analysis = 1;
+    if (builder.joinable()) builder.join();
+    session->map_nodes();
+    if (!self) return;
+    QMetaObject::invokeMethod(
+        self.data(),
+        [self, progress, session] {
+          if (!self || self->progress_ != progress) return;
+          QThread* done = self->worker_;
+          self->worker_ = nullptr;
+          if (done) {
+            done->wait();
+            delete done;
+          }
+          emit self->finished(session, progress->cancelled.load());
+        },
+        Qt::QueuedConnection);
+  });
+  worker_->start();
+}
+
+void TraceLoader::wait_done() {
+  if (!worker_) return;
+  QEventLoop loop;
+  connect(this, &TraceLoader::finished, &loop, &QEventLoop::quit);
+  loop.exec();
+}
+
+}  // namespace prof::gui
