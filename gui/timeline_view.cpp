@@ -28,17 +28,23 @@ constexpr double kMinWidthNs = 10;
 QRgb background_rgb() { return qRgb(250, 250, 250); }
 
 // Fills columns [x0, x1) of lines [y0, y1) of an RGB32 image, clipped.
-void fill_span(QImage& image, int x0, int x1, int y0, int y1, QRgb colour) {
-  x0 = std::max(x0, 0);
-  x1 = std::min(x1, image.width());
-  y0 = std::max(y0, 0);
-  y1 = std::min(y1, image.height());
-  if (x0 >= x1) return;
-  for (int y = y0; y < y1; ++y) {
-    auto* line = reinterpret_cast<QRgb*>(image.scanLine(y));
-    std::fill(line + x0, line + x1, colour);
+// Writes through the raw bits: scanLine() costs a detach check per call.
+struct Canvas {
+  QRgb* bits;
+  qsizetype stride;  // in pixels
+  int width, height;
+  explicit Canvas(QImage& image)
+      : bits(reinterpret_cast<QRgb*>(image.bits())), stride(image.bytesPerLine() / 4),
+        width(image.width()), height(image.height()) {}
+  void fill(int x0, int x1, int y0, int y1, QRgb colour) const {
+    x0 = std::max(x0, 0);
+    x1 = std::min(x1, width);
+    y0 = std::max(y0, 0);
+    y1 = std::min(y1, height);
+    if (x0 >= x1) return;
+    for (int y = y0; y < y1; ++y) std::fill(bits + y * stride + x0, bits + y * stride + x1, colour);
   }
-}
+};
 
 // 1, 2 or 5 times a power of ten, at least v.
 double nice_step(double v) {
@@ -67,6 +73,19 @@ QColor kind_color(TimelineKind kind) {
   return Qt::gray;
 }
 QColor waiting_color() { return QColor(214, 39, 40); }
+
+namespace {
+struct KindColours {
+  QRgb rgb[analysis::kTimelineKinds];
+  KindColours() {
+    for (int k = 0; k < analysis::kTimelineKinds; ++k) rgb[k] = kind_color(static_cast<TimelineKind>(k)).rgb();
+  }
+};
+QRgb kind_rgb(TimelineKind kind) {
+  static const KindColours colours;
+  return colours.rgb[static_cast<int>(kind)];
+}
+}  // namespace
 
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   setMinimumSize(200, 120);
@@ -179,10 +198,10 @@ void TimelineView::paintEvent(QPaintEvent*) {
   q.to = to_;
   q.buckets = static_cast<uint32_t>(plot.width());
   const analysis::TimelineAnswer answer = timeline_->query(q);
-  QImage image(plot.size(), QImage::Format_RGB32);
-  image.fill(background_rgb());
-  drawRows(image, answer);
-  p.drawImage(plot.topLeft(), image);
+  if (image_.size() != plot.size()) image_ = QImage(plot.size(), QImage::Format_RGB32);
+  image_.fill(background_rgb());
+  drawRows(image_, answer);
+  p.drawImage(plot.topLeft(), image_);
   drawOverlays(p, answer);
   drawRuler(p);
   drawLegend(p);
@@ -194,6 +213,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
 }
 
 void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answer) {
+  const Canvas canvas(image);
   const double row_h = rowHeight();
   const double scale = image.width() / (to_ - from_);
   auto x_of = [&](double t) { return (t - from_) * scale; };
@@ -220,29 +240,29 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
           const double t = b.time[static_cast<int>(k)];
           if (t <= 0) continue;
           cumulative += t;
-          const int next = y1 - static_cast<int>(std::lround(std::min(1.0, cumulative / ra.bucket_width) * h));
-          fill_span(image, x0, x1, next, y, kind_color(k).rgb());
+          const int next = y1 - static_cast<int>(std::min(1.0, cumulative / ra.bucket_width) * h + 0.5);
+          canvas.fill(x0, x1, next, y, kind_rgb(k));
           y = next;
         }
         // Calls entered but too short for a pixel: one line of their colour.
-        if (y == y1 && b.count > 0) fill_span(image, x0, x1, y1 - 1, y1, kind_color(b.dominant).rgb());
+        if (y == y1 && b.count > 0) canvas.fill(x0, x1, y1 - 1, y1, kind_rgb(b.dominant));
       }
       continue;
     }
     // User code: the rank's run (the root execution), and between calls.
     for (const auto& e : ra.executions)
       if (e.node == 0)
-        fill_span(image, static_cast<int>(std::floor(x_of(e.start))), static_cast<int>(std::ceil(x_of(e.end))),
+        canvas.fill(static_cast<int>(std::floor(x_of(e.start))), static_cast<int>(std::ceil(x_of(e.end))),
                   y0, y1, user);
     for (size_t i = 0; i + 1 < ra.calls.size(); ++i)
-      fill_span(image, static_cast<int>(std::floor(x_of(static_cast<double>(ra.calls[i].leave())))),
+      canvas.fill(static_cast<int>(std::floor(x_of(static_cast<double>(ra.calls[i].leave())))),
                 static_cast<int>(std::ceil(x_of(static_cast<double>(ra.calls[i + 1].enter)))), y0, y1, user);
     for (const TimelineCall& c : ra.calls) {
       drawn_calls_.push_back(c);
       if (c.kind == TimelineKind::Marker) continue;  // drawn as lines over everything
       const int x0 = static_cast<int>(std::floor(x_of(static_cast<double>(c.enter))));
       const int x1 = std::max(x0 + 1, static_cast<int>(std::ceil(x_of(static_cast<double>(c.leave())))));
-      fill_span(image, x0, x1, y0, y1, kind_color(c.kind).rgb());
+      canvas.fill(x0, x1, y0, y1, kind_rgb(c.kind));
     }
   }
   // Waiting that is potential synchronization: the lower third of the call.
@@ -253,7 +273,7 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
     const int y1 = static_cast<int>(static_cast<double>(row + 1) * row_h) - (row_h >= 6 ? 2 : 0);
     const int y0 = y1 - std::max(2, static_cast<int>(row_h / 3));
     const int x0 = static_cast<int>(std::floor(x_of(enter)));
-    fill_span(image, x0, std::max(x0 + 1, static_cast<int>(std::ceil(x_of(enter + wait)))), y0, y1,
+    canvas.fill(x0, std::max(x0 + 1, static_cast<int>(std::ceil(x_of(enter + wait)))), y0, y1,
               waiting_color().rgb());
   };
   for (const auto& m : answer.messages)
@@ -270,8 +290,7 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
   // The selected interval's executions: outlined spans, merged per pixel so
   // that a zoomed-out view costs O(pixels log n).
   if (!highlight_.empty()) {
-    p.setPen(QPen(QColor(200, 150, 0), 1.5));
-    p.setBrush(QColor(255, 215, 0, 70));
+    p.setPen(QPen(QColor(220, 160, 0), 2));
     for (size_t row = 0; row < highlight_.size(); ++row) {
       const auto& list = highlight_[row];
       const double top = plot.top() + static_cast<double>(row) * row_h;
@@ -289,7 +308,11 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
             ++next;
           }
         }
-        p.drawRect(QRectF(std::max(x0, plot.left() - 2.0), top + 0.5, std::min(x1, plot.right() + 2.0) - std::max(x0, plot.left() - 2.0), row_h - 1));
+        // An outline and a band along the top: the calls keep their colours.
+        const double left = std::max(x0, plot.left() - 2.0), right = std::min(x1, plot.right() + 2.0);
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(QRectF(left, top + 0.5, right - left, row_h - 1));
+        p.fillRect(QRectF(left, top + 0.5, right - left, std::min(4.0, row_h / 4)), QColor(255, 200, 0));
         it = next;
       }
     }
@@ -369,7 +392,7 @@ void TimelineView::drawLegend(QPainter& p) {
       {tr("other MPI"), kind_color(TimelineKind::OtherMpi)},
       {tr("interval marker"), kind_color(TimelineKind::Marker)},
       {tr("waiting (potential sync)"), waiting_color()},
-      {tr("selected interval"), QColor(255, 215, 0)},
+      {tr("selected interval"), QColor(255, 200, 0)},
   };
   int x = 8;
   p.setPen(QColor(40, 40, 40));

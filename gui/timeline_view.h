@@ -15,6 +15,7 @@
 // interval execution's node). Times are ns from the trace's start.
 #pragma once
 
+#include <QImage>
 #include <QTimer>
 #include <QWidget>
 #include <memory>
@@ -97,6 +98,7 @@ class TimelineView : public QWidget {
   int highlight_node_ = -1;
   std::vector<std::vector<analysis::TimelineExecution>> highlight_;  // per row, by start
   QTimer build_timer_;
+  QImage image_;  // the rows, reused from frame to frame
 
   enum class Drag { None, Pan, Range };
   Drag drag_ = Drag::None;
