@@ -76,7 +76,7 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
   comparative_ = new QStandardItemModel(this);
   per_rank_ = new QStandardItemModel(this);
   functions_ = new QStandardItemModel(this);
-  set_header(main_, {tr("Main characteristic"), tr("Seconds")}, {});
+  set_header(main_, {tr("Main characteristic"), tr("Value (s)")}, {});
   set_header(comparative_, {tr("Comparative"), "Tmin", "Nproc", "Tmax", "Nproc", "Tmid"},
              {"", "min", "min_rank", "max", "max_rank", "mean"});
   set_header(per_rank_, kPerRankLabels, kPerRankKeys);
@@ -126,6 +126,7 @@ void CharacteristicsPanel::clear(const QString& message) {
 }
 
 QString CharacteristicsPanel::title() const { return title_->text(); }
+QString CharacteristicsPanel::scope() const { return scope_->text(); }
 
 void CharacteristicsPanel::showInterval(std::shared_ptr<const analysis::Analysis> a, int interval,
                                         const QString& scope) {

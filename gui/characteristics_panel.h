@@ -41,6 +41,7 @@ class CharacteristicsPanel : public QWidget {
   QStandardItemModel* perRankTable() const { return per_rank_; }
   QStandardItemModel* functionTable() const { return functions_; }
   QString title() const;
+  QString scope() const;
 
  public slots:
   void copyReportText() const;

@@ -121,6 +121,8 @@ class GuiTest : public QObject {
   void click_selects_interval();
   void zoom_to_range_shows_exact_events();
   void selection_highlights_and_zooms();
+  void panel_shows_visible_range();
+  void wheel_zooms_about_cursor();
   void damaged_trace_opens_with_dialog();
   void unusable_directory_opens_with_dialog();
   void screenshot_writes_png();
@@ -379,6 +381,59 @@ void GuiTest::selection_highlights_and_zooms() {
   QCOMPARE(band, QColor(255, 200, 0));
   const QColor outside = image.pixelColor(static_cast<int>(view->xOf(ns(kLoopStart + 250 * test::kUs))), band_y);
   QVERIFY2(outside != QColor(255, 200, 0), qPrintable(outside.name()));
+}
+
+void GuiTest::panel_shows_visible_range() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  QVERIFY(loaded.window.selectIntervalId(2));
+  TimelineView* view = loaded.window.timelineView();
+  // Iterations 4 to 6 only.
+  const double from = ns(kLoopStart + 4 * kPeriod), to = ns(kLoopStart + 7 * kPeriod);
+  loaded.window.visibleRangeAction()->setChecked(true);
+  view->setRange(from, to);
+  CharacteristicsPanel* panel = loaded.window.panel();
+  QTRY_VERIFY_WITH_TIMEOUT(panel->scope().startsWith("Visible range 0.006000"), 20000);
+  analysis::Options options;
+  options.window_from_s = from / 1e9;
+  options.window_to_s = to / 1e9;
+  const analysis::Analysis windowed = analysis::analyze(trace.builder().dir(), options);
+  const auto* node = test::find_interval(windowed, 2);
+  QVERIFY(node);
+  QCOMPARE(node->exe_count, uint64_t{3});
+  QVERIFY2(panel->title().contains("EXE_Count=3"), qPrintable(panel->title()));
+  const QStandardItemModel* main = panel->mainTable();
+  for (int r = 0; r < main->rowCount(); ++r)
+    if (main->item(r, 0)->data(CharacteristicsPanel::KeyRole).toString() == "execution_time")
+      QCOMPARE(main->item(r, 1)->data(CharacteristicsPanel::NumberRole).toDouble(), node->main.execution_time);
+  // Off again: the whole run's figures.
+  loaded.window.visibleRangeAction()->setChecked(false);
+  QVERIFY2(panel->title().contains("EXE_Count=20"), qPrintable(panel->title()));
+  QCOMPARE(panel->scope(), QString("Whole run"));
+}
+
+void GuiTest::wheel_zooms_about_cursor() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  view->showAll();
+  const QPointF at(view->plotRect().left() + 300.5, view->rowCenterY(0));
+  const double t = view->timeAt(at.x()), width = view->to() - view->from();
+  QWheelEvent wheel(at, view->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                    Qt::NoScrollPhase, false);
+  QCoreApplication::sendEvent(view, &wheel);
+  QVERIFY(view->to() - view->from() < width * 0.9);
+  QVERIFY(std::abs(view->timeAt(at.x()) - t) < 1e-3 * width);
+  // Keys: + zooms in about the middle, Home shows everything again.
+  const double mid = (view->from() + view->to()) / 2, zoomed = view->to() - view->from();
+  QTest::keyClick(view, Qt::Key_Plus);
+  QVERIFY(std::abs((view->to() - view->from()) - zoomed / 2) < 1e-6 * zoomed);
+  QVERIFY(std::abs((view->from() + view->to()) / 2 - mid) < 1e-6 * zoomed);
+  QTest::keyClick(view, Qt::Key_Right);
+  QVERIFY((view->from() + view->to()) / 2 > mid);
+  QTest::keyClick(view, Qt::Key_Home);
+  QCOMPARE(view->from(), 0.0);
+  QCOMPARE(view->to(), width);
 }
 
 void GuiTest::damaged_trace_opens_with_dialog() {
