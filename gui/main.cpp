@@ -8,6 +8,7 @@
 #include <QPixmap>
 #include <QTimer>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -70,7 +71,7 @@ int screenshot(MainWindow& window, const QString& dir, const QString& file, cons
 }
 
 // Frames of a fixed sequence over the whole run: zoom in about a point at 37%
-// of the width, pan right, zoom out; each frame is one paint of the timeline
+// of the width down to 10 us, pan right, zoom out to the whole run; each frame is one paint of the timeline
 // at 1600x900. The first frame is drawn as soon as the timeline is open (what
 // is built by then); the timed frames once it is built.
 int bench_frames(const QString& dir, int frames) {
@@ -97,18 +98,20 @@ int bench_frames(const QString& dir, int frames) {
   }
   view.showAll();
   const double end = view.to();
-  std::vector<double> times;
+  // Zoom in geometrically from the whole run to 10 us, pan by a tenth of the
+  // width per frame, zoom back out to the whole run.
   const int third = std::max(1, frames / 3);
+  const double deepest = std::min(end, 1e4);
+  const double step = std::pow(deepest / end, 1.0 / third);
+  std::vector<double> times;
   for (int i = 0; i < frames; ++i) {
     const double width = view.to() - view.from();
-    if (i < third) {
-      const double anchor = view.from() + 0.37 * width, w = width * 0.75;
+    if (i < third || i >= 2 * third) {
+      const double w = i < third ? width * step : std::min(width / step, end);
+      const double anchor = view.from() + 0.37 * width;
       view.setRange(anchor - 0.37 * w, anchor + 0.63 * w);
-    } else if (i < 2 * third) {
-      view.setRange(view.from() + 0.1 * width, view.to() + 0.1 * width);
     } else {
-      const double anchor = view.from() + 0.37 * width, w = std::min(width / 0.75, end * 1.05);
-      view.setRange(anchor - 0.37 * w, anchor + 0.63 * w);
+      view.setRange(view.from() + 0.1 * width, view.to() + 0.1 * width);
     }
     QElapsedTimer frame;
     frame.start();

@@ -193,11 +193,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
     return;
   }
   const QRect plot = plotRect();
-  analysis::TimelineQuery q;
-  q.from = from_;
-  q.to = to_;
-  q.buckets = static_cast<uint32_t>(plot.width());
-  const analysis::TimelineAnswer answer = timeline_->query(q);
+  const analysis::TimelineAnswer answer = frameAnswer(static_cast<uint32_t>(plot.width()));
   if (image_.size() != plot.size()) image_ = QImage(plot.size(), QImage::Format_RGB32);
   image_.fill(background_rgb());
   drawRows(image_, answer);
@@ -210,6 +206,51 @@ void TimelineView::paintEvent(QPaintEvent*) {
     p.drawText(QRect(0, 0, width() - 6, kRulerHeight), Qt::AlignRight | Qt::AlignVCenter,
                tr("building %1%").arg(static_cast<int>(answer.built * 100)));
   }
+}
+
+analysis::TimelineAnswer TimelineView::frameAnswer(uint32_t width) const {
+  // Rows whose pixel columns are narrower than their pyramid's leaves would be
+  // summarized from every call in range. Where a count at leaf resolution
+  // says that is more than kFineBudget calls (and more than fit as calls), the
+  // row is drawn from those leaves instead: coarser columns, bounded cost.
+  const double range = to_ - from_;
+  std::vector<size_t> fine;
+  std::vector<analysis::TimelineRowAnswer> coarse;
+  for (size_t row = 0; row < timeline_->rows().size(); ++row) {
+    const double leaf = timeline_->leaf_ns(row);
+    if (leaf <= 0 || range / width >= leaf) {
+      fine.push_back(row);
+      continue;
+    }
+    analysis::TimelineQuery q;
+    q.rows = {row};
+    q.from = from_;
+    q.to = to_;
+    q.buckets = static_cast<uint32_t>(std::max(1.0, std::floor(range / leaf)));
+    q.max_events = 1;  // summaries only
+    analysis::TimelineAnswer leaves = timeline_->query(q);
+    uint64_t calls = 0;
+    if (!leaves.rows.empty())
+      for (const auto& b : leaves.rows[0].buckets) calls += b.count;
+    if (leaves.rows.empty() || !leaves.rows[0].summarized || calls <= std::max<uint64_t>(kFineBudget, 2 * width))
+      fine.push_back(row);
+    else
+      coarse.push_back(std::move(leaves.rows[0]));
+  }
+  analysis::TimelineAnswer answer;
+  if (!fine.empty()) {
+    analysis::TimelineQuery q;
+    q.rows = fine;
+    q.from = from_;
+    q.to = to_;
+    q.buckets = width;
+    answer = timeline_->query(q);
+  } else {
+    answer.built = timeline_->built();
+    answer.complete = timeline_->complete();
+  }
+  for (auto& r : coarse) answer.rows.push_back(std::move(r));
+  return answer;
 }
 
 void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answer) {

@@ -6,6 +6,10 @@
 // row with more than two calls per column comes back as per-bucket summaries
 // from its level-of-detail pyramid (drawn as stacked kind fractions). So a
 // frame costs O(pixels + calls shown), whatever the trace's size. Rows are
+// A row whose pixel columns are finer than its pyramid's leaves is summarized
+// by the layer from its calls; when a count at leaf resolution says that
+// would read more than kFineBudget calls, the row is drawn from the leaves
+// (wider columns) instead, so that cost stays bounded too. Rows are
 // drawn into a QImage by spans, then overlays (markers, waits, arrows,
 // highlights, ruler, legend) with QPainter.
 //
@@ -69,6 +73,8 @@ class TimelineView : public QWidget {
   size_t drawnArrows() const { return drawn_arrows_; }
   // At most this many messages visible: arrows are drawn.
   static constexpr size_t kMaxArrows = 400;
+  // A row summarized from its calls reads at most about this many per frame.
+  static constexpr uint64_t kFineBudget = 8000;
 
  signals:
   void rangeChanged(double from, double to);
@@ -85,6 +91,7 @@ class TimelineView : public QWidget {
 
  private:
   void zoomAbout(double t, double factor);
+  analysis::TimelineAnswer frameAnswer(uint32_t width) const;
   void drawRows(QImage& image, const analysis::TimelineAnswer& answer);
   void drawOverlays(QPainter& p, const analysis::TimelineAnswer& answer);
   void drawRuler(QPainter& p);

@@ -324,6 +324,13 @@ std::vector<TimelineCall> Timeline::calls(size_t ri, double from, double to) con
   return out;
 }
 
+double Timeline::leaf_ns(size_t ri) const {
+  if (ri >= impl_->rows.size()) return 0;
+  const Row& row = *impl_->rows[ri];
+  std::shared_lock lock(row.mutex);
+  return row.pyramid.leaf;
+}
+
 std::optional<TimelineCall> Timeline::call(size_t ri, uint64_t index) const {
   const Impl& tl = *impl_;
   if (ri >= tl.rows.size()) return std::nullopt;
