@@ -74,6 +74,7 @@ void TraceLoader::load(const QString& dir) {
     }
     analysis::Options aopt;
     aopt.progress = [progress](double f, uint64_t) { progress->analysis = f; };
+    aopt.cancelled = [progress] { return progress->cancelled.load(); };
     if (analyze && !progress->cancelled)
       session->analysis = std::make_shared<const analysis::Analysis>(analysis::analyze(path, aopt));
     progress->analysis = 1;

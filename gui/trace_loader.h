@@ -2,9 +2,8 @@
 // the view draws while it builds), builds it on a thread of its own and
 // analyzes the trace meanwhile; the UI polls progress() and gets finished().
 //
-// Cancel stops the timeline build; the analysis cannot be interrupted, so a
-// cancelled load's analysis finishes in the background and is dropped. The
-// destructor waits for the worker.
+// Cancel stops the timeline build and the analysis (both check between
+// steps); the destructor cancels and waits for the worker.
 #pragma once
 
 #include <QObject>

@@ -21,6 +21,7 @@
 #include "main_window.h"
 #include "prof/analysis/report.h"
 #include "timeline_view.h"
+#include "trace_loader.h"
 #include "trace_builder.h"
 
 using namespace prof;
@@ -123,6 +124,7 @@ class GuiTest : public QObject {
   void selection_highlights_and_zooms();
   void panel_shows_visible_range();
   void wheel_zooms_about_cursor();
+  void cancel_stops_loading();
   void damaged_trace_opens_with_dialog();
   void unusable_directory_opens_with_dialog();
   void screenshot_writes_png();
@@ -434,6 +436,32 @@ void GuiTest::wheel_zooms_about_cursor() {
   QTest::keyClick(view, Qt::Key_Home);
   QCOMPARE(view->from(), 0.0);
   QCOMPARE(view->to(), width);
+}
+
+void GuiTest::cancel_stops_loading() {
+  DemoTrace trace(2000);
+  prof::gui::TraceLoader loader;
+  std::shared_ptr<prof::gui::TraceSession> loaded;
+  bool cancelled = false;
+  connect(&loader, &prof::gui::TraceLoader::finished, this,
+          [&](std::shared_ptr<prof::gui::TraceSession> session, bool was_cancelled) {
+            loaded = session;
+            cancelled = was_cancelled;
+          });
+  loader.load(trace.dir());
+  loader.cancel();  // how far the worker got by then is the scheduler's business
+  loader.wait_done();
+  QVERIFY(loaded);
+  QVERIFY(cancelled);
+  QVERIFY(!loader.busy());
+  // The window keeps its previous state: a cancelled load changes nothing.
+  LoadedWindow window(trace.dir());
+  QVERIFY(window.window.session()->analysis->usable());
+  window.window.openTrace(trace.dir());
+  window.window.loader()->cancel();
+  window.window.waitLoaded();
+  QVERIFY(window.window.session()->analysis->usable());
+  QCOMPARE(window.window.model()->rowCount(), 1);
 }
 
 void GuiTest::damaged_trace_opens_with_dialog() {
