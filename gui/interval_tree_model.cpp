@@ -40,8 +40,8 @@ QModelIndex IntervalTreeModel::index(int row, int column, const QModelIndex& par
 
 QModelIndex IntervalTreeModel::parent(const QModelIndex& child) const {
   if (!analysis_ || !child.isValid()) return {};
-  const int p = analysis_->intervals[child.internalId()].parent;
-  return p < 0 ? QModelIndex() : indexOfInterval(p);
+  const int parent_interval = analysis_->intervals[child.internalId()].parent;
+  return parent_interval < 0 ? QModelIndex() : indexOfInterval(parent_interval);
 }
 
 int IntervalTreeModel::rowCount(const QModelIndex& parent) const {

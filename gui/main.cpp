@@ -34,10 +34,10 @@ double peak_rss_mb() {
 bool parse_window(const QString& text, double* from, double* to) {
   const QStringList parts = text.split(':');
   if (parts.size() != 2) return false;
-  bool a = false, b = false;
-  *from = parts[0].toDouble(&a);
-  *to = parts[1].toDouble(&b);
-  return a && b && *from < *to;
+  bool from_ok = false, to_ok = false;
+  *from = parts[0].toDouble(&from_ok);
+  *to = parts[1].toDouble(&to_ok);
+  return from_ok && to_ok && *from < *to;
 }
 
 int screenshot(MainWindow& window, const QString& dir, const QString& file, const QString& range,

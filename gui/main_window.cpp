@@ -125,7 +125,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       analyzeVisibleRange();
     else {
       range_analysis_.reset();
-      ++range_generation_;
+      ++*range_generation_;
       updatePanel();
     }
   });
@@ -154,8 +154,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() {
-  // Background window analyses hold no pointer to us; wait for none.
-  ++range_generation_;
+  // Analyses of a visible range stop at their next time window.
+  ++*range_generation_;
+  for (const QPointer<QThread>& worker : range_workers_)
+    if (worker) worker->wait();
 }
 
 void MainWindow::chooseTrace() {
@@ -188,6 +190,7 @@ void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled)
   }
   session_ = session;
   range_analysis_.reset();
+  ++*range_generation_;  // a visible range's analysis of the previous trace is stale
   if (view_->timeline() != session->timeline.get()) view_->setTimeline(session->timeline);
   model_->setAnalysis(session->analysis);
   if (model_->analysis() && model_->analysis()->intervals.size() <= 500)
@@ -203,6 +206,7 @@ void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled)
                                  .arg(a.stats.events)
                                  .arg(a.intervals.size()));
     selectInterval(0, false);
+    if (visible_range_->isChecked()) range_timer_.start();
   } else {
     panel_->clear(tr("Nothing usable in %1").arg(session->dir));
     statusBar()->showMessage(tr("%1: nothing usable").arg(session->dir));
@@ -291,22 +295,27 @@ void MainWindow::updatePanel() {
 
 void MainWindow::analyzeVisibleRange() {
   if (!session_ || !session_->analysis) return;
-  const uint64_t generation = ++range_generation_;
+  const uint64_t generation = ++*range_generation_;
   analysis::Options options;
   options.window_from_s = std::max(0.0, view_->from()) / 1e9;
   options.window_to_s = view_->to() / 1e9;
+  options.cancelled = [current = range_generation_, generation] { return current->load() != generation; };
   const std::string dir = session_->dir.toStdString();
   QPointer<MainWindow> self(this);
   QThread* worker = QThread::create([self, generation, options, dir] {
     auto result = std::make_shared<const analysis::Analysis>(analysis::analyze(dir, options));
     QMetaObject::invokeMethod(qApp, [self, generation, result] {
-      if (!self || self->range_generation_ != generation || !self->visible_range_->isChecked()) return;
+      if (!self || self->range_generation_->load() != generation || !self->visible_range_->isChecked()) return;
       if (!result->usable() || !result->window) return;
       self->range_analysis_ = result;
       self->updatePanel();
     });
   });
   connect(worker, &QThread::finished, worker, &QObject::deleteLater);
+  range_workers_.erase(std::remove_if(range_workers_.begin(), range_workers_.end(),
+                                      [](const QPointer<QThread>& w) { return w.isNull(); }),
+                       range_workers_.end());
+  range_workers_.emplace_back(worker);
   worker->start();
   updatePanel();
 }

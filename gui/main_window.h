@@ -9,7 +9,10 @@
 #pragma once
 
 #include <QMainWindow>
+#include <QPointer>
+#include <QThread>
 #include <QTimer>
+#include <atomic>
 #include <functional>
 #include <memory>
 
@@ -86,7 +89,9 @@ class MainWindow : public QMainWindow {
   QAction* visible_range_;
   QTimer range_timer_;  // debounces the visible range's analysis
   std::shared_ptr<const analysis::Analysis> range_analysis_;
-  uint64_t range_generation_ = 0;
+  // Bumped for each new range: older analyses see it and stop.
+  std::shared_ptr<std::atomic<uint64_t>> range_generation_ = std::make_shared<std::atomic<uint64_t>>(0);
+  std::vector<QPointer<QThread>> range_workers_;
   bool zoom_on_select_ = true;
   std::function<void(const QString&)> quiet_sink_;
   QString last_problem_;

@@ -48,10 +48,10 @@ struct Canvas {
 
 // 1, 2 or 5 times a power of ten, at least v.
 double nice_step(double v) {
-  const double p = std::pow(10.0, std::floor(std::log10(std::max(v, 1e-9))));
+  const double power = std::pow(10.0, std::floor(std::log10(std::max(v, 1e-9))));
   for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * p >= v) return m * p;
-  return 10 * p;
+    if (m * power >= v) return m * power;
+  return 10 * power;
 }
 
 QString row_label(const analysis::TimelineRow& row) {
@@ -259,29 +259,29 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
   const double scale = image.width() / (to_ - from_);
   auto x_of = [&](double t) { return (t - from_) * scale; };
   const QRgb user = kind_color(TimelineKind::User).rgb();
-  for (const auto& ra : answer.rows) {
-    const int top = static_cast<int>(static_cast<double>(ra.row) * row_h);
+  for (const auto& answer_row : answer.rows) {
+    const int top = static_cast<int>(static_cast<double>(answer_row.row) * row_h);
     const int y0 = top + (row_h >= 6 ? 1 : 0);
-    const int y1 = std::max(y0 + 1, static_cast<int>(static_cast<double>(ra.row + 1) * row_h) - (row_h >= 6 ? 2 : 0));
+    const int y1 = std::max(y0 + 1, static_cast<int>(static_cast<double>(answer_row.row + 1) * row_h) - (row_h >= 6 ? 2 : 0));
     const int h = y1 - y0;
-    if (ra.summarized) {
+    if (answer_row.summarized) {
       ++summarized_rows_;
       // Stacked fractions of the bucket's time per kind, MPI at the bottom.
       static constexpr TimelineKind order[] = {TimelineKind::Collective, TimelineKind::AllToAll,
                                                TimelineKind::PointToPoint, TimelineKind::OtherMpi,
                                                TimelineKind::Marker, TimelineKind::User};
-      for (size_t i = 0; i < ra.buckets.size(); ++i) {
-        const auto& b = ra.buckets[i];
-        const double b0 = ra.bucket_from + static_cast<double>(i) * ra.bucket_width;
+      for (size_t i = 0; i < answer_row.buckets.size(); ++i) {
+        const auto& b = answer_row.buckets[i];
+        const double b0 = answer_row.bucket_from + static_cast<double>(i) * answer_row.bucket_width;
         const int x0 = static_cast<int>(std::floor(x_of(b0)));
-        const int x1 = std::max(x0 + 1, static_cast<int>(std::floor(x_of(b0 + ra.bucket_width))));
+        const int x1 = std::max(x0 + 1, static_cast<int>(std::floor(x_of(b0 + answer_row.bucket_width))));
         double cumulative = 0;
         int y = y1;
         for (TimelineKind k : order) {
           const double t = b.time[static_cast<int>(k)];
           if (t <= 0) continue;
           cumulative += t;
-          const int next = y1 - static_cast<int>(std::min(1.0, cumulative / ra.bucket_width) * h + 0.5);
+          const int next = y1 - static_cast<int>(std::min(1.0, cumulative / answer_row.bucket_width) * h + 0.5);
           canvas.fill(x0, x1, next, y, kind_rgb(k));
           y = next;
         }
@@ -291,14 +291,14 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
       continue;
     }
     // User code: the rank's run (the root execution), and between calls.
-    for (const auto& e : ra.executions)
+    for (const auto& e : answer_row.executions)
       if (e.node == 0)
         canvas.fill(static_cast<int>(std::floor(x_of(e.start))), static_cast<int>(std::ceil(x_of(e.end))),
                   y0, y1, user);
-    for (size_t i = 0; i + 1 < ra.calls.size(); ++i)
-      canvas.fill(static_cast<int>(std::floor(x_of(static_cast<double>(ra.calls[i].leave())))),
-                static_cast<int>(std::ceil(x_of(static_cast<double>(ra.calls[i + 1].enter)))), y0, y1, user);
-    for (const TimelineCall& c : ra.calls) {
+    for (size_t i = 0; i + 1 < answer_row.calls.size(); ++i)
+      canvas.fill(static_cast<int>(std::floor(x_of(static_cast<double>(answer_row.calls[i].leave())))),
+                static_cast<int>(std::ceil(x_of(static_cast<double>(answer_row.calls[i + 1].enter)))), y0, y1, user);
+    for (const TimelineCall& c : answer_row.calls) {
       drawn_calls_.push_back(c);
       if (c.kind == TimelineKind::Marker) continue;  // drawn as lines over everything
       const int x0 = static_cast<int>(std::floor(x_of(static_cast<double>(c.enter))));
@@ -308,7 +308,7 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
   }
   // Waiting that is potential synchronization: the lower third of the call.
   std::vector<char> by_calls(timeline_->rows().size(), 0);
-  for (const auto& ra : answer.rows) by_calls[ra.row] = !ra.summarized;
+  for (const auto& answer_row : answer.rows) by_calls[answer_row.row] = !answer_row.summarized;
   auto wait_span = [&](size_t row, double enter, double wait) {
     if (wait <= 0 || row >= by_calls.size() || !by_calls[row]) return;
     const int y1 = static_cast<int>(static_cast<double>(row + 1) * row_h) - (row_h >= 6 ? 2 : 0);
@@ -456,13 +456,13 @@ std::optional<TimelineCall> TimelineView::callAt(QPoint pos) const {
   q.buckets = static_cast<uint32_t>(plot.width());
   const auto answer = timeline_->query(q);
   if (answer.rows.empty()) return std::nullopt;
-  const auto& ra = answer.rows[0];
+  const auto& answer_row = answer.rows[0];
   const double px = pos.x() + 0.5;
-  if (ra.summarized) {
+  if (answer_row.summarized) {
     const double t = timeAt(px);
-    const double i = std::floor((t - ra.bucket_from) / ra.bucket_width);
-    if (i < 0 || i >= static_cast<double>(ra.buckets.size())) return std::nullopt;
-    const auto& b = ra.buckets[static_cast<size_t>(i)];
+    const double i = std::floor((t - answer_row.bucket_from) / answer_row.bucket_width);
+    if (i < 0 || i >= static_cast<double>(answer_row.buckets.size())) return std::nullopt;
+    const auto& b = answer_row.buckets[static_cast<size_t>(i)];
     if (!b.has_longest) return std::nullopt;
     return timeline_->call(static_cast<size_t>(row), b.longest_index);
   }
@@ -470,7 +470,7 @@ std::optional<TimelineCall> TimelineView::callAt(QPoint pos) const {
   // shortest (a marker or a short call drawn over a long one).
   std::optional<TimelineCall> best;
   double best_distance = 3.5;
-  for (const auto& c : ra.calls) {
+  for (const auto& c : answer_row.calls) {
     const double x0 = std::floor(xOf(static_cast<double>(c.enter)));
     const double x1 = std::max(x0 + 1, std::ceil(xOf(static_cast<double>(c.leave()))));
     const double d = px >= x0 && px <= x1 ? 0 : std::min(std::abs(px - x0), std::abs(px - x1));
