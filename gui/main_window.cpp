@@ -192,6 +192,7 @@ void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled)
   range_analysis_.reset();
   ++*range_generation_;  // a visible range's analysis of the previous trace is stale
   if (view_->timeline() != session->timeline.get()) view_->setTimeline(session->timeline);
+  view_->followBuild();  // the build is over: show all of it (unless zoomed)
   model_->setAnalysis(session->analysis);
   if (model_->analysis() && model_->analysis()->intervals.size() <= 500)
     tree_->expandAll();

@@ -92,15 +92,17 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   setFocusPolicy(Qt::StrongFocus);
   setMouseTracking(false);
   build_timer_.setInterval(150);
-  connect(&build_timer_, &QTimer::timeout, this, [this] {
-    if (!timeline_) return build_timer_.stop();
-    if (follow_end_) {
-      from_ = 0;
-      to_ = std::max(timeline_->end(), kMinWidthNs);
-    }
-    if (timeline_->complete() || timeline_->cancelled()) build_timer_.stop();
-    update();
-  });
+  connect(&build_timer_, &QTimer::timeout, this, &TimelineView::followBuild);
+}
+
+void TimelineView::followBuild() {
+  if (!timeline_) return build_timer_.stop();
+  if (follow_end_) {
+    from_ = 0;
+    to_ = std::max(timeline_->end(), kMinWidthNs);
+  }
+  if (timeline_->complete() || timeline_->cancelled()) build_timer_.stop();
+  update();
 }
 
 void TimelineView::setTimeline(std::shared_ptr<analysis::Timeline> timeline) {

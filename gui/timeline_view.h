@@ -47,6 +47,9 @@ class TimelineView : public QWidget {
   void setRange(double from, double to);
   void showAll();
   void setArrows(bool on);
+  // While building, and until the user zooms: the range grows to the end
+  // built so far (a timer calls this; so does the loader's end).
+  void followBuild();
   bool arrows() const { return arrows_; }
   // Shows the executions of a timeline node (-1: none); returns the first one
   // (earliest start over rows), if any.

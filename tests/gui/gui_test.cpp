@@ -517,6 +517,16 @@ void GuiTest::screenshot_writes_png() {
     for (int y = 0; y < image.height(); y += 7)
       for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
     QVERIFY2(colours.size() > 20, qPrintable(QString::number(colours.size())));
+    // The timeline shows the run: user code and collectives drawn.
+    size_t user = 0, collective = 0;
+    for (int y = 0; y < image.height(); ++y)
+      for (int x = 0; x < image.width(); ++x) {
+        const QRgb pixel = image.pixel(x, y);
+        user += pixel == prof::gui::kind_color(analysis::TimelineKind::User).rgb();
+        collective += pixel == prof::gui::kind_color(analysis::TimelineKind::Collective).rgb();
+      }
+    QVERIFY2(user > 5000 && collective > 1000,
+             qPrintable(QStringLiteral("%1 user, %2 collective pixels").arg(user).arg(collective)));
   }
   // A damaged argument is refused with a message.
   QProcess bad;
