@@ -258,6 +258,7 @@ analysis::TimelineAnswer TimelineView::frameAnswer(uint32_t width) const {
 void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answer) {
   const Canvas canvas(image);
   const double row_h = rowHeight();
+  bucket_widths_.assign(timeline_->rows().size(), 0);
   const double scale = image.width() / (to_ - from_);
   auto x_of = [&](double t) { return (t - from_) * scale; };
   const QRgb user = kind_color(TimelineKind::User).rgb();
@@ -268,6 +269,7 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
     const int h = y1 - y0;
     if (answer_row.summarized) {
       ++summarized_rows_;
+      bucket_widths_[answer_row.row] = answer_row.bucket_width;
       // Stacked fractions of the bucket's time per kind, MPI at the bottom.
       static constexpr TimelineKind order[] = {TimelineKind::Collective, TimelineKind::AllToAll,
                                                TimelineKind::PointToPoint, TimelineKind::OtherMpi,

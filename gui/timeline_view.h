@@ -73,6 +73,8 @@ class TimelineView : public QWidget {
   // number of rows drawn from summaries, the arrows drawn.
   const std::vector<analysis::TimelineCall>& drawnCalls() const { return drawn_calls_; }
   size_t summarizedRows() const { return summarized_rows_; }
+  // The width (ns) of a row's summary buckets in the last frame (0: calls).
+  double drawnBucketWidth(size_t row) const { return row < bucket_widths_.size() ? bucket_widths_[row] : 0; }
   size_t drawnArrows() const { return drawn_arrows_; }
   // At most this many messages visible: arrows are drawn.
   static constexpr size_t kMaxArrows = 400;
@@ -117,6 +119,7 @@ class TimelineView : public QWidget {
 
   std::vector<analysis::TimelineCall> drawn_calls_;
   size_t summarized_rows_ = 0, drawn_arrows_ = 0;
+  std::vector<double> bucket_widths_;
 };
 
 }  // namespace prof::gui

@@ -124,6 +124,7 @@ class GuiTest : public QObject {
   void selection_highlights_and_zooms();
   void panel_shows_visible_range();
   void wheel_zooms_about_cursor();
+  void dense_rows_drawn_from_pyramid_leaves();
   void cancel_stops_loading();
   void damaged_trace_opens_with_dialog();
   void unusable_directory_opens_with_dialog();
@@ -436,6 +437,40 @@ void GuiTest::wheel_zooms_about_cursor() {
   QTest::keyClick(view, Qt::Key_Home);
   QCOMPARE(view->from(), 0.0);
   QCOMPARE(view->to(), width);
+}
+
+void GuiTest::dense_rows_drawn_from_pyramid_leaves() {
+  // One rank, 20,000 calls of 50 ns every 100 ns: 2 ms of dense calls.
+  test::TraceBuilder b(1);
+  b.init(0, 0, 1000);
+  constexpr uint64_t kFirst = 10000, kCalls = 20000;
+  for (uint64_t k = 0; k < kCalls; ++k) b.other(0, test::CommRank, kFirst + 100 * k, kFirst + 100 * k + 50);
+  b.finalize(0, kFirst + 100 * kCalls, kFirst + 100 * kCalls + 1000);
+  b.close();
+  LoadedWindow loaded(QString::fromStdString(b.dir()));
+  TimelineView* view = loaded.window.timelineView();
+  const auto* timeline = view->timeline();
+  const double leaf = timeline->leaf_ns(0);
+  QVERIFY(leaf > 0);
+  const int columns = view->plotRect().width();
+  // Columns finer than a leaf with 10,000 calls in range: drawn from the leaves.
+  const double from = ns(kFirst + 5000 * 100), width = leaf * columns * 0.9;
+  QVERIFY(width / 100 > TimelineView::kFineBudget);
+  view->setRange(from, from + width);
+  QImage image = view->grab().toImage();
+  QCOMPARE(view->summarizedRows(), size_t{1});
+  QVERIFY2(view->drawnBucketWidth(0) >= leaf, qPrintable(QString::number(view->drawnBucketWidth(0))));
+  // Every column of the row shows MPI time (half of it is calls).
+  const QRgb other = prof::gui::kind_color(analysis::TimelineKind::OtherMpi).rgb();
+  const int bottom = view->rowCenterY(0) + 2 * (view->rowCenterY(0) - view->plotRect().top()) / 3 - 2;
+  for (int x = view->plotRect().left() + 1; x < view->plotRect().right() - 1; ++x)
+    QVERIFY2(image.pixel(x, bottom) == other, qPrintable(QStringLiteral("column %1").arg(x)));
+  // Fewer calls than fit as calls: exactly those calls.
+  view->setRange(from, from + 100.0 * columns);
+  view->grab();
+  QCOMPARE(view->summarizedRows(), size_t{0});
+  QCOMPARE(view->drawnCalls().size(), static_cast<size_t>(columns));
+  QCOMPARE(view->drawnCalls().front().enter, static_cast<int64_t>(from));
 }
 
 void GuiTest::cancel_stops_loading() {
