@@ -1,10 +1,27 @@
 #include "trace_loader.h"
 
+#include <QDir>
 #include <QEventLoop>
+#include <QFileInfo>
 #include <QPointer>
 #include <thread>
 
 namespace prof::gui {
+
+namespace {
+
+// Call records the timeline keeps in memory: the layer's default (512 MiB)
+// unless the trace is over 1 GiB on disk (some 6*10^7 events), then 128 MiB:
+// at 10^8 events the rest of what the build holds peaks near 2.2 GB, and most
+// records of such a trace are in the spill file either way (measured in
+// docs/performance.md: peak 2.30-2.35 GiB against 2.61-2.66 GiB).
+uint64_t record_budget(const QString& dir) {
+  uint64_t bytes = 0;
+  for (const QFileInfo& file : QDir(dir).entryInfoList({"rank-*.prof"}, QDir::Files)) bytes += static_cast<uint64_t>(file.size());
+  return bytes > (uint64_t{1} << 30) ? uint64_t{128} << 20 : analysis::TimelineOptions{}.memory_bytes;
+}
+
+}  // namespace
 
 TraceLoader::TraceLoader(QObject* parent) : QObject(parent) {
   qRegisterMetaType<std::shared_ptr<prof::gui::TraceSession>>();
@@ -48,6 +65,7 @@ void TraceLoader::load(const QString& dir) {
     session->dir = dir;
     const std::string path = dir.toStdString();
     analysis::TimelineOptions topt;
+    topt.memory_bytes = record_budget(dir);
     topt.progress = [progress](double f) { progress->timeline = f; };
     std::string error;
     std::shared_ptr<analysis::Timeline> tl = analysis::Timeline::open(path, &error, topt);
