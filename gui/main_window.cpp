@@ -185,6 +185,11 @@ void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled)
   progress_->hide();
   cancel_->hide();
   if (cancelled) {
+    // Back to the trace shown before (the view may have started drawing the new one).
+    if (view_->timeline() != (session_ ? session_->timeline.get() : nullptr)) {
+      view_->setTimeline(session_ ? session_->timeline : nullptr);
+      onSelectionChanged();
+    }
     statusBar()->showMessage(tr("Loading %1 cancelled").arg(session->dir));
     return;
   }

@@ -491,12 +491,15 @@ void GuiTest::cancel_stops_loading() {
   QVERIFY(!loader.busy());
   // The window keeps its previous state: a cancelled load changes nothing.
   LoadedWindow window(trace.dir());
-  QVERIFY(window.window.session()->analysis->usable());
-  window.window.openTrace(trace.dir());
+  const auto before = window.window.session();
+  QVERIFY(before->analysis->usable());
+  DemoTrace other(10);
+  window.window.openTrace(other.dir());
   window.window.loader()->cancel();
   window.window.waitLoaded();
-  QVERIFY(window.window.session()->analysis->usable());
+  QCOMPARE(window.window.session(), before);
   QCOMPARE(window.window.model()->rowCount(), 1);
+  QCOMPARE(window.window.timelineView()->timeline(), before->timeline.get());
 }
 
 void GuiTest::damaged_trace_opens_with_dialog() {
