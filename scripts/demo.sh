@@ -19,3 +19,6 @@ else
   echo "== prof-dump $trace (first events of rank 0)"
   "$prefix/bin/prof-dump" "$trace/rank-00000.prof" | grep '^r0 ' | head -40
 fi
+if [ -x "$prefix/bin/prof-gui" ]; then
+  echo "== browse it: $prefix/bin/prof-gui $trace   (interval tree, characteristics, timeline)"
+fi

@@ -8,7 +8,7 @@ packages=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libdw-dev libelf-dev libnuma-dev libhwloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  qt6-base-dev
+  qt6-base-dev fonts-dejavu-core
 )
 missing=()
 for p in "${packages[@]}"; do

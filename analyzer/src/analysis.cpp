@@ -162,6 +162,10 @@ void Engine::on_phase_end() {
   sweep_ = changed;
   merge_nodes();
   fold(false);
+  if (opt_.cancelled && !failed_.load() && opt_.cancelled()) {
+    failed_ = true;
+    failure_ = kCancelled;
+  }
   if (failed_.load()) {
     done_ = true;
     return;
@@ -260,6 +264,8 @@ void Engine::setup() {
   merge_nodes();
 }
 
+const char* const Engine::kCancelled = "analysis cancelled";
+
 Analysis Engine::run() {
   Analysis a;
   a.world_size = dir_.world_size;
@@ -291,7 +297,7 @@ Analysis Engine::run() {
   loop(0);
   for (auto& t : threads) t.join();
   if (failed_) {
-    a.errors.push_back("analysis failed: " + failure_);
+    a.errors.push_back(failure_ == kCancelled ? failure_ : "analysis failed: " + failure_);
     return a;
   }
   // Anything still waiting can no longer complete: settle it now.

@@ -519,6 +519,7 @@ class Engine {
   double t_first_ = 0, t_last_est_ = 0;
   uint64_t events_est_ = 0;
   std::atomic<bool> failed_{false};
+  static const char* const kCancelled;  // failure_ when Options::cancelled said so
   std::string failure_;
   uint64_t windows_ = 0;
 };

@@ -324,6 +324,26 @@ std::vector<TimelineCall> Timeline::calls(size_t ri, double from, double to) con
   return out;
 }
 
+double Timeline::leaf_ns(size_t ri) const {
+  if (ri >= impl_->rows.size()) return 0;
+  const Row& row = *impl_->rows[ri];
+  std::shared_lock lock(row.mutex);
+  return row.pyramid.leaf;
+}
+
+std::optional<TimelineCall> Timeline::call(size_t ri, uint64_t index) const {
+  const Impl& tl = *impl_;
+  if (ri >= tl.rows.size()) return std::nullopt;
+  const Row& row = *tl.rows[ri];
+  const std::vector<uint64_t> comms = comm_ids(tl);
+  std::shared_lock lock(row.mutex);
+  if (index >= row.count) return std::nullopt;
+  std::optional<TimelineCall> out;
+  for_records(tl, row, index, index + 1,
+              [&](uint64_t i, const Record& r) { out = to_call(tl, comms, row, ri, i, r); });
+  return out;
+}
+
 std::vector<TimelineExecution> Timeline::executions(size_t ri) const {
   std::vector<TimelineExecution> out;
   if (ri >= impl_->rows.size()) return out;

@@ -151,5 +151,22 @@ TEST(Streaming, ProgressIsReportedAndEndsAtOne) {
   }
 }
 
+TEST(Streaming, CancelStopsTheAnalysis) {
+  TraceBuilder b(6);
+  build(b);
+  analysis::Options o;
+  o.window_events = 64;
+  uint64_t asked = 0;
+  o.cancelled = [&] { return ++asked >= 3; };
+  const auto a = analysis::analyze(b.dir(), o);
+  EXPECT_FALSE(a.usable());
+  ASSERT_EQ(a.errors.size(), 1u);
+  EXPECT_EQ(a.errors[0], "analysis cancelled");
+  EXPECT_EQ(asked, 3u);  // not asked again once it said so
+  // Never cancelled: the same analysis as without the question.
+  o.cancelled = [] { return false; };
+  EXPECT_TRUE(analysis::analyze(b.dir(), o).usable());
+}
+
 }  // namespace
 }  // namespace prof::test

@@ -197,6 +197,9 @@ struct Options {
   // Called now and then from the analysis (any thread, one at a time) with the
   // fraction done (0..1) and the events decoded so far.
   std::function<void(double fraction, uint64_t events)> progress;
+  // Asked between time windows (one thread at a time): true stops the
+  // analysis soon, and the result has the error "analysis cancelled".
+  std::function<bool()> cancelled;
 };
 
 // Reads the trace directory and analyzes it. Never throws for bad input:

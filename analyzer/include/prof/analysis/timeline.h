@@ -37,6 +37,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -215,6 +216,11 @@ class Timeline {
   TimelineAnswer query(const TimelineQuery& q) const;
   // Every call of a row overlapping [from, to), however many.
   std::vector<TimelineCall> calls(size_t row, double from, double to) const;
+  // The width (ns) of a row's pyramid leaves: a query whose buckets are
+  // narrower summarizes that row from its calls (cost: the calls in range).
+  double leaf_ns(size_t row) const;
+  // The call at a row's index (a bucket's `longest_index`); none past the end.
+  std::optional<TimelineCall> call(size_t row, uint64_t index) const;
   // Every execution of a row (sorted by start), every message, every
   // collective instance (these two list every call on the way: for tests and
   // small traces; a viewer asks query() for a range).

@@ -1,0 +1,209 @@
+#include "characteristics_panel.h"
+
+#include <QApplication>
+#include <QClipboard>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QStandardItemModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <sstream>
+
+#include "prof/analysis/report.h"
+#include "trace_session.h"
+
+namespace prof::gui {
+namespace {
+
+QStandardItem* number_item(double v, bool integer = false) {
+  auto* item = new QStandardItem(integer ? QString::number(static_cast<qulonglong>(v)) : seconds_text(v));
+  item->setData(v, CharacteristicsPanel::NumberRole);
+  item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  item->setEditable(false);
+  return item;
+}
+QStandardItem* text_item(const QString& s, const QString& key = {}) {
+  auto* item = new QStandardItem(s);
+  item->setData(s, CharacteristicsPanel::NumberRole);
+  if (!key.isEmpty()) item->setData(key, CharacteristicsPanel::KeyRole);
+  item->setEditable(false);
+  return item;
+}
+void set_header(QStandardItemModel* m, const QStringList& labels, const QStringList& keys) {
+  m->setColumnCount(static_cast<int>(labels.size()));
+  for (int c = 0; c < labels.size(); ++c) {
+    m->setHeaderData(c, Qt::Horizontal, labels[c]);
+    if (c < keys.size()) m->setHeaderData(c, Qt::Horizontal, keys[c], CharacteristicsPanel::KeyRole);
+  }
+}
+
+const QStringList kPerRankLabels = {"Nproc", "EXE_Count", "Time", "CPU", "MPI", "Idle", "Lost", "Comm",
+                                    "SendRecv", "CollectiveAll", "AllToAll", "PotentSync",
+                                    "TimeVariation", "TimeOfStart", "Calls"};
+const QStringList kPerRankKeys = {"rank", "executions", "time", "cpu_time", "mpi_time", "idle_time",
+                                  "lost_time", "comm_time", "sendrecv_time", "collective_time",
+                                  "alltoall_time", "potential_sync", "time_variation", "time_of_start",
+                                  "calls"};
+
+}  // namespace
+
+CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  auto* head = new QHBoxLayout;
+  title_ = new QLabel(this);
+  title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  title_->setWordWrap(true);
+  QFont bold = title_->font();
+  bold.setBold(true);
+  title_->setFont(bold);
+  auto* copy = new QPushButton(tr("Copy as report text"), this);
+  copy->setObjectName("copyReport");
+  connect(copy, &QPushButton::clicked, this, &CharacteristicsPanel::copyReportText);
+  head->addWidget(title_, 1);
+  head->addWidget(copy);
+  layout->addLayout(head);
+  scope_ = new QLabel(this);
+  layout->addWidget(scope_);
+  tabs_ = new QTabWidget(this);
+  layout->addWidget(tabs_, 1);
+
+  main_ = new QStandardItemModel(this);
+  comparative_ = new QStandardItemModel(this);
+  per_rank_ = new QStandardItemModel(this);
+  functions_ = new QStandardItemModel(this);
+  set_header(main_, {tr("Main characteristic"), tr("Value (s)")}, {});
+  set_header(comparative_, {tr("Comparative"), "Tmin", "Nproc", "Tmax", "Nproc", "Tmid"},
+             {"", "min", "min_rank", "max", "max_rank", "mean"});
+  set_header(per_rank_, kPerRankLabels, kPerRankKeys);
+  set_header(functions_, {tr("Function"), tr("Calls"), tr("Time (s)"), tr("Bytes")},
+             {"name", "calls", "time", "bytes"});
+
+  // The main and comparative tables side by side, then one tab per long table.
+  auto* page = new QWidget(tabs_);
+  auto* row = new QHBoxLayout(page);
+  row->setContentsMargins(0, 0, 0, 0);
+  for (QStandardItemModel* m : {main_, comparative_}) {
+    auto* view = new QTableView(page);
+    view->setModel(m);
+    view->verticalHeader()->hide();
+    view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 4);
+    view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    row->addWidget(view, m == main_ ? 2 : 3);
+    views_.push_back(view);
+  }
+  tabs_->addTab(page, tr("Characteristics"));
+  addTable(per_rank_, tr("Per rank"));
+  addTable(functions_, tr("MPI functions"));
+  clear(tr("No trace loaded"));
+}
+
+QTableView* CharacteristicsPanel::addTable(QStandardItemModel* model, const QString& tab) {
+  auto* proxy = new QSortFilterProxyModel(this);
+  proxy->setSourceModel(model);
+  proxy->setSortRole(NumberRole);
+  auto* view = new QTableView(tabs_);
+  view->setModel(proxy);
+  view->setSortingEnabled(true);
+  view->verticalHeader()->hide();
+  view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 4);
+  view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  tabs_->addTab(view, tab);
+  views_.push_back(view);
+  return view;
+}
+
+void CharacteristicsPanel::clear(const QString& message) {
+  analysis_.reset();
+  interval_ = -1;
+  title_->setText(message);
+  scope_->clear();
+  for (QStandardItemModel* m : {main_, comparative_, per_rank_, functions_}) m->setRowCount(0);
+}
+
+QString CharacteristicsPanel::title() const { return title_->text(); }
+QString CharacteristicsPanel::scope() const { return scope_->text(); }
+
+void CharacteristicsPanel::showInterval(std::shared_ptr<const analysis::Analysis> a, int interval,
+                                        const QString& scope) {
+  if (!a || interval < 0 || static_cast<size_t>(interval) >= a->intervals.size()) {
+    clear(tr("No interval selected"));
+    return;
+  }
+  analysis_ = std::move(a);
+  interval_ = interval;
+  const auto& n = analysis_->intervals[static_cast<size_t>(interval)];
+  title_->setText(QString::fromStdString(analysis::interval_title(n)));
+  scope_->setText(scope);
+
+  main_->setRowCount(0);
+  const auto& m = n.main;
+  const std::pair<const char*, std::pair<const char*, double>> rows[] = {
+      {"efficiency", {"Parallelization Efficiency", m.efficiency}},
+      {"execution_time", {"Execution Time", m.execution_time}},
+      {"processors", {"Processors", static_cast<double>(m.processors)}},
+      {"total_time", {"Total Time", m.total_time}},
+      {"productive_time", {"Productive Time (CPU MPI)", m.productive_time}},
+      {"lost_time", {"Lost Time", m.lost_time}},
+      {"mpi_time", {"---MPI Time", m.mpi_time}},
+      {"idle_time", {"---Idle Time", m.idle_time}},
+      {"comm_time", {"---Comm. Time", m.comm_time}},
+      {"sendrecv_time", {"*****SendRecv Time", m.sendrecv_time}},
+      {"collective_time", {"*****CollectiveAll Time", m.collective_time}},
+      {"alltoall_time", {"*****AllToAll Time", m.alltoall_time}},
+      {"potential_sync", {"Potential Sync.", m.potential_sync}},
+      {"time_variation", {"Time Variation", m.time_variation}},
+      {"time_of_start", {"Time of Start", m.time_of_start}},
+  };
+  for (const auto& [key, row] : rows)
+    main_->appendRow({text_item(tr(row.first), key), number_item(row.second, std::string_view(key) == "processors")});
+
+  comparative_->setRowCount(0);
+  for (int c = 0; c < analysis::kComparativeCount; ++c) {
+    const auto kind = static_cast<analysis::Comparative>(c);
+    const auto& f = n.comparative[static_cast<size_t>(c)];
+    comparative_->appendRow({text_item(analysis::comparative_label(kind), analysis::comparative_key(kind)),
+                             number_item(f.min), number_item(f.min_rank, true), number_item(f.max),
+                             number_item(f.max_rank, true), number_item(f.mean)});
+  }
+
+  per_rank_->setRowCount(0);
+  for (const auto& f : n.per_rank) {
+    QList<QStandardItem*> items = {number_item(f.rank, true), number_item(static_cast<double>(f.executions), true)};
+    for (double v : {f.time, f.cpu, f.mpi, f.idle, f.lost, f.comm, f.sendrecv, f.collective, f.alltoall,
+                     f.potential_sync, f.time_variation, f.time_of_start})
+      items << number_item(v);
+    items << number_item(static_cast<double>(f.calls), true);
+    per_rank_->appendRow(items);
+  }
+
+  functions_->setRowCount(0);
+  for (const auto& f : n.functions)
+    functions_->appendRow({text_item(QString::fromStdString(f.name)), number_item(static_cast<double>(f.calls), true),
+                           number_item(f.time), number_item(static_cast<double>(f.bytes), true)});
+  for (QTableView* view : views_) view->resizeColumnsToContents();
+}
+
+QString CharacteristicsPanel::reportText() const {
+  if (!analysis_ || interval_ < 0) return {};
+  // A one-interval analysis for the report writer: the node, the window, and
+  // how the run ended (printed after the whole run's block only).
+  analysis::Analysis one;
+  one.window = analysis_->window;
+  one.intervals.push_back(analysis_->intervals[static_cast<size_t>(interval_)]);
+  one.complete = interval_ != 0 || analysis_->complete;
+  one.run_end = analysis_->run_end;
+  std::ostringstream out;
+  analysis::TextOptions options;
+  options.functions = true;
+  analysis::write_text_report(one, out, options);
+  return QString::fromStdString(out.str());
+}
+
+void CharacteristicsPanel::copyReportText() const { QApplication::clipboard()->setText(reportText()); }
+
+}  // namespace prof::gui

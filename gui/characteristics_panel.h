@@ -1,0 +1,63 @@
+// Every characteristic of one interval (spec/metrics.md): the seed's main
+// characteristics, the comparative table (min/max/mean over ranks), the
+// per-rank table and the MPI function profile, each a sortable table whose
+// cells hold the raw number under NumberRole and the report's text on show.
+// "Copy as report text" puts the interval's block of the text report
+// (report.h, the same writer as prof-analyze) on the clipboard.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+
+#include "prof/analysis/analysis.h"
+
+class QLabel;
+class QStandardItemModel;
+class QTabWidget;
+class QTableView;
+
+namespace prof::gui {
+
+class CharacteristicsPanel : public QWidget {
+  Q_OBJECT
+ public:
+  static constexpr int NumberRole = Qt::UserRole;
+  static constexpr int KeyRole = Qt::UserRole + 1;  // the JSON report's key of a row or column
+
+  explicit CharacteristicsPanel(QWidget* parent = nullptr);
+  // Shows intervals[interval] of `analysis`; `scope` says what it covers
+  // ("whole run", "visible range ...").
+  void showInterval(std::shared_ptr<const analysis::Analysis> analysis, int interval, const QString& scope);
+  void clear(const QString& message = {});
+  // The interval's text report block (per-rank table and functions included).
+  QString reportText() const;
+  int interval() const { return interval_; }
+
+  // Tables: rows of (name, value) with KeyRole on column 0; comparative rows
+  // (name, Tmin, Nproc, Tmax, Nproc, Tmid) keyed by comparative_key; per-rank
+  // and function rows with a KeyRole per header section.
+  QStandardItemModel* mainTable() const { return main_; }
+  QStandardItemModel* comparativeTable() const { return comparative_; }
+  QStandardItemModel* perRankTable() const { return per_rank_; }
+  QStandardItemModel* functionTable() const { return functions_; }
+  QString title() const;
+  QString scope() const;
+
+ public slots:
+  void copyReportText() const;
+
+ private:
+  QTableView* addTable(QStandardItemModel* model, const QString& tab);
+  QLabel* title_;
+  QLabel* scope_;
+  QTabWidget* tabs_;
+  std::vector<QTableView*> views_;
+  QStandardItemModel* main_;
+  QStandardItemModel* comparative_;
+  QStandardItemModel* per_rank_;
+  QStandardItemModel* functions_;
+  std::shared_ptr<const analysis::Analysis> analysis_;
+  int interval_ = -1;
+};
+
+}  // namespace prof::gui

@@ -1,0 +1,348 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QEventLoop>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPointer>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QThread>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include "characteristics_panel.h"
+#include "interval_tree_model.h"
+#include "timeline_view.h"
+#include "trace_loader.h"
+
+namespace prof::gui {
+
+namespace {
+constexpr int kMaxRecent = 8;
+}
+
+int matching_interval(const analysis::Analysis& from, int i, const analysis::Analysis& to) {
+  if (i < 0 || static_cast<size_t>(i) >= from.intervals.size() || to.intervals.empty()) return -1;
+  const auto& n = from.intervals[static_cast<size_t>(i)];
+  if (n.parent < 0) return 0;
+  const int parent = matching_interval(from, n.parent, to);
+  if (parent < 0) return -1;
+  for (int c : to.intervals[static_cast<size_t>(parent)].children) {
+    const auto& m = to.intervals[static_cast<size_t>(c)];
+    if (m.id == n.id && site_label(m) == site_label(n)) return c;
+  }
+  return -1;
+}
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle("prof-gui");
+  loader_ = new TraceLoader(this);
+  model_ = new IntervalTreeModel(this);
+  proxy_ = new QSortFilterProxyModel(this);
+  proxy_->setSourceModel(model_);
+  proxy_->setSortRole(IntervalTreeModel::SortRole);
+  proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  proxy_->setRecursiveFilteringEnabled(true);
+  proxy_->setFilterKeyColumn(IntervalTreeModel::Interval);
+
+  // Left: filter box and tree; right: the panel; below: the timeline.
+  auto* left = new QWidget(this);
+  auto* left_layout = new QVBoxLayout(left);
+  left_layout->setContentsMargins(4, 4, 4, 4);
+  filter_ = new QLineEdit(left);
+  filter_->setPlaceholderText(tr("Filter intervals (call site or id)"));
+  filter_->setClearButtonEnabled(true);
+  connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
+    proxy_->setFilterFixedString(text);
+    tree_->expandAll();
+  });
+  tree_ = new QTreeView(left);
+  tree_->setModel(proxy_);
+  tree_->setSortingEnabled(true);
+  tree_->sortByColumn(-1, Qt::AscendingOrder);  // tree order until a header is clicked
+  tree_->setUniformRowHeights(true);
+  tree_->setAlternatingRowColors(true);
+  tree_->header()->setStretchLastSection(false);
+  tree_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  left_layout->addWidget(filter_);
+  left_layout->addWidget(tree_, 1);
+  connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::onSelectionChanged);
+
+  panel_ = new CharacteristicsPanel(this);
+  view_ = new TimelineView(this);
+  connect(view_, &TimelineView::callClicked, this, [this](size_t, qulonglong, int node) {
+    if (!session_ || node < 0 || static_cast<size_t>(node) >= session_->interval_of_node.size()) return;
+    const int interval = session_->interval_of_node[static_cast<size_t>(node)];
+    if (interval >= 0) selectInterval(interval, false);
+  });
+  connect(view_, &TimelineView::rangeChanged, this, [this] {
+    if (visible_range_->isChecked()) range_timer_.start();
+  });
+
+  auto* top = new QSplitter(Qt::Horizontal, this);
+  top->addWidget(left);
+  top->addWidget(panel_);
+  top->setStretchFactor(0, 5);
+  top->setStretchFactor(1, 6);
+  auto* vertical = new QSplitter(Qt::Vertical, this);
+  vertical->addWidget(top);
+  vertical->addWidget(view_);
+  vertical->setStretchFactor(0, 1);
+  vertical->setStretchFactor(1, 1);
+  setCentralWidget(vertical);
+
+  // Menus.
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  file->addAction(tr("&Open trace..."), QKeySequence::Open, this, &MainWindow::chooseTrace);
+  recent_menu_ = file->addMenu(tr("Recent traces"));
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+  QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+  edit->addAction(tr("&Copy interval as report text"), QKeySequence::Copy, panel_,
+                  &CharacteristicsPanel::copyReportText);
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(tr("Show the &whole run"), QKeySequence(Qt::Key_Home), view_, &TimelineView::showAll);
+  arrows_ = view->addAction(tr("Message &arrows (when few are visible)"));
+  arrows_->setCheckable(true);
+  arrows_->setChecked(true);
+  connect(arrows_, &QAction::toggled, view_, &TimelineView::setArrows);
+  visible_range_ = view->addAction(tr("Panel shows the &visible range"));
+  visible_range_->setCheckable(true);
+  connect(visible_range_, &QAction::toggled, this, [this](bool on) {
+    if (on)
+      analyzeVisibleRange();
+    else {
+      range_analysis_.reset();
+      ++*range_generation_;
+      updatePanel();
+    }
+  });
+  rebuildRecentMenu();
+
+  // Status bar: progress and cancel of a load.
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 1000);
+  progress_->setMaximumWidth(260);
+  progress_->hide();
+  cancel_ = new QPushButton(tr("Cancel"), this);
+  cancel_->hide();
+  connect(cancel_, &QPushButton::clicked, loader_, &TraceLoader::cancel);
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancel_);
+  progress_timer_.setInterval(100);
+  connect(&progress_timer_, &QTimer::timeout, this,
+          [this] { progress_->setValue(static_cast<int>(loader_->progress() * 1000)); });
+  range_timer_.setSingleShot(true);
+  range_timer_.setInterval(400);
+  connect(&range_timer_, &QTimer::timeout, this, &MainWindow::analyzeVisibleRange);
+
+  connect(loader_, &TraceLoader::timelineOpened, this, &MainWindow::onTimelineOpened);
+  connect(loader_, &TraceLoader::finished, this, &MainWindow::onLoaded);
+  resize(1400, 900);
+}
+
+MainWindow::~MainWindow() {
+  // Analyses of a visible range stop at their next time window.
+  ++*range_generation_;
+  for (const QPointer<QThread>& worker : range_workers_)
+    if (worker) worker->wait();
+}
+
+void MainWindow::chooseTrace() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a trace directory"),
+                                                        session_ ? session_->dir : QString());
+  if (!dir.isEmpty()) openTrace(dir);
+}
+
+void MainWindow::openTrace(const QString& dir) {
+  statusBar()->showMessage(tr("Loading %1 ...").arg(dir));
+  progress_->setValue(0);
+  progress_->show();
+  cancel_->show();
+  progress_timer_.start();
+  setWindowTitle(QStringLiteral("prof-gui - %1").arg(dir));
+  loader_->load(dir);
+}
+
+void MainWindow::waitLoaded() { loader_->wait_done(); }
+
+void MainWindow::onTimelineOpened(std::shared_ptr<TraceSession> session) { view_->setTimeline(session->timeline); }
+
+void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled) {
+  progress_timer_.stop();
+  progress_->hide();
+  cancel_->hide();
+  if (cancelled) {
+    // Back to the trace shown before (the view may have started drawing the new one).
+    if (view_->timeline() != (session_ ? session_->timeline.get() : nullptr)) {
+      view_->setTimeline(session_ ? session_->timeline : nullptr);
+      onSelectionChanged();
+    }
+    statusBar()->showMessage(tr("Loading %1 cancelled").arg(session->dir));
+    return;
+  }
+  session_ = session;
+  range_analysis_.reset();
+  ++*range_generation_;  // a visible range's analysis of the previous trace is stale
+  if (view_->timeline() != session->timeline.get()) view_->setTimeline(session->timeline);
+  view_->followBuild();  // the build is over: show all of it (unless zoomed)
+  model_->setAnalysis(session->analysis);
+  if (model_->analysis() && model_->analysis()->intervals.size() <= 500)
+    tree_->expandAll();
+  else
+    tree_->expandToDepth(1);
+  if (model_->analysis()) {
+    addRecent(session->dir);
+    const auto& a = *model_->analysis();
+    statusBar()->showMessage(tr("%1: %2 ranks, %3 events, %4 intervals")
+                                 .arg(session->dir)
+                                 .arg(a.processors)
+                                 .arg(a.stats.events)
+                                 .arg(a.intervals.size()));
+    selectInterval(0, false);
+    if (visible_range_->isChecked()) range_timer_.start();
+  } else {
+    panel_->clear(tr("Nothing usable in %1").arg(session->dir));
+    statusBar()->showMessage(tr("%1: nothing usable").arg(session->dir));
+  }
+  const QString problem = session->problem_text();
+  if (!problem.isEmpty()) reportProblem(problem);
+}
+
+void MainWindow::reportProblem(const QString& text) {
+  last_problem_ = text;
+  if (quiet_sink_) return quiet_sink_(text);
+  // Window-modal and not blocking: the salvaged part stays usable behind it.
+  auto* box = new QMessageBox(QMessageBox::Warning, tr("Damaged trace"), text, QMessageBox::Ok, this);
+  box->setObjectName("problemDialog");
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->open();
+}
+
+int MainWindow::selectedInterval() const {
+  return model_->intervalOf(proxy_->mapToSource(tree_->currentIndex()));
+}
+
+bool MainWindow::selectIntervalId(int id) {
+  const auto* a = model_->analysis();
+  if (!a) return false;
+  int best = -1;
+  for (size_t i = 0; i < a->intervals.size(); ++i) {
+    const auto& n = a->intervals[i];
+    if (n.id && *n.id == static_cast<uint32_t>(id) &&
+        (best < 0 || n.first_enter < a->intervals[static_cast<size_t>(best)].first_enter))
+      best = static_cast<int>(i);
+  }
+  if (best < 0) return false;
+  selectInterval(best, true);
+  return true;
+}
+
+void MainWindow::selectInterval(int interval, bool zoom_to_first) {
+  const QModelIndex index = proxy_->mapFromSource(model_->indexOfInterval(interval));
+  if (!index.isValid()) {
+    // Hidden by the filter: clear it so the selection can be shown.
+    filter_->clear();
+  }
+  const QModelIndex shown = proxy_->mapFromSource(model_->indexOfInterval(interval));
+  zoom_on_select_ = zoom_to_first;
+  tree_->setCurrentIndex(shown);
+  tree_->scrollTo(shown);
+  zoom_on_select_ = true;
+}
+
+void MainWindow::onSelectionChanged() {
+  const int interval = selectedInterval();
+  updatePanel();
+  if (!session_ || interval < 0 || static_cast<size_t>(interval) >= session_->node_of_interval.size()) {
+    view_->highlightNode(-1);
+    return;
+  }
+  const int node = interval == 0 ? -1 : session_->node_of_interval[static_cast<size_t>(interval)];
+  const auto first = view_->highlightNode(node);
+  if (first && zoom_on_select_) {
+    // The first execution with a margin of a tenth on each side.
+    const double margin = std::max((first->end - first->start) * 0.1, 100.0);
+    view_->setRange(first->start - margin, first->end + margin);
+  }
+}
+
+void MainWindow::updatePanel() {
+  const int interval = selectedInterval();
+  if (!session_ || !session_->analysis || interval < 0) {
+    if (!session_) panel_->clear(tr("No trace loaded"));
+    return;
+  }
+  if (visible_range_->isChecked() && range_analysis_) {
+    const int match = matching_interval(*session_->analysis, interval, *range_analysis_);
+    const auto& w = *range_analysis_->window;
+    const QString scope = tr("Visible range %1 .. %2 s").arg(seconds_text(w.first), seconds_text(w.second));
+    if (match >= 0)
+      panel_->showInterval(range_analysis_, match, scope);
+    else
+      panel_->clear(tr("The interval has no execution in the visible range (%1)").arg(scope));
+    return;
+  }
+  panel_->showInterval(session_->analysis, interval,
+                       visible_range_->isChecked() ? tr("Visible range: analyzing...") : tr("Whole run"));
+}
+
+void MainWindow::analyzeVisibleRange() {
+  if (!session_ || !session_->analysis) return;
+  const uint64_t generation = ++*range_generation_;
+  analysis::Options options;
+  options.window_from_s = std::max(0.0, view_->from()) / 1e9;
+  options.window_to_s = view_->to() / 1e9;
+  options.cancelled = [current = range_generation_, generation] { return current->load() != generation; };
+  const std::string dir = session_->dir.toStdString();
+  QPointer<MainWindow> self(this);
+  QThread* worker = QThread::create([self, generation, options, dir] {
+    auto result = std::make_shared<const analysis::Analysis>(analysis::analyze(dir, options));
+    QMetaObject::invokeMethod(qApp, [self, generation, result] {
+      if (!self || self->range_generation_->load() != generation || !self->visible_range_->isChecked()) return;
+      if (!result->usable() || !result->window) return;
+      self->range_analysis_ = result;
+      self->updatePanel();
+    });
+  });
+  connect(worker, &QThread::finished, worker, &QObject::deleteLater);
+  range_workers_.erase(std::remove_if(range_workers_.begin(), range_workers_.end(),
+                                      [](const QPointer<QThread>& w) { return w.isNull(); }),
+                       range_workers_.end());
+  range_workers_.emplace_back(worker);
+  worker->start();
+  updatePanel();
+}
+
+void MainWindow::addRecent(const QString& dir) {
+  const QString path = QFileInfo(dir).absoluteFilePath();
+  QSettings settings("prof", "prof-gui");
+  QStringList list = settings.value("recent").toStringList();
+  list.removeAll(path);
+  list.prepend(path);
+  while (list.size() > kMaxRecent) list.removeLast();
+  settings.setValue("recent", list);
+  rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+  recent_menu_->clear();
+  const QStringList list = QSettings("prof", "prof-gui").value("recent").toStringList();
+  for (const QString& dir : list)
+    recent_menu_->addAction(dir, this, [this, dir] { openTrace(dir); });
+  recent_menu_->setEnabled(!list.isEmpty());
+}
+
+}  // namespace prof::gui

@@ -1,0 +1,104 @@
+// The main window: the interval tree (filterable, sortable) beside the
+// characteristics panel, the timeline below, a status bar with the load's
+// progress and a cancel button. Selecting an interval shows its
+// characteristics and its executions on the timeline (zooming to the first);
+// clicking a call selects its interval. With "Panel shows the visible range"
+// on, the panel shows the selected interval's characteristics over the
+// timeline's visible range (an analysis of that window, run in the background,
+// the latest range winning).
+#pragma once
+
+#include <QMainWindow>
+#include <QPointer>
+#include <QThread>
+#include <QTimer>
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "trace_session.h"
+
+class QLineEdit;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QSortFilterProxyModel;
+class QTreeView;
+class QAction;
+
+namespace prof::gui {
+
+class CharacteristicsPanel;
+class IntervalTreeModel;
+class TimelineView;
+class TraceLoader;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  void openTrace(const QString& dir);
+  // Problems of a trace go to a dialog, or with quiet mode to this sink.
+  void setQuiet(std::function<void(const QString&)> sink) { quiet_sink_ = std::move(sink); }
+  // Blocks (event loop running) until the load in progress ends.
+  void waitLoaded();
+
+  // Selects the interval with that id (its node with the earliest first entry);
+  // false when there is none.
+  bool selectIntervalId(int id);
+  void selectInterval(int interval, bool zoom_to_first = true);
+  int selectedInterval() const;
+
+  std::shared_ptr<const TraceSession> session() const { return session_; }
+  IntervalTreeModel* model() const { return model_; }
+  QSortFilterProxyModel* proxy() const { return proxy_; }
+  QTreeView* tree() const { return tree_; }
+  CharacteristicsPanel* panel() const { return panel_; }
+  TimelineView* timelineView() const { return view_; }
+  TraceLoader* loader() const { return loader_; }
+  QAction* visibleRangeAction() const { return visible_range_; }
+  // The last problem reported for a trace ("" when none).
+  QString lastProblem() const { return last_problem_; }
+
+ private:
+  void onTimelineOpened(std::shared_ptr<TraceSession> session);
+  void onLoaded(std::shared_ptr<TraceSession> session, bool cancelled);
+  void onSelectionChanged();
+  void reportProblem(const QString& text);
+  void updatePanel();
+  void analyzeVisibleRange();
+  void addRecent(const QString& dir);
+  void rebuildRecentMenu();
+  void chooseTrace();
+
+  TraceLoader* loader_;
+  std::shared_ptr<TraceSession> session_;
+  IntervalTreeModel* model_;
+  QSortFilterProxyModel* proxy_;
+  QTreeView* tree_;
+  QLineEdit* filter_;
+  CharacteristicsPanel* panel_;
+  TimelineView* view_;
+  QProgressBar* progress_;
+  QPushButton* cancel_;
+  QTimer progress_timer_;
+  QMenu* recent_menu_;
+  QAction* arrows_;
+  QAction* visible_range_;
+  QTimer range_timer_;  // debounces the visible range's analysis
+  std::shared_ptr<const analysis::Analysis> range_analysis_;
+  // Bumped for each new range: older analyses see it and stop.
+  std::shared_ptr<std::atomic<uint64_t>> range_generation_ = std::make_shared<std::atomic<uint64_t>>(0);
+  std::vector<QPointer<QThread>> range_workers_;
+  bool zoom_on_select_ = true;
+  std::function<void(const QString&)> quiet_sink_;
+  QString last_problem_;
+};
+
+// The interval of `to` with the same key path (parent, id, call site) as
+// interval i of `from`; -1 when `to` has none.
+int matching_interval(const analysis::Analysis& from, int i, const analysis::Analysis& to);
+
+}  // namespace prof::gui

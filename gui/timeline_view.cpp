@@ -1,0 +1,611 @@
+#include "timeline_view.h"
+
+#include <QHelpEvent>
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPainterPath>
+#include <QToolTip>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+#include "trace_session.h"
+
+namespace prof::gui {
+
+using analysis::TimelineCall;
+using analysis::TimelineKind;
+
+namespace {
+
+constexpr int kLabelWidth = 78;
+constexpr int kRulerHeight = 24;
+constexpr int kLegendHeight = 22;
+constexpr double kMaxRowHeight = 44;
+constexpr double kMinWidthNs = 10;
+
+QRgb background_rgb() { return qRgb(250, 250, 250); }
+
+// Fills columns [x0, x1) of lines [y0, y1) of an RGB32 image, clipped.
+// Writes through the raw bits: scanLine() costs a detach check per call.
+struct Canvas {
+  QRgb* bits;
+  qsizetype stride;  // in pixels
+  int width, height;
+  explicit Canvas(QImage& image)
+      : bits(reinterpret_cast<QRgb*>(image.bits())), stride(image.bytesPerLine() / 4),
+        width(image.width()), height(image.height()) {}
+  void fill(int x0, int x1, int y0, int y1, QRgb colour) const {
+    x0 = std::max(x0, 0);
+    x1 = std::min(x1, width);
+    y0 = std::max(y0, 0);
+    y1 = std::min(y1, height);
+    if (x0 >= x1) return;
+    for (int y = y0; y < y1; ++y) std::fill(bits + y * stride + x0, bits + y * stride + x1, colour);
+  }
+};
+
+// 1, 2 or 5 times a power of ten, at least v.
+double nice_step(double v) {
+  const double power = std::pow(10.0, std::floor(std::log10(std::max(v, 1e-9))));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * power >= v) return m * power;
+  return 10 * power;
+}
+
+QString row_label(const analysis::TimelineRow& row) {
+  return row.stream == 0 ? QStringLiteral("rank %1").arg(row.rank)
+                         : QStringLiteral("rank %1 t%2").arg(row.rank).arg(row.stream);
+}
+
+}  // namespace
+
+QColor kind_color(TimelineKind kind) {
+  switch (kind) {
+    case TimelineKind::User: return QColor(170, 214, 160);
+    case TimelineKind::PointToPoint: return QColor(58, 118, 206);
+    case TimelineKind::Collective: return QColor(242, 142, 43);
+    case TimelineKind::AllToAll: return QColor(160, 70, 170);
+    case TimelineKind::Marker: return QColor(20, 20, 20);
+    case TimelineKind::OtherMpi: return QColor(140, 140, 150);
+  }
+  return Qt::gray;
+}
+QColor waiting_color() { return QColor(214, 39, 40); }
+
+namespace {
+struct KindColours {
+  QRgb rgb[analysis::kTimelineKinds];
+  KindColours() {
+    for (int k = 0; k < analysis::kTimelineKinds; ++k) rgb[k] = kind_color(static_cast<TimelineKind>(k)).rgb();
+  }
+};
+QRgb kind_rgb(TimelineKind kind) {
+  static const KindColours colours;
+  return colours.rgb[static_cast<int>(kind)];
+}
+}  // namespace
+
+TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
+  setMinimumSize(200, 120);
+  setFocusPolicy(Qt::StrongFocus);
+  setMouseTracking(false);
+  build_timer_.setInterval(150);
+  connect(&build_timer_, &QTimer::timeout, this, &TimelineView::followBuild);
+}
+
+void TimelineView::followBuild() {
+  if (!timeline_) return build_timer_.stop();
+  if (follow_end_) {
+    from_ = 0;
+    to_ = std::max(timeline_->end(), kMinWidthNs);
+  }
+  if (timeline_->complete() || timeline_->cancelled()) build_timer_.stop();
+  update();
+}
+
+void TimelineView::setTimeline(std::shared_ptr<analysis::Timeline> timeline) {
+  timeline_ = std::move(timeline);
+  highlight_node_ = -1;
+  highlight_.clear();
+  drawn_calls_.clear();
+  follow_end_ = true;
+  from_ = 0;
+  to_ = timeline_ ? std::max(timeline_->end(), kMinWidthNs) : 1;
+  if (timeline_) build_timer_.start();
+  update();
+}
+
+void TimelineView::setRange(double from, double to) {
+  if (!(to - from >= kMinWidthNs)) {
+    const double mid = (from + to) / 2;
+    from = mid - kMinWidthNs / 2;
+    to = mid + kMinWidthNs / 2;
+  }
+  follow_end_ = false;
+  from_ = from;
+  to_ = to;
+  emit rangeChanged(from_, to_);
+  update();
+}
+
+void TimelineView::showAll() {
+  const double end = timeline_ ? std::max(timeline_->end(), kMinWidthNs) : 1;
+  setRange(0, end);
+  follow_end_ = timeline_ && !timeline_->complete();
+}
+
+void TimelineView::setArrows(bool on) {
+  arrows_ = on;
+  update();
+}
+
+std::optional<analysis::TimelineExecution> TimelineView::highlightNode(int node) {
+  highlight_node_ = node;
+  highlight_.clear();
+  std::optional<analysis::TimelineExecution> first;
+  if (timeline_ && node >= 0) {
+    highlight_.resize(timeline_->rows().size());
+    for (size_t row = 0; row < highlight_.size(); ++row) {
+      for (const auto& e : timeline_->executions(row))
+        if (e.node == static_cast<uint32_t>(node)) highlight_[row].push_back(e);
+      if (!highlight_[row].empty() && (!first || highlight_[row].front().start < first->start))
+        first = highlight_[row].front();
+    }
+  }
+  update();
+  return first;
+}
+
+QRect TimelineView::plotRect() const {
+  return QRect(kLabelWidth, kRulerHeight, std::max(1, width() - kLabelWidth - 4),
+               std::max(1, height() - kRulerHeight - kLegendHeight));
+}
+double TimelineView::xOf(double t) const {
+  const QRect r = plotRect();
+  return r.left() + (t - from_) / (to_ - from_) * r.width();
+}
+double TimelineView::timeAt(double x) const {
+  const QRect r = plotRect();
+  return from_ + (x - r.left()) / r.width() * (to_ - from_);
+}
+double TimelineView::rowHeight() const {
+  const size_t rows = timeline_ ? std::max<size_t>(1, timeline_->rows().size()) : 1;
+  return std::min(kMaxRowHeight, static_cast<double>(plotRect().height()) / static_cast<double>(rows));
+}
+int TimelineView::rowAt(int y) const {
+  if (!timeline_) return -1;
+  const QRect r = plotRect();
+  if (y < r.top()) return -1;
+  const int row = static_cast<int>((y - r.top()) / rowHeight());
+  return row < static_cast<int>(timeline_->rows().size()) ? row : -1;
+}
+int TimelineView::rowCenterY(size_t row) const {
+  return static_cast<int>(plotRect().top() + (static_cast<double>(row) + 0.5) * rowHeight());
+}
+
+void TimelineView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), QColor(background_rgb()));
+  drawn_calls_.clear();
+  summarized_rows_ = drawn_arrows_ = 0;
+  if (!timeline_) {
+    p.drawText(rect(), Qt::AlignCenter, tr("No trace: File > Open"));
+    return;
+  }
+  const QRect plot = plotRect();
+  const analysis::TimelineAnswer answer = frameAnswer(static_cast<uint32_t>(plot.width()));
+  if (image_.size() != plot.size()) image_ = QImage(plot.size(), QImage::Format_RGB32);
+  image_.fill(background_rgb());
+  drawRows(image_, answer);
+  p.drawImage(plot.topLeft(), image_);
+  drawOverlays(p, answer);
+  drawRuler(p);
+  drawLegend(p);
+  if (!answer.complete) {
+    p.setPen(Qt::darkRed);
+    p.drawText(QRect(0, 0, width() - 6, kRulerHeight), Qt::AlignRight | Qt::AlignVCenter,
+               tr("building %1%").arg(static_cast<int>(answer.built * 100)));
+  }
+}
+
+analysis::TimelineAnswer TimelineView::frameAnswer(uint32_t width) const {
+  // Rows whose pixel columns are narrower than their pyramid's leaves would be
+  // summarized from every call in range. Where a count at leaf resolution
+  // says that is more than kFineBudget calls (and more than fit as calls), the
+  // row is drawn from those leaves instead: coarser columns, bounded cost.
+  const double range = to_ - from_;
+  std::vector<size_t> fine;
+  std::vector<analysis::TimelineRowAnswer> coarse;
+  for (size_t row = 0; row < timeline_->rows().size(); ++row) {
+    const double leaf = timeline_->leaf_ns(row);
+    if (leaf <= 0 || range / width >= leaf) {
+      fine.push_back(row);
+      continue;
+    }
+    analysis::TimelineQuery q;
+    q.rows = {row};
+    q.from = from_;
+    q.to = to_;
+    q.buckets = static_cast<uint32_t>(std::max(1.0, std::floor(range / leaf)));
+    q.max_events = 1;  // summaries only
+    analysis::TimelineAnswer leaves = timeline_->query(q);
+    uint64_t calls = 0;
+    if (!leaves.rows.empty())
+      for (const auto& b : leaves.rows[0].buckets) calls += b.count;
+    if (leaves.rows.empty() || !leaves.rows[0].summarized || calls <= std::max<uint64_t>(kFineBudget, 2 * width))
+      fine.push_back(row);
+    else
+      coarse.push_back(std::move(leaves.rows[0]));
+  }
+  analysis::TimelineAnswer answer;
+  if (!fine.empty()) {
+    analysis::TimelineQuery q;
+    q.rows = fine;
+    q.from = from_;
+    q.to = to_;
+    q.buckets = width;
+    answer = timeline_->query(q);
+  } else {
+    answer.built = timeline_->built();
+    answer.complete = timeline_->complete();
+  }
+  for (auto& r : coarse) answer.rows.push_back(std::move(r));
+  return answer;
+}
+
+void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answer) {
+  const Canvas canvas(image);
+  const double row_h = rowHeight();
+  bucket_widths_.assign(timeline_->rows().size(), 0);
+  const double scale = image.width() / (to_ - from_);
+  auto x_of = [&](double t) { return (t - from_) * scale; };
+  const QRgb user = kind_color(TimelineKind::User).rgb();
+  for (const auto& answer_row : answer.rows) {
+    const int top = static_cast<int>(static_cast<double>(answer_row.row) * row_h);
+    const int y0 = top + (row_h >= 6 ? 1 : 0);
+    const int y1 = std::max(y0 + 1, static_cast<int>(static_cast<double>(answer_row.row + 1) * row_h) - (row_h >= 6 ? 2 : 0));
+    const int h = y1 - y0;
+    if (answer_row.summarized) {
+      ++summarized_rows_;
+      bucket_widths_[answer_row.row] = answer_row.bucket_width;
+      // Stacked fractions of the bucket's time per kind, MPI at the bottom.
+      static constexpr TimelineKind order[] = {TimelineKind::Collective, TimelineKind::AllToAll,
+                                               TimelineKind::PointToPoint, TimelineKind::OtherMpi,
+                                               TimelineKind::Marker, TimelineKind::User};
+      for (size_t i = 0; i < answer_row.buckets.size(); ++i) {
+        const auto& b = answer_row.buckets[i];
+        const double b0 = answer_row.bucket_from + static_cast<double>(i) * answer_row.bucket_width;
+        const int x0 = static_cast<int>(std::floor(x_of(b0)));
+        const int x1 = std::max(x0 + 1, static_cast<int>(std::floor(x_of(b0 + answer_row.bucket_width))));
+        double cumulative = 0;
+        int y = y1;
+        for (TimelineKind k : order) {
+          const double t = b.time[static_cast<int>(k)];
+          if (t <= 0) continue;
+          cumulative += t;
+          const int next = y1 - static_cast<int>(std::min(1.0, cumulative / answer_row.bucket_width) * h + 0.5);
+          canvas.fill(x0, x1, next, y, kind_rgb(k));
+          y = next;
+        }
+        // Calls entered but too short for a pixel: one line of their colour.
+        if (y == y1 && b.count > 0) canvas.fill(x0, x1, y1 - 1, y1, kind_rgb(b.dominant));
+      }
+      continue;
+    }
+    // User code: the rank's run (the root execution), and between calls.
+    for (const auto& e : answer_row.executions)
+      if (e.node == 0)
+        canvas.fill(static_cast<int>(std::floor(x_of(e.start))), static_cast<int>(std::ceil(x_of(e.end))),
+                  y0, y1, user);
+    for (size_t i = 0; i + 1 < answer_row.calls.size(); ++i)
+      canvas.fill(static_cast<int>(std::floor(x_of(static_cast<double>(answer_row.calls[i].leave())))),
+                static_cast<int>(std::ceil(x_of(static_cast<double>(answer_row.calls[i + 1].enter)))), y0, y1, user);
+    for (const TimelineCall& c : answer_row.calls) {
+      drawn_calls_.push_back(c);
+      if (c.kind == TimelineKind::Marker) continue;  // drawn as lines over everything
+      const int x0 = static_cast<int>(std::floor(x_of(static_cast<double>(c.enter))));
+      const int x1 = std::max(x0 + 1, static_cast<int>(std::ceil(x_of(static_cast<double>(c.leave())))));
+      canvas.fill(x0, x1, y0, y1, kind_rgb(c.kind));
+    }
+  }
+  // Waiting that is potential synchronization: the lower third of the call.
+  std::vector<char> by_calls(timeline_->rows().size(), 0);
+  for (const auto& answer_row : answer.rows) by_calls[answer_row.row] = !answer_row.summarized;
+  auto wait_span = [&](size_t row, double enter, double wait) {
+    if (wait <= 0 || row >= by_calls.size() || !by_calls[row]) return;
+    const int y1 = static_cast<int>(static_cast<double>(row + 1) * row_h) - (row_h >= 6 ? 2 : 0);
+    const int y0 = y1 - std::max(2, static_cast<int>(row_h / 3));
+    const int x0 = static_cast<int>(std::floor(x_of(enter)));
+    canvas.fill(x0, std::max(x0 + 1, static_cast<int>(std::ceil(x_of(enter + wait)))), y0, y1,
+              waiting_color().rgb());
+  };
+  for (const auto& m : answer.messages)
+    wait_span(m.recv_row, static_cast<double>(m.recv_enter), static_cast<double>(m.wait));
+  for (const auto& c : answer.collectives)
+    for (const auto& m : c.members) wait_span(m.row, static_cast<double>(m.enter), static_cast<double>(m.wait));
+}
+
+void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& answer) {
+  const QRect plot = plotRect();
+  const double row_h = rowHeight();
+  p.save();
+  p.setClipRect(plot);
+  // The selected interval's executions: outlined spans, merged per pixel so
+  // that a zoomed-out view costs O(pixels log n).
+  if (!highlight_.empty()) {
+    p.setPen(QPen(QColor(220, 160, 0), 2));
+    for (size_t row = 0; row < highlight_.size(); ++row) {
+      const auto& list = highlight_[row];
+      const double top = plot.top() + static_cast<double>(row) * row_h;
+      auto it = std::partition_point(list.begin(), list.end(), [&](const auto& e) { return e.end < from_; });
+      while (it != list.end() && it->start < to_) {
+        const double x0 = xOf(it->start);
+        double x1 = std::max(xOf(it->end), x0 + 2);
+        auto next = it + 1;
+        // Merge what starts within a pixel of this span's end.
+        while (next != list.end() && xOf(next->start) <= x1 + 1) {
+          const double resume = timeAt(x1 + 1);
+          next = std::partition_point(next, list.end(), [&](const auto& e) { return e.end < resume; });
+          if (next != list.end() && xOf(next->start) <= x1 + 1) {
+            x1 = std::max(xOf(next->end), x1 + 1);
+            ++next;
+          }
+        }
+        // An outline and a band along the top: the calls keep their colours.
+        const double left = std::max(x0, plot.left() - 2.0), right = std::min(x1, plot.right() + 2.0);
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(QRectF(left, top + 0.5, right - left, row_h - 1));
+        p.fillRect(QRectF(left, top + 0.5, right - left, std::min(4.0, row_h / 4)), QColor(255, 200, 0));
+        it = next;
+      }
+    }
+  }
+  // Markers: thin dark lines.
+  p.setPen(QPen(kind_color(TimelineKind::Marker), 1));
+  for (const auto& c : drawn_calls_)
+    if (c.kind == TimelineKind::Marker) {
+      const double x = std::floor(xOf(static_cast<double>(c.enter))) + 0.5;
+      const double top = plot.top() + static_cast<double>(c.row) * row_h;
+      p.drawLine(QPointF(x, top), QPointF(x, top + row_h - 1));
+    }
+  // Message arrows, from the send's entry to the receive's return.
+  if (arrows_ && !answer.messages.empty() && answer.messages.size() <= kMaxArrows) {
+    p.setRenderHint(QPainter::Antialiasing, true);
+    p.setPen(QPen(QColor(30, 30, 30), 1));
+    p.setBrush(QColor(30, 30, 30));
+    for (const auto& m : answer.messages) {
+      const QPointF a(xOf(static_cast<double>(m.send_enter)), rowCenterY(m.send_row));
+      const QPointF b(xOf(static_cast<double>(m.recv_leave)), rowCenterY(m.recv_row));
+      p.drawLine(a, b);
+      const QLineF line(b, a);
+      if (line.length() > 6) {
+        const double angle = std::atan2(a.y() - b.y(), a.x() - b.x());
+        const QPointF left = b + QPointF(std::cos(angle + 0.4) * 7, std::sin(angle + 0.4) * 7);
+        const QPointF right = b + QPointF(std::cos(angle - 0.4) * 7, std::sin(angle - 0.4) * 7);
+        p.drawPolygon(QPolygonF({b, left, right}));
+      }
+      ++drawn_arrows_;
+    }
+    p.setRenderHint(QPainter::Antialiasing, false);
+  }
+  // Rubber band of a zoom to a range.
+  if (drag_ == Drag::Range && moved_) {
+    const int x0 = std::min(press_.x(), last_.x()), x1 = std::max(press_.x(), last_.x());
+    p.setPen(QColor(40, 80, 200));
+    p.setBrush(QColor(40, 80, 200, 50));
+    p.drawRect(QRect(x0, plot.top(), x1 - x0, plot.height() - 1));
+  }
+  p.restore();
+  // Row labels and separators.
+  p.setPen(QColor(40, 40, 40));
+  const auto& rows = timeline_->rows();
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const double top = plot.top() + static_cast<double>(r) * row_h;
+    if (row_h >= 9)
+      p.drawText(QRectF(4, top, kLabelWidth - 8, row_h), Qt::AlignVCenter | Qt::AlignLeft, row_label(rows[r]));
+  }
+  p.setPen(QColor(200, 200, 200));
+  p.drawLine(plot.left() - 1, plot.top(), plot.left() - 1, plot.bottom());
+}
+
+void TimelineView::drawRuler(QPainter& p) {
+  const QRect plot = plotRect();
+  p.fillRect(QRect(0, 0, width(), kRulerHeight), QColor(236, 236, 240));
+  p.setPen(QColor(60, 60, 60));
+  const double ns_per_px = (to_ - from_) / plot.width();
+  const double step = nice_step(ns_per_px * 110);
+  const int decimals = std::clamp(static_cast<int>(-std::floor(std::log10(step / 1e9))), 0, 9);
+  for (double t = std::ceil(from_ / step) * step; t < to_; t += step) {
+    const int x = static_cast<int>(std::lround(xOf(t)));
+    p.drawLine(x, kRulerHeight - 6, x, kRulerHeight);
+    p.drawText(x + 3, kRulerHeight - 8, QString::number(t / 1e9, 'f', decimals) + " s");
+  }
+  p.drawText(QRect(4, 0, kLabelWidth - 6, kRulerHeight), Qt::AlignVCenter,
+             duration_text(to_ - from_));
+}
+
+void TimelineView::drawLegend(QPainter& p) {
+  const int y = height() - kLegendHeight;
+  p.fillRect(QRect(0, y, width(), kLegendHeight), QColor(236, 236, 240));
+  const std::pair<QString, QColor> items[] = {
+      {tr("user code"), kind_color(TimelineKind::User)},
+      {tr("point-to-point"), kind_color(TimelineKind::PointToPoint)},
+      {tr("collective"), kind_color(TimelineKind::Collective)},
+      {tr("all-to-all"), kind_color(TimelineKind::AllToAll)},
+      {tr("other MPI"), kind_color(TimelineKind::OtherMpi)},
+      {tr("interval marker"), kind_color(TimelineKind::Marker)},
+      {tr("waiting (potential sync)"), waiting_color()},
+      {tr("selected interval"), QColor(255, 200, 0)},
+  };
+  int x = 8;
+  p.setPen(QColor(40, 40, 40));
+  for (const auto& [name, colour] : items) {
+    p.fillRect(QRect(x, y + 5, 12, 12), colour);
+    x += 16;
+    p.drawText(QPoint(x, y + 15), name);
+    x += p.fontMetrics().horizontalAdvance(name) + 14;
+  }
+}
+
+std::optional<TimelineCall> TimelineView::callAt(QPoint pos) const {
+  const QRect plot = plotRect();
+  const int row = rowAt(pos.y());
+  if (!timeline_ || row < 0 || pos.x() < plot.left() || pos.x() > plot.right()) return std::nullopt;
+  analysis::TimelineQuery q;
+  q.rows = {static_cast<size_t>(row)};
+  q.from = from_;
+  q.to = to_;
+  q.buckets = static_cast<uint32_t>(plot.width());
+  const auto answer = timeline_->query(q);
+  if (answer.rows.empty()) return std::nullopt;
+  const auto& answer_row = answer.rows[0];
+  const double px = pos.x() + 0.5;
+  if (answer_row.summarized) {
+    const double t = timeAt(px);
+    const double i = std::floor((t - answer_row.bucket_from) / answer_row.bucket_width);
+    if (i < 0 || i >= static_cast<double>(answer_row.buckets.size())) return std::nullopt;
+    const auto& b = answer_row.buckets[static_cast<size_t>(i)];
+    if (!b.has_longest) return std::nullopt;
+    return timeline_->call(static_cast<size_t>(row), b.longest_index);
+  }
+  // The call under the pixel, else the nearest within 3 px; among equals the
+  // shortest (a marker or a short call drawn over a long one).
+  std::optional<TimelineCall> best;
+  double best_distance = 3.5;
+  for (const auto& c : answer_row.calls) {
+    const double x0 = std::floor(xOf(static_cast<double>(c.enter)));
+    const double x1 = std::max(x0 + 1, std::ceil(xOf(static_cast<double>(c.leave()))));
+    const double d = px >= x0 && px <= x1 ? 0 : std::min(std::abs(px - x0), std::abs(px - x1));
+    if (d < best_distance || (d == best_distance && best && c.duration < best->duration)) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+std::optional<analysis::TimelineExecution> TimelineView::executionAt(size_t row, double t) const {
+  if (!timeline_) return std::nullopt;
+  const auto list = timeline_->executions(row);
+  // Sorted by start and nested: the latest start that still contains t is
+  // the innermost.
+  auto it = std::partition_point(list.begin(), list.end(), [&](const auto& e) { return e.start <= t; });
+  while (it != list.begin()) {
+    --it;
+    if (it->end >= t) return *it;
+  }
+  return std::nullopt;
+}
+
+QString TimelineView::tooltipAt(QPoint pos) const {
+  const auto call = callAt(pos);
+  if (!call) return {};
+  const TimelineCall& c = *call;
+  QStringList lines;
+  lines << QStringLiteral("<b>%1</b> (%2)")
+               .arg(QString::fromUtf8(c.function.data(), static_cast<int>(c.function.size())),
+                    c.kind == TimelineKind::Marker ? tr("interval marker")
+                                                   : QString::fromUtf8(analysis::timeline_kind_name(c.kind)));
+  const auto& row = timeline_->rows()[c.row];
+  lines << tr("rank %1, thread %2").arg(row.rank).arg(row.stream);
+  if (c.kind == TimelineKind::Marker)
+    lines << tr("interval %1, call site %2").arg(c.interval_id).arg(QString::fromStdString(timeline_->site(c.site)));
+  lines << tr("enter %1 s, duration %2").arg(QString::number(static_cast<double>(c.enter) / 1e9, 'f', 9),
+                                             duration_text(static_cast<double>(c.duration)));
+  if (c.kind != TimelineKind::Marker) {
+    if (c.bytes > 0 || c.kind != TimelineKind::OtherMpi) lines << tr("bytes %1").arg(c.bytes);
+    if (c.peer >= 0) lines << tr("peer %1").arg(c.peer);
+    if (c.tag >= 0) lines << tr("tag %1").arg(c.tag);
+    if (const auto e = executionAt(c.row, static_cast<double>(c.enter))) {
+      const auto nodes = timeline_->nodes();
+      if (e->node < nodes.size() && e->node != 0)
+        lines << tr("in interval %1 (call site %2)")
+                     .arg(nodes[e->node].id)
+                     .arg(QString::fromStdString(timeline_->site(nodes[e->node].site)));
+      else
+        lines << tr("in the whole run (no user interval)");
+    }
+  }
+  return lines.join("<br>");
+}
+
+void TimelineView::zoomAbout(double t, double factor) {
+  const double width = std::max((to_ - from_) * factor, kMinWidthNs);
+  const double share = (t - from_) / (to_ - from_);
+  setRange(t - share * width, t - share * width + width);
+}
+
+void TimelineView::wheelEvent(QWheelEvent* e) {
+  const double factor = std::pow(0.998, e->angleDelta().y());
+  zoomAbout(timeAt(e->position().x()), factor);
+  e->accept();
+}
+
+void TimelineView::mousePressEvent(QMouseEvent* e) {
+  press_ = last_ = e->position().toPoint();
+  moved_ = false;
+  const bool range = e->button() == Qt::RightButton ||
+                     (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier));
+  drag_ = range ? Drag::Range : e->button() == Qt::LeftButton ? Drag::Pan : Drag::None;
+}
+
+void TimelineView::mouseMoveEvent(QMouseEvent* e) {
+  const QPoint pos = e->position().toPoint();
+  if (drag_ == Drag::None) return;
+  if ((pos - press_).manhattanLength() >= 3) moved_ = true;
+  if (drag_ == Drag::Pan && moved_) {
+    const double dt = (pos.x() - last_.x()) * (to_ - from_) / plotRect().width();
+    setRange(from_ - dt, to_ - dt);
+  }
+  last_ = pos;
+  if (drag_ == Drag::Range) update();
+}
+
+void TimelineView::mouseReleaseEvent(QMouseEvent* e) {
+  const QPoint pos = e->position().toPoint();
+  const Drag drag = drag_;
+  drag_ = Drag::None;
+  if (drag == Drag::Range && moved_) {
+    const double a = timeAt(std::min(press_.x(), pos.x())), b = timeAt(std::max(press_.x(), pos.x()));
+    setRange(a, b);
+    return;
+  }
+  if (!moved_ && e->button() == Qt::LeftButton) {
+    if (const auto call = callAt(pos)) {
+      const auto exe = executionAt(call->row, static_cast<double>(call->enter));
+      emit callClicked(call->row, call->index, exe ? static_cast<int>(exe->node) : -1);
+    }
+  }
+  update();
+}
+
+void TimelineView::keyPressEvent(QKeyEvent* e) {
+  const double width = to_ - from_, mid = (from_ + to_) / 2;
+  switch (e->key()) {
+    case Qt::Key_Left: setRange(from_ - width * 0.2, to_ - width * 0.2); break;
+    case Qt::Key_Right: setRange(from_ + width * 0.2, to_ + width * 0.2); break;
+    case Qt::Key_Plus:
+    case Qt::Key_Equal: zoomAbout(mid, 0.5); break;
+    case Qt::Key_Minus: zoomAbout(mid, 2.0); break;
+    case Qt::Key_Home:
+    case Qt::Key_0: showAll(); break;
+    default: QWidget::keyPressEvent(e);
+  }
+}
+
+bool TimelineView::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(e);
+    const QString text = tooltipAt(help->pos());
+    if (text.isEmpty())
+      QToolTip::hideText();
+    else
+      QToolTip::showText(help->globalPos(), text, this);
+    return true;
+  }
+  return QWidget::event(e);
+}
+
+}  // namespace prof::gui

@@ -1,0 +1,125 @@
+// The timeline: a row per rank and thread, a time ruler, calls coloured by
+// kind with a legend, message arrows, the selected interval's executions.
+//
+// Drawing never touches more than the screen can show: each frame asks the
+// timeline layer for the visible range at one bucket per pixel column, and a
+// row with more than two calls per column comes back as per-bucket summaries
+// from its level-of-detail pyramid (drawn as stacked kind fractions). So a
+// frame costs O(pixels + calls shown), whatever the trace's size. Rows are
+// A row whose pixel columns are finer than its pyramid's leaves is summarized
+// by the layer from its calls; when a count at leaf resolution says that
+// would read more than kFineBudget calls, the row is drawn from the leaves
+// (wider columns) instead, so that cost stays bounded too. Rows are
+// drawn into a QImage by spans, then overlays (markers, waits, arrows,
+// highlights, ruler, legend) with QPainter.
+//
+// Interaction: wheel zooms about the cursor, left drag pans, shift+left drag
+// or right drag zooms to the dragged range, keys: arrows pan, +/- zoom, Home
+// shows everything. A click on a call emits callClicked (its innermost
+// interval execution's node). Times are ns from the trace's start.
+#pragma once
+
+#include <QImage>
+#include <QTimer>
+#include <QWidget>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "prof/analysis/timeline.h"
+
+namespace prof::gui {
+
+QColor kind_color(analysis::TimelineKind kind);
+QColor waiting_color();
+
+class TimelineView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TimelineView(QWidget* parent = nullptr);
+
+  void setTimeline(std::shared_ptr<analysis::Timeline> timeline);
+  const analysis::Timeline* timeline() const { return timeline_.get(); }
+
+  double from() const { return from_; }
+  double to() const { return to_; }
+  // Shows [from, to) ns (at least 10 ns wide).
+  void setRange(double from, double to);
+  void showAll();
+  void setArrows(bool on);
+  // While building, and until the user zooms: the range grows to the end
+  // built so far (a timer calls this; so does the loader's end).
+  void followBuild();
+  bool arrows() const { return arrows_; }
+  // Shows the executions of a timeline node (-1: none); returns the first one
+  // (earliest start over rows), if any.
+  std::optional<analysis::TimelineExecution> highlightNode(int node);
+  int highlightedNode() const { return highlight_node_; }
+
+  // Geometry, for tests and callers: the drawing area and time <-> x.
+  QRect plotRect() const;
+  double xOf(double t) const;
+  double timeAt(double x) const;
+  int rowAt(int y) const;  // -1 outside the rows
+  int rowCenterY(size_t row) const;
+
+  // The call drawn at a point (a summary's longest call there), if any.
+  std::optional<analysis::TimelineCall> callAt(QPoint p) const;
+  QString tooltipAt(QPoint p) const;
+  // The innermost interval execution on a row containing time t.
+  std::optional<analysis::TimelineExecution> executionAt(size_t row, double t) const;
+
+  // What the last frame drew: the calls of rows drawn call by call, the
+  // number of rows drawn from summaries, the arrows drawn.
+  const std::vector<analysis::TimelineCall>& drawnCalls() const { return drawn_calls_; }
+  size_t summarizedRows() const { return summarized_rows_; }
+  // The width (ns) of a row's summary buckets in the last frame (0: calls).
+  double drawnBucketWidth(size_t row) const { return row < bucket_widths_.size() ? bucket_widths_[row] : 0; }
+  size_t drawnArrows() const { return drawn_arrows_; }
+  // At most this many messages visible: arrows are drawn.
+  static constexpr size_t kMaxArrows = 400;
+  // A row summarized from its calls reads at most about this many per frame.
+  static constexpr uint64_t kFineBudget = 8000;
+
+ signals:
+  void rangeChanged(double from, double to);
+  void callClicked(size_t row, qulonglong index, int node);
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void wheelEvent(QWheelEvent*) override;
+  void mousePressEvent(QMouseEvent*) override;
+  void mouseMoveEvent(QMouseEvent*) override;
+  void mouseReleaseEvent(QMouseEvent*) override;
+  void keyPressEvent(QKeyEvent*) override;
+  bool event(QEvent*) override;
+
+ private:
+  void zoomAbout(double t, double factor);
+  analysis::TimelineAnswer frameAnswer(uint32_t width) const;
+  void drawRows(QImage& image, const analysis::TimelineAnswer& answer);
+  void drawOverlays(QPainter& p, const analysis::TimelineAnswer& answer);
+  void drawRuler(QPainter& p);
+  void drawLegend(QPainter& p);
+  double rowHeight() const;
+
+  std::shared_ptr<analysis::Timeline> timeline_;
+  double from_ = 0, to_ = 1;
+  bool follow_end_ = true;  // no zoom yet: the range grows with the build
+  bool arrows_ = true;
+  int highlight_node_ = -1;
+  std::vector<std::vector<analysis::TimelineExecution>> highlight_;  // per row, by start
+  QTimer build_timer_;
+  QImage image_;  // the rows, reused from frame to frame
+
+  enum class Drag { None, Pan, Range };
+  Drag drag_ = Drag::None;
+  QPoint press_, last_;
+  bool moved_ = false;
+
+  std::vector<analysis::TimelineCall> drawn_calls_;
+  size_t summarized_rows_ = 0, drawn_arrows_ = 0;
+  std::vector<double> bucket_widths_;
+};
+
+}  // namespace prof::gui

@@ -1,0 +1,126 @@
+#include "trace_loader.h"
+
+#include <QDir>
+#include <QEventLoop>
+#include <QFileInfo>
+#include <QPointer>
+#include <thread>
+
+namespace prof::gui {
+
+namespace {
+
+// Call records the timeline keeps in memory: the layer's default (512 MiB)
+// unless the trace is over 1 GiB on disk (some 6*10^7 events), then 128 MiB:
+// at 10^8 events the rest of what the build holds peaks near 2.2 GB, and most
+// records of such a trace are in the spill file either way (measured in
+// docs/performance.md: peak 2.25-2.29 GiB against 2.61-2.66 GiB).
+uint64_t record_budget(const QString& dir) {
+  uint64_t bytes = 0;
+  for (const QFileInfo& file : QDir(dir).entryInfoList({"rank-*.prof"}, QDir::Files)) bytes += static_cast<uint64_t>(file.size());
+  return bytes > (uint64_t{1} << 30) ? uint64_t{128} << 20 : analysis::TimelineOptions{}.memory_bytes;
+}
+
+}  // namespace
+
+TraceLoader::TraceLoader(QObject* parent) : QObject(parent) {
+  qRegisterMetaType<std::shared_ptr<prof::gui::TraceSession>>();
+}
+
+TraceLoader::~TraceLoader() {
+  cancel();
+  if (worker_) {
+    worker_->wait();
+    delete worker_;
+  }
+}
+
+double TraceLoader::progress() const {
+  if (!progress_) return 0;
+  return (progress_->timeline.load() + progress_->analysis.load()) / 2;
+}
+
+void TraceLoader::cancel() {
+  if (!progress_) return;
+  progress_->cancelled = true;
+  std::lock_guard lock(progress_->mutex);
+  if (progress_->timeline_handle) progress_->timeline_handle->cancel();
+}
+
+void TraceLoader::load(const QString& dir) {
+  if (worker_) {
+    cancel();
+    // The old worker reports to nobody: its signals check its own progress.
+    worker_->disconnect(this);
+    QThread* old = worker_;
+    connect(old, &QThread::finished, old, &QObject::deleteLater);
+    worker_ = nullptr;
+  }
+  auto progress = std::make_shared<Progress>();
+  progress_ = progress;
+  QPointer<TraceLoader> self(this);
+  const bool analyze = analyze_;
+  worker_ = QThread::create([self, progress, dir, analyze] {
+    auto session = std::make_shared<TraceSession>();
+    session->dir = dir;
+    const std::string path = dir.toStdString();
+    analysis::TimelineOptions topt;
+    topt.memory_bytes = record_budget(dir);
+    topt.progress = [progress](double f) { progress->timeline = f; };
+    std::string error;
+    std::shared_ptr<analysis::Timeline> tl = analysis::Timeline::open(path, &error, topt);
+    session->timeline_error = QString::fromStdString(error);
+    std::thread builder;
+    if (tl) {
+      session->timeline = tl;
+      {
+        std::lock_guard lock(progress->mutex);
+        progress->timeline_handle = tl;
+        if (progress->cancelled) tl->cancel();
+      }
+      auto opened = std::make_shared<TraceSession>(*session);
+      if (self)
+        QMetaObject::invokeMethod(
+          self.data(),
+          [self, progress, opened] {
+            if (self && self->progress_ == progress) emit self->timelineOpened(opened);
+          },
+          Qt::QueuedConnection);
+      builder = std::thread([tl] { tl->build(); });
+    } else {
+      progress->timeline = 1;
+    }
+    analysis::Options aopt;
+    aopt.progress = [progress](double f, uint64_t) { progress->analysis = f; };
+    aopt.cancelled = [progress] { return progress->cancelled.load(); };
+    if (analyze && !progress->cancelled)
+      session->analysis = std::make_shared<const analysis::Analysis>(analysis::analyze(path, aopt));
+    progress->analysis = 1;
+    if (builder.joinable()) builder.join();
+    session->map_nodes();
+    if (!self) return;
+    QMetaObject::invokeMethod(
+        self.data(),
+        [self, progress, session] {
+          if (!self || self->progress_ != progress) return;
+          QThread* done = self->worker_;
+          self->worker_ = nullptr;
+          if (done) {
+            done->wait();
+            delete done;
+          }
+          emit self->finished(session, progress->cancelled.load());
+        },
+        Qt::QueuedConnection);
+  });
+  worker_->start();
+}
+
+void TraceLoader::wait_done() {
+  if (!worker_) return;
+  QEventLoop loop;
+  connect(this, &TraceLoader::finished, &loop, &QEventLoop::quit);
+  loop.exec();
+}
+
+}  // namespace prof::gui

@@ -1,0 +1,590 @@
+// prof-gui on synthetic traces (TraceBuilder): the tree model is the
+// analysis's tree; the panel shows the JSON report's numbers; the timeline's
+// hit test, click, zoom to a dragged range and selection; damaged and unusable
+// traces give a dialog; --screenshot and --bench-frames as spec/interfaces.md
+// says. Every time in the trace is known, so every check is exact.
+#include <QMessageBox>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QSortFilterProxyModel>
+#include <QStandardItemModel>
+#include <QTemporaryDir>
+#include <QTreeView>
+#include <QtTest>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
+
+#include "characteristics_panel.h"
+#include "interval_tree_model.h"
+#include "main_window.h"
+#include "prof/analysis/report.h"
+#include "timeline_view.h"
+#include "trace_loader.h"
+#include "trace_builder.h"
+
+using namespace prof;
+using prof::gui::CharacteristicsPanel;
+using prof::gui::IntervalTreeModel;
+using prof::gui::MainWindow;
+using prof::gui::TimelineView;
+
+namespace {
+
+// A call the test wrote: its row (rank: no threads here), times (ns from the
+// trace's start, which is 0: MPI_Init enters at 0) and function.
+struct Written {
+  size_t row;
+  int64_t enter, leave;
+  std::string function;
+  bool operator<(const Written& o) const { return std::tie(row, enter, leave) < std::tie(o.row, o.enter, o.leave); }
+};
+
+constexpr uint64_t kPeriod = test::kMs;
+constexpr uint64_t kLoopStart = 2 * test::kMs;
+
+// Two ranks, `iterations` times: interval 1 (app.c:100) around rank 0's Send
+// of 64 bytes (tag 7) to rank 1's Recv, and interval 2 (app.c:200, nested)
+// around an Allreduce that rank 1 enters 100 us late; then interval 3
+// (app.c:300) around MPI_Comm_rank.
+class DemoTrace {
+ public:
+  explicit DemoTrace(int iterations) : b_(2) {
+    for (int r = 0; r < 2; ++r) {
+      put(r, 0, test::kMs, "MPI_Init", [&] { b_.init(r, 0, test::kMs); });
+      uint64_t t = kLoopStart;
+      for (int it = 0; it < iterations; ++it, t += kPeriod) {
+        marker(r, t, 1, true, 1);
+        if (r == 0)
+          put(0, t + 100 * test::kUs, t + 150 * test::kUs, "MPI_Send",
+              [&] { b_.send(0, t + 100 * test::kUs, t + 150 * test::kUs, 1, 7, 64); });
+        else
+          put(1, t + 50 * test::kUs, t + 200 * test::kUs, "MPI_Recv",
+              [&] { b_.recv(1, t + 50 * test::kUs, t + 200 * test::kUs, 0, 7, 64); });
+        marker(r, t + 300 * test::kUs, 2, true, 2);
+        const uint64_t enter = t + (400 + 100 * static_cast<uint64_t>(r)) * test::kUs;
+        put(r, enter, t + 700 * test::kUs, "MPI_Allreduce",
+            [&] { b_.collective(r, test::Allreduce, enter, t + 700 * test::kUs); });
+        marker(r, t + 800 * test::kUs, 2, false, 2);
+        marker(r, t + 900 * test::kUs, 1, false, 1);
+      }
+      marker(r, t, 3, true, 3);
+      put(r, t + 100 * test::kUs, t + 200 * test::kUs, "MPI_Comm_rank",
+          [&] { b_.other(r, test::CommRank, t + 100 * test::kUs, t + 200 * test::kUs); });
+      marker(r, t + 300 * test::kUs, 3, false, 3);
+      put(r, t + test::kMs, t + test::kMs + 100 * test::kUs, "MPI_Finalize",
+          [&] { b_.finalize(r, t + test::kMs, t + test::kMs + 100 * test::kUs); });
+    }
+    b_.close();
+  }
+  test::TraceBuilder& builder() { return b_; }
+  QString dir() const { return QString::fromStdString(b_.dir()); }
+  const std::vector<Written>& written() const { return written_; }
+
+ private:
+  template <class F>
+  void put(int r, uint64_t enter, uint64_t leave, const char* function, F&& write) {
+    write();
+    written_.push_back({static_cast<size_t>(r), static_cast<int64_t>(enter), static_cast<int64_t>(leave), function});
+  }
+  void marker(int r, uint64_t t, uint32_t id, bool begin, uint32_t site) {
+    put(r, t, t, begin ? "interval begin" : "interval end", [&] { b_.marker(r, t, id, begin, site); });
+  }
+  test::TraceBuilder b_;
+  std::vector<Written> written_;
+};
+
+// Loads a trace into a shown window; problems are collected, not shown.
+struct LoadedWindow {
+  MainWindow window;
+  QStringList problems;
+  explicit LoadedWindow(const QString& dir, bool quiet = true) {
+    if (quiet) window.setQuiet([this](const QString& text) { problems << text; });
+    window.resize(1400, 900);
+    window.show();
+    window.openTrace(dir);
+    window.waitLoaded();
+    QCoreApplication::processEvents();
+  }
+};
+
+double ns(uint64_t v) { return static_cast<double>(v); }
+
+}  // namespace
+
+class GuiTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void tree_model_equals_analysis();
+  void selection_shows_json_numbers();
+  void hit_test_gives_tooltip();
+  void click_selects_interval();
+  void zoom_to_range_shows_exact_events();
+  void selection_highlights_and_zooms();
+  void panel_shows_visible_range();
+  void wheel_zooms_about_cursor();
+  void dense_rows_drawn_from_pyramid_leaves();
+  void cancel_stops_loading();
+  void damaged_trace_opens_with_dialog();
+  void unusable_directory_opens_with_dialog();
+  void screenshot_writes_png();
+  void bench_frames_prints_one_line();
+};
+
+void GuiTest::tree_model_equals_analysis() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  const analysis::Analysis a = analysis::analyze(trace.builder().dir());
+  QVERIFY(a.usable());
+  IntervalTreeModel* model = loaded.window.model();
+  QCOMPARE(model->rowCount(), 1);
+  // Every node in the same place with the same figures, walking both trees.
+  size_t visited = 0;
+  std::function<void(const QModelIndex&, int)> walk = [&](const QModelIndex& index, int i) {
+    ++visited;
+    const auto& n = a.intervals[static_cast<size_t>(i)];
+    auto cell = [&](int column, int role) { return model->data(index.siblingAtColumn(column), role); };
+    QCOMPARE(model->intervalOf(index), i);
+    QCOMPARE(cell(IntervalTreeModel::Level, Qt::DisplayRole).toInt(), n.level);
+    QCOMPARE(cell(IntervalTreeModel::ExeCount, Qt::DisplayRole).toULongLong(), n.exe_count);
+    QCOMPARE(cell(IntervalTreeModel::Efficiency, IntervalTreeModel::SortRole).toDouble(), n.main.efficiency);
+    QCOMPARE(cell(IntervalTreeModel::ExecutionTime, IntervalTreeModel::SortRole).toDouble(), n.main.execution_time);
+    QCOMPARE(cell(IntervalTreeModel::LostTime, IntervalTreeModel::SortRole).toDouble(), n.main.lost_time);
+    QCOMPARE(cell(IntervalTreeModel::ExecutionTime, Qt::DisplayRole).toString(),
+             QString::asprintf("%f", n.main.execution_time));
+    const QString name = cell(IntervalTreeModel::Interval, Qt::DisplayRole).toString();
+    if (n.id) {
+      QVERIFY2(name.contains(QStringLiteral("id %1").arg(*n.id)), qPrintable(name));
+      QVERIFY2(name.contains(QString::fromStdString(n.source_file + ":" + std::to_string(n.line))), qPrintable(name));
+    }
+    QCOMPARE(model->rowCount(index), static_cast<int>(n.children.size()));
+    for (size_t k = 0; k < n.children.size(); ++k) {
+      const QModelIndex child = model->index(static_cast<int>(k), 0, index);
+      QCOMPARE(model->parent(child), index);
+      walk(child, n.children[k]);
+    }
+  };
+  walk(model->index(0, 0), 0);
+  QCOMPARE(visited, a.intervals.size());
+  QCOMPARE(a.intervals.size(), size_t{4});  // run, 1, 2 inside 1, 3
+
+  // Sorted by lost time, largest first, through the proxy.
+  QSortFilterProxyModel* proxy = loaded.window.proxy();
+  loaded.window.tree()->sortByColumn(IntervalTreeModel::LostTime, Qt::DescendingOrder);
+  const QModelIndex root = proxy->index(0, 0);
+  QCOMPARE(proxy->rowCount(root), 2);
+  const double first = proxy->index(0, IntervalTreeModel::LostTime, root).data(IntervalTreeModel::SortRole).toDouble();
+  const double second = proxy->index(1, IntervalTreeModel::LostTime, root).data(IntervalTreeModel::SortRole).toDouble();
+  QVERIFY(first >= second);
+  QVERIFY(first > second || first == 0);
+  // The filter keeps matches and their ancestors only.
+  proxy->setFilterFixedString("app.c:200");
+  QCOMPARE(proxy->rowCount(), 1);
+  QCOMPARE(proxy->rowCount(proxy->index(0, 0)), 1);
+  const QModelIndex one = proxy->index(0, 0, proxy->index(0, 0));
+  QVERIFY(one.data().toString().contains("app.c:100"));
+  QCOMPARE(proxy->rowCount(one), 1);
+  QVERIFY(proxy->index(0, 0, one).data().toString().contains("app.c:200"));
+}
+
+void GuiTest::selection_shows_json_numbers() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  // The JSON report of prof-analyze, a separate process.
+  QTemporaryDir out;
+  const QString json_path = out.filePath("report.json");
+  QProcess analyze;
+  analyze.start(PROF_ANALYZE_BIN, {trace.dir(), "--json", json_path, "-o", out.filePath("report.txt"), "-q",
+                                   "--no-progress"});
+  QVERIFY(analyze.waitForFinished(60000));
+  QCOMPARE(analyze.exitCode(), 0);
+  std::ifstream in(json_path.toStdString());
+  const nlohmann::json report = nlohmann::json::parse(in);
+
+  for (int id : {1, 2, 3}) {
+    QVERIFY(loaded.window.selectIntervalId(id));
+    const int interval = loaded.window.selectedInterval();
+    QVERIFY(interval > 0);
+    const auto& j = report["intervals"][static_cast<size_t>(interval)];
+    QCOMPARE(j["id"].get<int>(), id);
+    CharacteristicsPanel* panel = loaded.window.panel();
+    QCOMPARE(panel->interval(), interval);
+    QVERIFY2(panel->title().contains(QStringLiteral("LineNumber = %1").arg(j["line"].get<int>())),
+             qPrintable(panel->title()));
+    QVERIFY(panel->title().contains(QStringLiteral("EXE_Count=%1").arg(j["exe_count"].get<uint64_t>())));
+
+    const QStandardItemModel* main = panel->mainTable();
+    QCOMPARE(main->rowCount(), 15);
+    for (int r = 0; r < main->rowCount(); ++r) {
+      const std::string key = main->item(r, 0)->data(CharacteristicsPanel::KeyRole).toString().toStdString();
+      QVERIFY2(j["main"].contains(key), key.c_str());
+      const double value = j["main"][key].get<double>();
+      QCOMPARE(main->item(r, 1)->data(CharacteristicsPanel::NumberRole).toDouble(), value);
+      if (key != "processors") QCOMPARE(main->item(r, 1)->text(), QString::asprintf("%f", value));
+    }
+    const QStandardItemModel* comparative = panel->comparativeTable();
+    QCOMPARE(comparative->rowCount(), static_cast<int>(j["comparative"].size()));
+    for (int r = 0; r < comparative->rowCount(); ++r) {
+      const std::string key = comparative->item(r, 0)->data(CharacteristicsPanel::KeyRole).toString().toStdString();
+      for (int c = 1; c < comparative->columnCount(); ++c) {
+        const std::string field =
+            comparative->headerData(c, Qt::Horizontal, CharacteristicsPanel::KeyRole).toString().toStdString();
+        QCOMPARE(comparative->item(r, c)->data(CharacteristicsPanel::NumberRole).toDouble(),
+                 j["comparative"][key][field].get<double>());
+      }
+    }
+    const QStandardItemModel* per_rank = panel->perRankTable();
+    QCOMPARE(per_rank->rowCount(), static_cast<int>(j["per_rank"].size()));
+    for (int r = 0; r < per_rank->rowCount(); ++r)
+      for (int c = 0; c < per_rank->columnCount(); ++c) {
+        const std::string field =
+            per_rank->headerData(c, Qt::Horizontal, CharacteristicsPanel::KeyRole).toString().toStdString();
+        QCOMPARE(per_rank->item(r, c)->data(CharacteristicsPanel::NumberRole).toDouble(),
+                 j["per_rank"][static_cast<size_t>(r)][field].get<double>());
+      }
+    const QStandardItemModel* functions = panel->functionTable();
+    QCOMPARE(functions->rowCount(), static_cast<int>(j["functions"].size()));
+    for (int r = 0; r < functions->rowCount(); ++r) {
+      QCOMPARE(functions->item(r, 0)->text().toStdString(), j["functions"][static_cast<size_t>(r)]["name"].get<std::string>());
+      QCOMPARE(functions->item(r, 2)->data(CharacteristicsPanel::NumberRole).toDouble(),
+               j["functions"][static_cast<size_t>(r)]["time"].get<double>());
+    }
+    // The report text is the text report's block of that interval.
+    const QString text = panel->reportText();
+    std::ifstream txt(out.filePath("report.txt").toStdString());
+    const std::string whole((std::istreambuf_iterator<char>(txt)), std::istreambuf_iterator<char>());
+    const std::string block = text.section("---Characteristics per Processor---", 0, 0).toStdString();
+    QVERIFY(block.size() > 200);
+    QVERIFY2(whole.find(block) != std::string::npos, block.c_str());
+  }
+}
+
+void GuiTest::hit_test_gives_tooltip() {
+  DemoTrace trace(60);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  // Iteration 3: the Send on rank 0 at [5.100, 5.150] ms, the Recv on rank 1 at [5.050, 5.200] ms.
+  const double t = ns(kLoopStart + 3 * kPeriod);
+  view->setRange(t, t + ns(500 * test::kUs));
+  const QPoint send(static_cast<int>(view->xOf(t + ns(125 * test::kUs))), view->rowCenterY(0));
+  const auto call = view->callAt(send);
+  QVERIFY(call.has_value());
+  QCOMPARE(call->function, std::string_view("MPI_Send"));
+  QCOMPARE(call->enter, static_cast<int64_t>(t + ns(100 * test::kUs)));
+  const QString tip = view->tooltipAt(send);
+  for (const char* part : {"MPI_Send", "rank 0", "bytes 64", "peer 1", "tag 7", "duration 50.000 us",
+                           "in interval 1 (call site app.c:100)"})
+    QVERIFY2(tip.contains(part), qPrintable(tip + " lacks " + part));
+  const QPoint recv(static_cast<int>(view->xOf(t + ns(180 * test::kUs))), view->rowCenterY(1));
+  const QString recv_tip = view->tooltipAt(recv);
+  for (const char* part : {"MPI_Recv", "rank 1", "peer 0", "tag 7", "duration 150.000 us"})
+    QVERIFY2(recv_tip.contains(part), qPrintable(recv_tip + " lacks " + part));
+  // User code between calls: no call there.
+  QVERIFY(view->tooltipAt(QPoint(static_cast<int>(view->xOf(t + ns(250 * test::kUs))), view->rowCenterY(0))).isEmpty());
+  // The whole run in a narrow view (118 px, 365 calls a row): rows are summarized and the hit test gives
+  // the longest call of the pixel.
+  TimelineView narrow;
+  narrow.setTimeline(loaded.window.session()->timeline);
+  narrow.resize(200, 200);
+  narrow.showAll();
+  narrow.grab();
+  QCOMPARE(narrow.summarizedRows(), size_t{2});
+  const auto longest = narrow.callAt(
+      QPoint(static_cast<int>(narrow.xOf(ns(kLoopStart + 10 * kPeriod + 500 * test::kUs))), narrow.rowCenterY(0)));
+  QVERIFY(longest.has_value());
+  QCOMPARE(longest->function, std::string_view("MPI_Allreduce"));
+}
+
+void GuiTest::click_selects_interval() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  const double t = ns(kLoopStart + 5 * kPeriod);
+  view->setRange(t, t + ns(kPeriod));
+  // The Allreduce of rank 1 (in interval 2), then the Send of rank 0 (in interval 1).
+  QTest::mouseClick(view, Qt::LeftButton, {}, QPoint(static_cast<int>(view->xOf(t + ns(600 * test::kUs))), view->rowCenterY(1)));
+  const auto& a = *loaded.window.session()->analysis;
+  int selected = loaded.window.selectedInterval();
+  QVERIFY(selected > 0);
+  QCOMPARE(*a.intervals[static_cast<size_t>(selected)].id, uint16_t{2});
+  QTest::mouseClick(view, Qt::LeftButton, {}, QPoint(static_cast<int>(view->xOf(t + ns(125 * test::kUs))), view->rowCenterY(0)));
+  selected = loaded.window.selectedInterval();
+  QVERIFY(selected > 0);
+  QCOMPARE(*a.intervals[static_cast<size_t>(selected)].id, uint16_t{1});
+  QCOMPARE(loaded.window.panel()->interval(), selected);
+  // A click does not move the view.
+  QCOMPARE(view->from(), t);
+}
+
+void GuiTest::zoom_to_range_shows_exact_events() {
+  DemoTrace trace(40);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  view->showAll();
+  view->grab();
+  // Shift-drag over a stretch of a few iterations.
+  const QRect plot = view->plotRect();
+  const QPoint a(plot.left() + plot.width() * 3 / 10, view->rowCenterY(0));
+  const QPoint b(plot.left() + plot.width() * 4 / 10, view->rowCenterY(1));
+  const double from = view->timeAt(a.x()), to = view->timeAt(b.x());
+  QTest::mousePress(view, Qt::LeftButton, Qt::ShiftModifier, a);
+  QTest::mouseMove(view, QPoint((a.x() + b.x()) / 2, a.y()));
+  QTest::mouseMove(view, b);
+  QTest::mouseRelease(view, Qt::LeftButton, Qt::ShiftModifier, b);
+  QCOMPARE(view->from(), from);
+  QCOMPARE(view->to(), to);
+  QVERIFY(to - from > ns(2 * kPeriod));
+  view->grab();
+  QCOMPARE(view->summarizedRows(), size_t{0});
+  std::set<Written> expected, drawn;
+  for (const Written& w : trace.written())
+    if (static_cast<double>(w.enter) < to &&
+        (static_cast<double>(w.leave) > from || (w.leave == w.enter && static_cast<double>(w.enter) >= from)))
+      expected.insert(w);
+  for (const auto& c : view->drawnCalls())
+    drawn.insert(Written{c.row, c.enter, c.leave(), std::string(c.function)});
+  QCOMPARE(drawn.size(), expected.size());
+  for (auto e = expected.begin(), d = drawn.begin(); e != expected.end(); ++e, ++d) {
+    QCOMPARE(d->row, e->row);
+    QCOMPARE(d->enter, e->enter);
+    QCOMPARE(d->leave, e->leave);
+    QCOMPARE(d->function, e->function);
+  }
+  // Few messages are visible: each gets an arrow.
+  size_t sends = 0;
+  for (const Written& w : expected) sends += w.function == "MPI_Send";
+  QVERIFY(sends >= 2);
+  QVERIFY(view->drawnArrows() >= sends);
+  // A plain drag pans by the distance dragged, keeping the width.
+  const double width = view->to() - view->from(), before = view->from();
+  const double per_px = width / plot.width();
+  QTest::mousePress(view, Qt::LeftButton, {}, QPoint(500, view->rowCenterY(0)));
+  QTest::mouseMove(view, QPoint(450, view->rowCenterY(0)));
+  QTest::mouseRelease(view, Qt::LeftButton, {}, QPoint(450, view->rowCenterY(0)));
+  QVERIFY(std::abs((view->from() - before) - 50 * per_px) < 1e-3);
+  QVERIFY(std::abs((view->to() - view->from()) - width) < 1e-3);
+}
+
+void GuiTest::selection_highlights_and_zooms() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  QVERIFY(loaded.window.selectIntervalId(2));
+  TimelineView* view = loaded.window.timelineView();
+  // Interval 2's first execution: rank 0 from 2.300 ms to 2.800 ms (rank 1 the same).
+  QVERIFY(view->highlightedNode() > 0);
+  QVERIFY(view->from() < ns(kLoopStart + 300 * test::kUs));
+  QVERIFY(view->from() > ns(kLoopStart + 200 * test::kUs));
+  QVERIFY(view->to() > ns(kLoopStart + 800 * test::kUs));
+  QVERIFY(view->to() < ns(kLoopStart + 900 * test::kUs));
+  // The highlight is drawn: its band along the top of the row, over user code.
+  const QImage image = view->grab().toImage();
+  const int band_y = static_cast<int>(view->plotRect().top() + 2);
+  const QColor band = image.pixelColor(static_cast<int>(view->xOf(ns(kLoopStart + 350 * test::kUs))), band_y);
+  QCOMPARE(band, QColor(255, 200, 0));
+  const QColor outside = image.pixelColor(static_cast<int>(view->xOf(ns(kLoopStart + 250 * test::kUs))), band_y);
+  QVERIFY2(outside != QColor(255, 200, 0), qPrintable(outside.name()));
+}
+
+void GuiTest::panel_shows_visible_range() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  QVERIFY(loaded.window.selectIntervalId(2));
+  TimelineView* view = loaded.window.timelineView();
+  // Iterations 4 to 6 only.
+  const double from = ns(kLoopStart + 4 * kPeriod), to = ns(kLoopStart + 7 * kPeriod);
+  loaded.window.visibleRangeAction()->setChecked(true);
+  view->setRange(from, to);
+  CharacteristicsPanel* panel = loaded.window.panel();
+  QTRY_VERIFY_WITH_TIMEOUT(panel->scope().startsWith("Visible range 0.006000"), 20000);
+  analysis::Options options;
+  options.window_from_s = from / 1e9;
+  options.window_to_s = to / 1e9;
+  const analysis::Analysis windowed = analysis::analyze(trace.builder().dir(), options);
+  const auto* node = test::find_interval(windowed, 2);
+  QVERIFY(node);
+  QCOMPARE(node->exe_count, uint64_t{3});
+  QVERIFY2(panel->title().contains("EXE_Count=3"), qPrintable(panel->title()));
+  const QStandardItemModel* main = panel->mainTable();
+  for (int r = 0; r < main->rowCount(); ++r)
+    if (main->item(r, 0)->data(CharacteristicsPanel::KeyRole).toString() == "execution_time")
+      QCOMPARE(main->item(r, 1)->data(CharacteristicsPanel::NumberRole).toDouble(), node->main.execution_time);
+  // Off again: the whole run's figures.
+  loaded.window.visibleRangeAction()->setChecked(false);
+  QVERIFY2(panel->title().contains("EXE_Count=20"), qPrintable(panel->title()));
+  QCOMPARE(panel->scope(), QString("Whole run"));
+}
+
+void GuiTest::wheel_zooms_about_cursor() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  view->showAll();
+  const QPointF at(view->plotRect().left() + 300.5, view->rowCenterY(0));
+  const double t = view->timeAt(at.x()), width = view->to() - view->from();
+  QWheelEvent wheel(at, view->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                    Qt::NoScrollPhase, false);
+  QCoreApplication::sendEvent(view, &wheel);
+  QVERIFY(view->to() - view->from() < width * 0.9);
+  QVERIFY(std::abs(view->timeAt(at.x()) - t) < 1e-3 * width);
+  // Keys: + zooms in about the middle, Home shows everything again.
+  const double mid = (view->from() + view->to()) / 2, zoomed = view->to() - view->from();
+  QTest::keyClick(view, Qt::Key_Plus);
+  QVERIFY(std::abs((view->to() - view->from()) - zoomed / 2) < 1e-6 * zoomed);
+  QVERIFY(std::abs((view->from() + view->to()) / 2 - mid) < 1e-6 * zoomed);
+  QTest::keyClick(view, Qt::Key_Right);
+  QVERIFY((view->from() + view->to()) / 2 > mid);
+  QTest::keyClick(view, Qt::Key_Home);
+  QCOMPARE(view->from(), 0.0);
+  QCOMPARE(view->to(), width);
+}
+
+void GuiTest::dense_rows_drawn_from_pyramid_leaves() {
+  // One rank, 20,000 calls of 50 ns every 100 ns: 2 ms of dense calls.
+  test::TraceBuilder b(1);
+  b.init(0, 0, 1000);
+  constexpr uint64_t kFirst = 10000, kCalls = 20000;
+  for (uint64_t k = 0; k < kCalls; ++k) b.other(0, test::CommRank, kFirst + 100 * k, kFirst + 100 * k + 50);
+  b.finalize(0, kFirst + 100 * kCalls, kFirst + 100 * kCalls + 1000);
+  b.close();
+  LoadedWindow loaded(QString::fromStdString(b.dir()));
+  TimelineView* view = loaded.window.timelineView();
+  const auto* timeline = view->timeline();
+  const double leaf = timeline->leaf_ns(0);
+  QVERIFY(leaf > 0);
+  const int columns = view->plotRect().width();
+  // Columns finer than a leaf with 10,000 calls in range: drawn from the leaves.
+  const double from = ns(kFirst + 5000 * 100), width = leaf * columns * 0.9;
+  QVERIFY(width / 100 > TimelineView::kFineBudget);
+  view->setRange(from, from + width);
+  QImage image = view->grab().toImage();
+  QCOMPARE(view->summarizedRows(), size_t{1});
+  QVERIFY2(view->drawnBucketWidth(0) >= leaf, qPrintable(QString::number(view->drawnBucketWidth(0))));
+  // Every column of the row shows MPI time (half of it is calls).
+  const QRgb other = prof::gui::kind_color(analysis::TimelineKind::OtherMpi).rgb();
+  const int bottom = view->rowCenterY(0) + 2 * (view->rowCenterY(0) - view->plotRect().top()) / 3 - 2;
+  for (int x = view->plotRect().left() + 1; x < view->plotRect().right() - 1; ++x)
+    QVERIFY2(image.pixel(x, bottom) == other, qPrintable(QStringLiteral("column %1").arg(x)));
+  // Fewer calls than fit as calls: exactly those calls.
+  view->setRange(from, from + 100.0 * columns);
+  view->grab();
+  QCOMPARE(view->summarizedRows(), size_t{0});
+  QCOMPARE(view->drawnCalls().size(), static_cast<size_t>(columns));
+  QCOMPARE(view->drawnCalls().front().enter, static_cast<int64_t>(from));
+}
+
+void GuiTest::cancel_stops_loading() {
+  DemoTrace trace(2000);
+  prof::gui::TraceLoader loader;
+  std::shared_ptr<prof::gui::TraceSession> loaded;
+  bool cancelled = false;
+  connect(&loader, &prof::gui::TraceLoader::finished, this,
+          [&](std::shared_ptr<prof::gui::TraceSession> session, bool was_cancelled) {
+            loaded = session;
+            cancelled = was_cancelled;
+          });
+  loader.load(trace.dir());
+  loader.cancel();  // how far the worker got by then is the scheduler's business
+  loader.wait_done();
+  QVERIFY(loaded);
+  QVERIFY(cancelled);
+  QVERIFY(!loader.busy());
+  // The window keeps its previous state: a cancelled load changes nothing.
+  LoadedWindow window(trace.dir());
+  const auto before = window.window.session();
+  QVERIFY(before->analysis->usable());
+  DemoTrace other(10);
+  window.window.openTrace(other.dir());
+  window.window.loader()->cancel();
+  window.window.waitLoaded();
+  QCOMPARE(window.window.session(), before);
+  QCOMPARE(window.window.model()->rowCount(), 1);
+  QCOMPARE(window.window.timelineView()->timeline(), before->timeline.get());
+}
+
+void GuiTest::damaged_trace_opens_with_dialog() {
+  DemoTrace trace(50);
+  const std::string path = trace.builder().path(1);
+  const auto size = std::filesystem::file_size(path);
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(size - 16));
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x5A);
+  f.seekp(static_cast<std::streamoff>(size - 16));
+  f.write(&c, 1);
+  f.close();
+  LoadedWindow loaded(trace.dir(), false);
+  QMessageBox* box = nullptr;
+  QTRY_VERIFY((box = loaded.window.findChild<QMessageBox*>("problemDialog")) != nullptr);
+  QVERIFY2(box->text().contains("rank-00001.prof"), qPrintable(box->text()));
+  QVERIFY2(box->text().contains("Salvaged"), qPrintable(box->text()));
+  // What was salvaged is shown.
+  QCOMPARE(loaded.window.model()->rowCount(), 1);
+  QVERIFY(loaded.window.panel()->interval() == 0);
+  box->accept();
+}
+
+void GuiTest::unusable_directory_opens_with_dialog() {
+  QTemporaryDir empty;
+  LoadedWindow loaded(empty.path(), false);
+  QMessageBox* box = nullptr;
+  QTRY_VERIFY((box = loaded.window.findChild<QMessageBox*>("problemDialog")) != nullptr);
+  QVERIFY2(box->text().contains(empty.path()), qPrintable(box->text()));
+  QCOMPARE(loaded.window.model()->rowCount(), 0);
+  box->accept();
+}
+
+void GuiTest::screenshot_writes_png() {
+  DemoTrace trace(30);
+  QTemporaryDir out;
+  for (const QStringList& extra : {QStringList{}, QStringList{"--select", "2"},
+                                   QStringList{"--window", "0.005:0.008", "--select", "1"}}) {
+    const QString png = out.filePath("shot.png");
+    QFile::remove(png);
+    QProcess gui;
+    gui.start(PROF_GUI_BIN, QStringList{trace.dir(), "--screenshot", png} + extra);
+    QVERIFY(gui.waitForFinished(60000));
+    QCOMPARE(gui.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(gui.exitCode() == 0, gui.readAllStandardError().constData());
+    QVERIFY(QFileInfo(png).size() > 20000);
+    QImage image(png);
+    QCOMPARE(image.format() == QImage::Format_Invalid, false);
+    QCOMPARE(image.size(), QSize(1600, 1000));
+    std::set<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 7)
+      for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
+    QVERIFY2(colours.size() > 20, qPrintable(QString::number(colours.size())));
+    // The timeline shows the run: user code and collectives drawn.
+    size_t user = 0, collective = 0;
+    for (int y = 0; y < image.height(); ++y)
+      for (int x = 0; x < image.width(); ++x) {
+        const QRgb pixel = image.pixel(x, y);
+        user += pixel == prof::gui::kind_color(analysis::TimelineKind::User).rgb();
+        collective += pixel == prof::gui::kind_color(analysis::TimelineKind::Collective).rgb();
+      }
+    QVERIFY2(user > 5000 && collective > 1000,
+             qPrintable(QStringLiteral("%1 user, %2 collective pixels").arg(user).arg(collective)));
+  }
+  // A damaged argument is refused with a message.
+  QProcess bad;
+  bad.start(PROF_GUI_BIN, {trace.dir(), "--screenshot", out.filePath("x.png"), "--window", "5:1"});
+  QVERIFY(bad.waitForFinished(60000));
+  QCOMPARE(bad.exitCode(), 1);
+  QVERIFY(bad.readAllStandardError().contains("--window"));
+}
+
+void GuiTest::bench_frames_prints_one_line() {
+  DemoTrace trace(30);
+  QProcess gui;
+  gui.start(PROF_GUI_BIN, {trace.dir(), "--bench-frames", "9"});
+  QVERIFY(gui.waitForFinished(60000));
+  QCOMPARE(gui.exitCode(), 0);
+  const QString out = QString::fromUtf8(gui.readAllStandardOutput());
+  const QRegularExpression line(
+      "^open_ms [0-9.]+ first_frame_ms [0-9.]+ frames 9 median_ms [0-9.]+ p99_ms [0-9.]+ peak_rss_mb [0-9]+\n$");
+  QVERIFY2(line.match(out).hasMatch(), qPrintable(out));
+}
+
+QTEST_MAIN(GuiTest)
+#include "gui_test.moc"
