@@ -87,7 +87,7 @@ bool TraceFile::create(const std::string& path, const format::FileHeader& header
   h->capacity = format::kLiveChunkBytes - sizeof(ChunkHeader);
   live_ = reinterpret_cast<format::LiveHeader*>(h + 1);
   live_->slot_count = format::kLiveSlots;
-  live_->slot_bytes = sizeof(format::InFlightSlot);
+  live_->slot_bytes = format::kLiveSlotStride;
   __atomic_store_n(&h->magic, format::kChunkMagic, __ATOMIC_RELEASE);
   next_.store(bytes);
   written_end_.store(bytes);

@@ -31,7 +31,8 @@ class TraceFile {
   format::LiveHeader* live() const { return live_; }
   format::InFlightSlot* live_slot(uint32_t stream) const {
     return live_ && stream < live_->slot_count
-               ? reinterpret_cast<format::InFlightSlot*>(live_ + 1) + stream
+               ? reinterpret_cast<format::InFlightSlot*>(reinterpret_cast<char*>(live_ + 1) +
+                                                         size_t{stream} * live_->slot_bytes)
                : nullptr;
   }
 

@@ -109,8 +109,11 @@ struct InFlightSlot {
 static_assert(sizeof(InFlightSlot) == 32);
 inline constexpr uint64_t kSiteMask = (uint64_t{1} << 48) - 1;
 inline constexpr uint32_t kLiveChunkBytes = 4096;  // header included: one page
+// The shim spaces slots a cache line apart (slot_bytes 64): threads never
+// share a line on the hot path.
+inline constexpr uint32_t kLiveSlotStride = 64;
 inline constexpr uint32_t kLiveSlots =
-    (kLiveChunkBytes - 32 - sizeof(LiveHeader)) / sizeof(InFlightSlot);
+    (kLiveChunkBytes - 32 - sizeof(LiveHeader)) / kLiveSlotStride;
 inline constexpr uint32_t kHeartbeatMs = 100;
 
 // ---------------------------------------------------------------------------

@@ -304,6 +304,9 @@ class TraceWriter {
   void load_object(const LoadObject& obj);
   void clock_sync(const ClockSyncDef& def);
   void end(const std::string& reason);
+  // The Live chunk (format 4): a heartbeat and the in-flight slots, slot i for
+  // stream i (InFlightSlot::enter 0: none), as a killed shim leaves them.
+  void live(uint64_t heartbeat, const std::vector<format::InFlightSlot>& slots);
 
   // Appends an event to its stream (e.stream); events of a stream must come in
   // enter order. Fields used follow e.kind, as the reader decodes them.
