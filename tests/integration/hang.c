@@ -6,6 +6,7 @@
  *   hang segv INFO_DIR       rank 1 dies of SIGSEGV while the others wait in
  *                            MPI_Allreduce (inside interval 1): it waits until
  *                            their INFO files say they are entering it.
+ *   hang abort INFO_DIR      the same, but rank 1 calls MPI_Abort.
  *
  * Each rank writes INFO_DIR/info-R: "pid PID", then, just before the call it
  * will not return from, "call FUNC FILE LINE WALL" (WALL: CLOCK_REALTIME
@@ -36,7 +37,7 @@ static void note(const char* fmt, const char* func, int line) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: hang deadlock|segv INFO_DIR\n");
+    fprintf(stderr, "usage: hang deadlock|segv|abort INFO_DIR\n");
     return 2;
   }
   MPI_Init(&argc, &argv);
@@ -66,7 +67,7 @@ int main(int argc, char** argv) {
       note(fmt, "MPI_Barrier", __LINE__ + 1);
       MPI_Barrier(MPI_COMM_WORLD);
     }
-  } else if (strcmp(argv[1], "segv") == 0) {
+  } else if (strcmp(argv[1], "segv") == 0 || strcmp(argv[1], "abort") == 0) {
     if (rank == 1) {
       /* Dies once every other rank is about to enter the Allreduce (their info
        * files say so), and a moment more so they are inside it. */
@@ -86,6 +87,10 @@ int main(int argc, char** argv) {
         }
       }
       usleep(300000);
+      if (strcmp(argv[1], "abort") == 0) {
+        note(fmt, "MPI_Abort", __LINE__ + 1);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+      }
       note(fmt, "SIGSEGV", __LINE__ + 1);
       raise(SIGSEGV);
     }

@@ -13,6 +13,7 @@
 #   segv           3 ranks of `hang segv`: rank 1 dies of SIGSEGV once ranks 0
 #                  and 2 are inside MPI_Allreduce (then hydra, or this script,
 #                  ends them).
+#   abort          the same, but rank 1 calls MPI_Abort.
 # Checked (hang_check.py): each call in flight with its function, line, peer,
 # tag and what it waits for; the deadlock cycle (and none in segv); last_alive
 # within 0.5 s of the kill; the call counted and its time running to the
@@ -33,6 +34,7 @@ case "$case_" in
   deadlock_term) mode=deadlock signal=TERM; envs+=("PROF_HANG_WARN=0.5") ;;
   deadlock_kill) mode=deadlock signal=KILL ;;
   segv) mode=segv signal=KILL ;;
+  abort) mode=abort signal=KILL ;;
   *) echo "unknown case $case_"; exit 2 ;;
 esac
 
@@ -72,7 +74,7 @@ if [ $mode = deadlock ]; then
   kill -$signal $(pids)  # all at once, as a batch system does
 else
   if ! wait_for 30 inside 0 1 2; then
-    echo "FAIL: rank 1 never reached its SIGSEGV"; cat "$out/stderr"; cleanup; exit 1
+    echo "FAIL: rank 1 never reached its end"; cat "$out/stderr"; cleanup; exit 1
   fi
   # Hydra ends the others when rank 1 dies; if it has not in 10 s, we do.
   for _ in $(seq 200); do kill -0 "$job" 2>/dev/null || break; sleep 0.05; done

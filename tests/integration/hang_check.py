@@ -86,8 +86,9 @@ if deadlock:
 else:
     if run_end['wait_cycles']:
         fail(f"wait_cycles {run_end['wait_cycles']}, expected none")
-    if ends[1]['ended_by'] != 'signal SIGSEGV':
-        fail(f"rank 1 ended by {ends[1]['ended_by']}, expected signal SIGSEGV")
+    want = 'abort' if case == 'abort' else 'signal SIGSEGV'
+    if ends[1]['ended_by'] != want:
+        fail(f"rank 1 ended by {ends[1]['ended_by']}, expected {want}")
     if ends[1]['in_flight'] is not None:
         fail(f"rank 1 was in no call, report says {ends[1]['in_flight']}")
 if 'Where each rank was when the run ended' not in text:
