@@ -451,6 +451,36 @@ TEST(Outputs, CallsInFlightWaitallAndRecordedSlot) {
     }
 }
 
+// Two threads of a rank inside calls when it was killed: both are in flight,
+// in stream order (`in_flight` the first, `in_flight_threads` both); a thread
+// beyond the Live chunk's slots is simply not known.
+TEST(Outputs, CallsInFlightOnTwoThreads) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.thread(0, 1);
+  b.other(0, CommRank, 2 * kMs, 3 * kMs);
+  b.thread(0, 0);
+  b.w(0).live(12 * kMs, {in_flight_slot(Recv, 4 * kMs, 1, 3, kWorld),
+                         in_flight_slot(Send, 5 * kMs, 1, 4, kWorld)});
+  b.finalize(1, 6 * kMs, 7 * kMs);
+  b.close(0, "");
+  b.close(1);
+  const std::string json_path = b.dir() + "/end.json";
+  std::string out;
+  run_cli(b.dir() + " --json " + json_path, &out);
+  const json j = json::parse(slurp(json_path));
+  const json& r0 = j["run_end"]["ranks"][0];
+  EXPECT_EQ(r0["in_flight"]["function"], "MPI_Recv") << r0;
+  ASSERT_EQ(r0["in_flight_threads"].size(), 2u) << r0;
+  EXPECT_EQ(r0["in_flight_threads"][1]["function"], "MPI_Send");
+  EXPECT_EQ(r0["in_flight_threads"][1]["stream"], 1);
+  EXPECT_EQ(r0["in_flight_threads"][1]["waiting_for"], json({1}));
+  EXPECT_TRUE(j["run_end"]["ranks"][1]["in_flight"].is_null());
+  EXPECT_TRUE(j["run_end"]["wait_cycles"].empty());  // rank 1 finalized: waits for nobody
+  EXPECT_NE(out.find("Rank 0 (thread 1) inside MPI_Send since 0.005000 s"), std::string::npos)
+      << out;
+}
+
 // One interval semantics: the analysis and the Chrome export see the same
 // executions, including the awkward cases (crossing ids, an end without a
 // begin, a begin never closed, markers after MPI_Finalize, a second thread's
