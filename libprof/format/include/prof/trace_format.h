@@ -80,7 +80,8 @@ inline constexpr uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 // The Live chunk (format 4): one per file, never sealed, mapped by the shim for
 // the whole run and rewritten in place, so a killed process leaves in it what
 // it was doing. Its payload is a LiveHeader and `slot_count` InFlightSlots,
-// one per thread stream (stream i uses slot i; streams beyond have none).
+// `slot_bytes` apart, one per thread stream (stream i uses slot i; streams
+// beyond have none).
 //   - heartbeat: raw ticks, stored by a helper thread every kHeartbeatMs and
 //     once more when recording ends (finalize, a fatal signal, exit): the rank
 //     was alive then. 0: no beat yet.
@@ -92,7 +93,7 @@ inline constexpr uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 struct LiveHeader {
   uint64_t heartbeat;      // raw ticks of the last beat
   uint32_t slot_count;     // InFlightSlots that follow
-  uint32_t slot_bytes;     // sizeof(InFlightSlot): later versions may grow it
+  uint32_t slot_bytes;     // from one slot to the next (>= sizeof(InFlightSlot); the shim: 64)
   uint64_t reserved[2];
 };
 static_assert(sizeof(LiveHeader) == 32);
