@@ -295,8 +295,11 @@ def gen_wrapper(fid, name, ret, args, facts):
         pre.append(f'  const prof::shim::MessageInfo prof_msg = prof::shim::take_message(*{facts["message"]});')
     out += pre
 
-    out.append(f'  prof::shim::call_enter(ts, {fid}, __builtin_return_address(0), '
-               f'{", ".join(in_flight_facts(kind, facts))});')
+    if kind in ('Other', 'RequestOp'):
+        out.append(f'  prof::shim::call_enter_plain(ts, {fid}, __builtin_return_address(0));')
+    else:
+        out.append(f'  prof::shim::call_enter(ts, {fid}, __builtin_return_address(0), '
+                   f'{", ".join(in_flight_facts(kind, facts))});')
     out.append('  const uint64_t t0 = prof::shim::now();')
     out.append('  prof::shim::call_entered(ts, t0);')
     out.append(f'  const {ret} rc = {pname}({call_args(args, sub)});')
