@@ -78,6 +78,8 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
   r.events += n;
   r.phase_events = n;
   if (!r.has_ev && r.exhausted_phase < 0) {
+    // Open intervals of a rank that did not finalize close at its last moment alive.
+    if (r.rt->heartbeat() != 0) r.intervals.note_alive(r.interp.global(r.rt->last_alive()));
     r.intervals.finish(h);
     r.exhausted_phase = phase;
   }

@@ -225,6 +225,11 @@ struct ChromeHandler {
       default:
         break;
     }
+    if (e.in_flight) {
+      // Entered, never completed: the slice runs to the rank's last moment alive.
+      key("in_flight");
+      w.buf += "true";
+    }
   }
 
   // Interpreter handler interface. Every call is drawn; what counts as the
@@ -302,6 +307,7 @@ bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::stri
     auto cursor = rt.events();
     Event e;
     while (cursor.next(e)) interp.process(e, interp.global(e.enter), h);
+    if (rt.heartbeat() != 0) h.intervals.note_alive(interp.global(rt.last_alive()));
     h.intervals.finish(h);
     h.streams.insert(0);
     for (uint32_t s : h.streams) {

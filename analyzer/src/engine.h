@@ -73,6 +73,8 @@ inline constexpr uint32_t kNoParent = UINT32_MAX;
 inline constexpr size_t kExamples = 5;
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
+std::vector<std::vector<int>> wait_cycles(const std::vector<RankEnd>& ends);
+
 inline double clamp_to(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 
@@ -473,6 +475,7 @@ class Engine {
   void finish(Analysis& a);
   void collect_warnings_and_stats(Analysis& a);
   void read_warnings(Analysis& a, std::map<std::string, Warning>& warns);
+  std::vector<CallInFlight> calls_in_flight(Rank& r);
   void roll_up();
   void order_tree();
   SiteInfo root_call_site(const std::string& executable) const;

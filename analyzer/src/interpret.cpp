@@ -92,6 +92,29 @@ std::string hex_string(uint64_t v) {
 
 }  // namespace
 
+SiteInfo resolve_code_address(const RankTrace& rt, uint64_t address) {
+  SiteInfo info;
+  info.address = address;
+  const trace::LoadObject* obj = nullptr;
+  for (const auto& o : rt.load_objects())
+    if (o.bias <= address && (!obj || o.bias > obj->bias)) obj = &o;
+#ifndef PROF_ANALYSIS_NO_SYMBOLS
+  if (obj && address != 0) {
+    symbols::Symbolizer sym(rt.load_objects());
+    if (auto loc = sym.resolve_return_address(address)) {
+      info.file = loc->file;
+      info.line = loc->line;
+      info.label = loc->file + ":" + std::to_string(loc->line);
+      return info;
+    }
+  }
+#endif
+  info.label = obj ? std::filesystem::path(obj->path).filename().string() + "+" +
+                         hex_string(address - obj->bias)
+                   : hex_string(address);
+  return info;
+}
+
 void Registry::build(const std::vector<const RankTrace*>& ranks) {
   functions.assign(1, "(unknown)");
   sites.assign(1, SiteInfo{});

@@ -78,6 +78,10 @@ struct SiteInfo {
   std::string label;  // unresolved: "object+0xoffset" (or the address) for the report
 };
 
+// A code address of rank `rt` (a call in flight's return address) as a call
+// site: file:line with the load map and debug info, else object+offset.
+SiteInfo resolve_code_address(const RankTrace& rt, uint64_t address);
+
 // Names shared by all ranks: function names and call sites. Call-site ids are
 // per rank, so sites compare by file:line: what a marker macro passed, else the
 // return address resolved offline with the rank's load map and debug info
@@ -170,6 +174,13 @@ class CommCache {
     if (e.valid && e.handle == handle && t >= e.lo && t < e.hi) return e.info;
     return lookup(handle, t);
   }
+  // This rank's collective calls on communicator `gid` so far.
+  uint64_t collectives_on(uint64_t gid) const {
+    uint64_t* const* p = seq_of_.find(gid);
+    return p ? **p : 0;
+  }
+  // The communicator a handle denoted at raw time t (nullptr: unknown).
+  const CommInfo* find(uint32_t handle, uint64_t t) { return at(handle, t); }
   // World rank of a point-to-point peer (comm-local rank; remote group for an
   // intercommunicator); -1 when it cannot be mapped, negative specials as is.
   static int32_t peer_world(const CommInfo& c, int32_t peer) {
@@ -261,6 +272,15 @@ class Interpreter {
 
   template <class H>
   void process(const Event& e, double enter, H& h);
+
+  // Every request still active (started and not completed): f(handle, Request).
+  template <class F>
+  void for_each_active_request(F&& f) {
+    requests_.for_each([&](const uint32_t& handle, Request& first) {
+      for (const Request* r = &first; r; r = r->next ? &spill_[r->next - 1] : nullptr)
+        if (r->active && (!r->persistent() || r->started)) f(handle, *r);
+    });
+  }
 
  private:
   Request* active(uint32_t handle) {
@@ -356,6 +376,15 @@ void Interpreter::process(const Event& e, double enter, H& h) {
   if (e.flags & format::kContinuation) {
     if (!h.continuation()) return;
   } else if (!h.call(e, fi, enter, leave)) {
+    return;
+  }
+  if (e.in_flight) [[unlikely]] {
+    // Entered, never completed: a call and MPI time up to the rank's last
+    // moment alive. A blocking collective took part in its instance; nothing
+    // was sent, received or completed.
+    if (e.kind == FuncKind::Collective || e.kind == FuncKind::AllToAll)
+      if (const CommInfo* c = comm(e.comm, e.enter, h))
+        h.collective(*c, e.kind == FuncKind::AllToAll, enter, leave, e);
     return;
   }
   ChannelKey key;

@@ -139,6 +139,12 @@ class IntervalTracker {
     }
   }
 
+  // The rank was alive until t (global ns; a run that did not end cleanly):
+  // a root still open lasts at least until then.
+  void note_alive(double t) {
+    if (root_ == Root::In && t > last_leave_) last_leave_ = t;
+  }
+
   // The rank's events are exhausted: a root still open ends at its last leave.
   template <class H>
   void finish(H& h) {

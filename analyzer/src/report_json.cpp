@@ -71,16 +71,36 @@ void write_json_report(const Analysis& a, std::ostream& out) {
     warns.push_back(Json{{"category", w.category}, {"count", w.count}, {"examples", w.examples}});
   j["warnings"] = warns;
   j["errors"] = a.errors;
-  // How the run ended. Calls in flight and wait cycles are not recorded yet:
-  // `in_flight` is null and `wait_cycles` empty.
+  // How the run ended: per rank the call it was inside (its first thread's;
+  // `in_flight_threads` lists every thread's when several were), and the
+  // cycles of ranks waiting for each other.
+  auto call_json = [](const CallInFlight& c) {
+    Json f{{"function", c.function}, {"entered", c.entered}};
+    f["file"] = c.file.empty() ? Json(c.site_label) : Json(c.file);
+    f["line"] = c.line;
+    if (c.stream != 0) f["stream"] = c.stream;
+    if (c.comm) f["comm"] = *c.comm;
+    if (c.peer) f["peer"] = *c.peer;
+    else if (c.any_source) f["peer"] = "MPI_ANY_SOURCE";
+    if (c.tag) f["tag"] = *c.tag;
+    f["waiting_for"] = c.waiting_for;
+    return f;
+  };
   Json ends = Json::array();
-  for (const RankEnd& e : a.run_end)
-    ends.push_back(Json{{"rank", e.rank},
-                        {"ended_by", e.ended_by},
-                        {"last_alive", e.last_alive},
-                        {"records_lost", e.records_lost},
-                        {"in_flight", nullptr}});
-  j["run_end"] = Json{{"complete", a.complete}, {"ranks", ends}, {"wait_cycles", Json::array()}};
+  for (const RankEnd& e : a.run_end) {
+    Json r{{"rank", e.rank},
+           {"ended_by", e.ended_by},
+           {"last_alive", e.last_alive},
+           {"records_lost", e.records_lost},
+           {"in_flight", e.in_flight.empty() ? Json(nullptr) : call_json(e.in_flight.front())}};
+    if (e.in_flight.size() > 1) {
+      Json all = Json::array();
+      for (const CallInFlight& c : e.in_flight) all.push_back(call_json(c));
+      r["in_flight_threads"] = all;
+    }
+    ends.push_back(std::move(r));
+  }
+  j["run_end"] = Json{{"complete", a.complete}, {"ranks", ends}, {"wait_cycles", a.wait_cycles}};
 
   Json list = Json::array();
   for (const IntervalNode& n : a.intervals) {

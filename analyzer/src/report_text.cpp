@@ -1,4 +1,5 @@
 // The text report: the seed's block per interval, line for line, then extras.
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -88,6 +89,45 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
       out << "Nproc EndedBy LastAlive RecordsLost\n";
       for (const RankEnd& e : a.run_end)
         out << e.rank << ' ' << e.ended_by << ' ' << num(e.last_alive) << ' ' << e.records_lost << '\n';
+      // The calls in flight, then each cycle of ranks waiting for each other.
+      for (const RankEnd& e : a.run_end)
+        for (const CallInFlight& c : e.in_flight) {
+          out << "Rank " << e.rank;
+          if (c.stream != 0) out << " (thread " << c.stream << ')';
+          out << " inside " << c.function << " since " << num(c.entered) << " s at "
+              << c.site_label;
+          if (c.peer) out << (c.collective ? ", root " : ", peer ") << *c.peer;
+          else if (c.any_source) out << ", peer MPI_ANY_SOURCE";
+          if (c.tag && !c.collective) out << ", tag " << *c.tag;
+          if (c.comm) out << ", communicator " << *c.comm;
+          if (!c.waiting_for.empty()) {
+            out << (c.collective ? "; members not entered: " : "; waiting for ");
+            for (size_t i = 0; i < c.waiting_for.size(); ++i)
+              out << (i ? ", " : "") << c.waiting_for[i];
+          }
+          out << '\n';
+        }
+      for (const std::vector<int>& cycle : a.wait_cycles) {
+        out << "Deadlock: rank" << (cycle.size() > 1 ? "s " : " ");
+        for (size_t i = 0; i < cycle.size(); ++i)
+          out << (i == 0 ? "" : i + 1 == cycle.size() ? " and " : ", ") << cycle[i];
+        out << (cycle.size() > 1 ? " wait for each other in " : " waits for itself in ");
+        // The calls of the cycle, each distinct function and site once.
+        std::vector<std::string> calls;
+        for (int rank : cycle)
+          for (const RankEnd& e : a.run_end)
+            if (e.rank == rank)
+              for (const CallInFlight& c : e.in_flight) {
+                if (std::find(c.waiting_for.begin(), c.waiting_for.end(),
+                              cycle[(std::find(cycle.begin(), cycle.end(), rank) - cycle.begin() + 1) %
+                                    cycle.size()]) == c.waiting_for.end())
+                  continue;
+                const std::string call = c.function + " (" + c.site_label + ")";
+                if (std::find(calls.begin(), calls.end(), call) == calls.end()) calls.push_back(call);
+              }
+        for (size_t i = 0; i < calls.size(); ++i) out << (i ? ", " : "") << calls[i];
+        out << '\n';
+      }
     }
   }
 }

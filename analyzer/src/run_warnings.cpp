@@ -1,8 +1,10 @@
 // Problems of the run: unmatched messages, trace damage, ranks cut short,
 // and the statistics that go with them.
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "engine.h"
 
@@ -19,6 +21,137 @@ std::string ended_by(const std::string& reason) {
     return name ? std::string("signal SIG") + name : "signal " + reason.substr(7);
   }
   return reason;
+}
+
+// The calls rank `r` was inside when it ended, with what each waits for
+// (spec/interfaces.md, `run_end.in_flight`).
+std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
+  std::vector<CallInFlight> out;
+  const RankTrace& rt = *r.rt;
+  for (const trace::InFlightCall& c : rt.in_flight()) {
+    CallInFlight f;
+    const trace::FunctionDef* def = rt.function(c.func);
+    f.function = def ? def->name : "MPI function " + std::to_string(c.func);
+    f.stream = c.stream;
+    f.entered = (r.interp.global(c.enter) - t_first_) * 1e-9;
+    const SiteInfo site = resolve_code_address(rt, c.site);
+    f.file = site.file;
+    f.line = site.line;
+    f.site_label = site.label;
+    std::vector<int> waits;
+    // Every member of a communicator but this rank (MPI_ANY_SOURCE).
+    auto all_members = [&](const CommInfo& ci) {
+      for (int32_t w : ci.def->inter ? ci.def->remote_ranks : ci.def->ranks)
+        if (w != r.rank) waits.push_back(w);
+    };
+    // A point-to-point peer: its world rank, or every member for ANY_SOURCE.
+    auto p2p_peer = [&](const CommInfo* ci, int32_t peer) {
+      if (!ci) return;
+      if (peer == format::kAnySourceRank) {
+        f.any_source = true;
+        all_members(*ci);
+        return;
+      }
+      const int32_t w = CommCache::peer_world(*ci, peer);
+      if (w >= 0) waits.push_back(w);
+    };
+    const CommInfo* ci = nullptr;
+    switch (c.kind) {
+      case FuncKind::Send:
+      case FuncKind::Recv:
+      case FuncKind::Probe: {
+        ci = r.interp.comms().find(c.comm, c.enter);
+        if (ci) f.comm = ci->gid;
+        f.tag = c.tag;
+        if (ci && c.peer >= 0) f.peer = CommCache::peer_world(*ci, c.peer);
+        p2p_peer(ci, c.peer);
+        break;
+      }
+      case FuncKind::SendRecv: {
+        ci = r.interp.comms().find(c.comm, c.enter);
+        if (ci) f.comm = ci->gid;
+        if (ci && c.peer >= 0) f.peer = CommCache::peer_world(*ci, c.peer);
+        p2p_peer(ci, c.peer);
+        p2p_peer(ci, c.tag);  // the source it receives from
+        break;
+      }
+      case FuncKind::Collective:
+      case FuncKind::AllToAll: {
+        f.collective = true;
+        ci = r.interp.comms().find(c.comm, c.enter);
+        if (!ci) break;
+        f.comm = ci->gid;
+        if (c.peer >= 0) f.peer = CommCache::peer_world(*ci, c.peer);
+        // This instance is the rank's n-th collective on the communicator
+        // (counted, the one in flight included); a member that made fewer
+        // had not entered it.
+        const uint64_t n = r.interp.comms().collectives_on(ci->gid);
+        for (int32_t w : ci->def->ranks) {
+          if (w == r.rank) continue;
+          const int idx = index_of_world(w);
+          if (idx < 0) continue;  // not in the trace: unknown
+          if (ranks_[static_cast<size_t>(idx)]->interp.comms().collectives_on(ci->gid) < n)
+            waits.push_back(w);
+        }
+        break;
+      }
+      case FuncKind::Completion: {
+        // A Wait on one request waits for its peer; a Waitall (any, some) for
+        // the peers of every request still active on the rank.
+        const bool one = c.tag == 1;
+        r.interp.for_each_active_request([&](uint32_t handle, const Request& q) {
+          if (one && handle != c.extra) return;
+          if (!q.comm) return;
+          if (q.type == Request::Recv || q.type == Request::PRecv) p2p_peer(q.comm, q.peer);
+          else if (q.type == Request::Send || q.type == Request::PSend) p2p_peer(q.comm, q.peer);
+        });
+        break;
+      }
+      default:
+        break;
+    }
+    std::sort(waits.begin(), waits.end());
+    waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
+    f.waiting_for = std::move(waits);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// Each elementary cycle of the wait-for graph once, from its smallest rank
+// (a depth-first search from each rank over larger ranks only; capped, since
+// MPI_ANY_SOURCE waits can make the count grow fast).
+std::vector<std::vector<int>> wait_cycles(const std::vector<RankEnd>& ends) {
+  constexpr size_t kMaxCycles = 64;
+  std::map<int, std::vector<int>> edges;
+  for (const RankEnd& e : ends)
+    for (const CallInFlight& c : e.in_flight)
+      for (int w : c.waiting_for) edges[e.rank].push_back(w);
+  for (auto& [from, to] : edges) {
+    std::sort(to.begin(), to.end());
+    to.erase(std::unique(to.begin(), to.end()), to.end());
+  }
+  std::vector<std::vector<int>> cycles;
+  std::vector<int> path;
+  std::function<void(int, int)> walk = [&](int start, int at) {
+    auto it = edges.find(at);
+    if (it == edges.end()) return;
+    for (int next : it->second) {
+      if (cycles.size() >= kMaxCycles) return;
+      if (next == start) {
+        cycles.push_back(path);
+      } else if (next > start && std::find(path.begin(), path.end(), next) == path.end()) {
+        path.push_back(next);
+        walk(start, next);
+        path.pop_back();
+      }
+    }
+  };
+  for (const auto& [start, to] : edges) {
+    path.assign(1, start);
+    walk(start, start);
+  }
+  return cycles;
 }
 
 void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
@@ -111,12 +244,18 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     end.rank = rp->rank;
     const std::string& reason = rp->rt->end_reason();
     end.ended_by = ended_by(reason);
-    end.last_alive = rp->intervals.last_leave() > -kInf ? (rp->intervals.last_leave() - t_first_) * 1e-9 : 0;
+    double last = rp->intervals.last_leave();
+    // A rank that did not finalize was alive until its last heartbeat (format 4).
+    if (reason != "finalize" && rp->rt->heartbeat() != 0)
+      last = std::max(last, rp->interp.global(rp->rt->last_alive()));
+    end.last_alive = last > -kInf ? (last - t_first_) * 1e-9 : 0;
     if (auto it = rp->rt->meta().find("records_lost"); it != rp->rt->meta().end())
       end.records_lost = std::strtoull(it->second.c_str(), nullptr, 10);
     if (end.ended_by != "finalize") a.complete = false;
+    end.in_flight = calls_in_flight(*rp);
     a.run_end.push_back(end);
   }
+  a.wait_cycles = wait_cycles(a.run_end);
   if (opt_.windowed()) a.window = std::make_pair(opt_.window_from_s, opt_.window_to_s);
   read_warnings(a, warns);
   for (auto& [k, w] : warns) a.warnings.push_back(std::move(w));

@@ -24,6 +24,10 @@ const std::vector<ConfigVariable>& config_variables() {
        "given back when the rank ends."},
       {"PROF_STRICT", "0|1", "0",
        "1: a bad setting or an unwritable output aborts the run instead of running unprofiled."},
+      {"PROF_HANG_WARN", "seconds (> 0)", "(off)",
+       "A thread inside one MPI call for longer than this prints one line on stderr naming "
+       "the call, where it was called from and its peer or communicator, while the job still "
+       "runs (checked by the heartbeat thread, every 0.1 s; once per call)."},
       {"PROF_LOG_LEVEL", "trace|debug|info|warn|error|critical|off", "warn",
        "Verbosity of the profiler's own messages on stderr."},
       {"PROF_BCAST", "native|shm", "native",
@@ -88,6 +92,16 @@ bool read_config(Config* cfg, std::vector<std::string>* errors) {
     if (std::strcmp(v, "0") == 0) cfg->strict = false;
     else if (std::strcmp(v, "1") == 0) cfg->strict = true;
     else errors->push_back(std::string("PROF_STRICT='") + v + "' is not 0 or 1");
+  }
+  if (const char* v = env("PROF_HANG_WARN")) {
+    char* end = nullptr;
+    errno = 0;
+    const double seconds = std::strtod(v, &end);
+    if (errno || *end || !(seconds > 0) || seconds > 1e9)
+      errors->push_back(std::string("PROF_HANG_WARN='") + v +
+                        "' is not a number of seconds above 0");
+    else
+      cfg->hang_warn_seconds = seconds;
   }
   if (const char* v = env("PROF_LOG_LEVEL")) {
     static const char* levels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};

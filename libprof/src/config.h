@@ -28,6 +28,7 @@ struct Config {
   SyncScheme sync = SyncScheme::Linear;
   uint64_t buffer_bytes = 1u << 20;       // per-thread mapped chunk
   bool strict = false;
+  double hang_warn_seconds = 0;           // PROF_HANG_WARN; 0: off
   int log_level = 3;                      // spdlog levels: 0 trace .. 6 off (3 = warn)
   int test_shift_rank = -1;               // PROF_TEST_CLOCK_SHIFT_NS=rank:ns
   int64_t test_shift_ns = 0;

@@ -28,6 +28,8 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -260,7 +262,13 @@ void on_thread_exit(void* p) {
   if (tls_state == ts) tls_state = nullptr;
 }
 
+// Threads beyond the Live chunk's slots (and every thread when the file has
+// none) write their in-flight facts here, unseen.
+__thread format::InFlightSlot private_slot;
+
 void register_thread(ThreadState* ts) {
+  ts->slot = rt->file.live_slot(ts->stream);
+  if (!ts->slot) ts->slot = &private_slot;
   {
     std::lock_guard<std::mutex> lock(rt->threads_mu);
     rt->threads.push_back(ts);
@@ -271,6 +279,8 @@ void register_thread(ThreadState* ts) {
 
 void write_end(const char* reason) {
   if (!rt || rt->ended.exchange(true)) return;
+  // The last moment the rank is known alive: now. (Async-signal-safe.)
+  if (format::LiveHeader* live = rt->file.live()) __atomic_store_n(&live->heartbeat, now(), __ATOMIC_RELEASE);
   seal_all_threads();
   // The losses first (zero: not written), then the reason; small enough for
   // the chunk the file keeps for them when the disk is full.
@@ -301,9 +311,132 @@ void close_trace() {
 }
 
 // ---------------------------------------------------------------------------
+// The heartbeat: a helper thread that wakes every kHeartbeatMs and stores the
+// time into the Live chunk, so a reader knows when a killed rank was last
+// alive. It sleeps between beats (a timed wait, so a stop is prompt), never
+// calls MPI, takes no signal (all blocked: the application's threads get
+// them as before) and touches nothing the hot path uses. With PROF_HANG_WARN
+// it also reads the in-flight slots and says once per call on stderr when a
+// thread has been inside one call longer than that.
+struct Heartbeat {
+  std::mutex mu;
+  std::condition_variable wake;
+  bool stop = false;
+  bool running = false;
+  pthread_t thread{};
+  uint64_t warn_ticks = 0;              // PROF_HANG_WARN in ticks; 0: off
+  uint64_t warned[format::kLiveSlots] = {};  // per slot: the enter last warned about
+};
+Heartbeat* heartbeat = nullptr;  // created at MPI_Init, never freed (a fork's child keeps it)
+
+const FunctionInfo* function_info(uint16_t id) {
+  return id >= 1 && id <= kFunctionCount ? &kFunctions[id - 1] : nullptr;
+}
+
+// "/path/app+0x1189" (with the function's name when the dynamic symbol table
+// has it): where a return address lies. file:line needs the debug info:
+// prof-analyze (or addr2line) resolves it.
+std::string describe_address(uint64_t address) {
+  Dl_info info{};
+  if (address == 0 || !dladdr(reinterpret_cast<void*>(address), &info) || !info.dli_fname)
+    return format::hex(address);
+  const std::string where =
+      std::string(info.dli_fname) + "+" + format::hex(address - reinterpret_cast<uintptr_t>(info.dli_fbase));
+  return info.dli_sname ? std::string(info.dli_sname) + " (" + where + ")" : where;
+}
+
+void check_hangs(uint64_t t) {
+  const uint32_t streams = std::min<uint32_t>(rt->next_stream.load(), format::kLiveSlots);
+  for (uint32_t i = 0; i < streams; ++i) {
+    const format::InFlightSlot* slot = rt->file.live_slot(i);
+    if (!slot) return;
+    const uint64_t enter = __atomic_load_n(&slot->enter, __ATOMIC_ACQUIRE);
+    if (enter == 0 || enter >= t || t - enter < heartbeat->warn_ticks ||
+        heartbeat->warned[i] == enter)
+      continue;
+    const format::InFlightSlot copy = *slot;
+    if (__atomic_load_n(&slot->enter, __ATOMIC_ACQUIRE) != enter) continue;  // it returned
+    heartbeat->warned[i] = enter;
+    const FunctionInfo* f = function_info(uint16_t(copy.site_func >> 48));
+    std::string whom;
+    const format::FuncKind kind = f ? f->kind : format::FuncKind::Other;
+    const std::string comm = copy.comm == uint32_t(MPI_COMM_WORLD) ? std::string("MPI_COMM_WORLD")
+                                                                 : "communicator " + format::hex(copy.comm);
+    switch (kind) {
+      case format::FuncKind::Send:
+      case format::FuncKind::Recv:
+      case format::FuncKind::Probe:
+        whom = copy.peer == MPI_ANY_SOURCE ? "peer MPI_ANY_SOURCE"
+                                           : "peer " + std::to_string(copy.peer);
+        whom += ", tag " + std::to_string(copy.tag) + ", " + comm;
+        break;
+      case format::FuncKind::SendRecv:
+        whom = "to " + std::to_string(copy.peer) + ", from " +
+               (copy.tag == MPI_ANY_SOURCE ? std::string("MPI_ANY_SOURCE") : std::to_string(copy.tag)) +
+               ", " + comm;
+        break;
+      case format::FuncKind::Collective:
+      case format::FuncKind::AllToAll:
+        whom = comm;
+        break;
+      case format::FuncKind::Completion:
+        whom = std::to_string(copy.tag) + " request(s)";
+        break;
+      default:
+        break;
+    }
+    const double seconds = double(t - enter) * g.timer.ns_per_tick() * 1e-9;
+    std::fprintf(stderr, "libprof: rank %d thread %u has been inside %s for %.1f s (PROF_HANG_WARN): "
+                 "called from %s%s%s\n",
+                 rt->rank, i, f ? f->name : "an MPI call", seconds,
+                 describe_address(copy.site_func & format::kSiteMask).c_str(),
+                 whom.empty() ? "" : "; ", whom.c_str());
+    std::fflush(stderr);
+  }
+}
+
+void* heartbeat_main(void*) {
+  format::LiveHeader* live = rt->file.live();
+  std::unique_lock<std::mutex> lock(heartbeat->mu);
+  while (!heartbeat->stop) {
+    const uint64_t t = now();
+    __atomic_store_n(&live->heartbeat, t, __ATOMIC_RELEASE);
+    if (heartbeat->warn_ticks) check_hangs(t);
+    heartbeat->wake.wait_for(lock, std::chrono::milliseconds(format::kHeartbeatMs));
+  }
+  return nullptr;
+}
+
+void start_heartbeat() {
+  if (!rt->file.live()) return;
+  heartbeat = new Heartbeat();
+  if (rt->cfg.hang_warn_seconds > 0)
+    heartbeat->warn_ticks = std::max<uint64_t>(
+        1, uint64_t(rt->cfg.hang_warn_seconds * 1e9 / g.timer.ns_per_tick()));
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the new thread inherits the full mask
+  heartbeat->running = pthread_create(&heartbeat->thread, nullptr, heartbeat_main, nullptr) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// At finalize, MPI_Abort or exit: not from a signal handler.
+void stop_heartbeat() {
+  if (!heartbeat || !heartbeat->running) return;
+  {
+    std::lock_guard<std::mutex> lock(heartbeat->mu);
+    heartbeat->stop = true;
+  }
+  heartbeat->wake.notify_all();
+  pthread_join(heartbeat->thread, nullptr);
+  heartbeat->running = false;
+}
+
+// ---------------------------------------------------------------------------
 // Ends.
 void on_exit_without_finalize() {
   if (g.recording) {
+    stop_heartbeat();
     g.recording = false;
     write_end("exit");
     close_trace();
@@ -318,6 +451,7 @@ void on_fork_child() {
   g.recording = false;
   rt->forked_child = true;
   rt->ended.store(true);
+  if (heartbeat) heartbeat->running = false;  // the thread stayed in the parent
   rt->file.abandon();
 }
 
@@ -700,6 +834,7 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   register_thread(ts);
   g.recording = true;
   record_plain(ts, init_id, t0, t1, true);
+  start_heartbeat();
 }
 
 // MPI_Init and MPI_Init_thread: the timer starts before PMPI_Init so the
@@ -995,11 +1130,15 @@ PROF_EXPORT int MPI_Finalize(void) {
   std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
   define(prof::format::definition_line::meta("ns_per_tick", npt) +
          prof::format::definition_line::clock_sync("final", sync.local_ticks, sync.offset_ns, sync.rtt_ns));
+  call_enter(ts, kId_MPI_Finalize, __builtin_return_address(0), -1, -1, 0, 0);
   const uint64_t t0 = now();
+  call_entered(ts, t0);
   const int rc = PMPI_Finalize();
   const uint64_t t1 = now();
   record_plain(ts, kId_MPI_Finalize, t0, t1, rc == MPI_SUCCESS);
+  call_done(ts);
   call_end(ts);
+  stop_heartbeat();
   g.recording = false;
   write_end("finalize");
   close_trace();
@@ -1012,6 +1151,7 @@ PROF_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
     const uint64_t t = now();
     record_plain(ts, kId_MPI_Abort, t, t, true);
     call_end(ts);
+    stop_heartbeat();
     g.recording = false;
     write_end("abort");
     close_trace();

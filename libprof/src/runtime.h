@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "clock.h"
@@ -49,6 +50,9 @@ struct ThreadState {
   format::ChunkContext cx;     // comm and request high half later records of the chunk reuse
   // The thread's open intervals (its markers so far), snapshot at each chunk's start.
   std::vector<format::OpenInterval> open_intervals;
+  // The thread's in-flight slot in the Live chunk (a private one for threads
+  // beyond the chunk's slots): never null once attached.
+  format::InFlightSlot* slot = nullptr;
   uint32_t stream = 0;
   bool in_call = false;
   bool attached = false;
@@ -91,6 +95,34 @@ PROF_HOT ThreadState* call_begin() {
   return ts;
 }
 PROF_HOT void call_end(ThreadState* ts) { ts->in_call = false; }
+
+// The call in flight, in the thread's Live slot (trace_format.h): its facts
+// before the timer read, its enter after; cleared once its record is
+// committed. Up to three 64-bit stores on entry, one on return; the heartbeat
+// thread and a salvaging reader see what the thread is inside.
+PROF_HOT void call_enter(ThreadState* ts, uint16_t func, void* return_address, int32_t peer,
+                         int32_t tag, uint32_t comm, uint32_t extra) {
+  format::InFlightSlot* s = ts->slot;
+  s->site_func = (reinterpret_cast<uint64_t>(return_address) & format::kSiteMask) |
+                 (uint64_t{func} << 48);
+  const uint64_t peer_tag = uint64_t{static_cast<uint32_t>(peer)} |
+                            (uint64_t{static_cast<uint32_t>(tag)} << 32);
+  const uint64_t comm_extra = uint64_t{comm} | (uint64_t{extra} << 32);
+  std::memcpy(&s->peer, &peer_tag, 8);
+  std::memcpy(&s->comm, &comm_extra, 8);
+}
+// Calls whose kind has no peer, communicator or request (readers look at the
+// other fields by kind): the site and function alone, one store less each way.
+PROF_HOT void call_enter_plain(ThreadState* ts, uint16_t func, void* return_address) {
+  ts->slot->site_func = (reinterpret_cast<uint64_t>(return_address) & format::kSiteMask) |
+                        (uint64_t{func} << 48);
+}
+// The enter time goes last: a reader seeing it sees the facts too. (Raw
+// times are counters since boot or the epoch, never 0, which means "none".)
+PROF_HOT void call_entered(ThreadState* ts, uint64_t t0) {
+  __atomic_store_n(&ts->slot->enter, t0, __ATOMIC_RELEASE);
+}
+PROF_HOT void call_done(ThreadState* ts) { __atomic_store_n(&ts->slot->enter, 0, __ATOMIC_RELEASE); }
 
 // Markers.
 PROF_HOT bool is_marker_tag(int tag) { return (static_cast<uint32_t>(tag) >> 24) == 0xAAu &&

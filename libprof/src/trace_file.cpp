@@ -27,6 +27,8 @@ constexpr uint64_t kEndSlotAt = sizeof(format::FileHeader);
 // one record past the sealed end: trimming leaves that much room.
 constexpr uint64_t kStragglerBytes = format::align8(format::kMaxRecordWords * 4);
 constexpr uint64_t kPage = 4096;
+constexpr uint64_t kLiveAt = kPage;
+static_assert(kEndSlotAt + sizeof(ChunkHeader) + kEndSlotPayload <= kLiveAt);
 
 ChunkHeader empty_definitions_chunk(uint64_t capacity) {
   ChunkHeader h{};
@@ -55,12 +57,20 @@ bool TraceFile::create(const std::string& path, const format::FileHeader& header
     *why = "cannot create '" + path + "': " + std::strerror(errno);
     return false;
   }
-  const uint64_t bytes = sizeof header + sizeof(ChunkHeader) + kEndSlotPayload;
+  // Header, the end slot, zero padding, and the Live chunk on the second page
+  // (mapped: it must be page aligned).
+  const uint64_t bytes = kLiveAt + format::kLiveChunkBytes;
   const ChunkHeader slot = empty_definitions_chunk(kEndSlotPayload);
   int rc = ::posix_fallocate(fd_, 0, off_t(bytes));
   if (rc == 0 && (::pwrite(fd_, &header, sizeof header, 0) != ssize_t(sizeof header) ||
                   ::pwrite(fd_, &slot, sizeof slot, off_t(kEndSlotAt)) != ssize_t(sizeof slot)))
     rc = errno;
+  void* live = MAP_FAILED;
+  if (rc == 0) {
+    live = ::mmap(nullptr, format::kLiveChunkBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+                  off_t(kLiveAt));
+    if (live == MAP_FAILED) rc = errno;
+  }
   if (rc != 0) {
     last_error_.store(rc);
     *why = "cannot write '" + path + "': " + std::strerror(rc);
@@ -69,6 +79,16 @@ bool TraceFile::create(const std::string& path, const format::FileHeader& header
     fd_ = -1;
     return false;
   }
+  // Never unmapped: a thread still inside a call when the file closes stores
+  // into its slot on return.
+  auto* h = static_cast<ChunkHeader*>(live);
+  h->type = uint16_t(format::ChunkType::Live);
+  h->flags = 0;
+  h->capacity = format::kLiveChunkBytes - sizeof(ChunkHeader);
+  live_ = reinterpret_cast<format::LiveHeader*>(h + 1);
+  live_->slot_count = format::kLiveSlots;
+  live_->slot_bytes = format::kLiveSlotStride;
+  __atomic_store_n(&h->magic, format::kChunkMagic, __ATOMIC_RELEASE);
   next_.store(bytes);
   written_end_.store(bytes);
   return true;

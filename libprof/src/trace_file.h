@@ -26,6 +26,15 @@ class TraceFile {
   // untouched. false + *why on failure, the errno in last_error().
   bool create(const std::string& path, const format::FileHeader& header, std::string* why);
   bool is_open() const { return fd_ >= 0; }
+  // The file's Live chunk (heartbeat and in-flight slots), mapped at creation
+  // for the life of the process; nullptr before create().
+  format::LiveHeader* live() const { return live_; }
+  format::InFlightSlot* live_slot(uint32_t stream) const {
+    return live_ && stream < live_->slot_count
+               ? reinterpret_cast<format::InFlightSlot*>(reinterpret_cast<char*>(live_ + 1) +
+                                                         size_t{stream} * live_->slot_bytes)
+               : nullptr;
+  }
 
   // Writes one sealed Definitions chunk holding `text` (definition lines).
   // Async-signal-safe (fallocate, pwrite and atomics only).
@@ -74,6 +83,7 @@ class TraceFile {
   bool place_of(const format::ChunkHeader* chunk, Place* out);
   bool move_tail_before_cut(uint64_t chunk_offset, format::ChunkHeader* chunk, uint64_t* end);
   int fd_ = -1;
+  format::LiveHeader* live_ = nullptr;
   std::atomic<uint64_t> next_{sizeof(format::FileHeader)};
   std::atomic<uint64_t> written_end_{sizeof(format::FileHeader)};  // end of what was allocated
   std::atomic<bool> full_{false};

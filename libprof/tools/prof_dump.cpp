@@ -26,6 +26,11 @@
 //   load 0xBIAS PATH
 //   clock PHASE ticks=T offset_ns=X rtt_ns=Y
 //   end REASON                         "end (none)" when the process never said
+//   alive heartbeat=T last_alive=T in_flight=N
+//                                      (format 4, when the file has a heartbeat or a
+//                                      call in flight: raw ticks of the last beat, of
+//                                      the last moment known alive, and the calls in
+//                                      flight)
 //   ns_per_tick X
 //   streams N event_bytes B
 //   chunk sS K offset=O bytes=B sealed=0|1 damaged=0|1 events=N first=T last_leave=T
@@ -62,6 +67,10 @@
 //                       unknown, "(0xADDR)" when it has no file yet
 //   unknown kinds       kind=N
 // FLAGS, each when set: any_source any_tag failed
+// A call in flight (entered, never completed; its duration runs to the rank's
+// last moment alive) ends its line with " in_flight site=0xADDR (FILE:LINE)",
+// the site resolved with the load map when it can be; its fields are what the
+// call asked for (sendrecv: recv_peer/recv_tag asked; completion: count=0).
 //
 // Example:
 //   r0 s0 12.345678 us +1.234 us MPI_Send peer=1(world 1) tag=7 comm=0x44000000 bytes=800
@@ -224,6 +233,19 @@ void print_event(Line& l, const RankTrace& t, const Event& e, const SiteNames& s
   if (e.flags & format::kAnySource) l.add(" any_source");
   if (e.flags & format::kAnyTag) l.add(" any_tag");
   if (e.flags & format::kCallFailed) l.add(" failed");
+  if (e.in_flight) {
+    // Entered and never completed: its duration runs to the rank's last moment alive.
+    l.add(" in_flight site=0x%" PRIx64, e.site);
+    static prof::symbols::Symbolizer* symbolizer = nullptr;
+    static const RankTrace* symbolizer_of = nullptr;
+    if (symbolizer_of != &t) {
+      delete symbolizer;
+      symbolizer = new prof::symbols::Symbolizer(t.load_objects());
+      symbolizer_of = &t;
+    }
+    if (auto loc = symbolizer->resolve_return_address(e.site))
+      l.add(" (%s:%d)", loc->file.c_str(), loc->line);
+  }
   l.put();
 }
 
@@ -260,6 +282,9 @@ void dump_rank(const RankTrace& t, const Options& o) {
                 k.local_ticks, k.offset_ns, k.rtt_ns);
   if (t.end_reason().empty()) std::printf("end (none)\n");
   else std::printf("end %s\n", t.end_reason().c_str());
+  if (t.heartbeat() != 0 || !t.in_flight().empty())
+    std::printf("alive heartbeat=%" PRIu64 " last_alive=%" PRIu64 " in_flight=%zu\n",
+                t.heartbeat(), t.last_alive(), t.in_flight().size());
   std::printf("ns_per_tick %.9g\n", t.ns_per_tick());
   std::printf("streams %zu event_bytes %" PRIu64 "\n", t.stream_count(), t.event_bytes());
   for (size_t s = 0; o.chunks && s < t.stream_count(); ++s) {

@@ -218,6 +218,29 @@ def call_args(args, substitute=None):
     return ', '.join(substitute.get(a.name, a.name) for a in args)
 
 
+def in_flight_facts(kind, facts):
+    """(peer, tag, comm, extra) of a call's in-flight slot (trace_format.h, InFlightSlot)."""
+    def comm_of(c):
+        return f'(uint32_t)({c})' if c else '0'
+    if kind in ('Send', 'Recv', 'Probe', 'Isend', 'Irecv'):
+        peer, tag, comm = facts.get('peer'), facts.get('tag'), facts.get('comm')
+        if facts.get('message') and kind in ('Recv', 'Irecv'):
+            peer, tag, comm = 'prof_msg.source', 'prof_msg.tag', 'prof_msg.comm'
+        return [peer or '-1', tag or '-1', comm_of(comm), '0']
+    if kind == 'SendRecv':
+        return [facts['peer'], facts['recv_peer'], comm_of(facts['comm']), f'(uint32_t)({facts["recv_tag"]})']
+    if kind in ('Collective', 'AllToAll', 'ICollective', 'IAllToAll'):
+        return [facts.get('root') or '-1', '-1', comm_of(facts.get('comm')), '0']
+    if kind == 'CommCreate':
+        return ['-1', '-1', comm_of(facts.get('comm')), '0']
+    if kind == 'Completion':
+        if facts['form'] == 'one':
+            return ['-1', '1', '0', '(uint32_t)prof_req']
+        cnt = facts['count']
+        return ['-1', f'(int32_t)({cnt})', '0', f'({cnt}) > 0 ? (uint32_t)prof_reqs[0] : 0u']
+    return ['-1', '-1', '0', '0']
+
+
 def gen_wrapper(fid, name, ret, args, facts):
     argnames = [a.name for a in args]
     kind = facts['kind'] if facts else 'Other'
@@ -272,7 +295,13 @@ def gen_wrapper(fid, name, ret, args, facts):
         pre.append(f'  const prof::shim::MessageInfo prof_msg = prof::shim::take_message(*{facts["message"]});')
     out += pre
 
+    if kind in ('Other', 'RequestOp'):
+        out.append(f'  prof::shim::call_enter_plain(ts, {fid}, __builtin_return_address(0));')
+    else:
+        out.append(f'  prof::shim::call_enter(ts, {fid}, __builtin_return_address(0), '
+                   f'{", ".join(in_flight_facts(kind, facts))});')
     out.append('  const uint64_t t0 = prof::shim::now();')
+    out.append('  prof::shim::call_entered(ts, t0);')
     out.append(f'  const {ret} rc = {pname}({call_args(args, sub)});')
     out.append('  const uint64_t t1 = prof::shim::now();')
     rc_ok = 'rc == MPI_SUCCESS' if ret == 'int' else 'true'
@@ -355,6 +384,7 @@ def gen_wrapper(fid, name, ret, args, facts):
     else:
         raise SystemExit(f'{name}: unknown kind {kind}')
 
+    out.append('  prof::shim::call_done(ts);')
     out.append('  prof::shim::call_end(ts);')
     out.append('  return rc;')
     out.append('}')

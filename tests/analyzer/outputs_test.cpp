@@ -345,6 +345,142 @@ TEST(Outputs, RunEndSaysHowEachRankEnded) {
   EXPECT_EQ(clean_out.find("Where each rank was"), std::string::npos);
 }
 
+// An in-flight slot of the Live chunk (format 4), as the shim leaves it.
+format::InFlightSlot in_flight_slot(uint16_t func, uint64_t enter, int32_t peer, int32_t tag,
+                                    uint32_t comm, uint32_t extra = 0) {
+  format::InFlightSlot s{};
+  s.enter = enter;
+  s.site_func = 0x401000u | (uint64_t{func} << 48);
+  s.peer = peer;
+  s.tag = tag;
+  s.comm = comm;
+  s.extra = extra;
+  return s;
+}
+
+// Killed while rank 0 waits in an MPI_ANY_SOURCE receive nobody satisfies and
+// ranks 1 and 2 in a barrier rank 0 never enters, all inside interval 1: each
+// call in flight counts as a call and as MPI time up to the rank's last
+// heartbeat, the interval closes there, and the receive (waiting for every
+// other member) and each barrier (waiting for rank 0) make two cycles.
+TEST(Outputs, CallsInFlightAnySourceAndBarrier) {
+  TraceBuilder b(3);
+  for (int r = 0; r < 3; ++r) {
+    b.init(r, 0, 1 * kMs);
+    b.marker(r, 2 * kMs, 1, true);
+  }
+  b.w(0).live(10 * kMs, {in_flight_slot(Recv, 3 * kMs, format::kAnySourceRank, 5, kWorld)});
+  b.w(1).live(10 * kMs, {in_flight_slot(Barrier, 4 * kMs, -1, -1, kWorld)});
+  b.w(2).live(9 * kMs, {in_flight_slot(Barrier, 4 * kMs, -1, -1, kWorld)});
+  for (int r = 0; r < 3; ++r) b.close(r, "");
+  const std::string json_path = b.dir() + "/end.json";
+  std::string out;
+  run_cli(b.dir() + " --json " + json_path + " --chrome-trace " + b.dir() + "/c.json", &out);
+  const json j = json::parse(slurp(json_path));
+  const json& ranks = j["run_end"]["ranks"];
+  ASSERT_EQ(ranks.size(), 3u) << out;
+  EXPECT_NEAR(ranks[0]["last_alive"].get<double>(), 0.010, 1e-9);
+  EXPECT_NEAR(ranks[2]["last_alive"].get<double>(), 0.009, 1e-9);
+  const json& recv = ranks[0]["in_flight"];
+  ASSERT_TRUE(recv.is_object()) << ranks[0];
+  EXPECT_EQ(recv["function"], "MPI_Recv");
+  EXPECT_NEAR(recv["entered"].get<double>(), 0.003, 1e-9);
+  EXPECT_EQ(recv["peer"], "MPI_ANY_SOURCE");
+  EXPECT_EQ(recv["tag"], 5);
+  EXPECT_EQ(recv["waiting_for"], json({1, 2}));
+  for (int r : {1, 2}) {
+    EXPECT_EQ(ranks[r]["in_flight"]["function"], "MPI_Barrier");
+    EXPECT_EQ(ranks[r]["in_flight"]["waiting_for"], json({0})) << ranks[r];
+  }
+  EXPECT_EQ(j["run_end"]["wait_cycles"], json({{0, 1}, {0, 2}}));
+  const json* node = nullptr;
+  for (const json& i : j["intervals"])
+    if (i["id"] == 1) node = &i;
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ((*node)["calls"]["MPI_Recv"], 1);
+  EXPECT_EQ((*node)["calls"]["MPI_Barrier"], 2);
+  const json& per = (*node)["per_rank"];
+  EXPECT_NEAR(per[0]["mpi_time"].get<double>(), 0.007, 1e-9);  // 3 ms .. 10 ms
+  EXPECT_NEAR(per[0]["time"].get<double>(), 0.008, 1e-9);      // 2 ms .. 10 ms
+  EXPECT_NEAR(per[2]["mpi_time"].get<double>(), 0.005, 1e-9);  // 4 ms .. 9 ms
+  // (No load map in this trace: the call site is its address.)
+  EXPECT_NE(out.find("Rank 0 inside MPI_Recv since 0.003000 s at 0x401000, peer MPI_ANY_SOURCE"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("Deadlock: ranks 0 and 1 wait for each other in MPI_Recv (0x401000), "
+                     "MPI_Barrier (0x401000)"),
+            std::string::npos) << out;
+  EXPECT_EQ(slurp(b.dir() + "/c.json").find("\"in_flight\":true") == std::string::npos, false);
+}
+
+// Irecvs from a rank that never sends, then a Waitall in flight on both ranks:
+// the Waitall waits for the peers of the requests still active (a cycle). A
+// slot whose call was recorded (the process died between the record and
+// clearing the slot) is no call in flight; a rank that was computing is alive
+// until its heartbeat, where its open interval closes.
+TEST(Outputs, CallsInFlightWaitallAndRecordedSlot) {
+  TraceBuilder b(3);
+  for (int r = 0; r < 3; ++r) {
+    b.init(r, 0, 1 * kMs);
+    b.marker(r, 2 * kMs, 1, true);
+  }
+  for (int r = 0; r < 2; ++r) {
+    b.irecv(r, 3 * kMs, 3 * kMs + 10, 1 - r, 1, 0xA0 + r);
+    b.irecv(r, 4 * kMs, 4 * kMs + 10, 1 - r, 2, 0xB0 + r);
+    b.w(r).live(20 * kMs, {in_flight_slot(Waitall, 5 * kMs, -1, 2, 0, 0xA0 + r)});
+  }
+  b.other(2, CommRank, 5 * kMs, 6 * kMs);
+  b.w(2).live(30 * kMs, {in_flight_slot(CommRank, 5 * kMs, -1, -1, 0)});
+  for (int r = 0; r < 3; ++r) b.close(r, "");
+  const std::string json_path = b.dir() + "/end.json";
+  std::string out;
+  run_cli(b.dir() + " --json " + json_path, &out);
+  const json j = json::parse(slurp(json_path));
+  const json& ranks = j["run_end"]["ranks"];
+  ASSERT_EQ(ranks.size(), 3u) << out;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ranks[r]["in_flight"]["function"], "MPI_Waitall") << ranks[r];
+    EXPECT_EQ(ranks[r]["in_flight"]["waiting_for"], json({1 - r})) << ranks[r];
+  }
+  EXPECT_TRUE(ranks[2]["in_flight"].is_null()) << ranks[2];
+  EXPECT_NEAR(ranks[2]["last_alive"].get<double>(), 0.030, 1e-9);
+  EXPECT_EQ(j["run_end"]["wait_cycles"], json({{0, 1}}));
+  for (const json& i : j["intervals"])
+    if (i["id"] == 1) {
+      EXPECT_NEAR(i["per_rank"][2]["time"].get<double>(), 0.028, 1e-9);  // 2 ms .. 30 ms
+      EXPECT_NEAR(i["per_rank"][0]["mpi_time"].get<double>(), 0.015 + 20e-9, 1e-9);
+    }
+}
+
+// Two threads of a rank inside calls when it was killed: both are in flight,
+// in stream order (`in_flight` the first, `in_flight_threads` both); a thread
+// beyond the Live chunk's slots is simply not known.
+TEST(Outputs, CallsInFlightOnTwoThreads) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.thread(0, 1);
+  b.other(0, CommRank, 2 * kMs, 3 * kMs);
+  b.thread(0, 0);
+  b.w(0).live(12 * kMs, {in_flight_slot(Recv, 4 * kMs, 1, 3, kWorld),
+                         in_flight_slot(Send, 5 * kMs, 1, 4, kWorld)});
+  b.finalize(1, 6 * kMs, 7 * kMs);
+  b.close(0, "");
+  b.close(1);
+  const std::string json_path = b.dir() + "/end.json";
+  std::string out;
+  run_cli(b.dir() + " --json " + json_path, &out);
+  const json j = json::parse(slurp(json_path));
+  const json& r0 = j["run_end"]["ranks"][0];
+  EXPECT_EQ(r0["in_flight"]["function"], "MPI_Recv") << r0;
+  ASSERT_EQ(r0["in_flight_threads"].size(), 2u) << r0;
+  EXPECT_EQ(r0["in_flight_threads"][1]["function"], "MPI_Send");
+  EXPECT_EQ(r0["in_flight_threads"][1]["stream"], 1);
+  EXPECT_EQ(r0["in_flight_threads"][1]["waiting_for"], json({1}));
+  EXPECT_TRUE(j["run_end"]["ranks"][1]["in_flight"].is_null());
+  EXPECT_TRUE(j["run_end"]["wait_cycles"].empty());  // rank 1 finalized: waits for nobody
+  EXPECT_NE(out.find("Rank 0 (thread 1) inside MPI_Send since 0.005000 s"), std::string::npos)
+      << out;
+}
+
 // One interval semantics: the analysis and the Chrome export see the same
 // executions, including the awkward cases (crossing ids, an end without a
 // begin, a begin never closed, markers after MPI_Finalize, a second thread's

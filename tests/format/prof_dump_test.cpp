@@ -121,7 +121,7 @@ TEST(FormatDump, FileLines) {
   EXPECT_EQ(r.status, 0) << r.out;
   for (const char* want : {
            "file ",
-           "header version=3 run_id=0x77 rank=0 world_size=2 timer=monotonic\n",
+           "header version=4 run_id=0x77 rank=0 world_size=2 timer=monotonic\n",
            "function 1 send MPI_Send\n",
            "comm 0x84000001 global=9 time=0 size=2 inter=0 ranks=1,0\n",
            "callsite 3 0x0 file.c:42\n",

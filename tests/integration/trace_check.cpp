@@ -476,6 +476,9 @@ int main(int argc, char** argv) {
           error("merged cursor goes back in time at " + std::to_string(e.enter));
         first = false;
         last_enter = e.enter;
+        // A call in flight when the process died is no record: the logs list
+        // what returned (hang.sh checks the calls in flight).
+        if (e.in_flight) continue;
         auto& v = streams[e.stream];
         if ((e.flags & prof::format::kContinuation) && !v.empty() &&
             (e.kind == FuncKind::Completion || e.kind == FuncKind::RequestOp)) {

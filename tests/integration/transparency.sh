@@ -20,7 +20,7 @@ mkdir -p "$out"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # The environment must not carry settings from outside.
-unset PROF_OUTPUT PROF_TIMER PROF_SYNC PROF_BUFFER_MB PROF_STRICT PROF_LOG_LEVEL \
+unset PROF_OUTPUT PROF_TIMER PROF_SYNC PROF_BUFFER_MB PROF_STRICT PROF_LOG_LEVEL PROF_HANG_WARN \
       PROF_TEST_CLOCK_SHIFT_NS PROF_EXPECT_DIR
 
 # run NAME [ENV=V...] -- CMD...: runs with a timeout in $out/NAME.cwd;
@@ -81,7 +81,7 @@ bad_settings)
   run plain -- "$mpiexec" -n 2 "$hello" 3
   [ $rc -eq 3 ] || fail "without the shim, hello should exit with 3 (got $rc)"
   i=0
-  for setting in PROF_TIMER=bogus PROF_SYNC=sometimes PROF_BUFFER_MB=0 PROF_STRICT=maybe \
+  for setting in PROF_TIMER=bogus PROF_SYNC=sometimes PROF_BUFFER_MB=0 PROF_STRICT=maybe PROF_HANG_WARN=soon \
                  PROF_LOG_LEVEL=loud PROF_OUTPUT=/proc/x "PROF_OUTPUT=$out/plain.stdout/sub"; do
     i=$((i + 1))
     var=${setting%%=*}

@@ -55,7 +55,8 @@ bool header_sane(const ChunkHeader& h) {
 // Stricter, for resynchronizing inside garbage: a known chunk type too.
 bool header_sane_strict(const ChunkHeader& h) {
   return header_sane(h) && (h.type == uint16_t(format::ChunkType::Definitions) ||
-                            h.type == uint16_t(format::ChunkType::Events));
+                            h.type == uint16_t(format::ChunkType::Events) ||
+                            h.type == uint16_t(format::ChunkType::Live));
 }
 }  // namespace
 
@@ -133,6 +134,9 @@ void RankTrace::Impl::index() {
       events_chunk(h, off, avail, &resume);
     } else if (h.type == uint16_t(format::ChunkType::Definitions)) {
       definitions_chunk(h, off, avail, &resume);
+    } else if (h.type == uint16_t(format::ChunkType::Live) &&
+               header.version >= format::kFirstLiveVersion) {
+      live_chunk(h, off, avail);
     } else {
       ++stats.unknown_chunk_types;
       warn("unknown chunk type", at_offset(path, off, "unknown chunk type " +
@@ -203,6 +207,35 @@ void RankTrace::Impl::index() {
   // read what they need, so nothing needs to stay resident.
   give_buffer(std::move(buf));
   if (map.map) ::madvise(map.map, map.size, MADV_DONTNEED);
+}
+
+// The Live chunk: the heartbeat and the slots of threads inside a call. Only
+// what the chunk and the file hold is read; a second Live chunk is ignored.
+void RankTrace::Impl::live_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail) {
+  const uint64_t payload = off + sizeof(ChunkHeader);
+  const uint64_t room = std::min<uint64_t>(h.capacity, avail);
+  if (room < sizeof(format::LiveHeader)) {
+    warn("live", at_offset(path, off, "live chunk too short for its header"));
+    return;
+  }
+  if (heartbeat != 0 || !live_slots.empty()) {
+    warn("live", at_offset(path, off, "second live chunk ignored"));
+    return;
+  }
+  format::LiveHeader lh;
+  std::memcpy(&lh, map.data + payload, sizeof lh);
+  heartbeat = lh.heartbeat;
+  if (lh.slot_bytes < sizeof(format::InFlightSlot)) {
+    if (lh.slot_count) warn("live", at_offset(path, off, "live chunk: implausible slot size"));
+    return;
+  }
+  const uint64_t fit = (room - sizeof lh) / lh.slot_bytes;
+  const uint64_t n = std::min<uint64_t>(lh.slot_count, fit);
+  for (uint64_t i = 0; i < n; ++i) {
+    format::InFlightSlot slot;
+    std::memcpy(&slot, map.data + payload + sizeof lh + i * lh.slot_bytes, sizeof slot);
+    if (slot.enter != 0) live_slots.emplace_back(static_cast<uint32_t>(i), slot);
+  }
 }
 
 void RankTrace::Impl::events_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail,

@@ -2,6 +2,8 @@
 // of the decoder (damage, chunk ends) and the public cursor.
 #include "reader_cursor.h"
 
+#include <algorithm>
+
 namespace prof::trace {
 
 void RankTrace::Cursor::Impl::bad_record(const uint8_t* at, int why, uint32_t detail) {
@@ -38,6 +40,70 @@ bool RankTrace::Cursor::Impl::chunk_end() {
   return false;
 }
 
+bool RankTrace::Cursor::Impl::in_flight_tail(Prepared& out) {
+  if (!with_in_flight || in_flight_done) return false;
+  in_flight_done = true;
+  in_flight_call = trace->in_flight_of(stream_index);
+  if (!in_flight_call) return false;
+  const uint64_t alive = std::max(trace->last_alive, in_flight_call->enter);
+  out = Prepared{};
+  out.rec = nullptr;
+  out.kind = static_cast<uint16_t>(in_flight_call->kind);
+  out.enter = in_flight_call->enter;
+  out.dur = alive - in_flight_call->enter;
+  return true;
+}
+
+void RankTrace::Cursor::Impl::fill_in_flight(Event& e, const Prepared& r) const {
+  const InFlightCall& c = *in_flight_call;
+  e = Event{};
+  e.enter = r.enter;
+  e.leave = r.enter + r.dur;
+  e.func = c.func;
+  e.kind = c.kind;
+  e.stream = stream_id;
+  e.in_flight = true;
+  e.site = c.site;
+  switch (c.kind) {
+    case FuncKind::Send:
+    case FuncKind::Recv:
+    case FuncKind::Probe:
+    case FuncKind::Isend:
+    case FuncKind::Irecv:
+      e.peer = c.peer;
+      e.tag = c.tag;
+      e.comm = c.comm;
+      if (c.kind != FuncKind::Send && c.kind != FuncKind::Isend) {
+        if (c.peer == format::kAnySourceRank) e.flags |= format::kAnySource;
+        if (c.tag == format::kAnyTagValue) e.flags |= format::kAnyTag;
+      }
+      break;
+    case FuncKind::SendRecv:
+      e.peer = c.peer;
+      e.recv_peer = c.tag;
+      e.recv_tag = static_cast<int32_t>(c.extra);
+      e.comm = c.comm;
+      if (c.tag == format::kAnySourceRank) e.flags |= format::kAnySource;
+      break;
+    case FuncKind::Collective:
+    case FuncKind::AllToAll:
+    case FuncKind::ICollective:
+    case FuncKind::IAllToAll:
+      e.comm = c.comm;
+      e.root = c.peer;
+      break;
+    case FuncKind::CommCreate:
+      e.comm = c.comm;
+      break;
+    case FuncKind::Completion:
+      e.request = c.extra;
+      e.bytes = c.tag > 0 ? static_cast<uint64_t>(c.tag) : 0;
+      break;
+    default:
+      break;
+  }
+}
+
 RankTrace::Cursor::Cursor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RankTrace::Cursor::Cursor(Cursor&&) noexcept = default;
 RankTrace::Cursor::~Cursor() = default;
@@ -45,6 +111,7 @@ RankTrace::Cursor::~Cursor() = default;
 RankTrace::Cursor RankTrace::stream(size_t index) const {
   auto c = std::make_unique<Cursor::Impl>();
   c->attach(impl_.get(), index);
+  c->with_in_flight = true;
   return Cursor(std::move(c));
 }
 

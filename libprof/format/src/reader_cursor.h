@@ -68,6 +68,11 @@ struct RankTrace::Cursor::Impl {
   // A cursor that does not walk its stream from the start (a seek, the chunk
   // index) leaves decode damage to the cursors that do (counted once).
   bool partial = false;
+  // The public cursors end their stream with its call in flight, if any
+  // (RankTrace::in_flight); the chunk index and the marker scans do not.
+  bool with_in_flight = false;
+  bool in_flight_done = false;
+  const InFlightCall* in_flight_call = nullptr;
   // stream_from(): the intervals open just before the first event.
   std::vector<format::OpenInterval> open;
   bool open_from_snapshot = false;
@@ -184,6 +189,10 @@ struct RankTrace::Cursor::Impl {
   [[gnu::always_inline]] inline void fill(Event& e, const Prepared& r);
   [[gnu::noinline, gnu::cold]] void bad_record(const uint8_t* at, int why, uint32_t detail);
   [[gnu::noinline, gnu::cold]] bool chunk_end();
+  // At the stream's end: prepares its call in flight (Prepared::rec null),
+  // once. False when there is none.
+  [[gnu::noinline, gnu::cold]] bool in_flight_tail(Prepared& out);
+  [[gnu::noinline, gnu::cold]] void fill_in_flight(Event& e, const Prepared& r) const;
 
   bool prepare() {
     if (!ready) ready = scan(prepared);
@@ -300,7 +309,7 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
     const uint8_t* r = p;
     const size_t left = static_cast<size_t>(end - r);
     if (left < 8) [[unlikely]] {
-      if (!chunk_end()) return false;
+      if (!chunk_end()) return in_flight_tail(out);
       continue;
     }
     const uint32_t w0 = load32(r);
@@ -365,6 +374,10 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
 
 inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
   using namespace format;
+  if (!r.rec) [[unlikely]] {
+    fill_in_flight(e, r);
+    return;
+  }
   const uint32_t w0 = load32(r.rec);
   const uint16_t func = static_cast<uint16_t>(w0);
   const uint8_t flags = static_cast<uint8_t>(w0 >> 16);

@@ -183,6 +183,16 @@ struct RankTrace::Impl {
   std::vector<LoadObject> load_objects;
   std::vector<ClockSyncDef> clock_syncs;
   std::string end_reason;
+  // The Live chunk (format 4): its heartbeat and its slots in use, by stream id.
+  uint64_t heartbeat = 0;
+  std::vector<std::pair<uint32_t, format::InFlightSlot>> live_slots;
+  // in_flight() and last_alive(), computed once (they need the chunk times).
+  mutable std::once_flag live_once;
+  mutable std::vector<InFlightCall> in_flight;
+  mutable uint64_t last_alive = 0;
+  void compute_live() const;
+  // The in-flight call of stream `stream_index`, if any.
+  const InFlightCall* in_flight_of(size_t stream_index) const;
 
   double ns_per_tick = 1.0;
   uint64_t epoch = 0;   // M epoch_ticks: the origin of the ns conversions (see clock.h)
@@ -239,6 +249,7 @@ struct RankTrace::Impl {
   void index();
   void events_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail, uint64_t* resume);
   void definitions_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail, uint64_t* resume);
+  void live_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail);
   uint64_t resync(uint64_t from) const;
   // Whether a chunk's records may be decoded: checks a sealed chunk's CRC the
   // first time any cursor asks, counting and describing a mismatch once.

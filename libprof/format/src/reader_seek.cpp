@@ -163,6 +163,7 @@ RankTrace::Cursor RankTrace::stream_from(size_t index, uint64_t ticks) const {
   Cursor::Impl& c = *cursor;
   c.attach(impl_.get(), index);
   c.partial = true;
+  c.with_in_flight = true;
   const size_t n = chunk_count(index);
   if (n == 0) return Cursor(std::move(cursor));
 

@@ -196,6 +196,21 @@ void TraceWriter::clock_sync(const ClockSyncDef& k) {
 }
 void TraceWriter::end(const std::string& reason) { impl_->definition(definition_line::end(reason)); }
 
+void TraceWriter::live(uint64_t heartbeat, const std::vector<format::InFlightSlot>& slots) {
+  Impl& w = *impl_;
+  if (w.closed) return;
+  format::LiveHeader h{};
+  h.heartbeat = heartbeat;
+  h.slot_count = static_cast<uint32_t>(slots.size());
+  h.slot_bytes = sizeof(format::InFlightSlot);
+  std::vector<uint8_t> payload(sizeof h + slots.size() * sizeof(format::InFlightSlot));
+  std::memcpy(payload.data(), &h, sizeof h);
+  if (!slots.empty())
+    std::memcpy(payload.data() + sizeof h, slots.data(), slots.size() * sizeof(format::InFlightSlot));
+  const uint32_t n = static_cast<uint32_t>(payload.size());
+  w.chunk(ChunkType::Live, 0, n, 0, 0, 0, 0, payload.data(), n);
+}
+
 void TraceWriter::event(const Event& e) {
   Impl& w = *impl_;
   if (w.closed) return;

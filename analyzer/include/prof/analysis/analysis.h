@@ -142,6 +142,26 @@ struct MatchStats {
   uint64_t windows = 0;              // time windows the streaming pass used
 };
 
+// An MPI call a rank was inside when its recording ended (entered, never
+// completed: spec/metrics.md, "A run that did not end cleanly").
+struct CallInFlight {
+  std::string function;
+  uint32_t stream = 0;        // the thread's stream
+  double entered = 0;         // seconds from the trace's start
+  std::string file;           // call site; empty when not resolved (then `site_label`)
+  int line = 0;
+  std::string site_label;     // "file:line", or "object+0xoffset" / the address in hex
+  std::optional<uint64_t> comm;  // communicator (global id), for calls on one
+  std::optional<int> peer;    // world rank of the peer (point-to-point, collective root)
+  std::optional<int> tag;
+  bool any_source = false;    // a receive from MPI_ANY_SOURCE
+  bool collective = false;
+  // The world ranks it waits for: the peer; every other member for
+  // MPI_ANY_SOURCE; for a collective the members that had not entered that
+  // instance; for a Wait the peers of the requests it waits on.
+  std::vector<int> waiting_for;
+};
+
 // How one rank's recording ended (spec/interfaces.md, `run_end`).
 struct RankEnd {
   int rank = -1;
@@ -150,6 +170,7 @@ struct RankEnd {
   std::string ended_by;
   double last_alive = 0;      // its last recorded moment, seconds from the trace's start
   uint64_t records_lost = 0;  // records the shim could not store
+  std::vector<CallInFlight> in_flight;  // one per thread inside a call; stream order
 };
 
 struct Analysis {
@@ -172,6 +193,9 @@ struct Analysis {
   MatchStats stats;
   std::vector<RankEnd> run_end;   // per rank, by rank order of `ranks`
   bool complete = true;           // every rank ended by MPI_Finalize
+  // Each cycle of the wait-for graph of the calls in flight once (world ranks,
+  // smallest first): ranks that wait for each other, a deadlock.
+  std::vector<std::vector<int>> wait_cycles;
   // The window analyzed (Options::window_*), seconds from the trace's start;
   // absent for the whole run.
   std::optional<std::pair<double, double>> window;

@@ -35,10 +35,12 @@ namespace prof::format {
 inline constexpr char kFileMagic[8] = {'P', 'R', 'O', 'F', 'T', 'R', 'C', '1'};
 // Version 2 added kSameComm and kPackedRequest; a version-1 file is a valid
 // version-2 file that never sets them. Version 3 starts every events chunk with
-// an interval snapshot (kSnapshotFuncId). Readers take versions 1 to 3.
-inline constexpr uint32_t kFormatVersion = 3;
+// an interval snapshot (kSnapshotFuncId). Version 4 adds the Live chunk (the
+// calls in flight and a heartbeat). Readers take versions 1 to 4.
+inline constexpr uint32_t kFormatVersion = 4;
 inline constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr uint32_t kFirstSnapshotVersion = 3;
+inline constexpr uint32_t kFirstLiveVersion = 4;
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843u;  // "CHNK" little-endian
 
 // Timers a trace may be recorded with (Meta key "timer" names it too).
@@ -57,7 +59,7 @@ struct FileHeader {
 };
 static_assert(sizeof(FileHeader) == 64);
 
-enum class ChunkType : uint16_t { Definitions = 1, Events = 2 };
+enum class ChunkType : uint16_t { Definitions = 1, Events = 2, Live = 3 };
 enum ChunkFlag : uint16_t { kChunkSealed = 1 };
 
 struct ChunkHeader {
@@ -73,6 +75,47 @@ struct ChunkHeader {
 static_assert(sizeof(ChunkHeader) == 32);
 
 inline constexpr uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+
+// ---------------------------------------------------------------------------
+// The Live chunk (format 4): one per file, never sealed, mapped by the shim for
+// the whole run and rewritten in place, so a killed process leaves in it what
+// it was doing. Its payload is a LiveHeader and `slot_count` InFlightSlots,
+// `slot_bytes` apart, one per thread stream (stream i uses slot i; streams
+// beyond have none).
+//   - heartbeat: raw ticks, stored by a helper thread every kHeartbeatMs and
+//     once more when recording ends (finalize, a fatal signal, exit): the rank
+//     was alive then. 0: no beat yet.
+//   - a slot describes the MPI call its thread is inside: the wrapper stores
+//     the call's facts, then `enter` (non-zero) on entry, and `enter` = 0 once
+//     the call's record is committed. A slot whose enter is at or before the
+//     stream's last recorded enter is a call whose record made it (the process
+//     died between the two stores): not in flight.
+struct LiveHeader {
+  uint64_t heartbeat;      // raw ticks of the last beat
+  uint32_t slot_count;     // InFlightSlots that follow
+  uint32_t slot_bytes;     // from one slot to the next (>= sizeof(InFlightSlot); the shim: 64)
+  uint64_t reserved[2];
+};
+static_assert(sizeof(LiveHeader) == 32);
+
+struct InFlightSlot {
+  uint64_t enter;          // raw ticks of the call's entry; 0: not inside a call
+  uint64_t site_func;      // return address of the call (low 48 bits) | function id << 48
+  int32_t peer;            // by the function's kind: Send/Recv/Probe/Isend/Irecv: peer
+                           // (comm rank as passed); SendRecv: destination; collectives: root
+  int32_t tag;             // Send/Recv/...: tag; SendRecv: source; Completion: request count
+  uint32_t comm;           // communicator handle (kinds with one), else 0
+  uint32_t extra;          // SendRecv: receive tag; Completion: the first request handle
+};
+static_assert(sizeof(InFlightSlot) == 32);
+inline constexpr uint64_t kSiteMask = (uint64_t{1} << 48) - 1;
+inline constexpr uint32_t kLiveChunkBytes = 4096;  // header included: one page
+// The shim spaces slots a cache line apart (slot_bytes 64): threads never
+// share a line on the hot path.
+inline constexpr uint32_t kLiveSlotStride = 64;
+inline constexpr uint32_t kLiveSlots =
+    (kLiveChunkBytes - 32 - sizeof(LiveHeader)) / kLiveSlotStride;
+inline constexpr uint32_t kHeartbeatMs = 100;
 
 // ---------------------------------------------------------------------------
 // Definitions: text lines "<tag>\t<field>\t<field>...\n". Tags:

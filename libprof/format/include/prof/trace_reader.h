@@ -54,6 +54,26 @@ struct Event {
   // Owned by the cursor, valid until its next call.
   std::span<const Completion> completions;
   std::span<const uint32_t> requests;
+  // A call entered and never completed (format 4's Live chunk): the last event
+  // of its stream, leaving at the rank's last moment alive
+  // (RankTrace::last_alive). Send/Recv/Probe/Isend/Irecv: peer and tag as asked;
+  // SendRecv: peer = destination, recv_peer/recv_tag the source and tag asked;
+  // collectives: comm and root; Completion: `request` the first request waited
+  // on, `bytes` how many. No bytes, no completions.
+  bool in_flight = false;
+  uint64_t site = 0;  // in flight: the return address of the call (resolve with the load map)
+};
+
+// A call a thread was inside when its process ended (RankTrace::in_flight).
+struct InFlightCall {
+  uint32_t stream = 0;          // stream id
+  uint16_t func = 0;
+  FuncKind kind = FuncKind::Other;
+  uint64_t enter = 0;           // raw ticks
+  uint64_t site = 0;            // return address of the call
+  int32_t peer = -1, tag = -1;  // as format::InFlightSlot says for the kind
+  uint32_t comm = 0;
+  uint32_t extra = 0;
 };
 
 struct FunctionDef {
@@ -146,6 +166,15 @@ class RankTrace {
   // "finalize", "abort", "signal:11", "exit", or "" when the process was killed
   // before it could say (SIGKILL).
   const std::string& end_reason() const;
+
+  // Format 4 (the Live chunk): the calls threads were inside when the process
+  // ended (entered, no record: killed, crashed or hung in them), by stream;
+  // the last heartbeat (raw ticks, 0: none); and the last moment the rank is
+  // known to have been alive: the latest of the heartbeat, every leave and
+  // every in-flight entry (raw ticks; the last leave for older formats).
+  const std::vector<InFlightCall>& in_flight() const;
+  uint64_t heartbeat() const;
+  uint64_t last_alive() const;
 
   // The communicator a handle denoted at raw time t (latest definition not after
   // t); nullptr if none. MPI_COMM_WORLD and MPI_COMM_SELF are always defined.
@@ -275,6 +304,9 @@ class TraceWriter {
   void load_object(const LoadObject& obj);
   void clock_sync(const ClockSyncDef& def);
   void end(const std::string& reason);
+  // The Live chunk (format 4): a heartbeat and the in-flight slots, slot i for
+  // stream i (InFlightSlot::enter 0: none), as a killed shim leaves them.
+  void live(uint64_t heartbeat, const std::vector<format::InFlightSlot>& slots);
 
   // Appends an event to its stream (e.stream); events of a stream must come in
   // enter order. Fields used follow e.kind, as the reader decodes them.
