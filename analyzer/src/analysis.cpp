@@ -79,7 +79,7 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
   r.phase_events = n;
   if (!r.has_ev && r.exhausted_phase < 0) {
     // Open intervals of a rank that did not finalize close at its last moment alive.
-    if (r.rt->heartbeat() != 0) r.intervals.note_alive(r.interp.global(r.rt->last_alive()));
+    if (r.rank_trace->heartbeat() != 0) r.intervals.note_alive(r.interp.global(r.rank_trace->last_alive()));
     r.intervals.finish(h);
     r.exhausted_phase = phase;
   }
@@ -105,20 +105,20 @@ bool Engine::boxes_empty() const {
 
 void Engine::phase_body(unsigned w) {
   const int p = phase_ & 1, q = p ^ 1;
-  for (unsigned o = 0; o < W_; ++o) {
+  for (unsigned o = 0; o < workers_; ++o) {
     auto& box = result_box(q, o, w);
     for (const ResultRec& rr : box) apply(rr);
     box.clear();
   }
-  for (unsigned s = 0; s < W_; ++s) {
+  for (unsigned s = 0; s < workers_; ++s) {
     auto& box = send_box(q, s, w);
-    for (const SendRec& sr : box) ingest_send(sr, false);
+    for (const SendRec& send : box) ingest_send(send, false);
     box.clear();
     auto& cancels = cancel_box(q, s, w);
-    for (const SendRec& sr : cancels) ingest_send(sr, true);
+    for (const SendRec& send : cancels) ingest_send(send, true);
     cancels.clear();
   }
-  for (unsigned s = 0; s < W_; ++s) {
+  for (unsigned s = 0; s < workers_; ++s) {
     auto& box = coll_box(q, s, w);
     for (const CollRec& c : box) add_member(w, c, p);
     box.clear();
@@ -134,7 +134,7 @@ void Engine::phase_body(unsigned w) {
 // What worker w wrote this phase becomes readable after the barrier.
 void Engine::publish(unsigned w) {
   const int p = phase_ & 1;
-  for (unsigned d = 0; d < W_; ++d) {
+  for (unsigned d = 0; d < workers_; ++d) {
     send_box(p, w, d).publish();
     cancel_box(p, w, d).publish();
     coll_box(p, w, d).publish();
@@ -232,11 +232,11 @@ void Engine::setup() {
   gone_.assign(ranks_.size(), 0);
 
   unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
-  W_ = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, ranks_.size())));
+  workers_ = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, ranks_.size())));
   // Contiguous blocks of ranks of about equal event bytes per worker:
   // neighbours talk most in typical codes, and a message between ranks of
   // one worker needs no mailbox.
-  worker_ranks_.assign(W_, {});
+  worker_ranks_.assign(workers_, {});
   uint64_t total = 0;
   for (const RankTrace* t : traces) total += t->event_bytes() + 1;
   uint64_t done = 0;
@@ -245,10 +245,10 @@ void Engine::setup() {
   for (size_t i = 0; i < R; ++i) {
     const uint64_t mid = done + (traces[i]->event_bytes() + 1) / 2;
     unsigned w = std::min<unsigned>(
-        W_ - 1, static_cast<unsigned>(static_cast<double>(mid) / static_cast<double>(total) * W_));
+        workers_ - 1, static_cast<unsigned>(static_cast<double>(mid) / static_cast<double>(total) * workers_));
     w = std::max(w, prev);                                   // contiguous
     w = std::min(w, i == 0 ? 0u : prev + 1);                 // no worker skipped
-    w = std::max<unsigned>(w, static_cast<unsigned>(W_ - std::min<size_t>(W_, R - i)));  // none left empty
+    w = std::max<unsigned>(w, static_cast<unsigned>(workers_ - std::min<size_t>(workers_, R - i)));  // none left empty
     prev = w;
     worker_ranks_[w].push_back(i);
     ranks_[i]->worker = w;
@@ -256,13 +256,13 @@ void Engine::setup() {
     done += traces[i]->event_bytes() + 1;
   }
   for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
-  send_boxes_ = std::vector<Box<SendRec>>(2 * W_ * W_);
-  cancel_boxes_ = std::vector<Box<SendRec>>(2 * W_ * W_);
-  coll_boxes_ = std::vector<Box<CollRec>>(2 * W_ * W_);
-  result_boxes_ = std::vector<Box<ResultRec>>(2 * W_ * W_);
-  owners_.resize(W_);
+  send_boxes_ = std::vector<Box<SendRec>>(2 * workers_ * workers_);
+  cancel_boxes_ = std::vector<Box<SendRec>>(2 * workers_ * workers_);
+  coll_boxes_ = std::vector<Box<CollRec>>(2 * workers_ * workers_);
+  result_boxes_ = std::vector<Box<ResultRec>>(2 * workers_ * workers_);
+  owners_.resize(workers_);
   if (t_first_ < kInf) win_end_ = t_first_ + delta_;
-  g_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, 0, 0, kInf, false});
+  global_nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, 0, 0, kInf, false});
   merge_nodes();
 }
 
@@ -280,7 +280,7 @@ Analysis Engine::run() {
   }
   setup();
 
-  PhaseBarrier<PhaseEnd> bar(W_, PhaseEnd{this});
+  PhaseBarrier<PhaseEnd> bar(workers_, PhaseEnd{this});
   auto loop = [&](unsigned w) {
     while (!done_) {
       if (!failed_.load()) {
@@ -295,7 +295,7 @@ Analysis Engine::run() {
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned w = 1; w < W_; ++w) threads.emplace_back(loop, w);
+  for (unsigned w = 1; w < workers_; ++w) threads.emplace_back(loop, w);
   loop(0);
   for (auto& t : threads) t.join();
   if (failed_) {
@@ -303,7 +303,7 @@ Analysis Engine::run() {
     return a;
   }
   // Anything still waiting can no longer complete: settle it now.
-  for (unsigned w = 0; w < W_; ++w) sweep(w, 0, true);
+  for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   for (auto& r : ranks_) r->settle_instants(kInf);
   finish(a);
   return a;
@@ -318,17 +318,17 @@ void Engine::finish(Analysis& a) {
   a.processors = static_cast<int>(ranks_.size());
   for (const auto& r : ranks_) a.ranks.push_back(r->rank);
   for (const auto& r : ranks_)
-    if (auto it = r->rt->meta().find("exe"); it != r->rt->meta().end() && !it->second.empty()) {
+    if (auto it = r->rank_trace->meta().find("exe"); it != r->rank_trace->meta().end() && !it->second.empty()) {
       a.executable = it->second;
       break;
     }
   for (const auto& r : ranks_)
-    if (auto it = r->rt->meta().find("bcast_impl"); it != r->rt->meta().end() && !it->second.empty()) {
+    if (auto it = r->rank_trace->meta().find("bcast_impl"); it != r->rank_trace->meta().end() && !it->second.empty()) {
       a.bcast_impl = it->second;
       break;
     }
   for (const auto& r : ranks_)
-    if (auto it = r->rt->meta().find("bcast_fallbacks"); it != r->rt->meta().end())
+    if (auto it = r->rank_trace->meta().find("bcast_fallbacks"); it != r->rank_trace->meta().end())
       a.bcast_fallbacks = std::max<uint64_t>(a.bcast_fallbacks, std::strtoull(it->second.c_str(), nullptr, 10));
   roll_up();
   order_tree();
@@ -339,7 +339,7 @@ void Engine::finish(Analysis& a) {
   while (!pending.empty()) {
     auto [gi, parent] = pending.back();
     pending.pop_back();
-    const GNode& gn = g_[gi];
+    const GNode& gn = global_nodes_[gi];
     IntervalNode node = node_figures(gn, gi == 0 ? root_site : reg_.sites[gn.site]);
     node.parent = parent;
     node.level = parent < 0 ? 0 : a.intervals[static_cast<size_t>(parent)].level + 1;

@@ -300,21 +300,21 @@ bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::stri
   w.begin_event();
   w.buf += "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"MPI run\"}}";
   for (size_t i = 0; i < traces.size(); ++i) {
-    const RankTrace& rt = *traces[i];
-    Interpreter interp(rt, reg, i, w2i);
-    ChromeHandler h(w, reg, i, rt.rank(), t0, options);
+    const RankTrace& rank_trace = *traces[i];
+    Interpreter interp(rank_trace, reg, i, w2i);
+    ChromeHandler h(w, reg, i, rank_trace.rank(), t0, options);
     h.comms = &interp.comms();
-    auto cursor = rt.events();
+    auto cursor = rank_trace.events();
     Event e;
     while (cursor.next(e)) interp.process(e, interp.global(e.enter), h);
-    if (rt.heartbeat() != 0) h.intervals.note_alive(interp.global(rt.last_alive()));
+    if (rank_trace.heartbeat() != 0) h.intervals.note_alive(interp.global(rank_trace.last_alive()));
     h.intervals.finish(h);
     h.streams.insert(0);
     for (uint32_t s : h.streams) {
       const long long tid = h.tid(s);
       const std::string name =
-          s == 0 ? "rank " + std::to_string(rt.rank())
-                 : "rank " + std::to_string(rt.rank()) + " thread " + std::to_string(s);
+          s == 0 ? "rank " + std::to_string(rank_trace.rank())
+                 : "rank " + std::to_string(rank_trace.rank()) + " thread " + std::to_string(s);
       w.begin_event();
       w.buf += "{\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(tid) +
                ",\"name\":\"thread_name\",\"args\":{\"name\":";

@@ -104,7 +104,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
 void Engine::add_member(unsigned w, const CollRec& c, int parity) {
   Owner& own = owners_[w];
   CommQueue& q = own.queue(c.gid);
-  Instance* in = q.get(c.seq / W_);
+  Instance* in = q.get(c.seq / workers_);
   if (!in || in->done) {
     // More calls than members (inconsistent communicator definitions):
     // nobody to compare with, so the call is all collective time.
@@ -140,7 +140,7 @@ void Engine::sweep(unsigned w, int parity, bool direct) {
       }
       if (direct || all_missing_gone(own, in)) {
         // Recover the sequence number for the warning: seq / W == base + i.
-        uint64_t seq = (q.base + i) * W_;
+        uint64_t seq = (q.base + i) * workers_;
         while (owner_of(q.gid, seq) != w) ++seq;
         complete(w, q.gid, seq, in, parity, direct);
       }

@@ -288,10 +288,10 @@ inline constexpr uint32_t kComboBit = 0x80000000u;  // a context that is a Combo
 
 struct alignas(64) Rank {
   Rank(const RankTrace& t, const Registry& reg, size_t idx, const WorldIndex& w2i)
-      : rt(&t), rank(t.rank()), index(idx), interp(t, reg, idx, w2i), cursor(t.events()),
+      : rank_trace(&t), rank(t.rank()), index(idx), interp(t, reg, idx, w2i), cursor(t.events()),
         intervals(t.rank()), threaded(t.stream_count() > 1) {}
 
-  const RankTrace* rt;
+  const RankTrace* rank_trace;
   int rank;
   size_t index;
   unsigned worker = 0;
@@ -438,19 +438,19 @@ class Engine {
     return (*world_to_index_)(w);
   }
   Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) {
-    return send_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
+    return send_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
   }
   Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) {
-    return cancel_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
+    return cancel_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
   }
   Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) {
-    return coll_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
+    return coll_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
   }
   Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) {
-    return result_boxes_[(static_cast<size_t>(parity) * W_ + src) * W_ + dst].v;
+    return result_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
   }
   unsigned owner_of(uint64_t gid, uint64_t seq) const {
-    return static_cast<unsigned>((mix64(gid) + seq) % W_);
+    return static_cast<unsigned>((mix64(gid) + seq) % workers_);
   }
 
   void setup();
@@ -486,7 +486,7 @@ class Engine {
   Registry reg_;
   std::unique_ptr<WorldIndex> world_to_index_;
   std::vector<std::unique_ptr<Rank>> ranks_;
-  unsigned W_ = 1;
+  unsigned workers_ = 1;
   std::vector<std::vector<size_t>> worker_ranks_;
   // Rank index -> its worker (read-only during phases; reading Rank::worker
   // of another worker's rank would share a cache line it writes).
@@ -502,7 +502,7 @@ class Engine {
   std::vector<Box<CollRec>> coll_boxes_;
   std::vector<Box<ResultRec>> result_boxes_;
   std::vector<Owner> owners_;
-  std::vector<GNode> g_;
+  std::vector<GNode> global_nodes_;
   uint32_t alive_at_fold_ = UINT32_MAX;
   FlatMap<NodeKey, uint32_t, NodeKeyHash> gindex_;
 

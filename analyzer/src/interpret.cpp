@@ -55,7 +55,7 @@ struct Resolved {
 // Resolves unresolved call sites, once per (object, offset) over all ranks.
 class SiteResolver {
  public:
-  std::optional<Resolved> resolve(size_t rank_index, const RankTrace& rt, const std::string& object,
+  std::optional<Resolved> resolve(size_t rank_index, const RankTrace& rank_trace, const std::string& object,
                                   uint64_t offset, uint64_t address) {
     const auto key = std::make_pair(object, offset);
     auto it = done_.find(key);
@@ -63,13 +63,13 @@ class SiteResolver {
     std::optional<Resolved> r;
 #ifndef PROF_ANALYSIS_NO_SYMBOLS
     if (!sym_ || sym_rank_ != rank_index) {
-      sym_ = std::make_unique<symbols::Symbolizer>(rt.load_objects());
+      sym_ = std::make_unique<symbols::Symbolizer>(rank_trace.load_objects());
       sym_rank_ = rank_index;
     }
     if (auto loc = sym_->resolve_return_address(address)) r = Resolved{loc->file, loc->line};
 #else
     (void)rank_index;
-    (void)rt;
+    (void)rank_trace;
     (void)address;
 #endif
     done_.emplace(key, r);
@@ -92,15 +92,15 @@ std::string hex_string(uint64_t v) {
 
 }  // namespace
 
-SiteInfo resolve_code_address(const RankTrace& rt, uint64_t address) {
+SiteInfo resolve_code_address(const RankTrace& rank_trace, uint64_t address) {
   SiteInfo info;
   info.address = address;
   const trace::LoadObject* obj = nullptr;
-  for (const auto& o : rt.load_objects())
+  for (const auto& o : rank_trace.load_objects())
     if (o.bias <= address && (!obj || o.bias > obj->bias)) obj = &o;
 #ifndef PROF_ANALYSIS_NO_SYMBOLS
   if (obj && address != 0) {
-    symbols::Symbolizer sym(rt.load_objects());
+    symbols::Symbolizer sym(rank_trace.load_objects());
     if (auto loc = sym.resolve_return_address(address)) {
       info.file = loc->file;
       info.line = loc->line;
@@ -126,17 +126,17 @@ void Registry::build(const std::vector<const RankTrace*>& ranks) {
   std::map<std::tuple<std::string, int, std::string, uint64_t>, uint32_t> sname;
   SiteResolver resolver;
   for (size_t i = 0; i < ranks.size(); ++i) {
-    const RankTrace& rt = *ranks[i];
+    const RankTrace& rank_trace = *ranks[i];
     uint32_t max_id = 0;
-    for (const auto& f : rt.functions()) max_id = std::max<uint32_t>(max_id, f.id);
+    for (const auto& f : rank_trace.functions()) max_id = std::max<uint32_t>(max_id, f.id);
     auto& table = funcs[i];
-    table.assign(rt.functions().empty() ? 0 : max_id + 1, FuncInfo{});
-    for (const auto& f : rt.functions()) {
+    table.assign(rank_trace.functions().empty() ? 0 : max_id + 1, FuncInfo{});
+    for (const auto& f : rank_trace.functions()) {
       auto [it, fresh] = fname.try_emplace(f.name, static_cast<uint32_t>(functions.size()));
       if (fresh) functions.push_back(f.name);
       table[f.id] = FuncInfo{f.kind, role_of(f), it->second};
     }
-    for (const auto& s : rt.callsites()) {
+    for (const auto& s : rank_trace.callsites()) {
       SiteInfo info;
       std::tuple<std::string, int, std::string, uint64_t> key;
       if (!s.file.empty()) {
@@ -146,12 +146,12 @@ void Registry::build(const std::vector<const RankTrace*>& ranks) {
       } else {
         // The loaded object holding the address: the greatest bias below it.
         const trace::LoadObject* obj = nullptr;
-        for (const auto& o : rt.load_objects())
+        for (const auto& o : rank_trace.load_objects())
           if (o.bias <= s.address && (!obj || o.bias > obj->bias)) obj = &o;
         const std::string object = obj ? obj->path : std::string();
         const uint64_t offset = obj ? s.address - obj->bias : s.address;
         std::optional<Resolved> r;
-        if (obj && s.address != 0) r = resolver.resolve(i, rt, object, offset, s.address);
+        if (obj && s.address != 0) r = resolver.resolve(i, rank_trace, object, offset, s.address);
         if (r) {
           info.file = r->file;
           info.line = r->line;
@@ -170,9 +170,9 @@ void Registry::build(const std::vector<const RankTrace*>& ranks) {
   }
 }
 
-CommCache::CommCache(const RankTrace& rt, const WorldIndex& world_to_index)
-    : rt_(rt), world_to_index_(world_to_index) {
-  const auto& comms = rt.comms();
+CommCache::CommCache(const RankTrace& rank_trace, const WorldIndex& world_to_index)
+    : rank_trace_(rank_trace), world_to_index_(world_to_index) {
+  const auto& comms = rank_trace.comms();
   infos_.resize(comms.size());
   for (uint32_t i = 0; i < comms.size(); ++i) {
     const CommDef& d = comms[i];
@@ -219,7 +219,7 @@ const CommInfo* CommCache::lookup(uint32_t handle, uint64_t t) {
     fresh.hi = k + 1 < defs->size() ? (*defs)[k + 1].first : UINT64_MAX;
   } else {
     // Not among the definitions: ask the reader (it may know implicit ones).
-    const CommDef* d = rt_.comm_at(handle, t);
+    const CommDef* d = rank_trace_.comm_at(handle, t);
     if (!d || extra_.size() >= 4096) {  // unknown (the answer is cached too)
       last_ = next_;
       cache_[next_] = fresh;
@@ -243,16 +243,16 @@ const CommInfo* CommCache::lookup(uint32_t handle, uint64_t t) {
 }
 
 void Interpreter::fit_clock() {
-  const double g0 = rt_.to_global_ns(0);
+  const double g0 = rank_trace_.to_global_ns(0);
   const double span = 1125899906842624.0;  // 2^50 ticks
-  slope_ = (rt_.to_global_ns(uint64_t{1} << 50) - g0) / span;
+  slope_ = (rank_trace_.to_global_ns(uint64_t{1} << 50) - g0) / span;
   intercept_ = g0;
   linear_ = std::isfinite(slope_) && std::isfinite(intercept_);
   // Check the line where timers live: ns since boot, TSC ticks, epoch ns.
   for (uint64_t t : {uint64_t{1} << 20, uint64_t{1} << 30, uint64_t{1} << 40, uint64_t{1} << 45,
                      uint64_t{1} << 52, uint64_t{3} << 51}) {
     if (!linear_) break;
-    const double want = rt_.to_global_ns(t);
+    const double want = rank_trace_.to_global_ns(t);
     const double got = slope_ * static_cast<double>(static_cast<int64_t>(t)) + intercept_;
     if (!(std::fabs(want - got) <= 1e-13 * std::fabs(want) + 1e-3)) linear_ = false;
   }

@@ -78,9 +78,9 @@ struct SiteInfo {
   std::string label;  // unresolved: "object+0xoffset" (or the address) for the report
 };
 
-// A code address of rank `rt` (a call in flight's return address) as a call
+// A code address of rank `rank_trace` (a call in flight's return address) as a call
 // site: file:line with the load map and debug info, else object+offset.
-SiteInfo resolve_code_address(const RankTrace& rt, uint64_t address);
+SiteInfo resolve_code_address(const RankTrace& rank_trace, uint64_t address);
 
 // Names shared by all ranks: function names and call sites. Call-site ids are
 // per rank, so sites compare by file:line: what a marker macro passed, else the
@@ -168,7 +168,7 @@ struct CommInfo {
 // answer so consecutive calls on one communicator cost a comparison.
 class CommCache {
  public:
-  CommCache(const RankTrace& rt, const WorldIndex& world_to_index);
+  CommCache(const RankTrace& rank_trace, const WorldIndex& world_to_index);
   const CommInfo* at(uint32_t handle, uint64_t t) {
     const Entry& e = cache_[last_];
     if (e.valid && e.handle == handle && t >= e.lo && t < e.hi) return e.info;
@@ -198,11 +198,11 @@ class CommCache {
   };
   const CommInfo* lookup(uint32_t handle, uint64_t t);
 
-  const RankTrace& rt_;
+  const RankTrace& rank_trace_;
   const WorldIndex& world_to_index_;
   // handle -> definitions sorted by time (definition order breaks ties).
   FlatMap<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> by_handle_;
-  std::vector<CommInfo> infos_;  // parallel to rt.comms(), plus fallbacks
+  std::vector<CommInfo> infos_;  // parallel to rank_trace.comms(), plus fallbacks
   std::deque<CommInfo> extra_;  // fallbacks (a deque: pointers stay valid)
   std::deque<uint64_t> seqs_;
   FlatMap<uint64_t, uint64_t*> seq_of_;
@@ -247,9 +247,9 @@ struct Request {
 //       called only when the handler keeps the example (counting is cheap)
 class Interpreter {
  public:
-  Interpreter(const RankTrace& rt, const Registry& reg, size_t rank_index,
+  Interpreter(const RankTrace& rank_trace, const Registry& reg, size_t rank_index,
               const WorldIndex& world_to_index)
-      : rt_(rt), reg_(reg), index_(rank_index), me_(rt.rank()), comms_(rt, world_to_index),
+      : rank_trace_(rank_trace), reg_(reg), index_(rank_index), me_(rank_trace.rank()), comms_(rank_trace, world_to_index),
         funcs_(reg.funcs[rank_index].data()), nfuncs_(reg.funcs[rank_index].size()) {
     fit_clock();
   }
@@ -261,7 +261,7 @@ class Interpreter {
   double global(uint64_t ticks) const {
     // (Signed conversion: much cheaper than unsigned on x86-64; raw times are < 2^63.)
     return linear_ ? slope_ * static_cast<double>(static_cast<int64_t>(ticks)) + intercept_
-                   : rt_.to_global_ns(ticks);
+                   : rank_trace_.to_global_ns(ticks);
   }
   const FuncInfo& func(uint16_t id) const {
     static const FuncInfo unknown{};
@@ -348,7 +348,7 @@ class Interpreter {
 
   void fit_clock();
 
-  const RankTrace& rt_;
+  const RankTrace& rank_trace_;
   const Registry& reg_;
   size_t index_;
   int32_t me_;

@@ -75,14 +75,14 @@ void Engine::merge_nodes() {
         if (const uint32_t* f = gindex_.find(k)) {
           gi = *f;
         } else {
-          gi = static_cast<uint32_t>(g_.size());
-          g_.push_back(GNode{k.parent, k.id, k.site, {}, {}, 0, 0, kInf, false});
-          g_[k.parent].children.push_back(gi);
+          gi = static_cast<uint32_t>(global_nodes_.size());
+          global_nodes_.push_back(GNode{k.parent, k.id, k.site, {}, {}, 0, 0, kInf, false});
+          global_nodes_[k.parent].children.push_back(gi);
           gindex_[k] = gi;
         }
       }
       r.gmap.push_back(gi);
-      g_[gi].members.emplace_back(static_cast<uint32_t>(r.index), static_cast<uint32_t>(li));
+      global_nodes_[gi].members.emplace_back(static_cast<uint32_t>(r.index), static_cast<uint32_t>(li));
     }
   }
 }
@@ -103,12 +103,12 @@ void Engine::fold(bool final) {
   alive_at_fold_ = alive;
   for (auto& rp : ranks_) {
     for (uint32_t li : rp->touched) {
-      g_[rp->gmap[li]].dirty = true;
+      global_nodes_[rp->gmap[li]].dirty = true;
       rp->acc[li].touched = false;
     }
     rp->touched.clear();
   }
-  for (GNode& gn : g_) {
+  for (GNode& gn : global_nodes_) {
     if (!all && !gn.dirty) continue;
     gn.dirty = false;
     // The fold may pass execution k once every rank still running has done it;
@@ -192,7 +192,7 @@ void Engine::roll_up() {
 void Engine::order_tree() {
   merge_nodes();
   fold(true);
-  std::vector<GNode>& g = g_;
+  std::vector<GNode>& g = global_nodes_;
   for (GNode& gn : g)
     for (auto [ri, li] : gn.members)
       if (ranks_[ri]->acc[li].executions() > 0)
@@ -211,13 +211,13 @@ SiteInfo Engine::root_call_site(const std::string& executable) const {
   SiteInfo root_site;
   bool have_root_site = false;
   for (const auto& rp : ranks_) {
-    const auto& meta = rp->rt->meta();
+    const auto& meta = rp->rank_trace->meta();
     auto it = meta.find("init_callsite");
     if (it == meta.end()) continue;
     char* end = nullptr;
     const unsigned long long id = std::strtoull(it->second.c_str(), &end, 0);
     if (!end || *end != '\0' || id > UINT32_MAX) continue;
-    if (rp->rt->callsite(static_cast<uint32_t>(id))) {
+    if (rp->rank_trace->callsite(static_cast<uint32_t>(id))) {
       root_site = reg_.sites[reg_.site(rp->index, static_cast<uint32_t>(id))];
       have_root_site = true;
       break;

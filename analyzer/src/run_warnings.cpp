@@ -27,14 +27,14 @@ std::string ended_by(const std::string& reason) {
 // (spec/interfaces.md, `run_end.in_flight`).
 std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
   std::vector<CallInFlight> out;
-  const RankTrace& rt = *r.rt;
-  for (const trace::InFlightCall& c : rt.in_flight()) {
+  const RankTrace& rank_trace = *r.rank_trace;
+  for (const trace::InFlightCall& c : rank_trace.in_flight()) {
     CallInFlight f;
-    const trace::FunctionDef* def = rt.function(c.func);
+    const trace::FunctionDef* def = rank_trace.function(c.func);
     f.function = def ? def->name : "MPI function " + std::to_string(c.func);
     f.stream = c.stream;
     f.entered = (r.interp.global(c.enter) - t_first_) * 1e-9;
-    const SiteInfo site = resolve_code_address(rt, c.site);
+    const SiteInfo site = resolve_code_address(rank_trace, c.site);
     f.file = site.file;
     f.line = site.line;
     f.site_label = site.label;
@@ -166,23 +166,23 @@ void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
     a.damaged = true;
   }
   for (const auto& r : ranks_) {
-    const RankTrace& rt = *r->rt;
-    const trace::ReadStats& s = rt.stats();
+    const RankTrace& rank_trace = *r->rank_trace;
+    const trace::ReadStats& s = rank_trace.stats();
     const uint64_t damage = s.crc_mismatches + s.bad_chunk_headers + s.truncated_chunks +
                             s.bad_records + s.bad_definitions;
     if (damage) a.damaged = true;
-    for (const auto& w : rt.warnings()) add("trace file problems (data skipped or salvaged)", 1, w);
+    for (const auto& w : rank_trace.warnings()) add("trace file problems (data skipped or salvaged)", 1, w);
     if (s.unsealed_chunks) a.cut_short = true;
-    const std::string& end = rt.end_reason();
+    const std::string& end = rank_trace.end_reason();
     if (end != "finalize") {
       a.cut_short = true;
       add("traces cut short (analyzed as far as they go)", 1,
-          rt.path() + ": recording ended " +
+          rank_trace.path() + ": recording ended " +
               (end.empty() ? std::string("without a word (killed, e.g. SIGKILL)") : "by " + end));
     }
     if (s.backwards_timestamps)
       add("timestamps going backwards", s.backwards_timestamps,
-          rt.path() + ": " + std::to_string(s.backwards_timestamps) + " records");
+          rank_trace.path() + ": " + std::to_string(s.backwards_timestamps) + " records");
   }
 }
 
@@ -242,14 +242,14 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
   for (const auto& rp : ranks_) {
     RankEnd end;
     end.rank = rp->rank;
-    const std::string& reason = rp->rt->end_reason();
+    const std::string& reason = rp->rank_trace->end_reason();
     end.ended_by = ended_by(reason);
     double last = rp->intervals.last_leave();
     // A rank that did not finalize was alive until its last heartbeat (format 4).
-    if (reason != "finalize" && rp->rt->heartbeat() != 0)
-      last = std::max(last, rp->interp.global(rp->rt->last_alive()));
+    if (reason != "finalize" && rp->rank_trace->heartbeat() != 0)
+      last = std::max(last, rp->interp.global(rp->rank_trace->last_alive()));
     end.last_alive = last > -kInf ? (last - t_first_) * 1e-9 : 0;
-    if (auto it = rp->rt->meta().find("records_lost"); it != rp->rt->meta().end())
+    if (auto it = rp->rank_trace->meta().find("records_lost"); it != rp->rank_trace->meta().end())
       end.records_lost = std::strtoull(it->second.c_str(), nullptr, 10);
     if (end.ended_by != "finalize") a.complete = false;
     end.in_flight = calls_in_flight(*rp);

@@ -199,12 +199,12 @@ struct InstanceHash {
 // One rank's pass: the Interpreter's and IntervalTracker's handler.
 struct RankBuilder {
   RankBuilder(Impl& timeline, size_t rank_index)
-      : tl(timeline), index(rank_index), rt(*timeline.dir.ranks[rank_index]),
-        interp(rt, timeline.registry, rank_index, *timeline.world_index), intervals(rt.rank()) {}
+      : tl(timeline), index(rank_index), rank_trace(*timeline.dir.ranks[rank_index]),
+        interp(rank_trace, timeline.registry, rank_index, *timeline.world_index), intervals(rank_trace.rank()) {}
 
   Impl& tl;
   size_t index;
-  const RankTrace& rt;
+  const RankTrace& rank_trace;
   Interpreter interp;
   IntervalTracker intervals;
   uint32_t row = 0;            // the current call's row and record index
@@ -432,7 +432,7 @@ struct RankBuilder {
 
   // Streams the rank; false when cancelled.
   bool run() {
-    auto cursor = rt.events();
+    auto cursor = rank_trace.events();
     Event e;
     uint64_t n = 0;
     current = &e;
@@ -561,16 +561,16 @@ std::unique_ptr<Timeline> Timeline::open(const std::string& trace_dir, std::stri
   uint64_t bytes = 0;
   impl->first_row.push_back(0);
   for (size_t i = 0; i < traces.size(); ++i) {
-    const RankTrace& rt = *traces[i];
-    Interpreter interp(rt, impl->registry, i, *impl->world_index);
-    auto cursor = rt.events();
+    const RankTrace& rank_trace = *traces[i];
+    Interpreter interp(rank_trace, impl->registry, i, *impl->world_index);
+    auto cursor = rank_trace.events();
     Event e;
     if (cursor.next(e)) t_first = std::min(t_first, interp.global(e.enter));
-    bytes += rt.event_bytes();
-    const size_t streams = std::max<size_t>(1, rt.stream_count());
+    bytes += rank_trace.event_bytes();
+    const size_t streams = std::max<size_t>(1, rank_trace.stream_count());
     for (size_t s = 0; s < streams; ++s) {
       auto row = std::make_unique<timeline_detail::Row>();
-      row->id = TimelineRow{rt.rank(), static_cast<uint32_t>(s)};
+      row->id = TimelineRow{rank_trace.rank(), static_cast<uint32_t>(s)};
       row->pyramid.cap = impl->options.leaves_per_row;
       impl->rows.push_back(std::move(row));
       impl->row_list.push_back(impl->rows.back()->id);
