@@ -597,8 +597,8 @@ const std::string& functions_definitions() {
     std::string s;
     s.reserve(kFunctionCount * 40);
     for (size_t i = 0; i < kFunctionCount; ++i)
-      s += format::definition_line::function(kFunctions[i].id, unsigned(kFunctions[i].kind),
-                                             kFunctions[i].name);
+      format::definition_line::append_function(s, kFunctions[i].id, unsigned(kFunctions[i].kind),
+                                               kFunctions[i].name);
     return s;
   }();
   return lines;

@@ -49,7 +49,12 @@ namespace definition_line {
 namespace detail {
 inline void append_field(std::string& line, std::string_view text) {
   line += '\t';
-  for (char c : text) line += (c == '\t' || c == '\n' || c == '\r') ? ' ' : c;
+  const size_t start = line.size();
+  line += text;
+  for (size_t i = start; i < line.size(); ++i) {
+    char& c = line[i];
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  }
 }
 inline void append_number(std::string& line, uint64_t v) {
   char text[24];
@@ -81,13 +86,18 @@ inline std::string meta(std::string_view key, std::string_view value) {
   detail::append_field(line, value);
   return line + '\n';
 }
-// F <id> <kind> <name>
+// F <id> <kind> <name>, appended to `out` (the shim writes hundreds at once).
+inline void append_function(std::string& out, uint32_t id, unsigned kind, std::string_view name) {
+  out += 'F';
+  detail::append_number(out, id);
+  detail::append_number(out, kind);
+  detail::append_field(out, name);
+  out += '\n';
+}
 inline std::string function(uint32_t id, unsigned kind, std::string_view name) {
-  std::string line = "F";
-  detail::append_number(line, id);
-  detail::append_number(line, kind);
-  detail::append_field(line, name);
-  return line + '\n';
+  std::string line;
+  append_function(line, id, kind, name);
+  return line;
 }
 // C <handle> <global id> <time> <size> <inter 0|1> <world ranks> <remote world ranks>
 inline std::string comm(uint64_t handle, uint64_t global_id, uint64_t time, uint64_t size,
