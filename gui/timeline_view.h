@@ -13,20 +13,34 @@
 // drawn into a QImage by spans, then overlays (markers, waits, arrows,
 // highlights, ruler, legend) with QPainter.
 //
-// Interaction: wheel zooms about the cursor, left drag pans, shift+left drag
-// or right drag zooms to the dragged range, keys: arrows pan, +/- zoom, Home
-// shows everything. A click on a call emits callClicked (its innermost
+// Rows: the shown rows (all but those the user hid) are laid out in slots of
+// equal height, at least kMinRowHeight px so that labels stay readable; when
+// they need more than the plot's height a scroll bar scrolls them (a pixel
+// offset into the slots). Only the rows whose slots intersect the plot are
+// queried and drawn, so scrolling keeps a frame's cost O(pixels + calls shown)
+// however many ranks the trace has.
+//
+// Interaction: wheel zooms about the cursor while every row fits; when they
+// overflow, the wheel scrolls rows and Ctrl+wheel zooms. Left drag pans,
+// shift+left drag or right drag zooms to the dragged range, keys: left/right
+// pan, up/down and page up/down scroll rows, +/- zoom, Home shows everything.
+// A right click on a row label opens the row menu (hide it, show only its
+// rank, show all). A click on a call emits callClicked (its innermost
 // interval execution's node). Times are ns from the trace's start.
 #pragma once
 
 #include <QImage>
 #include <QTimer>
 #include <QWidget>
+#include <string_view>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "prof/analysis/timeline.h"
+
+class QMenu;
+class QScrollBar;
 
 namespace prof::gui {
 
@@ -60,8 +74,26 @@ class TimelineView : public QWidget {
   QRect plotRect() const;
   double xOf(double t) const;
   double timeAt(double x) const;
-  int rowAt(int y) const;  // -1 outside the rows
-  int rowCenterY(size_t row) const;
+  int rowAt(int y) const;  // the row drawn at y; -1 outside the rows
+  int rowCenterY(size_t row) const;  // may lie outside the plot (scrolled away); -1: hidden
+  double rowHeight() const;
+
+  // Rows shown (not hidden), in row order; those at least partly in the plot.
+  const std::vector<size_t>& shownRows() const { return shown_; }
+  std::vector<size_t> visibleRows() const;
+  bool rowHidden(size_t row) const { return row < hidden_.size() && hidden_[row]; }
+  void setRowHidden(size_t row, bool hidden);
+  void showOnlyRank(int rank);  // every row (thread) of that rank
+  void showAllRows();
+  // The row menu of a label: hide this row, show only this rank, show all.
+  void populateRowMenu(QMenu& menu, size_t row);
+  // Vertical scrolling (px into the slots); 0 when every row fits.
+  bool rowsOverflow() const;
+  int verticalScroll() const { return scroll_; }
+  int maxVerticalScroll() const;
+  void setVerticalScroll(int px);
+  void scrollToRow(size_t row);  // the least scroll that shows the whole row
+  QScrollBar* verticalBar() const { return bar_; }
 
   // The call drawn at a point (a summary's longest call there), if any.
   std::optional<analysis::TimelineCall> callAt(QPoint p) const;
@@ -80,6 +112,8 @@ class TimelineView : public QWidget {
   static constexpr size_t kMaxArrows = 400;
   // A row summarized from its calls reads at most about this many per frame.
   static constexpr uint64_t kFineBudget = 8000;
+  // Rows are never drawn lower than this (px).
+  static constexpr int kMinRowHeight = 18;
 
  signals:
   void rangeChanged(double from, double to);
@@ -92,6 +126,8 @@ class TimelineView : public QWidget {
   void mouseMoveEvent(QMouseEvent*) override;
   void mouseReleaseEvent(QMouseEvent*) override;
   void keyPressEvent(QKeyEvent*) override;
+  void contextMenuEvent(QContextMenuEvent*) override;
+  void resizeEvent(QResizeEvent*) override;
   bool event(QEvent*) override;
 
  private:
@@ -101,7 +137,9 @@ class TimelineView : public QWidget {
   void drawOverlays(QPainter& p, const analysis::TimelineAnswer& answer);
   void drawRuler(QPainter& p);
   void drawLegend(QPainter& p);
-  double rowHeight() const;
+  void rowsChanged();  // after hiding or showing: slots, scroll bar, repaint
+  void layoutBar();
+  double slotTop(size_t row) const;  // y of the row's slot in the plot (0: plot top)
 
   std::shared_ptr<analysis::Timeline> timeline_;
   double from_ = 0, to_ = 1;
@@ -111,6 +149,11 @@ class TimelineView : public QWidget {
   std::vector<std::vector<analysis::TimelineExecution>> highlight_;  // per row, by start
   QTimer build_timer_;
   QImage image_;  // the rows, reused from frame to frame
+  std::vector<char> hidden_;   // per row
+  std::vector<size_t> shown_;  // rows not hidden, in order
+  std::vector<int> slot_;      // per row: its index in shown_ (-1: hidden)
+  int scroll_ = 0;
+  QScrollBar* bar_ = nullptr;
 
   enum class Drag { None, Pan, Range };
   Drag drag_ = Drag::None;

@@ -3,7 +3,9 @@
 // hit test, click, zoom to a dragged range and selection; damaged and unusable
 // traces give a dialog; --screenshot and --bench-frames as spec/interfaces.md
 // says. Every time in the trace is known, so every check is exact.
+#include <QMenu>
 #include <QMessageBox>
+#include <QScrollBar>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QSortFilterProxyModel>
@@ -95,6 +97,43 @@ class DemoTrace {
   std::vector<Written> written_;
 };
 
+// `ranks` ranks, `iterations` times (t = 2 ms + i ms): MPI_Comm_rank at
+// [t + 100, t + 150] us, then an Allreduce that rank r enters at
+// t + 300 us + r us (so every enter is distinct and known), leaving at t + 700 us.
+class ManyRanksTrace {
+ public:
+  ManyRanksTrace(int ranks, int iterations) : b_(ranks) {
+    for (int r = 0; r < ranks; ++r) {
+      put(r, 0, test::kMs, "MPI_Init", [&] { b_.init(r, 0, test::kMs); });
+      uint64_t t = 2 * test::kMs;
+      for (int it = 0; it < iterations; ++it, t += test::kMs) {
+        put(r, t + 100 * test::kUs, t + 150 * test::kUs, "MPI_Comm_rank",
+            [&] { b_.other(r, test::CommRank, t + 100 * test::kUs, t + 150 * test::kUs); });
+        const uint64_t enter = allreduceEnter(r, it);
+        put(r, enter, t + 700 * test::kUs, "MPI_Allreduce",
+            [&] { b_.collective(r, test::Allreduce, enter, t + 700 * test::kUs); });
+      }
+      put(r, t, t + 100 * test::kUs, "MPI_Finalize", [&] { b_.finalize(r, t, t + 100 * test::kUs); });
+    }
+    b_.close();
+  }
+  static uint64_t allreduceEnter(int rank, int iteration) {
+    return 2 * test::kMs + static_cast<uint64_t>(iteration) * test::kMs + 300 * test::kUs +
+           static_cast<uint64_t>(rank) * test::kUs;
+  }
+  QString dir() const { return QString::fromStdString(b_.dir()); }
+  const std::vector<Written>& written() const { return written_; }
+
+ private:
+  template <class F>
+  void put(int r, uint64_t enter, uint64_t leave, const char* function, F&& write) {
+    write();
+    written_.push_back({static_cast<size_t>(r), static_cast<int64_t>(enter), static_cast<int64_t>(leave), function});
+  }
+  test::TraceBuilder b_;
+  std::vector<Written> written_;
+};
+
 // Loads a trace into a shown window; problems are collected, not shown.
 struct LoadedWindow {
   MainWindow window;
@@ -130,6 +169,8 @@ class GuiTest : public QObject {
   void unusable_directory_opens_with_dialog();
   void screenshot_writes_png();
   void bench_frames_prints_one_line();
+  void many_ranks_scroll();
+  void hidden_rows_leave_the_view();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -584,6 +625,130 @@ void GuiTest::bench_frames_prints_one_line() {
   const QRegularExpression line(
       "^open_ms [0-9.]+ first_frame_ms [0-9.]+ frames 9 median_ms [0-9.]+ p99_ms [0-9.]+ peak_rss_mb [0-9]+\n$");
   QVERIFY2(line.match(out).hasMatch(), qPrintable(out));
+}
+
+void GuiTest::many_ranks_scroll() {
+  ManyRanksTrace trace(96, 3);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  QCOMPARE(view->shownRows().size(), size_t{96});
+  view->showAll();
+  view->grab();
+  // 96 rows do not fit: each keeps the minimum height, a scroll bar appears,
+  // only the rows in sight are drawn.
+  const QRect plot = view->plotRect();
+  QVERIFY(view->rowsOverflow());
+  QCOMPARE(view->rowHeight(), double(TimelineView::kMinRowHeight));
+  QVERIFY(view->verticalBar()->isVisible());
+  const size_t in_sight = static_cast<size_t>(std::ceil(plot.height() / view->rowHeight()));
+  QVERIFY(view->visibleRows().size() <= in_sight + 1);
+  QCOMPARE(view->visibleRows().front(), size_t{0});
+  std::set<size_t> drawn_rows;
+  auto drawn = [&] {
+    drawn_rows.clear();
+    view->setRange(ns(2 * test::kMs), ns(3 * test::kMs));  // every call drawn as a call
+    view->grab();
+    for (const auto& c : view->drawnCalls()) drawn_rows.insert(c.row);
+  };
+  drawn();
+  QCOMPARE(drawn_rows.size(), view->visibleRows().size());
+  QVERIFY(!drawn_rows.count(95));
+  QCOMPARE(view->rowAt(plot.bottom()), static_cast<int>(view->visibleRows().back()));
+  // The wheel (no modifier) scrolls rows and keeps the time range; Ctrl+wheel zooms.
+  const double from = view->from(), to = view->to();
+  const QPointF at(plot.left() + 200.5, plot.top() + 10);
+  for (int notch = 0; notch < 60; ++notch) {
+    QWheelEvent wheel(at, view->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton, Qt::NoModifier,
+                      Qt::NoScrollPhase, false);
+    QCoreApplication::sendEvent(view, &wheel);
+  }
+  QCOMPARE(view->from(), from);
+  QCOMPARE(view->to(), to);
+  QCOMPARE(view->verticalScroll(), view->maxVerticalScroll());
+  QCOMPARE(view->verticalBar()->value(), view->verticalScroll());
+  // Scrolled to the end: the last rank is the last row, at the plot's bottom.
+  QCOMPARE(view->visibleRows().back(), size_t{95});
+  QCOMPARE(view->rowAt(plot.bottom()), 95);
+  QVERIFY(view->rowCenterY(95) < plot.bottom());
+  drawn();
+  QVERIFY(drawn_rows.count(95));
+  QVERIFY(!drawn_rows.count(0));
+  // The last rank's Allreduce is under its row: the hit test finds it.
+  const auto call = view->callAt(QPoint(static_cast<int>(view->xOf(ns(ManyRanksTrace::allreduceEnter(95, 0)) + ns(100 * test::kUs))),
+                                        view->rowCenterY(95)));
+  QVERIFY(call.has_value());
+  QCOMPARE(call->row, size_t{95});
+  QCOMPARE(call->function, std::string_view("MPI_Allreduce"));
+  QCOMPARE(call->enter, static_cast<int64_t>(ManyRanksTrace::allreduceEnter(95, 0)));
+  // Ctrl+wheel zooms about the cursor, rows stay where they are.
+  const int scroll = view->verticalScroll();
+  QWheelEvent zoom(at, view->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::ControlModifier,
+                   Qt::NoScrollPhase, false);
+  QCoreApplication::sendEvent(view, &zoom);
+  QVERIFY(view->to() - view->from() < (to - from) * 0.9);
+  QCOMPARE(view->verticalScroll(), scroll);
+  // The scroll bar moves the rows too.
+  view->verticalBar()->setValue(0);
+  QCOMPARE(view->verticalScroll(), 0);
+  QCOMPARE(view->rowAt(plot.top() + 1), 0);
+  // Keys: Page Down scrolls a page.
+  QTest::keyClick(view, Qt::Key_PageDown);
+  QCOMPARE(view->verticalScroll(), plot.height());
+}
+
+void GuiTest::hidden_rows_leave_the_view() {
+  ManyRanksTrace trace(96, 2);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  view->setRange(ns(2 * test::kMs), ns(3 * test::kMs));
+  view->grab();
+  const int y = view->rowCenterY(3);
+  QCOMPARE(view->rowAt(y), 3);
+  // The row menu of rank 3's label: hide it.
+  QMenu menu;
+  view->populateRowMenu(menu, 3);
+  QStringList texts;
+  for (QAction* action : menu.actions()) texts << action->text();
+  QCOMPARE(texts, QStringList({"Hide rank 3", "Show only rank 3", "Show all rows"}));
+  QVERIFY(!menu.actions()[2]->isEnabled());
+  menu.actions()[0]->trigger();
+  QVERIFY(view->rowHidden(3));
+  QCOMPARE(view->shownRows().size(), size_t{95});
+  QCOMPARE(view->rowCenterY(3), -1);
+  // Its place now holds the next row; the hit test there finds rank 4's calls.
+  QCOMPARE(view->rowAt(y), 4);
+  const double t = ns(ManyRanksTrace::allreduceEnter(4, 0)) + ns(50 * test::kUs);
+  const auto call = view->callAt(QPoint(static_cast<int>(view->xOf(t)), y));
+  QVERIFY(call.has_value());
+  QCOMPARE(call->row, size_t{4});
+  QCOMPARE(call->enter, static_cast<int64_t>(ManyRanksTrace::allreduceEnter(4, 0)));
+  view->grab();
+  for (const auto& c : view->drawnCalls()) QVERIFY(c.row != 3);
+  // Show only rank 7: one row, every row fits again, the wheel zooms.
+  QMenu only;
+  view->populateRowMenu(only, 7);
+  only.actions()[1]->trigger();
+  QCOMPARE(view->shownRows(), std::vector<size_t>{7});
+  QVERIFY(!view->rowsOverflow());
+  QVERIFY(!view->verticalBar()->isVisible());
+  QCOMPARE(view->rowAt(view->plotRect().top() + 1), 7);
+  view->grab();
+  std::set<size_t> rows;
+  for (const auto& c : view->drawnCalls()) rows.insert(c.row);
+  QCOMPARE(rows, std::set<size_t>{7});
+  const double width = view->to() - view->from();
+  const QPointF at(view->plotRect().left() + 100.5, view->rowCenterY(7));
+  QWheelEvent wheel(at, view->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                    Qt::NoScrollPhase, false);
+  QCoreApplication::sendEvent(view, &wheel);
+  QVERIFY(view->to() - view->from() < width * 0.9);
+  // Show all rows again.
+  QMenu all;
+  view->populateRowMenu(all, 7);
+  QVERIFY(all.actions()[2]->isEnabled());
+  all.actions()[2]->trigger();
+  QCOMPARE(view->shownRows().size(), size_t{96});
+  QVERIFY(!view->rowHidden(3));
 }
 
 QTEST_MAIN(GuiTest)
