@@ -6,6 +6,10 @@
 // on, the panel shows the selected interval's characteristics over the
 // timeline's visible range (an analysis of that window, run in the background,
 // the latest range winning).
+//
+// Above the timeline, a find box (Ctrl+F): Enter or F3 goes to the next call
+// of the MPI function typed (case-insensitive) over the shown rows, Shift+F3
+// to the previous one; the status bar describes the call found.
 #pragma once
 
 #include <QMainWindow>
@@ -59,6 +63,12 @@ class MainWindow : public QMainWindow {
   TimelineView* timelineView() const { return view_; }
   TraceLoader* loader() const { return loader_; }
   QAction* visibleRangeAction() const { return visible_range_; }
+  QLineEdit* findBox() const { return find_; }
+  // Goes to the next (previous) call of the function in the find box; false
+  // when there is none (the status bar says so).
+  bool findNext(bool forward);
+  // The trace's MPI function named `text`, ignoring case ("" when none).
+  QString functionNamed(const QString& text) const;
   // The last problem reported for a trace ("" when none).
   QString lastProblem() const { return last_problem_; }
 
@@ -79,6 +89,7 @@ class MainWindow : public QMainWindow {
   QSortFilterProxyModel* proxy_;
   QTreeView* tree_;
   QLineEdit* filter_;
+  QLineEdit* find_;
   CharacteristicsPanel* panel_;
   TimelineView* view_;
   QProgressBar* progress_;

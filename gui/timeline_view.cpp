@@ -12,6 +12,7 @@
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "trace_session.h"
 
@@ -121,6 +122,7 @@ void TimelineView::setTimeline(std::shared_ptr<analysis::Timeline> timeline) {
   highlight_node_ = -1;
   highlight_.clear();
   drawn_calls_.clear();
+  selected_call_.reset();
   follow_end_ = true;
   from_ = 0;
   to_ = timeline_ ? std::max(timeline_->end(), kMinWidthNs) : 1;
@@ -520,6 +522,15 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
     }
     p.setRenderHint(QPainter::Antialiasing, false);
   }
+  // The selected call (find): a magenta outline.
+  if (selected_call_ && !rowHidden(selected_call_->row)) {
+    const double top = plot.top() + slotTop(selected_call_->row);
+    const double x0 = std::floor(xOf(static_cast<double>(selected_call_->enter)));
+    const double x1 = std::max(x0 + 3, std::ceil(xOf(static_cast<double>(selected_call_->leave()))));
+    p.setPen(QPen(QColor(200, 0, 160), 2));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(QRectF(x0 - 1, top + 1, x1 - x0 + 2, row_h - 2));
+  }
   // Rubber band of a zoom to a range.
   if (drag_ == Drag::Range && moved_) {
     const int x0 = std::min(press_.x(), last_.x()), x1 = std::max(press_.x(), last_.x());
@@ -634,9 +645,14 @@ std::optional<analysis::TimelineExecution> TimelineView::executionAt(size_t row,
 QString TimelineView::tooltipAt(QPoint pos) const {
   const auto call = callAt(pos);
   if (!call) return {};
-  const TimelineCall& c = *call;
+  QStringList lines = describeCall(*call);
+  lines[0] = QStringLiteral("<b>%1</b>").arg(lines[0]);
+  return lines.join("<br>");
+}
+
+QStringList TimelineView::describeCall(const TimelineCall& c) const {
   QStringList lines;
-  lines << QStringLiteral("<b>%1</b> (%2)")
+  lines << QStringLiteral("%1 (%2)")
                .arg(QString::fromUtf8(c.function.data(), static_cast<int>(c.function.size())),
                     c.kind == TimelineKind::Marker ? tr("interval marker")
                                                    : QString::fromUtf8(analysis::timeline_kind_name(c.kind)));
@@ -660,7 +676,48 @@ QString TimelineView::tooltipAt(QPoint pos) const {
         lines << tr("in the whole run (no user interval)");
     }
   }
-  return lines.join("<br>");
+  return lines;
+}
+
+void TimelineView::setSelectedCall(std::optional<TimelineCall> call) {
+  selected_call_ = std::move(call);
+  update();
+}
+
+std::optional<TimelineCall> TimelineView::findCall(std::string_view function, bool forward) {
+  if (!timeline_ || shown_.empty()) return std::nullopt;
+  // The anchor: (enter, row) of the selected call, or the range's start.
+  const bool from_selection = selected_call_ && static_cast<double>(selected_call_->enter) >= from_ &&
+                              static_cast<double>(selected_call_->enter) < to_;
+  const double e0 = from_selection ? static_cast<double>(selected_call_->enter) : from_;
+  const size_t r0 = from_selection ? selected_call_->row : 0;
+  std::optional<TimelineCall> best;
+  for (size_t row : shown_) {
+    // Enters are whole ns: "after (e0, r0)" is enter >= e0 on later rows and
+    // enter >= e0 + 1 on the others; "before" is enter < e0 on r0 and later
+    // rows, enter < e0 + 1 on earlier ones.
+    double t = e0;
+    if (from_selection && (forward ? row <= r0 : row < r0)) t = e0 + 1;
+    const auto c = timeline_->find_call(row, function, t, forward);
+    if (!c) continue;
+    const bool better = !best || (forward ? std::tie(c->enter, c->row) < std::tie(best->enter, best->row)
+                                          : std::tie(c->enter, c->row) > std::tie(best->enter, best->row));
+    if (better) best = c;
+  }
+  if (!best) return std::nullopt;
+  selected_call_ = best;
+  scrollToRow(best->row);
+  const double enter = static_cast<double>(best->enter), duration = static_cast<double>(best->duration);
+  const double width = to_ - from_;
+  const bool readable = duration * plotRect().width() / width >= 2 && duration <= 0.8 * width;
+  const bool inside = enter >= from_ && enter + duration <= to_;
+  if (!(readable && inside)) {
+    // Centred; the current zoom when the call reads at it, else five times the call.
+    const double w = readable ? width : std::max(duration * 5, 1000.0);
+    setRange(enter + duration / 2 - w / 2, enter + duration / 2 + w / 2);
+  }
+  update();
+  return best;
 }
 
 void TimelineView::zoomAbout(double t, double factor) {
@@ -714,10 +771,12 @@ void TimelineView::mouseReleaseEvent(QMouseEvent* e) {
   if (drag == Drag::Range && moved_) {
     const double a = timeAt(std::min(press_.x(), pos.x())), b = timeAt(std::max(press_.x(), pos.x()));
     setRange(a, b);
+    emit rangeDragged(from_, to_);
     return;
   }
   if (!moved_ && e->button() == Qt::LeftButton) {
     if (const auto call = callAt(pos)) {
+      selected_call_ = call;  // find goes on from here
       const auto exe = executionAt(call->row, static_cast<double>(call->enter));
       emit callClicked(call->row, call->index, exe ? static_cast<int>(exe->node) : -1);
     }

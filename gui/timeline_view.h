@@ -98,6 +98,18 @@ class TimelineView : public QWidget {
   // The call drawn at a point (a summary's longest call there), if any.
   std::optional<analysis::TimelineCall> callAt(QPoint p) const;
   QString tooltipAt(QPoint p) const;
+  // The tooltip's lines for a call (function and kind first).
+  QStringList describeCall(const analysis::TimelineCall& c) const;
+
+  // Find: the next (forward) or previous call of an MPI function in time
+  // order (enter, then row) over the shown rows, from the selected call when
+  // it lies in the visible range, else from the range's start. The call found
+  // is selected (outlined), its row scrolled into sight, and the range moved
+  // (zoomed when it would be under 2 px) so that it shows; none found:
+  // nothing changes. Cost: one Timeline::find_call per shown row.
+  std::optional<analysis::TimelineCall> findCall(std::string_view function, bool forward);
+  const std::optional<analysis::TimelineCall>& selectedCall() const { return selected_call_; }
+  void setSelectedCall(std::optional<analysis::TimelineCall> call);
   // The innermost interval execution on a row containing time t.
   std::optional<analysis::TimelineExecution> executionAt(size_t row, double t) const;
 
@@ -117,6 +129,8 @@ class TimelineView : public QWidget {
 
  signals:
   void rangeChanged(double from, double to);
+  // A zoom to a dragged range (after rangeChanged).
+  void rangeDragged(double from, double to);
   void callClicked(size_t row, qulonglong index, int node);
 
  protected:
@@ -160,6 +174,7 @@ class TimelineView : public QWidget {
   QPoint press_, last_;
   bool moved_ = false;
 
+  std::optional<analysis::TimelineCall> selected_call_;
   std::vector<analysis::TimelineCall> drawn_calls_;
   size_t summarized_rows_ = 0, drawn_arrows_ = 0;
   std::vector<double> bucket_widths_;

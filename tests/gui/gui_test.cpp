@@ -3,12 +3,14 @@
 // hit test, click, zoom to a dragged range and selection; damaged and unusable
 // traces give a dialog; --screenshot and --bench-frames as spec/interfaces.md
 // says. Every time in the trace is known, so every check is exact.
+#include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
 #include <QScrollBar>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QSortFilterProxyModel>
+#include <QStatusBar>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QTreeView>
@@ -171,6 +173,7 @@ class GuiTest : public QObject {
   void bench_frames_prints_one_line();
   void many_ranks_scroll();
   void hidden_rows_leave_the_view();
+  void find_goes_to_next_and_previous_call();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -749,6 +752,78 @@ void GuiTest::hidden_rows_leave_the_view() {
   all.actions()[2]->trigger();
   QCOMPARE(view->shownRows().size(), size_t{96});
   QVERIFY(!view->rowHidden(3));
+}
+
+void GuiTest::find_goes_to_next_and_previous_call() {
+  ManyRanksTrace trace(96, 3);
+  LoadedWindow loaded(trace.dir());
+  MainWindow& window = loaded.window;
+  TimelineView* view = window.timelineView();
+  view->showAll();
+  QVERIFY(QTest::qWaitForWindowActive(&window));
+  auto selected = [&]() -> std::pair<size_t, int64_t> {
+    const auto& c = view->selectedCall();
+    return c ? std::pair<size_t, int64_t>{c->row, c->enter} : std::pair<size_t, int64_t>{999, -1};
+  };
+  auto allreduce = [](int rank, int iteration) {
+    return std::pair<size_t, int64_t>{static_cast<size_t>(rank),
+                                      static_cast<int64_t>(ManyRanksTrace::allreduceEnter(rank, iteration))};
+  };
+  // The selected call is in the range and its row in sight.
+  auto shown = [&] {
+    const auto& c = *view->selectedCall();
+    const QRect plot = view->plotRect();
+    return static_cast<double>(c.enter) >= view->from() && static_cast<double>(c.leave()) <= view->to() &&
+           view->xOf(static_cast<double>(c.leave())) - view->xOf(static_cast<double>(c.enter)) >= 2 &&
+           view->rowCenterY(c.row) > plot.top() && view->rowCenterY(c.row) < plot.bottom();
+  };
+  // Ctrl+F, a name in any case, Enter: the first Allreduce from the range's start.
+  QTest::keyClick(&window, Qt::Key_F, Qt::ControlModifier);
+  QVERIFY(window.findBox()->hasFocus());
+  QTest::keyClicks(window.findBox(), "mpi_allreduce");
+  QTest::keyClick(window.findBox(), Qt::Key_Return);
+  QCOMPARE(selected(), allreduce(0, 0));
+  QVERIFY(shown());
+  QVERIFY(window.statusBar()->currentMessage().startsWith("MPI_Allreduce (collective), rank 0"));
+  // F3: the next in time order (rank 1 enters 1 us later); a hidden row is skipped.
+  QTest::keyClick(&window, Qt::Key_F3);
+  QCOMPARE(selected(), allreduce(1, 0));
+  view->setRowHidden(2, true);
+  QTest::keyClick(&window, Qt::Key_F3);
+  QCOMPARE(selected(), allreduce(3, 0));
+  QTest::keyClick(&window, Qt::Key_F3, Qt::ShiftModifier);
+  QCOMPARE(selected(), allreduce(1, 0));
+  view->showAllRows();
+  // From a range that starts after rank 94's first Allreduce and is far too
+  // wide to show it: rank 95's, its row scrolled into sight, the range zoomed.
+  view->setRange(ns(ManyRanksTrace::allreduceEnter(94, 0)) + 0.5, 1e11);
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), allreduce(95, 0));
+  QVERIFY(view->verticalScroll() > 0);
+  QVERIFY(shown());
+  QVERIFY(view->to() - view->from() < 1e7);
+  // Then the next iteration's rank 0 (back at the top), and back again.
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), allreduce(0, 1));
+  QVERIFY(shown());
+  QVERIFY(window.findNext(false));
+  QCOMPARE(selected(), allreduce(95, 0));
+  QVERIFY(shown());
+  // Another function: the last Comm_rank before that Allreduce is rank 95's
+  // of the same iteration (every rank enters at 2.1 ms; rows break the tie).
+  window.findBox()->setText("MPI_Comm_rank");
+  QVERIFY(window.findNext(false));
+  QCOMPARE(selected(), (std::pair<size_t, int64_t>{95, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
+  QVERIFY(window.findNext(false));
+  QCOMPARE(selected(), (std::pair<size_t, int64_t>{94, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
+  // Nothing before the first call: the selection stays.
+  view->setRange(0, ns(test::kMs));
+  QVERIFY(!window.findNext(false));
+  QCOMPARE(selected(), (std::pair<size_t, int64_t>{94, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
+  // A name the trace lacks.
+  window.findBox()->setText("MPI_Alltoallw");
+  QVERIFY(!window.findNext(true));
+  QVERIFY(window.statusBar()->currentMessage().contains("no MPI function named"));
 }
 
 QTEST_MAIN(GuiTest)
