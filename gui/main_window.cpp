@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QTabWidget>
 #include <QEventLoop>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -24,6 +25,7 @@
 
 #include "characteristics_panel.h"
 #include "interval_tree_model.h"
+#include "range_statistics.h"
 #include "timeline_view.h"
 #include "trace_loader.h"
 
@@ -94,7 +96,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   auto* top = new QSplitter(Qt::Horizontal, this);
   top->addWidget(left);
-  top->addWidget(panel_);
+  right_tabs_ = new QTabWidget(this);
+  range_statistics_ = new RangeStatisticsPanel(this);
+  right_tabs_->addTab(panel_, tr("Characteristics"));
+  right_tabs_->addTab(range_statistics_, tr("Range statistics"));
+  top->addWidget(right_tabs_);
   top->setStretchFactor(0, 5);
   top->setStretchFactor(1, 6);
   // The timeline with its find bar above.
@@ -126,6 +132,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   vertical->setStretchFactor(0, 1);
   vertical->setStretchFactor(1, 1);
   setCentralWidget(vertical);
+  connect(view_, &TimelineView::rangeDragged, this, &MainWindow::showRangeStatistics);
 
   // Menus.
   QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -149,6 +156,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   arrows_->setCheckable(true);
   arrows_->setChecked(true);
   connect(arrows_, &QAction::toggled, view_, &TimelineView::setArrows);
+  view->addAction(tr("&Statistics of the visible range"), QKeySequence(Qt::CTRL | Qt::Key_T), this,
+                  &MainWindow::showRangeStatistics);
   visible_range_ = view->addAction(tr("Panel shows the &visible range"));
   visible_range_->setCheckable(true);
   connect(visible_range_, &QAction::toggled, this, [this](bool on) {
@@ -289,6 +298,7 @@ void MainWindow::selectInterval(int interval, bool zoom_to_first) {
   }
   const QModelIndex shown = proxy_->mapFromSource(model_->indexOfInterval(interval));
   zoom_on_select_ = zoom_to_first;
+  right_tabs_->setCurrentWidget(panel_);
   tree_->setCurrentIndex(shown);
   tree_->scrollTo(shown);
   zoom_on_select_ = true;
@@ -296,6 +306,7 @@ void MainWindow::selectInterval(int interval, bool zoom_to_first) {
 
 void MainWindow::onSelectionChanged() {
   const int interval = selectedInterval();
+  right_tabs_->setCurrentWidget(panel_);
   updatePanel();
   if (!session_ || interval < 0 || static_cast<size_t>(interval) >= session_->node_of_interval.size()) {
     view_->highlightNode(-1);
@@ -388,6 +399,13 @@ bool MainWindow::findNext(bool forward) {
   }
   statusBar()->showMessage(view_->describeCall(*call).join(", "));
   return true;
+}
+
+void MainWindow::showRangeStatistics() {
+  if (!view_->timeline()) return;
+  range_statistics_->showStatistics(range_statistics(*view_->timeline(), view_->shownRows(), std::max(0.0, view_->from()),
+                                                     view_->to(), 200000, static_cast<uint32_t>(view_->plotRect().width())));
+  right_tabs_->setCurrentWidget(range_statistics_);
 }
 
 void MainWindow::addRecent(const QString& dir) {

@@ -10,6 +10,11 @@
 // Above the timeline, a find box (Ctrl+F): Enter or F3 goes to the next call
 // of the MPI function typed (case-insensitive) over the shown rows, Shift+F3
 // to the previous one; the status bar describes the call found.
+//
+// The range statistics (a tab beside the characteristics, brought forward by
+// View > Statistics of the visible range and after each zoom to a dragged
+// range, so the timeline keeps its size): time per MPI function and per kind
+// over the shown rows and the visible range.
 #pragma once
 
 #include <QMainWindow>
@@ -29,10 +34,12 @@ class QPushButton;
 class QSortFilterProxyModel;
 class QTreeView;
 class QAction;
+class QTabWidget;
 
 namespace prof::gui {
 
 class CharacteristicsPanel;
+class RangeStatisticsPanel;
 class IntervalTreeModel;
 class TimelineView;
 class TraceLoader;
@@ -69,6 +76,11 @@ class MainWindow : public QMainWindow {
   bool findNext(bool forward);
   // The trace's MPI function named `text`, ignoring case ("" when none).
   QString functionNamed(const QString& text) const;
+  // Computes the range statistics of the view (shown rows, visible range) and
+  // brings their tab forward.
+  void showRangeStatistics();
+  RangeStatisticsPanel* rangeStatistics() const { return range_statistics_; }
+  QTabWidget* rightTabs() const { return right_tabs_; }
   // The last problem reported for a trace ("" when none).
   QString lastProblem() const { return last_problem_; }
 
@@ -91,6 +103,8 @@ class MainWindow : public QMainWindow {
   QLineEdit* filter_;
   QLineEdit* find_;
   CharacteristicsPanel* panel_;
+  RangeStatisticsPanel* range_statistics_;
+  QTabWidget* right_tabs_;
   TimelineView* view_;
   QProgressBar* progress_;
   QPushButton* cancel_;

@@ -349,9 +349,10 @@ std::optional<TimelineCall> Timeline::find_call(size_t ri, std::string_view func
   const Impl& tl = *impl_;
   if (ri >= tl.rows.size()) return std::nullopt;
   const auto& names = tl.registry.functions;
+  const bool any = function.empty();
   const auto name_it = std::find(names.begin(), names.end(), function);
-  if (name_it == names.end()) return std::nullopt;
-  const auto name = static_cast<uint16_t>(name_it - names.begin());
+  if (!any && name_it == names.end()) return std::nullopt;
+  const auto name = static_cast<uint16_t>(any ? 0 : name_it - names.begin());
   const Row& row = *tl.rows[ri];
   const std::vector<uint64_t> comms = comm_ids(tl);
   std::shared_lock lock(row.mutex);
@@ -371,7 +372,9 @@ std::optional<TimelineCall> Timeline::find_call(size_t ri, std::string_view func
                                                        [&](const Record& x) { return static_cast<double>(x.enter) < t; }) -
                                   r);
   }
-  auto matches = [&](const Record& r) { return r.name == name && r.kind != static_cast<uint8_t>(TimelineKind::Marker); };
+  auto matches = [&](const Record& r) {
+    return any || (r.name == name && r.kind != static_cast<uint8_t>(TimelineKind::Marker));
+  };
   if (forward) {
     for (size_t b = static_cast<size_t>(start / kBlockRecords); b < blocks.size(); ++b) {
       const Record* r = tl.block_records(row, b, buffer);

@@ -297,7 +297,8 @@ TEST(Timeline, BucketSummariesEqualBruteForce) {
 
 // Find: the next (previous) Allreduce of a row from a time equals the first
 // written collective entering at or after it (the last before it), across
-// blocks and from the spill file; markers and unknown names never match.
+// blocks and from the spill file; markers and unknown names never match; an
+// empty name gives the neighbouring calls of a time.
 TEST(Timeline, FindCallGivesTheNextAndPreviousCallOfAFunction) {
   RingTrace trace(3, 300);
   for (const TimelineOptions& options : option_sets()) {
@@ -341,6 +342,17 @@ TEST(Timeline, FindCallGivesTheNextAndPreviousCallOfAFunction) {
     ASSERT_TRUE(rank_call);
     EXPECT_EQ(rank_call->enter, trace.written(RingTrace::row(0, 1)).front().enter);
     EXPECT_FALSE(tl->find_call(99, "MPI_Allreduce", 0, true));
+    // An empty name: the neighbours of a time, markers included.
+    const auto& row2 = trace.written(RingTrace::row(2, 0));
+    for (size_t i : {size_t{1}, size_t{500}, row2.size() - 1}) {
+      const auto at = tl->find_call(RingTrace::row(2, 0), "", double(row2[i].enter), true);
+      ASSERT_TRUE(at);
+      EXPECT_EQ(at->index, i);
+      const auto before = tl->find_call(RingTrace::row(2, 0), "", double(row2[i].enter), false);
+      ASSERT_TRUE(before);
+      EXPECT_EQ(before->index, i - 1);
+      EXPECT_EQ(before->enter, row2[i - 1].enter);
+    }
   }
 }
 

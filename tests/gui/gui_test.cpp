@@ -10,12 +10,16 @@
 #include <QProcess>
 #include <QRegularExpression>
 #include <QSortFilterProxyModel>
+#include <QTabWidget>
+#include <QTableWidget>
 #include <QStatusBar>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QTreeView>
 #include <QtTest>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
@@ -24,6 +28,7 @@
 #include "interval_tree_model.h"
 #include "main_window.h"
 #include "prof/analysis/report.h"
+#include "range_statistics.h"
 #include "timeline_view.h"
 #include "trace_loader.h"
 #include "trace_builder.h"
@@ -174,6 +179,7 @@ class GuiTest : public QObject {
   void many_ranks_scroll();
   void hidden_rows_leave_the_view();
   void find_goes_to_next_and_previous_call();
+  void range_statistics_equal_brute_force();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -824,6 +830,140 @@ void GuiTest::find_goes_to_next_and_previous_call() {
   window.findBox()->setText("MPI_Alltoallw");
   QVERIFY(!window.findNext(true));
   QVERIFY(window.statusBar()->currentMessage().contains("no MPI function named"));
+}
+
+namespace {
+
+// Brute force over the calls written: time per function and per kind (user
+// code: the gaps between a row's consecutive calls) inside [from, to) on `rows`.
+struct BruteForce {
+  std::map<std::string, std::pair<uint64_t, double>> functions;  // calls, ns
+  double kind[analysis::kTimelineKinds] = {};
+};
+BruteForce brute_force(const std::vector<Written>& written, const std::set<size_t>& rows, double from, double to,
+                       const std::function<analysis::TimelineKind(const std::string&)>& kind_of) {
+  BruteForce out;
+  auto clip = [&](double a, double b) { return std::max(0.0, std::min(b, to) - std::max(a, from)); };
+  const Written* previous = nullptr;
+  for (const Written& w : written) {
+    if (!rows.count(w.row)) continue;
+    if (previous && previous->row == w.row)
+      out.kind[0] += clip(static_cast<double>(previous->leave), static_cast<double>(w.enter));
+    previous = &w;
+    const double t = clip(static_cast<double>(w.enter), static_cast<double>(w.leave));
+    out.kind[static_cast<int>(kind_of(w.function))] += t;
+    if (w.function.rfind("MPI_", 0) != 0) continue;  // markers
+    const bool overlaps = static_cast<double>(w.enter) < to &&
+                          (static_cast<double>(w.leave) > from ||
+                           (w.leave == w.enter && static_cast<double>(w.enter) >= from));
+    if (!overlaps) continue;
+    ++out.functions[w.function].first;
+    out.functions[w.function].second += t;
+  }
+  return out;
+}
+
+analysis::TimelineKind kind_of_function(const std::string& f) {
+  if (f == "MPI_Allreduce") return analysis::TimelineKind::Collective;
+  if (f == "MPI_Send" || f == "MPI_Recv") return analysis::TimelineKind::PointToPoint;
+  if (f.rfind("MPI_", 0) == 0) return analysis::TimelineKind::OtherMpi;
+  return analysis::TimelineKind::Marker;
+}
+
+}  // namespace
+
+void GuiTest::range_statistics_equal_brute_force() {
+  {
+    // A zoom to a dragged range over the shown rows (two hidden): the tab
+    // comes forward with every function's calls and time, and every kind's.
+    ManyRanksTrace trace(96, 4);
+    LoadedWindow loaded(trace.dir());
+    MainWindow& window = loaded.window;
+    TimelineView* view = window.timelineView();
+    view->setRowHidden(5, true);
+    view->setRowHidden(60, true);
+    view->setRange(0, ns(7 * test::kMs));
+    view->grab();
+    const QRect plot = view->plotRect();
+    const QPoint a(plot.left() + plot.width() * 31 / 100, view->rowCenterY(0));
+    const QPoint b(plot.left() + plot.width() * 67 / 100, view->rowCenterY(1));
+    const double from = view->timeAt(a.x()), to = view->timeAt(b.x());
+    QTest::mousePress(view, Qt::RightButton, {}, a);
+    QTest::mouseMove(view, QPoint((a.x() + b.x()) / 2, a.y()));
+    QTest::mouseMove(view, b);
+    QTest::mouseRelease(view, Qt::RightButton, {}, b);
+    QCOMPARE(view->from(), from);
+    QCOMPARE(window.rightTabs()->currentWidget(), static_cast<QWidget*>(window.rangeStatistics()));
+    const prof::gui::RangeStatistics& stats = window.rangeStatistics()->statistics();
+    QCOMPARE(stats.from, from);
+    QCOMPARE(stats.to, to);
+    QCOMPARE(stats.rows, size_t{94});
+    QCOMPARE(stats.rows_from_summaries, size_t{0});
+    std::set<size_t> rows(view->shownRows().begin(), view->shownRows().end());
+    const BruteForce want = brute_force(trace.written(), rows, from, to, kind_of_function);
+    QCOMPARE(stats.functions.size(), want.functions.size());
+    QVERIFY(want.functions.count("MPI_Allreduce") && want.functions.count("MPI_Comm_rank"));
+    for (const auto& f : stats.functions) {
+      QVERIFY2(want.functions.count(f.name), f.name.c_str());
+      QCOMPARE(f.calls, want.functions.at(f.name).first);
+      QVERIFY2(std::abs(f.time - want.functions.at(f.name).second) < 1e-6 * (to - from),
+               qPrintable(QString("%1: %2 vs %3").arg(f.name.c_str()).arg(f.time).arg(want.functions.at(f.name).second)));
+    }
+    QCOMPARE(stats.functions.front().name, std::string("MPI_Allreduce"));  // the longest first
+    for (int k = 0; k < analysis::kTimelineKinds; ++k)
+      QVERIFY2(std::abs(stats.kind_time[k] - want.kind[k]) < 1e-6 * (to - from),
+               qPrintable(QString("kind %1: %2 vs %3").arg(k).arg(stats.kind_time[k]).arg(want.kind[k])));
+    QVERIFY(want.kind[0] > 0 && want.kind[static_cast<int>(analysis::TimelineKind::Collective)] > 0);
+    // The table shows them: Allreduce's calls in its row.
+    QTableWidget* table = window.rangeStatistics()->functionTable();
+    QCOMPARE(table->rowCount(), static_cast<int>(want.functions.size()));
+    QCOMPARE(table->item(0, 0)->text(), QString("MPI_Allreduce"));
+    QCOMPARE(table->item(0, 2)->text(), QString::number(want.functions.at("MPI_Allreduce").first));
+    // Selecting an interval brings the characteristics back.
+    window.selectInterval(0, false);
+    QCOMPARE(window.rightTabs()->currentWidget(), static_cast<QWidget*>(window.panel()));
+  }
+  {
+    // Rows with more calls than the budget: per kind from the summaries,
+    // exact over the whole run (no bucket crosses its edges); the same with
+    // a budget they fit in, read call by call.
+    DemoTrace trace(1200);
+    LoadedWindow loaded(trace.dir());
+    const auto& timeline = *loaded.window.session()->timeline;
+    const double to = timeline.end() + 1;
+    const auto summarized = prof::gui::range_statistics(timeline, {0, 1}, 0, to, 1000, 1600);
+    QCOMPARE(summarized.rows_from_summaries, size_t{2});
+    QVERIFY(summarized.functions.empty());
+    const auto by_calls = prof::gui::range_statistics(timeline, {0, 1}, 0, to, 100000, 1600);
+    QCOMPARE(by_calls.rows_from_summaries, size_t{0});
+    const BruteForce want = brute_force(trace.written(), {0, 1}, 0, to, kind_of_function);
+    for (int k = 0; k < analysis::kTimelineKinds; ++k) {
+      QVERIFY2(std::abs(summarized.kind_time[k] - want.kind[k]) < 1e-6 * to,
+               qPrintable(QString("kind %1: %2 vs %3").arg(k).arg(summarized.kind_time[k]).arg(want.kind[k])));
+      QVERIFY2(std::abs(by_calls.kind_time[k] - want.kind[k]) < 1e-6 * to,
+               qPrintable(QString("kind %1: %2 vs %3").arg(k).arg(by_calls.kind_time[k]).arg(want.kind[k])));
+    }
+    QCOMPARE(by_calls.functions.size(), want.functions.size());
+    for (const auto& f : by_calls.functions) QCOMPARE(f.calls, want.functions.at(f.name).first);
+    // Ranges with edges inside buckets (summaries, then the edges finer), and
+    // one inside user code between two calls of each row (no call in it).
+    const double gap = ns(kLoopStart + 7 * kPeriod + 210 * test::kUs);
+    for (const auto& [a, b] : {std::pair<double, double>{ns(kLoopStart + 3 * kPeriod) + 333333.3, to * 0.83 + 17},
+                               std::pair<double, double>{ns(kLoopStart) + 1, ns(kLoopStart + 401 * kPeriod) - 7},
+                               std::pair<double, double>{gap, gap + ns(80 * test::kUs)}}) {
+      const BruteForce exact = brute_force(trace.written(), {0, 1}, a, b, kind_of_function);
+      for (uint64_t budget : {uint64_t{1000}, uint64_t{100000}}) {
+        const auto stats = prof::gui::range_statistics(timeline, {0, 1}, a, b, budget, 1600);
+        QCOMPARE(stats.rows_from_summaries, size_t{budget == 1000 && b - a > ns(test::kMs) ? 2u : 0u});
+        for (int k = 0; k < analysis::kTimelineKinds; ++k)
+          QVERIFY2(std::abs(stats.kind_time[k] - exact.kind[k]) < 1e-6 * (b - a),
+                   qPrintable(QString("[%1, %2) budget %3 kind %4: %5 vs %6")
+                                  .arg(a).arg(b).arg(budget).arg(k).arg(stats.kind_time[k]).arg(exact.kind[k])));
+      }
+    }
+    QCOMPARE(brute_force(trace.written(), {0, 1}, gap, gap + ns(80 * test::kUs), kind_of_function).kind[0],
+             2 * ns(80 * test::kUs));
+  }
 }
 
 QTEST_MAIN(GuiTest)
