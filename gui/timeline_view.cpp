@@ -123,6 +123,7 @@ void TimelineView::setTimeline(std::shared_ptr<analysis::Timeline> timeline) {
   highlight_.clear();
   drawn_calls_.clear();
   selected_call_.reset();
+  labels_ = QImage();
   follow_end_ = true;
   from_ = 0;
   to_ = timeline_ ? std::max(timeline_->end(), kMinWidthNs) : 1;
@@ -539,16 +540,20 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
     p.drawRect(QRect(x0, plot.top(), x1 - x0, plot.height() - 1));
   }
   p.restore();
-  // Row labels (clipped to the plot's height: rows scroll under the ruler).
-  p.save();
-  p.setClipRect(QRect(0, plot.top(), kLabelWidth, plot.height()));
-  p.setPen(QColor(40, 40, 40));
-  const auto& rows = timeline_->rows();
-  for (size_t r : visibleRows()) {
-    const double top = plot.top() + slotTop(r);
-    p.drawText(QRectF(4, top, kLabelWidth - 8, row_h), Qt::AlignVCenter | Qt::AlignLeft, row_label(rows[r]));
+  // Row labels, redrawn only when the rows in sight move.
+  auto key = std::make_tuple(scroll_, row_h, plot.height(), visibleRows());
+  if (labels_.isNull() || key != labels_key_) {
+    labels_ = QImage(kLabelWidth, plot.height(), QImage::Format_RGB32);
+    labels_.fill(background_rgb());
+    QPainter lp(&labels_);
+    lp.setFont(font());
+    lp.setPen(QColor(40, 40, 40));
+    const auto& rows = timeline_->rows();
+    for (size_t r : std::get<3>(key))
+      lp.drawText(QRectF(4, slotTop(r), kLabelWidth - 8, row_h), Qt::AlignVCenter | Qt::AlignLeft, row_label(rows[r]));
+    labels_key_ = std::move(key);
   }
-  p.restore();
+  p.drawImage(QPoint(0, plot.top()), labels_);
   p.setPen(QColor(200, 200, 200));
   p.drawLine(plot.left() - 1, plot.top(), plot.left() - 1, plot.bottom());
 }

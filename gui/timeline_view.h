@@ -33,6 +33,7 @@
 #include <QTimer>
 #include <QWidget>
 #include <string_view>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -168,6 +169,10 @@ class TimelineView : public QWidget {
   std::vector<int> slot_;      // per row: its index in shown_ (-1: hidden)
   int scroll_ = 0;
   QScrollBar* bar_ = nullptr;
+  // The row labels as drawn for (scroll, row height, plot height, rows shown):
+  // text is the costliest part of a frame with many rows in sight.
+  QImage labels_;
+  std::tuple<int, double, int, std::vector<size_t>> labels_key_;
 
   enum class Drag { None, Pan, Range };
   Drag drag_ = Drag::None;
