@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QTabWidget>
 #include <QEventLoop>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -24,6 +25,7 @@
 
 #include "characteristics_panel.h"
 #include "interval_tree_model.h"
+#include "range_statistics.h"
 #include "timeline_view.h"
 #include "trace_loader.h"
 
@@ -83,6 +85,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   panel_ = new CharacteristicsPanel(this);
   view_ = new TimelineView(this);
   connect(view_, &TimelineView::callClicked, this, [this](size_t, qulonglong, int node) {
+    if (view_->selectedCall()) statusBar()->showMessage(view_->describeCall(*view_->selectedCall()).join(", "));
     if (!session_ || node < 0 || static_cast<size_t>(node) >= session_->interval_of_node.size()) return;
     const int interval = session_->interval_of_node[static_cast<size_t>(node)];
     if (interval >= 0) selectInterval(interval, false);
@@ -93,15 +96,43 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   auto* top = new QSplitter(Qt::Horizontal, this);
   top->addWidget(left);
-  top->addWidget(panel_);
+  right_tabs_ = new QTabWidget(this);
+  range_statistics_ = new RangeStatisticsPanel(this);
+  right_tabs_->addTab(panel_, tr("Characteristics"));
+  right_tabs_->addTab(range_statistics_, tr("Range statistics"));
+  top->addWidget(right_tabs_);
   top->setStretchFactor(0, 5);
   top->setStretchFactor(1, 6);
+  // The timeline with its find bar above.
+  auto* timeline_area = new QWidget(this);
+  auto* timeline_layout = new QVBoxLayout(timeline_area);
+  timeline_layout->setContentsMargins(0, 0, 0, 0);
+  timeline_layout->setSpacing(2);
+  auto* bar = new QHBoxLayout();
+  bar->setContentsMargins(4, 2, 4, 0);
+  find_ = new QLineEdit(timeline_area);
+  find_->setPlaceholderText(tr("Find an MPI function (Ctrl+F; Enter/F3 next, Shift+F3 previous)"));
+  find_->setClearButtonEnabled(true);
+  find_->setMaximumWidth(420);
+  connect(find_, &QLineEdit::returnPressed, this, [this] { findNext(true); });
+  auto* previous_button = new QPushButton(tr("Previous"), timeline_area);
+  auto* next_button = new QPushButton(tr("Next"), timeline_area);
+  connect(previous_button, &QPushButton::clicked, this, [this] { findNext(false); });
+  connect(next_button, &QPushButton::clicked, this, [this] { findNext(true); });
+  bar->addWidget(new QLabel(tr("Find:"), timeline_area));
+  bar->addWidget(find_, 1);
+  bar->addWidget(previous_button);
+  bar->addWidget(next_button);
+  bar->addStretch(1);
+  timeline_layout->addLayout(bar);
+  timeline_layout->addWidget(view_, 1);
   auto* vertical = new QSplitter(Qt::Vertical, this);
   vertical->addWidget(top);
-  vertical->addWidget(view_);
+  vertical->addWidget(timeline_area);
   vertical->setStretchFactor(0, 1);
   vertical->setStretchFactor(1, 1);
   setCentralWidget(vertical);
+  connect(view_, &TimelineView::rangeDragged, this, &MainWindow::showRangeStatistics);
 
   // Menus.
   QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -112,12 +143,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
   edit->addAction(tr("&Copy interval as report text"), QKeySequence::Copy, panel_,
                   &CharacteristicsPanel::copyReportText);
+  edit->addSeparator();
+  edit->addAction(tr("&Find an MPI function"), QKeySequence::Find, this, [this] {
+    find_->setFocus();
+    find_->selectAll();
+  });
+  edit->addAction(tr("Find &next"), QKeySequence(Qt::Key_F3), this, [this] { findNext(true); });
+  edit->addAction(tr("Find &previous"), QKeySequence(Qt::SHIFT | Qt::Key_F3), this, [this] { findNext(false); });
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("Show the &whole run"), QKeySequence(Qt::Key_Home), view_, &TimelineView::showAll);
   arrows_ = view->addAction(tr("Message &arrows (when few are visible)"));
   arrows_->setCheckable(true);
   arrows_->setChecked(true);
   connect(arrows_, &QAction::toggled, view_, &TimelineView::setArrows);
+  view->addAction(tr("&Statistics of the visible range"), QKeySequence(Qt::CTRL | Qt::Key_T), this,
+                  &MainWindow::showRangeStatistics);
   visible_range_ = view->addAction(tr("Panel shows the &visible range"));
   visible_range_->setCheckable(true);
   connect(visible_range_, &QAction::toggled, this, [this](bool on) {
@@ -258,6 +298,7 @@ void MainWindow::selectInterval(int interval, bool zoom_to_first) {
   }
   const QModelIndex shown = proxy_->mapFromSource(model_->indexOfInterval(interval));
   zoom_on_select_ = zoom_to_first;
+  right_tabs_->setCurrentWidget(panel_);
   tree_->setCurrentIndex(shown);
   tree_->scrollTo(shown);
   zoom_on_select_ = true;
@@ -265,6 +306,7 @@ void MainWindow::selectInterval(int interval, bool zoom_to_first) {
 
 void MainWindow::onSelectionChanged() {
   const int interval = selectedInterval();
+  right_tabs_->setCurrentWidget(panel_);
   updatePanel();
   if (!session_ || interval < 0 || static_cast<size_t>(interval) >= session_->node_of_interval.size()) {
     view_->highlightNode(-1);
@@ -324,6 +366,46 @@ void MainWindow::analyzeVisibleRange() {
   range_workers_.emplace_back(worker);
   worker->start();
   updatePanel();
+}
+
+QString MainWindow::functionNamed(const QString& text) const {
+  const auto* timeline = view_->timeline();
+  const QString wanted = text.trimmed();
+  if (!timeline || wanted.isEmpty()) return {};
+  // Names 1.. until the first unknown one (0 is "(unknown)").
+  for (uint32_t name = 1; name < 65536; ++name) {
+    const std::string_view f = timeline->function(name);
+    if (f == "(unknown)") break;
+    const QString candidate = QString::fromUtf8(f.data(), static_cast<qsizetype>(f.size()));
+    if (candidate.compare(wanted, Qt::CaseInsensitive) == 0) return candidate;
+  }
+  return {};
+}
+
+bool MainWindow::findNext(bool forward) {
+  const QString function = functionNamed(find_->text());
+  if (function.isEmpty()) {
+    statusBar()->showMessage(find_->text().trimmed().isEmpty()
+                                 ? tr("Find: type an MPI function's name (Ctrl+F)")
+                                 : tr("Find: the trace has no MPI function named '%1'").arg(find_->text().trimmed()));
+    return false;
+  }
+  const QByteArray name = function.toUtf8();
+  const auto call = view_->findCall(std::string_view(name.constData(), static_cast<size_t>(name.size())), forward);
+  if (!call) {
+    statusBar()->showMessage(forward ? tr("Find: no later call of %1 in the shown rows").arg(function)
+                                     : tr("Find: no earlier call of %1 in the shown rows").arg(function));
+    return false;
+  }
+  statusBar()->showMessage(view_->describeCall(*call).join(", "));
+  return true;
+}
+
+void MainWindow::showRangeStatistics() {
+  if (!view_->timeline()) return;
+  range_statistics_->showStatistics(range_statistics(*view_->timeline(), view_->shownRows(), std::max(0.0, view_->from()),
+                                                     view_->to(), 200000, static_cast<uint32_t>(view_->plotRect().width())));
+  right_tabs_->setCurrentWidget(range_statistics_);
 }
 
 void MainWindow::addRecent(const QString& dir) {

@@ -6,6 +6,15 @@
 // on, the panel shows the selected interval's characteristics over the
 // timeline's visible range (an analysis of that window, run in the background,
 // the latest range winning).
+//
+// Above the timeline, a find box (Ctrl+F): Enter or F3 goes to the next call
+// of the MPI function typed (case-insensitive) over the shown rows, Shift+F3
+// to the previous one; the status bar describes the call found.
+//
+// The range statistics (a tab beside the characteristics, brought forward by
+// View > Statistics of the visible range and after each zoom to a dragged
+// range, so the timeline keeps its size): time per MPI function and per kind
+// over the shown rows and the visible range.
 #pragma once
 
 #include <QMainWindow>
@@ -25,10 +34,12 @@ class QPushButton;
 class QSortFilterProxyModel;
 class QTreeView;
 class QAction;
+class QTabWidget;
 
 namespace prof::gui {
 
 class CharacteristicsPanel;
+class RangeStatisticsPanel;
 class IntervalTreeModel;
 class TimelineView;
 class TraceLoader;
@@ -59,6 +70,17 @@ class MainWindow : public QMainWindow {
   TimelineView* timelineView() const { return view_; }
   TraceLoader* loader() const { return loader_; }
   QAction* visibleRangeAction() const { return visible_range_; }
+  QLineEdit* findBox() const { return find_; }
+  // Goes to the next (previous) call of the function in the find box; false
+  // when there is none (the status bar says so).
+  bool findNext(bool forward);
+  // The trace's MPI function named `text`, ignoring case ("" when none).
+  QString functionNamed(const QString& text) const;
+  // Computes the range statistics of the view (shown rows, visible range) and
+  // brings their tab forward.
+  void showRangeStatistics();
+  RangeStatisticsPanel* rangeStatistics() const { return range_statistics_; }
+  QTabWidget* rightTabs() const { return right_tabs_; }
   // The last problem reported for a trace ("" when none).
   QString lastProblem() const { return last_problem_; }
 
@@ -79,7 +101,10 @@ class MainWindow : public QMainWindow {
   QSortFilterProxyModel* proxy_;
   QTreeView* tree_;
   QLineEdit* filter_;
+  QLineEdit* find_;
   CharacteristicsPanel* panel_;
+  RangeStatisticsPanel* range_statistics_;
+  QTabWidget* right_tabs_;
   TimelineView* view_;
   QProgressBar* progress_;
   QPushButton* cancel_;

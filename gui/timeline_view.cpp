@@ -1,14 +1,18 @@
 #include "timeline_view.h"
 
 #include <QHelpEvent>
+#include <QContextMenuEvent>
 #include <QKeyEvent>
+#include <QMenu>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
+#include <QScrollBar>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "trace_session.h"
 
@@ -24,6 +28,7 @@ constexpr int kRulerHeight = 24;
 constexpr int kLegendHeight = 22;
 constexpr double kMaxRowHeight = 44;
 constexpr double kMinWidthNs = 10;
+constexpr int kBarWidth = 14;
 
 QRgb background_rgb() { return qRgb(250, 250, 250); }
 
@@ -93,6 +98,13 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   setMouseTracking(false);
   build_timer_.setInterval(150);
   connect(&build_timer_, &QTimer::timeout, this, &TimelineView::followBuild);
+  bar_ = new QScrollBar(Qt::Vertical, this);
+  bar_->hide();
+  connect(bar_, &QScrollBar::valueChanged, this, [this](int value) {
+    if (value == scroll_) return;
+    scroll_ = value;
+    update();
+  });
 }
 
 void TimelineView::followBuild() {
@@ -110,11 +122,127 @@ void TimelineView::setTimeline(std::shared_ptr<analysis::Timeline> timeline) {
   highlight_node_ = -1;
   highlight_.clear();
   drawn_calls_.clear();
+  selected_call_.reset();
+  labels_ = QImage();
   follow_end_ = true;
   from_ = 0;
   to_ = timeline_ ? std::max(timeline_->end(), kMinWidthNs) : 1;
+  hidden_.assign(timeline_ ? timeline_->rows().size() : 0, 0);
+  scroll_ = 0;
+  rowsChanged();
   if (timeline_) build_timer_.start();
+}
+
+void TimelineView::rowsChanged() {
+  shown_.clear();
+  slot_.assign(hidden_.size(), -1);
+  for (size_t row = 0; row < hidden_.size(); ++row)
+    if (!hidden_[row]) {
+      slot_[row] = static_cast<int>(shown_.size());
+      shown_.push_back(row);
+    }
+  layoutBar();
   update();
+}
+
+void TimelineView::layoutBar() {
+  const QRect plot = plotRect();
+  const int max = maxVerticalScroll();
+  scroll_ = std::clamp(scroll_, 0, max);
+  if (max <= 0) {
+    bar_->hide();
+  } else {
+    bar_->setGeometry(width() - kBarWidth, plot.top(), kBarWidth, plot.height());
+    bar_->setPageStep(plot.height());
+    bar_->setSingleStep(static_cast<int>(rowHeight()));
+    bar_->show();
+  }
+  const QSignalBlocker block(bar_);
+  bar_->setRange(0, std::max(0, max));
+  bar_->setValue(scroll_);
+}
+
+void TimelineView::resizeEvent(QResizeEvent* e) {
+  QWidget::resizeEvent(e);
+  layoutBar();
+}
+
+void TimelineView::setRowHidden(size_t row, bool hidden) {
+  if (row >= hidden_.size() || static_cast<bool>(hidden_[row]) == hidden) return;
+  hidden_[row] = hidden;
+  rowsChanged();
+}
+
+void TimelineView::showOnlyRank(int rank) {
+  if (!timeline_) return;
+  const auto& rows = timeline_->rows();
+  for (size_t row = 0; row < hidden_.size(); ++row) hidden_[row] = rows[row].rank != rank;
+  scroll_ = 0;
+  rowsChanged();
+}
+
+void TimelineView::showAllRows() {
+  std::fill(hidden_.begin(), hidden_.end(), 0);
+  rowsChanged();
+}
+
+void TimelineView::populateRowMenu(QMenu& menu, size_t row) {
+  if (!timeline_ || row >= hidden_.size()) return;
+  const int rank = timeline_->rows()[row].rank;
+  menu.addAction(tr("Hide %1").arg(row_label(timeline_->rows()[row])), this, [this, row] { setRowHidden(row, true); });
+  menu.addAction(tr("Show only rank %1").arg(rank), this, [this, rank] { showOnlyRank(rank); });
+  QAction* all = menu.addAction(tr("Show all rows"), this, &TimelineView::showAllRows);
+  all->setEnabled(shown_.size() < hidden_.size());
+}
+
+void TimelineView::contextMenuEvent(QContextMenuEvent* e) {
+  // Only on the labels: a right press in the plot starts a zoom-to-range drag.
+  const int row = rowAt(e->pos().y());
+  if (e->pos().x() >= plotRect().left() || row < 0) return e->ignore();
+  QMenu menu(this);
+  populateRowMenu(menu, static_cast<size_t>(row));
+  menu.exec(e->globalPos());
+}
+
+bool TimelineView::rowsOverflow() const {
+  return static_cast<double>(shown_.size()) * kMinRowHeight > plotRect().height();
+}
+
+int TimelineView::maxVerticalScroll() const {
+  if (!rowsOverflow()) return 0;
+  return std::max(0, static_cast<int>(std::ceil(static_cast<double>(shown_.size()) * rowHeight())) -
+                         plotRect().height());
+}
+
+void TimelineView::setVerticalScroll(int px) {
+  scroll_ = std::clamp(px, 0, maxVerticalScroll());
+  layoutBar();
+  update();
+}
+
+void TimelineView::scrollToRow(size_t row) {
+  if (row >= slot_.size() || slot_[row] < 0) return;
+  const double h = rowHeight();
+  const double top = slot_[row] * h;
+  const int plot_h = plotRect().height();
+  if (top < scroll_)
+    setVerticalScroll(static_cast<int>(std::floor(top)));
+  else if (top + h > scroll_ + plot_h)
+    setVerticalScroll(static_cast<int>(std::ceil(top + h - plot_h)));
+}
+
+std::vector<size_t> TimelineView::visibleRows() const {
+  std::vector<size_t> rows;
+  if (shown_.empty()) return rows;
+  const double h = rowHeight();
+  const size_t first = static_cast<size_t>(std::max(0.0, std::floor(scroll_ / h)));
+  const size_t last = std::min(shown_.size(), static_cast<size_t>(std::ceil((scroll_ + plotRect().height()) / h)));
+  for (size_t slot = first; slot < last; ++slot) rows.push_back(shown_[slot]);
+  return rows;
+}
+
+double TimelineView::slotTop(size_t row) const {
+  return row < slot_.size() && slot_[row] >= 0 ? slot_[row] * rowHeight() - scroll_ : -1e9;
 }
 
 void TimelineView::setRange(double from, double to) {
@@ -159,8 +287,9 @@ std::optional<analysis::TimelineExecution> TimelineView::highlightNode(int node)
 }
 
 QRect TimelineView::plotRect() const {
-  return QRect(kLabelWidth, kRulerHeight, std::max(1, width() - kLabelWidth - 4),
-               std::max(1, height() - kRulerHeight - kLegendHeight));
+  const int plot_h = std::max(1, height() - kRulerHeight - kLegendHeight);
+  const bool overflow = static_cast<double>(shown_.size()) * kMinRowHeight > plot_h;
+  return QRect(kLabelWidth, kRulerHeight, std::max(1, width() - kLabelWidth - 4 - (overflow ? kBarWidth : 0)), plot_h);
 }
 double TimelineView::xOf(double t) const {
   const QRect r = plotRect();
@@ -171,18 +300,20 @@ double TimelineView::timeAt(double x) const {
   return from_ + (x - r.left()) / r.width() * (to_ - from_);
 }
 double TimelineView::rowHeight() const {
-  const size_t rows = timeline_ ? std::max<size_t>(1, timeline_->rows().size()) : 1;
-  return std::min(kMaxRowHeight, static_cast<double>(plotRect().height()) / static_cast<double>(rows));
+  const size_t rows = std::max<size_t>(1, shown_.size());
+  return std::clamp(static_cast<double>(plotRect().height()) / static_cast<double>(rows),
+                    static_cast<double>(kMinRowHeight), kMaxRowHeight);
 }
 int TimelineView::rowAt(int y) const {
   if (!timeline_) return -1;
   const QRect r = plotRect();
-  if (y < r.top()) return -1;
-  const int row = static_cast<int>((y - r.top()) / rowHeight());
-  return row < static_cast<int>(timeline_->rows().size()) ? row : -1;
+  if (y < r.top() || y > r.bottom()) return -1;
+  const int slot = static_cast<int>((y - r.top() + scroll_) / rowHeight());
+  return slot < static_cast<int>(shown_.size()) ? static_cast<int>(shown_[static_cast<size_t>(slot)]) : -1;
 }
 int TimelineView::rowCenterY(size_t row) const {
-  return static_cast<int>(plotRect().top() + (static_cast<double>(row) + 0.5) * rowHeight());
+  if (row >= slot_.size() || slot_[row] < 0) return -1;
+  return static_cast<int>(plotRect().top() + slotTop(row) + 0.5 * rowHeight());
 }
 
 void TimelineView::paintEvent(QPaintEvent*) {
@@ -218,7 +349,7 @@ analysis::TimelineAnswer TimelineView::frameAnswer(uint32_t width) const {
   const double range = to_ - from_;
   std::vector<size_t> fine;
   std::vector<analysis::TimelineRowAnswer> coarse;
-  for (size_t row = 0; row < timeline_->rows().size(); ++row) {
+  for (size_t row : visibleRows()) {
     const double leaf = timeline_->leaf_ns(row);
     if (leaf <= 0 || range / width >= leaf) {
       fine.push_back(row);
@@ -240,6 +371,8 @@ analysis::TimelineAnswer TimelineView::frameAnswer(uint32_t width) const {
       coarse.push_back(std::move(leaves.rows[0]));
   }
   analysis::TimelineAnswer answer;
+  answer.built = timeline_->built();
+  answer.complete = timeline_->complete();
   if (!fine.empty()) {
     analysis::TimelineQuery q;
     q.rows = fine;
@@ -247,9 +380,6 @@ analysis::TimelineAnswer TimelineView::frameAnswer(uint32_t width) const {
     q.to = to_;
     q.buckets = width;
     answer = timeline_->query(q);
-  } else {
-    answer.built = timeline_->built();
-    answer.complete = timeline_->complete();
   }
   for (auto& r : coarse) answer.rows.push_back(std::move(r));
   return answer;
@@ -263,9 +393,10 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
   auto x_of = [&](double t) { return (t - from_) * scale; };
   const QRgb user = kind_color(TimelineKind::User).rgb();
   for (const auto& answer_row : answer.rows) {
-    const int top = static_cast<int>(static_cast<double>(answer_row.row) * row_h);
+    const double slot = slotTop(answer_row.row);
+    const int top = static_cast<int>(slot);
     const int y0 = top + (row_h >= 6 ? 1 : 0);
-    const int y1 = std::max(y0 + 1, static_cast<int>(static_cast<double>(answer_row.row + 1) * row_h) - (row_h >= 6 ? 2 : 0));
+    const int y1 = std::max(y0 + 1, static_cast<int>(slot + row_h) - (row_h >= 6 ? 2 : 0));
     const int h = y1 - y0;
     if (answer_row.summarized) {
       ++summarized_rows_;
@@ -315,7 +446,7 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
   for (const auto& answer_row : answer.rows) by_calls[answer_row.row] = !answer_row.summarized;
   auto wait_span = [&](size_t row, double enter, double wait) {
     if (wait <= 0 || row >= by_calls.size() || !by_calls[row]) return;
-    const int y1 = static_cast<int>(static_cast<double>(row + 1) * row_h) - (row_h >= 6 ? 2 : 0);
+    const int y1 = static_cast<int>(slotTop(row) + row_h) - (row_h >= 6 ? 2 : 0);
     const int y0 = y1 - std::max(2, static_cast<int>(row_h / 3));
     const int x0 = static_cast<int>(std::floor(x_of(enter)));
     canvas.fill(x0, std::max(x0 + 1, static_cast<int>(std::ceil(x_of(enter + wait)))), y0, y1,
@@ -336,9 +467,10 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
   // that a zoomed-out view costs O(pixels log n).
   if (!highlight_.empty()) {
     p.setPen(QPen(QColor(220, 160, 0), 2));
-    for (size_t row = 0; row < highlight_.size(); ++row) {
+    for (size_t row : visibleRows()) {
+      if (row >= highlight_.size()) continue;
       const auto& list = highlight_[row];
-      const double top = plot.top() + static_cast<double>(row) * row_h;
+      const double top = plot.top() + slotTop(row);
       auto it = std::partition_point(list.begin(), list.end(), [&](const auto& e) { return e.end < from_; });
       while (it != list.end() && it->start < to_) {
         const double x0 = xOf(it->start);
@@ -367,7 +499,7 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
   for (const auto& c : drawn_calls_)
     if (c.kind == TimelineKind::Marker) {
       const double x = std::floor(xOf(static_cast<double>(c.enter))) + 0.5;
-      const double top = plot.top() + static_cast<double>(c.row) * row_h;
+      const double top = plot.top() + slotTop(c.row);
       p.drawLine(QPointF(x, top), QPointF(x, top + row_h - 1));
     }
   // Message arrows, from the send's entry to the receive's return.
@@ -376,6 +508,7 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
     p.setPen(QPen(QColor(30, 30, 30), 1));
     p.setBrush(QColor(30, 30, 30));
     for (const auto& m : answer.messages) {
+      if (rowHidden(m.send_row) || rowHidden(m.recv_row)) continue;
       const QPointF a(xOf(static_cast<double>(m.send_enter)), rowCenterY(m.send_row));
       const QPointF b(xOf(static_cast<double>(m.recv_leave)), rowCenterY(m.recv_row));
       p.drawLine(a, b);
@@ -390,6 +523,15 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
     }
     p.setRenderHint(QPainter::Antialiasing, false);
   }
+  // The selected call (find): a magenta outline.
+  if (selected_call_ && !rowHidden(selected_call_->row)) {
+    const double top = plot.top() + slotTop(selected_call_->row);
+    const double x0 = std::floor(xOf(static_cast<double>(selected_call_->enter)));
+    const double x1 = std::max(x0 + 3, std::ceil(xOf(static_cast<double>(selected_call_->leave()))));
+    p.setPen(QPen(QColor(200, 0, 160), 2));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(QRectF(x0 - 1, top + 1, x1 - x0 + 2, row_h - 2));
+  }
   // Rubber band of a zoom to a range.
   if (drag_ == Drag::Range && moved_) {
     const int x0 = std::min(press_.x(), last_.x()), x1 = std::max(press_.x(), last_.x());
@@ -398,14 +540,20 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
     p.drawRect(QRect(x0, plot.top(), x1 - x0, plot.height() - 1));
   }
   p.restore();
-  // Row labels and separators.
-  p.setPen(QColor(40, 40, 40));
-  const auto& rows = timeline_->rows();
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const double top = plot.top() + static_cast<double>(r) * row_h;
-    if (row_h >= 9)
-      p.drawText(QRectF(4, top, kLabelWidth - 8, row_h), Qt::AlignVCenter | Qt::AlignLeft, row_label(rows[r]));
+  // Row labels, redrawn only when the rows in sight move.
+  auto key = std::make_tuple(scroll_, row_h, plot.height(), visibleRows());
+  if (labels_.isNull() || key != labels_key_) {
+    labels_ = QImage(kLabelWidth, plot.height(), QImage::Format_RGB32);
+    labels_.fill(background_rgb());
+    QPainter lp(&labels_);
+    lp.setFont(font());
+    lp.setPen(QColor(40, 40, 40));
+    const auto& rows = timeline_->rows();
+    for (size_t r : std::get<3>(key))
+      lp.drawText(QRectF(4, slotTop(r), kLabelWidth - 8, row_h), Qt::AlignVCenter | Qt::AlignLeft, row_label(rows[r]));
+    labels_key_ = std::move(key);
   }
+  p.drawImage(QPoint(0, plot.top()), labels_);
   p.setPen(QColor(200, 200, 200));
   p.drawLine(plot.left() - 1, plot.top(), plot.left() - 1, plot.bottom());
 }
@@ -502,9 +650,14 @@ std::optional<analysis::TimelineExecution> TimelineView::executionAt(size_t row,
 QString TimelineView::tooltipAt(QPoint pos) const {
   const auto call = callAt(pos);
   if (!call) return {};
-  const TimelineCall& c = *call;
+  QStringList lines = describeCall(*call);
+  lines[0] = QStringLiteral("<b>%1</b>").arg(lines[0]);
+  return lines.join("<br>");
+}
+
+QStringList TimelineView::describeCall(const TimelineCall& c) const {
   QStringList lines;
-  lines << QStringLiteral("<b>%1</b> (%2)")
+  lines << QStringLiteral("%1 (%2)")
                .arg(QString::fromUtf8(c.function.data(), static_cast<int>(c.function.size())),
                     c.kind == TimelineKind::Marker ? tr("interval marker")
                                                    : QString::fromUtf8(analysis::timeline_kind_name(c.kind)));
@@ -528,7 +681,48 @@ QString TimelineView::tooltipAt(QPoint pos) const {
         lines << tr("in the whole run (no user interval)");
     }
   }
-  return lines.join("<br>");
+  return lines;
+}
+
+void TimelineView::setSelectedCall(std::optional<TimelineCall> call) {
+  selected_call_ = std::move(call);
+  update();
+}
+
+std::optional<TimelineCall> TimelineView::findCall(std::string_view function, bool forward) {
+  if (!timeline_ || shown_.empty()) return std::nullopt;
+  // The anchor: (enter, row) of the selected call, or the range's start.
+  const bool from_selection = selected_call_ && static_cast<double>(selected_call_->enter) >= from_ &&
+                              static_cast<double>(selected_call_->enter) < to_;
+  const double e0 = from_selection ? static_cast<double>(selected_call_->enter) : from_;
+  const size_t r0 = from_selection ? selected_call_->row : 0;
+  std::optional<TimelineCall> best;
+  for (size_t row : shown_) {
+    // Enters are whole ns: "after (e0, r0)" is enter >= e0 on later rows and
+    // enter >= e0 + 1 on the others; "before" is enter < e0 on r0 and later
+    // rows, enter < e0 + 1 on earlier ones.
+    double t = e0;
+    if (from_selection && (forward ? row <= r0 : row < r0)) t = e0 + 1;
+    const auto c = timeline_->find_call(row, function, t, forward);
+    if (!c) continue;
+    const bool better = !best || (forward ? std::tie(c->enter, c->row) < std::tie(best->enter, best->row)
+                                          : std::tie(c->enter, c->row) > std::tie(best->enter, best->row));
+    if (better) best = c;
+  }
+  if (!best) return std::nullopt;
+  selected_call_ = best;
+  scrollToRow(best->row);
+  const double enter = static_cast<double>(best->enter), duration = static_cast<double>(best->duration);
+  const double width = to_ - from_;
+  const bool readable = duration * plotRect().width() / width >= 2 && duration <= 0.8 * width;
+  const bool inside = enter >= from_ && enter + duration <= to_;
+  if (!(readable && inside)) {
+    // Centred; the current zoom when the call reads at it, else five times the call.
+    const double w = readable ? width : std::max(duration * 5, 1000.0);
+    setRange(enter + duration / 2 - w / 2, enter + duration / 2 + w / 2);
+  }
+  update();
+  return best;
 }
 
 void TimelineView::zoomAbout(double t, double factor) {
@@ -538,6 +732,14 @@ void TimelineView::zoomAbout(double t, double factor) {
 }
 
 void TimelineView::wheelEvent(QWheelEvent* e) {
+  if (rowsOverflow() && !(e->modifiers() & Qt::ControlModifier)) {
+    // Three rows per notch (or the touchpad's pixels).
+    const int dy = !e->pixelDelta().isNull() ? e->pixelDelta().y()
+                                             : static_cast<int>(e->angleDelta().y() / 120.0 * 3 * rowHeight());
+    setVerticalScroll(scroll_ - dy);
+    e->accept();
+    return;
+  }
   const double factor = std::pow(0.998, e->angleDelta().y());
   zoomAbout(timeAt(e->position().x()), factor);
   e->accept();
@@ -546,6 +748,10 @@ void TimelineView::wheelEvent(QWheelEvent* e) {
 void TimelineView::mousePressEvent(QMouseEvent* e) {
   press_ = last_ = e->position().toPoint();
   moved_ = false;
+  if (press_.x() < plotRect().left()) {  // the labels: their menu, no drag
+    drag_ = Drag::None;
+    return;
+  }
   const bool range = e->button() == Qt::RightButton ||
                      (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier));
   drag_ = range ? Drag::Range : e->button() == Qt::LeftButton ? Drag::Pan : Drag::None;
@@ -570,10 +776,12 @@ void TimelineView::mouseReleaseEvent(QMouseEvent* e) {
   if (drag == Drag::Range && moved_) {
     const double a = timeAt(std::min(press_.x(), pos.x())), b = timeAt(std::max(press_.x(), pos.x()));
     setRange(a, b);
+    emit rangeDragged(from_, to_);
     return;
   }
   if (!moved_ && e->button() == Qt::LeftButton) {
     if (const auto call = callAt(pos)) {
+      selected_call_ = call;  // find goes on from here
       const auto exe = executionAt(call->row, static_cast<double>(call->enter));
       emit callClicked(call->row, call->index, exe ? static_cast<int>(exe->node) : -1);
     }
@@ -591,6 +799,10 @@ void TimelineView::keyPressEvent(QKeyEvent* e) {
     case Qt::Key_Minus: zoomAbout(mid, 2.0); break;
     case Qt::Key_Home:
     case Qt::Key_0: showAll(); break;
+    case Qt::Key_Up: setVerticalScroll(scroll_ - static_cast<int>(rowHeight())); break;
+    case Qt::Key_Down: setVerticalScroll(scroll_ + static_cast<int>(rowHeight())); break;
+    case Qt::Key_PageUp: setVerticalScroll(scroll_ - plotRect().height()); break;
+    case Qt::Key_PageDown: setVerticalScroll(scroll_ + plotRect().height()); break;
     default: QWidget::keyPressEvent(e);
   }
 }

@@ -13,20 +13,35 @@
 // drawn into a QImage by spans, then overlays (markers, waits, arrows,
 // highlights, ruler, legend) with QPainter.
 //
-// Interaction: wheel zooms about the cursor, left drag pans, shift+left drag
-// or right drag zooms to the dragged range, keys: arrows pan, +/- zoom, Home
-// shows everything. A click on a call emits callClicked (its innermost
+// Rows: the shown rows (all but those the user hid) are laid out in slots of
+// equal height, at least kMinRowHeight px so that labels stay readable; when
+// they need more than the plot's height a scroll bar scrolls them (a pixel
+// offset into the slots). Only the rows whose slots intersect the plot are
+// queried and drawn, so scrolling keeps a frame's cost O(pixels + calls shown)
+// however many ranks the trace has.
+//
+// Interaction: wheel zooms about the cursor while every row fits; when they
+// overflow, the wheel scrolls rows and Ctrl+wheel zooms. Left drag pans,
+// shift+left drag or right drag zooms to the dragged range, keys: left/right
+// pan, up/down and page up/down scroll rows, +/- zoom, Home shows everything.
+// A right click on a row label opens the row menu (hide it, show only its
+// rank, show all). A click on a call emits callClicked (its innermost
 // interval execution's node). Times are ns from the trace's start.
 #pragma once
 
 #include <QImage>
 #include <QTimer>
 #include <QWidget>
+#include <string_view>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "prof/analysis/timeline.h"
+
+class QMenu;
+class QScrollBar;
 
 namespace prof::gui {
 
@@ -60,12 +75,42 @@ class TimelineView : public QWidget {
   QRect plotRect() const;
   double xOf(double t) const;
   double timeAt(double x) const;
-  int rowAt(int y) const;  // -1 outside the rows
-  int rowCenterY(size_t row) const;
+  int rowAt(int y) const;  // the row drawn at y; -1 outside the rows
+  int rowCenterY(size_t row) const;  // may lie outside the plot (scrolled away); -1: hidden
+  double rowHeight() const;
+
+  // Rows shown (not hidden), in row order; those at least partly in the plot.
+  const std::vector<size_t>& shownRows() const { return shown_; }
+  std::vector<size_t> visibleRows() const;
+  bool rowHidden(size_t row) const { return row < hidden_.size() && hidden_[row]; }
+  void setRowHidden(size_t row, bool hidden);
+  void showOnlyRank(int rank);  // every row (thread) of that rank
+  void showAllRows();
+  // The row menu of a label: hide this row, show only this rank, show all.
+  void populateRowMenu(QMenu& menu, size_t row);
+  // Vertical scrolling (px into the slots); 0 when every row fits.
+  bool rowsOverflow() const;
+  int verticalScroll() const { return scroll_; }
+  int maxVerticalScroll() const;
+  void setVerticalScroll(int px);
+  void scrollToRow(size_t row);  // the least scroll that shows the whole row
+  QScrollBar* verticalBar() const { return bar_; }
 
   // The call drawn at a point (a summary's longest call there), if any.
   std::optional<analysis::TimelineCall> callAt(QPoint p) const;
   QString tooltipAt(QPoint p) const;
+  // The tooltip's lines for a call (function and kind first).
+  QStringList describeCall(const analysis::TimelineCall& c) const;
+
+  // Find: the next (forward) or previous call of an MPI function in time
+  // order (enter, then row) over the shown rows, from the selected call when
+  // it lies in the visible range, else from the range's start. The call found
+  // is selected (outlined), its row scrolled into sight, and the range moved
+  // (zoomed when it would be under 2 px) so that it shows; none found:
+  // nothing changes. Cost: one Timeline::find_call per shown row.
+  std::optional<analysis::TimelineCall> findCall(std::string_view function, bool forward);
+  const std::optional<analysis::TimelineCall>& selectedCall() const { return selected_call_; }
+  void setSelectedCall(std::optional<analysis::TimelineCall> call);
   // The innermost interval execution on a row containing time t.
   std::optional<analysis::TimelineExecution> executionAt(size_t row, double t) const;
 
@@ -80,9 +125,13 @@ class TimelineView : public QWidget {
   static constexpr size_t kMaxArrows = 400;
   // A row summarized from its calls reads at most about this many per frame.
   static constexpr uint64_t kFineBudget = 8000;
+  // Rows are never drawn lower than this (px).
+  static constexpr int kMinRowHeight = 18;
 
  signals:
   void rangeChanged(double from, double to);
+  // A zoom to a dragged range (after rangeChanged).
+  void rangeDragged(double from, double to);
   void callClicked(size_t row, qulonglong index, int node);
 
  protected:
@@ -92,6 +141,8 @@ class TimelineView : public QWidget {
   void mouseMoveEvent(QMouseEvent*) override;
   void mouseReleaseEvent(QMouseEvent*) override;
   void keyPressEvent(QKeyEvent*) override;
+  void contextMenuEvent(QContextMenuEvent*) override;
+  void resizeEvent(QResizeEvent*) override;
   bool event(QEvent*) override;
 
  private:
@@ -101,7 +152,9 @@ class TimelineView : public QWidget {
   void drawOverlays(QPainter& p, const analysis::TimelineAnswer& answer);
   void drawRuler(QPainter& p);
   void drawLegend(QPainter& p);
-  double rowHeight() const;
+  void rowsChanged();  // after hiding or showing: slots, scroll bar, repaint
+  void layoutBar();
+  double slotTop(size_t row) const;  // y of the row's slot in the plot (0: plot top)
 
   std::shared_ptr<analysis::Timeline> timeline_;
   double from_ = 0, to_ = 1;
@@ -111,12 +164,22 @@ class TimelineView : public QWidget {
   std::vector<std::vector<analysis::TimelineExecution>> highlight_;  // per row, by start
   QTimer build_timer_;
   QImage image_;  // the rows, reused from frame to frame
+  std::vector<char> hidden_;   // per row
+  std::vector<size_t> shown_;  // rows not hidden, in order
+  std::vector<int> slot_;      // per row: its index in shown_ (-1: hidden)
+  int scroll_ = 0;
+  QScrollBar* bar_ = nullptr;
+  // The row labels as drawn for (scroll, row height, plot height, rows shown):
+  // text is the costliest part of a frame with many rows in sight.
+  QImage labels_;
+  std::tuple<int, double, int, std::vector<size_t>> labels_key_;
 
   enum class Drag { None, Pan, Range };
   Drag drag_ = Drag::None;
   QPoint press_, last_;
   bool moved_ = false;
 
+  std::optional<analysis::TimelineCall> selected_call_;
   std::vector<analysis::TimelineCall> drawn_calls_;
   size_t summarized_rows_ = 0, drawn_arrows_ = 0;
   std::vector<double> bucket_widths_;

@@ -344,6 +344,57 @@ std::optional<TimelineCall> Timeline::call(size_t ri, uint64_t index) const {
   return out;
 }
 
+std::optional<TimelineCall> Timeline::find_call(size_t ri, std::string_view function, double t,
+                                                bool forward) const {
+  const Impl& tl = *impl_;
+  if (ri >= tl.rows.size()) return std::nullopt;
+  const auto& names = tl.registry.functions;
+  const bool any = function.empty();
+  const auto name_it = std::find(names.begin(), names.end(), function);
+  if (!any && name_it == names.end()) return std::nullopt;
+  const auto name = static_cast<uint16_t>(any ? 0 : name_it - names.begin());
+  const Row& row = *tl.rows[ri];
+  const std::vector<uint64_t> comms = comm_ids(tl);
+  std::shared_lock lock(row.mutex);
+  const auto& blocks = row.blocks;
+  if (blocks.empty()) return std::nullopt;
+  std::vector<Record> buffer;
+  // The first call entering at or after t: the blocks, then within one.
+  uint64_t start = 0;
+  const size_t after = static_cast<size_t>(
+      std::partition_point(blocks.begin(), blocks.end(),
+                           [&](const BlockInfo& b) { return static_cast<double>(b.first_enter) < t; }) -
+      blocks.begin());
+  if (after > 0) {
+    const Record* r = tl.block_records(row, after - 1, buffer);
+    start = uint64_t{after - 1} * kBlockRecords +
+            static_cast<uint64_t>(std::partition_point(r, r + blocks[after - 1].count,
+                                                       [&](const Record& x) { return static_cast<double>(x.enter) < t; }) -
+                                  r);
+  }
+  auto matches = [&](const Record& r) {
+    return any || (r.name == name && r.kind != static_cast<uint8_t>(TimelineKind::Marker));
+  };
+  if (forward) {
+    for (size_t b = static_cast<size_t>(start / kBlockRecords); b < blocks.size(); ++b) {
+      const Record* r = tl.block_records(row, b, buffer);
+      const uint64_t base = uint64_t{b} * kBlockRecords;
+      for (uint64_t i = std::max(start, base); i < base + blocks[b].count; ++i)
+        if (matches(r[i - base])) return to_call(tl, comms, row, ri, i, r[i - base]);
+    }
+    return std::nullopt;
+  }
+  for (uint64_t end = start; end > 0;) {  // [.., end) is left to search
+    const size_t b = static_cast<size_t>((end - 1) / kBlockRecords);
+    const Record* r = tl.block_records(row, b, buffer);
+    const uint64_t base = uint64_t{b} * kBlockRecords;
+    for (uint64_t i = end; i > base; --i)
+      if (matches(r[i - 1 - base])) return to_call(tl, comms, row, ri, i - 1, r[i - 1 - base]);
+    end = base;
+  }
+  return std::nullopt;
+}
+
 std::vector<TimelineExecution> Timeline::executions(size_t ri) const {
   std::vector<TimelineExecution> out;
   if (ri >= impl_->rows.size()) return out;

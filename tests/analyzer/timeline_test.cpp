@@ -295,6 +295,67 @@ TEST(Timeline, BucketSummariesEqualBruteForce) {
   }
 }
 
+// Find: the next (previous) Allreduce of a row from a time equals the first
+// written collective entering at or after it (the last before it), across
+// blocks and from the spill file; markers and unknown names never match; an
+// empty name gives the neighbouring calls of a time.
+TEST(Timeline, FindCallGivesTheNextAndPreviousCallOfAFunction) {
+  RingTrace trace(3, 300);
+  for (const TimelineOptions& options : option_sets()) {
+    auto tl = built(trace.dir(), options);
+    ASSERT_TRUE(tl);
+    for (size_t row : {RingTrace::row(0, 0), RingTrace::row(2, 0)}) {
+      // Every collective but the final barrier is an Allreduce.
+      std::vector<int64_t> allreduce;
+      for (const Written& w : trace.written(row))
+        if (w.kind == TimelineKind::Collective) allreduce.push_back(w.enter);
+      allreduce.pop_back();
+      ASSERT_EQ(allreduce.size(), trace.iterations());
+      ASSERT_GT(tl->calls(row, -INFINITY, INFINITY).size(), 2048u);  // several blocks
+      std::vector<double> times = {-1e9, 0, 1e15};
+      for (size_t i = 0; i < allreduce.size(); i += 37) {
+        times.push_back(static_cast<double>(allreduce[i]));
+        times.push_back(static_cast<double>(allreduce[i]) + 0.5);
+        times.push_back(static_cast<double>(allreduce[i]) - 1);
+      }
+      for (double t : times) {
+        const auto next = std::find_if(allreduce.begin(), allreduce.end(), [&](int64_t e) { return double(e) >= t; });
+        const auto found = tl->find_call(row, "MPI_Allreduce", t, true);
+        ASSERT_EQ(found.has_value(), next != allreduce.end()) << "row " << row << " t " << t;
+        if (found) {
+          EXPECT_EQ(found->enter, *next) << "row " << row << " t " << t;
+          EXPECT_EQ(found->function, "MPI_Allreduce");
+          EXPECT_EQ(found->row, row);
+          EXPECT_EQ(tl->call(row, found->index)->enter, found->enter);
+        }
+        const auto previous = std::find_if(allreduce.rbegin(), allreduce.rend(), [&](int64_t e) { return double(e) < t; });
+        const auto back = tl->find_call(row, "MPI_Allreduce", t, false);
+        ASSERT_EQ(back.has_value(), previous != allreduce.rend()) << "row " << row << " t " << t;
+        if (back) EXPECT_EQ(back->enter, *previous) << "row " << row << " t " << t;
+      }
+    }
+    EXPECT_FALSE(tl->find_call(0, "MPI_No_such_call", 0, true));
+    EXPECT_FALSE(tl->find_call(0, "interval begin", 0, true));
+    // MPI_Comm_rank is called on rank 0's second thread only.
+    EXPECT_FALSE(tl->find_call(RingTrace::row(0, 0), "MPI_Comm_rank", 0, true));
+    const auto rank_call = tl->find_call(RingTrace::row(0, 1), "MPI_Comm_rank", 0, true);
+    ASSERT_TRUE(rank_call);
+    EXPECT_EQ(rank_call->enter, trace.written(RingTrace::row(0, 1)).front().enter);
+    EXPECT_FALSE(tl->find_call(99, "MPI_Allreduce", 0, true));
+    // An empty name: the neighbours of a time, markers included.
+    const auto& row2 = trace.written(RingTrace::row(2, 0));
+    for (size_t i : {size_t{1}, size_t{500}, row2.size() - 1}) {
+      const auto at = tl->find_call(RingTrace::row(2, 0), "", double(row2[i].enter), true);
+      ASSERT_TRUE(at);
+      EXPECT_EQ(at->index, i);
+      const auto before = tl->find_call(RingTrace::row(2, 0), "", double(row2[i].enter), false);
+      ASSERT_TRUE(before);
+      EXPECT_EQ(before->index, i - 1);
+      EXPECT_EQ(before->enter, row2[i - 1].enter);
+    }
+  }
+}
+
 TEST(Timeline, ExecutionsEqualTheAnalysis) {
   RingTrace trace(3, 150);
   const analysis::Analysis a = analysis::analyze(trace.dir());

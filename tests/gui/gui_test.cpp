@@ -3,15 +3,23 @@
 // hit test, click, zoom to a dragged range and selection; damaged and unusable
 // traces give a dialog; --screenshot and --bench-frames as spec/interfaces.md
 // says. Every time in the trace is known, so every check is exact.
+#include <QLineEdit>
+#include <QMenu>
 #include <QMessageBox>
+#include <QScrollBar>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QSortFilterProxyModel>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QStatusBar>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QTreeView>
 #include <QtTest>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
@@ -20,6 +28,7 @@
 #include "interval_tree_model.h"
 #include "main_window.h"
 #include "prof/analysis/report.h"
+#include "range_statistics.h"
 #include "timeline_view.h"
 #include "trace_loader.h"
 #include "trace_builder.h"
@@ -95,6 +104,43 @@ class DemoTrace {
   std::vector<Written> written_;
 };
 
+// `ranks` ranks, `iterations` times (t = 2 ms + i ms): MPI_Comm_rank at
+// [t + 100, t + 150] us, then an Allreduce that rank r enters at
+// t + 300 us + r us (so every enter is distinct and known), leaving at t + 700 us.
+class ManyRanksTrace {
+ public:
+  ManyRanksTrace(int ranks, int iterations) : b_(ranks) {
+    for (int r = 0; r < ranks; ++r) {
+      put(r, 0, test::kMs, "MPI_Init", [&] { b_.init(r, 0, test::kMs); });
+      uint64_t t = 2 * test::kMs;
+      for (int it = 0; it < iterations; ++it, t += test::kMs) {
+        put(r, t + 100 * test::kUs, t + 150 * test::kUs, "MPI_Comm_rank",
+            [&] { b_.other(r, test::CommRank, t + 100 * test::kUs, t + 150 * test::kUs); });
+        const uint64_t enter = allreduceEnter(r, it);
+        put(r, enter, t + 700 * test::kUs, "MPI_Allreduce",
+            [&] { b_.collective(r, test::Allreduce, enter, t + 700 * test::kUs); });
+      }
+      put(r, t, t + 100 * test::kUs, "MPI_Finalize", [&] { b_.finalize(r, t, t + 100 * test::kUs); });
+    }
+    b_.close();
+  }
+  static uint64_t allreduceEnter(int rank, int iteration) {
+    return 2 * test::kMs + static_cast<uint64_t>(iteration) * test::kMs + 300 * test::kUs +
+           static_cast<uint64_t>(rank) * test::kUs;
+  }
+  QString dir() const { return QString::fromStdString(b_.dir()); }
+  const std::vector<Written>& written() const { return written_; }
+
+ private:
+  template <class F>
+  void put(int r, uint64_t enter, uint64_t leave, const char* function, F&& write) {
+    write();
+    written_.push_back({static_cast<size_t>(r), static_cast<int64_t>(enter), static_cast<int64_t>(leave), function});
+  }
+  test::TraceBuilder b_;
+  std::vector<Written> written_;
+};
+
 // Loads a trace into a shown window; problems are collected, not shown.
 struct LoadedWindow {
   MainWindow window;
@@ -130,6 +176,10 @@ class GuiTest : public QObject {
   void unusable_directory_opens_with_dialog();
   void screenshot_writes_png();
   void bench_frames_prints_one_line();
+  void many_ranks_scroll();
+  void hidden_rows_leave_the_view();
+  void find_goes_to_next_and_previous_call();
+  void range_statistics_equal_brute_force();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -584,6 +634,336 @@ void GuiTest::bench_frames_prints_one_line() {
   const QRegularExpression line(
       "^open_ms [0-9.]+ first_frame_ms [0-9.]+ frames 9 median_ms [0-9.]+ p99_ms [0-9.]+ peak_rss_mb [0-9]+\n$");
   QVERIFY2(line.match(out).hasMatch(), qPrintable(out));
+}
+
+void GuiTest::many_ranks_scroll() {
+  ManyRanksTrace trace(96, 3);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  QCOMPARE(view->shownRows().size(), size_t{96});
+  view->showAll();
+  view->grab();
+  // 96 rows do not fit: each keeps the minimum height, a scroll bar appears,
+  // only the rows in sight are drawn.
+  const QRect plot = view->plotRect();
+  QVERIFY(view->rowsOverflow());
+  QCOMPARE(view->rowHeight(), double(TimelineView::kMinRowHeight));
+  QVERIFY(view->verticalBar()->isVisible());
+  const size_t in_sight = static_cast<size_t>(std::ceil(plot.height() / view->rowHeight()));
+  QVERIFY(view->visibleRows().size() <= in_sight + 1);
+  QCOMPARE(view->visibleRows().front(), size_t{0});
+  std::set<size_t> drawn_rows;
+  auto drawn = [&] {
+    drawn_rows.clear();
+    view->setRange(ns(2 * test::kMs), ns(3 * test::kMs));  // every call drawn as a call
+    view->grab();
+    for (const auto& c : view->drawnCalls()) drawn_rows.insert(c.row);
+  };
+  drawn();
+  QCOMPARE(drawn_rows.size(), view->visibleRows().size());
+  QVERIFY(!drawn_rows.count(95));
+  QCOMPARE(view->rowAt(plot.bottom()), static_cast<int>(view->visibleRows().back()));
+  // The wheel (no modifier) scrolls rows and keeps the time range; Ctrl+wheel zooms.
+  const double from = view->from(), to = view->to();
+  const QPointF at(plot.left() + 200.5, plot.top() + 10);
+  for (int notch = 0; notch < 60; ++notch) {
+    QWheelEvent wheel(at, view->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton, Qt::NoModifier,
+                      Qt::NoScrollPhase, false);
+    QCoreApplication::sendEvent(view, &wheel);
+  }
+  QCOMPARE(view->from(), from);
+  QCOMPARE(view->to(), to);
+  QCOMPARE(view->verticalScroll(), view->maxVerticalScroll());
+  QCOMPARE(view->verticalBar()->value(), view->verticalScroll());
+  // Scrolled to the end: the last rank is the last row, at the plot's bottom.
+  QCOMPARE(view->visibleRows().back(), size_t{95});
+  QCOMPARE(view->rowAt(plot.bottom()), 95);
+  QVERIFY(view->rowCenterY(95) < plot.bottom());
+  drawn();
+  QVERIFY(drawn_rows.count(95));
+  QVERIFY(!drawn_rows.count(0));
+  // The last rank's Allreduce is under its row: the hit test finds it.
+  const auto call = view->callAt(QPoint(static_cast<int>(view->xOf(ns(ManyRanksTrace::allreduceEnter(95, 0)) + ns(100 * test::kUs))),
+                                        view->rowCenterY(95)));
+  QVERIFY(call.has_value());
+  QCOMPARE(call->row, size_t{95});
+  QCOMPARE(call->function, std::string_view("MPI_Allreduce"));
+  QCOMPARE(call->enter, static_cast<int64_t>(ManyRanksTrace::allreduceEnter(95, 0)));
+  // Ctrl+wheel zooms about the cursor, rows stay where they are.
+  const int scroll = view->verticalScroll();
+  QWheelEvent zoom(at, view->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::ControlModifier,
+                   Qt::NoScrollPhase, false);
+  QCoreApplication::sendEvent(view, &zoom);
+  QVERIFY(view->to() - view->from() < (to - from) * 0.9);
+  QCOMPARE(view->verticalScroll(), scroll);
+  // The scroll bar moves the rows too.
+  view->verticalBar()->setValue(0);
+  QCOMPARE(view->verticalScroll(), 0);
+  QCOMPARE(view->rowAt(plot.top() + 1), 0);
+  // Keys: Page Down scrolls a page.
+  QTest::keyClick(view, Qt::Key_PageDown);
+  QCOMPARE(view->verticalScroll(), plot.height());
+}
+
+void GuiTest::hidden_rows_leave_the_view() {
+  ManyRanksTrace trace(96, 2);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  view->setRange(ns(2 * test::kMs), ns(3 * test::kMs));
+  view->grab();
+  const int y = view->rowCenterY(3);
+  QCOMPARE(view->rowAt(y), 3);
+  // The row menu of rank 3's label: hide it.
+  QMenu menu;
+  view->populateRowMenu(menu, 3);
+  QStringList texts;
+  for (QAction* action : menu.actions()) texts << action->text();
+  QCOMPARE(texts, QStringList({"Hide rank 3", "Show only rank 3", "Show all rows"}));
+  QVERIFY(!menu.actions()[2]->isEnabled());
+  menu.actions()[0]->trigger();
+  QVERIFY(view->rowHidden(3));
+  QCOMPARE(view->shownRows().size(), size_t{95});
+  QCOMPARE(view->rowCenterY(3), -1);
+  // Its place now holds the next row; the hit test there finds rank 4's calls.
+  QCOMPARE(view->rowAt(y), 4);
+  const double t = ns(ManyRanksTrace::allreduceEnter(4, 0)) + ns(50 * test::kUs);
+  const auto call = view->callAt(QPoint(static_cast<int>(view->xOf(t)), y));
+  QVERIFY(call.has_value());
+  QCOMPARE(call->row, size_t{4});
+  QCOMPARE(call->enter, static_cast<int64_t>(ManyRanksTrace::allreduceEnter(4, 0)));
+  view->grab();
+  for (const auto& c : view->drawnCalls()) QVERIFY(c.row != 3);
+  // Show only rank 7: one row, every row fits again, the wheel zooms.
+  QMenu only;
+  view->populateRowMenu(only, 7);
+  only.actions()[1]->trigger();
+  QCOMPARE(view->shownRows(), std::vector<size_t>{7});
+  QVERIFY(!view->rowsOverflow());
+  QVERIFY(!view->verticalBar()->isVisible());
+  QCOMPARE(view->rowAt(view->plotRect().top() + 1), 7);
+  view->grab();
+  std::set<size_t> rows;
+  for (const auto& c : view->drawnCalls()) rows.insert(c.row);
+  QCOMPARE(rows, std::set<size_t>{7});
+  const double width = view->to() - view->from();
+  const QPointF at(view->plotRect().left() + 100.5, view->rowCenterY(7));
+  QWheelEvent wheel(at, view->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                    Qt::NoScrollPhase, false);
+  QCoreApplication::sendEvent(view, &wheel);
+  QVERIFY(view->to() - view->from() < width * 0.9);
+  // Show all rows again.
+  QMenu all;
+  view->populateRowMenu(all, 7);
+  QVERIFY(all.actions()[2]->isEnabled());
+  all.actions()[2]->trigger();
+  QCOMPARE(view->shownRows().size(), size_t{96});
+  QVERIFY(!view->rowHidden(3));
+}
+
+void GuiTest::find_goes_to_next_and_previous_call() {
+  ManyRanksTrace trace(96, 3);
+  LoadedWindow loaded(trace.dir());
+  MainWindow& window = loaded.window;
+  TimelineView* view = window.timelineView();
+  view->showAll();
+  QVERIFY(QTest::qWaitForWindowActive(&window));
+  auto selected = [&]() -> std::pair<size_t, int64_t> {
+    const auto& c = view->selectedCall();
+    return c ? std::pair<size_t, int64_t>{c->row, c->enter} : std::pair<size_t, int64_t>{999, -1};
+  };
+  auto allreduce = [](int rank, int iteration) {
+    return std::pair<size_t, int64_t>{static_cast<size_t>(rank),
+                                      static_cast<int64_t>(ManyRanksTrace::allreduceEnter(rank, iteration))};
+  };
+  // The selected call is in the range and its row in sight.
+  auto shown = [&] {
+    const auto& c = *view->selectedCall();
+    const QRect plot = view->plotRect();
+    return static_cast<double>(c.enter) >= view->from() && static_cast<double>(c.leave()) <= view->to() &&
+           view->xOf(static_cast<double>(c.leave())) - view->xOf(static_cast<double>(c.enter)) >= 2 &&
+           view->rowCenterY(c.row) > plot.top() && view->rowCenterY(c.row) < plot.bottom();
+  };
+  // Ctrl+F, a name in any case, Enter: the first Allreduce from the range's start.
+  QTest::keyClick(&window, Qt::Key_F, Qt::ControlModifier);
+  QVERIFY(window.findBox()->hasFocus());
+  QTest::keyClicks(window.findBox(), "mpi_allreduce");
+  QTest::keyClick(window.findBox(), Qt::Key_Return);
+  QCOMPARE(selected(), allreduce(0, 0));
+  QVERIFY(shown());
+  QVERIFY(window.statusBar()->currentMessage().startsWith("MPI_Allreduce (collective), rank 0"));
+  // F3: the next in time order (rank 1 enters 1 us later); a hidden row is skipped.
+  QTest::keyClick(&window, Qt::Key_F3);
+  QCOMPARE(selected(), allreduce(1, 0));
+  view->setRowHidden(2, true);
+  QTest::keyClick(&window, Qt::Key_F3);
+  QCOMPARE(selected(), allreduce(3, 0));
+  QTest::keyClick(&window, Qt::Key_F3, Qt::ShiftModifier);
+  QCOMPARE(selected(), allreduce(1, 0));
+  view->showAllRows();
+  // From a range that starts after rank 94's first Allreduce and is far too
+  // wide to show it: rank 95's, its row scrolled into sight, the range zoomed.
+  view->setRange(ns(ManyRanksTrace::allreduceEnter(94, 0)) + 0.5, 1e11);
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), allreduce(95, 0));
+  QVERIFY(view->verticalScroll() > 0);
+  QVERIFY(shown());
+  QVERIFY(view->to() - view->from() < 1e7);
+  // Then the next iteration's rank 0 (back at the top), and back again.
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), allreduce(0, 1));
+  QVERIFY(shown());
+  QVERIFY(window.findNext(false));
+  QCOMPARE(selected(), allreduce(95, 0));
+  QVERIFY(shown());
+  // Another function: the last Comm_rank before that Allreduce is rank 95's
+  // of the same iteration (every rank enters at 2.1 ms; rows break the tie).
+  window.findBox()->setText("MPI_Comm_rank");
+  QVERIFY(window.findNext(false));
+  QCOMPARE(selected(), (std::pair<size_t, int64_t>{95, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
+  QVERIFY(window.findNext(false));
+  QCOMPARE(selected(), (std::pair<size_t, int64_t>{94, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
+  // Nothing before the first call: the selection stays.
+  view->setRange(0, ns(test::kMs));
+  QVERIFY(!window.findNext(false));
+  QCOMPARE(selected(), (std::pair<size_t, int64_t>{94, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
+  // A name the trace lacks.
+  window.findBox()->setText("MPI_Alltoallw");
+  QVERIFY(!window.findNext(true));
+  QVERIFY(window.statusBar()->currentMessage().contains("no MPI function named"));
+}
+
+namespace {
+
+// Brute force over the calls written: time per function and per kind (user
+// code: the gaps between a row's consecutive calls) inside [from, to) on `rows`.
+struct BruteForce {
+  std::map<std::string, std::pair<uint64_t, double>> functions;  // calls, ns
+  double kind[analysis::kTimelineKinds] = {};
+};
+BruteForce brute_force(const std::vector<Written>& written, const std::set<size_t>& rows, double from, double to,
+                       const std::function<analysis::TimelineKind(const std::string&)>& kind_of) {
+  BruteForce out;
+  auto clip = [&](double a, double b) { return std::max(0.0, std::min(b, to) - std::max(a, from)); };
+  const Written* previous = nullptr;
+  for (const Written& w : written) {
+    if (!rows.count(w.row)) continue;
+    if (previous && previous->row == w.row)
+      out.kind[0] += clip(static_cast<double>(previous->leave), static_cast<double>(w.enter));
+    previous = &w;
+    const double t = clip(static_cast<double>(w.enter), static_cast<double>(w.leave));
+    out.kind[static_cast<int>(kind_of(w.function))] += t;
+    if (w.function.rfind("MPI_", 0) != 0) continue;  // markers
+    const bool overlaps = static_cast<double>(w.enter) < to &&
+                          (static_cast<double>(w.leave) > from ||
+                           (w.leave == w.enter && static_cast<double>(w.enter) >= from));
+    if (!overlaps) continue;
+    ++out.functions[w.function].first;
+    out.functions[w.function].second += t;
+  }
+  return out;
+}
+
+analysis::TimelineKind kind_of_function(const std::string& f) {
+  if (f == "MPI_Allreduce") return analysis::TimelineKind::Collective;
+  if (f == "MPI_Send" || f == "MPI_Recv") return analysis::TimelineKind::PointToPoint;
+  if (f.rfind("MPI_", 0) == 0) return analysis::TimelineKind::OtherMpi;
+  return analysis::TimelineKind::Marker;
+}
+
+}  // namespace
+
+void GuiTest::range_statistics_equal_brute_force() {
+  {
+    // A zoom to a dragged range over the shown rows (two hidden): the tab
+    // comes forward with every function's calls and time, and every kind's.
+    ManyRanksTrace trace(96, 4);
+    LoadedWindow loaded(trace.dir());
+    MainWindow& window = loaded.window;
+    TimelineView* view = window.timelineView();
+    view->setRowHidden(5, true);
+    view->setRowHidden(60, true);
+    view->setRange(0, ns(7 * test::kMs));
+    view->grab();
+    const QRect plot = view->plotRect();
+    const QPoint a(plot.left() + plot.width() * 31 / 100, view->rowCenterY(0));
+    const QPoint b(plot.left() + plot.width() * 67 / 100, view->rowCenterY(1));
+    const double from = view->timeAt(a.x()), to = view->timeAt(b.x());
+    QTest::mousePress(view, Qt::RightButton, {}, a);
+    QTest::mouseMove(view, QPoint((a.x() + b.x()) / 2, a.y()));
+    QTest::mouseMove(view, b);
+    QTest::mouseRelease(view, Qt::RightButton, {}, b);
+    QCOMPARE(view->from(), from);
+    QCOMPARE(window.rightTabs()->currentWidget(), static_cast<QWidget*>(window.rangeStatistics()));
+    const prof::gui::RangeStatistics& stats = window.rangeStatistics()->statistics();
+    QCOMPARE(stats.from, from);
+    QCOMPARE(stats.to, to);
+    QCOMPARE(stats.rows, size_t{94});
+    QCOMPARE(stats.rows_from_summaries, size_t{0});
+    std::set<size_t> rows(view->shownRows().begin(), view->shownRows().end());
+    const BruteForce want = brute_force(trace.written(), rows, from, to, kind_of_function);
+    QCOMPARE(stats.functions.size(), want.functions.size());
+    QVERIFY(want.functions.count("MPI_Allreduce") && want.functions.count("MPI_Comm_rank"));
+    for (const auto& f : stats.functions) {
+      QVERIFY2(want.functions.count(f.name), f.name.c_str());
+      QCOMPARE(f.calls, want.functions.at(f.name).first);
+      QVERIFY2(std::abs(f.time - want.functions.at(f.name).second) < 1e-6 * (to - from),
+               qPrintable(QString("%1: %2 vs %3").arg(f.name.c_str()).arg(f.time).arg(want.functions.at(f.name).second)));
+    }
+    QCOMPARE(stats.functions.front().name, std::string("MPI_Allreduce"));  // the longest first
+    for (int k = 0; k < analysis::kTimelineKinds; ++k)
+      QVERIFY2(std::abs(stats.kind_time[k] - want.kind[k]) < 1e-6 * (to - from),
+               qPrintable(QString("kind %1: %2 vs %3").arg(k).arg(stats.kind_time[k]).arg(want.kind[k])));
+    QVERIFY(want.kind[0] > 0 && want.kind[static_cast<int>(analysis::TimelineKind::Collective)] > 0);
+    // The table shows them: Allreduce's calls in its row.
+    QTableWidget* table = window.rangeStatistics()->functionTable();
+    QCOMPARE(table->rowCount(), static_cast<int>(want.functions.size()));
+    QCOMPARE(table->item(0, 0)->text(), QString("MPI_Allreduce"));
+    QCOMPARE(table->item(0, 2)->text(), QString::number(want.functions.at("MPI_Allreduce").first));
+    // Selecting an interval brings the characteristics back.
+    window.selectInterval(0, false);
+    QCOMPARE(window.rightTabs()->currentWidget(), static_cast<QWidget*>(window.panel()));
+  }
+  {
+    // Rows with more calls than the budget: per kind from the summaries,
+    // exact over the whole run (no bucket crosses its edges); the same with
+    // a budget they fit in, read call by call.
+    DemoTrace trace(1200);
+    LoadedWindow loaded(trace.dir());
+    const auto& timeline = *loaded.window.session()->timeline;
+    const double to = timeline.end() + 1;
+    const auto summarized = prof::gui::range_statistics(timeline, {0, 1}, 0, to, 1000, 1600);
+    QCOMPARE(summarized.rows_from_summaries, size_t{2});
+    QVERIFY(summarized.functions.empty());
+    const auto by_calls = prof::gui::range_statistics(timeline, {0, 1}, 0, to, 100000, 1600);
+    QCOMPARE(by_calls.rows_from_summaries, size_t{0});
+    const BruteForce want = brute_force(trace.written(), {0, 1}, 0, to, kind_of_function);
+    for (int k = 0; k < analysis::kTimelineKinds; ++k) {
+      QVERIFY2(std::abs(summarized.kind_time[k] - want.kind[k]) < 1e-6 * to,
+               qPrintable(QString("kind %1: %2 vs %3").arg(k).arg(summarized.kind_time[k]).arg(want.kind[k])));
+      QVERIFY2(std::abs(by_calls.kind_time[k] - want.kind[k]) < 1e-6 * to,
+               qPrintable(QString("kind %1: %2 vs %3").arg(k).arg(by_calls.kind_time[k]).arg(want.kind[k])));
+    }
+    QCOMPARE(by_calls.functions.size(), want.functions.size());
+    for (const auto& f : by_calls.functions) QCOMPARE(f.calls, want.functions.at(f.name).first);
+    // Ranges with edges inside buckets (summaries, then the edges finer), and
+    // one inside user code between two calls of each row (no call in it).
+    const double gap = ns(kLoopStart + 7 * kPeriod + 210 * test::kUs);
+    for (const auto& [a, b] : {std::pair<double, double>{ns(kLoopStart + 3 * kPeriod) + 333333.3, to * 0.83 + 17},
+                               std::pair<double, double>{ns(kLoopStart) + 1, ns(kLoopStart + 401 * kPeriod) - 7},
+                               std::pair<double, double>{gap, gap + ns(80 * test::kUs)}}) {
+      const BruteForce exact = brute_force(trace.written(), {0, 1}, a, b, kind_of_function);
+      for (uint64_t budget : {uint64_t{1000}, uint64_t{100000}}) {
+        const auto stats = prof::gui::range_statistics(timeline, {0, 1}, a, b, budget, 1600);
+        QCOMPARE(stats.rows_from_summaries, size_t{budget == 1000 && b - a > ns(test::kMs) ? 2u : 0u});
+        for (int k = 0; k < analysis::kTimelineKinds; ++k)
+          QVERIFY2(std::abs(stats.kind_time[k] - exact.kind[k]) < 1e-6 * (b - a),
+                   qPrintable(QString("[%1, %2) budget %3 kind %4: %5 vs %6")
+                                  .arg(a).arg(b).arg(budget).arg(k).arg(stats.kind_time[k]).arg(exact.kind[k])));
+      }
+    }
+    QCOMPARE(brute_force(trace.written(), {0, 1}, gap, gap + ns(80 * test::kUs), kind_of_function).kind[0],
+             2 * ns(80 * test::kUs));
+  }
 }
 
 QTEST_MAIN(GuiTest)

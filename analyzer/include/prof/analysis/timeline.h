@@ -221,6 +221,13 @@ class Timeline {
   double leaf_ns(size_t row) const;
   // The call at a row's index (a bucket's `longest_index`); none past the end.
   std::optional<TimelineCall> call(size_t row, uint64_t index) const;
+  // The next call of an MPI function on a row (a viewer's find): forward, the
+  // first entering at or after t; backward, the last entering before t. Walks
+  // the row's records from t (cost: the calls passed over); none when the
+  // function is not in the trace or has no call there. Markers never match,
+  // but an empty `function` matches every call and marker (the row's
+  // neighbours of a time).
+  std::optional<TimelineCall> find_call(size_t row, std::string_view function, double t, bool forward) const;
   // Every execution of a row (sorted by start), every message, every
   // collective instance (these two list every call on the way: for tests and
   // small traces; a viewer asks query() for a range).
