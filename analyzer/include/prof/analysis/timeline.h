@@ -29,7 +29,8 @@
 // kept in memory up to TimelineOptions::memory_bytes, the rest in an unlinked
 // temporary file read back with pread; 24 per matched message, 16 per
 // collective member; the pyramid is bounded per row (at most
-// TimelineOptions::leaves_per_row leaves of 64 bytes, plus as many above).
+// TimelineOptions::leaves_per_row leaves of 64 bytes, plus as many above) and
+// in all (2^22 leaves shared by the rows, at least 4096 each: 512 MiB).
 #pragma once
 
 #include <atomic>
