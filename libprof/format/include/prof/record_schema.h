@@ -216,6 +216,21 @@ inline constexpr bool same_layout(FuncKind a, FuncKind b) {
   return true;
 }
 
+// A fixed-size record's values by field, with the member names of the reader's
+// Event (which encode_fields/decode_fields also take): what the shim fills.
+struct RecordValues {
+  int32_t peer = -1, tag = -1;  // PeerTag
+  uint32_t comm = 0;            // Comm
+  uint64_t bytes = 0;           // Bytes
+  uint32_t request = 0;         // Request
+  int32_t root = -1;            // Root
+  int32_t recv_peer = -1, recv_tag = -1;  // RecvPeerTag
+  uint64_t recv_bytes = 0;                // RecvBytes
+  uint32_t new_comm = 0;                  // NewComm
+  uint32_t interval_id = 0;               // IntervalId
+  uint32_t callsite = 0;                  // CallSite
+};
+
 // Calls fn(std::integral_constant<size_t, I>{}) for each field index of kind K,
 // unrolled at compile time, so encoders and decoders built on it compile to the
 // same straight-line code as a hand-written layout.
