@@ -191,40 +191,29 @@ struct ChromeHandler {
       key(k);
       w.integer(v);
     };
-    switch (e.kind) {
-      case FuncKind::Send:
-      case FuncKind::Recv:
-      case FuncKind::Isend:
-      case FuncKind::Irecv:
-      case FuncKind::Probe:
-        add("peer", e.peer);
-        add("tag", e.tag);
-        add("bytes", static_cast<long long>(e.bytes));
-        add_comm();
-        break;
-      case FuncKind::SendRecv:
-        add("peer", e.peer);
-        add("tag", e.tag);
-        add("bytes", static_cast<long long>(e.bytes));
-        add("recv_peer", e.recv_peer);
-        add("recv_tag", e.recv_tag);
-        add("recv_bytes", static_cast<long long>(e.recv_bytes));
-        add_comm();
-        break;
-      case FuncKind::Collective:
-      case FuncKind::ICollective:
-      case FuncKind::AllToAll:
-      case FuncKind::IAllToAll:
-        add("root", e.root);
-        add("bytes", static_cast<long long>(e.bytes));
-        add_comm();
-        break;
-      case FuncKind::Completion:
-        add("completed", static_cast<long long>(e.completions.size()));
-        break;
-      default:
-        break;
-    }
+    // The call's values in the record schema's field order, its communicator
+    // last; handles a viewer cannot use (requests, new communicators) and
+    // marker fields are left out.
+    const format::KindSchema* schema = format::find_schema(e.kind);
+    const size_t fields = schema ? schema->field_count : 0;
+    for (size_t i = 0; i < fields; ++i) switch (schema->fields[i]) {
+        case format::Field::PeerTag:
+          add("peer", e.peer);
+          add("tag", e.tag);
+          break;
+        case format::Field::RecvPeerTag:
+          add("recv_peer", e.recv_peer);
+          add("recv_tag", e.recv_tag);
+          break;
+        case format::Field::Bytes: add("bytes", static_cast<long long>(e.bytes)); break;
+        case format::Field::RecvBytes: add("recv_bytes", static_cast<long long>(e.recv_bytes)); break;
+        case format::Field::Root: add("root", e.root); break;
+        case format::Field::Completions:
+          add("completed", static_cast<long long>(e.completions.size()));
+          break;
+        default: break;
+      }
+    if (schema && schema->has(format::Field::Comm)) add_comm();
     if (e.in_flight) {
       // Entered, never completed: the slice runs to the rank's last moment alive.
       key("in_flight");

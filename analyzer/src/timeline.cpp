@@ -60,28 +60,17 @@ const char* timeline_kind_name(TimelineKind kind) {
 
 namespace timeline_detail {
 
+// The record schema's family of the kind (record_schema.h).
 TimelineKind kind_of(FuncKind k) {
-  switch (k) {
-    case FuncKind::Send:
-    case FuncKind::Recv:
-    case FuncKind::SendRecv:
-    case FuncKind::Isend:
-    case FuncKind::Irecv:
-    case FuncKind::Completion:
-    case FuncKind::RequestOp:
-    case FuncKind::Probe:
-      return TimelineKind::PointToPoint;
-    case FuncKind::Collective:
-    case FuncKind::ICollective:
-      return TimelineKind::Collective;
-    case FuncKind::AllToAll:
-    case FuncKind::IAllToAll:
-      return TimelineKind::AllToAll;
-    case FuncKind::Marker:
-      return TimelineKind::Marker;
-    default:
-      return TimelineKind::OtherMpi;
+  const format::KindSchema* schema = format::find_schema(k);
+  switch (schema ? schema->family : format::KindFamily::Other) {
+    case format::KindFamily::PointToPoint: return TimelineKind::PointToPoint;
+    case format::KindFamily::Collective: return TimelineKind::Collective;
+    case format::KindFamily::AllToAll: return TimelineKind::AllToAll;
+    case format::KindFamily::Marker: return TimelineKind::Marker;
+    case format::KindFamily::Other: break;
   }
+  return TimelineKind::OtherMpi;
 }
 
 bool Impl::spill(const Record* records, uint32_t count, uint64_t* offset) {

@@ -1014,9 +1014,11 @@ void record_requests(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, b
 void record_comm_create(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                         MPI_Comm parent, MPI_Comm newcomm) {
   {
+    static_assert(reserve_fits<format::FuncKind::CommCreate>(12));
+    const format::RecordValues v{.comm = uint32_t(parent),
+                                 .new_comm = uint32_t(ok ? newcomm : MPI_COMM_NULL)};
     Rec r(ts, t0, t1, ok, 0, 12);
-    r.enc().word(uint32_t(parent));
-    r.enc().word(uint32_t(ok ? newcomm : MPI_COMM_NULL));
+    format::encode_fields<format::FuncKind::CommCreate>(r.enc(), v, ts->cx);
     r.commit(func);
   }
   if (ok && newcomm != MPI_COMM_NULL) define_comm(newcomm, t0);

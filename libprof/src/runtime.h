@@ -218,23 +218,39 @@ PROF_HOT void record_plain(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t
   r.commit(func);
 }
 
+// The fixed-size kinds' records: the values go in as record_schema.h lists
+// each kind's fields (format::encode_fields). The words reserved per record
+// are the shim's own, at least the table's worst case.
+template <format::FuncKind K>
+constexpr bool reserve_fits(size_t words) {
+  return words >= 3 + 4 + format::fixed_payload_words(format::schema_of(K), true, true, false, false);
+}
+
+// Send, Recv, Probe (one layout).
 PROF_HOT void record_p2p(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                        format::FuncKind, int peer, int tag, MPI_Comm comm, uint64_t bytes,
                        uint8_t flags) {
-  Rec r(ts, t0, t1, ok, flags | wide_flags(peer, tag, bytes), 16);
-  r.enc().peer_tag(peer, tag);
-  r.enc().comm(static_cast<uint32_t>(comm), ts->cx);
-  r.enc().bytes(bytes);
+  using format::FuncKind;
+  static_assert(format::same_layout(FuncKind::Send, FuncKind::Recv) &&
+                format::same_layout(FuncKind::Send, FuncKind::Probe));
+  static_assert(reserve_fits<FuncKind::Send>(16));
+  const format::RecordValues v{.peer = peer, .tag = tag, .comm = uint32_t(comm), .bytes = bytes};
+  Rec r(ts, t0, t1, ok, flags | format::wide_flags_for<FuncKind::Send>(v), 16);
+  format::encode_fields<FuncKind::Send>(r.enc(), v, ts->cx);
   r.commit(func);
 }
 
+// Isend, Irecv (one layout).
 PROF_HOT void record_p2p_start(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                              format::FuncKind, int peer, int tag, MPI_Comm comm, uint64_t bytes,
                              uint8_t flags, MPI_Request request) {
-  Rec r(ts, t0, t1, ok, flags | wide_flags(peer, tag, bytes), 16);
-  r.enc().peer_tag(peer, tag);
-  r.enc().comm(static_cast<uint32_t>(comm), ts->cx);
-  r.enc().bytes_request(bytes, static_cast<uint32_t>(request), ts->cx);
+  using format::FuncKind;
+  static_assert(format::same_layout(FuncKind::Isend, FuncKind::Irecv));
+  static_assert(reserve_fits<FuncKind::Isend>(16));
+  const format::RecordValues v{
+      .peer = peer, .tag = tag, .comm = uint32_t(comm), .bytes = bytes, .request = uint32_t(request)};
+  Rec r(ts, t0, t1, ok, flags | format::wide_flags_for<FuncKind::Isend>(v), 16);
+  format::encode_fields<FuncKind::Isend>(r.enc(), v, ts->cx);
   r.commit(func);
 }
 
@@ -259,32 +275,42 @@ PROF_HOT void record_probe(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t
 PROF_HOT void record_sendrecv(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                             int dest, int sendtag, uint64_t send_bytes, int source, int recvtag,
                             MPI_Comm comm, const MPI_Status* st) {
-  const int src = ok ? st->MPI_SOURCE : source;
-  const int rtag = ok ? st->MPI_TAG : recvtag;
-  const uint64_t rbytes = ok ? status_bytes(st) : 0;
-  uint8_t flags = wide_flags(dest, sendtag, send_bytes) | wide_flags(src, rtag, rbytes);
+  using format::FuncKind;
+  static_assert(reserve_fits<FuncKind::SendRecv>(20));
+  const format::RecordValues v{.peer = dest,
+                               .tag = sendtag,
+                               .comm = uint32_t(comm),
+                               .bytes = send_bytes,
+                               .recv_peer = ok ? st->MPI_SOURCE : source,
+                               .recv_tag = ok ? st->MPI_TAG : recvtag,
+                               .recv_bytes = ok ? status_bytes(st) : 0};
+  uint8_t flags = format::wide_flags_for<FuncKind::SendRecv>(v);
   if (source == MPI_ANY_SOURCE) flags |= format::kAnySource;
   if (recvtag == MPI_ANY_TAG) flags |= format::kAnyTag;
   Rec r(ts, t0, t1, ok, flags, 20);
-  r.enc().peer_tag(dest, sendtag);
-  r.enc().bytes(send_bytes);
-  r.enc().peer_tag(src, rtag);
-  r.enc().bytes(rbytes);
-  r.enc().comm(static_cast<uint32_t>(comm), ts->cx);
+  format::encode_fields<FuncKind::SendRecv>(r.enc(), v, ts->cx);
   r.commit(func);
 }
 
+// Collective, AllToAll (one layout) and ICollective, IAllToAll (one layout).
 PROF_HOT void record_collective(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                               format::FuncKind kind, MPI_Comm comm, int root, uint64_t bytes,
                               MPI_Request request) {
-  Rec r(ts, t0, t1, ok, bytes > UINT32_MAX ? format::kWideBytes : 0, 16);
-  r.enc().comm(static_cast<uint32_t>(comm), ts->cx);
-  r.enc().word(static_cast<uint32_t>(root));
-  if (kind == format::FuncKind::ICollective || kind == format::FuncKind::IAllToAll)
-    r.enc().bytes_request(bytes, static_cast<uint32_t>(request), ts->cx);
-  else
-    r.enc().bytes(bytes);
-  r.commit(func);
+  using format::FuncKind;
+  static_assert(format::same_layout(FuncKind::Collective, FuncKind::AllToAll) &&
+                format::same_layout(FuncKind::ICollective, FuncKind::IAllToAll));
+  static_assert(reserve_fits<FuncKind::ICollective>(16));
+  const format::RecordValues v{
+      .comm = uint32_t(comm), .bytes = bytes, .request = uint32_t(request), .root = root};
+  if (format::kind_has_request(kind)) {
+    Rec r(ts, t0, t1, ok, format::wide_flags_for<FuncKind::ICollective>(v), 16);
+    format::encode_fields<FuncKind::ICollective>(r.enc(), v, ts->cx);
+    r.commit(func);
+  } else {
+    Rec r(ts, t0, t1, ok, format::wide_flags_for<FuncKind::Collective>(v), 16);
+    format::encode_fields<FuncKind::Collective>(r.enc(), v, ts->cx);
+    r.commit(func);
+  }
 }
 
 // Completions and request operations can carry many entries: written in as

@@ -49,7 +49,8 @@
 //   r<RANK> s<STREAM> <ENTER> us +<DURATION> us <NAME>[ <FIELDS>][ <FLAGS>]
 // ENTER is local microseconds since the rank's first event (%.6f), DURATION
 // microseconds (%.3f), NAME the function's name from its F definition
-// ("func#ID" when undefined). FIELDS by kind (P = comm-local rank, W = its
+// ("func#ID" when undefined). FIELDS by kind, in the order of its fields in
+// record_schema.h (P = comm-local rank, W = its
 // world rank via the communicator definitions, -1 when unknown; handles and
 // requests in hex):
 //   send recv probe     peer=P(world W) tag=T comm=0xC bytes=B
@@ -100,24 +101,8 @@ struct Options {
 };
 
 const char* kind_name(FuncKind k) {
-  switch (k) {
-    case FuncKind::Other: return "other";
-    case FuncKind::Send: return "send";
-    case FuncKind::Recv: return "recv";
-    case FuncKind::SendRecv: return "sendrecv";
-    case FuncKind::Isend: return "isend";
-    case FuncKind::Irecv: return "irecv";
-    case FuncKind::Completion: return "completion";
-    case FuncKind::RequestOp: return "requestop";
-    case FuncKind::Collective: return "collective";
-    case FuncKind::ICollective: return "icollective";
-    case FuncKind::CommCreate: return "commcreate";
-    case FuncKind::Probe: return "probe";
-    case FuncKind::Marker: return "marker";
-    case FuncKind::AllToAll: return "alltoall";
-    case FuncKind::IAllToAll: return "ialltoall";
-  }
-  return nullptr;
+  const format::KindSchema* schema = format::find_schema(k);
+  return schema ? schema->name : nullptr;
 }
 
 std::string ranks_text(const std::vector<int32_t>& r) {
@@ -153,6 +138,43 @@ void print_peer(Line& l, const RankTrace& t, const char* key, const Event& e, in
   l.add(" %s=%d(world %d)", key, peer, t.world_rank(e.comm, e.enter, peer));
 }
 
+// One payload field of an event as KEY=VALUE (see FIELDS above).
+void print_field(Line& l, const RankTrace& t, const Event& e, format::Field field) {
+  using format::Field;
+  switch (field) {
+    case Field::PeerTag:
+      print_peer(l, t, "peer", e, e.peer);
+      l.add(" tag=%d", e.tag);
+      break;
+    case Field::RecvPeerTag:
+      print_peer(l, t, "recv_peer", e, e.recv_peer);
+      l.add(" recv_tag=%d", e.recv_tag);
+      break;
+    case Field::Comm: l.add(" comm=0x%x", e.comm); break;
+    case Field::Bytes: l.add(" bytes=%" PRIu64, e.bytes); break;
+    case Field::RecvBytes: l.add(" recv_bytes=%" PRIu64, e.recv_bytes); break;
+    case Field::Request: l.add(" req=0x%x", e.request); break;
+    case Field::Root:
+      if (e.root >= 0) print_peer(l, t, "root", e, e.root);
+      else l.add(" root=%d", e.root);
+      break;
+    case Field::NewComm: l.add(" new_comm=0x%x", e.new_comm); break;
+    case Field::IntervalId: l.add(" id=%u", e.interval_id); break;
+    case Field::CallSite: l.add(" site=%u", e.callsite); break;
+    case Field::Completions:
+      l.add(" count=%zu", e.completions.size());
+      for (const Completion& c : e.completions) {
+        l.add(" req=0x%x src=%d tag=%d bytes=%" PRIu64, c.request, c.source, c.tag, c.bytes);
+        if (c.cancelled) l.add(" cancelled");
+      }
+      break;
+    case Field::Requests:
+      l.add(" count=%zu", e.requests.size());
+      for (uint32_t r : e.requests) l.add(" req=0x%x", r);
+      break;
+  }
+}
+
 // Call sites as "file:line": what the marker macro passed, or the return
 // address resolved with the rank's load map and debug info (libdw); the hex
 // address when neither works.
@@ -182,53 +204,12 @@ void print_event(Line& l, const RankTrace& t, const Event& e, const SiteNames& s
     if (f) l.add("%s", f->name.c_str());
     else l.add("func#%u", e.func);
   }
-  switch (e.kind) {
-    case FuncKind::Other:
-    case FuncKind::Marker:
-      break;
-    case FuncKind::Send:
-    case FuncKind::Recv:
-    case FuncKind::Probe:
-    case FuncKind::Isend:
-    case FuncKind::Irecv:
-      print_peer(l, t, "peer", e, e.peer);
-      l.add(" tag=%d comm=0x%x bytes=%" PRIu64, e.tag, e.comm, e.bytes);
-      if (e.kind == FuncKind::Isend || e.kind == FuncKind::Irecv) l.add(" req=0x%x", e.request);
-      break;
-    case FuncKind::SendRecv:
-      print_peer(l, t, "peer", e, e.peer);
-      l.add(" tag=%d bytes=%" PRIu64, e.tag, e.bytes);
-      print_peer(l, t, "recv_peer", e, e.recv_peer);
-      l.add(" recv_tag=%d recv_bytes=%" PRIu64 " comm=0x%x", e.recv_tag, e.recv_bytes, e.comm);
-      break;
-    case FuncKind::Completion:
-      l.add(" count=%zu", e.completions.size());
-      for (const Completion& c : e.completions) {
-        l.add(" req=0x%x src=%d tag=%d bytes=%" PRIu64, c.request, c.source, c.tag, c.bytes);
-        if (c.cancelled) l.add(" cancelled");
-      }
-      break;
-    case FuncKind::RequestOp:
-      l.add(" count=%zu", e.requests.size());
-      for (uint32_t r : e.requests) l.add(" req=0x%x", r);
-      break;
-    case FuncKind::Collective:
-    case FuncKind::AllToAll:
-    case FuncKind::ICollective:
-    case FuncKind::IAllToAll:
-      l.add(" comm=0x%x", e.comm);
-      if (e.root >= 0) print_peer(l, t, "root", e, e.root);
-      else l.add(" root=%d", e.root);
-      l.add(" bytes=%" PRIu64, e.bytes);
-      if (e.kind == FuncKind::ICollective || e.kind == FuncKind::IAllToAll)
-        l.add(" req=0x%x", e.request);
-      break;
-    case FuncKind::CommCreate:
-      l.add(" comm=0x%x new_comm=0x%x", e.comm, e.new_comm);
-      break;
-    default:
-      l.add(" kind=%u", static_cast<unsigned>(e.kind));
-      break;
+  // The payload fields in the record schema's order (a marker's were printed above).
+  if (const format::KindSchema* schema = format::find_schema(e.kind)) {
+    if (e.kind != FuncKind::Marker)
+      for (size_t i = 0; i < schema->field_count; ++i) print_field(l, t, e, schema->fields[i]);
+  } else {
+    l.add(" kind=%u", static_cast<unsigned>(e.kind));
   }
   if (e.flags & format::kAnySource) l.add(" any_source");
   if (e.flags & format::kAnyTag) l.add(" any_tag");

@@ -2,8 +2,12 @@
 """Generates every PMPI wrapper of libprof from MPICH's prototypes and our facts.
 
 Inputs: MPICH's headers (the list of prototypes), the dynamic symbols of
-libmpich.so (which functions really exist: a PMPI_ twin is needed), and
-mpi_function_facts.FACTS (what each record carries). Output: one C++ source with
+libmpich.so (which functions really exist: a PMPI_ twin is needed),
+mpi_function_facts.FACTS (what each record carries), and the record schema
+(libprof/format/include/prof/record_schema.h: each kind's payload fields). The
+wrappers hand each call's values to the runtime's record helpers, which encode
+them field by field from that schema (format::encode_fields); here the schema
+checks that every function's facts supply what its kind's fields need. Output: one C++ source with
 an `extern "C"` wrapper per function, plus the function table (id, kind, name)
 that the shim writes into every trace. Nothing here is hand-written per function.
 
@@ -22,6 +26,37 @@ from mpi_function_facts import FACTS  # noqa: E402
 PROTO_RE = re.compile(
     r'^([A-Za-z_][A-Za-z0-9_ \*]*?)\s*\b(MPI_[A-Za-z0-9_]+)\s*\(([^;]*?)\)\s*'
     r'(?:(?:MPICH|ROMIO)_[A-Z_]+(?:\([^)]*\))?\s*)*;', re.M)
+
+SCHEMA_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'format', 'include',
+                        'prof', 'record_schema.h')
+# One X(Name, number, "name", Family, context_flags, fields...) per line.
+SCHEMA_RE = re.compile(r'^\s*X\((\w+),\s*(\d+),\s*"(\w+)",\s*(\w+),\s*([^,)]+)((?:,\s*\w+)*)\)', re.M)
+
+
+def read_schema(path=SCHEMA_H):
+    """{kind name: [field, ...]} from PROF_RECORD_KINDS."""
+    kinds = {}
+    for m in SCHEMA_RE.finditer(open(path).read()):
+        kinds[m.group(1)] = [f.strip() for f in m.group(6).split(',') if f.strip()]
+    if 'Other' not in kinds or 'Send' not in kinds:
+        raise SystemExit(f'{path}: cannot read PROF_RECORD_KINDS')
+    return kinds
+
+
+# Fields whose value only the call's arguments give (any one of these facts);
+# the others may come from the status, a matched message or a default.
+FIELD_FACTS = {'Request': ('request',), 'NewComm': ('newcomm',)}
+
+
+def check_schema(name, facts, schema):
+    kind = facts['kind']
+    if kind not in schema:
+        raise SystemExit(f'{name}: kind {kind} is not in {SCHEMA_H}')
+    for field in schema[kind]:
+        need = FIELD_FACTS.get(field)
+        if need and not any(facts.get(k) for k in need):
+            raise SystemExit(f'{name}: kind {kind} records {field}, facts give none of {need}')
+
 
 # Functions the runtime implements itself (init/finalize bracket the recording,
 # Abort must flush first, Pcontrol is variadic).
@@ -405,6 +440,10 @@ def main():
     missing_facts = [n for n in FACTS if n not in protos]
     if missing_facts:
         raise SystemExit(f'facts for functions MPICH does not declare: {missing_facts}')
+
+    schema = read_schema()
+    for n, f in FACTS.items():
+        check_schema(n, f, schema)
 
     body = []
     table = []

@@ -392,115 +392,76 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
   e.flags = flags & ~r.context_flags;  // kSameComm / kPackedRequest say nothing of the call
   e.stream = stream_id;
 
-  const bool wpt = flags & kWidePeerTag, wb = flags & kWideBytes;
-  auto peer_tag = [&](int32_t& peer, int32_t& tag) __attribute__((always_inline)) {
-    const uint32_t w = load32(q);
-    if (wpt) {
-      peer = static_cast<int32_t>(w);
-      tag = static_cast<int32_t>(load32(q + 4));
-      q += 8;
-    } else {
-      peer = packed_peer(w);
-      tag = packed_tag(w);
+  // Reads the payload words as decode_fields asks for them.
+  struct PayloadReader {
+    const uint8_t* q;
+    const uint8_t flags;
+    Impl& cursor;
+    [[gnu::always_inline]] uint32_t word() {
+      const uint32_t v = load32(q);
       q += 4;
-    }
-  };
-  auto bytes = [&]() __attribute__((always_inline)) -> uint64_t {
-    if (wb) {
-      const uint64_t v = load64(q);
-      q += 8;
       return v;
     }
-    const uint32_t v = load32(q);
-    q += 4;
-    return v;
-  };
-  auto word = [&]() __attribute__((always_inline)) -> uint32_t {
-    const uint32_t v = load32(q);
-    q += 4;
-    return v;
-  };
-  auto comm = [&]() __attribute__((always_inline)) -> uint32_t {
-    if (flags & kSameComm) return context_comm;
-    context_comm = word();
-    context_avail |= kSameComm;
-    return context_comm;
-  };
-  auto bytes_request = [&](uint64_t& n, uint32_t& request) __attribute__((always_inline)) {
-    if (flags & kPackedRequest) {
-      const uint32_t w = word();
-      n = w & 0xFFFFu;
-      request = (context_request_high << 16) | (w >> 16);
-      return;
+    [[gnu::always_inline]] void peer_tag(int32_t& peer, int32_t& tag) {
+      const uint32_t w = load32(q);
+      if (flags & kWidePeerTag) {
+        peer = static_cast<int32_t>(w);
+        tag = static_cast<int32_t>(load32(q + 4));
+        q += 8;
+      } else {
+        peer = packed_peer(w);
+        tag = packed_tag(w);
+        q += 4;
+      }
     }
-    n = bytes();
-    request = word();
-    context_request_high = request >> 16;
-    context_avail |= kPackedRequest;
-  };
+    [[gnu::always_inline]] uint64_t bytes() {
+      if (flags & kWideBytes) {
+        const uint64_t v = load64(q);
+        q += 8;
+        return v;
+      }
+      return word();
+    }
+    [[gnu::always_inline]] uint32_t comm() {
+      if (flags & kSameComm) return cursor.context_comm;
+      cursor.context_comm = word();
+      cursor.context_avail |= kSameComm;
+      return cursor.context_comm;
+    }
+    [[gnu::always_inline]] void bytes_request(uint64_t& n, uint32_t& request) {
+      if (flags & kPackedRequest) {
+        const uint32_t w = word();
+        n = w & 0xFFFFu;
+        request = (cursor.context_request_high << 16) | (w >> 16);
+        return;
+      }
+      n = bytes();
+      request = word();
+      cursor.context_request_high = request >> 16;
+      cursor.context_avail |= kPackedRequest;
+    }
+  } payload{q, flags, *this};
 
-  switch (static_cast<FuncKind>(r.kind)) {
-    case FuncKind::Other:
-      break;
-    case FuncKind::Send:
-    case FuncKind::Recv:
-    case FuncKind::Probe:
-      peer_tag(e.peer, e.tag);
-      e.comm = comm();
-      e.bytes = bytes();
-      break;
-    case FuncKind::Isend:
-    case FuncKind::Irecv:
-      peer_tag(e.peer, e.tag);
-      e.comm = comm();
-      bytes_request(e.bytes, e.request);
-      break;
-    case FuncKind::SendRecv:
-      peer_tag(e.peer, e.tag);
-      e.bytes = bytes();
-      peer_tag(e.recv_peer, e.recv_tag);
-      e.recv_bytes = bytes();
-      e.comm = comm();
-      break;
-    case FuncKind::Completion: {
+  // Every kind's fields as record_schema.h lists them; Completion and
+  // RequestOp lists may continue in the next records.
+  visit_kind(static_cast<FuncKind>(r.kind), [&]<FuncKind K>() __attribute__((always_inline)) {
+    if constexpr (K == FuncKind::Completion) {
       const size_t n = completions(q, r.avail, flags, 0);
-      const size_t total = (flags & kContinuation) || !may_continue() ? n
-                                                                     : absorb_continuations(func, true, n);
+      const size_t total = (flags & kContinuation) || !may_continue()
+                               ? n
+                               : absorb_continuations(func, true, n);
       e.completions = std::span<const Completion>(completion_buffer.data(), total);
-      break;
-    }
-    case FuncKind::RequestOp: {
+    } else if constexpr (K == FuncKind::RequestOp) {
       std::memcpy(request_buffer.data(), q, size_t{r.avail} * 4);
       const size_t total = (flags & kContinuation) || !may_continue()
                                ? r.avail
                                : absorb_continuations(func, false, r.avail);
       e.requests = std::span<const uint32_t>(request_buffer.data(), total);
-      break;
+    } else {
+      decode_fields<K>(payload, e);
+      if constexpr (K == FuncKind::Marker) e.marker_begin = (flags & kMarkerBegin) != 0;
     }
-    case FuncKind::Collective:
-    case FuncKind::AllToAll:
-      e.comm = comm();
-      e.root = static_cast<int32_t>(word());
-      e.bytes = bytes();
-      break;
-    case FuncKind::ICollective:
-    case FuncKind::IAllToAll:
-      e.comm = comm();
-      e.root = static_cast<int32_t>(word());
-      bytes_request(e.bytes, e.request);
-      break;
-    case FuncKind::CommCreate:
-      e.comm = word();
-      e.new_comm = word();
-      break;
-    case FuncKind::Marker:
-      e.interval_id = word();
-      e.callsite = word();
-      e.marker_begin = (flags & kMarkerBegin) != 0;
-      break;
-    default:
-      break;  // unknown kind: payload skipped
-  }
+  });  // unknown kind: payload skipped
   backwards += (enter < last_enter) & have_last;
   last_enter = enter;
   have_last = true;

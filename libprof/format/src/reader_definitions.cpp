@@ -21,48 +21,22 @@ namespace {
 constexpr int32_t kMaxImplicitWorld = 1 << 22;
 constexpr uint8_t kNeverEnough = 0xFF;  // more than a record holds: a bad record
 
-// Payload words per FuncKind (kinds 0..14): PeerTags, Bytes, plain words.
-struct KindLayout {
-  uint8_t peer_tags, bytes, words;
-};
-constexpr KindLayout kLayout[15] = {
-    {0, 0, 0},  // Other
-    {1, 1, 1},  // Send: PeerTag Comm Bytes
-    {1, 1, 1},  // Recv
-    {2, 2, 1},  // SendRecv: PeerTag Bytes PeerTag Bytes Comm
-    {1, 1, 2},  // Isend: PeerTag Comm Bytes Request
-    {1, 1, 2},  // Irecv
-    {0, 0, 0},  // Completion: entries, checked separately
-    {0, 0, 0},  // RequestOp: any number of words
-    {0, 1, 2},  // Collective: Comm Root Bytes
-    {0, 1, 3},  // ICollective: Comm Root Bytes Request
-    {0, 0, 2},  // CommCreate: Comm NewComm
-    {1, 1, 1},  // Probe
-    {0, 0, 2},  // Marker: IntervalId CallSite
-    {0, 1, 2},  // AllToAll
-    {0, 1, 3},  // IAllToAll
-};
-
 }  // namespace
 
 FuncInfo func_info(FuncKind kind) {
   FuncInfo f;
   f.kind = static_cast<uint16_t>(kind);
-  const bool comm = format::kind_has_comm(kind), request = format::kind_has_request(kind);
-  f.context_flags = uint8_t((comm ? format::kSameComm : 0) | (request ? format::kPackedRequest : 0));
-  const unsigned k = static_cast<unsigned>(kind);
-  if (k < 15) {
-    const KindLayout& layout = kLayout[k];
-    for (unsigned w = 0; w < 16; ++w) {
-      const unsigned pt = (w & 1) ? 2 : 1, by = (w & 2) ? 2 : 1;
-      unsigned need = layout.peer_tags * pt + layout.bytes * by + layout.words;
-      if ((w & 4) && comm) need -= 1;  // no Comm word
-      if ((w & 8) && request) {
-        if (w & 2) need = kNeverEnough;  // packed bytes are 16 bits: never wide
-        else need -= 1;                  // Bytes and Request in one word
-      }
-      f.need[w] = static_cast<uint8_t>(need);
-    }
+  const format::KindSchema* schema = format::find_schema(kind);
+  if (!schema) return f;  // a newer writer's kind: no payload required, skipped
+  f.context_flags = schema->context_flags;
+  for (unsigned w = 0; w < 16; ++w) {
+    // need_index bits: kWidePeerTag, kWideBytes, kSameComm, kPackedRequest.
+    const bool wide_bytes = w & 2, packed = w & 8;
+    const bool packs = packed && (schema->context_flags & format::kPackedRequest);
+    // Packed bytes are 16 bits: never wide.
+    f.need[w] = packs && wide_bytes ? kNeverEnough
+                                    : static_cast<uint8_t>(format::fixed_payload_words(
+                                          *schema, w & 1, wide_bytes, w & 4, packed));
   }
   return f;
 }

@@ -30,6 +30,8 @@
 #include <string_view>
 #include <vector>
 
+#include "prof/record_schema.h"
+
 namespace prof::format {
 
 inline constexpr char kFileMagic[8] = {'P', 'R', 'O', 'F', 'T', 'R', 'C', '1'};
@@ -138,25 +140,8 @@ enum class DefKind : char {
   Meta = 'M', Function = 'F', Comm = 'C', CallSite = 'S', LoadObject = 'L', ClockSync = 'K', End = 'E'
 };
 
-// What a function's records carry; the payload layout follows from it.
-enum class FuncKind : uint16_t {
-  Other = 0,          // no payload
-  Send = 1,           // PeerTag Comm Bytes             (Send, Bsend, Ssend, Rsend)
-  Recv = 2,           // PeerTag Comm Bytes             actual source/tag/bytes from the status
-  SendRecv = 3,       // PeerTag Bytes PeerTag Bytes Comm   (send part, then actual receive part)
-  Isend = 4,          // PeerTag Comm Bytes Request     (also Send_init & co: persistent)
-  Irecv = 5,          // PeerTag Comm Bytes Request     requested source/tag (may be ANY)
-  Completion = 6,     // [Bitmap (Request [PeerTag Bytes])*]  one entry per completed request;
-                      // bit i of Bitmap: entry i carries its status (PeerTag Bytes)
-  RequestOp = 7,      // Request*                       Start, Startall, Cancel, Request_free
-  Collective = 8,     // Comm Root Bytes
-  ICollective = 9,    // Comm Root Bytes Request        (nonblocking and persistent collectives)
-  CommCreate = 10,    // Comm NewComm                   (the C definition says who is in it)
-  Probe = 11,         // PeerTag Comm Bytes             Probe, Iprobe (only when a message was found), Mprobe
-  Marker = 12,        // IntervalId CallSite            interval begin (kMarkerBegin) or end
-  AllToAll = 13,      // Comm Root Bytes                the all-to-all family (Alltoall, -v, -w)
-  IAllToAll = 14,     // Comm Root Bytes Request
-};
+// FuncKind (what a function's records carry) and each kind's payload fields
+// are declared once, in record_schema.h's PROF_RECORD_KINDS.
 
 // Function id reserved for interval markers, whatever MPI call carried them.
 inline constexpr uint16_t kMarkerFuncId = 0xFFFE;
@@ -206,28 +191,7 @@ enum RecordFlag : uint8_t {
                            // written in this chunk
 };
 
-// Whether a kind's records may carry kSameComm / kPackedRequest.
-inline constexpr bool kind_has_comm(FuncKind k) {
-  switch (k) {
-    case FuncKind::Send:
-    case FuncKind::Recv:
-    case FuncKind::SendRecv:
-    case FuncKind::Isend:
-    case FuncKind::Irecv:
-    case FuncKind::Collective:
-    case FuncKind::ICollective:
-    case FuncKind::Probe:
-    case FuncKind::AllToAll:
-    case FuncKind::IAllToAll:
-      return true;
-    default:
-      return false;
-  }
-}
-inline constexpr bool kind_has_request(FuncKind k) {
-  return k == FuncKind::Isend || k == FuncKind::Irecv || k == FuncKind::ICollective ||
-         k == FuncKind::IAllToAll;
-}
+static_assert(kSameComm == schema_flags::kSameComm && kPackedRequest == schema_flags::kPackedRequest);
 
 // What later records of a chunk may refer to (kSameComm, kPackedRequest). A
 // chunk decodes on its own, so writers reset this at every chunk start and the
@@ -372,6 +336,80 @@ class RecordEncoder {
   uint32_t short_ = 0;
   uint8_t flags_ = 0;
 };
+
+// The wide flags a fixed-size kind's record needs for values `v` (any type
+// with Event's member names: peer, tag, bytes, recv_peer, ...).
+template <FuncKind K, class V>
+[[gnu::always_inline]] inline uint8_t wide_flags_for(const V& v) {
+  constexpr KindSchema s = schema_of(K);
+  uint8_t f = 0;
+  for_each_field_index<K>([&](auto i) __attribute__((always_inline)) {
+    constexpr Field field = s.fields[i];
+    if constexpr (field == Field::PeerTag) {
+      if (!fits_packed_peer_tag(v.peer, v.tag)) f |= kWidePeerTag;
+    } else if constexpr (field == Field::RecvPeerTag) {
+      if (!fits_packed_peer_tag(v.recv_peer, v.recv_tag)) f |= kWidePeerTag;
+    } else if constexpr (field == Field::Bytes) {
+      if (v.bytes > UINT32_MAX) f |= kWideBytes;
+    } else if constexpr (field == Field::RecvBytes) {
+      if (v.recv_bytes > UINT32_MAX) f |= kWideBytes;
+    }
+  });
+  return f;
+}
+
+// Encodes the payload of a fixed-size kind K from `v`, field by field as the
+// schema lists them; the wide flags must be set already (wide_flags_for).
+template <FuncKind K, class V>
+[[gnu::always_inline]] inline void encode_fields(RecordEncoder& enc, const V& v, ChunkContext& cx) {
+  constexpr KindSchema s = schema_of(K);
+  static_assert(!s.variable(), "Completion and RequestOp records are encoded entry by entry");
+  for_each_field_index<K>([&](auto i) __attribute__((always_inline)) {
+    constexpr Field field = s.fields[i];
+    constexpr bool packs = (s.context_flags & kPackedRequest) && field == Field::Bytes;
+    if constexpr (field == Field::PeerTag) enc.peer_tag(v.peer, v.tag);
+    else if constexpr (field == Field::RecvPeerTag) enc.peer_tag(v.recv_peer, v.recv_tag);
+    else if constexpr (packs) enc.bytes_request(v.bytes, v.request, cx);  // Request follows
+    else if constexpr (field == Field::Bytes) enc.bytes(v.bytes);
+    else if constexpr (field == Field::RecvBytes) enc.bytes(v.recv_bytes);
+    else if constexpr (field == Field::Comm) {
+      if constexpr (s.context_flags & kSameComm) enc.comm(static_cast<uint32_t>(v.comm), cx);
+      else enc.word(static_cast<uint32_t>(v.comm));
+    } else if constexpr (field == Field::Request) {
+      if constexpr (!(s.context_flags & kPackedRequest)) enc.word(static_cast<uint32_t>(v.request));
+    } else if constexpr (field == Field::Root) enc.word(static_cast<uint32_t>(v.root));
+    else if constexpr (field == Field::NewComm) enc.word(static_cast<uint32_t>(v.new_comm));
+    else if constexpr (field == Field::IntervalId) enc.word(v.interval_id);
+    else if constexpr (field == Field::CallSite) enc.word(v.callsite);
+  });
+}
+
+// Decodes the payload of a fixed-size kind K into `v`, field by field. `d`
+// reads the words: peer_tag(peer, tag), bytes(), word(), comm() (kSameComm
+// aware) and bytes_request(bytes, request) (kPackedRequest aware).
+template <FuncKind K, class D, class V>
+[[gnu::always_inline]] inline void decode_fields(D& d, V& v) {
+  constexpr KindSchema s = schema_of(K);
+  static_assert(!s.variable(), "Completion and RequestOp records are decoded entry by entry");
+  for_each_field_index<K>([&](auto i) __attribute__((always_inline)) {
+    constexpr Field field = s.fields[i];
+    constexpr bool packs = (s.context_flags & kPackedRequest) && field == Field::Bytes;
+    if constexpr (field == Field::PeerTag) d.peer_tag(v.peer, v.tag);
+    else if constexpr (field == Field::RecvPeerTag) d.peer_tag(v.recv_peer, v.recv_tag);
+    else if constexpr (packs) d.bytes_request(v.bytes, v.request);
+    else if constexpr (field == Field::Bytes) v.bytes = d.bytes();
+    else if constexpr (field == Field::RecvBytes) v.recv_bytes = d.bytes();
+    else if constexpr (field == Field::Comm) {
+      if constexpr (s.context_flags & kSameComm) v.comm = d.comm();
+      else v.comm = d.word();
+    } else if constexpr (field == Field::Request) {
+      if constexpr (!(s.context_flags & kPackedRequest)) v.request = d.word();
+    } else if constexpr (field == Field::Root) v.root = static_cast<int32_t>(d.word());
+    else if constexpr (field == Field::NewComm) v.new_comm = d.word();
+    else if constexpr (field == Field::IntervalId) v.interval_id = d.word();
+    else if constexpr (field == Field::CallSite) v.callsite = d.word();
+  });
+}
 
 // Worst-case record size: header, long time, and the largest payload we emit.
 inline constexpr size_t kMaxRecordWords = 3 + kMaxPayloadWords;

@@ -1,0 +1,250 @@
+// The record schema (record_schema.h) against the writer and the reader: every
+// kind the table declares, with every flag combination its fields allow (wide
+// peer/tag, wide bytes, kSameComm, kPackedRequest), is written by TraceWriter,
+// checked word by word against the size the table gives, and read back with
+// every field the table lists intact and every other field at its default.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "format_test_util.h"
+#include "prof/trace_reader.h"
+
+namespace {
+
+using namespace prof;
+using namespace prof::trace;
+using format::Field;
+using format::FuncKind;
+using format::KindSchema;
+
+struct Combo {
+  bool wide_peer_tag = false, wide_bytes = false, same_comm = false, packed_request = false;
+  std::string text() const {
+    return std::string(wide_peer_tag ? " wide_peer_tag" : "") + (wide_bytes ? " wide_bytes" : "") +
+           (same_comm ? " same_comm" : "") + (packed_request ? " packed_request" : "");
+  }
+};
+
+// The combinations a kind's fields allow.
+std::vector<Combo> combos(const KindSchema& s) {
+  const bool pt = s.has(Field::PeerTag) || s.has(Field::RecvPeerTag) || s.has(Field::Completions);
+  const bool by = s.has(Field::Bytes) || s.has(Field::RecvBytes) || s.has(Field::Completions);
+  const bool sc = s.context_flags & format::kSameComm;
+  const bool pr = s.context_flags & format::kPackedRequest;
+  std::vector<Combo> out;
+  for (unsigned m = 0; m < 16; ++m) {
+    const Combo c{bool(m & 1), bool(m & 2), bool(m & 4), bool(m & 8)};
+    if ((c.wide_peer_tag && !pt) || (c.wide_bytes && !by) || (c.same_comm && !sc) ||
+        (c.packed_request && (!pr || c.wide_bytes)))
+      continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
+constexpr uint32_t kFirstComm = 0x84000002u, kOtherComm = 0x84000005u;
+constexpr uint32_t kFirstRequest = 0xAC010001u;
+
+// The event of kind `s` whose encoding takes combination `c`, written after
+// the primer (same kind, kFirstComm, kFirstRequest). Every field gets a value
+// distinct from the reader's defaults.
+Event probe_event(const KindSchema& s, const Combo& c, std::deque<std::vector<Completion>>& comps,
+                  std::deque<std::vector<uint32_t>>& reqs) {
+  Event e;
+  e.kind = s.kind;
+  e.func = s.kind == FuncKind::Marker ? format::kMarkerFuncId : uint16_t(uint16_t(s.kind) + 1);
+  e.enter = 2000;
+  e.leave = 2007;
+  const int32_t peer = c.wide_peer_tag ? 70000 : 3, tag = c.wide_peer_tag ? -40000 : 11;
+  const uint64_t bytes = c.wide_bytes ? (uint64_t{5} << 32) + 9 : c.packed_request ? 900 : 70000;
+  for (size_t i = 0; i < s.field_count; ++i) switch (s.fields[i]) {
+      case Field::PeerTag: e.peer = peer; e.tag = tag; break;
+      case Field::RecvPeerTag: e.recv_peer = peer + 1; e.recv_tag = tag - 1; break;
+      case Field::Comm: e.comm = c.same_comm ? kFirstComm : kOtherComm; break;
+      case Field::Bytes: e.bytes = bytes; break;
+      case Field::RecvBytes: e.recv_bytes = bytes + 2; break;
+      // Packed: the same high half as the primer's request; else another one.
+      case Field::Request: e.request = c.packed_request ? 0xAC01BEEFu : 0xAC02BEEFu; break;
+      case Field::Root: e.root = 2; break;
+      case Field::NewComm: e.new_comm = 0x84000009u; break;
+      case Field::IntervalId: e.interval_id = 77; e.marker_begin = true; break;
+      case Field::CallSite: e.callsite = 5; break;
+      case Field::Completions:
+        comps.push_back({{0xAC000010u, peer, tag, c.wide_bytes ? bytes : 123, false},
+                         {0xAC000011u, format::kAnySourceRank, format::kAnyTagValue, 0, false},
+                         {0xAC000012u, 1, 2, 8, true}});
+        e.completions = comps.back();
+        break;
+      case Field::Requests:
+        reqs.push_back({0xAC000020u, 0xAC000021u});
+        e.requests = reqs.back();
+        break;
+    }
+  return e;
+}
+
+// The payload words the table gives the probe's record.
+unsigned expected_words(const KindSchema& s, const Combo& c, const Event& e) {
+  if (s.has(Field::Requests)) return unsigned(e.requests.size());
+  if (s.has(Field::Completions)) {
+    unsigned n = 1;  // the bitmap
+    for (const Completion& k : e.completions) {
+      const bool status = !(k.source == format::kAnySourceRank && k.tag == format::kAnyTagValue &&
+                            k.bytes == 0 && !k.cancelled);
+      n += 1 + (status ? (c.wide_peer_tag ? 2 : 1) + (c.wide_bytes ? 2 : 1) : 0);
+    }
+    return n;
+  }
+  return format::fixed_payload_words(s, c.wide_peer_tag, c.wide_bytes, c.same_comm,
+                                     c.packed_request);
+}
+
+// The last record's first word in the file's only events chunk.
+uint32_t last_record_word(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t off = sizeof(format::FileHeader);
+  while (off + sizeof(format::ChunkHeader) <= file.size()) {
+    format::ChunkHeader h;
+    std::memcpy(&h, file.data() + off, sizeof h);
+    const char* p = file.data() + off + sizeof h;
+    if (h.type == uint16_t(format::ChunkType::Events)) {
+      uint32_t last = 0;
+      for (uint32_t at = 0; at + 4 <= h.used;) {
+        uint32_t w0;
+        std::memcpy(&w0, p + at, 4);
+        last = w0;
+        at += format::record_words(w0) * 4;
+      }
+      return last;
+    }
+    off += sizeof h + h.capacity;
+  }
+  return 0;
+}
+
+TEST(FormatSchema, EveryKindAndFlagCombinationRoundTrips) {
+  const std::string dir = temp_dir();
+  size_t cases = 0;
+  for (const KindSchema& s : format::kKindSchemas) {
+    for (const Combo& c : combos(s)) {
+      SCOPED_TRACE(std::string(s.name) + c.text());
+      std::deque<std::vector<Completion>> comps;
+      std::deque<std::vector<uint32_t>> reqs;
+      const Event probe = probe_event(s, c, comps, reqs);
+      Event primer = probe;  // sets the chunk's communicator and request context
+      primer.enter = 1000;
+      primer.leave = 1001;
+      primer.comm = s.has(Field::Comm) ? kFirstComm : primer.comm;
+      primer.request = s.has(Field::Request) ? kFirstRequest : primer.request;
+      primer.marker_begin = false;
+      const std::string path = dir + "/rank-00000.prof";
+      {
+        TraceWriter w(path, 0, 1, 1, format::TimerKind::Monotonic);
+        for (const KindSchema& d : format::kKindSchemas)
+          if (d.kind != FuncKind::Marker) w.function(uint16_t(uint16_t(d.kind) + 1), d.kind, d.name);
+        w.event(primer);
+        w.event(probe);
+        w.close();
+        ASSERT_TRUE(w.ok());
+      }
+      // The writer encoded exactly what the table says for this combination.
+      const uint32_t w0 = last_record_word(path);
+      const uint8_t flags = uint8_t(w0 >> 16);
+      EXPECT_EQ(c.wide_peer_tag, (flags & format::kWidePeerTag) != 0);
+      EXPECT_EQ(c.wide_bytes, (flags & format::kWideBytes) != 0);
+      if (s.context_flags & format::kSameComm)
+        EXPECT_EQ(c.same_comm, (flags & format::kSameComm) != 0);
+      if (s.context_flags & format::kPackedRequest)
+        EXPECT_EQ(c.packed_request, (flags & format::kPackedRequest) != 0);
+      EXPECT_EQ(format::record_payload_words(w0), expected_words(s, c, probe));
+
+      // The reader gives back every field of both records.
+      std::string err;
+      auto t = RankTrace::open(path, &err);
+      ASSERT_TRUE(t) << err;
+      auto cur = t->stream(0);
+      Event g;
+      for (const Event* want : {static_cast<const Event*>(&primer), &probe}) {
+        ASSERT_TRUE(cur.next(g));
+        EXPECT_EQ(g.kind, want->kind);
+        EXPECT_EQ(g.func, want->func);
+        EXPECT_EQ(g.enter, want->enter);
+        EXPECT_EQ(g.leave, want->leave);
+        EXPECT_EQ(g.peer, want->peer);
+        EXPECT_EQ(g.tag, want->tag);
+        EXPECT_EQ(g.comm, want->comm);
+        EXPECT_EQ(g.bytes, want->bytes);
+        EXPECT_EQ(g.request, want->request);
+        EXPECT_EQ(g.root, want->root);
+        EXPECT_EQ(g.recv_peer, want->recv_peer);
+        EXPECT_EQ(g.recv_tag, want->recv_tag);
+        EXPECT_EQ(g.recv_bytes, want->recv_bytes);
+        EXPECT_EQ(g.new_comm, want->new_comm);
+        EXPECT_EQ(g.interval_id, want->interval_id);
+        EXPECT_EQ(g.callsite, want->callsite);
+        EXPECT_EQ(g.marker_begin, want->marker_begin);
+        // Context flags are encoding only: the reader never reports them.
+        EXPECT_EQ(g.flags & s.context_flags, 0);
+        ASSERT_EQ(g.completions.size(), want->completions.size());
+        for (size_t i = 0; i < g.completions.size(); ++i) {
+          EXPECT_EQ(g.completions[i].request, want->completions[i].request);
+          EXPECT_EQ(g.completions[i].source, want->completions[i].source);
+          EXPECT_EQ(g.completions[i].tag, want->completions[i].tag);
+          EXPECT_EQ(g.completions[i].bytes, want->completions[i].bytes);
+          EXPECT_EQ(g.completions[i].cancelled, want->completions[i].cancelled);
+        }
+        ASSERT_EQ(g.requests.size(), want->requests.size());
+        for (size_t i = 0; i < g.requests.size(); ++i) EXPECT_EQ(g.requests[i], want->requests[i]);
+      }
+      EXPECT_FALSE(cur.next(g));
+      EXPECT_EQ(t->stats().bad_records, 0u);
+      ++cases;
+    }
+  }
+  // At least one case per kind of the table.
+  EXPECT_GE(cases, format::kKindCount);
+  std::filesystem::remove_all(dir);
+}
+
+// A record one word shorter than the table's size for its flags is a bad
+// record, never decoded from the next record's words.
+TEST(FormatSchema, RecordShorterThanTheTableSaysIsBad) {
+  const std::string dir = temp_dir();
+  for (const KindSchema& s : format::kKindSchemas) {
+    if (s.variable() || s.field_count == 0) continue;
+    SCOPED_TRACE(s.name);
+    const std::string path = dir + "/rank-00000.prof";
+    {
+      // Written as a kind with one word less; read as `s`.
+      TraceWriter w(path, 0, 1, 1, format::TimerKind::Monotonic);
+      w.function(1, s.kind, s.name);
+      Event e;
+      e.kind = FuncKind::RequestOp;  // payload: one word per request
+      e.func = 1;
+      e.enter = 100;
+      e.leave = 101;
+      std::vector<uint32_t> words(format::fixed_payload_words(s, false, false, false, false) - 1,
+                                  7u);
+      e.requests = words;
+      w.event(e);
+      w.close();
+    }
+    std::string err;
+    auto t = RankTrace::open(path, &err);
+    ASSERT_TRUE(t) << err;
+    auto cur = t->stream(0);
+    Event g;
+    EXPECT_FALSE(cur.next(g));
+    EXPECT_EQ(t->stats().bad_records, 1u);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
