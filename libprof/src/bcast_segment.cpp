@@ -48,6 +48,16 @@ Segment::~Segment() {
   if (base_) ::munmap(base_, bytes_);
 }
 
+bool Segment::map(int fd, std::string* why) {
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    *why = std::string("mmap: ") + std::strerror(errno);
+    return false;
+  }
+  base_ = static_cast<unsigned char*>(p);
+  return true;
+}
+
 bool Segment::create(MPI_Comm node_comm, const Settings& settings, std::string* why) {
   int rank = 0, size = 1;
   PMPI_Comm_rank(node_comm, &rank);
@@ -80,13 +90,7 @@ bool Segment::create(MPI_Comm node_comm, const Settings& settings, std::string* 
         *why = "posix_fallocate of " + std::to_string(ask) + " bytes in /dev/shm: " + std::strerror(err);
         ok = false;
       } else {
-        void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (p == MAP_FAILED) {
-          *why = std::string("mmap: ") + std::strerror(errno);
-          ok = false;
-        } else {
-          base_ = static_cast<unsigned char*>(p);
-        }
+        ok = map(fd, why);
       }
       ::close(fd);
       if (!ok) ::shm_unlink(made.name);
@@ -101,13 +105,7 @@ bool Segment::create(MPI_Comm node_comm, const Settings& settings, std::string* 
       *why = std::string("shm_open ") + made.name + ": " + std::strerror(errno);
       ok = false;
     } else {
-      void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (p == MAP_FAILED) {
-        *why = std::string("mmap: ") + std::strerror(errno);
-        ok = false;
-      } else {
-        base_ = static_cast<unsigned char*>(p);
-      }
+      ok = map(fd, why);
     }
     if (fd >= 0) ::close(fd);
   }

@@ -63,6 +63,8 @@ class Segment {
   static std::string next_name();
 
  private:
+  // Maps the segment (bytes_ from fd) at base_; false with the reason in *why.
+  bool map(int fd, std::string* why);
   std::size_t queue_offset(int rank) const { return queues_offset_ + std::size_t(rank) * queue_bytes_; }
   void first_touch_own_queue(int rank);
   void check_placement(int rank) const;
