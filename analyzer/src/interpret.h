@@ -228,6 +228,7 @@ struct Request {
   double send_enter = 0;  // Send: the Isend's (or last Start's) enter
   double issue = 0;       // Recv/PRecv: the Irecv's (or last Start's) enter
   uint64_t hold = UINT64_MAX;  // Recv/PRecv: the handler's hold while in flight
+  uint64_t instance = 0;  // Coll/PColl: the rank's n-th collective on comm (when issued/started)
   uint32_t next = 0;      // the next request sharing this handle (index + 1 into the spill)
   bool persistent() const { return type == PSend || type == PRecv || type == PColl; }
 };
@@ -507,6 +508,7 @@ void Interpreter::process(const Event& e, double enter, H& h) {
             r->hold = r->comm && r->peer != format::kProcNull ? h.hold(enter) : HoldQueue::kNone;
           } else if (r->type == Request::PColl && r->comm) {
             h.collective(*r->comm, r->a2a, enter, leave, e);
+            r->instance = *r->comm->seq;
           }
         }
       } else if (fi.role & kRoleFree) {
@@ -538,7 +540,10 @@ void Interpreter::process(const Event& e, double enter, H& h) {
         r.type = Request::PColl;
       } else {
         r.type = Request::Coll;
-        if (c) h.collective(*c, a2a, enter, leave, e);
+        if (c) {
+          h.collective(*c, a2a, enter, leave, e);
+          r.instance = *c->seq;
+        }
       }
       if (e.request != format::kNoRequest) add_request(e.request, r);
       break;

@@ -55,6 +55,17 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
       const int32_t w = CommCache::peer_world(*ci, peer);
       if (w >= 0) waits.push_back(w);
     };
+    // The members of `comm` that had made fewer than n collectives on it: they
+    // had not entered this rank's n-th instance.
+    auto absent_members = [&](const CommInfo& comm, uint64_t n) {
+      for (int32_t w : comm.def->ranks) {
+        if (w == r.rank) continue;
+        const int idx = index_of_world(w);
+        if (idx < 0) continue;  // not in the trace: unknown
+        if (ranks_[static_cast<size_t>(idx)]->interp.comms().collectives_on(comm.gid) < n)
+          waits.push_back(w);
+      }
+    };
     const CommInfo* ci = nullptr;
     switch (c.kind) {
       case FuncKind::Send:
@@ -85,25 +96,30 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
         // This instance is the rank's n-th collective on the communicator
         // (counted, the one in flight included); a member that made fewer
         // had not entered it.
-        const uint64_t n = r.interp.comms().collectives_on(ci->gid);
-        for (int32_t w : ci->def->ranks) {
-          if (w == r.rank) continue;
-          const int idx = index_of_world(w);
-          if (idx < 0) continue;  // not in the trace: unknown
-          if (ranks_[static_cast<size_t>(idx)]->interp.comms().collectives_on(ci->gid) < n)
-            waits.push_back(w);
-        }
+        absent_members(*ci, r.interp.comms().collectives_on(ci->gid));
         break;
       }
       case FuncKind::Completion: {
         // A Wait on one request waits for its peer; a Waitall (any, some) for
-        // the peers of every request still active on the rank.
+        // the peers of every request still active on the rank. A nonblocking
+        // collective's request waits for the members that had not entered its
+        // instance (a persistent one only once started).
         const bool one = c.tag == 1;
         r.interp.for_each_active_request([&](uint32_t handle, const Request& q) {
           if (one && handle != c.extra) return;
           if (!q.comm) return;
-          if (q.type == Request::Recv || q.type == Request::PRecv) p2p_peer(q.comm, q.peer);
-          else if (q.type == Request::Send || q.type == Request::PSend) p2p_peer(q.comm, q.peer);
+          switch (q.type) {
+            case Request::Recv: case Request::PRecv:
+            case Request::Send: case Request::PSend:
+              p2p_peer(q.comm, q.peer);
+              break;
+            case Request::Coll:
+              absent_members(*q.comm, q.instance);
+              break;
+            case Request::PColl:
+              if (q.started) absent_members(*q.comm, q.instance);
+              break;
+          }
         });
         break;
       }

@@ -451,6 +451,33 @@ TEST(Outputs, CallsInFlightWaitallAndRecordedSlot) {
     }
 }
 
+// Ranks 0 and 1 wait (MPI_Wait) for an MPI_Ibcast that rank 2 never enters,
+// since rank 2 waits in a receive from rank 0: a nonblocking collective's
+// request waits for the members that had not entered its instance, so 0 and 2
+// wait for each other; rank 1 waits for 2 and is in no cycle of its own.
+TEST(Outputs, CallsInFlightWaitOnNonblockingCollective) {
+  TraceBuilder b(3);
+  for (int r = 0; r < 3; ++r) b.init(r, 0, 1 * kMs);
+  for (int r = 0; r < 2; ++r) {
+    b.collective(r, Ibcast, 3 * kMs, 3 * kMs + 10, kWorld, 8, 0xC0 + r);
+    b.w(r).live(20 * kMs, {in_flight_slot(Wait, 5 * kMs, -1, 1, 0, 0xC0 + r)});
+  }
+  b.w(2).live(20 * kMs, {in_flight_slot(Recv, 4 * kMs, 0, 9, kWorld)});
+  for (int r = 0; r < 3; ++r) b.close(r, "");
+  const std::string json_path = b.dir() + "/end.json";
+  std::string out;
+  run_cli(b.dir() + " --json " + json_path, &out);
+  const json j = json::parse(slurp(json_path));
+  const json& ranks = j["run_end"]["ranks"];
+  ASSERT_EQ(ranks.size(), 3u) << out;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ranks[r]["in_flight"]["function"], "MPI_Wait") << ranks[r];
+    EXPECT_EQ(ranks[r]["in_flight"]["waiting_for"], json({2})) << ranks[r];
+  }
+  EXPECT_EQ(ranks[2]["in_flight"]["waiting_for"], json({0})) << ranks[2];
+  EXPECT_EQ(j["run_end"]["wait_cycles"], json({{0, 2}}));
+}
+
 // Two threads of a rank inside calls when it was killed: both are in flight,
 // in stream order (`in_flight` the first, `in_flight_threads` both); a thread
 // beyond the Live chunk's slots is simply not known.
