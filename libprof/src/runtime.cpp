@@ -909,9 +909,7 @@ void record_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1
       continue;
     }
     bytes[i] = status_bytes(st);
-    int cancelled = 0;
-    PMPI_Test_cancelled(st, &cancelled);
-    if (cancelled) bytes[i] |= format::kCancelledBit64;
+    if (status_cancelled(st)) bytes[i] |= format::kCancelledBit64;
     if (st->MPI_SOURCE == MPI_ANY_SOURCE && st->MPI_TAG == MPI_ANY_TAG && bytes[i] == 0) {
       bytes[i] = kNoStatus;
       continue;

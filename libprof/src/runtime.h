@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "clock.h"
+#include "mpich_status.h"
 #include "prof/trace_format.h"
 
 // The hot path must inline into each wrapper (no calls beyond PMPI's own).
@@ -154,11 +155,6 @@ uint64_t sumw_bytes(const Count* counts, const MPI_Datatype* types, MPI_Comm com
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += static_cast<uint64_t>(counts[i]) * type_size(types[i]);
   return total;
-}
-inline uint64_t status_bytes(const MPI_Status* st) {
-  MPI_Count n = 0;
-  if (PMPI_Get_count_c(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0) return 0;
-  return static_cast<uint64_t>(n);
 }
 
 // An empty status (MPI's definition: any source, any tag, no data), so what MPI
