@@ -889,8 +889,48 @@ void next_chunk(ThreadState* ts) {
   map_first_or_next(ts);
 }
 
+namespace {
+// Bytes a narrow Completion entry can hold: its top bit is the cancel flag.
+constexpr uint64_t kNarrowEntryBytes = format::kCancelledBit32 - 1;
+
+// The common completion in one pass: at most 32 entries whose statuses all fit
+// the narrow form (16-bit peer and tag, under 2 GiB), so one record. Builds the
+// payload on the stack, since an entry found wide sends the call to the general
+// path, which sizes every entry first. Returns false then, having written nothing.
+bool record_narrow_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                               const CompletionEntry* entries, size_t n) {
+  uint32_t payload[1 + 3 * format::kMaxCompletionEntries];
+  size_t words = 1;  // payload[0]: the bitmap of entries with a status
+  uint32_t bitmap = 0;
+  for (size_t i = 0; i < n; ++i) {
+    payload[words++] = uint32_t(entries[i].request);
+    if (!ok) continue;  // a failed call's statuses are undefined: none recorded
+    const MPI_Status* st = entries[i].status;
+    const uint64_t bytes = status_bytes(st);
+    const bool cancelled = status_cancelled(st);
+    // Left as clear_statuses made it (a send's completion): no status.
+    if (st->MPI_SOURCE == MPI_ANY_SOURCE && st->MPI_TAG == MPI_ANY_TAG && bytes == 0 && !cancelled)
+      continue;
+    if (!format::fits_packed_peer_tag(st->MPI_SOURCE, st->MPI_TAG) || bytes > kNarrowEntryBytes)
+      return false;
+    bitmap |= 1u << i;
+    payload[words++] = format::pack_peer_tag(st->MPI_SOURCE, st->MPI_TAG);
+    payload[words++] = uint32_t(bytes) | (cancelled ? uint32_t(format::kCancelledBit32) : 0u);
+  }
+  payload[0] = bitmap;
+  Rec r(ts, t0, t1, ok, 0, 3 + 4 + words);
+  if (n > 0)  // nothing completed: no payload at all
+    for (size_t k = 0; k < words; ++k) r.enc().word(payload[k]);
+  r.commit(func);
+  return true;
+}
+}  // namespace
+
 void record_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                         const CompletionEntry* entries, size_t n) {
+  if (n <= format::kMaxCompletionEntries &&
+      record_narrow_completions(ts, func, t0, t1, ok, entries, n))
+    return;
   uint8_t wide = 0;
   std::vector<uint64_t> bytes_scratch;  // only for very large calls
   uint64_t small[16];
@@ -914,7 +954,8 @@ void record_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1
       bytes[i] = kNoStatus;
       continue;
     }
-    wide |= wide_flags(st->MPI_SOURCE, st->MPI_TAG, bytes[i] & ~format::kCancelledBit64);
+    if (!format::fits_packed_peer_tag(st->MPI_SOURCE, st->MPI_TAG)) wide |= format::kWidePeerTag;
+    if ((bytes[i] & ~format::kCancelledBit64) > kNarrowEntryBytes) wide |= format::kWideBytes;
   }
   // The cancelled bit moves to bit 31 in narrow form.
   const size_t status_words = ((wide & format::kWidePeerTag) ? 2 : 1) +

@@ -303,9 +303,12 @@ def gen_wrapper(fid, name, ret, args, facts):
         st = facts['status']
         pre.append(f'  MPI_Status prof_status_local;')
         pre.append(f'  MPI_Status* prof_status = {st} == MPI_STATUS_IGNORE ? &prof_status_local : {st};')
-        # MPI leaves some statuses unfilled (send and collective requests):
-        # an empty status then, not stack garbage, in the record.
-        pre.append('  prof::shim::clear_statuses(prof_status, 1);')
+        # A completion may leave the status unfilled (send and collective
+        # requests): an empty status then, not stack garbage, in the record.
+        # A receive, probe or sendrecv fills it whenever the record reads it
+        # (the call succeeded, and a probe found a message).
+        if kind == 'Completion':
+            pre.append('  prof::shim::clear_statuses(prof_status, 1);')
         sub[st] = 'prof_status'
     if kind == 'Completion':
         form = facts['form']
