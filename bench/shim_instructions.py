@@ -3,8 +3,10 @@
 
 For each wrapper (a function MPI_X of libprof.so) called by the program:
 its own instructions plus those of everything it calls except the forwarded
-PMPI_X (the call the application asked for) and the dynamic linker's first
-resolution of a symbol. That is exactly what the application pays for the
+PMPI_X (the call the application asked for), the dynamic linker's first
+resolution of a symbol, and chunk switches (next_chunk: one per chunk of
+64 KiB and up, so its share per call depends on how many calls a run makes;
+printed apart, per call). That is exactly what the application pays for the
 shim on that call, independent of the machine's load and of how long MPI
 polls. The call count is the number of times the wrapper was called.
 
@@ -82,19 +84,24 @@ def main():
         if wanted and fn not in wanted:
             continue
         total = self_cost[(ob, fn)]
+        switches = 0
         extra = []
         for (cob, cfn), (count, ir) in calls[(ob, fn)].items():
             if cfn == 'P' + fn or (cob and DYNAMIC_LINKER.search(cob)):
                 continue
+            if 'next_chunk' in cfn:
+                switches += ir
+                continue
             total += ir
-            extra.append((ir / n, cfn))
+            extra.append((ir / n, cfn.split('(')[0]))
         extra.sort(reverse=True)
-        rows.append((fn, n, total / n, self_cost[(ob, fn)] / n, extra[:3]))
+        rows.append((fn, n, total / n, self_cost[(ob, fn)] / n, extra[:3], switches / n))
     rows.sort()
-    for fn, n, per_call, own, extra in rows:
+    for fn, n, per_call, own, extra, switches in rows:
         more = ', '.join(f'{name} {ir:.1f}' for ir, name in extra)
         print(f'{fn:<16} calls {n:>8}  shim instructions per call {per_call:7.1f}'
-              f'  (wrapper {own:.1f}{"; " + more if more else ""})')
+              f'  (wrapper {own:.1f}{"; " + more if more else ""})'
+              f'{f"  + chunk switches {switches:.1f}" if switches else ""}')
 
 
 if __name__ == '__main__':
