@@ -897,15 +897,18 @@ constexpr uint64_t kNarrowEntryBytes = format::kCancelledBit32 - 1;
 // the narrow form (16-bit peer and tag, under 2 GiB), so one record. Builds the
 // payload on the stack, since an entry found wide sends the call to the general
 // path, which sizes every entry first. Returns false then, having written nothing.
-bool record_narrow_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
-                               const CompletionEntry* entries, size_t n) {
+// entry(i) gives the i-th of n entries (no more than kMaxCompletionEntries).
+template <class EntryAt>
+__attribute__((always_inline)) inline bool record_narrow_completions(
+    ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok, size_t n, EntryAt entry) {
   uint32_t payload[1 + 3 * format::kMaxCompletionEntries];
   size_t words = 1;  // payload[0]: the bitmap of entries with a status
   uint32_t bitmap = 0;
   for (size_t i = 0; i < n; ++i) {
-    payload[words++] = uint32_t(entries[i].request);
+    const CompletionEntry e = entry(i);
+    payload[words++] = uint32_t(e.request);
     if (!ok) continue;  // a failed call's statuses are undefined: none recorded
-    const MPI_Status* st = entries[i].status;
+    const MPI_Status* st = e.status;
     const uint64_t bytes = status_bytes(st);
     const bool cancelled = status_cancelled(st);
     // Left as clear_statuses made it (a send's completion): no status.
@@ -929,7 +932,7 @@ bool record_narrow_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint
 void record_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                         const CompletionEntry* entries, size_t n) {
   if (n <= format::kMaxCompletionEntries &&
-      record_narrow_completions(ts, func, t0, t1, ok, entries, n))
+      record_narrow_completions(ts, func, t0, t1, ok, n, [entries](size_t i) { return entries[i]; }))
     return;
   uint8_t wide = 0;
   std::vector<uint64_t> bytes_scratch;  // only for very large calls
@@ -1014,6 +1017,16 @@ class EntryBuffer {
 void record_completion_all(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                            const MPI_Request* reqs, int count, const MPI_Status* statuses,
                            int found) {
+  // Every request completed (MPI_Waitall, a successful MPI_Testall) and none
+  // was null: the entries are the arrays themselves, no list built.
+  if (found && count > 0 && size_t(count) <= format::kMaxCompletionEntries) {
+    bool any_null = false;
+    for (int i = 0; i < count; ++i) any_null |= reqs[i] == MPI_REQUEST_NULL;
+    if (!any_null && record_narrow_completions(ts, func, t0, t1, ok, size_t(count), [&](size_t i) {
+          return CompletionEntry{reqs[i], &statuses[i]};
+        }))
+      return;
+  }
   EntryBuffer buffer(count);
   CompletionEntry* e = buffer.data();
   size_t n = 0;
