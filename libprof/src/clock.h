@@ -47,7 +47,8 @@ class Timer {
   // Raw ticks. Hot path: inline, no branches beyond the kind test.
   __attribute__((always_inline)) inline uint64_t now() const {
 #if defined(__x86_64__)
-    if (kind_ == format::TimerKind::Tsc) return __rdtsc() + shift_ticks_;
+    // The default timer: its read stays on the wrapper's straight path.
+    if (__builtin_expect(kind_ == format::TimerKind::Tsc, 1)) return __rdtsc() + shift_ticks_;
 #endif
     if (kind_ == format::TimerKind::Monotonic) {
       timespec ts;

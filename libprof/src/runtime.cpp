@@ -889,8 +889,51 @@ void next_chunk(ThreadState* ts) {
   map_first_or_next(ts);
 }
 
+namespace {
+// Bytes a narrow Completion entry can hold: its top bit is the cancel flag.
+constexpr uint64_t kNarrowEntryBytes = format::kCancelledBit32 - 1;
+
+// The common completion in one pass: at most 32 entries whose statuses all fit
+// the narrow form (16-bit peer and tag, under 2 GiB), so one record. Builds the
+// payload on the stack, since an entry found wide sends the call to the general
+// path, which sizes every entry first. Returns false then, having written nothing.
+// entry(i) gives the i-th of n entries (no more than kMaxCompletionEntries).
+template <class EntryAt>
+__attribute__((always_inline)) inline bool record_narrow_completions(
+    ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok, size_t n, EntryAt entry) {
+  uint32_t payload[1 + 3 * format::kMaxCompletionEntries];
+  size_t words = 1;  // payload[0]: the bitmap of entries with a status
+  uint32_t bitmap = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const CompletionEntry e = entry(i);
+    payload[words++] = uint32_t(e.request);
+    if (!ok) continue;  // a failed call's statuses are undefined: none recorded
+    const MPI_Status* st = e.status;
+    const uint64_t bytes = status_bytes(st);
+    const bool cancelled = status_cancelled(st);
+    // Left as clear_statuses made it (a send's completion): no status.
+    if (st->MPI_SOURCE == MPI_ANY_SOURCE && st->MPI_TAG == MPI_ANY_TAG && bytes == 0 && !cancelled)
+      continue;
+    if (!format::fits_packed_peer_tag(st->MPI_SOURCE, st->MPI_TAG) || bytes > kNarrowEntryBytes)
+      return false;
+    bitmap |= 1u << i;
+    payload[words++] = format::pack_peer_tag(st->MPI_SOURCE, st->MPI_TAG);
+    payload[words++] = uint32_t(bytes) | (cancelled ? uint32_t(format::kCancelledBit32) : 0u);
+  }
+  payload[0] = bitmap;
+  Rec r(ts, t0, t1, ok, 0, 3 + 4 + words);
+  if (n > 0)  // nothing completed: no payload at all
+    for (size_t k = 0; k < words; ++k) r.enc().word(payload[k]);
+  r.commit(func);
+  return true;
+}
+}  // namespace
+
 void record_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                         const CompletionEntry* entries, size_t n) {
+  if (n <= format::kMaxCompletionEntries &&
+      record_narrow_completions(ts, func, t0, t1, ok, n, [entries](size_t i) { return entries[i]; }))
+    return;
   uint8_t wide = 0;
   std::vector<uint64_t> bytes_scratch;  // only for very large calls
   uint64_t small[16];
@@ -909,14 +952,13 @@ void record_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1
       continue;
     }
     bytes[i] = status_bytes(st);
-    int cancelled = 0;
-    PMPI_Test_cancelled(st, &cancelled);
-    if (cancelled) bytes[i] |= format::kCancelledBit64;
+    if (status_cancelled(st)) bytes[i] |= format::kCancelledBit64;
     if (st->MPI_SOURCE == MPI_ANY_SOURCE && st->MPI_TAG == MPI_ANY_TAG && bytes[i] == 0) {
       bytes[i] = kNoStatus;
       continue;
     }
-    wide |= wide_flags(st->MPI_SOURCE, st->MPI_TAG, bytes[i] & ~format::kCancelledBit64);
+    if (!format::fits_packed_peer_tag(st->MPI_SOURCE, st->MPI_TAG)) wide |= format::kWidePeerTag;
+    if ((bytes[i] & ~format::kCancelledBit64) > kNarrowEntryBytes) wide |= format::kWideBytes;
   }
   // The cancelled bit moves to bit 31 in narrow form.
   const size_t status_words = ((wide & format::kWidePeerTag) ? 2 : 1) +
@@ -975,6 +1017,16 @@ class EntryBuffer {
 void record_completion_all(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                            const MPI_Request* reqs, int count, const MPI_Status* statuses,
                            int found) {
+  // Every request completed (MPI_Waitall, a successful MPI_Testall) and none
+  // was null: the entries are the arrays themselves, no list built.
+  if (found && count > 0 && size_t(count) <= format::kMaxCompletionEntries) {
+    bool any_null = false;
+    for (int i = 0; i < count; ++i) any_null |= reqs[i] == MPI_REQUEST_NULL;
+    if (!any_null && record_narrow_completions(ts, func, t0, t1, ok, size_t(count), [&](size_t i) {
+          return CompletionEntry{reqs[i], &statuses[i]};
+        }))
+      return;
+  }
   EntryBuffer buffer(count);
   CompletionEntry* e = buffer.data();
   size_t n = 0;

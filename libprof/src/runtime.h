@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "clock.h"
+#include "mpich_status.h"
 #include "prof/trace_format.h"
 
 // The hot path must inline into each wrapper (no calls beyond PMPI's own).
@@ -122,6 +123,19 @@ PROF_HOT void call_enter_plain(ThreadState* ts, uint16_t func, void* return_addr
 PROF_HOT void call_entered(ThreadState* ts, uint64_t t0) {
   __atomic_store_n(&ts->slot->enter, t0, __ATOMIC_RELEASE);
 }
+// The facts call_enter stored and the enter time, read back after the call
+// (the wrapper keeps them in the slot, not in registers across MPI's call).
+// Only this thread writes its slot, so these are the values it stored.
+struct EnteredCall {
+  uint64_t t0;
+  int32_t peer;
+  int32_t tag;
+  uint32_t comm;
+};
+PROF_HOT EnteredCall entered_call(const ThreadState* ts) {
+  const format::InFlightSlot* s = ts->slot;
+  return {__atomic_load_n(&s->enter, __ATOMIC_RELAXED), s->peer, s->tag, s->comm};
+}
 PROF_HOT void call_done(ThreadState* ts) { __atomic_store_n(&ts->slot->enter, 0, __ATOMIC_RELEASE); }
 
 // Markers.
@@ -154,11 +168,6 @@ uint64_t sumw_bytes(const Count* counts, const MPI_Datatype* types, MPI_Comm com
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += static_cast<uint64_t>(counts[i]) * type_size(types[i]);
   return total;
-}
-inline uint64_t status_bytes(const MPI_Status* st) {
-  MPI_Count n = 0;
-  if (PMPI_Get_count_c(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0) return 0;
-  return static_cast<uint64_t>(n);
 }
 
 // An empty status (MPI's definition: any source, any tag, no data), so what MPI
@@ -205,13 +214,6 @@ class Rec {
   ThreadState* ts_;
   format::RecordEncoder enc_;
 };
-
-PROF_HOT uint8_t wide_flags(int32_t peer, int32_t tag, uint64_t bytes) {
-  uint8_t f = 0;
-  if (!format::fits_packed_peer_tag(peer, tag)) f |= format::kWidePeerTag;
-  if (bytes > UINT32_MAX) f |= format::kWideBytes;
-  return f;
-}
 
 PROF_HOT void record_plain(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok) {
   Rec r(ts, t0, t1, ok, 0, 8);

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Instructions the shim adds per MPI call, counted by callgrind (independent of
+# the machine's load, unlike wall time): bench/hop_calls at 2 ranks under
+# valgrind --tool=callgrind with libprof preloaded, then, per wrapper, the
+# instructions of the wrapper and of everything it calls except the forwarded
+# PMPI call (bench/shim_instructions.py). A hop is one MPI_Send and one
+# MPI_Recv (0 bytes, MPI_STATUS_IGNORE), as in bench/shim_overhead.c's
+# ping-pong; the message-heavy ring is Irecv x2, Isend x2, Waitall.
+# Usage: bench/count_hop_instructions.sh [BUILD_DIR] [LIBPROF]
+#   LIBPROF defaults to BUILD_DIR/libprof/src/libprof.so (give another build's
+#   to compare).
+# Under valgrind the program runs ~50x slower, so some enter-to-enter gaps and
+# durations that fit the short record header natively do not: the counts
+# include a few instructions of the longer time forms on some calls.
+set -euo pipefail
+build=${1:-build}
+lib=${2:-$build/libprof/src/libprof.so}
+bin="$build/bench/hop_calls"
+here=$(cd "$(dirname "$0")" && pwd)
+for f in "$bin" "$lib"; do
+  [ -f "$f" ] || { echo "count_hop_instructions.sh: $f missing (build the hop_calls and prof targets)" >&2; exit 2; }
+done
+command -v valgrind > /dev/null || { echo "count_hop_instructions.sh: valgrind not installed" >&2; exit 2; }
+lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+count() {  # MODE N -> per-rank callgrind files in $work/MODE
+  mkdir -p "$work/$1"
+  PROF_OUTPUT="$work/$1/trace" mpiexec -n 2 valgrind --tool=callgrind --trace-children=yes \
+    --callgrind-out-file="$work/$1/cg.%p" env LD_PRELOAD="$lib" "$bin" "$1" "$2" \
+    > "$work/$1/log" 2>&1 || { cat "$work/$1/log" >&2; exit 1; }
+}
+count pingpong 2000
+count heavy 1000
+count rank 20000
+echo "libprof: $lib"
+for mode in pingpong heavy rank; do
+  echo "--- $mode (each rank)"
+  for f in "$work/$mode"/cg.*; do
+    case $mode in
+      pingpong) python3 "$here/shim_instructions.py" "$f" MPI_Send MPI_Recv ;;
+      heavy) python3 "$here/shim_instructions.py" "$f" MPI_Irecv MPI_Isend MPI_Waitall MPI_Allreduce ;;
+      rank) python3 "$here/shim_instructions.py" "$f" MPI_Comm_rank ;;
+    esac
+  done
+done | tee "$work/table"
+awk '/^--- pingpong/ {on = 1; next} /^---/ {on = 0}
+     on && ($1 == "MPI_Send" || $1 == "MPI_Recv") {sum += $8; n++}
+     END {if (n) printf "per hop (one MPI_Send + one MPI_Recv, mean of both ranks): %.1f instructions\n", sum / (n / 2)}' \
+  "$work/table"

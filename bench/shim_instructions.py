@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Instructions the shim adds per MPI call, from callgrind profiles of one rank.
+
+For each wrapper (a function MPI_X of libprof.so) called by the program:
+its own instructions plus those of everything it calls except the forwarded
+PMPI_X (the call the application asked for), the dynamic linker's first
+resolution of a symbol, and chunk switches (next_chunk: one per chunk of
+64 KiB and up, so its share per call depends on how many calls a run makes;
+printed apart, per call). That is exactly what the application pays for the
+shim on that call, independent of the machine's load and of how long MPI
+polls. The call count is the number of times the wrapper was called.
+
+Usage: shim_instructions.py CALLGRIND_OUT [FUNCTION ...]
+Prints one line per wrapper: name, calls, shim instructions per call, and
+the largest callees (by instructions per call) that are not the forwarded call.
+"""
+import re
+import sys
+from collections import defaultdict
+
+DYNAMIC_LINKER = re.compile(r'ld-linux|/ld-2\.|ld\.so')
+
+
+def parse(path):
+    names = {'ob': {}, 'fl': {}, 'fn': {}}
+    kind_of = {'ob': 'ob', 'cob': 'ob', 'fl': 'fl', 'fi': 'fl', 'fe': 'fl', 'cfi': 'fl',
+               'cfl': 'fl', 'fn': 'fn', 'cfn': 'fn'}
+    self_cost = defaultdict(int)                 # (ob, fn) -> Ir
+    calls = defaultdict(lambda: defaultdict(lambda: [0, 0]))  # caller -> callee -> [count, Ir]
+    called = defaultdict(int)                    # (ob, fn) -> times called
+    ob = fn = cob = cfn = None
+    pending_call = None
+    spec = re.compile(r'^(ob|fl|fi|fe|fn|cob|cfi|cfl|cfn)=\((\d+)\)(?: (.*))?$')
+    with open(path, errors='replace') as f:
+        for line in f:
+            line = line.rstrip('\n')
+            m = spec.match(line)
+            if m:
+                key, ident, name = m.group(1), m.group(2), m.group(3)
+                table = names[kind_of[key]]
+                if name is not None:
+                    table[ident] = name
+                name = table.get(ident, ident)
+                if key == 'ob':
+                    ob = name
+                    cob = None
+                elif key == 'fn':
+                    fn = name
+                    cob = None
+                elif key == 'cob':
+                    cob = name
+                elif key == 'cfn':
+                    cfn = name
+                continue
+            if line.startswith('calls='):
+                pending_call = int(line[6:].split()[0])
+                continue
+            if not line or not (line[0].isdigit() or line[0] in '+-*'):
+                continue
+            parts = line.split()
+            cost = int(parts[1]) if len(parts) > 1 else 0
+            if pending_call is not None:
+                callee = (cob or ob, cfn)
+                entry = calls[(ob, fn)][callee]
+                entry[0] += pending_call
+                entry[1] += cost
+                called[callee] += pending_call
+                pending_call = None
+                cob = None
+            else:
+                self_cost[(ob, fn)] += cost
+    return self_cost, calls, called
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    self_cost, calls, called = parse(sys.argv[1])
+    wanted = set(sys.argv[2:])
+    rows = []
+    for (ob, fn), n in called.items():
+        if not ob or not ob.endswith('libprof.so') or not fn or not fn.startswith('MPI_'):
+            continue
+        if wanted and fn not in wanted:
+            continue
+        total = self_cost[(ob, fn)]
+        switches = 0
+        extra = []
+        for (cob, cfn), (count, ir) in calls[(ob, fn)].items():
+            if cfn == 'P' + fn or (cob and DYNAMIC_LINKER.search(cob)):
+                continue
+            if 'next_chunk' in cfn:
+                switches += ir
+                continue
+            total += ir
+            extra.append((ir / n, cfn.split('(')[0]))
+        extra.sort(reverse=True)
+        rows.append((fn, n, total / n, self_cost[(ob, fn)] / n, extra[:3], switches / n))
+    rows.sort()
+    for fn, n, per_call, own, extra, switches in rows:
+        more = ', '.join(f'{name} {ir:.1f}' for ir, name in extra)
+        print(f'{fn:<16} calls {n:>8}  shim instructions per call {per_call:7.1f}'
+              f'  (wrapper {own:.1f}{"; " + more if more else ""})'
+              f'{f"  + chunk switches {switches:.1f}" if switches else ""}')
+
+
+if __name__ == '__main__':
+    main()
