@@ -1,16 +1,23 @@
 // The pipeline of seed 001's Fig. 2, over the segment of bcast_segment.h.
 //
-// Every process of a node counts the set-uses of its communicator's queue the
-// same way (the message size is the same everywhere), so use n needs no
-// agreement: it goes to set n mod q. For use n the root waits until the set has
-// no readers left from its previous use, sets readers = p - 1 and publishes
-// op = n + 1 (release); the others wait for op == n + 1 (acquire). The root then
-// copies fragment after fragment into its own slots of the set and stamps each
-// child's control word with (n + 1, length) (release); a process waits for its
-// stamp, passes it on to its children, copies the fragment out of the root's
-// slot and, after the set's last fragment, decrements readers. So a slot is
-// rewritten only after every reader of its previous contents is done, and a
-// reader copies only what the root finished writing. No locks.
+// Every process of a node numbers the uses of its communicator's queue the same
+// way (the message size is the same everywhere), and so also knows which slots
+// (or which inline notice) each use takes and which earlier use last held them:
+// no agreement is needed per call. A message of at most kInlineBytes is one use
+// of the next inline notice: the data travels in the notice's cache line. A
+// larger one is a series of uses of at most s/q consecutive slots of the
+// circular queue each; the root copies fragment after fragment into its own
+// slots and stamps its children's notices with 1 + the use number (release);
+// a process waits for its stamp (acquire), passes it on to its children and
+// copies the fragment out of the root's slot. At the end of every use each
+// process publishes `finished` = 1 + that use. Before the root reuses a slot or
+// notice, every other process must have finished the use that last held it; the
+// root remembers the least `finished` it has seen, so it reads the others'
+// words only when that is not enough (once per ~s slots, or ~kInlineEntries
+// small messages, when nobody lags). So a slot or notice is rewritten only after
+// every reader of its previous contents is done, a reader copies only what the
+// root finished writing, and a process waits only on words that one other
+// process writes. No locks, no read-modify-write.
 #include "bcast_shm.h"
 
 #include <sched.h>
@@ -64,7 +71,11 @@ struct CommState {
   Settings settings;
   std::unique_ptr<Segment> segment;
   NotifyTrees trees;
-  uint64_t uses = 0;                     // set-uses so far on this node's queue
+  uint64_t uses = 0;                     // uses so far of this node's queue
+  uint64_t next_slot = 0, next_inline = 0;
+  std::vector<uint64_t> slot_held_by;    // per slot: 1 + the use that last held it (0: none)
+  uint64_t inline_held_by[kInlineEntries] = {};
+  uint64_t least_finished = 0;           // a lower bound of the others' `finished`
   std::vector<unsigned char> packed;     // non-contiguous datatypes go through here
 
   ~CommState() {
@@ -121,6 +132,7 @@ CommState* make_state(MPI_Comm comm) {
     st->segment = std::make_unique<Segment>();
     ok = st->segment->create(st->node_comm, st->settings, &why);
     st->trees = NotifyTrees(st->settings.tree, st->node_size, st->node_rank);
+    st->slot_held_by.assign(std::size_t(st->settings.slots), 0);
   }
   // Every node must have its segment, or the whole communicator uses PMPI.
   int verdict[2] = {ok ? 1 : 0, why.empty() ? INT_MAX : rank};
@@ -168,49 +180,81 @@ bool is_contiguous(MPI_Datatype type, MPI_Count type_size) {
   return lb == 0 && extent == type_size;
 }
 
+// At the root, before it rewrites a slot or notice last held by use
+// `held_by` - 1: every other process of the node has finished that use.
+void wait_released(CommState* st, uint64_t held_by) {
+  if (st->least_finished >= held_by) return;
+  uint64_t least = UINT64_MAX;
+  for (int i = 0; i < st->node_size; ++i) {
+    if (i == st->node_rank) continue;
+    const std::atomic<uint64_t>& finished = st->segment->finished(i);
+    uint64_t seen = 0;
+    wait_until([&] {
+      seen = finished.load(std::memory_order_acquire);
+      return seen >= held_by;
+    });
+    least = std::min(least, seen);
+  }
+  st->least_finished = least;
+}
+
+// A message of at most kInlineBytes: one use of the next inline notice.
+void inline_bcast(CommState* st, unsigned char* data, std::size_t total, int root) {
+  const Segment& seg = *st->segment;
+  const int me = st->node_rank;
+  const uint64_t use = st->uses++;
+  const int entry = int(st->next_inline++ % kInlineEntries);
+  const uint64_t held_by = st->inline_held_by[entry];
+  st->inline_held_by[entry] = use + 1;
+  const unsigned char* from = data;
+  if (me == root) {
+    wait_released(st, held_by);
+  } else {
+    const Notice& mine = seg.inline_notice(me, entry);
+    wait_until([&] { return mine.tag.load(std::memory_order_acquire) == use + 1; });
+    from = mine.data;
+  }
+  for (int c : st->trees.children(root)) {
+    Notice& theirs = seg.inline_notice(c, entry);
+    std::memcpy(theirs.data, from, total);
+    theirs.tag.store(use + 1, std::memory_order_release);
+  }
+  if (me != root) std::memcpy(data, from, total);
+  seg.finished(me).store(use + 1, std::memory_order_release);
+}
+
 // The broadcast among the processes of one node, `root` a node rank.
 void node_bcast(CommState* st, unsigned char* data, std::size_t total, int root) {
   if (st->node_size < 2 || total == 0) return;
+  if (total <= kInlineBytes) return inline_bcast(st, data, total, root);
   const Segment& seg = *st->segment;
   const Settings& cfg = st->settings;
   const int me = st->node_rank;
-  const int per_set = cfg.slots / cfg.sets;
+  const int per_use = cfg.slots / cfg.sets;
   const std::vector<int>& children = st->trees.children(root);
   const std::size_t fragment = cfg.fragment;
   std::size_t done = 0;
   while (done < total) {
     const uint64_t use = st->uses++;
-    const int set = int(use % uint64_t(cfg.sets));
-    const uint32_t tag = uint32_t(use + 1);
-    SetSync& sync = seg.set(set);
-    if (me == root) {
-      wait_until([&] { return sync.readers.load(std::memory_order_acquire) == 0; });
-      sync.readers.store(st->node_size - 1, std::memory_order_relaxed);
-      sync.op.store(use + 1, std::memory_order_release);
-    } else {
-      wait_until([&] { return sync.op.load(std::memory_order_acquire) == use + 1; });
-    }
-    for (int j = 0; j < per_set && done < total; ++j) {
-      const int slot = set * per_set + j;
+    for (int j = 0; j < per_use && done < total; ++j) {
+      const int slot = int(st->next_slot++ % uint64_t(cfg.slots));
+      const uint64_t held_by = st->slot_held_by[slot];
+      st->slot_held_by[slot] = use + 1;
       const std::size_t len = std::min(fragment, total - done);
       unsigned char* shared = seg.buffer(root, slot);
       if (me == root) {
+        wait_released(st, held_by);
         std::memcpy(shared, data + done, len);
-        const uint64_t stamp = (uint64_t(tag) << 32) | len;
-        for (int c : children) seg.control(c, slot).stamp.store(stamp, std::memory_order_release);
+        for (int c : children) seg.slot_notice(c, slot).tag.store(use + 1, std::memory_order_release);
       } else {
-        std::atomic<uint64_t>& mine = seg.control(me, slot).stamp;
-        uint64_t stamp = 0;
-        wait_until([&] {
-          stamp = mine.load(std::memory_order_acquire);
-          return uint32_t(stamp >> 32) == tag;
-        });
-        for (int c : children) seg.control(c, slot).stamp.store(stamp, std::memory_order_release);
+        const Notice& mine = seg.slot_notice(me, slot);
+        wait_until([&] { return mine.tag.load(std::memory_order_acquire) == use + 1; });
+        for (int c : children) seg.slot_notice(c, slot).tag.store(use + 1, std::memory_order_release);
         std::memcpy(data + done, shared, len);
       }
       done += len;
     }
-    if (me != root) sync.readers.fetch_sub(1, std::memory_order_acq_rel);
+    seg.finished(me).store(use + 1, std::memory_order_release);
   }
 }
 

@@ -104,6 +104,37 @@ static void interleaved(MPI_Comm* comms, const char** names, int ncomms, int cal
   }
 }
 
+/* Back-to-back broadcasts with nothing in between, the root changing every call
+ * and sizes around the inline limit (56 bytes), one fragment and a few: more
+ * calls than the queue has slots and inline notices, so each is reused many
+ * times while slower ranks may still be reading the previous contents. Every
+ * rank checks all results only at the end. */
+static void burst(MPI_Comm comm, const char* name, int calls) {
+  static const size_t cycle[] = {1, 8, 55, 56, 57, 200, 8192, 9000, 0, 3};
+  const int ncycle = (int)(sizeof cycle / sizeof *cycle);
+  int n, me;
+  MPI_Comm_size(comm, &n);
+  MPI_Comm_rank(comm, &me);
+  size_t* offset = malloc(sizeof(size_t) * ((size_t)calls + 1));
+  offset[0] = 0;
+  for (int i = 0; i < calls; ++i) offset[i + 1] = offset[i] + (i % 97 == 96 ? 70001 : cycle[i % ncycle]);
+  unsigned char* got = malloc(offset[calls] + 1);
+  unsigned char* want = malloc(offset[calls] + 1);
+  for (int i = 0; i < calls; ++i) fill(want + offset[i], offset[i + 1] - offset[i], 1000u + (unsigned)i);
+  memset(got, 0xEE, offset[calls] + 1);
+  for (int i = 0; i < calls; ++i) {
+    const int root = (i + i / 7) % n;
+    if (me == root) memcpy(got + offset[i], want + offset[i], offset[i + 1] - offset[i]);
+    MPI_Bcast(got + offset[i], (int)(offset[i + 1] - offset[i]), MPI_BYTE, root, comm);
+  }
+  for (int i = 0; i < calls; ++i)
+    if (memcmp(got + offset[i], want + offset[i], offset[i + 1] - offset[i]) != 0)
+      report("back-to-back broadcast", offset[i + 1] - offset[i], (i + i / 7) % n, name);
+  free(offset);
+  free(got);
+  free(want);
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "full";
   MPI_Init(&argc, &argv);
@@ -134,9 +165,9 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  const size_t full_sizes[] = {0, 1, 3, 8, 63, 1000, 4095, 4096, 4097, 8191, 8192, 8193, 65536 + 13,
+  const size_t full_sizes[] = {0, 1, 3, 8, 55, 56, 57, 63, 1000, 4095, 4096, 4097, 8191, 8192, 8193, 65536 + 13,
                                (1u << 20) - 1, 3u * (1u << 20) + 5, 8u << 20};
-  const size_t short_sizes[] = {0, 1, 4097, 8193, 65536 + 13, (1u << 20) + 3};
+  const size_t short_sizes[] = {0, 1, 56, 57, 4097, 8193, 65536 + 13, (1u << 20) + 3};
   const int is_short = strcmp(mode, "short") == 0;
 
   /* world, a duplicate, and one whose ranks run backwards. */
@@ -150,9 +181,10 @@ int main(int argc, char** argv) {
     bytes_all_roots(MPI_COMM_WORLD, "world", short_sizes, sizeof short_sizes / sizeof *short_sizes);
   else
     bytes_all_roots(MPI_COMM_WORLD, "world", full_sizes, sizeof full_sizes / sizeof *full_sizes);
-  bytes_all_roots(reversed, "reversed", short_sizes, 4);
+  bytes_all_roots(reversed, "reversed", short_sizes, 6);
   datatypes(is_short ? reversed : MPI_COMM_WORLD, is_short ? "reversed" : "world");
   interleaved(comms, names, 3, is_short ? 60 : 300);
+  burst(dup, "dup", is_short ? 400 : 2000);
 
   /* The large-count binding. */
   {
