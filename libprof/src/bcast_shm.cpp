@@ -64,6 +64,7 @@ void wait_until(Ready ready) {
 // leader's rank among the leaders) and its rank inside the node.
 struct CommState {
   bool native = true;
+  int comm_size = 1, comm_rank = 0;
   MPI_Comm node_comm = MPI_COMM_NULL;
   MPI_Comm leader_comm = MPI_COMM_NULL;  // only for communicators spanning nodes, on leaders
   int node_rank = 0, node_size = 1, my_node = 0;
@@ -84,7 +85,20 @@ struct CommState {
   }
 };
 
+// The communicator of this thread's last broadcast and its state, valid while
+// no state has been freed since (a freed communicator's handle can come back
+// for a new one): saves MPI's attribute lookup on every call.
+std::atomic<uint64_t> states_freed{0};
+struct LastState {
+  MPI_Comm comm = MPI_COMM_NULL;
+  CommState* state = nullptr;
+  uint64_t freed = 0;
+};
+// initial-exec: the shim is loaded at start-up (LD_PRELOAD), as runtime.cpp's tls_state.
+thread_local LastState last_state __attribute__((tls_model("initial-exec")));
+
 int delete_state(MPI_Comm, int, void* value, void*) {
+  states_freed.fetch_add(1, std::memory_order_release);
   delete static_cast<CommState*>(value);
   return MPI_SUCCESS;
 }
@@ -107,6 +121,8 @@ CommState* make_state(MPI_Comm comm) {
   PMPI_Comm_size(comm, &size);
   if (inter || size == 1) return st.release();
   PMPI_Comm_rank(comm, &rank);
+  st->comm_size = size;
+  st->comm_rank = rank;
 
   PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &st->node_comm);
   PMPI_Comm_rank(st->node_comm, &st->node_rank);
@@ -157,17 +173,47 @@ CommState* make_state(MPI_Comm comm) {
 }
 
 CommState* state_for(MPI_Comm comm) {
+  if (last_state.comm == comm && last_state.freed == states_freed.load(std::memory_order_acquire))
+    return last_state.state;
+  const uint64_t freed = states_freed.load(std::memory_order_acquire);
   void* value = nullptr;
   int found = 0;
   PMPI_Comm_get_attr(comm, state_keyval(), &value, &found);
-  if (found) return static_cast<CommState*>(value);
-  CommState* st = make_state(comm);
-  PMPI_Comm_set_attr(comm, state_keyval(), st);
+  CommState* st = static_cast<CommState*>(value);
+  if (!found) {
+    st = make_state(comm);
+    PMPI_Comm_set_attr(comm, state_keyval(), st);
+  }
+  last_state = {comm, st, freed};
   return st;
 }
 
-// Predefined types whose elements abut (not MPI_DOUBLE_INT and the like) are
-// copied in place; everything else is packed first.
+// The size of a predefined type whose elements abut, from a table of the
+// common ones (no MPI call); 0 for any other type.
+MPI_Count known_contiguous_size(MPI_Datatype type) {
+  static const struct {
+    MPI_Datatype type;
+    MPI_Count size;
+  } kKnown[] = {
+      {MPI_BYTE, 1},           {MPI_CHAR, 1},           {MPI_UNSIGNED_CHAR, 1},
+      {MPI_SIGNED_CHAR, 1},    {MPI_INT8_T, 1},         {MPI_UINT8_T, 1},
+      {MPI_C_BOOL, sizeof(bool)},                       {MPI_SHORT, sizeof(short)},
+      {MPI_UNSIGNED_SHORT, sizeof(short)},              {MPI_INT16_T, 2},
+      {MPI_UINT16_T, 2},       {MPI_INT, sizeof(int)},  {MPI_UNSIGNED, sizeof(unsigned)},
+      {MPI_INT32_T, 4},        {MPI_UINT32_T, 4},       {MPI_FLOAT, sizeof(float)},
+      {MPI_LONG, sizeof(long)},                         {MPI_UNSIGNED_LONG, sizeof(long)},
+      {MPI_LONG_LONG, sizeof(long long)},               {MPI_UNSIGNED_LONG_LONG, sizeof(long long)},
+      {MPI_INT64_T, 8},        {MPI_UINT64_T, 8},       {MPI_DOUBLE, sizeof(double)},
+      {MPI_C_DOUBLE_COMPLEX, 2 * sizeof(double)},       {MPI_AINT, sizeof(MPI_Aint)},
+      {MPI_OFFSET, sizeof(MPI_Offset)},                 {MPI_COUNT, sizeof(MPI_Count)},
+  };
+  for (const auto& known : kKnown)
+    if (known.type == type) return known.size;
+  return 0;
+}
+
+// Other predefined types whose elements abut (not MPI_DOUBLE_INT and the like)
+// are copied in place too; everything else is packed first.
 bool is_contiguous(MPI_Datatype type, MPI_Count type_size) {
   MPI_Count num_integers = 0, num_addresses = 0, num_large = 0, num_types = 0;
   int combiner = 0;
@@ -274,20 +320,19 @@ bool uses_native(MPI_Comm comm) {
 int shm_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   // What MPI would reject, it rejects itself (its message, its error handler).
   if (comm == MPI_COMM_NULL || count < 0 || datatype == MPI_DATATYPE_NULL) return kUseNative;
-  int inter = 0, size = 0, rank = 0;
-  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return kUseNative;
-  PMPI_Comm_size(comm, &size);
-  if (size == 1 || root < 0 || root >= size) return kUseNative;
-  MPI_Count type_size = 0;
-  if (PMPI_Type_size_c(datatype, &type_size) != MPI_SUCCESS) return kUseNative;
+  MPI_Count type_size = known_contiguous_size(datatype);
+  const bool contiguous = type_size != 0;
+  if (!contiguous && PMPI_Type_size_c(datatype, &type_size) != MPI_SUCCESS) return kUseNative;
 
+  // Intercommunicators and size-1 communicators get a native state at once (no
+  // collective).
   CommState* st = state_for(comm);
-  if (st->native) return kUseNative;
+  if (st->native || root < 0 || root >= st->comm_size) return kUseNative;
   const std::size_t total = std::size_t(count) * std::size_t(type_size);
   if (total == 0) return MPI_SUCCESS;
-  PMPI_Comm_rank(comm, &rank);
+  const int rank = st->comm_rank;
 
-  const bool packed = !is_contiguous(datatype, type_size);
+  const bool packed = !contiguous && !is_contiguous(datatype, type_size);
   unsigned char* data = static_cast<unsigned char*>(buffer);
   if (packed) {
     st->packed.resize(total);
