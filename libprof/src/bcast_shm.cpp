@@ -27,6 +27,7 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,7 +78,8 @@ struct CommState {
   std::vector<uint64_t> slot_held_by;    // per slot: 1 + the use that last held it (0: none)
   uint64_t inline_held_by[kInlineEntries] = {};
   uint64_t least_finished = 0;           // a lower bound of the others' `finished`
-  std::vector<unsigned char> packed;     // non-contiguous datatypes go through here
+  std::vector<unsigned char> packed;     // one chunk of a non-contiguous message
+  std::vector<unsigned char> element;    // one element of it, when it straddles chunks
 
   ~CommState() {
     if (leader_comm != MPI_COMM_NULL) PMPI_Comm_free(&leader_comm);
@@ -213,7 +215,7 @@ MPI_Count known_contiguous_size(MPI_Datatype type) {
 }
 
 // Other predefined types whose elements abut (not MPI_DOUBLE_INT and the like)
-// are copied in place too; everything else is packed first.
+// are copied in place too; everything else is packed chunk by chunk.
 bool is_contiguous(MPI_Datatype type, MPI_Count type_size) {
   MPI_Count num_integers = 0, num_addresses = 0, num_large = 0, num_types = 0;
   int combiner = 0;
@@ -225,6 +227,94 @@ bool is_contiguous(MPI_Datatype type, MPI_Count type_size) {
   PMPI_Type_get_extent_c(type, &lb, &extent);
   return lb == 0 && extent == type_size;
 }
+
+// The packed form of `count` elements of a non-contiguous datatype, produced
+// (root) or consumed (the others) one chunk at a time, so a broadcast of any
+// size holds one chunk and at most one element besides the user's buffer.
+// Element i lies at buffer + i * extent; whole elements go straight between the
+// chunk and the buffer with MPI_Pack/MPI_Unpack; an element that straddles two
+// chunks goes through `element`. Root and readers may use different datatypes
+// of the same signature: each side cuts its own elements, the packed bytes
+// (MPICH's homogeneous packing is the raw data) are the same.
+class ElementStream {
+ public:
+  ElementStream(unsigned char* buffer, MPI_Count count, MPI_Datatype type, MPI_Count type_size, MPI_Comm comm,
+                std::vector<unsigned char>* element)
+      : buffer_(buffer), count_(count), type_(type), size_(std::size_t(type_size)), comm_(comm), element_(element) {
+    MPI_Count lb = 0;
+    PMPI_Type_get_extent_c(type, &lb, &extent_);
+  }
+
+  // The root: the next `len` packed bytes into `out`.
+  void pack(unsigned char* out, std::size_t len) {
+    std::size_t filled = 0;
+    while (filled < len) {
+      if (held_ < size_ && held_ > 0) {  // the rest of a straddling element
+        const std::size_t n = std::min(size_ - held_, len - filled);
+        std::memcpy(out + filled, element_->data() + held_, n);
+        held_ += n, filled += n;
+        if (held_ == size_) held_ = 0;
+        continue;
+      }
+      const MPI_Count whole = std::min<MPI_Count>(MPI_Count((len - filled) / size_), count_ - next_);
+      if (whole > 0) {
+        MPI_Count position = 0;
+        PMPI_Pack_c(at(next_), whole, type_, out + filled, MPI_Count(len - filled), &position, comm_);
+        next_ += whole, filled += std::size_t(whole) * size_;
+      } else {  // this element straddles the chunk's end
+        element_->resize(size_);
+        MPI_Count position = 0;
+        PMPI_Pack_c(at(next_), 1, type_, element_->data(), MPI_Count(size_), &position, comm_);
+        ++next_;
+        const std::size_t n = len - filled;
+        std::memcpy(out + filled, element_->data(), n);
+        held_ = n, filled += n;
+      }
+    }
+  }
+
+  // The others: `len` packed bytes from `in` into the buffer.
+  void unpack(const unsigned char* in, std::size_t len) {
+    std::size_t used = 0;
+    while (used < len) {
+      if (held_ > 0) {  // completing a straddling element
+        const std::size_t n = std::min(size_ - held_, len - used);
+        std::memcpy(element_->data() + held_, in + used, n);
+        held_ += n, used += n;
+        if (held_ == size_) {
+          MPI_Count position = 0;
+          PMPI_Unpack_c(element_->data(), MPI_Count(size_), &position, at(next_), 1, type_, comm_);
+          ++next_, held_ = 0;
+        }
+        continue;
+      }
+      const MPI_Count whole = std::min<MPI_Count>(MPI_Count((len - used) / size_), count_ - next_);
+      if (whole > 0) {
+        MPI_Count position = 0;
+        PMPI_Unpack_c(in + used, MPI_Count(std::size_t(whole) * size_), &position, at(next_), whole, type_, comm_);
+        next_ += whole, used += std::size_t(whole) * size_;
+      } else {
+        element_->resize(size_);
+        const std::size_t n = len - used;
+        std::memcpy(element_->data(), in + used, n);
+        held_ = n, used += n;
+      }
+    }
+  }
+
+ private:
+  unsigned char* at(MPI_Count i) const { return buffer_ + i * extent_; }
+
+  unsigned char* buffer_;
+  MPI_Count count_;
+  MPI_Datatype type_;
+  std::size_t size_;
+  MPI_Comm comm_;
+  std::vector<unsigned char>* element_;
+  MPI_Count extent_ = 0;
+  MPI_Count next_ = 0;     // the next element not yet (un)packed whole
+  std::size_t held_ = 0;   // bytes of a straddling element already moved
+};
 
 // At the root, before it rewrites a slot or notice last held by use
 // `held_by` - 1: every other process of the node has finished that use.
@@ -332,24 +422,25 @@ int shm_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MP
   if (total == 0) return MPI_SUCCESS;
   const int rank = st->comm_rank;
 
+  // Every process cuts the message into the same chunks of at most one queue
+  // (a whole number of uses, so chunking never changes which slots a use takes).
+  const std::size_t chunk = std::min(total, std::size_t(st->settings.slots) * st->settings.fragment);
   const bool packed = !contiguous && !is_contiguous(datatype, type_size);
-  unsigned char* data = static_cast<unsigned char*>(buffer);
+  std::optional<ElementStream> stream;
   if (packed) {
-    st->packed.resize(total);
-    data = st->packed.data();
-    if (rank == root) {
-      MPI_Count position = 0;
-      PMPI_Pack_c(buffer, count, datatype, data, MPI_Count(total), &position, comm);
-    }
+    st->packed.resize(chunk);
+    stream.emplace(static_cast<unsigned char*>(buffer), count, datatype, type_size, comm, &st->element);
   }
   const int root_node = st->node_of[root];
-  if (st->my_node == root_node) node_bcast(st, data, total, st->local_of[root]);
-  if (st->leader_comm != MPI_COMM_NULL)
-    PMPI_Bcast_c(data, MPI_Count(total), MPI_BYTE, root_node, st->leader_comm);
-  if (st->my_node != root_node) node_bcast(st, data, total, 0);
-  if (packed && rank != root) {
-    MPI_Count position = 0;
-    PMPI_Unpack_c(data, MPI_Count(total), &position, buffer, count, datatype, comm);
+  for (std::size_t offset = 0; offset < total; offset += chunk) {
+    const std::size_t len = std::min(chunk, total - offset);
+    unsigned char* data = packed ? st->packed.data() : static_cast<unsigned char*>(buffer) + offset;
+    if (packed && rank == root) stream->pack(data, len);
+    if (st->my_node == root_node) node_bcast(st, data, len, st->local_of[root]);
+    if (st->leader_comm != MPI_COMM_NULL)
+      PMPI_Bcast_c(data, MPI_Count(len), MPI_BYTE, root_node, st->leader_comm);
+    if (st->my_node != root_node) node_bcast(st, data, len, 0);
+    if (packed && rank != root) stream->unpack(data, len);
   }
   return MPI_SUCCESS;
 }

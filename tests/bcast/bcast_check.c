@@ -92,6 +92,39 @@ static void datatypes(MPI_Comm comm, const char* name) {
   MPI_Type_free(&flat);
 }
 
+/* Non-contiguous messages beyond the queue (1 MiB by default), packed chunk by
+ * chunk: 9-byte elements with a hole (double, char; extent 16) straddle the
+ * chunks' ends; the same signature as one element of 1.8 MB (larger than a
+ * chunk) on one side; a strided vector of one 1.2 MB element. */
+static void datatypes_beyond_queue(MPI_Comm comm, const char* name) {
+  int n;
+  MPI_Comm_size(comm, &n);
+  const int elements = 200003;
+  MPI_Datatype pair, pairs, column;
+  int lengths[2] = {1, 1};
+  MPI_Aint displacements[2] = {0, 8};
+  MPI_Datatype types[2] = {MPI_DOUBLE, MPI_CHAR};
+  MPI_Type_create_struct(2, lengths, displacements, types, &pair);
+  MPI_Type_commit(&pair);
+  MPI_Type_contiguous(elements, pair, &pairs);
+  MPI_Type_commit(&pairs);
+  MPI_Type_vector(100003, 3, 5, MPI_INT, &column);
+  MPI_Type_commit(&column);
+  MPI_Aint lb, pair_extent, column_extent;
+  MPI_Type_get_extent(pair, &lb, &pair_extent);
+  MPI_Type_get_extent(column, &lb, &column_extent);
+  const size_t span = (size_t)elements * (size_t)pair_extent;
+  for (int root = 0; root < n; ++root) {
+    check_one(comm, name, root, pair, pair, elements, elements, span, 31u + root);
+    check_one(comm, name, root, pair, pairs, elements, 1, span, 37u + root);
+    check_one(comm, name, root, pairs, pair, 1, elements, span, 41u + root);
+    check_one(comm, name, root, column, column, 1, 1, (size_t)column_extent, 43u + root);
+  }
+  MPI_Type_free(&pair);
+  MPI_Type_free(&pairs);
+  MPI_Type_free(&column);
+}
+
 /* Several communicators in turn, changing roots and sizes every call. */
 static void interleaved(MPI_Comm* comms, const char** names, int ncomms, int calls) {
   for (int i = 0; i < calls; ++i) {
@@ -183,6 +216,7 @@ int main(int argc, char** argv) {
     bytes_all_roots(MPI_COMM_WORLD, "world", full_sizes, sizeof full_sizes / sizeof *full_sizes);
   bytes_all_roots(reversed, "reversed", short_sizes, 6);
   datatypes(is_short ? reversed : MPI_COMM_WORLD, is_short ? "reversed" : "world");
+  datatypes_beyond_queue(is_short ? reversed : dup, is_short ? "reversed" : "dup");
   interleaved(comms, names, 3, is_short ? 60 : 300);
   burst(dup, "dup", is_short ? 400 : 2000);
 
