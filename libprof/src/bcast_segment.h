@@ -5,9 +5,9 @@
 // `finished` word, s slot notices, kInlineEntries inline notices, one cache line
 // each), then s buffers of f bytes. Each process first-touches its own queue
 // (readahead off with MADV_RANDOM meanwhile), so its pages come from its NUMA
-// node, which move_pages then checks. Every word a process waits on is written
-// by exactly one other process (its parent in the tree, or itself for
-// `finished`), so no line is contended by more than one writer.
+// node, which move_pages then checks; then every process maps all pages at once.
+// Every word that is waited on has a single writer (a notice: the process's
+// parent in the tree; a `finished` word: its owner), so no line has two writers.
 //
 // Safety: the name is unique per creating process and segment, created with
 // O_CREAT|O_EXCL and mode 0600, sized with posix_fallocate (a full /dev/shm fails
