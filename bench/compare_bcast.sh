@@ -9,14 +9,14 @@
 # of f with the queue b = s x f = 1 MiB fixed (the model's optimum is f* = 8 KiB).
 #
 #   bench/compare_bcast.sh [BUILD_DIR] [RANKS]
-# environment: SIZES (default 8,64,512,4096,32768,65536,262144,1048576,4194304),
+# environment: SIZES (default 8,64,512,1024,4096,32768,65536,262144,1048576,4194304,16777216),
 #              ROUNDS (3), RUNS (prof-bench --runs, 20:200), SWEEP (1: do the f sweep),
 #              MPIEXEC (mpiexec)
 set -euo pipefail
 
 build=${1:-build}
 ranks=${2:-2}
-sizes=${SIZES:-8,64,512,4096,32768,65536,262144,1048576,4194304}
+sizes=${SIZES:-8,64,512,1024,4096,32768,65536,262144,1048576,4194304,16777216}
 rounds=${ROUNDS:-3}
 runs=${RUNS:-20:200}
 sweep=${SWEEP:-1}

@@ -65,10 +65,9 @@ bool Segment::create(MPI_Comm node_comm, const Settings& settings, std::string* 
   const std::size_t page = page_size();
   fragment_ = settings.fragment;
   slots_ = settings.slots;
-  control_bytes_ = round_up(sizeof(SlotControl) * std::size_t(slots_), page);
+  control_bytes_ = round_up(sizeof(Finished) + sizeof(Notice) * (std::size_t(slots_) + kInlineEntries), page);
   queue_bytes_ = control_bytes_ + std::size_t(slots_) * fragment_;
-  queues_offset_ = page + round_up(sizeof(SetSync) * std::size_t(settings.sets), page);
-  bytes_ = queues_offset_ + std::size_t(size) * queue_bytes_;
+  bytes_ = std::size_t(size) * queue_bytes_;
 
   // The first process creates and sizes it, then passes on its name.
   struct {
@@ -111,10 +110,6 @@ bool Segment::create(MPI_Comm node_comm, const Settings& settings, std::string* 
   }
   if (base_) {
     ::madvise(base_, bytes_, MADV_RANDOM);
-    if (rank == 0) {
-      sets_ = reinterpret_cast<SetSync*>(base_ + page);
-      for (int k = 0; k < settings.sets; ++k) new (&sets_[k]) SetSync();
-    }
     first_touch_own_queue(rank);
   }
   // Every process has mapped it (or failed): the name can go.
@@ -126,15 +121,22 @@ bool Segment::create(MPI_Comm node_comm, const Settings& settings, std::string* 
     base_ = nullptr;
     return false;
   }
-  sets_ = reinterpret_cast<SetSync*>(base_ + page);
   ::madvise(base_, bytes_, MADV_NORMAL);
+  // Every page now exists on its owner's node: map them all here at once, or
+  // the first broadcasts would each take page faults (a few microseconds each
+  // under a hypervisor) on the other processes' slots. Where the kernel lacks
+  // MADV_POPULATE_WRITE (before 5.14) they are faulted in on first use instead.
+#ifdef MADV_POPULATE_WRITE
+  ::madvise(base_, bytes_, MADV_POPULATE_WRITE);
+#endif
   check_placement(rank);
   return true;
 }
 
 void Segment::first_touch_own_queue(int rank) {
   unsigned char* queue = base_ + queue_offset(rank);
-  for (int i = 0; i < slots_; ++i) new (&control(rank, i)) SlotControl();
+  new (queue) Finished();
+  for (int i = 0; i < slots_ + kInlineEntries; ++i) new (&notices(rank)[i]) Notice();
   const std::size_t page = page_size();
   for (std::size_t off = control_bytes_; off < queue_bytes_; off += page)
     reinterpret_cast<volatile unsigned char*>(queue)[off] = 0;

@@ -1,11 +1,13 @@
 // The shared-memory segment of one node's share of a communicator (seed 001,
 // section 4.1, Fig. 1), made collectively over that node communicator.
 //
-// Layout, every part page-aligned: a header page; the q set counters (op,
-// readers), each on its own cache line; then per process its queue: s control
-// words (one cache line each), then s buffers of f bytes. Each process
-// first-touches its own queue (readahead off with MADV_RANDOM meanwhile), so its
-// pages come from its NUMA node, which move_pages then checks.
+// Layout, every part page-aligned: per process its queue: a control area (its
+// `finished` word, s slot notices, kInlineEntries inline notices, one cache line
+// each), then s buffers of f bytes. Each process first-touches its own queue
+// (readahead off with MADV_RANDOM meanwhile), so its pages come from its NUMA
+// node, which move_pages then checks; then every process maps all pages at once.
+// Every word that is waited on has a single writer (a notice: the process's
+// parent in the tree; a `finished` word: its owner), so no line has two writers.
 //
 // Safety: the name is unique per creating process and segment, created with
 // O_CREAT|O_EXCL and mode 0600, sized with posix_fallocate (a full /dev/shm fails
@@ -24,18 +26,24 @@
 
 namespace prof::bcast {
 
-// The counters of one set of slots. `op` is 1 + the set-use number the root
-// has opened the set for; `readers` counts the processes that have not yet
-// finished copying out of the set's current use.
-struct alignas(64) SetSync {
-  std::atomic<uint64_t> op{0};
-  alignas(64) std::atomic<int64_t> readers{0};
+// A notification, written by a process's parent in the tree (release) and
+// waited on by the process (acquire): `tag` is 1 + the use number it announces
+// (64 bits: never wraps). Messages of at most kInlineBytes travel in `data`, in
+// the same cache line, so the reader's one miss brings the message with it.
+struct alignas(64) Notice {
+  std::atomic<uint64_t> tag{0};
+  unsigned char data[56];
 };
+static_assert(sizeof(Notice) == 64, "a notice is one cache line");
+constexpr std::size_t kInlineBytes = sizeof(Notice::data);
+// Inline notices per process: a ring this deep lets the root go that many small
+// broadcasts between looks at the others' `finished` words.
+constexpr int kInlineEntries = 64;
 
-// Written by a process's parent in the notification tree: the low 32 bits the
-// fragment length, the high 32 bits (1 + the set-use number) modulo 2^32.
-struct alignas(64) SlotControl {
-  std::atomic<uint64_t> stamp{0};
+// 1 + the last use this process has completed (as root or reader), written only
+// by its owner (release).
+struct alignas(64) Finished {
+  std::atomic<uint64_t> use{0};
 };
 
 class Segment {
@@ -50,10 +58,11 @@ class Segment {
   // `why` set on those that failed.
   bool create(MPI_Comm node_comm, const Settings& settings, std::string* why);
 
-  SetSync& set(int k) const { return sets_[k]; }
-  SlotControl& control(int rank, int slot) const {
-    return reinterpret_cast<SlotControl*>(base_ + queue_offset(rank))[slot];
+  std::atomic<uint64_t>& finished(int rank) const {
+    return reinterpret_cast<Finished*>(base_ + queue_offset(rank))->use;
   }
+  Notice& slot_notice(int rank, int slot) const { return notices(rank)[slot]; }
+  Notice& inline_notice(int rank, int entry) const { return notices(rank)[slots_ + entry]; }
   unsigned char* buffer(int rank, int slot) const {
     return base_ + queue_offset(rank) + control_bytes_ + std::size_t(slot) * fragment_;
   }
@@ -65,14 +74,14 @@ class Segment {
  private:
   // Maps the segment (bytes_ from fd) at base_; false with the reason in *why.
   bool map(int fd, std::string* why);
-  std::size_t queue_offset(int rank) const { return queues_offset_ + std::size_t(rank) * queue_bytes_; }
+  std::size_t queue_offset(int rank) const { return std::size_t(rank) * queue_bytes_; }
+  Notice* notices(int rank) const { return reinterpret_cast<Notice*>(base_ + queue_offset(rank) + sizeof(Finished)); }
   void first_touch_own_queue(int rank);
   void check_placement(int rank) const;
 
   unsigned char* base_ = nullptr;
   std::size_t bytes_ = 0;
-  SetSync* sets_ = nullptr;
-  std::size_t queues_offset_ = 0, queue_bytes_ = 0, control_bytes_ = 0, fragment_ = 0;
+  std::size_t queue_bytes_ = 0, control_bytes_ = 0, fragment_ = 0;
   int slots_ = 0;
 };
 

@@ -1,16 +1,23 @@
 // The pipeline of seed 001's Fig. 2, over the segment of bcast_segment.h.
 //
-// Every process of a node counts the set-uses of its communicator's queue the
-// same way (the message size is the same everywhere), so use n needs no
-// agreement: it goes to set n mod q. For use n the root waits until the set has
-// no readers left from its previous use, sets readers = p - 1 and publishes
-// op = n + 1 (release); the others wait for op == n + 1 (acquire). The root then
-// copies fragment after fragment into its own slots of the set and stamps each
-// child's control word with (n + 1, length) (release); a process waits for its
-// stamp, passes it on to its children, copies the fragment out of the root's
-// slot and, after the set's last fragment, decrements readers. So a slot is
-// rewritten only after every reader of its previous contents is done, and a
-// reader copies only what the root finished writing. No locks.
+// Every process of a node numbers the uses of its communicator's queue the same
+// way (the message size is the same everywhere), and so also knows which slots
+// (or which inline notice) each use takes and which earlier use last held them:
+// no agreement is needed per call. A message of at most kInlineBytes is one use
+// of the next inline notice: the data travels in the notice's cache line. A
+// larger one is a series of uses of at most s/q consecutive slots of the
+// circular queue each; the root copies fragment after fragment into its own
+// slots and stamps its children's notices with 1 + the use number (release);
+// a process waits for its stamp (acquire), passes it on to its children and
+// copies the fragment out of the root's slot. At the end of every use each
+// process publishes `finished` = 1 + that use. Before the root reuses a slot or
+// notice, every other process must have finished the use that last held it; the
+// root remembers the least `finished` it has seen, so it reads the others'
+// words only when that is not enough (once per ~s slots, or ~kInlineEntries
+// small messages, when nobody lags). So a slot or notice is rewritten only after
+// every reader of its previous contents is done, a reader copies only what the
+// root finished writing, and a process waits only on words that one other
+// process writes. No locks, no read-modify-write.
 #include "bcast_shm.h"
 
 #include <sched.h>
@@ -20,6 +27,7 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +65,7 @@ void wait_until(Ready ready) {
 // leader's rank among the leaders) and its rank inside the node.
 struct CommState {
   bool native = true;
+  int comm_size = 1, comm_rank = 0;
   MPI_Comm node_comm = MPI_COMM_NULL;
   MPI_Comm leader_comm = MPI_COMM_NULL;  // only for communicators spanning nodes, on leaders
   int node_rank = 0, node_size = 1, my_node = 0;
@@ -64,8 +73,13 @@ struct CommState {
   Settings settings;
   std::unique_ptr<Segment> segment;
   NotifyTrees trees;
-  uint64_t uses = 0;                     // set-uses so far on this node's queue
-  std::vector<unsigned char> packed;     // non-contiguous datatypes go through here
+  uint64_t uses = 0;                     // uses so far of this node's queue
+  uint64_t next_slot = 0, next_inline = 0;
+  std::vector<uint64_t> slot_held_by;    // per slot: 1 + the use that last held it (0: none)
+  uint64_t inline_held_by[kInlineEntries] = {};
+  uint64_t least_finished = 0;           // a lower bound of the others' `finished`
+  std::vector<unsigned char> packed;     // one chunk of a non-contiguous message
+  std::vector<unsigned char> element;    // one element of it, when it straddles chunks
 
   ~CommState() {
     if (leader_comm != MPI_COMM_NULL) PMPI_Comm_free(&leader_comm);
@@ -73,7 +87,20 @@ struct CommState {
   }
 };
 
+// The communicator of this thread's last broadcast and its state, valid while
+// no state has been freed since (a freed communicator's handle can come back
+// for a new one): saves MPI's attribute lookup on every call.
+std::atomic<uint64_t> states_freed{0};
+struct LastState {
+  MPI_Comm comm = MPI_COMM_NULL;
+  CommState* state = nullptr;
+  uint64_t freed = 0;
+};
+// initial-exec: the shim is loaded at start-up (LD_PRELOAD), as runtime.cpp's tls_state.
+thread_local LastState last_state __attribute__((tls_model("initial-exec")));
+
 int delete_state(MPI_Comm, int, void* value, void*) {
+  states_freed.fetch_add(1, std::memory_order_release);
   delete static_cast<CommState*>(value);
   return MPI_SUCCESS;
 }
@@ -96,6 +123,8 @@ CommState* make_state(MPI_Comm comm) {
   PMPI_Comm_size(comm, &size);
   if (inter || size == 1) return st.release();
   PMPI_Comm_rank(comm, &rank);
+  st->comm_size = size;
+  st->comm_rank = rank;
 
   PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &st->node_comm);
   PMPI_Comm_rank(st->node_comm, &st->node_rank);
@@ -121,6 +150,7 @@ CommState* make_state(MPI_Comm comm) {
     st->segment = std::make_unique<Segment>();
     ok = st->segment->create(st->node_comm, st->settings, &why);
     st->trees = NotifyTrees(st->settings.tree, st->node_size, st->node_rank);
+    st->slot_held_by.assign(std::size_t(st->settings.slots), 0);
   }
   // Every node must have its segment, or the whole communicator uses PMPI.
   int verdict[2] = {ok ? 1 : 0, why.empty() ? INT_MAX : rank};
@@ -145,17 +175,47 @@ CommState* make_state(MPI_Comm comm) {
 }
 
 CommState* state_for(MPI_Comm comm) {
+  if (last_state.comm == comm && last_state.freed == states_freed.load(std::memory_order_acquire))
+    return last_state.state;
+  const uint64_t freed = states_freed.load(std::memory_order_acquire);
   void* value = nullptr;
   int found = 0;
   PMPI_Comm_get_attr(comm, state_keyval(), &value, &found);
-  if (found) return static_cast<CommState*>(value);
-  CommState* st = make_state(comm);
-  PMPI_Comm_set_attr(comm, state_keyval(), st);
+  CommState* st = static_cast<CommState*>(value);
+  if (!found) {
+    st = make_state(comm);
+    PMPI_Comm_set_attr(comm, state_keyval(), st);
+  }
+  last_state = {comm, st, freed};
   return st;
 }
 
-// Predefined types whose elements abut (not MPI_DOUBLE_INT and the like) are
-// copied in place; everything else is packed first.
+// The size of a predefined type whose elements abut, from a table of the
+// common ones (no MPI call); 0 for any other type.
+MPI_Count known_contiguous_size(MPI_Datatype type) {
+  static const struct {
+    MPI_Datatype type;
+    MPI_Count size;
+  } kKnown[] = {
+      {MPI_BYTE, 1},           {MPI_CHAR, 1},           {MPI_UNSIGNED_CHAR, 1},
+      {MPI_SIGNED_CHAR, 1},    {MPI_INT8_T, 1},         {MPI_UINT8_T, 1},
+      {MPI_C_BOOL, sizeof(bool)},                       {MPI_SHORT, sizeof(short)},
+      {MPI_UNSIGNED_SHORT, sizeof(short)},              {MPI_INT16_T, 2},
+      {MPI_UINT16_T, 2},       {MPI_INT, sizeof(int)},  {MPI_UNSIGNED, sizeof(unsigned)},
+      {MPI_INT32_T, 4},        {MPI_UINT32_T, 4},       {MPI_FLOAT, sizeof(float)},
+      {MPI_LONG, sizeof(long)},                         {MPI_UNSIGNED_LONG, sizeof(long)},
+      {MPI_LONG_LONG, sizeof(long long)},               {MPI_UNSIGNED_LONG_LONG, sizeof(long long)},
+      {MPI_INT64_T, 8},        {MPI_UINT64_T, 8},       {MPI_DOUBLE, sizeof(double)},
+      {MPI_C_DOUBLE_COMPLEX, 2 * sizeof(double)},       {MPI_AINT, sizeof(MPI_Aint)},
+      {MPI_OFFSET, sizeof(MPI_Offset)},                 {MPI_COUNT, sizeof(MPI_Count)},
+  };
+  for (const auto& known : kKnown)
+    if (known.type == type) return known.size;
+  return 0;
+}
+
+// Other predefined types whose elements abut (not MPI_DOUBLE_INT and the like)
+// are copied in place too; everything else is packed chunk by chunk.
 bool is_contiguous(MPI_Datatype type, MPI_Count type_size) {
   MPI_Count num_integers = 0, num_addresses = 0, num_large = 0, num_types = 0;
   int combiner = 0;
@@ -168,49 +228,169 @@ bool is_contiguous(MPI_Datatype type, MPI_Count type_size) {
   return lb == 0 && extent == type_size;
 }
 
+// The packed form of `count` elements of a non-contiguous datatype, produced
+// (root) or consumed (the others) one chunk at a time, so a broadcast of any
+// size holds one chunk and at most one element besides the user's buffer.
+// Element i lies at buffer + i * extent; whole elements go straight between the
+// chunk and the buffer with MPI_Pack/MPI_Unpack; an element that straddles two
+// chunks goes through `element`. Root and readers may use different datatypes
+// of the same signature: each side cuts its own elements, the packed bytes
+// (MPICH's homogeneous packing is the raw data) are the same.
+class ElementStream {
+ public:
+  ElementStream(unsigned char* buffer, MPI_Count count, MPI_Datatype type, MPI_Count type_size, MPI_Comm comm,
+                std::vector<unsigned char>* element)
+      : buffer_(buffer), count_(count), type_(type), size_(std::size_t(type_size)), comm_(comm), element_(element) {
+    MPI_Count lb = 0;
+    PMPI_Type_get_extent_c(type, &lb, &extent_);
+  }
+
+  // The root: the next `len` packed bytes into `out`.
+  void pack(unsigned char* out, std::size_t len) {
+    std::size_t filled = 0;
+    while (filled < len) {
+      if (held_ < size_ && held_ > 0) {  // the rest of a straddling element
+        const std::size_t n = std::min(size_ - held_, len - filled);
+        std::memcpy(out + filled, element_->data() + held_, n);
+        held_ += n, filled += n;
+        if (held_ == size_) held_ = 0;
+        continue;
+      }
+      const MPI_Count whole = std::min<MPI_Count>(MPI_Count((len - filled) / size_), count_ - next_);
+      if (whole > 0) {
+        MPI_Count position = 0;
+        PMPI_Pack_c(at(next_), whole, type_, out + filled, MPI_Count(len - filled), &position, comm_);
+        next_ += whole, filled += std::size_t(whole) * size_;
+      } else {  // this element straddles the chunk's end
+        element_->resize(size_);
+        MPI_Count position = 0;
+        PMPI_Pack_c(at(next_), 1, type_, element_->data(), MPI_Count(size_), &position, comm_);
+        ++next_;
+        const std::size_t n = len - filled;
+        std::memcpy(out + filled, element_->data(), n);
+        held_ = n, filled += n;
+      }
+    }
+  }
+
+  // The others: `len` packed bytes from `in` into the buffer.
+  void unpack(const unsigned char* in, std::size_t len) {
+    std::size_t used = 0;
+    while (used < len) {
+      if (held_ > 0) {  // completing a straddling element
+        const std::size_t n = std::min(size_ - held_, len - used);
+        std::memcpy(element_->data() + held_, in + used, n);
+        held_ += n, used += n;
+        if (held_ == size_) {
+          MPI_Count position = 0;
+          PMPI_Unpack_c(element_->data(), MPI_Count(size_), &position, at(next_), 1, type_, comm_);
+          ++next_, held_ = 0;
+        }
+        continue;
+      }
+      const MPI_Count whole = std::min<MPI_Count>(MPI_Count((len - used) / size_), count_ - next_);
+      if (whole > 0) {
+        MPI_Count position = 0;
+        PMPI_Unpack_c(in + used, MPI_Count(std::size_t(whole) * size_), &position, at(next_), whole, type_, comm_);
+        next_ += whole, used += std::size_t(whole) * size_;
+      } else {
+        element_->resize(size_);
+        const std::size_t n = len - used;
+        std::memcpy(element_->data(), in + used, n);
+        held_ = n, used += n;
+      }
+    }
+  }
+
+ private:
+  unsigned char* at(MPI_Count i) const { return buffer_ + i * extent_; }
+
+  unsigned char* buffer_;
+  MPI_Count count_;
+  MPI_Datatype type_;
+  std::size_t size_;
+  MPI_Comm comm_;
+  std::vector<unsigned char>* element_;
+  MPI_Count extent_ = 0;
+  MPI_Count next_ = 0;     // the next element not yet (un)packed whole
+  std::size_t held_ = 0;   // bytes of a straddling element already moved
+};
+
+// At the root, before it rewrites a slot or notice last held by use
+// `held_by` - 1: every other process of the node has finished that use.
+void wait_released(CommState* st, uint64_t held_by) {
+  if (st->least_finished >= held_by) return;
+  uint64_t least = UINT64_MAX;
+  for (int i = 0; i < st->node_size; ++i) {
+    if (i == st->node_rank) continue;
+    const std::atomic<uint64_t>& finished = st->segment->finished(i);
+    uint64_t seen = 0;
+    wait_until([&] {
+      seen = finished.load(std::memory_order_acquire);
+      return seen >= held_by;
+    });
+    least = std::min(least, seen);
+  }
+  st->least_finished = least;
+}
+
+// A message of at most kInlineBytes: one use of the next inline notice.
+void inline_bcast(CommState* st, unsigned char* data, std::size_t total, int root) {
+  const Segment& seg = *st->segment;
+  const int me = st->node_rank;
+  const uint64_t use = st->uses++;
+  const int entry = int(st->next_inline++ % kInlineEntries);
+  const uint64_t held_by = st->inline_held_by[entry];
+  st->inline_held_by[entry] = use + 1;
+  const unsigned char* from = data;
+  if (me == root) {
+    wait_released(st, held_by);
+  } else {
+    const Notice& mine = seg.inline_notice(me, entry);
+    wait_until([&] { return mine.tag.load(std::memory_order_acquire) == use + 1; });
+    from = mine.data;
+  }
+  for (int c : st->trees.children(root)) {
+    Notice& theirs = seg.inline_notice(c, entry);
+    std::memcpy(theirs.data, from, total);
+    theirs.tag.store(use + 1, std::memory_order_release);
+  }
+  if (me != root) std::memcpy(data, from, total);
+  seg.finished(me).store(use + 1, std::memory_order_release);
+}
+
 // The broadcast among the processes of one node, `root` a node rank.
 void node_bcast(CommState* st, unsigned char* data, std::size_t total, int root) {
   if (st->node_size < 2 || total == 0) return;
+  if (total <= kInlineBytes) return inline_bcast(st, data, total, root);
   const Segment& seg = *st->segment;
   const Settings& cfg = st->settings;
   const int me = st->node_rank;
-  const int per_set = cfg.slots / cfg.sets;
+  const int per_use = cfg.slots / cfg.sets;
   const std::vector<int>& children = st->trees.children(root);
   const std::size_t fragment = cfg.fragment;
   std::size_t done = 0;
   while (done < total) {
     const uint64_t use = st->uses++;
-    const int set = int(use % uint64_t(cfg.sets));
-    const uint32_t tag = uint32_t(use + 1);
-    SetSync& sync = seg.set(set);
-    if (me == root) {
-      wait_until([&] { return sync.readers.load(std::memory_order_acquire) == 0; });
-      sync.readers.store(st->node_size - 1, std::memory_order_relaxed);
-      sync.op.store(use + 1, std::memory_order_release);
-    } else {
-      wait_until([&] { return sync.op.load(std::memory_order_acquire) == use + 1; });
-    }
-    for (int j = 0; j < per_set && done < total; ++j) {
-      const int slot = set * per_set + j;
+    for (int j = 0; j < per_use && done < total; ++j) {
+      const int slot = int(st->next_slot++ % uint64_t(cfg.slots));
+      const uint64_t held_by = st->slot_held_by[slot];
+      st->slot_held_by[slot] = use + 1;
       const std::size_t len = std::min(fragment, total - done);
       unsigned char* shared = seg.buffer(root, slot);
       if (me == root) {
+        wait_released(st, held_by);
         std::memcpy(shared, data + done, len);
-        const uint64_t stamp = (uint64_t(tag) << 32) | len;
-        for (int c : children) seg.control(c, slot).stamp.store(stamp, std::memory_order_release);
+        for (int c : children) seg.slot_notice(c, slot).tag.store(use + 1, std::memory_order_release);
       } else {
-        std::atomic<uint64_t>& mine = seg.control(me, slot).stamp;
-        uint64_t stamp = 0;
-        wait_until([&] {
-          stamp = mine.load(std::memory_order_acquire);
-          return uint32_t(stamp >> 32) == tag;
-        });
-        for (int c : children) seg.control(c, slot).stamp.store(stamp, std::memory_order_release);
+        const Notice& mine = seg.slot_notice(me, slot);
+        wait_until([&] { return mine.tag.load(std::memory_order_acquire) == use + 1; });
+        for (int c : children) seg.slot_notice(c, slot).tag.store(use + 1, std::memory_order_release);
         std::memcpy(data + done, shared, len);
       }
       done += len;
     }
-    if (me != root) sync.readers.fetch_sub(1, std::memory_order_acq_rel);
+    seg.finished(me).store(use + 1, std::memory_order_release);
   }
 }
 
@@ -230,37 +410,37 @@ bool uses_native(MPI_Comm comm) {
 int shm_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   // What MPI would reject, it rejects itself (its message, its error handler).
   if (comm == MPI_COMM_NULL || count < 0 || datatype == MPI_DATATYPE_NULL) return kUseNative;
-  int inter = 0, size = 0, rank = 0;
-  if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return kUseNative;
-  PMPI_Comm_size(comm, &size);
-  if (size == 1 || root < 0 || root >= size) return kUseNative;
-  MPI_Count type_size = 0;
-  if (PMPI_Type_size_c(datatype, &type_size) != MPI_SUCCESS) return kUseNative;
+  MPI_Count type_size = known_contiguous_size(datatype);
+  const bool contiguous = type_size != 0;
+  if (!contiguous && PMPI_Type_size_c(datatype, &type_size) != MPI_SUCCESS) return kUseNative;
 
+  // Intercommunicators and size-1 communicators get a native state at once (no
+  // collective).
   CommState* st = state_for(comm);
-  if (st->native) return kUseNative;
+  if (st->native || root < 0 || root >= st->comm_size) return kUseNative;
   const std::size_t total = std::size_t(count) * std::size_t(type_size);
   if (total == 0) return MPI_SUCCESS;
-  PMPI_Comm_rank(comm, &rank);
+  const int rank = st->comm_rank;
 
-  const bool packed = !is_contiguous(datatype, type_size);
-  unsigned char* data = static_cast<unsigned char*>(buffer);
+  // Every process cuts the message into the same chunks of at most one queue
+  // (a whole number of uses, so chunking never changes which slots a use takes).
+  const std::size_t chunk = std::min(total, std::size_t(st->settings.slots) * st->settings.fragment);
+  const bool packed = !contiguous && !is_contiguous(datatype, type_size);
+  std::optional<ElementStream> stream;
   if (packed) {
-    st->packed.resize(total);
-    data = st->packed.data();
-    if (rank == root) {
-      MPI_Count position = 0;
-      PMPI_Pack_c(buffer, count, datatype, data, MPI_Count(total), &position, comm);
-    }
+    st->packed.resize(chunk);
+    stream.emplace(static_cast<unsigned char*>(buffer), count, datatype, type_size, comm, &st->element);
   }
   const int root_node = st->node_of[root];
-  if (st->my_node == root_node) node_bcast(st, data, total, st->local_of[root]);
-  if (st->leader_comm != MPI_COMM_NULL)
-    PMPI_Bcast_c(data, MPI_Count(total), MPI_BYTE, root_node, st->leader_comm);
-  if (st->my_node != root_node) node_bcast(st, data, total, 0);
-  if (packed && rank != root) {
-    MPI_Count position = 0;
-    PMPI_Unpack_c(data, MPI_Count(total), &position, buffer, count, datatype, comm);
+  for (std::size_t offset = 0; offset < total; offset += chunk) {
+    const std::size_t len = std::min(chunk, total - offset);
+    unsigned char* data = packed ? st->packed.data() : static_cast<unsigned char*>(buffer) + offset;
+    if (packed && rank == root) stream->pack(data, len);
+    if (st->my_node == root_node) node_bcast(st, data, len, st->local_of[root]);
+    if (st->leader_comm != MPI_COMM_NULL)
+      PMPI_Bcast_c(data, MPI_Count(len), MPI_BYTE, root_node, st->leader_comm);
+    if (st->my_node != root_node) node_bcast(st, data, len, 0);
+    if (packed && rank != root) stream->unpack(data, len);
   }
   return MPI_SUCCESS;
 }

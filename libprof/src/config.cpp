@@ -32,7 +32,8 @@ const std::vector<ConfigVariable>& config_variables() {
        "Verbosity of the profiler's own messages on stderr."},
       {"PROF_BCAST", "native|shm", "native",
        "MPI_Bcast implementation: MPICH's own, or the NUMA shared-memory broadcast of seed 001 "
-       "(per communicator a segment in /dev/shm with a queue per process; communicators spanning "
+       "(per communicator, at its first broadcast, a segment in /dev/shm with a queue per process; "
+       "messages of up to 56 bytes travel inside the notification's cache line; communicators spanning "
        "nodes: node leaders through MPICH, shared memory inside each node). Traced like any "
        "MPI_Bcast; the trace and the JSON report (`bcast_impl`) say which ran. Where the "
        "segment cannot be had (a full /dev/shm), that communicator uses MPICH's, with one "
@@ -44,8 +45,8 @@ const std::vector<ConfigVariable>& config_variables() {
        "PROF_BCAST=shm: buffers s in each process's circular queue; a multiple of "
        "PROF_BCAST_SETS. The segment holds processes x s x f bytes of buffers."},
       {"PROF_BCAST_SETS", "integer 1..65536, dividing PROF_BCAST_SLOTS", "2",
-       "PROF_BCAST=shm: sets q the queue is split into; the root fills one set while the others "
-       "still read the previous one."},
+       "PROF_BCAST=shm: sets q the queue is split into: one use of the queue takes at most s/q "
+       "slots, so the root fills one set while the others still read the previous ones."},
       {"PROF_BCAST_TREE", "flat|chain|kary:K|knomial:K", "kary:2",
        "PROF_BCAST=shm: the notification tree (K-ary with K in 1..1024, K-nomial with K in "
        "2..1024), precomputed for every root."},

@@ -92,6 +92,39 @@ static void datatypes(MPI_Comm comm, const char* name) {
   MPI_Type_free(&flat);
 }
 
+/* Non-contiguous messages beyond the queue (1 MiB by default), packed chunk by
+ * chunk: 9-byte elements with a hole (double, char; extent 16) straddle the
+ * chunks' ends; the same signature as one element of 1.8 MB (larger than a
+ * chunk) on one side; a strided vector of one 1.2 MB element. */
+static void datatypes_beyond_queue(MPI_Comm comm, const char* name) {
+  int n;
+  MPI_Comm_size(comm, &n);
+  const int elements = 200003;
+  MPI_Datatype pair, pairs, column;
+  int lengths[2] = {1, 1};
+  MPI_Aint displacements[2] = {0, 8};
+  MPI_Datatype types[2] = {MPI_DOUBLE, MPI_CHAR};
+  MPI_Type_create_struct(2, lengths, displacements, types, &pair);
+  MPI_Type_commit(&pair);
+  MPI_Type_contiguous(elements, pair, &pairs);
+  MPI_Type_commit(&pairs);
+  MPI_Type_vector(100003, 3, 5, MPI_INT, &column);
+  MPI_Type_commit(&column);
+  MPI_Aint lb, pair_extent, column_extent;
+  MPI_Type_get_extent(pair, &lb, &pair_extent);
+  MPI_Type_get_extent(column, &lb, &column_extent);
+  const size_t span = (size_t)elements * (size_t)pair_extent;
+  for (int root = 0; root < n; ++root) {
+    check_one(comm, name, root, pair, pair, elements, elements, span, 31u + root);
+    check_one(comm, name, root, pair, pairs, elements, 1, span, 37u + root);
+    check_one(comm, name, root, pairs, pair, 1, elements, span, 41u + root);
+    check_one(comm, name, root, column, column, 1, 1, (size_t)column_extent, 43u + root);
+  }
+  MPI_Type_free(&pair);
+  MPI_Type_free(&pairs);
+  MPI_Type_free(&column);
+}
+
 /* Several communicators in turn, changing roots and sizes every call. */
 static void interleaved(MPI_Comm* comms, const char** names, int ncomms, int calls) {
   for (int i = 0; i < calls; ++i) {
@@ -102,6 +135,37 @@ static void interleaved(MPI_Comm* comms, const char** names, int ncomms, int cal
     check_one(c, names[i % ncomms], (i / ncomms) % n, MPI_BYTE, MPI_BYTE, (int)bytes, (int)bytes, bytes,
               (unsigned)i);
   }
+}
+
+/* Back-to-back broadcasts with nothing in between, the root changing every call
+ * and sizes around the inline limit (56 bytes), one fragment and a few: more
+ * calls than the queue has slots and inline notices, so each is reused many
+ * times while slower ranks may still be reading the previous contents. Every
+ * rank checks all results only at the end. */
+static void burst(MPI_Comm comm, const char* name, int calls) {
+  static const size_t cycle[] = {1, 8, 55, 56, 57, 200, 8192, 9000, 0, 3};
+  const int ncycle = (int)(sizeof cycle / sizeof *cycle);
+  int n, me;
+  MPI_Comm_size(comm, &n);
+  MPI_Comm_rank(comm, &me);
+  size_t* offset = malloc(sizeof(size_t) * ((size_t)calls + 1));
+  offset[0] = 0;
+  for (int i = 0; i < calls; ++i) offset[i + 1] = offset[i] + (i % 97 == 96 ? 70001 : cycle[i % ncycle]);
+  unsigned char* got = malloc(offset[calls] + 1);
+  unsigned char* want = malloc(offset[calls] + 1);
+  for (int i = 0; i < calls; ++i) fill(want + offset[i], offset[i + 1] - offset[i], 1000u + (unsigned)i);
+  memset(got, 0xEE, offset[calls] + 1);
+  for (int i = 0; i < calls; ++i) {
+    const int root = (i + i / 7) % n;
+    if (me == root) memcpy(got + offset[i], want + offset[i], offset[i + 1] - offset[i]);
+    MPI_Bcast(got + offset[i], (int)(offset[i + 1] - offset[i]), MPI_BYTE, root, comm);
+  }
+  for (int i = 0; i < calls; ++i)
+    if (memcmp(got + offset[i], want + offset[i], offset[i + 1] - offset[i]) != 0)
+      report("back-to-back broadcast", offset[i + 1] - offset[i], (i + i / 7) % n, name);
+  free(offset);
+  free(got);
+  free(want);
 }
 
 int main(int argc, char** argv) {
@@ -134,9 +198,9 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  const size_t full_sizes[] = {0, 1, 3, 8, 63, 1000, 4095, 4096, 4097, 8191, 8192, 8193, 65536 + 13,
+  const size_t full_sizes[] = {0, 1, 3, 8, 55, 56, 57, 63, 1000, 4095, 4096, 4097, 8191, 8192, 8193, 65536 + 13,
                                (1u << 20) - 1, 3u * (1u << 20) + 5, 8u << 20};
-  const size_t short_sizes[] = {0, 1, 4097, 8193, 65536 + 13, (1u << 20) + 3};
+  const size_t short_sizes[] = {0, 1, 56, 57, 4097, 8193, 65536 + 13, (1u << 20) + 3};
   const int is_short = strcmp(mode, "short") == 0;
 
   /* world, a duplicate, and one whose ranks run backwards. */
@@ -150,9 +214,11 @@ int main(int argc, char** argv) {
     bytes_all_roots(MPI_COMM_WORLD, "world", short_sizes, sizeof short_sizes / sizeof *short_sizes);
   else
     bytes_all_roots(MPI_COMM_WORLD, "world", full_sizes, sizeof full_sizes / sizeof *full_sizes);
-  bytes_all_roots(reversed, "reversed", short_sizes, 4);
+  bytes_all_roots(reversed, "reversed", short_sizes, 6);
   datatypes(is_short ? reversed : MPI_COMM_WORLD, is_short ? "reversed" : "world");
+  datatypes_beyond_queue(is_short ? reversed : dup, is_short ? "reversed" : "dup");
   interleaved(comms, names, 3, is_short ? 60 : 300);
+  burst(dup, "dup", is_short ? 400 : 2000);
 
   /* The large-count binding. */
   {
