@@ -256,20 +256,17 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
         pairs.push_back({it->send_row, it->send_index, static_cast<uint32_t>(ri), it->first});
     for (auto [it, end] = in(row.collectives); it != end; ++it) instance_ids.insert(it->instance);
   }
-  // Message and collective ends cluster in few blocks: each spilled block is
-  // read once per query.
-  std::map<std::pair<uint32_t, size_t>, std::vector<Record>> spilled;
+  // Message and collective ends cluster in few blocks: each block is read
+  // and unpacked once per query.
+  std::map<std::pair<uint32_t, size_t>, std::vector<Record>> unpacked;
   auto record = [&](uint32_t ri, uint64_t index) {
     const Row& row = *tl.rows[ri];
     std::shared_lock lock(row.mutex);
     std::pair<int64_t, uint64_t> out{0, 0};
     const size_t b = static_cast<size_t>(index / kBlockRecords);
     if (index >= row.count) return out;
-    const Record* records = row.blocks[b].records.get();
-    if (!records) {
-      auto [it, added] = spilled.try_emplace({ri, b});
-      records = added ? tl.block_records(row, b, it->second) : it->second.data();
-    }
+    auto [it, added] = unpacked.try_emplace({ri, b});
+    const Record* records = added ? tl.block_records(row, b, it->second) : it->second.data();
     const Record& r = records[index - uint64_t{b} * kBlockRecords];
     return std::pair<int64_t, uint64_t>{r.enter, row.duration(r, index)};
   };
@@ -416,19 +413,30 @@ std::vector<TimelineCollective> Timeline::collectives() const {
   return query(q).collectives;
 }
 
-uint64_t Timeline::memory_bytes() const {
+Timeline::Memory Timeline::memory() const {
   const Impl& tl = *impl_;
-  uint64_t bytes = tl.memory_used.load(std::memory_order_relaxed);
+  Memory m;
+  m.records = tl.memory_used.load(std::memory_order_relaxed);
   for (const auto& r : tl.rows) {
     std::shared_lock lock(r->mutex);
-    bytes += r->pyramid.bytes() + r->blocks.capacity() * sizeof(BlockInfo) +
-             r->executions.capacity() * (sizeof(Execution) + sizeof(double)) +
-             r->sent.capacity() * sizeof(SentMessage) + r->received.capacity() * sizeof(ReceivedMessage) +
-             r->collectives.capacity() * sizeof(CollectiveRef);
+    m.records += r->blocks.capacity() * sizeof(BlockInfo);
+    m.pyramid += r->pyramid.bytes();
+    m.executions += r->executions.capacity() * sizeof(Execution) + r->execution_parent.capacity() * sizeof(int32_t);
+    m.messages += r->sent.capacity() * sizeof(SentMessage) + r->received.capacity() * sizeof(ReceivedMessage);
+    m.collectives += r->collectives.capacity() * sizeof(CollectiveRef);
+  }
+  {
+    std::lock_guard lock(tl.spill_mutex);
+    m.records_spilled = tl.spill_end;
   }
   std::shared_lock lock(tl.pairs_mutex);
-  bytes += tl.instances.capacity() * sizeof(CollectiveInstance) + tl.members.capacity() * sizeof(EventRefPublic);
-  return bytes;
+  m.collectives += tl.instances.capacity() * sizeof(CollectiveInstance) + tl.members.capacity() * sizeof(EventRefPublic);
+  return m;
+}
+
+uint64_t Timeline::memory_bytes() const {
+  const Memory m = memory();
+  return m.records + m.pyramid + m.executions + m.messages + m.collectives;
 }
 
 }  // namespace prof::analysis

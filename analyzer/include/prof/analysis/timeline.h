@@ -211,8 +211,18 @@ class Timeline {
   std::vector<TimelineNode> nodes() const;  // those known so far
   std::vector<std::string> warnings() const;
   uint64_t events() const;  // calls built so far
-  // Bytes held: records in memory, pyramid, messages, collectives, executions.
+  // Bytes held: records in memory, pyramid, messages, collectives, executions
+  // (the sum of memory()'s parts but the spilled records).
   uint64_t memory_bytes() const;
+  struct Memory {
+    uint64_t records = 0;          // packed call records in memory (and their block list)
+    uint64_t records_spilled = 0;  // packed call records in the spill file (not memory)
+    uint64_t pyramid = 0;
+    uint64_t executions = 0;       // with each one's enclosing execution
+    uint64_t messages = 0;         // both ends
+    uint64_t collectives = 0;      // calls, instances, members
+  };
+  Memory memory() const;
 
   TimelineAnswer query(const TimelineQuery& q) const;
   // Every call of a row overlapping [from, to), however many.
