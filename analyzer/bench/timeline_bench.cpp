@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   unsigned threads = 0;
   int repeats = 50;
   uint32_t buckets = 2000;
-  uint64_t memory_mb = 512;
+  uint64_t memory_mb = prof::analysis::TimelineOptions{}.memory_bytes >> 20;
   app.add_option("TRACE_DIR", dir, "trace directory")->required();
   app.add_option("-j,--threads", threads, "build threads (0: one per core)");
   app.add_option("--repeats", repeats, "queries of each kind");

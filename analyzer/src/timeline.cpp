@@ -4,17 +4,18 @@
 //   Build threads take ranks one at a time and stream each through the same
 //   Interpreter and IntervalTracker as the analysis. Every call becomes a
 //   32-byte record appended to its row (rank, stream); every kBlockRecords
-//   records the row publishes a block under its lock: the block joins the
-//   row's block list (in memory while TimelineOptions::memory_bytes allows,
-//   else written to the spill file) and its calls are added to the pyramid's
+//   records the row publishes a block under its lock: the block, packed
+//   (packing::pack), joins the row's block list (in memory while
+//   TimelineOptions::memory_bytes allows, else written to the spill file),
+//   and its calls are added to the pyramid's
 //   leaves, whose ancestors are then recomputed. So a query, holding a row's
 //   lock shared, always sees whole blocks and a consistent pyramid.
 //   Interval executions are published when their rank is done. Message ends
-//   (per channel, in each rank's order) and collective calls (per
-//   communicator, numbered in each rank's order) are kept until every rank is
-//   done, then paired as the analysis pairs them: the n-th send on a channel
-//   with its n-th receive, the k-th collective call on a communicator of each
-//   member into one instance.
+//   (each with its channel and its ordinal on it) and collective calls (each
+//   with its communicator and sequence number) wait in their rows' lists
+//   until every rank is done, then are paired as the analysis pairs them: the
+//   n-th send on a channel with its n-th receive, the k-th collective call on
+//   a communicator of each member into one instance.
 //
 // Invariants
 //   - A row's records are sorted by enter (a damaged, backwards timestamp is
@@ -178,14 +179,6 @@ void Impl::publish(Row& row) {
 
 namespace {
 
-struct InstanceKey {
-  uint64_t gid = 0, seq = 0;
-  bool operator==(const InstanceKey& o) const { return gid == o.gid && seq == o.seq; }
-};
-struct InstanceHash {
-  uint64_t operator()(const InstanceKey& k) const { return mix64(k.gid * 0x9E3779B97F4A7C15ull ^ k.seq); }
-};
-
 // One rank's pass: the Interpreter's and IntervalTracker's handler.
 struct RankBuilder {
   RankBuilder(Impl& timeline, size_t rank_index)
@@ -225,7 +218,7 @@ struct RankBuilder {
   std::vector<MappedArray<SentMessage>> sent;
   std::vector<MappedArray<ReceivedMessage>> received;
   std::vector<MappedArray<CollectiveRef>> coll_refs;
-  std::vector<MappedArray<uint64_t>> coll_seqs;
+  std::vector<MappedArray<uint32_t>> coll_seqs;
   std::vector<MappedArray<Execution>> executions;
   // Executions open per stream, keyed as the tracker keys its stacks (by the
   // stream number as recorded, a damaged one included).
@@ -383,7 +376,7 @@ struct RankBuilder {
     const uint64_t seq = (*c.seq)++;
     if (!has_record) return;
     of_row(coll_refs, row).push_back(CollectiveRef{record, comm_index(c.gid)});
-    of_row(coll_seqs, row).push_back(seq);
+    of_row(coll_seqs, row).push_back(static_cast<uint32_t>(seq));  // (a row has under 2^32 calls)
   }
   template <class F>
   void problem(const char* category, F&& example, uint64_t = 1) {
@@ -662,40 +655,50 @@ void Timeline::build() {
     if (tl.cancel_flag.load()) return;
   }
   send_index = {};
-  // Collectives: one instance per (communicator, sequence number), numbered
-  // in order of first appearance; members grouped by a count and a fill.
-  FlatMap<InstanceKey, uint32_t, InstanceHash> instance_of;
-  std::vector<CollectiveInstance> instances;
+  // Collectives: one instance per (communicator, sequence number). A rank
+  // numbers its calls on a communicator 0, 1, 2, ..., so the instances are
+  // laid out per communicator (in order of first appearance) by sequence
+  // number, without a hash table; slots no member reached are dropped.
+  // Members are grouped by a count and a fill.
+  std::vector<uint64_t> comm_base(tl.comm_ids.size() + 1, 0);  // per communicator: its first slot
   for (auto& b : builders)
     for (size_t slot = 0; slot < b->coll_refs.size(); ++slot)
       for (size_t i = 0; i < b->coll_refs[slot].size(); ++i) {
-        CollectiveRef& ref = b->coll_refs[slot][i];
-        const InstanceKey key{tl.comm_ids[ref.instance], b->coll_seqs[slot][i]};
-        uint32_t& id = instance_of[key];
-        if (id == 0) {
-          instances.push_back(CollectiveInstance{key.gid, key.seq, 0, 0});
-          id = static_cast<uint32_t>(instances.size());
-        }
-        ++instances[id - 1].count;
-        ref.instance = id - 1;
+        uint64_t& slots = comm_base[b->coll_refs[slot][i].instance + 1];
+        slots = std::max<uint64_t>(slots, uint64_t{b->coll_seqs[slot][i]} + 1);
       }
-  instance_of = {};
+  for (size_t c = 0; c + 1 < comm_base.size(); ++c) comm_base[c + 1] += comm_base[c];
+  MappedArray<uint32_t> slot_count;  // members per slot, then the slot's instance
+  slot_count.resize(comm_base.back());
+  for (auto& b : builders)
+    for (size_t slot = 0; slot < b->coll_refs.size(); ++slot)
+      for (size_t i = 0; i < b->coll_refs[slot].size(); ++i)
+        ++slot_count[comm_base[b->coll_refs[slot][i].instance] + b->coll_seqs[slot][i]];
+  size_t used = 0;
+  for (const uint32_t n : slot_count) used += n > 0;
+  std::vector<CollectiveInstance> instances;
+  instances.reserve(used);
   uint32_t total = 0;
-  for (auto& in : instances) {
-    in.first_member = total;
-    total += in.count;
-    in.count = 0;
-  }
+  for (size_t c = 0; c + 1 < comm_base.size(); ++c)
+    for (uint64_t k = comm_base[c]; k < comm_base[c + 1]; ++k) {
+      if (slot_count[k] == 0) continue;
+      instances.push_back(CollectiveInstance{tl.comm_ids[c], k - comm_base[c], total, 0});
+      total += slot_count[k];
+      slot_count[k] = static_cast<uint32_t>(instances.size() - 1);
+    }
   std::vector<EventRefPublic> members(total);
   for (auto& b : builders) {
     for (size_t slot = 0; slot < b->coll_refs.size(); ++slot)
-      for (const CollectiveRef& ref : b->coll_refs[slot]) {
+      for (size_t i = 0; i < b->coll_refs[slot].size(); ++i) {
+        CollectiveRef& ref = b->coll_refs[slot][i];
+        ref.instance = slot_count[comm_base[ref.instance] + b->coll_seqs[slot][i]];
         CollectiveInstance& in = instances[ref.instance];
         members[in.first_member + in.count++] =
             EventRefPublic{tl.first_row[b->index] + static_cast<uint32_t>(slot), ref.first};
       }
     b->coll_seqs.clear();
   }
+  slot_count = {};
   // Publish, dropping the ends that found no partner.
   for (auto& b : builders) {
     for (uint32_t r = tl.first_row[b->index]; r < tl.first_row[b->index + 1]; ++r) {

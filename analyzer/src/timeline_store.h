@@ -26,7 +26,7 @@ enum RecordFlag : uint8_t {
   kHasComm = 8,
 };
 
-// One call: 32 bytes. Markers keep their interval id in `peer` and their call
+// One call: 32 bytes unpacked (blocks are kept packed: see packing). Markers keep their interval id in `peer` and their call
 // site in `tag`.
 struct Record {
   int64_t enter;      // ns from the trace's start
