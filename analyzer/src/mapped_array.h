@@ -7,10 +7,13 @@
 // hypervisor a page fault costs microseconds, and at 10^8 events that was most
 // of the timeline build's system time. Here growth is mremap(), which moves
 // page tables and copies nothing, and shrinking gives the tail's pages back in
-// place: each page is faulted in once.
+// place: each page is faulted in once. Lists under kMapFrom bytes live on the
+// heap (realloc: copying them is cheap), so a trace of thousands of rows does
+// not spend thousands of mappings (vm.max_map_count) on short lists.
 //
-// Invariants: data_ is null or a mapping of capacity_bytes_ (a whole number of
-// pages); elements [0, size_) are live. Iterators are plain pointers (sorted
+// Invariants: data_ is null, a heap block of capacity_bytes_ (mapped_ false,
+// capacity_bytes_ < kMapFrom), or a mapping of capacity_bytes_ (a whole
+// number of pages); elements [0, size_) are live. Iterators are plain pointers (sorted
 // searches, remove_if and sort work as on a vector).
 #pragma once
 
@@ -18,6 +21,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <type_traits>
@@ -82,14 +86,23 @@ class MappedArray {
     size_ -= static_cast<size_t>(last - first);
   }
   void clear() { size_ = 0; }
-  // Gives the pages past the last element back.
+  // Gives the room past the last element back.
   void shrink_to_fit() {
-    const size_t bytes = round_up(size_ * sizeof(T));
-    if (bytes == capacity_bytes_) return;
-    if (bytes == 0) {
+    if (size_ == 0) {
       release();
       return;
     }
+    if (!mapped_) {
+      const size_t bytes = size_ * sizeof(T);
+      if (bytes == capacity_bytes_) return;
+      if (void* p = std::realloc(data_, bytes)) {
+        data_ = static_cast<T*>(p);
+        capacity_bytes_ = bytes;
+      }
+      return;
+    }
+    const size_t bytes = round_up(size_ * sizeof(T));
+    if (bytes == capacity_bytes_) return;
     void* p = ::mremap(data_, capacity_bytes_, bytes, 0);
     if (p == MAP_FAILED) return;  // (shrinking in place does not fail)
     capacity_bytes_ = bytes;
@@ -102,29 +115,49 @@ class MappedArray {
   }
   static size_t round_up(size_t bytes) { return (bytes + page() - 1) / page() * page(); }
   void grow(size_t at_least) {
-    size_t bytes = capacity_bytes_ ? capacity_bytes_ : page();
+    size_t bytes = capacity_bytes_ ? capacity_bytes_ : 16 * sizeof(T);
     while (bytes < at_least * sizeof(T)) bytes *= 2;
-    void* p = data_ ? ::mremap(data_, capacity_bytes_, bytes, MREMAP_MAYMOVE)
-                    : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!mapped_ && bytes < kMapFrom) {
+      void* p = std::realloc(data_, bytes);
+      if (!p) throw std::bad_alloc();
+      data_ = static_cast<T*>(p);
+      capacity_bytes_ = bytes;
+      return;
+    }
+    bytes = round_up(bytes);
+    void* p = mapped_ ? ::mremap(data_, capacity_bytes_, bytes, MREMAP_MAYMOVE)
+                      : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
+    if (!mapped_ && data_) {  // from the heap: the one copy
+      std::memcpy(p, data_, size_ * sizeof(T));
+      std::free(data_);
+    }
     data_ = static_cast<T*>(p);
     capacity_bytes_ = bytes;
+    mapped_ = true;
   }
   void release() {
-    if (data_) ::munmap(data_, capacity_bytes_);
+    if (data_) {
+      if (mapped_) ::munmap(data_, capacity_bytes_);
+      else std::free(data_);
+    }
     data_ = nullptr;
     size_ = 0;
     capacity_bytes_ = 0;
+    mapped_ = false;
   }
   void swap(MappedArray& o) noexcept {
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
     std::swap(capacity_bytes_, o.capacity_bytes_);
+    std::swap(mapped_, o.mapped_);
   }
 
+  static constexpr size_t kMapFrom = size_t{1} << 20;
   T* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_bytes_ = 0;
+  bool mapped_ = false;
 };
 
 }  // namespace prof::analysis::detail

@@ -437,11 +437,19 @@ TEST(Timeline, MessagesPairSendsWithReceivesAndCollectivesTheirMembers) {
 // and messages on channels that interleave differently at the two ends must
 // pair the n-th send of a channel with its n-th receive.
 TEST(Timeline, CallFieldsAndChannelsSurviveAcrossBlocks) {
-  constexpr int kCalls = 3000;  // about three blocks a row
-  const int32_t tags[3] = {0, 1 << 30, 5};
-  const uint64_t gaps[4] = {10, 5'000'000'000ull, 1, 70'000};
-  const uint64_t durations[3] = {0, 1, 6'000'000'000ull};
-  const uint64_t sizes[5] = {0, 8, uint64_t{1} << 33, UINT32_MAX, 70'000};
+  constexpr int kCalls = 3 * 1024;  // three blocks a row, each with its own ranges of values
+  // Per block: values whose spans need 2 bytes and just over (70,000), 4 and
+  // 8 bytes (past 2^32, and bytes or durations that overflow the record),
+  // 1 byte, and constant columns (no bytes).
+  struct Values {
+    std::vector<uint64_t> gaps, durations, sizes;
+    std::vector<int32_t> tags;
+  };
+  const Values blocks[3] = {
+      {{10, 70'000}, {0, 1, 70'000}, {0, 8, 70'000}, {0, 5, 70'000}},
+      {{1, 5'000'000'000ull}, {0, 6'000'000'000ull}, {0, uint64_t{1} << 33, UINT32_MAX}, {0, 1 << 30}},
+      {{1, 200}, {0, 255, 256}, {8}, {5}},
+  };
   TraceBuilder b(2);
   b.init(0, kStart, kStart + 500);
   b.init(1, kStart, kStart + 500);
@@ -454,13 +462,15 @@ TEST(Timeline, CallFieldsAndChannelsSurviveAcrossBlocks) {
   for (int r = 0; r < 2; ++r) {
     uint64_t t = kStart + 1000;
     for (int i = 0; i < kCalls; ++i) {
+      const Values& v = blocks[(i + 1) / 1024 % 3];  // (the row's first call is MPI_Init)
       // Rank 1 receives the tags in another interleaving than rank 0 sends them.
-      const int32_t tag = tags[(i + r) % 3];
-      const uint64_t d = durations[(i / 7) % 3], bytes = sizes[(i + 3 * r) % 5];
+      const int32_t tag = v.tags[static_cast<size_t>(i + r) % v.tags.size()];
+      const uint64_t d = v.durations[static_cast<size_t>(i / 7) % v.durations.size()];
+      const uint64_t bytes = v.sizes[static_cast<size_t>(i + 3 * r) % v.sizes.size()];
       if (r == 0) b.send(0, t, t + d, 1, tag, bytes);
       else b.recv(1, t, t + d, 0, tag, bytes);
       want[r].push_back(Call{static_cast<int64_t>(t - kStart), d, bytes, tag});
-      t += d + gaps[(i / 3 + r) % 4];
+      t += d + v.gaps[static_cast<size_t>(i / 3 + r) % v.gaps.size()];
     }
     b.finalize(r, t, t + 100);
   }
