@@ -506,7 +506,7 @@ TEST(Timeline, CallFieldsAndChannelsSurviveAcrossBlocks) {
     }
     std::set<std::pair<uint64_t, uint64_t>> expected, got;
     for (const auto& [tag, list] : sends)
-      for (size_t n = 0; n < list.size(); ++n) expected.emplace(list[n], recvs[tag][n]);
+      for (size_t n = 0; n < std::min(list.size(), recvs[tag].size()); ++n) expected.emplace(list[n], recvs[tag][n]);
     for (const auto& m : tl->messages()) {
       EXPECT_EQ(m.send_row, 0u);
       EXPECT_EQ(m.recv_row, 1u);
