@@ -5,7 +5,7 @@
 # queries spread over the run, peak RSS. Results in docs/performance.md.
 # Usage: [ROUNDS=3] bench/run_timeline.sh [BUILD_DIR] [EVENTS...]
 # The 10^8 trace takes about 1.7 GB in a temporary directory (removed at exit),
-# and the timeline spills what exceeds its memory budget (512 MiB) to $TMPDIR.
+# and the timeline spills what exceeds its record budget (256 MiB) to $TMPDIR.
 set -euo pipefail
 build=${1:-build}
 shift $(( $# > 1 ? 1 : $# ))

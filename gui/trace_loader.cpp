@@ -10,11 +10,10 @@ namespace prof::gui {
 
 namespace {
 
-// Call records the timeline keeps in memory: the layer's default (512 MiB)
-// unless the trace is over 1 GiB on disk (some 6*10^7 events), then 128 MiB:
-// at 10^8 events the rest of what the build holds peaks near 2.2 GB, and most
-// records of such a trace are in the spill file either way (measured in
-// docs/performance.md: peak 2.25-2.29 GiB against 2.61-2.66 GiB).
+// Call records the timeline keeps in memory: the layer's default (256 MiB
+// of packed records) unless the trace is over 1 GiB on disk (some 6*10^7
+// events), then 128 MiB: most records of such a trace are in the spill file
+// either way (docs/performance.md, "prof-gui: timeline frames").
 uint64_t record_budget(const QString& dir) {
   uint64_t bytes = 0;
   for (const QFileInfo& file : QDir(dir).entryInfoList({"rank-*.prof"}, QDir::Files)) bytes += static_cast<uint64_t>(file.size());

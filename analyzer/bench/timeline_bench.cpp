@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   unsigned threads = 0;
   int repeats = 50;
   uint32_t buckets = 2000;
-  uint64_t memory_mb = 512;
+  uint64_t memory_mb = prof::analysis::TimelineOptions{}.memory_bytes >> 20;
   app.add_option("TRACE_DIR", dir, "trace directory")->required();
   app.add_option("-j,--threads", threads, "build threads (0: one per core)");
   app.add_option("--repeats", repeats, "queries of each kind");
@@ -95,5 +95,12 @@ int main(int argc, char** argv) {
               timeline->rows().size() * static_cast<size_t>(repeats));
   std::printf("timeline memory %.1f MB, peak RSS %.1f MB\n", timeline->memory_bytes() / 1e6,
               usage.ru_maxrss / 1024.0);
+  // Bytes per event of each part (records: packed, in memory and spilled).
+  const auto m = timeline->memory();
+  const double events = std::max<double>(1, static_cast<double>(timeline->events()));
+  std::printf("bytes per event: records %.2f (%.1f MB in memory, %.1f MB spilled), pyramid %.2f, "
+              "executions %.2f, messages %.2f, collectives %.2f\n",
+              static_cast<double>(m.records + m.records_spilled) / events, m.records / 1e6, m.records_spilled / 1e6,
+              m.pyramid / events, m.executions / events, m.messages / events, m.collectives / events);
   return 0;
 }

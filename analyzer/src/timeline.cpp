@@ -4,17 +4,18 @@
 //   Build threads take ranks one at a time and stream each through the same
 //   Interpreter and IntervalTracker as the analysis. Every call becomes a
 //   32-byte record appended to its row (rank, stream); every kBlockRecords
-//   records the row publishes a block under its lock: the block joins the
-//   row's block list (in memory while TimelineOptions::memory_bytes allows,
-//   else written to the spill file) and its calls are added to the pyramid's
+//   records the row publishes a block under its lock: the block, packed
+//   (packing::pack), joins the row's block list (in memory while
+//   TimelineOptions::memory_bytes allows, else written to the spill file),
+//   and its calls are added to the pyramid's
 //   leaves, whose ancestors are then recomputed. So a query, holding a row's
 //   lock shared, always sees whole blocks and a consistent pyramid.
 //   Interval executions are published when their rank is done. Message ends
-//   (per channel, in each rank's order) and collective calls (per
-//   communicator, numbered in each rank's order) are kept until every rank is
-//   done, then paired as the analysis pairs them: the n-th send on a channel
-//   with its n-th receive, the k-th collective call on a communicator of each
-//   member into one instance.
+//   (each with its channel and its ordinal on it) and collective calls (each
+//   with its communicator and sequence number) wait in their rows' lists
+//   until every rank is done, then are paired as the analysis pairs them: the
+//   n-th send on a channel with its n-th receive, the k-th collective call on
+//   a communicator of each member into one instance.
 //
 // Invariants
 //   - A row's records are sorted by enter (a damaged, backwards timestamp is
@@ -73,7 +74,7 @@ TimelineKind kind_of(FuncKind k) {
   return TimelineKind::OtherMpi;
 }
 
-bool Impl::spill(const Record* records, uint32_t count, uint64_t* offset) {
+bool Impl::spill(const uint8_t* data, size_t size, uint64_t* offset) {
   std::lock_guard lock(spill_mutex);
   if (spill_fd < 0) {
     std::string dir = options.spill_dir;
@@ -86,34 +87,38 @@ bool Impl::spill(const Record* records, uint32_t count, uint64_t* offset) {
     if (spill_fd < 0) return false;
     unlink(path.c_str());  // gone with the last descriptor
   }
-  const size_t bytes = size_t{count} * sizeof(Record);
-  const char* p = reinterpret_cast<const char*>(records);
+  const char* p = reinterpret_cast<const char*>(data);
   size_t done = 0;
-  while (done < bytes) {
-    const ssize_t n = pwrite(spill_fd, p + done, bytes - done, static_cast<off_t>(spill_end + done));
+  while (done < size) {
+    const ssize_t n = pwrite(spill_fd, p + done, size - done, static_cast<off_t>(spill_end + done));
     if (n <= 0) return false;
     done += static_cast<size_t>(n);
   }
   *offset = spill_end;
-  spill_end += bytes;
+  spill_end += size;
   return true;
 }
 
 const Record* Impl::block_records(const Row& row, size_t b, std::vector<Record>& buffer) const {
   const BlockInfo& info = row.blocks[b];
-  if (info.records) return info.records.get();
   buffer.resize(info.count);
-  const size_t bytes = size_t{info.count} * sizeof(Record);
-  char* p = reinterpret_cast<char*>(buffer.data());
+  if (info.packed) {
+    packing::unpack(info.packed.get(), info.count, buffer.data());
+    return buffer.data();
+  }
+  thread_local std::vector<uint8_t> bytes;
+  bytes.resize(info.packed_bytes);
   size_t done = 0;
-  while (done < bytes) {
-    const ssize_t n = pread(spill_fd, p + done, bytes - done, static_cast<off_t>(info.file_offset + done));
-    if (n <= 0) {
-      std::memset(p + done, 0, bytes - done);  // (cannot happen short of a disk error)
-      break;
+  while (done < bytes.size()) {
+    const ssize_t n = pread(spill_fd, bytes.data() + done, bytes.size() - done,
+                            static_cast<off_t>(info.file_offset + done));
+    if (n <= 0) {  // (cannot happen short of a disk error)
+      std::fill(buffer.begin(), buffer.end(), Record{});
+      return buffer.data();
     }
     done += static_cast<size_t>(n);
   }
+  packing::unpack(bytes.data(), info.count, buffer.data());
   return buffer.data();
 }
 
@@ -124,17 +129,21 @@ void Impl::publish(Row& row) {
   BlockInfo info;
   info.count = count;
   info.first_enter = row.pending.front().enter;
-  const uint64_t bytes = uint64_t{count} * sizeof(Record);
+  thread_local std::vector<uint8_t> packed;
+  packed.clear();
+  packing::pack(row.pending.data(), count, packed);
+  info.packed_bytes = static_cast<uint32_t>(packed.size());
+  const uint64_t bytes = packed.size();
   bool in_memory = memory_used.load(std::memory_order_relaxed) + bytes <= options.memory_bytes;
-  if (!in_memory && !spill(row.pending.data(), count, &info.file_offset)) {
+  if (!in_memory && !spill(packed.data(), packed.size(), &info.file_offset)) {
     in_memory = true;  // no room on disk: memory it is
     std::lock_guard lock(warnings_mutex);
     if (!spill_failed) warning_list.push_back("timeline: cannot write the spill file; records stay in memory");
     spill_failed = true;
   }
   if (in_memory) {
-    info.records.reset(new Record[count]);
-    std::copy(row.pending.begin(), row.pending.end(), info.records.get());
+    info.packed.reset(new uint8_t[packed.size()]);
+    std::copy(packed.begin(), packed.end(), info.packed.get());
     memory_used.fetch_add(bytes, std::memory_order_relaxed);
   }
   std::unique_lock lock(row.mutex);
@@ -170,21 +179,6 @@ void Impl::publish(Row& row) {
 
 namespace {
 
-// A message end: its row and its slot in the row's sent (received) list.
-struct EventRef {
-  uint32_t row, slot;
-};
-struct CollEnd {
-  uint64_t gid, seq;
-};
-struct InstanceKey {
-  uint64_t gid = 0, seq = 0;
-  bool operator==(const InstanceKey& o) const { return gid == o.gid && seq == o.seq; }
-};
-struct InstanceHash {
-  uint64_t operator()(const InstanceKey& k) const { return mix64(k.gid * 0x9E3779B97F4A7C15ull ^ k.seq); }
-};
-
 // One rank's pass: the Interpreter's and IntervalTracker's handler.
 struct RankBuilder {
   RankBuilder(Impl& timeline, size_t rank_index)
@@ -209,18 +203,23 @@ struct RankBuilder {
   };
   FlatMap<NodeCacheKey, uint32_t, NodeCacheHash> node_cache;  // (parent, raw call site, id) -> node + 1
   FlatMap<uint64_t, uint32_t> comm_cache;             // gid -> index into Impl::comm_ids
-  FlatMap<ChannelKey, uint32_t, ChannelHash> send_list, recv_list;  // channel -> list + 1
-  std::vector<std::vector<EventRef>> sends, recvs;
+  // Channels of the rank's sends (receives): key -> channel number + 1, and
+  // per channel number its key and how many ends it has so far.
+  FlatMap<ChannelKey, uint32_t, ChannelHash> send_list, recv_list;
   std::vector<ChannelKey> send_keys, recv_keys;
-  // Per row of the rank (by stream slot), in index order: message ends (the
-  // other end filled in when pairing), collective calls, and executions in
-  // order of start (a slot taken at the begin, its end set at the end).
-  std::vector<std::vector<SentMessage>> sent;
-  std::vector<std::vector<ReceivedMessage>> received;
-  std::vector<std::vector<CollectiveRef>> coll_refs;
-  std::vector<CollEnd> colls;  // parallel to coll_refs, flattened in call order
-  std::vector<std::pair<uint32_t, uint32_t>> coll_order;  // (slot, position in coll_refs[slot])
-  std::vector<std::vector<Execution>> executions;
+  std::vector<uint32_t> send_counts, recv_counts;
+  // Per row of the rank (by stream slot), in index order: message ends,
+  // collective calls, and executions in order of start (a slot taken at the
+  // begin, its end set at the end). Until pairing, a message end holds its
+  // channel number and its ordinal on the channel where its partner will go,
+  // and a collective call the index of its communicator's global id where
+  // its instance will go, with its sequence number in `coll_seqs`: no list
+  // beside them waits for pairing.
+  std::vector<MappedArray<SentMessage>> sent;
+  std::vector<MappedArray<ReceivedMessage>> received;
+  std::vector<MappedArray<CollectiveRef>> coll_refs;
+  std::vector<MappedArray<uint32_t>> coll_seqs;
+  std::vector<MappedArray<Execution>> executions;
   // Executions open per stream, keyed as the tracker keys its stacks (by the
   // stream number as recorded, a damaged one included).
   std::vector<std::vector<uint32_t>> open_slots;
@@ -231,8 +230,8 @@ struct RankBuilder {
     if (open_slots.size() < streams) open_slots.resize(streams);
     return open_slots[stream];
   }
-  template <class T>
-  std::vector<T>& of_row(std::vector<std::vector<T>>& v, uint32_t r) {
+  template <class List>
+  List& of_row(std::vector<List>& v, uint32_t r) {
     const size_t slot = r - tl.first_row[index];
     if (v.size() <= slot) v.resize(slot + 1);
     return v[slot];
@@ -352,27 +351,23 @@ struct RankBuilder {
   }
   void send(const ChannelKey& k, double, double, const Event&) {
     if (!has_record) return;
-    uint32_t& list = send_list[k];
-    if (list == 0) {
-      sends.emplace_back();
-      send_keys.push_back(k);
-      list = static_cast<uint32_t>(sends.size());
-    }
-    auto& ends = of_row(sent, row);
-    sends[list - 1].push_back(EventRef{row, static_cast<uint32_t>(ends.size())});
-    ends.push_back(SentMessage{record, UINT32_MAX, UINT32_MAX});
+    const uint32_t channel = channel_of(send_list, send_keys, send_counts, k);
+    of_row(sent, row).push_back(SentMessage{record, channel, send_counts[channel]++});
   }
   void recv(const ChannelKey& k, double, uint64_t, double, double, const Event&) {
     if (!has_record) return;
-    uint32_t& list = recv_list[k];
-    if (list == 0) {
-      recvs.emplace_back();
-      recv_keys.push_back(k);
-      list = static_cast<uint32_t>(recvs.size());
+    const uint32_t channel = channel_of(recv_list, recv_keys, recv_counts, k);
+    of_row(received, row).push_back(ReceivedMessage{record, channel, recv_counts[channel]++});
+  }
+  static uint32_t channel_of(FlatMap<ChannelKey, uint32_t, ChannelHash>& list, std::vector<ChannelKey>& keys,
+                             std::vector<uint32_t>& counts, const ChannelKey& k) {
+    uint32_t& number = list[k];
+    if (number == 0) {
+      keys.push_back(k);
+      counts.push_back(0);
+      number = static_cast<uint32_t>(keys.size());
     }
-    auto& ends = of_row(received, row);
-    recvs[list - 1].push_back(EventRef{row, static_cast<uint32_t>(ends.size())});
-    ends.push_back(ReceivedMessage{record, UINT32_MAX, UINT32_MAX});
+    return number - 1;
   }
   uint64_t hold(double) { return HoldQueue::kNone; }
   void release(uint64_t) {}
@@ -380,10 +375,8 @@ struct RankBuilder {
   void collective(const CommInfo& c, bool, double, double, const Event&) {
     const uint64_t seq = (*c.seq)++;
     if (!has_record) return;
-    auto& refs = of_row(coll_refs, row);
-    coll_order.emplace_back(row - tl.first_row[index], static_cast<uint32_t>(refs.size()));
-    refs.push_back(CollectiveRef{record, 0});
-    colls.push_back(CollEnd{c.gid, seq});
+    of_row(coll_refs, row).push_back(CollectiveRef{record, comm_index(c.gid)});
+    of_row(coll_seqs, row).push_back(static_cast<uint32_t>(seq));  // (a row has under 2^32 calls)
   }
   template <class F>
   void problem(const char* category, F&& example, uint64_t = 1) {
@@ -437,13 +430,10 @@ struct RankBuilder {
     for (uint32_t r = tl.first_row[index]; r < tl.first_row[index + 1]; ++r) tl.publish(*tl.rows[r]);
     // What waits for pairing, without the slack of growth (other ranks are
     // still being built: this is the build's peak).
-    for (auto* lists : {&sends, &recvs})
-      for (auto& l : *lists) l.shrink_to_fit();
     for (auto& l : sent) l.shrink_to_fit();
     for (auto& l : received) l.shrink_to_fit();
     for (auto& l : coll_refs) l.shrink_to_fit();
-    colls.shrink_to_fit();
-    coll_order.shrink_to_fit();
+    for (auto& l : coll_seqs) l.shrink_to_fit();
     for (size_t slot = 0; slot < executions.size(); ++slot) {
       auto& list = executions[slot];
       auto by_start = [](const Execution& a, const Execution& b) { return a.start < b.start; };
@@ -451,7 +441,9 @@ struct RankBuilder {
         std::stable_sort(list.begin(), list.end(), by_start);
       // Each execution's innermost enclosing one on the row (-1: none):
       // executions of a thread nest, so a stack over them in order of start.
-      std::vector<int32_t> parent(list.size(), -1);
+      MappedArray<int32_t> parent;
+      parent.resize(list.size());
+      std::fill(parent.begin(), parent.end(), -1);
       std::vector<int32_t> enclosing;
       for (size_t i = 0; i < list.size(); ++i) {
         while (!enclosing.empty() && list[static_cast<size_t>(enclosing.back())].end <= list[i].start)
@@ -461,7 +453,8 @@ struct RankBuilder {
       }
       Row& r = *tl.rows[tl.first_row[index] + slot];
       std::unique_lock lock(r.mutex);
-      list.shrink_to_fit();  // grown by doubling: up to twice the bytes
+      list.shrink_to_fit();
+      parent.shrink_to_fit();
       r.executions = std::move(list);
       r.execution_parent = std::move(parent);
     }
@@ -606,65 +599,106 @@ void Timeline::build() {
   for (auto& t : pool) t.join();
   if (tl.cancel_flag.load()) return;
 
-  // Messages: the n-th send on a channel with its n-th receive.
+  // Messages: the n-th send on a channel with its n-th receive. Each rank's
+  // sends are indexed by (channel, ordinal) with a counting sort (4 bytes a
+  // send, the only memory pairing adds), then every receive finds its send.
+  struct SendIndex {
+    std::vector<uint64_t> channel_start;  // per channel number: its first entry
+    std::vector<uint32_t> position;       // the send's place in the rank's rows, concatenated
+    std::vector<uint32_t> row_start;      // per stream slot: its first place
+  };
+  std::vector<SendIndex> send_index(ranks);
+  for (size_t s = 0; s < ranks; ++s) {
+    RankBuilder& src = *builders[s];
+    SendIndex& at = send_index[s];
+    at.channel_start.resize(src.send_counts.size() + 1, 0);
+    for (size_t c = 0; c < src.send_counts.size(); ++c)
+      at.channel_start[c + 1] = at.channel_start[c] + src.send_counts[c];
+    at.position.resize(at.channel_start.back());
+    uint32_t place = 0;
+    for (auto& row_ends : src.sent) {
+      at.row_start.push_back(place);
+      for (SentMessage& end : row_ends) {
+        at.position[at.channel_start[end.recv_row] + end.recv_index] = place++;
+        end.recv_row = end.recv_index = UINT32_MAX;  // no partner yet
+      }
+    }
+  }
   for (size_t d = 0; d < ranks; ++d) {
     RankBuilder& dst = *builders[d];
-    for (size_t list = 0; list < dst.recvs.size(); ++list) {
-      const ChannelKey& key = dst.recv_keys[list];
-      const int si = (*tl.world_index)(key.src);
+    // Per receive channel: the sending rank and its channel number (none: -1).
+    std::vector<std::pair<int, uint32_t>> source(dst.recv_keys.size(), {-1, 0});
+    for (size_t c = 0; c < dst.recv_keys.size(); ++c) {
+      const int si = (*tl.world_index)(dst.recv_keys[c].src);
       if (si < 0) continue;
-      RankBuilder& src = *builders[static_cast<size_t>(si)];
-      const uint32_t* s = src.send_list.find(key);
-      if (!s) continue;
-      const auto& ends = src.sends[*s - 1];
-      const auto& recvs = dst.recvs[list];
-      const size_t n = std::min(ends.size(), recvs.size());
-      for (size_t i = 0; i < n; ++i) {
-        SentMessage& out = src.of_row(src.sent, ends[i].row)[ends[i].slot];
-        ReceivedMessage& in = dst.of_row(dst.received, recvs[i].row)[recvs[i].slot];
-        out.recv_row = recvs[i].row;
+      if (const uint32_t* s = builders[static_cast<size_t>(si)]->send_list.find(dst.recv_keys[c]))
+        source[c] = {si, *s - 1};
+    }
+    for (size_t slot = 0; slot < dst.received.size(); ++slot)
+      for (ReceivedMessage& in : dst.received[slot]) {
+        const auto [si, channel] = source[in.send_row];
+        const uint32_t ordinal = in.send_index;
+        in.send_row = in.send_index = UINT32_MAX;  // no partner unless found below
+        if (si < 0) continue;
+        RankBuilder& src = *builders[static_cast<size_t>(si)];
+        const SendIndex& at = send_index[static_cast<size_t>(si)];
+        if (ordinal >= src.send_counts[channel]) continue;
+        const uint32_t place = at.position[at.channel_start[channel] + ordinal];
+        const size_t src_slot =
+            static_cast<size_t>(std::upper_bound(at.row_start.begin(), at.row_start.end(), place) - at.row_start.begin()) - 1;
+        SentMessage& out = src.sent[src_slot][place - at.row_start[src_slot]];
+        out.recv_row = tl.first_row[d] + static_cast<uint32_t>(slot);
         out.recv_index = in.first;
-        in.send_row = ends[i].row;
+        in.send_row = tl.first_row[static_cast<size_t>(si)] + static_cast<uint32_t>(src_slot);
         in.send_index = out.first;
       }
-    }
-    dst.recvs = {};  // read once
-    dst.recv_keys = {};
     if (tl.cancel_flag.load()) return;
   }
-  // Collectives: one instance per (communicator, sequence number), numbered
-  // in order of first appearance; members grouped by a count and a fill.
-  FlatMap<InstanceKey, uint32_t, InstanceHash> instance_of;
-  std::vector<CollectiveInstance> instances;
+  send_index = {};
+  // Collectives: one instance per (communicator, sequence number). A rank
+  // numbers its calls on a communicator 0, 1, 2, ..., so the instances are
+  // laid out per communicator (in order of first appearance) by sequence
+  // number, without a hash table; slots no member reached are dropped.
+  // Members are grouped by a count and a fill.
+  std::vector<uint64_t> comm_base(tl.comm_ids.size() + 1, 0);  // per communicator: its first slot
   for (auto& b : builders)
-    for (size_t i = 0; i < b->colls.size(); ++i) {
-      uint32_t& id = instance_of[InstanceKey{b->colls[i].gid, b->colls[i].seq}];
-      if (id == 0) {
-        instances.push_back(CollectiveInstance{b->colls[i].gid, b->colls[i].seq, 0, 0});
-        id = static_cast<uint32_t>(instances.size());
+    for (size_t slot = 0; slot < b->coll_refs.size(); ++slot)
+      for (size_t i = 0; i < b->coll_refs[slot].size(); ++i) {
+        uint64_t& slots = comm_base[b->coll_refs[slot][i].instance + 1];
+        slots = std::max<uint64_t>(slots, uint64_t{b->coll_seqs[slot][i]} + 1);
       }
-      ++instances[id - 1].count;
-      const auto [slot, position] = b->coll_order[i];
-      b->coll_refs[slot][position].instance = id - 1;
-    }
-  instance_of = {};
+  for (size_t c = 0; c + 1 < comm_base.size(); ++c) comm_base[c + 1] += comm_base[c];
+  MappedArray<uint32_t> slot_count;  // members per slot, then the slot's instance
+  slot_count.resize(comm_base.back());
+  for (auto& b : builders)
+    for (size_t slot = 0; slot < b->coll_refs.size(); ++slot)
+      for (size_t i = 0; i < b->coll_refs[slot].size(); ++i)
+        ++slot_count[comm_base[b->coll_refs[slot][i].instance] + b->coll_seqs[slot][i]];
+  size_t used = 0;
+  for (const uint32_t n : slot_count) used += n > 0;
+  std::vector<CollectiveInstance> instances;
+  instances.reserve(used);
   uint32_t total = 0;
-  for (auto& in : instances) {
-    in.first_member = total;
-    total += in.count;
-    in.count = 0;
-  }
+  for (size_t c = 0; c + 1 < comm_base.size(); ++c)
+    for (uint64_t k = comm_base[c]; k < comm_base[c + 1]; ++k) {
+      if (slot_count[k] == 0) continue;
+      instances.push_back(CollectiveInstance{tl.comm_ids[c], k - comm_base[c], total, 0});
+      total += slot_count[k];
+      slot_count[k] = static_cast<uint32_t>(instances.size() - 1);
+    }
   std::vector<EventRefPublic> members(total);
   for (auto& b : builders) {
-    for (size_t i = 0; i < b->colls.size(); ++i) {
-      const auto [slot, position] = b->coll_order[i];
-      const CollectiveRef& ref = b->coll_refs[slot][position];
-      CollectiveInstance& in = instances[ref.instance];
-      members[in.first_member + in.count++] = EventRefPublic{tl.first_row[b->index] + slot, ref.first};
-    }
-    b->colls = {};
-    b->coll_order = {};
+    for (size_t slot = 0; slot < b->coll_refs.size(); ++slot)
+      for (size_t i = 0; i < b->coll_refs[slot].size(); ++i) {
+        CollectiveRef& ref = b->coll_refs[slot][i];
+        ref.instance = slot_count[comm_base[ref.instance] + b->coll_seqs[slot][i]];
+        CollectiveInstance& in = instances[ref.instance];
+        members[in.first_member + in.count++] =
+            EventRefPublic{tl.first_row[b->index] + static_cast<uint32_t>(slot), ref.first};
+      }
+    b->coll_seqs.clear();
   }
+  slot_count = {};
   // Publish, dropping the ends that found no partner.
   for (auto& b : builders) {
     for (uint32_t r = tl.first_row[b->index]; r < tl.first_row[b->index + 1]; ++r) {

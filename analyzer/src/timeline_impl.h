@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "interpret.h"
+#include "mapped_array.h"
 #include "prof/analysis/timeline.h"
 #include "prof/trace_reader.h"
 #include "timeline_store.h"
@@ -24,7 +25,8 @@ struct BlockInfo {
   int64_t first_enter = 0;
   int64_t max_leave = 0;  // the largest leave of this block and every one before it
   uint32_t count = 0;
-  std::unique_ptr<Record[]> records;  // null: in the spill file at file_offset
+  uint32_t packed_bytes = 0;            // its records packed (packing::pack)
+  std::unique_ptr<uint8_t[]> packed;    // null: in the spill file at file_offset
   uint64_t file_offset = 0;
 };
 
@@ -63,11 +65,11 @@ struct Row {
   int64_t published_leave = 0;  // the last published call's leave (user time runs from it)
   bool has_published_leave = false;
   std::unordered_map<uint64_t, uint64_t> big_durations, big_bytes;
-  std::vector<Execution> executions;       // sorted by start
-  std::vector<int32_t> execution_parent;   // the innermost one enclosing each (-1: none)
-  std::vector<SentMessage> sent;           // by send index
-  std::vector<ReceivedMessage> received;   // by receive index
-  std::vector<CollectiveRef> collectives;  // by call index
+  detail::MappedArray<Execution> executions;       // sorted by start
+  detail::MappedArray<int32_t> execution_parent;   // the innermost one enclosing each (-1: none)
+  detail::MappedArray<SentMessage> sent;           // by send index
+  detail::MappedArray<ReceivedMessage> received;   // by receive index
+  detail::MappedArray<CollectiveRef> collectives;  // by call index
   // The builder's alone.
   std::vector<Record> pending;
   std::vector<std::pair<uint64_t, uint64_t>> pending_durations, pending_bytes;
@@ -103,7 +105,7 @@ struct Impl {
   std::map<std::string, uint64_t> problem_counts;
   bool spill_failed = false;
 
-  std::mutex spill_mutex;
+  mutable std::mutex spill_mutex;
   int spill_fd = -1;
   uint64_t spill_end = 0;
   std::atomic<uint64_t> memory_used{0};
@@ -134,12 +136,11 @@ struct Impl {
     std::lock_guard lock(warnings_mutex);
     ++problem_counts[category];
   }
-  bool spill(const Record* records, uint32_t count, uint64_t* offset);
+  bool spill(const uint8_t* bytes, size_t size, uint64_t* offset);
   void publish(Row& row);
   void report_progress();
   double built_fraction() const;
-  // A block's records (caller holds the row's lock); `buffer` holds them
-  // when they come from the spill file.
+  // A block's records, unpacked into `buffer` (caller holds the row's lock).
   const Record* block_records(const Row& row, size_t block, std::vector<Record>& buffer) const;
 };
 

@@ -57,13 +57,32 @@ TimelineCall to_call(const Impl& tl, const std::vector<uint64_t>& comms, const R
   return c;
 }
 
+// The blocks one query has unpacked: finding a range, listing its calls and
+// reading the far ends of its messages mostly touch the same few blocks, each
+// unpacked once. Bounded (all forgotten past kKept): a pointer it gives is
+// valid until the next call.
+class Unpacked {
+ public:
+  explicit Unpacked(const Impl& tl) : tl_(tl) {}
+  // Block b of a row (caller holds the row's lock).
+  const Record* block(const Row& row, size_t b) {
+    if (blocks_.size() >= kKept) blocks_.clear();
+    auto [it, added] = blocks_.try_emplace({&row, b});
+    return added ? tl_.block_records(row, b, it->second) : it->second.data();
+  }
+
+ private:
+  static constexpr size_t kKept = 64;  // 2 MiB
+  const Impl& tl_;
+  std::map<std::pair<const Row*, size_t>, std::vector<Record>> blocks_;
+};
+
 // Reads a row's published records [first, last) (caller holds its lock).
 template <class F>
-void for_records(const Impl& tl, const Row& row, uint64_t first, uint64_t last, F&& f) {
-  std::vector<Record> buffer;
+void for_records(Unpacked& blocks, const Row& row, uint64_t first, uint64_t last, F&& f) {
   for (uint64_t i = first; i < last;) {
     const size_t b = static_cast<size_t>(i / kBlockRecords);
-    const Record* records = tl.block_records(row, b, buffer);
+    const Record* records = blocks.block(row, b);
     const uint64_t base = uint64_t{b} * kBlockRecords;
     const uint64_t end = std::min<uint64_t>(last, base + row.blocks[b].count);
     for (; i < end; ++i) f(i, records[i - base]);
@@ -73,9 +92,8 @@ void for_records(const Impl& tl, const Row& row, uint64_t first, uint64_t last, 
 // The index range of a row's calls that may overlap [from, to): from the
 // first that leaves at or after `from` to the first that enters at or after
 // `to` (caller holds the row's lock).
-std::pair<uint64_t, uint64_t> index_range(const Impl& tl, const Row& row, double from, double to) {
+std::pair<uint64_t, uint64_t> index_range(Unpacked& unpacked, const Row& row, double from, double to) {
   if (row.blocks.empty() || !(from < to)) return {0, 0};
-  std::vector<Record> buffer;
   const auto& blocks = row.blocks;
   // First: the block where the running maximum of leaves reaches `from`.
   const size_t bf = static_cast<size_t>(
@@ -85,7 +103,7 @@ std::pair<uint64_t, uint64_t> index_range(const Impl& tl, const Row& row, double
   if (bf == blocks.size()) return {row.count, row.count};
   uint64_t first = uint64_t{bf} * kBlockRecords;
   {
-    const Record* r = tl.block_records(row, bf, buffer);
+    const Record* r = unpacked.block(row, bf);
     uint32_t k = 0;
     while (k < blocks[bf].count &&
            static_cast<double>(r[k].enter + static_cast<int64_t>(row.duration(r[k], first + k))) < from)
@@ -98,7 +116,7 @@ std::pair<uint64_t, uint64_t> index_range(const Impl& tl, const Row& row, double
                            [&](const BlockInfo& b) { return static_cast<double>(b.first_enter) < to; }) -
       blocks.begin());
   if (bl == 0) return {0, 0};
-  const Record* r = tl.block_records(row, bl - 1, buffer);
+  const Record* r = unpacked.block(row, bl - 1);
   const uint32_t k = static_cast<uint32_t>(
       std::partition_point(r, r + blocks[bl - 1].count,
                            [&](const Record& x) { return static_cast<double>(x.enter) < to; }) - r);
@@ -121,7 +139,7 @@ TimelineBucket to_bucket(const Cell& c) {
   return b;
 }
 
-void summarize(const Impl& tl, const Row& row, double from, double to, uint32_t width,
+void summarize(Unpacked& unpacked, const Row& row, double from, double to, uint32_t width,
                std::pair<uint64_t, uint64_t> range, TimelineRowAnswer& out) {
   const double target = (to - from) / width;
   const Pyramid& p = row.pyramid;
@@ -156,12 +174,12 @@ void summarize(const Impl& tl, const Row& row, double from, double to, uint32_t 
   bool has_previous = false;
   int64_t previous_leave = 0;
   if (first > 0) {
-    for_records(tl, row, first - 1, first, [&](uint64_t i, const Record& r) {
+    for_records(unpacked, row, first - 1, first, [&](uint64_t i, const Record& r) {
       previous_leave = r.enter + static_cast<int64_t>(row.duration(r, i));
     });
     has_previous = true;
   }
-  for_records(tl, row, first, last, [&](uint64_t i, const Record& r) {
+  for_records(unpacked, row, first, last, [&](uint64_t i, const Record& r) {
     const uint64_t d = row.duration(r, i);
     g.add_call(r, d, static_cast<uint32_t>(i), has_previous, previous_leave);
     has_previous = true;
@@ -188,6 +206,7 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
   // Rows answered with calls: their index ranges (for messages and collectives).
   std::map<size_t, std::pair<uint64_t, uint64_t>> listed;
   const std::vector<uint64_t> comms = comm_ids(tl);
+  Unpacked unpacked(tl);
   for (size_t ri : rows) {
     if (ri >= tl.rows.size()) continue;
     const Row& row = *tl.rows[ri];
@@ -204,9 +223,9 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
       answer.rows.push_back(std::move(out));
       continue;
     }
-    const auto range = index_range(tl, row, from, to);
+    const auto range = index_range(unpacked, row, from, to);
     if (range.second - range.first <= cap) {
-      for_records(tl, row, range.first, range.second, [&](uint64_t i, const Record& r) {
+      for_records(unpacked, row, range.first, range.second, [&](uint64_t i, const Record& r) {
         const TimelineCall c = to_call(tl, comms, row, ri, i, r);
         if (overlaps(c.enter, c.leave(), from, to)) out.calls.push_back(c);
       });
@@ -227,7 +246,7 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
         for (size_t i : picked) out.executions.push_back(TimelineExecution{ri, ex[i].node, ex[i].start, ex[i].end});
       }
     } else {
-      summarize(tl, row, from, to, width, range, out);
+      summarize(unpacked, row, from, to, width, range, out);
     }
     answer.rows.push_back(std::move(out));
   }
@@ -256,20 +275,13 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
         pairs.push_back({it->send_row, it->send_index, static_cast<uint32_t>(ri), it->first});
     for (auto [it, end] = in(row.collectives); it != end; ++it) instance_ids.insert(it->instance);
   }
-  // Message and collective ends cluster in few blocks: each spilled block is
-  // read once per query.
-  std::map<std::pair<uint32_t, size_t>, std::vector<Record>> spilled;
   auto record = [&](uint32_t ri, uint64_t index) {
     const Row& row = *tl.rows[ri];
     std::shared_lock lock(row.mutex);
     std::pair<int64_t, uint64_t> out{0, 0};
     const size_t b = static_cast<size_t>(index / kBlockRecords);
     if (index >= row.count) return out;
-    const Record* records = row.blocks[b].records.get();
-    if (!records) {
-      auto [it, added] = spilled.try_emplace({ri, b});
-      records = added ? tl.block_records(row, b, it->second) : it->second.data();
-    }
+    const Record* records = unpacked.block(row, b);
     const Record& r = records[index - uint64_t{b} * kBlockRecords];
     return std::pair<int64_t, uint64_t>{r.enter, row.duration(r, index)};
   };
@@ -316,8 +328,9 @@ std::vector<TimelineCall> Timeline::calls(size_t ri, double from, double to) con
   std::shared_lock lock(row.mutex);
   from = std::max(from, -1.0);
   if (!std::isfinite(to)) to = std::numeric_limits<double>::max();
-  const auto range = index_range(tl, row, from, to);
-  for_records(tl, row, range.first, range.second, [&](uint64_t i, const Record& r) {
+  Unpacked unpacked(tl);
+  const auto range = index_range(unpacked, row, from, to);
+  for_records(unpacked, row, range.first, range.second, [&](uint64_t i, const Record& r) {
     TimelineCall c = to_call(tl, comms, row, ri, i, r);
     if (overlaps(c.enter, c.leave(), from, to)) out.push_back(c);
   });
@@ -339,7 +352,8 @@ std::optional<TimelineCall> Timeline::call(size_t ri, uint64_t index) const {
   std::shared_lock lock(row.mutex);
   if (index >= row.count) return std::nullopt;
   std::optional<TimelineCall> out;
-  for_records(tl, row, index, index + 1,
+  Unpacked unpacked(tl);
+  for_records(unpacked, row, index, index + 1,
               [&](uint64_t i, const Record& r) { out = to_call(tl, comms, row, ri, i, r); });
   return out;
 }
@@ -416,19 +430,30 @@ std::vector<TimelineCollective> Timeline::collectives() const {
   return query(q).collectives;
 }
 
-uint64_t Timeline::memory_bytes() const {
+Timeline::Memory Timeline::memory() const {
   const Impl& tl = *impl_;
-  uint64_t bytes = tl.memory_used.load(std::memory_order_relaxed);
+  Memory m;
+  m.records = tl.memory_used.load(std::memory_order_relaxed);
   for (const auto& r : tl.rows) {
     std::shared_lock lock(r->mutex);
-    bytes += r->pyramid.bytes() + r->blocks.capacity() * sizeof(BlockInfo) +
-             r->executions.capacity() * (sizeof(Execution) + sizeof(double)) +
-             r->sent.capacity() * sizeof(SentMessage) + r->received.capacity() * sizeof(ReceivedMessage) +
-             r->collectives.capacity() * sizeof(CollectiveRef);
+    m.records += r->blocks.capacity() * sizeof(BlockInfo);
+    m.pyramid += r->pyramid.bytes();
+    m.executions += r->executions.capacity() * sizeof(Execution) + r->execution_parent.capacity() * sizeof(int32_t);
+    m.messages += r->sent.capacity() * sizeof(SentMessage) + r->received.capacity() * sizeof(ReceivedMessage);
+    m.collectives += r->collectives.capacity() * sizeof(CollectiveRef);
+  }
+  {
+    std::lock_guard lock(tl.spill_mutex);
+    m.records_spilled = tl.spill_end;
   }
   std::shared_lock lock(tl.pairs_mutex);
-  bytes += tl.instances.capacity() * sizeof(CollectiveInstance) + tl.members.capacity() * sizeof(EventRefPublic);
-  return bytes;
+  m.collectives += tl.instances.capacity() * sizeof(CollectiveInstance) + tl.members.capacity() * sizeof(EventRefPublic);
+  return m;
+}
+
+uint64_t Timeline::memory_bytes() const {
+  const Memory m = memory();
+  return m.records + m.pyramid + m.executions + m.messages + m.collectives;
 }
 
 }  // namespace prof::analysis

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cmath>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "trace_builder.h"
@@ -427,6 +428,91 @@ TEST(Timeline, MessagesPairSendsWithReceivesAndCollectivesTheirMembers) {
         EXPECT_EQ((m.enter - 1000) / int64_t(kPeriod), (c.members[0].enter - 1000) / int64_t(kPeriod));
       }
     }
+  }
+}
+
+// Records are kept packed per block, each field in the fewest bytes that its
+// values in the block need: every field must come back exactly, at every
+// width (gaps and durations past 2^32 ns, bytes past 2^32, tags up to 2^30),
+// and messages on channels that interleave differently at the two ends must
+// pair the n-th send of a channel with its n-th receive.
+TEST(Timeline, CallFieldsAndChannelsSurviveAcrossBlocks) {
+  constexpr int kCalls = 3 * 1024;  // three blocks a row, each with its own ranges of values
+  // Per block: values whose spans need 2 bytes and just over (70,000), 4 and
+  // 8 bytes (past 2^32, and bytes or durations that overflow the record),
+  // 1 byte, and constant columns (no bytes).
+  struct Values {
+    std::vector<uint64_t> gaps, durations, sizes;
+    std::vector<int32_t> tags;
+  };
+  const Values blocks[3] = {
+      {{10, 70'000}, {0, 1, 70'000}, {0, 8, 70'000}, {0, 5, 70'000}},
+      {{1, 5'000'000'000ull}, {0, 6'000'000'000ull}, {0, uint64_t{1} << 33, UINT32_MAX}, {0, 1 << 30}},
+      {{1, 200}, {0, 255, 256}, {8}, {5}},
+  };
+  TraceBuilder b(2);
+  b.init(0, kStart, kStart + 500);
+  b.init(1, kStart, kStart + 500);
+  struct Call {
+    int64_t enter;
+    uint64_t duration, bytes;
+    int32_t tag;
+  };
+  std::vector<Call> want[2];
+  for (int r = 0; r < 2; ++r) {
+    uint64_t t = kStart + 1000;
+    for (int i = 0; i < kCalls; ++i) {
+      const Values& v = blocks[(i + 1) / 1024 % 3];  // (the row's first call is MPI_Init)
+      // Rank 1 receives the tags in another interleaving than rank 0 sends them.
+      const int32_t tag = v.tags[static_cast<size_t>(i + r) % v.tags.size()];
+      const uint64_t d = v.durations[static_cast<size_t>(i / 7) % v.durations.size()];
+      const uint64_t bytes = v.sizes[static_cast<size_t>(i + 3 * r) % v.sizes.size()];
+      if (r == 0) b.send(0, t, t + d, 1, tag, bytes);
+      else b.recv(1, t, t + d, 0, tag, bytes);
+      want[r].push_back(Call{static_cast<int64_t>(t - kStart), d, bytes, tag});
+      t += d + v.gaps[static_cast<size_t>(i / 3 + r) % v.gaps.size()];
+    }
+    b.finalize(r, t, t + 100);
+  }
+  b.close();
+  for (const TimelineOptions& options : option_sets()) {
+    auto tl = built(b.dir(), options);
+    ASSERT_TRUE(tl);
+    for (size_t row = 0; row < 2; ++row) {
+      const auto calls = tl->calls(row, -INFINITY, INFINITY);
+      ASSERT_EQ(calls.size(), size_t{kCalls} + 2) << "row " << row;
+      for (size_t i = 0; i < size_t{kCalls}; ++i) {
+        const TimelineCall& c = calls[i + 1];
+        const Call& w = want[row][i];
+        EXPECT_EQ(c.index, i + 1);
+        EXPECT_EQ(c.enter, w.enter) << "row " << row << " call " << i;
+        EXPECT_EQ(c.duration, w.duration) << "row " << row << " call " << i;
+        EXPECT_EQ(c.bytes, w.bytes) << "row " << row << " call " << i;
+        EXPECT_EQ(c.tag, w.tag) << "row " << row << " call " << i;
+        EXPECT_EQ(c.peer, row == 0 ? 1 : 0) << "row " << row << " call " << i;
+        EXPECT_EQ(c.function, row == 0 ? "MPI_Send" : "MPI_Recv");
+        EXPECT_TRUE(c.has_comm);
+        const auto one = tl->call(row, i + 1);
+        ASSERT_TRUE(one);
+        EXPECT_EQ(one->enter, w.enter);
+        EXPECT_EQ(one->bytes, w.bytes);
+      }
+    }
+    // Brute force: per tag, the n-th send (call index) with the n-th receive.
+    std::map<int32_t, std::vector<uint64_t>> sends, recvs;
+    for (size_t i = 0; i < size_t{kCalls}; ++i) {
+      sends[want[0][i].tag].push_back(i + 1);
+      recvs[want[1][i].tag].push_back(i + 1);
+    }
+    std::set<std::pair<uint64_t, uint64_t>> expected, got;
+    for (const auto& [tag, list] : sends)
+      for (size_t n = 0; n < std::min(list.size(), recvs[tag].size()); ++n) expected.emplace(list[n], recvs[tag][n]);
+    for (const auto& m : tl->messages()) {
+      EXPECT_EQ(m.send_row, 0u);
+      EXPECT_EQ(m.recv_row, 1u);
+      got.emplace(m.send_index, m.recv_index);
+    }
+    EXPECT_EQ(got, expected);
   }
 }
 

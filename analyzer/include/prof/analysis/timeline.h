@@ -25,10 +25,11 @@
 //   dominant     the kind with the most time (ties: the lower kind)
 //   longest      the longest call overlapping the bucket (ties: the earliest)
 //
-// Memory (bytes per event, see docs/performance.md): 32 per call record,
-// kept in memory up to TimelineOptions::memory_bytes, the rest in an unlinked
-// temporary file read back with pread; 24 per matched message, 16 per
-// collective member; the pyramid is bounded per row (at most
+// Memory (bytes per event, see docs/performance.md): a call record is 32
+// bytes unpacked and about 10 packed in blocks of 1024, kept in memory up to
+// TimelineOptions::memory_bytes, the rest in an unlinked temporary file read
+// back with pread; 28 per interval execution, 24 per matched message, 8 per
+// collective member and 24 per instance; the pyramid is bounded per row (at most
 // TimelineOptions::leaves_per_row leaves of 64 bytes, plus as many above) and
 // in all (2^22 leaves shared by the rows, at least 4096 each: 512 MiB).
 #pragma once
@@ -174,9 +175,10 @@ struct TimelineAnswer {
 
 struct TimelineOptions {
   unsigned threads = 0;  // build threads; 0: one per core (never more than ranks)
-  // Call records kept in memory (32 bytes each); the rest go to an unlinked
-  // file in `spill_dir` (default: $TMPDIR, else /tmp).
-  uint64_t memory_bytes = uint64_t{512} << 20;
+  // Packed call records kept in memory (about 10 bytes a call: 256 MiB holds
+  // some 2.6*10^7 calls); the rest go to an unlinked file in `spill_dir`
+  // (default: $TMPDIR, else /tmp).
+  uint64_t memory_bytes = uint64_t{256} << 20;
   std::string spill_dir;
   // Pyramid leaves per row, at most (64 bytes each, plus as many again above).
   uint32_t leaves_per_row = 1u << 17;
@@ -211,8 +213,18 @@ class Timeline {
   std::vector<TimelineNode> nodes() const;  // those known so far
   std::vector<std::string> warnings() const;
   uint64_t events() const;  // calls built so far
-  // Bytes held: records in memory, pyramid, messages, collectives, executions.
+  // Bytes held: records in memory, pyramid, messages, collectives, executions
+  // (the sum of memory()'s parts but the spilled records).
   uint64_t memory_bytes() const;
+  struct Memory {
+    uint64_t records = 0;          // packed call records in memory (and their block list)
+    uint64_t records_spilled = 0;  // packed call records in the spill file (not memory)
+    uint64_t pyramid = 0;
+    uint64_t executions = 0;       // with each one's enclosing execution
+    uint64_t messages = 0;         // both ends
+    uint64_t collectives = 0;      // calls, instances, members
+  };
+  Memory memory() const;
 
   TimelineAnswer query(const TimelineQuery& q) const;
   // Every call of a row overlapping [from, to), however many.

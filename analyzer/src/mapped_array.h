@@ -1,0 +1,163 @@
+// MappedArray<T>: a growable array of trivially copyable T in its own anonymous
+// mapping, for the timeline's per-row lists of 10^6-10^7 entries.
+//
+// Why not std::vector: a vector grows by allocating twice the room and copying,
+// then shrink_to_fit copies once more, so each byte of a long list is written
+// three times and its pages are faulted in about three times over. Under a
+// hypervisor a page fault costs microseconds, and at 10^8 events that was most
+// of the timeline build's system time. Here growth is mremap(), which moves
+// page tables and copies nothing, and shrinking gives the tail's pages back in
+// place: each page is faulted in once. Lists under kMapFrom bytes live on the
+// heap (realloc: copying them is cheap), so a trace of thousands of rows does
+// not spend thousands of mappings (vm.max_map_count) on short lists.
+//
+// Invariants: data_ is null, a heap block of capacity_bytes_ (mapped_ false,
+// capacity_bytes_ < kMapFrom), or a mapping of capacity_bytes_ (a whole
+// number of pages); elements [0, size_) are live. Iterators are plain pointers (sorted
+// searches, remove_if and sort work as on a vector).
+#pragma once
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace prof::analysis::detail {
+
+template <class T>
+class MappedArray {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+
+ public:
+  using value_type = T;
+  using iterator = T*;
+  using const_iterator = const T*;
+
+  MappedArray() = default;
+  MappedArray(const MappedArray&) = delete;
+  MappedArray& operator=(const MappedArray&) = delete;
+  MappedArray(MappedArray&& o) noexcept { swap(o); }
+  MappedArray& operator=(MappedArray&& o) noexcept {
+    if (this != &o) {
+      release();
+      swap(o);
+    }
+    return *this;
+  }
+  ~MappedArray() { release(); }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  size_t capacity() const { return capacity_bytes_ / sizeof(T); }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  T& back() { return data_[size_ - 1]; }
+  const T& back() const { return data_[size_ - 1]; }
+
+  void push_back(const T& v) {
+    if (size_ == capacity()) grow(size_ + 1);
+    data_[size_++] = v;
+  }
+  template <class... A>
+  T& emplace_back(A&&... args) {
+    push_back(T{std::forward<A>(args)...});
+    return back();
+  }
+  // Grows with value-initialized elements, or drops the tail.
+  void resize(size_t n) {
+    if (n > capacity()) grow(n);
+    if (n > size_) std::memset(static_cast<void*>(data_ + size_), 0, (n - size_) * sizeof(T));
+    size_ = n;
+  }
+  void erase(T* first, T* last) {  // the remove_if idiom: [first, last) is a tail
+    if (first == last) return;
+    std::memmove(static_cast<void*>(first), last, static_cast<size_t>(end() - last) * sizeof(T));
+    size_ -= static_cast<size_t>(last - first);
+  }
+  void clear() { size_ = 0; }
+  // Gives the room past the last element back.
+  void shrink_to_fit() {
+    if (size_ == 0) {
+      release();
+      return;
+    }
+    if (!mapped_) {
+      const size_t bytes = size_ * sizeof(T);
+      if (bytes == capacity_bytes_) return;
+      if (void* p = std::realloc(data_, bytes)) {
+        data_ = static_cast<T*>(p);
+        capacity_bytes_ = bytes;
+      }
+      return;
+    }
+    const size_t bytes = round_up(size_ * sizeof(T));
+    if (bytes == capacity_bytes_) return;
+    void* p = ::mremap(data_, capacity_bytes_, bytes, 0);
+    if (p == MAP_FAILED) return;  // (shrinking in place does not fail)
+    capacity_bytes_ = bytes;
+  }
+
+ private:
+  static size_t page() {
+    static const size_t bytes = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    return bytes;
+  }
+  static size_t round_up(size_t bytes) { return (bytes + page() - 1) / page() * page(); }
+  void grow(size_t at_least) {
+    size_t bytes = capacity_bytes_ ? capacity_bytes_ : 16 * sizeof(T);
+    while (bytes < at_least * sizeof(T)) bytes *= 2;
+    if (!mapped_ && bytes < kMapFrom) {
+      void* p = std::realloc(data_, bytes);
+      if (!p) throw std::bad_alloc();
+      data_ = static_cast<T*>(p);
+      capacity_bytes_ = bytes;
+      return;
+    }
+    bytes = round_up(bytes);
+    void* p = mapped_ ? ::mremap(data_, capacity_bytes_, bytes, MREMAP_MAYMOVE)
+                      : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    if (!mapped_ && data_) {  // from the heap: the one copy
+      std::memcpy(p, data_, size_ * sizeof(T));
+      std::free(data_);
+    }
+    data_ = static_cast<T*>(p);
+    capacity_bytes_ = bytes;
+    mapped_ = true;
+  }
+  void release() {
+    if (data_) {
+      if (mapped_) ::munmap(data_, capacity_bytes_);
+      else std::free(data_);
+    }
+    data_ = nullptr;
+    size_ = 0;
+    capacity_bytes_ = 0;
+    mapped_ = false;
+  }
+  void swap(MappedArray& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(capacity_bytes_, o.capacity_bytes_);
+    std::swap(mapped_, o.mapped_);
+  }
+
+  static constexpr size_t kMapFrom = size_t{1} << 20;
+  T* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_bytes_ = 0;
+  bool mapped_ = false;
+};
+
+}  // namespace prof::analysis::detail
