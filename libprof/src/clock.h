@@ -5,7 +5,7 @@
 // (TSC, CLOCK_MONOTONIC) pairs, each read in a tight bracket: one at init(),
 // one at the first use of the rate (after PMPI_Init, so the measurement costs
 // the program nothing), one at finalize (the whole run: the rate the trace
-// ends with). init() only checks the rate over 50 us.
+// ends with). init() only checks that the counter runs, over 2 us.
 //
 // ClockSync: the offset of each rank's clock against rank 0 from the ping-pong
 // exchange with the smallest round trip; exchanges stop when the minimum has
@@ -36,7 +36,7 @@ class Timer {
   static bool parse(std::string_view name, format::TimerKind* out);
 
   // Prepares the timer. TSC: checks that it is invariant, takes the first
-  // (TSC, CLOCK_MONOTONIC) pair and checks the rate over a 50 us sleep (the
+  // (TSC, CLOCK_MONOTONIC) pair and checks the rate over 2 us of spinning (the
   // precise rate comes later, see ns_per_tick()). Returns false with *why set
   // when the timer cannot be used here (e.g. no invariant TSC; mpi_wtime
   // before MPI_Init, which MPICH refuses).
