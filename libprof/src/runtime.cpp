@@ -82,11 +82,16 @@ struct Runtime {
 };
 Runtime* rt = nullptr;  // created at MPI_Init when recording; never freed
 
+// PROF_LOG_LEVEL, set at MPI_Init before anything is said. The logger itself
+// is made on first use: most runs say nothing and never pay for it.
+spdlog::level::level_enum log_level = spdlog::level::warn;
+
 std::shared_ptr<spdlog::logger> logger() {
   static std::shared_ptr<spdlog::logger> l = [] {
     auto lg = std::make_shared<spdlog::logger>("libprof",
                                                std::make_shared<spdlog::sinks::stderr_sink_mt>());
     lg->set_pattern("libprof: %v");
+    lg->set_level(log_level);
     return lg;
   }();
   return l;
@@ -687,7 +692,7 @@ uint32_t callsite_id_for_address(uintptr_t address);
 
 void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_t init_id,
                      uint64_t t0, uint64_t t1, int provided, void* init_return_address) {
-  logger()->set_level(spdlog::level::level_enum(cfg.log_level));
+  log_level = spdlog::level::level_enum(cfg.log_level);
 
   int rank = 0, size = 1;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
