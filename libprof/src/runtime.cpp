@@ -3,9 +3,10 @@
 //
 // Lifecycle: inert until MPI_Init returns (processes that never call it, such
 // as mpiexec and the hydra proxy, get no file and no output). Init reads the
-// settings, agrees with every rank whether to record (one bad rank disables
-// all, since clock sync is collective), creates the trace directory on rank 0
-// and the rank files everywhere, synchronizes clocks, then turns recording on.
+// settings, creates the trace directory on rank 0 and the rank files
+// everywhere, agrees with every rank whether to record (one bad rank disables
+// all, since clock sync is collective), synchronizes clocks, then turns
+// recording on.
 // Finalize, MPI_Abort, a fatal signal and exit() without Finalize each seal the
 // chunks and write an end definition; SIGKILL leaves unsealed chunks, which the
 // reader salvages.
@@ -509,17 +510,22 @@ std::string unique_dir_name() {
          std::to_string(::getpid());
 }
 
-bool make_dirs(const std::string& path, std::string* why) {
+// Creates `path` and its parents; *made_last: whether `path` itself was
+// created by this call (so it holds nothing yet).
+bool make_dirs(const std::string& path, bool* made_last, std::string* why) {
   std::string cur;
   size_t pos = 0;
+  *made_last = false;
   while (pos != std::string::npos) {
     pos = path.find('/', pos + 1);
     cur = path.substr(0, pos);
     if (cur.empty()) continue;
-    if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+    const bool made = ::mkdir(cur.c_str(), 0755) == 0;
+    if (!made && errno != EEXIST) {
       *why = "cannot create directory '" + cur + "': " + std::strerror(errno);
       return false;
     }
+    *made_last = made;
   }
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -549,9 +555,10 @@ bool holds_trace(const std::string& dir) {
 // trace, the first of asked-2, asked-3, ... that does not. A directory is
 // claimed by creating rank 0's file in it exclusively, so neither a second
 // run into the same PROF_OUTPUT nor a spawned job (whose rank 0 collides with
-// ours) overwrites or mixes with a trace.
+// ours) overwrites or mixes with a trace. *made: the directory is new (ours
+// to remove if the run ends up unprofiled).
 bool claim_directory(const std::string& asked, const format::FileHeader& header, std::string* dir,
-                     std::string* why) {
+                     bool* made, std::string* why) {
   std::string base = asked;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   char name[32];
@@ -559,8 +566,10 @@ bool claim_directory(const std::string& asked, const format::FileHeader& header,
   constexpr int kMaxTries = 1000;
   for (int n = 1; n <= kMaxTries; ++n) {
     const std::string candidate = n == 1 ? base : base + "-" + std::to_string(n);
-    if (!make_dirs(candidate, why)) return false;
-    if (holds_trace(candidate)) continue;
+    if (!make_dirs(candidate, made, why)) return false;
+    // A directory made just now holds no trace; a run racing into it after
+    // our mkdir is stopped by the exclusive create below.
+    if (!*made && holds_trace(candidate)) continue;
     if (rt->file.create(candidate + "/" + name, header, why)) {
       *dir = candidate;
       return true;
@@ -707,17 +716,8 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
     t0 += delta;
     t1 += delta;
   }
-  std::string msg;
-  for (const auto& e : errors) msg += (msg.empty() ? "" : "; ") + e;
-  if (!agree(errors.empty(), msg, rank, cfg)) return;
-  // Every rank has the same settings now (or none did and MPICH's broadcast stays).
-  bcast::set_log([](bool warning, const std::string& line) {
-    if (warning) logger()->warn("{}", line);
-    else logger()->info("{}", line);
-  });
-  bcast::set_fallback_hook(
-      [](uint64_t communicators) { define(prof::format::definition_line::meta("bcast_fallbacks", std::to_string(communicators))); });
-  bcast::configure(cfg.bcast);
+  std::string problem;  // this rank's reason not to record, if any
+  for (const auto& e : errors) problem += (problem.empty() ? "" : "; ") + e;
 
   rt = new Runtime();
   rt->cfg = cfg;
@@ -731,16 +731,21 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   header.rank = rank;
   header.world_size = size;
   header.timer = uint32_t(g.timer.kind());
-  // Rank 0 picks the run id and the directory, and creates its file there
-  // first (that claims it); one broadcast tells the others both, then they
-  // create theirs.
+  // Two collectives decide: rank 0 picks the run id and the directory and
+  // creates its file there first (that claims it), unless its own settings
+  // are bad; one broadcast tells the others both and whether it succeeded;
+  // they create theirs; then every rank agrees (agree()). Settings are the
+  // same on every rank in practice, so a bad one stops rank 0 before it
+  // creates anything; a rank whose settings alone are bad makes the others
+  // remove what they created.
   struct {
     uint64_t run_id;
+    int32_t claimed;  // rank 0 created its file in `dir`
     char dir[4096];
   } chosen{};
   std::string asked;
-  bool created = false;
-  if (rank == 0) {
+  bool created = false, made_dir = false;
+  if (rank == 0 && problem.empty()) {
     timespec ts{};
     clock_gettime(CLOCK_REALTIME, &ts);
     chosen.run_id = (uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec)) ^
@@ -748,24 +753,37 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
     header.run_id = chosen.run_id;
     asked = cfg.output_dir.empty() ? unique_dir_name() : cfg.output_dir;
     std::string dir;
-    created = claim_directory(asked, header, &dir, &why);
+    created = claim_directory(asked, header, &dir, &made_dir, &why);
+    if (!created) problem = "PROF_OUTPUT: " + why;
+    chosen.claimed = created;
     std::snprintf(chosen.dir, sizeof chosen.dir, "%s", dir.c_str());
   }
   PMPI_Bcast(&chosen, sizeof chosen, MPI_BYTE, 0, MPI_COMM_WORLD);
   header.run_id = chosen.run_id;
   rt->dir = chosen.dir;
-  if (!agree(rank != 0 || created, "PROF_OUTPUT: " + why, rank, cfg)) return;
   char name[32];
   std::snprintf(name, sizeof name, format::kRankFilePattern, rank);
   const std::string path = rt->dir + "/" + name;
-  if (rank != 0) created = rt->file.create(path, header, &why);
-  if (!agree(created, "PROF_OUTPUT: " + why, rank, cfg)) {
+  if (rank != 0 && problem.empty() && chosen.claimed) {
+    created = rt->file.create(path, header, &why);
+    if (!created) problem = "PROF_OUTPUT: " + why;
+  }
+  if (!agree(problem.empty(), problem, rank, cfg)) {
     if (created) {
       rt->file.close();
       ::unlink(path.c_str());
     }
+    if (made_dir) ::rmdir(rt->dir.c_str());  // fails, as it should, if anything else is in it
     return;
   }
+  // Every rank has the same settings now (or none did and MPICH's broadcast stays).
+  bcast::set_log([](bool warning, const std::string& line) {
+    if (warning) logger()->warn("{}", line);
+    else logger()->info("{}", line);
+  });
+  bcast::set_fallback_hook(
+      [](uint64_t communicators) { define(prof::format::definition_line::meta("bcast_fallbacks", std::to_string(communicators))); });
+  bcast::configure(cfg.bcast);
   if (rank == 0 && rt->dir != asked)
     logger()->warn("'{}' already holds a trace; this run's trace goes to '{}'", asked, rt->dir);
 
