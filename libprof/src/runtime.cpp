@@ -697,7 +697,7 @@ void define_idup(MPI_Comm parent, MPI_Comm newcomm, uint64_t time) {
   write_comm_definition(newcomm, parent, id, time);
 }
 
-uint32_t callsite_id_for_address(uintptr_t address);
+uint32_t callsite_id_for_address(uintptr_t address, std::string* lines = nullptr);
 
 void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_t init_id,
                      uint64_t t0, uint64_t t1, int provided, void* init_return_address) {
@@ -794,13 +794,14 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   std::string loadmap;
   dl_iterate_phdr(collect_load_map, &loadmap);
   // MPI_Init's call site names the root interval (the whole run) in reports
-  // (its S line is written here, on first use).
+  // (its S line goes out with the definitions below).
+  std::string defs;
   const uint32_t init_site = callsite_id_for_address(
-      first_frame_outside_mpi(reinterpret_cast<uintptr_t>(init_return_address)));
+      first_frame_outside_mpi(reinterpret_cast<uintptr_t>(init_return_address)), &defs);
 
   // Everything known at start goes out as one definitions chunk: each chunk
-  // costs an allocation of file space and two writes.
-  std::string defs;
+  // costs two writes, and an allocation of file space when it outgrows what
+  // the file has ahead.
   using format::definition_line::meta;
   defs += meta("format", "prof-trace 1");
   defs += meta("host", host);
@@ -1077,12 +1078,16 @@ MessageInfo take_message(MPI_Message message) {
 }
 
 namespace {
-uint32_t callsite_id_for_address(uintptr_t address) {
+// The id of the call site at `address`; a new one's S line is written, or
+// appended to *lines when given (to go out with other definitions).
+uint32_t callsite_id_for_address(uintptr_t address, std::string* lines) {
   std::lock_guard<std::mutex> lock(rt->defs_mu);
   auto [it, inserted] = rt->callsite_by_address.try_emplace(address, rt->next_callsite);
   if (inserted) {
     ++rt->next_callsite;
-    define(format::definition_line::callsite(it->second, address, "", 0));
+    std::string line = format::definition_line::callsite(it->second, address, "", 0);
+    if (lines) *lines += line;
+    else define(line);
   }
   return it->second;
 }
