@@ -226,6 +226,25 @@ void seal_all_threads() {
 }
 
 constexpr size_t kFirstChunkBytes = 64 * 1024;
+constexpr size_t kPageBytes = 4096;
+
+// A chunk's pages are faulted in writable ahead of the thread's stores
+// (TraceFile::populate), from the chunk's start up to room for `words` more,
+// at least doubling what is populated each time: no first-store page fault on
+// the hot path, a few calls per chunk, and the unused tail of a chunk stays
+// untouched (no dirty pages to write back or to cut from the file at the
+// end). false when the chunk cannot hold `words` more.
+bool populate_ahead(ThreadState* ts, size_t words) {
+  char* const base = reinterpret_cast<char*>(ts->chunk);
+  const size_t populated = size_t(reinterpret_cast<char*>(ts->end) - base);
+  const size_t needed = size_t(reinterpret_cast<char*>(ts->cur + words) - base);
+  if (needed > ts->chunk_map_bytes) return false;
+  const size_t to = std::min(ts->chunk_map_bytes,
+                             std::max(populated * 2, (needed + kPageBytes - 1) & ~(kPageBytes - 1)));
+  TraceFile::populate(base + populated, to - populated);
+  ts->end = reinterpret_cast<uint32_t*>(base + to);
+  return true;
+}
 
 void map_first_or_next(ThreadState* ts) {
   ts->cx.reset();  // a chunk decodes on its own
@@ -243,10 +262,12 @@ void map_first_or_next(ThreadState* ts) {
   ts->chunk_map_bytes = bytes;
   ts->next_chunk_bytes = std::min<size_t>(bytes * 2, rt->cfg.buffer_bytes);
   ts->cur = reinterpret_cast<uint32_t*>(h + 1);
-  ts->end = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(h) + bytes);
+  ts->end = reinterpret_cast<uint32_t*>(h);  // nothing populated yet
   // The chunk opens with the thread's open intervals (format 3), so a reader
   // can start decoding here.
   ts->cur += format::encode_snapshot(ts->cur, ts->open_intervals);
+  // No room for a record after the snapshot: the next record opens a new chunk.
+  if (!populate_ahead(ts, format::kMaxRecordWords)) ts->end = ts->cur;
 }
 
 // A thread that ends gives its chunk back (sealed, unmapped): threads that come
@@ -902,7 +923,8 @@ ThreadState* attach_thread() {
   return ts;
 }
 
-void next_chunk(ThreadState* ts) {
+void next_chunk(ThreadState* ts, size_t words) {
+  if (ts->chunk && populate_ahead(ts, words)) return;
   if (ts->chunk) {
     seal_thread(ts);
     TraceFile::unmap(ts->chunk, ts->chunk_map_bytes);

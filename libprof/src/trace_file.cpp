@@ -206,11 +206,6 @@ ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint6
     full_.store(true);  // the allocated range stays zeros: padding to a reader
     return nullptr;
   }
-  // A shared file mapping starts write-protected (dirty tracking), so each
-  // page's first store would fault on the hot path. Fault the whole chunk in
-  // writable now, in one call (Linux >= 5.14); older kernels fall back to the
-  // per-page faults.
-  if (::madvise(p, map_bytes, kMadvPopulateWrite) != 0) { /* per-page faults instead */ }
   auto* h = static_cast<ChunkHeader*>(p);
   h->type = uint16_t(format::ChunkType::Events);
   h->flags = 0;
@@ -225,6 +220,13 @@ ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint6
     places_[h] = Place{at, map_bytes};  // a reused address replaces its old entry
   }
   return h;
+}
+
+// A shared file mapping starts write-protected (dirty tracking), so each
+// page's first store would fault on the hot path: faulted in writable here,
+// in one call (Linux >= 5.14); older kernels fall back to the per-page faults.
+void TraceFile::populate(void* from, size_t bytes) {
+  if (bytes && ::madvise(from, bytes, kMadvPopulateWrite) != 0) { /* per-page faults instead */ }
 }
 
 void TraceFile::seal(ChunkHeader* chunk, size_t used_bytes) {

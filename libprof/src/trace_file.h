@@ -50,6 +50,9 @@ class TraceFile {
   // multiple of the page size). nullptr when the file cannot grow; after one
   // such failure the file stops trying (full()).
   format::ChunkHeader* map_event_chunk(size_t map_bytes, uint32_t stream, uint64_t base_time);
+  // Faults the pages of a mapped range in writable, so that stores to them
+  // do not fault (page aligned).
+  static void populate(void* from, size_t bytes);
   bool full() const { return full_.load(std::memory_order_relaxed); }
   // errno of the last failed creation, growth or write (0: none).
   int last_error() const { return last_error_.load(std::memory_order_relaxed); }
