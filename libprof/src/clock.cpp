@@ -376,7 +376,8 @@ bool parse_sync_scheme(std::string_view name, SyncScheme* out) {
   return true;
 }
 
-SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme scheme) {
+SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme scheme,
+                              MPI_Comm* private_comm) {
   SyncResult res;
   int size = 1, rank = 0;
   PMPI_Comm_size(comm, &size);
@@ -390,9 +391,12 @@ SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme sche
   // application's. Nonblocking: ranks reach this point at different times
   // (finalize especially) and must wait for each other without spinning.
   MPI_Request req;
-  MPI_Comm sc;
-  PMPI_Comm_idup(comm, &sc, &req);
-  polite_wait(&req);
+  MPI_Comm sc = private_comm ? *private_comm : MPI_COMM_NULL;
+  if (sc == MPI_COMM_NULL) {
+    PMPI_Comm_idup(comm, &sc, &req);
+    polite_wait(&req);
+    if (private_comm) *private_comm = sc;
+  }
 
   if (scheme == SyncScheme::Linear) {
     if (rank == 0) {
@@ -440,7 +444,7 @@ SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme sche
   // pairs still measuring (their round trips then last a time slice).
   PMPI_Ibarrier(sc, &req);
   polite_wait(&req);
-  PMPI_Comm_free(&sc);
+  if (!private_comm) PMPI_Comm_free(&sc);
   return res;
 }
 

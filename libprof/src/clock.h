@@ -138,7 +138,11 @@ struct SyncResult {
 };
 
 // Collective over `comm` (MPI_COMM_WORLD): every rank must call it. Uses PMPI only.
-SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme scheme);
+// The exchanges run on a private duplicate of `comm`, made and freed here,
+// or, with `private_comm`, made on the first call (when *private_comm is
+// MPI_COMM_NULL) and kept there for later calls; the caller frees it.
+SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme scheme,
+                              MPI_Comm* private_comm = nullptr);
 
 // Pure maths, unit-tested: offset and RTT of one exchange. t_send and t_recv are
 // the client's clock around the exchange, t_ref the reference's reading.

@@ -79,6 +79,9 @@ struct Runtime {
   // Address ranges of the MPI libraries and of ourselves: call sites are the
   // first frame outside them.
   std::vector<std::pair<uintptr_t, uintptr_t>> mpi_ranges;
+  // The clock syncs' private communicator, made by the first and freed after
+  // the last: one duplication a run, not one a sync.
+  MPI_Comm sync_comm = MPI_COMM_NULL;
   struct sigaction old_actions[32];
 };
 Runtime* rt = nullptr;  // created at MPI_Init when recording; never freed
@@ -862,7 +865,7 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
     rt->comm_gid[uint32_t(MPI_COMM_SELF)] = format::self_comm_global_id(rank);
   }
 
-  const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, cfg.sync);
+  const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, cfg.sync, &rt->sync_comm);
   define(format::definition_line::clock_sync("init", sync.local_ticks, sync.offset_ns, sync.rtt_ns));
 
   std::atexit(on_exit_without_finalize);
@@ -1177,7 +1180,8 @@ PROF_EXPORT int MPI_Finalize(void) {
   ThreadState* ts = call_begin();
   if (!ts) return PMPI_Finalize();
   g.timer.finish_calibration();
-  const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, rt->cfg.sync);
+  const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, rt->cfg.sync, &rt->sync_comm);
+  if (rt->sync_comm != MPI_COMM_NULL) PMPI_Comm_free(&rt->sync_comm);
   char npt[64];
   std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
   define(prof::format::definition_line::meta("ns_per_tick", npt) +
