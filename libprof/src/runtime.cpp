@@ -726,6 +726,57 @@ void define_idup(MPI_Comm parent, MPI_Comm newcomm, uint64_t time) {
 
 uint32_t callsite_id_for_address(uintptr_t address, std::string* lines = nullptr);
 
+// Everything known at start, as one definitions chunk's text: each chunk
+// costs two writes, and an allocation of file space when it outgrows what
+// the file has ahead.
+std::string start_definitions(const Config& cfg, int rank, int size, int provided,
+                              void* init_return_address) {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  // The load map also tells which code is MPI's, which the call sites need.
+  std::string loadmap;
+  dl_iterate_phdr(collect_load_map, &loadmap);
+  // MPI_Init's call site names the root interval (the whole run) in reports
+  // (its S line goes out with the definitions below).
+  std::string defs;
+  const uint32_t init_site = callsite_id_for_address(
+      first_frame_outside_mpi(reinterpret_cast<uintptr_t>(init_return_address)), &defs);
+
+  using format::definition_line::meta;
+  defs += meta("format", "prof-trace 1");
+  defs += meta("host", host);
+  defs += meta("exe", exe_path());
+  defs += meta("command", command_line());
+  defs += meta("pid", std::to_string(::getpid()));
+  defs += meta("rank", std::to_string(rank));
+  defs += meta("world_size", std::to_string(size));
+  defs += meta("timer", format::timer_name(g.timer.kind()));
+  defs += meta("epoch_ticks", std::to_string(g.timer.epoch()));
+  char npt[64];
+  std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
+  defs += meta("ns_per_tick", npt);
+  defs += meta("thread_level", std::to_string(provided));
+  defs += meta("sync", cfg.sync == SyncScheme::Linear ? "linear"
+                       : cfg.sync == SyncScheme::Ring ? "ring" : "none");
+  defs += meta("bcast_impl", cfg.bcast.impl == bcast::Impl::Shm ? "shm" : "native");
+  if (cfg.bcast.impl == bcast::Impl::Shm) {
+    defs += meta("bcast_fragment", std::to_string(cfg.bcast.fragment));
+    defs += meta("bcast_slots", std::to_string(cfg.bcast.slots));
+    defs += meta("bcast_sets", std::to_string(cfg.bcast.sets));
+    defs += meta("bcast_tree", bcast::tree_name(cfg.bcast.tree));
+  }
+  defs += functions_definitions();
+  defs += loadmap;
+  std::vector<int32_t> world(static_cast<size_t>(size));
+  for (int i = 0; i < size; ++i) world[size_t(i)] = i;
+  defs += format::definition_line::comm(format::kMpichCommWorld, format::kWorldCommGlobalId, 0,
+                                        uint64_t(size), false, world, {});
+  defs += format::definition_line::comm(format::kMpichCommSelf, format::self_comm_global_id(rank),
+                                        0, 1, false, {rank}, {});
+  defs += meta("init_callsite", std::to_string(init_site));
+  return defs;
+}
+
 void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_t init_id,
                      uint64_t t0, uint64_t t1, int provided, void* init_return_address) {
   log_level = spdlog::level::level_enum(cfg.log_level);
@@ -770,6 +821,11 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
     int32_t claimed;  // rank 0 created its file in `dir`
     char dir[4096];
   } chosen{};
+  // The ranks that wait for rank 0's directory format their definitions
+  // meanwhile; rank 0 formats its own while they create their files.
+  std::string defs;
+  if (rank != 0 && problem.empty())
+    defs = start_definitions(cfg, rank, size, provided, init_return_address);
   std::string asked;
   bool created = false, made_dir = false;
   if (rank == 0 && problem.empty()) {
@@ -788,6 +844,8 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   PMPI_Bcast(&chosen, sizeof chosen, MPI_BYTE, 0, MPI_COMM_WORLD);
   header.run_id = chosen.run_id;
   rt->dir = chosen.dir;
+  if (rank == 0 && problem.empty())
+    defs = start_definitions(cfg, rank, size, provided, init_return_address);
   char name[32];
   std::snprintf(name, sizeof name, format::kRankFilePattern, rank);
   const std::string path = rt->dir + "/" + name;
@@ -814,53 +872,6 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   if (rank == 0 && rt->dir != asked)
     logger()->warn("'{}' already holds a trace; this run's trace goes to '{}'", asked, rt->dir);
 
-  // Definitions known at start.
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  // The load map also tells which code is MPI's, which the call sites need.
-  std::string loadmap;
-  dl_iterate_phdr(collect_load_map, &loadmap);
-  // MPI_Init's call site names the root interval (the whole run) in reports
-  // (its S line goes out with the definitions below).
-  std::string defs;
-  const uint32_t init_site = callsite_id_for_address(
-      first_frame_outside_mpi(reinterpret_cast<uintptr_t>(init_return_address)), &defs);
-
-  // Everything known at start goes out as one definitions chunk: each chunk
-  // costs two writes, and an allocation of file space when it outgrows what
-  // the file has ahead.
-  using format::definition_line::meta;
-  defs += meta("format", "prof-trace 1");
-  defs += meta("host", host);
-  defs += meta("exe", exe_path());
-  defs += meta("command", command_line());
-  defs += meta("pid", std::to_string(::getpid()));
-  defs += meta("rank", std::to_string(rank));
-  defs += meta("world_size", std::to_string(size));
-  defs += meta("timer", format::timer_name(g.timer.kind()));
-  defs += meta("epoch_ticks", std::to_string(g.timer.epoch()));
-  char npt[64];
-  std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
-  defs += meta("ns_per_tick", npt);
-  defs += meta("thread_level", std::to_string(provided));
-  defs += meta("sync", cfg.sync == SyncScheme::Linear ? "linear"
-                       : cfg.sync == SyncScheme::Ring ? "ring" : "none");
-  defs += meta("bcast_impl", cfg.bcast.impl == bcast::Impl::Shm ? "shm" : "native");
-  if (cfg.bcast.impl == bcast::Impl::Shm) {
-    defs += meta("bcast_fragment", std::to_string(cfg.bcast.fragment));
-    defs += meta("bcast_slots", std::to_string(cfg.bcast.slots));
-    defs += meta("bcast_sets", std::to_string(cfg.bcast.sets));
-    defs += meta("bcast_tree", bcast::tree_name(cfg.bcast.tree));
-  }
-  defs += functions_definitions();
-  defs += loadmap;
-  std::vector<int32_t> world(static_cast<size_t>(size));
-  for (int i = 0; i < size; ++i) world[size_t(i)] = i;
-  defs += format::definition_line::comm(format::kMpichCommWorld, format::kWorldCommGlobalId, 0,
-                                        uint64_t(size), false, world, {});
-  defs += format::definition_line::comm(format::kMpichCommSelf, format::self_comm_global_id(rank),
-                                        0, 1, false, {rank}, {});
-  defs += meta("init_callsite", std::to_string(init_site));
   define(defs);
   {
     std::lock_guard<std::mutex> lock(rt->defs_mu);
