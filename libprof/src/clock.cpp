@@ -87,33 +87,6 @@ void tsc_mono_pair(uint64_t* tsc, uint64_t* mono) {
 }
 #endif
 
-// Waits for a request without hogging a core: MPICH busy-polls in blocking
-// calls, which starves the peers we wait for when ranks outnumber cores. A
-// short spin first (an answer from a peer on another core takes ~1 us), then
-// sched_yield (lets a peer sharing our core run at once: a round trip then
-// costs two context switches, not two time slices), then, for long waits
-// (our turn in the linear scheme), sleeps from 50 us growing to 1 ms.
-void polite_wait(MPI_Request* req) {
-  int done = 0;
-  uint64_t since = 0;
-  long sleep_ns = 50'000;
-  for (int spins = 0;;) {
-    PMPI_Test(req, &done, MPI_STATUS_IGNORE);
-    if (done) return;
-    if (spins < 64) {
-      ++spins;
-      continue;
-    }
-    if (since == 0) since = mono_ns();
-    if (mono_ns() - since < 2'000'000) {
-      sched_yield();
-    } else {
-      timespec ts{0, sleep_ns};
-      nanosleep(&ts, nullptr);
-      sleep_ns = std::min(2 * sleep_ns, 1'000'000L);
-    }
-  }
-}
 
 void polite_recv(void* buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm) {
   MPI_Request req;
@@ -198,6 +171,32 @@ Link measure(const Timer& timer, MPI_Comm comm, int server) {
 }
 
 }  // namespace
+
+// A short spin first (an answer from a peer on another core takes ~1 us), then
+// sched_yield (lets a peer sharing our core run at once: a round trip then
+// costs two context switches, not two time slices), then, for long waits
+// (our turn in the linear scheme), sleeps from 50 us growing to 1 ms.
+void polite_wait(MPI_Request* req) {
+  int done = 0;
+  uint64_t since = 0;
+  long sleep_ns = 50'000;
+  for (int spins = 0;;) {
+    PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (spins < 64) {
+      ++spins;
+      continue;
+    }
+    if (since == 0) since = mono_ns();
+    if (mono_ns() - since < 2'000'000) {
+      sched_yield();
+    } else {
+      timespec ts{0, sleep_ns};
+      nanosleep(&ts, nullptr);
+      sleep_ns = std::min(2 * sleep_ns, 1'000'000L);
+    }
+  }
+}
 
 // ---------------------------------------------------------------------------
 // Timer

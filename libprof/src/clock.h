@@ -137,6 +137,11 @@ struct SyncResult {
   int exchanges = 0;         // exchanges this rank took part in (served + measured)
 };
 
+// Waits for a request without hogging a core: MPICH busy-polls in blocking
+// calls, which starves the peers we wait for when ranks outnumber cores (or
+// share them with other work). For the tool's own collectives.
+void polite_wait(MPI_Request* req);
+
 // Collective over `comm` (MPI_COMM_WORLD): every rank must call it. Uses PMPI only.
 // The exchanges run on a private duplicate of `comm`, made and freed here,
 // or, with `private_comm`, made on the first call (when *private_comm is

@@ -608,14 +608,18 @@ bool claim_directory(const std::string& asked, const format::FileHeader& header,
   return false;
 }
 
-// All ranks agree whether to record: true when every rank's `ok` is. When not,
+// All ranks agree whether to record: true when every rank's `ok` is (waiting
+// politely, as for every collective of the shim's own: a rank still busy
+// at start-up may share a core with the one waiting). When not,
 // the lowest failing rank prints its message (one message, not one per rank),
 // and every rank then runs unprofiled, or with PROF_STRICT=1 aborts, only
 // after that message is out (a barrier first, so no rank's abort can kill the
 // one still printing).
 bool agree(bool ok, const std::string& problem, int rank, const Config& cfg) {
   int mine = ok ? INT32_MAX : rank, lowest = 0;
-  PMPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Request request;
+  PMPI_Iallreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &request);
+  polite_wait(&request);
   if (lowest == INT32_MAX) return true;
   if (lowest == rank) {
     logger()->error("{}; {}", problem,
@@ -841,7 +845,9 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
     chosen.claimed = created;
     std::snprintf(chosen.dir, sizeof chosen.dir, "%s", dir.c_str());
   }
-  PMPI_Bcast(&chosen, sizeof chosen, MPI_BYTE, 0, MPI_COMM_WORLD);
+  MPI_Request request;
+  PMPI_Ibcast(&chosen, sizeof chosen, MPI_BYTE, 0, MPI_COMM_WORLD, &request);
+  polite_wait(&request);
   header.run_id = chosen.run_id;
   rt->dir = chosen.dir;
   if (rank == 0 && problem.empty())
