@@ -24,8 +24,11 @@ namespace {
 constexpr int kPatience = 100;
 constexpr int kMaxExchanges = 2000;
 constexpr uint64_t kMaxPairNs = 500'000'000;  // 0.5 s per pair
-// init()'s sanity check of the TSC rate: long enough for a reading of 0.1%.
-constexpr long kSanitySpanNs = 50'000;
+// init()'s sanity check of the TSC rate only has to tell a counter that runs
+// from one that does not (plausible: 0.01..100 ns per tick), so a few us of
+// spinning are enough: no sleep, which costs a timer slack and, on a busy
+// machine, a time slice.
+constexpr uint64_t kSanitySpanNs = 2'000;
 
 // Tags on the private communicator (never visible to the application).
 constexpr int kTagHello = 1;  // client -> server: ready to measure
@@ -84,33 +87,6 @@ void tsc_mono_pair(uint64_t* tsc, uint64_t* mono) {
 }
 #endif
 
-// Waits for a request without hogging a core: MPICH busy-polls in blocking
-// calls, which starves the peers we wait for when ranks outnumber cores. A
-// short spin first (an answer from a peer on another core takes ~1 us), then
-// sched_yield (lets a peer sharing our core run at once: a round trip then
-// costs two context switches, not two time slices), then, for long waits
-// (our turn in the linear scheme), sleeps from 50 us growing to 1 ms.
-void polite_wait(MPI_Request* req) {
-  int done = 0;
-  uint64_t since = 0;
-  long sleep_ns = 50'000;
-  for (int spins = 0;;) {
-    PMPI_Test(req, &done, MPI_STATUS_IGNORE);
-    if (done) return;
-    if (spins < 64) {
-      ++spins;
-      continue;
-    }
-    if (since == 0) since = mono_ns();
-    if (mono_ns() - since < 2'000'000) {
-      sched_yield();
-    } else {
-      timespec ts{0, sleep_ns};
-      nanosleep(&ts, nullptr);
-      sleep_ns = std::min(2 * sleep_ns, 1'000'000L);
-    }
-  }
-}
 
 void polite_recv(void* buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm) {
   MPI_Request req;
@@ -196,6 +172,32 @@ Link measure(const Timer& timer, MPI_Comm comm, int server) {
 
 }  // namespace
 
+// A short spin first (an answer from a peer on another core takes ~1 us), then
+// sched_yield (lets a peer sharing our core run at once: a round trip then
+// costs two context switches, not two time slices), then, for long waits
+// (our turn in the linear scheme), sleeps from 50 us growing to 1 ms.
+void polite_wait(MPI_Request* req) {
+  int done = 0;
+  uint64_t since = 0;
+  long sleep_ns = 50'000;
+  for (int spins = 0;;) {
+    PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (spins < 64) {
+      ++spins;
+      continue;
+    }
+    if (since == 0) since = mono_ns();
+    if (mono_ns() - since < 2'000'000) {
+      sched_yield();
+    } else {
+      timespec ts{0, sleep_ns};
+      nanosleep(&ts, nullptr);
+      sleep_ns = std::min(2 * sleep_ns, 1'000'000L);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Timer
 
@@ -228,8 +230,7 @@ bool Timer::init(format::TimerKind kind, std::string* why) {
       // this only checks that the counter runs at a plausible rate.
       uint64_t t1 = 0, m1 = 0;
       tsc_mono_pair(&t0, &m0);
-      timespec ts{0, kSanitySpanNs};
-      while (nanosleep(&ts, &ts) != 0) {
+      while (mono_ns() - m0 < kSanitySpanNs) {
       }
       tsc_mono_pair(&t1, &m1);
       if (t1 <= t0 || m1 <= m0) return fail("TSC check failed: clock did not advance");
@@ -374,7 +375,8 @@ bool parse_sync_scheme(std::string_view name, SyncScheme* out) {
   return true;
 }
 
-SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme scheme) {
+SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme scheme,
+                              MPI_Comm* private_comm) {
   SyncResult res;
   int size = 1, rank = 0;
   PMPI_Comm_size(comm, &size);
@@ -388,9 +390,12 @@ SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme sche
   // application's. Nonblocking: ranks reach this point at different times
   // (finalize especially) and must wait for each other without spinning.
   MPI_Request req;
-  MPI_Comm sc;
-  PMPI_Comm_idup(comm, &sc, &req);
-  polite_wait(&req);
+  MPI_Comm sc = private_comm ? *private_comm : MPI_COMM_NULL;
+  if (sc == MPI_COMM_NULL) {
+    PMPI_Comm_idup(comm, &sc, &req);
+    polite_wait(&req);
+    if (private_comm) *private_comm = sc;
+  }
 
   if (scheme == SyncScheme::Linear) {
     if (rank == 0) {
@@ -438,7 +443,7 @@ SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme sche
   // pairs still measuring (their round trips then last a time slice).
   PMPI_Ibarrier(sc, &req);
   polite_wait(&req);
-  PMPI_Comm_free(&sc);
+  if (!private_comm) PMPI_Comm_free(&sc);
   return res;
 }
 

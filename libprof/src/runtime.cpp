@@ -3,9 +3,10 @@
 //
 // Lifecycle: inert until MPI_Init returns (processes that never call it, such
 // as mpiexec and the hydra proxy, get no file and no output). Init reads the
-// settings, agrees with every rank whether to record (one bad rank disables
-// all, since clock sync is collective), creates the trace directory on rank 0
-// and the rank files everywhere, synchronizes clocks, then turns recording on.
+// settings, creates the trace directory on rank 0 and the rank files
+// everywhere, agrees with every rank whether to record (one bad rank disables
+// all, since clock sync is collective), synchronizes clocks, then turns
+// recording on.
 // Finalize, MPI_Abort, a fatal signal and exit() without Finalize each seal the
 // chunks and write an end definition; SIGKILL leaves unsealed chunks, which the
 // reader salvages.
@@ -78,15 +79,23 @@ struct Runtime {
   // Address ranges of the MPI libraries and of ourselves: call sites are the
   // first frame outside them.
   std::vector<std::pair<uintptr_t, uintptr_t>> mpi_ranges;
+  // The clock syncs' private communicator, made by the first and freed after
+  // the last: one duplication a run, not one a sync.
+  MPI_Comm sync_comm = MPI_COMM_NULL;
   struct sigaction old_actions[32];
 };
 Runtime* rt = nullptr;  // created at MPI_Init when recording; never freed
+
+// PROF_LOG_LEVEL, set at MPI_Init before anything is said. The logger itself
+// is made on first use: most runs say nothing and never pay for it.
+spdlog::level::level_enum log_level = spdlog::level::warn;
 
 std::shared_ptr<spdlog::logger> logger() {
   static std::shared_ptr<spdlog::logger> l = [] {
     auto lg = std::make_shared<spdlog::logger>("libprof",
                                                std::make_shared<spdlog::sinks::stderr_sink_mt>());
     lg->set_pattern("libprof: %v");
+    lg->set_level(log_level);
     return lg;
   }();
   return l;
@@ -220,6 +229,25 @@ void seal_all_threads() {
 }
 
 constexpr size_t kFirstChunkBytes = 64 * 1024;
+constexpr size_t kPageBytes = 4096;
+
+// A chunk's pages are faulted in writable ahead of the thread's stores
+// (TraceFile::populate), from the chunk's start up to room for `words` more,
+// at least doubling what is populated each time: no first-store page fault on
+// the hot path, a few calls per chunk, and the unused tail of a chunk stays
+// untouched (no dirty pages to write back or to cut from the file at the
+// end). false when the chunk cannot hold `words` more.
+bool populate_ahead(ThreadState* ts, size_t words) {
+  char* const base = reinterpret_cast<char*>(ts->chunk);
+  const size_t populated = size_t(reinterpret_cast<char*>(ts->end) - base);
+  const size_t needed = size_t(reinterpret_cast<char*>(ts->cur + words) - base);
+  if (needed > ts->chunk_map_bytes) return false;
+  const size_t to = std::min(ts->chunk_map_bytes,
+                             std::max(populated * 2, (needed + kPageBytes - 1) & ~(kPageBytes - 1)));
+  TraceFile::populate(base + populated, to - populated);
+  ts->end = reinterpret_cast<uint32_t*>(base + to);
+  return true;
+}
 
 void map_first_or_next(ThreadState* ts) {
   ts->cx.reset();  // a chunk decodes on its own
@@ -237,10 +265,12 @@ void map_first_or_next(ThreadState* ts) {
   ts->chunk_map_bytes = bytes;
   ts->next_chunk_bytes = std::min<size_t>(bytes * 2, rt->cfg.buffer_bytes);
   ts->cur = reinterpret_cast<uint32_t*>(h + 1);
-  ts->end = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(h) + bytes);
+  ts->end = reinterpret_cast<uint32_t*>(h);  // nothing populated yet
   // The chunk opens with the thread's open intervals (format 3), so a reader
   // can start decoding here.
   ts->cur += format::encode_snapshot(ts->cur, ts->open_intervals);
+  // No room for a record after the snapshot: the next record opens a new chunk.
+  if (!populate_ahead(ts, format::kMaxRecordWords)) ts->end = ts->cur;
 }
 
 // A thread that ends gives its chunk back (sealed, unmapped): threads that come
@@ -420,7 +450,10 @@ void start_heartbeat() {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-// At finalize, MPI_Abort or exit: not from a signal handler.
+// At finalize, MPI_Abort or exit: not from a signal handler. Not waited for:
+// the thread leaves its loop when it next wakes, touching only what is never
+// freed (the heartbeat, the Live chunk); a join would cost the caller a
+// context switch, a time slice on a busy machine.
 void stop_heartbeat() {
   if (!heartbeat || !heartbeat->running) return;
   {
@@ -428,7 +461,7 @@ void stop_heartbeat() {
     heartbeat->stop = true;
   }
   heartbeat->wake.notify_all();
-  pthread_join(heartbeat->thread, nullptr);
+  pthread_detach(heartbeat->thread);
   heartbeat->running = false;
 }
 
@@ -504,17 +537,22 @@ std::string unique_dir_name() {
          std::to_string(::getpid());
 }
 
-bool make_dirs(const std::string& path, std::string* why) {
+// Creates `path` and its parents; *made_last: whether `path` itself was
+// created by this call (so it holds nothing yet).
+bool make_dirs(const std::string& path, bool* made_last, std::string* why) {
   std::string cur;
   size_t pos = 0;
+  *made_last = false;
   while (pos != std::string::npos) {
     pos = path.find('/', pos + 1);
     cur = path.substr(0, pos);
     if (cur.empty()) continue;
-    if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+    const bool made = ::mkdir(cur.c_str(), 0755) == 0;
+    if (!made && errno != EEXIST) {
       *why = "cannot create directory '" + cur + "': " + std::strerror(errno);
       return false;
     }
+    *made_last = made;
   }
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -544,9 +582,10 @@ bool holds_trace(const std::string& dir) {
 // trace, the first of asked-2, asked-3, ... that does not. A directory is
 // claimed by creating rank 0's file in it exclusively, so neither a second
 // run into the same PROF_OUTPUT nor a spawned job (whose rank 0 collides with
-// ours) overwrites or mixes with a trace.
+// ours) overwrites or mixes with a trace. *made: the directory is new (ours
+// to remove if the run ends up unprofiled).
 bool claim_directory(const std::string& asked, const format::FileHeader& header, std::string* dir,
-                     std::string* why) {
+                     bool* made, std::string* why) {
   std::string base = asked;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   char name[32];
@@ -554,8 +593,10 @@ bool claim_directory(const std::string& asked, const format::FileHeader& header,
   constexpr int kMaxTries = 1000;
   for (int n = 1; n <= kMaxTries; ++n) {
     const std::string candidate = n == 1 ? base : base + "-" + std::to_string(n);
-    if (!make_dirs(candidate, why)) return false;
-    if (holds_trace(candidate)) continue;
+    if (!make_dirs(candidate, made, why)) return false;
+    // A directory made just now holds no trace; a run racing into it after
+    // our mkdir is stopped by the exclusive create below.
+    if (!*made && holds_trace(candidate)) continue;
     if (rt->file.create(candidate + "/" + name, header, why)) {
       *dir = candidate;
       return true;
@@ -567,14 +608,18 @@ bool claim_directory(const std::string& asked, const format::FileHeader& header,
   return false;
 }
 
-// All ranks agree whether to record: true when every rank's `ok` is. When not,
+// All ranks agree whether to record: true when every rank's `ok` is (waiting
+// politely, as for every collective of the shim's own: a rank still busy
+// at start-up may share a core with the one waiting). When not,
 // the lowest failing rank prints its message (one message, not one per rank),
 // and every rank then runs unprofiled, or with PROF_STRICT=1 aborts, only
 // after that message is out (a barrier first, so no rank's abort can kill the
 // one still printing).
 bool agree(bool ok, const std::string& problem, int rank, const Config& cfg) {
   int mine = ok ? INT32_MAX : rank, lowest = 0;
-  PMPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Request request;
+  PMPI_Iallreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &request);
+  polite_wait(&request);
   if (lowest == INT32_MAX) return true;
   if (lowest == rank) {
     logger()->error("{}; {}", problem,
@@ -683,101 +728,24 @@ void define_idup(MPI_Comm parent, MPI_Comm newcomm, uint64_t time) {
   write_comm_definition(newcomm, parent, id, time);
 }
 
-uint32_t callsite_id_for_address(uintptr_t address);
+uint32_t callsite_id_for_address(uintptr_t address, std::string* lines = nullptr);
 
-void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_t init_id,
-                     uint64_t t0, uint64_t t1, int provided, void* init_return_address) {
-  logger()->set_level(spdlog::level::level_enum(cfg.log_level));
-
-  int rank = 0, size = 1;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  PMPI_Comm_size(MPI_COMM_WORLD, &size);
-
-  std::string why;
-  if (cfg.test_shift_rank == rank) {
-    // Test only: this rank's clock runs shifted; MPI_Init's times move with it.
-    const uint64_t before = g.timer.now();
-    g.timer.set_test_shift_ns(cfg.test_shift_ns);
-    const uint64_t delta = g.timer.now() - before;
-    t0 += delta;
-    t1 += delta;
-  }
-  std::string msg;
-  for (const auto& e : errors) msg += (msg.empty() ? "" : "; ") + e;
-  if (!agree(errors.empty(), msg, rank, cfg)) return;
-  // Every rank has the same settings now (or none did and MPICH's broadcast stays).
-  bcast::set_log([](bool warning, const std::string& line) {
-    if (warning) logger()->warn("{}", line);
-    else logger()->info("{}", line);
-  });
-  bcast::set_fallback_hook(
-      [](uint64_t communicators) { define(prof::format::definition_line::meta("bcast_fallbacks", std::to_string(communicators))); });
-  bcast::configure(cfg.bcast);
-
-  rt = new Runtime();
-  rt->cfg = cfg;
-  rt->rank = rank;
-  rt->size = size;
-
-  format::FileHeader header{};
-  std::memcpy(header.magic, format::kFileMagic, sizeof header.magic);
-  header.version = format::kFormatVersion;
-  header.header_size = sizeof header;
-  header.rank = rank;
-  header.world_size = size;
-  header.timer = uint32_t(g.timer.kind());
-  // Rank 0 picks the run id and the directory, and creates its file there
-  // first (that claims it); one broadcast tells the others both, then they
-  // create theirs.
-  struct {
-    uint64_t run_id;
-    char dir[4096];
-  } chosen{};
-  std::string asked;
-  bool created = false;
-  if (rank == 0) {
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    chosen.run_id = (uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec)) ^
-                    (uint64_t(::getpid()) << 40);
-    header.run_id = chosen.run_id;
-    asked = cfg.output_dir.empty() ? unique_dir_name() : cfg.output_dir;
-    std::string dir;
-    created = claim_directory(asked, header, &dir, &why);
-    std::snprintf(chosen.dir, sizeof chosen.dir, "%s", dir.c_str());
-  }
-  PMPI_Bcast(&chosen, sizeof chosen, MPI_BYTE, 0, MPI_COMM_WORLD);
-  header.run_id = chosen.run_id;
-  rt->dir = chosen.dir;
-  if (!agree(rank != 0 || created, "PROF_OUTPUT: " + why, rank, cfg)) return;
-  char name[32];
-  std::snprintf(name, sizeof name, format::kRankFilePattern, rank);
-  const std::string path = rt->dir + "/" + name;
-  if (rank != 0) created = rt->file.create(path, header, &why);
-  if (!agree(created, "PROF_OUTPUT: " + why, rank, cfg)) {
-    if (created) {
-      rt->file.close();
-      ::unlink(path.c_str());
-    }
-    return;
-  }
-  if (rank == 0 && rt->dir != asked)
-    logger()->warn("'{}' already holds a trace; this run's trace goes to '{}'", asked, rt->dir);
-
-  // Definitions known at start.
+// Everything known at start, as one definitions chunk's text: each chunk
+// costs two writes, and an allocation of file space when it outgrows what
+// the file has ahead.
+std::string start_definitions(const Config& cfg, int rank, int size, int provided,
+                              void* init_return_address) {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   // The load map also tells which code is MPI's, which the call sites need.
   std::string loadmap;
   dl_iterate_phdr(collect_load_map, &loadmap);
   // MPI_Init's call site names the root interval (the whole run) in reports
-  // (its S line is written here, on first use).
-  const uint32_t init_site = callsite_id_for_address(
-      first_frame_outside_mpi(reinterpret_cast<uintptr_t>(init_return_address)));
-
-  // Everything known at start goes out as one definitions chunk: each chunk
-  // costs an allocation of file space and two writes.
+  // (its S line goes out with the definitions below).
   std::string defs;
+  const uint32_t init_site = callsite_id_for_address(
+      first_frame_outside_mpi(reinterpret_cast<uintptr_t>(init_return_address)), &defs);
+
   using format::definition_line::meta;
   defs += meta("format", "prof-trace 1");
   defs += meta("host", host);
@@ -810,6 +778,106 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   defs += format::definition_line::comm(format::kMpichCommSelf, format::self_comm_global_id(rank),
                                         0, 1, false, {rank}, {});
   defs += meta("init_callsite", std::to_string(init_site));
+  return defs;
+}
+
+void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_t init_id,
+                     uint64_t t0, uint64_t t1, int provided, void* init_return_address) {
+  log_level = spdlog::level::level_enum(cfg.log_level);
+
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  std::string why;
+  if (cfg.test_shift_rank == rank) {
+    // Test only: this rank's clock runs shifted; MPI_Init's times move with it.
+    const uint64_t before = g.timer.now();
+    g.timer.set_test_shift_ns(cfg.test_shift_ns);
+    const uint64_t delta = g.timer.now() - before;
+    t0 += delta;
+    t1 += delta;
+  }
+  std::string problem;  // this rank's reason not to record, if any
+  for (const auto& e : errors) problem += (problem.empty() ? "" : "; ") + e;
+
+  rt = new Runtime();
+  rt->cfg = cfg;
+  rt->rank = rank;
+  rt->size = size;
+
+  format::FileHeader header{};
+  std::memcpy(header.magic, format::kFileMagic, sizeof header.magic);
+  header.version = format::kFormatVersion;
+  header.header_size = sizeof header;
+  header.rank = rank;
+  header.world_size = size;
+  header.timer = uint32_t(g.timer.kind());
+  // Two collectives decide: rank 0 picks the run id and the directory and
+  // creates its file there first (that claims it), unless its own settings
+  // are bad; one broadcast tells the others both and whether it succeeded;
+  // they create theirs; then every rank agrees (agree()). Settings are the
+  // same on every rank in practice, so a bad one stops rank 0 before it
+  // creates anything; a rank whose settings alone are bad makes the others
+  // remove what they created.
+  struct {
+    uint64_t run_id;
+    int32_t claimed;  // rank 0 created its file in `dir`
+    char dir[4096];
+  } chosen{};
+  // The ranks that wait for rank 0's directory format their definitions
+  // meanwhile; rank 0 formats its own while they create their files.
+  std::string defs;
+  if (rank != 0 && problem.empty())
+    defs = start_definitions(cfg, rank, size, provided, init_return_address);
+  std::string asked;
+  bool created = false, made_dir = false;
+  if (rank == 0 && problem.empty()) {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    chosen.run_id = (uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec)) ^
+                    (uint64_t(::getpid()) << 40);
+    header.run_id = chosen.run_id;
+    asked = cfg.output_dir.empty() ? unique_dir_name() : cfg.output_dir;
+    std::string dir;
+    created = claim_directory(asked, header, &dir, &made_dir, &why);
+    if (!created) problem = "PROF_OUTPUT: " + why;
+    chosen.claimed = created;
+    std::snprintf(chosen.dir, sizeof chosen.dir, "%s", dir.c_str());
+  }
+  MPI_Request request;
+  PMPI_Ibcast(&chosen, sizeof chosen, MPI_BYTE, 0, MPI_COMM_WORLD, &request);
+  polite_wait(&request);
+  header.run_id = chosen.run_id;
+  rt->dir = chosen.dir;
+  if (rank == 0 && problem.empty())
+    defs = start_definitions(cfg, rank, size, provided, init_return_address);
+  char name[32];
+  std::snprintf(name, sizeof name, format::kRankFilePattern, rank);
+  const std::string path = rt->dir + "/" + name;
+  if (rank != 0 && problem.empty() && chosen.claimed) {
+    created = rt->file.create(path, header, &why);
+    if (!created) problem = "PROF_OUTPUT: " + why;
+  }
+  if (!agree(problem.empty(), problem, rank, cfg)) {
+    if (created) {
+      rt->file.close();
+      ::unlink(path.c_str());
+    }
+    if (made_dir) ::rmdir(rt->dir.c_str());  // fails, as it should, if anything else is in it
+    return;
+  }
+  // Every rank has the same settings now (or none did and MPICH's broadcast stays).
+  bcast::set_log([](bool warning, const std::string& line) {
+    if (warning) logger()->warn("{}", line);
+    else logger()->info("{}", line);
+  });
+  bcast::set_fallback_hook(
+      [](uint64_t communicators) { define(prof::format::definition_line::meta("bcast_fallbacks", std::to_string(communicators))); });
+  bcast::configure(cfg.bcast);
+  if (rank == 0 && rt->dir != asked)
+    logger()->warn("'{}' already holds a trace; this run's trace goes to '{}'", asked, rt->dir);
+
   define(defs);
   {
     std::lock_guard<std::mutex> lock(rt->defs_mu);
@@ -817,7 +885,7 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
     rt->comm_gid[uint32_t(MPI_COMM_SELF)] = format::self_comm_global_id(rank);
   }
 
-  const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, cfg.sync);
+  const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, cfg.sync, &rt->sync_comm);
   define(format::definition_line::clock_sync("init", sync.local_ticks, sync.offset_ns, sync.rtt_ns));
 
   std::atexit(on_exit_without_finalize);
@@ -878,7 +946,8 @@ ThreadState* attach_thread() {
   return ts;
 }
 
-void next_chunk(ThreadState* ts) {
+void next_chunk(ThreadState* ts, size_t words) {
+  if (ts->chunk && populate_ahead(ts, words)) return;
   if (ts->chunk) {
     seal_thread(ts);
     TraceFile::unmap(ts->chunk, ts->chunk_map_bytes);
@@ -1106,12 +1175,16 @@ MessageInfo take_message(MPI_Message message) {
 }
 
 namespace {
-uint32_t callsite_id_for_address(uintptr_t address) {
+// The id of the call site at `address`; a new one's S line is written, or
+// appended to *lines when given (to go out with other definitions).
+uint32_t callsite_id_for_address(uintptr_t address, std::string* lines) {
   std::lock_guard<std::mutex> lock(rt->defs_mu);
   auto [it, inserted] = rt->callsite_by_address.try_emplace(address, rt->next_callsite);
   if (inserted) {
     ++rt->next_callsite;
-    define(format::definition_line::callsite(it->second, address, "", 0));
+    std::string line = format::definition_line::callsite(it->second, address, "", 0);
+    if (lines) *lines += line;
+    else define(line);
   }
   return it->second;
 }
@@ -1179,7 +1252,8 @@ PROF_EXPORT int MPI_Finalize(void) {
   ThreadState* ts = call_begin();
   if (!ts) return PMPI_Finalize();
   g.timer.finish_calibration();
-  const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, rt->cfg.sync);
+  const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, rt->cfg.sync, &rt->sync_comm);
+  if (rt->sync_comm != MPI_COMM_NULL) PMPI_Comm_free(&rt->sync_comm);
   char npt[64];
   std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
   define(prof::format::definition_line::meta("ns_per_tick", npt) +

@@ -4,8 +4,9 @@
 // Hot path (every MPI call): call_begin() checks that recording is on and that
 // this thread is not already inside a wrapper (MPI calling MPI, Fortran calling
 // C, our own PMPI traffic), two timer reads, then one record encoded into the
-// thread's mapped chunk: no locks, no allocation, no formatting. A chunk that
-// cannot hold the largest record is sealed and a new one mapped (runtime.cpp).
+// thread's mapped chunk: no locks, no allocation, no formatting. Past the
+// chunk's populated part, more of it is populated; a chunk that cannot hold
+// the record is sealed and a new one mapped (runtime.cpp).
 //
 // Invariants: only the owning thread writes its chunk; a record's first word is
 // stored last (RecordEncoder::commit), so a chunk read after SIGKILL holds whole
@@ -42,7 +43,7 @@ extern const uint16_t kId_MPI_Init, kId_MPI_Init_thread, kId_MPI_Finalize, kId_M
 
 struct ThreadState {
   uint32_t* cur = nullptr;     // next free word in the mapped chunk
-  uint32_t* end = nullptr;     // end of the chunk's payload
+  uint32_t* end = nullptr;     // end of the chunk's populated part (runtime.cpp)
   format::ChunkHeader* chunk = nullptr;
   size_t chunk_map_bytes = 0;  // size of the current mapping
   size_t next_chunk_bytes = 0; // doubles from 64 KiB up to PROF_BUFFER_MB: a thread
@@ -83,7 +84,9 @@ extern Globals g;
 extern __thread ThreadState* tls_state __attribute__((tls_model("initial-exec")));
 
 ThreadState* attach_thread();               // first call of a thread
-void next_chunk(ThreadState* ts);            // seal the current chunk, map a new one
+// Room for `words` more: more of the chunk populated, or the chunk sealed
+// and a new one mapped.
+void next_chunk(ThreadState* ts, size_t words);
 
 PROF_HOT uint64_t now() { return g.timer.now(); }
 
@@ -208,7 +211,7 @@ class Rec {
 
  private:
   __attribute__((always_inline)) static uint32_t* reserve(ThreadState* ts, size_t words) {
-    if (__builtin_expect(size_t(ts->end - ts->cur) < words, 0)) next_chunk(ts);
+    if (__builtin_expect(size_t(ts->end - ts->cur) < words, 0)) next_chunk(ts, words);
     return ts->cur;
   }
   ThreadState* ts_;

@@ -28,6 +28,12 @@ constexpr uint64_t kEndSlotAt = sizeof(format::FileHeader);
 constexpr uint64_t kStragglerBytes = format::align8(format::kMaxRecordWords * 4);
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kLiveAt = kPage;
+// Space is allocated at least this far ahead of what is used: the start-up's
+// definitions, the first event chunk and the end's definitions then share
+// the allocation made at creation, and later definitions rarely need their
+// own. Each allocation is a journaled change of the file's extents, which on
+// a busy filesystem waits for the journal. close() cuts what was not used.
+constexpr uint64_t kAllocateAhead = 128 * 1024;
 static_assert(kEndSlotAt + sizeof(ChunkHeader) + kEndSlotPayload <= kLiveAt);
 
 ChunkHeader empty_definitions_chunk(uint64_t capacity) {
@@ -58,10 +64,15 @@ bool TraceFile::create(const std::string& path, const format::FileHeader& header
     return false;
   }
   // Header, the end slot, zero padding, and the Live chunk on the second page
-  // (mapped: it must be page aligned).
+  // (mapped: it must be page aligned); room ahead when the disk has it.
   const uint64_t bytes = kLiveAt + format::kLiveChunkBytes;
   const ChunkHeader slot = empty_definitions_chunk(kEndSlotPayload);
-  int rc = ::posix_fallocate(fd_, 0, off_t(bytes));
+  uint64_t allocated = bytes + kAllocateAhead;
+  int rc = ::posix_fallocate(fd_, 0, off_t(allocated));
+  if (rc != 0) {
+    allocated = bytes;
+    rc = ::posix_fallocate(fd_, 0, off_t(allocated));
+  }
   if (rc == 0 && (::pwrite(fd_, &header, sizeof header, 0) != ssize_t(sizeof header) ||
                   ::pwrite(fd_, &slot, sizeof slot, off_t(kEndSlotAt)) != ssize_t(sizeof slot)))
     rc = errno;
@@ -91,6 +102,7 @@ bool TraceFile::create(const std::string& path, const format::FileHeader& header
   __atomic_store_n(&h->magic, format::kChunkMagic, __ATOMIC_RELEASE);
   next_.store(bytes);
   written_end_.store(bytes);
+  allocated_.store(allocated);
   return true;
 }
 
@@ -108,13 +120,29 @@ void TraceFile::note_written(uint64_t end) {
   }
 }
 
-// Allocates a reserved range before anything is stored in it. On failure the
-// range is handed back when nothing was reserved after it; otherwise it
+// Allocates a reserved range before anything is stored in it: nothing to do
+// when it lies below allocated_, else everything from allocated_ up to the
+// range's end and kAllocateAhead beyond (just to the end when the disk has
+// no more). Threads that race both allocate, which is harmless. On failure
+// the range is handed back when nothing was reserved after it; otherwise it
 // becomes an empty chunk, so a reader skips it instead of reading a hole.
 bool TraceFile::allocate(uint64_t at, uint64_t bytes) {
-  const int rc = ::posix_fallocate(fd_, off_t(at), off_t(bytes));
+  const uint64_t end = at + bytes;
+  uint64_t have = allocated_.load(std::memory_order_acquire);
+  int rc = 0;
+  if (end > have) {
+    uint64_t to = end + kAllocateAhead;
+    rc = ::posix_fallocate(fd_, off_t(have), off_t(to - have));
+    if (rc != 0) {
+      to = end;
+      rc = ::posix_fallocate(fd_, off_t(have), off_t(to - have));
+    }
+    if (rc == 0)
+      while (have < to && !allocated_.compare_exchange_weak(have, to, std::memory_order_acq_rel)) {
+      }
+  }
   if (rc == 0) {
-    note_written(at + bytes);
+    note_written(end);
     return true;
   }
   last_error_.store(rc);
@@ -178,11 +206,6 @@ ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint6
     full_.store(true);  // the allocated range stays zeros: padding to a reader
     return nullptr;
   }
-  // A shared file mapping starts write-protected (dirty tracking), so each
-  // page's first store would fault on the hot path. Fault the whole chunk in
-  // writable now, in one call (Linux >= 5.14); older kernels fall back to the
-  // per-page faults.
-  if (::madvise(p, map_bytes, kMadvPopulateWrite) != 0) { /* per-page faults instead */ }
   auto* h = static_cast<ChunkHeader*>(p);
   h->type = uint16_t(format::ChunkType::Events);
   h->flags = 0;
@@ -197,6 +220,13 @@ ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint6
     places_[h] = Place{at, map_bytes};  // a reused address replaces its old entry
   }
   return h;
+}
+
+// A shared file mapping starts write-protected (dirty tracking), so each
+// page's first store would fault on the hot path: faulted in writable here,
+// in one call (Linux >= 5.14); older kernels fall back to the per-page faults.
+void TraceFile::populate(void* from, size_t bytes) {
+  if (bytes && ::madvise(from, bytes, kMadvPopulateWrite) != 0) { /* per-page faults instead */ }
 }
 
 void TraceFile::seal(ChunkHeader* chunk, size_t used_bytes) {

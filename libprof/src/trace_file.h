@@ -6,6 +6,8 @@
 // Every range is allocated (fallocate) before anything is written to it: a
 // full disk is then a failed call when a chunk opens, never a SIGBUS on a
 // mapped page later, and the file never has holes a reader could fault on.
+// Allocations run ahead of use (zeros past the last chunk, padding to a
+// reader), so most chunks need none; close() cuts the file to what was used.
 #pragma once
 
 #include <atomic>
@@ -48,6 +50,9 @@ class TraceFile {
   // multiple of the page size). nullptr when the file cannot grow; after one
   // such failure the file stops trying (full()).
   format::ChunkHeader* map_event_chunk(size_t map_bytes, uint32_t stream, uint64_t base_time);
+  // Faults the pages of a mapped range in writable, so that stores to them
+  // do not fault (page aligned).
+  static void populate(void* from, size_t bytes);
   bool full() const { return full_.load(std::memory_order_relaxed); }
   // errno of the last failed creation, growth or write (0: none).
   int last_error() const { return last_error_.load(std::memory_order_relaxed); }
@@ -85,7 +90,8 @@ class TraceFile {
   int fd_ = -1;
   format::LiveHeader* live_ = nullptr;
   std::atomic<uint64_t> next_{sizeof(format::FileHeader)};
-  std::atomic<uint64_t> written_end_{sizeof(format::FileHeader)};  // end of what was allocated
+  std::atomic<uint64_t> written_end_{sizeof(format::FileHeader)};  // end of what was used
+  std::atomic<uint64_t> allocated_{0};  // everything below is allocated (kAllocateAhead)
   std::atomic<bool> full_{false};
   std::atomic<int> last_error_{0};
   std::mutex places_mu_;  // cold: one entry per mapped chunk

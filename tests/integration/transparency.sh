@@ -10,7 +10,8 @@
 #                 itself): no file, no output, even with bad settings.
 #   bad_settings  each bad PROF_* value: exactly one message on stderr naming
 #                 the variable (and, for PROF_TIMER, the accepted values); the
-#                 application's output and exit code unchanged; no trace.
+#                 application's output and exit code unchanged; no trace. Also
+#                 with the bad value on rank 1 only.
 #   strict        PROF_STRICT=1 with a bad setting or an unwritable output: the
 #                 run fails (non-zero exit) and says why.
 set -u
@@ -106,6 +107,16 @@ bad_settings)
       fail "$setting: a trace went somewhere else"
     fi
   done
+  # A bad setting on rank 1 only (hydra's per-executable -env): rank 1 says
+  # so, once; rank 0, which made the directory and its file meanwhile,
+  # removes both.
+  run bad_rank1 "PROF_OUTPUT=$out/trace_rank1" "LD_PRELOAD=$shim" -- \
+      "$mpiexec" -n 1 "$hello" 3 : -n 1 -env PROF_TIMER bogus "$hello" 3
+  [ $rc -eq 3 ] || fail "PROF_TIMER=bogus on rank 1: exit status $rc instead of 3"
+  same_output plain bad_rank1 || fail "PROF_TIMER=bogus on rank 1: the application's stdout changed"
+  [ "$(wc -l <"$out/bad_rank1.stderr")" -eq 1 ] && grep -q PROF_TIMER "$out/bad_rank1.stderr" ||
+    fail "PROF_TIMER=bogus on rank 1: expected one message naming PROF_TIMER"
+  [ -e "$out/trace_rank1" ] && fail "PROF_TIMER=bogus on rank 1: $(ls -R "$out/trace_rank1" | tr '\n' ' ') left"
   ;;
 strict)
   for setting in PROF_TIMER=bogus PROF_OUTPUT=/proc/x; do
