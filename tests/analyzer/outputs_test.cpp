@@ -412,6 +412,15 @@ TEST(Outputs, CallsInFlightAnySourceAndBarrier) {
   EXPECT_EQ(slurp(b.dir() + "/c.json").find("\"in_flight\":true") == std::string::npos, false);
 }
 
+// The JSON report of a run whose ranks were all killed (no end reason); the
+// text report in *out.
+json killed_run_report(TraceBuilder& b, std::string* out) {
+  b.close("");
+  const std::string json_path = b.dir() + "/end.json";
+  run_cli(b.dir() + " --json " + json_path, out);
+  return json::parse(slurp(json_path));
+}
+
 // Irecvs from a rank that never sends, then a Waitall in flight on both ranks:
 // the Waitall waits for the peers of the requests still active (a cycle). A
 // slot whose call was recorded (the process died between the record and
@@ -430,11 +439,8 @@ TEST(Outputs, CallsInFlightWaitallAndRecordedSlot) {
   }
   b.other(2, CommRank, 5 * kMs, 6 * kMs);
   b.w(2).live(30 * kMs, {in_flight_slot(CommRank, 5 * kMs, -1, -1, 0)});
-  for (int r = 0; r < 3; ++r) b.close(r, "");
-  const std::string json_path = b.dir() + "/end.json";
   std::string out;
-  run_cli(b.dir() + " --json " + json_path, &out);
-  const json j = json::parse(slurp(json_path));
+  const json j = killed_run_report(b, &out);
   const json& ranks = j["run_end"]["ranks"];
   ASSERT_EQ(ranks.size(), 3u) << out;
   for (int r = 0; r < 2; ++r) {
@@ -463,11 +469,8 @@ TEST(Outputs, CallsInFlightWaitOnNonblockingCollective) {
     b.w(r).live(20 * kMs, {in_flight_slot(Wait, 5 * kMs, -1, 1, 0, 0xC0 + r)});
   }
   b.w(2).live(20 * kMs, {in_flight_slot(Recv, 4 * kMs, 0, 9, kWorld)});
-  for (int r = 0; r < 3; ++r) b.close(r, "");
-  const std::string json_path = b.dir() + "/end.json";
   std::string out;
-  run_cli(b.dir() + " --json " + json_path, &out);
-  const json j = json::parse(slurp(json_path));
+  const json j = killed_run_report(b, &out);
   const json& ranks = j["run_end"]["ranks"];
   ASSERT_EQ(ranks.size(), 3u) << out;
   for (int r = 0; r < 2; ++r) {
