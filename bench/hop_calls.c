@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mpi_patterns.h"
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -24,28 +25,9 @@ int main(int argc, char** argv) {
   }
   const long n = atol(argv[2]);
   if (strcmp(argv[1], "pingpong") == 0) {
-    for (long i = 0; i < n; ++i) {
-      if (rank == 0) {
-        MPI_Send(NULL, 0, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-        MPI_Recv(NULL, 0, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      } else if (rank == 1) {
-        MPI_Recv(NULL, 0, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(NULL, 0, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
-      }
-    }
+    ping_pong(rank, n);
   } else if (strcmp(argv[1], "heavy") == 0) {
-    int sbuf[4] = {rank, 0, 0, 0}, rbuf[8];
-    double local = 1.0, global = 0.0;
-    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
-    for (long i = 0; i < n; ++i) {
-      MPI_Request req[4];
-      MPI_Irecv(rbuf, 4, MPI_INT, left, 2, MPI_COMM_WORLD, &req[0]);
-      MPI_Irecv(rbuf + 4, 4, MPI_INT, right, 3, MPI_COMM_WORLD, &req[1]);
-      MPI_Isend(sbuf, 4, MPI_INT, right, 2, MPI_COMM_WORLD, &req[2]);
-      MPI_Isend(sbuf, 4, MPI_INT, left, 3, MPI_COMM_WORLD, &req[3]);
-      MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
-      if (i % 10 == 0) MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    }
+    message_ring(rank, size, n);
   } else {
     int r = 0;
     for (long i = 0; i < n; ++i) MPI_Comm_rank(MPI_COMM_WORLD, &r);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <x86intrin.h>
+#include "mpi_patterns.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -75,42 +76,18 @@ int main(int argc, char** argv) {
   calls++;
   for (int b = 0; b < B; ++b) {
     double t = now_s();
-    for (int i = 0; i < n_pp; ++i) {
-      if (rank == 0) {
-        MPI_Send(NULL, 0, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-        MPI_Recv(NULL, 0, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      } else if (rank == 1) {
-        MPI_Recv(NULL, 0, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(NULL, 0, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
-      }
-    }
+    calls += ping_pong(rank, n_pp);
     batch[b] = (now_s() - t) / n_pp / 2 * 1e6;
-    if (rank < 2) calls += 2L * n_pp;
   }
   pp_us = median(batch, B);
   }
 
   /* Message-heavy phase: rings of small nonblocking messages plus allreduces. */
   const int n_iter = 20000;
-  int sbuf[4] = {rank, 0, 0, 0}, rbuf[8];
-  double local = 1.0, global = 0.0;
   MPI_Barrier(MPI_COMM_WORLD);
   calls++;
   double t = now_s();
-  for (int i = 0; i < n_iter; ++i) {
-    MPI_Request req[4];
-    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
-    MPI_Irecv(rbuf, 4, MPI_INT, left, 2, MPI_COMM_WORLD, &req[0]);
-    MPI_Irecv(rbuf + 4, 4, MPI_INT, right, 3, MPI_COMM_WORLD, &req[1]);
-    MPI_Isend(sbuf, 4, MPI_INT, right, 2, MPI_COMM_WORLD, &req[2]);
-    MPI_Isend(sbuf, 4, MPI_INT, left, 3, MPI_COMM_WORLD, &req[3]);
-    MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
-    calls += 5;
-    if (i % 10 == 0) {
-      MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-      calls++;
-    }
-  }
+  calls += message_ring(rank, size, n_iter);
   const double heavy_s = now_s() - t;
 
   if (rank == 0) {
