@@ -2,7 +2,6 @@
 // the barrier's bookkeeping, and the public entry points. The algorithm is
 // described in engine.h.
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 
 #include "engine.h"
@@ -238,9 +237,7 @@ void Engine::setup() {
     ranks_.push_back(std::move(r));
   }
   if (!all_final) t_last_est_ = -kInf;
-  if (from_index_) {
-    t_first_ = index_first_;
-  }
+  if (from_index_) t_first_ = index_first_;  // (the cursors start near the window)
   if (opt_.windowed() && t_first_ < kInf) {
     windowed_ = true;
     lo_ = t_first_ + opt_.window_from_s * 1e9;

@@ -6,9 +6,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <thread>
 #include <tuple>
+
+#include <unistd.h>
 
 namespace prof::analysis::detail {
 
@@ -32,7 +35,7 @@ struct Builder {
 
   Builder(const Registry& r, const WorldIndex& w, size_t i, int world_rank)
       : reg(r), world_to_index(w), index(i), tracker(world_rank) {
-    out.nodes.push_back(WindowNode{kNoParentNode, kRootIntervalId, 0, 0, false});
+    out.nodes.push_back(WindowNode{kNoParentNode, kRootIntervalId, 0, std::numeric_limits<double>::infinity(), false});
   }
 
   bool call(const Event&, const FuncInfo& fi, double enter, double leave) {
@@ -491,7 +494,8 @@ WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registr
   body.b += serialize(ix);
   o.put<uint64_t>(checksum(body.b.data(), body.b.size()));
   o.b += body.b;
-  const std::string tmp = path + ".tmp";
+  // (Its own temporary name: two analyses of one trace may build it at once.)
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f.write(o.b.data(), static_cast<std::streamsize>(o.b.size()));
@@ -533,7 +537,9 @@ std::vector<size_t> WindowIndex::plan(double lo) const {
   for (bool changed = true; changed;) {
     changed = false;
     // Every member of a communicator at the same instance.
-    for (const auto& [gid, ms] : members) {
+    for (const auto& entry : members) {
+      const uint64_t gid = entry.first;
+      const std::vector<size_t>& ms = entry.second;
       uint64_t least = UINT64_MAX;
       for (size_t i : ms)
         if (!ranks[i].checkpoints.empty())
