@@ -174,6 +174,16 @@ void Engine::on_phase_end() {
   }
   if (all_exhausted && gone_count_ == ranks_.size() && !changed && boxes_empty()) {
     done_ = true;
+  } else if (from_index_ && window_done()) {
+    // Chunks decoded: from each rank's start to the one holding its next event.
+    for (const auto& r : ranks_) {
+      const size_t at = r->cursor.current_chunk();
+      chunks_decoded_ += at == SIZE_MAX ? r->rank_trace->chunk_count(0) - r->first_chunk : at - r->first_chunk + 1;
+    }
+    cut_at_window_end();
+    merge_nodes();
+    cut_ = true;
+    done_ = true;
   }
   // Aim for about window_events events per phase.
   const double target = static_cast<double>(std::max<uint64_t>(opt_.window_events, 1));
@@ -201,16 +211,21 @@ void Engine::setup() {
   t_last_est_ = -kInf;
   bool all_final = true;
   uint64_t bytes = 0;
+  from_index_ = opt_.windowed() && plan_window(traces);
   for (size_t i = 0; i < traces.size(); ++i) {
-    auto r = std::make_unique<Rank>(*traces[i], reg_, i, *world_to_index_);
+    const size_t first = from_index_ ? index_.ranks[i].checkpoints[index_start_[i]].chunk : 0;
+    auto r = std::make_unique<Rank>(*traces[i], reg_, i, *world_to_index_,
+                                    from_index_ ? traces[i]->events_from_chunks({first}) : traces[i]->events());
+    r->first_chunk = first;
     r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
     r->acc.emplace_back();
     r->slot_of.assign(reg_.funcs[i].size() + 1, 0);
     r->has_ev = r->cursor.next(r->ev);
     if (r->has_ev) {
       r->ev_enter = r->interp.global(r->ev.enter);
-      t_first_ = std::min(t_first_, r->ev_enter);
+      if (!from_index_) t_first_ = std::min(t_first_, r->ev_enter);
     }
+    for (size_t s = 0; s < traces[i]->stream_count(); ++s) chunks_total_ += traces[i]->chunk_count(s);
     bool final_sync = false;
     for (const auto& k : traces[i]->clock_syncs())
       if (k.phase == "final") {
@@ -222,6 +237,7 @@ void Engine::setup() {
     ranks_.push_back(std::move(r));
   }
   if (!all_final) t_last_est_ = -kInf;
+  if (from_index_) t_first_ = index_first_;  // (the cursors start near the window)
   if (opt_.windowed() && t_first_ < kInf) {
     windowed_ = true;
     lo_ = t_first_ + opt_.window_from_s * 1e9;
@@ -262,8 +278,166 @@ void Engine::setup() {
   result_boxes_ = std::vector<Box<ResultRec>>(2 * workers_ * workers_);
   owners_.resize(workers_);
   if (t_first_ < kInf) win_end_ = t_first_ + delta_;
+  if (from_index_) {
+    restore_window_state();
+    double first_next = kInf;
+    for (const auto& r : ranks_)
+      if (r->has_ev) first_next = std::min(first_next, r->ev_enter);
+    if (first_next < kInf) win_end_ = first_next + delta_;
+  }
   global_nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, 0, 0, kInf, false});
   merge_nodes();
+  if (from_index_) {
+    // Executions before the start are outside the window (Exec_k 0): the
+    // fold starts at the fewest any member had closed.
+    for (GNode& gn : global_nodes_) {
+      uint64_t least = UINT64_MAX;
+      for (auto [ri, li] : gn.members) least = std::min(least, ranks_[ri]->acc[li].t_base);
+      gn.folded = least == UINT64_MAX ? 0 : least;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// A window served by the window index (window_index.h)
+
+// Chooses each rank's start from the index; false (and index_note_ says why)
+// when the whole trace must be decoded.
+bool Engine::plan_window(const std::vector<const RankTrace*>& traces) {
+  if (!opt_.use_window_index) {
+    index_note_ = "not used: disabled";
+    return false;
+  }
+  const unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
+  index_ = load_or_build_window_index(dir_, reg_, *world_to_index_, hw, &index_note_);
+  if (!index_.unusable.empty()) {
+    index_note_ = "not used: " + index_.unusable + " (" + index_note_ + ")";
+    return false;
+  }
+  index_first_ = kInf;
+  for (const RankWindowIndex& r : index_.ranks)
+    if (!r.checkpoints.empty()) index_first_ = std::min(index_first_, r.checkpoints[0].first_enter);
+  for (const RankWindowIndex& r : index_.ranks)
+    if (r.checkpoints.empty()) {
+      index_note_ = "not used: a rank has no events (" + index_note_ + ")";
+      return false;
+    }
+  if (!(index_first_ < kInf)) return false;
+  index_start_ = index_.plan(index_first_ + opt_.window_from_s * 1e9);
+  // Sends made before the sender's start and not received before the
+  // receiver's: their enters, from the sender's earlier chunks. (Before the
+  // ranks' cursors exist: an event a cursor returned stays valid only while
+  // no other cursor of its rank runs.)
+  for (size_t s = 0; s < traces.size(); ++s) {
+    const WindowCheckpoint& cp = index_.ranks[s].checkpoints[index_start_[s]];
+    std::vector<WantedSends> wanted;
+    for (const auto& [key, sent] : cp.sends) {
+      const int d = index_of_world(key.dst);
+      if (d < 0) continue;
+      const auto di = static_cast<size_t>(d);
+      const uint64_t received = index_.ranks[di].checkpoints[index_start_[di]].recvs_on(key);
+      if (sent > received) wanted.push_back(WantedSends{key, received, sent, {}});
+    }
+    chunks_decoded_ += collect_sends(*traces[s], reg_, s, *world_to_index_, index_.ranks[s], index_start_[s], wanted);
+    for (WantedSends& w : wanted) fetched_.push_back(std::move(w));
+  }
+  return true;
+}
+
+// Each rank's state at its start chunk, as the pass from the trace's start
+// would have it there.
+void Engine::restore_window_state() {
+  for (auto& rp : ranks_) {
+    Rank& r = *rp;
+    const RankWindowIndex& ri = index_.ranks[r.index];
+    const WindowCheckpoint& cp = ri.checkpoints[index_start_[r.index]];
+    Handler h{*this, r, r.worker, 0};
+    r.interp.restore(cp.interp, h);
+    r.intervals.restore(cp.tracker);
+    for (size_t i = 1; i < ri.nodes.size(); ++i) {
+      const WindowNode& n = ri.nodes[i];
+      r.nodes.push_back(LocalNode{n.parent, n.id, n.site});
+      r.acc.emplace_back();
+      r.node_index[NodeKey{n.parent, n.id, n.site}] = static_cast<uint32_t>(i);
+    }
+    for (size_t i = 0; i < ri.nodes.size(); ++i) {
+      r.acc[i].first_enter = ri.nodes[i].first_enter;
+      r.acc[i].executed_in_run = ri.nodes[i].executed;
+      if (i < cp.executions.size()) r.acc[i].t_base = cp.executions[i];
+    }
+    if (r.intervals.in_root()) r.instants.set_context(-kInf, r.context());
+  }
+  // Sends made before the sender's start and not received before the
+  // receiver's (collected by plan_window): queued first.
+  for (const WantedSends& w : fetched_) {
+    Channel& ch = ranks_[static_cast<size_t>(index_of_world(w.key.dst))]->channel(w.key);
+    for (double enter : w.enters) ch.sends.push(enter);
+  }
+  // Sends whose receives came before the receiver's start are skipped there.
+  for (auto& rp : ranks_) {
+    Rank& d = *rp;
+    const WindowCheckpoint& cp = index_.ranks[d.index].checkpoints[index_start_[d.index]];
+    for (const auto& [key, received] : cp.recvs) {
+      const int s = index_of_world(key.src);
+      if (s < 0) continue;
+      const auto si = static_cast<size_t>(s);
+      const uint64_t sent = index_.ranks[si].checkpoints[index_start_[si]].sends_on(key);
+      if (received > sent) d.channel(key).skip = received - sent;
+    }
+  }
+  // Collective instances before the starts (every member has made the same
+  // number of calls there) never come: their owners start past them.
+  std::map<uint64_t, uint64_t> before;
+  for (const auto& rp : ranks_)
+    for (const auto& [gid, n] : index_.ranks[rp->index].checkpoints[index_start_[rp->index]].interp.collective_counts)
+      before[gid] = std::max(before[gid], n);
+  for (const auto& [gid, n] : before) {
+    if (n == 0) continue;
+    for (unsigned w = 0; w < workers_; ++w) owners_[w].queue(gid).base = n / workers_;
+    for (uint64_t seq = n / workers_ * workers_; seq < n; ++seq)
+      if (Instance* in = owners_[owner_of(gid, seq)].queue(gid).get(seq / workers_)) in->done = true;
+    for (unsigned w = 0; w < workers_; ++w) owners_[w].queue(gid).pop_done();
+  }
+}
+
+// Past the window, nothing can change it any more once every rank's next
+// event starts after it and nothing that started inside it waits for a
+// partner (every hold, at a receive's issue or a collective call's enter, is
+// after it; what is still in a mailbox belongs to such a hold or to nothing
+// inside the window).
+bool Engine::window_done() const {
+  for (const auto& r : ranks_) {
+    if (r->has_ev && !(r->ev_enter > hi_)) return false;
+    if (!(r->holds.oldest() > hi_)) return false;
+  }
+  return true;
+}
+
+// Closes what is open at the window's end and drops what waits after it
+// (outside the window: it changes nothing inside).
+void Engine::cut_at_window_end() {
+  for (auto& rp : ranks_) {
+    Rank& r = *rp;
+    if (r.exhausted_phase < 0) {
+      Handler h{*this, r, r.worker, phase_ & 1};
+      r.intervals.cut(hi_, h);
+      r.exhausted_phase = phase_;
+    }
+    for (Channel& ch : r.channel_store) {
+      while (!ch.recvs.empty()) r.holds.release(ch.recvs.pop().hold);
+      while (!ch.sends.empty()) ch.sends.pop();
+    }
+  }
+  for (Owner& own : owners_)
+    for (CommQueue& q : own.queues) {
+      for (size_t i = 0; i < q.count; ++i) {
+        Instance& in = q.at(i);
+        for (uint32_t m = in.head; m != UINT32_MAX; m = own.arena[m].next) own.free_list.push_back(m);
+        in.head = UINT32_MAX;
+        in.done = true;
+      }
+      q.pop_done();
+    }
 }
 
 const char* const Engine::kCancelled = "analysis cancelled";

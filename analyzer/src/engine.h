@@ -64,6 +64,7 @@
 #include "phase_barrier.h"
 #include "prof/analysis/analysis.h"
 #include "warning_sink.h"
+#include "window_index.h"
 
 namespace prof::analysis::detail {
 using namespace detail;
@@ -116,6 +117,7 @@ struct NodeAcc {
   double snap_p = 0;    // recorded when the fold passes this rank's count
   std::vector<FuncStat> funcs;  // by rank-local function slot
   double first_enter = kInf;
+  bool executed_in_run = false;  // a window index says the run executes it
   bool touched = false;  // closed an execution since the last fold
 
   uint64_t executions() const { return t_base + T.size(); }
@@ -141,6 +143,7 @@ struct PendingRecv {
 struct Channel {
   Fifo<double> sends;        // send enters not yet received
   Fifo<PendingRecv> recvs;   // receives whose send has not arrived
+  uint64_t skip = 0;         // sends received before decoding started (window index)
 };
 
 struct SendRec {
@@ -287,8 +290,9 @@ struct Combo {
 inline constexpr uint32_t kComboBit = 0x80000000u;  // a context that is a Combo's index
 
 struct alignas(64) Rank {
-  Rank(const RankTrace& t, const Registry& reg, size_t idx, const WorldIndex& w2i)
-      : rank_trace(&t), rank(t.rank()), index(idx), interp(t, reg, idx, w2i), cursor(t.events()),
+  Rank(const RankTrace& t, const Registry& reg, size_t idx, const WorldIndex& w2i,
+       RankTrace::MergedCursor events)
+      : rank_trace(&t), rank(t.rank()), index(idx), interp(t, reg, idx, w2i), cursor(std::move(events)),
         intervals(t.rank()), threaded(t.stream_count() > 1) {}
 
   const RankTrace* rank_trace;
@@ -322,6 +326,7 @@ struct alignas(64) Rank {
   uint64_t events = 0, calls = 0, matched = 0, unmatched_sends = 0, unmatched_recvs = 0;
   uint64_t local_instances = 0, phase_events = 0;
   int exhausted_phase = -1;
+  size_t first_chunk = 0;  // where decoding started (a window served by the index)
   WarningSink warn;
 
   // The innermost execution open on a thread (the root when none).
@@ -454,6 +459,10 @@ class Engine {
   }
 
   void setup();
+  bool plan_window(const std::vector<const RankTrace*>& traces);
+  void restore_window_state();
+  bool window_done() const;
+  void cut_at_window_end();
   void phase_body(unsigned w);
   void on_phase_end();
   void publish(unsigned w);
@@ -517,6 +526,16 @@ class Engine {
   // The window in global ns (Options::window_*; the whole run without one).
   bool windowed_ = false;
   double lo_ = -kInf, hi_ = kInf;
+  // A window served by the window index: decoding starts at index_start_ and
+  // stops once nothing after hi_ can change what lies inside the window.
+  bool from_index_ = false;
+  WindowIndex index_;
+  std::vector<size_t> index_start_;
+  std::vector<WantedSends> fetched_;  // sends from before the senders' starts
+  std::string index_note_;
+  double index_first_ = kInf;  // the trace's first event, from the index
+  uint64_t chunks_total_ = 0, chunks_decoded_ = 0;
+  bool cut_ = false;  // stopped past the window's end (chunks_decoded_ counted)
   std::vector<uint8_t> gone_;  // rank ended two phases ago: its records are all in
   uint32_t gone_count_ = 0;
   double t_first_ = 0, t_last_est_ = 0;

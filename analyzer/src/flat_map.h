@@ -102,6 +102,12 @@ class FlatMap {
       if (s.used) f(s.key, s.value);
   }
 
+  template <class F>
+  void for_each(F&& f) const {
+    for (const Slot& s : slots_)
+      if (s.used) f(s.key, s.value);
+  }
+
   // Erases every entry for which pred(key, value) is true.
   template <class P>
   void erase_if(P&& pred) {

@@ -179,6 +179,12 @@ class CommCache {
     uint64_t* const* p = seq_of_.find(gid);
     return p ? **p : 0;
   }
+  // Every communicator's collective count so far: f(gid, count).
+  template <class F>
+  void for_each_count(F&& f) const {
+    seq_of_.for_each([&](const uint64_t& gid, uint64_t* const& count) { f(gid, *count); });
+  }
+  void set_count(uint64_t gid, uint64_t count) { *seq_for(gid) = count; }
   // The communicator a handle denoted at raw time t (nullptr: unknown).
   const CommInfo* find(uint32_t handle, uint64_t t) { return at(handle, t); }
   // World rank of a point-to-point peer (comm-local rank; remote group for an
@@ -230,6 +236,8 @@ struct Request {
   uint64_t hold = UINT64_MAX;  // Recv/PRecv: the handler's hold while in flight
   uint64_t instance = 0;  // Coll/PColl: the rank's n-th collective on comm (when issued/started)
   uint32_t next = 0;      // the next request sharing this handle (index + 1 into the spill)
+  uint32_t comm_handle = 0;  // `comm` is CommCache::at(comm_handle, comm_time) (window index)
+  uint64_t comm_time = 0;
   bool persistent() const { return type == PSend || type == PRecv || type == PColl; }
 };
 
@@ -273,6 +281,46 @@ class Interpreter {
 
   template <class H>
   void process(const Event& e, double enter, H& h);
+
+  // The state carried from one event to the next (requests, generalized
+  // requests, collective counts), saved at a chunk's start by the window index
+  // and restored to start decoding there. Restoring takes a hold for each
+  // receive in flight, oldest issue first.
+  struct Saved {
+    std::vector<std::pair<uint32_t, Request>> requests;  // active, per handle oldest first
+    uint64_t grequests = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> collective_counts;  // (gid, count)
+  };
+  void save(Saved& out) const {
+    out.requests.clear();
+    out.collective_counts.clear();
+    requests_.for_each([&](const uint32_t& handle, const Request& first) {
+      for (const Request* r = &first; r; r = r->next ? &spill_[r->next - 1] : nullptr)
+        if (r->active) {
+          Request copy = *r;
+          copy.next = 0;
+          out.requests.emplace_back(handle, copy);
+        }
+    });
+    out.grequests = grequests_;
+    comms_.for_each_count([&](uint64_t gid, uint64_t n) { out.collective_counts.emplace_back(gid, n); });
+  }
+  template <class H>
+  void restore(const Saved& in, H& h) {
+    std::vector<std::pair<uint32_t, Request>> reqs = in.requests;
+    std::vector<size_t> holding;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      Request& r = reqs[i].second;
+      if (r.comm) r.comm = comms_.at(r.comm_handle, r.comm_time);
+      if (r.hold != HoldQueue::kNone) holding.push_back(i);
+    }
+    std::stable_sort(holding.begin(), holding.end(),
+                     [&](size_t a, size_t b) { return reqs[a].second.issue < reqs[b].second.issue; });
+    for (size_t i : holding) reqs[i].second.hold = h.hold(reqs[i].second.issue);
+    for (const auto& [handle, r] : reqs) add_request(handle, r);
+    grequests_ = in.grequests;
+    for (const auto& [gid, n] : in.collective_counts) comms_.set_count(gid, n);
+  }
 
   // Every request still active (started and not completed): f(handle, Request).
   template <class F>
@@ -416,6 +464,8 @@ void Interpreter::process(const Event& e, double enter, H& h) {
       const CommInfo* c = comm(e.comm, e.enter, h);
       Request r;
       r.comm = c;
+      r.comm_handle = e.comm;
+      r.comm_time = e.enter;
       r.peer = e.peer;
       r.tag = e.tag;
       r.send_enter = enter;
@@ -431,6 +481,8 @@ void Interpreter::process(const Event& e, double enter, H& h) {
     case FuncKind::Irecv: {
       Request r;
       r.comm = comm(e.comm, e.enter, h);
+      r.comm_handle = e.comm;
+      r.comm_time = e.enter;
       r.peer = e.peer;
       r.tag = e.tag;
       r.issue = enter;
@@ -534,6 +586,8 @@ void Interpreter::process(const Event& e, double enter, H& h) {
       const bool a2a = e.kind == FuncKind::IAllToAll;
       Request r;
       r.comm = c;
+      r.comm_handle = e.comm;
+      r.comm_time = e.enter;
       r.a2a = a2a;
       r.active = true;
       if (fi.role & kRolePersistentInit) {

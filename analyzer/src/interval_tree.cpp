@@ -130,7 +130,8 @@ void Engine::fold(bool final) {
       double e = 0;
       for (auto [ri, li] : gn.members) {
         const NodeAcc& a = ranks_[ri]->acc[li];
-        if (a.executions() > k) e = std::max(e, a.T[k - a.t_base]);
+        // (Executions before a window index's start are outside the window: 0.)
+        if (a.executions() > k && k >= a.t_base) e = std::max(e, a.T[k - a.t_base]);
       }
       gn.exec += e;
       for (auto [ri, li] : gn.members) {
@@ -144,7 +145,8 @@ void Engine::fold(bool final) {
     gn.folded = limit;
     for (auto [ri, li] : gn.members) {
       NodeAcc& a = ranks_[ri]->acc[li];
-      const uint64_t drop = std::min(limit, a.executions()) - a.t_base;
+      const uint64_t upto = std::min(limit, a.executions());
+      const uint64_t drop = upto > a.t_base ? upto - a.t_base : 0;
       if (drop > 0 && (drop * 2 >= a.T.size() || drop >= 4096)) {
         a.T.erase(a.T.begin(), a.T.begin() + static_cast<std::ptrdiff_t>(drop));
         a.t_base += drop;
@@ -195,7 +197,7 @@ void Engine::order_tree() {
   std::vector<GNode>& g = global_nodes_;
   for (GNode& gn : g)
     for (auto [ri, li] : gn.members)
-      if (ranks_[ri]->acc[li].executions() > 0)
+      if (ranks_[ri]->acc[li].executions() > 0 || ranks_[ri]->acc[li].executed_in_run)
         gn.first = std::min(gn.first, ranks_[ri]->acc[li].first_enter);
   for (auto& n : g)
     std::sort(n.children.begin(), n.children.end(), [&](uint32_t x, uint32_t y) {

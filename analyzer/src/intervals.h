@@ -161,6 +161,47 @@ class IntervalTracker {
                                                               : kRootPayload;
   }
 
+  // The tracker's whole state, saved at a chunk's start by the window index
+  // and restored to start decoding there.
+  struct Saved {
+    Root root = Root::Before;
+    double root_start = 0, last_leave = 0;
+    uint64_t unbalanced = 0;
+    std::vector<uint32_t> stream_ids;
+    std::vector<std::vector<OpenInterval>> stacks;
+  };
+  void save(Saved& out) const {
+    out = Saved{root_, root_start_, last_leave_, unbalanced_, stream_ids_, stacks_};
+  }
+  void restore(const Saved& in) {
+    root_ = in.root;
+    root_start_ = in.root_start;
+    last_leave_ = in.last_leave;
+    unbalanced_ = in.unbalanced;
+    stream_ids_ = in.stream_ids;
+    stacks_ = in.stacks;
+    last_stream_ = stream_ids_.empty() ? 0 : stream_ids_[0];
+    last_slot_ = 0;
+    if (stream_ids_.empty()) {
+      stream_ids_.push_back(0);
+      stacks_.emplace_back();
+    }
+  }
+  // The analysis stops at time t (the end of a window): every open execution
+  // and the root close there, nothing reported (what follows is not read).
+  template <class H>
+  void cut(double t, H& h) {
+    if (root_ != Root::In) return;
+    for (size_t s = 0; s < stacks_.size(); ++s)
+      while (!stacks_[s].empty()) {
+        const OpenInterval o = stacks_[s].back();
+        stacks_[s].pop_back();
+        h.interval_ended(stream_ids_[s], o, t);
+      }
+    root_ = Root::After;
+    h.root_ended(t);
+  }
+
   static std::string seconds(double ns) {
     char b[48];
     std::snprintf(b, sizeof b, "%.6f s", ns * 1e-9);

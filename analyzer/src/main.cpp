@@ -153,6 +153,10 @@ int main(int argc, char** argv) {
     if (a.errors.empty()) std::fprintf(stderr, "prof-analyze: error: %s: no events to analyze\n", dir.c_str());
     return kExitUnusable;
   }
+  if (!quiet && !a.stats.window_index.empty())
+    std::fprintf(stderr, "prof-analyze: window: %llu of %llu chunks decoded; index %s\n",
+                 static_cast<unsigned long long>(a.stats.chunks_decoded),
+                 static_cast<unsigned long long>(a.stats.chunks_total), a.stats.window_index.c_str());
   if (!quiet) {
     for (const auto& w : a.warnings) {
       std::fprintf(stderr, "prof-analyze: warning: %s: %llu\n", w.category.c_str(),

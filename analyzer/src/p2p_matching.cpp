@@ -73,6 +73,10 @@ void Engine::ingest_send(const SendRec& s, bool cancel) {
     return;
   }
   Channel& ch = d.channel(s.key);
+  if (ch.skip > 0) {  // its receive came before the window index's start
+    --ch.skip;
+    return;
+  }
   if (!ch.recvs.empty()) {
     const PendingRecv pr = ch.recvs.pop();
     account_recv(d, pr.issue, pr.enter, pr.leave, s.enter, kMatchLane);

@@ -65,7 +65,10 @@ void write_json_report(const Analysis& a, std::ostream& out) {
                     {"collective_instances", a.stats.collective_instances},
                     {"incomplete_collectives", a.stats.incomplete_collectives},
                     {"unknown_requests", a.stats.unknown_requests},
-                    {"unbalanced_markers", a.stats.unbalanced_markers}};
+                    {"unbalanced_markers", a.stats.unbalanced_markers},
+                    {"chunks_decoded", a.stats.chunks_decoded},
+                    {"chunks_total", a.stats.chunks_total}};
+  if (!a.stats.window_index.empty()) j["stats"]["window_index"] = a.stats.window_index;
   Json warns = Json::array();
   for (const Warning& w : a.warnings)
     warns.push_back(Json{{"category", w.category}, {"count", w.count}, {"examples", w.examples}});

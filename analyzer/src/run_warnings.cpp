@@ -255,6 +255,16 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
   if (auto it = warns.find("start of an unknown request"); it != warns.end())
     a.stats.unknown_requests += it->second.count;
   a.stats.windows = windows_;
+  a.stats.chunks_total = chunks_total_;
+  if (!from_index_) {
+    a.stats.chunks_decoded = chunks_total_;
+  } else {
+    // (Past the window's end, on_phase_end counted the chunks read.)
+    a.stats.chunks_decoded = chunks_decoded_;
+    if (!cut_)
+      for (const auto& r : ranks_) a.stats.chunks_decoded += r->rank_trace->chunk_count(0) - r->first_chunk;
+  }
+  if (opt_.windowed()) a.stats.window_index = index_note_;
   for (const auto& rp : ranks_) {
     RankEnd end;
     end.rank = rp->rank;

@@ -26,6 +26,7 @@ struct RankTrace::MergedCursor::Impl {
   std::vector<Node> heap;  // when more than kLinearMax streams
   bool use_heap = false;
   bool started = false;
+  const reader::ChunkRef* chunk_of_last = nullptr;  // one stream: where the last event started
 
   static bool less(const Node& a, const Node& b) {
     return a.key < b.key || (a.key == b.key && a.index < b.index);
@@ -76,6 +77,35 @@ RankTrace::MergedCursor RankTrace::events_from(uint64_t ticks) const {
   return MergedCursor(std::move(m));
 }
 
+RankTrace::MergedCursor RankTrace::events_from_chunks(const std::vector<size_t>& first_chunk) const {
+  auto m = std::make_unique<MergedCursor::Impl>();
+  const size_t n = stream_count();
+  m->cursors.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    auto c = std::make_unique<Cursor::Impl>();
+    c->attach(impl_.get(), i);
+    c->partial = true;
+    c->with_in_flight = true;
+    const size_t first = i < first_chunk.size() ? std::min(first_chunk[i], chunk_count(i)) : 0;
+    if (i < impl_->streams.size()) c->chunk = impl_->streams[i].chunks.data() + first;
+    m->cursors.push_back(std::move(c));
+  }
+  return MergedCursor(std::move(m));
+}
+
+size_t RankTrace::MergedCursor::current_chunk() const {
+  if (!impl_ || impl_->cursors.size() != 1 || !impl_->chunk_of_last) return SIZE_MAX;
+  const Cursor::Impl& c = *impl_->cursors[0];
+  return static_cast<size_t>(impl_->chunk_of_last - c.trace->streams[c.stream_index].chunks.data());
+}
+
+size_t RankTrace::MergedCursor::reading_chunk() const {
+  if (!impl_ || impl_->cursors.size() != 1) return SIZE_MAX;
+  const Cursor::Impl& c = *impl_->cursors[0];
+  if (!c.current) return SIZE_MAX;
+  return static_cast<size_t>(c.current - c.trace->streams[c.stream_index].chunks.data());
+}
+
 const std::vector<OpenInterval>& RankTrace::MergedCursor::open_intervals(
     size_t stream_index) const {
   static const std::vector<OpenInterval> kNone;
@@ -94,6 +124,7 @@ bool RankTrace::MergedCursor::next(Event& e) {
     }
     Cursor::Impl::Prepared r;
     if (!c.scan(r)) return false;
+    m.chunk_of_last = c.current;  // (fill may read on into the next chunk: continuations)
     c.fill(e, r);
     return true;
   }

@@ -140,6 +140,14 @@ struct MatchStats {
   uint64_t unknown_requests = 0;     // a completion/start of a request never started
   uint64_t unbalanced_markers = 0;
   uint64_t windows = 0;              // time windows the streaming pass used
+  // Event chunks decoded (over every rank and stream) and how many the trace
+  // has: a window served by the window index decodes only those near it.
+  uint64_t chunks_decoded = 0;
+  uint64_t chunks_total = 0;
+  // With a window: how the window index served it ("used PATH", "built PATH",
+  // "rebuilt (stale ...) PATH") or why the whole trace was decoded instead
+  // ("not used: ..."); empty without a window.
+  std::string window_index;
 };
 
 // An MPI call a rank was inside when its recording ended (entered, never
@@ -218,6 +226,10 @@ struct Options {
   // Events the streaming pass aims to decode per time window, over all ranks;
   // bounds the memory of messages and collectives in flight.
   uint64_t window_events = 1u << 16;
+  // A window starts decoding near its start from the window index beside the
+  // trace (built on first use); false decodes the whole trace (the reference
+  // the index is tested against).
+  bool use_window_index = true;
   // Called now and then from the analysis (any thread, one at a time) with the
   // fraction done (0..1) and the events decoded so far.
   std::function<void(double fraction, uint64_t events)> progress;

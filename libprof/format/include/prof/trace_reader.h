@@ -248,6 +248,12 @@ class RankTrace {
     // For a cursor from events_from(): stream_index's open intervals just
     // before its first event (Cursor::open_intervals).
     const std::vector<OpenInterval>& open_intervals(size_t stream_index) const;
+    // On a rank of one stream: the chunk (index in RankTrace::chunks) where
+    // the last event next() returned starts, and the chunk being read now (a
+    // call continued over records reads on into the next one); SIZE_MAX when
+    // none or with several streams.
+    size_t current_chunk() const;
+    size_t reading_chunk() const;
     MergedCursor(MergedCursor&&) noexcept;
     ~MergedCursor();
 
@@ -260,6 +266,10 @@ class RankTrace {
   MergedCursor events() const;
   // Every stream from stream_from(i, ticks), merged by enter time.
   MergedCursor events_from(uint64_t ticks) const;
+  // Every stream i from the first record of its chunk first_chunk[i] (a chunk
+  // decodes on its own), merged by enter time: for a reader that restores the
+  // state before that chunk itself (the analyzer's window index).
+  MergedCursor events_from_chunks(const std::vector<size_t>& first_chunk) const;
 
   // Statistics and warnings ("FILE: offset N: what"), shared with cursors.
   const ReadStats& stats() const;

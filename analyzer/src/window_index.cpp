@@ -1,0 +1,555 @@
+// The window index: its building pass, its file, and the choice of start
+// chunks for a window (the algorithm is in window_index.h).
+#include "window_index.h"
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <thread>
+#include <tuple>
+
+#include <unistd.h>
+
+namespace prof::analysis::detail {
+
+namespace {
+
+constexpr uint32_t kNoParentNode = UINT32_MAX;
+constexpr uint32_t kRootIntervalId = UINT32_MAX;
+
+// A handler that mirrors the engine's bookkeeping of what carries across
+// chunks, and counts (analysis.cpp's Handler decides the same way).
+struct Builder {
+  const Registry& reg;
+  const WorldIndex& world_to_index;
+  size_t index;
+  IntervalTracker tracker;
+  RankWindowIndex out;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> node_of;
+  std::vector<uint64_t> executions{0};
+  std::map<ChannelKey, uint64_t, ChannelLess> sends, recvs;
+  bool cancelled_sends = false;
+
+  Builder(const Registry& r, const WorldIndex& w, size_t i, int world_rank)
+      : reg(r), world_to_index(w), index(i), tracker(world_rank) {
+    out.nodes.push_back(WindowNode{kNoParentNode, kRootIntervalId, 0, std::numeric_limits<double>::infinity(), false});
+  }
+
+  bool call(const Event&, const FuncInfo& fi, double enter, double leave) {
+    return tracker.call(fi, enter, leave, *this);
+  }
+  bool continuation() const { return tracker.in_root(); }
+  void marker(const Event& e, double enter, double leave) { tracker.marker(e, enter, leave, *this); }
+  void send(const ChannelKey& k, double, double, const Event&) {
+    if (world_to_index(k.dst) >= 0) ++sends[k];
+  }
+  void recv(const ChannelKey& k, double, uint64_t, double, double, const Event&) {
+    if (world_to_index(k.src) >= 0) ++recvs[k];
+  }
+  uint64_t hold(double) { return 0; }
+  void release(uint64_t) {}
+  void cancel_send(const ChannelKey&, double) { cancelled_sends = true; }
+  void collective(const CommInfo& c, bool, double, double, const Event&) { ++*c.seq; }
+  template <class F>
+  void problem(const char*, F&&, uint64_t = 1) {}
+  void root_started(double t) { out.nodes[0].first_enter = t; }
+  uint32_t interval_begun(uint32_t, const Event& e, double t, uint32_t parent) {
+    const uint32_t site = reg.site(index, e.callsite);
+    auto [it, fresh] = node_of.emplace(std::make_tuple(parent, e.interval_id, site),
+                                       static_cast<uint32_t>(out.nodes.size()));
+    if (fresh) {
+      out.nodes.push_back(WindowNode{parent, e.interval_id, site, t, false});
+      executions.push_back(0);
+    }
+    WindowNode& n = out.nodes[it->second];
+    n.first_enter = std::min(n.first_enter, t);
+    return it->second;
+  }
+  void interval_ended(uint32_t, const OpenInterval& o, double) {
+    ++executions[o.payload];
+    out.nodes[o.payload].executed = true;
+  }
+  void root_ended(double) {
+    ++executions[0];
+    out.nodes[0].executed = true;
+  }
+};
+
+template <class M>
+std::vector<std::pair<ChannelKey, uint64_t>> sorted(const M& m) {
+  return {m.begin(), m.end()};
+}
+
+// Returns why the rank cannot be served, or "" and its index in *out.
+std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
+                       const WorldIndex& world_to_index, RankWindowIndex* out) {
+  const std::string who = "rank " + std::to_string(t.rank());
+  if (t.stream_count() > 1) return who + " has several threads";
+  if (t.end_reason() != "finalize" || !t.in_flight().empty())
+    return who + " did not end by MPI_Finalize";
+  Interpreter interp(t, reg, index, world_to_index);
+  Builder b(reg, world_to_index, index, t.rank());
+  RankTrace::MergedCursor cursor = t.events();
+  Event ev;
+  size_t chunk = SIZE_MAX;
+  bool continued = false;  // the last call read on into the next chunk
+  while (cursor.next(ev)) {
+    const double enter = interp.global(ev.enter);
+    const size_t now = cursor.current_chunk();
+    if (now != chunk) {
+      chunk = now;
+      WindowCheckpoint cp;
+      cp.chunk = static_cast<uint32_t>(now);
+      cp.clean = !continued;
+      cp.first_enter = enter;
+      cp.last_leave = enter;
+      interp.save(cp.interp);
+      b.tracker.save(cp.tracker);
+      cp.executions = b.executions;
+      cp.sends = sorted(b.sends);
+      cp.recvs = sorted(b.recvs);
+      b.out.checkpoints.push_back(std::move(cp));
+    }
+    continued = cursor.reading_chunk() != now;
+    interp.process(ev, enter, b);
+    WindowCheckpoint& cp = b.out.checkpoints.back();
+    cp.last_leave = std::max(cp.last_leave, interp.global(ev.leave));
+  }
+  if (t.heartbeat() != 0) b.tracker.note_alive(interp.global(t.last_alive()));
+  b.tracker.finish(b);
+  const trace::ReadStats& s = t.stats();
+  if (s.crc_mismatches || s.unsealed_chunks || s.truncated_chunks || s.bad_chunk_headers ||
+      s.bad_records)
+    return who + " has damaged or salvaged chunks";
+  if (b.cancelled_sends) return who + " cancelled sends";
+  Interpreter::Saved last;
+  interp.save(last);
+  for (const auto& [gid, n] : last.collective_counts)
+    if (n > 0) b.out.collective_comms.push_back(gid);
+  b.out.chunks = t.chunk_count(0);
+  *out = std::move(b.out);
+  return "";
+}
+
+// ---------------------------------------------------------------------------
+// The file: a header (magic, version, checksum of the rest, run id, per rank
+// file size), then every rank's nodes and checkpoints, little-endian PODs.
+
+constexpr char kMagic[8] = {'P', 'R', 'O', 'F', 'W', 'I', 'D', 'X'};
+
+struct Out {
+  std::string b;
+  template <class T>
+  void put(const T& v) {
+    b.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void str(const std::string& s) {
+    put<uint32_t>(static_cast<uint32_t>(s.size()));
+    b += s;
+  }
+};
+
+struct In {
+  const char* p;
+  const char* end;
+  bool ok = true;
+  template <class T>
+  T get() {
+    T v{};
+    if (static_cast<size_t>(end - p) < sizeof v) {
+      ok = false;
+      return v;
+    }
+    std::memcpy(&v, p, sizeof v);
+    p += sizeof v;
+    return v;
+  }
+  // A count about to be read `each` bytes at a time: never more than is left.
+  size_t count(size_t each) {
+    const uint64_t n = get<uint64_t>();
+    if (!ok || n > static_cast<uint64_t>(end - p) / std::max<size_t>(each, 1)) {
+      ok = false;
+      return 0;
+    }
+    return static_cast<size_t>(n);
+  }
+  std::string str() {
+    const uint32_t n = get<uint32_t>();
+    if (!ok || n > static_cast<size_t>(end - p)) {
+      ok = false;
+      return {};
+    }
+    std::string s(p, n);
+    p += n;
+    return s;
+  }
+};
+
+uint64_t checksum(const char* p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<uint8_t>(p[i])) * 0x100000001b3ull;
+  return h;
+}
+
+void put_request(Out& o, uint32_t handle, const Request& r) {
+  o.put(handle);
+  o.put<uint8_t>(r.type);
+  o.put<uint8_t>(static_cast<uint8_t>(r.active | r.started << 1 | r.a2a << 2 | (r.comm != nullptr) << 3 |
+                                      (r.hold != HoldQueue::kNone) << 4));
+  o.put(r.peer);
+  o.put(r.tag);
+  o.put(r.key);
+  o.put(r.send_enter);
+  o.put(r.issue);
+  o.put(r.comm_handle);
+  o.put(r.comm_time);
+}
+
+// A non-null placeholder: Interpreter::restore looks the communicator up again.
+const CommInfo kLookUpAgain{};
+
+std::pair<uint32_t, Request> get_request(In& in) {
+  std::pair<uint32_t, Request> out;
+  out.first = in.get<uint32_t>();
+  Request& r = out.second;
+  r.type = static_cast<Request::Type>(in.get<uint8_t>());
+  const uint8_t bits = in.get<uint8_t>();
+  r.active = bits & 1;
+  r.started = bits & 2;
+  r.a2a = bits & 4;
+  r.comm = bits & 8 ? &kLookUpAgain : nullptr;
+  r.hold = bits & 16 ? 0 : HoldQueue::kNone;
+  r.peer = in.get<int32_t>();
+  r.tag = in.get<int32_t>();
+  r.key = in.get<ChannelKey>();
+  r.send_enter = in.get<double>();
+  r.issue = in.get<double>();
+  r.comm_handle = in.get<uint32_t>();
+  r.comm_time = in.get<uint64_t>();
+  return out;
+}
+
+void put_counts(Out& o, const std::vector<std::pair<ChannelKey, uint64_t>>& v) {
+  o.put<uint64_t>(v.size());
+  for (const auto& [k, n] : v) {
+    o.put(k);
+    o.put(n);
+  }
+}
+
+std::vector<std::pair<ChannelKey, uint64_t>> get_counts(In& in) {
+  std::vector<std::pair<ChannelKey, uint64_t>> v(in.count(sizeof(ChannelKey) + 8));
+  for (auto& [k, n] : v) {
+    k = in.get<ChannelKey>();
+    n = in.get<uint64_t>();
+  }
+  return v;
+}
+
+std::string serialize(const WindowIndex& ix) {
+  Out o;
+  o.str(ix.unusable);
+  o.put<uint64_t>(ix.ranks.size());
+  for (const RankWindowIndex& r : ix.ranks) {
+    o.put<uint64_t>(r.chunks);
+    o.put<uint64_t>(r.nodes.size());
+    for (const WindowNode& n : r.nodes) {
+      o.put(n.parent);
+      o.put(n.id);
+      o.put(n.site);
+      o.put(n.first_enter);
+      o.put<uint8_t>(n.executed);
+    }
+    o.put<uint64_t>(r.collective_comms.size());
+    for (uint64_t g : r.collective_comms) o.put(g);
+    o.put<uint64_t>(r.checkpoints.size());
+    for (const WindowCheckpoint& c : r.checkpoints) {
+      o.put(c.chunk);
+      o.put<uint8_t>(c.clean);
+      o.put(c.first_enter);
+      o.put(c.last_leave);
+      o.put<uint64_t>(c.interp.requests.size());
+      for (const auto& [h, req] : c.interp.requests) put_request(o, h, req);
+      o.put(c.interp.grequests);
+      o.put<uint64_t>(c.interp.collective_counts.size());
+      for (const auto& [g, n] : c.interp.collective_counts) {
+        o.put(g);
+        o.put(n);
+      }
+      const IntervalTracker::Saved& t = c.tracker;
+      o.put<uint8_t>(static_cast<uint8_t>(t.root));
+      o.put(t.root_start);
+      o.put(t.last_leave);
+      o.put(t.unbalanced);
+      o.put<uint64_t>(t.stream_ids.size());
+      for (size_t s = 0; s < t.stream_ids.size(); ++s) {
+        o.put(t.stream_ids[s]);
+        o.put<uint64_t>(t.stacks[s].size());
+        for (const OpenInterval& e : t.stacks[s]) o.put(e);
+      }
+      o.put<uint64_t>(c.executions.size());
+      for (uint64_t n : c.executions) o.put(n);
+      put_counts(o, c.sends);
+      put_counts(o, c.recvs);
+    }
+  }
+  return o.b;
+}
+
+bool deserialize(In& in, WindowIndex* ix) {
+  ix->unusable = in.str();
+  ix->ranks.resize(in.count(8));
+  for (RankWindowIndex& r : ix->ranks) {
+    r.chunks = in.get<uint64_t>();
+    r.nodes.resize(in.count(21));
+    for (WindowNode& n : r.nodes) {
+      n.parent = in.get<uint32_t>();
+      n.id = in.get<uint32_t>();
+      n.site = in.get<uint32_t>();
+      n.first_enter = in.get<double>();
+      n.executed = in.get<uint8_t>() != 0;
+    }
+    r.collective_comms.resize(in.count(8));
+    for (uint64_t& g : r.collective_comms) g = in.get<uint64_t>();
+    r.checkpoints.resize(in.count(21));
+    for (WindowCheckpoint& c : r.checkpoints) {
+      c.chunk = in.get<uint32_t>();
+      c.clean = in.get<uint8_t>() != 0;
+      c.first_enter = in.get<double>();
+      c.last_leave = in.get<double>();
+      c.interp.requests.resize(in.count(40));
+      for (auto& q : c.interp.requests) q = get_request(in);
+      c.interp.grequests = in.get<uint64_t>();
+      c.interp.collective_counts.resize(in.count(16));
+      for (auto& [g, n] : c.interp.collective_counts) {
+        g = in.get<uint64_t>();
+        n = in.get<uint64_t>();
+      }
+      IntervalTracker::Saved& t = c.tracker;
+      const uint8_t root = in.get<uint8_t>();
+      if (root > 2) return false;
+      t.root = static_cast<IntervalTracker::Root>(root);
+      t.root_start = in.get<double>();
+      t.last_leave = in.get<double>();
+      t.unbalanced = in.get<uint64_t>();
+      const size_t streams = in.count(12);
+      for (size_t s = 0; s < streams && in.ok; ++s) {
+        t.stream_ids.push_back(in.get<uint32_t>());
+        std::vector<OpenInterval> stack(in.count(sizeof(OpenInterval)));
+        for (OpenInterval& e : stack) e = in.get<OpenInterval>();
+        t.stacks.push_back(std::move(stack));
+      }
+      c.executions.resize(in.count(8));
+      for (uint64_t& n : c.executions) n = in.get<uint64_t>();
+      c.sends = get_counts(in);
+      c.recvs = get_counts(in);
+      if (!in.ok) return false;
+      // Node references must stay inside the node table.
+      for (const auto& stack : t.stacks)
+        for (const OpenInterval& e : stack)
+          if (e.payload >= r.nodes.size()) return false;
+      if (c.executions.size() > r.nodes.size()) return false;
+    }
+    for (size_t i = 1; i < r.nodes.size(); ++i)
+      if (r.nodes[i].parent >= i) return false;
+  }
+  return in.ok && in.p == in.end;
+}
+
+uint64_t file_size(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<uint64_t>(n);
+}
+
+// What the index must match: the run and every rank file's size.
+std::string trace_key(const trace::TraceDir& dir) {
+  Out o;
+  o.put<uint64_t>(dir.ranks.size());
+  for (const auto& t : dir.ranks) {
+    o.put<uint64_t>(t->header().run_id);
+    o.put<int32_t>(t->rank());
+    o.put<uint64_t>(file_size(t->path()));
+  }
+  return o.b;
+}
+
+// Why the file cannot be trusted ("" when it can), and the index in *ix.
+std::string read_index(const std::string& path, const std::string& key, WindowIndex* ix) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "absent";
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  In in{bytes.data(), bytes.data() + bytes.size()};
+  char magic[8];
+  for (char& c : magic) c = in.get<char>();
+  if (!in.ok || std::memcmp(magic, kMagic, 8) != 0) return "not a window index";
+  if (in.get<uint32_t>() != WindowIndex::kVersion) return "another version";
+  const uint64_t sum = in.get<uint64_t>();
+  if (!in.ok || sum != checksum(in.p, static_cast<size_t>(in.end - in.p))) return "corrupt (checksum)";
+  if (in.str() != key) return "stale (the trace changed)";
+  if (!deserialize(in, ix)) return "corrupt (malformed)";
+  return "";
+}
+
+// Replays a rank from a checkpoint, counting its sends per channel as the
+// engine would, and keeps the enters of the sends asked for.
+struct SendCollector {
+  const WorldIndex& world_to_index;
+  IntervalTracker tracker;
+  std::map<ChannelKey, uint64_t, ChannelLess> sent;
+  std::map<ChannelKey, WantedSends*, ChannelLess> wanted;
+
+  bool call(const Event&, const FuncInfo& fi, double enter, double leave) {
+    return tracker.call(fi, enter, leave, *this);
+  }
+  bool continuation() const { return tracker.in_root(); }
+  void marker(const Event& e, double enter, double leave) { tracker.marker(e, enter, leave, *this); }
+  void send(const ChannelKey& k, double enter, double, const Event&) {
+    if (world_to_index(k.dst) < 0) return;
+    const uint64_t n = sent[k]++;
+    auto it = wanted.find(k);
+    if (it != wanted.end() && n >= it->second->from && n < it->second->to) it->second->enters.push_back(enter);
+  }
+  void recv(const ChannelKey&, double, uint64_t, double, double, const Event&) {}
+  uint64_t hold(double) { return 0; }
+  void release(uint64_t) {}
+  void cancel_send(const ChannelKey&, double) {}
+  void collective(const CommInfo& c, bool, double, double, const Event&) { ++*c.seq; }
+  template <class F>
+  void problem(const char*, F&&, uint64_t = 1) {}
+  void root_started(double) {}
+  uint32_t interval_begun(uint32_t, const Event&, double, uint32_t) { return 0; }
+  void interval_ended(uint32_t, const OpenInterval&, double) {}
+  void root_ended(double) {}
+};
+
+}  // namespace
+
+uint64_t collect_sends(const RankTrace& t, const Registry& reg, size_t index,
+                       const WorldIndex& world_to_index, const RankWindowIndex& ri, size_t start,
+                       std::vector<WantedSends>& wanted) {
+  if (wanted.empty() || start >= ri.checkpoints.size()) return 0;
+  // The latest checkpoint before every send asked for.
+  size_t from = start;
+  for (const WantedSends& w : wanted)
+    while (from > 0 && (ri.checkpoints[from].sends_on(w.key) > w.from || !ri.checkpoints[from].clean)) --from;
+  const WindowCheckpoint& cp = ri.checkpoints[from];
+  Interpreter interp(t, reg, index, world_to_index);
+  SendCollector c{world_to_index, IntervalTracker(t.rank()), {}, {}};
+  interp.restore(cp.interp, c);
+  c.tracker.restore(cp.tracker);
+  for (const auto& [k, n] : cp.sends) c.sent[k] = n;
+  for (WantedSends& w : wanted) c.wanted[w.key] = &w;
+  RankTrace::MergedCursor cursor = t.events_from_chunks({cp.chunk});
+  const size_t end_chunk = ri.checkpoints[start].chunk;
+  Event ev;
+  while (cursor.next(ev) && cursor.current_chunk() < end_chunk) interp.process(ev, interp.global(ev.enter), c);
+  return end_chunk - cp.chunk;
+}
+
+std::string window_index_path(const trace::TraceDir& dir) {
+  if (dir.ranks.empty()) return {};
+  return (std::filesystem::path(dir.ranks[0]->path()).parent_path() / "window-index.bin").string();
+}
+
+WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registry& reg,
+                                       const WorldIndex& world_to_index, unsigned threads,
+                                       std::string* note) {
+  const std::string path = window_index_path(dir);
+  const std::string key = trace_key(dir);
+  WindowIndex ix;
+  const std::string why = read_index(path, key, &ix);
+  if (why.empty() && ix.ranks.size() == dir.ranks.size()) {
+    *note = "used " + path;
+    return ix;
+  }
+  ix = WindowIndex{};
+  ix.ranks.resize(dir.ranks.size());
+  std::vector<std::string> unusable(dir.ranks.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < dir.ranks.size();)
+      unusable[i] = build_rank(*dir.ranks[i], reg, i, world_to_index, &ix.ranks[i]);
+  };
+  std::vector<std::thread> pool;
+  const size_t n = std::max<size_t>(1, std::min<size_t>(threads, dir.ranks.size()));
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (const std::string& u : unusable)
+    if (!u.empty()) {
+      ix.unusable = u;
+      ix.ranks.assign(dir.ranks.size(), RankWindowIndex{});
+      break;
+    }
+  *note = (why == "absent" ? "built " : "rebuilt (" + why + ") ") + path;
+  Out o;
+  o.b.append(kMagic, 8);
+  o.put<uint32_t>(WindowIndex::kVersion);
+  Out body;
+  body.str(key);
+  body.b += serialize(ix);
+  o.put<uint64_t>(checksum(body.b.data(), body.b.size()));
+  o.b += body.b;
+  // (Its own temporary name: two analyses of one trace may build it at once.)
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(o.b.data(), static_cast<std::streamsize>(o.b.size()));
+    f.close();
+    if (!f) {
+      *note += " (could not be written: kept in memory)";
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      return ix;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) *note += " (could not be written: " + ec.message() + ")";
+  return ix;
+}
+
+std::vector<size_t> WindowIndex::plan(double lo) const {
+  const size_t R = ranks.size();
+  std::vector<size_t> start(R, 0);
+  for (size_t i = 0; i < R; ++i) {
+    const auto& cps = ranks[i].checkpoints;
+    size_t s = 0;
+    while (s + 1 < cps.size() && cps[s].last_leave < lo) ++s;
+    while (s > 0 && !cps[s].clean) --s;
+    start[i] = s;
+  }
+  // Moves rank i's start back to the latest checkpoint where ok(cp) holds.
+  auto move_back = [&](size_t i, auto ok) {
+    size_t s = start[i];
+    while (s > 0 && (!ok(ranks[i].checkpoints[s]) || !ranks[i].checkpoints[s].clean)) --s;
+    const bool moved = s != start[i];
+    start[i] = s;
+    return moved;
+  };
+  std::map<uint64_t, std::vector<size_t>> members;
+  for (size_t i = 0; i < R; ++i)
+    for (uint64_t g : ranks[i].collective_comms) members[g].push_back(i);
+  for (bool changed = true; changed;) {
+    changed = false;
+    // Every member of a communicator at the same instance.
+    for (const auto& entry : members) {
+      const uint64_t gid = entry.first;
+      const std::vector<size_t>& ms = entry.second;
+      uint64_t least = UINT64_MAX;
+      for (size_t i : ms)
+        if (!ranks[i].checkpoints.empty())
+          least = std::min(least, ranks[i].checkpoints[start[i]].collectives_on(gid));
+      for (size_t i : ms)
+        if (!ranks[i].checkpoints.empty() && ranks[i].checkpoints[start[i]].collectives_on(gid) > least)
+          changed |= move_back(i, [&](const WindowCheckpoint& c) { return c.collectives_on(gid) <= least; });
+    }
+  }
+  return start;
+}
+
+}  // namespace prof::analysis::detail

@@ -1,0 +1,126 @@
+// The window index: what `prof-analyze --window` needs to start decoding a
+// rank at a chunk instead of at its start (docs/trace-format.md, "The window
+// index").
+//
+// Algorithm and invariants
+//   - One pass per rank (ranks in parallel) runs the Interpreter and the
+//     IntervalTracker with a handler that only counts, exactly as the engine
+//     would, and saves at the start of every chunk with events a checkpoint:
+//     the interpreter's state (requests in flight, collective counts per
+//     communicator), the tracker's (root, open executions with their tree
+//     node), the executions each tree node has closed, and the ordinal of the
+//     next send and receive on every channel. Per rank it also keeps the tree
+//     nodes of the whole run in creation order, so a window's tree is the
+//     whole run's.
+//   - Matching is by ordinals: the k-th receive on a channel matches its k-th
+//     send (MPI's non-overtaking rule), the k-th collective call on a
+//     communicator is its k-th instance. A set of start checkpoints, one per
+//     rank, needs from before them only the sends its receivers have not yet
+//     received at their starts (ordinals [received, sent) of the channel: their
+//     enters are collected by replaying the sender from the latest checkpoint
+//     before them, collect_sends), provided every member of a communicator has
+//     made as many collective calls (WindowIndex::plan moves starts back until
+//     that holds). Sends the receiver consumed before its start are skipped at
+//     the receiver.
+//   - The index is checked against the trace (run id, each rank file's size,
+//     a checksum of its own bytes) before it is trusted; anything else is
+//     rebuilt. A trace it cannot serve (several threads on a rank, damaged or
+//     salvaged chunks, a rank that did not finalize, cancelled sends) is
+//     marked so, and the analysis decodes everything, saying why.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "interpret.h"
+#include "intervals.h"
+
+namespace prof::analysis::detail {
+
+struct ChannelLess {
+  bool operator()(const ChannelKey& a, const ChannelKey& b) const {
+    if (a.gid != b.gid) return a.gid < b.gid;
+    if (a.src != b.src) return a.src < b.src;
+    if (a.dst != b.dst) return a.dst < b.dst;
+    return a.tag < b.tag;
+  }
+};
+
+// Sorted (key, count) pairs; absent keys count 0.
+template <class K, class Less>
+uint64_t count_of(const std::vector<std::pair<K, uint64_t>>& v, const K& k, Less less) {
+  auto it = std::lower_bound(v.begin(), v.end(), k,
+                             [&](const std::pair<K, uint64_t>& p, const K& key) { return less(p.first, key); });
+  return it != v.end() && !less(k, it->first) ? it->second : 0;
+}
+
+struct WindowCheckpoint {
+  uint32_t chunk = 0;                      // in the rank's stream 0
+  // The chunk does not start with records continuing the previous chunk's
+  // last call (a cursor started there would read them as a call of their own).
+  bool clean = true;
+  double first_enter = 0, last_leave = 0;  // global ns over the chunk's events
+  Interpreter::Saved interp;
+  IntervalTracker::Saved tracker;
+  std::vector<uint64_t> executions;  // per tree node created so far
+  std::vector<std::pair<ChannelKey, uint64_t>> sends, recvs;  // sorted by ChannelLess
+
+  uint64_t sends_on(const ChannelKey& k) const { return count_of(sends, k, ChannelLess{}); }
+  uint64_t recvs_on(const ChannelKey& k) const { return count_of(recvs, k, ChannelLess{}); }
+  uint64_t collectives_on(uint64_t gid) const {
+    for (const auto& [g, n] : interp.collective_counts)
+      if (g == gid) return n;
+    return 0;
+  }
+};
+
+struct WindowNode {
+  uint32_t parent = 0, id = 0, site = 0;
+  double first_enter = 0;  // its first begin (global ns)
+  bool executed = false;   // closed at least once in the run
+};
+
+struct RankWindowIndex {
+  std::vector<WindowNode> nodes;              // the whole run's, in creation order
+  std::vector<WindowCheckpoint> checkpoints;  // chunks with events, in order
+  std::vector<uint64_t> collective_comms;     // gids it made collective calls on
+  uint64_t chunks = 0;
+};
+
+struct WindowIndex {
+  static constexpr uint32_t kVersion = 1;
+  std::string unusable;  // empty: it serves windows; else why not
+  std::vector<RankWindowIndex> ranks;
+
+  // Per rank, the checkpoint to start from for the window [lo, hi] (global
+  // ns): the first chunk that has a call leaving at or after lo, moved back
+  // until matching needs nothing before the starts (see above).
+  std::vector<size_t> plan(double lo) const;
+};
+
+// Sends on `key` with ordinals [from, to) (made before the sender's start,
+// not yet received at the receiver's): their enters, in order.
+struct WantedSends {
+  ChannelKey key;
+  uint64_t from = 0, to = 0;
+  std::vector<double> enters;
+};
+// Fills `wanted` by replaying rank `index` (its RankTrace `t`) from the
+// latest checkpoint before them up to checkpoint `start`. Returns the chunks
+// it decoded.
+uint64_t collect_sends(const RankTrace& t, const Registry& reg, size_t index,
+                       const WorldIndex& world_to_index, const RankWindowIndex& ri, size_t start,
+                       std::vector<WantedSends>& wanted);
+
+// The index beside the trace (<dir>/window-index.bin) when it matches the
+// trace; otherwise built (one pass over every rank, `threads` at a time) and
+// written there. `note` says which ("used", "built", "rebuilt: <why>", and
+// whether it could be written).
+WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registry& reg,
+                                       const WorldIndex& world_to_index, unsigned threads,
+                                       std::string* note);
+
+// The index file of a trace directory.
+std::string window_index_path(const trace::TraceDir& dir);
+
+}  // namespace prof::analysis::detail

@@ -1,0 +1,215 @@
+// --window served by the window index (docs/trace-format.md, "The window
+// index"): it decodes only the chunks near the window, and its report is the
+// report of the window decoded from the trace's start, exactly, with
+// messages, nonblocking receives, persistent requests, collectives and
+// interval executions straddling both edges. A stale or corrupt index is
+// rebuilt, and a trace it cannot serve is decoded whole, saying so.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "prof/analysis/report.h"
+#include "trace_builder.h"
+
+namespace prof::test {
+namespace {
+
+constexpr uint64_t kStep = 200 * kUs;
+constexpr int kRanks = 3;
+
+// Deterministic jitter in [0, 30) us of rank r at step s.
+uint64_t jitter(int r, int s) {
+  uint64_t x = static_cast<uint64_t>(s) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(r) * 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 31;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 29;
+  return x % (30 * kUs);
+}
+
+// Three ranks, `steps` steps of 200 us. Every step: interval 2 (nested in
+// interval 1, which closes every 40 steps), a ring of blocking messages with
+// late senders; every 5th step an Irecv completed by a Wait 17 steps later
+// (its Isend 3 steps after the Irecv); every 3rd step persistent send and
+// receive (created before the first step) started and waited; every 7th step
+// an Allreduce. Small chunks: a run of ~120 ms spans dozens of chunks a rank.
+void build(TraceBuilder& b, int steps) {
+  const uint32_t persistent_send = 0xac000000u, persistent_recv = 0xac000001u;
+  auto base = [](int s) { return 2 * kMs + static_cast<uint64_t>(s) * kStep; };
+  for (int r = 0; r < kRanks; ++r) {
+    const int next = (r + 1) % kRanks, prev = (r + kRanks - 1) % kRanks;
+    b.init(r, 0, 1 * kMs);
+    b.p2p(r, SendInit, FuncKind::Isend, 1000 * kUs, 1010 * kUs, next, 7, 8, kWorld, persistent_send);
+    b.p2p(r, RecvInit, FuncKind::Irecv, 1020 * kUs, 1030 * kUs, prev, 7, 8, kWorld, persistent_recv);
+    b.begin(r, 1500 * kUs, 1, 1);
+    for (int s = 0; s < steps; ++s) {
+      const uint64_t t = base(s) + jitter(r, s), from_prev = base(s) + jitter(prev, s);
+      b.begin(r, t, 2, 2);
+      b.send(r, t + 5 * kUs, t + 8 * kUs, next, 1);
+      b.recv(r, t + 10 * kUs, std::max(t + 12 * kUs, from_prev + 8 * kUs), prev, 1);
+      const uint64_t at = t + 50 * kUs;
+      if (s % 5 == 0 && s + 17 < steps) b.irecv(r, at, at + 1 * kUs, prev, 2, 0x9c000000u + static_cast<uint32_t>(s));
+      if (s >= 3 && (s - 3) % 5 == 0 && s - 3 + 17 < steps) b.isend(r, at + 3 * kUs, at + 4 * kUs, next, 2, kBuiltinDoneSend);
+      if (s >= 17 && (s - 17) % 5 == 0)
+        b.wait(r, Wait, at + 6 * kUs, at + 8 * kUs,
+               {TraceBuilder::done(0x9c000000u + static_cast<uint32_t>(s - 17), prev, 2)});
+      if (s % 3 == 0) {
+        const uint64_t p = t + 60 * kUs, prev_start = from_prev + 60 * kUs;
+        b.request_op(r, Start, p, p + 1 * kUs, {persistent_send});
+        b.request_op(r, Start, p + 2 * kUs, p + 3 * kUs, {persistent_recv});
+        b.wait(r, Waitall, p + 4 * kUs, std::max(p + 6 * kUs, prev_start + 2 * kUs),
+               {TraceBuilder::done(persistent_send), TraceBuilder::done(persistent_recv, prev, 7)});
+      }
+      if (s % 7 == 0) {
+        uint64_t last = 0;
+        for (int m = 0; m < kRanks; ++m) last = std::max(last, base(s) + jitter(m, s) + 100 * kUs);
+        b.collective(r, Allreduce, t + 100 * kUs, last + static_cast<uint64_t>(3 + r) * kUs);
+      }
+      b.end(r, base(s) + 150 * kUs, 2, 2);
+      if (s % 40 == 39 && s + 1 < steps) {
+        b.end(r, base(s) + 160 * kUs, 1, 1);
+        b.begin(r, base(s) + 170 * kUs, 1, 1);
+      }
+    }
+    b.end(r, base(steps), 1, 1);
+    b.request_op(r, RequestFree, base(steps) + 10 * kUs, base(steps) + 11 * kUs, {persistent_send});
+    b.request_op(r, RequestFree, base(steps) + 12 * kUs, base(steps) + 13 * kUs, {persistent_recv});
+    b.finalize(r, base(steps) + 1 * kMs, base(steps) + 2 * kMs);
+  }
+  b.close();
+}
+
+analysis::Options window(double from_s, double to_s, bool index) {
+  analysis::Options o;
+  o.window_from_s = from_s;
+  o.window_to_s = to_s;
+  o.use_window_index = index;
+  return o;
+}
+
+std::string report_of(const analysis::Analysis& a) {
+  std::ostringstream out;
+  analysis::TextOptions o;
+  o.functions = true;
+  analysis::write_text_report(a, out, o);
+  // Every figure, to the last bit (the text rounds).
+  for (const auto& n : a.intervals) {
+    out << n.id.value_or(0) << ' ' << n.exe_count << ' ' << n.first_enter << ' ' << n.main.execution_time << '\n';
+    for (const auto& f : n.per_rank)
+      out << f.rank << ' ' << f.executions << ' ' << f.time << ' ' << f.idle << ' ' << f.mpi << ' '
+          << f.potential_sync << ' ' << f.sendrecv << ' ' << f.collective << ' ' << f.time_variation
+          << ' ' << f.time_of_start << ' ' << f.calls << '\n';
+    for (const auto& fn : n.functions) out << fn.name << ' ' << fn.calls << ' ' << fn.time << ' ' << fn.bytes << '\n';
+  }
+  return out.str();
+}
+
+std::string index_path(const TraceBuilder& b) { return b.dir() + "/window-index.bin"; }
+
+TEST(WindowIndex, EqualsTheWindowDecodedFromTheStartAndDecodesLittle) {
+  TraceBuilder b(kRanks, 42, true, 2048);
+  build(b, 600);
+  const double step = 200e-6;
+  // Edges anywhere, on a step's start, on a message, and the whole run.
+  const std::pair<double, double> windows[] = {
+      {0.0301, 0.0312}, {0.002 + 40 * step, 0.002 + 41 * step}, {0.05 + 10e-6, 0.0613 + 60e-6},
+      {0, 0.01},        {0.1, 0.2},                              {0.02, 0.1},
+      {0.0877, 0.0878}, {0, 1}};
+  bool first = true;
+  for (const auto& [from, to] : windows) {
+    const auto full = analyze_checked(b.dir(), window(from, to, false));
+    const auto fast = analyze_checked(b.dir(), window(from, to, true));
+    const std::string where = "window " + std::to_string(from) + ":" + std::to_string(to);
+    EXPECT_EQ(report_of(fast), report_of(full)) << where;
+    EXPECT_EQ(full.stats.chunks_decoded, full.stats.chunks_total) << where;
+    EXPECT_EQ(fast.stats.chunks_total, full.stats.chunks_total) << where;
+    EXPECT_TRUE(fast.warnings.empty()) << where << ": " << (fast.warnings.empty() ? "" : fast.warnings[0].category + " " + (fast.warnings[0].examples.empty() ? "" : fast.warnings[0].examples[0]));
+    EXPECT_EQ(fast.stats.window_index.rfind(first ? "built " : "used ", 0), 0u)
+        << where << ": " << fast.stats.window_index;
+    first = false;
+  }
+  // A window of 1 ms out of 122: a small part of the chunks (the window's, the
+  // chunk before it, those up to the late Waits after it, those holding
+  // sends still in flight at its start).
+  const auto small = analyze_checked(b.dir(), window(0.06, 0.061, true));
+  EXPECT_GT(small.stats.chunks_total, 60u);
+  EXPECT_LE(small.stats.chunks_decoded * 4, small.stats.chunks_total)
+      << small.stats.chunks_decoded << " of " << small.stats.chunks_total;
+  EXPECT_GT(small.stats.chunks_decoded, 0u);
+}
+
+// One chunk a rank: the index starts every rank at its start, and the
+// window past its end is cut where nothing inside it still waits.
+TEST(WindowIndex, OneChunkTraceEqualsTheWindowDecodedFromTheStart) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  for (int r = 0; r < 2; ++r) b.begin(r, 1500 * kUs, 1);
+  b.recv(0, 2 * kMs, 8100 * kUs, 1, 4);
+  b.send(1, 8 * kMs, 8200 * kUs, 0, 4);
+  for (int r = 0; r < 2; ++r) b.end(r, 9 * kMs, 1);
+  for (int r = 0; r < 2; ++r) b.begin(r, 9500 * kUs, 1);
+  b.collective(0, Allreduce, 10 * kMs, 15 * kMs);
+  b.collective(1, Allreduce, 13 * kMs, 15500 * kUs);
+  for (int r = 0; r < 2; ++r) b.end(r, 16 * kMs, 1);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 20 * kMs, 21 * kMs);
+  b.close();
+  for (const auto& [from, to] : {std::pair{0.005, 0.014}, std::pair{0.012, 0.03}, std::pair{0.0, 0.0085}}) {
+    const auto full = analyze_checked(b.dir(), window(from, to, false));
+    const auto fast = analyze_checked(b.dir(), window(from, to, true));
+    EXPECT_EQ(report_of(fast), report_of(full)) << from << ":" << to;
+  }
+}
+
+TEST(WindowIndex, AStaleOrCorruptIndexIsRebuilt) {
+  TraceBuilder b(kRanks, 42, true, 2048);
+  build(b, 300);
+  TraceBuilder other(kRanks, 42, true, 2048);
+  build(other, 200);
+  const auto reference = report_of(analyze_checked(b.dir(), window(0.03, 0.035, false)));
+  // Another trace's index (same run id, other sizes): stale.
+  ASSERT_EQ(analyze_checked(other.dir(), window(0.01, 0.02, true)).stats.window_index.rfind("built ", 0), 0u);
+  std::filesystem::copy_file(index_path(other), index_path(b));
+  auto a = analyze_checked(b.dir(), window(0.03, 0.035, true));
+  EXPECT_EQ(a.stats.window_index.rfind("rebuilt (stale", 0), 0u) << a.stats.window_index;
+  EXPECT_EQ(report_of(a), reference);
+  EXPECT_EQ(analyze_checked(b.dir(), window(0.03, 0.035, true)).stats.window_index.rfind("used ", 0), 0u);
+  // A byte flipped: corrupt.
+  {
+    std::fstream f(index_path(b), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(200);
+    char c = 0;
+    f.get(c);
+    f.seekp(200);
+    f.put(static_cast<char>(c ^ 0x5a));
+  }
+  a = analyze_checked(b.dir(), window(0.03, 0.035, true));
+  EXPECT_EQ(a.stats.window_index.rfind("rebuilt (corrupt", 0), 0u) << a.stats.window_index;
+  EXPECT_EQ(report_of(a), reference);
+  // Cut short: not an index.
+  std::filesystem::resize_file(index_path(b), 5);
+  a = analyze_checked(b.dir(), window(0.03, 0.035, true));
+  EXPECT_EQ(a.stats.window_index.rfind("rebuilt (not a window index", 0), 0u) << a.stats.window_index;
+  EXPECT_EQ(report_of(a), reference);
+}
+
+TEST(WindowIndex, ATraceItCannotServeIsDecodedWholeSayingWhy) {
+  TraceBuilder b(2, 42, true, 2048);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.thread(0, 1);
+  b.other(0, Compute, 2 * kMs, 3 * kMs);
+  b.thread(0, 0);
+  for (int s = 0; s < 400; ++s) {
+    const uint64_t t = 4 * kMs + static_cast<uint64_t>(s) * kStep;
+    b.send(0, t, t + 10 * kUs, 1, 3);
+    b.recv(1, t + 5 * kUs, t + 20 * kUs, 0, 3);
+  }
+  for (int r = 0; r < 2; ++r) b.finalize(r, 90 * kMs, 91 * kMs);
+  b.close();
+  const auto full = analyze_checked(b.dir(), window(0.03, 0.04, false));
+  const auto a = analyze_checked(b.dir(), window(0.03, 0.04, true));
+  EXPECT_EQ(a.stats.window_index.rfind("not used: rank 0 has several threads", 0), 0u) << a.stats.window_index;
+  EXPECT_EQ(a.stats.chunks_decoded, a.stats.chunks_total);
+  EXPECT_EQ(report_of(a), report_of(full));
+}
+
+}  // namespace
+}  // namespace prof::test
