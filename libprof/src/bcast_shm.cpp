@@ -126,7 +126,13 @@ CommState* make_state(MPI_Comm comm) {
   st->comm_size = size;
   st->comm_rank = rank;
 
-  PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &st->node_comm);
+  if (st->settings.test_nodes > 0) {
+    int world_rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    PMPI_Comm_split(comm, world_rank % st->settings.test_nodes, rank, &st->node_comm);
+  } else {
+    PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &st->node_comm);
+  }
   PMPI_Comm_rank(st->node_comm, &st->node_rank);
   PMPI_Comm_size(st->node_comm, &st->node_size);
   if (st->node_size < size) {

@@ -53,6 +53,10 @@ const std::vector<ConfigVariable>& config_variables() {
       {"PROF_TEST_BCAST_FAIL_SHM", "0|1", "0",
        "Test only: the shared-memory broadcast asks /dev/shm for 2^50 bytes, which fails as a "
        "full /dev/shm does, so the fallback to MPICH's MPI_Bcast is exercised."},
+      {"PROF_TEST_BCAST_NODES", "integer 1..1024", "(unset: the real nodes)",
+       "Test only: the shared-memory broadcast takes world rank r to be on node r mod N, so "
+       "the path for communicators spanning nodes (node leaders through MPI, then shared "
+       "memory inside each node) runs on one host."},
       {"PROF_TEST_CLOCK_SHIFT_NS", "RANK:NS", "(unset)",
        "Test only: shifts RANK's clock by NS nanoseconds, to check that synchronization "
        "recovers it."},

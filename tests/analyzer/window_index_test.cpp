@@ -10,6 +10,7 @@
 
 #include "prof/analysis/report.h"
 #include "trace_builder.h"
+#include "window_traces.h"
 
 namespace prof::test {
 namespace {
@@ -141,17 +142,7 @@ TEST(WindowIndex, EqualsTheWindowDecodedFromTheStartAndDecodesLittle) {
 // window past its end is cut where nothing inside it still waits.
 TEST(WindowIndex, OneChunkTraceEqualsTheWindowDecodedFromTheStart) {
   TraceBuilder b(2);
-  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
-  for (int r = 0; r < 2; ++r) b.begin(r, 1500 * kUs, 1);
-  b.recv(0, 2 * kMs, 8100 * kUs, 1, 4);
-  b.send(1, 8 * kMs, 8200 * kUs, 0, 4);
-  for (int r = 0; r < 2; ++r) b.end(r, 9 * kMs, 1);
-  for (int r = 0; r < 2; ++r) b.begin(r, 9500 * kUs, 1);
-  b.collective(0, Allreduce, 10 * kMs, 15 * kMs);
-  b.collective(1, Allreduce, 13 * kMs, 15500 * kUs);
-  for (int r = 0; r < 2; ++r) b.end(r, 16 * kMs, 1);
-  for (int r = 0; r < 2; ++r) b.finalize(r, 20 * kMs, 21 * kMs);
-  b.close();
+  build_known_waits_trace(b);
   for (const auto& [from, to] : {std::pair{0.005, 0.014}, std::pair{0.012, 0.03}, std::pair{0.0, 0.0085}}) {
     const auto full = analyze_checked(b.dir(), window(from, to, false));
     const auto fast = analyze_checked(b.dir(), window(from, to, true));

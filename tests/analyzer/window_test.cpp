@@ -7,6 +7,7 @@
 
 #include "prof/analysis/report.h"
 #include "trace_builder.h"
+#include "window_traces.h"
 
 namespace prof::test {
 namespace {
@@ -16,24 +17,6 @@ analysis::Options window(double from_s, double to_s) {
   o.window_from_s = from_s;
   o.window_to_s = to_s;
   return o;
-}
-
-// Two ranks; times from the trace's start (rank 0's MPI_Init enters at 0):
-//   rank 0: MPI_Recv 2 .. 8.1 ms, its sender enters at 8 ms (waits 2 .. 8)
-//           MPI_Allreduce 10 .. 15 ms, rank 1 enters at 13 ms (waits 10 .. 13)
-//   interval 1 twice on both ranks: 1.5 .. 9 ms and 9.5 .. 16 ms
-void build(TraceBuilder& b) {
-  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
-  for (int r = 0; r < 2; ++r) b.begin(r, 1500 * kUs, 1);
-  b.recv(0, 2 * kMs, 8100 * kUs, 1, 4);
-  b.send(1, 8 * kMs, 8200 * kUs, 0, 4);
-  for (int r = 0; r < 2; ++r) b.end(r, 9 * kMs, 1);
-  for (int r = 0; r < 2; ++r) b.begin(r, 9500 * kUs, 1);
-  b.collective(0, Allreduce, 10 * kMs, 15 * kMs);
-  b.collective(1, Allreduce, 13 * kMs, 15500 * kUs);  // rank 0 left 0.5 ms earlier
-  for (int r = 0; r < 2; ++r) b.end(r, 16 * kMs, 1);
-  for (int r = 0; r < 2; ++r) b.finalize(r, 20 * kMs, 21 * kMs);
-  b.close();
 }
 
 std::string text_of(const analysis::Analysis& a) {
@@ -46,7 +29,7 @@ std::string text_of(const analysis::Analysis& a) {
 
 TEST(Window, OverTheWholeRunIsTheWholeRun) {
   TraceBuilder b(2);
-  build(b);
+  build_known_waits_trace(b);
   const auto whole = analyze_checked(b.dir());
   auto windowed = analyze_checked(b.dir(), window(0, 100));
   ASSERT_TRUE(windowed.window.has_value());
@@ -57,7 +40,7 @@ TEST(Window, OverTheWholeRunIsTheWholeRun) {
 
 TEST(Window, WaitsStraddlingTheEdgesCountTheirPartInside) {
   TraceBuilder b(2);
-  build(b);
+  build_known_waits_trace(b);
   const auto a = analyze_checked(b.dir(), window(ms(5), ms(14)));
   const auto& root = a.intervals[0];
   const auto* r0 = rank_of(root, 0);
@@ -89,7 +72,7 @@ TEST(Window, WaitsStraddlingTheEdgesCountTheirPartInside) {
 // Per rank and interval, what adds up over time must add up over windows.
 TEST(Window, TwoWindowsSplittingTheRunAddUpToIt) {
   TraceBuilder b(2);
-  build(b);
+  build_known_waits_trace(b);
   for (double cut : {ms(3), ms(8.05), ms(9.2), ms(12), ms(14.99), ms(15.2)}) {
     const auto whole = analyze_checked(b.dir());
     const auto first = analyze_checked(b.dir(), window(0, cut));
