@@ -13,6 +13,7 @@
 #include <set>
 
 #include "interpret.h"
+#include "prof/analysis/analysis.h"
 #include "intervals.h"
 
 namespace prof::analysis {
@@ -180,7 +181,7 @@ struct ChromeHandler {
       key("comm");
       if (comms)
         if (const CommInfo* c = comms->at(e.comm, e.enter)) {
-          w.integer(static_cast<long long>(c->gid));
+          w.integer(static_cast<long long>(reported_comm_id(c->gid)));
           return;
         }
       char b[24];

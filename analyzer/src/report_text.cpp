@@ -99,7 +99,10 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
           if (c.peer) out << (c.collective ? ", root " : ", peer ") << *c.peer;
           else if (c.any_source) out << ", peer MPI_ANY_SOURCE";
           if (c.tag && !c.collective) out << ", tag " << *c.tag;
-          if (c.comm) out << ", communicator " << *c.comm;
+          if (c.comm) {
+            if (*c.comm == 0) out << ", MPI_COMM_WORLD";
+            else out << ", communicator " << *c.comm;
+          }
           if (!c.waiting_for.empty()) {
             out << (c.collective ? "; members not entered: " : "; waiting for ");
             for (size_t i = 0; i < c.waiting_for.size(); ++i)

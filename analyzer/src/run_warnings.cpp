@@ -72,7 +72,7 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
       case FuncKind::Recv:
       case FuncKind::Probe: {
         ci = r.interp.comms().find(c.comm, c.enter);
-        if (ci) f.comm = ci->gid;
+        if (ci) f.comm = reported_comm_id(ci->gid);
         f.tag = c.tag;
         if (ci && c.peer >= 0) f.peer = CommCache::peer_world(*ci, c.peer);
         p2p_peer(ci, c.peer);
@@ -80,7 +80,7 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
       }
       case FuncKind::SendRecv: {
         ci = r.interp.comms().find(c.comm, c.enter);
-        if (ci) f.comm = ci->gid;
+        if (ci) f.comm = reported_comm_id(ci->gid);
         if (ci && c.peer >= 0) f.peer = CommCache::peer_world(*ci, c.peer);
         p2p_peer(ci, c.peer);
         p2p_peer(ci, c.tag);  // the source it receives from
@@ -91,7 +91,7 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
         f.collective = true;
         ci = r.interp.comms().find(c.comm, c.enter);
         if (!ci) break;
-        f.comm = ci->gid;
+        f.comm = reported_comm_id(ci->gid);
         if (c.peer >= 0) f.peer = CommCache::peer_world(*ci, c.peer);
         // This instance is the rank's n-th collective on the communicator
         // (counted, the one in flight included); a member that made fewer
@@ -217,7 +217,7 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
             [&] {
               return std::to_string(ch.sends.size()) + " on rank " + std::to_string(k.src) +
                      " -> rank " + std::to_string(k.dst) + ", tag " + std::to_string(k.tag) +
-                     ", communicator " + std::to_string(k.gid);
+                     ", " + reported_comm_name(k.gid);
             },
             ch.sends.size());
       }
@@ -228,7 +228,7 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
             [&] {
               return std::to_string(ch.recvs.size()) + " on rank " + std::to_string(k.dst) +
                      " <- rank " + std::to_string(k.src) + ", tag " + std::to_string(k.tag) +
-                     ", communicator " + std::to_string(k.gid);
+                     ", " + reported_comm_name(k.gid);
             },
             ch.recvs.size());
       }

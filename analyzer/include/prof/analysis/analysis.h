@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "prof/definition_lines.h"
 #include "prof/trace_reader.h"
 
 namespace prof::analysis {
@@ -152,6 +153,18 @@ struct MatchStats {
 
 // An MPI call a rank was inside when its recording ended (entered, never
 // completed: spec/metrics.md, "A run that did not end cleanly").
+// How reports number a communicator: MPI_COMM_WORLD is 0 (as in
+// spec/interfaces.md's run_end), any other its global id, which is never 0.
+inline uint64_t reported_comm_id(uint64_t global_id) {
+  return global_id == format::kWorldCommGlobalId ? 0 : global_id;
+}
+// "MPI_COMM_WORLD", or "communicator N" with N its reported id.
+inline std::string reported_comm_name(uint64_t global_id) {
+  return global_id == format::kWorldCommGlobalId
+             ? std::string("MPI_COMM_WORLD")
+             : "communicator " + std::to_string(reported_comm_id(global_id));
+}
+
 struct CallInFlight {
   std::string function;
   uint32_t stream = 0;        // the thread's stream
@@ -159,7 +172,7 @@ struct CallInFlight {
   std::string file;           // call site; empty when not resolved (then `site_label`)
   int line = 0;
   std::string site_label;     // "file:line", or "object+0xoffset" / the address in hex
-  std::optional<uint64_t> comm;  // communicator (global id), for calls on one
+  std::optional<uint64_t> comm;  // communicator (reported_comm_id), for calls on one
   std::optional<int> peer;    // world rank of the peer (point-to-point, collective root)
   std::optional<int> tag;
   bool any_source = false;    // a receive from MPI_ANY_SOURCE
