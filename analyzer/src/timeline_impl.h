@@ -125,7 +125,11 @@ struct Impl {
   uint32_t row_of(size_t rank_index, uint32_t stream) const {
     return first_row[rank_index] + static_cast<uint32_t>(stream_slot(rank_index, stream));
   }
-  size_t stream_slot(size_t rank_index, uint32_t stream) const;
+  // A stream's slot among its rank's rows (a damaged stream number: the main thread's).
+  size_t stream_slot(size_t rank_index, uint32_t stream) const {
+    const size_t streams = first_row[rank_index + 1] - first_row[rank_index];
+    return stream < streams ? stream : 0;
+  }
   uint32_t node(uint32_t parent, uint32_t id, uint32_t site);
   const std::string& site_label(uint32_t index) const {
     static const std::string none;
