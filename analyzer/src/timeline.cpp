@@ -174,7 +174,8 @@ inline int64_t round_ns(double x) {
   if (!(std::fabs(x) < 0x1p52)) return std::llround(x);
   const int64_t whole = static_cast<int64_t>(x);
   const double fraction = x - static_cast<double>(whole);
-  return fraction >= 0.5 ? whole + 1 : fraction <= -0.5 ? whole - 1 : whole;
+  // Arithmetic, not branches: the fraction is as likely above a half as below.
+  return whole + static_cast<int64_t>(fraction >= 0.5) - static_cast<int64_t>(fraction <= -0.5);
 }
 
 // One rank's pass: the Interpreter's and IntervalTracker's handler.
@@ -362,22 +363,32 @@ struct RankBuilder {
   }
   void send(const ChannelKey& k, double, double, const Event&) {
     if (!has_record) return;
-    const uint32_t channel = channel_of(send_list, send_keys, send_counts, k);
+    const uint32_t channel = channel_of(send_list, send_keys, send_counts, last_send, k);
     of_row(sent, row).push_back(SentMessage{record, channel, send_counts[channel]++});
   }
   void recv(const ChannelKey& k, double, uint64_t, double, double, const Event&) {
     if (!has_record) return;
-    const uint32_t channel = channel_of(recv_list, recv_keys, recv_counts, k);
+    const uint32_t channel = channel_of(recv_list, recv_keys, recv_counts, last_recv, k);
     of_row(received, row).push_back(ReceivedMessage{record, channel, recv_counts[channel]++});
   }
+  // The channel last looked up in each direction: a rank mostly talks to the
+  // same peer several times in a row, and comparing beats hashing.
+  struct LastChannel {
+    ChannelKey key;
+    uint32_t number = UINT32_MAX;
+  };
+  LastChannel last_send, last_recv;
   static uint32_t channel_of(FlatMap<ChannelKey, uint32_t, ChannelHash>& list, std::vector<ChannelKey>& keys,
-                             std::vector<uint32_t>& counts, const ChannelKey& k) {
+                             std::vector<uint32_t>& counts, LastChannel& last, const ChannelKey& k) {
+    if (last.number != UINT32_MAX && last.key == k) return last.number;
     uint32_t& number = list[k];
     if (number == 0) {
       keys.push_back(k);
       counts.push_back(0);
       number = static_cast<uint32_t>(keys.size());
     }
+    last.key = k;
+    last.number = number - 1;
     return number - 1;
   }
   uint64_t hold(double) { return HoldQueue::kNone; }
@@ -506,13 +517,11 @@ double Impl::built_fraction() const {
   return std::min(0.97, 0.97 * static_cast<double>(events_built.load(std::memory_order_relaxed)) / est);
 }
 
-uint64_t Row::duration(const Record& r, uint64_t index) const {
-  if (!(r.flags & kDurationOverflow)) return r.duration;
+uint64_t Row::big_duration(const Record& r, uint64_t index) const {
   auto it = big_durations.find(index);
   return it != big_durations.end() ? it->second : r.duration;
 }
-uint64_t Row::bytes_of(const Record& r, uint64_t index) const {
-  if (!(r.flags & kBytesOverflow)) return r.bytes;
+uint64_t Row::big_byte_count(const Record& r, uint64_t index) const {
   auto it = big_bytes.find(index);
   return it != big_bytes.end() ? it->second : r.bytes;
 }

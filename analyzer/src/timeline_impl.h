@@ -76,8 +76,14 @@ struct Row {
   int64_t last_enter = 0;
   bool has_last_enter = false;
 
-  uint64_t duration(const Record& r, uint64_t index) const;
-  uint64_t bytes_of(const Record& r, uint64_t index) const;
+  uint64_t duration(const Record& r, uint64_t index) const {
+    return r.flags & kDurationOverflow ? big_duration(r, index) : r.duration;
+  }
+  uint64_t bytes_of(const Record& r, uint64_t index) const {
+    return r.flags & kBytesOverflow ? big_byte_count(r, index) : r.bytes;
+  }
+  uint64_t big_duration(const Record& r, uint64_t index) const;
+  uint64_t big_byte_count(const Record& r, uint64_t index) const;
 };
 
 struct Impl {
