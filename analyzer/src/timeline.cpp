@@ -240,7 +240,7 @@ struct RankBuilder {
 
   uint32_t comm_index(uint64_t gid) {
     // Consecutive calls mostly use one communicator: no hashing then.
-    if (gid == last_comm_gid && has_last_comm) return last_comm_index;
+    if (has_last_comm && gid == last_comm_gid) return last_comm_index;
     uint32_t found;
     if (const uint32_t* i = comm_cache.find(gid)) {
       found = *i;
