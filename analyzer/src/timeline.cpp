@@ -149,22 +149,11 @@ void Impl::publish(Row& row) {
   std::unique_lock lock(row.mutex);
   for (const auto& [index, value] : row.pending_durations) row.big_durations[index] = value;
   for (const auto& [index, value] : row.pending_bytes) row.big_bytes[index] = value;
-  int64_t max_leave = row.blocks.empty() ? std::numeric_limits<int64_t>::min() : row.blocks.back().max_leave;
-  uint64_t index = row.count;
-  for (const Record& r : row.pending) {
-    const uint64_t duration = row.duration(r, index);
-    const int64_t leave = r.enter + static_cast<int64_t>(duration);
-    max_leave = std::max(max_leave, leave);
-    row.pyramid.cover(static_cast<double>(leave));
-    Grid g = row.pyramid.leaves();
-    g.add_call(r, duration, static_cast<uint32_t>(index), row.has_published_leave, row.published_leave);
-    row.pyramid.mark(static_cast<double>(row.has_published_leave ? std::min(row.published_leave, r.enter) : r.enter),
-                     static_cast<double>(leave));
-    row.published_leave = leave;
-    row.has_published_leave = true;
-    ++index;
-  }
-  row.pyramid.propagate();
+  const int64_t block_leave =
+      row.pyramid.add_calls(row.pending.data(), count, row.count,
+                            [&](const Record& r, uint64_t index) { return row.duration(r, index); },
+                            row.has_published_leave, row.published_leave);
+  const int64_t max_leave = row.blocks.empty() ? block_leave : std::max(block_leave, row.blocks.back().max_leave);
   info.max_leave = max_leave;
   row.blocks.push_back(std::move(info));
   row.count += count;
@@ -178,6 +167,16 @@ void Impl::publish(Row& row) {
 }
 
 namespace {
+
+// std::llround (halves away from zero) without the library call: a
+// double's fraction x - trunc(x) is exact below 2^52.
+inline int64_t round_ns(double x) {
+  if (!(std::fabs(x) < 0x1p52)) return std::llround(x);
+  const int64_t whole = static_cast<int64_t>(x);
+  const double fraction = x - static_cast<double>(whole);
+  // Arithmetic, not branches: the fraction is as likely above a half as below.
+  return whole + static_cast<int64_t>(fraction >= 0.5) - static_cast<int64_t>(fraction <= -0.5);
+}
 
 // One rank's pass: the Interpreter's and IntervalTracker's handler.
 struct RankBuilder {
@@ -240,26 +239,39 @@ struct RankBuilder {
   uint32_t row_of(uint32_t stream) const { return tl.row_of(index, stream); }
 
   uint32_t comm_index(uint64_t gid) {
-    if (const uint32_t* i = comm_cache.find(gid)) return *i;
-    std::lock_guard lock(tl.names_mutex);
-    auto [it, added] = tl.comm_index.emplace(gid, static_cast<uint32_t>(tl.comm_ids.size()));
-    if (added) tl.comm_ids.push_back(gid);
-    comm_cache[gid] = it->second;
-    return it->second;
+    // Consecutive calls mostly use one communicator: no hashing then.
+    if (has_last_comm && gid == last_comm_gid) return last_comm_index;
+    uint32_t found;
+    if (const uint32_t* i = comm_cache.find(gid)) {
+      found = *i;
+    } else {
+      std::lock_guard lock(tl.names_mutex);
+      auto [it, added] = tl.comm_index.emplace(gid, static_cast<uint32_t>(tl.comm_ids.size()));
+      if (added) tl.comm_ids.push_back(gid);
+      comm_cache[gid] = it->second;
+      found = it->second;
+    }
+    last_comm_gid = gid;
+    last_comm_index = found;
+    has_last_comm = true;
+    return found;
   }
+  uint64_t last_comm_gid = 0;
+  uint32_t last_comm_index = 0;
+  bool has_last_comm = false;
 
   void append(const Event& e, double enter, double leave, TimelineKind kind, uint32_t name) {
     row = row_of(e.stream);
     Row& r = *tl.rows[row];
     Record rec{};
-    int64_t t = std::llround(enter - tl.t_first);
+    int64_t t = round_ns(enter - tl.t_first);
     if (t < 0) t = 0;
     if (r.has_last_enter && t < r.last_enter) t = r.last_enter;  // damaged: keep the row sorted
     r.last_enter = t;
     r.has_last_enter = true;
     rec.enter = t;
     record = static_cast<uint32_t>(r.count + r.pending.size());
-    const int64_t d = std::max<int64_t>(0, std::llround(leave - enter));
+    const int64_t d = std::max<int64_t>(0, round_ns(leave - enter));
     if (d >= UINT32_MAX) {
       rec.duration = UINT32_MAX;
       rec.flags |= kDurationOverflow;
@@ -351,22 +363,32 @@ struct RankBuilder {
   }
   void send(const ChannelKey& k, double, double, const Event&) {
     if (!has_record) return;
-    const uint32_t channel = channel_of(send_list, send_keys, send_counts, k);
+    const uint32_t channel = channel_of(send_list, send_keys, send_counts, last_send, k);
     of_row(sent, row).push_back(SentMessage{record, channel, send_counts[channel]++});
   }
   void recv(const ChannelKey& k, double, uint64_t, double, double, const Event&) {
     if (!has_record) return;
-    const uint32_t channel = channel_of(recv_list, recv_keys, recv_counts, k);
+    const uint32_t channel = channel_of(recv_list, recv_keys, recv_counts, last_recv, k);
     of_row(received, row).push_back(ReceivedMessage{record, channel, recv_counts[channel]++});
   }
+  // The channel last looked up in each direction: a rank mostly talks to the
+  // same peer several times in a row, and comparing beats hashing.
+  struct LastChannel {
+    ChannelKey key;
+    uint32_t number = UINT32_MAX;
+  };
+  LastChannel last_send, last_recv;
   static uint32_t channel_of(FlatMap<ChannelKey, uint32_t, ChannelHash>& list, std::vector<ChannelKey>& keys,
-                             std::vector<uint32_t>& counts, const ChannelKey& k) {
+                             std::vector<uint32_t>& counts, LastChannel& last, const ChannelKey& k) {
+    if (last.number != UINT32_MAX && last.key == k) return last.number;
     uint32_t& number = list[k];
     if (number == 0) {
       keys.push_back(k);
       counts.push_back(0);
       number = static_cast<uint32_t>(keys.size());
     }
+    last.key = k;
+    last.number = number - 1;
     return number - 1;
   }
   uint64_t hold(double) { return HoldQueue::kNone; }
@@ -464,11 +486,6 @@ struct RankBuilder {
 
 }  // namespace
 
-size_t Impl::stream_slot(size_t rank_index, uint32_t stream) const {
-  const size_t streams = first_row[rank_index + 1] - first_row[rank_index];
-  return stream < streams ? stream : 0;  // a damaged stream number: the main thread
-}
-
 uint32_t Impl::node(uint32_t parent, uint32_t id, uint32_t site) {
   std::lock_guard lock(names_mutex);
   const uint64_t key = (uint64_t{parent} << 32 | id) * 0x9E3779B97F4A7C15ull ^ (uint64_t{site} << 7);
@@ -500,13 +517,11 @@ double Impl::built_fraction() const {
   return std::min(0.97, 0.97 * static_cast<double>(events_built.load(std::memory_order_relaxed)) / est);
 }
 
-uint64_t Row::duration(const Record& r, uint64_t index) const {
-  if (!(r.flags & kDurationOverflow)) return r.duration;
+uint64_t Row::big_duration(const Record& r, uint64_t index) const {
   auto it = big_durations.find(index);
   return it != big_durations.end() ? it->second : r.duration;
 }
-uint64_t Row::bytes_of(const Record& r, uint64_t index) const {
-  if (!(r.flags & kBytesOverflow)) return r.bytes;
+uint64_t Row::big_byte_count(const Record& r, uint64_t index) const {
   auto it = big_bytes.find(index);
   return it != big_bytes.end() ? it->second : r.bytes;
 }

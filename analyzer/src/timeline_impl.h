@@ -76,8 +76,14 @@ struct Row {
   int64_t last_enter = 0;
   bool has_last_enter = false;
 
-  uint64_t duration(const Record& r, uint64_t index) const;
-  uint64_t bytes_of(const Record& r, uint64_t index) const;
+  uint64_t duration(const Record& r, uint64_t index) const {
+    return r.flags & kDurationOverflow ? big_duration(r, index) : r.duration;
+  }
+  uint64_t bytes_of(const Record& r, uint64_t index) const {
+    return r.flags & kBytesOverflow ? big_byte_count(r, index) : r.bytes;
+  }
+  uint64_t big_duration(const Record& r, uint64_t index) const;
+  uint64_t big_byte_count(const Record& r, uint64_t index) const;
 };
 
 struct Impl {
@@ -125,7 +131,11 @@ struct Impl {
   uint32_t row_of(size_t rank_index, uint32_t stream) const {
     return first_row[rank_index] + static_cast<uint32_t>(stream_slot(rank_index, stream));
   }
-  size_t stream_slot(size_t rank_index, uint32_t stream) const;
+  // A stream's slot among its rank's rows (a damaged stream number: the main thread's).
+  size_t stream_slot(size_t rank_index, uint32_t stream) const {
+    const size_t streams = first_row[rank_index + 1] - first_row[rank_index];
+    return stream < streams ? stream : 0;
+  }
   uint32_t node(uint32_t parent, uint32_t id, uint32_t site);
   const std::string& site_label(uint32_t index) const {
     static const std::string none;

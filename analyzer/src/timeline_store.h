@@ -57,47 +57,65 @@ inline uint32_t width_of(uint64_t span) {
   return span == 0 ? 0 : span <= 0xFF ? 1 : span <= 0xFFFF ? 2 : span <= 0xFFFFFFFFull ? 4 : 8;
 }
 
-// Column f of records [0, n) as integers into `column` (the enter: its
-// difference from the previous one), with its smallest and largest value.
-template <class Field>
-inline void column_from(uint32_t n, int64_t* column, int64_t& lo, int64_t& hi, Field&& field) {
-  int64_t low = INT64_MAX, high = INT64_MIN;
-  for (uint32_t i = 0; i < n; ++i) {
-    const int64_t v = field(i);
-    column[i] = v;
-    low = v < low ? v : low;
-    high = v > high ? v : high;
-  }
-  lo = low;
-  hi = high;
+// Field f of record i as an integer (the enter: its difference from the
+// previous record's).
+template <int F>
+inline int64_t field(const Record* r, uint32_t i) {
+  if constexpr (F == 0) return i ? r[i].enter - r[i - 1].enter : int64_t{0};
+  if constexpr (F == 1) return int64_t{r[i].duration};
+  if constexpr (F == 2) return int64_t{r[i].name};
+  if constexpr (F == 3) return int64_t{r[i].kind} | int64_t{r[i].flags} << 3;
+  if constexpr (F == 4) return int64_t{r[i].peer};
+  if constexpr (F == 5) return int64_t{r[i].tag};
+  if constexpr (F == 6) return int64_t{r[i].bytes};
+  if constexpr (F == 7) return int64_t{r[i].comm};
 }
 
-// Writes values less `lo` in W bytes each (a constant width: no call per value).
-template <uint32_t W>
-inline uint8_t* put_column(uint8_t* p, const int64_t* values, uint32_t n, int64_t lo) {
+// Writes field F of records [0, n) less `lo` in W bytes each (a constant
+// width: no call per value).
+template <int F, uint32_t W>
+inline uint8_t* put_column(uint8_t* p, const Record* r, uint32_t n, int64_t lo) {
   for (uint32_t i = 0; i < n; ++i) {
-    const uint64_t u = static_cast<uint64_t>(values[i]) - static_cast<uint64_t>(lo);
+    const uint64_t u = static_cast<uint64_t>(field<F>(r, i)) - static_cast<uint64_t>(lo);
     std::memcpy(p + size_t{i} * W, &u, W);
   }
   return p + size_t{n} * W;
 }
+template <int F>
+inline uint8_t* put_column(uint8_t* p, uint32_t width, const Record* r, uint32_t n, int64_t lo) {
+  switch (width) {
+    case 0: return p;
+    case 1: return put_column<F, 1>(p, r, n, lo);
+    case 2: return put_column<F, 2>(p, r, n, lo);
+    case 4: return put_column<F, 4>(p, r, n, lo);
+    default: return put_column<F, 8>(p, r, n, lo);
+  }
+}
 
-// Appends the packed form of records [0, n) to `out`.
+// Appends the packed form of records [0, n) to `out`: one pass for every
+// field's range, then one per field writing it.
 inline void pack(const Record* records, uint32_t n, std::vector<uint8_t>& out) {
   static_assert(std::endian::native == std::endian::little, "packed columns are little-endian words");
-  thread_local std::vector<int64_t> columns;
-  columns.resize(static_cast<size_t>(kFields) * n);
   int64_t lo[kFields], hi[kFields];
-  int64_t* c = columns.data();
+  for (int f = 0; f < kFields; ++f) {
+    lo[f] = n ? INT64_MAX : 0;
+    hi[f] = n ? INT64_MIN : 0;
+  }
   const Record* r = records;
-  column_from(n, c, lo[0], hi[0], [&](uint32_t i) { return i ? r[i].enter - r[i - 1].enter : int64_t{0}; });
-  column_from(n, c + n, lo[1], hi[1], [&](uint32_t i) { return int64_t{r[i].duration}; });
-  column_from(n, c + 2 * n, lo[2], hi[2], [&](uint32_t i) { return int64_t{r[i].name}; });
-  column_from(n, c + 3 * n, lo[3], hi[3], [&](uint32_t i) { return int64_t{r[i].kind} | int64_t{r[i].flags} << 3; });
-  column_from(n, c + 4 * n, lo[4], hi[4], [&](uint32_t i) { return int64_t{r[i].peer}; });
-  column_from(n, c + 5 * n, lo[5], hi[5], [&](uint32_t i) { return int64_t{r[i].tag}; });
-  column_from(n, c + 6 * n, lo[6], hi[6], [&](uint32_t i) { return int64_t{r[i].bytes}; });
-  column_from(n, c + 7 * n, lo[7], hi[7], [&](uint32_t i) { return int64_t{r[i].comm}; });
+  auto range = [&](int f, int64_t v) {
+    lo[f] = v < lo[f] ? v : lo[f];
+    hi[f] = v > hi[f] ? v : hi[f];
+  };
+  for (uint32_t i = 0; i < n; ++i) {
+    range(0, field<0>(r, i));
+    range(1, field<1>(r, i));
+    range(2, field<2>(r, i));
+    range(3, field<3>(r, i));
+    range(4, field<4>(r, i));
+    range(5, field<5>(r, i));
+    range(6, field<6>(r, i));
+    range(7, field<7>(r, i));
+  }
   const size_t start = out.size();
   out.resize(start + kHeaderBytes);
   uint8_t* header = out.data() + start;
@@ -106,7 +124,6 @@ inline void pack(const Record* records, uint32_t n, std::vector<uint8_t>& out) {
   uint32_t widths[kFields];
   size_t body = 0;
   for (int f = 0; f < kFields; ++f) {
-    if (!n) lo[f] = hi[f] = 0;
     widths[f] = width_of(static_cast<uint64_t>(hi[f]) - static_cast<uint64_t>(lo[f]));
     std::memcpy(header + 8 + f * 9, &lo[f], 8);
     header[8 + f * 9 + 8] = static_cast<uint8_t>(widths[f]);
@@ -114,16 +131,14 @@ inline void pack(const Record* records, uint32_t n, std::vector<uint8_t>& out) {
   }
   out.resize(start + kHeaderBytes + body);
   uint8_t* p = out.data() + start + kHeaderBytes;
-  for (int f = 0; f < kFields; ++f) {
-    const int64_t* values = columns.data() + static_cast<size_t>(f) * n;
-    switch (widths[f]) {
-      case 0: break;
-      case 1: p = put_column<1>(p, values, n, lo[f]); break;
-      case 2: p = put_column<2>(p, values, n, lo[f]); break;
-      case 4: p = put_column<4>(p, values, n, lo[f]); break;
-      default: p = put_column<8>(p, values, n, lo[f]); break;
-    }
-  }
+  p = put_column<0>(p, widths[0], r, n, lo[0]);
+  p = put_column<1>(p, widths[1], r, n, lo[1]);
+  p = put_column<2>(p, widths[2], r, n, lo[2]);
+  p = put_column<3>(p, widths[3], r, n, lo[3]);
+  p = put_column<4>(p, widths[4], r, n, lo[4]);
+  p = put_column<5>(p, widths[5], r, n, lo[5]);
+  p = put_column<6>(p, widths[6], r, n, lo[6]);
+  put_column<7>(p, widths[7], r, n, lo[7]);
 }
 
 // Calls set(i, value) for a column of n values of width W over `lo`.
@@ -206,13 +221,8 @@ struct Grid {
   Cell* cells;
   size_t n;
   double origin, width;
-  // 1 / width when width is a power of two (the pyramid's leaves): then
-  // multiplying is exact, the same as dividing, and several times cheaper.
-  double inverse = 0;
 
-  int64_t cell_of(double t) const {
-    return static_cast<int64_t>(std::floor(inverse != 0 ? (t - origin) * inverse : (t - origin) / width));
-  }
+  int64_t cell_of(double t) const { return static_cast<int64_t>(std::floor((t - origin) / width)); }
   void add_time(double a, double b, int kind) {
     if (!(b > a)) return;
     const int64_t first = std::max<int64_t>(0, cell_of(a));
@@ -252,28 +262,93 @@ struct Grid {
   }
 };
 
-// A row's level-of-detail pyramid: levels[0] are leaves of `leaf` ns from the
-// trace's start; each cell of level k+1 merges two of level k. Leaves grow
-// with the row; past `cap` of them the finest level is dropped (the leaf
-// doubles), so memory stays bounded whatever the trace's length.
+// A row's level-of-detail pyramid: levels[0] are leaves of `leaf` = 2^shift
+// ns from the trace's start; each cell of level k+1 merges two of level k.
+// Leaves grow with the row; past `cap` of them the finest level is dropped
+// (the leaf doubles), so memory stays bounded whatever the trace's length.
+//
+// Calls come in a block at a time (add_calls): the leaves are made to cover
+// the block's last leave first, then each call is added in integer
+// arithmetic. Times are whole ns and a leaf's edges are multiples of 2^shift,
+// so every clipped part is an integer and the cells get exactly the values
+// Grid::add_call gives them (the summaries computed from the calls
+// themselves use Grid, and the two must agree). Adding at the coarser leaf
+// a block may force is the same as adding finer and merging: counts and times
+// add up, and the longest call of a cell is the first of the longest either
+// way (calls come in index order).
 struct Pyramid {
-  double leaf = 1024;                // a power of two
-  double inverse_leaf = 1.0 / 1024;  // exact
+  double leaf = 1024;                // 2^shift
+  int shift = 10;
   size_t cap = 1u << 17;
   std::vector<std::vector<Cell>> levels{1};
   size_t dirty_lo = SIZE_MAX, dirty_hi = 0;
 
-  // Makes the leaf holding time t (ns) exist, coarsening as needed.
-  void cover(double t) {
+  // Makes the leaf holding time t (ns, >= 0) exist, coarsening as needed.
+  void cover(int64_t t) {
     if (t < 0) t = 0;
-    while (static_cast<size_t>(t * inverse_leaf) >= cap) coarsen();
-    const size_t i = static_cast<size_t>(t * inverse_leaf);
+    while (static_cast<uint64_t>(t >> shift) >= cap) coarsen();
+    const size_t i = static_cast<size_t>(t >> shift);
     if (i >= levels[0].size()) levels[0].resize(i + 1);
   }
-  Grid leaves() { return Grid{levels[0].data(), levels[0].size(), 0.0, leaf, inverse_leaf}; }
-  void mark(double a, double b) {
-    const size_t lo = static_cast<size_t>(std::max(0.0, a) * inverse_leaf);
-    const size_t hi = std::min(levels[0].size() - 1, static_cast<size_t>(std::max(0.0, b) * inverse_leaf));
+  // Adds the row's calls [0, n): their enters (sorted, >= 0), durations
+  // (whole ns), kinds and row indices from `first_index`, after the leave of
+  // the call before them when there is one (user time runs from it), which
+  // becomes the last one's; then recomputes the cells above. Returns the
+  // largest leave of the calls.
+  template <class Duration>
+  int64_t add_calls(const Record* records, size_t n, uint64_t first_index, Duration&& duration_of,
+                    bool& has_previous, int64_t& previous_leave) {
+    if (n == 0) return 0;
+    int64_t max_leave = 0;
+    for (size_t j = 0; j < n; ++j)
+      max_leave = std::max(max_leave, records[j].enter + static_cast<int64_t>(duration_of(records[j], first_index + j)));
+    cover(max_leave);
+    Cell* cells = levels[0].data();
+    const int s = shift;
+    const int64_t width = int64_t{1} << s;
+    // Time [a, b) of a kind, clipped to the leaves it spans (b <= the leaves' end).
+    auto add_time = [&](int64_t a, int64_t b, int kind) {
+      if (b <= a) return;
+      const int64_t first = a >> s, last = (b - 1) >> s;
+      if (first == last) {
+        cells[first].time[kind] += static_cast<double>(b - a);
+        return;
+      }
+      cells[first].time[kind] += static_cast<double>(((first + 1) << s) - a);
+      for (int64_t i = first + 1; i < last; ++i) cells[i].time[kind] += static_cast<double>(width);
+      cells[last].time[kind] += static_cast<double>(b - (last << s));
+    };
+    const int64_t dirty_from = has_previous ? std::min(previous_leave, records[0].enter) : records[0].enter;
+    for (size_t j = 0; j < n; ++j) {
+      const Record& r = records[j];
+      const uint64_t duration = duration_of(r, first_index + j);
+      const int64_t enter = r.enter, leave = enter + static_cast<int64_t>(duration);
+      const int64_t c = enter >> s;
+      ++cells[c].count;
+      add_time(enter, leave, r.kind);
+      if (has_previous) add_time(previous_leave, enter, 0);
+      // Cells the call overlaps: [enter, leave), or the enter's cell when empty.
+      const int64_t last = leave > enter ? (leave - 1) >> s : c;
+      const uint32_t saturated = static_cast<uint32_t>(std::min<uint64_t>(duration, UINT32_MAX));
+      const uint32_t index = static_cast<uint32_t>(first_index + j);
+      for (int64_t i = c; i <= last; ++i) {
+        Cell& cell = cells[i];
+        if (!cell.has_longest || saturated > cell.longest_duration) {
+          cell.has_longest = 1;
+          cell.longest_duration = saturated;
+          cell.longest_index = index;
+        }
+      }
+      has_previous = true;
+      previous_leave = leave;
+    }
+    mark(std::max<int64_t>(0, dirty_from), max_leave);
+    propagate();
+    return max_leave;
+  }
+  void mark(int64_t a, int64_t b) {
+    const size_t lo = static_cast<size_t>(a >> shift);
+    const size_t hi = std::min(levels[0].size() - 1, static_cast<size_t>(b >> shift));
     dirty_lo = std::min(dirty_lo, lo);
     dirty_hi = std::max(dirty_hi, hi);
   }
@@ -296,11 +371,16 @@ struct Pyramid {
     dirty_lo = SIZE_MAX;
     dirty_hi = 0;
   }
+  // Doubles the leaf: level 1 becomes the leaves (copied into level 0's
+  // room, which keeps its capacity instead of growing again from half).
   void coarsen() {
     propagate();
-    if (levels.size() > 1) levels.erase(levels.begin());
+    if (levels.size() > 1) {  // (else one leaf at most: it stays the first)
+      levels[0].assign(levels[1].begin(), levels[1].end());
+      levels.erase(levels.begin() + 1);
+    }
     leaf *= 2;
-    inverse_leaf /= 2;
+    ++shift;
   }
   uint64_t bytes() const {
     uint64_t b = 0;

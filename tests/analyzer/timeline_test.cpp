@@ -296,6 +296,93 @@ TEST(Timeline, BucketSummariesEqualBruteForce) {
   }
 }
 
+// The pyramid's cells hold exactly what a brute-force count gives (whole ns
+// are exact in doubles, so equal, not near), whatever the calls' edges: calls
+// ending on a leaf's edge, of no duration on an edge or inside a leaf, one
+// ns before an edge, across many leaves, and (second trace) one of 6 s whose
+// duration overflows the record and whose block makes the pyramid coarsen
+// several times before its calls are added.
+TEST(Timeline, PyramidCellsEqualBruteForceExactlyAtLeafEdges) {
+  for (const bool long_call : {false, true}) {
+    TraceBuilder b(1);
+    std::vector<Written> calls;
+    auto put = [&](uint64_t enter, uint64_t leave) {
+      b.other(0, Compute, kStart + enter, kStart + leave);
+      calls.push_back(Written{static_cast<int64_t>(enter), static_cast<int64_t>(leave), TimelineKind::OtherMpi});
+    };
+    b.init(0, kStart, kStart + 500);
+    calls.push_back(Written{0, 500, TimelineKind::OtherMpi});
+    uint64_t t = 1024;
+    for (int i = 0; i < 3000; ++i) {
+      const uint64_t edge = (t + 1023) / 1024 * 1024;
+      switch (i % 6) {
+        // Three whole leaves, so longer than anything in the leaf after them.
+        case 0: put(edge, edge + 3 * 1024); t = edge + 3 * 1024; break;
+        case 1: put(t, t); t += 100; break;                           // no duration, on an edge
+        case 2: put(t + 37, t + 37 + 2500); t += 2537 + 11; break;    // across three leaves
+        case 3: put(edge + 3 * 1024 - 1, edge + 3 * 1024); t = edge + 3 * 1024; break;  // ends on an edge
+        case 4:
+          if (long_call && i == 1498) {
+            put(t + 5, t + 5 + 6'000'000'000ull);
+            t += 6'000'000'010ull;
+          } else {
+            put(t + 5, t + 305);
+            t += 310;
+          }
+          break;
+        default: put(t + 200, t + 200); t += 400; break;  // no duration, inside a leaf
+      }
+    }
+    put(t + 100, t + 200);
+    calls.back().kind = TimelineKind::OtherMpi;
+    b.finalize(0, kStart + t + 300, kStart + t + 400);
+    calls.push_back(Written{static_cast<int64_t>(t + 300), static_cast<int64_t>(t + 400), TimelineKind::OtherMpi});
+    b.close();
+    TimelineOptions fine;
+    fine.threads = 1;
+    TimelineOptions coarse = fine;
+    coarse.leaves_per_row = 16;
+    coarse.memory_bytes = 0;
+    for (const TimelineOptions& options : {fine, coarse}) {
+      auto tl = built(b.dir(), options);
+      ASSERT_TRUE(tl);
+      ASSERT_EQ(tl->calls(0, -INFINITY, INFINITY).size(), calls.size());
+      const double leaf = tl->leaf_ns(0), end = tl->end();
+      const std::string which = std::string(long_call ? "with" : "without") + " the long call, leaf " + std::to_string(leaf);
+      if (long_call) EXPECT_GE(leaf, 6e9 / double(options.leaves_per_row)) << which;
+      else if (options.leaves_per_row > 4096) EXPECT_EQ(leaf, 1024.0) << which;
+      const double mid = double(calls[700].enter) + 3;
+      const double spans[][2] = {{0, end}, {mid, mid + 40 * leaf}, {end - 7 * leaf, end}};
+      for (const auto& span : spans)
+        for (const double cells_per_bucket : {1.0, 2.0, 8.0}) {
+          TimelineQuery q;
+          q.rows = {0};
+          q.from = span[0];
+          q.to = span[1];
+          // (At most 500 buckets: the brute force reads every call per bucket.)
+          q.buckets = static_cast<uint32_t>(
+              std::clamp(std::floor((q.to - q.from) / (leaf * cells_per_bucket)), 1.0, 500.0));
+          q.max_events = 1;
+          const auto a = tl->query(q);
+          ASSERT_EQ(a.rows.size(), 1u);
+          const auto& r = a.rows[0];
+          ASSERT_TRUE(r.summarized);
+          ASSERT_GE(r.bucket_width, leaf) << which;  // from the pyramid
+          for (size_t i = 0; i < r.buckets.size(); ++i) {
+            const double b0 = r.bucket_from + double(i) * r.bucket_width, b1 = b0 + r.bucket_width;
+            const Expected e = brute_force(calls, b0, b1, r.bucket_from, r.bucket_width, static_cast<int64_t>(i));
+            const auto& got = r.buckets[i];
+            const std::string where = which + ", bucket [" + std::to_string(b0) + ", " + std::to_string(b1) + ")";
+            ASSERT_EQ(got.count, e.count) << where;
+            for (int k = 0; k < analysis::kTimelineKinds; ++k) ASSERT_EQ(got.time[k], e.time[k]) << where << " kind " << k;
+            ASSERT_EQ(got.has_longest, e.longest >= 0) << where;
+            if (e.longest >= 0) ASSERT_EQ(got.longest_index, static_cast<uint64_t>(e.longest)) << where;
+          }
+        }
+    }
+  }
+}
+
 // Find: the next (previous) Allreduce of a row from a time equals the first
 // written collective entering at or after it (the last before it), across
 // blocks and from the spill file; markers and unknown names never match; an
