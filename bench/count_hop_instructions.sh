@@ -5,7 +5,8 @@
 # instructions of the wrapper and of everything it calls except the forwarded
 # PMPI call (bench/shim_instructions.py). A hop is one MPI_Send and one
 # MPI_Recv (0 bytes, MPI_STATUS_IGNORE), as in bench/shim_overhead.c's
-# ping-pong; the message-heavy ring is Irecv x2, Isend x2, Waitall.
+# ping-pong; the message-heavy ring is Irecv x2, Isend x2, Waitall. Last, the
+# part of a hop on its critical path (bench/shim_sections.py).
 # Usage: bench/count_hop_instructions.sh [BUILD_DIR] [LIBPROF]
 #   LIBPROF defaults to BUILD_DIR/libprof/src/libprof.so (give another build's
 #   to compare).
@@ -48,3 +49,18 @@ awk '/^--- pingpong/ {on = 1; next} /^---/ {on = 0}
      on && ($1 == "MPI_Send" || $1 == "MPI_Recv") {sum += $8; n++}
      END {if (n) printf "per hop (one MPI_Send + one MPI_Recv, mean of both ranks): %.1f instructions\n", sum / (n / 2)}' \
   "$work/table"
+# The hop's critical path: the receiver's MPI_Recv after its call, then its
+# reply's MPI_Send before its call (bench/shim_sections.py). A second
+# ping-pong run, with per-instruction counts.
+mkdir -p "$work/sections"
+PROF_OUTPUT="$work/sections/trace" mpiexec -n 2 valgrind --tool=callgrind --trace-children=yes \
+  --dump-instr=yes --compress-pos=no --compress-strings=no \
+  --callgrind-out-file="$work/sections/cg.%p" env LD_PRELOAD="$lib" "$bin" pingpong 2000 \
+  > "$work/sections/log" 2>&1 || { cat "$work/sections/log" >&2; exit 1; }
+echo "--- pingpong, each wrapper's own instructions around its PMPI call (each rank)"
+for f in "$work/sections"/cg.*; do
+  python3 "$here/shim_sections.py" "$f" "$lib" MPI_Send MPI_Recv
+done | tee "$work/sections/table"
+awk '$1 == "MPI_Send" {before += $(NF - 3); ns++} $1 == "MPI_Recv" {after += $NF; nr++}
+     END {if (ns && nr) printf "critical path per hop (MPI_Send before its call + MPI_Recv after it): %.1f instructions\n", before / ns + after / nr}' \
+  "$work/sections/table"

@@ -208,12 +208,13 @@ class Rec {
   }
   format::RecordEncoder& enc() { return enc_; }
   __attribute__((always_inline)) void commit(uint16_t func) { ts_->cur += enc_.commit(func); }
-
- private:
+  // Room for `words` more in the thread's chunk; where the record goes.
   __attribute__((always_inline)) static uint32_t* reserve(ThreadState* ts, size_t words) {
     if (__builtin_expect(size_t(ts->end - ts->cur) < words, 0)) next_chunk(ts, words);
     return ts->cur;
   }
+
+ private:
   ThreadState* ts_;
   format::RecordEncoder enc_;
 };
@@ -231,6 +232,34 @@ constexpr bool reserve_fits(size_t words) {
   return words >= 3 + 4 + format::fixed_payload_words(format::schema_of(K), true, true, false, false);
 }
 
+// A fixed-size record of kind K: the common case (times below 2^32, narrow
+// values) by format::encode_narrow, straight-line and inlined; the
+// rest by the general encoder, out of line (record_fixed_general).
+template <format::FuncKind K>
+[[gnu::noinline, gnu::cold]] void record_fixed_general(ThreadState* ts, uint16_t func, uint64_t t0,
+                                                       uint64_t t1, bool ok, uint8_t flags,
+                                                       format::RecordValues v) {
+  Rec r(ts, t0, t1, ok, flags | format::wide_flags_for<K>(v), 16);
+  format::encode_fields<K>(r.enc(), v, ts->cx);
+  r.commit(func);
+}
+template <format::FuncKind K>
+PROF_HOT void record_fixed(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                           uint8_t flags, const format::RecordValues& v) {
+  static_assert(reserve_fits<K>(16));
+  uint32_t* const at = Rec::reserve(ts, 16);
+  size_t words;
+  if (__builtin_expect(format::encode_narrow<K>(at, func,
+                                                uint8_t(flags | (ok ? 0 : format::kCallFailed)),
+                                                t0 - ts->last_enter, t1 - t0, v, ts->cx, words),
+                       1)) {
+    ts->last_enter = t0;
+    ts->cur = at + words;
+    return;
+  }
+  record_fixed_general<K>(ts, func, t0, t1, ok, flags, v);
+}
+
 // Send, Recv, Probe (one layout).
 PROF_HOT void record_p2p(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                        format::FuncKind, int peer, int tag, MPI_Comm comm, uint64_t bytes,
@@ -238,11 +267,9 @@ PROF_HOT void record_p2p(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t
   using format::FuncKind;
   static_assert(format::same_layout(FuncKind::Send, FuncKind::Recv) &&
                 format::same_layout(FuncKind::Send, FuncKind::Probe));
-  static_assert(reserve_fits<FuncKind::Send>(16));
-  const format::RecordValues v{.peer = peer, .tag = tag, .comm = uint32_t(comm), .bytes = bytes};
-  Rec r(ts, t0, t1, ok, flags | format::wide_flags_for<FuncKind::Send>(v), 16);
-  format::encode_fields<FuncKind::Send>(r.enc(), v, ts->cx);
-  r.commit(func);
+  record_fixed<FuncKind::Send>(
+      ts, func, t0, t1, ok, flags,
+      format::RecordValues{.peer = peer, .tag = tag, .comm = uint32_t(comm), .bytes = bytes});
 }
 
 // Isend, Irecv (one layout).
@@ -251,12 +278,12 @@ PROF_HOT void record_p2p_start(ThreadState* ts, uint16_t func, uint64_t t0, uint
                              uint8_t flags, MPI_Request request) {
   using format::FuncKind;
   static_assert(format::same_layout(FuncKind::Isend, FuncKind::Irecv));
-  static_assert(reserve_fits<FuncKind::Isend>(16));
-  const format::RecordValues v{
-      .peer = peer, .tag = tag, .comm = uint32_t(comm), .bytes = bytes, .request = uint32_t(request)};
-  Rec r(ts, t0, t1, ok, flags | format::wide_flags_for<FuncKind::Isend>(v), 16);
-  format::encode_fields<FuncKind::Isend>(r.enc(), v, ts->cx);
-  r.commit(func);
+  record_fixed<FuncKind::Isend>(ts, func, t0, t1, ok, flags,
+                                format::RecordValues{.peer = peer,
+                                                     .tag = tag,
+                                                     .comm = uint32_t(comm),
+                                                     .bytes = bytes,
+                                                     .request = uint32_t(request)});
 }
 
 // Receive: the actual source and tag from the status (the requested ones when
@@ -304,18 +331,10 @@ PROF_HOT void record_collective(ThreadState* ts, uint16_t func, uint64_t t0, uin
   using format::FuncKind;
   static_assert(format::same_layout(FuncKind::Collective, FuncKind::AllToAll) &&
                 format::same_layout(FuncKind::ICollective, FuncKind::IAllToAll));
-  static_assert(reserve_fits<FuncKind::ICollective>(16));
   const format::RecordValues v{
       .comm = uint32_t(comm), .bytes = bytes, .request = uint32_t(request), .root = root};
-  if (format::kind_has_request(kind)) {
-    Rec r(ts, t0, t1, ok, format::wide_flags_for<FuncKind::ICollective>(v), 16);
-    format::encode_fields<FuncKind::ICollective>(r.enc(), v, ts->cx);
-    r.commit(func);
-  } else {
-    Rec r(ts, t0, t1, ok, format::wide_flags_for<FuncKind::Collective>(v), 16);
-    format::encode_fields<FuncKind::Collective>(r.enc(), v, ts->cx);
-    r.commit(func);
-  }
+  if (format::kind_has_request(kind)) record_fixed<FuncKind::ICollective>(ts, func, t0, t1, ok, 0, v);
+  else record_fixed<FuncKind::Collective>(ts, func, t0, t1, ok, 0, v);
 }
 
 // Completions and request operations can carry many entries: written in as

@@ -346,7 +346,10 @@ def gen_wrapper(fid, name, ret, args, facts):
         comm = 'prof_msg.comm' if facts.get('message') else facts.get('comm')
         if not comm:
             raise SystemExit(f'{name}: a {kind} needs a communicator')
-        if kind != 'Recv':
+        # A blocking send's bytes after the call: its entry lies on the
+        # message's critical path, its return does not (a ping-pong's hop is
+        # the receiver's return, then its reply's entry).
+        if kind not in ('Recv', 'Send'):
             out.append(f'  const uint64_t prof_bytes = {bytes_expr(facts["bytes"], comm)};')
 
     if kind in ('Other', 'RequestOp'):
@@ -374,7 +377,7 @@ def gen_wrapper(fid, name, ret, args, facts):
         out.append(f'  prof::shim::record_plain({rec});')
     elif kind == 'Send':
         out.append(f'  prof::shim::record_p2p({rec}, prof::format::FuncKind::Send, {peer}, '
-                   f'{tag}, {comm}, prof_bytes, 0);')
+                   f'{tag}, {comm}, {bytes_expr(facts["bytes"], facts["comm"])}, 0);')
     elif kind in ('Isend', 'Irecv'):
         out.append(f'  prof::shim::record_p2p_start({rec}, prof::format::FuncKind::{kind}, '
                    f'{peer}, {tag}, {comm}, prof_bytes, {flags}, *{facts["request"]});')

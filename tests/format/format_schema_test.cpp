@@ -248,3 +248,88 @@ TEST(FormatSchema, RecordShorterThanTheTableSaysIsBad) {
 }
 
 }  // namespace
+
+// The shim's one-pass encoder (format::encode_narrow) against the general
+// one (RecordEncoder with wide_flags_for and encode_fields): for every kind
+// it serves and values on both sides of each size limit, a sequence of
+// records (so the chunk context carries from one to the next) is either
+// encoded identically, word for word and with the same context after it, or
+// left to the general encoder with nothing stored.
+template <FuncKind K>
+void check_narrow_encoder(size_t& short_form, size_t& normal_form, size_t& declined) {
+  SCOPED_TRACE(format::schema_of(K).name);
+  const int32_t peers[] = {3, -2, 32767, -32768, 32768, 70000};
+  const int32_t tags[] = {11, -1, 32767, -32769};
+  const uint64_t byte_counts[] = {0, 900, 65535, 65536, UINT32_MAX, uint64_t{UINT32_MAX} + 1};
+  const uint32_t comms[] = {kFirstComm, kFirstComm, kOtherComm};
+  const uint32_t requests[] = {0xAC01BEEFu, 0xAC01BEF0u, 0xAC02BEEFu};
+  const uint64_t times[] = {0, 65535, 65536, UINT32_MAX, uint64_t{UINT32_MAX} + 1};
+  format::ChunkContext general_cx, narrow_cx;
+  uint64_t step = 0;
+  for (int32_t peer : peers)
+    for (int32_t tag : tags)
+      for (uint64_t bytes : byte_counts)
+        for (uint64_t dt : times) {
+          ++step;
+          format::RecordValues v{.peer = peer,
+                                 .tag = tag,
+                                 .comm = comms[step % 3],
+                                 .bytes = bytes,
+                                 .request = requests[step % 3],
+                                 .root = int32_t(step % 5) - 1};
+          const uint64_t duration = times[step % 5];
+          const uint8_t call_flags = step % 7 == 0 ? format::kCallFailed : format::kAnySource;
+          uint32_t general[format::kMaxRecordWords] = {};
+          uint32_t narrow[format::kMaxRecordWords] = {};
+          const format::ChunkContext before = narrow_cx;
+          size_t words = 0;
+          const bool took = format::encode_narrow<K>(narrow, 99, call_flags, dt, duration, v,
+                                                     narrow_cx, words);
+          format::RecordEncoder enc(general);
+          enc.flag(call_flags | format::wide_flags_for<K>(v));
+          enc.time(dt, duration);
+          format::encode_fields<K>(enc, v, general_cx);
+          const size_t general_words = enc.commit(99);
+          const bool narrow_case = dt <= UINT32_MAX && duration <= UINT32_MAX &&
+                                   enc.flags() == (enc.flags() & ~(format::kWidePeerTag |
+                                                                   format::kWideBytes | format::kLongTime));
+          ASSERT_EQ(took, narrow_case) << "step " << step;
+          if (!took) {
+            // Declined: nothing stored, the context as it was; the general
+            // encoder's record stands for both.
+            for (uint32_t w : narrow) ASSERT_EQ(w, 0u) << "step " << step;
+            ASSERT_EQ(narrow_cx.has_comm, before.has_comm);
+            ASSERT_EQ(narrow_cx.comm, before.comm);
+            ASSERT_EQ(narrow_cx.has_request, before.has_request);
+            ASSERT_EQ(narrow_cx.request_high, before.request_high);
+            narrow_cx = general_cx;
+            ++declined;
+            continue;
+          }
+          ASSERT_EQ(words, general_words) << "step " << step;
+          for (size_t i = 0; i < format::kMaxRecordWords; ++i)
+            ASSERT_EQ(narrow[i], general[i]) << "step " << step << " word " << i;
+          ASSERT_EQ(narrow_cx.has_comm, general_cx.has_comm);
+          ASSERT_EQ(narrow_cx.comm, general_cx.comm);
+          ASSERT_EQ(narrow_cx.has_request, general_cx.has_request);
+          ASSERT_EQ(narrow_cx.request_high, general_cx.request_high);
+          ++(format::record_short_time(narrow[0]) ? short_form : normal_form);
+        }
+}
+
+TEST(FormatSchema, NarrowEncoderWritesWhatTheGeneralOneDoes) {
+  size_t short_form = 0, normal_form = 0, declined = 0;
+  check_narrow_encoder<FuncKind::Send>(short_form, normal_form, declined);
+  check_narrow_encoder<FuncKind::Recv>(short_form, normal_form, declined);
+  check_narrow_encoder<FuncKind::Probe>(short_form, normal_form, declined);
+  check_narrow_encoder<FuncKind::Isend>(short_form, normal_form, declined);
+  check_narrow_encoder<FuncKind::Irecv>(short_form, normal_form, declined);
+  check_narrow_encoder<FuncKind::Collective>(short_form, normal_form, declined);
+  check_narrow_encoder<FuncKind::ICollective>(short_form, normal_form, declined);
+  check_narrow_encoder<FuncKind::AllToAll>(short_form, normal_form, declined);
+  check_narrow_encoder<FuncKind::IAllToAll>(short_form, normal_form, declined);
+  // Every outcome was exercised: both header forms, and declined.
+  EXPECT_GT(short_form, 100u);
+  EXPECT_GT(normal_form, 100u);
+  EXPECT_GT(declined, 500u);
+}
