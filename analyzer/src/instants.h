@@ -55,9 +55,9 @@ inline constexpr int kLevels = kSpanKinds;
 inline constexpr uint32_t kNoContext = UINT32_MAX;
 
 // Where spans come from. Each source adds them as a few runs in order of
-// start (see sort_lane), but sources lag one another (a collective's spans arrive once its last member
-// has called, a phase later), so each keeps its own list and the sweep merges
-// them.
+// start (see sort_lane), but sources lag one another (a collective's spans
+// arrive once its last member has called, a phase later), so each keeps its
+// own list and the sweep merges them.
 enum SpanLane : uint8_t {
   kDecodeLane = 0,  // found while decoding the rank's own events
   kMatchLane,       // receives whose send arrived later
@@ -188,8 +188,8 @@ class InstantSets {
   // last sweep are cut into their ascending runs, and neighbouring runs are
   // merged pairwise, round after round, until one is left: linear for a
   // handful of runs, n log n at worst. A merge moves only the part of the
-  // left run that lies after the right run's first start (mostly a short
-  // tail), through a buffer. Merging is stable (ties keep their order of
+  // left run that lies after the right run's first start, through a buffer.
+  // Merging is stable (ties keep their order of
   // arrival), so the order, and with it every sum the sweep makes, is that
   // of a stable sort of the lane.
   void sort_lane(Lane& lane) {
@@ -217,7 +217,7 @@ class InstantSets {
   void merge_runs(Span* spans, size_t a, size_t b, size_t c) {
     // The left run's spans that start no later than the right run's first stay.
     Span* moved_from = std::upper_bound(spans + a, spans + b, spans[b].from,
-                                              [](double t, const Span& s) { return t < s.from; });
+                                        [](double t, const Span& s) { return t < s.from; });
     merge_buffer_.assign(moved_from, spans + b);
     const Span* left = merge_buffer_.data();
     const Span* left_end = left + merge_buffer_.size();
