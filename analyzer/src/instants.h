@@ -54,10 +54,10 @@ inline constexpr int kLevels = kSpanKinds;
 
 inline constexpr uint32_t kNoContext = UINT32_MAX;
 
-// Where spans come from. Each source adds them nearly in order of start, but
-// sources lag one another (a collective's spans arrive once its last member
-// has called, a phase later), so each keeps its own list and the sweep merges
-// them.
+// Where spans come from. Each source adds them as a few runs in order of
+// start (see sort_lane), but sources lag one another (a collective's spans
+// arrive once its last member has called, a phase later), so each keeps its
+// own list and the sweep merges them.
 enum SpanLane : uint8_t {
   kDecodeLane = 0,  // found while decoding the rank's own events
   kMatchLane,       // receives whose send arrived later
@@ -182,28 +182,53 @@ class InstantSets {
     size_t head = 0, sorted = 0;
   };
 
-  // A lane's spans arrive nearly in order of start: insertion sort of what
-  // came since the last sweep, unless that turns out to be far from true.
-  static void sort_lane(Lane& lane) {
+  // A lane's spans arrive as a few runs each in order of start: the
+  // collective lane gets one run per owner worker (owners complete instances
+  // in turn), the match lane one per sending worker. So the spans since the
+  // last sweep are cut into their ascending runs, and neighbouring runs are
+  // merged pairwise, round after round, until one is left: linear for a
+  // handful of runs, n log n at worst. A merge moves only the part of the
+  // left run that lies after the right run's first start, through a buffer.
+  // Merging is stable (ties keep their order of
+  // arrival), so the order, and with it every sum the sweep makes, is that
+  // of a stable sort of the lane.
+  void sort_lane(Lane& lane) {
     std::vector<Span>& spans = lane.spans;
-    size_t moves = 0;
-    for (size_t i = std::max(lane.sorted, lane.head + 1); i < spans.size(); ++i) {
-      if (spans[i - 1].from <= spans[i].from) continue;
-      const Span s = spans[i];
-      size_t j = i;
-      while (j > lane.head && spans[j - 1].from > s.from) {
-        spans[j] = spans[j - 1];
-        --j;
-      }
-      spans[j] = s;
-      moves += i - j;
-      if (moves > 4 * spans.size() + 64) {
-        std::sort(spans.begin() + static_cast<std::ptrdiff_t>(lane.head), spans.end(),
-                  [](const Span& a, const Span& b) { return a.from < b.from; });
-        break;
-      }
-    }
+    run_starts_.clear();
+    run_starts_.push_back(lane.head);
+    for (size_t i = std::max(lane.sorted, lane.head + 1); i < spans.size(); ++i)
+      if (spans[i - 1].from > spans[i].from) run_starts_.push_back(i);
     lane.sorted = spans.size();
+    if (run_starts_.size() == 1) return;
+    run_starts_.push_back(spans.size());
+    while (run_starts_.size() > 2) {
+      size_t kept = 0;  // run boundaries after this round, rewritten in place
+      size_t r = 0;
+      for (; r + 2 < run_starts_.size(); r += 2) {
+        merge_runs(spans.data(), run_starts_[r], run_starts_[r + 1], run_starts_[r + 2]);
+        run_starts_[kept++] = run_starts_[r];
+      }
+      if (r + 1 < run_starts_.size()) run_starts_[kept++] = run_starts_[r];  // an odd run out
+      run_starts_[kept++] = run_starts_.back();
+      run_starts_.resize(kept);
+    }
+  }
+  // Merges the sorted runs spans[a, b) and spans[b, c) in place, stably.
+  void merge_runs(Span* spans, size_t a, size_t b, size_t c) {
+    // The left run's spans that start no later than the right run's first stay.
+    Span* moved_from = std::upper_bound(spans + a, spans + b, spans[b].from,
+                                        [](double t, const Span& s) { return t < s.from; });
+    merge_buffer_.assign(moved_from, spans + b);
+    const Span* left = merge_buffer_.data();
+    const Span* left_end = left + merge_buffer_.size();
+    Span* out = moved_from;
+    size_t right = b;
+    // `out` stays behind `right` until the left part is used up, so the right
+    // run is read before it is overwritten; the rest of it is in place.
+    while (left != left_end) {
+      if (right < c && spans[right].from < left->from) *out++ = spans[right++];
+      else *out++ = *left++;
+    }
   }
 
   // One pass over the spans in order of start. For each level, `covered` is
@@ -331,6 +356,8 @@ class InstantSets {
   };
   Gathered gathered_;
   std::vector<Span> remainders_[kLanes];
+  std::vector<size_t> run_starts_;  // sort_lane's scratch
+  std::vector<Span> merge_buffer_;
   std::vector<Gathered> spill_;
   double lo_ = -kInf, hi_ = kInf;
   double earliest_ = kInf;  // the earliest start among the lanes' spans

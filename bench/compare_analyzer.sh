@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Checks that two prof-analyze binaries give byte-identical reports: for each
+# trace directory, the text report (with --functions), the JSON report and the
+# Chrome export of OLD and NEW are compared with cmp, once with the default
+# worker threads and once with -j 1 (docs/performance.md, the analyzer's speed).
+# Exits 1 at the first difference (and keeps both outputs in a directory it names).
+# Usage: bench/compare_analyzer.sh OLD_PROF_ANALYZE NEW_PROF_ANALYZE TRACE_DIR...
+set -euo pipefail
+if [ $# -lt 3 ]; then
+  echo "usage: compare_analyzer.sh OLD_PROF_ANALYZE NEW_PROF_ANALYZE TRACE_DIR..." >&2
+  exit 2
+fi
+old=$1 new=$2
+shift 2
+for b in "$old" "$new"; do
+  [ -x "$b" ] || { echo "compare_analyzer.sh: $b is not an executable" >&2; exit 2; }
+done
+work=$(mktemp -d)
+
+for trace in "$@"; do
+  for threads in default 1; do
+    jobs=()
+    [ "$threads" = default ] || jobs=(-j "$threads")
+    for which in old new; do
+      bin=$old
+      [ "$which" = new ] && bin=$new
+      # The exit status is compared too: warnings and damage must read the same.
+      set +e
+      "$bin" "$trace" "${jobs[@]}" --functions -o "$work/$which.txt" --json "$work/$which.json" \
+        --chrome-trace "$work/$which.chrome.json" -q --no-progress 2> "$work/$which.err"
+      echo "exit $?" >> "$work/$which.err"
+      set -e
+    done
+    for f in txt json chrome.json err; do
+      if ! cmp -s "$work/old.$f" "$work/new.$f"; then
+        echo "DIFFERENT: $trace (threads: $threads): $f (outputs kept in $work)"
+        exit 1
+      fi
+    done
+    echo "identical: $trace (threads: $threads): text, JSON, Chrome export, exit status"
+  done
+done
+rm -rf "$work"
+exit 0

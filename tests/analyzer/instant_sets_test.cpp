@@ -1,0 +1,150 @@
+// InstantSets (analyzer/src/instants.h) fed the way the engine feeds it:
+// spans arriving as several ascending runs per lane (one per owner or sending
+// worker), in order of start, backwards, with ties, swept in batches. Times
+// are whole numbers, so every sum is exact and the credits must equal a
+// brute-force count, instant by instant, of which unions cover each unit of time.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "instants.h"
+
+namespace prof::analysis::detail {
+namespace {
+
+struct TestSpan {
+  double from, to;
+  SpanKind kind;
+  SpanLane lane;
+};
+struct ContextChange {
+  double t;
+  uint32_t context;
+};
+using Credits = std::map<std::pair<uint32_t, int>, double>;  // (context, level) -> length
+
+// Each unit [t, t+1) counts once per level whose union covers it: levels 0-3
+// nested (kinds up to the level), 4 and 5 their own kind; to the context in force.
+Credits brute_force(const std::vector<TestSpan>& spans, const std::vector<ContextChange>& contexts,
+                    int horizon) {
+  Credits out;
+  for (int t = 0; t < horizon; ++t) {
+    uint32_t context = kNoContext;
+    for (const ContextChange& c : contexts)
+      if (c.t <= t) context = c.context;
+    if (context == kNoContext) continue;
+    for (int level = 0; level < kLevels; ++level) {
+      bool covered = false;
+      for (const TestSpan& s : spans) {
+        const bool counts = level <= kAllToAllCallSpan ? s.kind <= level : s.kind == level;
+        covered = covered || (counts && s.from <= t && t + 1 <= s.to);
+      }
+      if (covered) out[{context, level}] += 1;
+    }
+  }
+  return out;
+}
+
+// Adds the spans batch by batch (each batch's spans start at or after the
+// previous watermark, as the engine guarantees) and sweeps to each watermark.
+Credits swept(const std::vector<std::vector<TestSpan>>& batches, const std::vector<double>& watermarks,
+              const std::vector<ContextChange>& contexts) {
+  InstantSets sets;
+  for (const ContextChange& c : contexts) sets.set_context(c.t, c.context);
+  Credits out;
+  auto credit = [&](uint32_t context, int level, double length) { out[{context, level}] += length; };
+  for (size_t b = 0; b < batches.size(); ++b) {
+    for (const TestSpan& s : batches[b]) sets.add(s.from, s.to, s.kind, s.lane);
+    sets.sweep(watermarks[b], credit);
+  }
+  sets.sweep(std::numeric_limits<double>::infinity(), credit);
+  return out;
+}
+
+const std::vector<ContextChange> kContexts = {{0, 0}, {130, 1}, {260, kNoContext}, {300, 2}, {450, 0}};
+
+// Spans with whole-number ends in [lo, hi), random kinds; non-overlapping
+// spans of one kind in a row would be merged by add(), which is fine too.
+std::vector<TestSpan> random_spans(std::mt19937& rng, int lo, int hi, size_t n, SpanLane lane) {
+  std::uniform_int_distribution<int> start(lo, hi - 1), length(0, 25), kind(0, kSpanKinds - 1);
+  std::vector<TestSpan> v;
+  for (size_t i = 0; i < n; ++i) {
+    const int from = start(rng);
+    v.push_back(TestSpan{double(from), double(from + length(rng)), SpanKind(kind(rng)), lane});
+  }
+  return v;
+}
+
+// The order of arrival: `runs` ascending runs, span i going to run i mod runs
+// (owners taking instances in turn), runs concatenated.
+std::vector<TestSpan> as_runs(std::vector<TestSpan> v, size_t runs) {
+  std::stable_sort(v.begin(), v.end(), [](const TestSpan& a, const TestSpan& b) { return a.from < b.from; });
+  std::vector<TestSpan> out;
+  for (size_t r = 0; r < runs; ++r)
+    for (size_t i = r; i < v.size(); i += runs) out.push_back(v[i]);
+  return out;
+}
+
+void expect_equal(const Credits& got, const Credits& want) {
+  EXPECT_EQ(got.size(), want.size());
+  for (const auto& [key, length] : want) {
+    auto it = got.find(key);
+    ASSERT_NE(it, got.end()) << "context " << key.first << " level " << key.second;
+    EXPECT_EQ(it->second, length) << "context " << key.first << " level " << key.second;
+  }
+}
+
+TEST(InstantSets, SpansArrivingAsInterleavedRunsCountLikeBruteForce) {
+  for (size_t runs : {1, 2, 3, 7}) {
+    std::mt19937 rng(static_cast<unsigned>(runs));
+    std::vector<std::vector<TestSpan>> batches;
+    std::vector<double> watermarks;
+    std::vector<TestSpan> all;
+    for (int b = 0; b < 5; ++b) {
+      const int lo = b * 100, hi = lo + 100;
+      std::vector<TestSpan> batch;
+      for (SpanLane lane : {kDecodeLane, kMatchLane, kCollectiveLane}) {
+        auto v = as_runs(random_spans(rng, lo, hi, 40, lane), lane == kDecodeLane ? 1 : runs);
+        batch.insert(batch.end(), v.begin(), v.end());
+      }
+      all.insert(all.end(), batch.begin(), batch.end());
+      batches.push_back(batch);
+      watermarks.push_back(hi);  // later batches start at or after it
+    }
+    SCOPED_TRACE("runs " + std::to_string(runs));
+    expect_equal(swept(batches, watermarks, kContexts), brute_force(all, kContexts, 600));
+  }
+}
+
+TEST(InstantSets, SpansArrivingBackwardsWithTiesCountLikeBruteForce) {
+  // Every span a run of its own (descending starts), many equal starts, and a
+  // wait and a call span starting together as a receive or collective gives them.
+  std::vector<TestSpan> batch;
+  for (int i = 60; i-- > 0;) {
+    const double from = 5.0 * (i / 3);
+    batch.push_back(TestSpan{from, from + 7, kWaitSpan, kCollectiveLane});
+    batch.push_back(TestSpan{from, from + 11 + i % 5, kCollCallSpan, kCollectiveLane});
+    batch.push_back(TestSpan{from + 1, from + 4, kRecvCallSpan, kMatchLane});
+  }
+  expect_equal(swept({batch}, {std::numeric_limits<double>::infinity()}, kContexts),
+               brute_force(batch, kContexts, 600));
+}
+
+TEST(InstantSets, SweepsCutThroughSpansOfSeveralRuns) {
+  // Watermarks in the middle of the runs: the part after each stays for the
+  // next sweep (long spans cross several).
+  std::mt19937 rng(11);
+  std::vector<TestSpan> first = as_runs(random_spans(rng, 0, 300, 120, kCollectiveLane), 2);
+  for (TestSpan& s : first) s.to += 60;
+  std::vector<TestSpan> second = as_runs(random_spans(rng, 150, 500, 120, kMatchLane), 3);
+  std::vector<TestSpan> all = first;
+  all.insert(all.end(), second.begin(), second.end());
+  expect_equal(swept({first, second, {}}, {150, 320, 410}, kContexts), brute_force(all, kContexts, 600));
+}
+
+}  // namespace
+}  // namespace prof::analysis::detail
