@@ -138,6 +138,44 @@ TEST(WindowIndex, EqualsTheWindowDecodedFromTheStartAndDecodesLittle) {
   EXPECT_GT(small.stats.chunks_decoded, 0u);
 }
 
+// Two chunks a rank: the index also starts ranks inside a chunk
+// (every WindowIndex::kCheckpointEvents events), and past the window's end
+// decoding stops once nothing begun inside it still waits. Window edges in
+// every part of a step (a blocking send, a late receive, an Irecv whose Wait
+// comes 17 steps later, persistent requests and their Waitall, an Allreduce
+// straddling the edge, between steps), each equal to the window decoded from
+// the start, with the run's end as the whole run's.
+TEST(WindowIndex, StartsInsideChunksAndStopsEarlyAtEveryKindOfEdge) {
+  TraceBuilder b(kRanks, 42, true, 512 * 1024);
+  const int steps = 5000;
+  build(b, steps);
+  auto at = [](int s, double us) { return 0.002 + s * 200e-6 + us * 1e-6; };
+  const double offsets[] = {0, 6, 11, 50.5, 56.5, 62, 66, 101, 155};
+  std::vector<std::pair<double, double>> windows;
+  for (size_t i = 0; i < std::size(offsets); ++i) {
+    windows.emplace_back(at(2200, offsets[i]), at(2200, offsets[(i + 4) % std::size(offsets)]) + (i >= 5 ? 200e-6 : 0));
+    windows.emplace_back(at(4000, offsets[i]), at(4017, offsets[(i + 2) % std::size(offsets)]));
+  }
+  windows.emplace_back(at(700, 101), at(760, 6));
+  const auto whole = analyze_checked(b.dir(), analysis::Options{});
+  uint64_t most = 0;
+  for (const auto& [from, to] : windows) {
+    const auto full = analyze_checked(b.dir(), window(from, to, false));
+    const auto fast = analyze_checked(b.dir(), window(from, to, true));
+    const std::string where = "window " + std::to_string(from) + ":" + std::to_string(to);
+    EXPECT_EQ(report_of(fast), report_of(full)) << where;
+    EXPECT_TRUE(fast.warnings.empty()) << where;
+    ASSERT_EQ(fast.run_end.size(), whole.run_end.size());
+    for (size_t r = 0; r < whole.run_end.size(); ++r)
+      EXPECT_EQ(fast.run_end[r].last_alive, whole.run_end[r].last_alive) << where;
+    most = std::max(most, fast.stats.events);
+  }
+  EXPECT_GT(whole.stats.chunks_total, static_cast<uint64_t>(kRanks));
+  // From their chunk's start, the windows at step 4000 would decode 70,000 of
+  // the run's 87,000 events; from checkpoints inside the chunks, 13,000 at most.
+  EXPECT_LT(most * 4, whole.stats.events) << most << " of " << whole.stats.events;
+}
+
 // One chunk a rank: the index starts every rank at its start, and the
 // window past its end is cut where nothing inside it still waits.
 TEST(WindowIndex, OneChunkTraceEqualsTheWindowDecodedFromTheStart) {
