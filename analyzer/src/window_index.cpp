@@ -99,10 +99,19 @@ std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
   bool continued = false;  // the last call read on into the next chunk
   uint64_t ordinal = 0, since = 0;
   RankTrace::MergedCursor::Position next_at;  // where the next record is
+  std::map<uint32_t, uint64_t> collective_calls;  // per communicator handle
   while (cursor.next(ev)) {
     const double enter = interp.global(ev.enter);
     const size_t now = cursor.current_chunk();
-    const bool inside = since >= WindowIndex::kCheckpointEvents && next_at.valid && next_at.chunk == now;
+    // Every member of a communicator puts one before the same collective
+    // calls on it, so WindowIndex::plan finds starts where all have made as
+    // many within kCollectiveStride calls (ranks whose other checkpoints fall
+    // at other calls would otherwise move back far).
+    bool aligned = false;
+    if (ev.kind == FuncKind::Collective || ev.kind == FuncKind::ICollective || ev.kind == FuncKind::AllToAll ||
+        ev.kind == FuncKind::IAllToAll)
+      aligned = collective_calls[ev.comm]++ % WindowIndex::kCollectiveStride == 0;
+    const bool inside = (since >= WindowIndex::kCheckpointEvents || aligned) && next_at.valid && next_at.chunk == now;
     if (now != chunk || inside) {
       WindowCheckpoint cp;
       cp.chunk = static_cast<uint32_t>(now);

@@ -6,8 +6,10 @@
 //   - One pass per rank (ranks in parallel) runs the Interpreter and the
 //     IntervalTracker with a handler that only counts, exactly as the engine
 //     would, and saves at the start of every chunk with events, and every
-//     kCheckpointEvents events inside a chunk (with the cursor's position
-//     there, so decoding starts at that record), a checkpoint:
+//     kCheckpointEvents events inside a chunk and before every
+//     kCollectiveStride-th collective call on a communicator (with the
+//     cursor's position there, so decoding starts at that record), a
+//     checkpoint:
 //     the interpreter's state (requests in flight, collective counts per
 //     communicator), the tracker's (root, open executions with their tree
 //     node), the executions each tree node has closed, and the ordinal of the
@@ -134,6 +136,8 @@ struct WindowIndex {
   // A chunk of 1 MiB holds about 58,000 events: a start at most this many
   // events before the window, not a chunk's worth.
   static constexpr uint64_t kCheckpointEvents = 4096;
+  // And before every kCollectiveStride-th collective call on a communicator.
+  static constexpr uint64_t kCollectiveStride = 1024;
   std::string unusable;  // empty: it serves windows; else why not
   std::vector<RankWindowIndex> ranks;
   // A checkpoint record read so far did not parse (the index is not to be
