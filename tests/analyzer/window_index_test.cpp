@@ -176,6 +176,37 @@ TEST(WindowIndex, StartsInsideChunksAndStopsEarlyAtEveryKindOfEdge) {
   EXPECT_LT(most * 4, whole.stats.events) << most << " of " << whole.stats.events;
 }
 
+// Ranks that make different numbers of calls between their collective
+// calls (rank 0 three or four more a step): their checkpoints every so many events
+// fall at different collective calls, and those before every 1024th
+// collective call let both start near the window with as many calls made.
+TEST(WindowIndex, RanksOfDifferentCallCountsStartNearTheWindow) {
+  TraceBuilder b(2, 42, true, 1 << 20);
+  const int steps = 12000;
+  auto base = [](int s) { return 2 * kMs + static_cast<uint64_t>(s) * 20 * kUs; };
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 1 * kMs);
+    for (int s = 0; s < steps; ++s) {
+      const uint64_t t = base(s);
+      if (r == 0)
+        for (int k = 0; k < (s % 7 == 0 ? 4 : 3); ++k) b.other(r, Compute, t + static_cast<uint64_t>(k) * kUs, t + static_cast<uint64_t>(k) * kUs + 500);
+      b.send(r, t + 4 * kUs, t + 5 * kUs, 1 - r, 1);
+      b.recv(r, t + 6 * kUs, t + (r == 0 ? 7 : 9) * kUs, 1 - r, 1);
+      b.collective(r, Allreduce, t + (10 + r) * kUs, t + 13 * kUs);
+    }
+    b.finalize(r, base(steps), base(steps) + 1 * kMs);
+  }
+  b.close();
+  const auto whole = analyze_checked(b.dir(), analysis::Options{});
+  for (const auto& [from, to] : {std::pair{0.1505, 0.1515}, std::pair{0.2001, 0.21}}) {
+    const auto full = analyze_checked(b.dir(), window(from, to, false));
+    const auto fast = analyze_checked(b.dir(), window(from, to, true));
+    EXPECT_EQ(report_of(fast), report_of(full)) << from << ":" << to;
+    // Within 1024 collective calls (~5,000 events a rank) of the window.
+    EXPECT_LT(fast.stats.events * 4, whole.stats.events) << fast.stats.events << " of " << whole.stats.events;
+  }
+}
+
 // One chunk a rank: the index starts every rank at its start, and the
 // window past its end is cut where nothing inside it still waits.
 TEST(WindowIndex, OneChunkTraceEqualsTheWindowDecodedFromTheStart) {
