@@ -190,7 +190,17 @@ void Engine::on_phase_end() {
   if (phase_events == 0) delta_ *= 4;
   else delta_ *= clamp_to(target / static_cast<double>(phase_events), 0.5, 2.0);
   delta_ = clamp_to(delta_, 1e3, 1e15);
-  if (min_next < kInf) win_end_ = std::max(win_end_, min_next + delta_);
+  if (min_next < kInf) {
+    double end = min_next + delta_;
+    if (from_index_ && end > hi_) {
+      // Past the window's end only what completes a wait begun inside it is
+      // needed: short phases, growing geometrically (a late partner is still
+      // reached in a few phases), not a full phase of events.
+      end = std::min(end, std::max(hi_, min_next) + tail_step_);
+      tail_step_ *= 2;
+    }
+    win_end_ = std::max(win_end_, end);
+  }
   frontier_ = min_next;
   if (opt_.progress) {
     double f;
@@ -213,9 +223,12 @@ void Engine::setup() {
   uint64_t bytes = 0;
   from_index_ = opt_.windowed() && plan_window(traces);
   for (size_t i = 0; i < traces.size(); ++i) {
-    const size_t first = from_index_ ? index_.ranks[i].checkpoints[index_start_[i]].chunk : 0;
+    const WindowCheckpoint* cp = from_index_ ? &index_.ranks[i].checkpoints[index_start_[i]] : nullptr;
+    const size_t first = cp ? cp->chunk : 0;
     auto r = std::make_unique<Rank>(*traces[i], reg_, i, *world_to_index_,
-                                    from_index_ ? traces[i]->events_from_chunks({first}) : traces[i]->events());
+                                    !cp                ? traces[i]->events()
+                                    : cp->at.valid     ? traces[i]->events_from_position(cp->at)
+                                                       : traces[i]->events_from_chunks({first}));
     r->first_chunk = first;
     r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
     r->acc.emplace_back();
@@ -316,7 +329,7 @@ bool Engine::plan_window(const std::vector<const RankTrace*>& traces) {
   }
   index_first_ = kInf;
   for (const RankWindowIndex& r : index_.ranks)
-    if (!r.checkpoints.empty()) index_first_ = std::min(index_first_, r.checkpoints[0].first_enter);
+    if (!r.checkpoints.empty()) index_first_ = std::min(index_first_, r.checkpoints.first_enter(0));
   for (const RankWindowIndex& r : index_.ranks)
     if (r.checkpoints.empty()) {
       index_note_ = "not used: a rank has no events (" + index_note_ + ")";
@@ -340,6 +353,12 @@ bool Engine::plan_window(const std::vector<const RankTrace*>& traces) {
     }
     chunks_decoded_ += collect_sends(*traces[s], reg_, s, *world_to_index_, index_.ranks[s], index_start_[s], wanted);
     for (WantedSends& w : wanted) fetched_.push_back(std::move(w));
+  }
+  if (index_.malformed()) {
+    index_note_ = "not used: a checkpoint does not parse (" + index_note_ + ")";
+    chunks_decoded_ = 0;
+    fetched_.clear();
+    return false;
   }
   return true;
 }

@@ -529,6 +529,7 @@ class Engine {
   // A window served by the window index: decoding starts at index_start_ and
   // stops once nothing after hi_ can change what lies inside the window.
   bool from_index_ = false;
+  double tail_step_ = 1e4;  // ns past hi_ the next phase may decode (doubles)
   WindowIndex index_;
   std::vector<size_t> index_start_;
   std::vector<WantedSends> fetched_;  // sends from before the senders' starts

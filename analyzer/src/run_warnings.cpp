@@ -270,7 +270,8 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     end.rank = rp->rank;
     const std::string& reason = rp->rank_trace->end_reason();
     end.ended_by = ended_by(reason);
-    double last = rp->intervals.last_leave();
+    // (A window from the index stops decoding early: the index knows the end.)
+    double last = from_index_ ? index_.ranks[rp->index].last_leave : rp->intervals.last_leave();
     // A rank that did not finalize was alive until its last heartbeat (format 4).
     if (reason != "finalize" && rp->rank_trace->heartbeat() != 0)
       last = std::max(last, rp->interp.global(rp->rank_trace->last_alive()));

@@ -28,6 +28,7 @@ struct Builder {
   size_t index;
   IntervalTracker tracker;
   RankWindowIndex out;
+  std::vector<WindowCheckpoint> checkpoints;
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> node_of;
   std::vector<uint64_t> executions{0};
   std::map<ChannelKey, uint64_t, ChannelLess> sends, recvs;
@@ -96,14 +97,29 @@ std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
   Event ev;
   size_t chunk = SIZE_MAX;
   bool continued = false;  // the last call read on into the next chunk
+  uint64_t ordinal = 0, since = 0;
+  RankTrace::MergedCursor::Position next_at;  // where the next record is
+  std::map<uint32_t, uint64_t> collective_calls;  // per communicator handle
   while (cursor.next(ev)) {
     const double enter = interp.global(ev.enter);
     const size_t now = cursor.current_chunk();
-    if (now != chunk) {
-      chunk = now;
+    // Every member of a communicator puts one before the same collective
+    // calls on it, so WindowIndex::plan finds starts where all have made as
+    // many within kCollectiveStride calls (ranks whose other checkpoints fall
+    // at other calls would otherwise move back far).
+    bool aligned = false;
+    if (ev.kind == FuncKind::Collective || ev.kind == FuncKind::ICollective || ev.kind == FuncKind::AllToAll ||
+        ev.kind == FuncKind::IAllToAll)
+      aligned = collective_calls[ev.comm]++ % WindowIndex::kCollectiveStride == 0;
+    const bool inside = (since >= WindowIndex::kCheckpointEvents || aligned) && next_at.valid && next_at.chunk == now;
+    if (now != chunk || inside) {
       WindowCheckpoint cp;
       cp.chunk = static_cast<uint32_t>(now);
-      cp.clean = !continued;
+      if (now == chunk) cp.at = next_at;
+      cp.ordinal = ordinal;
+      chunk = now;
+      since = 0;
+      cp.clean = cp.at.valid || !continued;
       cp.first_enter = enter;
       cp.last_leave = enter;
       interp.save(cp.interp);
@@ -111,15 +127,29 @@ std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
       cp.executions = b.executions;
       cp.sends = sorted(b.sends);
       cp.recvs = sorted(b.recvs);
-      b.out.checkpoints.push_back(std::move(cp));
+      b.checkpoints.push_back(std::move(cp));
     }
     continued = cursor.reading_chunk() != now;
     interp.process(ev, enter, b);
-    WindowCheckpoint& cp = b.out.checkpoints.back();
+    WindowCheckpoint& cp = b.checkpoints.back();
     cp.last_leave = std::max(cp.last_leave, interp.global(ev.leave));
+    ++ordinal;
+    ++since;
+    next_at = cursor.position();
   }
   if (t.heartbeat() != 0) b.tracker.note_alive(interp.global(t.last_alive()));
   b.tracker.finish(b);
+  // The cursor looks into the next chunk after every Completion or RequestOp
+  // call that ends a chunk, for continuation records: a chunk it looked into
+  // is unclean only when one is there (a cursor started at it delivers that
+  // record alone, flagged).
+  for (WindowCheckpoint& cp : b.checkpoints) {
+    if (cp.clean) continue;
+    RankTrace::MergedCursor from = t.events_from_chunks({cp.chunk});
+    Event first;
+    cp.clean = from.next(first) && from.current_chunk() == cp.chunk &&
+               !(first.flags & format::kContinuation);
+  }
   const trace::ReadStats& s = t.stats();
   if (s.crc_mismatches || s.unsealed_chunks || s.truncated_chunks || s.bad_chunk_headers ||
       s.bad_records)
@@ -130,6 +160,8 @@ std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
   for (const auto& [gid, n] : last.collective_counts)
     if (n > 0) b.out.collective_comms.push_back(gid);
   b.out.chunks = t.chunk_count(0);
+  b.out.last_leave = b.tracker.last_leave();
+  b.out.checkpoints.assign(std::move(b.checkpoints));
   *out = std::move(b.out);
   return "";
 }
@@ -188,11 +220,8 @@ struct In {
   }
 };
 
-uint64_t checksum(const char* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<uint8_t>(p[i])) * 0x100000001b3ull;
-  return h;
-}
+// CRC-32C (in hardware where the CPU has it: the index is read on every window).
+uint64_t checksum(const char* p, size_t n) { return format::crc32c(p, n); }
 
 void put_request(Out& o, uint32_t handle, const Request& r) {
   o.put(handle);
@@ -249,12 +278,98 @@ std::vector<std::pair<ChannelKey, uint64_t>> get_counts(In& in) {
   return v;
 }
 
+void put_checkpoint(Out& o, const WindowCheckpoint& c) {
+  o.put(c.chunk);
+  o.put<uint8_t>(c.clean);
+  o.put<uint8_t>(c.at.valid);
+  o.put(c.at.offset);
+  o.put(c.at.chain);
+  o.put(c.at.context_comm);
+  o.put(c.at.context_request_high);
+  o.put(c.at.context_avail);
+  o.put(c.ordinal);
+  o.put<uint64_t>(c.interp.requests.size());
+  for (const auto& [h, req] : c.interp.requests) put_request(o, h, req);
+  o.put(c.interp.grequests);
+  o.put<uint64_t>(c.interp.collective_counts.size());
+  for (const auto& [g, n] : c.interp.collective_counts) {
+    o.put(g);
+    o.put(n);
+  }
+  const IntervalTracker::Saved& t = c.tracker;
+  o.put<uint8_t>(static_cast<uint8_t>(t.root));
+  o.put(t.root_start);
+  o.put(t.last_leave);
+  o.put(t.unbalanced);
+  o.put<uint64_t>(t.stream_ids.size());
+  for (size_t s = 0; s < t.stream_ids.size(); ++s) {
+    o.put(t.stream_ids[s]);
+    o.put<uint64_t>(t.stacks[s].size());
+    for (const OpenInterval& e : t.stacks[s]) o.put(e);
+  }
+  o.put<uint64_t>(c.executions.size());
+  for (uint64_t n : c.executions) o.put(n);
+  put_counts(o, c.sends);
+  put_counts(o, c.recvs);
+}
+
+// One checkpoint record, all of it; false when it does not parse or refers
+// outside the rank's `nodes` tree nodes.
+bool get_checkpoint(In& in, size_t nodes, WindowCheckpoint* out) {
+  WindowCheckpoint& c = *out;
+  c.chunk = in.get<uint32_t>();
+  c.clean = in.get<uint8_t>() != 0;
+  c.at.valid = in.get<uint8_t>() != 0;
+  c.at.chunk = c.chunk;
+  c.at.offset = in.get<uint32_t>();
+  c.at.chain = in.get<uint64_t>();
+  c.at.context_comm = in.get<uint32_t>();
+  c.at.context_request_high = in.get<uint32_t>();
+  c.at.context_avail = in.get<uint8_t>();
+  c.ordinal = in.get<uint64_t>();
+  c.interp.requests.resize(in.count(40));
+  for (auto& q : c.interp.requests) q = get_request(in);
+  c.interp.grequests = in.get<uint64_t>();
+  c.interp.collective_counts.resize(in.count(16));
+  for (auto& [g, n] : c.interp.collective_counts) {
+    g = in.get<uint64_t>();
+    n = in.get<uint64_t>();
+  }
+  IntervalTracker::Saved& t = c.tracker;
+  const uint8_t root = in.get<uint8_t>();
+  if (root > 2) return false;
+  t.root = static_cast<IntervalTracker::Root>(root);
+  t.root_start = in.get<double>();
+  t.last_leave = in.get<double>();
+  t.unbalanced = in.get<uint64_t>();
+  const size_t streams = in.count(12);
+  for (size_t s = 0; s < streams && in.ok; ++s) {
+    t.stream_ids.push_back(in.get<uint32_t>());
+    std::vector<OpenInterval> stack(in.count(sizeof(OpenInterval)));
+    for (OpenInterval& e : stack) e = in.get<OpenInterval>();
+    t.stacks.push_back(std::move(stack));
+  }
+  c.executions.resize(in.count(8));
+  for (uint64_t& n : c.executions) n = in.get<uint64_t>();
+  c.sends = get_counts(in);
+  c.recvs = get_counts(in);
+  if (!in.ok || in.p != in.end) return false;
+  // Node references must stay inside the node table.
+  for (const auto& stack : t.stacks)
+    for (const OpenInterval& e : stack)
+      if (e.payload >= nodes) return false;
+  return c.executions.size() <= nodes;
+}
+
+// Per rank: its figures and nodes, a table of its checkpoints (times, record
+// size), then the records, so a reader parses only the records it uses.
 std::string serialize(const WindowIndex& ix) {
   Out o;
   o.str(ix.unusable);
   o.put<uint64_t>(ix.ranks.size());
   for (const RankWindowIndex& r : ix.ranks) {
     o.put<uint64_t>(r.chunks);
+    o.put(r.last_leave);
     o.put<uint64_t>(r.nodes.size());
     for (const WindowNode& n : r.nodes) {
       o.put(n.parent);
@@ -265,45 +380,26 @@ std::string serialize(const WindowIndex& ix) {
     }
     o.put<uint64_t>(r.collective_comms.size());
     for (uint64_t g : r.collective_comms) o.put(g);
-    o.put<uint64_t>(r.checkpoints.size());
-    for (const WindowCheckpoint& c : r.checkpoints) {
-      o.put(c.chunk);
-      o.put<uint8_t>(c.clean);
-      o.put(c.first_enter);
-      o.put(c.last_leave);
-      o.put<uint64_t>(c.interp.requests.size());
-      for (const auto& [h, req] : c.interp.requests) put_request(o, h, req);
-      o.put(c.interp.grequests);
-      o.put<uint64_t>(c.interp.collective_counts.size());
-      for (const auto& [g, n] : c.interp.collective_counts) {
-        o.put(g);
-        o.put(n);
-      }
-      const IntervalTracker::Saved& t = c.tracker;
-      o.put<uint8_t>(static_cast<uint8_t>(t.root));
-      o.put(t.root_start);
-      o.put(t.last_leave);
-      o.put(t.unbalanced);
-      o.put<uint64_t>(t.stream_ids.size());
-      for (size_t s = 0; s < t.stream_ids.size(); ++s) {
-        o.put(t.stream_ids[s]);
-        o.put<uint64_t>(t.stacks[s].size());
-        for (const OpenInterval& e : t.stacks[s]) o.put(e);
-      }
-      o.put<uint64_t>(c.executions.size());
-      for (uint64_t n : c.executions) o.put(n);
-      put_counts(o, c.sends);
-      put_counts(o, c.recvs);
+    std::vector<Out> records(r.checkpoints.size());
+    for (size_t i = 0; i < records.size(); ++i) put_checkpoint(records[i], r.checkpoints[i]);
+    o.put<uint64_t>(records.size());
+    for (size_t i = 0; i < records.size(); ++i) {
+      o.put(r.checkpoints.first_enter(i));
+      o.put(r.checkpoints.last_leave(i));
+      o.put<uint64_t>(records[i].b.size());
     }
+    for (const Out& rec : records) o.b += rec.b;
   }
   return o.b;
 }
 
-bool deserialize(In& in, WindowIndex* ix) {
+// `in` reads `file`; the checkpoint records are kept there, unparsed.
+bool deserialize(In& in, const std::shared_ptr<const std::string>& file, WindowIndex* ix) {
   ix->unusable = in.str();
   ix->ranks.resize(in.count(8));
   for (RankWindowIndex& r : ix->ranks) {
     r.chunks = in.get<uint64_t>();
+    r.last_leave = in.get<double>();
     r.nodes.resize(in.count(21));
     for (WindowNode& n : r.nodes) {
       n.parent = in.get<uint32_t>();
@@ -314,47 +410,21 @@ bool deserialize(In& in, WindowIndex* ix) {
     }
     r.collective_comms.resize(in.count(8));
     for (uint64_t& g : r.collective_comms) g = in.get<uint64_t>();
-    r.checkpoints.resize(in.count(21));
-    for (WindowCheckpoint& c : r.checkpoints) {
-      c.chunk = in.get<uint32_t>();
-      c.clean = in.get<uint8_t>() != 0;
-      c.first_enter = in.get<double>();
-      c.last_leave = in.get<double>();
-      c.interp.requests.resize(in.count(40));
-      for (auto& q : c.interp.requests) q = get_request(in);
-      c.interp.grequests = in.get<uint64_t>();
-      c.interp.collective_counts.resize(in.count(16));
-      for (auto& [g, n] : c.interp.collective_counts) {
-        g = in.get<uint64_t>();
-        n = in.get<uint64_t>();
-      }
-      IntervalTracker::Saved& t = c.tracker;
-      const uint8_t root = in.get<uint8_t>();
-      if (root > 2) return false;
-      t.root = static_cast<IntervalTracker::Root>(root);
-      t.root_start = in.get<double>();
-      t.last_leave = in.get<double>();
-      t.unbalanced = in.get<uint64_t>();
-      const size_t streams = in.count(12);
-      for (size_t s = 0; s < streams && in.ok; ++s) {
-        t.stream_ids.push_back(in.get<uint32_t>());
-        std::vector<OpenInterval> stack(in.count(sizeof(OpenInterval)));
-        for (OpenInterval& e : stack) e = in.get<OpenInterval>();
-        t.stacks.push_back(std::move(stack));
-      }
-      c.executions.resize(in.count(8));
-      for (uint64_t& n : c.executions) n = in.get<uint64_t>();
-      c.sends = get_counts(in);
-      c.recvs = get_counts(in);
-      if (!in.ok) return false;
-      // Node references must stay inside the node table.
-      for (const auto& stack : t.stacks)
-        for (const OpenInterval& e : stack)
-          if (e.payload >= r.nodes.size()) return false;
-      if (c.executions.size() > r.nodes.size()) return false;
+    std::vector<WindowCheckpoints::Span> spans(in.count(24));
+    for (auto& sp : spans) {
+      sp.first_enter = in.get<double>();
+      sp.last_leave = in.get<double>();
+      sp.size = in.get<uint64_t>();
+    }
+    if (!in.ok) return false;
+    for (auto& sp : spans) {
+      if (sp.size > static_cast<uint64_t>(in.end - in.p)) return false;
+      sp.offset = static_cast<uint64_t>(in.p - file->data());
+      in.p += sp.size;
     }
     for (size_t i = 1; i < r.nodes.size(); ++i)
       if (r.nodes[i].parent >= i) return false;
+    r.checkpoints.assign(file, std::move(spans), r.nodes.size());
   }
   return in.ok && in.p == in.end;
 }
@@ -379,9 +449,14 @@ std::string trace_key(const trace::TraceDir& dir) {
 
 // Why the file cannot be trusted ("" when it can), and the index in *ix.
 std::string read_index(const std::string& path, const std::string& key, WindowIndex* ix) {
-  std::ifstream f(path, std::ios::binary);
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) return "absent";
-  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::streamoff size = f.tellg();
+  if (size < 0) return "unreadable";
+  auto file = std::make_shared<std::string>(static_cast<size_t>(size), '\0');
+  f.seekg(0);
+  if (!f.read(file->data(), size)) return "unreadable";
+  const std::string& bytes = *file;
   In in{bytes.data(), bytes.data() + bytes.size()};
   char magic[8];
   for (char& c : magic) c = in.get<char>();
@@ -390,7 +465,7 @@ std::string read_index(const std::string& path, const std::string& key, WindowIn
   const uint64_t sum = in.get<uint64_t>();
   if (!in.ok || sum != checksum(in.p, static_cast<size_t>(in.end - in.p))) return "corrupt (checksum)";
   if (in.str() != key) return "stale (the trace changed)";
-  if (!deserialize(in, ix)) return "corrupt (malformed)";
+  if (!deserialize(in, file, ix)) return "corrupt (malformed)";
   return "";
 }
 
@@ -428,6 +503,45 @@ struct SendCollector {
 
 }  // namespace
 
+void WindowCheckpoints::assign(std::vector<WindowCheckpoint> all) {
+  spans_.clear();
+  for (const WindowCheckpoint& c : all) spans_.push_back(Span{c.first_enter, c.last_leave, 0, 0});
+  parsed_ = std::move(all);
+  have_.assign(parsed_.size(), 1);
+  file_.reset();
+}
+
+void WindowCheckpoints::assign(std::shared_ptr<const std::string> file, std::vector<Span> spans, size_t nodes) {
+  spans_ = std::move(spans);
+  file_ = std::move(file);
+  nodes_ = nodes;
+  parsed_.assign(spans_.size(), WindowCheckpoint{});
+  have_.assign(spans_.size(), 0);
+}
+
+const WindowCheckpoint& WindowCheckpoints::operator[](size_t i) const {
+  if (!have_[i]) {
+    have_[i] = 1;
+    const Span& sp = spans_[i];
+    In in{file_->data() + sp.offset, file_->data() + sp.offset + sp.size};
+    WindowCheckpoint c;
+    if (get_checkpoint(in, nodes_, &c)) {
+      c.first_enter = sp.first_enter;
+      c.last_leave = sp.last_leave;
+      parsed_[i] = std::move(c);
+    } else {
+      malformed_ = true;
+    }
+  }
+  return parsed_[i];
+}
+
+bool WindowIndex::malformed() const {
+  for (const RankWindowIndex& r : ranks)
+    if (r.checkpoints.malformed()) return true;
+  return false;
+}
+
 uint64_t collect_sends(const RankTrace& t, const Registry& reg, size_t index,
                        const WorldIndex& world_to_index, const RankWindowIndex& ri, size_t start,
                        std::vector<WantedSends>& wanted) {
@@ -443,11 +557,11 @@ uint64_t collect_sends(const RankTrace& t, const Registry& reg, size_t index,
   c.tracker.restore(cp.tracker);
   for (const auto& [k, n] : cp.sends) c.sent[k] = n;
   for (WantedSends& w : wanted) c.wanted[w.key] = &w;
-  RankTrace::MergedCursor cursor = t.events_from_chunks({cp.chunk});
-  const size_t end_chunk = ri.checkpoints[start].chunk;
+  RankTrace::MergedCursor cursor = cp.at.valid ? t.events_from_position(cp.at) : t.events_from_chunks({cp.chunk});
   Event ev;
-  while (cursor.next(ev) && cursor.current_chunk() < end_chunk) interp.process(ev, interp.global(ev.enter), c);
-  return end_chunk - cp.chunk;
+  for (uint64_t left = ri.checkpoints[start].ordinal - cp.ordinal; left > 0 && cursor.next(ev); --left)
+    interp.process(ev, interp.global(ev.enter), c);
+  return ri.checkpoints[start].chunk - cp.chunk;
 }
 
 std::string window_index_path(const trace::TraceDir& dir) {
@@ -519,7 +633,7 @@ std::vector<size_t> WindowIndex::plan(double lo) const {
   for (size_t i = 0; i < R; ++i) {
     const auto& cps = ranks[i].checkpoints;
     size_t s = 0;
-    while (s + 1 < cps.size() && cps[s].last_leave < lo) ++s;
+    while (s + 1 < cps.size() && cps.last_leave(s) < lo) ++s;
     while (s > 0 && !cps[s].clean) --s;
     start[i] = s;
   }

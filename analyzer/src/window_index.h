@@ -5,7 +5,11 @@
 // Algorithm and invariants
 //   - One pass per rank (ranks in parallel) runs the Interpreter and the
 //     IntervalTracker with a handler that only counts, exactly as the engine
-//     would, and saves at the start of every chunk with events a checkpoint:
+//     would, and saves at the start of every chunk with events, and every
+//     kCheckpointEvents events inside a chunk and before every
+//     kCollectiveStride-th collective call on a communicator (with the
+//     cursor's position there, so decoding starts at that record), a
+//     checkpoint:
 //     the interpreter's state (requests in flight, collective counts per
 //     communicator), the tracker's (root, open executions with their tree
 //     node), the executions each tree node has closed, and the ordinal of the
@@ -29,6 +33,7 @@
 //     marked so, and the analysis decodes everything, saying why.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,6 +61,10 @@ uint64_t count_of(const std::vector<std::pair<K, uint64_t>>& v, const K& k, Less
 
 struct WindowCheckpoint {
   uint32_t chunk = 0;                      // in the rank's stream 0
+  // Where its first event's record is, inside the chunk; not valid: the
+  // chunk's start.
+  RankTrace::MergedCursor::Position at;
+  uint64_t ordinal = 0;  // events of the rank before it
   // The chunk does not start with records continuing the previous chunk's
   // last call (a cursor started there would read them as a call of their own).
   bool clean = true;
@@ -80,17 +89,60 @@ struct WindowNode {
   bool executed = false;   // closed at least once in the run
 };
 
+// A rank's checkpoints, in order: all in memory when the index was just
+// built; read from the file, each parsed when first asked for (a window needs
+// a few of thousands), its times known without parsing. Not thread-safe
+// (the analysis plans its window on one thread). A record that does not
+// parse reads as an empty checkpoint and sets malformed().
+class WindowCheckpoints {
+ public:
+  size_t size() const { return spans_.size(); }
+  bool empty() const { return spans_.empty(); }
+  const WindowCheckpoint& operator[](size_t i) const;
+  double first_enter(size_t i) const { return spans_[i].first_enter; }
+  double last_leave(size_t i) const { return spans_[i].last_leave; }
+  bool malformed() const { return malformed_; }
+
+  void assign(std::vector<WindowCheckpoint> all);
+  // Records [offset, offset + size) of `file` each, already checked to lie in it.
+  struct Span {
+    double first_enter = 0, last_leave = 0;
+    uint64_t offset = 0, size = 0;
+  };
+  void assign(std::shared_ptr<const std::string> file, std::vector<Span> spans, size_t nodes);
+  const std::vector<Span>& spans() const { return spans_; }
+
+ private:
+  std::vector<Span> spans_;
+  std::shared_ptr<const std::string> file_;
+  size_t nodes_ = 0;  // the rank's tree nodes: what a record may refer to
+  mutable std::vector<WindowCheckpoint> parsed_;
+  mutable std::vector<uint8_t> have_;
+  mutable bool malformed_ = false;
+};
+
 struct RankWindowIndex {
-  std::vector<WindowNode> nodes;              // the whole run's, in creation order
-  std::vector<WindowCheckpoint> checkpoints;  // chunks with events, in order
+  std::vector<WindowNode> nodes;  // the whole run's, in creation order
+  WindowCheckpoints checkpoints;
   std::vector<uint64_t> collective_comms;     // gids it made collective calls on
   uint64_t chunks = 0;
+  // Its last leave in the run (global ns): the report's run end, which a
+  // window that stops decoding early does not reach.
+  double last_leave = 0;
 };
 
 struct WindowIndex {
-  static constexpr uint32_t kVersion = 1;
+  static constexpr uint32_t kVersion = 2;
+  // A chunk of 1 MiB holds about 58,000 events: a start at most this many
+  // events before the window, not a chunk's worth.
+  static constexpr uint64_t kCheckpointEvents = 4096;
+  // And before every kCollectiveStride-th collective call on a communicator.
+  static constexpr uint64_t kCollectiveStride = 1024;
   std::string unusable;  // empty: it serves windows; else why not
   std::vector<RankWindowIndex> ranks;
+  // A checkpoint record read so far did not parse (the index is not to be
+  // used: its checksum held, so it was written wrong).
+  bool malformed() const;
 
   // Per rank, the checkpoint to start from for the window [lo, hi] (global
   // ns): the first chunk that has a call leaving at or after lo, moved back

@@ -138,6 +138,75 @@ TEST(WindowIndex, EqualsTheWindowDecodedFromTheStartAndDecodesLittle) {
   EXPECT_GT(small.stats.chunks_decoded, 0u);
 }
 
+// Two chunks a rank: the index also starts ranks inside a chunk
+// (every WindowIndex::kCheckpointEvents events), and past the window's end
+// decoding stops once nothing begun inside it still waits. Window edges in
+// every part of a step (a blocking send, a late receive, an Irecv whose Wait
+// comes 17 steps later, persistent requests and their Waitall, an Allreduce
+// straddling the edge, between steps), each equal to the window decoded from
+// the start, with the run's end as the whole run's.
+TEST(WindowIndex, StartsInsideChunksAndStopsEarlyAtEveryKindOfEdge) {
+  TraceBuilder b(kRanks, 42, true, 512 * 1024);
+  const int steps = 5000;
+  build(b, steps);
+  auto at = [](int s, double us) { return 0.002 + s * 200e-6 + us * 1e-6; };
+  const double offsets[] = {0, 6, 11, 50.5, 56.5, 62, 66, 101, 155};
+  std::vector<std::pair<double, double>> windows;
+  for (size_t i = 0; i < std::size(offsets); ++i) {
+    windows.emplace_back(at(2200, offsets[i]), at(2200, offsets[(i + 4) % std::size(offsets)]) + (i >= 5 ? 200e-6 : 0));
+    windows.emplace_back(at(4000, offsets[i]), at(4017, offsets[(i + 2) % std::size(offsets)]));
+  }
+  windows.emplace_back(at(700, 101), at(760, 6));
+  const auto whole = analyze_checked(b.dir(), analysis::Options{});
+  uint64_t most = 0;
+  for (const auto& [from, to] : windows) {
+    const auto full = analyze_checked(b.dir(), window(from, to, false));
+    const auto fast = analyze_checked(b.dir(), window(from, to, true));
+    const std::string where = "window " + std::to_string(from) + ":" + std::to_string(to);
+    EXPECT_EQ(report_of(fast), report_of(full)) << where;
+    EXPECT_TRUE(fast.warnings.empty()) << where;
+    ASSERT_EQ(fast.run_end.size(), whole.run_end.size());
+    for (size_t r = 0; r < whole.run_end.size(); ++r)
+      EXPECT_EQ(fast.run_end[r].last_alive, whole.run_end[r].last_alive) << where;
+    most = std::max(most, fast.stats.events);
+  }
+  EXPECT_GT(whole.stats.chunks_total, static_cast<uint64_t>(kRanks));
+  // From their chunk's start, the windows at step 4000 would decode 70,000 of
+  // the run's 87,000 events; from checkpoints inside the chunks, 13,000 at most.
+  EXPECT_LT(most * 4, whole.stats.events) << most << " of " << whole.stats.events;
+}
+
+// Ranks that make different numbers of calls between their collective
+// calls (rank 0 three or four more a step): their checkpoints every so many events
+// fall at different collective calls, and those before every 1024th
+// collective call let both start near the window with as many calls made.
+TEST(WindowIndex, RanksOfDifferentCallCountsStartNearTheWindow) {
+  TraceBuilder b(2, 42, true, 1 << 20);
+  const int steps = 12000;
+  auto base = [](int s) { return 2 * kMs + static_cast<uint64_t>(s) * 20 * kUs; };
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 1 * kMs);
+    for (int s = 0; s < steps; ++s) {
+      const uint64_t t = base(s);
+      if (r == 0)
+        for (int k = 0; k < (s % 7 == 0 ? 4 : 3); ++k) b.other(r, Compute, t + static_cast<uint64_t>(k) * kUs, t + static_cast<uint64_t>(k) * kUs + 500);
+      b.send(r, t + 4 * kUs, t + 5 * kUs, 1 - r, 1);
+      b.recv(r, t + 6 * kUs, t + (r == 0 ? 7 : 9) * kUs, 1 - r, 1);
+      b.collective(r, Allreduce, t + (10 + r) * kUs, t + 13 * kUs);
+    }
+    b.finalize(r, base(steps), base(steps) + 1 * kMs);
+  }
+  b.close();
+  const auto whole = analyze_checked(b.dir(), analysis::Options{});
+  for (const auto& [from, to] : {std::pair{0.1505, 0.1515}, std::pair{0.2001, 0.21}}) {
+    const auto full = analyze_checked(b.dir(), window(from, to, false));
+    const auto fast = analyze_checked(b.dir(), window(from, to, true));
+    EXPECT_EQ(report_of(fast), report_of(full)) << from << ":" << to;
+    // Within 1024 collective calls (~5,000 events a rank) of the window.
+    EXPECT_LT(fast.stats.events * 4, whole.stats.events) << fast.stats.events << " of " << whole.stats.events;
+  }
+}
+
 // One chunk a rank: the index starts every rank at its start, and the
 // window past its end is cut where nothing inside it still waits.
 TEST(WindowIndex, OneChunkTraceEqualsTheWindowDecodedFromTheStart) {

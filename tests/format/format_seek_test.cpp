@@ -280,6 +280,53 @@ TEST_P(FormatSeek, MergedCursorFromATime) {
   fs::remove_all(dir);
 }
 
+// A cursor started where another stood (MergedCursor::position) reads the
+// same events on: the record's offset, the delta chain and the chunk context
+// (communicators and requests given earlier in the chunk) carry over.
+TEST_P(FormatSeek, CursorFromAPositionContinuesTheSameEvents) {
+  const uint32_t version = GetParam();
+  const std::string dir = temp_dir();
+  Written w = write_trace(dir, version, 1, 3000, 8, 11, 4096);
+  auto trace = RankTrace::open(w.path, nullptr);
+  ASSERT_TRUE(trace);
+  const std::vector<Event>& want = w.streams[0].events;
+  auto cursor = trace->events();
+  Event e;
+  size_t read = 0, checked = 0, whole = 0;
+  while (cursor.next(e)) {
+    ++read;
+    const auto at = cursor.position();
+    if (!at.valid || read % 29 != 0) continue;
+    EXPECT_EQ(at.chunk, cursor.reading_chunk());
+    auto from = trace->events_from_position(at);
+    Event f;
+    size_t i = read;
+    const bool to_the_end = read % 290 == 0;
+    while ((to_the_end || i < read + 5) && from.next(f)) {
+      ASSERT_LT(i, want.size());
+      expect_same(f, want[i], "from event " + std::to_string(read) + ", event " + std::to_string(i));
+      ++i;
+    }
+    if (to_the_end) {
+      EXPECT_EQ(i, want.size());
+      ++whole;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(read, want.size());
+  EXPECT_GT(checked, 50u);
+  EXPECT_GT(whole, 3u);
+  // A position that is not one: nothing.
+  auto none = trace->events_from_position(RankTrace::MergedCursor::Position{});
+  EXPECT_FALSE(none.next(e));
+  RankTrace::MergedCursor::Position past;
+  past.valid = true;
+  past.chunk = static_cast<uint32_t>(trace->chunk_count(0));
+  auto beyond = trace->events_from_position(past);
+  EXPECT_FALSE(beyond.next(e));
+  fs::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(Versions, FormatSeek, testing::Values(2u, 3u),
                          [](const auto& info) { return "v" + std::to_string(info.param); });
 

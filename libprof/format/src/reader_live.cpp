@@ -59,6 +59,9 @@ const InFlightCall* RankTrace::Impl::in_flight_of(size_t stream_index) const {
 }
 
 const std::vector<InFlightCall>& RankTrace::in_flight() const {
+  // No live slot, no call in flight: the walk over the last chunks (for
+  // last_alive) is not needed to say so.
+  if (impl_->live_slots.empty()) return impl_->in_flight;
   impl_->compute_live();
   return impl_->in_flight;
 }

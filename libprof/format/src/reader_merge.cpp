@@ -93,6 +93,52 @@ RankTrace::MergedCursor RankTrace::events_from_chunks(const std::vector<size_t>&
   return MergedCursor(std::move(m));
 }
 
+RankTrace::MergedCursor RankTrace::events_from_position(const MergedCursor::Position& at) const {
+  auto m = std::make_unique<MergedCursor::Impl>();
+  auto c = std::make_unique<Cursor::Impl>();
+  c->attach(impl_.get(), 0);
+  c->partial = true;
+  c->with_in_flight = true;
+  bool entered = false;
+  if (at.valid && stream_count() == 1 && at.chunk < chunk_count(0)) {
+    c->chunk = impl_->streams[0].chunks.data() + at.chunk;
+    // Entered as a cursor from the chunk's start would enter it (its CRC
+    // checked), then moved to the record.
+    if (c->next_chunk() && c->current == impl_->streams[0].chunks.data() + at.chunk &&
+        at.offset <= c->current->len) {
+      entered = true;
+      c->p = c->data + at.offset;
+      c->chain = at.chain;
+      c->context_comm = at.context_comm;
+      c->context_request_high = at.context_request_high;
+      c->context_avail = at.context_avail;
+    }
+  }
+  if (!entered) {
+    c->leave_chunk();
+    c->chunk = c->chunks_end;
+    c->p = c->end = nullptr;
+    c->with_in_flight = false;
+  }
+  m->cursors.push_back(std::move(c));
+  return MergedCursor(std::move(m));
+}
+
+RankTrace::MergedCursor::Position RankTrace::MergedCursor::position() const {
+  Position at;
+  if (!impl_ || impl_->cursors.size() != 1) return at;
+  const Cursor::Impl& c = *impl_->cursors[0];
+  if (c.ready || !c.current || !c.p || c.end - c.p < 8) return at;
+  at.valid = true;
+  at.chunk = static_cast<uint32_t>(c.current - c.trace->streams[c.stream_index].chunks.data());
+  at.offset = static_cast<uint32_t>(c.p - c.data);
+  at.chain = c.chain;
+  at.context_comm = c.context_comm;
+  at.context_request_high = c.context_request_high;
+  at.context_avail = c.context_avail;
+  return at;
+}
+
 size_t RankTrace::MergedCursor::current_chunk() const {
   if (!impl_ || impl_->cursors.size() != 1 || !impl_->chunk_of_last) return SIZE_MAX;
   const Cursor::Impl& c = *impl_->cursors[0];

@@ -254,6 +254,17 @@ class RankTrace {
     // none or with several streams.
     size_t current_chunk() const;
     size_t reading_chunk() const;
+    // On a rank of one stream: where the next record will be read, when that
+    // is inside the chunk being read (else Position::valid is false).
+    struct Position {
+      bool valid = false;
+      uint32_t chunk = 0;   // index in RankTrace::chunks(0)
+      uint32_t offset = 0;  // bytes into the chunk's records
+      uint64_t chain = 0;   // the enter before it (times are deltas)
+      uint32_t context_comm = 0, context_request_high = 0;  // format::ChunkContext
+      uint8_t context_avail = 0;
+    };
+    Position position() const;
     MergedCursor(MergedCursor&&) noexcept;
     ~MergedCursor();
 
@@ -270,6 +281,11 @@ class RankTrace {
   // decodes on its own), merged by enter time: for a reader that restores the
   // state before that chunk itself (the analyzer's window index).
   MergedCursor events_from_chunks(const std::vector<size_t>& first_chunk) const;
+  // A rank of one stream from a position another cursor reported (the same
+  // reader's state there, without decoding what came before); an invalid
+  // position, or one that does not fit its chunk, gives a cursor that
+  // returns nothing.
+  MergedCursor events_from_position(const MergedCursor::Position& at) const;
 
   // Statistics and warnings ("FILE: offset N: what"), shared with cursors.
   const ReadStats& stats() const;
