@@ -237,8 +237,9 @@ void put_request(Out& o, uint32_t handle, const Request& r) {
   o.put(r.comm_time);
 }
 
-// A non-null placeholder: Interpreter::restore looks the communicator up again.
-const CommInfo kLookUpAgain{};
+// Marks a restored request as having a communicator: the index stores its
+// handle and time, and Interpreter::restore sets the pointer from them.
+const CommInfo kCommToLookUp{};
 
 std::pair<uint32_t, Request> get_request(In& in) {
   std::pair<uint32_t, Request> out;
@@ -249,7 +250,7 @@ std::pair<uint32_t, Request> get_request(In& in) {
   r.active = bits & 1;
   r.started = bits & 2;
   r.a2a = bits & 4;
-  r.comm = bits & 8 ? &kLookUpAgain : nullptr;
+  r.comm = bits & 8 ? &kCommToLookUp : nullptr;
   r.hold = bits & 16 ? 0 : HoldQueue::kNone;
   r.peer = in.get<int32_t>();
   r.tag = in.get<int32_t>();

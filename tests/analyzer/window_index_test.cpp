@@ -80,18 +80,14 @@ void build(TraceBuilder& b, int steps) {
 }
 
 analysis::Options window(double from_s, double to_s, bool index) {
-  analysis::Options o;
-  o.window_from_s = from_s;
-  o.window_to_s = to_s;
+  analysis::Options o = window_options(from_s, to_s);
   o.use_window_index = index;
   return o;
 }
 
 std::string report_of(const analysis::Analysis& a) {
   std::ostringstream out;
-  analysis::TextOptions o;
-  o.functions = true;
-  analysis::write_text_report(a, out, o);
+  out << text_with_functions(a);
   // Every figure, to the last bit (the text rounds).
   for (const auto& n : a.intervals) {
     out << n.id.value_or(0) << ' ' << n.exe_count << ' ' << n.first_enter << ' ' << n.main.execution_time << '\n';

@@ -12,20 +12,9 @@
 namespace prof::test {
 namespace {
 
-analysis::Options window(double from_s, double to_s) {
-  analysis::Options o;
-  o.window_from_s = from_s;
-  o.window_to_s = to_s;
-  return o;
-}
+analysis::Options window(double from_s, double to_s) { return window_options(from_s, to_s); }
 
-std::string text_of(const analysis::Analysis& a) {
-  std::ostringstream out;
-  analysis::TextOptions o;
-  o.functions = true;
-  analysis::write_text_report(a, out, o);
-  return out.str();
-}
+std::string text_of(const analysis::Analysis& a) { return text_with_functions(a); }
 
 TEST(Window, OverTheWholeRunIsTheWholeRun) {
   TraceBuilder b(2);

@@ -1,7 +1,11 @@
-// Synthetic traces shared by the window tests (window_test.cpp,
+// Synthetic traces and helpers shared by the window tests (window_test.cpp,
 // window_index_test.cpp).
 #pragma once
 
+#include <sstream>
+#include <string>
+
+#include "prof/analysis/report.h"
 #include "trace_builder.h"
 
 namespace prof::test {
@@ -22,6 +26,23 @@ inline void build_known_waits_trace(TraceBuilder& b) {
   for (int r = 0; r < 2; ++r) b.end(r, 16 * kMs, 1);
   for (int r = 0; r < 2; ++r) b.finalize(r, 20 * kMs, 21 * kMs);
   b.close();
+}
+
+// Analysis options for the window [from_s, to_s], seconds from the trace's start.
+inline analysis::Options window_options(double from_s, double to_s) {
+  analysis::Options o;
+  o.window_from_s = from_s;
+  o.window_to_s = to_s;
+  return o;
+}
+
+// The text report with the per-function profile, as `prof-analyze --functions` prints it.
+inline std::string text_with_functions(const analysis::Analysis& a) {
+  std::ostringstream out;
+  analysis::TextOptions o;
+  o.functions = true;
+  analysis::write_text_report(a, out, o);
+  return out.str();
 }
 
 }  // namespace prof::test
