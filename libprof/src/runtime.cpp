@@ -293,12 +293,13 @@ void on_thread_exit(void* p) {
 }
 
 // Threads beyond the Live chunk's slots (and every thread when the file has
-// none) write their in-flight facts here, unseen.
-__thread format::InFlightSlot private_slot;
+// none) write their in-flight facts here, unseen: a whole stride, since the
+// Fortran wrappers store beside the slot (format::LiveSlot, binding_site.h).
+__thread format::LiveSlot private_slot;
 
 void register_thread(ThreadState* ts) {
   ts->slot = rt->file.live_slot(ts->stream);
-  if (!ts->slot) ts->slot = &private_slot;
+  if (!ts->slot) ts->slot = &private_slot.slot;
   {
     std::lock_guard<std::mutex> lock(rt->threads_mu);
     rt->threads.push_back(ts);
@@ -385,6 +386,10 @@ void check_hangs(uint64_t t) {
         heartbeat->warned[i] == enter)
       continue;
     const format::InFlightSlot copy = *slot;
+    // A Fortran binding's call site, stored before the C call's enter
+    // (binding_site.h): the application's line rather than the binding's.
+    const uint64_t binding_site = __atomic_load_n(
+        &reinterpret_cast<const format::LiveSlot*>(slot)->binding_site, __ATOMIC_RELAXED);
     if (__atomic_load_n(&slot->enter, __ATOMIC_ACQUIRE) != enter) continue;  // it returned
     heartbeat->warned[i] = enter;
     const FunctionInfo* f = function_info(uint16_t(copy.site_func >> 48));
@@ -419,7 +424,7 @@ void check_hangs(uint64_t t) {
     std::fprintf(stderr, "libprof: rank %d thread %u has been inside %s for %.1f s (PROF_HANG_WARN): "
                  "called from %s%s%s\n",
                  rt->rank, i, f ? f->name : "an MPI call", seconds,
-                 describe_address(copy.site_func & format::kSiteMask).c_str(),
+                 describe_address(binding_site ? binding_site : copy.site_func & format::kSiteMask).c_str(),
                  whom.empty() ? "" : "; ", whom.c_str());
     std::fflush(stderr);
   }

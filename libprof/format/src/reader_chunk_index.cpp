@@ -232,9 +232,13 @@ void RankTrace::Impl::live_chunk(const ChunkHeader& h, uint64_t off, uint64_t av
   const uint64_t fit = (room - sizeof lh) / lh.slot_bytes;
   const uint64_t n = std::min<uint64_t>(lh.slot_count, fit);
   for (uint64_t i = 0; i < n; ++i) {
-    format::InFlightSlot slot;
-    std::memcpy(&slot, map.data + payload + sizeof lh + i * lh.slot_bytes, sizeof slot);
-    if (slot.enter != 0) live_slots.emplace_back(static_cast<uint32_t>(i), slot);
+    const uint8_t* at = map.data + payload + sizeof lh + i * lh.slot_bytes;
+    format::LiveSlot slot{};
+    std::memcpy(&slot.slot, at, sizeof slot.slot);
+    // The binding's site, where the stride has room for it (format::LiveSlot).
+    if (lh.slot_bytes >= format::kBindingSiteOffset + sizeof slot.binding_site)
+      std::memcpy(&slot.binding_site, at + format::kBindingSiteOffset, sizeof slot.binding_site);
+    if (slot.slot.enter != 0) live_slots.emplace_back(static_cast<uint32_t>(i), slot);
   }
 }
 

@@ -185,7 +185,7 @@ struct RankTrace::Impl {
   std::string end_reason;
   // The Live chunk (format 4): its heartbeat and its slots in use, by stream id.
   uint64_t heartbeat = 0;
-  std::vector<std::pair<uint32_t, format::InFlightSlot>> live_slots;
+  std::vector<std::pair<uint32_t, format::LiveSlot>> live_slots;  // binding_site 0 when the stride lacks it
   // in_flight() and last_alive(), computed once (they need the chunk times).
   mutable std::once_flag live_once;
   mutable std::vector<InFlightCall> in_flight;

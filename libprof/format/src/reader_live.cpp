@@ -1,5 +1,6 @@
 // The Live chunk read back (format 4): which calls were in flight when the
-// process ended, and when the rank was last alive.
+// process ended, where the application made them, and when the rank was last
+// alive.
 //
 // A slot with a non-zero enter is a call its thread entered. Its record is
 // committed before the slot is cleared, so a process killed between the two
@@ -28,14 +29,20 @@ void RankTrace::Impl::compute_live() const {
         alive = std::max(alive, t.last_leave);
         break;
       }
-    for (const auto& [stream_id, slot] : live_slots) {
+    for (const auto& [stream_id, live_slot] : live_slots) {
+      const format::InFlightSlot& slot = live_slot.slot;
       size_t s = 0;
       while (s < streams.size() && streams[s].id != stream_id) ++s;
       if (s < streams.size() && any[s] && slot.enter <= last_enter[s]) continue;  // recorded
       InFlightCall call;
       call.stream = stream_id;
       call.func = static_cast<uint16_t>(slot.site_func >> 48);
-      call.site = slot.site_func & format::kSiteMask;
+      // The application's call site: the language binding's return address
+      // when one called the C function (the C wrapper's then lies inside the
+      // binding's library).
+      call.via_binding = live_slot.binding_site != 0;
+      call.site = call.via_binding ? live_slot.binding_site & format::kSiteMask
+                                   : slot.site_func & format::kSiteMask;
       call.enter = slot.enter;
       call.peer = slot.peer;
       call.tag = slot.tag;

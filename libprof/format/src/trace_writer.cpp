@@ -61,6 +61,20 @@ struct TraceWriter::Impl {
     if (!f || n == 0) return;
     if (std::fwrite(p, 1, n, f) != n) ok = false;
   }
+  // A Live chunk of `count` slots `stride` bytes apart, copied from `slots`.
+  void live(uint64_t heartbeat, const void* slots, size_t count, uint32_t stride) {
+    if (closed) return;
+    format::LiveHeader h{};
+    h.heartbeat = heartbeat;
+    h.slot_count = static_cast<uint32_t>(count);
+    h.slot_bytes = stride;
+    std::vector<uint8_t> payload(sizeof h + count * stride);
+    std::memcpy(payload.data(), &h, sizeof h);
+    if (count) std::memcpy(payload.data() + sizeof h, slots, count * stride);
+    const uint32_t n = static_cast<uint32_t>(payload.size());
+    chunk(ChunkType::Live, 0, n, 0, 0, 0, 0, payload.data(), n);
+  }
+
   void chunk(ChunkType type, uint16_t flags, uint32_t capacity, uint32_t used, uint32_t crc,
              uint32_t stream, uint64_t base_time, const void* payload, size_t payload_bytes) {
     ChunkHeader h{};
@@ -197,18 +211,10 @@ void TraceWriter::clock_sync(const ClockSyncDef& k) {
 void TraceWriter::end(const std::string& reason) { impl_->definition(definition_line::end(reason)); }
 
 void TraceWriter::live(uint64_t heartbeat, const std::vector<format::InFlightSlot>& slots) {
-  Impl& w = *impl_;
-  if (w.closed) return;
-  format::LiveHeader h{};
-  h.heartbeat = heartbeat;
-  h.slot_count = static_cast<uint32_t>(slots.size());
-  h.slot_bytes = sizeof(format::InFlightSlot);
-  std::vector<uint8_t> payload(sizeof h + slots.size() * sizeof(format::InFlightSlot));
-  std::memcpy(payload.data(), &h, sizeof h);
-  if (!slots.empty())
-    std::memcpy(payload.data() + sizeof h, slots.data(), slots.size() * sizeof(format::InFlightSlot));
-  const uint32_t n = static_cast<uint32_t>(payload.size());
-  w.chunk(ChunkType::Live, 0, n, 0, 0, 0, 0, payload.data(), n);
+  impl_->live(heartbeat, slots.data(), slots.size(), sizeof(format::InFlightSlot));
+}
+void TraceWriter::live(uint64_t heartbeat, const std::vector<format::LiveSlot>& slots) {
+  impl_->live(heartbeat, slots.data(), slots.size(), sizeof(format::LiveSlot));
 }
 
 void TraceWriter::event(const Event& e) {

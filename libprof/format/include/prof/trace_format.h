@@ -115,6 +115,23 @@ inline constexpr uint32_t kLiveChunkBytes = 4096;  // header included: one page
 // The shim spaces slots a cache line apart (slot_bytes 64): threads never
 // share a line on the hot path.
 inline constexpr uint32_t kLiveSlotStride = 64;
+
+// One slot's whole stride as the shim lays it out. binding_site: the return
+// address into the application of a language binding (Fortran: mpi_recv_ and
+// its aliases) whose C MPI function the slot describes; 0 when the
+// application called the C function itself. The Fortran wrappers store it
+// before calling the binding and clear it after, so the C wrappers' hot path
+// never touches it; a reader prefers it to site_func's address, which then
+// lies inside the binding library. Added within format 4: files written
+// before it hold 0 there (or have slot_bytes below its end: TraceWriter's 32),
+// and readers that do not know it skip it with the stride.
+struct LiveSlot {
+  InFlightSlot slot;
+  uint8_t reserved[kLiveSlotStride - sizeof(InFlightSlot) - 8];
+  uint64_t binding_site;
+};
+static_assert(sizeof(LiveSlot) == kLiveSlotStride);
+inline constexpr uint32_t kBindingSiteOffset = offsetof(LiveSlot, binding_site);
 inline constexpr uint32_t kLiveSlots =
     (kLiveChunkBytes - 32 - sizeof(LiveHeader)) / kLiveSlotStride;
 inline constexpr uint32_t kHeartbeatMs = 100;

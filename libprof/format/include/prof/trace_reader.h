@@ -70,7 +70,9 @@ struct InFlightCall {
   uint16_t func = 0;
   FuncKind kind = FuncKind::Other;
   uint64_t enter = 0;           // raw ticks
-  uint64_t site = 0;            // return address of the call
+  uint64_t site = 0;            // return address of the call in the application
+  bool via_binding = false;     // made through a language binding (Fortran): site is the
+                                // binding's return address (format::LiveSlot)
   int32_t peer = -1, tag = -1;  // as format::InFlightSlot says for the kind
   uint32_t comm = 0;
   uint32_t extra = 0;
@@ -333,6 +335,9 @@ class TraceWriter {
   // The Live chunk (format 4): a heartbeat and the in-flight slots, slot i for
   // stream i (InFlightSlot::enter 0: none), as a killed shim leaves them.
   void live(uint64_t heartbeat, const std::vector<format::InFlightSlot>& slots);
+  // The same with the shim's whole stride per slot (slot_bytes 64), binding
+  // sites included.
+  void live(uint64_t heartbeat, const std::vector<format::LiveSlot>& slots);
 
   // Appends an event to its stream (e.stream); events of a stream must come in
   // enter order. Fields used follow e.kind, as the reader decodes them.
