@@ -100,6 +100,7 @@ struct ChromeHandler {
   FlatMap<uint64_t, uint32_t> label_of;
   FlatMap<ChannelKey, uint64_t, ChannelHash> sent, received;
   CommCache* comms = nullptr;
+  const RankTrace* rank_trace = nullptr;  // resolves the sites of calls in flight
 
   long long tid(uint32_t stream) const {
     return stream == 0 ? rank : 1000000ll + static_cast<long long>(rank) * 1000 + stream;
@@ -216,9 +217,15 @@ struct ChromeHandler {
       }
     if (schema && schema->has(format::Field::Comm)) add_comm();
     if (e.in_flight) {
-      // Entered, never completed: the slice runs to the rank's last moment alive.
+      // Entered, never completed: the slice runs to the rank's last moment
+      // alive. Its call site too (file:line, else object+offset), as the
+      // report's run_end says it: the one place a hang shows in the viewer.
       key("in_flight");
       w.buf += "true";
+      if (rank_trace) {
+        key("site");
+        escape(w.buf, resolve_code_address(*rank_trace, e.site).label);
+      }
     }
   }
 
@@ -293,6 +300,7 @@ bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::stri
     const RankTrace& rank_trace = *traces[i];
     Interpreter interp(rank_trace, reg, i, w2i);
     ChromeHandler h(w, reg, i, rank_trace.rank(), t0, options);
+    h.rank_trace = &rank_trace;
     h.comms = &interp.comms();
     auto cursor = rank_trace.events();
     Event e;

@@ -412,6 +412,43 @@ TEST(Outputs, CallsInFlightAnySourceAndBarrier) {
   EXPECT_EQ(slurp(b.dir() + "/c.json").find("\"in_flight\":true") == std::string::npos, false);
 }
 
+// Ranks 0 and 1 killed in a mutual MPI_Recv, rank 0's made through a Fortran
+// binding: its slot's site lies in the binding's library, the binding's site
+// (format::LiveSlot) in the application, and every output names the latter.
+// Rank 1's Live chunk has the older 32-byte stride (no binding site): its
+// slot's own site.
+TEST(Outputs, CallInFlightThroughABindingAtTheApplicationsSite) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  format::LiveSlot through_binding{};
+  through_binding.slot = in_flight_slot(Recv, 3 * kMs, 1, 7, kWorld);
+  through_binding.slot.site_func = 0x7f0000055dcfu | (uint64_t{Recv} << 48);  // in the binding
+  through_binding.binding_site = 0x402000;
+  b.w(0).live(10 * kMs, std::vector<format::LiveSlot>{through_binding});
+  b.w(1).live(10 * kMs, {in_flight_slot(Recv, 3 * kMs, 0, 7, kWorld)});
+  b.close("");
+  const std::string json_path = b.dir() + "/end.json", chrome_path = b.dir() + "/c.json";
+  std::string out;
+  run_cli(b.dir() + " --json " + json_path + " --chrome-trace " + chrome_path, &out);
+  const json ranks = json::parse(slurp(json_path))["run_end"]["ranks"];
+  ASSERT_EQ(ranks.size(), 2u) << out;
+  // (No load map in this trace: a call site is its address.)
+  EXPECT_EQ(ranks[0]["in_flight"]["file"], "0x402000") << ranks[0];
+  EXPECT_EQ(ranks[1]["in_flight"]["file"], "0x401000") << ranks[1];
+  EXPECT_NE(out.find("Rank 0 inside MPI_Recv since 0.003000 s at 0x402000, peer 1"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("Deadlock: ranks 0 and 1 wait for each other in MPI_Recv (0x402000), "
+                     "MPI_Recv (0x401000)"),
+            std::string::npos) << out;
+  const json chrome = json::parse(slurp(chrome_path));
+  const json& events = chrome.is_object() ? chrome["traceEvents"] : chrome;
+  std::map<long long, std::string> site_of_track;
+  for (const json& e : events)
+    if (e.contains("args") && e["args"].value("in_flight", false))
+      site_of_track[e["tid"].get<long long>()] = e["args"].value("site", "");
+  EXPECT_EQ(site_of_track, (std::map<long long, std::string>{{0, "0x402000"}, {1, "0x401000"}}));
+}
+
 // The JSON report of a run whose ranks were all killed (no end reason); the
 // text report in *out.
 json killed_run_report(TraceBuilder& b, std::string* out) {

@@ -10,6 +10,10 @@
 #                  PROF_HANG_WARN=0.5; once every rank is inside its call, 1.5 s
 #                  later each rank gets SIGTERM (sent here, by pid).
 #   deadlock_kill  the same without PROF_HANG_WARN, killed by SIGKILL.
+#   deadlock_term_fortran
+#                  deadlock_term with HANG = hang_fortran (MPI_RECV and
+#                  MPI_BARRIER from Fortran, through MPICH's Fortran bindings):
+#                  the sites must still be the program's lines.
 #   segv           3 ranks of `hang segv`: rank 1 dies of SIGSEGV once ranks 0
 #                  and 2 are inside MPI_Allreduce (then hydra, or this script,
 #                  ends them).
@@ -31,7 +35,7 @@ mkdir -p "$out/info"
 np=3
 envs=("PROF_OUTPUT=$out/trace" "LD_PRELOAD=$shim")
 case "$case_" in
-  deadlock_term) mode=deadlock signal=TERM; envs+=("PROF_HANG_WARN=0.5") ;;
+  deadlock_term|deadlock_term_fortran) mode=deadlock signal=TERM; envs+=("PROF_HANG_WARN=0.5") ;;
   deadlock_kill) mode=deadlock signal=KILL ;;
   segv) mode=segv signal=KILL ;;
   abort) mode=abort signal=KILL ;;
@@ -88,4 +92,4 @@ echo "prof-dump: exit $?"
 "$analyze" "$out/trace" -o "$out/report.txt" --json "$out/report.json" \
   --chrome-trace "$out/chrome.json" --no-progress 2>"$out/analyze.err"
 echo "prof-analyze: exit $?"
-python3 "$here/hang_check.py" "$case_" "$out" "$kill_time"
+python3 "$here/hang_check.py" "$case_" "$out" "$kill_time" "$(basename "$prog")"

@@ -6,6 +6,8 @@ import re
 import sys
 
 case, out, kill_time = sys.argv[1], sys.argv[2], float(sys.argv[3])
+program = sys.argv[4] if len(sys.argv) > 4 else 'integ_hang'
+term = case.startswith('deadlock_term')  # deadlock_term, deadlock_term_fortran
 fails = []
 
 
@@ -79,7 +81,7 @@ if deadlock:
     # SIGTERM: the first rank to die says so; hydra may SIGKILL the others
     # before their handlers run ("killed": they said nothing).
     said = [ends[r]['ended_by'] for r in range(3)]
-    if case == 'deadlock_term':
+    if term:
         if 'signal SIGTERM' not in said or set(said) - {'signal SIGTERM', 'killed'}:
             fail(f'ended by {said}, expected signal SIGTERM (or killed after the first)')
     elif said != ['killed'] * 3:
@@ -118,11 +120,20 @@ else:
         if abs(p['time'] - waited) > 0.05:
             fail(f"rank {r}: interval 1 lasts {p['time']:.3f} s, to last alive {waited:.3f}")
 
-# Chrome export: a slice for each call in flight.
+# Chrome export: a slice for each call in flight, at its call site (rank r's
+# first thread is track r).
 chrome = read('chrome.json')
 n = len(re.findall(r'"in_flight":true', chrome))
 if n != len(flight_ranks):
     fail(f'Chrome export has {n} in-flight slices, expected {len(flight_ranks)}')
+events = json.loads(chrome)
+events = events['traceEvents'] if isinstance(events, dict) else events
+for r in flight_ranks:
+    want = calls[r]
+    sites = [e['args'].get('site', '') for e in events
+             if e.get('tid') == r and e.get('args', {}).get('in_flight')]
+    if not any(s.endswith('%s:%d' % (want['file'], want['line'])) for s in sites):
+        fail(f"Chrome export: rank {r}'s call in flight at {sites}, expected {want['file']}:{want['line']}")
 
 # prof-dump: each call in flight, at its line.
 dump = read('dump.txt')
@@ -136,12 +147,12 @@ for r in flight_ranks:
 # PROF_HANG_WARN: one line per hanging call, naming call, site and peer.
 stderr = read('stderr')
 warns = [l for l in stderr.splitlines() if 'PROF_HANG_WARN' in l]
-if case == 'deadlock_term':
+if term:
     for r in range(3):
         mine = [l for l in warns if l.startswith(f'libprof: rank {r} ')]
         func = calls[r]['function']
         # The site: the executable and the offset of the call's return address.
-        if len(mine) != 1 or func not in mine[0] or not re.search(r'integ_hang\+0x[0-9a-f]+', mine[0]):
+        if len(mine) != 1 or func not in mine[0] or not re.search(re.escape(program) + r'\+0x[0-9a-f]+', mine[0]):
             fail(f'rank {r}: PROF_HANG_WARN lines {mine}, expected one naming {func} and its site')
         elif func == 'MPI_Recv' and f'peer {1 - r}' not in mine[0]:
             fail(f'rank {r}: the warning does not name peer {1 - r}: {mine[0]}')
