@@ -17,10 +17,11 @@ length (size_t) per CHARACTER argument. So a wrapper takes the C prototype's
 arguments as pointers, one more for ierror, and a size_t per `char *`
 argument; --module (MPICH's mpi_base.mod) checks that count for every routine
 it declares. The wrapper passes them on untouched and never reads them.
-Not covered: the mpi_f08 bindings (mpi_recv_f08ts_ and kin: other names and
-argument forms), the large-count (_c) functions, and functions that cannot
-block (their C wrapper's site stays in libmpifort; they are never in flight
-for long).
+Not covered: the mpi_f08 bindings (mpi_recv_f08ts_ and kin: MPICH 4.0's call
+PMPI_* directly, so the shim records none of their calls to begin with), the
+large-count (_c) functions (no Fortran binding of their own), and functions
+that cannot block (their C wrapper's site stays in libmpifort; they are never
+in flight for long).
 
 Usage: generate_fortran_wrappers.py --header mpi_proto.h --header mpio.h
            --symbols libmpich.so --fortran-symbols libmpifort.so
