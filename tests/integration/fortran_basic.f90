@@ -3,11 +3,15 @@
 ! exactly once (no double counting through the binding layer), with the same
 ! arguments as from C. Also: MPI_IN_PLACE and MPI_STATUS_IGNORE from Fortran,
 ! and raw interval markers whose call site must resolve into this program (not
-! into libmpichfort). Writes its expectation log like ex.h does (same grammar).
+! into libmpichfort). File I/O: the shim's Fortran wrappers pass the file
+! name's hidden length through (the file must land where it was named).
+! Writes its expectation log like ex.h does (same grammar).
 program fortran_basic
   use mpi
   implicit none
-  integer :: ierr, rank, nprocs, peer, i, k, u, failures
+  integer :: ierr, rank, nprocs, peer, i, k, u, failures, fh
+  integer(kind=MPI_OFFSET_KIND) :: offset
+  integer(kind=8) :: file_bytes
   integer :: status(MPI_STATUS_SIZE)
   double precision :: buf(10)
   integer :: ibuf(4), red(3)
@@ -73,6 +77,29 @@ program fortran_basic
   call MPI_Allreduce(MPI_IN_PLACE, red, 3, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   write(u, '(A,A,A)') 'MPI_Allreduce comm=', trim(hexs(MPI_COMM_WORLD)), ' root=-1 bytes=12'
   if (red(1) /= 1 .or. red(2) /= 2 .or. red(3) /= 10) call fail('Allreduce in place')
+
+  ! A CHARACTER argument and collective I/O: the name's length travels as a
+  ! hidden argument after ierr. MPICH's file bindings convert the file handle
+  ! with the C MPI_File_c2f / MPI_File_f2c, which the shim records as the C
+  ! calls they are.
+  write(path, '(A,"/fortran-file-io.bin")') trim(dir)
+  call MPI_File_open(MPI_COMM_WORLD, trim(path), ior(MPI_MODE_CREATE, MPI_MODE_WRONLY), &
+      MPI_INFO_NULL, fh, ierr)
+  write(u, '(A)') 'MPI_File_open'
+  write(u, '(A)') 'MPI_File_c2f'
+  if (ierr /= MPI_SUCCESS) call fail('File_open')
+  offset = 16 * rank
+  ibuf = (/ 10, 20, 30, 40 /) + rank
+  call MPI_File_write_at_all(fh, offset, ibuf, 4, MPI_INTEGER, MPI_STATUS_IGNORE, ierr)
+  write(u, '(A)') 'MPI_File_f2c'
+  write(u, '(A)') 'MPI_File_write_at_all'
+  if (ierr /= MPI_SUCCESS) call fail('File_write_at_all')
+  call MPI_File_close(fh, ierr)
+  write(u, '(A)') 'MPI_File_f2c'
+  write(u, '(A)') 'MPI_File_close'
+  write(u, '(A)') 'MPI_File_c2f'
+  inquire(file=trim(path), size=file_bytes)
+  if (file_bytes /= 32) call fail('the file is not where it was named, 32 bytes long')
 
   call marker(1, .false.)
   call marker(2, .true.)
