@@ -40,9 +40,8 @@ void RankTrace::Impl::compute_live() const {
       // The application's call site: the language binding's return address
       // when one called the C function (the C wrapper's then lies inside the
       // binding's library).
-      call.via_binding = live_slot.binding_site != 0;
-      call.site = call.via_binding ? live_slot.binding_site & format::kSiteMask
-                                   : slot.site_func & format::kSiteMask;
+      call.site = live_slot.binding_site != 0 ? live_slot.binding_site & format::kSiteMask
+                                              : slot.site_func & format::kSiteMask;
       call.enter = slot.enter;
       call.peer = slot.peer;
       call.tag = slot.tag;

@@ -70,9 +70,8 @@ struct InFlightCall {
   uint16_t func = 0;
   FuncKind kind = FuncKind::Other;
   uint64_t enter = 0;           // raw ticks
-  uint64_t site = 0;            // return address of the call in the application
-  bool via_binding = false;     // made through a language binding (Fortran): site is the
-                                // binding's return address (format::LiveSlot)
+  uint64_t site = 0;            // return address of the call in the application (a language
+                                // binding's, when one made it: format::LiveSlot)
   int32_t peer = -1, tag = -1;  // as format::InFlightSlot says for the kind
   uint32_t comm = 0;
   uint32_t extra = 0;
