@@ -33,11 +33,82 @@ using reader::kWarnCap;
 using reader::load32;
 using reader::load64;
 
+// The Event members a decoded event may leave away from their defaults, in
+// groups of neighbouring members. A cursor that fills Events it owns
+// (MergedCursor::next_batch) keeps per Event the groups its last event set and
+// resets only those before the next, instead of the whole Event.
+enum EventGroup : uint8_t {
+  kGroupCall = 1,      // peer, tag, comm, bytes, root, request
+  kGroupReceive = 2,   // recv_peer, recv_tag, recv_bytes, new_comm
+  kGroupMarker = 4,    // interval_id, callsite, marker_begin
+  kGroupLists = 8,     // completions, requests
+  kGroupInFlight = 16, // in_flight, site
+  kAllGroups = 31,
+};
+
+// The groups a record of kind K sets (record_schema.h's fields).
+template <FuncKind K>
+inline constexpr uint8_t kKindGroups = [] {
+  constexpr format::KindSchema s = format::schema_of(K);
+  uint8_t g = K == FuncKind::Marker ? kGroupMarker : 0;
+  for (size_t i = 0; i < s.field_count; ++i) switch (s.fields[i]) {
+      case format::Field::PeerTag:
+      case format::Field::Comm:
+      case format::Field::Bytes:
+      case format::Field::Request:
+      case format::Field::Root: g |= kGroupCall; break;
+      case format::Field::RecvPeerTag:
+      case format::Field::RecvBytes:
+      case format::Field::NewComm: g |= kGroupReceive; break;
+      case format::Field::IntervalId:
+      case format::Field::CallSite: g |= kGroupMarker; break;
+      case format::Field::Completions:
+      case format::Field::Requests: g |= kGroupLists; break;
+    }
+  return g;
+}();
+
+// Puts the members of `groups` back to their defaults.
+[[gnu::always_inline]] inline void reset_groups(Event& e, uint32_t groups) {
+  static constexpr Event kDefault{};
+  if (groups & kGroupCall) {
+    e.peer = kDefault.peer;
+    e.tag = kDefault.tag;
+    e.comm = kDefault.comm;
+    e.bytes = kDefault.bytes;
+    e.root = kDefault.root;
+    e.request = kDefault.request;
+  }
+  if (groups & kGroupReceive) {
+    e.recv_peer = kDefault.recv_peer;
+    e.recv_tag = kDefault.recv_tag;
+    e.recv_bytes = kDefault.recv_bytes;
+    e.new_comm = kDefault.new_comm;
+  }
+  if (groups & kGroupMarker) {
+    e.interval_id = kDefault.interval_id;
+    e.callsite = kDefault.callsite;
+    e.marker_begin = kDefault.marker_begin;
+  }
+  if (groups & kGroupLists) {
+    e.completions = kDefault.completions;
+    e.requests = kDefault.requests;
+  }
+  if (groups & kGroupInFlight) {
+    e.in_flight = kDefault.in_flight;
+    e.site = kDefault.site;
+  }
+}
+
 // Two steps per event: prepare() walks to the next record that will decode
 // (crossing chunk ends, counting and skipping bad records, chaining their
 // times) and computes its enter time; decode() fills the Event from it. The
 // merged cursor compares prepared enter times and decodes straight into the
 // caller's Event; prepare() never touches the entry buffers an Event points to.
+// fill() writes a caller's Event whole; fill<true>() writes an Event the cursor
+// owns (a batch) whose set groups it tracks, and appends Completion and
+// RequestOp entries after those of the batch's earlier events
+// (completion_used, request_used), so every event of a batch keeps its own.
 
 struct RankTrace::Cursor::Impl {
   const RankTrace::Impl* trace = nullptr;
@@ -113,6 +184,17 @@ struct RankTrace::Cursor::Impl {
   // from continuation records, so steady state allocates nothing).
   std::vector<Completion> completion_buffer = std::vector<Completion>(kCompletionMax);
   std::vector<uint32_t> request_buffer = std::vector<uint32_t>(format::kMaxPayloadWords);
+  size_t completion_used = 0, request_used = 0;  // by the current batch's events
+
+  // Whether a record of a batch's Completion / RequestOp event may be decoded
+  // without growing the entry buffers (which would move the earlier events'
+  // entries): it fits what is left and no continuation may follow.
+  bool lists_fit(const Prepared& r) const {
+    if (may_continue()) return false;
+    return r.kind == static_cast<uint16_t>(FuncKind::Completion)
+               ? completion_used + kCompletionMax <= completion_buffer.size()
+               : request_used + r.avail <= request_buffer.size();
+  }
 
   ~Impl() {
     leave_chunk();
@@ -185,8 +267,12 @@ struct RankTrace::Cursor::Impl {
     bad_warnings = 0;
   }
 
+  // kWithinChunk: stops (false) at the current chunk's end instead of entering
+  // the next chunk (and, at the stream's end, accounting for it).
+  template <bool kWithinChunk = false>
   [[gnu::always_inline]] inline bool scan(Prepared& r);
-  [[gnu::always_inline]] inline void fill(Event& e, const Prepared& r);
+  template <bool kOwned = false>
+  [[gnu::always_inline]] inline void fill(Event& e, const Prepared& r, uint8_t* groups = nullptr);
   [[gnu::noinline, gnu::cold]] void bad_record(const uint8_t* at, int why, uint32_t detail);
   [[gnu::noinline, gnu::cold]] bool chunk_end();
   // At the stream's end: prepares its call in flight (Prepared::rec null),
@@ -303,12 +389,14 @@ struct RankTrace::Cursor::Impl {
   }
 };
 
+template <bool kWithinChunk>
 inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
   using namespace format;
   for (;;) {
     const uint8_t* r = p;
     const size_t left = static_cast<size_t>(end - r);
     if (left < 8) [[unlikely]] {
+      if constexpr (kWithinChunk) return false;
       if (!chunk_end()) return in_flight_tail(out);
       continue;
     }
@@ -353,7 +441,7 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
       bad_record(r, 4, func);
       continue;
     }
-    if (words < info.need[reader::need_index(flags)]) [[unlikely]] {
+    if (words < info.need[flags]) [[unlikely]] {
       bad_record(r, 5, func);
       continue;
     }
@@ -372,10 +460,12 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
   }
 }
 
-inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
+template <bool kOwned>
+inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* groups) {
   using namespace format;
   if (!r.rec) [[unlikely]] {
     fill_in_flight(e, r);
+    if constexpr (kOwned) *groups = kAllGroups;
     return;
   }
   const uint32_t w0 = load32(r.rec);
@@ -384,7 +474,12 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
   const uint8_t* q = r.pay;
   const uint64_t enter = r.enter;
 
-  e = Event{};
+  if constexpr (kOwned) {
+    if (*groups) reset_groups(e, *groups);
+    *groups = 0;
+  } else {
+    e = Event{};
+  }
   e.enter = enter;
   e.leave = enter + r.dur;
   e.func = func;
@@ -445,18 +540,25 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
   // Every kind's fields as record_schema.h lists them; Completion and
   // RequestOp lists may continue in the next records.
   visit_kind(static_cast<FuncKind>(r.kind), [&]<FuncKind K>() __attribute__((always_inline)) {
+    if constexpr (kOwned) *groups = kKindGroups<K>;
     if constexpr (K == FuncKind::Completion) {
-      const size_t n = completions(q, r.avail, flags, 0);
-      const size_t total = (flags & kContinuation) || !may_continue()
-                               ? n
-                               : absorb_continuations(func, true, n);
-      e.completions = std::span<const Completion>(completion_buffer.data(), total);
+      const size_t start = kOwned ? completion_used : 0;
+      const size_t n = start + completions(q, r.avail, flags, start);
+      const size_t stop = (flags & kContinuation) || !may_continue()
+                              ? n
+                              : absorb_continuations(func, true, n);
+      e.completions = std::span<const Completion>(completion_buffer.data() + start, stop - start);
+      if constexpr (kOwned) completion_used = stop;
     } else if constexpr (K == FuncKind::RequestOp) {
-      std::memcpy(request_buffer.data(), q, size_t{r.avail} * 4);
-      const size_t total = (flags & kContinuation) || !may_continue()
-                               ? r.avail
-                               : absorb_continuations(func, false, r.avail);
-      e.requests = std::span<const uint32_t>(request_buffer.data(), total);
+      const size_t start = kOwned ? request_used : 0;
+      if (kOwned && request_buffer.size() < start + r.avail)
+        request_buffer.resize(std::max(start + r.avail, request_buffer.size() * 2));
+      std::memcpy(request_buffer.data() + start, q, size_t{r.avail} * 4);
+      const size_t stop = (flags & kContinuation) || !may_continue()
+                              ? start + r.avail
+                              : absorb_continuations(func, false, start + r.avail);
+      e.requests = std::span<const uint32_t>(request_buffer.data() + start, stop - start);
+      if constexpr (kOwned) request_used = stop;
     } else {
       decode_fields<K>(payload, e);
       if constexpr (K == FuncKind::Marker) e.marker_begin = (flags & kMarkerBegin) != 0;
