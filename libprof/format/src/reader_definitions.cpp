@@ -21,12 +21,14 @@ namespace {
 constexpr int32_t kMaxImplicitWorld = 1 << 22;
 constexpr uint8_t kNeverEnough = 0xFF;  // more than a record holds: a bad record
 
-// Least payload words per kind (last row: a newer writer's kind, nothing
-// required) and flags byte: only kWidePeerTag, kWideBytes, kSameComm and
-// kPackedRequest change it; packed bytes are 16 bits, never wide.
+// Least payload words per kind (then a row for a newer writer's kind, nothing
+// required, and one for undefined functions, never enough) and flags byte:
+// only kWidePeerTag, kWideBytes, kSameComm and kPackedRequest change it;
+// packed bytes are 16 bits, never wide.
 struct NeedTable {
-  uint8_t rows[format::kKindCount + 1][256] = {};
+  uint8_t rows[format::kKindCount + 2][256] = {};  // last: undefined functions
   constexpr NeedTable() {
+    for (unsigned flags = 0; flags < 256; ++flags) rows[format::kKindCount + 1][flags] = kNeverEnough;
     for (size_t k = 0; k < format::kKindCount; ++k) {
       const format::KindSchema& schema = format::kKindSchemas[k];
       for (unsigned flags = 0; flags < 256; ++flags) {
@@ -51,6 +53,12 @@ FuncInfo func_info(FuncKind kind) {
   const format::KindSchema* schema = format::find_schema(kind);
   f.need = kNeed.rows[schema ? static_cast<size_t>(kind) : format::kKindCount];
   if (schema) f.context_flags = schema->context_flags;
+  return f;
+}
+
+FuncInfo undefined_func_info() {
+  FuncInfo f;
+  f.need = kNeed.rows[format::kKindCount + 1];
   return f;
 }
 
@@ -114,7 +122,7 @@ void RankTrace::Impl::parse_line(std::string_view line, uint64_t off) {
         if (id == format::kMarkerFuncId) def.kind = FuncKind::Marker;
         if (id >= function_index.size()) {
           function_index.resize(id + 1, -1);
-          kinds.resize(id + 1);
+          kinds.resize(id + 1, undefined_func_info());
         }
         if (function_index[id] >= 0) {
           functions[function_index[id]] = def;

@@ -144,9 +144,11 @@ uint32_t salvage_records(const uint8_t* p, uint64_t avail, uint64_t* records);
 struct FuncInfo {
   uint16_t kind = kNoKind;  // kNoKind: undefined
   uint8_t context_flags = 0;
-  const uint8_t* need = nullptr;  // [256], by the record's flags; set for every defined kind
+  const uint8_t* need = nullptr;  // [256], by the record's flags (func_info, undefined_func_info)
 };
 FuncInfo func_info(FuncKind kind);
+// An id no F line defines: kNoKind, and more words needed than a record holds.
+FuncInfo undefined_func_info();
 
 }  // namespace prof::trace::reader
 

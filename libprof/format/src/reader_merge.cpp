@@ -238,34 +238,44 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
   }
   Cursor::Impl& c = *m.cursors[0];
   c.completion_used = c.request_used = 0;
-  Cursor::Impl::Prepared r;
+  if (c.lists_short) {  // the last batch was cut for room: make more (kept from then on)
+    c.lists_short = false;
+    c.completion_buffer.resize(c.completion_buffer.size() * 2);
+    c.request_buffer.resize(c.request_buffer.size() * 2);
+  }
+  // The first record may come from a seek, the next chunk or the stream's end
+  // (a call in flight); the others are read within its chunk.
+  Cursor::Impl::Prepared first;
   if (c.ready) {
     c.ready = false;
-    r = c.prepared;
-  } else if (!c.scan(r)) {
+    first = c.prepared;
+  } else if (!c.scan(first)) {
     return {};
   }
   m.chunk_of_last = c.current;
+  const bool first_counts = first.rec != nullptr;  // a call in flight is no record
   constexpr uint16_t kCompletion = static_cast<uint16_t>(FuncKind::Completion);
   constexpr uint16_t kRequestOp = static_cast<uint16_t>(FuncKind::RequestOp);
-  size_t n = 0;
-  for (;;) {
-    if ((r.kind == kCompletion || r.kind == kRequestOp) && r.rec) [[unlikely]] {
-      if (n > 0 && !c.lists_fit(r)) {
-        c.prepared = r;
-        c.ready = true;
-        break;
+  size_t n = 1;
+  const bool lists = first.kind == kCompletion || first.kind == kRequestOp;
+  const bool continued = lists && first.rec && c.may_continue();
+  c.fill<true>(out[0], first, &groups[0]);
+  if (!continued) {
+    while (n < kBatchEvents) {
+      Cursor::Impl::Prepared r;  // one per record, so that it can stay in registers
+      if (!c.scan<true>(r)) break;
+      if (r.kind == kCompletion || r.kind == kRequestOp) [[unlikely]] {
+        if (!c.lists_fit(r)) {
+          c.prepared = r;
+          c.ready = true;
+          break;
+        }
       }
-      const bool last = c.may_continue();
-      c.fill<true>(out[n], r, &groups[n]);
-      ++n;
-      if (last) break;
-    } else {
       c.fill<true>(out[n], r, &groups[n]);
       ++n;
     }
-    if (n == kBatchEvents || !c.scan<true>(r)) break;
   }
+  c.events += n - (first_counts ? 0 : 1);
   return {out, n};
 }
 
