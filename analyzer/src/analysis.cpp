@@ -70,10 +70,10 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
   const uint64_t cap = std::max<uint64_t>(opt_.window_events, 1024) * 4;
   uint64_t n = 0;
   while (r.has_ev && r.ev_enter < win_end_ && n < cap) {
-    r.interp.process(r.ev, r.ev_enter, h);
+    r.interp.process(*r.ev, r.ev_enter, h);
     ++n;
-    r.has_ev = r.cursor.next(r.ev);
-    if (r.has_ev) r.ev_enter = r.interp.global(r.ev.enter);
+    r.has_ev = r.advance();
+    if (r.has_ev) r.ev_enter = r.interp.global(r.ev->enter);
   }
   r.events += n;
   r.phase_events = n;
@@ -233,9 +233,9 @@ void Engine::setup() {
     r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
     r->acc.emplace_back();
     r->slot_of.assign(reg_.funcs[i].size() + 1, 0);
-    r->has_ev = r->cursor.next(r->ev);
+    r->has_ev = r->advance();
     if (r->has_ev) {
-      r->ev_enter = r->interp.global(r->ev.enter);
+      r->ev_enter = r->interp.global(r->ev->enter);
       if (!from_index_) t_first_ = std::min(t_first_, r->ev_enter);
     }
     for (size_t s = 0; s < traces[i]->stream_count(); ++s) chunks_total_ += traces[i]->chunk_count(s);

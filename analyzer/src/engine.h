@@ -301,9 +301,22 @@ struct alignas(64) Rank {
   unsigned worker = 0;
   Interpreter interp;
   RankTrace::MergedCursor cursor;
-  Event ev;
+  // The events decoded ahead (MergedCursor::next_batch) and the next one, ev.
+  std::span<const Event> batch;
+  size_t batch_next = 0;
+  const Event* ev = nullptr;
   bool has_ev = false;
   double ev_enter = 0;
+  // Moves ev to the next event; false at the end.
+  bool advance() {
+    if (batch_next == batch.size()) {
+      batch = cursor.next_batch();
+      batch_next = 0;
+      if (batch.empty()) return false;
+    }
+    ev = &batch[batch_next++];
+    return true;
+  }
 
   IntervalTracker intervals;
   std::vector<LocalNode> nodes;

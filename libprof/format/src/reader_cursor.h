@@ -33,11 +33,87 @@ using reader::kWarnCap;
 using reader::load32;
 using reader::load64;
 
+// The Event members a decoded event may leave away from their defaults, in
+// groups of neighbouring members. A cursor that fills Events it owns
+// (MergedCursor::next_batch) keeps per Event the groups its last event set and
+// resets only those before the next, instead of the whole Event.
+enum EventGroup : uint8_t {
+  kGroupCall = 1,      // peer, tag, comm, bytes, root, request
+  kGroupReceive = 2,   // recv_peer, recv_tag, recv_bytes, new_comm
+  kGroupMarker = 4,    // interval_id, callsite, marker_begin
+  kGroupCompletions = 8,
+  kGroupRequests = 16,
+  kGroupInFlight = 32, // in_flight, site
+  kAllGroups = 63,
+};
+
+// The groups a record of kind K sets (record_schema.h's fields).
+template <FuncKind K>
+inline constexpr uint8_t kKindGroups = [] {
+  constexpr format::KindSchema s = format::schema_of(K);
+  uint8_t g = K == FuncKind::Marker ? kGroupMarker : 0;
+  for (size_t i = 0; i < s.field_count; ++i) switch (s.fields[i]) {
+      case format::Field::PeerTag:
+      case format::Field::Comm:
+      case format::Field::Bytes:
+      case format::Field::Request:
+      case format::Field::Root: g |= kGroupCall; break;
+      case format::Field::RecvPeerTag:
+      case format::Field::RecvBytes:
+      case format::Field::NewComm: g |= kGroupReceive; break;
+      case format::Field::IntervalId:
+      case format::Field::CallSite: g |= kGroupMarker; break;
+      case format::Field::Completions: g |= kGroupCompletions; break;
+      case format::Field::Requests: g |= kGroupRequests; break;
+    }
+  return g;
+}();
+
+// The groups a record of kind K writes whole (every member): an Event whose
+// last event set only these needs no reset before one of kind K.
+template <FuncKind K>
+inline constexpr uint8_t kKindWholeGroups =
+    kKindGroups<K> & (kGroupMarker | kGroupCompletions | kGroupRequests);
+
+// Puts the members of `groups` back to their defaults.
+[[gnu::always_inline]] inline void reset_groups(Event& e, uint32_t groups) {
+  static constexpr Event kDefault{};
+  if (groups & kGroupCall) {
+    e.peer = kDefault.peer;
+    e.tag = kDefault.tag;
+    e.comm = kDefault.comm;
+    e.bytes = kDefault.bytes;
+    e.root = kDefault.root;
+    e.request = kDefault.request;
+  }
+  if (groups & kGroupReceive) {
+    e.recv_peer = kDefault.recv_peer;
+    e.recv_tag = kDefault.recv_tag;
+    e.recv_bytes = kDefault.recv_bytes;
+    e.new_comm = kDefault.new_comm;
+  }
+  if (groups & kGroupMarker) {
+    e.interval_id = kDefault.interval_id;
+    e.callsite = kDefault.callsite;
+    e.marker_begin = kDefault.marker_begin;
+  }
+  if (groups & kGroupCompletions) e.completions = kDefault.completions;
+  if (groups & kGroupRequests) e.requests = kDefault.requests;
+  if (groups & kGroupInFlight) {
+    e.in_flight = kDefault.in_flight;
+    e.site = kDefault.site;
+  }
+}
+
 // Two steps per event: prepare() walks to the next record that will decode
 // (crossing chunk ends, counting and skipping bad records, chaining their
 // times) and computes its enter time; decode() fills the Event from it. The
 // merged cursor compares prepared enter times and decodes straight into the
 // caller's Event; prepare() never touches the entry buffers an Event points to.
+// fill() writes a caller's Event whole; fill<true>() writes an Event the cursor
+// owns (a batch) whose set groups it tracks, and appends Completion and
+// RequestOp entries after those of the batch's earlier events
+// (completion_used, request_used), so every event of a batch keeps its own.
 
 struct RankTrace::Cursor::Impl {
   const RankTrace::Impl* trace = nullptr;
@@ -55,12 +131,12 @@ struct RankTrace::Cursor::Impl {
   // high half decoded, and which of kSameComm / kPackedRequest may refer to them.
   uint32_t context_comm = 0, context_request_high = 0;
   uint8_t context_avail = 0;
-  uint64_t last_enter = 0;              // previous event's enter in the stream
-  bool have_last = false;
+  uint64_t last_enter = 0;              // previous event's enter in the stream (0 before the first)
   bool finished = false;
   const FuncInfo* kinds = nullptr;
   size_t nkinds = 0;
   FuncInfo marker_info = reader::func_info(FuncKind::Marker);
+  FuncInfo undefined_info = reader::undefined_func_info();
   uint32_t stream_id = 0;
   // Format 3: every chunk starts with an interval snapshot, which is no event.
   bool chunks_start_with_snapshot = false;
@@ -113,6 +189,20 @@ struct RankTrace::Cursor::Impl {
   // from continuation records, so steady state allocates nothing).
   std::vector<Completion> completion_buffer = std::vector<Completion>(kCompletionMax);
   std::vector<uint32_t> request_buffer = std::vector<uint32_t>(format::kMaxPayloadWords);
+  size_t completion_used = 0, request_used = 0;  // by the current batch's events
+
+  // Whether a record of a batch's Completion / RequestOp event may be decoded
+  // without growing the entry buffers (which would move the earlier events'
+  // entries): it fits what is left and no continuation may follow.
+  bool lists_fit(const Prepared& r) {
+    if (may_continue()) return false;
+    const bool fits = r.kind == static_cast<uint16_t>(FuncKind::Completion)
+                          ? completion_used + kCompletionMax <= completion_buffer.size()
+                          : request_used + r.avail <= request_buffer.size();
+    lists_short |= !fits;
+    return fits;
+  }
+  bool lists_short = false;  // a batch was cut for want of room in the entry buffers
 
   ~Impl() {
     leave_chunk();
@@ -185,8 +275,12 @@ struct RankTrace::Cursor::Impl {
     bad_warnings = 0;
   }
 
+  // kWithinChunk: stops (false) at the current chunk's end instead of entering
+  // the next chunk (and, at the stream's end, accounting for it).
+  template <bool kWithinChunk = false>
   [[gnu::always_inline]] inline bool scan(Prepared& r);
-  [[gnu::always_inline]] inline void fill(Event& e, const Prepared& r);
+  template <bool kOwned = false>
+  [[gnu::always_inline]] inline void fill(Event& e, const Prepared& r, uint8_t* groups = nullptr);
   [[gnu::noinline, gnu::cold]] void bad_record(const uint8_t* at, int why, uint32_t detail);
   [[gnu::noinline, gnu::cold]] bool chunk_end();
   // At the stream's end: prepares its call in flight (Prepared::rec null),
@@ -210,45 +304,55 @@ struct RankTrace::Cursor::Impl {
     if (words == 0) return 0;
     if (completion_buffer.size() < at + kCompletionMax)
       completion_buffer.resize(std::max(at + kCompletionMax, completion_buffer.size() * 2));
-    const bool wpt = flags & format::kWidePeerTag, wb = flags & format::kWideBytes;
-    const size_t status_words = (wpt ? 2 : 1) + (wb ? 2 : 1);
+    // Each form of the status words with its sizes fixed at compile time.
+    switch (flags & (format::kWidePeerTag | format::kWideBytes)) {
+      case 0: return completions_as<false, false>(q, words, at);
+      case format::kWidePeerTag: return completions_as<true, false>(q, words, at);
+      case format::kWideBytes: return completions_as<false, true>(q, words, at);
+      default: return completions_as<true, true>(q, words, at);
+    }
+  }
+  template <bool kWidePeerTag, bool kWideBytes>
+  size_t completions_as(const uint8_t* q, size_t words, size_t at) {
+    constexpr size_t kStatusWords = (kWidePeerTag ? 2 : 1) + (kWideBytes ? 2 : 1);
     const uint32_t bitmap = load32(q);
     q += 4;
     size_t left = words - 1, i = 0;
-    for (; i < kCompletionMax && left > 0; ++i) {
-      Completion& k = completion_buffer[at + i];
+    Completion* k = completion_buffer.data() + at;
+    for (; i < kCompletionMax && left > 0; ++i, ++k) {
       const bool has = (bitmap >> i) & 1u;
-      if (left < 1 + (has ? status_words : 0)) break;
-      left -= 1 + (has ? status_words : 0);
-      k.request = load32(q);
+      const size_t entry_words = has ? 1 + kStatusWords : 1;
+      if (left < entry_words) break;
+      left -= entry_words;
+      k->request = load32(q);
       q += 4;
       if (!has) {  // no status: what an untouched MPI status says
-        k.source = format::kAnySourceRank;
-        k.tag = format::kAnyTagValue;
-        k.bytes = 0;
-        k.cancelled = false;
+        k->source = format::kAnySourceRank;
+        k->tag = format::kAnyTagValue;
+        k->bytes = 0;
+        k->cancelled = false;
         continue;
       }
-      if (wpt) {
-        k.source = static_cast<int32_t>(load32(q));
-        k.tag = static_cast<int32_t>(load32(q + 4));
+      if constexpr (kWidePeerTag) {
+        k->source = static_cast<int32_t>(load32(q));
+        k->tag = static_cast<int32_t>(load32(q + 4));
         q += 8;
       } else {
         const uint32_t w = load32(q);
-        k.source = format::packed_peer(w);
-        k.tag = format::packed_tag(w);
+        k->source = format::packed_peer(w);
+        k->tag = format::packed_tag(w);
         q += 4;
       }
-      if (wb) {
+      if constexpr (kWideBytes) {
         const uint64_t b = load64(q);
         q += 8;
-        k.cancelled = (b & format::kCancelledBit64) != 0;
-        k.bytes = b & ~format::kCancelledBit64;
+        k->cancelled = (b & format::kCancelledBit64) != 0;
+        k->bytes = b & ~format::kCancelledBit64;
       } else {
         const uint32_t b = load32(q);
         q += 4;
-        k.cancelled = (b & format::kCancelledBit32) != 0;
-        k.bytes = b & ~uint32_t(format::kCancelledBit32);
+        k->cancelled = (b & format::kCancelledBit32) != 0;
+        k->bytes = b & ~uint32_t(format::kCancelledBit32);
       }
     }
     return i;
@@ -303,12 +407,14 @@ struct RankTrace::Cursor::Impl {
   }
 };
 
+template <bool kWithinChunk>
 inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
   using namespace format;
   for (;;) {
     const uint8_t* r = p;
     const size_t left = static_cast<size_t>(end - r);
     if (left < 8) [[unlikely]] {
+      if constexpr (kWithinChunk) return false;
       if (!chunk_end()) return in_flight_tail(out);
       continue;
     }
@@ -345,16 +451,12 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
     chain += dt;  // a signed (backwards) dt wraps correctly
     // A pointer into the table, not a copy: a copy went through the stack in
     // pieces and the indexed byte load of `need` stalled on store forwarding.
-    static const FuncInfo kUndefined{};
     const FuncInfo& info = func < nkinds ? kinds[func]
                          : func == kMarkerFuncId ? marker_info
-                                                 : kUndefined;
-    if (info.kind == reader::kNoKind) [[unlikely]] {
-      bad_record(r, 4, func);
-      continue;
-    }
-    if (words < info.need[reader::need_index(flags)]) [[unlikely]] {
-      bad_record(r, 5, func);
+                                                 : undefined_info;
+    // An undefined function needs more words than a record has: one test.
+    if (words < info.need[flags]) [[unlikely]] {
+      bad_record(r, info.kind == reader::kNoKind ? 4 : 5, func);
       continue;
     }
     if (flags & info.context_flags & ~context_avail) [[unlikely]] {
@@ -372,10 +474,12 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
   }
 }
 
-inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
+template <bool kOwned>
+inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* groups) {
   using namespace format;
   if (!r.rec) [[unlikely]] {
     fill_in_flight(e, r);
+    if constexpr (kOwned) *groups = kAllGroups;
     return;
   }
   const uint32_t w0 = load32(r.rec);
@@ -384,7 +488,7 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
   const uint8_t* q = r.pay;
   const uint64_t enter = r.enter;
 
-  e = Event{};
+  if constexpr (!kOwned) e = Event{};
   e.enter = enter;
   e.leave = enter + r.dur;
   e.func = func;
@@ -444,28 +548,43 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r) {
 
   // Every kind's fields as record_schema.h lists them; Completion and
   // RequestOp lists may continue in the next records.
-  visit_kind(static_cast<FuncKind>(r.kind), [&]<FuncKind K>() __attribute__((always_inline)) {
+  const bool known = visit_kind(static_cast<FuncKind>(r.kind), [&]<FuncKind K>() __attribute__((always_inline)) {
+    if constexpr (kOwned) {
+      if (const uint8_t stale = *groups & ~kKindWholeGroups<K>) reset_groups(e, stale);
+      *groups = kKindGroups<K>;
+    }
     if constexpr (K == FuncKind::Completion) {
-      const size_t n = completions(q, r.avail, flags, 0);
-      const size_t total = (flags & kContinuation) || !may_continue()
-                               ? n
-                               : absorb_continuations(func, true, n);
-      e.completions = std::span<const Completion>(completion_buffer.data(), total);
+      const size_t start = kOwned ? completion_used : 0;
+      const size_t n = start + completions(q, r.avail, flags, start);
+      const size_t stop = (flags & kContinuation) || !may_continue()
+                              ? n
+                              : absorb_continuations(func, true, n);
+      e.completions = std::span<const Completion>(completion_buffer.data() + start, stop - start);
+      if constexpr (kOwned) completion_used = stop;
     } else if constexpr (K == FuncKind::RequestOp) {
-      std::memcpy(request_buffer.data(), q, size_t{r.avail} * 4);
-      const size_t total = (flags & kContinuation) || !may_continue()
-                               ? r.avail
-                               : absorb_continuations(func, false, r.avail);
-      e.requests = std::span<const uint32_t>(request_buffer.data(), total);
+      const size_t start = kOwned ? request_used : 0;
+      if (kOwned && request_buffer.size() < start + r.avail)
+        request_buffer.resize(std::max(start + r.avail, request_buffer.size() * 2));
+      std::memcpy(request_buffer.data() + start, q, size_t{r.avail} * 4);
+      const size_t stop = (flags & kContinuation) || !may_continue()
+                              ? start + r.avail
+                              : absorb_continuations(func, false, start + r.avail);
+      e.requests = std::span<const uint32_t>(request_buffer.data() + start, stop - start);
+      if constexpr (kOwned) request_used = stop;
     } else {
       decode_fields<K>(payload, e);
       if constexpr (K == FuncKind::Marker) e.marker_begin = (flags & kMarkerBegin) != 0;
     }
-  });  // unknown kind: payload skipped
-  backwards += (enter < last_enter) & have_last;
+  });
+  if (!known) {  // a newer writer's kind: payload skipped
+    if constexpr (kOwned) {
+      if (*groups) reset_groups(e, *groups);
+      *groups = 0;
+    }
+  }
+  backwards += enter < last_enter;
   last_enter = enter;
-  have_last = true;
-  ++events;
+  if constexpr (!kOwned) ++events;  // a batch counts its events at once
 }
 
 }  // namespace prof::trace

@@ -21,23 +21,44 @@ namespace {
 constexpr int32_t kMaxImplicitWorld = 1 << 22;
 constexpr uint8_t kNeverEnough = 0xFF;  // more than a record holds: a bad record
 
+// Least payload words per kind (then a row for a newer writer's kind, nothing
+// required, and one for undefined functions, never enough) and flags byte:
+// only kWidePeerTag, kWideBytes, kSameComm and kPackedRequest change it;
+// packed bytes are 16 bits, never wide.
+struct NeedTable {
+  uint8_t rows[format::kKindCount + 2][256] = {};  // last: undefined functions
+  constexpr NeedTable() {
+    for (unsigned flags = 0; flags < 256; ++flags) rows[format::kKindCount + 1][flags] = kNeverEnough;
+    for (size_t k = 0; k < format::kKindCount; ++k) {
+      const format::KindSchema& schema = format::kKindSchemas[k];
+      for (unsigned flags = 0; flags < 256; ++flags) {
+        const bool wide_bytes = flags & format::kWideBytes, packed = flags & format::kPackedRequest;
+        const bool packs = packed && (schema.context_flags & format::kPackedRequest);
+        rows[k][flags] = packs && wide_bytes
+                             ? kNeverEnough
+                             : static_cast<uint8_t>(format::fixed_payload_words(
+                                   schema, flags & format::kWidePeerTag, wide_bytes,
+                                   flags & format::kSameComm, packed));
+      }
+    }
+  }
+};
+constexpr NeedTable kNeed{};
+
 }  // namespace
 
 FuncInfo func_info(FuncKind kind) {
   FuncInfo f;
   f.kind = static_cast<uint16_t>(kind);
   const format::KindSchema* schema = format::find_schema(kind);
-  if (!schema) return f;  // a newer writer's kind: no payload required, skipped
-  f.context_flags = schema->context_flags;
-  for (unsigned w = 0; w < 16; ++w) {
-    // need_index bits: kWidePeerTag, kWideBytes, kSameComm, kPackedRequest.
-    const bool wide_bytes = w & 2, packed = w & 8;
-    const bool packs = packed && (schema->context_flags & format::kPackedRequest);
-    // Packed bytes are 16 bits: never wide.
-    f.need[w] = packs && wide_bytes ? kNeverEnough
-                                    : static_cast<uint8_t>(format::fixed_payload_words(
-                                          *schema, w & 1, wide_bytes, w & 4, packed));
-  }
+  f.need = kNeed.rows[schema ? static_cast<size_t>(kind) : format::kKindCount];
+  if (schema) f.context_flags = schema->context_flags;
+  return f;
+}
+
+FuncInfo undefined_func_info() {
+  FuncInfo f;
+  f.need = kNeed.rows[format::kKindCount + 1];
   return f;
 }
 
@@ -101,7 +122,7 @@ void RankTrace::Impl::parse_line(std::string_view line, uint64_t off) {
         if (id == format::kMarkerFuncId) def.kind = FuncKind::Marker;
         if (id >= function_index.size()) {
           function_index.resize(id + 1, -1);
-          kinds.resize(id + 1);
+          kinds.resize(id + 1, undefined_func_info());
         }
         if (function_index[id] >= 0) {
           functions[function_index[id]] = def;

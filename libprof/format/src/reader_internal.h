@@ -138,20 +138,17 @@ uint32_t salvage_records(const uint8_t* p, uint64_t avail, uint64_t* records);
 
 // ---- the decoder's function table (reader_definitions.cpp) -----------------
 // What the decoder needs per function id: its kind, the least payload words a
-// record needs for it by need_index(flags), and the flags that refer to the
+// record needs for it by its flags byte (a row of a table built once per
+// kind, so the check is one indexed load), and the flags that refer to the
 // chunk's context for it (kSameComm, kPackedRequest where the kind has them).
 struct FuncInfo {
   uint16_t kind = kNoKind;  // kNoKind: undefined
   uint8_t context_flags = 0;
-  uint8_t need[16] = {};
+  const uint8_t* need = nullptr;  // [256], by the record's flags (func_info, undefined_func_info)
 };
-// kWidePeerTag, kWideBytes, kSameComm, kPackedRequest as bits 0..3.
-inline unsigned need_index(uint32_t flags) {
-  return ((flags >> 1) & 3u) | ((flags >> 3) & 4u) | ((flags >> 4) & 8u);
-}
-static_assert(format::kWidePeerTag == 2 && format::kWideBytes == 4 && format::kSameComm == 32 &&
-              format::kPackedRequest == 128);
 FuncInfo func_info(FuncKind kind);
+// An id no F line defines: kNoKind, and more words needed than a record holds.
+FuncInfo undefined_func_info();
 
 }  // namespace prof::trace::reader
 

@@ -26,6 +26,10 @@ struct RankTrace::MergedCursor::Impl {
   std::vector<Node> heap;  // when more than kLinearMax streams
   bool use_heap = false;
   bool started = false;
+  // next_batch(): the Events it fills and, per Event, the groups its last
+  // event set (EventGroup).
+  std::vector<Event> batch;
+  std::vector<uint8_t> batch_groups;
   const reader::ChunkRef* chunk_of_last = nullptr;  // one stream: where the last event started
 
   static bool less(const Node& a, const Node& b) {
@@ -210,6 +214,69 @@ bool RankTrace::MergedCursor::next(Event& e) {
     m.keys.erase(m.keys.begin() + static_cast<ptrdiff_t>(best));
   }
   return true;
+}
+
+
+// One stream: the first event may enter the next chunk (or end the stream);
+// the others are read within the chunk it starts in. A Completion or RequestOp
+// record that could grow the entry buffers (a continuation may follow, or the
+// buffers are full) is decoded only as a batch's first event, and ends it: it
+// is kept prepared (Cursor::Impl::ready) for the next batch.
+std::span<const Event> RankTrace::MergedCursor::next_batch() {
+  if (!impl_) return {};
+  Impl& m = *impl_;
+  if (m.batch.empty()) {
+    m.batch.resize(kBatchEvents);
+    m.batch_groups.assign(kBatchEvents, 0);
+  }
+  Event* out = m.batch.data();
+  uint8_t* groups = m.batch_groups.data();
+  if (m.cursors.size() != 1) {
+    if (!next(out[0])) return {};
+    groups[0] = kAllGroups;
+    return {out, 1};
+  }
+  Cursor::Impl& c = *m.cursors[0];
+  c.completion_used = c.request_used = 0;
+  if (c.lists_short) {  // the last batch was cut for room: make more (kept from then on)
+    c.lists_short = false;
+    c.completion_buffer.resize(c.completion_buffer.size() * 2);
+    c.request_buffer.resize(c.request_buffer.size() * 2);
+  }
+  // The first record may come from a seek, the next chunk or the stream's end
+  // (a call in flight); the others are read within its chunk.
+  Cursor::Impl::Prepared first;
+  if (c.ready) {
+    c.ready = false;
+    first = c.prepared;
+  } else if (!c.scan(first)) {
+    return {};
+  }
+  m.chunk_of_last = c.current;
+  const bool first_counts = first.rec != nullptr;  // a call in flight is no record
+  constexpr uint16_t kCompletion = static_cast<uint16_t>(FuncKind::Completion);
+  constexpr uint16_t kRequestOp = static_cast<uint16_t>(FuncKind::RequestOp);
+  size_t n = 1;
+  const bool lists = first.kind == kCompletion || first.kind == kRequestOp;
+  const bool continued = lists && first.rec && c.may_continue();
+  c.fill<true>(out[0], first, &groups[0]);
+  if (!continued) {
+    while (n < kBatchEvents) {
+      Cursor::Impl::Prepared r;  // one per record, so that it can stay in registers
+      if (!c.scan<true>(r)) break;
+      if (r.kind == kCompletion || r.kind == kRequestOp) [[unlikely]] {
+        if (!c.lists_fit(r)) {
+          c.prepared = r;
+          c.ready = true;
+          break;
+        }
+      }
+      c.fill<true>(out[n], r, &groups[n]);
+      ++n;
+    }
+  }
+  c.events += n - (first_counts ? 0 : 1);
+  return {out, n};
 }
 
 }  // namespace prof::trace

@@ -1,0 +1,412 @@
+// MergedCursor::next_batch against next(): the same events, every field, on
+// the same bytes: every kind narrow and wide, repeated communicators and
+// packed requests, calls continued over records and chunks, long times,
+// chunk edges, format versions 1, 2 and current, damaged (CRC mismatch),
+// unsealed and randomly corrupted salvaged chunks, calls in flight, several
+// streams and cursors that start inside a trace (window index, seek). Also
+// that a batch's events start in one chunk and that the reader's statistics
+// and warnings come out the same.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "format_test_util.h"
+#include "prof/trace_reader.h"
+
+namespace {
+
+using namespace prof;
+using namespace prof::trace;
+using format::FuncKind;
+using Bytes = std::vector<unsigned char>;
+
+Bytes read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), {});
+}
+void write_file(const std::string& path, const Bytes& b) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+// One decoded event with copies of its lists, and the chunk the cursor said
+// it starts in.
+struct Decoded {
+  Event e;
+  std::vector<Completion> completions;
+  std::vector<uint32_t> requests;
+  size_t chunk = SIZE_MAX;
+};
+
+Decoded copy_of(const Event& e, size_t chunk) {
+  Decoded d{e, {e.completions.begin(), e.completions.end()}, {e.requests.begin(), e.requests.end()},
+            chunk};
+  d.e.completions = {};
+  d.e.requests = {};
+  return d;
+}
+
+std::vector<Decoded> by_next(RankTrace::MergedCursor c) {
+  std::vector<Decoded> out;
+  Event e;
+  while (c.next(e)) out.push_back(copy_of(e, c.current_chunk()));
+  return out;
+}
+
+// Copies each batch only once it is whole: earlier events' lists must still hold.
+std::vector<Decoded> by_batch(RankTrace::MergedCursor c, size_t* batches = nullptr) {
+  std::vector<Decoded> out;
+  for (auto batch = c.next_batch(); !batch.empty(); batch = c.next_batch()) {
+    EXPECT_LE(batch.size(), RankTrace::MergedCursor::kBatchEvents);
+    for (const Event& e : batch) out.push_back(copy_of(e, c.current_chunk()));
+    if (batches) ++*batches;
+  }
+  return out;
+}
+
+void expect_same(const std::vector<Decoded>& want, const std::vector<Decoded>& got) {
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE("event " + std::to_string(i));
+    const Event &w = want[i].e, &g = got[i].e;
+    EXPECT_EQ(w.enter, g.enter);
+    EXPECT_EQ(w.leave, g.leave);
+    EXPECT_EQ(w.func, g.func);
+    EXPECT_EQ(w.kind, g.kind);
+    EXPECT_EQ(w.flags, g.flags);
+    EXPECT_EQ(w.stream, g.stream);
+    EXPECT_EQ(w.peer, g.peer);
+    EXPECT_EQ(w.tag, g.tag);
+    EXPECT_EQ(w.comm, g.comm);
+    EXPECT_EQ(w.bytes, g.bytes);
+    EXPECT_EQ(w.root, g.root);
+    EXPECT_EQ(w.request, g.request);
+    EXPECT_EQ(w.recv_peer, g.recv_peer);
+    EXPECT_EQ(w.recv_tag, g.recv_tag);
+    EXPECT_EQ(w.recv_bytes, g.recv_bytes);
+    EXPECT_EQ(w.new_comm, g.new_comm);
+    EXPECT_EQ(w.interval_id, g.interval_id);
+    EXPECT_EQ(w.callsite, g.callsite);
+    EXPECT_EQ(w.marker_begin, g.marker_begin);
+    EXPECT_EQ(w.in_flight, g.in_flight);
+    EXPECT_EQ(w.site, g.site);
+    ASSERT_EQ(want[i].completions.size(), got[i].completions.size());
+    for (size_t k = 0; k < want[i].completions.size(); ++k) {
+      const Completion &a = want[i].completions[k], &b = got[i].completions[k];
+      EXPECT_EQ(a.request, b.request) << k;
+      EXPECT_EQ(a.source, b.source) << k;
+      EXPECT_EQ(a.tag, b.tag) << k;
+      EXPECT_EQ(a.bytes, b.bytes) << k;
+      EXPECT_EQ(a.cancelled, b.cancelled) << k;
+    }
+    EXPECT_EQ(want[i].requests, got[i].requests);
+    EXPECT_EQ(want[i].chunk, got[i].chunk);
+  }
+}
+
+void expect_same_stats(const RankTrace& a, const RankTrace& b) {
+  const ReadStats &x = a.stats(), &y = b.stats();
+  EXPECT_EQ(x.events, y.events);
+  EXPECT_EQ(x.bad_records, y.bad_records);
+  EXPECT_EQ(x.backwards_timestamps, y.backwards_timestamps);
+  EXPECT_EQ(x.crc_mismatches, y.crc_mismatches);
+  EXPECT_EQ(x.unsealed_chunks, y.unsealed_chunks);
+  EXPECT_EQ(a.warnings(), b.warnings());
+}
+
+std::unique_ptr<RankTrace> open_trace(const std::string& path) {
+  std::string error;
+  auto t = RankTrace::open(path, &error);
+  EXPECT_TRUE(t) << error;
+  return t;
+}
+
+// The whole trace both ways, each on its own RankTrace (statistics are per
+// trace); returns next()'s statistics.
+ReadStats expect_batch_equals_next(const std::string& path, size_t* events = nullptr) {
+  auto a = open_trace(path), b = open_trace(path);
+  if (!a || !b) return {};
+  size_t batches = 0;
+  const auto want = by_next(a->events());
+  const auto got = by_batch(b->events(), &batches);
+  expect_same(want, got);
+  expect_same_stats(*a, *b);
+  if (b->stream_count() == 1 && !want.empty()) EXPECT_LT(batches, want.size());
+  if (events) *events = want.size();
+  size_t long_calls = 0;  // continued over records
+  for (const Decoded& d : want) long_calls += d.completions.size() > 32 || d.requests.size() > 120;
+  if (want.size() > 1000) EXPECT_GT(long_calls, 0u);
+  return a->stats();
+}
+
+// A stream of random events of every kind; `context` lets the writer leave
+// out repeated communicators and pack requests (not in a version-1 file).
+struct RandomTrace {
+  std::mt19937_64 rng;
+  bool context = true;
+  std::vector<std::vector<Completion>> completion_store;
+  std::vector<std::vector<uint32_t>> request_store;
+
+  explicit RandomTrace(uint64_t seed) : rng(seed) {}
+  uint64_t below(uint64_t n) { return rng() % n; }
+  int32_t peer_or_tag() {
+    switch (below(4)) {
+      case 0: return static_cast<int32_t>(below(8));
+      case 1: return -static_cast<int32_t>(below(4));
+      case 2: return static_cast<int32_t>(below(70000));
+      default: return static_cast<int32_t>(below(32768));
+    }
+  }
+  uint64_t bytes() {
+    switch (below(4)) {
+      case 0: return below(100);
+      case 1: return below(70000);
+      case 2: return uint64_t{5} << 30;
+      default: return below(uint64_t{1} << 32);
+    }
+  }
+  uint32_t comm() {
+    if (!context) return 0x84000000u + static_cast<uint32_t>(below(1u << 20)) * 2;
+    const uint32_t comms[] = {0x44000000u, 0x44000001u, 0x84000002u};
+    return comms[below(3)];
+  }
+  uint32_t request() {
+    const uint32_t high = context ? 0xAC00u : static_cast<uint32_t>(0xAC00u + below(200));
+    return (high << 16) | static_cast<uint32_t>(below(65536));
+  }
+
+  void write(TraceWriter& w, size_t n, uint32_t streams = 1) {
+    const char* names[] = {"MPI_Comm_rank", "MPI_Send",   "MPI_Recv",    "MPI_Sendrecv",
+                           "MPI_Isend",     "MPI_Irecv",  "MPI_Waitall", "MPI_Startall",
+                           "MPI_Bcast",     "MPI_Ibcast", "MPI_Comm_split", "MPI_Probe",
+                           "MPI_Marker",    "MPI_Alltoall", "MPI_Ialltoall"};
+    for (int k = 0; k <= 14; ++k)
+      if (k != static_cast<int>(FuncKind::Marker))
+        w.function(static_cast<uint16_t>(k + 1), static_cast<FuncKind>(k), names[k]);
+    completion_store.reserve(n);
+    request_store.reserve(n);
+    std::vector<uint64_t> t(streams, 1000);
+    for (size_t i = 0; i < n; ++i) {
+      Event e;
+      e.stream = static_cast<uint32_t>(below(streams));
+      const uint64_t pick = below(20);
+      t[e.stream] += pick == 0 ? (uint64_t{1} << 33) : pick == 1 ? 70000 : below(50);
+      e.enter = t[e.stream];
+      e.leave = e.enter + (pick == 2 ? (uint64_t{5} << 32) : pick == 3 ? 80000 : below(40));
+      e.kind = static_cast<FuncKind>(below(15));
+      e.func = e.kind == FuncKind::Marker ? format::kMarkerFuncId
+                                          : static_cast<uint16_t>(static_cast<int>(e.kind) + 1);
+      if (below(8) == 0) e.flags = format::kCallFailed;
+      e.peer = peer_or_tag();
+      e.tag = peer_or_tag();
+      e.comm = comm();
+      e.bytes = bytes();
+      e.root = peer_or_tag();
+      e.request = request();
+      e.recv_peer = peer_or_tag();
+      e.recv_tag = peer_or_tag();
+      e.recv_bytes = bytes();
+      e.new_comm = comm();
+      e.interval_id = static_cast<uint32_t>(below(5));
+      e.callsite = static_cast<uint32_t>(below(100));
+      e.marker_begin = below(2);
+      if (e.kind == FuncKind::Completion) {
+        // Up to 80 entries: calls split over continuation records.
+        auto& c = completion_store.emplace_back(below(4) == 0 ? below(80) : below(4));
+        for (Completion& k : c) {
+          k.request = request();
+          k.source = peer_or_tag();
+          k.tag = peer_or_tag();
+          k.bytes = bytes() & ~format::kCancelledBit64;
+          k.cancelled = below(5) == 0;
+        }
+        e.completions = c;
+      } else if (e.kind == FuncKind::RequestOp) {
+        auto& r = request_store.emplace_back(below(4) == 0 ? below(300) : below(4));
+        for (uint32_t& q : r) q = request();
+        e.requests = r;
+      }
+      w.event(e);
+    }
+  }
+};
+
+std::string rank_file(const std::string& dir) { return dir + "/rank-00000.prof"; }
+
+std::string write_random(const std::string& dir, uint64_t seed, size_t n, uint32_t chunk_bytes,
+                         uint32_t version = format::kFormatVersion, uint32_t streams = 1,
+                         bool seal = true) {
+  const std::string path = rank_file(dir);
+  RandomTrace gen(seed);
+  gen.context = version >= 2;
+  {
+    TraceWriter w(path, 0, 1, 7, format::TimerKind::Monotonic, chunk_bytes,
+                  version >= 2 ? version : 2);
+    gen.write(w, n, streams);
+    w.end("finalize");
+    if (seal) w.close();
+    else w.close_without_sealing();
+  }
+  if (version < 2) {  // a version-2 file without context flags is a version-1 file
+    Bytes b = read_file(path);
+    format::FileHeader h;
+    std::memcpy(&h, b.data(), sizeof h);
+    h.version = version;
+    std::memcpy(b.data(), &h, sizeof h);
+    write_file(path, b);
+  }
+  return path;
+}
+
+TEST(FormatBatch, EveryKindInSmallAndLargeChunksEveryVersion) {
+  const std::string dir = temp_dir();
+  for (uint32_t version : {1u, 2u, format::kFormatVersion})
+    for (uint32_t chunk_bytes : {1024u, 4096u, 1u << 20}) {
+      SCOPED_TRACE("version " + std::to_string(version) + ", chunks of " +
+                   std::to_string(chunk_bytes));
+      const std::string path = write_random(dir, version * 31 + chunk_bytes, 3000, chunk_bytes, version);
+      size_t events = 0;
+      expect_batch_equals_next(path, &events);
+      EXPECT_EQ(events, 3000u);
+    }
+}
+
+TEST(FormatBatch, UnsealedCrcDamagedAndCorruptedChunks) {
+  const std::string dir = temp_dir();
+  // The last chunk unsealed (a killed rank): salvaged.
+  expect_batch_equals_next(write_random(dir, 5, 2000, 2048, format::kFormatVersion, 1, false));
+
+  const std::string path = write_random(dir, 6, 2000, 2048);
+  const Bytes clean = read_file(path);
+  std::vector<size_t> events_chunks;  // offsets of events chunk headers
+  for (size_t off = sizeof(format::FileHeader); off + sizeof(format::ChunkHeader) <= clean.size();) {
+    format::ChunkHeader h;
+    std::memcpy(&h, clean.data() + off, sizeof h);
+    if (h.magic != format::kChunkMagic) break;
+    if (h.type == static_cast<uint16_t>(format::ChunkType::Events)) events_chunks.push_back(off);
+    off += sizeof h + h.capacity;
+  }
+  ASSERT_GT(events_chunks.size(), 10u);
+
+  // A flipped bit in a sealed chunk: its CRC fails, the chunk is skipped.
+  Bytes flipped = clean;
+  flipped[events_chunks[3] + sizeof(format::ChunkHeader) + 40] ^= 0x10;
+  write_file(path, flipped);
+  EXPECT_EQ(expect_batch_equals_next(path).crc_mismatches, 1u);
+
+  // Every chunk unsealed (no CRC), then random bytes overwritten: records of
+  // unknown functions, short payloads, overruns, whatever salvage keeps.
+  std::mt19937_64 rng(11);
+  uint64_t bad_records = 0;
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE("corruption round " + std::to_string(round));
+    Bytes b = clean;
+    for (size_t off : events_chunks) {
+      format::ChunkHeader h;
+      std::memcpy(&h, b.data() + off, sizeof h);
+      h.flags = static_cast<uint16_t>(h.flags & ~format::kChunkSealed);
+      std::memcpy(b.data() + off, &h, sizeof h);
+      for (int k = 0; k < 6; ++k) {
+        const size_t at = off + sizeof h + 12 + rng() % (h.used > 12 ? h.used - 12 : 1);
+        b[at] = static_cast<unsigned char>(rng());
+      }
+    }
+    write_file(path, b);
+    bad_records += expect_batch_equals_next(path).bad_records;
+  }
+  EXPECT_GT(bad_records, 0u);
+}
+
+TEST(FormatBatch, CallInFlightEndsTheStream) {
+  const std::string dir = temp_dir();
+  const std::string path = rank_file(dir);
+  {
+    RandomTrace gen(3);
+    TraceWriter w(path, 0, 1, 7, format::TimerKind::Monotonic, 2048);
+    gen.write(w, 500);
+    format::InFlightSlot slot{};
+    slot.enter = uint64_t{1} << 40;
+    slot.site_func = (uint64_t{7} << 48) | 0x401234;  // MPI_Waitall: a Completion
+    slot.tag = 3;
+    slot.extra = 0xAC000010u;
+    w.live(slot.enter + 5000, {slot});
+    w.close_without_sealing();
+  }
+  auto t = open_trace(path);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->in_flight().size(), 1u);
+  expect_batch_equals_next(path);
+}
+
+TEST(FormatBatch, SeveralStreamsOneEventABatch) {
+  const std::string dir = temp_dir();
+  const std::string path = write_random(dir, 9, 1500, 2048, format::kFormatVersion, 3);
+  auto t = open_trace(path);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->stream_count(), 3u);
+  expect_batch_equals_next(path);
+}
+
+// Cursors that start inside the trace, as the window index and seeks make them.
+TEST(FormatBatch, CursorsFromPositionsChunksAndTimes) {
+  const std::string dir = temp_dir();
+  const std::string path = write_random(dir, 4, 3000, 2048);
+  auto t = open_trace(path);
+  ASSERT_TRUE(t);
+  const size_t chunks = t->chunk_count(0);
+  ASSERT_GT(chunks, 8u);
+  for (size_t first : {size_t{0}, size_t{1}, chunks / 2, chunks - 1, chunks}) {
+    SCOPED_TRACE("from chunk " + std::to_string(first));
+    expect_same(by_next(t->events_from_chunks({first})), by_batch(t->events_from_chunks({first})));
+  }
+  // Positions a cursor reported after 1, 100 and 1000 events.
+  for (size_t skip : {1u, 100u, 1000u}) {
+    SCOPED_TRACE("from the position after " + std::to_string(skip) + " events");
+    auto c = t->events();
+    Event e;
+    for (size_t i = 0; i < skip; ++i) ASSERT_TRUE(c.next(e));
+    const auto at = c.position();
+    if (!at.valid) continue;
+    expect_same(by_next(t->events_from_position(at)), by_batch(t->events_from_position(at)));
+  }
+  // Seeks: the event found by the seek is the first of the first batch.
+  const auto all = by_next(t->events());
+  for (size_t i : {size_t{0}, all.size() / 3, all.size() - 1}) {
+    SCOPED_TRACE("seek to event " + std::to_string(i));
+    auto want = by_next(t->events_from(all[i].e.leave));
+    auto got = by_batch(t->events_from(all[i].e.leave));
+    ASSERT_EQ(want.size(), got.size());
+    // next() names no chunk for the event a seek stopped at; a batch does.
+    if (!want.empty()) want[0].chunk = got[0].chunk;
+    expect_same(want, got);
+  }
+}
+
+// next() and next_batch() mixed on one cursor read the trace once, in order.
+TEST(FormatBatch, MixedWithNext) {
+  const std::string dir = temp_dir();
+  const std::string path = write_random(dir, 8, 2000, 1024);
+  auto t = open_trace(path);
+  ASSERT_TRUE(t);
+  const auto want = by_next(t->events());
+  std::vector<Decoded> got;
+  auto c = t->events();
+  Event e;
+  for (int round = 0;; ++round) {
+    if (round % 3 == 2) {
+      if (!c.next(e)) break;
+      got.push_back(copy_of(e, c.current_chunk()));
+    } else {
+      const auto batch = c.next_batch();
+      if (batch.empty()) break;
+      for (const Event& b : batch) got.push_back(copy_of(b, c.current_chunk()));
+    }
+  }
+  expect_same(want, got);
+}
+
+}  // namespace
