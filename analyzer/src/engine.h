@@ -364,8 +364,9 @@ struct alignas(64) Rank {
   }
   // Credits what is known of the rank's instants before `upto`.
   void settle_instants(double upto) {
-    instants.sweep(upto, [this](uint32_t context, int level, double length) {
-      sums(context).level[level] += length;
+    instants.sweep(upto, [this](uint32_t context, const double* length) {
+      InstantSums& into = sums(context);
+      for (int l = 0; l < kLevels; ++l) into.level[l] += length[l];
     });
   }
   // A program uses a few channels over and over: a small direct-mapped cache
