@@ -9,15 +9,27 @@
 namespace prof::analysis {
 namespace detail {
 
+namespace {
+// Kinds whose calls count their `bytes` in the function profile (SendRecv
+// counts both halves).
+constexpr uint32_t kind_bit(FuncKind k) { return uint32_t{1} << static_cast<unsigned>(k); }
+constexpr uint32_t kBytesKinds = kind_bit(FuncKind::Send) | kind_bit(FuncKind::Recv) | kind_bit(FuncKind::Isend) |
+                                 kind_bit(FuncKind::Irecv) | kind_bit(FuncKind::Collective) |
+                                 kind_bit(FuncKind::ICollective) | kind_bit(FuncKind::AllToAll) |
+                                 kind_bit(FuncKind::IAllToAll);
+}  // namespace
+
 bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leave) {
   if (!r.intervals.call(fi, enter, leave, *this)) return false;
-  const uint32_t node = r.node(e.stream);
-  NodeAcc& a = r.acc[node];
+  NodeAcc& a = r.acc[r.node(e.stream)];
   // Counted with its part inside the window (all of it without one).
-  if (eng.windowed_ && (leave < eng.lo_ || enter > eng.hi_)) return true;
-  const double dur = eng.windowed_ ? std::min(leave, eng.hi_) - std::max(enter, eng.lo_) : leave - enter;
+  double dur = leave - enter;
+  if (eng.windowed_) [[unlikely]] {
+    if (leave < eng.lo_ || enter > eng.hi_) return true;
+    dur = std::min(leave, eng.hi_) - std::max(enter, eng.lo_);
+  }
   const bool starts = fi.role & kRoleStartsOp;
-  if (r.threaded) {
+  if (r.threaded) [[unlikely]] {
     // Calls of several threads may overlap: the union counts.
     r.instants.add(enter, leave, kMpiCallSpan, kDecodeLane);
     if (starts) r.instants.add(enter, leave, kStartCallSpan, kDecodeLane);
@@ -28,34 +40,12 @@ bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leav
   }
   ++a.calls;
   ++r.calls;
-  // mpiP-style profile: a rank-local slot per function keeps the table small.
-  const size_t fid = e.func < r.slot_of.size() - 1 ? e.func : r.slot_of.size() - 1;
-  uint32_t& slot = r.slot_of[fid];
-  if (slot == 0) {
-    r.slot_name.push_back(fid < r.slot_of.size() - 1 ? fi.name : 0);
-    slot = static_cast<uint32_t>(r.slot_name.size());
-  }
-  if (a.funcs.size() < slot) a.funcs.resize(slot);
-  FuncStat& fs = a.funcs[slot - 1];
+  FuncStat& fs = r.function_stat(a, e.func, fi);
   ++fs.calls;
   fs.time += dur;
-  switch (e.kind) {
-    case FuncKind::Send:
-    case FuncKind::Recv:
-    case FuncKind::Isend:
-    case FuncKind::Irecv:
-    case FuncKind::Collective:
-    case FuncKind::ICollective:
-    case FuncKind::AllToAll:
-    case FuncKind::IAllToAll:
-      fs.bytes += e.bytes;
-      break;
-    case FuncKind::SendRecv:
-      fs.bytes += e.bytes + e.recv_bytes;
-      break;
-    default:
-      break;
-  }
+  const unsigned kind = static_cast<unsigned>(e.kind);
+  if (kind < 32 && (kBytesKinds >> kind & 1)) fs.bytes += e.bytes;
+  else if (e.kind == FuncKind::SendRecv) fs.bytes += e.bytes + e.recv_bytes;
   return true;
 }
 

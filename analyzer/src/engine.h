@@ -341,7 +341,13 @@ struct alignas(64) Rank {
   // The executions open on the rank now, as a context for InstantSets.
   uint32_t context() {
     const auto& stacks = intervals.stacks();
-    if (stacks.size() == 1) return stacks[0].empty() ? 0 : stacks[0].back().payload;
+    if (stacks.size() == 1) [[likely]] return stacks[0].empty() ? 0 : stacks[0].back().payload;
+    return context_of_threads();
+  }
+  // Several threads: the innermost executions open on each, less those that
+  // are ancestors of another, as one node or a Combo.
+  [[gnu::noinline]] uint32_t context_of_threads() {
+    const auto& stacks = intervals.stacks();
     std::vector<uint32_t> inner;
     for (const auto& st : stacks)
       if (!st.empty()) inner.push_back(st.back().payload);
@@ -358,6 +364,22 @@ struct alignas(64) Rank {
     auto [it, fresh] = combo_index.emplace(leaves, static_cast<uint32_t>(combos.size()));
     if (fresh) combos.push_back(Combo{leaves, {}});
     return kComboBit | it->second;
+  }
+  // mpiP-style profile: a rank-local slot per function keeps the table small.
+  FuncStat& function_stat(NodeAcc& a, uint16_t func, const FuncInfo& fi) {
+    const size_t fid = func < slot_of.size() - 1 ? func : slot_of.size() - 1;
+    const uint32_t slot = slot_of[fid];
+    if (slot == 0 || a.funcs.size() < slot) [[unlikely]] return new_function_stat(a, fid, fi);
+    return a.funcs[slot - 1];
+  }
+  [[gnu::noinline]] FuncStat& new_function_stat(NodeAcc& a, size_t fid, const FuncInfo& fi) {
+    uint32_t& slot = slot_of[fid];
+    if (slot == 0) {
+      slot_name.push_back(fid < slot_of.size() - 1 ? fi.name : 0);
+      slot = static_cast<uint32_t>(slot_name.size());
+    }
+    if (a.funcs.size() < slot) a.funcs.resize(slot);
+    return a.funcs[slot - 1];
   }
   InstantSums& sums(uint32_t context) {
     return context & kComboBit ? combos[context & ~kComboBit].in : acc[context].in;
