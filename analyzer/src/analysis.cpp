@@ -49,12 +49,6 @@ bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leav
   return true;
 }
 
-void Handler::marker(const Event& e, double enter, double leave) {
-  r.intervals.marker(e, enter, leave, *this);
-  // The rank's open executions changed: from the begin's return, the end's call.
-  if (r.intervals.in_root()) r.instants.set_context(e.marker_begin ? leave : enter, r.context());
-}
-
 void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
   Handler h{*this, r, w, parity};
   const uint64_t cap = std::max<uint64_t>(opt_.window_events, 1024) * 4;
