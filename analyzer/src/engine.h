@@ -88,7 +88,7 @@ struct FuncStat {
 // The measures of sets of instants of one context (InstantSets), global ns:
 // the nested unions of levels 0-3 and the MPI and Start unions.
 struct InstantSums {
-  double level[kLevels] = {};
+  alignas(16) double level[kLevels] = {};
 
   double potential_sync() const { return level[kWaitSpan]; }
   // (Differences of sums: clamped so rounding never shows as a negative time.)
@@ -387,8 +387,9 @@ struct alignas(64) Rank {
   // Credits what is known of the rank's instants before `upto`.
   void settle_instants(double upto) {
     instants.sweep(upto, [this](uint32_t context, const double* length) {
-      InstantSums& into = sums(context);
-      for (int l = 0; l < kLevels; ++l) into.level[l] += length[l];
+      auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
+      const auto* add = reinterpret_cast<const TwoLevels*>(length);
+      for (int l = 0; l < kLevels / 2; ++l) into[l] += add[l];
     });
   }
   // A program uses a few channels over and over: a small direct-mapped cache
@@ -404,7 +405,10 @@ struct alignas(64) Rank {
   }
   Channel& channel(const ChannelKey& k) {
     CachedChannel& c = channel_cache[cache_slot(k)];
-    if (c.index != 0 && c.key == k) return channel_store[c.index - 1];
+    if (c.index != 0 && c.key == k) [[likely]] return channel_store[c.index - 1];
+    return channel_not_cached(k, c);
+  }
+  [[gnu::noinline]] Channel& channel_not_cached(const ChannelKey& k, CachedChannel& c) {
     uint32_t& i = channels[k];
     if (i == 0) {
       channel_store.emplace_back();

@@ -170,8 +170,8 @@ class InstantSets {
 
   // Credits every instant before `upto`: credit(context, length) with
   // length[level] (kLevels of them, 0 where none) for pieces of the levels'
-  // unions, contexts other than kNoContext only. Adding a 0 to a sum leaves
-  // it as it was.
+  // unions, contexts other than kNoContext only (`length` is 16-byte
+  // aligned). Adding a 0 to a sum leaves it as it was.
   template <class F>
   void sweep(double upto, F&& credit) {
     // While a hold keeps the watermark back, the spans after it wait untouched.

@@ -90,7 +90,7 @@ class IntervalTracker {
   }
 
   template <class H>
-  void marker(const Event& e, double enter, double leave, H& h) {
+  [[gnu::always_inline]] void marker(const Event& e, double enter, double leave, H& h) {
     if (root_ != Root::In) [[unlikely]] {
       if (root_ == Root::After) {
         marker_after_root(e, h);
