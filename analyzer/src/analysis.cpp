@@ -53,12 +53,18 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
   Handler h{*this, r, w, parity};
   const uint64_t cap = std::max<uint64_t>(opt_.window_events, 1024) * 4;
   uint64_t n = 0;
-  while (r.has_ev && r.ev_enter < win_end_ && n < cap) {
-    r.interp.process(r.ev, r.ev_enter, h);
+  // (In locals: the handler's stores cannot alias them.)
+  const double end = win_end_;
+  bool has_ev = r.has_ev;
+  double ev_enter = r.ev_enter;
+  while (has_ev && ev_enter < end && n < cap) {
+    r.interp.process(r.ev, ev_enter, h);
     ++n;
-    r.has_ev = r.cursor.next(r.ev);
-    if (r.has_ev) r.ev_enter = r.interp.global(r.ev.enter);
+    has_ev = r.cursor.next(r.ev);
+    if (has_ev) ev_enter = r.interp.global(r.ev.enter);
   }
+  r.has_ev = has_ev;
+  r.ev_enter = ev_enter;
   r.events += n;
   r.phase_events = n;
   if (!r.has_ev && r.exhausted_phase < 0) {

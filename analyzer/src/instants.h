@@ -72,7 +72,7 @@ class HoldQueue {
  public:
   static constexpr uint64_t kNone = UINT64_MAX;
 
-  uint64_t add(double t) {
+  [[gnu::always_inline]] uint64_t add(double t) {
     if (count_ == ring_.size()) grow();
     ring_[(head_ + count_) & (ring_.size() - 1)] = Slot{t, false};
     ++count_;

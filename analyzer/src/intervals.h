@@ -230,14 +230,15 @@ class IntervalTracker {
       h.interval_ended(e.stream, o, enter);
     }
   }
+  // Once per rank each: out of line, so the per-call paths stay small.
   template <class H>
-  void start_root(double t, H& h) {
+  [[gnu::noinline, gnu::cold]] void start_root(double t, H& h) {
     root_start_ = t;
     root_ = Root::In;
     h.root_started(t);
   }
   template <class H>
-  void end_root(double t, H& h) {
+  [[gnu::noinline, gnu::cold]] void end_root(double t, H& h) {
     for (size_t s = 0; s < stacks_.size(); ++s) {
       auto& stack = stacks_[s];
       if (!stack.empty()) {
