@@ -17,7 +17,9 @@
 //   the spans in order of start, each union with a running "covered up to"
 //   mark, and the differences between levels are the figures. Every new piece
 //   of a union is split where the rank's context (the interval executions open
-//   on it) changes, and credited to the context in force.
+//   on it) changes, and credited to the context in force. The lanes are merged
+//   by their heads; a span that no union of its levels reaches yet (the
+//   common case) is one piece for all of them.
 //
 // Invariants
 //   - Contexts are appended in time order (a later append at an earlier time is
@@ -26,6 +28,10 @@
 //   - Everything before the watermark has been credited exactly once; spans and
 //     contexts after it are kept. Memory holds what lies after the oldest hold:
 //     a receive that is never matched holds the watermark back to the end.
+//   - The sums are reproducible to the last bit: within a sweep the pieces'
+//     lengths gather per run of one context, in the order of the pieces, and
+//     each run is credited once when it ends (reports print every bit, and
+//     fractional times round differently in another order).
 #pragma once
 
 #include <algorithm>
