@@ -9,15 +9,27 @@
 namespace prof::analysis {
 namespace detail {
 
+namespace {
+// Kinds whose calls count their `bytes` in the function profile (SendRecv
+// counts both halves).
+constexpr uint32_t kind_bit(FuncKind k) { return uint32_t{1} << static_cast<unsigned>(k); }
+constexpr uint32_t kBytesKinds = kind_bit(FuncKind::Send) | kind_bit(FuncKind::Recv) | kind_bit(FuncKind::Isend) |
+                                 kind_bit(FuncKind::Irecv) | kind_bit(FuncKind::Collective) |
+                                 kind_bit(FuncKind::ICollective) | kind_bit(FuncKind::AllToAll) |
+                                 kind_bit(FuncKind::IAllToAll);
+}  // namespace
+
 bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leave) {
   if (!r.intervals.call(fi, enter, leave, *this)) return false;
-  const uint32_t node = r.node(e.stream);
-  NodeAcc& a = r.acc[node];
+  NodeAcc& a = r.acc[r.node(e.stream)];
   // Counted with its part inside the window (all of it without one).
-  if (eng.windowed_ && (leave < eng.lo_ || enter > eng.hi_)) return true;
-  const double dur = eng.windowed_ ? std::min(leave, eng.hi_) - std::max(enter, eng.lo_) : leave - enter;
+  double dur = leave - enter;
+  if (eng.windowed_) [[unlikely]] {
+    if (leave < eng.lo_ || enter > eng.hi_) return true;
+    dur = std::min(leave, eng.hi_) - std::max(enter, eng.lo_);
+  }
   const bool starts = fi.role & kRoleStartsOp;
-  if (r.threaded) {
+  if (r.threaded) [[unlikely]] {
     // Calls of several threads may overlap: the union counts.
     r.instants.add(enter, leave, kMpiCallSpan, kDecodeLane);
     if (starts) r.instants.add(enter, leave, kStartCallSpan, kDecodeLane);
@@ -28,53 +40,31 @@ bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leav
   }
   ++a.calls;
   ++r.calls;
-  // mpiP-style profile: a rank-local slot per function keeps the table small.
-  const size_t fid = e.func < r.slot_of.size() - 1 ? e.func : r.slot_of.size() - 1;
-  uint32_t& slot = r.slot_of[fid];
-  if (slot == 0) {
-    r.slot_name.push_back(fid < r.slot_of.size() - 1 ? fi.name : 0);
-    slot = static_cast<uint32_t>(r.slot_name.size());
-  }
-  if (a.funcs.size() < slot) a.funcs.resize(slot);
-  FuncStat& fs = a.funcs[slot - 1];
+  FuncStat& fs = r.function_stat(a, e.func, fi);
   ++fs.calls;
   fs.time += dur;
-  switch (e.kind) {
-    case FuncKind::Send:
-    case FuncKind::Recv:
-    case FuncKind::Isend:
-    case FuncKind::Irecv:
-    case FuncKind::Collective:
-    case FuncKind::ICollective:
-    case FuncKind::AllToAll:
-    case FuncKind::IAllToAll:
-      fs.bytes += e.bytes;
-      break;
-    case FuncKind::SendRecv:
-      fs.bytes += e.bytes + e.recv_bytes;
-      break;
-    default:
-      break;
-  }
+  const unsigned kind = static_cast<unsigned>(e.kind);
+  if (kind < 32 && (kBytesKinds >> kind & 1)) fs.bytes += e.bytes;
+  else if (e.kind == FuncKind::SendRecv) fs.bytes += e.bytes + e.recv_bytes;
   return true;
-}
-
-void Handler::marker(const Event& e, double enter, double leave) {
-  r.intervals.marker(e, enter, leave, *this);
-  // The rank's open executions changed: from the begin's return, the end's call.
-  if (r.intervals.in_root()) r.instants.set_context(e.marker_begin ? leave : enter, r.context());
 }
 
 void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
   Handler h{*this, r, w, parity};
   const uint64_t cap = std::max<uint64_t>(opt_.window_events, 1024) * 4;
   uint64_t n = 0;
-  while (r.has_ev && r.ev_enter < win_end_ && n < cap) {
-    r.interp.process(*r.ev, r.ev_enter, h);
+  // (In locals: the handler's stores cannot alias them.)
+  const double end = win_end_;
+  bool has_ev = r.has_ev;
+  double ev_enter = r.ev_enter;
+  while (has_ev && ev_enter < end && n < cap) {
+    r.interp.process(*r.ev, ev_enter, h);
     ++n;
-    r.has_ev = r.advance();
-    if (r.has_ev) r.ev_enter = r.interp.global(r.ev->enter);
+    has_ev = r.advance();
+    if (has_ev) ev_enter = r.interp.global(r.ev->enter);
   }
+  r.has_ev = has_ev;
+  r.ev_enter = ev_enter;
   r.events += n;
   r.phase_events = n;
   if (!r.has_ev && r.exhausted_phase < 0) {

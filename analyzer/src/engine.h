@@ -88,7 +88,7 @@ struct FuncStat {
 // The measures of sets of instants of one context (InstantSets), global ns:
 // the nested unions of levels 0-3 and the MPI and Start unions.
 struct InstantSums {
-  double level[kLevels] = {};
+  alignas(16) double level[kLevels] = {};
 
   double potential_sync() const { return level[kWaitSpan]; }
   // (Differences of sums: clamped so rounding never shows as a negative time.)
@@ -354,7 +354,13 @@ struct alignas(64) Rank {
   // The executions open on the rank now, as a context for InstantSets.
   uint32_t context() {
     const auto& stacks = intervals.stacks();
-    if (stacks.size() == 1) return stacks[0].empty() ? 0 : stacks[0].back().payload;
+    if (stacks.size() == 1) [[likely]] return stacks[0].empty() ? 0 : stacks[0].back().payload;
+    return context_of_threads();
+  }
+  // Several threads: the innermost executions open on each, less those that
+  // are ancestors of another, as one node or a Combo.
+  [[gnu::noinline]] uint32_t context_of_threads() {
+    const auto& stacks = intervals.stacks();
     std::vector<uint32_t> inner;
     for (const auto& st : stacks)
       if (!st.empty()) inner.push_back(st.back().payload);
@@ -372,13 +378,31 @@ struct alignas(64) Rank {
     if (fresh) combos.push_back(Combo{leaves, {}});
     return kComboBit | it->second;
   }
+  // mpiP-style profile: a rank-local slot per function keeps the table small.
+  FuncStat& function_stat(NodeAcc& a, uint16_t func, const FuncInfo& fi) {
+    const size_t fid = func < slot_of.size() - 1 ? func : slot_of.size() - 1;
+    const uint32_t slot = slot_of[fid];
+    if (slot == 0 || a.funcs.size() < slot) [[unlikely]] return new_function_stat(a, fid, fi);
+    return a.funcs[slot - 1];
+  }
+  [[gnu::noinline]] FuncStat& new_function_stat(NodeAcc& a, size_t fid, const FuncInfo& fi) {
+    uint32_t& slot = slot_of[fid];
+    if (slot == 0) {
+      slot_name.push_back(fid < slot_of.size() - 1 ? fi.name : 0);
+      slot = static_cast<uint32_t>(slot_name.size());
+    }
+    if (a.funcs.size() < slot) a.funcs.resize(slot);
+    return a.funcs[slot - 1];
+  }
   InstantSums& sums(uint32_t context) {
     return context & kComboBit ? combos[context & ~kComboBit].in : acc[context].in;
   }
   // Credits what is known of the rank's instants before `upto`.
   void settle_instants(double upto) {
-    instants.sweep(upto, [this](uint32_t context, int level, double length) {
-      sums(context).level[level] += length;
+    instants.sweep(upto, [this](uint32_t context, const double* length) {
+      auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
+      const auto* add = reinterpret_cast<const TwoLevels*>(length);
+      for (int l = 0; l < kLevels / 2; ++l) into[l] += add[l];
     });
   }
   // A program uses a few channels over and over: a small direct-mapped cache
@@ -394,7 +418,10 @@ struct alignas(64) Rank {
   }
   Channel& channel(const ChannelKey& k) {
     CachedChannel& c = channel_cache[cache_slot(k)];
-    if (c.index != 0 && c.key == k) return channel_store[c.index - 1];
+    if (c.index != 0 && c.key == k) [[likely]] return channel_store[c.index - 1];
+    return channel_not_cached(k, c);
+  }
+  [[gnu::noinline]] Channel& channel_not_cached(const ChannelKey& k, CachedChannel& c) {
     uint32_t& i = channels[k];
     if (i == 0) {
       channel_store.emplace_back();

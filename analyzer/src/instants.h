@@ -17,7 +17,9 @@
 //   the spans in order of start, each union with a running "covered up to"
 //   mark, and the differences between levels are the figures. Every new piece
 //   of a union is split where the rank's context (the interval executions open
-//   on it) changes, and credited to the context in force.
+//   on it) changes, and credited to the context in force. The lanes are merged
+//   by their heads; a span that no union of its levels reaches yet (the
+//   common case) is one piece for all of them.
 //
 // Invariants
 //   - Contexts are appended in time order (a later append at an earlier time is
@@ -26,6 +28,10 @@
 //   - Everything before the watermark has been credited exactly once; spans and
 //     contexts after it are kept. Memory holds what lies after the oldest hold:
 //     a receive that is never matched holds the watermark back to the end.
+//   - The sums are reproducible to the last bit: within a sweep the pieces'
+//     lengths gather per run of one context, in the order of the pieces, and
+//     each run is credited once when it ends (reports print every bit, and
+//     fractional times round differently in another order).
 #pragma once
 
 #include <algorithm>
@@ -72,7 +78,7 @@ class HoldQueue {
  public:
   static constexpr uint64_t kNone = UINT64_MAX;
 
-  uint64_t add(double t) {
+  [[gnu::always_inline]] uint64_t add(double t) {
     if (count_ == ring_.size()) grow();
     ring_[(head_ + count_) & (ring_.size() - 1)] = Slot{t, false};
     ++count_;
@@ -108,6 +114,26 @@ class HoldQueue {
   uint64_t base_ = 0;  // token of ring_[head_]
 };
 
+// of[level][level_end][l]: 1 for the levels [level, level_end), else 0. A
+// piece adds length x weight to every level: x * 0 = +0, and a sum of
+// lengths plus +0 is that sum (never -0), so the sums are exactly those of
+// adding the piece to its own levels, without a loop of varying length.
+struct alignas(16) LevelWeights {
+  double of[kLevels + 1][kLevels + 1][kLevels];
+};
+static_assert(kLevels % 2 == 0);
+// Two levels at a time (SSE2): the same additions and multiplications per
+// level, in the same order, as one level at a time.
+using TwoLevels = double __attribute__((vector_size(16)));
+constexpr LevelWeights make_level_weights() {
+  LevelWeights w{};
+  for (int level = 0; level <= kLevels; ++level)
+    for (int level_end = 0; level_end <= kLevels; ++level_end)
+      for (int l = 0; l < kLevels; ++l) w.of[level][level_end][l] = level <= l && l < level_end ? 1.0 : 0.0;
+  return w;
+}
+inline constexpr LevelWeights kLevelWeights = make_level_weights();
+
 class InstantSets {
  public:
   InstantSets() { contexts_.push_back(Context{-kInf, kNoContext}); }
@@ -117,7 +143,7 @@ class InstantSets {
     lo_ = lo;
     hi_ = hi;
   }
-  void add(double from, double to, SpanKind kind, SpanLane lane) {
+  [[gnu::always_inline]] void add(double from, double to, SpanKind kind, SpanLane lane) {
     from = std::max(from, lo_);
     to = std::min(to, hi_);
     if (!(to > from)) return;
@@ -148,8 +174,10 @@ class InstantSets {
     if (last.context != context) contexts_.push_back(Context{t, context});
   }
 
-  // Credits every instant before `upto`: credit(context, level, length) for
-  // each piece of a level's union, contexts other than kNoContext only.
+  // Credits every instant before `upto`: credit(context, length) with
+  // length[level] (kLevels of them, 0 where none) for pieces of the levels'
+  // unions, contexts other than kNoContext only (`length` is 16-byte
+  // aligned). Adding a 0 to a sum leaves it as it was.
   template <class F>
   void sweep(double upto, F&& credit) {
     // While a hold keeps the watermark back, the spans after it wait untouched.
@@ -238,55 +266,55 @@ class InstantSets {
   void sweep_spans(double upto, F& credit) {
     double covered[kLevels];
     for (int l = 0; l < kLevels; ++l) covered[l] = -kInf;
-    size_t at = first_;  // the context in force at the current span's start
-    // Each lane is sorted by start: its spans before `upto` are a prefix,
-    // merged across lanes. A span that runs past `upto` leaves its remainder
-    // (which starts at `upto`, so the lane stays sorted) in the last slots of
-    // the prefix just swept, right before the untouched rest.
-    size_t next[kLanes], cut[kLanes];
+    // The context in force at the current span's start, and where it ends.
+    ContextCursor at{first_, context_end(first_)};
+    // Each lane is sorted by start: its spans before `upto` are a prefix
+    // [pos, end), merged across lanes by their heads (a drained lane's head
+    // is +inf: no span starts there). A span that runs past `upto` leaves its
+    // remainder (which starts at `upto`, so the lane stays sorted) in the
+    // last slots of the prefix just swept, right before the untouched rest.
+    const Span* pos[kLanes];
+    const Span* end[kLanes];
+    double head[kLanes];
     for (int k = 0; k < kLanes; ++k) {
       Lane& lane = lanes_[k];
       sort_lane(lane);
-      next[k] = lane.head;
       remainders_[k].clear();
-      cut[k] = static_cast<size_t>(
-          std::lower_bound(lane.spans.begin() + static_cast<std::ptrdiff_t>(lane.head), lane.spans.end(),
-                           upto, [](const Span& span, double t) { return span.from < t; }) -
-          lane.spans.begin());
+      const Span* first = lane.spans.data() + lane.head;
+      pos[k] = first;
+      end[k] = std::lower_bound(first, static_cast<const Span*>(lane.spans.data() + lane.spans.size()), upto,
+                                [](const Span& span, double t) { return span.from < t; });
+      head[k] = first < end[k] ? first->from : kInf;
     }
     for (;;) {
       // The lane with the earliest head (ties: the lower lane) is drained
       // while it stays first, so most spans cost one comparison, not kLanes.
-      int k = -1;
-      for (int m = 0; m < kLanes; ++m)
-        if (next[m] < cut[m] &&
-            (k < 0 || lanes_[m].spans[next[m]].from < lanes_[k].spans[next[k]].from))
-          k = m;
-      if (k < 0) break;
+      int k = 0;
+      for (int m = 1; m < kLanes; ++m)
+        if (head[m] < head[k]) k = m;
+      if (head[k] == kInf) break;
       double below = kInf, upto_ties = kInf;  // heads of the lower and the higher lanes
-      for (int m = 0; m < kLanes; ++m) {
-        if (m == k || next[m] >= cut[m]) continue;
-        double& bound = m < k ? below : upto_ties;
-        bound = std::min(bound, lanes_[m].spans[next[m]].from);
-      }
-      Lane& lane = lanes_[k];
+      for (int m = 0; m < k; ++m) below = std::min(below, head[m]);
+      for (int m = k + 1; m < kLanes; ++m) upto_ties = std::min(upto_ties, head[m]);
+      const Span* p = pos[k];
+      const Span* const lane_end = end[k];
       do {
-        const Span s = lane.spans[next[k]++];
-        while (at + 1 < contexts_.size() && contexts_[at + 1].from <= s.from) ++at;
-        double to = s.to;
-        if (to > upto) {
-          remainders_[k].push_back(Span{upto, to, s.kind});
-          to = upto;
+        Span s = *p++;
+        while (at.end <= s.from) at = ContextCursor{at.index + 1, context_end(at.index + 1)};
+        if (s.to > upto) {
+          remainders_[k].push_back(Span{upto, s.to, s.kind});
+          s.to = upto;
         }
-        add_to_levels(s, to, covered, at);
-      } while (next[k] < cut[k] && lane.spans[next[k]].from < below &&
-               lane.spans[next[k]].from <= upto_ties);
+        add_to_levels(s, covered, at, credit);
+      } while (p < lane_end && p->from < below && p->from <= upto_ties);
+      pos[k] = p;
+      head[k] = p < lane_end ? p->from : kInf;
     }
-    flush_credits(credit);
+    credit_gathered(credit);
     earliest_ = kInf;
     for (int k = 0; k < kLanes; ++k) {
       Lane& lane = lanes_[k];
-      lane.head = cut[k] - remainders_[k].size();
+      lane.head = static_cast<size_t>(end[k] - lane.spans.data()) - remainders_[k].size();
       std::copy(remainders_[k].begin(), remainders_[k].end(),
                 lane.spans.begin() + static_cast<std::ptrdiff_t>(lane.head));
       if (lane.head > 1024 && lane.head * 2 > lane.spans.size()) {
@@ -298,13 +326,31 @@ class InstantSets {
     }
   }
 
+  // A context and the start of the next one (+inf for the last).
+  struct ContextCursor {
+    size_t index;
+    double end;
+  };
+  double context_end(size_t index) const {
+    return index + 1 < contexts_.size() ? contexts_[index + 1].from : kInf;
+  }
+
   // What span s adds to each union it belongs to (levels kind..3, nested, or
   // its own level for MPI and Start): the part beyond where that union
   // reaches. Those marks grow with the level, so the new pieces of the
   // levels share their end and start no earlier from level to level; levels
   // whose pieces start together are credited in one walk of the contexts.
-  void add_to_levels(const Span& s, double to, double* covered, size_t at) {
+  template <class F>
+  void add_to_levels(const Span& s, double* covered, ContextCursor at, F& credit) {
     const int last_level = s.kind <= kAllToAllCallSpan ? kAllToAllCallSpan : s.kind;
+    const double to = s.to;
+    // The common case: no union of the span's levels reaches its start (the
+    // highest reaches furthest), so it is new on all of them, as one piece.
+    if (covered[last_level] <= s.from) {
+      for (int g = s.kind; g <= last_level; ++g) covered[g] = to;
+      credit_piece(s.kind, last_level + 1, s.from, to, at, credit);
+      return;
+    }
     int l = s.kind;
     while (l <= last_level) {
       const double from = std::max(s.from, covered[l]);
@@ -315,50 +361,56 @@ class InstantSets {
       int group_end = l + 1;
       while (group_end <= last_level && std::max(s.from, covered[group_end]) == from) ++group_end;
       for (int g = l; g < group_end; ++g) covered[g] = to;
-      credit_piece(l, group_end, from, to, at);
+      credit_piece(l, group_end, from, to, at, credit);
       l = group_end;
     }
   }
 
   // Credits [a, b) of levels [level, level_end) to the contexts in force,
   // split where they change; `ci` is the one in force at or before a.
-  // Lengths gather while the context stays the same.
-  void credit_piece(int level, int level_end, double a, double b, size_t ci) {
-    while (a < b) {
-      while (ci + 1 < contexts_.size() && contexts_[ci + 1].from <= a) ++ci;
-      const double end = ci + 1 < contexts_.size() ? std::min(b, contexts_[ci + 1].from) : b;
-      const uint32_t context = contexts_[ci].context;
-      if (context != kNoContext) {
-        if (gathered_.context != context) {
-          if (gathered_.context != kNoContext) spill_.push_back(gathered_);
-          gathered_ = Gathered{context, {}};
-        }
-        for (int l = level; l < level_end; ++l) gathered_.length[l] += end - a;
-      }
+  template <class F>
+  void credit_piece(int level, int level_end, double a, double b, ContextCursor ci, F& credit) {
+    for (;;) {
+      while (ci.end <= a) ci = ContextCursor{ci.index + 1, context_end(ci.index + 1)};
+      const double end = std::min(b, ci.end);
+      gather(contexts_[ci.index].context, level, level_end, end - a, credit);
+      if (!(end < b)) return;
       a = end;
     }
   }
+  // Lengths gather while the context stays the same (in the order of the
+  // pieces, other contexts' pieces in between ending a gathering), and each
+  // gathering is credited once, when it ends: every sum the sweep makes, and
+  // its order, follows from the pieces alone.
   template <class F>
-  void flush_credits(F& credit) {
-    if (gathered_.context != kNoContext) spill_.push_back(gathered_);
+  void gather(uint32_t context, int level, int level_end, double length, F& credit) {
+    if (context == kNoContext) return;
+    if (gathered_.context != context) {
+      credit_gathered(credit);
+      gathered_.context = context;
+    }
+    const TwoLevels piece = {length, length};
+    const auto* weight = reinterpret_cast<const TwoLevels*>(kLevelWeights.of[level][level_end]);
+    auto* into = reinterpret_cast<TwoLevels*>(gathered_.length);
+    for (int l = 0; l < kLevels / 2; ++l) into[l] += piece * weight[l];
+  }
+  template <class F>
+  void credit_gathered(F& credit) {
+    if (gathered_.context == kNoContext) return;
+    credit(gathered_.context, static_cast<const double*>(gathered_.length));
     gathered_ = Gathered{};
-    for (const Gathered& g : spill_)
-      for (int l = 0; l < kLevels; ++l)
-        if (g.length[l] > 0) credit(g.context, l, g.length[l]);
-    spill_.clear();
   }
 
   Lane lanes_[kLanes];
   // Lengths credited to one context, per level, not yet handed out.
   struct Gathered {
     uint32_t context = kNoContext;
-    double length[kLevels] = {};
+    alignas(16) double length[kLevels] = {};
   };
   Gathered gathered_;
   std::vector<Span> remainders_[kLanes];
   std::vector<size_t> run_starts_;  // sort_lane's scratch
   std::vector<Span> merge_buffer_;
-  std::vector<Gathered> spill_;
   double lo_ = -kInf, hi_ = kInf;
   double earliest_ = kInf;  // the earliest start among the lanes' spans
   std::vector<Context> contexts_;

@@ -340,10 +340,17 @@ class Interpreter {
   // others follow in the spill in issue order.
   void add_request(uint32_t handle, const Request& r) {
     Request* first = requests_.find(handle);
-    if (!first || !first->active) {
+    if (first && !first->active) {  // a handle used again (an inactive one has no followers)
+      *first = r;
+      return;
+    }
+    if (!first) {
       requests_[handle] = r;
       return;
     }
+    add_sharing_request(handle, r);
+  }
+  [[gnu::noinline]] void add_sharing_request(uint32_t handle, const Request& r) {
     uint32_t slot;
     if (!spill_free_.empty()) {
       slot = spill_free_.back();
@@ -395,6 +402,19 @@ class Interpreter {
     return true;
   }
 
+  // Entered, never completed: a call and MPI time up to the rank's last
+  // moment alive. A blocking collective took part in its instance; nothing
+  // was sent, received or completed.
+  template <class H>
+  [[gnu::noinline, gnu::cold]] void in_flight_call(const Event& e, double enter, double leave, H& h) {
+    if (e.kind == FuncKind::Collective || e.kind == FuncKind::AllToAll)
+      if (const CommInfo* c = comm(e.comm, e.enter, h))
+        h.collective(*c, e.kind == FuncKind::AllToAll, enter, leave, e);
+  }
+
+  template <class H>
+  [[gnu::noinline]] void process_call(const Event& e, double enter, double leave, H& h);
+
   void fit_clock();
 
   const RankTrace& rank_trace_;
@@ -417,10 +437,13 @@ class Interpreter {
 template <class H>
 void Interpreter::process(const Event& e, double enter, H& h) {
   const double leave = global(e.leave);
-  if (e.kind == FuncKind::Marker) {
-    h.marker(e, enter, leave);
-    return;
-  }
+  // Markers (often half the events) skip the calls' larger frame.
+  if (e.kind == FuncKind::Marker) h.marker(e, enter, leave);
+  else process_call(e, enter, leave, h);
+}
+
+template <class H>
+void Interpreter::process_call(const Event& e, double enter, double leave, H& h) {
   const FuncInfo& fi = func(e.func);
   if (e.flags & format::kContinuation) {
     if (!h.continuation()) return;
@@ -428,12 +451,7 @@ void Interpreter::process(const Event& e, double enter, H& h) {
     return;
   }
   if (e.in_flight) [[unlikely]] {
-    // Entered, never completed: a call and MPI time up to the rank's last
-    // moment alive. A blocking collective took part in its instance; nothing
-    // was sent, received or completed.
-    if (e.kind == FuncKind::Collective || e.kind == FuncKind::AllToAll)
-      if (const CommInfo* c = comm(e.comm, e.enter, h))
-        h.collective(*c, e.kind == FuncKind::AllToAll, enter, leave, e);
+    in_flight_call(e, enter, leave, h);
     return;
   }
   ChannelKey key;

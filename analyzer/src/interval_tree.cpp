@@ -6,6 +6,13 @@
 
 namespace prof::analysis::detail {
 
+// (Here, with the tracker's callbacks, so that they inline into it.)
+void Handler::marker(const Event& e, double enter, double leave) {
+  r.intervals.marker(e, enter, leave, *this);
+  // The rank's open executions changed: from the begin's return, the end's call.
+  if (r.intervals.in_root()) r.instants.set_context(e.marker_begin ? leave : enter, r.context());
+}
+
 void Handler::root_started(double t) {
   r.acc[0].first_enter = t;
   r.instants.set_context(t, r.context());

@@ -90,23 +90,19 @@ class IntervalTracker {
   }
 
   template <class H>
-  void marker(const Event& e, double enter, double leave, H& h) {
-    if (root_ == Root::After) {
-      ++unbalanced_;
-      h.problem("interval marker after MPI_Finalize (ignored)", [&] {
-        return "rank " + std::to_string(rank_) + ": interval " + std::to_string(e.interval_id);
-      }, 1);
-      return;
+  [[gnu::always_inline]] void marker(const Event& e, double enter, double leave, H& h) {
+    if (root_ != Root::In) [[unlikely]] {
+      if (root_ == Root::After) {
+        marker_after_root(e, h);
+        return;
+      }
+      start_root(enter, h);
     }
-    if (root_ == Root::Before) start_root(enter, h);
     if (leave > last_leave_) last_leave_ = leave;
     std::vector<OpenInterval>& stack = stack_of(e.stream);
     if (e.marker_begin) {
-      if (stack.size() >= kMaxIntervalDepth) {
-        ++unbalanced_;
-        h.problem("interval nesting deeper than 4096 (begin ignored)", [&] {
-          return "rank " + std::to_string(rank_) + ": interval " + std::to_string(e.interval_id);
-        }, 1);
+      if (stack.size() >= kMaxIntervalDepth) [[unlikely]] {
+        begin_too_deep(e, h);
         return;
       }
       const uint32_t parent = stack.empty() ? kRootPayload : stack.back().payload;
@@ -114,29 +110,14 @@ class IntervalTracker {
       stack_of(e.stream).push_back(OpenInterval{e.interval_id, payload, leave});
       return;
     }
-    size_t i = stack.size();
-    while (i > 0 && stack[i - 1].id != e.interval_id) --i;
-    if (i == 0) {
-      ++unbalanced_;
-      h.problem("interval end without a begin (ignored)", [&] {
-        return "rank " + std::to_string(rank_) + ": end of interval " +
-               std::to_string(e.interval_id) + " at " + seconds(enter);
-      }, 1);
-      return;
-    }
-    if (i != stack.size()) {
-      unbalanced_ += stack.size() - i;
-      h.problem("interval ids crossing (inner intervals closed at the outer end)", [&] {
-        return "rank " + std::to_string(rank_) + ": end of interval " +
-               std::to_string(e.interval_id) + " while interval " +
-               std::to_string(stack.back().id) + " is open, at " + seconds(enter);
-      }, stack.size() - i);
-    }
-    while (stack.size() >= i) {
+    // The common end: of the innermost open execution.
+    if (!stack.empty() && stack.back().id == e.interval_id) [[likely]] {
       const OpenInterval o = stack.back();
       stack.pop_back();
       h.interval_ended(e.stream, o, enter);
+      return;
     }
+    end_not_innermost(stack, e, enter, h);
   }
 
   // The rank was alive until t (global ns; a run that did not end cleanly):
@@ -210,13 +191,54 @@ class IntervalTracker {
 
  private:
   template <class H>
-  void start_root(double t, H& h) {
+  [[gnu::noinline, gnu::cold]] void marker_after_root(const Event& e, H& h) {
+    ++unbalanced_;
+    h.problem("interval marker after MPI_Finalize (ignored)", [&] {
+      return "rank " + std::to_string(rank_) + ": interval " + std::to_string(e.interval_id);
+    }, 1);
+  }
+  template <class H>
+  [[gnu::noinline, gnu::cold]] void begin_too_deep(const Event& e, H& h) {
+    ++unbalanced_;
+    h.problem("interval nesting deeper than 4096 (begin ignored)", [&] {
+      return "rank " + std::to_string(rank_) + ": interval " + std::to_string(e.interval_id);
+    }, 1);
+  }
+  // An end whose id is not the innermost open one's: it closes the innermost
+  // with its id and everything opened inside it, or nothing when none is open.
+  template <class H>
+  [[gnu::noinline]] void end_not_innermost(std::vector<OpenInterval>& stack, const Event& e, double enter, H& h) {
+    size_t i = stack.size();
+    while (i > 0 && stack[i - 1].id != e.interval_id) --i;
+    if (i == 0) {
+      ++unbalanced_;
+      h.problem("interval end without a begin (ignored)", [&] {
+        return "rank " + std::to_string(rank_) + ": end of interval " +
+               std::to_string(e.interval_id) + " at " + seconds(enter);
+      }, 1);
+      return;
+    }
+    unbalanced_ += stack.size() - i;
+    h.problem("interval ids crossing (inner intervals closed at the outer end)", [&] {
+      return "rank " + std::to_string(rank_) + ": end of interval " +
+             std::to_string(e.interval_id) + " while interval " +
+             std::to_string(stack.back().id) + " is open, at " + seconds(enter);
+    }, stack.size() - i);
+    while (stack.size() >= i) {
+      const OpenInterval o = stack.back();
+      stack.pop_back();
+      h.interval_ended(e.stream, o, enter);
+    }
+  }
+  // Once per rank each: out of line, so the per-call paths stay small.
+  template <class H>
+  [[gnu::noinline, gnu::cold]] void start_root(double t, H& h) {
     root_start_ = t;
     root_ = Root::In;
     h.root_started(t);
   }
   template <class H>
-  void end_root(double t, H& h) {
+  [[gnu::noinline, gnu::cold]] void end_root(double t, H& h) {
     for (size_t s = 0; s < stacks_.size(); ++s) {
       auto& stack = stacks_[s];
       if (!stack.empty()) {

@@ -17,8 +17,10 @@ inline constexpr size_t kWarningExamples = 5;
 // Problems of one kind, counted; the first few described.
 class WarningSink {
  public:
+  // Rare (damage, unmatched messages): kept out of line and cold, so the hot
+  // paths that may report a problem stay small.
   template <class F>
-  void add(std::string_view category, F&& example, uint64_t n = 1) {
+  [[gnu::noinline, gnu::cold]] void add(std::string_view category, F&& example, uint64_t n = 1) {
     auto it = cats_.find(category);
     if (it == cats_.end()) it = cats_.emplace(std::string(category), Cat{}).first;
     it->second.count += n;

@@ -56,7 +56,10 @@ Credits swept(const std::vector<std::vector<TestSpan>>& batches, const std::vect
   InstantSets sets;
   for (const ContextChange& c : contexts) sets.set_context(c.t, c.context);
   Credits out;
-  auto credit = [&](uint32_t context, int level, double length) { out[{context, level}] += length; };
+  auto credit = [&](uint32_t context, const double* length) {
+    for (int level = 0; level < kLevels; ++level)
+      if (length[level] > 0) out[{context, level}] += length[level];
+  };
   for (size_t b = 0; b < batches.size(); ++b) {
     for (const TestSpan& s : batches[b]) sets.add(s.from, s.to, s.kind, s.lane);
     sets.sweep(watermarks[b], credit);
