@@ -9,7 +9,7 @@
 # part of a hop on its critical path (bench/shim_sections.py).
 # Usage: bench/count_hop_instructions.sh [BUILD_DIR] [LIBPROF]
 #   LIBPROF defaults to BUILD_DIR/libprof/src/libprof.so (give another build's
-#   to compare).
+#   to compare, e.g. one configured with -DPROF_BENCH_NO_IN_FLIGHT=ON).
 # Under valgrind the program runs ~50x slower, so some enter-to-enter gaps and
 # durations that fit the short record header natively do not: the counts
 # include a few instructions of the longer time forms on some calls.
@@ -21,6 +21,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 for f in "$bin" "$lib"; do
   [ -f "$f" ] || { echo "count_hop_instructions.sh: $f missing (build the hop_calls and prof targets)" >&2; exit 2; }
 done
+# shim_instructions.py finds the wrappers by their object's name.
+[ "$(basename "$lib")" = libprof.so ] || {
+  echo "count_hop_instructions.sh: $lib: the library must be named libprof.so (copy it into a directory of its own)" >&2; exit 2; }
 command -v valgrind > /dev/null || { echo "count_hop_instructions.sh: valgrind not installed" >&2; exit 2; }
 lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
 work=$(mktemp -d)

@@ -334,10 +334,11 @@ void Timer::set_test_shift_ns(int64_t ns) {
 void Timer::apply_shift() {
   if (test_shift_ns_ == 0) {
     shift_ticks_ = 0;  // without measuring the TSC rate
-    return;
+  } else {
+    // Two's complement: adding the wrapped value subtracts for negative shifts.
+    shift_ticks_ = uint64_t(int64_t(std::llround(double(test_shift_ns_) / ns_per_tick())));
   }
-  // Two's complement: adding the wrapped value subtracts for negative shifts.
-  shift_ticks_ = uint64_t(int64_t(std::llround(double(test_shift_ns_) / ns_per_tick())));
+  plain_tsc_ = kind_ == format::TimerKind::Tsc && shift_ticks_ == 0;
 }
 
 uint64_t Timer::slow_now() const {
@@ -353,8 +354,12 @@ uint64_t Timer::slow_now() const {
       if (finalized) return wtime_anchor_ns_ + (mono_ns() - wtime_anchor_mono_ns_) + shift_ticks_;
       return uint64_t(int64_t(std::llround(PMPI_Wtime() * 1e9))) + shift_ticks_;
     }
+#if defined(__x86_64__)
+    case format::TimerKind::Tsc:  // with a test shift (else now() reads it inline)
+      return __rdtsc() + shift_ticks_;
+#endif
     default: {
-      // Tsc on a non-x86 build never gets here (init refuses it).
+      // Monotonic. (Tsc on a non-x86 build never gets here: init refuses it.)
       timespec ts;
       clock_gettime(CLOCK_MONOTONIC, &ts);
       return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec) + shift_ticks_;

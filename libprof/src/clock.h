@@ -44,17 +44,12 @@ class Timer {
 
   format::TimerKind kind() const { return kind_; }
 
-  // Raw ticks. Hot path: inline, no branches beyond the kind test.
+  // Raw ticks. Hot path: the default timer (TSC, no test shift) is one flag
+  // test and rdtsc, inline; every other timer, out of line.
   __attribute__((always_inline)) inline uint64_t now() const {
 #if defined(__x86_64__)
-    // The default timer: its read stays on the wrapper's straight path.
-    if (__builtin_expect(kind_ == format::TimerKind::Tsc, 1)) return __rdtsc() + shift_ticks_;
+    if (__builtin_expect(plain_tsc_, 1)) return __rdtsc();
 #endif
-    if (kind_ == format::TimerKind::Monotonic) {
-      timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec) + shift_ticks_;
-    }
     return slow_now();
   }
 
@@ -100,11 +95,14 @@ class Timer {
   void set_test_shift_ns(int64_t ns);
 
  private:
-  uint64_t slow_now() const;
+  // Cold for the wrappers' sake (see runtime.h's attach_thread).
+  [[gnu::noinline, gnu::cold]] uint64_t slow_now() const;
   void measure_rate() const;
   void apply_shift();
   void anchor_wtime();
   format::TimerKind kind_ = format::TimerKind::Monotonic;
+  // kind_ is Tsc and shift_ticks_ 0: now() is a bare rdtsc (apply_shift keeps it).
+  bool plain_tsc_ = false;
   // The TSC rate is measured lazily by the const accessors (see ns_per_tick()).
   mutable bool rate_pending_ = false;
   mutable double ns_per_tick_ = 1.0;

@@ -940,6 +940,12 @@ int init_common(uint16_t id, InitCall&& call, int* provided_out, void* return_ad
 }  // namespace
 
 // ---------------------------------------------------------------------------
+uint64_t derived_type_size(MPI_Datatype t) {
+  MPI_Count size = 0;
+  if (t == MPI_DATATYPE_NULL || PMPI_Type_size_c(t, &size) != MPI_SUCCESS || size < 0) return 0;
+  return static_cast<uint64_t>(size);
+}
+
 ThreadState* attach_thread() {
   if (!rt || !g.recording) return nullptr;
   ThreadState* ts = new ThreadState();
@@ -1263,9 +1269,10 @@ PROF_EXPORT int MPI_Finalize(void) {
   std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
   define(prof::format::definition_line::meta("ns_per_tick", npt) +
          prof::format::definition_line::clock_sync("final", sync.local_ticks, sync.offset_ns, sync.rtt_ns));
-  call_enter(ts, kId_MPI_Finalize, __builtin_return_address(0), -1, -1, 0, 0);
+  prof::format::InFlightSlot* const slot =
+      call_enter(ts, kId_MPI_Finalize, __builtin_return_address(0), -1, -1, 0, 0);
   const uint64_t t0 = now();
-  call_entered(ts, t0);
+  call_entered(slot, t0);
   const int rc = PMPI_Finalize();
   const uint64_t t1 = now();
   record_plain(ts, kId_MPI_Finalize, t0, t1, rc == MPI_SUCCESS);

@@ -41,23 +41,26 @@ extern const size_t kFunctionCount;
 extern const uint16_t kId_MPI_Init, kId_MPI_Init_thread, kId_MPI_Finalize, kId_MPI_Abort,
     kId_MPI_Pcontrol;
 
-struct ThreadState {
+// A thread's recording state. The fields every wrapper touches (the guard,
+// the write pointer and its end, the slot pointer, the enter base, the chunk
+// context) share its first cache line; the object is line-aligned.
+struct alignas(64) ThreadState {
   uint32_t* cur = nullptr;     // next free word in the mapped chunk
   uint32_t* end = nullptr;     // end of the chunk's populated part (runtime.cpp)
+  // The thread's in-flight slot in the Live chunk (a private one for threads
+  // beyond the chunk's slots): never null once attached.
+  format::InFlightSlot* slot = nullptr;
+  uint64_t last_enter = 0;     // enter time of the previous record (dt base)
+  format::ChunkContext cx;     // comm and request high half later records of the chunk reuse
+  bool in_call = false;
+  uint32_t stream = 0;
+  bool attached = false;
   format::ChunkHeader* chunk = nullptr;
   size_t chunk_map_bytes = 0;  // size of the current mapping
   size_t next_chunk_bytes = 0; // doubles from 64 KiB up to PROF_BUFFER_MB: a thread
                                // that makes few calls costs little file and memory
-  uint64_t last_enter = 0;     // enter time of the previous record (dt base)
-  format::ChunkContext cx;     // comm and request high half later records of the chunk reuse
   // The thread's open intervals (its markers so far), snapshot at each chunk's start.
   std::vector<format::OpenInterval> open_intervals;
-  // The thread's in-flight slot in the Live chunk (a private one for threads
-  // beyond the chunk's slots): never null once attached.
-  format::InFlightSlot* slot = nullptr;
-  uint32_t stream = 0;
-  bool in_call = false;
-  bool attached = false;
   // Scratch for completion calls (requests are nulled by MPI; statuses for
   // MPI_STATUSES_IGNORE). Grown rarely, never shrunk.
   std::vector<MPI_Request> requests;
@@ -80,13 +83,20 @@ struct Globals {
   bool recording = false;  // set after init succeeded, cleared at finalize
   Timer timer;
 };
-extern Globals g;
+// Hidden here, not only where defined: the wrappers then address g directly
+// (rip-relative) instead of loading its address from the GOT into a register
+// they must keep (a push and pop more per call).
+extern Globals g __attribute__((visibility("hidden")));
 extern __thread ThreadState* tls_state __attribute__((tls_model("initial-exec")));
 
-ThreadState* attach_thread();               // first call of a thread
+// The rare paths are `cold`: the wrappers then keep their arguments in
+// argument registers, spilling them only on those paths, instead of moving
+// them into callee-saved registers (a push, pop and two moves each) on
+// every call.
+[[gnu::cold]] ThreadState* attach_thread();  // first call of a thread
 // Room for `words` more: more of the chunk populated, or the chunk sealed
 // and a new one mapped.
-void next_chunk(ThreadState* ts, size_t words);
+[[gnu::cold]] void next_chunk(ThreadState* ts, size_t words);
 
 PROF_HOT uint64_t now() { return g.timer.now(); }
 
@@ -104,42 +114,83 @@ PROF_HOT void call_end(ThreadState* ts) { ts->in_call = false; }
 // before the timer read, its enter after; cleared once its record is
 // committed. Up to three 64-bit stores on entry, one on return; the heartbeat
 // thread and a salvaging reader see what the thread is inside.
-PROF_HOT void call_enter(ThreadState* ts, uint16_t func, void* return_address, int32_t peer,
-                         int32_t tag, uint32_t comm, uint32_t extra) {
+//
+// PROF_NO_IN_FLIGHT (CMake PROF_BENCH_NO_IN_FLIGHT, off by default, for
+// bench/ only) compiles these stores out, to measure what making calls
+// visible in flight costs; such a shim leaves no call in flight in a killed
+// rank's trace.
+// The slot's site and function word. x86-64 user-space code lies below 2^47
+// (higher addresses come only from explicit mmap hints, never from loading
+// code), so the return address needs no mask there.
+PROF_HOT uint64_t site_func(uint16_t func, void* return_address) {
+  const uint64_t site = reinterpret_cast<uint64_t>(return_address);
+#if defined(__x86_64__)
+  return site | (uint64_t{func} << 48);
+#else
+  return (site & format::kSiteMask) | (uint64_t{func} << 48);
+#endif
+}
+// call_enter returns the slot for call_entered (kept in a register, not
+// reloaded from ts after the stores).
+#ifndef PROF_NO_IN_FLIGHT
+PROF_HOT format::InFlightSlot* call_enter(ThreadState* ts, uint16_t func, void* return_address,
+                                          int32_t peer, int32_t tag, uint32_t comm,
+                                          uint32_t extra) {
   format::InFlightSlot* s = ts->slot;
-  s->site_func = (reinterpret_cast<uint64_t>(return_address) & format::kSiteMask) |
-                 (uint64_t{func} << 48);
+  s->site_func = site_func(func, return_address);
   const uint64_t peer_tag = uint64_t{static_cast<uint32_t>(peer)} |
                             (uint64_t{static_cast<uint32_t>(tag)} << 32);
   const uint64_t comm_extra = uint64_t{comm} | (uint64_t{extra} << 32);
   std::memcpy(&s->peer, &peer_tag, 8);
   std::memcpy(&s->comm, &comm_extra, 8);
+  return s;
 }
 // Calls whose kind has no peer, communicator or request (readers look at the
 // other fields by kind): the site and function alone, one store less each way.
-PROF_HOT void call_enter_plain(ThreadState* ts, uint16_t func, void* return_address) {
-  ts->slot->site_func = (reinterpret_cast<uint64_t>(return_address) & format::kSiteMask) |
-                        (uint64_t{func} << 48);
+PROF_HOT format::InFlightSlot* call_enter_plain(ThreadState* ts, uint16_t func,
+                                                void* return_address) {
+  format::InFlightSlot* s = ts->slot;
+  s->site_func = site_func(func, return_address);
+  return s;
 }
 // The enter time goes last: a reader seeing it sees the facts too. (Raw
 // times are counters since boot or the epoch, never 0, which means "none".)
-PROF_HOT void call_entered(ThreadState* ts, uint64_t t0) {
-  __atomic_store_n(&ts->slot->enter, t0, __ATOMIC_RELEASE);
+PROF_HOT void call_entered(format::InFlightSlot* slot, uint64_t t0) {
+  __atomic_store_n(&slot->enter, t0, __ATOMIC_RELEASE);
 }
+#else
+PROF_HOT format::InFlightSlot* call_enter(ThreadState*, uint16_t, void*, int32_t, int32_t,
+                                          uint32_t, uint32_t) {
+  return nullptr;
+}
+PROF_HOT format::InFlightSlot* call_enter_plain(ThreadState*, uint16_t, void*) { return nullptr; }
+PROF_HOT void call_entered(format::InFlightSlot*, uint64_t) {}
+#endif
 // The facts call_enter stored and the enter time, read back after the call
 // (the wrapper keeps them in the slot, not in registers across MPI's call).
 // Only this thread writes its slot, so these are the values it stored.
+// `entered` holds the same values: what the wrapper uses when the slot
+// stores are compiled out (then they stay live across the call).
 struct EnteredCall {
   uint64_t t0;
   int32_t peer;
   int32_t tag;
   uint32_t comm;
 };
-PROF_HOT EnteredCall entered_call(const ThreadState* ts) {
+#ifndef PROF_NO_IN_FLIGHT
+PROF_HOT EnteredCall entered_call(const ThreadState* ts, const EnteredCall&) {
   const format::InFlightSlot* s = ts->slot;
   return {__atomic_load_n(&s->enter, __ATOMIC_RELAXED), s->peer, s->tag, s->comm};
 }
+PROF_HOT uint64_t entered_time(const ThreadState* ts, uint64_t) {
+  return __atomic_load_n(&ts->slot->enter, __ATOMIC_RELAXED);
+}
 PROF_HOT void call_done(ThreadState* ts) { __atomic_store_n(&ts->slot->enter, 0, __ATOMIC_RELEASE); }
+#else
+PROF_HOT uint64_t entered_time(const ThreadState*, uint64_t t0) { return t0; }
+PROF_HOT EnteredCall entered_call(const ThreadState*, const EnteredCall& entered) { return entered; }
+PROF_HOT void call_done(ThreadState*) {}
+#endif
 
 // Markers.
 PROF_HOT bool is_marker_tag(int tag) { return (static_cast<uint32_t>(tag) >> 24) == 0xAAu &&
@@ -148,12 +199,13 @@ void on_raw_marker(int tag, void* return_address);
 
 // Byte counts. MPICH builtin datatypes carry their size in the handle; derived
 // ones ask MPI (rare on hot paths that matter).
+// Out of line and cold, so that the wrappers keep their arguments in
+// argument registers across it (see attach_thread).
+[[gnu::noinline, gnu::cold]] uint64_t derived_type_size(MPI_Datatype t);
 PROF_HOT uint64_t type_size(MPI_Datatype t) {
   const uint32_t h = static_cast<uint32_t>(t);
-  if ((h >> 30) == 1u && t != MPI_DATATYPE_NULL) return (h >> 8) & 0xFFu;
-  MPI_Count size = 0;
-  if (t == MPI_DATATYPE_NULL || PMPI_Type_size_c(t, &size) != MPI_SUCCESS || size < 0) return 0;
-  return static_cast<uint64_t>(size);
+  if (__builtin_expect((h >> 30) == 1u && t != MPI_DATATYPE_NULL, 1)) return (h >> 8) & 0xFFu;
+  return derived_type_size(t);
 }
 PROF_HOT uint64_t type_bytes(uint64_t count, MPI_Datatype t) { return count * type_size(t); }
 template <class Count>

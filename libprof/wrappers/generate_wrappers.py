@@ -353,19 +353,27 @@ def gen_wrapper(fid, name, ret, args, facts):
             out.append(f'  const uint64_t prof_bytes = {bytes_expr(facts["bytes"], comm)};')
 
     if kind in ('Other', 'RequestOp'):
-        out.append(f'  prof::shim::call_enter_plain(ts, {fid}, __builtin_return_address(0));')
+        out.append(f'  prof::format::InFlightSlot* const prof_slot = '
+                   f'prof::shim::call_enter_plain(ts, {fid}, __builtin_return_address(0));')
     else:
-        out.append(f'  prof::shim::call_enter(ts, {fid}, __builtin_return_address(0), '
+        out.append(f'  prof::format::InFlightSlot* const prof_slot = '
+                   f'prof::shim::call_enter(ts, {fid}, __builtin_return_address(0), '
                    f'{", ".join(in_flight_facts(kind, facts))});')
     out.append('  const uint64_t t0 = prof::shim::now();')
-    out.append('  prof::shim::call_entered(ts, t0);')
+    out.append('  prof::shim::call_entered(prof_slot, t0);')
     out.append(f'  const {ret} rc = {pname}({call_args(args, sub)});')
     out.append('  const uint64_t t1 = prof::shim::now();')
     rc_ok = 'rc == MPI_SUCCESS' if ret == 'int' else 'true'
-    rec = f'ts, {fid}, t0, t1, {rc_ok}'
-    if from_slot:
+    rec = f'ts, {fid}, prof_t0, t1, {rc_ok}'
+    if not from_slot:
+        # The enter time read back from the slot too: one register fewer
+        # kept across MPI's call.
+        out.append('  const uint64_t prof_t0 = prof::shim::entered_time(ts, t0);')
+    else:
         # What call_enter stored (in_flight_facts: the record's own values).
-        out.append('  const prof::shim::EnteredCall prof_in = prof::shim::entered_call(ts);')
+        slot_peer, slot_tag, slot_comm = in_flight_facts(kind, facts)[:3]
+        out.append(f'  const prof::shim::EnteredCall prof_in = prof::shim::entered_call(ts, '
+                   f'{{t0, {slot_peer}, {slot_tag}, {slot_comm}}});')
         rec = f'ts, {fid}, prof_in.t0, t1, {rc_ok}'
         peer, tag, comm = 'prof_in.peer', 'prof_in.tag', '(MPI_Comm)prof_in.comm'
         flags = '0'

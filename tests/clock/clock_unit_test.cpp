@@ -323,6 +323,27 @@ TEST(Timer, ShiftSetBeforeInitStillShowsInToNs) {
   EXPECT_NEAR(t.to_ns(s) - ref.to_ns(r), -3e9, 1e6);
 }
 
+// The TSC's bare inline read serves only an unshifted TSC: a shift set
+// before init still shows in its readings, and a timer re-initialized as
+// another kind reads that kind.
+TEST(Timer, TscShiftSetBeforeInitShowsInReadings) {
+  Timer ref, t;
+  INIT_OR_SKIP(ref, TimerKind::Tsc);
+  t.set_test_shift_ns(-3'000'000'000LL);
+  INIT_OR_SKIP(t, TimerKind::Tsc);
+  const uint64_t r = ref.now(), s = t.now();
+  EXPECT_NEAR(double(int64_t(s - r)) * t.ns_per_tick(), -3e9, 1e6);
+}
+
+TEST(Timer, ReinitFromTscReadsTheNewKind) {
+  Timer t;
+  INIT_OR_SKIP(t, TimerKind::Tsc);
+  ASSERT_TRUE(t.init(TimerKind::Monotonic, nullptr));
+  const uint64_t a = mono_ns(), ticks = t.now(), b = mono_ns();
+  EXPECT_GE(ticks, a);
+  EXPECT_LE(ticks, b);
+}
+
 TEST(Timer, UnusableKindLeavesTimerUnchanged) {
   Timer t;
   ASSERT_TRUE(t.init(TimerKind::Gettimeofday, nullptr));
