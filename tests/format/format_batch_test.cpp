@@ -273,6 +273,7 @@ TEST(FormatBatch, EveryKindInSmallAndLargeChunksEveryVersion) {
       expect_batch_equals_next(path, &events);
       EXPECT_EQ(events, 3000u);
     }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(FormatBatch, UnsealedCrcDamagedAndCorruptedChunks) {
@@ -319,6 +320,7 @@ TEST(FormatBatch, UnsealedCrcDamagedAndCorruptedChunks) {
     bad_records += expect_batch_equals_next(path).bad_records;
   }
   EXPECT_GT(bad_records, 0u);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(FormatBatch, CallInFlightEndsTheStream) {
@@ -340,6 +342,7 @@ TEST(FormatBatch, CallInFlightEndsTheStream) {
   ASSERT_TRUE(t);
   ASSERT_EQ(t->in_flight().size(), 1u);
   expect_batch_equals_next(path);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(FormatBatch, SeveralStreamsOneEventABatch) {
@@ -349,6 +352,7 @@ TEST(FormatBatch, SeveralStreamsOneEventABatch) {
   ASSERT_TRUE(t);
   ASSERT_EQ(t->stream_count(), 3u);
   expect_batch_equals_next(path);
+  std::filesystem::remove_all(dir);
 }
 
 // Cursors that start inside the trace, as the window index and seeks make them.
@@ -384,6 +388,7 @@ TEST(FormatBatch, CursorsFromPositionsChunksAndTimes) {
     if (!want.empty()) want[0].chunk = got[0].chunk;
     expect_same(want, got);
   }
+  std::filesystem::remove_all(dir);
 }
 
 // next() and next_batch() mixed on one cursor read the trace once, in order.
@@ -407,6 +412,7 @@ TEST(FormatBatch, MixedWithNext) {
     }
   }
   expect_same(want, got);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
