@@ -24,15 +24,6 @@ using namespace prof::trace;
 using format::FuncKind;
 using Bytes = std::vector<unsigned char>;
 
-Bytes read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), {});
-}
-void write_file(const std::string& path, const Bytes& b) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-}
-
 // One decoded event with copies of its lists, and the chunk the cursor said
 // it starts in.
 struct Decoded {

@@ -27,15 +27,6 @@ using Bytes = std::vector<unsigned char>;
 
 constexpr uint32_t kWorld = 0x44000000u;
 
-Bytes read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), {});
-}
-void write_file(const std::string& path, const Bytes& b) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-}
-
 struct ChunkInfo {
   size_t off;
   format::ChunkHeader h;
