@@ -110,15 +110,6 @@ PROF_HOT ThreadState* call_begin() {
 }
 PROF_HOT void call_end(ThreadState* ts) { ts->in_call = false; }
 
-// The call in flight, in the thread's Live slot (trace_format.h): its facts
-// before the timer read, its enter after; cleared once its record is
-// committed. Up to three 64-bit stores on entry, one on return; the heartbeat
-// thread and a salvaging reader see what the thread is inside.
-//
-// PROF_NO_IN_FLIGHT (CMake PROF_BENCH_NO_IN_FLIGHT, off by default, for
-// bench/ only) compiles these stores out, to measure what making calls
-// visible in flight costs; such a shim leaves no call in flight in a killed
-// rank's trace.
 // The slot's site and function word. x86-64 user-space code lies below 2^47
 // (higher addresses come only from explicit mmap hints, never from loading
 // code), so the return address needs no mask there.
@@ -130,8 +121,18 @@ PROF_HOT uint64_t site_func(uint16_t func, void* return_address) {
   return (site & format::kSiteMask) | (uint64_t{func} << 48);
 #endif
 }
+
+// The call in flight, in the thread's Live slot (trace_format.h): its facts
+// before the timer read, its enter after; cleared once its record is
+// committed. Up to three 64-bit stores on entry, one on return; the heartbeat
+// thread and a salvaging reader see what the thread is inside.
 // call_enter returns the slot for call_entered (kept in a register, not
 // reloaded from ts after the stores).
+//
+// PROF_NO_IN_FLIGHT (CMake PROF_BENCH_NO_IN_FLIGHT, off by default, for
+// bench/ only) compiles these stores out, to measure what making calls
+// visible in flight costs; such a shim leaves no call in flight in a killed
+// rank's trace.
 #ifndef PROF_NO_IN_FLIGHT
 PROF_HOT format::InFlightSlot* call_enter(ThreadState* ts, uint16_t func, void* return_address,
                                           int32_t peer, int32_t tag, uint32_t comm,
