@@ -4,9 +4,12 @@
 #include "mapped_array.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace prof::test {
 namespace {
@@ -51,6 +54,46 @@ TEST(MappedArray, KeepsItsElementsAcrossHeapMappingGrowthEraseAndShrink) {
   EXPECT_EQ(moved.capacity(), 0u);
   moved.push_back(Entry{1, 2, 3});
   EXPECT_EQ(moved[0].third, 3u);
+}
+
+// Pages made present ahead of push_back stay within a step (2 MiB) of what
+// the list holds, not the room its last doubling reserved; appending after
+// erase, resize and shrink goes on where the list ends.
+TEST(MappedArray, PresentPagesStayWithinAStepOfTheElements) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto resident_bytes = [&](const MappedArray<uint64_t>& list) {
+    const size_t bytes = list.capacity() * sizeof(uint64_t);
+    std::vector<unsigned char> present((bytes + page - 1) / page);
+    EXPECT_EQ(mincore(const_cast<uint64_t*>(list.data()), bytes, present.data()), 0);
+    size_t n = 0;
+    for (unsigned char p : present) n += p & 1;
+    return n * page;
+  };
+  constexpr size_t kStep = size_t{2} << 20;
+  MappedArray<uint64_t> list;
+  // Just past a doubling: 8.4 MB held in a 16 MiB mapping.
+  constexpr uint64_t kCount = (size_t{8} << 20) / sizeof(uint64_t) + 50000;
+  for (uint64_t i = 0; i < kCount; ++i) list.push_back(i);
+  ASSERT_GE(list.capacity(), 2 * kCount - 100000);
+  // (Twice the step: where transparent huge pages are on for every mapping,
+  // the kernel may fault in up to 2 MiB around the step's end.)
+  EXPECT_LE(resident_bytes(list), kCount * sizeof(uint64_t) + 2 * kStep);
+  EXPECT_GE(resident_bytes(list), kCount * sizeof(uint64_t));
+  list.erase(list.begin() + 1000, list.end());
+  for (uint64_t i = 0; i < 10; ++i) list.push_back(kCount + i);
+  list.resize(3 * kCount);  // past what was made present
+  for (uint64_t i = 0; i < 10; ++i) list.push_back(5 * kCount + i);
+  list.shrink_to_fit();
+  for (uint64_t i = 0; i < 10; ++i) list.push_back(7 * kCount + i);
+  ASSERT_EQ(list.size(), 3 * kCount + 20);
+  for (uint64_t i = 0; i < 1000; ++i) ASSERT_EQ(list[i], i);
+  for (uint64_t i = 0; i < 10; ++i) {
+    ASSERT_EQ(list[1000 + i], kCount + i);
+    ASSERT_EQ(list[3 * kCount + i], 5 * kCount + i);
+    ASSERT_EQ(list[3 * kCount + 10 + i], 7 * kCount + i);
+  }
+  EXPECT_EQ(list[1010], 0u);
+  EXPECT_EQ(list[3 * kCount - 1], 0u);
 }
 
 // A short list stays on the heap and behaves the same.
