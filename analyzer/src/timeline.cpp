@@ -23,7 +23,10 @@
 //     makes one call at a time), so a range's calls are found by binary search.
 //   - Every block but a row's last holds exactly kBlockRecords records.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
@@ -75,35 +78,72 @@ TimelineKind kind_of(FuncKind k) {
 }
 
 bool Impl::spill(const uint8_t* data, size_t size, uint64_t* offset) {
-  std::lock_guard lock(spill_mutex);
-  if (spill_fd < 0) {
-    std::string dir = options.spill_dir;
-    if (dir.empty()) {
-      const char* tmp = std::getenv("TMPDIR");
-      dir = tmp && *tmp ? tmp : "/tmp";
+  uint64_t at;
+  {
+    // Only the file's room is taken under the lock: threads write their
+    // ranges at the same time.
+    std::lock_guard lock(spill_mutex);
+    if (spill_fd < 0) {
+      std::string dir = options.spill_dir;
+      if (dir.empty()) {
+        const char* tmp = std::getenv("TMPDIR");
+        dir = tmp && *tmp ? tmp : "/tmp";
+      }
+      std::string path = dir + "/prof-timeline-XXXXXX";
+      spill_fd = mkstemp(path.data());
+      if (spill_fd < 0) return false;
+      unlink(path.c_str());  // gone with the last descriptor
     }
-    std::string path = dir + "/prof-timeline-XXXXXX";
-    spill_fd = mkstemp(path.data());
-    if (spill_fd < 0) return false;
-    unlink(path.c_str());  // gone with the last descriptor
+    at = spill_end;
+    spill_end += size;
   }
   const char* p = reinterpret_cast<const char*>(data);
   size_t done = 0;
   while (done < size) {
-    const ssize_t n = pwrite(spill_fd, p + done, size - done, static_cast<off_t>(spill_end + done));
+    const ssize_t n = pwrite(spill_fd, p + done, size - done, static_cast<off_t>(at + done));
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     done += static_cast<size_t>(n);
   }
-  *offset = spill_end;
-  spill_end += size;
+  *offset = at;
   return true;
+}
+
+void SpillStage::release() {
+  if (buffer) ::munmap(buffer, kStageBytes);
+  buffer = nullptr;
+}
+
+void Impl::flush(SpillStage& stage) {
+  if (stage.blocks.empty()) return;
+  uint64_t base = 0;
+  const bool written = spill(stage.buffer, stage.used, &base);
+  if (!written) {
+    std::lock_guard lock(warnings_mutex);
+    if (!spill_failed) warning_list.push_back("timeline: cannot write the spill file; records stay in memory");
+    spill_failed = true;
+  }
+  for (const auto& [row, b] : stage.blocks) {
+    std::unique_lock lock(row->mutex);
+    BlockInfo& info = row->blocks[b];
+    if (written) {
+      info.file_offset = base + static_cast<uint64_t>(info.staged - stage.buffer);
+    } else {  // no room on disk: memory it is
+      info.packed.reset(new uint8_t[info.packed_bytes]);
+      std::memcpy(info.packed.get(), info.staged, info.packed_bytes);
+      memory_used.fetch_add(info.packed_bytes, std::memory_order_relaxed);
+    }
+    info.staged = nullptr;
+  }
+  stage.blocks.clear();
+  stage.used = 0;
 }
 
 const Record* Impl::block_records(const Row& row, size_t b, std::vector<Record>& buffer) const {
   const BlockInfo& info = row.blocks[b];
   buffer.resize(info.count);
-  if (info.packed) {
-    packing::unpack(info.packed.get(), info.count, buffer.data());
+  if (info.packed || info.staged) {
+    packing::unpack(info.packed ? info.packed.get() : info.staged, info.count, buffer.data());
     return buffer.data();
   }
   thread_local std::vector<uint8_t> bytes;
@@ -122,8 +162,9 @@ const Record* Impl::block_records(const Row& row, size_t b, std::vector<Record>&
   return buffer.data();
 }
 
-// Publishes a row's pending records as one block (caller: the row's builder).
-void Impl::publish(Row& row) {
+// Publishes a row's pending records as one block (caller: the row's builder,
+// whose stage takes the block when the memory budget is spent).
+void Impl::publish(Row& row, SpillStage& stage) {
   if (row.pending.empty()) return;
   const uint32_t count = static_cast<uint32_t>(row.pending.size());
   BlockInfo info;
@@ -134,17 +175,22 @@ void Impl::publish(Row& row) {
   packing::pack(row.pending.data(), count, packed);
   info.packed_bytes = static_cast<uint32_t>(packed.size());
   const uint64_t bytes = packed.size();
-  bool in_memory = memory_used.load(std::memory_order_relaxed) + bytes <= options.memory_bytes;
-  if (!in_memory && !spill(packed.data(), packed.size(), &info.file_offset)) {
-    in_memory = true;  // no room on disk: memory it is
-    std::lock_guard lock(warnings_mutex);
-    if (!spill_failed) warning_list.push_back("timeline: cannot write the spill file; records stay in memory");
-    spill_failed = true;
-  }
+  const bool in_memory = memory_used.load(std::memory_order_relaxed) + bytes <= options.memory_bytes;
   if (in_memory) {
     info.packed.reset(new uint8_t[packed.size()]);
     std::copy(packed.begin(), packed.end(), info.packed.get());
     memory_used.fetch_add(bytes, std::memory_order_relaxed);
+  } else {
+    // (A packed block is at most kHeaderBytes + 64 KiB: it fits a stage.)
+    if (stage.used + packed.size() > SpillStage::kStageBytes) flush(stage);
+    if (!stage.buffer) {
+      void* p = ::mmap(nullptr, SpillStage::kStageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      stage.buffer = static_cast<uint8_t*>(p);
+    }
+    info.staged = stage.buffer + stage.used;
+    std::memcpy(stage.buffer + stage.used, packed.data(), packed.size());
+    stage.used += packed.size();
   }
   std::unique_lock lock(row.mutex);
   for (const auto& [index, value] : row.pending_durations) row.big_durations[index] = value;
@@ -155,6 +201,7 @@ void Impl::publish(Row& row) {
                             row.has_published_leave, row.published_leave);
   const int64_t max_leave = row.blocks.empty() ? block_leave : std::max(block_leave, row.blocks.back().max_leave);
   info.max_leave = max_leave;
+  if (info.staged) stage.blocks.emplace_back(&row, row.blocks.size());
   row.blocks.push_back(std::move(info));
   row.count += count;
   lock.unlock();
@@ -333,7 +380,7 @@ struct RankBuilder {
     r.pending.push_back(rec);
     has_record = true;
     remember_last(e.stream);
-    if (r.pending.size() == kBlockRecords) tl.publish(r);
+    if (r.pending.size() == kBlockRecords) tl.publish(r, stage);
   }
   void remember_last(uint32_t stream) {
     const size_t slot = tl.stream_slot(index, stream);
@@ -433,6 +480,7 @@ struct RankBuilder {
   void root_ended(double t) { of_row(executions, tl.first_row[index])[0].end = t - tl.t_first; }
 
   const Event* current = nullptr;
+  SpillStage stage;
 
   // Streams the rank; false when cancelled.
   bool run() {
@@ -444,12 +492,17 @@ struct RankBuilder {
       has_record = false;
       interp.process(e, interp.global(e.enter), *this);
       if ((++n & 4095) == 0) {
-        if (tl.cancel_flag.load(std::memory_order_relaxed)) return false;
+        if (tl.cancel_flag.load(std::memory_order_relaxed)) {
+          tl.flush(stage);  // (queries may still read what was published)
+          return false;
+        }
         tl.report_progress();
       }
     }
     intervals.finish(*this);
-    for (uint32_t r = tl.first_row[index]; r < tl.first_row[index + 1]; ++r) tl.publish(*tl.rows[r]);
+    for (uint32_t r = tl.first_row[index]; r < tl.first_row[index + 1]; ++r) tl.publish(*tl.rows[r], stage);
+    tl.flush(stage);
+    stage.release();
     // What waits for pairing, without the slack of growth (other ranks are
     // still being built: this is the build's peak).
     for (auto& l : sent) l.shrink_to_fit();
