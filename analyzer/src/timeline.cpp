@@ -6,7 +6,8 @@
 //   32-byte record appended to its row (rank, stream); every kBlockRecords
 //   records the row publishes a block under its lock: the block, packed
 //   (packing::pack), joins the row's block list (in memory while
-//   TimelineOptions::memory_bytes allows, else written to the spill file),
+//   TimelineOptions::memory_bytes allows, else gathered in the thread's
+//   SpillStage and written to the spill file with its neighbours),
 //   and its calls are added to the pyramid's
 //   leaves, whose ancestors are then recomputed. So a query, holding a row's
 //   lock shared, always sees whole blocks and a consistent pyramid.

@@ -655,6 +655,47 @@ TEST(Timeline, QueriesWhileBuildingSeeConsistentParts) {
   EXPECT_TRUE(std::is_sorted(progress.begin(), progress.end()));
 }
 
+// With every block spilled and two build threads, what a query lists while
+// the build runs is each row's first calls exactly as written (blocks read
+// from a thread's unwritten stage or from the file), and all of them at the end.
+TEST(Timeline, SpilledCallsListedWhileBuildingAreThoseWritten) {
+  RingTrace trace(4, 6000);
+  std::string error;
+  TimelineOptions options;
+  options.threads = 2;
+  options.memory_bytes = 0;
+  auto tl = Timeline::open(trace.dir(), &error, options);
+  ASSERT_TRUE(tl) << error;
+  // Whether the listing is a prefix of what was written (all of it when `all`).
+  auto listed_as_written = [&](bool all) {
+    for (size_t row = 0; row < 5; ++row) {
+      const auto calls = tl->calls(row, -INFINITY, INFINITY);
+      const auto& want = trace.written(row);
+      if (calls.size() > want.size() || (all && calls.size() != want.size())) {
+        ADD_FAILURE() << "row " << row << ": " << calls.size() << " calls listed, " << want.size() << " written";
+        return false;
+      }
+      for (size_t i = 0; i < calls.size(); ++i)
+        if (calls[i].enter != want[i].enter || calls[i].leave() != want[i].leave) {
+          ADD_FAILURE() << "row " << row << " call " << i << " differs";
+          return false;
+        }
+    }
+    return true;
+  };
+  std::thread builder([&] { tl->build(); });
+  for (;;) {
+    const bool done = tl->complete();  // before listing: a complete listing must follow
+    if (!listed_as_written(done)) {
+      tl->cancel();
+      break;
+    }
+    if (done) break;
+    std::this_thread::yield();
+  }
+  builder.join();
+}
+
 TEST(Timeline, CancelStopsTheBuild) {
   RingTrace trace(2, 20000);
   uint64_t total = 0;
