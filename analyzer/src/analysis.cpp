@@ -19,7 +19,9 @@ constexpr uint32_t kBytesKinds = kind_bit(FuncKind::Send) | kind_bit(FuncKind::R
                                  kind_bit(FuncKind::IAllToAll);
 }  // namespace
 
-bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leave) {
+// Inlined into the interpreter's call dispatch (its only caller, instantiated
+// below in Engine::decode): a call's frame once, not twice.
+[[gnu::always_inline]] inline bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leave) {
   if (!r.intervals.call(fi, enter, leave, *this)) return false;
   NodeAcc& a = r.acc[r.node(e.stream)];
   // Counted with its part inside the window (all of it without one).
