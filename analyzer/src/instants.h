@@ -161,17 +161,16 @@ class InstantSets {
     spans.push_back(Span{from, to, kind});
   }
   // From time t on, the rank's open executions are those of `context`.
-  void set_context(double t, uint32_t context) {
-    Context& last = contexts_.back();
-    if (t <= last.from) {
-      if (contexts_.size() - first_ > 1 && contexts_[contexts_.size() - 2].context == context) {
-        contexts_.pop_back();  // back to what it was: no zero-length context
-      } else {
-        last.context = context;
-      }
+  // (Inline, its rare paths out of line: it runs at every marker.)
+  [[gnu::always_inline]] void set_context(double t, uint32_t context) {
+    const Context& last = contexts_.back();
+    if (t <= last.from) [[unlikely]] {
+      replace_last_context(context);
       return;
     }
-    if (last.context != context) contexts_.push_back(Context{t, context});
+    if (last.context == context) return;
+    if (contexts_.size() == contexts_.capacity()) [[unlikely]] grow_contexts();
+    contexts_.push_back(Context{t, context});
   }
 
   // Credits every instant before `upto`: credit(context, length) with
@@ -342,6 +341,16 @@ class InstantSets {
       if (lane.spans.size() > lane.head) earliest_ = std::min(earliest_, lane.spans[lane.head].from);
     }
   }
+
+  // A change at or before the last one's start replaces it.
+  [[gnu::noinline]] void replace_last_context(uint32_t context) {
+    if (contexts_.size() - first_ > 1 && contexts_[contexts_.size() - 2].context == context) {
+      contexts_.pop_back();  // back to what it was: no zero-length context
+    } else {
+      contexts_.back().context = context;
+    }
+  }
+  [[gnu::noinline, gnu::cold]] void grow_contexts() { contexts_.reserve(contexts_.capacity() * 2 + 16); }
 
   // A context and the start of the next one (during a sweep every context
   // has a next one: the +inf one at the end).
