@@ -19,7 +19,9 @@ constexpr uint32_t kBytesKinds = kind_bit(FuncKind::Send) | kind_bit(FuncKind::R
                                  kind_bit(FuncKind::IAllToAll);
 }  // namespace
 
-bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leave) {
+// Inlined into the interpreter's call dispatch (its only caller, instantiated
+// below in Engine::decode): a call's frame once, not twice.
+[[gnu::always_inline]] inline bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leave) {
   if (!r.intervals.call(fi, enter, leave, *this)) return false;
   NodeAcc& a = r.acc[r.node(e.stream)];
   // Counted with its part inside the window (all of it without one).
@@ -57,11 +59,23 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
   const double end = win_end_;
   bool has_ev = r.has_ev;
   double ev_enter = r.ev_enter;
+  // The batch walked by pointer (Rank::advance() at its end only).
+  const Event* ev = r.ev;
+  const Event* batch_end = r.batch.data() + r.batch.size();
   while (has_ev && ev_enter < end && n < cap) {
-    r.interp.process(*r.ev, ev_enter, h);
+    r.interp.process(*ev, ev_enter, h);
     ++n;
-    has_ev = r.advance();
-    if (has_ev) ev_enter = r.interp.global(r.ev->enter);
+    if (++ev == batch_end) {
+      r.batch_next = r.batch.size();
+      has_ev = r.advance();
+      ev = r.ev;
+      batch_end = r.batch.data() + r.batch.size();
+    }
+    if (has_ev) ev_enter = r.interp.global(ev->enter);
+  }
+  if (has_ev) {
+    r.ev = ev;
+    r.batch_next = static_cast<size_t>(ev - r.batch.data()) + 1;
   }
   r.has_ev = has_ev;
   r.ev_enter = ev_enter;

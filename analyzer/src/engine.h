@@ -402,6 +402,7 @@ struct alignas(64) Rank {
     instants.sweep(upto, [this](uint32_t context, const double* length) {
       auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
       const auto* add = reinterpret_cast<const TwoLevels*>(length);
+#pragma GCC unroll 8
       for (int l = 0; l < kLevels / 2; ++l) into[l] += add[l];
     });
   }

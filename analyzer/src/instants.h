@@ -161,17 +161,16 @@ class InstantSets {
     spans.push_back(Span{from, to, kind});
   }
   // From time t on, the rank's open executions are those of `context`.
-  void set_context(double t, uint32_t context) {
-    Context& last = contexts_.back();
-    if (t <= last.from) {
-      if (contexts_.size() - first_ > 1 && contexts_[contexts_.size() - 2].context == context) {
-        contexts_.pop_back();  // back to what it was: no zero-length context
-      } else {
-        last.context = context;
-      }
+  // (Inline, its rare paths out of line: it runs at every marker.)
+  [[gnu::always_inline]] void set_context(double t, uint32_t context) {
+    const Context& last = contexts_.back();
+    if (t <= last.from) [[unlikely]] {
+      replace_last_context(context);
       return;
     }
-    if (last.context != context) contexts_.push_back(Context{t, context});
+    if (last.context == context) return;
+    if (contexts_.size() == contexts_.capacity()) [[unlikely]] grow_contexts();
+    contexts_.push_back(Context{t, context});
   }
 
   // Credits every instant before `upto`: credit(context, length) with
@@ -208,6 +207,13 @@ class InstantSets {
   struct Lane {
     std::vector<Span> spans;
     size_t head = 0, sorted = 0;
+  };
+
+  // Lengths gathered for one context during a sweep, per level (two to a
+  // vector), not yet handed out.
+  struct Gathered {
+    uint32_t context = kNoContext;
+    TwoLevels length[kLevels / 2] = {};
   };
 
   // A lane's spans arrive as a few runs each in order of start: the
@@ -264,10 +270,15 @@ class InstantSets {
   // increasing time, so each level walks the contexts with its own cursor.
   template <class F>
   void sweep_spans(double upto, F& credit) {
+    // A local, so that its lengths stay in registers while the credits'
+    // stores (through other pointers) go on.
+    Gathered gathered;
     double covered[kLevels];
     for (int l = 0; l < kLevels; ++l) covered[l] = -kInf;
     // The context in force at the current span's start, and where it ends.
-    ContextCursor at{first_, context_end(first_)};
+    // A last context that starts at +inf, for the sweep only, ends the walk.
+    contexts_.push_back(Context{kInf, kNoContext});
+    ContextCursor at = cursor_at(contexts_.data() + first_);
     // Each lane is sorted by start: its spans before `upto` are a prefix
     // [pos, end), merged across lanes by their heads (a drained lane's head
     // is +inf: no span starts there). A span that runs past `upto` leaves its
@@ -299,18 +310,23 @@ class InstantSets {
       const Span* p = pos[k];
       const Span* const lane_end = end[k];
       do {
-        Span s = *p++;
-        while (at.end <= s.from) at = ContextCursor{at.index + 1, context_end(at.index + 1)};
-        if (s.to > upto) {
-          remainders_[k].push_back(Span{upto, s.to, s.kind});
-          s.to = upto;
+        // (Field by field: a copy of the whole Span went through the stack.)
+        const double from = p->from;
+        double to = p->to;
+        const SpanKind kind = p->kind;
+        ++p;
+        while (at.end <= from) at = cursor_at(at.context + 1);
+        if (to > upto) {
+          remainders_[k].push_back(Span{upto, to, kind});
+          to = upto;
         }
-        add_to_levels(s, covered, at, credit);
+        add_to_levels(from, to, kind, covered, at, gathered, credit);
       } while (p < lane_end && p->from < below && p->from <= upto_ties);
       pos[k] = p;
       head[k] = p < lane_end ? p->from : kInf;
     }
-    credit_gathered(credit);
+    credit_gathered(gathered, credit);
+    contexts_.pop_back();
     earliest_ = kInf;
     for (int k = 0; k < kLanes; ++k) {
       Lane& lane = lanes_[k];
@@ -326,42 +342,51 @@ class InstantSets {
     }
   }
 
-  // A context and the start of the next one (+inf for the last).
+  // A change at or before the last one's start replaces it.
+  [[gnu::noinline]] void replace_last_context(uint32_t context) {
+    if (contexts_.size() - first_ > 1 && contexts_[contexts_.size() - 2].context == context) {
+      contexts_.pop_back();  // back to what it was: no zero-length context
+    } else {
+      contexts_.back().context = context;
+    }
+  }
+  [[gnu::noinline, gnu::cold]] void grow_contexts() { contexts_.reserve(contexts_.capacity() * 2 + 16); }
+
+  // A context and the start of the next one (during a sweep every context
+  // has a next one: the +inf one at the end).
   struct ContextCursor {
-    size_t index;
+    const Context* context;
     double end;
   };
-  double context_end(size_t index) const {
-    return index + 1 < contexts_.size() ? contexts_[index + 1].from : kInf;
-  }
+  static ContextCursor cursor_at(const Context* c) { return ContextCursor{c, c[1].from}; }
 
-  // What span s adds to each union it belongs to (levels kind..3, nested, or
+  // What a span adds to each union it belongs to (levels kind..3, nested, or
   // its own level for MPI and Start): the part beyond where that union
   // reaches. Those marks grow with the level, so the new pieces of the
   // levels share their end and start no earlier from level to level; levels
   // whose pieces start together are credited in one walk of the contexts.
   template <class F>
-  void add_to_levels(const Span& s, double* covered, ContextCursor at, F& credit) {
-    const int last_level = s.kind <= kAllToAllCallSpan ? kAllToAllCallSpan : s.kind;
-    const double to = s.to;
+  [[gnu::always_inline]] void add_to_levels(double span_from, double to, SpanKind kind, double* covered,
+                                            ContextCursor at, Gathered& gathered, F& credit) {
+    const int last_level = kind <= kAllToAllCallSpan ? kAllToAllCallSpan : kind;
     // The common case: no union of the span's levels reaches its start (the
     // highest reaches furthest), so it is new on all of them, as one piece.
-    if (covered[last_level] <= s.from) {
-      for (int g = s.kind; g <= last_level; ++g) covered[g] = to;
-      credit_piece(s.kind, last_level + 1, s.from, to, at, credit);
+    if (covered[last_level] <= span_from) {
+      for (int g = kind; g <= last_level; ++g) covered[g] = to;
+      credit_piece(kind, last_level + 1, span_from, to, at, gathered, credit);
       return;
     }
-    int l = s.kind;
+    int l = kind;
     while (l <= last_level) {
-      const double from = std::max(s.from, covered[l]);
+      const double from = std::max(span_from, covered[l]);
       if (to <= from) {
         ++l;
         continue;
       }
       int group_end = l + 1;
-      while (group_end <= last_level && std::max(s.from, covered[group_end]) == from) ++group_end;
+      while (group_end <= last_level && std::max(span_from, covered[group_end]) == from) ++group_end;
       for (int g = l; g < group_end; ++g) covered[g] = to;
-      credit_piece(l, group_end, from, to, at, credit);
+      credit_piece(l, group_end, from, to, at, gathered, credit);
       l = group_end;
     }
   }
@@ -369,11 +394,12 @@ class InstantSets {
   // Credits [a, b) of levels [level, level_end) to the contexts in force,
   // split where they change; `ci` is the one in force at or before a.
   template <class F>
-  void credit_piece(int level, int level_end, double a, double b, ContextCursor ci, F& credit) {
+  void credit_piece(int level, int level_end, double a, double b, ContextCursor ci, Gathered& gathered,
+                    F& credit) {
     for (;;) {
-      while (ci.end <= a) ci = ContextCursor{ci.index + 1, context_end(ci.index + 1)};
+      while (ci.end <= a) ci = cursor_at(ci.context + 1);
       const double end = std::min(b, ci.end);
-      gather(contexts_[ci.index].context, level, level_end, end - a, credit);
+      gather(ci.context->context, level, level_end, end - a, gathered, credit);
       if (!(end < b)) return;
       a = end;
     }
@@ -383,31 +409,26 @@ class InstantSets {
   // gathering is credited once, when it ends: every sum the sweep makes, and
   // its order, follows from the pieces alone.
   template <class F>
-  void gather(uint32_t context, int level, int level_end, double length, F& credit) {
+  [[gnu::always_inline]] void gather(uint32_t context, int level, int level_end, double length,
+                                     Gathered& gathered, F& credit) {
     if (context == kNoContext) return;
-    if (gathered_.context != context) {
-      credit_gathered(credit);
-      gathered_.context = context;
+    if (gathered.context != context) {
+      credit_gathered(gathered, credit);
+      gathered.context = context;
     }
     const TwoLevels piece = {length, length};
     const auto* weight = reinterpret_cast<const TwoLevels*>(kLevelWeights.of[level][level_end]);
-    auto* into = reinterpret_cast<TwoLevels*>(gathered_.length);
-    for (int l = 0; l < kLevels / 2; ++l) into[l] += piece * weight[l];
+#pragma GCC unroll 8
+    for (int l = 0; l < kLevels / 2; ++l) gathered.length[l] += piece * weight[l];
   }
   template <class F>
-  void credit_gathered(F& credit) {
-    if (gathered_.context == kNoContext) return;
-    credit(gathered_.context, static_cast<const double*>(gathered_.length));
-    gathered_ = Gathered{};
+  [[gnu::always_inline]] void credit_gathered(Gathered& gathered, F& credit) {
+    if (gathered.context == kNoContext) return;
+    credit(gathered.context, reinterpret_cast<const double*>(gathered.length));
+    gathered = Gathered{};
   }
 
   Lane lanes_[kLanes];
-  // Lengths credited to one context, per level, not yet handed out.
-  struct Gathered {
-    uint32_t context = kNoContext;
-    alignas(16) double length[kLevels] = {};
-  };
-  Gathered gathered_;
   std::vector<Span> remainders_[kLanes];
   std::vector<size_t> run_starts_;  // sort_lane's scratch
   std::vector<Span> merge_buffer_;

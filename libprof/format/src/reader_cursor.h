@@ -281,6 +281,25 @@ struct RankTrace::Cursor::Impl {
   [[gnu::always_inline]] inline bool scan(Prepared& r);
   template <bool kOwned = false>
   [[gnu::always_inline]] inline void fill(Event& e, const Prepared& r, uint8_t* groups = nullptr);
+  // The chunk context as a payload's decode reads and updates it.
+  struct ChunkContextRefs {
+    uint32_t& comm;
+    uint32_t& request_high;
+    uint8_t& avail;
+  };
+  struct PayloadReader;
+  // The members of a record of a fixed-size kind (any but Completion and
+  // RequestOp) at payload q; kOwned: resets the Event's stale groups.
+  template <bool kOwned>
+  [[gnu::always_inline]] inline void fill_fixed(Event& e, uint16_t kind, uint8_t flags, const uint8_t* q,
+                                                ChunkContextRefs context, uint8_t* groups);
+  // A batch's run: decodes records into out[n..max) (Events the cursor owns)
+  // while they are whole short-time records of fixed-size kinds, or
+  // Completions that no continuation may follow, within the current chunk;
+  // returns the new n. It stops before any other record (a list that may
+  // continue, a RequestOp, a long time, damage, the chunk's end), which
+  // scan() and fill() take.
+  [[gnu::always_inline]] inline size_t run_fixed(Event* out, uint8_t* groups, size_t n, size_t max);
   [[gnu::noinline, gnu::cold]] void bad_record(const uint8_t* at, int why, uint32_t detail);
   [[gnu::noinline, gnu::cold]] bool chunk_end();
   // At the stream's end: prepares its call in flight (Prepared::rec null),
@@ -474,6 +493,82 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
   }
 }
 
+// Reads the payload words as decode_fields asks for them; the chunk context
+// (the last full Comm and Request high half) through references, so that a
+// batch's run (run_fixed) keeps it in locals.
+struct RankTrace::Cursor::Impl::PayloadReader {
+  const uint8_t* q;
+  const uint8_t flags;
+  ChunkContextRefs context;
+  [[gnu::always_inline]] uint32_t word() {
+    const uint32_t v = load32(q);
+    q += 4;
+    return v;
+  }
+  [[gnu::always_inline]] void peer_tag(int32_t& peer, int32_t& tag) {
+    const uint32_t w = load32(q);
+    if (flags & format::kWidePeerTag) {
+      peer = static_cast<int32_t>(w);
+      tag = static_cast<int32_t>(load32(q + 4));
+      q += 8;
+    } else {
+      peer = format::packed_peer(w);
+      tag = format::packed_tag(w);
+      q += 4;
+    }
+  }
+  [[gnu::always_inline]] uint64_t bytes() {
+    if (flags & format::kWideBytes) {
+      const uint64_t v = load64(q);
+      q += 8;
+      return v;
+    }
+    return word();
+  }
+  [[gnu::always_inline]] uint32_t comm() {
+    if (flags & format::kSameComm) return context.comm;
+    context.comm = word();
+    context.avail |= format::kSameComm;
+    return context.comm;
+  }
+  [[gnu::always_inline]] void bytes_request(uint64_t& n, uint32_t& request) {
+    if (flags & format::kPackedRequest) {
+      const uint32_t w = word();
+      n = w & 0xFFFFu;
+      request = (context.request_high << 16) | (w >> 16);
+      return;
+    }
+    n = bytes();
+    request = word();
+    context.request_high = request >> 16;
+    context.avail |= format::kPackedRequest;
+  }
+};
+
+template <bool kOwned>
+inline void RankTrace::Cursor::Impl::fill_fixed(Event& e, uint16_t kind, uint8_t flags, const uint8_t* q,
+                                                ChunkContextRefs context, uint8_t* groups) {
+  using namespace format;
+  PayloadReader payload{q, flags, context};
+  // Every kind's fields as record_schema.h lists them.
+  const bool known = visit_kind(static_cast<FuncKind>(kind), [&]<FuncKind K>() __attribute__((always_inline)) {
+    if constexpr (K != FuncKind::Completion && K != FuncKind::RequestOp) {
+      if constexpr (kOwned) {
+        if (const uint8_t stale = *groups & ~kKindWholeGroups<K>) reset_groups(e, stale);
+        *groups = kKindGroups<K>;
+      }
+      decode_fields<K>(payload, e);
+      if constexpr (K == FuncKind::Marker) e.marker_begin = (flags & kMarkerBegin) != 0;
+    }
+  });
+  if (!known) {  // a newer writer's kind: payload skipped
+    if constexpr (kOwned) {
+      if (*groups) reset_groups(e, *groups);
+      *groups = 0;
+    }
+  }
+}
+
 template <bool kOwned>
 inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* groups) {
   using namespace format;
@@ -496,64 +591,17 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
   e.flags = flags & ~r.context_flags;  // kSameComm / kPackedRequest say nothing of the call
   e.stream = stream_id;
 
-  // Reads the payload words as decode_fields asks for them.
-  struct PayloadReader {
-    const uint8_t* q;
-    const uint8_t flags;
-    Impl& cursor;
-    [[gnu::always_inline]] uint32_t word() {
-      const uint32_t v = load32(q);
-      q += 4;
-      return v;
-    }
-    [[gnu::always_inline]] void peer_tag(int32_t& peer, int32_t& tag) {
-      const uint32_t w = load32(q);
-      if (flags & kWidePeerTag) {
-        peer = static_cast<int32_t>(w);
-        tag = static_cast<int32_t>(load32(q + 4));
-        q += 8;
-      } else {
-        peer = packed_peer(w);
-        tag = packed_tag(w);
-        q += 4;
-      }
-    }
-    [[gnu::always_inline]] uint64_t bytes() {
-      if (flags & kWideBytes) {
-        const uint64_t v = load64(q);
-        q += 8;
-        return v;
-      }
-      return word();
-    }
-    [[gnu::always_inline]] uint32_t comm() {
-      if (flags & kSameComm) return cursor.context_comm;
-      cursor.context_comm = word();
-      cursor.context_avail |= kSameComm;
-      return cursor.context_comm;
-    }
-    [[gnu::always_inline]] void bytes_request(uint64_t& n, uint32_t& request) {
-      if (flags & kPackedRequest) {
-        const uint32_t w = word();
-        n = w & 0xFFFFu;
-        request = (cursor.context_request_high << 16) | (w >> 16);
-        return;
-      }
-      n = bytes();
-      request = word();
-      cursor.context_request_high = request >> 16;
-      cursor.context_avail |= kPackedRequest;
-    }
-  } payload{q, flags, *this};
-
-  // Every kind's fields as record_schema.h lists them; Completion and
-  // RequestOp lists may continue in the next records.
-  const bool known = visit_kind(static_cast<FuncKind>(r.kind), [&]<FuncKind K>() __attribute__((always_inline)) {
+  // Completion and RequestOp lists may continue in the next records.
+  if (r.kind == static_cast<uint16_t>(FuncKind::Completion) ||
+      r.kind == static_cast<uint16_t>(FuncKind::RequestOp)) {
+    const FuncKind kind = static_cast<FuncKind>(r.kind);
     if constexpr (kOwned) {
-      if (const uint8_t stale = *groups & ~kKindWholeGroups<K>) reset_groups(e, stale);
-      *groups = kKindGroups<K>;
+      const bool completion = kind == FuncKind::Completion;
+      const uint8_t whole = completion ? kKindWholeGroups<FuncKind::Completion> : kKindWholeGroups<FuncKind::RequestOp>;
+      if (const uint8_t stale = *groups & ~whole) reset_groups(e, stale);
+      *groups = completion ? kKindGroups<FuncKind::Completion> : kKindGroups<FuncKind::RequestOp>;
     }
-    if constexpr (K == FuncKind::Completion) {
+    if (kind == FuncKind::Completion) {
       const size_t start = kOwned ? completion_used : 0;
       const size_t n = start + completions(q, r.avail, flags, start);
       const size_t stop = (flags & kContinuation) || !may_continue()
@@ -561,7 +609,7 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
                               : absorb_continuations(func, true, n);
       e.completions = std::span<const Completion>(completion_buffer.data() + start, stop - start);
       if constexpr (kOwned) completion_used = stop;
-    } else if constexpr (K == FuncKind::RequestOp) {
+    } else {
       const size_t start = kOwned ? request_used : 0;
       if (kOwned && request_buffer.size() < start + r.avail)
         request_buffer.resize(std::max(start + r.avail, request_buffer.size() * 2));
@@ -571,20 +619,85 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
                               : absorb_continuations(func, false, start + r.avail);
       e.requests = std::span<const uint32_t>(request_buffer.data() + start, stop - start);
       if constexpr (kOwned) request_used = stop;
-    } else {
-      decode_fields<K>(payload, e);
-      if constexpr (K == FuncKind::Marker) e.marker_begin = (flags & kMarkerBegin) != 0;
     }
-  });
-  if (!known) {  // a newer writer's kind: payload skipped
-    if constexpr (kOwned) {
-      if (*groups) reset_groups(e, *groups);
-      *groups = 0;
-    }
+  } else {
+    fill_fixed<kOwned>(e, r.kind, flags, q, ChunkContextRefs{context_comm, context_request_high, context_avail},
+                       groups);
   }
   backwards += enter < last_enter;
   last_enter = enter;
   if constexpr (!kOwned) ++events;  // a batch counts its events at once
+}
+
+// The common records decoded with the per-record state in locals: stores
+// into the Events (bytes among them) could alias the cursor's members, so
+// with members each record reloaded and stored them again.
+inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, size_t n, size_t max) {
+  using namespace format;
+  const uint8_t* at = p;
+  const uint8_t* const stop = end;
+  uint64_t time = chain, previous = last_enter, backwards_here = 0;
+  uint32_t comm = context_comm, request_high = context_request_high;
+  uint8_t avail = context_avail;
+  const FuncInfo* const table = kinds;
+  const size_t table_size = nkinds;
+  const uint32_t stream = stream_id;
+  while (n < max) {
+    const size_t left = static_cast<size_t>(stop - at);
+    if (left < 8) break;
+    const uint32_t w0 = load32(at);
+    // A zero header has no short-time bit either: scan() reports it.
+    if (!record_short_time(w0)) break;
+    const size_t nbytes = size_t{record_words(w0)} * 4;
+    if (nbytes > left) break;
+    const uint32_t func = w0 & 0xFFFFu;
+    const uint8_t flags = static_cast<uint8_t>(w0 >> 16);
+    const FuncInfo& info = func < table_size ? table[func]
+                         : func == kMarkerFuncId ? marker_info
+                                                 : undefined_info;
+    if (record_payload_words(w0) < info.need[flags]) break;
+    if (flags & info.context_flags & ~avail) break;
+    const bool completion = info.kind == static_cast<uint16_t>(FuncKind::Completion);
+    if (completion || info.kind == static_cast<uint16_t>(FuncKind::RequestOp)) [[unlikely]] {
+      // A Completion whose list is this record's alone (no continuation may
+      // follow within the chunk) and fits the entry buffer; others as fill() does.
+      if (!completion || (flags & kContinuation) || stop - (at + nbytes) < 8 ||
+          (load32(at + nbytes) & (uint32_t{kContinuation} << 16)) ||
+          completion_used + kCompletionMax > completion_buffer.size())
+        break;
+    }
+    const uint32_t w1 = load32(at + 4);
+    time += w1 & 0xFFFFu;
+    Event& e = out[n];
+    e.enter = time;
+    e.leave = time + (w1 >> 16);
+    e.func = static_cast<uint16_t>(func);
+    e.kind = static_cast<FuncKind>(info.kind);
+    e.flags = flags & ~info.context_flags;
+    e.stream = stream;
+    if (completion) [[unlikely]] {
+      constexpr FuncKind K = FuncKind::Completion;
+      if (const uint8_t stale = groups[n] & ~kKindWholeGroups<K>) reset_groups(e, stale);
+      groups[n] = kKindGroups<K>;
+      const size_t got = completions(at + 8, record_payload_words(w0), flags, completion_used);
+      e.completions = std::span<const Completion>(completion_buffer.data() + completion_used, got);
+      completion_used += got;
+    } else {
+      fill_fixed<true>(e, info.kind, flags, at + 8, ChunkContextRefs{comm, request_high, avail}, &groups[n]);
+    }
+    at += nbytes;
+    backwards_here += time < previous;
+    previous = time;
+    ++n;
+  }
+  p = at;
+  chain = time;
+  last_enter = previous;
+  backwards += backwards_here;
+  context_comm = comm;
+  context_request_high = request_high;
+  context_avail = avail;
+  return n;
 }
 
 }  // namespace prof::trace

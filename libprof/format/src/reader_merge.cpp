@@ -262,6 +262,9 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
   c.fill<true>(out[0], first, &groups[0]);
   if (!continued) {
     while (n < kBatchEvents) {
+      // The common records in a run; the one it stops at the general way.
+      n = c.run_fixed(out, groups, n, kBatchEvents);
+      if (n == kBatchEvents) break;
       Cursor::Impl::Prepared r;  // one per record, so that it can stay in registers
       if (!c.scan<true>(r)) break;
       if (r.kind == kCompletion || r.kind == kRequestOp) [[unlikely]] {
