@@ -120,7 +120,7 @@ void Engine::phase_collectives(unsigned w) {
     cancels.clear();
   }
   // Instances completed here give their other workers' members their
-  // figures in the second step (kEarlyResults), before this phase's decoding.
+  // figures in this phase (kEarlyResults), before those ranks settle.
   for (unsigned s = 0; s < workers_; ++s) {
     auto& box = coll_box(q, s, w);
     for (const CollRec& c : box) add_member(w, c, kEarlyResults);
@@ -129,23 +129,46 @@ void Engine::phase_collectives(unsigned w) {
   if (sweep_) sweep(w, kEarlyResults, false);
 }
 
-// The second step: those results, then the phase's window of events.
+// Then the phase's window of events.
 void Engine::phase_decode(unsigned w) {
   const int p = phase_ & 1;
-  for (unsigned o = 0; o < workers_; ++o) {
-    auto& box = result_box(kEarlyResults, o, w);
-    for (const ResultRec& rr : box) apply(rr);
-    box.clear();
-  }
+  bool early_taken = workers_ == 1;
   for (size_t i : worker_ranks_[w]) {
     Rank& r = *ranks_[i];
     decode(r, w, p, phase_);
+    if (!early_taken) {
+      take_early_results(w);
+      early_taken = true;
+    }
     r.settle_instants(std::min(frontier_, r.holds.oldest()));
   }
 }
 
 void Engine::publish_early(unsigned w) {
   for (unsigned d = 0; d < workers_; ++d) result_box(kEarlyResults, w, d).publish();
+  step_done_[w].phase.store(phase_, std::memory_order_release);
+}
+
+// The results the other workers' first steps posted to w's ranks (their own
+// ranks' they applied at once).
+void Engine::take_early_results(unsigned w) {
+  const uint64_t t0 = worker_stats_on_ ? monotonic_ns() : 0;
+  for (unsigned o = 0; o < workers_; ++o) {
+    if (o == w) continue;
+    for (unsigned spins = 0; step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
+      if (spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      } else {
+        std::this_thread::yield();
+      }
+    }
+    auto& box = result_box(kEarlyResults, o, w);
+    for (const ResultRec& rr : box) apply(rr);
+    box.clear();
+  }
+  if (worker_stats_on_) worker_stats_[w].handover_ns += monotonic_ns() - t0;
 }
 
 // What worker w wrote this phase becomes readable after the barrier.
@@ -307,6 +330,7 @@ void Engine::setup() {
   coll_boxes_ = std::vector<Box<CollRec>>(2 * workers_ * workers_);
   result_boxes_ = std::vector<Box<ResultRec>>(3 * workers_ * workers_);
   owners_.resize(workers_);
+  step_done_.reset(new StepDone[workers_]);
   if (t_first_ < kInf) win_end_ = t_first_ + delta_;
   if (from_index_) {
     restore_window_state();
@@ -496,7 +520,6 @@ Analysis Engine::run() {
   if (worker_stats_on_) setup_ns_ = monotonic_ns() - t_start;
 
   PhaseBarrier<PhaseEnd> bar(workers_, PhaseEnd{this});
-  PhaseBarrier<HandOver> handover(workers_, HandOver{});
   auto guarded = [&](auto&& step) {
     if (failed_.load()) return;
     try {
@@ -506,7 +529,7 @@ Analysis Engine::run() {
     }
   };
   // Waits at a barrier, counting where the time went when asked to.
-  auto wait_at = [&](auto& barrier, WorkerStats& stats, bool phase_end) {
+  auto wait_at = [&](auto& barrier, WorkerStats& stats) {
     if (!worker_stats_on_) {
       barrier.arrive_and_wait();
       return;
@@ -514,11 +537,11 @@ Analysis Engine::run() {
     const uint64_t t1 = monotonic_ns(), c1 = thread_cpu_ns();
     const bool last = barrier.arrive_and_wait();
     const uint64_t t2 = monotonic_ns(), c2 = thread_cpu_ns();
-    if (last && phase_end) {
+    if (last) {
       ++stats.last;
       stats.end_ns += t2 - t1;
     } else {
-      (phase_end ? stats.wait_ns : stats.handover_ns) += t2 - t1;
+      stats.wait_ns += t2 - t1;
       stats.wait_cpu_ns += c2 - c1;
       ++stats.waits[t2 - t1 < 10000 ? 0 : t2 - t1 < 100000 ? 1 : t2 - t1 < 1000000 ? 2 : 3];
     }
@@ -528,15 +551,13 @@ Analysis Engine::run() {
     const uint64_t t0 = worker_stats_on_ ? monotonic_ns() : 0, c0 = worker_stats_on_ ? thread_cpu_ns() : 0;
     while (!done_) {
       guarded([&] { phase_collectives(w); });
-      if (workers_ > 1) {
-        publish_early(w);
-        wait_at(handover, stats, false);
-      }
+      // (Also after a failure: the others wait for it.)
+      if (workers_ > 1) publish_early(w);
       guarded([&] { phase_decode(w); });
       publish(w);
       if (worker_stats_on_)
         for (size_t i : worker_ranks_[w]) stats.events += ranks_[i]->phase_events;
-      wait_at(bar, stats, true);
+      wait_at(bar, stats);
     }
     if (worker_stats_on_) {
       stats.total_ns = monotonic_ns() - t0;
@@ -572,7 +593,7 @@ void Engine::print_worker_stats() const {
     const uint64_t waits = s.wait_ns + s.handover_ns + s.end_ns;
     std::fprintf(stderr,
                  "  worker %u: ranks %zu, events %llu, busy %.3f s (CPU %.3f), waiting %.3f s at phase ends "
-                 "+ %.3f s at hand-overs (CPU %.3f; %llu/%llu/%llu/%llu under 10 us/100 us/1 ms/longer), "
+                 "+ %.3f s for the others' first steps (CPU %.3f; %llu/%llu/%llu/%llu under 10 us/100 us/1 ms/longer), "
                  "phase ends run %.3f s (last at %llu phases)\n",
                  w, worker_ranks_[w].size(), static_cast<unsigned long long>(s.events),
                  sec(s.total_ns - std::min(s.total_ns, waits)),

@@ -18,12 +18,15 @@
 //       has called (or has ended, for a rank cut short), the owner computes each
 //       member's PotentSync, CollectiveAll/AllToAll and TimeVariation and gives
 //       them back to the member's rank.
-//   With several workers a phase has two steps: first each worker takes its
-//   mailboxes and completes the instances whose last members arrived in
-//   them; a second barrier hands those results over; then every worker
-//   decodes. So a rank gets an instance's figures one phase after its last
-//   member's call, not two: its waits held back the rank's watermark (and
-//   kept spans buffered, a third more memory at 4 ranks) a phase longer.
+//   With several workers, each begins a phase by taking its mailboxes and
+//   completing the instances whose last members arrived in them, and flags
+//   when it has posted those results; the others take them after decoding
+//   their first rank of the phase, before settling any (by then the first
+//   steps are long done, so this rarely waits). So a rank gets an instance's
+//   figures one phase after its last member's call, not two: the wait held
+//   back the rank's watermark (and kept spans buffered, a third more memory
+//   at 4 ranks) a phase longer. The schedule is fixed, so the result still
+//   does not depend on timing.
 //   Matched figures are added to the interval node that was innermost on the
 //   rank at the call; at the end, nodes are rolled up into their parents (an
 //   MPI call belongs to every open interval). Per execution only T_r is kept,
@@ -451,7 +454,7 @@ class Engine;
 struct alignas(64) WorkerStats {
   uint64_t total_ns = 0, total_cpu_ns = 0;  // its whole loop (wall, the thread's CPU)
   uint64_t wait_ns = 0;      // at the phase-end barrier, for the others
-  uint64_t handover_ns = 0;  // at the barrier between a phase's two steps
+  uint64_t handover_ns = 0;  // for the others' first steps (take_early_results)
   uint64_t end_ns = 0;       // running the phase's end (the last to arrive does)
   uint64_t wait_cpu_ns = 0;  // the thread's CPU time while waiting (spinning)
   uint64_t last = 0;         // phases it arrived last at
@@ -498,9 +501,6 @@ class Engine {
     Engine* e;
     void operator()() noexcept { e->on_phase_end(); }
   };
-  struct HandOver {
-    void operator()() noexcept {}
-  };
 
   int index_of_world(int32_t w) const {
     return (*world_to_index_)(w);
@@ -515,7 +515,7 @@ class Engine {
     return coll_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
   }
   // parity 0 or 1, or kEarlyResults: results of instances completed in a
-  // phase's first step, read in its second (see phase_collectives).
+  // phase's first step, taken in the same phase (take_early_results).
   static constexpr int kEarlyResults = 2;
   Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) {
     return result_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
@@ -534,6 +534,7 @@ class Engine {
   void on_phase_end();
   void publish(unsigned w);
   void publish_early(unsigned w);
+  void take_early_results(unsigned w);
   void decode(Rank& r, unsigned w, int parity, int phase);
   void close_exec(Rank& r, uint32_t node, double start, double t);
   void account_recv(Rank& r, double issue, double enter, double leave, double send_enter,
@@ -579,6 +580,12 @@ class Engine {
   std::vector<Box<CollRec>> coll_boxes_;
   std::vector<Box<ResultRec>> result_boxes_;  // parities 0, 1 and kEarlyResults
   std::vector<Owner> owners_;
+  // The phase whose first step each worker has finished and published: its
+  // own line each (written by one worker, read by the others).
+  struct alignas(64) StepDone {
+    std::atomic<int> phase{-1};
+  };
+  std::unique_ptr<StepDone[]> step_done_;
   std::vector<GNode> global_nodes_;
   uint32_t alive_at_fold_ = UINT32_MAX;
   FlatMap<NodeKey, uint32_t, NodeKeyHash> gindex_;
