@@ -2,7 +2,9 @@
 // the barrier's bookkeeping, and the public entry points. The algorithm is
 // described in engine.h.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 #include "engine.h"
 
@@ -10,6 +12,14 @@ namespace prof::analysis {
 namespace detail {
 
 namespace {
+uint64_t clock_ns(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+uint64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
+uint64_t thread_cpu_ns() { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
+
 // Kinds whose calls count their `bytes` in the function profile (SendRecv
 // counts both halves).
 constexpr uint32_t kind_bit(FuncKind k) { return uint32_t{1} << static_cast<unsigned>(k); }
@@ -107,8 +117,9 @@ bool Engine::boxes_empty() const {
 // ---------------------------------------------------------------------------
 // Phases
 
-void Engine::phase_body(unsigned w) {
-  const int p = phase_ & 1, q = p ^ 1;
+// The first step of a phase: what the other workers posted in the last one.
+void Engine::phase_collectives(unsigned w) {
+  const int q = (phase_ & 1) ^ 1;
   for (unsigned o = 0; o < workers_; ++o) {
     auto& box = result_box(q, o, w);
     for (const ResultRec& rr : box) apply(rr);
@@ -122,17 +133,56 @@ void Engine::phase_body(unsigned w) {
     for (const SendRec& send : cancels) ingest_send(send, true);
     cancels.clear();
   }
+  // Instances completed here give their other workers' members their
+  // figures in this phase (kEarlyResults), before those ranks settle.
   for (unsigned s = 0; s < workers_; ++s) {
     auto& box = coll_box(q, s, w);
-    for (const CollRec& c : box) add_member(w, c, p);
+    for (const CollRec& c : box) add_member(w, c, kEarlyResults);
     box.clear();
   }
-  if (sweep_) sweep(w, p, false);
+  if (sweep_) sweep(w, kEarlyResults, false);
+}
+
+// Then the phase's window of events.
+void Engine::phase_decode(unsigned w) {
+  const int p = phase_ & 1;
+  bool early_taken = workers_ == 1;
   for (size_t i : worker_ranks_[w]) {
     Rank& r = *ranks_[i];
     decode(r, w, p, phase_);
+    if (!early_taken) {
+      take_early_results(w);
+      early_taken = true;
+    }
     r.settle_instants(std::min(frontier_, r.holds.oldest()));
   }
+}
+
+void Engine::publish_early(unsigned w) {
+  for (unsigned d = 0; d < workers_; ++d) result_box(kEarlyResults, w, d).publish();
+  step_done_[w].phase.store(phase_, std::memory_order_release);
+}
+
+// The results the other workers' first steps posted to w's ranks (their own
+// ranks' they applied at once).
+void Engine::take_early_results(unsigned w) {
+  const uint64_t t0 = worker_stats_on_ ? monotonic_ns() : 0;
+  for (unsigned o = 0; o < workers_; ++o) {
+    if (o == w) continue;
+    for (unsigned spins = 0; step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
+      if (spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      } else {
+        std::this_thread::yield();
+      }
+    }
+    auto& box = result_box(kEarlyResults, o, w);
+    for (const ResultRec& rr : box) apply(rr);
+    box.clear();
+  }
+  if (worker_stats_on_) worker_stats_[w].handover_ns += monotonic_ns() - t0;
 }
 
 // What worker w wrote this phase becomes readable after the barrier.
@@ -292,8 +342,9 @@ void Engine::setup() {
   send_boxes_ = std::vector<Box<SendRec>>(2 * workers_ * workers_);
   cancel_boxes_ = std::vector<Box<SendRec>>(2 * workers_ * workers_);
   coll_boxes_ = std::vector<Box<CollRec>>(2 * workers_ * workers_);
-  result_boxes_ = std::vector<Box<ResultRec>>(2 * workers_ * workers_);
+  result_boxes_ = std::vector<Box<ResultRec>>(3 * workers_ * workers_);
   owners_.resize(workers_);
+  step_done_.reset(new StepDone[workers_]);
   if (t_first_ < kInf) win_end_ = t_first_ + delta_;
   if (from_index_) {
     restore_window_state();
@@ -475,20 +526,56 @@ Analysis Engine::run() {
     for (const auto& w : dir_.warnings) a.errors.push_back(w);
     return a;
   }
+  const char* stats_env = std::getenv("PROF_ANALYZE_WORKER_STATS");
+  worker_stats_on_ = stats_env && *stats_env && std::string(stats_env) != "0";
+  const uint64_t t_start = worker_stats_on_ ? monotonic_ns() : 0;
   setup();
+  worker_stats_.assign(workers_, WorkerStats{});
+  if (worker_stats_on_) setup_ns_ = monotonic_ns() - t_start;
 
   PhaseBarrier<PhaseEnd> bar(workers_, PhaseEnd{this});
+  auto guarded = [&](auto&& step) {
+    if (failed_.load()) return;
+    try {
+      step();
+    } catch (const std::exception& ex) {
+      if (!failed_.exchange(true)) failure_ = ex.what();
+    }
+  };
+  // Waits at a barrier, counting where the time went when asked to.
+  auto wait_at = [&](auto& barrier, WorkerStats& stats) {
+    if (!worker_stats_on_) {
+      barrier.arrive_and_wait();
+      return;
+    }
+    const uint64_t t1 = monotonic_ns(), c1 = thread_cpu_ns();
+    const bool last = barrier.arrive_and_wait();
+    const uint64_t t2 = monotonic_ns(), c2 = thread_cpu_ns();
+    if (last) {
+      ++stats.last;
+      stats.end_ns += t2 - t1;
+    } else {
+      stats.wait_ns += t2 - t1;
+      stats.wait_cpu_ns += c2 - c1;
+      ++stats.waits[t2 - t1 < 10000 ? 0 : t2 - t1 < 100000 ? 1 : t2 - t1 < 1000000 ? 2 : 3];
+    }
+  };
   auto loop = [&](unsigned w) {
+    WorkerStats& stats = worker_stats_[w];
+    const uint64_t t0 = worker_stats_on_ ? monotonic_ns() : 0, c0 = worker_stats_on_ ? thread_cpu_ns() : 0;
     while (!done_) {
-      if (!failed_.load()) {
-        try {
-          phase_body(w);
-        } catch (const std::exception& ex) {
-          if (!failed_.exchange(true)) failure_ = ex.what();
-        }
-      }
+      guarded([&] { phase_collectives(w); });
+      // (Also after a failure: the others wait for it.)
+      if (workers_ > 1) publish_early(w);
+      guarded([&] { phase_decode(w); });
       publish(w);
-      bar.arrive_and_wait();
+      if (worker_stats_on_)
+        for (size_t i : worker_ranks_[w]) stats.events += ranks_[i]->phase_events;
+      wait_at(bar, stats);
+    }
+    if (worker_stats_on_) {
+      stats.total_ns = monotonic_ns() - t0;
+      stats.total_cpu_ns = thread_cpu_ns() - c0;
     }
   };
   std::vector<std::thread> threads;
@@ -499,11 +586,36 @@ Analysis Engine::run() {
     a.errors.push_back(failure_ == kCancelled ? failure_ : "analysis failed: " + failure_);
     return a;
   }
+  const uint64_t t_finish = worker_stats_on_ ? monotonic_ns() : 0;
   // Anything still waiting can no longer complete: settle it now.
   for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   for (auto& r : ranks_) r->settle_instants(kInf);
   finish(a);
+  if (worker_stats_on_) {
+    finish_ns_ = monotonic_ns() - t_finish;
+    print_worker_stats();
+  }
   return a;
+}
+
+void Engine::print_worker_stats() const {
+  auto sec = [](uint64_t ns) { return static_cast<double>(ns) * 1e-9; };
+  std::fprintf(stderr, "prof-analyze workers: %u, phases %llu, setup %.3f s, finish %.3f s\n", workers_,
+               static_cast<unsigned long long>(windows_), sec(setup_ns_), sec(finish_ns_));
+  for (unsigned w = 0; w < workers_; ++w) {
+    const WorkerStats& s = worker_stats_[w];
+    const uint64_t waits = s.wait_ns + s.handover_ns + s.end_ns;
+    std::fprintf(stderr,
+                 "  worker %u: ranks %zu, events %llu, busy %.3f s (CPU %.3f), waiting %.3f s at phase ends "
+                 "+ %.3f s for the others' first steps (CPU %.3f; %llu/%llu/%llu/%llu under 10 us/100 us/1 ms/longer), "
+                 "phase ends run %.3f s (last at %llu phases)\n",
+                 w, worker_ranks_[w].size(), static_cast<unsigned long long>(s.events),
+                 sec(s.total_ns - std::min(s.total_ns, waits)),
+                 sec(s.total_cpu_ns - std::min(s.total_cpu_ns, s.wait_cpu_ns)), sec(s.wait_ns), sec(s.handover_ns),
+                 sec(s.wait_cpu_ns), static_cast<unsigned long long>(s.waits[0]),
+                 static_cast<unsigned long long>(s.waits[1]), static_cast<unsigned long long>(s.waits[2]),
+                 static_cast<unsigned long long>(s.waits[3]), sec(s.end_ns), static_cast<unsigned long long>(s.last));
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -18,6 +18,15 @@
 //       has called (or has ended, for a rank cut short), the owner computes each
 //       member's PotentSync, CollectiveAll/AllToAll and TimeVariation and gives
 //       them back to the member's rank.
+//   With several workers, each begins a phase by taking its mailboxes and
+//   completing the instances whose last members arrived in them, and flags
+//   when it has posted those results; the others take them after decoding
+//   their first rank of the phase, before settling any (by then the first
+//   steps are long done, so this rarely waits). So a rank gets an instance's
+//   figures one phase after its last member's call, not two: the wait held
+//   back the rank's watermark (and kept spans buffered, a third more memory
+//   at 4 ranks) a phase longer. The schedule is fixed, so the result still
+//   does not depend on timing.
 //   Matched figures are added to the interval node that was innermost on the
 //   rank at the call; at the end, nodes are rolled up into their parents (an
 //   MPI call belongs to every open interval). Per execution only T_r is kept,
@@ -440,6 +449,20 @@ struct alignas(64) Rank {
 
 class Engine;
 
+// Where one worker's time goes (PROF_ANALYZE_WORKER_STATS=1 prints it to
+// stderr): on its own cache line, so counting never shares one with another
+// worker's.
+struct alignas(64) WorkerStats {
+  uint64_t total_ns = 0, total_cpu_ns = 0;  // its whole loop (wall, the thread's CPU)
+  uint64_t wait_ns = 0;      // at the phase-end barrier, for the others
+  uint64_t handover_ns = 0;  // for the others' first steps (take_early_results)
+  uint64_t end_ns = 0;       // running the phase's end (the last to arrive does)
+  uint64_t wait_cpu_ns = 0;  // the thread's CPU time while waiting (spinning)
+  uint64_t last = 0;         // phases it arrived last at
+  uint64_t events = 0;       // events its ranks decoded
+  uint64_t waits[4] = {};    // waits under 10 us, 100 us, 1 ms, and longer
+};
+
 // The Interpreter's handler for one rank within one phase.
 struct Handler {
   Engine& eng;
@@ -492,6 +515,9 @@ class Engine {
   Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) {
     return coll_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
   }
+  // parity 0 or 1, or kEarlyResults: results of instances completed in a
+  // phase's first step, taken in the same phase (take_early_results).
+  static constexpr int kEarlyResults = 2;
   Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) {
     return result_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
   }
@@ -504,9 +530,12 @@ class Engine {
   void restore_window_state();
   bool window_done() const;
   void cut_at_window_end();
-  void phase_body(unsigned w);
+  void phase_collectives(unsigned w);
+  void phase_decode(unsigned w);
   void on_phase_end();
   void publish(unsigned w);
+  void publish_early(unsigned w);
+  void take_early_results(unsigned w);
   void decode(Rank& r, unsigned w, int parity, int phase);
   void close_exec(Rank& r, uint32_t node, double start, double t);
   void account_recv(Rank& r, double issue, double enter, double leave, double send_enter,
@@ -550,8 +579,14 @@ class Engine {
   std::vector<Box<SendRec>> send_boxes_;
   std::vector<Box<SendRec>> cancel_boxes_;  // cancelled sends (rare)
   std::vector<Box<CollRec>> coll_boxes_;
-  std::vector<Box<ResultRec>> result_boxes_;
+  std::vector<Box<ResultRec>> result_boxes_;  // parities 0, 1 and kEarlyResults
   std::vector<Owner> owners_;
+  // The phase whose first step each worker has finished and published: its
+  // own line each (written by one worker, read by the others).
+  struct alignas(64) StepDone {
+    std::atomic<int> phase{-1};
+  };
+  std::unique_ptr<StepDone[]> step_done_;
   std::vector<GNode> global_nodes_;
   uint32_t alive_at_fold_ = UINT32_MAX;
   FlatMap<NodeKey, uint32_t, NodeKeyHash> gindex_;
@@ -586,6 +621,11 @@ class Engine {
   static const char* const kCancelled;  // failure_ when Options::cancelled said so
   std::string failure_;
   uint64_t windows_ = 0;
+  // Diagnostics (PROF_ANALYZE_WORKER_STATS): read once, off by default.
+  bool worker_stats_on_ = false;
+  std::vector<WorkerStats> worker_stats_;
+  uint64_t setup_ns_ = 0, finish_ns_ = 0;
+  void print_worker_stats() const;
 };
 
 }  // namespace prof::analysis::detail

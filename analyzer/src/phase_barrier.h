@@ -16,26 +16,28 @@ template <class F>
 class PhaseBarrier {
  public:
   PhaseBarrier(unsigned n, F done) : n_(n), done_(std::move(done)) {}
-  void arrive_and_wait() {
+  // True for the caller that arrived last (and ran `done`).
+  bool arrive_and_wait() {
     const uint32_t gen = gen_.load(std::memory_order_acquire);
     if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == n_) {
       done_();
       arrived_.store(0, std::memory_order_relaxed);
       gen_.store(gen + 1, std::memory_order_release);
       gen_.notify_all();
-      return;
+      return true;
     }
     for (int i = 0; i < 2000; ++i) {
-      if (gen_.load(std::memory_order_acquire) != gen) return;
+      if (gen_.load(std::memory_order_acquire) != gen) return false;
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
     }
     for (int i = 0; i < 200; ++i) {
-      if (gen_.load(std::memory_order_acquire) != gen) return;
+      if (gen_.load(std::memory_order_acquire) != gen) return false;
       std::this_thread::yield();
     }
     while (gen_.load(std::memory_order_acquire) == gen) gen_.wait(gen, std::memory_order_acquire);
+    return false;
   }
 
  private:

@@ -2,6 +2,7 @@
 // tiny windows force messages, collectives and interval executions to be
 // matched across many phases (pending receives, sends arriving later,
 // instances completed by another worker, executions folded part by part).
+#include <cstdlib>
 #include <sstream>
 
 #include "prof/analysis/report.h"
@@ -128,6 +129,27 @@ TEST(Streaming, SameReportWhateverTheWindowsAndThreads) {
     EXPECT_EQ(first_difference(got, want), "")
         << threads << " threads, windows of " << window << " events";
   }
+}
+
+// PROF_ANALYZE_WORKER_STATS=1 says where each worker's time went, on stderr,
+// and changes nothing in the report.
+TEST(Streaming, WorkerStatsLeaveTheReportAlone) {
+  TraceBuilder b(6);
+  build(b);
+  analysis::Options o;
+  o.threads = 3;
+  o.window_events = 100;
+  const std::string want = report(analyze_checked(b.dir(), o));
+  ::setenv("PROF_ANALYZE_WORKER_STATS", "1", 1);
+  testing::internal::CaptureStderr();
+  const auto a = analyze_checked(b.dir(), o);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ::unsetenv("PROF_ANALYZE_WORKER_STATS");
+  EXPECT_EQ(first_difference(report(a), want), "");
+  EXPECT_NE(err.find("prof-analyze workers: 3, phases " + std::to_string(a.stats.windows)), std::string::npos)
+      << err;
+  for (int w = 0; w < 3; ++w)
+    EXPECT_NE(err.find("  worker " + std::to_string(w) + ": ranks "), std::string::npos) << err;
 }
 
 TEST(Streaming, ProgressIsReportedAndEndsAtOne) {
