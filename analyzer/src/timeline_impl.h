@@ -33,8 +33,9 @@ struct BlockInfo {
 
 struct Row;
 
-// Blocks on their way to the spill file, one stage per build thread: packed
-// blocks are gathered in a buffer and written up to kStageBytes at a time
+// Blocks on their way to the spill file, one stage per rank being built (so
+// one per build thread at a time): packed blocks are gathered in a buffer and
+// written up to kStageBytes at a time
 // (one write and one lock per 400 blocks instead of one each, the file's room
 // taken under the lock, the writing outside it, so build threads write at the
 // same time). Until its buffer is written, a staged block is read from the
@@ -47,7 +48,10 @@ struct SpillStage {
   SpillStage(const SpillStage&) = delete;
   SpillStage& operator=(const SpillStage&) = delete;
   ~SpillStage() { release(); }
-  void release();  // (its blocks written first)
+  // Frees the buffer; Impl::flush must have written its blocks first (the
+  // builder flushes at its end and when cancelled), or they would point at
+  // freed memory.
+  void release();
   uint8_t* buffer = nullptr;  // kStageBytes, mapped on first use
   size_t used = 0;
   std::vector<std::pair<Row*, size_t>> blocks;  // staged: row, block index
