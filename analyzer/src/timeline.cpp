@@ -485,14 +485,22 @@ struct RankBuilder {
 
   // Streams the rank; false when cancelled.
   bool run() {
+    // Events come a batch at a time (MergedCursor::next_batch: cheaper to
+    // decode than one by one); a batch's events and their completions live
+    // until the next batch, which is all `current` and the handlers need.
     auto cursor = rank_trace.events();
-    Event e;
     uint64_t n = 0;
-    current = &e;
-    while (cursor.next(e)) {
-      has_record = false;
-      interp.process(e, interp.global(e.enter), *this);
-      if ((++n & 4095) == 0) {
+    for (;;) {
+      const std::span<const Event> batch = cursor.next_batch();
+      if (batch.empty()) break;
+      for (const Event& e : batch) {
+        current = &e;
+        has_record = false;
+        interp.process(e, interp.global(e.enter), *this);
+      }
+      const uint64_t before = n;
+      n += batch.size();
+      if ((n >> 12) != (before >> 12)) {  // every 4096 events or so
         if (tl.cancel_flag.load(std::memory_order_relaxed)) {
           tl.flush(stage);  // (queries may still read what was published)
           return false;
@@ -500,6 +508,7 @@ struct RankBuilder {
         tl.report_progress();
       }
     }
+    current = nullptr;
     intervals.finish(*this);
     for (uint32_t r = tl.first_row[index]; r < tl.first_row[index + 1]; ++r) tl.publish(*tl.rows[r], stage);
     tl.flush(stage);
