@@ -219,11 +219,16 @@ namespace {
 // std::llround (halves away from zero) without the library call: a
 // double's fraction x - trunc(x) is exact below 2^52.
 inline int64_t round_ns(double x) {
+  // Times from the trace's start and durations are almost never negative:
+  // one comparison of the fraction then, and a short dependency chain.
+  if (x >= 0 && x < 0x1p52) {
+    const int64_t whole = static_cast<int64_t>(x);
+    // Arithmetic, not a branch: the fraction is as likely above a half as below.
+    return whole + static_cast<int64_t>(x - static_cast<double>(whole) >= 0.5);
+  }
   if (!(std::fabs(x) < 0x1p52)) return std::llround(x);
   const int64_t whole = static_cast<int64_t>(x);
-  const double fraction = x - static_cast<double>(whole);
-  // Arithmetic, not branches: the fraction is as likely above a half as below.
-  return whole + static_cast<int64_t>(fraction >= 0.5) - static_cast<int64_t>(fraction <= -0.5);
+  return whole - static_cast<int64_t>(x - static_cast<double>(whole) <= -0.5);
 }
 
 // One rank's pass: the Interpreter's and IntervalTracker's handler.
