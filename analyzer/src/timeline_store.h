@@ -9,11 +9,16 @@
 #include <climits>
 #include <cstring>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "prof/analysis/timeline.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace prof::analysis::timeline_detail {
 
@@ -92,6 +97,38 @@ inline uint8_t* put_column(uint8_t* p, uint32_t width, const Record* r, uint32_t
   }
 }
 
+#if defined(__SSE2__)
+// The ranges of fields 4-7 (peer, tag, bytes, comm: a record's last 16
+// bytes) of records [0, n), n > 0, in one vector: four lanes compared at
+// once. SSE2 compares signed words only, so the unsigned ones (bytes, comm)
+// are compared with their top bit flipped, which orders them as unsigned.
+inline void range_of_last_four(const Record* r, uint32_t n, int64_t* lo, int64_t* hi) {
+  static_assert(offsetof(Record, tag) == offsetof(Record, peer) + 4 && offsetof(Record, bytes) == offsetof(Record, peer) + 8 &&
+                offsetof(Record, comm) == offsetof(Record, peer) + 12 && sizeof(Record) == offsetof(Record, peer) + 16);
+  const __m128i flip = _mm_set_epi32(INT32_MIN, INT32_MIN, 0, 0);  // lanes: peer, tag, bytes, comm
+  __m128i low = _mm_set1_epi32(INT32_MAX), high = _mm_set1_epi32(INT32_MIN);
+  for (uint32_t i = 0; i < n; ++i) {
+    const __m128i v = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(&r[i].peer)), flip);
+    const __m128i above = _mm_cmpgt_epi32(v, high), below = _mm_cmpgt_epi32(low, v);
+    high = _mm_or_si128(_mm_and_si128(above, v), _mm_andnot_si128(above, high));
+    low = _mm_or_si128(_mm_and_si128(below, v), _mm_andnot_si128(below, low));
+  }
+  low = _mm_xor_si128(low, flip);
+  high = _mm_xor_si128(high, flip);
+  int32_t l[4], h[4];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(l), low);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), high);
+  lo[0] = l[0];
+  hi[0] = h[0];
+  lo[1] = l[1];
+  hi[1] = h[1];
+  lo[2] = static_cast<uint32_t>(l[2]);
+  hi[2] = static_cast<uint32_t>(h[2]);
+  lo[3] = static_cast<uint32_t>(l[3]);
+  hi[3] = static_cast<uint32_t>(h[3]);
+}
+#endif
+
 // Appends the packed form of records [0, n) to `out`: one pass for every
 // field's range, then one per field writing it.
 inline void pack(const Record* records, uint32_t n, std::vector<uint8_t>& out) {
@@ -106,6 +143,15 @@ inline void pack(const Record* records, uint32_t n, std::vector<uint8_t>& out) {
     lo[f] = v < lo[f] ? v : lo[f];
     hi[f] = v > hi[f] ? v : hi[f];
   };
+#if defined(__SSE2__)
+  for (uint32_t i = 0; i < n; ++i) {
+    range(0, field<0>(r, i));
+    range(1, field<1>(r, i));
+    range(2, field<2>(r, i));
+    range(3, field<3>(r, i));
+  }
+  if (n) range_of_last_four(records, n, lo + 4, hi + 4);
+#else
   for (uint32_t i = 0; i < n; ++i) {
     range(0, field<0>(r, i));
     range(1, field<1>(r, i));
@@ -116,6 +162,7 @@ inline void pack(const Record* records, uint32_t n, std::vector<uint8_t>& out) {
     range(6, field<6>(r, i));
     range(7, field<7>(r, i));
   }
+#endif
   const size_t start = out.size();
   out.resize(start + kHeaderBytes);
   uint8_t* header = out.data() + start;
