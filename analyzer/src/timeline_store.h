@@ -366,18 +366,65 @@ struct Pyramid {
       cells[last].time[kind] += static_cast<double>(b - (last << s));
     };
     const int64_t dirty_from = has_previous ? std::min(previous_leave, records[0].enter) : records[0].enter;
+    // Most calls lie, with the user time before them, inside one leaf, and
+    // most leaves hold many calls in a row (190 at 10^8): such a run of calls
+    // is summed in registers and added to its leaf once, instead of a chain
+    // of additions through the same cell's memory. Every part is a whole
+    // number of ns (below 2^53), so the sums are exact in any order and the
+    // leaf ends with the very values adding one call at a time gives.
+    int64_t run_cell = -1;
+    uint32_t run_count = 0;
+    int64_t run_user = 0;
+    int64_t run_time[kTimelineKinds] = {};
+    uint32_t run_has_longest = 0, run_longest_duration = 0, run_longest_index = 0;
+    auto end_run = [&] {
+      if (run_cell < 0) return;
+      Cell& cell = cells[run_cell];
+      cell.count += run_count;
+      cell.time[0] += static_cast<double>(run_user);
+      for (int k = 0; k < kTimelineKinds; ++k) cell.time[k] += static_cast<double>(run_time[k]);
+      cell.has_longest = run_has_longest;
+      cell.longest_duration = run_longest_duration;
+      cell.longest_index = run_longest_index;
+      run_cell = -1;
+    };
     for (size_t j = 0; j < n; ++j) {
       const Record& r = records[j];
       const uint64_t duration = duration_of(r, first_index + j);
       const int64_t enter = r.enter, leave = enter + static_cast<int64_t>(duration);
       const int64_t c = enter >> s;
+      const uint32_t saturated = static_cast<uint32_t>(std::min<uint64_t>(duration, UINT32_MAX));
+      const uint32_t index = static_cast<uint32_t>(first_index + j);
+      const bool user_here = !has_previous || previous_leave >= enter || (previous_leave >> s) == c;
+      if (user_here && (leave - 1) >> s <= c) {  // the call, and the user time before it, in leaf c
+        if (c != run_cell) {
+          end_run();
+          run_cell = c;
+          run_count = 0;
+          run_user = 0;
+          std::fill(run_time, run_time + kTimelineKinds, 0);
+          run_has_longest = cells[c].has_longest;
+          run_longest_duration = cells[c].longest_duration;
+          run_longest_index = cells[c].longest_index;
+        }
+        ++run_count;
+        run_time[r.kind] += leave - enter;
+        if (has_previous && enter > previous_leave) run_user += enter - previous_leave;
+        if (!run_has_longest || saturated > run_longest_duration) {
+          run_has_longest = 1;
+          run_longest_duration = saturated;
+          run_longest_index = index;
+        }
+        has_previous = true;
+        previous_leave = leave;
+        continue;
+      }
+      end_run();
       ++cells[c].count;
       add_time(enter, leave, r.kind);
       if (has_previous) add_time(previous_leave, enter, 0);
       // Cells the call overlaps: [enter, leave), or the enter's cell when empty.
       const int64_t last = leave > enter ? (leave - 1) >> s : c;
-      const uint32_t saturated = static_cast<uint32_t>(std::min<uint64_t>(duration, UINT32_MAX));
-      const uint32_t index = static_cast<uint32_t>(first_index + j);
       for (int64_t i = c; i <= last; ++i) {
         Cell& cell = cells[i];
         if (!cell.has_longest || saturated > cell.longest_duration) {
@@ -389,6 +436,7 @@ struct Pyramid {
       has_previous = true;
       previous_leave = leave;
     }
+    end_run();
     mark(std::max<int64_t>(0, dirty_from), max_leave);
     propagate();
     return max_leave;
