@@ -424,24 +424,30 @@ struct RankBuilder {
     const uint32_t channel = channel_of(recv_list, recv_keys, recv_counts, last_recv, k);
     of_row(received, row).push_back(ReceivedMessage{record, channel, recv_counts[channel]++});
   }
-  // The channel last looked up in each direction: a rank mostly talks to the
-  // same peer several times in a row, and comparing beats hashing.
-  struct LastChannel {
-    ChannelKey key;
-    uint32_t number = UINT32_MAX;
+  // The channels last looked up in each direction: a rank mostly cycles
+  // over a few channels (a halo exchange: a channel per neighbour and tag),
+  // and comparing with four keys beats hashing. Replaced round robin.
+  struct RecentChannels {
+    static constexpr size_t kSize = 4;
+    ChannelKey key[kSize];
+    uint32_t number[kSize] = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
+    size_t next = 0;
   };
-  LastChannel last_send, last_recv;
+  RecentChannels last_send, last_recv;
   static uint32_t channel_of(FlatMap<ChannelKey, uint32_t, ChannelHash>& list, std::vector<ChannelKey>& keys,
-                             std::vector<uint32_t>& counts, LastChannel& last, const ChannelKey& k) {
-    if (last.number != UINT32_MAX && last.key == k) return last.number;
+                             std::vector<uint32_t>& counts, RecentChannels& recent, const ChannelKey& k) {
+    for (size_t i = 0; i < RecentChannels::kSize; ++i)
+      if (recent.number[i] != UINT32_MAX && recent.key[i] == k) return recent.number[i];
     uint32_t& number = list[k];
     if (number == 0) {
       keys.push_back(k);
       counts.push_back(0);
       number = static_cast<uint32_t>(keys.size());
     }
-    last.key = k;
-    last.number = number - 1;
+    const size_t slot = recent.next;
+    recent.next = (slot + 1) % RecentChannels::kSize;
+    recent.key[slot] = k;
+    recent.number[slot] = number - 1;
     return number - 1;
   }
   uint64_t hold(double) { return HoldQueue::kNone; }
