@@ -491,6 +491,8 @@ struct RankBuilder {
   }
   void root_ended(double t) { of_row(executions, tl.first_row[index])[0].end = t - tl.t_first; }
 
+  // The event being processed, in the cursor's batch (continuation() takes
+  // its stream); null outside run()'s loop.
   const Event* current = nullptr;
   SpillStage stage;
 
