@@ -5,11 +5,11 @@
 //   Interpreter and IntervalTracker as the analysis. Every call becomes a
 //   32-byte record appended to its row (rank, stream); every kBlockRecords
 //   records the row publishes a block under its lock: the block, packed
-//   (packing::pack), joins the row's block list (in memory while
+//   straight where it is kept (packing::write_packed: in memory while
 //   TimelineOptions::memory_bytes allows, else gathered in the thread's
-//   SpillStage and written to the spill file with its neighbours),
-//   and its calls are added to the pyramid's
-//   leaves, whose ancestors are then recomputed. So a query, holding a row's
+//   SpillStage and written to the spill file with its neighbours), joins
+//   the row's block list, and its calls are added to the pyramid's leaves,
+//   whose ancestors are then recomputed. So a query, holding a row's
 //   lock shared, always sees whole blocks and a consistent pyramid.
 //   Interval executions are published when their rank is done. Message ends
 //   (each with its channel and its ordinal on it) and collective calls (each
@@ -171,27 +171,26 @@ void Impl::publish(Row& row, SpillStage& stage) {
   BlockInfo info;
   info.count = count;
   info.first_enter = row.pending.front().enter;
-  thread_local std::vector<uint8_t> packed;
-  packed.clear();
-  packing::pack(row.pending.data(), count, packed);
-  info.packed_bytes = static_cast<uint32_t>(packed.size());
-  const uint64_t bytes = packed.size();
+  // Packed straight where the block is kept: in memory, or in the stage.
+  const packing::PackPlan plan = packing::plan_packing(row.pending.data(), count);
+  info.packed_bytes = static_cast<uint32_t>(plan.bytes);
+  const uint64_t bytes = plan.bytes;
   const bool in_memory = memory_used.load(std::memory_order_relaxed) + bytes <= options.memory_bytes;
   if (in_memory) {
-    info.packed.reset(new uint8_t[packed.size()]);
-    std::copy(packed.begin(), packed.end(), info.packed.get());
+    info.packed.reset(new uint8_t[plan.bytes]);
+    packing::write_packed(row.pending.data(), count, plan, info.packed.get());
     memory_used.fetch_add(bytes, std::memory_order_relaxed);
   } else {
     // (A packed block is at most kHeaderBytes + 64 KiB: it fits a stage.)
-    if (stage.used + packed.size() > SpillStage::kStageBytes) flush(stage);
+    if (stage.used + plan.bytes > SpillStage::kStageBytes) flush(stage);
     if (!stage.buffer) {
       void* p = ::mmap(nullptr, SpillStage::kStageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
       stage.buffer = static_cast<uint8_t*>(p);
     }
     info.staged = stage.buffer + stage.used;
-    std::memcpy(stage.buffer + stage.used, packed.data(), packed.size());
-    stage.used += packed.size();
+    packing::write_packed(row.pending.data(), count, plan, stage.buffer + stage.used);
+    stage.used += plan.bytes;
   }
   std::unique_lock lock(row.mutex);
   for (const auto& [index, value] : row.pending_durations) row.big_durations[index] = value;

@@ -129,11 +129,21 @@ inline void range_of_last_four(const Record* r, uint32_t n, int64_t* lo, int64_t
 }
 #endif
 
-// Appends the packed form of records [0, n) to `out`: one pass for every
-// field's range, then one per field writing it.
-inline void pack(const Record* records, uint32_t n, std::vector<uint8_t>& out) {
+// How records [0, n) pack: per field its smallest value and width, and the
+// packed size (header and columns), so the caller can write them straight
+// where they are kept (write_packed).
+struct PackPlan {
+  int64_t lo[kFields];
+  uint32_t widths[kFields];
+  size_t bytes;
+};
+
+// One pass for every field's range.
+inline PackPlan plan_packing(const Record* records, uint32_t n) {
   static_assert(std::endian::native == std::endian::little, "packed columns are little-endian words");
-  int64_t lo[kFields], hi[kFields];
+  PackPlan plan;
+  int64_t* lo = plan.lo;
+  int64_t hi[kFields];
   for (int f = 0; f < kFields; ++f) {
     lo[f] = n ? INT64_MAX : 0;
     hi[f] = n ? INT64_MIN : 0;
@@ -163,21 +173,27 @@ inline void pack(const Record* records, uint32_t n, std::vector<uint8_t>& out) {
     range(7, field<7>(r, i));
   }
 #endif
-  const size_t start = out.size();
-  out.resize(start + kHeaderBytes);
-  uint8_t* header = out.data() + start;
-  const int64_t first = n ? records[0].enter : 0;
-  std::memcpy(header, &first, 8);
-  uint32_t widths[kFields];
-  size_t body = 0;
+  plan.bytes = kHeaderBytes;
   for (int f = 0; f < kFields; ++f) {
-    widths[f] = width_of(static_cast<uint64_t>(hi[f]) - static_cast<uint64_t>(lo[f]));
-    std::memcpy(header + 8 + f * 9, &lo[f], 8);
-    header[8 + f * 9 + 8] = static_cast<uint8_t>(widths[f]);
-    body += size_t{widths[f]} * n;
+    plan.widths[f] = width_of(static_cast<uint64_t>(hi[f]) - static_cast<uint64_t>(lo[f]));
+    plan.bytes += size_t{plan.widths[f]} * n;
   }
-  out.resize(start + kHeaderBytes + body);
-  uint8_t* p = out.data() + start + kHeaderBytes;
+  return plan;
+}
+
+// Writes the packed form of records [0, n) (plan.bytes of them) at `out`:
+// the header, then one pass per field writing its column.
+inline void write_packed(const Record* records, uint32_t n, const PackPlan& plan, uint8_t* out) {
+  const int64_t first = n ? records[0].enter : 0;
+  std::memcpy(out, &first, 8);
+  for (int f = 0; f < kFields; ++f) {
+    std::memcpy(out + 8 + f * 9, &plan.lo[f], 8);
+    out[8 + f * 9 + 8] = static_cast<uint8_t>(plan.widths[f]);
+  }
+  const Record* r = records;
+  const uint32_t* widths = plan.widths;
+  const int64_t* lo = plan.lo;
+  uint8_t* p = out + kHeaderBytes;
   p = put_column<0>(p, widths[0], r, n, lo[0]);
   p = put_column<1>(p, widths[1], r, n, lo[1]);
   p = put_column<2>(p, widths[2], r, n, lo[2]);
@@ -186,6 +202,14 @@ inline void pack(const Record* records, uint32_t n, std::vector<uint8_t>& out) {
   p = put_column<5>(p, widths[5], r, n, lo[5]);
   p = put_column<6>(p, widths[6], r, n, lo[6]);
   put_column<7>(p, widths[7], r, n, lo[7]);
+}
+
+// Appends the packed form of records [0, n) to `out`.
+inline void pack(const Record* records, uint32_t n, std::vector<uint8_t>& out) {
+  const PackPlan plan = plan_packing(records, n);
+  const size_t start = out.size();
+  out.resize(start + plan.bytes);
+  write_packed(records, n, plan, out.data() + start);
 }
 
 // Calls set(i, value) for a column of n values of width W over `lo`.
