@@ -5,11 +5,11 @@
 //   Interpreter and IntervalTracker as the analysis. Every call becomes a
 //   32-byte record appended to its row (rank, stream); every kBlockRecords
 //   records the row publishes a block under its lock: the block, packed
-//   (packing::pack), joins the row's block list (in memory while
+//   straight where it is kept (packing::write_packed: in memory while
 //   TimelineOptions::memory_bytes allows, else gathered in the thread's
-//   SpillStage and written to the spill file with its neighbours),
-//   and its calls are added to the pyramid's
-//   leaves, whose ancestors are then recomputed. So a query, holding a row's
+//   SpillStage and written to the spill file with its neighbours), joins
+//   the row's block list, and its calls are added to the pyramid's leaves,
+//   whose ancestors are then recomputed. So a query, holding a row's
 //   lock shared, always sees whole blocks and a consistent pyramid.
 //   Interval executions are published when their rank is done. Message ends
 //   (each with its channel and its ordinal on it) and collective calls (each
@@ -171,27 +171,26 @@ void Impl::publish(Row& row, SpillStage& stage) {
   BlockInfo info;
   info.count = count;
   info.first_enter = row.pending.front().enter;
-  thread_local std::vector<uint8_t> packed;
-  packed.clear();
-  packing::pack(row.pending.data(), count, packed);
-  info.packed_bytes = static_cast<uint32_t>(packed.size());
-  const uint64_t bytes = packed.size();
+  // Packed straight where the block is kept: in memory, or in the stage.
+  const packing::PackPlan plan = packing::plan_packing(row.pending.data(), count);
+  info.packed_bytes = static_cast<uint32_t>(plan.bytes);
+  const uint64_t bytes = plan.bytes;
   const bool in_memory = memory_used.load(std::memory_order_relaxed) + bytes <= options.memory_bytes;
   if (in_memory) {
-    info.packed.reset(new uint8_t[packed.size()]);
-    std::copy(packed.begin(), packed.end(), info.packed.get());
+    info.packed.reset(new uint8_t[plan.bytes]);
+    packing::write_packed(row.pending.data(), count, plan, info.packed.get());
     memory_used.fetch_add(bytes, std::memory_order_relaxed);
   } else {
     // (A packed block is at most kHeaderBytes + 64 KiB: it fits a stage.)
-    if (stage.used + packed.size() > SpillStage::kStageBytes) flush(stage);
+    if (stage.used + plan.bytes > SpillStage::kStageBytes) flush(stage);
     if (!stage.buffer) {
       void* p = ::mmap(nullptr, SpillStage::kStageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
       stage.buffer = static_cast<uint8_t*>(p);
     }
     info.staged = stage.buffer + stage.used;
-    std::memcpy(stage.buffer + stage.used, packed.data(), packed.size());
-    stage.used += packed.size();
+    packing::write_packed(row.pending.data(), count, plan, stage.buffer + stage.used);
+    stage.used += plan.bytes;
   }
   std::unique_lock lock(row.mutex);
   for (const auto& [index, value] : row.pending_durations) row.big_durations[index] = value;
@@ -219,11 +218,16 @@ namespace {
 // std::llround (halves away from zero) without the library call: a
 // double's fraction x - trunc(x) is exact below 2^52.
 inline int64_t round_ns(double x) {
+  // Times from the trace's start and durations are almost never negative:
+  // one comparison of the fraction then, and a short dependency chain.
+  if (x >= 0 && x < 0x1p52) {
+    const int64_t whole = static_cast<int64_t>(x);
+    // Arithmetic, not a branch: the fraction is as likely above a half as below.
+    return whole + static_cast<int64_t>(x - static_cast<double>(whole) >= 0.5);
+  }
   if (!(std::fabs(x) < 0x1p52)) return std::llround(x);
   const int64_t whole = static_cast<int64_t>(x);
-  const double fraction = x - static_cast<double>(whole);
-  // Arithmetic, not branches: the fraction is as likely above a half as below.
-  return whole + static_cast<int64_t>(fraction >= 0.5) - static_cast<int64_t>(fraction <= -0.5);
+  return whole - static_cast<int64_t>(x - static_cast<double>(whole) <= -0.5);
 }
 
 // One rank's pass: the Interpreter's and IntervalTracker's handler.
@@ -419,24 +423,30 @@ struct RankBuilder {
     const uint32_t channel = channel_of(recv_list, recv_keys, recv_counts, last_recv, k);
     of_row(received, row).push_back(ReceivedMessage{record, channel, recv_counts[channel]++});
   }
-  // The channel last looked up in each direction: a rank mostly talks to the
-  // same peer several times in a row, and comparing beats hashing.
-  struct LastChannel {
-    ChannelKey key;
-    uint32_t number = UINT32_MAX;
+  // The channels last looked up in each direction: a rank mostly cycles
+  // over a few channels (a halo exchange: a channel per neighbour and tag),
+  // and comparing with four keys beats hashing. Replaced round robin.
+  struct RecentChannels {
+    static constexpr size_t kSize = 4;
+    ChannelKey key[kSize];
+    uint32_t number[kSize] = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
+    size_t next = 0;
   };
-  LastChannel last_send, last_recv;
+  RecentChannels last_send, last_recv;
   static uint32_t channel_of(FlatMap<ChannelKey, uint32_t, ChannelHash>& list, std::vector<ChannelKey>& keys,
-                             std::vector<uint32_t>& counts, LastChannel& last, const ChannelKey& k) {
-    if (last.number != UINT32_MAX && last.key == k) return last.number;
+                             std::vector<uint32_t>& counts, RecentChannels& recent, const ChannelKey& k) {
+    for (size_t i = 0; i < RecentChannels::kSize; ++i)
+      if (recent.number[i] != UINT32_MAX && recent.key[i] == k) return recent.number[i];
     uint32_t& number = list[k];
     if (number == 0) {
       keys.push_back(k);
       counts.push_back(0);
       number = static_cast<uint32_t>(keys.size());
     }
-    last.key = k;
-    last.number = number - 1;
+    const size_t slot = recent.next;
+    recent.next = (slot + 1) % RecentChannels::kSize;
+    recent.key[slot] = k;
+    recent.number[slot] = number - 1;
     return number - 1;
   }
   uint64_t hold(double) { return HoldQueue::kNone; }
@@ -480,19 +490,29 @@ struct RankBuilder {
   }
   void root_ended(double t) { of_row(executions, tl.first_row[index])[0].end = t - tl.t_first; }
 
+  // The event being processed, in the cursor's batch (continuation() takes
+  // its stream); null outside run()'s loop.
   const Event* current = nullptr;
   SpillStage stage;
 
   // Streams the rank; false when cancelled.
   bool run() {
+    // Events come a batch at a time (MergedCursor::next_batch: cheaper to
+    // decode than one by one); a batch's events and their completions live
+    // until the next batch, which is all `current` and the handlers need.
     auto cursor = rank_trace.events();
-    Event e;
     uint64_t n = 0;
-    current = &e;
-    while (cursor.next(e)) {
-      has_record = false;
-      interp.process(e, interp.global(e.enter), *this);
-      if ((++n & 4095) == 0) {
+    for (;;) {
+      const std::span<const Event> batch = cursor.next_batch();
+      if (batch.empty()) break;
+      for (const Event& e : batch) {
+        current = &e;
+        has_record = false;
+        interp.process(e, interp.global(e.enter), *this);
+      }
+      const uint64_t before = n;
+      n += batch.size();
+      if ((n >> 12) != (before >> 12)) {  // every 4096 events or so
         if (tl.cancel_flag.load(std::memory_order_relaxed)) {
           tl.flush(stage);  // (queries may still read what was published)
           return false;
@@ -500,6 +520,7 @@ struct RankBuilder {
         tl.report_progress();
       }
     }
+    current = nullptr;
     intervals.finish(*this);
     for (uint32_t r = tl.first_row[index]; r < tl.first_row[index + 1]; ++r) tl.publish(*tl.rows[r], stage);
     tl.flush(stage);

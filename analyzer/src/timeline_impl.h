@@ -25,7 +25,7 @@ struct BlockInfo {
   int64_t first_enter = 0;
   int64_t max_leave = 0;  // the largest leave of this block and every one before it
   uint32_t count = 0;
-  uint32_t packed_bytes = 0;            // its records packed (packing::pack)
+  uint32_t packed_bytes = 0;            // its records packed (packing::write_packed)
   std::unique_ptr<uint8_t[]> packed;    // null: staged, or in the spill file at file_offset
   const uint8_t* staged = nullptr;      // on its way to the spill file: in a SpillStage's buffer
   uint64_t file_offset = 0;

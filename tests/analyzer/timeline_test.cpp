@@ -12,9 +12,11 @@
 #include <atomic>
 #include <cmath>
 #include <map>
+#include <random>
 #include <set>
 #include <thread>
 
+#include "timeline_store.h"
 #include "trace_builder.h"
 
 namespace prof::test {
@@ -723,6 +725,82 @@ TEST(Timeline, CancelStopsTheBuild) {
   q.to = 1e12;
   q.buckets = 10;
   EXPECT_EQ(tl->query(q).rows.size(), 3u);
+}
+
+// A block's records come back from packing exactly, each field at its
+// extremes, and each column takes the fewest bytes its values' span needs
+// (signed fields across zero, unsigned ones across 2^31 and up to 2^32 - 1).
+TEST(TimelinePacking, BlocksRoundTripWithColumnsOfTheFewestBytes) {
+  using analysis::timeline_detail::Record;
+  namespace packing = analysis::timeline_detail::packing;
+  std::mt19937_64 random(5);
+  auto check = [](const std::vector<Record>& in) {
+    std::vector<uint8_t> packed;
+    packing::pack(in.data(), static_cast<uint32_t>(in.size()), packed);
+    std::vector<Record> out(in.size());
+    packing::unpack(packed.data(), static_cast<uint32_t>(in.size()), out.data());
+    for (size_t i = 0; i < in.size(); ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(out[i].enter, in[i].enter);
+      EXPECT_EQ(out[i].duration, in[i].duration);
+      EXPECT_EQ(out[i].name, in[i].name);
+      EXPECT_EQ(out[i].kind, in[i].kind);
+      EXPECT_EQ(out[i].flags, in[i].flags);
+      EXPECT_EQ(out[i].peer, in[i].peer);
+      EXPECT_EQ(out[i].tag, in[i].tag);
+      EXPECT_EQ(out[i].bytes, in[i].bytes);
+      EXPECT_EQ(out[i].comm, in[i].comm);
+    }
+    return packed.size() - packing::kHeaderBytes;  // the columns' bytes
+  };
+  // Random blocks, each field drawn from a range of its own.
+  for (uint32_t n : {1u, 2u, 7u, 1024u}) {
+    for (int round = 0; round < 20; ++round) {
+      std::vector<Record> block(n);
+      const uint64_t span[] = {1, 255, 256, 65536, 1ull << 32};
+      auto draw = [&](int field) { return random() % span[(round + field) % 5]; };
+      int64_t enter = static_cast<int64_t>(random() % 1000000);
+      for (Record& r : block) {
+        enter += static_cast<int64_t>(draw(0));
+        r.enter = enter;
+        r.duration = static_cast<uint32_t>(draw(1));
+        r.name = static_cast<uint16_t>(draw(2));
+        r.kind = static_cast<uint8_t>(random() % 6);
+        r.flags = static_cast<uint8_t>(random() % 16);
+        r.peer = static_cast<int32_t>(static_cast<int64_t>(draw(4)) - (round % 2 ? 1 : INT64_C(1) << 31) / 2);
+        r.tag = static_cast<int32_t>(static_cast<uint32_t>(draw(5)));
+        r.bytes = static_cast<uint32_t>(UINT32_MAX - draw(6));
+        r.comm = static_cast<uint32_t>(draw(7));
+      }
+      check(block);
+    }
+  }
+  // Columns whose values differ by one take one byte each wherever they lie;
+  // enters 5 ns apart take one byte; equal values none.
+  struct Extremes {
+    int32_t peer_a, peer_b, tag_a, tag_b;
+    uint32_t bytes_a, bytes_b, comm_a, comm_b;
+  };
+  const Extremes cases[] = {
+      {-1, 0, INT32_MIN, INT32_MIN + 1, 0x7FFFFFFFu, 0x80000000u, UINT32_MAX - 1, UINT32_MAX},
+      {INT32_MAX - 1, INT32_MAX, -2, -1, 0, 1, 0x7FFFFFFFu, 0x80000000u},
+  };
+  for (const Extremes& c : cases) {
+    std::vector<Record> block(100);
+    for (size_t i = 0; i < block.size(); ++i) {
+      const bool b = i % 3 == 1;
+      block[i].enter = 1000 + 5 * static_cast<int64_t>(i);
+      block[i].duration = 77;
+      block[i].name = 3;
+      block[i].kind = 2;
+      block[i].peer = b ? c.peer_b : c.peer_a;
+      block[i].tag = b ? c.tag_b : c.tag_a;
+      block[i].bytes = b ? c.bytes_b : c.bytes_a;
+      block[i].comm = b ? c.comm_b : c.comm_a;
+    }
+    // enter differences (1 byte), duration, name, kind (0), four columns of 1 byte
+    EXPECT_EQ(check(block), 5u * block.size());
+  }
 }
 
 TEST(Timeline, UnusableDirectoryIsAnError) {
