@@ -73,7 +73,7 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
   const Event* ev = r.ev;
   const Event* batch_end = r.batch.data() + r.batch.size();
   while (has_ev && ev_enter < end && n < cap) {
-    r.interp.process(*ev, ev_enter, h);
+    r.interp.process_inline(*ev, ev_enter, h);
     ++n;
     if (++ev == batch_end) {
       r.batch_next = r.batch.size();

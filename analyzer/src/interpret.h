@@ -281,6 +281,10 @@ class Interpreter {
 
   template <class H>
   void process(const Event& e, double enter, H& h);
+  // The same, with the call dispatch inlined into the caller's loop (the
+  // analysis's decode): no frame of its own per call.
+  template <class H>
+  [[gnu::always_inline]] void process_inline(const Event& e, double enter, H& h);
 
   // The state carried from one event to the next (requests, generalized
   // requests, collective counts), saved at a chunk's start by the window index
@@ -413,7 +417,11 @@ class Interpreter {
   }
 
   template <class H>
-  [[gnu::noinline]] void process_call(const Event& e, double enter, double leave, H& h);
+  [[gnu::noinline]] void process_call(const Event& e, double enter, double leave, H& h) {
+    dispatch_call(e, enter, leave, h);
+  }
+  template <class H>
+  [[gnu::always_inline]] void dispatch_call(const Event& e, double enter, double leave, H& h);
 
   void fit_clock();
 
@@ -443,7 +451,14 @@ void Interpreter::process(const Event& e, double enter, H& h) {
 }
 
 template <class H>
-void Interpreter::process_call(const Event& e, double enter, double leave, H& h) {
+void Interpreter::process_inline(const Event& e, double enter, H& h) {
+  const double leave = global(e.leave);
+  if (e.kind == FuncKind::Marker) h.marker(e, enter, leave);
+  else dispatch_call(e, enter, leave, h);
+}
+
+template <class H>
+void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h) {
   const FuncInfo& fi = func(e.func);
   if (e.flags & format::kContinuation) {
     if (!h.continuation()) return;
