@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "engine.h"
+#include "interval_steps.h"
 
 namespace prof::analysis {
 namespace detail {

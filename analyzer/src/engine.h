@@ -487,6 +487,7 @@ struct Handler {
   // IntervalTracker handler interface.
   void root_started(double t);
   uint32_t interval_begun(uint32_t stream, const Event& begin, double t, uint32_t parent);
+  [[gnu::noinline]] uint32_t child_node(const Event& begin, uint32_t parent);
   void interval_ended(uint32_t stream, const OpenInterval& o, double t);
   void root_ended(double t);
 };

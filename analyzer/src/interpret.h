@@ -284,7 +284,7 @@ class Interpreter {
   // The same, with the call dispatch inlined into the caller's loop (the
   // analysis's decode): no frame of its own per call.
   template <class H>
-  [[gnu::always_inline]] void process_inline(const Event& e, double enter, H& h);
+  [[gnu::always_inline]] inline void process_inline(const Event& e, double enter, H& h);
 
   // The state carried from one event to the next (requests, generalized
   // requests, collective counts), saved at a chunk's start by the window index
@@ -421,7 +421,7 @@ class Interpreter {
     dispatch_call(e, enter, leave, h);
   }
   template <class H>
-  [[gnu::always_inline]] void dispatch_call(const Event& e, double enter, double leave, H& h);
+  [[gnu::always_inline]] inline void dispatch_call(const Event& e, double enter, double leave, H& h);
 
   void fit_clock();
 
