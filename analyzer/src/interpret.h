@@ -388,15 +388,13 @@ class Interpreter {
       });
     return c;
   }
+  // (Inline in the call dispatch, the report of a peer out of line.)
   template <class H>
-  bool channel(const CommInfo& c, int32_t peer, int32_t tag, bool sending, ChannelKey* k, H& h) {
+  [[gnu::always_inline]] bool channel(const CommInfo& c, int32_t peer, int32_t tag, bool sending, ChannelKey* k,
+                                      H& h) {
     const int32_t w = CommCache::peer_world(c, peer);
-    if (w < 0) {
-      if (peer >= 0)
-        h.problem("unmappable peer", [&] {
-          return "rank " + std::to_string(me_) + ": rank " + std::to_string(peer) +
-                 " of communicator " + std::to_string(c.gid);
-        });
+    if (w < 0) [[unlikely]] {
+      if (peer >= 0) unmappable_peer(c, peer, h);
       return false;
     }
     k->gid = c.gid;
@@ -404,6 +402,14 @@ class Interpreter {
     k->dst = sending ? w : me_;
     k->tag = tag;
     return true;
+  }
+
+  template <class H>
+  [[gnu::noinline, gnu::cold]] void unmappable_peer(const CommInfo& c, int32_t peer, H& h) {
+    h.problem("unmappable peer", [&] {
+      return "rank " + std::to_string(me_) + ": rank " + std::to_string(peer) + " of communicator " +
+             std::to_string(c.gid);
+    });
   }
 
   // Entered, never completed: a call and MPI time up to the rank's last

@@ -30,7 +30,7 @@ namespace prof::analysis::detail {
   eng.close_exec(r, o.payload, o.start, t);
 }
 
-inline void Engine::close_exec(Rank& r, uint32_t node, double start, double t) {
+[[gnu::always_inline]] inline void Engine::close_exec(Rank& r, uint32_t node, double start, double t) {
   NodeAcc& a = r.acc[node];
   // An execution outside the window still takes its place in the k-th
   // matching across ranks, with nothing in it.
