@@ -390,9 +390,10 @@ struct alignas(64) Rank {
   // mpiP-style profile: a rank-local slot per function keeps the table small.
   FuncStat& function_stat(NodeAcc& a, uint16_t func, const FuncInfo& fi) {
     const size_t fid = func < slot_of.size() - 1 ? func : slot_of.size() - 1;
-    const uint32_t slot = slot_of[fid];
-    if (slot == 0 || a.funcs.size() < slot) [[unlikely]] return new_function_stat(a, fid, fi);
-    return a.funcs[slot - 1];
+    // (Slot 0, none yet, wraps to the largest index: one test for both.)
+    const uint32_t index = slot_of[fid] - 1;
+    if (index >= a.funcs.size()) [[unlikely]] return new_function_stat(a, fid, fi);
+    return a.funcs[index];
   }
   [[gnu::noinline]] FuncStat& new_function_stat(NodeAcc& a, size_t fid, const FuncInfo& fi) {
     uint32_t& slot = slot_of[fid];

@@ -267,11 +267,20 @@ class Interpreter {
   // raw time (offset plus linear drift). Its line is fitted once and checked
   // against the reader at points across the timer's range; when the check
   // fails the reader is called for every timestamp.
-  double global(uint64_t ticks) const {
-    // (Signed conversion: much cheaper than unsigned on x86-64; raw times are < 2^63.)
-    return linear_ ? slope_ * static_cast<double>(static_cast<int64_t>(ticks)) + intercept_
-                   : rank_trace_.to_global_ns(ticks);
-  }
+  double global(uint64_t ticks) const { return clock().global(ticks); }
+  // The same conversion as a value, which a caller's loop keeps in registers
+  // (stores of the handler's doubles could alias the members).
+  struct Clock {
+    const RankTrace* rank_trace;
+    bool linear;
+    double slope, intercept;
+    double global(uint64_t ticks) const {
+      // (Signed conversion: much cheaper than unsigned on x86-64; raw times are < 2^63.)
+      return linear ? slope * static_cast<double>(static_cast<int64_t>(ticks)) + intercept
+                    : rank_trace->to_global_ns(ticks);
+    }
+  };
+  Clock clock() const { return Clock{&rank_trace_, linear_, slope_, intercept_}; }
   const FuncInfo& func(uint16_t id) const {
     static const FuncInfo unknown{};
     return id < nfuncs_ ? funcs_[id] : unknown;
@@ -284,7 +293,7 @@ class Interpreter {
   // The same, with the call dispatch inlined into the caller's loop (the
   // analysis's decode): no frame of its own per call.
   template <class H>
-  [[gnu::always_inline]] inline void process_inline(const Event& e, double enter, H& h);
+  [[gnu::always_inline]] inline void process_inline(const Event& e, double enter, double leave, H& h);
 
   // The state carried from one event to the next (requests, generalized
   // requests, collective counts), saved at a chunk's start by the window index
@@ -457,8 +466,7 @@ void Interpreter::process(const Event& e, double enter, H& h) {
 }
 
 template <class H>
-void Interpreter::process_inline(const Event& e, double enter, H& h) {
-  const double leave = global(e.leave);
+void Interpreter::process_inline(const Event& e, double enter, double leave, H& h) {
   if (e.kind == FuncKind::Marker) h.marker(e, enter, leave);
   else dispatch_call(e, enter, leave, h);
 }
