@@ -53,8 +53,9 @@
 //
 // This header declares the engine's state and steps; they are defined by
 // concept: analysis.cpp (phases and decoding), p2p_matching.cpp,
-// collective_matching.cpp, interval_tree.cpp (executions, the tree, its fold
-// and figures) and run_warnings.cpp.
+// collective_matching.cpp, interval_tree.cpp (the tree, its fold and
+// figures), interval_steps.h (a marker's steps, inline in the decode loop)
+// and run_warnings.cpp.
 #pragma once
 
 #include <algorithm>
