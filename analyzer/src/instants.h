@@ -79,16 +79,16 @@ class HoldQueue {
   static constexpr uint64_t kNone = UINT64_MAX;
 
   [[gnu::always_inline]] uint64_t add(double t) {
-    if (count_ == ring_.size()) grow();
-    ring_[(head_ + count_) & (ring_.size() - 1)] = Slot{t, false};
+    if (count_ == capacity_) grow();
+    ring_[(head_ + count_) & (capacity_ - 1)] = Slot{t, false};
     ++count_;
     return base_ + count_ - 1;
   }
   void release(uint64_t token) {
     if (token == kNone || token < base_ || token >= base_ + count_) return;
-    ring_[(head_ + (token - base_)) & (ring_.size() - 1)].released = true;
+    ring_[(head_ + (token - base_)) & (capacity_ - 1)].released = true;
     while (count_ > 0 && ring_[head_].released) {
-      head_ = (head_ + 1) & (ring_.size() - 1);
+      head_ = (head_ + 1) & (capacity_ - 1);
       --count_;
       ++base_;
     }
@@ -107,9 +107,12 @@ class HoldQueue {
     std::vector<Slot> next(ring_.empty() ? 64 : ring_.size() * 2);
     for (size_t i = 0; i < count_; ++i) next[i] = ring_[(head_ + i) & (ring_.size() - 1)];
     ring_.swap(next);
+    capacity_ = ring_.size();
     head_ = 0;
   }
   std::vector<Slot> ring_;
+  // ring_.size() kept apart: the vector's size is a subtraction and a shift.
+  size_t capacity_ = 0;
   size_t head_ = 0, count_ = 0;
   uint64_t base_ = 0;  // token of ring_[head_]
 };
