@@ -291,7 +291,8 @@ class Interpreter {
   template <class H>
   void process(const Event& e, double enter, H& h);
   // The same, with the call dispatch inlined into the caller's loop (the
-  // analysis's decode): no frame of its own per call.
+  // analysis's decode): no frame of its own per call. `leave` is e.leave in
+  // global ns (the caller converts it with its Clock).
   template <class H>
   [[gnu::always_inline]] inline void process_inline(const Event& e, double enter, double leave, H& h);
 
