@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "engine.h"
+#include "interval_steps.h"
 
 namespace prof::analysis {
 namespace detail {
@@ -67,13 +67,14 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
   uint64_t n = 0;
   // (In locals: the handler's stores cannot alias them.)
   const double end = win_end_;
+  const Interpreter::Clock clock = r.interp.clock();
   bool has_ev = r.has_ev;
   double ev_enter = r.ev_enter;
   // The batch walked by pointer (Rank::advance() at its end only).
   const Event* ev = r.ev;
   const Event* batch_end = r.batch.data() + r.batch.size();
   while (has_ev && ev_enter < end && n < cap) {
-    r.interp.process(*ev, ev_enter, h);
+    r.interp.process_inline(*ev, ev_enter, clock.global(ev->leave), h);
     ++n;
     if (++ev == batch_end) {
       r.batch_next = r.batch.size();
@@ -81,7 +82,7 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
       ev = r.ev;
       batch_end = r.batch.data() + r.batch.size();
     }
-    if (has_ev) ev_enter = r.interp.global(ev->enter);
+    if (has_ev) ev_enter = clock.global(ev->enter);
   }
   if (has_ev) {
     r.ev = ev;

@@ -53,8 +53,9 @@
 //
 // This header declares the engine's state and steps; they are defined by
 // concept: analysis.cpp (phases and decoding), p2p_matching.cpp,
-// collective_matching.cpp, interval_tree.cpp (executions, the tree, its fold
-// and figures) and run_warnings.cpp.
+// collective_matching.cpp, interval_tree.cpp (the tree, its fold and
+// figures), interval_steps.h (a marker's steps, inline in the decode loop)
+// and run_warnings.cpp.
 #pragma once
 
 #include <algorithm>
@@ -390,9 +391,10 @@ struct alignas(64) Rank {
   // mpiP-style profile: a rank-local slot per function keeps the table small.
   FuncStat& function_stat(NodeAcc& a, uint16_t func, const FuncInfo& fi) {
     const size_t fid = func < slot_of.size() - 1 ? func : slot_of.size() - 1;
-    const uint32_t slot = slot_of[fid];
-    if (slot == 0 || a.funcs.size() < slot) [[unlikely]] return new_function_stat(a, fid, fi);
-    return a.funcs[slot - 1];
+    // (Slot 0, none yet, wraps to the largest index: one test for both.)
+    const uint32_t index = slot_of[fid] - 1;
+    if (index >= a.funcs.size()) [[unlikely]] return new_function_stat(a, fid, fi);
+    return a.funcs[index];
   }
   [[gnu::noinline]] FuncStat& new_function_stat(NodeAcc& a, size_t fid, const FuncInfo& fi) {
     uint32_t& slot = slot_of[fid];
@@ -487,6 +489,7 @@ struct Handler {
   // IntervalTracker handler interface.
   void root_started(double t);
   uint32_t interval_begun(uint32_t stream, const Event& begin, double t, uint32_t parent);
+  [[gnu::noinline]] uint32_t child_node(const Event& begin, uint32_t parent);
   void interval_ended(uint32_t stream, const OpenInterval& o, double t);
   void root_ended(double t);
 };

@@ -267,11 +267,20 @@ class Interpreter {
   // raw time (offset plus linear drift). Its line is fitted once and checked
   // against the reader at points across the timer's range; when the check
   // fails the reader is called for every timestamp.
-  double global(uint64_t ticks) const {
-    // (Signed conversion: much cheaper than unsigned on x86-64; raw times are < 2^63.)
-    return linear_ ? slope_ * static_cast<double>(static_cast<int64_t>(ticks)) + intercept_
-                   : rank_trace_.to_global_ns(ticks);
-  }
+  double global(uint64_t ticks) const { return clock().global(ticks); }
+  // The same conversion as a value, which a caller's loop keeps in registers
+  // (stores of the handler's doubles could alias the members).
+  struct Clock {
+    const RankTrace* rank_trace;
+    bool linear;
+    double slope, intercept;
+    double global(uint64_t ticks) const {
+      // (Signed conversion: much cheaper than unsigned on x86-64; raw times are < 2^63.)
+      return linear ? slope * static_cast<double>(static_cast<int64_t>(ticks)) + intercept
+                    : rank_trace->to_global_ns(ticks);
+    }
+  };
+  Clock clock() const { return Clock{&rank_trace_, linear_, slope_, intercept_}; }
   const FuncInfo& func(uint16_t id) const {
     static const FuncInfo unknown{};
     return id < nfuncs_ ? funcs_[id] : unknown;
@@ -281,6 +290,11 @@ class Interpreter {
 
   template <class H>
   void process(const Event& e, double enter, H& h);
+  // The same, with the call dispatch inlined into the caller's loop (the
+  // analysis's decode): no frame of its own per call. `leave` is e.leave in
+  // global ns (the caller converts it with its Clock).
+  template <class H>
+  [[gnu::always_inline]] inline void process_inline(const Event& e, double enter, double leave, H& h);
 
   // The state carried from one event to the next (requests, generalized
   // requests, collective counts), saved at a chunk's start by the window index
@@ -384,15 +398,13 @@ class Interpreter {
       });
     return c;
   }
+  // (Inline in the call dispatch, the report of a peer out of line.)
   template <class H>
-  bool channel(const CommInfo& c, int32_t peer, int32_t tag, bool sending, ChannelKey* k, H& h) {
+  [[gnu::always_inline]] bool channel(const CommInfo& c, int32_t peer, int32_t tag, bool sending, ChannelKey* k,
+                                      H& h) {
     const int32_t w = CommCache::peer_world(c, peer);
-    if (w < 0) {
-      if (peer >= 0)
-        h.problem("unmappable peer", [&] {
-          return "rank " + std::to_string(me_) + ": rank " + std::to_string(peer) +
-                 " of communicator " + std::to_string(c.gid);
-        });
+    if (w < 0) [[unlikely]] {
+      if (peer >= 0) unmappable_peer(c, peer, h);
       return false;
     }
     k->gid = c.gid;
@@ -400,6 +412,14 @@ class Interpreter {
     k->dst = sending ? w : me_;
     k->tag = tag;
     return true;
+  }
+
+  template <class H>
+  [[gnu::noinline, gnu::cold]] void unmappable_peer(const CommInfo& c, int32_t peer, H& h) {
+    h.problem("unmappable peer", [&] {
+      return "rank " + std::to_string(me_) + ": rank " + std::to_string(peer) + " of communicator " +
+             std::to_string(c.gid);
+    });
   }
 
   // Entered, never completed: a call and MPI time up to the rank's last
@@ -413,7 +433,11 @@ class Interpreter {
   }
 
   template <class H>
-  [[gnu::noinline]] void process_call(const Event& e, double enter, double leave, H& h);
+  [[gnu::noinline]] void process_call(const Event& e, double enter, double leave, H& h) {
+    dispatch_call(e, enter, leave, h);
+  }
+  template <class H>
+  [[gnu::always_inline]] inline void dispatch_call(const Event& e, double enter, double leave, H& h);
 
   void fit_clock();
 
@@ -443,7 +467,13 @@ void Interpreter::process(const Event& e, double enter, H& h) {
 }
 
 template <class H>
-void Interpreter::process_call(const Event& e, double enter, double leave, H& h) {
+void Interpreter::process_inline(const Event& e, double enter, double leave, H& h) {
+  if (e.kind == FuncKind::Marker) h.marker(e, enter, leave);
+  else dispatch_call(e, enter, leave, h);
+}
+
+template <class H>
+void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h) {
   const FuncInfo& fi = func(e.func);
   if (e.flags & format::kContinuation) {
     if (!h.continuation()) return;

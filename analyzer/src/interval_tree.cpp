@@ -2,73 +2,38 @@
 // execution's maximum over ranks) and each node's figures (spec/metrics.md).
 #include <filesystem>
 
-#include "engine.h"
+#include "interval_steps.h"
 
 namespace prof::analysis::detail {
-
-// (Here, with the tracker's callbacks, so that they inline into it.)
-void Handler::marker(const Event& e, double enter, double leave) {
-  r.intervals.marker(e, enter, leave, *this);
-  // The rank's open executions changed: from the begin's return, the end's call.
-  if (r.intervals.in_root()) r.instants.set_context(e.marker_begin ? leave : enter, r.context());
-}
 
 void Handler::root_started(double t) {
   r.acc[0].first_enter = t;
   r.instants.set_context(t, r.context());
 }
 
-uint32_t Handler::interval_begun(uint32_t, const Event& e, double t, uint32_t parent) {
-  // A loop enters the same child again: remember the last one per parent.
+// The node of a begin that is not the parent's last child entered.
+uint32_t Handler::child_node(const Event& e, uint32_t parent) {
+  const uint32_t site = eng.reg_.site(r.index, e.callsite);
+  const NodeKey key{parent, e.interval_id, site};
   uint32_t node;
-  if (r.nodes[parent].last_callsite == e.callsite && r.nodes[parent].last_id == e.interval_id) {
-    node = r.nodes[parent].last_child;
+  if (const uint32_t* found = r.node_index.find(key)) {
+    node = *found;
   } else {
-    const uint32_t site = eng.reg_.site(r.index, e.callsite);
-    const NodeKey key{parent, e.interval_id, site};
-    if (const uint32_t* found = r.node_index.find(key)) {
-      node = *found;
-    } else {
-      node = static_cast<uint32_t>(r.nodes.size());
-      r.nodes.push_back(LocalNode{key.parent, key.id, key.site});
-      r.acc.emplace_back();
-      r.node_index[key] = node;
-    }
-    LocalNode& p = r.nodes[parent];
-    p.last_callsite = e.callsite;
-    p.last_id = e.interval_id;
-    p.last_child = node;
+    node = static_cast<uint32_t>(r.nodes.size());
+    r.nodes.push_back(LocalNode{key.parent, key.id, key.site});
+    r.acc.emplace_back();
+    r.node_index[key] = node;
   }
-  if (t < r.acc[node].first_enter) r.acc[node].first_enter = t;
+  LocalNode& p = r.nodes[parent];
+  p.last_callsite = e.callsite;
+  p.last_id = e.interval_id;
+  p.last_child = node;
   return node;
-}
-
-void Handler::interval_ended(uint32_t, const OpenInterval& o, double t) {
-  eng.close_exec(r, o.payload, o.start, t);
 }
 
 void Handler::root_ended(double t) {
   eng.close_exec(r, 0, r.intervals.root_start(), t);
   r.instants.set_context(t, kNoContext);
-}
-
-void Engine::close_exec(Rank& r, uint32_t node, double start, double t) {
-  NodeAcc& a = r.acc[node];
-  // An execution outside the window still takes its place in the k-th
-  // matching across ranks, with nothing in it.
-  const bool inside = !windowed_ || (t >= lo_ && start <= hi_);
-  if (windowed_) {
-    start = std::max(start, lo_);
-    t = std::min(t, hi_);
-  }
-  const double T = inside ? std::max(0.0, t - start) : 0.0;
-  if (inside) ++a.inside;
-  if (!a.touched) {
-    a.touched = true;
-    r.touched.push_back(node);
-  }
-  a.T.push_back(T);
-  a.t_sum += T;
 }
 
 // Local nodes created since the last phase join the tree across ranks.

@@ -1,0 +1,52 @@
+// The interval tree's per-event steps (engine.h): a marker, the tree node of
+// a begin, an execution closed at an end. Inline, so that the decode loop
+// (Engine::decode) holds them without a frame per marker; the tree's fold and
+// figures are in interval_tree.cpp.
+#pragma once
+
+#include "engine.h"
+
+namespace prof::analysis::detail {
+
+[[gnu::always_inline]] inline void Handler::marker(const Event& e, double enter, double leave) {
+  r.intervals.marker(e, enter, leave, *this);
+  // The rank's open executions changed: from the begin's return, the end's call.
+  if (r.intervals.in_root()) r.instants.set_context(e.marker_begin ? leave : enter, r.context());
+}
+
+[[gnu::always_inline]] inline uint32_t Handler::interval_begun(uint32_t, const Event& e, double t,
+                                                               uint32_t parent) {
+  // A loop enters the same child again: remember the last one per parent.
+  const LocalNode& p = r.nodes[parent];
+  const uint32_t node = p.last_callsite == e.callsite && p.last_id == e.interval_id
+                            ? p.last_child
+                            : child_node(e, parent);
+  double& first_enter = r.acc[node].first_enter;
+  if (t < first_enter) first_enter = t;
+  return node;
+}
+
+[[gnu::always_inline]] inline void Handler::interval_ended(uint32_t, const OpenInterval& o, double t) {
+  eng.close_exec(r, o.payload, o.start, t);
+}
+
+[[gnu::always_inline]] inline void Engine::close_exec(Rank& r, uint32_t node, double start, double t) {
+  NodeAcc& a = r.acc[node];
+  // An execution outside the window still takes its place in the k-th
+  // matching across ranks, with nothing in it.
+  const bool inside = !windowed_ || (t >= lo_ && start <= hi_);
+  if (windowed_) {
+    start = std::max(start, lo_);
+    t = std::min(t, hi_);
+  }
+  const double T = inside ? std::max(0.0, t - start) : 0.0;
+  if (inside) ++a.inside;
+  if (!a.touched) {
+    a.touched = true;
+    r.touched.push_back(node);
+  }
+  a.T.push_back(T);
+  a.t_sum += T;
+}
+
+}  // namespace prof::analysis::detail
