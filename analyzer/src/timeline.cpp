@@ -110,7 +110,7 @@ bool Impl::spill(const uint8_t* data, size_t size, uint64_t* offset) {
   }
   // Written kSpillPiece at a time: the kernel's copy into the page cache
   // costs about a third of one 4 MiB write's (measured on ext4, 0.74 GB:
-  // docs/performance.md, "The spill file's writes").
+  // docs/performance.md, "The spill file's writes, 20-byte executions").
   const char* p = reinterpret_cast<const char*>(data);
   size_t done = 0;
   while (done < size) {
