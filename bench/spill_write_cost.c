@@ -3,7 +3,7 @@
 // /tmp) from a 4 MiB stage that is rewritten before each write, as the build
 // packs blocks into its SpillStage. Compare the system time of the modes
 // under /usr/bin/time (docs/performance.md, "The spill file's writes, 20-byte executions").
-// Usage: spill_write_cost RESERVE PIECE_KIB
+// Usage: build/bench/spill_write_cost RESERVE PIECE_KIB
 //   RESERVE 1: the file's blocks reserved 64 MiB ahead (fallocate KEEP_SIZE)
 //   PIECE_KIB: bytes per pwrite (4096: the whole stage at once)
 #define _GNU_SOURCE
