@@ -97,9 +97,9 @@ bool Impl::spill(const uint8_t* data, size_t size, uint64_t* offset) {
     }
     at = spill_end;
     spill_end += size;
-    // The file's blocks are reserved ahead, kSpillReserve at a time: a
-    // write into reserved blocks skips ext4's delayed allocation per page.
-    // (Where the file system cannot, the writes allocate as before.)
+    // The file's blocks are reserved ahead, kSpillReserve at a time, so
+    // the writes below allocate none (where the file system cannot
+    // reserve, they allocate as before).
     while (spill_reserved < spill_end) {
       if (fallocate(spill_fd, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(spill_reserved),
                     static_cast<off_t>(kSpillReserve)) != 0)
@@ -108,9 +108,10 @@ bool Impl::spill(const uint8_t* data, size_t size, uint64_t* offset) {
         spill_reserved += kSpillReserve;
     }
   }
-  // Written kSpillPiece at a time: the kernel's copy into the page cache
-  // costs about a third of one 4 MiB write's (measured on ext4, 0.74 GB:
-  // docs/performance.md, "The spill file's writes, 20-byte executions").
+  // Written kSpillPiece at a time. With the reservation, the kernel's
+  // copy into the page cache took about a third of the system time of one
+  // write per 4 MiB stage (ext4, 0.74 GB: docs/performance.md, "The spill
+  // file's writes, 20-byte executions").
   const char* p = reinterpret_cast<const char*>(data);
   size_t done = 0;
   while (done < size) {
