@@ -57,11 +57,16 @@ struct SpillStage {
   std::vector<std::pair<Row*, size_t>> blocks;  // staged: row, block index
 };
 
-// Times in ns from the trace's start. 24 bytes.
+// Times in ns from the trace's start. 20 bytes: packed to 4-byte
+// alignment (x86 loads unaligned doubles at no cost), as a 10^8-event trace
+// holds 2 * 10^7 of them and every byte held is a byte the kernel zeroes.
+#pragma pack(push, 4)
 struct Execution {
   double start, end;
   uint32_t node;
 };
+#pragma pack(pop)
+static_assert(sizeof(Execution) == 20);
 
 // A message as seen from its sending row (first: the send's index) and from
 // its receiving row (first: the receive's index): 12 bytes each.
@@ -141,6 +146,9 @@ struct Impl {
   mutable std::mutex spill_mutex;
   int spill_fd = -1;
   uint64_t spill_end = 0;
+  uint64_t spill_reserved = 0;  // the file's blocks reserved so far (UINT64_MAX: cannot)
+  static constexpr uint64_t kSpillReserve = uint64_t{64} << 20;
+  static constexpr size_t kSpillPiece = size_t{64} << 10;
   std::atomic<uint64_t> memory_used{0};
 
   std::atomic<bool> cancel_flag{false};

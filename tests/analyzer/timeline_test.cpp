@@ -727,6 +727,33 @@ TEST(Timeline, CancelStopsTheBuild) {
   EXPECT_EQ(tl->query(q).rows.size(), 3u);
 }
 
+// The build rounds enters and durations as std::llround does (halves away
+// from zero): at every half and the doubles next to it, at the edges of its
+// short path (0.5, 2^51, 2^52), for negatives, and at random magnitudes.
+TEST(TimelineRounding, RoundNsEqualsLlroundAtHalvesAndEdges) {
+  using analysis::timeline_detail::round_ns;
+  std::vector<double> values = {0.0, -0.0, 0.25, 0.5, 1.0, 1.5, 2.5, 3.5, 1e9 + 0.5, 0x1p51, 0x1p52, 0x1p53, 0x1p62};
+  for (double k = 0; k < 64; ++k) values.push_back(k + 0.5);
+  for (int e = -2; e < 64; ++e) {
+    values.push_back(std::ldexp(1.0, e));
+    values.push_back(std::ldexp(1.0, e) - 0.5);
+    values.push_back(std::ldexp(1.0, e) + 0.5);
+  }
+  std::mt19937_64 random(11);
+  for (int i = 0; i < 200000; ++i) {
+    const double magnitude = std::ldexp(1.0, static_cast<int>(random() % 60));
+    values.push_back(std::uniform_real_distribution<double>(0, magnitude)(random));
+    values.push_back(std::floor(values.back()) + 0.5);
+  }
+  const size_t n = values.size();
+  for (size_t i = 0; i < n; ++i) {  // the doubles on either side of each, and the negatives
+    values.push_back(std::nextafter(values[i], 0.0));
+    values.push_back(std::nextafter(values[i], INFINITY));
+  }
+  for (size_t i = 0, m = values.size(); i < m; ++i) values.push_back(-values[i]);
+  for (const double x : values) ASSERT_EQ(round_ns(x), std::llround(x)) << std::hexfloat << x;
+}
+
 // A block's records come back from packing exactly, each field at its
 // extremes, and each column takes the fewest bytes its values' span needs
 // (signed fields across zero, unsigned ones across 2^31 and up to 2^32 - 1).

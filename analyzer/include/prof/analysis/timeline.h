@@ -28,7 +28,7 @@
 // Memory (bytes per event, see docs/performance.md): a call record is 32
 // bytes unpacked and about 10 packed in blocks of 1024, kept in memory up to
 // TimelineOptions::memory_bytes, the rest in an unlinked temporary file read
-// back with pread; 28 per interval execution, 24 per matched message, 8 per
+// back with pread; 24 per interval execution, 24 per matched message, 8 per
 // collective member and 24 per instance; the pyramid is bounded per row (at most
 // TimelineOptions::leaves_per_row leaves of 64 bytes, plus as many above) and
 // in all (2^22 leaves shared by the rows, at least 4096 each: 512 MiB).
