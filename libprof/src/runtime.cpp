@@ -969,6 +969,11 @@ void next_chunk(ThreadState* ts, size_t words) {
   map_first_or_next(ts);
 }
 
+void record_plain_general(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok) {
+  Rec r(ts, t0, t1, ok, 0, 8);
+  r.commit(func);
+}
+
 namespace {
 // Bytes a narrow Completion entry can hold: its top bit is the cancel flag.
 constexpr uint64_t kNarrowEntryBytes = format::kCancelledBit32 - 1;

@@ -272,9 +272,22 @@ class Rec {
   format::RecordEncoder enc_;
 };
 
+[[gnu::noinline, gnu::cold]] void record_plain_general(ThreadState* ts, uint16_t func, uint64_t t0,
+                                                       uint64_t t1, bool ok);
+// A call without payload: its fixed form (format::encode_fixed_plain, 8
+// bytes) after one test, else the general encoder out of line.
 PROF_HOT void record_plain(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok) {
-  Rec r(ts, t0, t1, ok, 0, 8);
-  r.commit(func);
+  uint32_t* const at = ts->cur;
+  const uint64_t dt = t0 - ts->last_enter;
+  const uint64_t duration = t1 - t0;
+  const bool room = at + 2 <= ts->end;
+  if (__builtin_expect((((dt | duration) >> 16) == 0) & room, 1)) {
+    format::encode_fixed_plain(at, func, ok ? 0u : uint32_t{format::kCallFailed}, dt, duration);
+    ts->last_enter = t0;
+    ts->cur = at + 2;
+    return;
+  }
+  record_plain_general(ts, func, t0, t1, ok);
 }
 
 // The fixed-size kinds' records: the values go in as record_schema.h lists
@@ -297,7 +310,7 @@ template <format::FuncKind K>
   r.commit(func);
 }
 template <format::FuncKind K>
-PROF_HOT void record_fixed(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+PROF_HOT void record_narrow(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                            uint8_t flags, const format::RecordValues& v) {
   static_assert(reserve_fits<K>(16));
   uint32_t* const at = Rec::reserve(ts, 16);
@@ -306,6 +319,27 @@ PROF_HOT void record_fixed(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t
                                                 uint8_t(flags | (ok ? 0 : format::kCallFailed)),
                                                 t0 - ts->last_enter, t1 - t0, v, ts->cx, words),
                        1)) {
+    ts->last_enter = t0;
+    ts->cur = at + words;
+    return;
+  }
+  record_fixed_general<K>(ts, func, t0, t1, ok, flags, v);
+}
+
+// A record of kind K in its fixed layout (format::encode_fixed): one test
+// (room in the chunk, the values fit the fixed fields), then unconditional
+// stores; anything else by the general encoder, out of line.
+template <format::FuncKind K>
+PROF_HOT void record_fixed(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
+                           uint8_t flags, const format::RecordValues& v) {
+  constexpr size_t words = format::fixed_record_words<K>;
+  uint32_t* const at = ts->cur;
+  const uint64_t dt = t0 - ts->last_enter;  // wraps when time goes back: general form
+  const uint64_t duration = t1 - t0;
+  const bool room = at + words <= ts->end;
+  if (__builtin_expect((format::fixed_misfit<K>(dt, duration, v) == 0) & room, 1)) {
+    format::encode_fixed<K>(at, func, flags | (ok ? 0u : uint32_t{format::kCallFailed}), dt,
+                            duration, v, ts->cx);
     ts->last_enter = t0;
     ts->cur = at + words;
     return;
@@ -331,7 +365,7 @@ PROF_HOT void record_p2p_start(ThreadState* ts, uint16_t func, uint64_t t0, uint
                              uint8_t flags, MPI_Request request) {
   using format::FuncKind;
   static_assert(format::same_layout(FuncKind::Isend, FuncKind::Irecv));
-  record_fixed<FuncKind::Isend>(ts, func, t0, t1, ok, flags,
+  record_narrow<FuncKind::Isend>(ts, func, t0, t1, ok, flags,
                                 format::RecordValues{.peer = peer,
                                                      .tag = tag,
                                                      .comm = uint32_t(comm),
@@ -386,8 +420,8 @@ PROF_HOT void record_collective(ThreadState* ts, uint16_t func, uint64_t t0, uin
                 format::same_layout(FuncKind::ICollective, FuncKind::IAllToAll));
   const format::RecordValues v{
       .comm = uint32_t(comm), .bytes = bytes, .request = uint32_t(request), .root = root};
-  if (format::kind_has_request(kind)) record_fixed<FuncKind::ICollective>(ts, func, t0, t1, ok, 0, v);
-  else record_fixed<FuncKind::Collective>(ts, func, t0, t1, ok, 0, v);
+  if (format::kind_has_request(kind)) record_narrow<FuncKind::ICollective>(ts, func, t0, t1, ok, 0, v);
+  else record_narrow<FuncKind::Collective>(ts, func, t0, t1, ok, 0, v);
 }
 
 // Completions and request operations can carry many entries: written in as

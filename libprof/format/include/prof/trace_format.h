@@ -499,6 +499,102 @@ template <FuncKind K, class V>
   return true;
 }
 
+// Fixed-layout records: the hot path's form of the kinds the shim records
+// most (Send, Recv, Probe; plain calls by encode_fixed_plain). Words of
+// format 4 in one fixed arrangement, so every reader of format 4 decodes
+// them unchanged: the normal header (32-bit enter delta and duration: a gap
+// of computation between two calls fits, up to about a second), then every
+// field of the kind in full, in the schema's order (PeerTag packed in one
+// word, Comm always present, Bytes and Request one word each, Root one
+// word). Fixed means no per-record decision changes what goes where: one
+// test ("the times fit 32 bits, the peer/tag 16 bits each, the bytes 32
+// bits") and then unconditional stores at constant offsets, so the encoder
+// needs few registers and no branches beyond that test. What it gives up
+// against encode_narrow: the short header (4 bytes when both times are
+// below 2^16), the communicator repeat (kSameComm, 4 bytes a record on a
+// repeated communicator) and the packed request. The record size is the
+// schema's narrow, context-free size after the normal header
+// (fixed_record_words).
+template <FuncKind K>
+inline constexpr size_t fixed_record_words = 3 + fixed_payload_words(schema_of(K), false, false,
+                                                                     false, false);
+
+// The fixed record of a Send-family call, as a struct: the layout
+// encode_fixed<Send> stores (checked below against the schema's size).
+struct FixedP2PRecord {
+  uint32_t first;     // func | flags << 16 | payload words << 24, stored last
+  uint32_t dt_enter;  // ticks since the previous record's enter
+  uint32_t duration;  // ticks
+  uint32_t peer_tag;  // pack_peer_tag(peer, tag)
+  uint32_t comm;      // the communicator, in full
+  uint32_t bytes;
+};
+static_assert(sizeof(FixedP2PRecord) == 24);
+static_assert(fixed_record_words<FuncKind::Send> * 4 == sizeof(FixedP2PRecord));
+
+// Whether encode_fixed serves kind K: the fields encode_narrow serves, with
+// at most one PeerTag (one pack test).
+template <FuncKind K>
+inline constexpr bool fixed_kind = narrow_kind<K>;
+
+// The values fit the fixed layout: times below 2^32, peer and tag int16,
+// bytes below 2^32. Each value is biased so that "fits" is one OR of high
+// bits, and the caller's test is one branch.
+template <FuncKind K, class V>
+[[gnu::always_inline]] inline uint64_t fixed_misfit(uint64_t dt_enter, uint64_t duration,
+                                                   const V& v) {
+  constexpr KindSchema s = schema_of(K);
+  uint64_t high = (dt_enter | duration) >> 32;
+  if constexpr (s.has(Field::PeerTag))
+    high |= ((static_cast<uint32_t>(v.peer) + 0x8000u) | (static_cast<uint32_t>(v.tag) + 0x8000u)) >>
+            16;
+  if constexpr (s.has(Field::Bytes)) high |= v.bytes >> 32;
+  return high;
+}
+
+// Stores the fixed record of kind K at `at` (fixed_record_words<K> words of
+// room), first word last, when the values fit (fixed_misfit is 0; the caller
+// tested it). `flags` are the call's own (kAnySource, kAnyTag, kCallFailed).
+// The communicator is written in full, so it becomes the chunk's context
+// for later records (as a reader sets it on every full Comm word).
+template <FuncKind K, class V>
+[[gnu::always_inline]] inline void encode_fixed(uint32_t* at, uint16_t func, uint32_t flags,
+                                                uint64_t dt_enter, uint64_t duration, const V& v,
+                                                ChunkContext& cx) {
+  static_assert(fixed_kind<K>, "a kind encode_fixed does not serve");
+  constexpr KindSchema s = schema_of(K);
+  constexpr uint32_t words = fixed_record_words<K>;
+  at[1] = static_cast<uint32_t>(dt_enter);
+  at[2] = static_cast<uint32_t>(duration);
+  size_t i = 3;
+  for_each_field_index<K>([&](auto f) __attribute__((always_inline)) {
+    constexpr Field field = s.fields[f];
+    if constexpr (field == Field::PeerTag) at[i++] = pack_peer_tag(v.peer, v.tag);
+    else if constexpr (field == Field::Comm) {
+      const uint32_t c = static_cast<uint32_t>(v.comm);
+      at[i++] = c;
+      cx.comm = c;
+      cx.has_comm = true;
+    } else if constexpr (field == Field::Bytes) at[i++] = static_cast<uint32_t>(v.bytes);
+    else if constexpr (field == Field::Request) {
+      at[i++] = static_cast<uint32_t>(v.request);
+      cx.request_high = static_cast<uint32_t>(v.request) >> 16;
+      cx.has_request = true;
+    } else if constexpr (field == Field::Root) at[i++] = static_cast<uint32_t>(v.root);
+  });
+  constexpr uint32_t form = (words - 3) << 24;
+  __atomic_store_n(at, form | (flags << 16) | func, __ATOMIC_RELEASE);
+}
+
+// A call without payload (FuncKind Other) in its fixed form, the short
+// header: 8 bytes when the times fit 16 bits (the caller tested
+// (dt_enter | duration) >> 16 == 0).
+[[gnu::always_inline]] inline void encode_fixed_plain(uint32_t* at, uint16_t func, uint32_t flags,
+                                                      uint64_t dt_enter, uint64_t duration) {
+  at[1] = static_cast<uint32_t>(dt_enter) | (static_cast<uint32_t>(duration) << 16);
+  __atomic_store_n(at, (uint32_t{kShortTime} << 24) | (flags << 16) | func, __ATOMIC_RELEASE);
+}
+
 // Decodes the payload of a fixed-size kind K into `v`, field by field. `d`
 // reads the words: peer_tag(peer, tag), bytes(), word(), comm() (kSameComm
 // aware) and bytes_request(bytes, request) (kPackedRequest aware).
