@@ -6,7 +6,8 @@ its own instructions plus those of everything it calls except the forwarded
 PMPI_X (the call the application asked for), the dynamic linker's first
 resolution of a symbol, and chunk switches (next_chunk: one per chunk of
 64 KiB and up, so its share per call depends on how many calls a run makes;
-printed apart, per call). That is exactly what the application pays for the
+printed apart, per call, also where a cold part or the general encoder
+calls it: its share by the caller's part of that function's instructions). That is exactly what the application pays for the
 shim on that call, independent of the machine's load and of how long MPI
 polls. The call count is the number of times the wrapper was called.
 
@@ -77,6 +78,24 @@ def main():
         sys.exit(__doc__)
     self_cost, calls, called = parse(sys.argv[1])
     wanted = set(sys.argv[2:])
+    # Inclusive instructions of each function over all its calls, to share a
+    # nested chunk switch (a wrapper's cold part or general encoder calling
+    # next_chunk) among its callers in proportion.
+    inclusive = defaultdict(int)
+    for callees in calls.values():
+        for callee, (count, ir) in callees.items():
+            inclusive[callee] += ir
+
+    def nested_switches(func, depth=0):
+        # next_chunk's instructions inside all of func's calls.
+        total = 0
+        for callee, (count, ir) in calls.get(func, {}).items():
+            if callee[1] and 'next_chunk' in callee[1]:
+                total += ir
+            elif depth < 4 and inclusive[callee]:
+                total += nested_switches(callee, depth + 1) * ir / inclusive[callee]
+        return total
+
     rows = []
     for (ob, fn), n in called.items():
         if not ob or not ob.endswith('libprof.so') or not fn or not fn.startswith('MPI_'):
@@ -92,8 +111,10 @@ def main():
             if 'next_chunk' in cfn:
                 switches += ir
                 continue
-            total += ir
-            extra.append((ir / n, cfn.split('(')[0]))
+            nested = nested_switches((cob, cfn)) * ir / inclusive[(cob, cfn)] if inclusive[(cob, cfn)] else 0
+            switches += nested
+            total += ir - nested
+            extra.append(((ir - nested) / n, cfn.split('(')[0]))
         extra.sort(reverse=True)
         rows.append((fn, n, total / n, self_cost[(ob, fn)] / n, extra[:3], switches / n))
     rows.sort()
