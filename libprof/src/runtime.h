@@ -311,7 +311,7 @@ template <format::FuncKind K>
 }
 template <format::FuncKind K>
 PROF_HOT void record_narrow(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
-                           uint8_t flags, const format::RecordValues& v) {
+                            uint8_t flags, const format::RecordValues& v) {
   static_assert(reserve_fits<K>(16));
   uint32_t* const at = Rec::reserve(ts, 16);
   size_t words;
@@ -366,11 +366,11 @@ PROF_HOT void record_p2p_start(ThreadState* ts, uint16_t func, uint64_t t0, uint
   using format::FuncKind;
   static_assert(format::same_layout(FuncKind::Isend, FuncKind::Irecv));
   record_narrow<FuncKind::Isend>(ts, func, t0, t1, ok, flags,
-                                format::RecordValues{.peer = peer,
-                                                     .tag = tag,
-                                                     .comm = uint32_t(comm),
-                                                     .bytes = bytes,
-                                                     .request = uint32_t(request)});
+                                 format::RecordValues{.peer = peer,
+                                                      .tag = tag,
+                                                      .comm = uint32_t(comm),
+                                                      .bytes = bytes,
+                                                      .request = uint32_t(request)});
 }
 
 // Receive: the actual source and tag from the status (the requested ones when
