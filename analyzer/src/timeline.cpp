@@ -2,9 +2,10 @@
 //
 // Algorithm
 //   Build threads take ranks one at a time and stream each through the same
-//   Interpreter and IntervalTracker as the analysis. Every call becomes a
-//   32-byte record appended to its row (rank, stream); every kBlockRecords
-//   records the row publishes a block under its lock: the block, packed
+//   Interpreter and IntervalTracker as the analysis. Every call is written,
+//   field by field, into its row's block in the making (CallColumns: a
+//   column per field); every kBlockRecords calls the row publishes the
+//   block under its lock: the block, packed
 //   straight where it is kept (packing::write_packed: in memory while
 //   TimelineOptions::memory_bytes allows, else gathered in the thread's
 //   SpillStage and written to the spill file with its neighbours), joins
@@ -181,19 +182,20 @@ const Record* Impl::block_records(const Row& row, size_t b, std::vector<Record>&
 // Publishes a row's pending records as one block (caller: the row's builder,
 // whose stage takes the block when the memory budget is spent).
 void Impl::publish(Row& row, SpillStage& stage) {
-  if (row.pending.empty()) return;
-  const uint32_t count = static_cast<uint32_t>(row.pending.size());
+  if (!row.pending || row.pending->size == 0) return;
+  const CallColumns& calls = *row.pending;
+  const uint32_t count = calls.size;
   BlockInfo info;
   info.count = count;
-  info.first_enter = row.pending.front().enter;
+  info.first_enter = calls.enter[0];
   // Packed straight where the block is kept: in memory, or in the stage.
-  const packing::PackPlan plan = packing::plan_packing(row.pending.data(), count);
+  const packing::PackPlan plan = packing::plan_packing(calls);
   info.packed_bytes = static_cast<uint32_t>(plan.bytes);
   const uint64_t bytes = plan.bytes;
   const bool in_memory = memory_used.load(std::memory_order_relaxed) + bytes <= options.memory_bytes;
   if (in_memory) {
     info.packed.reset(new uint8_t[plan.bytes]);
-    packing::write_packed(row.pending.data(), count, plan, info.packed.get());
+    packing::write_packed(calls, plan, info.packed.get());
     memory_used.fetch_add(bytes, std::memory_order_relaxed);
   } else {
     // (A packed block is at most kHeaderBytes + 64 KiB: it fits a stage.)
@@ -204,23 +206,28 @@ void Impl::publish(Row& row, SpillStage& stage) {
       stage.buffer = static_cast<uint8_t*>(p);
     }
     info.staged = stage.buffer + stage.used;
-    packing::write_packed(row.pending.data(), count, plan, stage.buffer + stage.used);
+    packing::write_packed(calls, plan, stage.buffer + stage.used);
     stage.used += plan.bytes;
   }
   std::unique_lock lock(row.mutex);
   for (const auto& [index, value] : row.pending_durations) row.big_durations[index] = value;
   for (const auto& [index, value] : row.pending_bytes) row.big_bytes[index] = value;
-  const int64_t block_leave =
-      row.pyramid.add_calls(row.pending.data(), count, row.count,
-                            [&](const Record& r, uint64_t index) { return row.duration(r, index); },
-                            row.has_published_leave, row.published_leave);
+  const uint64_t first_index = row.count;
+  const int64_t block_leave = row.pyramid.add_calls(
+      calls, first_index,
+      [&](uint32_t j) {
+        if (!(calls.flags(j) & kDurationOverflow)) return uint64_t{calls.duration[j]};
+        const auto it = row.big_durations.find(first_index + j);
+        return it != row.big_durations.end() ? it->second : uint64_t{calls.duration[j]};
+      },
+      row.has_published_leave, row.published_leave);
   const int64_t max_leave = row.blocks.empty() ? block_leave : std::max(block_leave, row.blocks.back().max_leave);
   info.max_leave = max_leave;
   if (info.staged) stage.blocks.emplace_back(&row, row.blocks.size());
   row.blocks.push_back(std::move(info));
   row.count += count;
   lock.unlock();
-  row.pending.clear();
+  row.pending->size = 0;
   row.pending_durations.clear();
   row.pending_bytes.clear();
   int64_t seen = last_leave.load(std::memory_order_relaxed);
@@ -312,36 +319,38 @@ struct RankBuilder {
   uint32_t last_comm_index = 0;
   bool has_last_comm = false;
 
+  // Writes the call into its row's block in the making (CallColumns),
+  // which is published when full.
   void append(const Event& e, double enter, double leave, TimelineKind kind, uint32_t name) {
     row = row_of(e.stream);
     Row& r = *tl.rows[row];
-    Record rec{};
-    int64_t t = round_ns(enter - tl.t_first);
-    if (t < 0) t = 0;
-    if (r.has_last_enter && t < r.last_enter) t = r.last_enter;  // damaged: keep the row sorted
+    if (!r.pending) r.pending = std::make_unique<CallColumns>();
+    CallColumns& calls = *r.pending;
+    const uint32_t j = calls.size;
+    // Never before the trace's start (0) nor, in a damaged trace, before the
+    // row's previous call: a row stays sorted.
+    const int64_t t = std::max(round_ns(enter - tl.t_first), r.last_enter);
     r.last_enter = t;
-    r.has_last_enter = true;
-    rec.enter = t;
-    record = static_cast<uint32_t>(r.count + r.pending.size());
+    calls.enter[j] = t;
+    record = static_cast<uint32_t>(r.count + j);
+    uint8_t flags = 0;
     const int64_t d = std::max<int64_t>(0, round_ns(leave - enter));
     if (d >= UINT32_MAX) {
-      rec.duration = UINT32_MAX;
-      rec.flags |= kDurationOverflow;
+      calls.duration[j] = UINT32_MAX;
+      flags |= kDurationOverflow;
       r.pending_durations.emplace_back(record, static_cast<uint64_t>(d));
     } else {
-      rec.duration = static_cast<uint32_t>(d);
+      calls.duration[j] = static_cast<uint32_t>(d);
     }
-    rec.name = static_cast<uint16_t>(std::min<uint32_t>(name, UINT16_MAX));
-    rec.kind = static_cast<uint8_t>(kind);
-    rec.peer = -1;
-    rec.tag = -1;
-    rec.comm = 0;
+    calls.name[j] = static_cast<uint16_t>(std::min<uint32_t>(name, UINT16_MAX));
+    int32_t peer = -1, tag = -1;
+    uint32_t comm = 0;
+    uint64_t bytes = 0;
     if (kind == TimelineKind::Marker) {
-      rec.peer = static_cast<int32_t>(e.interval_id);
-      rec.tag = static_cast<int32_t>(tl.registry.site(index, e.callsite));
-      if (e.marker_begin) rec.flags |= kMarkerBeginFlag;
+      peer = static_cast<int32_t>(e.interval_id);
+      tag = static_cast<int32_t>(tl.registry.site(index, e.callsite));
+      if (e.marker_begin) flags |= kMarkerBeginFlag;
     } else {
-      uint64_t bytes = 0;
       switch (e.kind) {
         case FuncKind::Send:
         case FuncKind::Recv:
@@ -350,11 +359,11 @@ struct RankBuilder {
         case FuncKind::Probe:
         case FuncKind::SendRecv:
           bytes = e.bytes + (e.kind == FuncKind::SendRecv ? e.recv_bytes : 0);
-          rec.tag = e.tag;
+          tag = e.tag;
           if (const CommInfo* c = interp.comms().at(e.comm, e.enter)) {
-            rec.peer = CommCache::peer_world(*c, e.peer);
-            rec.comm = comm_index(c->gid);
-            rec.flags |= kHasComm;
+            peer = CommCache::peer_world(*c, e.peer);
+            comm = comm_index(c->gid);
+            flags |= kHasComm;
           }
           break;
         case FuncKind::Collective:
@@ -362,10 +371,10 @@ struct RankBuilder {
         case FuncKind::AllToAll:
         case FuncKind::IAllToAll:
           bytes = e.bytes;
-          rec.peer = e.root;
+          peer = e.root;
           if (const CommInfo* c = interp.comms().at(e.comm, e.enter)) {
-            rec.comm = comm_index(c->gid);
-            rec.flags |= kHasComm;
+            comm = comm_index(c->gid);
+            flags |= kHasComm;
           }
           break;
         case FuncKind::Completion:
@@ -375,17 +384,20 @@ struct RankBuilder {
           break;
       }
       if (bytes >= UINT32_MAX) {
-        rec.bytes = UINT32_MAX;
-        rec.flags |= kBytesOverflow;
+        flags |= kBytesOverflow;
         r.pending_bytes.emplace_back(record, bytes);
-      } else {
-        rec.bytes = static_cast<uint32_t>(bytes);
+        bytes = UINT32_MAX;
       }
     }
-    r.pending.push_back(rec);
+    calls.peer[j] = peer;
+    calls.tag[j] = tag;
+    calls.bytes[j] = static_cast<uint32_t>(bytes);
+    calls.comm[j] = comm;
+    calls.kind_flags[j] = CallColumns::kind_and_flags(static_cast<uint8_t>(kind), flags);
+    calls.size = j + 1;
     has_record = true;
     remember_last(e.stream);
-    if (r.pending.size() == kBlockRecords) tl.publish(r, stage);
+    if (calls.size == kBlockRecords) tl.publish(r, stage);
   }
   void remember_last(uint32_t stream) {
     const size_t slot = tl.stream_slot(index, stream);
