@@ -241,17 +241,36 @@ namespace {
 struct RankBuilder {
   RankBuilder(Impl& timeline, size_t rank_index)
       : tl(timeline), index(rank_index), rank_trace(*timeline.dir.ranks[rank_index]),
-        interp(rank_trace, timeline.registry, rank_index, *timeline.world_index), intervals(rank_trace.rank()) {}
+        interp(rank_trace, timeline.registry, rank_index, *timeline.world_index), intervals(rank_trace.rank()),
+        first_row(timeline.first_row[rank_index]), streams(timeline.first_row[rank_index + 1] - first_row),
+        slots(streams), sent(streams), received(streams), coll_refs(streams), coll_seqs(streams), executions(streams) {
+    for (size_t s = 0; s < streams; ++s) {
+      slots[s].row = timeline.rows[first_row + s].get();
+      slots[s].number = first_row + static_cast<uint32_t>(s);
+    }
+  }
 
   Impl& tl;
   size_t index;
   const RankTrace& rank_trace;
   Interpreter interp;
   IntervalTracker intervals;
-  uint32_t row = 0;            // the current call's row and record index
+  uint32_t first_row;  // the rank's rows: first_row + stream slot
+  size_t streams;
+  // What the build keeps per row of the rank (by stream slot), so that a
+  // call touches only the builder's memory and its block's.
+  struct RowSlot {
+    Row* row = nullptr;
+    CallColumns* calls = nullptr;  // row->pending, once it has a call
+    uint32_t number = 0;           // the row's number in the timeline
+    uint32_t next = 0;             // the index its next call takes
+    int64_t last_enter = 0;        // its last call's enter (0 before the first)
+  };
+  std::vector<RowSlot> slots;
+  size_t slot_of(uint32_t stream) const { return stream < streams ? stream : 0; }  // (a damaged stream: the main thread's)
+  uint32_t row = 0;  // the current call's row and record index
   uint32_t record = 0;
   bool has_record = false;
-  std::vector<std::pair<uint32_t, uint32_t>> last_of_stream;  // (row, index + 1) per stream slot
   struct NodeCacheKey {
     uint32_t parent = 0, id = 0, callsite = 0;
     bool operator==(const NodeCacheKey& o) const { return parent == o.parent && id == o.id && callsite == o.callsite; }
@@ -283,19 +302,17 @@ struct RankBuilder {
   std::vector<std::vector<uint32_t>> open_slots;
   std::map<uint32_t, std::vector<uint32_t>> open_damaged;
   std::vector<uint32_t>& open_of(uint32_t stream) {
-    const size_t streams = tl.first_row[index + 1] - tl.first_row[index];
     if (stream >= streams) return open_damaged[stream];
     if (open_slots.size() < streams) open_slots.resize(streams);
     return open_slots[stream];
   }
+  // (The lists are made per stream slot with the builder.)
   template <class List>
   List& of_row(std::vector<List>& v, uint32_t r) {
-    const size_t slot = r - tl.first_row[index];
-    if (v.size() <= slot) v.resize(slot + 1);
-    return v[slot];
+    return v[r - first_row];
   }
 
-  uint32_t row_of(uint32_t stream) const { return tl.row_of(index, stream); }
+  uint32_t row_of(uint32_t stream) const { return first_row + static_cast<uint32_t>(slot_of(stream)); }
 
   uint32_t comm_index(uint64_t gid) {
     // Consecutive calls mostly use one communicator: no hashing then.
@@ -322,17 +339,21 @@ struct RankBuilder {
   // Writes the call into its row's block in the making (CallColumns),
   // which is published when full.
   void append(const Event& e, double enter, double leave, TimelineKind kind, uint32_t name) {
-    row = row_of(e.stream);
-    Row& r = *tl.rows[row];
-    if (!r.pending) r.pending = std::make_unique<CallColumns>();
-    CallColumns& calls = *r.pending;
+    RowSlot& slot = slots[slot_of(e.stream)];
+    if (!slot.calls) {
+      slot.row->pending = std::make_unique<CallColumns>();
+      slot.calls = slot.row->pending.get();
+    }
+    Row& r = *slot.row;
+    CallColumns& calls = *slot.calls;
     const uint32_t j = calls.size;
+    row = slot.number;
+    record = slot.next++;
     // Never before the trace's start (0) nor, in a damaged trace, before the
     // row's previous call: a row stays sorted.
-    const int64_t t = std::max(round_ns(enter - tl.t_first), r.last_enter);
-    r.last_enter = t;
+    const int64_t t = std::max(round_ns(enter - tl.t_first), slot.last_enter);
+    slot.last_enter = t;
     calls.enter[j] = t;
-    record = static_cast<uint32_t>(r.count + j);
     uint8_t flags = 0;
     const int64_t d = std::max<int64_t>(0, round_ns(leave - enter));
     if (d >= UINT32_MAX) {
@@ -396,13 +417,7 @@ struct RankBuilder {
     calls.kind_flags[j] = CallColumns::kind_and_flags(static_cast<uint8_t>(kind), flags);
     calls.size = j + 1;
     has_record = true;
-    remember_last(e.stream);
     if (calls.size == kBlockRecords) tl.publish(r, stage);
-  }
-  void remember_last(uint32_t stream) {
-    const size_t slot = tl.stream_slot(index, stream);
-    if (last_of_stream.size() <= slot) last_of_stream.resize(slot + 1, {0, 0});
-    last_of_stream[slot] = {row, record + 1};
   }
 
   // Interpreter handler.
@@ -412,12 +427,11 @@ struct RankBuilder {
   }
   bool continuation() {
     // Its entries belong to the stream's last call.
-    const Event* e = current;
-    const size_t slot = tl.stream_slot(index, e->stream);
-    has_record = slot < last_of_stream.size() && last_of_stream[slot].second > 0;
+    const RowSlot& slot = slots[slot_of(current->stream)];
+    has_record = slot.next > 0;
     if (has_record) {
-      row = last_of_stream[slot].first;
-      record = last_of_stream[slot].second - 1;
+      row = slot.number;
+      record = slot.next - 1;
     }
     return intervals.in_root();
   }
@@ -534,7 +548,11 @@ struct RankBuilder {
     }
     current = nullptr;
     intervals.finish(*this);
-    for (uint32_t r = tl.first_row[index]; r < tl.first_row[index + 1]; ++r) tl.publish(*tl.rows[r], stage);
+    for (RowSlot& slot : slots) {
+      tl.publish(*slot.row, stage);
+      slot.row->pending.reset();  // (the builder's memory: a block per row being built)
+      slot.calls = nullptr;
+    }
     tl.flush(stage);
     stage.release();
     // What waits for pairing, without the slack of growth (other ranks are

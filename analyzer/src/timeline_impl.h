@@ -105,7 +105,6 @@ struct Row {
   // The builder's alone.
   std::unique_ptr<CallColumns> pending;  // the block being made (allocated at the row's first call)
   std::vector<std::pair<uint64_t, uint64_t>> pending_durations, pending_bytes;
-  int64_t last_enter = 0;  // the last call's enter (0 before the first)
 
   uint64_t duration(const Record& r, uint64_t index) const {
     return r.flags & kDurationOverflow ? big_duration(r, index) : r.duration;
