@@ -693,6 +693,24 @@ std::unique_ptr<Timeline> Timeline::open(const std::string& trace_dir, std::stri
   return std::make_unique<Timeline>(std::move(impl));
 }
 
+namespace {
+
+// Runs each(i) for i in [0, n) on `threads` threads (this one among them),
+// an index at a time. Work per index must be independent.
+template <class Each>
+void for_each_index(size_t n, unsigned threads, Each&& each) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) each(i);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace
+
 void Timeline::build() {
   Impl& tl = *impl_;
   const size_t ranks = tl.dir.ranks.size();
@@ -722,13 +740,16 @@ void Timeline::build() {
   // Messages: the n-th send on a channel with its n-th receive. Each rank's
   // sends are indexed by (channel, ordinal) with a counting sort (4 bytes a
   // send, the only memory pairing adds), then every receive finds its send.
+  // Both steps run on the build's threads, a rank at a time: a rank's index
+  // is its own, and a send has one receive at most (the receiver's channel
+  // names the sender's), so no two ranks write one end.
   struct SendIndex {
     std::vector<uint64_t> channel_start;  // per channel number: its first entry
     std::vector<uint32_t> position;       // the send's place in the rank's rows, concatenated
     std::vector<uint32_t> row_start;      // per stream slot: its first place
   };
   std::vector<SendIndex> send_index(ranks);
-  for (size_t s = 0; s < ranks; ++s) {
+  for_each_index(ranks, threads, [&](size_t s) {
     RankBuilder& src = *builders[s];
     SendIndex& at = send_index[s];
     at.channel_start.resize(src.send_counts.size() + 1, 0);
@@ -743,8 +764,9 @@ void Timeline::build() {
         end.recv_row = end.recv_index = UINT32_MAX;  // no partner yet
       }
     }
-  }
-  for (size_t d = 0; d < ranks; ++d) {
+  });
+  for_each_index(ranks, threads, [&](size_t d) {
+    if (tl.cancel_flag.load()) return;
     RankBuilder& dst = *builders[d];
     // Per receive channel: the sending rank and its channel number (none: -1).
     std::vector<std::pair<int, uint32_t>> source(dst.recv_keys.size(), {-1, 0});
@@ -772,8 +794,8 @@ void Timeline::build() {
         in.send_row = tl.first_row[static_cast<size_t>(si)] + static_cast<uint32_t>(src_slot);
         in.send_index = out.first;
       }
-    if (tl.cancel_flag.load()) return;
-  }
+  });
+  if (tl.cancel_flag.load()) return;
   send_index = {};
   // Collectives: one instance per (communicator, sequence number). A rank
   // numbers its calls on a communicator 0, 1, 2, ..., so the instances are
@@ -819,8 +841,10 @@ void Timeline::build() {
     b->coll_seqs.clear();
   }
   slot_count = {};
-  // Publish, dropping the ends that found no partner.
-  for (auto& b : builders) {
+  // Publish, dropping the ends that found no partner (a rank at a time, on
+  // the build's threads: a rank's rows are its own).
+  for_each_index(ranks, threads, [&](size_t i) {
+    RankBuilder* b = builders[i].get();
     for (uint32_t r = tl.first_row[b->index]; r < tl.first_row[b->index + 1]; ++r) {
       auto& sent = b->of_row(b->sent, r);
       auto& received = b->of_row(b->received, r);
@@ -838,7 +862,7 @@ void Timeline::build() {
       row.received = std::move(received);
       row.collectives = std::move(b->of_row(b->coll_refs, r));
     }
-  }
+  });
   builders.clear();
   {
     std::unique_lock lock(tl.pairs_mutex);
