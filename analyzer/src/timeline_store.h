@@ -162,19 +162,88 @@ inline void range_of_words(const T* v, uint32_t n, int64_t* lo, int64_t* hi) {
   *lo = static_cast<int64_t>(lowest);
   *hi = static_cast<int64_t>(highest);
 }
+// The same for bytes (16 at a time) and unsigned 16-bit values (8 at a
+// time, their top bit flipped for the signed compares).
+inline void range_of_small(const uint8_t* v, uint32_t n, int64_t* lo, int64_t* hi) {
+  if (n < 16) return range_of(v, n, lo, hi);
+  __m128i low = _mm_set1_epi8(-1), high = _mm_setzero_si128();
+  for (uint32_t i = 0;; i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + (i + 16 <= n ? i : n - 16)));
+    low = _mm_min_epu8(low, x);
+    high = _mm_max_epu8(high, x);
+    if (i + 16 >= n) break;
+  }
+  uint8_t l[16], h[16];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(l), low);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), high);
+  range_of(l, 16, lo, hi);
+  int64_t unused;
+  range_of(h, 16, &unused, hi);
+}
+inline void range_of_small(const uint16_t* v, uint32_t n, int64_t* lo, int64_t* hi) {
+  if (n < 8) return range_of(v, n, lo, hi);
+  const __m128i flip = _mm_set1_epi16(static_cast<int16_t>(0x8000));
+  __m128i low = _mm_set1_epi16(INT16_MAX), high = _mm_set1_epi16(INT16_MIN);
+  for (uint32_t i = 0;; i += 8) {
+    const __m128i x =
+        _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + (i + 8 <= n ? i : n - 8))), flip);
+    low = _mm_min_epi16(low, x);
+    high = _mm_max_epi16(high, x);
+    if (i + 8 >= n) break;
+  }
+  uint16_t l[8], h[8];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(l), _mm_xor_si128(low, flip));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm_xor_si128(high, flip));
+  range_of(l, 8, lo, hi);
+  int64_t unused;
+  range_of(h, 8, &unused, hi);
+}
 #else
 template <class T>
 inline void range_of_words(const T* v, uint32_t n, int64_t* lo, int64_t* hi) {
   range_of(v, n, lo, hi);
 }
+template <class T>
+inline void range_of_small(const T* v, uint32_t n, int64_t* lo, int64_t* hi) {
+  range_of(v, n, lo, hi);
+}
 #endif
 
+// The unsigned word of W bytes.
+template <uint32_t W>
+using Word = std::conditional_t<W == 1, uint8_t, std::conditional_t<W == 2, uint16_t, std::conditional_t<W == 4, uint32_t, uint64_t>>>;
+
 // Writes values [0, n) less `lo` in W bytes each (a constant width: no call
-// per value). The enters' column is written by put_enter_differences.
+// per value). The low W bytes of a difference are the difference of the low
+// W bytes, so it is taken in W-byte words.
 template <uint32_t W, class T>
 inline uint8_t* put_column(uint8_t* p, const T* v, uint32_t n, int64_t lo) {
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(v[i])) - static_cast<uint64_t>(lo);
+  const Word<W> base = static_cast<Word<W>>(lo);
+  uint32_t i = 0;
+#if defined(__SSE2__)
+  // 32-bit values into 1 or 2 bytes, 16 at a time (the compiler cannot: the
+  // byte stores might alias the values). A value less `lo` fits the width
+  // (plan_packing chose it), so the saturating packs keep it exactly: 1 byte
+  // is 0..255, and 2 bytes, moved down by 32768, fit a signed 16-bit lane.
+  if constexpr (sizeof(T) == 4 && (W == 1 || W == 2)) {
+    const __m128i shift = _mm_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(lo) + (W == 2 ? 32768u : 0u)));
+    auto word = [&](uint32_t at) {
+      return _mm_sub_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + at)), shift);
+    };
+    for (; i + 16 <= n; i += 16) {
+      const __m128i low = _mm_packs_epi32(word(i), word(i + 4)), high = _mm_packs_epi32(word(i + 8), word(i + 12));
+      if constexpr (W == 1) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i), _mm_packus_epi16(low, high));
+      } else {
+        const __m128i back = _mm_set1_epi16(static_cast<int16_t>(0x8000));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p + size_t{i} * 2), _mm_xor_si128(low, back));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p + size_t{i} * 2 + 16), _mm_xor_si128(high, back));
+      }
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    const Word<W> u = static_cast<Word<W>>(static_cast<Word<W>>(v[i]) - base);
     std::memcpy(p + size_t{i} * W, &u, W);
   }
   return p + size_t{n} * W;
@@ -189,10 +258,16 @@ inline uint8_t* put_column(uint8_t* p, uint32_t width, const T* v, uint32_t n, i
     default: return put_column<8>(p, v, n, lo);
   }
 }
+// The enters' column: each enter's difference from the one before (the
+// first's: 0) less `lo`.
 template <uint32_t W>
 inline uint8_t* put_enter_differences(uint8_t* p, const int64_t* enter, uint32_t n, int64_t lo) {
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint64_t u = static_cast<uint64_t>(i ? enter[i] - enter[i - 1] : 0) - static_cast<uint64_t>(lo);
+  if (n == 0) return p;
+  const Word<W> base = static_cast<Word<W>>(lo);
+  const Word<W> first = static_cast<Word<W>>(Word<W>{0} - base);
+  std::memcpy(p, &first, W);
+  for (uint32_t i = 1; i < n; ++i) {
+    const Word<W> u = static_cast<Word<W>>(static_cast<Word<W>>(enter[i]) - static_cast<Word<W>>(enter[i - 1]) - base);
     std::memcpy(p + size_t{i} * W, &u, W);
   }
   return p + size_t{n} * W;
@@ -235,8 +310,8 @@ inline PackPlan plan_packing(const CallColumns& calls) {
     lo[0] = low;
     hi[0] = high;
     range_of_words(calls.duration, n, &lo[1], &hi[1]);
-    range_of(calls.name, n, &lo[2], &hi[2]);
-    range_of(calls.kind_flags, n, &lo[3], &hi[3]);
+    range_of_small(calls.name, n, &lo[2], &hi[2]);
+    range_of_small(calls.kind_flags, n, &lo[3], &hi[3]);
     range_of_words(calls.peer, n, &lo[4], &hi[4]);
     range_of_words(calls.tag, n, &lo[5], &hi[5]);
     range_of_words(calls.bytes, n, &lo[6], &hi[6]);
