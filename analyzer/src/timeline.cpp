@@ -228,6 +228,7 @@ void Impl::publish(Row& row, SpillStage& stage) {
   row.count += count;
   lock.unlock();
   row.pending->size = 0;
+  row.pending->max_leave = 0;
   row.pending_durations.clear();
   row.pending_bytes.clear();
   int64_t seen = last_leave.load(std::memory_order_relaxed);
@@ -356,6 +357,7 @@ struct RankBuilder {
     calls.enter[j] = t;
     uint8_t flags = 0;
     const int64_t d = std::max<int64_t>(0, round_ns(leave - enter));
+    calls.max_leave = std::max(calls.max_leave, t + d);
     if (d >= UINT32_MAX) {
       calls.duration[j] = UINT32_MAX;
       flags |= kDurationOverflow;

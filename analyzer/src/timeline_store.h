@@ -69,6 +69,7 @@ static_assert(sizeof(Record) == 32);
 // between. About 31 KiB, one per row being built.
 struct CallColumns {
   uint32_t size = 0;
+  int64_t max_leave = 0;  // the largest enter + duration of its calls (the pyramid covers it first)
   int64_t enter[kBlockRecords];
   uint32_t duration[kBlockRecords];  // UINT32_MAX with kDurationOverflow
   uint16_t name[kBlockRecords];
@@ -83,6 +84,7 @@ struct CallColumns {
   uint8_t flags(uint32_t i) const { return static_cast<uint8_t>(kind_flags[i] >> 3); }
   void push_back(const Record& r) {
     const uint32_t i = size++;
+    max_leave = std::max(max_leave, r.enter + static_cast<int64_t>(r.duration));
     enter[i] = r.enter;
     duration[i] = r.duration;
     name[i] = r.name;
@@ -517,9 +519,7 @@ struct Pyramid {
                     bool& has_previous, int64_t& previous_leave) {
     const size_t n = calls.size;
     if (n == 0) return 0;
-    int64_t max_leave = 0;
-    for (uint32_t j = 0; j < n; ++j)
-      max_leave = std::max(max_leave, calls.enter[j] + static_cast<int64_t>(duration_of(j)));
+    const int64_t max_leave = calls.max_leave;
     cover(max_leave);
     Cell* cells = levels[0].data();
     const int s = shift;
