@@ -2,9 +2,10 @@
 //
 // Algorithm
 //   Build threads take ranks one at a time and stream each through the same
-//   Interpreter and IntervalTracker as the analysis. Every call becomes a
-//   32-byte record appended to its row (rank, stream); every kBlockRecords
-//   records the row publishes a block under its lock: the block, packed
+//   Interpreter and IntervalTracker as the analysis. Every call is written,
+//   field by field, into its row's block in the making (CallColumns: a
+//   column per field); every kBlockRecords calls the row publishes the
+//   block under its lock: the block, packed
 //   straight where it is kept (packing::write_packed: in memory while
 //   TimelineOptions::memory_bytes allows, else gathered in the thread's
 //   SpillStage and written to the spill file with its neighbours), joins
@@ -181,19 +182,20 @@ const Record* Impl::block_records(const Row& row, size_t b, std::vector<Record>&
 // Publishes a row's pending records as one block (caller: the row's builder,
 // whose stage takes the block when the memory budget is spent).
 void Impl::publish(Row& row, SpillStage& stage) {
-  if (row.pending.empty()) return;
-  const uint32_t count = static_cast<uint32_t>(row.pending.size());
+  if (!row.pending || row.pending->size == 0) return;
+  const CallColumns& calls = *row.pending;
+  const uint32_t count = calls.size;
   BlockInfo info;
   info.count = count;
-  info.first_enter = row.pending.front().enter;
+  info.first_enter = calls.enter[0];
   // Packed straight where the block is kept: in memory, or in the stage.
-  const packing::PackPlan plan = packing::plan_packing(row.pending.data(), count);
+  const packing::PackPlan plan = packing::plan_packing(calls);
   info.packed_bytes = static_cast<uint32_t>(plan.bytes);
   const uint64_t bytes = plan.bytes;
   const bool in_memory = memory_used.load(std::memory_order_relaxed) + bytes <= options.memory_bytes;
   if (in_memory) {
     info.packed.reset(new uint8_t[plan.bytes]);
-    packing::write_packed(row.pending.data(), count, plan, info.packed.get());
+    packing::write_packed(calls, plan, info.packed.get());
     memory_used.fetch_add(bytes, std::memory_order_relaxed);
   } else {
     // (A packed block is at most kHeaderBytes + 64 KiB: it fits a stage.)
@@ -204,23 +206,29 @@ void Impl::publish(Row& row, SpillStage& stage) {
       stage.buffer = static_cast<uint8_t*>(p);
     }
     info.staged = stage.buffer + stage.used;
-    packing::write_packed(row.pending.data(), count, plan, stage.buffer + stage.used);
+    packing::write_packed(calls, plan, stage.buffer + stage.used);
     stage.used += plan.bytes;
   }
   std::unique_lock lock(row.mutex);
   for (const auto& [index, value] : row.pending_durations) row.big_durations[index] = value;
   for (const auto& [index, value] : row.pending_bytes) row.big_bytes[index] = value;
-  const int64_t block_leave =
-      row.pyramid.add_calls(row.pending.data(), count, row.count,
-                            [&](const Record& r, uint64_t index) { return row.duration(r, index); },
-                            row.has_published_leave, row.published_leave);
+  const uint64_t first_index = row.count;
+  const int64_t block_leave = row.pyramid.add_calls(
+      calls, first_index,
+      [&](uint32_t j) {
+        if (!(calls.flags(j) & kDurationOverflow)) return uint64_t{calls.duration[j]};
+        const auto it = row.big_durations.find(first_index + j);
+        return it != row.big_durations.end() ? it->second : uint64_t{calls.duration[j]};
+      },
+      row.has_published_leave, row.published_leave);
   const int64_t max_leave = row.blocks.empty() ? block_leave : std::max(block_leave, row.blocks.back().max_leave);
   info.max_leave = max_leave;
   if (info.staged) stage.blocks.emplace_back(&row, row.blocks.size());
   row.blocks.push_back(std::move(info));
   row.count += count;
   lock.unlock();
-  row.pending.clear();
+  row.pending->size = 0;
+  row.pending->max_leave = 0;
   row.pending_durations.clear();
   row.pending_bytes.clear();
   int64_t seen = last_leave.load(std::memory_order_relaxed);
@@ -234,17 +242,36 @@ namespace {
 struct RankBuilder {
   RankBuilder(Impl& timeline, size_t rank_index)
       : tl(timeline), index(rank_index), rank_trace(*timeline.dir.ranks[rank_index]),
-        interp(rank_trace, timeline.registry, rank_index, *timeline.world_index), intervals(rank_trace.rank()) {}
+        interp(rank_trace, timeline.registry, rank_index, *timeline.world_index), intervals(rank_trace.rank()),
+        first_row(timeline.first_row[rank_index]), streams(timeline.first_row[rank_index + 1] - first_row),
+        slots(streams), sent(streams), received(streams), coll_refs(streams), coll_seqs(streams), executions(streams) {
+    for (size_t s = 0; s < streams; ++s) {
+      slots[s].row = timeline.rows[first_row + s].get();
+      slots[s].number = first_row + static_cast<uint32_t>(s);
+    }
+  }
 
   Impl& tl;
   size_t index;
   const RankTrace& rank_trace;
   Interpreter interp;
   IntervalTracker intervals;
-  uint32_t row = 0;            // the current call's row and record index
+  uint32_t first_row;  // the rank's rows: first_row + stream slot
+  size_t streams;
+  // What the build keeps per row of the rank (by stream slot), so that a
+  // call touches only the builder's memory and its block's.
+  struct RowSlot {
+    Row* row = nullptr;
+    CallColumns* calls = nullptr;  // row->pending, once it has a call
+    uint32_t number = 0;           // the row's number in the timeline
+    uint32_t next = 0;             // the index its next call takes
+    int64_t last_enter = 0;        // its last call's enter (0 before the first)
+  };
+  std::vector<RowSlot> slots;
+  size_t slot_of(uint32_t stream) const { return stream < streams ? stream : 0; }  // (a damaged stream: the main thread's)
+  uint32_t row = 0;  // the current call's row and record index
   uint32_t record = 0;
   bool has_record = false;
-  std::vector<std::pair<uint32_t, uint32_t>> last_of_stream;  // (row, index + 1) per stream slot
   struct NodeCacheKey {
     uint32_t parent = 0, id = 0, callsite = 0;
     bool operator==(const NodeCacheKey& o) const { return parent == o.parent && id == o.id && callsite == o.callsite; }
@@ -276,19 +303,17 @@ struct RankBuilder {
   std::vector<std::vector<uint32_t>> open_slots;
   std::map<uint32_t, std::vector<uint32_t>> open_damaged;
   std::vector<uint32_t>& open_of(uint32_t stream) {
-    const size_t streams = tl.first_row[index + 1] - tl.first_row[index];
     if (stream >= streams) return open_damaged[stream];
     if (open_slots.size() < streams) open_slots.resize(streams);
     return open_slots[stream];
   }
+  // (The lists are made per stream slot with the builder.)
   template <class List>
   List& of_row(std::vector<List>& v, uint32_t r) {
-    const size_t slot = r - tl.first_row[index];
-    if (v.size() <= slot) v.resize(slot + 1);
-    return v[slot];
+    return v[r - first_row];
   }
 
-  uint32_t row_of(uint32_t stream) const { return tl.row_of(index, stream); }
+  uint32_t row_of(uint32_t stream) const { return first_row + static_cast<uint32_t>(slot_of(stream)); }
 
   uint32_t comm_index(uint64_t gid) {
     // Consecutive calls mostly use one communicator: no hashing then.
@@ -312,36 +337,43 @@ struct RankBuilder {
   uint32_t last_comm_index = 0;
   bool has_last_comm = false;
 
+  // Writes the call into its row's block in the making (CallColumns),
+  // which is published when full.
   void append(const Event& e, double enter, double leave, TimelineKind kind, uint32_t name) {
-    row = row_of(e.stream);
-    Row& r = *tl.rows[row];
-    Record rec{};
-    int64_t t = round_ns(enter - tl.t_first);
-    if (t < 0) t = 0;
-    if (r.has_last_enter && t < r.last_enter) t = r.last_enter;  // damaged: keep the row sorted
-    r.last_enter = t;
-    r.has_last_enter = true;
-    rec.enter = t;
-    record = static_cast<uint32_t>(r.count + r.pending.size());
+    RowSlot& slot = slots[slot_of(e.stream)];
+    if (!slot.calls) {
+      slot.row->pending = std::make_unique<CallColumns>();
+      slot.calls = slot.row->pending.get();
+    }
+    Row& r = *slot.row;
+    CallColumns& calls = *slot.calls;
+    const uint32_t j = calls.size;
+    row = slot.number;
+    record = slot.next++;
+    // Never before the trace's start (0) nor, in a damaged trace, before the
+    // row's previous call: a row stays sorted.
+    const int64_t t = std::max(round_ns(enter - tl.t_first), slot.last_enter);
+    slot.last_enter = t;
+    calls.enter[j] = t;
+    uint8_t flags = 0;
     const int64_t d = std::max<int64_t>(0, round_ns(leave - enter));
+    calls.max_leave = std::max(calls.max_leave, t + d);
     if (d >= UINT32_MAX) {
-      rec.duration = UINT32_MAX;
-      rec.flags |= kDurationOverflow;
+      calls.duration[j] = UINT32_MAX;
+      flags |= kDurationOverflow;
       r.pending_durations.emplace_back(record, static_cast<uint64_t>(d));
     } else {
-      rec.duration = static_cast<uint32_t>(d);
+      calls.duration[j] = static_cast<uint32_t>(d);
     }
-    rec.name = static_cast<uint16_t>(std::min<uint32_t>(name, UINT16_MAX));
-    rec.kind = static_cast<uint8_t>(kind);
-    rec.peer = -1;
-    rec.tag = -1;
-    rec.comm = 0;
+    calls.name[j] = static_cast<uint16_t>(std::min<uint32_t>(name, UINT16_MAX));
+    int32_t peer = -1, tag = -1;
+    uint32_t comm = 0;
+    uint64_t bytes = 0;
     if (kind == TimelineKind::Marker) {
-      rec.peer = static_cast<int32_t>(e.interval_id);
-      rec.tag = static_cast<int32_t>(tl.registry.site(index, e.callsite));
-      if (e.marker_begin) rec.flags |= kMarkerBeginFlag;
+      peer = static_cast<int32_t>(e.interval_id);
+      tag = static_cast<int32_t>(tl.registry.site(index, e.callsite));
+      if (e.marker_begin) flags |= kMarkerBeginFlag;
     } else {
-      uint64_t bytes = 0;
       switch (e.kind) {
         case FuncKind::Send:
         case FuncKind::Recv:
@@ -350,11 +382,11 @@ struct RankBuilder {
         case FuncKind::Probe:
         case FuncKind::SendRecv:
           bytes = e.bytes + (e.kind == FuncKind::SendRecv ? e.recv_bytes : 0);
-          rec.tag = e.tag;
+          tag = e.tag;
           if (const CommInfo* c = interp.comms().at(e.comm, e.enter)) {
-            rec.peer = CommCache::peer_world(*c, e.peer);
-            rec.comm = comm_index(c->gid);
-            rec.flags |= kHasComm;
+            peer = CommCache::peer_world(*c, e.peer);
+            comm = comm_index(c->gid);
+            flags |= kHasComm;
           }
           break;
         case FuncKind::Collective:
@@ -362,10 +394,10 @@ struct RankBuilder {
         case FuncKind::AllToAll:
         case FuncKind::IAllToAll:
           bytes = e.bytes;
-          rec.peer = e.root;
+          peer = e.root;
           if (const CommInfo* c = interp.comms().at(e.comm, e.enter)) {
-            rec.comm = comm_index(c->gid);
-            rec.flags |= kHasComm;
+            comm = comm_index(c->gid);
+            flags |= kHasComm;
           }
           break;
         case FuncKind::Completion:
@@ -375,22 +407,19 @@ struct RankBuilder {
           break;
       }
       if (bytes >= UINT32_MAX) {
-        rec.bytes = UINT32_MAX;
-        rec.flags |= kBytesOverflow;
+        flags |= kBytesOverflow;
         r.pending_bytes.emplace_back(record, bytes);
-      } else {
-        rec.bytes = static_cast<uint32_t>(bytes);
+        bytes = UINT32_MAX;
       }
     }
-    r.pending.push_back(rec);
+    calls.peer[j] = peer;
+    calls.tag[j] = tag;
+    calls.bytes[j] = static_cast<uint32_t>(bytes);
+    calls.comm[j] = comm;
+    calls.kind_flags[j] = CallColumns::kind_and_flags(static_cast<uint8_t>(kind), flags);
+    calls.size = j + 1;
     has_record = true;
-    remember_last(e.stream);
-    if (r.pending.size() == kBlockRecords) tl.publish(r, stage);
-  }
-  void remember_last(uint32_t stream) {
-    const size_t slot = tl.stream_slot(index, stream);
-    if (last_of_stream.size() <= slot) last_of_stream.resize(slot + 1, {0, 0});
-    last_of_stream[slot] = {row, record + 1};
+    if (calls.size == kBlockRecords) tl.publish(r, stage);
   }
 
   // Interpreter handler.
@@ -400,12 +429,11 @@ struct RankBuilder {
   }
   bool continuation() {
     // Its entries belong to the stream's last call.
-    const Event* e = current;
-    const size_t slot = tl.stream_slot(index, e->stream);
-    has_record = slot < last_of_stream.size() && last_of_stream[slot].second > 0;
+    const RowSlot& slot = slots[slot_of(current->stream)];
+    has_record = slot.next > 0;
     if (has_record) {
-      row = last_of_stream[slot].first;
-      record = last_of_stream[slot].second - 1;
+      row = slot.number;
+      record = slot.next - 1;
     }
     return intervals.in_root();
   }
@@ -522,7 +550,11 @@ struct RankBuilder {
     }
     current = nullptr;
     intervals.finish(*this);
-    for (uint32_t r = tl.first_row[index]; r < tl.first_row[index + 1]; ++r) tl.publish(*tl.rows[r], stage);
+    for (RowSlot& slot : slots) {
+      tl.publish(*slot.row, stage);
+      slot.row->pending.reset();  // (the builder's memory: a block per row being built)
+      slot.calls = nullptr;
+    }
     tl.flush(stage);
     stage.release();
     // What waits for pairing, without the slack of growth (other ranks are
@@ -663,6 +695,24 @@ std::unique_ptr<Timeline> Timeline::open(const std::string& trace_dir, std::stri
   return std::make_unique<Timeline>(std::move(impl));
 }
 
+namespace {
+
+// Runs each(i) for i in [0, n) on `threads` threads (this one among them),
+// an index at a time. Work per index must be independent.
+template <class Each>
+void for_each_index(size_t n, unsigned threads, Each&& each) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) each(i);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace
+
 void Timeline::build() {
   Impl& tl = *impl_;
   const size_t ranks = tl.dir.ranks.size();
@@ -692,13 +742,16 @@ void Timeline::build() {
   // Messages: the n-th send on a channel with its n-th receive. Each rank's
   // sends are indexed by (channel, ordinal) with a counting sort (4 bytes a
   // send, the only memory pairing adds), then every receive finds its send.
+  // Both steps run on the build's threads, a rank at a time: a rank's index
+  // is its own, and a send has one receive at most (the receiver's channel
+  // names the sender's), so no two ranks write one end.
   struct SendIndex {
     std::vector<uint64_t> channel_start;  // per channel number: its first entry
     std::vector<uint32_t> position;       // the send's place in the rank's rows, concatenated
     std::vector<uint32_t> row_start;      // per stream slot: its first place
   };
   std::vector<SendIndex> send_index(ranks);
-  for (size_t s = 0; s < ranks; ++s) {
+  for_each_index(ranks, threads, [&](size_t s) {
     RankBuilder& src = *builders[s];
     SendIndex& at = send_index[s];
     at.channel_start.resize(src.send_counts.size() + 1, 0);
@@ -713,8 +766,9 @@ void Timeline::build() {
         end.recv_row = end.recv_index = UINT32_MAX;  // no partner yet
       }
     }
-  }
-  for (size_t d = 0; d < ranks; ++d) {
+  });
+  for_each_index(ranks, threads, [&](size_t d) {
+    if (tl.cancel_flag.load()) return;
     RankBuilder& dst = *builders[d];
     // Per receive channel: the sending rank and its channel number (none: -1).
     std::vector<std::pair<int, uint32_t>> source(dst.recv_keys.size(), {-1, 0});
@@ -742,8 +796,8 @@ void Timeline::build() {
         in.send_row = tl.first_row[static_cast<size_t>(si)] + static_cast<uint32_t>(src_slot);
         in.send_index = out.first;
       }
-    if (tl.cancel_flag.load()) return;
-  }
+  });
+  if (tl.cancel_flag.load()) return;
   send_index = {};
   // Collectives: one instance per (communicator, sequence number). A rank
   // numbers its calls on a communicator 0, 1, 2, ..., so the instances are
@@ -789,8 +843,10 @@ void Timeline::build() {
     b->coll_seqs.clear();
   }
   slot_count = {};
-  // Publish, dropping the ends that found no partner.
-  for (auto& b : builders) {
+  // Publish, dropping the ends that found no partner (a rank at a time, on
+  // the build's threads: a rank's rows are its own).
+  for_each_index(ranks, threads, [&](size_t i) {
+    RankBuilder* b = builders[i].get();
     for (uint32_t r = tl.first_row[b->index]; r < tl.first_row[b->index + 1]; ++r) {
       auto& sent = b->of_row(b->sent, r);
       auto& received = b->of_row(b->received, r);
@@ -808,7 +864,7 @@ void Timeline::build() {
       row.received = std::move(received);
       row.collectives = std::move(b->of_row(b->coll_refs, r));
     }
-  }
+  });
   builders.clear();
   {
     std::unique_lock lock(tl.pairs_mutex);

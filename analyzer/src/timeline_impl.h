@@ -103,10 +103,8 @@ struct Row {
   detail::MappedArray<ReceivedMessage> received;   // by receive index
   detail::MappedArray<CollectiveRef> collectives;  // by call index
   // The builder's alone.
-  std::vector<Record> pending;
+  std::unique_ptr<CallColumns> pending;  // the block being made (allocated at the row's first call)
   std::vector<std::pair<uint64_t, uint64_t>> pending_durations, pending_bytes;
-  int64_t last_enter = 0;
-  bool has_last_enter = false;
 
   uint64_t duration(const Record& r, uint64_t index) const {
     return r.flags & kDurationOverflow ? big_duration(r, index) : r.duration;

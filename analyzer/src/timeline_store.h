@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "prof/analysis/timeline.h"
@@ -62,13 +63,47 @@ struct Record {
 };
 static_assert(sizeof(Record) == 32);
 
+// A block's calls as the build makes them, one array per packed field (see
+// packing): a call is written straight into them, and packing reads each
+// field as one contiguous run, with no 32-byte record made and read back in
+// between. About 31 KiB, one per row being built.
+struct CallColumns {
+  uint32_t size = 0;
+  int64_t max_leave = 0;  // the largest enter + duration of its calls (the pyramid covers it first)
+  int64_t enter[kBlockRecords];
+  uint32_t duration[kBlockRecords];  // UINT32_MAX with kDurationOverflow
+  uint16_t name[kBlockRecords];
+  uint8_t kind_flags[kBlockRecords];  // kind | flags << 3 (kind < 8, flags < 16)
+  int32_t peer[kBlockRecords];
+  int32_t tag[kBlockRecords];
+  uint32_t bytes[kBlockRecords];  // UINT32_MAX with kBytesOverflow
+  uint32_t comm[kBlockRecords];
+
+  static uint8_t kind_and_flags(uint8_t kind, uint8_t flags) { return static_cast<uint8_t>(kind | flags << 3); }
+  int kind(uint32_t i) const { return kind_flags[i] & 7; }
+  uint8_t flags(uint32_t i) const { return static_cast<uint8_t>(kind_flags[i] >> 3); }
+  void push_back(const Record& r) {
+    const uint32_t i = size++;
+    max_leave = std::max(max_leave, r.enter + static_cast<int64_t>(r.duration));
+    enter[i] = r.enter;
+    duration[i] = r.duration;
+    name[i] = r.name;
+    kind_flags[i] = kind_and_flags(r.kind, r.flags);
+    peer[i] = r.peer;
+    tag[i] = r.tag;
+    bytes[i] = r.bytes;
+    comm[i] = r.comm;
+  }
+};
+
 // A block's records packed column by column ("frame of reference"): per field
 // its smallest value over the block and the fewest bytes (0, 1, 2, 4 or 8)
 // that hold every value less it; enters as differences from the previous
 // one (a row is sorted, so never negative). Typical blocks pack to 10-16
 // bytes a record, and unpacking is one loop of fixed-width loads per field,
 // a few microseconds a block: blocks are kept and spilled packed, and every
-// read unpacks them.
+// read unpacks them. Fields, in order: enter, duration, name, kind | flags
+// << 3, peer, tag, bytes, communicator.
 namespace packing {
 
 inline constexpr int kFields = 8;
@@ -78,74 +113,178 @@ inline uint32_t width_of(uint64_t span) {
   return span == 0 ? 0 : span <= 0xFF ? 1 : span <= 0xFFFF ? 2 : span <= 0xFFFFFFFFull ? 4 : 8;
 }
 
-// Field f of record i as an integer (the enter: its difference from the
-// previous record's).
-template <int F>
-inline int64_t field(const Record* r, uint32_t i) {
-  if constexpr (F == 0) return i ? r[i].enter - r[i - 1].enter : int64_t{0};
-  if constexpr (F == 1) return int64_t{r[i].duration};
-  if constexpr (F == 2) return int64_t{r[i].name};
-  if constexpr (F == 3) return int64_t{r[i].kind} | int64_t{r[i].flags} << 3;
-  if constexpr (F == 4) return int64_t{r[i].peer};
-  if constexpr (F == 5) return int64_t{r[i].tag};
-  if constexpr (F == 6) return int64_t{r[i].bytes};
-  if constexpr (F == 7) return int64_t{r[i].comm};
+// The smallest and largest of values [0, n), n > 0. Branch-free selects in
+// two independent chains, so the loop runs at the loads' pace.
+template <class T>
+inline void range_of(const T* v, uint32_t n, int64_t* lo, int64_t* hi) {
+  T low0 = v[0], high0 = v[0], low1 = v[0], high1 = v[0];
+  uint32_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    const T a = v[i], b = v[i + 1];
+    low0 = a < low0 ? a : low0;
+    high0 = a > high0 ? a : high0;
+    low1 = b < low1 ? b : low1;
+    high1 = b > high1 ? b : high1;
+  }
+  if (i < n) {
+    low0 = v[i] < low0 ? v[i] : low0;
+    high0 = v[i] > high0 ? v[i] : high0;
+  }
+  *lo = static_cast<int64_t>(low0 < low1 ? low0 : low1);
+  *hi = static_cast<int64_t>(high0 > high1 ? high0 : high1);
 }
 
-// Writes field F of records [0, n) less `lo` in W bytes each (a constant
-// width: no call per value).
-template <int F, uint32_t W>
-inline uint8_t* put_column(uint8_t* p, const Record* r, uint32_t n, int64_t lo) {
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint64_t u = static_cast<uint64_t>(field<F>(r, i)) - static_cast<uint64_t>(lo);
+#if defined(__SSE2__)
+// The same for 32-bit values, four lanes at a time. SSE2 compares signed
+// words only, so unsigned values are compared with their top bit flipped,
+// which orders them as unsigned.
+template <class T>
+inline void range_of_words(const T* v, uint32_t n, int64_t* lo, int64_t* hi) {
+  static_assert(sizeof(T) == 4);
+  if (n < 8) return range_of(v, n, lo, hi);
+  const __m128i flip = _mm_set1_epi32(std::is_signed_v<T> ? 0 : INT32_MIN);
+  __m128i low = _mm_set1_epi32(INT32_MAX), high = _mm_set1_epi32(INT32_MIN);
+  auto take = [&](__m128i x) {
+    x = _mm_xor_si128(x, flip);
+    const __m128i above = _mm_cmpgt_epi32(x, high), below = _mm_cmpgt_epi32(low, x);
+    high = _mm_or_si128(_mm_and_si128(above, x), _mm_andnot_si128(above, high));
+    low = _mm_or_si128(_mm_and_si128(below, x), _mm_andnot_si128(below, low));
+  };
+  uint32_t i = 0;
+  for (; i + 4 <= n; i += 4) take(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
+  if (i < n) take(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + n - 4)));  // overlaps: no harm to a range
+  int32_t l[4], h[4];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(l), _mm_xor_si128(low, flip));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm_xor_si128(high, flip));
+  T lowest = static_cast<T>(l[0]), highest = static_cast<T>(h[0]);
+  for (int k = 1; k < 4; ++k) {
+    lowest = std::min(lowest, static_cast<T>(l[k]));
+    highest = std::max(highest, static_cast<T>(h[k]));
+  }
+  *lo = static_cast<int64_t>(lowest);
+  *hi = static_cast<int64_t>(highest);
+}
+// The same for bytes (16 at a time) and unsigned 16-bit values (8 at a
+// time, their top bit flipped for the signed compares).
+inline void range_of_small(const uint8_t* v, uint32_t n, int64_t* lo, int64_t* hi) {
+  if (n < 16) return range_of(v, n, lo, hi);
+  __m128i low = _mm_set1_epi8(-1), high = _mm_setzero_si128();
+  for (uint32_t i = 0;; i += 16) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + (i + 16 <= n ? i : n - 16)));
+    low = _mm_min_epu8(low, x);
+    high = _mm_max_epu8(high, x);
+    if (i + 16 >= n) break;
+  }
+  uint8_t l[16], h[16];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(l), low);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), high);
+  range_of(l, 16, lo, hi);
+  int64_t unused;
+  range_of(h, 16, &unused, hi);
+}
+inline void range_of_small(const uint16_t* v, uint32_t n, int64_t* lo, int64_t* hi) {
+  if (n < 8) return range_of(v, n, lo, hi);
+  const __m128i flip = _mm_set1_epi16(static_cast<int16_t>(0x8000));
+  __m128i low = _mm_set1_epi16(INT16_MAX), high = _mm_set1_epi16(INT16_MIN);
+  for (uint32_t i = 0;; i += 8) {
+    const __m128i x =
+        _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + (i + 8 <= n ? i : n - 8))), flip);
+    low = _mm_min_epi16(low, x);
+    high = _mm_max_epi16(high, x);
+    if (i + 8 >= n) break;
+  }
+  uint16_t l[8], h[8];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(l), _mm_xor_si128(low, flip));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm_xor_si128(high, flip));
+  range_of(l, 8, lo, hi);
+  int64_t unused;
+  range_of(h, 8, &unused, hi);
+}
+#else
+template <class T>
+inline void range_of_words(const T* v, uint32_t n, int64_t* lo, int64_t* hi) {
+  range_of(v, n, lo, hi);
+}
+template <class T>
+inline void range_of_small(const T* v, uint32_t n, int64_t* lo, int64_t* hi) {
+  range_of(v, n, lo, hi);
+}
+#endif
+
+// The unsigned word of W bytes.
+template <uint32_t W>
+using Word = std::conditional_t<W == 1, uint8_t, std::conditional_t<W == 2, uint16_t, std::conditional_t<W == 4, uint32_t, uint64_t>>>;
+
+// Writes values [0, n) less `lo` in W bytes each (a constant width: no call
+// per value). The low W bytes of a difference are the difference of the low
+// W bytes, so it is taken in W-byte words.
+template <uint32_t W, class T>
+inline uint8_t* put_column(uint8_t* p, const T* v, uint32_t n, int64_t lo) {
+  const Word<W> base = static_cast<Word<W>>(lo);
+  uint32_t i = 0;
+#if defined(__SSE2__)
+  // 32-bit values into 1 or 2 bytes, 16 at a time (the compiler cannot: the
+  // byte stores might alias the values). A value less `lo` fits the width
+  // (plan_packing chose it), so the saturating packs keep it exactly: 1 byte
+  // is 0..255, and 2 bytes, moved down by 32768, fit a signed 16-bit lane.
+  if constexpr (sizeof(T) == 4 && (W == 1 || W == 2)) {
+    const __m128i shift = _mm_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(lo) + (W == 2 ? 32768u : 0u)));
+    auto word = [&](uint32_t at) {
+      return _mm_sub_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + at)), shift);
+    };
+    for (; i + 16 <= n; i += 16) {
+      const __m128i low = _mm_packs_epi32(word(i), word(i + 4)), high = _mm_packs_epi32(word(i + 8), word(i + 12));
+      if constexpr (W == 1) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p + i), _mm_packus_epi16(low, high));
+      } else {
+        const __m128i back = _mm_set1_epi16(static_cast<int16_t>(0x8000));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p + size_t{i} * 2), _mm_xor_si128(low, back));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p + size_t{i} * 2 + 16), _mm_xor_si128(high, back));
+      }
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    const Word<W> u = static_cast<Word<W>>(static_cast<Word<W>>(v[i]) - base);
     std::memcpy(p + size_t{i} * W, &u, W);
   }
   return p + size_t{n} * W;
 }
-template <int F>
-inline uint8_t* put_column(uint8_t* p, uint32_t width, const Record* r, uint32_t n, int64_t lo) {
+template <class T>
+inline uint8_t* put_column(uint8_t* p, uint32_t width, const T* v, uint32_t n, int64_t lo) {
   switch (width) {
     case 0: return p;
-    case 1: return put_column<F, 1>(p, r, n, lo);
-    case 2: return put_column<F, 2>(p, r, n, lo);
-    case 4: return put_column<F, 4>(p, r, n, lo);
-    default: return put_column<F, 8>(p, r, n, lo);
+    case 1: return put_column<1>(p, v, n, lo);
+    case 2: return put_column<2>(p, v, n, lo);
+    case 4: return put_column<4>(p, v, n, lo);
+    default: return put_column<8>(p, v, n, lo);
+  }
+}
+// The enters' column: each enter's difference from the one before (the
+// first's: 0) less `lo`.
+template <uint32_t W>
+inline uint8_t* put_enter_differences(uint8_t* p, const int64_t* enter, uint32_t n, int64_t lo) {
+  if (n == 0) return p;
+  const Word<W> base = static_cast<Word<W>>(lo);
+  const Word<W> first = static_cast<Word<W>>(Word<W>{0} - base);
+  std::memcpy(p, &first, W);
+  for (uint32_t i = 1; i < n; ++i) {
+    const Word<W> u = static_cast<Word<W>>(static_cast<Word<W>>(enter[i]) - static_cast<Word<W>>(enter[i - 1]) - base);
+    std::memcpy(p + size_t{i} * W, &u, W);
+  }
+  return p + size_t{n} * W;
+}
+inline uint8_t* put_enter_differences(uint8_t* p, uint32_t width, const int64_t* enter, uint32_t n, int64_t lo) {
+  switch (width) {
+    case 0: return p;
+    case 1: return put_enter_differences<1>(p, enter, n, lo);
+    case 2: return put_enter_differences<2>(p, enter, n, lo);
+    case 4: return put_enter_differences<4>(p, enter, n, lo);
+    default: return put_enter_differences<8>(p, enter, n, lo);
   }
 }
 
-#if defined(__SSE2__)
-// The ranges of fields 4-7 (peer, tag, bytes, comm: a record's last 16
-// bytes) of records [0, n), n > 0, in one vector: four lanes compared at
-// once. SSE2 compares signed words only, so the unsigned ones (bytes, comm)
-// are compared with their top bit flipped, which orders them as unsigned.
-inline void range_of_last_four(const Record* r, uint32_t n, int64_t* lo, int64_t* hi) {
-  static_assert(offsetof(Record, tag) == offsetof(Record, peer) + 4 && offsetof(Record, bytes) == offsetof(Record, peer) + 8 &&
-                offsetof(Record, comm) == offsetof(Record, peer) + 12 && sizeof(Record) == offsetof(Record, peer) + 16);
-  const __m128i flip = _mm_set_epi32(INT32_MIN, INT32_MIN, 0, 0);  // lanes: peer, tag, bytes, comm
-  __m128i low = _mm_set1_epi32(INT32_MAX), high = _mm_set1_epi32(INT32_MIN);
-  for (uint32_t i = 0; i < n; ++i) {
-    const __m128i v = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(&r[i].peer)), flip);
-    const __m128i above = _mm_cmpgt_epi32(v, high), below = _mm_cmpgt_epi32(low, v);
-    high = _mm_or_si128(_mm_and_si128(above, v), _mm_andnot_si128(above, high));
-    low = _mm_or_si128(_mm_and_si128(below, v), _mm_andnot_si128(below, low));
-  }
-  low = _mm_xor_si128(low, flip);
-  high = _mm_xor_si128(high, flip);
-  int32_t l[4], h[4];
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(l), low);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), high);
-  lo[0] = l[0];
-  hi[0] = h[0];
-  lo[1] = l[1];
-  hi[1] = h[1];
-  lo[2] = static_cast<uint32_t>(l[2]);
-  hi[2] = static_cast<uint32_t>(h[2]);
-  lo[3] = static_cast<uint32_t>(l[3]);
-  hi[3] = static_cast<uint32_t>(h[3]);
-}
-#endif
-
-// How records [0, n) pack: per field its smallest value and width, and the
+// How a block's calls pack: per field its smallest value and width, and the
 // packed size (header and columns), so the caller can write them straight
 // where they are kept (write_packed).
 struct PackPlan {
@@ -154,41 +293,32 @@ struct PackPlan {
   size_t bytes;
 };
 
-// One pass for every field's range.
-inline PackPlan plan_packing(const Record* records, uint32_t n) {
+// One pass over each field's column for its range.
+inline PackPlan plan_packing(const CallColumns& calls) {
   static_assert(std::endian::native == std::endian::little, "packed columns are little-endian words");
   PackPlan plan;
   int64_t* lo = plan.lo;
-  int64_t hi[kFields];
-  for (int f = 0; f < kFields; ++f) {
-    lo[f] = n ? INT64_MAX : 0;
-    hi[f] = n ? INT64_MIN : 0;
+  int64_t hi[kFields] = {};
+  const uint32_t n = calls.size;
+  for (int f = 0; f < kFields; ++f) lo[f] = 0;
+  if (n) {
+    // The first enter's difference counts as 0.
+    int64_t low = 0, high = 0;
+    for (uint32_t i = 1; i < n; ++i) {
+      const int64_t d = calls.enter[i] - calls.enter[i - 1];
+      low = d < low ? d : low;
+      high = d > high ? d : high;
+    }
+    lo[0] = low;
+    hi[0] = high;
+    range_of_words(calls.duration, n, &lo[1], &hi[1]);
+    range_of_small(calls.name, n, &lo[2], &hi[2]);
+    range_of_small(calls.kind_flags, n, &lo[3], &hi[3]);
+    range_of_words(calls.peer, n, &lo[4], &hi[4]);
+    range_of_words(calls.tag, n, &lo[5], &hi[5]);
+    range_of_words(calls.bytes, n, &lo[6], &hi[6]);
+    range_of_words(calls.comm, n, &lo[7], &hi[7]);
   }
-  const Record* r = records;
-  auto range = [&](int f, int64_t v) {
-    lo[f] = v < lo[f] ? v : lo[f];
-    hi[f] = v > hi[f] ? v : hi[f];
-  };
-#if defined(__SSE2__)
-  for (uint32_t i = 0; i < n; ++i) {
-    range(0, field<0>(r, i));
-    range(1, field<1>(r, i));
-    range(2, field<2>(r, i));
-    range(3, field<3>(r, i));
-  }
-  if (n) range_of_last_four(records, n, lo + 4, hi + 4);
-#else
-  for (uint32_t i = 0; i < n; ++i) {
-    range(0, field<0>(r, i));
-    range(1, field<1>(r, i));
-    range(2, field<2>(r, i));
-    range(3, field<3>(r, i));
-    range(4, field<4>(r, i));
-    range(5, field<5>(r, i));
-    range(6, field<6>(r, i));
-    range(7, field<7>(r, i));
-  }
-#endif
   plan.bytes = kHeaderBytes;
   for (int f = 0; f < kFields; ++f) {
     plan.widths[f] = width_of(static_cast<uint64_t>(hi[f]) - static_cast<uint64_t>(lo[f]));
@@ -197,37 +327,39 @@ inline PackPlan plan_packing(const Record* records, uint32_t n) {
   return plan;
 }
 
-// Writes the packed form of records [0, n) (plan.bytes of them) at `out`:
-// the header, then one pass per field writing its column.
-inline void write_packed(const Record* records, uint32_t n, const PackPlan& plan, uint8_t* out) {
-  const int64_t first = n ? records[0].enter : 0;
+// Writes the packed form of the calls (plan.bytes of it) at `out`: the
+// header, then each field's column.
+inline void write_packed(const CallColumns& calls, const PackPlan& plan, uint8_t* out) {
+  const uint32_t n = calls.size;
+  const int64_t first = n ? calls.enter[0] : 0;
   std::memcpy(out, &first, 8);
   for (int f = 0; f < kFields; ++f) {
     std::memcpy(out + 8 + f * 9, &plan.lo[f], 8);
     out[8 + f * 9 + 8] = static_cast<uint8_t>(plan.widths[f]);
   }
-  const Record* r = records;
   const uint32_t* widths = plan.widths;
   const int64_t* lo = plan.lo;
   uint8_t* p = out + kHeaderBytes;
-  p = put_column<0>(p, widths[0], r, n, lo[0]);
-  p = put_column<1>(p, widths[1], r, n, lo[1]);
-  p = put_column<2>(p, widths[2], r, n, lo[2]);
-  p = put_column<3>(p, widths[3], r, n, lo[3]);
-  p = put_column<4>(p, widths[4], r, n, lo[4]);
-  p = put_column<5>(p, widths[5], r, n, lo[5]);
-  p = put_column<6>(p, widths[6], r, n, lo[6]);
-  put_column<7>(p, widths[7], r, n, lo[7]);
+  p = put_enter_differences(p, widths[0], calls.enter, n, lo[0]);
+  p = put_column(p, widths[1], calls.duration, n, lo[1]);
+  p = put_column(p, widths[2], calls.name, n, lo[2]);
+  p = put_column(p, widths[3], calls.kind_flags, n, lo[3]);
+  p = put_column(p, widths[4], calls.peer, n, lo[4]);
+  p = put_column(p, widths[5], calls.tag, n, lo[5]);
+  p = put_column(p, widths[6], calls.bytes, n, lo[6]);
+  put_column(p, widths[7], calls.comm, n, lo[7]);
 }
 
-// Appends the packed form of records [0, n) to `out`.
+// Appends the packed form of records [0, n), n <= kBlockRecords, to `out`
+// (as the build packs them).
 inline void pack(const Record* records, uint32_t n, std::vector<uint8_t>& out) {
-  const PackPlan plan = plan_packing(records, n);
+  auto calls = std::make_unique<CallColumns>();
+  for (uint32_t i = 0; i < n; ++i) calls->push_back(records[i]);
+  const PackPlan plan = plan_packing(*calls);
   const size_t start = out.size();
   out.resize(start + plan.bytes);
-  write_packed(records, n, plan, out.data() + start);
+  write_packed(*calls, plan, out.data() + start);
 }
-
 // Calls set(i, value) for a column of n values of width W over `lo`.
 template <uint32_t W, class Set>
 inline const uint8_t* column_of(const uint8_t* p, uint32_t n, int64_t lo, Set&& set) {
@@ -377,18 +509,17 @@ struct Pyramid {
     const size_t i = static_cast<size_t>(t >> shift);
     if (i >= levels[0].size()) levels[0].resize(i + 1);
   }
-  // Adds the row's calls [0, n): their enters (sorted, >= 0), durations
-  // (whole ns), kinds and row indices from `first_index`, after the leave of
-  // the call before them when there is one (user time runs from it), which
-  // becomes the last one's; then recomputes the cells above. Returns the
-  // largest leave of the calls.
+  // Adds a block's calls: their enters (sorted, >= 0), durations (whole
+  // ns: duration_of(j) for the block's j-th), kinds and row indices from
+  // `first_index`, after the leave of the call before them when there is
+  // one (user time runs from it), which becomes the last one's; then
+  // recomputes the cells above. Returns the largest leave of the calls.
   template <class Duration>
-  int64_t add_calls(const Record* records, size_t n, uint64_t first_index, Duration&& duration_of,
+  int64_t add_calls(const CallColumns& calls, uint64_t first_index, Duration&& duration_of,
                     bool& has_previous, int64_t& previous_leave) {
+    const size_t n = calls.size;
     if (n == 0) return 0;
-    int64_t max_leave = 0;
-    for (size_t j = 0; j < n; ++j)
-      max_leave = std::max(max_leave, records[j].enter + static_cast<int64_t>(duration_of(records[j], first_index + j)));
+    const int64_t max_leave = calls.max_leave;
     cover(max_leave);
     Cell* cells = levels[0].data();
     const int s = shift;
@@ -405,7 +536,7 @@ struct Pyramid {
       for (int64_t i = first + 1; i < last; ++i) cells[i].time[kind] += static_cast<double>(width);
       cells[last].time[kind] += static_cast<double>(b - (last << s));
     };
-    const int64_t dirty_from = has_previous ? std::min(previous_leave, records[0].enter) : records[0].enter;
+    const int64_t dirty_from = has_previous ? std::min(previous_leave, calls.enter[0]) : calls.enter[0];
     // Most calls lie, with the user time before them, inside one leaf, and
     // most leaves hold many calls in a row (190 at 10^8): such a run of calls
     // is summed in registers and added to its leaf once, instead of a chain
@@ -428,10 +559,10 @@ struct Pyramid {
       cell.longest_index = run_longest_index;
       run_cell = -1;
     };
-    for (size_t j = 0; j < n; ++j) {
-      const Record& r = records[j];
-      const uint64_t duration = duration_of(r, first_index + j);
-      const int64_t enter = r.enter, leave = enter + static_cast<int64_t>(duration);
+    for (uint32_t j = 0; j < n; ++j) {
+      const uint64_t duration = duration_of(j);
+      const int kind = calls.kind(j);
+      const int64_t enter = calls.enter[j], leave = enter + static_cast<int64_t>(duration);
       const int64_t c = enter >> s;
       const uint32_t saturated = static_cast<uint32_t>(std::min<uint64_t>(duration, UINT32_MAX));
       const uint32_t index = static_cast<uint32_t>(first_index + j);
@@ -448,7 +579,7 @@ struct Pyramid {
           run_longest_index = cells[c].longest_index;
         }
         ++run_count;
-        run_time[r.kind] += leave - enter;
+        run_time[kind] += leave - enter;
         if (has_previous && enter > previous_leave) run_user += enter - previous_leave;
         if (!run_has_longest || saturated > run_longest_duration) {
           run_has_longest = 1;
@@ -461,7 +592,7 @@ struct Pyramid {
       }
       end_run();
       ++cells[c].count;
-      add_time(enter, leave, r.kind);
+      add_time(enter, leave, kind);
       if (has_previous) add_time(previous_leave, enter, 0);
       // Cells the call overlaps: [enter, leave), or the enter's cell when empty.
       const int64_t last = leave > enter ? (leave - 1) >> s : c;

@@ -828,6 +828,35 @@ TEST(TimelinePacking, BlocksRoundTripWithColumnsOfTheFewestBytes) {
     // enter differences (1 byte), duration, name, kind (0), four columns of 1 byte
     EXPECT_EQ(check(block), 5u * block.size());
   }
+  // Columns whose values span exactly the most one or two bytes hold, low
+  // and high in the 32-bit range, in blocks long enough to be packed 16
+  // values at a time, and a tail: each value comes back.
+  for (const uint32_t span : {255u, 65535u}) {
+    const uint32_t width = span == 255 ? 1 : 2;
+    for (const uint32_t base : {0u, 0x7FFFFFFFu - span, 0x80000000u - span / 2, UINT32_MAX - span}) {
+      for (const size_t n : {size_t{16}, size_t{1024}, size_t{1000}}) {
+        SCOPED_TRACE(testing::Message() << "span " << span << " base " << base << " n " << n);
+        std::vector<Record> block(n);
+        for (size_t i = 0; i < n; ++i) {
+          // Both ends of the span in each run of 16 and all values between.
+          const uint32_t offset = i % 16 == 3 ? 0 : i % 16 == 11 ? span : static_cast<uint32_t>((i * 2654435761u) % (span + 1));
+          block[i].enter = static_cast<int64_t>(7 * i);
+          block[i].duration = base + offset;
+          block[i].peer = static_cast<int32_t>(base + offset);  // (as signed: across -1..0 or INT32_MAX..INT32_MIN too)
+          block[i].tag = static_cast<int32_t>(UINT32_MAX - base - offset);
+          block[i].bytes = base + span - offset;
+          block[i].comm = base + offset;
+        }
+        // enter differences 1 byte; duration, peer, tag, bytes, comm `width` each
+        const bool signed_wraps = static_cast<int32_t>(base) > static_cast<int32_t>(base + span);
+        if (!signed_wraps) {
+          EXPECT_EQ(check(block), n * (1 + 5 * width));
+        } else {
+          check(block);  // (peer and tag span 2^32 - span as signed: wider, still exact)
+        }
+      }
+    }
+  }
 }
 
 TEST(Timeline, UnusableDirectoryIsAnError) {
