@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
@@ -51,16 +53,26 @@ class ProgressBar {
   bool shown_ = false;
 };
 
+// Writes one output to `path`, or to stdout when the path is "-" (so that
+// `--json - | jq` works); a failure names the file and the system's reason.
 bool write_file(const std::string& path, const std::function<void(std::ostream&)>& fill) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) {
-    std::fprintf(stderr, "prof-analyze: error: cannot write %s\n", path.c_str());
+  if (path == "-") {
+    fill(std::cout);
+    std::cout.flush();
+    if (std::cout) return true;
+    std::fprintf(stderr, "prof-analyze: error: cannot write the report to stdout\n");
     return false;
   }
-  fill(f);
-  f.flush();
+  errno = 0;
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (f) {
+    fill(f);
+    f.flush();
+  }
   if (!f) {
-    std::fprintf(stderr, "prof-analyze: error: cannot write %s\n", path.c_str());
+    const int err = errno;
+    std::fprintf(stderr, "prof-analyze: error: cannot write %s%s%s\n", path.c_str(),
+                 err != 0 ? ": " : "", err != 0 ? std::strerror(err) : "");
     return false;
   }
   return true;
@@ -75,9 +87,9 @@ int main(int argc, char** argv) {
   unsigned threads = 0;
   app.add_option("TRACE_DIR", dir, "trace directory (rank-*.prof files)")->required();
   app.add_option("-o,--output", out_path, "write the text report to FILE instead of stdout");
-  app.add_option("--json", json_path, "write the JSON report to FILE");
+  app.add_option("--json", json_path, "write the JSON report to FILE ('-': stdout)");
   app.add_option("--chrome-trace", chrome_path,
-                 "write Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE");
+                 "write Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE ('-': stdout)");
   app.add_option("--window", window,
                  "analyze only FROM:TO, seconds from the trace's start, in every output");
   app.add_option("--chrome-trace-window", chrome_window,
@@ -117,6 +129,17 @@ int main(int argc, char** argv) {
     }
     return true;
   };
+  // "-" sends an output to stdout. Only one output can go there; when the
+  // JSON or the Chrome trace does, the text report goes only where -o says.
+  const int to_stdout = (out_path == "-") + (json_path == "-") + (chrome_path == "-");
+  if (to_stdout > 1) {
+    std::fprintf(stderr,
+                 "prof-analyze: error: only one of -o, --json and --chrome-trace can be '-' "
+                 "(stdout)\n");
+    return kExitUsage;
+  }
+  const bool text_wanted = !(out_path.empty() && to_stdout == 1);
+  if (out_path.empty() && text_wanted) out_path = "-";
   prof::analysis::ChromeTraceOptions chrome_opt;
   prof::analysis::Options analysis_opt;
   if (!window.empty()) {
@@ -169,13 +192,8 @@ int main(int argc, char** argv) {
   text.functions = functions;
   text.per_rank = !no_per_rank;
   bool ok = true;
-  if (out_path.empty()) {
-    prof::analysis::write_text_report(a, std::cout, text);
-    std::cout.flush();
-    if (!std::cout) ok = false;
-  } else {
+  if (text_wanted)
     ok = write_file(out_path, [&](std::ostream& o) { prof::analysis::write_text_report(a, o, text); }) && ok;
-  }
   if (!json_path.empty())
     ok = write_file(json_path, [&](std::ostream& o) { prof::analysis::write_json_report(a, o); }) && ok;
   if (!chrome_path.empty()) {

@@ -275,6 +275,37 @@ TEST(Outputs, LibraryWritersAgreeWithTheBinary) {
   EXPECT_TRUE(parsed.contains("traceEvents"));
 }
 
+// "-" as an output's FILE is stdout, so a report can be piped (`--json - |
+// jq`): that output alone goes there, two of them cannot share it, and a
+// file that cannot be written is named with the reason.
+TEST(Outputs, DashWritesThatOutputAloneToStdout) {
+  TraceBuilder b(3);
+  build(b);
+  std::string json_out;
+  ASSERT_EQ(run_cli(b.dir() + " -q --json -", &json_out), 0);
+  json parsed;
+  ASSERT_NO_THROW(parsed = json::parse(json_out)) << json_out.substr(0, 200);
+  EXPECT_EQ(parsed.at("processors"), 3);
+
+  std::string chrome_out;
+  ASSERT_EQ(run_cli(b.dir() + " -q --chrome-trace -", &chrome_out), 0);
+  ASSERT_NO_THROW(parsed = json::parse(chrome_out)) << chrome_out.substr(0, 200);
+  EXPECT_TRUE(parsed.contains("traceEvents"));
+
+  // -o - is the text report on stdout, as without -o; the JSON then goes to its file.
+  std::string plain, dashed;
+  ASSERT_EQ(run_cli(b.dir() + " -q", &plain), 0);
+  ASSERT_EQ(run_cli(b.dir() + " -q -o - --json " + b.dir() + "/r.json", &dashed), 0);
+  EXPECT_EQ(dashed, plain);
+  EXPECT_NO_THROW(parsed = json::parse(slurp(b.dir() + "/r.json")));
+
+  std::string msg;
+  EXPECT_EQ(run_cli(b.dir() + " --json - --chrome-trace -", &msg), 1);
+  EXPECT_NE(msg.find("only one of"), std::string::npos) << msg;
+  EXPECT_EQ(run_cli(b.dir() + " -q --json " + b.dir() + "/no-such-dir/r.json", &msg), 1);
+  EXPECT_NE(msg.find("no-such-dir/r.json: No such file or directory"), std::string::npos) << msg;
+}
+
 // --window reaches every output: the text names it, the JSON has it, and the
 // Chrome trace keeps only what overlaps it; a bad one is refused by name.
 TEST(Outputs, WindowInEveryOutput) {
