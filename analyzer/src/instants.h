@@ -73,21 +73,25 @@ enum SpanLane : uint8_t {
 
 // Holds on a rank's watermark, created in time order and released in any
 // order. Tokens are sequence numbers; the ring keeps those from the oldest
-// unreleased one on.
+// unreleased one on. A hold's time and its released flag live in two rings:
+// a release writes one byte among 64 to a line (a phase of holds is in
+// flight, more than the cache keeps), and only the oldest's time is read.
 class HoldQueue {
  public:
   static constexpr uint64_t kNone = UINT64_MAX;
 
   [[gnu::always_inline]] uint64_t add(double t) {
     if (count_ == capacity_) grow();
-    ring_[(head_ + count_) & (capacity_ - 1)] = Slot{t, false};
+    const size_t slot = (head_ + count_) & (capacity_ - 1);
+    times_[slot] = t;
+    released_[slot] = 0;
     ++count_;
     return base_ + count_ - 1;
   }
   void release(uint64_t token) {
     if (token == kNone || token < base_ || token >= base_ + count_) return;
-    ring_[(head_ + (token - base_)) & (capacity_ - 1)].released = true;
-    while (count_ > 0 && ring_[head_].released) {
+    released_[(head_ + (token - base_)) & (capacity_ - 1)] = 1;
+    while (count_ > 0 && released_[head_]) {
       head_ = (head_ + 1) & (capacity_ - 1);
       --count_;
       ++base_;
@@ -95,26 +99,28 @@ class HoldQueue {
   }
   // The time of the oldest hold still in force (+inf when none).
   double oldest() const {
-    return count_ ? ring_[head_].t : std::numeric_limits<double>::infinity();
+    return count_ ? times_[head_] : std::numeric_limits<double>::infinity();
   }
 
  private:
-  struct Slot {
-    double t;
-    bool released;
-  };
   void grow() {
-    std::vector<Slot> next(ring_.empty() ? 64 : ring_.size() * 2);
-    for (size_t i = 0; i < count_; ++i) next[i] = ring_[(head_ + i) & (ring_.size() - 1)];
-    ring_.swap(next);
-    capacity_ = ring_.size();
+    const size_t capacity = capacity_ ? capacity_ * 2 : 64;
+    std::vector<double> times(capacity);
+    std::vector<uint8_t> released(capacity);
+    for (size_t i = 0; i < count_; ++i) {
+      times[i] = times_[(head_ + i) & (capacity_ - 1)];
+      released[i] = released_[(head_ + i) & (capacity_ - 1)];
+    }
+    times_.swap(times);
+    released_.swap(released);
+    capacity_ = capacity;
     head_ = 0;
   }
-  std::vector<Slot> ring_;
-  // ring_.size() kept apart: the vector's size is a subtraction and a shift.
-  size_t capacity_ = 0;
+  std::vector<double> times_;
+  std::vector<uint8_t> released_;
+  size_t capacity_ = 0;  // of both rings (a power of two)
   size_t head_ = 0, count_ = 0;
-  uint64_t base_ = 0;  // token of ring_[head_]
+  uint64_t base_ = 0;  // token of the slot at head_
 };
 
 // of[level][level_end][l]: 1 for the levels [level, level_end), else 0. A
