@@ -166,6 +166,8 @@ class InstantSets {
         if (to > last.to) last.to = to;
         return;
       }
+      // An ascending run ends here (noted now, while the last span is at hand).
+      if (from < last.from) [[unlikely]] lanes_[lane].descents.push_back(spans.size());
     }
     spans.push_back(Span{from, to, kind});
   }
@@ -214,11 +216,14 @@ class InstantSets {
     uint32_t context;
   };
 
-  // A lane: its live spans are spans[head..], sorted by start up to `sorted`.
-  // Spans before `head` were swept; the slots are reused (see sweep_spans).
+  // A lane: its live spans are spans[head..]; spans before `head` were swept
+  // and their slots are reused (see sweep_spans). `descents`: the indices i
+  // added since the last sort where spans[i] starts before spans[i - 1], in
+  // increasing order (the live spans are in order of start without them).
   struct Lane {
     std::vector<Span> spans;
-    size_t head = 0, sorted = 0;
+    size_t head = 0;
+    std::vector<size_t> descents;
   };
 
   // Lengths gathered for one context during a sweep, per level (two to a
@@ -239,13 +244,12 @@ class InstantSets {
   // arrival), so the order, and with it every sum the sweep makes, is that
   // of a stable sort of the lane.
   void sort_lane(Lane& lane) {
+    if (lane.descents.empty()) return;
     std::vector<Span>& spans = lane.spans;
     run_starts_.clear();
     run_starts_.push_back(lane.head);
-    for (size_t i = std::max(lane.sorted, lane.head + 1); i < spans.size(); ++i)
-      if (spans[i - 1].from > spans[i].from) run_starts_.push_back(i);
-    lane.sorted = spans.size();
-    if (run_starts_.size() == 1) return;
+    run_starts_.insert(run_starts_.end(), lane.descents.begin(), lane.descents.end());
+    lane.descents.clear();
     run_starts_.push_back(spans.size());
     while (run_starts_.size() > 2) {
       size_t kept = 0;  // run boundaries after this round, rewritten in place
@@ -349,7 +353,6 @@ class InstantSets {
         lane.spans.erase(lane.spans.begin(), lane.spans.begin() + static_cast<std::ptrdiff_t>(lane.head));
         lane.head = 0;
       }
-      lane.sorted = lane.spans.size();
       if (lane.spans.size() > lane.head) earliest_ = std::min(earliest_, lane.spans[lane.head].from);
     }
   }
