@@ -206,7 +206,8 @@ class InstantSets {
   static constexpr double kInf = std::numeric_limits<double>::infinity();
   // Packed (17 and 12 bytes, not 24 and 16): spans and contexts are kept
   // for about a phase between decoding and the sweep, more than the L2
-  // cache holds, so their bytes are the misses (fields are read by value).
+  // cache holds, so their bytes are the misses. Their fields are read by
+  // value: a reference to one (std::min's arguments) would be misaligned.
   struct [[gnu::packed]] Span {
     double from, to;
     SpanKind kind;
@@ -266,7 +267,8 @@ class InstantSets {
   // Merges the sorted runs spans[a, b) and spans[b, c) in place, stably.
   void merge_runs(Span* spans, size_t a, size_t b, size_t c) {
     // The left run's spans that start no later than the right run's first stay.
-    Span* moved_from = std::upper_bound(spans + a, spans + b, spans[b].from,
+    const double right_first = spans[b].from;  // (a packed field: by value, never by reference)
+    Span* moved_from = std::upper_bound(spans + a, spans + b, right_first,
                                         [](double t, const Span& s) { return t < s.from; });
     merge_buffer_.assign(moved_from, spans + b);
     const Span* left = merge_buffer_.data();
@@ -353,7 +355,7 @@ class InstantSets {
         lane.spans.erase(lane.spans.begin(), lane.spans.begin() + static_cast<std::ptrdiff_t>(lane.head));
         lane.head = 0;
       }
-      if (lane.spans.size() > lane.head) earliest_ = std::min(earliest_, lane.spans[lane.head].from);
+      if (lane.spans.size() > lane.head) earliest_ = std::min(earliest_, double{lane.spans[lane.head].from});
     }
   }
 
