@@ -121,7 +121,7 @@ void Engine::add_member(unsigned w, const CollRec& c, int parity) {
   ++in->got;
   in->max_enter = std::max(in->max_enter, c.enter);
   in->max_leave = std::max(in->max_leave, c.leave);
-  in->head = own.alloc(Member{c.rank, c.node, c.a2a, c.enter, c.leave, c.hold, in->head});
+  in->head = own.alloc(Member{c.enter, c.leave, c.hold, c.rank, c.node, in->head, c.a2a});
   if (in->got >= in->expected || (gone_count_ > 0 && all_missing_gone(own, *in))) {
     complete(w, c.gid, c.seq, *in, parity, false);
     q.pop_done();

@@ -73,21 +73,25 @@ enum SpanLane : uint8_t {
 
 // Holds on a rank's watermark, created in time order and released in any
 // order. Tokens are sequence numbers; the ring keeps those from the oldest
-// unreleased one on.
+// unreleased one on. A hold's time and its released flag live in two rings:
+// a release writes one byte among 64 to a line (a phase of holds is in
+// flight, more than the cache keeps), and only the oldest's time is read.
 class HoldQueue {
  public:
   static constexpr uint64_t kNone = UINT64_MAX;
 
   [[gnu::always_inline]] uint64_t add(double t) {
     if (count_ == capacity_) grow();
-    ring_[(head_ + count_) & (capacity_ - 1)] = Slot{t, false};
+    const size_t slot = (head_ + count_) & (capacity_ - 1);
+    times_[slot] = t;
+    released_[slot] = 0;
     ++count_;
     return base_ + count_ - 1;
   }
   void release(uint64_t token) {
     if (token == kNone || token < base_ || token >= base_ + count_) return;
-    ring_[(head_ + (token - base_)) & (capacity_ - 1)].released = true;
-    while (count_ > 0 && ring_[head_].released) {
+    released_[(head_ + (token - base_)) & (capacity_ - 1)] = 1;
+    while (count_ > 0 && released_[head_]) {
       head_ = (head_ + 1) & (capacity_ - 1);
       --count_;
       ++base_;
@@ -95,26 +99,28 @@ class HoldQueue {
   }
   // The time of the oldest hold still in force (+inf when none).
   double oldest() const {
-    return count_ ? ring_[head_].t : std::numeric_limits<double>::infinity();
+    return count_ ? times_[head_] : std::numeric_limits<double>::infinity();
   }
 
  private:
-  struct Slot {
-    double t;
-    bool released;
-  };
   void grow() {
-    std::vector<Slot> next(ring_.empty() ? 64 : ring_.size() * 2);
-    for (size_t i = 0; i < count_; ++i) next[i] = ring_[(head_ + i) & (ring_.size() - 1)];
-    ring_.swap(next);
-    capacity_ = ring_.size();
+    const size_t capacity = capacity_ ? capacity_ * 2 : 64;
+    std::vector<double> times(capacity);
+    std::vector<uint8_t> released(capacity);
+    for (size_t i = 0; i < count_; ++i) {
+      times[i] = times_[(head_ + i) & (capacity_ - 1)];
+      released[i] = released_[(head_ + i) & (capacity_ - 1)];
+    }
+    times_.swap(times);
+    released_.swap(released);
+    capacity_ = capacity;
     head_ = 0;
   }
-  std::vector<Slot> ring_;
-  // ring_.size() kept apart: the vector's size is a subtraction and a shift.
-  size_t capacity_ = 0;
+  std::vector<double> times_;
+  std::vector<uint8_t> released_;
+  size_t capacity_ = 0;  // of both rings (a power of two)
   size_t head_ = 0, count_ = 0;
-  uint64_t base_ = 0;  // token of ring_[head_]
+  uint64_t base_ = 0;  // token of the slot at head_
 };
 
 // of[level][level_end][l]: 1 for the levels [level, level_end), else 0. A
@@ -157,9 +163,11 @@ class InstantSets {
     if (spans.size() > lanes_[lane].head) {
       Span& last = spans.back();
       if (last.kind == kind && from >= last.from && from <= last.to) {
-        last.to = std::max(last.to, to);
+        if (to > last.to) last.to = to;
         return;
       }
+      // An ascending run ends here (noted now, while the last span is at hand).
+      if (from < last.from) [[unlikely]] lanes_[lane].descents.push_back(spans.size());
     }
     spans.push_back(Span{from, to, kind});
   }
@@ -196,20 +204,27 @@ class InstantSets {
 
  private:
   static constexpr double kInf = std::numeric_limits<double>::infinity();
-  struct Span {
+  // Packed (17 and 12 bytes, not 24 and 16): spans and contexts are kept
+  // for about a phase between decoding and the sweep, more than the L2
+  // cache holds, so their bytes are the misses. Their fields are read by
+  // value: a reference to one (std::min's arguments) would be misaligned.
+  struct [[gnu::packed]] Span {
     double from, to;
     SpanKind kind;
   };
-  struct Context {
+  struct [[gnu::packed]] Context {
     double from;  // in force from here to the next one's `from`
     uint32_t context;
   };
 
-  // A lane: its live spans are spans[head..], sorted by start up to `sorted`.
-  // Spans before `head` were swept; the slots are reused (see sweep_spans).
+  // A lane: its live spans are spans[head..]; spans before `head` were swept
+  // and their slots are reused (see sweep_spans). `descents`: the indices i
+  // added since the last sort where spans[i] starts before spans[i - 1], in
+  // increasing order (the live spans are in order of start without them).
   struct Lane {
     std::vector<Span> spans;
-    size_t head = 0, sorted = 0;
+    size_t head = 0;
+    std::vector<size_t> descents;
   };
 
   // Lengths gathered for one context during a sweep, per level (two to a
@@ -230,13 +245,12 @@ class InstantSets {
   // arrival), so the order, and with it every sum the sweep makes, is that
   // of a stable sort of the lane.
   void sort_lane(Lane& lane) {
+    if (lane.descents.empty()) return;
     std::vector<Span>& spans = lane.spans;
     run_starts_.clear();
     run_starts_.push_back(lane.head);
-    for (size_t i = std::max(lane.sorted, lane.head + 1); i < spans.size(); ++i)
-      if (spans[i - 1].from > spans[i].from) run_starts_.push_back(i);
-    lane.sorted = spans.size();
-    if (run_starts_.size() == 1) return;
+    run_starts_.insert(run_starts_.end(), lane.descents.begin(), lane.descents.end());
+    lane.descents.clear();
     run_starts_.push_back(spans.size());
     while (run_starts_.size() > 2) {
       size_t kept = 0;  // run boundaries after this round, rewritten in place
@@ -253,7 +267,8 @@ class InstantSets {
   // Merges the sorted runs spans[a, b) and spans[b, c) in place, stably.
   void merge_runs(Span* spans, size_t a, size_t b, size_t c) {
     // The left run's spans that start no later than the right run's first stay.
-    Span* moved_from = std::upper_bound(spans + a, spans + b, spans[b].from,
+    const double right_first = spans[b].from;  // (a packed field: by value, never by reference)
+    Span* moved_from = std::upper_bound(spans + a, spans + b, right_first,
                                         [](double t, const Span& s) { return t < s.from; });
     merge_buffer_.assign(moved_from, spans + b);
     const Span* left = merge_buffer_.data();
@@ -340,8 +355,7 @@ class InstantSets {
         lane.spans.erase(lane.spans.begin(), lane.spans.begin() + static_cast<std::ptrdiff_t>(lane.head));
         lane.head = 0;
       }
-      lane.sorted = lane.spans.size();
-      if (lane.spans.size() > lane.head) earliest_ = std::min(earliest_, lane.spans[lane.head].from);
+      if (lane.spans.size() > lane.head) earliest_ = std::min(earliest_, double{lane.spans[lane.head].from});
     }
   }
 

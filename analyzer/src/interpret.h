@@ -169,7 +169,7 @@ struct CommInfo {
 class CommCache {
  public:
   CommCache(const RankTrace& rank_trace, const WorldIndex& world_to_index);
-  const CommInfo* at(uint32_t handle, uint64_t t) {
+  [[gnu::always_inline]] const CommInfo* at(uint32_t handle, uint64_t t) {
     const Entry& e = cache_[last_];
     if (e.valid && e.handle == handle && t >= e.lo && t < e.hi) return e.info;
     return lookup(handle, t);
@@ -189,7 +189,7 @@ class CommCache {
   const CommInfo* find(uint32_t handle, uint64_t t) { return at(handle, t); }
   // World rank of a point-to-point peer (comm-local rank; remote group for an
   // intercommunicator); -1 when it cannot be mapped, negative specials as is.
-  static int32_t peer_world(const CommInfo& c, int32_t peer) {
+  [[gnu::always_inline]] static int32_t peer_world(const CommInfo& c, int32_t peer) {
     if (peer < 0) return peer;
     const auto& g = c.def->inter ? c.def->remote_ranks : c.def->ranks;
     return static_cast<size_t>(peer) < g.size() ? g[static_cast<size_t>(peer)] : -1;
@@ -390,7 +390,7 @@ class Interpreter {
     spill_free_.push_back(slot);
   }
   template <class H>
-  const CommInfo* comm(uint32_t handle, uint64_t t, H& h) {
+  [[gnu::always_inline]] const CommInfo* comm(uint32_t handle, uint64_t t, H& h) {
     const CommInfo* c = comms_.at(handle, t);
     if (!c)
       h.problem("unknown communicator", [&] {

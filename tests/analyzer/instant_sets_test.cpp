@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 #include <tuple>
@@ -147,6 +148,33 @@ TEST(InstantSets, SweepsCutThroughSpansOfSeveralRuns) {
   std::vector<TestSpan> all = first;
   all.insert(all.end(), second.begin(), second.end());
   expect_equal(swept({first, second, {}}, {150, 320, 410}, kContexts), brute_force(all, kContexts, 600));
+}
+
+TEST(HoldQueue, OldestIsTheEarliestHoldNotReleasedWhateverTheOrderOfReleases) {
+  // Holds made in time order and released in random order, a few hundred in
+  // flight at once (the ring grows and wraps); releasing a token twice, one
+  // already passed, or kNone changes nothing. A rank's watermark is oldest().
+  std::mt19937 rng(5);
+  HoldQueue holds;
+  std::vector<std::pair<uint64_t, double>> open;  // (token, time), made in order
+  std::vector<uint64_t> released;
+  double t = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const bool add = open.size() < 300 && (open.empty() || rng() % 100 < 52);
+    if (add) {
+      t += 1 + rng() % 3;
+      open.emplace_back(holds.add(t), t);
+    } else {
+      const size_t i = rng() % open.size();
+      holds.release(open[i].first);
+      released.push_back(open[i].first);
+      open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));
+      if (rng() % 4 == 0) holds.release(released[rng() % released.size()]);
+      if (rng() % 8 == 0) holds.release(HoldQueue::kNone);
+    }
+    const double expected = open.empty() ? std::numeric_limits<double>::infinity() : open.front().second;
+    ASSERT_EQ(holds.oldest(), expected) << "step " << step;
+  }
 }
 
 }  // namespace
