@@ -1,0 +1,73 @@
+#!/bin/bash
+# The timeline build's time against a whole analysis (issue: "the pyramid
+# built within 1.5x of the whole-analysis time"), in alternating rounds so
+# that a slow spell of a shared machine hits every run alike.
+#
+# Usage: bench/compare_timeline_build.sh ROUNDS TRACE_DIR BASELINE_PROF_ANALYZE
+#            [BUILD_DIR] [OTHER_PROF_TIMELINE_BENCH]
+#
+# Each round runs, in turn: BASELINE_PROF_ANALYZE on the trace (the analysis
+# the ratio is taken against), BUILD_DIR's prof-analyze, BUILD_DIR's
+# prof-timeline-bench (the build and its queries), and OTHER_PROF_TIMELINE_BENCH
+# when given (another build of the timeline, e.g. before a change). It prints
+# every run's wall, user and sys seconds and peak RSS, the bench's query
+# medians, then per program the median wall and user+sys time and their
+# ratios to the baseline's.
+#
+# The runs go in a session of their own whose autogroup runs at nice -15
+# when root may set it (with autogroups on, nice alone ranks processes only
+# within a session: bench/compare_workers.py explains), and the script says
+# whether it could.
+set -euo pipefail
+if [ $# -lt 3 ]; then
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+fi
+if [ "${COMPARE_TIMELINE_SESSION:-}" != 1 ]; then
+  COMPARE_TIMELINE_SESSION=1 exec setsid -w "$0" "$@"
+fi
+rounds=$1 trace=$2 baseline=$3 build=${4:-build} other=${5:-}
+for f in "$baseline" "$build/analyzer/prof-analyze" "$build/analyzer/prof-timeline-bench" ${other:+"$other"}; do
+  [ -x "$f" ] || { echo "compare_timeline_build: not an executable: $f" >&2; exit 2; }
+done
+[ -d "$trace" ] || { echo "compare_timeline_build: not a trace directory: $trace" >&2; exit 2; }
+if [ "$(id -u)" = 0 ] && echo -15 2>/dev/null > /proc/self/autogroup; then
+  echo "priority: $(cat /proc/self/autogroup)"
+else
+  echo "priority: no autogroup priority (not root, or no autogroups): timings share the CPU with other sessions"
+fi
+nice_cmd=(nice -n -15)
+"${nice_cmd[@]}" true 2>/dev/null || nice_cmd=()
+times=$(mktemp) bench_out=$(mktemp) one=$(mktemp)
+trap 'rm -f "$times" "$bench_out" "$one"' EXIT
+run() {  # LABEL COMMAND...: one timed run, its line appended to $times
+  local label=$1
+  shift
+  /usr/bin/time -o "$one" -f "$label %e %U %S %M" "${nice_cmd[@]}" "$@" > "$bench_out" 2>&1 ||
+    { echo "compare_timeline_build: $label failed:" >&2; cat "$bench_out" >&2; exit 1; }
+  cat "$one" | tee -a "$times"
+}
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for ((i = 1; i <= rounds; ++i)); do
+  run baseline "$baseline" "$trace" -o /dev/null -q --no-progress
+  run analysis "$build/analyzer/prof-analyze" "$trace" -o /dev/null -q --no-progress
+  run timeline "$build/analyzer/prof-timeline-bench" "$trace"
+  grep -i median "$bench_out" | sed 's/^/  /'
+  [ -z "$other" ] || run other "$other" "$trace"
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$times" <<'PY'
+import collections, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    label, wall, user, sys_s, rss = line.split()
+    runs[label].append((float(wall), float(user) + float(sys_s), int(rss)))
+base_wall = statistics.median(r[0] for r in runs["baseline"])
+base_cpu = statistics.median(r[1] for r in runs["baseline"])
+for label, rs in runs.items():
+    wall = statistics.median(r[0] for r in rs)
+    cpu = statistics.median(r[1] for r in rs)
+    print(f"{label:9s} wall median {wall:7.3f} s  cpu median {cpu:7.3f} s  "
+          f"x baseline: wall {wall / base_wall:.2f} cpu {cpu / base_cpu:.2f}  "
+          f"peak RSS {max(r[2] for r in rs)} KB  (n={len(rs)})")
+PY
