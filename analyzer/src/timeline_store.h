@@ -250,15 +250,21 @@ inline uint8_t* put_column(uint8_t* p, const T* v, uint32_t n, int64_t lo) {
   }
   return p + size_t{n} * W;
 }
-template <class T>
-inline uint8_t* put_column(uint8_t* p, uint32_t width, const T* v, uint32_t n, int64_t lo) {
+// Calls put(std::integral_constant<uint32_t, W>) for a column's width W
+// (1, 2, 4 or 8 bytes); a width of 0 (every value equal) writes nothing.
+template <class Put>
+inline uint8_t* put_by_width(uint8_t* p, uint32_t width, Put put) {
   switch (width) {
     case 0: return p;
-    case 1: return put_column<1>(p, v, n, lo);
-    case 2: return put_column<2>(p, v, n, lo);
-    case 4: return put_column<4>(p, v, n, lo);
-    default: return put_column<8>(p, v, n, lo);
+    case 1: return put(std::integral_constant<uint32_t, 1>{});
+    case 2: return put(std::integral_constant<uint32_t, 2>{});
+    case 4: return put(std::integral_constant<uint32_t, 4>{});
+    default: return put(std::integral_constant<uint32_t, 8>{});
   }
+}
+template <class T>
+inline uint8_t* put_column(uint8_t* p, uint32_t width, const T* v, uint32_t n, int64_t lo) {
+  return put_by_width(p, width, [&](auto w) { return put_column<decltype(w)::value>(p, v, n, lo); });
 }
 // The enters' column: each enter's difference from the one before (the
 // first's: 0) less `lo`.
@@ -275,13 +281,8 @@ inline uint8_t* put_enter_differences(uint8_t* p, const int64_t* enter, uint32_t
   return p + size_t{n} * W;
 }
 inline uint8_t* put_enter_differences(uint8_t* p, uint32_t width, const int64_t* enter, uint32_t n, int64_t lo) {
-  switch (width) {
-    case 0: return p;
-    case 1: return put_enter_differences<1>(p, enter, n, lo);
-    case 2: return put_enter_differences<2>(p, enter, n, lo);
-    case 4: return put_enter_differences<4>(p, enter, n, lo);
-    default: return put_enter_differences<8>(p, enter, n, lo);
-  }
+  return put_by_width(p, width,
+                      [&](auto w) { return put_enter_differences<decltype(w)::value>(p, enter, n, lo); });
 }
 
 // How a block's calls pack: per field its smallest value and width, and the

@@ -109,6 +109,21 @@ void expect_same_events(const std::vector<Event>& got, const std::vector<Event>&
   }
 }
 
+// The events read back from `words` written as one rank's raw records, and
+// from `events` written by TraceWriter (the general encoders), each file in
+// a directory of its own under `dir`.
+struct ReadBack {
+  std::vector<Event> fixed, general;
+};
+ReadBack read_fixed_and_general(const std::string& dir, const std::vector<uint32_t>& words,
+                                const std::vector<Event>& events) {
+  std::filesystem::create_directories(dir + "/fixed");
+  std::filesystem::create_directories(dir + "/general");
+  write_with_raw_records(dir + "/fixed/rank-00000.prof", words);
+  write_general(dir + "/general/rank-00000.prof", events);
+  return {read_events(dir + "/fixed/rank-00000.prof"), read_events(dir + "/general/rank-00000.prof")};
+}
+
 // One call's record in its fixed form, appended to `words` (what the shim's
 // record_fixed stores), when its values fit; returns whether they did.
 template <FuncKind K>
@@ -170,15 +185,9 @@ TEST(FormatFixed, FixedRecordsReadBackAsTheGeneralEncodersDo) {
         enter = r.enter;
         events.push_back(r);
       }
-  const std::string fixed_path = dir + "/fixed/rank-00000.prof";
-  const std::string general_path = dir + "/general/rank-00000.prof";
-  std::filesystem::create_directories(dir + "/fixed");
-  std::filesystem::create_directories(dir + "/general");
-  write_with_raw_records(fixed_path, words);
-  write_general(general_path, events);
-  const std::vector<Event> want = read_events(general_path);
-  ASSERT_EQ(want.size(), events.size() + 1);
-  expect_same_events(read_events(fixed_path), want);
+  const ReadBack got = read_fixed_and_general(dir, words, events);
+  ASSERT_EQ(got.general.size(), events.size() + 1);
+  expect_same_events(got.fixed, got.general);
   std::filesystem::remove_all(dir);
 }
 
@@ -242,12 +251,7 @@ TEST(FormatFixed, FixedRecordSetsTheChunksCommunicator) {
     enter = e.enter;
     events.push_back(e);
   }
-  const std::string fixed_path = dir + "/fixed/rank-00000.prof";
-  const std::string general_path = dir + "/general/rank-00000.prof";
-  std::filesystem::create_directories(dir + "/fixed");
-  std::filesystem::create_directories(dir + "/general");
-  write_with_raw_records(fixed_path, words);
-  write_general(general_path, events);
-  expect_same_events(read_events(fixed_path), read_events(general_path));
+  const ReadBack got = read_fixed_and_general(dir, words, events);
+  expect_same_events(got.fixed, got.general);
   std::filesystem::remove_all(dir);
 }
