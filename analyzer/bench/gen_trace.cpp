@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   }
 
   const uint64_t iterations = std::max<uint64_t>(1, events / (10 * R));
-  std::vector<uint64_t> isend(R), sr(R), ar(R), compute(R);
+  std::vector<uint64_t> isend_enter(R), sendrecv_enter(R), allreduce_enter(R), compute(R);
   const uint32_t kRecvReq = 0xAC000001u, kSendReq = 0xAC000002u;
   for (uint64_t it = 0; it < iterations; ++it) {
     for (size_t r = 0; r < R; ++r) {
@@ -145,14 +145,14 @@ int main(int argc, char** argv) {
       e.leave = t[r] + 40;
       e.peer = right;
       e.request = kSendReq;
-      isend[r] = t[r];
+      isend_enter[r] = t[r];
       put(r, e);
       t[r] += 90;
     }
     for (size_t r = 0; r < R; ++r) {
       const size_t left = (r + R - 1) % R;
       const uint64_t enter = t[r];
-      const uint64_t leave = std::max(enter, isend[left] + 300) + 200;
+      const uint64_t leave = std::max(enter, isend_enter[left] + 300) + 200;
       Completion c[2];
       c[0].request = kRecvReq;
       c[0].source = static_cast<int32_t>(left);
@@ -169,15 +169,15 @@ int main(int argc, char** argv) {
       t[r] = leave + compute[r] / 2;
       marker(r, 2, true, t[r]);
       t[r] += 90;
-      sr[r] = t[r];
+      sendrecv_enter[r] = t[r];
     }
     for (size_t r = 0; r < R; ++r) {
       const size_t left = (r + R - 1) % R, right = (r + 1) % R;
-      const uint64_t leave = std::max({sr[r], sr[left], sr[right]}) + 400;
+      const uint64_t leave = std::max({sendrecv_enter[r], sendrecv_enter[left], sendrecv_enter[right]}) + 400;
       Event e;
       e.func = Sendrecv;
       e.kind = FuncKind::SendRecv;
-      e.enter = sr[r];
+      e.enter = sendrecv_enter[r];
       e.leave = leave;
       e.peer = static_cast<int32_t>(right);
       e.tag = 9;
@@ -187,14 +187,14 @@ int main(int argc, char** argv) {
       e.recv_bytes = 64;
       e.comm = kWorld;
       put(r, e);
-      ar[r] = leave + compute[r] / 2;
+      allreduce_enter[r] = leave + compute[r] / 2;
     }
-    const uint64_t last = *std::max_element(ar.begin(), ar.end());
+    const uint64_t last = *std::max_element(allreduce_enter.begin(), allreduce_enter.end());
     for (size_t r = 0; r < R; ++r) {
       Event e;
       e.func = Allreduce;
       e.kind = FuncKind::Collective;
-      e.enter = ar[r];
+      e.enter = allreduce_enter[r];
       e.leave = last + 800 + (r * 37) % 100;
       e.comm = kWorld;
       e.root = -1;

@@ -16,11 +16,11 @@
 #include "prof/trace_reader.h"
 
 namespace {
-std::string g_dir;
+std::string trace_dir;
 
 void cleanup() {
   std::error_code ec;
-  std::filesystem::remove_all(g_dir, ec);
+  std::filesystem::remove_all(trace_dir, ec);
 }
 
 struct NullBuf : std::streambuf {
@@ -32,31 +32,31 @@ struct NullBuf : std::streambuf {
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   std::string tmpl = (std::filesystem::temp_directory_path() / "prof-fuzz-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) std::abort();
-  g_dir = tmpl;
+  trace_dir = tmpl;
   std::atexit(cleanup);  // libFuzzer ends with exit() on success and on -max_total_time
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string path = g_dir + "/rank-00000.prof";
+  const std::string path = trace_dir + "/rank-00000.prof";
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return 0;
   if (size) std::fwrite(data, 1, size, f);
   std::fclose(f);
 
   std::string err;
-  if (auto rt = prof::trace::RankTrace::open(path, &err)) {
+  if (auto rank_trace = prof::trace::RankTrace::open(path, &err)) {
     prof::trace::Event e;
-    for (size_t s = 0; s < rt->stream_count(); ++s) {
-      auto c = rt->stream(s);
+    for (size_t s = 0; s < rank_trace->stream_count(); ++s) {
+      auto c = rank_trace->stream(s);
       while (c.next(e)) {
       }
     }
-    (void)rt->to_global_ns(e.enter);
+    (void)rank_trace->to_global_ns(e.enter);
   }
   prof::analysis::Options opt;
   opt.threads = 1;
-  const prof::analysis::Analysis a = prof::analysis::analyze(g_dir, opt);
+  const prof::analysis::Analysis a = prof::analysis::analyze(trace_dir, opt);
   NullBuf nb;
   std::ostream null(&nb);
   prof::analysis::TextOptions t;

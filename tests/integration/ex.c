@@ -10,17 +10,17 @@
 
 #include <stdatomic.h>
 
-static int g_fd = -1;
-static int g_rank = -1, g_size = 0;
+static int expect_fd = -1;
+static int world_rank = -1, world_size = 0;
 static _Thread_local int t_thread = 0;
-static atomic_int g_failures;
+static atomic_int check_failures;
 
 /* One completion line under construction per thread. */
 static _Thread_local char t_comp[8192];
 static _Thread_local size_t t_comp_len;
 
 static void put_line(const char* s, size_t n) {
-  if (g_fd < 0) {
+  if (expect_fd < 0) {
     fprintf(stderr, "ex: log not open (ex_open not called?)\n");
     abort();
   }
@@ -33,7 +33,7 @@ static void put_line(const char* s, size_t n) {
   buf[len++] = '\n';
   const char* p = buf;
   while (len > 0) {
-    const ssize_t w = write(g_fd, p, len);
+    const ssize_t w = write(expect_fd, p, len);
     if (w <= 0) {
       perror("ex: write");
       abort();
@@ -73,14 +73,14 @@ static void group_list(MPI_Group g, char* out, size_t cap) {
 }
 
 void ex_open(void) {
-  PMPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  PMPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
   const char* dir = getenv("PROF_EXPECT_DIR");
   if (!dir || !*dir) dir = ".";
   char path[4096];
-  snprintf(path, sizeof path, "%s/expect-rank-%05d.txt", dir, g_rank);
-  g_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (g_fd < 0) {
+  snprintf(path, sizeof path, "%s/expect-rank-%05d.txt", dir, world_rank);
+  expect_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (expect_fd < 0) {
     perror(path);
     abort();
   }
@@ -96,8 +96,8 @@ void ex_open(void) {
   ex_line("!comm 0x%x members=%s", (unsigned)MPI_COMM_SELF, list);
 }
 
-int ex_rank(void) { return g_rank; }
-int ex_size(void) { return g_size; }
+int ex_rank(void) { return world_rank; }
+int ex_size(void) { return world_size; }
 void ex_set_thread(int t) { t_thread = t; }
 
 int ex_world(MPI_Comm comm, int rank) {
@@ -241,13 +241,13 @@ void ex_fail(const char* file, int line, const char* cond, const char* fmt, ...)
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "%s:%d: rank %d: MPI result check failed: %s: %s\n", file, line, g_rank, cond,
+  fprintf(stderr, "%s:%d: rank %d: MPI result check failed: %s: %s\n", file, line, world_rank, cond,
           buf);
   fflush(stderr);
-  atomic_fetch_add(&g_failures, 1);
+  atomic_fetch_add(&check_failures, 1);
 }
 
-int ex_failures(void) { return atomic_load(&g_failures); }
+int ex_failures(void) { return atomic_load(&check_failures); }
 
 void ex_init(int* argc, char*** argv, int* rank, int* size) {
   MPI_Init(argc, argv);

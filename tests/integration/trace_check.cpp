@@ -35,12 +35,12 @@ using prof::trace::TraceDir;
 
 namespace {
 
-int g_errors = 0;
-std::string g_where;  // "rank N" prefix of messages
+int problem_count = 0;
+std::string problem_prefix;  // "rank N" prefix of messages
 
 void error(const std::string& msg) {
-  ++g_errors;
-  std::fprintf(stderr, "trace_check: %s%s\n", g_where.empty() ? "" : (g_where + ": ").c_str(),
+  ++problem_count;
+  std::fprintf(stderr, "trace_check: %s%s\n", problem_prefix.empty() ? "" : (problem_prefix + ": ").c_str(),
                msg.c_str());
 }
 
@@ -450,7 +450,7 @@ int main(int argc, char** argv) {
   for (const auto& tp : td.ranks) {
     const RankTrace& t = *tp;
     const int rank = t.rank();
-    g_where = "rank " + std::to_string(rank);
+    problem_prefix = "rank " + std::to_string(rank);
     auto ef = expect_files.find(rank);
     if (ef == expect_files.end()) {
       error("no expectation log for this rank");
@@ -512,7 +512,7 @@ int main(int argc, char** argv) {
     for (const auto& [name, n] : damage)
       if (n) error(std::string(name) + " = " + std::to_string(n) + " (expected 0)");
     for (const auto& w : t.warnings()) std::fprintf(stderr, "trace_check: %s: reader warning: %s\n",
-                                                    g_where.c_str(), w.c_str());
+                                                    problem_prefix.c_str(), w.c_str());
     // Killed on its way out (end reason ""): whatever it had not sealed yet is
     // salvaged, and the event comparison below still requires every event.
     const bool killed_on_exit =
@@ -521,7 +521,7 @@ int main(int argc, char** argv) {
       ranks_killed_on_exit.push_back(rank);
       std::fprintf(stderr, "trace_check: %s: killed on its way out (end reason '', %" PRIu64
                    " unsealed chunk(s)); accepted instead of '%s'\n",
-                   g_where.c_str(), uint64_t(st.unsealed_chunks), ex.end_reason.c_str());
+                   problem_prefix.c_str(), uint64_t(st.unsealed_chunks), ex.end_reason.c_str());
     } else {
       if (ex.salvaged && st.unsealed_chunks == 0)
         error("expected the events to be salvaged from an unsealed chunk, but every chunk is sealed");
@@ -659,7 +659,7 @@ int main(int argc, char** argv) {
         error("markers from different call sites share call site id " + id + ":" + l);
       }
   }
-  g_where.clear();
+  problem_prefix.clear();
 
   // The launcher kills the ranks still running once one has exited, so the
   // first rank out ended by itself: not every rank can have been killed.
@@ -693,8 +693,8 @@ int main(int argc, char** argv) {
             " but created on ranks " + Formatter::join(reporters));
   }
 
-  if (g_errors) {
-    std::fprintf(stderr, "trace_check: FAILED (%d problem(s)) for %s\n", g_errors,
+  if (problem_count) {
+    std::fprintf(stderr, "trace_check: FAILED (%d problem(s)) for %s\n", problem_count,
                  trace_dir.c_str());
     return 1;
   }
