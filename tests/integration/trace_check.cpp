@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "prof/definition_lines.h"
 #include "prof/trace_format.h"
 #include "prof/trace_reader.h"
 
@@ -44,11 +45,7 @@ void error(const std::string& msg) {
                msg.c_str());
 }
 
-std::string hex(uint64_t v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
-  return b;
-}
+using prof::format::hex;
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
