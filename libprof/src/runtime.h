@@ -491,9 +491,10 @@ void record_comm_idup(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, 
 //    application's call site;
 //  - after the PMPI call the thread state is read again from TLS and the
 //    call's facts from the in-flight slot (stored there on entry anyway);
-//    a failed call, times beyond the fixed record's, values that do not fit
-//    it, or a full chunk jump to a cold finisher (finish_*_general) that
-//    writes the general record.
+//    a failed call (tested before the second timer read, so the return
+//    code is not live across it), times beyond the fixed record's, values
+//    that do not fit it, or a full chunk jump to a cold finisher
+//    (finish_*_general) that writes the general record.
 // Invariants: the trace holds the same record the general wrapper writes
 // for the call (format::encode_fixed, encode_fixed_plain); the slot
 // describes the call from before the first timer read until its record is
@@ -567,7 +568,9 @@ PROF_HOT void fast_commit(ThreadState* ts, format::InFlightSlot* slot, uint32_t*
 // FixedP2PRecord): the room tested first, then each word stored as soon as
 // it is known and its fit folded into one test at the end, so that few
 // values are live at once (they fit the scratch registers).
-PROF_HOT int fast_finish_send(uint16_t func, int rc, uint64_t t1) {
+PROF_HOT int fast_finish_send(uint16_t func, int rc) {
+  if (__builtin_expect(rc != MPI_SUCCESS, 0)) return finish_send_general(func, rc, fast_now());
+  const uint64_t t1 = fast_now();
   using format::FuncKind;
   constexpr size_t words = format::fixed_record_words<FuncKind::Send>;
   ThreadState* const ts = tls_state;
@@ -585,8 +588,7 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc, uint64_t t1) {
   const uint32_t comm = slot->comm;
   r->comm = comm;
   r->bytes = slot->extra;
-  if (__builtin_expect((((dt | duration) >> 32) | static_cast<uint32_t>(rc)) != 0, 0))
-    return finish_send_general(func, rc, t1);
+  if (__builtin_expect(((dt | duration) >> 32) != 0, 0)) return finish_send_general(func, rc, t1);
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
   fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Send>(func, 0), words, t0);
@@ -596,7 +598,9 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc, uint64_t t1) {
 // A receive's return: source, tag and bytes from the status. The status is
 // the application's or the thread's ignored_status, never in the wrapper's
 // frame: the rare paths stay tail calls.
-PROF_HOT int fast_finish_recv(uint16_t func, int rc, uint64_t t1, const MPI_Status* st) {
+PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
+  if (__builtin_expect(rc != MPI_SUCCESS, 0)) return finish_recv_general(func, rc, fast_now(), st);
+  const uint64_t t1 = fast_now();
   using format::FuncKind;
   static_assert(format::same_layout(FuncKind::Send, FuncKind::Recv));
   constexpr size_t words = format::fixed_record_words<FuncKind::Recv>;
@@ -610,7 +614,7 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, uint64_t t1, const MPI_Stat
   const uint64_t duration = t1 - t0;
   r->dt_enter = static_cast<uint32_t>(dt);
   r->duration = static_cast<uint32_t>(duration);
-  uint64_t misfit = ((dt | duration) >> 32) | static_cast<uint32_t>(rc);
+  uint64_t misfit = (dt | duration) >> 32;
   const int source = st->MPI_SOURCE;
   const int tag = st->MPI_TAG;
   misfit |= ((static_cast<uint32_t>(source) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16;
@@ -628,7 +632,9 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, uint64_t t1, const MPI_Stat
 }
 
 // A plain call's return: its 8-byte record (format::encode_fixed_plain's).
-PROF_HOT int fast_finish_plain(uint16_t func, int rc, uint64_t t1) {
+PROF_HOT int fast_finish_plain(uint16_t func, int rc) {
+  if (__builtin_expect(rc != MPI_SUCCESS, 0)) return finish_plain_general(func, rc, fast_now());
+  const uint64_t t1 = fast_now();
   ThreadState* const ts = tls_state;
   uint32_t* const at = ts->cur;
   format::InFlightSlot* const slot = ts->slot;
@@ -636,7 +642,7 @@ PROF_HOT int fast_finish_plain(uint16_t func, int rc, uint64_t t1) {
   const uint64_t dt = t0 - ts->last_enter;
   const uint64_t duration = t1 - t0;
   const bool room = at + 2 <= ts->end;
-  if (__builtin_expect(((((dt | duration) >> 16) | static_cast<uint32_t>(rc)) == 0) & room, 1)) {
+  if (__builtin_expect((((dt | duration) >> 16) == 0) & room, 1)) {
     format::encode_fixed_plain(at, func, 0, dt, duration);
     ts->last_enter = t0;
     ts->cur = at + 2;

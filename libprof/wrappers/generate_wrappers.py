@@ -497,7 +497,7 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
                    f'{count}, {dtype}, prof_bytes) != 0, 0))')
         out.append(f'    {leave}')
         slot = f'{peer}, {tag}, (uint32_t)({comm}), (uint32_t)prof_bytes'
-        finish = 'prof::shim::fast_finish_send({fid}, rc, prof::shim::fast_now())'
+        finish = 'prof::shim::fast_finish_send({fid}, rc)'
     elif kind == 'Recv':
         peer, tag, comm, st = facts['peer'], facts['tag'], facts['comm'], facts['status']
         out.append(f'  if (__builtin_expect(ts == nullptr || prof::shim::fast_tag_misfit({tag}) != 0, 0))')
@@ -505,11 +505,11 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
         out.append(f'  MPI_Status* const prof_status = {st} == MPI_STATUS_IGNORE ? &ts->ignored_status : {st};')
         sub[st] = 'prof_status'
         slot = f'{peer}, {tag}, (uint32_t)({comm}), prof::shim::recv_flags({peer}, {tag})'
-        finish = 'prof::shim::fast_finish_recv({fid}, rc, prof::shim::fast_now(), prof_status)'
+        finish = 'prof::shim::fast_finish_recv({fid}, rc, prof_status)'
     else:
         out.append(f'  if (__builtin_expect(ts == nullptr, 0)) {leave}')
         slot = None
-        finish = 'prof::shim::fast_finish_plain({fid}, rc, prof::shim::fast_now())'
+        finish = 'prof::shim::fast_finish_plain({fid}, rc)'
     out.append('  prof::shim::fast_enter(ts);')
     if slot:
         out.append(f'  prof::format::InFlightSlot* const prof_slot = prof::shim::call_enter(ts, {fid}, '
