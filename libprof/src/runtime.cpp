@@ -1009,6 +1009,23 @@ int finish_recv_general(uint16_t func, int rc, uint64_t t1, const MPI_Status* st
   return rc;
 }
 
+template <format::FuncKind K>
+int finish_start_general(uint16_t func, int rc, uint64_t t1, const MPI_Request* request) {
+  ThreadState* const ts = tls_state;
+  const format::InFlightSlot* const slot = ts->slot;
+  const uint32_t flags = K == format::FuncKind::Irecv ? recv_flags(slot->peer, slot->tag) : 0u;
+  record_p2p_start(ts, func, slot->enter, t1, rc == MPI_SUCCESS, K, slot->peer, slot->tag,
+                   static_cast<MPI_Comm>(slot->comm), slot->extra, static_cast<uint8_t>(flags),
+                   *request);
+  call_done(ts);
+  call_end(ts);
+  return rc;
+}
+template int finish_start_general<format::FuncKind::Isend>(uint16_t, int, uint64_t,
+                                                           const MPI_Request*);
+template int finish_start_general<format::FuncKind::Irecv>(uint16_t, int, uint64_t,
+                                                           const MPI_Request*);
+
 int finish_plain_general(uint16_t func, int rc, uint64_t t1) {
   ThreadState* const ts = tls_state;
   record_plain(ts, func, ts->slot->enter, t1, rc == MPI_SUCCESS);

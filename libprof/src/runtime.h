@@ -240,13 +240,17 @@ uint64_t sumw_bytes(const Count* counts, const MPI_Datatype* types, MPI_Comm com
 
 // An empty status (MPI's definition: any source, any tag, no data), so what MPI
 // leaves unfilled reads the same every time.
+// The four fields are MPICH's first 16 bytes (MPI_ERROR, after them, is
+// left alone): one 16-byte copy a status, as the generated wrappers are
+// compiled without the SLP vectorizer that would otherwise merge the stores.
 PROF_HOT void clear_statuses(MPI_Status* st, int n) {
-  for (int i = 0; i < n; ++i) {
-    st[i].MPI_SOURCE = MPI_ANY_SOURCE;
-    st[i].MPI_TAG = MPI_ANY_TAG;
-    st[i].count_lo = 0;
-    st[i].count_hi_and_cancelled = 0;
-  }
+  static_assert(offsetof(MPI_Status, count_lo) < 16 && offsetof(MPI_Status, count_hi_and_cancelled) < 16 &&
+                offsetof(MPI_Status, MPI_SOURCE) < 16 && offsetof(MPI_Status, MPI_TAG) < 16 &&
+                offsetof(MPI_Status, MPI_ERROR) >= 16);
+  MPI_Status empty{};
+  empty.MPI_SOURCE = MPI_ANY_SOURCE;
+  empty.MPI_TAG = MPI_ANY_TAG;
+  for (int i = 0; i < n; ++i) std::memcpy(&st[i], &empty, 16);
 }
 
 // Matched probes: Mprobe/Improbe return an MPI_Message that a later Mrecv or
@@ -477,8 +481,9 @@ void record_comm_idup(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, 
                       MPI_Comm parent, MPI_Comm newcomm, MPI_Request request);
 
 // ---------------------------------------------------------------------------
-// Call-free fast wrappers (generate_wrappers.py, fast_wrapper): the exported
-// MPI_Send and kin, MPI_Recv, and the plain calls returning int.
+// Call-free fast wrappers (generate_wrappers.py, gen_fast_pair): the exported
+// MPI_Send and kin, MPI_Recv, MPI_Isend and kin, MPI_Irecv, and the plain
+// calls returning int.
 //
 // The fast wrapper's only real call is PMPI's; every rare case leaves it by
 // a tail call, so its straight path keeps its values in scratch registers
@@ -498,9 +503,9 @@ void record_comm_idup(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, 
 // Invariants: the trace holds the same record the general wrapper writes
 // for the call (format::encode_fixed, encode_fixed_plain); the slot
 // describes the call from before the first timer read until its record is
-// committed. The slot's `extra`, which readers ignore for Send and Recv,
-// carries what the finisher needs from the entry: a send's byte count, a
-// receive's kAnySource/kAnyTag flags.
+// committed. The slot's `extra`, which readers ignore for these kinds,
+// carries what the finisher needs from the entry: a send's, Isend's or
+// Irecv's byte count, a receive's kAnySource/kAnyTag flags.
 // PROF_NO_IN_FLIGHT builds have no slot to carry the facts: there the
 // general wrappers are the exported ones.
 #ifndef PROF_NO_IN_FLIGHT
@@ -553,6 +558,11 @@ PROF_HOT void fast_enter(ThreadState* ts) { ts->in_call = true; }
 [[gnu::noinline, gnu::cold]] int finish_recv_general(uint16_t func, int rc, uint64_t t1,
                                                      const MPI_Status* st);
 [[gnu::noinline, gnu::cold]] int finish_plain_general(uint16_t func, int rc, uint64_t t1);
+// Isend and Irecv (K): the byte count from the slot's `extra`, the request
+// from the application's handle.
+template <format::FuncKind K>
+[[gnu::noinline, gnu::cold]] int finish_start_general(uint16_t func, int rc, uint64_t t1,
+                                                      const MPI_Request* request);
 
 // The record committed, the slot cleared, the guard off.
 PROF_HOT void fast_commit(ThreadState* ts, format::InFlightSlot* slot, uint32_t* at,
@@ -628,6 +638,39 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
   fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, slot->extra), words, t0);
+  return 0;
+}
+
+// An Isend's or Irecv's return (K): the narrow record (format::encode_narrow:
+// the short header and the chunk's communicator and request context, as the
+// general wrapper writes it), which stores nothing when it does not fit.
+template <format::FuncKind K>
+PROF_HOT int fast_finish_start(uint16_t func, int rc, const MPI_Request* request) {
+  if (__builtin_expect(rc != MPI_SUCCESS, 0))
+    return finish_start_general<K>(func, rc, fast_now(), request);
+  const uint64_t t1 = fast_now();
+  ThreadState* const ts = tls_state;
+  uint32_t* const at = ts->cur;
+  if (__builtin_expect(at + 16 > ts->end, 0)) return finish_start_general<K>(func, rc, t1, request);
+  static_assert(reserve_fits<K>(16));
+  format::InFlightSlot* const slot = ts->slot;
+  const uint64_t t0 = __atomic_load_n(&slot->enter, __ATOMIC_RELAXED);
+  const int peer = slot->peer;
+  const int tag = slot->tag;
+  const uint32_t flags = K == format::FuncKind::Irecv ? recv_flags(peer, tag) : 0u;
+  size_t words;
+  if (__builtin_expect(!format::encode_narrow<K>(
+                           at, func, static_cast<uint8_t>(flags), t0 - ts->last_enter, t1 - t0,
+                           format::RecordValues{.peer = peer, .tag = tag, .comm = slot->comm,
+                                                .bytes = slot->extra,
+                                                .request = static_cast<uint32_t>(*request)},
+                           ts->cx, words),
+                       0))
+    return finish_start_general<K>(func, rc, t1, request);
+  ts->last_enter = t0;
+  ts->cur = at + words;
+  __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);
+  ts->in_call = false;
   return 0;
 }
 

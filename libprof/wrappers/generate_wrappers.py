@@ -11,8 +11,8 @@ checks that every function's facts supply what its kind's fields need. Output: o
 an `extern "C"` wrapper per function, plus the function table (id, kind, name)
 that the shim writes into every trace. Nothing here is hand-written per function.
 
-Blocking sends and receives and the plain calls returning an error code get
-two wrappers from the same text (gen_fast_pair): the exported fast one, whose
+Sends and receives (blocking and nonblocking) and the plain calls returning
+an error code get two wrappers from the same text (gen_fast_pair): the exported fast one, whose
 only real call is PMPI's, and the general one (prof_general_<name>) that the
 fast one hands every rare case to by a tail call (runtime.h, "Call-free fast
 wrappers").
@@ -458,8 +458,9 @@ def gen_wrapper(fid, name, ret, args, facts, head=None):
 
 def fast_kind(name, ret, facts):
     """The fast wrapper's form for this function (runtime.h, "Call-free fast
-    wrappers"), or None: blocking sends and receives with their arguments'
-    peer, tag and communicator, and plain calls returning an MPI error code."""
+    wrappers"), or None: blocking and nonblocking sends and receives with
+    their arguments' peer, tag and communicator (not matched receives), and
+    plain calls returning an MPI error code."""
     if ret != 'int' or name in HAND_WRITTEN:
         return None
     if not facts:
@@ -469,6 +470,8 @@ def fast_kind(name, ret, facts):
     if facts['kind'] == 'Other':
         return 'Other'
     if facts['kind'] in ('Send', 'Recv') and all(facts.get(k) for k in ('peer', 'tag', 'comm')):
+        return facts['kind']
+    if facts['kind'] in ('Isend', 'Irecv') and all(facts.get(k) for k in ('peer', 'tag', 'comm', 'request')):
         return facts['kind']
     return None
 
@@ -488,7 +491,7 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
     leave = f'return {general}({call_args(args)});'
     pname = 'P' + name
     sub = {}
-    if kind == 'Send':
+    if kind in ('Send', 'Isend', 'Irecv'):
         count, dtype = facts['bytes']
         count = '*'.join(f'(uint64_t)({c})' for c in count.split('*'))
         peer, tag, comm = facts['peer'], facts['tag'], facts['comm']
@@ -498,6 +501,9 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
         out.append(f'    {leave}')
         slot = f'{peer}, {tag}, (uint32_t)({comm}), (uint32_t)prof_bytes'
         finish = 'prof::shim::fast_finish_send({fid}, rc)'
+        if kind != 'Send':
+            finish = (f'prof::shim::fast_finish_start<prof::format::FuncKind::{kind}>({{fid}}, rc, '
+                      f'{facts["request"]})')
     elif kind == 'Recv':
         peer, tag, comm, st = facts['peer'], facts['tag'], facts['comm'], facts['status']
         out.append(f'  if (__builtin_expect(ts == nullptr || prof::shim::fast_tag_misfit({tag}) != 0, 0))')
