@@ -43,6 +43,8 @@ class Timer {
   bool init(format::TimerKind kind, std::string* why);
 
   format::TimerKind kind() const { return kind_; }
+  // now() is a bare rdtsc (the TSC, no test shift).
+  bool plain_tsc() const { return plain_tsc_; }
 
   // Raw ticks. Hot path: the default timer (TSC, no test shift) is one flag
   // test and rdtsc, inline; every other timer, out of line.

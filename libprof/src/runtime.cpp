@@ -475,7 +475,7 @@ void stop_heartbeat() {
 void on_exit_without_finalize() {
   if (g.recording) {
     stop_heartbeat();
-    g.recording = false;
+    stop_recording();
     write_end("exit");
     close_trace();
   }
@@ -486,7 +486,7 @@ void on_exit_without_finalize() {
 // definition, no sealing), whether it goes on, calls exec or exits.
 void on_fork_child() {
   if (!rt) return;
-  g.recording = false;
+  stop_recording();
   rt->forked_child = true;
   rt->ended.store(true);
   if (heartbeat) heartbeat->running = false;  // the thread stayed in the parent
@@ -495,7 +495,7 @@ void on_fork_child() {
 
 void on_fatal_signal(int sig, siginfo_t* info, void* ctx) {
   if (g.recording) {
-    g.recording = false;
+    stop_recording();
     char reason[24];
     std::snprintf(reason, sizeof reason, "signal:%d", sig);
     write_end(reason);
@@ -906,6 +906,7 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   pthread_key_create(&thread_exit_key, on_thread_exit);
   register_thread(ts);
   g.recording = true;
+  g.fast = g.timer.plain_tsc();
   record_plain(ts, init_id, t0, t1, true);
   start_heartbeat();
 }
@@ -973,6 +974,66 @@ void record_plain_general(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t 
   Rec r(ts, t0, t1, ok, 0, 8);
   r.commit(func);
 }
+
+#ifndef PROF_NO_IN_FLIGHT
+// The fast wrappers' returns that their fixed record does not serve: the
+// records the general wrappers write, from the facts the entry left in the
+// slot.
+namespace {
+// What a fast finisher may have stored after the write pointer (runtime.h).
+void clear_fixed_words(ThreadState* ts) {
+  constexpr size_t words = format::fixed_record_words<format::FuncKind::Send>;
+  if (ts->cur + words <= ts->end) std::memset(ts->cur, 0, words * 4);
+}
+}  // namespace
+
+int finish_send_general(uint16_t func, int rc, uint64_t t1) {
+  ThreadState* const ts = tls_state;
+  clear_fixed_words(ts);
+  const format::InFlightSlot* const slot = ts->slot;
+  record_p2p(ts, func, slot->enter, t1, rc == MPI_SUCCESS, format::FuncKind::Send, slot->peer,
+             slot->tag, static_cast<MPI_Comm>(slot->comm), slot->extra, 0);
+  call_done(ts);
+  call_end(ts);
+  return rc;
+}
+
+int finish_recv_general(uint16_t func, int rc, uint64_t t1, const MPI_Status* st) {
+  ThreadState* const ts = tls_state;
+  clear_fixed_words(ts);
+  const format::InFlightSlot* const slot = ts->slot;
+  record_recv(ts, func, slot->enter, t1, rc == MPI_SUCCESS, slot->peer, slot->tag,
+              static_cast<MPI_Comm>(slot->comm), st, static_cast<uint8_t>(slot->extra));
+  call_done(ts);
+  call_end(ts);
+  return rc;
+}
+
+template <format::FuncKind K>
+int finish_start_general(uint16_t func, int rc, uint64_t t1, const MPI_Request* request) {
+  ThreadState* const ts = tls_state;
+  const format::InFlightSlot* const slot = ts->slot;
+  const uint32_t flags = K == format::FuncKind::Irecv ? recv_flags(slot->peer, slot->tag) : 0u;
+  record_p2p_start(ts, func, slot->enter, t1, rc == MPI_SUCCESS, K, slot->peer, slot->tag,
+                   static_cast<MPI_Comm>(slot->comm), slot->extra, static_cast<uint8_t>(flags),
+                   *request);
+  call_done(ts);
+  call_end(ts);
+  return rc;
+}
+template int finish_start_general<format::FuncKind::Isend>(uint16_t, int, uint64_t,
+                                                           const MPI_Request*);
+template int finish_start_general<format::FuncKind::Irecv>(uint16_t, int, uint64_t,
+                                                           const MPI_Request*);
+
+int finish_plain_general(uint16_t func, int rc, uint64_t t1) {
+  ThreadState* const ts = tls_state;
+  record_plain(ts, func, ts->slot->enter, t1, rc == MPI_SUCCESS);
+  call_done(ts);
+  call_end(ts);
+  return rc;
+}
+#endif
 
 namespace {
 // Bytes a narrow Completion entry can hold: its top bit is the cancel flag.
@@ -1284,7 +1345,7 @@ PROF_EXPORT int MPI_Finalize(void) {
   call_done(ts);
   call_end(ts);
   stop_heartbeat();
-  g.recording = false;
+  stop_recording();
   write_end("finalize");
   close_trace();
   return rc;
@@ -1297,7 +1358,7 @@ PROF_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
     record_plain(ts, kId_MPI_Abort, t, t, true);
     call_end(ts);
     stop_heartbeat();
-    g.recording = false;
+    stop_recording();
     write_end("abort");
     close_trace();
   }

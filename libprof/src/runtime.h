@@ -65,6 +65,10 @@ struct alignas(64) ThreadState {
   // MPI_STATUSES_IGNORE). Grown rarely, never shrunk.
   std::vector<MPI_Request> requests;
   std::vector<MPI_Status> statuses;
+  // What a fast receive under MPI_STATUS_IGNORE hands MPI instead: not in
+  // the wrapper's frame, which would keep its rare paths from being tail
+  // calls.
+  MPI_Status ignored_status;
 
   const MPI_Request* save_requests(const MPI_Request* reqs, int n) {
     if (n <= 0) return reqs;
@@ -81,6 +85,9 @@ struct alignas(64) ThreadState {
 // Global state read on the hot path.
 struct Globals {
   bool recording = false;  // set after init succeeded, cleared at finalize
+  // Recording with the bare-rdtsc timer: the fast wrappers may run
+  // (runtime.h, "Call-free fast wrappers"). Set with recording, cleared with it.
+  bool fast = false;
   Timer timer;
 };
 // Hidden here, not only where defined: the wrappers then address g directly
@@ -99,6 +106,11 @@ extern __thread ThreadState* tls_state __attribute__((tls_model("initial-exec"))
 [[gnu::cold]] void next_chunk(ThreadState* ts, size_t words);
 
 PROF_HOT uint64_t now() { return g.timer.now(); }
+// Recording stops (finalize, a fatal signal, an exit, a fork's child).
+inline void stop_recording() {
+  g.recording = false;
+  g.fast = false;
+}
 
 PROF_HOT ThreadState* call_begin() {
   if (__builtin_expect(!g.recording, 0)) return nullptr;
@@ -228,13 +240,17 @@ uint64_t sumw_bytes(const Count* counts, const MPI_Datatype* types, MPI_Comm com
 
 // An empty status (MPI's definition: any source, any tag, no data), so what MPI
 // leaves unfilled reads the same every time.
+// The four fields are MPICH's first 16 bytes (MPI_ERROR, after them, is
+// left alone): one 16-byte copy a status, as the generated wrappers are
+// compiled without the SLP vectorizer that would otherwise merge the stores.
 PROF_HOT void clear_statuses(MPI_Status* st, int n) {
-  for (int i = 0; i < n; ++i) {
-    st[i].MPI_SOURCE = MPI_ANY_SOURCE;
-    st[i].MPI_TAG = MPI_ANY_TAG;
-    st[i].count_lo = 0;
-    st[i].count_hi_and_cancelled = 0;
-  }
+  static_assert(offsetof(MPI_Status, count_lo) < 16 && offsetof(MPI_Status, count_hi_and_cancelled) < 16 &&
+                offsetof(MPI_Status, MPI_SOURCE) < 16 && offsetof(MPI_Status, MPI_TAG) < 16 &&
+                offsetof(MPI_Status, MPI_ERROR) >= 16);
+  MPI_Status empty{};
+  empty.MPI_SOURCE = MPI_ANY_SOURCE;
+  empty.MPI_TAG = MPI_ANY_TAG;
+  for (int i = 0; i < n; ++i) std::memcpy(&st[i], &empty, 16);
 }
 
 // Matched probes: Mprobe/Improbe return an MPI_Message that a later Mrecv or
@@ -463,5 +479,222 @@ void record_comm_create(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1
 // new communicator's definition (see define_idup).
 void record_comm_idup(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
                       MPI_Comm parent, MPI_Comm newcomm, MPI_Request request);
+
+// ---------------------------------------------------------------------------
+// Call-free fast wrappers (generate_wrappers.py, gen_fast_pair): the exported
+// MPI_Send and kin, MPI_Recv, MPI_Isend and kin, MPI_Irecv, and the plain
+// calls returning int.
+//
+// The fast wrapper's only real call is PMPI's; every rare case leaves it by
+// a tail call, so its straight path keeps its values in scratch registers
+// instead of saving callee-saved ones for them:
+//  - on entry, anything but "recording with the bare-rdtsc timer, the thread
+//    attached and not inside a wrapper, peer and tag within 16 bits (so no
+//    marker tag), a builtin datatype, count and bytes below 2^32" jumps to
+//    the general wrapper (the full generated one, prof_general_<name>) with
+//    the call's own arguments: its return address is still the
+//    application's call site;
+//  - after the PMPI call the thread state is read again from TLS and the
+//    call's facts from the in-flight slot (stored there on entry anyway);
+//    a failed call (tested before the second timer read, so the return
+//    code is not live across it), times beyond the fixed record's, values
+//    that do not fit it, or a full chunk jump to a cold finisher
+//    (finish_*_general) that writes the general record.
+// Invariants: the trace holds the same record the general wrapper writes
+// for the call (format::encode_fixed, encode_fixed_plain); the slot
+// describes the call from before the first timer read until its record is
+// committed. The slot's `extra`, which readers ignore for these kinds,
+// carries what the finisher needs from the entry: a send's, Isend's or
+// Irecv's byte count, a receive's kAnySource/kAnyTag flags.
+// PROF_NO_IN_FLIGHT builds have no slot to carry the facts: there the
+// general wrappers are the exported ones.
+#ifndef PROF_NO_IN_FLIGHT
+// The thread's state when the fast path may run, else null.
+PROF_HOT ThreadState* fast_begin() {
+  if (__builtin_expect(!g.fast, 0)) return nullptr;
+  ThreadState* const ts = tls_state;
+  if (__builtin_expect(ts == nullptr || ts->in_call, 0)) return nullptr;
+  return ts;
+}
+// g.fast: the timer is a bare rdtsc.
+PROF_HOT uint64_t fast_now() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return g.timer.now();
+#endif
+}
+// The bytes of `count` elements of a builtin MPICH datatype (its size is in
+// the handle); meaningless otherwise, and then fast_send_misfit is not 0.
+PROF_HOT uint64_t fast_bytes(uint64_t count, MPI_Datatype t) {
+  return count * ((static_cast<uint32_t>(t) >> 8) & 0xFFu);
+}
+// Not 0 unless a send's values fit the fast path: peer and tag within int16
+// (a marker tag never does: its top byte is 0xAA), a builtin datatype
+// (MPI_DATATYPE_NULL is not one), count and bytes below 2^32.
+PROF_HOT uint64_t fast_send_misfit(int peer, int tag, uint64_t count, MPI_Datatype t,
+                                   uint64_t bytes) {
+  return (((static_cast<uint32_t>(peer) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16) |
+         ((static_cast<uint32_t>(t) >> 30) ^ 1u) | ((count | bytes) >> 32);
+}
+// Not 0 unless a receive's requested tag is within int16 (no marker tag).
+PROF_HOT uint32_t fast_tag_misfit(int tag) { return (static_cast<uint32_t>(tag) + 0x8000u) >> 16; }
+// A receive's kAnySource and kAnyTag. MPI's wildcards are negative (MPICH:
+// -2, -1), so a receive naming its peer and tag pays one test.
+PROF_HOT uint32_t recv_flags(int peer, int tag) {
+  static_assert(MPI_ANY_SOURCE < 0 && MPI_ANY_TAG < 0);
+  if (__builtin_expect((peer | tag) >= 0, 1)) return 0;
+  return (peer == MPI_ANY_SOURCE ? uint32_t{format::kAnySource} : 0u) |
+         (tag == MPI_ANY_TAG ? uint32_t{format::kAnyTag} : 0u);
+}
+// The call is entered: nested calls take the general path from here on.
+PROF_HOT void fast_enter(ThreadState* ts) { ts->in_call = true; }
+
+// The returns the fast path does not serve. The fast finishers may have
+// stored a record's words after its first (never the first) before finding
+// that it does not fit: these clear them before writing the general record,
+// so that a chunk still holds whole records followed by zeros.
+[[gnu::noinline, gnu::cold]] int finish_send_general(uint16_t func, int rc, uint64_t t1);
+[[gnu::noinline, gnu::cold]] int finish_recv_general(uint16_t func, int rc, uint64_t t1,
+                                                     const MPI_Status* st);
+[[gnu::noinline, gnu::cold]] int finish_plain_general(uint16_t func, int rc, uint64_t t1);
+// Isend and Irecv (K): the byte count from the slot's `extra`, the request
+// from the application's handle.
+template <format::FuncKind K>
+[[gnu::noinline, gnu::cold]] int finish_start_general(uint16_t func, int rc, uint64_t t1,
+                                                      const MPI_Request* request);
+
+// The record committed, the slot cleared, the guard off.
+PROF_HOT void fast_commit(ThreadState* ts, format::InFlightSlot* slot, uint32_t* at,
+                          uint32_t first, size_t words, uint64_t t0) {
+  __atomic_store_n(at, first, __ATOMIC_RELEASE);
+  ts->last_enter = t0;
+  ts->cur = at + words;
+  __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);
+  ts->in_call = false;
+}
+
+// A send's or a receive's return, into its fixed record (trace_format.h,
+// FixedP2PRecord): the room tested first, then each word stored as soon as
+// it is known and its fit folded into one test at the end, so that few
+// values are live at once (they fit the scratch registers).
+PROF_HOT int fast_finish_send(uint16_t func, int rc) {
+  if (__builtin_expect(rc != MPI_SUCCESS, 0)) return finish_send_general(func, rc, fast_now());
+  const uint64_t t1 = fast_now();
+  using format::FuncKind;
+  constexpr size_t words = format::fixed_record_words<FuncKind::Send>;
+  ThreadState* const ts = tls_state;
+  uint32_t* const at = ts->cur;
+  if (__builtin_expect(at + words > ts->end, 0)) return finish_send_general(func, rc, t1);
+  format::InFlightSlot* const slot = ts->slot;
+  auto* const r = reinterpret_cast<format::FixedP2PRecord*>(at);
+  const uint64_t t0 = __atomic_load_n(&slot->enter, __ATOMIC_RELAXED);
+  const uint64_t dt = t0 - ts->last_enter;  // wraps when time goes back: general form
+  const uint64_t duration = t1 - t0;
+  r->dt_enter = static_cast<uint32_t>(dt);
+  r->duration = static_cast<uint32_t>(duration);
+  // Peer, tag and bytes were tested on entry (fast_send_misfit).
+  r->peer_tag = format::pack_peer_tag(slot->peer, slot->tag);
+  const uint32_t comm = slot->comm;
+  r->comm = comm;
+  r->bytes = slot->extra;
+  if (__builtin_expect(((dt | duration) >> 32) != 0, 0)) return finish_send_general(func, rc, t1);
+  ts->cx.comm = comm;
+  ts->cx.has_comm = true;
+  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Send>(func, 0), words, t0);
+  return 0;
+}
+
+// A receive's return: source, tag and bytes from the status. The status is
+// the application's or the thread's ignored_status, never in the wrapper's
+// frame: the rare paths stay tail calls.
+PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
+  if (__builtin_expect(rc != MPI_SUCCESS, 0)) return finish_recv_general(func, rc, fast_now(), st);
+  const uint64_t t1 = fast_now();
+  using format::FuncKind;
+  static_assert(format::same_layout(FuncKind::Send, FuncKind::Recv));
+  constexpr size_t words = format::fixed_record_words<FuncKind::Recv>;
+  ThreadState* const ts = tls_state;
+  uint32_t* const at = ts->cur;
+  if (__builtin_expect(at + words > ts->end, 0)) return finish_recv_general(func, rc, t1, st);
+  format::InFlightSlot* const slot = ts->slot;
+  auto* const r = reinterpret_cast<format::FixedP2PRecord*>(at);
+  const uint64_t t0 = __atomic_load_n(&slot->enter, __ATOMIC_RELAXED);
+  const uint64_t dt = t0 - ts->last_enter;
+  const uint64_t duration = t1 - t0;
+  r->dt_enter = static_cast<uint32_t>(dt);
+  r->duration = static_cast<uint32_t>(duration);
+  uint64_t misfit = (dt | duration) >> 32;
+  const int source = st->MPI_SOURCE;
+  const int tag = st->MPI_TAG;
+  misfit |= ((static_cast<uint32_t>(source) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16;
+  r->peer_tag = format::pack_peer_tag(source, tag);
+  const uint32_t comm = slot->comm;
+  r->comm = comm;
+  // The byte count's bits above 32 (mpich_status.h's count_hi) must be 0.
+  misfit |= static_cast<uint32_t>(st->count_hi_and_cancelled) >> 1;
+  r->bytes = static_cast<uint32_t>(st->count_lo);
+  if (__builtin_expect(misfit != 0, 0)) return finish_recv_general(func, rc, t1, st);
+  ts->cx.comm = comm;
+  ts->cx.has_comm = true;
+  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, slot->extra), words, t0);
+  return 0;
+}
+
+// An Isend's or Irecv's return (K): the narrow record (format::encode_narrow:
+// the short header and the chunk's communicator and request context, as the
+// general wrapper writes it), which stores nothing when it does not fit.
+template <format::FuncKind K>
+PROF_HOT int fast_finish_start(uint16_t func, int rc, const MPI_Request* request) {
+  if (__builtin_expect(rc != MPI_SUCCESS, 0))
+    return finish_start_general<K>(func, rc, fast_now(), request);
+  const uint64_t t1 = fast_now();
+  ThreadState* const ts = tls_state;
+  uint32_t* const at = ts->cur;
+  if (__builtin_expect(at + 16 > ts->end, 0)) return finish_start_general<K>(func, rc, t1, request);
+  static_assert(reserve_fits<K>(16));
+  format::InFlightSlot* const slot = ts->slot;
+  const uint64_t t0 = __atomic_load_n(&slot->enter, __ATOMIC_RELAXED);
+  const int peer = slot->peer;
+  const int tag = slot->tag;
+  const uint32_t flags = K == format::FuncKind::Irecv ? recv_flags(peer, tag) : 0u;
+  size_t words;
+  if (__builtin_expect(!format::encode_narrow<K>(
+                           at, func, static_cast<uint8_t>(flags), t0 - ts->last_enter, t1 - t0,
+                           format::RecordValues{.peer = peer, .tag = tag, .comm = slot->comm,
+                                                .bytes = slot->extra,
+                                                .request = static_cast<uint32_t>(*request)},
+                           ts->cx, words),
+                       0))
+    return finish_start_general<K>(func, rc, t1, request);
+  ts->last_enter = t0;
+  ts->cur = at + words;
+  __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);
+  ts->in_call = false;
+  return 0;
+}
+
+// A plain call's return: its 8-byte record (format::encode_fixed_plain's).
+PROF_HOT int fast_finish_plain(uint16_t func, int rc) {
+  if (__builtin_expect(rc != MPI_SUCCESS, 0)) return finish_plain_general(func, rc, fast_now());
+  const uint64_t t1 = fast_now();
+  ThreadState* const ts = tls_state;
+  uint32_t* const at = ts->cur;
+  format::InFlightSlot* const slot = ts->slot;
+  const uint64_t t0 = __atomic_load_n(&slot->enter, __ATOMIC_RELAXED);
+  const uint64_t dt = t0 - ts->last_enter;
+  const uint64_t duration = t1 - t0;
+  const bool room = at + 2 <= ts->end;
+  if (__builtin_expect((((dt | duration) >> 16) == 0) & room, 1)) {
+    format::encode_fixed_plain(at, func, 0, dt, duration);
+    ts->last_enter = t0;
+    ts->cur = at + 2;
+    __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);
+    ts->in_call = false;
+    return 0;
+  }
+  return finish_plain_general(func, rc, t1);
+}
+#endif
 
 }  // namespace prof::shim

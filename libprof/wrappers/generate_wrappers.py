@@ -11,6 +11,12 @@ checks that every function's facts supply what its kind's fields need. Output: o
 an `extern "C"` wrapper per function, plus the function table (id, kind, name)
 that the shim writes into every trace. Nothing here is hand-written per function.
 
+Sends and receives (blocking and nonblocking) and the plain calls returning
+an error code get two wrappers from the same text (gen_fast_pair): the exported fast one, whose
+only real call is PMPI's, and the general one (prof_general_<name>) that the
+fast one hands every rare case to by a tail call (runtime.h, "Call-free fast
+wrappers").
+
 Usage: generate_wrappers.py --header mpi_proto.h --header mpio.h
            --symbols libmpich.so --out wrappers.cpp --list wrapped.txt
 """
@@ -280,14 +286,16 @@ def in_flight_facts(kind, facts):
 P2P_FROM_SLOT = ('Send', 'Recv', 'Isend', 'Irecv')
 
 
-def gen_wrapper(fid, name, ret, args, facts):
+def gen_wrapper(fid, name, ret, args, facts, head=None):
+    """The general wrapper: every case of the call. `head`: its first line
+    (default: the exported definition of `name`)."""
     argnames = [a.name for a in args]
     kind = facts['kind'] if facts else 'Other'
     if facts:
         check_args(name, facts, argnames)
     decl = ', '.join(a.decl() for a in args) or 'void'
     pname = (facts or {}).get('callfn', 'P' + name)  # the call the wrapper makes
-    out = [f'extern "C" PROF_EXPORT {ret} {name}({decl}) {{']
+    out = [head or f'extern "C" PROF_EXPORT {ret} {name}({decl}) {{']
 
     # Interval markers: swallowed, the call done as a PROC_NULL operation, unrecorded.
     markers = facts.get('markers', []) if facts else []
@@ -447,6 +455,83 @@ def gen_wrapper(fid, name, ret, args, facts):
     return '\n'.join(out) + '\n'
 
 
+
+def fast_kind(name, ret, facts):
+    """The fast wrapper's form for this function (runtime.h, "Call-free fast
+    wrappers"), or None: blocking and nonblocking sends and receives with
+    their arguments' peer, tag and communicator (not matched receives), and
+    plain calls returning an MPI error code."""
+    if ret != 'int' or name in HAND_WRITTEN:
+        return None
+    if not facts:
+        return 'Other'
+    if facts.get('callfn') or facts.get('message'):
+        return None
+    if facts['kind'] == 'Other':
+        return 'Other'
+    if facts['kind'] in ('Send', 'Recv') and all(facts.get(k) for k in ('peer', 'tag', 'comm')):
+        return facts['kind']
+    if facts['kind'] in ('Isend', 'Irecv') and all(facts.get(k) for k in ('peer', 'tag', 'comm', 'request')):
+        return facts['kind']
+    return None
+
+
+def gen_fast_pair(fid, name, ret, args, facts, kind):
+    """The fast wrapper, exported as `name`, and the general one it hands
+    every rare case to by a tail call (prof_general_<name>, hidden). Builds
+    with PROF_NO_IN_FLIGHT (no slot to carry the facts) export the general
+    wrapper itself."""
+    decl = ', '.join(a.decl() for a in args) or 'void'
+    general = f'prof_general_{name}'
+    out = ['#ifndef PROF_NO_IN_FLIGHT']
+    out.append(gen_wrapper(fid, name, ret, args, facts,
+                           head=f'extern "C" [[gnu::noinline]] {ret} {general}({decl}) {{').rstrip('\n'))
+    out.append(f'extern "C" PROF_EXPORT {ret} {name}({decl}) {{')
+    out.append('  prof::shim::ThreadState* const ts = prof::shim::fast_begin();')
+    leave = f'return {general}({call_args(args)});'
+    pname = 'P' + name
+    sub = {}
+    if kind in ('Send', 'Isend', 'Irecv'):
+        count, dtype = facts['bytes']
+        count = '*'.join(f'(uint64_t)({c})' for c in count.split('*'))
+        peer, tag, comm = facts['peer'], facts['tag'], facts['comm']
+        out.append(f'  const uint64_t prof_bytes = prof::shim::fast_bytes({count}, {dtype});')
+        out.append(f'  if (__builtin_expect(ts == nullptr || prof::shim::fast_send_misfit({peer}, {tag}, '
+                   f'{count}, {dtype}, prof_bytes) != 0, 0))')
+        out.append(f'    {leave}')
+        slot = f'{peer}, {tag}, (uint32_t)({comm}), (uint32_t)prof_bytes'
+        finish = 'prof::shim::fast_finish_send({fid}, rc)'
+        if kind != 'Send':
+            finish = (f'prof::shim::fast_finish_start<prof::format::FuncKind::{kind}>({{fid}}, rc, '
+                      f'{facts["request"]})')
+    elif kind == 'Recv':
+        peer, tag, comm, st = facts['peer'], facts['tag'], facts['comm'], facts['status']
+        out.append(f'  if (__builtin_expect(ts == nullptr || prof::shim::fast_tag_misfit({tag}) != 0, 0))')
+        out.append(f'    {leave}')
+        out.append(f'  MPI_Status* const prof_status = {st} == MPI_STATUS_IGNORE ? &ts->ignored_status : {st};')
+        sub[st] = 'prof_status'
+        slot = f'{peer}, {tag}, (uint32_t)({comm}), prof::shim::recv_flags({peer}, {tag})'
+        finish = 'prof::shim::fast_finish_recv({fid}, rc, prof_status)'
+    else:
+        out.append(f'  if (__builtin_expect(ts == nullptr, 0)) {leave}')
+        slot = None
+        finish = 'prof::shim::fast_finish_plain({fid}, rc)'
+    out.append('  prof::shim::fast_enter(ts);')
+    if slot:
+        out.append(f'  prof::format::InFlightSlot* const prof_slot = prof::shim::call_enter(ts, {fid}, '
+                   f'__builtin_return_address(0), {slot});')
+    else:
+        out.append(f'  prof::format::InFlightSlot* const prof_slot = '
+                   f'prof::shim::call_enter_plain(ts, {fid}, __builtin_return_address(0));')
+    out.append('  prof::shim::call_entered(prof_slot, prof::shim::fast_now());')
+    out.append(f'  const int rc = {pname}({call_args(args, sub)});')
+    out.append(f'  return {finish.format(fid=fid)};')
+    out.append('}')
+    out.append('#else')
+    out.append(gen_wrapper(fid, name, ret, args, facts).rstrip('\n'))
+    out.append('#endif')
+    return '\n'.join(out) + '\n'
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--header', action='append', required=True)
@@ -478,7 +563,11 @@ def main():
             body.append(f'// {name}: hand-written in runtime.cpp (id {fid})\n')
             continue
         args = [Arg(x) for x in arglist]
-        body.append(gen_wrapper(fid, name, ret, args, facts))
+        fast = fast_kind(name, ret, facts)
+        if fast:
+            body.append(gen_fast_pair(fid, name, ret, args, facts, fast))
+        else:
+            body.append(gen_wrapper(fid, name, ret, args, facts))
 
     ids = {n: i + 1 for i, n in enumerate(names)}
     with open(a.out, 'w') as f:

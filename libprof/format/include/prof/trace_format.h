@@ -552,6 +552,13 @@ template <FuncKind K, class V>
   return high;
 }
 
+// The first word of kind K's fixed record: the normal header's form, the
+// payload's size, the flags and the function.
+template <FuncKind K>
+constexpr uint32_t fixed_first_word(uint16_t func, uint32_t flags) {
+  return ((static_cast<uint32_t>(fixed_record_words<K>) - 3) << 24) | (flags << 16) | func;
+}
+
 // Stores the fixed record of kind K at `at` (fixed_record_words<K> words of
 // room), first word last, when the values fit (fixed_misfit is 0; the caller
 // tested it). `flags` are the call's own (kAnySource, kAnyTag, kCallFailed).
@@ -563,7 +570,6 @@ template <FuncKind K, class V>
                                                 ChunkContext& cx) {
   static_assert(fixed_kind<K>, "a kind encode_fixed does not serve");
   constexpr KindSchema s = schema_of(K);
-  constexpr uint32_t words = fixed_record_words<K>;
   at[1] = static_cast<uint32_t>(dt_enter);
   at[2] = static_cast<uint32_t>(duration);
   size_t i = 3;
@@ -582,8 +588,7 @@ template <FuncKind K, class V>
       cx.has_request = true;
     } else if constexpr (field == Field::Root) at[i++] = static_cast<uint32_t>(v.root);
   });
-  constexpr uint32_t form = (words - 3) << 24;
-  __atomic_store_n(at, form | (flags << 16) | func, __ATOMIC_RELEASE);
+  __atomic_store_n(at, fixed_first_word<K>(func, flags), __ATOMIC_RELEASE);
 }
 
 // A call without payload (FuncKind Other) in its fixed form, the short
