@@ -1,4 +1,4 @@
-// What MPICH's MPI_Status holds, read in place on the hot path.
+// What MPICH's MPI_Status and datatype handles hold, read in place on the hot path.
 //
 // MPICH keeps a status's count in bytes: the low 32 bits in count_lo, the
 // bits above them in count_hi_and_cancelled shifted up by one, whose bit 0 is
@@ -26,6 +26,17 @@ inline __attribute__((always_inline)) uint64_t status_bytes(const MPI_Status* st
 
 inline __attribute__((always_inline)) bool status_cancelled(const MPI_Status* st) {
   return (st->count_hi_and_cancelled & 1) != 0;
+}
+
+// MPICH's datatype handles: a builtin one has kind 1 in its top two bits
+// (MPI_DATATYPE_NULL has 0, derived types 2 or 3) and its size in bytes in
+// bits 8-15 (MPICH's MPIR_Datatype_get_basic_size). tests/shim's
+// status_decode test holds this against MPI_Type_size.
+inline __attribute__((always_inline)) uint32_t not_builtin_type(MPI_Datatype t) {
+  return (static_cast<uint32_t>(t) >> 30) ^ 1u;
+}
+inline __attribute__((always_inline)) uint32_t builtin_type_size(MPI_Datatype t) {
+  return (static_cast<uint32_t>(t) >> 8) & 0xFFu;
 }
 
 }  // namespace prof::shim

@@ -210,14 +210,13 @@ PROF_HOT bool is_marker_tag(int tag) { return (static_cast<uint32_t>(tag) >> 24)
                                             format::decode_marker_tag(tag).is_marker; }
 void on_raw_marker(int tag, void* return_address);
 
-// Byte counts. MPICH builtin datatypes carry their size in the handle; derived
-// ones ask MPI (rare on hot paths that matter).
+// Byte counts. MPICH builtin datatypes carry their size in the handle
+// (mpich_status.h); derived ones ask MPI (rare on hot paths that matter).
 // Out of line and cold, so that the wrappers keep their arguments in
 // argument registers across it (see attach_thread).
 [[gnu::noinline, gnu::cold]] uint64_t derived_type_size(MPI_Datatype t);
 PROF_HOT uint64_t type_size(MPI_Datatype t) {
-  const uint32_t h = static_cast<uint32_t>(t);
-  if (__builtin_expect((h >> 30) == 1u && t != MPI_DATATYPE_NULL, 1)) return (h >> 8) & 0xFFu;
+  if (__builtin_expect(not_builtin_type(t) == 0, 1)) return builtin_type_size(t);
   return derived_type_size(t);
 }
 PROF_HOT uint64_t type_bytes(uint64_t count, MPI_Datatype t) { return count * type_size(t); }
@@ -527,7 +526,7 @@ PROF_HOT uint64_t fast_now() {
 // The bytes of `count` elements of a builtin MPICH datatype (its size is in
 // the handle); meaningless otherwise, and then fast_send_misfit is not 0.
 PROF_HOT uint64_t fast_bytes(uint64_t count, MPI_Datatype t) {
-  return count * ((static_cast<uint32_t>(t) >> 8) & 0xFFu);
+  return count * builtin_type_size(t);
 }
 // Not 0 unless a send's values fit the fast path: peer and tag within int16
 // (a marker tag never does: its top byte is 0xAA), a builtin datatype
@@ -535,7 +534,7 @@ PROF_HOT uint64_t fast_bytes(uint64_t count, MPI_Datatype t) {
 PROF_HOT uint64_t fast_send_misfit(int peer, int tag, uint64_t count, MPI_Datatype t,
                                    uint64_t bytes) {
   return (((static_cast<uint32_t>(peer) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16) |
-         ((static_cast<uint32_t>(t) >> 30) ^ 1u) | ((count | bytes) >> 32);
+         not_builtin_type(t) | ((count | bytes) >> 32);
 }
 // Not 0 unless a receive's requested tag is within int16 (no marker tag).
 PROF_HOT uint32_t fast_tag_misfit(int tag) { return (static_cast<uint32_t>(tag) + 0x8000u) >> 16; }

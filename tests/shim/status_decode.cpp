@@ -2,11 +2,14 @@
 // (libprof/src/mpich_status.h) instead of calling MPI_Get_count_c and
 // MPI_Test_cancelled. This holds the two readings equal for statuses MPICH
 // itself fills: counts below and above 2^31 and 2^32, in bytes and in larger
-// types, cancelled or not. Exits 1 naming the first difference.
+// types, cancelled or not. And the builtin datatypes' sizes it reads from
+// their handles, against MPI_Type_size; derived and null types must not read
+// as builtin. Exits 1 naming the first difference.
 #include <mpi.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 
 #include "mpich_status.h"
 
@@ -42,6 +45,32 @@ int check(MPI_Count count, MPI_Datatype type, int type_bytes, int cancelled) {
   return 0;
 }
 
+struct NamedType {
+  const char* name;
+  MPI_Datatype type;
+};
+
+int check_builtin(const NamedType& t) {
+  int mpi_size = -1;
+  MPI_Type_size(t.type, &mpi_size);
+  if (prof::shim::not_builtin_type(t.type) != 0 ||
+      prof::shim::builtin_type_size(t.type) != static_cast<uint32_t>(mpi_size)) {
+    std::fprintf(stderr, "status_decode: %s: MPI_Type_size says %d bytes, the shim reads %s %u\n",
+                 t.name, mpi_size, prof::shim::not_builtin_type(t.type) ? "not builtin," : "builtin,",
+                 prof::shim::builtin_type_size(t.type));
+    return 1;
+  }
+  return 0;
+}
+
+int check_not_builtin(const NamedType& t) {
+  if (prof::shim::not_builtin_type(t.type) == 0) {
+    std::fprintf(stderr, "status_decode: %s reads as a builtin datatype\n", t.name);
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,7 +86,23 @@ int main(int argc, char** argv) {
       failures += check(n, MPI_BYTE, 1, cancelled);
       if (n < (INT64_C(1) << 58)) failures += check(n, MPI_DOUBLE, 8, cancelled);
     }
+#define PROF_NAMED(t) NamedType{#t, t}
+  for (const NamedType& t :
+       {PROF_NAMED(MPI_BYTE), PROF_NAMED(MPI_CHAR), PROF_NAMED(MPI_SHORT), PROF_NAMED(MPI_INT),
+        PROF_NAMED(MPI_LONG), PROF_NAMED(MPI_LONG_LONG), PROF_NAMED(MPI_FLOAT), PROF_NAMED(MPI_DOUBLE),
+        PROF_NAMED(MPI_LONG_DOUBLE), PROF_NAMED(MPI_PACKED), PROF_NAMED(MPI_INT64_T),
+        PROF_NAMED(MPI_C_DOUBLE_COMPLEX), PROF_NAMED(MPI_AINT), PROF_NAMED(MPI_COUNT),
+        PROF_NAMED(MPI_C_BOOL), PROF_NAMED(MPI_2INT)})
+    failures += check_builtin(t);
+  MPI_Datatype contiguous = MPI_DATATYPE_NULL;
+  MPI_Type_contiguous(3, MPI_INT, &contiguous);
+  MPI_Type_commit(&contiguous);
+  for (const NamedType& t : {PROF_NAMED(MPI_DATATYPE_NULL), PROF_NAMED(MPI_DOUBLE_INT),
+                             PROF_NAMED(MPI_LONG_DOUBLE_INT), NamedType{"MPI_Type_contiguous(3, MPI_INT)", contiguous}})
+    failures += check_not_builtin(t);
+#undef PROF_NAMED
+  MPI_Type_free(&contiguous);
   MPI_Finalize();
-  if (failures == 0) std::puts("status_decode: all statuses read as MPI reads them");
+  if (failures == 0) std::puts("status_decode: all statuses and builtin datatypes read as MPI reads them");
   return failures ? 1 : 0;
 }
