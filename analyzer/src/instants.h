@@ -39,6 +39,8 @@
 #include <limits>
 #include <vector>
 
+#include "mirrored_ring.h"
+
 namespace prof::analysis::detail {
 
 enum SpanKind : uint8_t {
@@ -146,6 +148,8 @@ inline constexpr LevelWeights kLevelWeights = make_level_weights();
 class InstantSets {
  public:
   InstantSets() { contexts_.push_back(Context{-kInf, kNoContext}); }
+  InstantSets(InstantSets&&) = default;
+  InstantSets& operator=(InstantSets&&) = default;
 
   // Only instants in [lo, hi] count (a window of time).
   void set_window(double lo, double hi) {
@@ -157,10 +161,10 @@ class InstantSets {
     to = std::min(to, hi_);
     if (!(to > from)) return;
     earliest_ = std::min(earliest_, from);
-    std::vector<Span>& spans = lanes_[lane].spans;
+    MirroredRing<Span>& spans = lanes_[lane].spans;
     // The same call completing many receives, or waits that overlap: extend
     // the last span rather than add one.
-    if (spans.size() > lanes_[lane].head) {
+    if (!spans.empty()) {
       Span& last = spans.back();
       if (last.kind == kind && from >= last.from && from <= last.to) {
         if (to > last.to) last.to = to;
@@ -180,7 +184,6 @@ class InstantSets {
       return;
     }
     if (last.context == context) return;
-    if (contexts_.size() == contexts_.capacity()) [[unlikely]] grow_contexts();
     contexts_.push_back(Context{t, context});
   }
 
@@ -193,13 +196,9 @@ class InstantSets {
     // While a hold keeps the watermark back, the spans after it wait untouched.
     if (earliest_ < upto) sweep_spans(upto, credit);
     // Drop contexts that ended before the watermark (keep the one in force).
-    size_t keep = first_;
+    size_t keep = 0;
     while (keep + 1 < contexts_.size() && contexts_[keep + 1].from <= upto) ++keep;
-    first_ = keep;
-    if (first_ > 1024 && first_ * 2 > contexts_.size()) {
-      contexts_.erase(contexts_.begin(), contexts_.begin() + static_cast<std::ptrdiff_t>(first_));
-      first_ = 0;
-    }
+    contexts_.drop_front(keep);
   }
 
  private:
@@ -217,13 +216,12 @@ class InstantSets {
     uint32_t context;
   };
 
-  // A lane: its live spans are spans[head..]; spans before `head` were swept
-  // and their slots are reused (see sweep_spans). `descents`: the indices i
-  // added since the last sort where spans[i] starts before spans[i - 1], in
-  // increasing order (the live spans are in order of start without them).
+  // A lane: its spans not swept yet (written once where they stay until the
+  // sweep drops them: see MirroredRing). `descents`: the indices i added
+  // since the last sort where spans[i] starts before spans[i - 1], in
+  // increasing order (the spans are in order of start without them).
   struct Lane {
-    std::vector<Span> spans;
-    size_t head = 0;
+    MirroredRing<Span> spans;
     std::vector<size_t> descents;
   };
 
@@ -246,9 +244,9 @@ class InstantSets {
   // of a stable sort of the lane.
   void sort_lane(Lane& lane) {
     if (lane.descents.empty()) return;
-    std::vector<Span>& spans = lane.spans;
+    MirroredRing<Span>& spans = lane.spans;
     run_starts_.clear();
-    run_starts_.push_back(lane.head);
+    run_starts_.push_back(0);
     run_starts_.insert(run_starts_.end(), lane.descents.begin(), lane.descents.end());
     lane.descents.clear();
     run_starts_.push_back(spans.size());
@@ -256,7 +254,7 @@ class InstantSets {
       size_t kept = 0;  // run boundaries after this round, rewritten in place
       size_t r = 0;
       for (; r + 2 < run_starts_.size(); r += 2) {
-        merge_runs(spans.data(), run_starts_[r], run_starts_[r + 1], run_starts_[r + 2]);
+        merge_runs(spans.begin(), run_starts_[r], run_starts_[r + 1], run_starts_[r + 2]);
         run_starts_[kept++] = run_starts_[r];
       }
       if (r + 1 < run_starts_.size()) run_starts_[kept++] = run_starts_[r];  // an odd run out
@@ -296,12 +294,13 @@ class InstantSets {
     // The context in force at the current span's start, and where it ends.
     // A last context that starts at +inf, for the sweep only, ends the walk.
     contexts_.push_back(Context{kInf, kNoContext});
-    ContextCursor at = cursor_at(contexts_.data() + first_);
+    ContextCursor at = cursor_at(contexts_.begin());
     // Each lane is sorted by start: its spans before `upto` are a prefix
     // [pos, end), merged across lanes by their heads (a drained lane's head
     // is +inf: no span starts there). A span that runs past `upto` leaves its
     // remainder (which starts at `upto`, so the lane stays sorted) in the
-    // last slots of the prefix just swept, right before the untouched rest.
+    // last slots of the prefix just swept, right before the untouched rest:
+    // the prefix less those slots is dropped.
     const Span* pos[kLanes];
     const Span* end[kLanes];
     double head[kLanes];
@@ -309,9 +308,9 @@ class InstantSets {
       Lane& lane = lanes_[k];
       sort_lane(lane);
       remainders_[k].clear();
-      const Span* first = lane.spans.data() + lane.head;
+      const Span* first = lane.spans.begin();
       pos[k] = first;
-      end[k] = std::lower_bound(first, static_cast<const Span*>(lane.spans.data() + lane.spans.size()), upto,
+      end[k] = std::lower_bound(first, static_cast<const Span*>(lane.spans.end()), upto,
                                 [](const Span& span, double t) { return span.from < t; });
       head[k] = first < end[k] ? first->from : kInf;
     }
@@ -348,26 +347,20 @@ class InstantSets {
     earliest_ = kInf;
     for (int k = 0; k < kLanes; ++k) {
       Lane& lane = lanes_[k];
-      lane.head = static_cast<size_t>(end[k] - lane.spans.data()) - remainders_[k].size();
-      std::copy(remainders_[k].begin(), remainders_[k].end(),
-                lane.spans.begin() + static_cast<std::ptrdiff_t>(lane.head));
-      if (lane.head > 1024 && lane.head * 2 > lane.spans.size()) {
-        lane.spans.erase(lane.spans.begin(), lane.spans.begin() + static_cast<std::ptrdiff_t>(lane.head));
-        lane.head = 0;
-      }
-      if (lane.spans.size() > lane.head) earliest_ = std::min(earliest_, double{lane.spans[lane.head].from});
+      lane.spans.drop_front(static_cast<size_t>(end[k] - lane.spans.begin()) - remainders_[k].size());
+      std::copy(remainders_[k].begin(), remainders_[k].end(), lane.spans.begin());
+      if (!lane.spans.empty()) earliest_ = std::min(earliest_, double{lane.spans.front().from});
     }
   }
 
   // A change at or before the last one's start replaces it.
   [[gnu::noinline]] void replace_last_context(uint32_t context) {
-    if (contexts_.size() - first_ > 1 && contexts_[contexts_.size() - 2].context == context) {
+    if (contexts_.size() > 1 && contexts_[contexts_.size() - 2].context == context) {
       contexts_.pop_back();  // back to what it was: no zero-length context
     } else {
       contexts_.back().context = context;
     }
   }
-  [[gnu::noinline, gnu::cold]] void grow_contexts() { contexts_.reserve(contexts_.capacity() * 2 + 16); }
 
   // A context and the start of the next one (during a sweep every context
   // has a next one: the +inf one at the end).
@@ -463,8 +456,8 @@ class InstantSets {
   std::vector<Span> merge_buffer_;
   double lo_ = -kInf, hi_ = kInf;
   double earliest_ = kInf;  // the earliest start among the lanes' spans
-  std::vector<Context> contexts_;
-  size_t first_ = 0;  // contexts before it are dropped
+  // From the one in force at the last sweep's watermark on.
+  MirroredRing<Context> contexts_;
 };
 
 }  // namespace prof::analysis::detail
