@@ -342,6 +342,7 @@ struct alignas(64) Rank {
   std::vector<Combo> combos;
   std::map<std::vector<uint32_t>, uint32_t> combo_index;
   std::vector<uint32_t> slot_of;    // function id -> local slot + 1 (0: none yet)
+  uint32_t undefined_function = 0;  // slot_of's last index, shared by ids the trace does not define
   std::vector<uint32_t> slot_name;  // local slot -> Registry function name
   // Channels into this rank: key -> index into channel_store (compact slots).
   FlatMap<ChannelKey, uint32_t, ChannelHash> channels;
@@ -393,7 +394,7 @@ struct alignas(64) Rank {
   }
   // mpiP-style profile: a rank-local slot per function keeps the table small.
   FuncStat& function_stat(NodeAcc& a, uint16_t func, const FuncInfo& fi) {
-    const size_t fid = func < slot_of.size() - 1 ? func : slot_of.size() - 1;
+    const size_t fid = func < undefined_function ? func : undefined_function;
     // (Slot 0, none yet, wraps to the largest index: one test for both.)
     const uint32_t index = slot_of[fid] - 1;
     if (index >= a.funcs.size()) [[unlikely]] return new_function_stat(a, fid, fi);
@@ -402,7 +403,7 @@ struct alignas(64) Rank {
   [[gnu::noinline]] FuncStat& new_function_stat(NodeAcc& a, size_t fid, const FuncInfo& fi) {
     uint32_t& slot = slot_of[fid];
     if (slot == 0) {
-      slot_name.push_back(fid < slot_of.size() - 1 ? fi.name : 0);
+      slot_name.push_back(fid < undefined_function ? fi.name : 0);
       slot = static_cast<uint32_t>(slot_name.size());
     }
     if (a.funcs.size() < slot) a.funcs.resize(slot);
