@@ -414,11 +414,11 @@ struct alignas(64) Rank {
   }
   // Credits what is known of the rank's instants before `upto`.
   void settle_instants(double upto) {
-    instants.sweep(upto, [this](uint32_t context, const double* length) {
+    instants.sweep(upto, [this](uint32_t context, const double* length, int levels) {
       auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
       const auto* add = reinterpret_cast<const TwoLevels*>(length);
 #pragma GCC unroll 8
-      for (int l = 0; l < kLevels / 2; ++l) into[l] += add[l];
+      for (int l = 0; l < levels / 2; ++l) into[l] += add[l];
     });
   }
   // A program uses a few channels over and over: a small direct-mapped cache

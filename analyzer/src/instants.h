@@ -144,6 +144,16 @@ constexpr LevelWeights make_level_weights() {
   return w;
 }
 inline constexpr LevelWeights kLevelWeights = make_level_weights();
+// The levels [kind, last level of kind] of a span of that kind: all of its
+// unions, where nothing of them reaches it yet (the sweep's common case).
+inline constexpr const double* kWholeSpanWeights[kSpanKinds] = {
+    kLevelWeights.of[kWaitSpan][kAllToAllCallSpan + 1],     kLevelWeights.of[kRecvCallSpan][kAllToAllCallSpan + 1],
+    kLevelWeights.of[kCollCallSpan][kAllToAllCallSpan + 1], kLevelWeights.of[kAllToAllCallSpan][kAllToAllCallSpan + 1],
+    kLevelWeights.of[kMpiCallSpan][kMpiCallSpan + 1],       kLevelWeights.of[kStartCallSpan][kStartCallSpan + 1]};
+// Levels 0-3, the nested unions: the only ones of a rank without MPI or
+// Start spans (one thread: its calls' durations are summed directly).
+inline constexpr int kNestedLevels = kAllToAllCallSpan + 1;
+static_assert(kNestedLevels % 2 == 0);
 
 class InstantSets {
  public:
@@ -161,6 +171,7 @@ class InstantSets {
     to = std::min(to, hi_);
     if (!(to > from)) return;
     earliest_ = std::min(earliest_, from);
+    if (kind > kAllToAllCallSpan) own_level_spans_ = true;
     MirroredRing<Span>& spans = lanes_[lane].spans;
     // The same call completing many receives, or waits that overlap: extend
     // the last span rather than add one.
@@ -187,14 +198,19 @@ class InstantSets {
     contexts_.push_back(Context{t, context});
   }
 
-  // Credits every instant before `upto`: credit(context, length) with
-  // length[level] (kLevels of them, 0 where none) for pieces of the levels'
-  // unions, contexts other than kNoContext only (`length` is 16-byte
-  // aligned). Adding a 0 to a sum leaves it as it was.
+  // Credits every instant before `upto`: credit(context, length, levels)
+  // with length[level] for levels [0, levels) (0 where none; the levels
+  // after them have nothing) for pieces of the levels' unions, contexts
+  // other than kNoContext only (`length` is 16-byte aligned, `levels` even).
+  // Adding a 0 to a sum leaves it as it was.
   template <class F>
   void sweep(double upto, F&& credit) {
     // While a hold keeps the watermark back, the spans after it wait untouched.
-    if (earliest_ < upto) sweep_spans(upto, credit);
+    // Without MPI or Start spans, levels 4 and 5 stay 0: they are not gathered.
+    if (earliest_ < upto) {
+      if (own_level_spans_) sweep_spans<kLevels>(upto, credit);
+      else sweep_spans<kNestedLevels>(upto, credit);
+    }
     // Drop contexts that ended before the watermark (keep the one in force).
     size_t keep = 0;
     while (keep + 1 < contexts_.size() && contexts_[keep + 1].from <= upto) ++keep;
@@ -284,7 +300,7 @@ class InstantSets {
   // One pass over the spans in order of start. For each level, `covered` is
   // where its union is known to reach: a span adds what lies beyond it, in
   // increasing time, so each level walks the contexts with its own cursor.
-  template <class F>
+  template <int kUsedLevels, class F>
   void sweep_spans(double upto, F& credit) {
     // A local, so that its lengths stay in registers while the credits'
     // stores (through other pointers) go on.
@@ -337,12 +353,12 @@ class InstantSets {
           remainders_[k].push_back(Span{upto, to, kind});
           to = upto;
         }
-        add_to_levels(from, to, kind, covered, at, gathered, credit);
+        add_to_levels<kUsedLevels>(from, to, kind, covered, at, gathered, credit);
       } while (p < lane_end && p->from < below && p->from <= upto_ties);
       pos[k] = p;
       head[k] = p < lane_end ? p->from : kInf;
     }
-    credit_gathered(gathered, credit);
+    credit_gathered<kUsedLevels>(gathered, credit);
     contexts_.pop_back();
     earliest_ = kInf;
     for (int k = 0; k < kLanes; ++k) {
@@ -375,7 +391,7 @@ class InstantSets {
   // reaches. Those marks grow with the level, so the new pieces of the
   // levels share their end and start no earlier from level to level; levels
   // whose pieces start together are credited in one walk of the contexts.
-  template <class F>
+  template <int kUsedLevels, class F>
   [[gnu::always_inline]] void add_to_levels(double span_from, double to, SpanKind kind, double* covered,
                                             ContextCursor at, Gathered& gathered, F& credit) {
     const int last_level = kind <= kAllToAllCallSpan ? kAllToAllCallSpan : kind;
@@ -383,7 +399,7 @@ class InstantSets {
     // highest reaches furthest), so it is new on all of them, as one piece.
     if (covered[last_level] <= span_from) {
       cover_to(kind, to, covered);
-      credit_piece(kind, last_level + 1, span_from, to, at, gathered, credit);
+      credit_piece<kUsedLevels>(kWholeSpanWeights[kind], span_from, to, at, gathered, credit);
       return;
     }
     int l = kind;
@@ -396,7 +412,7 @@ class InstantSets {
       int group_end = l + 1;
       while (group_end <= last_level && std::max(span_from, covered[group_end]) == from) ++group_end;
       for (int g = l; g < group_end; ++g) covered[g] = to;
-      credit_piece(l, group_end, from, to, at, gathered, credit);
+      credit_piece<kUsedLevels>(kLevelWeights.of[l][group_end], from, to, at, gathered, credit);
       l = group_end;
     }
   }
@@ -413,15 +429,16 @@ class InstantSets {
     }
   }
 
-  // Credits [a, b) of levels [level, level_end) to the contexts in force,
-  // split where they change; `ci` is the one in force at or before a.
-  template <class F>
-  void credit_piece(int level, int level_end, double a, double b, ContextCursor ci, Gathered& gathered,
+  // Credits [a, b) of the levels that `weights` (a row of kLevelWeights)
+  // selects to the contexts in force, split where they change; `ci` is the
+  // one in force at or before a.
+  template <int kUsedLevels, class F>
+  void credit_piece(const double* weights, double a, double b, ContextCursor ci, Gathered& gathered,
                     F& credit) {
     for (;;) {
       while (ci.end <= a) ci = cursor_at(ci.context + 1);
       const double end = std::min(b, ci.end);
-      gather(ci.context->context, level, level_end, end - a, gathered, credit);
+      gather<kUsedLevels>(ci.context->context, weights, end - a, gathered, credit);
       if (!(end < b)) return;
       a = end;
     }
@@ -430,24 +447,26 @@ class InstantSets {
   // pieces, other contexts' pieces in between ending a gathering), and each
   // gathering is credited once, when it ends: every sum the sweep makes, and
   // its order, follows from the pieces alone.
-  template <class F>
-  [[gnu::always_inline]] void gather(uint32_t context, int level, int level_end, double length,
+  template <int kUsedLevels, class F>
+  [[gnu::always_inline]] void gather(uint32_t context, const double* weights, double length,
                                      Gathered& gathered, F& credit) {
     if (context == kNoContext) return;
     if (gathered.context != context) {
-      credit_gathered(gathered, credit);
+      credit_gathered<kUsedLevels>(gathered, credit);
       gathered.context = context;
     }
     const TwoLevels piece = {length, length};
-    const auto* weight = reinterpret_cast<const TwoLevels*>(kLevelWeights.of[level][level_end]);
+    const auto* weight = reinterpret_cast<const TwoLevels*>(weights);
 #pragma GCC unroll 8
-    for (int l = 0; l < kLevels / 2; ++l) gathered.length[l] += piece * weight[l];
+    for (int l = 0; l < kUsedLevels / 2; ++l) gathered.length[l] += piece * weight[l];
   }
-  template <class F>
+  template <int kUsedLevels, class F>
   [[gnu::always_inline]] void credit_gathered(Gathered& gathered, F& credit) {
     if (gathered.context == kNoContext) return;
-    credit(gathered.context, reinterpret_cast<const double*>(gathered.length));
-    gathered = Gathered{};
+    credit(gathered.context, reinterpret_cast<const double*>(gathered.length), kUsedLevels);
+#pragma GCC unroll 8
+    for (int l = 0; l < kUsedLevels / 2; ++l) gathered.length[l] = TwoLevels{};
+    gathered.context = kNoContext;
   }
 
   Lane lanes_[kLanes];
@@ -456,6 +475,7 @@ class InstantSets {
   std::vector<Span> merge_buffer_;
   double lo_ = -kInf, hi_ = kInf;
   double earliest_ = kInf;  // the earliest start among the lanes' spans
+  bool own_level_spans_ = false;  // an MPI or Start span was added (levels 4 and 5)
   // From the one in force at the last sweep's watermark on.
   MirroredRing<Context> contexts_;
 };
