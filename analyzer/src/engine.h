@@ -548,6 +548,7 @@ class Engine {
   void account_recv(Rank& r, double issue, double enter, double leave, double send_enter,
                     SpanLane lane);
   void ingest_send(const SendRec& s, bool cancel);
+  void deliver_send(const SendRec& s);
   void apply(const ResultRec& rr);
   void add_member(unsigned w, const CollRec& c, int parity);
   bool all_missing_gone(Owner& own, const Instance& in);
