@@ -550,7 +550,9 @@ class Engine {
   void ingest_send(const SendRec& s, bool cancel);
   void deliver_send(const SendRec& s);
   void apply(const ResultRec& rr);
+  void apply_result(const ResultRec& rr);
   void add_member(unsigned w, const CollRec& c, int parity);
+  void take_member(unsigned w, const CollRec& c, int parity);
   bool all_missing_gone(Owner& own, const Instance& in);
   uint32_t gone_members(Owner& own, const CommDef* def);
   void complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int parity, bool direct);
