@@ -91,7 +91,8 @@ class HoldQueue {
     return base_ + count_ - 1;
   }
   void release(uint64_t token) {
-    if (token == kNone || token < base_ || token >= base_ + count_) return;
+    // One test for kNone, released and not yet made (unsigned wrap).
+    if (token - base_ >= count_) return;
     released_[(head_ + (token - base_)) & (capacity_ - 1)] = 1;
     while (count_ > 0 && released_[head_]) {
       head_ = (head_ + 1) & (capacity_ - 1);
@@ -170,7 +171,6 @@ class InstantSets {
     from = std::max(from, lo_);
     to = std::min(to, hi_);
     if (!(to > from)) return;
-    earliest_ = std::min(earliest_, from);
     if (kind > kAllToAllCallSpan) own_level_spans_ = true;
     MirroredRing<Span>& spans = lanes_[lane].spans;
     // The same call completing many receives, or waits that overlap: extend
@@ -205,12 +205,12 @@ class InstantSets {
   // Adding a 0 to a sum leaves it as it was.
   template <class F>
   void sweep(double upto, F&& credit) {
-    // While a hold keeps the watermark back, the spans after it wait untouched.
-    // Without MPI or Start spans, levels 4 and 5 stay 0: they are not gathered.
-    if (earliest_ < upto) {
-      if (own_level_spans_) sweep_spans<kLevels>(upto, credit);
-      else sweep_spans<kNestedLevels>(upto, credit);
-    }
+    // Without MPI or Start spans, levels 4 and 5 stay 0: they are not
+    // gathered. (While a hold keeps the watermark back, the spans after it
+    // wait: a sweep with none before `upto` only sorts the lanes, as the
+    // next one would, which costs less than noting every span's start.)
+    if (own_level_spans_) sweep_spans<kLevels>(upto, credit);
+    else sweep_spans<kNestedLevels>(upto, credit);
     // Drop contexts that ended before the watermark (keep the one in force).
     size_t keep = 0;
     while (keep + 1 < contexts_.size() && contexts_[keep + 1].from <= upto) ++keep;
@@ -360,12 +360,10 @@ class InstantSets {
     }
     credit_gathered<kUsedLevels>(gathered, credit);
     contexts_.pop_back();
-    earliest_ = kInf;
     for (int k = 0; k < kLanes; ++k) {
       Lane& lane = lanes_[k];
       lane.spans.drop_front(static_cast<size_t>(end[k] - lane.spans.begin()) - remainders_[k].size());
       std::copy(remainders_[k].begin(), remainders_[k].end(), lane.spans.begin());
-      if (!lane.spans.empty()) earliest_ = std::min(earliest_, double{lane.spans.front().from});
     }
   }
 
@@ -474,7 +472,6 @@ class InstantSets {
   std::vector<size_t> run_starts_;  // sort_lane's scratch
   std::vector<Span> merge_buffer_;
   double lo_ = -kInf, hi_ = kInf;
-  double earliest_ = kInf;  // the earliest start among the lanes' spans
   bool own_level_spans_ = false;  // an MPI or Start span was added (levels 4 and 5)
   // From the one in force at the last sweep's watermark on.
   MirroredRing<Context> contexts_;
