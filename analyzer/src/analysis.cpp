@@ -288,6 +288,7 @@ void Engine::setup() {
     r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
     r->acc.emplace_back();
     r->slot_of.assign(reg_.funcs[i].size() + 1, 0);
+    r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
     r->has_ev = r->advance();
     if (r->has_ev) {
       r->ev_enter = r->interp.global(r->ev->enter);

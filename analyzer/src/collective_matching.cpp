@@ -5,25 +5,9 @@
 
 namespace prof::analysis::detail {
 
-void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave, const Event& e) {
-  const uint64_t seq = (*c.seq)++;
-  const uint32_t node = r.node(e.stream);
-  if (c.present <= 1) {
-    // Alone in it (MPI_COMM_SELF, or the only member in the trace): no one to
-    // wait for, so the whole call is collective time.
-    r.instants.add(enter, leave, a2a ? kAllToAllCallSpan : kCollCallSpan, kDecodeLane);
-    ++r.local_instances;
-    return;
-  }
-  // Its wait is known once every member has called: hold the watermark.
-  const CollRec rec{c.gid,  seq,   c.def, c.present, static_cast<int32_t>(r.index), node, a2a,
-                    enter,  leave, r.holds.add(enter)};
-  const unsigned o = eng.owner_of(c.gid, seq);
-  if (o == w) eng.add_member(w, rec, parity);
-  else eng.coll_box(parity, w, o).push_back(rec);
-}
-
-void Engine::apply(const ResultRec& rr) {
+// (Inline where the owner completes an instance of its own rank's members;
+// apply() takes those that came through a mailbox.)
+[[gnu::always_inline]] inline void Engine::apply_result(const ResultRec& rr) {
   Rank& r = *ranks_[static_cast<size_t>(rr.rank)];
   r.instants.add(rr.enter, rr.wait_end, kWaitSpan, kCollectiveLane);
   r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan, kCollectiveLane);
@@ -33,6 +17,8 @@ void Engine::apply(const ResultRec& rr) {
   r.acc[rr.node].time_variation += spread;
   r.holds.release(rr.hold);
 }
+
+void Engine::apply(const ResultRec& rr) { apply_result(rr); }
 
 uint32_t Engine::gone_members(Owner& own, const CommDef* def) {
   auto& cached = own.gone_members[reinterpret_cast<uint64_t>(def)];
@@ -68,9 +54,9 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
 }
 
 // A member's figures go to its rank's worker (directly when that is us).
-void Engine::post(unsigned w, const ResultRec& rr, int parity, bool direct) {
+[[gnu::always_inline]] inline void Engine::post(unsigned w, const ResultRec& rr, int parity, bool direct) {
   const unsigned mw = worker_of_[static_cast<size_t>(rr.rank)];
-  if (direct || mw == w) apply(rr);
+  if (direct || mw == w) apply_result(rr);
   else result_box(parity, w, mw).push_back(rr);
 }
 
@@ -101,7 +87,9 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   }
 }
 
-void Engine::add_member(unsigned w, const CollRec& c, int parity) {
+// (Inline in Handler::collective, where the owner is the caller's worker;
+// add_member() takes the calls that came through a mailbox.)
+[[gnu::always_inline]] inline void Engine::take_member(unsigned w, const CollRec& c, int parity) {
   Owner& own = owners_[w];
   CommQueue& q = own.queue(c.gid);
   Instance* in = q.get(c.seq / workers_);
@@ -128,6 +116,8 @@ void Engine::add_member(unsigned w, const CollRec& c, int parity) {
   }
 }
 
+void Engine::add_member(unsigned w, const CollRec& c, int parity) { take_member(w, c, parity); }
+
 void Engine::sweep(unsigned w, int parity, bool direct) {
   Owner& own = owners_[w];
   for (CommQueue& q : own.queues) {
@@ -147,6 +137,24 @@ void Engine::sweep(unsigned w, int parity, bool direct) {
     }
     q.pop_done();
   }
+}
+
+void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave, const Event& e) {
+  const uint64_t seq = (*c.seq)++;
+  const uint32_t node = r.node(e.stream);
+  if (c.present <= 1) {
+    // Alone in it (MPI_COMM_SELF, or the only member in the trace): no one to
+    // wait for, so the whole call is collective time.
+    r.instants.add(enter, leave, a2a ? kAllToAllCallSpan : kCollCallSpan, kDecodeLane);
+    ++r.local_instances;
+    return;
+  }
+  // Its wait is known once every member has called: hold the watermark.
+  const CollRec rec{c.gid,  seq,   c.def, c.present, static_cast<int32_t>(r.index), node, a2a,
+                    enter,  leave, r.holds.add(enter)};
+  const unsigned o = eng.owner_of(c.gid, seq);
+  if (o == w) eng.take_member(w, rec, parity);
+  else eng.coll_box(parity, w, o).push_back(rec);
 }
 
 }  // namespace prof::analysis::detail

@@ -342,6 +342,7 @@ struct alignas(64) Rank {
   std::vector<Combo> combos;
   std::map<std::vector<uint32_t>, uint32_t> combo_index;
   std::vector<uint32_t> slot_of;    // function id -> local slot + 1 (0: none yet)
+  uint32_t undefined_function = 0;  // slot_of's last index, shared by ids the trace does not define
   std::vector<uint32_t> slot_name;  // local slot -> Registry function name
   // Channels into this rank: key -> index into channel_store (compact slots).
   FlatMap<ChannelKey, uint32_t, ChannelHash> channels;
@@ -393,7 +394,7 @@ struct alignas(64) Rank {
   }
   // mpiP-style profile: a rank-local slot per function keeps the table small.
   FuncStat& function_stat(NodeAcc& a, uint16_t func, const FuncInfo& fi) {
-    const size_t fid = func < slot_of.size() - 1 ? func : slot_of.size() - 1;
+    const size_t fid = func < undefined_function ? func : undefined_function;
     // (Slot 0, none yet, wraps to the largest index: one test for both.)
     const uint32_t index = slot_of[fid] - 1;
     if (index >= a.funcs.size()) [[unlikely]] return new_function_stat(a, fid, fi);
@@ -402,7 +403,7 @@ struct alignas(64) Rank {
   [[gnu::noinline]] FuncStat& new_function_stat(NodeAcc& a, size_t fid, const FuncInfo& fi) {
     uint32_t& slot = slot_of[fid];
     if (slot == 0) {
-      slot_name.push_back(fid < slot_of.size() - 1 ? fi.name : 0);
+      slot_name.push_back(fid < undefined_function ? fi.name : 0);
       slot = static_cast<uint32_t>(slot_name.size());
     }
     if (a.funcs.size() < slot) a.funcs.resize(slot);
@@ -413,11 +414,11 @@ struct alignas(64) Rank {
   }
   // Credits what is known of the rank's instants before `upto`.
   void settle_instants(double upto) {
-    instants.sweep(upto, [this](uint32_t context, const double* length) {
+    instants.sweep(upto, [this](uint32_t context, const double* length, int levels) {
       auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
       const auto* add = reinterpret_cast<const TwoLevels*>(length);
 #pragma GCC unroll 8
-      for (int l = 0; l < kLevels / 2; ++l) into[l] += add[l];
+      for (int l = 0; l < levels / 2; ++l) into[l] += add[l];
     });
   }
   // A program uses a few channels over and over: a small direct-mapped cache
@@ -547,8 +548,11 @@ class Engine {
   void account_recv(Rank& r, double issue, double enter, double leave, double send_enter,
                     SpanLane lane);
   void ingest_send(const SendRec& s, bool cancel);
+  void deliver_send(const SendRec& s);
   void apply(const ResultRec& rr);
+  void apply_result(const ResultRec& rr);
   void add_member(unsigned w, const CollRec& c, int parity);
+  void take_member(unsigned w, const CollRec& c, int parity);
   bool all_missing_gone(Owner& own, const Instance& in);
   uint32_t gone_members(Owner& own, const CommDef* def);
   void complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int parity, bool direct);

@@ -39,6 +39,8 @@
 #include <limits>
 #include <vector>
 
+#include "mirrored_ring.h"
+
 namespace prof::analysis::detail {
 
 enum SpanKind : uint8_t {
@@ -89,7 +91,8 @@ class HoldQueue {
     return base_ + count_ - 1;
   }
   void release(uint64_t token) {
-    if (token == kNone || token < base_ || token >= base_ + count_) return;
+    // One test for kNone, released and not yet made (unsigned wrap).
+    if (token - base_ >= count_) return;
     released_[(head_ + (token - base_)) & (capacity_ - 1)] = 1;
     while (count_ > 0 && released_[head_]) {
       head_ = (head_ + 1) & (capacity_ - 1);
@@ -142,10 +145,22 @@ constexpr LevelWeights make_level_weights() {
   return w;
 }
 inline constexpr LevelWeights kLevelWeights = make_level_weights();
+// The levels [kind, last level of kind] of a span of that kind: all of its
+// unions, where nothing of them reaches it yet (the sweep's common case).
+inline constexpr const double* kWholeSpanWeights[kSpanKinds] = {
+    kLevelWeights.of[kWaitSpan][kAllToAllCallSpan + 1],     kLevelWeights.of[kRecvCallSpan][kAllToAllCallSpan + 1],
+    kLevelWeights.of[kCollCallSpan][kAllToAllCallSpan + 1], kLevelWeights.of[kAllToAllCallSpan][kAllToAllCallSpan + 1],
+    kLevelWeights.of[kMpiCallSpan][kMpiCallSpan + 1],       kLevelWeights.of[kStartCallSpan][kStartCallSpan + 1]};
+// Levels 0-3, the nested unions: the only ones of a rank without MPI or
+// Start spans (one thread: its calls' durations are summed directly).
+inline constexpr int kNestedLevels = kAllToAllCallSpan + 1;
+static_assert(kNestedLevels % 2 == 0);
 
 class InstantSets {
  public:
   InstantSets() { contexts_.push_back(Context{-kInf, kNoContext}); }
+  InstantSets(InstantSets&&) = default;
+  InstantSets& operator=(InstantSets&&) = default;
 
   // Only instants in [lo, hi] count (a window of time).
   void set_window(double lo, double hi) {
@@ -156,11 +171,11 @@ class InstantSets {
     from = std::max(from, lo_);
     to = std::min(to, hi_);
     if (!(to > from)) return;
-    earliest_ = std::min(earliest_, from);
-    std::vector<Span>& spans = lanes_[lane].spans;
+    if (kind > kAllToAllCallSpan) own_level_spans_ = true;
+    MirroredRing<Span>& spans = lanes_[lane].spans;
     // The same call completing many receives, or waits that overlap: extend
     // the last span rather than add one.
-    if (spans.size() > lanes_[lane].head) {
+    if (!spans.empty()) {
       Span& last = spans.back();
       if (last.kind == kind && from >= last.from && from <= last.to) {
         if (to > last.to) last.to = to;
@@ -180,26 +195,26 @@ class InstantSets {
       return;
     }
     if (last.context == context) return;
-    if (contexts_.size() == contexts_.capacity()) [[unlikely]] grow_contexts();
     contexts_.push_back(Context{t, context});
   }
 
-  // Credits every instant before `upto`: credit(context, length) with
-  // length[level] (kLevels of them, 0 where none) for pieces of the levels'
-  // unions, contexts other than kNoContext only (`length` is 16-byte
-  // aligned). Adding a 0 to a sum leaves it as it was.
+  // Credits every instant before `upto`: credit(context, length, levels)
+  // with length[level] for levels [0, levels) (0 where none; the levels
+  // after them have nothing) for pieces of the levels' unions, contexts
+  // other than kNoContext only (`length` is 16-byte aligned, `levels` even).
+  // Adding a 0 to a sum leaves it as it was.
   template <class F>
   void sweep(double upto, F&& credit) {
-    // While a hold keeps the watermark back, the spans after it wait untouched.
-    if (earliest_ < upto) sweep_spans(upto, credit);
+    // Without MPI or Start spans, levels 4 and 5 stay 0: they are not
+    // gathered. (While a hold keeps the watermark back, the spans after it
+    // wait: a sweep with none before `upto` only sorts the lanes, as the
+    // next one would, which costs less than noting every span's start.)
+    if (own_level_spans_) sweep_spans<kLevels>(upto, credit);
+    else sweep_spans<kNestedLevels>(upto, credit);
     // Drop contexts that ended before the watermark (keep the one in force).
-    size_t keep = first_;
+    size_t keep = 0;
     while (keep + 1 < contexts_.size() && contexts_[keep + 1].from <= upto) ++keep;
-    first_ = keep;
-    if (first_ > 1024 && first_ * 2 > contexts_.size()) {
-      contexts_.erase(contexts_.begin(), contexts_.begin() + static_cast<std::ptrdiff_t>(first_));
-      first_ = 0;
-    }
+    contexts_.drop_front(keep);
   }
 
  private:
@@ -217,13 +232,12 @@ class InstantSets {
     uint32_t context;
   };
 
-  // A lane: its live spans are spans[head..]; spans before `head` were swept
-  // and their slots are reused (see sweep_spans). `descents`: the indices i
-  // added since the last sort where spans[i] starts before spans[i - 1], in
-  // increasing order (the live spans are in order of start without them).
+  // A lane: its spans not swept yet (written once where they stay until the
+  // sweep drops them: see MirroredRing). `descents`: the indices i added
+  // since the last sort where spans[i] starts before spans[i - 1], in
+  // increasing order (the spans are in order of start without them).
   struct Lane {
-    std::vector<Span> spans;
-    size_t head = 0;
+    MirroredRing<Span> spans;
     std::vector<size_t> descents;
   };
 
@@ -246,9 +260,9 @@ class InstantSets {
   // of a stable sort of the lane.
   void sort_lane(Lane& lane) {
     if (lane.descents.empty()) return;
-    std::vector<Span>& spans = lane.spans;
+    MirroredRing<Span>& spans = lane.spans;
     run_starts_.clear();
-    run_starts_.push_back(lane.head);
+    run_starts_.push_back(0);
     run_starts_.insert(run_starts_.end(), lane.descents.begin(), lane.descents.end());
     lane.descents.clear();
     run_starts_.push_back(spans.size());
@@ -256,7 +270,7 @@ class InstantSets {
       size_t kept = 0;  // run boundaries after this round, rewritten in place
       size_t r = 0;
       for (; r + 2 < run_starts_.size(); r += 2) {
-        merge_runs(spans.data(), run_starts_[r], run_starts_[r + 1], run_starts_[r + 2]);
+        merge_runs(spans.begin(), run_starts_[r], run_starts_[r + 1], run_starts_[r + 2]);
         run_starts_[kept++] = run_starts_[r];
       }
       if (r + 1 < run_starts_.size()) run_starts_[kept++] = run_starts_[r];  // an odd run out
@@ -286,7 +300,7 @@ class InstantSets {
   // One pass over the spans in order of start. For each level, `covered` is
   // where its union is known to reach: a span adds what lies beyond it, in
   // increasing time, so each level walks the contexts with its own cursor.
-  template <class F>
+  template <int kUsedLevels, class F>
   void sweep_spans(double upto, F& credit) {
     // A local, so that its lengths stay in registers while the credits'
     // stores (through other pointers) go on.
@@ -296,12 +310,13 @@ class InstantSets {
     // The context in force at the current span's start, and where it ends.
     // A last context that starts at +inf, for the sweep only, ends the walk.
     contexts_.push_back(Context{kInf, kNoContext});
-    ContextCursor at = cursor_at(contexts_.data() + first_);
+    ContextCursor at = cursor_at(contexts_.begin());
     // Each lane is sorted by start: its spans before `upto` are a prefix
     // [pos, end), merged across lanes by their heads (a drained lane's head
     // is +inf: no span starts there). A span that runs past `upto` leaves its
     // remainder (which starts at `upto`, so the lane stays sorted) in the
-    // last slots of the prefix just swept, right before the untouched rest.
+    // last slots of the prefix just swept, right before the untouched rest:
+    // the prefix less those slots is dropped.
     const Span* pos[kLanes];
     const Span* end[kLanes];
     double head[kLanes];
@@ -309,9 +324,9 @@ class InstantSets {
       Lane& lane = lanes_[k];
       sort_lane(lane);
       remainders_[k].clear();
-      const Span* first = lane.spans.data() + lane.head;
+      const Span* first = lane.spans.begin();
       pos[k] = first;
-      end[k] = std::lower_bound(first, static_cast<const Span*>(lane.spans.data() + lane.spans.size()), upto,
+      end[k] = std::lower_bound(first, static_cast<const Span*>(lane.spans.end()), upto,
                                 [](const Span& span, double t) { return span.from < t; });
       head[k] = first < end[k] ? first->from : kInf;
     }
@@ -338,36 +353,28 @@ class InstantSets {
           remainders_[k].push_back(Span{upto, to, kind});
           to = upto;
         }
-        add_to_levels(from, to, kind, covered, at, gathered, credit);
+        add_to_levels<kUsedLevels>(from, to, kind, covered, at, gathered, credit);
       } while (p < lane_end && p->from < below && p->from <= upto_ties);
       pos[k] = p;
       head[k] = p < lane_end ? p->from : kInf;
     }
-    credit_gathered(gathered, credit);
+    credit_gathered<kUsedLevels>(gathered, credit);
     contexts_.pop_back();
-    earliest_ = kInf;
     for (int k = 0; k < kLanes; ++k) {
       Lane& lane = lanes_[k];
-      lane.head = static_cast<size_t>(end[k] - lane.spans.data()) - remainders_[k].size();
-      std::copy(remainders_[k].begin(), remainders_[k].end(),
-                lane.spans.begin() + static_cast<std::ptrdiff_t>(lane.head));
-      if (lane.head > 1024 && lane.head * 2 > lane.spans.size()) {
-        lane.spans.erase(lane.spans.begin(), lane.spans.begin() + static_cast<std::ptrdiff_t>(lane.head));
-        lane.head = 0;
-      }
-      if (lane.spans.size() > lane.head) earliest_ = std::min(earliest_, double{lane.spans[lane.head].from});
+      lane.spans.drop_front(static_cast<size_t>(end[k] - lane.spans.begin()) - remainders_[k].size());
+      std::copy(remainders_[k].begin(), remainders_[k].end(), lane.spans.begin());
     }
   }
 
   // A change at or before the last one's start replaces it.
   [[gnu::noinline]] void replace_last_context(uint32_t context) {
-    if (contexts_.size() - first_ > 1 && contexts_[contexts_.size() - 2].context == context) {
+    if (contexts_.size() > 1 && contexts_[contexts_.size() - 2].context == context) {
       contexts_.pop_back();  // back to what it was: no zero-length context
     } else {
       contexts_.back().context = context;
     }
   }
-  [[gnu::noinline, gnu::cold]] void grow_contexts() { contexts_.reserve(contexts_.capacity() * 2 + 16); }
 
   // A context and the start of the next one (during a sweep every context
   // has a next one: the +inf one at the end).
@@ -382,7 +389,7 @@ class InstantSets {
   // reaches. Those marks grow with the level, so the new pieces of the
   // levels share their end and start no earlier from level to level; levels
   // whose pieces start together are credited in one walk of the contexts.
-  template <class F>
+  template <int kUsedLevels, class F>
   [[gnu::always_inline]] void add_to_levels(double span_from, double to, SpanKind kind, double* covered,
                                             ContextCursor at, Gathered& gathered, F& credit) {
     const int last_level = kind <= kAllToAllCallSpan ? kAllToAllCallSpan : kind;
@@ -390,7 +397,7 @@ class InstantSets {
     // highest reaches furthest), so it is new on all of them, as one piece.
     if (covered[last_level] <= span_from) {
       cover_to(kind, to, covered);
-      credit_piece(kind, last_level + 1, span_from, to, at, gathered, credit);
+      credit_piece<kUsedLevels>(kWholeSpanWeights[kind], span_from, to, at, gathered, credit);
       return;
     }
     int l = kind;
@@ -403,7 +410,7 @@ class InstantSets {
       int group_end = l + 1;
       while (group_end <= last_level && std::max(span_from, covered[group_end]) == from) ++group_end;
       for (int g = l; g < group_end; ++g) covered[g] = to;
-      credit_piece(l, group_end, from, to, at, gathered, credit);
+      credit_piece<kUsedLevels>(kLevelWeights.of[l][group_end], from, to, at, gathered, credit);
       l = group_end;
     }
   }
@@ -420,15 +427,16 @@ class InstantSets {
     }
   }
 
-  // Credits [a, b) of levels [level, level_end) to the contexts in force,
-  // split where they change; `ci` is the one in force at or before a.
-  template <class F>
-  void credit_piece(int level, int level_end, double a, double b, ContextCursor ci, Gathered& gathered,
+  // Credits [a, b) of the levels that `weights` (a row of kLevelWeights)
+  // selects to the contexts in force, split where they change; `ci` is the
+  // one in force at or before a.
+  template <int kUsedLevels, class F>
+  void credit_piece(const double* weights, double a, double b, ContextCursor ci, Gathered& gathered,
                     F& credit) {
     for (;;) {
       while (ci.end <= a) ci = cursor_at(ci.context + 1);
       const double end = std::min(b, ci.end);
-      gather(ci.context->context, level, level_end, end - a, gathered, credit);
+      gather<kUsedLevels>(ci.context->context, weights, end - a, gathered, credit);
       if (!(end < b)) return;
       a = end;
     }
@@ -437,24 +445,26 @@ class InstantSets {
   // pieces, other contexts' pieces in between ending a gathering), and each
   // gathering is credited once, when it ends: every sum the sweep makes, and
   // its order, follows from the pieces alone.
-  template <class F>
-  [[gnu::always_inline]] void gather(uint32_t context, int level, int level_end, double length,
+  template <int kUsedLevels, class F>
+  [[gnu::always_inline]] void gather(uint32_t context, const double* weights, double length,
                                      Gathered& gathered, F& credit) {
     if (context == kNoContext) return;
     if (gathered.context != context) {
-      credit_gathered(gathered, credit);
+      credit_gathered<kUsedLevels>(gathered, credit);
       gathered.context = context;
     }
     const TwoLevels piece = {length, length};
-    const auto* weight = reinterpret_cast<const TwoLevels*>(kLevelWeights.of[level][level_end]);
+    const auto* weight = reinterpret_cast<const TwoLevels*>(weights);
 #pragma GCC unroll 8
-    for (int l = 0; l < kLevels / 2; ++l) gathered.length[l] += piece * weight[l];
+    for (int l = 0; l < kUsedLevels / 2; ++l) gathered.length[l] += piece * weight[l];
   }
-  template <class F>
+  template <int kUsedLevels, class F>
   [[gnu::always_inline]] void credit_gathered(Gathered& gathered, F& credit) {
     if (gathered.context == kNoContext) return;
-    credit(gathered.context, reinterpret_cast<const double*>(gathered.length));
-    gathered = Gathered{};
+    credit(gathered.context, reinterpret_cast<const double*>(gathered.length), kUsedLevels);
+#pragma GCC unroll 8
+    for (int l = 0; l < kUsedLevels / 2; ++l) gathered.length[l] = TwoLevels{};
+    gathered.context = kNoContext;
   }
 
   Lane lanes_[kLanes];
@@ -462,9 +472,9 @@ class InstantSets {
   std::vector<size_t> run_starts_;  // sort_lane's scratch
   std::vector<Span> merge_buffer_;
   double lo_ = -kInf, hi_ = kInf;
-  double earliest_ = kInf;  // the earliest start among the lanes' spans
-  std::vector<Context> contexts_;
-  size_t first_ = 0;  // contexts before it are dropped
+  bool own_level_spans_ = false;  // an MPI or Start span was added (levels 4 and 5)
+  // From the one in force at the last sweep's watermark on.
+  MirroredRing<Context> contexts_;
 };
 
 }  // namespace prof::analysis::detail

@@ -106,8 +106,9 @@ class IntervalTracker {
         return;
       }
       const uint32_t parent = stack.empty() ? kRootPayload : stack.back().payload;
+      // (The handler's begin never touches the stacks: `stack` still holds.)
       const uint32_t payload = h.interval_begun(e.stream, e, leave, parent);
-      stack_of(e.stream).push_back(OpenInterval{e.interval_id, payload, leave});
+      stack.push_back(OpenInterval{e.interval_id, payload, leave});
       return;
     }
     // The common end: of the innermost open execution.

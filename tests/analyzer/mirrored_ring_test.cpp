@@ -1,0 +1,127 @@
+// MirroredRing (analyzer/src/mirrored_ring.h): a queue whose live records are
+// one array, used by the sets of instants for spans and contexts. Checked
+// against std::deque through many wraps and growths, with records of a size
+// that does not divide the buffer (they straddle its seam), in both the
+// double-mapped and the heap form.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <random>
+
+#include "mirrored_ring.h"
+
+namespace prof::analysis::detail {
+namespace {
+
+// 17 bytes, as the sweep's spans: records straddle the seam between the views.
+struct [[gnu::packed]] Record {
+  double from;
+  uint64_t id;
+  uint8_t kind;
+};
+static_assert(sizeof(Record) == 17);
+
+Record make(uint64_t id) { return Record{static_cast<double>(id % 1000), id, static_cast<uint8_t>(id % 7)}; }
+
+void expect_same(const MirroredRing<Record>& ring, const std::deque<Record>& want) {
+  ASSERT_EQ(ring.size(), want.size());
+  const Record* p = ring.begin();
+  for (size_t i = 0; i < want.size(); ++i, ++p) {
+    ASSERT_EQ(p->id, want[i].id) << "record " << i;
+    ASSERT_EQ(double{p->from}, double{want[i].from});
+    ASSERT_EQ(p->kind, want[i].kind);
+  }
+  ASSERT_EQ(p, ring.end());
+}
+
+// Pushes and drops at random, the live count drifting up (growth) and down,
+// through hundreds of laps of the buffer.
+void run_against_deque(bool allow_mirror, uint32_t seed) {
+  MirroredRing<Record> ring(allow_mirror);
+  std::deque<Record> want;
+  std::mt19937 rng(seed);
+  uint64_t next_id = 0;
+  for (int round = 0; round < 3000; ++round) {
+    const size_t target = round < 1500 ? 50 + round * 4 : 6050 - (round - 1500) * 4;
+    const size_t pushes = std::uniform_int_distribution<size_t>(0, 400)(rng);
+    for (size_t i = 0; i < pushes; ++i) {
+      ring.push_back(make(next_id));
+      want.push_back(make(next_id));
+      ++next_id;
+    }
+    if (want.size() > target) {
+      const size_t drop = std::uniform_int_distribution<size_t>(0, want.size() - target)(rng);
+      ring.drop_front(drop);
+      want.erase(want.begin(), want.begin() + static_cast<std::ptrdiff_t>(drop));
+    }
+    if (!want.empty() && rng() % 5 == 0) {
+      ring.pop_back();
+      want.pop_back();
+    }
+    if (!want.empty()) {  // written in place through back(), read back through the array
+      ring.back().kind = static_cast<uint8_t>(round % 200);
+      want.back().kind = static_cast<uint8_t>(round % 200);
+    }
+    ASSERT_NO_FATAL_FAILURE(expect_same(ring, want)) << "round " << round;
+  }
+  EXPECT_GT(next_id * sizeof(Record), 20 * ring.capacity() * sizeof(Record)) << "too few laps to test the wrap";
+  ring.clear();
+  EXPECT_TRUE(ring.empty());
+}
+
+TEST(MirroredRing, MirroredMatchesDeque) { run_against_deque(true, 1); }
+TEST(MirroredRing, HeapFallbackMatchesDeque) { run_against_deque(false, 2); }
+
+// The live records are one array wherever they lie: sorting them in place
+// and binary searching work across the seam.
+TEST(MirroredRing, LiveRecordsSortAcrossTheSeam) {
+  for (bool allow_mirror : {true, false}) {
+    MirroredRing<Record> ring(allow_mirror);
+    for (uint64_t i = 0; i < 200; ++i) ring.push_back(make(i));
+    const size_t capacity = ring.capacity();
+    // Walk the live window around until it straddles the seam.
+    uint64_t id = 200;
+    for (size_t lap = 0; lap < capacity - 100; ++lap) {
+      ring.drop_front(1);
+      ring.push_back(make(id++));
+    }
+    ASSERT_EQ(ring.capacity(), capacity) << "the ring grew; the window did not wrap";
+    std::vector<uint64_t> ids;
+    for (const Record& r : ring) ids.push_back(r.id);
+    std::reverse(ring.begin(), ring.end());
+    std::sort(ring.begin(), ring.end(), [](const Record& a, const Record& b) { return a.id < b.id; });
+    size_t i = 0;
+    for (const Record& r : ring) ASSERT_EQ(r.id, ids[i++]);
+    const uint64_t probe = ids[ids.size() / 2];
+    const Record* hit = std::lower_bound(ring.begin(), ring.end(), probe,
+                                         [](const Record& r, uint64_t v) { return r.id < v; });
+    ASSERT_NE(hit, ring.end());
+    EXPECT_EQ(hit->id, probe);
+  }
+}
+
+// Where the double mapping is made, stepping back from the second view to
+// the first moves nothing: the record at its old address (the second view)
+// and at its new one (the first) are the same bytes.
+TEST(MirroredRing, SteppingBackMovesNothingWhenMirrored) {
+  MirroredRing<Record> ring;
+  ring.push_back(make(0));
+  if (!ring.mirrored()) GTEST_SKIP() << "no double mapping here (memfd or mmap refused)";
+  const size_t capacity = ring.capacity();
+  for (uint64_t i = 1; i < capacity; ++i) ring.push_back(make(i));
+  ring.drop_front(capacity - 1);
+  ring.push_back(make(capacity));      // across the seam or right at it
+  ring.push_back(make(capacity + 1));  // wholly in the second view
+  Record* in_second_view = &ring.back();
+  ring.drop_front(2);  // begin enters the second view and steps back by a view
+  ASSERT_EQ(ring.size(), 1u);
+  ASSERT_LT(reinterpret_cast<std::byte*>(ring.begin()), reinterpret_cast<std::byte*>(in_second_view));
+  EXPECT_EQ(ring.begin()->id, capacity + 1);
+  in_second_view->id = 424242;
+  EXPECT_EQ(ring.begin()->id, 424242u);
+}
+
+}  // namespace
+}  // namespace prof::analysis::detail
