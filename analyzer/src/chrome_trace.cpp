@@ -14,6 +14,7 @@
 
 #include "interpret.h"
 #include "prof/analysis/analysis.h"
+#include "prof/definition_lines.h"
 #include "intervals.h"
 
 namespace prof::analysis {
@@ -185,9 +186,9 @@ struct ChromeHandler {
           w.integer(static_cast<long long>(reported_comm_id(c->gid)));
           return;
         }
-      char b[24];
-      std::snprintf(b, sizeof b, "\"0x%x\"", e.comm);
-      w.buf += b;
+      w.buf += '"';
+      w.buf += format::hex(e.comm);
+      w.buf += '"';
     };
     auto add = [&](const char* k, long long v) {
       key(k);

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "interpret.h"
+#include "prof/definition_lines.h"
 
 #include <filesystem>
 #include <optional>
@@ -84,12 +85,6 @@ class SiteResolver {
 #endif
 };
 
-std::string hex_string(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
-
 }  // namespace
 
 SiteInfo resolve_code_address(const RankTrace& rank_trace, uint64_t address) {
@@ -110,8 +105,8 @@ SiteInfo resolve_code_address(const RankTrace& rank_trace, uint64_t address) {
   }
 #endif
   info.label = obj ? std::filesystem::path(obj->path).filename().string() + "+" +
-                         hex_string(address - obj->bias)
-                   : hex_string(address);
+                         format::hex(address - obj->bias)
+                   : format::hex(address);
   return info;
 }
 
@@ -158,8 +153,8 @@ void Registry::build(const std::vector<const RankTrace*>& ranks) {
           key = {r->file, r->line, std::string(), 0};
         } else {
           info.address = s.address;
-          info.label = obj ? std::filesystem::path(object).filename().string() + "+" + hex_string(offset)
-                           : hex_string(s.address);
+          info.label = obj ? std::filesystem::path(object).filename().string() + "+" + format::hex(offset)
+                           : format::hex(s.address);
           key = {std::string(), 0, object, offset};
         }
       }

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "prof/analysis/report.h"
+#include "prof/definition_lines.h"
 
 namespace prof::analysis {
 namespace {
@@ -115,11 +116,7 @@ void write_json_report(const Analysis& a, std::ostream& out) {
     i["children"] = n.children;
     i["source_file"] = n.source_label();
     i["line"] = n.line;
-    if (n.source_file.empty()) {
-      char b[24];
-      std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(n.address));
-      i["address"] = b;
-    }
+    if (n.source_file.empty()) i["address"] = format::hex(n.address);
     i["first_enter"] = n.first_enter;
     i["main"] = main_json(n.main);
     Json comp;

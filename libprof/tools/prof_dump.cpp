@@ -88,6 +88,7 @@
 #include "symbolizer.h"
 
 #include "prof/trace_reader.h"
+#include "prof/definition_lines.h"
 
 using namespace prof;
 using namespace prof::trace;
@@ -184,9 +185,7 @@ SiteNames resolve_sites(const RankTrace& t) {
   prof::symbols::Symbolizer symbolizer(t.load_objects());
   for (const auto& s : t.callsites()) {
     const auto loc = prof::symbols::callsite_location(t, s.id, &symbolizer);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "0x%" PRIx64, s.address);
-    names[s.id] = loc.file.empty() ? std::string(buf) : loc.file + ":" + std::to_string(loc.line);
+    names[s.id] = loc.file.empty() ? prof::format::hex(s.address) : loc.file + ":" + std::to_string(loc.line);
   }
   return names;
 }
