@@ -318,6 +318,7 @@ void Engine::setup() {
 
   unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
   workers_ = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, ranks_.size())));
+  workers_mask_ = (workers_ & (workers_ - 1)) == 0 ? workers_ - 1 : 0;
   // Contiguous blocks of ranks of about equal event bytes per worker:
   // neighbours talk most in typical codes, and a message between ranks of
   // one worker needs no mailbox.

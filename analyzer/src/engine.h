@@ -528,8 +528,12 @@ class Engine {
   Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) {
     return result_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
   }
+  // Once per collective call: where the worker count is a power of two (1,
+  // 2, 4...; most machines), a mask gives the same owner as the division,
+  // without its latency.
   unsigned owner_of(uint64_t gid, uint64_t seq) const {
-    return static_cast<unsigned>((mix64(gid) + seq) % workers_);
+    const uint64_t h = mix64(gid) + seq;
+    return static_cast<unsigned>(workers_mask_ != 0 || workers_ == 1 ? h & workers_mask_ : h % workers_);
   }
 
   void setup();
@@ -576,6 +580,7 @@ class Engine {
   std::unique_ptr<WorldIndex> world_to_index_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   unsigned workers_ = 1;
+  uint64_t workers_mask_ = 0;  // workers_ - 1 when workers_ is a power of two, else 0
   std::vector<std::vector<size_t>> worker_ranks_;
   // Rank index -> its worker (read-only during phases; reading Rank::worker
   // of another worker's rank would share a cache line it writes).
