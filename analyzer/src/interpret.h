@@ -331,7 +331,7 @@ class Interpreter {
     std::stable_sort(holding.begin(), holding.end(),
                      [&](size_t a, size_t b) { return reqs[a].second.issue < reqs[b].second.issue; });
     for (size_t i : holding) reqs[i].second.hold = h.hold(reqs[i].second.issue);
-    for (const auto& [handle, r] : reqs) add_request(handle, r);
+    for (const auto& [handle, r] : reqs) new_request(handle) = r;  // (saved with next = 0)
     grequests_ = in.grequests;
     for (const auto& [gid, n] : in.collective_counts) comms_.set_count(gid, n);
   }
@@ -350,34 +350,35 @@ class Interpreter {
     Request* r = requests_.find(handle);
     return r && r->active ? r : nullptr;
   }
-  // A new request on `handle`: the oldest one stays first (in the map), the
-  // others follow in the spill in issue order.
-  void add_request(uint32_t handle, const Request& r) {
+  // A new request on `handle`, reset to Request{}, for the caller to fill in
+  // place: the oldest request on a handle stays first (in the map), the others
+  // follow in the spill in issue order. (Filled in place, not built on the
+  // stack and copied: the copy's wide loads of fields just stored narrow
+  // cannot be forwarded from the store buffer and stall on every Isend and
+  // Irecv.) The reference lasts until the next request is added.
+  Request& new_request(uint32_t handle) {
     Request* first = requests_.find(handle);
     if (first && !first->active) {  // a handle used again (an inactive one has no followers)
-      *first = r;
-      return;
+      *first = Request{};
+      return *first;
     }
-    if (!first) {
-      requests_[handle] = r;
-      return;
-    }
-    add_sharing_request(handle, r);
+    if (!first) return requests_[handle];  // (operator[] value-initializes)
+    return new_sharing_request(handle);
   }
-  [[gnu::noinline]] void add_sharing_request(uint32_t handle, const Request& r) {
+  [[gnu::noinline]] Request& new_sharing_request(uint32_t handle) {
     uint32_t slot;
     if (!spill_free_.empty()) {
       slot = spill_free_.back();
       spill_free_.pop_back();
-      spill_[slot] = r;
+      spill_[slot] = Request{};
     } else {
       slot = static_cast<uint32_t>(spill_.size());
-      spill_.push_back(r);  // (may move spill_: walk the chain after it)
+      spill_.emplace_back();  // (may move spill_: walk the chain after it)
     }
-    spill_[slot].next = 0;
     Request* last = requests_.find(handle);
     while (last->next) last = &spill_[last->next - 1];
     last->next = slot + 1;
+    return spill_[slot];
   }
   // The first request on `handle` is done: the next one sharing it moves up.
   void retire(uint32_t handle, Request* first) {
@@ -510,39 +511,39 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
     }
     case FuncKind::Isend: {
       const CommInfo* c = comm(e.comm, e.enter, h);
-      Request r;
+      const bool persistent = fi.role & kRolePersistentInit;
+      ChannelKey key;
+      const bool mapped = c && e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &key, h);
+      if (!persistent && mapped) h.send(key, enter, leave, e);
+      if (e.request == format::kNoRequest) break;
+      Request& r = new_request(e.request);
+      r.type = persistent ? Request::PSend : Request::Send;
+      r.active = true;
+      r.comm = mapped ? c : nullptr;  // nothing to send (PROC_NULL) or unmappable: none
+      r.comm_handle = e.comm;
+      r.comm_time = e.enter;
+      r.peer = e.peer;
+      r.tag = e.tag;
+      r.key = key;
+      r.send_enter = enter;
+      break;
+    }
+    case FuncKind::Irecv: {
+      const CommInfo* c = comm(e.comm, e.enter, h);
+      if (e.request == format::kNoRequest) break;
+      const bool persistent = fi.role & kRolePersistentInit;
+      const uint64_t hold =
+          !persistent && c && e.peer != format::kProcNull ? h.hold(enter) : HoldQueue::kNone;
+      Request& r = new_request(e.request);
+      r.type = persistent ? Request::PRecv : Request::Recv;
+      r.active = true;
       r.comm = c;
       r.comm_handle = e.comm;
       r.comm_time = e.enter;
       r.peer = e.peer;
       r.tag = e.tag;
-      r.send_enter = enter;
-      const bool persistent = fi.role & kRolePersistentInit;
-      r.type = persistent ? Request::PSend : Request::Send;
-      bool mapped = c && e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &r.key, h);
-      if (!mapped) r.comm = nullptr;  // nothing to send (PROC_NULL) or unmappable
-      if (!persistent && mapped) h.send(r.key, enter, leave, e);
-      r.active = true;
-      if (e.request != format::kNoRequest) add_request(e.request, r);
-      break;
-    }
-    case FuncKind::Irecv: {
-      Request r;
-      r.comm = comm(e.comm, e.enter, h);
-      r.comm_handle = e.comm;
-      r.comm_time = e.enter;
-      r.peer = e.peer;
-      r.tag = e.tag;
       r.issue = enter;
-      r.active = true;
-      if (fi.role & kRolePersistentInit) {
-        r.type = Request::PRecv;
-      } else {
-        r.type = Request::Recv;
-        if (e.request != format::kNoRequest && r.comm && r.peer != format::kProcNull)
-          r.hold = h.hold(enter);
-      }
-      if (e.request != format::kNoRequest) add_request(e.request, r);
+      r.hold = hold;
       break;
     }
     case FuncKind::Completion: {
@@ -632,22 +633,21 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
     case FuncKind::IAllToAll: {
       const CommInfo* c = comm(e.comm, e.enter, h);
       const bool a2a = e.kind == FuncKind::IAllToAll;
-      Request r;
+      const bool persistent = fi.role & kRolePersistentInit;
+      uint64_t instance = 0;
+      if (!persistent && c) {
+        h.collective(*c, a2a, enter, leave, e);
+        instance = *c->seq;
+      }
+      if (e.request == format::kNoRequest) break;
+      Request& r = new_request(e.request);
+      r.type = persistent ? Request::PColl : Request::Coll;
+      r.active = true;
+      r.a2a = a2a;
       r.comm = c;
       r.comm_handle = e.comm;
       r.comm_time = e.enter;
-      r.a2a = a2a;
-      r.active = true;
-      if (fi.role & kRolePersistentInit) {
-        r.type = Request::PColl;
-      } else {
-        r.type = Request::Coll;
-        if (c) {
-          h.collective(*c, a2a, enter, leave, e);
-          r.instance = *c->seq;
-        }
-      }
-      if (e.request != format::kNoRequest) add_request(e.request, r);
+      r.instance = instance;
       break;
     }
     default:
