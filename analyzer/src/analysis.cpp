@@ -317,6 +317,10 @@ void Engine::setup() {
   gone_.assign(ranks_.size(), 0);
 
   unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
+  // A short window served by the index: one worker unless asked for more.
+  // Its few phases would cost a second worker more in thread start and
+  // barriers than it could share (the report does not depend on the count).
+  if (!opt_.threads && from_index_ && window_events_below(kOneWorkerWindowEvents)) hw = 1;
   workers_ = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, ranks_.size())));
   workers_mask_ = (workers_ & (workers_ - 1)) == 0 ? workers_ - 1 : 0;
   // Contiguous blocks of ranks of about equal event bytes per worker:
@@ -417,6 +421,21 @@ bool Engine::plan_window(const std::vector<const RankTrace*>& traces) {
     chunks_decoded_ = 0;
     fetched_.clear();
     return false;
+  }
+  return true;
+}
+
+// Whether the window's ranks hold fewer than `limit` events from their start
+// checkpoints to the window's end, counted in checkpoints (one every
+// kCheckpointEvents events or fewer), so the count stops at the limit.
+bool Engine::window_events_below(uint64_t limit) const {
+  uint64_t events = 0;
+  for (size_t i = 0; i < index_.ranks.size(); ++i) {
+    const WindowCheckpoints& cps = index_.ranks[i].checkpoints;
+    for (size_t k = index_start_[i]; k < cps.size() && cps.first_enter(k) <= hi_; ++k) {
+      events += WindowIndex::kCheckpointEvents;
+      if (events >= limit) return false;
+    }
   }
   return true;
 }

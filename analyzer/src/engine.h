@@ -538,6 +538,9 @@ class Engine {
 
   void setup();
   bool plan_window(const std::vector<const RankTrace*>& traces);
+  // About 25 ms of one worker's decoding.
+  static constexpr uint64_t kOneWorkerWindowEvents = uint64_t{1} << 20;
+  bool window_events_below(uint64_t limit) const;
   void restore_window_state();
   bool window_done() const;
   void cut_at_window_end();

@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
                  "Chrome trace (big traces stay loadable)");
   app.add_flag("--functions", functions, "add each interval's MPI function profile to the text");
   app.add_flag("--no-per-rank", no_per_rank, "leave out the per-rank tables");
-  app.add_option("-j,--threads", threads, "worker threads (default: one per core)");
+  app.add_option("-j,--threads", threads, "worker threads (default: one per core; one for a --window of fewer than about 10^6 events)");
   app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
   app.add_flag("-q,--quiet", quiet, "do not list warnings on stderr");
   app.footer(

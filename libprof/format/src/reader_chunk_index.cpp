@@ -78,6 +78,23 @@ uint64_t RankTrace::Impl::resync(uint64_t from) const {
   return size;
 }
 
+// The first offset from `off` (8-aligned, a zero word there) that does not
+// hold a zero 64-bit word, or the last whole word's end. Read a block at a
+// time like the headers (the padding before an aligned chunk runs to a few
+// pages): one pread per word cost more than the rest of opening a trace.
+uint64_t RankTrace::Impl::skip_zero_words(uint64_t off) const {
+  uint64_t words[512];
+  while (map.size - off >= 8) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof words, (map.size - off) & ~uint64_t{7}));
+    read_at(off, words, n);
+    size_t zeros = 0;
+    while (zeros < n / 8 && words[zeros] == 0) ++zeros;
+    off += zeros * 8;
+    if (zeros < n / 8) break;
+  }
+  return off;
+}
+
 void RankTrace::Impl::index() {
   const uint64_t size = map.size;
   const uint8_t* d = map.data;
@@ -109,7 +126,7 @@ void RankTrace::Impl::index() {
     read_at(off, &h, sizeof h);
     if (!reader::header_sane(h)) {
       if (h.magic != format::kChunkMagic && load64(d + off) == 0) {  // zero padding
-        off += 8;
+        off = skip_zero_words(off);
         continue;
       }
       ++stats.bad_chunk_headers;

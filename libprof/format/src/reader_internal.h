@@ -248,6 +248,7 @@ struct RankTrace::Impl {
   void definitions_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail, uint64_t* resume);
   void live_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail);
   uint64_t resync(uint64_t from) const;
+  uint64_t skip_zero_words(uint64_t off) const;
   // Whether a chunk's records may be decoded: checks a sealed chunk's CRC the
   // first time any cursor asks, counting and describing a mismatch once.
   // `data` holds the chunk's c.len payload bytes.
