@@ -57,7 +57,16 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
 [[gnu::always_inline]] inline void Engine::post(unsigned w, const ResultRec& rr, int parity, bool direct) {
   const unsigned mw = worker_of_[static_cast<size_t>(rr.rank)];
   if (direct || mw == w) apply_result(rr);
-  else result_box(parity, w, mw).push_back(rr);
+  else result_box(parity, w, mw).emplace_with([&](ResultRec& to) {
+    to.rank = rr.rank;
+    to.node = rr.node;
+    to.a2a = rr.a2a;
+    to.enter = rr.enter;
+    to.wait_end = rr.wait_end;
+    to.leave = rr.leave;
+    to.time_variation = rr.time_variation;
+    to.hold = rr.hold;
+  });
 }
 
 void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int parity,
@@ -109,7 +118,16 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   ++in->got;
   in->max_enter = std::max(in->max_enter, c.enter);
   in->max_leave = std::max(in->max_leave, c.leave);
-  in->head = own.alloc(Member{c.enter, c.leave, c.hold, c.rank, c.node, in->head, c.a2a});
+  const uint32_t slot = own.alloc();
+  Member& m = own.arena[slot];
+  m.enter = c.enter;
+  m.leave = c.leave;
+  m.hold = c.hold;
+  m.rank = c.rank;
+  m.node = c.node;
+  m.next = in->head;
+  m.a2a = c.a2a;
+  in->head = slot;
   if (in->got >= in->expected || (gone_count_ > 0 && all_missing_gone(own, *in))) {
     complete(w, c.gid, c.seq, *in, parity, false);
     q.pop_done();
@@ -150,11 +168,27 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
     return;
   }
   // Its wait is known once every member has called: hold the watermark.
-  const CollRec rec{c.gid,  seq,   c.def, c.present, static_cast<int32_t>(r.index), node, a2a,
-                    enter,  leave, r.holds.add(enter)};
+  const uint64_t hold = r.holds.add(enter);
+  auto fill = [&](CollRec& rec) {
+    rec.gid = c.gid;
+    rec.seq = seq;
+    rec.def = c.def;
+    rec.expected = c.present;
+    rec.rank = static_cast<int32_t>(r.index);
+    rec.node = node;
+    rec.a2a = a2a;
+    rec.enter = enter;
+    rec.leave = leave;
+    rec.hold = hold;
+  };
   const unsigned o = eng.owner_of(c.gid, seq);
-  if (o == w) eng.take_member(w, rec, parity);
-  else eng.coll_box(parity, w, o).push_back(rec);
+  if (o == w) {
+    CollRec rec;
+    fill(rec);
+    eng.take_member(w, rec, parity);
+  } else {
+    eng.coll_box(parity, w, o).emplace_with(fill);
+  }
 }
 
 }  // namespace prof::analysis::detail

@@ -264,14 +264,17 @@ struct alignas(64) Owner {
     last_queue = i;
     return queues[i - 1];
   }
-  uint32_t alloc(const Member& m) {
+  // A slot of the arena for the caller to fill in place. (A Member built on
+  // the stack and copied in was read back with 16-byte loads across its
+  // narrower stores, which the store buffer cannot forward: a stall per
+  // collective call.) References into the arena last until the next alloc.
+  uint32_t alloc() {
     if (!free_list.empty()) {
       const uint32_t i = free_list.back();
       free_list.pop_back();
-      arena[i] = m;
       return i;
     }
-    arena.push_back(m);
+    arena.emplace_back();
     return static_cast<uint32_t>(arena.size() - 1);
   }
 };

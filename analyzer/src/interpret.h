@@ -512,20 +512,22 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
     case FuncKind::Isend: {
       const CommInfo* c = comm(e.comm, e.enter, h);
       const bool persistent = fi.role & kRolePersistentInit;
-      ChannelKey key;
+      // The channel is written straight into the request (a copy of a key
+      // just stored would stall as new_request explains).
+      Request* r = e.request != format::kNoRequest ? &new_request(e.request) : nullptr;
+      ChannelKey unkept_key;
+      ChannelKey& key = r ? r->key : unkept_key;
       const bool mapped = c && e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &key, h);
       if (!persistent && mapped) h.send(key, enter, leave, e);
-      if (e.request == format::kNoRequest) break;
-      Request& r = new_request(e.request);
-      r.type = persistent ? Request::PSend : Request::Send;
-      r.active = true;
-      r.comm = mapped ? c : nullptr;  // nothing to send (PROC_NULL) or unmappable: none
-      r.comm_handle = e.comm;
-      r.comm_time = e.enter;
-      r.peer = e.peer;
-      r.tag = e.tag;
-      r.key = key;
-      r.send_enter = enter;
+      if (!r) break;
+      r->type = persistent ? Request::PSend : Request::Send;
+      r->active = true;
+      r->comm = mapped ? c : nullptr;  // nothing to send (PROC_NULL) or unmappable: none
+      r->comm_handle = e.comm;
+      r->comm_time = e.enter;
+      r->peer = e.peer;
+      r->tag = e.tag;
+      r->send_enter = enter;
       break;
     }
     case FuncKind::Irecv: {

@@ -55,6 +55,15 @@ class Mailbox {
     stage_[staged_++] = x;
     if (staged_ == kStage) flush(kStage);
   }
+  // Appends the record fill(T&) writes into its staging slot, field by field.
+  // (A record assembled on the stack and pushed is copied with 16-byte loads
+  // across its narrower stores just made, which the store buffer cannot
+  // forward: a stall per record.)
+  template <class Fill>
+  void emplace_with(Fill&& fill) {
+    fill(stage_[staged_]);
+    if (++staged_ == kStage) flush(kStage);
+  }
   // Hands what was pushed to the reader: call before the barrier.
   void publish() {
     if (staged_) flush(staged_);

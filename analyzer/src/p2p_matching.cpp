@@ -47,7 +47,13 @@ void Handler::send(const ChannelKey& k, double enter, double, const Event&) {
   // The destination's worker queues it; when that is us, at once.
   const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
   if (dw == w) eng.deliver_send(SendRec{k, enter});
-  else eng.send_box(parity, w, dw).push_back(SendRec{k, enter});
+  else eng.send_box(parity, w, dw).emplace_with([&](SendRec& s) {
+    s.key.gid = k.gid;
+    s.key.src = k.src;
+    s.key.dst = k.dst;
+    s.key.tag = k.tag;
+    s.enter = enter;
+  });
 }
 
 void Handler::cancel_send(const ChannelKey& k, double send_enter) {
