@@ -992,7 +992,8 @@ int finish_send_general(uint16_t func, int rc, uint64_t t1) {
   clear_fixed_words(ts);
   const format::InFlightSlot* const slot = ts->slot;
   record_p2p(ts, func, slot->enter, t1, rc == MPI_SUCCESS, format::FuncKind::Send, slot->peer,
-             slot->tag, static_cast<MPI_Comm>(slot->comm), slot->extra, 0);
+             slot->tag, static_cast<MPI_Comm>(slot->comm), fast_bytes(ts->send_count, ts->send_type),
+             0);
   call_done(ts);
   call_end(ts);
   return rc;
@@ -1001,9 +1002,12 @@ int finish_send_general(uint16_t func, int rc, uint64_t t1) {
 int finish_recv_general(uint16_t func, int rc, uint64_t t1, const MPI_Status* st) {
   ThreadState* const ts = tls_state;
   clear_fixed_words(ts);
+  // fast_recv_enter made this call's comm the chunk's context before any
+  // record carried it.
+  ts->cx.has_comm = false;
   const format::InFlightSlot* const slot = ts->slot;
   record_recv(ts, func, slot->enter, t1, rc == MPI_SUCCESS, slot->peer, slot->tag,
-              static_cast<MPI_Comm>(slot->comm), st, static_cast<uint8_t>(slot->extra));
+              static_cast<MPI_Comm>(slot->comm), st, static_cast<uint8_t>(slot->extra >> 16));
   call_done(ts);
   call_end(ts);
   return rc;

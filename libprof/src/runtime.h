@@ -10,7 +10,8 @@
 //
 // Invariants: only the owning thread writes its chunk; a record's first word is
 // stored last (RecordEncoder::commit), so a chunk read after SIGKILL holds whole
-// records followed by zeros.
+// records, then a zero first word (after which the words of a record not yet
+// committed may stand: a fast receive's begin before MPI's call).
 #pragma once
 
 #include <mpi.h>
@@ -53,6 +54,10 @@ struct alignas(64) ThreadState {
   uint64_t last_enter = 0;     // enter time of the previous record (dt base)
   format::ChunkContext cx;     // comm and request high half later records of the chunk reuse
   bool in_call = false;
+  // A fast send's datatype and count, stored on entry for its return
+  // (fast_finish_send), which sizes the message after MPI's call.
+  MPI_Datatype send_type = MPI_DATATYPE_NULL;
+  uint64_t send_count = 0;
   uint32_t stream = 0;
   bool attached = false;
   format::ChunkHeader* chunk = nullptr;
@@ -528,16 +533,54 @@ PROF_HOT uint64_t fast_now() {
 PROF_HOT uint64_t fast_bytes(uint64_t count, MPI_Datatype t) {
   return count * builtin_type_size(t);
 }
-// Not 0 unless a send's values fit the fast path: peer and tag within int16
-// (a marker tag never does: its top byte is 0xAA), a builtin datatype
-// (MPI_DATATYPE_NULL is not one), count and bytes below 2^32.
+// Not 0 unless peer and tag are within int16 (a marker tag never is: its
+// top byte is 0xAA, so a fast send is never a marker).
+PROF_HOT uint32_t fast_peer_tag_misfit(int peer, int tag) {
+  return ((static_cast<uint32_t>(peer) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16;
+}
+// Not 0 unless an Isend's values fit the fast path: peer and tag within
+// int16, a builtin datatype (MPI_DATATYPE_NULL is not one), count and bytes
+// below 2^32.
 PROF_HOT uint64_t fast_send_misfit(int peer, int tag, uint64_t count, MPI_Datatype t,
                                    uint64_t bytes) {
-  return (((static_cast<uint32_t>(peer) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16) |
-         not_builtin_type(t) | ((count | bytes) >> 32);
+  return fast_peer_tag_misfit(peer, tag) | not_builtin_type(t) | ((count | bytes) >> 32);
+}
+// Not 0 unless a blocking send may take the fast path: peer and tag within
+// int16, a builtin datatype. A derived datatype is sized by asking MPI, which
+// is done before the call (general wrapper): another thread may free the
+// type while the send is in MPI.
+PROF_HOT uint32_t fast_send_entry_misfit(int peer, int tag, MPI_Datatype t) {
+  return fast_peer_tag_misfit(peer, tag) | not_builtin_type(t);
+}
+// A blocking send keeps its count and datatype for its return, which sizes
+// the message (fast_finish_send): two stores before the call instead of the
+// size's arithmetic and its fit test, which the return does off the hop's
+// critical path.
+PROF_HOT void fast_send_enter(ThreadState* ts, uint64_t count, MPI_Datatype t) {
+  ts->send_count = count;
+  ts->send_type = t;
+}
+// A blocking send's or receive's facts in its slot: peer, tag and comm as
+// three 32-bit stores (fewer instructions than packing them into two 64-bit
+// ones); `extra` is the caller's (call_enter_extra).
+PROF_HOT format::InFlightSlot* call_enter(ThreadState* ts, uint16_t func, void* return_address,
+                                          int32_t peer, int32_t tag, uint32_t comm) {
+  format::InFlightSlot* s = ts->slot;
+  s->site_func = site_func(func, return_address);
+  s->peer = peer;
+  s->tag = tag;
+  s->comm = comm;
+  return s;
 }
 // Not 0 unless a receive's requested tag is within int16 (no marker tag).
 PROF_HOT uint32_t fast_tag_misfit(int tag) { return (static_cast<uint32_t>(tag) + 0x8000u) >> 16; }
+// Not 0 unless a blocking receive may take the fast path: its tag within
+// int16 and room for its fixed record, which fast_recv_enter begins before
+// the call.
+PROF_HOT uint64_t fast_recv_misfit(const ThreadState* ts, int tag) {
+  constexpr size_t words = format::fixed_record_words<format::FuncKind::Recv>;
+  return fast_tag_misfit(tag) | uint64_t(size_t(ts->end - ts->cur) < words);
+}
 // A receive's kAnySource and kAnyTag. MPI's wildcards are negative (MPICH:
 // -2, -1), so a receive naming its peer and tag pays one test.
 PROF_HOT uint32_t recv_flags(int peer, int tag) {
@@ -549,10 +592,41 @@ PROF_HOT uint32_t recv_flags(int peer, int tag) {
 // The call is entered: nested calls take the general path from here on.
 PROF_HOT void fast_enter(ThreadState* ts) { ts->in_call = true; }
 
-// The returns the fast path does not serve. The fast finishers may have
-// stored a record's words after its first (never the first) before finding
-// that it does not fit: these clear them before writing the general record,
-// so that a chunk still holds whole records followed by zeros.
+// A fast blocking receive's slot `extra` (the shim's own; readers ignore it
+// for Recv): 0 when the call named its source and tag, which are then the
+// status's (MPI_PROC_NULL is negative, so its status's MPI_ANY_TAG is read);
+// else its kAnySource/kAnyTag flags << 16 | kRecvReadsStatus, and the return
+// takes source and tag from the status.
+inline constexpr uint32_t kRecvReadsStatus = 1;
+PROF_HOT uint32_t recv_reads_status(int peer, int tag) {
+  return (recv_flags(peer, tag) << 16) | kRecvReadsStatus;
+}
+// A fast receive's entry, after call_enter: the words of its fixed record
+// known before the call (comm; peer and tag when named) stored in the chunk
+// at the write pointer (fast_recv_misfit found room), where its return
+// completes the record. Until the first word is stored, the chunk still
+// ends at the write pointer: nothing else writes this thread's chunk while
+// in_call is set, and readers stop at a zero first word. The comm becomes
+// the chunk's context here (encode_fixed's rule); the cold finisher, whose
+// general record must not rely on it, unsets it.
+PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, int peer, int tag,
+                              uint32_t comm) {
+  auto* const r = reinterpret_cast<format::FixedP2PRecord*>(ts->cur);
+  r->comm = comm;
+  ts->cx.comm = comm;
+  ts->cx.has_comm = true;
+  if (__builtin_expect((peer | tag) >= 0, 1)) {
+    r->peer_tag = format::pack_peer_tag(peer, tag);
+    slot->extra = 0;
+  } else {
+    slot->extra = recv_reads_status(peer, tag);
+  }
+}
+
+// The returns the fast path does not serve. The fast entries and finishers
+// may have stored a record's words after its first (never the first) before
+// finding that it does not fit: these clear them before writing the general
+// record, so that no stale word follows it.
 [[gnu::noinline, gnu::cold]] int finish_send_general(uint16_t func, int rc, uint64_t t1);
 [[gnu::noinline, gnu::cold]] int finish_recv_general(uint16_t func, int rc, uint64_t t1,
                                                      const MPI_Status* st);
@@ -592,21 +666,27 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
   const uint64_t duration = t1 - t0;
   r->dt_enter = static_cast<uint32_t>(dt);
   r->duration = static_cast<uint32_t>(duration);
-  // Peer, tag and bytes were tested on entry (fast_send_misfit).
+  // Peer and tag were tested on entry (fast_peer_tag_misfit).
   r->peer_tag = format::pack_peer_tag(slot->peer, slot->tag);
   const uint32_t comm = slot->comm;
   r->comm = comm;
-  r->bytes = slot->extra;
-  if (__builtin_expect(((dt | duration) >> 32) != 0, 0)) return finish_send_general(func, rc, t1);
+  const uint64_t count = ts->send_count;
+  const MPI_Datatype type = ts->send_type;
+  const uint64_t bytes = fast_bytes(count, type);
+  r->bytes = static_cast<uint32_t>(bytes);
+  if (__builtin_expect(((dt | duration | count | bytes) >> 32) != 0, 0))
+    return finish_send_general(func, rc, t1);
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
   fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Send>(func, 0), words, t0);
   return 0;
 }
 
-// A receive's return: source, tag and bytes from the status. The status is
-// the application's or the thread's ignored_status, never in the wrapper's
-// frame: the rare paths stay tail calls.
+// A receive's return: the record begun by fast_recv_enter completed with
+// the times, the byte count from the status (and source and tag from it when
+// the call used a wildcard or MPI_PROC_NULL), the fit folded into one test.
+// The status is the application's or the thread's ignored_status, never in
+// the wrapper's frame: the rare paths stay tail calls.
 PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
   if (__builtin_expect(rc != MPI_SUCCESS, 0)) return finish_recv_general(func, rc, fast_now(), st);
   const uint64_t t1 = fast_now();
@@ -615,7 +695,6 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
   constexpr size_t words = format::fixed_record_words<FuncKind::Recv>;
   ThreadState* const ts = tls_state;
   uint32_t* const at = ts->cur;
-  if (__builtin_expect(at + words > ts->end, 0)) return finish_recv_general(func, rc, t1, st);
   format::InFlightSlot* const slot = ts->slot;
   auto* const r = reinterpret_cast<format::FixedP2PRecord*>(at);
   const uint64_t t0 = __atomic_load_n(&slot->enter, __ATOMIC_RELAXED);
@@ -624,19 +703,20 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
   r->dt_enter = static_cast<uint32_t>(dt);
   r->duration = static_cast<uint32_t>(duration);
   uint64_t misfit = (dt | duration) >> 32;
-  const int source = st->MPI_SOURCE;
-  const int tag = st->MPI_TAG;
-  misfit |= ((static_cast<uint32_t>(source) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16;
-  r->peer_tag = format::pack_peer_tag(source, tag);
-  const uint32_t comm = slot->comm;
-  r->comm = comm;
+  uint32_t first = format::fixed_first_word<FuncKind::Recv>(func, 0);
+  const uint32_t extra = slot->extra;
+  if (__builtin_expect(extra != 0, 0)) {
+    const int source = st->MPI_SOURCE;
+    const int tag = st->MPI_TAG;
+    misfit |= ((static_cast<uint32_t>(source) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16;
+    r->peer_tag = format::pack_peer_tag(source, tag);
+    first = format::fixed_first_word<FuncKind::Recv>(func, extra >> 16);
+  }
   // The byte count's bits above 32 (mpich_status.h's count_hi) must be 0.
   misfit |= static_cast<uint32_t>(st->count_hi_and_cancelled) >> 1;
   r->bytes = static_cast<uint32_t>(st->count_lo);
   if (__builtin_expect(misfit != 0, 0)) return finish_recv_general(func, rc, t1, st);
-  ts->cx.comm = comm;
-  ts->cx.has_comm = true;
-  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, slot->extra), words, t0);
+  fast_commit(ts, slot, at, first, words, t0);
   return 0;
 }
 
