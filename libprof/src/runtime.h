@@ -550,7 +550,9 @@ PROF_HOT uint64_t fast_send_misfit(int peer, int tag, uint64_t count, MPI_Dataty
 // is done before the call (general wrapper): another thread may free the
 // type while the send is in MPI.
 PROF_HOT uint32_t fast_send_entry_misfit(int peer, int tag, MPI_Datatype t) {
-  return fast_peer_tag_misfit(peer, tag) | not_builtin_type(t);
+  // A builtin handle's top two bits are 01 (not_builtin_type): less 2^30,
+  // its top two bits are 00.
+  return fast_peer_tag_misfit(peer, tag) | ((static_cast<uint32_t>(t) - 0x40000000u) >> 30);
 }
 // A blocking send keeps its count and datatype for its return, which sizes
 // the message (fast_finish_send): two stores before the call instead of the
@@ -703,20 +705,24 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
   r->dt_enter = static_cast<uint32_t>(dt);
   r->duration = static_cast<uint32_t>(duration);
   uint64_t misfit = (dt | duration) >> 32;
-  uint32_t first = format::fixed_first_word<FuncKind::Recv>(func, 0);
+  // The byte count's bits above 32 (mpich_status.h's count_hi) must be 0.
+  misfit |= static_cast<uint32_t>(st->count_hi_and_cancelled) >> 1;
+  r->bytes = static_cast<uint32_t>(st->count_lo);
+  // One test for the common case: the values fit and the call named its
+  // source and tag (the record's first word is then a constant).
   const uint32_t extra = slot->extra;
-  if (__builtin_expect(extra != 0, 0)) {
+  if (__builtin_expect((misfit | extra) == 0, 1)) {
+    fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, 0), words, t0);
+    return 0;
+  }
+  if (extra != 0) {
     const int source = st->MPI_SOURCE;
     const int tag = st->MPI_TAG;
     misfit |= ((static_cast<uint32_t>(source) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16;
     r->peer_tag = format::pack_peer_tag(source, tag);
-    first = format::fixed_first_word<FuncKind::Recv>(func, extra >> 16);
   }
-  // The byte count's bits above 32 (mpich_status.h's count_hi) must be 0.
-  misfit |= static_cast<uint32_t>(st->count_hi_and_cancelled) >> 1;
-  r->bytes = static_cast<uint32_t>(st->count_lo);
-  if (__builtin_expect(misfit != 0, 0)) return finish_recv_general(func, rc, t1, st);
-  fast_commit(ts, slot, at, first, words, t0);
+  if (misfit != 0) return finish_recv_general(func, rc, t1, st);
+  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, extra >> 16), words, t0);
   return 0;
 }
 
