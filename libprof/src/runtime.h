@@ -600,6 +600,9 @@ PROF_HOT void fast_enter(ThreadState* ts) { ts->in_call = true; }
 // else its kAnySource/kAnyTag flags << 16 | kRecvReadsStatus, and the return
 // takes source and tag from the status.
 inline constexpr uint32_t kRecvReadsStatus = 1;
+// Also in a fast receive's `extra`: the gap from the previous record's enter
+// does not fit the fixed record (fast_recv_timed).
+inline constexpr uint32_t kRecvLongGap = 2;
 PROF_HOT uint32_t recv_reads_status(int peer, int tag) {
   return (recv_flags(peer, tag) << 16) | kRecvReadsStatus;
 }
@@ -611,6 +614,14 @@ PROF_HOT uint32_t recv_reads_status(int peer, int tag) {
 // in_call is set, and readers stop at a zero first word. The comm becomes
 // the chunk's context here (encode_fixed's rule); the cold finisher, whose
 // general record must not rely on it, unsets it.
+// After the first timer read, the record's gap from the previous record's
+// enter, also known before the call, stored; a gap that does not fit sends
+// the return to the rare path. (The enter base moves with the commit.)
+PROF_HOT void fast_recv_timed(ThreadState* ts, format::InFlightSlot* slot, uint64_t t0) {
+  const uint64_t dt = t0 - ts->last_enter;  // wraps when time goes back: general form
+  reinterpret_cast<format::FixedP2PRecord*>(ts->cur)->dt_enter = static_cast<uint32_t>(dt);
+  if (__builtin_expect((dt >> 32) != 0, 0)) slot->extra |= kRecvLongGap;
+}
 PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, int peer, int tag,
                               uint32_t comm) {
   auto* const r = reinterpret_cast<format::FixedP2PRecord*>(ts->cur);
@@ -618,7 +629,12 @@ PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, int p
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
   if (__builtin_expect((peer | tag) >= 0, 1)) {
-    r->peer_tag = format::pack_peer_tag(peer, tag);
+    // format::pack_peer_tag's word as its two halves: two stores, no
+    // register to build it in.
+    static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
+    const uint16_t peer16 = static_cast<uint16_t>(peer), tag16 = static_cast<uint16_t>(tag);
+    std::memcpy(reinterpret_cast<char*>(&r->peer_tag), &peer16, 2);
+    std::memcpy(reinterpret_cast<char*>(&r->peer_tag) + 2, &tag16, 2);
     slot->extra = 0;
   } else {
     slot->extra = recv_reads_status(peer, tag);
@@ -684,9 +700,11 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
   return 0;
 }
 
-// A receive's return: the record begun by fast_recv_enter completed with
-// the times, the byte count from the status (and source and tag from it when
-// the call used a wildcard or MPI_PROC_NULL), the fit folded into one test.
+// A receive's return: the record begun by fast_recv_enter and
+// fast_recv_timed completed with the duration and the byte count from the
+// status (and source and tag from it when the call used a wildcard or
+// MPI_PROC_NULL), the fit folded into one test; committed as fast_commit
+// does.
 // The status is the application's or the thread's ignored_status, never in
 // the wrapper's frame: the rare paths stay tail calls.
 PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
@@ -700,29 +718,34 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
   format::InFlightSlot* const slot = ts->slot;
   auto* const r = reinterpret_cast<format::FixedP2PRecord*>(at);
   const uint64_t t0 = __atomic_load_n(&slot->enter, __ATOMIC_RELAXED);
-  const uint64_t dt = t0 - ts->last_enter;
   const uint64_t duration = t1 - t0;
-  r->dt_enter = static_cast<uint32_t>(dt);
   r->duration = static_cast<uint32_t>(duration);
-  uint64_t misfit = (dt | duration) >> 32;
   // The byte count's bits above 32 (mpich_status.h's count_hi) must be 0.
-  misfit |= static_cast<uint32_t>(st->count_hi_and_cancelled) >> 1;
+  uint64_t misfit = (duration >> 32) | (static_cast<uint32_t>(st->count_hi_and_cancelled) >> 1);
   r->bytes = static_cast<uint32_t>(st->count_lo);
-  // One test for the common case: the values fit and the call named its
-  // source and tag (the record's first word is then a constant).
+  // One test for the common case: the values fit, the gap fit, and the call
+  // named its source and tag (the record's first word is then a constant).
   const uint32_t extra = slot->extra;
   if (__builtin_expect((misfit | extra) == 0, 1)) {
-    fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, 0), words, t0);
+    __atomic_store_n(at, format::fixed_first_word<FuncKind::Recv>(func, 0), __ATOMIC_RELEASE);
+    ts->last_enter = t0;
+    ts->cur = at + words;
+    __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);
+    ts->in_call = false;
     return 0;
   }
-  if (extra != 0) {
+  if (extra & kRecvReadsStatus) {
     const int source = st->MPI_SOURCE;
     const int tag = st->MPI_TAG;
     misfit |= ((static_cast<uint32_t>(source) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16;
     r->peer_tag = format::pack_peer_tag(source, tag);
   }
-  if (misfit != 0) return finish_recv_general(func, rc, t1, st);
-  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, extra >> 16), words, t0);
+  if ((misfit | (extra & kRecvLongGap)) != 0) return finish_recv_general(func, rc, t1, st);
+  __atomic_store_n(at, format::fixed_first_word<FuncKind::Recv>(func, extra >> 16), __ATOMIC_RELEASE);
+  ts->last_enter = t0;
+  ts->cur = at + words;
+  __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);
+  ts->in_call = false;
   return 0;
 }
 

@@ -492,6 +492,7 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
     pname = 'P' + name
     sub = {}
     entered = None
+    timed = None
     if kind == 'Send':
         # Only what decides the path stays before the call; the message's
         # size is taken and tested after it (fast_finish_send).
@@ -525,6 +526,7 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
         # The record's words known before the call go into the chunk now,
         # off the hop's critical path (fast_recv_enter).
         entered = f'  prof::shim::fast_recv_enter(ts, prof_slot, {peer}, {tag}, (uint32_t)({comm}));'
+        timed = '  prof::shim::fast_recv_timed(ts, prof_slot, prof_t0);'
         finish = 'prof::shim::fast_finish_recv({fid}, rc, prof_status)'
     else:
         out.append(f'  if (__builtin_expect(ts == nullptr, 0)) {leave}')
@@ -539,7 +541,12 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
                    f'prof::shim::call_enter_plain(ts, {fid}, __builtin_return_address(0));')
     if entered:
         out.append(entered)
-    out.append('  prof::shim::call_entered(prof_slot, prof::shim::fast_now());')
+    if timed:
+        out.append('  const uint64_t prof_t0 = prof::shim::fast_now();')
+        out.append('  prof::shim::call_entered(prof_slot, prof_t0);')
+        out.append(timed)
+    else:
+        out.append('  prof::shim::call_entered(prof_slot, prof::shim::fast_now());')
     out.append(f'  const int rc = {pname}({call_args(args, sub)});')
     out.append(f'  return {finish.format(fid=fid)};')
     out.append('}')
