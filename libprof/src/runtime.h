@@ -494,7 +494,8 @@ void record_comm_idup(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, 
 // instead of saving callee-saved ones for them:
 //  - on entry, anything but "recording with the bare-rdtsc timer, the thread
 //    attached and not inside a wrapper, peer and tag within 16 bits (so no
-//    marker tag), a builtin datatype, count and bytes below 2^32" jumps to
+//    marker tag), a builtin datatype" (for Isend and Irecv also "count and
+//    bytes below 2^32"; for MPI_Recv also "room for its record") jumps to
 //    the general wrapper (the full generated one, prof_general_<name>) with
 //    the call's own arguments: its return address is still the
 //    application's call site;
@@ -502,14 +503,21 @@ void record_comm_idup(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, 
 //    call's facts from the in-flight slot (stored there on entry anyway);
 //    a failed call (tested before the second timer read, so the return
 //    code is not live across it), times beyond the fixed record's, values
-//    that do not fit it, or a full chunk jump to a cold finisher
-//    (finish_*_general) that writes the general record.
+//    that do not fit it (a blocking send's count and bytes are tested
+//    here), or a full chunk jump to a cold finisher (finish_*_general) that
+//    writes the general record.
+// In a ping-pong the hop's latency runs through a receive's return and the
+// reply's entry: MPI_Send does before its call only what picks the path
+// (fast_send_entry_misfit, fast_send_enter); MPI_Recv begins its record on
+// entry (fast_recv_enter, fast_recv_timed) so that its return stores little.
 // Invariants: the trace holds the same record the general wrapper writes
 // for the call (format::encode_fixed, encode_fixed_plain); the slot
 // describes the call from before the first timer read until its record is
 // committed. The slot's `extra`, which readers ignore for these kinds,
-// carries what the finisher needs from the entry: a send's, Isend's or
-// Irecv's byte count, a receive's kAnySource/kAnyTag flags.
+// carries what the finisher needs from the entry: an Isend's or Irecv's
+// byte count, a blocking receive's kRecvReadsStatus/kRecvLongGap and its
+// kAnySource/kAnyTag flags (a blocking send's count and datatype are in
+// ThreadState).
 // PROF_NO_IN_FLIGHT builds have no slot to carry the facts: there the
 // general wrappers are the exported ones.
 #ifndef PROF_NO_IN_FLIGHT
@@ -564,7 +572,7 @@ PROF_HOT void fast_send_enter(ThreadState* ts, uint64_t count, MPI_Datatype t) {
 }
 // A blocking send's or receive's facts in its slot: peer, tag and comm as
 // three 32-bit stores (fewer instructions than packing them into two 64-bit
-// ones); `extra` is the caller's (call_enter_extra).
+// ones); a receive's `extra` is stored by fast_recv_enter, a send leaves it.
 PROF_HOT format::InFlightSlot* call_enter(ThreadState* ts, uint16_t func, void* return_address,
                                           int32_t peer, int32_t tag, uint32_t comm) {
   format::InFlightSlot* s = ts->slot;
