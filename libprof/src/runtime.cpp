@@ -49,7 +49,12 @@
 namespace prof::shim {
 
 Globals g;
-__thread ThreadState* tls_state __attribute__((tls_model("initial-exec"))) = nullptr;
+ThreadState unattached_thread = [] {
+  ThreadState ts;
+  ts.in_call = true;
+  return ts;
+}();
+__thread ThreadState* tls_state __attribute__((tls_model("initial-exec"))) = &unattached_thread;
 
 namespace {
 
@@ -289,7 +294,7 @@ void on_thread_exit(void* p) {
     ts->chunk = nullptr;
   }
   ts->cur = ts->end = nullptr;
-  if (tls_state == ts) tls_state = nullptr;
+  if (tls_state == ts) tls_state = &unattached_thread;
 }
 
 // Threads beyond the Live chunk's slots (and every thread when the file has
@@ -1286,7 +1291,7 @@ void record_marker(uint16_t id, bool begin, uint32_t callsite) {
 void on_raw_marker(int tag, void* return_address) {
   if (!g.recording || !rt) return;
   ThreadState* ts = tls_state;
-  if (ts && ts->in_call) return;  // our own traffic or MPI calling MPI
+  if (attached(ts) && ts->in_call) return;  // our own traffic or MPI calling MPI
   const format::MarkerTag m = format::decode_marker_tag(tag);
   const uintptr_t site = first_frame_outside_mpi(reinterpret_cast<uintptr_t>(return_address));
   record_marker(m.id, m.begin, callsite_id_for_address(site));

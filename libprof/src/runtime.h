@@ -100,6 +100,12 @@ struct Globals {
 // they must keep (a push and pop more per call).
 extern Globals g __attribute__((visibility("hidden")));
 extern __thread ThreadState* tls_state __attribute__((tls_model("initial-exec")));
+// What tls_state points to in a thread not attached (never null): a state
+// that is always inside a call, so the fast wrappers' one test (in_call)
+// also sends such a thread to the general wrapper, which attaches it. Never
+// written.
+extern ThreadState unattached_thread __attribute__((visibility("hidden")));
+PROF_HOT bool attached(const ThreadState* ts) { return ts != &unattached_thread; }
 
 // The rare paths are `cold`: the wrappers then keep their arguments in
 // argument registers, spilling them only on those paths, instead of moving
@@ -120,8 +126,12 @@ inline void stop_recording() {
 PROF_HOT ThreadState* call_begin() {
   if (__builtin_expect(!g.recording, 0)) return nullptr;
   ThreadState* ts = tls_state;
-  if (__builtin_expect(ts == nullptr, 0)) ts = attach_thread();
-  if (ts == nullptr || ts->in_call) return nullptr;
+  // One test in the common case: unattached_thread is in_call too.
+  if (__builtin_expect(ts->in_call, 0)) {
+    if (attached(ts)) return nullptr;  // a nested call
+    ts = attach_thread();
+    if (ts == nullptr || ts->in_call) return nullptr;
+  }
   ts->in_call = true;
   return ts;
 }
@@ -524,8 +534,8 @@ void record_comm_idup(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, 
 // The thread's state when the fast path may run, else null.
 PROF_HOT ThreadState* fast_begin() {
   if (__builtin_expect(!g.fast, 0)) return nullptr;
-  ThreadState* const ts = tls_state;
-  if (__builtin_expect(ts == nullptr || ts->in_call, 0)) return nullptr;
+  ThreadState* const ts = tls_state;  // unattached_thread is in_call
+  if (__builtin_expect(ts->in_call, 0)) return nullptr;
   return ts;
 }
 // g.fast: the timer is a bare rdtsc.
