@@ -1004,6 +1004,10 @@ int finish_send_general(uint16_t func, int rc, uint64_t t1) {
   return rc;
 }
 
+int finish_recv_failed(uint16_t func, int rc, const MPI_Status* st) {
+  return finish_recv_general(func, rc, fast_now(), st);
+}
+
 int finish_recv_general(uint16_t func, int rc, uint64_t t1, const MPI_Status* st) {
   ThreadState* const ts = tls_state;
   clear_fixed_words(ts);
