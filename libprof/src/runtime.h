@@ -632,14 +632,6 @@ PROF_HOT uint32_t recv_reads_status(int peer, int tag) {
 // in_call is set, and readers stop at a zero first word. The comm becomes
 // the chunk's context here (encode_fixed's rule); the cold finisher, whose
 // general record must not rely on it, unsets it.
-// After the first timer read, the record's gap from the previous record's
-// enter, also known before the call, stored; a gap that does not fit sends
-// the return to the rare path. (The enter base moves with the commit.)
-PROF_HOT void fast_recv_timed(ThreadState* ts, format::InFlightSlot* slot, uint64_t t0) {
-  const uint64_t dt = t0 - ts->last_enter;  // wraps when time goes back: general form
-  reinterpret_cast<format::FixedP2PRecord*>(ts->cur)->dt_enter = static_cast<uint32_t>(dt);
-  if (__builtin_expect((dt >> 32) != 0, 0)) slot->extra |= kRecvLongGap;
-}
 PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, int peer, int tag,
                               uint32_t comm) {
   auto* const r = reinterpret_cast<format::FixedP2PRecord*>(ts->cur);
@@ -657,6 +649,14 @@ PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, int p
   } else {
     slot->extra = recv_reads_status(peer, tag);
   }
+}
+// After the first timer read, the record's gap from the previous record's
+// enter, also known before the call, stored; a gap that does not fit sends
+// the return to the rare path. (The enter base moves with the commit.)
+PROF_HOT void fast_recv_timed(ThreadState* ts, format::InFlightSlot* slot, uint64_t t0) {
+  const uint64_t dt = t0 - ts->last_enter;  // wraps when time goes back: general form
+  reinterpret_cast<format::FixedP2PRecord*>(ts->cur)->dt_enter = static_cast<uint32_t>(dt);
+  if (__builtin_expect((dt >> 32) != 0, 0)) slot->extra |= kRecvLongGap;
 }
 
 // The returns the fast path does not serve. The fast entries and finishers
@@ -725,8 +725,7 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
 // A receive's return: the record begun by fast_recv_enter and
 // fast_recv_timed completed with the duration and the byte count from the
 // status (and source and tag from it when the call used a wildcard or
-// MPI_PROC_NULL), the fit folded into one test; committed as fast_commit
-// does.
+// MPI_PROC_NULL), the fit folded into one test.
 // The status is the application's or the thread's ignored_status, never in
 // the wrapper's frame: the rare paths stay tail calls.
 PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
@@ -749,11 +748,7 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
   // named its source and tag (the record's first word is then a constant).
   const uint32_t extra = slot->extra;
   if (__builtin_expect((misfit | extra) == 0, 1)) {
-    __atomic_store_n(at, format::fixed_first_word<FuncKind::Recv>(func, 0), __ATOMIC_RELEASE);
-    ts->last_enter = t0;
-    ts->cur = at + words;
-    __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);
-    ts->in_call = false;
+    fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, 0), words, t0);
     return 0;
   }
   if (extra & kRecvReadsStatus) {
@@ -763,11 +758,7 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
     r->peer_tag = format::pack_peer_tag(source, tag);
   }
   if ((misfit | (extra & kRecvLongGap)) != 0) return finish_recv_general(func, rc, t1, st);
-  __atomic_store_n(at, format::fixed_first_word<FuncKind::Recv>(func, extra >> 16), __ATOMIC_RELEASE);
-  ts->last_enter = t0;
-  ts->cur = at + words;
-  __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);
-  ts->in_call = false;
+  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, extra >> 16), words, t0);
   return 0;
 }
 
