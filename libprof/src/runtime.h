@@ -706,8 +706,10 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
   const uint64_t duration = t1 - t0;
   r->dt_enter = static_cast<uint32_t>(dt);
   r->duration = static_cast<uint32_t>(duration);
-  // Peer and tag were tested on entry (fast_peer_tag_misfit).
-  r->peer_tag = format::pack_peer_tag(slot->peer, slot->tag);
+  // Peer and tag were tested on entry (fast_peer_tag_misfit); their packed
+  // word copied as two halves, the slot's low ones (little-endian).
+  std::memcpy(reinterpret_cast<char*>(&r->peer_tag), &slot->peer, 2);
+  std::memcpy(reinterpret_cast<char*>(&r->peer_tag) + 2, &slot->tag, 2);
   const uint32_t comm = slot->comm;
   r->comm = comm;
   const uint64_t count = ts->send_count;
