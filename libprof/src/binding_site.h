@@ -32,7 +32,7 @@ class BindingSiteScope {
   __attribute__((always_inline)) explicit BindingSiteScope(void* return_address) {
     if (!g.recording) return;  // before MPI_Init or after MPI_Finalize: nothing in flight
     ThreadState* ts = tls_state;
-    if (__builtin_expect(ts == nullptr, 0)) ts = attach_thread();
+    if (__builtin_expect(!attached(ts), 0)) ts = attach_thread();
     if (ts == nullptr) return;
     uint64_t* const word = &reinterpret_cast<format::LiveSlot*>(ts->slot)->binding_site;
     if (__atomic_load_n(word, __ATOMIC_RELAXED) != 0) return;  // an outer binding's

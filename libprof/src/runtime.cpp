@@ -49,7 +49,12 @@
 namespace prof::shim {
 
 Globals g;
-__thread ThreadState* tls_state __attribute__((tls_model("initial-exec"))) = nullptr;
+ThreadState unattached_thread = [] {
+  ThreadState ts;
+  ts.in_call = true;
+  return ts;
+}();
+__thread ThreadState* tls_state __attribute__((tls_model("initial-exec"))) = &unattached_thread;
 
 namespace {
 
@@ -289,7 +294,7 @@ void on_thread_exit(void* p) {
     ts->chunk = nullptr;
   }
   ts->cur = ts->end = nullptr;
-  if (tls_state == ts) tls_state = nullptr;
+  if (tls_state == ts) tls_state = &unattached_thread;
 }
 
 // Threads beyond the Live chunk's slots (and every thread when the file has
@@ -992,18 +997,26 @@ int finish_send_general(uint16_t func, int rc, uint64_t t1) {
   clear_fixed_words(ts);
   const format::InFlightSlot* const slot = ts->slot;
   record_p2p(ts, func, slot->enter, t1, rc == MPI_SUCCESS, format::FuncKind::Send, slot->peer,
-             slot->tag, static_cast<MPI_Comm>(slot->comm), slot->extra, 0);
+             slot->tag, static_cast<MPI_Comm>(slot->comm), fast_bytes(ts->send_count, ts->send_type),
+             0);
   call_done(ts);
   call_end(ts);
   return rc;
 }
 
+int finish_recv_failed(uint16_t func, int rc, const MPI_Status* st) {
+  return finish_recv_general(func, rc, fast_now(), st);
+}
+
 int finish_recv_general(uint16_t func, int rc, uint64_t t1, const MPI_Status* st) {
   ThreadState* const ts = tls_state;
   clear_fixed_words(ts);
+  // fast_recv_enter made this call's comm the chunk's context before any
+  // record carried it.
+  ts->cx.has_comm = false;
   const format::InFlightSlot* const slot = ts->slot;
   record_recv(ts, func, slot->enter, t1, rc == MPI_SUCCESS, slot->peer, slot->tag,
-              static_cast<MPI_Comm>(slot->comm), st, static_cast<uint8_t>(slot->extra));
+              static_cast<MPI_Comm>(slot->comm), st, static_cast<uint8_t>(slot->extra >> 16));
   call_done(ts);
   call_end(ts);
   return rc;
@@ -1282,7 +1295,7 @@ void record_marker(uint16_t id, bool begin, uint32_t callsite) {
 void on_raw_marker(int tag, void* return_address) {
   if (!g.recording || !rt) return;
   ThreadState* ts = tls_state;
-  if (ts && ts->in_call) return;  // our own traffic or MPI calling MPI
+  if (attached(ts) && ts->in_call) return;  // our own traffic or MPI calling MPI
   const format::MarkerTag m = format::decode_marker_tag(tag);
   const uintptr_t site = first_frame_outside_mpi(reinterpret_cast<uintptr_t>(return_address));
   record_marker(m.id, m.begin, callsite_id_for_address(site));

@@ -10,7 +10,8 @@
 //
 // Invariants: only the owning thread writes its chunk; a record's first word is
 // stored last (RecordEncoder::commit), so a chunk read after SIGKILL holds whole
-// records followed by zeros.
+// records, then a zero first word (after which the words of a record not yet
+// committed may stand: a fast receive's begin before MPI's call).
 #pragma once
 
 #include <mpi.h>
@@ -53,6 +54,10 @@ struct alignas(64) ThreadState {
   uint64_t last_enter = 0;     // enter time of the previous record (dt base)
   format::ChunkContext cx;     // comm and request high half later records of the chunk reuse
   bool in_call = false;
+  // A fast send's datatype and count, stored on entry for its return
+  // (fast_finish_send), which sizes the message after MPI's call.
+  MPI_Datatype send_type = MPI_DATATYPE_NULL;
+  uint64_t send_count = 0;
   uint32_t stream = 0;
   bool attached = false;
   format::ChunkHeader* chunk = nullptr;
@@ -95,6 +100,12 @@ struct Globals {
 // they must keep (a push and pop more per call).
 extern Globals g __attribute__((visibility("hidden")));
 extern __thread ThreadState* tls_state __attribute__((tls_model("initial-exec")));
+// What tls_state points to in a thread not attached (never null): a state
+// that is always inside a call, so the fast wrappers' one test (in_call)
+// also sends such a thread to the general wrapper, which attaches it. Never
+// written.
+extern ThreadState unattached_thread __attribute__((visibility("hidden")));
+PROF_HOT bool attached(const ThreadState* ts) { return ts != &unattached_thread; }
 
 // The rare paths are `cold`: the wrappers then keep their arguments in
 // argument registers, spilling them only on those paths, instead of moving
@@ -115,8 +126,12 @@ inline void stop_recording() {
 PROF_HOT ThreadState* call_begin() {
   if (__builtin_expect(!g.recording, 0)) return nullptr;
   ThreadState* ts = tls_state;
-  if (__builtin_expect(ts == nullptr, 0)) ts = attach_thread();
-  if (ts == nullptr || ts->in_call) return nullptr;
+  // One test in the common case: unattached_thread is in_call too.
+  if (__builtin_expect(ts->in_call, 0)) {
+    if (attached(ts)) return nullptr;  // a nested call
+    ts = attach_thread();
+    if (ts == nullptr || ts->in_call) return nullptr;
+  }
   ts->in_call = true;
   return ts;
 }
@@ -489,7 +504,8 @@ void record_comm_idup(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, 
 // instead of saving callee-saved ones for them:
 //  - on entry, anything but "recording with the bare-rdtsc timer, the thread
 //    attached and not inside a wrapper, peer and tag within 16 bits (so no
-//    marker tag), a builtin datatype, count and bytes below 2^32" jumps to
+//    marker tag), a builtin datatype" (for Isend and Irecv also "count and
+//    bytes below 2^32"; for MPI_Recv also "room for its record") jumps to
 //    the general wrapper (the full generated one, prof_general_<name>) with
 //    the call's own arguments: its return address is still the
 //    application's call site;
@@ -497,22 +513,29 @@ void record_comm_idup(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, 
 //    call's facts from the in-flight slot (stored there on entry anyway);
 //    a failed call (tested before the second timer read, so the return
 //    code is not live across it), times beyond the fixed record's, values
-//    that do not fit it, or a full chunk jump to a cold finisher
-//    (finish_*_general) that writes the general record.
+//    that do not fit it (a blocking send's count and bytes are tested
+//    here), or a full chunk jump to a cold finisher (finish_*_general) that
+//    writes the general record.
+// In a ping-pong the hop's latency runs through a receive's return and the
+// reply's entry: MPI_Send does before its call only what picks the path
+// (fast_send_entry_misfit, fast_send_enter); MPI_Recv begins its record on
+// entry (fast_recv_enter, fast_recv_timed) so that its return stores little.
 // Invariants: the trace holds the same record the general wrapper writes
 // for the call (format::encode_fixed, encode_fixed_plain); the slot
 // describes the call from before the first timer read until its record is
 // committed. The slot's `extra`, which readers ignore for these kinds,
-// carries what the finisher needs from the entry: a send's, Isend's or
-// Irecv's byte count, a receive's kAnySource/kAnyTag flags.
+// carries what the finisher needs from the entry: an Isend's or Irecv's
+// byte count, a blocking receive's kRecvReadsStatus/kRecvLongGap and its
+// kAnySource/kAnyTag flags (a blocking send's count and datatype are in
+// ThreadState).
 // PROF_NO_IN_FLIGHT builds have no slot to carry the facts: there the
 // general wrappers are the exported ones.
 #ifndef PROF_NO_IN_FLIGHT
 // The thread's state when the fast path may run, else null.
 PROF_HOT ThreadState* fast_begin() {
   if (__builtin_expect(!g.fast, 0)) return nullptr;
-  ThreadState* const ts = tls_state;
-  if (__builtin_expect(ts == nullptr || ts->in_call, 0)) return nullptr;
+  ThreadState* const ts = tls_state;  // unattached_thread is in_call
+  if (__builtin_expect(ts->in_call, 0)) return nullptr;
   return ts;
 }
 // g.fast: the timer is a bare rdtsc.
@@ -528,16 +551,56 @@ PROF_HOT uint64_t fast_now() {
 PROF_HOT uint64_t fast_bytes(uint64_t count, MPI_Datatype t) {
   return count * builtin_type_size(t);
 }
-// Not 0 unless a send's values fit the fast path: peer and tag within int16
-// (a marker tag never does: its top byte is 0xAA), a builtin datatype
-// (MPI_DATATYPE_NULL is not one), count and bytes below 2^32.
+// Not 0 unless peer and tag are within int16 (a marker tag never is: its
+// top byte is 0xAA, so a fast send is never a marker).
+PROF_HOT uint32_t fast_peer_tag_misfit(int peer, int tag) {
+  return ((static_cast<uint32_t>(peer) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16;
+}
+// Not 0 unless an Isend's values fit the fast path: peer and tag within
+// int16, a builtin datatype (MPI_DATATYPE_NULL is not one), count and bytes
+// below 2^32.
 PROF_HOT uint64_t fast_send_misfit(int peer, int tag, uint64_t count, MPI_Datatype t,
                                    uint64_t bytes) {
-  return (((static_cast<uint32_t>(peer) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16) |
-         not_builtin_type(t) | ((count | bytes) >> 32);
+  return fast_peer_tag_misfit(peer, tag) | not_builtin_type(t) | ((count | bytes) >> 32);
+}
+// Not 0 unless a blocking send may take the fast path: peer and tag within
+// int16, a builtin datatype. A derived datatype is sized by asking MPI, which
+// is done before the call (general wrapper): another thread may free the
+// type while the send is in MPI.
+PROF_HOT uint32_t fast_send_entry_misfit(int peer, int tag, MPI_Datatype t) {
+  // A builtin handle's top two bits are 01 (not_builtin_type): less 2^30,
+  // its top two bits are 00.
+  return fast_peer_tag_misfit(peer, tag) | ((static_cast<uint32_t>(t) - 0x40000000u) >> 30);
+}
+// A blocking send keeps its count and datatype for its return, which sizes
+// the message (fast_finish_send): two stores before the call instead of the
+// size's arithmetic and its fit test, which the return does off the hop's
+// critical path.
+PROF_HOT void fast_send_enter(ThreadState* ts, uint64_t count, MPI_Datatype t) {
+  ts->send_count = count;
+  ts->send_type = t;
+}
+// A blocking send's or receive's facts in its slot: peer, tag and comm as
+// three 32-bit stores (fewer instructions than packing them into two 64-bit
+// ones); a receive's `extra` is stored by fast_recv_enter, a send leaves it.
+PROF_HOT format::InFlightSlot* call_enter(ThreadState* ts, uint16_t func, void* return_address,
+                                          int32_t peer, int32_t tag, uint32_t comm) {
+  format::InFlightSlot* s = ts->slot;
+  s->site_func = site_func(func, return_address);
+  s->peer = peer;
+  s->tag = tag;
+  s->comm = comm;
+  return s;
 }
 // Not 0 unless a receive's requested tag is within int16 (no marker tag).
 PROF_HOT uint32_t fast_tag_misfit(int tag) { return (static_cast<uint32_t>(tag) + 0x8000u) >> 16; }
+// Not 0 unless a blocking receive may take the fast path: its tag within
+// int16 and room for its fixed record, which fast_recv_enter begins before
+// the call.
+PROF_HOT uint64_t fast_recv_misfit(const ThreadState* ts, int tag) {
+  constexpr size_t words = format::fixed_record_words<format::FuncKind::Recv>;
+  return fast_tag_misfit(tag) | uint64_t(size_t(ts->end - ts->cur) < words);
+}
 // A receive's kAnySource and kAnyTag. MPI's wildcards are negative (MPICH:
 // -2, -1), so a receive naming its peer and tag pays one test.
 PROF_HOT uint32_t recv_flags(int peer, int tag) {
@@ -549,11 +612,62 @@ PROF_HOT uint32_t recv_flags(int peer, int tag) {
 // The call is entered: nested calls take the general path from here on.
 PROF_HOT void fast_enter(ThreadState* ts) { ts->in_call = true; }
 
-// The returns the fast path does not serve. The fast finishers may have
-// stored a record's words after its first (never the first) before finding
-// that it does not fit: these clear them before writing the general record,
-// so that a chunk still holds whole records followed by zeros.
+// A fast blocking receive's slot `extra` (the shim's own; readers ignore it
+// for Recv): 0 when the call named its source and tag, which are then the
+// status's (MPI_PROC_NULL is negative, so its status's MPI_ANY_TAG is read);
+// else its kAnySource/kAnyTag flags << 16 | kRecvReadsStatus, and the return
+// takes source and tag from the status.
+inline constexpr uint32_t kRecvReadsStatus = 1;
+// Also in a fast receive's `extra`: the gap from the previous record's enter
+// does not fit the fixed record (fast_recv_timed).
+inline constexpr uint32_t kRecvLongGap = 2;
+PROF_HOT uint32_t recv_reads_status(int peer, int tag) {
+  return (recv_flags(peer, tag) << 16) | kRecvReadsStatus;
+}
+// A fast receive's entry, after call_enter: the words of its fixed record
+// known before the call (comm; peer and tag when named) stored in the chunk
+// at the write pointer (fast_recv_misfit found room), where its return
+// completes the record. Until the first word is stored, the chunk still
+// ends at the write pointer: nothing else writes this thread's chunk while
+// in_call is set, and readers stop at a zero first word. The comm becomes
+// the chunk's context here (encode_fixed's rule); the cold finisher, whose
+// general record must not rely on it, unsets it.
+PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, int peer, int tag,
+                              uint32_t comm) {
+  auto* const r = reinterpret_cast<format::FixedP2PRecord*>(ts->cur);
+  r->comm = comm;
+  ts->cx.comm = comm;
+  ts->cx.has_comm = true;
+  if (__builtin_expect((peer | tag) >= 0, 1)) {
+    // format::pack_peer_tag's word as its two halves: two stores, no
+    // register to build it in.
+    static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
+    const uint16_t peer16 = static_cast<uint16_t>(peer), tag16 = static_cast<uint16_t>(tag);
+    std::memcpy(reinterpret_cast<char*>(&r->peer_tag), &peer16, 2);
+    std::memcpy(reinterpret_cast<char*>(&r->peer_tag) + 2, &tag16, 2);
+    slot->extra = 0;
+  } else {
+    slot->extra = recv_reads_status(peer, tag);
+  }
+}
+// After the first timer read, the record's gap from the previous record's
+// enter, also known before the call, stored; a gap that does not fit sends
+// the return to the rare path. (The enter base moves with the commit.)
+PROF_HOT void fast_recv_timed(ThreadState* ts, format::InFlightSlot* slot, uint64_t t0) {
+  const uint64_t dt = t0 - ts->last_enter;  // wraps when time goes back: general form
+  reinterpret_cast<format::FixedP2PRecord*>(ts->cur)->dt_enter = static_cast<uint32_t>(dt);
+  if (__builtin_expect((dt >> 32) != 0, 0)) slot->extra |= kRecvLongGap;
+}
+
+// The returns the fast path does not serve. The fast entries and finishers
+// may have stored a record's words after its first (never the first) before
+// finding that it does not fit: these clear them before writing the general
+// record, so that no stale word follows it.
 [[gnu::noinline, gnu::cold]] int finish_send_general(uint16_t func, int rc, uint64_t t1);
+// A failed fast receive: its leave time read there, a few instructions
+// later than the wrapper would, so that the return code need not leave
+// %eax for the timer read on the straight path.
+[[gnu::noinline, gnu::cold]] int finish_recv_failed(uint16_t func, int rc, const MPI_Status* st);
 [[gnu::noinline, gnu::cold]] int finish_recv_general(uint16_t func, int rc, uint64_t t1,
                                                      const MPI_Status* st);
 [[gnu::noinline, gnu::cold]] int finish_plain_general(uint16_t func, int rc, uint64_t t1);
@@ -592,51 +706,61 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
   const uint64_t duration = t1 - t0;
   r->dt_enter = static_cast<uint32_t>(dt);
   r->duration = static_cast<uint32_t>(duration);
-  // Peer, tag and bytes were tested on entry (fast_send_misfit).
-  r->peer_tag = format::pack_peer_tag(slot->peer, slot->tag);
+  // Peer and tag were tested on entry (fast_peer_tag_misfit); their packed
+  // word copied as two halves, the slot's low ones (little-endian).
+  std::memcpy(reinterpret_cast<char*>(&r->peer_tag), &slot->peer, 2);
+  std::memcpy(reinterpret_cast<char*>(&r->peer_tag) + 2, &slot->tag, 2);
   const uint32_t comm = slot->comm;
   r->comm = comm;
-  r->bytes = slot->extra;
-  if (__builtin_expect(((dt | duration) >> 32) != 0, 0)) return finish_send_general(func, rc, t1);
+  const uint64_t count = ts->send_count;
+  const MPI_Datatype type = ts->send_type;
+  const uint64_t bytes = fast_bytes(count, type);
+  r->bytes = static_cast<uint32_t>(bytes);
+  if (__builtin_expect(((dt | duration | count | bytes) >> 32) != 0, 0))
+    return finish_send_general(func, rc, t1);
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
   fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Send>(func, 0), words, t0);
   return 0;
 }
 
-// A receive's return: source, tag and bytes from the status. The status is
-// the application's or the thread's ignored_status, never in the wrapper's
-// frame: the rare paths stay tail calls.
+// A receive's return: the record begun by fast_recv_enter and
+// fast_recv_timed completed with the duration and the byte count from the
+// status (and source and tag from it when the call used a wildcard or
+// MPI_PROC_NULL), the fit folded into one test.
+// The status is the application's or the thread's ignored_status, never in
+// the wrapper's frame: the rare paths stay tail calls.
 PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
-  if (__builtin_expect(rc != MPI_SUCCESS, 0)) return finish_recv_general(func, rc, fast_now(), st);
+  if (__builtin_expect(rc != MPI_SUCCESS, 0)) return finish_recv_failed(func, rc, st);
   const uint64_t t1 = fast_now();
   using format::FuncKind;
   static_assert(format::same_layout(FuncKind::Send, FuncKind::Recv));
   constexpr size_t words = format::fixed_record_words<FuncKind::Recv>;
   ThreadState* const ts = tls_state;
   uint32_t* const at = ts->cur;
-  if (__builtin_expect(at + words > ts->end, 0)) return finish_recv_general(func, rc, t1, st);
   format::InFlightSlot* const slot = ts->slot;
   auto* const r = reinterpret_cast<format::FixedP2PRecord*>(at);
   const uint64_t t0 = __atomic_load_n(&slot->enter, __ATOMIC_RELAXED);
-  const uint64_t dt = t0 - ts->last_enter;
   const uint64_t duration = t1 - t0;
-  r->dt_enter = static_cast<uint32_t>(dt);
   r->duration = static_cast<uint32_t>(duration);
-  uint64_t misfit = (dt | duration) >> 32;
-  const int source = st->MPI_SOURCE;
-  const int tag = st->MPI_TAG;
-  misfit |= ((static_cast<uint32_t>(source) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16;
-  r->peer_tag = format::pack_peer_tag(source, tag);
-  const uint32_t comm = slot->comm;
-  r->comm = comm;
   // The byte count's bits above 32 (mpich_status.h's count_hi) must be 0.
-  misfit |= static_cast<uint32_t>(st->count_hi_and_cancelled) >> 1;
+  uint64_t misfit = (duration >> 32) | (static_cast<uint32_t>(st->count_hi_and_cancelled) >> 1);
   r->bytes = static_cast<uint32_t>(st->count_lo);
-  if (__builtin_expect(misfit != 0, 0)) return finish_recv_general(func, rc, t1, st);
-  ts->cx.comm = comm;
-  ts->cx.has_comm = true;
-  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, slot->extra), words, t0);
+  // One test for the common case: the values fit, the gap fit, and the call
+  // named its source and tag (the record's first word is then a constant).
+  const uint32_t extra = slot->extra;
+  if (__builtin_expect((misfit | extra) == 0, 1)) {
+    fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, 0), words, t0);
+    return 0;
+  }
+  if (extra & kRecvReadsStatus) {
+    const int source = st->MPI_SOURCE;
+    const int tag = st->MPI_TAG;
+    misfit |= ((static_cast<uint32_t>(source) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16;
+    r->peer_tag = format::pack_peer_tag(source, tag);
+  }
+  if ((misfit | (extra & kRecvLongGap)) != 0) return finish_recv_general(func, rc, t1, st);
+  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, extra >> 16), words, t0);
   return 0;
 }
 

@@ -491,7 +491,21 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
     leave = f'return {general}({call_args(args)});'
     pname = 'P' + name
     sub = {}
-    if kind in ('Send', 'Isend', 'Irecv'):
+    entered = None
+    timed = None
+    if kind == 'Send':
+        # Only what decides the path stays before the call; the message's
+        # size is taken and tested after it (fast_finish_send).
+        count, dtype = facts['bytes']
+        count = '*'.join(f'(uint64_t)({c})' for c in count.split('*'))
+        peer, tag, comm = facts['peer'], facts['tag'], facts['comm']
+        out.append(f'  if (__builtin_expect(ts == nullptr || prof::shim::fast_send_entry_misfit({peer}, {tag}, '
+                   f'{dtype}) != 0, 0))')
+        out.append(f'    {leave}')
+        out.append(f'  prof::shim::fast_send_enter(ts, {count}, {dtype});')
+        slot = f'{peer}, {tag}, (uint32_t)({comm})'
+        finish = 'prof::shim::fast_finish_send({fid}, rc)'
+    elif kind in ('Isend', 'Irecv'):
         count, dtype = facts['bytes']
         count = '*'.join(f'(uint64_t)({c})' for c in count.split('*'))
         peer, tag, comm = facts['peer'], facts['tag'], facts['comm']
@@ -500,17 +514,19 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
                    f'{count}, {dtype}, prof_bytes) != 0, 0))')
         out.append(f'    {leave}')
         slot = f'{peer}, {tag}, (uint32_t)({comm}), (uint32_t)prof_bytes'
-        finish = 'prof::shim::fast_finish_send({fid}, rc)'
-        if kind != 'Send':
-            finish = (f'prof::shim::fast_finish_start<prof::format::FuncKind::{kind}>({{fid}}, rc, '
-                      f'{facts["request"]})')
+        finish = (f'prof::shim::fast_finish_start<prof::format::FuncKind::{kind}>({{fid}}, rc, '
+                  f'{facts["request"]})')
     elif kind == 'Recv':
         peer, tag, comm, st = facts['peer'], facts['tag'], facts['comm'], facts['status']
-        out.append(f'  if (__builtin_expect(ts == nullptr || prof::shim::fast_tag_misfit({tag}) != 0, 0))')
+        out.append(f'  if (__builtin_expect(ts == nullptr || prof::shim::fast_recv_misfit(ts, {tag}) != 0, 0))')
         out.append(f'    {leave}')
         out.append(f'  MPI_Status* const prof_status = {st} == MPI_STATUS_IGNORE ? &ts->ignored_status : {st};')
         sub[st] = 'prof_status'
-        slot = f'{peer}, {tag}, (uint32_t)({comm}), prof::shim::recv_flags({peer}, {tag})'
+        slot = f'{peer}, {tag}, (uint32_t)({comm})'
+        # The record's words known before the call go into the chunk now,
+        # off the hop's critical path (fast_recv_enter).
+        entered = f'  prof::shim::fast_recv_enter(ts, prof_slot, {peer}, {tag}, (uint32_t)({comm}));'
+        timed = '  prof::shim::fast_recv_timed(ts, prof_slot, prof_t0);'
         finish = 'prof::shim::fast_finish_recv({fid}, rc, prof_status)'
     else:
         out.append(f'  if (__builtin_expect(ts == nullptr, 0)) {leave}')
@@ -523,7 +539,14 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
     else:
         out.append(f'  prof::format::InFlightSlot* const prof_slot = '
                    f'prof::shim::call_enter_plain(ts, {fid}, __builtin_return_address(0));')
-    out.append('  prof::shim::call_entered(prof_slot, prof::shim::fast_now());')
+    if entered:
+        out.append(entered)
+    if timed:
+        out.append('  const uint64_t prof_t0 = prof::shim::fast_now();')
+        out.append('  prof::shim::call_entered(prof_slot, prof_t0);')
+        out.append(timed)
+    else:
+        out.append('  prof::shim::call_entered(prof_slot, prof::shim::fast_now());')
     out.append(f'  const int rc = {pname}({call_args(args, sub)});')
     out.append(f'  return {finish.format(fid=fid)};')
     out.append('}')

@@ -406,6 +406,11 @@ static void sizes_and_wide_fields(void) {
       MPI_Recv(&got, 1, MPI_INT, peer, big_tag, W, &st);
       ex_p2p("MPI_Recv", peer, big_tag, W, 4, 0);
       EX_CHECK(got == peer && st.MPI_TAG == big_tag, "big tag %d from %d", st.MPI_TAG, got);
+      /* A record on another communicator first: the general record that
+       * finishes this receive must name W itself, not lean on the chunk's
+       * last communicator. */
+      MPI_Barrier(MPI_COMM_SELF);
+      ex_coll("MPI_Barrier", MPI_COMM_SELF, -1, 0);
       MPI_Recv(&got, 1, MPI_INT, peer, MPI_ANY_TAG, W, MPI_STATUS_IGNORE);
       ex_p2p("MPI_Recv", peer, big_tag - 1, W, 4, EX_ANY_TAG);
     }
@@ -415,6 +420,9 @@ static void sizes_and_wide_fields(void) {
   static double dummy;
   MPI_Send(&dummy, 1 << 30, MPI_DOUBLE, MPI_PROC_NULL, big_tag, W);
   ex_p2p("MPI_Send", MPI_PROC_NULL, big_tag, W, (uint64_t)8 << 30, 0);
+  /* The same with a narrow tag: the count fits 32 bits, the bytes do not. */
+  MPI_Send(&dummy, 1 << 30, MPI_DOUBLE, MPI_PROC_NULL, 65, W);
+  ex_p2p("MPI_Send", MPI_PROC_NULL, 65, W, (uint64_t)8 << 30, 0);
   MPI_Send_c(&dummy, (MPI_Count)1 << 40, MPI_INT, MPI_PROC_NULL, 64, W);
   ex_p2p("MPI_Send_c", MPI_PROC_NULL, 64, W, (uint64_t)4 << 40, 0);
   MPI_Request r;
@@ -425,6 +433,33 @@ static void sizes_and_wide_fields(void) {
   ex_comp_begin("MPI_Wait");
   ex_comp_add(hr, W, EX_ANY, EX_ANY, -1, 0);
   ex_comp_end();
+}
+
+/* Failed blocking calls (a negative count, under MPI_ERRORS_RETURN): each
+ * recorded as failed, with the peer, tag and communicator it was called
+ * with, and the calls after them recorded as usual. */
+static void failed_calls(void) {
+  int buf[2] = {0, 0};
+  MPI_Comm_set_errhandler(W, MPI_ERRORS_RETURN);
+  ex_other("MPI_Comm_set_errhandler");
+  int rc = MPI_Recv(buf, -1, MPI_INT, peer, 71, W, MPI_STATUS_IGNORE);
+  EX_CHECK(rc != MPI_SUCCESS, "Recv with count -1 returned %d", rc);
+  ex_line("MPI_Recv peer=%d tag=71 comm=0x%x bytes=0 failed=1", ex_world(W, peer), (unsigned)W);
+  rc = MPI_Recv(buf, -1, MPI_INT, MPI_ANY_SOURCE, 72, W, MPI_STATUS_IGNORE);
+  EX_CHECK(rc != MPI_SUCCESS, "Recv with count -1 returned %d", rc);
+  ex_line("MPI_Recv peer=%d tag=72 comm=0x%x bytes=0 any_source=1 failed=1", MPI_ANY_SOURCE,
+          (unsigned)W);
+  rc = MPI_Send(buf, -1, MPI_INT, peer, 73, W);
+  EX_CHECK(rc != MPI_SUCCESS, "Send with count -1 returned %d", rc);
+  /* The byte count as the shim computes it: the count as an unsigned 64-bit
+   * number times the type's size. */
+  ex_line("MPI_Send peer=%d tag=73 comm=0x%x bytes=%llu failed=1", ex_world(W, peer), (unsigned)W,
+          (unsigned long long)((uint64_t)(int64_t)-1 * 4));
+  MPI_Comm_set_errhandler(W, MPI_ERRORS_ARE_FATAL);
+  ex_other("MPI_Comm_set_errhandler");
+  /* A receive after them, on a communicator only it names. */
+  MPI_Recv(buf, 2, MPI_INT, MPI_PROC_NULL, 74, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+  ex_p2p("MPI_Recv", MPI_PROC_NULL, MPI_ANY_TAG, MPI_COMM_SELF, 0, 0);
 }
 
 static void sendrecv_replace_and_testany(void) {
@@ -587,6 +622,7 @@ int main(int argc, char** argv) {
   sendrecv();
   sendrecv_replace_and_testany();
   sizes_and_wide_fields();
+  failed_calls();
   EX_MARKER(2, 0);
   /* Collectives, between markers carried by a receive from MPI_PROC_NULL. */
   MPI_Recv(NULL, 0, MPI_BYTE, MPI_PROC_NULL, (int)0xAA0003AAu, W, MPI_STATUS_IGNORE);
