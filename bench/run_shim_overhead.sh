@@ -4,7 +4,9 @@
 # Usage: bench/run_shim_overhead.sh [BUILD_DIR] [RUNS]
 # With BASELINE_SHIM=/path/to/another/libprof.so, a third run under that shim
 # alternates with the two, and the script prints this build against it (the
-# cost of a change to the hot path, from one run).
+# cost of a change to the hot path, from one run). BASELINE_SHIM=BUILD/bench/
+# libtimestamps_shim.so gives the measured floor (timestamps only); TMPDIR
+# picks where the traces are written (their pages cost per record).
 set -euo pipefail
 build=${1:-build}
 runs=${2:-5}
