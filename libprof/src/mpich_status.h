@@ -32,8 +32,10 @@ inline __attribute__((always_inline)) bool status_cancelled(const MPI_Status* st
 // (MPI_DATATYPE_NULL has 0, derived types 2 or 3) and its size in bytes in
 // bits 8-15 (MPICH's MPIR_Datatype_get_basic_size). tests/shim's
 // status_decode test holds this against MPI_Type_size.
+// not_builtin_type: 0 for a builtin handle, else not 0 (less 2^30, a builtin
+// handle's top two bits are 00: one subtraction and a shift).
 inline __attribute__((always_inline)) uint32_t not_builtin_type(MPI_Datatype t) {
-  return (static_cast<uint32_t>(t) >> 30) ^ 1u;
+  return (static_cast<uint32_t>(t) - 0x40000000u) >> 30;
 }
 inline __attribute__((always_inline)) uint32_t builtin_type_size(MPI_Datatype t) {
   return (static_cast<uint32_t>(t) >> 8) & 0xFFu;

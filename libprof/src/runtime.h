@@ -568,9 +568,7 @@ PROF_HOT uint64_t fast_send_misfit(int peer, int tag, uint64_t count, MPI_Dataty
 // is done before the call (general wrapper): another thread may free the
 // type while the send is in MPI.
 PROF_HOT uint32_t fast_send_entry_misfit(int peer, int tag, MPI_Datatype t) {
-  // A builtin handle's top two bits are 01 (not_builtin_type): less 2^30,
-  // its top two bits are 00.
-  return fast_peer_tag_misfit(peer, tag) | ((static_cast<uint32_t>(t) - 0x40000000u) >> 30);
+  return fast_peer_tag_misfit(peer, tag) | not_builtin_type(t);
 }
 // A blocking send keeps its count and datatype for its return, which sizes
 // the message (fast_finish_send): two stores before the call instead of the
