@@ -622,6 +622,14 @@ inline constexpr uint32_t kRecvLongGap = 2;
 PROF_HOT uint32_t recv_reads_status(int peer, int tag) {
   return (recv_flags(peer, tag) << 16) | kRecvReadsStatus;
 }
+// format::pack_peer_tag's word for peer and tag within int16, stored as its
+// two halves: two stores, no register to build the word in.
+PROF_HOT void store_peer_tag(format::FixedP2PRecord* r, int32_t peer, int32_t tag) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
+  const uint16_t peer16 = static_cast<uint16_t>(peer), tag16 = static_cast<uint16_t>(tag);
+  std::memcpy(reinterpret_cast<char*>(&r->peer_tag), &peer16, 2);
+  std::memcpy(reinterpret_cast<char*>(&r->peer_tag) + 2, &tag16, 2);
+}
 // A fast receive's entry, after call_enter: the words of its fixed record
 // known before the call (comm; peer and tag when named) stored in the chunk
 // at the write pointer (fast_recv_misfit found room), where its return
@@ -637,12 +645,7 @@ PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, int p
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
   if (__builtin_expect((peer | tag) >= 0, 1)) {
-    // format::pack_peer_tag's word as its two halves: two stores, no
-    // register to build it in.
-    static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
-    const uint16_t peer16 = static_cast<uint16_t>(peer), tag16 = static_cast<uint16_t>(tag);
-    std::memcpy(reinterpret_cast<char*>(&r->peer_tag), &peer16, 2);
-    std::memcpy(reinterpret_cast<char*>(&r->peer_tag) + 2, &tag16, 2);
+    store_peer_tag(r, peer, tag);
     slot->extra = 0;
   } else {
     slot->extra = recv_reads_status(peer, tag);
@@ -704,10 +707,8 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
   const uint64_t duration = t1 - t0;
   r->dt_enter = static_cast<uint32_t>(dt);
   r->duration = static_cast<uint32_t>(duration);
-  // Peer and tag were tested on entry (fast_peer_tag_misfit); their packed
-  // word copied as two halves, the slot's low ones (little-endian).
-  std::memcpy(reinterpret_cast<char*>(&r->peer_tag), &slot->peer, 2);
-  std::memcpy(reinterpret_cast<char*>(&r->peer_tag) + 2, &slot->tag, 2);
+  // Peer and tag were tested on entry (fast_peer_tag_misfit).
+  store_peer_tag(r, slot->peer, slot->tag);
   const uint32_t comm = slot->comm;
   r->comm = comm;
   const uint64_t count = ts->send_count;
