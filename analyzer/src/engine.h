@@ -541,7 +541,8 @@ class Engine {
 
   void setup();
   bool plan_window(const std::vector<const RankTrace*>& traces);
-  // About 25 ms of one worker's decoding.
+  // A window under this many events runs on one worker (setup()): about
+  // sixteen phases of the default size (Options::window_events).
   static constexpr uint64_t kOneWorkerWindowEvents = uint64_t{1} << 20;
   bool window_events_below(uint64_t limit) const;
   void restore_window_state();
