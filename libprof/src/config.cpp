@@ -19,9 +19,10 @@ const std::vector<ConfigVariable>& config_variables() {
        "(minimum round trip of ping-pong exchanges)."},
       {"PROF_BUFFER_MB", "integer 1..1024", "1",
        "Largest event chunk a thread maps from the trace file (chunks start at 64 KiB and "
-       "double); memory stays bounded by threads x this; full chunks are sealed and unmapped, "
-       "their records already in the file. The space a thread's last chunk did not use is "
-       "given back when the rank ends."},
+       "double); memory stays bounded by threads x this. The chunk that reaches this size "
+       "stays mapped as the thread's home: each time it is full its records are copied to the "
+       "end of the file and it is reused (docs/trace-format.md, \"Home chunks\"). The space a "
+       "thread's last chunk did not use is given back when the rank ends."},
       {"PROF_STRICT", "0|1", "0",
        "1: a bad setting or an unwritable output aborts the run instead of running unprofiled."},
       {"PROF_HANG_WARN", "seconds (> 0)", "(off)",

@@ -27,7 +27,8 @@ int main() {
       "- **fork().** A child forked by a rank records nothing and never writes into its "
       "parent's trace, whether it goes on, calls exec or exits.\n"
       "- **Unused chunk space.** When a rank ends (MPI_Finalize, exit, MPI_Abort), the unused "
-      "tail of each thread's last chunk is given back: the file ends right after the last "
-      "definitions, and the tails of the other threads' last chunks are freed on disk.\n");
+      "tail of each thread's last chunk is given back: cut off when that chunk ends the file, "
+      "otherwise freed on disk (a hole: the file's size still counts it, at most "
+      "PROF_BUFFER_MB a thread).\n");
   return 0;
 }

@@ -254,12 +254,24 @@ bool populate_ahead(ThreadState* ts, size_t words) {
   return true;
 }
 
-void map_first_or_next(ThreadState* ts) {
+// Where a chunk's records start: after the thread's open intervals (format
+// 3), so a reader can start decoding there.
+void start_records(ThreadState* ts, format::ChunkHeader* h) {
   ts->cx.reset();  // a chunk decodes on its own
+  ts->cur = reinterpret_cast<uint32_t*>(h + 1);
+  ts->cur += format::encode_snapshot(ts->cur, ts->open_intervals);
+}
+
+void map_first_or_next(ThreadState* ts) {
   const size_t bytes = std::min<size_t>(
       ts->next_chunk_bytes ? ts->next_chunk_bytes : kFirstChunkBytes, rt->cfg.buffer_bytes);
-  format::ChunkHeader* h = rt->file.map_event_chunk(bytes, ts->stream, ts->last_enter);
+  // At full size a thread with a Live slot keeps this chunk as its home.
+  const bool home = bytes == rt->cfg.buffer_bytes && ts->home_copy;
+  format::ChunkHeader* h = rt->file.map_event_chunk(bytes, ts->stream, ts->last_enter,
+                                                    home ? format::kChunkHome : 0);
+  ts->home = home && h;
   if (!h) {
+    ts->cx.reset();
     tell_loss("grow");
     ts->chunk = nullptr;
     ts->cur = discard_buffer;
@@ -269,11 +281,8 @@ void map_first_or_next(ThreadState* ts) {
   ts->chunk = h;
   ts->chunk_map_bytes = bytes;
   ts->next_chunk_bytes = std::min<size_t>(bytes * 2, rt->cfg.buffer_bytes);
-  ts->cur = reinterpret_cast<uint32_t*>(h + 1);
   ts->end = reinterpret_cast<uint32_t*>(h);  // nothing populated yet
-  // The chunk opens with the thread's open intervals (format 3), so a reader
-  // can start decoding here.
-  ts->cur += format::encode_snapshot(ts->cur, ts->open_intervals);
+  start_records(ts, h);
   // No room for a record after the snapshot: the next record opens a new chunk.
   if (!populate_ahead(ts, format::kMaxRecordWords)) ts->end = ts->cur;
 }
@@ -304,7 +313,10 @@ __thread format::LiveSlot private_slot;
 
 void register_thread(ThreadState* ts) {
   ts->slot = rt->file.live_slot(ts->stream);
-  if (!ts->slot) ts->slot = &private_slot.slot;
+  if (ts->slot)
+    ts->home_copy = &reinterpret_cast<format::LiveSlot*>(ts->slot)->home_copy;
+  else
+    ts->slot = &private_slot.slot;
   {
     std::lock_guard<std::mutex> lock(rt->threads_mu);
     rt->threads.push_back(ts);
@@ -963,8 +975,42 @@ ThreadState* attach_thread() {
   return ts;
 }
 
+// A full home chunk (format 5): its records copied to the file's end as an
+// ordinary sealed chunk, then the home emptied and opened again as the
+// stream's next chunk, its pages still writable, so the thread's stores take
+// no write fault per new page (docs/performance.md, "What a hop's time is
+// made of"). Through each step the slot's home_copy word tells a reader of a
+// killed process which of the two to take (trace_format.h, LiveSlot).
+// false when the copy could not be made (the disk is full, a write failed):
+// the home keeps its records, and the caller seals it where it is.
+// Async-signal-safe, like the rest of the chunk handling.
+bool copy_out_home(ThreadState* ts) {
+  format::ChunkHeader* const h = ts->chunk;
+  char* const payload = reinterpret_cast<char*>(h + 1);
+  const size_t used = size_t(reinterpret_cast<char*>(ts->cur) - payload);
+  uint64_t at;
+  if (!rt->file.reserve_copy(used, &at)) return false;
+  __atomic_store_n(ts->home_copy, at | format::kHomeCopying, __ATOMIC_RELEASE);
+  if (!rt->file.write_copy(h, used, at)) return false;  // the copy stays dropped
+  __atomic_store_n(ts->home_copy, at | format::kHomeCopied, __ATOMIC_RELEASE);
+  // Emptied: the records, and the words a fast receive may have stored past
+  // the write pointer (runtime.h), so the next chunk reads up to its first
+  // zero word when the process is killed.
+  const size_t dirty = std::min(size_t(reinterpret_cast<char*>(ts->end) - payload),
+                                used + format::kMaxRecordWords * 4);
+  std::memset(payload, 0, dirty);
+  h->base_time = ts->last_enter;
+  start_records(ts, h);
+  // Sealed meanwhile (recording ended in another thread: a signal, an exit):
+  // the copy holds the records and the home is left dropped.
+  if (!(__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & format::kChunkSealed))
+    __atomic_store_n(ts->home_copy, uint64_t{0}, __ATOMIC_RELEASE);
+  return true;
+}
+
 void next_chunk(ThreadState* ts, size_t words) {
   if (ts->chunk && populate_ahead(ts, words)) return;
+  if (ts->chunk && ts->home && copy_out_home(ts)) return;
   if (ts->chunk) {
     seal_thread(ts);
     TraceFile::unmap(ts->chunk, ts->chunk_map_bytes);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -193,7 +194,8 @@ bool TraceFile::write_end_definitions(const char* text, size_t len) {
          ::pwrite(fd_, &h, sizeof h, off_t(kEndSlotAt)) == ssize_t(sizeof h);
 }
 
-ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint64_t base_time) {
+ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint64_t base_time,
+                                        uint16_t flags) {
   if (fd_ < 0 || full()) return nullptr;
   const uint64_t at = reserve(map_bytes, kPage);
   if (!allocate(at, map_bytes)) {
@@ -208,7 +210,7 @@ ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint6
   }
   auto* h = static_cast<ChunkHeader*>(p);
   h->type = uint16_t(format::ChunkType::Events);
-  h->flags = 0;
+  h->flags = flags;
   h->capacity = uint32_t(map_bytes - sizeof(ChunkHeader));
   h->used = 0;
   h->crc32 = 0;
@@ -222,6 +224,33 @@ ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint6
   return h;
 }
 
+bool TraceFile::reserve_copy(size_t used, uint64_t* at) {
+  if (fd_ < 0 || full()) return false;
+  const uint64_t bytes = sizeof(ChunkHeader) + format::align8(used);
+  // 8-aligned: a copy is written, never mapped.
+  *at = reserve(bytes, 8);
+  if (!allocate(*at, bytes)) {
+    full_.store(true);
+    return false;
+  }
+  return true;
+}
+
+bool TraceFile::write_copy(const ChunkHeader* home, size_t used, uint64_t at) {
+  ChunkHeader h = *home;
+  h.flags = format::kChunkSealed;
+  h.capacity = uint32_t(format::align8(used));
+  h.used = uint32_t(used);
+  h.crc32 = format::crc32c(home + 1, used);
+  iovec parts[2] = {{&h, sizeof h}, {const_cast<ChunkHeader*>(home + 1), used}};
+  // The range is allocated: the alignment padding reads as zeros.
+  const ssize_t wrote = ::pwritev(fd_, parts, 2, off_t(at));
+  if (wrote == ssize_t(sizeof h + used)) return true;
+  last_error_.store(wrote < 0 ? errno : ENOSPC);
+  full_.store(true);
+  return false;
+}
+
 // A shared file mapping starts write-protected (dirty tracking), so each
 // page's first store would fault on the hot path: faulted in writable here,
 // in one call (Linux >= 5.14); older kernels fall back to the per-page faults.
@@ -233,7 +262,7 @@ void TraceFile::seal(ChunkHeader* chunk, size_t used_bytes) {
   if (!chunk || (chunk->flags & format::kChunkSealed)) return;
   chunk->used = uint32_t(used_bytes);
   chunk->crc32 = format::crc32c(chunk + 1, used_bytes);
-  __atomic_store_n(&chunk->flags, uint16_t(format::kChunkSealed), __ATOMIC_RELEASE);
+  __atomic_store_n(&chunk->flags, uint16_t(chunk->flags | format::kChunkSealed), __ATOMIC_RELEASE);
 }
 
 void TraceFile::unmap(ChunkHeader* chunk, size_t map_bytes) {

@@ -47,9 +47,20 @@ class TraceFile {
   bool write_end_definitions(const char* text, size_t len);
 
   // Maps a new unsealed Events chunk of `map_bytes` (header included; a
-  // multiple of the page size). nullptr when the file cannot grow; after one
-  // such failure the file stops trying (full()).
-  format::ChunkHeader* map_event_chunk(size_t map_bytes, uint32_t stream, uint64_t base_time);
+  // multiple of the page size), with `flags` (kChunkHome or 0). nullptr when
+  // the file cannot grow; after one such failure the file stops trying
+  // (full()).
+  format::ChunkHeader* map_event_chunk(size_t map_bytes, uint32_t stream, uint64_t base_time,
+                                       uint16_t flags = 0);
+  // A full home chunk (format 5) copied out: reserve_copy() finds and
+  // allocates room at the file's end for a sealed chunk of `used` payload
+  // bytes (*at: its header's offset; false when the file cannot grow, and
+  // then full()); write_copy() writes the home's header, sealed, not a home,
+  // with the first `used` payload bytes there in one pwritev (false on a
+  // failed or short write, and then full(): nothing more is written).
+  // Async-signal-safe.
+  bool reserve_copy(size_t used, uint64_t* at);
+  bool write_copy(const format::ChunkHeader* home, size_t used, uint64_t at);
   // Faults the pages of a mapped range in writable, so that stores to them
   // do not fault (page aligned).
   static void populate(void* from, size_t bytes);
@@ -57,7 +68,8 @@ class TraceFile {
   // errno of the last failed creation, growth or write (0: none).
   int last_error() const { return last_error_.load(std::memory_order_relaxed); }
 
-  // Seals a mapped chunk: used length and CRC; the flag is stored last.
+  // Seals a mapped chunk: used length and CRC; the flag is stored last (a
+  // home chunk stays one).
   // Async-signal-safe.
   static void seal(format::ChunkHeader* chunk, size_t used_bytes);
   static void unmap(format::ChunkHeader* chunk, size_t map_bytes);

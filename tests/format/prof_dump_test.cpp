@@ -119,9 +119,10 @@ TEST(FormatDump, FileLines) {
   write_rank(path, 0);
   DumpResult r = run_dump(path + " --stats");
   EXPECT_EQ(r.status, 0) << r.out;
-  for (const char* want : {
+  for (const std::string& want : std::vector<std::string>{
            "file ",
-           "header version=4 run_id=0x77 rank=0 world_size=2 timer=monotonic\n",
+           "header version=" + std::to_string(format::kFormatVersion) +
+               " run_id=0x77 rank=0 world_size=2 timer=monotonic\n",
            "function 1 send MPI_Send\n",
            "comm 0x84000001 global=9 time=0 size=2 inter=0 ranks=1,0\n",
            "callsite 3 0x0 file.c:42\n",

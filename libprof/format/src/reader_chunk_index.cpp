@@ -48,7 +48,7 @@ bool only_padding_missing(const ChunkHeader& h, uint64_t avail) {
 bool header_sane(const ChunkHeader& h) {
   if (h.magic != format::kChunkMagic) return false;
   if (h.capacity % 8 != 0) return false;
-  if (h.flags & ~uint16_t{format::kChunkSealed}) return false;
+  if (h.flags & ~uint16_t{format::kChunkSealed | format::kChunkHome}) return false;
   if ((h.flags & format::kChunkSealed) && h.used > h.capacity) return false;
   return true;
 }
@@ -169,6 +169,7 @@ void RankTrace::Impl::index() {
     off = resume;
   }
 
+  if (header.version >= format::kFirstHomeVersion) order_home_chunks();
   streams.reserve(building.size());
   for (auto& [id, s] : building) streams.push_back(std::move(s));
   building.clear();
@@ -256,7 +257,42 @@ void RankTrace::Impl::live_chunk(const ChunkHeader& h, uint64_t off, uint64_t av
     if (lh.slot_bytes >= format::kBindingSiteOffset + sizeof slot.binding_site)
       std::memcpy(&slot.binding_site, at + format::kBindingSiteOffset, sizeof slot.binding_site);
     if (slot.slot.enter != 0) live_slots.emplace_back(static_cast<uint32_t>(i), slot);
+    if (header.version >= format::kFirstHomeVersion &&
+        lh.slot_bytes >= format::kHomeCopyOffset + sizeof slot.home_copy) {
+      uint64_t copy;
+      std::memcpy(&copy, at + format::kHomeCopyOffset, sizeof copy);
+      if (copy != 0) home_copies.emplace_back(static_cast<uint32_t>(i), copy);
+    }
   }
+}
+
+// Format 5: a stream's home chunk is its newest, so it goes after the
+// stream's other chunks, which lie in file order. A process that ended while
+// a thread copied its home out left the copy's state in the thread's slot:
+// copying (the copy at that offset may be partial; the home has every
+// record) or copied (the copy is whole; the home may be half emptied). The
+// chunk that may not be whole is dropped, so each record is read once.
+void RankTrace::Impl::order_home_chunks() {
+  for (const auto& [stream, word] : home_copies) {
+    auto it = building.find(stream);
+    if (it == building.end()) continue;
+    const uint64_t at = word & ~format::kHomeCopyStateMask;
+    const uint64_t state = word & format::kHomeCopyStateMask;
+    auto& chunks = it->second.chunks;
+    for (auto c = chunks.begin(); c != chunks.end();) {
+      const bool drop = state == format::kHomeCopying ? !c->home && c->header_off == at
+                                                       : state == format::kHomeCopied && c->home;
+      if (drop) {
+        event_bytes -= c->len;
+        c = chunks.erase(c);
+      } else {
+        ++c;
+      }
+    }
+  }
+  for (auto& [id, s] : building)
+    std::stable_partition(s.chunks.begin(), s.chunks.end(),
+                          [](const ChunkRef& c) { return !c.home; });
 }
 
 void RankTrace::Impl::events_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail,
@@ -272,6 +308,7 @@ void RankTrace::Impl::events_chunk(const ChunkHeader& h, uint64_t off, uint64_t 
   ref.base_time = h.base_time;
   ref.sealed = sealed;
   ref.stream = h.stream;
+  ref.home = h.flags & format::kChunkHome;
   ref.end_off = payload + std::min<uint64_t>(h.capacity, avail);
 
   if (sealed && h.used <= avail) {

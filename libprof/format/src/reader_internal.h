@@ -123,6 +123,7 @@ struct ChunkRef {
   uint32_t crc = 0;              // sealed: expected CRC of the `len` bytes
   uint32_t check = kNoCheck;     // sealed: index of its lazy CRC state
   uint32_t stream = 0;
+  bool home = false;             // format 5: its stream's home chunk, the newest
   static constexpr uint32_t kNoCheck = UINT32_MAX;
 };
 
@@ -183,6 +184,9 @@ struct RankTrace::Impl {
   // The Live chunk (format 4): its heartbeat and its slots in use, by stream id.
   uint64_t heartbeat = 0;
   std::vector<std::pair<uint32_t, format::LiveSlot>> live_slots;  // binding_site 0 when the stride lacks it
+  // Format 5: the slots' non-zero home_copy words, by stream id (a home chunk
+  // was being copied out when the process ended).
+  std::vector<std::pair<uint32_t, uint64_t>> home_copies;
   // in_flight() and last_alive(), computed once (they need the chunk times).
   mutable std::once_flag live_once;
   mutable std::vector<InFlightCall> in_flight;
@@ -247,6 +251,7 @@ struct RankTrace::Impl {
   void events_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail, uint64_t* resume);
   void definitions_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail, uint64_t* resume);
   void live_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail);
+  void order_home_chunks();
   uint64_t resync(uint64_t from) const;
   uint64_t skip_zero_words(uint64_t off) const;
   // Whether a chunk's records may be decoded: checks a sealed chunk's CRC the

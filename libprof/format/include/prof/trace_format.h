@@ -38,11 +38,15 @@ inline constexpr char kFileMagic[8] = {'P', 'R', 'O', 'F', 'T', 'R', 'C', '1'};
 // Version 2 added kSameComm and kPackedRequest; a version-1 file is a valid
 // version-2 file that never sets them. Version 3 starts every events chunk with
 // an interval snapshot (kSnapshotFuncId). Version 4 adds the Live chunk (the
-// calls in flight and a heartbeat). Readers take versions 1 to 4.
-inline constexpr uint32_t kFormatVersion = 4;
+// calls in flight and a heartbeat). Version 5 adds home chunks (kChunkHome):
+// a stream's newest chunk may lie before its older ones in the file, and the
+// Live chunk's slots say which copy of a chunk being copied out is whole
+// (LiveSlot::home_copy). Readers take versions 1 to 5.
+inline constexpr uint32_t kFormatVersion = 5;
 inline constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr uint32_t kFirstSnapshotVersion = 3;
 inline constexpr uint32_t kFirstLiveVersion = 4;
+inline constexpr uint32_t kFirstHomeVersion = 5;
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843u;  // "CHNK" little-endian
 
 // Timers a trace may be recorded with (Meta key "timer" names it too).
@@ -62,7 +66,14 @@ struct FileHeader {
 static_assert(sizeof(FileHeader) == 64);
 
 enum class ChunkType : uint16_t { Definitions = 1, Events = 2, Live = 3 };
-enum ChunkFlag : uint16_t { kChunkSealed = 1 };
+// kChunkHome (format 5, events chunks): the chunk lies in its thread's home,
+// the one region of the file the thread writes its records into for good
+// once its chunks reach full size. Each full chunk there is copied to the
+// file's end as an ordinary sealed chunk and the home emptied for the next,
+// so its pages stay writable (no write fault per new page). A stream's home
+// chunk is its newest: readers take it after the stream's other chunks,
+// which lie in file order.
+enum ChunkFlag : uint16_t { kChunkSealed = 1, kChunkHome = 2 };
 
 struct ChunkHeader {
   uint32_t magic;      // kChunkMagic
@@ -125,13 +136,23 @@ inline constexpr uint32_t kLiveSlotStride = 64;
 // lies inside the binding library. Added within format 4: files written
 // before it hold 0 there (or have slot_bytes below its end: TraceWriter's 32),
 // and readers that do not know it skip it with the stride.
+//
+// home_copy (format 5): while the thread copies its full home chunk out, the
+// file offset of the copy's header (8-aligned) | a state in the low bits;
+// 0 otherwise. kHomeCopying: the copy may be partial and the home holds the
+// records (readers drop the chunk at that offset); kHomeCopied: the copy is
+// whole and the home is being emptied (readers drop the home chunk). So a
+// process killed at any point of the copy leaves each record once.
 struct LiveSlot {
   InFlightSlot slot;
-  uint8_t reserved[kLiveSlotStride - sizeof(InFlightSlot) - 8];
+  uint64_t home_copy;
+  uint8_t reserved[kLiveSlotStride - sizeof(InFlightSlot) - 16];
   uint64_t binding_site;
 };
 static_assert(sizeof(LiveSlot) == kLiveSlotStride);
 inline constexpr uint32_t kBindingSiteOffset = offsetof(LiveSlot, binding_site);
+inline constexpr uint32_t kHomeCopyOffset = offsetof(LiveSlot, home_copy);
+inline constexpr uint64_t kHomeCopying = 1, kHomeCopied = 2, kHomeCopyStateMask = 7;
 inline constexpr uint32_t kLiveSlots =
     (kLiveChunkBytes - 32 - sizeof(LiveHeader)) / kLiveSlotStride;
 inline constexpr uint32_t kHeartbeatMs = 100;
