@@ -24,6 +24,7 @@
 #                 records_lost) make every call the clean run records.
 set -u
 case_=$1 shim=$2 kill_lib=$3 mpiexec=$4 program=$5 dump=$6 check=$7 out=$8
+source "$(dirname "$0")/small_tmpfs.sh"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 unset PROF_OUTPUT PROF_TIMER PROF_SYNC PROF_BUFFER_MB PROF_STRICT PROF_LOG_LEVEL
@@ -64,12 +65,7 @@ kill_partial|kill_whole)
   python3 "$check" "$dump" "$out/trace/rank-00001.prof" 20000 - - 1 || fail "rank 1's trace"
   ;;
 full_disk)
-  mkdir -p "$out/mnt"
-  if ! mount -t tmpfs -o size=6m tmpfs "$out/mnt" 2>"$out/mount.err"; then
-    echo "SKIP: cannot mount a tmpfs here ($(cat "$out/mount.err")); the full-disk case needs root"
-    exit 0
-  fi
-  trap 'umount "$out/mnt" 2>/dev/null' EXIT
+  mount_small_tmpfs "$out/mnt" 6m
   timeout -k 5 120 "$mpiexec" -n 2 env "PROF_OUTPUT=$out/mnt/trace" "LD_PRELOAD=$shim" \
     "$program" $rounds >"$out/run.stdout" 2>"$out/run.stderr"
   rc=$?

@@ -21,6 +21,7 @@
 #                 would be over 1 MiB) and reads without damage.
 set -u
 case_=$1 shim=$2 mpiexec=$3 busy=$4 dump=$5 analyze=$6 out=$7
+source "$(dirname "$0")/small_tmpfs.sh"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 unset PROF_OUTPUT PROF_TIMER PROF_SYNC PROF_BUFFER_MB PROF_STRICT PROF_LOG_LEVEL \
@@ -63,12 +64,7 @@ read_ok() {
 
 case "$case_" in
 full_disk)
-  mkdir -p "$out/mnt"
-  if ! mount -t tmpfs -o size=1m tmpfs "$out/mnt" 2>"$out/mount.err"; then
-    echo "SKIP: cannot mount a tmpfs here ($(cat "$out/mount.err")); the full-disk case needs root"
-    exit 0
-  fi
-  trap 'umount "$out/mnt" 2>/dev/null' EXIT
+  mount_small_tmpfs "$out/mnt" 1m
   rounds=400 local_calls=500  # 200800 calls, about 1.6 MB of records per rank
   run plain 2 -- $rounds $local_calls
   [ $rc -eq 0 ] || fail "without the profiler, busy exited with $rc"
