@@ -105,20 +105,26 @@ TEST(MirroredRing, LiveRecordsSortAcrossTheSeam) {
   }
 }
 
-// The double mapping is made wherever the system allows a memfd (a silent
-// fall back to the heap form would cost the compactions the ring exists to
-// avoid), and there stepping back from the second view to the first moves
-// nothing: the record at its old address (the second view) and at its new
-// one (the first) are the same bytes. Either form keeps the records.
+// A short ring is a heap buffer (no memfd and mappings for a few records);
+// from kMirrorFromBytes on the double mapping is made wherever the system
+// allows a memfd (a silent fall back to the heap form would cost the
+// compactions the ring exists to avoid), and there stepping back from the
+// second view to the first moves nothing: the record at its old address (the
+// second view) and at its new one (the first) are the same bytes. Either form
+// keeps the records.
 TEST(MirroredRing, MirroredWhereMemfdIsAllowedAndSteppingBackMovesNothing) {
   const int probe = memfd_create("mirrored-ring-test", MFD_CLOEXEC);
   const bool memfd_allowed = probe >= 0;
   if (memfd_allowed) close(probe);
   MirroredRing<Record> ring;
   ring.push_back(make(0));
+  EXPECT_FALSE(ring.mirrored());
+  uint64_t pushed = 1;
+  while (ring.capacity() * sizeof(Record) < MirroredRing<Record>::kMirrorFromBytes) ring.push_back(make(pushed++));
   ASSERT_EQ(ring.mirrored(), memfd_allowed);
+  for (uint64_t i = 0; i < pushed; ++i) ASSERT_EQ(ring[i].id, i);  // kept through the growths
   const size_t capacity = ring.capacity();
-  for (uint64_t i = 1; i < capacity; ++i) ring.push_back(make(i));
+  for (uint64_t i = pushed; i < capacity; ++i) ring.push_back(make(i));
   ring.drop_front(capacity - 1);
   ring.push_back(make(capacity));      // across the seam or right at it
   ring.push_back(make(capacity + 1));  // wholly in the second view
