@@ -60,10 +60,11 @@ class MirroredRing {
  public:
   // One page: a trace of many ranks has four rings a rank, most of them short.
   static constexpr size_t kFirstBytes = 4096;
-  // Views smaller than this are heap buffers: a short ring (a window's few
-  // phases, a rank of a wide run) costs no memfd, mappings and shared-memory
-  // faults at each doubling, and its step-back copies stay in the cache.
-  static constexpr size_t kMirrorFromBytes = 64 * 1024;
+  // Views smaller than this are heap buffers: a short ring (a 10 ms window's
+  // reach 64-128 KiB; a rank of a wide run) costs no memfd, mappings and
+  // shared-memory faults at each doubling, and its step-back copies stay in
+  // the L2 cache. The rings of a long analysis outgrow it in its first phases.
+  static constexpr size_t kMirrorFromBytes = 256 * 1024;
 
   // allow_mirror false: always the heap buffer (tests compare the two).
   explicit MirroredRing(bool allow_mirror = true) : allow_mirror_(allow_mirror) {}
