@@ -39,15 +39,22 @@ void expect_same(const MirroredRing<Record>& ring, const std::deque<Record>& wan
   ASSERT_EQ(p, ring.end());
 }
 
-// Pushes and drops at random, the live count drifting up (growth) and down,
-// through hundreds of laps of the buffer.
+// Pushes and drops at random, the live count drifting up (growth, past the
+// size from which the buffer is double-mapped) and down, through many laps of
+// the buffer.
 void run_against_deque(bool allow_mirror, uint32_t seed) {
   MirroredRing<Record> ring(allow_mirror);
   std::deque<Record> want;
   std::mt19937 rng(seed);
   uint64_t next_id = 0;
-  for (int round = 0; round < 3000; ++round) {
-    const size_t target = round < 1500 ? 50 + round * 4 : 6050 - (round - 1500) * 4;
+  constexpr int kRounds = 6000;
+  // Live records at the peak: 1.5 times the first double-mapped view.
+  constexpr size_t kPeak = MirroredRing<Record>::kMirrorFromBytes * 3 / 2 / sizeof(Record);
+  constexpr size_t kStep = kPeak / (kRounds / 2);
+  bool was_mirrored = false;
+  for (int round = 0; round < kRounds; ++round) {
+    const size_t up = static_cast<size_t>(round < kRounds / 2 ? round : kRounds - round);
+    const size_t target = 50 + up * kStep;
     const size_t pushes = std::uniform_int_distribution<size_t>(0, 400)(rng);
     for (size_t i = 0; i < pushes; ++i) {
       ring.push_back(make(next_id));
@@ -68,8 +75,12 @@ void run_against_deque(bool allow_mirror, uint32_t seed) {
       want.back().kind = static_cast<uint8_t>(round % 200);
     }
     ASSERT_NO_FATAL_FAILURE(expect_same(ring, want)) << "round " << round;
+    was_mirrored = was_mirrored || ring.mirrored();
   }
   EXPECT_GT(next_id * sizeof(Record), 20 * ring.capacity() * sizeof(Record)) << "too few laps to test the wrap";
+  const int probe = memfd_create("mirrored-ring-test", MFD_CLOEXEC);
+  if (probe >= 0) close(probe);
+  EXPECT_EQ(was_mirrored, allow_mirror && probe >= 0);
   ring.clear();
   EXPECT_TRUE(ring.empty());
 }
