@@ -5,6 +5,8 @@
 # worker threads and once with -j 1 (docs/performance.md, the analyzer's speed).
 # Exits 1 at the first difference (and keeps both outputs in a directory it names).
 # Usage: bench/compare_analyzer.sh OLD_PROF_ANALYZE NEW_PROF_ANALYZE TRACE_DIR...
+# ANALYZE_ARGS (split on blanks) is passed to both, e.g.
+# ANALYZE_ARGS="--window 1.575307:1.585307" compares one window's reports.
 set -euo pipefail
 if [ $# -lt 3 ]; then
   echo "usage: compare_analyzer.sh OLD_PROF_ANALYZE NEW_PROF_ANALYZE TRACE_DIR..." >&2
@@ -21,12 +23,13 @@ for trace in "$@"; do
   for threads in default 1; do
     jobs=()
     [ "$threads" = default ] || jobs=(-j "$threads")
+    read -r -a extra <<< "${ANALYZE_ARGS:-}"
     for which in old new; do
       bin=$old
       [ "$which" = new ] && bin=$new
       # The exit status is compared too: warnings and damage must read the same.
       set +e
-      "$bin" "$trace" "${jobs[@]}" --functions -o "$work/$which.txt" --json "$work/$which.json" \
+      "$bin" "$trace" "${jobs[@]}" "${extra[@]}" --functions -o "$work/$which.txt" --json "$work/$which.json" \
         --chrome-trace "$work/$which.chrome.json" -q --no-progress 2> "$work/$which.err"
       echo "exit $?" >> "$work/$which.err"
       set -e
@@ -37,7 +40,7 @@ for trace in "$@"; do
         exit 1
       fi
     done
-    echo "identical: $trace (threads: $threads): text, JSON, Chrome export, exit status"
+    echo "identical: $trace (threads: $threads${ANALYZE_ARGS:+, $ANALYZE_ARGS}): text, JSON, Chrome export, exit status"
   done
 done
 rm -rf "$work"

@@ -17,9 +17,10 @@
 //   same bytes, seen through the first mapping. A record that straddles the
 //   seam is whole in either view. When the buffer fills, a buffer of 2N is
 //   made and the live records are copied once.
-//   Where the double mapping cannot be made (memfd or mmap refused, the
-//   process's limit on mappings), the buffer is 2N bytes of heap and stepping
-//   back copies the live records down by N (at most once per N bytes pushed).
+//   While N is below kMirrorFromBytes, and where the double mapping cannot be
+//   made (memfd or mmap refused, the process's limit on mappings), the buffer
+//   is 2N bytes of heap and stepping back copies the live records down by N
+//   (at most once per N bytes pushed).
 //
 // Invariants
 //   - base <= begin < base + N and end - begin <= N bytes (capacity()
@@ -59,6 +60,11 @@ class MirroredRing {
  public:
   // One page: a trace of many ranks has four rings a rank, most of them short.
   static constexpr size_t kFirstBytes = 4096;
+  // Views smaller than this are heap buffers: a short ring (a 10 ms window's
+  // reach 64-128 KiB; a rank of a wide run) costs no memfd, mappings and
+  // shared-memory faults at each doubling, and its step-back copies stay in
+  // the L2 cache. The rings of a long analysis outgrow it in its first phases.
+  static constexpr size_t kMirrorFromBytes = 256 * 1024;
 
   // allow_mirror false: always the heap buffer (tests compare the two).
   explicit MirroredRing(bool allow_mirror = true) : allow_mirror_(allow_mirror) {}
@@ -123,7 +129,8 @@ class MirroredRing {
   }
   [[gnu::noinline, gnu::cold]] void grow() {
     const size_t live = size();
-    RingMemory next = RingMemory::make(memory_.bytes ? memory_.bytes * 2 : kFirstBytes, allow_mirror_);
+    const size_t bytes = memory_.bytes ? memory_.bytes * 2 : kFirstBytes;
+    RingMemory next = RingMemory::make(bytes, allow_mirror_ && bytes >= kMirrorFromBytes);
     if (live) std::memcpy(static_cast<void*>(next.base), static_cast<const void*>(begin_), live * sizeof(T));
     memory_.release();
     memory_ = next;

@@ -11,7 +11,12 @@
 #include <thread>
 #include <tuple>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 namespace prof::analysis::detail {
 
@@ -395,7 +400,7 @@ std::string serialize(const WindowIndex& ix) {
 }
 
 // `in` reads `file`; the checkpoint records are kept there, unparsed.
-bool deserialize(In& in, const std::shared_ptr<const std::string>& file, WindowIndex* ix) {
+bool deserialize(In& in, const std::shared_ptr<const IndexFileBytes>& file, WindowIndex* ix) {
   ix->unusable = in.str();
   ix->ranks.resize(in.count(8));
   for (RankWindowIndex& r : ix->ranks) {
@@ -450,15 +455,10 @@ std::string trace_key(const trace::TraceDir& dir) {
 
 // Why the file cannot be trusted ("" when it can), and the index in *ix.
 std::string read_index(const std::string& path, const std::string& key, WindowIndex* ix) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) return "absent";
-  const std::streamoff size = f.tellg();
-  if (size < 0) return "unreadable";
-  auto file = std::make_shared<std::string>(static_cast<size_t>(size), '\0');
-  f.seekg(0);
-  if (!f.read(file->data(), size)) return "unreadable";
-  const std::string& bytes = *file;
-  In in{bytes.data(), bytes.data() + bytes.size()};
+  std::string why;
+  const std::shared_ptr<const IndexFileBytes> file = IndexFileBytes::open(path, &why);
+  if (!file) return why;
+  In in{file->data(), file->data() + file->size()};
   char magic[8];
   for (char& c : magic) c = in.get<char>();
   if (!in.ok || std::memcmp(magic, kMagic, 8) != 0) return "not a window index";
@@ -504,37 +504,81 @@ struct SendCollector {
 
 }  // namespace
 
+std::shared_ptr<const IndexFileBytes> IndexFileBytes::open(const std::string& path, std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *why = "absent";
+    return nullptr;
+  }
+  auto bytes = std::make_shared<IndexFileBytes>();
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    *why = "unreadable";
+    return nullptr;
+  }
+  bytes->size_ = static_cast<size_t>(st.st_size);
+  if (bytes->size_ > 0) {
+    void* m = ::mmap(nullptr, bytes->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m != MAP_FAILED) {
+      bytes->mapping_ = m;
+      bytes->data_ = static_cast<const char*>(m);
+    }
+  }
+  if (!bytes->mapping_) {
+    bytes->copy_.resize(bytes->size_);
+    size_t got = 0;
+    while (got < bytes->size_) {
+      const ssize_t n = ::pread(fd, bytes->copy_.data() + got, bytes->size_ - got, static_cast<off_t>(got));
+      if (n > 0) got += static_cast<size_t>(n);
+      else if (n < 0 && errno == EINTR) continue;
+      else break;
+    }
+    bytes->copy_.resize(got);  // (shorter: the checks below fail on it)
+    bytes->size_ = got;
+    bytes->data_ = bytes->copy_.data();
+  }
+  ::close(fd);  // the mapping keeps the file's pages
+  return bytes;
+}
+
+IndexFileBytes::~IndexFileBytes() {
+  if (mapping_) ::munmap(mapping_, size_);
+}
+
 void WindowCheckpoints::assign(std::vector<WindowCheckpoint> all) {
   spans_.clear();
-  for (const WindowCheckpoint& c : all) spans_.push_back(Span{c.first_enter, c.last_leave, 0, 0});
-  parsed_ = std::move(all);
-  have_.assign(parsed_.size(), 1);
+  parsed_.clear();
+  for (WindowCheckpoint& c : all) {
+    spans_.push_back(Span{c.first_enter, c.last_leave, 0, 0});
+    parsed_.push_back(std::make_unique<WindowCheckpoint>(std::move(c)));
+  }
   file_.reset();
 }
 
-void WindowCheckpoints::assign(std::shared_ptr<const std::string> file, std::vector<Span> spans, size_t nodes) {
+void WindowCheckpoints::assign(std::shared_ptr<const IndexFileBytes> file, std::vector<Span> spans, size_t nodes) {
   spans_ = std::move(spans);
   file_ = std::move(file);
   nodes_ = nodes;
-  parsed_.assign(spans_.size(), WindowCheckpoint{});
-  have_.assign(spans_.size(), 0);
+  parsed_.clear();
+  parsed_.resize(spans_.size());
 }
 
 const WindowCheckpoint& WindowCheckpoints::operator[](size_t i) const {
-  if (!have_[i]) {
-    have_[i] = 1;
+  if (!parsed_[i]) {
     const Span& sp = spans_[i];
     In in{file_->data() + sp.offset, file_->data() + sp.offset + sp.size};
-    WindowCheckpoint c;
-    if (get_checkpoint(in, nodes_, &c)) {
-      c.first_enter = sp.first_enter;
-      c.last_leave = sp.last_leave;
-      parsed_[i] = std::move(c);
+    auto c = std::make_unique<WindowCheckpoint>();
+    if (get_checkpoint(in, nodes_, c.get())) {
+      c->first_enter = sp.first_enter;
+      c->last_leave = sp.last_leave;
     } else {
+      c = std::make_unique<WindowCheckpoint>();  // (what get_checkpoint filled in is dropped)
       malformed_ = true;
     }
+    parsed_[i] = std::move(c);
   }
-  return parsed_[i];
+  return *parsed_[i];
 }
 
 bool WindowIndex::malformed() const {
@@ -597,7 +641,8 @@ WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registr
   for (const std::string& u : unusable)
     if (!u.empty()) {
       ix.unusable = u;
-      ix.ranks.assign(dir.ranks.size(), RankWindowIndex{});
+      ix.ranks.clear();
+      ix.ranks.resize(dir.ranks.size());
       break;
     }
   *note = (why == "absent" ? "built " : "rebuilt (" + why + ") ") + path;

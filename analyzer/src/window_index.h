@@ -89,11 +89,34 @@ struct WindowNode {
   bool executed = false;   // closed at least once in the run
 };
 
+// The bytes of an index file, read-only: mapped (a window parses a few of its
+// thousands of records, and the checksum pass maps the page cache's pages in
+// without copying them into fresh memory), or read into memory where the file
+// cannot be mapped.
+class IndexFileBytes {
+ public:
+  // Null, and *why set, when the file is absent or cannot be read.
+  static std::shared_ptr<const IndexFileBytes> open(const std::string& path, std::string* why);
+  IndexFileBytes() = default;
+  IndexFileBytes(const IndexFileBytes&) = delete;
+  IndexFileBytes& operator=(const IndexFileBytes&) = delete;
+  ~IndexFileBytes();
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+  void* mapping_ = nullptr;  // munmap'ed at the end; null: the bytes are in copy_
+  std::string copy_;
+};
+
 // A rank's checkpoints, in order: all in memory when the index was just
 // built; read from the file, each parsed when first asked for (a window needs
-// a few of thousands), its times known without parsing. Not thread-safe
-// (the analysis plans its window on one thread). A record that does not
-// parse reads as an empty checkpoint and sets malformed().
+// a few of thousands, so only their slots are allocated), its times known
+// without parsing. Not thread-safe (the analysis plans its window on one
+// thread). A record that does not parse reads as an empty checkpoint and sets
+// malformed().
 class WindowCheckpoints {
  public:
   size_t size() const { return spans_.size(); }
@@ -109,15 +132,14 @@ class WindowCheckpoints {
     double first_enter = 0, last_leave = 0;
     uint64_t offset = 0, size = 0;
   };
-  void assign(std::shared_ptr<const std::string> file, std::vector<Span> spans, size_t nodes);
+  void assign(std::shared_ptr<const IndexFileBytes> file, std::vector<Span> spans, size_t nodes);
   const std::vector<Span>& spans() const { return spans_; }
 
  private:
   std::vector<Span> spans_;
-  std::shared_ptr<const std::string> file_;
+  std::shared_ptr<const IndexFileBytes> file_;
   size_t nodes_ = 0;  // the rank's tree nodes: what a record may refer to
-  mutable std::vector<WindowCheckpoint> parsed_;
-  mutable std::vector<uint8_t> have_;
+  mutable std::vector<std::unique_ptr<WindowCheckpoint>> parsed_;  // null: not parsed yet
   mutable bool malformed_ = false;
 };
 

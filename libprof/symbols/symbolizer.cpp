@@ -2,16 +2,43 @@
 
 #include <elfutils/libdwfl.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <map>
 
 namespace prof::symbols {
 
+// Objects are reported to libdw only when an address may lie in them: a
+// process maps dozens (an MPI library pulls in its transports), and reporting
+// one opens, maps and parses its file, while the call sites of a report
+// usually lie in one or two.
 struct Symbolizer::Impl {
   Dwfl_Callbacks callbacks{};
   char* debuginfo_path = nullptr;
   Dwfl* dwfl = nullptr;
+  std::vector<trace::LoadObject> unreported;  // by ascending bias
   std::map<uint64_t, std::optional<SourceLocation>> cache;
+
+  // The reported module holding pc. An object's addresses start at its bias
+  // or above, and loaded objects do not overlap, so the one holding pc is the
+  // object of greatest bias at or below it: such objects are reported in
+  // descending bias until one holds pc (all of them when none does, as if
+  // every object had been reported at once).
+  Dwfl_Module* module_of(Dwarf_Addr pc) {
+    for (;;) {
+      if (Dwfl_Module* mod = dwfl_addrmodule(dwfl, pc)) return mod;
+      auto above = std::upper_bound(unreported.begin(), unreported.end(), pc,
+                                    [](Dwarf_Addr a, const trace::LoadObject& o) { return a < o.bias; });
+      if (above == unreported.begin()) return nullptr;
+      const auto candidate = std::prev(above);
+      dwfl_report_begin_add(dwfl);
+      // A missing or changed file just leaves its addresses unresolved.
+      dwfl_report_elf(dwfl, candidate->path.c_str(), candidate->path.c_str(), -1, candidate->bias, false);
+      dwfl_report_end(dwfl, nullptr, nullptr);
+      unreported.erase(candidate);
+    }
+  }
 };
 
 namespace {
@@ -34,13 +61,10 @@ Symbolizer::Symbolizer(const std::vector<trace::LoadObject>& objects)
   impl_->callbacks.debuginfo_path = &impl_->debuginfo_path;
   impl_->dwfl = dwfl_begin(&impl_->callbacks);
   if (!impl_->dwfl) return;
-  dwfl_report_begin(impl_->dwfl);
-  for (const auto& obj : objects) {
-    if (obj.path.empty() || obj.path[0] != '/') continue;  // linux-vdso.so.1 and the like
-    // A missing or changed file just leaves its addresses unresolved.
-    dwfl_report_elf(impl_->dwfl, obj.path.c_str(), obj.path.c_str(), -1, obj.bias, false);
-  }
-  dwfl_report_end(impl_->dwfl, nullptr, nullptr);
+  for (const auto& obj : objects)
+    if (!obj.path.empty() && obj.path[0] == '/') impl_->unreported.push_back(obj);  // not linux-vdso.so.1 and the like
+  std::stable_sort(impl_->unreported.begin(), impl_->unreported.end(),
+                   [](const trace::LoadObject& a, const trace::LoadObject& b) { return a.bias < b.bias; });
 }
 
 Symbolizer::~Symbolizer() {
@@ -53,7 +77,7 @@ std::optional<SourceLocation> Symbolizer::resolve_return_address(uint64_t addres
   if (it != impl_->cache.end()) return it->second;
   std::optional<SourceLocation> result;
   const Dwarf_Addr pc = address - 1;
-  if (Dwfl_Module* mod = dwfl_addrmodule(impl_->dwfl, pc)) {
+  if (Dwfl_Module* mod = impl_->module_of(pc)) {
     SourceLocation loc;
     if (const char* fn = dwfl_module_addrname(mod, pc)) loc.function = fn;
     if (Dwfl_Line* line = dwfl_module_getsrc(mod, pc)) {

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <deque>
 #include <random>
+#include <string>
+#include <vector>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -26,6 +28,13 @@ struct [[gnu::packed]] Record {
 };
 static_assert(sizeof(Record) == 17);
 
+bool memfd_allowed() {
+  const int probe = memfd_create("mirrored-ring-test", MFD_CLOEXEC);
+  if (probe < 0) return false;
+  close(probe);
+  return true;
+}
+
 Record make(uint64_t id) { return Record{static_cast<double>(id % 1000), id, static_cast<uint8_t>(id % 7)}; }
 
 void expect_same(const MirroredRing<Record>& ring, const std::deque<Record>& want) {
@@ -39,15 +48,22 @@ void expect_same(const MirroredRing<Record>& ring, const std::deque<Record>& wan
   ASSERT_EQ(p, ring.end());
 }
 
-// Pushes and drops at random, the live count drifting up (growth) and down,
-// through hundreds of laps of the buffer.
+// Pushes and drops at random, the live count drifting up (growth, past the
+// size from which the buffer is double-mapped) and down, through many laps of
+// the buffer.
 void run_against_deque(bool allow_mirror, uint32_t seed) {
   MirroredRing<Record> ring(allow_mirror);
   std::deque<Record> want;
   std::mt19937 rng(seed);
   uint64_t next_id = 0;
-  for (int round = 0; round < 3000; ++round) {
-    const size_t target = round < 1500 ? 50 + round * 4 : 6050 - (round - 1500) * 4;
+  constexpr int kRounds = 6000;
+  // Live records at the peak: 1.5 times the first double-mapped view.
+  constexpr size_t kPeak = MirroredRing<Record>::kMirrorFromBytes * 3 / 2 / sizeof(Record);
+  constexpr size_t kStep = kPeak / (kRounds / 2);
+  bool was_mirrored = false;
+  for (int round = 0; round < kRounds; ++round) {
+    const size_t up = static_cast<size_t>(round < kRounds / 2 ? round : kRounds - round);
+    const size_t target = 50 + up * kStep;
     const size_t pushes = std::uniform_int_distribution<size_t>(0, 400)(rng);
     for (size_t i = 0; i < pushes; ++i) {
       ring.push_back(make(next_id));
@@ -68,8 +84,10 @@ void run_against_deque(bool allow_mirror, uint32_t seed) {
       want.back().kind = static_cast<uint8_t>(round % 200);
     }
     ASSERT_NO_FATAL_FAILURE(expect_same(ring, want)) << "round " << round;
+    was_mirrored = was_mirrored || ring.mirrored();
   }
   EXPECT_GT(next_id * sizeof(Record), 20 * ring.capacity() * sizeof(Record)) << "too few laps to test the wrap";
+  EXPECT_EQ(was_mirrored, allow_mirror && memfd_allowed());
   ring.clear();
   EXPECT_TRUE(ring.empty());
 }
@@ -80,45 +98,57 @@ TEST(MirroredRing, HeapFallbackMatchesDeque) { run_against_deque(false, 2); }
 // The live records are one array wherever they lie: sorting them in place
 // and binary searching work across the seam.
 TEST(MirroredRing, LiveRecordsSortAcrossTheSeam) {
-  for (bool allow_mirror : {true, false}) {
-    MirroredRing<Record> ring(allow_mirror);
-    for (uint64_t i = 0; i < 200; ++i) ring.push_back(make(i));
-    const size_t capacity = ring.capacity();
-    // Walk the live window around until it straddles the seam.
-    uint64_t id = 200;
-    for (size_t lap = 0; lap < capacity - 100; ++lap) {
-      ring.drop_front(1);
-      ring.push_back(make(id++));
+  for (bool allow_mirror : {true, false})
+    for (bool past_mirror_size : {false, true}) {
+      SCOPED_TRACE(std::string(allow_mirror ? "mirror allowed" : "heap only") +
+                   (past_mirror_size ? ", past kMirrorFromBytes" : ", short"));
+      MirroredRing<Record> ring(allow_mirror);
+      // Until the first drop, every record sits at its id's position.
+      uint64_t id = 0;
+      const size_t mirror_from = MirroredRing<Record>::kMirrorFromBytes / sizeof(Record);
+      do ring.push_back(make(id++));
+      while (id < 200 || (past_mirror_size && ring.capacity() < mirror_from));
+      ring.drop_front(ring.size() - 200);
+      const size_t capacity = ring.capacity();
+      if (past_mirror_size) EXPECT_EQ(ring.mirrored(), allow_mirror && memfd_allowed());
+      // Walk the live window around until it straddles the seam (its first
+      // record at capacity - 100).
+      for (size_t first = id - 200; first < capacity - 100; ++first) {
+        ring.drop_front(1);
+        ring.push_back(make(id++));
+      }
+      ASSERT_EQ(ring.capacity(), capacity) << "the ring grew; the window did not wrap";
+      std::vector<uint64_t> ids;
+      for (const Record& r : ring) ids.push_back(r.id);
+      std::reverse(ring.begin(), ring.end());
+      std::sort(ring.begin(), ring.end(), [](const Record& a, const Record& b) { return a.id < b.id; });
+      size_t i = 0;
+      for (const Record& r : ring) ASSERT_EQ(r.id, ids[i++]);
+      const uint64_t probe = ids[ids.size() / 2];
+      const Record* hit = std::lower_bound(ring.begin(), ring.end(), probe,
+                                           [](const Record& r, uint64_t v) { return r.id < v; });
+      ASSERT_NE(hit, ring.end());
+      EXPECT_EQ(hit->id, probe);
     }
-    ASSERT_EQ(ring.capacity(), capacity) << "the ring grew; the window did not wrap";
-    std::vector<uint64_t> ids;
-    for (const Record& r : ring) ids.push_back(r.id);
-    std::reverse(ring.begin(), ring.end());
-    std::sort(ring.begin(), ring.end(), [](const Record& a, const Record& b) { return a.id < b.id; });
-    size_t i = 0;
-    for (const Record& r : ring) ASSERT_EQ(r.id, ids[i++]);
-    const uint64_t probe = ids[ids.size() / 2];
-    const Record* hit = std::lower_bound(ring.begin(), ring.end(), probe,
-                                         [](const Record& r, uint64_t v) { return r.id < v; });
-    ASSERT_NE(hit, ring.end());
-    EXPECT_EQ(hit->id, probe);
-  }
 }
 
-// The double mapping is made wherever the system allows a memfd (a silent
-// fall back to the heap form would cost the compactions the ring exists to
-// avoid), and there stepping back from the second view to the first moves
-// nothing: the record at its old address (the second view) and at its new
-// one (the first) are the same bytes. Either form keeps the records.
+// A short ring is a heap buffer (no memfd and mappings for a few records);
+// from kMirrorFromBytes on the double mapping is made wherever the system
+// allows a memfd (a silent fall back to the heap form would cost the
+// compactions the ring exists to avoid), and there stepping back from the
+// second view to the first moves nothing: the record at its old address (the
+// second view) and at its new one (the first) are the same bytes. Either form
+// keeps the records.
 TEST(MirroredRing, MirroredWhereMemfdIsAllowedAndSteppingBackMovesNothing) {
-  const int probe = memfd_create("mirrored-ring-test", MFD_CLOEXEC);
-  const bool memfd_allowed = probe >= 0;
-  if (memfd_allowed) close(probe);
   MirroredRing<Record> ring;
   ring.push_back(make(0));
-  ASSERT_EQ(ring.mirrored(), memfd_allowed);
+  EXPECT_FALSE(ring.mirrored());
+  uint64_t pushed = 1;
+  while (ring.capacity() * sizeof(Record) < MirroredRing<Record>::kMirrorFromBytes) ring.push_back(make(pushed++));
+  ASSERT_EQ(ring.mirrored(), memfd_allowed());
+  for (uint64_t i = 0; i < pushed; ++i) ASSERT_EQ(ring[i].id, i);  // kept through the growths
   const size_t capacity = ring.capacity();
-  for (uint64_t i = 1; i < capacity; ++i) ring.push_back(make(i));
+  for (uint64_t i = pushed; i < capacity; ++i) ring.push_back(make(i));
   ring.drop_front(capacity - 1);
   ring.push_back(make(capacity));      // across the seam or right at it
   ring.push_back(make(capacity + 1));  // wholly in the second view

@@ -124,6 +124,7 @@ struct RankTrace::Cursor::Impl {
   const uint8_t* data = nullptr;        // current chunk's payload (buffer or mapping)
   bool copied = false;                  // data is in `buffer` (else: in the mapping)
   ChunkBuffer buffer;                   // chunks read with pread, reused
+  unsigned chunks_entered = 0;          // the first kMappedChunks may be decoded in the mapping
   const uint8_t* p = nullptr;           // next record
   const uint8_t* end = nullptr;         // end of the current chunk's records
   uint64_t chain = 0;                   // previous enter in the chunk (base_time first)
@@ -220,7 +221,8 @@ struct RankTrace::Cursor::Impl {
     leave_chunk();
     while (chunk != chunks_end) {
       const ChunkRef* c = chunk++;
-      data = trace->chunk_payload(*c, buffer, &copied);
+      data = trace->chunk_payload(*c, buffer, chunks_entered < reader::kMappedChunks, &copied);
+      ++chunks_entered;
       if (!trace->verify(*c, data)) {
         if (!copied) trace->release(*c);
         continue;

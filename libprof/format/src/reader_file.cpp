@@ -2,10 +2,11 @@
 // it there), and events chunks read with pread() into a cursor's own buffer,
 // reused chunk after chunk: mapped pages of a file in the page cache cost a
 // fault each, and under a hypervisor that was 3x the CRC and copy together.
-// Chunks above kReadChunkMax (and files that are not regular) are decoded from
-// the mapping instead, whose pages are dropped from the process when the
-// cursor leaves them. Either way the memory held is one chunk per cursor
-// (flat RSS).
+// Chunks above kReadChunkMax (and files that are not regular), the first
+// chunks of each stream the index reads, and a cursor's first kMappedChunks
+// chunks while it has no buffer they fit in are decoded from the mapping
+// instead, whose pages are dropped from the process when the cursor leaves
+// them. Either way the memory held is one chunk per cursor (flat RSS).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -125,10 +126,11 @@ void RankTrace::Impl::read_at(uint64_t off, void* to, size_t n) const {
   std::memcpy(to, map.data + off, n);
 }
 
-const uint8_t* RankTrace::Impl::chunk_payload(const ChunkRef& c, ChunkBuffer& buf,
+const uint8_t* RankTrace::Impl::chunk_payload(const ChunkRef& c, ChunkBuffer& buf, bool map_unless_fits,
                                               bool* copied) const {
   *copied = false;
-  if (map.fd < 0 || c.len > reader::kReadChunkMax) return map.data + c.payload_off;
+  if (map.fd < 0 || c.len > reader::kReadChunkMax || (map_unless_fits && buf.size() < c.len))
+    return map.data + c.payload_off;
   if (buf.size() < c.len) buf.reserve(std::max<size_t>(c.len, buf.size() * 2));
   size_t got = 0;
   while (got < c.len) {

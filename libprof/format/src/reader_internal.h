@@ -43,6 +43,12 @@ inline constexpr size_t kCompletionMax = format::kMaxCompletionEntries;
 // Larger events chunks are decoded from the mapping, not copied into a
 // cursor's buffer (the shim writes at most PROF_BUFFER_MB, 1 MiB by default).
 inline constexpr uint32_t kReadChunkMax = 16u << 20;
+// A cursor decodes its first chunks in the mapping, unless it holds a buffer
+// they fit in, and reads the chunks after them into a buffer: a short read (a
+// window, a seek) maps the page cache's pages in, a fault per 16 pages,
+// instead of populating a fresh buffer and copying into it (a 10 ms window
+// reads 2-3 chunks a rank), and a long read pays for its buffer once.
+inline constexpr unsigned kMappedChunks = 4;
 
 inline uint32_t load32(const uint8_t* p) {
   uint32_t v;
@@ -232,12 +238,12 @@ struct RankTrace::Impl {
   // n bytes at file offset `off` (within the file) into `to`.
   void read_at(uint64_t off, void* to, size_t n) const;
   // The payload of events chunk c: read into `buf` (grown as needed) when the
-  // file can be read so, else (or if the read fails) in the mapping. Sets
-  // *copied to whether it is in `buf`.
-  const uint8_t* chunk_payload(const ChunkRef& c, ChunkBuffer& buf, bool* copied) const;
+  // file can be read so, else (or if the read fails) in the mapping; also in
+  // the mapping when `map_unless_fits` and `buf` is smaller than it
+  // (kMappedChunks). Sets *copied to whether it is in `buf`.
+  const uint8_t* chunk_payload(const ChunkRef& c, ChunkBuffer& buf, bool map_unless_fits, bool* copied) const;
   // Buffers of cursors that ended, for the next cursor (their pages are
-  // populated already): the first cursor of a stream reuses the buffer the
-  // index checked the first chunks in.
+  // populated already).
   mutable std::mutex pool_mu;
   mutable std::vector<ChunkBuffer> pool;
   ChunkBuffer take_buffer() const;
