@@ -228,6 +228,17 @@ struct In {
 // CRC-32C (in hardware where the CPU has it: the index is read on every window).
 uint64_t checksum(const char* p, size_t n) { return format::crc32c(p, n); }
 
+// A channel as the struct lies in memory (get<ChannelKey> reads it back),
+// field by field with its padding as zeros: equal states give equal bytes.
+void put_key(Out& o, const ChannelKey& k) {
+  static_assert(sizeof(ChannelKey) == 24);
+  o.put(k.gid);
+  o.put(k.src);
+  o.put(k.dst);
+  o.put(k.tag);
+  o.put<uint32_t>(0);
+}
+
 void put_request(Out& o, uint32_t handle, const Request& r) {
   o.put(handle);
   o.put<uint8_t>(r.type);
@@ -235,7 +246,7 @@ void put_request(Out& o, uint32_t handle, const Request& r) {
                                       (r.hold != HoldQueue::kNone) << 4));
   o.put(r.peer);
   o.put(r.tag);
-  o.put(r.key);
+  put_key(o, r.key);
   o.put(r.send_enter);
   o.put(r.issue);
   o.put(r.comm_handle);
@@ -270,7 +281,7 @@ std::pair<uint32_t, Request> get_request(In& in) {
 void put_counts(Out& o, const std::vector<std::pair<ChannelKey, uint64_t>>& v) {
   o.put<uint64_t>(v.size());
   for (const auto& [k, n] : v) {
-    o.put(k);
+    put_key(o, k);
     o.put(n);
   }
 }
