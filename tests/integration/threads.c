@@ -1,8 +1,9 @@
 /* MPI_THREAD_MULTIPLE (2 ranks): 4 threads per rank, each with its own event
  * stream, make MPI calls at the same time: MPI_Comm_rank in a loop with
  * Isend/Irecv/Waitall pairs on thread-specific tags in between; thread 1 also
- * makes enough calls to fill its first chunk (the chunk is sealed and a new one
- * mapped while the other threads record). trace_check matches each thread's
+ * makes enough calls to fill its growing chunks (each sealed and a new one
+ * mapped) and then its home chunk twice (copied out and reused, format 5)
+ * while the other threads record. trace_check matches each thread's
  * log with one stream, call by call: exact counts per stream, no record torn
  * or lost (bad_records == 0, crc_mismatches == 0). */
 #include <mpi.h>
@@ -12,7 +13,7 @@
 
 #include "ex.h"
 
-enum { kThreads = 4, kCalls = 1000, kEvery = 50, kBulk = 120000 };
+enum { kThreads = 4, kCalls = 1000, kEvery = 50, kBulk = 400000 };
 
 static int rank, peer;
 
