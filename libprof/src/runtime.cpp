@@ -269,7 +269,6 @@ void map_first_or_next(ThreadState* ts) {
   const bool home = bytes == rt->cfg.buffer_bytes && ts->home_copy;
   format::ChunkHeader* h = rt->file.map_event_chunk(bytes, ts->stream, ts->last_enter,
                                                     home ? format::kChunkHome : 0);
-  ts->home = home && h;
   if (!h) {
     ts->cx.reset();
     tell_loss("grow");
@@ -1010,7 +1009,7 @@ bool copy_out_home(ThreadState* ts) {
 
 void next_chunk(ThreadState* ts, size_t words) {
   if (ts->chunk && populate_ahead(ts, words)) return;
-  if (ts->chunk && ts->home && copy_out_home(ts)) return;
+  if (ts->chunk && (ts->chunk->flags & format::kChunkHome) && copy_out_home(ts)) return;
   if (ts->chunk) {
     seal_thread(ts);
     TraceFile::unmap(ts->chunk, ts->chunk_map_bytes);

@@ -64,11 +64,10 @@ struct alignas(64) ThreadState {
   size_t chunk_map_bytes = 0;  // size of the current mapping
   size_t next_chunk_bytes = 0; // doubles from 64 KiB up to PROF_BUFFER_MB: a thread
                                // that makes few calls costs little file and memory
-  // The chunk is the thread's home (format 5): once full it is copied out
-  // and reused, not replaced (runtime.cpp, copy_out_home).
-  bool home = false;
   // The slot's home_copy word (format::LiveSlot); null for a thread without
-  // a Live slot, whose chunks are never homes.
+  // a Live slot, whose chunks are never homes (a home, format::kChunkHome in
+  // its header, is copied out and reused when full, not replaced:
+  // runtime.cpp, copy_out_home).
   uint64_t* home_copy = nullptr;
   // The thread's open intervals (its markers so far), snapshot at each chunk's start.
   std::vector<format::OpenInterval> open_intervals;

@@ -27,27 +27,9 @@ using Bytes = std::vector<unsigned char>;
 
 constexpr uint32_t kWorld = 0x44000000u;
 
-struct ChunkInfo {
-  size_t off;
-  format::ChunkHeader h;
-};
-// Walks an undamaged file's chunks.
-std::vector<ChunkInfo> chunks_of(const Bytes& b) {
-  std::vector<ChunkInfo> out;
-  size_t off = sizeof(format::FileHeader);
-  while (off + sizeof(format::ChunkHeader) <= b.size()) {
-    ChunkInfo c;
-    c.off = off;
-    std::memcpy(&c.h, b.data() + off, sizeof c.h);
-    if (c.h.magic != format::kChunkMagic) break;
-    out.push_back(c);
-    off += sizeof(format::ChunkHeader) + c.h.capacity;
-  }
-  return out;
-}
-std::vector<ChunkInfo> event_chunks_of(const Bytes& b) {
-  std::vector<ChunkInfo> out;
-  for (auto& c : chunks_of(b))
+std::vector<FileChunk> event_chunks_of(const Bytes& b) {
+  std::vector<FileChunk> out;
+  for (auto& c : file_chunks(b))
     if (c.h.type == uint16_t(format::ChunkType::Events)) out.push_back(c);
   return out;
 }
@@ -193,7 +175,7 @@ TEST(FormatDamage, TruncatedAtManyOffsetsSalvagesAPrefix) {
   bool salvaged_partial = false;
   std::vector<size_t> cuts;
   for (size_t cut = 0; cut < good.size(); cut += (cut < 400 ? 1 : 97)) cuts.push_back(cut);
-  for (auto& c : chunks_of(good))  // around every chunk boundary
+  for (auto& c : file_chunks(good))  // around every chunk boundary
     for (size_t d : {0, 1, 8, 31, 32, 33, 44, 45})
       if (c.off + d < good.size()) cuts.push_back(c.off + d);
   cuts.push_back(good.size());
@@ -254,7 +236,7 @@ TEST(FormatDamage, MissingPaddingOfLastChunkIsNormal) {
     w.end("signal:9");  // "E\tsignal:9\n": 11 bytes, 5 of padding
   }
   Bytes b = read_file(path);
-  auto all = chunks_of(b);
+  auto all = file_chunks(b);
   ASSERT_EQ(all.back().h.used, 11u);
   ASSERT_EQ(all.back().h.capacity, 16u);
   b.resize(b.size() - 5);
@@ -402,7 +384,7 @@ TEST(FormatDamage, FlippedBitInDefinitionsChunk) {
   const std::string dir = temp_dir();
   Written w = write_sends(dir, 10);
   Bytes b = read_file(w.path);
-  auto all = chunks_of(b);
+  auto all = file_chunks(b);
   ASSERT_EQ(all[0].h.type, uint16_t(format::ChunkType::Definitions));  // the M line
   b[all[0].off + 32 + 2] ^= 0x01;
   write_file(w.path, b);

@@ -25,22 +25,12 @@ struct RawChunk {
   std::vector<unsigned char> bytes;  // header and payload
 };
 
-// The chunks of a file in file order (zero padding skipped).
+// The chunks of a file in file order, with their bytes.
 std::vector<RawChunk> raw_chunks(const std::vector<unsigned char>& file) {
   std::vector<RawChunk> out;
-  size_t off = sizeof(format::FileHeader);
-  while (off + sizeof(ChunkHeader) <= file.size()) {
-    ChunkHeader h;
-    std::memcpy(&h, &file[off], sizeof h);
-    if (h.magic != format::kChunkMagic) {
-      off += 8;
-      continue;
-    }
-    RawChunk c{h, {}};
-    c.bytes.assign(file.begin() + long(off), file.begin() + long(off + sizeof h + h.capacity));
-    out.push_back(std::move(c));
-    off += sizeof h + h.capacity;
-  }
+  for (const FileChunk& c : file_chunks(file))
+    out.push_back({c.h, std::vector<unsigned char>(file.begin() + long(c.off),
+                                                   file.begin() + long(c.off + sizeof c.h + c.h.capacity))});
   return out;
 }
 

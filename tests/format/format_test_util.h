@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include "prof/trace_format.h"
 
 // Bytes of the snapshot record that opens every events chunk of a version-3
 // file when no interval is open (8-byte header, the depth word).
@@ -35,4 +39,31 @@ inline std::vector<unsigned char> read_file(const std::string& path) {
 inline void write_file(const std::string& path, const std::vector<unsigned char>& b) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+// A chunk of a file: its header's offset and the header.
+struct FileChunk {
+  size_t off;
+  prof::format::ChunkHeader h;
+};
+// Walks an undamaged file's chunks in file order (zero padding between them
+// skipped; it stops at anything else that is not a chunk header).
+inline std::vector<FileChunk> file_chunks(const std::vector<unsigned char>& b) {
+  std::vector<FileChunk> out;
+  size_t off = sizeof(prof::format::FileHeader);
+  while (off + sizeof(prof::format::ChunkHeader) <= b.size()) {
+    FileChunk c;
+    c.off = off;
+    std::memcpy(&c.h, b.data() + off, sizeof c.h);
+    if (c.h.magic != prof::format::kChunkMagic) {
+      uint64_t word;
+      std::memcpy(&word, b.data() + off, sizeof word);
+      if (word != 0) break;
+      off += 8;
+      continue;
+    }
+    out.push_back(c);
+    off += sizeof(prof::format::ChunkHeader) + c.h.capacity;
+  }
+  return out;
 }
