@@ -76,6 +76,18 @@ Written write_sends(const std::string& dir, int n, uint32_t chunk_bytes = 2048,
   return w;
 }
 
+// write_sends' events less those of the events chunks `skipped` (indices in
+// `ev`), whose records the chunk headers count (every record
+// kSendRecordBytes).
+std::vector<Event> events_outside(const Written& w, const std::vector<FileChunk>& ev,
+                                  std::initializer_list<size_t> skipped) {
+  std::vector<Event> out;
+  for (size_t i = 0, k = 0; i < ev.size(); ++i)
+    for (size_t j = 0; j < ev[i].h.used / kSendRecordBytes; ++j, ++k)
+      if (std::find(skipped.begin(), skipped.end(), i) == skipped.end()) out.push_back(w.events[k]);
+  return out;
+}
+
 // Reads every event; checks they are a prefix of `want`; returns how many.
 size_t read_prefix(const RankTrace& t, const std::vector<Event>& want) {
   auto c = t.events();
@@ -262,9 +274,6 @@ TEST(FormatDamage, FlippedBitInSealedChunk) {
   Bytes b = read_file(w.path);
   auto ev = event_chunks_of(b);
   ASSERT_GE(ev.size(), 4u);
-  // Records per chunk, from the chunk headers (Send records are 5 words here).
-  std::vector<size_t> per(ev.size());
-  for (size_t i = 0; i < ev.size(); ++i) per[i] = ev[i].h.used / kSendRecordBytes;
   b[ev[1].off + 32 + 17] ^= 0x10;
   write_file(w.path, b);
   auto t = RankTrace::open(w.path, nullptr);
@@ -272,12 +281,7 @@ TEST(FormatDamage, FlippedBitInSealedChunk) {
   // Every other chunk still reads, with correct times (each chunk has its base).
   auto c = t->events();
   Event g;
-  std::vector<Event> want;
-  size_t k = 0;
-  for (size_t i = 0; i < ev.size(); ++i) {
-    for (size_t j = 0; j < per[i]; ++j, ++k)
-      if (i != 1) want.push_back(w.events[k]);
-  }
+  const std::vector<Event> want = events_outside(w, ev, {1});
   size_t n = 0;
   while (c.next(g)) {
     ASSERT_LT(n, want.size());
@@ -286,7 +290,7 @@ TEST(FormatDamage, FlippedBitInSealedChunk) {
     ++n;
   }
   EXPECT_EQ(n, want.size());
-  EXPECT_EQ(n, w.events.size() - per[1]);
+  EXPECT_EQ(n, w.events.size() - ev[1].h.used / kSendRecordBytes);
   // Events chunks' CRCs are checked as the cursor enters them.
   EXPECT_EQ(t->stats().crc_mismatches, 1u);
   bool named = false;
@@ -309,10 +313,7 @@ TEST(FormatDamage, FlippedBitsInMappedAndBufferedChunks) {
   const size_t damaged[] = {1, 7};  // one among the first chunks, one well after them
   for (size_t i : damaged) b[ev[i].off + 32 + 17] ^= 0x10;
   write_file(w.path, b);
-  std::vector<Event> want;
-  for (size_t i = 0, k = 0; i < ev.size(); ++i)
-    for (size_t j = 0; j < ev[i].h.used / kSendRecordBytes; ++j, ++k)
-      if (i != damaged[0] && i != damaged[1]) want.push_back(w.events[k]);
+  const std::vector<Event> want = events_outside(w, ev, {damaged[0], damaged[1]});
   auto t = RankTrace::open(w.path, nullptr);
   ASSERT_TRUE(t);
   auto c = t->events();
