@@ -47,13 +47,22 @@ run() {  # LABEL COMMAND...: one timed run, its line appended to $times
     { echo "compare_timeline_build: $label failed:" >&2; cat "$bench_out" >&2; exit 1; }
   cat "$one" | tee -a "$times"
 }
+built() {  # LABEL BENCH_OUTPUT: the bench's own build time (open, build, pairing), as "LABEL-build"
+  local ms
+  ms=$(sed -n 's/^build \([0-9]*\) ms.*/\1/p' "$2")
+  [ -z "$ms" ] || echo "$1-build $(awk "BEGIN { printf \"%.3f\", $ms / 1000 }") - - -" | tee -a "$times"
+}
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((i = 1; i <= rounds; ++i)); do
   run baseline "$baseline" "$trace" -o /dev/null -q --no-progress
   run analysis "$build/analyzer/prof-analyze" "$trace" -o /dev/null -q --no-progress
   run timeline "$build/analyzer/prof-timeline-bench" "$trace"
   grep -i median "$bench_out" | sed 's/^/  /'
-  [ -z "$other" ] || run other "$other" "$trace"
+  built "timeline" "$bench_out"
+  if [ -n "$other" ]; then
+    run other "$other" "$trace"
+    built "other" "$bench_out"
+  fi
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$times" <<'PY'
@@ -61,13 +70,19 @@ import collections, statistics, sys
 runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     label, wall, user, sys_s, rss = line.split()
-    runs[label].append((float(wall), float(user) + float(sys_s), int(rss)))
+    if user == "-":  # a build time alone (no process of its own)
+        runs[label].append((float(wall), None, None))
+    else:
+        runs[label].append((float(wall), float(user) + float(sys_s), int(rss)))
 base_wall = statistics.median(r[0] for r in runs["baseline"])
 base_cpu = statistics.median(r[1] for r in runs["baseline"])
 for label, rs in runs.items():
     wall = statistics.median(r[0] for r in rs)
+    if rs[0][1] is None:
+        print(f"{label:15s} median {wall:7.3f} s  x baseline wall: {wall / base_wall:.2f}  (n={len(rs)})")
+        continue
     cpu = statistics.median(r[1] for r in rs)
-    print(f"{label:9s} wall median {wall:7.3f} s  cpu median {cpu:7.3f} s  "
+    print(f"{label:15s} wall median {wall:7.3f} s  cpu median {cpu:7.3f} s  "
           f"x baseline: wall {wall / base_wall:.2f} cpu {cpu / base_cpu:.2f}  "
           f"peak RSS {max(r[2] for r in rs)} KB  (n={len(rs)})")
 PY

@@ -84,9 +84,17 @@ class MappedArray {
   }
   // Grows with value-initialized elements, or drops the tail.
   void resize(size_t n) {
+    const size_t before = size_;
+    resize_for_overwrite(n);
+    if (n > before) std::memset(static_cast<void*>(data_ + before), 0, (n - before) * sizeof(T));
+  }
+  // Grows to n elements without writing the new ones (the caller writes each
+  // before reading it), or drops the tail. The new pages of a mapping fault
+  // in as they are first written, so threads that each write a part of the
+  // list share that work.
+  void resize_for_overwrite(size_t n) {
     if (n > capacity()) grow(n);
-    ready_ = std::max(ready_, n);  // (the memset below faults them in)
-    if (n > size_) std::memset(static_cast<void*>(data_ + size_), 0, (n - size_) * sizeof(T));
+    ready_ = std::max(ready_, n);
     size_ = n;
   }
   void erase(T* first, T* last) {  // the remove_if idiom: [first, last) is a tail

@@ -571,7 +571,7 @@ struct RankBuilder {
       // Each execution's innermost enclosing one on the row (-1: none):
       // executions of a thread nest, so a stack over them in order of start.
       MappedArray<int32_t> parent;
-      parent.resize(list.size());
+      parent.resize_for_overwrite(list.size());
       std::fill(parent.begin(), parent.end(), -1);
       std::vector<int32_t> enclosing;
       for (size_t i = 0; i < list.size(); ++i) {
@@ -711,43 +711,19 @@ void for_each_index(size_t n, unsigned threads, Each&& each) {
   for (auto& t : pool) t.join();
 }
 
-}  // namespace
+using Builders = std::vector<std::unique_ptr<RankBuilder>>;
 
-void Timeline::build() {
-  Impl& tl = *impl_;
-  const size_t ranks = tl.dir.ranks.size();
-  unsigned threads = tl.options.threads ? tl.options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(threads, ranks)));
-  std::atomic<size_t> next{0};
-  std::vector<std::unique_ptr<RankBuilder>> builders(ranks);
-  auto work = [&] {
-    for (;;) {
-      const size_t i = next.fetch_add(1);
-      if (i >= ranks || tl.cancel_flag.load()) return;
-      auto b = std::make_unique<RankBuilder>(tl, i);
-      if (!b->run()) return;
-      // Only what pairing needs is kept.
-      b->node_cache = {};
-      builders[i] = std::move(b);
-      tl.ranks_built.fetch_add(1, std::memory_order_release);
-      tl.report_progress();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (tl.cancel_flag.load()) return;
-
-  // Messages: the n-th send on a channel with its n-th receive. Each rank's
-  // sends are indexed by (channel, ordinal) with a counting sort (4 bytes a
-  // send, the only memory pairing adds), then every receive finds its send.
-  // Both steps run on the build's threads, a rank at a time: a rank's index
-  // is its own, and a send has one receive at most (the receiver's channel
-  // names the sender's), so no two ranks write one end.
+// Messages: the n-th send on a channel with its n-th receive. Each rank's
+// sends are indexed by (channel, ordinal) with a counting sort (4 bytes a
+// send, the only memory pairing adds), then every receive finds its send.
+// Both steps run on the build's threads, a rank at a time: a rank's index
+// is its own, and a send has one receive at most (the receiver's channel
+// names the sender's), so no two ranks write one end.
+void pair_messages(Impl& tl, Builders& builders, unsigned threads) {
+  const size_t ranks = builders.size();
   struct SendIndex {
     std::vector<uint64_t> channel_start;  // per channel number: its first entry
-    std::vector<uint32_t> position;       // the send's place in the rank's rows, concatenated
+    MappedArray<uint32_t> position;       // the send's place in the rank's rows, concatenated
     std::vector<uint32_t> row_start;      // per stream slot: its first place
   };
   std::vector<SendIndex> send_index(ranks);
@@ -757,7 +733,7 @@ void Timeline::build() {
     at.channel_start.resize(src.send_counts.size() + 1, 0);
     for (size_t c = 0; c < src.send_counts.size(); ++c)
       at.channel_start[c + 1] = at.channel_start[c] + src.send_counts[c];
-    at.position.resize(at.channel_start.back());
+    at.position.resize_for_overwrite(at.channel_start.back());  // (every place is written below)
     uint32_t place = 0;
     for (auto& row_ends : src.sent) {
       at.row_start.push_back(place);
@@ -797,13 +773,16 @@ void Timeline::build() {
         in.send_index = out.first;
       }
   });
-  if (tl.cancel_flag.load()) return;
-  send_index = {};
-  // Collectives: one instance per (communicator, sequence number). A rank
-  // numbers its calls on a communicator 0, 1, 2, ..., so the instances are
-  // laid out per communicator (in order of first appearance) by sequence
-  // number, without a hash table; slots no member reached are dropped.
-  // Members are grouped by a count and a fill.
+}
+
+// Collectives: one instance per (communicator, sequence number), published
+// with their members (Impl::instances, Impl::members). A rank numbers its
+// calls on a communicator 0, 1, 2, ..., so the instances are laid out per
+// communicator (in order of first appearance) by sequence number, without a
+// hash table; slots no member reached are dropped. Members are grouped by a
+// count and a fill.
+void pair_collectives(Impl& tl, Builders& builders, unsigned threads) {
+  const size_t ranks = builders.size();
   std::vector<uint64_t> comm_base(tl.comm_ids.size() + 1, 0);  // per communicator: its first slot
   for (auto& b : builders)
     for (size_t slot = 0; slot < b->coll_refs.size(); ++slot)
@@ -820,31 +799,67 @@ void Timeline::build() {
         ++slot_count[comm_base[b->coll_refs[slot][i].instance] + b->coll_seqs[slot][i]];
   size_t used = 0;
   for (const uint32_t n : slot_count) used += n > 0;
-  std::vector<CollectiveInstance> instances;
-  instances.reserve(used);
-  uint32_t total = 0;
+  MappedArray<CollectiveInstance> instances;
+  instances.resize_for_overwrite(used);
+  uint32_t total = 0, made = 0;
   for (size_t c = 0; c + 1 < comm_base.size(); ++c)
     for (uint64_t k = comm_base[c]; k < comm_base[c + 1]; ++k) {
       if (slot_count[k] == 0) continue;
-      instances.push_back(CollectiveInstance{tl.comm_ids[c], k - comm_base[c], total, 0});
+      instances[made] = CollectiveInstance{tl.comm_ids[c], k - comm_base[c], total, 0};
       total += slot_count[k];
-      slot_count[k] = static_cast<uint32_t>(instances.size() - 1);
+      slot_count[k] = made++;
     }
-  std::vector<EventRefPublic> members(total);
-  for (auto& b : builders) {
-    for (size_t slot = 0; slot < b->coll_refs.size(); ++slot)
-      for (size_t i = 0; i < b->coll_refs[slot].size(); ++i) {
-        CollectiveRef& ref = b->coll_refs[slot][i];
-        ref.instance = slot_count[comm_base[ref.instance] + b->coll_seqs[slot][i]];
-        CollectiveInstance& in = instances[ref.instance];
-        members[in.first_member + in.count++] =
-            EventRefPublic{tl.first_row[b->index] + static_cast<uint32_t>(slot), ref.first};
-      }
-    b->coll_seqs.clear();
+  // Each call's instance, a rank at a time on the build's threads.
+  for_each_index(ranks, threads, [&](size_t i) {
+    RankBuilder& b = *builders[i];
+    for (size_t slot = 0; slot < b.coll_refs.size(); ++slot) {
+      CollectiveRef* refs = b.coll_refs[slot].data();
+      const uint32_t* seqs = b.coll_seqs[slot].data();
+      for (size_t k = 0; k < b.coll_refs[slot].size(); ++k)
+        refs[k].instance = slot_count[comm_base[refs[k].instance] + seqs[k]];
+    }
+    b.coll_seqs.clear();
+  });
+  // The members, grouped by instance: each thread fills those of a range of
+  // instances (about as many members each), reading every call in rank
+  // order, so an instance lists its members in row order however the
+  // threads run, and the members' pages are first written, and faulted in,
+  // by the threads in parallel.
+  MappedArray<EventRefPublic> members;
+  members.resize_for_overwrite(total);
+  const size_t parts = std::min<size_t>(threads, std::max<size_t>(1, instances.size()));
+  std::vector<uint32_t> part_first(parts + 1, static_cast<uint32_t>(instances.size()));
+  for (size_t p = 0; p < parts; ++p) {
+    const uint64_t from = uint64_t{total} * p / parts;
+    part_first[p] = static_cast<uint32_t>(
+        std::lower_bound(instances.begin(), instances.end(), from,
+                         [](const CollectiveInstance& in, uint64_t m) { return in.first_member < m; }) -
+        instances.begin());
   }
-  slot_count = {};
-  // Publish, dropping the ends that found no partner (a rank at a time, on
-  // the build's threads: a rank's rows are its own).
+  for_each_index(parts, threads, [&](size_t p) {
+    const uint32_t lo = part_first[p], width = part_first[p + 1] - lo;
+    for (auto& b : builders)
+      for (size_t slot = 0; slot < b->coll_refs.size(); ++slot) {
+        const uint32_t row = tl.first_row[b->index] + static_cast<uint32_t>(slot);
+        for (const CollectiveRef& ref : b->coll_refs[slot]) {
+          if (ref.instance - lo >= width) continue;
+          CollectiveInstance& in = instances[ref.instance];
+          members[in.first_member + in.count++] = EventRefPublic{row, ref.first};
+        }
+      }
+  });
+  instances.shrink_to_fit();  // (growth rounds room up: the untouched rest goes)
+  members.shrink_to_fit();
+  std::unique_lock lock(tl.pairs_mutex);
+  tl.instances = std::move(instances);
+  tl.members = std::move(members);
+}
+
+// Publishes each row's message ends, less those that found no partner,
+// and its collective calls (a rank at a time, on the build's threads: a
+// rank's rows are its own).
+void publish_row_ends(Impl& tl, Builders& builders, unsigned threads) {
+  const size_t ranks = builders.size();
   for_each_index(ranks, threads, [&](size_t i) {
     RankBuilder* b = builders[i].get();
     for (uint32_t r = tl.first_row[b->index]; r < tl.first_row[b->index + 1]; ++r) {
@@ -865,12 +880,41 @@ void Timeline::build() {
       row.collectives = std::move(b->of_row(b->coll_refs, r));
     }
   });
+}
+
+}  // namespace
+
+void Timeline::build() {
+  Impl& tl = *impl_;
+  const size_t ranks = tl.dir.ranks.size();
+  unsigned threads = tl.options.threads ? tl.options.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(threads, ranks)));
+  std::atomic<size_t> next{0};
+  Builders builders(ranks);
+  auto work = [&] {
+    for (;;) {
+      const size_t i = next.fetch_add(1);
+      if (i >= ranks || tl.cancel_flag.load()) return;
+      auto b = std::make_unique<RankBuilder>(tl, i);
+      if (!b->run()) return;
+      // Only what pairing needs is kept.
+      b->node_cache = {};
+      builders[i] = std::move(b);
+      tl.ranks_built.fetch_add(1, std::memory_order_release);
+      tl.report_progress();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (tl.cancel_flag.load()) return;
+
+  pair_messages(tl, builders, threads);
+  if (tl.cancel_flag.load()) return;
+  pair_collectives(tl, builders, threads);
+  publish_row_ends(tl, builders, threads);
   builders.clear();
-  {
-    std::unique_lock lock(tl.pairs_mutex);
-    tl.instances = std::move(instances);
-    tl.members = std::move(members);
-  }
   tl.finished.store(true, std::memory_order_release);
   if (tl.options.progress) {
     std::lock_guard lock(tl.progress_mutex);

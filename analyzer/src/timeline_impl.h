@@ -158,8 +158,8 @@ struct Impl {
 
   // Pairs (published once, when `finished`).
   mutable std::shared_mutex pairs_mutex;
-  std::vector<CollectiveInstance> instances;
-  std::vector<EventRefPublic> members;
+  detail::MappedArray<CollectiveInstance> instances;
+  detail::MappedArray<EventRefPublic> members;
 
   uint32_t row_of(size_t rank_index, uint32_t stream) const {
     return first_row[rank_index] + static_cast<uint32_t>(stream_slot(rank_index, stream));

@@ -510,6 +510,8 @@ TEST(Timeline, MessagesPairSendsWithReceivesAndCollectivesTheirMembers) {
     ASSERT_EQ(collectives.size(), trace.iterations() + 1);  // the Allreduces and the final Barrier
     for (const auto& c : collectives) {
       ASSERT_EQ(c.members.size(), 3u);
+      // In row order, however many threads built them.
+      for (size_t k = 1; k < c.members.size(); ++k) EXPECT_LT(c.members[k - 1].row, c.members[k].row);
       int64_t last = INT64_MIN;
       for (const auto& m : c.members) last = std::max(last, m.enter);
       for (const auto& m : c.members) {

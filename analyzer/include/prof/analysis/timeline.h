@@ -129,7 +129,7 @@ struct TimelineCollective {
     uint64_t duration;
     uint64_t wait;
   };
-  std::vector<Member> members;
+  std::vector<Member> members;  // in row order
 };
 
 struct TimelineBucket {
