@@ -126,31 +126,49 @@ bool Impl::spill(const uint8_t* data, size_t size, uint64_t* offset) {
   return true;
 }
 
-void SpillStage::release() {
+BlockStage::~BlockStage() {
   if (buffer) ::munmap(buffer, kStageBytes);
-  buffer = nullptr;
 }
 
-void Impl::flush(SpillStage& stage) {
+Impl::~Impl() {
+  for (const auto& [address, bytes] : kept_stages) ::munmap(address, bytes);
+}
+
+void Impl::retire(BlockStage& stage) {
   if (stage.blocks.empty()) return;
+  // Kept while the budget allows, the threads taking their share of it a
+  // stage at a time.
+  bool keep = false;
+  uint64_t kept = memory_used.load(std::memory_order_relaxed);
+  while (kept + stage.used <= options.memory_bytes)
+    if (memory_used.compare_exchange_weak(kept, kept + stage.used, std::memory_order_relaxed)) {
+      keep = true;
+      break;
+    }
   uint64_t base = 0;
-  const bool written = spill(stage.buffer, stage.used, &base);
-  if (!written) {
+  if (!keep && !spill(stage.buffer, stage.used, &base)) {  // no room on disk: memory it is
     std::lock_guard lock(warnings_mutex);
     if (!spill_failed) warning_list.push_back("timeline: cannot write the spill file; records stay in memory");
     spill_failed = true;
+    memory_used.fetch_add(stage.used, std::memory_order_relaxed);
+    keep = true;
   }
-  for (const auto& [row, b] : stage.blocks) {
-    std::unique_lock lock(row->mutex);
-    BlockInfo& info = row->blocks[b];
-    if (written) {
-      info.file_offset = base + static_cast<uint64_t>(info.staged - stage.buffer);
-    } else {  // no room on disk: memory it is
-      info.packed.reset(new uint8_t[info.packed_bytes]);
-      std::memcpy(info.packed.get(), info.staged, info.packed_bytes);
-      memory_used.fetch_add(info.packed_bytes, std::memory_order_relaxed);
+  if (keep) {
+    // The blocks stay where they are; the buffer is the timeline's, less
+    // its pages never written.
+    static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t bytes = (stage.used + page - 1) / page * page;
+    if (bytes < BlockStage::kStageBytes) ::munmap(stage.buffer + bytes, BlockStage::kStageBytes - bytes);
+    std::lock_guard lock(kept_mutex);
+    kept_stages.emplace_back(stage.buffer, bytes);
+    stage.buffer = nullptr;
+  } else {
+    for (const auto& [row, b] : stage.blocks) {
+      std::unique_lock lock(row->mutex);
+      BlockInfo& info = row->blocks[b];
+      info.file_offset = base + static_cast<uint64_t>(info.memory - stage.buffer);
+      info.memory = nullptr;
     }
-    info.staged = nullptr;
   }
   stage.blocks.clear();
   stage.used = 0;
@@ -159,8 +177,8 @@ void Impl::flush(SpillStage& stage) {
 const Record* Impl::block_records(const Row& row, size_t b, std::vector<Record>& buffer) const {
   const BlockInfo& info = row.blocks[b];
   buffer.resize(info.count);
-  if (info.packed || info.staged) {
-    packing::unpack(info.packed ? info.packed.get() : info.staged, info.count, buffer.data());
+  if (info.memory) {
+    packing::unpack(info.memory, info.count, buffer.data());
     return buffer.data();
   }
   thread_local std::vector<uint8_t> bytes;
@@ -179,36 +197,27 @@ const Record* Impl::block_records(const Row& row, size_t b, std::vector<Record>&
   return buffer.data();
 }
 
-// Publishes a row's pending records as one block (caller: the row's builder,
-// whose stage takes the block when the memory budget is spent).
-void Impl::publish(Row& row, SpillStage& stage) {
+// Publishes a row's pending records as one block, packed into the stage
+// (caller: the row's builder).
+void Impl::publish(Row& row, BlockStage& stage) {
   if (!row.pending || row.pending->size == 0) return;
   const CallColumns& calls = *row.pending;
   const uint32_t count = calls.size;
   BlockInfo info;
   info.count = count;
   info.first_enter = calls.enter[0];
-  // Packed straight where the block is kept: in memory, or in the stage.
   const packing::PackPlan plan = packing::plan_packing(calls);
   info.packed_bytes = static_cast<uint32_t>(plan.bytes);
-  const uint64_t bytes = plan.bytes;
-  const bool in_memory = memory_used.load(std::memory_order_relaxed) + bytes <= options.memory_bytes;
-  if (in_memory) {
-    info.packed.reset(new uint8_t[plan.bytes]);
-    packing::write_packed(calls, plan, info.packed.get());
-    memory_used.fetch_add(bytes, std::memory_order_relaxed);
-  } else {
-    // (A packed block is at most kHeaderBytes + 64 KiB: it fits a stage.)
-    if (stage.used + plan.bytes > SpillStage::kStageBytes) flush(stage);
-    if (!stage.buffer) {
-      void* p = ::mmap(nullptr, SpillStage::kStageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) throw std::bad_alloc();
-      stage.buffer = static_cast<uint8_t*>(p);
-    }
-    info.staged = stage.buffer + stage.used;
-    packing::write_packed(calls, plan, stage.buffer + stage.used);
-    stage.used += plan.bytes;
+  // (A packed block is at most kHeaderBytes + 64 KiB: it fits a stage.)
+  if (stage.used + plan.bytes > BlockStage::kStageBytes) retire(stage);
+  if (!stage.buffer) {
+    void* p = ::mmap(nullptr, BlockStage::kStageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    stage.buffer = static_cast<uint8_t*>(p);
   }
+  info.memory = stage.buffer + stage.used;
+  packing::write_packed(calls, plan, stage.buffer + stage.used);
+  stage.used += plan.bytes;
   std::unique_lock lock(row.mutex);
   for (const auto& [index, value] : row.pending_durations) row.big_durations[index] = value;
   for (const auto& [index, value] : row.pending_bytes) row.big_bytes[index] = value;
@@ -223,7 +232,7 @@ void Impl::publish(Row& row, SpillStage& stage) {
       row.has_published_leave, row.published_leave);
   const int64_t max_leave = row.blocks.empty() ? block_leave : std::max(block_leave, row.blocks.back().max_leave);
   info.max_leave = max_leave;
-  if (info.staged) stage.blocks.emplace_back(&row, row.blocks.size());
+  stage.blocks.emplace_back(&row, row.blocks.size());
   row.blocks.push_back(std::move(info));
   row.count += count;
   lock.unlock();
@@ -240,11 +249,12 @@ namespace {
 
 // One rank's pass: the Interpreter's and IntervalTracker's handler.
 struct RankBuilder {
-  RankBuilder(Impl& timeline, size_t rank_index)
+  RankBuilder(Impl& timeline, size_t rank_index, BlockStage& thread_stage)
       : tl(timeline), index(rank_index), rank_trace(*timeline.dir.ranks[rank_index]),
         interp(rank_trace, timeline.registry, rank_index, *timeline.world_index), intervals(rank_trace.rank()),
         first_row(timeline.first_row[rank_index]), streams(timeline.first_row[rank_index + 1] - first_row),
-        slots(streams), sent(streams), received(streams), coll_refs(streams), coll_seqs(streams), executions(streams) {
+        slots(streams), sent(streams), received(streams), coll_refs(streams), coll_seqs(streams), executions(streams),
+        stage(thread_stage) {
     for (size_t s = 0; s < streams; ++s) {
       slots[s].row = timeline.rows[first_row + s].get();
       slots[s].number = first_row + static_cast<uint32_t>(s);
@@ -521,7 +531,7 @@ struct RankBuilder {
   // The event being processed, in the cursor's batch (continuation() takes
   // its stream); null outside run()'s loop.
   const Event* current = nullptr;
-  SpillStage stage;
+  BlockStage& stage;  // the build thread's
 
   // Streams the rank; false when cancelled.
   bool run() {
@@ -541,10 +551,7 @@ struct RankBuilder {
       const uint64_t before = n;
       n += batch.size();
       if ((n >> 12) != (before >> 12)) {  // every 4096 events or so
-        if (tl.cancel_flag.load(std::memory_order_relaxed)) {
-          tl.flush(stage);  // (queries may still read what was published)
-          return false;
-        }
+        if (tl.cancel_flag.load(std::memory_order_relaxed)) return false;
         tl.report_progress();
       }
     }
@@ -555,8 +562,6 @@ struct RankBuilder {
       slot.row->pending.reset();  // (the builder's memory: a block per row being built)
       slot.calls = nullptr;
     }
-    tl.flush(stage);
-    stage.release();
     // What waits for pairing, without the slack of growth (other ranks are
     // still being built: this is the build's peak).
     for (auto& l : sent) l.shrink_to_fit();
@@ -892,17 +897,19 @@ void Timeline::build() {
   std::atomic<size_t> next{0};
   Builders builders(ranks);
   auto work = [&] {
+    BlockStage stage;  // the thread's, from rank to rank
     for (;;) {
       const size_t i = next.fetch_add(1);
-      if (i >= ranks || tl.cancel_flag.load()) return;
-      auto b = std::make_unique<RankBuilder>(tl, i);
-      if (!b->run()) return;
+      if (i >= ranks || tl.cancel_flag.load()) break;
+      auto b = std::make_unique<RankBuilder>(tl, i, stage);
+      if (!b->run()) break;
       // Only what pairing needs is kept.
       b->node_cache = {};
       builders[i] = std::move(b);
       tl.ranks_built.fetch_add(1, std::memory_order_release);
       tl.report_progress();
     }
+    tl.retire(stage);  // (cancelled too: queries may still read what was published)
   };
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);

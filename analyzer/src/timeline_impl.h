@@ -25,36 +25,37 @@ struct BlockInfo {
   int64_t first_enter = 0;
   int64_t max_leave = 0;  // the largest leave of this block and every one before it
   uint32_t count = 0;
-  uint32_t packed_bytes = 0;            // its records packed (packing::write_packed)
-  std::unique_ptr<uint8_t[]> packed;    // null: staged, or in the spill file at file_offset
-  const uint8_t* staged = nullptr;      // on its way to the spill file: in a SpillStage's buffer
+  uint32_t packed_bytes = 0;         // its records packed (packing::write_packed)
+  const uint8_t* memory = nullptr;  // where they are in memory (a stage's buffer); null: in the spill file
   uint64_t file_offset = 0;
 };
 
 struct Row;
 
-// Blocks on their way to the spill file, one stage per rank being built (so
-// one per build thread at a time): packed blocks are gathered in a buffer and
-// written up to kStageBytes at a time
-// (one write and one lock per 400 blocks instead of one each, the file's room
-// taken under the lock, the writing outside it, so build threads write at the
-// same time). Until its buffer is written, a staged block is read from the
-// buffer (BlockInfo::staged); the write then points it at the file under its
-// row's lock, before the buffer is reused. The file is written through the
-// page cache: a query reads spilled blocks from there, not from the disk.
-struct SpillStage {
+// Where a build thread packs its blocks: a buffer of kStageBytes. When it is
+// full, and when the thread is done, the stage is kept in memory while
+// TimelineOptions::memory_bytes allows (the buffer becomes the timeline's,
+// and the thread maps a new one), else written to the spill file in one go
+// and reused: one write and one lock per 400 blocks instead of one each, the
+// file's room taken under the lock and the writing outside it, so build
+// threads write at the same time. Blocks are read where BlockInfo::memory
+// says; a write to the file points its blocks there under their rows' locks
+// before the buffer is reused. The file is written through the page cache: a
+// query reads spilled blocks from there, not from the disk. So a block is
+// at one place from its packing on (a stage's buffer, kept or not yet
+// written) until its stage is written, and no block is allocated alone; the
+// budget is taken a stage at a time.
+struct BlockStage {
   static constexpr size_t kStageBytes = size_t{4} << 20;
-  SpillStage() = default;
-  SpillStage(const SpillStage&) = delete;
-  SpillStage& operator=(const SpillStage&) = delete;
-  ~SpillStage() { release(); }
-  // Frees the buffer; Impl::flush must have written its blocks first (the
-  // builder flushes at its end and when cancelled), or they would point at
+  BlockStage() = default;
+  BlockStage(const BlockStage&) = delete;
+  BlockStage& operator=(const BlockStage&) = delete;
+  // Impl::retire must have placed its blocks first, or they would point at
   // freed memory.
-  void release();
+  ~BlockStage();
   uint8_t* buffer = nullptr;  // kStageBytes, mapped on first use
   size_t used = 0;
-  std::vector<std::pair<Row*, size_t>> blocks;  // staged: row, block index
+  std::vector<std::pair<Row*, size_t>> blocks;  // in the buffer: row, block index
 };
 
 // Times in ns from the trace's start. 20 bytes: packed to 4-byte
@@ -147,7 +148,11 @@ struct Impl {
   uint64_t spill_reserved = 0;  // the file's blocks reserved so far (UINT64_MAX: cannot)
   static constexpr uint64_t kSpillReserve = uint64_t{64} << 20;
   static constexpr size_t kSpillPiece = size_t{64} << 10;
-  std::atomic<uint64_t> memory_used{0};
+  std::atomic<uint64_t> memory_used{0};  // packed records kept in memory
+  // Stage buffers kept in memory (address, bytes), unmapped with the timeline.
+  std::mutex kept_mutex;
+  std::vector<std::pair<uint8_t*, size_t>> kept_stages;
+  ~Impl();
 
   std::atomic<bool> cancel_flag{false};
   std::atomic<bool> finished{false};
@@ -181,9 +186,10 @@ struct Impl {
   }
   // Appends `size` bytes to the spill file; false when it cannot be written.
   bool spill(const uint8_t* bytes, size_t size, uint64_t* offset);
-  void publish(Row& row, SpillStage& stage);
-  // Writes the staged blocks and points them at the file.
-  void flush(SpillStage& stage);
+  void publish(Row& row, BlockStage& stage);
+  // Keeps the stage's blocks in memory, or writes them to the spill file and
+  // points them there; the stage is then empty.
+  void retire(BlockStage& stage);
   void report_progress();
   double built_fraction() const;
   // A block's records, unpacked into `buffer` (caller holds the row's lock).

@@ -124,7 +124,10 @@ bool overlaps(const Written& w, double from, double to) {
 }
 
 // The option sets every check runs under: records in memory with a fine
-// pyramid; records in the spill file with few leaves (so the pyramid coarsens).
+// pyramid; records in the spill file with few leaves (so the pyramid
+// coarsens); records meant for a spill file that cannot be made (they stay
+// in memory, with a warning).
+constexpr const char* kNoSuchDir = "/nonexistent-prof-timeline-test-dir";
 std::vector<TimelineOptions> option_sets() {
   TimelineOptions memory;
   memory.threads = 2;
@@ -132,7 +135,10 @@ std::vector<TimelineOptions> option_sets() {
   spilled.threads = 1;
   spilled.memory_bytes = 0;
   spilled.leaves_per_row = 64;
-  return {memory, spilled};
+  TimelineOptions unwritable = spilled;
+  unwritable.threads = 2;
+  unwritable.spill_dir = kNoSuchDir;
+  return {memory, spilled, unwritable};
 }
 
 TEST(Timeline, RowsHoldExactlyTheCallsWritten) {
@@ -141,6 +147,13 @@ TEST(Timeline, RowsHoldExactlyTheCallsWritten) {
     auto tl = built(trace.dir(), options);
     ASSERT_TRUE(tl);
     ASSERT_TRUE(tl->complete());
+    // Where the records are, and a warning when they could not go where asked.
+    const auto warnings = tl->warnings();
+    const bool warned = std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+      return w.find("cannot write the spill file") != std::string::npos;
+    });
+    EXPECT_EQ(warned, options.spill_dir == kNoSuchDir);
+    EXPECT_EQ(tl->memory().records_spilled > 0, options.memory_bytes == 0 && options.spill_dir.empty());
     ASSERT_EQ(tl->rows().size(), 4u);
     EXPECT_EQ(tl->rows()[1].rank, 0);
     EXPECT_EQ(tl->rows()[1].stream, 1u);

@@ -176,8 +176,8 @@ struct TimelineAnswer {
 struct TimelineOptions {
   unsigned threads = 0;  // build threads; 0: one per core (never more than ranks)
   // Packed call records kept in memory (about 10 bytes a call: 256 MiB holds
-  // some 2.6*10^7 calls); the rest go to an unlinked file in `spill_dir`
-  // (default: $TMPDIR, else /tmp).
+  // some 2.6*10^7 calls), taken 4 MiB at a time; the rest go to an unlinked
+  // file in `spill_dir` (default: $TMPDIR, else /tmp).
   uint64_t memory_bytes = uint64_t{256} << 20;
   std::string spill_dir;
   // Pyramid leaves per row, at most (64 bytes each, plus as many again above).
