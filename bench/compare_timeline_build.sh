@@ -12,9 +12,11 @@
 # when given (another build of the timeline, e.g. before a change), the two
 # in turn first from round to round. It prints
 # every run's wall, user and sys seconds and peak RSS, the bench's query
-# medians and its own build time (open, build and pairing: "timeline-build",
-# without the process's start, its queries and its exit), then per program
-# the median wall and user+sys time and their ratios to the baseline's.
+# medians and its own build times (open, build and pairing: "timeline-build",
+# without the process's start, its queries and its exit; until every rank
+# has passed, the calls and the pyramid final: "timeline-calls"), then per
+# program the median wall and user+sys time and their ratios to the
+# baseline's.
 #
 # The runs go in a session of their own whose autogroup runs at nice -15
 # when root may set it (with autogroups on, nice alone ranks processes only
@@ -49,10 +51,12 @@ run() {  # LABEL COMMAND...: one timed run, its line appended to $times
     { echo "compare_timeline_build: $label failed:" >&2; cat "$bench_out" >&2; exit 1; }
   cat "$one" | tee -a "$times"
 }
-built() {  # LABEL BENCH_OUTPUT: the bench's own build time (open, build, pairing), as "LABEL-build"
+built() {  # LABEL BENCH_OUTPUT: the bench's own times, as "LABEL-build" and "LABEL-calls"
   local ms
   ms=$(sed -n 's/^build \([0-9]*\) ms.*/\1/p' "$2")
   [ -z "$ms" ] || echo "$1-build $(awk "BEGIN { printf \"%.3f\", $ms / 1000 }") - - -" | tee -a "$times"
+  ms=$(sed -n 's/^build .* final at \([0-9]*\) ms.*/\1/p' "$2")
+  [ -z "$ms" ] || echo "$1-calls $(awk "BEGIN { printf \"%.3f\", $ms / 1000 }") - - -" | tee -a "$times"
 }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 timeline() {

@@ -932,6 +932,9 @@ void Timeline::build() {
 void Timeline::cancel() { impl_->cancel_flag.store(true); }
 bool Timeline::cancelled() const { return impl_->cancel_flag.load(); }
 bool Timeline::complete() const { return impl_->finished.load(std::memory_order_acquire); }
+bool Timeline::calls_complete() const {
+  return impl_->ranks_built.load(std::memory_order_acquire) == impl_->dir.ranks.size();
+}
 double Timeline::built() const { return impl_->built_fraction(); }
 const std::vector<TimelineRow>& Timeline::rows() const { return impl_->row_list; }
 int Timeline::world_size() const { return impl_->dir.world_size; }

@@ -638,6 +638,8 @@ TEST(Timeline, QueriesWhileBuildingSeeConsistentParts) {
   bool saw_partial = false;
   for (;;) {
     const bool done = tl->complete();  // before the query: a complete answer must follow
+    const bool calls_done = tl->calls_complete();  // every call counted must follow
+    if (done) EXPECT_TRUE(calls_done);
     TimelineQuery q;
     q.from = 0;
     q.to = 1e12;
@@ -657,6 +659,7 @@ TEST(Timeline, QueriesWhileBuildingSeeConsistentParts) {
     // Whole blocks of calls, never more than the trace holds.
     EXPECT_LE(counted, total);
     if (!a.complete && counted < total) saw_partial = true;
+    if (calls_done) EXPECT_EQ(counted, total);
     if (done) {
       EXPECT_TRUE(a.complete);
       EXPECT_EQ(counted, total);

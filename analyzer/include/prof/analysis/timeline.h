@@ -201,6 +201,9 @@ class Timeline {
   void cancel();  // the build stops soon (safe from any thread)
   bool cancelled() const;
   bool complete() const;
+  // Every rank passed: the calls, the pyramid's summaries and the executions
+  // are final; messages and collective instances come when complete().
+  bool calls_complete() const;
   double built() const;  // fraction built (0..1)
 
   const std::vector<TimelineRow>& rows() const;
