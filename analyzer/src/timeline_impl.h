@@ -1,5 +1,5 @@
-// The timeline's state, shared by its build (timeline.cpp) and its queries
-// (timeline_query.cpp).
+// The timeline's state, shared by its build (timeline.cpp; its blocks:
+// timeline_blocks.cpp) and its queries (timeline_query.cpp).
 #pragma once
 
 #include <atomic>
