@@ -184,6 +184,31 @@ TEST(Timeline, RowsHoldExactlyTheCallsWritten) {
   }
 }
 
+// Past one 4 MiB stage of packed records on a thread, with a budget of one
+// stage: the first is kept in memory, the next ones go to the spill file,
+// and every call reads back exactly from either, across their border.
+TEST(Timeline, RecordsPartlyKeptPartlySpilledReadBackExactly) {
+  RingTrace trace(2, 70000);  // about 1.3 million calls
+  TimelineOptions options;
+  options.threads = 1;  // one stage for both ranks
+  options.memory_bytes = uint64_t{4} << 20;
+  auto tl = built(trace.dir(), options);
+  ASSERT_TRUE(tl);
+  const auto memory = tl->memory();
+  EXPECT_GT(memory.records_spilled, 0u);
+  EXPECT_GT(memory.records, uint64_t{3} << 20);  // the kept stage (and the block list)
+  for (size_t row = 0; row < 3; ++row) {
+    const auto calls = tl->calls(row, -INFINITY, INFINITY);
+    const auto& want = trace.written(row);
+    ASSERT_EQ(calls.size(), want.size()) << "row " << row;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      ASSERT_EQ(calls[i].enter, want[i].enter) << "row " << row << " call " << i;
+      ASSERT_EQ(calls[i].leave(), want[i].leave) << "row " << row << " call " << i;
+      ASSERT_EQ(calls[i].kind, want[i].kind) << "row " << row << " call " << i;
+    }
+  }
+}
+
 TEST(Timeline, NarrowRangesReturnExactlyTheOverlappingCalls) {
   RingTrace trace(3, 300);
   for (const TimelineOptions& options : option_sets()) {
