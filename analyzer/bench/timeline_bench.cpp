@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -53,9 +54,13 @@ int main(int argc, char** argv) {
   }
   // Built on a thread of its own while this one notes when every rank has
   // passed (the calls and the pyramid final, pairing still to come).
-  std::thread builder([&] { timeline->build(); });
+  std::atomic<bool> built{false};
+  std::thread builder([&] {
+    timeline->build();
+    built = true;
+  });
   double calls_ms = -1;
-  while (!timeline->complete()) {
+  while (!built) {
     if (calls_ms < 0 && timeline->calls_complete()) calls_ms = ms_since(t_open);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

@@ -38,13 +38,11 @@ struct Row;
 // and the thread maps a new one), else written to the spill file in one go
 // and reused: one write and one lock per 400 blocks instead of one each, the
 // file's room taken under the lock and the writing outside it, so build
-// threads write at the same time. Blocks are read where BlockInfo::memory
-// says; a write to the file points its blocks there under their rows' locks
-// before the buffer is reused. The file is written through the page cache: a
-// query reads spilled blocks from there, not from the disk. So a block is
-// at one place from its packing on (a stage's buffer, kept or not yet
-// written) until its stage is written, and no block is allocated alone; the
-// budget is taken a stage at a time.
+// threads write at the same time. A block is read where BlockInfo::memory
+// says (its stage's buffer) until its stage is written; the write points it
+// at the file under its row's lock before the buffer is reused. The file is
+// written through the page cache: a query reads spilled blocks from there,
+// not from the disk.
 struct BlockStage {
   static constexpr size_t kStageBytes = size_t{4} << 20;
   BlockStage() = default;
