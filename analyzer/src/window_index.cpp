@@ -2,10 +2,11 @@
 // chunks for a window (the algorithm is in window_index.h).
 #include "window_index.h"
 
+#include "prof/safe_file.h"
+
 #include <atomic>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <thread>
@@ -516,19 +517,15 @@ struct SendCollector {
 }  // namespace
 
 std::shared_ptr<const IndexFileBytes> IndexFileBytes::open(const std::string& path, std::string* why) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *why = "absent";
+  std::string error;
+  const trace::RegularFile file = trace::open_regular_file(path, &error);
+  if (file.fd < 0) {
+    *why = file.open_errno == ENOENT ? "absent" : "unreadable";
     return nullptr;
   }
+  const int fd = file.fd;
   auto bytes = std::make_shared<IndexFileBytes>();
-  struct stat st{};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    *why = "unreadable";
-    return nullptr;
-  }
-  bytes->size_ = static_cast<size_t>(st.st_size);
+  bytes->size_ = static_cast<size_t>(file.size);
   if (bytes->size_ > 0) {
     void* m = ::mmap(nullptr, bytes->size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m != MAP_FAILED) {
@@ -665,22 +662,10 @@ WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registr
   body.b += serialize(ix);
   o.put<uint64_t>(checksum(body.b.data(), body.b.size()));
   o.b += body.b;
-  // (Its own temporary name: two analyses of one trace may build it at once.)
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(o.b.data(), static_cast<std::streamsize>(o.b.size()));
-    f.close();
-    if (!f) {
-      *note += " (could not be written: kept in memory)";
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return ix;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) *note += " (could not be written: " + ec.message() + ")";
+  // Through a temporary file of its own (two analyses of one trace may build
+  // it at once), never written through a link someone planted.
+  std::string error;
+  if (!trace::replace_file(path, o.b, &error)) *note += " (could not be written: " + error + "; kept in memory)";
   return ix;
 }
 

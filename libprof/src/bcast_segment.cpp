@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <new>
 #include <vector>
 
@@ -28,21 +29,36 @@ void stderr_log(bool warning, const std::string& line) {
 }
 std::atomic<LogFn> log_fn{stderr_log};
 
-// A size no tmpfs grants: the test hook's way to make posix_fallocate fail for real.
-constexpr std::size_t kImpossibleBytes = std::size_t(1) << 50;
+// What one segment may take: half the memory the node has available (its
+// cgroup's limit too, where one applies). Sizing more would stall in
+// posix_fallocate and push the application out of memory.
+std::size_t node_memory_limit() {
+  std::size_t available = 0;
+  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[128];
+    unsigned long long kib = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) available = std::size_t(kib) * 1024;
+    std::fclose(f);
+  }
+  if (FILE* f = std::fopen("/sys/fs/cgroup/memory.max", "r")) {
+    unsigned long long max = 0, current = 0;
+    if (std::fscanf(f, "%llu", &max) == 1) {
+      if (FILE* c = std::fopen("/sys/fs/cgroup/memory.current", "r")) {
+        if (std::fscanf(c, "%llu", &current) == 1 && max > current)
+          available = std::min<std::size_t>(available, std::size_t(max - current));
+        std::fclose(c);
+      }
+    }
+    std::fclose(f);
+  }
+  return available / 2;
+}
 }  // namespace
 
 void set_log(LogFn fn) { log_fn.store(fn ? fn : stderr_log); }
 void log_line(const std::string& line) { log_fn.load()(true, line); }
 void log_info(const std::string& line) { log_fn.load()(false, line); }
-
-std::string Segment::next_name() {
-  static std::atomic<unsigned> sequence{0};
-  char name[96];
-  std::snprintf(name, sizeof name, "/prof-bcast.%u.%d.%u", unsigned(::getuid()), int(::getpid()),
-                sequence.fetch_add(1));
-  return name;
-}
 
 Segment::~Segment() {
   if (base_) ::munmap(base_, bytes_);
@@ -69,53 +85,57 @@ bool Segment::create(MPI_Comm node_comm, const Settings& settings, std::string* 
   queue_bytes_ = control_bytes_ + std::size_t(slots_) * fragment_;
   bytes_ = std::size_t(size) * queue_bytes_;
 
-  // The first process creates and sizes it, then passes on its name.
+  // The first process makes it and tells the others where to open it: its
+  // process id and descriptor, reopened through /proc (memfd_create(2)).
   struct {
-    char name[96];
+    int pid;
+    int fd;
     int ok;
   } made{};
+  int fd = -1;
   bool ok = true;
   if (rank == 0) {
-    const std::string name = next_name();
-    std::snprintf(made.name, sizeof made.name, "%s", name.c_str());
-    const int fd = ::shm_open(made.name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) {
-      *why = std::string("shm_open ") + made.name + ": " + std::strerror(errno);
+    const std::size_t limit = settings.test_fail_shm ? 0 : node_memory_limit();
+    if (bytes_ > limit) {
+      *why = "a segment of " + std::to_string(bytes_) + " bytes (" + std::to_string(size) + " processes x " +
+             std::to_string(slots_) + " slots x " + std::to_string(fragment_) +
+             " bytes) is more than the node can hold (" + std::to_string(limit) +
+             " bytes: half its available memory); lower PROF_BCAST_FRAGMENT or PROF_BCAST_SLOTS";
       ok = false;
-    } else {
-      const std::size_t ask = settings.test_fail_shm ? kImpossibleBytes : bytes_;
-      const int err = ::posix_fallocate(fd, 0, off_t(ask));
-      if (err) {
-        *why = "posix_fallocate of " + std::to_string(ask) + " bytes in /dev/shm: " + std::strerror(err);
-        ok = false;
-      } else {
-        ok = map(fd, why);
-      }
-      ::close(fd);
-      if (!ok) ::shm_unlink(made.name);
-    }
-    made.ok = ok;
-  }
-  PMPI_Bcast(&made, sizeof made, MPI_BYTE, 0, node_comm);
-  if (rank != 0 && made.ok) {
-    const int fd = ::shm_open(made.name, O_RDWR, 0);
-    struct stat st {};
-    if (fd < 0 || ::fstat(fd, &st) != 0 || std::size_t(st.st_size) < bytes_) {
-      *why = std::string("shm_open ") + made.name + ": " + std::strerror(errno);
+    } else if ((fd = static_cast<int>(::memfd_create("prof-bcast", MFD_CLOEXEC))) < 0) {
+      *why = std::string("memfd_create: ") + std::strerror(errno);
+      ok = false;
+    } else if (const int err = ::posix_fallocate(fd, 0, off_t(bytes_)); err != 0) {
+      *why = "posix_fallocate of " + std::to_string(bytes_) + " bytes: " + std::strerror(err);
       ok = false;
     } else {
       ok = map(fd, why);
     }
-    if (fd >= 0) ::close(fd);
+    made.pid = int(::getpid());
+    made.fd = fd;
+    made.ok = ok;
+  }
+  PMPI_Bcast(&made, sizeof made, MPI_INT, 0, node_comm);
+  if (rank != 0 && made.ok) {
+    const std::string path = "/proc/" + std::to_string(made.pid) + "/fd/" + std::to_string(made.fd);
+    fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0 || std::size_t(st.st_size) < bytes_) {
+      *why = "open " + path + ": " + (fd < 0 ? std::strerror(errno) : "shorter than the segment");
+      ok = false;
+    } else {
+      ok = map(fd, why);
+    }
   }
   if (base_) {
     ::madvise(base_, bytes_, MADV_RANDOM);
     first_touch_own_queue(rank);
   }
-  // Every process has mapped it (or failed): the name can go.
+  // Every process has mapped it (or failed): the first one's descriptor,
+  // through which the others opened it, can go.
   int all_ok = ok && made.ok ? 1 : 0;
   PMPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, node_comm);
-  if (rank == 0 && made.ok) ::shm_unlink(made.name);
+  if (fd >= 0) ::close(fd);
   if (!all_ok) {
     if (base_) ::munmap(base_, bytes_);
     base_ = nullptr;

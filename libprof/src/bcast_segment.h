@@ -9,10 +9,12 @@
 // Every word that is waited on has a single writer (a notice: the process's
 // parent in the tree; a `finished` word: its owner), so no line has two writers.
 //
-// Safety: the name is unique per creating process and segment, created with
-// O_CREAT|O_EXCL and mode 0600, sized with posix_fallocate (a full /dev/shm fails
-// here, never as SIGBUS later), and unlinked as soon as every process has mapped
-// it, so nothing remains in /dev/shm however the job ends afterwards.
+// Safety: the segment never has a name. The first process makes it with
+// memfd_create and sizes it with posix_fallocate (memory the node cannot give
+// fails here, never as SIGBUS later); the others open that process's
+// descriptor through /proc/PID/fd. Nothing is ever in /dev/shm, so nothing can
+// be left there however the job ends, and a segment larger than half the
+// node's available memory is refused before anything is made.
 #pragma once
 
 #include <mpi.h>
@@ -67,9 +69,6 @@ class Segment {
     return base_ + queue_offset(rank) + control_bytes_ + std::size_t(slot) * fragment_;
   }
   std::size_t bytes() const { return bytes_; }
-
-  // The name a segment of this process gets next (exposed for the tests).
-  static std::string next_name();
 
  private:
   // Maps the segment (bytes_ from fd) at base_; false with the reason in *why.

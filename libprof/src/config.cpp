@@ -33,12 +33,13 @@ const std::vector<ConfigVariable>& config_variables() {
        "Verbosity of the profiler's own messages on stderr."},
       {"PROF_BCAST", "native|shm", "native",
        "MPI_Bcast implementation: MPICH's own, or the NUMA shared-memory broadcast of seed 001 "
-       "(per communicator, at its first broadcast, a segment in /dev/shm with a queue per process; "
+       "(per communicator, at its first broadcast, a shared-memory segment with a queue per process, "
+       "which never has a name in /dev/shm, so none is left behind however the job ends; "
        "messages of up to 56 bytes travel inside the notification's cache line; communicators spanning "
        "nodes: node leaders through MPICH, shared memory inside each node). Traced like any "
        "MPI_Bcast; the trace and the JSON report (`bcast_impl`) say which ran. Where the "
-       "segment cannot be had (a full /dev/shm), that communicator uses MPICH's, with one "
-       "warning."},
+       "segment cannot be had (it would take more than half the node's available memory, "
+       "or the memory is refused), that communicator uses MPICH's, with one warning."},
       {"PROF_BCAST_FRAGMENT", "bytes, a multiple of the page size, up to 67108864",
        "8192 (the model's optimum f* = sqrt(b t_w / t) for b = 1 MiB, t_w = 50 t, rounded up to pages)",
        "PROF_BCAST=shm: fragment size f, the bytes of one queue buffer."},
@@ -52,8 +53,9 @@ const std::vector<ConfigVariable>& config_variables() {
        "PROF_BCAST=shm: the notification tree (K-ary with K in 1..1024, K-nomial with K in "
        "2..1024), precomputed for every root."},
       {"PROF_TEST_BCAST_FAIL_SHM", "0|1", "0",
-       "Test only: the shared-memory broadcast asks /dev/shm for 2^50 bytes, which fails as a "
-       "full /dev/shm does, so the fallback to MPICH's MPI_Bcast is exercised."},
+       "Test only: the shared-memory broadcast takes the node to have no memory to spare, "
+       "so every segment is refused as one too big for the node is, and the fallback to "
+       "MPICH's MPI_Bcast is exercised."},
       {"PROF_TEST_BCAST_NODES", "integer 1..1024", "(unset: the real nodes)",
        "Test only: the shared-memory broadcast takes world rank r to be on node r mod N, so "
        "the path for communicators spanning nodes (node leaders through MPI, then shared "

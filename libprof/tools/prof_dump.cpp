@@ -2,9 +2,12 @@
 //
 //   prof-dump FILE_OR_TRACE_DIR [--no-events] [--stats] [--chunks]
 //
-// Exit status: 0 when the input is readable (damage is reported as warnings),
-// 1 with "prof-dump: <message naming the file>" on stderr when it is not,
-// 2 for a usage error.
+// Exit status: 0 when the input is readable and undamaged, 1 with
+// "prof-dump: <message naming the file>" on stderr when it is not readable,
+// 2 for a usage error, 3 when what was read is damaged or incomplete (bad CRC,
+// headers, records or definitions, cut chunks, a rank file skipped, records the
+// shim could not store): everything readable is still printed, the damage as
+// warnings, and one line on stderr says what was wrong.
 //
 // OUTPUT FORMAT (stable: tests grep it; one item per line, single spaces)
 //
@@ -229,7 +232,8 @@ void print_event(Line& l, const RankTrace& t, const Event& e, const SiteNames& s
   l.put();
 }
 
-void dump_rank(const RankTrace& t, const Options& o) {
+// Prints one rank file; returns what is wrong with it ("" when nothing is).
+std::string dump_rank(const RankTrace& t, const Options& o) {
   static Line l;
   const auto& h = t.header();
   std::printf("file %s\n", t.path().c_str());
@@ -307,6 +311,13 @@ void dump_rank(const RankTrace& t, const Options& o) {
         s.truncated_chunks, s.bad_records, s.bad_definitions, s.unknown_chunk_types,
         s.backwards_timestamps, s.events);
   }
+  const ReadStats& s = t.stats();
+  std::string wrong;
+  if (s.crc_mismatches + s.bad_chunk_headers + s.truncated_chunks + s.bad_records + s.bad_definitions)
+    wrong = "damaged";
+  if (auto it = t.meta().find("records_lost"); it != t.meta().end() && it->second != "0")
+    wrong += std::string(wrong.empty() ? "" : ", ") + it->second + " records lost when recording";
+  return wrong.empty() ? wrong : t.path() + ": " + wrong;
 }
 
 int usage() {
@@ -333,6 +344,7 @@ int main(int argc, char** argv) {
   static char outbuf[1 << 16];
   std::setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 
+  std::vector<std::string> wrong;  // what is damaged or incomplete, per file
   std::error_code ec;
   if (std::filesystem::is_directory(input, ec)) {
     TraceDir d = TraceDir::open(input);
@@ -342,8 +354,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("trace %s world_size=%d ranks=%zu\n", input.c_str(), d.world_size, d.ranks.size());
-    for (const auto& w : d.warnings) std::printf("warning: %s\n", w.c_str());
-    for (const auto& r : d.ranks) dump_rank(*r, o);
+    for (const auto& w : d.warnings) {
+      std::printf("warning: %s\n", w.c_str());
+      wrong.push_back(w);
+    }
+    for (const auto& r : d.ranks)
+      if (std::string w = dump_rank(*r, o); !w.empty()) wrong.push_back(w);
   } else {
     std::string err;
     auto t = RankTrace::open(input, &err);
@@ -351,11 +367,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "prof-dump: %s\n", err.c_str());
       return 1;
     }
-    dump_rank(*t, o);
+    if (std::string w = dump_rank(*t, o); !w.empty()) wrong.push_back(w);
   }
   if (std::fflush(stdout) != 0) {
     std::fprintf(stderr, "prof-dump: error writing output\n");
     return 1;
   }
-  return 0;
+  for (const std::string& w : wrong) std::fprintf(stderr, "prof-dump: damaged: %s\n", w.c_str());
+  return wrong.empty() ? 0 : 3;
 }

@@ -2,6 +2,7 @@
 // crashes or hangs; it names the file (and offset), counts the problem, and
 // either reports what it could salvage or says nothing is usable. Checked via
 // the library and via the prof-analyze binary (exit status and messages).
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -23,7 +24,8 @@ struct CliResult {
 
 CliResult run_cli(const std::string& args) {
   CliResult r;
-  const std::string cmd = std::string(PROF_ANALYZE_BIN) + " --no-progress " + args + " 2>&1";
+  // (Bounded: an analysis that hangs fails here instead of stalling the suite.)
+  const std::string cmd = "timeout 60 " + std::string(PROF_ANALYZE_BIN) + " --no-progress " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf;
@@ -287,6 +289,29 @@ TEST(DamagedInput, GarbageFileAmongRanks) {
   ASSERT_TRUE(a.usable());
   EXPECT_TRUE(any_example_contains(a, "bad magic")) << warnings_text(a);
   EXPECT_EQ(run_cli(b.dir()).status, 3);
+}
+
+// A FIFO or a link to a device among the rank files is refused at open, named
+// with what it is, never read (a FIFO would block for ever, /dev/zero would be
+// read until memory runs out); the other ranks are analyzed.
+TEST(DamagedInput, FifoOrDeviceInPlaceOfARankFileIsRefusedNotRead) {
+  for (const std::string kind : {"FIFO", "character device"}) {
+    TraceBuilder b(2);
+    build_ring(b, 2);
+    b.close();
+    fs::remove(b.path(1));
+    if (kind == "FIFO") ASSERT_EQ(::mkfifo(b.path(1).c_str(), 0600), 0);
+    else fs::create_symlink("/dev/zero", b.path(1));
+    const auto a = analyze_checked(b.dir());
+    ASSERT_TRUE(a.usable());
+    EXPECT_TRUE(a.damaged);
+    EXPECT_EQ(a.processors, 1);
+    EXPECT_TRUE(any_example_contains(a, "rank-00001.prof: is a " + kind + ", not a regular file"))
+        << warnings_text(a);
+    const auto cli = run_cli(b.dir());
+    EXPECT_EQ(cli.status, 3) << cli.out;
+    EXPECT_NE(cli.out.find("is a " + kind), std::string::npos) << cli.out;
+  }
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 // messages, nonblocking receives, persistent requests, collectives and
 // interval executions straddling both edges. A stale or corrupt index is
 // rebuilt, and a trace it cannot serve is decoded whole, saying so.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -265,6 +268,34 @@ TEST(WindowIndex, ATraceItCannotServeIsDecodedWholeSayingWhy) {
   EXPECT_EQ(a.stats.window_index.rfind("not used: rank 0 has several threads", 0), 0u) << a.stats.window_index;
   EXPECT_EQ(a.stats.chunks_decoded, a.stats.chunks_total);
   EXPECT_EQ(report_of(a), report_of(full));
+}
+
+// Whoever can write the trace directory cannot make an analysis write through
+// a link: not at the temporary names the index is written to (planted for the
+// analyzing process's own id and the next ones), nor at its final name. A FIFO
+// in the index's place is not read (it would block) but replaced.
+TEST(WindowIndex, NeverWritesThroughALinkOrReadsAFifoInTheTraceDirectory) {
+  TraceBuilder b(kRanks, 42, true, 2048);
+  build(b, 100);
+  const std::string victim = b.dir() + "/../victim-" + std::to_string(::getpid());
+  std::ofstream(victim) << "precious";
+  for (int pid = ::getpid(); pid < ::getpid() + 8; ++pid)
+    std::filesystem::create_symlink(victim, index_path(b) + ".tmp." + std::to_string(pid));
+  std::filesystem::create_symlink(victim, index_path(b));
+  auto a = analyze_checked(b.dir(), window(0.01, 0.012, true));
+  EXPECT_EQ(a.stats.window_index.rfind("rebuilt", 0), 0u) << a.stats.window_index;
+  std::stringstream kept;
+  kept << std::ifstream(victim).rdbuf();
+  EXPECT_EQ(kept.str(), "precious");
+  EXPECT_FALSE(std::filesystem::is_symlink(index_path(b)));
+  EXPECT_EQ(analyze_checked(b.dir(), window(0.01, 0.012, true)).stats.window_index.rfind("used ", 0), 0u);
+
+  std::filesystem::remove(index_path(b));
+  ASSERT_EQ(::mkfifo(index_path(b).c_str(), 0600), 0);
+  a = analyze_checked(b.dir(), window(0.01, 0.012, true));
+  EXPECT_EQ(a.stats.window_index.rfind("rebuilt (unreadable", 0), 0u) << a.stats.window_index;
+  EXPECT_TRUE(std::filesystem::is_regular_file(index_path(b)));
+  std::filesystem::remove(victim);
 }
 
 }  // namespace

@@ -9,8 +9,11 @@
 # native:   no PROF_BCAST; results right, no segment, JSON bcast_impl "native".
 # crash:    a rank SIGKILLs itself among broadcasts on fresh communicators;
 #           nothing of the job left in /dev/shm.
-# fallback: PROF_TEST_BCAST_FAIL_SHM=1 (posix_fallocate refused); results still
-#           right, one warning line per process at most, /dev/shm clean.
+# fallback: PROF_TEST_BCAST_FAIL_SHM=1 (the node taken to have no memory to
+#           spare); results still right, one warning line per process at most,
+#           /dev/shm clean.
+# refused:  PROF_BCAST=shm with settings asking more than the node can hold:
+#           refused at once with one line saying so, MPICH's broadcast instead.
 # With PROF_TEST_BCAST_NODES=N among the settings, a segment must also have been
 # made for a node holding only part of a communicator (the path across nodes).
 set -u
@@ -30,6 +33,7 @@ case "$case_name" in
   native) mode=short ;;
   crash) envs+=(PROF_BCAST=shm); mode=crash ;;
   fallback) envs+=(PROF_BCAST=shm PROF_TEST_BCAST_FAIL_SHM=1); mode=short ;;
+  refused) envs+=(PROF_BCAST=shm); mode=short ;;
   *) echo "run_bcast.sh: unknown case $case_name" >&2; exit 2 ;;
 esac
 for e in "$@"; do
@@ -72,8 +76,11 @@ case "$case_name" in
     esac ;;
   native)
     [ "$ready" -eq 0 ] || fail "a segment was made without PROF_BCAST=shm" ;;
+  refused)
+    grep -q "is more than the node can hold" "$out/stderr" || fail "no line saying the segment is too big"
+    ;&
   fallback)
-    [ "$ready" -eq 0 ] || fail "a segment was made although /dev/shm refused it"
+    [ "$ready" -eq 0 ] || fail "a segment was made although the node refused it"
     [ "$unavailable" -ge 1 ] && [ "$unavailable" -le "$np" ] ||
       fail "expected one fallback warning per process at most (at least one), got $unavailable" ;;
 esac
@@ -86,7 +93,7 @@ want=shm
 read -r impl fallbacks < <(python3 -c "import json,sys; d = json.load(open(sys.argv[1])); print(d['bcast_impl'], d['bcast_fallbacks'])" "$out/report.json")
 [ "$impl" = "$want" ] || fail "JSON bcast_impl is '$impl', expected '$want'"
 # The trace says when a communicator fell back (3 communicators broadcast here).
-if [ "$case_name" = fallback ]; then
+if [ "$case_name" = fallback ] || [ "$case_name" = refused ]; then
   [ "$fallbacks" -ge 1 ] || fail "JSON bcast_fallbacks is $fallbacks after a fallback"
 else
   [ "$fallbacks" -eq 0 ] || fail "JSON bcast_fallbacks is $fallbacks, expected 0"

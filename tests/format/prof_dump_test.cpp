@@ -1,6 +1,7 @@
 // prof-dump: runs the real executable on written traces and greps its output
 // (the line format documented at the top of libprof/tools/prof_dump.cpp).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,7 +30,8 @@ struct DumpResult {
 };
 DumpResult run_dump(const std::string& args) {
   DumpResult r;
-  const std::string cmd = std::string(PROF_DUMP_PATH) + " " + args + " 2>&1";
+  // (Bounded: a dump that hangs fails here instead of stalling the suite.)
+  const std::string cmd = "timeout 60 " + std::string(PROF_DUMP_PATH) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];
@@ -194,6 +196,50 @@ TEST(FormatDump, DamagedFileStillDumpsWithWarnings) {
   EXPECT_NE(r.out.find("r0 s0 0.000000 us +0.010 us MPI_Comm_rank\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("warning: " + path + ": offset "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("unsealed_chunks=1 "), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+// Damage is printed as warnings and makes the exit status 3, with one line on
+// stderr naming the file; records the shim could not store count as damage.
+TEST(FormatDump, DamageAndLossesExitThree) {
+  const std::string dir = temp_dir();
+  write_rank(dir + "/rank-00000.prof", 0);
+  write_rank(dir + "/rank-00001.prof", 1);
+  ASSERT_EQ(run_dump(dir + " --stats").status, 0);
+  const std::string path = dir + "/rank-00001.prof";
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(path) - 16));
+    f.put('\x5a');
+  }
+  DumpResult r = run_dump(dir + " --stats");
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_NE(r.out.find("prof-dump: damaged: " + path + ": damaged"), std::string::npos) << r.out;
+  r = run_dump(path + " --no-events --stats");
+  EXPECT_EQ(r.status, 3) << r.out;
+
+  const std::string lost = dir + "/lost.prof";
+  {
+    TraceWriter w(lost, 0, 1, 1);
+    w.meta("records_lost", "17");
+  }
+  r = run_dump(lost);
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_NE(r.out.find(lost + ": 17 records lost when recording"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+// A FIFO or a device is refused at once (never read), named with what it is.
+TEST(FormatDump, FifoOrDeviceIsRefused) {
+  const std::string dir = temp_dir();
+  ASSERT_EQ(::mkfifo((dir + "/rank-00000.prof").c_str(), 0600), 0);
+  DumpResult r = run_dump(dir + "/rank-00000.prof");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("rank-00000.prof: is a FIFO, not a regular file"), std::string::npos) << r.out;
+  fs::create_symlink("/dev/zero", dir + "/zero.prof");
+  r = run_dump(dir + "/zero.prof");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("zero.prof: is a character device"), std::string::npos) << r.out;
   fs::remove_all(dir);
 }
 

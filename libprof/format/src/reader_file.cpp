@@ -2,7 +2,7 @@
 // it there), and events chunks read with pread() into a cursor's own buffer,
 // reused chunk after chunk: mapped pages of a file in the page cache cost a
 // fault each, and under a hypervisor that was 3x the CRC and copy together.
-// Chunks above kReadChunkMax (and files that are not regular), the first
+// Chunks above kReadChunkMax, the first
 // chunks of each stream the index reads, and a cursor's first kMappedChunks
 // chunks while it has no buffer they fit in are decoded from the mapping
 // instead, whose pages are dropped from the process when the cursor leaves
@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "prof/safe_file.h"
 #include "reader_internal.h"
 
 namespace prof::trace {
@@ -70,27 +71,16 @@ uint64_t page_size() {
 }  // namespace reader
 
 bool RankTrace::Impl::map_file(std::string* error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *error = path + ": cannot open: " + std::strerror(errno);
-    return false;
-  }
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) {
-    *error = path + ": cannot stat: " + std::strerror(errno);
-    ::close(fd);
-    return false;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    *error = path + ": is a directory, not a trace file";
-    ::close(fd);
-    return false;
-  }
-  if (S_ISREG(st.st_mode) && st.st_size > 0) {
-    void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  // A FIFO, a device or a directory is refused at open, and no read goes past
+  // the size fstat gave (a link to /dev/zero never ends otherwise).
+  const RegularFile file = open_regular_file(path, error);
+  if (file.fd < 0) return false;
+  const int fd = file.fd;
+  if (file.size > 0) {
+    void* m = ::mmap(nullptr, static_cast<size_t>(file.size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (m != MAP_FAILED) {
       map.map = m;
-      map.size = static_cast<uint64_t>(st.st_size);
+      map.size = file.size;
       map.data = static_cast<const uint8_t*>(m);
       map.fd = fd;
       ::madvise(m, map.size, MADV_SEQUENTIAL);
@@ -98,19 +88,22 @@ bool RankTrace::Impl::map_file(std::string* error) {
       return true;
     }
   }
-  // Fallback: read it (pipes, special files, mmap refused).
-  for (;;) {
-    uint8_t tmp[65536];
-    ssize_t n = ::read(fd, tmp, sizeof tmp);
+  // Fallback (mmap refused): read it, at most the size it had when opened.
+  map.contents.resize(static_cast<size_t>(file.size));
+  size_t got = 0;
+  while (got < map.contents.size()) {
+    const ssize_t n = ::pread(fd, map.contents.data() + got, map.contents.size() - got,
+                              static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      if (errno == EINTR) continue;
       *error = path + ": cannot read: " + std::strerror(errno);
       ::close(fd);
       return false;
     }
-    if (n == 0) break;
-    map.contents.insert(map.contents.end(), tmp, tmp + n);
+    if (n == 0) break;  // (shorter than it was: the index finds what is missing)
+    got += static_cast<size_t>(n);
   }
+  map.contents.resize(got);
   ::close(fd);
   map.data = map.contents.data();
   map.size = map.contents.size();

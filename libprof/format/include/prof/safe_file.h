@@ -1,0 +1,35 @@
+// Opening and replacing files in a directory that someone else may write to
+// (a shared trace directory): every reader and writer of trace files goes
+// through these two functions, so none of them can be turned against the user.
+//
+// Reading: a path that names a FIFO, a device (a link to /dev/zero) or a
+// directory is refused at open, which never blocks (O_NONBLOCK); the caller
+// then reads at most the size fstat gave, so a file cannot make a read endless.
+//
+// Writing: the new contents go to a temporary name created exclusively and
+// without following a link (O_CREAT | O_EXCL | O_NOFOLLOW), then renamed over
+// the final name; rename replaces a link planted there instead of writing
+// through it. A planted temporary name makes the write fail, never follow.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace prof::trace {
+
+// An open read-only descriptor on a regular file and its size, or -1 with
+// `error` naming the path and what was wrong ("is a FIFO, not a regular file").
+struct RegularFile {
+  int fd = -1;
+  uint64_t size = 0;
+  int open_errno = 0;  // when fd < 0: open's errno (ENOENT: no such file), or 0
+};
+RegularFile open_regular_file(const std::string& path, std::string* error);
+
+// Replaces `path` with `bytes` (mode 0644, less the umask) through a temporary
+// file beside it. False, with `error` naming the file and the reason, when it
+// cannot; nothing is left behind then.
+bool replace_file(const std::string& path, std::string_view bytes, std::string* error);
+
+}  // namespace prof::trace
