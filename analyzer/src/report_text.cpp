@@ -83,6 +83,14 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
       for (const FunctionFigures& f : n.functions)
         out << f.name << ' ' << f.calls << ' ' << num(f.time) << ' ' << f.bytes << '\n';
     }
+    if (n.parent < 0 && a.complete &&
+        std::any_of(a.run_end.begin(), a.run_end.end(), [](const RankEnd& e) { return e.records_lost; })) {
+      // After Level 0: the run ended cleanly but not everything was recorded.
+      out << "\n---Records lost when recording (not in the figures)---\n";
+      out << "Nproc RecordsLost\n";
+      for (const RankEnd& e : a.run_end)
+        if (e.records_lost) out << e.rank << ' ' << e.records_lost << '\n';
+    }
     if (n.parent < 0 && !a.complete) {
       // After Level 0, for a run that did not end cleanly.
       out << "\n---Where each rank was when the run ended---\n";

@@ -196,6 +196,18 @@ void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
           rank_trace.path() + ": recording ended " +
               (end.empty() ? std::string("without a word (killed, e.g. SIGKILL)") : "by " + end));
     }
+    // What the shim could not store (a full disk, a failed write) is missing
+    // from the trace: the figures undercount, so the input is damaged.
+    for (const char* key : {"records_lost", "definitions_lost"})
+      if (auto it = rank_trace.meta().find(key); it != rank_trace.meta().end()) {
+        const uint64_t n = std::strtoull(it->second.c_str(), nullptr, 10);
+        if (n == 0) continue;
+        a.damaged = true;
+        const bool records = key[0] == 'r';
+        add(records ? "records lost when recording (disk full or a failed write; not in the trace)"
+                    : "definitions lost when recording (disk full or a failed write; not in the trace)",
+            n, rank_trace.path() + ": " + it->second + (records ? " records" : " definitions"));
+      }
     if (s.backwards_timestamps)
       add("timestamps going backwards", s.backwards_timestamps,
           rank_trace.path() + ": " + std::to_string(s.backwards_timestamps) + " records");

@@ -30,8 +30,13 @@ if not os.path.isfile(path):
     sys.exit(1)
 
 out = subprocess.run([dump, path, "--stats"], capture_output=True, text=True)
-if out.returncode != 0:
-    fails.append(f"prof-dump exit status {out.returncode}: {out.stderr[:300]}")
+# Exit status 3 (and one line saying so) exactly when records were lost.
+lost_meta = re.search(r"^meta records_lost=(\d+)$", out.stdout, re.M)
+want_status = 3 if lost_meta and lost_meta.group(1) != "0" else 0
+if out.returncode != want_status:
+    fails.append(f"prof-dump exit status {out.returncode}, expected {want_status}: {out.stderr[:300]}")
+if want_status == 3 and "records lost when recording" not in out.stderr:
+    fails.append(f"prof-dump does not say records were lost: {out.stderr[:300]}")
 stats = dict(re.findall(r"(\w+)=(\d+)", next((l for l in out.stdout.splitlines()
                                               if l.startswith("stats ")), "")))
 for key in ("crc_mismatches", "bad_records", "backwards_timestamps", "bad_chunk_headers"):

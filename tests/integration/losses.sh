@@ -11,7 +11,8 @@
 #                 exit status as without the profiler, one message naming
 #                 ENOSPC, rank files within the tmpfs (nothing sparse), the
 #                 loss counted (meta records_lost), prof-dump and prof-analyze
-#                 read the files without crashing (exit 0 or 3).
+#                 read the files and report the loss as damage (exit 3, on
+#                 stderr and in the text report).
 #   reused_output two runs into one PROF_OUTPUT, the second with fewer ranks:
 #                 the first trace stays byte for byte, the second goes to
 #                 PROF_OUTPUT-2 and says so on stderr, both analyzable.
@@ -47,13 +48,17 @@ run() {
 }
 same_output() { cmp -s <(sort "$out/$1.stdout") <(sort "$out/$2.stdout"); }
 
-# read_ok TRACE_DIR WHAT: prof-dump and prof-analyze read it, exit 0 (or 3:
-# damage reported, report salvaged), never a signal.
+# read_ok TRACE_DIR WHAT STATUSES: prof-dump and prof-analyze read it, never
+# killed by a signal, and exit with one of STATUSES (3: damage or loss
+# reported, report salvaged).
 read_ok() {
   local dir=$1 what=$2 allowed=$3 r
   timeout 60 "$dump" "$dir" --no-events --stats >"$out/dump.txt" 2>"$out/dump.err"
   r=$?
-  [ $r -eq 0 ] || fail "$what: prof-dump exit status $r ($(head -c 300 "$out/dump.err"))"
+  case " $allowed " in
+    *" $r "*) ;;
+    *) fail "$what: prof-dump exit status $r, expected one of $allowed ($(head -c 300 "$out/dump.err"))" ;;
+  esac
   timeout 60 "$analyze" "$dir" -o "$out/report.txt" >/dev/null 2>"$out/analyze.err"
   r=$?
   case " $allowed " in
@@ -82,7 +87,13 @@ full_disk)
     [ "$size" -le 1048576 ] || fail "$(basename "$f") is $size bytes, more than the 1 MiB tmpfs"
   done
   [ -f "$out/mnt/trace/rank-00000.prof" ] || fail "no rank file"
-  read_ok "$out/mnt/trace" "full disk" "0 3"
+  # Records lost are damage: exit status 3, said on stderr and in the text
+  # report, and no rank is blamed for ending early.
+  read_ok "$out/mnt/trace" "full disk" "3"
+  grep -q "records lost when recording" "$out/dump.err" || fail "prof-dump does not say records were lost"
+  grep -q "records lost when recording" "$out/analyze.err" || fail "prof-analyze's stderr does not say records were lost"
+  grep -qi "cut short" "$out/analyze.err" && fail "prof-analyze blames a rank cut short: $(cat "$out/analyze.err")"
+  grep -q "^---Records lost when recording" "$out/report.txt" || fail "the text report does not show the records lost"
   grep "meta records_lost\|^end \|^stats" "$out/dump.txt" | sed 's/^/    /'
   # Every call is either in the trace or counted as lost, on each rank.
   calls=$((4 + rounds * (2 + local_calls)))
