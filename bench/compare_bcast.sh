@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shim's shared-memory MPI_Bcast (PROF_BCAST=shm, seed 001) against MPICH's,
+# The shim's NUMA MPI_Bcast (PROF_BCAST=shm, docs/references.md) against MPICH's,
 # measured by prof-bench (synchronized slots, max over ranks). On a noisy machine
 # the comparison is made within each prof-bench invocation (native and shm rows
 # alternate size by size) and repeated ROUNDS times, alternating root 0 and

@@ -1,6 +1,6 @@
-// prof-bench: collective timings by the MPIPerf method (seed 000; see
-// schedule.h). mpiexec -n P prof-bench [OPTIONS]; rank 0 prints a table and
-// writes CSV / JSON (spec/interfaces.md, "prof-bench").
+// prof-bench: collective timings by Kurnosov's MPIPerf method
+// (docs/references.md; see schedule.h). mpiexec -n P prof-bench [OPTIONS]; rank 0
+// prints a table and writes CSV / JSON (docs/interfaces.md, "prof-bench").
 #include <mpi.h>
 #include <sys/prctl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// prof-bench's command line (spec/interfaces.md, "prof-bench"). Parsed before
+// prof-bench's command line (docs/interfaces.md, "prof-bench"). Parsed before
 // MPI_Init, so a bad option never starts MPI.
 #pragma once
 

@@ -1,7 +1,7 @@
-// The launch schedule (seed 000, MPIPerf section 3): every run starts at a
-// common slot of global time; a run's time is the maximum over ranks of its end
-// minus the slot's start; runs that start late or overrun their slot are
-// discarded and counted.
+// The launch schedule (Kurnosov's MPIPerf method, section 3; docs/references.md):
+// every run starts at a common slot of global time; a run's time is the maximum
+// over ranks of its end minus the slot's start; runs that start late or overrun
+// their slot are discarded and counted.
 #pragma once
 
 #include <mpi.h>

@@ -1,6 +1,7 @@
-// The schedule's verdict on one stage of runs (seed 000, MPIPerf 3.2-3.3):
-// which runs are valid, which started late or overran their slot, and the next
-// slot length. No MPI here, so it is unit-tested.
+// The schedule's verdict on one stage of runs (Kurnosov's MPIPerf method, steps
+// 3.2-3.3; docs/references.md): which runs are valid, which started late or
+// overran their slot, and the next slot length. No MPI here, so it is
+// unit-tested.
 #pragma once
 
 #include <vector>

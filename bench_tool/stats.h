@@ -1,6 +1,7 @@
-// Statistics of prof-bench (seed 000, MPIPerf section 4): trimmed mean of the
-// valid runs, its standard error, a Student-t confidence interval, and the
-// stopping rule. No MPI here, so it is unit-tested on synthetic samples.
+// Statistics of prof-bench (Kurnosov's MPIPerf method, section 4;
+// docs/references.md): trimmed mean of the valid runs, its standard error, a
+// Student-t confidence interval, and the stopping rule. No MPI here, so it is
+// unit-tested on synthetic samples.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Every characteristic of one interval (spec/metrics.md): the seed's main
+// Every characteristic of one interval (docs/metrics.md): the main
 // characteristics, the comparative table (min/max/mean over ranks), the
 // per-rank table and the MPI function profile, each a sortable table whose
 // cells hold the raw number under NumberRole and the report's text on show.

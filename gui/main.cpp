@@ -1,4 +1,4 @@
-// prof-gui: the window, or (spec/interfaces.md "prof-gui") a screenshot of it
+// prof-gui: the window, or (docs/interfaces.md "prof-gui") a screenshot of it
 // or a benchmark of timeline frames, without a display under
 // QT_QPA_PLATFORM=offscreen.
 #include <QApplication>

@@ -1,5 +1,5 @@
 // The analysis engine: one streaming pass over every rank, in parallel, that
-// builds the interval tree and the characteristics of spec/metrics.md.
+// builds the interval tree and the characteristics of docs/metrics.md.
 //
 // Algorithm
 //   Ranks are split among W worker threads in contiguous blocks of about equal

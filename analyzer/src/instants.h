@@ -1,4 +1,4 @@
-// Measures of sets of instants, per rank (spec/metrics.md): PotentSync,
+// Measures of sets of instants, per rank (docs/metrics.md): PotentSync,
 // SendRecv, CollectiveAll and AllToAll always, and on ranks with several
 // threads MPI time and Time of Start too, are the lengths of unions of time
 // spans, each instant counted once, and each instant counts in the interval

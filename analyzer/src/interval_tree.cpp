@@ -1,5 +1,5 @@
 // Interval executions, the tree across ranks, its fold (Idle needs the k-th
-// execution's maximum over ranks) and each node's figures (spec/metrics.md).
+// execution's maximum over ranks) and each node's figures (docs/metrics.md).
 #include <filesystem>
 
 #include "interval_steps.h"
@@ -207,7 +207,7 @@ SiteInfo Engine::root_call_site(const std::string& executable) const {
   return root_site;
 }
 
-// One node's figures across ranks (spec/metrics.md), in seconds.
+// One node's figures across ranks (docs/metrics.md), in seconds.
 IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
   IntervalNode node;
   if (gn.parent != kNoParent) node.id = static_cast<uint16_t>(gn.id);

@@ -1,4 +1,4 @@
-// prof-analyze: the offline analyzer's command line (spec/interfaces.md).
+// prof-analyze: the offline analyzer's command line (docs/interfaces.md).
 //
 // Exit status: 0 report written (warnings, such as a trace cut short by a
 // crash, do not change it); 1 usage error or an output file that cannot be
@@ -81,7 +81,7 @@ bool write_file(const std::string& path, const std::function<void(std::ostream&)
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"prof-analyze: interval characteristics of a prof trace (seed 003 report)"};
+  CLI::App app{"prof-analyze: interval characteristics of a prof trace (docs/metrics.md)"};
   std::string dir, out_path, json_path, chrome_path, chrome_window, window;
   bool functions = false, no_per_rank = false, no_progress = false, quiet = false;
   unsigned threads = 0;

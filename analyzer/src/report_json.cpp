@@ -1,4 +1,4 @@
-// The JSON report (spec/interfaces.md): required keys, and more.
+// The JSON report: the keys docs/interfaces.md lists, in its order.
 #include <nlohmann/json.hpp>
 
 #include "prof/analysis/report.h"

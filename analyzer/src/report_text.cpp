@@ -1,4 +1,5 @@
-// The text report: the seed's block per interval, line for line, then extras.
+// The text report: the interval-analyzer thesis's block per interval, line for
+// line (docs/metrics.md, "The text report"), then extras.
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -16,9 +17,9 @@ std::string fmt(const char* f, double v) {
 }
 std::string num(double v) { return fmt("%f", v); }
 
-// The seed computed in whole microseconds and divided integers, so its Tmid is
-// the mean truncated to the microsecond (see report.h). The small bias guards
-// against a mean like 654 us landing at 653.9999999 after the division.
+// The thesis's analyzer kept whole microseconds and divided integers, so its
+// Tmid is the mean truncated to the microsecond (see report.h). The small bias
+// guards against a mean like 654 us landing at 653.9999999 after the division.
 std::string tmid(double seconds) {
   const double us = std::trunc(seconds * 1e6 + (seconds >= 0 ? 1e-6 : -1e-6));
   return num(us / 1e6);

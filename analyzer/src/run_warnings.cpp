@@ -24,7 +24,7 @@ std::string ended_by(const std::string& reason) {
 }
 
 // The calls rank `r` was inside when it ended, with what each waits for
-// (spec/interfaces.md, `run_end.in_flight`).
+// (docs/interfaces.md, `run_end.in_flight`).
 std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
   std::vector<CallInFlight> out;
   const RankTrace& rank_trace = *r.rank_trace;

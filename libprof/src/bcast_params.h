@@ -1,6 +1,7 @@
-// Parameters of the shared-memory broadcast (seed 001): fragment size f, slots
-// s per queue, sets q, the notification tree; their defaults from the paper's
-// cost model, and the PROF_BCAST* environment variables that override them.
+// Parameters of the shared-memory broadcast (Kurnosov and Tokmasheva's NUMA
+// MPI_Bcast, docs/references.md): fragment size f, slots s per queue, sets q,
+// the notification tree; their defaults from the paper's cost model, and the
+// PROF_BCAST* environment variables that override them.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,6 @@
-// The shared-memory segment of one node's share of a communicator (seed 001,
-// section 4.1, Fig. 1), made collectively over that node communicator.
+// The shared-memory segment of one node's share of a communicator (Kurnosov
+// and Tokmasheva's NUMA MPI_Bcast, section 4.1, Fig. 1; docs/references.md),
+// made collectively over that node communicator.
 //
 // Layout, every part page-aligned: per process its queue: a control area (its
 // `finished` word, s slot notices, kInlineEntries inline notices, one cache line

@@ -1,4 +1,5 @@
-// The pipeline of seed 001's Fig. 2, over the segment of bcast_segment.h.
+// The pipeline of Fig. 2 of Kurnosov and Tokmasheva's NUMA MPI_Bcast paper
+// (docs/references.md), over the segment of bcast_segment.h.
 //
 // Every process of a node numbers the uses of its communicator's queue the same
 // way (the message size is the same everywhere), and so also knows which slots

@@ -1,7 +1,8 @@
-// The NUMA shared-memory MPI_Bcast of seed 001 (Kurnosov and Tokmasheva):
-// per communicator a segment holding a circular queue of s buffers of f bytes in
-// q sets for each process; the root copies fragments into its own queue and
-// notifies through a tree, the others copy them out (pipelined copy-in/copy-out).
+// The NUMA shared-memory MPI_Bcast of Kurnosov and Tokmasheva
+// (docs/references.md): per communicator a segment holding a circular queue of
+// s buffers of f bytes in q sets for each process; the root copies fragments
+// into its own queue and notifies through a tree, the others copy them out
+// (pipelined copy-in/copy-out).
 // Communicators spanning nodes: node leaders through PMPI_Bcast, shared memory
 // inside each node. All MPI traffic of its own goes through PMPI.
 #pragma once

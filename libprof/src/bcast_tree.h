@@ -1,4 +1,5 @@
-// Notification trees of the shared-memory broadcast (seed 001, section 4.1):
+// Notification trees of the shared-memory broadcast (Kurnosov and Tokmasheva's
+// NUMA MPI_Bcast, section 4.1; docs/references.md):
 // flat, chain, k-ary and k-nomial, built for every possible root at set-up so
 // that a broadcast finds this rank's parent and children in constant time.
 //

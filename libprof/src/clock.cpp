@@ -1,4 +1,4 @@
-// Timers and clock synchronization (see clock.h; seed 000, MPIPerf).
+// Timers and clock synchronization (see clock.h; Kurnosov's MPIPerf method).
 #include "clock.h"
 
 #include <sched.h>

@@ -1,4 +1,5 @@
-// Timers and clock synchronization (seed 000, MPIPerf).
+// Timers and clock synchronization (Kurnosov's MPIPerf method, section 4;
+// docs/references.md).
 //
 // Timer: raw ticks on the hot path (rdtsc for TSC, a vDSO clock_gettime
 // otherwise), converted to ns offline with ns_per_tick. The TSC rate comes from

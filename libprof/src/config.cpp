@@ -32,7 +32,7 @@ const std::vector<ConfigVariable>& config_variables() {
       {"PROF_LOG_LEVEL", "trace|debug|info|warn|error|critical|off", "warn",
        "Verbosity of the profiler's own messages on stderr."},
       {"PROF_BCAST", "native|shm", "native",
-       "MPI_Bcast implementation: MPICH's own, or the NUMA shared-memory broadcast of seed 001 "
+       "MPI_Bcast implementation: MPICH's own, or Kurnosov and Tokmasheva's NUMA shared-memory broadcast "
        "(per communicator, at its first broadcast, a shared-memory segment with a queue per process, "
        "which never has a name in /dev/shm, so none is left behind however the job ends; "
        "messages of up to 56 bytes travel inside the notification's cache line; communicators spanning "

@@ -1,6 +1,7 @@
-// The golden test: a 4-rank trace whose report is the seed's worked example
-// (spec/metrics.md), every line of it, under the definitions as written there
-// (waits and transfers are measures of sets of instants, each counted once).
+// The golden test: a 4-rank trace whose report is the worked example of the
+// interval-analyzer thesis (docs/metrics.md, "The text report"), every line of
+// it, under the definitions docs/metrics.md gives (waits and transfers are
+// measures of sets of instants, each counted once).
 //
 // The trace is a halo exchange (exch.c) designed so the definitions give the
 // example's numbers exactly. Per rank (us; root = MPI_Init's return at 1000 to
@@ -14,9 +15,9 @@
 // MPI_Waitall at 5000; its later sender enters at 4907, so it waited 3707 us
 // outside any MPI call (potential sync), and the whole Waitall is transfer.
 // That is how its PotentSync and Comm add up to more than its MPI time, as in
-// the seed, with no instant counted twice. Two world Allreduces give every
-// rank its late-entry and exit spread; an Allreduce on MPI_COMM_SELF (no one
-// to wait for) is pure CollectiveAll time.
+// the thesis's example, with no instant counted twice. Two world Allreduces
+// give every rank its late-entry and exit spread; an Allreduce on
+// MPI_COMM_SELF (no one to wait for) is pure CollectiveAll time.
 #include <sstream>
 
 #include "prof/analysis/report.h"
@@ -132,7 +133,7 @@ TEST(Golden, PerRankFiguresOfTheExample) {
     EXPECT_NEAR(f.idle, idle[r], 1e-9) << "rank " << r;
     EXPECT_NEAR(f.cpu + f.mpi, f.time, 1e-12);
   }
-  // As in the seed: rank 3 waited for its senders while computing.
+  // As in the thesis's example: rank 3 waited for its senders while computing.
   const auto& r3 = root.per_rank[3];
   EXPECT_GT(r3.comm + r3.potential_sync, r3.mpi);
   // The JSON keeps the exact mean (the text truncates it to the microsecond).

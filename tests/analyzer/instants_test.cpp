@@ -1,4 +1,4 @@
-// Waits and transfers as measures of sets of instants (spec/metrics.md): a
+// Waits and transfers as measures of sets of instants (docs/metrics.md): a
 // call that completes many receives counts each instant once, a receive waits
 // from its issue, threads count as one processor, and requests are told apart
 // however MPICH numbers them. Times are integer nanoseconds, so the tolerance
@@ -56,7 +56,7 @@ TEST(Instants, HaloWindowWithSharedHandlesCountsEachInstantOnce) {
   EXPECT_NEAR(r1->sendrecv, ms(0.2), kTol);
 }
 
-// The example of spec/metrics.md: Irecv, 20 ms of work, then MPI_Wait, with
+// The example of docs/metrics.md: Irecv, 20 ms of work, then MPI_Wait, with
 // the sender 50 ms late: 50 ms of PotentSync, 20 of them outside MPI calls.
 TEST(Instants, ReceiveWaitsFromItsIssue) {
   TraceBuilder b(2);
@@ -74,7 +74,7 @@ TEST(Instants, ReceiveWaitsFromItsIssue) {
   EXPECT_NEAR(r0->potential_sync, ms(50), kTol);
   EXPECT_NEAR(r0->sendrecv, ms(1), kTol);
   EXPECT_NEAR(r0->mpi, ms(31), kTol);
-  EXPECT_GT(r0->comm + r0->potential_sync, r0->mpi);  // as the seed's rank 3
+  EXPECT_GT(r0->comm + r0->potential_sync, r0->mpi);  // as the thesis's rank 3
 }
 
 // A Waitall over receives from early and late senders waits until the latest

@@ -1,5 +1,5 @@
 // The outputs users read: the JSON report's keys and tree order
-// (spec/interfaces.md), the Chrome trace (valid JSON, one track per rank,
+// (docs/interfaces.md), the Chrome trace (valid JSON, one track per rank,
 // nested slices, paired flow arrows), and the text report's files and options.
 #include <sys/wait.h>
 

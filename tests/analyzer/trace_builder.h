@@ -224,7 +224,7 @@ class TraceBuilder {
   std::vector<uint32_t> stream_;
 };
 
-// The invariants of spec/metrics.md, per rank and interval: Comm <= MPI <= T,
+// The invariants of docs/metrics.md, per rank and interval: Comm <= MPI <= T,
 // PotentSync <= T, TStart <= MPI, and nothing negative (1 ns of slack for
 // rounding in sums of doubles). Every analyzer test checks them on every trace
 // it analyzes.

@@ -1,4 +1,4 @@
-// --window FROM:TO (spec/metrics.md, "A window of time"): the characteristics
+// --window FROM:TO (docs/metrics.md, "A window of time"): the characteristics
 // of that stretch only. A window over the whole run is the whole run; known
 // waits straddling its edges count with their part inside; and the additive
 // figures of two windows that split the run add up to the whole run's.

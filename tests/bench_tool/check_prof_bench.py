@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """prof-bench under mpiexec at 2 ranks: one check per invocation (see CMakeLists.txt).
 
-  csv_columns   the CSV header exactly as spec/interfaces.md, one row per (op, size), sane numbers
+  csv_columns   the CSV header exactly as docs/interfaces.md, one row per (op, size), sane numbers
   bad_options   each bad option: non-zero exit, an error naming the option, no traceback-like noise
   delayed_rank  one rank delayed by D inside every run: prof-bench measures >= D, the barrier loop less (about D/2)
   late_rank     one rank starts one run late: that run is discarded and counted, not averaged in

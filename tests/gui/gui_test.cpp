@@ -1,7 +1,7 @@
 // prof-gui on synthetic traces (TraceBuilder): the tree model is the
 // analysis's tree; the panel shows the JSON report's numbers; the timeline's
 // hit test, click, zoom to a dragged range and selection; damaged and unusable
-// traces give a dialog; --screenshot and --bench-frames as spec/interfaces.md
+// traces give a dialog; --screenshot and --bench-frames as docs/interfaces.md
 // says. Every time in the trace is known, so every check is exact.
 #include <QLineEdit>
 #include <QMenu>

@@ -125,7 +125,7 @@ def rank_of(node, rank):
 
 
 def check_invariants(check):
-    """metrics.md: per rank and interval, Comm <= MPI <= T, PotentSync <= T,
+    """docs/metrics.md: per rank and interval, Comm <= MPI <= T, PotentSync <= T,
     TStart <= MPI; efficiency within [0, 1]."""
     bad = []
     for index, node in enumerate(check.report["intervals"]):

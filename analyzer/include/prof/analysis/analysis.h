@@ -1,5 +1,5 @@
 // The analyzer's model of a trace: the interval tree across ranks and the
-// characteristics of every interval (spec/metrics.md), as plain data.
+// characteristics of every interval (docs/metrics.md), as plain data.
 //
 // Nothing here prints: the text report, the JSON report and the Chrome trace
 // are separate functions (report.h, chrome_trace.h), so the GUI can link the
@@ -22,8 +22,8 @@
 
 namespace prof::analysis {
 
-// The characteristics compared across ranks (the seed's "Comparative
-// Characteristics" table, in its order).
+// The characteristics compared across ranks (the text report's "Comparative
+// Characteristics" table, in its order: docs/metrics.md).
 enum class Comparative : int {
   Lost = 0,
   Idle,
@@ -152,9 +152,9 @@ struct MatchStats {
 };
 
 // An MPI call a rank was inside when its recording ended (entered, never
-// completed: spec/metrics.md, "A run that did not end cleanly").
+// completed: docs/metrics.md, "A run that did not end cleanly").
 // How reports number a communicator: MPI_COMM_WORLD is 0 (as in
-// spec/interfaces.md's run_end), any other its global id, which is never 0.
+// docs/interfaces.md's run_end), any other its global id, which is never 0.
 inline uint64_t reported_comm_id(uint64_t global_id) {
   return global_id == format::kWorldCommGlobalId ? 0 : global_id;
 }
@@ -183,7 +183,7 @@ struct CallInFlight {
   std::vector<int> waiting_for;
 };
 
-// How one rank's recording ended (spec/interfaces.md, `run_end`).
+// How one rank's recording ended (docs/interfaces.md, `run_end`).
 struct RankEnd {
   int rank = -1;
   // "finalize", "signal SIGTERM", "abort", "exit without finalize", or "killed"
@@ -228,7 +228,7 @@ struct Options {
   // Worker threads; 0: one per core (never more than ranks).
   unsigned threads = 0;
   // Only this stretch of time (seconds from the trace's start, its earliest
-  // event), spec/metrics.md "A window of time": executions, calls, waits and
+  // event), docs/metrics.md "A window of time": executions, calls, waits and
   // transfers count with their part inside it. The default is the whole run.
   double window_from_s = -std::numeric_limits<double>::infinity();
   double window_to_s = std::numeric_limits<double>::infinity();

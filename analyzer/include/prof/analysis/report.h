@@ -1,5 +1,5 @@
-// Writers of an Analysis: the seed's text report and the JSON report
-// (spec/metrics.md, spec/interfaces.md). Pure formatting: no analysis here.
+// Writers of an Analysis: the interval analyzer's text report and the JSON
+// report (docs/metrics.md, docs/interfaces.md). Pure formatting: no analysis here.
 #pragma once
 
 #include <ostream>
@@ -10,21 +10,22 @@
 namespace prof::analysis {
 
 struct TextOptions {
-  bool per_rank = true;    // the per-rank table after the seed's block
+  bool per_rank = true;    // the per-rank table after the main block
   bool functions = false;  // the mpiP-style profile of each interval
 };
 
-// Every interval in tree order. Each starts with the seed's block, line for
-// line ("Interval (LineNumber = ...) Level=... EXE_Count=...", the main and the
-// comparative characteristics, numbers as printf's %f), then the extras.
+// Every interval in tree order. Each starts with the block of the
+// interval-analyzer thesis (docs/references.md), line for line ("Interval
+// (LineNumber = ...) Level=... EXE_Count=...", the main and the comparative
+// characteristics, numbers as printf's %f), then the extras.
 //
 // Tmid (the comparative mean) is printed truncated to the microsecond, as the
-// seed's integer-microsecond arithmetic does: that is what reproduces its
+// thesis's integer-microsecond arithmetic does: that is what reproduces its
 // worked example (its Potential Sync. sum 0.068763 over 4 ranks shows a mean
 // of 0.017190, not the rounded 0.017191). The JSON report has the exact mean.
 void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& opt = {});
 
-// The JSON report (keys of spec/interfaces.md and more), pretty-printed.
+// The JSON report (the keys of docs/interfaces.md), pretty-printed.
 void write_json_report(const Analysis& a, std::ostream& out);
 
 // One interval's header line, e.g. "Interval (LineNumber = 153 SourceFile = exch.c) Level=0 EXE_Count=1".
