@@ -1,6 +1,8 @@
 #include "config.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -25,7 +27,7 @@ const std::vector<ConfigVariable>& config_variables() {
        "thread's last chunk did not use is given back when the rank ends."},
       {"PROF_STRICT", "0|1", "0",
        "1: a bad setting or an unwritable output aborts the run instead of running unprofiled."},
-      {"PROF_HANG_WARN", "seconds (> 0)", "(off)",
+      {"PROF_HANG_WARN", "seconds (> 0; above 10^9 never reached)", "(off)",
        "A thread inside one MPI call for longer than this prints one line on stderr naming "
        "the call, where it was called from and its peer or communicator, while the job still "
        "runs (checked by the heartbeat thread, every 0.1 s; once per call)."},
@@ -60,7 +62,7 @@ const std::vector<ConfigVariable>& config_variables() {
        "Test only: the shared-memory broadcast takes world rank r to be on node r mod N, so "
        "the path for communicators spanning nodes (node leaders through MPI, then shared "
        "memory inside each node) runs on one host."},
-      {"PROF_TEST_CLOCK_SHIFT_NS", "RANK:NS", "(unset)",
+      {"PROF_TEST_CLOCK_SHIFT_NS", "RANK:NS, |NS| <= 10^15", "(unset)",
        "Test only: shifts RANK's clock by NS nanoseconds, to check that synchronization "
        "recovers it."},
   };
@@ -105,11 +107,12 @@ bool read_config(Config* cfg, std::vector<std::string>* errors) {
     char* end = nullptr;
     errno = 0;
     const double seconds = std::strtod(v, &end);
-    if (errno || *end || !(seconds > 0) || seconds > 1e9)
+    // (Any positive number: past 10^9 s, about 30 years, no call ever reaches it.)
+    if (end == v || *end || std::isnan(seconds) || !(seconds > 0))
       errors->push_back(std::string("PROF_HANG_WARN='") + v +
                         "' is not a number of seconds above 0");
     else
-      cfg->hang_warn_seconds = seconds;
+      cfg->hang_warn_seconds = std::min(seconds, 1e9);
   }
   if (const char* v = env("PROF_LOG_LEVEL")) {
     static const char* levels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
@@ -129,9 +132,15 @@ bool read_config(Config* cfg, std::vector<std::string>* errors) {
       errors->push_back(std::string("PROF_TEST_CLOCK_SHIFT_NS='") + v + "' is not RANK:NS");
     } else {
       char* end2 = nullptr;
+      errno = 0;
       const long long ns = std::strtoll(end + 1, &end2, 10);
+      // Bounded so that the shift in timer ticks cannot overflow (10^15 ns: 11 days).
+      constexpr long long kMaxShiftNs = 1000000000000000LL;
       if (*end2 || end2 == end + 1)
         errors->push_back(std::string("PROF_TEST_CLOCK_SHIFT_NS='") + v + "' is not RANK:NS");
+      else if (errno == ERANGE || ns > kMaxShiftNs || ns < -kMaxShiftNs)
+        errors->push_back(std::string("PROF_TEST_CLOCK_SHIFT_NS='") + v +
+                          "': NS is not within -10^15..10^15");
       cfg->test_shift_rank = int(rank);
       cfg->test_shift_ns = ns;
     }

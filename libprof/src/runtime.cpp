@@ -558,22 +558,32 @@ std::string unique_dir_name() {
          std::to_string(::getpid());
 }
 
-// Creates `path` and its parents; *made_last: whether `path` itself was
-// created by this call (so it holds nothing yet).
-bool make_dirs(const std::string& path, bool* made_last, std::string* why) {
+// Creates `path` and its parents; `made` gets each directory this call
+// created, parents first (so a failure can take them back). A component that
+// is a symbolic link owned by another user (not root) is refused: whoever
+// planted it would choose where this run writes.
+bool make_dirs(const std::string& path, std::vector<std::string>* made, std::string* why) {
   std::string cur;
   size_t pos = 0;
-  *made_last = false;
   while (pos != std::string::npos) {
     pos = path.find('/', pos + 1);
     cur = path.substr(0, pos);
     if (cur.empty()) continue;
-    const bool made = ::mkdir(cur.c_str(), 0755) == 0;
-    if (!made && errno != EEXIST) {
+    if (::mkdir(cur.c_str(), 0755) == 0) {
+      made->push_back(cur);
+      continue;
+    }
+    if (errno != EEXIST) {
       *why = "cannot create directory '" + cur + "': " + std::strerror(errno);
       return false;
     }
-    *made_last = made;
+    struct stat link{};
+    if (::lstat(cur.c_str(), &link) == 0 && S_ISLNK(link.st_mode) && link.st_uid != ::geteuid() &&
+        link.st_uid != 0) {
+      *why = "'" + cur + "' is a symbolic link owned by another user (uid " + std::to_string(link.st_uid) +
+             "); not writing through it";
+      return false;
+    }
   }
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -581,6 +591,22 @@ bool make_dirs(const std::string& path, bool* made_last, std::string* why) {
     return false;
   }
   return true;
+}
+
+// Removes the directories make_dirs created (they hold nothing of ours).
+void remove_made_dirs(std::vector<std::string>* made) {
+  for (auto it = made->rbegin(); it != made->rend(); ++it) ::rmdir(it->c_str());
+  made->clear();
+}
+
+// PROF_OUTPUT as the directory it names: repeated and trailing slashes dropped
+// ("out///" and "out" are one directory).
+std::string normalized_dir(const std::string& asked) {
+  std::string dir;
+  for (char c : asked)
+    if (c != '/' || dir.empty() || dir.back() != '/') dir += c;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
 }
 
 // Whether `dir` holds a rank file, of whatever run.
@@ -603,27 +629,33 @@ bool holds_trace(const std::string& dir) {
 // trace, the first of asked-2, asked-3, ... that does not. A directory is
 // claimed by creating rank 0's file in it exclusively, so neither a second
 // run into the same PROF_OUTPUT nor a spawned job (whose rank 0 collides with
-// ours) overwrites or mixes with a trace. *made: the directory is new (ours
-// to remove if the run ends up unprofiled).
-bool claim_directory(const std::string& asked, const format::FileHeader& header, std::string* dir,
-                     bool* made, std::string* why) {
-  std::string base = asked;
-  while (base.size() > 1 && base.back() == '/') base.pop_back();
+// ours) overwrites or mixes with a trace. *made: the directories created
+// (ours to remove if the run ends up unprofiled; removed here on failure).
+bool claim_directory(const std::string& base, const format::FileHeader& header, std::string* dir,
+                     std::vector<std::string>* made, std::string* why) {
   char name[32];
   std::snprintf(name, sizeof name, format::kRankFilePattern, 0);
   constexpr int kMaxTries = 1000;
   for (int n = 1; n <= kMaxTries; ++n) {
     const std::string candidate = n == 1 ? base : base + "-" + std::to_string(n);
-    if (!make_dirs(candidate, made, why)) return false;
+    if (!make_dirs(candidate, made, why)) {
+      remove_made_dirs(made);
+      return false;
+    }
     // A directory made just now holds no trace; a run racing into it after
     // our mkdir is stopped by the exclusive create below.
-    if (!*made && holds_trace(candidate)) continue;
+    const bool fresh = !made->empty() && made->back() == candidate;
+    if (!fresh && holds_trace(candidate)) continue;
     if (rt->file.create(candidate + "/" + name, header, why)) {
       *dir = candidate;
       return true;
     }
-    if (rt->file.last_error() != EEXIST) return false;  // EEXIST: another run got there first
+    if (rt->file.last_error() != EEXIST) {  // EEXIST: another run got there first
+      remove_made_dirs(made);  // (a full disk at start leaves no empty directory)
+      return false;
+    }
   }
+  remove_made_dirs(made);
   *why = "'" + base + "' and " + std::to_string(kMaxTries - 1) +
          " directories named after it already hold traces";
   return false;
@@ -852,16 +884,17 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   if (rank != 0 && problem.empty())
     defs = start_definitions(cfg, rank, size, provided, init_return_address);
   std::string asked;
-  bool created = false, made_dir = false;
+  bool created = false;
+  std::vector<std::string> made_dirs;  // rank 0: the directories it created
   if (rank == 0 && problem.empty()) {
     timespec ts{};
     clock_gettime(CLOCK_REALTIME, &ts);
     chosen.run_id = (uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec)) ^
                     (uint64_t(::getpid()) << 40);
     header.run_id = chosen.run_id;
-    asked = cfg.output_dir.empty() ? unique_dir_name() : cfg.output_dir;
+    asked = normalized_dir(cfg.output_dir.empty() ? unique_dir_name() : cfg.output_dir);
     std::string dir;
-    created = claim_directory(asked, header, &dir, &made_dir, &why);
+    created = claim_directory(asked, header, &dir, &made_dirs, &why);
     if (!created) problem = "PROF_OUTPUT: " + why;
     chosen.claimed = created;
     std::snprintf(chosen.dir, sizeof chosen.dir, "%s", dir.c_str());
@@ -885,7 +918,7 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
       rt->file.close();
       ::unlink(path.c_str());
     }
-    if (made_dir) ::rmdir(rt->dir.c_str());  // fails, as it should, if anything else is in it
+    remove_made_dirs(&made_dirs);  // (rmdir fails, as it should, if anything else is in one)
     return;
   }
   // Every rank has the same settings now (or none did and MPICH's broadcast stays).

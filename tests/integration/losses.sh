@@ -12,10 +12,13 @@
 #                 ENOSPC, rank files within the tmpfs (nothing sparse), the
 #                 loss counted (meta records_lost), prof-dump and prof-analyze
 #                 read the files and report the loss as damage (exit 3, on
-#                 stderr and in the text report).
+#                 stderr and in the text report). Then, the disk full from
+#                 the start: unprofiled, and no empty directory left.
 #   reused_output two runs into one PROF_OUTPUT, the second with fewer ranks:
 #                 the first trace stays byte for byte, the second goes to
-#                 PROF_OUTPUT-2 and says so on stderr, both analyzable.
+#                 PROF_OUTPUT-2 and says so on stderr, both analyzable;
+#                 PROF_OUTPUT=new/// is new; a link another user planted as
+#                 PROF_OUTPUT is refused, not written through.
 #   big_buffer    PROF_BUFFER_MB=64, enough calls that the last chunk is a
 #                 2 MiB one mostly unused: the file keeps only what was written
 #                 (its size less the event bytes is under 128 KiB; untrimmed it
@@ -105,6 +108,13 @@ full_disk)
     [ $(( ${events:-0} + ${lost:-0} )) -eq $calls ] ||
       fail "$(basename "$f"): $events events + $lost lost, expected $calls calls in all"
   done
+  # A disk full from the start: the run goes on unprofiled and leaves no empty
+  # directory behind (neither the trace's nor the parents it made).
+  dd if=/dev/zero of="$out/mnt/filler" bs=64k 2>/dev/null
+  run full_at_start 2 "PROF_OUTPUT=$out/mnt/new/trace" "LD_PRELOAD=$shim" -- 10
+  [ $rc -eq 0 ] || fail "disk full at start: exit status $rc"
+  grep -q "ENOSPC\|No space left" "$out/full_at_start.stderr" || fail "disk full at start: no message naming ENOSPC"
+  [ -e "$out/mnt/new" ] && fail "disk full at start: left $(find "$out/mnt/new")"
   ;;
 reused_output)
   run first 3 "PROF_OUTPUT=$out/trace" "LD_PRELOAD=$shim" -- 100
@@ -127,6 +137,22 @@ reused_output)
   run third 2 "PROF_OUTPUT=$out/trace/" "LD_PRELOAD=$shim" -- 10
   [ $rc -eq 0 ] || fail "third run: exit status $rc"
   [ -f "$out/trace-3/rank-00001.prof" ] || fail "the third trace is not in trace-3"
+  # Repeated slashes name the same new directory: no "already holds" message.
+  run slashes 2 "PROF_OUTPUT=$out/new///" "LD_PRELOAD=$shim" -- 10
+  [ $rc -eq 0 ] || fail "PROF_OUTPUT=new///: exit status $rc"
+  [ -s "$out/slashes.stderr" ] && fail "PROF_OUTPUT=new///: the shim wrote to stderr"
+  [ -f "$out/new/rank-00001.prof" ] || fail "PROF_OUTPUT=new///: the trace is not in new"
+  # A PROF_OUTPUT that another user planted as a link is not written through.
+  mkdir -p "$out/elsewhere"
+  ln -s "$out/elsewhere" "$out/planted"
+  if chown -h nobody "$out/planted" 2>/dev/null; then
+    run planted 2 "PROF_OUTPUT=$out/planted" "LD_PRELOAD=$shim" -- 10
+    [ $rc -eq 0 ] || fail "planted link: exit status $rc"
+    grep -q "symbolic link owned by another user" "$out/planted.stderr" || fail "planted link: not refused"
+    [ -z "$(ls "$out/elsewhere")" ] || fail "planted link: written through: $(ls "$out/elsewhere")"
+  else
+    echo "SKIP: planted link (chown needs root)"
+  fi
   ;;
 big_buffer)
   # 600 * 502 calls: about 2.4 MB of records per rank, so the last chunk is
