@@ -2,7 +2,8 @@
 # Checks that two prof-analyze binaries give byte-identical reports: for each
 # trace directory, the text report (with --functions), the JSON report and the
 # Chrome export of OLD and NEW are compared with cmp, once with the default
-# worker threads and once with -j 1 (docs/performance.md, the analyzer's speed).
+# worker threads and once with -j 1 (docs/design/analysis-engine.md: performance
+# changes keep the reports byte-identical).
 # Exits 1 at the first difference (and keeps both outputs in a directory it names).
 # Usage: bench/compare_analyzer.sh OLD_PROF_ANALYZE NEW_PROF_ANALYZE TRACE_DIR...
 # ANALYZE_ARGS (split on blanks) is passed to both, e.g.

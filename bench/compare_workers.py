@@ -13,8 +13,7 @@ CPU time is shared first between sessions, then by nice within each, so
 `nice -n -15` alone gives the runs no more than an equal share against
 another session's build. So the script starts a new session and raises its
 autogroup's priority (/proc/self/autogroup) when it may, and says whether it
-could (docs/performance.md, "Two workers: where the second worker's time
-goes").
+could (docs/design/analysis-engine.md, what the second worker costs).
 
 Usage: compare_workers.py RUNS TRACE_DIR PROF_ANALYZE...
 """

@@ -7,7 +7,7 @@
  * Then the alternative: the records stored into one chunk of the file mapped
  * and faulted once, and each full chunk copied to its place with pwrite (its
  * pages stay writable, so no write fault per chunk).
- * docs/performance.md, "What a hop's time is made of".
+ * docs/design/shim-hot-path.md, "Home chunks".
  * Usage: file_page_cost [DIR] [CHUNKS]   (chunks of 1 MiB, default 64) */
 #define _GNU_SOURCE
 #include <fcntl.h>

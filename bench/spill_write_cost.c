@@ -2,7 +2,7 @@
 // spill of a 10^8-event trace) written to an unlinked file in $TMPDIR (or
 // /tmp) from a 4 MiB stage that is rewritten before each write, as the build
 // packs blocks into its SpillStage. Compare the system time of the modes
-// under /usr/bin/time (docs/performance.md, "The spill file's writes, 20-byte executions").
+// under /usr/bin/time (docs/design/timeline.md, the spill file).
 // Usage: build/bench/spill_write_cost RESERVE PIECE_KIB
 //   RESERVE 1: the file's blocks reserved 64 MiB ahead (fallocate KEEP_SIZE)
 //   PIECE_KIB: bytes per pwrite (4096: the whole stage at once)

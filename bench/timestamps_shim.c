@@ -4,7 +4,7 @@
  * do, and keep the readings where the compiler cannot drop them. Nothing is
  * recorded. Against it (BASELINE_SHIM of bench/run_shim_overhead.sh), the
  * "this - base" lines are what libprof adds beyond its timestamps
- * (docs/performance.md, "What a hop's time is made of").
+ * (docs/performance.md, "libprof: cost per MPI call").
  * x86-64 only (rdtsc). */
 #include <mpi.h>
 #include <stdint.h>

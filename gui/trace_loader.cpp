@@ -13,7 +13,7 @@ namespace {
 // Call records the timeline keeps in memory: the layer's default (256 MiB
 // of packed records) unless the trace is over 1 GiB on disk (some 6*10^7
 // events), then 128 MiB: most records of such a trace are in the spill file
-// either way (docs/performance.md, "prof-gui: timeline frames").
+// either way (docs/design/timeline.md, the viewer).
 uint64_t record_budget(const QString& dir) {
   uint64_t bytes = 0;
   for (const QFileInfo& file : QDir(dir).entryInfoList({"rank-*.prof"}, QDir::Files)) bytes += static_cast<uint64_t>(file.size());

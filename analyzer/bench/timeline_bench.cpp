@@ -1,6 +1,7 @@
 // prof-timeline-bench: builds a trace's timeline and times what a viewer asks
-// of it (bench/run_timeline.sh, docs/performance.md): the build, a full-range
-// query at 2,000 buckets, and 1 ms queries spread over the run; peak RSS.
+// of it (bench/run_timeline.sh; docs/performance.md, "Timeline layer"): the
+// build, a full-range query at 2,000 buckets, and 1 ms queries spread over
+// the run; peak RSS.
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>

@@ -53,8 +53,8 @@ bool Impl::spill(const uint8_t* data, size_t size, uint64_t* offset) {
   }
   // Written kSpillPiece at a time. With the reservation, the kernel's
   // copy into the page cache took about a third of the system time of one
-  // write per 4 MiB stage (ext4, 0.74 GB: docs/performance.md, "The spill
-  // file's writes, 20-byte executions").
+  // write per 4 MiB stage (ext4, 0.74 GB: docs/design/timeline.md, the
+  // spill file).
   const char* p = reinterpret_cast<const char*>(data);
   size_t done = 0;
   while (done < size) {

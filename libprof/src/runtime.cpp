@@ -1010,8 +1010,8 @@ ThreadState* attach_thread() {
 // A full home chunk (format 5): its records copied to the file's end as an
 // ordinary sealed chunk, then the home emptied and opened again as the
 // stream's next chunk, its pages still writable, so the thread's stores take
-// no write fault per new page (docs/performance.md, "What a hop's time is
-// made of"). Through each step the slot's home_copy word tells a reader of a
+// no write fault per new page (docs/design/shim-hot-path.md, "Home
+// chunks"). Through each step the slot's home_copy word tells a reader of a
 // killed process which of the two to take (trace_format.h, LiveSlot).
 // false when the copy could not be made (the disk is full, a write failed):
 // the home keeps its records, and the caller seals it where it is.

@@ -25,7 +25,7 @@
 //   dominant     the kind with the most time (ties: the lower kind)
 //   longest      the longest call overlapping the bucket (ties: the earliest)
 //
-// Memory (bytes per event, see docs/performance.md): a call record is 32
+// Memory (bytes per event, see docs/design/timeline.md): a call record is 32
 // bytes unpacked and about 10 packed in blocks of 1024, kept in memory up to
 // TimelineOptions::memory_bytes, the rest in an unlinked temporary file read
 // back with pread; 24 per interval execution, 24 per matched message, 8 per

@@ -247,14 +247,14 @@ class RankTrace {
    public:
     bool next(Event& e);
     // The next events, as next() would return them one by one, decoded in
-    // one go into Events the cursor owns (cheaper per event: see
-    // docs/performance.md); empty at the end. They and their completions and
-    // requests stay valid until the cursor's next call of next_batch() or
-    // next(). On a rank of one stream a batch holds up to kBatchEvents events
-    // that start in one chunk (current_chunk() is that chunk, position() is
-    // after the batch) and never reads past that chunk's end, so a reader that
-    // stops early has read no more of the trace than next() would have; on a
-    // rank of several streams it holds one event.
+    // one go into Events the cursor owns (cheaper per event:
+    // docs/design/analysis-engine.md, the reader); empty at the end. They and
+    // their completions and requests stay valid until the cursor's next call
+    // of next_batch() or next(). On a rank of one stream a batch holds up to
+    // kBatchEvents events that start in one chunk (current_chunk() is that
+    // chunk, position() is after the batch) and never reads past that chunk's
+    // end, so a reader that stops early has read no more of the trace than
+    // next() would have; on a rank of several streams it holds one event.
     static constexpr size_t kBatchEvents = 64;
     std::span<const Event> next_batch();
     // For a cursor from events_from(): stream_index's open intervals just
