@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iterator>
 #include <map>
+#include <string_view>
 
 namespace prof::symbols {
 
@@ -42,14 +43,20 @@ struct Symbolizer::Impl {
 };
 
 namespace {
-// A line table's file name relative to a relative directory entry (compiled as
-// `cc ../../x.c`: directory "../..") is relative to the compilation unit's
-// directory: joined with it and normalized, so every rank and tool prints one
-// absolute name. Without a compilation directory the name stays as it is.
-std::string absolute_source(const char* file, const char* comp_dir) {
-  const std::filesystem::path path(file);
-  if (path.is_absolute() || !comp_dir || comp_dir[0] != '/') return file;
-  return (std::filesystem::path(comp_dir) / path).lexically_normal().string();
+// A source file named as its compiler was given it, as users know it from
+// their build command (`mpicc exch.c` gives "exch.c"): libdw joins a line
+// table's name with its directory, so a name under the compilation unit's
+// directory is given back relative to it; a relative name (`cc ../../src/x.c`
+// from elsewhere) stays as it is, and an absolute one given as such (a CMake
+// build) stays absolute.
+std::string source_as_given(const char* file, const char* comp_dir) {
+  const std::string_view name(file);
+  if (!comp_dir || comp_dir[0] != '/' || name.empty() || name[0] != '/') return file;
+  std::string_view dir(comp_dir);
+  while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);
+  if (name.size() > dir.size() + 1 && name.substr(0, dir.size()) == dir && name[dir.size()] == '/')
+    return std::string(name.substr(dir.size() + 1));
+  return file;
 }
 }  // namespace
 
@@ -83,7 +90,7 @@ std::optional<SourceLocation> Symbolizer::resolve_return_address(uint64_t addres
     if (Dwfl_Line* line = dwfl_module_getsrc(mod, pc)) {
       int lineno = 0;
       if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
-        loc.file = absolute_source(file, dwfl_line_comp_dir(line));
+        loc.file = source_as_given(file, dwfl_line_comp_dir(line));
         loc.line = lineno;
         result = loc;
       }
