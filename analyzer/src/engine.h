@@ -584,6 +584,7 @@ class Engine {
   const trace::TraceDir& dir_;
   Options opt_;
   Registry reg_;
+  std::vector<std::string> rebuilt_in_flight_;  // rebuilt objects met resolving calls in flight
   std::unique_ptr<WorldIndex> world_to_index_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   unsigned workers_ = 1;

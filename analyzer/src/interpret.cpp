@@ -68,6 +68,8 @@ class SiteResolver {
       sym_rank_ = rank_index;
     }
     if (auto loc = sym_->resolve_return_address(address)) r = Resolved{loc->file, loc->line};
+    for (const std::string& path : sym_->rebuilt_objects())
+      if (std::find(rebuilt_.begin(), rebuilt_.end(), path) == rebuilt_.end()) rebuilt_.push_back(path);
 #else
     (void)rank_index;
     (void)rank_trace;
@@ -76,8 +78,10 @@ class SiteResolver {
     done_.emplace(key, r);
     return r;
   }
+  const std::vector<std::string>& rebuilt() const { return rebuilt_; }
 
  private:
+  std::vector<std::string> rebuilt_;
   std::map<std::pair<std::string, uint64_t>, std::optional<Resolved>> done_;
 #ifndef PROF_ANALYSIS_NO_SYMBOLS
   std::unique_ptr<symbols::Symbolizer> sym_;
@@ -102,6 +106,7 @@ SiteInfo resolve_code_address(const RankTrace& rank_trace, uint64_t address) {
       info.label = loc->file + ":" + std::to_string(loc->line);
       return info;
     }
+    if (!sym.rebuilt_objects().empty()) info.rebuilt_object = sym.rebuilt_objects().front();
   }
 #endif
   info.label = obj ? std::filesystem::path(obj->path).filename().string() + "+" +
@@ -163,6 +168,7 @@ void Registry::build(const std::vector<const RankTrace*>& ranks) {
       site_of[i][s.id] = it->second;
     }
   }
+  rebuilt_objects = resolver.rebuilt();
 }
 
 CommCache::CommCache(const RankTrace& rank_trace, const WorldIndex& world_to_index)

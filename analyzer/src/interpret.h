@@ -76,6 +76,9 @@ struct SiteInfo {
   int line = 0;
   uint64_t address = 0;
   std::string label;  // unresolved: "object+0xoffset" (or the address) for the report
+  // Unresolved because the object's file was rebuilt after the run (its build
+  // id differs): that file's path.
+  std::string rebuilt_object;
 };
 
 // A code address of rank `rank_trace` (a call in flight's return address) as a call
@@ -95,6 +98,9 @@ struct Registry {
   // Per rank index: function id -> FuncInfo, call-site id -> site index.
   std::vector<std::vector<FuncInfo>> funcs;
   std::vector<FlatMap<uint32_t, uint32_t>> site_of;
+  // Objects whose file has another build id than in the run: their call
+  // sites stay object+offset (the analysis warns).
+  std::vector<std::string> rebuilt_objects;
 
   void build(const std::vector<const RankTrace*>& ranks);
   const FuncInfo& func(size_t rank_index, uint16_t id) const {

@@ -38,6 +38,10 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
     f.file = site.file;
     f.line = site.line;
     f.site_label = site.label;
+    if (!site.rebuilt_object.empty() &&
+        std::find(rebuilt_in_flight_.begin(), rebuilt_in_flight_.end(), site.rebuilt_object) ==
+            rebuilt_in_flight_.end())
+      rebuilt_in_flight_.push_back(site.rebuilt_object);
     std::vector<int> waits;
     // Every member of a communicator but this rank (MPI_ANY_SOURCE).
     auto all_members = [&](const CommInfo& ci) {
@@ -181,6 +185,14 @@ void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
     add("rank files skipped or missing", 1, w);
     a.damaged = true;
   }
+  // (Not damage: the trace is whole, but those call sites are shown as
+  // object+offset rather than with another build's lines.)
+  std::vector<std::string> rebuilt = reg_.rebuilt_objects;
+  for (const std::string& path : rebuilt_in_flight_)
+    if (std::find(rebuilt.begin(), rebuilt.end(), path) == rebuilt.end()) rebuilt.push_back(path);
+  for (const std::string& path : rebuilt)
+    add("binaries rebuilt since the run (build id differs): their call sites are left unresolved", 1,
+        path);
   for (const auto& r : ranks_) {
     const RankTrace& rank_trace = *r->rank_trace;
     const trace::ReadStats& s = rank_trace.stats();

@@ -158,11 +158,44 @@ std::string command_line() {
   return raw;
 }
 
+// The GNU build id of a loaded object, hex ("" when it has none), read from
+// its note segment in memory: the analysis compares it with the file it
+// resolves call sites in, so a binary rebuilt after the run is noticed.
+std::string loaded_build_id(const dl_phdr_info* info) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const auto* at = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
+    const unsigned char* end = at + ph.p_memsz;
+    while (at + sizeof(ElfW(Nhdr)) <= end) {
+      ElfW(Nhdr) note;
+      std::memcpy(&note, at, sizeof note);
+      const unsigned char* name = at + sizeof note;
+      const unsigned char* desc = name + ((note.n_namesz + 3) & ~3u);
+      const unsigned char* next = desc + ((note.n_descsz + 3) & ~3u);
+      if (next > end) break;
+      if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+        static const char digits[] = "0123456789abcdef";
+        std::string hex;
+        for (unsigned k = 0; k < note.n_descsz; ++k) {
+          hex += digits[desc[k] >> 4];
+          hex += digits[desc[k] & 15];
+        }
+        return hex;
+      }
+      at = next;
+    }
+  }
+  return {};
+}
+
 int collect_load_map(dl_phdr_info* info, size_t, void* data) {
   auto* out = static_cast<std::string*>(data);
   std::string path = info->dlpi_name ? info->dlpi_name : "";
   if (path.empty()) path = exe_path();  // the main program
   *out += format::definition_line::load_object(info->dlpi_addr, path);
+  if (const std::string id = loaded_build_id(info); !id.empty())
+    *out += format::definition_line::build_id(info->dlpi_addr, id);
   const bool mpi = path.find("libmpi") != std::string::npos ||
                    path.find("libprof.so") != std::string::npos ||
                    path.find("libmpich") != std::string::npos;

@@ -20,12 +20,30 @@ struct Symbolizer::Impl {
   Dwfl* dwfl = nullptr;
   std::vector<trace::LoadObject> unreported;  // by ascending bias
   std::map<uint64_t, std::optional<SourceLocation>> cache;
+  // Modules whose file is not the object the run loaded (its build id
+  // differs): their line tables would give wrong lines, so nothing in them is
+  // resolved.
+  std::vector<Dwfl_Module*> stale;
+  std::vector<std::string> rebuilt;
 
   // The reported module holding pc. An object's addresses start at its bias
   // or above, and loaded objects do not overlap, so the one holding pc is the
   // object of greatest bias at or below it: such objects are reported in
   // descending bias until one holds pc (all of them when none does, as if
   // every object had been reported at once).
+  static std::string build_id_hex(Dwfl_Module* mod) {
+    const unsigned char* bits = nullptr;
+    GElf_Addr vaddr = 0;
+    const int n = dwfl_module_build_id(mod, &bits, &vaddr);
+    static const char digits[] = "0123456789abcdef";
+    std::string hex;
+    for (int k = 0; k < n; ++k) {
+      hex += digits[bits[k] >> 4];
+      hex += digits[bits[k] & 15];
+    }
+    return hex;
+  }
+
   Dwfl_Module* module_of(Dwarf_Addr pc) {
     for (;;) {
       if (Dwfl_Module* mod = dwfl_addrmodule(dwfl, pc)) return mod;
@@ -34,9 +52,14 @@ struct Symbolizer::Impl {
       if (above == unreported.begin()) return nullptr;
       const auto candidate = std::prev(above);
       dwfl_report_begin_add(dwfl);
-      // A missing or changed file just leaves its addresses unresolved.
-      dwfl_report_elf(dwfl, candidate->path.c_str(), candidate->path.c_str(), -1, candidate->bias, false);
+      // A missing file just leaves its addresses unresolved.
+      Dwfl_Module* mod =
+          dwfl_report_elf(dwfl, candidate->path.c_str(), candidate->path.c_str(), -1, candidate->bias, false);
       dwfl_report_end(dwfl, nullptr, nullptr);
+      if (mod && !candidate->build_id.empty() && build_id_hex(mod) != candidate->build_id) {
+        stale.push_back(mod);
+        rebuilt.push_back(candidate->path);
+      }
       unreported.erase(candidate);
     }
   }
@@ -84,7 +107,9 @@ std::optional<SourceLocation> Symbolizer::resolve_return_address(uint64_t addres
   if (it != impl_->cache.end()) return it->second;
   std::optional<SourceLocation> result;
   const Dwarf_Addr pc = address - 1;
-  if (Dwfl_Module* mod = impl_->module_of(pc)) {
+  Dwfl_Module* mod = impl_->module_of(pc);
+  if (mod && std::find(impl_->stale.begin(), impl_->stale.end(), mod) != impl_->stale.end()) mod = nullptr;
+  if (mod) {
     SourceLocation loc;
     if (const char* fn = dwfl_module_addrname(mod, pc)) loc.function = fn;
     if (Dwfl_Line* line = dwfl_module_getsrc(mod, pc)) {
@@ -99,6 +124,8 @@ std::optional<SourceLocation> Symbolizer::resolve_return_address(uint64_t addres
   impl_->cache.emplace(address, result);
   return result;
 }
+
+const std::vector<std::string>& Symbolizer::rebuilt_objects() const { return impl_->rebuilt; }
 
 SourceLocation callsite_location(const trace::RankTrace& rank, uint32_t callsite_id,
                                  Symbolizer* symbolizer) {

@@ -32,6 +32,11 @@ class Symbolizer {
   // info covers it.
   std::optional<SourceLocation> resolve_return_address(uint64_t address);
 
+  // The objects met so far whose file has another build id than the object
+  // the run loaded (rebuilt since): their addresses stay unresolved, since
+  // their line tables would name wrong lines.
+  const std::vector<std::string>& rebuilt_objects() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

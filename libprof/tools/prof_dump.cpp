@@ -26,7 +26,7 @@
 //   comm 0xHANDLE global=ID time=T size=N inter=0|1 ranks=A,B,.. remote=X,..
 //                                      (remote= only for intercommunicators)
 //   callsite ID 0xADDR FILE:LINE       (FILE:LINE is "?" when unresolved)
-//   load 0xBIAS PATH
+//   load 0xBIAS PATH [build_id=HEX]  (the build id when the trace recorded it)
 //   clock PHASE ticks=T offset_ns=X rtt_ns=Y
 //   end REASON                         "end (none)" when the process never said
 //   alive heartbeat=T last_alive=T in_flight=N
@@ -260,7 +260,8 @@ std::string dump_rank(const RankTrace& t, const Options& o) {
                 name.rfind("0x", 0) == 0 ? "?" : name.c_str());
   }
   for (const auto& lo : t.load_objects())
-    std::printf("load 0x%" PRIx64 " %s\n", lo.bias, lo.path.c_str());
+    std::printf("load 0x%" PRIx64 " %s%s%s\n", lo.bias, lo.path.c_str(), lo.build_id.empty() ? "" : " build_id=",
+                lo.build_id.c_str());
   for (const auto& k : t.clock_syncs())
     std::printf("clock %s ticks=%" PRIu64 " offset_ns=%.3f rtt_ns=%.3f\n", k.phase.c_str(),
                 k.local_ticks, k.offset_ns, k.rtt_ns);

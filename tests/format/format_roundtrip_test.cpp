@@ -688,7 +688,8 @@ TEST(FormatDefinitions, AllKindsRoundTrip) {
     cs2.id = 4;
     cs2.address = 0x7f0000001000ull;
     w.callsite(cs2);
-    w.load_object({0x7f0000000000ull, "/lib/libfoo.so"});
+    w.load_object({0x7f0000000000ull, "/lib/libfoo.so", ""});
+    w.load_object({0x7f1000000000ull, "/lib/libbar.so", "5e1f00dbeef0"});
     w.clock_sync({"init", 1000, -12.5, 3.25});
     w.end("signal:11");
   }
@@ -713,9 +714,12 @@ TEST(FormatDefinitions, AllKindsRoundTrip) {
   EXPECT_EQ(t->callsite(4)->line, 0);
   EXPECT_EQ(t->callsite(4)->address, 0x7f0000001000ull);
   EXPECT_EQ(t->callsite(5), nullptr);
-  ASSERT_EQ(t->load_objects().size(), 1u);
+  ASSERT_EQ(t->load_objects().size(), 2u);
   EXPECT_EQ(t->load_objects()[0].bias, 0x7f0000000000ull);
   EXPECT_EQ(t->load_objects()[0].path, "/lib/libfoo.so");
+  EXPECT_EQ(t->load_objects()[0].build_id, "");  // none recorded (as in earlier formats)
+  EXPECT_EQ(t->load_objects()[1].path, "/lib/libbar.so");
+  EXPECT_EQ(t->load_objects()[1].build_id, "5e1f00dbeef0");
   ASSERT_EQ(t->clock_syncs().size(), 1u);
   EXPECT_EQ(t->clock_syncs()[0].phase, "init");
   EXPECT_EQ(t->clock_syncs()[0].local_ticks, 1000u);

@@ -35,6 +35,32 @@ std::optional<prof::symbols::SourceLocation> resolve_target(const char* so) {
   return loc;
 }
 
+// A load object recorded with a build id its file no longer has (rebuilt
+// since the run): its line table would name wrong lines, so the address stays
+// unresolved and the object is reported as rebuilt. Without a recorded build
+// id (traces of earlier versions) it resolves as before.
+TEST(Symbolizer, ObjectRebuiltSinceTheRunIsNotResolvedAgainst) {
+  void* lib = dlopen(SYMBOLIZER_TARGET_SO, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  void* fn = dlsym(lib, "symbolizer_target_answer");
+  link_map* map = nullptr;
+  ASSERT_EQ(dlinfo(lib, RTLD_DI_LINKMAP, &map), 0) << dlerror();
+  prof::trace::LoadObject object;
+  object.path = SYMBOLIZER_TARGET_SO;
+  object.bias = map->l_addr;
+  const uint64_t address = reinterpret_cast<uintptr_t>(fn) + 1;
+  {
+    prof::symbols::Symbolizer symbolizer({object});
+    EXPECT_TRUE(symbolizer.resolve_return_address(address).has_value());
+    EXPECT_TRUE(symbolizer.rebuilt_objects().empty());
+  }
+  object.build_id = "0123456789abcdef0123456789abcdef01234567";
+  prof::symbols::Symbolizer symbolizer({object});
+  EXPECT_FALSE(symbolizer.resolve_return_address(address).has_value());
+  EXPECT_EQ(symbolizer.rebuilt_objects(), std::vector<std::string>{SYMBOLIZER_TARGET_SO});
+  dlclose(lib);
+}
+
 TEST(Symbolizer, SourceNamedAsTheCompilerWasGivenIt) {
   const auto here = resolve_target(SYMBOLIZER_TARGET_HERE_SO);
   ASSERT_TRUE(here.has_value());

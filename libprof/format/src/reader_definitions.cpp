@@ -179,6 +179,19 @@ void RankTrace::Impl::parse_line(std::string_view line, uint64_t off) {
       }
       break;
     }
+    case 'B': {
+      uint64_t bias = 0;
+      if (nf >= 3 && parse_hex_u64(f[1], &bias)) {
+        // Its object's L line comes first (the same bias).
+        for (auto it = load_objects.rbegin(); it != load_objects.rend(); ++it)
+          if (it->bias == bias) {
+            it->build_id = std::string(f[2]);
+            ok = true;
+            break;
+          }
+      }
+      break;
+    }
     case 'K': {
       ClockSyncDef k;
       if (nf >= 4 && !f[1].empty() && parse_u64(f[2], &k.local_ticks) &&

@@ -204,6 +204,7 @@ void TraceWriter::callsite(const CallSiteDef& d) {
 }
 void TraceWriter::load_object(const LoadObject& o) {
   impl_->definition(definition_line::load_object(o.bias, o.path));
+  if (!o.build_id.empty()) impl_->definition(definition_line::build_id(o.bias, o.build_id));
 }
 void TraceWriter::clock_sync(const ClockSyncDef& k) {
   impl_->definition(definition_line::clock_sync(k.phase, k.local_ticks, k.offset_ns, k.rtt_ns));

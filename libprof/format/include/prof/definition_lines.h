@@ -129,6 +129,12 @@ inline std::string load_object(uint64_t bias, std::string_view path) {
   detail::append_field(line, path);
   return line + '\n';
 }
+// B <bias> <build id>: the GNU build id (hex) of the object loaded at bias
+inline std::string build_id(uint64_t bias, std::string_view id_hex) {
+  std::string line = "B\t" + hex(bias);
+  detail::append_field(line, id_hex);
+  return line + '\n';
+}
 // K <phase> <local ticks> <offset ns> <round trip ns>
 inline std::string clock_sync(std::string_view phase, uint64_t local_ticks, double offset_ns,
                               double rtt_ns) {

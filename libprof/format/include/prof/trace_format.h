@@ -169,13 +169,14 @@ inline constexpr uint32_t kHeartbeatMs = 100;
 //                                     separated; remote_ranks for intercomms
 //   S id address file line            call site (file/line empty when resolved offline)
 //   L bias path                       load map: a loaded object and its load bias (hex)
+//   B bias build_id                   the GNU build id (hex) of the object at that bias
 //   K phase local_ticks offset_ns rtt_ns
 //                                     clock sync at `init` or `final`: rank 0's clock
 //                                     minus ours, in ns, at our raw time local_ticks
 //   E reason                          end of recording: finalize, abort, signal:N, exit
 // Unknown tags are skipped by readers.
 enum class DefKind : char {
-  Meta = 'M', Function = 'F', Comm = 'C', CallSite = 'S', LoadObject = 'L', ClockSync = 'K', End = 'E'
+  Meta = 'M', Function = 'F', Comm = 'C', CallSite = 'S', LoadObject = 'L', BuildId = 'B', ClockSync = 'K', End = 'E'
 };
 
 // FuncKind (what a function's records carry) and each kind's payload fields

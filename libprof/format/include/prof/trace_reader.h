@@ -102,6 +102,7 @@ struct CallSiteDef {
 struct LoadObject {
   uint64_t bias = 0;
   std::string path;
+  std::string build_id;  // GNU build id, hex, as loaded in the run; empty when not recorded
 };
 
 struct ClockSyncDef {
