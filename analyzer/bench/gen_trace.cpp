@@ -53,10 +53,12 @@ int main(int argc, char** argv) {
   uint64_t run_id = 0x5EED;
   app.add_option("OUT_DIR", out, "directory to create and fill with rank-*.prof")->required();
   app.add_option("-n,--events", events, "events over all ranks (about)");
-  app.add_option("-r,--ranks", ranks, "ranks")->check(CLI::Range(1, 4096));
-  app.add_option("--chunk-bytes", chunk, "event chunk size");
+  app.add_option("-r,--ranks", ranks, "ranks")->check(CLI::Range(1, 100000));
   app.add_option("--run-id", run_id, "run id written in every file");
+  auto* chunk_option = app.add_option("--chunk-bytes", chunk, "event chunk size (default: 1 MiB, less above 1024 ranks)");
   CLI11_PARSE(app, argc, argv);
+  // Every rank's writer holds a chunk in memory: at most 1 GiB in all.
+  if (chunk_option->count() == 0) chunk = std::max<uint32_t>(64u << 10, std::min<uint32_t>(1u << 20, (1u << 30) / ranks));
 
   std::error_code ec;
   std::filesystem::create_directories(out, ec);

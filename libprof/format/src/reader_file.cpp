@@ -9,9 +9,11 @@
 // them. Either way the memory held is one chunk per cursor (flat RSS).
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -29,9 +31,29 @@ constexpr int kMadvPopulateWrite = MADV_POPULATE_WRITE;
 constexpr int kMadvPopulateWrite = 23;  // Linux 5.14 uapi value
 #endif
 
+// Descriptors kept open for pread, over every RankTrace of the process: at
+// most half the descriptor limit (ulimit -n), so that a trace of thousands of
+// ranks leaves room for the outputs and everything else. Files past that are
+// read through their mapping alone.
+std::atomic<int> descriptors_kept{0};
+
+bool keep_descriptor() {
+  static const int budget = [] {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 4096;
+    return static_cast<int>(std::min<rlim_t>(limit.rlim_cur / 2, 1 << 20));
+  }();
+  if (descriptors_kept.fetch_add(1) < budget) return true;
+  descriptors_kept.fetch_sub(1);
+  return false;
+}
+
 Mapping::~Mapping() {
   if (map) ::munmap(map, size);
-  if (fd >= 0) ::close(fd);
+  if (fd >= 0) {
+    ::close(fd);
+    descriptors_kept.fetch_sub(1);
+  }
 }
 
 void ChunkBuffer::reserve(size_t n) {
@@ -82,9 +104,10 @@ bool RankTrace::Impl::map_file(std::string* error) {
       map.map = m;
       map.size = file.size;
       map.data = static_cast<const uint8_t*>(m);
-      map.fd = fd;
       ::madvise(m, map.size, MADV_SEQUENTIAL);
       ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+      if (reader::keep_descriptor()) map.fd = fd;
+      else ::close(fd);  // (the mapping keeps the file's pages)
       return true;
     }
   }
