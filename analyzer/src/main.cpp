@@ -97,6 +97,10 @@ int main(int argc, char** argv) {
                  "Chrome trace (big traces stay loadable)");
   app.add_flag("--functions", functions, "add each interval's MPI function profile to the text");
   app.add_flag("--no-per-rank", no_per_rank, "leave out the per-rank tables");
+  std::string rank_list;
+  app.add_option("--ranks", rank_list,
+                 "LIST (e.g. 0-3,100): only these ranks' lines in the text report's per-rank tables "
+                 "(the comparative min/max/mean and JSON still cover every rank)");
   app.add_option("-j,--threads", threads, "worker threads (default: one per core; one for a --window of fewer than about 10^6 events)");
   app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
   app.add_flag("-q,--quiet", quiet, "do not list warnings on stderr");
@@ -108,6 +112,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
+  }
+  std::vector<std::pair<int, int>> shown_ranks;
+  if (!rank_list.empty()) {
+    std::string error;
+    if (!prof::analysis::parse_rank_list(rank_list, &shown_ranks, &error)) {
+      std::fprintf(stderr, "prof-analyze: error: --ranks %s\n", error.c_str());
+      return kExitUsage;
+    }
   }
 
   // FROM:TO in seconds from the trace's start, 0 <= FROM < TO; false: bad.
@@ -191,6 +203,7 @@ int main(int argc, char** argv) {
   prof::analysis::TextOptions text;
   text.functions = functions;
   text.per_rank = !no_per_rank;
+  text.ranks = shown_ranks;
   bool ok = true;
   if (text_wanted)
     ok = write_file(out_path, [&](std::ostream& o) { prof::analysis::write_text_report(a, o, text); }) && ok;

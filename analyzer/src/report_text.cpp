@@ -66,11 +66,18 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
           << cf.min_rank << ' ' << num(cf.max) << ' ' << cf.max_rank << ' ' << tmid(cf.mean)
           << '\n';
     }
+    auto shown = [&opt](int rank) {
+      if (opt.ranks.empty()) return true;
+      for (const auto& [lo, hi] : opt.ranks)
+        if (rank >= lo && rank <= hi) return true;
+      return false;
+    };
     if (opt.per_rank) {
       out << "---Characteristics per Processor---\n";
       out << "Nproc EXE_Count Time CPU MPI Idle Lost Comm SendRecv CollectiveAll AllToAll "
              "PotentSync TimeVariation TimeOfStart Calls\n";
       for (const RankFigures& f : n.per_rank) {
+        if (!shown(f.rank)) continue;
         out << f.rank << ' ' << f.executions;
         for (double v : {f.time, f.cpu, f.mpi, f.idle, f.lost, f.comm, f.sendrecv, f.collective,
                          f.alltoall, f.potential_sync, f.time_variation, f.time_of_start})
@@ -90,17 +97,20 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
       out << "\n---Records lost when recording (not in the figures)---\n";
       out << "Nproc RecordsLost\n";
       for (const RankEnd& e : a.run_end)
-        if (e.records_lost) out << e.rank << ' ' << e.records_lost << '\n';
+        if (e.records_lost && shown(e.rank)) out << e.rank << ' ' << e.records_lost << '\n';
     }
     if (n.parent < 0 && !a.complete) {
       // After Level 0, for a run that did not end cleanly.
       out << "\n---Where each rank was when the run ended---\n";
       out << "Nproc EndedBy LastAlive RecordsLost\n";
       for (const RankEnd& e : a.run_end)
-        out << e.rank << ' ' << e.ended_by << ' ' << num(e.last_alive) << ' ' << e.records_lost << '\n';
-      // The calls in flight, then each cycle of ranks waiting for each other.
+        if (shown(e.rank))
+          out << e.rank << ' ' << e.ended_by << ' ' << num(e.last_alive) << ' ' << e.records_lost << '\n';
+      // The calls in flight, then each cycle of ranks waiting for each other
+      // (every cycle, whichever ranks the tables show).
       for (const RankEnd& e : a.run_end)
         for (const CallInFlight& c : e.in_flight) {
+          if (!shown(e.rank)) continue;
           out << "Rank " << e.rank;
           if (c.stream != 0) out << " (thread " << c.stream << ')';
           out << " inside " << c.function << " since " << num(c.entered) << " s at "
@@ -142,6 +152,35 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
       }
     }
   }
+}
+
+bool parse_rank_list(const std::string& text, std::vector<std::pair<int, int>>* ranks, std::string* error) {
+  ranks->clear();
+  size_t at = 0;
+  auto number = [&](int* out) {
+    size_t end = at;
+    while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+    if (end == at || end - at > 9) return false;
+    *out = std::stoi(text.substr(at, end - at));
+    at = end;
+    return true;
+  };
+  while (true) {
+    int lo = 0, hi = 0;
+    if (!number(&lo)) break;
+    hi = lo;
+    if (at < text.size() && text[at] == '-') {
+      ++at;
+      if (!number(&hi) || hi < lo) break;
+    }
+    ranks->emplace_back(lo, hi);
+    if (at == text.size()) return true;
+    if (text[at] != ',') break;
+    ++at;
+  }
+  ranks->clear();
+  *error = "'" + text + "' is not a rank list: ranks and inclusive ranges FROM-TO, comma-separated (e.g. 0-3,100)";
+  return false;
 }
 
 }  // namespace prof::analysis

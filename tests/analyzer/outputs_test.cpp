@@ -149,6 +149,36 @@ TEST(Outputs, FunctionsSectionOnRequest) {
   EXPECT_NE(with.find("MPI_Send 6 "), std::string::npos) << with;
 }
 
+// --ranks keeps only those ranks' lines in the per-rank tables; everything
+// else (the main and comparative blocks, every other line) is unchanged, and
+// a list that is not one is a usage error naming it.
+TEST(Outputs, RanksOptionLimitsThePerRankLinesOnly) {
+  TraceBuilder b(3);
+  build(b);
+  std::string all, some;
+  ASSERT_EQ(run_cli(b.dir() + " -q", &all), 0);
+  ASSERT_EQ(run_cli(b.dir() + " -q --ranks 0,2-2", &some), 0);
+  // Drop rank 1's lines from the full report's per-rank tables: what is left
+  // is exactly the limited report.
+  std::istringstream lines(all);
+  std::string line, expected;
+  bool in_table = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind("---", 0) == 0 || line.rfind("Interval", 0) == 0 || line.empty())
+      in_table = line == "---Characteristics per Processor---";
+    else if (in_table && line.rfind("1 ", 0) == 0)
+      continue;
+    expected += line + "\n";
+  }
+  EXPECT_NE(expected, all);
+  EXPECT_EQ(some, expected);
+  for (const char* bad : {"1-0", "a", "1,", "-3", "2..4"}) {
+    std::string out;
+    EXPECT_EQ(run_cli(b.dir() + " --ranks " + bad, &out), 1) << bad;
+    EXPECT_NE(out.find("is not a rank list"), std::string::npos) << out;
+  }
+}
+
 TEST(Outputs, ChromeTraceIsValidWithOneTrackPerRank) {
   TraceBuilder b(3);
   build(b);

@@ -4,6 +4,8 @@
 
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "prof/analysis/analysis.h"
 
@@ -12,7 +14,15 @@ namespace prof::analysis {
 struct TextOptions {
   bool per_rank = true;    // the per-rank table after the main block
   bool functions = false;  // the mpiP-style profile of each interval
+  // The ranks whose lines the per-rank tables print (inclusive ranges; empty:
+  // every rank). The comparative min/max/mean always covers every rank, and
+  // JSON every per-rank figure.
+  std::vector<std::pair<int, int>> ranks;
 };
+
+// A rank list as `--ranks` takes it: "0-3,100" (numbers and inclusive ranges,
+// comma-separated). False, with `error` saying what is wrong, when it is not.
+bool parse_rank_list(const std::string& text, std::vector<std::pair<int, int>>* ranks, std::string* error);
 
 // Every interval in tree order. Each starts with the block of the
 // interval-analyzer thesis (docs/references.md), line for line ("Interval
