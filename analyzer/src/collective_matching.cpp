@@ -12,9 +12,15 @@ namespace prof::analysis::detail {
   r.instants.add(rr.enter, rr.wait_end, kWaitSpan, kCollectiveLane);
   r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan, kCollectiveLane);
   // Its exit spread: from its leave to the last member's, inside the window.
-  double spread = rr.time_variation;
-  if (windowed_) spread = std::max(0.0, std::min(rr.leave + spread, hi_) - std::max(rr.leave, lo_));
-  r.acc[rr.node].time_variation += spread;
+  // Threads of one rank may spread at the same instants: there each instant
+  // counts once, like the rank's other characteristics.
+  if (r.threaded) [[unlikely]] {
+    r.instants.add(rr.leave, rr.leave + rr.time_variation, kTimeVariationSpan, kCollectiveLane);
+  } else {
+    double spread = rr.time_variation;
+    if (windowed_) spread = std::max(0.0, std::min(rr.leave + spread, hi_) - std::max(rr.leave, lo_));
+    r.acc[rr.node].time_variation += spread;
+  }
   r.holds.release(rr.hold);
 }
 

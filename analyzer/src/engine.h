@@ -107,6 +107,9 @@ struct InstantSums {
   double alltoall() const { return std::max(0.0, level[kAllToAllCallSpan] - level[kCollCallSpan]); }
   double mpi() const { return level[kMpiCallSpan]; }
   double time_of_start() const { return level[kStartCallSpan]; }
+  // Ranks with several threads: the union of their exit spreads (one thread's
+  // are summed in NodeAcc::time_variation).
+  double time_variation() const { return level[kTimeVariationSpan]; }
   void add(const InstantSums& o) {
     for (int l = 0; l < kLevels; ++l) level[l] += o.level[l];
   }

@@ -50,6 +50,7 @@ enum SpanKind : uint8_t {
   kAllToAllCallSpan,  // inside an all-to-all call
   kMpiCallSpan,       // inside any MPI call (ranks with several threads)
   kStartCallSpan,     // inside a call that starts an operation (ranks with several threads)
+  kTimeVariationSpan, // from a collective call's leave to its instance's last leave (ranks with several threads)
   kSpanKinds,
 };
 
@@ -58,7 +59,7 @@ enum SpanKind : uint8_t {
 // level 1 - level 0, CollectiveAll = level 2 - level 1, AllToAll = level 3 -
 // level 2 (each instant goes to the first kind that covers it). Levels 4 and 5
 // are the MPI and Start unions.
-inline constexpr int kLevels = kSpanKinds;
+inline constexpr int kLevels = (kSpanKinds + 1) / 2 * 2;  // even: two levels to a vector
 
 inline constexpr uint32_t kNoContext = UINT32_MAX;
 
@@ -150,7 +151,8 @@ inline constexpr LevelWeights kLevelWeights = make_level_weights();
 inline constexpr const double* kWholeSpanWeights[kSpanKinds] = {
     kLevelWeights.of[kWaitSpan][kAllToAllCallSpan + 1],     kLevelWeights.of[kRecvCallSpan][kAllToAllCallSpan + 1],
     kLevelWeights.of[kCollCallSpan][kAllToAllCallSpan + 1], kLevelWeights.of[kAllToAllCallSpan][kAllToAllCallSpan + 1],
-    kLevelWeights.of[kMpiCallSpan][kMpiCallSpan + 1],       kLevelWeights.of[kStartCallSpan][kStartCallSpan + 1]};
+    kLevelWeights.of[kMpiCallSpan][kMpiCallSpan + 1],       kLevelWeights.of[kStartCallSpan][kStartCallSpan + 1],
+    kLevelWeights.of[kTimeVariationSpan][kTimeVariationSpan + 1]};
 // Levels 0-3, the nested unions: the only ones of a rank without MPI or
 // Start spans (one thread: its calls' durations are summed directly).
 inline constexpr int kNestedLevels = kAllToAllCallSpan + 1;
@@ -423,7 +425,7 @@ class InstantSets {
       case kRecvCallSpan: covered[kRecvCallSpan] = to; [[fallthrough]];
       case kCollCallSpan: covered[kCollCallSpan] = to; [[fallthrough]];
       case kAllToAllCallSpan: covered[kAllToAllCallSpan] = to; return;
-      default: covered[kind] = to; return;  // MPI and Start: their own level
+      default: covered[kind] = to; return;  // MPI, Start, Time Variation: their own level
     }
   }
 
@@ -472,7 +474,7 @@ class InstantSets {
   std::vector<size_t> run_starts_;  // sort_lane's scratch
   std::vector<Span> merge_buffer_;
   double lo_ = -kInf, hi_ = kInf;
-  bool own_level_spans_ = false;  // an MPI or Start span was added (levels 4 and 5)
+  bool own_level_spans_ = false;  // an MPI, Start or Time Variation span was added (levels 4 and up)
   // From the one in force at the last sweep's watermark on.
   MirroredRing<Context> contexts_;
 };

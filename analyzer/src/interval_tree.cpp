@@ -242,7 +242,7 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
     f.alltoall = acc.in.alltoall();
     f.comm = f.sendrecv + f.collective + f.alltoall;
     f.potential_sync = acc.in.potential_sync();
-    f.time_variation = acc.time_variation;
+    f.time_variation = acc.time_variation + acc.in.time_variation();
     f.time_of_start = acc.in.time_of_start();
     f.calls = acc.calls;
     per.emplace_back(ri, f);

@@ -257,6 +257,29 @@ TEST(Instants, ThreadsOfOneRankCountOnce) {
   EXPECT_NEAR(rank_of(*i2, 0)->mpi, ms(1), kTol);
 }
 
+// Time Variation is a set of instants too: two threads of rank 0 leave their
+// Allreduces at 5 ms, whose instances' last members (rank 1) leave at 9 and
+// 10 ms. The rank's exit spread is 5..10 ms, once, not 4 + 5 ms.
+TEST(Instants, TimeVariationOfThreadsCountsEachInstantOnce) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.thread(0, 1);
+  b.collective(0, Allreduce, 3 * kMs, 5 * kMs);
+  b.thread(0, 2);
+  b.collective(0, Allreduce, 3500 * kUs, 5 * kMs);
+  b.thread(0, 0);
+  b.collective(1, Allreduce, 4 * kMs, 9 * kMs);
+  b.collective(1, Allreduce, 9500 * kUs, 10 * kMs);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 30 * kMs, 31 * kMs);
+  b.close();
+  const auto a = analyze_usable(b);
+  EXPECT_EQ(a.stats.incomplete_collectives, 0u) << warnings_text(a);
+  const auto* r0 = rank_of(a.intervals[0], 0);
+  ASSERT_TRUE(r0);
+  EXPECT_NEAR(r0->time_variation, ms(5), kTol);
+  EXPECT_LE(r0->time_variation, r0->time);
+}
+
 // Two threads each in their own interval, at the same time, both in MPI: an
 // instant counts once in each interval and once in their common parent.
 TEST(Instants, ConcurrentIntervalsOfTwoThreads) {
