@@ -271,7 +271,7 @@ struct ChromeHandler {
   void cancel_send(const ChannelKey&, double) {}
   void collective(const CommInfo&, bool, double, double, const Event&) {}
   template <class F>
-  void problem(const char*, F&&, uint64_t = 1) {}
+  void problem(WarningKind, F&&, uint64_t = 1) {}
 };
 
 }  // namespace

@@ -493,8 +493,8 @@ struct Handler {
   void cancel_send(const ChannelKey& k, double send_enter);
   void collective(const CommInfo& c, bool a2a, double enter, double leave, const Event& e);
   template <class F>
-  void problem(const char* category, F&& example, uint64_t count = 1) {
-    r.warn.add(category, example, count);
+  void problem(WarningKind kind, F&& example, uint64_t count = 1) {
+    r.warn.add(kind, example, count);
   }
   // IntervalTracker handler interface.
   void root_started(double t);

@@ -44,6 +44,7 @@
 #include "instants.h"
 #include "prof/definition_lines.h"
 #include "prof/trace_reader.h"
+#include "warning_kinds.h"
 
 namespace prof::analysis::detail {
 
@@ -258,7 +259,7 @@ struct Request {
 //   uint64_t hold(double t)  /  void release(uint64_t hold)
 //   void cancel_send(const ChannelKey&, double send_enter)
 //   void collective(const CommInfo&, bool a2a, double enter, double leave, const Event&)
-//   void problem(const char* category, F example)   example() -> std::string,
+//   void problem(WarningKind kind, F example)   example() -> std::string,
 //       called only when the handler keeps the example (counting is cheap)
 class Interpreter {
  public:
@@ -400,7 +401,7 @@ class Interpreter {
   [[gnu::always_inline]] const CommInfo* comm(uint32_t handle, uint64_t t, H& h) {
     const CommInfo* c = comms_.at(handle, t);
     if (!c)
-      h.problem("unknown communicator", [&] {
+      h.problem(WarningKind::UnknownCommunicator, [&] {
         return "rank " + std::to_string(me_) + ": communicator handle " + hex(handle);
       });
     return c;
@@ -423,7 +424,7 @@ class Interpreter {
 
   template <class H>
   [[gnu::noinline, gnu::cold]] void unmappable_peer(const CommInfo& c, int32_t peer, H& h) {
-    h.problem("unmappable peer", [&] {
+    h.problem(WarningKind::UnmappablePeer, [&] {
       return "rank " + std::to_string(me_) + ": rank " + std::to_string(peer) + " of communicator " +
              std::to_string(c.gid);
     });
@@ -563,7 +564,7 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
             --grequests_;  // a generalized request, completed by the user
             continue;
           }
-          h.problem("completion of an unknown request", [&] {
+          h.problem(WarningKind::UnknownRequestCompletion, [&] {
             return "rank " + std::to_string(me_) + ": request " + hex(done.request);
           });
           continue;
@@ -602,7 +603,7 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
         for (uint32_t handle : e.requests) {
           Request* r = active(handle);
           if (!r) {
-            h.problem("start of an unknown request", [&] {
+            h.problem(WarningKind::UnknownRequestStart, [&] {
               return "rank " + std::to_string(me_) + ": request " + hex(handle);
             });
             continue;

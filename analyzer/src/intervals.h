@@ -28,7 +28,7 @@
 //          (kRootPayload when none)
 //   void interval_ended(uint32_t stream, const OpenInterval&, double t)
 //   void root_ended(double t)
-//   void problem(const char* category, F example, uint64_t count)   example() -> std::string
+//   void problem(WarningKind kind, F example, uint64_t count)   example() -> std::string
 #pragma once
 
 #include <cstdint>
@@ -194,14 +194,14 @@ class IntervalTracker {
   template <class H>
   [[gnu::noinline, gnu::cold]] void marker_after_root(const Event& e, H& h) {
     ++unbalanced_;
-    h.problem("interval marker after MPI_Finalize (ignored)", [&] {
+    h.problem(WarningKind::MarkerAfterFinalize, [&] {
       return "rank " + std::to_string(rank_) + ": interval " + std::to_string(e.interval_id);
     }, 1);
   }
   template <class H>
   [[gnu::noinline, gnu::cold]] void begin_too_deep(const Event& e, H& h) {
     ++unbalanced_;
-    h.problem("interval nesting deeper than 4096 (begin ignored)", [&] {
+    h.problem(WarningKind::NestingTooDeep, [&] {
       return "rank " + std::to_string(rank_) + ": interval " + std::to_string(e.interval_id);
     }, 1);
   }
@@ -213,14 +213,14 @@ class IntervalTracker {
     while (i > 0 && stack[i - 1].id != e.interval_id) --i;
     if (i == 0) {
       ++unbalanced_;
-      h.problem("interval end without a begin (ignored)", [&] {
+      h.problem(WarningKind::EndWithoutBegin, [&] {
         return "rank " + std::to_string(rank_) + ": end of interval " +
                std::to_string(e.interval_id) + " at " + seconds(enter);
       }, 1);
       return;
     }
     unbalanced_ += stack.size() - i;
-    h.problem("interval ids crossing (inner intervals closed at the outer end)", [&] {
+    h.problem(WarningKind::IntervalsCrossing, [&] {
       return "rank " + std::to_string(rank_) + ": end of interval " +
              std::to_string(e.interval_id) + " while interval " +
              std::to_string(stack.back().id) + " is open, at " + seconds(enter);
@@ -244,7 +244,7 @@ class IntervalTracker {
       auto& stack = stacks_[s];
       if (!stack.empty()) {
         unbalanced_ += stack.size();
-        h.problem("interval begin never closed (closed at the end of the run)", [&] {
+        h.problem(WarningKind::BeginNeverClosed, [&] {
           return "rank " + std::to_string(rank_) + ": interval " + std::to_string(stack.back().id) +
                  " opened at " + seconds(stack.back().start);
         }, stack.size());

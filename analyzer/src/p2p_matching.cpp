@@ -39,7 +39,7 @@ void Handler::send(const ChannelKey& k, double enter, double, const Event&) {
   const int di = eng.index_of_world(k.dst);
   if (di < 0) {
     ++r.unmatched_sends;
-    r.warn.add("messages to ranks not in the trace", [&] {
+    r.warn.add(WarningKind::MessagesToMissingRanks, [&] {
       return "rank " + std::to_string(r.rank) + " -> rank " + std::to_string(k.dst);
     });
     return;
@@ -68,7 +68,7 @@ void Handler::recv(const ChannelKey& k, double issue, uint64_t hold, double ente
                    const Event&) {
   if (eng.index_of_world(k.src) < 0) {
     ++r.unmatched_recvs;
-    r.warn.add("messages from ranks not in the trace", [&] {
+    r.warn.add(WarningKind::MessagesFromMissingRanks, [&] {
       return "rank " + std::to_string(r.rank) + " <- rank " + std::to_string(k.src);
     });
     r.holds.release(hold);
@@ -95,7 +95,7 @@ void Engine::ingest_send(const SendRec& s, bool cancel) {
   Rank& d = *ranks_[static_cast<size_t>(index_of_world(s.key.dst))];
   Channel* ch = d.find_channel(s.key);
   if (!ch || !ch->sends.remove_last_if([&](double t) { return t == s.enter; }))
-    d.warn.add("cancelled send already matched to a receive", [&] {
+    d.warn.add(WarningKind::CancelledSendMatched, [&] {
       return "rank " + std::to_string(s.key.src) + " -> rank " + std::to_string(s.key.dst) +
              " tag " + std::to_string(s.key.tag);
     });

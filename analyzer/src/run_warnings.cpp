@@ -175,14 +175,15 @@ std::vector<std::vector<int>> wait_cycles(const std::vector<RankEnd>& ends) {
 }
 
 void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
-  auto add = [&](const std::string& cat, uint64_t n, const std::string& example) {
+  auto add = [&](WarningKind kind, uint64_t n, const std::string& example) {
+    const std::string cat(category_of(kind));
     Warning& w = warns[cat];
     w.category = cat;
     w.count += n;
     if (w.examples.size() < 10 && !example.empty()) w.examples.push_back(example);
   };
   for (const auto& w : dir_.warnings) {
-    add("rank files skipped or missing", 1, w);
+    add(WarningKind::RankFilesSkipped, 1, w);
     a.damaged = true;
   }
   // (Not damage: the trace is whole, but those call sites are shown as
@@ -191,20 +192,19 @@ void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
   for (const std::string& path : rebuilt_in_flight_)
     if (std::find(rebuilt.begin(), rebuilt.end(), path) == rebuilt.end()) rebuilt.push_back(path);
   for (const std::string& path : rebuilt)
-    add("binaries rebuilt since the run (build id differs): their call sites are left unresolved", 1,
-        path);
+    add(WarningKind::BinariesRebuilt, 1, path);
   for (const auto& r : ranks_) {
     const RankTrace& rank_trace = *r->rank_trace;
     const trace::ReadStats& s = rank_trace.stats();
     const uint64_t damage = s.crc_mismatches + s.bad_chunk_headers + s.truncated_chunks +
                             s.bad_records + s.bad_definitions;
     if (damage) a.damaged = true;
-    for (const auto& w : rank_trace.warnings()) add("trace file problems (data skipped or salvaged)", 1, w);
+    for (const auto& w : rank_trace.warnings()) add(WarningKind::TraceFileProblems, 1, w);
     if (s.unsealed_chunks) a.cut_short = true;
     const std::string& end = rank_trace.end_reason();
     if (end != "finalize") {
       a.cut_short = true;
-      add("traces cut short (analyzed as far as they go)", 1,
+      add(WarningKind::TracesCutShort, 1,
           rank_trace.path() + ": recording ended " +
               (end.empty() ? std::string("without a word (killed, e.g. SIGKILL)") : "by " + end));
     }
@@ -216,12 +216,10 @@ void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
         if (n == 0) continue;
         a.damaged = true;
         const bool records = key[0] == 'r';
-        add(records ? "records lost when recording (disk full or a failed write; not in the trace)"
-                    : "definitions lost when recording (disk full or a failed write; not in the trace)",
-            n, rank_trace.path() + ": " + it->second + (records ? " records" : " definitions"));
+        add(records ? WarningKind::RecordsLost : WarningKind::DefinitionsLost, n, rank_trace.path() + ": " + it->second + (records ? " records" : " definitions"));
       }
     if (s.backwards_timestamps)
-      add("timestamps going backwards", s.backwards_timestamps,
+      add(WarningKind::TimestampsBackwards, s.backwards_timestamps,
           rank_trace.path() + ": " + std::to_string(s.backwards_timestamps) + " records");
   }
 }
@@ -237,7 +235,7 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
       if (!ch.sends.empty()) {
         r.unmatched_sends += ch.sends.size();
         r.warn.add(
-            "sends never received",
+            WarningKind::SendsNeverReceived,
             [&] {
               return std::to_string(ch.sends.size()) + " on rank " + std::to_string(k.src) +
                      " -> rank " + std::to_string(k.dst) + ", tag " + std::to_string(k.tag) +
@@ -248,7 +246,7 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
       if (!ch.recvs.empty()) {
         r.unmatched_recvs += ch.recvs.size();
         r.warn.add(
-            "receives without a matching send",
+            WarningKind::ReceivesWithoutSend,
             [&] {
               return std::to_string(ch.recvs.size()) + " on rank " + std::to_string(k.dst) +
                      " <- rank " + std::to_string(k.src) + ", tag " + std::to_string(k.tag) +
@@ -274,10 +272,9 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     a.stats.incomplete_collectives += own.incomplete;
     own.warn.merge_into(warns);
   }
-  if (auto it = warns.find("completion of an unknown request"); it != warns.end())
-    a.stats.unknown_requests += it->second.count;
-  if (auto it = warns.find("start of an unknown request"); it != warns.end())
-    a.stats.unknown_requests += it->second.count;
+  for (const auto& rp : ranks_)
+    a.stats.unknown_requests +=
+        rp->warn.count(WarningKind::UnknownRequestCompletion) + rp->warn.count(WarningKind::UnknownRequestStart);
   a.stats.windows = windows_;
   a.stats.chunks_total = chunks_total_;
   if (!from_index_) {

@@ -326,7 +326,7 @@ struct RankBuilder {
     of_row(coll_seqs, row).push_back(static_cast<uint32_t>(seq));  // (a row has under 2^32 calls)
   }
   template <class F>
-  void problem(const char* category, F&& example, uint64_t = 1) {
+  void problem(WarningKind category, F&& example, uint64_t = 1) {
     tl.note_problem(category, example);
   }
 

@@ -178,9 +178,9 @@ struct Impl {
     return index < site_labels.size() ? site_labels[index] : none;
   }
   template <class F>
-  void note_problem(const char* category, F&&) {
+  void note_problem(detail::WarningKind kind, F&&) {
     std::lock_guard lock(warnings_mutex);
-    ++problem_counts[category];
+    ++problem_counts[std::string(detail::category_of(kind))];
   }
   // Appends `size` bytes to the spill file; false when it cannot be written.
   bool spill(const uint8_t* bytes, size_t size, uint64_t* offset);

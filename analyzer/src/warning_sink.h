@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "prof/analysis/analysis.h"
+#include "warning_kinds.h"
 
 namespace prof::analysis::detail {
 
@@ -20,18 +21,23 @@ class WarningSink {
   // Rare (damage, unmatched messages): kept out of line and cold, so the hot
   // paths that may report a problem stay small.
   template <class F>
-  [[gnu::noinline, gnu::cold]] void add(std::string_view category, F&& example, uint64_t n = 1) {
-    auto it = cats_.find(category);
-    if (it == cats_.end()) it = cats_.emplace(std::string(category), Cat{}).first;
-    it->second.count += n;
-    if (it->second.examples.size() < kWarningExamples) {
+  [[gnu::noinline, gnu::cold]] void add(WarningKind kind, F&& example, uint64_t n = 1) {
+    Cat& cat = cats_[kind];
+    cat.count += n;
+    if (cat.examples.size() < kWarningExamples) {
       std::string e = example();
-      auto& ex = it->second.examples;
+      auto& ex = cat.examples;
       if (std::find(ex.begin(), ex.end(), e) == ex.end()) ex.push_back(std::move(e));
     }
   }
+  uint64_t count(WarningKind kind) const {
+    auto it = cats_.find(kind);
+    return it == cats_.end() ? 0 : it->second.count;
+  }
+  // Into the run's warnings, by category (the order users see them in).
   void merge_into(std::map<std::string, Warning>& out) const {
-    for (const auto& [name, c] : cats_) {
+    for (const auto& [kind, c] : cats_) {
+      const std::string name(category_of(kind));
       Warning& w = out[name];
       w.category = name;
       w.count += c.count;
@@ -47,7 +53,7 @@ class WarningSink {
     uint64_t count = 0;
     std::vector<std::string> examples;
   };
-  std::map<std::string, Cat, std::less<>> cats_;
+  std::map<WarningKind, Cat> cats_;
 };
 
 }  // namespace prof::analysis::detail

@@ -61,7 +61,7 @@ struct Builder {
   void cancel_send(const ChannelKey&, double) { cancelled_sends = true; }
   void collective(const CommInfo& c, bool, double, double, const Event&) { ++*c.seq; }
   template <class F>
-  void problem(const char*, F&&, uint64_t = 1) {}
+  void problem(WarningKind, F&&, uint64_t = 1) {}
   void root_started(double t) { out.nodes[0].first_enter = t; }
   uint32_t interval_begun(uint32_t, const Event& e, double t, uint32_t parent) {
     const uint32_t site = reg.site(index, e.callsite);
@@ -507,7 +507,7 @@ struct SendCollector {
   void cancel_send(const ChannelKey&, double) {}
   void collective(const CommInfo& c, bool, double, double, const Event&) { ++*c.seq; }
   template <class F>
-  void problem(const char*, F&&, uint64_t = 1) {}
+  void problem(WarningKind, F&&, uint64_t = 1) {}
   void root_started(double) {}
   uint32_t interval_begun(uint32_t, const Event&, double, uint32_t) { return 0; }
   void interval_ended(uint32_t, const OpenInterval&, double) {}

@@ -314,5 +314,35 @@ TEST(DamagedInput, FifoOrDeviceInPlaceOfARankFileIsRefusedNotRead) {
   }
 }
 
+// A statistic counts its kind of problem, whatever the category's wording: a
+// Wait on a request the trace never created and a Start of one are counted in
+// stats.unknown_requests, and each named once among the warnings.
+TEST(DamagedInput, UnknownRequestsAreCountedInTheirStatistic) {
+  TraceBuilder b(2);
+  build_ring(b, 2);
+  b.close();
+  TraceBuilder c(2);
+  for (int r = 0; r < 2; ++r) {
+    c.init(r, 0, 1 * kMs);
+    if (r == 0) {
+      c.wait(0, Wait, 2 * kMs, 3 * kMs, {TraceBuilder::done(0x9c0000aau)});
+      c.request_op(0, Start, 4 * kMs, 5 * kMs, {0x9c0000abu});
+    }
+    c.finalize(r, 10 * kMs, 11 * kMs);
+  }
+  c.close();
+  const auto a = analyze_checked(c.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_EQ(a.stats.unknown_requests, 2u) << warnings_text(a);
+  size_t named = 0;
+  for (const auto& w : a.warnings)
+    if (w.category == "completion of an unknown request" || w.category == "start of an unknown request") {
+      EXPECT_EQ(w.count, 1u) << w.category;
+      ++named;
+    }
+  EXPECT_EQ(named, 2u) << warnings_text(a);
+  EXPECT_EQ(analyze_checked(b.dir()).stats.unknown_requests, 0u);
+}
+
 }  // namespace
 }  // namespace prof::test
