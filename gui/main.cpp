@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -49,16 +51,21 @@ int screenshot(MainWindow& window, const QString& dir, const QString& file, cons
   window.waitLoaded();
   QApplication::processEvents();
   const auto session = window.session();
-  if (!select.isEmpty()) {
-    bool ok = false;
-    const int id = select.toInt(&ok);
-    if (!ok || !window.selectIntervalId(id))
-      std::fprintf(stderr, "prof-gui: --select %s: no interval with that id\n", qPrintable(select));
+  if (!select.isEmpty() && !window.selectIntervalId(select.toInt())) {
+    std::fprintf(stderr, "prof-gui: --select %s: no interval with that id\n", qPrintable(select));
+    return 1;
   }
   if (!range.isEmpty()) {
     double from = 0, to = 0;
     parse_window(range, &from, &to);
-    window.timelineView()->setRange(from * 1e9, to * 1e9);
+    TimelineView* view = window.timelineView();
+    view->showAll();
+    const double end_s = view->to() / 1e9;
+    if (from >= end_s) {
+      std::fprintf(stderr, "prof-gui: --window %s starts past the trace's end (%.6f s)\n", qPrintable(range), end_s);
+      return 1;
+    }
+    view->setRange(from * 1e9, to * 1e9);
   }
   QApplication::processEvents();
   const QPixmap shot = window.grab();
@@ -129,8 +136,32 @@ int bench_frames(const QString& dir, int frames) {
 
 }  // namespace
 
+// Without a display, what needs none (help, a screenshot, a benchmark) runs
+// offscreen; the window itself cannot open, which is said in one line
+// instead of Qt's abort.
+bool prepare_display(int argc, char** argv) {
+  const auto set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v;
+  };
+  if (set("DISPLAY") || set("WAYLAND_DISPLAY") || set("QT_QPA_PLATFORM")) return true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "-h" || a == "--help" || a == "--help-all" || a == "-v" || a == "--version" ||
+        a.rfind("--screenshot", 0) == 0 || a.rfind("--bench-frames", 0) == 0) {
+      ::setenv("QT_QPA_PLATFORM", "offscreen", 1);
+      return true;
+    }
+  }
+  std::fprintf(stderr,
+               "prof-gui: no display (DISPLAY and WAYLAND_DISPLAY are not set); --screenshot FILE.png "
+               "renders the window without one\n");
+  return false;
+}
+
 int main(int argc, char** argv) {
   launch.start();
+  if (!prepare_display(argc, argv)) return 1;
   QApplication app(argc, argv);
   QApplication::setApplicationName("prof-gui");
   QApplication::setOrganizationName("prof");
@@ -150,6 +181,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   const QString dir = args.value(0);
+  if (parser.isSet(select)) {
+    bool id_ok = false;
+    parser.value(select).toInt(&id_ok);
+    if (!id_ok) {
+      std::fprintf(stderr, "prof-gui: --select wants an interval id (an integer), not '%s'\n",
+                   qPrintable(parser.value(select)));
+      return 1;
+    }
+  }
   double from = 0, to = 0;
   if (parser.isSet(window) && !parse_window(parser.value(window), &from, &to)) {
     std::fprintf(stderr, "prof-gui: --window wants FROM:TO in seconds with FROM < TO, not '%s'\n",

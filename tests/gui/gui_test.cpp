@@ -616,12 +616,34 @@ void GuiTest::screenshot_writes_png() {
     QVERIFY2(user > 5000 && collective > 1000,
              qPrintable(QStringLiteral("%1 user, %2 collective pixels").arg(user).arg(collective)));
   }
-  // A damaged argument is refused with a message.
-  QProcess bad;
-  bad.start(PROF_GUI_BIN, {trace.dir(), "--screenshot", out.filePath("x.png"), "--window", "5:1"});
-  QVERIFY(bad.waitForFinished(60000));
-  QCOMPARE(bad.exitCode(), 1);
-  QVERIFY(bad.readAllStandardError().contains("--window"));
+  // A damaged argument is refused with a message and exit status 1: a window
+  // backwards or past the trace's end, an interval id that is not one or that
+  // the trace does not have.
+  for (const QStringList& extra : {QStringList{"--window", "5:1"}, QStringList{"--window", "50:60"},
+                                   QStringList{"--select", "abc"}, QStringList{"--select", "999"}}) {
+    QProcess bad;
+    bad.start(PROF_GUI_BIN, QStringList{trace.dir(), "--screenshot", out.filePath("x.png")} + extra);
+    QVERIFY(bad.waitForFinished(60000));
+    QCOMPARE(bad.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(bad.exitCode() == 1, qPrintable(extra.join(' ')));
+    QVERIFY2(bad.readAllStandardError().contains(extra[0].toUtf8()), qPrintable(extra.join(' ')));
+  }
+  // Without any display: --help and --screenshot run offscreen, the window
+  // itself says in one line that it needs one (never Qt's abort).
+  QProcessEnvironment bare = QProcessEnvironment::systemEnvironment();
+  for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) bare.remove(name);
+  const std::pair<QStringList, int> runs[] = {{{"--help"}, 0},
+                                              {{trace.dir(), "--screenshot", out.filePath("bare.png")}, 0},
+                                              {{trace.dir()}, 1}};
+  for (const auto& [arguments, status] : runs) {
+    QProcess gui;
+    gui.setProcessEnvironment(bare);
+    gui.start(PROF_GUI_BIN, arguments);
+    QVERIFY(gui.waitForFinished(60000));
+    QCOMPARE(gui.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(gui.exitCode() == status, qPrintable(arguments.join(' ') + ": " + gui.readAllStandardError()));
+  }
+  QVERIFY(QFileInfo(out.filePath("bare.png")).size() > 20000);
 }
 
 void GuiTest::bench_frames_prints_one_line() {
