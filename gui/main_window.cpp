@@ -244,7 +244,7 @@ void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled)
   else
     tree_->expandToDepth(1);
   if (model_->analysis()) {
-    addRecent(session->dir);
+    if (!quiet_sink_) addRecent(session->dir);  // (a screenshot is no visit of the user's)
     const auto& a = *model_->analysis();
     statusBar()->showMessage(tr("%1: %2 ranks, %3 events, %4 intervals")
                                  .arg(session->dir)

@@ -51,7 +51,8 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   void openTrace(const QString& dir);
-  // Problems of a trace go to a dialog, or with quiet mode to this sink.
+  // Problems of a trace go to a dialog, or with quiet mode (a screenshot) to
+  // this sink; a trace opened in quiet mode is not added to Recent traces.
   void setQuiet(std::function<void(const QString&)> sink) { quiet_sink_ = std::move(sink); }
   // Blocks (event loop running) until the load in progress ends.
   void waitLoaded();

@@ -8,6 +8,7 @@
 #include <QMessageBox>
 #include <QScrollBar>
 #include <QProcess>
+#include <QSettings>
 #include <QRegularExpression>
 #include <QSortFilterProxyModel>
 #include <QTabWidget>
@@ -588,11 +589,15 @@ void GuiTest::unusable_directory_opens_with_dialog() {
 void GuiTest::screenshot_writes_png() {
   DemoTrace trace(30);
   QTemporaryDir out;
+  // Settings of its own (other tests running meanwhile open traces).
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("XDG_CONFIG_HOME", out.filePath("config"));
   for (const QStringList& extra : {QStringList{}, QStringList{"--select", "2"},
                                    QStringList{"--window", "0.005:0.008", "--select", "1"}}) {
     const QString png = out.filePath("shot.png");
     QFile::remove(png);
     QProcess gui;
+    gui.setProcessEnvironment(env);
     gui.start(PROF_GUI_BIN, QStringList{trace.dir(), "--screenshot", png} + extra);
     QVERIFY(gui.waitForFinished(60000));
     QCOMPARE(gui.exitStatus(), QProcess::NormalExit);
@@ -622,6 +627,7 @@ void GuiTest::screenshot_writes_png() {
   for (const QStringList& extra : {QStringList{"--window", "5:1"}, QStringList{"--window", "50:60"},
                                    QStringList{"--select", "abc"}, QStringList{"--select", "999"}}) {
     QProcess bad;
+    bad.setProcessEnvironment(env);
     bad.start(PROF_GUI_BIN, QStringList{trace.dir(), "--screenshot", out.filePath("x.png")} + extra);
     QVERIFY(bad.waitForFinished(60000));
     QCOMPARE(bad.exitStatus(), QProcess::NormalExit);
@@ -630,7 +636,7 @@ void GuiTest::screenshot_writes_png() {
   }
   // Without any display: --help and --screenshot run offscreen, the window
   // itself says in one line that it needs one (never Qt's abort).
-  QProcessEnvironment bare = QProcessEnvironment::systemEnvironment();
+  QProcessEnvironment bare = env;
   for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) bare.remove(name);
   const std::pair<QStringList, int> runs[] = {{{"--help"}, 0},
                                               {{trace.dir(), "--screenshot", out.filePath("bare.png")}, 0},
@@ -644,6 +650,10 @@ void GuiTest::screenshot_writes_png() {
     QVERIFY2(gui.exitCode() == status, qPrintable(arguments.join(' ') + ": " + gui.readAllStandardError()));
   }
   QVERIFY(QFileInfo(out.filePath("bare.png")).size() > 20000);
+  // Screenshots are not the user's visits: Recent traces stays as it was.
+  const QSettings settings(out.filePath("config/prof/prof-gui.conf"), QSettings::IniFormat);
+  QVERIFY2(settings.value("recent").toStringList().isEmpty(),
+           qPrintable(settings.value("recent").toStringList().join(' ')));
 }
 
 void GuiTest::bench_frames_prints_one_line() {
