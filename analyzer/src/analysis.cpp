@@ -661,6 +661,18 @@ void Engine::finish(Analysis& a) {
   for (const auto& r : ranks_)
     if (auto it = r->rank_trace->meta().find("bcast_fallbacks"); it != r->rank_trace->meta().end())
       a.bcast_fallbacks = std::max<uint64_t>(a.bcast_fallbacks, std::strtoull(it->second.c_str(), nullptr, 10));
+  for (const auto& r : ranks_) {
+    const auto& syncs = r->rank_trace->clock_syncs();
+    if (syncs.empty()) continue;
+    a.clock.known = true;
+    double rtt = 0;
+    for (const auto& k : syncs) rtt = std::max(rtt, k.rtt_ns);
+    const double error_s = rtt / 2 * 1e-9;
+    a.clock.per_rank.emplace_back(r->rank, error_s);
+    a.clock.max_error_s = std::max(a.clock.max_error_s, error_s);
+    if (auto it = r->rank_trace->meta().find("sync"); it != r->rank_trace->meta().end() && a.clock.scheme.empty())
+      a.clock.scheme = it->second;
+  }
   roll_up();
   order_tree();
   const SiteInfo root_site = root_call_site(a.executable);

@@ -56,6 +56,13 @@ void write_json_report(const Analysis& a, std::ostream& out) {
   j["executable"] = a.executable;
   j["bcast_impl"] = a.bcast_impl;
   j["bcast_fallbacks"] = a.bcast_fallbacks;
+  if (a.clock.known) {
+    Json per_rank = Json::array();
+    for (const auto& [rank, error_s] : a.clock.per_rank) per_rank.push_back({{"rank", rank}, {"error_s", error_s}});
+    j["clock"] = {{"scheme", a.clock.scheme}, {"max_error_s", a.clock.max_error_s}, {"per_rank", per_rank}};
+  } else {
+    j["clock"] = nullptr;
+  }
   j["damaged"] = a.damaged;
   j["cut_short"] = a.cut_short;
   j["stats"] = Json{{"events", a.stats.events},

@@ -91,6 +91,13 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
       for (const FunctionFigures& f : n.functions)
         out << f.name << ' ' << f.calls << ' ' << num(f.time) << ' ' << f.bytes << '\n';
     }
+    if (n.parent < 0 && a.clock.known) {
+      // After Level 0: how far the figures between ranks can be trusted.
+      char line[160];
+      std::snprintf(line, sizeof line, "\nClock offsets known within %.3f us (scheme %s)\n",
+                    a.clock.max_error_s * 1e6, a.clock.scheme.empty() ? "unknown" : a.clock.scheme.c_str());
+      out << line;
+    }
     if (n.parent < 0 && a.complete &&
         std::any_of(a.run_end.begin(), a.run_end.end(), [](const RankEnd& e) { return e.records_lost; })) {
       // After Level 0: the run ended cleanly but not everything was recorded.

@@ -64,6 +64,24 @@ def main(mode, report_path, program_path, dump_path):
         mismatches += error > tolerance
         print(f"{'ok  ' if error <= tolerance else 'off '} interval {interval}: rank {receiver} "
               f"late-sender wait {got:.6f} s, program's {expected:.6f} s, error {error * 1e3:.3f} ms")
+    # The report states the bound it was made with: JSON `clock` (the run's
+    # scheme; each rank's half round trip, the largest as max_error_s) and the
+    # text line after Level 0.
+    clock = report.get("clock")
+    if not clock:
+        failures.append("JSON has no clock")
+    else:
+        bound = max(rtts) / 2
+        per_rank = {p["rank"]: p["error_s"] for p in clock["per_rank"]}
+        if sorted(per_rank) != [0, 1]:
+            failures.append(f"clock.per_rank lists ranks {sorted(per_rank)}")
+        if abs(clock["max_error_s"] - bound) > 1e-12 or max(per_rank.values(), default=-1) != clock["max_error_s"]:
+            failures.append(f"clock.max_error_s {clock['max_error_s']} is not the largest half round trip {bound}")
+        text = open(report_path.replace("report.json", "report.txt")).read()
+        line = f"Clock offsets known within {clock['max_error_s'] * 1e6:.3f} us (scheme {clock['scheme']})"
+        if line not in text:
+            failures.append(f"the text report lacks '{line}'")
+        print(f"clock: scheme {clock['scheme']}, max error {clock['max_error_s'] * 1e6:.3f} us")
     for f in failures:
         print("FAIL", f)
     if failures:

@@ -205,6 +205,16 @@ struct Analysis {
   // Communicators whose shared-memory segment could not be had (their
   // broadcasts used MPICH's), the most any rank saw (meta `bcast_fallbacks`).
   uint64_t bcast_fallbacks = 0;
+  // How well the ranks' clocks were synchronized: each rank's offset to the
+  // global clock is known within error_s (half the round trip of the exchange
+  // that measured it, the larger of the run's start and end; 0 on the
+  // reference rank). `known` is false for traces without clock syncs.
+  struct Clock {
+    bool known = false;
+    std::string scheme;  // PROF_SYNC of the run (meta `sync`)
+    double max_error_s = 0;
+    std::vector<std::pair<int, double>> per_rank;  // (rank, error_s)
+  } clock;
   std::vector<IntervalNode> intervals;  // tree order (pre-order); [0] is the root
   std::vector<Warning> warnings;  // listed once per category
   std::vector<std::string> errors;  // fatal: nothing usable
