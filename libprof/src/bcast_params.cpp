@@ -125,13 +125,6 @@ bool read_settings(Settings* out, std::vector<std::string>* errors) {
     else if (std::strcmp(v, "0") != 0)
       errors->push_back(std::string("PROF_TEST_BCAST_FAIL_SHM='") + v + "' is not 0 or 1");
   }
-  if (const char* v = env("PROF_TEST_BCAST_NODES")) {
-    long n = 0;
-    if (!parse_long(v, 1, 1024, &n))
-      errors->push_back(std::string("PROF_TEST_BCAST_NODES='") + v + "' is not an integer in 1..1024");
-    else
-      s.test_nodes = int(n);
-  }
   if (errors->size() != before) return false;
   *out = s;
   return true;

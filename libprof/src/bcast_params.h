@@ -34,14 +34,14 @@ struct Settings {
   int sets = 2;              // q; s % q == 0
   TreeSpec tree;
   bool test_fail_shm = false;  // PROF_TEST_BCAST_FAIL_SHM=1
-  int test_nodes = 0;          // PROF_TEST_BCAST_NODES: 0 = the real nodes
+  int test_nodes = 0;          // PROF_TEST_NODES (read with the shim's settings): 0 = the real nodes
 };
 
 // The model's optimum for this machine's page size.
 Settings default_settings();
 
 // Reads PROF_BCAST, PROF_BCAST_FRAGMENT, PROF_BCAST_SLOTS, PROF_BCAST_SETS,
-// PROF_BCAST_TREE, PROF_TEST_BCAST_FAIL_SHM and PROF_TEST_BCAST_NODES over the defaults. Returns false
+// PROF_BCAST_TREE, and PROF_TEST_BCAST_FAIL_SHM over the defaults. Returns false
 // with one message per bad variable, naming it, its value and what is accepted.
 bool read_settings(Settings* out, std::vector<std::string>* errors);
 

@@ -6,6 +6,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
+#include <vector>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -36,6 +38,7 @@ constexpr int kTagGo = 2;     // server -> client: serving you now
 constexpr int kTagPing = 3;   // client -> server: int, 1 = exchange, 0 = done
 constexpr int kTagPong = 4;   // server -> client: Reply
 constexpr int kTagChain = 5;  // ring: accumulated offset, rank i-1 -> rank i
+constexpr int kTagCheck = 6;  // hierarchical: member -> leader -> member, one raw reading
 
 uint64_t mono_ns() {
   timespec ts;
@@ -176,12 +179,12 @@ Link measure(const Timer& timer, MPI_Comm comm, int server) {
 // sched_yield (lets a peer sharing our core run at once: a round trip then
 // costs two context switches, not two time slices), then, for long waits
 // (our turn in the linear scheme), sleeps from 50 us growing to 1 ms.
-void polite_wait(MPI_Request* req) {
+void polite_wait(MPI_Request* req, MPI_Status* status) {
   int done = 0;
   uint64_t since = 0;
   long sleep_ns = 50'000;
   for (int spins = 0;;) {
-    PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+    PMPI_Test(req, &done, status);
     if (done) return;
     if (spins < 64) {
       ++spins;
@@ -370,9 +373,155 @@ uint64_t Timer::slow_now() const {
 // ---------------------------------------------------------------------------
 // Synchronization
 
+namespace {
+std::atomic<int> pretend_nodes{0};
+
+// Hierarchical scheme, on the private communicator `sc` (see the header):
+//   1. Node communicators: the ranks sharing a node (MPI_COMM_TYPE_SHARED, or
+//      world rank r on node r mod N with set_test_nodes(N)); each node's
+//      lowest rank leads it, world rank 0 leads node 0 and is the reference.
+//   2. Leaders measure in a binomial tree: in round k, leader l < 2^k serves
+//      l + 2^k, then sends it {offset, rtt} against the reference, to which
+//      the child adds its own link's. ceil(log2 leaders) rounds, the pairs of
+//      a round in parallel; the bound adds up along at most that many hops.
+//   3. Each member checks that it reads its leader's clock: one exchange of
+//      raw readings, member t1 <= leader tL <= member t2 (causality holds for
+//      one clock; clocks that differ by more than the round trip break it).
+//      A member that shares it takes the leader's offset with no exchange
+//      (converted at one raw instant, since each process converts ticks with
+//      its own epoch and rate); one that does not measures against its
+//      leader like a ring link, and says so (SyncResult::own_clock).
+struct Hierarchy {
+  MPI_Comm node = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
+  int node_rank = 0, node_size = 1;
+  ~Hierarchy() {
+    if (node != MPI_COMM_NULL) PMPI_Comm_free(&node);
+    if (leaders != MPI_COMM_NULL) PMPI_Comm_free(&leaders);
+  }
+};
+
+void split_nodes(MPI_Comm sc, int rank, Hierarchy* h) {
+  const int pretend = pretend_nodes.load();
+  if (pretend > 0) {
+    int world_rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    PMPI_Comm_split(sc, world_rank % pretend, rank, &h->node);
+  } else {
+    PMPI_Comm_split_type(sc, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &h->node);
+  }
+  PMPI_Comm_rank(h->node, &h->node_rank);
+  PMPI_Comm_size(h->node, &h->node_size);
+  PMPI_Comm_split(sc, h->node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &h->leaders);
+}
+
+// What a leader tells its node: its offset against the reference, the bound's
+// round trip, and one raw instant with its own reading of it in ns.
+struct LeaderClock {
+  double offset_ns, rtt_ns, raw_ticks, to_ns;
+};
+
+SyncResult hierarchical(const Timer& timer, MPI_Comm sc, int rank) {
+  SyncResult res;
+  Hierarchy h;
+  split_nodes(sc, rank, &h);
+  LeaderClock leader{0, 0, 0, 0};
+  bool shared = true;
+  if (h.node_rank != 0) {
+    // The check first: it needs the leader only for one reply, whenever the
+    // leader gets to it.
+    const uint64_t t1 = timer.now();
+    int hello = 1;
+    PMPI_Send(&hello, 1, MPI_INT, 0, kTagCheck, h.node);
+    uint64_t leader_ticks = 0;
+    polite_recv(&leader_ticks, 1, MPI_UINT64_T, 0, kTagCheck, h.node);
+    const uint64_t t2 = timer.now();
+    shared = t1 <= leader_ticks && leader_ticks <= t2;
+  } else {
+    int l = 0, count = 1;
+    PMPI_Comm_rank(h.leaders, &l);
+    PMPI_Comm_size(h.leaders, &count);
+    double chain[2] = {0.0, 0.0};  // {offset, rtt} against leader 0
+    uint64_t local = 0;
+    for (int step = 1; step < count; step *= 2) {
+      if (l < step) {
+        if (l + step < count) {
+          res.exchanges += serve(timer, h.leaders, l + step);
+          PMPI_Send(chain, 2, MPI_DOUBLE, l + step, kTagChain, h.leaders);
+        }
+      } else if (l < 2 * step) {
+        const Link link = measure(timer, h.leaders, l - step);
+        res.exchanges += link.exchanges;
+        polite_recv(chain, 2, MPI_DOUBLE, l - step, kTagChain, h.leaders);
+        chain[0] += link.offset_ns;
+        chain[1] += link.rtt_ns;
+        local = link.local_ticks;
+      }
+    }
+    if (l == 0) local = timer.now();
+    res.local_ticks = local;
+    res.offset_ns = chain[0];
+    res.rtt_ns = chain[1];
+    leader = LeaderClock{chain[0], chain[1], static_cast<double>(local), timer.to_ns(local)};
+    // The members' checks, in the order they come.
+    for (int m = 1; m < h.node_size; ++m) {
+      int hello = 0;
+      MPI_Request req;
+      MPI_Status status;
+      PMPI_Irecv(&hello, 1, MPI_INT, MPI_ANY_SOURCE, kTagCheck, h.node, &req);
+      polite_wait(&req, &status);
+      const uint64_t now = timer.now();
+      PMPI_Send(&now, 1, MPI_UINT64_T, status.MPI_SOURCE, kTagCheck, h.node);
+    }
+  }
+  if (h.node_size == 1) return res;
+  MPI_Request req;
+  PMPI_Ibcast(&leader, 4, MPI_DOUBLE, 0, h.node, &req);
+  polite_wait(&req);
+  // Who could not take the leader's offset measures against the leader.
+  std::vector<int> own(static_cast<size_t>(h.node_rank == 0 ? h.node_size : 1));
+  const int mine = shared ? 0 : 1;
+  PMPI_Igather(&mine, 1, MPI_INT, own.data(), 1, MPI_INT, 0, h.node, &req);
+  polite_wait(&req);
+  if (h.node_rank == 0) {
+    for (int m = 1; m < h.node_size; ++m)
+      if (own[static_cast<size_t>(m)]) res.exchanges += serve(timer, h.node, m);
+    return res;
+  }
+  if (shared) {
+    // One clock: the leader's offset, moved to this process's conversion of
+    // the same raw instant.
+    const auto ticks = static_cast<uint64_t>(leader.raw_ticks);
+    res.local_ticks = ticks;
+    res.offset_ns = leader.offset_ns + leader.to_ns - timer.to_ns(ticks);
+    res.rtt_ns = leader.rtt_ns;
+  } else {
+    const Link link = measure(timer, h.node, 0);
+    res.exchanges += link.exchanges;
+    res.local_ticks = link.local_ticks;
+    res.offset_ns = leader.offset_ns + link.offset_ns;
+    res.rtt_ns = leader.rtt_ns + link.rtt_ns;
+    res.own_clock = true;
+  }
+  return res;
+}
+}  // namespace
+
+void set_test_nodes(int n) { pretend_nodes.store(n > 0 ? n : 0); }
+
+const char* sync_scheme_name(SyncScheme scheme) {
+  switch (scheme) {
+    case SyncScheme::Hierarchical: return "hierarchical";
+    case SyncScheme::Linear: return "linear";
+    case SyncScheme::Ring: return "ring";
+    case SyncScheme::None: return "none";
+  }
+  return "none";
+}
+
 bool parse_sync_scheme(std::string_view name, SyncScheme* out) {
   SyncScheme s;
-  if (name == "linear") s = SyncScheme::Linear;
+  if (name == "hierarchical") s = SyncScheme::Hierarchical;
+  else if (name == "linear") s = SyncScheme::Linear;
   else if (name == "ring") s = SyncScheme::Ring;
   else if (name == "none") s = SyncScheme::None;
   else return false;
@@ -402,7 +551,9 @@ SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme sche
     if (private_comm) *private_comm = sc;
   }
 
-  if (scheme == SyncScheme::Linear) {
+  if (scheme == SyncScheme::Hierarchical) {
+    res = hierarchical(timer, sc, rank);
+  } else if (scheme == SyncScheme::Linear) {
     if (rank == 0) {
       for (int c = 1; c < size; ++c) res.exchanges += serve(timer, sc, c);
       res.local_ticks = timer.now();

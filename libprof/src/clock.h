@@ -11,9 +11,12 @@
 // ClockSync: the offset of each rank's clock against rank 0 from the ping-pong
 // exchange with the smallest round trip; exchanges stop when the minimum has
 // not improved for `kPatience` exchanges (or a cap is hit). Offset error is
-// bounded by that exchange's RTT/2. Schemes: linear (rank 0 against each rank
-// in turn) and ring (each rank against its predecessor, offsets summed along
-// the ring). Only PMPI calls: the tool's own traffic is never recorded.
+// bounded by that exchange's RTT/2. Schemes: hierarchical (ranks sharing a
+// node's clock take their leader's offset, leaders measure in a binomial tree:
+// O(log nodes) rounds; after Hunold and Carpen-Amarie, docs/references.md),
+// linear (rank 0 against each rank in turn) and ring (each rank against its
+// predecessor, offsets summed along the ring). Only PMPI calls: the tool's own
+// traffic is never recorded.
 #pragma once
 
 #include <mpi.h>
@@ -124,7 +127,12 @@ class Timer {
   uint64_t wtime_anchor_mono_ns_ = 0;
 };
 
-enum class SyncScheme { Linear, Ring, None };
+enum class SyncScheme { Hierarchical, Linear, Ring, None };
+const char* sync_scheme_name(SyncScheme scheme);
+
+// Test only (PROF_TEST_NODES): the hierarchical scheme takes world rank r to
+// be on node r mod n (0: the real nodes, by MPI_COMM_TYPE_SHARED).
+void set_test_nodes(int n);
 bool parse_sync_scheme(std::string_view name, SyncScheme* out);
 
 struct SyncResult {
@@ -137,12 +145,15 @@ struct SyncResult {
   // for coarse timers (gettimeofday reads a 0.3 us round trip as 0); 0 on rank 0.
   double rtt_ns = 0;
   int exchanges = 0;         // exchanges this rank took part in (served + measured)
+  // Hierarchical: this rank does not read its node leader's clock (the check
+  // failed), so it measured against the leader instead of taking its offset.
+  bool own_clock = false;
 };
 
 // Waits for a request without hogging a core: MPICH busy-polls in blocking
 // calls, which starves the peers we wait for when ranks outnumber cores (or
 // share them with other work). For the tool's own collectives.
-void polite_wait(MPI_Request* req);
+void polite_wait(MPI_Request* req, MPI_Status* status = MPI_STATUS_IGNORE);
 
 // Collective over `comm` (MPI_COMM_WORLD): every rank must call it. Uses PMPI only.
 // The exchanges run on a private duplicate of `comm`, made and freed here,

@@ -16,9 +16,12 @@ const std::vector<ConfigVariable>& config_variables() {
        "in one line on stderr."},
       {"PROF_TIMER", "tsc|monotonic|gettimeofday|mpi_wtime", "tsc (monotonic without invariant TSC)",
        "Clock for timestamps. tsc: rdtsc, calibrated against CLOCK_MONOTONIC."},
-      {"PROF_SYNC", "linear|ring|none", "linear",
+      {"PROF_SYNC", "hierarchical|linear|ring|none", "hierarchical",
        "Clock synchronization against rank 0 after MPI_Init and before MPI_Finalize "
-       "(minimum round trip of ping-pong exchanges)."},
+       "(minimum round trip of ping-pong exchanges). hierarchical: ranks that read their "
+       "node leader's clock (checked) take its offset at no cost, node leaders measure in a "
+       "binomial tree, O(log nodes) rounds; linear: rank 0 against each rank in turn; ring: "
+       "each rank against the one before it."},
       {"PROF_BUFFER_MB", "integer 1..1024", "1",
        "Largest event chunk a thread maps from the trace file (chunks start at 64 KiB and "
        "double); memory stays bounded by threads x this. The chunk that reaches this size "
@@ -58,13 +61,13 @@ const std::vector<ConfigVariable>& config_variables() {
        "Test only: the shared-memory broadcast takes the node to have no memory to spare, "
        "so every segment is refused as one too big for the node is, and the fallback to "
        "MPICH's MPI_Bcast is exercised."},
-      {"PROF_TEST_BCAST_NODES", "integer 1..1024", "(unset: the real nodes)",
-       "Test only: the shared-memory broadcast takes world rank r to be on node r mod N, so "
-       "the path for communicators spanning nodes (node leaders through MPI, then shared "
-       "memory inside each node) runs on one host."},
+      {"PROF_TEST_NODES", "integer 1..1024", "(unset: the real nodes)",
+       "Test only: world rank r is taken to be on node r mod N, by the shared-memory broadcast "
+       "(node leaders through MPI, then shared memory inside each node) and by the hierarchical "
+       "clock synchronization, so that their paths across nodes run on one host."},
       {"PROF_TEST_CLOCK_SHIFT_NS", "RANK:NS, |NS| <= 10^15", "(unset)",
-       "Test only: shifts RANK's clock by NS nanoseconds, to check that synchronization "
-       "recovers it."},
+       "Test only: shifts RANK's clock by NS nanoseconds (with PROF_TEST_NODES, the clock of "
+       "every rank on RANK's node), to check that synchronization recovers it."},
   };
   return vars;
 }
@@ -87,7 +90,7 @@ bool read_config(Config* cfg, std::vector<std::string>* errors) {
   }
   if (const char* v = env("PROF_SYNC")) {
     if (!parse_sync_scheme(v, &cfg->sync))
-      errors->push_back(std::string("PROF_SYNC='") + v + "' is not one of linear, ring, none");
+      errors->push_back(std::string("PROF_SYNC='") + v + "' is not one of hierarchical, linear, ring, none");
   }
   if (const char* v = env("PROF_BUFFER_MB")) {
     char* end = nullptr;
@@ -145,7 +148,17 @@ bool read_config(Config* cfg, std::vector<std::string>* errors) {
       cfg->test_shift_ns = ns;
     }
   }
+  if (const char* v = env("PROF_TEST_NODES")) {
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(v, &end, 10);
+    if (errno || *end || n < 1 || n > 1024)
+      errors->push_back(std::string("PROF_TEST_NODES='") + v + "' is not an integer in 1..1024");
+    else
+      cfg->test_nodes = int(n);
+  }
   bcast::read_settings(&cfg->bcast, errors);
+  cfg->bcast.test_nodes = cfg->test_nodes;
   return errors->empty();
 }
 

@@ -25,12 +25,13 @@ struct Config {
   std::string output_dir;                 // empty: make a unique one in the working directory
   format::TimerKind timer = format::TimerKind::Tsc;
   bool timer_given = false;
-  SyncScheme sync = SyncScheme::Linear;
+  SyncScheme sync = SyncScheme::Hierarchical;
   uint64_t buffer_bytes = 1u << 20;       // per-thread mapped chunk
   bool strict = false;
   double hang_warn_seconds = 0;           // PROF_HANG_WARN; 0: off
   int log_level = 3;                      // spdlog levels: 0 trace .. 6 off (3 = warn)
   int test_shift_rank = -1;               // PROF_TEST_CLOCK_SHIFT_NS=rank:ns
+  int test_nodes = 0;                     // PROF_TEST_NODES; 0: the real nodes
   int64_t test_shift_ns = 0;
   bcast::Settings bcast = bcast::default_settings();  // PROF_BCAST*
 };

@@ -846,8 +846,7 @@ std::string start_definitions(const Config& cfg, int rank, int size, int provide
   std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
   defs += meta("ns_per_tick", npt);
   defs += meta("thread_level", std::to_string(provided));
-  defs += meta("sync", cfg.sync == SyncScheme::Linear ? "linear"
-                       : cfg.sync == SyncScheme::Ring ? "ring" : "none");
+  defs += meta("sync", sync_scheme_name(cfg.sync));
   defs += meta("bcast_impl", cfg.bcast.impl == bcast::Impl::Shm ? "shm" : "native");
   if (cfg.bcast.impl == bcast::Impl::Shm) {
     defs += meta("bcast_fragment", std::to_string(cfg.bcast.fragment));
@@ -876,8 +875,12 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
 
   std::string why;
-  if (cfg.test_shift_rank == rank) {
-    // Test only: this rank's clock runs shifted; MPI_Init's times move with it.
+  set_test_nodes(cfg.test_nodes);
+  const bool shifted = cfg.test_nodes > 0 ? cfg.test_shift_rank >= 0 && rank % cfg.test_nodes == cfg.test_shift_rank % cfg.test_nodes
+                                          : cfg.test_shift_rank == rank;
+  if (shifted) {
+    // Test only: this rank's clock (its pretend node's) runs shifted;
+    // MPI_Init's times move with it.
     const uint64_t before = g.timer.now();
     g.timer.set_test_shift_ns(cfg.test_shift_ns);
     const uint64_t delta = g.timer.now() - before;
@@ -974,6 +977,9 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
 
   const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, cfg.sync, &rt->sync_comm);
   define(format::definition_line::clock_sync("init", sync.local_ticks, sync.offset_ns, sync.rtt_ns));
+  // (Hierarchical: this rank does not read its node leader's clock, so it
+  // measured against the leader instead of taking the leader's offset.)
+  if (sync.own_clock) define(format::definition_line::meta("sync_own_clock", "1"));
 
   std::atexit(on_exit_without_finalize);
   pthread_atfork(nullptr, nullptr, on_fork_child);

@@ -14,14 +14,14 @@
 #           /dev/shm clean.
 # refused:  PROF_BCAST=shm with settings asking more than the node can hold:
 #           refused at once with one line saying so, MPICH's broadcast instead.
-# With PROF_TEST_BCAST_NODES=N among the settings, a segment must also have been
+# With PROF_TEST_NODES=N among the settings, a segment must also have been
 # made for a node holding only part of a communicator (the path across nodes).
 set -u
 case_name=$1 shim=$2 mpiexec=$3 prog=$4 analyze=$5 out=$6 np=$7
 shift 7
 unset PROF_OUTPUT PROF_TIMER PROF_SYNC PROF_BUFFER_MB PROF_STRICT PROF_LOG_LEVEL PROF_BCAST \
       PROF_BCAST_FRAGMENT PROF_BCAST_SLOTS PROF_BCAST_SETS PROF_BCAST_TREE PROF_TEST_BCAST_FAIL_SHM \
-      PROF_TEST_BCAST_NODES
+      PROF_TEST_NODES
 rm -rf "$out"
 mkdir -p "$out"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -69,10 +69,10 @@ case "$case_name" in
     [ "$ready" -ge 1 ] || fail "no shared-memory segment was made (PROF_BCAST=shm not in use?)"
     [ "$unavailable" -eq 0 ] || fail "the broadcast fell back to MPICH's"
     case " ${envs[*]} " in
-      *" PROF_TEST_BCAST_NODES="*)
+      *" PROF_TEST_NODES="*)
         sed -n 's/.*ready: \([0-9]*\) processes on this node (\([0-9]*\) in the communicator).*/\1 \2/p' \
             "$out/stderr" | awk '$1 < $2 { spans = 1 } END { exit !spans }' ||
-          fail "no communicator spanned several nodes (PROF_TEST_BCAST_NODES not in effect?)" ;;
+          fail "no communicator spanned several nodes (PROF_TEST_NODES not in effect?)" ;;
     esac ;;
   native)
     [ "$ready" -eq 0 ] || fail "a segment was made without PROF_BCAST=shm" ;;
