@@ -322,7 +322,9 @@ TEST(Timeline, BucketSummariesEqualBruteForce) {
             EXPECT_NEAR(got.time[k], e.time[k], 1e-6 * r.bucket_width + 1e-6) << where << " kind " << k;
             if (e.time[k] > e.time[dominant] + 1e-6) dominant = k;
           }
-          if (e.time[dominant] > 0) EXPECT_EQ(static_cast<int>(got.dominant), dominant) << where;
+          if (e.time[dominant] > 0) {
+            EXPECT_EQ(static_cast<int>(got.dominant), dominant) << where;
+          }
           EXPECT_EQ(got.has_longest, e.longest >= 0) << where;
           if (got.has_longest && e.longest >= 0) {
             EXPECT_EQ(got.longest_duration, static_cast<uint64_t>(calls[size_t(e.longest)].leave - calls[size_t(e.longest)].enter))
@@ -389,8 +391,11 @@ TEST(Timeline, PyramidCellsEqualBruteForceExactlyAtLeafEdges) {
       ASSERT_EQ(tl->calls(0, -INFINITY, INFINITY).size(), calls.size());
       const double leaf = tl->leaf_ns(0), end = tl->end();
       const std::string which = std::string(long_call ? "with" : "without") + " the long call, leaf " + std::to_string(leaf);
-      if (long_call) EXPECT_GE(leaf, 6e9 / double(options.leaves_per_row)) << which;
-      else if (options.leaves_per_row > 4096) EXPECT_EQ(leaf, 1024.0) << which;
+      if (long_call) {
+        EXPECT_GE(leaf, 6e9 / double(options.leaves_per_row)) << which;
+      } else if (options.leaves_per_row > 4096) {
+        EXPECT_EQ(leaf, 1024.0) << which;
+      }
       const double mid = double(calls[700].enter) + 3;
       const double spans[][2] = {{0, end}, {mid, mid + 40 * leaf}, {end - 7 * leaf, end}};
       for (const auto& span : spans)
@@ -416,7 +421,9 @@ TEST(Timeline, PyramidCellsEqualBruteForceExactlyAtLeafEdges) {
             ASSERT_EQ(got.count, e.count) << where;
             for (int k = 0; k < analysis::kTimelineKinds; ++k) ASSERT_EQ(got.time[k], e.time[k]) << where << " kind " << k;
             ASSERT_EQ(got.has_longest, e.longest >= 0) << where;
-            if (e.longest >= 0) ASSERT_EQ(got.longest_index, static_cast<uint64_t>(e.longest)) << where;
+            if (e.longest >= 0) {
+              ASSERT_EQ(got.longest_index, static_cast<uint64_t>(e.longest)) << where;
+            }
           }
         }
     }
@@ -459,7 +466,9 @@ TEST(Timeline, FindCallGivesTheNextAndPreviousCallOfAFunction) {
         const auto previous = std::find_if(allreduce.rbegin(), allreduce.rend(), [&](int64_t e) { return double(e) < t; });
         const auto back = tl->find_call(row, "MPI_Allreduce", t, false);
         ASSERT_EQ(back.has_value(), previous != allreduce.rend()) << "row " << row << " t " << t;
-        if (back) EXPECT_EQ(back->enter, *previous) << "row " << row << " t " << t;
+        if (back) {
+          EXPECT_EQ(back->enter, *previous) << "row " << row << " t " << t;
+        }
       }
     }
     EXPECT_FALSE(tl->find_call(0, "MPI_No_such_call", 0, true));
@@ -664,7 +673,9 @@ TEST(Timeline, QueriesWhileBuildingSeeConsistentParts) {
   for (;;) {
     const bool done = tl->complete();  // before the query: a complete answer must follow
     const bool calls_done = tl->calls_complete();  // every call counted must follow
-    if (done) EXPECT_TRUE(calls_done);
+    if (done) {
+      EXPECT_TRUE(calls_done);
+    }
     TimelineQuery q;
     q.from = 0;
     q.to = 1e12;
@@ -684,7 +695,9 @@ TEST(Timeline, QueriesWhileBuildingSeeConsistentParts) {
     // Whole blocks of calls, never more than the trace holds.
     EXPECT_LE(counted, total);
     if (!a.complete && counted < total) saw_partial = true;
-    if (calls_done) EXPECT_EQ(counted, total);
+    if (calls_done) {
+      EXPECT_EQ(counted, total);
+    }
     if (done) {
       EXPECT_TRUE(a.complete);
       EXPECT_EQ(counted, total);
