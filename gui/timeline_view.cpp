@@ -113,7 +113,7 @@ void TimelineView::followBuild() {
     from_ = 0;
     to_ = std::max(timeline_->end(), kMinWidthNs);
   }
-  if (timeline_->complete() || timeline_->cancelled()) build_timer_.stop();
+  if (timeline_->complete() || timeline_->cancelled() || timeline_->failed()) build_timer_.stop();
   update();
 }
 

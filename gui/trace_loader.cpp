@@ -70,6 +70,7 @@ void TraceLoader::load(const QString& dir) {
     std::shared_ptr<analysis::Timeline> tl = analysis::Timeline::open(path, &error, topt);
     session->timeline_error = QString::fromStdString(error);
     std::thread builder;
+    std::string build_error;
     if (tl) {
       session->timeline = tl;
       {
@@ -85,7 +86,7 @@ void TraceLoader::load(const QString& dir) {
             if (self && self->progress_ == progress) emit self->timelineOpened(opened);
           },
           Qt::QueuedConnection);
-      builder = std::thread([tl] { tl->build(); });
+      builder = std::thread([tl, &build_error] { tl->build(&build_error); });
     } else {
       progress->timeline = 1;
     }
@@ -96,6 +97,7 @@ void TraceLoader::load(const QString& dir) {
       session->analysis = std::make_shared<const analysis::Analysis>(analysis::analyze(path, aopt));
     progress->analysis = 1;
     if (builder.joinable()) builder.join();
+    if (!build_error.empty()) session->timeline_error = QString::fromStdString(build_error);
     session->map_nodes();
     if (!self) return;
     QMetaObject::invokeMethod(

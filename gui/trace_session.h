@@ -21,7 +21,7 @@ struct TraceSession {
   QString dir;
   std::shared_ptr<analysis::Timeline> timeline;        // null when it could not be opened
   std::shared_ptr<const analysis::Analysis> analysis;  // null until analyzed
-  QString timeline_error;
+  QString timeline_error;  // why the timeline could not be opened, or was not fully built
   std::vector<int> interval_of_node;  // timeline node -> analysis interval (-1: none)
   std::vector<int> node_of_interval;  // analysis interval -> timeline node (-1: none)
 

@@ -387,8 +387,9 @@ class Interpreter {
     last->next = slot + 1;
     return spill_[slot];
   }
-  // The first request on `handle` is done: the next one sharing it moves up.
-  void retire(uint32_t handle, Request* first) {
+  // The first request on a handle is done: the next one sharing the handle
+  // moves up into its place.
+  void retire(Request* first) {
     if (!first->next) {
       first->active = false;
       return;
@@ -594,7 +595,7 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
             break;
         }
         if (r->persistent()) r->started = false;  // it stays until MPI_Request_free
-        else retire(done.request, r);
+        else retire(r);
       }
       break;
     }
@@ -627,7 +628,7 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
           if (Request* r = active(handle)) {
             h.release(r->hold);
             r->hold = HoldQueue::kNone;
-            retire(handle, r);
+            retire(r);
           }
       }
       break;

@@ -30,9 +30,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
 #include <thread>
 #include <unordered_map>
@@ -362,7 +364,7 @@ struct RankBuilder {
   const Event* current = nullptr;
   BlockStage& stage;  // the build thread's
 
-  // Streams the rank; false when cancelled.
+  // Streams the rank; false when the build stops (cancelled or failed).
   bool run() {
     // Events come a batch at a time (MergedCursor::next_batch: cheaper to
     // decode than one by one); a batch's events and their completions live
@@ -380,7 +382,7 @@ struct RankBuilder {
       const uint64_t before = n;
       n += batch.size();
       if ((n >> 12) != (before >> 12)) {  // every 4096 events or so
-        if (tl.cancel_flag.load(std::memory_order_relaxed)) return false;
+        if (tl.stopping()) return false;
         tl.report_progress();
       }
     }
@@ -531,18 +533,53 @@ std::unique_ptr<Timeline> Timeline::open(const std::string& trace_dir, std::stri
 
 namespace {
 
-// Runs each(i) for i in [0, n) on `threads` threads (this one among them),
-// an index at a time. Work per index must be independent.
-template <class Each>
-void for_each_index(size_t n, unsigned threads, Each&& each) {
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < n;) each(i);
+// Runs work() on `threads` threads (this one among them) and joins them.
+// An exception leaving a std::thread calls std::terminate (the viewer would
+// abort on a std::bad_alloc): each thread catches what work() throws and
+// stops the build with it (Impl::fail). Threads that cannot be started leave
+// their share to the others.
+template <class Work>
+void run_on_threads(Impl& tl, size_t threads, Work&& work) {
+  auto guarded = [&] {
+    try {
+      work();
+    } catch (...) {
+      tl.fail(std::current_exception());
+    }
   };
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < std::min<size_t>(threads, n); ++t) pool.emplace_back(work);
-  work();
+  try {
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(guarded);
+  } catch (...) {
+    // (fewer threads: the work is shared among those started)
+  }
+  guarded();
   for (auto& t : pool) t.join();
+}
+
+// Runs each(i) for i in [0, n) on `threads` threads (this one among them),
+// an index at a time. Work per index must be independent. False when the
+// build failed meanwhile: some indices were not done.
+template <class Each>
+bool for_each_index(Impl& tl, size_t n, unsigned threads, Each&& each) {
+  std::atomic<size_t> next{0};
+  run_on_threads(tl, std::min<size_t>(threads, n), [&] {
+    for (size_t i; !tl.failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < n;) each(i);
+  });
+  return !tl.failed.load();
+}
+
+// What build() reports of the exception that stopped it.
+std::string failure_message(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::bad_alloc& e) {
+    return std::string("out of memory while building the timeline: ") + e.what();
+  } catch (const std::exception& e) {
+    return std::string("error while building the timeline: ") + e.what();
+  } catch (...) {
+    return "error while building the timeline";
+  }
 }
 
 using Builders = std::vector<std::unique_ptr<RankBuilder>>;
@@ -561,7 +598,7 @@ void pair_messages(Impl& tl, Builders& builders, unsigned threads) {
     std::vector<uint32_t> row_start;      // per stream slot: its first place
   };
   std::vector<SendIndex> send_index(ranks);
-  for_each_index(ranks, threads, [&](size_t s) {
+  const bool indexed = for_each_index(tl, ranks, threads, [&](size_t s) {
     RankBuilder& src = *builders[s];
     SendIndex& at = send_index[s];
     at.channel_start.resize(src.send_counts.size() + 1, 0);
@@ -577,8 +614,9 @@ void pair_messages(Impl& tl, Builders& builders, unsigned threads) {
       }
     }
   });
-  for_each_index(ranks, threads, [&](size_t d) {
-    if (tl.cancel_flag.load()) return;
+  if (!indexed) return;
+  for_each_index(tl, ranks, threads, [&](size_t d) {
+    if (tl.stopping()) return;
     RankBuilder& dst = *builders[d];
     // Per receive channel: the sending rank and its channel number (none: -1).
     std::vector<std::pair<int, uint32_t>> source(dst.recv_keys.size(), {-1, 0});
@@ -644,7 +682,7 @@ void pair_collectives(Impl& tl, Builders& builders, unsigned threads) {
       slot_count[k] = made++;
     }
   // Each call's instance, a rank at a time on the build's threads.
-  for_each_index(ranks, threads, [&](size_t i) {
+  const bool numbered = for_each_index(tl, ranks, threads, [&](size_t i) {
     RankBuilder& b = *builders[i];
     for (size_t slot = 0; slot < b.coll_refs.size(); ++slot) {
       CollectiveRef* refs = b.coll_refs[slot].data();
@@ -654,6 +692,7 @@ void pair_collectives(Impl& tl, Builders& builders, unsigned threads) {
     }
     b.coll_seqs.clear();
   });
+  if (!numbered) return;
   // The members, grouped by instance: each thread fills those of a range of
   // instances (about as many members each), reading every call in rank
   // order, so an instance lists its members in row order however the
@@ -670,7 +709,7 @@ void pair_collectives(Impl& tl, Builders& builders, unsigned threads) {
                          [](const CollectiveInstance& in, uint64_t m) { return in.first_member < m; }) -
         instances.begin());
   }
-  for_each_index(parts, threads, [&](size_t p) {
+  const bool grouped = for_each_index(tl, parts, threads, [&](size_t p) {
     const uint32_t lo = part_first[p], width = part_first[p + 1] - lo;
     for (auto& b : builders)
       for (size_t slot = 0; slot < b->coll_refs.size(); ++slot) {
@@ -682,6 +721,7 @@ void pair_collectives(Impl& tl, Builders& builders, unsigned threads) {
         }
       }
   });
+  if (!grouped) return;
   instances.shrink_to_fit();  // (growth rounds room up: the untouched rest goes)
   members.shrink_to_fit();
   std::unique_lock lock(tl.pairs_mutex);
@@ -694,7 +734,7 @@ void pair_collectives(Impl& tl, Builders& builders, unsigned threads) {
 // rank's rows are its own).
 void publish_row_ends(Impl& tl, Builders& builders, unsigned threads) {
   const size_t ranks = builders.size();
-  for_each_index(ranks, threads, [&](size_t i) {
+  for_each_index(tl, ranks, threads, [&](size_t i) {
     RankBuilder* b = builders[i].get();
     for (uint32_t r = tl.first_row[b->index]; r < tl.first_row[b->index + 1]; ++r) {
       auto& sent = b->of_row(b->sent, r);
@@ -716,40 +756,40 @@ void publish_row_ends(Impl& tl, Builders& builders, unsigned threads) {
   });
 }
 
-}  // namespace
-
-void Timeline::build() {
-  Impl& tl = *impl_;
+// The whole build (Timeline::build); returns early when it stops.
+void build_timeline(Impl& tl) {
   const size_t ranks = tl.dir.ranks.size();
   unsigned threads = tl.options.threads ? tl.options.threads : std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(threads, ranks)));
   std::atomic<size_t> next{0};
   Builders builders(ranks);
-  auto work = [&] {
+  run_on_threads(tl, threads, [&] {
     BlockStage stage;  // the thread's, from rank to rank
-    for (;;) {
-      const size_t i = next.fetch_add(1);
-      if (i >= ranks || tl.cancel_flag.load()) break;
-      auto b = std::make_unique<RankBuilder>(tl, i, stage);
-      if (!b->run()) break;
-      // Only what pairing needs is kept.
-      b->node_cache = {};
-      builders[i] = std::move(b);
-      tl.ranks_built.fetch_add(1, std::memory_order_release);
-      tl.report_progress();
+    try {
+      for (;;) {
+        const size_t i = next.fetch_add(1);
+        if (i >= ranks || tl.stopping()) break;
+        auto b = std::make_unique<RankBuilder>(tl, i, stage);
+        if (!b->run()) break;
+        // Only what pairing needs is kept.
+        b->node_cache = {};
+        builders[i] = std::move(b);
+        tl.ranks_built.fetch_add(1, std::memory_order_release);
+        tl.report_progress();
+      }
+    } catch (...) {
+      tl.fail(std::current_exception());
     }
-    tl.retire(stage);  // (cancelled too: queries may still read what was published)
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (tl.cancel_flag.load()) return;
+    tl.retire(stage);  // (stopped too: queries may still read what was published)
+  });
+  if (tl.stopping()) return;
 
   pair_messages(tl, builders, threads);
-  if (tl.cancel_flag.load()) return;
+  if (tl.stopping()) return;
   pair_collectives(tl, builders, threads);
+  if (tl.failed.load()) return;
   publish_row_ends(tl, builders, threads);
+  if (tl.failed.load()) return;
   builders.clear();
   tl.finished.store(true, std::memory_order_release);
   if (tl.options.progress) {
@@ -758,8 +798,30 @@ void Timeline::build() {
   }
 }
 
+}  // namespace
+
+bool Timeline::build(std::string* error) {
+  Impl& tl = *impl_;
+  try {
+    build_timeline(tl);
+  } catch (...) {  // (from this thread's steps between the threaded ones)
+    tl.fail(std::current_exception());
+  }
+  if (!tl.failed.load()) return true;
+  if (error) {
+    try {
+      std::lock_guard lock(tl.failure_mutex);
+      *error = failure_message(tl.failure);
+    } catch (...) {
+      // (no memory even for the message: the false return says it failed)
+    }
+  }
+  return false;
+}
+
 void Timeline::cancel() { impl_->cancel_flag.store(true); }
 bool Timeline::cancelled() const { return impl_->cancel_flag.load(); }
+bool Timeline::failed() const { return impl_->failed.load(); }
 bool Timeline::complete() const { return impl_->finished.load(std::memory_order_acquire); }
 bool Timeline::calls_complete() const {
   return impl_->ranks_built.load(std::memory_order_acquire) == impl_->dir.ranks.size();

@@ -69,7 +69,7 @@ bool Impl::spill(const uint8_t* data, size_t size, uint64_t* offset) {
 }
 
 BlockStage::~BlockStage() {
-  if (buffer) ::munmap(buffer, kStageBytes);
+  if (buffer && blocks.empty()) ::munmap(buffer, kStageBytes);
 }
 
 Impl::~Impl() {
@@ -160,6 +160,9 @@ void Impl::publish(Row& row, BlockStage& stage) {
   info.memory = stage.buffer + stage.used;
   packing::write_packed(calls, plan, stage.buffer + stage.used);
   stage.used += plan.bytes;
+  // The stage's entry for the block must not fail to be added once the row
+  // lists it (the stage places its blocks when retired): room for it first.
+  if (stage.blocks.size() == stage.blocks.capacity()) stage.blocks.reserve(2 * stage.blocks.size() + 64);
   std::unique_lock lock(row.mutex);
   for (const auto& [index, value] : row.pending_durations) row.big_durations[index] = value;
   for (const auto& [index, value] : row.pending_bytes) row.big_bytes[index] = value;
@@ -174,8 +177,8 @@ void Impl::publish(Row& row, BlockStage& stage) {
       row.has_published_leave, row.published_leave);
   const int64_t max_leave = row.blocks.empty() ? block_leave : std::max(block_leave, row.blocks.back().max_leave);
   info.max_leave = max_leave;
-  stage.blocks.emplace_back(&row, row.blocks.size());
   row.blocks.push_back(std::move(info));
+  stage.blocks.emplace_back(&row, row.blocks.size() - 1);
   row.count += count;
   lock.unlock();
   row.pending->size = 0;

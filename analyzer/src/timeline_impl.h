@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,7 +50,8 @@ struct BlockStage {
   BlockStage(const BlockStage&) = delete;
   BlockStage& operator=(const BlockStage&) = delete;
   // Impl::retire must have placed its blocks first, or they would point at
-  // freed memory.
+  // freed memory: a buffer that still holds blocks (a retire that failed) is
+  // left mapped.
   ~BlockStage();
   uint8_t* buffer = nullptr;  // kStageBytes, mapped on first use
   size_t used = 0;
@@ -153,6 +155,18 @@ struct Impl {
   ~Impl();
 
   std::atomic<bool> cancel_flag{false};
+  // A build thread caught an exception: every thread stops. The first one is
+  // kept as it was thrown (storing it allocates nothing, which matters when it
+  // is a std::bad_alloc); build() describes it.
+  std::atomic<bool> failed{false};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  bool stopping() const { return cancel_flag.load(std::memory_order_relaxed) || failed.load(std::memory_order_relaxed); }
+  void fail(std::exception_ptr e) {
+    std::lock_guard lock(failure_mutex);
+    if (!failure) failure = std::move(e);
+    failed.store(true);
+  }
   std::atomic<bool> finished{false};
   std::atomic<uint64_t> events_built{0};
   std::atomic<size_t> ranks_built{0};

@@ -1,7 +1,23 @@
 // Prints the PROF_* settings table (config.cpp) as the markdown of docs/configuration.md.
 #include <cstdio>
+#include <string>
 
 #include "config.h"
+
+namespace {
+
+// A table cell's text: an unescaped `|` would end the cell (values such as
+// `0|1` list alternatives).
+std::string cell(const char* text) {
+  std::string out;
+  for (const char* c = text; *c; ++c) {
+    if (*c == '|') out += '\\';
+    out += *c;
+  }
+  return out;
+}
+
+}  // namespace
 
 int main() {
   std::printf("# libprof settings\n\n");
@@ -10,7 +26,8 @@ int main() {
               "accepted values; the application then runs unprofiled unless PROF_STRICT=1.\n\n");
   std::printf("| variable | type | default | description |\n| --- | --- | --- | --- |\n");
   for (const auto& v : prof::shim::config_variables())
-    std::printf("| `%s` | %s | %s | %s |\n", v.name, v.type, v.default_value, v.description);
+    std::printf("| `%s` | %s | %s | %s |\n", cell(v.name).c_str(), cell(v.type).c_str(),
+                cell(v.default_value).c_str(), cell(v.description).c_str());
   std::printf(
       "\n## What the trace survives\n\n"
       "- **A reused PROF_OUTPUT.** A trace is never overwritten or mixed with another run: when "

@@ -110,7 +110,9 @@ TEST(MirroredRing, LiveRecordsSortAcrossTheSeam) {
       while (id < 200 || (past_mirror_size && ring.capacity() < mirror_from));
       ring.drop_front(ring.size() - 200);
       const size_t capacity = ring.capacity();
-      if (past_mirror_size) EXPECT_EQ(ring.mirrored(), allow_mirror && memfd_allowed());
+      if (past_mirror_size) {
+        EXPECT_EQ(ring.mirrored(), allow_mirror && memfd_allowed());
+      }
       // Walk the live window around until it straddles the seam (its first
       // record at capacity - 100).
       for (size_t first = id - 200; first < capacity - 100; ++first) {

@@ -3,7 +3,8 @@
 // a brute-force count over the calls, from the pyramid and from the calls
 // themselves, with records in memory or in the spill file; interval executions
 // equal the analysis's; messages and collective instances pair as written;
-// queries while the build runs; cancel.
+// queries while the build runs; cancel; an allocation failing in a build
+// thread.
 #include "prof/analysis/timeline.h"
 
 #include <gtest/gtest.h>
@@ -11,13 +12,35 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <new>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "timeline_store.h"
 #include "trace_builder.h"
+
+// Allocations that fail on demand, for the out-of-memory tests: while armed,
+// every allocation of kLargeAllocation bytes or more throws std::bad_alloc, as
+// when memory runs out (a row's block in the making, CallColumns, is some
+// 31 KiB). This replaces operator new for the whole test program; disarmed,
+// it is malloc.
+namespace {
+std::atomic<bool> fail_large_allocations{false};
+constexpr std::size_t kLargeAllocation = std::size_t{16} << 10;
+}  // namespace
+
+// Out of line: inlined, GCC pairs the new expressions' operator new with the
+// free() below and warns of a mismatch (-Wmismatched-new-delete).
+[[gnu::noinline]] void* operator new(std::size_t size) {
+  if (size >= kLargeAllocation && fail_large_allocations.load(std::memory_order_relaxed)) throw std::bad_alloc();
+  if (void* p = std::malloc(size ? size : 1)) return p;
+  throw std::bad_alloc();
+}
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace prof::test {
 namespace {
@@ -322,7 +345,9 @@ TEST(Timeline, BucketSummariesEqualBruteForce) {
             EXPECT_NEAR(got.time[k], e.time[k], 1e-6 * r.bucket_width + 1e-6) << where << " kind " << k;
             if (e.time[k] > e.time[dominant] + 1e-6) dominant = k;
           }
-          if (e.time[dominant] > 0) EXPECT_EQ(static_cast<int>(got.dominant), dominant) << where;
+          if (e.time[dominant] > 0) {
+            EXPECT_EQ(static_cast<int>(got.dominant), dominant) << where;
+          }
           EXPECT_EQ(got.has_longest, e.longest >= 0) << where;
           if (got.has_longest && e.longest >= 0) {
             EXPECT_EQ(got.longest_duration, static_cast<uint64_t>(calls[size_t(e.longest)].leave - calls[size_t(e.longest)].enter))
@@ -389,8 +414,11 @@ TEST(Timeline, PyramidCellsEqualBruteForceExactlyAtLeafEdges) {
       ASSERT_EQ(tl->calls(0, -INFINITY, INFINITY).size(), calls.size());
       const double leaf = tl->leaf_ns(0), end = tl->end();
       const std::string which = std::string(long_call ? "with" : "without") + " the long call, leaf " + std::to_string(leaf);
-      if (long_call) EXPECT_GE(leaf, 6e9 / double(options.leaves_per_row)) << which;
-      else if (options.leaves_per_row > 4096) EXPECT_EQ(leaf, 1024.0) << which;
+      if (long_call) {
+        EXPECT_GE(leaf, 6e9 / double(options.leaves_per_row)) << which;
+      } else if (options.leaves_per_row > 4096) {
+        EXPECT_EQ(leaf, 1024.0) << which;
+      }
       const double mid = double(calls[700].enter) + 3;
       const double spans[][2] = {{0, end}, {mid, mid + 40 * leaf}, {end - 7 * leaf, end}};
       for (const auto& span : spans)
@@ -416,7 +444,9 @@ TEST(Timeline, PyramidCellsEqualBruteForceExactlyAtLeafEdges) {
             ASSERT_EQ(got.count, e.count) << where;
             for (int k = 0; k < analysis::kTimelineKinds; ++k) ASSERT_EQ(got.time[k], e.time[k]) << where << " kind " << k;
             ASSERT_EQ(got.has_longest, e.longest >= 0) << where;
-            if (e.longest >= 0) ASSERT_EQ(got.longest_index, static_cast<uint64_t>(e.longest)) << where;
+            if (e.longest >= 0) {
+              ASSERT_EQ(got.longest_index, static_cast<uint64_t>(e.longest)) << where;
+            }
           }
         }
     }
@@ -459,7 +489,9 @@ TEST(Timeline, FindCallGivesTheNextAndPreviousCallOfAFunction) {
         const auto previous = std::find_if(allreduce.rbegin(), allreduce.rend(), [&](int64_t e) { return double(e) < t; });
         const auto back = tl->find_call(row, "MPI_Allreduce", t, false);
         ASSERT_EQ(back.has_value(), previous != allreduce.rend()) << "row " << row << " t " << t;
-        if (back) EXPECT_EQ(back->enter, *previous) << "row " << row << " t " << t;
+        if (back) {
+          EXPECT_EQ(back->enter, *previous) << "row " << row << " t " << t;
+        }
       }
     }
     EXPECT_FALSE(tl->find_call(0, "MPI_No_such_call", 0, true));
@@ -664,7 +696,9 @@ TEST(Timeline, QueriesWhileBuildingSeeConsistentParts) {
   for (;;) {
     const bool done = tl->complete();  // before the query: a complete answer must follow
     const bool calls_done = tl->calls_complete();  // every call counted must follow
-    if (done) EXPECT_TRUE(calls_done);
+    if (done) {
+      EXPECT_TRUE(calls_done);
+    }
     TimelineQuery q;
     q.from = 0;
     q.to = 1e12;
@@ -684,7 +718,9 @@ TEST(Timeline, QueriesWhileBuildingSeeConsistentParts) {
     // Whole blocks of calls, never more than the trace holds.
     EXPECT_LE(counted, total);
     if (!a.complete && counted < total) saw_partial = true;
-    if (calls_done) EXPECT_EQ(counted, total);
+    if (calls_done) {
+      EXPECT_EQ(counted, total);
+    }
     if (done) {
       EXPECT_TRUE(a.complete);
       EXPECT_EQ(counted, total);
@@ -768,6 +804,78 @@ TEST(Timeline, CancelStopsTheBuild) {
   q.to = 1e12;
   q.buckets = 10;
   EXPECT_EQ(tl->query(q).rows.size(), 3u);
+}
+
+// Memory runs out in the build's threads: the build stops and says so, and
+// the program goes on (an exception escaping a std::thread would abort it:
+// the viewer with it). The build runs on a thread of its own, as the
+// viewer's loader runs it.
+TEST(Timeline, OutOfMemoryInBuildThreadsIsReportedNotFatal) {
+  RingTrace trace(4, 2000);
+  TimelineOptions options;
+  options.threads = 2;
+  std::string error;
+  auto tl = Timeline::open(trace.dir(), &error, options);
+  ASSERT_TRUE(tl) << error;
+  bool built_ok = true;
+  fail_large_allocations = true;
+  std::thread builder([&] { built_ok = tl->build(&error); });
+  builder.join();
+  fail_large_allocations = false;
+  EXPECT_FALSE(built_ok);
+  EXPECT_EQ(error.rfind("out of memory while building the timeline: ", 0), 0u) << error;
+  EXPECT_TRUE(tl->failed());
+  EXPECT_FALSE(tl->cancelled());
+  EXPECT_FALSE(tl->complete());
+  EXPECT_FALSE(tl->calls_complete());
+}
+
+// Memory runs out after two ranks are built (one build thread: ranks in
+// order): the build stops at the third, and the calls of the first two,
+// kept in memory or in the spill file, still read back exactly.
+TEST(Timeline, CallsBuiltBeforeMemoryRanOutStillReadBack) {
+  RingTrace trace(4, 2000);
+  const size_t first_two_ranks_rows = 3;  // rank 0's two rows, rank 1's
+  uint64_t first_two_ranks_calls = 0;
+  for (size_t row = 0; row < first_two_ranks_rows; ++row) first_two_ranks_calls += trace.written(row).size();
+  TimelineOptions in_memory;
+  TimelineOptions spilled;
+  spilled.memory_bytes = 0;
+  for (TimelineOptions options : {in_memory, spilled}) {
+    options.threads = 1;
+    Timeline* self = nullptr;
+    // Reported after each rank (and every 4096 events): armed once the first
+    // two ranks' calls are all built.
+    options.progress = [&](double) {
+      if (self->events() >= first_two_ranks_calls) fail_large_allocations = true;
+    };
+    std::string error;
+    auto tl = Timeline::open(trace.dir(), &error, options);
+    ASSERT_TRUE(tl) << error;
+    self = tl.get();
+    bool built_ok = true;
+    std::thread builder([&] { built_ok = tl->build(&error); });
+    builder.join();
+    fail_large_allocations = false;
+    EXPECT_FALSE(built_ok);
+    EXPECT_EQ(error.rfind("out of memory while building the timeline: ", 0), 0u) << error;
+    EXPECT_EQ(tl->events(), first_two_ranks_calls);
+    EXPECT_EQ(tl->memory().records_spilled > 0, options.memory_bytes == 0);
+    ASSERT_EQ(tl->rows().size(), 5u);
+    for (size_t row = 0; row < tl->rows().size(); ++row) {
+      const auto calls = tl->calls(row, -INFINITY, INFINITY);
+      if (row >= first_two_ranks_rows) {
+        EXPECT_TRUE(calls.empty()) << "row " << row;
+        continue;
+      }
+      const auto& want = trace.written(row);
+      ASSERT_EQ(calls.size(), want.size()) << "row " << row;
+      for (size_t i = 0; i < calls.size(); ++i) {
+        ASSERT_EQ(calls[i].enter, want[i].enter) << "row " << row << " call " << i;
+        ASSERT_EQ(calls[i].leave(), want[i].leave) << "row " << row << " call " << i;
+      }
+    }
+  }
 }
 
 // The build rounds enters and durations as std::llround does (halves away

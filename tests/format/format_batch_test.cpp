@@ -126,11 +126,15 @@ ReadStats expect_batch_equals_next(const std::string& path, size_t* events = nul
   const auto got = by_batch(b->events(), &batches);
   expect_same(want, got);
   expect_same_stats(*a, *b);
-  if (b->stream_count() == 1 && !want.empty()) EXPECT_LT(batches, want.size());
+  if (b->stream_count() == 1 && !want.empty()) {
+    EXPECT_LT(batches, want.size());
+  }
   if (events) *events = want.size();
   size_t long_calls = 0;  // continued over records
   for (const Decoded& d : want) long_calls += d.completions.size() > 32 || d.requests.size() > 120;
-  if (want.size() > 1000) EXPECT_GT(long_calls, 0u);
+  if (want.size() > 1000) {
+    EXPECT_GT(long_calls, 0u);
+  }
   return a->stats();
 }
 

@@ -159,10 +159,12 @@ TEST(FormatSchema, EveryKindAndFlagCombinationRoundTrips) {
       const uint8_t flags = uint8_t(w0 >> 16);
       EXPECT_EQ(c.wide_peer_tag, (flags & format::kWidePeerTag) != 0);
       EXPECT_EQ(c.wide_bytes, (flags & format::kWideBytes) != 0);
-      if (s.context_flags & format::kSameComm)
+      if (s.context_flags & format::kSameComm) {
         EXPECT_EQ(c.same_comm, (flags & format::kSameComm) != 0);
-      if (s.context_flags & format::kPackedRequest)
+      }
+      if (s.context_flags & format::kPackedRequest) {
         EXPECT_EQ(c.packed_request, (flags & format::kPackedRequest) != 0);
+      }
       EXPECT_EQ(format::record_payload_words(w0), expected_words(s, c, probe));
 
       // The reader gives back every field of both records.

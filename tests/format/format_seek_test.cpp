@@ -202,7 +202,9 @@ TEST_P(FormatSeek, ChunkEdgesAndBothEnds) {
     EXPECT_LE(c.last_enter, c.last_leave);
     EXPECT_EQ(c.first_enter_ns, trace->to_global_ns(c.first_enter));
     EXPECT_EQ(c.last_leave_ns, trace->to_global_ns(c.last_leave));
-    if (k > 0) EXPECT_LT(chunks[k - 1].last_leave, c.first_enter);
+    if (k > 0) {
+      EXPECT_LT(chunks[k - 1].last_leave, c.first_enter);
+    }
     // The chunk's first event, its last, and a time between two chunks.
     auto first = trace->stream_from(0, c.first_enter);
     Event e;

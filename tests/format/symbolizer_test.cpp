@@ -86,7 +86,7 @@ TEST(Symbolizer, WholeLoadMapResolvesInTheObjectHoldingTheAddress) {
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* out) {
         if (info->dlpi_name && info->dlpi_name[0] == '/')
-          static_cast<std::vector<prof::trace::LoadObject>*>(out)->push_back({info->dlpi_addr, info->dlpi_name});
+          static_cast<std::vector<prof::trace::LoadObject>*>(out)->push_back({info->dlpi_addr, info->dlpi_name, ""});
         return 0;
       },
       &objects);

@@ -195,11 +195,14 @@ class Timeline {
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
 
-  // Builds everything; returns when done or cancelled. Call once, from any
-  // thread; queries may run meanwhile on others.
-  void build();
+  // Builds everything; returns when done, cancelled or failed. Call once,
+  // from any thread; queries may run meanwhile on others. False and *error
+  // when the build failed (out of memory, say): it stops, and what was built
+  // before still answers queries.
+  bool build(std::string* error = nullptr);
   void cancel();  // the build stops soon (safe from any thread)
   bool cancelled() const;
+  bool failed() const;  // the build stopped on an error (build() says which)
   bool complete() const;
   // Every rank passed: the calls, the pyramid's summaries and the executions
   // are final; messages and collective instances come when complete().
