@@ -90,7 +90,7 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
                      "shared-memory one, PROF_BCAST_* parameters), or native,shm; PROF_BCAST=shm means native,shm")
       ->capture_default_str()->type_name("LIST");
   app.add_option("--timer", timer, "clock: monotonic or tsc")->capture_default_str()->type_name("NAME");
-  app.add_option("--sync", sync, "clock synchronization: linear or ring")->capture_default_str()->type_name("NAME");
+  app.add_option("--sync", sync, "clock synchronization: hierarchical, linear or ring")->capture_default_str()->type_name("NAME");
   app.add_flag("--quiet", out->quiet, "no table on the terminal");
   // Test hooks: known delays that the method must see (or discard).
   app.add_option("--inject-delay", delay)->group("");
@@ -171,9 +171,10 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
     else if (timer == "tsc") out->timer = prof::format::TimerKind::Tsc;
     else fail("--timer", timer, "monotonic or tsc");
     out->timer_name = timer;
-    if (sync == "linear") out->sync = prof::shim::SyncScheme::Linear;
+    if (sync == "hierarchical") out->sync = prof::shim::SyncScheme::Hierarchical;
+    else if (sync == "linear") out->sync = prof::shim::SyncScheme::Linear;
     else if (sync == "ring") out->sync = prof::shim::SyncScheme::Ring;
-    else fail("--sync", sync, "linear or ring");
+    else fail("--sync", sync, "hierarchical, linear or ring");
     out->sync_name = sync;
 
     if (!delay.empty()) parse_rank_seconds("--inject-delay", delay, &out->delay_rank, &out->delay_s);
