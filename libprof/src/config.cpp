@@ -77,6 +77,23 @@ const char* env(const char* name) {
   const char* v = std::getenv(name);
   return (v && *v) ? v : nullptr;
 }
+
+// An integer setting in [lo, hi]: true with *out when set and valid; a bad
+// value adds one message naming the variable.
+bool integer_setting(const char* name, long lo, long hi, long* out, std::vector<std::string>* errors) {
+  const char* v = env(name);
+  if (!v) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v, &end, 10);
+  if (errno || *end || n < lo || n > hi) {
+    errors->push_back(std::string(name) + "='" + v + "' is not an integer in " + std::to_string(lo) + ".." +
+                      std::to_string(hi));
+    return false;
+  }
+  *out = n;
+  return true;
+}
 }  // namespace
 
 bool read_config(Config* cfg, std::vector<std::string>* errors) {
@@ -92,15 +109,8 @@ bool read_config(Config* cfg, std::vector<std::string>* errors) {
     if (!parse_sync_scheme(v, &cfg->sync))
       errors->push_back(std::string("PROF_SYNC='") + v + "' is not one of hierarchical, linear, ring, none");
   }
-  if (const char* v = env("PROF_BUFFER_MB")) {
-    char* end = nullptr;
-    errno = 0;
-    const long mb = std::strtol(v, &end, 10);
-    if (errno || *end || mb < 1 || mb > 1024)
-      errors->push_back(std::string("PROF_BUFFER_MB='") + v + "' is not an integer in 1..1024");
-    else
-      cfg->buffer_bytes = uint64_t(mb) << 20;
-  }
+  long mb = 0;
+  if (integer_setting("PROF_BUFFER_MB", 1, 1024, &mb, errors)) cfg->buffer_bytes = uint64_t(mb) << 20;
   if (const char* v = env("PROF_STRICT")) {
     if (std::strcmp(v, "0") == 0) cfg->strict = false;
     else if (std::strcmp(v, "1") == 0) cfg->strict = true;
@@ -148,15 +158,8 @@ bool read_config(Config* cfg, std::vector<std::string>* errors) {
       cfg->test_shift_ns = ns;
     }
   }
-  if (const char* v = env("PROF_TEST_NODES")) {
-    char* end = nullptr;
-    errno = 0;
-    const long n = std::strtol(v, &end, 10);
-    if (errno || *end || n < 1 || n > 1024)
-      errors->push_back(std::string("PROF_TEST_NODES='") + v + "' is not an integer in 1..1024");
-    else
-      cfg->test_nodes = int(n);
-  }
+  long nodes = 0;
+  if (integer_setting("PROF_TEST_NODES", 1, 1024, &nodes, errors)) cfg->test_nodes = int(nodes);
   bcast::read_settings(&cfg->bcast, errors);
   cfg->bcast.test_nodes = cfg->test_nodes;
   return errors->empty();

@@ -16,23 +16,32 @@
 
 namespace {
 
-// Where `so`'s symbolizer_target_answer is, resolved with the symbolizer.
-std::optional<prof::symbols::SourceLocation> resolve_target(const char* so) {
-  void* lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  EXPECT_NE(lib, nullptr) << dlerror();
-  if (!lib) return std::nullopt;
-  void* fn = dlsym(lib, "symbolizer_target_answer");
-  link_map* map = nullptr;
-  EXPECT_EQ(dlinfo(lib, RTLD_DI_LINKMAP, &map), 0) << dlerror();
+// `so` loaded here: its load object as a trace records it, and the return
+// address of a call one byte into symbolizer_target_answer (resolved at its
+// first instruction, on the line that opens the function).
+struct LoadedTarget {
+  void* lib = nullptr;
   prof::trace::LoadObject object;
-  object.path = so;
-  object.bias = map->l_addr;
-  prof::symbols::Symbolizer symbolizer({object});
-  // A return address one byte into the function: resolved at its first
-  // instruction, on the line that opens the function.
-  auto loc = symbolizer.resolve_return_address(reinterpret_cast<uintptr_t>(fn) + 1);
-  dlclose(lib);
-  return loc;
+  uint64_t address = 0;
+  explicit LoadedTarget(const char* so) {
+    lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    EXPECT_NE(lib, nullptr) << dlerror();
+    if (!lib) return;
+    link_map* map = nullptr;
+    EXPECT_EQ(dlinfo(lib, RTLD_DI_LINKMAP, &map), 0) << dlerror();
+    object.path = so;
+    object.bias = map->l_addr;
+    address = reinterpret_cast<uintptr_t>(dlsym(lib, "symbolizer_target_answer")) + 1;
+  }
+  ~LoadedTarget() {
+    if (lib) dlclose(lib);
+  }
+};
+
+std::optional<prof::symbols::SourceLocation> resolve_target(const char* so) {
+  LoadedTarget target(so);
+  prof::symbols::Symbolizer symbolizer({target.object});
+  return symbolizer.resolve_return_address(target.address);
 }
 
 // A load object recorded with a build id its file no longer has (rebuilt
@@ -40,25 +49,17 @@ std::optional<prof::symbols::SourceLocation> resolve_target(const char* so) {
 // unresolved and the object is reported as rebuilt. Without a recorded build
 // id (traces of earlier versions) it resolves as before.
 TEST(Symbolizer, ObjectRebuiltSinceTheRunIsNotResolvedAgainst) {
-  void* lib = dlopen(SYMBOLIZER_TARGET_SO, RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(lib, nullptr) << dlerror();
-  void* fn = dlsym(lib, "symbolizer_target_answer");
-  link_map* map = nullptr;
-  ASSERT_EQ(dlinfo(lib, RTLD_DI_LINKMAP, &map), 0) << dlerror();
-  prof::trace::LoadObject object;
-  object.path = SYMBOLIZER_TARGET_SO;
-  object.bias = map->l_addr;
-  const uint64_t address = reinterpret_cast<uintptr_t>(fn) + 1;
+  LoadedTarget target(SYMBOLIZER_TARGET_SO);
+  ASSERT_NE(target.lib, nullptr);
   {
-    prof::symbols::Symbolizer symbolizer({object});
-    EXPECT_TRUE(symbolizer.resolve_return_address(address).has_value());
+    prof::symbols::Symbolizer symbolizer({target.object});
+    EXPECT_TRUE(symbolizer.resolve_return_address(target.address).has_value());
     EXPECT_TRUE(symbolizer.rebuilt_objects().empty());
   }
-  object.build_id = "0123456789abcdef0123456789abcdef01234567";
-  prof::symbols::Symbolizer symbolizer({object});
-  EXPECT_FALSE(symbolizer.resolve_return_address(address).has_value());
+  target.object.build_id = "0123456789abcdef0123456789abcdef01234567";
+  prof::symbols::Symbolizer symbolizer({target.object});
+  EXPECT_FALSE(symbolizer.resolve_return_address(target.address).has_value());
   EXPECT_EQ(symbolizer.rebuilt_objects(), std::vector<std::string>{SYMBOLIZER_TARGET_SO});
-  dlclose(lib);
 }
 
 TEST(Symbolizer, SourceNamedAsTheCompilerWasGivenIt) {
