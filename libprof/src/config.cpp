@@ -32,8 +32,9 @@ const std::vector<ConfigVariable>& config_variables() {
        "1: a bad setting or an unwritable output aborts the run instead of running unprofiled."},
       {"PROF_HANG_WARN", "seconds (> 0; above 10^9 never reached)", "(off)",
        "A thread inside one MPI call for longer than this prints one line on stderr naming "
-       "the call, where it was called from and its peer or communicator, while the job still "
-       "runs (checked by the heartbeat thread, every 0.1 s; once per call)."},
+       "the call, where it was called from (file:line when binutils' addr2line is installed "
+       "and the program has debug info, else binary+offset) and its peer or communicator, "
+       "while the job still runs (checked by the heartbeat thread, every 0.1 s; once per call)."},
       {"PROF_LOG_LEVEL", "trace|debug|info|warn|error|critical|off", "warn",
        "Verbosity of the profiler's own messages on stderr."},
       {"PROF_BCAST", "native|shm", "native",

@@ -17,11 +17,14 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -413,15 +416,79 @@ const FunctionInfo* function_info(uint16_t id) {
   return id >= 1 && id <= kFunctionCount ? &kFunctions[id - 1] : nullptr;
 }
 
-// "/path/app+0x1189" (with the function's name when the dynamic symbol table
-// has it): where a return address lies. file:line needs the debug info:
-// prof-analyze (or addr2line) resolves it.
+// The file:line of virtual address `vaddr` in `object`, by binutils'
+// addr2line in a child process ("" when it is not installed, the object has
+// no debug info, or it takes over 2 s). Only PROF_HANG_WARN's rare lines pay
+// for it, on the heartbeat thread; the shim links no DWARF reader. The child
+// runs without LD_PRELOAD, so the profiler is not loaded into it.
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+std::string addr2line(const std::string& object, uint64_t vaddr) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return {};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<std::string> env_kept;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env_kept.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_kept) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string exe = object, where = format::hex(vaddr);
+  char tool[] = "addr2line", flag[] = "-e";
+  char* argv[] = {tool, flag, exe.data(), where.data(), nullptr};
+  pid_t child = -1;
+  const int rc = posix_spawnp(&child, "addr2line", &actions, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  std::string text;
+  if (rc == 0) {
+    const uint64_t deadline = monotonic_ns() + 2'000'000'000u;
+    for (;;) {
+      pollfd p{out[0], POLLIN, 0};
+      const uint64_t now_ns = monotonic_ns();
+      if (now_ns >= deadline || ::poll(&p, 1, int((deadline - now_ns) / 1'000'000) + 1) <= 0) break;
+      char buf[512];
+      const ssize_t n = ::read(out[0], buf, sizeof buf);
+      if (n <= 0) break;
+      text.append(buf, size_t(n));
+    }
+    ::kill(child, SIGKILL);  // (gone already, unless it ran past the deadline)
+    ::waitpid(child, nullptr, 0);
+  }
+  ::close(out[0]);
+  text = text.substr(0, text.find('\n'));
+  text = text.substr(0, text.find(" (discriminator"));
+  if (text.empty() || text.rfind("??", 0) == 0 || text.size() < 3 || text.compare(text.size() - 2, 2, ":0") == 0 ||
+      text.back() == '?')
+    return {};
+  return text;
+}
+
+// Where a return address lies: "file.c:42 (/path/app+0x1189)" when the
+// object's debug info says (the call's line: the address less one), else
+// "/path/app+0x1189", with the function's name when the dynamic symbol
+// table has it.
 std::string describe_address(uint64_t address) {
   Dl_info info{};
-  if (address == 0 || !dladdr(reinterpret_cast<void*>(address), &info) || !info.dli_fname)
+  link_map* map = nullptr;
+  if (address == 0 ||
+      !dladdr1(reinterpret_cast<void*>(address), &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) ||
+      !info.dli_fname)
     return format::hex(address);
+  const std::string object = info.dli_fname[0] ? std::string(info.dli_fname) : exe_path();
   const std::string where =
-      std::string(info.dli_fname) + "+" + format::hex(address - reinterpret_cast<uintptr_t>(info.dli_fbase));
+      object + "+" + format::hex(address - reinterpret_cast<uintptr_t>(info.dli_fbase));
+  if (map) {
+    const std::string line = addr2line(object, address - 1 - map->l_addr);
+    if (!line.empty()) return line + " (" + where + ")";
+  }
   return info.dli_sname ? std::string(info.dli_sname) + " (" + where + ")" : where;
 }
 

@@ -151,9 +151,13 @@ if term:
     for r in range(3):
         mine = [l for l in warns if l.startswith(f'libprof: rank {r} ')]
         func = calls[r]['function']
-        # The site: the executable and the offset of the call's return address.
-        if len(mine) != 1 or func not in mine[0] or not re.search(re.escape(program) + r'\+0x[0-9a-f]+', mine[0]):
-            fail(f'rank {r}: PROF_HANG_WARN lines {mine}, expected one naming {func} and its site')
+        # The site: file:line (addr2line, while the job runs), then the
+        # executable and the offset of the call's return address.
+        site = (re.escape(calls[r]['file']) + ':' + str(calls[r]['line']) + r' \([^)]*' + re.escape(program) +
+                r'\+0x[0-9a-f]+\)')
+        if len(mine) != 1 or func not in mine[0] or not re.search(site, mine[0]):
+            fail(f'rank {r}: PROF_HANG_WARN lines {mine}, expected one naming {func} and its site '
+                 f'{calls[r]["file"]}:{calls[r]["line"]}')
         elif func == 'MPI_Recv' and f'peer {1 - r}' not in mine[0]:
             fail(f'rank {r}: the warning does not name peer {1 - r}: {mine[0]}')
 elif warns:
