@@ -76,7 +76,8 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
   comparative_ = new QStandardItemModel(this);
   per_rank_ = new QStandardItemModel(this);
   functions_ = new QStandardItemModel(this);
-  set_header(main_, {tr("Main characteristic"), tr("Value (s)")}, {});
+  // (Not "Value (s)": the column holds an efficiency and a count as well.)
+  set_header(main_, {tr("Main characteristic"), tr("Value")}, {});
   set_header(comparative_, {tr("Comparative"), "Tmin", "Nproc", "Tmax", "Nproc", "Tmid"},
              {"", "min", "min_rank", "max", "max_rank", "mean"});
   set_header(per_rank_, kPerRankLabels, kPerRankKeys);
@@ -97,8 +98,12 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
     views_.push_back(view);
   }
   tabs_->addTab(page, tr("Characteristics"));
-  addTable(per_rank_, tr("Per rank"));
-  addTable(functions_, tr("MPI functions"));
+  // Ranks in their order, functions by time, longest first (a header click
+  // sorts otherwise).
+  per_rank_view_ = addTable(per_rank_, tr("Per rank"));
+  per_rank_view_->sortByColumn(0, Qt::AscendingOrder);
+  functions_view_ = addTable(functions_, tr("MPI functions"));
+  functions_view_->sortByColumn(2, Qt::DescendingOrder);
   clear(tr("No trace loaded"));
 }
 

@@ -40,6 +40,9 @@ class CharacteristicsPanel : public QWidget {
   QStandardItemModel* comparativeTable() const { return comparative_; }
   QStandardItemModel* perRankTable() const { return per_rank_; }
   QStandardItemModel* functionTable() const { return functions_; }
+  // The per-rank and function tables as shown (sorted).
+  QTableView* perRankView() const { return per_rank_view_; }
+  QTableView* functionView() const { return functions_view_; }
   QString title() const;
   QString scope() const;
 
@@ -52,6 +55,8 @@ class CharacteristicsPanel : public QWidget {
   QLabel* scope_;
   QTabWidget* tabs_;
   std::vector<QTableView*> views_;
+  QTableView* per_rank_view_ = nullptr;
+  QTableView* functions_view_ = nullptr;
   QStandardItemModel* main_;
   QStandardItemModel* comparative_;
   QStandardItemModel* per_rank_;

@@ -294,6 +294,16 @@ void GuiTest::selection_shows_json_numbers() {
         QCOMPARE(per_rank->item(r, c)->data(CharacteristicsPanel::NumberRole).toDouble(),
                  j["per_rank"][static_cast<size_t>(r)][field].get<double>());
       }
+    // Shown: ranks in ascending order, functions longest first.
+    const QAbstractItemModel* shown_ranks = panel->perRankView()->model();
+    for (int r = 1; r < shown_ranks->rowCount(); ++r)
+      QVERIFY(shown_ranks->index(r - 1, 0).data(CharacteristicsPanel::NumberRole).toDouble() <
+              shown_ranks->index(r, 0).data(CharacteristicsPanel::NumberRole).toDouble());
+    const QAbstractItemModel* shown_functions = panel->functionView()->model();
+    for (int r = 1; r < shown_functions->rowCount(); ++r)
+      QVERIFY(shown_functions->index(r - 1, 2).data(CharacteristicsPanel::NumberRole).toDouble() >=
+              shown_functions->index(r, 2).data(CharacteristicsPanel::NumberRole).toDouble());
+    QCOMPARE(panel->mainTable()->headerData(1, Qt::Horizontal).toString(), QString("Value"));
     const QStandardItemModel* functions = panel->functionTable();
     QCOMPARE(functions->rowCount(), static_cast<int>(j["functions"].size()));
     for (int r = 0; r < functions->rowCount(); ++r) {
