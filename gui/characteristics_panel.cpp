@@ -26,6 +26,12 @@ QStandardItem* number_item(double v, bool integer = false) {
   item->setEditable(false);
   return item;
 }
+// Tmid as the report prints it (truncated, not rounded); sorts by the mean.
+QStandardItem* tmid_item(double mean) {
+  QStandardItem* item = number_item(mean);
+  item->setText(QString::fromStdString(analysis::tmid_text(mean)));
+  return item;
+}
 QStandardItem* text_item(const QString& s, const QString& key = {}) {
   auto* item = new QStandardItem(s);
   item->setData(s, CharacteristicsPanel::NumberRole);
@@ -173,7 +179,7 @@ void CharacteristicsPanel::showInterval(std::shared_ptr<const analysis::Analysis
     const auto& f = n.comparative[static_cast<size_t>(c)];
     comparative_->appendRow({text_item(analysis::comparative_label(kind), analysis::comparative_key(kind)),
                              number_item(f.min), number_item(f.min_rank, true), number_item(f.max),
-                             number_item(f.max_rank, true), number_item(f.mean)});
+                             number_item(f.max_rank, true), tmid_item(f.mean)});
   }
 
   per_rank_->setRowCount(0);

@@ -17,15 +17,15 @@ std::string fmt(const char* f, double v) {
 }
 std::string num(double v) { return fmt("%f", v); }
 
+}  // namespace
+
 // The thesis's analyzer kept whole microseconds and divided integers, so its
 // Tmid is the mean truncated to the microsecond (see report.h). The small bias
 // guards against a mean like 654 us landing at 653.9999999 after the division.
-std::string tmid(double seconds) {
+std::string tmid_text(double seconds) {
   const double us = std::trunc(seconds * 1e6 + (seconds >= 0 ? 1e-6 : -1e-6));
   return num(us / 1e6);
 }
-
-}  // namespace
 
 std::string interval_title(const IntervalNode& n) {
   return "Interval (LineNumber = " + std::to_string(n.line) + " SourceFile = " + n.source_label() +
@@ -63,7 +63,7 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
     for (int c = 0; c < kComparativeCount; ++c) {
       const ComparativeFigures& cf = n.comparative[static_cast<size_t>(c)];
       out << comparative_label(static_cast<Comparative>(c)) << ' ' << num(cf.min) << ' '
-          << cf.min_rank << ' ' << num(cf.max) << ' ' << cf.max_rank << ' ' << tmid(cf.mean)
+          << cf.min_rank << ' ' << num(cf.max) << ' ' << cf.max_rank << ' ' << tmid_text(cf.mean)
           << '\n';
     }
     auto shown = [&opt](int rank) {

@@ -284,6 +284,9 @@ void GuiTest::selection_shows_json_numbers() {
         QCOMPARE(comparative->item(r, c)->data(CharacteristicsPanel::NumberRole).toDouble(),
                  j["comparative"][key][field].get<double>());
       }
+      // Tmid reads as in the text report: truncated, not rounded.
+      QCOMPARE(comparative->item(r, 5)->text().toStdString(),
+               analysis::tmid_text(j["comparative"][key]["mean"].get<double>()));
     }
     const QStandardItemModel* per_rank = panel->perRankTable();
     QCOMPARE(per_rank->rowCount(), static_cast<int>(j["per_rank"].size()));

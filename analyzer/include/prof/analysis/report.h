@@ -38,6 +38,10 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
 // The JSON report (the keys of docs/interfaces.md), pretty-printed.
 void write_json_report(const Analysis& a, std::ostream& out);
 
+// Tmid as the text report prints it (truncated to the microsecond, above):
+// every view that shows the comparative table shows this.
+std::string tmid_text(double seconds);
+
 // One interval's header line, e.g. "Interval (LineNumber = 153 SourceFile = exch.c) Level=0 EXE_Count=1".
 std::string interval_title(const IntervalNode& n);
 
