@@ -90,9 +90,29 @@ std::vector<std::pair<ChannelKey, uint64_t>> sorted(const M& m) {
   return {m.begin(), m.end()};
 }
 
+// Where the next record is after `events` events of the rank, read by
+// decoding them again from `from` (a position `from_events` events into the
+// rank, valid, or the rank's start).
+RankTrace::MergedCursor::Position position_after(const RankTrace& t, const RankTrace::MergedCursor::Position& from,
+                                                 uint64_t from_events, uint64_t events) {
+  RankTrace::MergedCursor c = from.valid ? t.events_from_position(from) : t.events();
+  Event ev;
+  for (uint64_t n = from.valid ? from_events : 0; n < events && c.next(ev); ++n) {
+  }
+  return c.position();
+}
+
 // Returns why the rank cannot be served, or "" and its index in *out.
+//
+// The cursor's position costs about as much to read as an event to decode,
+// and a checkpoint inside a chunk needs it only before its first event. So it
+// is read after every event only once kCheckpointEvents have passed since the
+// last checkpoint; before an aligned collective call it is found by decoding
+// again from the last position read (one every kAnchorEvents events): the
+// position the cursor had there either way.
 std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
                        const WorldIndex& world_to_index, RankWindowIndex* out) {
+  constexpr uint64_t kAnchorEvents = 64;
   const std::string who = "rank " + std::to_string(t.rank());
   if (t.stream_count() > 1) return who + " has several threads";
   if (t.end_reason() != "finalize" || !t.in_flight().empty())
@@ -104,7 +124,10 @@ std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
   size_t chunk = SIZE_MAX;
   bool continued = false;  // the last call read on into the next chunk
   uint64_t ordinal = 0, since = 0;
-  RankTrace::MergedCursor::Position next_at;  // where the next record is
+  RankTrace::MergedCursor::Position next_at;  // where the next record is, when `next_known`
+  bool next_known = true;                     // (nothing read yet: none)
+  RankTrace::MergedCursor::Position anchor;   // a valid position read earlier, or none
+  uint64_t anchor_events = 0;                 // events before it
   std::map<uint32_t, uint64_t> collective_calls;  // per communicator handle
   while (cursor.next(ev)) {
     const double enter = interp.global(ev.enter);
@@ -117,6 +140,10 @@ std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
     if (ev.kind == FuncKind::Collective || ev.kind == FuncKind::ICollective || ev.kind == FuncKind::AllToAll ||
         ev.kind == FuncKind::IAllToAll)
       aligned = collective_calls[ev.comm]++ % WindowIndex::kCollectiveStride == 0;
+    if (aligned && !next_known) {
+      next_at = position_after(t, anchor, anchor_events, ordinal);
+      next_known = true;
+    }
     const bool inside = (since >= WindowIndex::kCheckpointEvents || aligned) && next_at.valid && next_at.chunk == now;
     if (now != chunk || inside) {
       WindowCheckpoint cp;
@@ -135,13 +162,22 @@ std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
       cp.recvs = sorted(b.recvs);
       b.checkpoints.push_back(std::move(cp));
     }
-    continued = cursor.reading_chunk() != now;
+    // Only a Completion or RequestOp call reads on into the next chunk (for
+    // its continuation records).
+    continued = (ev.kind == FuncKind::Completion || ev.kind == FuncKind::RequestOp) && cursor.reading_chunk() != now;
     interp.process(ev, enter, b);
     WindowCheckpoint& cp = b.checkpoints.back();
     cp.last_leave = std::max(cp.last_leave, interp.global(ev.leave));
     ++ordinal;
     ++since;
-    next_at = cursor.position();
+    next_known = since >= WindowIndex::kCheckpointEvents || ordinal % kAnchorEvents == 0;
+    if (next_known) {
+      next_at = cursor.position();
+      if (next_at.valid) {
+        anchor = next_at;
+        anchor_events = ordinal;
+      }
+    }
   }
   if (t.heartbeat() != 0) b.tracker.note_alive(interp.global(t.last_alive()));
   b.tracker.finish(b);
