@@ -503,7 +503,9 @@ struct Handler {
 
 class Engine {
  public:
-  Engine(const trace::TraceDir& dir, const Options& opt) : dir_(dir), opt_(opt) {}
+  // `registry`: built from `dir` already (else setup() builds it).
+  Engine(const trace::TraceDir& dir, const Options& opt, Registry* registry = nullptr)
+      : dir_(dir), opt_(opt), prebuilt_(registry) {}
   Analysis run();
 
  private:
@@ -584,6 +586,7 @@ class Engine {
   const trace::TraceDir& dir_;
   Options opt_;
   Registry reg_;
+  Registry* prebuilt_;  // moved into reg_ by setup()
   std::unique_ptr<WorldIndex> world_to_index_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   unsigned workers_ = 1;

@@ -4,20 +4,24 @@
 
 #include "prof/safe_file.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <tuple>
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <cerrno>
 
 namespace prof::analysis::detail {
 
@@ -110,8 +114,12 @@ RankTrace::MergedCursor::Position position_after(const RankTrace& t, const RankT
 // last checkpoint; before an aligned collective call it is found by decoding
 // again from the last position read (one every kAnchorEvents events): the
 // position the cursor had there either way.
+//
+// `stop`, when set, is asked every 2^16 events: true abandons the rank
+// ("stopped").
 std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
-                       const WorldIndex& world_to_index, RankWindowIndex* out) {
+                       const WorldIndex& world_to_index, RankWindowIndex* out,
+                       const std::function<bool()>& stop = {}) {
   constexpr uint64_t kAnchorEvents = 64;
   const std::string who = "rank " + std::to_string(t.rank());
   if (t.stream_count() > 1) return who + " has several threads";
@@ -170,6 +178,7 @@ std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
     cp.last_leave = std::max(cp.last_leave, interp.global(ev.leave));
     ++ordinal;
     ++since;
+    if ((ordinal & 0xFFFF) == 0 && stop && stop()) return "stopped";
     next_known = since >= WindowIndex::kCheckpointEvents || ordinal % kAnchorEvents == 0;
     if (next_known) {
       next_at = cursor.position();
@@ -653,43 +662,80 @@ uint64_t collect_sends(const RankTrace& t, const Registry& reg, size_t index,
   return ri.checkpoints[start].chunk - cp.chunk;
 }
 
-std::string window_index_path(const trace::TraceDir& dir) {
-  if (dir.ranks.empty()) return {};
-  return (std::filesystem::path(dir.ranks[0]->path()).parent_path() / "window-index.bin").string();
+// ---------------------------------------------------------------------------
+// Where the file lives, and its building by a pool of threads
+
+namespace {
+
+// The user's cache directory: $XDG_CACHE_HOME when it is an absolute path
+// (the XDG rule), else ~/.cache; empty when there is no home.
+std::string cache_base() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && xdg[0] == '/') return xdg;
+  std::string home;
+  if (const char* h = std::getenv("HOME"); h && h[0] == '/') home = h;
+  else if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_dir && pw->pw_dir[0] == '/') home = pw->pw_dir;
+  return home.empty() ? home : home + "/.cache";
 }
 
-WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registry& reg,
-                                       const WorldIndex& world_to_index, unsigned threads,
-                                       std::string* note) {
-  const std::string path = window_index_path(dir);
-  const std::string key = trace_key(dir);
-  WindowIndex ix;
-  const std::string why = read_index(path, key, &ix);
-  if (why.empty() && ix.ranks.size() == dir.ranks.size()) {
-    *note = "used " + path;
-    return ix;
+// FNV-1a, 64 bits: it makes a name; the key inside the file decides whether
+// an index fits the trace.
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
   }
-  ix = WindowIndex{};
-  ix.ranks.resize(dir.ranks.size());
-  std::vector<std::string> unusable(dir.ranks.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next++) < dir.ranks.size();)
-      unusable[i] = build_rank(*dir.ranks[i], reg, i, world_to_index, &ix.ranks[i]);
-  };
-  std::vector<std::thread> pool;
-  const size_t n = std::max<size_t>(1, std::min<size_t>(threads, dir.ranks.size()));
-  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  for (const std::string& u : unusable)
-    if (!u.empty()) {
-      ix.unusable = u;
-      ix.ranks.clear();
-      ix.ranks.resize(dir.ranks.size());
-      break;
+  return h;
+}
+
+std::filesystem::path trace_directory(const trace::TraceDir& dir) {
+  const std::filesystem::path p = std::filesystem::path(dir.ranks[0]->path()).parent_path();
+  return p.empty() ? std::filesystem::path(".") : p;
+}
+
+// Makes the cache directory `path` (and the base above it, as the XDG rule
+// asks) with mode 0700 where missing, and checks that it is a directory of the
+// user's that no one else can write to, not a link someone planted.
+bool make_cache_directory(const std::string& path, std::string* error) {
+  for (const std::string& d : {std::filesystem::path(path).parent_path().string(), path})
+    if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) {
+      *error = d + ": " + std::strerror(errno);
+      return false;
     }
-  *note = (why == "absent" ? "built " : "rebuilt (" + why + ") ") + path;
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    *error = path + ": not a directory of the user's own that only the user can write to";
+    return false;
+  }
+  return true;
+}
+
+// The index that fits the trace (key and rank count) at `places`, beside
+// first: its path, or "" and in *why what was wrong with the first file found
+// ("absent" when there is none).
+std::string find_index(const IndexPlaces& places, const std::string& key, size_t ranks, WindowIndex* ix,
+                       std::string* why) {
+  *why = "absent";
+  for (const std::string* path : {&places.beside, &places.cache}) {
+    if (path->empty()) continue;
+    WindowIndex got;
+    const std::string w = read_index(*path, key, &got);
+    if (w.empty() && got.ranks.size() == ranks) {
+      *ix = std::move(got);
+      return *path;
+    }
+    if (*why == "absent") *why = w.empty() ? "another number of ranks" : w;
+  }
+  return "";
+}
+
+// The file's bytes: magic, version, checksum of the rest, the trace's key, the index.
+std::string index_file(const std::string& key, const WindowIndex& ix) {
   Out o;
   o.b.append(kMagic, 8);
   o.put<uint32_t>(WindowIndex::kVersion);
@@ -698,11 +744,226 @@ WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registr
   body.b += serialize(ix);
   o.put<uint64_t>(checksum(body.b.data(), body.b.size()));
   o.b += body.b;
-  // Through a temporary file of its own (two analyses of one trace may build
-  // it at once), never written through a link someone planted.
+  return std::move(o.b);
+}
+
+// Writes the file beside the trace where its directory can be written (unless
+// `how` says the cache), else, or when that fails, in the cache. Returns the
+// path written, or "" and the reasons in *error. Each write goes through a
+// temporary file of its own (two analyses of one trace may write at once) and
+// never through a link someone planted (trace::replace_file).
+std::string write_index(const IndexPlaces& places, const std::string& bytes, const IndexWriting& how,
+                        std::string* error) {
+  std::string errors;
+  auto failed = [&](const std::string& e) { errors += (errors.empty() ? "" : "; ") + e; };
+  if (!how.cache_only) {
+    const std::string dir = std::filesystem::path(places.beside).parent_path().string();
+    std::string e;
+    if (::faccessat(AT_FDCWD, dir.c_str(), W_OK, AT_EACCESS) != 0)
+      failed(dir + ": " + std::strerror(errno));
+    else if (trace::replace_file(places.beside, bytes, &e))
+      return places.beside;
+    else
+      failed(e);
+  }
+  if (places.cache.empty()) {
+    failed("no cache directory (no home directory)");
+  } else {
+    std::string e;
+    if (make_cache_directory(std::filesystem::path(places.cache).parent_path().string(), &e) &&
+        trace::replace_file(places.cache, bytes, &e))
+      return places.cache;
+    failed(e);
+  }
+  *error = errors;
+  return "";
+}
+
+std::string built_note(const std::string& why, const std::string& where) {
+  return (why == "absent" ? "built " : "rebuilt (" + why + ") ") + where;
+}
+
+// Every rank's part of the index, ranks taken in turn by the threads that run
+// work(); threads may join while others work.
+struct RankBuilds {
+  const trace::TraceDir& dir;
+  const Registry& reg;
+  const WorldIndex& world_to_index;
+  std::function<bool()> stop;  // (build_rank's)
+  WindowIndex ix;
+  std::vector<std::string> unusable;
+  std::atomic<size_t> next{0};
+
+  RankBuilds(const trace::TraceDir& d, const Registry& r, const WorldIndex& w)
+      : dir(d), reg(r), world_to_index(w), unusable(d.ranks.size()) {
+    ix.ranks.resize(d.ranks.size());
+  }
+  void work() {
+    for (size_t i; (i = next++) < dir.ranks.size();)
+      unusable[i] = build_rank(*dir.ranks[i], reg, i, world_to_index, &ix.ranks[i], stop);
+  }
+  bool stopped() const {
+    return std::find(unusable.begin(), unusable.end(), "stopped") != unusable.end();
+  }
+  // Once every work() has returned: the index, which says why it cannot
+  // serve windows (the first rank's reason, in rank order) and holds no rank's
+  // data when one cannot be served.
+  WindowIndex take() {
+    for (const std::string& u : unusable)
+      if (!u.empty()) {
+        ix.unusable = u;
+        ix.ranks.clear();
+        ix.ranks.resize(dir.ranks.size());
+        break;
+      }
+    return std::move(ix);
+  }
+};
+
+}  // namespace
+
+IndexPlaces window_index_places(const trace::TraceDir& dir) {
+  IndexPlaces p;
+  if (dir.ranks.empty()) return p;
+  const std::filesystem::path trace = trace_directory(dir);
+  p.beside = (trace / "window-index.bin").string();
+  const std::string base = cache_base();
+  if (base.empty()) return p;
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::canonical(trace, ec);
+  if (ec) absolute = std::filesystem::absolute(trace, ec);
+  char name[48];
+  std::snprintf(name, sizeof name, "window-index-%016llx.bin",
+                static_cast<unsigned long long>(
+                    fnv1a(absolute.string() + '\n' + std::to_string(dir.ranks[0]->header().run_id))));
+  p.cache = base + "/prof/" + name;
+  return p;
+}
+
+WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registry& reg,
+                                       const WorldIndex& world_to_index, unsigned threads,
+                                       const IndexWriting& how, std::string* note) {
+  const IndexPlaces places = window_index_places(dir);
+  const std::string key = trace_key(dir);
+  WindowIndex ix;
+  std::string why;
+  if (const std::string at = find_index(places, key, dir.ranks.size(), &ix, &why); !at.empty()) {
+    *note = "used " + at;
+    return ix;
+  }
+  RankBuilds builds(dir, reg, world_to_index);
+  std::vector<std::thread> pool;
+  const size_t n = std::max<size_t>(1, std::min<size_t>(threads, dir.ranks.size()));
+  for (size_t t = 1; t < n; ++t) pool.emplace_back([&builds] { builds.work(); });
+  builds.work();
+  for (auto& t : pool) t.join();
+  ix = builds.take();
+  if (!how.write) {
+    *note = built_note(why, "in memory (writing it is turned off)");
+    return ix;
+  }
   std::string error;
-  if (!trace::replace_file(path, o.b, &error)) *note += " (could not be written: " + error + "; kept in memory)";
+  const std::string at = write_index(places, index_file(key, ix), how, &error);
+  *note = built_note(why, at.empty() ? places.beside + " (could not be written: " + error + "; kept in memory)" : at);
   return ix;
+}
+
+// ---------------------------------------------------------------------------
+// The whole analysis's index
+
+struct WindowIndexJob::State {
+  IndexWriting how;
+  IndexPlaces places;
+  std::string key;
+  std::string why;    // what was wrong with the index found ("absent": none)
+  std::string trace;  // the directory, to open again
+  size_t ranks = 0;
+  Registry reg;
+  std::vector<std::thread> threads;
+  std::once_flag opened;  // the first thread to work opens the trace again
+  bool same = false;      // ... and found the same rank files
+  trace::TraceDir dir;
+  std::unique_ptr<WorldIndex> world_to_index;
+  std::unique_ptr<RankBuilds> builds;
+  std::atomic<bool> abandon{false};
+  std::atomic<bool> failed{false};
+  std::mutex ask;                     // one thread at a time asks `cancelled`
+  std::function<bool()> cancelled;    // (under `ask`)
+
+  void open() {
+    dir = trace::TraceDir::open(trace);
+    if (!dir.errors.empty() || dir.ranks.empty() || trace_key(dir) != key) return;
+    std::vector<const RankTrace*> traces;
+    for (const auto& t : dir.ranks) traces.push_back(t.get());
+    world_to_index = std::make_unique<WorldIndex>(traces);
+    builds = std::make_unique<RankBuilds>(dir, reg, *world_to_index);
+    builds->stop = [this] { return stop(); };
+    same = true;
+  }
+  bool stop() {
+    if (abandon.load(std::memory_order_relaxed)) return true;
+    std::unique_lock lock(ask, std::try_to_lock);
+    if (lock && cancelled && cancelled()) abandon = true;
+    return abandon.load(std::memory_order_relaxed);
+  }
+  void work() {
+    try {
+      std::call_once(opened, [this] { open(); });
+      if (same) builds->work();
+    } catch (const std::exception&) {
+      // (On a thread of its own, where nothing may escape: the index is not written.)
+      failed = true;
+      abandon = true;
+    }
+  }
+  void join() {
+    for (auto& t : threads) t.join();
+    threads.clear();
+  }
+};
+
+WindowIndexJob::WindowIndexJob(std::unique_ptr<State> s) : s_(std::move(s)) {}
+
+WindowIndexJob::~WindowIndexJob() {
+  if (!s_) return;
+  s_->abandon = true;
+  s_->join();
+}
+
+std::unique_ptr<WindowIndexJob> WindowIndexJob::start(const trace::TraceDir& dir, const Registry& reg,
+                                                      const IndexWriting& how, unsigned threads) {
+  if (!how.write || dir.ranks.empty()) return nullptr;
+  auto s = std::make_unique<State>();
+  s->how = how;
+  s->places = window_index_places(dir);
+  s->key = trace_key(dir);
+  WindowIndex found;
+  if (!find_index(s->places, s->key, dir.ranks.size(), &found, &s->why).empty()) return nullptr;
+  s->trace = trace_directory(dir).string();
+  s->ranks = dir.ranks.size();
+  s->reg = reg;
+  std::unique_ptr<WindowIndexJob> job(new WindowIndexJob(std::move(s)));
+  State* st = job->s_.get();
+  for (size_t t = 0; t < std::min<size_t>(threads, dir.ranks.size()); ++t) st->threads.emplace_back([st] { st->work(); });
+  return job;
+}
+
+std::string WindowIndexJob::finish(unsigned threads, const std::function<bool()>& cancelled) {
+  State& s = *s_;
+  {
+    std::lock_guard lock(s.ask);
+    s.cancelled = cancelled;
+  }
+  while (s.threads.size() + 1 < std::min<size_t>(std::max(threads, 1u), s.ranks)) s.threads.emplace_back([&s] { s.work(); });
+  s.work();
+  s.join();
+  if (s.failed) return "not built: out of memory or the trace could not be read again";
+  if (!s.same) return "not built: the trace changed, or could not be opened again";
+  if (s.abandon || s.builds->stopped()) return "not built: cancelled";
+  const WindowIndex ix = s.builds->take();
+  std::string error;
+  const std::string at = write_index(s.places, index_file(s.key, ix), s.how, &error);
+  return built_note(s.why, at.empty() ? s.places.beside + " (could not be written: " + error + ")" : at);
 }
 
 std::vector<size_t> WindowIndex::plan(double lo) const {
