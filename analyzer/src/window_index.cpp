@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,7 +19,9 @@
 #include <tuple>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <pwd.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -106,7 +109,17 @@ RankTrace::MergedCursor::Position position_after(const RankTrace& t, const RankT
   return c.position();
 }
 
-// Returns why the rank cannot be served, or "" and its index in *out.
+// Why a rank cannot be served, seen before its events are read ("" when it
+// may be).
+std::string cannot_serve(const RankTrace& t) {
+  const std::string who = "rank " + std::to_string(t.rank());
+  if (t.stream_count() > 1) return who + " has several threads";
+  if (t.end_reason() != "finalize" || !t.in_flight().empty()) return who + " did not end by MPI_Finalize";
+  return "";
+}
+
+// One rank's pass, which can stop between events and go on later, on any
+// thread (a thread of idle priority hands its rank over this way).
 //
 // The cursor's position costs about as much to read as an event to decode,
 // and a checkpoint inside a chunk needs it only before its first event. So it
@@ -114,32 +127,64 @@ RankTrace::MergedCursor::Position position_after(const RankTrace& t, const RankT
 // last checkpoint; before an aligned collective call it is found by decoding
 // again from the last position read (one every kAnchorEvents events): the
 // position the cursor had there either way.
-//
-// `stop`, when set, is asked every 2^16 events: true abandons the rank
-// ("stopped").
-std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
-                       const WorldIndex& world_to_index, RankWindowIndex* out,
-                       const std::function<bool()>& stop = {}) {
-  constexpr uint64_t kAnchorEvents = 64;
-  const std::string who = "rank " + std::to_string(t.rank());
-  if (t.stream_count() > 1) return who + " has several threads";
-  if (t.end_reason() != "finalize" || !t.in_flight().empty())
-    return who + " did not end by MPI_Finalize";
-  Interpreter interp(t, reg, index, world_to_index);
-  Builder b(reg, world_to_index, index, t.rank());
-  RankTrace::MergedCursor cursor = t.events();
-  Event ev;
-  size_t chunk = SIZE_MAX;
-  bool continued = false;  // the last call read on into the next chunk
-  uint64_t ordinal = 0, since = 0;
-  RankTrace::MergedCursor::Position next_at;  // where the next record is, when `next_known`
-  bool next_known = true;                     // (nothing read yet: none)
-  RankTrace::MergedCursor::Position anchor;   // a valid position read earlier, or none
-  uint64_t anchor_events = 0;                 // events before it
-  std::map<uint32_t, uint64_t> collective_calls;  // per communicator handle
-  while (cursor.next(ev)) {
-    const double enter = interp.global(ev.enter);
-    const size_t now = cursor.current_chunk();
+class RankBuild {
+ public:
+  // `t` is one that cannot_serve() passes.
+  RankBuild(const RankTrace& t, const Registry& reg, size_t index, const WorldIndex& world_to_index)
+      : t_(t), interp_(t, reg, index, world_to_index), b_(reg, world_to_index, index, t.rank()),
+        cursor_(t.events()) {}
+
+  // Decodes on to the rank's end (true), or until `pause`, asked every
+  // kPauseEvents events, says to stop (false).
+  static constexpr uint64_t kPauseEvents = 4096;
+  bool run(const std::function<bool()>& pause) {
+    Event ev;
+    while (cursor_.next(ev)) {
+      step(ev);
+      if (ordinal_ % kPauseEvents == 0 && pause && pause()) return false;
+    }
+    return true;
+  }
+
+  // Once run() returned true: why the rank cannot be served, or "" and its
+  // index in *out.
+  std::string finish(RankWindowIndex* out) {
+    Builder& b = b_;
+    if (t_.heartbeat() != 0) b.tracker.note_alive(interp_.global(t_.last_alive()));
+    b.tracker.finish(b);
+    // The cursor looks into the next chunk after every Completion or RequestOp
+    // call that ends a chunk, for continuation records: a chunk it looked into
+    // is unclean only when one is there (a cursor started at it delivers that
+    // record alone, flagged).
+    for (WindowCheckpoint& cp : b.checkpoints) {
+      if (cp.clean) continue;
+      RankTrace::MergedCursor from = t_.events_from_chunks({cp.chunk});
+      Event first;
+      cp.clean = from.next(first) && from.current_chunk() == cp.chunk && !(first.flags & format::kContinuation);
+    }
+    const std::string who = "rank " + std::to_string(t_.rank());
+    const trace::ReadStats& s = t_.stats();
+    if (s.crc_mismatches || s.unsealed_chunks || s.truncated_chunks || s.bad_chunk_headers || s.bad_records)
+      return who + " has damaged or salvaged chunks";
+    if (b.cancelled_sends) return who + " cancelled sends";
+    Interpreter::Saved last;
+    interp_.save(last);
+    for (const auto& [gid, n] : last.collective_counts)
+      if (n > 0) b.out.collective_comms.push_back(gid);
+    b.out.chunks = t_.chunk_count(0);
+    b.out.last_leave = b.tracker.last_leave();
+    b.out.checkpoints.assign(std::move(b.checkpoints));
+    *out = std::move(b.out);
+    return "";
+  }
+
+ private:
+  static constexpr uint64_t kAnchorEvents = 64;
+
+  void step(const Event& ev) {
+    Builder& b = b_;
+    const double enter = interp_.global(ev.enter);
+    const size_t now = cursor_.current_chunk();
     // Every member of a communicator puts one before the same collective
     // calls on it, so WindowIndex::plan finds starts where all have made as
     // many within kCollectiveStride calls (ranks whose other checkpoints fall
@@ -147,23 +192,24 @@ std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
     bool aligned = false;
     if (ev.kind == FuncKind::Collective || ev.kind == FuncKind::ICollective || ev.kind == FuncKind::AllToAll ||
         ev.kind == FuncKind::IAllToAll)
-      aligned = collective_calls[ev.comm]++ % WindowIndex::kCollectiveStride == 0;
-    if (aligned && !next_known) {
-      next_at = position_after(t, anchor, anchor_events, ordinal);
-      next_known = true;
+      aligned = collective_calls_[ev.comm]++ % WindowIndex::kCollectiveStride == 0;
+    if (aligned && !next_known_) {
+      next_at_ = position_after(t_, anchor_, anchor_events_, ordinal_);
+      next_known_ = true;
     }
-    const bool inside = (since >= WindowIndex::kCheckpointEvents || aligned) && next_at.valid && next_at.chunk == now;
-    if (now != chunk || inside) {
+    const bool inside =
+        (since_ >= WindowIndex::kCheckpointEvents || aligned) && next_at_.valid && next_at_.chunk == now;
+    if (now != chunk_ || inside) {
       WindowCheckpoint cp;
       cp.chunk = static_cast<uint32_t>(now);
-      if (now == chunk) cp.at = next_at;
-      cp.ordinal = ordinal;
-      chunk = now;
-      since = 0;
-      cp.clean = cp.at.valid || !continued;
+      if (now == chunk_) cp.at = next_at_;
+      cp.ordinal = ordinal_;
+      chunk_ = now;
+      since_ = 0;
+      cp.clean = cp.at.valid || !continued_;
       cp.first_enter = enter;
       cp.last_leave = enter;
-      interp.save(cp.interp);
+      interp_.save(cp.interp);
       b.tracker.save(cp.tracker);
       cp.executions = b.executions;
       cp.sends = sorted(b.sends);
@@ -172,50 +218,35 @@ std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
     }
     // Only a Completion or RequestOp call reads on into the next chunk (for
     // its continuation records).
-    continued = (ev.kind == FuncKind::Completion || ev.kind == FuncKind::RequestOp) && cursor.reading_chunk() != now;
-    interp.process(ev, enter, b);
+    continued_ = (ev.kind == FuncKind::Completion || ev.kind == FuncKind::RequestOp) && cursor_.reading_chunk() != now;
+    interp_.process(ev, enter, b);
     WindowCheckpoint& cp = b.checkpoints.back();
-    cp.last_leave = std::max(cp.last_leave, interp.global(ev.leave));
-    ++ordinal;
-    ++since;
-    if ((ordinal & 0xFFFF) == 0 && stop && stop()) return "stopped";
-    next_known = since >= WindowIndex::kCheckpointEvents || ordinal % kAnchorEvents == 0;
-    if (next_known) {
-      next_at = cursor.position();
-      if (next_at.valid) {
-        anchor = next_at;
-        anchor_events = ordinal;
+    cp.last_leave = std::max(cp.last_leave, interp_.global(ev.leave));
+    ++ordinal_;
+    ++since_;
+    next_known_ = since_ >= WindowIndex::kCheckpointEvents || ordinal_ % kAnchorEvents == 0;
+    if (next_known_) {
+      next_at_ = cursor_.position();
+      if (next_at_.valid) {
+        anchor_ = next_at_;
+        anchor_events_ = ordinal_;
       }
     }
   }
-  if (t.heartbeat() != 0) b.tracker.note_alive(interp.global(t.last_alive()));
-  b.tracker.finish(b);
-  // The cursor looks into the next chunk after every Completion or RequestOp
-  // call that ends a chunk, for continuation records: a chunk it looked into
-  // is unclean only when one is there (a cursor started at it delivers that
-  // record alone, flagged).
-  for (WindowCheckpoint& cp : b.checkpoints) {
-    if (cp.clean) continue;
-    RankTrace::MergedCursor from = t.events_from_chunks({cp.chunk});
-    Event first;
-    cp.clean = from.next(first) && from.current_chunk() == cp.chunk &&
-               !(first.flags & format::kContinuation);
-  }
-  const trace::ReadStats& s = t.stats();
-  if (s.crc_mismatches || s.unsealed_chunks || s.truncated_chunks || s.bad_chunk_headers ||
-      s.bad_records)
-    return who + " has damaged or salvaged chunks";
-  if (b.cancelled_sends) return who + " cancelled sends";
-  Interpreter::Saved last;
-  interp.save(last);
-  for (const auto& [gid, n] : last.collective_counts)
-    if (n > 0) b.out.collective_comms.push_back(gid);
-  b.out.chunks = t.chunk_count(0);
-  b.out.last_leave = b.tracker.last_leave();
-  b.out.checkpoints.assign(std::move(b.checkpoints));
-  *out = std::move(b.out);
-  return "";
-}
+
+  const RankTrace& t_;
+  Interpreter interp_;
+  Builder b_;
+  RankTrace::MergedCursor cursor_;
+  size_t chunk_ = SIZE_MAX;
+  bool continued_ = false;  // the last call read on into the next chunk
+  uint64_t ordinal_ = 0, since_ = 0;
+  RankTrace::MergedCursor::Position next_at_;  // where the next record is, when next_known_
+  bool next_known_ = true;                     // (nothing read yet: none)
+  RankTrace::MergedCursor::Position anchor_;   // a valid position read earlier, or none
+  uint64_t anchor_events_ = 0;                 // events before it
+  std::map<uint32_t, uint64_t> collective_calls_;  // per communicator handle
+};
 
 // ---------------------------------------------------------------------------
 // The file: a header (magic, version, checksum of the rest, run id, per rank
@@ -784,27 +815,72 @@ std::string built_note(const std::string& why, const std::string& where) {
 }
 
 // Every rank's part of the index, ranks taken in turn by the threads that run
-// work(); threads may join while others work.
+// work(); threads may join while others work. A thread of idle priority
+// (work(true)) leaves at hand_over(), leaving the rank it holds where another
+// thread goes on with it.
 struct RankBuilds {
   const trace::TraceDir& dir;
   const Registry& reg;
   const WorldIndex& world_to_index;
-  std::function<bool()> stop;  // (build_rank's)
+  // Asked between events (RankBuild::run): true abandons every rank ("stopped").
+  std::function<bool()> stop;
   WindowIndex ix;
   std::vector<std::string> unusable;
-  std::atomic<size_t> next{0};
 
   RankBuilds(const trace::TraceDir& d, const Registry& r, const WorldIndex& w)
       : dir(d), reg(r), world_to_index(w), unusable(d.ranks.size()) {
     ix.ranks.resize(d.ranks.size());
   }
-  void work() {
-    for (size_t i; (i = next++) < dir.ranks.size();)
-      unusable[i] = build_rank(*dir.ranks[i], reg, i, world_to_index, &ix.ranks[i], stop);
+
+  void hand_over() {
+    std::lock_guard lock(mu_);
+    handing_over_ = true;
   }
-  bool stopped() const {
-    return std::find(unusable.begin(), unusable.end(), "stopped") != unusable.end();
+
+  void work(bool idle = false) {
+    for (;;) {
+      if (stop && stop()) return;
+      size_t i = 0;
+      std::unique_ptr<RankBuild> b;
+      {
+        std::unique_lock lock(mu_);
+        // (Ranks an idle thread holds come back here, or are done.)
+        changed_.wait(lock, [&] { return idle || !parked_.empty() || next_ < dir.ranks.size() || held_idle_ == 0; });
+        if (idle && handing_over_) return;
+        if (!parked_.empty()) {
+          i = parked_.back().first;
+          b = std::move(parked_.back().second);
+          parked_.pop_back();
+        } else if (next_ < dir.ranks.size()) {
+          i = next_++;
+        } else {
+          return;
+        }
+        if (idle) ++held_idle_;
+      }
+      if (!b) unusable[i] = cannot_serve(*dir.ranks[i]);
+      if (!b && unusable[i].empty())
+        b = std::make_unique<RankBuild>(*dir.ranks[i], reg, i, world_to_index);
+      bool parked = false;
+      try {
+        if (b) {
+          const bool done = b->run([&] { return (stop && stop()) || (idle && handing_over()); });
+          if (done) unusable[i] = b->finish(&ix.ranks[i]);
+          else if (stop && stop()) unusable[i] = "stopped";
+          else parked = true;
+        }
+      } catch (const std::exception&) {
+        unusable[i] = "stopped";  // (out of memory: nothing is written)
+      }
+      std::lock_guard lock(mu_);
+      if (parked) parked_.emplace_back(i, std::move(b));
+      if (idle) --held_idle_;
+      changed_.notify_all();
+    }
   }
+
+  bool stopped() const { return std::find(unusable.begin(), unusable.end(), "stopped") != unusable.end(); }
+
   // Once every work() has returned: the index, which says why it cannot
   // serve windows (the first rank's reason, in rank order) and holds no rank's
   // data when one cannot be served.
@@ -818,6 +894,19 @@ struct RankBuilds {
       }
     return std::move(ix);
   }
+
+ private:
+  bool handing_over() {
+    std::lock_guard lock(mu_);
+    return handing_over_;
+  }
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  size_t next_ = 0;                 // the next rank no thread has taken
+  size_t held_idle_ = 0;            // ranks idle threads hold
+  bool handing_over_ = false;
+  std::vector<std::pair<size_t, std::unique_ptr<RankBuild>>> parked_;
 };
 
 }  // namespace
@@ -906,10 +995,17 @@ struct WindowIndexJob::State {
     if (lock && cancelled && cancelled()) abandon = true;
     return abandon.load(std::memory_order_relaxed);
   }
-  void work() {
+  // `idle`: a thread started while the analysis runs, which takes only CPU
+  // that would idle otherwise (SCHED_IDLE), and hands its rank over once the
+  // analysis is done (its threads may be starved by other work then).
+  void work(bool idle) {
     try {
+      if (idle) {
+        sched_param p{};
+        ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &p);
+      }
       std::call_once(opened, [this] { open(); });
-      if (same) builds->work();
+      if (same) builds->work(idle);
     } catch (const std::exception&) {
       // (On a thread of its own, where nothing may escape: the index is not written.)
       failed = true;
@@ -944,7 +1040,7 @@ std::unique_ptr<WindowIndexJob> WindowIndexJob::start(const trace::TraceDir& dir
   s->reg = reg;
   std::unique_ptr<WindowIndexJob> job(new WindowIndexJob(std::move(s)));
   State* st = job->s_.get();
-  for (size_t t = 0; t < std::min<size_t>(threads, dir.ranks.size()); ++t) st->threads.emplace_back([st] { st->work(); });
+  for (size_t t = 0; t < std::min<size_t>(threads, dir.ranks.size()); ++t) st->threads.emplace_back([st] { st->work(true); });
   return job;
 }
 
@@ -954,8 +1050,15 @@ std::string WindowIndexJob::finish(unsigned threads, const std::function<bool()>
     std::lock_guard lock(s.ask);
     s.cancelled = cancelled;
   }
-  while (s.threads.size() + 1 < std::min<size_t>(std::max(threads, 1u), s.ranks)) s.threads.emplace_back([&s] { s.work(); });
-  s.work();
+  try {
+    std::call_once(s.opened, [&s] { s.open(); });
+  } catch (const std::exception&) {
+    s.failed = true;
+  }
+  if (s.same) s.builds->hand_over();
+  for (size_t n = 1; n < std::min<size_t>(std::max(threads, 1u), s.ranks); ++n)
+    s.threads.emplace_back([&s] { s.work(false); });
+  s.work(false);
   s.join();
   if (s.failed) return "not built: out of memory or the trace could not be read again";
   if (!s.same) return "not built: the trace changed, or could not be opened again";
