@@ -735,10 +735,10 @@ const char* comparative_key(Comparative c) {
 }
 
 // A whole analysis also writes the window index where the trace has no usable
-// one (WindowIndexJob): on the cores the analysis's workers leave free (as
-// many as Options::threads allows beyond them) while it runs, and on all it
-// allows once the result is out. So the analysis itself does not wait for it,
-// and a caller that shows the result from on_result does not either.
+// one (WindowIndexJob): while it runs, on threads of idle priority beyond its
+// workers (as many as Options::threads allows), and once the result is out, on
+// all it allows. So the analysis itself is not slowed and does not wait for
+// it, and a caller that shows the result from on_result does not either.
 Analysis analyze(const trace::TraceDir& dir, const Options& options) {
   Analysis a;
   std::unique_ptr<WindowIndexJob> index;

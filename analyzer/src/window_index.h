@@ -219,12 +219,14 @@ WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registr
 // usable index, it builds on threads of its own while the analysis runs, from
 // readers of its own (the analysis's cursors, statistics and warnings are not
 // shared with it), and is finished (more threads, then written) once the
-// analysis's result is known.
+// analysis's result is known. The threads started with the analysis are of
+// idle priority (they take only CPU no one else wants) and, at finish(), hand
+// the rank they hold to the threads of normal priority.
 class WindowIndexJob {
  public:
   // Null when an index matching the trace exists, or nothing can be written.
   // `reg` is the analysis's (the same rank files: it is copied, not rebuilt).
-  // `threads` start now (0: none before finish()).
+  // `threads` start now, of idle priority (0: none before finish()).
   static std::unique_ptr<WindowIndexJob> start(const trace::TraceDir& dir, const Registry& reg,
                                                const IndexWriting& how, unsigned threads);
   // Builds what is left, `threads` at a time in all (the calling thread one of
