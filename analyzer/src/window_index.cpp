@@ -830,6 +830,10 @@ struct RankBuilds {
   RankBuilds(const trace::TraceDir& d, const Registry& r, const WorldIndex& w)
       : dir(d), reg(r), world_to_index(w), unusable(d.ranks.size()) {
     ix.ranks.resize(d.ranks.size());
+    // A rank that cannot be served makes the index unusable: then no pass is
+    // worth making (a run cut short is common where windows are wanted).
+    for (size_t i = 0; i < d.ranks.size(); ++i)
+      if (!(unusable[i] = cannot_serve(*d.ranks[i])).empty()) next_ = d.ranks.size();
   }
 
   void hand_over() {
@@ -858,17 +862,13 @@ struct RankBuilds {
         }
         if (idle) ++held_idle_;
       }
-      if (!b) unusable[i] = cannot_serve(*dir.ranks[i]);
-      if (!b && unusable[i].empty())
-        b = std::make_unique<RankBuild>(*dir.ranks[i], reg, i, world_to_index);
       bool parked = false;
       try {
-        if (b) {
-          const bool done = b->run([&] { return (stop && stop()) || (idle && handing_over()); });
-          if (done) unusable[i] = b->finish(&ix.ranks[i]);
-          else if (stop && stop()) unusable[i] = "stopped";
-          else parked = true;
-        }
+        if (!b) b = std::make_unique<RankBuild>(*dir.ranks[i], reg, i, world_to_index);
+        const bool done = b->run([&] { return (stop && stop()) || (idle && handing_over()); });
+        if (done) unusable[i] = b->finish(&ix.ranks[i]);
+        else if (stop && stop()) unusable[i] = "stopped";
+        else parked = true;
       } catch (const std::exception&) {
         unusable[i] = "stopped";  // (out of memory: nothing is written)
       }
