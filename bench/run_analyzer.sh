@@ -23,7 +23,8 @@ for n in "${sizes[@]}"; do
   sync  # the kernel writing the fresh trace back would compete for the 2 cores
   : > "$work/times"
   for _ in $(seq "$runs"); do
-    /usr/bin/time -f "%e %M" -a -o "$work/times" "$analyze" "$work/t" -o /dev/null -q --no-progress
+    # (--no-index: the analysis, not the window index the first run would write after it.)
+    /usr/bin/time -f "%e %M" -a -o "$work/times" "$analyze" "$work/t" -o /dev/null -q --no-progress --no-index
   done
   sort -n "$work/times" | awk -v n="$n" '
     { w[NR] = $1; if ($2 > rss) rss = $2 }

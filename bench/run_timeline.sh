@@ -28,7 +28,7 @@ for n in "${sizes[@]}"; do
   echo "== $n events, 4 ranks; load: $(cut -d' ' -f1-3 /proc/loadavg)"
   # The analysis and the timeline alternate, ROUNDS times each.
   for _ in $(seq "${ROUNDS:-3}"); do
-    /usr/bin/time -o "$work/a" -f "%e %U %S" "$analyze" "$work/t" -o /dev/null -q --no-progress
+    /usr/bin/time -o "$work/a" -f "%e %U %S" "$analyze" "$work/t" -o /dev/null -q --no-progress --no-index
     /usr/bin/time -o "$work/b" -f "%e %U %S %M" "$bench" "$work/t"
     read -r a_wall a_user a_sys < "$work/a"
     read -r b_wall b_user b_sys b_rss < "$work/b"

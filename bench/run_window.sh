@@ -30,7 +30,7 @@ else
   "$gen" "$trace" -n "$events" -r 4 > /dev/null
 fi
 sync
-"$analyze" "$trace" -o /dev/null -q --no-progress --json "$work/whole.json"
+"$analyze" "$trace" -o /dev/null -q --no-progress --no-index --json "$work/whole.json"
 read -r first last chunks total < <(python3 -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -51,7 +51,7 @@ time_it() {  # label, then prof-analyze arguments
     "$work/$label.json" >> "$work/$label.decoded"
 }
 for _ in $(seq "$runs"); do
-  time_it whole -q
+  time_it whole -q --no-index  # (the analysis alone: "first" is a window that builds the index)
   rm -f "$trace/window-index.bin"
   time_it small_first --window "$small"
   time_it small_later --window "$small"

@@ -173,7 +173,10 @@ int main(int argc, char** argv) {
   QCommandLineOption window("window", "with --screenshot: show FROM:TO seconds from the trace's start", "FROM:TO");
   QCommandLineOption select("select", "with --screenshot: select the interval with this id", "ID");
   QCommandLineOption bench("bench-frames", "render N timeline frames at 1600x900, print timings, exit", "N");
-  parser.addOptions({shot, window, select, bench});
+  QCommandLineOption no_index("no-index",
+                              "do not write the window index (TRACE/window-index.bin, or the user's cache where "
+                              "TRACE is not writable) that analyses write, as prof-analyze --no-index");
+  parser.addOptions({shot, window, select, bench, no_index});
   parser.process(app);
   const QStringList args = parser.positionalArguments();
   if (args.size() > 1) {
@@ -213,6 +216,7 @@ int main(int argc, char** argv) {
     _exit(status);  // nothing left to save; skip tearing down a 10^8-event timeline
   }
   MainWindow main_window;
+  main_window.setWriteWindowIndex(!parser.isSet(no_index));
   if (parser.isSet(shot)) {
     const int status = screenshot(main_window, dir, parser.value(shot), parser.value(window), parser.value(select));
     std::fflush(nullptr);

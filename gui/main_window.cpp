@@ -218,6 +218,11 @@ void MainWindow::openTrace(const QString& dir) {
 
 void MainWindow::waitLoaded() { loader_->wait_done(); }
 
+void MainWindow::setWriteWindowIndex(bool on) {
+  write_index_ = on;
+  loader_->setWriteWindowIndex(on);
+}
+
 void MainWindow::onTimelineOpened(std::shared_ptr<TraceSession> session) { view_->setTimeline(session->timeline); }
 
 void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled) {
@@ -347,6 +352,7 @@ void MainWindow::analyzeVisibleRange() {
   analysis::Options options;
   options.window_from_s = std::max(0.0, view_->from()) / 1e9;
   options.window_to_s = view_->to() / 1e9;
+  options.write_window_index = write_index_;
   options.cancelled = [current = range_generation_, generation] { return current->load() != generation; };
   const std::string dir = session_->dir.toStdString();
   QPointer<MainWindow> self(this);

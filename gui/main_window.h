@@ -56,6 +56,10 @@ class MainWindow : public QMainWindow {
   void setQuiet(std::function<void(const QString&)> sink) { quiet_sink_ = std::move(sink); }
   // Blocks (event loop running) until the load in progress ends.
   void waitLoaded();
+  // Whether analyses may write the window index (prof-gui --no-index: no), as
+  // prof-analyze's do: a trace's whole analysis writes it, a visible range's
+  // builds it where none fits (analysis::Options::write_window_index).
+  void setWriteWindowIndex(bool on);
 
   // Selects the interval with that id (its node with the earliest first entry);
   // false when there is none.
@@ -119,6 +123,7 @@ class MainWindow : public QMainWindow {
   std::shared_ptr<std::atomic<uint64_t>> range_generation_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::vector<QPointer<QThread>> range_workers_;
   bool zoom_on_select_ = true;
+  bool write_index_ = true;
   std::function<void(const QString&)> quiet_sink_;
   QString last_problem_;
 };

@@ -4,6 +4,7 @@
 #include <QEventLoop>
 #include <QFileInfo>
 #include <QPointer>
+#include <algorithm>
 #include <thread>
 
 namespace prof::gui {
@@ -32,6 +33,11 @@ TraceLoader::~TraceLoader() {
     worker_->wait();
     delete worker_;
   }
+  // Window indexes still being written are abandoned (a window builds one).
+  for (const Background& b : background_) {
+    b.progress->cancelled = true;
+    if (b.thread) b.thread->wait();
+  }
 }
 
 double TraceLoader::progress() const {
@@ -58,8 +64,8 @@ void TraceLoader::load(const QString& dir) {
   auto progress = std::make_shared<Progress>();
   progress_ = progress;
   QPointer<TraceLoader> self(this);
-  const bool analyze = analyze_;
-  worker_ = QThread::create([self, progress, dir, analyze] {
+  const bool analyze = analyze_, write_index = write_index_;
+  worker_ = QThread::create([self, progress, dir, analyze, write_index] {
     auto session = std::make_shared<TraceSession>();
     session->dir = dir;
     const std::string path = dir.toStdString();
@@ -90,31 +96,53 @@ void TraceLoader::load(const QString& dir) {
     } else {
       progress->timeline = 1;
     }
+    // Once the timeline is built and the analysis known: finished(). The
+    // worker may go on writing the window index after it.
+    auto announce = [&] {
+      progress->analysis = 1;
+      if (builder.joinable()) builder.join();
+      if (!build_error.empty()) session->timeline_error = QString::fromStdString(build_error);
+      session->map_nodes();
+      if (!self) return;
+      QMetaObject::invokeMethod(
+          self.data(),
+          [self, progress, session] {
+            if (!self || self->progress_ != progress) return;
+            if (QThread* done = self->worker_) {
+              self->worker_ = nullptr;
+              self->keep_in_background(done, progress);
+            }
+            emit self->finished(session, progress->cancelled.load());
+          },
+          Qt::QueuedConnection);
+    };
     analysis::Options aopt;
     aopt.progress = [progress](double f, uint64_t) { progress->analysis = f; };
     aopt.cancelled = [progress] { return progress->cancelled.load(); };
-    if (analyze && !progress->cancelled)
-      session->analysis = std::make_shared<const analysis::Analysis>(analysis::analyze(path, aopt));
-    progress->analysis = 1;
-    if (builder.joinable()) builder.join();
-    if (!build_error.empty()) session->timeline_error = QString::fromStdString(build_error);
-    session->map_nodes();
-    if (!self) return;
-    QMetaObject::invokeMethod(
-        self.data(),
-        [self, progress, session] {
-          if (!self || self->progress_ != progress) return;
-          QThread* done = self->worker_;
-          self->worker_ = nullptr;
-          if (done) {
-            done->wait();
-            delete done;
-          }
-          emit self->finished(session, progress->cancelled.load());
-        },
-        Qt::QueuedConnection);
+    aopt.write_window_index = write_index;
+    aopt.on_result = [&](const analysis::Analysis& a) {
+      session->analysis = std::make_shared<const analysis::Analysis>(a);
+      announce();
+    };
+    if (analyze && !progress->cancelled) analysis::analyze(path, aopt);
+    else announce();
   });
   worker_->start();
+}
+
+void TraceLoader::keep_in_background(QThread* worker, std::shared_ptr<Progress> progress) {
+  // (deleteLater twice is harmless: the thread may have ended before the connection.)
+  connect(worker, &QThread::finished, worker, &QObject::deleteLater);
+  if (worker->isFinished()) worker->deleteLater();
+  background_.erase(std::remove_if(background_.begin(), background_.end(),
+                                   [](const Background& b) { return b.thread.isNull(); }),
+                    background_.end());
+  background_.push_back(Background{QPointer<QThread>(worker), std::move(progress)});
+}
+
+void TraceLoader::wait_background() {
+  for (const Background& b : background_)
+    if (b.thread) b.thread->wait();
 }
 
 void TraceLoader::wait_done() {

@@ -2,15 +2,22 @@
 // the view draws while it builds), builds it on a thread of its own and
 // analyzes the trace meanwhile; the UI polls progress() and gets finished().
 //
-// Cancel stops the timeline build and the analysis (both check between
-// steps); the destructor cancels and waits for the worker.
+// The analysis writes the window index as the CLI's does (unless
+// setWriteWindowIndex(false)): finished() comes once the result is known, and
+// the worker goes on writing the index in the background.
+//
+// Cancel stops the timeline build, the analysis and the index it writes (all
+// check between steps); the destructor cancels and waits for the worker, and
+// abandons indexes still being written.
 #pragma once
 
 #include <QObject>
+#include <QPointer>
 #include <QThread>
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "trace_session.h"
 
@@ -27,11 +34,15 @@ class TraceLoader : public QObject {
   void cancel();
   // Off: the timeline only (what --bench-frames measures). On by default.
   void setAnalyze(bool on) { analyze_ = on; }
+  // analysis::Options::write_window_index for the loads to come. On by default.
+  void setWriteWindowIndex(bool on) { write_index_ = on; }
   bool busy() const { return worker_ != nullptr; }
   // Fraction done (0..1): the timeline build and the analysis, averaged.
   double progress() const;
   // Blocks (running the event loop) until the current load ends.
   void wait_done();
+  // Blocks until the loads that ended have written their window indexes.
+  void wait_background();
 
  signals:
   // The timeline is open and building: draw what is built so far.
@@ -45,9 +56,18 @@ class TraceLoader : public QObject {
     std::mutex mutex;
     std::shared_ptr<analysis::Timeline> timeline_handle;  // under mutex; set before the build starts
   };
+  // A load's worker after finished(), still writing the window index.
+  struct Background {
+    QPointer<QThread> thread;
+    std::shared_ptr<Progress> progress;
+  };
+  void keep_in_background(QThread* worker, std::shared_ptr<Progress> progress);
+
   QThread* worker_ = nullptr;
   bool analyze_ = true;
+  bool write_index_ = true;
   std::shared_ptr<Progress> progress_;
+  std::vector<Background> background_;
 };
 
 }  // namespace prof::gui

@@ -271,7 +271,8 @@ void Engine::setup() {
   std::vector<const RankTrace*> traces;
   for (const auto& t : dir_.ranks) traces.push_back(t.get());
   world_to_index_ = std::make_unique<WorldIndex>(traces);
-  reg_.build(traces);
+  if (prebuilt_) reg_ = std::move(*prebuilt_);
+  else reg_.build(traces);
   t_first_ = kInf;
   t_last_est_ = -kInf;
   bool all_final = true;
@@ -384,7 +385,8 @@ bool Engine::plan_window(const std::vector<const RankTrace*>& traces) {
     return false;
   }
   const unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
-  index_ = load_or_build_window_index(dir_, reg_, *world_to_index_, hw, &index_note_);
+  index_ = load_or_build_window_index(dir_, reg_, *world_to_index_, hw,
+                                      IndexWriting{opt_.write_window_index, opt_.window_index_in_cache}, &index_note_);
   if (!index_.unusable.empty()) {
     index_note_ = "not used: " + index_.unusable + " (" + index_note_ + ")";
     return false;
@@ -744,15 +746,41 @@ const char* comparative_key(Comparative c) {
   return "";
 }
 
+// A whole analysis also writes the window index where the trace has no usable
+// one (WindowIndexJob): while it runs, on threads of idle priority beyond its
+// workers (as many as Options::threads allows), and once the result is out, on
+// all it allows. So the analysis itself is not slowed and does not wait for
+// it, and a caller that shows the result from on_result does not either.
 Analysis analyze(const trace::TraceDir& dir, const Options& options) {
+  Analysis a;
+  std::unique_ptr<WindowIndexJob> index;
+  const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   try {
-    Engine e(dir, options);
-    return e.run();
+    Registry reg;
+    const bool whole = !options.windowed() && options.write_window_index && dir.errors.empty() && !dir.ranks.empty();
+    if (whole) {
+      std::vector<const RankTrace*> traces;
+      for (const auto& t : dir.ranks) traces.push_back(t.get());
+      reg.build(traces);
+      const unsigned workers = static_cast<unsigned>(std::min<size_t>(threads, dir.ranks.size()));
+      index = WindowIndexJob::start(dir, reg, IndexWriting{true, options.window_index_in_cache}, threads - workers);
+    }
+    Engine e(dir, options, whole ? &reg : nullptr);
+    a = e.run();
   } catch (const std::exception& ex) {
-    Analysis a;
+    a = Analysis{};
     a.errors.push_back(std::string("analysis failed: ") + ex.what());
-    return a;
   }
+  if (options.on_result) options.on_result(a);
+  if (index && a.usable()) {
+    try {
+      if (options.window_index_after_result) index->finish(threads, options.cancelled);
+      else index->finish_if_built();
+    } catch (const std::exception&) {
+      // (Only an optimization is lost: a window builds the index itself.)
+    }
+  }
+  return a;
 }
 
 Analysis analyze(const std::string& trace_dir, const Options& options) {

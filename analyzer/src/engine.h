@@ -506,7 +506,9 @@ struct Handler {
 
 class Engine {
  public:
-  Engine(const trace::TraceDir& dir, const Options& opt) : dir_(dir), opt_(opt) {}
+  // `registry`: built from `dir` already (else setup() builds it).
+  Engine(const trace::TraceDir& dir, const Options& opt, Registry* registry = nullptr)
+      : dir_(dir), opt_(opt), prebuilt_(registry) {}
   Analysis run();
 
  private:
@@ -588,6 +590,7 @@ class Engine {
   Options opt_;
   Registry reg_;
   std::vector<std::string> rebuilt_in_flight_;  // rebuilt objects met resolving calls in flight
+  Registry* prebuilt_;  // moved into reg_ by setup()
   std::unique_ptr<WorldIndex> world_to_index_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   unsigned workers_ = 1;

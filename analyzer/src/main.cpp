@@ -5,6 +5,7 @@
 // written; 2 nothing usable in the input (each problem named with its file and
 // offset); 3 the input is damaged (bad CRC, bad records, a missing or foreign
 // rank file): the report of what could be salvaged is still written.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -83,7 +84,7 @@ bool write_file(const std::string& path, const std::function<void(std::ostream&)
 int main(int argc, char** argv) {
   CLI::App app{"prof-analyze: interval characteristics of a prof trace (docs/metrics.md)"};
   std::string dir, out_path, json_path, chrome_path, chrome_window, window;
-  bool functions = false, no_per_rank = false, no_progress = false, quiet = false;
+  bool functions = false, no_per_rank = false, no_progress = false, quiet = false, no_index = false;
   unsigned threads = 0;
   app.add_option("TRACE_DIR", dir, "trace directory (rank-*.prof files)")->required();
   app.add_option("-o,--output", out_path, "write the text report to FILE instead of stdout");
@@ -102,6 +103,14 @@ int main(int argc, char** argv) {
                  "LIST (e.g. 0-3,100): only these ranks' lines in the text report's per-rank tables "
                  "(the comparative min/max/mean and JSON still cover every rank)");
   app.add_option("-j,--threads", threads, "worker threads (default: one per core; one for a --window of fewer than about 10^6 events)");
+  bool finish_index = false;
+  app.add_flag("--index", finish_index,
+               "after the report, finish writing the window index that a whole analysis builds on "
+               "cores it leaves free (without it, the index is written only if those built it by the "
+               "report's end, and the first --window builds it otherwise)");
+  app.add_flag("--no-index", no_index,
+               "do not write the window index (TRACE/window-index.bin, or the user's cache where TRACE "
+               "is not writable) that a whole analysis writes and a --window builds");
   app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
   app.add_flag("-q,--quiet", quiet, "do not list warnings on stderr");
   app.footer(
@@ -179,50 +188,70 @@ int main(int argc, char** argv) {
   ProgressBar bar;
   prof::analysis::Options opt = analysis_opt;
   opt.threads = threads;
+  opt.write_window_index = !no_index;
+  // The process ends with the analysis: the index is written when cores the
+  // analysis left free built it meanwhile (else the first --window builds it).
+  opt.window_index_after_result = finish_index;
   if (!no_progress && ::isatty(STDERR_FILENO))
     opt.progress = [&bar](double f, uint64_t events) { bar.update(f, events); };
-  const prof::analysis::Analysis a = prof::analysis::analyze(td, opt);
-  bar.clear();
-  if (!a.usable()) {
-    for (const auto& e : a.errors) std::fprintf(stderr, "prof-analyze: error: %s\n", e.c_str());
-    if (a.errors.empty()) std::fprintf(stderr, "prof-analyze: error: %s: no events to analyze\n", dir.c_str());
-    return kExitUnusable;
-  }
-  if (!quiet && !a.stats.window_index.empty())
-    std::fprintf(stderr, "prof-analyze: window: %llu of %llu chunks decoded; index %s\n",
-                 static_cast<unsigned long long>(a.stats.chunks_decoded),
-                 static_cast<unsigned long long>(a.stats.chunks_total), a.stats.window_index.c_str());
-  if (!quiet) {
-    for (const auto& w : a.warnings) {
-      std::fprintf(stderr, "prof-analyze: warning: %s: %llu\n", w.category.c_str(),
-                   static_cast<unsigned long long>(w.count));
-      for (const auto& ex : w.examples) std::fprintf(stderr, "  %s\n", ex.c_str());
+  // Prints what the result says and writes the outputs; the exit status.
+  auto report = [&](const prof::analysis::Analysis& a) {
+    if (!a.usable()) {
+      for (const auto& e : a.errors) std::fprintf(stderr, "prof-analyze: error: %s\n", e.c_str());
+      if (a.errors.empty()) std::fprintf(stderr, "prof-analyze: error: %s: no events to analyze\n", dir.c_str());
+      return kExitUnusable;
     }
-  }
+    if (!quiet && !a.stats.window_index.empty())
+      std::fprintf(stderr, "prof-analyze: window: %llu of %llu chunks decoded; index %s\n",
+                   static_cast<unsigned long long>(a.stats.chunks_decoded),
+                   static_cast<unsigned long long>(a.stats.chunks_total), a.stats.window_index.c_str());
+    if (!quiet) {
+      for (const auto& w : a.warnings) {
+        std::fprintf(stderr, "prof-analyze: warning: %s: %llu\n", w.category.c_str(),
+                     static_cast<unsigned long long>(w.count));
+        for (const auto& ex : w.examples) std::fprintf(stderr, "  %s\n", ex.c_str());
+      }
+    }
 
-  prof::analysis::TextOptions text;
-  text.functions = functions;
-  text.per_rank = !no_per_rank;
-  text.ranks = shown_ranks;
-  bool ok = true;
-  if (text_wanted)
-    ok = write_file(out_path, [&](std::ostream& o) { prof::analysis::write_text_report(a, o, text); }) && ok;
-  if (!json_path.empty())
-    ok = write_file(json_path, [&](std::ostream& o) { prof::analysis::write_json_report(a, o); }) && ok;
-  if (!chrome_path.empty()) {
-    std::string err;
-    ok = write_file(chrome_path,
-                    [&](std::ostream& o) {
-                      if (!prof::analysis::write_chrome_trace(td, o, &err, nullptr, chrome_opt))
-                        std::fprintf(stderr, "prof-analyze: error: %s: %s\n", chrome_path.c_str(), err.c_str());
-                    }) &&
-         ok;
-  }
-  if (!ok) return kExitUsage;
-  if (a.damaged) {
-    std::fprintf(stderr,
-                 "prof-analyze: the trace is damaged; the report covers what could be salvaged\n");
-    return kExitDamaged;
-  }
-  return 0;
+    prof::analysis::TextOptions text;
+    text.functions = functions;
+    text.per_rank = !no_per_rank;
+    text.ranks = shown_ranks;
+    bool ok = true;
+    if (text_wanted)
+      ok = write_file(out_path, [&](std::ostream& o) { prof::analysis::write_text_report(a, o, text); }) && ok;
+    if (!json_path.empty())
+      ok = write_file(json_path, [&](std::ostream& o) { prof::analysis::write_json_report(a, o); }) && ok;
+    if (!chrome_path.empty()) {
+      std::string err;
+      ok = write_file(chrome_path,
+                      [&](std::ostream& o) {
+                        if (!prof::analysis::write_chrome_trace(td, o, &err, nullptr, chrome_opt))
+                          std::fprintf(stderr, "prof-analyze: error: %s: %s\n", chrome_path.c_str(), err.c_str());
+                      }) &&
+           ok;
+    }
+    if (!ok) return kExitUsage;
+    if (a.damaged) {
+      std::fprintf(stderr,
+                   "prof-analyze: the trace is damaged; the report covers what could be salvaged\n");
+      return kExitDamaged;
+    }
+    return 0;
+  };
+  // The outputs are written as soon as the result is known, while the window
+  // index may still be being written (analysis::Options::on_result).
+  int status = 0;
+  opt.on_result = [&](const prof::analysis::Analysis& a) {
+    bar.clear();
+    status = report(a);
+    std::fflush(stdout);
+    // A reader of stdout (`| less`) sees its end now, not when the index is written.
+    if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) {
+      ::dup2(null, STDOUT_FILENO);
+      ::close(null);
+    }
+  };
+  prof::analysis::analyze(td, opt);
+  return status;
 }

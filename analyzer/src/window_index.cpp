@@ -4,20 +4,27 @@
 
 #include "prof/safe_file.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <tuple>
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <cerrno>
 
 namespace prof::analysis::detail {
 
@@ -90,25 +97,94 @@ std::vector<std::pair<ChannelKey, uint64_t>> sorted(const M& m) {
   return {m.begin(), m.end()};
 }
 
-// Returns why the rank cannot be served, or "" and its index in *out.
-std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
-                       const WorldIndex& world_to_index, RankWindowIndex* out) {
+// Where the next record is after `events` events of the rank, read by
+// decoding them again from `from` (a position `from_events` events into the
+// rank, valid, or the rank's start).
+RankTrace::MergedCursor::Position position_after(const RankTrace& t, const RankTrace::MergedCursor::Position& from,
+                                                 uint64_t from_events, uint64_t events) {
+  RankTrace::MergedCursor c = from.valid ? t.events_from_position(from) : t.events();
+  Event ev;
+  for (uint64_t n = from.valid ? from_events : 0; n < events && c.next(ev); ++n) {
+  }
+  return c.position();
+}
+
+// Why a rank cannot be served, seen before its events are read ("" when it
+// may be).
+std::string cannot_serve(const RankTrace& t) {
   const std::string who = "rank " + std::to_string(t.rank());
   if (t.stream_count() > 1) return who + " has several threads";
-  if (t.end_reason() != "finalize" || !t.in_flight().empty())
-    return who + " did not end by MPI_Finalize";
-  Interpreter interp(t, reg, index, world_to_index);
-  Builder b(reg, world_to_index, index, t.rank());
-  RankTrace::MergedCursor cursor = t.events();
-  Event ev;
-  size_t chunk = SIZE_MAX;
-  bool continued = false;  // the last call read on into the next chunk
-  uint64_t ordinal = 0, since = 0;
-  RankTrace::MergedCursor::Position next_at;  // where the next record is
-  std::map<uint32_t, uint64_t> collective_calls;  // per communicator handle
-  while (cursor.next(ev)) {
-    const double enter = interp.global(ev.enter);
-    const size_t now = cursor.current_chunk();
+  if (t.end_reason() != "finalize" || !t.in_flight().empty()) return who + " did not end by MPI_Finalize";
+  return "";
+}
+
+// One rank's pass, which can stop between events and go on later, on any
+// thread (a thread of idle priority hands its rank over this way).
+//
+// The cursor's position costs about as much to read as an event to decode,
+// and a checkpoint inside a chunk needs it only before its first event. So it
+// is read after every event only once kCheckpointEvents have passed since the
+// last checkpoint; before an aligned collective call it is found by decoding
+// again from the last position read (one every kAnchorEvents events): the
+// position the cursor had there either way.
+class RankBuild {
+ public:
+  // `t` is one that cannot_serve() passes.
+  RankBuild(const RankTrace& t, const Registry& reg, size_t index, const WorldIndex& world_to_index)
+      : t_(t), interp_(t, reg, index, world_to_index), b_(reg, world_to_index, index, t.rank()),
+        cursor_(t.events()) {}
+
+  // Decodes on to the rank's end (true), or until `pause`, asked every
+  // kPauseEvents events, says to stop (false).
+  static constexpr uint64_t kPauseEvents = 4096;
+  bool run(const std::function<bool()>& pause) {
+    Event ev;
+    while (cursor_.next(ev)) {
+      step(ev);
+      if (ordinal_ % kPauseEvents == 0 && pause && pause()) return false;
+    }
+    return true;
+  }
+
+  // Once run() returned true: why the rank cannot be served, or "" and its
+  // index in *out.
+  std::string finish(RankWindowIndex* out) {
+    Builder& b = b_;
+    if (t_.heartbeat() != 0) b.tracker.note_alive(interp_.global(t_.last_alive()));
+    b.tracker.finish(b);
+    // The cursor looks into the next chunk after every Completion or RequestOp
+    // call that ends a chunk, for continuation records: a chunk it looked into
+    // is unclean only when one is there (a cursor started at it delivers that
+    // record alone, flagged).
+    for (WindowCheckpoint& cp : b.checkpoints) {
+      if (cp.clean) continue;
+      RankTrace::MergedCursor from = t_.events_from_chunks({cp.chunk});
+      Event first;
+      cp.clean = from.next(first) && from.current_chunk() == cp.chunk && !(first.flags & format::kContinuation);
+    }
+    const std::string who = "rank " + std::to_string(t_.rank());
+    const trace::ReadStats& s = t_.stats();
+    if (s.crc_mismatches || s.unsealed_chunks || s.truncated_chunks || s.bad_chunk_headers || s.bad_records)
+      return who + " has damaged or salvaged chunks";
+    if (b.cancelled_sends) return who + " cancelled sends";
+    Interpreter::Saved last;
+    interp_.save(last);
+    for (const auto& [gid, n] : last.collective_counts)
+      if (n > 0) b.out.collective_comms.push_back(gid);
+    b.out.chunks = t_.chunk_count(0);
+    b.out.last_leave = b.tracker.last_leave();
+    b.out.checkpoints.assign(std::move(b.checkpoints));
+    *out = std::move(b.out);
+    return "";
+  }
+
+ private:
+  static constexpr uint64_t kAnchorEvents = 64;
+
+  void step(const Event& ev) {
+    Builder& b = b_;
+    const double enter = interp_.global(ev.enter);
+    const size_t now = cursor_.current_chunk();
     // Every member of a communicator puts one before the same collective
     // calls on it, so WindowIndex::plan finds starts where all have made as
     // many within kCollectiveStride calls (ranks whose other checkpoints fall
@@ -116,61 +192,61 @@ std::string build_rank(const RankTrace& t, const Registry& reg, size_t index,
     bool aligned = false;
     if (ev.kind == FuncKind::Collective || ev.kind == FuncKind::ICollective || ev.kind == FuncKind::AllToAll ||
         ev.kind == FuncKind::IAllToAll)
-      aligned = collective_calls[ev.comm]++ % WindowIndex::kCollectiveStride == 0;
-    const bool inside = (since >= WindowIndex::kCheckpointEvents || aligned) && next_at.valid && next_at.chunk == now;
-    if (now != chunk || inside) {
+      aligned = collective_calls_[ev.comm]++ % WindowIndex::kCollectiveStride == 0;
+    if (aligned && !next_known_) {
+      next_at_ = position_after(t_, anchor_, anchor_events_, ordinal_);
+      next_known_ = true;
+    }
+    const bool inside =
+        (since_ >= WindowIndex::kCheckpointEvents || aligned) && next_at_.valid && next_at_.chunk == now;
+    if (now != chunk_ || inside) {
       WindowCheckpoint cp;
       cp.chunk = static_cast<uint32_t>(now);
-      if (now == chunk) cp.at = next_at;
-      cp.ordinal = ordinal;
-      chunk = now;
-      since = 0;
-      cp.clean = cp.at.valid || !continued;
+      if (now == chunk_) cp.at = next_at_;
+      cp.ordinal = ordinal_;
+      chunk_ = now;
+      since_ = 0;
+      cp.clean = cp.at.valid || !continued_;
       cp.first_enter = enter;
       cp.last_leave = enter;
-      interp.save(cp.interp);
+      interp_.save(cp.interp);
       b.tracker.save(cp.tracker);
       cp.executions = b.executions;
       cp.sends = sorted(b.sends);
       cp.recvs = sorted(b.recvs);
       b.checkpoints.push_back(std::move(cp));
     }
-    continued = cursor.reading_chunk() != now;
-    interp.process(ev, enter, b);
+    // Only a Completion or RequestOp call reads on into the next chunk (for
+    // its continuation records).
+    continued_ = (ev.kind == FuncKind::Completion || ev.kind == FuncKind::RequestOp) && cursor_.reading_chunk() != now;
+    interp_.process(ev, enter, b);
     WindowCheckpoint& cp = b.checkpoints.back();
-    cp.last_leave = std::max(cp.last_leave, interp.global(ev.leave));
-    ++ordinal;
-    ++since;
-    next_at = cursor.position();
+    cp.last_leave = std::max(cp.last_leave, interp_.global(ev.leave));
+    ++ordinal_;
+    ++since_;
+    next_known_ = since_ >= WindowIndex::kCheckpointEvents || ordinal_ % kAnchorEvents == 0;
+    if (next_known_) {
+      next_at_ = cursor_.position();
+      if (next_at_.valid) {
+        anchor_ = next_at_;
+        anchor_events_ = ordinal_;
+      }
+    }
   }
-  if (t.heartbeat() != 0) b.tracker.note_alive(interp.global(t.last_alive()));
-  b.tracker.finish(b);
-  // The cursor looks into the next chunk after every Completion or RequestOp
-  // call that ends a chunk, for continuation records: a chunk it looked into
-  // is unclean only when one is there (a cursor started at it delivers that
-  // record alone, flagged).
-  for (WindowCheckpoint& cp : b.checkpoints) {
-    if (cp.clean) continue;
-    RankTrace::MergedCursor from = t.events_from_chunks({cp.chunk});
-    Event first;
-    cp.clean = from.next(first) && from.current_chunk() == cp.chunk &&
-               !(first.flags & format::kContinuation);
-  }
-  const trace::ReadStats& s = t.stats();
-  if (s.crc_mismatches || s.unsealed_chunks || s.truncated_chunks || s.bad_chunk_headers ||
-      s.bad_records)
-    return who + " has damaged or salvaged chunks";
-  if (b.cancelled_sends) return who + " cancelled sends";
-  Interpreter::Saved last;
-  interp.save(last);
-  for (const auto& [gid, n] : last.collective_counts)
-    if (n > 0) b.out.collective_comms.push_back(gid);
-  b.out.chunks = t.chunk_count(0);
-  b.out.last_leave = b.tracker.last_leave();
-  b.out.checkpoints.assign(std::move(b.checkpoints));
-  *out = std::move(b.out);
-  return "";
-}
+
+  const RankTrace& t_;
+  Interpreter interp_;
+  Builder b_;
+  RankTrace::MergedCursor cursor_;
+  size_t chunk_ = SIZE_MAX;
+  bool continued_ = false;  // the last call read on into the next chunk
+  uint64_t ordinal_ = 0, since_ = 0;
+  RankTrace::MergedCursor::Position next_at_;  // where the next record is, when next_known_
+  bool next_known_ = true;                     // (nothing read yet: none)
+  RankTrace::MergedCursor::Position anchor_;   // a valid position read earlier, or none
+  uint64_t anchor_events_ = 0;                 // events before it
+  std::map<uint32_t, uint64_t> collective_calls_;  // per communicator handle
+};
 
 // ---------------------------------------------------------------------------
 // The file: a header (magic, version, checksum of the rest, run id, per rank
@@ -617,43 +693,80 @@ uint64_t collect_sends(const RankTrace& t, const Registry& reg, size_t index,
   return ri.checkpoints[start].chunk - cp.chunk;
 }
 
-std::string window_index_path(const trace::TraceDir& dir) {
-  if (dir.ranks.empty()) return {};
-  return (std::filesystem::path(dir.ranks[0]->path()).parent_path() / "window-index.bin").string();
+// ---------------------------------------------------------------------------
+// Where the file lives, and its building by a pool of threads
+
+namespace {
+
+// The user's cache directory: $XDG_CACHE_HOME when it is an absolute path
+// (the XDG rule), else ~/.cache; empty when there is no home.
+std::string cache_base() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && xdg[0] == '/') return xdg;
+  std::string home;
+  if (const char* h = std::getenv("HOME"); h && h[0] == '/') home = h;
+  else if (const passwd* pw = ::getpwuid(::geteuid()); pw && pw->pw_dir && pw->pw_dir[0] == '/') home = pw->pw_dir;
+  return home.empty() ? home : home + "/.cache";
 }
 
-WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registry& reg,
-                                       const WorldIndex& world_to_index, unsigned threads,
-                                       std::string* note) {
-  const std::string path = window_index_path(dir);
-  const std::string key = trace_key(dir);
-  WindowIndex ix;
-  const std::string why = read_index(path, key, &ix);
-  if (why.empty() && ix.ranks.size() == dir.ranks.size()) {
-    *note = "used " + path;
-    return ix;
+// FNV-1a, 64 bits: it makes a name; the key inside the file decides whether
+// an index fits the trace.
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
   }
-  ix = WindowIndex{};
-  ix.ranks.resize(dir.ranks.size());
-  std::vector<std::string> unusable(dir.ranks.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next++) < dir.ranks.size();)
-      unusable[i] = build_rank(*dir.ranks[i], reg, i, world_to_index, &ix.ranks[i]);
-  };
-  std::vector<std::thread> pool;
-  const size_t n = std::max<size_t>(1, std::min<size_t>(threads, dir.ranks.size()));
-  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  for (const std::string& u : unusable)
-    if (!u.empty()) {
-      ix.unusable = u;
-      ix.ranks.clear();
-      ix.ranks.resize(dir.ranks.size());
-      break;
+  return h;
+}
+
+std::filesystem::path trace_directory(const trace::TraceDir& dir) {
+  const std::filesystem::path p = std::filesystem::path(dir.ranks[0]->path()).parent_path();
+  return p.empty() ? std::filesystem::path(".") : p;
+}
+
+// Makes the cache directory `path` (and the base above it, as the XDG rule
+// asks) with mode 0700 where missing, and checks that it is a directory of the
+// user's that no one else can write to, not a link someone planted.
+bool make_cache_directory(const std::string& path, std::string* error) {
+  for (const std::string& d : {std::filesystem::path(path).parent_path().string(), path})
+    if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) {
+      *error = d + ": " + std::strerror(errno);
+      return false;
     }
-  *note = (why == "absent" ? "built " : "rebuilt (" + why + ") ") + path;
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    *error = path + ": not a directory of the user's own that only the user can write to";
+    return false;
+  }
+  return true;
+}
+
+// The index that fits the trace (key and rank count) at `places`, beside
+// first: its path, or "" and in *why what was wrong with the first file found
+// ("absent" when there is none).
+std::string find_index(const IndexPlaces& places, const std::string& key, size_t ranks, WindowIndex* ix,
+                       std::string* why) {
+  *why = "absent";
+  for (const std::string* path : {&places.beside, &places.cache}) {
+    if (path->empty()) continue;
+    WindowIndex got;
+    const std::string w = read_index(*path, key, &got);
+    if (w.empty() && got.ranks.size() == ranks) {
+      *ix = std::move(got);
+      return *path;
+    }
+    if (*why == "absent") *why = w.empty() ? "another number of ranks" : w;
+  }
+  return "";
+}
+
+// The file's bytes: magic, version, checksum of the rest, the trace's key, the index.
+std::string index_file(const std::string& key, const WindowIndex& ix) {
   Out o;
   o.b.append(kMagic, 8);
   o.put<uint32_t>(WindowIndex::kVersion);
@@ -662,11 +775,317 @@ WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registr
   body.b += serialize(ix);
   o.put<uint64_t>(checksum(body.b.data(), body.b.size()));
   o.b += body.b;
-  // Through a temporary file of its own (two analyses of one trace may build
-  // it at once), never written through a link someone planted.
+  return std::move(o.b);
+}
+
+// Writes the file beside the trace where its directory can be written (unless
+// `how` says the cache), else, or when that fails, in the cache. Returns the
+// path written, or "" and the reasons in *error. Each write goes through a
+// temporary file of its own (two analyses of one trace may write at once) and
+// never through a link someone planted (trace::replace_file).
+std::string write_index(const IndexPlaces& places, const std::string& bytes, const IndexWriting& how,
+                        std::string* error) {
+  std::string errors;
+  auto failed = [&](const std::string& e) { errors += (errors.empty() ? "" : "; ") + e; };
+  if (!how.cache_only) {
+    const std::string dir = std::filesystem::path(places.beside).parent_path().string();
+    std::string e;
+    if (::faccessat(AT_FDCWD, dir.c_str(), W_OK, AT_EACCESS) != 0)
+      failed(dir + ": " + std::strerror(errno));
+    else if (trace::replace_file(places.beside, bytes, &e))
+      return places.beside;
+    else
+      failed(e);
+  }
+  if (places.cache.empty()) {
+    failed("no cache directory (no home directory)");
+  } else {
+    std::string e;
+    if (make_cache_directory(std::filesystem::path(places.cache).parent_path().string(), &e) &&
+        trace::replace_file(places.cache, bytes, &e))
+      return places.cache;
+    failed(e);
+  }
+  *error = errors;
+  return "";
+}
+
+std::string built_note(const std::string& why, const std::string& where) {
+  return (why == "absent" ? "built " : "rebuilt (" + why + ") ") + where;
+}
+
+// Every rank's part of the index, ranks taken in turn by the threads that run
+// work(); threads may join while others work. A thread of idle priority
+// (work(true)) leaves at hand_over(), leaving the rank it holds where another
+// thread goes on with it.
+struct RankBuilds {
+  const trace::TraceDir& dir;
+  const Registry& reg;
+  const WorldIndex& world_to_index;
+  // Asked between events (RankBuild::run): true abandons every rank ("stopped").
+  std::function<bool()> stop;
+  WindowIndex ix;
+  std::vector<std::string> unusable;
+
+  RankBuilds(const trace::TraceDir& d, const Registry& r, const WorldIndex& w)
+      : dir(d), reg(r), world_to_index(w), unusable(d.ranks.size()) {
+    ix.ranks.resize(d.ranks.size());
+    // A rank that cannot be served makes the index unusable: then no pass is
+    // worth making (a run cut short is common where windows are wanted).
+    for (size_t i = 0; i < d.ranks.size(); ++i)
+      if (!(unusable[i] = cannot_serve(*d.ranks[i])).empty()) next_ = d.ranks.size();
+  }
+
+  void hand_over() {
+    std::lock_guard lock(mu_);
+    handing_over_ = true;
+  }
+
+  void work(bool idle = false) {
+    for (;;) {
+      if (stop && stop()) return;
+      size_t i = 0;
+      std::unique_ptr<RankBuild> b;
+      {
+        std::unique_lock lock(mu_);
+        // (Ranks an idle thread holds come back here, or are done.)
+        changed_.wait(lock, [&] { return idle || !parked_.empty() || next_ < dir.ranks.size() || held_idle_ == 0; });
+        if (idle && handing_over_) return;
+        if (!parked_.empty()) {
+          i = parked_.back().first;
+          b = std::move(parked_.back().second);
+          parked_.pop_back();
+        } else if (next_ < dir.ranks.size()) {
+          i = next_++;
+        } else {
+          return;
+        }
+        if (idle) ++held_idle_;
+      }
+      bool parked = false;
+      try {
+        if (!b) b = std::make_unique<RankBuild>(*dir.ranks[i], reg, i, world_to_index);
+        const bool done = b->run([&] { return (stop && stop()) || (idle && handing_over()); });
+        if (done) unusable[i] = b->finish(&ix.ranks[i]);
+        else if (stop && stop()) unusable[i] = "stopped";
+        else parked = true;
+      } catch (const std::exception&) {
+        unusable[i] = "stopped";  // (out of memory: nothing is written)
+      }
+      std::lock_guard lock(mu_);
+      if (parked) parked_.emplace_back(i, std::move(b));
+      if (idle) --held_idle_;
+      changed_.notify_all();
+    }
+  }
+
+  bool stopped() const { return std::find(unusable.begin(), unusable.end(), "stopped") != unusable.end(); }
+  // Every rank built (or found unservable), none left to take or parked.
+  bool complete() {
+    std::lock_guard lock(mu_);
+    return next_ >= dir.ranks.size() && parked_.empty() && held_idle_ == 0 && !stopped();
+  }
+
+  // Once every work() has returned: the index, which says why it cannot
+  // serve windows (the first rank's reason, in rank order) and holds no rank's
+  // data when one cannot be served.
+  WindowIndex take() {
+    for (const std::string& u : unusable)
+      if (!u.empty()) {
+        ix.unusable = u;
+        ix.ranks.clear();
+        ix.ranks.resize(dir.ranks.size());
+        break;
+      }
+    return std::move(ix);
+  }
+
+ private:
+  bool handing_over() {
+    std::lock_guard lock(mu_);
+    return handing_over_;
+  }
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  size_t next_ = 0;                 // the next rank no thread has taken
+  size_t held_idle_ = 0;            // ranks idle threads hold
+  bool handing_over_ = false;
+  std::vector<std::pair<size_t, std::unique_ptr<RankBuild>>> parked_;
+};
+
+}  // namespace
+
+IndexPlaces window_index_places(const trace::TraceDir& dir) {
+  IndexPlaces p;
+  if (dir.ranks.empty()) return p;
+  const std::filesystem::path trace = trace_directory(dir);
+  p.beside = (trace / "window-index.bin").string();
+  const std::string base = cache_base();
+  if (base.empty()) return p;
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::canonical(trace, ec);
+  if (ec) absolute = std::filesystem::absolute(trace, ec);
+  char name[48];
+  std::snprintf(name, sizeof name, "window-index-%016llx.bin",
+                static_cast<unsigned long long>(
+                    fnv1a(absolute.string() + '\n' + std::to_string(dir.ranks[0]->header().run_id))));
+  p.cache = base + "/prof/" + name;
+  return p;
+}
+
+WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registry& reg,
+                                       const WorldIndex& world_to_index, unsigned threads,
+                                       const IndexWriting& how, std::string* note) {
+  const IndexPlaces places = window_index_places(dir);
+  const std::string key = trace_key(dir);
+  WindowIndex ix;
+  std::string why;
+  if (const std::string at = find_index(places, key, dir.ranks.size(), &ix, &why); !at.empty()) {
+    *note = "used " + at;
+    return ix;
+  }
+  RankBuilds builds(dir, reg, world_to_index);
+  std::vector<std::thread> pool;
+  const size_t n = std::max<size_t>(1, std::min<size_t>(threads, dir.ranks.size()));
+  for (size_t t = 1; t < n; ++t) pool.emplace_back([&builds] { builds.work(); });
+  builds.work();
+  for (auto& t : pool) t.join();
+  ix = builds.take();
+  if (!how.write) {
+    *note = built_note(why, "in memory (writing it is turned off)");
+    return ix;
+  }
   std::string error;
-  if (!trace::replace_file(path, o.b, &error)) *note += " (could not be written: " + error + "; kept in memory)";
+  const std::string at = write_index(places, index_file(key, ix), how, &error);
+  *note = built_note(why, at.empty() ? places.beside + " (could not be written: " + error + "; kept in memory)" : at);
   return ix;
+}
+
+// ---------------------------------------------------------------------------
+// The whole analysis's index
+
+struct WindowIndexJob::State {
+  IndexWriting how;
+  IndexPlaces places;
+  std::string key;
+  std::string why;    // what was wrong with the index found ("absent": none)
+  std::string trace;  // the directory, to open again
+  size_t ranks = 0;
+  Registry reg;
+  std::vector<std::thread> threads;
+  std::once_flag opened;  // the first thread to work opens the trace again
+  bool same = false;      // ... and found the same rank files
+  trace::TraceDir dir;
+  std::unique_ptr<WorldIndex> world_to_index;
+  std::unique_ptr<RankBuilds> builds;
+  std::atomic<bool> abandon{false};
+  std::atomic<bool> failed{false};
+  std::mutex ask;                     // one thread at a time asks `cancelled`
+  std::function<bool()> cancelled;    // (under `ask`)
+
+  void open() {
+    dir = trace::TraceDir::open(trace);
+    if (!dir.errors.empty() || dir.ranks.empty() || trace_key(dir) != key) return;
+    std::vector<const RankTrace*> traces;
+    for (const auto& t : dir.ranks) traces.push_back(t.get());
+    world_to_index = std::make_unique<WorldIndex>(traces);
+    builds = std::make_unique<RankBuilds>(dir, reg, *world_to_index);
+    builds->stop = [this] { return stop(); };
+    same = true;
+  }
+  bool stop() {
+    if (abandon.load(std::memory_order_relaxed)) return true;
+    std::unique_lock lock(ask, std::try_to_lock);
+    if (lock && cancelled && cancelled()) abandon = true;
+    return abandon.load(std::memory_order_relaxed);
+  }
+  // `idle`: a thread started while the analysis runs, which takes only CPU
+  // that would idle otherwise (SCHED_IDLE), and hands its rank over once the
+  // analysis is done (its threads may be starved by other work then).
+  void work(bool idle) {
+    try {
+      if (idle) {
+        sched_param p{};
+        ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &p);
+      }
+      std::call_once(opened, [this] { open(); });
+      if (same) builds->work(idle);
+    } catch (const std::exception&) {
+      // (On a thread of its own, where nothing may escape: the index is not written.)
+      failed = true;
+      abandon = true;
+    }
+  }
+  void join() {
+    for (auto& t : threads) t.join();
+    threads.clear();
+  }
+};
+
+WindowIndexJob::WindowIndexJob(std::unique_ptr<State> s) : s_(std::move(s)) {}
+
+WindowIndexJob::~WindowIndexJob() {
+  if (!s_) return;
+  s_->abandon = true;
+  s_->join();
+}
+
+std::unique_ptr<WindowIndexJob> WindowIndexJob::start(const trace::TraceDir& dir, const Registry& reg,
+                                                      const IndexWriting& how, unsigned threads) {
+  if (!how.write || dir.ranks.empty()) return nullptr;
+  auto s = std::make_unique<State>();
+  s->how = how;
+  s->places = window_index_places(dir);
+  s->key = trace_key(dir);
+  WindowIndex found;
+  if (!find_index(s->places, s->key, dir.ranks.size(), &found, &s->why).empty()) return nullptr;
+  s->trace = trace_directory(dir).string();
+  s->ranks = dir.ranks.size();
+  s->reg = reg;
+  std::unique_ptr<WindowIndexJob> job(new WindowIndexJob(std::move(s)));
+  State* st = job->s_.get();
+  for (size_t t = 0; t < std::min<size_t>(threads, dir.ranks.size()); ++t) st->threads.emplace_back([st] { st->work(true); });
+  return job;
+}
+
+std::string WindowIndexJob::finish(unsigned threads, const std::function<bool()>& cancelled) {
+  State& s = *s_;
+  {
+    std::lock_guard lock(s.ask);
+    s.cancelled = cancelled;
+  }
+  try {
+    std::call_once(s.opened, [&s] { s.open(); });
+  } catch (const std::exception&) {
+    s.failed = true;
+  }
+  if (s.same) s.builds->hand_over();
+  for (size_t n = 1; n < std::min<size_t>(std::max(threads, 1u), s.ranks); ++n)
+    s.threads.emplace_back([&s] { s.work(false); });
+  s.work(false);
+  s.join();
+  if (s.failed) return "not built: out of memory or the trace could not be read again";
+  if (!s.same) return "not built: the trace changed, or could not be opened again";
+  if (s.abandon || s.builds->stopped()) return "not built: cancelled";
+  const WindowIndex ix = s.builds->take();
+  std::string error;
+  const std::string at = write_index(s.places, index_file(s.key, ix), s.how, &error);
+  return built_note(s.why, at.empty() ? s.places.beside + " (could not be written: " + error + ")" : at);
+}
+
+std::string WindowIndexJob::finish_if_built() {
+  State& s = *s_;
+  // (Checked before stopping the threads: a rank still in progress then is
+  // stopped, and the index is not complete.)
+  const bool complete = s.same && s.builds->complete();
+  s.abandon = true;
+  s.join();
+  if (s.failed || !complete) return "not built: the analysis ended first (a --window builds it)";
+  const WindowIndex ix = s.builds->take();
+  std::string error;
+  const std::string at = write_index(s.places, index_file(s.key, ix), s.how, &error);
+  return built_note(s.why, at.empty() ? s.places.beside + " (could not be written: " + error + ")" : at);
 }
 
 std::vector<size_t> WindowIndex::plan(double lo) const {

@@ -28,11 +28,15 @@
 //     the receiver.
 //   - The index is checked against the trace (run id, each rank file's size,
 //     a checksum of its own bytes) before it is trusted; anything else is
-//     rebuilt. A trace it cannot serve (several threads on a rank, damaged or
-//     salvaged chunks, a rank that did not finalize, cancelled sends) is
-//     marked so, and the analysis decodes everything, saying why.
+//     rebuilt. It is written beside the trace, or in the user's cache where
+//     the trace directory cannot be written (IndexPlaces); a whole analysis
+//     writes it too (WindowIndexJob), so the first window finds it. A trace
+//     it cannot serve (several threads on a rank, damaged or salvaged chunks,
+//     a rank that did not finalize, cancelled sends) is marked so, and the
+//     analysis decodes everything, saying why.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -186,15 +190,62 @@ uint64_t collect_sends(const RankTrace& t, const Registry& reg, size_t index,
                        const WorldIndex& world_to_index, const RankWindowIndex& ri, size_t start,
                        std::vector<WantedSends>& wanted);
 
-// The index beside the trace (<dir>/window-index.bin) when it matches the
-// trace; otherwise built (one pass over every rank, `threads` at a time) and
-// written there. `note` says which ("used", "built", "rebuilt: <why>", and
-// whether it could be written).
+// Where a trace's index is looked for, in this order, and written: beside the
+// trace, or where the trace directory cannot be written (or `cache_only`), in
+// the user's cache directory ($XDG_CACHE_HOME/prof, else ~/.cache/prof, made
+// with mode 0700) under a name hashed from the trace directory's absolute path
+// and run id. `cache` is empty when the user has no cache directory.
+struct IndexPlaces {
+  std::string beside;  // <dir>/window-index.bin
+  std::string cache;
+};
+IndexPlaces window_index_places(const trace::TraceDir& dir);
+
+// Whether and where a built index is written (analysis::Options).
+struct IndexWriting {
+  bool write = true;        // false: kept in memory only
+  bool cache_only = false;  // to the cache even where the trace directory is writable
+};
+
+// The index of the trace when one matches it (IndexPlaces' order); otherwise
+// built (one pass over every rank, `threads` at a time) and written as `how`
+// says. `note` says which ("used PATH", "built PATH", "rebuilt (<why>) PATH",
+// and whether it could be written).
 WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registry& reg,
                                        const WorldIndex& world_to_index, unsigned threads,
-                                       std::string* note);
+                                       const IndexWriting& how, std::string* note);
 
-// The index file of a trace directory.
-std::string window_index_path(const trace::TraceDir& dir);
+// The index a whole analysis writes as it goes: started when the trace has no
+// usable index, it builds on threads of its own while the analysis runs, from
+// readers of its own (the analysis's cursors, statistics and warnings are not
+// shared with it), and is finished (more threads, then written) once the
+// analysis's result is known. The threads started with the analysis are of
+// idle priority (they take only CPU no one else wants) and, at finish(), hand
+// the rank they hold to the threads of normal priority.
+class WindowIndexJob {
+ public:
+  // Null when an index matching the trace exists, or nothing can be written.
+  // `reg` is the analysis's (the same rank files: it is copied, not rebuilt).
+  // `threads` start now, of idle priority (0: none before finish()).
+  static std::unique_ptr<WindowIndexJob> start(const trace::TraceDir& dir, const Registry& reg,
+                                               const IndexWriting& how, unsigned threads);
+  // Builds what is left, `threads` at a time in all (the calling thread one of
+  // them), and writes the index; returns the note (as load_or_build's).
+  // `cancelled`, when set, is asked now and then, one thread at a time: true
+  // abandons the build, and nothing is written.
+  std::string finish(unsigned threads, const std::function<bool()>& cancelled);
+  // Writes the index only if the threads started with it have built every
+  // rank by now; stops them either way, without waiting for more.
+  std::string finish_if_built();
+  // Abandons a build not finished (each thread at its next 2^16 events) and
+  // joins its threads.
+  ~WindowIndexJob();
+
+  struct State;
+
+ private:
+  explicit WindowIndexJob(std::unique_ptr<State> s);
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace prof::analysis::detail

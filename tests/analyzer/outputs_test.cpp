@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -364,6 +365,30 @@ TEST(Outputs, WindowInEveryOutput) {
     EXPECT_EQ(run_cli(b.dir() + " --window " + bad, &msg), 1) << bad;
     EXPECT_NE(msg.find("--window"), std::string::npos) << msg;
   }
+}
+
+// A whole analysis writes the window index beside the trace when asked to
+// finish it (--index), which the next --window uses; --no-index writes none;
+// by default the process never waits for it: with no core beyond the
+// analysis's worker (-j 1) none is written (the report is the same each time).
+TEST(Outputs, AWholeAnalysisWritesTheWindowIndexUnlessNoIndex) {
+  TraceBuilder b(3);
+  build(b);
+  const std::string index = b.dir() + "/window-index.bin";
+  std::string without, with, out;
+  ASSERT_EQ(run_cli(b.dir() + " --no-index", &without), 0) << without;
+  EXPECT_FALSE(std::filesystem::exists(index));
+  ASSERT_EQ(run_cli(b.dir() + " --window 0.0039:0.0054 --no-index", &out), 0) << out;
+  EXPECT_NE(out.find("index built in memory"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(index));
+  ASSERT_EQ(run_cli(b.dir() + " -j 1", &with), 0) << with;
+  EXPECT_EQ(with, without);
+  EXPECT_FALSE(std::filesystem::exists(index));
+  ASSERT_EQ(run_cli(b.dir() + " --index", &with), 0) << with;
+  EXPECT_EQ(with, without);
+  EXPECT_TRUE(std::filesystem::exists(index));
+  ASSERT_EQ(run_cli(b.dir() + " --window 0.0039:0.0054", &out), 0) << out;
+  EXPECT_NE(out.find("index used " + index), std::string::npos) << out;
 }
 
 // How each rank ended, in the JSON (`run_end`, always there) and, for a run

@@ -3,16 +3,21 @@
 // report of the window decoded from the trace's start, exactly, with
 // messages, nonblocking receives, persistent requests, collectives and
 // interval executions straddling both edges. A stale or corrupt index is
-// rebuilt, and a trace it cannot serve is decoded whole, saying so.
+// rebuilt, and a trace it cannot serve is decoded whole, saying so. A whole
+// analysis writes the index a window then uses; where the trace directory
+// cannot be written, the index goes to the user's cache directory.
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "prof/analysis/report.h"
 #include "trace_builder.h"
+#include "window_index.h"
 #include "window_traces.h"
 
 namespace prof::test {
@@ -104,6 +109,57 @@ std::string report_of(const analysis::Analysis& a) {
 }
 
 std::string index_path(const TraceBuilder& b) { return b.dir() + "/window-index.bin"; }
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// An environment variable set for a test's length.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* v = std::getenv(name)) old_ = v;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// A fresh directory, removed with what it holds.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "prof-index-cache-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The index files in a cache directory's prof/.
+std::vector<std::string> cached_indexes(const std::string& cache) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(cache + "/prof", ec))
+    if (e.path().filename().string().rfind("window-index-", 0) == 0) found.push_back(e.path().string());
+  return found;
+}
 
 TEST(WindowIndex, EqualsTheWindowDecodedFromTheStartAndDecodesLittle) {
   TraceBuilder b(kRanks, 42, true, 2048);
@@ -296,6 +352,120 @@ TEST(WindowIndex, NeverWritesThroughALinkOrReadsAFifoInTheTraceDirectory) {
   EXPECT_EQ(a.stats.window_index.rfind("rebuilt (unreadable", 0), 0u) << a.stats.window_index;
   EXPECT_TRUE(std::filesystem::is_regular_file(index_path(b)));
   std::filesystem::remove(victim);
+}
+
+// A whole analysis writes the index as it goes: the next window uses it and
+// equals the window decoded from the start, and the file is byte for byte
+// the one a window builds, whether the index was built after the analysis
+// (one thread) or meanwhile on threads beyond the analysis's workers.
+TEST(WindowIndex, AWholeAnalysisWritesTheIndexTheNextWindowUses) {
+  TraceBuilder b(kRanks, 42, true, 2048);
+  build(b, 600);
+  const auto full = analyze_checked(b.dir(), window(0.0301, 0.0312, false));
+  ASSERT_FALSE(std::filesystem::exists(index_path(b)));
+  const auto built = analyze_checked(b.dir(), window(0.0301, 0.0312, true));
+  ASSERT_EQ(built.stats.window_index.rfind("built ", 0), 0u) << built.stats.window_index;
+  const std::string by_window = bytes_of(index_path(b));
+  ASSERT_FALSE(by_window.empty());
+  for (const unsigned threads : {1u, static_cast<unsigned>(kRanks) + 2}) {
+    std::filesystem::remove(index_path(b));
+    analysis::Options whole;
+    whole.threads = threads;
+    bool seen = false;
+    whole.on_result = [&](const analysis::Analysis& a) { seen = a.usable(); };
+    analyze_checked(b.dir(), whole);
+    EXPECT_TRUE(seen) << threads << " threads";
+    ASSERT_TRUE(std::filesystem::exists(index_path(b))) << threads << " threads";
+    EXPECT_TRUE(bytes_of(index_path(b)) == by_window) << threads << " threads";
+    const auto fast = analyze_checked(b.dir(), window(0.0301, 0.0312, true));
+    EXPECT_EQ(fast.stats.window_index, "used " + index_path(b));
+    EXPECT_EQ(report_of(fast), report_of(full)) << threads << " threads";
+  }
+}
+
+// Options::write_window_index off: neither a whole analysis nor a window
+// writes the index; a window builds one in memory, or uses one that fits.
+TEST(WindowIndex, WritingTurnedOffWritesNothing) {
+  TraceBuilder b(kRanks, 42, true, 2048);
+  build(b, 300);
+  const auto reference = report_of(analyze_checked(b.dir(), window(0.03, 0.035, false)));
+  analysis::Options whole;
+  whole.write_window_index = false;
+  analyze_checked(b.dir(), whole);
+  EXPECT_FALSE(std::filesystem::exists(index_path(b)));
+  analysis::Options o = window(0.03, 0.035, true);
+  o.write_window_index = false;
+  auto a = analyze_checked(b.dir(), o);
+  EXPECT_EQ(a.stats.window_index, "built in memory (writing it is turned off)");
+  EXPECT_EQ(report_of(a), reference);
+  EXPECT_FALSE(std::filesystem::exists(index_path(b)));
+  analyze_checked(b.dir(), analysis::Options{});
+  ASSERT_TRUE(std::filesystem::exists(index_path(b)));
+  a = analyze_checked(b.dir(), o);
+  EXPECT_EQ(a.stats.window_index, "used " + index_path(b));
+  EXPECT_EQ(report_of(a), reference);
+}
+
+// A trace directory the analysis cannot write to (mode 0555) gets its index
+// in the cache directory ($XDG_CACHE_HOME/prof, made with mode 0700), which
+// the windows then read; a stale index beside the trace is passed over.
+// Root writes through the mode, so there Options::window_index_in_cache says
+// what the mode would (elsewhere the mode alone does).
+TEST(WindowIndex, AnUnwritableTraceDirectoryGetsItsIndexInTheCache) {
+  TraceBuilder b(kRanks, 42, true, 2048);
+  build(b, 300);
+  TraceBuilder other(kRanks, 42, true, 2048);
+  build(other, 200);
+  const auto reference = report_of(analyze_checked(b.dir(), window(0.03, 0.035, false)));
+  analyze_checked(other.dir(), analysis::Options{});
+  std::filesystem::copy_file(index_path(other), index_path(b));  // stale: another trace's
+  const std::string stale = bytes_of(index_path(b));
+  TempDir cache;
+  ScopedEnv xdg("XDG_CACHE_HOME", cache.path() + "/xdg");
+  ASSERT_EQ(::chmod(b.dir().c_str(), 0555), 0);
+  auto as_unwritable = [](analysis::Options o) {
+    o.window_index_in_cache = ::geteuid() == 0;
+    return o;
+  };
+  analyze_checked(b.dir(), as_unwritable(analysis::Options{}));
+  std::vector<std::string> cached = cached_indexes(cache.path() + "/xdg");
+  ASSERT_EQ(cached.size(), 1u);
+  struct stat st;
+  ASSERT_EQ(::stat((cache.path() + "/xdg/prof").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(bytes_of(index_path(b)), stale);
+  auto a = analyze_checked(b.dir(), as_unwritable(window(0.03, 0.035, true)));
+  EXPECT_EQ(a.stats.window_index, "used " + cached[0]);
+  EXPECT_EQ(report_of(a), reference);
+  // A window that builds it puts it there too, and the next window uses it.
+  std::filesystem::remove(cached[0]);
+  a = analyze_checked(b.dir(), as_unwritable(window(0.03, 0.035, true)));
+  EXPECT_EQ(a.stats.window_index, "rebuilt (stale (the trace changed)) " + cached[0]);
+  EXPECT_EQ(report_of(a), reference);
+  a = analyze_checked(b.dir(), as_unwritable(window(0.03, 0.035, true)));
+  EXPECT_EQ(a.stats.window_index, "used " + cached[0]);
+  EXPECT_EQ(report_of(a), reference);
+  EXPECT_EQ(bytes_of(index_path(b)), stale);
+  ::chmod(b.dir().c_str(), 0755);
+}
+
+// The cache's name is the trace directory's (its absolute path and run id):
+// a copy of the trace elsewhere gets another; without XDG_CACHE_HOME (or with
+// a relative one, which the XDG rule ignores) the cache is ~/.cache/prof.
+TEST(WindowIndex, TheCacheNameIsTheTraceDirectorys) {
+  TraceBuilder b(kRanks, 42, true, 2048);
+  build(b, 20);
+  TempDir home;
+  const std::string copy = home.path() + "/copy";
+  std::filesystem::copy(b.dir(), copy);
+  ScopedEnv home_env("HOME", home.path());
+  ScopedEnv xdg("XDG_CACHE_HOME", "relative/cache");
+  const trace::TraceDir here = trace::TraceDir::open(b.dir()), there = trace::TraceDir::open(copy);
+  const auto p = analysis::detail::window_index_places(here), q = analysis::detail::window_index_places(there);
+  EXPECT_EQ(p.beside, b.dir() + "/window-index.bin");
+  EXPECT_EQ(p.cache.rfind(home.path() + "/.cache/prof/window-index-", 0), 0u) << p.cache;
+  EXPECT_NE(p.cache, q.cache);
+  EXPECT_EQ(p.cache, analysis::detail::window_index_places(trace::TraceDir::open(b.dir() + "/.")).cache);
 }
 
 }  // namespace

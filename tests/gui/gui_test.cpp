@@ -18,6 +18,7 @@
 #include <QTemporaryDir>
 #include <QTreeView>
 #include <QtTest>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -173,6 +174,7 @@ class GuiTest : public QObject {
   void wheel_zooms_about_cursor();
   void dense_rows_drawn_from_pyramid_leaves();
   void cancel_stops_loading();
+  void loading_writes_the_window_index();
   void damaged_trace_opens_with_dialog();
   void unusable_directory_opens_with_dialog();
   void screenshot_writes_png();
@@ -564,6 +566,27 @@ void GuiTest::cancel_stops_loading() {
   QCOMPARE(window.window.session(), before);
   QCOMPARE(window.window.model()->rowCount(), 1);
   QCOMPARE(window.window.timelineView()->timeline(), before->timeline.get());
+}
+
+// Opening a trace writes the window index as prof-analyze does (its whole
+// analysis), after the load has finished; setWriteWindowIndex(false), as
+// prof-gui --no-index, writes none.
+void GuiTest::loading_writes_the_window_index() {
+  for (const bool write : {false, true}) {
+    DemoTrace trace(200);
+    const std::string index = trace.builder().dir() + "/window-index.bin";
+    prof::gui::TraceLoader loader;
+    loader.setWriteWindowIndex(write);
+    std::shared_ptr<prof::gui::TraceSession> loaded;
+    connect(&loader, &prof::gui::TraceLoader::finished, this,
+            [&](std::shared_ptr<prof::gui::TraceSession> session, bool) { loaded = session; });
+    loader.load(trace.dir());
+    loader.wait_done();
+    QVERIFY(loaded && loaded->analysis && loaded->analysis->usable());
+    QVERIFY(!loader.busy());
+    loader.wait_background();
+    QCOMPARE(std::filesystem::exists(index), write);
+  }
 }
 
 void GuiTest::damaged_trace_opens_with_dialog() {

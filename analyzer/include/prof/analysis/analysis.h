@@ -249,10 +249,31 @@ struct Options {
   // Events the streaming pass aims to decode per time window, over all ranks;
   // bounds the memory of messages and collectives in flight.
   uint64_t window_events = 1u << 16;
-  // A window starts decoding near its start from the window index beside the
-  // trace (built on first use); false decodes the whole trace (the reference
-  // the index is tested against).
+  // A window starts decoding near its start from the window index
+  // (docs/trace-format.md, "The window index"; built on first use where none
+  // fits the trace); false decodes the whole trace (the reference the index
+  // is tested against).
   bool use_window_index = true;
+  // The window index file may be written: a whole analysis writes it where the
+  // trace has none that fits (building it on cores the analysis leaves free,
+  // and finishing it after on_result), and a window writes the one it builds.
+  // It goes beside the trace (TRACE/window-index.bin), or where the trace
+  // directory cannot be written, to the user's cache directory
+  // ($XDG_CACHE_HOME/prof or ~/.cache/prof). false: never written (a window
+  // then builds the index in memory where none fits).
+  bool write_window_index = true;
+  // A whole analysis: true finishes building the window index after
+  // on_result (a viewer that stays open); false writes it only if the cores
+  // beyond the analysis's workers built it meanwhile, so the call returns
+  // with the analysis (a command whose process ends with it).
+  bool window_index_after_result = true;
+  // The window index goes to the user's cache directory even where the trace
+  // directory can be written (for tests: a read-only mode does not stop root).
+  bool window_index_in_cache = false;
+  // Called once on analyze()'s thread, with what analyze() returns, as soon as
+  // it is known: before a whole analysis finishes writing the window index, so
+  // a caller can show the result without waiting for it.
+  std::function<void(const Analysis&)> on_result;
   // Called now and then from the analysis (any thread, one at a time) with the
   // fraction done (0..1) and the events decoded so far.
   std::function<void(double fraction, uint64_t events)> progress;
