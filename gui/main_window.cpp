@@ -66,9 +66,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   filter_ = new QLineEdit(left);
   filter_->setPlaceholderText(tr("Filter intervals (call site or id)"));
   filter_->setClearButtonEnabled(true);
+  // Filtering changes what the tree lists, never the selection, the panel or
+  // the timeline: the selected interval stays current while it is listed.
   connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
+    const int kept = chosen_interval_;
+    filtering_ = true;
     proxy_->setFilterFixedString(text);
     tree_->expandAll();
+    const QModelIndex shown = kept >= 0 ? proxy_->mapFromSource(model_->indexOfInterval(kept)) : QModelIndex();
+    if (shown.isValid()) tree_->setCurrentIndex(shown);
+    filtering_ = false;
   });
   tree_ = new QTreeView(left);
   tree_->setModel(proxy_);
@@ -310,7 +317,9 @@ void MainWindow::selectInterval(int interval, bool zoom_to_first) {
 }
 
 void MainWindow::onSelectionChanged() {
+  if (filtering_) return;
   const int interval = selectedInterval();
+  chosen_interval_ = interval;
   right_tabs_->setCurrentWidget(panel_);
   updatePanel();
   if (!session_ || interval < 0 || static_cast<size_t>(interval) >= session_->node_of_interval.size()) {

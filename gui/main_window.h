@@ -76,6 +76,7 @@ class MainWindow : public QMainWindow {
   TraceLoader* loader() const { return loader_; }
   QAction* visibleRangeAction() const { return visible_range_; }
   QLineEdit* findBox() const { return find_; }
+  QLineEdit* filterBox() const { return filter_; }
   // Goes to the next (previous) call of the function in the find box; false
   // when there is none (the status bar says so).
   bool findNext(bool forward);
@@ -106,6 +107,8 @@ class MainWindow : public QMainWindow {
   QSortFilterProxyModel* proxy_;
   QTreeView* tree_;
   QLineEdit* filter_;
+  bool filtering_ = false;  // the filter is changing the tree's rows
+  int chosen_interval_ = -1;  // the last interval selected (kept while the filter hides it)
   QLineEdit* find_;
   CharacteristicsPanel* panel_;
   RangeStatisticsPanel* range_statistics_;

@@ -450,6 +450,19 @@ void GuiTest::selection_highlights_and_zooms() {
   QCOMPARE(band, QColor(255, 200, 0));
   const QColor outside = image.pixelColor(static_cast<int>(view->xOf(ns(kLoopStart + 250 * test::kUs))), band_y);
   QVERIFY2(outside != QColor(255, 200, 0), qPrintable(outside.name()));
+  // Typing in the interval filter changes the tree's rows only: the panel,
+  // the selection (while it is listed) and the timeline stay as they were.
+  const QString title = loaded.window.panel()->title();
+  const int selected = loaded.window.selectedInterval();
+  const double from = view->from(), to = view->to();
+  for (const QString& text : {QString("a"), QString("ap"), QString("zzz-matches-nothing"), QString()}) {
+    loaded.window.filterBox()->setText(text);
+    QCoreApplication::processEvents();
+    QCOMPARE(loaded.window.panel()->title(), title);
+    QCOMPARE(view->from(), from);
+    QCOMPARE(view->to(), to);
+    if (text != "zzz-matches-nothing") QCOMPARE(loaded.window.selectedInterval(), selected);
+  }
 }
 
 void GuiTest::panel_shows_visible_range() {
