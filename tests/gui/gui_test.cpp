@@ -452,6 +452,7 @@ void GuiTest::selection_highlights_and_zooms() {
   QVERIFY2(outside != QColor(255, 200, 0), qPrintable(outside.name()));
   // Typing in the interval filter changes the tree's rows only: the panel,
   // the selection (while it is listed) and the timeline stay as they were.
+  view->setRange(ns(kLoopStart), ns(kLoopStart + 3 * kPeriod));  // the user scrolled away
   const QString title = loaded.window.panel()->title();
   const int selected = loaded.window.selectedInterval();
   const double from = view->from(), to = view->to();
