@@ -558,17 +558,43 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
   p.drawLine(plot.left() - 1, plot.top(), plot.left() - 1, plot.bottom());
 }
 
-void TimelineView::drawRuler(QPainter& p) {
+std::vector<TimelineView::RulerTick> TimelineView::rulerTicks() const {
   const QRect plot = plotRect();
+  const QFontMetrics metrics(font());
+  const double ns_per_px = (to_ - from_) / plot.width();
+  // Ticks far enough apart for the widest label the step's decimals give
+  // (deep zooms late in a run need many digits), and a label never drawn over
+  // the one before it or past the plot.
+  std::vector<RulerTick> ticks;
+  double spacing = 110;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const double step = nice_step(ns_per_px * spacing);
+    const int decimals = std::clamp(static_cast<int>(-std::floor(std::log10(step / 1e9))), 0, 9);
+    const int widest = metrics.horizontalAdvance(QString::number(to_ / 1e9, 'f', decimals) + " s") + 12;
+    if (widest > spacing) {
+      spacing = widest;
+      continue;
+    }
+    int last_right = plot.left() - 1;
+    for (double t = std::ceil(from_ / step) * step; t < to_; t += step) {
+      const int x = static_cast<int>(std::lround(xOf(t)));
+      const QString text = QString::number(t / 1e9, 'f', decimals) + " s";
+      const QRect rect(x + 3, 0, metrics.horizontalAdvance(text), kRulerHeight - 4);
+      const bool labelled = rect.left() > last_right && rect.right() < width();
+      if (labelled) last_right = rect.right() + 6;
+      ticks.push_back({x, labelled ? text : QString(), labelled ? rect : QRect()});
+    }
+    break;
+  }
+  return ticks;
+}
+
+void TimelineView::drawRuler(QPainter& p) {
   p.fillRect(QRect(0, 0, width(), kRulerHeight), QColor(236, 236, 240));
   p.setPen(QColor(60, 60, 60));
-  const double ns_per_px = (to_ - from_) / plot.width();
-  const double step = nice_step(ns_per_px * 110);
-  const int decimals = std::clamp(static_cast<int>(-std::floor(std::log10(step / 1e9))), 0, 9);
-  for (double t = std::ceil(from_ / step) * step; t < to_; t += step) {
-    const int x = static_cast<int>(std::lround(xOf(t)));
-    p.drawLine(x, kRulerHeight - 6, x, kRulerHeight);
-    p.drawText(x + 3, kRulerHeight - 8, QString::number(t / 1e9, 'f', decimals) + " s");
+  for (const RulerTick& tick : rulerTicks()) {
+    p.drawLine(tick.x, kRulerHeight - 6, tick.x, kRulerHeight);
+    if (!tick.label.isEmpty()) p.drawText(tick.label_rect, Qt::AlignLeft | Qt::AlignBottom, tick.label);
   }
   p.drawText(QRect(4, 0, kLabelWidth - 6, kRulerHeight), Qt::AlignVCenter,
              duration_text(to_ - from_));

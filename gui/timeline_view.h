@@ -51,6 +51,14 @@ QColor waiting_color();
 class TimelineView : public QWidget {
   Q_OBJECT
  public:
+  // The ruler's ticks as drawn: position, and the label with its box (empty
+  // where it would overlap the one before it).
+  struct RulerTick {
+    int x;
+    QString label;
+    QRect label_rect;
+  };
+  std::vector<RulerTick> rulerTicks() const;
   explicit TimelineView(QWidget* parent = nullptr);
 
   void setTimeline(std::shared_ptr<analysis::Timeline> timeline);

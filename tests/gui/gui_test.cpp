@@ -517,6 +517,24 @@ void GuiTest::wheel_zooms_about_cursor() {
   QTest::keyClick(view, Qt::Key_Home);
   QCOMPARE(view->from(), 0.0);
   QCOMPARE(view->to(), width);
+  // Ruler labels never overlap, at any zoom: the whole run, and a microsecond
+  // 45 s and 4 years in (labels of up to 21 characters), at 1600 and 500 px.
+  for (int w : {1600, 500})
+    for (const auto& [from, to] : {std::pair<double, double>{0.0, width}, {45.008882e9, 45.008882e9 + 1000},
+                                   {123456789.012e9, 123456789.012e9 + 1000}}) {
+      view->resize(w, view->height());
+      view->setRange(from, to);
+      const auto ticks = view->rulerTicks();
+      int labels = 0, last_right = -1;
+      for (const auto& tick : ticks) {
+        if (tick.label.isEmpty()) continue;
+        ++labels;
+        QVERIFY2(tick.label_rect.left() > last_right, qPrintable(tick.label));
+        QVERIFY(tick.label_rect.right() < view->width());
+        last_right = tick.label_rect.right();
+      }
+      QVERIFY2(labels >= 2, qPrintable(QString::number(labels)));
+    }
 }
 
 void GuiTest::dense_rows_drawn_from_pyramid_leaves() {
