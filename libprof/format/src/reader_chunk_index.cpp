@@ -230,7 +230,16 @@ void RankTrace::Impl::index() {
 // what the chunk and the file hold is read; a second Live chunk is ignored.
 void RankTrace::Impl::live_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail) {
   const uint64_t payload = off + sizeof(ChunkHeader);
-  const uint64_t room = std::min<uint64_t>(h.capacity, avail);
+  if (h.capacity > avail) {
+    // The file ends inside it (a copy cut short, a full disk): what remains
+    // of it cannot be told from what was never written, so none is used.
+    ++stats.truncated_chunks;
+    warn("truncated", at_offset(path, off, "live chunk cut: the file ends " + std::to_string(avail) +
+                                               " bytes into its " + std::to_string(h.capacity) +
+                                               "; its heartbeat and calls in flight are not used"));
+    return;
+  }
+  const uint64_t room = h.capacity;
   if (room < sizeof(format::LiveHeader)) {
     warn("live", at_offset(path, off, "live chunk too short for its header"));
     return;

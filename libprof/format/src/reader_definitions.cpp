@@ -356,6 +356,18 @@ std::unique_ptr<RankTrace> RankTrace::open(const std::string& path, std::string*
   }
   impl->index();
   impl->finish_definitions();
+  // The heartbeat and the calls in flight are raw ticks: a TSC's without the
+  // rank's time base (its start definitions, lost when the file was cut
+  // before them) would read as hours since boot, so they are not used. (The
+  // other timers count nanoseconds already.)
+  if ((impl->heartbeat != 0 || !impl->live_slots.empty()) &&
+      impl->header.timer == static_cast<uint32_t>(format::TimerKind::Tsc) && !impl->meta.count("ns_per_tick")) {
+    ++impl->stats.bad_definitions;
+    impl->warn("live", at_offset(path, 0, "no time base (ns_per_tick) in the file: its heartbeat and calls "
+                                          "in flight are not used"));
+    impl->heartbeat = 0;
+    impl->live_slots.clear();
+  }
   impl->finish_warnings();
   return std::unique_ptr<RankTrace>(new RankTrace(std::move(impl)));
 }
