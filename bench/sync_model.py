@@ -20,8 +20,8 @@ checks are served one at a time, so they are counted whole; a node's
 leaders' rounds run in parallel across pairs. Costs measured on one host
 stand for the network's own; what grows with the job is the number of steps.
 The error bound grows the same way: half a round trip per measured hop on the
-way to rank 0 (linear 1 hop, ring R - 1, hierarchical ceil(log2 N); a rank
-that reads its leader's clock adds none).
+way to rank 0 (linear 1 hop, ring R - 1, hierarchical ceil(log2 N)), and for a
+rank that takes its leader's offset, the shared-clock check's best round trip.
 """
 import math
 import re
@@ -58,7 +58,7 @@ def main():
         hierarchical = math.ceil(math.log2(nodes)) * (t_link + t_hop) + 63 * t_shared if nodes > 1 else 63 * t_shared
         half = rtt_ns / 2 / 1e3  # us
         print(f"{ranks:>7} {nodes:>6} {linear:>11.1f} {ring:>9.1f} {hierarchical:>16.1f}"
-              f" {half:>14.2f} {(ranks - 1) * half:>12.1f} {math.ceil(math.log2(nodes)) * half:>13.2f}")
+              f" {half:>14.2f} {(ranks - 1) * half:>12.1f} {math.ceil(math.log2(nodes)) * half + 2 * half:>13.2f}")
 
 
 if __name__ == "__main__":
