@@ -218,7 +218,6 @@ void Engine::on_phase_end() {
   }
   sweep_ = changed;
   merge_nodes();
-  fold(false);
   if (opt_.cancelled && !failed_.load() && opt_.cancelled()) {
     failed_ = true;
     failure_ = kCancelled;
@@ -361,17 +360,8 @@ void Engine::setup() {
       if (r->has_ev) first_next = std::min(first_next, r->ev_enter);
     if (first_next < kInf) win_end_ = first_next + delta_;
   }
-  global_nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, 0, 0, kInf, false});
+  global_nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, kInf});
   merge_nodes();
-  if (from_index_) {
-    // Executions before the start are outside the window (Exec_k 0): the
-    // fold starts at the fewest any member had closed.
-    for (GNode& gn : global_nodes_) {
-      uint64_t least = UINT64_MAX;
-      for (auto [ri, li] : gn.members) least = std::min(least, ranks_[ri]->acc[li].t_base);
-      gn.folded = least == UINT64_MAX ? 0 : least;
-    }
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -461,7 +451,7 @@ void Engine::restore_window_state() {
     for (size_t i = 0; i < ri.nodes.size(); ++i) {
       r.acc[i].first_enter = ri.nodes[i].first_enter;
       r.acc[i].executed_in_run = ri.nodes[i].executed;
-      if (i < cp.executions.size()) r.acc[i].t_base = cp.executions[i];
+      if (i < cp.executions.size()) r.acc[i].closed = cp.executions[i];
     }
     if (r.intervals.in_root()) r.instants.set_context(-kInf, r.context());
   }

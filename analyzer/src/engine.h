@@ -29,11 +29,10 @@
 //   does not depend on timing.
 //   Matched figures are added to the interval node that was innermost on the
 //   rank at the call; at the end, nodes are rolled up into their parents (an
-//   MPI call belongs to every open interval). Per execution only T_r is kept,
-//   because Idle needs the k-th execution's maximum over ranks, and at each
-//   phase end executions done on every rank are folded away (Engine::fold).
-//   So memory grows with messages, collectives and executions in flight and
-//   with the tree, not with events. The window adapts so that a phase decodes
+//   MPI call belongs to every open interval). A rank's executions of a node are
+//   summed as they close (T_r); Execution Time is the largest sum, taken at
+//   the end. So memory grows with messages, collectives and executions in
+//   flight and with the tree, not with events. The window adapts so that a phase decodes
 //   about Options::window_events events, and a rank stops early in a phase
 //   past 4x that, so a burst cannot make a window hold the whole trace.
 //
@@ -122,18 +121,13 @@ struct NodeAcc {
   double time_variation = 0;
   uint64_t calls = 0;
   uint64_t inside = 0;  // executions that overlap the window (all of them without one)
-  // T_r of executions t_base.. not yet folded (see Engine::fold).
-  std::vector<double> T;
-  uint64_t t_base = 0;
-  double t_sum = 0;     // sum of T_r over every execution
-  uint64_t snap_n = 0;  // prefix of Exec_k over the first snap_n executions:
-  double snap_p = 0;    // recorded when the fold passes this rank's count
+  uint64_t closed = 0;  // executions closed (a window index's start counts those before it)
+  double t_sum = 0;     // T_r: the sum of the rank's executions (their parts inside the window)
   std::vector<FuncStat> funcs;  // by rank-local function slot
   double first_enter = kInf;
   bool executed_in_run = false;  // a window index says the run executes it
-  bool touched = false;  // closed an execution since the last fold
 
-  uint64_t executions() const { return t_base + T.size(); }
+  uint64_t executions() const { return closed; }
 };
 
 struct NodeKey {
@@ -294,10 +288,7 @@ struct GNode {
   uint32_t parent, id, site;
   std::vector<std::pair<uint32_t, uint32_t>> members;  // (rank index, local node)
   std::vector<uint32_t> children;
-  uint64_t folded = 0;  // executions whose Exec_k is summed into `exec`
-  double exec = 0;      // sum of Exec_k for k < folded
   double first = kInf;
-  bool dirty = false;   // a member closed an execution since the last fold
 };
 
 // Executions open on several threads at once: their nodes (none an ancestor
@@ -354,7 +345,6 @@ struct alignas(64) Rank {
   FlatMap<ChannelKey, uint32_t, ChannelHash> channels;
   std::vector<Channel> channel_store;
   std::vector<uint32_t> gmap;  // local node -> global node (merged so far)
-  std::vector<uint32_t> touched;  // local nodes that closed an execution this phase
 
   uint64_t events = 0, calls = 0, matched = 0, unmatched_sends = 0, unmatched_recvs = 0;
   uint64_t local_instances = 0, phase_events = 0;
@@ -576,7 +566,6 @@ class Engine {
   void sweep(unsigned w, int parity, bool direct);
   bool boxes_empty() const;
   void merge_nodes();
-  void fold(bool final);
   void finish(Analysis& a);
   void collect_warnings_and_stats(Analysis& a);
   void read_warnings(Analysis& a, std::map<std::string, Warning>& warns);
@@ -617,7 +606,6 @@ class Engine {
   };
   std::unique_ptr<StepDone[]> step_done_;
   std::vector<GNode> global_nodes_;
-  uint32_t alive_at_fold_ = UINT32_MAX;
   FlatMap<NodeKey, uint32_t, NodeKeyHash> gindex_;
 
   // Phase state: written only by on_phase_end (all workers waiting).

@@ -32,8 +32,7 @@ namespace prof::analysis::detail {
 
 [[gnu::always_inline]] inline void Engine::close_exec(Rank& r, uint32_t node, double start, double t) {
   NodeAcc& a = r.acc[node];
-  // An execution outside the window still takes its place in the k-th
-  // matching across ranks, with nothing in it.
+  // An execution outside the window counts as closed, with nothing in it.
   const bool inside = !windowed_ || (t >= lo_ && start <= hi_);
   if (windowed_) {
     start = std::max(start, lo_);
@@ -41,11 +40,7 @@ namespace prof::analysis::detail {
   }
   const double T = inside ? std::max(0.0, t - start) : 0.0;
   if (inside) ++a.inside;
-  if (!a.touched) {
-    a.touched = true;
-    r.touched.push_back(node);
-  }
-  a.T.push_back(T);
+  ++a.closed;
   a.t_sum += T;
 }
 

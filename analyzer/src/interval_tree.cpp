@@ -1,5 +1,5 @@
-// Interval executions, the tree across ranks, its fold (Idle needs the k-th
-// execution's maximum over ranks) and each node's figures (docs/metrics.md).
+// Interval executions, the tree across ranks and each node's figures
+// (docs/metrics.md).
 #include <filesystem>
 
 #include "interval_steps.h"
@@ -48,81 +48,13 @@ void Engine::merge_nodes() {
           gi = *f;
         } else {
           gi = static_cast<uint32_t>(global_nodes_.size());
-          global_nodes_.push_back(GNode{k.parent, k.id, k.site, {}, {}, 0, 0, kInf, false});
+          global_nodes_.push_back(GNode{k.parent, k.id, k.site, {}, {}, kInf});
           global_nodes_[k.parent].children.push_back(gi);
           gindex_[k] = gi;
         }
       }
       r.gmap.push_back(gi);
       global_nodes_[gi].members.emplace_back(static_cast<uint32_t>(r.index), static_cast<uint32_t>(li));
-    }
-  }
-}
-
-// Idle needs Exec_k = max over ranks of the k-th execution's T. Execution k of
-// a node is folded (Exec_k added to the node's sum, the T values dropped) once
-// every rank has either executed it or ended; a rank that has not executed the
-// node at all and has not ended holds the fold back (it may still come). Each
-// rank keeps the sum of Exec_k over its own executions (snap), taken when the
-// fold passes its count: the count is final then, because while a rank runs
-// the fold never passes it. So memory holds only executions not yet matched.
-void Engine::fold(bool final) {
-  // Only nodes with new executions, unless a rank ended (that may free any).
-  uint32_t alive = 0;
-  for (const auto& r : ranks_)
-    if (!final && r->exhausted_phase < 0) ++alive;
-  const bool all = final || alive != alive_at_fold_;
-  alive_at_fold_ = alive;
-  for (auto& rp : ranks_) {
-    for (uint32_t li : rp->touched) {
-      global_nodes_[rp->gmap[li]].dirty = true;
-      rp->acc[li].touched = false;
-    }
-    rp->touched.clear();
-  }
-  for (GNode& gn : global_nodes_) {
-    if (!all && !gn.dirty) continue;
-    gn.dirty = false;
-    // The fold may pass execution k once every rank still running has done it;
-    // a running rank that never executed the node holds it back.
-    uint64_t limit = UINT64_MAX, nmax = 0;
-    uint32_t alive_members = 0;
-    for (auto [ri, li] : gn.members) {
-      const uint64_t n = ranks_[ri]->acc[li].executions();
-      nmax = std::max(nmax, n);
-      if (!final && ranks_[ri]->exhausted_phase < 0) {
-        ++alive_members;
-        limit = std::min(limit, n);
-      }
-    }
-    if (alive_members < alive) limit = gn.folded;
-    limit = std::min(limit, nmax);
-    if (limit <= gn.folded) continue;
-    for (uint64_t k = gn.folded; k < limit; ++k) {
-      double e = 0;
-      for (auto [ri, li] : gn.members) {
-        const NodeAcc& a = ranks_[ri]->acc[li];
-        // (Executions before a window index's start are outside the window: 0.)
-        if (a.executions() > k && k >= a.t_base) e = std::max(e, a.T[k - a.t_base]);
-      }
-      gn.exec += e;
-      for (auto [ri, li] : gn.members) {
-        NodeAcc& a = ranks_[ri]->acc[li];
-        if (a.executions() == k + 1) {
-          a.snap_n = k + 1;
-          a.snap_p = gn.exec;
-        }
-      }
-    }
-    gn.folded = limit;
-    for (auto [ri, li] : gn.members) {
-      NodeAcc& a = ranks_[ri]->acc[li];
-      const uint64_t upto = std::min(limit, a.executions());
-      const uint64_t drop = upto > a.t_base ? upto - a.t_base : 0;
-      if (drop > 0 && (drop * 2 >= a.T.size() || drop >= 4096)) {
-        a.T.erase(a.T.begin(), a.T.begin() + static_cast<std::ptrdiff_t>(drop));
-        a.t_base += drop;
-      }
     }
   }
 }
@@ -165,7 +97,6 @@ void Engine::roll_up() {
 // and order children by their first entry.
 void Engine::order_tree() {
   merge_nodes();
-  fold(true);
   std::vector<GNode>& g = global_nodes_;
   for (GNode& gn : g)
     for (auto [ri, li] : gn.members)
@@ -221,6 +152,13 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
   for (auto [ri, li] : gn.members) nmax = std::max(nmax, ranks_[ri]->acc[li].inside);
   node.exe_count = nmax;
 
+  // Execution Time: the longest rank, each rank's executions summed first
+  // (so a nested interval never exceeds its parent, whatever the ranks'
+  // shifts between executions).
+  double exec = 0;
+  for (auto [ri, li] : gn.members)
+    if (ranks_[ri]->acc[li].inside > 0) exec = std::max(exec, ranks_[ri]->acc[li].t_sum);
+
   std::vector<std::pair<size_t, RankFigures>> per;
   std::map<uint32_t, FunctionFigures> funcs;
   for (auto [ri, li] : gn.members) {
@@ -232,8 +170,7 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
     f.executions = acc.inside;
     const double t = acc.t_sum;
     f.time = t;
-    // Idle_r = sum over r's executions of (Exec_k - T_rk).
-    f.idle = acc.snap_n == acc.executions() ? std::max(0.0, acc.snap_p - t) : 0.0;
+    f.idle = exec - t;  // Idle_r = Exec - T_r
     f.mpi = acc.in.mpi();
     f.cpu = t - f.mpi;
     f.lost = f.mpi + f.idle;
@@ -259,7 +196,7 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
             [](const auto& x, const auto& y) { return x.second.rank < y.second.rank; });
   MainFigures& m = node.main;
   m.processors = static_cast<int>(per.size());
-  m.execution_time = gn.exec;
+  m.execution_time = exec;
   m.total_time = m.execution_time * m.processors;
   for (auto& [ri, f] : per) {
     m.lost_time += f.lost;

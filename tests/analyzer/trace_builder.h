@@ -225,7 +225,8 @@ class TraceBuilder {
 };
 
 // The invariants of docs/metrics.md, per rank and interval: Comm <= MPI <= T,
-// PotentSync <= T, TStart <= MPI, and nothing negative (1 ns of slack for
+// PotentSync <= T, TStart <= MPI, a nested interval's T and MPI within its
+// parent's and its Execution Time too, and nothing negative (1 ns of slack for
 // rounding in sums of doubles). Every analyzer test checks them on every trace
 // it analyzes.
 inline void expect_invariants(const analysis::Analysis& a) {
@@ -244,6 +245,17 @@ inline void expect_invariants(const analysis::Analysis& a) {
         EXPECT_GE(v, -kSlack) << where;
     }
     EXPECT_LE(n.main.lost_time, n.main.total_time + kSlack) << "interval #" << i;
+    if (n.parent >= 0) {
+      // A nested interval never exceeds its parent, in Execution Time and per rank.
+      const auto& parent = a.intervals[static_cast<size_t>(n.parent)];
+      EXPECT_LE(n.main.execution_time, parent.main.execution_time + kSlack) << "interval #" << i;
+      for (const auto& f : n.per_rank)
+        for (const auto& pf : parent.per_rank)
+          if (pf.rank == f.rank) {
+            EXPECT_LE(f.time, pf.time + kSlack) << "interval #" << i << " rank " << f.rank;
+            EXPECT_LE(f.mpi, pf.mpi + kSlack) << "interval #" << i << " rank " << f.rank;
+          }
+    }
     EXPECT_GE(n.main.efficiency, -kSlack) << "interval #" << i;
     EXPECT_LE(n.main.efficiency, 1 + kSlack) << "interval #" << i;
   }

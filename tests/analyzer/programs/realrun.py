@@ -126,13 +126,27 @@ def rank_of(node, rank):
 
 def check_invariants(check):
     """docs/metrics.md: per rank and interval, Comm <= MPI <= T, PotentSync <= T,
-    TStart <= MPI; efficiency within [0, 1]."""
+    TStart <= MPI; efficiency within [0, 1]; a nested interval's Execution Time,
+    and its T and MPI per rank, within its parent's."""
     bad = []
-    for index, node in enumerate(check.report["intervals"]):
+    intervals = check.report["intervals"]
+    for index, node in enumerate(intervals):
         where = f"interval #{index} (id {node['id']}, level {node['level']})"
         eff = node["main"]["efficiency"]
         if not (-ROUNDING <= eff <= 1 + ROUNDING):
             bad.append(f"{where}: efficiency {eff}")
+        if node.get("parent") is not None:
+            parent = intervals[node["parent"]]
+            if node["main"]["execution_time"] > parent["main"]["execution_time"] + ROUNDING:
+                bad.append(f"{where}: execution_time {node['main']['execution_time']:.6f} > "
+                           f"its parent's {parent['main']['execution_time']:.6f}")
+            parent_ranks = {p["rank"]: p for p in parent["per_rank"]}
+            for p in node["per_rank"]:
+                q = parent_ranks.get(p["rank"])
+                for key in ("time", "mpi_time"):
+                    if q is not None and p[key] > q[key] + ROUNDING:
+                        bad.append(f"{where} rank {p['rank']}: {key} {p[key]:.6f} > "
+                                   f"its parent's {q[key]:.6f}")
         for p in node["per_rank"]:
             r, t = p["rank"], p["time"]
             for lesser, greater in [("comm_time", "mpi_time"), ("mpi_time", "time"),
