@@ -302,6 +302,9 @@ void Engine::setup() {
         t_last_est_ = std::max(t_last_est_, traces[i]->to_global_ns(k.local_ticks));
       }
     all_final = all_final && final_sync;
+    if (auto it = traces[i]->meta().find("records_lost");
+        it != traces[i]->meta().end() && std::strtoull(it->second.c_str(), nullptr, 10) > 0)
+      records_lost_ = true;
     bytes += traces[i]->event_bytes();
     ranks_.push_back(std::move(r));
   }

@@ -95,7 +95,10 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   ++own.instances;
   if (in.got < in.expected) {
     ++own.incomplete;
-    own.warn.add(WarningKind::IncompleteCollectives, [&] {
+    // With records lost, a missing member is likely among them, not a rank
+    // that ended early.
+    own.warn.add(records_lost_ ? WarningKind::IncompleteCollectivesRecordsLost
+                               : WarningKind::IncompleteCollectives, [&] {
       return "communicator " + std::to_string(gid) + ", collective #" + std::to_string(seq + 1) +
              ": " + std::to_string(in.got) + " of " + std::to_string(in.expected) + " members";
     });

@@ -618,6 +618,7 @@ class Engine {
   double frontier_ = -kInf;
   // The window in global ns (Options::window_*; the whole run without one).
   bool windowed_ = false;
+  bool records_lost_ = false;  // some rank lost records when recording
   double lo_ = -kInf, hi_ = kInf;
   // A window served by the window index: decoding starts at index_start_ and
   // stops once nothing after hi_ can change what lies inside the window.

@@ -25,6 +25,7 @@ namespace prof::analysis::detail {
   X(SendsNeverReceived, "sends never received")                                                    \
   X(ReceivesWithoutSend, "receives without a matching send")                                       \
   X(IncompleteCollectives, "collectives some members never called (rank cut short or missing)")   \
+  X(IncompleteCollectivesRecordsLost, "collectives some members never called (in a trace that lost records)") \
   X(CollectiveCallsBeyondMembers, "collective calls beyond their instance's members")              \
   X(RankFilesSkipped, "rank files skipped or missing")                                             \
   X(TraceFileProblems, "trace file problems (data skipped or salvaged)")                           \

@@ -89,6 +89,27 @@ TEST(DamagedInput, MissingRankIsReportedAndTheRestAnalyzed) {
   EXPECT_NE(cli.out.find("Processors 3"), std::string::npos) << cli.out;
 }
 
+TEST(DamagedInput, CollectivesMissingInATraceThatLostRecordsBlameTheLoss) {
+  // Rank 1 lost records (a full disk): its second Barrier is not in the
+  // trace. The incomplete instance is put down to the loss, not to a rank
+  // cut short: both ranks ended normally.
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 1 * kMs);
+    b.collective(r, Barrier, 2 * kMs, 3 * kMs);
+    if (r == 0) b.collective(r, Barrier, 4 * kMs, 5 * kMs);
+    b.finalize(r, 10 * kMs, 11 * kMs);
+  }
+  b.w(1).meta("records_lost", "1");
+  b.close();
+  const auto a = analyze_checked(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_EQ(a.stats.incomplete_collectives, 1u);
+  const std::string text = warnings_text(a);
+  EXPECT_NE(text.find("in a trace that lost records"), std::string::npos) << text;
+  EXPECT_EQ(text.find("cut short"), std::string::npos) << text;
+}
+
 TEST(DamagedInput, ForeignRankFileIsSkipped) {
   TraceBuilder b(4);
   build_ring(b);
