@@ -66,6 +66,7 @@ void write_json_report(const Analysis& a, std::ostream& out) {
   j["damaged"] = a.damaged;
   j["cut_short"] = a.cut_short;
   j["stats"] = Json{{"events", a.stats.events},
+                    {"events_not_analyzed", a.stats.events_not_analyzed},
                     {"mpi_calls", a.stats.mpi_calls},
                     {"messages_matched", a.stats.messages_matched},
                     {"unmatched_sends", a.stats.unmatched_sends},

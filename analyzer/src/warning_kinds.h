@@ -32,6 +32,7 @@ namespace prof::analysis::detail {
   X(TracesCutShort, "traces cut short (analyzed as far as they go)")                               \
   X(RecordsLost, "records lost when recording (disk full or a failed write; not in the trace)")    \
   X(DefinitionsLost, "definitions lost when recording (disk full or a failed write; not in the trace)") \
+  X(EventsNotAnalyzed, "ranks analyzed only up to lost data or a time outside the run (the rest not analyzed)") \
   X(TimestampsBackwards, "timestamps going backwards")                                             \
   X(BinariesRebuilt, "binaries rebuilt since the run (build id differs): their call sites are left unresolved")
 

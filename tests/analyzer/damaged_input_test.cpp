@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cstddef>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -145,6 +146,89 @@ TEST(DamagedInput, BitFlipInEventsIsDetectedWithFileAndOffset) {
   EXPECT_EQ(cli.status, 3);
   EXPECT_NE(cli.out.find("CRC"), std::string::npos) << cli.out;
   EXPECT_NE(cli.out.find("Interval (LineNumber"), std::string::npos);  // salvaged report
+}
+
+// 300 Allreduces, rank 1 entering 10 us after rank 0 each time, in small
+// chunks; with init and final clock synchronizations, so the trace knows the
+// run's span (2 ms to 303 ms).
+constexpr int kAllreduces = 300;
+void build_allreduces(TraceBuilder& b) {
+  for (int r = 0; r < 2; ++r) {
+    b.w(r).clock_sync(trace::ClockSyncDef{"init", 1 * kMs, 0, 1000});
+    b.init(r, 0, 1 * kMs);
+    for (int k = 0; k < kAllreduces; ++k) {
+      const uint64_t t = (2 + k) * kMs;
+      b.collective(r, Allreduce, t + (r == 1 ? 10 * kUs : 0), t + 20 * kUs);
+    }
+    b.w(r).clock_sync(trace::ClockSyncDef{"final", 303 * kMs, 0, 1000});
+    b.finalize(r, 303 * kMs, 304 * kMs);
+  }
+  b.close();
+}
+std::vector<trace::ChunkInfo> chunks_of(const std::string& dir, int rank) {
+  const trace::TraceDir d = trace::TraceDir::open(dir);
+  return d.ranks.at(static_cast<size_t>(rank))->chunks(0);
+}
+
+// Rank 0 waits 10 us in each instance it shares with rank 1, and nothing in
+// one rank 1 never joined: a wrong numbering of rank 1's calls would make it
+// wait milliseconds.
+void expect_allreduces_numbered_right(const analysis::Analysis& a) {
+  const auto* r0 = rank_of(a.intervals[0], 0);
+  ASSERT_TRUE(r0);
+  const uint64_t shared = a.stats.collective_instances - a.stats.incomplete_collectives;
+  EXPECT_LT(shared, static_cast<uint64_t>(kAllreduces));
+  EXPECT_GT(shared, 0u);
+  EXPECT_NEAR(r0->potential_sync, static_cast<double>(shared) * 10e-6, 1e-9 * kAllreduces);
+  for (const auto& f : a.intervals[0].per_rank) EXPECT_LT(f.time_variation, 1e-6) << f.rank;
+}
+
+TEST(DamagedInput, ChunkLostMidRankEndsTheRankThereInsteadOfMisnumberingItsCalls) {
+  TraceBuilder b(2, 42, true, 1024);
+  build_allreduces(b);
+  const auto chunks = chunks_of(b.dir(), 1);
+  ASSERT_GT(chunks.size(), 6u);
+  const trace::ChunkInfo& middle = chunks[chunks.size() / 2];
+  flip_byte(b.path(1), middle.file_offset + 32 + middle.payload_bytes / 2);  // its CRC fails
+  const auto a = analyze_checked(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_TRUE(a.damaged);
+  EXPECT_GT(a.stats.events_not_analyzed, 0u);
+  EXPECT_TRUE(has_warning(a, "lost data")) << warnings_text(a);
+  EXPECT_TRUE(any_example_contains(a, "after lost data")) << warnings_text(a);
+  expect_allreduces_numbered_right(a);
+  // Rank 1 ends at its last event before the loss: no time after it counts.
+  EXPECT_LT(rank_of(a.intervals[0], 1)->time, rank_of(a.intervals[0], 0)->time * 0.75);
+  const auto cli = run_cli(b.dir());
+  EXPECT_EQ(cli.status, 3) << cli.out;
+  EXPECT_NE(cli.out.find("not analyzed"), std::string::npos) << cli.out;
+}
+
+TEST(DamagedInput, ChunkTimeOutsideTheRunEndsTheRankThere) {
+  // A chunk's base time is outside its CRC: corrupted by 1000 s, its events
+  // would be figures of 1000 s in a 0.3 s run.
+  TraceBuilder b(2, 42, true, 1024);
+  build_allreduces(b);
+  const auto chunks = chunks_of(b.dir(), 1);
+  ASSERT_GT(chunks.size(), 6u);
+  const uint64_t at = chunks[chunks.size() / 2].file_offset + offsetof(format::ChunkHeader, base_time);
+  {
+    std::fstream f(b.path(1), std::ios::in | std::ios::out | std::ios::binary);
+    uint64_t base = 0;
+    f.seekg(static_cast<std::streamoff>(at));
+    f.read(reinterpret_cast<char*>(&base), sizeof base);
+    base += 1000000 * kMs;
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(reinterpret_cast<const char*>(&base), sizeof base);
+  }
+  const auto a = analyze_checked(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_TRUE(a.damaged);
+  EXPECT_GT(a.stats.events_not_analyzed, 0u);
+  EXPECT_TRUE(any_example_contains(a, "outside the run's span")) << warnings_text(a);
+  expect_allreduces_numbered_right(a);
+  for (const auto& f : a.intervals[0].per_rank) EXPECT_LT(f.time, 0.31) << f.rank;
+  EXPECT_LT(a.intervals[0].main.execution_time, 0.31);
 }
 
 TEST(DamagedInput, ZeroLengthFiles) {

@@ -130,6 +130,7 @@ void RankTrace::Impl::index() {
         continue;
       }
       ++stats.bad_chunk_headers;
+      skipped_at.push_back(off);
       const uint64_t next = resync(off + 8);
       std::string what = h.magic != format::kChunkMagic ? "bad chunk header (garbage)"
                                                         : "implausible chunk header";
@@ -163,6 +164,7 @@ void RankTrace::Impl::index() {
         warn("truncated", at_offset(path, off, "chunk claims " + std::to_string(h.capacity) +
                                                  " payload bytes but only " +
                                                  std::to_string(avail) + " remain"));
+        skipped_at.push_back(off);
         resume = resync(payload);
       }
     }
@@ -170,6 +172,7 @@ void RankTrace::Impl::index() {
   }
 
   if (header.version >= format::kFirstHomeVersion) order_home_chunks();
+  mark_losses();
   streams.reserve(building.size());
   for (auto& [id, s] : building) streams.push_back(std::move(s));
   building.clear();
@@ -303,6 +306,22 @@ void RankTrace::Impl::order_home_chunks() {
                           [](const ChunkRef& c) { return !c.home; });
 }
 
+// A stretch skipped at offset X may have held any stream's chunks: in each
+// stream, the first chunk after X in the file (else its home chunk, the
+// newest, wherever it lies) may follow lost data.
+void RankTrace::Impl::mark_losses() {
+  for (const uint64_t at : skipped_at)
+    for (auto& [id, s] : building) {
+      bool marked = false;
+      for (ChunkRef& c : s.chunks)
+        if (!c.home && c.header_off > at) {
+          c.lost_before = marked = true;
+          break;
+        }
+      if (!marked && !s.chunks.empty() && s.chunks.back().home) s.chunks.back().lost_before = true;
+    }
+}
+
 void RankTrace::Impl::events_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail,
                                    uint64_t* resume) {
   const uint64_t payload = off + sizeof(ChunkHeader);
@@ -349,10 +368,13 @@ void RankTrace::Impl::events_chunk(const ChunkHeader& h, uint64_t off, uint64_t 
               std::to_string(avail) + " remain (file truncated); ";
     what += std::to_string(records) + " records salvaged";
     warn(truncated ? "truncated" : "unsealed", at_offset(path, off, what));
-    if (truncated) *resume = resync(payload + ref.len);
+    if (truncated) {
+      ref.cut = true;
+      *resume = resync(payload + ref.len);
+    }
   }
   event_bytes += ref.len;
-  if (ref.len == 0) return;
+  if (ref.len == 0 && !ref.cut) return;  // (a cut one stays: what followed it is lost)
   auto& s = building[h.stream];
   s.id = h.stream;
   s.chunks.push_back(ref);
@@ -366,6 +388,7 @@ void RankTrace::Impl::definitions_chunk(const ChunkHeader& h, uint64_t off, uint
   const bool truncated = h.capacity > avail && !reader::only_padding_missing(h, avail);
   if (truncated) {
     ++stats.truncated_chunks;
+    skipped_at.push_back(off);
     *resume = resync(payload + std::min<uint64_t>(avail, sealed ? h.used : avail));
   }
   if (sealed && h.used <= avail) {

@@ -183,6 +183,9 @@ struct RankTrace::Cursor::Impl {
   Prepared prepared{};
 
   uint64_t events = 0, bad_records = 0, backwards = 0;
+  // Places where this stream's data was lost before the chunk being read (a
+  // chunk skipped for its CRC, a cut one left, a skipped stretch of the file).
+  uint64_t gaps = 0;
   int bad_warnings = 0;
   std::vector<std::string> warnings;
 
@@ -218,12 +221,18 @@ struct RankTrace::Cursor::Impl {
   // Enters the next chunk whose CRC holds (a sealed chunk is checked before
   // any of its records is decoded; a bad one is skipped).
   bool next_chunk() {
+    if (current && current->cut) ++gaps;
     leave_chunk();
     while (chunk != chunks_end) {
       const ChunkRef* c = chunk++;
+      // (The first chunk's loss before it is before this cursor's start when
+      // it starts inside the stream, and counts from the stream's start.)
+      if (c->lost_before && (chunks_entered > 0 || c == trace->streams[stream_index].chunks.data()))
+        ++gaps;
       data = trace->chunk_payload(*c, buffer, chunks_entered < reader::kMappedChunks, &copied);
       ++chunks_entered;
       if (!trace->verify(*c, data)) {
+        ++gaps;
         if (!copied) trace->release(*c);
         continue;
       }

@@ -130,6 +130,11 @@ struct ChunkRef {
   uint32_t check = kNoCheck;     // sealed: index of its lazy CRC state
   uint32_t stream = 0;
   bool home = false;             // format 5: its stream's home chunk, the newest
+  // Data of its stream was lost right after its `len` bytes (the file ends in
+  // it), or may have been lost right before it (a stretch of the file was
+  // skipped): a reader that numbers calls across chunks cannot go past it.
+  bool cut = false;
+  bool lost_before = false;
   static constexpr uint32_t kNoCheck = UINT32_MAX;
 };
 
@@ -258,6 +263,10 @@ struct RankTrace::Impl {
   void definitions_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail, uint64_t* resume);
   void live_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail);
   void order_home_chunks();
+  // Marks, in each stream, the chunk after a stretch of the file that was
+  // skipped (a bad header, a cut chunk of another kind): lost_before.
+  void mark_losses();
+  std::vector<uint64_t> skipped_at;  // file offsets where a stretch was skipped
   uint64_t resync(uint64_t from) const;
   uint64_t skip_zero_words(uint64_t off) const;
   // Whether a chunk's records may be decoded: checks a sealed chunk's CRC the

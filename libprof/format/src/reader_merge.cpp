@@ -156,6 +156,13 @@ size_t RankTrace::MergedCursor::reading_chunk() const {
   return static_cast<size_t>(c.current - c.trace->streams[c.stream_index].chunks.data());
 }
 
+uint64_t RankTrace::MergedCursor::gaps() const {
+  if (!impl_) return 0;
+  uint64_t n = 0;
+  for (const auto& c : impl_->cursors) n += c->gaps;
+  return n;
+}
+
 const std::vector<OpenInterval>& RankTrace::MergedCursor::open_intervals(
     size_t stream_index) const {
   static const std::vector<OpenInterval> kNone;

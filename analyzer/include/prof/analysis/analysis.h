@@ -132,6 +132,8 @@ struct Warning {
 // Named statistics of the run (what was matched, what was not).
 struct MatchStats {
   uint64_t events = 0;               // records decoded
+  // Decoded but not analyzed: after lost data, or outside the run's span (damage).
+  uint64_t events_not_analyzed = 0;
   uint64_t mpi_calls = 0;            // inside the root intervals
   uint64_t messages_matched = 0;
   uint64_t unmatched_sends = 0;      // never received (or to a rank not in the trace)

@@ -267,6 +267,10 @@ class RankTrace {
     // none or with several streams.
     size_t current_chunk() const;
     size_t reading_chunk() const;
+    // Places so far where a stream's data was lost before what is being read
+    // (a chunk skipped for its CRC, a chunk the file ends in, a stretch of the
+    // file skipped): calls after one cannot be numbered with those before it.
+    uint64_t gaps() const;
     // On a rank of one stream: where the next record will be read, when that
     // is inside the chunk being read (else Position::valid is false).
     struct Position {
