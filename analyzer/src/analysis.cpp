@@ -61,69 +61,6 @@ constexpr uint32_t kBytesKinds = kind_bit(FuncKind::Send) | kind_bit(FuncKind::R
   return true;
 }
 
-// The run's span: from the first clock synchronization (inside MPI_Init) to
-// the last (inside MPI_Finalize) or the last moment alive, over every rank,
-// widened by a tolerance: 0.2 s (two heartbeats: a killed rank may have run
-// that long after its last) plus 1% of the span. An event outside it can only
-// come from damage (a corrupted chunk time or record). Unbounded on a side
-// that some rank cannot tell.
-std::pair<double, double> Engine::run_span(const std::vector<const RankTrace*>& traces) const {
-  double first = kInf, last = -kInf;
-  bool first_known = true, last_known = true;
-  for (const RankTrace* t : traces) {
-    bool has_first = false, has_last = false;
-    for (const auto& k : t->clock_syncs()) {
-      const double g = t->to_global_ns(k.local_ticks);
-      if (k.phase == "init") {
-        first = std::min(first, g);
-        has_first = true;
-      } else if (k.phase == "final") {
-        last = std::max(last, g);
-        has_last = true;
-      }
-    }
-    if (t->heartbeat() != 0) {
-      last = std::max(last, t->to_global_ns(t->last_alive()));
-      has_last = true;
-    }
-    first_known = first_known && has_first;
-    last_known = last_known && has_last;
-  }
-  if (!first_known || !last_known || !(first <= last)) {
-    // (One side alone: the tolerance from what is known is all there is.)
-    const double tolerance = 0.2e9;
-    return {first_known && first < kInf ? first - tolerance : -kInf,
-            last_known && last > -kInf ? last + tolerance : kInf};
-  }
-  const double tolerance = 0.2e9 + 0.01 * (last - first);
-  return {first - tolerance, last + tolerance};
-}
-
-bool Rank::cut_at_damage() {
-  stopped_by_damage = true;
-  size_t keep = 0;
-  if (cursor.gaps() == 0) {
-    // The events before the first outside the span are good.
-    stopped_by_time = true;
-    while (keep < batch.size() && within_span(batch[keep])) ++keep;
-    excluded_time = interp.global(batch[keep].leave);
-  } else {
-    excluded_time = interp.global(batch[0].enter);
-  }
-  events_not_analyzed += batch.size() - keep;
-  batch = batch.first(keep);
-  if (keep == 0) drain();
-  return keep > 0;
-}
-
-void Rank::drain() {
-  if (drained) return;
-  drained = true;
-  for (auto rest = cursor.next_batch(); !rest.empty(); rest = cursor.next_batch())
-    events_not_analyzed += rest.size();
-  batch = {};
-}
-
 void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
   Handler h{*this, r, w, parity};
   const uint64_t cap = std::max<uint64_t>(opt_.window_events, 1024) * 4;
@@ -158,7 +95,7 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
   if (!r.has_ev && r.exhausted_phase < 0) {
     // Open intervals of a rank that did not finalize close at its last moment
     // alive; of one stopped by damage, at its last analyzed event.
-    if (r.rank_trace->heartbeat() != 0 && !r.stopped_by_damage)
+    if (r.rank_trace->heartbeat() != 0 && !r.damage.stopped)
       r.intervals.note_alive(r.interp.global(r.rank_trace->last_alive()));
     r.intervals.finish(h);
     r.exhausted_phase = phase;
@@ -355,8 +292,8 @@ void Engine::setup() {
     r->acc.emplace_back();
     r->slot_of.assign(reg_.funcs[i].size() + 1, 0);
     r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
-    r->span_first = span_first;
-    r->span_last = span_last;
+    r->damage.span_first = span_first;
+    r->damage.span_last = span_last;
     r->has_ev = r->advance();
     if (r->has_ev) {
       r->ev_enter = r->interp.global(r->ev->enter);

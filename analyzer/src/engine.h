@@ -66,6 +66,7 @@
 #include <memory>
 #include <thread>
 
+#include "damage_stop.h"
 #include "instants.h"
 #include "interpret.h"
 #include "intervals.h"
@@ -318,47 +319,30 @@ struct alignas(64) Rank {
   bool has_ev = false;
   double ev_enter = 0;
   // Moves ev to the next event; false at the end, which comes early at
-  // damage: the first loss of data (calls after it cannot be numbered with
-  // those before) or the first event outside the run's span.
+  // damage (damage_stop.h).
   bool advance() {
     if (batch_next == batch.size()) {
-      if (stopped_by_damage) [[unlikely]] {
-        drain();
+      if (damage.stopped) [[unlikely]] {
+        if (batch.data() != nullptr) damage.drain(cursor);
+        batch = {};
         return false;
       }
       batch = cursor.next_batch();
       batch_next = 0;
       if (batch.empty()) return false;
-      if (cursor.gaps() != 0 || !within_span(batch)) [[unlikely]] {
-        if (!cut_at_damage()) return false;
+      if (!damage.admits(cursor, batch, interp)) [[unlikely]] {
+        batch = damage.cut(cursor, batch, interp);
+        if (batch.empty()) {
+          damage.drain(cursor);
+          batch = {};
+          return false;
+        }
       }
     }
     ev = &batch[batch_next++];
     return true;
   }
-  // The run's span, global ns, with its tolerance (Engine::open).
-  double span_first = -kInf, span_last = kInf;
-  bool within_span(const Event& e) const {
-    const double t = interp.global(e.leave);
-    return t >= span_first && t <= span_last;
-  }
-  bool within_span(std::span<const Event> events) const {
-    uint64_t least = UINT64_MAX, most = 0;
-    for (const Event& e : events) {
-      least = std::min(least, e.leave);
-      most = std::max(most, e.leave);
-    }
-    return interp.global(least) >= span_first && interp.global(most) <= span_last;
-  }
-  // Keeps the batch's events before the damage (none after a loss), counts
-  // the rest of the rank's events as not analyzed; false if none is kept.
-  bool cut_at_damage();
-  void drain();  // counts the events left as not analyzed
-  bool stopped_by_damage = false;
-  bool stopped_by_time = false;  // (else by lost data)
-  bool drained = false;
-  double excluded_time = 0;      // global ns: the first excluded event's enter (leave if by time)
-  uint64_t events_not_analyzed = 0;
+  DamageStop damage;
 
   IntervalTracker intervals;
   std::vector<LocalNode> nodes;
@@ -568,7 +552,6 @@ class Engine {
 
   void setup();
   bool plan_window(const std::vector<const RankTrace*>& traces);
-  std::pair<double, double> run_span(const std::vector<const RankTrace*>& traces) const;
   // A window under this many events runs on one worker (setup()): about
   // sixteen phases of the default size (Options::window_events).
   static constexpr uint64_t kOneWorkerWindowEvents = uint64_t{1} << 20;

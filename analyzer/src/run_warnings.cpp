@@ -218,18 +218,13 @@ void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
         const bool records = key[0] == 'r';
         add(records ? WarningKind::RecordsLost : WarningKind::DefinitionsLost, n, rank_trace.path() + ": " + it->second + (records ? " records" : " definitions"));
       }
-    if (r->stopped_by_damage) {
+    if (r->damage.stopped) {
       // Calls after lost data cannot be matched with those before it (the
       // k-th collective, the k-th message of a channel), and a time outside
       // the run is no figure: the rank ends at its last good event.
       a.damaged = true;
-      char when[64];
-      std::snprintf(when, sizeof when, "%.6f s", (r->excluded_time - t_first_) * 1e-9);
-      add(WarningKind::EventsNotAnalyzed, r->events_not_analyzed,
-          rank_trace.path() + ": " + std::to_string(r->events_not_analyzed) + " events not analyzed, " +
-              (r->stopped_by_time ? std::string("from one that ends at ") + when +
-                                        ", outside the run's span"
-                                  : std::string("from ") + when + " on, after lost data"));
+      add(WarningKind::EventsNotAnalyzed, r->damage.events_not_read,
+          r->damage.describe(rank_trace.path(), t_first_));
     }
     if (s.backwards_timestamps)
       add(WarningKind::TimestampsBackwards, s.backwards_timestamps,
@@ -272,7 +267,7 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     r.channel_store.clear();
     for (auto& c : r.channel_cache) c.index = 0;
     a.stats.events += r.events;
-    a.stats.events_not_analyzed += r.events_not_analyzed;
+    a.stats.events_not_analyzed += r.damage.events_not_read;
     a.stats.mpi_calls += r.calls;
     a.stats.messages_matched += r.matched;
     a.stats.unmatched_sends += r.unmatched_sends;

@@ -37,8 +37,10 @@
 #include <new>
 #include <shared_mutex>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
+#include "damage_stop.h"
 #include "interpret.h"
 #include "intervals.h"
 #include "prof/analysis/timeline.h"
@@ -371,9 +373,14 @@ struct RankBuilder {
     // until the next batch, which is all `current` and the handlers need.
     auto cursor = rank_trace.events();
     uint64_t n = 0;
-    for (;;) {
-      const std::span<const Event> batch = cursor.next_batch();
+    DamageStop damage;
+    damage.span_first = tl.span_first;
+    damage.span_last = tl.span_last;
+    while (!damage.stopped) {
+      std::span<const Event> batch = cursor.next_batch();
       if (batch.empty()) break;
+      if (!damage.admits(cursor, batch, interp)) [[unlikely]]
+        batch = damage.cut(cursor, batch, interp);
       for (const Event& e : batch) {
         current = &e;
         has_record = false;
@@ -387,6 +394,11 @@ struct RankBuilder {
       }
     }
     current = nullptr;
+    if (damage.stopped) {
+      damage.drain(cursor);
+      std::lock_guard lock(tl.warnings_mutex);
+      tl.warning_list.push_back(damage.describe(rank_trace.path(), tl.t_first));
+    }
     intervals.finish(*this);
     for (RowSlot& slot : slots) {
       tl.publish(*slot.row, stage);
@@ -499,13 +511,17 @@ std::unique_ptr<Timeline> Timeline::open(const std::string& trace_dir, std::stri
   // Time zero: the earliest event of the run (as the analysis's window).
   double t_first = std::numeric_limits<double>::infinity();
   uint64_t bytes = 0;
+  std::tie(impl->span_first, impl->span_last) = run_span(traces);
   impl->first_row.push_back(0);
   for (size_t i = 0; i < traces.size(); ++i) {
     const RankTrace& rank_trace = *traces[i];
     Interpreter interp(rank_trace, impl->registry, i, *impl->world_index);
     auto cursor = rank_trace.events();
     Event e;
-    if (cursor.next(e)) t_first = std::min(t_first, interp.global(e.enter));
+    if (cursor.next(e) && cursor.gaps() == 0) {
+      const double enter = interp.global(e.enter);
+      if (enter >= impl->span_first && enter <= impl->span_last) t_first = std::min(t_first, enter);
+    }
     bytes += rank_trace.event_bytes();
     const size_t streams = std::max<size_t>(1, rank_trace.stream_count());
     for (size_t s = 0; s < streams; ++s) {

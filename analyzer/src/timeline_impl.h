@@ -139,6 +139,7 @@ struct Impl {
 
   mutable std::mutex warnings_mutex;
   std::vector<std::string> warning_list;
+  double span_first = 0, span_last = 0;  // the run's span (damage_stop.h)
   std::map<std::string, uint64_t> problem_counts;
   bool spill_failed = false;
 

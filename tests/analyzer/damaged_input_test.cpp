@@ -5,12 +5,14 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "prof/analysis/timeline.h"
 #include "trace_builder.h"
 
 namespace prof::test {
@@ -229,6 +231,16 @@ TEST(DamagedInput, ChunkTimeOutsideTheRunEndsTheRankThere) {
   expect_allreduces_numbered_right(a);
   for (const auto& f : a.intervals[0].per_rank) EXPECT_LT(f.time, 0.31) << f.rank;
   EXPECT_LT(a.intervals[0].main.execution_time, 0.31);
+  // The viewer's timeline stops the rank at the same event, and says so.
+  std::string error;
+  const auto timeline = analysis::Timeline::open(b.dir(), &error);
+  ASSERT_TRUE(timeline) << error;
+  ASSERT_TRUE(timeline->build(&error)) << error;
+  EXPECT_LT(timeline->end(), 0.31e9);
+  const auto warnings = timeline->warnings();
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("outside the run's span") != std::string::npos;
+  }));
 }
 
 TEST(DamagedInput, ZeroLengthFiles) {

@@ -1,0 +1,46 @@
+#include "damage_stop.h"
+
+#include <cstdio>
+
+namespace prof::analysis::detail {
+
+std::pair<double, double> run_span(const std::vector<const trace::RankTrace*>& traces) {
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  double first = kInfinity, last = -kInfinity;
+  bool first_known = !traces.empty(), last_known = !traces.empty();
+  for (const trace::RankTrace* t : traces) {
+    bool has_first = false, has_last = false;
+    for (const auto& k : t->clock_syncs()) {
+      const double g = t->to_global_ns(k.local_ticks);
+      if (k.phase == "init") {
+        first = std::min(first, g);
+        has_first = true;
+      } else if (k.phase == "final") {
+        last = std::max(last, g);
+        has_last = true;
+      }
+    }
+    if (t->heartbeat() != 0) {
+      last = std::max(last, t->to_global_ns(t->last_alive()));
+      has_last = true;
+    }
+    first_known = first_known && has_first;
+    last_known = last_known && has_last;
+  }
+  if (first_known && last_known && first <= last) {
+    const double tolerance = 0.2e9 + 0.01 * (last - first);
+    return {first - tolerance, last + tolerance};
+  }
+  // (One side alone: the fixed part of the tolerance is all there is.)
+  return {first_known ? first - 0.2e9 : -kInfinity, last_known ? last + 0.2e9 : kInfinity};
+}
+
+std::string DamageStop::describe(const std::string& path, double t_first) const {
+  char when[64];
+  std::snprintf(when, sizeof when, "%.6f s", (excluded_time - t_first) * 1e-9);
+  return path + ": " + std::to_string(events_not_read) + " events not analyzed, " +
+         (by_time ? std::string("from one that ends at ") + when + ", outside the run's span"
+                  : std::string("from ") + when + " on, after lost data");
+}
+
+}  // namespace prof::analysis::detail

@@ -1,0 +1,79 @@
+// Where a rank's usable record ends (docs/metrics.md, "Damaged traces"),
+// shared by the analysis and the timeline so both stop a damaged rank at the
+// same event.
+//
+// A rank is read up to its first lost data (the cursor crossed a gap: a chunk
+// skipped for its CRC, a chunk the file ends in, a skipped stretch of the
+// file), because calls after it cannot be numbered with those before it, or up
+// to its first event that ends outside the run's span, which only damage
+// makes. The check is per batch of events (a gap is crossed only between
+// batches; a batch's extreme leave times bound all of its events), so it costs
+// a comparison per event and two clock conversions per batch.
+#pragma once
+
+#include <algorithm>
+#include <limits>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "interpret.h"
+
+namespace prof::analysis::detail {
+
+// The run's span, global ns, with its tolerance: from the first clock
+// synchronization (inside MPI_Init) to the last (inside MPI_Finalize) or the
+// last moment a rank was known alive, widened by 0.2 s (two heartbeats) plus
+// 1% of it. Unbounded on a side that some rank cannot tell.
+std::pair<double, double> run_span(const std::vector<const trace::RankTrace*>& traces);
+
+struct DamageStop {
+  double span_first = -std::numeric_limits<double>::infinity();
+  double span_last = std::numeric_limits<double>::infinity();
+  bool stopped = false;
+  bool by_time = false;       // (else by lost data)
+  double excluded_time = 0;   // global ns: the first excluded event's enter (its leave if by time)
+  uint64_t events_not_read = 0;
+
+  bool within(const Interpreter& interp, const Event& e) const {
+    const double t = interp.global(e.leave);
+    return t >= span_first && t <= span_last;
+  }
+  // Whether a fresh batch can be used whole.
+  bool admits(const trace::RankTrace::MergedCursor& cursor, std::span<const Event> batch,
+              const Interpreter& interp) const {
+    if (cursor.gaps() != 0) return false;
+    uint64_t least = UINT64_MAX, most = 0;
+    for (const Event& e : batch) {
+      least = std::min(least, e.leave);
+      most = std::max(most, e.leave);
+    }
+    return interp.global(least) >= span_first && interp.global(most) <= span_last;
+  }
+  // A batch not admitted: the events before the damage (none after lost
+  // data); stopped from then on.
+  std::span<const Event> cut(const trace::RankTrace::MergedCursor& cursor, std::span<const Event> batch,
+                             const Interpreter& interp) {
+    stopped = true;
+    size_t keep = 0;
+    if (cursor.gaps() == 0) {
+      by_time = true;
+      while (keep < batch.size() && within(interp, batch[keep])) ++keep;
+      excluded_time = interp.global(batch[keep].leave);
+    } else {
+      excluded_time = interp.global(batch[0].enter);
+    }
+    events_not_read += batch.size() - keep;
+    return batch.first(keep);
+  }
+  // Counts the rank's remaining events (once stopped, before the cursor ends).
+  void drain(trace::RankTrace::MergedCursor& cursor) {
+    for (auto rest = cursor.next_batch(); !rest.empty(); rest = cursor.next_batch())
+      events_not_read += rest.size();
+  }
+  // "FILE: N events not analyzed, from ..." for the warning.
+  std::string describe(const std::string& path, double t_first) const;
+};
+
+}  // namespace prof::analysis::detail
