@@ -29,7 +29,7 @@ struct Config {
   uint64_t buffer_bytes = 1u << 20;       // per-thread mapped chunk
   bool strict = false;
   double hang_warn_seconds = 0;           // PROF_HANG_WARN; 0: off
-  int log_level = 3;                      // spdlog levels: 0 trace .. 6 off (3 = warn)
+  int log_level = 3;                      // 0 trace, 1 debug, 2 info, 3 warn, 4 error, 5 critical, 6 off
   int test_shift_rank = -1;               // PROF_TEST_CLOCK_SHIFT_NS=rank:ns
   int test_nodes = 0;                     // PROF_TEST_NODES; 0: the real nodes
   int64_t test_shift_ns = 0;
