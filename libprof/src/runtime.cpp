@@ -942,13 +942,15 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
 
   std::string why;
   set_test_nodes(cfg.test_nodes);
-  const bool shifted = cfg.test_nodes > 0 ? cfg.test_shift_rank >= 0 && rank % cfg.test_nodes == cfg.test_shift_rank % cfg.test_nodes
-                                          : cfg.test_shift_rank == rank;
-  if (shifted) {
+  int64_t shift_ns = 0;
+  for (const Config::TestShift& shift : cfg.test_shifts)
+    if (cfg.test_nodes > 0 ? rank % cfg.test_nodes == shift.rank % cfg.test_nodes : shift.rank == rank)
+      shift_ns = shift.ns;
+  if (shift_ns != 0) {
     // Test only: this rank's clock (its pretend node's) runs shifted;
     // MPI_Init's times move with it.
     const uint64_t before = g.timer.now();
-    g.timer.set_test_shift_ns(cfg.test_shift_ns);
+    g.timer.set_test_shift_ns(shift_ns);
     const uint64_t delta = g.timer.now() - before;
     t0 += delta;
     t1 += delta;
