@@ -3,7 +3,8 @@
 
 For each wrapper (a function MPI_X of libprof.so) called by the program:
 its own instructions plus those of everything it calls except the forwarded
-PMPI_X (the call the application asked for), the dynamic linker's first
+PMPI_X (the call the application asked for, also where a part the wrapper
+hands a rare case to makes it), the dynamic linker's first
 resolution of a symbol, and chunk switches (next_chunk: one per chunk of
 64 KiB and up, so its share per call depends on how many calls a run makes;
 printed apart, per call, also where a cold part or the general encoder
@@ -86,14 +87,14 @@ def main():
         for callee, (count, ir) in callees.items():
             inclusive[callee] += ir
 
-    def nested_switches(func, depth=0):
-        # next_chunk's instructions inside all of func's calls.
+    def nested(func, match, depth=0):
+        # Instructions of the callees `match` accepts inside all of func's calls.
         total = 0
         for callee, (count, ir) in calls.get(func, {}).items():
-            if callee[1] and 'next_chunk' in callee[1]:
+            if callee[1] and match(callee[1]):
                 total += ir
             elif depth < 4 and inclusive[callee]:
-                total += nested_switches(callee, depth + 1) * ir / inclusive[callee]
+                total += nested(callee, match, depth + 1) * ir / inclusive[callee]
         return total
 
     rows = []
@@ -111,10 +112,14 @@ def main():
             if 'next_chunk' in cfn:
                 switches += ir
                 continue
-            nested = nested_switches((cob, cfn)) * ir / inclusive[(cob, cfn)] if inclusive[(cob, cfn)] else 0
-            switches += nested
-            total += ir - nested
-            extra.append(((ir - nested) / n, cfn.split('(')[0]))
+            share = ir / inclusive[(cob, cfn)] if inclusive[(cob, cfn)] else 0
+            nested_switches = nested((cob, cfn), lambda f: 'next_chunk' in f) * share
+            # The forwarded call made by a part the wrapper hands a rare case to
+            # (prof_general_MPI_X): the application's, not the shim's.
+            nested_forwarded = nested((cob, cfn), lambda f, p='P' + fn: f == p) * share
+            switches += nested_switches
+            total += ir - nested_switches - nested_forwarded
+            extra.append(((ir - nested_switches - nested_forwarded) / n, cfn.split('(')[0]))
         extra.sort(reverse=True)
         rows.append((fn, n, total / n, self_cost[(ob, fn)] / n, extra[:3], switches / n))
     rows.sort()

@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config python3 gfortran clang
   mpich libmpich-dev
-  libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+  nlohmann-json3-dev libcli11-dev
   libdw-dev libelf-dev libnuma-dev libhwloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev fonts-dejavu-core

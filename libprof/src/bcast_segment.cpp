@@ -1,5 +1,6 @@
 #include "bcast_segment.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <numa.h>
 #include <numaif.h>
@@ -162,11 +163,39 @@ void Segment::first_touch_own_queue(int rank) {
     reinterpret_cast<volatile unsigned char*>(queue)[off] = 0;
 }
 
+// libnuma, opened by the first check: the shim must not load it into every
+// process it is preloaded into (docs/design/shim-hot-path.md, "Start-up").
+// Without it the placement goes unchecked.
+namespace {
+struct Numa {
+  decltype(&::numa_available) available = nullptr;
+  decltype(&::numa_max_node) max_node = nullptr;
+  decltype(&::numa_node_of_cpu) node_of_cpu = nullptr;
+  decltype(&::move_pages) move_pages = nullptr;
+};
+const Numa& numa() {
+  static const Numa n = [] {
+    Numa f;
+    void* lib = ::dlopen("libnuma.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!lib) return f;
+    f.available = reinterpret_cast<decltype(f.available)>(::dlsym(lib, "numa_available"));
+    f.max_node = reinterpret_cast<decltype(f.max_node)>(::dlsym(lib, "numa_max_node"));
+    f.node_of_cpu = reinterpret_cast<decltype(f.node_of_cpu)>(::dlsym(lib, "numa_node_of_cpu"));
+    f.move_pages = reinterpret_cast<decltype(f.move_pages)>(::dlsym(lib, "move_pages"));
+    if (!f.available || !f.max_node || !f.node_of_cpu || !f.move_pages) f = Numa{};
+    return f;
+  }();
+  return n;
+}
+}  // namespace
+
 // The pages of this process's queue should sit on the NUMA node it runs on.
 void Segment::check_placement(int rank) const {
-  if (numa_available() < 0 || numa_max_node() < 1) return;  // one node: nothing to check
+  const Numa& lib = numa();
+  if (!lib.available) return;
+  if (lib.available() < 0 || lib.max_node() < 1) return;  // one node: nothing to check
   const int cpu = ::sched_getcpu();
-  const int here = cpu >= 0 ? numa_node_of_cpu(cpu) : -1;
+  const int here = cpu >= 0 ? lib.node_of_cpu(cpu) : -1;
   if (here < 0) return;
   const std::size_t page = page_size();
   std::vector<void*> pages;
@@ -174,7 +203,7 @@ void Segment::check_placement(int rank) const {
   const std::size_t step = std::max(page, round_up(queue_bytes_ / 64, page));  // sample <= 64 pages
   for (std::size_t off = 0; off < queue_bytes_; off += step) pages.push_back(queue + off);
   std::vector<int> status(pages.size(), -1);
-  if (move_pages(0, pages.size(), pages.data(), nullptr, status.data(), 0) != 0) return;
+  if (lib.move_pages(0, pages.size(), pages.data(), nullptr, status.data(), 0) != 0) return;
   std::size_t elsewhere = 0;
   for (int s : status)
     if (s >= 0 && s != here) ++elsewhere;

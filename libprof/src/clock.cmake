@@ -6,4 +6,4 @@ add_library(prof_clock STATIC ${PROJECT_SOURCE_DIR}/libprof/src/clock.cpp)
 set_target_properties(prof_clock PROPERTIES POSITION_INDEPENDENT_CODE ON
                       CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 target_include_directories(prof_clock PUBLIC ${PROJECT_SOURCE_DIR}/libprof/src)
-target_link_libraries(prof_clock PUBLIC prof_format MPI::MPI_C)
+target_link_libraries(prof_clock PUBLIC prof_format prof_mpi_headers)

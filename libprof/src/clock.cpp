@@ -9,8 +9,9 @@
 #include <atomic>
 #include <vector>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #if defined(__x86_64__)
@@ -48,21 +49,29 @@ uint64_t mono_ns() {
 }
 
 #if defined(__x86_64__)
+// Read with stdio, not iostreams: they would bring the C++ library's locale
+// machinery into libprof.so, which every process it is preloaded into pays
+// for at load (docs/design/shim-hot-path.md, "Start-up").
 bool cpuinfo_has_invariant_tsc() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.compare(0, 5, "flags") != 0) continue;
-    std::istringstream words(line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1));
-    bool constant = false, nonstop = false;
-    std::string w;
-    while (words >> w) {
-      constant |= w == "constant_tsc";
-      nonstop |= w == "nonstop_tsc";
+  FILE* in = std::fopen("/proc/cpuinfo", "re");
+  if (!in) return false;
+  char* line = nullptr;
+  size_t capacity = 0;
+  bool found = false, constant = false, nonstop = false;
+  while (!found && ::getline(&line, &capacity, in) > 0) {
+    if (std::strncmp(line, "flags", 5) != 0) continue;
+    found = true;  // the first CPU speaks for all
+    const char* colon = std::strchr(line, ':');
+    char* save = nullptr;
+    for (char* w = strtok_r(colon ? line + (colon - line) + 1 : line, " \t\n", &save); w;
+         w = strtok_r(nullptr, " \t\n", &save)) {
+      constant |= std::strcmp(w, "constant_tsc") == 0;
+      nonstop |= std::strcmp(w, "nonstop_tsc") == 0;
     }
-    return constant && nonstop;  // the first CPU speaks for all
   }
-  return false;
+  std::free(line);
+  std::fclose(in);
+  return constant && nonstop;
 }
 
 bool has_invariant_tsc() {

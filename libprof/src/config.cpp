@@ -66,9 +66,10 @@ const std::vector<ConfigVariable>& config_variables() {
        "Test only: world rank r is taken to be on node r mod N, by the shared-memory broadcast "
        "(node leaders through MPI, then shared memory inside each node) and by the hierarchical "
        "clock synchronization, so that their paths across nodes run on one host."},
-      {"PROF_TEST_CLOCK_SHIFT_NS", "RANK:NS, |NS| <= 10^15", "(unset)",
+      {"PROF_TEST_CLOCK_SHIFT_NS", "RANK:NS[,RANK:NS...], |NS| <= 10^15", "(unset)",
        "Test only: shifts RANK's clock by NS nanoseconds (with PROF_TEST_NODES, the clock of "
-       "every rank on RANK's node), to check that synchronization recovers it."},
+       "every rank on RANK's node), to check that synchronization recovers it; each entry "
+       "names another rank (another node)."},
   };
   return vars;
 }
@@ -139,28 +140,52 @@ bool read_config(Config* cfg, std::vector<std::string>* errors) {
     else
       cfg->log_level = found;
   }
-  if (const char* v = env("PROF_TEST_CLOCK_SHIFT_NS")) {
-    char* end = nullptr;
-    const long rank = std::strtol(v, &end, 10);
-    if (*end != ':') {
-      errors->push_back(std::string("PROF_TEST_CLOCK_SHIFT_NS='") + v + "' is not RANK:NS");
-    } else {
-      char* end2 = nullptr;
-      errno = 0;
-      const long long ns = std::strtoll(end + 1, &end2, 10);
-      // Bounded so that the shift in timer ticks cannot overflow (10^15 ns: 11 days).
-      constexpr long long kMaxShiftNs = 1000000000000000LL;
-      if (*end2 || end2 == end + 1)
-        errors->push_back(std::string("PROF_TEST_CLOCK_SHIFT_NS='") + v + "' is not RANK:NS");
-      else if (errno == ERANGE || ns > kMaxShiftNs || ns < -kMaxShiftNs)
-        errors->push_back(std::string("PROF_TEST_CLOCK_SHIFT_NS='") + v +
-                          "': NS is not within -10^15..10^15");
-      cfg->test_shift_rank = int(rank);
-      cfg->test_shift_ns = ns;
-    }
-  }
   long nodes = 0;
   if (integer_setting("PROF_TEST_NODES", 1, 1024, &nodes, errors)) cfg->test_nodes = int(nodes);
+  if (const char* v = env("PROF_TEST_CLOCK_SHIFT_NS")) {
+    const std::string value = v;
+    const std::string named = "PROF_TEST_CLOCK_SHIFT_NS='" + value + "'";
+    // Bounded so that the shift in timer ticks cannot overflow (10^15 ns: 11 days).
+    constexpr long long kMaxShiftNs = 1000000000000000LL;
+    std::string problem;
+    for (size_t start = 0; problem.empty() && start <= value.size();) {
+      size_t stop = value.find(',', start);
+      if (stop == std::string::npos) stop = value.size();
+      const std::string entry = value.substr(start, stop - start);
+      start = stop + 1;
+      const size_t colon = entry.find(':');
+      char* end = nullptr;
+      errno = 0;
+      const long rank = colon == std::string::npos ? -1 : std::strtol(entry.c_str(), &end, 10);
+      if (colon == 0 || colon == std::string::npos || end != entry.c_str() + colon || rank < 0 ||
+          errno == ERANGE || rank > INT32_MAX) {
+        problem = named + " is not RANK:NS[,RANK:NS...] ('" + entry + "')";
+        break;
+      }
+      const char* ns_text = entry.c_str() + colon + 1;
+      char* ns_end = nullptr;
+      errno = 0;
+      const long long ns = std::strtoll(ns_text, &ns_end, 10);
+      if (*ns_end || ns_end == ns_text) {
+        problem = named + " is not RANK:NS[,RANK:NS...] ('" + entry + "')";
+      } else if (errno == ERANGE || ns > kMaxShiftNs || ns < -kMaxShiftNs) {
+        problem = named + ": NS is not within -10^15..10^15 ('" + entry + "')";
+      } else {
+        for (const Config::TestShift& s : cfg->test_shifts) {
+          const bool same = cfg->test_nodes > 0 ? s.rank % cfg->test_nodes == rank % cfg->test_nodes
+                                                : s.rank == rank;
+          if (same)
+            problem = named + ": ranks " + std::to_string(s.rank) + " and " + std::to_string(rank) +
+                      (cfg->test_nodes > 0 ? " are on the same pretend node" : " are the same rank");
+        }
+        cfg->test_shifts.push_back({int(rank), ns});
+      }
+    }
+    if (!problem.empty()) {
+      errors->push_back(problem);
+      cfg->test_shifts.clear();
+    }
+  }
   bcast::read_settings(&cfg->bcast, errors);
   cfg->bcast.test_nodes = cfg->test_nodes;
   return errors->empty();

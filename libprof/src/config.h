@@ -29,10 +29,15 @@ struct Config {
   uint64_t buffer_bytes = 1u << 20;       // per-thread mapped chunk
   bool strict = false;
   double hang_warn_seconds = 0;           // PROF_HANG_WARN; 0: off
-  int log_level = 3;                      // spdlog levels: 0 trace .. 6 off (3 = warn)
-  int test_shift_rank = -1;               // PROF_TEST_CLOCK_SHIFT_NS=rank:ns
+  int log_level = 3;                      // 0 trace, 1 debug, 2 info, 3 warn, 4 error, 5 critical, 6 off
+  // PROF_TEST_CLOCK_SHIFT_NS=RANK:NS[,RANK:NS...]: each names a distinct rank
+  // (with PROF_TEST_NODES, a distinct pretend node).
+  struct TestShift {
+    int rank;
+    int64_t ns;
+  };
+  std::vector<TestShift> test_shifts;
   int test_nodes = 0;                     // PROF_TEST_NODES; 0: the real nodes
-  int64_t test_shift_ns = 0;
   bcast::Settings bcast = bcast::default_settings();  // PROF_BCAST*
 };
 

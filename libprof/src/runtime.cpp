@@ -20,8 +20,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -35,6 +33,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <memory>
@@ -67,7 +66,6 @@ struct Runtime {
   int rank = 0;
   int size = 1;
   std::string dir;
-  std::shared_ptr<spdlog::logger> log;
   std::mutex threads_mu;            // guards threads (attach, seal-all)
   std::vector<ThreadState*> threads;
   std::atomic<uint32_t> next_stream{0};
@@ -94,19 +92,22 @@ struct Runtime {
 };
 Runtime* rt = nullptr;  // created at MPI_Init when recording; never freed
 
-// PROF_LOG_LEVEL, set at MPI_Init before anything is said. The logger itself
-// is made on first use: most runs say nothing and never pay for it.
-spdlog::level::level_enum log_level = spdlog::level::warn;
+// Messages: PROF_LOG_LEVEL (0 trace .. 6 off), set at MPI_Init before
+// anything is said. Each is one line, "libprof: <text>", written to stderr by
+// one write so that the ranks' lines do not interleave.
+enum Level { kTrace, kDebug, kInfo, kWarn, kError, kCritical, kOff };
+int log_level = kWarn;
 
-std::shared_ptr<spdlog::logger> logger() {
-  static std::shared_ptr<spdlog::logger> l = [] {
-    auto lg = std::make_shared<spdlog::logger>("libprof",
-                                               std::make_shared<spdlog::sinks::stderr_sink_mt>());
-    lg->set_pattern("libprof: %v");
-    lg->set_level(log_level);
-    return lg;
-  }();
-  return l;
+void say(int level, const std::string& text) {
+  if (level < log_level) return;
+  const std::string line = "libprof: " + text + "\n";
+  std::fflush(stderr);  // what the application wrote there comes first
+  for (size_t done = 0; done < line.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += size_t(n);
+  }
 }
 
 // "No space left on device (ENOSPC)": the reason and the name to search for.
@@ -119,9 +120,9 @@ std::string error_text(int error) {
 // The first loss of a rank is said once; every one is counted in the trace.
 void tell_loss(const char* what) {
   if (rt->loss_told.exchange(true)) return;
-  logger()->error("rank {}: cannot {} the trace file in {}: {}; the application goes on, "
-                  "what is not stored is counted in the trace (records_lost)",
-                  rt->rank, what, rt->dir, error_text(rt->file.last_error()));
+  say(kError, "rank " + std::to_string(rt->rank) + ": cannot " + what + " the trace file in " +
+                   rt->dir + ": " + error_text(rt->file.last_error()) +
+                   "; the application goes on, what is not stored is counted in the trace (records_lost)");
 }
 
 // ---------------------------------------------------------------------------
@@ -775,11 +776,9 @@ bool agree(bool ok, const std::string& problem, int rank, const Config& cfg) {
   polite_wait(&request);
   if (lowest == INT32_MAX) return true;
   if (lowest == rank) {
-    logger()->error("{}; {}", problem,
-                    cfg.strict ? "aborting (PROF_STRICT=1)"
-                               : "running unprofiled (PROF_STRICT=1 to abort instead)");
-    logger()->flush();
-    std::fflush(stderr);
+    say(kError, problem + "; " +
+                    (cfg.strict ? "aborting (PROF_STRICT=1)"
+                                : "running unprofiled (PROF_STRICT=1 to abort instead)"));
   }
   if (cfg.strict) {
     PMPI_Barrier(MPI_COMM_WORLD);
@@ -935,7 +934,7 @@ std::string start_definitions(const Config& cfg, int rank, int size, int provide
 
 void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_t init_id,
                      uint64_t t0, uint64_t t1, int provided, void* init_return_address) {
-  log_level = spdlog::level::level_enum(cfg.log_level);
+  log_level = cfg.log_level;
 
   int rank = 0, size = 1;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -943,13 +942,15 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
 
   std::string why;
   set_test_nodes(cfg.test_nodes);
-  const bool shifted = cfg.test_nodes > 0 ? cfg.test_shift_rank >= 0 && rank % cfg.test_nodes == cfg.test_shift_rank % cfg.test_nodes
-                                          : cfg.test_shift_rank == rank;
-  if (shifted) {
+  int64_t shift_ns = 0;
+  for (const Config::TestShift& shift : cfg.test_shifts)
+    if (cfg.test_nodes > 0 ? rank % cfg.test_nodes == shift.rank % cfg.test_nodes : shift.rank == rank)
+      shift_ns = shift.ns;
+  if (shift_ns != 0) {
     // Test only: this rank's clock (its pretend node's) runs shifted;
     // MPI_Init's times move with it.
     const uint64_t before = g.timer.now();
-    g.timer.set_test_shift_ns(cfg.test_shift_ns);
+    g.timer.set_test_shift_ns(shift_ns);
     const uint64_t delta = g.timer.now() - before;
     t0 += delta;
     t1 += delta;
@@ -1026,14 +1027,13 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   }
   // Every rank has the same settings now (or none did and MPICH's broadcast stays).
   bcast::set_log([](bool warning, const std::string& line) {
-    if (warning) logger()->warn("{}", line);
-    else logger()->info("{}", line);
+    say(warning ? kWarn : kInfo, line);
   });
   bcast::set_fallback_hook(
       [](uint64_t communicators) { define(prof::format::definition_line::meta("bcast_fallbacks", std::to_string(communicators))); });
   bcast::configure(cfg.bcast);
   if (rank == 0 && rt->dir != asked)
-    logger()->warn("'{}' already holds a trace; this run's trace goes to '{}'", asked, rt->dir);
+    say(kWarn, "'" + asked + "' already holds a trace; this run's trace goes to '" + rt->dir + "'");
 
   define(defs);
   {
@@ -1071,6 +1071,7 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
 // after), then the rest of the set-up.
 template <class InitCall>
 int init_common(uint16_t id, InitCall&& call, int* provided_out, void* return_address) {
+  if (!g.mpi_reached) reach_mpi_library();
   Config cfg;
   std::vector<std::string> errors;
   read_config(&cfg, &errors);
@@ -1096,6 +1097,48 @@ int init_common(uint16_t id, InitCall&& call, int* provided_out, void* return_ad
 }  // namespace
 
 // ---------------------------------------------------------------------------
+void reach_mpi_library() {
+  // RTLD_DEFAULT searches the global scope, as the lazy binding of libprof's calls does.
+  if (dlsym(RTLD_DEFAULT, "PMPI_Init")) {
+    g.mpi_reached = true;
+    return;
+  }
+  // Loaded, but local to what opened it: find the object that defines
+  // PMPI_Init among those loaded and make it (with what it needs) global.
+  std::vector<std::string> objects;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        if (info->dlpi_name && info->dlpi_name[0])
+          static_cast<std::vector<std::string>*>(out)->push_back(info->dlpi_name);
+        return 0;
+      },
+      &objects);
+  std::string library;
+  for (const std::string& name : objects) {
+    void* handle = dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (!handle) continue;
+    Dl_info info;
+    void* init = dlsym(handle, "PMPI_Init");
+    if (init && dladdr(init, &info) && info.dli_fname) library = info.dli_fname;
+    dlclose(handle);
+    if (!library.empty()) break;
+  }
+  const char* problem = nullptr;
+  if (library.empty())
+    problem = "no MPI library is loaded (no PMPI_Init): libprof.so must be preloaded into an MPI program";
+  else if (!dlopen(library.c_str(), RTLD_LAZY | RTLD_NOLOAD | RTLD_GLOBAL))
+    problem = "cannot make the MPI library global";
+  else if (const char* now = std::getenv("LD_BIND_NOW"); now && now[0])
+    // Every PMPI_ call was bound at start-up, before the library was there.
+    problem = "the MPI library was opened after start-up and LD_BIND_NOW is set: libprof's calls "
+              "into it were bound to nothing; run without LD_BIND_NOW";
+  if (problem) {
+    std::fprintf(stderr, "libprof: %s%s%s\n", problem, library.empty() ? "" : ": ", library.c_str());
+    std::abort();
+  }
+  g.mpi_reached = true;
+}
+
 uint64_t derived_type_size(MPI_Datatype t) {
   MPI_Count size = 0;
   if (t == MPI_DATATYPE_NULL || PMPI_Type_size_c(t, &size) != MPI_SUCCESS || size < 0) return 0;

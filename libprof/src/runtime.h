@@ -98,6 +98,9 @@ struct Globals {
   // Recording with the bare-rdtsc timer: the fast wrappers may run
   // (runtime.h, "Call-free fast wrappers"). Set with recording, cleared with it.
   bool fast = false;
+  // The MPI library's PMPI_ functions are within reach of libprof's calls
+  // (reach_mpi_library).
+  bool mpi_reached = false;
   Timer timer;
 };
 // Hidden here, not only where defined: the wrappers then address g directly
@@ -128,8 +131,18 @@ inline void stop_recording() {
   g.fast = false;
 }
 
+// libprof.so does not load the MPI library (docs/design/shim-hot-path.md,
+// "Start-up"): its PMPI_ calls bind lazily, in the global scope, to the one
+// the application loaded. One the application opened at run time without
+// RTLD_GLOBAL (an interpreter's MPI module) is made global here, before the
+// first PMPI_ call: every call before MPI_Init finds recording off.
+[[gnu::cold]] void reach_mpi_library();
+
 PROF_HOT ThreadState* call_begin() {
-  if (__builtin_expect(!g.recording, 0)) return nullptr;
+  if (__builtin_expect(!g.recording, 0)) {
+    if (__builtin_expect(!g.mpi_reached, 0)) reach_mpi_library();
+    return nullptr;
+  }
   ThreadState* ts = tls_state;
   // One test in the common case: unattached_thread is in_call too.
   if (__builtin_expect(ts->in_call, 0)) {

@@ -40,14 +40,41 @@ TEST(ShimConfig, HangWarnTakesAnyPositiveNumberOfSeconds) {
 TEST(ShimConfig, ClockShiftIsBoundedSoTicksCannotOverflow) {
   const Parsed ok = read_with("PROF_TEST_CLOCK_SHIFT_NS", "1:-1000000000000000");
   EXPECT_TRUE(ok.errors.empty());
-  EXPECT_EQ(ok.cfg.test_shift_rank, 1);
-  EXPECT_EQ(ok.cfg.test_shift_ns, -1000000000000000LL);
+  ASSERT_EQ(ok.cfg.test_shifts.size(), 1u);
+  EXPECT_EQ(ok.cfg.test_shifts[0].rank, 1);
+  EXPECT_EQ(ok.cfg.test_shifts[0].ns, -1000000000000000LL);
   for (const char* bad : {"0:9223372036854775807", "0:99999999999999999999", "0:1000000000000001"}) {
     const Parsed p = read_with("PROF_TEST_CLOCK_SHIFT_NS", bad);
     ASSERT_EQ(p.errors.size(), 1u) << bad;
     EXPECT_NE(p.errors[0].find("not within -10^15..10^15"), std::string::npos) << p.errors[0];
   }
   EXPECT_EQ(read_with("PROF_TEST_CLOCK_SHIFT_NS", "x").errors.size(), 1u);
+}
+
+// One shift per rank, or per pretend node: a list plants a different clock on
+// each node of a pretend cluster.
+TEST(ShimConfig, ClockShiftsAreAListOfDistinctRanksOrNodes) {
+  const Parsed two = read_with("PROF_TEST_CLOCK_SHIFT_NS", "1:3000000000,2:-2000000000");
+  ASSERT_TRUE(two.errors.empty()) << two.errors[0];
+  ASSERT_EQ(two.cfg.test_shifts.size(), 2u);
+  EXPECT_EQ(two.cfg.test_shifts[1].rank, 2);
+  EXPECT_EQ(two.cfg.test_shifts[1].ns, -2000000000LL);
+  for (const char* bad : {"1:5,", ",1:5", "1:5,,2:6", ":5", "-1:5", "1:5;2:6", "1:5,x"}) {
+    const Parsed p = read_with("PROF_TEST_CLOCK_SHIFT_NS", bad);
+    ASSERT_EQ(p.errors.size(), 1u) << bad;
+    EXPECT_NE(p.errors[0].find(std::string("PROF_TEST_CLOCK_SHIFT_NS='") + bad + "' is not RANK:NS"),
+              std::string::npos) << p.errors[0];
+    EXPECT_TRUE(p.cfg.test_shifts.empty()) << bad;
+  }
+  const Parsed same = read_with("PROF_TEST_CLOCK_SHIFT_NS", "1:5,1:6");
+  ASSERT_EQ(same.errors.size(), 1u);
+  EXPECT_NE(same.errors[0].find("ranks 1 and 1 are the same rank"), std::string::npos) << same.errors[0];
+  ::setenv("PROF_TEST_NODES", "2", 1);
+  const Parsed node = read_with("PROF_TEST_CLOCK_SHIFT_NS", "1:5,3:6");
+  ::unsetenv("PROF_TEST_NODES");
+  ASSERT_EQ(node.errors.size(), 1u);
+  EXPECT_NE(node.errors[0].find("ranks 1 and 3 are on the same pretend node"), std::string::npos)
+      << node.errors[0];
 }
 
 }  // namespace
