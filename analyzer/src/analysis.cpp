@@ -170,7 +170,8 @@ void Engine::take_early_results(unsigned w) {
   const uint64_t t0 = worker_stats_on_ ? monotonic_ns() : 0;
   for (unsigned o = 0; o < workers_; ++o) {
     if (o == w) continue;
-    for (unsigned spins = 0; step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
+    // (Another process's: its box was filled before this phase's decoding.)
+    for (unsigned spins = 0; local_worker(o) && step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
       if (spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -198,19 +199,32 @@ void Engine::publish(unsigned w) {
 }
 
 void Engine::on_phase_end() {
+  const int parity = phase_ & 1;
   ++phase_;
   ++windows_;
-  uint64_t events = 0, phase_events = 0;
+  PhaseSums sums;
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    if (!local_rank(i)) continue;
+    const Rank& r = *ranks_[i];
+    sums.events += r.events;
+    sums.phase_events += r.phase_events;
+    if (r.has_ev) sums.min_next = std::min(sums.min_next, r.ev_enter);
+    exhausted_all_[i] = r.exhausted_phase;
+  }
+  sums.boxes_empty = boxes_empty();
+  if (opt_.cancelled && !failed_.load() && opt_.cancelled()) {
+    failed_ = true;
+    failure_ = kCancelled;
+  }
+  // Other processes' sums, ranks ended, failures and records for this one.
+  if (dist_) exchange_phase(parity, sums);
+  const uint64_t events = sums.events, phase_events = sums.phase_events;
+  const double min_next = sums.min_next;
   bool all_exhausted = true;
-  double min_next = kInf;
   bool changed = false;
   for (size_t i = 0; i < ranks_.size(); ++i) {
-    const Rank& r = *ranks_[i];
-    events += r.events;
-    phase_events += r.phase_events;
-    if (r.exhausted_phase < 0) all_exhausted = false;
-    if (r.has_ev) min_next = std::min(min_next, r.ev_enter);
-    if (!gone_[i] && r.exhausted_phase >= 0 && r.exhausted_phase <= phase_ - 2) {
+    if (exhausted_all_[i] < 0) all_exhausted = false;
+    if (!gone_[i] && exhausted_all_[i] >= 0 && exhausted_all_[i] <= phase_ - 2) {
       gone_[i] = 1;
       ++gone_count_;
       changed = true;
@@ -218,15 +232,11 @@ void Engine::on_phase_end() {
   }
   sweep_ = changed;
   merge_nodes();
-  if (opt_.cancelled && !failed_.load() && opt_.cancelled()) {
-    failed_ = true;
-    failure_ = kCancelled;
-  }
   if (failed_.load()) {
     done_ = true;
     return;
   }
-  if (all_exhausted && gone_count_ == ranks_.size() && !changed && boxes_empty()) {
+  if (all_exhausted && gone_count_ == ranks_.size() && !changed && sums.boxes_empty) {
     done_ = true;
   } else if (from_index_ && window_done()) {
     // Chunks decoded: from each rank's start to the one holding its next event.
@@ -315,14 +325,22 @@ void Engine::setup() {
   }
   events_est_ = bytes / 20;  // about 20 bytes per record (the shim aims at 16 to 24)
   gone_.assign(ranks_.size(), 0);
+  exhausted_all_.assign(ranks_.size(), -1);
+  exhausted_sent_.assign(ranks_.size(), 0);
 
   unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
+  per_proc_ = hw;
+  if (dist_) hw *= static_cast<unsigned>(procs_);  // each process runs `hw` of them
   // A short window served by the index: one worker unless asked for more.
   // Its few phases would cost a second worker more in thread start and
   // barriers than it could share (the report does not depend on the count).
   if (!opt_.threads && from_index_ && window_events_below(kOneWorkerWindowEvents)) hw = 1;
   workers_ = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, ranks_.size())));
   workers_mask_ = (workers_ & (workers_ - 1)) == 0 ? workers_ - 1 : 0;
+  if (!dist_) per_proc_ = workers_;
+  // (A process may have none when there are fewer ranks than workers.)
+  local_lo_ = first_worker(proc_);
+  local_hi_ = first_worker(proc_ + 1);
   // Contiguous blocks of ranks of about equal event bytes per worker:
   // neighbours talk most in typical codes, and a message between ranks of
   // one worker needs no mailbox.
@@ -540,6 +558,12 @@ Analysis Engine::run() {
     for (const auto& w : dir_.warnings) a.errors.push_back(w);
     return a;
   }
+  if (opt_.exchange && opt_.exchange->size() > 1 && !opt_.windowed()) {
+    ex_ = opt_.exchange;
+    dist_ = true;
+    proc_ = ex_->rank();
+    procs_ = ex_->size();
+  }
   const char* stats_env = std::getenv("PROF_ANALYZE_WORKER_STATS");
   worker_stats_on_ = stats_env && *stats_env && std::string(stats_env) != "0";
   const uint64_t t_start = worker_stats_on_ ? monotonic_ns() : 0;
@@ -547,7 +571,11 @@ Analysis Engine::run() {
   worker_stats_.assign(workers_, WorkerStats{});
   if (worker_stats_on_) setup_ns_ = monotonic_ns() - t_start;
 
-  PhaseBarrier<PhaseEnd> bar(workers_, PhaseEnd{this});
+  // This process's threads: one per worker it runs, and one that only keeps
+  // step with the others' phases where it runs none.
+  const unsigned threads_here = std::max(1u, local_hi_ - local_lo_);
+  PhaseBarrier<PhaseEnd> bar(threads_here, PhaseEnd{this});
+  PhaseBarrier<EarlyEnd> early_bar(threads_here, EarlyEnd{this});
   auto guarded = [&](auto&& step) {
     if (failed_.load()) return;
     try {
@@ -574,16 +602,21 @@ Analysis Engine::run() {
       ++stats.waits[t2 - t1 < 10000 ? 0 : t2 - t1 < 100000 ? 1 : t2 - t1 < 1000000 ? 2 : 3];
     }
   };
+  WorkerStats idle_stats;
   auto loop = [&](unsigned w) {
-    WorkerStats& stats = worker_stats_[w];
+    const bool works = local_worker(w);
+    WorkerStats& stats = works ? worker_stats_[w] : idle_stats;
     const uint64_t t0 = worker_stats_on_ ? monotonic_ns() : 0, c0 = worker_stats_on_ ? thread_cpu_ns() : 0;
     while (!done_) {
-      guarded([&] { phase_collectives(w); });
+      if (works) guarded([&] { phase_collectives(w); });
       // (Also after a failure: the others wait for it.)
-      if (workers_ > 1) publish_early(w);
-      guarded([&] { phase_decode(w); });
-      publish(w);
-      if (worker_stats_on_)
+      if (works && workers_ > 1) publish_early(w);
+      if (dist_) early_bar.arrive_and_wait();
+      if (works) {
+        guarded([&] { phase_decode(w); });
+        publish(w);
+      }
+      if (worker_stats_on_ && works)
         for (size_t i : worker_ranks_[w]) stats.events += ranks_[i]->phase_events;
       wait_at(bar, stats);
     }
@@ -593,8 +626,8 @@ Analysis Engine::run() {
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned w = 1; w < workers_; ++w) threads.emplace_back(loop, w);
-  loop(0);
+  for (unsigned t = 1; t < threads_here; ++t) threads.emplace_back(loop, local_lo_ + t);
+  loop(local_lo_);
   for (auto& t : threads) t.join();
   if (failed_) {
     a.errors.push_back(failure_ == kCancelled ? failure_ : "analysis failed: " + failure_);
@@ -602,8 +635,20 @@ Analysis Engine::run() {
   }
   const uint64_t t_finish = worker_stats_on_ ? monotonic_ns() : 0;
   // Anything still waiting can no longer complete: settle it now.
-  for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
-  for (auto& r : ranks_) r->settle_instants(kInf);
+  if (dist_) {
+    final_sweep_ = true;
+    for (unsigned w = local_lo_; w < local_hi_; ++w) sweep(w, 0, true);
+    final_sweep_ = false;
+    exchange_final_results();
+  } else {
+    for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
+  }
+  for (size_t i = 0; i < ranks_.size(); ++i)
+    if (local_rank(i)) ranks_[i]->settle_instants(kInf);
+  if (dist_) {
+    gather_at_root();
+    if (proc_ != 0) return a;  // (process 0 reports)
+  }
   finish(a);
   if (worker_stats_on_) {
     finish_ns_ = monotonic_ns() - t_finish;

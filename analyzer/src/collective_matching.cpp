@@ -62,7 +62,9 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
 // A member's figures go to its rank's worker (directly when that is us).
 [[gnu::always_inline]] inline void Engine::post(unsigned w, const ResultRec& rr, int parity, bool direct) {
   const unsigned mw = worker_of_[static_cast<size_t>(rr.rank)];
-  if (direct || mw == w) apply_result(rr);
+  // (At the end of a run over several processes every result goes through a
+  // box, so each rank takes them in owner order, as from one process.)
+  if ((direct || mw == w) && !final_sweep_) [[likely]] apply_result(rr);
   else result_box(parity, w, mw).emplace_with([&](ResultRec& to) {
     to.rank = rr.rank;
     to.node = rr.node;

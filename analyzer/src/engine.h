@@ -72,7 +72,9 @@
 #include "mailbox.h"
 #include "phase_barrier.h"
 #include "prof/analysis/analysis.h"
+#include "prof/analysis/exchange.h"
 #include "warning_sink.h"
+#include "wire.h"
 #include "window_index.h"
 
 namespace prof::analysis::detail {
@@ -345,6 +347,17 @@ struct alignas(64) Rank {
   FlatMap<ChannelKey, uint32_t, ChannelHash> channels;
   std::vector<Channel> channel_store;
   std::vector<uint32_t> gmap;  // local node -> global node (merged so far)
+  std::vector<uint32_t> merged_at;  // local node -> the merge_nodes() call that merged it
+
+  // Several processes: what the rank's process sent process 0 at the end
+  // (gathered), which finish() reads instead of the state it has not got.
+  bool gathered = false;
+  uint64_t gathered_unbalanced = 0;
+  double gathered_last_leave = -kInf;
+  std::vector<CallInFlight> gathered_in_flight;
+  std::vector<std::string> gathered_rebuilt;  // rebuilt objects its calls in flight met
+  trace::ReadStats gathered_stats;             // its reader's, from decoding it
+  std::vector<std::string> gathered_trace_warnings;
 
   uint64_t events = 0, calls = 0, matched = 0, unmatched_sends = 0, unmatched_recvs = 0;
   uint64_t local_instances = 0, phase_events = 0;
@@ -507,6 +520,10 @@ class Engine {
     Engine* e;
     void operator()() noexcept { e->on_phase_end(); }
   };
+  struct EarlyEnd {
+    Engine* e;
+    void operator()() noexcept { e->exchange_early(); }
+  };
 
   int index_of_world(int32_t w) const {
     return (*world_to_index_)(w);
@@ -535,6 +552,29 @@ class Engine {
   }
 
   void setup();
+  // Several processes (Options::exchange): a process runs workers
+  // [local_lo_, local_hi_) of workers_, per_proc_ to a process.
+  bool local_worker(unsigned w) const { return w >= local_lo_ && w < local_hi_; }
+  bool local_rank(size_t i) const { return local_worker(worker_of_[i]); }
+  unsigned first_worker(int proc) const {
+    return std::min<unsigned>(workers_, static_cast<unsigned>(proc) * per_proc_);
+  }
+  void pack_boxes(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
+                  bool results_only);
+  void unpack_boxes(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
+                    bool results_only);
+  struct PhaseSums {
+    uint64_t events = 0, phase_events = 0;
+    double min_next = kInf;
+    bool boxes_empty = true;
+  };
+  void exchange_phase(int parity, PhaseSums& sums);
+  void exchange_early();
+  void exchange_final_results();
+  void exchange_collective_counts();
+  void gather_at_root();
+  void rebuild_global_nodes();
+  void settle_channels(Rank& r);
   bool plan_window(const std::vector<const RankTrace*>& traces);
   // A window under this many events runs on one worker (setup()): about
   // sixteen phases of the default size (Options::window_events).
@@ -577,6 +617,16 @@ class Engine {
 
   const trace::TraceDir& dir_;
   Options opt_;
+  Exchange* ex_ = nullptr;
+  bool dist_ = false;  // spread over several processes
+  int proc_ = 0, procs_ = 1;
+  unsigned per_proc_ = 1, local_lo_ = 0, local_hi_ = 1;
+  // Each rank's exhausted_phase as this process knows it (other processes'
+  // ranks: as their processes reported it at a phase's end).
+  std::vector<int> exhausted_all_;
+  std::vector<uint8_t> exhausted_sent_;
+  uint32_t merges_ = 0;       // merge_nodes() calls so far
+  bool final_sweep_ = false;  // several processes: the end's sweep posts every result
   Registry reg_;
   std::vector<std::string> rebuilt_in_flight_;  // rebuilt objects met resolving calls in flight
   Registry* prebuilt_;  // moved into reg_ by setup()

@@ -34,6 +34,15 @@ class WarningSink {
     auto it = cats_.find(kind);
     return it == cats_.end() ? 0 : it->second.count;
   }
+  // Each kind's count and examples: f(kind, count, examples); restore()
+  // puts one back (a distributed analysis moves a rank's sink to process 0).
+  template <class F>
+  void for_each(F&& f) const {
+    for (const auto& [kind, c] : cats_) f(kind, c.count, c.examples);
+  }
+  void restore(WarningKind kind, uint64_t count, std::vector<std::string> examples) {
+    cats_[kind] = Cat{count, std::move(examples)};
+  }
   // Into the run's warnings, by category (the order users see them in).
   void merge_into(std::map<std::string, Warning>& out) const {
     for (const auto& [kind, c] : cats_) {
