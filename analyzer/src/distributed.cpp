@@ -143,7 +143,16 @@ void Engine::pack_boxes(WireOut& out, int parity, unsigned src_lo, unsigned src_
       if (!results_only) {
         pack(out, send_box(parity, o, d));
         pack(out, cancel_box(parity, o, d));
-        pack(out, coll_box(parity, o, d));
+        // (A call's communicator travels as its index among its rank's
+        // definitions: the definition's address is this process's.)
+        auto& box = coll_box(parity, o, d);
+        std::vector<CollRec> recs(box.begin(), box.end());
+        box.clear();
+        for (CollRec& c : recs) {
+          const auto& defs = ranks_[static_cast<size_t>(c.rank)]->rank_trace->comms();
+          c.def = reinterpret_cast<const CommDef*>(c.def ? static_cast<uintptr_t>(c.def - defs.data()) + 1 : 0);
+        }
+        out.put_vec(recs);
       }
       pack(out, result_box(parity, o, d));
     }
@@ -156,7 +165,13 @@ void Engine::unpack_boxes(WireIn& in, int parity, unsigned src_lo, unsigned src_
       if (!results_only) {
         unpack(in, send_box(parity, o, d));
         unpack(in, cancel_box(parity, o, d));
-        unpack(in, coll_box(parity, o, d));
+        auto& box = coll_box(parity, o, d);
+        for (CollRec c : in.get_vec<CollRec>()) {
+          const auto index = reinterpret_cast<uintptr_t>(c.def);
+          c.def = index ? &ranks_[static_cast<size_t>(c.rank)]->rank_trace->comms()[index - 1] : nullptr;
+          box.push_back(c);
+        }
+        box.publish();
       }
       unpack(in, result_box(parity, o, d));
     }
