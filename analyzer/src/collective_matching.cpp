@@ -97,7 +97,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   ++own.instances;
   if (in.got < in.expected) {
     ++own.incomplete;
-    own.warn.add(WarningKind::IncompleteCollectives, [&] {
+    own.warn.add_keyed(WarningKind::IncompleteCollectives, {gid, seq}, [&] {
       return "communicator " + std::to_string(gid) + ", collective #" + std::to_string(seq + 1) +
              ": " + std::to_string(in.got) + " of " + std::to_string(in.expected) + " members";
     });
@@ -113,7 +113,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   if (!in || in->done) {
     // More calls than members (inconsistent communicator definitions):
     // nobody to compare with, so the call is all collective time.
-    own.warn.add(WarningKind::CollectiveCallsBeyondMembers, [&] {
+    own.warn.add_keyed(WarningKind::CollectiveCallsBeyondMembers, {c.gid, c.seq}, [&] {
       return "communicator " + std::to_string(c.gid) + ", collective #" + std::to_string(c.seq + 1);
     });
     post(w, ResultRec{c.rank, c.node, c.a2a, c.enter, c.enter, c.leave, 0, c.hold}, parity, false);

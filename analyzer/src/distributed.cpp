@@ -71,12 +71,14 @@ std::vector<std::string> get_strings(WireIn& in) {
 
 void put_warnings(WireOut& out, const WarningSink& sink) {
   uint64_t n = 0;
-  sink.for_each([&](WarningKind, uint64_t, const std::vector<std::string>&) { ++n; });
+  sink.for_each([&](WarningKind, uint64_t, const auto&, const auto&) { ++n; });
   out.put(n);
-  sink.for_each([&](WarningKind kind, uint64_t count, const std::vector<std::string>& examples) {
+  sink.for_each([&](WarningKind kind, uint64_t count, const std::vector<std::string>& examples,
+                    const std::vector<WarningSink::Key>& keys) {
     out.put(kind);
     out.put(count);
     put_strings(out, examples);
+    out.put_vec(keys);
   });
 }
 void get_warnings(WireIn& in, WarningSink& sink) {
@@ -84,7 +86,8 @@ void get_warnings(WireIn& in, WarningSink& sink) {
   for (uint64_t n = in.get<uint64_t>(); n-- > 0;) {
     const auto kind = in.get<WarningKind>();
     const auto count = in.get<uint64_t>();
-    sink.restore(kind, count, get_strings(in));
+    auto examples = get_strings(in);
+    sink.restore(kind, count, std::move(examples), in.get_vec<WarningSink::Key>());
   }
 }
 

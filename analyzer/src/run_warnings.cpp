@@ -273,11 +273,14 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     a.stats.collective_instances += r.local_instances;
     r.warn.merge_into(warns);
   }
+  // (The owners' examples by instance, whichever worker owned each.)
+  WarningSink owned;
   for (auto& own : owners_) {
     a.stats.collective_instances += own.instances;
     a.stats.incomplete_collectives += own.incomplete;
-    own.warn.merge_into(warns);
+    owned.absorb(own.warn);
   }
+  owned.merge_into(warns);
   for (const auto& rp : ranks_)
     a.stats.unknown_requests +=
         rp->warn.count(WarningKind::UnknownRequestCompletion) + rp->warn.count(WarningKind::UnknownRequestStart);
