@@ -563,6 +563,11 @@ Analysis Engine::run() {
     dist_ = true;
     proc_ = ex_->rank();
     procs_ = ex_->size();
+    // A phase ends with a collective exchange: each process decodes about as
+    // many events a phase as one process alone does, so the phases (and
+    // exchanges) are fewer as processes are added (the report does not
+    // depend on the phases).
+    opt_.window_events *= static_cast<uint64_t>(procs_);
   }
   const char* stats_env = std::getenv("PROF_ANALYZE_WORKER_STATS");
   worker_stats_on_ = stats_env && *stats_env && std::string(stats_env) != "0";
@@ -661,6 +666,10 @@ void Engine::print_worker_stats() const {
   auto sec = [](uint64_t ns) { return static_cast<double>(ns) * 1e-9; };
   std::fprintf(stderr, "prof-analyze workers: %u, phases %llu, setup %.3f s, finish %.3f s\n", workers_,
                static_cast<unsigned long long>(windows_), sec(setup_ns_), sec(finish_ns_));
+  if (dist_)
+    std::fprintf(stderr, "  process %d of %d: workers %u-%u, %llu exchanges, %llu bytes sent, %llu received\n", proc_,
+                 procs_, local_lo_, local_hi_ - 1, static_cast<unsigned long long>(exchanges_),
+                 static_cast<unsigned long long>(exchanged_bytes_), static_cast<unsigned long long>(received_bytes_));
   for (unsigned w = 0; w < workers_; ++w) {
     const WorkerStats& s = worker_stats_[w];
     const uint64_t waits = s.wait_ns + s.handover_ns + s.end_ns;

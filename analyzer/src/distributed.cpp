@@ -139,6 +139,14 @@ std::vector<CallInFlight> get_in_flight(WireIn& in) {
 }
 }  // namespace
 
+std::vector<std::string> Engine::all_to_all(const std::vector<std::string>& out) {
+  ++exchanges_;
+  for (const std::string& b : out) exchanged_bytes_ += b.size();
+  std::vector<std::string> in = ex_->all_to_all(out);
+  for (const std::string& b : in) received_bytes_ += b.size();
+  return in;
+}
+
 void Engine::pack_boxes(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo,
                         unsigned dst_hi, bool results_only) {
   for (unsigned o = src_lo; o < src_hi; ++o)
@@ -203,7 +211,7 @@ void Engine::exchange_phase(int parity, PhaseSums& sums) {
     pack_boxes(o, parity, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), false);
     out[static_cast<size_t>(p)] = std::move(o.buf);
   }
-  const std::vector<std::string> in = ex_->all_to_all(out);
+  const std::vector<std::string> in = all_to_all(out);
   int first_failed = failed ? proc_ : -1;
   std::string failure = failed ? failure_ : std::string();
   for (int p = 0; p < procs_; ++p) {
@@ -237,7 +245,7 @@ void Engine::exchange_early() {
     pack_boxes(o, kEarlyResults, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true);
     out[static_cast<size_t>(p)] = std::move(o.buf);
   }
-  const std::vector<std::string> in = ex_->all_to_all(out);
+  const std::vector<std::string> in = all_to_all(out);
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
@@ -257,7 +265,7 @@ void Engine::exchange_final_results() {
     pack_boxes(o, 0, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true);
     out[static_cast<size_t>(p)] = std::move(o.buf);
   }
-  const std::vector<std::string> in = ex_->all_to_all(out);
+  const std::vector<std::string> in = all_to_all(out);
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
@@ -289,7 +297,7 @@ void Engine::exchange_collective_counts() {
   }
   std::vector<std::string> out(static_cast<size_t>(procs_), mine.buf);
   out[static_cast<size_t>(proc_)].clear();
-  const std::vector<std::string> in = ex_->all_to_all(out);
+  const std::vector<std::string> in = all_to_all(out);
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
@@ -368,7 +376,7 @@ void Engine::gather_at_root() {
   }
   std::vector<std::string> out(static_cast<size_t>(procs_));
   out[0] = std::move(mine.buf);
-  const std::vector<std::string> in = ex_->all_to_all(out);
+  const std::vector<std::string> in = all_to_all(out);
   if (proc_ != 0) return;
 
   for (int p = 1; p < procs_; ++p) {

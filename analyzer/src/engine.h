@@ -568,6 +568,7 @@ class Engine {
     double min_next = kInf;
     bool boxes_empty = true;
   };
+  std::vector<std::string> all_to_all(const std::vector<std::string>& out);
   void exchange_phase(int parity, PhaseSums& sums);
   void exchange_early();
   void exchange_final_results();
@@ -627,6 +628,8 @@ class Engine {
   std::vector<uint8_t> exhausted_sent_;
   uint32_t merges_ = 0;       // merge_nodes() calls so far
   bool final_sweep_ = false;  // several processes: the end's sweep posts every result
+  // This process's all_to_all calls, the bytes it sent and received.
+  uint64_t exchanges_ = 0, exchanged_bytes_ = 0, received_bytes_ = 0;
   Registry reg_;
   std::vector<std::string> rebuilt_in_flight_;  // rebuilt objects met resolving calls in flight
   Registry* prebuilt_;  // moved into reg_ by setup()
