@@ -287,47 +287,6 @@ void Engine::setup() {
   bool all_final = true;
   uint64_t bytes = 0;
   from_index_ = opt_.windowed() && plan_window(traces);
-  for (size_t i = 0; i < traces.size(); ++i) {
-    const WindowCheckpoint* cp = from_index_ ? &index_.ranks[i].checkpoints[index_start_[i]] : nullptr;
-    const size_t first = cp ? cp->chunk : 0;
-    auto r = std::make_unique<Rank>(*traces[i], reg_, i, *world_to_index_,
-                                    !cp                ? traces[i]->events()
-                                    : cp->at.valid     ? traces[i]->events_from_position(cp->at)
-                                                       : traces[i]->events_from_chunks({first}));
-    r->first_chunk = first;
-    r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
-    r->acc.emplace_back();
-    r->slot_of.assign(reg_.funcs[i].size() + 1, 0);
-    r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
-    r->has_ev = r->advance();
-    if (r->has_ev) {
-      r->ev_enter = r->interp.global(r->ev->enter);
-      if (!from_index_) t_first_ = std::min(t_first_, r->ev_enter);
-    }
-    for (size_t s = 0; s < traces[i]->stream_count(); ++s) chunks_total_ += traces[i]->chunk_count(s);
-    bool final_sync = false;
-    for (const auto& k : traces[i]->clock_syncs())
-      if (k.phase == "final") {
-        final_sync = true;
-        t_last_est_ = std::max(t_last_est_, traces[i]->to_global_ns(k.local_ticks));
-      }
-    all_final = all_final && final_sync;
-    bytes += traces[i]->event_bytes();
-    ranks_.push_back(std::move(r));
-  }
-  if (!all_final) t_last_est_ = -kInf;
-  if (from_index_) t_first_ = index_first_;  // (the cursors start near the window)
-  if (opt_.windowed() && t_first_ < kInf) {
-    windowed_ = true;
-    lo_ = t_first_ + opt_.window_from_s * 1e9;
-    hi_ = t_first_ + opt_.window_to_s * 1e9;
-    for (auto& r : ranks_) r->instants.set_window(lo_, hi_);
-  }
-  events_est_ = bytes / 20;  // about 20 bytes per record (the shim aims at 16 to 24)
-  gone_.assign(ranks_.size(), 0);
-  exhausted_all_.assign(ranks_.size(), -1);
-  exhausted_sent_.assign(ranks_.size(), 0);
-
   unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
   per_proc_ = hw;
   if (dist_) hw *= static_cast<unsigned>(procs_);  // each process runs `hw` of them
@@ -335,7 +294,7 @@ void Engine::setup() {
   // Its few phases would cost a second worker more in thread start and
   // barriers than it could share (the report does not depend on the count).
   if (!opt_.threads && from_index_ && window_events_below(kOneWorkerWindowEvents)) hw = 1;
-  workers_ = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, ranks_.size())));
+  workers_ = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, traces.size())));
   workers_mask_ = (workers_ & (workers_ - 1)) == 0 ? workers_ - 1 : 0;
   if (!dist_) per_proc_ = workers_;
   // (A process may have none when there are fewer ranks than workers.)
@@ -359,11 +318,60 @@ void Engine::setup() {
     w = std::max<unsigned>(w, static_cast<unsigned>(workers_ - std::min<size_t>(workers_, R - i)));  // none left empty
     prev = w;
     worker_ranks_[w].push_back(i);
-    ranks_[i]->worker = w;
     worker_of_.push_back(w);
     done += traces[i]->event_bytes() + 1;
   }
   for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const WindowCheckpoint* cp = from_index_ ? &index_.ranks[i].checkpoints[index_start_[i]] : nullptr;
+    const size_t first = cp ? cp->chunk : 0;
+    auto r = std::make_unique<Rank>(*traces[i], reg_, i, *world_to_index_,
+                                    !cp                ? traces[i]->events()
+                                    : cp->at.valid     ? traces[i]->events_from_position(cp->at)
+                                                       : traces[i]->events_from_chunks({first}));
+    r->first_chunk = first;
+    r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
+    r->acc.emplace_back();
+    r->slot_of.assign(reg_.funcs[i].size() + 1, 0);
+    r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
+    r->worker = worker_of_[i];
+    // (Another process's rank is never decoded here: not even its first
+    // chunk is read, so a process's memory grows with its own block.)
+    r->has_ev = local_rank(i) && r->advance();
+    if (r->has_ev) {
+      r->ev_enter = r->interp.global(r->ev->enter);
+      if (!from_index_) t_first_ = std::min(t_first_, r->ev_enter);
+    }
+    for (size_t s = 0; s < traces[i]->stream_count(); ++s) chunks_total_ += traces[i]->chunk_count(s);
+    bool final_sync = false;
+    for (const auto& k : traces[i]->clock_syncs())
+      if (k.phase == "final") {
+        final_sync = true;
+        t_last_est_ = std::max(t_last_est_, traces[i]->to_global_ns(k.local_ticks));
+      }
+    all_final = all_final && final_sync;
+    bytes += traces[i]->event_bytes();
+    ranks_.push_back(std::move(r));
+  }
+  if (!all_final) t_last_est_ = -kInf;
+  if (dist_) {  // the trace's first event, over every process's ranks
+    WireOut mine;
+    mine.put(t_first_);
+    const std::vector<std::string> in = all_to_all(std::vector<std::string>(static_cast<size_t>(procs_), mine.buf));
+    for (const std::string& b : in) t_first_ = std::min(t_first_, WireIn(b).get<double>());
+  }
+  if (from_index_) t_first_ = index_first_;  // (the cursors start near the window)
+  if (opt_.windowed() && t_first_ < kInf) {
+    windowed_ = true;
+    lo_ = t_first_ + opt_.window_from_s * 1e9;
+    hi_ = t_first_ + opt_.window_to_s * 1e9;
+    for (auto& r : ranks_) r->instants.set_window(lo_, hi_);
+  }
+  events_est_ = bytes / 20;  // about 20 bytes per record (the shim aims at 16 to 24)
+  gone_.assign(ranks_.size(), 0);
+  exhausted_all_.assign(ranks_.size(), -1);
+  exhausted_sent_.assign(ranks_.size(), 0);
+
   send_boxes_ = std::vector<Box<SendRec>>(2 * workers_ * workers_);
   cancel_boxes_ = std::vector<Box<SendRec>>(2 * workers_ * workers_);
   coll_boxes_ = std::vector<Box<CollRec>>(2 * workers_ * workers_);
