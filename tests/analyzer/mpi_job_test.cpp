@@ -26,17 +26,19 @@ std::string slurp(const fs::path& p) {
 
 struct Outputs {
   int status = -1;
-  std::string text, json, messages;
+  std::string text, json, chrome, messages;
 };
 
-// The command, plain (procs 0) or under `mpiexec -n procs`; "{json}" in
-// `args` stands for a JSON report's path.
+// The command, plain (procs 0) or under `mpiexec -n procs`; "{json}" and
+// "{chrome}" in `args` stand for the JSON report's and Chrome trace's paths.
 Outputs run(int procs, const std::string& trace, std::string args, const std::string& env = "") {
   static int n = 0;
   const fs::path out = fs::path(trace) / ("out-" + std::to_string(n++));
   fs::create_directories(out);
   if (const size_t at = args.find("{json}"); at != std::string::npos)
     args.replace(at, 6, (out / "report.json").string());
+  if (const size_t at = args.find("{chrome}"); at != std::string::npos)
+    args.replace(at, 8, (out / "chrome.json").string());
   std::string cmd = env + " timeout -k 5 60 ";
   if (procs > 0) cmd += std::string(PROF_MPIEXEC) + " -n " + std::to_string(procs) + " ";
   cmd += std::string(PROF_ANALYZE_BIN) + " --no-progress --no-index " + args + " '" + trace + "' >'" +
@@ -47,19 +49,21 @@ Outputs run(int procs, const std::string& trace, std::string args, const std::st
   o.text = slurp(out / "text");
   o.messages = slurp(out / "messages");
   o.json = slurp(out / "report.json");
+  o.chrome = slurp(out / "chrome.json");
   fs::remove_all(out);
   return o;
 }
 
 // Every output of the job equals the plain command's, for K = 1, 2, 3.
-void expect_same_for_every_k(const std::string& trace, const std::string& args) {
+void expect_same_for_every_k(const std::string& trace, const std::string& args, int max_k = 3) {
   const Outputs plain = run(0, trace, args);
   ASSERT_FALSE(plain.text.empty() && plain.messages.empty());
-  for (int k = 1; k <= 3; ++k) {
+  for (int k = 1; k <= max_k; ++k) {
     const Outputs job = run(k, trace, args);
     EXPECT_EQ(job.status, plain.status) << "K=" << k << "\n" << job.messages;
     EXPECT_EQ(job.text, plain.text) << "K=" << k;
     EXPECT_EQ(job.json, plain.json) << "K=" << k;
+    EXPECT_EQ(job.chrome, plain.chrome) << "K=" << k;
     EXPECT_EQ(job.messages, plain.messages) << "K=" << k;
   }
 }
@@ -95,7 +99,9 @@ void build_ring(TraceBuilder& b, int ranks) {
 TEST(MpiJob, RingWithAKilledRankIsTheSameForEveryProcessCount) {
   TraceBuilder b(6);
   build_ring(b, 6);
-  expect_same_for_every_k(b.dir(), "--functions --json {json}");
+  expect_same_for_every_k(b.dir(), "--functions --json {json} --chrome-trace {chrome}");
+  // A window (process 0 alone).
+  expect_same_for_every_k(b.dir(), "--window 0.005:0.02 --json {json}", 2);
 }
 
 TEST(MpiJob, DamagedTraceIsTheSameForEveryProcessCount) {
