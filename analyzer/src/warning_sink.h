@@ -44,8 +44,9 @@ class WarningSink {
   }
   // Another sink's problems (keyed examples: the smallest keys of both).
   void absorb(const WarningSink& o) {
-    for (const auto& [kind, c] : o.cats_) {
-      Cat& cat = cats_[kind];
+    for (const auto& entry : o.cats_) {
+      const Cat& c = entry.second;
+      Cat& cat = cats_[entry.first];
       cat.count += c.count;
       for (size_t i = 0; i < c.examples.size(); ++i) {
         if (!c.keys.empty()) {
