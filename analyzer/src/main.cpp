@@ -21,6 +21,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "prof/analysis/analysis.h"
 #include "mpi_exchange.h"
@@ -191,6 +192,29 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   }
 
   prof::trace::TraceDir td = prof::trace::TraceDir::open(dir);
+  if (mpi && mpi->size() > 1) {
+    // Every process must read the trace (a node may lack its file system):
+    // where one cannot, process 0 names it and its errors, and the job ends
+    // as the plain command would.
+    std::string mine;
+    if (!td.errors.empty() || td.ranks.empty()) {
+      for (const auto& e : td.errors) mine += e + "\n";
+      for (const auto& w : td.warnings) mine += w + "\n";
+      if (mine.empty()) mine = dir + ": no usable rank file\n";
+    }
+    const std::vector<std::string> all =
+        mpi->all_to_all(std::vector<std::string>(static_cast<size_t>(mpi->size()), mine));
+    if (mine.empty())
+      for (size_t p = 0; p < all.size(); ++p) {
+        if (all[p].empty()) continue;
+        if (root) {
+          std::istringstream lines(all[p]);
+          for (std::string line; std::getline(lines, line);)
+            std::fprintf(stderr, "prof-analyze: error: process %zu: %s\n", p, line.c_str());
+        }
+        return kExitUnusable;
+      }
+  }
   if (!td.errors.empty() || td.ranks.empty()) {
     for (const auto& e : td.errors) std::fprintf(stderr, "prof-analyze: error: %s\n", e.c_str());
     for (const auto& w : td.warnings) std::fprintf(stderr, "prof-analyze: error: %s\n", w.c_str());

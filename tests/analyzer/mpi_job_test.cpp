@@ -137,6 +137,25 @@ TEST(MpiJob, ErrorsEndTheJobWithThePlainCommandsMessageAndStatus) {
   EXPECT_EQ(job.messages, plain.messages);
 }
 
+// A process that cannot read the trace (a node without its file system) ends
+// the job: process 0 names it and its error, no process waits for it.
+TEST(MpiJob, AProcessThatCannotReadTheTraceEndsTheJob) {
+  TraceBuilder b(2);
+  build_ring(b, 2);
+  const fs::path wrapper = fs::path(b.dir()) / "second-process-elsewhere.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\n"
+                            "[ \"$PMI_RANK\" = 1 ] && exec " PROF_ANALYZE_BIN " " << b.dir() << "/elsewhere -q\n"
+                            "exec " PROF_ANALYZE_BIN " \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const std::string cmd = "timeout -k 5 60 " + std::string(PROF_MPIEXEC) + " -n 2 " + wrapper.string() + " " +
+                          b.dir() + " -q -o /dev/null --no-index 2>" + b.dir() + "/messages";
+  const int st = std::system(cmd.c_str());
+  EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 2);
+  EXPECT_NE(slurp(fs::path(b.dir()) / "messages").find("prof-analyze: error: process 1: " + b.dir() + "/elsewhere"),
+            std::string::npos)
+      << slurp(fs::path(b.dir()) / "messages");
+}
+
 // The job shares the decoding: process 0's workers decode only their block
 // (PROF_ANALYZE_WORKER_STATS lists every worker of the job from process 0,
 // those of the other processes with no events).
