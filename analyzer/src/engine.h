@@ -47,14 +47,15 @@
 //     marker's call; marker calls are not MPI time.
 //   - Nonblocking receives count at the Wait/Test that completes them (its
 //     enter, leave, duration); nonblocking collectives at their start call.
-//   - The result does not depend on the windows or the number of workers
-//     (tests/analyzer/streaming_test.cpp).
+//   - The result does not depend on the windows, the number of workers or
+//     the number of processes they are spread over (an MPI job:
+//     distributed.cpp; tests/analyzer/streaming_test.cpp, mpi_job_test.cpp).
 //
 // This header declares the engine's state and steps; they are defined by
 // concept: analysis.cpp (phases and decoding), p2p_matching.cpp,
 // collective_matching.cpp, interval_tree.cpp (the tree, its fold and
-// figures), interval_steps.h (a marker's steps, inline in the decode loop)
-// and run_warnings.cpp.
+// figures), interval_steps.h (a marker's steps, inline in the decode loop),
+// run_warnings.cpp and distributed.cpp (workers spread over processes).
 #pragma once
 
 #include <algorithm>
