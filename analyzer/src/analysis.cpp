@@ -172,7 +172,8 @@ void Engine::take_early_results(unsigned w) {
   const uint64_t t0 = worker_stats_on_ ? monotonic_ns() : 0;
   for (unsigned o = 0; o < workers_; ++o) {
     if (o == w) continue;
-    for (unsigned spins = 0; step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
+    // (Another process's: its box was filled before this phase's decoding.)
+    for (unsigned spins = 0; local_worker(o) && step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
       if (spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -200,19 +201,32 @@ void Engine::publish(unsigned w) {
 }
 
 void Engine::on_phase_end() {
+  const int parity = phase_ & 1;
   ++phase_;
   ++windows_;
-  uint64_t events = 0, phase_events = 0;
+  PhaseSums sums;
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    if (!local_rank(i)) continue;
+    const Rank& r = *ranks_[i];
+    sums.events += r.events;
+    sums.phase_events += r.phase_events;
+    if (r.has_ev) sums.min_next = std::min(sums.min_next, r.ev_enter);
+    exhausted_all_[i] = r.exhausted_phase;
+  }
+  sums.boxes_empty = boxes_empty();
+  if (opt_.cancelled && !failed_.load() && opt_.cancelled()) {
+    failed_ = true;
+    failure_ = kCancelled;
+  }
+  // Other processes' sums, ranks ended, failures and records for this one.
+  if (dist_) exchange_phase(parity, sums);
+  const uint64_t events = sums.events, phase_events = sums.phase_events;
+  const double min_next = sums.min_next;
   bool all_exhausted = true;
-  double min_next = kInf;
   bool changed = false;
   for (size_t i = 0; i < ranks_.size(); ++i) {
-    const Rank& r = *ranks_[i];
-    events += r.events;
-    phase_events += r.phase_events;
-    if (r.exhausted_phase < 0) all_exhausted = false;
-    if (r.has_ev) min_next = std::min(min_next, r.ev_enter);
-    if (!gone_[i] && r.exhausted_phase >= 0 && r.exhausted_phase <= phase_ - 2) {
+    if (exhausted_all_[i] < 0) all_exhausted = false;
+    if (!gone_[i] && exhausted_all_[i] >= 0 && exhausted_all_[i] <= phase_ - 2) {
       gone_[i] = 1;
       ++gone_count_;
       changed = true;
@@ -220,15 +234,11 @@ void Engine::on_phase_end() {
   }
   sweep_ = changed;
   merge_nodes();
-  if (opt_.cancelled && !failed_.load() && opt_.cancelled()) {
-    failed_ = true;
-    failure_ = kCancelled;
-  }
   if (failed_.load()) {
     done_ = true;
     return;
   }
-  if (all_exhausted && gone_count_ == ranks_.size() && !changed && boxes_empty()) {
+  if (all_exhausted && gone_count_ == ranks_.size() && !changed && sums.boxes_empty) {
     done_ = true;
   } else if (from_index_ && window_done()) {
     // Chunks decoded: from each rank's start to the one holding its next event.
@@ -279,6 +289,41 @@ void Engine::setup() {
   bool all_final = true;
   uint64_t bytes = 0;
   from_index_ = opt_.windowed() && plan_window(traces);
+  unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
+  per_proc_ = hw;
+  if (dist_) hw *= static_cast<unsigned>(procs_);  // each process runs `hw` of them
+  // A short window served by the index: one worker unless asked for more.
+  // Its few phases would cost a second worker more in thread start and
+  // barriers than it could share (the report does not depend on the count).
+  if (!opt_.threads && from_index_ && window_events_below(kOneWorkerWindowEvents)) hw = 1;
+  workers_ = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, traces.size())));
+  workers_mask_ = (workers_ & (workers_ - 1)) == 0 ? workers_ - 1 : 0;
+  if (!dist_) per_proc_ = workers_;
+  // (A process may have none when there are fewer ranks than workers.)
+  local_lo_ = first_worker(proc_);
+  local_hi_ = first_worker(proc_ + 1);
+  // Contiguous blocks of ranks of about equal event bytes per worker:
+  // neighbours talk most in typical codes, and a message between ranks of
+  // one worker needs no mailbox.
+  worker_ranks_.assign(workers_, {});
+  uint64_t total = 0;
+  for (const RankTrace* t : traces) total += t->event_bytes() + 1;
+  uint64_t done = 0;
+  unsigned prev = 0;
+  const size_t R = traces.size();
+  for (size_t i = 0; i < R; ++i) {
+    const uint64_t mid = done + (traces[i]->event_bytes() + 1) / 2;
+    unsigned w = std::min<unsigned>(
+        workers_ - 1, static_cast<unsigned>(static_cast<double>(mid) / static_cast<double>(total) * workers_));
+    w = std::max(w, prev);                                   // contiguous
+    w = std::min(w, i == 0 ? 0u : prev + 1);                 // no worker skipped
+    w = std::max<unsigned>(w, static_cast<unsigned>(workers_ - std::min<size_t>(workers_, R - i)));  // none left empty
+    prev = w;
+    worker_ranks_[w].push_back(i);
+    worker_of_.push_back(w);
+    done += traces[i]->event_bytes() + 1;
+  }
+  for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
   const auto [span_first, span_last] = run_span(traces);
   for (size_t i = 0; i < traces.size(); ++i) {
     const WindowCheckpoint* cp = from_index_ ? &index_.ranks[i].checkpoints[index_start_[i]] : nullptr;
@@ -292,9 +337,12 @@ void Engine::setup() {
     r->acc.emplace_back();
     r->slot_of.assign(reg_.funcs[i].size() + 1, 0);
     r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
+    r->worker = worker_of_[i];
     r->damage.span_first = span_first;
     r->damage.span_last = span_last;
-    r->has_ev = r->advance();
+    // (Another process's rank is never decoded here: not even its first
+    // chunk is read, so a process's memory grows with its own block.)
+    r->has_ev = local_rank(i) && r->advance();
     if (r->has_ev) {
       r->ev_enter = r->interp.global(r->ev->enter);
       if (!from_index_) t_first_ = std::min(t_first_, r->ev_enter);
@@ -314,6 +362,12 @@ void Engine::setup() {
     ranks_.push_back(std::move(r));
   }
   if (!all_final) t_last_est_ = -kInf;
+  if (dist_) {  // the trace's first event, over every process's ranks
+    WireOut mine;
+    mine.put(t_first_);
+    const std::vector<std::string> in = all_to_all(std::vector<std::string>(static_cast<size_t>(procs_), mine.buf));
+    for (const std::string& b : in) t_first_ = std::min(t_first_, WireIn(b).get<double>());
+  }
   if (from_index_) t_first_ = index_first_;  // (the cursors start near the window)
   if (opt_.windowed() && t_first_ < kInf) {
     windowed_ = true;
@@ -323,37 +377,9 @@ void Engine::setup() {
   }
   events_est_ = bytes / 20;  // about 20 bytes per record (the shim aims at 16 to 24)
   gone_.assign(ranks_.size(), 0);
+  exhausted_all_.assign(ranks_.size(), -1);
+  exhausted_sent_.assign(ranks_.size(), 0);
 
-  unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
-  // A short window served by the index: one worker unless asked for more.
-  // Its few phases would cost a second worker more in thread start and
-  // barriers than it could share (the report does not depend on the count).
-  if (!opt_.threads && from_index_ && window_events_below(kOneWorkerWindowEvents)) hw = 1;
-  workers_ = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, ranks_.size())));
-  workers_mask_ = (workers_ & (workers_ - 1)) == 0 ? workers_ - 1 : 0;
-  // Contiguous blocks of ranks of about equal event bytes per worker:
-  // neighbours talk most in typical codes, and a message between ranks of
-  // one worker needs no mailbox.
-  worker_ranks_.assign(workers_, {});
-  uint64_t total = 0;
-  for (const RankTrace* t : traces) total += t->event_bytes() + 1;
-  uint64_t done = 0;
-  unsigned prev = 0;
-  const size_t R = traces.size();
-  for (size_t i = 0; i < R; ++i) {
-    const uint64_t mid = done + (traces[i]->event_bytes() + 1) / 2;
-    unsigned w = std::min<unsigned>(
-        workers_ - 1, static_cast<unsigned>(static_cast<double>(mid) / static_cast<double>(total) * workers_));
-    w = std::max(w, prev);                                   // contiguous
-    w = std::min(w, i == 0 ? 0u : prev + 1);                 // no worker skipped
-    w = std::max<unsigned>(w, static_cast<unsigned>(workers_ - std::min<size_t>(workers_, R - i)));  // none left empty
-    prev = w;
-    worker_ranks_[w].push_back(i);
-    ranks_[i]->worker = w;
-    worker_of_.push_back(w);
-    done += traces[i]->event_bytes() + 1;
-  }
-  for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
   send_boxes_ = std::vector<Box<SendRec>>(2 * workers_ * workers_);
   cancel_boxes_ = std::vector<Box<SendRec>>(2 * workers_ * workers_);
   coll_boxes_ = std::vector<Box<CollRec>>(2 * workers_ * workers_);
@@ -548,6 +574,17 @@ Analysis Engine::run() {
     for (const auto& w : dir_.warnings) a.errors.push_back(w);
     return a;
   }
+  if (opt_.exchange && opt_.exchange->size() > 1 && !opt_.windowed()) {
+    ex_ = opt_.exchange;
+    dist_ = true;
+    proc_ = ex_->rank();
+    procs_ = ex_->size();
+    // A phase ends with a collective exchange: each process decodes about as
+    // many events a phase as one process alone does, so the phases (and
+    // exchanges) are fewer as processes are added (the report does not
+    // depend on the phases).
+    opt_.window_events *= static_cast<uint64_t>(procs_);
+  }
   const char* stats_env = std::getenv("PROF_ANALYZE_WORKER_STATS");
   worker_stats_on_ = stats_env && *stats_env && std::string(stats_env) != "0";
   const uint64_t t_start = worker_stats_on_ ? monotonic_ns() : 0;
@@ -555,7 +592,11 @@ Analysis Engine::run() {
   worker_stats_.assign(workers_, WorkerStats{});
   if (worker_stats_on_) setup_ns_ = monotonic_ns() - t_start;
 
-  PhaseBarrier<PhaseEnd> bar(workers_, PhaseEnd{this});
+  // This process's threads: one per worker it runs, and one that only keeps
+  // step with the others' phases where it runs none.
+  const unsigned threads_here = std::max(1u, local_hi_ - local_lo_);
+  PhaseBarrier<PhaseEnd> bar(threads_here, PhaseEnd{this});
+  PhaseBarrier<EarlyEnd> early_bar(threads_here, EarlyEnd{this});
   auto guarded = [&](auto&& step) {
     if (failed_.load()) return;
     try {
@@ -582,16 +623,21 @@ Analysis Engine::run() {
       ++stats.waits[t2 - t1 < 10000 ? 0 : t2 - t1 < 100000 ? 1 : t2 - t1 < 1000000 ? 2 : 3];
     }
   };
+  WorkerStats idle_stats;
   auto loop = [&](unsigned w) {
-    WorkerStats& stats = worker_stats_[w];
+    const bool works = local_worker(w);
+    WorkerStats& stats = works ? worker_stats_[w] : idle_stats;
     const uint64_t t0 = worker_stats_on_ ? monotonic_ns() : 0, c0 = worker_stats_on_ ? thread_cpu_ns() : 0;
     while (!done_) {
-      guarded([&] { phase_collectives(w); });
+      if (works) guarded([&] { phase_collectives(w); });
       // (Also after a failure: the others wait for it.)
-      if (workers_ > 1) publish_early(w);
-      guarded([&] { phase_decode(w); });
-      publish(w);
-      if (worker_stats_on_)
+      if (works && workers_ > 1) publish_early(w);
+      if (dist_) early_bar.arrive_and_wait();
+      if (works) {
+        guarded([&] { phase_decode(w); });
+        publish(w);
+      }
+      if (worker_stats_on_ && works)
         for (size_t i : worker_ranks_[w]) stats.events += ranks_[i]->phase_events;
       wait_at(bar, stats);
     }
@@ -601,8 +647,8 @@ Analysis Engine::run() {
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned w = 1; w < workers_; ++w) threads.emplace_back(loop, w);
-  loop(0);
+  for (unsigned t = 1; t < threads_here; ++t) threads.emplace_back(loop, local_lo_ + t);
+  loop(local_lo_);
   for (auto& t : threads) t.join();
   if (failed_) {
     a.errors.push_back(failure_ == kCancelled ? failure_ : "analysis failed: " + failure_);
@@ -610,8 +656,20 @@ Analysis Engine::run() {
   }
   const uint64_t t_finish = worker_stats_on_ ? monotonic_ns() : 0;
   // Anything still waiting can no longer complete: settle it now.
-  for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
-  for (auto& r : ranks_) r->settle_instants(kInf);
+  if (dist_) {
+    final_sweep_ = true;
+    for (unsigned w = local_lo_; w < local_hi_; ++w) sweep(w, 0, true);
+    final_sweep_ = false;
+    exchange_final_results();
+  } else {
+    for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
+  }
+  for (size_t i = 0; i < ranks_.size(); ++i)
+    if (local_rank(i)) ranks_[i]->settle_instants(kInf);
+  if (dist_) {
+    gather_at_root();
+    if (proc_ != 0) return a;  // (process 0 reports)
+  }
   finish(a);
   if (worker_stats_on_) {
     finish_ns_ = monotonic_ns() - t_finish;
@@ -624,6 +682,10 @@ void Engine::print_worker_stats() const {
   auto sec = [](uint64_t ns) { return static_cast<double>(ns) * 1e-9; };
   std::fprintf(stderr, "prof-analyze workers: %u, phases %llu, setup %.3f s, finish %.3f s\n", workers_,
                static_cast<unsigned long long>(windows_), sec(setup_ns_), sec(finish_ns_));
+  if (dist_)
+    std::fprintf(stderr, "  process %d of %d: workers %u-%u, %llu exchanges, %llu bytes sent, %llu received\n", proc_,
+                 procs_, local_lo_, local_hi_ - 1, static_cast<unsigned long long>(exchanges_),
+                 static_cast<unsigned long long>(exchanged_bytes_), static_cast<unsigned long long>(received_bytes_));
   for (unsigned w = 0; w < workers_; ++w) {
     const WorkerStats& s = worker_stats_[w];
     const uint64_t waits = s.wait_ns + s.handover_ns + s.end_ns;

@@ -62,7 +62,9 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
 // A member's figures go to its rank's worker (directly when that is us).
 [[gnu::always_inline]] inline void Engine::post(unsigned w, const ResultRec& rr, int parity, bool direct) {
   const unsigned mw = worker_of_[static_cast<size_t>(rr.rank)];
-  if (direct || mw == w) apply_result(rr);
+  // (At the end of a run over several processes every result goes through a
+  // box, so each rank takes them in owner order, as from one process.)
+  if ((direct || mw == w) && !final_sweep_) [[likely]] apply_result(rr);
   else result_box(parity, w, mw).emplace_with([&](ResultRec& to) {
     to.rank = rr.rank;
     to.node = rr.node;
@@ -97,8 +99,9 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
     ++own.incomplete;
     // With records lost, a missing member is likely among them, not a rank
     // that ended early.
-    own.warn.add(records_lost_ ? WarningKind::IncompleteCollectivesRecordsLost
-                               : WarningKind::IncompleteCollectives, [&] {
+    own.warn.add_keyed(records_lost_ ? WarningKind::IncompleteCollectivesRecordsLost
+                                     : WarningKind::IncompleteCollectives,
+                       {gid, seq}, [&] {
       return "communicator " + std::to_string(gid) + ", collective #" + std::to_string(seq + 1) +
              ": " + std::to_string(in.got) + " of " + std::to_string(in.expected) + " members";
     });
@@ -114,7 +117,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   if (!in || in->done) {
     // More calls than members (inconsistent communicator definitions):
     // nobody to compare with, so the call is all collective time.
-    own.warn.add(WarningKind::CollectiveCallsBeyondMembers, [&] {
+    own.warn.add_keyed(WarningKind::CollectiveCallsBeyondMembers, {c.gid, c.seq}, [&] {
       return "communicator " + std::to_string(c.gid) + ", collective #" + std::to_string(c.seq + 1);
     });
     post(w, ResultRec{c.rank, c.node, c.a2a, c.enter, c.enter, c.leave, 0, c.hold}, parity, false);

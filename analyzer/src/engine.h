@@ -47,14 +47,15 @@
 //     marker's call; marker calls are not MPI time.
 //   - Nonblocking receives count at the Wait/Test that completes them (its
 //     enter, leave, duration); nonblocking collectives at their start call.
-//   - The result does not depend on the windows or the number of workers
-//     (tests/analyzer/streaming_test.cpp).
+//   - The result does not depend on the windows, the number of workers or
+//     the number of processes they are spread over (an MPI job:
+//     distributed.cpp; tests/analyzer/streaming_test.cpp, mpi_job_test.cpp).
 //
 // This header declares the engine's state and steps; they are defined by
 // concept: analysis.cpp (phases and decoding), p2p_matching.cpp,
 // collective_matching.cpp, interval_tree.cpp (the tree, its fold and
-// figures), interval_steps.h (a marker's steps, inline in the decode loop)
-// and run_warnings.cpp.
+// figures), interval_steps.h (a marker's steps, inline in the decode loop),
+// run_warnings.cpp and distributed.cpp (workers spread over processes).
 #pragma once
 
 #include <algorithm>
@@ -73,7 +74,9 @@
 #include "mailbox.h"
 #include "phase_barrier.h"
 #include "prof/analysis/analysis.h"
+#include "prof/analysis/exchange.h"
 #include "warning_sink.h"
+#include "wire.h"
 #include "window_index.h"
 
 namespace prof::analysis::detail {
@@ -361,6 +364,17 @@ struct alignas(64) Rank {
   FlatMap<ChannelKey, uint32_t, ChannelHash> channels;
   std::vector<Channel> channel_store;
   std::vector<uint32_t> gmap;  // local node -> global node (merged so far)
+  std::vector<uint32_t> merged_at;  // local node -> the merge_nodes() call that merged it
+
+  // Several processes: what the rank's process sent process 0 at the end
+  // (gathered), which finish() reads instead of the state it has not got.
+  bool gathered = false;
+  uint64_t gathered_unbalanced = 0;
+  double gathered_last_leave = -kInf;
+  std::vector<CallInFlight> gathered_in_flight;
+  std::vector<std::string> gathered_rebuilt;  // rebuilt objects its calls in flight met
+  trace::ReadStats gathered_stats;             // its reader's, from decoding it
+  std::vector<std::string> gathered_trace_warnings;
 
   uint64_t events = 0, calls = 0, matched = 0, unmatched_sends = 0, unmatched_recvs = 0;
   uint64_t local_instances = 0, phase_events = 0;
@@ -523,6 +537,10 @@ class Engine {
     Engine* e;
     void operator()() noexcept { e->on_phase_end(); }
   };
+  struct EarlyEnd {
+    Engine* e;
+    void operator()() noexcept { e->exchange_early(); }
+  };
 
   int index_of_world(int32_t w) const {
     return (*world_to_index_)(w);
@@ -551,6 +569,30 @@ class Engine {
   }
 
   void setup();
+  // Several processes (Options::exchange): a process runs workers
+  // [local_lo_, local_hi_) of workers_, per_proc_ to a process.
+  bool local_worker(unsigned w) const { return w >= local_lo_ && w < local_hi_; }
+  bool local_rank(size_t i) const { return local_worker(worker_of_[i]); }
+  unsigned first_worker(int proc) const {
+    return std::min<unsigned>(workers_, static_cast<unsigned>(proc) * per_proc_);
+  }
+  void pack_boxes(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
+                  bool results_only);
+  void unpack_boxes(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
+                    bool results_only);
+  struct PhaseSums {
+    uint64_t events = 0, phase_events = 0;
+    double min_next = kInf;
+    bool boxes_empty = true;
+  };
+  std::vector<std::string> all_to_all(const std::vector<std::string>& out);
+  void exchange_phase(int parity, PhaseSums& sums);
+  void exchange_early();
+  void exchange_final_results();
+  void exchange_collective_counts();
+  void gather_at_root();
+  void rebuild_global_nodes();
+  void settle_channels(Rank& r);
   bool plan_window(const std::vector<const RankTrace*>& traces);
   // A window under this many events runs on one worker (setup()): about
   // sixteen phases of the default size (Options::window_events).
@@ -593,6 +635,18 @@ class Engine {
 
   const trace::TraceDir& dir_;
   Options opt_;
+  Exchange* ex_ = nullptr;
+  bool dist_ = false;  // spread over several processes
+  int proc_ = 0, procs_ = 1;
+  unsigned per_proc_ = 1, local_lo_ = 0, local_hi_ = 1;
+  // Each rank's exhausted_phase as this process knows it (other processes'
+  // ranks: as their processes reported it at a phase's end).
+  std::vector<int> exhausted_all_;
+  std::vector<uint8_t> exhausted_sent_;
+  uint32_t merges_ = 0;       // merge_nodes() calls so far
+  bool final_sweep_ = false;  // several processes: the end's sweep posts every result
+  // This process's all_to_all calls, the bytes it sent and received.
+  uint64_t exchanges_ = 0, exchanged_bytes_ = 0, received_bytes_ = 0;
   Registry reg_;
   std::vector<std::string> rebuilt_in_flight_;  // rebuilt objects met resolving calls in flight
   Registry* prebuilt_;  // moved into reg_ by setup()

@@ -38,9 +38,11 @@ void Handler::root_ended(double t) {
 
 // Local nodes created since the last phase join the tree across ranks.
 void Engine::merge_nodes() {
+  ++merges_;
   for (auto& rp : ranks_) {
     Rank& r = *rp;
     for (size_t li = r.gmap.size(); li < r.nodes.size(); ++li) {
+      r.merged_at.push_back(merges_);
       uint32_t gi = 0;
       if (li > 0) {
         const NodeKey k{r.gmap[r.nodes[li].parent], r.nodes[li].id, r.nodes[li].site};

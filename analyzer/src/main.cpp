@@ -5,6 +5,10 @@
 // written; 2 nothing usable in the input (each problem named with its file and
 // offset); 3 the input is damaged (bad CRC, bad records, a missing or foreign
 // rank file): the report of what could be salvaged is still written.
+//
+// Under mpiexec (`mpiexec -n K prof-analyze TRACE ...`) the K processes share
+// the analysis (mpi_exchange.h): process 0 prints and writes every output,
+// the others stay silent, and every process exits with process 0's status.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -17,9 +21,12 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "prof/analysis/analysis.h"
+#include "mpi_exchange.h"
 #include "prof/analysis/chrome_trace.h"
+#include "prof/analysis/exchange.h"
 #include "prof/analysis/report.h"
 
 namespace {
@@ -79,9 +86,8 @@ bool write_file(const std::string& path, const std::function<void(std::ostream&)
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command; `mpi`: one process of an MPI job.
+int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   CLI::App app{"prof-analyze: interval characteristics of a prof trace (docs/metrics.md)"};
   std::string dir, out_path, json_path, chrome_path, chrome_window, window;
   bool functions = false, no_per_rank = false, no_progress = false, quiet = false, no_index = false;
@@ -178,7 +184,37 @@ int main(int argc, char** argv) {
     }
   }
 
+  // A --window is short (served by the window index): process 0 runs it alone.
+  const bool root = !mpi || mpi->rank() == 0;
+  if (mpi && !window.empty()) {
+    if (!root) return 0;
+    mpi = nullptr;
+  }
+
   prof::trace::TraceDir td = prof::trace::TraceDir::open(dir);
+  if (mpi && mpi->size() > 1) {
+    // Every process must read the trace (a node may lack its file system):
+    // where one cannot, process 0 names it and its errors, and the job ends
+    // as the plain command would.
+    std::string mine;
+    if (!td.errors.empty() || td.ranks.empty()) {
+      for (const auto& e : td.errors) mine += e + "\n";
+      for (const auto& w : td.warnings) mine += w + "\n";
+      if (mine.empty()) mine = dir + ": no usable rank file\n";
+    }
+    const std::vector<std::string> all =
+        mpi->all_to_all(std::vector<std::string>(static_cast<size_t>(mpi->size()), mine));
+    if (mine.empty())
+      for (size_t p = 0; p < all.size(); ++p) {
+        if (all[p].empty()) continue;
+        if (root) {
+          std::istringstream lines(all[p]);
+          for (std::string line; std::getline(lines, line);)
+            std::fprintf(stderr, "prof-analyze: error: process %zu: %s\n", p, line.c_str());
+        }
+        return kExitUnusable;
+      }
+  }
   if (!td.errors.empty() || td.ranks.empty()) {
     for (const auto& e : td.errors) std::fprintf(stderr, "prof-analyze: error: %s\n", e.c_str());
     for (const auto& w : td.warnings) std::fprintf(stderr, "prof-analyze: error: %s\n", w.c_str());
@@ -192,6 +228,8 @@ int main(int argc, char** argv) {
   // The process ends with the analysis: the index is written when cores the
   // analysis left free built it meanwhile (else the first --window builds it).
   opt.window_index_after_result = finish_index;
+  if (mpi && mpi->size() > 1) opt.exchange = mpi;
+  if (!root) opt.write_window_index = false;  // (process 0 writes it)
   if (!no_progress && ::isatty(STDERR_FILENO))
     opt.progress = [&bar](double f, uint64_t events) { bar.update(f, events); };
   // Prints what the result says and writes the outputs; the exit status.
@@ -243,6 +281,7 @@ int main(int argc, char** argv) {
   // index may still be being written (analysis::Options::on_result).
   int status = 0;
   opt.on_result = [&](const prof::analysis::Analysis& a) {
+    if (!root) return;
     bar.clear();
     status = report(a);
     std::fflush(stdout);
@@ -254,4 +293,26 @@ int main(int argc, char** argv) {
   };
   prof::analysis::analyze(td, opt);
   return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!prof::analyze_cli::launched_as_mpi_job()) return run_command(argc, argv, nullptr);
+  std::unique_ptr<prof::analysis::Exchange> mpi;
+  try {
+    mpi = prof::analyze_cli::start_mpi(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "prof-analyze: error: %s\n", e.what());
+    return kExitUsage;
+  }
+  // Process 0 speaks for the job: the others' messages would repeat its own.
+  if (mpi->rank() != 0)
+    if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) {
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
+      ::close(null);
+    }
+  const int status = run_command(argc, argv, mpi.get());
+  return prof::analyze_cli::finish_mpi(*mpi, status);
 }

@@ -195,11 +195,12 @@ void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
     add(WarningKind::BinariesRebuilt, 1, path);
   for (const auto& r : ranks_) {
     const RankTrace& rank_trace = *r->rank_trace;
-    const trace::ReadStats& s = rank_trace.stats();
+    // (Decoded by another process: what its reader counted there.)
+    const trace::ReadStats& s = r->gathered ? r->gathered_stats : rank_trace.stats();
     const uint64_t damage = s.crc_mismatches + s.bad_chunk_headers + s.truncated_chunks +
                             s.bad_records + s.bad_definitions;
     if (damage) a.damaged = true;
-    for (const auto& w : rank_trace.warnings()) add(WarningKind::TraceFileProblems, 1, w);
+    for (const auto& w : r->gathered ? r->gathered_trace_warnings : rank_trace.warnings()) add(WarningKind::TraceFileProblems, 1, w);
     if (s.unsealed_chunks) a.cut_short = true;
     const std::string& end = rank_trace.end_reason();
     if (end != "finalize") {
@@ -234,10 +235,8 @@ void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
 
 // Messages never matched become warnings; per-rank and per-owner counts
 // become the run's statistics.
-void Engine::collect_warnings_and_stats(Analysis& a) {
-  std::map<std::string, Warning> warns;
-  for (auto& rp : ranks_) {
-    Rank& r = *rp;
+// A rank's messages never matched: its warnings and counts.
+void Engine::settle_channels(Rank& r) {
     r.channels.for_each([&](const ChannelKey& k, uint32_t& idx) {
       const Channel& ch = r.channel_store[idx - 1];
       if (!ch.sends.empty()) {
@@ -266,21 +265,31 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     r.channels.clear();
     r.channel_store.clear();
     for (auto& c : r.channel_cache) c.index = 0;
+}
+
+void Engine::collect_warnings_and_stats(Analysis& a) {
+  std::map<std::string, Warning> warns;
+  for (auto& rp : ranks_) {
+    Rank& r = *rp;
+    settle_channels(r);
     a.stats.events += r.events;
     a.stats.events_not_analyzed += r.damage.events_not_read;
     a.stats.mpi_calls += r.calls;
     a.stats.messages_matched += r.matched;
     a.stats.unmatched_sends += r.unmatched_sends;
     a.stats.unmatched_receives += r.unmatched_recvs;
-    a.stats.unbalanced_markers += r.intervals.unbalanced();
+    a.stats.unbalanced_markers += r.gathered ? r.gathered_unbalanced : r.intervals.unbalanced();
     a.stats.collective_instances += r.local_instances;
     r.warn.merge_into(warns);
   }
+  // (The owners' examples by instance, whichever worker owned each.)
+  WarningSink owned;
   for (auto& own : owners_) {
     a.stats.collective_instances += own.instances;
     a.stats.incomplete_collectives += own.incomplete;
-    own.warn.merge_into(warns);
+    owned.absorb(own.warn);
   }
+  owned.merge_into(warns);
   for (const auto& rp : ranks_)
     a.stats.unknown_requests +=
         rp->warn.count(WarningKind::UnknownRequestCompletion) + rp->warn.count(WarningKind::UnknownRequestStart);
@@ -301,7 +310,9 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     const std::string& reason = rp->rank_trace->end_reason();
     end.ended_by = ended_by(reason);
     // (A window from the index stops decoding early: the index knows the end.)
-    double last = from_index_ ? index_.ranks[rp->index].last_leave : rp->intervals.last_leave();
+    double last = from_index_    ? index_.ranks[rp->index].last_leave
+                  : rp->gathered ? rp->gathered_last_leave
+                                 : rp->intervals.last_leave();
     // A rank that did not finalize was alive until its last heartbeat (format 4).
     if (reason != "finalize" && rp->rank_trace->heartbeat() != 0)
       last = std::max(last, rp->interp.global(rp->rank_trace->last_alive()));
@@ -309,7 +320,7 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     if (auto it = rp->rank_trace->meta().find("records_lost"); it != rp->rank_trace->meta().end())
       end.records_lost = std::strtoull(it->second.c_str(), nullptr, 10);
     if (end.ended_by != "finalize") a.complete = false;
-    end.in_flight = calls_in_flight(*rp);
+    end.in_flight = rp->gathered ? std::move(rp->gathered_in_flight) : calls_in_flight(*rp);
     a.run_end.push_back(end);
   }
   a.wait_cycles = wait_cycles(a.run_end);

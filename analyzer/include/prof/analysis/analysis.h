@@ -236,6 +236,8 @@ struct Analysis {
   bool usable() const { return errors.empty() && !intervals.empty(); }
 };
 
+class Exchange;  // exchange.h
+
 struct Options {
   // Worker threads; 0: one per core (never more than ranks).
   unsigned threads = 0;
@@ -282,6 +284,12 @@ struct Options {
   // Asked between time windows (one thread at a time): true stops the
   // analysis soon, and the result has the error "analysis cancelled".
   std::function<bool()> cancelled;
+  // Set: this process is one of an analysis spread over exchange->size()
+  // processes (exchange.h). Each decodes its block of ranks; process 0 gets
+  // the whole result, the others a result with no intervals. The result is
+  // the same as one process's, byte for byte. A window (window_to_s > 0) is
+  // not spread: the caller runs it in one process.
+  Exchange* exchange = nullptr;
 };
 
 // Reads the trace directory and analyzes it. Never throws for bad input:

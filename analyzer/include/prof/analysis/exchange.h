@@ -1,0 +1,30 @@
+// The transport of an analysis spread over several processes (an MPI job of
+// prof-analyze, docs/design/analysis-engine.md "Several processes").
+//
+// The engine needs one collective: every process hands one byte buffer to
+// each process (itself included) and gets the one each handed it. Summaries
+// every process needs are the same buffer to each; what goes to one process
+// only (mailboxes, the results for process 0) is empty for the others. The
+// library holds no MPI: the MPI implementation lives in prof-analyze, so
+// programs that link prof_analysis (the GUI) never depend on MPI.
+//
+// Invariant: every process calls all_to_all the same number of times, in the
+// same order (the engine's phases are the same on every process).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace prof::analysis {
+
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  // This process (0 writes the outputs) and how many there are.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // out[p] goes to process p; the result's [p] came from process p.
+  virtual std::vector<std::string> all_to_all(const std::vector<std::string>& out) = 0;
+};
+
+}  // namespace prof::analysis

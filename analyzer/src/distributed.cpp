@@ -1,0 +1,488 @@
+// The engine spread over several processes (Options::exchange; the design is
+// in docs/design/analysis-engine.md, "Several processes").
+//
+// Algorithm
+//   Process p runs workers [p * per_proc_, (p + 1) * per_proc_) of one engine
+//   of procs_ * per_proc_ workers, with the same blocks of ranks, owners of
+//   collective instances and phases as one process of that many workers
+//   would have. A mailbox between workers of two processes is carried by
+//   Exchange::all_to_all where the phases' barriers are:
+//     - at a phase's end (exchange_phase): the boxes written in the phase,
+//       with each process's sums (events, the earliest next event, whether
+//       its boxes are empty, a failure) and the ranks that ran out of
+//       events, so every process takes the same decisions for the next phase;
+//     - after a phase's first step (exchange_early): the results of the
+//       instances completed there, which the single process hands over within
+//       the phase (take_early_results);
+//     - at the end: the results of the last sweep, applied in owner order
+//       (exchange_final_results), then each rank's accumulators, warnings and
+//       statistics go to process 0 (gather_at_root), which merges the tree in
+//       the order one process merges it and computes every figure as one
+//       process does.
+//   Each record and each sum therefore meets the same values in the same
+//   order as in one process: the report is the same, byte for byte.
+//
+// Invariants
+//   - Every process calls all_to_all at the same points (the phases are
+//     decided from the same exchanged sums everywhere).
+//   - A box is read only by its destination worker's process; the sender's
+//     copy is cleared when it is packed.
+#include <algorithm>
+
+#include "engine.h"
+
+namespace prof::analysis::detail {
+
+namespace {
+struct RankEnded {
+  uint32_t rank;
+  int32_t phase;
+};
+struct CollectiveCount {
+  uint64_t gid, count;
+};
+
+template <class T>
+void pack(WireOut& out, Mailbox<T>& box) {
+  out.put_array(box.begin(), box.size());
+  box.clear();
+}
+template <class T>
+void unpack(WireIn& in, Mailbox<T>& box) {
+  size_t n;
+  const char* at = in.get_array<T>(&n);
+  for (size_t i = 0; i < n; ++i) {
+    T rec;
+    std::memcpy(&rec, at + i * sizeof(T), sizeof(T));
+    box.push_back(rec);
+  }
+  box.publish();
+}
+
+void put_strings(WireOut& out, const std::vector<std::string>& v) {
+  out.put<uint64_t>(v.size());
+  for (const auto& s : v) out.put_str(s);
+}
+std::vector<std::string> get_strings(WireIn& in) {
+  std::vector<std::string> v(in.get<uint64_t>());
+  for (auto& s : v) s = in.get_str();
+  return v;
+}
+
+void put_warnings(WireOut& out, const WarningSink& sink) {
+  uint64_t n = 0;
+  sink.for_each([&](WarningKind, uint64_t, const auto&, const auto&) { ++n; });
+  out.put(n);
+  sink.for_each([&](WarningKind kind, uint64_t count, const std::vector<std::string>& examples,
+                    const std::vector<WarningSink::Key>& keys) {
+    out.put(kind);
+    out.put(count);
+    put_strings(out, examples);
+    out.put_vec(keys);
+  });
+}
+void get_warnings(WireIn& in, WarningSink& sink) {
+  sink = WarningSink{};
+  for (uint64_t n = in.get<uint64_t>(); n-- > 0;) {
+    const auto kind = in.get<WarningKind>();
+    const auto count = in.get<uint64_t>();
+    auto examples = get_strings(in);
+    sink.restore(kind, count, std::move(examples), in.get_vec<WarningSink::Key>());
+  }
+}
+
+template <class T>
+void put_optional(WireOut& out, const std::optional<T>& v) {
+  out.put<uint8_t>(v.has_value());
+  if (v) out.put(*v);
+}
+template <class T>
+std::optional<T> get_optional(WireIn& in) {
+  if (!in.get<uint8_t>()) return std::nullopt;
+  return in.get<T>();
+}
+
+void put_in_flight(WireOut& out, const std::vector<CallInFlight>& calls) {
+  out.put<uint64_t>(calls.size());
+  for (const CallInFlight& c : calls) {
+    out.put_str(c.function);
+    out.put(c.stream);
+    out.put(c.entered);
+    out.put_str(c.file);
+    out.put(c.line);
+    out.put_str(c.site_label);
+    put_optional(out, c.comm);
+    put_optional(out, c.peer);
+    put_optional(out, c.tag);
+    out.put<uint8_t>(c.any_source);
+    out.put<uint8_t>(c.collective);
+    out.put_vec(c.waiting_for);
+  }
+}
+std::vector<CallInFlight> get_in_flight(WireIn& in) {
+  std::vector<CallInFlight> calls(in.get<uint64_t>());
+  for (CallInFlight& c : calls) {
+    c.function = in.get_str();
+    c.stream = in.get<uint32_t>();
+    c.entered = in.get<double>();
+    c.file = in.get_str();
+    c.line = in.get<int>();
+    c.site_label = in.get_str();
+    c.comm = get_optional<uint64_t>(in);
+    c.peer = get_optional<int>(in);
+    c.tag = get_optional<int>(in);
+    c.any_source = in.get<uint8_t>();
+    c.collective = in.get<uint8_t>();
+    c.waiting_for = in.get_vec<int>();
+  }
+  return calls;
+}
+}  // namespace
+
+std::vector<std::string> Engine::all_to_all(const std::vector<std::string>& out) {
+  ++exchanges_;
+  for (const std::string& b : out) exchanged_bytes_ += b.size();
+  std::vector<std::string> in = ex_->all_to_all(out);
+  for (const std::string& b : in) received_bytes_ += b.size();
+  return in;
+}
+
+void Engine::pack_boxes(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo,
+                        unsigned dst_hi, bool results_only) {
+  for (unsigned o = src_lo; o < src_hi; ++o)
+    for (unsigned d = dst_lo; d < dst_hi; ++d) {
+      if (!results_only) {
+        pack(out, send_box(parity, o, d));
+        pack(out, cancel_box(parity, o, d));
+        // (A call's communicator travels as its index among its rank's
+        // definitions: the definition's address is this process's.)
+        auto& box = coll_box(parity, o, d);
+        std::vector<CollRec> recs(box.begin(), box.end());
+        box.clear();
+        for (CollRec& c : recs) {
+          const auto& defs = ranks_[static_cast<size_t>(c.rank)]->rank_trace->comms();
+          c.def = reinterpret_cast<const CommDef*>(c.def ? static_cast<uintptr_t>(c.def - defs.data()) + 1 : 0);
+        }
+        out.put_vec(recs);
+      }
+      pack(out, result_box(parity, o, d));
+    }
+}
+
+void Engine::unpack_boxes(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo,
+                          unsigned dst_hi, bool results_only) {
+  for (unsigned o = src_lo; o < src_hi; ++o)
+    for (unsigned d = dst_lo; d < dst_hi; ++d) {
+      if (!results_only) {
+        unpack(in, send_box(parity, o, d));
+        unpack(in, cancel_box(parity, o, d));
+        auto& box = coll_box(parity, o, d);
+        for (CollRec c : in.get_vec<CollRec>()) {
+          const auto index = reinterpret_cast<uintptr_t>(c.def);
+          c.def = index ? &ranks_[static_cast<size_t>(c.rank)]->rank_trace->comms()[index - 1] : nullptr;
+          box.push_back(c);
+        }
+        box.publish();
+      }
+      unpack(in, result_box(parity, o, d));
+    }
+}
+
+void Engine::exchange_phase(int parity, PhaseSums& sums) {
+  WireOut head;
+  head.put(sums.events);
+  head.put(sums.phase_events);
+  head.put(sums.min_next);
+  head.put<uint8_t>(sums.boxes_empty);
+  const bool failed = failed_.load();
+  head.put<uint8_t>(failed);
+  head.put_str(failed ? failure_ : std::string());
+  std::vector<RankEnded> ended;
+  for (size_t i = 0; i < ranks_.size(); ++i)
+    if (local_rank(i) && exhausted_all_[i] >= 0 && !exhausted_sent_[i]) {
+      exhausted_sent_[i] = 1;
+      ended.push_back(RankEnded{static_cast<uint32_t>(i), exhausted_all_[i]});
+    }
+  head.put_vec(ended);
+  std::vector<std::string> out(static_cast<size_t>(procs_));
+  for (int p = 0; p < procs_; ++p) {
+    if (p == proc_) continue;
+    WireOut o{head.buf};
+    pack_boxes(o, parity, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), false);
+    out[static_cast<size_t>(p)] = std::move(o.buf);
+  }
+  const std::vector<std::string> in = all_to_all(out);
+  int first_failed = failed ? proc_ : -1;
+  std::string failure = failed ? failure_ : std::string();
+  for (int p = 0; p < procs_; ++p) {
+    if (p == proc_) continue;
+    WireIn r(in[static_cast<size_t>(p)]);
+    sums.events += r.get<uint64_t>();
+    sums.phase_events += r.get<uint64_t>();
+    sums.min_next = std::min(sums.min_next, r.get<double>());
+    sums.boxes_empty = r.get<uint8_t>() && sums.boxes_empty;
+    const bool f = r.get<uint8_t>();
+    std::string why = r.get_str();
+    if (f && (first_failed < 0 || p < first_failed)) {
+      first_failed = p;
+      failure = std::move(why);
+    }
+    for (const RankEnded& e : r.get_vec<RankEnded>()) exhausted_all_[e.rank] = e.phase;
+    unpack_boxes(r, parity, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, false);
+  }
+  // (The same failure on every process: the first process's that failed.)
+  if (first_failed >= 0) {
+    failure_ = failure;
+    failed_ = true;
+  }
+}
+
+void Engine::exchange_early() {
+  std::vector<std::string> out(static_cast<size_t>(procs_));
+  for (int p = 0; p < procs_; ++p) {
+    if (p == proc_) continue;
+    WireOut o;
+    pack_boxes(o, kEarlyResults, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true);
+    out[static_cast<size_t>(p)] = std::move(o.buf);
+  }
+  const std::vector<std::string> in = all_to_all(out);
+  for (int p = 0; p < procs_; ++p) {
+    if (p == proc_) continue;
+    WireIn r(in[static_cast<size_t>(p)]);
+    unpack_boxes(r, kEarlyResults, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true);
+  }
+}
+
+// The last sweep posted every result (final_sweep_): each rank takes them in
+// owner order, as one process applies them sweeping owner after owner.
+void Engine::exchange_final_results() {
+  for (unsigned w = local_lo_; w < local_hi_; ++w)
+    for (unsigned d = 0; d < workers_; ++d) result_box(0, w, d).publish();
+  std::vector<std::string> out(static_cast<size_t>(procs_));
+  for (int p = 0; p < procs_; ++p) {
+    if (p == proc_) continue;
+    WireOut o;
+    pack_boxes(o, 0, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true);
+    out[static_cast<size_t>(p)] = std::move(o.buf);
+  }
+  const std::vector<std::string> in = all_to_all(out);
+  for (int p = 0; p < procs_; ++p) {
+    if (p == proc_) continue;
+    WireIn r(in[static_cast<size_t>(p)]);
+    unpack_boxes(r, 0, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true);
+  }
+  for (unsigned d = local_lo_; d < local_hi_; ++d)
+    for (unsigned o = 0; o < workers_; ++o) {
+      auto& box = result_box(0, o, d);
+      for (const ResultRec& rr : box) apply(rr);
+      box.clear();
+    }
+}
+
+// A call in flight at a rank's end waits for the members that had made fewer
+// collective calls: every process learns every rank's counts (only for a
+// trace that has such calls).
+void Engine::exchange_collective_counts() {
+  bool any = false;
+  for (const auto& r : ranks_) any = any || !r->rank_trace->in_flight().empty();
+  if (!any) return;
+  WireOut mine;
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    if (!local_rank(i)) continue;
+    std::vector<CollectiveCount> counts;
+    ranks_[i]->interp.comms().for_each_count(
+        [&](uint64_t gid, uint64_t count) { counts.push_back(CollectiveCount{gid, count}); });
+    mine.put<uint32_t>(static_cast<uint32_t>(i));
+    mine.put_vec(counts);
+  }
+  std::vector<std::string> out(static_cast<size_t>(procs_), mine.buf);
+  out[static_cast<size_t>(proc_)].clear();
+  const std::vector<std::string> in = all_to_all(out);
+  for (int p = 0; p < procs_; ++p) {
+    if (p == proc_) continue;
+    WireIn r(in[static_cast<size_t>(p)]);
+    while (!r.done()) {
+      Rank& rank = *ranks_[r.get<uint32_t>()];
+      for (const CollectiveCount& c : r.get_vec<CollectiveCount>()) rank.interp.comms().set_count(c.gid, c.count);
+    }
+  }
+}
+
+void Engine::gather_at_root() {
+  exchange_collective_counts();
+  merge_nodes();
+  // What finish() reads of each rank, taken where the rank was decoded.
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    if (!local_rank(i)) continue;
+    Rank& r = *ranks_[i];
+    settle_channels(r);
+    r.gathered_unbalanced = r.intervals.unbalanced();
+    r.gathered_last_leave = r.intervals.last_leave();
+    r.gathered_stats = r.rank_trace->stats();
+    r.gathered_trace_warnings = r.rank_trace->warnings();
+    rebuilt_in_flight_.clear();
+    r.gathered_in_flight = calls_in_flight(r);
+    r.gathered_rebuilt = std::move(rebuilt_in_flight_);
+    r.gathered = true;
+  }
+  rebuilt_in_flight_.clear();
+
+  WireOut mine;
+  if (proc_ != 0) {
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      if (!local_rank(i)) continue;
+      const Rank& r = *ranks_[i];
+      mine.put<uint32_t>(static_cast<uint32_t>(i));
+      mine.put<uint64_t>(r.nodes.size());
+      for (size_t li = 0; li < r.nodes.size(); ++li) {
+        const LocalNode& n = r.nodes[li];
+        mine.put(n.parent);
+        mine.put(n.id);
+        mine.put(n.site);
+        mine.put(r.merged_at[li]);
+        const NodeAcc& a = r.acc[li];
+        mine.put(a.in);
+        mine.put(a.time_variation);
+        mine.put(a.calls);
+        mine.put(a.inside);
+        mine.put(a.closed);
+        mine.put(a.t_sum);
+        mine.put(a.first_enter);
+        mine.put<uint8_t>(a.executed_in_run);
+        mine.put_vec(a.funcs);
+      }
+      mine.put<uint64_t>(r.combos.size());
+      for (const Combo& c : r.combos) {
+        mine.put_vec(c.nodes);
+        mine.put(c.in);
+      }
+      mine.put_vec(r.slot_name);
+      for (uint64_t v : {r.events, r.calls, r.matched, r.unmatched_sends, r.unmatched_recvs, r.local_instances})
+        mine.put(v);
+      mine.put<uint8_t>(r.damage.stopped);
+      mine.put<uint8_t>(r.damage.by_time);
+      mine.put(r.damage.excluded_time);
+      mine.put(r.damage.events_not_read);
+      mine.put(r.gathered_unbalanced);
+      mine.put(r.gathered_last_leave);
+      mine.put(r.gathered_stats);
+      put_strings(mine, r.gathered_trace_warnings);
+      put_warnings(mine, r.warn);
+      put_in_flight(mine, r.gathered_in_flight);
+      put_strings(mine, r.gathered_rebuilt);
+    }
+    mine.put<uint32_t>(UINT32_MAX);  // the owners' part
+    for (unsigned w = local_lo_; w < local_hi_; ++w) {
+      mine.put(owners_[w].instances);
+      mine.put(owners_[w].incomplete);
+      put_warnings(mine, owners_[w].warn);
+    }
+  }
+  std::vector<std::string> out(static_cast<size_t>(procs_));
+  out[0] = std::move(mine.buf);
+  const std::vector<std::string> in = all_to_all(out);
+  if (proc_ != 0) return;
+
+  for (int p = 1; p < procs_; ++p) {
+    WireIn m(in[static_cast<size_t>(p)]);
+    for (uint32_t i = m.get<uint32_t>(); i != UINT32_MAX; i = m.get<uint32_t>()) {
+      Rank& r = *ranks_[i];
+      const auto nodes = m.get<uint64_t>();
+      r.nodes.assign(nodes, LocalNode{});
+      r.acc.assign(nodes, NodeAcc{});
+      r.merged_at.assign(nodes, 0);
+      for (size_t li = 0; li < nodes; ++li) {
+        LocalNode& n = r.nodes[li];
+        n.parent = m.get<uint32_t>();
+        n.id = m.get<uint32_t>();
+        n.site = m.get<uint32_t>();
+        r.merged_at[li] = m.get<uint32_t>();
+        NodeAcc& a = r.acc[li];
+        a.in = m.get<InstantSums>();
+        a.time_variation = m.get<double>();
+        a.calls = m.get<uint64_t>();
+        a.inside = m.get<uint64_t>();
+        a.closed = m.get<uint64_t>();
+        a.t_sum = m.get<double>();
+        a.first_enter = m.get<double>();
+        a.executed_in_run = m.get<uint8_t>();
+        a.funcs = m.get_vec<FuncStat>();
+      }
+      r.combos.assign(m.get<uint64_t>(), Combo{});
+      for (Combo& c : r.combos) {
+        c.nodes = m.get_vec<uint32_t>();
+        c.in = m.get<InstantSums>();
+      }
+      r.slot_name = m.get_vec<uint32_t>();
+      for (uint64_t* v : {&r.events, &r.calls, &r.matched, &r.unmatched_sends, &r.unmatched_recvs, &r.local_instances})
+        *v = m.get<uint64_t>();
+      r.damage.stopped = m.get<uint8_t>();
+      r.damage.by_time = m.get<uint8_t>();
+      r.damage.excluded_time = m.get<double>();
+      r.damage.events_not_read = m.get<uint64_t>();
+      r.gathered_unbalanced = m.get<uint64_t>();
+      r.gathered_last_leave = m.get<double>();
+      r.gathered_stats = m.get<trace::ReadStats>();
+      r.gathered_trace_warnings = get_strings(m);
+      get_warnings(m, r.warn);
+      r.gathered_in_flight = get_in_flight(m);
+      r.gathered_rebuilt = get_strings(m);
+      r.gathered = true;
+    }
+    for (unsigned w = first_worker(p); w < first_worker(p + 1); ++w) {
+      owners_[w].instances = m.get<uint64_t>();
+      owners_[w].incomplete = m.get<uint64_t>();
+      get_warnings(m, owners_[w].warn);
+    }
+  }
+  // Rebuilt objects in rank order, each once (as calls_in_flight lists them
+  // rank after rank in one process).
+  for (const auto& r : ranks_)
+    for (const std::string& path : r->gathered_rebuilt)
+      if (std::find(rebuilt_in_flight_.begin(), rebuilt_in_flight_.end(), path) == rebuilt_in_flight_.end())
+        rebuilt_in_flight_.push_back(path);
+  rebuild_global_nodes();
+}
+
+// The tree across ranks as one process merges it: node by node in the order
+// of (merge_nodes() call, rank, local node), so each node's members (and the
+// sums over them) come in the same order.
+void Engine::rebuild_global_nodes() {
+  struct Item {
+    uint32_t at, rank, li;
+  };
+  std::vector<Item> items;
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    Rank& r = *ranks_[i];
+    r.gmap.clear();
+    for (size_t li = 0; li < r.nodes.size(); ++li)
+      items.push_back(Item{r.merged_at[li], static_cast<uint32_t>(i), static_cast<uint32_t>(li)});
+  }
+  std::sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
+    if (x.at != y.at) return x.at < y.at;
+    if (x.rank != y.rank) return x.rank < y.rank;
+    return x.li < y.li;
+  });
+  global_nodes_.clear();
+  gindex_.clear();
+  global_nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, kInf});
+  for (const Item& it : items) {
+    Rank& r = *ranks_[it.rank];
+    uint32_t gi = 0;
+    if (it.li > 0) {
+      const NodeKey k{r.gmap[r.nodes[it.li].parent], r.nodes[it.li].id, r.nodes[it.li].site};
+      if (const uint32_t* f = gindex_.find(k)) {
+        gi = *f;
+      } else {
+        gi = static_cast<uint32_t>(global_nodes_.size());
+        global_nodes_.push_back(GNode{k.parent, k.id, k.site, {}, {}, kInf});
+        global_nodes_[k.parent].children.push_back(gi);
+        gindex_[k] = gi;
+      }
+    }
+    r.gmap.push_back(gi);
+    global_nodes_[gi].members.emplace_back(it.rank, it.li);
+  }
+}
+
+}  // namespace prof::analysis::detail

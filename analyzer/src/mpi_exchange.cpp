@@ -1,0 +1,121 @@
+// prof::analysis::Exchange over MPI_COMM_WORLD (mpi_exchange.h).
+#include "mpi_exchange.h"
+
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace prof::analyze_cli {
+
+namespace {
+
+// The MPI functions used, from the library loaded at run time (only a job's
+// processes load it). MPICH's handles and datatypes are constants, so the
+// header gives them without the library.
+struct Mpi {
+  decltype(&MPI_Init_thread) init_thread;
+  decltype(&MPI_Comm_rank) comm_rank;
+  decltype(&MPI_Comm_size) comm_size;
+  decltype(&MPI_Alltoall) alltoall;
+  decltype(&MPI_Alltoallv_c) alltoallv_c;
+  decltype(&MPI_Bcast) bcast;
+  decltype(&MPI_Finalize) finalize;
+};
+Mpi mpi;
+
+template <class F>
+void load(void* lib, const char* name, F& f) {
+  f = reinterpret_cast<F>(dlsym(lib, name));
+  if (!f) throw std::runtime_error(std::string("the MPI library has no ") + name);
+}
+
+void load_mpi() {
+  void* lib = dlopen(PROF_MPI_C_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) throw std::runtime_error(std::string("cannot load the MPI library: ") + dlerror());
+  load(lib, "MPI_Init_thread", mpi.init_thread);
+  load(lib, "MPI_Comm_rank", mpi.comm_rank);
+  load(lib, "MPI_Comm_size", mpi.comm_size);
+  load(lib, "MPI_Alltoall", mpi.alltoall);
+  load(lib, "MPI_Alltoallv_c", mpi.alltoallv_c);
+  load(lib, "MPI_Bcast", mpi.bcast);
+  load(lib, "MPI_Finalize", mpi.finalize);
+}
+
+// One all-to-all of byte buffers: the sizes first, then the bytes
+// (MPI_Alltoallv_c: buffers may pass 2 GiB).
+class MpiExchange final : public analysis::Exchange {
+ public:
+  MpiExchange() {
+    mpi.comm_rank(MPI_COMM_WORLD, &rank_);
+    mpi.comm_size(MPI_COMM_WORLD, &size_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::vector<std::string> all_to_all(const std::vector<std::string>& out) override {
+    const auto n = static_cast<size_t>(size_);
+    std::vector<long long> send_sizes(n), recv_sizes(n);
+    for (size_t p = 0; p < n; ++p) send_sizes[p] = static_cast<long long>(out[p].size());
+    mpi.alltoall(send_sizes.data(), 1, MPI_LONG_LONG, recv_sizes.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD);
+    std::vector<MPI_Count> sc(n), sd(n), rc(n), rd(n);
+    std::string send, recv;
+    for (size_t p = 0; p < n; ++p) {
+      sd[p] = static_cast<MPI_Count>(send.size());
+      sc[p] = send_sizes[p];
+      send += out[p];
+    }
+    MPI_Count total = 0;
+    for (size_t p = 0; p < n; ++p) {
+      rd[p] = total;
+      rc[p] = recv_sizes[p];
+      total += recv_sizes[p];
+    }
+    recv.resize(static_cast<size_t>(total));
+    mpi.alltoallv_c(send.data(), sc.data(), sd.data(), MPI_BYTE, recv.data(), rc.data(), rd.data(), MPI_BYTE,
+                    MPI_COMM_WORLD);
+    std::vector<std::string> in(n);
+    for (size_t p = 0; p < n; ++p) in[p] = recv.substr(static_cast<size_t>(rd[p]), static_cast<size_t>(rc[p]));
+    return in;
+  }
+
+ private:
+  int rank_ = 0, size_ = 1;
+};
+
+bool set(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v;
+}
+
+}  // namespace
+
+bool launched_as_mpi_job() {
+  // One process of one (mpiexec -n 1) is the plain command.
+  for (const char* size : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"})
+    if (set(size)) return std::strcmp(std::getenv(size), "1") != 0;
+  return set("PMIX_RANK") || set("PMI_RANK");
+}
+
+std::unique_ptr<analysis::Exchange> start_mpi(int* argc, char*** argv) {
+  // Any worker thread of a process may run the phase end that exchanges.
+  int provided = 0;
+  load_mpi();
+  mpi.init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  if (provided < MPI_THREAD_SERIALIZED) {
+    mpi.finalize();
+    throw std::runtime_error("the MPI library does not allow calls from several threads (MPI_THREAD_SERIALIZED)");
+  }
+  return std::make_unique<MpiExchange>();
+}
+
+int finish_mpi(analysis::Exchange&, int status) {
+  mpi.bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  mpi.finalize();
+  return status;
+}
+
+}  // namespace prof::analyze_cli

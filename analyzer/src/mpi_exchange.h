@@ -1,0 +1,23 @@
+// prof-analyze as an MPI job: `mpiexec -n K prof-analyze TRACE ...` spreads
+// the analysis over K processes (prof::analysis::Exchange over MPI). A plain
+// command never initializes MPI.
+#pragma once
+
+#include <memory>
+
+#include "prof/analysis/exchange.h"
+
+namespace prof::analyze_cli {
+
+// Whether mpiexec started this process as one of several (the launchers'
+// environment: PMI_SIZE for MPICH's hydra, OMPI_COMM_WORLD_SIZE for Open
+// MPI, PMIX_RANK for PMIx launchers).
+bool launched_as_mpi_job();
+
+// MPI_Init and the world communicator as an Exchange.
+std::unique_ptr<analysis::Exchange> start_mpi(int* argc, char*** argv);
+
+// Every process exits with process 0's status; MPI_Finalize.
+int finish_mpi(analysis::Exchange& ex, int status);
+
+}  // namespace prof::analyze_cli

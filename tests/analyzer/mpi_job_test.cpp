@@ -1,0 +1,178 @@
+// prof-analyze as an MPI job (`mpiexec -n K prof-analyze TRACE ...`): for
+// every K the same text report (with --functions), JSON, messages and exit
+// status as the plain command, byte for byte, on a trace with messages,
+// collectives, nested intervals, a rank killed mid-run and a message never
+// received, on a damaged trace, and on errors; and process 0 decodes only
+// its own block of ranks.
+#include <sys/wait.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "trace_builder.h"
+
+namespace fs = std::filesystem;
+using namespace prof::test;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+struct Outputs {
+  int status = -1;
+  std::string text, json, chrome, messages;
+};
+
+// The command, plain (procs 0) or under `mpiexec -n procs`; "{json}" and
+// "{chrome}" in `args` stand for the JSON report's and Chrome trace's paths.
+Outputs run(int procs, const std::string& trace, std::string args, const std::string& env = "") {
+  static int n = 0;
+  const fs::path out = fs::path(trace) / ("out-" + std::to_string(n++));
+  fs::create_directories(out);
+  if (const size_t at = args.find("{json}"); at != std::string::npos)
+    args.replace(at, 6, (out / "report.json").string());
+  if (const size_t at = args.find("{chrome}"); at != std::string::npos)
+    args.replace(at, 8, (out / "chrome.json").string());
+  std::string cmd = env + " timeout -k 5 60 ";
+  if (procs > 0) cmd += std::string(PROF_MPIEXEC) + " -n " + std::to_string(procs) + " ";
+  cmd += std::string(PROF_ANALYZE_BIN) + " --no-progress --no-index " + args + " '" + trace + "' >'" +
+         (out / "text").string() + "' 2>'" + (out / "messages").string() + "'";
+  const int st = std::system(cmd.c_str());
+  Outputs o;
+  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  o.text = slurp(out / "text");
+  o.messages = slurp(out / "messages");
+  o.json = slurp(out / "report.json");
+  o.chrome = slurp(out / "chrome.json");
+  fs::remove_all(out);
+  return o;
+}
+
+// Every output of the job equals the plain command's, for K = 1, 2, 3.
+void expect_same_for_every_k(const std::string& trace, const std::string& args, int max_k = 3) {
+  const Outputs plain = run(0, trace, args);
+  ASSERT_FALSE(plain.text.empty() && plain.messages.empty());
+  for (int k = 1; k <= max_k; ++k) {
+    const Outputs job = run(k, trace, args);
+    EXPECT_EQ(job.status, plain.status) << "K=" << k << "\n" << job.messages;
+    EXPECT_EQ(job.text, plain.text) << "K=" << k;
+    EXPECT_EQ(job.json, plain.json) << "K=" << k;
+    EXPECT_EQ(job.chrome, plain.chrome) << "K=" << k;
+    EXPECT_EQ(job.messages, plain.messages) << "K=" << k;
+  }
+}
+
+// Six ranks: a ring of messages in nested intervals, Allreduce and Alltoall,
+// each rank shifted differently per iteration; rank 5 is killed after 20 of
+// 30 iterations; rank 0 sends a message nobody receives.
+void build_ring(TraceBuilder& b, int ranks) {
+  for (int r = 0; r < ranks; ++r) b.init(r, 0, 1 * kMs);
+  for (int it = 0; it < 30; ++it)
+    for (int r = 0; r < ranks; ++r) {
+      if (r == ranks - 1 && it >= 20) continue;
+      const uint64_t a = (2 + static_cast<uint64_t>(it)) * kMs + static_cast<uint64_t>((r * 13 + it * 5) % 50) * kUs;
+      b.begin(r, a, 1, 1);
+      if (it % 3 == 0) b.begin(r, a + 10 * kUs, 2, 2);
+      b.send(r, a + 20 * kUs, a + 25 * kUs, (r + 1) % ranks, it);
+      b.recv(r, a + 30 * kUs, a + 60 * kUs + static_cast<uint64_t>(r) * kUs, (r + ranks - 1) % ranks, it);
+      if (r == 0 && it == 7) b.send(r, a + 62 * kUs, a + 63 * kUs, 2, 999);
+      if (it % 3 == 0) b.end(r, a + 70 * kUs, 2, 2);
+      b.collective(r, Allreduce, a + 100 * kUs, a + 200 * kUs);
+      if (it % 5 == 0) b.collective(r, Alltoall, a + 300 * kUs, a + 400 * kUs + static_cast<uint64_t>(it) * kUs);
+      b.end(r, a + 500 * kUs, 1, 1);
+    }
+  for (int r = 0; r < ranks - 1; ++r) {
+    b.finalize(r, 40 * kMs, 41 * kMs);
+    b.close(r);
+  }
+  b.w(ranks - 1).close_without_sealing();
+}
+
+}  // namespace
+
+TEST(MpiJob, RingWithAKilledRankIsTheSameForEveryProcessCount) {
+  TraceBuilder b(6);
+  build_ring(b, 6);
+  expect_same_for_every_k(b.dir(), "--functions --json {json} --chrome-trace {chrome}");
+  // A window (process 0 alone).
+  expect_same_for_every_k(b.dir(), "--window 0.005:0.02 --json {json}", 2);
+}
+
+TEST(MpiJob, DamagedTraceIsTheSameForEveryProcessCount) {
+  TraceBuilder b(3);
+  for (int r = 0; r < 3; ++r) {
+    b.init(r, 0, 1 * kMs);
+    for (int k = 0; k < 2000; ++k) {
+      const uint64_t t = (2 + static_cast<uint64_t>(k)) * kMs;
+      b.other(r, CommRank, t, t + 10 * kUs);
+      if (k % 100 == 0) b.collective(r, Barrier, t + 20 * kUs, t + 30 * kUs + static_cast<uint64_t>(r) * kUs);
+    }
+    b.finalize(r, 3000 * kMs, 3001 * kMs);
+  }
+  b.close();
+  fs::resize_file(b.path(1), fs::file_size(b.path(1)) / 2);
+  expect_same_for_every_k(b.dir(), "--functions --json {json}");
+}
+
+TEST(MpiJob, ErrorsEndTheJobWithThePlainCommandsMessageAndStatus) {
+  TraceBuilder b(2);
+  build_ring(b, 2);
+  for (const std::string& args : {std::string("--json /nonexistent-dir/report.json"), std::string("--ranks x")}) {
+    const Outputs plain = run(0, b.dir(), args);
+    const Outputs job = run(2, b.dir(), args);
+    EXPECT_NE(plain.status, 0) << args;
+    EXPECT_EQ(job.status, plain.status) << args;
+    EXPECT_EQ(job.messages, plain.messages) << args;
+  }
+  const Outputs plain = run(0, b.dir() + "/no-such-trace", "");
+  const Outputs job = run(2, b.dir() + "/no-such-trace", "");
+  EXPECT_EQ(plain.status, 2);
+  EXPECT_EQ(job.status, plain.status);
+  EXPECT_EQ(job.messages, plain.messages);
+}
+
+// A process that cannot read the trace (a node without its file system) ends
+// the job: process 0 names it and its error, no process waits for it.
+TEST(MpiJob, AProcessThatCannotReadTheTraceEndsTheJob) {
+  TraceBuilder b(2);
+  build_ring(b, 2);
+  const fs::path wrapper = fs::path(b.dir()) / "second-process-elsewhere.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\n"
+                            "[ \"$PMI_RANK\" = 1 ] && exec " PROF_ANALYZE_BIN " " << b.dir() << "/elsewhere -q\n"
+                            "exec " PROF_ANALYZE_BIN " \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const std::string cmd = "timeout -k 5 60 " + std::string(PROF_MPIEXEC) + " -n 2 " + wrapper.string() + " " +
+                          b.dir() + " -q -o /dev/null --no-index 2>" + b.dir() + "/messages";
+  const int st = std::system(cmd.c_str());
+  EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 2);
+  EXPECT_NE(slurp(fs::path(b.dir()) / "messages").find("prof-analyze: error: process 1: " + b.dir() + "/elsewhere"),
+            std::string::npos)
+      << slurp(fs::path(b.dir()) / "messages");
+}
+
+// The job shares the decoding: process 0's workers decode only their block
+// (PROF_ANALYZE_WORKER_STATS lists every worker of the job from process 0,
+// those of the other processes with no events).
+TEST(MpiJob, ProcessZeroDecodesOnlyItsBlock) {
+  TraceBuilder b(6);
+  build_ring(b, 6);
+  const Outputs job = run(3, b.dir(), "-j 1 -o /dev/null -q", "PROF_ANALYZE_WORKER_STATS=1");
+  ASSERT_EQ(job.status, 0) << job.messages;
+  EXPECT_NE(job.messages.find("workers: 3,"), std::string::npos) << job.messages;
+  const std::regex worker(R"(worker (\d+): ranks (\d+), events (\d+))");
+  int lines = 0, decoding = 0;
+  for (auto it = std::sregex_iterator(job.messages.begin(), job.messages.end(), worker); it != std::sregex_iterator();
+       ++it) {
+    ++lines;
+    EXPECT_EQ((*it)[2], "2");  // six ranks in blocks of two
+    if ((*it)[3] != "0") ++decoding;
+  }
+  EXPECT_EQ(lines, 3);
+  EXPECT_EQ(decoding, 1) << job.messages;
+}
