@@ -41,12 +41,15 @@ inline constexpr char kFileMagic[8] = {'P', 'R', 'O', 'F', 'T', 'R', 'C', '1'};
 // calls in flight and a heartbeat). Version 5 adds home chunks (kChunkHome):
 // a stream's newest chunk may lie before its older ones in the file, and the
 // Live chunk's slots say which copy of a chunk being copied out is whole
-// (LiveSlot::home_copy). Readers take versions 1 to 5.
-inline constexpr uint32_t kFormatVersion = 5;
+// (LiveSlot::home_copy). Version 6 adds payload repeats (kRepeatPayload): a
+// record whose payload is the previous one of its function in the chunk
+// carries none. Readers take versions 1 to 6.
+inline constexpr uint32_t kFormatVersion = 6;
 inline constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr uint32_t kFirstSnapshotVersion = 3;
 inline constexpr uint32_t kFirstLiveVersion = 4;
 inline constexpr uint32_t kFirstHomeVersion = 5;
+inline constexpr uint32_t kFirstRepeatVersion = 6;
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843u;  // "CHNK" little-endian
 
 // Timers a trace may be recorded with (Meta key "timer" names it too).
@@ -232,6 +235,59 @@ enum RecordFlag : uint8_t {
 
 static_assert(kSameComm == schema_flags::kSameComm && kPackedRequest == schema_flags::kPackedRequest);
 
+// Payload repeats (format 6). kLongTime on a record with no payload words
+// (which a long time, four words, cannot be): the record's payload is that
+// of the previous full record of the same function in this chunk, its words
+// and its encoding flags (kRepeatEncoding: kWidePeerTag, kWideBytes and the
+// kind's kSameComm / kPackedRequest), decoded here as if they stood here
+// (kSameComm then means this record's chunk context, which the writer
+// checked is the same). The times are the header's own (short or normal);
+// the record's other flags are its own. Writers leave the first record of a
+// chunk with each function in full, and neither write nor refer to a
+// repeat in a kContinuation record of a Completion / RequestOp or of a
+// function id from kRepeatFuncs up (markers, snapshots). In a loop that
+// calls the same functions with the same arguments and MPI reuses the same
+// request handles, every record is its header alone (8 bytes when the times
+// fit 16 bits).
+inline constexpr uint8_t kRepeatPayload = kLongTime;
+inline constexpr uint8_t kRepeatEncoding = kWidePeerTag | kWideBytes | kSameComm | kPackedRequest;
+inline constexpr uint32_t kRepeatFuncs = 1024;
+inline constexpr bool record_repeats(uint32_t w0) {
+  return (w0 & (uint32_t{kRepeatPayload} << 16)) != 0 && ((w0 >> 24) & 0x7Fu) == 0;
+}
+
+// A writer's repeat state: per function id below kRepeatFuncs, where the
+// payload of its last full record in the current chunk is (null: none yet).
+// Reset at every chunk start, as a reader's is.
+struct RepeatRef {
+  const uint32_t* payload = nullptr;
+  uint32_t words = 0;
+  uint32_t flags = 0;
+};
+struct RepeatTable {
+  RepeatRef last[kRepeatFuncs];
+  void reset() { std::memset(static_cast<void*>(last), 0, sizeof last); }
+  // The header of a record just encoded with `words` payload words at
+  // `payload` and flags `flags`: a repeat's header (kRepeatPayload, no
+  // payload words) when the previous full record of `func` has the same
+  // words and encoding flags; else the record stays whole and becomes that
+  // function's last. Continuation records must not come here (the caller
+  // tests; those of Completion / RequestOp use bit 7 for kContinuation, and
+  // are neither).
+  [[gnu::always_inline]] bool repeat(uint16_t func, const uint32_t* payload, uint32_t words,
+                                     uint32_t flags) {
+    if (func >= kRepeatFuncs || words == 0) return false;
+    RepeatRef& r = last[func];
+    if (r.words == words && ((r.flags ^ flags) & kRepeatEncoding) == 0) {
+      uint32_t diff = 0;
+      for (uint32_t i = 0; i < words; ++i) diff |= r.payload[i] ^ payload[i];
+      if (diff == 0) return true;
+    }
+    r = RepeatRef{payload, words, flags};
+    return false;
+  }
+};
+
 // What later records of a chunk may refer to (kSameComm, kPackedRequest). A
 // chunk decodes on its own, so writers reset this at every chunk start and the
 // first record of a chunk that needs a value carries it in full.
@@ -358,6 +414,23 @@ class RecordEncoder {
     cx.has_request = true;
   }
   uint8_t flags() const { return flags_; }
+  // Format 6: drops the payload when it repeats the previous full record of
+  // `func` in the chunk (RepeatTable); then commit(func). Not for
+  // kContinuation records of Completion / RequestOp.
+  size_t commit_repeating(uint16_t func, RepeatTable& repeats) {
+    if (!(flags_ & kLongTime)) {
+      uint32_t* const payload = base_ + 3 - short_;
+      if (repeats.repeat(func, payload, static_cast<uint32_t>(p_ - payload), flags_)) {
+        p_ = payload;
+        flags_ |= kRepeatPayload;
+      }
+    } else if (func < kRepeatFuncs) {
+      const uint32_t* const payload = base_ + 3 + 4;  // after the long time
+      if (p_ > payload)
+        repeats.last[func] = RepeatRef{payload, static_cast<uint32_t>(p_ - payload), flags_};
+    }
+    return commit(func);
+  }
   // Stores the first word; returns the record's size in words.
   size_t commit(uint16_t func) {
     const size_t words = static_cast<size_t>(p_ - base_);
@@ -448,11 +521,14 @@ inline constexpr bool narrow_kind = [] {
 // and returns false (the caller encodes it the general way). `flags` are the
 // call's own (kAnySource, kAnyTag, kCallFailed). Fewer instructions than the
 // general encoder: one test for every size decision, the payload stored at
-// fixed offsets, the repeated communicator left out without a branch.
+// fixed offsets, the repeated communicator left out without a branch. With
+// `repeats` (format 6), as RecordEncoder::commit_repeating: a payload equal
+// to the previous one of `func` in the chunk is left out.
 template <FuncKind K, class V>
 [[gnu::always_inline]] inline bool encode_narrow(uint32_t* at, uint16_t func, uint8_t flags,
                                                   uint64_t dt_enter, uint64_t duration, const V& v,
-                                                  ChunkContext& cx, size_t& words) {
+                                                  ChunkContext& cx, size_t& words,
+                                                  RepeatTable* repeats = nullptr) {
   static_assert(narrow_kind<K>, "a kind encode_narrow does not serve");
   constexpr KindSchema s = schema_of(K);
   constexpr bool has_peer_tag = s.has(Field::PeerTag);
@@ -477,6 +553,7 @@ template <FuncKind K, class V>
     p = at + 3;
     form = uint32_t{0} - (uint32_t{3} << 24);
   }
+  uint32_t* const payload = p;
   uint32_t f = flags;
   for_each_field_index<K>([&](auto i) __attribute__((always_inline)) {
     constexpr Field field = s.fields[i];
@@ -515,6 +592,10 @@ template <FuncKind K, class V>
       *p++ = static_cast<uint32_t>(v.root);
     }
   });
+  if (repeats && repeats->repeat(func, payload, static_cast<uint32_t>(p - payload), f)) {
+    p = payload;
+    f |= kRepeatPayload;
+  }
   words = static_cast<size_t>(p - at);
   const uint32_t w0 = (form + (static_cast<uint32_t>(words) << 24)) | (f << 16) | func;
   __atomic_store_n(at, w0, __ATOMIC_RELEASE);
