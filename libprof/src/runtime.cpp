@@ -1267,9 +1267,25 @@ __attribute__((always_inline)) inline bool record_narrow_completions(
   }
   payload[0] = bitmap;
   Rec r(ts, t0, t1, ok, 0, 3 + 4 + words);
-  if (n > 0)  // nothing completed: no payload at all
-    for (size_t k = 0; k < words; ++k) r.enc().word(payload[k]);
-  r.commit(func, true);
+  format::RecordEncoder& enc = r.enc();
+  // Nothing completed: no payload at all. A payload that repeats the
+  // function's last (format::kRepeatPayload) is compared here, before it is
+  // copied into the chunk, and then not copied.
+  if (n > 0 && func < format::kRepeatFuncs) {
+    const int k = (enc.flags() & format::kLongTime)
+                      ? -1
+                      : ts->repeats.find(func, payload, uint32_t(words), 0);
+    if (k >= 0) {
+      enc.flag(uint8_t(format::repeat_flags(0, k)));
+    } else {
+      uint32_t* const at = enc.payload();
+      for (size_t w = 0; w < words; ++w) enc.word(payload[w]);
+      ts->repeats.note(func, at, uint32_t(words), enc.flags());
+    }
+  } else if (n > 0) {
+    for (size_t k = 0; k < words; ++k) enc.word(payload[k]);
+  }
+  r.commit(func, false);  // repeats decided above
   return true;
 }
 }  // namespace

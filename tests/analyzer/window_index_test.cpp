@@ -201,7 +201,7 @@ TEST(WindowIndex, EqualsTheWindowDecodedFromTheStartAndDecodesLittle) {
 // straddling the edge, between steps), each equal to the window decoded from
 // the start, with the run's end as the whole run's.
 TEST(WindowIndex, StartsInsideChunksAndStopsEarlyAtEveryKindOfEdge) {
-  TraceBuilder b(kRanks, 42, true, 512 * 1024);
+  TraceBuilder b(kRanks, 42, true, 256 * 1024);
   const int steps = 5000;
   build(b, steps);
   auto at = [](int s, double us) { return 0.002 + s * 200e-6 + us * 1e-6; };

@@ -329,9 +329,10 @@ void check_narrow_encoder(size_t& short_form, size_t& normal_form, size_t& decli
 
 // With repeats (format 6), one chunk's records in a row: the narrow
 // encoder leaves out the payloads the general one does
-// (RecordEncoder::commit_repeating), word for word, and some are left out.
+// (RecordEncoder::commit_repeating), word for word, and some are left out,
+// some repeating a function's latest full record, some an older one.
 template <FuncKind K>
-void check_narrow_repeats(size_t& repeats) {
+void check_narrow_repeats(size_t& repeats, size_t& older) {
   SCOPED_TRACE(format::schema_of(K).name);
   const uint32_t comms[] = {kFirstComm, kOtherComm};
   const uint32_t requests[] = {0xAC01BEEFu, 0xAC02BEF0u};
@@ -367,26 +368,30 @@ void check_narrow_repeats(size_t& repeats) {
       std::copy_n(&general[g], words, &narrow[n]);
       narrow_cx = general_cx;
       // Its payload, when whole, becomes the function's last in both tables.
-      if (!format::record_repeats(general[g]))
-        narrow_table->last[func] = {&narrow[n] + (general_table->last[func].payload - &general[g]),
-                                    general_table->last[func].words,
-                                    general_table->last[func].flags};
+      if (!format::record_repeats(general[g])) {
+        const format::RepeatRef& r = general_table->last[func][0];
+        narrow_table->note(func, &narrow[n] + (r.payload - &general[g]), r.words, r.flags);
+      }
     }
     for (size_t i = 0; i < words; ++i)
       ASSERT_EQ(narrow[n + i], general[g + i]) << "step " << step << " word " << i;
-    repeats += format::record_repeats(general[g]);
+    if (format::record_repeats(general[g])) {
+      ++repeats;
+      older += format::repeat_index(general[g] >> 16) > 0;
+    }
     g += general_words;
     n += words;
   }
 }
 
 TEST(FormatSchema, NarrowEncoderRepeatsAsTheGeneralOneDoes) {
-  size_t repeats = 0;
-  check_narrow_repeats<FuncKind::Isend>(repeats);
-  check_narrow_repeats<FuncKind::Irecv>(repeats);
-  check_narrow_repeats<FuncKind::Collective>(repeats);
-  check_narrow_repeats<FuncKind::ICollective>(repeats);
+  size_t repeats = 0, older = 0;  // older: of a full record before the latest
+  check_narrow_repeats<FuncKind::Isend>(repeats, older);
+  check_narrow_repeats<FuncKind::Irecv>(repeats, older);
+  check_narrow_repeats<FuncKind::Collective>(repeats, older);
+  check_narrow_repeats<FuncKind::ICollective>(repeats, older);
   EXPECT_GT(repeats, 500u);
+  EXPECT_GT(older, 100u);
 }
 
 TEST(FormatSchema, NarrowEncoderWritesWhatTheGeneralOneDoes) {

@@ -132,9 +132,10 @@ struct RankTrace::Cursor::Impl {
   // high half decoded, and which of kSameComm / kPackedRequest may refer to them.
   uint32_t context_comm = 0, context_request_high = 0;
   uint8_t context_avail = 0;
-  // Format 6 (format::kRepeatPayload): per function id, where the payload of
-  // its last full record in the chunk is (offset from `data`; words 0: none
-  // yet). Empty before format 6, so no record repeats.
+  // Format 6 (format::kRepeatPayload): per function id, where the payloads
+  // of its last format::kRepeatDepth full records in the chunk are, latest
+  // first (offset from `data`; words 0: none), at func * kRepeatDepth. Empty
+  // before format 6, so no record repeats.
   struct RepeatRef {
     uint32_t offset = 0;
     uint16_t words = 0;
@@ -172,7 +173,8 @@ struct RankTrace::Cursor::Impl {
     buffer = t->take_buffer();
     chunks_start_with_snapshot = t->header.version >= format::kFirstSnapshotVersion;
     if (t->header.version >= format::kFirstRepeatVersion)
-      repeats.assign(std::min<size_t>(nkinds, format::kRepeatFuncs), RepeatRef{});
+      repeats.assign(std::min<size_t>(nkinds, format::kRepeatFuncs) * format::kRepeatDepth,
+                     RepeatRef{});
     if (index < t->streams.size()) {
       const auto& s = t->streams[index];
       chunk = s.chunks.data();
@@ -392,7 +394,7 @@ struct RankTrace::Cursor::Impl {
     return i;
   }
 
-  // A full record of `func` (below repeats.size(), of a kind that repeats) becomes the one its
+  // A full record of `func` (below repeat_funcs(), of a kind that repeats) becomes the latest its
   // repeats refer to, unless it has no payload or continues a Completion /
   // RequestOp call (writers never refer to those).
   [[gnu::always_inline]] void note_payload(uint32_t func, uint16_t kind, uint32_t flags,
@@ -401,8 +403,10 @@ struct RankTrace::Cursor::Impl {
     if ((flags & format::kContinuation) && (kind == static_cast<uint16_t>(FuncKind::Completion) ||
                                             kind == static_cast<uint16_t>(FuncKind::RequestOp)))
       return;
-    repeats[func] = RepeatRef{static_cast<uint32_t>(q - data), static_cast<uint16_t>(words),
-                              static_cast<uint8_t>(flags)};
+    RepeatRef* const h = &repeats[size_t{func} * format::kRepeatDepth];
+    for (uint32_t k = format::kRepeatDepth - 1; k > 0; --k) h[k] = h[k - 1];
+    h[0] = RepeatRef{static_cast<uint32_t>(q - data), static_cast<uint16_t>(words),
+                     static_cast<uint8_t>(flags)};
   }
   // The repeat state at `upto` in the current chunk (a cursor started inside
   // a chunk): its records from the start walked, none decoded.
@@ -417,6 +421,8 @@ struct RankTrace::Cursor::Impl {
     while (scan<true>(r)) context_avail |= r.context_flags & ~r.flags;
     end = stop;
   }
+
+  size_t repeat_funcs() const { return repeats.size() / format::kRepeatDepth; }
 
   // Whether a continuation record may follow (cheap test before absorbing).
   bool may_continue() const {
@@ -518,11 +524,12 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
                                                  : undefined_info;
     uint32_t decode_flags = flags;
     if (repeat) [[unlikely]] {  // the payload of the function's last full record
-      if (func >= repeats.size() || repeats[func].words == 0 || !info.repeats) {
+      const size_t at = size_t{func} * format::kRepeatDepth + repeat_index(flags);
+      if (func >= repeat_funcs() || repeats[at].words == 0 || !info.repeats) {
         bad_record(r, 7, func);
         continue;
       }
-      const RepeatRef& ref = repeats[func];
+      const RepeatRef& ref = repeats[at];
       q = data + ref.offset;
       words = ref.words;
       const uint32_t encoding = kWidePeerTag | kWideBytes | info.context_flags;
@@ -537,7 +544,7 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
       bad_record(r, 6, func);
       continue;
     }
-    if (!repeat && func < repeats.size() && info.repeats) note_payload(func, info.kind, decode_flags, q, words);
+    if (!repeat && func < repeat_funcs() && info.repeats) note_payload(func, info.kind, decode_flags, q, words);
     out.rec = r;
     out.pay = q;
     out.avail = words;
@@ -699,7 +706,7 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
   const FuncInfo* const table = kinds;
   const size_t table_size = nkinds;
   RepeatRef* const refs = repeats.data();
-  const size_t repeat_funcs = repeats.size();
+  const size_t repeat_funcs = this->repeat_funcs();
   const uint32_t stream = stream_id;
   while (n < max) {
     const size_t left = static_cast<size_t>(stop - at);
@@ -718,15 +725,16 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     uint32_t words = record_payload_words(w0);
     const bool repeat = repeat_funcs != 0 && record_repeats(w0);
     if (repeat) {  // as scan() reads it; a bad one is left to scan()
-      if (func >= repeat_funcs || refs[func].words == 0 || !info.repeats) break;
-      q = data + refs[func].offset;
-      words = refs[func].words;
+      if (func >= repeat_funcs || !info.repeats) break;
+      const RepeatRef& ref = refs[size_t{func} * kRepeatDepth + repeat_index(flags)];
+      if (ref.words == 0) break;
+      q = data + ref.offset;
+      words = ref.words;
       const uint32_t encoding = kWidePeerTag | kWideBytes | info.context_flags;
-      flags = static_cast<uint8_t>((flags & ~(kRepeatPayload | encoding)) | (refs[func].flags & encoding));
+      flags = static_cast<uint8_t>((flags & ~(kRepeatPayload | encoding)) | (ref.flags & encoding));
     }
     if (words < info.need[flags]) break;
     if (flags & info.context_flags & ~avail) break;
-    if (!repeat && func < repeat_funcs && info.repeats) note_payload(func, info.kind, flags, q, words);
     const bool completion = info.kind == static_cast<uint16_t>(FuncKind::Completion);
     if (completion || info.kind == static_cast<uint16_t>(FuncKind::RequestOp)) [[unlikely]] {
       // A Completion whose list is this record's alone (no continuation may
@@ -736,6 +744,8 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
           completion_used + kCompletionMax > completion_buffer.size())
         break;
     }
+    // Noted once the record is decoded here (scan() notes those left to it).
+    if (!repeat && func < repeat_funcs && info.repeats) note_payload(func, info.kind, flags, q, words);
     const uint32_t w1 = load32(at + 4);
     time += w1 & 0xFFFFu;
     Event& e = out[n];

@@ -237,56 +237,98 @@ static_assert(kSameComm == schema_flags::kSameComm && kPackedRequest == schema_f
 
 // Payload repeats (format 6). kLongTime on a record with no payload words
 // (which a long time, four words, cannot be): the record's payload is that
-// of the previous full record of the same function in this chunk, its words
-// and its encoding flags (kRepeatEncoding: kWidePeerTag, kWideBytes and the
-// kind's kSameComm / kPackedRequest), decoded here as if they stood here
-// (kSameComm then means this record's chunk context, which the writer
-// checked is the same). The times are the header's own (short or normal);
-// the record's other flags are its own. Writers leave the first record of a
-// chunk with each function in full, and neither write nor refer to a
-// repeat in a kContinuation record of a Completion / RequestOp or of a
-// function id from kRepeatFuncs up (markers, snapshots). In a loop that
+// of one of the last kRepeatDepth full records of the same function in this
+// chunk, its words and its encoding flags (kRepeatEncoding: kWidePeerTag,
+// kWideBytes and the kind's kSameComm / kPackedRequest), decoded here as if
+// they stood here (kSameComm then means this record's chunk context, which
+// the writer checked is the same). Which one: the repeat's flag bits 1-2
+// (where kWidePeerTag and kWideBytes would be, which a repeat takes from the
+// record it repeats), 0 the function's latest full record, 1 the one before,
+// and so on: a loop that calls a function from a few sites with their own
+// arguments (two receives from two neighbours) repeats each. The times are
+// the header's own (short or normal); the record's other flags are its own.
+// Writers leave the first record of a chunk with each function in full, and
+// neither write nor refer to a repeat in a kContinuation record of a
+// Completion / RequestOp, in a kind that does not repeat (kind_repeats) or of
+// a function id from kRepeatFuncs up (markers, snapshots). In a loop that
 // calls the same functions with the same arguments and MPI reuses the same
 // request handles, every record is its header alone (8 bytes when the times
 // fit 16 bits).
 inline constexpr uint8_t kRepeatPayload = kLongTime;
 inline constexpr uint8_t kRepeatEncoding = kWidePeerTag | kWideBytes | kSameComm | kPackedRequest;
 inline constexpr uint32_t kRepeatFuncs = 1024;
+inline constexpr uint32_t kRepeatDepth = 4;
+inline constexpr uint32_t kRepeatIndexShift = 1;
+inline constexpr uint8_t kRepeatIndexMask = kWidePeerTag | kWideBytes;
+static_assert(kRepeatIndexMask >> kRepeatIndexShift == kRepeatDepth - 1);
 inline constexpr bool record_repeats(uint32_t w0) {
   return (w0 & (uint32_t{kRepeatPayload} << 16)) != 0 && ((w0 >> 24) & 0x7Fu) == 0;
 }
+// Which of its function's last full records a repeat's flags name (0: the latest).
+inline constexpr uint32_t repeat_index(uint32_t flags) {
+  return (flags & kRepeatIndexMask) >> kRepeatIndexShift;
+}
 
 // A writer's repeat state: per function id below kRepeatFuncs, where the
-// payload of its last full record in the current chunk is (null: none yet).
-// Reset at every chunk start, as a reader's is.
+// payloads of its last kRepeatDepth full records in the current chunk are,
+// latest first (null: none). Reset at every chunk start, as a reader's is;
+// a full record shifts the others down, a repeat changes nothing.
 struct RepeatRef {
   const uint32_t* payload = nullptr;
   uint32_t words = 0;
   uint32_t flags = 0;
 };
 struct RepeatTable {
-  RepeatRef last[kRepeatFuncs];
+  RepeatRef last[kRepeatFuncs][kRepeatDepth];
   void reset() { std::memset(static_cast<void*>(last), 0, sizeof last); }
-  // The header of a record just encoded with `words` payload words at
-  // `payload` and flags `flags`: a repeat's header (kRepeatPayload, no
-  // payload words) when the previous full record of `func` has the same
-  // words and encoding flags; else the record stays whole and becomes that
-  // function's last. Continuation records must not come here (the caller
-  // tests; those of Completion / RequestOp use bit 7 for kContinuation, and
-  // are neither).
-  [[gnu::always_inline]] bool repeat(uint16_t func, const uint32_t* payload, uint32_t words,
-                                     uint32_t flags) {
-    if (func >= kRepeatFuncs || words == 0) return false;
-    RepeatRef& r = last[func];
-    if (r.words == words && ((r.flags ^ flags) & kRepeatEncoding) == 0) {
-      uint32_t diff = 0;
-      for (uint32_t i = 0; i < words; ++i) diff |= r.payload[i] ^ payload[i];
-      if (diff == 0) return true;
+  // A record just encoded with `words` payload words at `payload` and flags
+  // `flags`: the index (repeat_index) of the full record of `func` whose
+  // words and encoding flags it repeats, or -1 when none does, and then it
+  // stays whole and is noted as the function's latest. Continuation records
+  // must not come here (the caller tests; those of Completion / RequestOp
+  // use bit 7 for kContinuation).
+  [[gnu::always_inline]] int repeat(uint16_t func, const uint32_t* payload, uint32_t words,
+                                    uint32_t flags) {
+    if (func >= kRepeatFuncs || words == 0) return -1;
+    const int k = find(func, payload, words, flags);
+    if (k < 0) note(func, payload, words, flags);
+    return k;
+  }
+  // The index of the full record of `func` (below kRepeatFuncs; words > 0)
+  // that `words` words at `payload` with `flags` repeat, or -1; notes nothing.
+  [[gnu::always_inline]] int find(uint16_t func, const uint32_t* payload, uint32_t words,
+                                  uint32_t flags) const {
+    for (uint32_t k = 0; k < kRepeatDepth; ++k)
+      if (same(last[func][k], payload, words, flags)) return static_cast<int>(k);
+    return -1;
+  }
+  // A full record of `func` becomes its latest.
+  [[gnu::always_inline]] void note(uint16_t func, const uint32_t* payload, uint32_t words,
+                                   uint32_t flags) {
+    RepeatRef* h = last[func];
+    for (uint32_t k = kRepeatDepth - 1; k > 0; --k) h[k] = h[k - 1];
+    h[0] = RepeatRef{payload, words, flags};
+  }
+  [[gnu::always_inline]] static bool same(const RepeatRef& r, const uint32_t* payload,
+                                          uint32_t words, uint32_t flags) {
+    if (r.words != words || ((r.flags ^ flags) & kRepeatEncoding) != 0) return false;
+    uint64_t diff = 0;
+    uint32_t i = 0;
+    for (; i + 2 <= words; i += 2) {
+      uint64_t a, b;
+      std::memcpy(&a, r.payload + i, 8);
+      std::memcpy(&b, payload + i, 8);
+      diff |= a ^ b;
     }
-    r = RepeatRef{payload, words, flags};
-    return false;
+    if (i < words) diff |= r.payload[i] ^ payload[i];
+    return diff == 0;
   }
 };
+// A repeat's flags from the record's own (kRepeatIndexMask bits replaced).
+inline constexpr uint32_t repeat_flags(uint32_t flags, int index) {
+  return (flags & ~uint32_t{kRepeatIndexMask}) | kRepeatPayload |
+         (static_cast<uint32_t>(index) << kRepeatIndexShift);
+}
 
 // What later records of a chunk may refer to (kSameComm, kPackedRequest). A
 // chunk decodes on its own, so writers reset this at every chunk start and the
@@ -414,20 +456,23 @@ class RecordEncoder {
     cx.has_request = true;
   }
   uint8_t flags() const { return flags_; }
-  // Format 6: drops the payload when it repeats the previous full record of
+  // Where the payload starts (after the header and any long-time words);
+  // call after time().
+  uint32_t* payload() const { return base_ + 3 - short_ + ((flags_ & kLongTime) ? 4 : 0); }
+  // Format 6: drops the payload when it repeats one of the last full records of
   // `func` in the chunk (RepeatTable); then commit(func). Not for
   // kContinuation records of Completion / RequestOp.
   size_t commit_repeating(uint16_t func, RepeatTable& repeats) {
     if (!(flags_ & kLongTime)) {
       uint32_t* const payload = base_ + 3 - short_;
-      if (repeats.repeat(func, payload, static_cast<uint32_t>(p_ - payload), flags_)) {
+      const int k = repeats.repeat(func, payload, static_cast<uint32_t>(p_ - payload), flags_);
+      if (k >= 0) {
         p_ = payload;
-        flags_ |= kRepeatPayload;
+        flags_ = static_cast<uint8_t>(repeat_flags(flags_, k));
       }
     } else if (func < kRepeatFuncs) {
       const uint32_t* const payload = base_ + 3 + 4;  // after the long time
-      if (p_ > payload)
-        repeats.last[func] = RepeatRef{payload, static_cast<uint32_t>(p_ - payload), flags_};
+      if (p_ > payload) repeats.note(func, payload, static_cast<uint32_t>(p_ - payload), flags_);
     }
     return commit(func);
   }
@@ -523,7 +568,7 @@ inline constexpr bool narrow_kind = [] {
 // general encoder: one test for every size decision, the payload stored at
 // fixed offsets, the repeated communicator left out without a branch. With
 // `repeats` (format 6), as RecordEncoder::commit_repeating: a payload equal
-// to the previous one of `func` in the chunk is left out.
+// to one of the last of `func` in the chunk is left out.
 template <FuncKind K, class V>
 [[gnu::always_inline]] inline bool encode_narrow(uint32_t* at, uint16_t func, uint8_t flags,
                                                   uint64_t dt_enter, uint64_t duration, const V& v,
@@ -592,9 +637,12 @@ template <FuncKind K, class V>
       *p++ = static_cast<uint32_t>(v.root);
     }
   });
-  if (repeats && repeats->repeat(func, payload, static_cast<uint32_t>(p - payload), f)) {
-    p = payload;
-    f |= kRepeatPayload;
+  if (repeats) {
+    const int k = repeats->repeat(func, payload, static_cast<uint32_t>(p - payload), f);
+    if (k >= 0) {
+      p = payload;
+      f = repeat_flags(f, k);
+    }
   }
   words = static_cast<size_t>(p - at);
   const uint32_t w0 = (form + (static_cast<uint32_t>(words) << 24)) | (f << 16) | func;
