@@ -280,7 +280,19 @@ struct RepeatRef {
 };
 struct RepeatTable {
   RepeatRef last[kRepeatFuncs][kRepeatDepth];
-  void reset() { std::memset(static_cast<void*>(last), 0, sizeof last); }
+  // The functions noted since the last reset, so that a reset (every chunk
+  // start) clears their entries, not the whole table.
+  uint16_t noted[kRepeatFuncs];
+  uint32_t noted_count = kRepeatFuncs + 1;  // more than noted holds: all of it
+  void reset() {
+    if (noted_count > kRepeatFuncs) {
+      std::memset(static_cast<void*>(last), 0, sizeof last);
+    } else {
+      for (uint32_t i = 0; i < noted_count; ++i)
+        std::memset(static_cast<void*>(last[noted[i]]), 0, sizeof last[0]);
+    }
+    noted_count = 0;
+  }
   // A record just encoded with `words` payload words at `payload` and flags
   // `flags`: the index (repeat_index) of the full record of `func` whose
   // words and encoding flags it repeats, or -1 when none does, and then it
@@ -306,6 +318,7 @@ struct RepeatTable {
   [[gnu::always_inline]] void note(uint16_t func, const uint32_t* payload, uint32_t words,
                                    uint32_t flags) {
     RepeatRef* h = last[func];
+    if (h[0].payload == nullptr && noted_count < kRepeatFuncs) noted[noted_count++] = func;
     for (uint32_t k = kRepeatDepth - 1; k > 0; --k) h[k] = h[k - 1];
     h[0] = RepeatRef{payload, words, flags};
   }
