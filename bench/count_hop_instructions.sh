@@ -5,7 +5,9 @@
 # instructions of the wrapper and of everything it calls except the forwarded
 # PMPI call (bench/shim_instructions.py). A hop is one MPI_Send and one
 # MPI_Recv (0 bytes, MPI_STATUS_IGNORE), as in bench/shim_overhead.c's
-# ping-pong; the message-heavy ring is Irecv x2, Isend x2, Waitall. Last, the
+# ping-pong; the message-heavy ring is Irecv x2, Isend x2, Waitall; the
+# exchange loop Irecv, Isend, Waitall (its calls repeat their arguments,
+# which format 6 leaves out of the trace). Last, the
 # part of a hop on its critical path (bench/shim_sections.py).
 # Usage: bench/count_hop_instructions.sh [BUILD_DIR] [LIBPROF]
 #   LIBPROF defaults to BUILD_DIR/libprof/src/libprof.so (give another build's
@@ -36,14 +38,15 @@ count() {  # MODE N -> per-rank callgrind files in $work/MODE
 }
 count pingpong 2000
 count heavy 1000
+count exchange 2000
 count rank 20000
 echo "libprof: $lib"
-for mode in pingpong heavy rank; do
+for mode in pingpong heavy exchange rank; do
   echo "--- $mode (each rank)"
   for f in "$work/$mode"/cg.*; do
     case $mode in
       pingpong) python3 "$here/shim_instructions.py" "$f" MPI_Send MPI_Recv ;;
-      heavy) python3 "$here/shim_instructions.py" "$f" MPI_Irecv MPI_Isend MPI_Waitall MPI_Allreduce ;;
+      heavy|exchange) python3 "$here/shim_instructions.py" "$f" MPI_Irecv MPI_Isend MPI_Waitall MPI_Allreduce ;;
       rank) python3 "$here/shim_instructions.py" "$f" MPI_Comm_rank ;;
     esac
   done

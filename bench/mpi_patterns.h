@@ -47,4 +47,27 @@ static inline long message_ring(int rank, int size, long n) {
   return calls;
 }
 
+/* n iterations of one exchange between the ranks of a pair (0 with 1, 2 with
+ * 3, ...): Irecv, Isend, Waitall of the two, and an Allreduce every 16th
+ * (the message-heavy loop whose bytes per event docs/performance.md gives);
+ * returns the MPI calls this rank made. */
+static inline long exchange_loop(int rank, int size, long n) {
+  int sbuf[4] = {rank, 0, 0, 0}, rbuf[4];
+  double local = 1.0, global = 0.0;
+  const int peer = (rank ^ 1) < size ? (rank ^ 1) : rank;
+  long calls = 0;
+  for (long i = 0; i < n; ++i) {
+    MPI_Request req[2];
+    MPI_Irecv(rbuf, 4, MPI_INT, peer, 7, MPI_COMM_WORLD, &req[0]);
+    MPI_Isend(sbuf, 4, MPI_INT, peer, 7, MPI_COMM_WORLD, &req[1]);
+    MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+    calls += 3;
+    if (i % 16 == 15) {
+      MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      calls++;
+    }
+  }
+  return calls;
+}
+
 #endif

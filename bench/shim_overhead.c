@@ -10,7 +10,10 @@
  *   calls           MPI calls rank 0 made (to compute bytes per event)
  *
  * With --message-heavy-only, only the message-heavy phase runs (bytes per event
- * of message traffic rather than of MPI_Comm_rank). */
+ * of message traffic rather than of MPI_Comm_rank). With --exchange-only [N],
+ * only N (default 200000) iterations of exchange_loop run (Irecv, Isend,
+ * Waitall, an Allreduce every 16th): the bytes-per-event figure of
+ * docs/performance.md. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +45,14 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   long calls = 3;  /* Init, Comm_rank, Comm_size */
+  if (argc > 1 && strcmp(argv[1], "--exchange-only") == 0) {
+    const long n = argc > 2 ? atol(argv[2]) : 200000;
+    MPI_Barrier(MPI_COMM_WORLD);
+    calls += 1 + exchange_loop(rank, size, n);
+    if (rank == 0) printf("calls %ld\n", calls + 1 /* Finalize */);
+    MPI_Finalize();
+    return 0;
+  }
   const int heavy_only = argc > 1 && strcmp(argv[1], "--message-heavy-only") == 0;
   double rdtsc_ns = 0, rank_ns = 0, pp_us = 0;
   if (!heavy_only) {

@@ -295,6 +295,7 @@ bool populate_ahead(ThreadState* ts, size_t words) {
 // 3), so a reader can start decoding there.
 void start_records(ThreadState* ts, format::ChunkHeader* h) {
   ts->cx.reset();  // a chunk decodes on its own
+  ts->repeats.reset();
   ts->cur = reinterpret_cast<uint32_t*>(h + 1);
   ts->cur += format::encode_snapshot(ts->cur, ts->open_intervals);
 }
@@ -308,6 +309,7 @@ void map_first_or_next(ThreadState* ts) {
                                                     home ? format::kChunkHome : 0);
   if (!h) {
     ts->cx.reset();
+    ts->repeats.reset();
     tell_loss("grow");
     ts->chunk = nullptr;
     ts->cur = discard_buffer;
@@ -1204,7 +1206,7 @@ void next_chunk(ThreadState* ts, size_t words) {
 
 void record_plain_general(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok) {
   Rec r(ts, t0, t1, ok, 0, 8);
-  r.commit(func);
+  r.commit(func, false);  // no payload
 }
 
 #ifndef PROF_NO_IN_FLIGHT
@@ -1308,9 +1310,25 @@ __attribute__((always_inline)) inline bool record_narrow_completions(
   }
   payload[0] = bitmap;
   Rec r(ts, t0, t1, ok, 0, 3 + 4 + words);
-  if (n > 0)  // nothing completed: no payload at all
-    for (size_t k = 0; k < words; ++k) r.enc().word(payload[k]);
-  r.commit(func);
+  format::RecordEncoder& enc = r.enc();
+  // Nothing completed: no payload at all. A payload that repeats the
+  // function's last (format::kRepeatPayload) is compared here, before it is
+  // copied into the chunk, and then not copied.
+  if (n > 0 && func < format::kRepeatFuncs) {
+    const int k = (enc.flags() & format::kLongTime)
+                      ? -1
+                      : ts->repeats.find(func, payload, uint32_t(words), 0);
+    if (k >= 0) {
+      enc.flag(uint8_t(format::repeat_flags(0, k)));
+    } else {
+      uint32_t* const at = enc.payload();
+      for (size_t w = 0; w < words; ++w) enc.word(payload[w]);
+      ts->repeats.note(func, at, uint32_t(words), enc.flags());
+    }
+  } else if (n > 0) {
+    for (size_t k = 0; k < words; ++k) enc.word(payload[k]);
+  }
+  r.commit(func, false);  // repeats decided above
   return true;
 }
 }  // namespace
@@ -1378,7 +1396,7 @@ void record_completions(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1
       if (wide & format::kWideBytes) r.enc().put64(b | (cancelled ? format::kCancelledBit64 : 0));
       else r.enc().word(uint32_t(b) | (cancelled ? uint32_t(format::kCancelledBit32) : 0u));
     }
-    r.commit(func);
+    r.commit(func, first);
     i += take;
     first = false;
   } while (i < n);
@@ -1443,7 +1461,7 @@ void record_requests(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, b
     Rec r(ts, first ? t0 : ts->last_enter, first ? t1 : ts->last_enter + (t1 - t0), ok,
           first ? 0 : format::kContinuation, 3 + 4 + take);
     for (size_t k = i; k < i + take; ++k) r.enc().word(uint32_t(reqs[k]));
-    r.commit(func);
+    r.commit(func, first);
     i += take;
     first = false;
   } while (i < n);
@@ -1457,7 +1475,7 @@ void record_comm_create(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1
                                  .new_comm = uint32_t(ok ? newcomm : MPI_COMM_NULL)};
     Rec r(ts, t0, t1, ok, 0, 12);
     format::encode_fields<format::FuncKind::CommCreate>(r.enc(), v, ts->cx);
-    r.commit(func);
+    r.commit(func, format::kind_repeats(format::FuncKind::CommCreate));
   }
   if (ok && newcomm != MPI_COMM_NULL) define_comm(newcomm, t0);
 }
@@ -1513,7 +1531,7 @@ void record_marker(uint16_t id, bool begin, uint32_t callsite) {
   Rec r(ts, t, t, true, begin ? format::kMarkerBegin : 0, 12);
   r.enc().word(id);
   r.enc().word(callsite);
-  r.commit(format::kMarkerFuncId);
+  r.commit(format::kMarkerFuncId, false);  // never below kRepeatFuncs
   format::apply_marker(ts->open_intervals, begin, id, callsite, t);
   call_end(ts);
 }

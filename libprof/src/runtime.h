@@ -79,6 +79,10 @@ struct alignas(64) ThreadState {
   // the wrapper's frame, which would keep its rare paths from being tail
   // calls.
   MPI_Status ignored_status;
+  // Where each function's last full record of the chunk is: a record whose
+  // payload repeats it is written as its header (format::kRepeatPayload).
+  // Reset with the chunk context.
+  format::RepeatTable repeats;
 
   const MPI_Request* save_requests(const MPI_Request* reqs, int n) {
     if (n <= 0) return reqs;
@@ -308,7 +312,11 @@ class Rec {
     ts->last_enter = t0;
   }
   format::RecordEncoder& enc() { return enc_; }
-  __attribute__((always_inline)) void commit(uint16_t func) { ts_->cur += enc_.commit(func); }
+  // `may_repeat`: the kind repeats (format::kind_repeats) and the record
+  // continues no call; its payload is then left out when it repeats.
+  __attribute__((always_inline)) void commit(uint16_t func, bool may_repeat) {
+    ts_->cur += may_repeat ? enc_.commit_repeating(func, ts_->repeats) : enc_.commit(func);
+  }
   // Room for `words` more in the thread's chunk; where the record goes.
   __attribute__((always_inline)) static uint32_t* reserve(ThreadState* ts, size_t words) {
     if (__builtin_expect(size_t(ts->end - ts->cur) < words, 0)) next_chunk(ts, words);
@@ -355,7 +363,7 @@ template <format::FuncKind K>
                                                        format::RecordValues v) {
   Rec r(ts, t0, t1, ok, flags | format::wide_flags_for<K>(v), 16);
   format::encode_fields<K>(r.enc(), v, ts->cx);
-  r.commit(func);
+  r.commit(func, format::kind_repeats(K));
 }
 template <format::FuncKind K>
 PROF_HOT void record_narrow(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, bool ok,
@@ -363,9 +371,11 @@ PROF_HOT void record_narrow(ThreadState* ts, uint16_t func, uint64_t t0, uint64_
   static_assert(reserve_fits<K>(16));
   uint32_t* const at = Rec::reserve(ts, 16);
   size_t words;
+  static_assert(format::kind_repeats(K));
   if (__builtin_expect(format::encode_narrow<K>(at, func,
                                                 uint8_t(flags | (ok ? 0 : format::kCallFailed)),
-                                                t0 - ts->last_enter, t1 - t0, v, ts->cx, words),
+                                                t0 - ts->last_enter, t1 - t0, v, ts->cx, words,
+                                                &ts->repeats),
                        1)) {
     ts->last_enter = t0;
     ts->cur = at + words;
@@ -456,7 +466,7 @@ PROF_HOT void record_sendrecv(ThreadState* ts, uint16_t func, uint64_t t0, uint6
   if (recvtag == MPI_ANY_TAG) flags |= format::kAnyTag;
   Rec r(ts, t0, t1, ok, flags, 20);
   format::encode_fields<FuncKind::SendRecv>(r.enc(), v, ts->cx);
-  r.commit(func);
+  r.commit(func, format::kind_repeats(FuncKind::SendRecv));
 }
 
 // Collective, AllToAll (one layout) and ICollective, IAllToAll (one layout).
@@ -804,7 +814,7 @@ PROF_HOT int fast_finish_start(uint16_t func, int rc, const MPI_Request* request
                            format::RecordValues{.peer = peer, .tag = tag, .comm = slot->comm,
                                                 .bytes = slot->extra,
                                                 .request = static_cast<uint32_t>(*request)},
-                           ts->cx, words),
+                           ts->cx, words, &ts->repeats),
                        0))
     return finish_start_general<K>(func, rc, t1, request);
   ts->last_enter = t0;

@@ -40,15 +40,18 @@ constexpr uint32_t kBuiltinDoneSend = 0x6c000001u;
 class TraceBuilder {
  public:
   // chunk_bytes: the writers' event chunk size (at least 1 KiB; small ones make many chunks).
+  // version: the files' format version (an older one writes as its writers did).
   explicit TraceBuilder(int ranks, uint64_t run_id = 42, bool standard_defs = true,
-                        uint32_t chunk_bytes = 1u << 20)
+                        uint32_t chunk_bytes = 1u << 20,
+                        uint32_t version = format::kFormatVersion)
       : ranks_(ranks) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "prof-analyzer-test-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
     for (int r = 0; r < ranks; ++r) {
       w_.push_back(std::make_unique<trace::TraceWriter>(path(r), r, ranks, run_id,
-                                                        format::TimerKind::Monotonic, chunk_bytes));
+                                                        format::TimerKind::Monotonic, chunk_bytes,
+                                                        version));
       stream_.push_back(0);
       if (standard_defs) define(r);
     }

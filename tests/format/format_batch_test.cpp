@@ -3,7 +3,9 @@
 // packed requests, calls continued over records and chunks, long times,
 // chunk edges, format versions 1, 2 and current, damaged (CRC mismatch),
 // unsealed and randomly corrupted salvaged chunks, calls in flight, several
-// streams and cursors that start inside a trace (window index, seek). Also
+// streams and cursors that start inside a trace (window index, seek); calls
+// that repeat the previous call of their function (format 6 leaves the
+// payload out) decode as the same calls written in full (format 5). Also
 // that a batch's events start in one chunk and that the reader's statistics
 // and warnings come out the same.
 #include <gtest/gtest.h>
@@ -143,6 +145,10 @@ ReadStats expect_batch_equals_next(const std::string& path, size_t* events = nul
 struct RandomTrace {
   std::mt19937_64 rng;
   bool context = true;
+  // Most calls repeat the arguments of one of the last 4 new calls of their
+  // kind (new times), as a loop's calls from a few sites do: what format 6's
+  // repeats leave out.
+  bool repetitive = false;
   std::vector<std::vector<Completion>> completion_store;
   std::vector<std::vector<uint32_t>> request_store;
 
@@ -185,6 +191,8 @@ struct RandomTrace {
     completion_store.reserve(n);
     request_store.reserve(n);
     std::vector<uint64_t> t(streams, 1000);
+    // By kind, the last 4 new calls, which later calls repeat (as from 4 sites).
+    std::vector<std::vector<Event>> previous(16);
     for (size_t i = 0; i < n; ++i) {
       Event e;
       e.stream = static_cast<uint32_t>(below(streams));
@@ -225,6 +233,18 @@ struct RandomTrace {
         for (uint32_t& q : r) q = request();
         e.requests = r;
       }
+      auto& calls = previous[static_cast<size_t>(e.kind)];
+      if (repetitive && !calls.empty() && below(4) != 0) {
+        // Its lists too: their stores outlive the writer.
+        Event again = calls[below(calls.size())];
+        again.enter = e.enter;
+        again.leave = e.leave;
+        again.stream = e.stream;
+        e = again;
+      } else {
+        if (calls.size() == 4) calls.erase(calls.begin());
+        calls.push_back(e);
+      }
       w.event(e);
     }
   }
@@ -234,10 +254,11 @@ std::string rank_file(const std::string& dir) { return dir + "/rank-00000.prof";
 
 std::string write_random(const std::string& dir, uint64_t seed, size_t n, uint32_t chunk_bytes,
                          uint32_t version = format::kFormatVersion, uint32_t streams = 1,
-                         bool seal = true) {
+                         bool seal = true, bool repetitive = false) {
   const std::string path = rank_file(dir);
   RandomTrace gen(seed);
   gen.context = version >= 2;
+  gen.repetitive = repetitive;
   {
     TraceWriter w(path, 0, 1, 7, format::TimerKind::Monotonic, chunk_bytes,
                   version >= 2 ? version : 2);
@@ -268,6 +289,60 @@ TEST(FormatBatch, EveryKindInSmallAndLargeChunksEveryVersion) {
       expect_batch_equals_next(path, &events);
       EXPECT_EQ(events, 3000u);
     }
+  std::filesystem::remove_all(dir);
+}
+
+// Format 6 against format 5 on the same calls, most of which repeat the
+// previous call of their function: every event decodes the same (by next()
+// and by batches, from the start and from positions inside chunks, as the
+// window index starts), and the repeats make the file smaller.
+TEST(FormatBatch, RepeatedPayloadsDecodeAsWrittenInFull) {
+  const std::string dir = temp_dir(), dir5 = dir + "/v5", dir6 = dir + "/v6";
+  std::filesystem::create_directories(dir5);
+  std::filesystem::create_directories(dir6);
+  for (uint32_t chunk_bytes : {1024u, 4096u, 1u << 20}) {
+    SCOPED_TRACE("chunks of " + std::to_string(chunk_bytes));
+    const std::string v5 = write_random(dir5, chunk_bytes + 3, 3000, chunk_bytes, 5, 1, true, true);
+    const std::string v6 = write_random(dir6, chunk_bytes + 3, 3000, chunk_bytes,
+                                        format::kFirstRepeatVersion, 1, true, true);
+    auto t5 = open_trace(v5), t6 = open_trace(v6);
+    ASSERT_TRUE(t5 && t6);
+    ASSERT_EQ(t5->header().version, 5u);
+    // The chunks differ (smaller records fill them later): compare the calls.
+    // So does kLongTime, which says how a record's enter delta was written
+    // (the first record of a chunk counts from the chunk's base time).
+    auto calls = [](std::vector<Decoded> d) {
+      for (Decoded& x : d) {
+        x.chunk = SIZE_MAX;
+        x.e.flags &= static_cast<uint8_t>(~format::kLongTime);
+      }
+      return d;
+    };
+    const auto want = by_next(t5->events());
+    ASSERT_EQ(want.size(), 3000u);
+    expect_same(calls(want), calls(by_next(t6->events())));
+    expect_same(calls(want), calls(by_batch(t6->events())));
+    EXPECT_EQ(t6->stats().bad_records, 0u);
+    EXPECT_LT(t6->event_bytes(), t5->event_bytes());
+    if (chunk_bytes >= (1u << 20)) {  // a chunk's first calls of each function are whole
+      EXPECT_LT(t6->event_bytes() * 10, t5->event_bytes() * 8) << "not 20% smaller";
+    }
+    expect_batch_equals_next(v6);
+    // From positions inside chunks (the window index's checkpoints): the
+    // repeats there refer to records before the position.
+    for (size_t skip : {1u, 7u, 100u, 999u, 2500u}) {
+      SCOPED_TRACE("from the position after " + std::to_string(skip) + " events");
+      auto c = t6->events();
+      Event e;
+      for (size_t i = 0; i < skip; ++i) ASSERT_TRUE(c.next(e));
+      const auto at = c.position();
+      if (!at.valid) continue;
+      const auto rest = by_next(t6->events_from_position(at));
+      ASSERT_EQ(rest.size(), want.size() - skip);
+      expect_same(calls({want.begin() + static_cast<ptrdiff_t>(skip), want.end()}), calls(rest));
+      expect_same(rest, by_batch(t6->events_from_position(at)));
+    }
+  }
   std::filesystem::remove_all(dir);
 }
 

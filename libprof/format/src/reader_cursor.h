@@ -132,6 +132,16 @@ struct RankTrace::Cursor::Impl {
   // high half decoded, and which of kSameComm / kPackedRequest may refer to them.
   uint32_t context_comm = 0, context_request_high = 0;
   uint8_t context_avail = 0;
+  // Format 6 (format::kRepeatPayload): per function id, where the payloads
+  // of its last format::kRepeatDepth full records in the chunk are, latest
+  // first (offset from `data`; words 0: none), at func * kRepeatDepth. Empty
+  // before format 6, so no record repeats.
+  struct RepeatRef {
+    uint32_t offset = 0;
+    uint16_t words = 0;
+    uint8_t flags = 0;
+  };
+  std::vector<RepeatRef> repeats;
   uint64_t last_enter = 0;              // previous event's enter in the stream (0 before the first)
   bool finished = false;
   const FuncInfo* kinds = nullptr;
@@ -162,6 +172,9 @@ struct RankTrace::Cursor::Impl {
     nkinds = t->kinds.size();
     buffer = t->take_buffer();
     chunks_start_with_snapshot = t->header.version >= format::kFirstSnapshotVersion;
+    if (t->header.version >= format::kFirstRepeatVersion)
+      repeats.assign(std::min<size_t>(nkinds, format::kRepeatFuncs) * format::kRepeatDepth,
+                     RepeatRef{});
     if (index < t->streams.size()) {
       const auto& s = t->streams[index];
       chunk = s.chunks.data();
@@ -176,6 +189,7 @@ struct RankTrace::Cursor::Impl {
     const uint8_t* pay;  // its payload after the long-time words
     uint32_t avail;      // payload words at `pay`
     uint16_t kind;
+    uint8_t flags;          // the record's flags (a repeat's: its own and its payload's encoding)
     uint8_t context_flags;  // flag bits that are encoding, not meaning, for this kind
     uint64_t enter, dur;
   };
@@ -241,6 +255,7 @@ struct RankTrace::Cursor::Impl {
       end = p + c->len;
       chain = c->base_time;
       context_avail = 0;
+      std::fill(repeats.begin(), repeats.end(), RepeatRef{});
       snapshot = nullptr;
       if (chunks_start_with_snapshot && c->len >= 8) {
         const uint32_t w0 = load32(p);
@@ -388,6 +403,36 @@ struct RankTrace::Cursor::Impl {
     return i;
   }
 
+  // A full record of `func` (below repeat_funcs(), of a kind that repeats) becomes the latest its
+  // repeats refer to, unless it has no payload or continues a Completion /
+  // RequestOp call (writers never refer to those).
+  [[gnu::always_inline]] void note_payload(uint32_t func, uint16_t kind, uint32_t flags,
+                                           const uint8_t* q, uint32_t words) {
+    if (words == 0) return;
+    if ((flags & format::kContinuation) && (kind == static_cast<uint16_t>(FuncKind::Completion) ||
+                                            kind == static_cast<uint16_t>(FuncKind::RequestOp)))
+      return;
+    RepeatRef* const h = &repeats[size_t{func} * format::kRepeatDepth];
+    for (uint32_t k = format::kRepeatDepth - 1; k > 0; --k) h[k] = h[k - 1];
+    h[0] = RepeatRef{static_cast<uint32_t>(q - data), static_cast<uint16_t>(words),
+                     static_cast<uint8_t>(flags)};
+  }
+  // The repeat state at `upto` in the current chunk (a cursor started inside
+  // a chunk): its records from the start walked, none decoded.
+  // The caller then sets the position's own state (p, chain, context).
+  void repeats_up_to(const uint8_t* upto) {
+    if (repeats.empty()) return;
+    Prepared r;
+    const uint8_t* const stop = end;
+    end = upto;
+    // What decoding would note of the chunk context (a later record's
+    // validity depends on it), as RankTrace::Impl::chunk_times does.
+    while (scan<true>(r)) context_avail |= r.context_flags & ~r.flags;
+    end = stop;
+  }
+
+  size_t repeat_funcs() const { return repeats.size() / format::kRepeatDepth; }
+
   // Whether a continuation record may follow (cheap test before absorbing).
   bool may_continue() const {
     return end - p < 8 || (load32(p) & (uint32_t{format::kContinuation} << 16)) != 0;
@@ -460,12 +505,14 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
     const uint32_t flags = (w0 >> 16) & 0xFFu;
     const uint8_t* q = r + 4 * record_header_words(w0);
     uint32_t words = record_payload_words(w0);
+    // A repeat (format 6) has a short or normal header.
+    const bool repeat = !repeats.empty() && record_repeats(w0);
     uint64_t dt, d;
     if (record_short_time(w0)) [[likely]] {
       const uint32_t w1 = load32(r + 4);
       dt = w1 & 0xFFFFu;
       d = w1 >> 16;
-    } else if (flags & kLongTime) [[unlikely]] {
+    } else if ((flags & kLongTime) && !repeat) [[unlikely]] {
       if (words < 4) {
         bad_record(r, 3, 0);
         continue;
@@ -484,19 +531,34 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
     const FuncInfo& info = func < nkinds ? kinds[func]
                          : func == kMarkerFuncId ? marker_info
                                                  : undefined_info;
+    uint32_t decode_flags = flags;
+    if (repeat) [[unlikely]] {  // the payload of the function's last full record
+      const size_t at = size_t{func} * format::kRepeatDepth + repeat_index(flags);
+      if (func >= repeat_funcs() || repeats[at].words == 0 || !info.repeats) {
+        bad_record(r, 7, func);
+        continue;
+      }
+      const RepeatRef& ref = repeats[at];
+      q = data + ref.offset;
+      words = ref.words;
+      const uint32_t encoding = kWidePeerTag | kWideBytes | info.context_flags;
+      decode_flags = (flags & ~(kRepeatPayload | encoding)) | (ref.flags & encoding);
+    }
     // An undefined function needs more words than a record has: one test.
-    if (words < info.need[flags]) [[unlikely]] {
+    if (words < info.need[decode_flags]) [[unlikely]] {
       bad_record(r, info.kind == reader::kNoKind ? 4 : 5, func);
       continue;
     }
-    if (flags & info.context_flags & ~context_avail) [[unlikely]] {
+    if (decode_flags & info.context_flags & ~context_avail) [[unlikely]] {
       bad_record(r, 6, func);
       continue;
     }
+    if (!repeat && func < repeat_funcs() && info.repeats) note_payload(func, info.kind, decode_flags, q, words);
     out.rec = r;
     out.pay = q;
     out.avail = words;
     out.kind = info.kind;
+    out.flags = static_cast<uint8_t>(decode_flags);
     out.context_flags = info.context_flags;
     out.enter = chain;
     out.dur = d;
@@ -590,7 +652,7 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
   }
   const uint32_t w0 = load32(r.rec);
   const uint16_t func = static_cast<uint16_t>(w0);
-  const uint8_t flags = static_cast<uint8_t>(w0 >> 16);
+  const uint8_t flags = r.flags;
   const uint8_t* q = r.pay;
   const uint64_t enter = r.enter;
 
@@ -652,6 +714,8 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
   uint8_t avail = context_avail;
   const FuncInfo* const table = kinds;
   const size_t table_size = nkinds;
+  RepeatRef* const refs = repeats.data();
+  const size_t repeat_funcs = this->repeat_funcs();
   const uint32_t stream = stream_id;
   while (n < max) {
     const size_t left = static_cast<size_t>(stop - at);
@@ -662,11 +726,23 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     const size_t nbytes = size_t{record_words(w0)} * 4;
     if (nbytes > left) break;
     const uint32_t func = w0 & 0xFFFFu;
-    const uint8_t flags = static_cast<uint8_t>(w0 >> 16);
+    uint8_t flags = static_cast<uint8_t>(w0 >> 16);
     const FuncInfo& info = func < table_size ? table[func]
                          : func == kMarkerFuncId ? marker_info
                                                  : undefined_info;
-    if (record_payload_words(w0) < info.need[flags]) break;
+    const uint8_t* q = at + 8;
+    uint32_t words = record_payload_words(w0);
+    const bool repeat = repeat_funcs != 0 && record_repeats(w0);
+    if (repeat) {  // as scan() reads it; a bad one is left to scan()
+      if (func >= repeat_funcs || !info.repeats) break;
+      const RepeatRef& ref = refs[size_t{func} * kRepeatDepth + repeat_index(flags)];
+      if (ref.words == 0) break;
+      q = data + ref.offset;
+      words = ref.words;
+      const uint32_t encoding = kWidePeerTag | kWideBytes | info.context_flags;
+      flags = static_cast<uint8_t>((flags & ~(kRepeatPayload | encoding)) | (ref.flags & encoding));
+    }
+    if (words < info.need[flags]) break;
     if (flags & info.context_flags & ~avail) break;
     const bool completion = info.kind == static_cast<uint16_t>(FuncKind::Completion);
     if (completion || info.kind == static_cast<uint16_t>(FuncKind::RequestOp)) [[unlikely]] {
@@ -677,6 +753,8 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
           completion_used + kCompletionMax > completion_buffer.size())
         break;
     }
+    // Noted once the record is decoded here (scan() notes those left to it).
+    if (!repeat && func < repeat_funcs && info.repeats) note_payload(func, info.kind, flags, q, words);
     const uint32_t w1 = load32(at + 4);
     time += w1 & 0xFFFFu;
     Event& e = out[n];
@@ -690,11 +768,11 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
       constexpr FuncKind K = FuncKind::Completion;
       if (const uint8_t stale = groups[n] & ~kKindWholeGroups<K>) reset_groups(e, stale);
       groups[n] = kKindGroups<K>;
-      const size_t got = completions(at + 8, record_payload_words(w0), flags, completion_used);
+      const size_t got = completions(q, words, flags, completion_used);
       e.completions = std::span<const Completion>(completion_buffer.data() + completion_used, got);
       completion_used += got;
     } else {
-      fill_fixed<true>(e, info.kind, flags, at + 8, ChunkContextRefs{comm, request_high, avail}, &groups[n]);
+      fill_fixed<true>(e, info.kind, flags, q, ChunkContextRefs{comm, request_high, avail}, &groups[n]);
     }
     at += nbytes;
     backwards_here += time < previous;

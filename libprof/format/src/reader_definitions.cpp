@@ -53,6 +53,7 @@ FuncInfo func_info(FuncKind kind) {
   const format::KindSchema* schema = format::find_schema(kind);
   f.need = kNeed.rows[schema ? static_cast<size_t>(kind) : format::kKindCount];
   if (schema) f.context_flags = schema->context_flags;
+  f.repeats = format::kind_repeats(kind);
   return f;
 }
 

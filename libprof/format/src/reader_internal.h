@@ -156,6 +156,7 @@ uint32_t salvage_records(const uint8_t* p, uint64_t avail, uint64_t* records);
 struct FuncInfo {
   uint16_t kind = kNoKind;  // kNoKind: undefined
   uint8_t context_flags = 0;
+  bool repeats = false;  // format::kind_repeats
   const uint8_t* need = nullptr;  // [256], by the record's flags (func_info, undefined_func_info)
 };
 FuncInfo func_info(FuncKind kind);

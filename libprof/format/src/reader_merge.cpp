@@ -111,6 +111,7 @@ RankTrace::MergedCursor RankTrace::events_from_position(const MergedCursor::Posi
     if (c->next_chunk() && c->current == impl_->streams[0].chunks.data() + at.chunk &&
         at.offset <= c->current->len) {
       entered = true;
+      c->repeats_up_to(c->data + at.offset);
       c->p = c->data + at.offset;
       c->chain = at.chain;
       c->context_comm = at.context_comm;

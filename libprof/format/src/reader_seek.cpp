@@ -57,7 +57,7 @@ template <class PreparedRecord>
 bool is_continuation(const PreparedRecord& r) {
   const auto kind = static_cast<FuncKind>(r.kind);
   return (kind == FuncKind::Completion || kind == FuncKind::RequestOp) &&
-         ((load32(r.rec) >> 16) & format::kContinuation);
+         (r.flags & format::kContinuation);
 }
 
 }  // namespace
@@ -85,7 +85,7 @@ RankTrace::Impl::ChunkTimes RankTrace::Impl::chunk_times(size_t stream_index,
       // Records are walked, not decoded; what decoding would note of the chunk
       // context is noted here, since a later record's validity depends on it.
       while (c.scan(r)) {
-        const uint32_t flags = (load32(r.rec) >> 16) & r.context_flags;
+        const uint32_t flags = r.flags & r.context_flags;
         c.context_avail |= r.context_flags & ~flags;
         const uint64_t leave = r.enter + r.dur;
         if (is_continuation(r)) {

@@ -22,11 +22,17 @@
 // split as the shim splits them: several
 // records of the same function, the later ones flagged kContinuation, with
 // dt_enter 0 and the same duration. The reader merges them back into one Event.
+//
+// From format 6 a record whose payload repeats the previous full record of
+// its function in the chunk is written as its header alone
+// (RecordEncoder::commit_repeating), as the shim writes it; an older
+// `version` writes every payload in full.
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 
 #include "prof/definition_lines.h"
 #include "prof/trace_reader.h"
@@ -44,6 +50,7 @@ struct TraceWriter::Impl {
   bool closed = false;
   uint32_t cap_words = 0;
   bool snapshots = true;  // format 3
+  bool repeats = true;    // format 6
 
   struct Stream {
     uint32_t id = 0;
@@ -52,6 +59,7 @@ struct TraceWriter::Impl {
     uint64_t base_time = 0;
     uint64_t prev = 0;  // previous record's enter in this chunk
     ChunkContext cx;    // what kSameComm / kPackedRequest records of this chunk refer to
+    std::unique_ptr<RepeatTable> repeat = std::make_unique<RepeatTable>();  // kRepeatPayload
     std::vector<OpenInterval> open;  // the intervals open on the stream (snapshots)
   };
   std::map<uint32_t, Stream> streams;
@@ -117,21 +125,24 @@ struct TraceWriter::Impl {
     return *last;
   }
   // One record: `payload` pushes the payload words (at most 123: room is kept
-  // for the long-time words).
+  // for the long-time words). `may_repeat`: the kind repeats
+  // (format::kind_repeats) and the record continues no call.
   template <class F>
-  void record(Stream& s, uint16_t func, uint8_t flags, uint64_t enter, uint64_t dur, F&& payload) {
+  void record(Stream& s, uint16_t func, uint8_t flags, uint64_t enter, uint64_t dur, F&& payload,
+              bool may_repeat = true) {
     if (s.used + kMaxRecordWords > cap_words) seal(s);
     if (s.used == 0) {
       s.base_time = enter;
       s.prev = enter;
       s.cx.reset();
+      s.repeat->reset();
       if (snapshots) s.used = encode_snapshot(s.buf.data(), s.open);
     }
     RecordEncoder enc(s.buf.data() + s.used);
     enc.flag(flags);
     enc.time(enter - s.prev, dur);  // backwards: wraps, encoded as a long (signed) dt
     payload(enc);
-    s.used += enc.commit(func);
+    s.used += repeats && may_repeat ? enc.commit_repeating(func, *s.repeat) : enc.commit(func);
     s.prev = enter;
   }
   void finish(bool seal_last) {
@@ -162,6 +173,7 @@ TraceWriter::TraceWriter(const std::string& path, int rank, int world_size, uint
   Impl& w = *impl_;
   w.path = path;
   w.snapshots = version >= kFirstSnapshotVersion;
+  w.repeats = version >= kFirstRepeatVersion;
   // Room for a snapshot and the largest record.
   uint64_t cap = std::max<uint64_t>(chunk_bytes, (kMaxSnapshotWords + kMaxRecordWords) * 4);
   cap = std::min<uint64_t>(align8(cap), uint64_t{1} << 30);
@@ -268,7 +280,7 @@ void TraceWriter::event(const Event& e) {
             else
               enc.bytes((c.bytes & ~kCancelledBit32) | (c.cancelled ? kCancelledBit32 : 0));
           }
-        });
+        }, cont == 0);
         i += n;
         cont = kContinuation;
       } while (i < e.completions.size());
@@ -282,7 +294,7 @@ void TraceWriter::event(const Event& e) {
         const size_t n = std::min(per, e.requests.size() - i);
         w.record(s, func, flags | cont, e.enter, dur, [&](RecordEncoder& enc) {
           for (size_t k = i; k < i + n; ++k) enc.word(e.requests[k]);
-        });
+        }, cont == 0);
         i += n;
         cont = kContinuation;
       } while (i < e.requests.size());
@@ -292,7 +304,8 @@ void TraceWriter::event(const Event& e) {
       if (func == 0) func = kMarkerFuncId;
       if (e.marker_begin || (e.flags & kMarkerBegin)) flags |= kMarkerBegin;
       w.record(s, func, flags, e.enter, dur,
-               [&](RecordEncoder& enc) { encode_fields<FuncKind::Marker>(enc, e, s.cx); });
+               [&](RecordEncoder& enc) { encode_fields<FuncKind::Marker>(enc, e, s.cx); },
+               kind_repeats(FuncKind::Marker));
       apply_marker(s.open, flags & kMarkerBegin, e.interval_id, e.callsite, e.enter);
       break;
     default: {
@@ -302,10 +315,10 @@ void TraceWriter::event(const Event& e) {
         if constexpr (!schema_of(K).variable()) {
           flags |= wide_flags_for<K>(e);
           w.record(s, func, flags, e.enter, dur,
-                   [&](RecordEncoder& enc) { encode_fields<K>(enc, e, s.cx); });
+                   [&](RecordEncoder& enc) { encode_fields<K>(enc, e, s.cx); }, kind_repeats(K));
         }
       });
-      if (!known) w.record(s, func, flags, e.enter, dur, [](RecordEncoder&) {});
+      if (!known) w.record(s, func, flags, e.enter, dur, [](RecordEncoder&) {}, false);
       break;
     }
   }

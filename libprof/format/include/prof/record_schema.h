@@ -146,6 +146,16 @@ inline constexpr bool kind_has_request(FuncKind k) {
   return s && (s->context_flags & schema_flags::kPackedRequest);
 }
 
+// Whether a kind's records may leave out a payload that repeats the previous
+// record of their function (format 6, kRepeatPayload in trace_format.h).
+// Not Send, Recv and Probe: the shim's hot path writes them in a fixed
+// layout (encode_fixed) and keeps them whole, so that a blocking hop pays
+// nothing for repeats.
+inline constexpr bool kind_repeats(FuncKind k) {
+  return find_schema(k) != nullptr && k != FuncKind::Send && k != FuncKind::Recv &&
+         k != FuncKind::Probe;
+}
+
 // Payload words of a fixed-size kind's record for its wide flags and context
 // flags (the decoder's lower bound; the encoder's exact size).
 inline constexpr unsigned fixed_payload_words(const KindSchema& s, bool wide_peer_tag,

@@ -41,12 +41,15 @@ inline constexpr char kFileMagic[8] = {'P', 'R', 'O', 'F', 'T', 'R', 'C', '1'};
 // calls in flight and a heartbeat). Version 5 adds home chunks (kChunkHome):
 // a stream's newest chunk may lie before its older ones in the file, and the
 // Live chunk's slots say which copy of a chunk being copied out is whole
-// (LiveSlot::home_copy). Readers take versions 1 to 5.
-inline constexpr uint32_t kFormatVersion = 5;
+// (LiveSlot::home_copy). Version 6 adds payload repeats (kRepeatPayload): a
+// record whose payload is the previous one of its function in the chunk
+// carries none. Readers take versions 1 to 6.
+inline constexpr uint32_t kFormatVersion = 6;
 inline constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr uint32_t kFirstSnapshotVersion = 3;
 inline constexpr uint32_t kFirstLiveVersion = 4;
 inline constexpr uint32_t kFirstHomeVersion = 5;
+inline constexpr uint32_t kFirstRepeatVersion = 6;
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843u;  // "CHNK" little-endian
 
 // Timers a trace may be recorded with (Meta key "timer" names it too).
@@ -232,6 +235,114 @@ enum RecordFlag : uint8_t {
 
 static_assert(kSameComm == schema_flags::kSameComm && kPackedRequest == schema_flags::kPackedRequest);
 
+// Payload repeats (format 6). kLongTime on a record with no payload words
+// (which a long time, four words, cannot be): the record's payload is that
+// of one of the last kRepeatDepth full records of the same function in this
+// chunk, its words and its encoding flags (kRepeatEncoding: kWidePeerTag,
+// kWideBytes and the kind's kSameComm / kPackedRequest), decoded here as if
+// they stood here (kSameComm then means this record's chunk context, which
+// the writer checked is the same). Which one: the repeat's flag bits 1-2
+// (where kWidePeerTag and kWideBytes would be, which a repeat takes from the
+// record it repeats), 0 the function's latest full record, 1 the one before,
+// and so on: a loop that calls a function from a few sites with their own
+// arguments (two receives from two neighbours) repeats each. The times are
+// the header's own (short or normal); the record's other flags are its own.
+// Writers leave the first record of a chunk with each function in full, and
+// neither write nor refer to a repeat in a kContinuation record of a
+// Completion / RequestOp, in a kind that does not repeat (kind_repeats) or of
+// a function id from kRepeatFuncs up (markers, snapshots). In a loop that
+// calls the same functions with the same arguments and MPI reuses the same
+// request handles, every record is its header alone (8 bytes when the times
+// fit 16 bits).
+inline constexpr uint8_t kRepeatPayload = kLongTime;
+inline constexpr uint8_t kRepeatEncoding = kWidePeerTag | kWideBytes | kSameComm | kPackedRequest;
+inline constexpr uint32_t kRepeatFuncs = 1024;
+inline constexpr uint32_t kRepeatDepth = 4;
+inline constexpr uint32_t kRepeatIndexShift = 1;
+inline constexpr uint8_t kRepeatIndexMask = kWidePeerTag | kWideBytes;
+static_assert(kRepeatIndexMask >> kRepeatIndexShift == kRepeatDepth - 1);
+inline constexpr bool record_repeats(uint32_t w0) {
+  return (w0 & (uint32_t{kRepeatPayload} << 16)) != 0 && ((w0 >> 24) & 0x7Fu) == 0;
+}
+// Which of its function's last full records a repeat's flags name (0: the latest).
+inline constexpr uint32_t repeat_index(uint32_t flags) {
+  return (flags & kRepeatIndexMask) >> kRepeatIndexShift;
+}
+
+// A writer's repeat state: per function id below kRepeatFuncs, where the
+// payloads of its last kRepeatDepth full records in the current chunk are,
+// latest first (null: none). Reset at every chunk start, as a reader's is;
+// a full record shifts the others down, a repeat changes nothing.
+struct RepeatRef {
+  const uint32_t* payload = nullptr;
+  uint32_t words = 0;
+  uint32_t flags = 0;
+};
+struct RepeatTable {
+  RepeatRef last[kRepeatFuncs][kRepeatDepth];
+  // The functions noted since the last reset, so that a reset (every chunk
+  // start) clears their entries, not the whole table.
+  uint16_t noted[kRepeatFuncs];
+  uint32_t noted_count = kRepeatFuncs + 1;  // more than noted holds: all of it
+  void reset() {
+    if (noted_count > kRepeatFuncs) {
+      std::memset(static_cast<void*>(last), 0, sizeof last);
+    } else {
+      for (uint32_t i = 0; i < noted_count; ++i)
+        std::memset(static_cast<void*>(last[noted[i]]), 0, sizeof last[0]);
+    }
+    noted_count = 0;
+  }
+  // A record just encoded with `words` payload words at `payload` and flags
+  // `flags`: the index (repeat_index) of the full record of `func` whose
+  // words and encoding flags it repeats, or -1 when none does, and then it
+  // stays whole and is noted as the function's latest. Continuation records
+  // must not come here (the caller tests; those of Completion / RequestOp
+  // use bit 7 for kContinuation).
+  [[gnu::always_inline]] int repeat(uint16_t func, const uint32_t* payload, uint32_t words,
+                                    uint32_t flags) {
+    if (func >= kRepeatFuncs || words == 0) return -1;
+    const int k = find(func, payload, words, flags);
+    if (k < 0) note(func, payload, words, flags);
+    return k;
+  }
+  // The index of the full record of `func` (below kRepeatFuncs; words > 0)
+  // that `words` words at `payload` with `flags` repeat, or -1; notes nothing.
+  [[gnu::always_inline]] int find(uint16_t func, const uint32_t* payload, uint32_t words,
+                                  uint32_t flags) const {
+    for (uint32_t k = 0; k < kRepeatDepth; ++k)
+      if (same(last[func][k], payload, words, flags)) return static_cast<int>(k);
+    return -1;
+  }
+  // A full record of `func` becomes its latest.
+  [[gnu::always_inline]] void note(uint16_t func, const uint32_t* payload, uint32_t words,
+                                   uint32_t flags) {
+    RepeatRef* h = last[func];
+    if (h[0].payload == nullptr && noted_count < kRepeatFuncs) noted[noted_count++] = func;
+    for (uint32_t k = kRepeatDepth - 1; k > 0; --k) h[k] = h[k - 1];
+    h[0] = RepeatRef{payload, words, flags};
+  }
+  [[gnu::always_inline]] static bool same(const RepeatRef& r, const uint32_t* payload,
+                                          uint32_t words, uint32_t flags) {
+    if (r.words != words || ((r.flags ^ flags) & kRepeatEncoding) != 0) return false;
+    uint64_t diff = 0;
+    uint32_t i = 0;
+    for (; i + 2 <= words; i += 2) {
+      uint64_t a, b;
+      std::memcpy(&a, r.payload + i, 8);
+      std::memcpy(&b, payload + i, 8);
+      diff |= a ^ b;
+    }
+    if (i < words) diff |= r.payload[i] ^ payload[i];
+    return diff == 0;
+  }
+};
+// A repeat's flags from the record's own (kRepeatIndexMask bits replaced).
+inline constexpr uint32_t repeat_flags(uint32_t flags, int index) {
+  return (flags & ~uint32_t{kRepeatIndexMask}) | kRepeatPayload |
+         (static_cast<uint32_t>(index) << kRepeatIndexShift);
+}
+
 // What later records of a chunk may refer to (kSameComm, kPackedRequest). A
 // chunk decodes on its own, so writers reset this at every chunk start and the
 // first record of a chunk that needs a value carries it in full.
@@ -358,6 +469,26 @@ class RecordEncoder {
     cx.has_request = true;
   }
   uint8_t flags() const { return flags_; }
+  // Where the payload starts (after the header and any long-time words);
+  // call after time().
+  uint32_t* payload() const { return base_ + 3 - short_ + ((flags_ & kLongTime) ? 4 : 0); }
+  // Format 6: drops the payload when it repeats one of the last full records of
+  // `func` in the chunk (RepeatTable); then commit(func). Not for
+  // kContinuation records of Completion / RequestOp.
+  size_t commit_repeating(uint16_t func, RepeatTable& repeats) {
+    if (!(flags_ & kLongTime)) {
+      uint32_t* const payload = base_ + 3 - short_;
+      const int k = repeats.repeat(func, payload, static_cast<uint32_t>(p_ - payload), flags_);
+      if (k >= 0) {
+        p_ = payload;
+        flags_ = static_cast<uint8_t>(repeat_flags(flags_, k));
+      }
+    } else if (func < kRepeatFuncs) {
+      const uint32_t* const payload = base_ + 3 + 4;  // after the long time
+      if (p_ > payload) repeats.note(func, payload, static_cast<uint32_t>(p_ - payload), flags_);
+    }
+    return commit(func);
+  }
   // Stores the first word; returns the record's size in words.
   size_t commit(uint16_t func) {
     const size_t words = static_cast<size_t>(p_ - base_);
@@ -448,11 +579,14 @@ inline constexpr bool narrow_kind = [] {
 // and returns false (the caller encodes it the general way). `flags` are the
 // call's own (kAnySource, kAnyTag, kCallFailed). Fewer instructions than the
 // general encoder: one test for every size decision, the payload stored at
-// fixed offsets, the repeated communicator left out without a branch.
+// fixed offsets, the repeated communicator left out without a branch. With
+// `repeats` (format 6), as RecordEncoder::commit_repeating: a payload equal
+// to one of the last of `func` in the chunk is left out.
 template <FuncKind K, class V>
 [[gnu::always_inline]] inline bool encode_narrow(uint32_t* at, uint16_t func, uint8_t flags,
                                                   uint64_t dt_enter, uint64_t duration, const V& v,
-                                                  ChunkContext& cx, size_t& words) {
+                                                  ChunkContext& cx, size_t& words,
+                                                  RepeatTable* repeats = nullptr) {
   static_assert(narrow_kind<K>, "a kind encode_narrow does not serve");
   constexpr KindSchema s = schema_of(K);
   constexpr bool has_peer_tag = s.has(Field::PeerTag);
@@ -477,6 +611,7 @@ template <FuncKind K, class V>
     p = at + 3;
     form = uint32_t{0} - (uint32_t{3} << 24);
   }
+  uint32_t* const payload = p;
   uint32_t f = flags;
   for_each_field_index<K>([&](auto i) __attribute__((always_inline)) {
     constexpr Field field = s.fields[i];
@@ -515,6 +650,13 @@ template <FuncKind K, class V>
       *p++ = static_cast<uint32_t>(v.root);
     }
   });
+  if (repeats) {
+    const int k = repeats->repeat(func, payload, static_cast<uint32_t>(p - payload), f);
+    if (k >= 0) {
+      p = payload;
+      f = repeat_flags(f, k);
+    }
+  }
   words = static_cast<size_t>(p - at);
   const uint32_t w0 = (form + (static_cast<uint32_t>(words) << 24)) | (f << 16) | func;
   __atomic_store_n(at, w0, __ATOMIC_RELEASE);
