@@ -114,10 +114,44 @@ struct InstantSums {
   }
 };
 
+// The measures of the wait states' sets (WaitKindSets) of one context,
+// global ns: levels 0-5 nested, 6 the late receiver's own.
+struct WaitSums {
+  alignas(16) double level[kLevels] = {};
+
+  // Each kind's instants: the difference of its nested level and the one
+  // before (clamped, so rounding never shows as a negative time).
+  double kind(int k) const {
+    if (k >= kWaitNestedLevels) return level[k];
+    return k == 0 ? level[0] : std::max(0.0, level[k] - level[k - 1]);
+  }
+  void add(const WaitSums& o) {
+    for (int l = 0; l < kLevels; ++l) level[l] += o.level[l];
+  }
+};
+
+// Waits of one rank in one node on one partner (world rank), ns.
+struct PartnerWaitAcc {
+  int32_t partner;
+  double length, uncertain;
+};
+inline void add_partner_wait(std::vector<PartnerWaitAcc>& v, int32_t partner, double length,
+                             double uncertain) {
+  for (PartnerWaitAcc& p : v)
+    if (p.partner == partner) {
+      p.length += length;
+      p.uncertain += uncertain;
+      return;
+    }
+  v.push_back(PartnerWaitAcc{partner, length, uncertain});
+}
+
 // One rank's sums in one interval node (exclusive of nested nodes until the
 // final roll-up), times in global ns.
 struct NodeAcc {
   InstantSums in;
+  WaitSums waits;
+  std::vector<PartnerWaitAcc> waited_for;  // the waits of the node's own calls, by partner
   double time_variation = 0;
   uint64_t calls = 0;
   uint64_t inside = 0;  // executions that overlap the window (all of them without one)
@@ -146,9 +180,19 @@ struct NodeKeyHash {
 struct PendingRecv {
   double issue, enter, leave;
   uint64_t hold;
+  uint32_t node;  // innermost at the call that completes it (its waits' partner figures)
+};
+// A send known at its destination: its enter, and for a blocking send its
+// leave and the sender's hold until the receive's issue is known (a late
+// receiver: SendRec).
+struct QueuedSend {
+  double enter, leave;
+  uint64_t hold;
+  int32_t rank;   // sender's rank index
+  uint32_t node;  // sender's innermost node at the call
 };
 struct Channel {
-  Fifo<double> sends;        // send enters not yet received
+  Fifo<QueuedSend> sends;    // sends not yet received
   Fifo<PendingRecv> recvs;   // receives whose send has not arrived
   uint64_t skip = 0;         // sends received before decoding started (window index)
 };
@@ -156,8 +200,33 @@ struct Channel {
 struct SendRec {
   ChannelKey key;
   double enter;
+  // A blocking send: its leave, the sender's hold (HoldQueue::kNone for
+  // other sends), rank index and innermost node.
+  double leave;
+  uint64_t hold;
+  int32_t rank;
+  uint32_t node;
+  QueuedSend queued() const { return QueuedSend{enter, leave, hold, rank, node}; }
 };
-static_assert(sizeof(SendRec) == 32);
+static_assert(sizeof(SendRec) == 56);
+// A blocking send's late receiver, from the receiver's worker back to the
+// sender's: the wait [from, to) (empty when none) on world rank `partner`.
+struct LateRecvRec {
+  int32_t rank;  // sender's rank index
+  uint32_t node;
+  int32_t partner;
+  double from, to;
+  uint64_t hold;
+};
+// A collective call's wait kind (FuncRole's wait bits), from the call and
+// whether the member is the root.
+enum CollWaitClass : uint8_t {
+  kCollWaitOther = 0,
+  kCollWaitBarrier,
+  kCollWaitNxN,
+  kCollWaitOneToAllNonRoot,
+  kCollWaitAllToOneRoot,
+};
 struct CollRec {
   uint64_t gid, seq;
   const CommDef* def;
@@ -165,22 +234,31 @@ struct CollRec {
   int32_t rank;  // rank index
   uint32_t node;
   bool a2a;
+  uint8_t wait_class;  // CollWaitClass
+  bool is_root;        // the root of a rooted collective
   double enter, leave;
   uint64_t hold;
 };
 // A member's part of a completed instance: it waited in [enter, wait_end)
 // for the last member, then worked until leave; time_variation after it.
+// Its wait's kind follows from wait_class and the root's enter; `partner`
+// is the last member to enter (world rank).
 struct ResultRec {
   int32_t rank;
   uint32_t node;
   bool a2a;
+  uint8_t wait_class;
+  int32_t partner;
   double enter, wait_end, leave, time_variation;
+  double root_enter;
   uint64_t hold;
 };
 
 struct Instance {
   uint32_t expected = 0, got = 0;
   double max_enter = -kInf, max_leave = -kInf;
+  double root_enter = -kInf;   // the root's enter (rooted collectives; -inf: not known)
+  int32_t last_rank = -1;      // the member that entered last (rank index)
   uint32_t head = UINT32_MAX;  // member list in the owner's arena
   const CommDef* def = nullptr;
   bool done = false;
@@ -194,6 +272,7 @@ struct Member {
   uint32_t node;
   uint32_t next;
   bool a2a;
+  uint8_t wait_class;
 };
 static_assert(sizeof(Member) == 40);
 
@@ -296,6 +375,7 @@ struct GNode {
 struct Combo {
   std::vector<uint32_t> nodes;
   InstantSums in;
+  WaitSums waits;
 };
 inline constexpr uint32_t kComboBit = 0x80000000u;  // a context that is a Combo's index
 
@@ -335,6 +415,7 @@ struct alignas(64) Rank {
   // Several threads: MPI and Start time are unions too, and markers nest per thread.
   bool threaded;
   InstantSets instants;
+  WaitKindSets waits;  // the wait states by kind, in the same contexts
   HoldQueue holds;
   std::vector<Combo> combos;
   std::map<std::vector<uint32_t>, uint32_t> combo_index;
@@ -385,7 +466,7 @@ struct alignas(64) Rank {
     if (leaves.empty()) return 0;
     if (leaves.size() == 1) return leaves[0];
     auto [it, fresh] = combo_index.emplace(leaves, static_cast<uint32_t>(combos.size()));
-    if (fresh) combos.push_back(Combo{leaves, {}});
+    if (fresh) combos.push_back(Combo{leaves, {}, {}});
     return kComboBit | it->second;
   }
   // mpiP-style profile: a rank-local slot per function keeps the table small.
@@ -416,6 +497,15 @@ struct alignas(64) Rank {
 #pragma GCC unroll 8
       for (int l = 0; l < levels / 2; ++l) into[l] += add[l];
     });
+    waits.sweep(upto, [this](uint32_t context, const double* length, int levels) {
+      double* into = context & kComboBit ? combos[context & ~kComboBit].waits.level : acc[context].waits.level;
+      for (int l = 0; l < levels; ++l) into[l] += length[l];
+    });
+  }
+  // The rank's executions open from time t on (both sets of instants).
+  void set_context(double t, uint32_t context) {
+    instants.set_context(t, context);
+    waits.set_context(t, context);
   }
   // A program uses a few channels over and over: a small direct-mapped cache
   // in front of the hash map (channel indices never change).
@@ -517,6 +607,9 @@ class Engine {
   Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) {
     return cancel_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
   }
+  Mailbox<LateRecvRec>& late_box(int parity, unsigned src, unsigned dst) {
+    return late_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
+  }
   Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) {
     return coll_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
   }
@@ -551,10 +644,12 @@ class Engine {
   void take_early_results(unsigned w);
   void decode(Rank& r, unsigned w, int parity, int phase);
   void close_exec(Rank& r, uint32_t node, double start, double t);
-  void account_recv(Rank& r, double issue, double enter, double leave, double send_enter,
-                    SpanLane lane);
-  void ingest_send(const SendRec& s, bool cancel);
-  void deliver_send(const SendRec& s);
+  void account_recv(Rank& r, const PendingRecv& pr, const QueuedSend& s, int32_t src, unsigned w,
+                    int parity, SpanLane lane);
+  void ingest_send(const SendRec& s, bool cancel, unsigned w, int parity);
+  void deliver_send(const SendRec& s, unsigned w, int parity);
+  void apply_late_receiver(const LateRecvRec& lr);
+  void credit_partner(Rank& r, uint32_t node, int32_t partner, double from, double to);
   void apply(const ResultRec& rr);
   void apply_result(const ResultRec& rr);
   void add_member(unsigned w, const CollRec& c, int parity);
@@ -596,6 +691,7 @@ class Engine {
   };
   std::vector<Box<SendRec>> send_boxes_;
   std::vector<Box<SendRec>> cancel_boxes_;  // cancelled sends (rare)
+  std::vector<Box<LateRecvRec>> late_boxes_;  // receives' issues back to blocking senders
   std::vector<Box<CollRec>> coll_boxes_;
   std::vector<Box<ResultRec>> result_boxes_;  // parities 0, 1 and kEarlyResults
   std::vector<Owner> owners_;
@@ -630,6 +726,8 @@ class Engine {
   double index_first_ = kInf;  // the trace's first event, from the index
   uint64_t chunks_total_ = 0, chunks_decoded_ = 0;
   bool cut_ = false;  // stopped past the window's end (chunks_decoded_ counted)
+  // Per rank index: the bound on its clock offset's error, ns (0 unknown).
+  std::vector<double> clock_error_;
   std::vector<uint8_t> gone_;  // rank ended two phases ago: its records are all in
   uint32_t gone_count_ = 0;
   double t_first_ = 0, t_last_est_ = 0;

@@ -62,6 +62,11 @@ enum FuncRole : uint16_t {
   kRolePersistentInit = 1 << 5,  // *_init: creates a persistent request, starts nothing
   kRoleStartsOp = 1 << 6,        // counts in Time of Start (nonblocking starts)
   kRoleGrequestStart = 1 << 7,   // MPI_Grequest_start: a request completed by the user
+  // A collective's wait kind (docs/metrics.md, "Wait states by kind"):
+  kRoleBarrier = 1 << 8,         // MPI_Barrier, MPI_Ibarrier
+  kRoleNxN = 1 << 9,             // Allreduce, Allgather(v), Alltoall(v/w), Reduce_scatter(_block), (Ex)scan
+  kRoleOneToAll = 1 << 10,       // Bcast, Scatter(v): non-roots wait for the root
+  kRoleAllToOne = 1 << 11,       // Reduce, Gather(v): the root waits for the others
 };
 
 using format::hex;  // handles and addresses as the trace writes them
