@@ -3,6 +3,9 @@
 // nanoseconds, so the tolerance of an exact figure is one nanosecond (kTol);
 // analyze_usable checks the invariants (the kinds of Potential Sync. sum to
 // it) on every trace.
+#include <sstream>
+
+#include "prof/analysis/report.h"
 #include "trace_builder.h"
 
 namespace prof::test {
@@ -177,6 +180,30 @@ TEST(WaitStates, WaitsBelongToTheIntervalAndItsParent) {
   ASSERT_EQ(in1->waited_for.size(), 1u);
   EXPECT_NEAR(in1->waited_for[0].seconds, ms(30) + 500e-9, kTol);
   EXPECT_NEAR(in1->waited_for[0].uncertain_seconds, 500e-9, kTol);
+}
+
+// The text report prints the section only when asked (--wait-states), after
+// the comparative table.
+TEST(WaitStates, TextSectionOnlyWhenAsked) {
+  TraceBuilder b(4);
+  for (int r = 0; r < 4; ++r) b.init(r, 0, 1 * kMs);
+  for (int r = 0; r < 4; ++r) b.collective(r, Barrier, r == 3 ? 7 * kMs : 2 * kMs, 7100 * kUs);
+  for (int r = 0; r < 4; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+  const auto a = analyze_usable(b);
+  std::ostringstream plain, with;
+  analysis::write_text_report(a, plain, {});
+  analysis::TextOptions opt;
+  opt.wait_states = true;
+  analysis::write_text_report(a, with, opt);
+  EXPECT_EQ(plain.str().find("---Wait States---"), std::string::npos);
+  const std::string t = with.str();
+  const size_t section = t.find("---Wait States---\n");
+  ASSERT_NE(section, std::string::npos);
+  EXPECT_LT(t.find("---Comparative Characteristics---"), section);
+  EXPECT_LT(section, t.find("---Characteristics per Processor---"));
+  EXPECT_NE(t.find("Wait at Barrier 0.015000\nWait at NxN 0.000000\n", section), std::string::npos);
+  EXPECT_NE(t.find("Waited for: Nproc Time Uncertain\n3 0.015000 0.000000\n", section), std::string::npos);
 }
 
 }  // namespace
