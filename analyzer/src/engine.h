@@ -17,7 +17,15 @@
 //       to the instance's owner worker; once every member that is in the trace
 //       has called (or has ended, for a rank cut short), the owner computes each
 //       member's PotentSync, CollectiveAll/AllToAll and TimeVariation and gives
-//       them back to the member's rank.
+//       them back to the member's rank;
+//     - a blocking send holds its rank's watermark at its enter; its match
+//       gives the receive's issue back to the sender's worker (LateRecvRec),
+//       which adds the send's late-receiver wait, if any, and releases the
+//       hold. So information flows back the way a receive's wait flows
+//       forth, and memory grows with blocking sends in flight.
+//   Every wait is also added, by kind, to the rank's WaitKindSets (the wait
+//   states, docs/metrics.md), swept with the same contexts and watermark, and
+//   its length to the node's partner figures (waited_for).
 //   With several workers, each begins a phase by taking its mailboxes and
 //   completing the instances whose last members arrived in them, and flags
 //   when it has posted those results; the others take them after decoding
