@@ -619,7 +619,7 @@ Analysis Engine::run() {
   const uint64_t t_finish = worker_stats_on_ ? monotonic_ns() : 0;
   // Anything still waiting can no longer complete: settle it now.
   for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
-  for (auto& r : ranks_) r->settle_instants(kInf);
+  for (auto& r : ranks_) r->settle_instants(kInf, true);
   finish(a);
   if (worker_stats_on_) {
     finish_ns_ = monotonic_ns() - t_finish;

@@ -18,11 +18,12 @@
 //       has called (or has ended, for a rank cut short), the owner computes each
 //       member's PotentSync, CollectiveAll/AllToAll and TimeVariation and gives
 //       them back to the member's rank;
-//     - a blocking send holds its rank's watermark at its enter; its match
-//       gives the receive's issue back to the sender's worker (LateRecvRec),
-//       which adds the send's late-receiver wait, if any, and releases the
-//       hold. So information flows back the way a receive's wait flows
-//       forth, and memory grows with blocking sends in flight.
+//     - a blocking send or an MPI_Isend holds its rank's wait-state
+//       watermark at its enter (Rank::send_holds); its match gives the
+//       receive's issue back to the sender's worker (LateRecvRec), which adds
+//       the late-receiver wait, if any (an Isend's once its completing call is
+//       known too), and releases the hold. So information flows back the way
+//       a receive's wait flows forth, and memory grows with sends in flight.
 //   Every wait is also added, by kind, to the rank's WaitKindSets (the wait
 //   states, docs/metrics.md), swept with the same contexts and watermark, and
 //   its length to the node's partner figures (waited_for).
@@ -209,7 +210,8 @@ struct SendRec {
   ChannelKey key;
   double enter;
   // A blocking send: its leave, the sender's hold (HoldQueue::kNone for
-  // other sends), rank index and innermost node.
+  // other sends), rank index and innermost node; an MPI_Isend: leave -inf
+  // (the call that completes it tells) and its hold.
   double leave;
   uint64_t hold;
   int32_t rank;
@@ -218,13 +220,22 @@ struct SendRec {
 };
 static_assert(sizeof(SendRec) == 56);
 // A blocking send's late receiver, from the receiver's worker back to the
-// sender's: the wait [from, to) (empty when none) on world rank `partner`.
+// sender's: the wait [from, to) (empty when none) on world rank `partner`;
+// for an MPI_Isend (to = -inf) `from` is the receive's issue (-inf: not known).
 struct LateRecvRec {
   int32_t rank;  // sender's rank index
   uint32_t node;
   int32_t partner;
   double from, to;
   uint64_t hold;
+};
+// An MPI_Isend's late receiver, known once both the call that completed it
+// (on the sender) and its receive's issue (from the receiver's worker) are.
+struct IsendWait {
+  double wait_enter = 0, wait_leave = 0, issue = 0;
+  uint32_t node = 0;
+  int32_t partner = -1;
+  bool have_wait = false, have_issue = false;
 };
 // A collective call's wait kind (FuncRole's wait bits), from the call and
 // whether the member is the root.
@@ -425,6 +436,14 @@ struct alignas(64) Rank {
   InstantSets instants;
   WaitKindSets waits;  // the wait states by kind, in the same contexts
   HoldQueue holds;
+  // MPI_Isends in flight: request handle -> their holds, oldest first (MPI
+  // completes requests sharing a handle in order); hold -> what is known.
+  FlatMap<uint32_t, std::vector<uint64_t>> isend_holds;
+  // Sends whose late receiver is not known yet: they hold back the sweep of
+  // the wait states only (so the characteristics, and where a window's
+  // decoding may stop, never wait for them).
+  HoldQueue send_holds;
+  FlatMap<uint64_t, IsendWait> isend_waits;
   std::vector<Combo> combos;
   std::map<std::vector<uint32_t>, uint32_t> combo_index;
   std::vector<uint32_t> slot_of;    // function id -> local slot + 1 (0: none yet)
@@ -498,14 +517,15 @@ struct alignas(64) Rank {
     return context & kComboBit ? combos[context & ~kComboBit].in : acc[context].in;
   }
   // Credits what is known of the rank's instants before `upto`.
-  void settle_instants(double upto) {
+  // `last`: the analysis's end, when sends never matched wait no longer.
+  void settle_instants(double upto, bool last = false) {
     instants.sweep(upto, [this](uint32_t context, const double* length, int levels) {
       auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
       const auto* add = reinterpret_cast<const TwoLevels*>(length);
 #pragma GCC unroll 8
       for (int l = 0; l < levels / 2; ++l) into[l] += add[l];
     });
-    waits.sweep(upto, [this](uint32_t context, const double* length, int levels) {
+    waits.sweep(last ? upto : std::min(upto, send_holds.oldest()), [this](uint32_t context, const double* length, int levels) {
       double* into = context & kComboBit ? combos[context & ~kComboBit].waits.level : acc[context].waits.level;
       for (int l = 0; l < levels; ++l) into[l] += length[l];
     });
@@ -579,6 +599,9 @@ struct Handler {
   uint64_t hold(double t) { return r.holds.add(t); }
   void release(uint64_t token) { r.holds.release(token); }
   void cancel_send(const ChannelKey& k, double send_enter);
+  // The call that completed an MPI_Isend (enter, leave), or its free or
+  // cancel (`unmatched`: no receive will tell its issue).
+  void isend_done(uint32_t request, double enter, double leave, const Event& e, bool unmatched);
   void collective(const CommInfo& c, bool a2a, double enter, double leave, const Event& e);
   template <class F>
   void problem(WarningKind kind, F&& example, uint64_t count = 1) {
@@ -657,6 +680,7 @@ class Engine {
   void ingest_send(const SendRec& s, bool cancel, unsigned w, int parity);
   void deliver_send(const SendRec& s, unsigned w, int parity);
   void apply_late_receiver(const LateRecvRec& lr);
+  void finish_isend(Rank& r, uint64_t hold, const IsendWait& w);
   void credit_partner(Rank& r, uint32_t node, int32_t partner, double from, double to);
   void apply(const ResultRec& rr);
   void apply_result(const ResultRec& rr);

@@ -595,6 +595,9 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
           case Request::Send:
           case Request::PSend:
             if (ran && done.cancelled && r->comm) h.cancel_send(r->key, r->send_enter);
+            // (The analysis: the call that completed an MPI_Isend, for its late receiver.)
+            if constexpr (requires { h.isend_done(done.request, enter, leave, e, true); })
+              if (r->type == Request::Send && r->comm) h.isend_done(done.request, enter, leave, e, done.cancelled);
             break;
           default:
             break;
@@ -631,6 +634,8 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
         // A freed operation still completes, unseen: nothing more to wait for.
         for (uint32_t handle : e.requests)
           if (Request* r = active(handle)) {
+            if constexpr (requires { h.isend_done(handle, enter, leave, e, true); })
+              if (r->type == Request::Send && r->comm) h.isend_done(handle, enter, enter, e, false);  // completes unseen: no wait
             h.release(r->hold);
             r->hold = HoldQueue::kNone;
             retire(r);

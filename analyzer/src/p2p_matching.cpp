@@ -28,7 +28,8 @@ namespace prof::analysis::detail {
   ++r.matched;
   if (s.hold != HoldQueue::kNone) [[unlikely]] {
     const bool waited = pr.issue > s.enter && s.leave > pr.issue;
-    const LateRecvRec lr{s.rank, s.node, r.rank, s.enter, waited ? pr.issue : s.enter, s.hold};
+    const LateRecvRec lr = s.leave == -kInf ? LateRecvRec{s.rank, s.node, r.rank, pr.issue, -kInf, s.hold}
+                                            : LateRecvRec{s.rank, s.node, r.rank, s.enter, waited ? pr.issue : s.enter, s.hold};
     if (worker_of_[static_cast<size_t>(s.rank)] == w) apply_late_receiver(lr);
     else late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(lr);
   }
@@ -36,11 +37,50 @@ namespace prof::analysis::detail {
 
 void Engine::apply_late_receiver(const LateRecvRec& lr) {
   Rank& r = *ranks_[static_cast<size_t>(lr.rank)];
+  if (lr.to == -kInf) {  // an MPI_Isend's receive issue: its wait once its completion is known too
+    IsendWait& w = r.isend_waits[lr.hold];
+    w.issue = lr.from;
+    w.partner = lr.partner;
+    w.have_issue = true;
+    if (w.have_wait) finish_isend(r, lr.hold, w);
+    return;
+  }
   if (lr.to > lr.from) {
     r.waits.add(lr.from, lr.to, kLateReceiverSpan, kMatchLane);
     credit_partner(r, lr.node, lr.partner, lr.from, lr.to);
   }
-  r.holds.release(lr.hold);
+  r.send_holds.release(lr.hold);
+}
+
+// An MPI_Isend whose completing call entered before its receive was issued
+// and left after it waited from that enter to the issue.
+void Engine::finish_isend(Rank& r, uint64_t hold, const IsendWait& w) {
+  if (w.issue > w.wait_enter && w.wait_leave > w.issue) {
+    r.waits.add(w.wait_enter, w.issue, kLateReceiverSpan, kMatchLane);
+    credit_partner(r, w.node, w.partner, w.wait_enter, w.issue);
+  }
+  r.send_holds.release(hold);
+  r.isend_waits.erase(hold);
+}
+
+void Handler::isend_done(uint32_t request, double enter, double leave, const Event& e, bool unmatched) {
+  std::vector<uint64_t>* in_flight = r.isend_holds.find(request);
+  if (!in_flight || in_flight->empty()) return;
+  const uint64_t hold = in_flight->front();
+  in_flight->erase(in_flight->begin());
+  if (in_flight->empty()) r.isend_holds.erase(request);
+  if (hold == HoldQueue::kNone) return;
+  if (unmatched) {
+    r.send_holds.release(hold);
+    r.isend_waits.erase(hold);
+    return;
+  }
+  IsendWait& w = r.isend_waits[hold];
+  w.wait_enter = enter;
+  w.wait_leave = leave;
+  w.node = r.node(e.stream);
+  w.have_wait = true;
+  if (w.have_issue) eng.finish_isend(r, hold, w);
 }
 
 // A wait on `partner` (world rank) in the node's calls, inside the window:
@@ -64,7 +104,8 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
   if (ch.skip > 0) [[unlikely]] {  // its receive came before the window index's start
     --ch.skip;
     if (s.hold != HoldQueue::kNone) {
-      const LateRecvRec none{s.rank, s.node, d.rank, s.enter, s.enter, s.hold};
+      const LateRecvRec none = s.leave == -kInf ? LateRecvRec{s.rank, s.node, d.rank, -kInf, -kInf, s.hold}
+                                                : LateRecvRec{s.rank, s.node, d.rank, s.enter, s.enter, s.hold};
       if (worker_of_[static_cast<size_t>(s.rank)] == w) apply_late_receiver(none);
       else late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(none);
     }
@@ -81,7 +122,9 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
 
 void Handler::send(const ChannelKey& k, double enter, double leave, const Event& e) {
   const int di = eng.index_of_world(k.dst);
+  const bool isend = e.kind == FuncKind::Isend && e.request != format::kNoRequest;
   if (di < 0) {
+    if (isend) r.isend_holds[e.request].push_back(HoldQueue::kNone);
     ++r.unmatched_sends;
     r.warn.add(WarningKind::MessagesToMissingRanks, [&] {
       return "rank " + std::to_string(r.rank) + " -> rank " + std::to_string(k.dst);
@@ -90,8 +133,13 @@ void Handler::send(const ChannelKey& k, double enter, double leave, const Event&
   }
   // A blocking send's wait for its receive is known once the receive is:
   // hold the watermark at its enter.
+  // An MPI_Isend's, once both its receive and the call that completes it are.
   const bool blocking = e.kind == FuncKind::Send && !e.in_flight;
-  const uint64_t hold = blocking ? r.holds.add(enter) : HoldQueue::kNone;
+  const uint64_t hold = blocking || isend ? r.send_holds.add(enter) : HoldQueue::kNone;
+  if (isend) {
+    r.isend_holds[e.request].push_back(hold);
+    leave = -kInf;
+  }
   const uint32_t node = r.node(e.stream);
   // The destination's worker queues it; when that is us, at once.
   const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];

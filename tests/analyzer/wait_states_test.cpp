@@ -84,6 +84,32 @@ TEST(WaitStates, LateReceiverOfASynchronousSend) {
   }
 }
 
+// The MPI_Wait of an MPI_Isend entered 50 ms before the receive was issued:
+// a late receiver from the Wait's enter; another Isend, sharing its handle,
+// whose Wait left before its receive was issued did not wait.
+TEST(WaitStates, LateReceiverInTheWaitOfAnIsend) {
+  TraceBuilder b(2);
+  const uint32_t sq = 0xAC000021u;
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.isend(0, 2 * kMs, 2010 * kUs, 1, 5, sq);
+  b.wait(0, Wait, 3 * kMs, 53100 * kUs, {TraceBuilder::done(sq)});
+  b.isend(0, 54 * kMs, 54010 * kUs, 1, 6, sq);
+  b.wait(0, Wait, 55 * kMs, 55010 * kUs, {TraceBuilder::done(sq)});
+  b.recv(1, 53 * kMs, 53090 * kUs, 0, 5);
+  b.recv(1, 60 * kMs, 60010 * kUs, 0, 6);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 70 * kMs, 71 * kMs);
+  b.close();
+  for (unsigned threads : {1u, 2u}) {
+    const auto a = analyze_with(b, threads);
+    const auto& root = a.intervals[0];
+    EXPECT_NEAR(wait_of(root, 0, analysis::kLateReceiver), ms(50), kTol) << threads;
+    expect_only(root, analysis::kLateReceiver);
+    ASSERT_EQ(root.waited_for.size(), 1u);
+    EXPECT_EQ(root.waited_for[0].rank, 1);
+    EXPECT_NEAR(root.waited_for[0].seconds, ms(50), kTol);
+  }
+}
+
 // Rank 3 enters 5 ms late: every other rank waits 5 ms on it, of the kind
 // its call gives.
 void late_member(Fn f, WaitKind kind) {
