@@ -436,14 +436,14 @@ struct alignas(64) Rank {
   InstantSets instants;
   WaitKindSets waits;  // the wait states by kind, in the same contexts
   HoldQueue holds;
-  // MPI_Isends in flight: request handle -> their holds, oldest first (MPI
-  // completes requests sharing a handle in order); hold -> what is known.
-  FlatMap<uint32_t, std::vector<uint64_t>> isend_holds;
   // Sends whose late receiver is not known yet: they hold back the sweep of
   // the wait states only (so the characteristics, and where a window's
   // decoding may stop, never wait for them).
   HoldQueue send_holds;
+  // MPI_Isends in flight: hold -> what is known of its late receiver (the
+  // interpreter keeps each one's hold in its request).
   FlatMap<uint64_t, IsendWait> isend_waits;
+  uint64_t last_isend_hold = HoldQueue::kNone;  // the hold Handler::send made for the last Isend
   std::vector<Combo> combos;
   std::map<std::vector<uint32_t>, uint32_t> combo_index;
   std::vector<uint32_t> slot_of;    // function id -> local slot + 1 (0: none yet)
@@ -601,7 +601,8 @@ struct Handler {
   void cancel_send(const ChannelKey& k, double send_enter);
   // The call that completed an MPI_Isend (enter, leave), or its free or
   // cancel (`unmatched`: no receive will tell its issue).
-  void isend_done(uint32_t request, double enter, double leave, const Event& e, bool unmatched);
+  void isend_done(uint64_t hold, double enter, double leave, const Event& e, bool unmatched);
+  uint64_t isend_hold() const { return r.last_isend_hold; }
   void collective(const CommInfo& c, bool a2a, double enter, double leave, const Event& e);
   template <class F>
   void problem(WarningKind kind, F&& example, uint64_t count = 1) {

@@ -63,12 +63,7 @@ void Engine::finish_isend(Rank& r, uint64_t hold, const IsendWait& w) {
   r.isend_waits.erase(hold);
 }
 
-void Handler::isend_done(uint32_t request, double enter, double leave, const Event& e, bool unmatched) {
-  std::vector<uint64_t>* in_flight = r.isend_holds.find(request);
-  if (!in_flight || in_flight->empty()) return;
-  const uint64_t hold = in_flight->front();
-  in_flight->erase(in_flight->begin());
-  if (in_flight->empty()) r.isend_holds.erase(request);
+void Handler::isend_done(uint64_t hold, double enter, double leave, const Event& e, bool unmatched) {
   if (hold == HoldQueue::kNone) return;
   if (unmatched) {
     r.send_holds.release(hold);
@@ -124,7 +119,7 @@ void Handler::send(const ChannelKey& k, double enter, double leave, const Event&
   const int di = eng.index_of_world(k.dst);
   const bool isend = e.kind == FuncKind::Isend && e.request != format::kNoRequest;
   if (di < 0) {
-    if (isend) r.isend_holds[e.request].push_back(HoldQueue::kNone);
+    if (isend) r.last_isend_hold = HoldQueue::kNone;
     ++r.unmatched_sends;
     r.warn.add(WarningKind::MessagesToMissingRanks, [&] {
       return "rank " + std::to_string(r.rank) + " -> rank " + std::to_string(k.dst);
@@ -137,7 +132,7 @@ void Handler::send(const ChannelKey& k, double enter, double leave, const Event&
   const bool blocking = e.kind == FuncKind::Send && !e.in_flight;
   const uint64_t hold = blocking || isend ? r.send_holds.add(enter) : HoldQueue::kNone;
   if (isend) {
-    r.isend_holds[e.request].push_back(hold);
+    r.last_isend_hold = hold;
     leave = -kInf;
   }
   const uint32_t node = r.node(e.stream);
