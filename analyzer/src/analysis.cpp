@@ -110,6 +110,8 @@ bool Engine::boxes_empty() const {
     if (!b.v.empty()) return false;
   for (const auto& b : cancel_boxes_)
     if (!b.v.empty()) return false;
+  for (const auto& b : late_boxes_)
+    if (!b.v.empty()) return false;
   for (const auto& b : coll_boxes_)
     if (!b.v.empty()) return false;
   for (const auto& b : result_boxes_)
@@ -130,11 +132,14 @@ void Engine::phase_collectives(unsigned w) {
   }
   for (unsigned s = 0; s < workers_; ++s) {
     auto& box = send_box(q, s, w);
-    for (const SendRec& send : box) ingest_send(send, false);
+    for (const SendRec& send : box) ingest_send(send, false, w, q ^ 1);
     box.clear();
     auto& cancels = cancel_box(q, s, w);
-    for (const SendRec& send : cancels) ingest_send(send, true);
+    for (const SendRec& send : cancels) ingest_send(send, true, w, q ^ 1);
     cancels.clear();
+    auto& lates = late_box(q, s, w);
+    for (const LateRecvRec& lr : lates) apply_late_receiver(lr);
+    lates.clear();
   }
   // Instances completed here give their other workers' members their
   // figures in this phase (kEarlyResults), before those ranks settle.
@@ -195,6 +200,7 @@ void Engine::publish(unsigned w) {
   for (unsigned d = 0; d < workers_; ++d) {
     send_box(p, w, d).publish();
     cancel_box(p, w, d).publish();
+    late_box(p, w, d).publish();
     coll_box(p, w, d).publish();
     result_box(p, w, d).publish();
   }
@@ -373,15 +379,25 @@ void Engine::setup() {
     windowed_ = true;
     lo_ = t_first_ + opt_.window_from_s * 1e9;
     hi_ = t_first_ + opt_.window_to_s * 1e9;
-    for (auto& r : ranks_) r->instants.set_window(lo_, hi_);
+    for (auto& r : ranks_) {
+      r->instants.set_window(lo_, hi_);
+      r->waits.set_window(lo_, hi_);
+    }
   }
   events_est_ = bytes / 20;  // about 20 bytes per record (the shim aims at 16 to 24)
   gone_.assign(ranks_.size(), 0);
   exhausted_all_.assign(ranks_.size(), -1);
   exhausted_sent_.assign(ranks_.size(), 0);
+  // Each rank's clock bound (as the report's `clock` states it): a wait
+  // shorter than its two ranks' bounds together is uncertain.
+  clock_error_.assign(ranks_.size(), 0);
+  for (size_t i = 0; i < ranks_.size(); ++i)
+    for (const auto& k : ranks_[i]->rank_trace->clock_syncs())
+      clock_error_[i] = std::max(clock_error_[i], k.rtt_ns / 2);
 
   send_boxes_ = std::vector<Box<SendRec>>(2 * workers_ * workers_);
   cancel_boxes_ = std::vector<Box<SendRec>>(2 * workers_ * workers_);
+  late_boxes_ = std::vector<Box<LateRecvRec>>(2 * workers_ * workers_);
   coll_boxes_ = std::vector<Box<CollRec>>(2 * workers_ * workers_);
   result_boxes_ = std::vector<Box<ResultRec>>(3 * workers_ * workers_);
   owners_.resize(workers_);
@@ -487,13 +503,13 @@ void Engine::restore_window_state() {
       r.acc[i].executed_in_run = ri.nodes[i].executed;
       if (i < cp.executions.size()) r.acc[i].closed = cp.executions[i];
     }
-    if (r.intervals.in_root()) r.instants.set_context(-kInf, r.context());
+    if (r.intervals.in_root()) r.set_context(-kInf, r.context());
   }
   // Sends made before the sender's start and not received before the
   // receiver's (collected by plan_window): queued first.
   for (const WantedSends& w : fetched_) {
     Channel& ch = ranks_[static_cast<size_t>(index_of_world(w.key.dst))]->channel(w.key);
-    for (double enter : w.enters) ch.sends.push(enter);
+    for (double enter : w.enters) ch.sends.push(QueuedSend{enter, enter, HoldQueue::kNone, -1, 0});
   }
   // Sends whose receives came before the receiver's start are skipped there.
   for (auto& rp : ranks_) {
@@ -665,7 +681,7 @@ Analysis Engine::run() {
     for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   }
   for (size_t i = 0; i < ranks_.size(); ++i)
-    if (local_rank(i)) ranks_[i]->settle_instants(kInf);
+    if (local_rank(i)) ranks_[i]->settle_instants(kInf, true);
   if (dist_) {
     gather_at_root();
     if (proc_ != 0) return a;  // (process 0 reports)

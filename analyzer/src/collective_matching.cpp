@@ -1,6 +1,9 @@
 // Collective matching: the k-th collective call on a communicator is an
 // instance; its owner worker collects the members and, once all have called
-// (or ended), gives each its wait, its own work and its exit spread.
+// (or ended), gives each its wait, its own work and its exit spread. The
+// wait's kind follows from the call (CollWaitClass) and the root's enter: a
+// non-root of a one-to-all collective is late-root until its root enters and
+// waits on the others after that.
 #include "engine.h"
 
 namespace prof::analysis::detail {
@@ -10,6 +13,21 @@ namespace prof::analysis::detail {
 [[gnu::always_inline]] inline void Engine::apply_result(const ResultRec& rr) {
   Rank& r = *ranks_[static_cast<size_t>(rr.rank)];
   r.instants.add(rr.enter, rr.wait_end, kWaitSpan, kCollectiveLane);
+  if (rr.wait_end > rr.enter) {
+    switch (rr.wait_class) {
+      case kCollWaitBarrier: r.waits.add(rr.enter, rr.wait_end, kBarrierWaitSpan, kCollectiveLane); break;
+      case kCollWaitNxN: r.waits.add(rr.enter, rr.wait_end, kNxNWaitSpan, kCollectiveLane); break;
+      case kCollWaitAllToOneRoot: r.waits.add(rr.enter, rr.wait_end, kEarlyRootSpan, kCollectiveLane); break;
+      case kCollWaitOneToAllNonRoot: {
+        const double root = clamp_to(rr.root_enter, rr.enter, rr.wait_end);
+        r.waits.add(rr.enter, root, kLateRootSpan, kCollectiveLane);
+        r.waits.add(root, rr.wait_end, kOtherCollWaitSpan, kCollectiveLane);
+        break;
+      }
+      default: r.waits.add(rr.enter, rr.wait_end, kOtherCollWaitSpan, kCollectiveLane); break;
+    }
+    credit_partner(r, rr.node, rr.partner, rr.enter, rr.wait_end);
+  }
   r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan, kCollectiveLane);
   // Its exit spread: from its leave to the last member's, inside the window.
   // Threads of one rank may spread at the same instants: there each instant
@@ -69,6 +87,9 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
     to.rank = rr.rank;
     to.node = rr.node;
     to.a2a = rr.a2a;
+    to.wait_class = rr.wait_class;
+    to.partner = rr.partner;
+    to.root_enter = rr.root_enter;
     to.enter = rr.enter;
     to.wait_end = rr.wait_end;
     to.leave = rr.leave;
@@ -80,14 +101,16 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
 void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int parity,
                       bool direct) {
   Owner& own = owners_[w];
+  const int32_t last = in.last_rank >= 0 ? ranks_[static_cast<size_t>(in.last_rank)]->rank : -1;
   for (uint32_t m = in.head; m != UINT32_MAX;) {
     const Member mem = own.arena[m];
     // Late entry: waiting for the last member to arrive; the rest is the
     // collective's own work. Time variation: how much earlier it left than
     // the last member.
     post(w,
-         ResultRec{mem.rank, mem.node, mem.a2a, mem.enter, clamp_to(in.max_enter, mem.enter, mem.leave),
-                   mem.leave, std::max(0.0, in.max_leave - mem.leave), mem.hold},
+         ResultRec{mem.rank, mem.node, mem.a2a, mem.wait_class, last, mem.enter,
+                   clamp_to(in.max_enter, mem.enter, mem.leave), mem.leave,
+                   std::max(0.0, in.max_leave - mem.leave), in.root_enter, mem.hold},
          parity, direct);
     own.free_list.push_back(m);
     m = mem.next;
@@ -120,7 +143,8 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
     own.warn.add_keyed(WarningKind::CollectiveCallsBeyondMembers, {c.gid, c.seq}, [&] {
       return "communicator " + std::to_string(c.gid) + ", collective #" + std::to_string(c.seq + 1);
     });
-    post(w, ResultRec{c.rank, c.node, c.a2a, c.enter, c.enter, c.leave, 0, c.hold}, parity, false);
+    post(w, ResultRec{c.rank, c.node, c.a2a, c.wait_class, -1, c.enter, c.enter, c.leave, 0, -kInf, c.hold},
+         parity, false);
     return;
   }
   if (in->got == 0) {
@@ -128,6 +152,8 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
     in->def = c.def;
   }
   ++in->got;
+  if (c.enter > in->max_enter || in->last_rank < 0) in->last_rank = c.rank;
+  if (c.is_root) in->root_enter = c.enter;
   in->max_enter = std::max(in->max_enter, c.enter);
   in->max_leave = std::max(in->max_leave, c.leave);
   const uint32_t slot = own.alloc();
@@ -139,6 +165,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   m.node = c.node;
   m.next = in->head;
   m.a2a = c.a2a;
+  m.wait_class = c.wait_class;
   in->head = slot;
   if (in->got >= in->expected || (gone_count_ > 0 && all_missing_gone(own, *in))) {
     complete(w, c.gid, c.seq, *in, parity, false);
@@ -181,6 +208,20 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
   }
   // Its wait is known once every member has called: hold the watermark.
   const uint64_t hold = r.holds.add(enter);
+  // Its wait's kind: the call's, and whether this member is the root
+  // (world ranks of an intracommunicator; a persistent collective's Start
+  // does not name its call: other).
+  const bool call = e.kind == FuncKind::Collective || e.kind == FuncKind::AllToAll ||
+                    e.kind == FuncKind::ICollective || e.kind == FuncKind::IAllToAll;
+  const uint16_t role = call ? r.interp.func(e.func).role : 0;
+  const bool is_root = call && c.def && !c.def->inter && e.root >= 0 &&
+                       static_cast<size_t>(e.root) < c.def->ranks.size() &&
+                       c.def->ranks[static_cast<size_t>(e.root)] == r.rank;
+  uint8_t wait_class = kCollWaitOther;
+  if (role & kRoleBarrier) wait_class = kCollWaitBarrier;
+  else if (role & kRoleNxN) wait_class = kCollWaitNxN;
+  else if ((role & kRoleOneToAll) && !is_root) wait_class = kCollWaitOneToAllNonRoot;
+  else if ((role & kRoleAllToOne) && is_root) wait_class = kCollWaitAllToOneRoot;
   auto fill = [&](CollRec& rec) {
     rec.gid = c.gid;
     rec.seq = seq;
@@ -189,6 +230,8 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
     rec.rank = static_cast<int32_t>(r.index);
     rec.node = node;
     rec.a2a = a2a;
+    rec.wait_class = wait_class;
+    rec.is_root = is_root;
     rec.enter = enter;
     rec.leave = leave;
     rec.hold = hold;

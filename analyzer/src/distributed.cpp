@@ -154,6 +154,7 @@ void Engine::pack_boxes(WireOut& out, int parity, unsigned src_lo, unsigned src_
       if (!results_only) {
         pack(out, send_box(parity, o, d));
         pack(out, cancel_box(parity, o, d));
+        pack(out, late_box(parity, o, d));
         // (A call's communicator travels as its index among its rank's
         // definitions: the definition's address is this process's.)
         auto& box = coll_box(parity, o, d);
@@ -176,6 +177,7 @@ void Engine::unpack_boxes(WireIn& in, int parity, unsigned src_lo, unsigned src_
       if (!results_only) {
         unpack(in, send_box(parity, o, d));
         unpack(in, cancel_box(parity, o, d));
+        unpack(in, late_box(parity, o, d));
         auto& box = coll_box(parity, o, d);
         for (CollRec c : in.get_vec<CollRec>()) {
           const auto index = reinterpret_cast<uintptr_t>(c.def);
@@ -342,6 +344,8 @@ void Engine::gather_at_root() {
         mine.put(r.merged_at[li]);
         const NodeAcc& a = r.acc[li];
         mine.put(a.in);
+        mine.put(a.waits);
+        mine.put_vec(a.waited_for);
         mine.put(a.time_variation);
         mine.put(a.calls);
         mine.put(a.inside);
@@ -355,6 +359,7 @@ void Engine::gather_at_root() {
       for (const Combo& c : r.combos) {
         mine.put_vec(c.nodes);
         mine.put(c.in);
+        mine.put(c.waits);
       }
       mine.put_vec(r.slot_name);
       for (uint64_t v : {r.events, r.calls, r.matched, r.unmatched_sends, r.unmatched_recvs, r.local_instances})
@@ -399,6 +404,8 @@ void Engine::gather_at_root() {
         r.merged_at[li] = m.get<uint32_t>();
         NodeAcc& a = r.acc[li];
         a.in = m.get<InstantSums>();
+        a.waits = m.get<WaitSums>();
+        a.waited_for = m.get_vec<PartnerWaitAcc>();
         a.time_variation = m.get<double>();
         a.calls = m.get<uint64_t>();
         a.inside = m.get<uint64_t>();
@@ -412,6 +419,7 @@ void Engine::gather_at_root() {
       for (Combo& c : r.combos) {
         c.nodes = m.get_vec<uint32_t>();
         c.in = m.get<InstantSums>();
+        c.waits = m.get<WaitSums>();
       }
       r.slot_name = m.get_vec<uint32_t>();
       for (uint64_t* v : {&r.events, &r.calls, &r.matched, &r.unmatched_sends, &r.unmatched_recvs, &r.local_instances})

@@ -17,7 +17,16 @@
 //       to the instance's owner worker; once every member that is in the trace
 //       has called (or has ended, for a rank cut short), the owner computes each
 //       member's PotentSync, CollectiveAll/AllToAll and TimeVariation and gives
-//       them back to the member's rank.
+//       them back to the member's rank;
+//     - a blocking send or an MPI_Isend holds its rank's wait-state
+//       watermark at its enter (Rank::send_holds); its match gives the
+//       receive's issue back to the sender's worker (LateRecvRec), which adds
+//       the late-receiver wait, if any (an Isend's once its completing call is
+//       known too), and releases the hold. So information flows back the way
+//       a receive's wait flows forth, and memory grows with sends in flight.
+//   Every wait is also added, by kind, to the rank's WaitKindSets (the wait
+//   states, docs/metrics.md), swept with the same contexts and watermark, and
+//   its length to the node's partner figures (waited_for).
 //   With several workers, each begins a phase by taking its mailboxes and
 //   completing the instances whose last members arrived in them, and flags
 //   when it has posted those results; the others take them after decoding
@@ -118,10 +127,44 @@ struct InstantSums {
   }
 };
 
+// The measures of the wait states' sets (WaitKindSets) of one context,
+// global ns: levels 0-5 nested, 6 the late receiver's own.
+struct WaitSums {
+  alignas(16) double level[kLevels] = {};
+
+  // Each kind's instants: the difference of its nested level and the one
+  // before (clamped, so rounding never shows as a negative time).
+  double kind(int k) const {
+    if (k >= kWaitNestedLevels) return level[k];
+    return k == 0 ? level[0] : std::max(0.0, level[k] - level[k - 1]);
+  }
+  void add(const WaitSums& o) {
+    for (int l = 0; l < kLevels; ++l) level[l] += o.level[l];
+  }
+};
+
+// Waits of one rank in one node on one partner (world rank), ns.
+struct PartnerWaitAcc {
+  int32_t partner;
+  double length, uncertain;
+};
+inline void add_partner_wait(std::vector<PartnerWaitAcc>& v, int32_t partner, double length,
+                             double uncertain) {
+  for (PartnerWaitAcc& p : v)
+    if (p.partner == partner) {
+      p.length += length;
+      p.uncertain += uncertain;
+      return;
+    }
+  v.push_back(PartnerWaitAcc{partner, length, uncertain});
+}
+
 // One rank's sums in one interval node (exclusive of nested nodes until the
 // final roll-up), times in global ns.
 struct NodeAcc {
   InstantSums in;
+  WaitSums waits;
+  std::vector<PartnerWaitAcc> waited_for;  // the waits of the node's own calls, by partner
   double time_variation = 0;
   uint64_t calls = 0;
   uint64_t inside = 0;  // executions that overlap the window (all of them without one)
@@ -150,9 +193,19 @@ struct NodeKeyHash {
 struct PendingRecv {
   double issue, enter, leave;
   uint64_t hold;
+  uint32_t node;  // innermost at the call that completes it (its waits' partner figures)
+};
+// A send known at its destination: its enter, and for a blocking send its
+// leave and the sender's hold until the receive's issue is known (a late
+// receiver: SendRec).
+struct QueuedSend {
+  double enter, leave;
+  uint64_t hold;
+  int32_t rank;   // sender's rank index
+  uint32_t node;  // sender's innermost node at the call
 };
 struct Channel {
-  Fifo<double> sends;        // send enters not yet received
+  Fifo<QueuedSend> sends;    // sends not yet received
   Fifo<PendingRecv> recvs;   // receives whose send has not arrived
   uint64_t skip = 0;         // sends received before decoding started (window index)
 };
@@ -160,8 +213,43 @@ struct Channel {
 struct SendRec {
   ChannelKey key;
   double enter;
+  // A blocking send: its leave, the sender's hold (HoldQueue::kNone for
+  // other sends), rank index and innermost node; an MPI_Isend: leave -inf
+  // (the call that completes it tells) and its hold.
+  double leave;
+  uint64_t hold;
+  int32_t rank;
+  uint32_t node;
+  QueuedSend queued() const { return QueuedSend{enter, leave, hold, rank, node}; }
 };
-static_assert(sizeof(SendRec) == 32);
+static_assert(sizeof(SendRec) == 56);
+// A blocking send's late receiver, from the receiver's worker back to the
+// sender's: the wait [from, to) (empty when none) on world rank `partner`;
+// for an MPI_Isend (to = -inf) `from` is the receive's issue (-inf: not known).
+struct LateRecvRec {
+  int32_t rank;  // sender's rank index
+  uint32_t node;
+  int32_t partner;
+  double from, to;
+  uint64_t hold;
+};
+// An MPI_Isend's late receiver, known once both the call that completed it
+// (on the sender) and its receive's issue (from the receiver's worker) are.
+struct IsendWait {
+  double wait_enter = 0, wait_leave = 0, issue = 0;
+  uint32_t node = 0;
+  int32_t partner = -1;
+  bool have_wait = false, have_issue = false;
+};
+// A collective call's wait kind (FuncRole's wait bits), from the call and
+// whether the member is the root.
+enum CollWaitClass : uint8_t {
+  kCollWaitOther = 0,
+  kCollWaitBarrier,
+  kCollWaitNxN,
+  kCollWaitOneToAllNonRoot,
+  kCollWaitAllToOneRoot,
+};
 struct CollRec {
   uint64_t gid, seq;
   const CommDef* def;
@@ -169,22 +257,31 @@ struct CollRec {
   int32_t rank;  // rank index
   uint32_t node;
   bool a2a;
+  uint8_t wait_class;  // CollWaitClass
+  bool is_root;        // the root of a rooted collective
   double enter, leave;
   uint64_t hold;
 };
 // A member's part of a completed instance: it waited in [enter, wait_end)
 // for the last member, then worked until leave; time_variation after it.
+// Its wait's kind follows from wait_class and the root's enter; `partner`
+// is the last member to enter (world rank).
 struct ResultRec {
   int32_t rank;
   uint32_t node;
   bool a2a;
+  uint8_t wait_class;
+  int32_t partner;
   double enter, wait_end, leave, time_variation;
+  double root_enter;
   uint64_t hold;
 };
 
 struct Instance {
   uint32_t expected = 0, got = 0;
   double max_enter = -kInf, max_leave = -kInf;
+  double root_enter = -kInf;   // the root's enter (rooted collectives; -inf: not known)
+  int32_t last_rank = -1;      // the member that entered last (rank index)
   uint32_t head = UINT32_MAX;  // member list in the owner's arena
   const CommDef* def = nullptr;
   bool done = false;
@@ -198,6 +295,7 @@ struct Member {
   uint32_t node;
   uint32_t next;
   bool a2a;
+  uint8_t wait_class;
 };
 static_assert(sizeof(Member) == 40);
 
@@ -300,6 +398,7 @@ struct GNode {
 struct Combo {
   std::vector<uint32_t> nodes;
   InstantSums in;
+  WaitSums waits;
 };
 inline constexpr uint32_t kComboBit = 0x80000000u;  // a context that is a Combo's index
 
@@ -354,7 +453,16 @@ struct alignas(64) Rank {
   // Several threads: MPI and Start time are unions too, and markers nest per thread.
   bool threaded;
   InstantSets instants;
+  WaitKindSets waits;  // the wait states by kind, in the same contexts
   HoldQueue holds;
+  // Sends whose late receiver is not known yet: they hold back the sweep of
+  // the wait states only (so the characteristics, and where a window's
+  // decoding may stop, never wait for them).
+  HoldQueue send_holds;
+  // MPI_Isends in flight: hold -> what is known of its late receiver (the
+  // interpreter keeps each one's hold in its request).
+  FlatMap<uint64_t, IsendWait> isend_waits;
+  uint64_t last_isend_hold = HoldQueue::kNone;  // the hold Handler::send made for the last Isend
   std::vector<Combo> combos;
   std::map<std::vector<uint32_t>, uint32_t> combo_index;
   std::vector<uint32_t> slot_of;    // function id -> local slot + 1 (0: none yet)
@@ -415,7 +523,7 @@ struct alignas(64) Rank {
     if (leaves.empty()) return 0;
     if (leaves.size() == 1) return leaves[0];
     auto [it, fresh] = combo_index.emplace(leaves, static_cast<uint32_t>(combos.size()));
-    if (fresh) combos.push_back(Combo{leaves, {}});
+    if (fresh) combos.push_back(Combo{leaves, {}, {}});
     return kComboBit | it->second;
   }
   // mpiP-style profile: a rank-local slot per function keeps the table small.
@@ -439,13 +547,23 @@ struct alignas(64) Rank {
     return context & kComboBit ? combos[context & ~kComboBit].in : acc[context].in;
   }
   // Credits what is known of the rank's instants before `upto`.
-  void settle_instants(double upto) {
+  // `last`: the analysis's end, when sends never matched wait no longer.
+  void settle_instants(double upto, bool last = false) {
     instants.sweep(upto, [this](uint32_t context, const double* length, int levels) {
       auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
       const auto* add = reinterpret_cast<const TwoLevels*>(length);
 #pragma GCC unroll 8
       for (int l = 0; l < levels / 2; ++l) into[l] += add[l];
     });
+    waits.sweep(last ? upto : std::min(upto, send_holds.oldest()), [this](uint32_t context, const double* length, int levels) {
+      double* into = context & kComboBit ? combos[context & ~kComboBit].waits.level : acc[context].waits.level;
+      for (int l = 0; l < levels; ++l) into[l] += length[l];
+    });
+  }
+  // The rank's executions open from time t on (both sets of instants).
+  void set_context(double t, uint32_t context) {
+    instants.set_context(t, context);
+    waits.set_context(t, context);
   }
   // A program uses a few channels over and over: a small direct-mapped cache
   // in front of the hash map (channel indices never change).
@@ -511,6 +629,10 @@ struct Handler {
   uint64_t hold(double t) { return r.holds.add(t); }
   void release(uint64_t token) { r.holds.release(token); }
   void cancel_send(const ChannelKey& k, double send_enter);
+  // The call that completed an MPI_Isend (enter, leave), or its free or
+  // cancel (`unmatched`: no receive will tell its issue).
+  void isend_done(uint64_t hold, double enter, double leave, const Event& e, bool unmatched);
+  uint64_t isend_hold() const { return r.last_isend_hold; }
   void collective(const CommInfo& c, bool a2a, double enter, double leave, const Event& e);
   template <class F>
   void problem(WarningKind kind, F&& example, uint64_t count = 1) {
@@ -550,6 +672,9 @@ class Engine {
   }
   Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) {
     return cancel_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
+  }
+  Mailbox<LateRecvRec>& late_box(int parity, unsigned src, unsigned dst) {
+    return late_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
   }
   Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) {
     return coll_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
@@ -609,10 +734,13 @@ class Engine {
   void take_early_results(unsigned w);
   void decode(Rank& r, unsigned w, int parity, int phase);
   void close_exec(Rank& r, uint32_t node, double start, double t);
-  void account_recv(Rank& r, double issue, double enter, double leave, double send_enter,
-                    SpanLane lane);
-  void ingest_send(const SendRec& s, bool cancel);
-  void deliver_send(const SendRec& s);
+  void account_recv(Rank& r, const PendingRecv& pr, const QueuedSend& s, int32_t src, unsigned w,
+                    int parity, SpanLane lane);
+  void ingest_send(const SendRec& s, bool cancel, unsigned w, int parity);
+  void deliver_send(const SendRec& s, unsigned w, int parity);
+  void apply_late_receiver(const LateRecvRec& lr);
+  void finish_isend(Rank& r, uint64_t hold, const IsendWait& w);
+  void credit_partner(Rank& r, uint32_t node, int32_t partner, double from, double to);
   void apply(const ResultRec& rr);
   void apply_result(const ResultRec& rr);
   void add_member(unsigned w, const CollRec& c, int parity);
@@ -666,6 +794,7 @@ class Engine {
   };
   std::vector<Box<SendRec>> send_boxes_;
   std::vector<Box<SendRec>> cancel_boxes_;  // cancelled sends (rare)
+  std::vector<Box<LateRecvRec>> late_boxes_;  // receives' issues back to blocking senders
   std::vector<Box<CollRec>> coll_boxes_;
   std::vector<Box<ResultRec>> result_boxes_;  // parities 0, 1 and kEarlyResults
   std::vector<Owner> owners_;
@@ -701,6 +830,8 @@ class Engine {
   double index_first_ = kInf;  // the trace's first event, from the index
   uint64_t chunks_total_ = 0, chunks_decoded_ = 0;
   bool cut_ = false;  // stopped past the window's end (chunks_decoded_ counted)
+  // Per rank index: the bound on its clock offset's error, ns (0 unknown).
+  std::vector<double> clock_error_;
   std::vector<uint8_t> gone_;  // rank ended two phases ago: its records are all in
   uint32_t gone_count_ = 0;
   double t_first_ = 0, t_last_est_ = 0;

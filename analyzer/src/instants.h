@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "mirrored_ring.h"
@@ -53,6 +54,24 @@ enum SpanKind : uint8_t {
   kTimeVariationSpan, // from a collective call's leave to its instance's last leave (ranks with several threads)
   kSpanKinds,
 };
+
+// The kinds of waiting (docs/metrics.md, "Wait states by kind"), measured by
+// a set of their own beside the characteristics' (WaitKindSets): levels 0-5
+// are nested, so each instant of PotentSync goes to the first kind that
+// covers it and the kinds' measures sum to PotentSync; a late receiver is
+// apart from PotentSync, on its own level.
+enum WaitSpanKind : uint8_t {
+  kLateSenderSpan = 0,   // a receive issued before its send entered
+  kBarrierWaitSpan,      // a barrier before its last member entered
+  kNxNWaitSpan,          // an all-to-all-style collective before its last member entered
+  kLateRootSpan,         // a non-root of a one-to-all collective before its root entered
+  kEarlyRootSpan,        // the root of an all-to-one collective before its last member entered
+  kOtherCollWaitSpan,    // any other collective wait (a non-root after its root, ...)
+  kLateReceiverSpan,     // a blocking send before its receive was issued (apart from PotentSync)
+  kWaitSpanKinds,
+};
+inline constexpr int kWaitNestedLevels = kOtherCollWaitSpan + 1;
+static_assert(kWaitNestedLevels % 2 == 0);
 
 // The measure of a union, per context. Levels 0-3 are nested: level j is the
 // union of the spans of kinds 0..j, so PotentSync = level 0, SendRecv =
@@ -146,34 +165,44 @@ constexpr LevelWeights make_level_weights() {
   return w;
 }
 inline constexpr LevelWeights kLevelWeights = make_level_weights();
-// The levels [kind, last level of kind] of a span of that kind: all of its
-// unions, where nothing of them reaches it yet (the sweep's common case).
-inline constexpr const double* kWholeSpanWeights[kSpanKinds] = {
-    kLevelWeights.of[kWaitSpan][kAllToAllCallSpan + 1],     kLevelWeights.of[kRecvCallSpan][kAllToAllCallSpan + 1],
-    kLevelWeights.of[kCollCallSpan][kAllToAllCallSpan + 1], kLevelWeights.of[kAllToAllCallSpan][kAllToAllCallSpan + 1],
-    kLevelWeights.of[kMpiCallSpan][kMpiCallSpan + 1],       kLevelWeights.of[kStartCallSpan][kStartCallSpan + 1],
-    kLevelWeights.of[kTimeVariationSpan][kTimeVariationSpan + 1]};
 // Levels 0-3, the nested unions: the only ones of a rank without MPI or
 // Start spans (one thread: its calls' durations are summed directly).
 inline constexpr int kNestedLevels = kAllToAllCallSpan + 1;
 static_assert(kNestedLevels % 2 == 0);
+static_assert(kWaitSpanKinds <= kLevels);
 
-class InstantSets {
+// The levels [kind, last level of kind] of a span of that kind: all of its
+// unions, where nothing of them reaches it yet (the sweep's common case).
+// Kinds below `nested` are nested, the others each on its own level.
+template <int nested>
+struct WholeSpanWeights {
+  const double* of[kLevels];
+  constexpr WholeSpanWeights() : of{} {
+    for (int k = 0; k < kLevels; ++k) of[k] = kLevelWeights.of[k][k < nested ? nested : k + 1];
+  }
+};
+template <int nested>
+inline constexpr WholeSpanWeights<nested> kWholeSpanWeights{};
+
+// `Kind`: the span kinds, those below `kNested` nested (level j the union of
+// kinds 0..j), the others each on its own level.
+template <class Kind, int kNested>
+class BasicInstantSets {
  public:
-  InstantSets() { contexts_.push_back(Context{-kInf, kNoContext}); }
-  InstantSets(InstantSets&&) = default;
-  InstantSets& operator=(InstantSets&&) = default;
+  BasicInstantSets() { contexts_.push_back(Context{-kInf, kNoContext}); }
+  BasicInstantSets(BasicInstantSets&&) = default;
+  BasicInstantSets& operator=(BasicInstantSets&&) = default;
 
   // Only instants in [lo, hi] count (a window of time).
   void set_window(double lo, double hi) {
     lo_ = lo;
     hi_ = hi;
   }
-  [[gnu::always_inline]] void add(double from, double to, SpanKind kind, SpanLane lane) {
+  [[gnu::always_inline]] void add(double from, double to, Kind kind, SpanLane lane) {
     from = std::max(from, lo_);
     to = std::min(to, hi_);
     if (!(to > from)) return;
-    if (kind > kAllToAllCallSpan) own_level_spans_ = true;
+    if (kind >= kNested) own_level_spans_ = true;
     MirroredRing<Span>& spans = lanes_[lane].spans;
     // The same call completing many receives, or waits that overlap: extend
     // the last span rather than add one.
@@ -212,7 +241,7 @@ class InstantSets {
     // wait: a sweep with none before `upto` only sorts the lanes, as the
     // next one would, which costs less than noting every span's start.)
     if (own_level_spans_) sweep_spans<kLevels>(upto, credit);
-    else sweep_spans<kNestedLevels>(upto, credit);
+    else sweep_spans<kNested>(upto, credit);
     // Drop contexts that ended before the watermark (keep the one in force).
     size_t keep = 0;
     while (keep + 1 < contexts_.size() && contexts_[keep + 1].from <= upto) ++keep;
@@ -227,7 +256,7 @@ class InstantSets {
   // value: a reference to one (std::min's arguments) would be misaligned.
   struct [[gnu::packed]] Span {
     double from, to;
-    SpanKind kind;
+    Kind kind;
   };
   struct [[gnu::packed]] Context {
     double from;  // in force from here to the next one's `from`
@@ -348,7 +377,7 @@ class InstantSets {
         // (Field by field: a copy of the whole Span went through the stack.)
         const double from = p->from;
         double to = p->to;
-        const SpanKind kind = p->kind;
+        const Kind kind = p->kind;
         ++p;
         while (at.end <= from) at = cursor_at(at.context + 1);
         if (to > upto) {
@@ -392,14 +421,14 @@ class InstantSets {
   // levels share their end and start no earlier from level to level; levels
   // whose pieces start together are credited in one walk of the contexts.
   template <int kUsedLevels, class F>
-  [[gnu::always_inline]] void add_to_levels(double span_from, double to, SpanKind kind, double* covered,
+  [[gnu::always_inline]] void add_to_levels(double span_from, double to, Kind kind, double* covered,
                                             ContextCursor at, Gathered& gathered, F& credit) {
-    const int last_level = kind <= kAllToAllCallSpan ? kAllToAllCallSpan : kind;
+    const int last_level = kind < kNested ? kNested - 1 : kind;
     // The common case: no union of the span's levels reaches its start (the
     // highest reaches furthest), so it is new on all of them, as one piece.
     if (covered[last_level] <= span_from) {
       cover_to(kind, to, covered);
-      credit_piece<kUsedLevels>(kWholeSpanWeights[kind], span_from, to, at, gathered, credit);
+      credit_piece<kUsedLevels>(kWholeSpanWeights<kNested>.of[kind], span_from, to, at, gathered, credit);
       return;
     }
     int l = kind;
@@ -419,13 +448,20 @@ class InstantSets {
 
   // covered[kind..last level of kind] = to, unrolled (a loop of 1 to 4
   // steps cost a dozen instructions a span).
-  [[gnu::always_inline]] static void cover_to(SpanKind kind, double to, double* covered) {
-    switch (kind) {
-      case kWaitSpan: covered[kWaitSpan] = to; [[fallthrough]];
-      case kRecvCallSpan: covered[kRecvCallSpan] = to; [[fallthrough]];
-      case kCollCallSpan: covered[kCollCallSpan] = to; [[fallthrough]];
-      case kAllToAllCallSpan: covered[kAllToAllCallSpan] = to; return;
-      default: covered[kind] = to; return;  // MPI, Start, Time Variation: their own level
+  [[gnu::always_inline]] static void cover_to(Kind kind, double to, double* covered) {
+    if constexpr (!std::is_same_v<Kind, SpanKind>) {
+      if (kind < kNested)
+        for (int l = kind; l < kNested; ++l) covered[l] = to;
+      else
+        covered[kind] = to;
+    } else {
+      switch (kind) {
+        case kWaitSpan: covered[kWaitSpan] = to; [[fallthrough]];
+        case kRecvCallSpan: covered[kRecvCallSpan] = to; [[fallthrough]];
+        case kCollCallSpan: covered[kCollCallSpan] = to; [[fallthrough]];
+        case kAllToAllCallSpan: covered[kAllToAllCallSpan] = to; return;
+        default: covered[kind] = to; return;  // MPI, Start, Time Variation: their own level
+      }
     }
   }
 
@@ -478,5 +514,10 @@ class InstantSets {
   // From the one in force at the last sweep's watermark on.
   MirroredRing<Context> contexts_;
 };
+
+// The characteristics' sets (PotentSync, SendRecv, ... ; MPI, Start, Time Variation).
+using InstantSets = BasicInstantSets<SpanKind, kNestedLevels>;
+// The wait states by kind.
+using WaitKindSets = BasicInstantSets<WaitSpanKind, kWaitNestedLevels>;
 
 }  // namespace prof::analysis::detail

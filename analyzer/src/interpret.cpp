@@ -33,6 +33,25 @@ uint16_t role_of(const trace::FunctionDef& f) {
   if (n == "MPI_Start" || n == "MPI_Startall") role |= kRoleStart | kRoleStartsOp;
   if (n == "MPI_Request_free") role |= kRoleFree;
   if (n == "MPI_Grequest_start") role |= kRoleGrequestStart;
+  if (f.kind == FuncKind::Collective || f.kind == FuncKind::AllToAll || f.kind == FuncKind::ICollective ||
+      f.kind == FuncKind::IAllToAll) {
+    // The blocking and nonblocking forms share the kind ("MPI_Iallreduce").
+    std::string base(n);
+    if (f.kind == FuncKind::ICollective || f.kind == FuncKind::IAllToAll)
+      if (base.size() > 5 && base.compare(0, 5, "MPI_I") == 0 && base[5] >= 'a' && base[5] <= 'z')
+        base = "MPI_" + std::string(1, static_cast<char>(base[5] - 'a' + 'A')) + base.substr(6);
+    static const std::unordered_map<std::string_view, uint16_t> kinds = {
+        {"MPI_Barrier", kRoleBarrier},         {"MPI_Allreduce", kRoleNxN},
+        {"MPI_Allgather", kRoleNxN},           {"MPI_Allgatherv", kRoleNxN},
+        {"MPI_Alltoall", kRoleNxN},            {"MPI_Alltoallv", kRoleNxN},
+        {"MPI_Alltoallw", kRoleNxN},           {"MPI_Reduce_scatter", kRoleNxN},
+        {"MPI_Reduce_scatter_block", kRoleNxN}, {"MPI_Scan", kRoleNxN},
+        {"MPI_Exscan", kRoleNxN},              {"MPI_Bcast", kRoleOneToAll},
+        {"MPI_Scatter", kRoleOneToAll},        {"MPI_Scatterv", kRoleOneToAll},
+        {"MPI_Reduce", kRoleAllToOne},         {"MPI_Gather", kRoleAllToOne},
+        {"MPI_Gatherv", kRoleAllToOne}};
+    if (auto it = kinds.find(base); it != kinds.end()) role |= it->second;
+  }
   const bool starter = f.kind == FuncKind::Isend || f.kind == FuncKind::Irecv ||
                        f.kind == FuncKind::ICollective || f.kind == FuncKind::IAllToAll;
   if (starter) {

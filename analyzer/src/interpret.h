@@ -62,6 +62,11 @@ enum FuncRole : uint16_t {
   kRolePersistentInit = 1 << 5,  // *_init: creates a persistent request, starts nothing
   kRoleStartsOp = 1 << 6,        // counts in Time of Start (nonblocking starts)
   kRoleGrequestStart = 1 << 7,   // MPI_Grequest_start: a request completed by the user
+  // A collective's wait kind (docs/metrics.md, "Wait states by kind"):
+  kRoleBarrier = 1 << 8,         // MPI_Barrier, MPI_Ibarrier
+  kRoleNxN = 1 << 9,             // Allreduce, Allgather(v), Alltoall(v/w), Reduce_scatter(_block), (Ex)scan
+  kRoleOneToAll = 1 << 10,       // Bcast, Scatter(v): non-roots wait for the root
+  kRoleAllToOne = 1 << 11,       // Reduce, Gather(v): the root waits for the others
 };
 
 using format::hex;  // handles and addresses as the trace writes them
@@ -333,6 +338,7 @@ class Interpreter {
     for (size_t i = 0; i < reqs.size(); ++i) {
       Request& r = reqs[i].second;
       if (r.comm) r.comm = comms_.at(r.comm_handle, r.comm_time);
+      if (r.type == Request::Send) r.hold = HoldQueue::kNone;  // (an Isend's hold is the analysis's own)
       if (r.hold != HoldQueue::kNone) holding.push_back(i);
     }
     std::stable_sort(holding.begin(), holding.end(),
@@ -528,6 +534,9 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
       const bool mapped = c && e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &key, h);
       if (!persistent && mapped) h.send(key, enter, leave, e);
       if (!r) break;
+      // (The analysis: the Isend's hold until its late receiver is known.)
+      if constexpr (requires { h.isend_hold(); })
+        if (!persistent && mapped) r->hold = h.isend_hold();
       r->type = persistent ? Request::PSend : Request::Send;
       r->active = true;
       r->comm = mapped ? c : nullptr;  // nothing to send (PROC_NULL) or unmappable: none
@@ -590,6 +599,12 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
           case Request::Send:
           case Request::PSend:
             if (ran && done.cancelled && r->comm) h.cancel_send(r->key, r->send_enter);
+            // (The analysis: the call that completed an MPI_Isend, for its late receiver.)
+            if constexpr (requires { h.isend_done(r->hold, enter, leave, e, true); })
+              if (r->type == Request::Send) {
+                h.isend_done(r->hold, enter, leave, e, done.cancelled);
+                r->hold = HoldQueue::kNone;
+              }
             break;
           default:
             break;
@@ -626,6 +641,11 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
         // A freed operation still completes, unseen: nothing more to wait for.
         for (uint32_t handle : e.requests)
           if (Request* r = active(handle)) {
+            if constexpr (requires { h.isend_done(r->hold, enter, leave, e, true); })
+              if (r->type == Request::Send) {
+                h.isend_done(r->hold, enter, enter, e, false);  // completes unseen: no wait
+                r->hold = HoldQueue::kNone;
+              }
             h.release(r->hold);
             r->hold = HoldQueue::kNone;
             retire(r);

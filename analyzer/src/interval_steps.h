@@ -11,7 +11,7 @@ namespace prof::analysis::detail {
 [[gnu::always_inline]] inline void Handler::marker(const Event& e, double enter, double leave) {
   r.intervals.marker(e, enter, leave, *this);
   // The rank's open executions changed: from the begin's return, the end's call.
-  if (r.intervals.in_root()) r.instants.set_context(e.marker_begin ? leave : enter, r.context());
+  if (r.intervals.in_root()) r.set_context(e.marker_begin ? leave : enter, r.context());
 }
 
 [[gnu::always_inline]] inline uint32_t Handler::interval_begun(uint32_t, const Event& e, double t,

@@ -8,7 +8,7 @@ namespace prof::analysis::detail {
 
 void Handler::root_started(double t) {
   r.acc[0].first_enter = t;
-  r.instants.set_context(t, r.context());
+  r.set_context(t, r.context());
 }
 
 // The node of a begin that is not the parent's last child entered.
@@ -33,7 +33,7 @@ uint32_t Handler::child_node(const Event& e, uint32_t parent) {
 
 void Handler::root_ended(double t) {
   eng.close_exec(r, 0, r.intervals.root_start(), t);
-  r.instants.set_context(t, kNoContext);
+  r.set_context(t, kNoContext);
 }
 
 // Local nodes created since the last phase join the tree across ranks.
@@ -63,6 +63,8 @@ void Engine::merge_nodes() {
 
 void add_into(NodeAcc& to, const NodeAcc& from) {
   to.in.add(from.in);
+  to.waits.add(from.waits);
+  for (const PartnerWaitAcc& p : from.waited_for) add_partner_wait(to.waited_for, p.partner, p.length, p.uncertain);
   to.time_variation += from.time_variation;
   to.calls += from.calls;
   if (to.funcs.size() < from.funcs.size()) to.funcs.resize(from.funcs.size());
@@ -89,7 +91,10 @@ void Engine::roll_up() {
         }
       std::sort(open.begin(), open.end());
       open.erase(std::unique(open.begin(), open.end()), open.end());
-      for (uint32_t n : open) r.acc[n].in.add(combo.in);
+      for (uint32_t n : open) {
+        r.acc[n].in.add(combo.in);
+        r.acc[n].waits.add(combo.waits);
+      }
     }
   }
 
@@ -163,6 +168,7 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
 
   std::vector<std::pair<size_t, RankFigures>> per;
   std::map<uint32_t, FunctionFigures> funcs;
+  std::map<int32_t, PartnerWait> partners;
   for (auto [ri, li] : gn.members) {
     const Rank& r = *ranks_[ri];
     const NodeAcc& acc = r.acc[li];
@@ -184,6 +190,13 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
     f.time_variation = acc.time_variation + acc.in.time_variation();
     f.time_of_start = acc.in.time_of_start();
     f.calls = acc.calls;
+    for (int k = 0; k < kWaitKindCount; ++k) f.waits[static_cast<size_t>(k)] = acc.waits.kind(k);
+    for (const PartnerWaitAcc& p : acc.waited_for) {
+      PartnerWait& pw = partners[p.partner];
+      pw.rank = p.partner;
+      pw.seconds += p.length;
+      pw.uncertain_seconds += p.uncertain;
+    }
     per.emplace_back(ri, f);
     for (size_t s = 0; s < acc.funcs.size(); ++s) {
       const FuncStat& fs = acc.funcs[s];
@@ -223,6 +236,8 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
                     &m.time_variation, &m.time_of_start})
     *v *= s;
   for (auto& [ri, f] : per) {
+    for (double& v : f.waits) v *= s;
+    for (int k = 0; k < kWaitKindCount; ++k) node.waits[static_cast<size_t>(k)] += f.waits[static_cast<size_t>(k)];
     for (double* v : {&f.time, &f.cpu, &f.mpi, &f.idle, &f.lost, &f.comm, &f.sendrecv,
                       &f.collective, &f.alltoall, &f.potential_sync, &f.time_variation,
                       &f.time_of_start})
@@ -248,6 +263,15 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
     }
     cf.mean = node.per_rank.empty() ? 0 : sum / static_cast<double>(node.per_rank.size());
   }
+  for (auto& [rank, pw] : partners) {
+    pw.seconds *= s;
+    pw.uncertain_seconds *= s;
+    node.waited_for.push_back(pw);
+  }
+  std::sort(node.waited_for.begin(), node.waited_for.end(), [](const PartnerWait& x, const PartnerWait& y) {
+    if (x.seconds != y.seconds) return x.seconds > y.seconds;
+    return x.rank < y.rank;
+  });
   for (auto& [name, ff] : funcs) {
     ff.name = reg_.functions[name];
     ff.time *= s;

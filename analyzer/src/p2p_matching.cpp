@@ -1,6 +1,9 @@
 // Point-to-point matching: a send's enter reaches its destination's worker,
 // which matches it in order with the channel's receives (MPI's
 // non-overtaking rule); a matched receive's wait and transfer become spans.
+// A blocking send holds its sender's watermark until its match tells the
+// receive's issue (a late receiver), which goes back to the sender's worker
+// like a send goes forth (LateRecvRec; at once on the same worker).
 #include "engine.h"
 
 namespace prof::analysis::detail {
@@ -9,50 +12,143 @@ namespace prof::analysis::detail {
 // sender; "Recv issued before Send"), and the call that completed it is its
 // transfer where it is not waiting. (Inline in its two callers below: a
 // frame per message cost as much as its two spans' checks.)
-[[gnu::always_inline]] inline void Engine::account_recv(Rank& r, double issue, double enter, double leave,
-                                                        double send_enter, SpanLane lane) {
-  r.instants.add(issue, std::min(send_enter, leave), kWaitSpan, lane);
-  r.instants.add(enter, leave, kRecvCallSpan, lane);
+//
+// A blocking send waited from its enter until the receive's issue when it
+// left after that issue (a late receiver); one that left before could
+// complete without the receive and did not wait for it.
+[[gnu::always_inline]] inline void Engine::account_recv(Rank& r, const PendingRecv& pr, const QueuedSend& s,
+                                                        int32_t src, unsigned w, int parity, SpanLane lane) {
+  const double wait_end = std::min(s.enter, pr.leave);
+  r.instants.add(pr.issue, wait_end, kWaitSpan, lane);
+  r.instants.add(pr.enter, pr.leave, kRecvCallSpan, lane);
+  if (wait_end > pr.issue) {
+    r.waits.add(pr.issue, wait_end, kLateSenderSpan, lane);
+    credit_partner(r, pr.node, src, pr.issue, wait_end);
+  }
   ++r.matched;
+  if (s.hold != HoldQueue::kNone) [[unlikely]] {
+    const bool waited = pr.issue > s.enter && s.leave > pr.issue;
+    const LateRecvRec lr = s.leave == -kInf ? LateRecvRec{s.rank, s.node, r.rank, pr.issue, -kInf, s.hold}
+                                            : LateRecvRec{s.rank, s.node, r.rank, s.enter, waited ? pr.issue : s.enter, s.hold};
+    if (worker_of_[static_cast<size_t>(s.rank)] == w) apply_late_receiver(lr);
+    else late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(lr);
+  }
+}
+
+void Engine::apply_late_receiver(const LateRecvRec& lr) {
+  Rank& r = *ranks_[static_cast<size_t>(lr.rank)];
+  if (lr.to == -kInf) {  // an MPI_Isend's receive issue: its wait once its completion is known too
+    IsendWait& w = r.isend_waits[lr.hold];
+    w.issue = lr.from;
+    w.partner = lr.partner;
+    w.have_issue = true;
+    if (w.have_wait) finish_isend(r, lr.hold, w);
+    return;
+  }
+  if (lr.to > lr.from) {
+    r.waits.add(lr.from, lr.to, kLateReceiverSpan, kMatchLane);
+    credit_partner(r, lr.node, lr.partner, lr.from, lr.to);
+  }
+  r.send_holds.release(lr.hold);
+}
+
+// An MPI_Isend whose completing call entered before its receive was issued
+// and left after it waited from that enter to the issue.
+void Engine::finish_isend(Rank& r, uint64_t hold, const IsendWait& w) {
+  if (w.issue > w.wait_enter && w.wait_leave > w.issue) {
+    r.waits.add(w.wait_enter, w.issue, kLateReceiverSpan, kMatchLane);
+    credit_partner(r, w.node, w.partner, w.wait_enter, w.issue);
+  }
+  r.send_holds.release(hold);
+  r.isend_waits.erase(hold);
+}
+
+void Handler::isend_done(uint64_t hold, double enter, double leave, const Event& e, bool unmatched) {
+  if (hold == HoldQueue::kNone) return;
+  if (unmatched) {
+    r.send_holds.release(hold);
+    r.isend_waits.erase(hold);
+    return;
+  }
+  IsendWait& w = r.isend_waits[hold];
+  w.wait_enter = enter;
+  w.wait_leave = leave;
+  w.node = r.node(e.stream);
+  w.have_wait = true;
+  if (w.have_issue) eng.finish_isend(r, hold, w);
+}
+
+// A wait on `partner` (world rank) in the node's calls, inside the window:
+// uncertain when shorter than the two ranks' clock bounds together.
+void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from, double to) {
+  from = std::max(from, lo_);
+  to = std::min(to, hi_);
+  if (!(to > from)) return;
+  const int pi = index_of_world(partner);
+  const double bound = clock_error_[r.index] + (pi >= 0 ? clock_error_[static_cast<size_t>(pi)] : 0);
+  const double length = to - from;
+  add_partner_wait(r.acc[node].waited_for, partner, length, length < bound ? length : 0);
 }
 
 // A send reaches its destination rank: matched with the channel's oldest
 // waiting receive, or queued. (Inline in Handler::send, where the
 // destination is on the sender's worker.)
-[[gnu::always_inline]] inline void Engine::deliver_send(const SendRec& s) {
+[[gnu::always_inline]] inline void Engine::deliver_send(const SendRec& s, unsigned w, int parity) {
   Rank& d = *ranks_[static_cast<size_t>(index_of_world(s.key.dst))];
   Channel& ch = d.channel(s.key);
   if (ch.skip > 0) [[unlikely]] {  // its receive came before the window index's start
     --ch.skip;
+    if (s.hold != HoldQueue::kNone) {
+      const LateRecvRec none = s.leave == -kInf ? LateRecvRec{s.rank, s.node, d.rank, -kInf, -kInf, s.hold}
+                                                : LateRecvRec{s.rank, s.node, d.rank, s.enter, s.enter, s.hold};
+      if (worker_of_[static_cast<size_t>(s.rank)] == w) apply_late_receiver(none);
+      else late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(none);
+    }
     return;
   }
   if (!ch.recvs.empty()) {
     const PendingRecv pr = ch.recvs.pop();
-    account_recv(d, pr.issue, pr.enter, pr.leave, s.enter, kMatchLane);
+    account_recv(d, pr, s.queued(), s.key.src, w, parity, kMatchLane);
     d.holds.release(pr.hold);
   } else {
-    ch.sends.push(s.enter);
+    ch.sends.push(s.queued());
   }
 }
 
-void Handler::send(const ChannelKey& k, double enter, double, const Event&) {
+void Handler::send(const ChannelKey& k, double enter, double leave, const Event& e) {
   const int di = eng.index_of_world(k.dst);
+  const bool isend = e.kind == FuncKind::Isend && e.request != format::kNoRequest;
   if (di < 0) {
+    if (isend) r.last_isend_hold = HoldQueue::kNone;
     ++r.unmatched_sends;
     r.warn.add(WarningKind::MessagesToMissingRanks, [&] {
       return "rank " + std::to_string(r.rank) + " -> rank " + std::to_string(k.dst);
     });
     return;
   }
+  // A blocking send's wait for its receive is known once the receive is:
+  // hold the watermark at its enter.
+  // An MPI_Isend's, once both its receive and the call that completes it are.
+  const bool blocking = e.kind == FuncKind::Send && !e.in_flight;
+  const uint64_t hold = blocking || isend ? r.send_holds.add(enter) : HoldQueue::kNone;
+  if (isend) {
+    r.last_isend_hold = hold;
+    leave = -kInf;
+  }
+  const uint32_t node = r.node(e.stream);
   // The destination's worker queues it; when that is us, at once.
   const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
-  if (dw == w) eng.deliver_send(SendRec{k, enter});
+  if (dw == w) eng.deliver_send(SendRec{k, enter, leave, hold, static_cast<int32_t>(r.index), node}, w, parity);
   else eng.send_box(parity, w, dw).emplace_with([&](SendRec& s) {
     s.key.gid = k.gid;
     s.key.src = k.src;
     s.key.dst = k.dst;
     s.key.tag = k.tag;
     s.enter = enter;
+    s.leave = leave;
+    s.hold = hold;
+    s.rank = static_cast<int32_t>(r.index);
+    s.node = node;
   });
 }
 
@@ -60,12 +156,13 @@ void Handler::cancel_send(const ChannelKey& k, double send_enter) {
   const int di = eng.index_of_world(k.dst);
   if (di < 0) return;
   const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
-  if (dw == w) eng.ingest_send(SendRec{k, send_enter}, true);
-  else eng.cancel_box(parity, w, dw).push_back(SendRec{k, send_enter});
+  const SendRec s{k, send_enter, send_enter, HoldQueue::kNone, static_cast<int32_t>(r.index), 0};
+  if (dw == w) eng.ingest_send(s, true, w, parity);
+  else eng.cancel_box(parity, w, dw).push_back(s);
 }
 
 void Handler::recv(const ChannelKey& k, double issue, uint64_t hold, double enter, double leave,
-                   const Event&) {
+                   const Event& e) {
   if (eng.index_of_world(k.src) < 0) {
     ++r.unmatched_recvs;
     r.warn.add(WarningKind::MessagesFromMissingRanks, [&] {
@@ -75,26 +172,27 @@ void Handler::recv(const ChannelKey& k, double issue, uint64_t hold, double ente
     return;
   }
   Channel& ch = r.channel(k);
+  const uint32_t node = r.node(e.stream);
   if (ch.recvs.empty() && !ch.sends.empty()) {
-    const double s = ch.sends.pop();
-    eng.account_recv(r, issue, enter, leave, s, kDecodeLane);
+    const QueuedSend s = ch.sends.pop();
+    eng.account_recv(r, PendingRecv{issue, enter, leave, hold, node}, s, k.src, w, parity, kDecodeLane);
     r.holds.release(hold);
   } else {
     // Its wait is known once its send is: hold the rank's watermark at its issue
     // (a blocking call issues now, so holds stay in time order).
     if (hold == HoldQueue::kNone) hold = r.holds.add(issue);
-    ch.recvs.push(PendingRecv{issue, enter, leave, hold});
+    ch.recvs.push(PendingRecv{issue, enter, leave, hold, node});
   }
 }
 
-void Engine::ingest_send(const SendRec& s, bool cancel) {
+void Engine::ingest_send(const SendRec& s, bool cancel, unsigned w, int parity) {
   if (!cancel) {
-    deliver_send(s);
+    deliver_send(s, w, parity);
     return;
   }
   Rank& d = *ranks_[static_cast<size_t>(index_of_world(s.key.dst))];
   Channel* ch = d.find_channel(s.key);
-  if (!ch || !ch->sends.remove_last_if([&](double t) { return t == s.enter; }))
+  if (!ch || !ch->sends.remove_last_if([&](const QueuedSend& q) { return q.enter == s.enter; }))
     d.warn.add(WarningKind::CancelledSendMatched, [&] {
       return "rank " + std::to_string(s.key.src) + " -> rank " + std::to_string(s.key.dst) +
              " tag " + std::to_string(s.key.tag);

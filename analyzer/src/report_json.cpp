@@ -1,4 +1,6 @@
 // The JSON report: the keys docs/interfaces.md lists, in its order.
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "prof/analysis/report.h"
@@ -138,6 +140,25 @@ void write_json_report(const Analysis& a, std::ostream& out) {
     Json per = Json::array();
     for (const RankFigures& f : n.per_rank) per.push_back(rank_json(f));
     i["per_rank"] = per;
+    // Wait states: per_rank has one entry per rank of the trace (Analysis::ranks).
+    Json waits = Json::object();
+    for (int k = 0; k < kWaitKindCount; ++k) {
+      Json ranks = Json::array();
+      for (int rank : a.ranks) {
+        auto it = std::lower_bound(n.per_rank.begin(), n.per_rank.end(), rank,
+                                   [](const RankFigures& f, int r) { return f.rank < r; });
+        const bool has = it != n.per_rank.end() && it->rank == rank;
+        ranks.push_back(has ? it->waits[static_cast<size_t>(k)] : 0.0);
+      }
+      waits[kWaitKindKeys[k]] = Json{{"total", n.waits[static_cast<size_t>(k)]}, {"per_rank", ranks}};
+    }
+    i["wait_states"] = waits;
+    Json partners = Json::array();
+    for (size_t p = 0; p < n.waited_for.size() && p < kTopPartners; ++p) {
+      const PartnerWait& pw = n.waited_for[p];
+      partners.push_back(Json{{"rank", pw.rank}, {"seconds", pw.seconds}, {"uncertain_s", pw.uncertain_seconds}});
+    }
+    i["waited_for"] = partners;
     Json calls = Json::object();
     Json funcs = Json::array();
     for (const FunctionFigures& f : n.functions) {

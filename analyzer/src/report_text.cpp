@@ -66,6 +66,17 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
           << cf.min_rank << ' ' << num(cf.max) << ' ' << cf.max_rank << ' ' << tmid_text(cf.mean)
           << '\n';
     }
+    if (opt.wait_states) {
+      // Kinds in the JSON's order (the first six partition Potential Sync.),
+      // then the ranks waited for most.
+      out << "---Wait States---\n";
+      for (int k = 0; k < kWaitKindCount; ++k)
+        out << kWaitKindLabels[k] << ' ' << num(n.waits[static_cast<size_t>(k)]) << '\n';
+      out << "Waited for: Nproc Time Uncertain\n";
+      for (size_t p = 0; p < n.waited_for.size() && p < kTopPartners; ++p)
+        out << n.waited_for[p].rank << ' ' << num(n.waited_for[p].seconds) << ' '
+            << num(n.waited_for[p].uncertain_seconds) << '\n';
+    }
     auto shown = [&opt](int rank) {
       if (opt.ranks.empty()) return true;
       for (const auto& [lo, hi] : opt.ranks)

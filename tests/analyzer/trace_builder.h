@@ -31,7 +31,7 @@ constexpr uint64_t kMs = 1000000; // ns per millisecond
 enum Fn : uint16_t {
   Init = 1, Finalize, Send, Recv, Isend, Irecv, Wait, Waitall, Allreduce, Barrier, Alltoall,
   Sendrecv, Bcast, CommRank, Ibcast, SendInit, Start, RequestFree, RecvInit, Ialltoall, Compute,
-  Waitsome, Testsome, GrequestStart, GrequestComplete
+  Waitsome, Testsome, GrequestStart, GrequestComplete, Ssend, Reduce, Gather, Scatter, Allgatherv
 };
 
 // MPICH's handle for every send that completed at once (a builtin request).
@@ -104,6 +104,11 @@ class TraceBuilder {
         {Testsome, {FuncKind::Completion, "MPI_Testsome"}},
         {GrequestStart, {FuncKind::Other, "MPI_Grequest_start"}},
         {GrequestComplete, {FuncKind::Other, "MPI_GrequestComplete"}},
+        {Ssend, {FuncKind::Send, "MPI_Ssend"}},
+        {Reduce, {FuncKind::Collective, "MPI_Reduce"}},
+        {Gather, {FuncKind::Collective, "MPI_Gather"}},
+        {Scatter, {FuncKind::Collective, "MPI_Scatter"}},
+        {Allgatherv, {FuncKind::Collective, "MPI_Allgatherv"}},
     };
     for (const auto& [id, kn] : fns) t.function(id, kn.first, kn.second);
     t.callsite({1, 0x401000, "app.c", 100});
@@ -181,7 +186,7 @@ class TraceBuilder {
     put(r, e);
   }
   void collective(int r, Fn f, uint64_t enter, uint64_t leave, uint32_t comm = kWorld,
-                  uint64_t bytes = 8, uint32_t request = format::kNoRequest) {
+                  uint64_t bytes = 8, uint32_t request = format::kNoRequest, int root = 0) {
     Event e;
     e.func = f;
     e.kind = f == Alltoall ? FuncKind::AllToAll
@@ -191,7 +196,7 @@ class TraceBuilder {
     e.enter = enter;
     e.leave = leave;
     e.comm = comm;
-    e.root = 0;
+    e.root = root;
     e.bytes = bytes;
     e.request = request;
     put(r, e);
@@ -246,6 +251,15 @@ inline void expect_invariants(const analysis::Analysis& a) {
       for (double v : {f.time, f.mpi, f.idle, f.comm, f.sendrecv, f.collective, f.alltoall,
                        f.potential_sync, f.time_variation, f.time_of_start})
         EXPECT_GE(v, -kSlack) << where;
+      // Wait states: the kinds of Potential Sync. sum to it; each kind within T_r.
+      double kinds = 0;
+      for (int k = 0; k < analysis::kWaitKindCount; ++k) {
+        const double v = f.waits[static_cast<size_t>(k)];
+        EXPECT_GE(v, -kSlack) << where << " " << analysis::kWaitKindKeys[k];
+        EXPECT_LE(v, f.time + kSlack) << where << " " << analysis::kWaitKindKeys[k];
+        if (k != analysis::kLateReceiver) kinds += v;
+      }
+      EXPECT_NEAR(kinds, f.potential_sync, kSlack) << where;
     }
     EXPECT_LE(n.main.lost_time, n.main.total_time + kSlack) << "interval #" << i;
     if (n.parent >= 0) {

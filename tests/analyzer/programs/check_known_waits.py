@@ -47,6 +47,10 @@ def main(report_path, stamps_dir):
         c.within(f"{name}: rank 0 CPU time", rank_of(n, 0)["cpu_time"], cpu[0])
         c.within(f"{name}: efficiency", n["main"]["efficiency"],
                  (cpu[0] + cpu[1]) / (execution + execution))
+        # Its wait by kind, on rank 0 (the late sender or the last member).
+        kind = "wait_at_nxn" if iid == 3 else "late_sender"
+        c.within(f"{name}: rank 1 {kind}", wait_of(c, n, kind, 1), sync[1])
+        c.result(f"{name}: waited for rank 0", partners(n)[:1] == [0], str(partners(n)))
 
     n = c.one(4)
     if n:
@@ -81,7 +85,25 @@ def main(report_path, stamps_dir):
             total = span_max(*per_rank)
             c.within(f"interval {iid} execution time (3 executions)",
                      node["main"]["execution_time"], total)
+    n = c.one(7)
+    if n:
+        # Rank 0's synchronous send waits from its enter until rank 1 issues
+        # the receive, 50 ms later: a late receiver, apart from Potential Sync.
+        late = positive(c.enter(1, "7.recv") - c.enter(0, "7.ssend"))
+        c.within("late receiver: rank 0 late_receiver", wait_of(c, n, "late_receiver", 0), late)
+        c.within("late receiver: rank 0 potential sync", rank_of(n, 0)["potential_sync"], Span(0.0))
+        c.result("late receiver: waited for rank 1", partners(n)[:1] == [1], str(partners(n)))
     return c.finish()
+
+
+def wait_of(c, node, kind, rank):
+    """A rank's seconds of one wait kind (wait_states' per_rank follows the
+    report's top-level ranks)."""
+    return node["wait_states"][kind]["per_rank"][c.report["ranks"].index(rank)]
+
+
+def partners(node):
+    return [p["rank"] for p in node["waited_for"]]
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
  *   interval 3  late entry into a collective: rank 1 waits ~D in MPI_Allreduce
  *   interval 4  pure imbalance, no MPI: rank 0 computes 2D, rank 1 D -> Idle_1 ~ D
  *   interval 5  repeated 3 times, with interval 6 nested in it each time
+ *   interval 7  late receiver: rank 0's MPI_Ssend waits ~50 ms for rank 1's Recv
  *
  * "~D" is what an idle machine gives; a busy one stretches the computation or
  * delays a rank, so the program stamps (realrun.h) every marker and MPI call
@@ -104,8 +105,19 @@ int main(int argc, char** argv) {
     END(5, outer);
   }
 
+  MPI_Barrier(MPI_COMM_WORLD);
+  BEGIN(7, "7");
+  if (rank == 0) {
+    value = 7;
+    STAMPED("7", "ssend", MPI_Ssend(&value, 1, MPI_INT, 1, 70, MPI_COMM_WORLD));
+  } else {
+    compute(50);
+    STAMPED("7", "recv", MPI_Recv(&value, 1, MPI_INT, 0, 70, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  }
+  END(7, "7");
+
   if (rank == 1) printf("known_waits: value %d sum %d\n", value, sum);
   const int stamps_failed = realrun_write_stamps(rank);
   MPI_Finalize();
-  return (value == 2 && sum == 1 && !stamps_failed) ? 0 : 1;
+  return (value == 7 && sum == 1 && !stamps_failed) ? 0 : 1;
 }

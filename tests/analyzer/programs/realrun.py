@@ -127,7 +127,8 @@ def rank_of(node, rank):
 def check_invariants(check):
     """docs/metrics.md: per rank and interval, Comm <= MPI <= T, PotentSync <= T,
     TStart <= MPI; efficiency within [0, 1]; a nested interval's Execution Time,
-    and its T and MPI per rank, within its parent's."""
+    and its T and MPI per rank, within its parent's; the wait kinds of PotentSync
+    sum to it, each kind within [0, T]."""
     bad = []
     intervals = check.report["intervals"]
     for index, node in enumerate(intervals):
@@ -154,6 +155,21 @@ def check_invariants(check):
                 if p[lesser] > p[greater] + ROUNDING:
                     bad.append(f"{where} rank {r}: {lesser} {p[lesser]:.6f} > "
                                f"{greater} {p[greater]:.6f}")
+        # Wait states: the kinds of Potential Sync. sum to it, each kind within [0, T_r].
+        waits = node["wait_states"]
+        slot = {rank: i for i, rank in enumerate(check.report["ranks"])}
+        for p in node["per_rank"]:
+            r, i = p["rank"], slot[p["rank"]]
+            kinds = 0.0
+            for key, kind in waits.items():
+                v = kind["per_rank"][i]
+                if not (-ROUNDING <= v <= p["time"] + ROUNDING):
+                    bad.append(f"{where} rank {r}: {key} {v:.6f} outside [0, T_r {p['time']:.6f}]")
+                if key != "late_receiver":
+                    kinds += v
+            if abs(kinds - p["potential_sync"]) > ROUNDING:
+                bad.append(f"{where} rank {r}: wait kinds sum to {kinds:.9f}, "
+                           f"potential_sync {p['potential_sync']:.9f}")
     for b in bad[:20]:
         print(f"     {b}")
     check.result("invariants of metrics.md on every interval and rank", not bad,

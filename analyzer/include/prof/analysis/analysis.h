@@ -36,6 +36,39 @@ enum class Comparative : int {
 inline constexpr int kComparativeCount = 7;
 
 // One rank's figures in one interval, summed over the rank's executions of it.
+// Wait states by kind (docs/metrics.md, "Wait states by kind"), in the order
+// of the JSON keys. The kinds before kLateReceiver partition Potential Sync.;
+// a late receiver stands apart from it.
+enum WaitKind : int {
+  kLateSender = 0,
+  kWaitAtBarrier,
+  kWaitAtNxN,
+  kLateRoot,
+  kEarlyRoot,
+  kWaitAtCollectiveOther,
+  kLateReceiver,
+  kWaitKindCount,
+};
+inline constexpr const char* kWaitKindKeys[kWaitKindCount] = {
+    "late_sender", "wait_at_barrier", "wait_at_nxn", "late_root", "early_root",
+    "wait_at_collective_other", "late_receiver"};
+inline constexpr const char* kWaitKindLabels[kWaitKindCount] = {
+    "Late Sender", "Wait at Barrier", "Wait at NxN", "Late Root", "Early Root",
+    "Other Collective Wait", "Late Receiver"};
+
+// Waits of an interval on one partner rank (the late sender, the late
+// receiver, or a collective's last member to enter), summed over ranks.
+struct PartnerWait {
+  int rank = -1;           // the partner, MPI_COMM_WORLD rank
+  double seconds = 0;      // time spent waiting for it
+  // The part of `seconds` in waits each shorter than the two ranks' clock
+  // offset bounds together: the order of the two events is not certain.
+  double uncertain_seconds = 0;
+};
+
+// How many partners reports list per interval (the largest waits).
+inline constexpr size_t kTopPartners = 10;
+
 struct RankFigures {
   int rank = -1;               // MPI_COMM_WORLD rank
   uint64_t executions = 0;     // 0: the rank never executed the interval
@@ -52,6 +85,7 @@ struct RankFigures {
   double time_variation = 0;
   double time_of_start = 0;
   uint64_t calls = 0;          // MPI calls (markers excluded)
+  std::array<double, kWaitKindCount> waits{};  // by WaitKind
 
   double comparative(Comparative c) const;
 };
@@ -116,6 +150,8 @@ struct IntervalNode {
   std::array<ComparativeFigures, kComparativeCount> comparative{};
   std::vector<RankFigures> per_rank;       // executing ranks only, by rank
   std::vector<FunctionFigures> functions;  // by time, largest first
+  std::array<double, kWaitKindCount> waits{};  // by WaitKind, over ranks
+  std::vector<PartnerWait> waited_for;         // by seconds, largest first
 
   // The file name the text report prints: the file, or where the address is
   // ("object+0xoffset", else the address in hex) when it was not resolved.

@@ -14,6 +14,7 @@ namespace prof::analysis {
 struct TextOptions {
   bool per_rank = true;    // the per-rank table after the main block
   bool functions = false;  // the mpiP-style profile of each interval
+  bool wait_states = false;  // each interval's wait states by kind and the partners waited for
   // The ranks whose lines the per-rank tables print (inclusive ranges; empty:
   // every rank). The comparative min/max/mean always covers every rank, and
   // JSON every per-rank figure.

@@ -1,0 +1,236 @@
+// Wait states by kind (docs/metrics.md, "Wait states by kind"): traces that
+// plant each kind with a known amount and partner. Times are integer
+// nanoseconds, so the tolerance of an exact figure is one nanosecond (kTol);
+// analyze_usable checks the invariants (the kinds of Potential Sync. sum to
+// it) on every trace.
+#include <sstream>
+
+#include "prof/analysis/report.h"
+#include "trace_builder.h"
+
+namespace prof::test {
+namespace {
+
+using analysis::WaitKind;
+
+double wait_of(const analysis::IntervalNode& n, int rank, WaitKind k) {
+  const auto* f = rank_of(n, rank);
+  return f ? f->waits[static_cast<size_t>(k)] : -1;
+}
+
+// Every kind but `k` is zero on every rank of `n`.
+void expect_only(const analysis::IntervalNode& n, WaitKind k) {
+  for (const auto& f : n.per_rank)
+    for (int other = 0; other < analysis::kWaitKindCount; ++other) {
+      if (other == k) continue;
+      EXPECT_NEAR(f.waits[static_cast<size_t>(other)], 0, kTol) << "rank " << f.rank << " " << analysis::kWaitKindKeys[other];
+    }
+}
+
+analysis::Analysis analyze_with(const TraceBuilder& b, unsigned threads) {
+  analysis::Options o;
+  o.threads = threads;
+  analysis::Analysis a = analyze_checked(b.dir(), o);
+  EXPECT_TRUE(a.usable());
+  return a;
+}
+
+TEST(WaitStates, LateSenderNamesTheSender) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.recv(0, 2 * kMs, 7100 * kUs, 1, 5);  // posted 5 ms before the send
+  b.send(1, 7 * kMs, 7200 * kUs, 0, 5);  // left after the receive's issue: no late receiver
+  for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+  const auto a = analyze_usable(b);
+  const auto& root = a.intervals[0];
+  EXPECT_NEAR(wait_of(root, 0, analysis::kLateSender), ms(5), kTol);
+  EXPECT_NEAR(root.waits[analysis::kLateSender], ms(5), kTol);
+  expect_only(root, analysis::kLateSender);
+  ASSERT_EQ(root.waited_for.size(), 1u);
+  EXPECT_EQ(root.waited_for[0].rank, 1);
+  EXPECT_NEAR(root.waited_for[0].seconds, ms(5), kTol);
+  EXPECT_NEAR(root.waited_for[0].uncertain_seconds, 0, kTol);  // no clock bound known
+}
+
+// A synchronous send entered 50 ms before its receive was issued: the sender
+// waits 50 ms (apart from Potential Sync.), on the receiver; an eager send
+// that left before its receive was issued did not wait. With one worker and
+// with two (the receive's issue then goes back to the other worker).
+TEST(WaitStates, LateReceiverOfASynchronousSend) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.begin(0, 1 * kMs, 3);
+  b.p2p(0, Ssend, FuncKind::Send, 2 * kMs, 52100 * kUs, 1, 5);
+  b.send(0, 53 * kMs, 53010 * kUs, 1, 6);  // eager: left at once
+  b.end(0, 54 * kMs, 3);
+  b.recv(1, 52 * kMs, 52090 * kUs, 0, 5);
+  b.recv(1, 60 * kMs, 60010 * kUs, 0, 6);  // issued long after its send left
+  for (int r = 0; r < 2; ++r) b.finalize(r, 70 * kMs, 71 * kMs);
+  b.close();
+  for (unsigned threads : {1u, 2u}) {
+    const auto a = analyze_with(b, threads);
+    const auto* in3 = find_interval(a, 3);
+    ASSERT_TRUE(in3);
+    EXPECT_NEAR(wait_of(*in3, 0, analysis::kLateReceiver), ms(50), kTol) << threads;
+    EXPECT_NEAR(rank_of(*in3, 0)->potential_sync, 0, kTol);
+    expect_only(*in3, analysis::kLateReceiver);
+    ASSERT_EQ(in3->waited_for.size(), 1u);
+    EXPECT_EQ(in3->waited_for[0].rank, 1);
+    EXPECT_NEAR(in3->waited_for[0].seconds, ms(50), kTol);
+    // The root holds it too; the late eager message makes rank 1 no late sender.
+    EXPECT_NEAR(a.intervals[0].waits[analysis::kLateReceiver], ms(50), kTol);
+    EXPECT_NEAR(a.intervals[0].waits[analysis::kLateSender], 0, kTol);
+  }
+}
+
+// The MPI_Wait of an MPI_Isend entered 50 ms before the receive was issued:
+// a late receiver from the Wait's enter; another Isend, sharing its handle,
+// whose Wait left before its receive was issued did not wait.
+TEST(WaitStates, LateReceiverInTheWaitOfAnIsend) {
+  TraceBuilder b(2);
+  const uint32_t sq = 0xAC000021u;
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.isend(0, 2 * kMs, 2010 * kUs, 1, 5, sq);
+  b.wait(0, Wait, 3 * kMs, 53100 * kUs, {TraceBuilder::done(sq)});
+  b.isend(0, 54 * kMs, 54010 * kUs, 1, 6, sq);
+  b.wait(0, Wait, 55 * kMs, 55010 * kUs, {TraceBuilder::done(sq)});
+  b.recv(1, 53 * kMs, 53090 * kUs, 0, 5);
+  b.recv(1, 60 * kMs, 60010 * kUs, 0, 6);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 70 * kMs, 71 * kMs);
+  b.close();
+  for (unsigned threads : {1u, 2u}) {
+    const auto a = analyze_with(b, threads);
+    const auto& root = a.intervals[0];
+    EXPECT_NEAR(wait_of(root, 0, analysis::kLateReceiver), ms(50), kTol) << threads;
+    expect_only(root, analysis::kLateReceiver);
+    ASSERT_EQ(root.waited_for.size(), 1u);
+    EXPECT_EQ(root.waited_for[0].rank, 1);
+    EXPECT_NEAR(root.waited_for[0].seconds, ms(50), kTol);
+  }
+}
+
+// Rank 3 enters 5 ms late: every other rank waits 5 ms on it, of the kind
+// its call gives.
+void late_member(Fn f, WaitKind kind) {
+  TraceBuilder b(4);
+  for (int r = 0; r < 4; ++r) b.init(r, 0, 1 * kMs);
+  for (int r = 0; r < 4; ++r) b.collective(r, f, r == 3 ? 7 * kMs : 2 * kMs, 7100 * kUs + r * 10 * kUs);
+  for (int r = 0; r < 4; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+  const auto a = analyze_usable(b);
+  const auto& root = a.intervals[0];
+  for (int r = 0; r < 3; ++r) EXPECT_NEAR(wait_of(root, r, kind), ms(5), kTol) << r;
+  EXPECT_NEAR(wait_of(root, 3, kind), 0, kTol);
+  EXPECT_NEAR(root.waits[kind], ms(15), kTol);
+  expect_only(root, kind);
+  ASSERT_EQ(root.waited_for.size(), 1u);
+  EXPECT_EQ(root.waited_for[0].rank, 3);
+  EXPECT_NEAR(root.waited_for[0].seconds, ms(15), kTol);
+}
+
+TEST(WaitStates, WaitAtBarrier) { late_member(Barrier, analysis::kWaitAtBarrier); }
+TEST(WaitStates, WaitAtNxNAllreduce) { late_member(Allreduce, analysis::kWaitAtNxN); }
+TEST(WaitStates, WaitAtNxNAllgatherv) { late_member(Allgatherv, analysis::kWaitAtNxN); }
+TEST(WaitStates, WaitAtNxNAlltoall) { late_member(Alltoall, analysis::kWaitAtNxN); }
+
+// A Bcast rooted at rank 0 entering at 5 ms; rank 1 enters at 2 ms, rank 2
+// last at 7 ms. Rank 1 is late-root for 3 ms, then waits 2 ms on rank 2
+// (other); the root waits 2 ms on rank 2 (other).
+TEST(WaitStates, LateRootThenTheLastMember) {
+  TraceBuilder b(3);
+  for (int r = 0; r < 3; ++r) b.init(r, 0, 1 * kMs);
+  const uint64_t enter[3] = {5 * kMs, 2 * kMs, 7 * kMs};
+  for (int r = 0; r < 3; ++r) b.collective(r, Bcast, enter[r], 8 * kMs);
+  for (int r = 0; r < 3; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+  const auto a = analyze_usable(b);
+  const auto& root = a.intervals[0];
+  EXPECT_NEAR(wait_of(root, 1, analysis::kLateRoot), ms(3), kTol);
+  EXPECT_NEAR(wait_of(root, 1, analysis::kWaitAtCollectiveOther), ms(2), kTol);
+  EXPECT_NEAR(wait_of(root, 0, analysis::kLateRoot), 0, kTol);
+  EXPECT_NEAR(wait_of(root, 0, analysis::kWaitAtCollectiveOther), ms(2), kTol);
+  EXPECT_NEAR(root.waits[analysis::kWaitAtCollectiveOther], ms(4), kTol);
+  ASSERT_EQ(root.waited_for.size(), 1u);
+  EXPECT_EQ(root.waited_for[0].rank, 2);
+  EXPECT_NEAR(root.waited_for[0].seconds, ms(7), kTol);
+}
+
+// A Reduce rooted at rank 1 (entering first, at 2 ms); ranks 0 and 2 enter at
+// 4 and 6 ms. The root is early for 4 ms; rank 0's 2 ms are other.
+TEST(WaitStates, EarlyRootOfAReduce) {
+  TraceBuilder b(3);
+  for (int r = 0; r < 3; ++r) b.init(r, 0, 1 * kMs);
+  const uint64_t enter[3] = {4 * kMs, 2 * kMs, 6 * kMs};
+  for (int r = 0; r < 3; ++r) b.collective(r, Reduce, enter[r], 7 * kMs, kWorld, 8, format::kNoRequest, 1);
+  for (int r = 0; r < 3; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+  const auto a = analyze_usable(b);
+  const auto& root = a.intervals[0];
+  EXPECT_NEAR(wait_of(root, 1, analysis::kEarlyRoot), ms(4), kTol);
+  EXPECT_NEAR(wait_of(root, 0, analysis::kEarlyRoot), 0, kTol);
+  EXPECT_NEAR(wait_of(root, 0, analysis::kWaitAtCollectiveOther), ms(2), kTol);
+  EXPECT_NEAR(root.waits[analysis::kEarlyRoot], ms(4), kTol);
+}
+
+// A rank computing 30 ms more inside interval 3 before an Allreduce: the
+// others' waits are in interval 3 and its parent, on that rank; a wait
+// shorter than the two ranks' clock bounds together is uncertain.
+TEST(WaitStates, WaitsBelongToTheIntervalAndItsParent) {
+  TraceBuilder b(2);
+  // Rank 1's clock is known within 1 us (a 2 us round trip), rank 0's within 0.
+  b.w(1).clock_sync({"init", 0, 0, 2 * kUs});
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  for (int r = 0; r < 2; ++r) {
+    b.begin(r, 2 * kMs, 1);
+    b.begin(r, 3 * kMs, 3, 2);
+    b.collective(r, Allreduce, r == 1 ? 34 * kMs : 4 * kMs, 35 * kMs);
+    b.end(r, 36 * kMs, 3, 2);
+    // A 0.5 us wait: within the clock bound.
+    b.collective(r, Barrier, r == 1 ? 37 * kMs + 500 : 37 * kMs, 38 * kMs);
+    b.end(r, 40 * kMs, 1);
+  }
+  for (int r = 0; r < 2; ++r) b.finalize(r, 50 * kMs, 51 * kMs);
+  b.close();
+  const auto a = analyze_usable(b);
+  const auto* in3 = find_interval(a, 3);
+  const auto* in1 = find_interval(a, 1);
+  ASSERT_TRUE(in3 && in1);
+  EXPECT_NEAR(wait_of(*in3, 0, analysis::kWaitAtNxN), ms(30), kTol);
+  expect_only(*in3, analysis::kWaitAtNxN);
+  ASSERT_EQ(in3->waited_for.size(), 1u);
+  EXPECT_EQ(in3->waited_for[0].rank, 1);
+  EXPECT_NEAR(in3->waited_for[0].uncertain_seconds, 0, kTol);
+  EXPECT_NEAR(wait_of(*in1, 0, analysis::kWaitAtNxN), ms(30), kTol);
+  EXPECT_NEAR(wait_of(*in1, 0, analysis::kWaitAtBarrier), 500e-9, kTol);
+  ASSERT_EQ(in1->waited_for.size(), 1u);
+  EXPECT_NEAR(in1->waited_for[0].seconds, ms(30) + 500e-9, kTol);
+  EXPECT_NEAR(in1->waited_for[0].uncertain_seconds, 500e-9, kTol);
+}
+
+// The text report prints the section only when asked (--wait-states), after
+// the comparative table.
+TEST(WaitStates, TextSectionOnlyWhenAsked) {
+  TraceBuilder b(4);
+  for (int r = 0; r < 4; ++r) b.init(r, 0, 1 * kMs);
+  for (int r = 0; r < 4; ++r) b.collective(r, Barrier, r == 3 ? 7 * kMs : 2 * kMs, 7100 * kUs);
+  for (int r = 0; r < 4; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+  const auto a = analyze_usable(b);
+  std::ostringstream plain, with;
+  analysis::write_text_report(a, plain, {});
+  analysis::TextOptions opt;
+  opt.wait_states = true;
+  analysis::write_text_report(a, with, opt);
+  EXPECT_EQ(plain.str().find("---Wait States---"), std::string::npos);
+  const std::string t = with.str();
+  const size_t section = t.find("---Wait States---\n");
+  ASSERT_NE(section, std::string::npos);
+  EXPECT_LT(t.find("---Comparative Characteristics---"), section);
+  EXPECT_LT(section, t.find("---Characteristics per Processor---"));
+  EXPECT_NE(t.find("Wait at Barrier 0.015000\nWait at NxN 0.000000\n", section), std::string::npos);
+  EXPECT_NE(t.find("Waited for: Nproc Time Uncertain\n3 0.015000 0.000000\n", section), std::string::npos);
+}
+
+}  // namespace
+}  // namespace prof::test
