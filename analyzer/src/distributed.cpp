@@ -475,21 +475,7 @@ void Engine::rebuild_global_nodes() {
   gindex_.clear();
   global_nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, kInf});
   for (const Item& it : items) {
-    Rank& r = *ranks_[it.rank];
-    uint32_t gi = 0;
-    if (it.li > 0) {
-      const NodeKey k{r.gmap[r.nodes[it.li].parent], r.nodes[it.li].id, r.nodes[it.li].site};
-      if (const uint32_t* f = gindex_.find(k)) {
-        gi = *f;
-      } else {
-        gi = static_cast<uint32_t>(global_nodes_.size());
-        global_nodes_.push_back(GNode{k.parent, k.id, k.site, {}, {}, kInf});
-        global_nodes_[k.parent].children.push_back(gi);
-        gindex_[k] = gi;
-      }
-    }
-    r.gmap.push_back(gi);
-    global_nodes_[gi].members.emplace_back(it.rank, it.li);
+    join_tree(*ranks_[it.rank], it.li);
   }
 }
 

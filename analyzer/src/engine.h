@@ -752,6 +752,7 @@ class Engine {
   void sweep(unsigned w, int parity, bool direct);
   bool boxes_empty() const;
   void merge_nodes();
+  void join_tree(Rank& r, size_t li);
   void finish(Analysis& a);
   void collect_warnings_and_stats(Analysis& a);
   void read_warnings(Analysis& a, std::map<std::string, Warning>& warns);

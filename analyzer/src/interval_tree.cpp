@@ -43,22 +43,28 @@ void Engine::merge_nodes() {
     Rank& r = *rp;
     for (size_t li = r.gmap.size(); li < r.nodes.size(); ++li) {
       r.merged_at.push_back(merges_);
-      uint32_t gi = 0;
-      if (li > 0) {
-        const NodeKey k{r.gmap[r.nodes[li].parent], r.nodes[li].id, r.nodes[li].site};
-        if (const uint32_t* f = gindex_.find(k)) {
-          gi = *f;
-        } else {
-          gi = static_cast<uint32_t>(global_nodes_.size());
-          global_nodes_.push_back(GNode{k.parent, k.id, k.site, {}, {}, kInf});
-          global_nodes_[k.parent].children.push_back(gi);
-          gindex_[k] = gi;
-        }
-      }
-      r.gmap.push_back(gi);
-      global_nodes_[gi].members.emplace_back(static_cast<uint32_t>(r.index), static_cast<uint32_t>(li));
+      join_tree(r, li);
     }
   }
+}
+
+// A rank's local node li (its parent joined already) takes its place in the
+// tree across ranks: the node of the same parent, id and call site, or a new one.
+void Engine::join_tree(Rank& r, size_t li) {
+  uint32_t gi = 0;
+  if (li > 0) {
+    const NodeKey k{r.gmap[r.nodes[li].parent], r.nodes[li].id, r.nodes[li].site};
+    if (const uint32_t* f = gindex_.find(k)) {
+      gi = *f;
+    } else {
+      gi = static_cast<uint32_t>(global_nodes_.size());
+      global_nodes_.push_back(GNode{k.parent, k.id, k.site, {}, {}, kInf});
+      global_nodes_[k.parent].children.push_back(gi);
+      gindex_[k] = gi;
+    }
+  }
+  r.gmap.push_back(gi);
+  global_nodes_[gi].members.emplace_back(static_cast<uint32_t>(r.index), static_cast<uint32_t>(li));
 }
 
 void add_into(NodeAcc& to, const NodeAcc& from) {
