@@ -12,6 +12,7 @@
 #include <limits>
 #include <set>
 
+#include "damage_stop.h"
 #include "interpret.h"
 #include "prof/analysis/analysis.h"
 #include "prof/definition_lines.h"
@@ -284,12 +285,17 @@ bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::stri
   Registry reg;
   reg.build(traces);
 
-  // Time zero: the earliest event of the run.
+  // Time zero: the earliest event of the run (not one that damage put
+  // outside it).
+  const auto [span_first, span_last] = run_span(traces);
   double t0 = std::numeric_limits<double>::infinity();
   for (const RankTrace* t : traces) {
     auto c = t->events();
     Event e;
-    if (c.next(e)) t0 = std::min(t0, t->to_global_ns(e.enter));
+    if (c.next(e) && c.gaps() == 0) {
+      const double enter = t->to_global_ns(e.enter);
+      if (enter >= span_first && enter <= span_last) t0 = std::min(t0, enter);
+    }
   }
   if (!std::isfinite(t0)) t0 = 0;
 
@@ -304,9 +310,19 @@ bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::stri
     h.rank_trace = &rank_trace;
     h.comms = &interp.comms();
     auto cursor = rank_trace.events();
-    Event e;
-    while (cursor.next(e)) interp.process(e, interp.global(e.enter), h);
-    if (rank_trace.heartbeat() != 0) h.intervals.note_alive(interp.global(rank_trace.last_alive()));
+    // A damaged rank ends where the analysis ends it (damage_stop.h).
+    DamageStop damage;
+    damage.span_first = span_first;
+    damage.span_last = span_last;
+    while (!damage.stopped) {
+      std::span<const Event> batch = cursor.next_batch();
+      if (batch.empty()) break;
+      if (!damage.admits(cursor, batch, interp)) [[unlikely]]
+        batch = damage.cut(cursor, batch, interp);
+      for (const Event& e : batch) interp.process(e, interp.global(e.enter), h);
+    }
+    if (rank_trace.heartbeat() != 0 && !damage.stopped)
+      h.intervals.note_alive(interp.global(rank_trace.last_alive()));
     h.intervals.finish(h);
     h.streams.insert(0);
     for (uint32_t s : h.streams) {

@@ -9,8 +9,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "prof/analysis/timeline.h"
 #include "trace_builder.h"
@@ -241,6 +243,16 @@ TEST(DamagedInput, ChunkTimeOutsideTheRunEndsTheRankThere) {
   EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
     return w.find("outside the run's span") != std::string::npos;
   }));
+  // So does the Chrome export: no event past the run (timestamps in us).
+  const std::string chrome = b.dir() + "/chrome.json";
+  run_cli(b.dir() + " -o /dev/null --chrome-trace " + chrome);
+  std::ifstream in(chrome);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_NE(text.find("\"ts\":"), std::string::npos);
+  double latest = 0;
+  for (size_t at = text.find("\"ts\":"); at != std::string::npos; at = text.find("\"ts\":", at + 1))
+    latest = std::max(latest, std::strtod(text.c_str() + at + 5, nullptr));
+  EXPECT_LT(latest, 0.31e6);
 }
 
 TEST(DamagedInput, ZeroLengthFiles) {
