@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 #include <sstream>
 
+#include "prof/analysis/characteristics.h"
 #include "prof/analysis/report.h"
 #include "trace_session.h"
 
@@ -47,14 +48,6 @@ void set_header(QStandardItemModel* m, const QStringList& labels, const QStringL
   }
 }
 
-const QStringList kPerRankLabels = {"Nproc", "EXE_Count", "Time", "CPU", "MPI", "Idle", "Lost", "Comm",
-                                    "SendRecv", "CollectiveAll", "AllToAll", "PotentSync",
-                                    "TimeVariation", "TimeOfStart", "Calls"};
-const QStringList kPerRankKeys = {"rank", "executions", "time", "cpu_time", "mpi_time", "idle_time",
-                                  "lost_time", "comm_time", "sendrecv_time", "collective_time",
-                                  "alltoall_time", "potential_sync", "time_variation", "time_of_start",
-                                  "calls"};
-
 }  // namespace
 
 CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
@@ -86,7 +79,12 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
   set_header(main_, {tr("Main characteristic"), tr("Value")}, {});
   set_header(comparative_, {tr("Comparative"), "Tmin", "Nproc", "Tmax", "Nproc", "Tmid"},
              {"", "min", "min_rank", "max", "max_rank", "mean"});
-  set_header(per_rank_, kPerRankLabels, kPerRankKeys);
+  QStringList rank_columns, rank_keys;
+  for (const analysis::RankCharacteristic& c : analysis::kRankCharacteristics) {
+    rank_columns << c.column;
+    rank_keys << c.key;
+  }
+  set_header(per_rank_, rank_columns, rank_keys);
   set_header(functions_, {tr("Function"), tr("Calls"), tr("Time (s)"), tr("Bytes")},
              {"name", "calls", "time", "bytes"});
 
@@ -153,42 +151,22 @@ void CharacteristicsPanel::showInterval(std::shared_ptr<const analysis::Analysis
 
   main_->setRowCount(0);
   const auto& m = n.main;
-  const std::pair<const char*, std::pair<const char*, double>> rows[] = {
-      {"efficiency", {"Parallelization Efficiency", m.efficiency}},
-      {"execution_time", {"Execution Time", m.execution_time}},
-      {"processors", {"Processors", static_cast<double>(m.processors)}},
-      {"total_time", {"Total Time", m.total_time}},
-      {"productive_time", {"Productive Time (CPU MPI)", m.productive_time}},
-      {"lost_time", {"Lost Time", m.lost_time}},
-      {"mpi_time", {"---MPI Time", m.mpi_time}},
-      {"idle_time", {"---Idle Time", m.idle_time}},
-      {"comm_time", {"---Comm. Time", m.comm_time}},
-      {"sendrecv_time", {"*****SendRecv Time", m.sendrecv_time}},
-      {"collective_time", {"*****CollectiveAll Time", m.collective_time}},
-      {"alltoall_time", {"*****AllToAll Time", m.alltoall_time}},
-      {"potential_sync", {"Potential Sync.", m.potential_sync}},
-      {"time_variation", {"Time Variation", m.time_variation}},
-      {"time_of_start", {"Time of Start", m.time_of_start}},
-  };
-  for (const auto& [key, row] : rows)
-    main_->appendRow({text_item(tr(row.first), key), number_item(row.second, std::string_view(key) == "processors")});
+  for (const analysis::MainCharacteristic& c : analysis::kMainCharacteristics)
+    main_->appendRow({text_item(QString(c.label) + c.text_suffix, c.key), number_item(c.value(m), c.integer)});
 
   comparative_->setRowCount(0);
-  for (int c = 0; c < analysis::kComparativeCount; ++c) {
-    const auto kind = static_cast<analysis::Comparative>(c);
-    const auto& f = n.comparative[static_cast<size_t>(c)];
-    comparative_->appendRow({text_item(analysis::comparative_label(kind), analysis::comparative_key(kind)),
+  for (const analysis::ComparativeCharacteristic& c : analysis::kComparativeCharacteristics) {
+    const auto& f = n.comparative[static_cast<size_t>(c.which)];
+    comparative_->appendRow({text_item(c.label, c.key),
                              number_item(f.min), number_item(f.min_rank, true), number_item(f.max),
                              number_item(f.max_rank, true), tmid_item(f.mean)});
   }
 
   per_rank_->setRowCount(0);
   for (const auto& f : n.per_rank) {
-    QList<QStandardItem*> items = {number_item(f.rank, true), number_item(static_cast<double>(f.executions), true)};
-    for (double v : {f.time, f.cpu, f.mpi, f.idle, f.lost, f.comm, f.sendrecv, f.collective, f.alltoall,
-                     f.potential_sync, f.time_variation, f.time_of_start})
-      items << number_item(v);
-    items << number_item(static_cast<double>(f.calls), true);
+    QList<QStandardItem*> items;
+    for (const analysis::RankCharacteristic& c : analysis::kRankCharacteristics)
+      items << number_item(c.value(f), c.integer);
     per_rank_->appendRow(items);
   }
 

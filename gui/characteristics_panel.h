@@ -34,7 +34,7 @@ class CharacteristicsPanel : public QWidget {
   int interval() const { return interval_; }
 
   // Tables: rows of (name, value) with KeyRole on column 0; comparative rows
-  // (name, Tmin, Nproc, Tmax, Nproc, Tmid) keyed by comparative_key; per-rank
+  // (name, Tmin, Nproc, Tmax, Nproc, Tmid) keyed as in characteristics.h; per-rank
   // and function rows with a KeyRole per header section.
   QStandardItemModel* mainTable() const { return main_; }
   QStandardItemModel* comparativeTable() const { return comparative_; }

@@ -777,49 +777,10 @@ using namespace detail;
 
 // ---------------------------------------------------------------------------
 
-double RankFigures::comparative(Comparative c) const {
-  switch (c) {
-    case Comparative::Lost: return lost;
-    case Comparative::Idle: return idle;
-    case Comparative::Comm: return comm;
-    case Comparative::Mpi: return mpi;
-    case Comparative::PotentialSync: return potential_sync;
-    case Comparative::TimeVariation: return time_variation;
-    case Comparative::TimeOfStart: return time_of_start;
-  }
-  return 0;
-}
-
 std::string IntervalNode::source_label() const {
   if (!source_file.empty()) return source_file;
   if (!unresolved.empty()) return unresolved;
   return hex(address);
-}
-
-const char* comparative_label(Comparative c) {
-  switch (c) {
-    case Comparative::Lost: return "Lost Time";
-    case Comparative::Idle: return "Idle Time";
-    case Comparative::Comm: return "Comm. Time";
-    case Comparative::Mpi: return "MPI Time";
-    case Comparative::PotentialSync: return "Potential Sync.";
-    case Comparative::TimeVariation: return "Time variation";
-    case Comparative::TimeOfStart: return "Time of Start";
-  }
-  return "";
-}
-
-const char* comparative_key(Comparative c) {
-  switch (c) {
-    case Comparative::Lost: return "lost_time";
-    case Comparative::Idle: return "idle_time";
-    case Comparative::Comm: return "comm_time";
-    case Comparative::Mpi: return "mpi_time";
-    case Comparative::PotentialSync: return "potential_sync";
-    case Comparative::TimeVariation: return "time_variation";
-    case Comparative::TimeOfStart: return "time_of_start";
-  }
-  return "";
 }
 
 // A whole analysis also writes the window index where the trace has no usable

@@ -2,6 +2,7 @@
 // (docs/metrics.md).
 #include <filesystem>
 
+#include "prof/analysis/characteristics.h"
 #include "interval_steps.h"
 
 namespace prof::analysis::detail {
@@ -250,12 +251,12 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
       *v *= s;
     node.per_rank.push_back(f);
   }
-  for (int c = 0; c < kComparativeCount; ++c) {
-    ComparativeFigures& cf = node.comparative[static_cast<size_t>(c)];
+  for (const ComparativeCharacteristic& c : kComparativeCharacteristics) {
+    ComparativeFigures& cf = node.comparative[static_cast<size_t>(c.which)];
     bool first = true;
     double sum = 0;
     for (const RankFigures& f : node.per_rank) {
-      const double v = f.comparative(static_cast<Comparative>(c));
+      const double v = c.value(f);
       sum += v;
       if (first || v < cf.min) {
         cf.min = v;

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "prof/analysis/characteristics.h"
 #include "prof/analysis/report.h"
 #include "prof/definition_lines.h"
 
@@ -12,39 +13,21 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 Json main_json(const MainFigures& m) {
-  return Json{{"efficiency", m.efficiency},
-              {"execution_time", m.execution_time},
-              {"processors", m.processors},
-              {"total_time", m.total_time},
-              {"productive_time", m.productive_time},
-              {"lost_time", m.lost_time},
-              {"mpi_time", m.mpi_time},
-              {"idle_time", m.idle_time},
-              {"comm_time", m.comm_time},
-              {"sendrecv_time", m.sendrecv_time},
-              {"collective_time", m.collective_time},
-              {"alltoall_time", m.alltoall_time},
-              {"potential_sync", m.potential_sync},
-              {"time_variation", m.time_variation},
-              {"time_of_start", m.time_of_start}};
+  Json j = Json::object();
+  for (const MainCharacteristic& c : kMainCharacteristics) {
+    const double v = c.value(m);
+    j[c.key] = c.integer ? Json(static_cast<long long>(v)) : Json(v);
+  }
+  return j;
 }
 
 Json rank_json(const RankFigures& f) {
-  return Json{{"rank", f.rank},
-              {"executions", f.executions},
-              {"time", f.time},
-              {"cpu_time", f.cpu},
-              {"lost_time", f.lost},
-              {"mpi_time", f.mpi},
-              {"idle_time", f.idle},
-              {"comm_time", f.comm},
-              {"sendrecv_time", f.sendrecv},
-              {"collective_time", f.collective},
-              {"alltoall_time", f.alltoall},
-              {"potential_sync", f.potential_sync},
-              {"time_variation", f.time_variation},
-              {"time_of_start", f.time_of_start},
-              {"calls", f.calls}};
+  Json j = Json::object();
+  for (const RankCharacteristic& c : kRankCharacteristics) {
+    const double v = c.value(f);
+    j[c.key] = c.integer ? Json(static_cast<unsigned long long>(v)) : Json(v);
+  }
+  return j;
 }
 
 }  // namespace
@@ -130,9 +113,9 @@ void write_json_report(const Analysis& a, std::ostream& out) {
     i["first_enter"] = n.first_enter;
     i["main"] = main_json(n.main);
     Json comp;
-    for (int c = 0; c < kComparativeCount; ++c) {
-      const ComparativeFigures& cf = n.comparative[static_cast<size_t>(c)];
-      comp[comparative_key(static_cast<Comparative>(c))] =
+    for (const ComparativeCharacteristic& c : kComparativeCharacteristics) {
+      const ComparativeFigures& cf = n.comparative[static_cast<size_t>(c.which)];
+      comp[c.key] =
           Json{{"min", cf.min}, {"min_rank", cf.min_rank}, {"max", cf.max},
                {"max_rank", cf.max_rank}, {"mean", cf.mean}};
     }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "prof/analysis/characteristics.h"
 #include "prof/analysis/report.h"
 
 namespace prof::analysis {
@@ -44,25 +45,17 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
     const MainFigures& m = n.main;
     out << interval_title(n) << '\n';
     out << "---Main Characteristics---\n";
-    out << "Parallelization Efficiency " << num(m.efficiency) << '\n';
-    out << "Execution Time " << num(m.execution_time) << '\n';
-    out << "Processors " << m.processors << '\n';
-    out << "Total Time " << num(m.total_time) << '\n';
-    out << "Productive Time " << num(m.productive_time) << " (CPU MPI)\n";
-    out << "Lost Time " << num(m.lost_time) << '\n';
-    out << "---MPI Time " << num(m.mpi_time) << '\n';
-    out << "---Idle Time " << num(m.idle_time) << '\n';
-    out << "*****SendRecv Time " << num(m.sendrecv_time) << '\n';
-    out << "*****CollectiveAll Time " << num(m.collective_time) << '\n';
-    out << "*****AllToAll Time " << num(m.alltoall_time) << '\n';
-    out << "Potential Sync. " << num(m.potential_sync) << '\n';
-    out << "Time Variation " << num(m.time_variation) << '\n';
-    out << "Time of Start " << num(m.time_of_start) << '\n';
+    for (const MainCharacteristic& c : kMainCharacteristics) {
+      if (!c.in_text_report) continue;
+      const double v = c.value(m);
+      out << c.label << ' ' << (c.integer ? std::to_string(static_cast<long long>(v)) : num(v)) << c.text_suffix
+          << '\n';
+    }
     out << "---Comparative Characteristics---\n";
     out << "Tmin Nproc Tmax Nproc Tmid\n";
-    for (int c = 0; c < kComparativeCount; ++c) {
-      const ComparativeFigures& cf = n.comparative[static_cast<size_t>(c)];
-      out << comparative_label(static_cast<Comparative>(c)) << ' ' << num(cf.min) << ' '
+    for (const ComparativeCharacteristic& c : kComparativeCharacteristics) {
+      const ComparativeFigures& cf = n.comparative[static_cast<size_t>(c.which)];
+      out << c.label << ' ' << num(cf.min) << ' '
           << cf.min_rank << ' ' << num(cf.max) << ' ' << cf.max_rank << ' ' << tmid_text(cf.mean)
           << '\n';
     }
@@ -85,15 +78,17 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
     };
     if (opt.per_rank) {
       out << "---Characteristics per Processor---\n";
-      out << "Nproc EXE_Count Time CPU MPI Idle Lost Comm SendRecv CollectiveAll AllToAll "
-             "PotentSync TimeVariation TimeOfStart Calls\n";
+      for (size_t c = 0; c < std::size(kRankCharacteristics); ++c)
+        out << (c ? " " : "") << kRankCharacteristics[c].column;
+      out << '\n';
       for (const RankFigures& f : n.per_rank) {
         if (!shown(f.rank)) continue;
-        out << f.rank << ' ' << f.executions;
-        for (double v : {f.time, f.cpu, f.mpi, f.idle, f.lost, f.comm, f.sendrecv, f.collective,
-                         f.alltoall, f.potential_sync, f.time_variation, f.time_of_start})
-          out << ' ' << num(v);
-        out << ' ' << f.calls << '\n';
+        for (size_t c = 0; c < std::size(kRankCharacteristics); ++c) {
+          const double v = kRankCharacteristics[c].value(f);
+          out << (c ? " " : "")
+              << (kRankCharacteristics[c].integer ? std::to_string(static_cast<unsigned long long>(v)) : num(v));
+        }
+        out << '\n';
       }
     }
     if (opt.functions) {

@@ -23,7 +23,8 @@
 namespace prof::analysis {
 
 // The characteristics compared across ranks (the text report's "Comparative
-// Characteristics" table, in its order: docs/metrics.md).
+// Characteristics" table, in its order: docs/metrics.md); their labels, keys
+// and values are in characteristics.h.
 enum class Comparative : int {
   Lost = 0,
   Idle,
@@ -86,13 +87,11 @@ struct RankFigures {
   double time_of_start = 0;
   uint64_t calls = 0;          // MPI calls (markers excluded)
   std::array<double, kWaitKindCount> waits{};  // by WaitKind
-
-  double comparative(Comparative c) const;
 };
 
 struct MainFigures {
   double efficiency = 0;       // productive / total (0 when total is 0)
-  double execution_time = 0;   // sum over executions of max_r T_r
+  double execution_time = 0;   // max over ranks of T_r, each the sum of the rank's executions
   int processors = 0;
   double total_time = 0;       // execution_time * processors
   double productive_time = 0;  // total - lost
@@ -333,10 +332,5 @@ struct Options {
 Analysis analyze(const std::string& trace_dir, const Options& options = {});
 // Same, for a directory already opened.
 Analysis analyze(const trace::TraceDir& dir, const Options& options = {});
-
-// The text report's name of a comparative characteristic ("Lost Time", ...)
-// and its JSON key ("lost_time", ...).
-const char* comparative_label(Comparative c);
-const char* comparative_key(Comparative c);
 
 }  // namespace prof::analysis
