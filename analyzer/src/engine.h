@@ -241,7 +241,7 @@ struct IsendWait {
   int32_t partner = -1;
   bool have_wait = false, have_issue = false;
 };
-// A collective call's wait kind (FuncRole's wait bits), from the call and
+// A collective call's wait kind (prof/function_roles.h's wait bits), from the call and
 // whether the member is the root.
 enum CollWaitClass : uint8_t {
   kCollWaitOther = 0,

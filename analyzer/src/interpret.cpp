@@ -18,55 +18,6 @@
 namespace prof::analysis::detail {
 namespace {
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-uint16_t role_of(const trace::FunctionDef& f) {
-  const std::string_view n = f.name;
-  uint16_t role = 0;
-  if (n == "MPI_Init" || n == "MPI_Init_thread") role |= kRoleInit;
-  if (n == "MPI_Finalize") role |= kRoleFinalize;
-  if (n == "MPI_Initialized" || n == "MPI_Finalized" || n == "MPI_Get_version" ||
-      n == "MPI_Get_library_version" || n == "MPI_Wtime" || n == "MPI_Wtick")
-    role |= kRolePreInit;
-  if (n == "MPI_Start" || n == "MPI_Startall") role |= kRoleStart | kRoleStartsOp;
-  if (n == "MPI_Request_free") role |= kRoleFree;
-  if (n == "MPI_Grequest_start") role |= kRoleGrequestStart;
-  if (f.kind == FuncKind::Collective || f.kind == FuncKind::AllToAll || f.kind == FuncKind::ICollective ||
-      f.kind == FuncKind::IAllToAll) {
-    // The blocking and nonblocking forms share the kind ("MPI_Iallreduce").
-    std::string base(n);
-    if (f.kind == FuncKind::ICollective || f.kind == FuncKind::IAllToAll)
-      if (base.size() > 5 && base.compare(0, 5, "MPI_I") == 0 && base[5] >= 'a' && base[5] <= 'z')
-        base = "MPI_" + std::string(1, static_cast<char>(base[5] - 'a' + 'A')) + base.substr(6);
-    static const std::unordered_map<std::string_view, uint16_t> kinds = {
-        {"MPI_Barrier", kRoleBarrier},         {"MPI_Allreduce", kRoleNxN},
-        {"MPI_Allgather", kRoleNxN},           {"MPI_Allgatherv", kRoleNxN},
-        {"MPI_Alltoall", kRoleNxN},            {"MPI_Alltoallv", kRoleNxN},
-        {"MPI_Alltoallw", kRoleNxN},           {"MPI_Reduce_scatter", kRoleNxN},
-        {"MPI_Reduce_scatter_block", kRoleNxN}, {"MPI_Scan", kRoleNxN},
-        {"MPI_Exscan", kRoleNxN},              {"MPI_Bcast", kRoleOneToAll},
-        {"MPI_Scatter", kRoleOneToAll},        {"MPI_Scatterv", kRoleOneToAll},
-        {"MPI_Reduce", kRoleAllToOne},         {"MPI_Gather", kRoleAllToOne},
-        {"MPI_Gatherv", kRoleAllToOne}};
-    if (auto it = kinds.find(base); it != kinds.end()) role |= it->second;
-  }
-  const bool starter = f.kind == FuncKind::Isend || f.kind == FuncKind::Irecv ||
-                       f.kind == FuncKind::ICollective || f.kind == FuncKind::IAllToAll;
-  if (starter) {
-    // MPI_Send_init, MPI_Recv_init, MPI_Allreduce_init, ...: a persistent
-    // request is created; the operation starts at MPI_Start.
-    if (ends_with(n, "_init")) role |= kRolePersistentInit;
-    else role |= kRoleStartsOp;
-  }
-  return role;
-}
-
-}  // namespace
-
-namespace {
-
 struct Resolved {
   std::string file;
   int line = 0;
@@ -153,7 +104,7 @@ void Registry::build(const std::vector<const RankTrace*>& ranks) {
     for (const auto& f : rank_trace.functions()) {
       auto [it, fresh] = fname.try_emplace(f.name, static_cast<uint32_t>(functions.size()));
       if (fresh) functions.push_back(f.name);
-      table[f.id] = FuncInfo{f.kind, role_of(f), it->second};
+      table[f.id] = FuncInfo{f.kind, format::function_role(f.name), it->second};
     }
     for (const auto& s : rank_trace.callsites()) {
       SiteInfo info;

@@ -43,6 +43,7 @@
 #include "flat_map.h"
 #include "instants.h"
 #include "prof/definition_lines.h"
+#include "prof/function_roles.h"
 #include "prof/trace_reader.h"
 #include "warning_kinds.h"
 
@@ -53,21 +54,19 @@ using trace::CommDef;
 using trace::Event;
 using trace::RankTrace;
 
-enum FuncRole : uint16_t {
-  kRoleInit = 1 << 0,            // MPI_Init, MPI_Init_thread
-  kRoleFinalize = 1 << 1,        // MPI_Finalize
-  kRolePreInit = 1 << 2,         // may be called before MPI_Init (MPI_Initialized, ...)
-  kRoleStart = 1 << 3,           // MPI_Start, MPI_Startall
-  kRoleFree = 1 << 4,            // MPI_Request_free
-  kRolePersistentInit = 1 << 5,  // *_init: creates a persistent request, starts nothing
-  kRoleStartsOp = 1 << 6,        // counts in Time of Start (nonblocking starts)
-  kRoleGrequestStart = 1 << 7,   // MPI_Grequest_start: a request completed by the user
-  // A collective's wait kind (docs/metrics.md, "Wait states by kind"):
-  kRoleBarrier = 1 << 8,         // MPI_Barrier, MPI_Ibarrier
-  kRoleNxN = 1 << 9,             // Allreduce, Allgather(v), Alltoall(v/w), Reduce_scatter(_block), (Ex)scan
-  kRoleOneToAll = 1 << 10,       // Bcast, Scatter(v): non-roots wait for the root
-  kRoleAllToOne = 1 << 11,       // Reduce, Gather(v): the root waits for the others
-};
+// Function roles (kRoleInit, ...) come from the facts table (prof/function_roles.h).
+using format::kRoleAllToOne;
+using format::kRoleBarrier;
+using format::kRoleFinalize;
+using format::kRoleFree;
+using format::kRoleGrequestStart;
+using format::kRoleInit;
+using format::kRoleNxN;
+using format::kRoleOneToAll;
+using format::kRolePersistentInit;
+using format::kRolePreInit;
+using format::kRoleStart;
+using format::kRoleStartsOp;
 
 using format::hex;  // handles and addresses as the trace writes them
 

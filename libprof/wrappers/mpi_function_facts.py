@@ -105,50 +105,55 @@ FACTS['MPI_Cancel'] = dict(kind='RequestOp', request='request')
 FACTS['MPI_Request_free'] = dict(kind='RequestOp', request='request')
 FACTS['MPI_Startall'] = dict(kind='RequestOp', count='count', requests='array_of_requests')
 
-# Collectives. bytes: what this rank contributes (sends into the operation);
+# Collectives. wait: the kind of the wait state of a member that waits in it
+# (docs/metrics.md, "Wait states by kind"): 'barrier', 'nxn' (every member waits
+# for the last to enter), 'one_to_all' (non-roots wait for the root), 'all_to_one'
+# (the root waits for the last member); none: counted as another collective wait.
+# bytes: what this rank contributes (sends into the operation);
 # Scatter(v): what it receives, the mirror of Gather(v). With MPI_IN_PLACE the
 # contribution is the rank's own block of the receive (Scatter: send) buffer.
 _COLL = {
-    'MPI_Barrier': dict(bytes=None),
-    'MPI_Bcast': dict(root='root', bytes=('count', 'datatype')),
-    'MPI_Reduce': dict(root='root', bytes=('count', 'datatype')),
-    'MPI_Allreduce': dict(bytes=('count', 'datatype')),
-    'MPI_Scan': dict(bytes=('count', 'datatype')),
-    'MPI_Exscan': dict(bytes=('count', 'datatype')),
-    'MPI_Reduce_scatter_block': dict(bytes=('each_rank', 'recvcount', 'datatype')),
-    'MPI_Reduce_scatter': dict(bytes=('sum', 'recvcounts', 'datatype')),
-    'MPI_Gather': dict(root='root', bytes=('inplace', ('sendcount', 'sendtype'),
+    'MPI_Barrier': dict(bytes=None, wait='barrier'),
+    'MPI_Bcast': dict(wait='one_to_all', root='root', bytes=('count', 'datatype')),
+    'MPI_Reduce': dict(wait='all_to_one', root='root', bytes=('count', 'datatype')),
+    'MPI_Allreduce': dict(wait='nxn', bytes=('count', 'datatype')),
+    'MPI_Scan': dict(wait='nxn', bytes=('count', 'datatype')),
+    'MPI_Exscan': dict(wait='nxn', bytes=('count', 'datatype')),
+    'MPI_Reduce_scatter_block': dict(wait='nxn', bytes=('each_rank', 'recvcount', 'datatype')),
+    'MPI_Reduce_scatter': dict(wait='nxn', bytes=('sum', 'recvcounts', 'datatype')),
+    'MPI_Gather': dict(wait='all_to_one', root='root', bytes=('inplace', ('sendcount', 'sendtype'),
                                            ('recvcount', 'recvtype'))),
-    'MPI_Gatherv': dict(root='root', bytes=('inplace', ('sendcount', 'sendtype'),
+    'MPI_Gatherv': dict(wait='all_to_one', root='root', bytes=('inplace', ('sendcount', 'sendtype'),
                                             ('own', 'recvcounts', 'recvtype'))),
-    'MPI_Scatter': dict(root='root', bytes=('inplace_recv', ('recvcount', 'recvtype'),
+    'MPI_Scatter': dict(wait='one_to_all', root='root', bytes=('inplace_recv', ('recvcount', 'recvtype'),
                                             ('sendcount', 'sendtype'))),
-    'MPI_Scatterv': dict(root='root', bytes=('inplace_recv', ('recvcount', 'recvtype'),
+    'MPI_Scatterv': dict(wait='one_to_all', root='root', bytes=('inplace_recv', ('recvcount', 'recvtype'),
                                              ('own', 'sendcounts', 'sendtype'))),
-    'MPI_Allgather': dict(bytes=('inplace', ('sendcount', 'sendtype'),
+    'MPI_Allgather': dict(wait='nxn', bytes=('inplace', ('sendcount', 'sendtype'),
                                  ('recvcount', 'recvtype'))),
-    'MPI_Allgatherv': dict(bytes=('inplace', ('sendcount', 'sendtype'),
+    'MPI_Allgatherv': dict(wait='nxn', bytes=('inplace', ('sendcount', 'sendtype'),
                                   ('own', 'recvcounts', 'recvtype'))),
     'MPI_Neighbor_allgather': dict(bytes=('sendcount', 'sendtype')),
     'MPI_Neighbor_allgatherv': dict(bytes=('sendcount', 'sendtype')),
     'MPI_Neighbor_alltoall': dict(bytes=('each_neighbor', 'sendcount', 'sendtype')),
     'MPI_Neighbor_alltoallv': dict(bytes=('sum_neighbors', 'sendcounts', 'sendtype')),
     'MPI_Neighbor_alltoallw': dict(bytes=('sumw_neighbors', 'sendcounts', 'sendtypes')),
-    'MPI_Alltoall': dict(bytes=('inplace', ('each_peer', 'sendcount', 'sendtype'),
+    'MPI_Alltoall': dict(wait='nxn', bytes=('inplace', ('each_peer', 'sendcount', 'sendtype'),
                                 ('each_peer', 'recvcount', 'recvtype')), alltoall=True),
-    'MPI_Alltoallv': dict(bytes=('inplace', ('sum_peers', 'sendcounts', 'sendtype'),
+    'MPI_Alltoallv': dict(wait='nxn', bytes=('inplace', ('sum_peers', 'sendcounts', 'sendtype'),
                                  ('sum_peers', 'recvcounts', 'recvtype')), alltoall=True),
-    'MPI_Alltoallw': dict(bytes=('inplace', ('sumw_peers', 'sendcounts', 'sendtypes'),
+    'MPI_Alltoallw': dict(wait='nxn', bytes=('inplace', ('sumw_peers', 'sendcounts', 'sendtypes'),
                                  ('sumw_peers', 'recvcounts', 'recvtypes')), alltoall=True),
 }
 for base, f in _COLL.items():
     kind = 'AllToAll' if f.get('alltoall') else 'Collective'
-    FACTS[base] = dict(kind=kind, comm='comm', root=f.get('root'), bytes=f['bytes'])
+    FACTS[base] = dict(kind=kind, comm='comm', root=f.get('root'), bytes=f['bytes'],
+                       wait=f.get('wait'))
     # Nonblocking (MPI_Ibcast) and persistent (MPI_Bcast_init) forms.
     nb = 'MPI_I' + base[4].lower() + base[5:]
     for n in [nb, base + '_init']:
         FACTS[n] = dict(kind='I' + kind, comm='comm', root=f.get('root'), bytes=f['bytes'],
-                        request='request')
+                        request='request', wait=f.get('wait'))
 
 # Substituted implementations (LLNL wrap's {{callfn}}): the wrapper records the call
 # as usual, on both its paths, but calls this function (declared in
@@ -175,3 +180,24 @@ for n, parent, new in [
 for n in ['MPI_Comm_idup', 'MPI_Comm_idup_with_info']:
     FACTS[n] = dict(kind='ICollective', comm='comm', root=None, bytes=None, request='request',
                     newcomm='newcomm')
+
+# What the analysis must know of a function beyond its record's kind (the
+# generated prof/function_roles.h turns these into FunctionRole bits; a kind of
+# Isend, Irecv, ICollective or IAllToAll adds 'starts_op', or 'persistent_init'
+# for a name ending in _init, and a collective's `wait` adds its wait kind).
+ROLES = {
+    'MPI_Init': ['init'],
+    'MPI_Init_thread': ['init'],
+    'MPI_Finalize': ['finalize'],
+    # Callable before MPI_Init (and after MPI_Finalize).
+    'MPI_Initialized': ['pre_init'],
+    'MPI_Finalized': ['pre_init'],
+    'MPI_Get_version': ['pre_init'],
+    'MPI_Get_library_version': ['pre_init'],
+    'MPI_Wtime': ['pre_init'],
+    'MPI_Wtick': ['pre_init'],
+    'MPI_Start': ['start', 'starts_op'],
+    'MPI_Startall': ['start', 'starts_op'],
+    'MPI_Request_free': ['free'],
+    'MPI_Grequest_start': ['grequest_start'],
+}
