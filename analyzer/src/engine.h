@@ -645,6 +645,7 @@ struct Handler {
   void interval_ended(uint32_t stream, const OpenInterval& o, double t);
   void root_ended(double t);
 };
+static_assert(InterpreterHandler<Handler> && IntervalHandler<Handler>);
 
 class Engine {
  public:

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -265,6 +266,26 @@ struct Request {
 //   void collective(const CommInfo&, bool a2a, double enter, double leave, const Event&)
 //   void problem(WarningKind kind, F example)   example() -> std::string,
 //       called only when the handler keeps the example (counting is cheap)
+// and, optionally (the analysis's late receivers), an Isend's hold:
+//   uint64_t isend_hold()    the hold the last send() took for an Isend
+//   void isend_done(uint64_t hold, double enter, double leave, const Event&, bool unmatched)
+// InterpreterHandler states this for the compiler.
+template <class H>
+concept InterpreterHandler = requires(H& h, const Event& e, const FuncInfo& fi, const ChannelKey& key,
+                                      const CommInfo& comm, double t, uint64_t hold, WarningKind kind,
+                                      std::string (*example)()) {
+  { h.call(e, fi, t, t) } -> std::convertible_to<bool>;
+  { h.continuation() } -> std::convertible_to<bool>;
+  h.marker(e, t, t);
+  h.send(key, t, t, e);
+  h.recv(key, t, hold, t, t, e);
+  { h.hold(t) } -> std::convertible_to<uint64_t>;
+  h.release(hold);
+  h.cancel_send(key, t);
+  h.collective(comm, true, t, t, e);
+  h.problem(kind, example);
+};
+
 class Interpreter {
  public:
   Interpreter(const RankTrace& rank_trace, const Registry& reg, size_t rank_index,
@@ -299,12 +320,12 @@ class Interpreter {
   CommCache& comms() { return comms_; }
   size_t open_requests() const { return requests_.size(); }
 
-  template <class H>
+  template <InterpreterHandler H>
   void process(const Event& e, double enter, H& h);
   // The same, with the call dispatch inlined into the caller's loop (the
   // analysis's decode): no frame of its own per call. `leave` is e.leave in
   // global ns (the caller converts it with its Clock).
-  template <class H>
+  template <InterpreterHandler H>
   [[gnu::always_inline]] inline void process_inline(const Event& e, double enter, double leave, H& h);
 
   // The state carried from one event to the next (requests, generalized
@@ -472,7 +493,7 @@ class Interpreter {
   double slope_ = 1, intercept_ = 0;
 };
 
-template <class H>
+template <InterpreterHandler H>
 void Interpreter::process(const Event& e, double enter, H& h) {
   const double leave = global(e.leave);
   // Markers (often half the events) skip the calls' larger frame.
@@ -480,7 +501,7 @@ void Interpreter::process(const Event& e, double enter, H& h) {
   else process_call(e, enter, leave, h);
 }
 
-template <class H>
+template <InterpreterHandler H>
 void Interpreter::process_inline(const Event& e, double enter, double leave, H& h) {
   if (e.kind == FuncKind::Marker) h.marker(e, enter, leave);
   else dispatch_call(e, enter, leave, h);

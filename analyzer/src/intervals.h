@@ -31,6 +31,7 @@
 //   void problem(WarningKind kind, F example, uint64_t count)   example() -> std::string
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -50,6 +51,17 @@ struct OpenInterval {
   double start;      // the begin marker's return (global ns)
 };
 
+// The handler interface above, checked by the compiler.
+template <class H>
+concept IntervalHandler = requires(H& h, const Event& e, const OpenInterval& o, double t, uint32_t stream,
+                                   WarningKind kind, std::string (*example)(), uint64_t count) {
+  h.root_started(t);
+  { h.interval_begun(stream, e, t, stream) } -> std::convertible_to<uint32_t>;
+  h.interval_ended(stream, o, t);
+  h.root_ended(t);
+  h.problem(kind, example, count);
+};
+
 class IntervalTracker {
  public:
   enum class Root { Before, In, After };
@@ -64,7 +76,7 @@ class IntervalTracker {
 
   // An MPI call (not a continuation). False: it lies outside the root and
   // does not count.
-  template <class H>
+  template <IntervalHandler H>
   bool call(const FuncInfo& fi, double enter, double leave, H& h) {
     switch (root_) {
       case Root::After:
@@ -89,7 +101,7 @@ class IntervalTracker {
     return true;
   }
 
-  template <class H>
+  template <IntervalHandler H>
   [[gnu::always_inline]] void marker(const Event& e, double enter, double leave, H& h) {
     if (root_ != Root::In) [[unlikely]] {
       if (root_ == Root::After) {
@@ -128,7 +140,7 @@ class IntervalTracker {
   }
 
   // The rank's events are exhausted: a root still open ends at its last leave.
-  template <class H>
+  template <IntervalHandler H>
   void finish(H& h) {
     if (root_ == Root::In) end_root(last_leave_, h);
   }
@@ -171,7 +183,7 @@ class IntervalTracker {
   }
   // The analysis stops at time t (the end of a window): every open execution
   // and the root close there, nothing reported (what follows is not read).
-  template <class H>
+  template <IntervalHandler H>
   void cut(double t, H& h) {
     if (root_ != Root::In) return;
     for (size_t s = 0; s < stacks_.size(); ++s)
