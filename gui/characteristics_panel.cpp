@@ -75,6 +75,8 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
   comparative_ = new QStandardItemModel(this);
   per_rank_ = new QStandardItemModel(this);
   functions_ = new QStandardItemModel(this);
+  wait_states_ = new QStandardItemModel(this);
+  waited_for_ = new QStandardItemModel(this);
   // (Not "Value (s)": the column holds an efficiency and a count as well.)
   set_header(main_, {tr("Main characteristic"), tr("Value")}, {});
   set_header(comparative_, {tr("Comparative"), "Tmin", "Nproc", "Tmax", "Nproc", "Tmid"},
@@ -87,6 +89,10 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
   set_header(per_rank_, rank_columns, rank_keys);
   set_header(functions_, {tr("Function"), tr("Calls"), tr("Time (s)"), tr("Bytes")},
              {"name", "calls", "time", "bytes"});
+  set_header(wait_states_, {tr("Wait state"), tr("Total (s)"), tr("Max (s)"), "Nproc"},
+             {"", "total", "max", "max_rank"});
+  set_header(waited_for_, {tr("Waited for (rank)"), tr("Time (s)"), tr("Uncertain (s)")},
+             {"rank", "seconds", "uncertain_s"});
 
   // The main and comparative tables side by side, then one tab per long table.
   auto* page = new QWidget(tabs_);
@@ -102,12 +108,26 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
     views_.push_back(view);
   }
   tabs_->addTab(page, tr("Characteristics"));
+  // The wait states by kind beside the partners waited for.
+  auto* waits_page = new QWidget(tabs_);
+  auto* waits_row = new QHBoxLayout(waits_page);
+  waits_row->setContentsMargins(0, 0, 0, 0);
+  for (QStandardItemModel* m : {wait_states_, waited_for_}) {
+    auto* view = new QTableView(waits_page);
+    view->setModel(m);
+    view->verticalHeader()->hide();
+    view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 4);
+    view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    waits_row->addWidget(view, m == wait_states_ ? 3 : 2);
+    views_.push_back(view);
+  }
   // Ranks in their order, functions by time, longest first (a header click
   // sorts otherwise).
   per_rank_view_ = addTable(per_rank_, tr("Per rank"));
   per_rank_view_->sortByColumn(0, Qt::AscendingOrder);
   functions_view_ = addTable(functions_, tr("MPI functions"));
   functions_view_->sortByColumn(2, Qt::DescendingOrder);
+  tabs_->addTab(waits_page, tr("Wait states"));
   clear(tr("No trace loaded"));
 }
 
@@ -131,7 +151,8 @@ void CharacteristicsPanel::clear(const QString& message) {
   interval_ = -1;
   title_->setText(message);
   scope_->clear();
-  for (QStandardItemModel* m : {main_, comparative_, per_rank_, functions_}) m->setRowCount(0);
+  for (QStandardItemModel* m : {main_, comparative_, per_rank_, functions_, wait_states_, waited_for_})
+    m->setRowCount(0);
 }
 
 QString CharacteristicsPanel::title() const { return title_->text(); }
@@ -174,6 +195,23 @@ void CharacteristicsPanel::showInterval(std::shared_ptr<const analysis::Analysis
   for (const auto& f : n.functions)
     functions_->appendRow({text_item(QString::fromStdString(f.name)), number_item(static_cast<double>(f.calls), true),
                            number_item(f.time), number_item(static_cast<double>(f.bytes), true)});
+  wait_states_->setRowCount(0);
+  for (int k = 0; k < analysis::kWaitKindCount; ++k) {
+    const auto kind = static_cast<size_t>(k);
+    double largest = 0;
+    int largest_rank = n.per_rank.empty() ? 0 : n.per_rank.front().rank;
+    for (const auto& f : n.per_rank)
+      if (f.waits[kind] > largest) {
+        largest = f.waits[kind];
+        largest_rank = f.rank;
+      }
+    wait_states_->appendRow({text_item(analysis::kWaitKindLabels[k], analysis::kWaitKindKeys[k]),
+                             number_item(n.waits[kind]), number_item(largest), number_item(largest_rank, true)});
+  }
+  waited_for_->setRowCount(0);
+  for (size_t p = 0; p < n.waited_for.size() && p < analysis::kTopPartners; ++p)
+    waited_for_->appendRow({number_item(n.waited_for[p].rank, true), number_item(n.waited_for[p].seconds),
+                            number_item(n.waited_for[p].uncertain_seconds)});
   for (QTableView* view : views_) view->resizeColumnsToContents();
 }
 

@@ -1,6 +1,7 @@
 // Every characteristic of one interval (docs/metrics.md): the main
 // characteristics, the comparative table (min/max/mean over ranks), the
-// per-rank table and the MPI function profile, each a sortable table whose
+// per-rank table, the MPI function profile and the wait states by kind with
+// the ranks waited for (docs/metrics.md, "Wait states"), each a table whose
 // cells hold the raw number under NumberRole and the report's text on show.
 // "Copy as report text" puts the interval's block of the text report
 // (report.h, the same writer as prof-analyze) on the clipboard.
@@ -40,6 +41,11 @@ class CharacteristicsPanel : public QWidget {
   QStandardItemModel* comparativeTable() const { return comparative_; }
   QStandardItemModel* perRankTable() const { return per_rank_; }
   QStandardItemModel* functionTable() const { return functions_; }
+  // Wait states: a row per kind (KeyRole: the JSON key) with the total over
+  // ranks, the largest rank's value and that rank; the partners waited for
+  // (rank, seconds, uncertain seconds), largest first.
+  QStandardItemModel* waitStateTable() const { return wait_states_; }
+  QStandardItemModel* waitedForTable() const { return waited_for_; }
   // The per-rank and function tables as shown (sorted).
   QTableView* perRankView() const { return per_rank_view_; }
   QTableView* functionView() const { return functions_view_; }
@@ -61,6 +67,8 @@ class CharacteristicsPanel : public QWidget {
   QStandardItemModel* comparative_;
   QStandardItemModel* per_rank_;
   QStandardItemModel* functions_;
+  QStandardItemModel* wait_states_;
+  QStandardItemModel* waited_for_;
   std::shared_ptr<const analysis::Analysis> analysis_;
   int interval_ = -1;
 };

@@ -316,6 +316,27 @@ void GuiTest::selection_shows_json_numbers() {
       QCOMPARE(functions->item(r, 2)->data(CharacteristicsPanel::NumberRole).toDouble(),
                j["functions"][static_cast<size_t>(r)]["time"].get<double>());
     }
+    // Wait states: each kind's total and largest rank, and the partners
+    // waited for, as the JSON report has them.
+    const QStandardItemModel* waits = panel->waitStateTable();
+    QCOMPARE(waits->rowCount(), static_cast<int>(j["wait_states"].size()));
+    for (int r = 0; r < waits->rowCount(); ++r) {
+      const std::string key = waits->item(r, 0)->data(CharacteristicsPanel::KeyRole).toString().toStdString();
+      QVERIFY2(j["wait_states"].contains(key), key.c_str());
+      QCOMPARE(waits->item(r, 1)->data(CharacteristicsPanel::NumberRole).toDouble(),
+               j["wait_states"][key]["total"].get<double>());
+      double largest = 0;
+      for (const auto& v : j["wait_states"][key]["per_rank"]) largest = std::max(largest, v.get<double>());
+      QCOMPARE(waits->item(r, 2)->data(CharacteristicsPanel::NumberRole).toDouble(), largest);
+    }
+    const QStandardItemModel* partners = panel->waitedForTable();
+    QCOMPARE(partners->rowCount(), static_cast<int>(j["waited_for"].size()));
+    for (int r = 0; r < partners->rowCount(); ++r) {
+      QCOMPARE(partners->item(r, 0)->data(CharacteristicsPanel::NumberRole).toInt(),
+               j["waited_for"][static_cast<size_t>(r)]["rank"].get<int>());
+      QCOMPARE(partners->item(r, 1)->data(CharacteristicsPanel::NumberRole).toDouble(),
+               j["waited_for"][static_cast<size_t>(r)]["seconds"].get<double>());
+    }
     // The report text is the text report's block of that interval.
     const QString text = panel->reportText();
     std::ifstream txt(out.filePath("report.txt").toStdString());
