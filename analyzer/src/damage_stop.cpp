@@ -1,6 +1,7 @@
 #include "damage_stop.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace prof::analysis::detail {
 
@@ -10,6 +11,16 @@ std::pair<double, double> run_span(const std::vector<const trace::RankTrace*>& t
   bool first_known = !traces.empty(), last_known = !traces.empty();
   for (const trace::RankTrace* t : traces) {
     bool has_first = false, has_last = false;
+    // Recording starts at the timer's epoch, just before PMPI_Init: MPI_Init's
+    // record ends before the init sync, by as long as the sync takes.
+    if (auto it = t->meta().find("epoch_ticks"); it != t->meta().end()) {
+      char* end = nullptr;
+      const unsigned long long epoch = std::strtoull(it->second.c_str(), &end, 10);
+      if (end != it->second.c_str() && *end == '\0') {
+        first = std::min(first, t->to_global_ns(epoch));
+        has_first = true;
+      }
+    }
     for (const auto& k : t->clock_syncs()) {
       const double g = t->to_global_ns(k.local_ticks);
       if (k.phase == "init") {

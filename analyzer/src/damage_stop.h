@@ -22,10 +22,11 @@
 
 namespace prof::analysis::detail {
 
-// The run's span, global ns, with its tolerance: from the first clock
-// synchronization (inside MPI_Init) to the last (inside MPI_Finalize) or the
-// last moment a rank was known alive, widened by 0.2 s (two heartbeats) plus
-// 1% of it. Unbounded on a side that some rank cannot tell.
+// The run's span, global ns, with its tolerance: from the earliest start of
+// recording (the timer's epoch, just before PMPI_Init; else the first clock
+// synchronization, inside MPI_Init) to the last synchronization (inside
+// MPI_Finalize) or the last moment a rank was known alive, widened by 0.2 s
+// (two heartbeats) plus 1% of it. Unbounded on a side that some rank cannot tell.
 std::pair<double, double> run_span(const std::vector<const trace::RankTrace*>& traces);
 
 struct DamageStop {

@@ -562,7 +562,11 @@ void* heartbeat_main(void*) {
 }
 
 void start_heartbeat() {
-  if (!rt->file.live()) return;
+  format::LiveHeader* live = rt->file.live();
+  if (!live) return;
+  // The first beat here, not on the new thread: a rank killed before that
+  // thread first runs (a loaded node) is still known alive after MPI_Init.
+  __atomic_store_n(&live->heartbeat, now(), __ATOMIC_RELEASE);
   heartbeat = new Heartbeat();
   if (rt->cfg.hang_warn_seconds > 0)
     heartbeat->warn_ticks = std::max<uint64_t>(

@@ -255,6 +255,30 @@ TEST(DamagedInput, ChunkTimeOutsideTheRunEndsTheRankThere) {
   EXPECT_LT(latest, 0.31e6);
 }
 
+TEST(DamagedInput, InitEndingLongBeforeTheInitSyncIsNotDamage) {
+  // On a loaded node the init clock synchronization can end a second after
+  // MPI_Init returned; recording started at the timer's epoch, before
+  // MPI_Init, so MPI_Init's record is inside the run.
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.w(r).meta("epoch_ticks", "0");
+    b.init(r, 0, 1 * kMs);
+    b.w(r).clock_sync(trace::ClockSyncDef{"init", 1500 * kMs, 0, 1000});
+    for (int k = 0; k < 10; ++k) {
+      const uint64_t t = 1501 * kMs + k * kMs;
+      b.collective(r, Allreduce, t + (r == 1 ? 10 * kUs : 0), t + 20 * kUs);
+    }
+    b.w(r).clock_sync(trace::ClockSyncDef{"final", 1520 * kMs, 0, 1000});
+    b.finalize(r, 1520 * kMs, 1521 * kMs);
+  }
+  b.close();
+  const auto a = analyze_checked(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_FALSE(a.damaged) << warnings_text(a);
+  EXPECT_EQ(a.stats.events_not_analyzed, 0u);
+  EXPECT_NEAR(rank_of(a.intervals[0], 0)->potential_sync, 10 * 10e-6, 1e-9);
+}
+
 TEST(DamagedInput, ZeroLengthFiles) {
   TraceBuilder b(2);
   build_ring(b, 2);
