@@ -293,9 +293,9 @@ struct Otf2Handler {
     Thread& t = thread(e.stream);
     flush_leave(t);
     const bool written = overlaps(enter, leave);
+    if (written) enter_intervals(t);  // (before the call's own time is taken: they begin earlier)
     const OTF2_TimeStamp t_enter = ts(t, enter);
     if (written) {
-      enter_intervals(t);
       OTF2_AttributeList* attrs = nullptr;
       if (e.in_flight) {
         // Entered, never returned: its Leave is the rank's last moment alive.
@@ -390,7 +390,9 @@ struct Otf2Handler {
         if (written)
           if (const CommInfo* c = comm(e)) {
             check(OTF2_EvtWriter_MpiCollectiveBegin(t.w, nullptr, t_enter));
-            const uint32_t root = e.root >= 0 ? static_cast<uint32_t>(e.root) : OTF2_UNDEFINED_UINT32;
+            // Only the rooted ones (Bcast, Scatter, Reduce, Gather) have one.
+            const bool rooted = fi.role & (kRoleOneToAll | kRoleAllToOne);
+            const uint32_t root = rooted && e.root >= 0 ? static_cast<uint32_t>(e.root) : OTF2_UNDEFINED_UINT32;
             check(OTF2_EvtWriter_MpiCollectiveEnd(t.w, nullptr, t_leave,
                                                   collective_op(reg.functions[fi.name]), defs.comm(*c), root,
                                                   e.bytes, 0));
