@@ -32,6 +32,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string_view>
@@ -164,6 +165,31 @@ OTF2_LocationRef location_id(int rank, uint32_t stream) {
 
 OTF2_FlushType pre_flush(void*, OTF2_FileType, OTF2_LocationRef, void*, bool) { return OTF2_FLUSH; }
 const OTF2_FlushCallbacks kFlushCallbacks = {pre_flush, nullptr};
+
+// Each writer's buffer gets at most kChunksPerBuffer chunks; asked for one
+// more, the allocator says no and libotf2 flushes the buffer to its file and
+// frees its chunks. (With malloc alone a buffer grows until its writer is
+// closed: a rank's whole event file in memory.)
+constexpr size_t kChunksPerBuffer = 4;
+void* allocate_chunk(void*, OTF2_FileType, OTF2_LocationRef, void** per_buffer, uint64_t chunk_size) {
+  auto* chunks = static_cast<std::vector<void*>*>(*per_buffer);
+  if (!chunks) *per_buffer = chunks = new std::vector<void*>;
+  if (chunks->size() >= kChunksPerBuffer) return nullptr;
+  void* chunk = std::malloc(chunk_size);
+  if (chunk) chunks->push_back(chunk);
+  return chunk;
+}
+void free_chunks(void*, OTF2_FileType, OTF2_LocationRef, void** per_buffer, bool final) {
+  auto* chunks = static_cast<std::vector<void*>*>(*per_buffer);
+  if (!chunks) return;
+  for (void* chunk : *chunks) std::free(chunk);
+  chunks->clear();
+  if (final) {
+    delete chunks;
+    *per_buffer = nullptr;
+  }
+}
+const OTF2_MemoryCallbacks kMemoryCallbacks = {allocate_chunk, free_chunks};
 
 struct Otf2Handler {
   struct Open {
@@ -566,6 +592,7 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
     }
   } closer{ar};
   OTF2_Archive_SetFlushCallbacks(ar, &kFlushCallbacks, nullptr);
+  OTF2_Archive_SetMemoryCallbacks(ar, &kMemoryCallbacks, nullptr);
   OTF2_Archive_SetSerialCollectiveCallbacks(ar);
   OTF2_Archive_SetCreator(ar, "prof-analyze");
   if (const OTF2_ErrorCode rc = OTF2_Archive_OpenEvtFiles(ar); rc != OTF2_SUCCESS)

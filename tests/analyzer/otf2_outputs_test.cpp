@@ -3,7 +3,9 @@
 // refused before the analysis with a message naming it; how each rank ended
 // and the calls it was inside are in the archive (mpi_job_test.cpp: an MPI
 // job of the analyzer writes the same archive as the plain command).
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <filesystem>
@@ -33,6 +35,18 @@ int run_shell(const std::string& cmd, std::string* out = nullptr) {
 }
 int run_cli(const std::string& args, std::string* out = nullptr) {
   return run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress --no-index " + args, out);
+}
+// The peak resident memory (KiB) of `cmd`, run by exec from a shell.
+long peak_kb(const std::string& cmd) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null 2>&1").c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int st = 0;
+  rusage ru{};
+  if (pid < 0 || ::wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return -1;
+  return ru.ru_maxrss;
 }
 std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -175,6 +189,25 @@ TEST(Otf2, CallsInFlightAndHowEachRankEnded) {
   EXPECT_EQ(attributes, 2u) << all;
   EXPECT_EQ(all.find("MPI_RECV "), std::string::npos);
   EXPECT_EQ(all.find("MPI_COLLECTIVE_BEGIN"), std::string::npos);
+}
+
+// The archive is flushed as it is written: a rank of 10^6 events (a 25 MB
+// events file) costs a few MiB of buffers beyond the analysis's own memory,
+// not the file's size.
+TEST(Otf2, MemoryDoesNotGrowWithTheArchive) {
+  TraceBuilder b(1);
+  b.close();
+  const std::string trace = b.dir() + "/big";
+  ASSERT_EQ(run_shell(std::string(PROF_GEN_TRACE_BIN) + " -n 1000000 -r 1 " + trace), 0);
+  const std::string analyze = std::string(PROF_ANALYZE_BIN) + " -q --no-progress --no-index -o /dev/null " + trace;
+  const long alone = peak_kb(analyze);
+  const long with_archive = peak_kb(analyze + " --otf2 " + b.dir() + "/a");
+  ASSERT_GT(alone, 0);
+  ASSERT_GT(with_archive, 0);
+  const auto archive_kb = static_cast<long>(fs::file_size(b.dir() + "/a/traces/0.evt") / 1024);
+  EXPECT_GT(archive_kb, 16 * 1024);
+  EXPECT_LT(with_archive - alone, 12 * 1024) << "alone " << alone << " KiB, with the archive " << with_archive
+                                             << " KiB, its events file " << archive_kb << " KiB";
 }
 
 }  // namespace
