@@ -258,7 +258,8 @@ struct Otf2Handler {
   bool overlaps(double enter, double leave) const { return leave >= from_ns && enter <= to_ns; }
   OTF2_TimeStamp ts(Thread& t, double ns) {
     ns = std::clamp(ns, from_ns, to_ns);
-    const double d = std::max(0.0, std::round(ns - t0));
+    // (Rounded by hand: a call of libm's round per timestamp was 2% of the export.)
+    const double d = std::max(0.0, ns - t0) + 0.5;
     OTF2_TimeStamp v = ts_base + static_cast<OTF2_TimeStamp>(d);
     if (v < t.last) v = t.last;
     t.last = v;
