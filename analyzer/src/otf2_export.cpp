@@ -206,13 +206,15 @@ struct Otf2Handler {
     OTF2_TimeStamp last = 0;
   };
   struct Req {
-    enum Type : uint8_t { Send, Recv, PSend, PRecv, Other } type;
+    enum Type : uint8_t { Send, Recv, PSend, PRecv, Coll, Other } type;
     bool written = false;  // its issue is in the archive
     bool started = false;  // persistent: an operation in flight
     OTF2_CommRef comm = 0;
     int32_t peer = -1, tag = -1;
     uint64_t bytes = 0;
     uint64_t id = 0;
+    OTF2_CollectiveOp op = 0;  // Coll
+    uint32_t root = OTF2_UNDEFINED_UINT32;
   };
 
   Otf2Handler(OTF2_Archive* archive, Definitions& definitions, const Registry& registry,
@@ -417,23 +419,42 @@ struct Otf2Handler {
         if (written)
           if (const CommInfo* c = comm(e)) {
             check(OTF2_EvtWriter_MpiCollectiveBegin(t.w, nullptr, t_enter));
-            // Only the rooted ones (Bcast, Scatter, Reduce, Gather) have one.
-            const bool rooted = fi.role & (kRoleOneToAll | kRoleAllToOne);
-            const uint32_t root = rooted && e.root >= 0 ? static_cast<uint32_t>(e.root) : OTF2_UNDEFINED_UINT32;
             check(OTF2_EvtWriter_MpiCollectiveEnd(t.w, nullptr, t_leave,
-                                                  collective_op(reg.functions[fi.name]), defs.comm(*c), root,
-                                                  e.bytes, 0));
+                                                  collective_op(reg.functions[fi.name]), defs.comm(*c),
+                                                  collective_root(e, fi), e.bytes, 0));
             ++stats.collectives;
           }
         break;
       case FuncKind::ICollective:
-      case FuncKind::IAllToAll:
-        // Followed only so that its completion is not taken for another's.
-        if (e.request != format::kNoRequest) new_request(e.request, Req::Other);
+      case FuncKind::IAllToAll: {
+        if (e.request == format::kNoRequest) break;
+        // A persistent one (MPI_Allreduce_init & co) is followed only so that
+        // its completions are not taken for another request's.
+        const CommInfo* c = comm(e);
+        if ((fi.role & kRolePersistentInit) || !c) {
+          new_request(e.request, Req::Other);
+          break;
+        }
+        Req& r = new_request(e.request, Req::Coll);
+        r.comm = defs.comm(*c);
+        r.bytes = e.bytes;
+        r.op = collective_op(blocking_name(reg.functions[fi.name]));
+        r.root = collective_root(e, fi);
+        r.written = written;
+        if (written) {
+          r.id = next_request++;
+          check(OTF2_EvtWriter_NonBlockingCollectiveRequest(t.w, nullptr, t_enter, r.id));
+        }
         break;
+      }
       default:
         break;
     }
+  }
+  // Only the rooted collectives (Bcast, Scatter, Reduce, Gather) have one.
+  static uint32_t collective_root(const Event& e, const FuncInfo& fi) {
+    const bool rooted = fi.role & (kRoleOneToAll | kRoleAllToOne);
+    return rooted && e.root >= 0 ? static_cast<uint32_t>(e.root) : OTF2_UNDEFINED_UINT32;
   }
   // A nonblocking operation issued (an Isend/Irecv, or a persistent one's Start).
   void issue(Thread& t, Req& r, bool written, OTF2_TimeStamp when) {
@@ -460,6 +481,10 @@ struct Otf2Handler {
         check(OTF2_EvtWriter_MpiRequestCancelled(t.w, nullptr, when, r->id));
       } else if (r->type == Req::Send || r->type == Req::PSend) {
         check(OTF2_EvtWriter_MpiIsendComplete(t.w, nullptr, when, r->id));
+      } else if (r->type == Req::Coll) {
+        check(OTF2_EvtWriter_NonBlockingCollectiveComplete(t.w, nullptr, when, r->op, r->comm, r->root, r->bytes, 0,
+                                                           r->id));
+        ++stats.collectives;
       } else if (r->type == Req::Recv || r->type == Req::PRecv) {
         // The status tells the actual source and tag (else what was asked).
         const int32_t src = done.source >= 0 ? done.source : r->peer;

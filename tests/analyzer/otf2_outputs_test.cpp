@@ -191,6 +191,28 @@ TEST(Otf2, CallsInFlightAndHowEachRankEnded) {
   EXPECT_EQ(all.find("MPI_COLLECTIVE_BEGIN"), std::string::npos);
 }
 
+// MPI_Ibcast from rank 0 completed by MPI_Wait: a NonBlockingCollectiveRequest
+// in the Ibcast and the NonBlockingCollectiveComplete (operation, root,
+// bytes) in the Wait, with the same request id, as Score-P writes them.
+TEST(Otf2, NonblockingCollectiveIsRequestedAndCompleted) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 1 * kMs);
+    b.collective(r, Ibcast, 2 * kMs, 2 * kMs + 10 * kUs, kWorld, 64, 0x98000001u, 0);
+    b.wait(r, Wait, 3 * kMs, 4 * kMs, {Completion{0x98000001u}});
+    b.finalize(r, 5 * kMs, 6 * kMs);
+  }
+  b.close();
+  std::string out;
+  ASSERT_EQ(run_cli(b.dir() + " -o /dev/null --otf2 " + b.dir() + "/a", &out), 0) << out;
+  const std::string all = print_all(b.dir() + "/a");
+  for (const char* want :
+       {"NON_BLOCKING_COLLECTIVE_REQUEST 1 2000000 Request: 0",
+        "NON_BLOCKING_COLLECTIVE_COMPLETE 1 4000000 Operation: BCAST, Communicator: \"MPI_COMM_WORLD\" <0>, Root: 0 "
+        "(\"Master thread\" <0>), Sent: 64, Received: 0, Request: 0"})
+    EXPECT_NE(all.find(want), std::string::npos) << want << "\n" << all;
+}
+
 // The archive is flushed as it is written: a rank of 10^6 events (a 25 MB
 // events file) costs a few MiB of buffers beyond the analysis's own memory,
 // not the file's size.

@@ -6,7 +6,8 @@
 // thread, in a location group per rank; MPI calls and interval executions are
 // regions (Enter/Leave); point-to-point transfers are MpiSend/MpiRecv and, for
 // nonblocking calls, MpiIsend/MpiIsendComplete and MpiIrecvRequest/MpiIrecv
-// with request ids; blocking collectives MpiCollectiveBegin/End. Timestamps
+// with request ids; blocking collectives MpiCollectiveBegin/End, nonblocking
+// ones NonBlockingCollectiveRequest/Complete. Timestamps
 // are nanoseconds on the synchronized global clock.
 #pragma once
 
@@ -25,7 +26,7 @@ struct Otf2Stats {
   uint64_t events = 0;        // every record written to the events files
   uint64_t enters = 0, leaves = 0;
   uint64_t sends = 0, receives = 0;  // MpiSend + MpiIsend, MpiRecv + MpiIrecv
-  uint64_t collectives = 0;   // MpiCollectiveBegin (each with its End)
+  uint64_t collectives = 0;   // MpiCollectiveBegin (each with its End), NonBlockingCollectiveComplete
 };
 
 struct Otf2Options {
