@@ -193,7 +193,6 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     }
   }
 
-  int status_on_bad_output = 0;
   // A --window is short (served by the window index): process 0 runs it alone.
   const bool root = !mpi || mpi->rank() == 0;
   if (mpi && !window.empty()) {
@@ -201,21 +200,19 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     mpi = nullptr;
   }
 
-  // A directory that cannot take the archive is said before the analysis.
-  if (root && !otf2_dir.empty()) {
+  // A directory that cannot take the archive is said before the analysis
+  // (process 0 writes it; the others leave with it).
+  if (!otf2_dir.empty()) {
+    bool refused = false;
     std::string err;
-    if (!prof::analysis::prepare_otf2_directory(otf2_dir, &err)) {
+    if (root && !prof::analysis::prepare_otf2_directory(otf2_dir, &err)) {
       std::fprintf(stderr, "prof-analyze: error: --otf2 %s\n", err.c_str());
-      status_on_bad_output = kExitUsage;
+      refused = true;
     }
-  }
-  if (mpi && mpi->size() > 1 && !otf2_dir.empty()) {
-    // Every process leaves when process 0 cannot write the archive.
-    const std::vector<std::string> all = mpi->all_to_all(std::vector<std::string>(
-        static_cast<size_t>(mpi->size()), status_on_bad_output != 0 ? "bad" : ""));
-    if (!all[0].empty()) return kExitUsage;
-  } else if (status_on_bad_output != 0) {
-    return status_on_bad_output;
+    if (mpi && mpi->size() > 1)
+      refused = !mpi->all_to_all(std::vector<std::string>(static_cast<size_t>(mpi->size()), refused ? "refused" : ""))[0]
+                     .empty();
+    if (refused) return kExitUsage;
   }
 
   prof::trace::TraceDir td = prof::trace::TraceDir::open(dir);

@@ -34,6 +34,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -238,7 +239,7 @@ struct Otf2Handler {
   OTF2_AttributeRef in_flight_attr;
   Otf2Stats& stats;
   IntervalTracker intervals;
-  std::vector<Thread> threads;
+  std::deque<Thread> threads;  // (a deque: a Thread& stays valid when another thread appears)
   size_t last_thread = 0;
   std::unordered_map<uint32_t, std::vector<Req>> requests;  // by handle, oldest first
   uint64_t next_request = 0;
