@@ -6,6 +6,7 @@ packages=(
   build-essential cmake ninja-build pkg-config python3 gfortran clang
   mpich libmpich-dev
   nlohmann-json3-dev libcli11-dev
+  libotf2-trace-dev otf2-tools
   libdw-dev libelf-dev libnuma-dev libhwloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev fonts-dejavu-core

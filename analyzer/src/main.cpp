@@ -27,6 +27,7 @@
 #include "mpi_exchange.h"
 #include "prof/analysis/chrome_trace.h"
 #include "prof/analysis/exchange.h"
+#include "prof/analysis/otf2_export.h"
 #include "prof/analysis/report.h"
 
 namespace {
@@ -89,7 +90,7 @@ bool write_file(const std::string& path, const std::function<void(std::ostream&)
 // The command; `mpi`: one process of an MPI job.
 int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   CLI::App app{"prof-analyze: interval characteristics of a prof trace (docs/metrics.md)"};
-  std::string dir, out_path, json_path, chrome_path, chrome_window, window;
+  std::string dir, out_path, json_path, chrome_path, chrome_window, window, otf2_dir;
   bool functions = false, wait_states = false, no_per_rank = false, no_progress = false, quiet = false, no_index = false;
   unsigned threads = 0;
   app.add_option("TRACE_DIR", dir, "trace directory (rank-*.prof files)")->required();
@@ -97,6 +98,9 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   app.add_option("--json", json_path, "write the JSON report to FILE ('-': stdout)");
   app.add_option("--chrome-trace", chrome_path,
                  "write Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE ('-': stdout)");
+  app.add_option("--otf2", otf2_dir,
+                 "write an OTF2 archive (Vampir, Scalasca) into DIR (DIR/traces.otf2); DIR must be new "
+                 "or empty");
   app.add_option("--window", window,
                  "analyze only FROM:TO, seconds from the trace's start, in every output");
   app.add_option("--chrome-trace-window", chrome_window,
@@ -177,6 +181,9 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     chrome_opt.from_s = analysis_opt.window_from_s;
     chrome_opt.to_s = analysis_opt.window_to_s;
   }
+  prof::analysis::Otf2Options otf2_opt;
+  otf2_opt.from_s = analysis_opt.window_from_s;
+  otf2_opt.to_s = analysis_opt.window_to_s;
   if (!chrome_window.empty()) {
     if (!parse_window(chrome_window, "--chrome-trace-window", &chrome_opt.from_s, &chrome_opt.to_s))
       return kExitUsage;
@@ -191,6 +198,21 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   if (mpi && !window.empty()) {
     if (!root) return 0;
     mpi = nullptr;
+  }
+
+  // A directory that cannot take the archive is said before the analysis
+  // (process 0 writes it; the others leave with it).
+  if (!otf2_dir.empty()) {
+    bool refused = false;
+    std::string err;
+    if (root && !prof::analysis::prepare_otf2_directory(otf2_dir, &err)) {
+      std::fprintf(stderr, "prof-analyze: error: --otf2 %s\n", err.c_str());
+      refused = true;
+    }
+    if (mpi && mpi->size() > 1)
+      refused = !mpi->all_to_all(std::vector<std::string>(static_cast<size_t>(mpi->size()), refused ? "refused" : ""))[0]
+                     .empty();
+    if (refused) return kExitUsage;
   }
 
   prof::trace::TraceDir td = prof::trace::TraceDir::open(dir);
@@ -271,6 +293,13 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
                           std::fprintf(stderr, "prof-analyze: error: %s: %s\n", chrome_path.c_str(), err.c_str());
                       }) &&
            ok;
+    }
+    if (!otf2_dir.empty()) {
+      std::string err;
+      if (!prof::analysis::write_otf2(td, otf2_dir, &a, &err, nullptr, otf2_opt)) {
+        std::fprintf(stderr, "prof-analyze: error: --otf2 %s: %s\n", otf2_dir.c_str(), err.c_str());
+        ok = false;
+      }
     }
     if (!ok) return kExitUsage;
     if (a.damaged) {

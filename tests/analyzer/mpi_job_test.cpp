@@ -5,6 +5,7 @@
 // received, on a damaged trace, and on errors; and process 0 decodes only
 // its own block of ranks.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <regex>
@@ -22,6 +23,14 @@ std::string slurp(const fs::path& p) {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
+}
+
+int run_shell(const std::string& cmd, std::string* out) {
+  const std::string file = fs::temp_directory_path() / ("prof-mpi-job-" + std::to_string(::getpid()) + ".out");
+  const int st = std::system((cmd + " >" + file + " 2>&1").c_str());
+  *out = slurp(file);
+  fs::remove(file);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 struct Outputs {
@@ -175,4 +184,47 @@ TEST(MpiJob, ProcessZeroDecodesOnlyItsBlock) {
   }
   EXPECT_EQ(lines, 3);
   EXPECT_EQ(decoding, 1) << job.messages;
+}
+
+// `mpiexec -n 2 prof-analyze --otf2`: process 0 writes the archive, the same
+// as the plain command's; a directory it cannot use ends the whole job as the
+// plain command ends.
+TEST(MpiJob, Otf2ArchiveIsThePlainCommands) {
+  TraceBuilder b(4);
+  for (int r = 0; r < 4; ++r) {
+    b.init(r, 0, 1 * kMs);
+    for (int it = 0; it < 10; ++it) {
+      const uint64_t a = (2 + static_cast<uint64_t>(it)) * kMs + static_cast<uint64_t>(r) * 7 * kUs;
+      b.begin(r, a, 1);
+      b.send(r, a + 10 * kUs, a + 20 * kUs, (r + 1) % 4, it);
+      b.recv(r, a + 30 * kUs, a + 90 * kUs, (r + 3) % 4, it);
+      b.collective(r, Allreduce, a + 100 * kUs, a + 300 * kUs);
+      b.end(r, a + 400 * kUs, 1);
+    }
+    b.finalize(r, 20 * kMs, 21 * kMs);
+  }
+  b.close();
+  auto print_all = [](const std::string& archive) {
+    const std::string cmd = std::string(PROF_OTF2_PRINT) + " -A -Werror " + archive + "/traces.otf2 >" + archive +
+                            ".txt 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    // (The archive's trace identifier is random.)
+    return std::regex_replace(slurp(archive + ".txt"), std::regex("Trace identifier[^\n]*\n"), "");
+  };
+  auto run_cli = [](const std::string& args, std::string* out) {
+    return run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress --no-index " + args, out);
+  };
+  const std::string job = "timeout -k 5 60 " + std::string(PROF_MPIEXEC) + " -n 2 " + PROF_ANALYZE_BIN +
+                          " --no-progress --no-index -q -o /dev/null " + b.dir();
+  std::string out;
+  ASSERT_EQ(run_cli(b.dir() + " -q -o /dev/null --otf2 " + b.dir() + "/plain", &out), 0) << out;
+  ASSERT_EQ(run_shell(job + " --otf2 " + b.dir() + "/job", &out), 0) << out;
+  const std::string plain = print_all(b.dir() + "/plain");
+  EXPECT_NE(plain.find("MPI_SEND"), std::string::npos);
+  EXPECT_EQ(print_all(b.dir() + "/job"), plain);
+
+  std::string plain_msg, job_msg;
+  EXPECT_EQ(run_cli(b.dir() + " -q -o /dev/null --otf2 " + b.dir() + "/plain", &plain_msg), 1);
+  EXPECT_EQ(run_shell(job + " --otf2 " + b.dir() + "/plain", &job_msg), 1);
+  EXPECT_EQ(job_msg, plain_msg);
 }
