@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "interval_steps.h"
+#include "run_record.h"
 
 namespace prof::analysis {
 namespace detail {
@@ -731,6 +732,12 @@ void Engine::finish(Analysis& a) {
       a.executable = it->second;
       break;
     }
+  {
+    std::vector<const RankTrace*> traces;
+    for (const auto& r : ranks_) traces.push_back(r->rank_trace);
+    a.run = run_record(traces);
+    a.run.world_size = a.world_size;
+  }
   for (const auto& r : ranks_)
     if (auto it = r->rank_trace->meta().find("bcast_impl"); it != r->rank_trace->meta().end() && !it->second.empty()) {
       a.bcast_impl = it->second;

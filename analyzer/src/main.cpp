@@ -10,6 +10,7 @@
 // the analysis (mpi_exchange.h): process 0 prints and writes every output,
 // the others stay silent, and every process exits with process 0's status.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -26,6 +27,7 @@
 #include "prof/analysis/analysis.h"
 #include "mpi_exchange.h"
 #include "prof/analysis/chrome_trace.h"
+#include "prof/analysis/compare.h"
 #include "prof/analysis/exchange.h"
 #include "prof/analysis/otf2_export.h"
 #include "prof/analysis/report.h"
@@ -87,13 +89,78 @@ bool write_file(const std::string& path, const std::function<void(std::ostream&)
   return true;
 }
 
+// Lists a result's warnings on stderr, each with its first examples.
+void print_warnings(const prof::analysis::Analysis& a, const std::string& prefix) {
+  for (const auto& w : a.warnings) {
+    std::fprintf(stderr, "prof-analyze: warning: %s%s: %llu\n", prefix.c_str(), w.category.c_str(),
+                 static_cast<unsigned long long>(w.count));
+    for (const auto& ex : w.examples) std::fprintf(stderr, "  %s\n", ex.c_str());
+  }
+}
+
+// `--compare A B`: both traces analyzed in turn, then the comparison written
+// (text to `text_path` unless empty, JSON to `json_path` unless empty). Exit
+// status as for one trace: 2 when either is unusable, 3 when either is damaged.
+int compare_runs(const std::string& a_dir, const std::string& b_dir, const prof::analysis::Options& opt,
+                 const std::string& text_path, const std::string& json_path, bool quiet) {
+  prof::analysis::Analysis runs[2];
+  const std::string dirs[2] = {a_dir, b_dir};
+  bool damaged = false;
+  for (int i = 0; i < 2; ++i) {
+    const char* which = i == 0 ? "A" : "B";
+    struct stat st {};
+    const bool found = ::stat(dirs[i].c_str(), &st) == 0;
+    if (!found || !S_ISDIR(st.st_mode)) {
+      std::fprintf(stderr, "prof-analyze: error: --compare %s: %s: %s\n", which, dirs[i].c_str(),
+                   found ? "not a directory" : std::strerror(errno));
+      return kExitUnusable;
+    }
+    const prof::trace::TraceDir td = prof::trace::TraceDir::open(dirs[i]);
+    if (!td.errors.empty() || td.ranks.empty()) {
+      for (const auto& e : td.errors) std::fprintf(stderr, "prof-analyze: error: --compare %s: %s\n", which, e.c_str());
+      for (const auto& w : td.warnings) std::fprintf(stderr, "prof-analyze: error: --compare %s: %s\n", which, w.c_str());
+      if (td.errors.empty() && td.warnings.empty())
+        std::fprintf(stderr, "prof-analyze: error: --compare %s: %s: no rank file\n", which, dirs[i].c_str());
+      return kExitUnusable;
+    }
+    runs[i] = prof::analysis::analyze(td, opt);
+    if (!runs[i].usable()) {
+      for (const auto& e : runs[i].errors) std::fprintf(stderr, "prof-analyze: error: --compare %s: %s\n", which, e.c_str());
+      if (runs[i].errors.empty())
+        std::fprintf(stderr, "prof-analyze: error: --compare %s: %s: no events to analyze\n", which, dirs[i].c_str());
+      return kExitUnusable;
+    }
+    if (!quiet) print_warnings(runs[i], std::string(which) + ": ");
+    damaged = damaged || runs[i].damaged;
+  }
+  const prof::analysis::Comparison c = prof::analysis::compare(runs[0], runs[1]);
+  bool ok = true;
+  if (!text_path.empty())
+    ok = write_file(text_path, [&](std::ostream& o) { prof::analysis::write_compare_text(c, a_dir, b_dir, o); }) && ok;
+  if (!json_path.empty())
+    ok = write_file(json_path, [&](std::ostream& o) {
+           prof::analysis::write_compare_json(c, runs[0], runs[1], a_dir, b_dir, o);
+         }) && ok;
+  if (!ok) return kExitUsage;
+  if (damaged) {
+    std::fprintf(stderr, "prof-analyze: a trace is damaged; the comparison covers what could be salvaged\n");
+    return kExitDamaged;
+  }
+  return 0;
+}
+
 // The command; `mpi`: one process of an MPI job.
 int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   CLI::App app{"prof-analyze: interval characteristics of a prof trace (docs/metrics.md)"};
   std::string dir, out_path, json_path, chrome_path, chrome_window, window, otf2_dir;
   bool functions = false, wait_states = false, no_per_rank = false, no_progress = false, quiet = false, no_index = false;
   unsigned threads = 0;
-  app.add_option("TRACE_DIR", dir, "trace directory (rank-*.prof files)")->required();
+  app.add_option("TRACE_DIR", dir, "trace directory (rank-*.prof files)");
+  std::vector<std::string> compare_dirs;
+  app.add_option("--compare", compare_dirs,
+                 "A B (instead of TRACE_DIR): compare two runs' traces, interval by interval, and "
+                 "what they ran under")
+      ->expected(2);
   app.add_option("-o,--output", out_path, "write the text report to FILE instead of stdout");
   app.add_option("--json", json_path, "write the JSON report to FILE ('-': stdout)");
   app.add_option("--chrome-trace", chrome_path,
@@ -133,6 +200,12 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
+  }
+  if (dir.empty() == compare_dirs.empty()) {
+    std::fprintf(stderr, "prof-analyze: error: %s\n%s",
+                 dir.empty() ? "give a TRACE_DIR, or --compare A B" : "give either a TRACE_DIR or --compare A B, not both",
+                 app.help().c_str());
+    return kExitUsage;
   }
   std::vector<std::pair<int, int>> shown_ranks;
   if (!rank_list.empty()) {
@@ -191,6 +264,18 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
       std::fprintf(stderr, "prof-analyze: error: --chrome-trace-window needs --chrome-trace FILE\n");
       return kExitUsage;
     }
+  }
+
+  if (!compare_dirs.empty()) {
+    if (!chrome_path.empty()) {
+      std::fprintf(stderr, "prof-analyze: error: --chrome-trace takes one trace, not --compare\n");
+      return kExitUsage;
+    }
+    if (mpi && mpi->rank() != 0) return 0;  // (process 0 compares alone)
+    prof::analysis::Options opt = analysis_opt;
+    opt.threads = threads;
+    opt.write_window_index = !no_index;
+    return compare_runs(compare_dirs[0], compare_dirs[1], opt, text_wanted ? out_path : "", json_path, quiet);
   }
 
   // A --window is short (served by the window index): process 0 runs it alone.
@@ -267,13 +352,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
       std::fprintf(stderr, "prof-analyze: window: %llu of %llu chunks decoded; index %s\n",
                    static_cast<unsigned long long>(a.stats.chunks_decoded),
                    static_cast<unsigned long long>(a.stats.chunks_total), a.stats.window_index.c_str());
-    if (!quiet) {
-      for (const auto& w : a.warnings) {
-        std::fprintf(stderr, "prof-analyze: warning: %s: %llu\n", w.category.c_str(),
-                     static_cast<unsigned long long>(w.count));
-        for (const auto& ex : w.examples) std::fprintf(stderr, "  %s\n", ex.c_str());
-      }
-    }
+    if (!quiet) print_warnings(a, "");
 
     prof::analysis::TextOptions text;
     text.functions = functions;

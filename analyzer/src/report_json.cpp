@@ -3,14 +3,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_parts.h"
 #include "prof/analysis/characteristics.h"
 #include "prof/analysis/report.h"
 #include "prof/definition_lines.h"
 
 namespace prof::analysis {
-namespace {
-
-using Json = nlohmann::ordered_json;
 
 Json main_json(const MainFigures& m) {
   Json j = Json::object();
@@ -20,6 +18,32 @@ Json main_json(const MainFigures& m) {
   }
   return j;
 }
+
+Json run_json(const RunRecord& run) {
+  const auto text = [](const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); };
+  Json settings = Json::object();
+  for (const auto& [name, value] : run.environment) settings[name] = value;
+  Json transport{{"name", text(run.transport)}, {"version", text(run.transport_version)}, {"settings", settings}};
+  Json hosts = Json::array();
+  for (const RunRecord::Host& h : run.hosts) hosts.push_back(Json{{"host", h.name}, {"ranks", h.ranks}});
+  Json prof = Json::object();
+  Json given = Json::array();
+  for (const auto& [name, s] : run.prof_settings) {
+    prof[name] = s.value;
+    if (s.from_environment) given.push_back(name);
+  }
+  return Json{{"mpi_library", text(run.mpi_library)},
+              {"library", text(run.library)},
+              {"library_version", text(run.library_version)},
+              {"transport", transport},
+              {"hosts", hosts},
+              {"ranks_per_node", run.hosts.empty() ? Json(nullptr) : Json(run.ranks_per_node())},
+              {"command", text(run.command)},
+              {"prof_settings", prof},
+              {"prof_settings_from_env", given}};
+}
+
+namespace {
 
 Json rank_json(const RankFigures& f) {
   Json j = Json::object();
@@ -41,6 +65,7 @@ void write_json_report(const Analysis& a, std::ostream& out) {
   j["executable"] = a.executable;
   j["bcast_impl"] = a.bcast_impl;
   j["bcast_fallbacks"] = a.bcast_fallbacks;
+  j["run"] = run_json(a.run);
   if (a.clock.known) {
     Json per_rank = Json::array();
     for (const auto& [rank, error_s] : a.clock.per_rank) per_rank.push_back({{"rank", rank}, {"error_s", error_s}});

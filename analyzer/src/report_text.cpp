@@ -18,6 +18,48 @@ std::string fmt(const char* f, double v) {
 }
 std::string num(double v) { return fmt("%f", v); }
 
+// "0-3,8": ascending ranks as ranges.
+std::string rank_ranges(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    s += (s.empty() ? "" : ",") + std::to_string(ranks[i]);
+    if (j > i) s += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return s;
+}
+
+// What the run ran under, a few lines after Level 0 (only for traces that
+// recorded it: the report of an older trace is unchanged). The profiler's
+// settings at their defaults are left out (the JSON has every one).
+void write_run_block(const RunRecord& run, std::ostream& out) {
+  if (run.mpi_library.empty() && run.prof_settings.empty()) return;
+  out << "\n---Run---\n";
+  out << "MPI library " << (run.library.empty() ? "unknown" : run.library);
+  if (!run.library_version.empty()) out << ' ' << run.library_version;
+  out << '\n';
+  out << "Transport " << (run.transport.empty() ? "unknown" : run.transport);
+  if (!run.transport_version.empty()) out << ' ' << run.transport_version;
+  out << '\n';
+  out << "Hosts " << run.hosts.size() << ':';
+  for (const RunRecord::Host& h : run.hosts) out << ' ' << h.name << " (ranks " << rank_ranges(h.ranks) << ')';
+  out << '\n';
+  out << "Command " << run.command << '\n';
+  out << "Settings";
+  bool any = false;
+  for (const auto& [name, setting] : run.prof_settings)
+    if (setting.from_environment) {
+      out << ' ' << name << '=' << setting.value;
+      any = true;
+    }
+  out << (any ? "\n" : " (all defaults)\n");
+  out << "Environment";
+  for (const auto& [name, value] : run.environment) out << ' ' << name << '=' << value;
+  out << (run.environment.empty() ? " (none of MPI's or the transport's variables set)\n" : "\n");
+}
+
 }  // namespace
 
 // The thesis's analyzer kept whole microseconds and divided integers, so its
@@ -104,6 +146,7 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
                     a.clock.max_error_s * 1e6, a.clock.scheme.empty() ? "unknown" : a.clock.scheme.c_str());
       out << line;
     }
+    if (n.parent < 0) write_run_block(a.run, out);
     if (n.parent < 0 && a.complete &&
         std::any_of(a.run_end.begin(), a.run_end.end(), [](const RankEnd& e) { return e.records_lost; })) {
       // After Level 0: the run ended cleanly but not everything was recorded.

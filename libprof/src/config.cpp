@@ -3,40 +3,56 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
 namespace prof::shim {
+
+namespace {
+const char* const kLogLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+std::string shortest(double v) {  // the shortest text that reads back as v
+  char text[32];
+  return std::string(text, std::to_chars(text, text + sizeof text, v).ptr);
+}
+}  // namespace
 
 const std::vector<ConfigVariable>& config_variables() {
   static const std::vector<ConfigVariable> vars = {
       {"PROF_OUTPUT", "path", "(new directory prof-EXE-DATE-TIME-PID in the working directory)",
        "Trace directory to create (parents too); one file rank-NNNNN.prof per rank. When it "
        "already holds a trace, the run writes beside it, in PROF_OUTPUT-2 (-3, ...), and says so "
-       "in one line on stderr."},
+       "in one line on stderr.",
+       [](const Config& c) { return c.output_dir; }},
       {"PROF_TIMER", "tsc|monotonic|gettimeofday|mpi_wtime", "tsc (monotonic without invariant TSC)",
-       "Clock for timestamps. tsc: rdtsc, calibrated against CLOCK_MONOTONIC."},
+       "Clock for timestamps. tsc: rdtsc, calibrated against CLOCK_MONOTONIC.",
+       [](const Config& c) { return std::string(format::timer_name(c.timer)); }},
       {"PROF_SYNC", "hierarchical|linear|ring|none", "hierarchical",
        "Clock synchronization against rank 0 after MPI_Init and before MPI_Finalize "
        "(minimum round trip of ping-pong exchanges). hierarchical: ranks that read their "
        "node leader's clock (checked) take its offset at no cost, node leaders measure in a "
        "binomial tree, O(log nodes) rounds; linear: rank 0 against each rank in turn; ring: "
-       "each rank against the one before it."},
+       "each rank against the one before it.",
+       [](const Config& c) { return std::string(sync_scheme_name(c.sync)); }},
       {"PROF_BUFFER_MB", "integer 1..1024", "1",
        "Largest event chunk a thread maps from the trace file (chunks start at 64 KiB and "
        "double); memory stays bounded by threads x this. The chunk that reaches this size "
        "stays mapped as the thread's home: each time it is full its records are copied to the "
        "end of the file and it is reused (docs/trace-format.md, \"Home chunks\"). The space a "
-       "thread's last chunk did not use is given back when the rank ends."},
+       "thread's last chunk did not use is given back when the rank ends.",
+       [](const Config& c) { return std::to_string(c.buffer_bytes >> 20); }},
       {"PROF_STRICT", "0|1", "0",
-       "1: a bad setting or an unwritable output aborts the run instead of running unprofiled."},
+       "1: a bad setting or an unwritable output aborts the run instead of running unprofiled.",
+       [](const Config& c) { return std::string(c.strict ? "1" : "0"); }},
       {"PROF_HANG_WARN", "seconds (> 0; above 10^9 never reached)", "(off)",
        "A thread inside one MPI call for longer than this prints one line on stderr naming "
        "the call, where it was called from (file:line when binutils' addr2line is installed "
        "and the program has debug info, else binary+offset) and its peer or communicator, "
-       "while the job still runs (checked by the heartbeat thread, every 0.1 s; once per call)."},
+       "while the job still runs (checked by the heartbeat thread, every 0.1 s; once per call).",
+       [](const Config& c) { return c.hang_warn_seconds > 0 ? shortest(c.hang_warn_seconds) : std::string(); }},
       {"PROF_LOG_LEVEL", "trace|debug|info|warn|error|critical|off", "warn",
-       "Verbosity of the profiler's own messages on stderr."},
+       "Verbosity of the profiler's own messages on stderr.",
+       [](const Config& c) { return std::string(kLogLevels[c.log_level]); }},
       {"PROF_BCAST", "native|shm", "native",
        "MPI_Bcast implementation: MPICH's own, or Kurnosov and Tokmasheva's NUMA shared-memory broadcast "
        "(per communicator, at its first broadcast, a shared-memory segment with a queue per process, "
@@ -45,31 +61,44 @@ const std::vector<ConfigVariable>& config_variables() {
        "nodes: node leaders through MPICH, shared memory inside each node). Traced like any "
        "MPI_Bcast; the trace and the JSON report (`bcast_impl`) say which ran. Where the "
        "segment cannot be had (it would take more than half the node's available memory, "
-       "or the memory is refused), that communicator uses MPICH's, with one warning."},
+       "or the memory is refused), that communicator uses MPICH's, with one warning.",
+       [](const Config& c) { return std::string(c.bcast.impl == bcast::Impl::Shm ? "shm" : "native"); }},
       {"PROF_BCAST_FRAGMENT", "bytes, a multiple of the page size, up to 67108864",
        "8192 (the model's optimum f* = sqrt(b t_w / t) for b = 1 MiB, t_w = 50 t, rounded up to pages)",
-       "PROF_BCAST=shm: fragment size f, the bytes of one queue buffer."},
+       "PROF_BCAST=shm: fragment size f, the bytes of one queue buffer.",
+       [](const Config& c) { return std::to_string(c.bcast.fragment); }},
       {"PROF_BCAST_SLOTS", "integer 1..65536", "128 (s* = b / f*)",
        "PROF_BCAST=shm: buffers s in each process's circular queue; a multiple of "
-       "PROF_BCAST_SETS. The segment holds processes x s x f bytes of buffers."},
+       "PROF_BCAST_SETS. The segment holds processes x s x f bytes of buffers.",
+       [](const Config& c) { return std::to_string(c.bcast.slots); }},
       {"PROF_BCAST_SETS", "integer 1..65536, dividing PROF_BCAST_SLOTS", "2",
        "PROF_BCAST=shm: sets q the queue is split into: one use of the queue takes at most s/q "
-       "slots, so the root fills one set while the others still read the previous ones."},
+       "slots, so the root fills one set while the others still read the previous ones.",
+       [](const Config& c) { return std::to_string(c.bcast.sets); }},
       {"PROF_BCAST_TREE", "flat|chain|kary:K|knomial:K", "kary:2",
        "PROF_BCAST=shm: the notification tree (K-ary with K in 1..1024, K-nomial with K in "
-       "2..1024), precomputed for every root."},
+       "2..1024), precomputed for every root.",
+       [](const Config& c) { return bcast::tree_name(c.bcast.tree); }},
       {"PROF_TEST_BCAST_FAIL_SHM", "0|1", "0",
        "Test only: the shared-memory broadcast takes the node to have no memory to spare, "
        "so every segment is refused as one too big for the node is, and the fallback to "
-       "MPICH's MPI_Bcast is exercised."},
+       "MPICH's MPI_Bcast is exercised.",
+       [](const Config& c) { return std::string(c.bcast.test_fail_shm ? "1" : "0"); }},
       {"PROF_TEST_NODES", "integer 1..1024", "(unset: the real nodes)",
        "Test only: world rank r is taken to be on node r mod N, by the shared-memory broadcast "
        "(node leaders through MPI, then shared memory inside each node) and by the hierarchical "
-       "clock synchronization, so that their paths across nodes run on one host."},
+       "clock synchronization, so that their paths across nodes run on one host.",
+       [](const Config& c) { return c.test_nodes > 0 ? std::to_string(c.test_nodes) : std::string(); }},
       {"PROF_TEST_CLOCK_SHIFT_NS", "RANK:NS[,RANK:NS...], |NS| <= 10^15", "(unset)",
        "Test only: shifts RANK's clock by NS nanoseconds (with PROF_TEST_NODES, the clock of "
        "every rank on RANK's node), to check that synchronization recovers it; each entry "
-       "names another rank (another node)."},
+       "names another rank (another node).",
+       [](const Config& c) {
+         std::string s;
+         for (const Config::TestShift& t : c.test_shifts)
+           s += (s.empty() ? "" : ",") + std::to_string(t.rank) + ':' + std::to_string(t.ns);
+         return s;
+       }},
   };
   return vars;
 }
@@ -130,10 +159,9 @@ bool read_config(Config* cfg, std::vector<std::string>* errors) {
       cfg->hang_warn_seconds = std::min(seconds, 1e9);
   }
   if (const char* v = env("PROF_LOG_LEVEL")) {
-    static const char* levels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
     int found = -1;
     for (int i = 0; i < 7; ++i)
-      if (std::strcmp(v, levels[i]) == 0) found = i;
+      if (std::strcmp(v, kLogLevels[i]) == 0) found = i;
     if (found < 0)
       errors->push_back(std::string("PROF_LOG_LEVEL='") + v +
                         "' is not one of trace, debug, info, warn, error, critical, off");

@@ -1,6 +1,8 @@
 // Every PROF_* environment variable in one table (name, type, default,
-// description), Caliper-style; docs/configuration.md is printed from it
-// (`prof-run --help-config`) and a test checks the two agree.
+// description, and how to print the value the shim resolved), Caliper-style;
+// docs/configuration.md is printed from it (`prof-run --help-config`) and a
+// test checks the two agree. The trace records every setting's resolved value
+// (`P` definitions) from the same table.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +15,15 @@
 
 namespace prof::shim {
 
+struct Config;
 struct ConfigVariable {
   const char* name;
   const char* type;
   const char* default_value;
   const char* description;
+  // The setting as the shim resolved it (a default filled in, a fallback
+  // taken), in the variable's own syntax; "" when unset and without a value.
+  std::string (*resolved)(const Config&);
 };
 const std::vector<ConfigVariable>& config_variables();
 

@@ -46,6 +46,7 @@
 #include "bcast_shm.h"
 #include "config.h"
 #include "prof/definition_lines.h"
+#include "run_facts.h"
 #include "trace_file.h"
 
 namespace prof::shim {
@@ -926,6 +927,9 @@ std::string start_definitions(const Config& cfg, int rank, int size, int provide
     defs += meta("bcast_sets", std::to_string(cfg.bcast.sets));
     defs += meta("bcast_tree", bcast::tree_name(cfg.bcast.tree));
   }
+  Config resolved = cfg;
+  resolved.timer = g.timer.kind();
+  defs += run_facts_definitions(resolved);
   defs += functions_definitions();
   defs += loadmap;
   std::vector<int32_t> world(static_cast<size_t>(size));

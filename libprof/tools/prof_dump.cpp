@@ -18,6 +18,10 @@
 //   file PATH
 //   header version=V run_id=0xHEX rank=R world_size=N timer=NAME
 //   meta KEY=VALUE                     one per M definition, sorted by key
+//   env NAME=VALUE                     one per V definition (the MPI library's and
+//                                      transport's variables), sorted by name
+//   setting NAME=VALUE env|default     one per P definition (a PROF_* setting as
+//                                      resolved, and whether it was set), sorted
 //   function ID KIND NAME              KIND as in FuncKind, lower case
 //                                      (other send recv sendrecv isend irecv
 //                                      completion requestop collective icollective
@@ -241,6 +245,9 @@ std::string dump_rank(const RankTrace& t, const Options& o) {
               h.version, h.run_id, h.rank, h.world_size,
               std::string(format::timer_name(static_cast<format::TimerKind>(h.timer))).c_str());
   for (const auto& [k, v] : t.meta()) std::printf("meta %s=%s\n", k.c_str(), v.c_str());
+  for (const auto& [k, v] : t.environment()) std::printf("env %s=%s\n", k.c_str(), v.c_str());
+  for (const auto& [k, v] : t.settings())
+    std::printf("setting %s=%s %s\n", k.c_str(), v.value.c_str(), v.from_environment ? "env" : "default");
   for (const auto& f : t.functions()) {
     const char* k = kind_name(f.kind);
     if (k) std::printf("function %u %s %s\n", f.id, k, f.name.c_str());

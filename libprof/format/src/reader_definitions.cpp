@@ -204,6 +204,18 @@ void RankTrace::Impl::parse_line(std::string_view line, uint64_t off) {
       }
       break;
     }
+    case 'V':
+      if (nf >= 3 && !f[1].empty()) {
+        environment[std::string(f[1])] = std::string(rest_after(2));
+        ok = true;
+      }
+      break;
+    case 'P':
+      if (nf >= 4 && !f[1].empty() && (f[3] == "env" || f[3] == "default")) {
+        settings[std::string(f[1])] = ProfSetting{std::string(f[2]), f[3] == "env"};
+        ok = true;
+      }
+      break;
     case 'E':
       if (nf >= 2) {
         end_reason = std::string(rest_after(1));
@@ -376,6 +388,8 @@ std::unique_ptr<RankTrace> RankTrace::open(const std::string& path, std::string*
 const std::string& RankTrace::path() const { return impl_->path; }
 const format::FileHeader& RankTrace::header() const { return impl_->header; }
 const std::map<std::string, std::string>& RankTrace::meta() const { return impl_->meta; }
+const std::map<std::string, std::string>& RankTrace::environment() const { return impl_->environment; }
+const std::map<std::string, ProfSetting>& RankTrace::settings() const { return impl_->settings; }
 const FunctionDef* RankTrace::function(uint16_t id) const {
   if (id >= impl_->function_index.size() || impl_->function_index[id] < 0) return nullptr;
   return &impl_->functions[impl_->function_index[id]];

@@ -177,6 +177,8 @@ struct RankTrace::Impl {
   format::FileHeader header{};
 
   std::map<std::string, std::string> meta;
+  std::map<std::string, std::string> environment;   // V lines
+  std::map<std::string, ProfSetting> settings;      // P lines
   std::vector<FunctionDef> functions;
   std::vector<int32_t> function_index;  // id -> index into functions, -1
   std::vector<reader::FuncInfo> kinds;  // id -> kind and payload needs

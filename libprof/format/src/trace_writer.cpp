@@ -204,6 +204,12 @@ bool TraceWriter::ok() const { return impl_->ok; }
 void TraceWriter::meta(const std::string& key, const std::string& value) {
   impl_->definition(definition_line::meta(key, value));
 }
+void TraceWriter::environment(const std::string& name, const std::string& value) {
+  impl_->definition(definition_line::environment(name, value));
+}
+void TraceWriter::setting(const std::string& name, const ProfSetting& setting) {
+  impl_->definition(definition_line::setting(name, setting.value, setting.from_environment));
+}
 void TraceWriter::function(uint16_t id, FuncKind kind, const std::string& name) {
   impl_->definition(definition_line::function(id, static_cast<unsigned>(kind), name));
 }

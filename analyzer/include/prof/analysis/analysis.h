@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -231,11 +232,40 @@ struct RankEnd {
   std::vector<CallInFlight> in_flight;  // one per thread inside a call; stream order
 };
 
+// What the run ran under (docs/interfaces.md, `run`), from the trace's
+// definitions: empty where the trace does not say (traces written before
+// these were recorded). The library, transport and variables are those of the
+// lowest rank analyzed that recorded them; hosts and the command come from
+// every rank.
+struct RunRecord {
+  std::string mpi_library;                  // MPI_Get_library_version's text, whole
+  std::string library, library_version;     // read from it: "MPICH", "4.0.2"
+  std::string transport, transport_version; // "ucx", "1.13.1"
+  std::map<std::string, std::string> environment;  // UCX_*, MPIR_CVAR_*, ... (trace V lines)
+  struct Host {
+    std::string name;
+    std::vector<int> ranks;  // world ranks, ascending
+  };
+  std::vector<Host> hosts;  // in the order of their lowest rank
+  std::string command;      // the lowest rank's command line
+  std::map<std::string, trace::ProfSetting> prof_settings;  // every PROF_* setting
+  int world_size = 0;
+  // The most ranks on one host (0 when no host is known).
+  int ranks_per_node() const;
+};
+
+// "MPICH Version: 4.0.2\n..." -> ("MPICH", "4.0.2"); "Open MPI v4.1.4, package:
+// ..." -> ("Open MPI", "4.1.4"): the first line, up to its first word that is
+// a version number (a leading "v" dropped), and that number. Empty when the
+// line has none (the library is then the whole line).
+std::pair<std::string, std::string> library_and_version(const std::string& mpi_library);
+
 struct Analysis {
   int world_size = 0;
   int processors = 0;             // ranks analyzed (rank files read)
   std::vector<int> ranks;         // their world ranks
   std::string executable;         // from the trace's metadata
+  RunRecord run;                  // what the run ran under
   // The MPI_Bcast implementation the run used (PROF_BCAST; trace meta
   // `bcast_impl`): "native" or "shm"; "native" for traces that do not say.
   std::string bcast_impl = "native";

@@ -45,6 +45,35 @@ inline std::string hex(uint64_t v) {
   return std::string(text, end);
 }
 
+// Free text whose line structure matters (the MPI library's version string):
+// backslash, newline and tab written as \\, \n and \t, so it stays one field;
+// unescaped_text() restores it.
+inline std::string escaped_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') continue;
+    else out += c;
+  }
+  return out;
+}
+inline std::string unescaped_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size()) {
+      const char next = text[++i];
+      out += next == 'n' ? '\n' : next == 't' ? '\t' : next;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 namespace definition_line {
 namespace detail {
 inline void append_field(std::string& line, std::string_view text) {
@@ -143,6 +172,21 @@ inline std::string clock_sync(std::string_view phase, uint64_t local_ticks, doub
   detail::append_number(line, local_ticks);
   detail::append_double(line, offset_ns);
   detail::append_double(line, rtt_ns);
+  return line + '\n';
+}
+// V <name> <value>: an environment variable of the run (kRunEnvironmentPrefixes)
+inline std::string environment(std::string_view name, std::string_view value) {
+  std::string line = "V";
+  detail::append_field(line, name);
+  detail::append_field(line, value);
+  return line + '\n';
+}
+// P <name> <value> <env|default>: a PROF_* setting as the shim resolved it
+inline std::string setting(std::string_view name, std::string_view value, bool from_environment) {
+  std::string line = "P";
+  detail::append_field(line, name);
+  detail::append_field(line, value);
+  detail::append_field(line, from_environment ? "env" : "default");
   return line + '\n';
 }
 // E <reason>: how the rank ended

@@ -177,10 +177,21 @@ inline constexpr uint32_t kHeartbeatMs = 100;
 //                                     clock sync at `init` or `final`: rank 0's clock
 //                                     minus ours, in ns, at our raw time local_ticks
 //   E reason                          end of recording: finalize, abort, signal:N, exit
+//   V name value                      an environment variable of the MPI library or
+//                                     its transport (kRunEnvironmentPrefixes), at init
+//   P name value origin               a PROF_* setting as the shim resolved it;
+//                                     origin `env` (set) or `default`
 // Unknown tags are skipped by readers.
 enum class DefKind : char {
-  Meta = 'M', Function = 'F', Comm = 'C', CallSite = 'S', LoadObject = 'L', BuildId = 'B', ClockSync = 'K', End = 'E'
+  Meta = 'M', Function = 'F', Comm = 'C', CallSite = 'S', LoadObject = 'L', BuildId = 'B', ClockSync = 'K', End = 'E',
+  Environment = 'V', Setting = 'P'
 };
+
+// The environment variables a run's V definitions record: how users tune the
+// MPI library and its transport (MPICH's control variables, UCX's and
+// libfabric's settings, Open MPI's MCA parameters).
+inline constexpr const char* kRunEnvironmentPrefixes[] = {"MPIR_CVAR_", "MPICH_", "UCX_", "FI_",
+                                                          "OMPI_MCA_"};
 
 // FuncKind (what a function's records carry) and each kind's payload fields
 // are declared once, in record_schema.h's PROF_RECORD_KINDS.

@@ -105,6 +105,12 @@ struct LoadObject {
   std::string build_id;  // GNU build id, hex, as loaded in the run; empty when not recorded
 };
 
+// A PROF_* setting as the shim resolved it (a P definition).
+struct ProfSetting {
+  std::string value;
+  bool from_environment = false;  // set in the environment; false: the default
+};
+
 struct ClockSyncDef {
   std::string phase;        // "init" or "final"
   uint64_t local_ticks = 0;
@@ -157,6 +163,11 @@ class RankTrace {
   int rank() const { return header().rank; }
 
   const std::map<std::string, std::string>& meta() const;
+  // What the run ran under (empty for traces written before they were
+  // recorded): the MPI library's and transport's environment variables
+  // (V definitions) and the profiler's settings (P definitions), by name.
+  const std::map<std::string, std::string>& environment() const;
+  const std::map<std::string, ProfSetting>& settings() const;
   // nullptr for an unknown id.
   const FunctionDef* function(uint16_t id) const;
   const std::vector<FunctionDef>& functions() const;
@@ -341,6 +352,8 @@ class TraceWriter {
 
   // Definitions (each call writes one sealed Definitions chunk).
   void meta(const std::string& key, const std::string& value);
+  void environment(const std::string& name, const std::string& value);
+  void setting(const std::string& name, const ProfSetting& setting);
   void function(uint16_t id, FuncKind kind, const std::string& name);
   void comm(const CommDef& def);
   void callsite(const CallSiteDef& def);

@@ -1,0 +1,90 @@
+// Two runs compared (`prof-analyze --compare A B`, docs/interfaces.md): what
+// differs in what they ran under, then per interval each main characteristic
+// of both, B - A and B / A.
+//
+// Intervals are matched by id and call site (file and line, or the
+// unresolved address), the k-th node of a key in A's tree order with the
+// k-th of B's; the roots (the whole runs) always match. Matched intervals
+// come root first, then by the change in lost time, largest |B - A| first;
+// nodes found in one run only are listed apart. Runs of different rank counts
+// are compared by totals and by means over ranks (per-rank values are not
+// compared).
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "prof/analysis/analysis.h"
+
+namespace prof::analysis {
+
+// The characteristics a comparison shows, in order: the one table to change
+// when the list of main characteristics changes. `summed` ones are sums over
+// ranks, compared also as means per rank when the rank counts differ.
+struct ComparedCharacteristic {
+  const char* label;  // as the text report names it
+  const char* key;    // as `main` in the JSON report
+  double MainFigures::*field;
+  bool summed;
+};
+inline constexpr ComparedCharacteristic kComparedCharacteristics[] = {
+    {"Execution Time", "execution_time", &MainFigures::execution_time, false},
+    {"Total Time", "total_time", &MainFigures::total_time, true},
+    {"Productive Time", "productive_time", &MainFigures::productive_time, true},
+    {"Lost Time", "lost_time", &MainFigures::lost_time, true},
+    {"MPI Time", "mpi_time", &MainFigures::mpi_time, true},
+    {"Idle Time (Insufficient Parallelism)", "idle_time", &MainFigures::idle_time, true},
+    {"Communication", "comm_time", &MainFigures::comm_time, true},
+    {"SendRecv Time", "sendrecv_time", &MainFigures::sendrecv_time, true},
+    {"CollectiveAll Time", "collective_time", &MainFigures::collective_time, true},
+    {"AllToAll Time", "alltoall_time", &MainFigures::alltoall_time, true},
+    {"Potential Sync.", "potential_sync", &MainFigures::potential_sync, true},
+    {"Time Variation", "time_variation", &MainFigures::time_variation, true},
+    {"Time of Start", "time_of_start", &MainFigures::time_of_start, true},
+    {"Parallelization Efficiency", "efficiency", &MainFigures::efficiency, false},
+};
+// The one the matched intervals are sorted by.
+inline constexpr const char* kCompareSortKey = "lost_time";
+
+// One thing the two runs' `run` records (or their rank counts) disagree on;
+// an empty side is absent there.
+struct RunDifference {
+  std::string what;  // "ranks", "library_version", "PROF_BCAST", "UCX_TLS", ...
+  std::string a, b;
+};
+
+struct ComparedInterval {
+  std::optional<uint16_t> id;  // none for the root
+  std::string source_file;     // IntervalNode::source_label()
+  int line = 0;
+  int level = 0;
+  const IntervalNode* a = nullptr;  // null: only in B
+  const IntervalNode* b = nullptr;  // null: only in A
+};
+
+struct Comparison {
+  std::vector<RunDifference> differences;
+  std::vector<ComparedInterval> matched;  // root first, then by |change in lost time|
+  std::vector<ComparedInterval> only_a, only_b;  // each in its run's tree order
+  int processors_a = 0, processors_b = 0;
+  bool same_ranks() const { return processors_a == processors_b; }
+};
+
+// Both analyses usable.
+Comparison compare(const Analysis& a, const Analysis& b);
+
+// What the two runs' records disagree on: the rank and host counts, the MPI
+// library and its version, the transport and its version, the command, every
+// PROF_* setting (PROF_OUTPUT aside: two traces always live in two places)
+// and every recorded variable of the MPI library and its transport.
+std::vector<RunDifference> run_differences(const Analysis& a, const Analysis& b);
+
+// `a_name`, `b_name`: how the runs are named (their trace directories).
+void write_compare_text(const Comparison& c, const std::string& a_name, const std::string& b_name,
+                        std::ostream& out);
+void write_compare_json(const Comparison& c, const Analysis& a, const Analysis& b,
+                        const std::string& a_name, const std::string& b_name, std::ostream& out);
+
+}  // namespace prof::analysis

@@ -1,0 +1,139 @@
+// Two runs compared (`prof-analyze --compare`), on synthetic traces whose
+// figures are exact: a planted slowdown of known size in one interval, a
+// smaller change of the other sign in another, an interval in one run only,
+// and runs of different rank counts; bad input named, exit status 2.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "prof/analysis/compare.h"
+#include "prof/analysis/report.h"
+#include "run_facts_traces.h"
+
+namespace prof::test {
+namespace {
+
+using nlohmann::json;
+
+int run_cli(const std::string& args, std::string* out = nullptr) {
+  const std::string cmd = std::string(PROF_ANALYZE_BIN) + " --no-progress " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  std::array<char, 4096> buf;
+  std::string text;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) text.append(buf.data(), n);
+  const int st = ::pclose(p);
+  if (out) *out = text;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(Compare, APlantedSlowdownComesFirstWithItsSignAndSize) {
+  TraceBuilder ba(2), bb(2);
+  Plan pa, pb;
+  pb.slow = 300 * kMs;
+  pb.wait1 = 10 * kMs;  // interval 1 loses 10 ms less in B
+  pb.extra = true;
+  pb.bcast = "shm";
+  const analysis::Analysis a = analyzed(pa, ba), b = analyzed(pb, bb);
+  ASSERT_TRUE(a.usable() && b.usable());
+  const analysis::Comparison c = analysis::compare(a, b);
+  ASSERT_EQ(c.matched.size(), 3u);
+  EXPECT_FALSE(c.matched[0].id);  // the whole run first
+  ASSERT_TRUE(c.matched[1].id);
+  EXPECT_EQ(*c.matched[1].id, 2);
+  EXPECT_EQ(c.matched[1].source_file, "app.c");
+  EXPECT_EQ(c.matched[1].line, 200);
+  EXPECT_NEAR(c.matched[1].b->main.lost_time - c.matched[1].a->main.lost_time, 0.300, 1e-9);
+  ASSERT_TRUE(c.matched[2].id);
+  EXPECT_EQ(*c.matched[2].id, 1);
+  EXPECT_NEAR(c.matched[2].b->main.lost_time - c.matched[2].a->main.lost_time, -0.010, 1e-9);
+  EXPECT_TRUE(c.only_a.empty());
+  ASSERT_EQ(c.only_b.size(), 1u);
+  EXPECT_EQ(*c.only_b[0].id, 3);
+  EXPECT_EQ(c.only_b[0].a, nullptr);
+
+  // What the runs ran under: PROF_BCAST and UCX_TLS differ, PROF_OUTPUT
+  // (always another directory) is not listed, nor what agrees.
+  ASSERT_EQ(c.differences.size(), 2u);
+  EXPECT_EQ(c.differences[0].what, "PROF_BCAST");
+  EXPECT_EQ(c.differences[0].a, "native");
+  EXPECT_EQ(c.differences[0].b, "shm");
+  EXPECT_EQ(c.differences[1].what, "UCX_TLS");
+
+  std::ostringstream text;
+  analysis::write_compare_text(c, "A", "B", text);
+  const std::string t = text.str();
+  EXPECT_NE(t.find("PROF_BCAST: native -> shm\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("Interval 2 (app.c:200) Level=1 EXE_Count=1 -> 1\n"), std::string::npos) << t;
+  EXPECT_LT(t.find("Interval 2 (app.c:200)"), t.find("Interval 1 (app.c:100)")) << t;
+  EXPECT_NE(t.find("Lost Time 0.001200 0.301200 0.300000 251.000\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("---Only in B---\nInterval 3 (app.c:300) Level=1"), std::string::npos) << t;
+
+  std::ostringstream js;
+  analysis::write_compare_json(c, a, b, "A", "B", js);
+  const json j = json::parse(js.str());
+  ASSERT_EQ(j["compare"].size(), 4u);
+  EXPECT_TRUE(j["compare"][0]["id"].is_null());
+  EXPECT_EQ(j["compare"][1]["id"], 2);
+  EXPECT_NEAR(j["compare"][1]["diff"]["lost_time"].get<double>(), 0.3, 1e-9);
+  EXPECT_NEAR(j["compare"][1]["ratio"]["lost_time"].get<double>(), 0.3012 / 0.0012, 1e-6);
+  EXPECT_NEAR(j["compare"][1]["a"]["lost_time"].get<double>(), 0.0012, 1e-9);
+  EXPECT_EQ(j["compare"][3]["id"], 3);
+  EXPECT_TRUE(j["compare"][3]["a"].is_null());
+  EXPECT_FALSE(j["compare"][3]["b"].is_null());
+  EXPECT_FALSE(j["compare"][1].contains("mean_a"));  // same rank count
+  EXPECT_EQ(j["run_differences"][0], (json{{"what", "PROF_BCAST"}, {"a", "native"}, {"b", "shm"}}));
+  EXPECT_EQ(j["a"]["run"]["library"], "MPICH");
+}
+
+TEST(Compare, DifferentRankCountsCompareTotalsAndMeans) {
+  TraceBuilder ba(2), bb(4);
+  Plan pa, pb;
+  pb.ranks = 4;
+  const analysis::Analysis a = analyzed(pa, ba), b = analyzed(pb, bb);
+  const analysis::Comparison c = analysis::compare(a, b);
+  EXPECT_FALSE(c.same_ranks());
+  ASSERT_EQ(c.differences.size(), 2u);  // ranks per node agree: 2
+  EXPECT_EQ(c.differences[0].what, "ranks");
+  EXPECT_EQ(c.differences[0].a, "2");
+  EXPECT_EQ(c.differences[0].b, "4");
+  EXPECT_EQ(c.differences[1].what, "hosts");  // n0 and n1
+  std::ostringstream text;
+  analysis::write_compare_text(c, "A", "B", text);
+  EXPECT_NE(text.str().find("per-rank values are not"), std::string::npos);
+  // Interval 2's lost time: 1.1 ms per waiting rank + 0.1 ms, in total and per rank.
+  EXPECT_NE(text.str().find("Lost Time (mean per rank) 0.000600 0.000850 0.000250 1.417\n"), std::string::npos)
+      << text.str();
+  std::ostringstream js;
+  analysis::write_compare_json(c, a, b, "A", "B", js);
+  const json j = json::parse(js.str());
+  const json* second = nullptr;
+  for (const json& e : j["compare"])
+    if (e["id"] == 2) second = &e;
+  ASSERT_NE(second, nullptr);
+  EXPECT_NEAR((*second)["mean_b"]["lost_time"].get<double>(), 0.00085, 1e-9);
+  EXPECT_NEAR((*second)["b"]["lost_time"].get<double>(), 0.0034, 1e-9);
+  EXPECT_FALSE((*second)["mean_b"].contains("efficiency"));  // not a sum over ranks
+}
+
+TEST(Compare, BadInputIsNamedWithExitStatus2) {
+  TraceBuilder ba(2);
+  build(ba, Plan{});
+  std::string out;
+  EXPECT_EQ(run_cli("--compare " + ba.dir() + " " + ba.dir() + "-missing", &out), 2);
+  EXPECT_NE(out.find("--compare B: " + ba.dir() + "-missing: No such file or directory"), std::string::npos) << out;
+  EXPECT_EQ(run_cli("--compare /nonexistent-a " + ba.dir(), &out), 2);
+  EXPECT_NE(out.find("--compare A: /nonexistent-a"), std::string::npos) << out;
+  EXPECT_EQ(run_cli(ba.dir() + " --compare " + ba.dir() + " " + ba.dir(), &out), 1);
+  EXPECT_EQ(run_cli("--compare " + ba.dir() + " " + ba.dir() + " --json -", &out), 0);
+  EXPECT_EQ(json::parse(out)["run_differences"], json::array());
+}
+
+}  // namespace
+}  // namespace prof::test
