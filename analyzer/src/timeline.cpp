@@ -536,8 +536,8 @@ std::unique_ptr<Timeline> Timeline::open(const std::string& trace_dir, std::stri
   for (const SiteInfo& s : impl->registry.sites)
     impl->site_labels.push_back(s.file.empty() ? s.label : s.file + ":" + std::to_string(s.line));
   if (!impl->site_labels.empty()) impl->site_labels[0].clear();
-  // Rows share a budget of 2^22 leaves (64 bytes each, as much again in the
-  // levels above: 512 MiB at most), so a trace of many ranks gets coarser
+  // Rows share a budget of 2^21 leaves (64 bytes each, as much again in the
+  // levels above: 256 MiB up to 4,096 rows), so a trace of many ranks gets coarser
   // leaves, not gigabytes of pyramid; every row keeps at least 512 leaves (a
   // viewer showing that many rows at once aggregates them, a pixel row for
   // several, and draws a screen's width from a few hundred leaves each).

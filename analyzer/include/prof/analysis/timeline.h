@@ -31,7 +31,8 @@
 // back with pread; 24 per interval execution, 24 per matched message, 8 per
 // collective member and 24 per instance; the pyramid is bounded per row (at most
 // TimelineOptions::leaves_per_row leaves of 64 bytes, plus as many above) and
-// in all (2^22 leaves shared by the rows, at least 4096 each: 512 MiB).
+// in all (2^21 leaves shared by the rows, at least 512 each: 256 MiB up to
+// 4,096 rows).
 #pragma once
 
 #include <atomic>
