@@ -5,13 +5,15 @@
 // timeline layer for the visible range at one bucket per pixel column, and a
 // row with more than two calls per column comes back as per-bucket summaries
 // from its level-of-detail pyramid (drawn as stacked kind fractions). So a
-// frame costs O(pixels + calls shown), whatever the trace's size. Rows are
-// A row whose pixel columns are finer than its pyramid's leaves is summarized
+// frame costs O(pixels + calls shown), whatever the trace's size. A row
+// whose pixel columns are finer than its pyramid's leaves is summarized
 // by the layer from its calls; when a count at leaf resolution says that
 // would read more than kFineBudget calls, the row is drawn from the leaves
 // (wider columns) instead, so that cost stays bounded too. Rows are
 // drawn into a QImage by spans, then overlays (markers, waits, arrows,
-// highlights, ruler, legend) with QPainter.
+// highlights, ruler, legend) with QPainter. The selected interval is outlined
+// in the rows' 1-px margins and marked in a strip at the ruler's foot, never
+// painted over the calls.
 //
 // Rows: the shown rows (all but those the user hid) are laid out in slots of
 // equal height. At first every row fits: a slot is the plot's height over
