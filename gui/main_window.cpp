@@ -101,7 +101,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (visible_range_->isChecked()) range_timer_.start();
   });
 
-  auto* top = new QSplitter(Qt::Horizontal, this);
+  auto* top = top_ = new QSplitter(Qt::Horizontal, this);
   top->addWidget(left);
   right_tabs_ = new QTabWidget(this);
   range_statistics_ = new RangeStatisticsPanel(this);
@@ -133,12 +133,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   bar->addStretch(1);
   timeline_layout->addLayout(bar);
   timeline_layout->addWidget(view_, 1);
-  auto* vertical = new QSplitter(Qt::Vertical, this);
+  auto* vertical = vertical_ = new QSplitter(Qt::Vertical, this);
   vertical->addWidget(top);
   vertical->addWidget(timeline_area);
   vertical->setStretchFactor(0, 1);
   vertical->setStretchFactor(1, 1);
   setCentralWidget(vertical);
+  for (QSplitter* splitter : {top_, vertical_})
+    connect(splitter, &QSplitter::splitterMoved, this, [this] { user_layout_ = true; });
   connect(view_, &TimelineView::rangeDragged, this, &MainWindow::showRangeStatistics);
 
   // Menus.
@@ -159,6 +161,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   edit->addAction(tr("Find &previous"), QKeySequence(Qt::SHIFT | Qt::Key_F3), this, [this] { findNext(false); });
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("Show the &whole run"), QKeySequence(Qt::Key_Home), view_, &TimelineView::showAll);
+  view->addAction(tr("Zoom &rows in"), QKeySequence(Qt::CTRL | Qt::Key_Plus), view_,
+                  [this] { view_->setRowZoom(view_->rowZoom() * 2, view_->plotRect().center().y()); });
+  view->addAction(tr("Zoom rows &out"), QKeySequence(Qt::CTRL | Qt::Key_Minus), view_,
+                  [this] { view_->setRowZoom(view_->rowZoom() / 2, view_->plotRect().center().y()); });
+  view->addAction(tr("&Fit all rows"), QKeySequence(Qt::CTRL | Qt::Key_0), view_, &TimelineView::fitRows);
   arrows_ = view->addAction(tr("Message &arrows (when few are visible)"));
   arrows_->setCheckable(true);
   arrows_->setChecked(true);
@@ -230,7 +237,50 @@ void MainWindow::setWriteWindowIndex(bool on) {
   loader_->setWriteWindowIndex(on);
 }
 
-void MainWindow::onTimelineOpened(std::shared_ptr<TraceSession> session) { view_->setTimeline(session->timeline); }
+void MainWindow::onTimelineOpened(std::shared_ptr<TraceSession> session) {
+  view_->setTimeline(session->timeline);
+  // Many ranks: the timeline takes 60% of the height (its rows all fit at first).
+  if (!user_layout_ && session->timeline && session->timeline->world_size() > 8) {
+    const int total = vertical_->height();
+    vertical_->setSizes({total * 2 / 5, total - total * 2 / 5});
+  }
+}
+
+void MainWindow::showEvent(QShowEvent* e) {
+  QMainWindow::showEvent(e);
+  if (!layout_read_) restoreLayout();
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  saveLayout();
+  QMainWindow::closeEvent(e);
+}
+
+void MainWindow::restoreLayout() {
+  layout_read_ = true;
+  if (quiet_sink_) return;
+  const QSettings settings("prof", "prof-gui");
+  const QSize size = settings.value("layout/size").toSize();
+  if (size.isValid()) resize(size);
+  if (settings.contains("layout/vertical")) {
+    vertical_->restoreState(settings.value("layout/vertical").toByteArray());
+    top_->restoreState(settings.value("layout/top").toByteArray());
+    user_layout_ = true;
+  }
+  if (settings.contains("layout/tree_columns"))
+    tree_->header()->restoreState(settings.value("layout/tree_columns").toByteArray());
+}
+
+void MainWindow::saveLayout() const {
+  if (quiet_sink_ || !layout_read_) return;
+  QSettings settings("prof", "prof-gui");
+  settings.setValue("layout/size", size());
+  if (user_layout_) {  // else a trace's rank count keeps choosing the split
+    settings.setValue("layout/vertical", vertical_->saveState());
+    settings.setValue("layout/top", top_->saveState());
+  }
+  settings.setValue("layout/tree_columns", tree_->header()->saveState());
+}
 
 void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled) {
   progress_timer_.stop();

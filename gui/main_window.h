@@ -15,6 +15,13 @@
 // View > Statistics of the visible range and after each zoom to a dragged
 // range, so the timeline keeps its size): time per MPI function and per kind
 // over the shown rows and the visible range.
+//
+// Layout: a trace of more than 8 ranks gives the timeline 60% of the height
+// (its rows all fit at first, aggregated below a pixel), unless the user has
+// arranged the splitters. Window size, splitters and the tree's column widths
+// are remembered (QSettings, "layout/..."), read at the first show and
+// written at close, except in quiet mode (a screenshot or a test): those
+// neither read nor write the user's settings.
 #pragma once
 
 #include <QMainWindow>
@@ -35,6 +42,7 @@ class QSortFilterProxyModel;
 class QTreeView;
 class QAction;
 class QTabWidget;
+class QSplitter;
 
 namespace prof::gui {
 
@@ -87,10 +95,18 @@ class MainWindow : public QMainWindow {
   void showRangeStatistics();
   RangeStatisticsPanel* rangeStatistics() const { return range_statistics_; }
   QTabWidget* rightTabs() const { return right_tabs_; }
+  QSplitter* verticalSplitter() const { return vertical_; }  // the panes above, the timeline below
+  QSplitter* topSplitter() const { return top_; }            // the tree beside the panels
   // The last problem reported for a trace ("" when none).
   QString lastProblem() const { return last_problem_; }
 
+ protected:
+  void showEvent(QShowEvent* e) override;
+  void closeEvent(QCloseEvent* e) override;
+
  private:
+  void restoreLayout();
+  void saveLayout() const;
   void onTimelineOpened(std::shared_ptr<TraceSession> session);
   void onLoaded(std::shared_ptr<TraceSession> session, bool cancelled);
   void onSelectionChanged();
@@ -129,6 +145,10 @@ class MainWindow : public QMainWindow {
   bool write_index_ = true;
   std::function<void(const QString&)> quiet_sink_;
   QString last_problem_;
+  QSplitter* vertical_;
+  QSplitter* top_;
+  bool layout_read_ = false;  // restoreLayout ran (first show)
+  bool user_layout_ = false;  // splitters restored or moved by the user: traces leave them
 };
 
 // The interval of `to` with the same key path (parent, id, call site) as

@@ -26,9 +26,9 @@ namespace {
 constexpr int kLabelWidth = 78;
 constexpr int kRulerHeight = 24;
 constexpr int kLegendHeight = 22;
-constexpr double kMaxRowHeight = 44;
 constexpr double kMinWidthNs = 10;
 constexpr int kBarWidth = 14;
+constexpr int kHighlightStrip = 4;  // px at the ruler's foot marking the selected interval
 
 QRgb background_rgb() { return qRgb(250, 250, 250); }
 
@@ -154,7 +154,7 @@ void TimelineView::layoutBar() {
   } else {
     bar_->setGeometry(width() - kBarWidth, plot.top(), kBarWidth, plot.height());
     bar_->setPageStep(plot.height());
-    bar_->setSingleStep(static_cast<int>(rowHeight()));
+    bar_->setSingleStep(std::max(1, static_cast<int>(rowHeight())));
     bar_->show();
   }
   const QSignalBlocker block(bar_);
@@ -205,7 +205,80 @@ void TimelineView::contextMenuEvent(QContextMenuEvent* e) {
 }
 
 bool TimelineView::rowsOverflow() const {
-  return static_cast<double>(shown_.size()) * kMinRowHeight > plotRect().height();
+  return static_cast<double>(shown_.size()) * rowHeight() > plotHeight() + 0.5;
+}
+
+double TimelineView::maxRowZoom() const {
+  const double rows = static_cast<double>(std::max<size_t>(1, shown_.size()));
+  const double fit = std::min(plotHeight() / rows, kMaxRowHeight);
+  return std::max(1.0, kMaxRowHeight / fit);
+}
+
+void TimelineView::setRowZoom(double zoom, int about_y) {
+  // The slot under about_y stays there; about the plot's last pixel row, its
+  // bottom edge stays (the last rank stays in sight).
+  double anchor = about_y < 0 ? 0.0 : std::clamp(about_y - kRulerHeight, 0, plotHeight());
+  if (anchor >= plotHeight() - 1) anchor = plotHeight();
+  const double slot = (anchor + scroll_) / rowHeight();
+  row_zoom_ = std::clamp(zoom, 1.0, maxRowZoom());
+  scroll_ = std::clamp(static_cast<int>(std::lround(slot * rowHeight() - anchor)), 0, maxVerticalScroll());
+  layoutBar();
+  update();
+}
+
+size_t TimelineView::rowsPerGroup() const {
+  const double h = rowHeight();
+  return h >= 1 ? 1 : static_cast<size_t>(std::ceil(1 / h - 1e-9));
+}
+
+namespace {
+// Slots under a pixel (h < 1): pixel row p (of the slots' content) holds the
+// slots whose tops lie in it, [first_slot(p), first_slot(p + 1)); each holds
+// at least one, and every slot lies in exactly one.
+size_t first_slot(double p, double h, size_t n) {
+  auto pixel = [&](size_t s) { return std::floor(static_cast<double>(s) * h); };
+  size_t s = std::min(n, static_cast<size_t>(std::max(0.0, std::ceil(p / h))));
+  while (s > 0 && pixel(s - 1) >= p) --s;
+  while (s < n && pixel(s) < p) ++s;
+  return s;
+}
+}  // namespace
+
+std::vector<std::pair<size_t, size_t>> TimelineView::visibleGroups() const {
+  std::vector<std::pair<size_t, size_t>> groups;
+  const size_t n = shown_.size();
+  if (n == 0) return groups;
+  const double h = rowHeight();
+  if (h >= 1) {  // a slot a group
+    for (size_t slot = static_cast<size_t>(std::max(0.0, std::floor(scroll_ / h)));
+         slot < n && static_cast<double>(slot) * h < scroll_ + plotHeight(); ++slot)
+      groups.emplace_back(slot, slot + 1);
+    return groups;
+  }
+  for (int p = scroll_; p < scroll_ + plotHeight(); ++p) {
+    const size_t first = first_slot(p, h, n), end = first_slot(p + 1, h, n);
+    if (first >= n) break;
+    groups.emplace_back(first, end);
+  }
+  return groups;
+}
+
+std::optional<std::pair<size_t, size_t>> TimelineView::groupAt(int y) const {
+  const QRect r = plotRect();
+  if (!timeline_ || shown_.empty() || y < r.top() || y > r.bottom()) return std::nullopt;
+  const double h = rowHeight();
+  const size_t n = shown_.size();
+  const int p = y - r.top() + scroll_;
+  if (h >= 1) {
+    size_t slot = static_cast<size_t>(std::floor(p / h));
+    // Drawn from floor(slot * h): the pixel may belong to the next slot.
+    if (slot + 1 < n && std::floor(static_cast<double>(slot + 1) * h) <= p) ++slot;
+    if (slot >= n) return std::nullopt;
+    return std::make_pair(slot, slot + 1);
+  }
+  const size_t first = first_slot(p, h, n);
+  if (first >= n) return std::nullopt;
+  return std::make_pair(first, first_slot(p + 1, h, n));
 }
 
 int TimelineView::maxVerticalScroll() const {
@@ -286,10 +359,11 @@ std::optional<analysis::TimelineExecution> TimelineView::highlightNode(int node)
   return first;
 }
 
+int TimelineView::plotHeight() const { return std::max(1, height() - kRulerHeight - kLegendHeight); }
+
 QRect TimelineView::plotRect() const {
-  const int plot_h = std::max(1, height() - kRulerHeight - kLegendHeight);
-  const bool overflow = static_cast<double>(shown_.size()) * kMinRowHeight > plot_h;
-  return QRect(kLabelWidth, kRulerHeight, std::max(1, width() - kLabelWidth - 4 - (overflow ? kBarWidth : 0)), plot_h);
+  return QRect(kLabelWidth, kRulerHeight, std::max(1, width() - kLabelWidth - 4 - (rowsOverflow() ? kBarWidth : 0)),
+               plotHeight());
 }
 double TimelineView::xOf(double t) const {
   const QRect r = plotRect();
@@ -300,9 +374,10 @@ double TimelineView::timeAt(double x) const {
   return from_ + (x - r.left()) / r.width() * (to_ - from_);
 }
 double TimelineView::rowHeight() const {
-  const size_t rows = std::max<size_t>(1, shown_.size());
-  return std::clamp(static_cast<double>(plotRect().height()) / static_cast<double>(rows),
-                    static_cast<double>(kMinRowHeight), kMaxRowHeight);
+  // Every row fits at zoom 1; zooming scales the slots up to kMaxRowHeight.
+  const double rows = static_cast<double>(std::max<size_t>(1, shown_.size()));
+  const double fit = std::min(plotHeight() / rows, kMaxRowHeight);
+  return std::min(fit * row_zoom_, std::max(fit, kMaxRowHeight));
 }
 int TimelineView::rowAt(int y) const {
   if (!timeline_) return -1;
@@ -326,13 +401,22 @@ void TimelineView::paintEvent(QPaintEvent*) {
     return;
   }
   const QRect plot = plotRect();
-  const analysis::TimelineAnswer answer = frameAnswer(static_cast<uint32_t>(plot.width()));
+  drawn_groups_ = drawn_group_rows_ = 0;
   if (image_.size() != plot.size()) image_ = QImage(plot.size(), QImage::Format_RGB32);
   image_.fill(background_rgb());
-  drawRows(image_, answer);
+  analysis::TimelineAnswer answer;
+  if (grouped()) {
+    answer.built = timeline_->built();
+    answer.complete = timeline_->complete();
+    bucket_widths_.assign(timeline_->rows().size(), 0);
+    drawGroups(image_);
+  } else {
+    answer = frameAnswer(static_cast<uint32_t>(plot.width()));
+    drawRows(image_, answer);
+  }
   p.drawImage(plot.topLeft(), image_);
+  drawRuler(p);  // before the overlays: the selected interval's strip lies on its foot
   drawOverlays(p, answer);
-  drawRuler(p);
   drawLegend(p);
   if (!answer.complete) {
     p.setPen(Qt::darkRed);
@@ -458,15 +542,66 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
     for (const auto& m : c.members) wait_span(m.row, static_cast<double>(m.enter), static_cast<double>(m.wait));
 }
 
+// A group's bucket: the dominant kind's colour over the background, the
+// stronger the more of the rows' time was in MPI (pale: mostly user code).
+static QRgb group_rgb(TimelineKind dominant, double mpi_share) {
+  const double strength = 0.3 + 0.7 * std::clamp(mpi_share, 0.0, 1.0);
+  const QRgb c = kind_rgb(dominant), bg = background_rgb();
+  auto mix = [&](int a, int b) { return static_cast<int>(std::lround(b + (a - b) * strength)); };
+  return qRgb(mix(qRed(c), qRed(bg)), mix(qGreen(c), qGreen(bg)), mix(qBlue(c), qBlue(bg)));
+}
+
+void TimelineView::drawGroups(QImage& image) {
+  const auto groups = visibleGroups();
+  analysis::TimelineGroupQuery q;
+  q.groups.reserve(groups.size());
+  for (const auto& [first, end] : groups) q.groups.emplace_back(shown_.begin() + static_cast<std::ptrdiff_t>(first),
+                                                                shown_.begin() + static_cast<std::ptrdiff_t>(end));
+  q.from = from_;
+  q.to = to_;
+  q.buckets = static_cast<uint32_t>(image.width());
+  const analysis::TimelineGroupAnswer answer = timeline_->summarize_groups(q);
+  const Canvas canvas(image);
+  const double h = rowHeight(), scale = image.width() / (to_ - from_);
+  // Both edges of a bucket from its index, so neighbours share the column edge.
+  auto edge = [&](size_t i) {
+    return static_cast<int>(std::floor((answer.bucket_from + static_cast<double>(i) * answer.bucket_width - from_) * scale));
+  };
+  for (size_t g = 0; g < groups.size() && g < answer.groups.size(); ++g) {
+    const auto [first, end] = groups[g];
+    // From the pixel row of its first slot's top to that of the next group.
+    const int y0 = static_cast<int>(std::floor(static_cast<double>(first) * h)) - scroll_;
+    const int y1 = std::max(y0 + 1, static_cast<int>(std::floor(static_cast<double>(end) * h)) - scroll_);
+    const double rows = static_cast<double>(end - first);
+    const auto& buckets = answer.groups[g];
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const auto& b = buckets[i];
+      double total = 0;
+      for (double t : b.time) total += t;
+      if (total <= 0) continue;
+      const int x0 = edge(i);
+      canvas.fill(x0, std::max(x0 + 1, edge(i + 1)), y0, y1,
+                  group_rgb(b.dominant, b.mpi() / (rows * answer.bucket_width)));
+    }
+    ++drawn_groups_;
+    drawn_group_rows_ += end - first;
+  }
+}
+
 void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& answer) {
   const QRect plot = plotRect();
   const double row_h = rowHeight();
   p.save();
   p.setClipRect(plot);
-  // The selected interval's executions: outlined spans, merged per pixel so
-  // that a zoomed-out view costs O(pixels log n).
+  // The selected interval's executions: spans merged per pixel (a zoomed-out
+  // view costs O(pixels log n)), outlined in the row's 1-px margins so that
+  // the calls under them keep their colours, and marked in a strip along the
+  // ruler's foot (for rows too thin to outline, and groups).
   if (!highlight_.empty()) {
-    p.setPen(QPen(QColor(220, 160, 0), 2));
+    std::vector<char> strip(static_cast<size_t>(plot.width()) + 2, 0);
+    const bool outline = !grouped() && row_h >= 6;
+    p.setPen(QPen(QColor(220, 160, 0), 1));
+    p.setBrush(Qt::NoBrush);
     for (size_t row : visibleRows()) {
       if (row >= highlight_.size()) continue;
       const auto& list = highlight_[row];
@@ -485,14 +620,34 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
             ++next;
           }
         }
-        // An outline and a band along the top: the calls keep their colours.
         const double left = std::max(x0, plot.left() - 2.0), right = std::min(x1, plot.right() + 2.0);
-        p.setBrush(Qt::NoBrush);
-        p.drawRect(QRectF(left, top + 0.5, right - left, row_h - 1));
-        p.fillRect(QRectF(left, top + 0.5, right - left, std::min(4.0, row_h / 4)), QColor(255, 200, 0));
+        for (int x = std::max(0, static_cast<int>(left) - plot.left());
+             x <= std::min(plot.width(), static_cast<int>(right) - plot.left()); ++x)
+          strip[static_cast<size_t>(x)] = 1;
+        if (outline) {
+          // The slot's top line and its bottom line lie outside the calls (drawn
+          // from top + 1 to top + h - 2); the sides are one column each.
+          const double bottom = std::floor(top + row_h) - 1;
+          p.drawLine(QPointF(left, std::floor(top) + 0.5), QPointF(right, std::floor(top) + 0.5));
+          p.drawLine(QPointF(left, bottom + 0.5), QPointF(right, bottom + 0.5));
+          p.drawLine(QPointF(std::floor(left) + 0.5, std::floor(top)), QPointF(std::floor(left) + 0.5, bottom));
+          p.drawLine(QPointF(std::floor(right) + 0.5, std::floor(top)), QPointF(std::floor(right) + 0.5, bottom));
+        }
         it = next;
       }
     }
+    p.setClipping(false);
+    for (int x = 0; x <= plot.width();) {
+      if (!strip[static_cast<size_t>(x)]) {
+        ++x;
+        continue;
+      }
+      int end = x;
+      while (end <= plot.width() && strip[static_cast<size_t>(end)]) ++end;
+      p.fillRect(QRect(plot.left() + x, plot.top() - kHighlightStrip, end - x, kHighlightStrip), QColor(255, 200, 0));
+      x = end;
+    }
+    p.setClipRect(plot);
   }
   // Markers: thin dark lines.
   p.setPen(QPen(kind_color(TimelineKind::Marker), 1));
@@ -540,7 +695,9 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
     p.drawRect(QRect(x0, plot.top(), x1 - x0, plot.height() - 1));
   }
   p.restore();
-  // Row labels, redrawn only when the rows in sight move.
+  // Row labels, redrawn only when the rows in sight move: one a row when
+  // rows are tall enough, else every m-th row's rank (m a 1-2-5 step leaving
+  // 20 px between them) with a tick.
   auto key = std::make_tuple(scroll_, row_h, plot.height(), visibleRows());
   if (labels_.isNull() || key != labels_key_) {
     labels_ = QImage(kLabelWidth, plot.height(), QImage::Format_RGB32);
@@ -549,8 +706,18 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
     lp.setFont(font());
     lp.setPen(QColor(40, 40, 40));
     const auto& rows = timeline_->rows();
-    for (size_t r : std::get<3>(key))
-      lp.drawText(QRectF(4, slotTop(r), kLabelWidth - 8, row_h), Qt::AlignVCenter | Qt::AlignLeft, row_label(rows[r]));
+    if (row_h >= kLabelRowHeight) {
+      for (size_t r : std::get<3>(key))
+        lp.drawText(QRectF(4, slotTop(r), kLabelWidth - 8, row_h), Qt::AlignVCenter | Qt::AlignLeft, row_label(rows[r]));
+    } else if (!shown_.empty()) {
+      const size_t m = static_cast<size_t>(nice_step(20 / row_h));
+      for (size_t slot = static_cast<size_t>(std::ceil(scroll_ / (row_h * static_cast<double>(m)))) * m;
+           slot < shown_.size() && static_cast<double>(slot) * row_h - scroll_ < plot.height(); slot += m) {
+        const double y = std::floor(static_cast<double>(slot) * row_h) - scroll_;
+        lp.drawLine(QPointF(kLabelWidth - 6, y + 0.5), QPointF(kLabelWidth, y + 0.5));
+        lp.drawText(QRectF(4, y - 1, kLabelWidth - 12, 16), Qt::AlignTop | Qt::AlignLeft, row_label(rows[shown_[slot]]));
+      }
+    }
     labels_key_ = std::move(key);
   }
   p.drawImage(QPoint(0, plot.top()), labels_);
@@ -626,7 +793,7 @@ void TimelineView::drawLegend(QPainter& p) {
 std::optional<TimelineCall> TimelineView::callAt(QPoint pos) const {
   const QRect plot = plotRect();
   const int row = rowAt(pos.y());
-  if (!timeline_ || row < 0 || pos.x() < plot.left() || pos.x() > plot.right()) return std::nullopt;
+  if (!timeline_ || grouped() || row < 0 || pos.x() < plot.left() || pos.x() > plot.right()) return std::nullopt;
   analysis::TimelineQuery q;
   q.rows = {static_cast<size_t>(row)};
   q.from = from_;
@@ -673,7 +840,42 @@ std::optional<analysis::TimelineExecution> TimelineView::executionAt(size_t row,
   return std::nullopt;
 }
 
+QString TimelineView::groupTooltip(QPoint pos) const {
+  const QRect plot = plotRect();
+  const auto group = groupAt(pos.y());
+  if (!group || pos.x() < plot.left() || pos.x() > plot.right()) return {};
+  const auto& rows = timeline_->rows();
+  const auto& a = rows[shown_[group->first]];
+  const auto& b = rows[shown_[group->second - 1]];
+  analysis::TimelineGroupQuery q;
+  q.groups = {std::vector<size_t>(shown_.begin() + static_cast<std::ptrdiff_t>(group->first),
+                                  shown_.begin() + static_cast<std::ptrdiff_t>(group->second))};
+  q.from = from_;
+  q.to = to_;
+  q.buckets = static_cast<uint32_t>(plot.width());
+  const auto answer = timeline_->summarize_groups(q);
+  QStringList lines;
+  const size_t n = group->second - group->first;
+  lines << (n == 1 ? QStringLiteral("<b>%1</b>").arg(row_label(a))
+                   : QStringLiteral("<b>ranks %1-%2</b> (%3 rows)").arg(a.rank).arg(b.rank).arg(n));
+  const double i = std::floor((timeAt(pos.x() + 0.5) - answer.bucket_from) / answer.bucket_width);
+  if (answer.groups.empty() || i < 0 || i >= static_cast<double>(answer.groups[0].size())) return lines.join("<br>");
+  const auto& bucket = answer.groups[0][static_cast<size_t>(i)];
+  const double b0 = answer.bucket_from + i * answer.bucket_width;
+  const double whole = static_cast<double>(n) * answer.bucket_width;
+  lines << tr("%1 s to %2 s").arg(QString::number(b0 / 1e9, 'f', 9), QString::number((b0 + answer.bucket_width) / 1e9, 'f', 9));
+  lines << tr("mostly %1; MPI %2% of the rows' time").arg(QString::fromUtf8(analysis::timeline_kind_name(bucket.dominant)))
+               .arg(100 * bucket.mpi() / whole, 0, 'f', 1);
+  for (int k = 0; k < analysis::kTimelineKinds; ++k)
+    if (bucket.time[k] > 0)
+      lines << tr("%1 %2%").arg(QString::fromUtf8(analysis::timeline_kind_name(static_cast<TimelineKind>(k))))
+                   .arg(100 * bucket.time[k] / whole, 0, 'f', 1);
+  lines << tr("%1 calls").arg(bucket.count);
+  return lines.join("<br>");
+}
+
 QString TimelineView::tooltipAt(QPoint pos) const {
+  if (timeline_ && grouped()) return groupTooltip(pos);
   const auto call = callAt(pos);
   if (!call) return {};
   QStringList lines = describeCall(*call);
@@ -758,6 +960,12 @@ void TimelineView::zoomAbout(double t, double factor) {
 }
 
 void TimelineView::wheelEvent(QWheelEvent* e) {
+  if (e->modifiers() & Qt::ShiftModifier) {  // rows
+    const int delta = e->angleDelta().y() != 0 ? e->angleDelta().y() : e->angleDelta().x();
+    setRowZoom(row_zoom_ * std::pow(1.0025, delta), static_cast<int>(e->position().y()));
+    e->accept();
+    return;
+  }
   if (rowsOverflow() && !(e->modifiers() & Qt::ControlModifier)) {
     // Three rows per notch (or the touchpad's pixels).
     const int dy = !e->pixelDelta().isNull() ? e->pixelDelta().y()
@@ -817,6 +1025,16 @@ void TimelineView::mouseReleaseEvent(QMouseEvent* e) {
 
 void TimelineView::keyPressEvent(QKeyEvent* e) {
   const double width = to_ - from_, mid = (from_ + to_) / 2;
+  if (e->modifiers() & Qt::ControlModifier) {  // rows
+    const int centre = plotRect().center().y();
+    switch (e->key()) {
+      case Qt::Key_Plus:
+      case Qt::Key_Equal: return setRowZoom(row_zoom_ * 2, centre);
+      case Qt::Key_Minus: return setRowZoom(row_zoom_ / 2, centre);
+      case Qt::Key_0: return fitRows();
+      default: break;
+    }
+  }
   switch (e->key()) {
     case Qt::Key_Left: setRange(from_ - width * 0.2, to_ - width * 0.2); break;
     case Qt::Key_Right: setRange(from_ + width * 0.2, to_ + width * 0.2); break;
@@ -825,8 +1043,8 @@ void TimelineView::keyPressEvent(QKeyEvent* e) {
     case Qt::Key_Minus: zoomAbout(mid, 2.0); break;
     case Qt::Key_Home:
     case Qt::Key_0: showAll(); break;
-    case Qt::Key_Up: setVerticalScroll(scroll_ - static_cast<int>(rowHeight())); break;
-    case Qt::Key_Down: setVerticalScroll(scroll_ + static_cast<int>(rowHeight())); break;
+    case Qt::Key_Up: setVerticalScroll(scroll_ - std::max(1, static_cast<int>(rowHeight()))); break;
+    case Qt::Key_Down: setVerticalScroll(scroll_ + std::max(1, static_cast<int>(rowHeight()))); break;
     case Qt::Key_PageUp: setVerticalScroll(scroll_ - plotRect().height()); break;
     case Qt::Key_PageDown: setVerticalScroll(scroll_ + plotRect().height()); break;
     default: QWidget::keyPressEvent(e);

@@ -5,25 +5,35 @@
 // timeline layer for the visible range at one bucket per pixel column, and a
 // row with more than two calls per column comes back as per-bucket summaries
 // from its level-of-detail pyramid (drawn as stacked kind fractions). So a
-// frame costs O(pixels + calls shown), whatever the trace's size. Rows are
-// A row whose pixel columns are finer than its pyramid's leaves is summarized
+// frame costs O(pixels + calls shown), whatever the trace's size. A row
+// whose pixel columns are finer than its pyramid's leaves is summarized
 // by the layer from its calls; when a count at leaf resolution says that
 // would read more than kFineBudget calls, the row is drawn from the leaves
 // (wider columns) instead, so that cost stays bounded too. Rows are
 // drawn into a QImage by spans, then overlays (markers, waits, arrows,
-// highlights, ruler, legend) with QPainter.
+// highlights, ruler, legend) with QPainter. The selected interval is outlined
+// in the rows' 1-px margins and marked in a strip at the ruler's foot, never
+// painted over the calls.
 //
 // Rows: the shown rows (all but those the user hid) are laid out in slots of
-// equal height, at least kMinRowHeight px so that labels stay readable; when
-// they need more than the plot's height a scroll bar scrolls them (a pixel
-// offset into the slots). Only the rows whose slots intersect the plot are
-// queried and drawn, so scrolling keeps a frame's cost O(pixels + calls shown)
-// however many ranks the trace has.
+// equal height. At first every row fits: a slot is the plot's height over
+// the rows (at most kMaxRowHeight), down to a fraction of a pixel. Below
+// kGroupRowHeight px a row is too thin for calls, and the rows are drawn as
+// groups: a group is a row (slots of 1 px or more) or the rows whose slots
+// start in one pixel row (4 or 5 of 4,096 ranks at 850 px), summarized by the timeline layer per time bucket (what
+// its rows did: the dominant kind's colour, its strength the share of the
+// rows' time in MPI), with the rank range in the tooltip. Zooming rows
+// (Shift+wheel about the cursor, Ctrl++ / Ctrl+-, Ctrl+0 to fit all) scales
+// the slots, so groups split until single rows show their calls; rows that
+// then need more than the plot's height scroll (a pixel offset into the
+// slots). Only the rows or groups in sight are queried and drawn, so a
+// frame's cost stays O(pixels + calls shown) however many ranks the trace has.
 //
 // Interaction: wheel zooms about the cursor while every row fits; when they
-// overflow, the wheel scrolls rows and Ctrl+wheel zooms. Left drag pans,
-// shift+left drag or right drag zooms to the dragged range, keys: left/right
-// pan, up/down and page up/down scroll rows, +/- zoom, Home shows everything.
+// overflow, the wheel scrolls rows and Ctrl+wheel zooms. Shift+wheel zooms
+// rows. Left drag pans, shift+left drag or right drag zooms to the dragged
+// range, keys: left/right pan, up/down and page up/down scroll rows, +/-
+// zoom, Ctrl++/Ctrl+-/Ctrl+0 zoom rows, Home shows everything.
 // A right click on a row label opens the row menu (hide it, show only its
 // rank, show all). A click on a call emits callClicked (its innermost
 // interval execution's node). Times are ns from the trace's start.
@@ -96,6 +106,19 @@ class TimelineView : public QWidget {
   void showAllRows();
   // The row menu of a label: hide this row, show only this rank, show all.
   void populateRowMenu(QMenu& menu, size_t row);
+  // Row zoom: the slots' height over the height at which every row fits
+  // (1: all fit; at most what makes a slot kMaxRowHeight px).
+  double rowZoom() const { return row_zoom_; }
+  double maxRowZoom() const;
+  void setRowZoom(double zoom, int about_y = -1);  // about a y of the widget (-1: the plot's top)
+  void fitRows() { setRowZoom(1); }
+  // Groups: rows drawn as per-pixel-row summaries (slots below kGroupRowHeight px).
+  bool grouped() const { return rowHeight() < kGroupRowHeight; }
+  size_t rowsPerGroup() const;  // the most rows a group holds (1 unless slots are under a pixel)
+  // The groups in sight, as [first, end) indices into shownRows().
+  std::vector<std::pair<size_t, size_t>> visibleGroups() const;
+  // The group drawn at y ([first, end) into shownRows()); nullopt outside.
+  std::optional<std::pair<size_t, size_t>> groupAt(int y) const;
   // Vertical scrolling (px into the slots); 0 when every row fits.
   bool rowsOverflow() const;
   int verticalScroll() const { return scroll_; }
@@ -133,8 +156,13 @@ class TimelineView : public QWidget {
   static constexpr size_t kMaxArrows = 400;
   // A row summarized from its calls reads at most about this many per frame.
   static constexpr uint64_t kFineBudget = 8000;
-  // Rows are never drawn lower than this (px).
-  static constexpr int kMinRowHeight = 18;
+  // Rows lower than this (px) are drawn as groups; labels need kLabelRowHeight.
+  static constexpr double kGroupRowHeight = 3;
+  static constexpr double kLabelRowHeight = 12;
+  static constexpr double kMaxRowHeight = 44;
+  // What the last frame drew from group summaries: groups and their rows.
+  size_t drawnGroups() const { return drawn_groups_; }
+  size_t drawnGroupRows() const { return drawn_group_rows_; }
 
  signals:
   void rangeChanged(double from, double to);
@@ -156,6 +184,9 @@ class TimelineView : public QWidget {
  private:
   void zoomAbout(double t, double factor);
   analysis::TimelineAnswer frameAnswer(uint32_t width) const;
+  void drawGroups(QImage& image);
+  QString groupTooltip(QPoint p) const;
+  int plotHeight() const;
   void drawRows(QImage& image, const analysis::TimelineAnswer& answer);
   void drawOverlays(QPainter& p, const analysis::TimelineAnswer& answer);
   void drawRuler(QPainter& p);
@@ -176,6 +207,7 @@ class TimelineView : public QWidget {
   std::vector<size_t> shown_;  // rows not hidden, in order
   std::vector<int> slot_;      // per row: its index in shown_ (-1: hidden)
   int scroll_ = 0;
+  double row_zoom_ = 1;
   QScrollBar* bar_ = nullptr;
   // The row labels as drawn for (scroll, row height, plot height, rows shown):
   // text is the costliest part of a frame with many rows in sight.
@@ -189,7 +221,7 @@ class TimelineView : public QWidget {
 
   std::optional<analysis::TimelineCall> selected_call_;
   std::vector<analysis::TimelineCall> drawn_calls_;
-  size_t summarized_rows_ = 0, drawn_arrows_ = 0;
+  size_t summarized_rows_ = 0, drawn_arrows_ = 0, drawn_groups_ = 0, drawn_group_rows_ = 0;
   std::vector<double> bucket_widths_;
 };
 

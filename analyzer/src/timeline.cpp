@@ -536,11 +536,12 @@ std::unique_ptr<Timeline> Timeline::open(const std::string& trace_dir, std::stri
   for (const SiteInfo& s : impl->registry.sites)
     impl->site_labels.push_back(s.file.empty() ? s.label : s.file + ":" + std::to_string(s.line));
   if (!impl->site_labels.empty()) impl->site_labels[0].clear();
-  // Rows share a budget of 2^22 leaves (64 bytes each, as much again in the
-  // levels above: 512 MiB at most), so a trace of many ranks gets coarser
-  // leaves, not gigabytes of pyramid; every row keeps at least 4096 leaves,
-  // more than a screen's width of buckets.
-  const size_t cap = std::max<size_t>(4096, (size_t{1} << 22) / std::max<size_t>(1, impl->rows.size()));
+  // Rows share a budget of 2^21 leaves (64 bytes each, as much again in the
+  // levels above: 256 MiB up to 4,096 rows), so a trace of many ranks gets coarser
+  // leaves, not gigabytes of pyramid; every row keeps at least 512 leaves (a
+  // viewer showing that many rows at once aggregates them, a pixel row for
+  // several, and draws a screen's width from a few hundred leaves each).
+  const size_t cap = std::max<size_t>(512, (size_t{1} << 21) / std::max<size_t>(1, impl->rows.size()));
   for (auto& row : impl->rows) row->pyramid.cap = std::min<size_t>(row->pyramid.cap, cap);
   impl->t_first = std::isfinite(t_first) ? t_first : 0;
   impl->events_estimate = bytes / 20;  // about 20 bytes per record

@@ -139,6 +139,26 @@ TimelineBucket to_bucket(const Cell& c) {
   return b;
 }
 
+// Adds a row's calls in `range` (and the user time before the first) to the
+// grid's cells (caller holds the row's lock).
+void summarize_calls(Unpacked& unpacked, const Row& row, Grid g, std::pair<uint64_t, uint64_t> range) {
+  uint64_t first = range.first, last = std::min<uint64_t>(range.second + 1, row.count);
+  bool has_previous = false;
+  int64_t previous_leave = 0;
+  if (first > 0) {
+    for_records(unpacked, row, first - 1, first, [&](uint64_t i, const Record& r) {
+      previous_leave = r.enter + static_cast<int64_t>(row.duration(r, i));
+    });
+    has_previous = true;
+  }
+  for_records(unpacked, row, first, last, [&](uint64_t i, const Record& r) {
+    const uint64_t d = row.duration(r, i);
+    g.add_call(r, d, static_cast<uint32_t>(i), has_previous, previous_leave);
+    has_previous = true;
+    previous_leave = r.enter + static_cast<int64_t>(d);
+  });
+}
+
 void summarize(Unpacked& unpacked, const Row& row, double from, double to, uint32_t width,
                std::pair<uint64_t, uint64_t> range, TimelineRowAnswer& out) {
   const double target = (to - from) / width;
@@ -169,26 +189,31 @@ void summarize(Unpacked& unpacked, const Row& row, double from, double to, uint3
   }
   // Finer than a leaf: from the calls themselves, by the same rules.
   std::vector<Cell> cells(width);
-  Grid g{cells.data(), cells.size(), from, target};
-  uint64_t first = range.first, last = std::min<uint64_t>(range.second + 1, row.count);
-  bool has_previous = false;
-  int64_t previous_leave = 0;
-  if (first > 0) {
-    for_records(unpacked, row, first - 1, first, [&](uint64_t i, const Record& r) {
-      previous_leave = r.enter + static_cast<int64_t>(row.duration(r, i));
-    });
-    has_previous = true;
-  }
-  for_records(unpacked, row, first, last, [&](uint64_t i, const Record& r) {
-    const uint64_t d = row.duration(r, i);
-    g.add_call(r, d, static_cast<uint32_t>(i), has_previous, previous_leave);
-    has_previous = true;
-    previous_leave = r.enter + static_cast<int64_t>(d);
-  });
+  summarize_calls(unpacked, row, Grid{cells.data(), cells.size(), from, target}, range);
   out.bucket_from = from;
   out.bucket_width = target;
   out.buckets.reserve(width);
   for (const Cell& c : cells) out.buckets.push_back(to_bucket(c));
+}
+
+// Sums one row's pyramid cells on the grid [c0 * size, ...) of `n` buckets
+// into `add(bucket, cell)`; size is a power-of-two multiple of the row's leaf
+// (caller holds the row's lock).
+template <class Add>
+void for_pyramid_buckets(const Pyramid& p, double size, int64_t c0, size_t n, Add&& add) {
+  const size_t k = static_cast<size_t>(std::lround(std::log2(size / p.leaf)));
+  const size_t level_index = std::min(k, p.levels.size() - 1);
+  const uint64_t group = uint64_t{1} << std::min<size_t>(k - level_index, 40);
+  const auto& level = p.levels[level_index];
+  const uint64_t cells = level.size();
+  for (size_t b = 0; b < n; ++b) {
+    const int64_t c = c0 + static_cast<int64_t>(b);
+    if (c < 0) continue;
+    const uint64_t lo = static_cast<uint64_t>(c) * group;
+    if (lo >= cells) break;
+    const uint64_t hi = std::min(cells, lo + group);
+    for (uint64_t i = lo; i < hi; ++i) add(b, level[i]);
+  }
 }
 
 }  // namespace
@@ -315,6 +340,97 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
       m.wait = static_cast<uint64_t>(
           std::max<int64_t>(0, std::min(last_enter, m.enter + static_cast<int64_t>(m.duration)) - m.enter));
     answer.collectives.push_back(std::move(c));
+  }
+  return answer;
+}
+
+TimelineGroupAnswer Timeline::summarize_groups(const TimelineGroupQuery& q) const {
+  // Every row of every group is read on one grid, so the groups' buckets line
+  // up: a power-of-two multiple of the widest leaf among them (all leaves are
+  // 2^k ns from the trace's start, so each row's cells at some level of its
+  // pyramid tile that grid exactly). Where that grid would be coarser than the
+  // buckets asked for and the range holds few calls (their count read from
+  // the leaves), the exact grid is summed from the calls instead.
+  const Impl& tl = *impl_;
+  TimelineGroupAnswer answer;
+  answer.groups.resize(q.groups.size());
+  const uint32_t width = std::max<uint32_t>(1, q.buckets);
+  const double from = std::max(q.from, 0.0);
+  const double to = std::isfinite(q.to) ? q.to : std::max(end() + 1, from + width);
+  if (!(from < to)) return answer;
+  const double target = (to - from) / width;
+  double leaf = 0;
+  size_t row_count = 0;
+  for (const auto& group : q.groups)
+    for (size_t ri : group)
+      if (ri < tl.rows.size()) {
+        std::shared_lock lock(tl.rows[ri]->mutex);
+        leaf = std::max(leaf, tl.rows[ri]->pyramid.leaf);
+        ++row_count;
+      }
+  if (row_count == 0) return answer;
+  const double levels_up = std::floor(std::log2(std::max(1.0, target / leaf)));
+  double size = std::ldexp(leaf, static_cast<int>(std::min(60.0, levels_up)));
+  bool from_calls = false;
+  if (size > target && row_count <= kTimelineGroupCallRows) {
+    uint64_t calls = 0;
+    for (const auto& group : q.groups)
+      for (size_t ri : group) {
+        if (ri >= tl.rows.size() || calls > q.max_calls) continue;
+        const Row& row = *tl.rows[ri];
+        std::shared_lock lock(row.mutex);
+        const double leaf_size = row.pyramid.leaf;
+        for_pyramid_buckets(row.pyramid, leaf_size, static_cast<int64_t>(std::floor(from / leaf_size)),
+                            static_cast<size_t>(std::ceil(to / leaf_size) - std::floor(from / leaf_size)),
+                            [&](size_t, const Cell& c) { calls += c.count; });
+      }
+    from_calls = calls <= q.max_calls;
+  }
+  int64_t c0 = 0;
+  size_t n = width;
+  if (from_calls) {
+    answer.bucket_from = from;
+    answer.bucket_width = target;
+  } else {
+    c0 = static_cast<int64_t>(std::floor(from / size));
+    n = static_cast<size_t>(static_cast<int64_t>(std::ceil(to / size)) - c0);
+    answer.bucket_from = static_cast<double>(c0) * size;
+    answer.bucket_width = size;
+  }
+  answer.from_calls = from_calls;
+  Unpacked unpacked(tl);
+  std::vector<Cell> cells;
+  for (size_t g = 0; g < q.groups.size(); ++g) {
+    auto& out = answer.groups[g];
+    out.assign(n, TimelineGroupBucket{});
+    auto add = [&](size_t b, const Cell& c) {
+      TimelineGroupBucket& o = out[b];
+      o.count += c.count;
+      for (int k = 0; k < kTimelineKinds; ++k) o.time[k] += c.time[k];
+    };
+    for (size_t ri : q.groups[g]) {
+      if (ri >= tl.rows.size()) continue;
+      const Row& row = *tl.rows[ri];
+      std::shared_lock lock(row.mutex);
+      // A leaf that grew since the grid was chosen (a build going on): from
+      // the calls, on the grid all the same.
+      if (from_calls || row.pyramid.leaf > size) {
+        cells.assign(n, Cell{});
+        const Grid grid{cells.data(), n, answer.bucket_from, answer.bucket_width};
+        summarize_calls(unpacked, row, grid,
+                        index_range(unpacked, row, answer.bucket_from,
+                                    answer.bucket_from + answer.bucket_width * static_cast<double>(n)));
+        for (size_t b = 0; b < n; ++b) add(b, cells[b]);
+      } else {
+        for_pyramid_buckets(row.pyramid, size, c0, n, add);
+      }
+    }
+    for (TimelineGroupBucket& b : out) {
+      int best = 0;
+      for (int k = 1; k < kTimelineKinds; ++k)
+        if (b.time[k] > b.time[best]) best = k;
+      b.dominant = static_cast<TimelineKind>(best);
+    }
   }
   return answer;
 }

@@ -361,6 +361,89 @@ TEST(Timeline, BucketSummariesEqualBruteForce) {
   }
 }
 
+// A group's bucket is what its rows' calls give, summed: counts and time per
+// kind from the raw calls of its ranks, the dominant kind the one with the
+// most of that time; on the pyramid's grid (wide ranges), on the exact grid
+// from the calls (a narrow range), and on leaves when calls are not allowed.
+TEST(Timeline, GroupSummariesEqualBruteForceOverTheirRows) {
+  RingTrace trace(9, 120);
+  for (const TimelineOptions& options : option_sets()) {
+    auto tl = built(trace.dir(), options);
+    ASSERT_TRUE(tl);
+    const size_t rows = tl->rows().size();
+    ASSERT_EQ(rows, 10u);
+    const double end = tl->end();
+    const double mid = double(trace.written(4)[301].enter) + 17;
+    struct Case {
+      double from, to;
+      uint32_t buckets;
+      uint64_t max_calls;
+    };
+    const Case cases[] = {{0, end, 50, 20000}, {0, end, 700, 20000}, {mid, mid + 4 * kPeriod + 3, 37, 20000},
+                          {mid, mid + 20000, 900, 20000}, {mid, mid + 20000, 900, 0}, {end - 5000, end + 5000, 33, 20000}};
+    const std::vector<std::vector<size_t>> groups = {{0, 1, 2}, {3, 4, 5, 6}, {7, 8, 9}, {5}, {}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}};
+    bool exact_grid = false, pyramid_grid = false;
+    for (const Case& c : cases) {
+      analysis::TimelineGroupQuery q;
+      q.groups = groups;
+      q.from = c.from;
+      q.to = c.to;
+      q.buckets = c.buckets;
+      q.max_calls = c.max_calls;
+      const auto a = tl->summarize_groups(q);
+      ASSERT_EQ(a.groups.size(), groups.size());
+      ASSERT_GT(a.bucket_width, 0);
+      const size_t n = a.groups[0].size();
+      // The buckets cover the range: exactly as asked from the calls, else
+      // at least W of them (or as many leaves as the range spans).
+      EXPECT_LE(a.bucket_from, c.from);
+      EXPECT_GE(a.bucket_from + a.bucket_width * double(n), c.to - 1e-6);
+      if (a.from_calls) {
+        exact_grid = true;
+        EXPECT_EQ(n, c.buckets);
+        EXPECT_EQ(a.bucket_width, (c.to - c.from) / c.buckets);
+        EXPECT_GT(c.max_calls, 0u);
+      } else {
+        pyramid_grid = true;
+        EXPECT_LE(n, 2 * c.buckets + 1);
+        for (size_t r = 0; r < rows; ++r) EXPECT_GE(a.bucket_width, tl->leaf_ns(r));
+      }
+      for (size_t g = 0; g < groups.size(); ++g) {
+        ASSERT_EQ(a.groups[g].size(), n);
+        for (size_t i = 0; i < n; ++i) {
+          const double b0 = a.bucket_from + double(i) * a.bucket_width, b1 = b0 + a.bucket_width;
+          uint32_t count = 0;
+          double time[analysis::kTimelineKinds] = {};
+          for (size_t r : groups[g]) {
+            const Expected e = brute_force(trace.written(r), b0, b1, a.bucket_from, a.bucket_width, static_cast<int64_t>(i));
+            count += e.count;
+            for (int k = 0; k < analysis::kTimelineKinds; ++k) time[k] += e.time[k];
+          }
+          int dominant = 0;
+          for (int k = 1; k < analysis::kTimelineKinds; ++k)
+            if (time[k] > time[dominant]) dominant = k;
+          const auto& got = a.groups[g][i];
+          const std::string where = "group " + std::to_string(g) + " bucket " + std::to_string(i) + " of [" +
+                                    std::to_string(c.from) + ", " + std::to_string(c.to) + ")/" + std::to_string(c.buckets);
+          EXPECT_EQ(got.count, count) << where;
+          double mpi = 0;
+          for (int k = 0; k < analysis::kTimelineKinds; ++k) {
+            // Whole ns on the pyramid's grid: exact; the exact grid's edges are fractions.
+            EXPECT_NEAR(got.time[k], time[k], a.from_calls ? 1e-6 * a.bucket_width : 0) << where << " kind " << k;
+            if (k != int(TimelineKind::User) && k != int(TimelineKind::Marker)) mpi += time[k];
+          }
+          EXPECT_NEAR(got.mpi(), mpi, 1e-6 * a.bucket_width) << where;
+          if (time[dominant] > 0) {
+            EXPECT_EQ(static_cast<int>(got.dominant), dominant) << where;
+          }
+        }
+      }
+    }
+    EXPECT_TRUE(exact_grid);
+    EXPECT_TRUE(pyramid_grid);
+  }
+}
+
 // The pyramid's cells hold exactly what a brute-force count gives (whole ns
 // are exact in doubles, so equal, not near), whatever the calls' edges: calls
 // ending on a leaf's edge, of no duration on an edge or inside a leaf, one

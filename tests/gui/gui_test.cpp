@@ -3,6 +3,7 @@
 // hit test, click, zoom to a dragged range and selection; damaged and unusable
 // traces give a dialog; --screenshot and --bench-frames as docs/interfaces.md
 // says. Every time in the trace is known, so every check is exact.
+#include <QHeaderView>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
@@ -11,6 +12,7 @@
 #include <QSettings>
 #include <QRegularExpression>
 #include <QSortFilterProxyModel>
+#include <QSplitter>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QStatusBar>
@@ -143,6 +145,25 @@ class ManyRanksTrace {
   std::vector<Written> written_;
 };
 
+// `ranks` ranks: MPI_Init [0, 1 ms], user code, MPI_Allreduce [2, 3 ms] on
+// every rank, MPI_Comm_rank [3, 3.9 ms] on even ranks, MPI_Finalize [4, 4.1 ms].
+class OverviewTrace {
+ public:
+  explicit OverviewTrace(int ranks) : b_(ranks) {
+    for (int r = 0; r < ranks; ++r) {
+      b_.init(r, 0, test::kMs);
+      b_.collective(r, test::Allreduce, 2 * test::kMs, 3 * test::kMs);
+      if (r % 2 == 0) b_.other(r, test::CommRank, 3 * test::kMs, 3 * test::kMs + 900 * test::kUs);
+      b_.finalize(r, 4 * test::kMs, 4 * test::kMs + 100 * test::kUs);
+    }
+    b_.close();
+  }
+  std::string dir() const { return b_.dir(); }
+
+ private:
+  test::TraceBuilder b_;
+};
+
 // Loads a trace into a shown window; problems are collected, not shown.
 struct LoadedWindow {
   MainWindow window;
@@ -183,6 +204,8 @@ class GuiTest : public QObject {
   void hidden_rows_leave_the_view();
   void find_goes_to_next_and_previous_call();
   void range_statistics_equal_brute_force();
+  void overview_shows_every_rank();
+  void layout_gives_timeline_half_and_is_remembered();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -464,11 +487,21 @@ void GuiTest::selection_highlights_and_zooms() {
   QVERIFY(view->from() > ns(kLoopStart + 200 * test::kUs));
   QVERIFY(view->to() > ns(kLoopStart + 800 * test::kUs));
   QVERIFY(view->to() < ns(kLoopStart + 900 * test::kUs));
-  // The highlight is drawn: its band along the top of the row, over user code.
+  // The highlight is drawn in a strip along the ruler's foot and as an
+  // outline in the row's margins: the calls under it keep their colours
+  // (rank 0's Allreduce from 2.4 to 2.7 ms), zoomed in and out.
+  for (const bool zoomed_out : {false, true}) {
+    if (zoomed_out) view->showAll();
+    const QImage shot = view->grab().toImage();
+    const int strip_y = view->plotRect().top() - 2, row_y = view->plotRect().top() + 2;
+    const int x = static_cast<int>(view->xOf(ns(kLoopStart + 550 * test::kUs)));
+    QCOMPARE(shot.pixelColor(x, strip_y), QColor(255, 200, 0));
+    QCOMPARE(shot.pixelColor(x, row_y), prof::gui::kind_color(analysis::TimelineKind::Collective));
+    QCOMPARE(shot.pixelColor(x, view->rowCenterY(0)), prof::gui::kind_color(analysis::TimelineKind::Collective));
+  }
+  view->setRange(ns(kLoopStart + 200 * test::kUs), ns(kLoopStart + 900 * test::kUs));
   const QImage image = view->grab().toImage();
-  const int band_y = static_cast<int>(view->plotRect().top() + 2);
-  const QColor band = image.pixelColor(static_cast<int>(view->xOf(ns(kLoopStart + 350 * test::kUs))), band_y);
-  QCOMPARE(band, QColor(255, 200, 0));
+  const int band_y = view->plotRect().top() - 2;
   const QColor outside = image.pixelColor(static_cast<int>(view->xOf(ns(kLoopStart + 250 * test::kUs))), band_y);
   QVERIFY2(outside != QColor(255, 200, 0), qPrintable(outside.name()));
   // Typing in the interval filter changes the tree's rows only: the panel,
@@ -764,11 +797,25 @@ void GuiTest::many_ranks_scroll() {
   QCOMPARE(view->shownRows().size(), size_t{96});
   view->showAll();
   view->grab();
-  // 96 rows do not fit: each keeps the minimum height, a scroll bar appears,
-  // only the rows in sight are drawn.
+  // At first all 96 rows fit, no scroll bar.
+  QVERIFY(!view->rowsOverflow());
+  QCOMPARE(view->visibleRows().size(), size_t{96});
+  QVERIFY(!view->verticalBar()->isVisible());
+  // Rows zoomed to 18 px (Shift+wheel about the plot's top) do not fit: a
+  // scroll bar appears, only the rows in sight are drawn.
+  const double fit = view->rowHeight();
+  for (int notch = 0; notch < 40 && view->rowHeight() < 18; ++notch) {
+    const QPointF top(view->plotRect().left() + 10.5, view->plotRect().top());
+    QWheelEvent wheel(top, view->mapToGlobal(top), QPoint(), QPoint(0, 30), Qt::NoButton, Qt::ShiftModifier,
+                      Qt::NoScrollPhase, false);
+    QCoreApplication::sendEvent(view, &wheel);
+  }
+  QVERIFY2(view->rowHeight() >= 18 && view->rowHeight() < 18 * 1.1, qPrintable(QString::number(view->rowHeight())));
+  QCOMPARE(view->verticalScroll(), 0);
+  view->setRowZoom(18 / fit);
+  QCOMPARE(view->rowHeight(), 18.0);
   const QRect plot = view->plotRect();
   QVERIFY(view->rowsOverflow());
-  QCOMPARE(view->rowHeight(), double(TimelineView::kMinRowHeight));
   QVERIFY(view->verticalBar()->isVisible());
   const size_t in_sight = static_cast<size_t>(std::ceil(plot.height() / view->rowHeight()));
   QVERIFY(view->visibleRows().size() <= in_sight + 1);
@@ -830,6 +877,7 @@ void GuiTest::hidden_rows_leave_the_view() {
   ManyRanksTrace trace(96, 2);
   LoadedWindow loaded(trace.dir());
   TimelineView* view = loaded.window.timelineView();
+  view->setRowZoom(18 / view->rowHeight());
   view->setRange(ns(2 * test::kMs), ns(3 * test::kMs));
   view->grab();
   const int y = view->rowCenterY(3);
@@ -887,6 +935,7 @@ void GuiTest::find_goes_to_next_and_previous_call() {
   MainWindow& window = loaded.window;
   TimelineView* view = window.timelineView();
   view->showAll();
+  view->setRowZoom(18 / view->rowHeight());  // rows that scroll
   QVERIFY(QTest::qWaitForWindowActive(&window));
   auto selected = [&]() -> std::pair<size_t, int64_t> {
     const auto& c = view->selectedCall();
@@ -1089,3 +1138,117 @@ void GuiTest::range_statistics_equal_brute_force() {
 
 QTEST_MAIN(GuiTest)
 #include "gui_test.moc"
+
+void GuiTest::overview_shows_every_rank() {
+  // 4096 ranks at 1600x900: every rank in sight, a pixel row for several.
+  OverviewTrace trace(4096);
+  std::string error;
+  std::shared_ptr<analysis::Timeline> timeline = analysis::Timeline::open(trace.dir(), &error);
+  QVERIFY2(timeline, error.c_str());
+  QVERIFY(timeline->build(&error));
+  TimelineView view;
+  view.resize(1600, 900);
+  view.setTimeline(timeline);
+  view.showAll();
+  QImage image = view.grab().toImage();
+  QVERIFY(view.grouped());
+  QVERIFY(!view.rowsOverflow());
+  QVERIFY(view.rowsPerGroup() > 1);
+  // The groups in sight cover ranks 0..4095, each once, in order.
+  const auto groups = view.visibleGroups();
+  QCOMPARE(groups.front().first, size_t{0});
+  QCOMPARE(groups.back().second, size_t{4096});
+  for (size_t g = 1; g < groups.size(); ++g) QCOMPARE(groups[g].first, groups[g - 1].second);
+  QCOMPARE(view.drawnGroupRows(), size_t{4096});
+  const QRect plot = view.plotRect();
+  // Every pixel row at 2.5 ms is in the Allreduce of all its ranks: the
+  // collective colour at full strength.
+  const int x = static_cast<int>(view.xOf(ns(2500 * test::kUs)));
+  for (int y = plot.top(); y <= plot.bottom(); ++y)
+    QVERIFY2(image.pixelColor(x, y) == prof::gui::kind_color(analysis::TimelineKind::Collective),
+             qPrintable(QStringLiteral("y %1: %2").arg(y).arg(image.pixelColor(x, y).name())));
+  // The tooltips name the rank ranges, the last one ending at 4095.
+  const QString last = view.tooltipAt(QPoint(x, plot.bottom()));
+  QVERIFY2(QRegularExpression("ranks \\d+-4095").match(last).hasMatch(), qPrintable(last));
+  QVERIFY2(last.contains("mostly collective"), qPrintable(last));
+  const QString first = view.tooltipAt(QPoint(x, plot.top()));
+  QVERIFY2(first.contains(QStringLiteral("ranks 0-%1").arg(groups.front().second - 1)), qPrintable(first));
+  // Zooming rows drills into groups down to single ranks: Shift+wheel about
+  // the bottom keeps rank 4095 in sight; at the full zoom it is a row of its own.
+  const QPointF at(plot.left() + 10.5, plot.bottom());
+  const size_t k = view.rowsPerGroup();
+  QWheelEvent wheel(at, view.mapToGlobal(at), QPoint(), QPoint(0, 240), Qt::NoButton, Qt::ShiftModifier,
+                    Qt::NoScrollPhase, false);
+  QCoreApplication::sendEvent(&view, &wheel);
+  QVERIFY(view.rowZoom() > 1);
+  QVERIFY(view.rowsPerGroup() < k);
+  QVERIFY(view.rowsOverflow());
+  QCOMPARE(view.visibleGroups().back().second, size_t{4096});
+  view.setRowZoom(view.maxRowZoom(), plot.bottom());
+  view.grab();
+  QVERIFY(!view.grouped());
+  QCOMPARE(view.rowHeight(), TimelineView::kMaxRowHeight);
+  QCOMPARE(view.visibleRows().back(), size_t{4095});
+  QCOMPARE(view.rowAt(plot.bottom()), 4095);
+  const auto call = view.callAt(QPoint(x, view.rowCenterY(4095)));
+  QVERIFY(call.has_value());
+  QCOMPARE(call->function, std::string_view("MPI_Allreduce"));
+  // Ctrl+0 fits every rank again.
+  QTest::keyClick(&view, Qt::Key_0, Qt::ControlModifier);
+  QCOMPARE(view.rowZoom(), 1.0);
+  QCOMPARE(view.verticalScroll(), 0);
+  QVERIFY(view.grouped());
+}
+
+void GuiTest::layout_gives_timeline_half_and_is_remembered() {
+  QTemporaryDir config;
+  QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, config.path());
+  QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, config.path());
+  auto stored = [] { return QSettings("prof", "prof-gui").allKeys(); };
+  // 64 ranks: the timeline takes at least half the window and shows them all.
+  ManyRanksTrace trace(64, 2);
+  {
+    LoadedWindow loaded(trace.dir());
+    const int timeline_h = loaded.window.timelineView()->parentWidget()->height();
+    QVERIFY2(timeline_h >= loaded.window.height() / 2,
+             qPrintable(QStringLiteral("%1 of %2").arg(timeline_h).arg(loaded.window.height())));
+    QCOMPARE(loaded.window.timelineView()->visibleRows().size(), size_t{64});
+    loaded.window.resize(1200, 800);
+    loaded.window.close();
+  }
+  // Quiet mode (a screenshot, a benchmark, these tests) writes nothing.
+  QVERIFY2(stored().isEmpty(), qPrintable(stored().join(",")));
+  // A window the user arranged: size, splitters and the tree's columns come back.
+  QList<int> vertical, top;
+  int column = 0;
+  {
+    MainWindow window;
+    window.show();
+    window.resize(1300, 850);
+    QCoreApplication::processEvents();
+    window.verticalSplitter()->setSizes({500, 250});
+    emit window.verticalSplitter()->splitterMoved(500, 1);
+    window.topSplitter()->setSizes({700, 500});
+    window.tree()->header()->resizeSection(0, 333);
+    QCoreApplication::processEvents();
+    vertical = window.verticalSplitter()->sizes();
+    top = window.topSplitter()->sizes();
+    column = window.tree()->header()->sectionSize(0);
+    window.close();
+  }
+  QVERIFY(stored().contains("layout/size"));
+  {
+    MainWindow window;
+    window.show();
+    QCoreApplication::processEvents();
+    QCOMPARE(window.size(), QSize(1300, 850));
+    QCOMPARE(window.verticalSplitter()->sizes(), vertical);
+    QCOMPARE(window.topSplitter()->sizes(), top);
+    QCOMPARE(window.tree()->header()->sectionSize(0), column);
+    // A trace of many ranks leaves the user's split as it was.
+    window.setQuiet([](const QString&) {});
+    window.openTrace(trace.dir());
+    window.waitLoaded();
+    QCOMPARE(window.verticalSplitter()->sizes(), vertical);
+  }
+}

@@ -31,7 +31,8 @@
 // back with pread; 24 per interval execution, 24 per matched message, 8 per
 // collective member and 24 per instance; the pyramid is bounded per row (at most
 // TimelineOptions::leaves_per_row leaves of 64 bytes, plus as many above) and
-// in all (2^22 leaves shared by the rows, at least 4096 each: 512 MiB).
+// in all (2^21 leaves shared by the rows, at least 512 each: 256 MiB up to
+// 4,096 rows).
 #pragma once
 
 #include <atomic>
@@ -173,6 +174,46 @@ struct TimelineAnswer {
   bool complete = false;  // fully built: messages and collectives included
 };
 
+// Summaries of groups of rows on one grid of buckets: an overview of many
+// ranks, where a viewer's pixel row stands for several of them. A group's
+// bucket adds up, over the group's rows, what a row's bucket holds (count and
+// time per kind, by the definitions above); its dominant kind is the one with
+// the most of that time (ties: the lower kind). Every group shares the grid
+// [bucket_from + i*bucket_width, ...): the widest power-of-two multiple of
+// every row's pyramid leaf not above (to - from) / buckets, so between W and
+// 2W buckets, or coarser (leaves) where the leaves are wider than a bucket.
+// When those leaves would be wider than a bucket and the range holds few
+// calls (at most `max_calls`, over at most kTimelineGroupCallRows rows) the
+// buckets are exactly (to - from) / buckets wide, summed from the calls.
+struct TimelineGroupQuery {
+  std::vector<std::vector<size_t>> groups;  // the rows of each group
+  double from = 0, to = std::numeric_limits<double>::infinity();
+  uint32_t buckets = 2000;
+  uint64_t max_calls = 20000;
+};
+inline constexpr size_t kTimelineGroupCallRows = 512;
+
+struct TimelineGroupBucket {
+  uint32_t count = 0;
+  double time[kTimelineKinds] = {};  // ns, summed over the group's rows
+  TimelineKind dominant = TimelineKind::User;
+  // Time in MPI calls (every kind but User and Marker), ns.
+  double mpi() const {
+    double t = 0;
+    for (int k = 0; k < kTimelineKinds; ++k)
+      if (k != static_cast<int>(TimelineKind::User) && k != static_cast<int>(TimelineKind::Marker)) t += time[k];
+    return t;
+  }
+};
+
+struct TimelineGroupAnswer {
+  double bucket_from = 0, bucket_width = 0;
+  // Per group (as asked), per bucket. A group of n rows has n * bucket_width
+  // of row time in a bucket: time[k] / (n * bucket_width) is kind k's share.
+  std::vector<std::vector<TimelineGroupBucket>> groups;
+  bool from_calls = false;  // the exact grid, summed from the calls
+};
+
 struct TimelineOptions {
   unsigned threads = 0;  // build threads; 0: one per core (never more than ranks)
   // Packed call records kept in memory (about 10 bytes a call: 256 MiB holds
@@ -233,6 +274,9 @@ class Timeline {
   Memory memory() const;
 
   TimelineAnswer query(const TimelineQuery& q) const;
+  // Per-bucket summaries of groups of rows (TimelineGroupQuery). Cost: the
+  // pyramid cells of every row on the grid (O(rows * buckets)), or the calls.
+  TimelineGroupAnswer summarize_groups(const TimelineGroupQuery& q) const;
   // Every call of a row overlapping [from, to), however many.
   std::vector<TimelineCall> calls(size_t row, double from, double to) const;
   // The width (ns) of a row's pyramid leaves: a query whose buckets are
