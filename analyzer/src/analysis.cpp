@@ -296,6 +296,7 @@ void Engine::setup() {
   bool all_final = true;
   uint64_t bytes = 0;
   from_index_ = opt_.windowed() && plan_window(traces);
+  delay_on_ = opt_.delay_analysis && !opt_.windowed();
   unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
   per_proc_ = hw;
   if (dist_) hw *= static_cast<unsigned>(procs_);  // each process runs `hw` of them
@@ -345,6 +346,7 @@ void Engine::setup() {
     r->slot_of.assign(reg_.funcs[i].size() + 1, 0);
     r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
     r->worker = worker_of_[i];
+    r->log_delay = delay_on_;
     r->damage.span_first = span_first;
     r->damage.span_last = span_last;
     // (Another process's rank is never decoded here: not even its first
@@ -760,7 +762,12 @@ void Engine::finish(Analysis& a) {
   }
   roll_up();
   order_tree();
+  if (delay_on_) {
+    delay_analysis();
+    critical_path();
+  }
   const SiteInfo root_site = root_call_site(a.executable);
+  std::vector<int> index_of(global_nodes_.size(), -1);  // global node -> its place in a.intervals
 
   // Pre-order walk.
   std::vector<std::pair<uint32_t, int>> pending{{0, -1}};
@@ -772,10 +779,12 @@ void Engine::finish(Analysis& a) {
     node.parent = parent;
     node.level = parent < 0 ? 0 : a.intervals[static_cast<size_t>(parent)].level + 1;
     const int index = static_cast<int>(a.intervals.size());
+    index_of[gi] = index;
     if (parent >= 0) a.intervals[static_cast<size_t>(parent)].children.push_back(index);
     a.intervals.push_back(std::move(node));
     for (size_t c = gn.children.size(); c-- > 0;) pending.emplace_back(gn.children[c], index);
   }
+  if (delay_on_) delay_figures(a, index_of);
 }
 
 }  // namespace detail

@@ -362,6 +362,16 @@ void Engine::gather_at_root() {
         mine.put(c.waits);
       }
       mine.put_vec(r.slot_name);
+      if (delay_on_) {
+        mine.put_vec(r.delay.contexts);
+        mine.put_vec(r.delay.syncs);
+        mine.put_vec(r.delay.waits);
+        mine.put<uint64_t>(r.delay.comms.size());
+        for (const DelayLog::Comm& c : r.delay.comms) {
+          mine.put(c.gid);
+          mine.put_vec(c.members);
+        }
+      }
       for (uint64_t v : {r.events, r.calls, r.matched, r.unmatched_sends, r.unmatched_recvs, r.local_instances})
         mine.put(v);
       mine.put<uint8_t>(r.damage.stopped);
@@ -422,6 +432,16 @@ void Engine::gather_at_root() {
         c.waits = m.get<WaitSums>();
       }
       r.slot_name = m.get_vec<uint32_t>();
+      if (delay_on_) {
+        r.delay.contexts = m.get_vec<DelayLog::Context>();
+        r.delay.syncs = m.get_vec<DelayLog::Sync>();
+        r.delay.waits = m.get_vec<DelayLog::Wait>();
+        r.delay.comms.assign(m.get<uint64_t>(), DelayLog::Comm{});
+        for (DelayLog::Comm& c : r.delay.comms) {
+          c.gid = m.get<uint64_t>();
+          c.members = m.get_vec<int32_t>();
+        }
+      }
       for (uint64_t* v : {&r.events, &r.calls, &r.matched, &r.unmatched_sends, &r.unmatched_recvs, &r.local_instances})
         *v = m.get<uint64_t>();
       r.damage.stopped = m.get<uint8_t>();

@@ -77,6 +77,7 @@
 #include <thread>
 
 #include "damage_stop.h"
+#include "delay_log.h"
 #include "instants.h"
 #include "interpret.h"
 #include "intervals.h"
@@ -454,6 +455,9 @@ struct alignas(64) Rank {
   bool threaded;
   InstantSets instants;
   WaitKindSets waits;  // the wait states by kind, in the same contexts
+  // For the root causes and the critical path (delay_log.h), when log_delay.
+  DelayLog delay;
+  bool log_delay = false;
   HoldQueue holds;
   // Sends whose late receiver is not known yet: they hold back the sweep of
   // the wait states only (so the characteristics, and where a window's
@@ -564,6 +568,12 @@ struct alignas(64) Rank {
   void set_context(double t, uint32_t context) {
     instants.set_context(t, context);
     waits.set_context(t, context);
+    if (log_delay) delay.contexts.push_back(DelayLog::Context{t, context});
+  }
+  // A call that synchronized the rank with world rank `peer` (a matched send
+  // or receive), left at `leave`.
+  void log_sync(double leave, int32_t peer) {
+    if (log_delay) delay.syncs.push_back(DelayLog::Sync{leave, peer, 0});
   }
   // A program uses a few channels over and over: a small direct-mapped cache
   // in front of the hash map (channel indices never change).
@@ -760,6 +770,22 @@ class Engine {
   std::vector<CallInFlight> calls_in_flight(Rank& r);
   void roll_up();
   void order_tree();
+  // After the pass, on the whole run (delay_log.h): per global node, the
+  // causes of its waits and its time on the critical path (exclusive of
+  // nested nodes until finish() rolls them up).
+  struct CauseAcc {
+    uint32_t node;  // global node that caused
+    int32_t rank;   // world rank on which it did
+    double ns;
+  };
+  void delay_analysis();
+  void critical_path();
+  void delay_figures(Analysis& a, const std::vector<int>& index_of) const;
+  uint32_t logged_node(const Rank& r, uint32_t context) const;
+  std::vector<std::vector<CauseAcc>> caused_by_;
+  std::vector<double> critical_ns_;
+  double run_span_ns_ = 0;
+  bool delay_on_ = false;  // Options::delay_analysis on a whole run
   SiteInfo root_call_site(const std::string& executable) const;
   IntervalNode node_figures(const GNode& gn, const SiteInfo& site) const;
 

@@ -248,6 +248,9 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   if (out_path.empty() && text_wanted) out_path = "-";
   prof::analysis::ChromeTraceOptions chrome_opt;
   prof::analysis::Options analysis_opt;
+  // The root causes and the critical path keep a log per rank: only for the
+  // outputs that show them.
+  analysis_opt.delay_analysis = wait_states || !json_path.empty();
   if (!window.empty()) {
     if (!parse_window(window, "--window", &analysis_opt.window_from_s, &analysis_opt.window_to_s))
       return kExitUsage;

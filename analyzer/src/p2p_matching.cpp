@@ -88,6 +88,7 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
   const double bound = clock_error_[r.index] + (pi >= 0 ? clock_error_[static_cast<size_t>(pi)] : 0);
   const double length = to - from;
   add_partner_wait(r.acc[node].waited_for, partner, length, length < bound ? length : 0);
+  if (r.log_delay) r.delay.waits.push_back(DelayLog::Wait{from, to, partner, node});
 }
 
 // A send reaches its destination rank: matched with the channel's oldest
@@ -129,6 +130,7 @@ void Handler::send(const ChannelKey& k, double enter, double leave, const Event&
   // A blocking send's wait for its receive is known once the receive is:
   // hold the watermark at its enter.
   // An MPI_Isend's, once both its receive and the call that completes it are.
+  r.log_sync(leave, k.dst);
   const bool blocking = e.kind == FuncKind::Send && !e.in_flight;
   const uint64_t hold = blocking || isend ? r.send_holds.add(enter) : HoldQueue::kNone;
   if (isend) {
@@ -173,6 +175,7 @@ void Handler::recv(const ChannelKey& k, double issue, uint64_t hold, double ente
   }
   Channel& ch = r.channel(k);
   const uint32_t node = r.node(e.stream);
+  r.log_sync(leave, k.src);
   if (ch.recvs.empty() && !ch.sends.empty()) {
     const QueuedSend s = ch.sends.pop();
     eng.account_recv(r, PendingRecv{issue, enter, leave, hold, node}, s, k.src, w, parity, kDecodeLane);

@@ -66,6 +66,8 @@ void write_json_report(const Analysis& a, std::ostream& out) {
   j["bcast_impl"] = a.bcast_impl;
   j["bcast_fallbacks"] = a.bcast_fallbacks;
   j["run"] = run_json(a.run);
+  // The length the critical path covers (null when not computed: a window).
+  j["run_span_s"] = a.delay_known ? Json(a.run_span_s) : Json(nullptr);
   if (a.clock.known) {
     Json per_rank = Json::array();
     for (const auto& [rank, error_s] : a.clock.per_rank) per_rank.push_back({{"rank", rank}, {"error_s", error_s}});
@@ -167,6 +169,13 @@ void write_json_report(const Analysis& a, std::ostream& out) {
       partners.push_back(Json{{"rank", pw.rank}, {"seconds", pw.seconds}, {"uncertain_s", pw.uncertain_seconds}});
     }
     i["waited_for"] = partners;
+    Json causes = Json::array();
+    for (size_t c = 0; c < n.caused_by.size() && c < kTopCauses; ++c) {
+      const CauseShare& cs = n.caused_by[c];
+      causes.push_back(Json{{"interval", cs.interval}, {"rank", cs.rank}, {"seconds", cs.seconds}});
+    }
+    i["caused_by"] = causes;
+    i["critical_path_s"] = a.delay_known ? Json(n.critical_path_s) : Json(nullptr);
     Json calls = Json::object();
     Json funcs = Json::array();
     for (const FunctionFigures& f : n.functions) {

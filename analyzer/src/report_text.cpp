@@ -111,6 +111,19 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
       for (size_t p = 0; p < n.waited_for.size() && p < kTopPartners; ++p)
         out << n.waited_for[p].rank << ' ' << num(n.waited_for[p].seconds) << ' '
             << num(n.waited_for[p].uncertain_seconds) << '\n';
+      if (a.delay_known) {
+        out << "Waits here caused by:";
+        if (n.caused_by.empty()) out << " none";
+        for (size_t c = 0; c < n.caused_by.size() && c < kTopCauses; ++c) {
+          const CauseShare& cs = n.caused_by[c];
+          const IntervalNode& by = a.intervals[static_cast<size_t>(cs.interval)];
+          out << (c ? ", " : " ") << (by.id ? "id " + std::to_string(*by.id) : std::string("the root"))
+              << " at " << by.source_label() << ':' << by.line << " on rank " << cs.rank << " ("
+              << num(cs.seconds) << " s)";
+        }
+        out << '\n';
+        out << "Critical Path Time " << num(n.critical_path_s) << '\n';
+      }
     }
     auto shown = [&opt](int rank) {
       if (opt.ranks.empty()) return true;

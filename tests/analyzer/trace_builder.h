@@ -275,11 +275,35 @@ inline void expect_invariants(const analysis::Analysis& a) {
     }
     EXPECT_GE(n.main.efficiency, -kSlack) << "interval #" << i;
     EXPECT_LE(n.main.efficiency, 1 + kSlack) << "interval #" << i;
+    // Root causes sum to at most the waits of the interval's calls; the
+    // critical path: each interval's time on it within its parent's.
+    double waited = 0, caused = 0;
+    for (const auto& p : n.waited_for) waited += p.seconds;
+    for (const auto& c : n.caused_by) {
+      caused += c.seconds;
+      EXPECT_GT(c.seconds, 0) << "interval #" << i;
+      EXPECT_TRUE(c.interval >= 0 && static_cast<size_t>(c.interval) < a.intervals.size()) << "interval #" << i;
+    }
+    EXPECT_LE(caused, waited + kSlack) << "interval #" << i;
+    EXPECT_GE(n.critical_path_s, -kSlack) << "interval #" << i;
+    if (n.parent >= 0) {
+      EXPECT_LE(n.critical_path_s, a.intervals[static_cast<size_t>(n.parent)].critical_path_s + kSlack)
+          << "interval #" << i;
+    }
+  }
+  // The critical path covers the run's span: from the earliest rank's start
+  // to the latest rank's end.
+  if (a.delay_known && !a.intervals.empty()) {
+    EXPECT_NEAR(a.intervals[0].critical_path_s, a.run_span_s, kSlack);
   }
 }
+// (With the root causes and the critical path, so their invariants are
+// checked on every trace too.)
 inline analysis::Analysis analyze_checked(const std::string& dir,
                                           const analysis::Options& options = {}) {
-  analysis::Analysis a = analysis::analyze(dir, options);
+  analysis::Options with_delay = options;
+  with_delay.delay_analysis = true;
+  analysis::Analysis a = analysis::analyze(dir, with_delay);
   expect_invariants(a);
   return a;
 }

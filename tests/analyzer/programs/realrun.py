@@ -128,7 +128,8 @@ def check_invariants(check):
     """docs/metrics.md: per rank and interval, Comm <= MPI <= T, PotentSync <= T,
     TStart <= MPI; efficiency within [0, 1]; a nested interval's Execution Time,
     and its T and MPI per rank, within its parent's; the wait kinds of PotentSync
-    sum to it, each kind within [0, T]."""
+    sum to it, each kind within [0, T]; root causes within the waits; the
+    critical path: each interval within its parent, the root equal to the run's span."""
     bad = []
     intervals = check.report["intervals"]
     for index, node in enumerate(intervals):
@@ -170,6 +171,22 @@ def check_invariants(check):
             if abs(kinds - p["potential_sync"]) > ROUNDING:
                 bad.append(f"{where} rank {r}: wait kinds sum to {kinds:.9f}, "
                            f"potential_sync {p['potential_sync']:.9f}")
+        # Root causes sum to at most the interval's waits; its time on the
+        # critical path is within its parent's.
+        caused = sum(x["seconds"] for x in node.get("caused_by", []))
+        waited = sum(p["seconds"] for p in node["waited_for"])
+        if caused > waited + ROUNDING:
+            bad.append(f"{where}: caused_by sums to {caused:.6f} > waits {waited:.6f}")
+        cp = node.get("critical_path_s")
+        if cp is not None and node.get("parent") is not None:
+            parent_cp = intervals[node["parent"]]["critical_path_s"]
+            if cp > parent_cp + ROUNDING:
+                bad.append(f"{where}: critical_path_s {cp:.6f} > its parent's {parent_cp:.6f}")
+    # The critical path covers the run's span (from the earliest rank's start to
+    # the latest rank's end).
+    span = check.report.get("run_span_s")
+    if span is not None and intervals and abs(intervals[0]["critical_path_s"] - span) > ROUNDING:
+        bad.append(f"root critical_path_s {intervals[0]['critical_path_s']:.9f} != run_span_s {span:.9f}")
     for b in bad[:20]:
         print(f"     {b}")
     check.result("invariants of metrics.md on every interval and rank", not bad,

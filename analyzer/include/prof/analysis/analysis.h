@@ -71,6 +71,16 @@ struct PartnerWait {
 // How many partners reports list per interval (the largest waits).
 inline constexpr size_t kTopPartners = 10;
 
+// A share of an interval's waits charged to the interval and rank that
+// delayed the partner (docs/metrics.md, "Root causes").
+struct CauseShare {
+  int interval = -1;    // index in Analysis::intervals
+  int rank = -1;        // MPI_COMM_WORLD rank on which it spent the time
+  double seconds = 0;
+};
+// How many causes reports list per interval (the largest).
+inline constexpr size_t kTopCauses = 10;
+
 struct RankFigures {
   int rank = -1;               // MPI_COMM_WORLD rank
   uint64_t executions = 0;     // 0: the rank never executed the interval
@@ -152,6 +162,12 @@ struct IntervalNode {
   std::vector<FunctionFigures> functions;  // by time, largest first
   std::array<double, kWaitKindCount> waits{};  // by WaitKind, over ranks
   std::vector<PartnerWait> waited_for;         // by seconds, largest first
+  // Root causes of the waits of its calls (and its nested intervals'), by
+  // seconds, largest first; and its time on the run's critical path
+  // (docs/metrics.md). Both only for a whole run with
+  // Options::delay_analysis (Analysis::delay_known).
+  std::vector<CauseShare> caused_by;
+  double critical_path_s = 0;
 
   // The file name the text report prints: the file, or where the address is
   // ("object+0xoffset", else the address in hex) when it was not resolved.
@@ -297,6 +313,11 @@ struct Analysis {
   // The window analyzed (Options::window_*), seconds from the trace's start;
   // absent for the whole run.
   std::optional<std::pair<double, double>> window;
+  // caused_by and critical_path_s were computed (a whole run with
+  // Options::delay_analysis); run_span_s: from the earliest rank's start to
+  // the latest rank's end, the length the critical path covers.
+  bool delay_known = false;
+  double run_span_s = 0;
 
   bool usable() const { return errors.empty() && !intervals.empty(); }
 };
@@ -349,6 +370,12 @@ struct Options {
   // Asked between time windows (one thread at a time): true stops the
   // analysis soon, and the result has the error "analysis cancelled".
   std::function<bool()> cancelled;
+  // Root causes of waits and the critical path (docs/metrics.md), on a whole
+  // run. Off unless asked: they keep a log per rank that grows with its
+  // markers and its point-to-point and collective calls, and their pass after
+  // the analysis costs about two thirds of it again where most calls wait
+  // (docs/performance.md).
+  bool delay_analysis = false;
   // Set: this process is one of an analysis spread over exchange->size()
   // processes (exchange.h). Each decodes its block of ranks; process 0 gets
   // the whole result, the others a result with no intervals. The result is

@@ -1,0 +1,179 @@
+// Root causes of wait states (docs/metrics.md, "Root causes"), after the
+// pass, from the ranks' logs (delay_log.h).
+//
+// Algorithm
+//   For a wait of rank w on partner p, [from, to): each rank's stretch runs
+//   from the leave of its last call that synchronized it with the other (a
+//   matched message between them, either way, or a collective on a
+//   communicator both belong to) to the wait: w's up to `from`, p's up to
+//   `to`, its arrival; a rank with no such call starts at its own start.
+//   Over its stretch each rank's time is summed per interval (the innermost
+//   execution open, as a node of the tree across ranks). p's excess in
+//   interval n is d_n = max(0, P_p(n) - P_w(n)); the wait's length is charged
+//   to (n, p) in proportion to d_n. A wait whose partner spent no more time
+//   than w in any interval charges nothing.
+//
+// Invariants
+//   - A wait charges its length or nothing: an interval's causes sum to at
+//     most the waits of its calls.
+//   - The result depends only on the logs (sorted here), not on how workers
+//     or processes shared the ranks.
+#include "engine.h"
+
+namespace prof::analysis::detail {
+
+namespace {
+
+// How far back (in a rank's synchronizing calls) the last one with a given
+// partner is looked for; past it the stretch starts at the rank's start. A
+// bound on the analysis's cost for partners that rarely meet.
+constexpr size_t kSyncLookBack = size_t{1} << 16;
+
+using Profile = std::vector<std::pair<uint32_t, double>>;  // (global node, ns)
+
+void add_to(Profile& p, uint32_t node, double ns) {
+  for (auto& [n, v] : p)
+    if (n == node) {
+      v += ns;
+      return;
+    }
+  p.emplace_back(node, ns);
+}
+
+// Sorts a log that is nearly in order already (entries come in time order but
+// for those whose figures arrived late, a phase or so): the entries below the
+// running maximum are set aside, sorted and merged back, so the cost is
+// linear plus that of sorting the few set aside.
+template <class T, class Less>
+void sort_nearly_sorted(std::vector<T>& v, Less less) {
+  if (std::is_sorted(v.begin(), v.end(), less)) return;
+  std::vector<T> kept, aside;
+  kept.reserve(v.size());
+  for (const T& e : v)
+    if (kept.empty() || !less(e, kept.back())) kept.push_back(e);
+    else aside.push_back(e);
+  std::stable_sort(aside.begin(), aside.end(), less);
+  v.clear();
+  std::merge(kept.begin(), kept.end(), aside.begin(), aside.end(), std::back_inserter(v), less);
+}
+
+}  // namespace
+
+// The global node a logged context stands for: a Combo (threads) counts as
+// its first node.
+uint32_t Engine::logged_node(const Rank& r, uint32_t context) const {
+  const uint32_t local = context & kComboBit ? r.combos[context & ~kComboBit].nodes[0] : context;
+  return r.gmap[local];
+}
+
+void Engine::delay_analysis() {
+  caused_by_.assign(global_nodes_.size(), {});
+  // The logs in time order (threads may interleave calls and markers).
+  for (auto& rp : ranks_) {
+    DelayLog& d = rp->delay;
+    auto by_t = [](const DelayLog::Context& x, const DelayLog::Context& y) { return x.t < y.t; };
+    if (!std::is_sorted(d.contexts.begin(), d.contexts.end(), by_t))
+      std::stable_sort(d.contexts.begin(), d.contexts.end(), by_t);
+    sort_nearly_sorted(d.syncs, [](const DelayLog::Sync& x, const DelayLog::Sync& y) { return x.leave < y.leave; });
+    sort_nearly_sorted(d.waits, [](const DelayLog::Wait& x, const DelayLog::Wait& y) {
+      if (x.to != y.to) return x.to < y.to;
+      if (x.from != y.from) return x.from < y.from;
+      if (x.partner != y.partner) return x.partner < y.partner;
+      return x.node < y.node;
+    });
+  }
+
+  // Where rank r's stretch towards world rank q starts, for an instant x.
+  auto stretch_start = [](const Rank& r, int32_t q, double x) {
+    const auto& s = r.delay.syncs;
+    size_t k = static_cast<size_t>(
+        std::upper_bound(s.begin(), s.end(), x, [](double v, const DelayLog::Sync& e) { return v < e.leave; }) -
+        s.begin());
+    for (size_t seen = 0; k-- > 0 && seen < kSyncLookBack; ++seen) {
+      if (s[k].peer == q) return s[k].leave;
+      if (s[k].peer < 0) {
+        const auto& m = r.delay.comms[s[k].comm].members;
+        if (std::binary_search(m.begin(), m.end(), q)) return s[k].leave;
+      }
+    }
+    return r.delay.contexts.empty() ? -kInf : r.delay.contexts.front().t;
+  };
+  // Rank r's time per interval in [a, b).
+  auto profile = [this](const Rank& r, double a, double b, Profile& out) {
+    out.clear();
+    const auto& c = r.delay.contexts;
+    auto it = std::upper_bound(c.begin(), c.end(), a, [](double v, const DelayLog::Context& e) { return v < e.t; });
+    size_t k = it == c.begin() ? 0 : static_cast<size_t>(it - c.begin()) - 1;
+    for (; k < c.size() && c[k].t < b; ++k) {
+      const double lo = std::max(a, c[k].t);
+      const double hi = k + 1 < c.size() ? std::min(b, c[k + 1].t) : b;
+      if (hi > lo && c[k].context != kNoContext) add_to(out, logged_node(r, c[k].context), hi - lo);
+    }
+  };
+
+  Profile pw, pp;
+  for (auto& rp : ranks_) {
+    const Rank& w = *rp;
+    for (const DelayLog::Wait& wt : w.delay.waits) {
+      const int pi = index_of_world(wt.partner);
+      if (pi < 0) continue;
+      const Rank& p = *ranks_[static_cast<size_t>(pi)];
+      profile(w, stretch_start(w, p.rank, wt.from), wt.from, pw);
+      profile(p, stretch_start(p, w.rank, wt.to), wt.to, pp);
+      double excess = 0;
+      for (auto& [n, v] : pp) {
+        for (const auto& [m, u] : pw)
+          if (m == n) {
+            v -= u;
+            break;
+          }
+        if (v > 0) excess += v;
+      }
+      if (!(excess > 0)) continue;
+      std::vector<CauseAcc>& into = caused_by_[w.gmap[wt.node]];
+      const double scale = (wt.to - wt.from) / excess;
+      for (const auto& [n, v] : pp) {
+        if (!(v > 0)) continue;
+        bool found = false;
+        for (CauseAcc& c : into)
+          if (c.node == n && c.rank == p.rank) {
+            c.ns += v * scale;
+            found = true;
+            break;
+          }
+        if (!found) into.push_back(CauseAcc{n, p.rank, v * scale});
+      }
+    }
+  }
+}
+
+// Both analyses' figures, rolled up (an interval holds its nested ones'),
+// into the report's intervals (`index_of`: global node -> index).
+void Engine::delay_figures(Analysis& a, const std::vector<int>& index_of) const {
+  std::vector<std::map<std::pair<uint32_t, int32_t>, double>> causes(global_nodes_.size());
+  std::vector<double> critical(critical_ns_);
+  critical.resize(global_nodes_.size(), 0);
+  for (size_t g = 0; g < caused_by_.size(); ++g)
+    for (const CauseAcc& c : caused_by_[g]) causes[g][{c.node, c.rank}] += c.ns;
+  // A node's parent was created before it: children have larger indices.
+  for (size_t g = global_nodes_.size(); g-- > 1;) {
+    const uint32_t parent = global_nodes_[g].parent;
+    for (const auto& [k, v] : causes[g]) causes[parent][k] += v;
+    critical[parent] += critical[g];
+  }
+  for (size_t g = 0; g < global_nodes_.size(); ++g) {
+    if (index_of[g] < 0) continue;
+    IntervalNode& n = a.intervals[static_cast<size_t>(index_of[g])];
+    n.critical_path_s = critical[g] * 1e-9;
+    for (const auto& [k, v] : causes[g]) n.caused_by.push_back(CauseShare{index_of[k.first], k.second, v * 1e-9});
+    std::sort(n.caused_by.begin(), n.caused_by.end(), [](const CauseShare& x, const CauseShare& y) {
+      if (x.seconds != y.seconds) return x.seconds > y.seconds;
+      if (x.interval != y.interval) return x.interval < y.interval;
+      return x.rank < y.rank;
+    });
+  }
+  a.delay_known = true;
+  a.run_span_s = run_span_ns_ * 1e-9;
+}
+
+}  // namespace prof::analysis::detail

@@ -1,0 +1,71 @@
+// What the streaming pass keeps of one rank for the two analyses that run
+// after it, on the whole run (docs/metrics.md, "Root causes" and "Critical
+// path"): delay_analysis.cpp and critical_path.cpp.
+//
+// Both look back in time (since two ranks last synchronized; backward from
+// the run's end), which one forward pass cannot do without keeping history:
+// so each rank logs, in its own worker,
+//   - contexts: from which instant which execution context (local node, or a
+//     Combo of threads; kNoContext after the root ended) was open;
+//   - syncs: the leave of each call that synchronized it with another rank:
+//     a matched send or receive (the peer), a collective (its communicator);
+//   - waits: each wait state with a partner (Engine::credit_partner): where
+//     it waited, on whom, from when to when (the partner's arrival).
+// Memory grows with markers, point-to-point and collective calls (16 or 24
+// bytes each), not only with what is in flight: Options::delay_analysis
+// turns the logs and the analyses off.
+//
+// Invariants: a rank's log is written only by its worker; with several
+// processes it travels to process 0 with the rank's other figures
+// (Engine::gather_at_root), so the analyses see the same logs either way.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace prof::analysis::detail {
+
+struct DelayLog {
+  struct Context {
+    double t;
+    uint32_t context;
+    uint32_t unused = 0;
+  };
+  struct Sync {
+    double leave;
+    int32_t peer;   // world rank of a send's or receive's peer; -1: a collective
+    uint32_t comm;  // a collective's communicator: index into `comms`
+  };
+  struct Wait {
+    double from, to;  // to: the partner's arrival (enter, or a receive's issue)
+    int32_t partner;  // world rank
+    uint32_t node;    // local node of the waiting call
+  };
+  struct Comm {
+    uint64_t gid = 0;
+    std::vector<int32_t> members;  // world ranks, sorted
+  };
+  std::vector<Context> contexts;
+  std::vector<Sync> syncs;
+  std::vector<Wait> waits;
+  std::vector<Comm> comms;
+  uint32_t last_comm = UINT32_MAX;  // the communicator found last (index)
+
+  // The index of communicator `gid` in `comms`; its members (world ranks:
+  // `local`, and `remote` for an intercommunicator) are read the first time.
+  uint32_t comm_index(uint64_t gid, const std::vector<int32_t>& local, const std::vector<int32_t>* remote) {
+    if (last_comm < comms.size() && comms[last_comm].gid == gid) return last_comm;
+    for (uint32_t i = 0; i < comms.size(); ++i)
+      if (comms[i].gid == gid) return last_comm = i;
+    Comm c;
+    c.gid = gid;
+    c.members = local;
+    if (remote) c.members.insert(c.members.end(), remote->begin(), remote->end());
+    std::sort(c.members.begin(), c.members.end());
+    comms.push_back(std::move(c));
+    return last_comm = static_cast<uint32_t>(comms.size() - 1);
+  }
+};
+
+}  // namespace prof::analysis::detail

@@ -1,0 +1,156 @@
+// Root causes of waits and the critical path (docs/metrics.md, "Root causes",
+// "Critical path"): synthetic traces with planted delays whose causes and
+// path follow by hand from the definitions. Times are integer nanoseconds,
+// so an exact figure's tolerance is one nanosecond (kTol); expect_invariants
+// checks on every trace that causes sum to at most the waits and that the
+// root's time on the critical path is the run's span.
+#include "trace_builder.h"
+
+namespace prof::test {
+namespace {
+
+int index_of(const analysis::Analysis& a, const analysis::IntervalNode* n) {
+  return n ? static_cast<int>(n - a.intervals.data()) : -1;
+}
+
+analysis::Analysis analyze_with(const TraceBuilder& b, unsigned threads) {
+  analysis::Options o;
+  o.threads = threads;
+  analysis::Analysis a = analyze_checked(b.dir(), o);
+  EXPECT_TRUE(a.usable());
+  EXPECT_TRUE(a.delay_known);
+  return a;
+}
+
+// Two ranks. Before a first Allreduce rank 1 spends 20 ms more in interval 4
+// (rank 0 waits 20 ms there, in the root). Then, in loop interval 1, both
+// spend 10 ms in a nested interval 4, and rank 1 40 ms against rank 0's
+// 10 ms in interval 3 before an Allreduce in interval 1: rank 0 waits 30 ms.
+// Since the two ranks last synchronized (the first Allreduce's leave) rank 1
+// exceeds rank 0 in interval 3 only, so the wait is caused by interval 3 on
+// rank 1, all 30 ms. (Measured from the run's start the earlier 20 ms in
+// interval 4 would take a share.)
+TEST(Delay, CausedByTheIntervalThePartnerSpentLongerIn) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 1 * kMs);
+    b.begin(r, 2 * kMs, 4);
+    b.end(r, (r == 1 ? 32 : 12) * kMs, 4);
+    b.collective(r, Allreduce, (r == 1 ? 33 : 13) * kMs, 34 * kMs);
+    b.begin(r, 35 * kMs, 1);
+    b.begin(r, 36 * kMs, 4, 2);
+    b.end(r, 46 * kMs, 4, 2);
+    b.begin(r, 47 * kMs, 3);
+    b.end(r, (r == 1 ? 87 : 57) * kMs, 3);
+    b.collective(r, Allreduce, (r == 1 ? 88 : 58) * kMs, 89 * kMs);
+    b.end(r, 90 * kMs, 1);
+    b.finalize(r, 100 * kMs, 101 * kMs);
+  }
+  b.close();
+  for (unsigned threads : {1u, 2u}) {
+    const auto a = analyze_with(b, threads);
+    const auto* in1 = find_interval(a, 1);
+    const auto* in3 = find_interval(a, 3);
+    const auto* outer4 = find_interval(a, 4, -1, 0);  // the one before the loop
+    const auto* inner4 = find_interval(a, 4, -1, 1);
+    ASSERT_TRUE(in1 && in3 && outer4 && inner4);
+    ASSERT_EQ(in1->caused_by.size(), 1u) << threads;
+    EXPECT_EQ(in1->caused_by[0].interval, index_of(a, in3));
+    EXPECT_EQ(in1->caused_by[0].rank, 1);
+    EXPECT_NEAR(in1->caused_by[0].seconds, ms(30), kTol);
+    EXPECT_TRUE(in3->caused_by.empty());  // the wait is in interval 1's own call
+    // The root holds its nested intervals' causes and the first wait's.
+    const auto& root = a.intervals[0];
+    ASSERT_EQ(root.caused_by.size(), 2u);
+    EXPECT_EQ(root.caused_by[0].interval, index_of(a, in3));
+    EXPECT_NEAR(root.caused_by[0].seconds, ms(30), kTol);
+    EXPECT_EQ(root.caused_by[1].interval, index_of(a, outer4));
+    EXPECT_EQ(root.caused_by[1].rank, 1);
+    EXPECT_NEAR(root.caused_by[1].seconds, ms(20), kTol);
+    // Critical path: back from rank 0's end (both end at 100 ms; the lowest
+    // rank) to its wait's end at 88 ms, then rank 1 from 88 ms to its start.
+    EXPECT_NEAR(a.run_span_s, ms(99), kTol);
+    EXPECT_NEAR(root.critical_path_s, ms(99), kTol);
+    EXPECT_NEAR(in3->critical_path_s, ms(40), kTol);
+    EXPECT_NEAR(inner4->critical_path_s, ms(10), kTol);
+    EXPECT_NEAR(outer4->critical_path_s, ms(30), kTol);
+    EXPECT_NEAR(in1->critical_path_s, ms(3 + 10 + 40 + 2), kTol);
+  }
+}
+
+// A pipeline through two messages: rank 0 computes 10 ms in interval 5 and
+// sends to rank 1, which waits for it (11 ms, from 2 ms), computes 20 ms in
+// interval 6 and sends to rank 2, which waits (35 ms), computes 5 ms in
+// interval 7 and ends last. The critical path runs back through both
+// messages: 10, 20 and 5 ms in intervals 5, 6 and 7, the rest in the root.
+// Rank 2's wait is charged to what rank 1 did since the run's start beyond
+// rank 2's 1 ms: 20 ms in interval 6 and 15 ms in the root, where rank 1
+// itself waited (a partner's own wait is named as such, not traced further).
+TEST(Delay, PipelineThroughTwoMessages) {
+  TraceBuilder b(3);
+  for (int r = 0; r < 3; ++r) b.init(r, 0, 1 * kMs);
+  b.begin(0, 2 * kMs, 5);
+  b.end(0, 12 * kMs, 5);
+  b.send(0, 13 * kMs, 14 * kMs, 1, 1);
+  b.recv(1, 2 * kMs, 15 * kMs, 0, 1);
+  b.begin(1, 16 * kMs, 6);
+  b.end(1, 36 * kMs, 6);
+  b.send(1, 37 * kMs, 38 * kMs, 2, 1);
+  b.recv(2, 2 * kMs, 39 * kMs, 1, 1);
+  b.begin(2, 40 * kMs, 7);
+  b.end(2, 45 * kMs, 7);
+  b.finalize(0, 20 * kMs, 51 * kMs);
+  b.finalize(1, 40 * kMs, 51 * kMs);
+  b.finalize(2, 50 * kMs, 51 * kMs);
+  b.close();
+  for (unsigned threads : {1u, 3u}) {
+    const auto a = analyze_with(b, threads);
+    const auto* in5 = find_interval(a, 5);
+    const auto* in6 = find_interval(a, 6);
+    const auto* in7 = find_interval(a, 7);
+    ASSERT_TRUE(in5 && in6 && in7);
+    const auto& root = a.intervals[0];
+    EXPECT_NEAR(a.run_span_s, ms(49), kTol) << threads;
+    EXPECT_NEAR(root.critical_path_s, ms(49), kTol);
+    EXPECT_NEAR(in5->critical_path_s, ms(10), kTol);
+    EXPECT_NEAR(in6->critical_path_s, ms(20), kTol);
+    EXPECT_NEAR(in7->critical_path_s, ms(5), kTol);
+    // Causes: rank 1's wait (11 ms) on rank 0: 10 ms in interval 5 and 1 ms
+    // in the root; rank 2's (35 ms) on rank 1: 20 ms in 6, 15 ms in the root.
+    ASSERT_EQ(root.caused_by.size(), 4u);
+    auto share = [&](int interval, int rank) {
+      for (const auto& c : root.caused_by)
+        if (c.interval == interval && c.rank == rank) return c.seconds;
+      return -1.0;
+    };
+    EXPECT_NEAR(share(index_of(a, in6), 1), ms(20), kTol);
+    EXPECT_NEAR(share(0, 1), ms(15), kTol);
+    EXPECT_NEAR(share(index_of(a, in5), 0), ms(10), kTol);
+    EXPECT_NEAR(share(0, 0), ms(1), kTol);
+    EXPECT_EQ(root.caused_by[0].interval, index_of(a, in6));  // largest first
+  }
+}
+
+// A window of time: neither is computed (they look back to the run's start
+// and end); the JSON says null.
+TEST(Delay, NotComputedInAWindow) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  for (int r = 0; r < 2; ++r) b.collective(r, Barrier, r == 1 ? 7 * kMs : 2 * kMs, 8 * kMs);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+  analysis::Options o;
+  o.window_from_s = 0.001;
+  o.window_to_s = 0.009;
+  const auto a = analyze_checked(b.dir(), o);
+  ASSERT_TRUE(a.usable());
+  EXPECT_FALSE(a.delay_known);
+  EXPECT_TRUE(a.intervals[0].caused_by.empty());
+  const auto whole = analyze_usable(b);
+  EXPECT_TRUE(whole.delay_known);
+  ASSERT_EQ(whole.intervals[0].caused_by.size(), 1u);
+  EXPECT_NEAR(whole.intervals[0].caused_by[0].seconds, ms(5), kTol);
+}
+
+}  // namespace
+}  // namespace prof::test
