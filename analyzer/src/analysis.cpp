@@ -604,6 +604,7 @@ Analysis Engine::run() {
     // depend on the phases).
     opt_.window_events *= static_cast<uint64_t>(procs_);
   }
+  opt_.window_events = std::max<uint64_t>(opt_.window_events, opt_.window_events_per_rank * dir_.ranks.size());
   const char* stats_env = std::getenv("PROF_ANALYZE_WORKER_STATS");
   worker_stats_on_ = stats_env && *stats_env && std::string(stats_env) != "0";
   const uint64_t t_start = worker_stats_on_ ? monotonic_ns() : 0;

@@ -45,7 +45,10 @@ namespace prof::analysis::detail {
 void Engine::apply(const ResultRec& rr) { apply_result(rr); }
 
 uint32_t Engine::gone_members(Owner& own, const CommDef* def) {
-  auto& cached = own.gone_members[reinterpret_cast<uint64_t>(def)];
+  // (Keyed by the group's list when there is one group: every rank's
+  // definition of MPI_COMM_WORLD shares one, counted once.)
+  const void* group = def->inter ? static_cast<const void*>(def) : def->ranks.begin();
+  auto& cached = own.gone_members[reinterpret_cast<uint64_t>(group)];
   if (cached.first == gone_count_ + 1) return cached.second;
   uint32_t n = 0;
   auto count = [&](const std::vector<int32_t>& g) {

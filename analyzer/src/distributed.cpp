@@ -345,7 +345,7 @@ void Engine::gather_at_root() {
         const NodeAcc& a = r.acc[li];
         mine.put(a.in);
         mine.put(a.waits);
-        mine.put_vec(a.waited_for);
+        mine.put_vec(a.waited_for.list());
         mine.put(a.time_variation);
         mine.put(a.calls);
         mine.put(a.inside);
@@ -415,7 +415,7 @@ void Engine::gather_at_root() {
         NodeAcc& a = r.acc[li];
         a.in = m.get<InstantSums>();
         a.waits = m.get<WaitSums>();
-        a.waited_for = m.get_vec<PartnerWaitAcc>();
+        a.waited_for.assign(m.get_vec<PartnerWaitAcc>());
         a.time_variation = m.get<double>();
         a.calls = m.get<uint64_t>();
         a.inside = m.get<uint64_t>();

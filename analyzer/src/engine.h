@@ -149,23 +149,58 @@ struct PartnerWaitAcc {
   int32_t partner;
   double length, uncertain;
 };
-inline void add_partner_wait(std::vector<PartnerWaitAcc>& v, int32_t partner, double length,
-                             double uncertain) {
-  for (PartnerWaitAcc& p : v)
-    if (p.partner == partner) {
-      p.length += length;
-      p.uncertain += uncertain;
-      return;
+// Waits of one rank in one node, by partner, in the order the partners first
+// came. A scan finds a partner among the first kScan; past them a hash index
+// does (a rank of a wide run may wait on thousands of partners: at 4096 ranks
+// the scan was a fifth of the analysis). Each partner's sums add the same
+// values in the same order either way.
+class PartnerWaits {
+ public:
+  static constexpr size_t kScan = 16;
+  void add(int32_t partner, double length, double uncertain) {
+    PartnerWaitAcc* p = find(partner);
+    if (!p) p = &append(partner);
+    p->length += length;
+    p->uncertain += uncertain;
+  }
+  const std::vector<PartnerWaitAcc>& list() const { return list_; }
+  void assign(std::vector<PartnerWaitAcc> v) {
+    list_ = std::move(v);
+    index_.clear();
+    if (list_.size() > kScan)
+      for (size_t i = 0; i < list_.size(); ++i) index_[list_[i].partner] = static_cast<uint32_t>(i);
+  }
+  auto begin() const { return list_.begin(); }
+  auto end() const { return list_.end(); }
+
+ private:
+  PartnerWaitAcc* find(int32_t partner) {
+    if (list_.size() > kScan) {
+      const uint32_t* i = index_.find(partner);
+      return i ? &list_[*i] : nullptr;
     }
-  v.push_back(PartnerWaitAcc{partner, length, uncertain});
-}
+    for (PartnerWaitAcc& p : list_)
+      if (p.partner == partner) return &p;
+    return nullptr;
+  }
+  [[gnu::noinline]] PartnerWaitAcc& append(int32_t partner) {
+    list_.push_back(PartnerWaitAcc{partner, 0, 0});
+    if (list_.size() == kScan + 1)
+      for (size_t i = 0; i < list_.size(); ++i) index_[list_[i].partner] = static_cast<uint32_t>(i);
+    else if (list_.size() > kScan + 1)
+      index_[partner] = static_cast<uint32_t>(list_.size() - 1);
+    return list_.back();
+  }
+  std::vector<PartnerWaitAcc> list_;
+  FlatMap<int32_t, uint32_t> index_;  // partner -> place in list_, once longer than kScan
+};
 
 // One rank's sums in one interval node (exclusive of nested nodes until the
 // final roll-up), times in global ns.
 struct NodeAcc {
   InstantSums in;
   WaitSums waits;
-  std::vector<PartnerWaitAcc> waited_for;  // the waits of the node's own calls, by partner
+  PartnerWaits waited_for;  // the waits of the node's own calls, by partner
   double time_variation = 0;
   uint64_t calls = 0;
   uint64_t inside = 0;  // executions that overlap the window (all of them without one)

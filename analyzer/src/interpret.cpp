@@ -151,13 +151,7 @@ CommCache::CommCache(const RankTrace& rank_trace, const WorldIndex& world_to_ind
     ci.def = &d;
     ci.gid = d.global_id;
     ci.seq = seq_for(d.global_id);
-    auto count = [&](const std::vector<int32_t>& g) {
-      for (int32_t w : g)
-        if (world_to_index(w) >= 0)
-          ++ci.present;
-    };
-    count(d.ranks);
-    if (d.inter) count(d.remote_ranks);
+    ci.present = world_to_index.present(d.ranks) + (d.inter ? world_to_index.present(d.remote_ranks) : 0);
     by_handle_[d.handle].emplace_back(d.time, i);
   }
   by_handle_.for_each([](const uint32_t&, std::vector<std::pair<uint64_t, uint32_t>>& v) {
@@ -201,9 +195,7 @@ const CommInfo* CommCache::lookup(uint32_t handle, uint64_t t) {
     ci.def = d;
     ci.gid = d->global_id;
     ci.seq = seq_for(d->global_id);
-    for (int32_t w : d->ranks)
-      if (world_to_index_(w) >= 0)
-        ++ci.present;
+    ci.present = world_to_index_.present(d->ranks);
     extra_.push_back(ci);
     fresh.info = &extra_.back();
   }

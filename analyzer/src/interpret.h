@@ -150,7 +150,24 @@ class WorldIndex {
       if (w < 0) continue;
       if (dense_) dense_index_[static_cast<size_t>(w)] = static_cast<int>(i);
       else sparse_[w] = static_cast<int>(i) + 1;
+      sorted_.push_back(w);
     }
+    std::sort(sorted_.begin(), sorted_.end());
+    sorted_.erase(std::unique(sorted_.begin(), sorted_.end()), sorted_.end());
+  }
+  // How many of the world ranks 0..n-1 have their rank file in the trace.
+  uint32_t present_below(size_t n) const {
+    const auto below = [](int32_t w, size_t bound) { return static_cast<size_t>(w) < bound; };
+    return static_cast<uint32_t>(std::lower_bound(sorted_.begin(), sorted_.end(), n, below) - sorted_.begin());
+  }
+  // How many members of group g have their rank file in the trace (O(1) a
+  // group 0..n-1, as MPI_COMM_WORLD's: each rank's copy cost O(n), O(n^2) in all).
+  uint32_t present(const trace::RankList& g) const {
+    if (g.is_identity()) return present_below(g.size());
+    uint32_t n = 0;
+    for (int32_t w : g)
+      if ((*this)(w) >= 0) ++n;
+    return n;
   }
   int operator()(int32_t w) const {
     if (w < 0) return -1;
@@ -163,6 +180,7 @@ class WorldIndex {
   bool dense_ = true;
   std::vector<int> dense_index_;
   FlatMap<int32_t, int> sparse_;
+  std::vector<int32_t> sorted_;  // the world ranks in the trace, ascending
 };
 
 // A communicator definition with what the analysis needs of it.

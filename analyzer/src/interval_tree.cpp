@@ -71,7 +71,7 @@ void Engine::join_tree(Rank& r, size_t li) {
 void add_into(NodeAcc& to, const NodeAcc& from) {
   to.in.add(from.in);
   to.waits.add(from.waits);
-  for (const PartnerWaitAcc& p : from.waited_for) add_partner_wait(to.waited_for, p.partner, p.length, p.uncertain);
+  for (const PartnerWaitAcc& p : from.waited_for) to.waited_for.add(p.partner, p.length, p.uncertain);
   to.time_variation += from.time_variation;
   to.calls += from.calls;
   if (to.funcs.size() < from.funcs.size()) to.funcs.resize(from.funcs.size());

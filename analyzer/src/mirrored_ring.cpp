@@ -11,8 +11,10 @@
 namespace prof::analysis::detail {
 namespace {
 
-size_t round_up_bytes(size_t min_bytes) {
-  const long page_size = sysconf(_SC_PAGESIZE);
+// A power of two: whole pages for the two views of a memfd, at least a cache
+// line on the heap.
+size_t round_up_bytes(size_t min_bytes, bool whole_pages) {
+  const long page_size = whole_pages ? sysconf(_SC_PAGESIZE) : 64;
   size_t bytes = page_size > 0 ? static_cast<size_t>(page_size) : 4096;
   while (bytes < min_bytes) bytes *= 2;
   return bytes;
@@ -44,12 +46,13 @@ std::byte* map_mirrored(size_t bytes) {
 
 RingMemory RingMemory::make(size_t min_bytes, bool allow_mirror) {
   RingMemory m;
-  m.bytes = round_up_bytes(min_bytes);
+  m.bytes = round_up_bytes(min_bytes, allow_mirror);
   if (allow_mirror) {
     m.base = map_mirrored(m.bytes);
     m.mirrored = m.base != nullptr;
   }
   if (!m.base) {
+    if (allow_mirror) m.bytes = round_up_bytes(min_bytes, false);
     m.base = static_cast<std::byte*>(std::aligned_alloc(64, 2 * m.bytes));
     if (!m.base) throw std::bad_alloc();
   }

@@ -47,7 +47,8 @@ struct RingMemory {
   size_t bytes = 0;       // N: one view; the area is 2N
   bool mirrored = false;  // false: 2N bytes of heap
 
-  // At least `min_bytes` (rounded up to a power of two and whole pages).
+  // At least `min_bytes`, rounded up to a power of two (and to whole pages
+  // when mirrored).
   static RingMemory make(size_t min_bytes, bool allow_mirror);
   void release();
 };
@@ -58,8 +59,10 @@ class MirroredRing {
   static_assert(alignof(T) <= 64);  // the buffer is page-aligned; N is a multiple of alignof(T)
 
  public:
-  // One page: a trace of many ranks has four rings a rank, most of them short.
-  static constexpr size_t kFirstBytes = 4096;
+  // A trace of many ranks has eight rings a rank, most of them short: a heap
+  // buffer of 2 x 256 bytes each, not pages (a page each was 57 KB a rank,
+  // half the memory of a 4096-rank analysis).
+  static constexpr size_t kFirstBytes = 256;
   // Views smaller than this are heap buffers: a short ring (a 10 ms window's
   // reach 64-128 KiB; a rank of a wide run) costs no memfd, mappings and
   // shared-memory faults at each doubling, and its step-back copies stay in

@@ -87,7 +87,7 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
   const int pi = index_of_world(partner);
   const double bound = clock_error_[r.index] + (pi >= 0 ? clock_error_[static_cast<size_t>(pi)] : 0);
   const double length = to - from;
-  add_partner_wait(r.acc[node].waited_for, partner, length, length < bound ? length : 0);
+  r.acc[node].waited_for.add(partner, length, length < bound ? length : 0);
   if (r.log_delay) r.delay.waits.push_back(DelayLog::Wait{from, to, partner, node});
 }
 

@@ -123,6 +123,7 @@ TEST(Streaming, SameReportWhateverTheWindowsAndThreads) {
     analysis::Options o;
     o.threads = threads;
     o.window_events = window;
+    o.window_events_per_rank = 0;
     const auto a = analyze_checked(b.dir(), o);
     EXPECT_GT(a.stats.windows, 10u);
     const std::string got = report(a);
@@ -139,6 +140,7 @@ TEST(Streaming, WorkerStatsLeaveTheReportAlone) {
   analysis::Options o;
   o.threads = 3;
   o.window_events = 100;
+  o.window_events_per_rank = 0;
   const std::string want = report(analyze_checked(b.dir(), o));
   ::setenv("PROF_ANALYZE_WORKER_STATS", "1", 1);
   testing::internal::CaptureStderr();
@@ -157,6 +159,7 @@ TEST(Streaming, ProgressIsReportedAndEndsAtOne) {
   build(b);
   analysis::Options o;
   o.window_events = 64;
+  o.window_events_per_rank = 0;
   std::vector<double> seen;
   uint64_t last_events = 0;
   o.progress = [&](double f, uint64_t events) {
@@ -178,6 +181,7 @@ TEST(Streaming, CancelStopsTheAnalysis) {
   build(b);
   analysis::Options o;
   o.window_events = 64;
+  o.window_events_per_rank = 0;
   uint64_t asked = 0;
   o.cancelled = [&] { return ++asked >= 3; };
   const auto a = analysis::analyze(b.dir(), o);

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include "prof/definition_lines.h"
 #include "reader_internal.h"
@@ -139,10 +141,13 @@ void RankTrace::Impl::parse_line(std::string_view line, uint64_t off) {
     case 'C': {
       CommDef c;
       uint32_t size;
+      std::vector<int32_t> ranks, remote;
       if (nf >= 7 && parse_u32(f[1], &c.handle) && parse_u64(f[2], &c.global_id) &&
           parse_u64(f[3], &c.time) && parse_u32(f[4], &size) && (f[5] == "0" || f[5] == "1") &&
-          parse_rank_list(f[6], &c.ranks) && c.ranks.size() == size &&
-          (nf < 8 || parse_rank_list(f[7], &c.remote_ranks))) {
+          parse_rank_list(f[6], &ranks) && ranks.size() == size &&
+          (nf < 8 || parse_rank_list(f[7], &remote))) {
+        c.ranks = std::move(ranks);
+        c.remote_ranks = std::move(remote);
         c.inter = f[5] == "1";
         comms.push_back(std::move(c));
         ok = true;
@@ -235,6 +240,44 @@ void RankTrace::Impl::parse_line(std::string_view line, uint64_t off) {
   }
 }
 
+RankList::RankList(std::vector<int32_t> ranks) {
+  bool zero_to_n = !ranks.empty();
+  for (size_t i = 0; zero_to_n && i < ranks.size(); ++i) zero_to_n = ranks[i] == static_cast<int32_t>(i);
+  if (zero_to_n) {
+    *this = identity(ranks.size());
+    return;
+  }
+  list_ = std::make_shared<const std::vector<int32_t>>(std::move(ranks));
+  data_ = list_->data();
+  size_ = list_->size();
+}
+
+RankList RankList::identity(size_t n) {
+  if (n == 0) return RankList();
+  // One list per size while any RankList holds it (files open in parallel).
+  static std::mutex mu;
+  static std::map<size_t, std::weak_ptr<const std::vector<int32_t>>> lists;
+  std::lock_guard<std::mutex> lock(mu);
+  std::shared_ptr<const std::vector<int32_t>> list = lists[n].lock();
+  if (!list) {
+    std::vector<int32_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(i);
+    list = std::make_shared<const std::vector<int32_t>>(std::move(v));
+    lists[n] = list;
+  }
+  RankList r;
+  r.list_ = std::move(list);
+  r.data_ = r.list_->data();
+  r.size_ = n;
+  r.identity_ = true;
+  return r;
+}
+
+const std::vector<int32_t>& RankList::vector() const {
+  static const std::vector<int32_t> none;
+  return list_ ? *list_ : none;
+}
+
 void RankTrace::Impl::finish_definitions() {
   // Implicit MPI_COMM_WORLD / MPI_COMM_SELF.
   bool have_world = false, have_self = false;
@@ -247,8 +290,7 @@ void RankTrace::Impl::finish_definitions() {
     w.handle = format::kMpichCommWorld;
     w.global_id = format::kWorldCommGlobalId;
     if (header.world_size > 0 && header.world_size <= kMaxImplicitWorld) {
-      w.ranks.resize(static_cast<size_t>(header.world_size));
-      for (int32_t i = 0; i < header.world_size; ++i) w.ranks[i] = i;
+      w.ranks = RankList::identity(static_cast<size_t>(header.world_size));
     } else {
       warn("header", at_offset(path, 28, "implausible world_size " +
                                            std::to_string(header.world_size)));

@@ -339,6 +339,11 @@ struct Options {
   // Events the streaming pass aims to decode per time window, over all ranks;
   // bounds the memory of messages and collectives in flight.
   uint64_t window_events = 1u << 16;
+  // And at least this many per rank of the trace: every phase visits every
+  // rank, and a visit's cold state (cursor, batch, spans, interpreter) costs
+  // more than a few events' decoding (4096 ranks at 2^16 events a phase got 16
+  // events a visit and ran 4x slower an event than 4 ranks). 0: no floor.
+  uint64_t window_events_per_rank = 256;
   // A window starts decoding near its start from the window index
   // (docs/trace-format.md, "The window index"; built on first use where none
   // fits the trace); false decodes the whole trace (the reference the index

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <span>
@@ -83,13 +84,43 @@ struct FunctionDef {
   std::string name;
 };
 
+// The world ranks of a communicator's group: immutable, shared by copies.
+// Every rank file of a run defines MPI_COMM_WORLD; a list of its own in each
+// made a trace's definitions grow with the square of its ranks (16 KB a rank
+// at 4096 ranks, 64 KB at 16384), so the list 0..n-1 is one per process and
+// size n, whichever file gave it.
+class RankList {
+ public:
+  RankList() = default;
+  RankList(std::vector<int32_t> ranks);  // NOLINT: a list converts implicitly
+  RankList(std::initializer_list<int32_t> ranks) : RankList(std::vector<int32_t>(ranks)) {}
+  // 0, 1, ..., n - 1.
+  static RankList identity(size_t n);
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int32_t operator[](size_t i) const { return data_[i]; }
+  const int32_t* begin() const { return data_; }
+  const int32_t* end() const { return data_ + size_; }
+  // Whether it is 0..size()-1 (MPI_COMM_WORLD's group).
+  bool is_identity() const { return identity_; }
+  const std::vector<int32_t>& vector() const;
+  operator const std::vector<int32_t>&() const { return vector(); }  // NOLINT
+
+ private:
+  std::shared_ptr<const std::vector<int32_t>> list_;
+  const int32_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool identity_ = false;
+};
+
 struct CommDef {
   uint32_t handle = 0;
   uint64_t global_id = 0;      // same on every member of the communicator
   uint64_t time = 0;           // raw ticks from which `handle` denotes this communicator
   bool inter = false;
-  std::vector<int32_t> ranks;          // world rank of each comm rank (local group)
-  std::vector<int32_t> remote_ranks;   // intercommunicators: world ranks of the remote group
+  RankList ranks;          // world rank of each comm rank (local group)
+  RankList remote_ranks;   // intercommunicators: world ranks of the remote group
 };
 
 struct CallSiteDef {
