@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "prof/trace_reader.h"
+
 namespace prof::analysis::detail {
 
 struct DelayLog {
@@ -54,13 +56,13 @@ struct DelayLog {
 
   // The index of communicator `gid` in `comms`; its members (world ranks:
   // `local`, and `remote` for an intercommunicator) are read the first time.
-  uint32_t comm_index(uint64_t gid, const std::vector<int32_t>& local, const std::vector<int32_t>* remote) {
+  uint32_t comm_index(uint64_t gid, const trace::RankList& local, const trace::RankList* remote) {
     if (last_comm < comms.size() && comms[last_comm].gid == gid) return last_comm;
     for (uint32_t i = 0; i < comms.size(); ++i)
       if (comms[i].gid == gid) return last_comm = i;
     Comm c;
     c.gid = gid;
-    c.members = local;
+    c.members.assign(local.begin(), local.end());
     if (remote) c.members.insert(c.members.end(), remote->begin(), remote->end());
     std::sort(c.members.begin(), c.members.end());
     comms.push_back(std::move(c));
