@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "json_parts.h"
+#include "prof/analysis/characteristics.h"
 
 namespace prof::analysis {
 namespace {
@@ -27,8 +28,8 @@ ComparedInterval entry(const IntervalNode& n) {
 }
 
 double sort_value(const MainFigures& m) {
-  for (const ComparedCharacteristic& c : kComparedCharacteristics)
-    if (std::string_view(c.key) == kCompareSortKey) return m.*c.field;
+  for (const MainCharacteristic& c : kMainCharacteristics)
+    if (std::string_view(c.key) == kCompareSortKey) return c.value(m);
   return 0;
 }
 
@@ -150,12 +151,13 @@ void write_compare_text(const Comparison& c, const std::string& a_name, const st
   for (const ComparedInterval& e : c.matched) {
     out << '\n' << interval_name(e) << " EXE_Count=" << e.a->exe_count << " -> " << e.b->exe_count << '\n';
     out << "Characteristic A B B-A B/A\n";
-    for (const ComparedCharacteristic& ch : kComparedCharacteristics) {
-      const double x = e.a->main.*ch.field, y = e.b->main.*ch.field;
-      out << ch.label << ' ' << num(x) << ' ' << num(y) << ' ' << num(y - x) << ' ' << ratio_text(x, y) << '\n';
+    for (const MainCharacteristic& ch : kMainCharacteristics) {
+      if (!ch.compared) continue;
+      const double x = ch.value(e.a->main), y = ch.value(e.b->main);
+      out << ch.name() << ' ' << num(x) << ' ' << num(y) << ' ' << num(y - x) << ' ' << ratio_text(x, y) << '\n';
       if (ch.summed && !c.same_ranks() && e.a->main.processors > 0 && e.b->main.processors > 0) {
         const double mx = x / e.a->main.processors, my = y / e.b->main.processors;
-        out << ch.label << " (mean per rank) " << num(mx) << ' ' << num(my) << ' ' << num(my - mx) << ' '
+        out << ch.name() << " (mean per rank) " << num(mx) << ' ' << num(my) << ' ' << num(my - mx) << ' '
             << ratio_text(mx, my) << '\n';
       }
     }
@@ -196,8 +198,9 @@ void write_compare_json(const Comparison& c, const Analysis& a, const Analysis& 
     i["b"] = e.b ? main_json(e.b->main) : Json(nullptr);
     if (e.a && e.b) {
       Json diff = Json::object(), rat = Json::object(), mean_a = Json::object(), mean_b = Json::object();
-      for (const ComparedCharacteristic& ch : kComparedCharacteristics) {
-        const double x = e.a->main.*ch.field, y = e.b->main.*ch.field;
+      for (const MainCharacteristic& ch : kMainCharacteristics) {
+        if (!ch.compared) continue;
+        const double x = ch.value(e.a->main), y = ch.value(e.b->main);
         diff[ch.key] = y - x;
         const auto r = ratio(x, y);
         rat[ch.key] = r ? Json(*r) : Json(nullptr);

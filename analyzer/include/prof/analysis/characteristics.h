@@ -26,26 +26,37 @@ struct MainCharacteristic {
   double (*value)(const MainFigures&);
   bool integer;             // printed as a count, not as seconds
   bool in_text_report;      // the thesis's block prints it
+  // How two runs compare it (compare.h): `summed` ones are sums over ranks,
+  // compared also as means per rank when the rank counts differ; the count
+  // of processors is a difference of the runs, not of an interval.
+  bool compared;
+  bool summed;
+  // The label without the text report's nesting marks ("---", "*****").
+  constexpr const char* name() const {
+    const char* n = label;
+    while (*n == '-' || *n == '*') ++n;
+    return n;
+  }
 };
 
 inline constexpr MainCharacteristic kMainCharacteristics[] = {
-    {"efficiency", "Parallelization Efficiency", "", [](const MainFigures& m) { return m.efficiency; }, false, true},
-    {"execution_time", "Execution Time", "", [](const MainFigures& m) { return m.execution_time; }, false, true},
-    {"processors", "Processors", "", [](const MainFigures& m) { return double(m.processors); }, true, true},
-    {"total_time", "Total Time", "", [](const MainFigures& m) { return m.total_time; }, false, true},
+    {"efficiency", "Parallelization Efficiency", "", [](const MainFigures& m) { return m.efficiency; }, false, true, true, false},
+    {"execution_time", "Execution Time", "", [](const MainFigures& m) { return m.execution_time; }, false, true, true, false},
+    {"processors", "Processors", "", [](const MainFigures& m) { return double(m.processors); }, true, true, false, false},
+    {"total_time", "Total Time", "", [](const MainFigures& m) { return m.total_time; }, false, true, true, true},
     {"productive_time", "Productive Time", " (CPU MPI)", [](const MainFigures& m) { return m.productive_time; },
-     false, true},
-    {"lost_time", "Lost Time", "", [](const MainFigures& m) { return m.lost_time; }, false, true},
-    {"mpi_time", "---MPI Time", "", [](const MainFigures& m) { return m.mpi_time; }, false, true},
-    {"idle_time", "---Idle Time", "", [](const MainFigures& m) { return m.idle_time; }, false, true},
-    {"comm_time", "---Comm. Time", "", [](const MainFigures& m) { return m.comm_time; }, false, false},
-    {"sendrecv_time", "*****SendRecv Time", "", [](const MainFigures& m) { return m.sendrecv_time; }, false, true},
+     false, true, true, true},
+    {"lost_time", "Lost Time", "", [](const MainFigures& m) { return m.lost_time; }, false, true, true, true},
+    {"mpi_time", "---MPI Time", "", [](const MainFigures& m) { return m.mpi_time; }, false, true, true, true},
+    {"idle_time", "---Idle Time", "", [](const MainFigures& m) { return m.idle_time; }, false, true, true, true},
+    {"comm_time", "---Comm. Time", "", [](const MainFigures& m) { return m.comm_time; }, false, false, true, true},
+    {"sendrecv_time", "*****SendRecv Time", "", [](const MainFigures& m) { return m.sendrecv_time; }, false, true, true, true},
     {"collective_time", "*****CollectiveAll Time", "", [](const MainFigures& m) { return m.collective_time; },
-     false, true},
-    {"alltoall_time", "*****AllToAll Time", "", [](const MainFigures& m) { return m.alltoall_time; }, false, true},
-    {"potential_sync", "Potential Sync.", "", [](const MainFigures& m) { return m.potential_sync; }, false, true},
-    {"time_variation", "Time Variation", "", [](const MainFigures& m) { return m.time_variation; }, false, true},
-    {"time_of_start", "Time of Start", "", [](const MainFigures& m) { return m.time_of_start; }, false, true},
+     false, true, true, true},
+    {"alltoall_time", "*****AllToAll Time", "", [](const MainFigures& m) { return m.alltoall_time; }, false, true, true, true},
+    {"potential_sync", "Potential Sync.", "", [](const MainFigures& m) { return m.potential_sync; }, false, true, true, true},
+    {"time_variation", "Time Variation", "", [](const MainFigures& m) { return m.time_variation; }, false, true, true, true},
+    {"time_of_start", "Time of Start", "", [](const MainFigures& m) { return m.time_of_start; }, false, true, true, true},
 };
 
 struct RankCharacteristic {

@@ -20,31 +20,8 @@
 
 namespace prof::analysis {
 
-// The characteristics a comparison shows, in order: the one table to change
-// when the list of main characteristics changes. `summed` ones are sums over
-// ranks, compared also as means per rank when the rank counts differ.
-struct ComparedCharacteristic {
-  const char* label;  // as the text report names it
-  const char* key;    // as `main` in the JSON report
-  double MainFigures::*field;
-  bool summed;
-};
-inline constexpr ComparedCharacteristic kComparedCharacteristics[] = {
-    {"Execution Time", "execution_time", &MainFigures::execution_time, false},
-    {"Total Time", "total_time", &MainFigures::total_time, true},
-    {"Productive Time", "productive_time", &MainFigures::productive_time, true},
-    {"Lost Time", "lost_time", &MainFigures::lost_time, true},
-    {"MPI Time", "mpi_time", &MainFigures::mpi_time, true},
-    {"Idle Time (Insufficient Parallelism)", "idle_time", &MainFigures::idle_time, true},
-    {"Communication", "comm_time", &MainFigures::comm_time, true},
-    {"SendRecv Time", "sendrecv_time", &MainFigures::sendrecv_time, true},
-    {"CollectiveAll Time", "collective_time", &MainFigures::collective_time, true},
-    {"AllToAll Time", "alltoall_time", &MainFigures::alltoall_time, true},
-    {"Potential Sync.", "potential_sync", &MainFigures::potential_sync, true},
-    {"Time Variation", "time_variation", &MainFigures::time_variation, true},
-    {"Time of Start", "time_of_start", &MainFigures::time_of_start, true},
-    {"Parallelization Efficiency", "efficiency", &MainFigures::efficiency, false},
-};
+// The characteristics a comparison shows are the main characteristics
+// table's (characteristics.h) marked `compared`, in its order.
 // The one the matched intervals are sorted by.
 inline constexpr const char* kCompareSortKey = "lost_time";
 
