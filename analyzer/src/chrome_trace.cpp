@@ -288,16 +288,7 @@ bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::stri
   // Time zero: the earliest event of the run (not one that damage put
   // outside it).
   const auto [span_first, span_last] = run_span(traces);
-  double t0 = std::numeric_limits<double>::infinity();
-  for (const RankTrace* t : traces) {
-    auto c = t->events();
-    Event e;
-    if (c.next(e) && c.gaps() == 0) {
-      const double enter = t->to_global_ns(e.enter);
-      if (enter >= span_first && enter <= span_last) t0 = std::min(t0, enter);
-    }
-  }
-  if (!std::isfinite(t0)) t0 = 0;
+  const double t0 = first_event_in_span(traces, {span_first, span_last});
 
   Writer w{out, {}, true, {}};
   w.buf += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"prof-analyze\"},\"traceEvents\":[\n";

@@ -1,5 +1,6 @@
 #include "damage_stop.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -44,6 +45,19 @@ std::pair<double, double> run_span(const std::vector<const trace::RankTrace*>& t
   }
   // (One side alone: the fixed part of the tolerance is all there is.)
   return {first_known ? first - 0.2e9 : -kInfinity, last_known ? last + 0.2e9 : kInfinity};
+}
+
+double first_event_in_span(const std::vector<const trace::RankTrace*>& traces, std::pair<double, double> span) {
+  double t0 = std::numeric_limits<double>::infinity();
+  for (const trace::RankTrace* t : traces) {
+    auto c = t->events();
+    trace::Event e;
+    if (c.next(e) && c.gaps() == 0) {
+      const double enter = t->to_global_ns(e.enter);
+      if (enter >= span.first && enter <= span.second) t0 = std::min(t0, enter);
+    }
+  }
+  return std::isfinite(t0) ? t0 : 0;
 }
 
 std::string DamageStop::describe(const std::string& path, double t_first) const {

@@ -29,6 +29,10 @@ namespace prof::analysis::detail {
 // (two heartbeats) plus 1% of it. Unbounded on a side that some rank cannot tell.
 std::pair<double, double> run_span(const std::vector<const trace::RankTrace*>& traces);
 
+// Time zero of the exports (Chrome, OTF2): the earliest first event of a rank
+// that lies inside `span` and follows no lost data, global ns; 0 if none.
+double first_event_in_span(const std::vector<const trace::RankTrace*>& traces, std::pair<double, double> span);
+
 struct DamageStop {
   double span_first = -std::numeric_limits<double>::infinity();
   double span_last = std::numeric_limits<double>::infinity();

@@ -590,18 +590,10 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   Registry reg;
   reg.build(traces);
 
-  // Time zero as the Chrome export takes it: the earliest event of the run.
+  // Time zero: the earliest event of the run (not one that damage put
+  // outside it).
   const auto [span_first, span_last] = run_span(traces);
-  double t0 = std::numeric_limits<double>::infinity();
-  for (const RankTrace* t : traces) {
-    auto c = t->events();
-    Event e;
-    if (c.next(e) && c.gaps() == 0) {
-      const double enter = t->to_global_ns(e.enter);
-      if (enter >= span_first && enter <= span_last) t0 = std::min(t0, enter);
-    }
-  }
-  if (!std::isfinite(t0)) t0 = 0;
+  const double t0 = first_event_in_span(traces, {span_first, span_last});
   // Timestamps keep the global clock's own origin where it is positive.
   const OTF2_TimeStamp base = t0 > 0 && t0 < 9e18 ? static_cast<OTF2_TimeStamp>(std::llround(t0)) : 0;
 
