@@ -160,6 +160,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   edit->addAction(tr("Find &next"), QKeySequence(Qt::Key_F3), this, [this] { findNext(true); });
   edit->addAction(tr("Find &previous"), QKeySequence(Qt::SHIFT | Qt::Key_F3), this, [this] { findNext(false); });
   QMenu* view = menuBar()->addMenu(tr("&View"));
+  back_ = view->addAction(tr("&Back"), QKeySequence(Qt::ALT | Qt::Key_Left), view_, &TimelineView::back);
+  forward_ = view->addAction(tr("F&orward"), QKeySequence(Qt::ALT | Qt::Key_Right), view_, &TimelineView::forward);
+  auto history_actions = [this] {
+    back_->setEnabled(view_->canGoBack());
+    forward_->setEnabled(view_->canGoForward());
+  };
+  connect(view_, &TimelineView::historyChanged, this, history_actions);
+  connect(view_, &TimelineView::rangeChanged, this, history_actions);
+  history_actions();
+  view->addSeparator();
   view->addAction(tr("Show the &whole run"), QKeySequence(Qt::Key_Home), view_, &TimelineView::showAll);
   view->addAction(tr("Zoom &rows in"), QKeySequence(Qt::CTRL | Qt::Key_Plus), view_,
                   [this] { view_->setRowZoom(view_->rowZoom() * 2, view_->plotRect().center().y()); });
@@ -381,7 +391,9 @@ void MainWindow::onSelectionChanged() {
   if (first && zoom_on_select_) {
     // The first execution with a margin of a tenth on each side.
     const double margin = std::max((first->end - first->start) * 0.1, 100.0);
-    view_->setRange(first->start - margin, first->end + margin);
+    const TimelineView::ViewState before = view_->viewState();
+    view_->navigateTo(first->start - margin, first->end + margin);
+    view_->remember(before);
   }
 }
 

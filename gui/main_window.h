@@ -16,6 +16,9 @@
 // range, so the timeline keeps its size): time per MPI function and per kind
 // over the shown rows and the visible range.
 //
+// View > Back / Forward (Alt+Left / Alt+Right) walk the timeline's zoom
+// history.
+//
 // Layout: a trace of more than 8 ranks gives the timeline 60% of the height
 // (its rows all fit at first, aggregated below a pixel), unless the user has
 // arranged the splitters. Window size, splitters and the tree's column widths
@@ -97,6 +100,8 @@ class MainWindow : public QMainWindow {
   QTabWidget* rightTabs() const { return right_tabs_; }
   QSplitter* verticalSplitter() const { return vertical_; }  // the panes above, the timeline below
   QSplitter* topSplitter() const { return top_; }            // the tree beside the panels
+  QAction* backAction() const { return back_; }
+  QAction* forwardAction() const { return forward_; }
   // The last problem reported for a trace ("" when none).
   QString lastProblem() const { return last_problem_; }
 
@@ -136,6 +141,8 @@ class MainWindow : public QMainWindow {
   QMenu* recent_menu_;
   QAction* arrows_;
   QAction* visible_range_;
+  QAction* back_;
+  QAction* forward_;
   QTimer range_timer_;  // debounces the visible range's analysis
   std::shared_ptr<const analysis::Analysis> range_analysis_;
   // Bumped for each new range: older analyses see it and stop.

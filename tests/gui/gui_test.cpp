@@ -206,6 +206,8 @@ class GuiTest : public QObject {
   void range_statistics_equal_brute_force();
   void overview_shows_every_rank();
   void layout_gives_timeline_half_and_is_remembered();
+  void zoom_history_goes_back_and_forward();
+  void navigation_stays_inside_the_trace();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -1136,8 +1138,6 @@ void GuiTest::range_statistics_equal_brute_force() {
   }
 }
 
-QTEST_MAIN(GuiTest)
-#include "gui_test.moc"
 
 void GuiTest::overview_shows_every_rank() {
   // 4096 ranks at 1600x900: every rank in sight, a pixel row for several.
@@ -1252,3 +1252,117 @@ void GuiTest::layout_gives_timeline_half_and_is_remembered() {
     QCOMPARE(window.verticalSplitter()->sizes(), vertical);
   }
 }
+
+namespace {
+// A mouse drag on the timeline from x0 to x1 at y (left button: a pan).
+void drag(TimelineView* view, int x0, int x1, int y) {
+  QTest::mousePress(view, Qt::LeftButton, Qt::NoModifier, QPoint(x0, y));
+  QMouseEvent move(QEvent::MouseMove, QPointF(x1, y), view->mapToGlobal(QPointF(x1, y)), Qt::NoButton,
+                   Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(view, &move);
+  QTest::mouseRelease(view, Qt::LeftButton, Qt::NoModifier, QPoint(x1, y));
+}
+
+void wheel(TimelineView* view, QPointF at, int delta) {
+  QWheelEvent e(at, view->mapToGlobal(at), QPoint(), QPoint(0, delta), Qt::NoButton, Qt::NoModifier,
+                Qt::NoScrollPhase, false);
+  QCoreApplication::sendEvent(view, &e);
+}
+
+}  // namespace
+
+void GuiTest::zoom_history_goes_back_and_forward() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  MainWindow& window = loaded.window;
+  TimelineView* view = window.timelineView();
+  using Range = std::pair<double, double>;
+  auto range = [&] { return Range{view->from(), view->to()}; };
+  const Range whole = range();
+  QVERIFY(!window.backAction()->isEnabled());
+  // Two zooms: the wheel about a point, then + about the middle.
+  wheel(view, QPointF(view->plotRect().left() + 300.5, view->rowCenterY(0)), 120);
+  const Range first = range();
+  QVERIFY(first != whole);
+  QTest::keyClick(view, Qt::Key_Plus);
+  const Range second = range();
+  QVERIFY(second != first);
+  QVERIFY(window.backAction()->isEnabled());
+  QVERIFY(!window.forwardAction()->isEnabled());
+  // Back twice (the menu's action, then Alt+Left), Forward twice: the exact ranges.
+  window.backAction()->trigger();
+  QVERIFY(range() == first);
+  QTest::keyClick(&window, Qt::Key_Left, Qt::AltModifier);
+  QVERIFY(range() == whole);
+  QVERIFY(!window.backAction()->isEnabled());
+  QTest::keyClick(&window, Qt::Key_Right, Qt::AltModifier);
+  QVERIFY(range() == first);
+  window.forwardAction()->trigger();
+  QVERIFY(range() == second);
+  QVERIFY(!window.forwardAction()->isEnabled());
+  // A pan by drag is one entry (not one per mouse move); a new act after
+  // Back drops the entries ahead.
+  drag(view, view->plotRect().left() + 400, view->plotRect().left() + 300, view->rowCenterY(0));
+  const Range panned = range();
+  QVERIFY(panned.first > second.first);
+  window.backAction()->trigger();
+  QVERIFY(range() == second);
+  window.backAction()->trigger();
+  QVERIFY(range() == first);
+  QTest::keyClick(view, Qt::Key_Minus);
+  QVERIFY(!window.forwardAction()->isEnabled());
+  window.backAction()->trigger();
+  QVERIFY(range() == first);
+  // Selecting an interval zooms to its first execution: Back undoes that too.
+  QVERIFY(window.selectIntervalId(2));
+  QVERIFY(range() != first);
+  window.backAction()->trigger();
+  QVERIFY(range() == first);
+  // Home (the whole run) is an entry too.
+  QTest::keyClick(view, Qt::Key_Home);
+  QVERIFY(range() == whole);
+  window.backAction()->trigger();
+  QVERIFY(range() == first);
+}
+
+void GuiTest::navigation_stays_inside_the_trace() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  const double end = view->timeline()->end();
+  view->showAll();
+  QCOMPARE(view->from(), 0.0);
+  QCOMPARE(view->to(), end);
+  // The whole run: neither panning nor zooming out goes past it.
+  QTest::keyClick(view, Qt::Key_Left);
+  QTest::keyClick(view, Qt::Key_Right);
+  QTest::keyClick(view, Qt::Key_Minus);
+  wheel(view, QPointF(view->plotRect().left() + 10.5, view->rowCenterY(0)), -1200);
+  QCOMPARE(view->from(), 0.0);
+  QCOMPARE(view->to(), end);
+  // Zoomed in: panning stops at either end with the width kept.
+  QTest::keyClick(view, Qt::Key_Plus);
+  QTest::keyClick(view, Qt::Key_Plus);
+  const double width = view->to() - view->from();
+  for (int i = 0; i < 30; ++i) QTest::keyClick(view, Qt::Key_Right);
+  QCOMPARE(view->to(), end);
+  QCOMPARE(view->to() - view->from(), width);
+  drag(view, view->plotRect().left() + 10, view->plotRect().right() - 10, view->rowCenterY(0));
+  drag(view, view->plotRect().left() + 10, view->plotRect().right() - 10, view->rowCenterY(0));
+  drag(view, view->plotRect().left() + 10, view->plotRect().right() - 10, view->rowCenterY(0));
+  drag(view, view->plotRect().left() + 10, view->plotRect().right() - 10, view->rowCenterY(0));
+  QCOMPARE(view->from(), 0.0);
+  QCOMPARE(view->to() - view->from(), width);
+  // Zooming out about a point near the end: the range grows, still inside.
+  wheel(view, QPointF(view->plotRect().right() - 5.5, view->rowCenterY(0)), -240);
+  QVERIFY(view->from() >= 0.0);
+  QVERIFY(view->to() <= end);
+  QVERIFY(view->to() - view->from() > width);
+  // Zooming in stops at the minimum span, 10 ns.
+  for (int i = 0; i < 40; ++i) QTest::keyClick(view, Qt::Key_Plus);
+  QVERIFY2(std::abs(view->to() - view->from() - 10.0) < 1e-6, qPrintable(QString::number(view->to() - view->from())));
+  QVERIFY(view->from() >= 0.0 && view->to() <= end);
+}
+
+QTEST_MAIN(GuiTest)
+#include "gui_test.moc"
