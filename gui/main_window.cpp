@@ -17,15 +17,18 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSortFilterProxyModel>
+#include <QSaveFile>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QThread>
+#include <QTableView>
 #include <QTreeView>
 #include <QVBoxLayout>
 
 #include "characteristics_panel.h"
 #include "interval_tree_model.h"
 #include "range_statistics.h"
+#include "table_csv.h"
 #include "timeline_view.h"
 #include "trace_loader.h"
 
@@ -147,6 +150,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addAction(tr("&Open trace..."), QKeySequence::Open, this, &MainWindow::chooseTrace);
   recent_menu_ = file->addMenu(tr("Recent traces"));
+  file->addSeparator();
+  file->addAction(tr("Export view as &PNG..."), this, [this] {
+    exportTo(tr("Export view as PNG"), tr("PNG images (*.png)"), ".png", &MainWindow::exportViewPng);
+  });
+  file->addAction(tr("Export view as &SVG..."), this, [this] {
+    exportTo(tr("Export view as SVG"), tr("SVG drawings (*.svg)"), ".svg", &MainWindow::exportViewSvg);
+  });
+  file->addAction(tr("Export &table as CSV..."), this, [this] {
+    exportTo(tr("Export table as CSV"), tr("CSV files (*.csv)"), ".csv", &MainWindow::exportTableCsv);
+  });
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
@@ -502,6 +515,48 @@ void MainWindow::rebuildRecentMenu() {
   for (const QString& dir : list)
     recent_menu_->addAction(dir, this, [this, dir] { openTrace(dir); });
   recent_menu_->setEnabled(!list.isEmpty());
+}
+
+void MainWindow::exportTo(const QString& title, const QString& filter, const QString& suffix,
+                          bool (MainWindow::*write)(const QString&)) {
+  QString path = QFileDialog::getSaveFileName(this, title, QString(), filter);
+  if (path.isEmpty()) return;
+  if (!path.endsWith(suffix, Qt::CaseInsensitive)) path += suffix;
+  if ((this->*write)(path)) statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
+}
+
+void MainWindow::exportFailed(const QString& text) {
+  last_problem_ = text;
+  if (quiet_sink_) return quiet_sink_(text);
+  auto* box = new QMessageBox(QMessageBox::Warning, tr("Export failed"), text, QMessageBox::Ok, this);
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->open();
+}
+
+bool MainWindow::exportViewPng(const QString& path) {
+  if (view_->exportPng(path)) return true;
+  exportFailed(tr("Cannot write the PNG file %1").arg(path));
+  return false;
+}
+
+bool MainWindow::exportViewSvg(const QString& path) {
+  if (view_->exportSvg(path)) return true;
+  exportFailed(tr("Cannot write the SVG file %1").arg(path));
+  return false;
+}
+
+bool MainWindow::exportTableCsv(const QString& path) {
+  const QTableView* table = panel_->currentTableView();
+  if (!table || !table->model()) {
+    exportFailed(tr("No table to export: the panel shows none"));
+    return false;
+  }
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly) || file.write(table_csv(*table->model()).toUtf8()) < 0 || !file.commit()) {
+    exportFailed(tr("Cannot write the CSV file %1: %2").arg(path, file.errorString()));
+    return false;
+  }
+  return true;
 }
 
 }  // namespace prof::gui

@@ -17,7 +17,8 @@
 // over the shown rows and the visible range.
 //
 // View > Back / Forward (Alt+Left / Alt+Right) walk the timeline's zoom
-// history.
+// history; File > Export writes the timeline (PNG, SVG) or the panel's table
+// on show (CSV).
 //
 // Layout: a trace of more than 8 ranks gives the timeline 60% of the height
 // (its rows all fit at first, aggregated below a pixel), unless the user has
@@ -100,6 +101,12 @@ class MainWindow : public QMainWindow {
   QTabWidget* rightTabs() const { return right_tabs_; }
   QSplitter* verticalSplitter() const { return vertical_; }  // the panes above, the timeline below
   QSplitter* topSplitter() const { return top_; }            // the tree beside the panels
+  // File > Export: the timeline as drawn (PNG of its size, or SVG), the
+  // panel's table shown as CSV (table_csv.h). False, with the problem
+  // reported, when the file cannot be written or there is no table.
+  bool exportViewPng(const QString& path);
+  bool exportViewSvg(const QString& path);
+  bool exportTableCsv(const QString& path);
   QAction* backAction() const { return back_; }
   QAction* forwardAction() const { return forward_; }
   // The last problem reported for a trace ("" when none).
@@ -121,6 +128,10 @@ class MainWindow : public QMainWindow {
   void addRecent(const QString& dir);
   void rebuildRecentMenu();
   void chooseTrace();
+  // Asks for a file name ending in `suffix` and calls write with it.
+  void exportTo(const QString& title, const QString& filter, const QString& suffix,
+                bool (MainWindow::*write)(const QString&));
+  void exportFailed(const QString& text);  // a dialog, or the quiet sink
 
   TraceLoader* loader_;
   std::shared_ptr<TraceSession> session_;

@@ -8,6 +8,7 @@
 #include <QPainter>
 #include <QPainterPath>
 #include <QScrollBar>
+#include <QSvgGenerator>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
@@ -417,6 +418,22 @@ void TimelineView::restore(const ViewState& state) {
   emit historyChanged();
 }
 
+bool TimelineView::exportPng(const QString& path) {
+  return grab().save(path, "PNG");
+}
+
+bool TimelineView::exportSvg(const QString& path) {
+  QSvgGenerator svg;
+  svg.setFileName(path);
+  svg.setSize(size());
+  svg.setViewBox(rect());
+  svg.setTitle(tr("prof-gui timeline"));
+  svg.setDescription(tr("%1 to %2 ns from the trace's start").arg(from_, 0, 'f', 0).arg(to_, 0, 'f', 0));
+  QPainter painter;
+  if (!painter.begin(&svg)) return false;
+  render(&painter, QPoint(), QRegion(), RenderFlag::DrawChildren);
+  return painter.end();
+}
 
 void TimelineView::setArrows(bool on) {
   arrows_ = on;

@@ -117,6 +117,11 @@ class TimelineView : public QWidget {
   void forward();
   static constexpr size_t kMaxHistory = 200;
 
+  // The widget as drawn, to a PNG file of its size, or to an SVG file (the
+  // rows as one embedded image, ruler, labels, legend and overlays as
+  // vector shapes and text). False when the file cannot be written.
+  bool exportPng(const QString& path);
+  bool exportSvg(const QString& path);
   // Shows the executions of a timeline node (-1: none); returns the first one
   // (earliest start over rows), if any.
   std::optional<analysis::TimelineExecution> highlightNode(int node);

@@ -19,6 +19,7 @@
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QTreeView>
+#include <QXmlStreamReader>
 #include <QtTest>
 #include <filesystem>
 #include <fstream>
@@ -208,6 +209,7 @@ class GuiTest : public QObject {
   void layout_gives_timeline_half_and_is_remembered();
   void zoom_history_goes_back_and_forward();
   void navigation_stays_inside_the_trace();
+  void exports_view_and_table();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -1269,6 +1271,31 @@ void wheel(TimelineView* view, QPointF at, int delta) {
   QCoreApplication::sendEvent(view, &e);
 }
 
+// RFC 4180 lines: fields split at commas outside quotes, "" inside quotes a quote.
+std::vector<QStringList> parse_csv(const QString& text) {
+  std::vector<QStringList> rows;
+  QStringList row;
+  QString field;
+  bool quoted = false;
+  for (qsizetype i = 0; i < text.size(); ++i) {
+    const QChar c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
+      else if (c == '"') quoted = false;
+      else field += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      row << field, field.clear();
+    } else if (c == '\n') {
+      row << field, field.clear();
+      rows.push_back(row), row.clear();
+    } else {
+      field += c;
+    }
+  }
+  return rows;
+}
 }  // namespace
 
 void GuiTest::zoom_history_goes_back_and_forward() {
@@ -1362,6 +1389,93 @@ void GuiTest::navigation_stays_inside_the_trace() {
   for (int i = 0; i < 40; ++i) QTest::keyClick(view, Qt::Key_Plus);
   QVERIFY2(std::abs(view->to() - view->from() - 10.0) < 1e-6, qPrintable(QString::number(view->to() - view->from())));
   QVERIFY(view->from() >= 0.0 && view->to() <= end);
+}
+
+void GuiTest::exports_view_and_table() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  MainWindow& window = loaded.window;
+  TimelineView* view = window.timelineView();
+  QVERIFY(window.selectIntervalId(2));
+  view->setRange(ns(kLoopStart), ns(kLoopStart + 2 * kPeriod));
+  QCoreApplication::processEvents();
+  QTemporaryDir dir;
+  // PNG: the view's size.
+  const QString png = dir.filePath("view.png");
+  QVERIFY(window.exportViewPng(png));
+  const QImage image(png);
+  QVERIFY(!image.isNull());
+  QCOMPARE(image.size(), view->size());
+  // SVG: well-formed XML of the view's size: the rows as an embedded image,
+  // ruler, legend and overlays as shapes and text (each drawn call's kind
+  // colour among the fills: the legend's swatches).
+  const QString svg = dir.filePath("view.svg");
+  QVERIFY(window.exportViewSvg(svg));
+  QFile svg_file(svg);
+  QVERIFY(svg_file.open(QIODevice::ReadOnly));
+  const QString svg_text = QString::fromUtf8(svg_file.readAll());
+  QXmlStreamReader xml(svg_text);
+  int images = 0, shapes = 0, texts = 0;
+  QString view_box;
+  while (!xml.atEnd()) {
+    xml.readNext();
+    if (!xml.isStartElement()) continue;
+    const auto name = xml.name();
+    if (name == QLatin1String("svg")) view_box = xml.attributes().value("viewBox").toString();
+    if (name == QLatin1String("image")) ++images;
+    if (name == QLatin1String("path") || name == QLatin1String("rect") || name == QLatin1String("polyline")) ++shapes;
+    if (name == QLatin1String("text")) ++texts;
+  }
+  QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+  QCOMPARE(view_box, QString("0 0 %1 %2").arg(view->width()).arg(view->height()));
+  QVERIFY(images >= 1);
+  QVERIFY2(shapes >= 5, qPrintable(QString::number(shapes)));
+  QVERIFY2(texts >= 3, qPrintable(QString::number(texts)));
+  QVERIFY(!view->drawnCalls().empty());
+  for (const auto& c : view->drawnCalls())
+    QVERIFY2(svg_text.contains(prof::gui::kind_color(c.kind).name(), Qt::CaseInsensitive),
+             qPrintable(prof::gui::kind_color(c.kind).name()));
+  // CSV: the shown table's header keys and its numbers, exactly.
+  CharacteristicsPanel* panel = window.panel();
+  auto tabs = panel->findChild<QTabWidget*>();
+  QVERIFY(tabs);
+  for (QTableView* table : {static_cast<QTableView*>(nullptr), panel->perRankView(), panel->functionView()}) {
+    if (table) tabs->setCurrentWidget(table);
+    const QTableView* shown = panel->currentTableView();
+    QVERIFY(shown);
+    if (table) QCOMPARE(shown, table);
+    const QAbstractItemModel* model = shown->model();
+    const QString csv = dir.filePath("table.csv");
+    QVERIFY(window.exportTableCsv(csv));
+    QFile file(csv);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const auto rows = parse_csv(QString::fromUtf8(file.readAll()));
+    QCOMPARE(rows.size(), static_cast<size_t>(model->rowCount()) + 1);
+    QVERIFY(model->rowCount() > 0);
+    for (int c = 0; c < model->columnCount(); ++c) {
+      const QVariant key = model->headerData(c, Qt::Horizontal, CharacteristicsPanel::KeyRole);
+      QCOMPARE(rows[0][c], key.isValid() ? key.toString() : model->headerData(c, Qt::Horizontal).toString());
+    }
+    int numbers = 0;
+    for (int r = 0; r < model->rowCount(); ++r) {
+      QCOMPARE(rows[r + 1].size(), model->columnCount());
+      for (int c = 0; c < model->columnCount(); ++c) {
+        const QVariant v = model->index(r, c).data(CharacteristicsPanel::NumberRole);
+        if (v.typeId() == QMetaType::Double) {
+          bool ok = false;
+          QVERIFY(rows[r + 1][c].toDouble(&ok) == v.toDouble());  // exact: shortest round-trip text
+          QVERIFY(ok);
+          ++numbers;
+        } else {
+          QCOMPARE(rows[r + 1][c], model->index(r, c).data().toString());
+        }
+      }
+    }
+    QVERIFY(numbers > 0);
+  }
+  // An unwritable path: false, and the problem named.
+  QVERIFY(!window.exportTableCsv(dir.filePath("missing/dir/table.csv")));
+  QVERIFY2(window.lastProblem().contains("missing/dir/table.csv"), qPrintable(window.lastProblem()));
 }
 
 QTEST_MAIN(GuiTest)
