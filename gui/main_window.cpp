@@ -27,6 +27,7 @@
 
 #include "characteristics_panel.h"
 #include "interval_tree_model.h"
+#include "overview_strip.h"
 #include "range_statistics.h"
 #include "table_csv.h"
 #include "timeline_view.h"
@@ -135,6 +136,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   bar->addWidget(next_button);
   bar->addStretch(1);
   timeline_layout->addLayout(bar);
+  overview_ = new OverviewStrip(view_, timeline_area);
+  timeline_layout->addWidget(overview_);
   timeline_layout->addWidget(view_, 1);
   auto* vertical = vertical_ = new QSplitter(Qt::Vertical, this);
   vertical->addWidget(top);

@@ -16,8 +16,9 @@
 // range, so the timeline keeps its size): time per MPI function and per kind
 // over the shown rows and the visible range.
 //
-// View > Back / Forward (Alt+Left / Alt+Right) walk the timeline's zoom
-// history; File > Export writes the timeline (PNG, SVG) or the panel's table
+// Between the find box and the timeline, the overview strip (the whole run,
+// the visible range framed; overview_strip.h). View > Back / Forward
+// (Alt+Left / Alt+Right) walk the timeline's zoom history; File > Export writes the timeline (PNG, SVG) or the panel's table
 // on show (CSV).
 //
 // Layout: a trace of more than 8 ranks gives the timeline 60% of the height
@@ -51,6 +52,7 @@ class QSplitter;
 namespace prof::gui {
 
 class CharacteristicsPanel;
+class OverviewStrip;
 class RangeStatisticsPanel;
 class IntervalTreeModel;
 class TimelineView;
@@ -108,6 +110,7 @@ class MainWindow : public QMainWindow {
   bool exportViewSvg(const QString& path);
   bool exportTableCsv(const QString& path);
   QAction* backAction() const { return back_; }
+  OverviewStrip* overviewStrip() const { return overview_; }
   QAction* forwardAction() const { return forward_; }
   // The last problem reported for a trace ("" when none).
   QString lastProblem() const { return last_problem_; }
@@ -153,6 +156,7 @@ class MainWindow : public QMainWindow {
   QAction* arrows_;
   QAction* visible_range_;
   QAction* back_;
+  OverviewStrip* overview_;
   QAction* forward_;
   QTimer range_timer_;  // debounces the visible range's analysis
   std::shared_ptr<const analysis::Analysis> range_analysis_;

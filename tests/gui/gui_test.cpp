@@ -32,6 +32,7 @@
 #include "characteristics_panel.h"
 #include "interval_tree_model.h"
 #include "main_window.h"
+#include "overview_strip.h"
 #include "prof/analysis/report.h"
 #include "range_statistics.h"
 #include "timeline_view.h"
@@ -42,6 +43,7 @@ using namespace prof;
 using prof::gui::CharacteristicsPanel;
 using prof::gui::IntervalTreeModel;
 using prof::gui::MainWindow;
+using prof::gui::OverviewStrip;
 using prof::gui::TimelineView;
 
 namespace {
@@ -210,6 +212,7 @@ class GuiTest : public QObject {
   void zoom_history_goes_back_and_forward();
   void navigation_stays_inside_the_trace();
   void exports_view_and_table();
+  void overview_strip_marks_range_and_centres_on_click();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -1476,6 +1479,44 @@ void GuiTest::exports_view_and_table() {
   // An unwritable path: false, and the problem named.
   QVERIFY(!window.exportTableCsv(dir.filePath("missing/dir/table.csv")));
   QVERIFY2(window.lastProblem().contains("missing/dir/table.csv"), qPrintable(window.lastProblem()));
+}
+
+void GuiTest::overview_strip_marks_range_and_centres_on_click() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  MainWindow& window = loaded.window;
+  TimelineView* view = window.timelineView();
+  OverviewStrip* strip = window.overviewStrip();
+  QVERIFY(strip && strip->isVisible());
+  const double end = view->timeline()->end();
+  // Aligned with the plot: the whole run spans the plot's columns.
+  QCOMPARE(strip->runLeft(), view->plotRect().left());
+  QCOMPARE(strip->runRight(), view->plotRect().right());
+  const double columns = strip->runRight() + 1 - strip->runLeft();
+  // The visible range's frame: the run's first quarter.
+  view->setRange(0, end / 4);
+  QRect marked = strip->markedRect();
+  QCOMPARE(marked.left(), strip->runLeft());
+  QVERIFY(std::abs(marked.right() + 1 - (strip->runLeft() + columns / 4)) <= 1);
+  // The picture: rank 1 waits in an Allreduce 400..700 us of each 1 ms
+  // iteration; over the loop the columns are not the background.
+  const QImage shot = strip->grab().toImage();
+  const int loop_x = static_cast<int>(strip->runLeft() + ns(kLoopStart + 5 * kPeriod) / end * columns);
+  QVERIFY(shot.pixelColor(loop_x, strip->height() / 2) != QColor(250, 250, 250));
+  // A click centres the view there, its width kept; Back returns.
+  const double width = view->to() - view->from();
+  const int x = strip->runLeft() + static_cast<int>(columns / 2);
+  QTest::mouseClick(strip, Qt::LeftButton, Qt::NoModifier, QPoint(x, strip->height() / 2));
+  const double centre = (x - strip->runLeft()) / columns * end;
+  QVERIFY(std::abs((view->from() + view->to()) / 2 - centre) < 1e-6 * end);
+  QVERIFY(std::abs(view->to() - view->from() - width) < 1e-6 * end);
+  marked = strip->markedRect();
+  QVERIFY(marked.left() <= x && marked.right() >= x);
+  // Near the end: centred as far as the trace allows.
+  QTest::mouseClick(strip, Qt::LeftButton, Qt::NoModifier, QPoint(strip->runRight(), strip->height() / 2));
+  QCOMPARE(view->to(), end);
+  window.backAction()->trigger();
+  QVERIFY(std::abs((view->from() + view->to()) / 2 - centre) < 1e-6 * end);
 }
 
 QTEST_MAIN(GuiTest)
