@@ -146,6 +146,17 @@ QTableView* CharacteristicsPanel::addTable(QStandardItemModel* model, const QStr
   return view;
 }
 
+QTableView* CharacteristicsPanel::currentTableView() const {
+  const QWidget* page = tabs_->currentWidget();
+  QTableView* first = nullptr;
+  for (QTableView* view : views_) {
+    if (!page || (view != page && !page->isAncestorOf(view))) continue;
+    if (view->hasFocus()) return view;
+    if (!first) first = view;
+  }
+  return first;
+}
+
 void CharacteristicsPanel::clear(const QString& message) {
   analysis_.reset();
   interval_ = -1;

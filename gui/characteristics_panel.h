@@ -49,6 +49,9 @@ class CharacteristicsPanel : public QWidget {
   // The per-rank and function tables as shown (sorted).
   QTableView* perRankView() const { return per_rank_view_; }
   QTableView* functionView() const { return functions_view_; }
+  // The table of the tab shown (of its two, the one with focus, else the
+  // first), as shown (sorted): what File > Export table as CSV writes.
+  QTableView* currentTableView() const;
   QString title() const;
   QString scope() const;
 

@@ -17,15 +17,19 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSortFilterProxyModel>
+#include <QSaveFile>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QThread>
+#include <QTableView>
 #include <QTreeView>
 #include <QVBoxLayout>
 
 #include "characteristics_panel.h"
 #include "interval_tree_model.h"
+#include "overview_strip.h"
 #include "range_statistics.h"
+#include "table_csv.h"
 #include "timeline_view.h"
 #include "trace_loader.h"
 
@@ -132,6 +136,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   bar->addWidget(next_button);
   bar->addStretch(1);
   timeline_layout->addLayout(bar);
+  overview_ = new OverviewStrip(view_, timeline_area);
+  timeline_layout->addWidget(overview_);
   timeline_layout->addWidget(view_, 1);
   auto* vertical = vertical_ = new QSplitter(Qt::Vertical, this);
   vertical->addWidget(top);
@@ -148,6 +154,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   file->addAction(tr("&Open trace..."), QKeySequence::Open, this, &MainWindow::chooseTrace);
   recent_menu_ = file->addMenu(tr("Recent traces"));
   file->addSeparator();
+  file->addAction(tr("Export view as &PNG..."), this, [this] {
+    exportTo(tr("Export view as PNG"), tr("PNG images (*.png)"), ".png", &MainWindow::exportViewPng);
+  });
+  file->addAction(tr("Export view as &SVG..."), this, [this] {
+    exportTo(tr("Export view as SVG"), tr("SVG drawings (*.svg)"), ".svg", &MainWindow::exportViewSvg);
+  });
+  file->addAction(tr("Export &table as CSV..."), this, [this] {
+    exportTo(tr("Export table as CSV"), tr("CSV files (*.csv)"), ".csv", &MainWindow::exportTableCsv);
+  });
+  file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
   QMenu* edit = menuBar()->addMenu(tr("&Edit"));
   edit->addAction(tr("&Copy interval as report text"), QKeySequence::Copy, panel_,
@@ -160,6 +176,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   edit->addAction(tr("Find &next"), QKeySequence(Qt::Key_F3), this, [this] { findNext(true); });
   edit->addAction(tr("Find &previous"), QKeySequence(Qt::SHIFT | Qt::Key_F3), this, [this] { findNext(false); });
   QMenu* view = menuBar()->addMenu(tr("&View"));
+  back_ = view->addAction(tr("&Back"), QKeySequence(Qt::ALT | Qt::Key_Left), view_, &TimelineView::back);
+  forward_ = view->addAction(tr("F&orward"), QKeySequence(Qt::ALT | Qt::Key_Right), view_, &TimelineView::forward);
+  auto history_actions = [this] {
+    back_->setEnabled(view_->canGoBack());
+    forward_->setEnabled(view_->canGoForward());
+  };
+  connect(view_, &TimelineView::historyChanged, this, history_actions);
+  connect(view_, &TimelineView::rangeChanged, this, history_actions);
+  history_actions();
+  view->addSeparator();
   view->addAction(tr("Show the &whole run"), QKeySequence(Qt::Key_Home), view_, &TimelineView::showAll);
   view->addAction(tr("Zoom &rows in"), QKeySequence(Qt::CTRL | Qt::Key_Plus), view_,
                   [this] { view_->setRowZoom(view_->rowZoom() * 2, view_->plotRect().center().y()); });
@@ -381,7 +407,9 @@ void MainWindow::onSelectionChanged() {
   if (first && zoom_on_select_) {
     // The first execution with a margin of a tenth on each side.
     const double margin = std::max((first->end - first->start) * 0.1, 100.0);
-    view_->setRange(first->start - margin, first->end + margin);
+    const TimelineView::ViewState before = view_->viewState();
+    view_->navigateTo(first->start - margin, first->end + margin);
+    view_->remember(before);
   }
 }
 
@@ -490,6 +518,48 @@ void MainWindow::rebuildRecentMenu() {
   for (const QString& dir : list)
     recent_menu_->addAction(dir, this, [this, dir] { openTrace(dir); });
   recent_menu_->setEnabled(!list.isEmpty());
+}
+
+void MainWindow::exportTo(const QString& title, const QString& filter, const QString& suffix,
+                          bool (MainWindow::*write)(const QString&)) {
+  QString path = QFileDialog::getSaveFileName(this, title, QString(), filter);
+  if (path.isEmpty()) return;
+  if (!path.endsWith(suffix, Qt::CaseInsensitive)) path += suffix;
+  if ((this->*write)(path)) statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
+}
+
+void MainWindow::exportFailed(const QString& text) {
+  last_problem_ = text;
+  if (quiet_sink_) return quiet_sink_(text);
+  auto* box = new QMessageBox(QMessageBox::Warning, tr("Export failed"), text, QMessageBox::Ok, this);
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->open();
+}
+
+bool MainWindow::exportViewPng(const QString& path) {
+  if (view_->exportPng(path)) return true;
+  exportFailed(tr("Cannot write the PNG file %1").arg(path));
+  return false;
+}
+
+bool MainWindow::exportViewSvg(const QString& path) {
+  if (view_->exportSvg(path)) return true;
+  exportFailed(tr("Cannot write the SVG file %1").arg(path));
+  return false;
+}
+
+bool MainWindow::exportTableCsv(const QString& path) {
+  const QTableView* table = panel_->currentTableView();
+  if (!table || !table->model()) {
+    exportFailed(tr("No table to export: the panel shows none"));
+    return false;
+  }
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly) || file.write(table_csv(*table->model()).toUtf8()) < 0 || !file.commit()) {
+    exportFailed(tr("Cannot write the CSV file %1: %2").arg(path, file.errorString()));
+    return false;
+  }
+  return true;
 }
 
 }  // namespace prof::gui

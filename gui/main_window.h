@@ -16,6 +16,11 @@
 // range, so the timeline keeps its size): time per MPI function and per kind
 // over the shown rows and the visible range.
 //
+// Between the find box and the timeline, the overview strip (the whole run,
+// the visible range framed; overview_strip.h). View > Back / Forward
+// (Alt+Left / Alt+Right) walk the timeline's zoom history; File > Export writes the timeline (PNG, SVG) or the panel's table
+// on show (CSV).
+//
 // Layout: a trace of more than 8 ranks gives the timeline 60% of the height
 // (its rows all fit at first, aggregated below a pixel), unless the user has
 // arranged the splitters. Window size, splitters and the tree's column widths
@@ -47,6 +52,7 @@ class QSplitter;
 namespace prof::gui {
 
 class CharacteristicsPanel;
+class OverviewStrip;
 class RangeStatisticsPanel;
 class IntervalTreeModel;
 class TimelineView;
@@ -97,6 +103,15 @@ class MainWindow : public QMainWindow {
   QTabWidget* rightTabs() const { return right_tabs_; }
   QSplitter* verticalSplitter() const { return vertical_; }  // the panes above, the timeline below
   QSplitter* topSplitter() const { return top_; }            // the tree beside the panels
+  // File > Export: the timeline as drawn (PNG of its size, or SVG), the
+  // panel's table shown as CSV (table_csv.h). False, with the problem
+  // reported, when the file cannot be written or there is no table.
+  bool exportViewPng(const QString& path);
+  bool exportViewSvg(const QString& path);
+  bool exportTableCsv(const QString& path);
+  QAction* backAction() const { return back_; }
+  OverviewStrip* overviewStrip() const { return overview_; }
+  QAction* forwardAction() const { return forward_; }
   // The last problem reported for a trace ("" when none).
   QString lastProblem() const { return last_problem_; }
 
@@ -116,6 +131,10 @@ class MainWindow : public QMainWindow {
   void addRecent(const QString& dir);
   void rebuildRecentMenu();
   void chooseTrace();
+  // Asks for a file name ending in `suffix` and calls write with it.
+  void exportTo(const QString& title, const QString& filter, const QString& suffix,
+                bool (MainWindow::*write)(const QString&));
+  void exportFailed(const QString& text);  // a dialog, or the quiet sink
 
   TraceLoader* loader_;
   std::shared_ptr<TraceSession> session_;
@@ -136,6 +155,9 @@ class MainWindow : public QMainWindow {
   QMenu* recent_menu_;
   QAction* arrows_;
   QAction* visible_range_;
+  QAction* back_;
+  OverviewStrip* overview_;
+  QAction* forward_;
   QTimer range_timer_;  // debounces the visible range's analysis
   std::shared_ptr<const analysis::Analysis> range_analysis_;
   // Bumped for each new range: older analyses see it and stop.

@@ -8,6 +8,7 @@
 #include <QPainter>
 #include <QPainterPath>
 #include <QScrollBar>
+#include <QSvgGenerator>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
@@ -129,6 +130,9 @@ void TimelineView::setTimeline(std::shared_ptr<analysis::Timeline> timeline) {
   to_ = timeline_ ? std::max(timeline_->end(), kMinWidthNs) : 1;
   hidden_.assign(timeline_ ? timeline_->rows().size() : 0, 0);
   scroll_ = 0;
+  history_.clear();
+  history_pos_ = 0;
+  emit historyChanged();
   rowsChanged();
   if (timeline_) build_timer_.start();
 }
@@ -215,6 +219,7 @@ double TimelineView::maxRowZoom() const {
 }
 
 void TimelineView::setRowZoom(double zoom, int about_y) {
+  const ViewState before = viewState();
   // The slot under about_y stays there; about the plot's last pixel row, its
   // bottom edge stays (the last rank stays in sight).
   double anchor = about_y < 0 ? 0.0 : std::clamp(about_y - kRulerHeight, 0, plotHeight());
@@ -224,6 +229,7 @@ void TimelineView::setRowZoom(double zoom, int about_y) {
   scroll_ = std::clamp(static_cast<int>(std::lround(slot * rowHeight() - anchor)), 0, maxVerticalScroll());
   layoutBar();
   update();
+  remember(before);
 }
 
 size_t TimelineView::rowsPerGroup() const {
@@ -331,10 +337,102 @@ void TimelineView::setRange(double from, double to) {
   update();
 }
 
+void TimelineView::navigateTo(double from, double to) {
+  const double width = std::max(to - from, kMinWidthNs);
+  if (!timeline_) return setRange(from, from + width);
+  // Inside [0, end], keeping the width where it fits (to: never an ulp past end).
+  const double end = std::max(timeline_->end(), kMinWidthNs);
+  from = std::clamp(from, 0.0, std::max(0.0, end - width));
+  setRange(from, std::min(from + width, end));
+}
+
 void TimelineView::showAll() {
+  const ViewState before = viewState();
   const double end = timeline_ ? std::max(timeline_->end(), kMinWidthNs) : 1;
   setRange(0, end);
   follow_end_ = timeline_ && !timeline_->complete();
+  remember(before);
+}
+
+TimelineView::ViewState TimelineView::viewState() const { return {from_, to_, row_zoom_, scroll_}; }
+
+bool TimelineView::ViewState::sameView(const ViewState& o) const {
+  return from == o.from && to == o.to && row_zoom == o.row_zoom;
+}
+
+void TimelineView::remember(const ViewState& before) {
+  if (restoring_) return;
+  wheel_zoomed_ = false;
+  const ViewState now = viewState();
+  const bool changed = !now.sameView(before);
+  // The state before the act is the current entry (it may have drifted:
+  // a scroll, the range growing with the build, a range set by a caller).
+  if (history_.empty() || (changed && !history_[history_pos_].sameView(before))) {
+    if (!history_.empty()) history_.resize(history_pos_ + 1);
+    history_.push_back(before);
+    history_pos_ = history_.size() - 1;
+  } else if (changed) {
+    history_[history_pos_].scroll = before.scroll;
+  }
+  if (changed) {
+    history_.resize(history_pos_ + 1);
+    history_.push_back(now);
+    if (history_.size() > kMaxHistory) history_.erase(history_.begin());
+    history_pos_ = history_.size() - 1;
+  }
+  emit historyChanged();
+}
+
+bool TimelineView::canGoBack() const {
+  return history_pos_ > 0 || (!history_.empty() && !history_[history_pos_].sameView(viewState()));
+}
+
+bool TimelineView::canGoForward() const { return history_pos_ + 1 < history_.size(); }
+
+void TimelineView::back() {
+  if (!canGoBack()) return;
+  if (!history_[history_pos_].sameView(viewState())) {
+    // The view moved without an act that records (a scroll, a caller's
+    // range): Back returns to the last entry, Forward comes back here.
+    history_.resize(history_pos_ + 1);
+    history_.push_back(viewState());
+  } else {
+    --history_pos_;
+  }
+  restore(history_[history_pos_]);
+}
+
+void TimelineView::forward() {
+  if (!canGoForward()) return;
+  ++history_pos_;
+  restore(history_[history_pos_]);
+}
+
+void TimelineView::restore(const ViewState& state) {
+  wheel_zoomed_ = false;
+  restoring_ = true;
+  setRange(state.from, state.to);
+  setRowZoom(state.row_zoom);
+  setVerticalScroll(state.scroll);
+  restoring_ = false;
+  emit historyChanged();
+}
+
+bool TimelineView::exportPng(const QString& path) {
+  return grab().save(path, "PNG");
+}
+
+bool TimelineView::exportSvg(const QString& path) {
+  QSvgGenerator svg;
+  svg.setFileName(path);
+  svg.setSize(size());
+  svg.setViewBox(rect());
+  svg.setTitle(tr("prof-gui timeline"));
+  svg.setDescription(tr("%1 to %2 ns from the trace's start").arg(from_, 0, 'f', 0).arg(to_, 0, 'f', 0));
+  QPainter painter;
+  if (!painter.begin(&svg)) return false;
+  render(&painter, QPoint(), QRegion(), RenderFlag::DrawChildren);
+  return painter.end();
 }
 
 void TimelineView::setArrows(bool on) {
@@ -947,22 +1045,43 @@ std::optional<TimelineCall> TimelineView::findCall(std::string_view function, bo
   if (!(readable && inside)) {
     // Centred; the current zoom when the call reads at it, else five times the call.
     const double w = readable ? width : std::max(duration * 5, 1000.0);
-    setRange(enter + duration / 2 - w / 2, enter + duration / 2 + w / 2);
+    const ViewState before = viewState();
+    navigateTo(enter + duration / 2 - w / 2, enter + duration / 2 + w / 2);
+    remember(before);
   }
   update();
   return best;
 }
 
 void TimelineView::zoomAbout(double t, double factor) {
+  const ViewState before = viewState();
   const double width = std::max((to_ - from_) * factor, kMinWidthNs);
   const double share = (t - from_) / (to_ - from_);
-  setRange(t - share * width, t - share * width + width);
+  navigateTo(t - share * width, t - share * width + width);
+  remember(before);
 }
 
 void TimelineView::wheelEvent(QWheelEvent* e) {
+  // Wheel zooms close together are one gesture (a touchpad sends dozens):
+  // one history entry, the gesture's last view.
+  const bool gesture = wheel_zoomed_ && wheel_clock_.isValid() && wheel_clock_.elapsed() < kWheelGestureMs &&
+                       history_pos_ >= 1 && history_pos_ + 1 == history_.size() &&
+                       history_[history_pos_].sameView(viewState());
+  const size_t entries = history_.size();
+  auto zoomed = [&] {
+    // The zoom added an entry after the gesture's last one: that one goes.
+    if (gesture && history_.size() == entries + 1 && history_pos_ + 1 == history_.size()) {
+      history_.erase(history_.begin() + static_cast<std::ptrdiff_t>(history_pos_) - 1);
+      --history_pos_;
+      emit historyChanged();
+    }
+    wheel_zoomed_ = true;
+    wheel_clock_.restart();
+  };
   if (e->modifiers() & Qt::ShiftModifier) {  // rows
     const int delta = e->angleDelta().y() != 0 ? e->angleDelta().y() : e->angleDelta().x();
     setRowZoom(row_zoom_ * std::pow(1.0025, delta), static_cast<int>(e->position().y()));
+    zoomed();
     e->accept();
     return;
   }
@@ -976,6 +1095,7 @@ void TimelineView::wheelEvent(QWheelEvent* e) {
   }
   const double factor = std::pow(0.998, e->angleDelta().y());
   zoomAbout(timeAt(e->position().x()), factor);
+  zoomed();
   e->accept();
 }
 
@@ -989,6 +1109,7 @@ void TimelineView::mousePressEvent(QMouseEvent* e) {
   const bool range = e->button() == Qt::RightButton ||
                      (e->button() == Qt::LeftButton && (e->modifiers() & Qt::ShiftModifier));
   drag_ = range ? Drag::Range : e->button() == Qt::LeftButton ? Drag::Pan : Drag::None;
+  drag_start_ = viewState();
 }
 
 void TimelineView::mouseMoveEvent(QMouseEvent* e) {
@@ -997,7 +1118,7 @@ void TimelineView::mouseMoveEvent(QMouseEvent* e) {
   if ((pos - press_).manhattanLength() >= 3) moved_ = true;
   if (drag_ == Drag::Pan && moved_) {
     const double dt = (pos.x() - last_.x()) * (to_ - from_) / plotRect().width();
-    setRange(from_ - dt, to_ - dt);
+    navigateTo(from_ - dt, to_ - dt);
   }
   last_ = pos;
   if (drag_ == Drag::Range) update();
@@ -1009,10 +1130,12 @@ void TimelineView::mouseReleaseEvent(QMouseEvent* e) {
   drag_ = Drag::None;
   if (drag == Drag::Range && moved_) {
     const double a = timeAt(std::min(press_.x(), pos.x())), b = timeAt(std::max(press_.x(), pos.x()));
-    setRange(a, b);
+    navigateTo(a, b);
+    remember(drag_start_);
     emit rangeDragged(from_, to_);
     return;
   }
+  if (drag == Drag::Pan && moved_) remember(drag_start_);
   if (!moved_ && e->button() == Qt::LeftButton) {
     if (const auto call = callAt(pos)) {
       selected_call_ = call;  // find goes on from here
@@ -1036,8 +1159,14 @@ void TimelineView::keyPressEvent(QKeyEvent* e) {
     }
   }
   switch (e->key()) {
-    case Qt::Key_Left: setRange(from_ - width * 0.2, to_ - width * 0.2); break;
-    case Qt::Key_Right: setRange(from_ + width * 0.2, to_ + width * 0.2); break;
+    case Qt::Key_Left:
+    case Qt::Key_Right: {
+      const ViewState before = viewState();
+      const double dt = (e->key() == Qt::Key_Left ? -0.2 : 0.2) * width;
+      navigateTo(from_ + dt, to_ + dt);
+      remember(before);
+      break;
+    }
     case Qt::Key_Plus:
     case Qt::Key_Equal: zoomAbout(mid, 0.5); break;
     case Qt::Key_Minus: zoomAbout(mid, 2.0); break;

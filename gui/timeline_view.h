@@ -34,11 +34,24 @@
 // rows. Left drag pans, shift+left drag or right drag zooms to the dragged
 // range, keys: left/right pan, up/down and page up/down scroll rows, +/-
 // zoom, Ctrl++/Ctrl+-/Ctrl+0 zoom rows, Home shows everything.
+// The user's navigation keeps the range inside [0, the trace's end] and at
+// least 10 ns wide: panning stops at either end, zooming out stops at the
+// whole run.
+//
+// Zoom history: each act of navigation (a zoom by wheel, key or menu, the
+// end of a pan by drag or key, a zoom to a dragged range, Fit, a find or a
+// selection that moves the view) records the view before and after it
+// (range, row zoom, scroll) in a list with a current entry, as a browser
+// does: back() and forward() move along it and restore that entry; a new act
+// after back() drops the entries ahead. Entries compare by range and row
+// zoom only, so scrolling rows alone records nothing. Wheel zooms less
+// than 400 ms apart are one gesture and leave one entry.
 // A right click on a row label opens the row menu (hide it, show only its
 // rank, show all). A click on a call emits callClicked (its innermost
 // interval execution's node). Times are ns from the trace's start.
 #pragma once
 
+#include <QElapsedTimer>
 #include <QImage>
 #include <QTimer>
 #include <QWidget>
@@ -76,14 +89,39 @@ class TimelineView : public QWidget {
 
   double from() const { return from_; }
   double to() const { return to_; }
-  // Shows [from, to) ns (at least 10 ns wide).
+  // Shows [from, to) ns (at least 10 ns wide), as given. Records no history:
+  // callers that act for the user remember().
   void setRange(double from, double to);
+  // As the user navigates: the range moved (then cut) to lie inside [0, end].
+  void navigateTo(double from, double to);
   void showAll();
   void setArrows(bool on);
   // While building, and until the user zooms: the range grows to the end
   // built so far (a timer calls this; so does the loader's end).
   void followBuild();
   bool arrows() const { return arrows_; }
+
+  // What the history records of the view.
+  struct ViewState {
+    double from, to, row_zoom;
+    int scroll;
+    bool sameView(const ViewState& o) const;  // range and row zoom equal
+  };
+  ViewState viewState() const;
+  // Records an act of navigation that started from `before` and ended in
+  // the current view (nothing when they are the same view).
+  void remember(const ViewState& before);
+  bool canGoBack() const;
+  bool canGoForward() const;
+  void back();
+  void forward();
+  static constexpr size_t kMaxHistory = 200;
+
+  // The widget as drawn, to a PNG file of its size, or to an SVG file (the
+  // rows as one embedded image, ruler, labels, legend and overlays as
+  // vector shapes and text). False when the file cannot be written.
+  bool exportPng(const QString& path);
+  bool exportSvg(const QString& path);
   // Shows the executions of a timeline node (-1: none); returns the first one
   // (earliest start over rows), if any.
   std::optional<analysis::TimelineExecution> highlightNode(int node);
@@ -166,6 +204,7 @@ class TimelineView : public QWidget {
 
  signals:
   void rangeChanged(double from, double to);
+  void historyChanged();  // canGoBack() or canGoForward() may have changed
   // A zoom to a dragged range (after rangeChanged).
   void rangeDragged(double from, double to);
   void callClicked(size_t row, qulonglong index, int node);
@@ -183,6 +222,7 @@ class TimelineView : public QWidget {
 
  private:
   void zoomAbout(double t, double factor);
+  void restore(const ViewState& state);
   analysis::TimelineAnswer frameAnswer(uint32_t width) const;
   void drawGroups(QImage& image);
   QString groupTooltip(QPoint p) const;
@@ -218,6 +258,13 @@ class TimelineView : public QWidget {
   Drag drag_ = Drag::None;
   QPoint press_, last_;
   bool moved_ = false;
+  ViewState drag_start_{};
+  std::vector<ViewState> history_;
+  size_t history_pos_ = 0;  // the current entry (when history_ is not empty)
+  bool restoring_ = false;
+  bool wheel_zoomed_ = false;  // the last entry came from the wheel
+  QElapsedTimer wheel_clock_;  // since that wheel zoom
+  static constexpr qint64 kWheelGestureMs = 400;
 
   std::optional<analysis::TimelineCall> selected_call_;
   std::vector<analysis::TimelineCall> drawn_calls_;

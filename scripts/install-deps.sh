@@ -9,7 +9,7 @@ packages=(
   libotf2-trace-dev otf2-tools
   libdw-dev libelf-dev libnuma-dev libhwloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  qt6-base-dev fonts-dejavu-core
+  qt6-base-dev qt6-svg-dev fonts-dejavu-core
 )
 missing=()
 for p in "${packages[@]}"; do

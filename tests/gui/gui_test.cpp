@@ -19,6 +19,7 @@
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QTreeView>
+#include <QXmlStreamReader>
 #include <QtTest>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +32,7 @@
 #include "characteristics_panel.h"
 #include "interval_tree_model.h"
 #include "main_window.h"
+#include "overview_strip.h"
 #include "prof/analysis/report.h"
 #include "range_statistics.h"
 #include "timeline_view.h"
@@ -41,6 +43,7 @@ using namespace prof;
 using prof::gui::CharacteristicsPanel;
 using prof::gui::IntervalTreeModel;
 using prof::gui::MainWindow;
+using prof::gui::OverviewStrip;
 using prof::gui::TimelineView;
 
 namespace {
@@ -206,6 +209,10 @@ class GuiTest : public QObject {
   void range_statistics_equal_brute_force();
   void overview_shows_every_rank();
   void layout_gives_timeline_half_and_is_remembered();
+  void zoom_history_goes_back_and_forward();
+  void navigation_stays_inside_the_trace();
+  void exports_view_and_table();
+  void overview_strip_marks_range_and_centres_on_click();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -1136,8 +1143,6 @@ void GuiTest::range_statistics_equal_brute_force() {
   }
 }
 
-QTEST_MAIN(GuiTest)
-#include "gui_test.moc"
 
 void GuiTest::overview_shows_every_rank() {
   // 4096 ranks at 1600x900: every rank in sight, a pixel row for several.
@@ -1252,3 +1257,267 @@ void GuiTest::layout_gives_timeline_half_and_is_remembered() {
     QCOMPARE(window.verticalSplitter()->sizes(), vertical);
   }
 }
+
+namespace {
+// A mouse drag on the timeline from x0 to x1 at y (left button: a pan).
+void drag(TimelineView* view, int x0, int x1, int y) {
+  QTest::mousePress(view, Qt::LeftButton, Qt::NoModifier, QPoint(x0, y));
+  QMouseEvent move(QEvent::MouseMove, QPointF(x1, y), view->mapToGlobal(QPointF(x1, y)), Qt::NoButton,
+                   Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(view, &move);
+  QTest::mouseRelease(view, Qt::LeftButton, Qt::NoModifier, QPoint(x1, y));
+}
+
+void wheel(TimelineView* view, QPointF at, int delta) {
+  QWheelEvent e(at, view->mapToGlobal(at), QPoint(), QPoint(0, delta), Qt::NoButton, Qt::NoModifier,
+                Qt::NoScrollPhase, false);
+  QCoreApplication::sendEvent(view, &e);
+}
+
+// RFC 4180 lines: fields split at commas outside quotes, "" inside quotes a quote.
+std::vector<QStringList> parse_csv(const QString& text) {
+  std::vector<QStringList> rows;
+  QStringList row;
+  QString field;
+  bool quoted = false;
+  for (qsizetype i = 0; i < text.size(); ++i) {
+    const QChar c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
+      else if (c == '"') quoted = false;
+      else field += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      row << field, field.clear();
+    } else if (c == '\n') {
+      row << field, field.clear();
+      rows.push_back(row), row.clear();
+    } else {
+      field += c;
+    }
+  }
+  return rows;
+}
+}  // namespace
+
+void GuiTest::zoom_history_goes_back_and_forward() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  MainWindow& window = loaded.window;
+  TimelineView* view = window.timelineView();
+  using Range = std::pair<double, double>;
+  auto range = [&] { return Range{view->from(), view->to()}; };
+  const Range whole = range();
+  QVERIFY(!window.backAction()->isEnabled());
+  // Two zooms: the wheel about a point, then + about the middle.
+  wheel(view, QPointF(view->plotRect().left() + 300.5, view->rowCenterY(0)), 120);
+  const Range first = range();
+  QVERIFY(first != whole);
+  QTest::keyClick(view, Qt::Key_Plus);
+  const Range second = range();
+  QVERIFY(second != first);
+  QVERIFY(window.backAction()->isEnabled());
+  QVERIFY(!window.forwardAction()->isEnabled());
+  // Back twice (the menu's action, then Alt+Left), Forward twice: the exact ranges.
+  window.backAction()->trigger();
+  QVERIFY(range() == first);
+  QTest::keyClick(&window, Qt::Key_Left, Qt::AltModifier);
+  QVERIFY(range() == whole);
+  QVERIFY(!window.backAction()->isEnabled());
+  QTest::keyClick(&window, Qt::Key_Right, Qt::AltModifier);
+  QVERIFY(range() == first);
+  window.forwardAction()->trigger();
+  QVERIFY(range() == second);
+  QVERIFY(!window.forwardAction()->isEnabled());
+  // A pan by drag is one entry (not one per mouse move); a new act after
+  // Back drops the entries ahead.
+  drag(view, view->plotRect().left() + 400, view->plotRect().left() + 300, view->rowCenterY(0));
+  const Range panned = range();
+  QVERIFY(panned.first > second.first);
+  window.backAction()->trigger();
+  QVERIFY(range() == second);
+  window.backAction()->trigger();
+  QVERIFY(range() == first);
+  QTest::keyClick(view, Qt::Key_Minus);
+  QVERIFY(!window.forwardAction()->isEnabled());
+  window.backAction()->trigger();
+  QVERIFY(range() == first);
+  // Selecting an interval zooms to its first execution: Back undoes that too.
+  QVERIFY(window.selectIntervalId(2));
+  QVERIFY(range() != first);
+  window.backAction()->trigger();
+  QVERIFY(range() == first);
+  // Home (the whole run) is an entry too.
+  QTest::keyClick(view, Qt::Key_Home);
+  QVERIFY(range() == whole);
+  window.backAction()->trigger();
+  QVERIFY(range() == first);
+}
+
+void GuiTest::navigation_stays_inside_the_trace() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  const double end = view->timeline()->end();
+  view->showAll();
+  QCOMPARE(view->from(), 0.0);
+  QCOMPARE(view->to(), end);
+  // The whole run: neither panning nor zooming out goes past it.
+  QTest::keyClick(view, Qt::Key_Left);
+  QTest::keyClick(view, Qt::Key_Right);
+  QTest::keyClick(view, Qt::Key_Minus);
+  wheel(view, QPointF(view->plotRect().left() + 10.5, view->rowCenterY(0)), -1200);
+  QCOMPARE(view->from(), 0.0);
+  QCOMPARE(view->to(), end);
+  // Zoomed in: panning stops at either end with the width kept.
+  QTest::keyClick(view, Qt::Key_Plus);
+  QTest::keyClick(view, Qt::Key_Plus);
+  const double width = view->to() - view->from();
+  for (int i = 0; i < 30; ++i) QTest::keyClick(view, Qt::Key_Right);
+  QCOMPARE(view->to(), end);
+  QCOMPARE(view->to() - view->from(), width);
+  drag(view, view->plotRect().left() + 10, view->plotRect().right() - 10, view->rowCenterY(0));
+  drag(view, view->plotRect().left() + 10, view->plotRect().right() - 10, view->rowCenterY(0));
+  drag(view, view->plotRect().left() + 10, view->plotRect().right() - 10, view->rowCenterY(0));
+  drag(view, view->plotRect().left() + 10, view->plotRect().right() - 10, view->rowCenterY(0));
+  QCOMPARE(view->from(), 0.0);
+  QCOMPARE(view->to() - view->from(), width);
+  // Zooming out about a point near the end: the range grows, still inside.
+  wheel(view, QPointF(view->plotRect().right() - 5.5, view->rowCenterY(0)), -240);
+  QVERIFY(view->from() >= 0.0);
+  QVERIFY(view->to() <= end);
+  QVERIFY(view->to() - view->from() > width);
+  // Zooming in stops at the minimum span, 10 ns.
+  for (int i = 0; i < 40; ++i) QTest::keyClick(view, Qt::Key_Plus);
+  QVERIFY2(std::abs(view->to() - view->from() - 10.0) < 1e-6, qPrintable(QString::number(view->to() - view->from())));
+  QVERIFY(view->from() >= 0.0 && view->to() <= end);
+}
+
+void GuiTest::exports_view_and_table() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  MainWindow& window = loaded.window;
+  TimelineView* view = window.timelineView();
+  QVERIFY(window.selectIntervalId(2));
+  view->setRange(ns(kLoopStart), ns(kLoopStart + 2 * kPeriod));
+  QCoreApplication::processEvents();
+  QTemporaryDir dir;
+  // PNG: the view's size.
+  const QString png = dir.filePath("view.png");
+  QVERIFY(window.exportViewPng(png));
+  const QImage image(png);
+  QVERIFY(!image.isNull());
+  QCOMPARE(image.size(), view->size());
+  // SVG: well-formed XML of the view's size: the rows as an embedded image,
+  // ruler, legend and overlays as shapes and text (each drawn call's kind
+  // colour among the fills: the legend's swatches).
+  const QString svg = dir.filePath("view.svg");
+  QVERIFY(window.exportViewSvg(svg));
+  QFile svg_file(svg);
+  QVERIFY(svg_file.open(QIODevice::ReadOnly));
+  const QString svg_text = QString::fromUtf8(svg_file.readAll());
+  QXmlStreamReader xml(svg_text);
+  int images = 0, shapes = 0, texts = 0;
+  QString view_box;
+  while (!xml.atEnd()) {
+    xml.readNext();
+    if (!xml.isStartElement()) continue;
+    const auto name = xml.name();
+    if (name == QLatin1String("svg")) view_box = xml.attributes().value("viewBox").toString();
+    if (name == QLatin1String("image")) ++images;
+    if (name == QLatin1String("path") || name == QLatin1String("rect") || name == QLatin1String("polyline")) ++shapes;
+    if (name == QLatin1String("text")) ++texts;
+  }
+  QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+  QCOMPARE(view_box, QString("0 0 %1 %2").arg(view->width()).arg(view->height()));
+  QVERIFY(images >= 1);
+  QVERIFY2(shapes >= 5, qPrintable(QString::number(shapes)));
+  QVERIFY2(texts >= 3, qPrintable(QString::number(texts)));
+  QVERIFY(!view->drawnCalls().empty());
+  for (const auto& c : view->drawnCalls())
+    QVERIFY2(svg_text.contains(prof::gui::kind_color(c.kind).name(), Qt::CaseInsensitive),
+             qPrintable(prof::gui::kind_color(c.kind).name()));
+  // CSV: the shown table's header keys and its numbers, exactly.
+  CharacteristicsPanel* panel = window.panel();
+  auto tabs = panel->findChild<QTabWidget*>();
+  QVERIFY(tabs);
+  for (QTableView* table : {static_cast<QTableView*>(nullptr), panel->perRankView(), panel->functionView()}) {
+    if (table) tabs->setCurrentWidget(table);
+    const QTableView* shown = panel->currentTableView();
+    QVERIFY(shown);
+    if (table) QCOMPARE(shown, table);
+    const QAbstractItemModel* model = shown->model();
+    const QString csv = dir.filePath("table.csv");
+    QVERIFY(window.exportTableCsv(csv));
+    QFile file(csv);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const auto rows = parse_csv(QString::fromUtf8(file.readAll()));
+    QCOMPARE(rows.size(), static_cast<size_t>(model->rowCount()) + 1);
+    QVERIFY(model->rowCount() > 0);
+    for (int c = 0; c < model->columnCount(); ++c) {
+      const QVariant key = model->headerData(c, Qt::Horizontal, CharacteristicsPanel::KeyRole);
+      QCOMPARE(rows[0][c], key.isValid() ? key.toString() : model->headerData(c, Qt::Horizontal).toString());
+    }
+    int numbers = 0;
+    for (int r = 0; r < model->rowCount(); ++r) {
+      QCOMPARE(rows[r + 1].size(), model->columnCount());
+      for (int c = 0; c < model->columnCount(); ++c) {
+        const QVariant v = model->index(r, c).data(CharacteristicsPanel::NumberRole);
+        if (v.typeId() == QMetaType::Double) {
+          bool ok = false;
+          QVERIFY(rows[r + 1][c].toDouble(&ok) == v.toDouble());  // exact: shortest round-trip text
+          QVERIFY(ok);
+          ++numbers;
+        } else {
+          QCOMPARE(rows[r + 1][c], model->index(r, c).data().toString());
+        }
+      }
+    }
+    QVERIFY(numbers > 0);
+  }
+  // An unwritable path: false, and the problem named.
+  QVERIFY(!window.exportTableCsv(dir.filePath("missing/dir/table.csv")));
+  QVERIFY2(window.lastProblem().contains("missing/dir/table.csv"), qPrintable(window.lastProblem()));
+}
+
+void GuiTest::overview_strip_marks_range_and_centres_on_click() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  MainWindow& window = loaded.window;
+  TimelineView* view = window.timelineView();
+  OverviewStrip* strip = window.overviewStrip();
+  QVERIFY(strip && strip->isVisible());
+  const double end = view->timeline()->end();
+  // Aligned with the plot: the whole run spans the plot's columns.
+  QCOMPARE(strip->runLeft(), view->plotRect().left());
+  QCOMPARE(strip->runRight(), view->plotRect().right());
+  const double columns = strip->runRight() + 1 - strip->runLeft();
+  // The visible range's frame: the run's first quarter.
+  view->setRange(0, end / 4);
+  QRect marked = strip->markedRect();
+  QCOMPARE(marked.left(), strip->runLeft());
+  QVERIFY(std::abs(marked.right() + 1 - (strip->runLeft() + columns / 4)) <= 1);
+  // The picture: rank 1 waits in an Allreduce 400..700 us of each 1 ms
+  // iteration; over the loop the columns are not the background.
+  const QImage shot = strip->grab().toImage();
+  const int loop_x = static_cast<int>(strip->runLeft() + ns(kLoopStart + 5 * kPeriod) / end * columns);
+  QVERIFY(shot.pixelColor(loop_x, strip->height() / 2) != QColor(250, 250, 250));
+  // A click centres the view there, its width kept; Back returns.
+  const double width = view->to() - view->from();
+  const int x = strip->runLeft() + static_cast<int>(columns / 2);
+  QTest::mouseClick(strip, Qt::LeftButton, Qt::NoModifier, QPoint(x, strip->height() / 2));
+  const double centre = (x - strip->runLeft()) / columns * end;
+  QVERIFY(std::abs((view->from() + view->to()) / 2 - centre) < 1e-6 * end);
+  QVERIFY(std::abs(view->to() - view->from() - width) < 1e-6 * end);
+  marked = strip->markedRect();
+  QVERIFY(marked.left() <= x && marked.right() >= x);
+  // Near the end: centred as far as the trace allows.
+  QTest::mouseClick(strip, Qt::LeftButton, Qt::NoModifier, QPoint(strip->runRight(), strip->height() / 2));
+  QCOMPARE(view->to(), end);
+  window.backAction()->trigger();
+  QVERIFY(std::abs((view->from() + view->to()) / 2 - centre) < 1e-6 * end);
+}
+
+QTEST_MAIN(GuiTest)
+#include "gui_test.moc"
