@@ -418,15 +418,18 @@ void MainWindow::updatePanel() {
     panel_->showInterval(session_->analysis, interval,
                          visible_range_->isChecked() ? tr("Visible range: analyzing...") : tr("Whole run"));
   }
-  // The matrix of the same interval and range, from the timeline's messages.
+  // The matrix of the same interval and range, from the timeline's messages
+  // (none when the timeline lacks the trace or the interval).
   std::shared_ptr<const analysis::Timeline> timeline = session_->timeline;
-  if (!timeline || static_cast<size_t>(interval) >= session_->node_of_interval.size()) return;
-  std::optional<uint32_t> node;
-  if (interval != 0) {
-    const int n = session_->node_of_interval[static_cast<size_t>(interval)];
-    if (n < 0) return;
-    node = static_cast<uint32_t>(n);
+  const int n = static_cast<size_t>(interval) < session_->node_of_interval.size()
+                    ? session_->node_of_interval[static_cast<size_t>(interval)]
+                    : -1;
+  if (!timeline || (interval != 0 && n < 0)) {
+    panel_->setMatrixSource(nullptr);
+    return;
   }
+  std::optional<uint32_t> node;
+  if (interval != 0) node = static_cast<uint32_t>(n);
   double from = 0, to = std::numeric_limits<double>::infinity();
   if (visible_range_->isChecked()) {
     from = std::max(0.0, view_->from());
