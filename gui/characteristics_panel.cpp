@@ -2,10 +2,12 @@
 
 #include <QApplication>
 #include <QClipboard>
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSortFilterProxyModel>
 #include <QStandardItemModel>
 #include <QTabWidget>
@@ -15,6 +17,8 @@
 
 #include "prof/analysis/characteristics.h"
 #include "prof/analysis/report.h"
+#include "function_chart.h"
+#include "message_matrix_view.h"
 #include "trace_session.h"
 
 namespace prof::gui {
@@ -127,6 +131,26 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
   per_rank_view_->sortByColumn(0, Qt::AscendingOrder);
   functions_view_ = addTable(functions_, tr("MPI functions"));
   functions_view_->sortByColumn(2, Qt::DescendingOrder);
+  auto* chart_scroll = new QScrollArea(tabs_);
+  chart_scroll->setWidgetResizable(true);
+  function_chart_ = new FunctionChart(chart_scroll);
+  chart_scroll->setWidget(function_chart_);
+  tabs_->addTab(chart_scroll, tr("Function chart"));
+  // Messages: the quantity to colour by above the matrix.
+  matrix_page_ = new QWidget(tabs_);
+  auto* matrix_layout = new QVBoxLayout(matrix_page_);
+  matrix_layout->setContentsMargins(0, 0, 0, 0);
+  auto* quantity = new QComboBox(matrix_page_);
+  quantity->setObjectName("matrixQuantity");
+  quantity->addItems({tr("Bytes"), tr("Messages"), tr("Receive time")});
+  matrix_layout->addWidget(quantity);
+  matrix_ = new MessageMatrixView(matrix_page_);
+  matrix_layout->addWidget(matrix_, 1);
+  connect(quantity, &QComboBox::currentIndexChanged, this,
+          [this](int i) { matrix_->setQuantity(static_cast<MessageMatrixView::Quantity>(i)); });
+  connect(matrix_, &MessageMatrixView::messageChosen, this, &CharacteristicsPanel::messageChosen);
+  tabs_->addTab(matrix_page_, tr("Messages"));
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] { refreshMatrix(); });
   tabs_->addTab(waits_page, tr("Wait states"));
   clear(tr("No trace loaded"));
 }
@@ -164,6 +188,23 @@ void CharacteristicsPanel::clear(const QString& message) {
   scope_->clear();
   for (QStandardItemModel* m : {main_, comparative_, per_rank_, functions_, wait_states_, waited_for_})
     m->setRowCount(0);
+  function_chart_->setFunctions({});
+  setMatrixSource(nullptr);
+}
+
+void CharacteristicsPanel::setMatrixSource(std::function<analysis::TimelineMessageMatrix()> source) {
+  matrix_source_ = std::move(source);
+  matrix_stale_ = true;
+  refreshMatrix();
+}
+
+void CharacteristicsPanel::showMessagesTab() { tabs_->setCurrentWidget(matrix_page_); }
+
+// Every message of the range is read: done only for the tab on show.
+void CharacteristicsPanel::refreshMatrix() {
+  if (!matrix_stale_ || tabs_->currentWidget() != matrix_page_) return;
+  matrix_stale_ = false;
+  matrix_->setMatrix(matrix_source_ ? matrix_source_() : analysis::TimelineMessageMatrix{});
 }
 
 QString CharacteristicsPanel::title() const { return title_->text(); }
@@ -206,6 +247,7 @@ void CharacteristicsPanel::showInterval(std::shared_ptr<const analysis::Analysis
   for (const auto& f : n.functions)
     functions_->appendRow({text_item(QString::fromStdString(f.name)), number_item(static_cast<double>(f.calls), true),
                            number_item(f.time), number_item(static_cast<double>(f.bytes), true)});
+  function_chart_->setFunctions(n.functions);
   wait_states_->setRowCount(0);
   for (int k = 0; k < analysis::kWaitKindCount; ++k) {
     const auto kind = static_cast<size_t>(k);

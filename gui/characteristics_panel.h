@@ -2,15 +2,20 @@
 // characteristics, the comparative table (min/max/mean over ranks), the
 // per-rank table, the MPI function profile and the wait states by kind with
 // the ranks waited for (docs/metrics.md, "Wait states"), each a table whose
-// cells hold the raw number under NumberRole and the report's text on show.
+// cells hold the raw number under NumberRole and the report's text on show;
+// the function profile also as a bar chart (FunctionChart), and the messages
+// between ranks as a matrix (MessageMatrixView), computed from the timeline
+// only while its tab is shown.
 // "Copy as report text" puts the interval's block of the text report
 // (report.h, the same writer as prof-analyze) on the clipboard.
 #pragma once
 
 #include <QWidget>
+#include <functional>
 #include <memory>
 
 #include "prof/analysis/analysis.h"
+#include "prof/analysis/timeline.h"
 
 class QLabel;
 class QStandardItemModel;
@@ -18,6 +23,9 @@ class QTabWidget;
 class QTableView;
 
 namespace prof::gui {
+
+class FunctionChart;
+class MessageMatrixView;
 
 class CharacteristicsPanel : public QWidget {
   Q_OBJECT
@@ -52,6 +60,19 @@ class CharacteristicsPanel : public QWidget {
   // The table of the tab shown (of its two, the one with focus, else the
   // first), as shown (sorted): what File > Export table as CSV writes.
   QTableView* currentTableView() const;
+  // The function profile as bars (the same list as functionTable()).
+  FunctionChart* functionChart() const { return function_chart_; }
+  // The communication matrix: `source` computes it (for the interval and
+  // range shown), called when the Messages tab is or becomes current; null: none.
+  void setMatrixSource(std::function<analysis::TimelineMessageMatrix()> source);
+  MessageMatrixView* messageMatrix() const { return matrix_; }
+  void showMessagesTab();
+
+ signals:
+  // A matrix cell was clicked: its first message (to find on the timeline).
+  void messageChosen(const analysis::TimelineMessage& message);
+
+ public:
   QString title() const;
   QString scope() const;
 
@@ -66,6 +87,12 @@ class CharacteristicsPanel : public QWidget {
   std::vector<QTableView*> views_;
   QTableView* per_rank_view_ = nullptr;
   QTableView* functions_view_ = nullptr;
+  FunctionChart* function_chart_ = nullptr;
+  MessageMatrixView* matrix_ = nullptr;
+  QWidget* matrix_page_ = nullptr;
+  std::function<analysis::TimelineMessageMatrix()> matrix_source_;
+  bool matrix_stale_ = false;
+  void refreshMatrix();
   QStandardItemModel* main_;
   QStandardItemModel* comparative_;
   QStandardItemModel* per_rank_;

@@ -24,6 +24,8 @@
 #include <QTableView>
 #include <QTreeView>
 #include <QVBoxLayout>
+#include <limits>
+#include <optional>
 
 #include "characteristics_panel.h"
 #include "interval_tree_model.h"
@@ -95,6 +97,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   panel_ = new CharacteristicsPanel(this);
   view_ = new TimelineView(this);
+  // A matrix cell: the timeline zooms to its first message, send to receive.
+  connect(panel_, &CharacteristicsPanel::messageChosen, this, [this](const analysis::TimelineMessage& m) {
+    const double from = static_cast<double>(std::min(m.send_enter, m.recv_enter));
+    const double to = static_cast<double>(std::max(m.recv_leave, m.send_enter));
+    const double margin = std::max((to - from) * 0.1, 100.0);
+    view_->setRange(from - margin, to + margin);
+    statusBar()->showMessage(tr("First message of rank %1 to rank %2: sent at %3, received %4 .. %5")
+                                 .arg(session_ && session_->timeline ? session_->timeline->rows()[m.send_row].rank : -1)
+                                 .arg(session_ && session_->timeline ? session_->timeline->rows()[m.recv_row].rank : -1)
+                                 .arg(duration_text(static_cast<double>(m.send_enter)),
+                                      duration_text(static_cast<double>(m.recv_enter)),
+                                      duration_text(static_cast<double>(m.recv_leave))));
+  });
   connect(view_, &TimelineView::callClicked, this, [this](size_t, qulonglong, int node) {
     if (view_->selectedCall()) statusBar()->showMessage(view_->describeCall(*view_->selectedCall()).join(", "));
     if (!session_ || node < 0 || static_cast<size_t>(node) >= session_->interval_of_node.size()) return;
@@ -427,10 +442,28 @@ void MainWindow::updatePanel() {
       panel_->showInterval(range_analysis_, match, scope);
     else
       panel_->clear(tr("The interval has no execution in the visible range (%1)").arg(scope));
+  } else {
+    panel_->showInterval(session_->analysis, interval,
+                         visible_range_->isChecked() ? tr("Visible range: analyzing...") : tr("Whole run"));
+  }
+  // The matrix of the same interval and range, from the timeline's messages
+  // (none when the timeline lacks the trace or the interval).
+  std::shared_ptr<const analysis::Timeline> timeline = session_->timeline;
+  const int n = static_cast<size_t>(interval) < session_->node_of_interval.size()
+                    ? session_->node_of_interval[static_cast<size_t>(interval)]
+                    : -1;
+  if (!timeline || (interval != 0 && n < 0)) {
+    panel_->setMatrixSource(nullptr);
     return;
   }
-  panel_->showInterval(session_->analysis, interval,
-                       visible_range_->isChecked() ? tr("Visible range: analyzing...") : tr("Whole run"));
+  std::optional<uint32_t> node;
+  if (interval != 0) node = static_cast<uint32_t>(n);
+  double from = 0, to = std::numeric_limits<double>::infinity();
+  if (visible_range_->isChecked()) {
+    from = std::max(0.0, view_->from());
+    to = view_->to();
+  }
+  panel_->setMatrixSource([timeline, node, from, to] { return timeline->message_matrix(from, to, node); });
 }
 
 void MainWindow::analyzeVisibleRange() {

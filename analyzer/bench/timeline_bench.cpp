@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -98,6 +99,12 @@ int main(int argc, char** argv) {
         ++narrow_rows_listed;
       }
   }
+  // The communication matrix of the whole run (every message read once).
+  auto matrix_start = Clock::now();
+  const auto matrix = timeline->message_matrix(0, std::numeric_limits<double>::infinity());
+  const double matrix_ms = ms_since(matrix_start);
+  uint64_t matrix_messages = 0;
+  for (const auto& c : matrix.cells) matrix_messages += c.messages;
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   std::printf("events %llu rows %zu span %.3f s\n", static_cast<unsigned long long>(timeline->events()),
@@ -109,6 +116,8 @@ int main(int argc, char** argv) {
               median(narrow), *std::max_element(narrow.begin(), narrow.end()),
               static_cast<double>(narrow_calls) / repeats, narrow_rows_listed,
               timeline->rows().size() * static_cast<size_t>(repeats));
+  std::printf("message matrix, whole run: %.3f ms (%llu messages, %zu pairs)\n", matrix_ms,
+              static_cast<unsigned long long>(matrix_messages), matrix.cells.size());
   std::printf("timeline memory %.1f MB, peak RSS %.1f MB\n", timeline->memory_bytes() / 1e6,
               usage.ru_maxrss / 1024.0);
   // Bytes per event of each part (records: packed, in memory and spilled).

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <mutex>
 #include <set>
 #include <shared_mutex>
@@ -538,6 +539,90 @@ std::vector<TimelineMessage> Timeline::messages() const {
   TimelineQuery q;
   q.max_events = std::numeric_limits<uint64_t>::max();
   return query(q).messages;
+}
+
+// Per receiving row: the spans to count (the range, or its overlap with each
+// execution of the node), the receives entering in them found by binary
+// search on the row's received list (by receive index), then both ends read.
+TimelineMessageMatrix Timeline::message_matrix(double from, double to, std::optional<uint32_t> node) const {
+  const Impl& tl = *impl_;
+  TimelineMessageMatrix out;
+  out.complete = tl.finished.load(std::memory_order_acquire);
+  out.ranks = std::max(0, tl.dir.world_size);
+  if (!out.complete || !(from < to)) return out;
+  std::map<std::pair<int, int>, TimelineMatrixCell> cells;
+  Unpacked unpacked(tl);
+  auto read = [&](const Row& row, uint64_t index) {
+    const size_t b = static_cast<size_t>(index / kBlockRecords);
+    const Record& r = unpacked.block(row, b)[index - uint64_t{b} * kBlockRecords];
+    return std::make_tuple(r.enter, row.duration(r, index), row.bytes_of(r, index));
+  };
+  for (size_t ri = 0; ri < tl.rows.size(); ++ri) {
+    const Row& row = *tl.rows[ri];
+    std::vector<std::pair<double, double>> spans;
+    std::vector<std::array<uint64_t, 5>> found;  // receive index, enter, duration, send row, send index
+    {
+      std::shared_lock lock(row.mutex);
+      if (node) {
+        for (const Execution& e : row.executions)
+          if (e.node == *node && e.start < to && e.end > from) spans.emplace_back(std::max(from, e.start), std::min(to, e.end));
+      } else {
+        spans.emplace_back(from, to);
+      }
+      for (const auto& [lo, hi] : spans) {
+        const auto range = index_range(unpacked, row, lo, hi);
+        auto it = std::partition_point(row.received.begin(), row.received.end(),
+                                       [&](const ReceivedMessage& m) { return m.first < range.first; });
+        for (; it != row.received.end() && it->first < range.second; ++it) {
+          const auto [enter, duration, bytes] = read(row, it->first);
+          (void)bytes;
+          const double e = static_cast<double>(enter);
+          if (e < lo || e >= hi) continue;
+          found.push_back({it->first, static_cast<uint64_t>(enter), duration, it->send_row, it->send_index});
+        }
+      }
+    }
+    const int receiver = row.id.rank;
+    for (const auto& f : found) {
+      const Row& sender_row = *tl.rows[f[3]];
+      std::shared_lock lock(sender_row.mutex);
+      const auto [send_enter, send_duration, bytes] = read(sender_row, f[4]);
+      (void)send_duration;
+      const int sender = sender_row.id.rank;
+      if (sender < 0 || sender >= out.ranks || receiver < 0 || receiver >= out.ranks) continue;
+      TimelineMatrixCell& c = cells[{sender, receiver}];
+      const int64_t recv_enter = static_cast<int64_t>(f[1]);
+      if (c.messages == 0 || recv_enter < c.first.recv_enter) {
+        TimelineMessage& m = c.first;
+        m.send_row = f[3];
+        m.send_index = f[4];
+        m.recv_row = ri;
+        m.recv_index = f[0];
+        m.send_enter = send_enter;
+        m.recv_enter = recv_enter;
+        m.recv_leave = recv_enter + static_cast<int64_t>(f[2]);
+        m.wait = static_cast<uint64_t>(std::max<int64_t>(0, std::min(m.send_enter, m.recv_leave) - m.recv_enter));
+      }
+      ++c.messages;
+      c.bytes += bytes;
+      c.time += static_cast<double>(f[2]);
+    }
+  }
+  out.cells.reserve(cells.size());
+  for (auto& [pair, c] : cells) {
+    c.sender = pair.first;
+    c.receiver = pair.second;
+    out.cells.push_back(c);
+  }
+  return out;
+}
+
+const TimelineMatrixCell* TimelineMessageMatrix::find(int sender, int receiver) const {
+  auto it = std::lower_bound(cells.begin(), cells.end(), std::make_pair(sender, receiver),
+                             [](const TimelineMatrixCell& c, const std::pair<int, int>& key) {
+                               return std::make_pair(c.sender, c.receiver) < key;
+                             });
+  return it != cells.end() && it->sender == sender && it->receiver == receiver ? &*it : nullptr;
 }
 
 std::vector<TimelineCollective> Timeline::collectives() const {

@@ -1099,5 +1099,100 @@ TEST(Timeline, UnusableDirectoryIsAnError) {
   EXPECT_FALSE(error.empty());
 }
 
+
+// The communication matrix against a brute-force sum over the messages the
+// test wrote: three ranks, three blocking messages per iteration between
+// pairs that change with the iteration, of bytes that grow with it; interval
+// 1 around the even iterations only. Checked for the whole run, a range that
+// cuts iterations, and interval 1's executions inside that range.
+TEST(Timeline, MessageMatrixEqualsBruteForceOverTheMessagesWritten) {
+  constexpr int kRanks = 3, kIterations = 40;
+  struct Message {
+    int sender, receiver;
+    int64_t recv_enter, recv_leave, send_enter;
+    uint64_t bytes;
+    bool in_interval;
+  };
+  std::vector<Message> written;
+  TraceBuilder b(kRanks);
+  for (int r = 0; r < kRanks; ++r) b.init(r, 0, kMs);
+  // Every rank's events in time order: per iteration, the markers and the
+  // messages it takes part in.
+  for (int it = 0; it < kIterations; ++it) {
+    const uint64_t t = 2 * kMs + uint64_t(it) * kMs;
+    const bool marked = it % 2 == 0;
+    for (int r = 0; r < kRanks; ++r)
+      if (marked) b.marker(r, t, 1, true, 1);
+    for (int k = 0; k < 3; ++k) {
+      const int s = (it + k) % kRanks, d = (s + 1 + it % 2) % kRanks;
+      const uint64_t slot = t + uint64_t(k) * 200 * kUs, bytes = 8 + 100 * uint64_t(it) + uint64_t(k);
+      const uint64_t recv_enter = slot + 5 * kUs, recv_leave = slot + (100 + 10 * uint64_t(k)) * kUs;
+      b.recv(d, recv_enter, recv_leave, s, 7, bytes);
+      b.send(s, slot + 10 * kUs, slot + 60 * kUs, d, 7, bytes);
+      written.push_back({s, d, int64_t(recv_enter), int64_t(recv_leave), int64_t(slot + 10 * kUs), bytes, marked});
+    }
+    for (int r = 0; r < kRanks; ++r)
+      if (marked) b.marker(r, t + 900 * kUs, 1, false, 1);
+  }
+  const uint64_t end = 2 * kMs + uint64_t(kIterations) * kMs;
+  for (int r = 0; r < kRanks; ++r) b.finalize(r, end, end + 100 * kUs);
+  b.close();
+
+  for (const TimelineOptions& options : option_sets()) {
+    auto tl = built(b.dir(), options);
+    ASSERT_TRUE(tl);
+    const auto nodes = tl->nodes();
+    std::optional<uint32_t> interval1;
+    for (uint32_t n = 0; n < nodes.size(); ++n)
+      if (nodes[n].id == 1) interval1 = n;
+    ASSERT_TRUE(interval1);
+    auto check = [&](double from, double to, std::optional<uint32_t> node) {
+      const analysis::TimelineMessageMatrix m = tl->message_matrix(from, to, node);
+      ASSERT_TRUE(m.complete);
+      ASSERT_EQ(m.ranks, kRanks);
+      for (size_t i = 1; i < m.cells.size(); ++i)
+        ASSERT_LT(std::make_pair(m.cells[i - 1].sender, m.cells[i - 1].receiver),
+                  std::make_pair(m.cells[i].sender, m.cells[i].receiver));
+      for (int s = 0; s < kRanks; ++s)
+        for (int d = 0; d < kRanks; ++d) {
+          uint64_t messages = 0, bytes = 0;
+          double time = 0;
+          const Message* first = nullptr;
+          for (const Message& w : written)
+            if (w.sender == s && w.receiver == d && w.recv_enter >= from && w.recv_enter < to &&
+                (!node || w.in_interval)) {
+              ++messages;
+              bytes += w.bytes;
+              time += double(w.recv_leave - w.recv_enter);
+              if (!first || w.recv_enter < first->recv_enter) first = &w;
+            }
+          const analysis::TimelineMatrixCell* found = m.find(s, d);
+          ASSERT_EQ(found != nullptr, messages > 0) << s << " -> " << d;
+          if (!found) continue;
+          const analysis::TimelineMatrixCell& c = *found;
+          EXPECT_EQ(c.messages, messages) << s << " -> " << d;
+          EXPECT_EQ(c.bytes, bytes) << s << " -> " << d;
+          EXPECT_EQ(c.time, time) << s << " -> " << d;
+          {
+            EXPECT_EQ(c.first.recv_enter, first->recv_enter);
+            EXPECT_EQ(c.first.recv_leave, first->recv_leave);
+            EXPECT_EQ(c.first.send_enter, first->send_enter);
+            EXPECT_EQ(tl->rows()[c.first.send_row].rank, s);
+            EXPECT_EQ(tl->rows()[c.first.recv_row].rank, d);
+          }
+        }
+    };
+    check(0, std::numeric_limits<double>::infinity(), std::nullopt);
+    // From inside iteration 5 (after its first message) to inside iteration 17.
+    const double from = double(2 * kMs + 5 * kMs + 150 * kUs), to = double(2 * kMs + 17 * kMs + 300 * kUs);
+    check(from, to, std::nullopt);
+    check(from, to, interval1);
+    // Every message counted once over the whole run.
+    uint64_t total = 0;
+    for (const auto& c : tl->message_matrix(0, std::numeric_limits<double>::infinity()).cells) total += c.messages;
+    EXPECT_EQ(total, written.size());
+  }
+}
+
 }  // namespace
 }  // namespace prof::test

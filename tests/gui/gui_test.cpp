@@ -30,6 +30,8 @@
 #include <tuple>
 
 #include "characteristics_panel.h"
+#include "function_chart.h"
+#include "message_matrix_view.h"
 #include "interval_tree_model.h"
 #include "main_window.h"
 #include "overview_strip.h"
@@ -213,6 +215,8 @@ class GuiTest : public QObject {
   void navigation_stays_inside_the_trace();
   void exports_view_and_table();
   void overview_strip_marks_range_and_centres_on_click();
+  void function_chart_equals_function_table();
+  void message_matrix_equals_brute_force_and_click_finds_message();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -1521,3 +1525,94 @@ void GuiTest::overview_strip_marks_range_and_centres_on_click() {
 
 QTEST_MAIN(GuiTest)
 #include "gui_test.moc"
+// The chart's bars are the function table's rows: same names, same times, bar
+// lengths in proportion to the times; for the whole run and the visible range.
+void GuiTest::function_chart_equals_function_table() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  loaded.window.resize(1300, 850);
+  QVERIFY(loaded.window.selectIntervalId(1));
+  CharacteristicsPanel* panel = loaded.window.panel();
+  auto check = [&](int expected_functions) {
+    const gui::FunctionChart* chart = panel->functionChart();
+    const QStandardItemModel* table = panel->functionTable();
+    QCOMPARE(static_cast<int>(chart->functions().size()), table->rowCount());
+    QCOMPARE(table->rowCount(), expected_functions);
+    std::map<QString, double> table_time;
+    for (int r = 0; r < table->rowCount(); ++r)
+      table_time[table->item(r, 0)->text()] = table->item(r, 2)->data(CharacteristicsPanel::NumberRole).toDouble();
+    const double longest = chart->functions().front().time;
+    const double full = chart->barRect(0).width();
+    QVERIFY(full > 0);
+    for (int i = 0; i < static_cast<int>(chart->functions().size()); ++i) {
+      const auto& f = chart->functions()[static_cast<size_t>(i)];
+      QCOMPARE(f.time, table_time.at(QString::fromStdString(f.name)));
+      QVERIFY(std::abs(chart->barRect(i).width() - full * f.time / longest) < 1e-6 * full);
+      if (i > 0) QVERIFY(f.time <= chart->functions()[static_cast<size_t>(i - 1)].time);
+    }
+  };
+  check(3);  // Send, Recv, Allreduce
+  // The visible range: iterations 4 to 6 only, three times fewer calls in the table and the chart.
+  TimelineView* view = loaded.window.timelineView();
+  loaded.window.visibleRangeAction()->setChecked(true);
+  view->setRange(ns(kLoopStart + 4 * kPeriod), ns(kLoopStart + 7 * kPeriod));
+  QTRY_VERIFY_WITH_TIMEOUT(panel->scope().startsWith("Visible range 0.006000"), 20000);
+  check(3);
+  QCOMPARE(panel->functionChart()->functions().front().calls, uint64_t{6});  // Allreduce: 2 ranks x 3
+}
+
+// The Messages tab's matrix against the receives the test wrote (rank 0 sends
+// rank 1 64 bytes per iteration, inside interval 1): for the whole run and the
+// visible range; a click on the cell zooms the timeline to the first message.
+void GuiTest::message_matrix_equals_brute_force_and_click_finds_message() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  loaded.window.resize(1300, 850);
+  QVERIFY(loaded.window.selectIntervalId(1));
+  CharacteristicsPanel* panel = loaded.window.panel();
+  panel->showMessagesTab();
+  gui::MessageMatrixView* matrix = panel->messageMatrix();
+  auto expect = [&](double from, double to) {
+    uint64_t messages = 0;
+    double time = 0;
+    int64_t first_recv = -1;
+    for (const Written& w : trace.written())
+      if (w.row == 1 && w.function == "MPI_Recv" && w.enter >= from && w.enter < to) {
+        ++messages;
+        time += static_cast<double>(w.leave - w.enter);
+        if (first_recv < 0) first_recv = w.enter;
+      }
+    QVERIFY(matrix->matrix().complete);
+    QCOMPARE(matrix->matrix().ranks, 2);
+    QCOMPARE(matrix->matrix().cells.size(), size_t{1});
+    const analysis::TimelineMatrixCell* c = matrix->matrix().find(0, 1);
+    QVERIFY(c);
+    QCOMPARE(c->messages, messages);
+    QCOMPARE(c->bytes, 64 * messages);
+    QCOMPARE(c->time, time);
+    QCOMPARE(c->first.recv_enter, first_recv);
+    QVERIFY(!matrix->matrix().find(1, 0));
+  };
+  expect(0, 1e18);
+  QCOMPARE(matrix->matrix().find(0, 1)->messages, uint64_t{20});
+  // The one cell is the largest: dark; no message is white.
+  QVERIFY(matrix->colourOf(matrix->value(*matrix->matrix().find(0, 1))).lightnessF() < 0.5);
+  QCOMPARE(matrix->colourOf(0).rgb(), QColor(Qt::white).rgb());
+  // A click on the cell: the timeline shows the first message, send to receive.
+  TimelineView* view = loaded.window.timelineView();
+  const QRectF cell = matrix->cellRect(0, 1);
+  QVERIFY(matrix->cellAt(cell.center()));
+  QVERIFY(!matrix->cellAt(matrix->cellRect(1, 0).center()));
+  QTest::mouseClick(matrix, Qt::LeftButton, Qt::NoModifier, cell.center().toPoint());
+  const double send = ns(kLoopStart + 100 * test::kUs), recv_leave = ns(kLoopStart + 200 * test::kUs);
+  QVERIFY2(view->from() <= ns(kLoopStart + 50 * test::kUs) && view->to() >= recv_leave,
+           qPrintable(QString("%1 .. %2").arg(view->from()).arg(view->to())));
+  QVERIFY(view->to() - view->from() < 2 * (recv_leave - send) + 1000);
+  // The visible range: iterations 4 to 6.
+  loaded.window.visibleRangeAction()->setChecked(true);
+  const double from = ns(kLoopStart + 4 * kPeriod), to = ns(kLoopStart + 7 * kPeriod);
+  view->setRange(from, to);
+  QTRY_VERIFY_WITH_TIMEOUT(panel->scope().startsWith("Visible range 0.006000"), 20000);
+  expect(from, to);
+  QCOMPARE(matrix->matrix().find(0, 1)->messages, uint64_t{3});
+}

@@ -214,6 +214,30 @@ struct TimelineGroupAnswer {
   bool from_calls = false;  // the exact grid, summed from the calls
 };
 
+// Point-to-point traffic between ranks, sender x receiver: a Vampir-style
+// communication matrix. A message counts when its receiving call (the Recv,
+// or the Wait/Test that completed the receive) enters inside the range, and,
+// for an interval, inside one of that interval's executions on the receiving
+// row. Bytes are what the send moved; time is the receiving call's duration.
+struct TimelineMatrixCell {
+  int sender = 0, receiver = 0;  // world ranks
+  uint64_t messages = 0;
+  uint64_t bytes = 0;
+  double time = 0;  // ns
+  // The message whose receive entered first.
+  TimelineMessage first;
+};
+
+// Sparse: only the pairs that exchanged messages (a run of thousands of ranks
+// talks to few neighbours each).
+struct TimelineMessageMatrix {
+  int ranks = 0;                         // world size
+  std::vector<TimelineMatrixCell> cells; // by (sender, receiver)
+  bool complete = false;                 // messages are paired once the build is complete
+  // The pair's cell; none when they exchanged nothing.
+  const TimelineMatrixCell* find(int sender, int receiver) const;
+};
+
 struct TimelineOptions {
   unsigned threads = 0;  // build threads; 0: one per core (never more than ranks)
   // Packed call records kept in memory (about 10 bytes a call: 256 MiB holds
@@ -297,6 +321,11 @@ class Timeline {
   std::vector<TimelineExecution> executions(size_t row) const;
   std::vector<TimelineMessage> messages() const;
   std::vector<TimelineCollective> collectives() const;
+  // Messages between ranks (TimelineMessageMatrix) received in [from, to),
+  // inside executions of `node` when given. Cost: the messages received
+  // there, each read once (no bound: every message counts, however many).
+  // Empty (complete false) until the build is complete.
+  TimelineMessageMatrix message_matrix(double from, double to, std::optional<uint32_t> node = std::nullopt) const;
 
   explicit Timeline(std::unique_ptr<timeline_detail::Impl> impl);
 
