@@ -81,6 +81,7 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
   functions_ = new QStandardItemModel(this);
   wait_states_ = new QStandardItemModel(this);
   waited_for_ = new QStandardItemModel(this);
+  caused_by_ = new QStandardItemModel(this);
   // (Not "Value (s)": the column holds an efficiency and a count as well.)
   set_header(main_, {tr("Main characteristic"), tr("Value")}, {});
   set_header(comparative_, {tr("Comparative"), "Tmin", "Nproc", "Tmax", "Nproc", "Tmid"},
@@ -97,6 +98,7 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
              {"", "total", "max", "max_rank"});
   set_header(waited_for_, {tr("Waited for (rank)"), tr("Time (s)"), tr("Uncertain (s)")},
              {"rank", "seconds", "uncertain_s"});
+  set_header(caused_by_, {tr("Caused by (interval)"), tr("Rank"), tr("Time (s)")}, {"interval", "rank", "seconds"});
 
   // The main and comparative tables side by side, then one tab per long table.
   auto* page = new QWidget(tabs_);
@@ -112,17 +114,23 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
     views_.push_back(view);
   }
   tabs_->addTab(page, tr("Characteristics"));
-  // The wait states by kind beside the partners waited for.
+  // The wait states by kind beside the partners waited for and the causes,
+  // the time on the critical path below.
   auto* waits_page = new QWidget(tabs_);
-  auto* waits_row = new QHBoxLayout(waits_page);
-  waits_row->setContentsMargins(0, 0, 0, 0);
-  for (QStandardItemModel* m : {wait_states_, waited_for_}) {
+  auto* waits_column = new QVBoxLayout(waits_page);
+  waits_column->setContentsMargins(0, 0, 0, 0);
+  auto* waits_row = new QHBoxLayout;
+  waits_column->addLayout(waits_row, 1);
+  critical_path_ = new QLabel(waits_page);
+  critical_path_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  waits_column->addWidget(critical_path_);
+  for (QStandardItemModel* m : {wait_states_, waited_for_, caused_by_}) {
     auto* view = new QTableView(waits_page);
     view->setModel(m);
     view->verticalHeader()->hide();
     view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 4);
     view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    waits_row->addWidget(view, m == wait_states_ ? 3 : 2);
+    waits_row->addWidget(view, m == wait_states_ || m == caused_by_ ? 3 : 2);
     views_.push_back(view);
   }
   // Ranks in their order, functions by time, longest first (a header click
@@ -186,10 +194,12 @@ void CharacteristicsPanel::clear(const QString& message) {
   interval_ = -1;
   title_->setText(message);
   scope_->clear();
-  for (QStandardItemModel* m : {main_, comparative_, per_rank_, functions_, wait_states_, waited_for_})
+  for (QStandardItemModel* m : {main_, comparative_, per_rank_, functions_, wait_states_, waited_for_, caused_by_})
     m->setRowCount(0);
   function_chart_->setFunctions({});
   setMatrixSource(nullptr);
+  critical_path_s_.reset();
+  critical_path_->clear();
 }
 
 void CharacteristicsPanel::setMatrixSource(std::function<analysis::TimelineMessageMatrix()> source) {
@@ -265,6 +275,27 @@ void CharacteristicsPanel::showInterval(std::shared_ptr<const analysis::Analysis
   for (size_t p = 0; p < n.waited_for.size() && p < analysis::kTopPartners; ++p)
     waited_for_->appendRow({number_item(n.waited_for[p].rank, true), number_item(n.waited_for[p].seconds),
                             number_item(n.waited_for[p].uncertain_seconds)});
+  caused_by_->setRowCount(0);
+  critical_path_s_.reset();
+  if (analysis_->delay_known) {
+    for (size_t c = 0; c < n.caused_by.size() && c < analysis::kTopCauses; ++c) {
+      const analysis::CauseShare& cause = n.caused_by[c];
+      const auto& by = analysis_->intervals[static_cast<size_t>(cause.interval)];
+      const QString name = by.id ? tr("id %1 at %2:%3")
+                                       .arg(static_cast<int>(*by.id))
+                                       .arg(QString::fromStdString(by.source_label()))
+                                       .arg(by.line)
+                                 : tr("the whole run");
+      QStandardItem* interval_item = text_item(name);
+      interval_item->setData(cause.interval, NumberRole);
+      caused_by_->appendRow({interval_item, number_item(cause.rank, true), number_item(cause.seconds)});
+    }
+    critical_path_s_ = n.critical_path_s;
+    critical_path_->setText(tr("Time on the run's critical path: %1 s of %2 s")
+                                .arg(seconds_text(n.critical_path_s), seconds_text(analysis_->run_span_s)));
+  } else {
+    critical_path_->setText(tr("Root causes and the critical path are computed for the whole run only."));
+  }
   for (QTableView* view : views_) view->resizeColumnsToContents();
 }
 

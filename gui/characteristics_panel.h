@@ -1,11 +1,13 @@
 // Every characteristic of one interval (docs/metrics.md): the main
 // characteristics, the comparative table (min/max/mean over ranks), the
 // per-rank table, the MPI function profile and the wait states by kind with
-// the ranks waited for (docs/metrics.md, "Wait states"), each a table whose
-// cells hold the raw number under NumberRole and the report's text on show;
-// the function profile also as a bar chart (FunctionChart), and the messages
-// between ranks as a matrix (MessageMatrixView), computed from the timeline
-// only while its tab is shown.
+// the ranks waited for, the root causes of the waits (intervals and ranks
+// that were late) and the time on the critical path (docs/metrics.md, "Wait
+// states", "Root causes", "Critical path"), each a table whose cells hold the
+// raw number under NumberRole and the report's text on show; the function
+// profile also as a bar chart (FunctionChart), and the messages between ranks
+// as a matrix (MessageMatrixView), computed from the timeline only while its
+// tab is shown.
 // "Copy as report text" puts the interval's block of the text report
 // (report.h, the same writer as prof-analyze) on the clipboard.
 #pragma once
@@ -13,6 +15,7 @@
 #include <QWidget>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/timeline.h"
@@ -54,6 +57,12 @@ class CharacteristicsPanel : public QWidget {
   // (rank, seconds, uncertain seconds), largest first.
   QStandardItemModel* waitStateTable() const { return wait_states_; }
   QStandardItemModel* waitedForTable() const { return waited_for_; }
+  // Root causes (IntervalNode::caused_by): rows of (interval: its title, its
+  // index under NumberRole; rank; seconds), largest first; and the
+  // interval's time on the critical path. Empty and none when the analysis
+  // did not compute them (a visible range: Analysis::delay_known unset).
+  QStandardItemModel* causedByTable() const { return caused_by_; }
+  std::optional<double> criticalPathSeconds() const { return critical_path_s_; }
   // The per-rank and function tables as shown (sorted).
   QTableView* perRankView() const { return per_rank_view_; }
   QTableView* functionView() const { return functions_view_; }
@@ -99,6 +108,9 @@ class CharacteristicsPanel : public QWidget {
   QStandardItemModel* functions_;
   QStandardItemModel* wait_states_;
   QStandardItemModel* waited_for_;
+  QStandardItemModel* caused_by_;
+  QLabel* critical_path_;
+  std::optional<double> critical_path_s_;
   std::shared_ptr<const analysis::Analysis> analysis_;
   int interval_ = -1;
 };

@@ -15,6 +15,8 @@
 #include <cmath>
 #include <tuple>
 
+#include "prof/analysis/analysis.h"
+#include "prof/function_roles.h"
 #include "trace_session.h"
 
 namespace prof::gui {
@@ -493,7 +495,8 @@ void TimelineView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), QColor(background_rgb()));
   drawn_calls_.clear();
-  summarized_rows_ = drawn_arrows_ = 0;
+  drawn_waits_.clear();
+  summarized_rows_ = drawn_arrows_ = drawn_wait_arrows_ = 0;
   if (!timeline_) {
     p.drawText(rect(), Qt::AlignCenter, tr("No trace: File > Open"));
     return;
@@ -626,18 +629,30 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
   // Waiting that is potential synchronization: the lower third of the call.
   std::vector<char> by_calls(timeline_->rows().size(), 0);
   for (const auto& answer_row : answer.rows) by_calls[answer_row.row] = !answer_row.summarized;
-  auto wait_span = [&](size_t row, double enter, double wait) {
-    if (wait <= 0 || row >= by_calls.size() || !by_calls[row]) return;
-    const int y1 = static_cast<int>(slotTop(row) + row_h) - (row_h >= 6 ? 2 : 0);
+  auto wait_span = [&](DrawnWait w) {
+    if (!(w.end > w.begin) || w.row >= by_calls.size() || !by_calls[w.row]) return;
+    const int y1 = static_cast<int>(slotTop(w.row) + row_h) - (row_h >= 6 ? 2 : 0);
     const int y0 = y1 - std::max(2, static_cast<int>(row_h / 3));
-    const int x0 = static_cast<int>(std::floor(x_of(enter)));
-    canvas.fill(x0, std::max(x0 + 1, static_cast<int>(std::ceil(x_of(enter + wait)))), y0, y1,
-              waiting_color().rgb());
+    const int x0 = static_cast<int>(std::floor(x_of(w.begin)));
+    canvas.fill(x0, std::max(x0 + 1, static_cast<int>(std::ceil(x_of(w.end)))), y0, y1, waiting_color().rgb());
+    drawn_waits_.push_back(w);
   };
-  for (const auto& m : answer.messages)
-    wait_span(m.recv_row, static_cast<double>(m.recv_enter), static_cast<double>(m.wait));
-  for (const auto& c : answer.collectives)
-    for (const auto& m : c.members) wait_span(m.row, static_cast<double>(m.enter), static_cast<double>(m.wait));
+  for (const auto& m : answer.messages) {
+    const double begin = static_cast<double>(m.issue_enter);
+    wait_span({m.recv_row, m.recv_index, begin, begin + static_cast<double>(m.wait), true, 0, m.send_row, m.send_index,
+               static_cast<double>(m.send_enter)});
+  }
+  for (const auto& c : answer.collectives) {
+    if (c.members.empty()) continue;
+    const auto last = std::max_element(c.members.begin(), c.members.end(),
+                                       [](const auto& a, const auto& b) { return a.enter < b.enter; });
+    for (size_t k = 0; k < c.members.size(); ++k) {
+      const auto& m = c.members[k];
+      const double begin = static_cast<double>(m.enter);
+      wait_span({m.row, m.index, begin, begin + static_cast<double>(m.wait), false, k, last->row, last->index,
+                 static_cast<double>(last->enter)});
+    }
+  }
 }
 
 // A group's bucket: the dominant kind's colour over the background, the
@@ -773,6 +788,31 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
         p.drawPolygon(QPolygonF({b, left, right}));
       }
       ++drawn_arrows_;
+    }
+    p.setRenderHint(QPainter::Antialiasing, false);
+  }
+  // Waits to their releasing calls: dashed red arrows, from the wait's start
+  // on the waiting row to the late partner's enter.
+  {
+    std::vector<const DrawnWait*> arrows;
+    if (drawn_waits_.size() <= kMaxWaitArrows)
+      for (const DrawnWait& w : drawn_waits_) arrows.push_back(&w);
+    else if (hovered_wait_)
+      arrows.push_back(&*hovered_wait_);
+    p.setRenderHint(QPainter::Antialiasing, true);
+    p.setPen(QPen(waiting_color(), 1, Qt::DashLine));
+    p.setBrush(waiting_color());
+    for (const DrawnWait* w : arrows) {
+      if (rowHidden(w->row) || rowHidden(w->partner_row) || w->row == w->partner_row) continue;
+      const QPointF a(xOf(w->begin), rowCenterY(w->row));
+      const QPointF b(xOf(w->partner_enter), rowCenterY(w->partner_row));
+      p.drawLine(a, b);
+      if (QLineF(a, b).length() > 6) {
+        const double angle = std::atan2(a.y() - b.y(), a.x() - b.x());
+        p.drawPolygon(QPolygonF({b, b + QPointF(std::cos(angle + 0.4) * 6, std::sin(angle + 0.4) * 6),
+                                 b + QPointF(std::cos(angle - 0.4) * 6, std::sin(angle - 0.4) * 6)}));
+      }
+      ++drawn_wait_arrows_;
     }
     p.setRenderHint(QPainter::Antialiasing, false);
   }
@@ -972,12 +1012,57 @@ QString TimelineView::groupTooltip(QPoint pos) const {
   return lines.join("<br>");
 }
 
+std::optional<TimelineView::DrawnWait> TimelineView::waitAt(QPoint pos) const {
+  const int row = rowAt(pos.y());
+  if (row < 0) return std::nullopt;
+  // Within a pixel of the span (a short wait is drawn 1 px wide).
+  const double t = timeAt(pos.x() + 0.5), slack = (to_ - from_) / std::max(1, plotRect().width());
+  for (const DrawnWait& w : drawn_waits_)
+    if (w.row == static_cast<size_t>(row) && t >= w.begin - slack && t <= w.end + slack) return w;
+  return std::nullopt;
+}
+
+int TimelineView::waitKind(const DrawnWait& w) const {
+  if (w.message) return analysis::kLateSender;
+  const auto call = timeline_->call(w.row, w.index);
+  if (!call) return analysis::kWaitAtCollectiveOther;
+  // As the analysis classes a member (function_roles.h). The root is taken
+  // to be the member whose position in the instance (row order) is the
+  // call's root rank: exact where the communicator's ranks follow the world's
+  // order (MPI_COMM_WORLD, splits keyed by rank).
+  const uint16_t role = format::function_role(call->function);
+  const bool root = call->peer >= 0 && static_cast<size_t>(call->peer) == w.member;
+  if (role & format::kRoleBarrier) return analysis::kWaitAtBarrier;
+  if (role & format::kRoleNxN) return analysis::kWaitAtNxN;
+  if ((role & format::kRoleOneToAll) && !root) return analysis::kLateRoot;
+  if ((role & format::kRoleAllToOne) && root) return analysis::kEarlyRoot;
+  return analysis::kWaitAtCollectiveOther;
+}
+
 QString TimelineView::tooltipAt(QPoint pos) const {
   if (timeline_ && grouped()) return groupTooltip(pos);
   const auto call = callAt(pos);
-  if (!call) return {};
-  QStringList lines = describeCall(*call);
-  lines[0] = QStringLiteral("<b>%1</b>").arg(lines[0]);
+  const auto wait = waitAt(pos);
+  if (!call && !wait) return {};
+  QStringList lines;
+  if (wait) {
+    // The wait first: its kind, the late partner and how long.
+    const auto partner = timeline_->call(wait->partner_row, wait->partner_index);
+    const QString function =
+        partner ? QString::fromUtf8(partner->function.data(), static_cast<int>(partner->function.size())) : QString();
+    lines << QStringLiteral("<b>%1</b>: %2").arg(QString::fromUtf8(analysis::kWaitKindLabels[waitKind(*wait)]),
+                                                  duration_text(wait->end - wait->begin));
+    lines << (wait->message ? tr("waited for rank %1's %2 (the send) at %3 s")
+                            : tr("waited for rank %1's %2 (the last member to enter) at %3 s"))
+                 .arg(timeline_->rows()[wait->partner_row].rank)
+                 .arg(function)
+                 .arg(QString::number(wait->partner_enter / 1e9, 'f', 9));
+    if (!call) return lines.join("<br>");
+    lines << QString();
+  }
+  QStringList about = describeCall(*call);
+  about[0] = QStringLiteral("<b>%1</b>").arg(about[0]);
+  lines << about;
   return lines.join("<br>");
 }
 
@@ -1183,6 +1268,12 @@ void TimelineView::keyPressEvent(QKeyEvent* e) {
 bool TimelineView::event(QEvent* e) {
   if (e->type() == QEvent::ToolTip) {
     auto* help = static_cast<QHelpEvent*>(e);
+    // The wait under the mouse gets its arrow (drawn for every wait when few).
+    const auto wait = grouped() ? std::nullopt : waitAt(help->pos());
+    const bool changed = wait.has_value() != hovered_wait_.has_value() ||
+                         (wait && (wait->row != hovered_wait_->row || wait->begin != hovered_wait_->begin));
+    hovered_wait_ = wait;
+    if (changed && drawn_waits_.size() > kMaxWaitArrows) update();
     const QString text = tooltipAt(help->pos());
     if (text.isEmpty())
       QToolTip::hideText();

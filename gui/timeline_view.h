@@ -11,7 +11,12 @@
 // would read more than kFineBudget calls, the row is drawn from the leaves
 // (wider columns) instead, so that cost stays bounded too. Rows are
 // drawn into a QImage by spans, then overlays (markers, waits, arrows,
-// highlights, ruler, legend) with QPainter. The selected interval is outlined
+// highlights, ruler, legend) with QPainter. Waits are the analysis's
+// PotentSync instants (a late sender from the receive's issue, so partly
+// outside MPI calls after an MPI_Irecv; a collective member until the last
+// member enters): their tooltip names the kind, the late partner and how
+// long, and a dashed arrow joins each to the partner's call that released it
+// (every wait in view when few, else the one under the mouse). The selected interval is outlined
 // in the rows' 1-px margins and marked in a strip at the ruler's foot, never
 // painted over the calls.
 //
@@ -190,6 +195,28 @@ class TimelineView : public QWidget {
   // The width (ns) of a row's summary buckets in the last frame (0: calls).
   double drawnBucketWidth(size_t row) const { return row < bucket_widths_.size() ? bucket_widths_[row] : 0; }
   size_t drawnArrows() const { return drawn_arrows_; }
+  // A wait the last frame drew (a message's late sender, from the receive's
+  // issue; a collective member's wait for the last member to enter): the
+  // waiting call, the span, and the partner's call that released it.
+  struct DrawnWait {
+    size_t row = 0;
+    uint64_t index = 0;         // the waiting call (the receive's completing call, or the collective call)
+    double begin = 0, end = 0;  // ns
+    bool message = true;
+    size_t member = 0;          // a collective: the waiting member's position in its instance
+    size_t partner_row = 0;
+    uint64_t partner_index = 0;
+    double partner_enter = 0;   // ns: the send's, or the last member's, enter
+  };
+  const std::vector<DrawnWait>& drawnWaits() const { return drawn_waits_; }
+  // The wait drawn at a point (its span on its row), if any.
+  std::optional<DrawnWait> waitAt(QPoint p) const;
+  // A wait's kind (analysis::WaitKind) as the analysis names it.
+  int waitKind(const DrawnWait& w) const;
+  // Arrows from each waiting call to its releasing call: for the wait under
+  // the mouse (tooltip), and for every wait in view when at most this many.
+  static constexpr size_t kMaxWaitArrows = 64;
+  size_t drawnWaitArrows() const { return drawn_wait_arrows_; }
   // At most this many messages visible: arrows are drawn.
   static constexpr size_t kMaxArrows = 400;
   // A row summarized from its calls reads at most about this many per frame.
@@ -268,6 +295,9 @@ class TimelineView : public QWidget {
 
   std::optional<analysis::TimelineCall> selected_call_;
   std::vector<analysis::TimelineCall> drawn_calls_;
+  std::vector<DrawnWait> drawn_waits_;
+  std::optional<DrawnWait> hovered_wait_;
+  size_t drawn_wait_arrows_ = 0;
   size_t summarized_rows_ = 0, drawn_arrows_ = 0, drawn_groups_ = 0, drawn_group_rows_ = 0;
   std::vector<double> bucket_widths_;
 };

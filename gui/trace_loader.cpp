@@ -120,6 +120,7 @@ void TraceLoader::load(const QString& dir) {
     aopt.progress = [progress](double f, uint64_t) { progress->analysis = f; };
     aopt.cancelled = [progress] { return progress->cancelled.load(); };
     aopt.write_window_index = write_index;
+    aopt.delay_analysis = true;  // the root causes and critical path of the waits panel
     aopt.on_result = [&](const analysis::Analysis& a) {
       session->analysis = std::make_shared<const analysis::Analysis>(a);
       announce();

@@ -289,10 +289,14 @@ struct RankBuilder {
     const uint32_t channel = channel_of(send_list, send_keys, send_counts, last_send, k);
     of_row(sent, row).push_back(SentMessage{record, channel, send_counts[channel]++});
   }
-  void recv(const ChannelKey& k, double, uint64_t, double, double, const Event&) {
+  void recv(const ChannelKey& k, double, uint64_t hold, double, double, const Event&) {
     if (!has_record) return;
     const uint32_t channel = channel_of(recv_list, recv_keys, recv_counts, last_recv, k);
-    of_row(received, row).push_back(ReceivedMessage{record, channel, recv_counts[channel]++});
+    // A blocking receive issues itself; a nonblocking one was issued by the
+    // call whose hold() token this is.
+    const uint32_t issue_row = hold == HoldQueue::kNone ? row : static_cast<uint32_t>(hold >> 32);
+    const uint32_t issue_index = hold == HoldQueue::kNone ? record : static_cast<uint32_t>(hold);
+    of_row(received, row).push_back(ReceivedMessage{record, channel, recv_counts[channel]++, issue_row, issue_index});
   }
   // The channels last looked up in each direction: a rank mostly cycles
   // over a few channels (a halo exchange: a channel per neighbour and tag),
@@ -320,7 +324,9 @@ struct RankBuilder {
     recent.number[slot] = number - 1;
     return number - 1;
   }
-  uint64_t hold(double) { return HoldQueue::kNone; }
+  // A receive in flight: the token names the call that issued it (its row
+  // and record), which recv() gets back when the receive completes.
+  uint64_t hold(double) { return has_record ? (uint64_t{row} << 32 | record) : HoldQueue::kNone; }
   void release(uint64_t) {}
   void cancel_send(const ChannelKey&, double) {}
   void collective(const CommInfo& c, bool, double, double, const Event&) {

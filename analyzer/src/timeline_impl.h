@@ -74,8 +74,11 @@ static_assert(sizeof(Execution) == 20);
 struct SentMessage {
   uint32_t first, recv_row, recv_index;
 };
+// A receive: the call that completed it (`first`), its send, and the call
+// that issued it (Recv, Sendrecv, Irecv, Start), where its waiting starts.
 struct ReceivedMessage {
   uint32_t first, send_row, send_index;
+  uint32_t issue_row, issue_index;
 };
 struct CollectiveRef {
   uint32_t first, instance;  // the call's index, its instance

@@ -283,7 +283,7 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
     auto it = listed.find(row);
     return it != listed.end() && index >= it->second.first && index < it->second.second;
   };
-  std::vector<std::array<uint32_t, 4>> pairs;  // send row, send index, recv row, recv index
+  std::vector<std::array<uint32_t, 6>> pairs;  // send row, send index, recv row, recv index, issue row, issue index
   std::set<uint32_t> instance_ids;
   for (const auto& [ri, range] : listed) {
     const Row& row = *tl.rows[ri];
@@ -295,10 +295,11 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
       return std::make_pair(lo, hi);
     };
     for (auto [it, end] = in(row.sent); it != end; ++it)
-      pairs.push_back({static_cast<uint32_t>(ri), it->first, it->recv_row, it->recv_index});
+      pairs.push_back({static_cast<uint32_t>(ri), it->first, it->recv_row, it->recv_index, UINT32_MAX, 0});
     for (auto [it, end] = in(row.received); it != end; ++it)
       if (!listed_at(it->send_row, it->send_index))
-        pairs.push_back({it->send_row, it->send_index, static_cast<uint32_t>(ri), it->first});
+        pairs.push_back(
+            {it->send_row, it->send_index, static_cast<uint32_t>(ri), it->first, it->issue_row, it->issue_index});
     for (auto [it, end] = in(row.collectives); it != end; ++it) instance_ids.insert(it->instance);
   }
   auto record = [&](uint32_t ri, uint64_t index) {
@@ -311,6 +312,24 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
     const Record& r = records[index - uint64_t{b} * kBlockRecords];
     return std::pair<int64_t, uint64_t>{r.enter, row.duration(r, index)};
   };
+  // A pair found from its send: the receive's end (the completing call's
+  // ends sorted by index; a Waitall's several told apart by their send)
+  // names the issuing call.
+  for (auto& p : pairs) {
+    if (p[4] != UINT32_MAX) continue;
+    p[4] = p[2];
+    p[5] = p[3];
+    const Row& row = *tl.rows[p[2]];
+    std::shared_lock lock(row.mutex);
+    auto it = std::partition_point(row.received.begin(), row.received.end(),
+                                   [&](const ReceivedMessage& r) { return r.first < p[3]; });
+    for (; it != row.received.end() && it->first == p[3]; ++it)
+      if (it->send_row == p[0] && it->send_index == p[1]) {
+        p[4] = it->issue_row;
+        p[5] = it->issue_index;
+        break;
+      }
+  }
   for (const auto& p : pairs) {
     TimelineMessage m;
     m.send_row = p[0];
@@ -321,7 +340,10 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
     const auto [enter, duration] = record(p[2], p[3]);
     m.recv_enter = enter;
     m.recv_leave = enter + static_cast<int64_t>(duration);
-    m.wait = static_cast<uint64_t>(std::max<int64_t>(0, std::min(m.send_enter, m.recv_leave) - m.recv_enter));
+    m.issue_row = p[4];
+    m.issue_index = p[5];
+    m.issue_enter = p[4] == p[2] && p[5] == p[3] ? enter : record(p[4], p[5]).first;
+    m.wait = static_cast<uint64_t>(std::max<int64_t>(0, std::min(m.send_enter, m.recv_leave) - m.issue_enter));
     answer.messages.push_back(m);
   }
   std::shared_lock lock(tl.pairs_mutex);

@@ -657,7 +657,13 @@ TEST(Timeline, MessagesPairSendsWithReceivesAndCollectivesTheirMembers) {
       EXPECT_EQ(recv[0].index, m.recv_index);
       // Sent and received in the same iteration (the send enters 200 ns into it).
       EXPECT_EQ((m.send_enter - 1000) / int64_t(kPeriod), (m.recv_enter - 1000) / int64_t(kPeriod));
-      EXPECT_EQ(m.wait, uint64_t(std::max<int64_t>(0, std::min(m.send_enter, m.recv_leave) - m.recv_enter)));
+      // The waiting starts at the receive's issue, the iteration's MPI_Irecv.
+      const auto issue = tl->call(m.issue_row, m.issue_index);
+      ASSERT_TRUE(issue);
+      EXPECT_EQ(issue->function, "MPI_Irecv");
+      EXPECT_EQ(issue->enter, m.issue_enter);
+      EXPECT_EQ(m.issue_row, m.recv_row);
+      EXPECT_EQ(m.wait, uint64_t(std::max<int64_t>(0, std::min(m.send_enter, m.recv_leave) - m.issue_enter)));
     }
     const auto collectives = tl->collectives();
     ASSERT_EQ(collectives.size(), trace.iterations() + 1);  // the Allreduces and the final Barrier
@@ -672,6 +678,69 @@ TEST(Timeline, MessagesPairSendsWithReceivesAndCollectivesTheirMembers) {
         EXPECT_EQ((m.enter - 1000) / int64_t(kPeriod), (c.members[0].enter - 1000) / int64_t(kPeriod));
       }
     }
+  }
+}
+
+// The union of the instants in [begin, end) spans, ns.
+int64_t union_length(std::vector<std::pair<int64_t, int64_t>> spans) {
+  std::sort(spans.begin(), spans.end());
+  int64_t total = 0, covered_to = INT64_MIN;
+  for (const auto& [begin, end] : spans) {
+    const int64_t from = std::max(begin, covered_to);
+    if (end > from) total += end - from;
+    covered_to = std::max(covered_to, end);
+  }
+  return total;
+}
+
+// Late senders to receives issued early (MPI_Irecv, computation, then a
+// Waitall of two receives from the same sender and a send) and a late member
+// of a barrier: the timeline's waits of a rank, as a union of instants, are
+// the analysis's PotentSync of that rank over the whole run, waiting outside
+// MPI calls included.
+TEST(Timeline, WaitsOfARankAreTheAnalysisPotentSync) {
+  TraceBuilder b(2);
+  constexpr uint32_t kA = 0xAC000011u, kB = 0xAC000012u, kC = 0xAC000013u, kD = 0xAC000014u;
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 5 * kUs);
+  const int iterations = 8;
+  for (int it = 0; it < iterations; ++it) {
+    const uint64_t t = 10 * kUs + static_cast<uint64_t>(it) * 1000 * kUs;
+    // Rank 1 sends tag 1 from 100 to 400 us into the iteration: before rank
+    // 0's Waitall (entered at 300 us), or while rank 0 is inside it.
+    const uint64_t s1 = t + (100 + 50 * static_cast<uint64_t>(it % 7)) * kUs;
+    const uint64_t waitall_leave = std::max(t + 300 * kUs, s1 + 20 * kUs) + 30 * kUs;
+    b.irecv(0, t + 10 * kUs, t + 12 * kUs, 1, 1, kA);
+    b.irecv(0, t + 20 * kUs, t + 22 * kUs, 1, 2, kB);
+    b.isend(0, t + 30 * kUs, t + 32 * kUs, 1, 3, kC);
+    b.wait(0, Waitall, t + 300 * kUs, waitall_leave,
+           {TraceBuilder::done(kA, 1, 1, 8), TraceBuilder::done(kB, 1, 2, 8), TraceBuilder::done(kC)});
+    b.irecv(1, t + 5 * kUs, t + 7 * kUs, 0, 3, kD);
+    b.send(1, s1, s1 + 5 * kUs, 0, 1);
+    b.send(1, s1 + 20 * kUs, s1 + 25 * kUs, 0, 2);
+    b.wait(1, Wait, s1 + 40 * kUs, s1 + 60 * kUs, {TraceBuilder::done(kD, 0, 3, 8)});
+    b.collective(0, Barrier, t + 600 * kUs, t + 700 * kUs);
+    b.collective(1, Barrier, t + (650 + static_cast<uint64_t>(it)) * kUs, t + 700 * kUs);
+  }
+  const uint64_t end = 10 * kUs + iterations * 1000 * kUs;
+  for (int r = 0; r < 2; ++r) b.finalize(r, end, end + 5 * kUs);
+  b.close();
+
+  const analysis::Analysis a = analysis::analyze(b.dir());
+  ASSERT_TRUE(a.usable());
+  auto tl = built(b.dir());
+  ASSERT_TRUE(tl);
+  std::map<int, std::vector<std::pair<int64_t, int64_t>>> waits;  // rank -> spans
+  const auto messages = tl->messages();
+  ASSERT_EQ(messages.size(), 3u * iterations);
+  for (const auto& m : messages)
+    if (m.wait > 0)
+      waits[tl->rows()[m.recv_row].rank].emplace_back(m.issue_enter, m.issue_enter + static_cast<int64_t>(m.wait));
+  for (const auto& c : tl->collectives())
+    for (const auto& m : c.members)
+      if (m.wait > 0) waits[tl->rows()[m.row].rank].emplace_back(m.enter, m.enter + static_cast<int64_t>(m.wait));
+  for (const analysis::RankFigures& f : a.intervals[0].per_rank) {
+    EXPECT_GT(f.potential_sync, 0) << "rank " << f.rank;
+    EXPECT_NEAR(static_cast<double>(union_length(waits[f.rank])) * 1e-9, f.potential_sync, 1e-10) << "rank " << f.rank;
   }
 }
 

@@ -193,6 +193,7 @@ class GuiTest : public QObject {
   void tree_model_equals_analysis();
   void selection_shows_json_numbers();
   void hit_test_gives_tooltip();
+  void wait_tooltip_names_kind_and_partner();
   void click_selects_interval();
   void zoom_to_range_shows_exact_events();
   void selection_highlights_and_zooms();
@@ -289,6 +290,8 @@ void GuiTest::selection_shows_json_numbers() {
   std::ifstream in(json_path.toStdString());
   const nlohmann::json report = nlohmann::json::parse(in);
 
+  int causes_shown = 0;
+  double on_critical_path = 0;
   for (int id : {1, 2, 3}) {
     QVERIFY(loaded.window.selectIntervalId(id));
     const int interval = loaded.window.selectedInterval();
@@ -371,6 +374,22 @@ void GuiTest::selection_shows_json_numbers() {
       QCOMPARE(partners->item(r, 1)->data(CharacteristicsPanel::NumberRole).toDouble(),
                j["waited_for"][static_cast<size_t>(r)]["seconds"].get<double>());
     }
+    // Root causes (interval, rank, seconds) and the time on the critical path.
+    const QStandardItemModel* causes = panel->causedByTable();
+    QCOMPARE(causes->rowCount(), static_cast<int>(j["caused_by"].size()));
+    for (int r = 0; r < causes->rowCount(); ++r) {
+      const auto& cause = j["caused_by"][static_cast<size_t>(r)];
+      QCOMPARE(causes->item(r, 0)->data(CharacteristicsPanel::NumberRole).toInt(), cause["interval"].get<int>());
+      const auto& by = report["intervals"][cause["interval"].get<size_t>()];
+      QVERIFY2(causes->item(r, 0)->text().contains(QStringLiteral(":%1").arg(by["line"].get<int>())),
+               qPrintable(causes->item(r, 0)->text()));
+      QCOMPARE(causes->item(r, 1)->data(CharacteristicsPanel::NumberRole).toInt(), cause["rank"].get<int>());
+      QCOMPARE(causes->item(r, 2)->data(CharacteristicsPanel::NumberRole).toDouble(), cause["seconds"].get<double>());
+    }
+    causes_shown += causes->rowCount();
+    QVERIFY(panel->criticalPathSeconds().has_value());
+    QCOMPARE(*panel->criticalPathSeconds(), j["critical_path_s"].get<double>());
+    on_critical_path += *panel->criticalPathSeconds();
     // The report text is the text report's block of that interval.
     const QString text = panel->reportText();
     std::ifstream txt(out.filePath("report.txt").toStdString());
@@ -379,6 +398,9 @@ void GuiTest::selection_shows_json_numbers() {
     QVERIFY(block.size() > 200);
     QVERIFY2(whole.find(block) != std::string::npos, block.c_str());
   }
+  // The demo's waits have causes, and its intervals lie on the critical path.
+  QVERIFY(causes_shown > 0);
+  QVERIFY(on_critical_path > 0);
 }
 
 void GuiTest::hit_test_gives_tooltip() {
@@ -415,6 +437,36 @@ void GuiTest::hit_test_gives_tooltip() {
       QPoint(static_cast<int>(narrow.xOf(ns(kLoopStart + 10 * kPeriod + 500 * test::kUs))), narrow.rowCenterY(0)));
   QVERIFY(longest.has_value());
   QCOMPARE(longest->function, std::string_view("MPI_Allreduce"));
+}
+
+void GuiTest::wait_tooltip_names_kind_and_partner() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  // Iteration 3: rank 1's Recv waits from 50 us to the Send's enter at 100 us;
+  // rank 0 enters the Allreduce at 400 us and waits for rank 1 until 500 us.
+  const double t = ns(kLoopStart + 3 * kPeriod);
+  view->setRange(t, t + ns(kPeriod));
+  view->grab();
+  const QString late_sender = view->tooltipAt(QPoint(static_cast<int>(view->xOf(t + ns(75 * test::kUs))), view->rowCenterY(1)));
+  for (const char* part : {"Late Sender", "50.000 us", "rank 0's MPI_Send", "MPI_Recv"})
+    QVERIFY2(late_sender.contains(part), qPrintable(late_sender + " lacks " + part));
+  const QString nxn = view->tooltipAt(QPoint(static_cast<int>(view->xOf(t + ns(450 * test::kUs))), view->rowCenterY(0)));
+  for (const char* part : {"Wait at NxN", "100.000 us", "rank 1's MPI_Allreduce (the last member to enter)"})
+    QVERIFY2(nxn.contains(part), qPrintable(nxn + " lacks " + part));
+  // Past the wait, inside the Allreduce: the call alone.
+  const QString after = view->tooltipAt(QPoint(static_cast<int>(view->xOf(t + ns(650 * test::kUs))), view->rowCenterY(0)));
+  QVERIFY2(after.contains("MPI_Allreduce") && !after.contains("Wait at"), qPrintable(after));
+  // Few waits in view: each gets its arrow to the call that released it.
+  const auto& waits = view->drawnWaits();
+  QCOMPARE(waits.size(), size_t{2});
+  QCOMPARE(view->drawnWaitArrows(), size_t{2});
+  for (const auto& w : waits) {
+    const auto partner = loaded.window.session()->timeline->call(w.partner_row, w.partner_index);
+    QVERIFY(partner.has_value());
+    QCOMPARE(static_cast<double>(partner->enter), w.partner_enter);
+    QCOMPARE(w.end, w.partner_enter);  // released when the partner entered
+  }
 }
 
 void GuiTest::click_selects_interval() {

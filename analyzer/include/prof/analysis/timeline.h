@@ -28,7 +28,7 @@
 // Memory (bytes per event, see docs/design/timeline.md): a call record is 32
 // bytes unpacked and about 10 packed in blocks of 1024, kept in memory up to
 // TimelineOptions::memory_bytes, the rest in an unlinked temporary file read
-// back with pread; 24 per interval execution, 24 per matched message, 8 per
+// back with pread; 24 per interval execution, 32 per matched message, 8 per
 // collective member and 24 per instance; the pyramid is bounded per row (at most
 // TimelineOptions::leaves_per_row leaves of 64 bytes, plus as many above) and
 // in all (2^21 leaves shared by the rows, at least 512 each: 256 MiB up to
@@ -112,9 +112,15 @@ struct TimelineMessage {
   uint64_t send_index = 0;  // the call that sent (Send, Isend, Sendrecv, Start)
   size_t recv_row = 0;
   uint64_t recv_index = 0;  // the call that received (Recv, Sendrecv, or the completing Wait/Test)
-  int64_t send_enter = 0, recv_enter = 0, recv_leave = 0;
-  // Time the receiving call spent before the send started (a late sender):
-  // potential synchronization, to draw as waiting.
+  // The call that issued the receive (Recv, Sendrecv, Irecv, or the Start of
+  // a persistent receive): the receiving call itself when it is blocking.
+  size_t issue_row = 0;
+  uint64_t issue_index = 0;
+  int64_t send_enter = 0, recv_enter = 0, recv_leave = 0, issue_enter = 0;
+  // A late sender: from the receive's issue to the send's enter, but no later
+  // than the receiving call's leave (the analysis's PotentSync instants,
+  // docs/metrics.md), so it may lie partly outside MPI calls. The waiting
+  // is [issue_enter, issue_enter + wait).
   uint64_t wait = 0;
 };
 
