@@ -92,6 +92,33 @@ std::vector<RunDifference> run_differences(const Analysis& a, const Analysis& b)
   return d;
 }
 
+std::vector<ComparedFunction> compare_functions(const IntervalNode& a, const IntervalNode& b) {
+  std::map<std::string, ComparedFunction> by_name;
+  for (const FunctionFigures& f : a.functions) {
+    ComparedFunction& c = by_name[f.name];
+    c.calls_a = f.calls;
+    c.time_a = f.time;
+    c.bytes_a = f.bytes;
+  }
+  for (const FunctionFigures& f : b.functions) {
+    ComparedFunction& c = by_name[f.name];
+    c.calls_b = f.calls;
+    c.time_b = f.time;
+    c.bytes_b = f.bytes;
+  }
+  std::vector<ComparedFunction> list;
+  list.reserve(by_name.size());
+  for (auto& [name, c] : by_name) {
+    c.name = name;
+    list.push_back(std::move(c));
+  }
+  // by_name left them in name order: ties keep it.
+  std::stable_sort(list.begin(), list.end(), [](const ComparedFunction& x, const ComparedFunction& y) {
+    return std::fabs(x.time_b - x.time_a) > std::fabs(y.time_b - y.time_a);
+  });
+  return list;
+}
+
 Comparison compare(const Analysis& a, const Analysis& b) {
   Comparison c;
   c.processors_a = a.processors;
@@ -139,7 +166,7 @@ Comparison compare(const Analysis& a, const Analysis& b) {
 }
 
 void write_compare_text(const Comparison& c, const std::string& a_name, const std::string& b_name,
-                        std::ostream& out) {
+                        std::ostream& out, const CompareTextOptions& opt) {
   out << "Comparison of A = " << a_name << " and B = " << b_name << '\n';
   out << "\n---Run differences---\n";
   if (c.differences.empty()) out << "(none recorded)\n";
@@ -160,6 +187,23 @@ void write_compare_text(const Comparison& c, const std::string& a_name, const st
         out << ch.name() << " (mean per rank) " << num(mx) << ' ' << num(my) << ' ' << num(my - mx) << ' '
             << ratio_text(mx, my) << '\n';
       }
+    }
+    if (opt.wait_states) {
+      out << "---Wait States---\n";
+      out << "Kind A B B-A B/A\n";
+      for (int k = 0; k < kWaitKindCount; ++k) {
+        const double x = e.a->waits[static_cast<size_t>(k)], y = e.b->waits[static_cast<size_t>(k)];
+        out << kWaitKindLabels[k] << ' ' << num(x) << ' ' << num(y) << ' ' << num(y - x) << ' '
+            << ratio_text(x, y) << '\n';
+      }
+    }
+    if (opt.functions) {
+      out << "---MPI Functions---\n";
+      out << "Function Calls_A Calls_B Time_A Time_B B-A B/A Bytes_A Bytes_B\n";
+      for (const ComparedFunction& f : compare_functions(*e.a, *e.b))
+        out << f.name << ' ' << f.calls_a << ' ' << f.calls_b << ' ' << num(f.time_a) << ' ' << num(f.time_b)
+            << ' ' << num(f.time_b - f.time_a) << ' ' << ratio_text(f.time_a, f.time_b) << ' ' << f.bytes_a
+            << ' ' << f.bytes_b << '\n';
     }
   }
   auto unmatched = [&out](const char* title, const std::vector<ComparedInterval>& list) {
@@ -211,6 +255,23 @@ void write_compare_json(const Comparison& c, const Analysis& a, const Analysis& 
       }
       i["diff"] = diff;
       i["ratio"] = rat;
+      Json waits = Json::object();
+      for (int k = 0; k < kWaitKindCount; ++k) {
+        const double x = e.a->waits[static_cast<size_t>(k)], y = e.b->waits[static_cast<size_t>(k)];
+        waits[kWaitKindKeys[k]] = Json{{"a", x}, {"b", y}, {"diff", y - x}};
+      }
+      i["wait_states"] = waits;
+      Json functions = Json::array();
+      for (const ComparedFunction& f : compare_functions(*e.a, *e.b))
+        functions.push_back(Json{{"name", f.name},
+                                 {"calls_a", f.calls_a},
+                                 {"calls_b", f.calls_b},
+                                 {"time_a", f.time_a},
+                                 {"time_b", f.time_b},
+                                 {"diff", f.time_b - f.time_a},
+                                 {"bytes_a", f.bytes_a},
+                                 {"bytes_b", f.bytes_b}});
+      i["functions"] = functions;
       if (!c.same_ranks()) {
         i["mean_a"] = mean_a;
         i["mean_b"] = mean_b;

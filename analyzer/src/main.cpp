@@ -102,7 +102,8 @@ void print_warnings(const prof::analysis::Analysis& a, const std::string& prefix
 // (text to `text_path` unless empty, JSON to `json_path` unless empty). Exit
 // status as for one trace: 2 when either is unusable, 3 when either is damaged.
 int compare_runs(const std::string& a_dir, const std::string& b_dir, const prof::analysis::Options& opt,
-                 const std::string& text_path, const std::string& json_path, bool quiet) {
+                 const std::string& text_path, const std::string& json_path, bool quiet,
+                 const prof::analysis::CompareTextOptions& text_opt) {
   prof::analysis::Analysis runs[2];
   const std::string dirs[2] = {a_dir, b_dir};
   bool damaged = false;
@@ -136,7 +137,7 @@ int compare_runs(const std::string& a_dir, const std::string& b_dir, const prof:
   const prof::analysis::Comparison c = prof::analysis::compare(runs[0], runs[1]);
   bool ok = true;
   if (!text_path.empty())
-    ok = write_file(text_path, [&](std::ostream& o) { prof::analysis::write_compare_text(c, a_dir, b_dir, o); }) && ok;
+    ok = write_file(text_path, [&](std::ostream& o) { prof::analysis::write_compare_text(c, a_dir, b_dir, o, text_opt); }) && ok;
   if (!json_path.empty())
     ok = write_file(json_path, [&](std::ostream& o) {
            prof::analysis::write_compare_json(c, runs[0], runs[1], a_dir, b_dir, o);
@@ -274,11 +275,26 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
       std::fprintf(stderr, "prof-analyze: error: --chrome-trace takes one trace, not --compare\n");
       return kExitUsage;
     }
+    if (!otf2_dir.empty()) {
+      std::fprintf(stderr, "prof-analyze: error: --otf2 takes one trace, not --compare\n");
+      return kExitUsage;
+    }
+    if (!rank_list.empty()) {
+      std::fprintf(stderr,
+                   "prof-analyze: error: --ranks: --compare compares no per-rank values (the runs' "
+                   "ranks need not correspond)\n");
+      return kExitUsage;
+    }
     if (mpi && mpi->rank() != 0) return 0;  // (process 0 compares alone)
     prof::analysis::Options opt = analysis_opt;
+    opt.delay_analysis = false;  // root causes and the critical path are not compared
     opt.threads = threads;
     opt.write_window_index = !no_index;
-    return compare_runs(compare_dirs[0], compare_dirs[1], opt, text_wanted ? out_path : "", json_path, quiet);
+    prof::analysis::CompareTextOptions text_opt;
+    text_opt.functions = functions;
+    text_opt.wait_states = wait_states;
+    return compare_runs(compare_dirs[0], compare_dirs[1], opt, text_wanted ? out_path : "", json_path, quiet,
+                        text_opt);
   }
 
   // A --window is short (served by the window index): process 0 runs it alone.

@@ -122,6 +122,66 @@ TEST(Compare, DifferentRankCountsCompareTotalsAndMeans) {
   EXPECT_FALSE((*second)["mean_b"].contains("efficiency"));  // not a sum over ranks
 }
 
+// Interval 1's Allreduce: rank 1 enters 100 us after the interval's start and
+// waits for rank 0, which enters `wait1` after it (20 ms in A, 10 ms in B):
+// Wait at NxN is wait1 - 100 us, and the Allreduce's time over both ranks is
+// wait1 (rank 1) + 100 us (rank 0). Interval 2's Barrier waits 300 ms longer
+// in B.
+TEST(Compare, FunctionsAndWaitStatesOfAnIntervalAreComparedToo) {
+  TraceBuilder ba(2), bb(2);
+  Plan pa, pb;
+  pb.slow = 300 * kMs;
+  pb.wait1 = 10 * kMs;
+  build(ba, pa);
+  build(bb, pb);
+  const analysis::Analysis a = analysis::analyze(ba.dir()), b = analysis::analyze(bb.dir());
+  const analysis::Comparison c = analysis::compare(a, b);
+  const analysis::ComparedInterval* first = nullptr;
+  const analysis::ComparedInterval* second = nullptr;
+  for (const analysis::ComparedInterval& e : c.matched) {
+    if (e.id && *e.id == 1) first = &e;
+    if (e.id && *e.id == 2) second = &e;
+  }
+  ASSERT_TRUE(first && second);
+  const std::vector<analysis::ComparedFunction> f1 = analysis::compare_functions(*first->a, *first->b);
+  ASSERT_EQ(f1.size(), 1u);
+  EXPECT_EQ(f1[0].name, "MPI_Allreduce");
+  EXPECT_EQ(f1[0].calls_a, 2u);
+  EXPECT_EQ(f1[0].calls_b, 2u);
+  EXPECT_NEAR(f1[0].time_a, 0.0201, 1e-9);
+  EXPECT_NEAR(f1[0].time_b, 0.0101, 1e-9);
+
+  std::string out;
+  ASSERT_EQ(run_cli("--compare " + ba.dir() + " " + bb.dir() + " --functions --wait-states", &out), 0) << out;
+  EXPECT_NE(out.find("---Wait States---\nKind A B B-A B/A\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Wait at NxN 0.019900 0.009900 -0.010000 0.497\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Wait at Barrier 0.001000 0.301000 0.300000 301.000\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("---MPI Functions---\nFunction Calls_A Calls_B Time_A Time_B B-A B/A Bytes_A Bytes_B\n"
+                     "MPI_Allreduce 2 2 0.020100 0.010100 -0.010000 0.502 "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("MPI_Barrier 2 2 0.001200 0.301200 0.300000 251.000 "), std::string::npos) << out;
+  // Without the options the text has neither section; the JSON has both.
+  ASSERT_EQ(run_cli("--compare " + ba.dir() + " " + bb.dir() + " -o /dev/null --json -", &out), 0) << out;
+  const json j = json::parse(out);
+  const json* entry = nullptr;
+  for (const json& e : j["compare"])
+    if (e["id"] == 2) entry = &e;
+  ASSERT_NE(entry, nullptr);
+  EXPECT_NEAR((*entry)["wait_states"]["wait_at_barrier"]["diff"].get<double>(), 0.300, 1e-9);
+  ASSERT_EQ((*entry)["functions"].size(), 1u);
+  EXPECT_EQ((*entry)["functions"][0]["name"], "MPI_Barrier");
+  EXPECT_NEAR((*entry)["functions"][0]["diff"].get<double>(), 0.300, 1e-9);
+  ASSERT_EQ(run_cli("--compare " + ba.dir() + " " + bb.dir(), &out), 0) << out;
+  EXPECT_EQ(out.find("---Wait States---"), std::string::npos);
+  EXPECT_EQ(out.find("---MPI Functions---"), std::string::npos);
+  // Per-rank lines and one-trace outputs are refused, not ignored.
+  EXPECT_EQ(run_cli("--compare " + ba.dir() + " " + bb.dir() + " --ranks 0", &out), 1);
+  EXPECT_NE(out.find("--ranks: --compare compares no per-rank values"), std::string::npos) << out;
+  EXPECT_EQ(run_cli("--compare " + ba.dir() + " " + bb.dir() + " --otf2 /tmp/never-written", &out), 1);
+  EXPECT_NE(out.find("--otf2 takes one trace"), std::string::npos) << out;
+}
+
 TEST(Compare, BadInputIsNamedWithExitStatus2) {
   TraceBuilder ba(2);
   build(ba, Plan{});

@@ -52,6 +52,24 @@ struct Comparison {
 // Both analyses usable.
 Comparison compare(const Analysis& a, const Analysis& b);
 
+// One MPI function of a matched interval in both runs (zero where a run did
+// not call it).
+struct ComparedFunction {
+  std::string name;
+  uint64_t calls_a = 0, calls_b = 0;
+  double time_a = 0, time_b = 0;
+  uint64_t bytes_a = 0, bytes_b = 0;
+};
+// The functions either run called in the interval, the largest |change in
+// time| first, ties by name.
+std::vector<ComparedFunction> compare_functions(const IntervalNode& a, const IntervalNode& b);
+
+// What the text adds to each matched interval (JSON always has both).
+struct CompareTextOptions {
+  bool functions = false;    // `--functions`: "---MPI Functions---"
+  bool wait_states = false;  // `--wait-states`: "---Wait States---"
+};
+
 // What the two runs' records disagree on: the rank and host counts, the MPI
 // library and its version, the transport and its version, the command, every
 // PROF_* setting (PROF_OUTPUT aside: two traces always live in two places)
@@ -60,7 +78,7 @@ std::vector<RunDifference> run_differences(const Analysis& a, const Analysis& b)
 
 // `a_name`, `b_name`: how the runs are named (their trace directories).
 void write_compare_text(const Comparison& c, const std::string& a_name, const std::string& b_name,
-                        std::ostream& out);
+                        std::ostream& out, const CompareTextOptions& opt = {});
 void write_compare_json(const Comparison& c, const Analysis& a, const Analysis& b,
                         const std::string& a_name, const std::string& b_name, std::ostream& out);
 
