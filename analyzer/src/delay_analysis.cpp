@@ -8,14 +8,17 @@
 //   communicator both belong to) to the wait: w's up to `from`, p's up to
 //   `to`, its arrival; a rank with no such call starts at its own start.
 //   Over its stretch each rank's time is summed per interval (the innermost
-//   execution open, as a node of the tree across ranks). p's excess in
-//   interval n is d_n = max(0, P_p(n) - P_w(n)); the wait's length is charged
-//   to (n, p) in proportion to d_n. A wait whose partner spent no more time
-//   than w in any interval charges nothing.
+//   execution open, as a node of the tree across ranks): P_w(n), P_p(n),
+//   totals T_w, T_p. p's delay is its excess over the stretch,
+//   E = T_p - T_w; the wait charges C = min(E, to - from) (never more than
+//   the wait) to the intervals p executed there, (n, p) getting
+//   C * P_p(n) / T_p. A wait with E <= 0 charges nothing.
 //
 // Invariants
-//   - A wait charges its length or nothing: an interval's causes sum to at
-//     most the waits of its calls.
+//   - A wait's charges are >= 0 and sum to C <= its length: an interval's
+//     causes sum to at most the waits of its calls.
+//   - Only intervals p spent time in during its stretch are charged, each in
+//     proportion to that time (w's time per interval enters only through T_w).
 //   - The result depends only on the logs (sorted here), not on how workers
 //     or processes shared the ranks.
 #include "engine.h"
@@ -98,40 +101,37 @@ void Engine::delay_analysis() {
     }
     return r.delay.contexts.empty() ? -kInf : r.delay.contexts.front().t;
   };
-  // Rank r's time per interval in [a, b).
-  auto profile = [this](const Rank& r, double a, double b, Profile& out) {
-    out.clear();
+  // Rank r's time per interval in [a, b) (into `out`, unless null); returns
+  // its sum.
+  auto profile = [this](const Rank& r, double a, double b, Profile* out) {
+    if (out) out->clear();
+    double total = 0;
     const auto& c = r.delay.contexts;
     auto it = std::upper_bound(c.begin(), c.end(), a, [](double v, const DelayLog::Context& e) { return v < e.t; });
     size_t k = it == c.begin() ? 0 : static_cast<size_t>(it - c.begin()) - 1;
     for (; k < c.size() && c[k].t < b; ++k) {
       const double lo = std::max(a, c[k].t);
       const double hi = k + 1 < c.size() ? std::min(b, c[k + 1].t) : b;
-      if (hi > lo && c[k].context != kNoContext) add_to(out, logged_node(r, c[k].context), hi - lo);
+      if (!(hi > lo) || c[k].context == kNoContext) continue;
+      total += hi - lo;
+      if (out) add_to(*out, logged_node(r, c[k].context), hi - lo);
     }
+    return total;
   };
 
-  Profile pw, pp;
+  Profile pp;
   for (auto& rp : ranks_) {
     const Rank& w = *rp;
     for (const DelayLog::Wait& wt : w.delay.waits) {
       const int pi = index_of_world(wt.partner);
       if (pi < 0) continue;
       const Rank& p = *ranks_[static_cast<size_t>(pi)];
-      profile(w, stretch_start(w, p.rank, wt.from), wt.from, pw);
-      profile(p, stretch_start(p, w.rank, wt.to), wt.to, pp);
-      double excess = 0;
-      for (auto& [n, v] : pp) {
-        for (const auto& [m, u] : pw)
-          if (m == n) {
-            v -= u;
-            break;
-          }
-        if (v > 0) excess += v;
-      }
-      if (!(excess > 0)) continue;
+      const double total_w = profile(w, stretch_start(w, p.rank, wt.from), wt.from, nullptr);
+      const double total_p = profile(p, stretch_start(p, w.rank, wt.to), wt.to, &pp);
+      const double charged = std::min(total_p - total_w, wt.to - wt.from);
+      if (!(charged > 0) || !(total_p > 0)) continue;
       std::vector<CauseAcc>& into = caused_by_[w.gmap[wt.node]];
-      const double scale = (wt.to - wt.from) / excess;
+      const double scale = charged / total_p;
       for (const auto& [n, v] : pp) {
         if (!(v > 0)) continue;
         bool found = false;

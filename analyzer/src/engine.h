@@ -261,7 +261,8 @@ struct SendRec {
 static_assert(sizeof(SendRec) == 56);
 // A blocking send's late receiver, from the receiver's worker back to the
 // sender's: the wait [from, to) (empty when none) on world rank `partner`;
-// for an MPI_Isend (to = -inf) `from` is the receive's issue (-inf: not known).
+// for an MPI_Isend or a persistent send's Start (to = -inf) `from` is the
+// receive's issue (-inf: not known).
 struct LateRecvRec {
   int32_t rank;  // sender's rank index
   uint32_t node;
@@ -269,7 +270,7 @@ struct LateRecvRec {
   double from, to;
   uint64_t hold;
 };
-// An MPI_Isend's late receiver, known once both the call that completed it
+// An MPI_Isend's (or a persistent send's) late receiver, known once both the call that completed it
 // (on the sender) and its receive's issue (from the receiver's worker) are.
 struct IsendWait {
   double wait_enter = 0, wait_leave = 0, issue = 0;
@@ -498,10 +499,10 @@ struct alignas(64) Rank {
   // the wait states only (so the characteristics, and where a window's
   // decoding may stop, never wait for them).
   HoldQueue send_holds;
-  // MPI_Isends in flight: hold -> what is known of its late receiver (the
+  // MPI_Isends and started persistent sends in flight: hold -> what is known of its late receiver (the
   // interpreter keeps each one's hold in its request).
   FlatMap<uint64_t, IsendWait> isend_waits;
-  uint64_t last_isend_hold = HoldQueue::kNone;  // the hold Handler::send made for the last Isend
+  uint64_t last_isend_hold = HoldQueue::kNone;  // the hold Handler::send made for the last Isend or Start
   std::vector<Combo> combos;
   std::map<std::vector<uint32_t>, uint32_t> combo_index;
   std::vector<uint32_t> slot_of;    // function id -> local slot + 1 (0: none yet)

@@ -284,8 +284,8 @@ struct Request {
 //   void collective(const CommInfo&, bool a2a, double enter, double leave, const Event&)
 //   void problem(WarningKind kind, F example)   example() -> std::string,
 //       called only when the handler keeps the example (counting is cheap)
-// and, optionally (the analysis's late receivers), an Isend's hold:
-//   uint64_t isend_hold()    the hold the last send() took for an Isend
+// and, optionally (the analysis's late receivers), a nonblocking send's hold:
+//   uint64_t isend_hold()    the hold the last send() took for an Isend or a Start
 //   void isend_done(uint64_t hold, double enter, double leave, const Event&, bool unmatched)
 // InterpreterHandler states this for the compiler.
 template <class H>
@@ -376,7 +376,8 @@ class Interpreter {
     for (size_t i = 0; i < reqs.size(); ++i) {
       Request& r = reqs[i].second;
       if (r.comm) r.comm = comms_.at(r.comm_handle, r.comm_time);
-      if (r.type == Request::Send) r.hold = HoldQueue::kNone;  // (an Isend's hold is the analysis's own)
+      // (An Isend's or a started Send_init's hold is the analysis's own.)
+      if (r.type == Request::Send || r.type == Request::PSend) r.hold = HoldQueue::kNone;
       if (r.hold != HoldQueue::kNone) holding.push_back(i);
     }
     std::stable_sort(holding.begin(), holding.end(),
@@ -637,9 +638,10 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
           case Request::Send:
           case Request::PSend:
             if (ran && done.cancelled && r->comm) h.cancel_send(r->key, r->send_enter);
-            // (The analysis: the call that completed an MPI_Isend, for its late receiver.)
+            // (The analysis: the call that completed an MPI_Isend or a started
+            // persistent send, for its late receiver.)
             if constexpr (requires { h.isend_done(r->hold, enter, leave, e, true); })
-              if (r->type == Request::Send) {
+              if (ran) {
                 h.isend_done(r->hold, enter, leave, e, done.cancelled);
                 r->hold = HoldQueue::kNone;
               }
@@ -666,6 +668,8 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
           if (r->type == Request::PSend && r->comm) {
             r->send_enter = enter;
             h.send(r->key, enter, leave, e);
+            // (The analysis: like an Isend's, its hold until its late receiver is known.)
+            if constexpr (requires { h.isend_hold(); }) r->hold = h.isend_hold();
           } else if (r->type == Request::PRecv) {
             r->issue = enter;
             h.release(r->hold);
@@ -680,7 +684,7 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
         for (uint32_t handle : e.requests)
           if (Request* r = active(handle)) {
             if constexpr (requires { h.isend_done(r->hold, enter, leave, e, true); })
-              if (r->type == Request::Send) {
+              if (r->type == Request::Send || r->type == Request::PSend) {
                 h.isend_done(r->hold, enter, enter, e, false);  // completes unseen: no wait
                 r->hold = HoldQueue::kNone;
               }

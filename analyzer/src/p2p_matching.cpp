@@ -118,7 +118,8 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
 
 void Handler::send(const ChannelKey& k, double enter, double leave, const Event& e) {
   const int di = eng.index_of_world(k.dst);
-  const bool isend = e.kind == FuncKind::Isend && e.request != format::kNoRequest;
+  // A nonblocking send: an Isend, or the MPI_Start of a persistent one.
+  const bool isend = (e.kind == FuncKind::Isend && e.request != format::kNoRequest) || e.kind == FuncKind::RequestOp;
   if (di < 0) {
     if (isend) r.last_isend_hold = HoldQueue::kNone;
     ++r.unmatched_sends;
@@ -129,7 +130,7 @@ void Handler::send(const ChannelKey& k, double enter, double leave, const Event&
   }
   // A blocking send's wait for its receive is known once the receive is:
   // hold the watermark at its enter.
-  // An MPI_Isend's, once both its receive and the call that completes it are.
+  // A nonblocking one's, once both its receive and the call that completes it are.
   r.log_sync(leave, k.dst);
   const bool blocking = e.kind == FuncKind::Send && !e.in_flight;
   const uint64_t hold = blocking || isend ? r.send_holds.add(enter) : HoldQueue::kNone;

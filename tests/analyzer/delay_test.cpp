@@ -22,14 +22,19 @@ analysis::Analysis analyze_with(const TraceBuilder& b, unsigned threads) {
   return a;
 }
 
-// Two ranks. Before a first Allreduce rank 1 spends 20 ms more in interval 4
-// (rank 0 waits 20 ms there, in the root). Then, in loop interval 1, both
-// spend 10 ms in a nested interval 4, and rank 1 40 ms against rank 0's
-// 10 ms in interval 3 before an Allreduce in interval 1: rank 0 waits 30 ms.
-// Since the two ranks last synchronized (the first Allreduce's leave) rank 1
-// exceeds rank 0 in interval 3 only, so the wait is caused by interval 3 on
-// rank 1, all 30 ms. (Measured from the run's start the earlier 20 ms in
-// interval 4 would take a share.)
+// Two ranks, from their start at 1 ms. Before a first Allreduce rank 1
+// spends 30 ms in interval 4 and 2 ms in the root, rank 0 10 ms and 2 ms:
+// rank 0 waits 20 ms (13..33 ms), in the root. Rank 1's excess is
+// 32 - 12 = 20 ms, charged in proportion to its time: 20 * 30/32 ms to
+// interval 4, 20 * 2/32 ms to the root.
+// Then, in loop interval 1, both spend 10 ms in a nested interval 4, and
+// rank 1 40 ms against rank 0's 10 ms in interval 3 before an Allreduce in
+// interval 1: rank 0 waits 30 ms (58..88 ms). Since the two last synchronized
+// (the first Allreduce's leave, 34 ms) rank 1 spent 54 ms: 40 in interval 3,
+// 10 in the inner interval 4, 3 in interval 1 itself, 1 in the root; rank 0
+// 24 ms. Its excess, 30 ms, is charged as 30 * 40/54, 30 * 10/54, 30 * 3/54
+// and 30 * 1/54 ms. (Measured from the run's start, rank 1's earlier 30 ms
+// in the outer interval 4 would take a share.)
 TEST(Delay, CausedByTheIntervalThePartnerSpentLongerIn) {
   TraceBuilder b(2);
   for (int r = 0; r < 2; ++r) {
@@ -54,19 +59,26 @@ TEST(Delay, CausedByTheIntervalThePartnerSpentLongerIn) {
     const auto* outer4 = find_interval(a, 4, -1, 0);  // the one before the loop
     const auto* inner4 = find_interval(a, 4, -1, 1);
     ASSERT_TRUE(in1 && in3 && outer4 && inner4);
-    ASSERT_EQ(in1->caused_by.size(), 1u) << threads;
-    EXPECT_EQ(in1->caused_by[0].interval, index_of(a, in3));
-    EXPECT_EQ(in1->caused_by[0].rank, 1);
-    EXPECT_NEAR(in1->caused_by[0].seconds, ms(30), kTol);
+    const auto share = [&](const analysis::IntervalNode& of, const analysis::IntervalNode* cause) {
+      for (const auto& c : of.caused_by)
+        if (c.interval == index_of(a, cause) && c.rank == 1) return c.seconds;
+      return -1.0;
+    };
+    const auto& root = a.intervals[0];
+    ASSERT_EQ(in1->caused_by.size(), 4u) << threads;
+    EXPECT_EQ(in1->caused_by[0].interval, index_of(a, in3));  // largest first
+    EXPECT_NEAR(share(*in1, in3), ms(30.0 * 40 / 54), kTol);
+    EXPECT_NEAR(share(*in1, inner4), ms(30.0 * 10 / 54), kTol);
+    EXPECT_NEAR(share(*in1, in1), ms(30.0 * 3 / 54), kTol);
+    EXPECT_NEAR(share(*in1, &root), ms(30.0 * 1 / 54), kTol);
     EXPECT_TRUE(in3->caused_by.empty());  // the wait is in interval 1's own call
     // The root holds its nested intervals' causes and the first wait's.
-    const auto& root = a.intervals[0];
-    ASSERT_EQ(root.caused_by.size(), 2u);
-    EXPECT_EQ(root.caused_by[0].interval, index_of(a, in3));
-    EXPECT_NEAR(root.caused_by[0].seconds, ms(30), kTol);
-    EXPECT_EQ(root.caused_by[1].interval, index_of(a, outer4));
-    EXPECT_EQ(root.caused_by[1].rank, 1);
-    EXPECT_NEAR(root.caused_by[1].seconds, ms(20), kTol);
+    ASSERT_EQ(root.caused_by.size(), 5u);
+    EXPECT_NEAR(share(root, in3), ms(30.0 * 40 / 54), kTol);
+    EXPECT_NEAR(share(root, outer4), ms(20.0 * 30 / 32), kTol);
+    EXPECT_NEAR(share(root, inner4), ms(30.0 * 10 / 54), kTol);
+    EXPECT_NEAR(share(root, in1), ms(30.0 * 3 / 54), kTol);
+    EXPECT_NEAR(share(root, &root), ms(20.0 * 2 / 32 + 30.0 * 1 / 54), kTol);
     // Critical path: back from rank 0's end (both end at 100 ms; the lowest
     // rank) to its wait's end at 88 ms, then rank 1 from 88 ms to its start.
     EXPECT_NEAR(a.run_span_s, ms(99), kTol);
@@ -83,9 +95,13 @@ TEST(Delay, CausedByTheIntervalThePartnerSpentLongerIn) {
 // interval 6 and sends to rank 2, which waits (35 ms), computes 5 ms in
 // interval 7 and ends last. The critical path runs back through both
 // messages: 10, 20 and 5 ms in intervals 5, 6 and 7, the rest in the root.
-// Rank 2's wait is charged to what rank 1 did since the run's start beyond
-// rank 2's 1 ms: 20 ms in interval 6 and 15 ms in the root, where rank 1
-// itself waited (a partner's own wait is named as such, not traced further).
+// Neither waiting rank had synchronized with its partner before, so the
+// stretches start at the ranks' start (1 ms). Rank 1's wait (2..13 ms) on
+// rank 0: rank 0 spent 12 ms (10 in interval 5, 2 in the root), rank 1 1 ms;
+// the excess, 11 ms, is charged 11 * 10/12 and 11 * 2/12 ms. Rank 2's wait
+// (2..37 ms) on rank 1: rank 1 spent 36 ms (20 in interval 6, 16 in the
+// root, where it waited itself: a partner's own wait is named as such, not
+// traced further), rank 2 1 ms; 35 ms charged, 35 * 20/36 and 35 * 16/36.
 TEST(Delay, PipelineThroughTwoMessages) {
   TraceBuilder b(3);
   for (int r = 0; r < 3; ++r) b.init(r, 0, 1 * kMs);
@@ -115,19 +131,102 @@ TEST(Delay, PipelineThroughTwoMessages) {
     EXPECT_NEAR(in5->critical_path_s, ms(10), kTol);
     EXPECT_NEAR(in6->critical_path_s, ms(20), kTol);
     EXPECT_NEAR(in7->critical_path_s, ms(5), kTol);
-    // Causes: rank 1's wait (11 ms) on rank 0: 10 ms in interval 5 and 1 ms
-    // in the root; rank 2's (35 ms) on rank 1: 20 ms in 6, 15 ms in the root.
     ASSERT_EQ(root.caused_by.size(), 4u);
     auto share = [&](int interval, int rank) {
       for (const auto& c : root.caused_by)
         if (c.interval == interval && c.rank == rank) return c.seconds;
       return -1.0;
     };
-    EXPECT_NEAR(share(index_of(a, in6), 1), ms(20), kTol);
-    EXPECT_NEAR(share(0, 1), ms(15), kTol);
-    EXPECT_NEAR(share(index_of(a, in5), 0), ms(10), kTol);
-    EXPECT_NEAR(share(0, 0), ms(1), kTol);
+    EXPECT_NEAR(share(index_of(a, in6), 1), ms(35.0 * 20 / 36), kTol);
+    EXPECT_NEAR(share(0, 1), ms(35.0 * 16 / 36), kTol);
+    EXPECT_NEAR(share(index_of(a, in5), 0), ms(11.0 * 10 / 12), kTol);
+    EXPECT_NEAR(share(0, 0), ms(11.0 * 2 / 12), kTol);
     EXPECT_EQ(root.caused_by[0].interval, index_of(a, in6));  // largest first
+  }
+}
+
+// The partner's time in an interval counts even where the waiting rank spent
+// as much: after a Barrier (both leave at 3 ms) both ranks spend 10 ms in
+// interval 3, then rank 1 20 ms more in interval 5; rank 0 waits 21 ms at an
+// Allreduce (15..36 ms). Rank 1 spent 33 ms since the Barrier (10 in
+// interval 3, 20 in interval 5, 3 in the root), rank 0 12 ms: the excess,
+// 21 ms, is charged 21 * 10/33 ms to interval 3, 21 * 20/33 to interval 5
+// and 21 * 3/33 to the root. (Apportioned by the per-interval excesses
+// instead, interval 3 would get nothing and interval 5 20 of the 21 ms.)
+TEST(Delay, ExcessChargedInProportionToThePartnersTime) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 1 * kMs);
+    b.collective(r, Barrier, 2 * kMs, 3 * kMs);
+    b.begin(r, 4 * kMs, 3);
+    b.end(r, 14 * kMs, 3);
+  }
+  b.begin(1, 15 * kMs, 5);
+  b.end(1, 35 * kMs, 5);
+  b.collective(0, Allreduce, 15 * kMs, 37 * kMs);
+  b.collective(1, Allreduce, 36 * kMs, 37 * kMs);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 40 * kMs, 41 * kMs);
+  b.close();
+  for (unsigned threads : {1u, 2u}) {
+    const auto a = analyze_with(b, threads);
+    const auto* in3 = find_interval(a, 3);
+    const auto* in5 = find_interval(a, 5);
+    ASSERT_TRUE(in3 && in5);
+    const auto& root = a.intervals[0];
+    ASSERT_EQ(root.caused_by.size(), 3u) << threads;
+    EXPECT_EQ(root.caused_by[0].interval, index_of(a, in5));
+    EXPECT_EQ(root.caused_by[0].rank, 1);
+    EXPECT_NEAR(root.caused_by[0].seconds, ms(21.0 * 20 / 33), kTol);
+    EXPECT_EQ(root.caused_by[1].interval, index_of(a, in3));
+    EXPECT_EQ(root.caused_by[1].rank, 1);
+    EXPECT_NEAR(root.caused_by[1].seconds, ms(21.0 * 10 / 33), kTol);
+    EXPECT_EQ(root.caused_by[2].interval, 0);
+    EXPECT_EQ(root.caused_by[2].rank, 1);
+    EXPECT_NEAR(root.caused_by[2].seconds, ms(21.0 * 3 / 33), kTol);
+  }
+}
+
+// The excess, not the wait, is charged, and never more than the wait. Rank 1
+// sends to rank 0 (2..3 ms), whose receive (2..10 ms) leaves late; rank 0
+// then spends 20 ms in interval 5 and sends back (32..34 ms) to rank 1,
+// which waited since 4 ms: a 28 ms wait. Since their last synchronizing
+// calls rank 0 spent 22 ms (10..32 ms: 20 in interval 5, 2 in the root),
+// rank 1 1 ms (3..4 ms): 21 ms are charged, 21 * 20/22 to interval 5 and
+// 21 * 2/22 to the root. Then rank 0 waits for rank 1 at a Barrier
+// (35..45 ms, 10 ms): rank 1 spent 12 ms since its receive left (33..45 ms,
+// 10 in interval 6), rank 0 1 ms since its send left (34 ms): the excess,
+// 11 ms, is capped at the wait, 10 ms, charged 10 * 10/12 and 10 * 2/12.
+TEST(Delay, ChargesTheExcessAtMostTheWait) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.send(1, 2 * kMs, 3 * kMs, 0, 1);
+  b.recv(0, 2 * kMs, 10 * kMs, 1, 1);
+  b.begin(0, 11 * kMs, 5);
+  b.end(0, 31 * kMs, 5);
+  b.send(0, 32 * kMs, 34 * kMs, 1, 2);
+  b.recv(1, 4 * kMs, 33 * kMs, 0, 2);
+  b.begin(1, 34 * kMs, 6);
+  b.end(1, 44 * kMs, 6);
+  b.collective(0, Barrier, 35 * kMs, 46 * kMs);
+  b.collective(1, Barrier, 45 * kMs, 46 * kMs);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 50 * kMs, 51 * kMs);
+  b.close();
+  for (unsigned threads : {1u, 2u}) {
+    const auto a = analyze_with(b, threads);
+    const auto* in5 = find_interval(a, 5);
+    const auto* in6 = find_interval(a, 6);
+    ASSERT_TRUE(in5 && in6);
+    const auto& root = a.intervals[0];
+    auto share = [&](int interval, int rank) {
+      for (const auto& c : root.caused_by)
+        if (c.interval == interval && c.rank == rank) return c.seconds;
+      return -1.0;
+    };
+    ASSERT_EQ(root.caused_by.size(), 4u) << threads;
+    EXPECT_NEAR(share(index_of(a, in5), 0), ms(21.0 * 20 / 22), kTol);
+    EXPECT_NEAR(share(0, 0), ms(21.0 * 2 / 22), kTol);
+    EXPECT_NEAR(share(index_of(a, in6), 1), ms(10.0 * 10 / 12), kTol);
+    EXPECT_NEAR(share(0, 1), ms(10.0 * 2 / 12), kTol);
   }
 }
 

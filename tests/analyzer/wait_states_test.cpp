@@ -110,6 +110,35 @@ TEST(WaitStates, LateReceiverInTheWaitOfAnIsend) {
   }
 }
 
+// A persistent send is an Isend started by each MPI_Start: the MPI_Wait of
+// its first start entered 50 ms before the receive was issued (a late
+// receiver from the Wait's enter); the Wait of its second start left before
+// its receive was issued and did not wait.
+TEST(WaitStates, LateReceiverInTheWaitOfAPersistentSend) {
+  TraceBuilder b(2);
+  const uint32_t p = 0xAC000031u;
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.p2p(0, SendInit, FuncKind::Isend, 1500 * kUs, 1510 * kUs, 1, 5, 8, kWorld, p);
+  b.request_op(0, Start, 2 * kMs, 2010 * kUs, {p});
+  b.wait(0, Wait, 3 * kMs, 53100 * kUs, {TraceBuilder::done(p)});
+  b.request_op(0, Start, 54 * kMs, 54010 * kUs, {p});
+  b.wait(0, Wait, 55 * kMs, 55010 * kUs, {TraceBuilder::done(p)});
+  b.request_op(0, RequestFree, 56 * kMs, 56001 * kUs, {p});
+  b.recv(1, 53 * kMs, 53090 * kUs, 0, 5);
+  b.recv(1, 60 * kMs, 60010 * kUs, 0, 5);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 70 * kMs, 71 * kMs);
+  b.close();
+  for (unsigned threads : {1u, 2u}) {
+    const auto a = analyze_with(b, threads);
+    const auto& root = a.intervals[0];
+    EXPECT_NEAR(wait_of(root, 0, analysis::kLateReceiver), ms(50), kTol) << threads;
+    expect_only(root, analysis::kLateReceiver);
+    ASSERT_EQ(root.waited_for.size(), 1u);
+    EXPECT_EQ(root.waited_for[0].rank, 1);
+    EXPECT_NEAR(root.waited_for[0].seconds, ms(50), kTol);
+  }
+}
+
 // Rank 3 enters 5 ms late: every other rank waits 5 ms on it, of the kind
 // its call gives.
 void late_member(Fn f, WaitKind kind) {

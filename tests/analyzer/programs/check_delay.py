@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Checks prof-analyze's JSON for delay.c (2 ranks): rank 0's wait in interval 1
-(its MPI_Allreduce) is caused by interval 3 on rank 1, by about the 30 ms rank 1
-computed there beyond rank 0 (as the stamps measure it), and the critical path
-holds rank 1's interval 3. Tolerance: the clocks' error bound plus 5% of the
-planted 30 ms.
+(its MPI_Allreduce) is caused by rank 1, whose excess over rank 0 since the
+MPI_Barrier (about the planted 30 ms, as the stamps measure it; at most the
+wait) is charged to the intervals it executed in proportion to its time in
+each: interval 3 comes first. The critical path holds rank 1's interval 3.
+Tolerance: the clocks' error bound plus 5% of the planted 30 ms.
 Usage: check_delay.py REPORT.json STAMPS_DIR"""
 import sys
 
@@ -22,28 +23,32 @@ def main(report_path, stamps_dir):
     index3 = intervals.index(in3)
     clock = c.report["clock"]["max_error_s"] if c.report.get("clock") else 0.0
     tol = 2 * clock + 0.05 * PLANTED
-    # What rank 1 spent beyond rank 0 in intervals 3 and 4, from the stamps
-    # around the markers (interval 1's own instants and the root's are a few
-    # microseconds, within the tolerance).
-    excess3 = c.marked_time(1, "3") - c.marked_time(0, "3")
-    excess4 = c.marked_time(1, "4") - c.marked_time(0, "4")
+    # Each rank's stretch: from its MPI_Barrier's leave to its MPI_Allreduce's
+    # enter; rank 1's excess is the difference of the two lengths.
+    stretch = {r: c.enter(r, "1.allreduce") - c.leave(r, "barrier") for r in (0, 1)}
+    excess = stretch[1] - stretch[0]
     causes = in1["caused_by"]
     c.result("interval 1's waits have a cause", len(causes) > 0, str(causes))
     if causes:
         top = causes[0]
         c.result("the first cause is interval 3 on rank 1",
                  top["interval"] == index3 and top["rank"] == 1, str(top))
-        # The wait is charged in proportion to the excesses: interval 3 gets
-        # W * d3 / (d3 + d4), whatever else made rank 1 arrive late (its
-        # leave of the MPI_Barrier, when the machine is busy).
+        # The charge is the excess, at most the wait; interval 3's share of it
+        # is rank 1's time there over its whole stretch (whatever else made
+        # rank 1 arrive late, e.g. its leave of the MPI_Barrier on a busy
+        # machine, is in the stretch too).
         waited = sum(p["seconds"] for p in in1["waited_for"])
-        d3_lo, d3_hi = max(excess3.lo, 0.0), max(excess3.hi, 0.0)
-        d4_lo, d4_hi = max(excess4.lo, 0.0), max(excess4.hi, 0.0)
-        share = Span(waited * d3_lo / (d3_lo + d4_hi), waited * d3_hi / max(d3_hi + d4_lo, 1e-12))
+        charged = Span(max(0.0, min(waited, excess.lo)), max(0.0, min(waited, excess.hi)))
+        time3 = c.marked_time(1, "3")
+        share = charged * time3 / stretch[1]
         # (The stamps, not the planted 30 ms, are the oracle: a busy machine
         # stretches the computation.)
-        print(f"     rank 1's excess in interval 3 by the stamps: {excess3} (planted {PLANTED})")
-        c.within("its seconds (the wait's share of rank 1's excess in interval 3)", top["seconds"], share, tol)
+        print(f"     rank 1's excess by the stamps: {excess}, in interval 3: {time3} of {stretch[1]}"
+              f" (planted {PLANTED} more)")
+        c.within("its seconds (the charge times rank 1's share of its time in interval 3)",
+                 top["seconds"], share, tol)
+        c.within("the causes sum to the charge (rank 1's excess, at most the wait)",
+                 sum(x["seconds"] for x in causes), charged, tol)
         c.result("causes within the waits", sum(x["seconds"] for x in causes) <= waited + 1e-6,
                  f"{sum(x['seconds'] for x in causes):.6f} <= {waited:.6f}")
     # The path runs back from the last rank's end through rank 1's computation.

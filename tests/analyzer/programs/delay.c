@@ -2,11 +2,13 @@
  * each rank computes 5 ms in interval 4, then in interval 3 rank 1 computes
  * 30 ms more than rank 0 (35 ms against 5), then both call MPI_Allreduce
  * inside interval 1: rank 0 waits there ~30 ms for rank 1. Since the two last
- * synchronized (the MPI_Barrier) rank 1 exceeds rank 0 in interval 3 only,
- * so interval 1's waits are caused by interval 3 on rank 1, and the critical
- * path runs through rank 1's interval 3. check_delay.py derives the expected
- * values from the program's stamps (realrun.h):
+ * synchronized (the MPI_Barrier) rank 1 spent ~30 ms more than rank 0, so
+ * interval 1's waits are caused by rank 1, in proportion to its time in
+ * each interval: ~35/40 of the wait to interval 3, ~5/40 to interval 4. The
+ * critical path runs through rank 1's interval 3. check_delay.py derives the
+ * expected values from the program's stamps (realrun.h):
  *   NAME.begin / NAME.in / NAME.out / NAME.end   around the markers
+ *   barrier.0 / barrier.1                        around the MPI_Barrier
  *   1.allreduce.0 / 1.allreduce.1                around the MPI_Allreduce */
 #include <mpi.h>
 #include <prof/markers.h>
@@ -43,7 +45,9 @@ int main(int argc, char** argv) {
   int rank, sum = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 
+  realrun_stamp("barrier.0");
   MPI_Barrier(MPI_COMM_WORLD);
+  realrun_stamp("barrier.1");
   BEGIN(1, "1");
   BEGIN(4, "4");
   compute(5);

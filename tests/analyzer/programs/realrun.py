@@ -28,6 +28,10 @@ class Span:
         o = o if isinstance(o, Span) else Span(o)
         return Span(self.lo - o.hi, self.hi - o.lo)
 
+    def __mul__(self, o):  # non-negative spans only
+        o = o if isinstance(o, Span) else Span(o)
+        return Span(self.lo * o.lo, self.hi * o.hi)
+
     def __truediv__(self, o):  # positive spans only
         o = o if isinstance(o, Span) else Span(o)
         return Span(self.lo / o.hi, self.hi / o.lo)
