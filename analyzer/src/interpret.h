@@ -269,7 +269,22 @@ struct Request {
   uint32_t comm_handle = 0;  // `comm` is CommCache::at(comm_handle, comm_time) (window index)
   uint64_t comm_time = 0;
   bool persistent() const { return type == PSend || type == PRecv || type == PColl; }
+  // Back to Request{}, member by member: 16 instructions fewer than
+  // `*this = Request{}` as GCC 12 compiles it, once per Isend and Irecv.
+  void reset() {
+    type = Send;
+    active = started = a2a = false;
+    comm = nullptr;
+    peer = tag = -1;
+    key = ChannelKey{};
+    send_enter = issue = 0;
+    hold = UINT64_MAX;
+    instance = 0;
+    next = comm_handle = 0;
+    comm_time = 0;
+  }
 };
+static_assert(sizeof(Request) == 96, "a member added to Request must be reset in Request::reset()");
 
 // The handler gets (all times global ns):
 //   bool call(const Event&, const FuncInfo&, double enter, double leave)
@@ -411,7 +426,7 @@ class Interpreter {
   Request& new_request(uint32_t handle) {
     Request* first = requests_.find(handle);
     if (first && !first->active) {  // a handle used again (an inactive one has no followers)
-      *first = Request{};
+      first->reset();
       return *first;
     }
     if (!first) return requests_[handle];  // (operator[] value-initializes)

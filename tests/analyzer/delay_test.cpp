@@ -230,6 +230,53 @@ TEST(Delay, ChargesTheExcessAtMostTheWait) {
   }
 }
 
+
+// Three ranks; the path visits rank 0 twice and jumps back past many waits
+// on ranks 0 and 2 that end after the instant it arrives at (their searches
+// start where the rank's last visit ended and go back over them). Rank 0 ends
+// last (200 ms) and waited for rank 2's send (159 ms): [159, 200] on rank 0,
+// 40 ms in interval 5. Rank 2 waited for rank 0's send (120 ms), and ten later
+// waits of rank 2 on rank 1 end after 159: [120, 159] on rank 2, 39 ms in
+// interval 6. Back on rank 0 at 120, its ten waits on rank 1 all end after
+// 120 and none before: [1, 120] on rank 0, 118 ms in interval 7, 1 ms in the
+// root (and 1 ms after interval 5).
+TEST(Delay, CriticalPathSkipsWaitsThatEndAfterItsInstant) {
+  TraceBuilder b(3);
+  constexpr uint64_t kHalf = kMs / 2, kQuarter = kMs / 4;
+  for (int r = 0; r < 3; ++r) b.init(r, 0, 1 * kMs);
+  b.begin(0, 2 * kMs, 7);
+  b.send(0, 120 * kMs, 121 * kMs, 2, 1);
+  b.end(0, 121 * kMs, 7);
+  for (uint64_t k = 0; k < 10; ++k) b.recv(0, (122 + 2 * k) * kMs, (123 + 2 * k) * kMs, 1, 1);
+  b.begin(0, 149 * kMs, 5);
+  b.recv(0, 150 * kMs, 160 * kMs, 2, 1);
+  b.end(0, 199 * kMs, 5);
+  b.finalize(0, 200 * kMs, 201 * kMs);
+  for (uint64_t k = 0; k < 10; ++k)
+    b.send(1, (122 + 2 * k) * kMs + kHalf, (122 + 2 * k) * kMs + kHalf + kQuarter, 0, 1);
+  for (uint64_t k = 0; k < 10; ++k) b.send(1, (162 + 3 * k) * kMs, (162 + 3 * k) * kMs + kQuarter, 2, 1);
+  b.finalize(1, 195 * kMs, 196 * kMs);
+  b.begin(2, 95 * kMs, 6);
+  b.recv(2, 100 * kMs, 130 * kMs, 0, 1);
+  b.send(2, 159 * kMs, 160 * kMs, 0, 1);
+  for (uint64_t k = 0; k < 10; ++k) b.recv(2, (161 + 3 * k) * kMs, (163 + 3 * k) * kMs, 1, 1);
+  b.end(2, 191 * kMs, 6);
+  b.finalize(2, 195 * kMs, 196 * kMs);
+  b.close();
+  for (unsigned threads : {1u, 3u}) {
+    const auto a = analyze_with(b, threads);
+    const auto* in5 = find_interval(a, 5);
+    const auto* in6 = find_interval(a, 6);
+    const auto* in7 = find_interval(a, 7);
+    ASSERT_TRUE(in5 && in6 && in7);
+    EXPECT_NEAR(a.run_span_s, ms(199), kTol) << threads;
+    EXPECT_NEAR(a.intervals[0].critical_path_s, ms(199), kTol);
+    EXPECT_NEAR(in5->critical_path_s, ms(40), kTol);
+    EXPECT_NEAR(in6->critical_path_s, ms(39), kTol);
+    EXPECT_NEAR(in7->critical_path_s, ms(118), kTol);
+  }
+}
+
 // A window of time: neither is computed (they look back to the run's start
 // and end); the JSON says null.
 TEST(Delay, NotComputedInAWindow) {
