@@ -155,7 +155,11 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
     in->def = c.def;
   }
   ++in->got;
-  if (c.enter > in->max_enter || in->last_rank < 0) in->last_rank = c.rank;
+  // Of members entering last at the same instant, the lowest rank (indices
+  // follow world ranks): members reach the owner in an order that depends on
+  // the workers and processes, the partner must not.
+  if (in->last_rank < 0 || c.enter > in->max_enter || (c.enter == in->max_enter && c.rank < in->last_rank))
+    in->last_rank = c.rank;
   if (c.is_root) in->root_enter = c.enter;
   in->max_enter = std::max(in->max_enter, c.enter);
   in->max_leave = std::max(in->max_leave, c.leave);

@@ -318,7 +318,7 @@ struct Instance {
   uint32_t expected = 0, got = 0;
   double max_enter = -kInf, max_leave = -kInf;
   double root_enter = -kInf;   // the root's enter (rooted collectives; -inf: not known)
-  int32_t last_rank = -1;      // the member that entered last (rank index)
+  int32_t last_rank = -1;      // the member that entered last, the lowest of a tie (rank index)
   uint32_t head = UINT32_MAX;  // member list in the owner's arena
   const CommDef* def = nullptr;
   bool done = false;

@@ -230,7 +230,6 @@ TEST(Delay, ChargesTheExcessAtMostTheWait) {
   }
 }
 
-
 // Three ranks; the path visits rank 0 twice and jumps back past many waits
 // on ranks 0 and 2 that end after the instant it arrives at (their searches
 // start where the rank's last visit ended and go back over them). Rank 0 ends

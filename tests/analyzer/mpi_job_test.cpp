@@ -146,6 +146,30 @@ TEST(MpiJob, ErrorsEndTheJobWithThePlainCommandsMessageAndStatus) {
   EXPECT_EQ(job.messages, plain.messages);
 }
 
+// Two members enter each Allreduce last at the same instant: the others' waits
+// name the lower of the two ranks whichever member reaches the instance's
+// owner first (in one process, rank 0; in a job, the owner's own rank may come
+// before the other's through the exchange).
+TEST(MpiJob, CollectiveWaitOnMembersEnteringLastTogetherIsTheSameForEveryProcessCount) {
+  TraceBuilder b(4);
+  for (int r = 0; r < 4; ++r) {
+    b.init(r, 0, 1 * kMs);
+    for (int it = 0; it < 8; ++it) {
+      const uint64_t a = (2 + static_cast<uint64_t>(it)) * kMs;
+      const bool last = r == 0 || r == 3;
+      b.collective(r, Allreduce, a + (last ? 300 : 100 + static_cast<uint64_t>(r)) * kUs, a + 400 * kUs);
+    }
+    b.finalize(r, 20 * kMs, 21 * kMs);
+  }
+  b.close();
+  expect_same_for_every_k(b.dir(), "-j 1 --json {json}");
+  // Ranks 1 and 2 wait 199 and 198 us an iteration, all on rank 0.
+  const Outputs plain = run(0, b.dir(), "-j 1 --json {json}");
+  EXPECT_TRUE(std::regex_search(
+      plain.json, std::regex(R"("waited_for": \[\s*\{\s*"rank": 0,\s*"seconds": 0\.003176\d*,\s*"uncertain_s": 0\.0\s*\}\s*\])")))
+      << plain.json;
+}
+
 // A process that cannot read the trace (a node without its file system) ends
 // the job: process 0 names it and its error, no process waits for it.
 TEST(MpiJob, AProcessThatCannotReadTheTraceEndsTheJob) {
