@@ -590,11 +590,17 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
       static constexpr TimelineKind order[] = {TimelineKind::Collective, TimelineKind::AllToAll,
                                                TimelineKind::PointToPoint, TimelineKind::OtherMpi,
                                                TimelineKind::Marker, TimelineKind::User};
+      // Both edges of a bucket from its index, so that neighbours share the
+      // column edge: b0 + width and the next bucket's start may differ by an
+      // ulp, and a floor on either side of a whole pixel left a 1-px gap.
+      auto edge = [&](size_t i) {
+        return static_cast<int>(
+            std::floor(x_of(answer_row.bucket_from + static_cast<double>(i) * answer_row.bucket_width)));
+      };
       for (size_t i = 0; i < answer_row.buckets.size(); ++i) {
         const auto& b = answer_row.buckets[i];
-        const double b0 = answer_row.bucket_from + static_cast<double>(i) * answer_row.bucket_width;
-        const int x0 = static_cast<int>(std::floor(x_of(b0)));
-        const int x1 = std::max(x0 + 1, static_cast<int>(std::floor(x_of(b0 + answer_row.bucket_width))));
+        const int x0 = edge(i);
+        const int x1 = std::max(x0 + 1, edge(i + 1));
         double cumulative = 0;
         int y = y1;
         for (TimelineKind k : order) {

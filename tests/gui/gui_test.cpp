@@ -218,6 +218,7 @@ class GuiTest : public QObject {
   void overview_strip_marks_range_and_centres_on_click();
   void function_chart_equals_function_table();
   void message_matrix_equals_brute_force_and_click_finds_message();
+  void summarized_call_is_one_run_of_its_colour();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -1667,4 +1668,58 @@ void GuiTest::message_matrix_equals_brute_force_and_click_finds_message() {
   QTRY_VERIFY_WITH_TIMEOUT(panel->scope().startsWith("Visible range 0.006000"), 20000);
   expect(from, to);
   QCOMPARE(matrix->matrix().find(0, 1)->messages, uint64_t{3});
+}
+
+namespace {
+// The runs of `colour` along one pixel row of an image, inside [x0, x1).
+int runs_of(const QImage& image, int y, int x0, int x1, QRgb colour) {
+  int runs = 0;
+  bool in = false;
+  for (int x = x0; x < x1; ++x) {
+    const bool now = image.pixel(x, y) == colour;
+    runs += now && !in;
+    in = now;
+  }
+  return runs;
+}
+}  // namespace
+
+void GuiTest::summarized_call_is_one_run_of_its_colour() {
+  // One rank: calls of 400 ns every 800 ns from 1 to 20 ms, an Allreduce of
+  // 1.7 ms, dense calls again to 40 ms, Finalize at 10 s (leaves of about
+  // 100 us: a 10 ms window is drawn from them).
+  test::TraceBuilder b(1);
+  b.init(0, 0, 1000);
+  constexpr uint64_t kAllreduce = 20 * test::kMs, kLong = 1700 * test::kUs;
+  for (uint64_t t = test::kMs; t + 800 <= kAllreduce; t += 800) b.other(0, test::CommRank, t, t + 400);
+  b.collective(0, test::Allreduce, kAllreduce, kAllreduce + kLong);
+  for (uint64_t t = kAllreduce + kLong; t + 800 <= 40 * test::kMs; t += 800) b.other(0, test::CommRank, t, t + 400);
+  b.finalize(0, 10000 * test::kMs, 10000 * test::kMs + 1000);
+  b.close();
+  LoadedWindow loaded(QString::fromStdString(b.dir()));
+  TimelineView* view = loaded.window.timelineView();
+  const QRgb collective = prof::gui::kind_color(analysis::TimelineKind::Collective).rgb();
+  const QRect plot = view->plotRect();
+  // Windows drawn from pyramid levels (200 ms), from the leaves (10 ms) and
+  // from the calls summarized (4 ms, a bucket a pixel): the Allreduce is one
+  // run of its colour on every pixel row of the row's slot, as wide as the call.
+  for (const double window : {200e6, 10e6, 4e6}) {
+    const double from = std::max(0.0, ns(kAllreduce) - window / 2);
+    view->setRange(from, from + window);
+    const QImage image = view->grab().toImage();
+    QCOMPARE(view->summarizedRows(), size_t{1});
+    const int x0 = static_cast<int>(std::floor(view->xOf(ns(kAllreduce))));
+    const int x1 = static_cast<int>(std::ceil(view->xOf(ns(kAllreduce + kLong))));
+    const int top = plot.top() + 1, bottom = plot.top() + static_cast<int>(view->rowHeight()) - 3;
+    for (int y = top; y <= bottom; ++y) {
+      QCOMPARE(runs_of(image, y, plot.left(), plot.right(), collective), 1);
+      int width = 0;
+      for (int x = plot.left(); x < plot.right(); ++x) width += image.pixel(x, y) == collective;
+      // Buckets partly covered at either end: a bucket at most on each side.
+      const double bucket_px = view->drawnBucketWidth(0) * plot.width() / window;
+      QVERIFY2(std::abs(width - (x1 - x0)) <= 2 * bucket_px + 2,
+               qPrintable(QStringLiteral("window %1 y %2: %3 px, the call %4 px, buckets %5 px")
+                              .arg(window).arg(y).arg(width).arg(x1 - x0).arg(bucket_px)));
+    }
+  }
 }
