@@ -496,6 +496,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
   p.fillRect(rect(), QColor(background_rgb()));
   drawn_calls_.clear();
   drawn_waits_.clear();
+  drawn_messages_.clear();
   summarized_rows_ = drawn_arrows_ = drawn_wait_arrows_ = 0;
   if (!timeline_) {
     p.drawText(rect(), Qt::AlignCenter, tr("No trace: File > Open"));
@@ -786,6 +787,7 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
       const QPointF a(xOf(static_cast<double>(m.send_enter)), rowCenterY(m.send_row));
       const QPointF b(xOf(static_cast<double>(m.recv_leave)), rowCenterY(m.recv_row));
       p.drawLine(a, b);
+      drawn_messages_.push_back(m);
       const QLineF line(b, a);
       if (line.length() > 6) {
         const double angle = std::atan2(a.y() - b.y(), a.x() - b.x());
@@ -1049,8 +1051,26 @@ QString TimelineView::tooltipAt(QPoint pos) const {
   if (timeline_ && grouped()) return groupTooltip(pos);
   const auto call = callAt(pos);
   const auto wait = waitAt(pos);
-  if (!call && !wait) return {};
+  const auto message = messageAt(pos);
   QStringList lines;
+  if (message) {
+    // The arrow first: it lies over calls and user code alike.
+    lines << describeMessage(*message);
+    lines[0] = QStringLiteral("<b>%1</b>").arg(lines[0]);
+    if (call || wait) lines << QString();
+  }
+  if (!call && !wait) {
+    const int row = rowAt(pos.y());
+    const QRect plot = plotRect();
+    if (row < 0 || pos.x() < plot.left() || pos.x() > plot.right()) return lines.join("<br>");
+    if (const auto span = userCodeAt(static_cast<size_t>(row), timeAt(pos.x() + 0.5))) {
+      if (message) lines << QString();
+      QStringList about = describeUserCode(*span);
+      about[0] = QStringLiteral("<b>%1</b>").arg(about[0]);
+      lines << about;
+    }
+    return lines.join("<br>");
+  }
   if (wait) {
     // The wait first: its kind, the late partner and how long.
     const auto partner = timeline_->call(wait->partner_row, wait->partner_index);
@@ -1098,6 +1118,90 @@ QStringList TimelineView::describeCall(const TimelineCall& c) const {
         lines << tr("in the whole run (no user interval)");
     }
   }
+  return lines;
+}
+
+std::optional<TimelineView::UserSpan> TimelineView::userCodeAt(size_t row, double t) const {
+  if (!timeline_ || row >= timeline_->rows().size()) return std::nullopt;
+  // The nearest MPI calls on either side (markers skipped: an annotation, not a call).
+  // Enters are whole ns: the last entering at or before t, the first after it.
+  auto neighbour = [&](bool forward) {
+    std::optional<TimelineCall> c = timeline_->find_call(row, {}, std::floor(t) + 1, forward);
+    while (c && c->kind == TimelineKind::Marker)
+      c = forward ? timeline_->call(row, c->index + 1)
+                  : c->index > 0 ? timeline_->call(row, c->index - 1) : std::nullopt;
+    return c;
+  };
+  UserSpan span;
+  span.row = row;
+  span.before = neighbour(false);
+  if (span.before && static_cast<double>(span.before->leave()) > t) return std::nullopt;  // inside that call
+  span.after = neighbour(true);
+  // The rank's run: its root execution (node 0) bounds the span at either end.
+  std::optional<analysis::TimelineExecution> run;
+  if (!span.before || !span.after)
+    for (const auto& e : timeline_->executions(row))
+      if (e.node == 0) {
+        run = e;
+        break;
+      }
+  span.from = span.before ? static_cast<double>(span.before->leave()) : run ? run->start : 0;
+  span.to = span.after ? static_cast<double>(span.after->enter) : run ? run->end : timeline_->end();
+  if (!(t >= span.from && t <= span.to) || !(span.to > span.from)) return std::nullopt;
+  return span;
+}
+
+QStringList TimelineView::describeUserCode(const UserSpan& span) const {
+  auto name = [](const std::optional<TimelineCall>& c) {
+    return QString::fromUtf8(c->function.data(), static_cast<int>(c->function.size()));
+  };
+  QStringList lines;
+  lines << tr("UserCode (user code)");
+  const auto& row = timeline_->rows()[span.row];
+  lines << tr("rank %1, thread %2").arg(row.rank).arg(row.stream);
+  lines << tr("from %1 s (%2)").arg(QString::number(span.from / 1e9, 'f', 9),
+                                     span.before ? tr("after %1").arg(name(span.before)) : tr("the rank's start"));
+  lines << tr("to %1 s (%2)").arg(QString::number(span.to / 1e9, 'f', 9),
+                                   span.after ? tr("before %1").arg(name(span.after)) : tr("the rank's end"));
+  lines << tr("duration %1").arg(duration_text(span.to - span.from));
+  return lines;
+}
+
+std::optional<analysis::TimelineMessage> TimelineView::messageAt(QPoint pos) const {
+  std::optional<analysis::TimelineMessage> best;
+  double best_distance = 3;
+  const QPointF p(pos);
+  for (const auto& m : drawn_messages_) {
+    const QPointF a(xOf(static_cast<double>(m.send_enter)), rowCenterY(m.send_row));
+    const QPointF b(xOf(static_cast<double>(m.recv_leave)), rowCenterY(m.recv_row));
+    // Distance to the segment a-b.
+    const QPointF ab = b - a;
+    const double length2 = QPointF::dotProduct(ab, ab);
+    const double u = length2 > 0 ? std::clamp(QPointF::dotProduct(p - a, ab) / length2, 0.0, 1.0) : 0.0;
+    const QPointF d = p - (a + u * ab);
+    const double distance = std::hypot(d.x(), d.y());
+    if (distance <= best_distance) {
+      best = m;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+QStringList TimelineView::describeMessage(const analysis::TimelineMessage& m) const {
+  const auto& rows = timeline_->rows();
+  const auto send = timeline_->call(m.send_row, m.send_index);
+  QStringList lines;
+  lines << tr("Message rank %1 to rank %2").arg(rows[m.send_row].rank).arg(rows[m.recv_row].rank);
+  if (send) {
+    lines << tr("bytes %1, tag %2").arg(send->bytes).arg(send->tag);
+    lines << tr("sent by %1 at %2 s")
+                 .arg(QString::fromUtf8(send->function.data(), static_cast<int>(send->function.size())),
+                      QString::number(static_cast<double>(m.send_enter) / 1e9, 'f', 9));
+  }
+  lines << tr("received at %1 s").arg(QString::number(static_cast<double>(m.recv_leave) / 1e9, 'f', 9));
+  lines << tr("latency %1 (the send's enter to the receive's return)")
+               .arg(duration_text(static_cast<double>(m.recv_leave - m.send_enter)));
   return lines;
 }
 

@@ -16,7 +16,10 @@
 // outside MPI calls after an MPI_Irecv; a collective member until the last
 // member enters): their tooltip names the kind, the late partner and how
 // long, and a dashed arrow joins each to the partner's call that released it
-// (every wait in view when few, else the one under the mouse). The selected interval is outlined
+// (every wait in view when few, else the one under the mouse). Tooltips also
+// name the user code between calls (UserCode, from and to the neighbouring
+// MPI calls) and the message under an arrow (bytes, tag, latency); each kind
+// has a describe* function that gives its lines. The selected interval is outlined
 // in the rows' 1-px margins and marked in a strip at the ruler's foot, never
 // painted over the calls.
 //
@@ -175,6 +178,21 @@ class TimelineView : public QWidget {
   QString tooltipAt(QPoint p) const;
   // The tooltip's lines for a call (function and kind first).
   QStringList describeCall(const analysis::TimelineCall& c) const;
+  // User code on a row at time t: the span between the MPI calls around t
+  // (markers do not split it), from the previous call's leave (else the
+  // rank's start) to the next call's enter (else the rank's end). None on a
+  // call or outside the rank's run.
+  struct UserSpan {
+    size_t row = 0;
+    double from = 0, to = 0;  // ns
+    std::optional<analysis::TimelineCall> before, after;
+  };
+  std::optional<UserSpan> userCodeAt(size_t row, double t) const;
+  QStringList describeUserCode(const UserSpan& span) const;
+  // The message arrow drawn within 3 px of a point (the nearest), if any.
+  std::optional<analysis::TimelineMessage> messageAt(QPoint p) const;
+  // A message's lines: ranks, bytes, tag, latency (send's enter to the receive's return).
+  QStringList describeMessage(const analysis::TimelineMessage& m) const;
 
   // Find: the next (forward) or previous call of an MPI function in time
   // order (enter, then row) over the shown rows, from the selected call when
@@ -296,6 +314,7 @@ class TimelineView : public QWidget {
   std::optional<analysis::TimelineCall> selected_call_;
   std::vector<analysis::TimelineCall> drawn_calls_;
   std::vector<DrawnWait> drawn_waits_;
+  std::vector<analysis::TimelineMessage> drawn_messages_;  // arrows drawn, in drawing order
   std::optional<DrawnWait> hovered_wait_;
   size_t drawn_wait_arrows_ = 0;
   size_t summarized_rows_ = 0, drawn_arrows_ = 0, drawn_groups_ = 0, drawn_group_rows_ = 0;

@@ -424,8 +424,30 @@ void GuiTest::hit_test_gives_tooltip() {
   const QString recv_tip = view->tooltipAt(recv);
   for (const char* part : {"MPI_Recv", "rank 1", "peer 0", "tag 7", "duration 150.000 us"})
     QVERIFY2(recv_tip.contains(part), qPrintable(recv_tip + " lacks " + part));
-  // User code between calls: no call there.
-  QVERIFY(view->tooltipAt(QPoint(static_cast<int>(view->xOf(t + ns(250 * test::kUs))), view->rowCenterY(0))).isEmpty());
+  // User code between calls (interval 2's begin marker at 300 us does not split it): the span between
+  // the Send's leave and the Allreduce's enter.
+  view->grab();
+  const QString user = view->tooltipAt(QPoint(static_cast<int>(view->xOf(t + ns(250 * test::kUs))), view->rowCenterY(0)));
+  QVERIFY2(user.startsWith("<b>UserCode"), qPrintable(user));
+  for (const QString& part : {QStringLiteral("rank 0"), QStringLiteral("after MPI_Send"), QStringLiteral("before MPI_Allreduce"),
+                              QStringLiteral("from %1 s").arg(QString::number((t + ns(150 * test::kUs)) / 1e9, 'f', 9)),
+                              QStringLiteral("to %1 s").arg(QString::number((t + ns(400 * test::kUs)) / 1e9, 'f', 9)),
+                              QStringLiteral("duration 250.000 us")})
+    QVERIFY2(user.contains(part), qPrintable(user + " lacks " + part));
+  QVERIFY2(!user.contains("Message"), qPrintable(user));
+  // The message's arrow, halfway from the Send's enter (rank 0) to the Recv's return (rank 1).
+  QCOMPARE(view->drawnArrows(), size_t{1});
+  const QPoint arrow(static_cast<int>(std::lround(view->xOf(t + ns(150 * test::kUs)))),
+                     (view->rowCenterY(0) + view->rowCenterY(1)) / 2);
+  const QString message = view->tooltipAt(arrow);
+  QVERIFY2(message.startsWith("<b>Message rank 0 to rank 1</b>"), qPrintable(message));
+  for (const char* part : {"bytes 64, tag 7", "sent by MPI_Send", "latency 100.000 us"})
+    QVERIFY2(message.contains(part), qPrintable(message + " lacks " + part));
+  // Arrows off: no message there.
+  view->setArrows(false);
+  view->grab();
+  QVERIFY(!view->tooltipAt(arrow).contains("Message"));
+  view->setArrows(true);
   // The whole run in a narrow view (118 px, 365 calls a row): rows are summarized and the hit test gives
   // the longest call of the pixel.
   TimelineView narrow;
