@@ -1647,7 +1647,11 @@ void GuiTest::message_matrix_equals_brute_force_and_click_finds_message() {
   CharacteristicsPanel* panel = loaded.window.panel();
   panel->showMessagesTab();
   gui::MessageMatrixView* matrix = panel->messageMatrix();
+  // Computed on a worker: until its answer comes back the tab says so.
+  QVERIFY(panel->matrixComputing());
+  QVERIFY(matrix->matrix().cells.empty());
   auto expect = [&](double from, double to) {
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->matrixComputing(), 20000);
     uint64_t messages = 0;
     double time = 0;
     int64_t first_recv = -1;
