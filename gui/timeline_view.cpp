@@ -497,6 +497,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
   drawn_calls_.clear();
   drawn_waits_.clear();
   drawn_messages_.clear();
+  drawn_bands_.clear();
   summarized_rows_ = drawn_arrows_ = drawn_wait_arrows_ = 0;
   if (!timeline_) {
     p.drawText(rect(), Qt::AlignCenter, tr("No trace: File > Open"));
@@ -578,10 +579,30 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
   const double scale = image.width() / (to_ - from_);
   auto x_of = [&](double t) { return (t - from_) * scale; };
   const QRgb user = kind_color(TimelineKind::User).rgb();
+  // The nesting track: as many bands as the tree has levels below the root.
+  const std::vector<analysis::TimelineNode> nodes = timeline_->nodes();
+  int levels = 0;
+  for (const auto& n : nodes) levels = std::max(levels, n.level);
+  levels = std::min(levels, kMaxBandLevels);
+  const int track = row_h >= kBandRowHeight ? levels * kBandHeight : 0;
   for (const auto& answer_row : answer.rows) {
     const double slot = slotTop(answer_row.row);
     const int top = static_cast<int>(slot);
-    const int y0 = top + (row_h >= 6 ? 1 : 0);
+    if (track > 0 && !answer_row.summarized) {
+      // Darker the deeper, over a pale track.
+      canvas.fill(0, canvas.width, top + 1, top + 1 + track, qRgb(225, 228, 236));
+      for (const auto& e : answer_row.executions) {
+        const int level = e.node < nodes.size() ? nodes[e.node].level : 0;
+        if (level < 1 || level > levels) continue;
+        const int x0 = static_cast<int>(std::floor(x_of(e.start)));
+        const int x1 = std::max(x0 + 1, static_cast<int>(std::ceil(x_of(e.end))));
+        const int b0 = top + 1 + (level - 1) * kBandHeight;
+        const int shade = 170 - 30 * (level - 1);
+        canvas.fill(x0, x1, b0, b0 + kBandHeight, qRgb(shade - 40, shade - 20, shade + 40));
+        drawn_bands_.push_back({answer_row.row, level, e.start, e.end, e.node});
+      }
+    }
+    const int y0 = top + (row_h >= 6 ? 1 : 0) + (answer_row.summarized ? 0 : track);
     const int y1 = std::max(y0 + 1, static_cast<int>(slot + row_h) - (row_h >= 6 ? 2 : 0));
     const int h = y1 - y0;
     if (answer_row.summarized) {

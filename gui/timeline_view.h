@@ -54,6 +54,10 @@
 // after back() drops the entries ahead. Entries compare by range and row
 // zoom only, so scrolling rows alone records nothing. Wheel zooms less
 // than 400 ms apart are one gesture and leave one entry.
+// Interval nesting: rows drawn call by call (and tall enough) keep a track at
+// their top, a band per level of the interval tree, each execution in the
+// query's answer drawn in its level's band; rows drawn from summaries have
+// no executions in the answer, and no track.
 // A right click on a row label opens the row menu (hide it, show only its
 // rank, show all). A click on a call emits callClicked (its innermost
 // interval execution's node). Times are ns from the trace's start.
@@ -243,6 +247,21 @@ class TimelineView : public QWidget {
   static constexpr double kGroupRowHeight = 3;
   static constexpr double kLabelRowHeight = 12;
   static constexpr double kMaxRowHeight = 44;
+  // Interval nesting: rows drawn call by call and at least kBandRowHeight px
+  // high keep a track at their top, one band of kBandHeight px per level of
+  // the interval tree (level 1 at the top, at most kMaxBandLevels), each
+  // execution of an interval drawn in its level's band. The bands the last
+  // frame drew (every execution overlapping the range, clipped to nothing):
+  struct DrawnBand {
+    size_t row;
+    int level;
+    double start, end;  // ns, the execution's
+    uint32_t node;
+  };
+  const std::vector<DrawnBand>& drawnBands() const { return drawn_bands_; }
+  static constexpr double kBandRowHeight = 16;
+  static constexpr int kBandHeight = 2;
+  static constexpr int kMaxBandLevels = 4;
   // What the last frame drew from group summaries: groups and their rows.
   size_t drawnGroups() const { return drawn_groups_; }
   size_t drawnGroupRows() const { return drawn_group_rows_; }
@@ -314,6 +333,7 @@ class TimelineView : public QWidget {
   std::optional<analysis::TimelineCall> selected_call_;
   std::vector<analysis::TimelineCall> drawn_calls_;
   std::vector<DrawnWait> drawn_waits_;
+  std::vector<DrawnBand> drawn_bands_;
   std::vector<analysis::TimelineMessage> drawn_messages_;  // arrows drawn, in drawing order
   std::optional<DrawnWait> hovered_wait_;
   size_t drawn_wait_arrows_ = 0;

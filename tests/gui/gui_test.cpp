@@ -219,6 +219,7 @@ class GuiTest : public QObject {
   void function_chart_equals_function_table();
   void message_matrix_equals_brute_force_and_click_finds_message();
   void summarized_call_is_one_run_of_its_colour();
+  void nesting_bands_equal_interval_executions();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -579,7 +580,8 @@ void GuiTest::selection_highlights_and_zooms() {
   for (const bool zoomed_out : {false, true}) {
     if (zoomed_out) view->showAll();
     const QImage shot = view->grab().toImage();
-    const int strip_y = view->plotRect().top() - 2, row_y = view->plotRect().top() + 2;
+    // row_y: the call's top line, under the nesting track (two levels).
+    const int strip_y = view->plotRect().top() - 2, row_y = view->plotRect().top() + 1 + 2 * TimelineView::kBandHeight;
     const int x = static_cast<int>(view->xOf(ns(kLoopStart + 550 * test::kUs)));
     QCOMPARE(shot.pixelColor(x, strip_y), QColor(255, 200, 0));
     QCOMPARE(shot.pixelColor(x, row_y), prof::gui::kind_color(analysis::TimelineKind::Collective));
@@ -1748,4 +1750,48 @@ void GuiTest::summarized_call_is_one_run_of_its_colour() {
                               .arg(window).arg(y).arg(width).arg(x1 - x0).arg(bucket_px)));
     }
   }
+}
+
+// The nesting track: per row and level, the bands drawn are the executions of
+// the intervals at that level, as the markers the test wrote delimit them
+// (interval 1 and 3 at level 1, interval 2 inside 1 at level 2).
+void GuiTest::nesting_bands_equal_interval_executions() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  // Iterations 2 (its end) to 6 (its interval 2 begun): executions cut at both edges.
+  const double from = ns(kLoopStart + 3 * kPeriod - 250 * test::kUs), to = ns(kLoopStart + 6 * kPeriod + 350 * test::kUs);
+  view->setRange(from, to);
+  const QImage image = view->grab().toImage();
+  QVERIFY(view->rowHeight() >= TimelineView::kBandRowHeight);
+  using Band = std::tuple<size_t, int, double, double>;
+  std::set<Band> expected, drawn;
+  // The markers in written order per row: begin ids 1, 2, 3 nest as the demo writes them.
+  std::map<size_t, std::vector<int64_t>> open;
+  for (const Written& w : trace.written()) {
+    if (w.function == "interval begin") {
+      open[w.row].push_back(w.enter);
+    } else if (w.function == "interval end") {
+      const int64_t start = open[w.row].back();
+      open[w.row].pop_back();
+      const int level = static_cast<int>(open[w.row].size()) + 1;
+      if (static_cast<double>(start) < to && static_cast<double>(w.enter) > from)
+        expected.insert({w.row, level, static_cast<double>(start), static_cast<double>(w.enter)});
+    }
+  }
+  for (const auto& b : view->drawnBands()) drawn.insert({b.row, b.level, b.start, b.end});
+  QCOMPARE(drawn.size(), view->drawnBands().size());  // each once
+  QCOMPARE(expected.size(), size_t{2 * 5 * 2});  // per rank: iterations 2 to 6, intervals 1 and 2
+  QVERIFY(drawn == expected);
+  // Drawn: level 2's band is dark inside interval 2 (iteration 4 at 500 us)
+  // and the pale track outside it (at 100 us, in interval 1 only).
+  const int top = view->plotRect().top() + 1;
+  const double t4 = ns(kLoopStart + 4 * kPeriod);
+  const int inside = static_cast<int>(view->xOf(t4 + ns(500 * test::kUs)));
+  const int outside = static_cast<int>(view->xOf(t4 + ns(100 * test::kUs)));
+  const QRgb track = qRgb(225, 228, 236);
+  QVERIFY(image.pixel(inside, top) != track);                              // level 1
+  QVERIFY(image.pixel(inside, top + TimelineView::kBandHeight) != track);  // level 2
+  QVERIFY(image.pixel(outside, top) != track);
+  QCOMPARE(image.pixel(outside, top + TimelineView::kBandHeight), track);
 }
