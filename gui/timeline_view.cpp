@@ -1231,25 +1231,43 @@ void TimelineView::setSelectedCall(std::optional<TimelineCall> call) {
   update();
 }
 
-std::optional<TimelineCall> TimelineView::findCall(std::string_view function, bool forward) {
-  if (!timeline_ || shown_.empty()) return std::nullopt;
+std::optional<TimelineCall> TimelineView::findCall(const std::vector<std::string>& functions, bool forward,
+                                                   const FindFilter& filter) {
+  wrapped_ = false;
+  if (!timeline_ || shown_.empty() || functions.empty()) return std::nullopt;
+  auto passes = [&](const TimelineCall& c) {
+    return static_cast<double>(c.duration) >= filter.min_duration && (filter.peer < 0 || c.peer == filter.peer);
+  };
+  // The first call after (forward) or before the anchor (e0, r0) in (enter,
+  // row) order; without an anchor row, from time e0 on every row.
+  auto search = [&](double e0, std::optional<size_t> r0) {
+    std::optional<TimelineCall> best;
+    for (size_t row : shown_) {
+      // Enters are whole ns: "after (e0, r0)" is enter >= e0 on later rows and
+      // enter >= e0 + 1 on the others; "before" is enter < e0 on r0 and later
+      // rows, enter < e0 + 1 on earlier ones.
+      double t = e0;
+      if (r0 && (forward ? row <= *r0 : row < *r0)) t = e0 + 1;
+      for (const std::string& function : functions) {
+        auto c = timeline_->find_call(row, function, t, forward);
+        while (c && !passes(*c))
+          c = timeline_->find_call(row, function, static_cast<double>(c->enter) + (forward ? 1 : 0), forward);
+        if (!c) continue;
+        const bool better = !best || (forward ? std::tie(c->enter, c->row) < std::tie(best->enter, best->row)
+                                              : std::tie(c->enter, c->row) > std::tie(best->enter, best->row));
+        if (better) best = c;
+      }
+    }
+    return best;
+  };
   // The anchor: (enter, row) of the selected call, or the range's start.
   const bool from_selection = selected_call_ && static_cast<double>(selected_call_->enter) >= from_ &&
                               static_cast<double>(selected_call_->enter) < to_;
-  const double e0 = from_selection ? static_cast<double>(selected_call_->enter) : from_;
-  const size_t r0 = from_selection ? selected_call_->row : 0;
-  std::optional<TimelineCall> best;
-  for (size_t row : shown_) {
-    // Enters are whole ns: "after (e0, r0)" is enter >= e0 on later rows and
-    // enter >= e0 + 1 on the others; "before" is enter < e0 on r0 and later
-    // rows, enter < e0 + 1 on earlier ones.
-    double t = e0;
-    if (from_selection && (forward ? row <= r0 : row < r0)) t = e0 + 1;
-    const auto c = timeline_->find_call(row, function, t, forward);
-    if (!c) continue;
-    const bool better = !best || (forward ? std::tie(c->enter, c->row) < std::tie(best->enter, best->row)
-                                          : std::tie(c->enter, c->row) > std::tie(best->enter, best->row));
-    if (better) best = c;
+  std::optional<TimelineCall> best =
+      from_selection ? search(static_cast<double>(selected_call_->enter), selected_call_->row) : search(from_, {});
+  if (!best) {
+    best = search(forward ? -1.0 : std::max(timeline_->end(), 0.0) + 1, {});
+    wrapped_ = best.has_value();
   }
   if (!best) return std::nullopt;
   selected_call_ = best;

@@ -67,6 +67,7 @@
 #include <QImage>
 #include <QTimer>
 #include <QWidget>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <memory>
@@ -198,13 +199,26 @@ class TimelineView : public QWidget {
   // A message's lines: ranks, bytes, tag, latency (send's enter to the receive's return).
   QStringList describeMessage(const analysis::TimelineMessage& m) const;
 
-  // Find: the next (forward) or previous call of an MPI function in time
-  // order (enter, then row) over the shown rows, from the selected call when
-  // it lies in the visible range, else from the range's start. The call found
-  // is selected (outlined), its row scrolled into sight, and the range moved
-  // (zoomed when it would be under 2 px) so that it shows; none found:
-  // nothing changes. Cost: one Timeline::find_call per shown row.
-  std::optional<analysis::TimelineCall> findCall(std::string_view function, bool forward);
+  // Find: the next (forward) or previous call of any of the MPI functions in
+  // time order (enter, then row) over the shown rows, from the selected call
+  // when it lies in the visible range, else from the range's start, passing
+  // the filter (at least min_duration ns long; with peer >= 0, that peer).
+  // None that way: the search wraps around (from the trace's start, or its
+  // end) and wrappedAround() says so. The call found is selected (outlined),
+  // its row scrolled into sight, and the range moved (zoomed when it would be
+  // under 2 px) so that it shows; none found: nothing changes. Cost: one
+  // Timeline::find_call per shown row and function, and one more per call
+  // the filter turns down.
+  struct FindFilter {
+    double min_duration = 0;  // ns
+    int peer = -1;            // -1: any
+  };
+  std::optional<analysis::TimelineCall> findCall(const std::vector<std::string>& functions, bool forward,
+                                                 const FindFilter& filter);
+  std::optional<analysis::TimelineCall> findCall(std::string_view function, bool forward) {
+    return findCall(std::vector<std::string>{std::string(function)}, forward, FindFilter{});
+  }
+  bool wrappedAround() const { return wrapped_; }
   const std::optional<analysis::TimelineCall>& selectedCall() const { return selected_call_; }
   void setSelectedCall(std::optional<analysis::TimelineCall> call);
   // The innermost interval execution on a row containing time t.
@@ -331,6 +345,7 @@ class TimelineView : public QWidget {
   static constexpr qint64 kWheelGestureMs = 400;
 
   std::optional<analysis::TimelineCall> selected_call_;
+  bool wrapped_ = false;  // the last find wrapped around
   std::vector<analysis::TimelineCall> drawn_calls_;
   std::vector<DrawnWait> drawn_waits_;
   std::vector<DrawnBand> drawn_bands_;

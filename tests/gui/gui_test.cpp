@@ -3,7 +3,10 @@
 // hit test, click, zoom to a dragged range and selection; damaged and unusable
 // traces give a dialog; --screenshot and --bench-frames as docs/interfaces.md
 // says. Every time in the trace is known, so every check is exact.
+#include <QCompleter>
+#include <QDoubleSpinBox>
 #include <QHeaderView>
+#include <QSpinBox>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
@@ -220,6 +223,7 @@ class GuiTest : public QObject {
   void message_matrix_equals_brute_force_and_click_finds_message();
   void summarized_call_is_one_run_of_its_colour();
   void nesting_bands_equal_interval_executions();
+  void find_by_substring_with_completion_and_filters();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -1080,10 +1084,17 @@ void GuiTest::find_goes_to_next_and_previous_call() {
   QCOMPARE(selected(), (std::pair<size_t, int64_t>{95, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
   QVERIFY(window.findNext(false));
   QCOMPARE(selected(), (std::pair<size_t, int64_t>{94, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
-  // Nothing before the first call: the selection stays.
+  // Nothing before the first call: the search wraps around to the last one
+  // (rank 95's of the last iteration), and the status bar says so.
   view->setRange(0, ns(test::kMs));
-  QVERIFY(!window.findNext(false));
-  QCOMPARE(selected(), (std::pair<size_t, int64_t>{94, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
+  QVERIFY(window.findNext(false));
+  QCOMPARE(selected(), (std::pair<size_t, int64_t>{95, static_cast<int64_t>(4 * test::kMs + 100 * test::kUs)}));
+  QVERIFY(view->wrappedAround());
+  QVERIFY(window.statusBar()->currentMessage().startsWith("(wrapped around to the end)"));
+  // And forward from there, back to the first.
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), (std::pair<size_t, int64_t>{0, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
+  QVERIFY(view->wrappedAround());
   // A name the trace lacks.
   window.findBox()->setText("MPI_Alltoallw");
   QVERIFY(!window.findNext(true));
@@ -1794,4 +1805,66 @@ void GuiTest::nesting_bands_equal_interval_executions() {
   QVERIFY(image.pixel(inside, top + TimelineView::kBandHeight) != track);  // level 2
   QVERIFY(image.pixel(outside, top) != track);
   QCOMPARE(image.pixel(outside, top + TimelineView::kBandHeight), track);
+}
+
+// Find: a part of a name in any case finds every function containing it; the
+// box completes names containing what is typed; filters skip calls shorter
+// than a duration or with another peer.
+void GuiTest::find_by_substring_with_completion_and_filters() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  MainWindow& window = loaded.window;
+  TimelineView* view = window.timelineView();
+  const double t3 = ns(kLoopStart + 3 * kPeriod);
+  auto selected = [&]() -> std::tuple<size_t, int64_t, std::string> {
+    const auto& c = view->selectedCall();
+    if (!c) return {999, -1, ""};
+    return {c->row, c->enter, std::string(c->function)};
+  };
+  // Completion: the names containing "REDUCE", whatever the case.
+  QCompleter* completer = window.findBox()->completer();
+  QVERIFY(completer);
+  completer->setCompletionPrefix("REDUCE");
+  QStringList completions;
+  for (int i = 0; completer->setCurrentRow(i); ++i) completions << completer->currentCompletion();
+  // (The trace defines more functions than the demo calls: every one that contains it.)
+  QVERIFY2(completions.contains("MPI_Allreduce") && !completions.contains("MPI_Send"), qPrintable(completions.join(",")));
+  for (const QString& c : completions) QVERIFY2(c.contains("reduce", Qt::CaseInsensitive), qPrintable(c));
+  completer->setCompletionPrefix("mpi_");
+  QStringList all;
+  for (int i = 0; completer->setCurrentRow(i); ++i) all << completer->currentCompletion();
+  for (const char* f : {"MPI_Allreduce", "MPI_Comm_rank", "MPI_Finalize", "MPI_Init", "MPI_Recv", "MPI_Send"})
+    QVERIFY2(all.contains(f), qPrintable(all.join(",") + " lacks " + f));
+  // A substring: "reduc" is the Allreduce; "_send"/"recv" alone pick one function each.
+  QCOMPARE(window.functionsMatching("reduc"), completions);
+  QCOMPARE(window.functionsMatching("mpi_send"), QStringList{"MPI_Send"});  // exact beats contains
+  QVERIFY(window.functionsMatching("mpi_").size() >= 6);
+  // "mpi_" from iteration 3's start: the next call of any function is rank 1's Recv at 50 us.
+  view->setRange(t3, t3 + ns(kPeriod));
+  view->setSelectedCall(std::nullopt);
+  window.findBox()->setText("mpi_");
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), (std::tuple<size_t, int64_t, std::string>{1, t3 + 50 * test::kUs, "MPI_Recv"}));
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), (std::tuple<size_t, int64_t, std::string>{0, t3 + 100 * test::kUs, "MPI_Send"}));
+  // Peer 1: only rank 0's sends (the Recv's peer is 0, the Allreduce's root 0).
+  window.findPeer()->setValue(1);
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), (std::tuple<size_t, int64_t, std::string>{0, t3 + ns(kPeriod) + 100 * test::kUs, "MPI_Send"}));
+  QVERIFY(window.findNext(false));
+  QCOMPARE(selected(), (std::tuple<size_t, int64_t, std::string>{0, t3 + 100 * test::kUs, "MPI_Send"}));
+  window.findPeer()->setValue(-1);
+  // At least 250 us: rank 0's Allreduce (300 us), not the Recv (150 us) nor rank 1's Allreduce (200 us).
+  window.findMinDuration()->setValue(250);
+  view->setRange(t3, t3 + ns(kPeriod));
+  view->setSelectedCall(std::nullopt);
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), (std::tuple<size_t, int64_t, std::string>{0, t3 + 400 * test::kUs, "MPI_Allreduce"}));
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), (std::tuple<size_t, int64_t, std::string>{0, t3 + ns(kPeriod) + 400 * test::kUs, "MPI_Allreduce"}));
+  // Nothing that long: not found, the selection stays.
+  window.findMinDuration()->setValue(5000);
+  QVERIFY(!window.findNext(true));
+  QCOMPARE(std::get<1>(selected()), static_cast<int64_t>(t3 + ns(kPeriod) + 400 * test::kUs));
+  QVERIFY(window.statusBar()->currentMessage().contains("passes the filters"));
 }
