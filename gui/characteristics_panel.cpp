@@ -205,6 +205,7 @@ void CharacteristicsPanel::clear(const QString& message) {
 void CharacteristicsPanel::setMatrixSource(std::function<analysis::TimelineMessageMatrix()> source) {
   matrix_source_ = std::move(source);
   matrix_stale_ = true;
+  ++matrix_generation_;  // an answer in flight is for the old source
   refreshMatrix();
 }
 
@@ -214,7 +215,29 @@ void CharacteristicsPanel::showMessagesTab() { tabs_->setCurrentWidget(matrix_pa
 void CharacteristicsPanel::refreshMatrix() {
   if (!matrix_stale_ || tabs_->currentWidget() != matrix_page_) return;
   matrix_stale_ = false;
-  matrix_->setMatrix(matrix_source_ ? matrix_source_() : analysis::TimelineMessageMatrix{});
+  const uint64_t generation = ++matrix_generation_;
+  if (!matrix_source_) return matrix_->setMatrix({});
+  matrix_->setComputing();
+  // The source holds the timeline (shared) and the range by value: the worker
+  // needs nothing of the panel's but the queued call back, which Qt drops
+  // if the panel is gone.
+  QThread* worker = QThread::create([this, source = matrix_source_, generation] {
+    auto matrix = std::make_shared<analysis::TimelineMessageMatrix>(source());
+    QMetaObject::invokeMethod(this, [this, matrix, generation] {
+      if (generation == matrix_generation_) matrix_->setMatrix(std::move(*matrix));
+    }, Qt::QueuedConnection);
+  });
+  connect(worker, &QThread::finished, worker, &QObject::deleteLater);
+  std::erase_if(matrix_workers_, [](const QPointer<QThread>& t) { return t.isNull(); });
+  matrix_workers_.emplace_back(worker);
+  worker->start();
+}
+
+bool CharacteristicsPanel::matrixComputing() const { return matrix_->computing(); }
+
+CharacteristicsPanel::~CharacteristicsPanel() {
+  for (const QPointer<QThread>& t : matrix_workers_)
+    if (t) t->wait();
 }
 
 QString CharacteristicsPanel::title() const { return title_->text(); }

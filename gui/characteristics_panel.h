@@ -7,11 +7,15 @@
 // raw number under NumberRole and the report's text on show; the function
 // profile also as a bar chart (FunctionChart), and the messages between ranks
 // as a matrix (MessageMatrixView), computed from the timeline only while its
-// tab is shown.
+// tab is shown, on a worker thread (every message of the range is read): the
+// tab says "computing" meanwhile, and only the latest request's answer is
+// shown (each request bumps a generation; older answers are dropped).
 // "Copy as report text" puts the interval's block of the text report
 // (report.h, the same writer as prof-analyze) on the clipboard.
 #pragma once
 
+#include <QPointer>
+#include <QThread>
 #include <QWidget>
 #include <functional>
 #include <memory>
@@ -37,6 +41,7 @@ class CharacteristicsPanel : public QWidget {
   static constexpr int KeyRole = Qt::UserRole + 1;  // the JSON report's key of a row or column
 
   explicit CharacteristicsPanel(QWidget* parent = nullptr);
+  ~CharacteristicsPanel() override;
   // Shows intervals[interval] of `analysis`; `scope` says what it covers
   // ("whole run", "visible range ...").
   void showInterval(std::shared_ptr<const analysis::Analysis> analysis, int interval, const QString& scope);
@@ -75,6 +80,8 @@ class CharacteristicsPanel : public QWidget {
   // range shown), called when the Messages tab is or becomes current; null: none.
   void setMatrixSource(std::function<analysis::TimelineMessageMatrix()> source);
   MessageMatrixView* messageMatrix() const { return matrix_; }
+  // A matrix is being computed for the tab (its answer not shown yet).
+  bool matrixComputing() const;
   void showMessagesTab();
 
  signals:
@@ -101,6 +108,8 @@ class CharacteristicsPanel : public QWidget {
   QWidget* matrix_page_ = nullptr;
   std::function<analysis::TimelineMessageMatrix()> matrix_source_;
   bool matrix_stale_ = false;
+  uint64_t matrix_generation_ = 0;
+  std::vector<QPointer<QThread>> matrix_workers_;  // waited for on destruction
   void refreshMatrix();
   QStandardItemModel* main_;
   QStandardItemModel* comparative_;

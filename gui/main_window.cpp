@@ -1,6 +1,10 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QCompleter>
+#include <QDoubleSpinBox>
+#include <QSpinBox>
+#include <QStringListModel>
 #include <QApplication>
 #include <QTabWidget>
 #include <QEventLoop>
@@ -145,8 +149,28 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   auto* next_button = new QPushButton(tr("Next"), timeline_area);
   connect(previous_button, &QPushButton::clicked, this, [this] { findNext(false); });
   connect(next_button, &QPushButton::clicked, this, [this] { findNext(true); });
+  // Completion over the trace's MPI functions (filled when a trace loads).
+  auto* completer = new QCompleter(new QStringListModel(find_), find_);
+  completer->setCaseSensitivity(Qt::CaseInsensitive);
+  completer->setFilterMode(Qt::MatchContains);
+  find_->setCompleter(completer);
+  find_min_us_ = new QDoubleSpinBox(timeline_area);
+  find_min_us_->setObjectName("findMinDuration");
+  find_min_us_->setRange(0, 1e9);
+  find_min_us_->setDecimals(3);
+  find_min_us_->setSuffix(tr(" us"));
+  find_min_us_->setPrefix(tr("at least "));
+  find_min_us_->setSpecialValueText(tr("any duration"));
+  find_peer_ = new QSpinBox(timeline_area);
+  find_peer_->setObjectName("findPeer");
+  find_peer_->setRange(-1, 1 << 30);
+  find_peer_->setValue(-1);
+  find_peer_->setPrefix(tr("peer "));
+  find_peer_->setSpecialValueText(tr("any peer"));
   bar->addWidget(new QLabel(tr("Find:"), timeline_area));
   bar->addWidget(find_, 1);
+  bar->addWidget(find_min_us_);
+  bar->addWidget(find_peer_);
   bar->addWidget(previous_button);
   bar->addWidget(next_button);
   bar->addStretch(1);
@@ -337,6 +361,18 @@ void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled)
     return;
   }
   session_ = session;
+  {
+    // The find box completes the trace's MPI function names.
+    QStringList names;
+    if (session_->timeline)
+      for (uint32_t name = 1; name < 65536; ++name) {
+        const std::string_view f = session_->timeline->function(name);
+        if (f == "(unknown)") break;
+        if (f.rfind("MPI_", 0) == 0) names << QString::fromUtf8(f.data(), static_cast<qsizetype>(f.size()));
+      }
+    names.sort();
+    static_cast<QStringListModel*>(find_->completer()->model())->setStringList(names);
+  }
   range_analysis_.reset();
   ++*range_generation_;  // a visible range's analysis of the previous trace is stale
   if (view_->timeline() != session->timeline.get()) view_->setTimeline(session->timeline);
@@ -508,22 +544,45 @@ QString MainWindow::functionNamed(const QString& text) const {
   return {};
 }
 
+QStringList MainWindow::functionsMatching(const QString& text) const {
+  const auto* timeline = view_->timeline();
+  const QString wanted = text.trimmed();
+  QStringList found;
+  if (!timeline || wanted.isEmpty()) return found;
+  const QString exact = functionNamed(wanted);
+  if (!exact.isEmpty()) return {exact};
+  for (uint32_t name = 1; name < 65536; ++name) {
+    const std::string_view f = timeline->function(name);
+    if (f == "(unknown)") break;
+    const QString candidate = QString::fromUtf8(f.data(), static_cast<qsizetype>(f.size()));
+    if (candidate.contains(wanted, Qt::CaseInsensitive)) found << candidate;
+  }
+  return found;
+}
+
 bool MainWindow::findNext(bool forward) {
-  const QString function = functionNamed(find_->text());
-  if (function.isEmpty()) {
+  const QStringList functions = functionsMatching(find_->text());
+  if (functions.isEmpty()) {
     statusBar()->showMessage(find_->text().trimmed().isEmpty()
                                  ? tr("Find: type an MPI function's name (Ctrl+F)")
                                  : tr("Find: the trace has no MPI function named '%1'").arg(find_->text().trimmed()));
     return false;
   }
-  const QByteArray name = function.toUtf8();
-  const auto call = view_->findCall(std::string_view(name.constData(), static_cast<size_t>(name.size())), forward);
+  std::vector<std::string> names;
+  for (const QString& f : functions) names.push_back(f.toStdString());
+  TimelineView::FindFilter filter;
+  filter.min_duration = find_min_us_->value() * 1e3;
+  filter.peer = find_peer_->value();
+  const auto call = view_->findCall(names, forward, filter);
+  const QString what = functions.size() == 1 ? functions[0] : tr("'%1'").arg(find_->text().trimmed());
   if (!call) {
-    statusBar()->showMessage(forward ? tr("Find: no later call of %1 in the shown rows").arg(function)
-                                     : tr("Find: no earlier call of %1 in the shown rows").arg(function));
+    statusBar()->showMessage(tr("Find: no call of %1 in the shown rows that passes the filters").arg(what));
     return false;
   }
-  statusBar()->showMessage(view_->describeCall(*call).join(", "));
+  const QString wrapped = view_->wrappedAround()
+                              ? (forward ? tr("(wrapped around to the start) ") : tr("(wrapped around to the end) "))
+                              : QString();
+  statusBar()->showMessage(wrapped + view_->describeCall(*call).join(", "));
   return true;
 }
 

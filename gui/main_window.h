@@ -7,9 +7,12 @@
 // timeline's visible range (an analysis of that window, run in the background,
 // the latest range winning).
 //
-// Above the timeline, a find box (Ctrl+F): Enter or F3 goes to the next call
-// of the MPI function typed (case-insensitive) over the shown rows, Shift+F3
-// to the previous one; the status bar describes the call found.
+// Above the timeline, a find box (Ctrl+F, completing the trace's MPI function
+// names): Enter or F3 goes to the next call of the MPI function typed, or of
+// every function whose name contains the text (case-insensitive), over the
+// shown rows, Shift+F3 to the previous one, wrapping around at either end;
+// filters beside it skip calls shorter than a duration or with another peer.
+// The status bar describes the call found.
 //
 // The range statistics (a tab beside the characteristics, brought forward by
 // View > Statistics of the visible range and after each zoom to a dragged
@@ -39,7 +42,9 @@
 
 #include "trace_session.h"
 
+class QDoubleSpinBox;
 class QLineEdit;
+class QSpinBox;
 class QMenu;
 class QProgressBar;
 class QPushButton;
@@ -96,6 +101,12 @@ class MainWindow : public QMainWindow {
   bool findNext(bool forward);
   // The trace's MPI function named `text`, ignoring case ("" when none).
   QString functionNamed(const QString& text) const;
+  // What the find box's text finds: the function of that name (ignoring
+  // case), else every function whose name contains it (ignoring case).
+  QStringList functionsMatching(const QString& text) const;
+  // The find filters: calls at least this long (us; 0: any), with this peer (-1: any).
+  QDoubleSpinBox* findMinDuration() const { return find_min_us_; }
+  QSpinBox* findPeer() const { return find_peer_; }
   // Computes the range statistics of the view (shown rows, visible range) and
   // brings their tab forward.
   void showRangeStatistics();
@@ -145,6 +156,8 @@ class MainWindow : public QMainWindow {
   bool filtering_ = false;  // the filter is changing the tree's rows
   int chosen_interval_ = -1;  // the last interval selected (kept while the filter hides it)
   QLineEdit* find_;
+  QDoubleSpinBox* find_min_us_;
+  QSpinBox* find_peer_;
   CharacteristicsPanel* panel_;
   RangeStatisticsPanel* range_statistics_;
   QTabWidget* right_tabs_;

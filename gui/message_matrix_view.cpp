@@ -19,6 +19,13 @@ MessageMatrixView::MessageMatrixView(QWidget* parent) : QWidget(parent) {
 
 void MessageMatrixView::setMatrix(analysis::TimelineMessageMatrix matrix) {
   matrix_ = std::move(matrix);
+  computing_ = false;
+  setQuantity(quantity_);
+}
+
+void MessageMatrixView::setComputing() {
+  matrix_ = {};
+  computing_ = true;
   setQuantity(quantity_);
 }
 
@@ -98,7 +105,8 @@ void MessageMatrixView::paintEvent(QPaintEvent*) {
   }
   if (matrix_.cells.empty()) {
     p.setPen(Qt::gray);
-    p.drawText(g, Qt::AlignCenter, matrix_.complete ? tr("No messages") : tr("Messages not paired yet"));
+    p.drawText(g, Qt::AlignCenter,
+               computing_ ? tr("computing...") : matrix_.complete ? tr("No messages") : tr("Messages not paired yet"));
   }
   // Smallest first, so where cells share a pixel the largest stays visible;
   // at least one pixel each, so no exchange vanishes.

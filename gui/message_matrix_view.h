@@ -4,7 +4,8 @@
 // cell). Cells are laid on a square grid of ranks x ranks; with more ranks than
 // pixels several ranks share a pixel and the largest cell drawn there shows.
 // Only the pairs that exchanged messages are drawn (the matrix is sparse). A
-// tooltip gives the pair's figures; a click emits its first message.
+// tooltip gives the pair's figures; a click emits its first message. While
+// its owner computes a new matrix (setComputing), the grid says "computing".
 #pragma once
 
 #include <QWidget>
@@ -20,6 +21,9 @@ class MessageMatrixView : public QWidget {
   explicit MessageMatrixView(QWidget* parent = nullptr);
   void setMatrix(analysis::TimelineMessageMatrix matrix);
   const analysis::TimelineMessageMatrix& matrix() const { return matrix_; }
+  // A matrix is being computed: the grid says so until setMatrix.
+  void setComputing();
+  bool computing() const { return computing_; }
   void setQuantity(Quantity q);
   Quantity quantity() const { return quantity_; }
   // The quantity of a cell, and its colour (white: zero, dark red: the largest).
@@ -43,6 +47,7 @@ class MessageMatrixView : public QWidget {
   analysis::TimelineMessageMatrix matrix_;
   Quantity quantity_ = Quantity::Bytes;
   double largest_ = 0;
+  bool computing_ = false;
 };
 
 }  // namespace prof::gui

@@ -496,6 +496,8 @@ void TimelineView::paintEvent(QPaintEvent*) {
   p.fillRect(rect(), QColor(background_rgb()));
   drawn_calls_.clear();
   drawn_waits_.clear();
+  drawn_messages_.clear();
+  drawn_bands_.clear();
   summarized_rows_ = drawn_arrows_ = drawn_wait_arrows_ = 0;
   if (!timeline_) {
     p.drawText(rect(), Qt::AlignCenter, tr("No trace: File > Open"));
@@ -577,10 +579,30 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
   const double scale = image.width() / (to_ - from_);
   auto x_of = [&](double t) { return (t - from_) * scale; };
   const QRgb user = kind_color(TimelineKind::User).rgb();
+  // The nesting track: as many bands as the tree has levels below the root.
+  const std::vector<analysis::TimelineNode> nodes = timeline_->nodes();
+  int levels = 0;
+  for (const auto& n : nodes) levels = std::max(levels, n.level);
+  levels = std::min(levels, kMaxBandLevels);
+  const int track = row_h >= kBandRowHeight ? levels * kBandHeight : 0;
   for (const auto& answer_row : answer.rows) {
     const double slot = slotTop(answer_row.row);
     const int top = static_cast<int>(slot);
-    const int y0 = top + (row_h >= 6 ? 1 : 0);
+    if (track > 0 && !answer_row.summarized) {
+      // Darker the deeper, over a pale track.
+      canvas.fill(0, canvas.width, top + 1, top + 1 + track, qRgb(225, 228, 236));
+      for (const auto& e : answer_row.executions) {
+        const int level = e.node < nodes.size() ? nodes[e.node].level : 0;
+        if (level < 1 || level > levels) continue;
+        const int x0 = static_cast<int>(std::floor(x_of(e.start)));
+        const int x1 = std::max(x0 + 1, static_cast<int>(std::ceil(x_of(e.end))));
+        const int b0 = top + 1 + (level - 1) * kBandHeight;
+        const int shade = 170 - 30 * (level - 1);
+        canvas.fill(x0, x1, b0, b0 + kBandHeight, qRgb(shade - 40, shade - 20, shade + 40));
+        drawn_bands_.push_back({answer_row.row, level, e.start, e.end, e.node});
+      }
+    }
+    const int y0 = top + (row_h >= 6 ? 1 : 0) + (answer_row.summarized ? 0 : track);
     const int y1 = std::max(y0 + 1, static_cast<int>(slot + row_h) - (row_h >= 6 ? 2 : 0));
     const int h = y1 - y0;
     if (answer_row.summarized) {
@@ -590,11 +612,17 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
       static constexpr TimelineKind order[] = {TimelineKind::Collective, TimelineKind::AllToAll,
                                                TimelineKind::PointToPoint, TimelineKind::OtherMpi,
                                                TimelineKind::Marker, TimelineKind::User};
+      // Both edges of a bucket from its index, so that neighbours share the
+      // column edge: b0 + width and the next bucket's start may differ by an
+      // ulp, and a floor on either side of a whole pixel left a 1-px gap.
+      auto edge = [&](size_t i) {
+        return static_cast<int>(
+            std::floor(x_of(answer_row.bucket_from + static_cast<double>(i) * answer_row.bucket_width)));
+      };
       for (size_t i = 0; i < answer_row.buckets.size(); ++i) {
         const auto& b = answer_row.buckets[i];
-        const double b0 = answer_row.bucket_from + static_cast<double>(i) * answer_row.bucket_width;
-        const int x0 = static_cast<int>(std::floor(x_of(b0)));
-        const int x1 = std::max(x0 + 1, static_cast<int>(std::floor(x_of(b0 + answer_row.bucket_width))));
+        const int x0 = edge(i);
+        const int x1 = std::max(x0 + 1, edge(i + 1));
         double cumulative = 0;
         int y = y1;
         for (TimelineKind k : order) {
@@ -780,6 +808,7 @@ void TimelineView::drawOverlays(QPainter& p, const analysis::TimelineAnswer& ans
       const QPointF a(xOf(static_cast<double>(m.send_enter)), rowCenterY(m.send_row));
       const QPointF b(xOf(static_cast<double>(m.recv_leave)), rowCenterY(m.recv_row));
       p.drawLine(a, b);
+      drawn_messages_.push_back(m);
       const QLineF line(b, a);
       if (line.length() > 6) {
         const double angle = std::atan2(a.y() - b.y(), a.x() - b.x());
@@ -1043,8 +1072,26 @@ QString TimelineView::tooltipAt(QPoint pos) const {
   if (timeline_ && grouped()) return groupTooltip(pos);
   const auto call = callAt(pos);
   const auto wait = waitAt(pos);
-  if (!call && !wait) return {};
+  const auto message = messageAt(pos);
   QStringList lines;
+  if (message) {
+    // The arrow first: it lies over calls and user code alike.
+    lines << describeMessage(*message);
+    lines[0] = QStringLiteral("<b>%1</b>").arg(lines[0]);
+    if (call || wait) lines << QString();
+  }
+  if (!call && !wait) {
+    const int row = rowAt(pos.y());
+    const QRect plot = plotRect();
+    if (row < 0 || pos.x() < plot.left() || pos.x() > plot.right()) return lines.join("<br>");
+    if (const auto span = userCodeAt(static_cast<size_t>(row), timeAt(pos.x() + 0.5))) {
+      if (message) lines << QString();
+      QStringList about = describeUserCode(*span);
+      about[0] = QStringLiteral("<b>%1</b>").arg(about[0]);
+      lines << about;
+    }
+    return lines.join("<br>");
+  }
   if (wait) {
     // The wait first: its kind, the late partner and how long.
     const auto partner = timeline_->call(wait->partner_row, wait->partner_index);
@@ -1095,30 +1142,132 @@ QStringList TimelineView::describeCall(const TimelineCall& c) const {
   return lines;
 }
 
+std::optional<TimelineView::UserSpan> TimelineView::userCodeAt(size_t row, double t) const {
+  if (!timeline_ || row >= timeline_->rows().size()) return std::nullopt;
+  // The nearest MPI calls on either side (markers skipped: an annotation, not a call).
+  // Enters are whole ns: the last entering at or before t, the first after it.
+  auto neighbour = [&](bool forward) {
+    std::optional<TimelineCall> c = timeline_->find_call(row, {}, std::floor(t) + 1, forward);
+    while (c && c->kind == TimelineKind::Marker)
+      c = forward ? timeline_->call(row, c->index + 1)
+                  : c->index > 0 ? timeline_->call(row, c->index - 1) : std::nullopt;
+    return c;
+  };
+  UserSpan span;
+  span.row = row;
+  span.before = neighbour(false);
+  if (span.before && static_cast<double>(span.before->leave()) > t) return std::nullopt;  // inside that call
+  span.after = neighbour(true);
+  // The rank's run: its root execution (node 0) bounds the span at either end.
+  std::optional<analysis::TimelineExecution> run;
+  if (!span.before || !span.after)
+    for (const auto& e : timeline_->executions(row))
+      if (e.node == 0) {
+        run = e;
+        break;
+      }
+  span.from = span.before ? static_cast<double>(span.before->leave()) : run ? run->start : 0;
+  span.to = span.after ? static_cast<double>(span.after->enter) : run ? run->end : timeline_->end();
+  if (!(t >= span.from && t <= span.to) || !(span.to > span.from)) return std::nullopt;
+  return span;
+}
+
+QStringList TimelineView::describeUserCode(const UserSpan& span) const {
+  auto name = [](const std::optional<TimelineCall>& c) {
+    return QString::fromUtf8(c->function.data(), static_cast<int>(c->function.size()));
+  };
+  QStringList lines;
+  lines << tr("UserCode (user code)");
+  const auto& row = timeline_->rows()[span.row];
+  lines << tr("rank %1, thread %2").arg(row.rank).arg(row.stream);
+  lines << tr("from %1 s (%2)").arg(QString::number(span.from / 1e9, 'f', 9),
+                                     span.before ? tr("after %1").arg(name(span.before)) : tr("the rank's start"));
+  lines << tr("to %1 s (%2)").arg(QString::number(span.to / 1e9, 'f', 9),
+                                   span.after ? tr("before %1").arg(name(span.after)) : tr("the rank's end"));
+  lines << tr("duration %1").arg(duration_text(span.to - span.from));
+  return lines;
+}
+
+std::optional<analysis::TimelineMessage> TimelineView::messageAt(QPoint pos) const {
+  std::optional<analysis::TimelineMessage> best;
+  double best_distance = 3;
+  const QPointF p(pos);
+  for (const auto& m : drawn_messages_) {
+    const QPointF a(xOf(static_cast<double>(m.send_enter)), rowCenterY(m.send_row));
+    const QPointF b(xOf(static_cast<double>(m.recv_leave)), rowCenterY(m.recv_row));
+    // Distance to the segment a-b.
+    const QPointF ab = b - a;
+    const double length2 = QPointF::dotProduct(ab, ab);
+    const double u = length2 > 0 ? std::clamp(QPointF::dotProduct(p - a, ab) / length2, 0.0, 1.0) : 0.0;
+    const QPointF d = p - (a + u * ab);
+    const double distance = std::hypot(d.x(), d.y());
+    if (distance <= best_distance) {
+      best = m;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+QStringList TimelineView::describeMessage(const analysis::TimelineMessage& m) const {
+  const auto& rows = timeline_->rows();
+  const auto send = timeline_->call(m.send_row, m.send_index);
+  QStringList lines;
+  lines << tr("Message rank %1 to rank %2").arg(rows[m.send_row].rank).arg(rows[m.recv_row].rank);
+  if (send) {
+    lines << tr("bytes %1, tag %2").arg(send->bytes).arg(send->tag);
+    lines << tr("sent by %1 at %2 s")
+                 .arg(QString::fromUtf8(send->function.data(), static_cast<int>(send->function.size())),
+                      QString::number(static_cast<double>(m.send_enter) / 1e9, 'f', 9));
+  }
+  lines << tr("received at %1 s").arg(QString::number(static_cast<double>(m.recv_leave) / 1e9, 'f', 9));
+  lines << tr("latency %1 (the send's enter to the receive's return)")
+               .arg(duration_text(static_cast<double>(m.recv_leave - m.send_enter)));
+  return lines;
+}
+
 void TimelineView::setSelectedCall(std::optional<TimelineCall> call) {
   selected_call_ = std::move(call);
   update();
 }
 
-std::optional<TimelineCall> TimelineView::findCall(std::string_view function, bool forward) {
-  if (!timeline_ || shown_.empty()) return std::nullopt;
+std::optional<TimelineCall> TimelineView::findCall(const std::vector<std::string>& functions, bool forward,
+                                                   const FindFilter& filter) {
+  wrapped_ = false;
+  if (!timeline_ || shown_.empty() || functions.empty()) return std::nullopt;
+  auto passes = [&](const TimelineCall& c) {
+    return static_cast<double>(c.duration) >= filter.min_duration && (filter.peer < 0 || c.peer == filter.peer);
+  };
+  // The first call after (forward) or before the anchor (e0, r0) in (enter,
+  // row) order; without an anchor row, from time e0 on every row.
+  auto search = [&](double e0, std::optional<size_t> r0) {
+    std::optional<TimelineCall> best;
+    for (size_t row : shown_) {
+      // Enters are whole ns: "after (e0, r0)" is enter >= e0 on later rows and
+      // enter >= e0 + 1 on the others; "before" is enter < e0 on r0 and later
+      // rows, enter < e0 + 1 on earlier ones.
+      double t = e0;
+      if (r0 && (forward ? row <= *r0 : row < *r0)) t = e0 + 1;
+      for (const std::string& function : functions) {
+        auto c = timeline_->find_call(row, function, t, forward);
+        while (c && !passes(*c))
+          c = timeline_->find_call(row, function, static_cast<double>(c->enter) + (forward ? 1 : 0), forward);
+        if (!c) continue;
+        const bool better = !best || (forward ? std::tie(c->enter, c->row) < std::tie(best->enter, best->row)
+                                              : std::tie(c->enter, c->row) > std::tie(best->enter, best->row));
+        if (better) best = c;
+      }
+    }
+    return best;
+  };
   // The anchor: (enter, row) of the selected call, or the range's start.
   const bool from_selection = selected_call_ && static_cast<double>(selected_call_->enter) >= from_ &&
                               static_cast<double>(selected_call_->enter) < to_;
-  const double e0 = from_selection ? static_cast<double>(selected_call_->enter) : from_;
-  const size_t r0 = from_selection ? selected_call_->row : 0;
-  std::optional<TimelineCall> best;
-  for (size_t row : shown_) {
-    // Enters are whole ns: "after (e0, r0)" is enter >= e0 on later rows and
-    // enter >= e0 + 1 on the others; "before" is enter < e0 on r0 and later
-    // rows, enter < e0 + 1 on earlier ones.
-    double t = e0;
-    if (from_selection && (forward ? row <= r0 : row < r0)) t = e0 + 1;
-    const auto c = timeline_->find_call(row, function, t, forward);
-    if (!c) continue;
-    const bool better = !best || (forward ? std::tie(c->enter, c->row) < std::tie(best->enter, best->row)
-                                          : std::tie(c->enter, c->row) > std::tie(best->enter, best->row));
-    if (better) best = c;
+  std::optional<TimelineCall> best =
+      from_selection ? search(static_cast<double>(selected_call_->enter), selected_call_->row) : search(from_, {});
+  if (!best) {
+    best = search(forward ? -1.0 : std::max(timeline_->end(), 0.0) + 1, {});
+    wrapped_ = best.has_value();
   }
   if (!best) return std::nullopt;
   selected_call_ = best;

@@ -16,7 +16,10 @@
 // outside MPI calls after an MPI_Irecv; a collective member until the last
 // member enters): their tooltip names the kind, the late partner and how
 // long, and a dashed arrow joins each to the partner's call that released it
-// (every wait in view when few, else the one under the mouse). The selected interval is outlined
+// (every wait in view when few, else the one under the mouse). Tooltips also
+// name the user code between calls (UserCode, from and to the neighbouring
+// MPI calls) and the message under an arrow (bytes, tag, latency); each kind
+// has a describe* function that gives its lines. The selected interval is outlined
 // in the rows' 1-px margins and marked in a strip at the ruler's foot, never
 // painted over the calls.
 //
@@ -51,6 +54,10 @@
 // after back() drops the entries ahead. Entries compare by range and row
 // zoom only, so scrolling rows alone records nothing. Wheel zooms less
 // than 400 ms apart are one gesture and leave one entry.
+// Interval nesting: rows drawn call by call (and tall enough) keep a track at
+// their top, a band per level of the interval tree, each execution in the
+// query's answer drawn in its level's band; rows drawn from summaries have
+// no executions in the answer, and no track.
 // A right click on a row label opens the row menu (hide it, show only its
 // rank, show all). A click on a call emits callClicked (its innermost
 // interval execution's node). Times are ns from the trace's start.
@@ -60,6 +67,7 @@
 #include <QImage>
 #include <QTimer>
 #include <QWidget>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <memory>
@@ -175,14 +183,42 @@ class TimelineView : public QWidget {
   QString tooltipAt(QPoint p) const;
   // The tooltip's lines for a call (function and kind first).
   QStringList describeCall(const analysis::TimelineCall& c) const;
+  // User code on a row at time t: the span between the MPI calls around t
+  // (markers do not split it), from the previous call's leave (else the
+  // rank's start) to the next call's enter (else the rank's end). None on a
+  // call or outside the rank's run.
+  struct UserSpan {
+    size_t row = 0;
+    double from = 0, to = 0;  // ns
+    std::optional<analysis::TimelineCall> before, after;
+  };
+  std::optional<UserSpan> userCodeAt(size_t row, double t) const;
+  QStringList describeUserCode(const UserSpan& span) const;
+  // The message arrow drawn within 3 px of a point (the nearest), if any.
+  std::optional<analysis::TimelineMessage> messageAt(QPoint p) const;
+  // A message's lines: ranks, bytes, tag, latency (send's enter to the receive's return).
+  QStringList describeMessage(const analysis::TimelineMessage& m) const;
 
-  // Find: the next (forward) or previous call of an MPI function in time
-  // order (enter, then row) over the shown rows, from the selected call when
-  // it lies in the visible range, else from the range's start. The call found
-  // is selected (outlined), its row scrolled into sight, and the range moved
-  // (zoomed when it would be under 2 px) so that it shows; none found:
-  // nothing changes. Cost: one Timeline::find_call per shown row.
-  std::optional<analysis::TimelineCall> findCall(std::string_view function, bool forward);
+  // Find: the next (forward) or previous call of any of the MPI functions in
+  // time order (enter, then row) over the shown rows, from the selected call
+  // when it lies in the visible range, else from the range's start, passing
+  // the filter (at least min_duration ns long; with peer >= 0, that peer).
+  // None that way: the search wraps around (from the trace's start, or its
+  // end) and wrappedAround() says so. The call found is selected (outlined),
+  // its row scrolled into sight, and the range moved (zoomed when it would be
+  // under 2 px) so that it shows; none found: nothing changes. Cost: one
+  // Timeline::find_call per shown row and function, and one more per call
+  // the filter turns down.
+  struct FindFilter {
+    double min_duration = 0;  // ns
+    int peer = -1;            // -1: any
+  };
+  std::optional<analysis::TimelineCall> findCall(const std::vector<std::string>& functions, bool forward,
+                                                 const FindFilter& filter);
+  std::optional<analysis::TimelineCall> findCall(std::string_view function, bool forward) {
+    return findCall(std::vector<std::string>{std::string(function)}, forward, FindFilter{});
+  }
+  bool wrappedAround() const { return wrapped_; }
   const std::optional<analysis::TimelineCall>& selectedCall() const { return selected_call_; }
   void setSelectedCall(std::optional<analysis::TimelineCall> call);
   // The innermost interval execution on a row containing time t.
@@ -225,6 +261,21 @@ class TimelineView : public QWidget {
   static constexpr double kGroupRowHeight = 3;
   static constexpr double kLabelRowHeight = 12;
   static constexpr double kMaxRowHeight = 44;
+  // Interval nesting: rows drawn call by call and at least kBandRowHeight px
+  // high keep a track at their top, one band of kBandHeight px per level of
+  // the interval tree (level 1 at the top, at most kMaxBandLevels), each
+  // execution of an interval drawn in its level's band. The bands the last
+  // frame drew (every execution overlapping the range, clipped to nothing):
+  struct DrawnBand {
+    size_t row;
+    int level;
+    double start, end;  // ns, the execution's
+    uint32_t node;
+  };
+  const std::vector<DrawnBand>& drawnBands() const { return drawn_bands_; }
+  static constexpr double kBandRowHeight = 16;
+  static constexpr int kBandHeight = 2;
+  static constexpr int kMaxBandLevels = 4;
   // What the last frame drew from group summaries: groups and their rows.
   size_t drawnGroups() const { return drawn_groups_; }
   size_t drawnGroupRows() const { return drawn_group_rows_; }
@@ -294,8 +345,11 @@ class TimelineView : public QWidget {
   static constexpr qint64 kWheelGestureMs = 400;
 
   std::optional<analysis::TimelineCall> selected_call_;
+  bool wrapped_ = false;  // the last find wrapped around
   std::vector<analysis::TimelineCall> drawn_calls_;
   std::vector<DrawnWait> drawn_waits_;
+  std::vector<DrawnBand> drawn_bands_;
+  std::vector<analysis::TimelineMessage> drawn_messages_;  // arrows drawn, in drawing order
   std::optional<DrawnWait> hovered_wait_;
   size_t drawn_wait_arrows_ = 0;
   size_t summarized_rows_ = 0, drawn_arrows_ = 0, drawn_groups_ = 0, drawn_group_rows_ = 0;

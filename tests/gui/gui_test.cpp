@@ -3,7 +3,10 @@
 // hit test, click, zoom to a dragged range and selection; damaged and unusable
 // traces give a dialog; --screenshot and --bench-frames as docs/interfaces.md
 // says. Every time in the trace is known, so every check is exact.
+#include <QCompleter>
+#include <QDoubleSpinBox>
 #include <QHeaderView>
+#include <QSpinBox>
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
@@ -218,6 +221,9 @@ class GuiTest : public QObject {
   void overview_strip_marks_range_and_centres_on_click();
   void function_chart_equals_function_table();
   void message_matrix_equals_brute_force_and_click_finds_message();
+  void summarized_call_is_one_run_of_its_colour();
+  void nesting_bands_equal_interval_executions();
+  void find_by_substring_with_completion_and_filters();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -426,8 +432,30 @@ void GuiTest::hit_test_gives_tooltip() {
   const QString recv_tip = view->tooltipAt(recv);
   for (const char* part : {"MPI_Recv", "rank 1", "peer 0", "tag 7", "duration 150.000 us"})
     QVERIFY2(recv_tip.contains(part), qPrintable(recv_tip + " lacks " + part));
-  // User code between calls: no call there.
-  QVERIFY(view->tooltipAt(QPoint(static_cast<int>(view->xOf(t + ns(250 * test::kUs))), view->rowCenterY(0))).isEmpty());
+  // User code between calls (interval 2's begin marker at 300 us does not split it): the span between
+  // the Send's leave and the Allreduce's enter.
+  view->grab();
+  const QString user = view->tooltipAt(QPoint(static_cast<int>(view->xOf(t + ns(250 * test::kUs))), view->rowCenterY(0)));
+  QVERIFY2(user.startsWith("<b>UserCode"), qPrintable(user));
+  for (const QString& part : {QStringLiteral("rank 0"), QStringLiteral("after MPI_Send"), QStringLiteral("before MPI_Allreduce"),
+                              QStringLiteral("from %1 s").arg(QString::number((t + ns(150 * test::kUs)) / 1e9, 'f', 9)),
+                              QStringLiteral("to %1 s").arg(QString::number((t + ns(400 * test::kUs)) / 1e9, 'f', 9)),
+                              QStringLiteral("duration 250.000 us")})
+    QVERIFY2(user.contains(part), qPrintable(user + " lacks " + part));
+  QVERIFY2(!user.contains("Message"), qPrintable(user));
+  // The message's arrow, halfway from the Send's enter (rank 0) to the Recv's return (rank 1).
+  QCOMPARE(view->drawnArrows(), size_t{1});
+  const QPoint arrow(static_cast<int>(std::lround(view->xOf(t + ns(150 * test::kUs)))),
+                     (view->rowCenterY(0) + view->rowCenterY(1)) / 2);
+  const QString message = view->tooltipAt(arrow);
+  QVERIFY2(message.startsWith("<b>Message rank 0 to rank 1</b>"), qPrintable(message));
+  for (const char* part : {"bytes 64, tag 7", "sent by MPI_Send", "latency 100.000 us"})
+    QVERIFY2(message.contains(part), qPrintable(message + " lacks " + part));
+  // Arrows off: no message there.
+  view->setArrows(false);
+  view->grab();
+  QVERIFY(!view->tooltipAt(arrow).contains("Message"));
+  view->setArrows(true);
   // The whole run in a narrow view (118 px, 365 calls a row): rows are summarized and the hit test gives
   // the longest call of the pixel.
   TimelineView narrow;
@@ -559,7 +587,8 @@ void GuiTest::selection_highlights_and_zooms() {
   for (const bool zoomed_out : {false, true}) {
     if (zoomed_out) view->showAll();
     const QImage shot = view->grab().toImage();
-    const int strip_y = view->plotRect().top() - 2, row_y = view->plotRect().top() + 2;
+    // row_y: the call's top line, under the nesting track (two levels).
+    const int strip_y = view->plotRect().top() - 2, row_y = view->plotRect().top() + 1 + 2 * TimelineView::kBandHeight;
     const int x = static_cast<int>(view->xOf(ns(kLoopStart + 550 * test::kUs)));
     QCOMPARE(shot.pixelColor(x, strip_y), QColor(255, 200, 0));
     QCOMPARE(shot.pixelColor(x, row_y), prof::gui::kind_color(analysis::TimelineKind::Collective));
@@ -1058,10 +1087,17 @@ void GuiTest::find_goes_to_next_and_previous_call() {
   QCOMPARE(selected(), (std::pair<size_t, int64_t>{95, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
   QVERIFY(window.findNext(false));
   QCOMPARE(selected(), (std::pair<size_t, int64_t>{94, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
-  // Nothing before the first call: the selection stays.
+  // Nothing before the first call: the search wraps around to the last one
+  // (rank 95's of the last iteration), and the status bar says so.
   view->setRange(0, ns(test::kMs));
-  QVERIFY(!window.findNext(false));
-  QCOMPARE(selected(), (std::pair<size_t, int64_t>{94, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
+  QVERIFY(window.findNext(false));
+  QCOMPARE(selected(), (std::pair<size_t, int64_t>{95, static_cast<int64_t>(4 * test::kMs + 100 * test::kUs)}));
+  QVERIFY(view->wrappedAround());
+  QVERIFY(window.statusBar()->currentMessage().startsWith("(wrapped around to the end)"));
+  // And forward from there, back to the first.
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), (std::pair<size_t, int64_t>{0, static_cast<int64_t>(2 * test::kMs + 100 * test::kUs)}));
+  QVERIFY(view->wrappedAround());
   // A name the trace lacks.
   window.findBox()->setText("MPI_Alltoallw");
   QVERIFY(!window.findNext(true));
@@ -1627,7 +1663,11 @@ void GuiTest::message_matrix_equals_brute_force_and_click_finds_message() {
   CharacteristicsPanel* panel = loaded.window.panel();
   panel->showMessagesTab();
   gui::MessageMatrixView* matrix = panel->messageMatrix();
+  // Computed on a worker: until its answer comes back the tab says so.
+  QVERIFY(panel->matrixComputing());
+  QVERIFY(matrix->matrix().cells.empty());
   auto expect = [&](double from, double to) {
+    QTRY_VERIFY_WITH_TIMEOUT(!panel->matrixComputing(), 20000);
     uint64_t messages = 0;
     double time = 0;
     int64_t first_recv = -1;
@@ -1670,4 +1710,164 @@ void GuiTest::message_matrix_equals_brute_force_and_click_finds_message() {
   QTRY_VERIFY_WITH_TIMEOUT(panel->scope().startsWith("Visible range 0.006000"), 20000);
   expect(from, to);
   QCOMPARE(matrix->matrix().find(0, 1)->messages, uint64_t{3});
+}
+
+namespace {
+// The runs of `colour` along one pixel row of an image, inside [x0, x1).
+int runs_of(const QImage& image, int y, int x0, int x1, QRgb colour) {
+  int runs = 0;
+  bool in = false;
+  for (int x = x0; x < x1; ++x) {
+    const bool now = image.pixel(x, y) == colour;
+    runs += now && !in;
+    in = now;
+  }
+  return runs;
+}
+}  // namespace
+
+void GuiTest::summarized_call_is_one_run_of_its_colour() {
+  // One rank: calls of 400 ns every 800 ns from 1 to 20 ms, an Allreduce of
+  // 1.7 ms, dense calls again to 40 ms, Finalize at 10 s (leaves of about
+  // 100 us: a 10 ms window is drawn from them).
+  test::TraceBuilder b(1);
+  b.init(0, 0, 1000);
+  constexpr uint64_t kAllreduce = 20 * test::kMs, kLong = 1700 * test::kUs;
+  for (uint64_t t = test::kMs; t + 800 <= kAllreduce; t += 800) b.other(0, test::CommRank, t, t + 400);
+  b.collective(0, test::Allreduce, kAllreduce, kAllreduce + kLong);
+  for (uint64_t t = kAllreduce + kLong; t + 800 <= 40 * test::kMs; t += 800) b.other(0, test::CommRank, t, t + 400);
+  b.finalize(0, 10000 * test::kMs, 10000 * test::kMs + 1000);
+  b.close();
+  LoadedWindow loaded(QString::fromStdString(b.dir()));
+  TimelineView* view = loaded.window.timelineView();
+  const QRgb collective = prof::gui::kind_color(analysis::TimelineKind::Collective).rgb();
+  const QRect plot = view->plotRect();
+  // Windows drawn from pyramid levels (200 ms), from the leaves (10 ms) and
+  // from the calls summarized (4 ms, a bucket a pixel): the Allreduce is one
+  // run of its colour on every pixel row of the row's slot, as wide as the call.
+  for (const double window : {200e6, 10e6, 4e6}) {
+    const double from = std::max(0.0, ns(kAllreduce) - window / 2);
+    view->setRange(from, from + window);
+    const QImage image = view->grab().toImage();
+    QCOMPARE(view->summarizedRows(), size_t{1});
+    const int x0 = static_cast<int>(std::floor(view->xOf(ns(kAllreduce))));
+    const int x1 = static_cast<int>(std::ceil(view->xOf(ns(kAllreduce + kLong))));
+    const int top = plot.top() + 1, bottom = plot.top() + static_cast<int>(view->rowHeight()) - 3;
+    for (int y = top; y <= bottom; ++y) {
+      QCOMPARE(runs_of(image, y, plot.left(), plot.right(), collective), 1);
+      int width = 0;
+      for (int x = plot.left(); x < plot.right(); ++x) width += image.pixel(x, y) == collective;
+      // Buckets partly covered at either end: a bucket at most on each side.
+      const double bucket_px = view->drawnBucketWidth(0) * plot.width() / window;
+      QVERIFY2(std::abs(width - (x1 - x0)) <= 2 * bucket_px + 2,
+               qPrintable(QStringLiteral("window %1 y %2: %3 px, the call %4 px, buckets %5 px")
+                              .arg(window).arg(y).arg(width).arg(x1 - x0).arg(bucket_px)));
+    }
+  }
+}
+
+// The nesting track: per row and level, the bands drawn are the executions of
+// the intervals at that level, as the markers the test wrote delimit them
+// (interval 1 and 3 at level 1, interval 2 inside 1 at level 2).
+void GuiTest::nesting_bands_equal_interval_executions() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  // Iterations 2 (its end) to 6 (its interval 2 begun): executions cut at both edges.
+  const double from = ns(kLoopStart + 3 * kPeriod - 250 * test::kUs), to = ns(kLoopStart + 6 * kPeriod + 350 * test::kUs);
+  view->setRange(from, to);
+  const QImage image = view->grab().toImage();
+  QVERIFY(view->rowHeight() >= TimelineView::kBandRowHeight);
+  using Band = std::tuple<size_t, int, double, double>;
+  std::set<Band> expected, drawn;
+  // The markers in written order per row: begin ids 1, 2, 3 nest as the demo writes them.
+  std::map<size_t, std::vector<int64_t>> open;
+  for (const Written& w : trace.written()) {
+    if (w.function == "interval begin") {
+      open[w.row].push_back(w.enter);
+    } else if (w.function == "interval end") {
+      const int64_t start = open[w.row].back();
+      open[w.row].pop_back();
+      const int level = static_cast<int>(open[w.row].size()) + 1;
+      if (static_cast<double>(start) < to && static_cast<double>(w.enter) > from)
+        expected.insert({w.row, level, static_cast<double>(start), static_cast<double>(w.enter)});
+    }
+  }
+  for (const auto& b : view->drawnBands()) drawn.insert({b.row, b.level, b.start, b.end});
+  QCOMPARE(drawn.size(), view->drawnBands().size());  // each once
+  QCOMPARE(expected.size(), size_t{2 * 5 * 2});  // per rank: iterations 2 to 6, intervals 1 and 2
+  QVERIFY(drawn == expected);
+  // Drawn: level 2's band is dark inside interval 2 (iteration 4 at 500 us)
+  // and the pale track outside it (at 100 us, in interval 1 only).
+  const int top = view->plotRect().top() + 1;
+  const double t4 = ns(kLoopStart + 4 * kPeriod);
+  const int inside = static_cast<int>(view->xOf(t4 + ns(500 * test::kUs)));
+  const int outside = static_cast<int>(view->xOf(t4 + ns(100 * test::kUs)));
+  const QRgb track = qRgb(225, 228, 236);
+  QVERIFY(image.pixel(inside, top) != track);                              // level 1
+  QVERIFY(image.pixel(inside, top + TimelineView::kBandHeight) != track);  // level 2
+  QVERIFY(image.pixel(outside, top) != track);
+  QCOMPARE(image.pixel(outside, top + TimelineView::kBandHeight), track);
+}
+
+// Find: a part of a name in any case finds every function containing it; the
+// box completes names containing what is typed; filters skip calls shorter
+// than a duration or with another peer.
+void GuiTest::find_by_substring_with_completion_and_filters() {
+  DemoTrace trace(20);
+  LoadedWindow loaded(trace.dir());
+  MainWindow& window = loaded.window;
+  TimelineView* view = window.timelineView();
+  const double t3 = ns(kLoopStart + 3 * kPeriod);
+  auto selected = [&]() -> std::tuple<size_t, int64_t, std::string> {
+    const auto& c = view->selectedCall();
+    if (!c) return {999, -1, ""};
+    return {c->row, c->enter, std::string(c->function)};
+  };
+  // Completion: the names containing "REDUCE", whatever the case.
+  QCompleter* completer = window.findBox()->completer();
+  QVERIFY(completer);
+  completer->setCompletionPrefix("REDUCE");
+  QStringList completions;
+  for (int i = 0; completer->setCurrentRow(i); ++i) completions << completer->currentCompletion();
+  // (The trace defines more functions than the demo calls: every one that contains it.)
+  QVERIFY2(completions.contains("MPI_Allreduce") && !completions.contains("MPI_Send"), qPrintable(completions.join(",")));
+  for (const QString& c : completions) QVERIFY2(c.contains("reduce", Qt::CaseInsensitive), qPrintable(c));
+  completer->setCompletionPrefix("mpi_");
+  QStringList all;
+  for (int i = 0; completer->setCurrentRow(i); ++i) all << completer->currentCompletion();
+  for (const char* f : {"MPI_Allreduce", "MPI_Comm_rank", "MPI_Finalize", "MPI_Init", "MPI_Recv", "MPI_Send"})
+    QVERIFY2(all.contains(f), qPrintable(all.join(",") + " lacks " + f));
+  // A substring: "reduc" is the Allreduce; "_send"/"recv" alone pick one function each.
+  QCOMPARE(window.functionsMatching("reduc"), completions);
+  QCOMPARE(window.functionsMatching("mpi_send"), QStringList{"MPI_Send"});  // exact beats contains
+  QVERIFY(window.functionsMatching("mpi_").size() >= 6);
+  // "mpi_" from iteration 3's start: the next call of any function is rank 1's Recv at 50 us.
+  view->setRange(t3, t3 + ns(kPeriod));
+  view->setSelectedCall(std::nullopt);
+  window.findBox()->setText("mpi_");
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), (std::tuple<size_t, int64_t, std::string>{1, t3 + 50 * test::kUs, "MPI_Recv"}));
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), (std::tuple<size_t, int64_t, std::string>{0, t3 + 100 * test::kUs, "MPI_Send"}));
+  // Peer 1: only rank 0's sends (the Recv's peer is 0, the Allreduce's root 0).
+  window.findPeer()->setValue(1);
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), (std::tuple<size_t, int64_t, std::string>{0, t3 + ns(kPeriod) + 100 * test::kUs, "MPI_Send"}));
+  QVERIFY(window.findNext(false));
+  QCOMPARE(selected(), (std::tuple<size_t, int64_t, std::string>{0, t3 + 100 * test::kUs, "MPI_Send"}));
+  window.findPeer()->setValue(-1);
+  // At least 250 us: rank 0's Allreduce (300 us), not the Recv (150 us) nor rank 1's Allreduce (200 us).
+  window.findMinDuration()->setValue(250);
+  view->setRange(t3, t3 + ns(kPeriod));
+  view->setSelectedCall(std::nullopt);
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), (std::tuple<size_t, int64_t, std::string>{0, t3 + 400 * test::kUs, "MPI_Allreduce"}));
+  QVERIFY(window.findNext(true));
+  QCOMPARE(selected(), (std::tuple<size_t, int64_t, std::string>{0, t3 + ns(kPeriod) + 400 * test::kUs, "MPI_Allreduce"}));
+  // Nothing that long: not found, the selection stays.
+  window.findMinDuration()->setValue(5000);
+  QVERIFY(!window.findNext(true));
+  QCOMPARE(std::get<1>(selected()), static_cast<int64_t>(t3 + ns(kPeriod) + 400 * test::kUs));
+  QVERIFY(window.statusBar()->currentMessage().contains("passes the filters"));
 }
