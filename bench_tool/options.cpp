@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "config.h"
+
 namespace prof::bench {
 
 namespace {
@@ -158,9 +160,13 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
     }
     if (out->bcast_impls.empty()) fail("--bcast", bcast, "native, shm or native,shm");
     // PROF_BCAST=shm: the shim's broadcast beside MPICH's; its parameters from
-    // PROF_BCAST_FRAGMENT, _SLOTS, _SETS, _TREE as in the shim.
+    // PROF_BCAST_FRAGMENT, _SLOTS, _SETS, _TREE, read by the shim's parser.
     std::vector<std::string> errors;
-    if (!prof::bcast::read_settings(&out->bcast_settings, &errors)) {
+    prof::shim::Config settings;
+    const bool settings_ok = prof::shim::read_config(
+        &settings, &errors, [](const prof::shim::ConfigVariable& v) { return v.read_by_prof_bench; });
+    out->bcast_settings = settings.bcast;
+    if (!settings_ok) {
       std::string text;
       for (const auto& e : errors) text += (text.empty() ? "" : "; ") + e;
       throw BadOption{text};

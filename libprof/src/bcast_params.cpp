@@ -5,21 +5,17 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 
 namespace prof::bcast {
 
-namespace {
 std::size_t page_bytes() {
   const long p = ::sysconf(_SC_PAGESIZE);
   return p > 0 ? std::size_t(p) : 4096;
 }
 
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return (v && *v) ? v : nullptr;
-}
+const char* impl_name(Impl impl) { return impl == Impl::Shm ? "shm" : "native"; }
 
+namespace {
 bool parse_long(const char* text, long lo, long hi, long* out) {
   char* end = nullptr;
   errno = 0;
@@ -78,56 +74,6 @@ std::string tree_name(const TreeSpec& tree) {
     case TreeKind::Knomial: return "knomial:" + std::to_string(tree.k);
   }
   return "?";
-}
-
-bool read_settings(Settings* out, std::vector<std::string>* errors) {
-  const std::size_t before = errors->size();
-  const std::size_t page = page_bytes();
-  Settings s = default_settings();
-  if (const char* v = env("PROF_BCAST")) {
-    if (std::strcmp(v, "native") == 0) s.impl = Impl::Native;
-    else if (std::strcmp(v, "shm") == 0) s.impl = Impl::Shm;
-    else errors->push_back(std::string("PROF_BCAST='") + v + "' is not one of native, shm");
-  }
-  if (const char* v = env("PROF_BCAST_FRAGMENT")) {
-    long f = 0;
-    if (!parse_long(v, long(page), 64l << 20, &f) || f % long(page) != 0)
-      errors->push_back(std::string("PROF_BCAST_FRAGMENT='") + v + "' is not a multiple of the page size (" +
-                        std::to_string(page) + ") from " + std::to_string(page) + " to 67108864 bytes");
-    else
-      s.fragment = std::size_t(f);
-  }
-  bool slots_ok = true, sets_ok = true;
-  if (const char* v = env("PROF_BCAST_SLOTS")) {
-    long n = 0;
-    if (!parse_long(v, 1, 65536, &n))
-      errors->push_back(std::string("PROF_BCAST_SLOTS='") + v + "' is not an integer in 1..65536"), slots_ok = false;
-    else
-      s.slots = int(n);
-  }
-  if (const char* v = env("PROF_BCAST_SETS")) {
-    long n = 0;
-    if (!parse_long(v, 1, 65536, &n))
-      errors->push_back(std::string("PROF_BCAST_SETS='") + v + "' is not an integer in 1..65536"), sets_ok = false;
-    else
-      s.sets = int(n);
-  }
-  if (slots_ok && sets_ok && s.slots % s.sets != 0)
-    errors->push_back("PROF_BCAST_SETS=" + std::to_string(s.sets) + " does not divide PROF_BCAST_SLOTS=" +
-                      std::to_string(s.slots) + " (each set holds slots/sets buffers)");
-  if (const char* v = env("PROF_BCAST_TREE")) {
-    if (!parse_tree(v, &s.tree))
-      errors->push_back(std::string("PROF_BCAST_TREE='") + v +
-                        "' is not one of flat, chain, kary:K (K in 1..1024), knomial:K (K in 2..1024)");
-  }
-  if (const char* v = env("PROF_TEST_BCAST_FAIL_SHM")) {
-    if (std::strcmp(v, "1") == 0) s.test_fail_shm = true;
-    else if (std::strcmp(v, "0") != 0)
-      errors->push_back(std::string("PROF_TEST_BCAST_FAIL_SHM='") + v + "' is not 0 or 1");
-  }
-  if (errors->size() != before) return false;
-  *out = s;
-  return true;
 }
 
 }  // namespace prof::bcast

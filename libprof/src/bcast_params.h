@@ -1,7 +1,8 @@
 // Parameters of the shared-memory broadcast (Kurnosov and Tokmasheva's NUMA
 // MPI_Bcast, docs/references.md): fragment size f, slots s per queue, sets q,
-// the notification tree; their defaults from the paper's cost model, and the
-// PROF_BCAST* environment variables that override them.
+// the notification tree, and their defaults from the paper's cost model. The
+// PROF_BCAST* settings that override them are read with the shim's others
+// (config.h).
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 namespace prof::bcast {
 
 enum class Impl { Native, Shm };
+const char* impl_name(Impl impl);  // "native", "shm"
 
 enum class TreeKind { Flat, Chain, Kary, Knomial };
 struct TreeSpec {
@@ -40,10 +42,7 @@ struct Settings {
 // The model's optimum for this machine's page size.
 Settings default_settings();
 
-// Reads PROF_BCAST, PROF_BCAST_FRAGMENT, PROF_BCAST_SLOTS, PROF_BCAST_SETS,
-// PROF_BCAST_TREE, and PROF_TEST_BCAST_FAIL_SHM over the defaults. Returns false
-// with one message per bad variable, naming it, its value and what is accepted.
-bool read_settings(Settings* out, std::vector<std::string>* errors);
+std::size_t page_bytes();
 
 bool parse_tree(const std::string& text, TreeSpec* out);
 std::string tree_name(const TreeSpec& tree);

@@ -216,14 +216,12 @@ void polite_wait(MPI_Request* req, MPI_Status* status) {
 
 bool Timer::parse(std::string_view name, format::TimerKind* out) {
   using format::TimerKind;
-  TimerKind k;
-  if (name == "tsc") k = TimerKind::Tsc;
-  else if (name == "monotonic") k = TimerKind::Monotonic;
-  else if (name == "gettimeofday") k = TimerKind::Gettimeofday;
-  else if (name == "mpi_wtime") k = TimerKind::MpiWtime;
-  else return false;
-  if (out) *out = k;
-  return true;
+  for (uint32_t k = uint32_t(TimerKind::Tsc); k <= uint32_t(TimerKind::MpiWtime); ++k)
+    if (format::timer_name(TimerKind(k)) == name) {
+      if (out) *out = TimerKind(k);
+      return true;
+    }
+  return false;
 }
 
 bool Timer::init(format::TimerKind kind, std::string* why) {
@@ -536,14 +534,12 @@ const char* sync_scheme_name(SyncScheme scheme) {
 }
 
 bool parse_sync_scheme(std::string_view name, SyncScheme* out) {
-  SyncScheme s;
-  if (name == "hierarchical") s = SyncScheme::Hierarchical;
-  else if (name == "linear") s = SyncScheme::Linear;
-  else if (name == "ring") s = SyncScheme::Ring;
-  else if (name == "none") s = SyncScheme::None;
-  else return false;
-  if (out) *out = s;
-  return true;
+  for (int k = int(SyncScheme::Hierarchical); k <= int(SyncScheme::None); ++k)
+    if (name == sync_scheme_name(SyncScheme(k))) {
+      if (out) *out = SyncScheme(k);
+      return true;
+    }
+  return false;
 }
 
 SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme scheme,

@@ -2,221 +2,429 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
-#include <cstring>
 
 namespace prof::shim {
 
 namespace {
-const char* const kLogLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+
+const std::vector<std::string> kLogLevels = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+const std::vector<std::string> kFlag = {"0", "1"};
+
 std::string shortest(double v) {  // the shortest text that reads back as v
   char text[32];
   return std::string(text, std::to_chars(text, text + sizeof text, v).ptr);
 }
-}  // namespace
 
-const std::vector<ConfigVariable>& config_variables() {
-  static const std::vector<ConfigVariable> vars = {
-      {"PROF_OUTPUT", "path", "(new directory prof-EXE-DATE-TIME-PID in the working directory)",
-       "Trace directory to create (parents too); one file rank-NNNNN.prof per rank. When it "
-       "already holds a trace, the run writes beside it, in PROF_OUTPUT-2 (-3, ...), and says so "
-       "in one line on stderr.",
-       [](const Config& c) { return c.output_dir; }},
-      {"PROF_TIMER", "tsc|monotonic|gettimeofday|mpi_wtime", "tsc (monotonic without invariant TSC)",
-       "Clock for timestamps. tsc: rdtsc, calibrated against CLOCK_MONOTONIC.",
-       [](const Config& c) { return std::string(format::timer_name(c.timer)); }},
-      {"PROF_SYNC", "hierarchical|linear|ring|none", "hierarchical",
-       "Clock synchronization against rank 0 after MPI_Init and before MPI_Finalize "
-       "(minimum round trip of ping-pong exchanges). hierarchical: ranks that read their "
-       "node leader's clock (checked) take its offset at no cost, node leaders measure in a "
-       "binomial tree, O(log nodes) rounds; linear: rank 0 against each rank in turn; ring: "
-       "each rank against the one before it.",
-       [](const Config& c) { return std::string(sync_scheme_name(c.sync)); }},
-      {"PROF_BUFFER_MB", "integer 1..1024", "1",
-       "Largest event chunk a thread maps from the trace file (chunks start at 64 KiB and "
-       "double); memory stays bounded by threads x this. The chunk that reaches this size "
-       "stays mapped as the thread's home: each time it is full its records are copied to the "
-       "end of the file and it is reused (docs/trace-format.md, \"Home chunks\"). The space a "
-       "thread's last chunk did not use is given back when the rank ends.",
-       [](const Config& c) { return std::to_string(c.buffer_bytes >> 20); }},
-      {"PROF_STRICT", "0|1", "0",
-       "1: a bad setting or an unwritable output aborts the run instead of running unprofiled.",
-       [](const Config& c) { return std::string(c.strict ? "1" : "0"); }},
-      {"PROF_HANG_WARN", "seconds (> 0; above 10^9 never reached)", "(off)",
-       "A thread inside one MPI call for longer than this prints one line on stderr naming "
-       "the call, where it was called from (file:line when binutils' addr2line is installed "
-       "and the program has debug info, else binary+offset) and its peer or communicator, "
-       "while the job still runs (checked by the heartbeat thread, every 0.1 s; once per call).",
-       [](const Config& c) { return c.hang_warn_seconds > 0 ? shortest(c.hang_warn_seconds) : std::string(); }},
-      {"PROF_LOG_LEVEL", "trace|debug|info|warn|error|critical|off", "warn",
-       "Verbosity of the profiler's own messages on stderr.",
-       [](const Config& c) { return std::string(kLogLevels[c.log_level]); }},
-      {"PROF_BCAST", "native|shm", "native",
-       "MPI_Bcast implementation: MPICH's own, or Kurnosov and Tokmasheva's NUMA shared-memory broadcast "
-       "(per communicator, at its first broadcast, a shared-memory segment with a queue per process, "
-       "which never has a name in /dev/shm, so none is left behind however the job ends; "
-       "messages of up to 56 bytes travel inside the notification's cache line; communicators spanning "
-       "nodes: node leaders through MPICH, shared memory inside each node). Traced like any "
-       "MPI_Bcast; the trace and the JSON report (`bcast_impl`) say which ran. Where the "
-       "segment cannot be had (it would take more than half the node's available memory, "
-       "or the memory is refused), that communicator uses MPICH's, with one warning.",
-       [](const Config& c) { return std::string(c.bcast.impl == bcast::Impl::Shm ? "shm" : "native"); }},
-      {"PROF_BCAST_FRAGMENT", "bytes, a multiple of the page size, up to 67108864",
-       "8192 (the model's optimum f* = sqrt(b t_w / t) for b = 1 MiB, t_w = 50 t, rounded up to pages)",
-       "PROF_BCAST=shm: fragment size f, the bytes of one queue buffer.",
-       [](const Config& c) { return std::to_string(c.bcast.fragment); }},
-      {"PROF_BCAST_SLOTS", "integer 1..65536", "128 (s* = b / f*)",
-       "PROF_BCAST=shm: buffers s in each process's circular queue; a multiple of "
-       "PROF_BCAST_SETS. The segment holds processes x s x f bytes of buffers.",
-       [](const Config& c) { return std::to_string(c.bcast.slots); }},
-      {"PROF_BCAST_SETS", "integer 1..65536, dividing PROF_BCAST_SLOTS", "2",
-       "PROF_BCAST=shm: sets q the queue is split into: one use of the queue takes at most s/q "
-       "slots, so the root fills one set while the others still read the previous ones.",
-       [](const Config& c) { return std::to_string(c.bcast.sets); }},
-      {"PROF_BCAST_TREE", "flat|chain|kary:K|knomial:K", "kary:2",
-       "PROF_BCAST=shm: the notification tree (K-ary with K in 1..1024, K-nomial with K in "
-       "2..1024), precomputed for every root.",
-       [](const Config& c) { return bcast::tree_name(c.bcast.tree); }},
-      {"PROF_TEST_BCAST_FAIL_SHM", "0|1", "0",
-       "Test only: the shared-memory broadcast takes the node to have no memory to spare, "
-       "so every segment is refused as one too big for the node is, and the fallback to "
-       "MPICH's MPI_Bcast is exercised.",
-       [](const Config& c) { return std::string(c.bcast.test_fail_shm ? "1" : "0"); }},
-      {"PROF_TEST_NODES", "integer 1..1024", "(unset: the real nodes)",
-       "Test only: world rank r is taken to be on node r mod N, by the shared-memory broadcast "
-       "(node leaders through MPI, then shared memory inside each node) and by the hierarchical "
-       "clock synchronization, so that their paths across nodes run on one host.",
-       [](const Config& c) { return c.test_nodes > 0 ? std::to_string(c.test_nodes) : std::string(); }},
-      {"PROF_TEST_CLOCK_SHIFT_NS", "RANK:NS[,RANK:NS...], |NS| <= 10^15", "(unset)",
-       "Test only: shifts RANK's clock by NS nanoseconds (with PROF_TEST_NODES, the clock of "
-       "every rank on RANK's node), to check that synchronization recovers it; each entry "
-       "names another rank (another node).",
-       [](const Config& c) {
-         std::string s;
-         for (const Config::TestShift& t : c.test_shifts)
-           s += (s.empty() ? "" : ",") + std::to_string(t.rank) + ':' + std::to_string(t.ns);
-         return s;
-       }},
-  };
-  return vars;
+// The names of the timers and synchronization schemes, from the functions that
+// print them (their one spelling).
+std::vector<std::string> timer_names() {
+  std::vector<std::string> names;
+  for (uint32_t k = uint32_t(format::TimerKind::Tsc); k <= uint32_t(format::TimerKind::MpiWtime); ++k)
+    names.emplace_back(format::timer_name(format::TimerKind(k)));
+  return names;
+}
+std::vector<std::string> sync_names() {
+  std::vector<std::string> names;
+  for (int s = int(SyncScheme::Hierarchical); s <= int(SyncScheme::None); ++s)
+    names.emplace_back(sync_scheme_name(SyncScheme(s)));
+  return names;
+}
+std::vector<std::string> bcast_impl_names() {
+  return {bcast::impl_name(bcast::Impl::Native), bcast::impl_name(bcast::Impl::Shm)};
 }
 
-namespace {
+// A decimal integer in [lo, hi], the whole text.
+bool parse_integer(const std::string& text, long long lo, long long hi, long long* out) {
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(text.c_str(), &end, 10);
+  if (errno || end == text.c_str() || *end || n < lo || n > hi) return false;
+  *out = n;
+  return true;
+}
+
+// An optional sign and at least one digit, however many.
+bool is_decimal(const std::string& text) {
+  const size_t digits = text.empty() || (text[0] != '-' && text[0] != '+') ? 0 : 1;
+  return text.size() > digits && text.find_first_not_of("0123456789", digits) == std::string::npos;
+}
+
+bool parse_hang_warn(Config& c, const std::string& value, std::string*) {
+  char* end = nullptr;
+  const double seconds = std::strtod(value.c_str(), &end);
+  // Any positive number: past 10^9 s, about 30 years, no call ever reaches it.
+  if (end == value.c_str() || *end || std::isnan(seconds) || !(seconds > 0)) return false;
+  c.hang_warn_seconds = std::min(seconds, 1e9);
+  return true;
+}
+
+bool parse_bcast_fragment(Config& c, const std::string& value, std::string* detail) {
+  const auto page = static_cast<long long>(bcast::page_bytes());
+  long long f = 0;
+  if (!parse_integer(value, page, 64ll << 20, &f) || f % page != 0) {
+    *detail = "the page size is " + std::to_string(page);
+    return false;
+  }
+  c.bcast.fragment = size_t(f);
+  return true;
+}
+
+bool parse_bcast_tree(Config& c, const std::string& value, std::string*) {
+  return bcast::parse_tree(value, &c.bcast.tree);
+}
+
+std::string sets_divide_slots(const Config& c) {
+  if (c.bcast.slots % c.bcast.sets == 0) return "";
+  return "PROF_BCAST_SLOTS is " + std::to_string(c.bcast.slots) + " (each set holds slots/sets buffers)";
+}
+
+// RANK:NS[,RANK:NS...], each rank (each pretend node, with PROF_TEST_NODES, read
+// before it) named once, |NS| bounded so that the shift in timer ticks cannot
+// overflow (10^15 ns: 11 days).
+bool parse_clock_shifts(Config& c, const std::string& value, std::string* detail) {
+  constexpr long long kMaxShiftNs = 1000000000000000LL;
+  std::vector<Config::TestShift> shifts;
+  for (size_t start = 0; start <= value.size();) {
+    size_t stop = value.find(',', start);
+    if (stop == std::string::npos) stop = value.size();
+    const std::string entry = value.substr(start, stop - start);
+    start = stop + 1;
+    const size_t colon = entry.find(':');
+    long long rank = 0, ns = 0;
+    if (colon == std::string::npos || !parse_integer(entry.substr(0, colon), 0, INT32_MAX, &rank) ||
+        !is_decimal(entry.substr(colon + 1))) {
+      *detail = "'" + entry + "'";
+      return false;
+    }
+    if (!parse_integer(entry.substr(colon + 1), -kMaxShiftNs, kMaxShiftNs, &ns)) {
+      *detail = "NS is not within -10^15..10^15 ('" + entry + "')";
+      return false;
+    }
+    for (const Config::TestShift& s : shifts) {
+      const bool same = c.test_nodes > 0 ? s.rank % c.test_nodes == rank % c.test_nodes : s.rank == rank;
+      if (same) {
+        *detail = "ranks " + std::to_string(s.rank) + " and " + std::to_string(rank) +
+                  (c.test_nodes > 0 ? " are on the same pretend node" : " are the same rank");
+        return false;
+      }
+    }
+    shifts.push_back({int(rank), ns});
+  }
+  c.test_shifts = std::move(shifts);
+  return true;
+}
+
+std::string join(const std::vector<std::string>& items, const char* between) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : between) + s;
+  return out;
+}
+
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return (v && *v) ? v : nullptr;
 }
 
-// An integer setting in [lo, hi]: true with *out when set and valid; a bad
-// value adds one message naming the variable.
-bool integer_setting(const char* name, long lo, long hi, long* out, std::vector<std::string>* errors) {
-  const char* v = env(name);
-  if (!v) return false;
-  char* end = nullptr;
-  errno = 0;
-  const long n = std::strtol(v, &end, 10);
-  if (errno || *end || n < lo || n > hi) {
-    errors->push_back(std::string(name) + "='" + v + "' is not an integer in " + std::to_string(lo) + ".." +
-                      std::to_string(hi));
-    return false;
-  }
-  *out = n;
-  return true;
-}
 }  // namespace
 
-bool read_config(Config* cfg, std::vector<std::string>* errors) {
-  if (const char* v = env("PROF_OUTPUT")) cfg->output_dir = v;
-  if (const char* v = env("PROF_TIMER")) {
-    if (!Timer::parse(v, &cfg->timer))
-      errors->push_back(std::string("PROF_TIMER='") + v +
-                        "' is not one of tsc, monotonic, gettimeofday, mpi_wtime");
-    else
-      cfg->timer_given = true;
+const std::vector<ConfigVariable>& config_variables() {
+  // Order matters where a setting's parse or check reads another: the one it
+  // reads comes first (PROF_TEST_NODES before PROF_TEST_CLOCK_SHIFT_NS).
+  static const std::vector<ConfigVariable> vars = [] {
+    std::vector<ConfigVariable> v;
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_OUTPUT";
+      s.kind = SettingKind::Text;
+      s.type = "path";
+      s.default_value = "(new directory prof-EXE-DATE-TIME-PID in the working directory)";
+      s.description =
+          "Trace directory to create (parents too); one file rank-NNNNN.prof per rank. When it "
+          "already holds a trace, the run writes beside it, in PROF_OUTPUT-2 (-3, ...), and says so "
+          "in one line on stderr.";
+      s.parse = [](Config& c, const std::string& value, std::string*) { return c.output_dir = value, true; };
+      s.resolved = [](const Config& c) { return c.output_dir; };
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_TIMER";
+      s.kind = SettingKind::Choice;
+      s.choices = timer_names();
+      s.default_value = "tsc (monotonic without invariant TSC)";
+      s.description = "Clock for timestamps. tsc: rdtsc, calibrated against CLOCK_MONOTONIC.";
+      s.set_choice = [](Config& c, size_t i) {
+        c.timer = format::TimerKind(uint32_t(format::TimerKind::Tsc) + i);
+        c.timer_given = true;
+      };
+      s.resolved = [](const Config& c) { return std::string(format::timer_name(c.timer)); };
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_SYNC";
+      s.kind = SettingKind::Choice;
+      s.choices = sync_names();
+      s.default_value = "hierarchical";
+      s.description =
+          "Clock synchronization against rank 0 after MPI_Init and before MPI_Finalize "
+          "(minimum round trip of ping-pong exchanges). hierarchical: ranks that read their "
+          "node leader's clock (checked) take its offset at no cost, node leaders measure in a "
+          "binomial tree, O(log nodes) rounds; linear: rank 0 against each rank in turn; ring: "
+          "each rank against the one before it.";
+      s.set_choice = [](Config& c, size_t i) { c.sync = SyncScheme(i); };
+      s.resolved = [](const Config& c) { return std::string(sync_scheme_name(c.sync)); };
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_BUFFER_MB";
+      s.kind = SettingKind::Integer;
+      s.lo = 1, s.hi = 1024;
+      s.default_value = "1";
+      s.description =
+          "Largest event chunk a thread maps from the trace file (chunks start at 64 KiB and "
+          "double); memory stays bounded by threads x this. The chunk that reaches this size "
+          "stays mapped as the thread's home: each time it is full its records are copied to the "
+          "end of the file and it is reused (docs/trace-format.md, \"Home chunks\"). The space a "
+          "thread's last chunk did not use is given back when the rank ends.";
+      s.set_integer = [](Config& c, long mb) { c.buffer_bytes = uint64_t(mb) << 20; };
+      s.resolved = [](const Config& c) { return std::to_string(c.buffer_bytes >> 20); };
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_STRICT";
+      s.kind = SettingKind::Choice;
+      s.choices = kFlag;
+      s.default_value = "0";
+      s.description = "1: a bad setting or an unwritable output aborts the run instead of running unprofiled.";
+      s.set_choice = [](Config& c, size_t i) { c.strict = i == 1; };
+      s.resolved = [](const Config& c) { return std::string(c.strict ? "1" : "0"); };
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_HANG_WARN";
+      s.kind = SettingKind::Parsed;
+      s.type = "seconds (> 0; above 10^9 never reached)";
+      s.accepted = "a number of seconds above 0";
+      s.bad_example = "0";
+      s.default_value = "(off)";
+      s.description =
+          "A thread inside one MPI call for longer than this prints one line on stderr naming "
+          "the call, where it was called from (file:line when binutils' addr2line is installed "
+          "and the program has debug info, else binary+offset) and its peer or communicator, "
+          "while the job still runs (checked by the heartbeat thread, every 0.1 s; once per call).";
+      s.parse = parse_hang_warn;
+      s.resolved = [](const Config& c) {
+        return c.hang_warn_seconds > 0 ? shortest(c.hang_warn_seconds) : std::string();
+      };
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_LOG_LEVEL";
+      s.kind = SettingKind::Choice;
+      s.choices = kLogLevels;
+      s.default_value = "warn";
+      s.description = "Verbosity of the profiler's own messages on stderr.";
+      s.set_choice = [](Config& c, size_t i) { c.log_level = int(i); };
+      s.resolved = [](const Config& c) { return kLogLevels[size_t(c.log_level)]; };
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_BCAST";
+      s.kind = SettingKind::Choice;
+      s.choices = bcast_impl_names();
+      s.default_value = "native";
+      s.description =
+          "MPI_Bcast implementation: MPICH's own, or Kurnosov and Tokmasheva's NUMA shared-memory broadcast "
+          "(per communicator, at its first broadcast, a shared-memory segment with a queue per process, "
+          "which never has a name in /dev/shm, so none is left behind however the job ends; "
+          "messages of up to 56 bytes travel inside the notification's cache line; communicators spanning "
+          "nodes: node leaders through MPICH, shared memory inside each node). Traced like any "
+          "MPI_Bcast; the trace and the JSON report (`bcast_impl`) say which ran. Where the "
+          "segment cannot be had (it would take more than half the node's available memory, "
+          "or the memory is refused), that communicator uses MPICH's, with one warning.";
+      s.set_choice = [](Config& c, size_t i) { c.bcast.impl = i == 1 ? bcast::Impl::Shm : bcast::Impl::Native; };
+      s.resolved = [](const Config& c) { return std::string(bcast::impl_name(c.bcast.impl)); };
+      s.read_by_prof_bench = true;
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_BCAST_FRAGMENT";
+      s.kind = SettingKind::Parsed;
+      s.type = "bytes, a multiple of the page size, up to 67108864";
+      s.accepted = "a multiple of the page size from one page to 67108864 bytes";
+      s.bad_example = "1000";
+      s.default_value =
+          "8192 (the model's optimum f* = sqrt(b t_w / t) for b = 1 MiB, t_w = 50 t, rounded up to pages)";
+      s.description = "PROF_BCAST=shm: fragment size f, the bytes of one queue buffer.";
+      s.parse = parse_bcast_fragment;
+      s.resolved = [](const Config& c) { return std::to_string(c.bcast.fragment); };
+      s.read_by_prof_bench = true;
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_BCAST_SLOTS";
+      s.kind = SettingKind::Integer;
+      s.lo = 1, s.hi = 65536;
+      s.default_value = "128 (s* = b / f*)";
+      s.description =
+          "PROF_BCAST=shm: buffers s in each process's circular queue; a multiple of "
+          "PROF_BCAST_SETS. The segment holds processes x s x f bytes of buffers.";
+      s.set_integer = [](Config& c, long n) { c.bcast.slots = int(n); };
+      s.resolved = [](const Config& c) { return std::to_string(c.bcast.slots); };
+      s.read_by_prof_bench = true;
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_BCAST_SETS";
+      s.kind = SettingKind::Integer;
+      s.lo = 1, s.hi = 65536;
+      s.type = "dividing PROF_BCAST_SLOTS";
+      s.default_value = "2";
+      s.description =
+          "PROF_BCAST=shm: sets q the queue is split into: one use of the queue takes at most s/q "
+          "slots, so the root fills one set while the others still read the previous ones.";
+      s.set_integer = [](Config& c, long n) { c.bcast.sets = int(n); };
+      s.check = sets_divide_slots;
+      s.resolved = [](const Config& c) { return std::to_string(c.bcast.sets); };
+      s.read_by_prof_bench = true;
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_BCAST_TREE";
+      s.kind = SettingKind::Parsed;
+      s.type = "flat|chain|kary:K|knomial:K";
+      s.accepted = "one of flat, chain, kary:K (K in 1..1024), knomial:K (K in 2..1024)";
+      s.bad_example = "knomial:1";
+      s.default_value = "kary:2";
+      s.description =
+          "PROF_BCAST=shm: the notification tree (K-ary with K in 1..1024, K-nomial with K in "
+          "2..1024), precomputed for every root.";
+      s.parse = parse_bcast_tree;
+      s.resolved = [](const Config& c) { return bcast::tree_name(c.bcast.tree); };
+      s.read_by_prof_bench = true;
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_TEST_BCAST_FAIL_SHM";
+      s.kind = SettingKind::Choice;
+      s.choices = kFlag;
+      s.default_value = "0";
+      s.description =
+          "Test only: the shared-memory broadcast takes the node to have no memory to spare, "
+          "so every segment is refused as one too big for the node is, and the fallback to "
+          "MPICH's MPI_Bcast is exercised.";
+      s.set_choice = [](Config& c, size_t i) { c.bcast.test_fail_shm = i == 1; };
+      s.resolved = [](const Config& c) { return std::string(c.bcast.test_fail_shm ? "1" : "0"); };
+      s.read_by_prof_bench = true;
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_TEST_NODES";
+      s.kind = SettingKind::Integer;
+      s.lo = 1, s.hi = 1024;
+      s.default_value = "(unset: the real nodes)";
+      s.description =
+          "Test only: world rank r is taken to be on node r mod N, by the shared-memory broadcast "
+          "(node leaders through MPI, then shared memory inside each node) and by the hierarchical "
+          "clock synchronization, so that their paths across nodes run on one host.";
+      s.set_integer = [](Config& c, long n) { c.test_nodes = int(n); };
+      s.resolved = [](const Config& c) { return c.test_nodes > 0 ? std::to_string(c.test_nodes) : std::string(); };
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_TEST_CLOCK_SHIFT_NS";
+      s.kind = SettingKind::Parsed;
+      s.type = "RANK:NS[,RANK:NS...], |NS| <= 10^15";
+      s.accepted = "RANK:NS[,RANK:NS...] with |NS| <= 10^15, each RANK (each pretend node) once";
+      s.bad_example = "1:5,";
+      s.default_value = "(unset)";
+      s.description =
+          "Test only: shifts RANK's clock by NS nanoseconds (with PROF_TEST_NODES, the clock of "
+          "every rank on RANK's node), to check that synchronization recovers it; each entry "
+          "names another rank (another node).";
+      s.parse = parse_clock_shifts;
+      s.resolved = [](const Config& c) {
+        std::string text;
+        for (const Config::TestShift& t : c.test_shifts)
+          text += (text.empty() ? "" : ",") + std::to_string(t.rank) + ':' + std::to_string(t.ns);
+        return text;
+      };
+    }
+    return v;
+  }();
+  return vars;
+}
+
+std::string setting_type(const ConfigVariable& v) {
+  switch (v.kind) {
+    case SettingKind::Integer:
+      return "integer " + std::to_string(v.lo) + ".." + std::to_string(v.hi) + (v.type ? std::string(", ") + v.type : "");
+    case SettingKind::Choice: return join(v.choices, "|");
+    case SettingKind::Text:
+    case SettingKind::Parsed: return v.type;
   }
-  if (const char* v = env("PROF_SYNC")) {
-    if (!parse_sync_scheme(v, &cfg->sync))
-      errors->push_back(std::string("PROF_SYNC='") + v + "' is not one of hierarchical, linear, ring, none");
+  return "";
+}
+
+std::string setting_accepted(const ConfigVariable& v) {
+  switch (v.kind) {
+    case SettingKind::Integer:
+      return "an integer in " + std::to_string(v.lo) + ".." + std::to_string(v.hi) +
+             (v.type ? std::string(" ") + v.type : "");
+    case SettingKind::Choice: return "one of " + join(v.choices, ", ");
+    case SettingKind::Text: return "a non-empty text";
+    case SettingKind::Parsed: return v.accepted ? v.accepted : v.type;
   }
-  long mb = 0;
-  if (integer_setting("PROF_BUFFER_MB", 1, 1024, &mb, errors)) cfg->buffer_bytes = uint64_t(mb) << 20;
-  if (const char* v = env("PROF_STRICT")) {
-    if (std::strcmp(v, "0") == 0) cfg->strict = false;
-    else if (std::strcmp(v, "1") == 0) cfg->strict = true;
-    else errors->push_back(std::string("PROF_STRICT='") + v + "' is not 0 or 1");
-  }
-  if (const char* v = env("PROF_HANG_WARN")) {
-    char* end = nullptr;
-    errno = 0;
-    const double seconds = std::strtod(v, &end);
-    // (Any positive number: past 10^9 s, about 30 years, no call ever reaches it.)
-    if (end == v || *end || std::isnan(seconds) || !(seconds > 0))
-      errors->push_back(std::string("PROF_HANG_WARN='") + v +
-                        "' is not a number of seconds above 0");
-    else
-      cfg->hang_warn_seconds = std::min(seconds, 1e9);
-  }
-  if (const char* v = env("PROF_LOG_LEVEL")) {
-    int found = -1;
-    for (int i = 0; i < 7; ++i)
-      if (std::strcmp(v, kLogLevels[i]) == 0) found = i;
-    if (found < 0)
-      errors->push_back(std::string("PROF_LOG_LEVEL='") + v +
-                        "' is not one of trace, debug, info, warn, error, critical, off");
-    else
-      cfg->log_level = found;
-  }
-  long nodes = 0;
-  if (integer_setting("PROF_TEST_NODES", 1, 1024, &nodes, errors)) cfg->test_nodes = int(nodes);
-  if (const char* v = env("PROF_TEST_CLOCK_SHIFT_NS")) {
-    const std::string value = v;
-    const std::string named = "PROF_TEST_CLOCK_SHIFT_NS='" + value + "'";
-    // Bounded so that the shift in timer ticks cannot overflow (10^15 ns: 11 days).
-    constexpr long long kMaxShiftNs = 1000000000000000LL;
-    std::string problem;
-    for (size_t start = 0; problem.empty() && start <= value.size();) {
-      size_t stop = value.find(',', start);
-      if (stop == std::string::npos) stop = value.size();
-      const std::string entry = value.substr(start, stop - start);
-      start = stop + 1;
-      const size_t colon = entry.find(':');
-      char* end = nullptr;
-      errno = 0;
-      const long rank = colon == std::string::npos ? -1 : std::strtol(entry.c_str(), &end, 10);
-      if (colon == 0 || colon == std::string::npos || end != entry.c_str() + colon || rank < 0 ||
-          errno == ERANGE || rank > INT32_MAX) {
-        problem = named + " is not RANK:NS[,RANK:NS...] ('" + entry + "')";
+  return "";
+}
+
+std::string setting_error(const ConfigVariable& v, const std::string& value, const std::string& detail) {
+  return std::string(v.name) + "='" + value + "' is not " + setting_accepted(v) +
+         (detail.empty() ? "" : ": " + detail);
+}
+
+bool read_config(Config* cfg, std::vector<std::string>* errors, bool (*wanted)(const ConfigVariable&)) {
+  const size_t before = errors->size();
+  for (const ConfigVariable& v : config_variables()) {
+    if (wanted && !wanted(v)) continue;
+    const char* given = env(v.name);
+    if (!given) continue;
+    const std::string value = given;
+    std::string detail;
+    bool ok = false;
+    switch (v.kind) {
+      case SettingKind::Integer: {
+        long long n = 0;
+        ok = parse_integer(value, v.lo, v.hi, &n);
+        if (ok) v.set_integer(*cfg, long(n));
         break;
       }
-      const char* ns_text = entry.c_str() + colon + 1;
-      char* ns_end = nullptr;
-      errno = 0;
-      const long long ns = std::strtoll(ns_text, &ns_end, 10);
-      if (*ns_end || ns_end == ns_text) {
-        problem = named + " is not RANK:NS[,RANK:NS...] ('" + entry + "')";
-      } else if (errno == ERANGE || ns > kMaxShiftNs || ns < -kMaxShiftNs) {
-        problem = named + ": NS is not within -10^15..10^15 ('" + entry + "')";
-      } else {
-        for (const Config::TestShift& s : cfg->test_shifts) {
-          const bool same = cfg->test_nodes > 0 ? s.rank % cfg->test_nodes == rank % cfg->test_nodes
-                                                : s.rank == rank;
-          if (same)
-            problem = named + ": ranks " + std::to_string(s.rank) + " and " + std::to_string(rank) +
-                      (cfg->test_nodes > 0 ? " are on the same pretend node" : " are the same rank");
-        }
-        cfg->test_shifts.push_back({int(rank), ns});
+      case SettingKind::Choice: {
+        const auto at = std::find(v.choices.begin(), v.choices.end(), value);
+        ok = at != v.choices.end();
+        if (ok) v.set_choice(*cfg, size_t(at - v.choices.begin()));
+        break;
       }
+      case SettingKind::Text:
+      case SettingKind::Parsed: ok = v.parse(*cfg, value, &detail); break;
     }
-    if (!problem.empty()) {
-      errors->push_back(problem);
-      cfg->test_shifts.clear();
-    }
+    if (!ok) errors->push_back(setting_error(v, value, detail));
   }
-  bcast::read_settings(&cfg->bcast, errors);
+  // Rules between settings, once every setting they name is read (a bad value
+  // already has its message).
+  if (errors->size() == before)
+    for (const ConfigVariable& v : config_variables()) {
+      if (!v.check || (wanted && !wanted(v))) continue;
+      const std::string problem = v.check(*cfg);
+      if (problem.empty()) continue;
+      const char* given = env(v.name);
+      errors->push_back(setting_error(v, given ? given : v.resolved(*cfg),
+                                      given ? problem : problem + " (" + v.name + " is unset: its default)"));
+    }
   cfg->bcast.test_nodes = cfg->test_nodes;
-  return errors->empty();
+  return errors->size() == before;
 }
 
 }  // namespace prof::shim

@@ -1,8 +1,14 @@
-// Every PROF_* environment variable in one table (name, type, default,
-// description, and how to print the value the shim resolved), Caliper-style;
-// docs/configuration.md is printed from it (`prof-run --help-config`) and a
-// test checks the two agree. The trace records every setting's resolved value
-// (`P` definitions) from the same table.
+// Every PROF_* environment variable in one table: its name, type and accepted
+// values, default, description, how it sets the Config, and how to print the
+// value the shim resolved. One parser (read_config) reads them all from the
+// table, and every bad value gets one message in one format:
+//
+//   NAME='VALUE' is not ACCEPTED[: DETAIL]
+//
+// where ACCEPTED follows from the entry's type (an integer range, the list of
+// names, or the text a parsed setting gives). docs/configuration.md is printed
+// from the same table (prof-config-doc, `prof-run --help-config`), and the
+// trace records every setting's resolved value (`P` definitions) from it.
 #pragma once
 
 #include <cstdint>
@@ -14,18 +20,6 @@
 #include "prof/trace_format.h"
 
 namespace prof::shim {
-
-struct Config;
-struct ConfigVariable {
-  const char* name;
-  const char* type;
-  const char* default_value;
-  const char* description;
-  // The setting as the shim resolved it (a default filled in, a fallback
-  // taken), in the variable's own syntax; "" when unset and without a value.
-  std::string (*resolved)(const Config&);
-};
-const std::vector<ConfigVariable>& config_variables();
 
 struct Config {
   std::string output_dir;                 // empty: make a unique one in the working directory
@@ -47,8 +41,53 @@ struct Config {
   bcast::Settings bcast = bcast::default_settings();  // PROF_BCAST*
 };
 
-// Reads the environment. Returns false with one message per bad variable, each
-// naming the variable, the value and what is accepted.
-bool read_config(Config* cfg, std::vector<std::string>* errors);
+enum class SettingKind {
+  Text,     // any non-empty text
+  Integer,  // a decimal integer in [lo, hi]
+  Choice,   // one of `choices`
+  Parsed,   // a syntax of its own, checked by `parse`
+};
+
+struct ConfigVariable {
+  const char* name = nullptr;
+  SettingKind kind = SettingKind::Text;
+  // Text and Parsed: the type column of the doc; Parsed: also the ACCEPTED of
+  // its error message (`accepted`, when it differs). Integer and Choice print
+  // theirs from lo..hi and `choices`.
+  const char* type = nullptr;
+  const char* default_value = nullptr;
+  const char* description = nullptr;
+  long lo = 0, hi = 0;                            // Integer
+  void (*set_integer)(Config&, long) = nullptr;   // Integer
+  std::vector<std::string> choices;               // Choice
+  void (*set_choice)(Config&, size_t) = nullptr;  // Choice: the index into `choices`
+  // Text and Parsed: stores `value`; Parsed: false when it is not accepted,
+  // with *detail set when more than ACCEPTED is worth saying. The settings
+  // read before it (the table's order) are already in the Config.
+  bool (*parse)(Config&, const std::string& value, std::string* detail) = nullptr;
+  const char* accepted = nullptr;  // Parsed: ACCEPTED, when not `type`
+  // Parsed: a value it rejects, so a test can walk the whole table.
+  const char* bad_example = nullptr;
+  // A rule between settings, checked once all are read whether or not this
+  // one was given: "" when it holds, else the DETAIL.
+  std::string (*check)(const Config&) = nullptr;
+  // The setting as the shim resolved it (a default filled in, a fallback
+  // taken), in the variable's own syntax; "" when unset and without a value.
+  std::string (*resolved)(const Config&) = nullptr;
+  // prof-bench reads it too (the broadcast's parameters).
+  bool read_by_prof_bench = false;
+};
+const std::vector<ConfigVariable>& config_variables();
+
+// The doc's type column and the error message's ACCEPTED for one variable.
+std::string setting_type(const ConfigVariable& v);
+std::string setting_accepted(const ConfigVariable& v);
+// The one error format: NAME='VALUE' is not ACCEPTED[: DETAIL].
+std::string setting_error(const ConfigVariable& v, const std::string& value, const std::string& detail);
+
+// Reads the environment into *cfg: every variable of the table, or those
+// `wanted` selects. Returns false with one message per bad variable.
+bool read_config(Config* cfg, std::vector<std::string>* errors,
+                 bool (*wanted)(const ConfigVariable&) = nullptr);
 
 }  // namespace prof::shim

@@ -22,11 +22,12 @@ std::string cell(const char* text) {
 int main() {
   std::printf("# libprof settings\n\n");
   std::printf("Environment variables read by libprof.so at MPI_Init (`prof-run --help-config` "
-              "prints this page). A bad value gets one message naming the variable and the "
-              "accepted values; the application then runs unprofiled unless PROF_STRICT=1.\n\n");
+              "prints this page). A bad value gets one message naming the variable, the value and "
+              "what is accepted, `NAME='VALUE' is not ACCEPTED`, followed by `: DETAIL` where "
+              "more is worth saying; the application then runs unprofiled unless PROF_STRICT=1.\n\n");
   std::printf("| variable | type | default | description |\n| --- | --- | --- | --- |\n");
   for (const auto& v : prof::shim::config_variables())
-    std::printf("| `%s` | %s | %s | %s |\n", cell(v.name).c_str(), cell(v.type).c_str(),
+    std::printf("| `%s` | %s | %s | %s |\n", cell(v.name).c_str(), cell(prof::shim::setting_type(v).c_str()).c_str(),
                 cell(v.default_value).c_str(), cell(v.description).c_str());
   std::printf(
       "\n## What the trace survives\n\n"

@@ -6,7 +6,7 @@
 // C, our own PMPI traffic), two timer reads, then one record encoded into the
 // thread's mapped chunk: no locks, no allocation, no formatting. Past the
 // chunk's populated part, more of it is populated; a chunk that cannot hold
-// the record is sealed and a new one mapped (runtime.cpp).
+// the record is sealed and a new one mapped (thread_chunks.cpp).
 //
 // Invariants: only the owning thread writes its chunk; a record's first word is
 // stored last (RecordEncoder::commit), so a chunk read after SIGKILL holds whole
@@ -47,7 +47,7 @@ extern const uint16_t kId_MPI_Init, kId_MPI_Init_thread, kId_MPI_Finalize, kId_M
 // context) share its first cache line; the object is line-aligned.
 struct alignas(64) ThreadState {
   uint32_t* cur = nullptr;     // next free word in the mapped chunk
-  uint32_t* end = nullptr;     // end of the chunk's populated part (runtime.cpp)
+  uint32_t* end = nullptr;     // end of the chunk's populated part (thread_chunks.cpp)
   // The thread's in-flight slot in the Live chunk (a private one for threads
   // beyond the chunk's slots): never null once attached.
   format::InFlightSlot* slot = nullptr;
@@ -67,7 +67,7 @@ struct alignas(64) ThreadState {
   // The slot's home_copy word (format::LiveSlot); null for a thread without
   // a Live slot, whose chunks are never homes (a home, format::kChunkHome in
   // its header, is copied out and reused when full, not replaced:
-  // runtime.cpp, copy_out_home).
+  // thread_chunks.cpp, copy_out_home).
   uint64_t* home_copy = nullptr;
   // The thread's open intervals (its markers so far), snapshot at each chunk's start.
   std::vector<format::OpenInterval> open_intervals;

@@ -586,7 +586,7 @@ def main():
         kind = facts['kind'] if facts else 'Other'
         table.append(f'  {{{fid}, prof::format::FuncKind::{kind}, "{name}"}},')
         if name in HAND_WRITTEN:
-            body.append(f'// {name}: hand-written in runtime.cpp (id {fid})\n')
+            body.append(f'// {name}: hand-written in entry_points.cpp (id {fid})\n')
             continue
         args = [Arg(x) for x in arglist]
         fast = fast_kind(name, ret, facts)

@@ -176,7 +176,7 @@ for n, parent, new in [
         ('MPI_Intercomm_create_from_groups', None, 'newintercomm')]:
     FACTS[n] = dict(kind='CommCreate', comm=parent, newcomm=new)
 # MPI_Comm_idup: a nonblocking collective on the parent that also names a new
-# communicator (defined without communication: runtime.cpp, define_idup).
+# communicator (defined without communication: comm_definitions.cpp, define_idup).
 for n in ['MPI_Comm_idup', 'MPI_Comm_idup_with_info']:
     FACTS[n] = dict(kind='ICollective', comm='comm', root=None, bytes=None, request='request',
                     newcomm='newcomm')

@@ -1,6 +1,9 @@
-// The shim's settings parser: a bad value gets one message naming the variable
-// and its value; values at the edges of their range are taken as documented.
+// The shim's settings parser: a bad value gets one message, in the one format,
+// naming the variable and its value; values at the edges of their range are
+// taken as documented.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
@@ -22,6 +25,101 @@ Parsed read_with(const char* name, const char* value) {
   read_config(&p.cfg, &p.errors);
   ::unsetenv(name);
   return p;
+}
+
+// Walks the whole table, so a setting added to it is covered without a new
+// test: each has a value its parser rejects (past its range, outside its list,
+// or the example its entry gives), and that value gets exactly one message,
+// NAME='VALUE' is not ACCEPTED, with nothing of it kept.
+TEST(ShimConfig, EveryBadValueGetsTheOneErrorFormat) {
+  size_t checked = 0;
+  for (const ConfigVariable& v : config_variables()) {
+    std::vector<std::string> bad;
+    switch (v.kind) {
+      case SettingKind::Integer:
+        bad = {std::to_string(v.lo - 1), std::to_string(v.hi + 1), "12x", "x"};
+        break;
+      case SettingKind::Choice: bad = {"no-such-" + v.choices.front(), v.choices.front() + " "}; break;
+      case SettingKind::Parsed:
+        ASSERT_NE(v.bad_example, nullptr) << v.name << " needs a bad_example";
+        bad = {v.bad_example};
+        break;
+      case SettingKind::Text: continue;  // any text is a name (PROF_OUTPUT)
+    }
+    const std::string prefix = std::string(v.name) + "='";
+    const std::string accepted = "' is not " + setting_accepted(v);
+    for (const std::string& value : bad) {
+      const Parsed p = read_with(v.name, value.c_str());
+      ASSERT_EQ(p.errors.size(), 1u) << v.name << "=" << value;
+      EXPECT_EQ(p.errors[0].rfind(prefix + value + accepted, 0), 0u) << p.errors[0];
+      // The Config still holds every default.
+      for (const ConfigVariable& other : config_variables())
+        EXPECT_EQ(other.resolved(p.cfg), other.resolved(Config{})) << v.name << "=" << value << ": " << other.name;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, config_variables().size());
+}
+
+// Each setting's documented type and default are what the parser takes: the
+// resolved default reads back unchanged.
+TEST(ShimConfig, EveryResolvedValueReadsBack) {
+  Config changed;
+  changed.timer = format::TimerKind::Monotonic;
+  changed.sync = SyncScheme::Ring;
+  changed.buffer_bytes = 7u << 20;
+  changed.strict = true;
+  changed.hang_warn_seconds = 2.5;
+  changed.log_level = 1;
+  changed.bcast.impl = bcast::Impl::Shm;
+  changed.bcast.fragment = 3 * size_t(sysconf(_SC_PAGESIZE));
+  changed.bcast.slots = 12;
+  changed.bcast.sets = 4;  // (dividing the default slots, read alone)
+  changed.bcast.tree = {bcast::TreeKind::Knomial, 4};
+  changed.bcast.test_fail_shm = true;
+  changed.test_nodes = 5;
+  changed.test_shifts = {{1, -7}, {2, 9}};
+  for (const ConfigVariable& v : config_variables()) {
+    if (v.kind == SettingKind::Text) continue;
+    const std::string text = v.resolved(changed);
+    ASSERT_FALSE(text.empty()) << v.name;
+    EXPECT_NE(text, v.resolved(Config{})) << v.name << ": the test must change it";
+    ::setenv("PROF_TEST_NODES", "5", 1);  // the clock shifts' ranks are on distinct pretend nodes
+    const Parsed p = read_with(v.name, text.c_str());
+    ::unsetenv("PROF_TEST_NODES");
+    ASSERT_TRUE(p.errors.empty()) << v.name << "=" << text << ": " << p.errors[0];
+    EXPECT_EQ(v.resolved(p.cfg), text) << v.name;
+  }
+}
+
+TEST(ShimConfig, BroadcastSetsMustDivideSlotsGivenOrNot) {
+  ::setenv("PROF_BCAST_SLOTS", "6", 1);
+  const Parsed given = read_with("PROF_BCAST_SETS", "4");
+  ASSERT_EQ(given.errors.size(), 1u);
+  EXPECT_EQ(given.errors[0],
+            "PROF_BCAST_SETS='4' is not an integer in 1..65536 dividing PROF_BCAST_SLOTS: "
+            "PROF_BCAST_SLOTS is 6 (each set holds slots/sets buffers)");
+  const Parsed defaulted = read_with("PROF_BCAST_SLOTS", "7");
+  ASSERT_EQ(defaulted.errors.size(), 1u);
+  EXPECT_EQ(defaulted.errors[0].rfind("PROF_BCAST_SETS='2' is not an integer in 1..65536 dividing", 0), 0u)
+      << defaulted.errors[0];
+  EXPECT_NE(defaulted.errors[0].find("(PROF_BCAST_SETS is unset: its default)"), std::string::npos);
+  ::setenv("PROF_BCAST_SLOTS", "6", 1);
+  EXPECT_TRUE(read_with("PROF_BCAST_SETS", "3").errors.empty());
+  ::unsetenv("PROF_BCAST_SLOTS");
+}
+
+// prof-bench reads the broadcast's settings alone, through the same parser.
+TEST(ShimConfig, ProfBenchReadsTheBroadcastSettingsAlone) {
+  ::setenv("PROF_TIMER", "sundial", 1);
+  ::setenv("PROF_BCAST_TREE", "knomial:4", 1);
+  Config cfg;
+  std::vector<std::string> errors;
+  EXPECT_TRUE(read_config(&cfg, &errors, [](const ConfigVariable& v) { return v.read_by_prof_bench; }));
+  EXPECT_EQ(bcast::tree_name(cfg.bcast.tree), "knomial:4");
+  EXPECT_FALSE(read_config(&cfg, &errors));
+  ::unsetenv("PROF_TIMER");
+  ::unsetenv("PROF_BCAST_TREE");
 }
 
 TEST(ShimConfig, HangWarnTakesAnyPositiveNumberOfSeconds) {

@@ -1,0 +1,111 @@
+// Markers: begin and end of a user's interval (markers.h), raw (a tagged
+// message the application sends to MPI_PROC_NULL) or through prof_marker_at
+// with an explicit file and line. Each becomes a marker record and updates the
+// thread's open intervals, which every new chunk starts with.
+//
+// Invariant: call sites get ids once each (by address or by file:line),
+// under defs_mu.
+#include "runtime_internal.h"
+
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bcast_segment.h"
+#include "bcast_shm.h"
+#include "config.h"
+#include "prof/definition_lines.h"
+#include "run_facts.h"
+#include "trace_file.h"
+
+namespace prof::shim {
+
+// The id of the call site at `address`; a new one's S line is written, or
+// appended to *lines when given (to go out with other definitions).
+uint32_t callsite_id_for_address(uintptr_t address, std::string* lines) {
+  std::lock_guard<std::mutex> lock(rt->defs_mu);
+  auto [it, inserted] = rt->callsite_by_address.try_emplace(address, rt->next_callsite);
+  if (inserted) {
+    ++rt->next_callsite;
+    std::string line = format::definition_line::callsite(it->second, address, "", 0);
+    if (lines) *lines += line;
+    else define(line);
+  }
+  return it->second;
+}
+
+void record_marker(uint16_t id, bool begin, uint32_t callsite) {
+  ThreadState* ts = call_begin();
+  if (!ts) return;
+  const uint64_t t = now();
+  Rec r(ts, t, t, true, begin ? format::kMarkerBegin : 0, 12);
+  r.enc().word(id);
+  r.enc().word(callsite);
+  r.commit(format::kMarkerFuncId, false);  // never below kRepeatFuncs
+  format::apply_marker(ts->open_intervals, begin, id, callsite, t);
+  call_end(ts);
+}
+
+void on_raw_marker(int tag, void* return_address) {
+  if (!g.recording || !rt) return;
+  ThreadState* ts = tls_state;
+  if (attached(ts) && ts->in_call) return;  // our own traffic or MPI calling MPI
+  const format::MarkerTag m = format::decode_marker_tag(tag);
+  const uintptr_t site = first_frame_outside_mpi(reinterpret_cast<uintptr_t>(return_address));
+  record_marker(m.id, m.begin, callsite_id_for_address(site));
+}
+
+}  // namespace prof::shim
+
+using namespace prof::shim;
+
+// ---------------------------------------------------------------------------
+// Hand-written entry points.
+extern "C" {
+
+// markers.h: explicit file and line, weakly referenced by the application.
+PROF_EXPORT void prof_marker_at(int id, int begin, const char* file,
+                                                            int line) {
+  if (!g.recording || !rt) return;
+  uint32_t site;
+  {
+    std::lock_guard<std::mutex> lock(rt->defs_mu);
+    std::string key = std::string(file ? file : "") + ":" + std::to_string(line);
+    auto [it, inserted] = rt->callsite_by_file_line.try_emplace(key, rt->next_callsite);
+    if (inserted) {
+      ++rt->next_callsite;
+      define(prof::format::definition_line::callsite(it->second, 0, file ? file : "", uint32_t(line)));
+    }
+    site = it->second;
+  }
+  record_marker(uint16_t(id), begin != 0, site);
+}
+
+}  // extern "C"
+

@@ -1,0 +1,110 @@
+// The ways a rank ends without MPI_Finalize: exit() (an atexit handler), a
+// fatal signal (the handlers chain to the previous ones), and fork() (the
+// child records and writes nothing).
+//
+// Invariant: the trace gets at most one end definition (write_end's
+// Runtime::ended), whichever way comes first.
+#include "runtime_internal.h"
+
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bcast_segment.h"
+#include "bcast_shm.h"
+#include "config.h"
+#include "prof/definition_lines.h"
+#include "run_facts.h"
+#include "trace_file.h"
+
+namespace prof::shim {
+
+// ---------------------------------------------------------------------------
+// Ends.
+void on_exit_without_finalize() {
+  if (g.recording) {
+    stop_heartbeat();
+    stop_recording();
+    write_end("exit");
+    close_trace();
+  }
+}
+
+// A fork of a recording rank shares its mapped chunks and its file: the
+// child records nothing and writes nothing, not even at its exit (no end
+// definition, no sealing), whether it goes on, calls exec or exits.
+void on_fork_child() {
+  if (!rt) return;
+  stop_recording();
+  rt->forked_child = true;
+  rt->ended.store(true);
+  forget_heartbeat();  // the thread stayed in the parent
+  rt->file.abandon();
+}
+
+namespace {
+
+void on_fatal_signal(int sig, siginfo_t* info, void* ctx) {
+  if (g.recording) {
+    stop_recording();
+    char reason[24];
+    std::snprintf(reason, sizeof reason, "signal:%d", sig);
+    write_end(reason);
+  }
+  // Chain: the previous handler (UCX installs its own for SIGSEGV) or the default.
+  const struct sigaction& old = rt->old_actions[sig];
+  if (old.sa_flags & SA_SIGINFO) {
+    if (old.sa_sigaction) {
+      old.sa_sigaction(sig, info, ctx);
+      return;
+    }
+  } else if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) {
+    old.sa_handler(sig);
+    return;
+  }
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, nullptr);
+  raise(sig);
+}
+
+}  // namespace
+
+void install_signal_handlers() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT}) {
+    struct sigaction sa{};
+    sa.sa_sigaction = on_fatal_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, &rt->old_actions[sig]);
+  }
+}
+
+}  // namespace prof::shim
