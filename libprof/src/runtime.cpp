@@ -74,6 +74,10 @@ struct Runtime {
   std::unordered_map<uintptr_t, uint32_t> callsite_by_address;
   std::unordered_map<std::string, uint32_t> callsite_by_file_line;
   uint32_t next_callsite = 1;
+  // MPI calls' sites (call_site_bits): the slot's site key -> its func-field
+  // bits, and how many sites each function has (format::kSiteIndexes at most).
+  std::unordered_map<uint64_t, uint16_t> call_site_bits;
+  uint8_t sites_of_function[format::kRepeatFuncs] = {};
   uint32_t next_comm_seq = format::kFirstCreatedCommCounter;  // for the comm ids it leads
   std::unordered_map<uint32_t, uint64_t> comm_gid;  // handle -> global id of its latest definition
   std::unordered_map<uint64_t, uint64_t> idups_of;  // parent global id -> MPI_Comm_idup calls on it
@@ -1532,6 +1536,40 @@ uint32_t callsite_id_for_address(uintptr_t address, std::string* lines) {
   return it->second;
 }
 
+}  // namespace
+
+// The call's site as the rank's table has it; a site seen for the first time
+// takes its function's next index and is defined (S line, A line) before
+// any record carries it. Sites past a function's kSiteIndexes-th get 0.
+uint32_t resolve_call_site(ThreadState* ts) {
+  const uint64_t key = call_site_key(ts->slot);
+  const uint16_t func = uint16_t(key >> 48);
+  const uintptr_t address = uintptr_t(key & format::kSiteMask);
+  uint32_t bits = 0;
+  if (rt && address != 0 && func < format::kRepeatFuncs) {
+    std::lock_guard<std::mutex> lock(rt->defs_mu);
+    auto [it, inserted] = rt->call_site_bits.try_emplace(key, 0);
+    if (inserted && rt->sites_of_function[func] < format::kSiteIndexes) {
+      const uint32_t index = ++rt->sites_of_function[func];
+      auto [site, new_site] = rt->callsite_by_address.try_emplace(address, rt->next_callsite);
+      std::string lines;
+      if (new_site) {
+        ++rt->next_callsite;
+        lines = format::definition_line::callsite(site->second, address, "", 0);
+      }
+      lines += format::definition_line::call_site_index(func, index, site->second);
+      define(lines);
+      it->second = uint16_t(index << format::kSiteShift);
+    }
+    bits = it->second;
+  }
+  const size_t i = site_cache_index(key);
+  ts->site_keys[i] = key;
+  ts->site_fields[i] = uint16_t(bits);
+  return bits;
+}
+
+namespace {
 void record_marker(uint16_t id, bool begin, uint32_t callsite) {
   ThreadState* ts = call_begin();
   if (!ts) return;
@@ -1620,6 +1658,7 @@ PROF_EXPORT int MPI_Finalize(void) {
 PROF_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
   ThreadState* ts = call_begin();
   if (ts) {
+    call_enter_plain(ts, kId_MPI_Abort, __builtin_return_address(0));
     const uint64_t t = now();
     record_plain(ts, kId_MPI_Abort, t, t, true);
     call_end(ts);
@@ -1634,6 +1673,7 @@ PROF_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
 PROF_EXPORT int MPI_Pcontrol(const int level, ...) {
   ThreadState* ts = call_begin();
   if (!ts) return PMPI_Pcontrol(level);
+  call_enter_plain(ts, kId_MPI_Pcontrol, __builtin_return_address(0));
   const uint64_t t0 = now();
   const int rc = PMPI_Pcontrol(level);
   record_plain(ts, kId_MPI_Pcontrol, t0, now(), rc == MPI_SUCCESS);
