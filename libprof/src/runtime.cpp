@@ -74,7 +74,7 @@ struct Runtime {
   std::unordered_map<uintptr_t, uint32_t> callsite_by_address;
   std::unordered_map<std::string, uint32_t> callsite_by_file_line;
   uint32_t next_callsite = 1;
-  // MPI calls' sites (call_site_bits): the slot's site key -> its func-field
+  // MPI calls' sites (resolve_call_site): the slot's site key -> its func-field
   // bits, and how many sites each function has (format::kSiteIndexes at most).
   std::unordered_map<uint64_t, uint16_t> call_site_bits;
   uint8_t sites_of_function[format::kRepeatFuncs] = {};
@@ -1541,8 +1541,22 @@ uint32_t callsite_id_for_address(uintptr_t address, std::string* lines) {
 // The call's site as the rank's table has it; a site seen for the first time
 // takes its function's next index and is defined (S line, A line) before
 // any record carries it. Sites past a function's kSiteIndexes-th get 0.
+// A call through a Fortran binding (the slot's binding_site set) is the
+// binding's call site: its return address, inside the binding, is marked in
+// the thread's first cache as one to look up here, in the second, by the
+// binding site.
 uint32_t resolve_call_site(ThreadState* ts) {
-  const uint64_t key = call_site_key(ts->slot);
+  const uint64_t return_key = ts->slot->site_func;
+  const uint64_t binding =
+      reinterpret_cast<const format::LiveSlot*>(ts->slot)->binding_site & format::kSiteMask;
+  const uint64_t key = binding ? (return_key & ~format::kSiteMask) | binding : return_key;
+  const size_t i = site_cache_index(key);
+  if (binding) {
+    const size_t r = site_cache_index(return_key);
+    ts->site_keys[r] = return_key;
+    ts->site_fields[r] = kSiteMiss;
+    if (ts->binding_keys[i] == key) return ts->binding_fields[i];
+  }
   const uint16_t func = uint16_t(key >> 48);
   const uintptr_t address = uintptr_t(key & format::kSiteMask);
   uint32_t bits = 0;
@@ -1563,9 +1577,13 @@ uint32_t resolve_call_site(ThreadState* ts) {
     }
     bits = it->second;
   }
-  const size_t i = site_cache_index(key);
-  ts->site_keys[i] = key;
-  ts->site_fields[i] = uint16_t(bits);
+  if (binding) {
+    ts->binding_keys[i] = key;
+    ts->binding_fields[i] = bits;
+  } else {
+    ts->site_keys[i] = key;
+    ts->site_fields[i] = bits;
+  }
   return bits;
 }
 

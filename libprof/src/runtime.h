@@ -83,13 +83,17 @@ struct alignas(64) ThreadState {
   // payload repeats it is written as its header (format::kRepeatPayload).
   // Reset with the chunk context.
   format::RepeatTable repeats;
-  // The call sites this thread has met (call_site_bits): a direct-mapped
-  // cache of the rank's table, by the slot's site and function word (the
-  // binding site's for a Fortran call); 0 is no key (no site is 0). Never
-  // invalidated: a site keeps its index for the whole run.
+  // The call sites this thread has met (cached_site_bits): a direct-mapped
+  // cache of the rank's table, by the slot's site and function word; 0 is
+  // no key (no site is 0). A return address inside a Fortran binding holds
+  // kSiteMiss: its calls' sites are their binding sites, which the second
+  // cache holds (resolve_call_site). Never invalidated: a site keeps its
+  // index for the whole run.
   static constexpr size_t kSiteCacheSize = 64;
   uint64_t site_keys[kSiteCacheSize] = {};
-  uint16_t site_fields[kSiteCacheSize] = {};
+  uint32_t site_fields[kSiteCacheSize] = {};
+  uint64_t binding_keys[kSiteCacheSize] = {};
+  uint32_t binding_fields[kSiteCacheSize] = {};
 
   const MPI_Request* save_requests(const MPI_Request* reqs, int n) {
     if (n <= 0) return reqs;
@@ -216,23 +220,19 @@ PROF_HOT format::InFlightSlot* call_enter_plain(ThreadState* ts, uint16_t func,
 // defines (S and A lines, runtime.cpp resolve_call_site). The wrapper stored
 // the site in the slot on entry; the record takes its index from the
 // thread's cache (one load and compare), the rank's table on a miss.
-// What call_site_bits returns for a site the cache does not hold: above
+// What cached_site_bits returns for a site the cache does not hold: above
 // the 16 bits of a func field, so a fit test folds it in (>> 16).
 inline constexpr uint32_t kSiteMiss = 0x10000;
-// The slot's key: its site and function word, the binding site's address in
-// place of the return address when a Fortran binding made the call.
-PROF_HOT uint64_t call_site_key(const format::InFlightSlot* s) {
-  const uint64_t key = s->site_func;
-  const uint64_t binding = reinterpret_cast<const format::LiveSlot*>(s)->binding_site;
-  return binding ? (key & ~format::kSiteMask) | binding : key;
-}
-PROF_HOT size_t site_cache_index(uint64_t key) {
-  return ((key >> 2) ^ (key >> 11)) & (ThreadState::kSiteCacheSize - 1);
-}
+// The cache slot of a key: the address's low bits (call sites lie bytes
+// apart; a collision costs a trip to the rank's table, not a wrong site).
+PROF_HOT size_t site_cache_index(uint64_t key) { return key & (ThreadState::kSiteCacheSize - 1); }
 // The site bits (index << kSiteShift) of the call in the slot, or kSiteMiss.
+// By the return address alone: the Fortran binding site (slot's
+// binding_site) is looked at only on a miss, so a C call pays one load,
+// one compare and one load.
 PROF_HOT uint32_t cached_site_bits(const ThreadState* ts) {
 #ifndef PROF_NO_IN_FLIGHT
-  const uint64_t key = call_site_key(ts->slot);
+  const uint64_t key = ts->slot->site_func;
   const size_t i = site_cache_index(key);
   return ts->site_keys[i] == key ? ts->site_fields[i] : kSiteMiss;
 #else
@@ -893,7 +893,7 @@ PROF_HOT int fast_finish_plain(uint16_t func, int rc) {
   const bool room = at + 2 <= ts->end;
   const uint32_t site = cached_site_bits(ts);  // kSiteMiss fails the test
   if (__builtin_expect((((dt | duration | site) >> 16) == 0) & room, 1)) {
-    format::encode_fixed_plain(at, static_cast<uint16_t>(func | site), 0, dt, duration);
+    format::encode_fixed_plain(at, func | site, 0, dt, duration);
     ts->last_enter = t0;
     ts->cur = at + 2;
     __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);
