@@ -93,7 +93,7 @@ void build_ring(TraceBuilder& b, int ranks) {
       if (r == 0 && it == 7) b.send(r, a + 62 * kUs, a + 63 * kUs, 2, 999);
       if (it % 3 == 0) b.end(r, a + 70 * kUs, 2, 2);
       // From two call sites (app.c:200 on even iterations, app.c:300 on odd ones).
-      b.collective(r, Allreduce, a + 100 * kUs, a + 200 * kUs, kWorld, 8, format::kNoRequest, 0,
+      b.collective(r, Allreduce, a + 100 * kUs, a + 200 * kUs, kWorld, 8, prof::format::kNoRequest, 0,
                    uint8_t(1 + it % 2));
       if (it % 5 == 0) b.collective(r, Alltoall, a + 300 * kUs, a + 400 * kUs + static_cast<uint64_t>(it) * kUs);
       b.end(r, a + 500 * kUs, 1, 1);
