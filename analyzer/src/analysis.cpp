@@ -53,7 +53,7 @@ constexpr uint32_t kBytesKinds = kind_bit(FuncKind::Send) | kind_bit(FuncKind::R
   }
   ++a.calls;
   ++r.calls;
-  FuncStat& fs = r.function_stat(a, e.func, fi);
+  FuncStat& fs = r.function_stat(a, e, fi);
   ++fs.calls;
   fs.time += dur;
   const unsigned kind = static_cast<unsigned>(e.kind);
@@ -343,7 +343,7 @@ void Engine::setup() {
     r->first_chunk = first;
     r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
     r->acc.emplace_back();
-    r->slot_of.assign(reg_.funcs[i].size() + 1, 0);
+    r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);
     r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
     r->worker = worker_of_[i];
     r->log_delay = delay_on_;

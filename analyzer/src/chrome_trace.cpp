@@ -103,6 +103,7 @@ struct ChromeHandler {
   FlatMap<ChannelKey, uint64_t, ChannelHash> sent, received;
   CommCache* comms = nullptr;
   const RankTrace* rank_trace = nullptr;  // resolves the sites of calls in flight
+  std::vector<std::string> site_labels;  // by Registry site: "file:line" (made when first drawn)
 
   long long tid(uint32_t stream) const {
     return stream == 0 ? rank : 1000000ll + static_cast<long long>(rank) * 1000 + stream;
@@ -218,6 +219,19 @@ struct ChromeHandler {
         default: break;
       }
     if (schema && schema->has(format::Field::Comm)) add_comm();
+    if (e.call_site != 0) {
+      // The call's own site (format 7): file:line, else object+offset.
+      if (const uint32_t site = reg.site(index, e.call_site); site != 0) {
+        if (site_labels.size() <= site) site_labels.resize(reg.sites.size());
+        std::string& label = site_labels[site];
+        if (label.empty()) {
+          const SiteInfo& s = reg.sites[site];
+          label = s.file.empty() ? s.label : s.file + ":" + std::to_string(s.line);
+        }
+        key("site");
+        escape(w.buf, label);
+      }
+    }
     if (e.in_flight) {
       // Entered, never completed: the slice runs to the rank's last moment
       // alive. Its call site too (file:line, else object+offset), as the

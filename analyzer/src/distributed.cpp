@@ -362,6 +362,7 @@ void Engine::gather_at_root() {
         mine.put(c.waits);
       }
       mine.put_vec(r.slot_name);
+      mine.put_vec(r.slot_site);
       if (delay_on_) {
         mine.put_vec(r.delay.contexts);
         mine.put_vec(r.delay.syncs);
@@ -432,6 +433,7 @@ void Engine::gather_at_root() {
         c.waits = m.get<WaitSums>();
       }
       r.slot_name = m.get_vec<uint32_t>();
+      r.slot_site = m.get_vec<uint32_t>();
       if (delay_on_) {
         r.delay.contexts = m.get_vec<DelayLog::Context>();
         r.delay.syncs = m.get_vec<DelayLog::Sync>();

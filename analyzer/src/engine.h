@@ -95,6 +95,10 @@ using namespace detail;
 inline constexpr uint32_t kRootId = UINT32_MAX;
 inline constexpr uint32_t kNoParent = UINT32_MAX;
 inline constexpr size_t kExamples = 5;
+// Bits of a function-stat key below the function id: the call site index
+// (trace::Event::call_site_index, below 64).
+inline constexpr unsigned kSiteKeyBits = 6;
+static_assert(format::kSiteIndexes < (1u << kSiteKeyBits));
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::vector<std::vector<int>> wait_cycles(const std::vector<RankEnd>& ends);
@@ -505,9 +509,13 @@ struct alignas(64) Rank {
   uint64_t last_isend_hold = HoldQueue::kNone;  // the hold Handler::send made for the last Isend or Start
   std::vector<Combo> combos;
   std::map<std::vector<uint32_t>, uint32_t> combo_index;
-  std::vector<uint32_t> slot_of;    // function id -> local slot + 1 (0: none yet)
-  uint32_t undefined_function = 0;  // slot_of's last index, shared by ids the trace does not define
+  // (function id << kSiteKeyBits | call site index) -> local slot + 1 (0:
+  // none yet): a slot per function and call site, so the function profile
+  // (by name) and the call-site profile (by name and site) sum the same slots.
+  std::vector<uint32_t> slot_of;
+  uint32_t undefined_function = 0;  // the largest function key, shared by ids the trace does not define
   std::vector<uint32_t> slot_name;  // local slot -> Registry function name
+  std::vector<uint32_t> slot_site;  // local slot -> the rank's CallSiteDef id (0: none)
   // Channels into this rank: key -> index into channel_store (compact slots).
   FlatMap<ChannelKey, uint32_t, ChannelHash> channels;
   std::vector<Channel> channel_store;
@@ -566,18 +574,23 @@ struct alignas(64) Rank {
     if (fresh) combos.push_back(Combo{leaves, {}, {}});
     return kComboBit | it->second;
   }
-  // mpiP-style profile: a rank-local slot per function keeps the table small.
-  FuncStat& function_stat(NodeAcc& a, uint16_t func, const FuncInfo& fi) {
-    const size_t fid = func < undefined_function ? func : undefined_function;
+  // mpiP-style profile: a rank-local slot per function and call site keeps
+  // the table small.
+  FuncStat& function_stat(NodeAcc& a, const trace::Event& e, const FuncInfo& fi) {
+    const size_t key = size_t{e.func < undefined_function ? e.func : undefined_function} << kSiteKeyBits |
+                       e.call_site_index;
     // (Slot 0, none yet, wraps to the largest index: one test for both.)
-    const uint32_t index = slot_of[fid] - 1;
-    if (index >= a.funcs.size()) [[unlikely]] return new_function_stat(a, fid, fi);
+    const uint32_t index = slot_of[key] - 1;
+    if (index >= a.funcs.size()) [[unlikely]] return new_function_stat(a, key, e, fi);
     return a.funcs[index];
   }
-  [[gnu::noinline]] FuncStat& new_function_stat(NodeAcc& a, size_t fid, const FuncInfo& fi) {
-    uint32_t& slot = slot_of[fid];
+  [[gnu::noinline]] FuncStat& new_function_stat(NodeAcc& a, size_t key, const trace::Event& e,
+                                                const FuncInfo& fi) {
+    uint32_t& slot = slot_of[key];
     if (slot == 0) {
-      slot_name.push_back(fid < undefined_function ? fi.name : 0);
+      const bool defined = (key >> kSiteKeyBits) < undefined_function;
+      slot_name.push_back(defined ? fi.name : 0);
+      slot_site.push_back(defined ? e.call_site : 0);
       slot = static_cast<uint32_t>(slot_name.size());
     }
     if (a.funcs.size() < slot) a.funcs.resize(slot);

@@ -175,6 +175,7 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
 
   std::vector<std::pair<size_t, RankFigures>> per;
   std::map<uint32_t, FunctionFigures> funcs;
+  std::map<std::pair<uint32_t, uint32_t>, FunctionFigures> sites;  // (name, Registry site)
   std::map<int32_t, PartnerWait> partners;
   for (auto [ri, li] : gn.members) {
     const Rank& r = *ranks_[ri];
@@ -212,6 +213,15 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
       ff.calls += fs.calls;
       ff.time += fs.time;
       ff.bytes += fs.bytes;
+      if (s < r.slot_site.size() && r.slot_site[s] != 0) {
+        const uint32_t site = reg_.site(r.index, r.slot_site[s]);
+        if (site != 0) {
+          FunctionFigures& sf = sites[{r.slot_name[s], site}];
+          sf.calls += fs.calls;
+          sf.time += fs.time;
+          sf.bytes += fs.bytes;
+        }
+      }
     }
   }
   std::sort(per.begin(), per.end(),
@@ -288,6 +298,24 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
             [](const FunctionFigures& x, const FunctionFigures& y) {
               if (x.time != y.time) return x.time > y.time;
               return x.name < y.name;
+            });
+  for (auto& [key, sf] : sites) {
+    const SiteInfo& info = reg_.sites[key.second];
+    CallSiteFigures c;
+    c.function = reg_.functions[key.first];
+    c.file = info.file;
+    c.line = info.line;
+    c.unresolved = info.label;
+    c.calls = sf.calls;
+    c.time = sf.time * s;
+    c.bytes = sf.bytes;
+    node.callsites.push_back(std::move(c));
+  }
+  std::sort(node.callsites.begin(), node.callsites.end(),
+            [](const CallSiteFigures& x, const CallSiteFigures& y) {
+              if (x.time != y.time) return x.time > y.time;
+              if (x.function != y.function) return x.function < y.function;
+              return x.site_label() < y.site_label();
             });
 
   return node;

@@ -154,6 +154,7 @@ int compare_runs(const std::string& a_dir, const std::string& b_dir, const prof:
 int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   CLI::App app{"prof-analyze: interval characteristics of a prof trace (docs/metrics.md)"};
   std::string dir, out_path, json_path, chrome_path, chrome_window, window, otf2_dir;
+  bool callsites = false;
   bool functions = false, wait_states = false, no_per_rank = false, no_progress = false, quiet = false, no_index = false;
   unsigned threads = 0;
   app.add_option("TRACE_DIR", dir, "trace directory (rank-*.prof files)");
@@ -175,6 +176,8 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
                  "FROM:TO in seconds from the trace's start: only what overlaps goes into the "
                  "Chrome trace (big traces stay loadable)");
   app.add_flag("--functions", functions, "add each interval's MPI function profile to the text");
+  app.add_flag("--callsites", callsites,
+               "add each interval's top MPI call sites by time (function, file:line) to the text");
   app.add_flag("--wait-states", wait_states,
                "add each interval's wait states by kind and the ranks waited for to the text");
   app.add_flag("--no-per-rank", no_per_rank, "leave out the per-rank tables");
@@ -375,6 +378,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
 
     prof::analysis::TextOptions text;
     text.functions = functions;
+    text.callsites = callsites;
     text.wait_states = wait_states;
     text.per_rank = !no_per_rank;
     text.ranks = shown_ranks;

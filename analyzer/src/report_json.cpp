@@ -184,6 +184,14 @@ void write_json_report(const Analysis& a, std::ostream& out) {
     }
     i["calls"] = calls;
     i["functions"] = funcs;
+    Json sites = Json::array();
+    for (const CallSiteFigures& c : n.callsites) {
+      Json site{{"function", c.function}, {"file", c.file.empty() ? Json(nullptr) : Json(c.file)},
+                {"line", c.line}, {"site", c.site_label()}, {"calls", c.calls}, {"time", c.time},
+                {"bytes", c.bytes}};
+      sites.push_back(std::move(site));
+    }
+    i["callsites"] = sites;
     list.push_back(std::move(i));
   }
   j["intervals"] = std::move(list);

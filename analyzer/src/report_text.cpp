@@ -152,6 +152,15 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
       for (const FunctionFigures& f : n.functions)
         out << f.name << ' ' << f.calls << ' ' << num(f.time) << ' ' << f.bytes << '\n';
     }
+    if (opt.callsites) {
+      out << "---MPI Call Sites---\n";
+      out << "Function Site Calls Time Bytes\n";
+      for (size_t c = 0; c < n.callsites.size() && c < kTextCallSites; ++c) {
+        const CallSiteFigures& f = n.callsites[c];
+        out << f.function << ' ' << f.site_label() << ' ' << f.calls << ' ' << num(f.time) << ' '
+            << f.bytes << '\n';
+      }
+    }
     if (n.parent < 0 && a.clock.known) {
       // After Level 0: how far the figures between ranks can be trusted.
       char line[160];

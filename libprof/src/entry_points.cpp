@@ -119,6 +119,7 @@ PROF_EXPORT int MPI_Finalize(void) {
 PROF_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
   ThreadState* ts = call_begin();
   if (ts) {
+    call_enter_plain(ts, kId_MPI_Abort, __builtin_return_address(0));
     const uint64_t t = now();
     record_plain(ts, kId_MPI_Abort, t, t, true);
     call_end(ts);
@@ -133,6 +134,7 @@ PROF_EXPORT int MPI_Abort(MPI_Comm comm, int errorcode) {
 PROF_EXPORT int MPI_Pcontrol(const int level, ...) {
   ThreadState* ts = call_begin();
   if (!ts) return PMPI_Pcontrol(level);
+  call_enter_plain(ts, kId_MPI_Pcontrol, __builtin_return_address(0));
   const uint64_t t0 = now();
   const int rc = PMPI_Pcontrol(level);
   record_plain(ts, kId_MPI_Pcontrol, t0, now(), rc == MPI_SUCCESS);

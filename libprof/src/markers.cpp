@@ -1,10 +1,13 @@
 // Markers: begin and end of a user's interval (markers.h), raw (a tagged
 // message the application sends to MPI_PROC_NULL) or through prof_marker_at
 // with an explicit file and line. Each becomes a marker record and updates the
-// thread's open intervals, which every new chunk starts with.
+// thread's open intervals, which every new chunk starts with. And the call
+// sites of markers and of every MPI call (resolve_call_site: a thread's cache
+// missed).
 //
 // Invariant: call sites get ids once each (by address or by file:line),
-// under defs_mu.
+// under defs_mu; an MPI call's site index is defined before any record
+// carries it.
 #include "runtime_internal.h"
 
 #include <dlfcn.h>
@@ -58,6 +61,55 @@ uint32_t callsite_id_for_address(uintptr_t address, std::string* lines) {
     else define(line);
   }
   return it->second;
+}
+
+// The call's site as the rank's table has it; a site seen for the first time
+// takes its function's next index and is defined (S line, A line) before
+// any record carries it. Sites past a function's kSiteIndexes-th get 0.
+// A call through a Fortran binding (the slot's binding_site set) is the
+// binding's call site: its return address, inside the binding, is marked in
+// the thread's first cache as one to look up here, in the second, by the
+// binding site.
+uint32_t resolve_call_site(ThreadState* ts) {
+  const uint64_t return_key = ts->slot->site_func;
+  const uint64_t binding =
+      reinterpret_cast<const format::LiveSlot*>(ts->slot)->binding_site & format::kSiteMask;
+  const uint64_t key = binding ? (return_key & ~format::kSiteMask) | binding : return_key;
+  const size_t i = site_cache_index(key);
+  if (binding) {
+    const size_t r = site_cache_index(return_key);
+    ts->site_keys[r] = return_key;
+    ts->site_fields[r] = kSiteMiss;
+    if (ts->binding_keys[i] == key) return ts->binding_fields[i];
+  }
+  const uint16_t func = uint16_t(key >> 48);
+  const uintptr_t address = uintptr_t(key & format::kSiteMask);
+  uint32_t bits = 0;
+  if (rt && address != 0 && func < format::kRepeatFuncs) {
+    std::lock_guard<std::mutex> lock(rt->defs_mu);
+    auto [it, inserted] = rt->call_site_bits.try_emplace(key, 0);
+    if (inserted && rt->sites_of_function[func] < format::kSiteIndexes) {
+      const uint32_t index = ++rt->sites_of_function[func];
+      auto [site, new_site] = rt->callsite_by_address.try_emplace(address, rt->next_callsite);
+      std::string lines;
+      if (new_site) {
+        ++rt->next_callsite;
+        lines = format::definition_line::callsite(site->second, address, "", 0);
+      }
+      lines += format::definition_line::call_site_index(func, index, site->second);
+      define(lines);
+      it->second = uint16_t(index << format::kSiteShift);
+    }
+    bits = it->second;
+  }
+  if (binding) {
+    ts->binding_keys[i] = key;
+    ts->binding_fields[i] = bits;
+  } else {
+    ts->site_keys[i] = key;
+    ts->site_fields[i] = bits;
+  }
+  return bits;
 }
 
 void record_marker(uint16_t id, bool begin, uint32_t callsite) {

@@ -83,6 +83,17 @@ struct alignas(64) ThreadState {
   // payload repeats it is written as its header (format::kRepeatPayload).
   // Reset with the chunk context.
   format::RepeatTable repeats;
+  // The call sites this thread has met (cached_site_bits): a direct-mapped
+  // cache of the rank's table, by the slot's site and function word; 0 is
+  // no key (no site is 0). A return address inside a Fortran binding holds
+  // kSiteMiss: its calls' sites are their binding sites, which the second
+  // cache holds (resolve_call_site). Never invalidated: a site keeps its
+  // index for the whole run.
+  static constexpr size_t kSiteCacheSize = 64;
+  uint64_t site_keys[kSiteCacheSize] = {};
+  uint32_t site_fields[kSiteCacheSize] = {};
+  uint64_t binding_keys[kSiteCacheSize] = {};
+  uint32_t binding_fields[kSiteCacheSize] = {};
 
   const MPI_Request* save_requests(const MPI_Request* reqs, int n) {
     if (n <= 0) return reqs;
@@ -203,6 +214,41 @@ PROF_HOT format::InFlightSlot* call_enter_plain(ThreadState* ts, uint16_t func,
   s->site_func = site_func(func, return_address);
   return s;
 }
+// Call sites (format 7, trace_format.h kSiteShift): each record's func field
+// carries its call's site index, which the rank's first sight of the site
+// (return address, or the Fortran binding's, and function) assigns and
+// defines (S and A lines, markers.cpp resolve_call_site). The wrapper stored
+// the site in the slot on entry; the record takes its index from the
+// thread's cache (one load and compare), the rank's table on a miss.
+// What cached_site_bits returns for a site the cache does not hold: above
+// the 16 bits of a func field, so a fit test folds it in (>> 16).
+inline constexpr uint32_t kSiteMiss = 0x10000;
+// The cache slot of a key: the address's low bits (call sites lie bytes
+// apart; a collision costs a trip to the rank's table, not a wrong site).
+PROF_HOT size_t site_cache_index(uint64_t key) { return key & (ThreadState::kSiteCacheSize - 1); }
+// The site bits (index << kSiteShift) of the call in the slot, or kSiteMiss.
+// By the return address alone: the Fortran binding site (slot's
+// binding_site) is looked at only on a miss, so a C call pays one load,
+// one compare and one load.
+PROF_HOT uint32_t cached_site_bits(const ThreadState* ts) {
+#ifndef PROF_NO_IN_FLIGHT
+  const uint64_t key = ts->slot->site_func;
+  const size_t i = site_cache_index(key);
+  return ts->site_keys[i] == key ? ts->site_fields[i] : kSiteMiss;
+#else
+  (void)ts;
+  return 0;  // no slot, no site
+#endif
+}
+// A miss: the rank's table (a new site defined), and the cache filled.
+[[gnu::noinline, gnu::cold]] uint32_t resolve_call_site(ThreadState* ts);
+// `func` with its call's site index: the func field of its record.
+PROF_HOT uint16_t sited(ThreadState* ts, uint16_t func) {
+  uint32_t bits = cached_site_bits(ts);
+  if (__builtin_expect(bits == kSiteMiss, 0)) bits = resolve_call_site(ts);
+  return static_cast<uint16_t>(func | bits);
+}
+
 // The enter time goes last: a reader seeing it sees the facts too. (Raw
 // times are counters since boot or the epoch, never 0, which means "none".)
 PROF_HOT void call_entered(format::InFlightSlot* slot, uint64_t t0) {
@@ -313,9 +359,12 @@ class Rec {
   }
   format::RecordEncoder& enc() { return enc_; }
   // `may_repeat`: the kind repeats (format::kind_repeats) and the record
-  // continues no call; its payload is then left out when it repeats.
+  // continues no call; its payload is then left out when it repeats. A
+  // call's record (function id below kRepeatFuncs: not a marker) carries
+  // the call's site index.
   __attribute__((always_inline)) void commit(uint16_t func, bool may_repeat) {
-    ts_->cur += may_repeat ? enc_.commit_repeating(func, ts_->repeats) : enc_.commit(func);
+    const uint16_t field = func < format::kRepeatFuncs ? sited(ts_, func) : func;
+    ts_->cur += may_repeat ? enc_.commit_repeating(field, ts_->repeats) : enc_.commit(field);
   }
   // Room for `words` more in the thread's chunk; where the record goes.
   __attribute__((always_inline)) static uint32_t* reserve(ThreadState* ts, size_t words) {
@@ -338,7 +387,8 @@ PROF_HOT void record_plain(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t
   const uint64_t duration = t1 - t0;
   const bool room = at + 2 <= ts->end;
   if (__builtin_expect((((dt | duration) >> 16) == 0) & room, 1)) {
-    format::encode_fixed_plain(at, func, ok ? 0u : uint32_t{format::kCallFailed}, dt, duration);
+    format::encode_fixed_plain(at, sited(ts, func), ok ? 0u : uint32_t{format::kCallFailed}, dt,
+                               duration);
     ts->last_enter = t0;
     ts->cur = at + 2;
     return;
@@ -372,7 +422,7 @@ PROF_HOT void record_narrow(ThreadState* ts, uint16_t func, uint64_t t0, uint64_
   uint32_t* const at = Rec::reserve(ts, 16);
   size_t words;
   static_assert(format::kind_repeats(K));
-  if (__builtin_expect(format::encode_narrow<K>(at, func,
+  if (__builtin_expect(format::encode_narrow<K>(at, sited(ts, func),
                                                 uint8_t(flags | (ok ? 0 : format::kCallFailed)),
                                                 t0 - ts->last_enter, t1 - t0, v, ts->cx, words,
                                                 &ts->repeats),
@@ -396,8 +446,8 @@ PROF_HOT void record_fixed(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t
   const uint64_t duration = t1 - t0;
   const bool room = at + words <= ts->end;
   if (__builtin_expect((format::fixed_misfit<K>(dt, duration, v) == 0) & room, 1)) {
-    format::encode_fixed<K>(at, func, flags | (ok ? 0u : uint32_t{format::kCallFailed}), dt,
-                            duration, v, ts->cx);
+    format::encode_fixed<K>(at, sited(ts, func), flags | (ok ? 0u : uint32_t{format::kCallFailed}),
+                            dt, duration, v, ts->cx);
     ts->last_enter = t0;
     ts->cur = at + words;
     return;
@@ -743,11 +793,12 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
   const MPI_Datatype type = ts->send_type;
   const uint64_t bytes = fast_bytes(count, type);
   r->bytes = static_cast<uint32_t>(bytes);
-  if (__builtin_expect(((dt | duration | count | bytes) >> 32) != 0, 0))
+  const uint32_t site = cached_site_bits(ts);  // kSiteMiss: the finisher resolves it
+  if (__builtin_expect((((dt | duration | count | bytes) >> 32) | (site >> 16)) != 0, 0))
     return finish_send_general(func, rc, t1);
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
-  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Send>(func, 0), words, t0);
+  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Send>(func, 0) | site, words, t0);
   return 0;
 }
 
@@ -776,8 +827,10 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
   // One test for the common case: the values fit, the gap fit, and the call
   // named its source and tag (the record's first word is then a constant).
   const uint32_t extra = slot->extra;
+  const uint32_t site = cached_site_bits(ts);  // kSiteMiss: the finisher resolves it
+  misfit |= site >> 16;
   if (__builtin_expect((misfit | extra) == 0, 1)) {
-    fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, 0), words, t0);
+    fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, 0) | site, words, t0);
     return 0;
   }
   if (extra & kRecvReadsStatus) {
@@ -787,7 +840,8 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
     r->peer_tag = format::pack_peer_tag(source, tag);
   }
   if ((misfit | (extra & kRecvLongGap)) != 0) return finish_recv_general(func, rc, t1, st);
-  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, extra >> 16), words, t0);
+  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, extra >> 16) | site,
+              words, t0);
   return 0;
 }
 
@@ -808,9 +862,11 @@ PROF_HOT int fast_finish_start(uint16_t func, int rc, const MPI_Request* request
   const int peer = slot->peer;
   const int tag = slot->tag;
   const uint32_t flags = K == format::FuncKind::Irecv ? recv_flags(peer, tag) : 0u;
+  const uint32_t site = cached_site_bits(ts);
+  if (__builtin_expect(site == kSiteMiss, 0)) return finish_start_general<K>(func, rc, t1, request);
   size_t words;
   if (__builtin_expect(!format::encode_narrow<K>(
-                           at, func, static_cast<uint8_t>(flags), t0 - ts->last_enter, t1 - t0,
+                           at, static_cast<uint16_t>(func | site), static_cast<uint8_t>(flags), t0 - ts->last_enter, t1 - t0,
                            format::RecordValues{.peer = peer, .tag = tag, .comm = slot->comm,
                                                 .bytes = slot->extra,
                                                 .request = static_cast<uint32_t>(*request)},
@@ -835,8 +891,9 @@ PROF_HOT int fast_finish_plain(uint16_t func, int rc) {
   const uint64_t dt = t0 - ts->last_enter;
   const uint64_t duration = t1 - t0;
   const bool room = at + 2 <= ts->end;
-  if (__builtin_expect((((dt | duration) >> 16) == 0) & room, 1)) {
-    format::encode_fixed_plain(at, func, 0, dt, duration);
+  const uint32_t site = cached_site_bits(ts);  // kSiteMiss fails the test
+  if (__builtin_expect((((dt | duration | site) >> 16) == 0) & room, 1)) {
+    format::encode_fixed_plain(at, func | site, 0, dt, duration);
     ts->last_enter = t0;
     ts->cur = at + 2;
     __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);

@@ -44,6 +44,10 @@ struct Runtime {
   std::unordered_map<uintptr_t, uint32_t> callsite_by_address;
   std::unordered_map<std::string, uint32_t> callsite_by_file_line;
   uint32_t next_callsite = 1;
+  // MPI calls' sites (resolve_call_site): the slot's site key -> its func-field
+  // bits, and how many sites each function has (format::kSiteIndexes at most).
+  std::unordered_map<uint64_t, uint16_t> call_site_bits;
+  uint8_t sites_of_function[format::kRepeatFuncs] = {};
   uint32_t next_comm_seq = format::kFirstCreatedCommCounter;  // for the comm ids it leads
   std::unordered_map<uint32_t, uint64_t> comm_gid;  // handle -> global id of its latest definition
   std::unordered_map<uint64_t, uint64_t> idups_of;  // parent global id -> MPI_Comm_idup calls on it

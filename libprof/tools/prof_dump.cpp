@@ -75,6 +75,8 @@
 //                       unknown, "(0xADDR)" when it has no file yet
 //   unknown kinds       kind=N
 // FLAGS, each when set: any_source any_tag failed
+// A call whose site the trace records (format 7) then has " call_site=S
+// (FILE:LINE)", as a marker's site.
 // A call in flight (entered, never completed; its duration runs to the rank's
 // last moment alive) ends its line with " in_flight site=0xADDR (FILE:LINE)",
 // the site resolved with the load map when it can be; its fields are what the
@@ -220,6 +222,10 @@ void print_event(Line& l, const RankTrace& t, const Event& e, const SiteNames& s
   if (e.flags & format::kAnySource) l.add(" any_source");
   if (e.flags & format::kAnyTag) l.add(" any_tag");
   if (e.flags & format::kCallFailed) l.add(" failed");
+  if (e.call_site != 0) {
+    auto site = sites.find(e.call_site);
+    l.add(" call_site=%u (%s)", e.call_site, site == sites.end() ? "?" : site->second.c_str());
+  }
   if (e.in_flight) {
     // Entered and never completed: its duration runs to the rank's last moment alive.
     l.add(" in_flight site=0x%" PRIx64, e.site);

@@ -1,5 +1,5 @@
 // prof-analyze as an MPI job (`mpiexec -n K prof-analyze TRACE ...`): for
-// every K the same text report (with --functions), JSON, messages and exit
+// every K the same text report (with --functions and --callsites), JSON, messages and exit
 // status as the plain command, byte for byte, on a trace with messages,
 // collectives, nested intervals, a rank killed mid-run and a message never
 // received, on a damaged trace, and on errors; and process 0 decodes only
@@ -92,7 +92,9 @@ void build_ring(TraceBuilder& b, int ranks) {
       b.recv(r, a + 30 * kUs, a + 60 * kUs + static_cast<uint64_t>(r) * kUs, (r + ranks - 1) % ranks, it);
       if (r == 0 && it == 7) b.send(r, a + 62 * kUs, a + 63 * kUs, 2, 999);
       if (it % 3 == 0) b.end(r, a + 70 * kUs, 2, 2);
-      b.collective(r, Allreduce, a + 100 * kUs, a + 200 * kUs);
+      // From two call sites (app.c:200 on even iterations, app.c:300 on odd ones).
+      b.collective(r, Allreduce, a + 100 * kUs, a + 200 * kUs, kWorld, 8, prof::format::kNoRequest, 0,
+                   uint8_t(1 + it % 2));
       if (it % 5 == 0) b.collective(r, Alltoall, a + 300 * kUs, a + 400 * kUs + static_cast<uint64_t>(it) * kUs);
       b.end(r, a + 500 * kUs, 1, 1);
     }
@@ -108,7 +110,11 @@ void build_ring(TraceBuilder& b, int ranks) {
 TEST(MpiJob, RingWithAKilledRankIsTheSameForEveryProcessCount) {
   TraceBuilder b(6);
   build_ring(b, 6);
-  expect_same_for_every_k(b.dir(), "--functions --json {json} --chrome-trace {chrome}");
+  expect_same_for_every_k(b.dir(), "--functions --callsites --json {json} --chrome-trace {chrome}");
+  // The call-site profile is there to compare (each rank's sites reach process 0).
+  const Outputs plain = run(0, b.dir(), "--callsites");
+  EXPECT_NE(plain.text.find("MPI_Allreduce app.c:200 "), std::string::npos) << plain.text;
+  EXPECT_NE(plain.text.find("MPI_Allreduce app.c:300 "), std::string::npos) << plain.text;
   // A window (process 0 alone).
   expect_same_for_every_k(b.dir(), "--window 0.005:0.02 --json {json}", 2);
 }

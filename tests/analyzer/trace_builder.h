@@ -115,6 +115,9 @@ class TraceBuilder {
     t.callsite({2, 0x402000, "app.c", 200});
     t.callsite({3, 0x403000, "app.c", 300});
     t.callsite({4, 0x404abc, "", 0});  // unresolved: reported by address
+    // MPI_Allreduce's call sites 1 and 2 (format 7): app.c:200 and app.c:300.
+    t.call_site_index(Allreduce, 1, 2);
+    t.call_site_index(Allreduce, 2, 3);
   }
   void define(int r) { define(w(r)); }
 
@@ -186,9 +189,11 @@ class TraceBuilder {
     put(r, e);
   }
   void collective(int r, Fn f, uint64_t enter, uint64_t leave, uint32_t comm = kWorld,
-                  uint64_t bytes = 8, uint32_t request = format::kNoRequest, int root = 0) {
+                  uint64_t bytes = 8, uint32_t request = format::kNoRequest, int root = 0,
+                  uint8_t call_site_index = 0) {
     Event e;
     e.func = f;
+    e.call_site_index = call_site_index;
     e.kind = f == Alltoall ? FuncKind::AllToAll
              : f == Ibcast ? FuncKind::ICollective
              : f == Ialltoall ? FuncKind::IAllToAll

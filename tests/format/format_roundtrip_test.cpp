@@ -393,6 +393,64 @@ TEST(FormatRoundTrip, UnknownKindPayloadIsSkipped) {
   fs::remove_all(dir);
 }
 
+// Format 7: each call's site index travels in its record's func field and
+// the A definitions name its call site; a call repeating its function's
+// payload from another site keeps its own site. Version 6 has no sites.
+TEST(FormatRoundTrip, CallSitesByIndex) {
+  for (const uint32_t version : {format::kFormatVersion, format::kFirstRepeatVersion}) {
+    SCOPED_TRACE(version);
+    const std::string dir = temp_dir();
+    const std::string path = dir + "/rank-00000.prof";
+    const uint16_t allreduce = fid(FuncKind::Collective);
+    std::vector<Event> written;
+    {
+      TraceWriter w(path, 0, 1, 1, format::TimerKind::Monotonic, 1u << 20, version);
+      define_all(w);
+      w.callsite({31, 0x401000, "", 0});
+      w.callsite({32, 0x401100, "", 0});
+      w.call_site_index(allreduce, 1, 31);
+      w.call_site_index(allreduce, 2, 32);
+      for (int i = 0; i < 40; ++i) {
+        Event e;
+        e.kind = FuncKind::Collective;
+        e.func = allreduce;
+        e.enter = 100 + 10 * uint64_t(i);
+        e.leave = e.enter + 3;
+        e.comm = kWorld;
+        e.root = -1;
+        e.bytes = 4;
+        // Sites 1, 2, 2, 1, ...; the last few calls from a site with no index.
+        e.call_site_index = i >= 36 ? 0 : uint8_t((i % 3 == 0) ? 1 : 2);
+        w.event(e);
+        written.push_back(e);
+      }
+    }
+    auto t = RankTrace::open(path, nullptr);
+    ASSERT_TRUE(t);
+    const bool sites = version >= format::kFirstSiteVersion;
+    auto check = [&](const Event& g, size_t i) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(g.func, allreduce);
+      EXPECT_EQ(g.bytes, 4u);
+      const uint8_t index = sites ? written[i].call_site_index : 0;
+      EXPECT_EQ(g.call_site_index, index);
+      EXPECT_EQ(g.call_site, index == 1 ? 31u : index == 2 ? 32u : 0u);
+    };
+    auto c = t->events();
+    Event g;
+    size_t n = 0;
+    while (c.next(g)) check(g, n++);
+    EXPECT_EQ(n, written.size());
+    auto b = t->events();  // the batch decoder
+    n = 0;
+    for (auto batch = b.next_batch(); !batch.empty(); batch = b.next_batch())
+      for (const Event& e : batch) check(e, n++);
+    EXPECT_EQ(n, written.size());
+    EXPECT_EQ(t->stats().bad_records, 0u);
+    fs::remove_all(dir);
+  }
+}
+
 TEST(FormatRoundTrip, BadRecordsCountedAndSkipped) {
   const std::string dir = temp_dir();
   const std::string path = dir + "/rank-00000.prof";

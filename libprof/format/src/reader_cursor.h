@@ -151,6 +151,24 @@ struct RankTrace::Cursor::Impl {
   uint32_t stream_id = 0;
   // Format 3: every chunk starts with an interval snapshot, which is no event.
   bool chunks_start_with_snapshot = false;
+  // Format 7: func fields below this carry a site index (format::kSiteShift);
+  // 0 for older files, whose func fields are the function id alone.
+  uint32_t split_below = 0;
+  const uint32_t* site_ids = nullptr;  // RankTrace::Impl::call_site_ids
+  size_t site_ids_size = 0;
+  uint16_t func_of(uint32_t w0) const {
+    const uint32_t raw = w0 & 0xFFFFu;
+    return static_cast<uint16_t>(raw < split_below ? raw & format::kFuncIdMask : raw);
+  }
+  // A record's call site: its index (Event::call_site_index) and its
+  // CallSiteDef id (Event::call_site), 0 when it has none.
+  void set_call_site(Event& e, uint32_t w0) const {
+    const uint32_t raw = w0 & 0xFFFFu;
+    const uint32_t index = raw < split_below ? raw >> format::kSiteShift : 0;
+    const size_t i = size_t{e.func} << 6 | index;
+    e.call_site_index = static_cast<uint8_t>(index);
+    e.call_site = index != 0 && i < site_ids_size ? site_ids[i] : 0;
+  }
   const uint8_t* snapshot = nullptr;  // the current chunk's snapshot record, if any
   // A cursor that does not walk its stream from the start (a seek, the chunk
   // index) leaves decode damage to the cursors that do (counted once).
@@ -172,6 +190,11 @@ struct RankTrace::Cursor::Impl {
     nkinds = t->kinds.size();
     buffer = t->take_buffer();
     chunks_start_with_snapshot = t->header.version >= format::kFirstSnapshotVersion;
+    if (t->header.version >= format::kFirstSiteVersion) {
+      split_below = format::kReservedFuncIds;
+      site_ids = t->call_site_ids.data();
+      site_ids_size = t->call_site_ids.size();
+    }
     if (t->header.version >= format::kFirstRepeatVersion)
       repeats.assign(std::min<size_t>(nkinds, format::kRepeatFuncs) * format::kRepeatDepth,
                      RepeatRef{});
@@ -453,7 +476,7 @@ struct RankTrace::Cursor::Impl {
       const uint32_t pw = format::record_payload_words(w0);
       const uint8_t flags = static_cast<uint8_t>(w0 >> 16);
       const size_t nbytes = size_t{format::record_words(w0)} * 4;
-      if (w0 == 0 || nbytes > left || static_cast<uint16_t>(w0) != func ||
+      if (w0 == 0 || nbytes > left || func_of(w0) != func ||
           !(flags & format::kContinuation))
         return n;
       const uint8_t* q = p + 4 * format::record_header_words(w0);
@@ -501,7 +524,7 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
       continue;
     }
     p = r + nbytes;
-    const uint32_t func = w0 & 0xFFFFu;
+    const uint32_t func = func_of(w0);
     const uint32_t flags = (w0 >> 16) & 0xFFu;
     const uint8_t* q = r + 4 * record_header_words(w0);
     uint32_t words = record_payload_words(w0);
@@ -647,11 +670,13 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
   using namespace format;
   if (!r.rec) [[unlikely]] {
     fill_in_flight(e, r);
+    e.call_site = 0;  // its site is an address (Event::site)
+    e.call_site_index = 0;
     if constexpr (kOwned) *groups = kAllGroups;
     return;
   }
   const uint32_t w0 = load32(r.rec);
-  const uint16_t func = static_cast<uint16_t>(w0);
+  const uint16_t func = func_of(w0);
   const uint8_t flags = r.flags;
   const uint8_t* q = r.pay;
   const uint64_t enter = r.enter;
@@ -660,6 +685,7 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
   e.enter = enter;
   e.leave = enter + r.dur;
   e.func = func;
+  set_call_site(e, w0);
   e.kind = static_cast<FuncKind>(r.kind);
   e.flags = flags & ~r.context_flags;  // kSameComm / kPackedRequest say nothing of the call
   e.stream = stream_id;
@@ -725,7 +751,7 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     if (!record_short_time(w0)) break;
     const size_t nbytes = size_t{record_words(w0)} * 4;
     if (nbytes > left) break;
-    const uint32_t func = w0 & 0xFFFFu;
+    const uint32_t func = func_of(w0);
     uint8_t flags = static_cast<uint8_t>(w0 >> 16);
     const FuncInfo& info = func < table_size ? table[func]
                          : func == kMarkerFuncId ? marker_info
@@ -761,6 +787,7 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     e.enter = time;
     e.leave = time + (w1 >> 16);
     e.func = static_cast<uint16_t>(func);
+    set_call_site(e, w0);
     e.kind = static_cast<FuncKind>(info.kind);
     e.flags = flags & ~info.context_flags;
     e.stream = stream;

@@ -192,6 +192,9 @@ struct RankTrace::Impl {
   std::vector<CommKey> comm_keys;  // sorted by (handle, time, order)
   std::vector<CallSiteDef> callsites;
   std::unordered_map<uint32_t, size_t> callsite_index;
+  // A definitions (format 7): the CallSiteDef id of (function id << 6 | site
+  // index), 0 where none is defined.
+  std::vector<uint32_t> call_site_ids;
   std::vector<LoadObject> load_objects;
   std::vector<ClockSyncDef> clock_syncs;
   std::string end_reason;

@@ -51,6 +51,7 @@ struct TraceWriter::Impl {
   uint32_t cap_words = 0;
   bool snapshots = true;  // format 3
   bool repeats = true;    // format 6
+  bool sites = true;      // format 7: call site indexes in the func field
 
   struct Stream {
     uint32_t id = 0;
@@ -174,6 +175,7 @@ TraceWriter::TraceWriter(const std::string& path, int rank, int world_size, uint
   w.path = path;
   w.snapshots = version >= kFirstSnapshotVersion;
   w.repeats = version >= kFirstRepeatVersion;
+  w.sites = version >= kFirstSiteVersion;
   // Room for a snapshot and the largest record.
   uint64_t cap = std::max<uint64_t>(chunk_bytes, (kMaxSnapshotWords + kMaxRecordWords) * 4);
   cap = std::min<uint64_t>(align8(cap), uint64_t{1} << 30);
@@ -217,6 +219,9 @@ void TraceWriter::comm(const CommDef& d) {
   impl_->definition(definition_line::comm(d.handle, d.global_id, d.time, d.ranks.size(), d.inter,
                                           d.ranks, d.remote_ranks));
 }
+void TraceWriter::call_site_index(uint16_t func, uint32_t index, uint32_t callsite_id) {
+  impl_->definition(definition_line::call_site_index(func, index, callsite_id));
+}
 void TraceWriter::callsite(const CallSiteDef& d) {
   impl_->definition(definition_line::callsite(d.id, d.address, d.file, d.line));
 }
@@ -242,6 +247,9 @@ void TraceWriter::event(const Event& e) {
   Impl::Stream& s = w.stream(e.stream);
   const uint64_t dur = e.leave - e.enter;
   uint16_t func = e.func;
+  // Format 7: the call's site index beside the function id (kSiteShift).
+  if (w.sites && func < kRepeatFuncs && e.call_site_index != 0 && e.call_site_index <= kSiteIndexes)
+    func = static_cast<uint16_t>(func | uint32_t{e.call_site_index} << kSiteShift);
   uint8_t flags =
       e.flags & ~uint8_t(kLongTime | kWidePeerTag | kWideBytes | kMarkerBegin | kContinuation);
   auto wide_pt = [](int32_t p, int32_t t) { return !fits_packed_peer_tag(p, t); };

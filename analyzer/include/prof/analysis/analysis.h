@@ -135,6 +135,23 @@ struct FunctionFigures {
   uint64_t bytes = 0;  // bytes the calls move (sent, received, or the collective's count)
 };
 
+// The call-site profile (mpiP's): one MPI function called from one source
+// line inside one interval, over all ranks and executions. Sites compare by
+// file:line, or by object and offset where debug info does not resolve them.
+struct CallSiteFigures {
+  std::string function;
+  std::string file;         // empty when not resolved (then `unresolved`)
+  int line = 0;
+  std::string unresolved;   // "object+0xoffset" (or the address in hex)
+  uint64_t calls = 0;
+  double time = 0;
+  uint64_t bytes = 0;
+  // "file:line", or the unresolved label.
+  std::string site_label() const {
+    return file.empty() ? unresolved : file + ":" + std::to_string(line);
+  }
+};
+
 // One node of the interval tree across ranks: (parent node, interval id, call
 // site of the begin marker). The root is the whole run: on each rank from the
 // return of MPI_Init (or its first event) to the call of MPI_Finalize (or its
@@ -160,6 +177,9 @@ struct IntervalNode {
   std::array<ComparativeFigures, kComparativeCount> comparative{};
   std::vector<RankFigures> per_rank;       // executing ranks only, by rank
   std::vector<FunctionFigures> functions;  // by time, largest first
+  // By time, largest first; calls whose site the trace does not record
+  // (older formats, sites past the recorder's limit) are in `functions` only.
+  std::vector<CallSiteFigures> callsites;
   std::array<double, kWaitKindCount> waits{};  // by WaitKind, over ranks
   std::vector<PartnerWait> waited_for;         // by seconds, largest first
   // Root causes of the waits of its calls (and its nested intervals'), by

@@ -11,9 +11,13 @@
 
 namespace prof::analysis {
 
+// The call sites the text report lists per interval (JSON lists them all).
+inline constexpr size_t kTextCallSites = 20;
+
 struct TextOptions {
   bool per_rank = true;    // the per-rank table after the main block
   bool functions = false;  // the mpiP-style profile of each interval
+  bool callsites = false;  // each interval's top call sites (kTextCallSites) by time
   bool wait_states = false;  // each interval's wait states by kind and the partners waited for
   // The ranks whose lines the per-rank tables print (inclusive ranges; empty:
   // every rank). The comparative min/max/mean always covers every rank, and

@@ -152,6 +152,15 @@ inline std::string callsite(uint32_t id, uint64_t address, std::string_view file
   else detail::append_number(line, line_number);
   return line + '\n';
 }
+// A <function id> <site index> <call site id>: the site index a function's
+// records carry (format 7, trace_format.h kSiteShift) names that S call site.
+inline std::string call_site_index(uint32_t func, uint32_t index, uint32_t callsite_id) {
+  std::string line = "A";
+  detail::append_number(line, func);
+  detail::append_number(line, index);
+  detail::append_number(line, callsite_id);
+  return line + '\n';
+}
 // L <bias> <path>: a loaded object
 inline std::string load_object(uint64_t bias, std::string_view path) {
   std::string line = "L\t" + hex(bias);

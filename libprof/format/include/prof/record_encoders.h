@@ -103,9 +103,9 @@ class RecordEncoder {
         p_ = payload;
         flags_ = static_cast<uint8_t>(repeat_flags(flags_, k));
       }
-    } else if (func < kRepeatFuncs) {
+    } else if (field_func(func) < kRepeatFuncs) {
       const uint32_t* const payload = base_ + 3 + 4;  // after the long time
-      if (p_ > payload) repeats.note(func, payload, static_cast<uint32_t>(p_ - payload), flags_);
+      if (p_ > payload) repeats.note(field_func(func), payload, static_cast<uint32_t>(p_ - payload), flags_);
     }
     return commit(func);
   }
@@ -377,8 +377,8 @@ template <FuncKind K, class V>
 
 // A call without payload (FuncKind Other) in its fixed form, the short
 // header: 8 bytes when the times fit 16 bits (the caller tested
-// (dt_enter | duration) >> 16 == 0).
-[[gnu::always_inline]] inline void encode_fixed_plain(uint32_t* at, uint16_t func, uint32_t flags,
+// (dt_enter | duration) >> 16 == 0). `func`: the record's func field (16 bits).
+[[gnu::always_inline]] inline void encode_fixed_plain(uint32_t* at, uint32_t func, uint32_t flags,
                                                       uint64_t dt_enter, uint64_t duration) {
   at[1] = static_cast<uint32_t>(dt_enter) | (static_cast<uint32_t>(duration) << 16);
   __atomic_store_n(at, (uint32_t{kShortTime} << 24) | (flags << 16) | func, __ATOMIC_RELEASE);

@@ -47,13 +47,16 @@ inline constexpr char kFileMagic[8] = {'P', 'R', 'O', 'F', 'T', 'R', 'C', '1'};
 // Live chunk's slots say which copy of a chunk being copied out is whole
 // (LiveSlot::home_copy). Version 6 adds payload repeats (kRepeatPayload): a
 // record whose payload is the previous one of its function in the chunk
-// carries none. Readers take versions 1 to 6.
-inline constexpr uint32_t kFormatVersion = 6;
+// carries none. Version 7 adds call sites: a record's func field carries the
+// call's site index beside the function id (kSiteShift), which A definitions
+// resolve. Readers take versions 1 to 7.
+inline constexpr uint32_t kFormatVersion = 7;
 inline constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr uint32_t kFirstSnapshotVersion = 3;
 inline constexpr uint32_t kFirstLiveVersion = 4;
 inline constexpr uint32_t kFirstHomeVersion = 5;
 inline constexpr uint32_t kFirstRepeatVersion = 6;
+inline constexpr uint32_t kFirstSiteVersion = 7;
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843u;  // "CHNK" little-endian
 
 // Timers a trace may be recorded with (Meta key "timer" names it too).
@@ -272,6 +275,30 @@ static_assert(kSameComm == schema_flags::kSameComm && kPackedRequest == schema_f
 inline constexpr uint8_t kRepeatPayload = kLongTime;
 inline constexpr uint8_t kRepeatEncoding = kWidePeerTag | kWideBytes | kSameComm | kPackedRequest;
 inline constexpr uint32_t kRepeatFuncs = 1024;
+
+// Call sites (format 7). Function ids of calls are below kRepeatFuncs (10
+// bits), so a record's 16-bit func field holds in its top 6 bits the call's
+// site index: which of its function's call sites on this rank made the call
+// (1 to kSiteIndexes, in the order the rank first saw them), resolved by the
+// rank's A definitions (function, index -> S call site); 0: not recorded (a
+// function called from more than kSiteIndexes sites, a writer that records
+// none). Index 63 would make ids from 0xFC00 up, which stay the reserved
+// ones (kMarkerFuncId, kSnapshotFuncId), never split. Every event keeps its
+// size: the site costs no word. Files before version 7 carry no index.
+inline constexpr uint32_t kSiteShift = 10;
+inline constexpr uint16_t kFuncIdMask = (1u << kSiteShift) - 1;
+inline constexpr uint32_t kSiteIndexes = 62;
+inline constexpr uint16_t kReservedFuncIds = 0xFC00;
+static_assert(kRepeatFuncs == 1u << kSiteShift && (kSiteIndexes + 1) << kSiteShift == kReservedFuncIds);
+// The function id and the site index of a version-7 record's func field.
+inline constexpr uint16_t field_func(uint32_t field) {
+  field &= 0xFFFFu;
+  return static_cast<uint16_t>(field < kReservedFuncIds ? field & kFuncIdMask : field);
+}
+inline constexpr uint32_t field_site_index(uint32_t field) {
+  field &= 0xFFFFu;
+  return field < kReservedFuncIds ? field >> kSiteShift : 0;
+}
 inline constexpr uint32_t kRepeatDepth = 4;
 inline constexpr uint32_t kRepeatIndexShift = 1;
 inline constexpr uint8_t kRepeatIndexMask = kWidePeerTag | kWideBytes;
@@ -314,8 +341,10 @@ struct RepeatTable {
   // stays whole and is noted as the function's latest. Continuation records
   // must not come here (the caller tests; those of Completion / RequestOp
   // use bit 7 for kContinuation).
+  // `func` may carry a site index (kSiteShift): the table is by function.
   [[gnu::always_inline]] int repeat(uint16_t func, const uint32_t* payload, uint32_t words,
                                     uint32_t flags) {
+    func = field_func(func);
     if (func >= kRepeatFuncs || words == 0) return -1;
     const int k = find(func, payload, words, flags);
     if (k < 0) note(func, payload, words, flags);

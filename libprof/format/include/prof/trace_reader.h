@@ -39,6 +39,9 @@ struct Event {
   uint16_t func = 0;               // function id (FunctionDef), format::kMarkerFuncId for markers
   FuncKind kind = FuncKind::Other;
   uint8_t flags = 0;               // format::RecordFlag bits
+  // The call's site index among its function's (format 7: 1 to
+  // format::kSiteIndexes; 0 none): with func, a rank-local key of call_site.
+  uint8_t call_site_index = 0;
   uint32_t stream = 0;             // thread stream index
   int32_t peer = -1, tag = -1;     // comm-local peer / tag (Recv, Probe: actual; Irecv: requested)
   uint32_t comm = format::kNoComm; // communicator handle as recorded
@@ -50,6 +53,7 @@ struct Event {
   uint32_t new_comm = format::kNoComm;    // CommCreate
   uint32_t interval_id = 0;               // Marker
   uint32_t callsite = 0;                  // Marker: CallSiteDef id
+  uint32_t call_site = 0;                 // the call's site: CallSiteDef id (format 7), 0 none
   bool marker_begin = false;
   // Completion: completed requests; RequestOp: requests operated on.
   // Owned by the cursor, valid until its next call.
@@ -388,6 +392,9 @@ class TraceWriter {
   void function(uint16_t id, FuncKind kind, const std::string& name);
   void comm(const CommDef& def);
   void callsite(const CallSiteDef& def);
+  // Format 7: `func`'s call site index `index` (1 to format::kSiteIndexes)
+  // is CallSiteDef `callsite_id`; events carry it in Event::call_site_index.
+  void call_site_index(uint16_t func, uint32_t index, uint32_t callsite_id);
   void load_object(const LoadObject& obj);
   void clock_sync(const ClockSyncDef& def);
   void end(const std::string& reason);
