@@ -109,6 +109,7 @@ struct RankBuilder {
     uint32_t number = 0;           // the row's number in the timeline
     uint32_t next = 0;             // the index its next call takes
     int64_t last_enter = 0;        // its last call's enter (0 before the first)
+    uint8_t last_site_index = 0;   // its last MPI call's (a marker's name field repeats it)
   };
   std::vector<RowSlot> slots;
   size_t slot_of(uint32_t stream) const { return stream < streams ? stream : 0; }  // (a damaged stream: the main thread's)
@@ -208,9 +209,16 @@ struct RankBuilder {
     } else {
       calls.duration[j] = static_cast<uint32_t>(d);
     }
-    const uint8_t site_index = kind == TimelineKind::Marker ? 0 : e.call_site_index;
+    // A marker has no site index of its own: its name field repeats the row's
+    // last call's, so a block whose calls share theirs packs its name column
+    // as narrow as without sites.
+    const bool marker = kind == TimelineKind::Marker;
+    const uint8_t site_index = marker ? slot.last_site_index : e.call_site_index;
     calls.name[j] = record_name(name, site_index, tl.names_hold_sites);
-    if (site_index != 0 && tl.names_hold_sites) note_call_site(name, site_index, e.call_site);
+    if (!marker) {
+      slot.last_site_index = site_index;
+      if (site_index != 0 && tl.names_hold_sites) note_call_site(name, site_index, e.call_site);
+    }
     int32_t peer = -1, tag = -1;
     uint32_t comm = 0;
     uint64_t bytes = 0;

@@ -68,7 +68,8 @@ static_assert(sizeof(Record) == 32);
 // the low bits and its site index (format 7's, 1..kSiteIndexes, 0 none) in
 // the top 6, as the trace's own func field does: the site costs no field of
 // its own, and a packed name column grows by at most one byte a call (blocks
-// whose calls come from several sites). Only when the run names more functions
+// whose calls come from several site indexes; a marker's field repeats its
+// row's last call's index, so markers alone never widen it). Only when the run names more functions
 // than the low bits hold does the field keep the function alone (sites 0):
 // Impl::names_hold_sites.
 inline constexpr unsigned kNameSiteShift = format::kSiteShift;
