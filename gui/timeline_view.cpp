@@ -1126,6 +1126,9 @@ QStringList TimelineView::describeCall(const TimelineCall& c) const {
   lines << tr("enter %1 s, duration %2").arg(QString::number(static_cast<double>(c.enter) / 1e9, 'f', 9),
                                              duration_text(static_cast<double>(c.duration)));
   if (c.kind != TimelineKind::Marker) {
+    // The call's own site, looked up now: the timeline keeps only its index.
+    if (const uint32_t site = timeline_->call_site(c); site != 0)
+      lines << tr("called from %1").arg(QString::fromStdString(timeline_->site(site)));
     if (c.bytes > 0 || c.kind != TimelineKind::OtherMpi) lines << tr("bytes %1").arg(c.bytes);
     if (c.peer >= 0) lines << tr("peer %1").arg(c.peer);
     if (c.tag >= 0) lines << tr("tag %1").arg(c.tag);

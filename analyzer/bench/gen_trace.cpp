@@ -13,7 +13,9 @@
 //       Comm_rank
 //     end interval 1
 // with per-rank, per-iteration compute times drawn from a fixed hash, so late
-// senders and late entries happen. Times are ns (monotonic timer, 1 ns/tick),
+// senders and late entries happen. With --call-sites K, each MPI call is made
+// from one of K source lines of its function (format 7's site index, the
+// iteration's modulo K), as a program calling the loop body from K places. Times are ns (monotonic timer, 1 ns/tick),
 // computed for all ranks in lockstep so every message is causal.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -51,10 +53,13 @@ int main(int argc, char** argv) {
   int ranks = 4;
   uint32_t chunk = 1u << 20;
   uint64_t run_id = 0x5EED;
+  uint32_t call_sites = 0;
   app.add_option("OUT_DIR", out, "directory to create and fill with rank-*.prof")->required();
   app.add_option("-n,--events", events, "events over all ranks (about)");
   app.add_option("-r,--ranks", ranks, "ranks")->check(CLI::Range(1, 100000));
   app.add_option("--run-id", run_id, "run id written in every file");
+  app.add_option("--call-sites", call_sites, "source lines each MPI function is called from (0: no call sites)")
+      ->check(CLI::Range(0u, prof::format::kSiteIndexes));
   auto* chunk_option = app.add_option("--chunk-bytes", chunk, "event chunk size (default: 1 MiB, less above 1024 ranks)");
   CLI11_PARSE(app, argc, argv);
   // Every rank's writer holds a chunk in memory: at most 1 GiB in all.
@@ -92,10 +97,21 @@ int main(int argc, char** argv) {
     t.function(CommRank, FuncKind::Other, "MPI_Comm_rank");
     t.callsite({1, 0x401000, "bench.c", 10});
     t.callsite({2, 0x401100, "bench.c", 20});
+    // Function f's k-th site: bench.c line 1000 f + k (ids above the markers').
+    for (uint16_t f = Init; f <= CommRank; ++f)
+      for (uint32_t k = 1; k <= call_sites; ++k) {
+        const uint32_t id = 100 + f * 64u + k;
+        t.callsite({id, 0x402000 + id * 16, "bench.c", 1000u * f + k});
+        t.call_site_index(f, k, id);
+      }
   }
 
   std::vector<uint64_t> t(R, 1'000'000'000'000ull);
-  auto put = [&](size_t r, Event e) { w[r]->event(e); };
+  uint8_t site_index = 0;  // the iteration's, with --call-sites
+  auto put = [&](size_t r, Event e) {
+    if (e.kind != FuncKind::Marker) e.call_site_index = site_index;
+    w[r]->event(e);
+  };
   auto plain = [&](size_t r, uint16_t f, FuncKind k, uint64_t enter, uint64_t leave) {
     Event e;
     e.func = f;
@@ -124,6 +140,7 @@ int main(int argc, char** argv) {
   std::vector<uint64_t> isend_enter(R), sendrecv_enter(R), allreduce_enter(R), compute(R);
   const uint32_t kRecvReq = 0xAC000001u, kSendReq = 0xAC000002u;
   for (uint64_t it = 0; it < iterations; ++it) {
+    site_index = call_sites ? static_cast<uint8_t>(1 + it % call_sites) : 0;
     for (size_t r = 0; r < R; ++r) {
       compute[r] = 2000 + hash(it, r) % 3000;
       const int left = static_cast<int>((r + R - 1) % R), right = static_cast<int>((r + 1) % R);

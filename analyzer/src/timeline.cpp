@@ -109,6 +109,7 @@ struct RankBuilder {
     uint32_t number = 0;           // the row's number in the timeline
     uint32_t next = 0;             // the index its next call takes
     int64_t last_enter = 0;        // its last call's enter (0 before the first)
+    uint8_t last_site_index = 0;   // its last MPI call's (a marker's name field repeats it)
   };
   std::vector<RowSlot> slots;
   size_t slot_of(uint32_t stream) const { return stream < streams ? stream : 0; }  // (a damaged stream: the main thread's)
@@ -208,7 +209,16 @@ struct RankBuilder {
     } else {
       calls.duration[j] = static_cast<uint32_t>(d);
     }
-    calls.name[j] = static_cast<uint16_t>(std::min<uint32_t>(name, UINT16_MAX));
+    // A marker has no site index of its own: its name field repeats the row's
+    // last call's, so a block whose calls share theirs packs its name column
+    // as narrow as without sites.
+    const bool marker = kind == TimelineKind::Marker;
+    const uint8_t site_index = marker ? slot.last_site_index : e.call_site_index;
+    calls.name[j] = record_name(name, site_index, tl.names_hold_sites);
+    if (!marker) {
+      slot.last_site_index = site_index;
+      if (site_index != 0 && tl.names_hold_sites) note_call_site(name, site_index, e.call_site);
+    }
     int32_t peer = -1, tag = -1;
     uint32_t comm = 0;
     uint64_t bytes = 0;
@@ -263,6 +273,19 @@ struct RankBuilder {
     calls.size = j + 1;
     has_record = true;
     if (calls.size == kBlockRecords) tl.publish(r, stage);
+  }
+
+  // The rank's (function, site index) pairs already in tl.call_sites: the
+  // lock is taken once per pair, not per call.
+  std::vector<bool> call_site_noted;
+  void note_call_site(uint32_t function, uint8_t site_index, uint32_t call_site) {
+    static_assert(format::kSiteIndexes < 64);
+    const size_t bit = size_t{function} * 64 + site_index;
+    if (call_site_noted.size() <= bit) call_site_noted.resize(bit + 1);
+    if (call_site_noted[bit]) return;
+    call_site_noted[bit] = true;
+    std::lock_guard lock(tl.names_mutex);
+    tl.call_sites.emplace(Impl::call_site_key(index, function, site_index), tl.registry.site(index, call_site));
   }
 
   // Interpreter handler.
@@ -510,6 +533,7 @@ std::unique_ptr<Timeline> Timeline::open(const std::string& trace_dir, std::stri
   for (const auto& t : impl->dir.ranks) traces.push_back(t.get());
   impl->world_index = std::make_unique<WorldIndex>(traces);
   impl->registry.build(traces);
+  impl->names_hold_sites = impl->registry.functions.size() <= size_t{kNameFunctionMask} + 1;
   impl->comm_ids.push_back(0);  // index 0: no communicator
   impl->comm_index.emplace(0, 0);
   impl->node_list.push_back(TimelineNode{});  // the root
@@ -861,6 +885,16 @@ std::string_view Timeline::function(uint32_t name) const {
                                                  : std::string_view("(unknown)");
 }
 const std::string& Timeline::site(uint32_t index) const { return impl_->site_label(index); }
+
+uint32_t Timeline::call_site(const TimelineCall& call) const {
+  if (call.kind == TimelineKind::Marker) return call.site;
+  if (call.call_site_index == 0 || call.row >= impl_->row_list.size()) return 0;
+  const auto first = std::upper_bound(impl_->first_row.begin(), impl_->first_row.end(), call.row);
+  const size_t rank_index = static_cast<size_t>(first - impl_->first_row.begin()) - 1;
+  std::lock_guard lock(impl_->names_mutex);
+  const auto it = impl_->call_sites.find(Impl::call_site_key(rank_index, call.function_index, call.call_site_index));
+  return it == impl_->call_sites.end() ? 0 : it->second;
+}
 std::vector<TimelineNode> Timeline::nodes() const {
   std::lock_guard lock(impl_->names_mutex);
   return impl_->node_list;

@@ -132,6 +132,9 @@ struct Impl {
   std::vector<TimelineRow> row_list;
   std::vector<uint32_t> first_row;  // per rank index, and one past the last
   std::vector<std::string> site_labels;
+  // Records' name fields hold site indexes (timeline_store.h record_name):
+  // the run names at most kNameFunctionMask + 1 functions.
+  bool names_hold_sites = true;
 
   // Names discovered while building (under names_mutex).
   mutable std::mutex names_mutex;
@@ -139,6 +142,13 @@ struct Impl {
   std::unordered_multimap<uint64_t, uint32_t> node_index;
   std::vector<uint64_t> comm_ids;
   std::unordered_map<uint64_t, uint32_t> comm_index;
+  // An MPI call's own site, for a viewer's hover (Timeline::call_site): (rank
+  // index, function, site index) -> Registry site, each entered once by its
+  // rank's builder. A few entries per function and rank, not per call.
+  std::unordered_map<uint64_t, uint32_t> call_sites;
+  static uint64_t call_site_key(size_t rank_index, uint32_t function, uint8_t site_index) {
+    return uint64_t{rank_index} << 32 | uint64_t{function} << 8 | site_index;
+  }
 
   mutable std::mutex warnings_mutex;
   std::vector<std::string> warning_list;

@@ -48,8 +48,11 @@ TimelineCall to_call(const Impl& tl, const std::vector<uint64_t>& comms, const R
     c.marker_begin = r.flags & kMarkerBeginFlag;
     return c;
   }
-  c.function = r.name < tl.registry.functions.size() ? std::string_view(tl.registry.functions[r.name])
-                                                     : std::string_view("(unknown)");
+  const uint32_t function = record_function(r.name, tl.names_hold_sites);
+  c.function = function < tl.registry.functions.size() ? std::string_view(tl.registry.functions[function])
+                                                       : std::string_view("(unknown)");
+  c.function_index = function;
+  c.call_site_index = record_site_index(r.name, tl.names_hold_sites);
   c.peer = r.peer;
   c.tag = r.tag;
   c.bytes = row.bytes_of(r, index);
@@ -526,7 +529,8 @@ std::optional<TimelineCall> Timeline::find_call(size_t ri, std::string_view func
                                   r);
   }
   auto matches = [&](const Record& r) {
-    return any || (r.name == name && r.kind != static_cast<uint8_t>(TimelineKind::Marker));
+    return any || (record_function(r.name, tl.names_hold_sites) == name &&
+                   r.kind != static_cast<uint8_t>(TimelineKind::Marker));
   };
   if (forward) {
     for (size_t b = static_cast<size_t>(start / kBlockRecords); b < blocks.size(); ++b) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "prof/analysis/timeline.h"
+#include "prof/trace_layout.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -53,7 +54,7 @@ enum RecordFlag : uint8_t {
 struct Record {
   int64_t enter;      // ns from the trace's start
   uint32_t duration;  // ns; UINT32_MAX with kDurationOverflow: see the row's table
-  uint16_t name;      // Registry::functions index
+  uint16_t name;      // Registry::functions index and the call's site index: see record_name
   uint8_t kind;       // TimelineKind
   uint8_t flags;      // RecordFlag
   int32_t peer;
@@ -62,6 +63,27 @@ struct Record {
   uint32_t comm;      // index into the timeline's communicator ids
 };
 static_assert(sizeof(Record) == 32);
+
+// A call's name field holds its function (the Registry::functions index) in
+// the low bits and its site index (format 7's, 1..kSiteIndexes, 0 none) in
+// the top 6, as the trace's own func field does: the site costs no field of
+// its own, and a packed name column grows by at most one byte a call (blocks
+// whose calls come from several site indexes; a marker's field repeats its
+// row's last call's index, so markers alone never widen it). Only when the run names more functions
+// than the low bits hold does the field keep the function alone (sites 0):
+// Impl::names_hold_sites.
+inline constexpr unsigned kNameSiteShift = format::kSiteShift;
+inline constexpr uint16_t kNameFunctionMask = format::kFuncIdMask;
+inline uint16_t record_name(uint32_t function, uint8_t site_index, bool names_hold_sites) {
+  if (!names_hold_sites) return static_cast<uint16_t>(std::min<uint32_t>(function, UINT16_MAX));
+  return static_cast<uint16_t>(function | uint32_t{site_index} << kNameSiteShift);
+}
+inline uint32_t record_function(uint16_t name, bool names_hold_sites) {
+  return names_hold_sites ? name & kNameFunctionMask : name;
+}
+inline uint8_t record_site_index(uint16_t name, bool names_hold_sites) {
+  return names_hold_sites ? static_cast<uint8_t>(name >> kNameSiteShift) : 0;
+}
 
 // A block's calls as the build makes them, one array per packed field (see
 // packing): a call is written straight into them, and packing reads each

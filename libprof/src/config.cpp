@@ -203,6 +203,22 @@ const std::vector<ConfigVariable>& config_variables() {
     }
     {
       ConfigVariable& s = v.emplace_back();
+      s.name = "PROF_CALLSITES";
+      s.kind = SettingKind::Choice;
+      s.choices = kFlag;
+      s.default_value = "1";
+      s.description =
+          "1: each MPI call's record carries its call site (the source line it was called from, "
+          "or binary+offset without debug info), found once per distinct site and per thread "
+          "cached; prof-analyze --callsites, the Chrome export and prof-gui's tooltips show it. "
+          "0: no call's site is looked up or written; calls are profiled per function only "
+          "(--callsites lists none). Markers' call sites are recorded either way (they identify "
+          "intervals).";
+      s.set_choice = [](Config& c, size_t i) { c.callsites = i == 1; };
+      s.resolved = [](const Config& c) { return std::string(c.callsites ? "1" : "0"); };
+    }
+    {
+      ConfigVariable& s = v.emplace_back();
       s.name = "PROF_HANG_WARN";
       s.kind = SettingKind::Parsed;
       s.type = "seconds (> 0; above 10^9 never reached)";

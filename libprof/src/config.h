@@ -28,6 +28,7 @@ struct Config {
   SyncScheme sync = SyncScheme::Hierarchical;
   uint64_t buffer_bytes = 1u << 20;       // per-thread mapped chunk
   bool strict = false;
+  bool callsites = true;                  // PROF_CALLSITES: MPI calls' own sites
   double hang_warn_seconds = 0;           // PROF_HANG_WARN; 0: off
   int log_level = 3;                      // 0 trace, 1 debug, 2 info, 3 warn, 4 error, 5 critical, 6 off
   // PROF_TEST_CLOCK_SHIFT_NS=RANK:NS[,RANK:NS...]: each names a distinct rank

@@ -65,7 +65,8 @@ uint32_t callsite_id_for_address(uintptr_t address, std::string* lines) {
 
 // The call's site as the rank's table has it; a site seen for the first time
 // takes its function's next index and is defined (S line, A line) before
-// any record carries it. Sites past a function's kSiteIndexes-th get 0.
+// any record carries it. Sites past a function's kSiteIndexes-th get 0, and
+// so do all with PROF_CALLSITES=0.
 // A call through a Fortran binding (the slot's binding_site set) is the
 // binding's call site: its return address, inside the binding, is marked in
 // the thread's first cache as one to look up here, in the second, by the
@@ -85,7 +86,9 @@ uint32_t resolve_call_site(ThreadState* ts) {
   const uint16_t func = uint16_t(key >> 48);
   const uintptr_t address = uintptr_t(key & format::kSiteMask);
   uint32_t bits = 0;
-  if (rt && address != 0 && func < format::kRepeatFuncs) {
+  // PROF_CALLSITES=0: every site reads 0 (unknown), cached like any other,
+  // so the hot path stays as it is and nothing is defined.
+  if (rt && rt->cfg.callsites && address != 0 && func < format::kRepeatFuncs) {
     std::lock_guard<std::mutex> lock(rt->defs_mu);
     auto [it, inserted] = rt->call_site_bits.try_emplace(key, 0);
     if (inserted && rt->sites_of_function[func] < format::kSiteIndexes) {

@@ -1263,5 +1263,49 @@ TEST(Timeline, MessageMatrixEqualsBruteForceOverTheMessagesWritten) {
   }
 }
 
+// Each MPI call's own site (format 7's 6-bit index, kept in the record's name
+// field) reads back through Timeline::call_site as the line the trace names,
+// in memory and spilled, across blocks, with markers (which repeat the row's
+// last index in that field) between the calls; a call without a site index
+// has none.
+TEST(Timeline, CallSiteOfEachCallIsTheLineItWasCalledFrom) {
+  TraceBuilder b(2);
+  const int calls = 2500;  // over two blocks a row
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 5 * kUs);
+    for (int i = 0; i < calls; ++i) {
+      const uint64_t t = 10 * kUs + static_cast<uint64_t>(i) * 10 * kUs;
+      if (i % 7 == 0) b.marker(r, t, 5, true, 1);
+      b.collective(r, Allreduce, t + kUs, t + 2 * kUs, kWorld, 8, format::kNoRequest, 0,
+                   static_cast<uint8_t>((i + r) % 3));
+      if (i % 7 == 0) b.marker(r, t + 3 * kUs, 5, false, 1);
+    }
+    const uint64_t end = 10 * kUs + calls * 10 * kUs;
+    b.finalize(r, end, end + 5 * kUs);
+  }
+  b.close();
+  // Site index 1 is app.c:200, 2 app.c:300 (TraceBuilder's definitions).
+  const char* const line_of[] = {"", "app.c:200", "app.c:300"};
+  for (const TimelineOptions& options : option_sets()) {
+    auto tl = built(b.dir(), options);
+    ASSERT_TRUE(tl);
+    for (size_t row = 0; row < 2; ++row) {
+      int seen = 0, markers = 0;
+      for (const TimelineCall& c : tl->calls(row, 0, std::numeric_limits<double>::infinity())) {
+        if (c.kind == TimelineKind::Marker) {
+          EXPECT_EQ(tl->site(tl->call_site(c)), "app.c:100");
+          ++markers;
+          continue;
+        }
+        if (c.function != "MPI_Allreduce") continue;
+        EXPECT_EQ(tl->site(tl->call_site(c)), line_of[(seen + row) % 3]) << "row " << row << " call " << seen;
+        ++seen;
+      }
+      EXPECT_EQ(seen, calls);
+      EXPECT_EQ(markers, 2 * ((calls + 6) / 7));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace prof::test

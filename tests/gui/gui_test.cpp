@@ -197,6 +197,7 @@ class GuiTest : public QObject {
   void selection_shows_json_numbers();
   void hit_test_gives_tooltip();
   void wait_tooltip_names_kind_and_partner();
+  void tooltip_names_call_site();
   void click_selects_interval();
   void zoom_to_range_shows_exact_events();
   void selection_highlights_and_zooms();
@@ -468,6 +469,41 @@ void GuiTest::hit_test_gives_tooltip() {
       QPoint(static_cast<int>(narrow.xOf(ns(kLoopStart + 10 * kPeriod + 500 * test::kUs))), narrow.rowCenterY(0)));
   QVERIFY(longest.has_value());
   QCOMPARE(longest->function, std::string_view("MPI_Allreduce"));
+}
+
+// A real trace (gui.callsites_trace: tests/shim/callsites_c.c at 2 ranks, 5
+// MPI_Allreduce calls from line 10, then 3 from line 22): the tooltip over a
+// call names the line it was made from, on either rank.
+void GuiTest::tooltip_names_call_site() {
+  const QString dir = qEnvironmentVariable("PROF_GUI_CALLSITES_TRACE");
+  QVERIFY2(!dir.isEmpty(), "PROF_GUI_CALLSITES_TRACE names the trace (ctest sets it)");
+  LoadedWindow loaded(dir);
+  TimelineView* view = loaded.window.timelineView();
+  const auto& timeline = loaded.window.session()->timeline;
+  size_t checked = 0;
+  for (size_t row = 0; row < timeline->rows().size(); ++row) {
+    if (timeline->rows()[row].stream != 0) continue;
+    std::optional<analysis::TimelineCall> call = timeline->find_call(row, "MPI_Allreduce", 0, true);
+    for (int n = 0; n < 8; ++n) {
+      QVERIFY2(call.has_value(), qPrintable(QStringLiteral("row %1: call %2 missing").arg(row).arg(n)));
+      // The call alone in the middle third of the view.
+      const double d = static_cast<double>(call->duration), margin = std::max(d, 1000.0);
+      view->setRange(static_cast<double>(call->enter) - margin, static_cast<double>(call->enter) + d + margin);
+      view->grab();
+      const QPoint at(static_cast<int>(view->xOf(static_cast<double>(call->enter) + d / 2)),
+                      view->rowCenterY(row));
+      const auto hit = view->callAt(at);
+      QVERIFY(hit.has_value());
+      QCOMPARE(hit->index, call->index);
+      const QString tip = view->tooltipAt(at);
+      const QRegularExpression want(QStringLiteral("called from (\\S*/)?callsites_c\\.c:%1(<|$)").arg(n < 5 ? 10 : 22));
+      QVERIFY2(tip.contains(QStringLiteral("<b>MPI_Allreduce")) && want.match(tip).hasMatch(),
+               qPrintable(tip + " lacks " + want.pattern()));
+      ++checked;
+      call = timeline->find_call(row, "MPI_Allreduce", static_cast<double>(call->enter) + 1, true);
+    }
+  }
+  QCOMPARE(checked, size_t{16});
 }
 
 void GuiTest::wait_tooltip_names_kind_and_partner() {

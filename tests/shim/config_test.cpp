@@ -69,6 +69,7 @@ TEST(ShimConfig, EveryResolvedValueReadsBack) {
   changed.sync = SyncScheme::Ring;
   changed.buffer_bytes = 7u << 20;
   changed.strict = true;
+  changed.callsites = false;
   changed.hang_warn_seconds = 2.5;
   changed.log_level = 1;
   changed.bcast.impl = bcast::Impl::Shm;

@@ -85,6 +85,11 @@ struct TimelineCall {
   uint32_t interval_id = 0;
   bool marker_begin = false;
   uint32_t site = 0;
+  // MPI calls: the function's index among the run's (function() gives its
+  // name) and its site index among the function's call sites on the rank
+  // (0: none recorded); Timeline::call_site resolves the two.
+  uint32_t function_index = 0;
+  uint8_t call_site_index = 0;
   int64_t leave() const { return enter + static_cast<int64_t>(duration); }
 };
 
@@ -287,6 +292,11 @@ class Timeline {
   std::string_view function(uint32_t name) const;
   // A call site as "file:line" (or where its address is); "" for index 0.
   const std::string& site(uint32_t index) const;
+  // The site (site()'s index) a call was made from: a marker's, or an MPI
+  // call's own (0 when the trace has none: PROF_CALLSITES=0, a format before
+  // 7, past a function's 62nd site). Looked up on demand, as for a viewer's
+  // hover: the timeline keeps 6 bits of it per call, in the record's name.
+  uint32_t call_site(const TimelineCall& call) const;
   std::vector<TimelineNode> nodes() const;  // those known so far
   std::vector<std::string> warnings() const;
   uint64_t events() const;  // calls built so far
