@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     for (uint16_t f = Init; f <= CommRank; ++f)
       for (uint32_t k = 1; k <= call_sites; ++k) {
         const uint32_t id = 100 + f * 64u + k;
-        t.callsite({id, 0x402000 + id * 16, "bench.c", 1000u * f + k});
+        t.callsite({id, 0x402000 + id * 16, "bench.c", static_cast<int>(1000u * f + k)});
         t.call_site_index(f, k, id);
       }
   }
