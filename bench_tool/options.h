@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "bcast_params.h"
-#include "clock.h"
 #include "collective.h"
+#include "prof/clock.h"
 
 namespace prof::bench {
 

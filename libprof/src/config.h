@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bcast_params.h"
-#include "clock.h"
+#include "prof/clock.h"
 #include "prof/trace_format.h"
 
 namespace prof::shim {
