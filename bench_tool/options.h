@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "bcast_params.h"
 #include "collective.h"
+#include "prof/bcast/params.h"
 #include "prof/clock.h"
 
 namespace prof::bench {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "bcast_params.h"
+#include "prof/bcast/params.h"
 #include "prof/clock.h"
 #include "prof/trace_format.h"
 
