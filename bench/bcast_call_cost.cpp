@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "bcast_shm.h"
+#include "prof/bcast/shm.h"
 
 namespace {
 bool use_shm = false;

@@ -21,7 +21,7 @@ rounds=${ROUNDS:-3}
 runs=${RUNS:-20:200}
 sweep=${SWEEP:-1}
 mpiexec=${MPIEXEC:-mpiexec}
-bench=$build/bench_tool/prof-bench
+bench=$build/prof-bench/prof-bench
 [[ -x $bench ]] || { echo "compare_bcast.sh: $bench not built (cmake --build $build --target prof-bench)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

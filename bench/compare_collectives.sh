@@ -18,8 +18,8 @@ sizes=${SIZES:-8,1024,65536,1048576}
 iters=${ITERS:-1000}
 runs=${RUNS:-20:400}
 mpiexec=${MPIEXEC:-mpiexec}
-bench=$build/bench_tool/prof-bench
-loop=$build/bench_tool/barrier_loop
+bench=$build/prof-bench/prof-bench
+loop=$build/prof-bench/barrier_loop
 for exe in "$bench" "$loop"; do
   [[ -x $exe ]] || { echo "compare_collectives.sh: $exe not built (cmake --build $build --target prof-bench barrier_loop)" >&2; exit 2; }
 done

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "clock.h"
+#include "prof/clock.h"
 
 namespace {
 

@@ -38,10 +38,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "bcast_segment.h"
-#include "bcast_shm.h"
-#include "config.h"
+#include "prof/bcast/segment.h"
+#include "prof/bcast/shm.h"
 #include "prof/definition_lines.h"
+#include "prof/settings.h"
 #include "run_facts.h"
 #include "trace_file.h"
 

@@ -4,7 +4,7 @@
 // through PMPI), the transport's name and version when the library already
 // loaded one, the environment variables users tune the library and transport
 // with (format::kRunEnvironmentPrefixes), and every PROF_* setting as resolved
-// (config.h's table).
+// (prof/settings.h's table).
 //
 // Cheap and loads nothing: one MPI call, one walk of the environment, and a
 // dlopen(RTLD_NOLOAD) per known transport, which answers only for an object
@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "config.h"
+#include "prof/settings.h"
 
 namespace prof::shim {
 

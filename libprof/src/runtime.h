@@ -21,8 +21,8 @@
 #include <cstring>
 #include <vector>
 
-#include "clock.h"
 #include "mpich_status.h"
+#include "prof/clock.h"
 #include "prof/trace_format.h"
 
 // The hot path must inline into each wrapper (no calls beyond PMPI's own).

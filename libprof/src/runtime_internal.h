@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "config.h"
 #include "prof/definition_lines.h"
+#include "prof/settings.h"
 #include "runtime.h"
 #include "trace_file.h"
 

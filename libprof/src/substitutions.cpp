@@ -1,6 +1,6 @@
 #include "substitutions.h"
 
-#include "bcast_shm.h"
+#include "prof/bcast/shm.h"
 
 namespace prof::shim {
 

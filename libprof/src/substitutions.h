@@ -7,7 +7,7 @@
 
 namespace prof::shim {
 
-// PROF_BCAST: MPICH's PMPI_Bcast, or the shared-memory broadcast (bcast_shm.h).
+// PROF_BCAST: MPICH's PMPI_Bcast, or the shared-memory broadcast (prof/bcast/shm.h).
 int bcast_call(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
 int bcast_call(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm);
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "bcast_params.h"
-#include "bcast_tree.h"
+#include "prof/bcast/params.h"
+#include "prof/bcast/tree.h"
 
 using namespace prof::bcast;
 

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "clock.h"
+#include "prof/clock.h"
 
 using prof::format::TimerKind;
 using prof::shim::SyncResult;

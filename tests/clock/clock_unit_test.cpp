@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "clock.h"
+#include "prof/clock.h"
 
 using prof::format::TimerKind;
 using prof::shim::exchange_estimate;

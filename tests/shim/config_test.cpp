@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
+#include "prof/settings.h"
 
 namespace prof::shim {
 namespace {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "bcast_params.h"
-#include "clock.h"
+#include "prof/bcast/params.h"
+#include "prof/clock.h"
 #include "prof/trace_format.h"
 
 namespace prof::shim {

@@ -1,5 +1,5 @@
 // Timers and clock synchronization (see clock.h; Kurnosov's MPIPerf method).
-#include "clock.h"
+#include "prof/clock.h"
 
 #include <sched.h>
 #include <sys/time.h>

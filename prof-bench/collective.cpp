@@ -5,7 +5,7 @@
 #include <cstring>
 #include <new>
 
-#include "bcast_shm.h"
+#include "prof/bcast/shm.h"
 
 namespace prof::bench {
 

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "clock.h"
+#include "prof/clock.h"
 
 namespace prof::bench {
 

@@ -22,7 +22,8 @@ bool op_has_root(Op op);
 // contributes (bcast: the message; gather, alltoall: per rank; allreduce,
 // reduce: unsigned chars summed).
 // Broadcast implementations: MPICH's (PMPI_Bcast, whatever shim is preloaded)
-// or the shim's shared-memory one (libprof/src/bcast_shm.h), called directly.
+// or the shared-memory one the shim uses for PROF_BCAST=shm (prof/bcast/shm.h),
+// called directly.
 enum class BcastImpl { Native, Shm };
 
 class Collective {

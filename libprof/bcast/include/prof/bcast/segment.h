@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <string>
 
-#include "bcast_params.h"
+#include "prof/bcast/params.h"
 
 namespace prof::bcast {
 

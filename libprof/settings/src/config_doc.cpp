@@ -1,8 +1,8 @@
-// Prints the PROF_* settings table (config.cpp) as the markdown of docs/configuration.md.
+// Prints the PROF_* settings table (settings.cpp) as the markdown of docs/configuration.md.
 #include <cstdio>
 #include <string>
 
-#include "config.h"
+#include "prof/settings.h"
 
 namespace {
 

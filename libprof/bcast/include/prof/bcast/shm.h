@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "bcast_params.h"
+#include "prof/bcast/params.h"
 
 namespace prof::bcast {
 

@@ -1,4 +1,4 @@
-#include "bcast_tree.h"
+#include "prof/bcast/tree.h"
 
 namespace prof::bcast {
 

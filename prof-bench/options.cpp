@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "config.h"
+#include "prof/settings.h"
 
 namespace prof::bench {
 

@@ -1,4 +1,4 @@
-#include "bcast_segment.h"
+#include "prof/bcast/segment.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

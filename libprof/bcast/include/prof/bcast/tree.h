@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "bcast_params.h"
+#include "prof/bcast/params.h"
 
 namespace prof::bcast {
 

@@ -1,4 +1,4 @@
-#include "bcast_params.h"
+#include "prof/bcast/params.h"
 
 #include <unistd.h>
 

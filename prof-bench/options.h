@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "bcast_params.h"
-#include "clock.h"
 #include "collective.h"
+#include "prof/bcast/params.h"
+#include "prof/clock.h"
 
 namespace prof::bench {
 

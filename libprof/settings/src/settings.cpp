@@ -1,4 +1,4 @@
-#include "config.h"
+#include "prof/settings.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -2,7 +2,7 @@
 // MPI_Bcast, docs/references.md): fragment size f, slots s per queue, sets q,
 // the notification tree, and their defaults from the paper's cost model. The
 // PROF_BCAST* settings that override them are read with the shim's others
-// (config.h).
+// (prof/settings.h).
 #pragma once
 
 #include <cstddef>

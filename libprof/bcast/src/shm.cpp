@@ -1,5 +1,5 @@
 // The pipeline of Fig. 2 of Kurnosov and Tokmasheva's NUMA MPI_Bcast paper
-// (docs/references.md), over the segment of bcast_segment.h.
+// (docs/references.md), over the segment of segment.h.
 //
 // Every process of a node numbers the uses of its communicator's queue the same
 // way (the message size is the same everywhere), and so also knows which slots
@@ -19,7 +19,7 @@
 // every reader of its previous contents is done, a reader copies only what the
 // root finished writing, and a process waits only on words that one other
 // process writes. No locks, no read-modify-write.
-#include "bcast_shm.h"
+#include "prof/bcast/shm.h"
 
 #include <sched.h>
 
@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "bcast_segment.h"
-#include "bcast_tree.h"
+#include "prof/bcast/segment.h"
+#include "prof/bcast/tree.h"
 
 namespace prof::bcast {
 
