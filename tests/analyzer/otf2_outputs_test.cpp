@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 
+#include "run_command.h"
 #include "trace_builder.h"
 
 namespace prof::test {
@@ -22,17 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-int run_shell(const std::string& cmd, std::string* out = nullptr) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  std::array<char, 4096> buf;
-  std::string text;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) text.append(buf.data(), n);
-  const int st = ::pclose(p);
-  if (out) *out = text;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 int run_cli(const std::string& args, std::string* out = nullptr) {
   return run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress --no-index " + args, out);
 }

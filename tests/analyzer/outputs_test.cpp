@@ -13,6 +13,7 @@
 
 #include "prof/analysis/chrome_trace.h"
 #include "prof/analysis/report.h"
+#include "run_command.h"
 #include "trace_builder.h"
 
 namespace prof::test {
@@ -21,16 +22,7 @@ namespace {
 using nlohmann::json;
 
 int run_cli(const std::string& args, std::string* out = nullptr) {
-  const std::string cmd = std::string(PROF_ANALYZE_BIN) + " --no-progress " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  std::array<char, 4096> buf;
-  std::string text;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) text.append(buf.data(), n);
-  const int st = ::pclose(p);
-  if (out) *out = text;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress " + args, out);
 }
 
 std::string slurp(const std::string& path) {
