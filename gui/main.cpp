@@ -205,12 +205,12 @@ int main(int argc, char** argv) {
                  qPrintable(parser.value(window)));
     return 1;
   }
-  if ((parser.isSet(shot) || parser.isSet(bench)) && dir.isEmpty()) {
-    std::fprintf(stderr, "prof-gui: --screenshot and --bench-frames need a TRACE_DIR\n");
-    return 1;
-  }
   if (parser.isSet(compare) && (dir.isEmpty() || parser.isSet(bench))) {
     std::fprintf(stderr, "prof-gui: --compare B_DIR needs a TRACE_DIR to compare with it (and no --bench-frames)\n");
+    return 1;
+  }
+  if ((parser.isSet(shot) || parser.isSet(bench)) && dir.isEmpty()) {
+    std::fprintf(stderr, "prof-gui: --screenshot and --bench-frames need a TRACE_DIR\n");
     return 1;
   }
   if (parser.isSet(bench)) {
