@@ -2100,7 +2100,8 @@ void GuiTest::comparison_equals_prof_analyze() {
 }
 
 // A B that cannot be compared (a missing directory) leaves the window as it
-// was, the comparison before it included, with one problem naming B.
+// was, the comparison before it included, with one problem naming B; a
+// cancelled one leaves it too, with none.
 void GuiTest::failed_comparison_keeps_the_trace() {
   DemoTrace trace(20), other(10);
   LoadedWindow loaded(trace.dir());
@@ -2120,6 +2121,15 @@ void GuiTest::failed_comparison_keeps_the_trace() {
   QCOMPARE(window.model()->columnCount(), static_cast<int>(IntervalTreeModel::ColumnCount));
   QCOMPARE(window.selectedInterval(), selected);
   QVERIFY(!window.comparisonPane()->isVisible());
+  // Cancelled (Cancel stops B's load as it does A's): nothing changes, nothing is reported.
+  DemoTrace large(2000);
+  window.compareWith(large.dir());
+  window.compareLoader()->cancel();
+  window.waitLoaded();
+  QVERIFY(!window.comparison());
+  QCOMPARE(loaded.problems.size(), 1);
+  QVERIFY2(window.statusBar()->currentMessage().contains("cancelled"), qPrintable(window.statusBar()->currentMessage()));
+  QCOMPARE(window.selectedInterval(), selected);
   // A comparison in place stays when the next B fails.
   window.compareWith(other.dir());
   window.waitLoaded();
