@@ -48,7 +48,7 @@ void set_header(QStandardItemModel* m, const QStringList& labels, const QStringL
   m->setColumnCount(static_cast<int>(labels.size()));
   for (int c = 0; c < labels.size(); ++c) {
     m->setHeaderData(c, Qt::Horizontal, labels[c]);
-    if (c < keys.size()) m->setHeaderData(c, Qt::Horizontal, keys[c], CharacteristicsPanel::KeyRole);
+    m->setHeaderData(c, Qt::Horizontal, c < keys.size() ? QVariant(keys[c]) : QVariant(), CharacteristicsPanel::KeyRole);
   }
 }
 
@@ -102,7 +102,7 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
 
   // The main and comparative tables side by side, then one tab per long table.
   auto* page = new QWidget(tabs_);
-  auto* row = new QHBoxLayout(page);
+  auto* row = main_row_ = new QHBoxLayout(page);
   row->setContentsMargins(0, 0, 0, 0);
   for (QStandardItemModel* m : {main_, comparative_}) {
     auto* view = new QTableView(page);
@@ -257,8 +257,47 @@ void CharacteristicsPanel::showInterval(std::shared_ptr<const analysis::Analysis
 
   main_->setRowCount(0);
   const auto& m = n.main;
-  for (const analysis::MainCharacteristic& c : analysis::kMainCharacteristics)
-    main_->appendRow({text_item(QString(c.label) + c.text_suffix, c.key), number_item(c.value(m), c.integer)});
+  const bool comparing = comparison_ && comparison_->a == analysis_;
+  // Comparing, the main table has five columns: it gets the larger share.
+  main_row_->setStretch(0, comparing ? 3 : 2);
+  main_row_->setStretch(1, comparing ? 2 : 3);
+  if (!comparing) {
+    set_header(main_, {tr("Main characteristic"), tr("Value")}, {});
+    for (const analysis::MainCharacteristic& c : analysis::kMainCharacteristics)
+      main_->appendRow({text_item(QString(c.label) + c.text_suffix, c.key), number_item(c.value(m), c.integer)});
+  } else {
+    set_header(main_, {tr("Main characteristic"), "A", "B", "B - A", "B / A"}, {"", "a", "b", "diff", "ratio"});
+    const analysis::IntervalNode* b = comparison_->matched(interval);
+    if (!b) scope_->setText(scope + tr("; only in A (B has no interval matching it)"));
+    // Every characteristic of A and B; the compared ones with B - A and B / A,
+    // then (rank counts differing) the summed ones' means per rank.
+    auto add_row = [&](const analysis::MainCharacteristic& c, ComparedColumn column) {
+      const double x = column.value(n);
+      QList<QStandardItem*> row{
+          text_item(column.mean_per_rank ? column.label() : QString(c.label) + c.text_suffix,
+                    column.mean_per_rank ? QString(c.key) + "/mean" : QString(c.key)),
+          number_item(x, c.integer)};
+      if (!b) {
+        row << text_item(tr("only in A"));
+      } else {
+        const double y = column.value(*b);
+        row << number_item(y, c.integer);
+        if (c.compared) {
+          QStandardItem* difference = number_item(y - x, c.integer);
+          difference->setText(difference_text(y - x));
+          QStandardItem* ratio = text_item(ratio_text(x, y));
+          ratio->setData(x != 0 ? QVariant(y / x) : QVariant(), NumberRole);
+          ratio->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+          row << difference << ratio;
+        }
+      }
+      main_->appendRow(row);
+    };
+    for (int k = 0; k < static_cast<int>(std::size(analysis::kMainCharacteristics)); ++k)
+      add_row(analysis::kMainCharacteristics[k], {k, false});
+    for (const ComparedColumn& column : comparison_->columns())
+      if (column.mean_per_rank) add_row(analysis::kMainCharacteristics[column.characteristic], column);
+  }
 
   comparative_->setRowCount(0);
   for (const analysis::ComparativeCharacteristic& c : analysis::kComparativeCharacteristics) {

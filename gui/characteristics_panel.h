@@ -12,6 +12,11 @@
 // shown (each request bumps a generation; older answers are dropped).
 // "Copy as report text" puts the interval's block of the text report
 // (report.h, the same writer as prof-analyze) on the clipboard.
+//
+// Comparing with a second run (setComparison), the main characteristics
+// table shows A, B, B - A and B / A (and the summed ones' means per rank when
+// the rank counts differ), for intervals of the comparison's A; an interval
+// of another analysis (a visible range) is shown as without one.
 #pragma once
 
 #include <QPointer>
@@ -23,7 +28,9 @@
 
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/timeline.h"
+#include "trace_comparison.h"
 
+class QHBoxLayout;
 class QLabel;
 class QStandardItemModel;
 class QTabWidget;
@@ -46,11 +53,14 @@ class CharacteristicsPanel : public QWidget {
   // ("whole run", "visible range ...").
   void showInterval(std::shared_ptr<const analysis::Analysis> analysis, int interval, const QString& scope);
   void clear(const QString& message = {});
+  // Null: no comparison. Takes effect at the next showInterval.
+  void setComparison(std::shared_ptr<const TraceComparison> comparison) { comparison_ = std::move(comparison); }
   // The interval's text report block (per-rank table and functions included).
   QString reportText() const;
   int interval() const { return interval_; }
 
-  // Tables: rows of (name, value) with KeyRole on column 0; comparative rows
+  // Tables: rows of (name, value) with KeyRole on column 0 (comparing: name,
+  // A, B, B - A, B / A; a mean per rank keyed "KEY/mean"); comparative rows
   // (name, Tmin, Nproc, Tmax, Nproc, Tmid) keyed as in characteristics.h; per-rank
   // and function rows with a KeyRole per header section.
   QStandardItemModel* mainTable() const { return main_; }
@@ -100,6 +110,7 @@ class CharacteristicsPanel : public QWidget {
   QLabel* title_;
   QLabel* scope_;
   QTabWidget* tabs_;
+  QHBoxLayout* main_row_ = nullptr;  // the main and comparative tables
   std::vector<QTableView*> views_;
   QTableView* per_rank_view_ = nullptr;
   QTableView* functions_view_ = nullptr;
@@ -121,6 +132,7 @@ class CharacteristicsPanel : public QWidget {
   QLabel* critical_path_;
   std::optional<double> critical_path_s_;
   std::shared_ptr<const analysis::Analysis> analysis_;
+  std::shared_ptr<const TraceComparison> comparison_;
   int interval_ = -1;
 };
 

@@ -11,6 +11,7 @@ IntervalTreeModel::IntervalTreeModel(QObject* parent) : QAbstractItemModel(paren
 void IntervalTreeModel::setAnalysis(std::shared_ptr<const analysis::Analysis> a) {
   beginResetModel();
   analysis_ = a && a->usable() ? std::move(a) : nullptr;
+  comparison_.reset();
   row_in_parent_.clear();
   if (analysis_) {
     row_in_parent_.assign(analysis_->intervals.size(), 0);
@@ -19,6 +20,23 @@ void IntervalTreeModel::setAnalysis(std::shared_ptr<const analysis::Analysis> a)
         row_in_parent_[static_cast<size_t>(n.children[k])] = static_cast<int>(k);
   }
   endResetModel();
+}
+
+void IntervalTreeModel::setComparison(std::shared_ptr<const TraceComparison> comparison, ComparedColumn column) {
+  if (comparison && comparison->a != analysis_) comparison.reset();
+  beginResetModel();
+  comparison_ = std::move(comparison);
+  column_ = column;
+  endResetModel();
+}
+
+void IntervalTreeModel::setComparedColumn(ComparedColumn column) {
+  column_ = column;
+  if (!comparison_ || !analysis_) return;
+  emit headerDataChanged(Qt::Horizontal, CompareA, CompareRatio);
+  // Every row's compared cells: the tree's nodes are all in intervals.
+  for (size_t i = 0; i < analysis_->intervals.size(); ++i)
+    emit dataChanged(indexOfInterval(static_cast<int>(i), CompareA), indexOfInterval(static_cast<int>(i), CompareRatio));
 }
 
 QModelIndex IntervalTreeModel::indexOfInterval(int interval, int column) const {
@@ -31,7 +49,7 @@ int IntervalTreeModel::intervalOf(const QModelIndex& index) const {
 }
 
 QModelIndex IntervalTreeModel::index(int row, int column, const QModelIndex& parent) const {
-  if (!analysis_ || row < 0 || column < 0 || column >= ColumnCount) return {};
+  if (!analysis_ || row < 0 || column < 0 || column >= columnCount()) return {};
   if (!parent.isValid()) return row == 0 ? createIndex(0, column, quintptr{0}) : QModelIndex();
   const auto& node = analysis_->intervals[parent.internalId()];
   if (static_cast<size_t>(row) >= node.children.size()) return {};
@@ -51,7 +69,9 @@ int IntervalTreeModel::rowCount(const QModelIndex& parent) const {
   return static_cast<int>(analysis_->intervals[parent.internalId()].children.size());
 }
 
-int IntervalTreeModel::columnCount(const QModelIndex&) const { return ColumnCount; }
+int IntervalTreeModel::columnCount(const QModelIndex&) const {
+  return comparison_ ? int{CompareColumnCount} : int{ColumnCount};
+}
 
 namespace {
 
@@ -70,6 +90,7 @@ QVariant IntervalTreeModel::data(const QModelIndex& index, int role) const {
   const size_t i = index.internalId();
   const auto& n = analysis_->intervals[i];
   if (role == IntervalRole) return static_cast<int>(i);
+  if (index.column() >= ColumnCount) return comparedData(n, index.column(), role);
   if (role == SortRole) {
     switch (index.column()) {
       case Interval: return QString::fromStdString(site_label(n)) + QString::asprintf(" %08u", n.id ? *n.id : 0u);
@@ -109,8 +130,52 @@ QVariant IntervalTreeModel::data(const QModelIndex& index, int role) const {
   return {};
 }
 
+QVariant IntervalTreeModel::comparedData(const analysis::IntervalNode& n, int column, int role) const {
+  if (!comparison_) return {};
+  const int interval = static_cast<int>(&n - analysis_->intervals.data());
+  const analysis::IntervalNode* b = comparison_->matched(interval);
+  const double x = column_.value(n);
+  if (role == Qt::TextAlignmentRole) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+  if (!b) {
+    if (column == CompareA) return role == Qt::DisplayRole ? QVariant(seconds_text(x)) : role == SortRole ? QVariant(x) : QVariant();
+    if (column == CompareB && role == Qt::DisplayRole) return tr("only in A");
+    if (column == CompareB && role == Qt::ToolTipRole)
+      return tr("Only in A: B has no interval of this id at %1 left to match (by id and call site)")
+          .arg(QString::fromStdString(site_label(n)));
+    if (column == CompareB && role == Qt::ForegroundRole) return QColor(Qt::darkGray);
+    return {};
+  }
+  const double y = column_.value(*b);
+  if (role == SortRole) {
+    switch (column) {
+      case CompareA: return x;
+      case CompareB: return y;
+      case CompareDifference: return y - x;
+      case CompareRatio: return x != 0 ? QVariant(y / x) : QVariant();
+    }
+  }
+  if (role == Qt::DisplayRole) {
+    switch (column) {
+      case CompareA: return seconds_text(x);
+      case CompareB: return seconds_text(y);
+      case CompareDifference: return difference_text(y - x);
+      case CompareRatio: return ratio_text(x, y);
+    }
+  }
+  return {};
+}
+
 QVariant IntervalTreeModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  if (section >= ColumnCount) {
+    const QString name = column_.label();
+    switch (section) {
+      case CompareA: return tr("A: %1").arg(name);
+      case CompareB: return tr("B: %1").arg(name);
+      case CompareDifference: return tr("B - A");
+      case CompareRatio: return tr("B / A");
+    }
+  }
   switch (section) {
     case Interval: return tr("Interval (id at call site)");
     case Level: return tr("Level");

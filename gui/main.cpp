@@ -42,12 +42,13 @@ bool parse_window(const QString& text, double* from, double* to) {
   return from_ok && to_ok && *from < *to;
 }
 
-int screenshot(MainWindow& window, const QString& dir, const QString& file, const QString& range,
-               const QString& select) {
+int screenshot(MainWindow& window, const QString& dir, const QString& compare, const QString& file,
+               const QString& range, const QString& select) {
   window.setQuiet([](const QString& text) { std::fprintf(stderr, "prof-gui: %s\n", qPrintable(text)); });
   window.resize(1600, 1000);
   window.show();
   window.openTrace(dir);
+  if (!compare.isEmpty()) window.compareWith(compare);
   window.waitLoaded();
   QApplication::processEvents();
   const auto session = window.session();
@@ -73,7 +74,8 @@ int screenshot(MainWindow& window, const QString& dir, const QString& file, cons
     std::fprintf(stderr, "prof-gui: cannot write %s\n", qPrintable(file));
     return 1;
   }
-  const bool usable = session && session->analysis && session->analysis->usable();
+  const bool usable = session && session->analysis && session->analysis->usable() &&
+                      (compare.isEmpty() || window.comparison());
   return usable ? 0 : 2;
 }
 
@@ -173,10 +175,14 @@ int main(int argc, char** argv) {
   QCommandLineOption window("window", "with --screenshot: show FROM:TO seconds from the trace's start", "FROM:TO");
   QCommandLineOption select("select", "with --screenshot: select the interval with this id", "ID");
   QCommandLineOption bench("bench-frames", "render N timeline frames at 1600x900, print timings, exit", "N");
+  QCommandLineOption compare("compare",
+                             "compare TRACE_DIR (A) with this trace (B), as prof-analyze --compare A B: the tree "
+                             "and panel show A, B, B - A and B / A",
+                             "B_DIR");
   QCommandLineOption no_index("no-index",
                               "do not write the window index (TRACE/window-index.bin, or the user's cache where "
                               "TRACE is not writable) that analyses write, as prof-analyze --no-index");
-  parser.addOptions({shot, window, select, bench, no_index});
+  parser.addOptions({shot, window, select, compare, bench, no_index});
   parser.process(app);
   const QStringList args = parser.positionalArguments();
   if (args.size() > 1) {
@@ -199,6 +205,10 @@ int main(int argc, char** argv) {
                  qPrintable(parser.value(window)));
     return 1;
   }
+  if (parser.isSet(compare) && (dir.isEmpty() || parser.isSet(bench))) {
+    std::fprintf(stderr, "prof-gui: --compare B_DIR needs a TRACE_DIR to compare with it (and no --bench-frames)\n");
+    return 1;
+  }
   if ((parser.isSet(shot) || parser.isSet(bench)) && dir.isEmpty()) {
     std::fprintf(stderr, "prof-gui: --screenshot and --bench-frames need a TRACE_DIR\n");
     return 1;
@@ -218,11 +228,13 @@ int main(int argc, char** argv) {
   MainWindow main_window;
   main_window.setWriteWindowIndex(!parser.isSet(no_index));
   if (parser.isSet(shot)) {
-    const int status = screenshot(main_window, dir, parser.value(shot), parser.value(window), parser.value(select));
+    const int status = screenshot(main_window, dir, parser.value(compare), parser.value(shot), parser.value(window),
+                                  parser.value(select));
     std::fflush(nullptr);
     return status;
   }
   main_window.show();
   if (!dir.isEmpty()) main_window.openTrace(dir);
+  if (parser.isSet(compare)) main_window.compareWith(parser.value(compare));
   return app.exec();
 }

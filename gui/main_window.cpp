@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QComboBox>
 #include <QCompleter>
 #include <QDoubleSpinBox>
 #include <QSpinBox>
@@ -26,12 +27,14 @@
 #include <QStatusBar>
 #include <QThread>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTreeView>
 #include <QVBoxLayout>
 #include <limits>
 #include <optional>
 
 #include "characteristics_panel.h"
+#include "prof/analysis/characteristics.h"
 #include "interval_tree_model.h"
 #include "overview_strip.h"
 #include "range_statistics.h"
@@ -61,6 +64,8 @@ int matching_interval(const analysis::Analysis& from, int i, const analysis::Ana
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle("prof-gui");
   loader_ = new TraceLoader(this);
+  compare_loader_ = new TraceLoader(this);
+  compare_loader_->setTimeline(false);
   model_ = new IntervalTreeModel(this);
   proxy_ = new QSortFilterProxyModel(this);
   proxy_->setSourceModel(model_);
@@ -95,8 +100,58 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tree_->setAlternatingRowColors(true);
   tree_->header()->setStretchLastSection(false);
   tree_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Comparing: the characteristic the tree compares, above it; the runs'
+  // differences and B's unmatched intervals under it.
+  compare_row_ = new QWidget(left);
+  auto* compare_row_layout = new QHBoxLayout(compare_row_);
+  compare_row_layout->setContentsMargins(0, 0, 0, 0);
+  compare_by_ = new QComboBox(compare_row_);
+  compare_by_->setObjectName("compareBy");
+  compare_row_layout->addWidget(new QLabel(tr("Compare by:"), compare_row_));
+  compare_row_layout->addWidget(compare_by_, 1);
+  compare_row_->hide();
+  connect(compare_by_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i < 0 || static_cast<size_t>(i) >= compare_columns_.size()) return;
+    compare_choice_ = compare_columns_[static_cast<size_t>(i)];
+    model_->setComparedColumn(*compare_choice_);
+  });
+  compare_pane_ = new QWidget(left);
+  compare_pane_->setObjectName("comparisonPane");
+  auto* compare_layout = new QVBoxLayout(compare_pane_);
+  compare_layout->setContentsMargins(0, 0, 0, 0);
+  auto* compare_head = new QHBoxLayout;
+  compare_title_ = new QLabel(compare_pane_);
+  compare_title_->setWordWrap(true);
+  compare_title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* close_button = new QPushButton(tr("Close comparison"), compare_pane_);
+  connect(close_button, &QPushButton::clicked, this, &MainWindow::closeComparison);
+  compare_head->addWidget(compare_title_, 1);
+  compare_head->addWidget(close_button);
+  compare_layout->addLayout(compare_head);
+  auto* compare_tables = new QHBoxLayout;
+  auto make_table = [this](const QString& name, const QStringList& headers) {
+    auto* table = new QTableWidget(0, static_cast<int>(headers.size()), compare_pane_);
+    table->setObjectName(name);
+    table->setHorizontalHeaderLabels(headers);
+    table->verticalHeader()->hide();
+    table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    return table;
+  };
+  run_differences_ = make_table("runDifferences", {tr("Runs differ in"), "A", "B"});
+  only_in_b_ = make_table("onlyInB", {tr("Only in B"), tr("EXE_Count"), tr("Lost time (s)"), tr("Execution time (s)")});
+  compare_tables->addWidget(run_differences_, 1);
+  compare_tables->addWidget(only_in_b_, 1);
+  compare_layout->addLayout(compare_tables, 1);
+  compare_pane_->hide();
+  auto* tree_split = new QSplitter(Qt::Vertical, left);
+  tree_split->addWidget(tree_);
+  tree_split->addWidget(compare_pane_);
+  tree_split->setStretchFactor(0, 3);
+  tree_split->setStretchFactor(1, 2);
   left_layout->addWidget(filter_);
-  left_layout->addWidget(tree_, 1);
+  left_layout->addWidget(compare_row_);
+  left_layout->addWidget(tree_split, 1);
   connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::onSelectionChanged);
 
   panel_ = new CharacteristicsPanel(this);
@@ -192,6 +247,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addAction(tr("&Open trace..."), QKeySequence::Open, this, &MainWindow::chooseTrace);
   recent_menu_ = file->addMenu(tr("Recent traces"));
+  file->addAction(tr("&Compare with..."), this, &MainWindow::chooseComparison);
+  close_comparison_ = file->addAction(tr("C&lose comparison"), this, &MainWindow::closeComparison);
+  close_comparison_->setEnabled(false);
   file->addSeparator();
   file->addAction(tr("Export view as &PNG..."), this, [this] {
     exportTo(tr("Export view as PNG"), tr("PNG images (*.png)"), ".png", &MainWindow::exportViewPng);
@@ -257,18 +315,31 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   progress_->hide();
   cancel_ = new QPushButton(tr("Cancel"), this);
   cancel_->hide();
-  connect(cancel_, &QPushButton::clicked, loader_, &TraceLoader::cancel);
+  connect(cancel_, &QPushButton::clicked, this, [this] {
+    loader_->cancel();
+    compare_loader_->cancel();
+  });
   statusBar()->addPermanentWidget(progress_);
   statusBar()->addPermanentWidget(cancel_);
   progress_timer_.setInterval(100);
-  connect(&progress_timer_, &QTimer::timeout, this,
-          [this] { progress_->setValue(static_cast<int>(loader_->progress() * 1000)); });
+  // The loads in progress, averaged.
+  connect(&progress_timer_, &QTimer::timeout, this, [this] {
+    double sum = 0;
+    int loads = 0;
+    for (const TraceLoader* l : {loader_, compare_loader_})
+      if (l->busy()) {
+        sum += l->progress();
+        ++loads;
+      }
+    if (loads > 0) progress_->setValue(static_cast<int>(sum / loads * 1000));
+  });
   range_timer_.setSingleShot(true);
   range_timer_.setInterval(400);
   connect(&range_timer_, &QTimer::timeout, this, &MainWindow::analyzeVisibleRange);
 
   connect(loader_, &TraceLoader::timelineOpened, this, &MainWindow::onTimelineOpened);
   connect(loader_, &TraceLoader::finished, this, &MainWindow::onLoaded);
+  connect(compare_loader_, &TraceLoader::finished, this, &MainWindow::onCompareLoaded);
   resize(1400, 900);
 }
 
@@ -295,11 +366,155 @@ void MainWindow::openTrace(const QString& dir) {
   loader_->load(dir);
 }
 
-void MainWindow::waitLoaded() { loader_->wait_done(); }
+void MainWindow::chooseComparison() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Compare with a trace directory"),
+                                                        session_ ? session_->dir : QString());
+  if (!dir.isEmpty()) compareWith(dir);
+}
+
+void MainWindow::compareWith(const QString& dir) {
+  statusBar()->showMessage(tr("Loading %1 to compare with ...").arg(dir));
+  progress_->show();
+  cancel_->show();
+  progress_timer_.start();
+  compare_loader_->load(dir);
+}
+
+void MainWindow::loadEnded() {
+  if (loader_->busy() || compare_loader_->busy()) return;
+  progress_timer_.stop();
+  progress_->hide();
+  cancel_->hide();
+}
+
+void MainWindow::onCompareLoaded(std::shared_ptr<TraceSession> session, bool cancelled) {
+  loadEnded();
+  if (cancelled) {
+    statusBar()->showMessage(tr("Loading %1 to compare with cancelled").arg(session->dir));
+    return;
+  }
+  if (!session->analysis || !session->analysis->usable()) {
+    // What was shown stays, the comparison before this one included.
+    reportProblem(tr("Cannot compare with %1 (the view is unchanged):\n%2").arg(session->dir, session->problem_text()),
+                  tr("Cannot compare"));
+    return;
+  }
+  compare_session_ = session;
+  applyComparison();
+  const QString problem = session->problem_text();
+  if (!problem.isEmpty()) reportProblem(problem);
+}
+
+void MainWindow::closeComparison() {
+  compare_session_.reset();
+  applyComparison();
+}
+
+void MainWindow::applyComparison() {
+  const int kept = chosen_interval_;
+  comparison_.reset();
+  const bool a_usable = session_ && session_->analysis && session_->analysis->usable();
+  if (compare_session_ && a_usable)
+    comparison_ = TraceComparison::make(session_->dir, session_->analysis, compare_session_->dir,
+                                        compare_session_->analysis);
+  // The columns offered; the one chosen last kept where the new list has it,
+  // else the one prof-analyze --compare sorts by.
+  compare_columns_ = comparison_ ? comparison_->columns() : std::vector<ComparedColumn>{};
+  int current = -1;
+  for (size_t k = 0; k < compare_columns_.size(); ++k) {
+    const ComparedColumn& c = compare_columns_[k];
+    const bool chosen = compare_choice_ && c.characteristic == compare_choice_->characteristic &&
+                        c.mean_per_rank == compare_choice_->mean_per_rank;
+    const bool sort_key = !c.mean_per_rank &&
+                          std::string_view(analysis::kMainCharacteristics[c.characteristic].key) == analysis::kCompareSortKey;
+    if (chosen || (current < 0 && sort_key)) current = static_cast<int>(k);
+    if (chosen) break;
+  }
+  {
+    const QSignalBlocker block(compare_by_);
+    compare_by_->clear();
+    for (const ComparedColumn& c : compare_columns_) compare_by_->addItem(c.label());
+    compare_by_->setCurrentIndex(current);
+  }
+  const ComparedColumn column = current >= 0 ? compare_columns_[static_cast<size_t>(current)] : ComparedColumn{};
+  filtering_ = true;  // the reset below changes the tree's columns, not the selection
+  model_->setComparison(comparison_, column);
+  // The compared columns first after EXE_Count, where the window shows them.
+  if (comparison_)
+    for (int k = 0; k < 4; ++k)
+      tree_->header()->moveSection(tree_->header()->visualIndex(IntervalTreeModel::CompareA + k),
+                                   IntervalTreeModel::ExeCount + 1 + k);
+  expandTree();
+  filtering_ = false;
+  panel_->setComparison(comparison_);
+  // The tree's four more columns want room: 55% of the width, unless the user arranged it.
+  if (comparison_ && !compare_pane_->isVisible() && !user_layout_) {
+    const int total = top_->width();
+    top_->setSizes({total * 11 / 20, total - total * 11 / 20});
+  }
+  compare_row_->setVisible(comparison_ != nullptr);
+  compare_pane_->setVisible(comparison_ != nullptr);
+  close_comparison_->setEnabled(compare_session_ != nullptr);
+  run_differences_->setRowCount(0);
+  only_in_b_->setRowCount(0);
+  if (comparison_) {
+    const analysis::Comparison& c = comparison_->comparison;
+    QString title = tr("A = %1\nB = %2").arg(comparison_->a_dir, comparison_->b_dir);
+    if (!c.same_ranks())
+      title += tr("\nRanks differ (%1 and %2): totals and means per rank are compared, per-rank values are not")
+                   .arg(c.processors_a)
+                   .arg(c.processors_b);
+    compare_title_->setText(title);
+    auto cell = [](const QString& text) { return new QTableWidgetItem(text); };
+    for (const analysis::RunDifference& d : c.differences) {
+      const int row = run_differences_->rowCount();
+      run_differences_->insertRow(row);
+      run_differences_->setItem(row, 0, cell(QString::fromStdString(d.what)));
+      run_differences_->setItem(row, 1, cell(d.a.empty() ? tr("(absent)") : QString::fromStdString(d.a)));
+      run_differences_->setItem(row, 2, cell(d.b.empty() ? tr("(absent)") : QString::fromStdString(d.b)));
+    }
+    if (c.differences.empty()) {
+      run_differences_->insertRow(0);
+      run_differences_->setItem(0, 0, cell(tr("(none recorded)")));
+    }
+    for (const analysis::ComparedInterval& e : c.only_b) {
+      const int row = only_in_b_->rowCount();
+      only_in_b_->insertRow(row);
+      only_in_b_->setItem(row, 0, cell(interval_name(*e.b)));
+      only_in_b_->setItem(row, 1, cell(QString::number(e.b->exe_count)));
+      only_in_b_->setItem(row, 2, cell(seconds_text(e.b->main.lost_time)));
+      only_in_b_->setItem(row, 3, cell(seconds_text(e.b->main.execution_time)));
+    }
+    setWindowTitle(QStringLiteral("prof-gui - %1 compared with %2").arg(comparison_->a_dir, comparison_->b_dir));
+    statusBar()->showMessage(tr("Comparing %1 (A) with %2 (B): %3 intervals matched, %4 only in A, %5 only in B")
+                                 .arg(comparison_->a_dir, comparison_->b_dir)
+                                 .arg(c.matched.size())
+                                 .arg(c.only_a.size())
+                                 .arg(c.only_b.size()));
+  } else if (session_) {
+    setWindowTitle(QStringLiteral("prof-gui - %1").arg(session_->dir));
+  }
+  if (kept >= 0) selectInterval(kept, false);
+  else updatePanel();
+}
+
+void MainWindow::expandTree() {
+  if (model_->analysis() && model_->analysis()->intervals.size() <= 500)
+    tree_->expandAll();
+  else
+    tree_->expandToDepth(1);
+}
+
+void MainWindow::waitLoaded() {
+  loader_->wait_done();
+  compare_loader_->wait_done();
+  loader_->wait_done();
+}
 
 void MainWindow::setWriteWindowIndex(bool on) {
   write_index_ = on;
   loader_->setWriteWindowIndex(on);
+  compare_loader_->setWriteWindowIndex(on);
 }
 
 void MainWindow::onTimelineOpened(std::shared_ptr<TraceSession> session) {
@@ -344,13 +559,12 @@ void MainWindow::saveLayout() const {
     settings.setValue("layout/vertical", vertical_->saveState());
     settings.setValue("layout/top", top_->saveState());
   }
-  settings.setValue("layout/tree_columns", tree_->header()->saveState());
+  // (A comparison's columns are not the tree's own: its widths wait for a plain view.)
+  if (!comparison_) settings.setValue("layout/tree_columns", tree_->header()->saveState());
 }
 
 void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled) {
-  progress_timer_.stop();
-  progress_->hide();
-  cancel_->hide();
+  loadEnded();
   if (cancelled) {
     // Back to the trace shown before (the view may have started drawing the new one).
     if (view_->timeline() != (session_ ? session_->timeline.get() : nullptr)) {
@@ -378,10 +592,9 @@ void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled)
   if (view_->timeline() != session->timeline.get()) view_->setTimeline(session->timeline);
   view_->followBuild();  // the build is over: show all of it (unless zoomed)
   model_->setAnalysis(session->analysis);
-  if (model_->analysis() && model_->analysis()->intervals.size() <= 500)
-    tree_->expandAll();
-  else
-    tree_->expandToDepth(1);
+  chosen_interval_ = -1;
+  if (compare_session_ || comparison_) applyComparison();  // this trace against the same B
+  expandTree();
   if (model_->analysis()) {
     if (!quiet_sink_) addRecent(session->dir);  // (a screenshot is no visit of the user's)
     const auto& a = *model_->analysis();
@@ -400,11 +613,12 @@ void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled)
   if (!problem.isEmpty()) reportProblem(problem);
 }
 
-void MainWindow::reportProblem(const QString& text) {
+void MainWindow::reportProblem(const QString& text, const QString& title) {
   last_problem_ = text;
   if (quiet_sink_) return quiet_sink_(text);
   // Window-modal and not blocking: the salvaged part stays usable behind it.
-  auto* box = new QMessageBox(QMessageBox::Warning, tr("Damaged trace"), text, QMessageBox::Ok, this);
+  auto* box = new QMessageBox(QMessageBox::Warning, title.isEmpty() ? tr("Damaged trace") : title, text,
+                              QMessageBox::Ok, this);
   box->setObjectName("problemDialog");
   box->setAttribute(Qt::WA_DeleteOnClose);
   box->open();

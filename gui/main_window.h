@@ -24,6 +24,16 @@
 // (Alt+Left / Alt+Right) walk the timeline's zoom history; File > Export writes the timeline (PNG, SVG) or the panel's table
 // on show (CSV).
 //
+// Comparing (File > Compare with..., prof-gui A --compare B): B is analyzed
+// on a second loader (the same progress bar and Cancel), A stays the trace
+// shown. The tree gets A, B, B - A and B / A of the characteristic chosen
+// above it, the panel those of every main characteristic, and a pane under
+// the tree lists what the runs' records differ in and B's intervals that
+// match none of A's (all from compare.h, as prof-analyze --compare). A B that
+// cannot be compared leaves everything as it was, with one problem reported.
+// Opening another trace compares it with the same B; File > Close
+// comparison returns to the plain view.
+//
 // Layout: a trace of more than 8 ranks gives the timeline 60% of the height
 // (its rows all fit at first, aggregated below a pixel), unless the user has
 // arranged the splitters. Window size, splitters and the tree's column widths
@@ -39,9 +49,14 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 
+#include "trace_comparison.h"
 #include "trace_session.h"
 
+class QComboBox;
+class QLabel;
+class QTableWidget;
 class QDoubleSpinBox;
 class QLineEdit;
 class QSpinBox;
@@ -70,10 +85,21 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   void openTrace(const QString& dir);
+  // Loads `dir` as B and compares the trace shown (A) with it.
+  void compareWith(const QString& dir);
+  void closeComparison();
+  // Null when not comparing.
+  std::shared_ptr<const TraceComparison> comparison() const { return comparison_; }
+  QComboBox* compareByBox() const { return compare_by_; }        // the tree's compared characteristic
+  QTableWidget* runDifferencesTable() const { return run_differences_; }  // what, A, B
+  QTableWidget* onlyInBTable() const { return only_in_b_; }      // interval, EXE_Count, lost, execution time
+  QWidget* comparisonPane() const { return compare_pane_; }
+  QAction* closeComparisonAction() const { return close_comparison_; }
+  TraceLoader* compareLoader() const { return compare_loader_; }
   // Problems of a trace go to a dialog, or with quiet mode (a screenshot) to
   // this sink; a trace opened in quiet mode is not added to Recent traces.
   void setQuiet(std::function<void(const QString&)> sink) { quiet_sink_ = std::move(sink); }
-  // Blocks (event loop running) until the load in progress ends.
+  // Blocks (event loop running) until the loads in progress (A's, B's) end.
   void waitLoaded();
   // Whether analyses may write the window index (prof-gui --no-index: no), as
   // prof-analyze's do: a trace's whole analysis writes it, a visible range's
@@ -135,8 +161,14 @@ class MainWindow : public QMainWindow {
   void saveLayout() const;
   void onTimelineOpened(std::shared_ptr<TraceSession> session);
   void onLoaded(std::shared_ptr<TraceSession> session, bool cancelled);
+  void onCompareLoaded(std::shared_ptr<TraceSession> session, bool cancelled);
+  // Compares the trace shown with B (when both are there) and shows it.
+  void applyComparison();
+  void expandTree();  // all of it, or two levels of a large tree
+  void loadEnded();  // hides the progress bar once no load is left
+  void chooseComparison();
   void onSelectionChanged();
-  void reportProblem(const QString& text);
+  void reportProblem(const QString& text, const QString& title = {});
   void updatePanel();
   void analyzeVisibleRange();
   void addRecent(const QString& dir);
@@ -148,7 +180,19 @@ class MainWindow : public QMainWindow {
   void exportFailed(const QString& text);  // a dialog, or the quiet sink
 
   TraceLoader* loader_;
+  TraceLoader* compare_loader_;  // B's analysis only
   std::shared_ptr<TraceSession> session_;
+  std::shared_ptr<TraceSession> compare_session_;  // B, kept while comparing
+  std::shared_ptr<const TraceComparison> comparison_;
+  std::vector<ComparedColumn> compare_columns_;  // compare_by_'s items
+  std::optional<ComparedColumn> compare_choice_;  // the user's last choice in compare_by_
+  QWidget* compare_row_;
+  QComboBox* compare_by_;
+  QWidget* compare_pane_;
+  QLabel* compare_title_;
+  QTableWidget* run_differences_;
+  QTableWidget* only_in_b_;
+  QAction* close_comparison_;
   IntervalTreeModel* model_;
   QSortFilterProxyModel* proxy_;
   QTreeView* tree_;

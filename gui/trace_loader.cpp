@@ -64,17 +64,21 @@ void TraceLoader::load(const QString& dir) {
   auto progress = std::make_shared<Progress>();
   progress_ = progress;
   QPointer<TraceLoader> self(this);
-  const bool analyze = analyze_, write_index = write_index_;
-  worker_ = QThread::create([self, progress, dir, analyze, write_index] {
+  const bool analyze = analyze_, write_index = write_index_, open_timeline = timeline_;
+  worker_ = QThread::create([self, progress, dir, analyze, write_index, open_timeline] {
     auto session = std::make_shared<TraceSession>();
     session->dir = dir;
+    session->timeline_wanted = open_timeline;
     const std::string path = dir.toStdString();
     analysis::TimelineOptions topt;
     topt.memory_bytes = record_budget(dir);
     topt.progress = [progress](double f) { progress->timeline = f; };
     std::string error;
-    std::shared_ptr<analysis::Timeline> tl = analysis::Timeline::open(path, &error, topt);
-    session->timeline_error = QString::fromStdString(error);
+    std::shared_ptr<analysis::Timeline> tl;
+    if (open_timeline) {
+      tl = analysis::Timeline::open(path, &error, topt);
+      session->timeline_error = QString::fromStdString(error);
+    }
     std::thread builder;
     std::string build_error;
     if (tl) {

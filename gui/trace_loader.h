@@ -1,6 +1,7 @@
 // Loads a trace off the UI thread: opens the timeline (announced at once so
 // the view draws while it builds), builds it on a thread of its own and
 // analyzes the trace meanwhile; the UI polls progress() and gets finished().
+// With setTimeline(false) it analyzes only (the second run of a comparison).
 //
 // The analysis writes the window index as the CLI's does (unless
 // setWriteWindowIndex(false)): finished() comes once the result is known, and
@@ -34,6 +35,8 @@ class TraceLoader : public QObject {
   void cancel();
   // Off: the timeline only (what --bench-frames measures). On by default.
   void setAnalyze(bool on) { analyze_ = on; }
+  // Off: the analysis only, no timeline opened or built. On by default.
+  void setTimeline(bool on) { timeline_ = on; }
   // analysis::Options::write_window_index for the loads to come. On by default.
   void setWriteWindowIndex(bool on) { write_index_ = on; }
   bool busy() const { return worker_ != nullptr; }
@@ -65,6 +68,7 @@ class TraceLoader : public QObject {
 
   QThread* worker_ = nullptr;
   bool analyze_ = true;
+  bool timeline_ = true;
   bool write_index_ = true;
   std::shared_ptr<Progress> progress_;
   std::vector<Background> background_;

@@ -62,7 +62,7 @@ void TraceSession::map_nodes() {
 
 QString TraceSession::problem_text() const {
   QStringList lines;
-  if (!timeline) lines << QStringLiteral("The timeline could not be read: %1").arg(timeline_error);
+  if (!timeline && timeline_wanted) lines << QStringLiteral("The timeline could not be read: %1").arg(timeline_error);
   else if (!timeline_error.isEmpty()) lines << QStringLiteral("The timeline could not be fully built: %1").arg(timeline_error);
   if (analysis) {
     const auto& a = *analysis;

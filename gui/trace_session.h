@@ -20,6 +20,7 @@ namespace prof::gui {
 struct TraceSession {
   QString dir;
   std::shared_ptr<analysis::Timeline> timeline;        // null when it could not be opened
+  bool timeline_wanted = true;  // false: an analysis-only load (a comparison's B)
   std::shared_ptr<const analysis::Analysis> analysis;  // null until analyzed
   QString timeline_error;  // why the timeline could not be opened, or was not fully built
   std::vector<int> interval_of_node;  // timeline node -> analysis interval (-1: none)

@@ -2,7 +2,9 @@
 // analysis's tree; the panel shows the JSON report's numbers; the timeline's
 // hit test, click, zoom to a dragged range and selection; damaged and unusable
 // traces give a dialog; --screenshot and --bench-frames as docs/interfaces.md
-// says. Every time in the trace is known, so every check is exact.
+// says. Every time in the trace is known, so every check is exact. Real runs
+// for the call-site tooltip and for comparing two runs (checked against
+// prof-analyze --compare's JSON).
 #include <QCompleter>
 #include <QDoubleSpinBox>
 #include <QHeaderView>
@@ -23,6 +25,8 @@
 #include <QTemporaryDir>
 #include <QTreeView>
 #include <QXmlStreamReader>
+#include <QComboBox>
+#include <QTableWidget>
 #include <QtTest>
 #include <filesystem>
 #include <fstream>
@@ -38,6 +42,7 @@
 #include "interval_tree_model.h"
 #include "main_window.h"
 #include "overview_strip.h"
+#include "prof/analysis/characteristics.h"
 #include "prof/analysis/report.h"
 #include "range_statistics.h"
 #include "timeline_view.h"
@@ -225,6 +230,9 @@ class GuiTest : public QObject {
   void summarized_call_is_one_run_of_its_colour();
   void nesting_bands_equal_interval_executions();
   void find_by_substring_with_completion_and_filters();
+  void comparison_equals_prof_analyze();
+  void failed_comparison_keeps_the_trace();
+  void comparison_of_different_rank_counts();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -1906,4 +1914,296 @@ void GuiTest::find_by_substring_with_completion_and_filters() {
   QVERIFY(!window.findNext(true));
   QCOMPARE(std::get<1>(selected()), static_cast<int64_t>(t3 + ns(kPeriod) + 400 * test::kUs));
   QVERIFY(window.statusBar()->currentMessage().contains("passes the filters"));
+}
+
+namespace {
+
+// `prof-analyze --compare A B --json`, a separate process.
+nlohmann::json compare_json(const QString& a, const QString& b) {
+  QTemporaryDir out;
+  const QString json_path = out.filePath("compare.json");
+  QProcess analyze;
+  analyze.start(PROF_ANALYZE_BIN, {"--compare", a, b, "--json", json_path, "-o", out.filePath("compare.txt"),
+                                   "--no-progress", "--no-index"});
+  if (!analyze.waitForFinished(60000) || analyze.exitCode() != 0) return {};
+  std::ifstream in(json_path.toStdString());
+  return nlohmann::json::parse(in);
+}
+
+// The node of `a` an entry of JSON `compare` names: its id (null: the run), call site and line.
+int interval_named(const analysis::Analysis& a, const nlohmann::json& entry) {
+  int found = -1;
+  for (size_t i = 0; i < a.intervals.size(); ++i) {
+    const auto& n = a.intervals[i];
+    const bool same_id = entry["id"].is_null() ? !n.id : (n.id && *n.id == entry["id"].get<uint32_t>());
+    if (same_id && n.source_label() == entry["source_file"].get<std::string>() && n.line == entry["line"].get<int>()) {
+      if (found >= 0) return -2;  // not one: the test's traces have each key once
+      found = static_cast<int>(i);
+    }
+  }
+  return found;
+}
+
+// The rows of a QTableWidget as "cell|cell|...".
+QStringList table_rows(const QTableWidget* t) {
+  QStringList rows;
+  for (int r = 0; r < t->rowCount(); ++r) {
+    QStringList cells;
+    for (int c = 0; c < t->columnCount(); ++c) cells << (t->item(r, c) ? t->item(r, c)->text() : QString());
+    rows << cells.join('|');
+  }
+  return rows;
+}
+
+}  // namespace
+
+// Two real runs (gui.compare_traces): A with PROF_BCAST=native, B with shm, a
+// planted 200 ms slowdown in interval 2 and interval 3 in B only. Opened as
+// prof-gui A --compare B does, the tree's A, B, B - A and B / A of every
+// compared characteristic and the panel's equal prof-analyze --compare's
+// JSON for every matched interval; B's unmatched interval is listed; the
+// runs' difference names PROF_BCAST; closing returns to the plain view;
+// --screenshot --compare works offscreen.
+void GuiTest::comparison_equals_prof_analyze() {
+  const QString traces = qEnvironmentVariable("PROF_GUI_COMPARE_TRACES");
+  QVERIFY2(!traces.isEmpty(), "PROF_GUI_COMPARE_TRACES names the traces (ctest sets it)");
+  const QString a_dir = traces + "/a", b_dir = traces + "/b";
+  const nlohmann::json expected = compare_json(a_dir, b_dir);
+  QVERIFY(expected.contains("compare"));
+
+  MainWindow window;
+  QStringList problems;
+  window.setQuiet([&](const QString& text) { problems << text; });
+  window.resize(1400, 900);
+  window.show();
+  window.openTrace(a_dir);
+  window.compareWith(b_dir);
+  window.waitLoaded();
+  QCoreApplication::processEvents();
+  QVERIFY2(problems.isEmpty(), qPrintable(problems.join('\n')));
+  QVERIFY(window.comparison());
+  IntervalTreeModel* model = window.model();
+  QCOMPARE(model->columnCount(), static_cast<int>(IntervalTreeModel::CompareColumnCount));
+  QVERIFY(window.comparisonPane()->isVisible());
+  // The timeline stays A's.
+  QCOMPARE(window.timelineView()->timeline(), window.session()->timeline.get());
+  const analysis::Analysis& a = *model->analysis();
+
+  // Every compared characteristic the box offers, every matched interval.
+  QComboBox* by = window.compareByBox();
+  QCOMPARE(by->currentText(), QString("Lost Time"));  // what prof-analyze sorts by
+  size_t matched = 0, checked = 0;
+  for (int choice = 0; choice < by->count(); ++choice) {
+    by->setCurrentIndex(choice);
+    const auto& ch = analysis::kMainCharacteristics[model->comparedColumn().characteristic];
+    QVERIFY(ch.compared && !model->comparedColumn().mean_per_rank);  // same rank counts: totals only
+    QCOMPARE(model->headerData(IntervalTreeModel::CompareB, Qt::Horizontal, Qt::DisplayRole).toString(),
+             QStringLiteral("B: %1").arg(ch.name()));
+    matched = 0;
+    for (const auto& e : expected["compare"]) {
+      if (e["a"].is_null() || e["b"].is_null()) continue;
+      ++matched;
+      const int interval = interval_named(a, e);
+      QVERIFY2(interval >= 0, e.dump().c_str());
+      const QModelIndex row = model->indexOfInterval(interval);
+      auto number = [&](int column) {
+        return model->data(row.siblingAtColumn(column), IntervalTreeModel::SortRole);
+      };
+      auto text = [&](int column) { return model->data(row.siblingAtColumn(column), Qt::DisplayRole).toString(); };
+      const double x = e["a"][ch.key].get<double>(), y = e["b"][ch.key].get<double>();
+      const double d = e["diff"][ch.key].get<double>();
+      QCOMPARE(number(IntervalTreeModel::CompareA).toDouble(), x);
+      QCOMPARE(number(IntervalTreeModel::CompareB).toDouble(), y);
+      QCOMPARE(number(IntervalTreeModel::CompareDifference).toDouble(), d);
+      QCOMPARE(text(IntervalTreeModel::CompareB), QString::asprintf("%f", y));
+      QCOMPARE(text(IntervalTreeModel::CompareDifference), QString::asprintf("%+f", d));
+      if (e["ratio"][ch.key].is_null())
+        QVERIFY(!number(IntervalTreeModel::CompareRatio).isValid());
+      else
+        QCOMPARE(number(IntervalTreeModel::CompareRatio).toDouble(), e["ratio"][ch.key].get<double>());
+      ++checked;
+    }
+  }
+  QCOMPARE(matched, size_t{3});  // the run, intervals 1 and 2
+  QVERIFY(checked >= 3 * 10);
+
+  // The panel of the slowed interval: A, B, B - A and B / A of every compared characteristic.
+  QVERIFY(window.selectIntervalId(2));
+  const nlohmann::json* two = nullptr;
+  for (const auto& e : expected["compare"])
+    if (!e["id"].is_null() && e["id"].get<int>() == 2) two = &e;
+  QVERIFY(two);
+  const QStandardItemModel* main = window.panel()->mainTable();
+  QCOMPARE(main->columnCount(), 5);
+  int panel_rows = 0;
+  for (int r = 0; r < main->rowCount(); ++r) {
+    const std::string key = main->item(r, 0)->data(CharacteristicsPanel::KeyRole).toString().toStdString();
+    QCOMPARE(main->item(r, 1)->data(CharacteristicsPanel::NumberRole).toDouble(), (*two)["a"][key].get<double>());
+    QCOMPARE(main->item(r, 2)->data(CharacteristicsPanel::NumberRole).toDouble(), (*two)["b"][key].get<double>());
+    if (!(*two)["diff"].contains(key)) continue;  // the processors: a difference of the runs
+    QCOMPARE(main->item(r, 3)->data(CharacteristicsPanel::NumberRole).toDouble(), (*two)["diff"][key].get<double>());
+    ++panel_rows;
+  }
+  QCOMPARE(panel_rows, static_cast<int>((*two)["diff"].size()));
+  // The planted slowdown: rank 1 waits for rank 0's 200 ms of sleep in B
+  // (less whatever rank 1 was late itself).
+  QVERIFY((*two)["b"]["lost_time"].get<double>() > 0.1);
+
+  // B's interval 3 matches none of A's: listed apart.
+  const QStringList only_b = table_rows(window.onlyInBTable());
+  QCOMPARE(only_b.size(), 1);
+  QVERIFY2(only_b[0].startsWith("id 3 at compare_runs.c:"), qPrintable(only_b[0]));
+  // What the runs' records differ in: the broadcast (and nothing prof-analyze does not list).
+  const QStringList differences = table_rows(window.runDifferencesTable());
+  QVERIFY2(differences.contains("PROF_BCAST|native|shm"), qPrintable(differences.join('\n')));
+  QCOMPARE(differences.size(), static_cast<int>(expected["run_differences"].size()));
+
+  // Close comparison: the plain view, the selection kept.
+  window.closeComparisonAction()->trigger();
+  QVERIFY(!window.comparison());
+  QCOMPARE(model->columnCount(), static_cast<int>(IntervalTreeModel::ColumnCount));
+  QVERIFY(!window.comparisonPane()->isVisible());
+  QCOMPARE(window.panel()->mainTable()->columnCount(), 2);
+  QCOMPARE(a.intervals[static_cast<size_t>(window.selectedInterval())].id, std::optional<uint16_t>(2));
+
+  // The other way round: A's interval 3 (this time the first run's) is shown as only in A.
+  MainWindow reversed;
+  reversed.setQuiet([&](const QString& text) { problems << text; });
+  reversed.show();
+  reversed.openTrace(b_dir);
+  reversed.compareWith(a_dir);
+  reversed.waitLoaded();
+  QVERIFY(reversed.comparison());
+  QVERIFY(reversed.selectIntervalId(3));
+  const QModelIndex three = reversed.model()->indexOfInterval(reversed.selectedInterval());
+  QCOMPARE(three.siblingAtColumn(IntervalTreeModel::CompareB).data().toString(), QString("only in A"));
+  QVERIFY(!three.siblingAtColumn(IntervalTreeModel::CompareDifference).data(IntervalTreeModel::SortRole).isValid());
+  QVERIFY(reversed.panel()->scope().contains("only in A"));
+  QCOMPARE(reversed.onlyInBTable()->rowCount(), 0);
+
+  // --screenshot with --compare, offscreen: written, exit 0 (2 when B could not be compared).
+  QTemporaryDir out;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("XDG_CONFIG_HOME", out.filePath("config"));
+  for (const auto& [b, status] : {std::pair{b_dir, 0}, std::pair{out.filePath("missing"), 2}}) {
+    const QString png = out.filePath("compare.png");
+    QFile::remove(png);
+    QProcess gui;
+    gui.setProcessEnvironment(env);
+    gui.start(PROF_GUI_BIN, {a_dir, "--compare", b, "--screenshot", png, "--select", "2", "--no-index"});
+    QVERIFY(gui.waitForFinished(60000));
+    const QByteArray err = gui.readAllStandardError();
+    QVERIFY2(gui.exitCode() == status, err.constData());
+    QCOMPARE(QImage(png).size(), QSize(1600, 1000));
+    if (status != 0) QVERIFY2(err.contains(out.filePath("missing").toUtf8()), err.constData());
+  }
+}
+
+// A B that cannot be compared (a missing directory) leaves the window as it
+// was, the comparison before it included, with one problem naming B; a
+// cancelled one leaves it too, with none.
+void GuiTest::failed_comparison_keeps_the_trace() {
+  DemoTrace trace(20), other(10);
+  LoadedWindow loaded(trace.dir());
+  MainWindow& window = loaded.window;
+  const auto session = window.session();
+  QVERIFY(window.selectIntervalId(2));
+  const int selected = window.selectedInterval();
+  QTemporaryDir gone;
+  const QString missing = gone.filePath("no-such-trace");
+  window.compareWith(missing);
+  window.waitLoaded();
+  QCOMPARE(loaded.problems.size(), 1);
+  QVERIFY2(loaded.problems[0].contains(missing) && loaded.problems[0].contains("Cannot compare"),
+           qPrintable(loaded.problems[0]));
+  QVERIFY(!window.comparison());
+  QCOMPARE(window.session(), session);
+  QCOMPARE(window.model()->columnCount(), static_cast<int>(IntervalTreeModel::ColumnCount));
+  QCOMPARE(window.selectedInterval(), selected);
+  QVERIFY(!window.comparisonPane()->isVisible());
+  // Cancelled (Cancel stops B's load as it does A's): nothing changes, nothing is reported.
+  DemoTrace large(2000);
+  window.compareWith(large.dir());
+  window.compareLoader()->cancel();
+  window.waitLoaded();
+  QVERIFY(!window.comparison());
+  QCOMPARE(loaded.problems.size(), 1);
+  QVERIFY2(window.statusBar()->currentMessage().contains("cancelled"), qPrintable(window.statusBar()->currentMessage()));
+  QCOMPARE(window.selectedInterval(), selected);
+  // A comparison in place stays when the next B fails.
+  window.compareWith(other.dir());
+  window.waitLoaded();
+  const auto comparison = window.comparison();
+  QVERIFY(comparison);
+  QCOMPARE(comparison->b_dir, other.dir());
+  window.compareWith(missing);
+  window.waitLoaded();
+  QCOMPARE(loaded.problems.size(), 2);
+  QCOMPARE(window.comparison(), comparison);
+  QCOMPARE(window.model()->columnCount(), static_cast<int>(IntervalTreeModel::CompareColumnCount));
+  QCOMPARE(window.session(), session);
+  // On the command line, --compare without the trace to compare: refused, exit 1.
+  QProcess gui;
+  gui.start(PROF_GUI_BIN, {"--compare", other.dir(), "--screenshot", gone.filePath("x.png")});
+  QVERIFY(gui.waitForFinished(60000));
+  QCOMPARE(gui.exitCode(), 1);
+  QVERIFY(gui.readAllStandardError().contains("--compare B_DIR needs a TRACE_DIR"));
+}
+
+// Runs of 2 and 3 ranks: compared as prof-analyze --compare does, by totals
+// and by means per rank; the runs differ in "ranks"; A's intervals that B
+// lacks are shown as only in A.
+void GuiTest::comparison_of_different_rank_counts() {
+  DemoTrace two(20);
+  ManyRanksTrace three(3, 20);
+  const nlohmann::json expected = compare_json(two.dir(), three.dir());
+  QVERIFY(expected.contains("compare"));
+  LoadedWindow loaded(two.dir());
+  MainWindow& window = loaded.window;
+  window.compareWith(three.dir());
+  window.waitLoaded();
+  QVERIFY(window.comparison());
+  QVERIFY(table_rows(window.runDifferencesTable()).contains("ranks|2|3"));
+  const nlohmann::json& root = expected["compare"][0];
+  QVERIFY(root["id"].is_null());
+  IntervalTreeModel* model = window.model();
+  const QModelIndex run = model->indexOfInterval(0);
+  QComboBox* by = window.compareByBox();
+  int means = 0;
+  for (int choice = 0; choice < by->count(); ++choice) {
+    by->setCurrentIndex(choice);
+    const prof::gui::ComparedColumn column = model->comparedColumn();
+    const std::string key = analysis::kMainCharacteristics[column.characteristic].key;
+    const double x = column.mean_per_rank ? root["mean_a"][key].get<double>() : root["a"][key].get<double>();
+    const double y = column.mean_per_rank ? root["mean_b"][key].get<double>() : root["b"][key].get<double>();
+    QCOMPARE(run.siblingAtColumn(IntervalTreeModel::CompareA).data(IntervalTreeModel::SortRole).toDouble(), x);
+    QCOMPARE(run.siblingAtColumn(IntervalTreeModel::CompareB).data(IntervalTreeModel::SortRole).toDouble(), y);
+    QCOMPARE(run.siblingAtColumn(IntervalTreeModel::CompareDifference).data(IntervalTreeModel::SortRole).toDouble(),
+             y - x);
+    if (column.mean_per_rank) {
+      QVERIFY(by->currentText().endsWith("(mean per rank)"));
+      ++means;
+    }
+  }
+  QVERIFY(means > 0);
+  QCOMPARE(means, static_cast<int>(root["mean_a"].size()));
+  // DemoTrace's intervals 1, 2 and 3 are not in B.
+  for (int id : {1, 2, 3}) {
+    QVERIFY(window.selectIntervalId(id));
+    const QModelIndex row = model->indexOfInterval(window.selectedInterval());
+    QCOMPARE(row.siblingAtColumn(IntervalTreeModel::CompareB).data().toString(), QString("only in A"));
+  }
+  // The panel's means per rank.
+  window.selectInterval(0, false);
+  const QStandardItemModel* main = window.panel()->mainTable();
+  int mean_rows = 0;
+  for (int r = 0; r < main->rowCount(); ++r) {
+    const QString key = main->item(r, 0)->data(CharacteristicsPanel::KeyRole).toString();
+    if (!key.endsWith("/mean")) continue;
+    const std::string k = key.chopped(5).toStdString();
+    QCOMPARE(main->item(r, 1)->data(CharacteristicsPanel::NumberRole).toDouble(), root["mean_a"][k].get<double>());
+    QCOMPARE(main->item(r, 2)->data(CharacteristicsPanel::NumberRole).toDouble(), root["mean_b"][k].get<double>());
+    ++mean_rows;
+  }
+  QCOMPARE(mean_rows, means);
 }

@@ -1,0 +1,60 @@
+#include "trace_comparison.h"
+
+#include "prof/analysis/characteristics.h"
+
+namespace prof::gui {
+
+QString ComparedColumn::label() const {
+  const QString name = QString::fromUtf8(analysis::kMainCharacteristics[characteristic].name());
+  return mean_per_rank ? QStringLiteral("%1 (mean per rank)").arg(name) : name;
+}
+
+double ComparedColumn::value(const analysis::IntervalNode& n) const {
+  const double v = analysis::kMainCharacteristics[characteristic].value(n.main);
+  if (!mean_per_rank) return v;
+  return n.main.processors > 0 ? v / n.main.processors : 0.0;  // as compare.cpp's JSON `mean_a`/`mean_b`
+}
+
+std::shared_ptr<const TraceComparison> TraceComparison::make(const QString& a_dir,
+                                                             std::shared_ptr<const analysis::Analysis> a,
+                                                             const QString& b_dir,
+                                                             std::shared_ptr<const analysis::Analysis> b) {
+  auto c = std::make_shared<TraceComparison>();
+  c->a_dir = a_dir;
+  c->b_dir = b_dir;
+  c->a = std::move(a);
+  c->b = std::move(b);
+  c->comparison = analysis::compare(*c->a, *c->b);
+  c->b_of_a.assign(c->a->intervals.size(), -1);
+  const analysis::IntervalNode* a0 = c->a->intervals.data();
+  const analysis::IntervalNode* b0 = c->b->intervals.data();
+  for (const analysis::ComparedInterval& e : c->comparison.matched)
+    c->b_of_a[static_cast<size_t>(e.a - a0)] = static_cast<int>(e.b - b0);
+  return c;
+}
+
+const analysis::IntervalNode* TraceComparison::matched(int a_interval) const {
+  if (a_interval < 0 || static_cast<size_t>(a_interval) >= b_of_a.size()) return nullptr;
+  const int i = b_of_a[static_cast<size_t>(a_interval)];
+  return i < 0 ? nullptr : &b->intervals[static_cast<size_t>(i)];
+}
+
+std::vector<ComparedColumn> TraceComparison::columns() const {
+  std::vector<ComparedColumn> list;
+  for (int k = 0; k < static_cast<int>(std::size(analysis::kMainCharacteristics)); ++k) {
+    const analysis::MainCharacteristic& ch = analysis::kMainCharacteristics[k];
+    if (!ch.compared) continue;
+    list.push_back({k, false});
+    if (ch.summed && !comparison.same_ranks()) list.push_back({k, true});
+  }
+  return list;
+}
+
+QString ratio_text(double a, double b) {
+  if (a == 0) return b == 0 ? QStringLiteral("-") : QStringLiteral("inf");
+  return QString::asprintf("%.3f", b / a);
+}
+
+QString difference_text(double d) { return QString::asprintf("%+f", d); }
+
+}  // namespace prof::gui
