@@ -86,7 +86,7 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
   // (At the end of a run over several processes every result goes through a
   // box, so each rank takes them in owner order, as from one process.)
   if ((direct || mw == w) && !final_sweep_) [[likely]] apply_result(rr);
-  else result_box(parity, w, mw).emplace_with([&](ResultRec& to) {
+  else mail_.result_box(parity, w, mw).emplace_with([&](ResultRec& to) {
     to.rank = rr.rank;
     to.node = rr.node;
     to.a2a = rr.a2a;
@@ -252,7 +252,7 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
     fill(rec);
     eng.take_member(w, rec, parity);
   } else {
-    eng.coll_box(parity, w, o).emplace_with(fill);
+    eng.mail_.coll_box(parity, w, o).emplace_with(fill);
   }
 }
 

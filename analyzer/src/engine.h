@@ -656,6 +656,60 @@ struct alignas(64) Rank {
   }
 };
 
+// The mailboxes between workers: for each parity of the phase (and, for the
+// results, kEarlyResults) and each pair of workers (source, destination), a
+// box of sends, of cancelled sends, of late receivers, of collective calls
+// and of collective results.
+//
+// Invariants: a box of parity P is written only by its source worker in a
+// phase of parity P, published before the phase's barrier and read and
+// cleared only by its destination worker in the next phase (the early
+// results: published by publish_early(), read after the source's flag,
+// Engine::take_early_results). Between processes, pack() empties a box that
+// unpack() fills and publishes on the destination's process.
+class PhaseMail {
+ public:
+  // Results of instances completed in a phase's first step, taken in the same
+  // phase (Engine::take_early_results): a third parity of the result boxes.
+  static constexpr int kEarlyResults = 2;
+
+  void resize(unsigned workers);
+  Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) { return send_[at(parity, src, dst)].v; }
+  Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) { return cancel_[at(parity, src, dst)].v; }
+  Mailbox<LateRecvRec>& late_box(int parity, unsigned src, unsigned dst) { return late_[at(parity, src, dst)].v; }
+  Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) { return coll_[at(parity, src, dst)].v; }
+  // parity 0 or 1, or kEarlyResults.
+  Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) { return result_[at(parity, src, dst)].v; }
+  bool empty() const;
+  // What worker w wrote in a phase of this parity becomes readable after the barrier.
+  void publish(int parity, unsigned w);
+  // Several processes: the boxes from workers [src_lo, src_hi) to [dst_lo,
+  // dst_hi) to a byte stream and back (only the results' with results_only).
+  // A collective call's communicator travels as its index among its rank's
+  // definitions: the definition's address is the process's own.
+  void pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
+            bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks);
+  void unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
+              bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks);
+
+ private:
+  size_t at(int parity, unsigned src, unsigned dst) const {
+    return (static_cast<size_t>(parity) * workers_ + src) * workers_ + dst;
+  }
+  // Each box on its own cache line: two workers write neighbouring boxes in
+  // the same phase (false sharing on every push otherwise).
+  template <class T>
+  struct alignas(64) Box {
+    Mailbox<T> v;
+  };
+  unsigned workers_ = 1;
+  std::vector<Box<SendRec>> send_;
+  std::vector<Box<SendRec>> cancel_;  // cancelled sends (rare)
+  std::vector<Box<LateRecvRec>> late_;  // receives' issues back to blocking senders
+  std::vector<Box<CollRec>> coll_;
+  std::vector<Box<ResultRec>> result_;  // parities 0, 1 and kEarlyResults
+};
+
 class Engine;
 
 // Where one worker's time goes (PROF_ANALYZE_WORKER_STATS=1 prints it to
@@ -727,24 +781,6 @@ class Engine {
   int index_of_world(int32_t w) const {
     return (*world_to_index_)(w);
   }
-  Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) {
-    return send_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
-  }
-  Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) {
-    return cancel_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
-  }
-  Mailbox<LateRecvRec>& late_box(int parity, unsigned src, unsigned dst) {
-    return late_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
-  }
-  Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) {
-    return coll_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
-  }
-  // parity 0 or 1, or kEarlyResults: results of instances completed in a
-  // phase's first step, taken in the same phase (take_early_results).
-  static constexpr int kEarlyResults = 2;
-  Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) {
-    return result_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
-  }
   // Once per collective call: where the worker count is a power of two (1,
   // 2, 4...; most machines), a mask gives the same owner as the division,
   // without its latency.
@@ -761,10 +797,6 @@ class Engine {
   unsigned first_worker(int proc) const {
     return std::min<unsigned>(workers_, static_cast<unsigned>(proc) * per_proc_);
   }
-  void pack_boxes(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
-                  bool results_only);
-  void unpack_boxes(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
-                    bool results_only);
   struct PhaseSums {
     uint64_t events = 0, phase_events = 0;
     double min_next = kInf;
@@ -810,7 +842,6 @@ class Engine {
   void complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int parity, bool direct);
   void post(unsigned w, const ResultRec& rr, int parity, bool direct);
   void sweep(unsigned w, int parity, bool direct);
-  bool boxes_empty() const;
   void merge_nodes();
   void join_tree(Rank& r, size_t li);
   void finish(Analysis& a);
@@ -863,17 +894,7 @@ class Engine {
   // Rank index -> its worker (read-only during phases; reading Rank::worker
   // of another worker's rank would share a cache line it writes).
   std::vector<unsigned> worker_of_;
-  // Each box on its own cache line: two workers write neighbouring boxes in
-  // the same phase (false sharing on every push otherwise).
-  template <class T>
-  struct alignas(64) Box {
-    Mailbox<T> v;
-  };
-  std::vector<Box<SendRec>> send_boxes_;
-  std::vector<Box<SendRec>> cancel_boxes_;  // cancelled sends (rare)
-  std::vector<Box<LateRecvRec>> late_boxes_;  // receives' issues back to blocking senders
-  std::vector<Box<CollRec>> coll_boxes_;
-  std::vector<Box<ResultRec>> result_boxes_;  // parities 0, 1 and kEarlyResults
+  PhaseMail mail_;
   std::vector<Owner> owners_;
   // The phase whose first step each worker has finished and published: its
   // own line each (written by one worker, read by the others).

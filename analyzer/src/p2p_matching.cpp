@@ -31,7 +31,7 @@ namespace prof::analysis::detail {
     const LateRecvRec lr = s.leave == -kInf ? LateRecvRec{s.rank, s.node, r.rank, pr.issue, -kInf, s.hold}
                                             : LateRecvRec{s.rank, s.node, r.rank, s.enter, waited ? pr.issue : s.enter, s.hold};
     if (worker_of_[static_cast<size_t>(s.rank)] == w) apply_late_receiver(lr);
-    else late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(lr);
+    else mail_.late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(lr);
   }
 }
 
@@ -103,7 +103,7 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
       const LateRecvRec none = s.leave == -kInf ? LateRecvRec{s.rank, s.node, d.rank, -kInf, -kInf, s.hold}
                                                 : LateRecvRec{s.rank, s.node, d.rank, s.enter, s.enter, s.hold};
       if (worker_of_[static_cast<size_t>(s.rank)] == w) apply_late_receiver(none);
-      else late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(none);
+      else mail_.late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(none);
     }
     return;
   }
@@ -142,7 +142,7 @@ void Handler::send(const ChannelKey& k, double enter, double leave, const Event&
   // The destination's worker queues it; when that is us, at once.
   const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
   if (dw == w) eng.deliver_send(SendRec{k, enter, leave, hold, static_cast<int32_t>(r.index), node}, w, parity);
-  else eng.send_box(parity, w, dw).emplace_with([&](SendRec& s) {
+  else eng.mail_.send_box(parity, w, dw).emplace_with([&](SendRec& s) {
     s.key.gid = k.gid;
     s.key.src = k.src;
     s.key.dst = k.dst;
@@ -161,7 +161,7 @@ void Handler::cancel_send(const ChannelKey& k, double send_enter) {
   const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
   const SendRec s{k, send_enter, send_enter, HoldQueue::kNone, static_cast<int32_t>(r.index), 0};
   if (dw == w) eng.ingest_send(s, true, w, parity);
-  else eng.cancel_box(parity, w, dw).push_back(s);
+  else eng.mail_.cancel_box(parity, w, dw).push_back(s);
 }
 
 void Handler::recv(const ChannelKey& k, double issue, uint64_t hold, double enter, double leave,
