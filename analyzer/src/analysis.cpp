@@ -214,7 +214,7 @@ void Engine::on_phase_end() {
     }
   }
   sweep_ = changed;
-  merge_nodes();
+  tree_.merge(ranks_);
   if (failed_.load()) {
     done_ = true;
     return;
@@ -228,7 +228,7 @@ void Engine::on_phase_end() {
       chunks_decoded_ += at == SIZE_MAX ? r->rank_trace->chunk_count(0) - r->first_chunk : at - r->first_chunk + 1;
     }
     cut_at_window_end();
-    merge_nodes();
+    tree_.merge(ranks_);
     cut_ = true;
     done_ = true;
   }
@@ -383,8 +383,8 @@ void Engine::setup() {
       if (r->has_ev) first_next = std::min(first_next, r->ev_enter);
     if (first_next < kInf) win_end_ = first_next + delta_;
   }
-  global_nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, kInf});
-  merge_nodes();
+  tree_.start();
+  tree_.merge(ranks_);
 }
 
 // ---------------------------------------------------------------------------
@@ -731,22 +731,22 @@ void Engine::finish(Analysis& a) {
     if (auto it = r->rank_trace->meta().find("sync"); it != r->rank_trace->meta().end() && a.clock.scheme.empty())
       a.clock.scheme = it->second;
   }
-  roll_up();
-  order_tree();
+  for (auto& r : ranks_) roll_up(*r);
+  tree_.order(ranks_);
   if (delay_on_) {
-    delay_analysis();
-    critical_path();
+    delay_.delay_analysis(ranks_, tree_, *world_to_index_);
+    delay_.critical_path(ranks_, tree_, *world_to_index_);
   }
-  const SiteInfo root_site = root_call_site(a.executable);
-  std::vector<int> index_of(global_nodes_.size(), -1);  // global node -> its place in a.intervals
+  const SiteInfo root_site = root_call_site(ranks_, reg_, a.executable);
+  std::vector<int> index_of(tree_.nodes().size(), -1);  // global node -> its place in a.intervals
 
   // Pre-order walk.
   std::vector<std::pair<uint32_t, int>> pending{{0, -1}};
   while (!pending.empty()) {
     auto [gi, parent] = pending.back();
     pending.pop_back();
-    const GNode& gn = global_nodes_[gi];
-    IntervalNode node = node_figures(gn, gi == 0 ? root_site : reg_.sites[gn.site]);
+    const GNode& gn = tree_.nodes()[gi];
+    IntervalNode node = tree_.node_figures(gn, gi == 0 ? root_site : reg_.sites[gn.site], ranks_, reg_);
     node.parent = parent;
     node.level = parent < 0 ? 0 : a.intervals[static_cast<size_t>(parent)].level + 1;
     const int index = static_cast<int>(a.intervals.size());
@@ -755,7 +755,7 @@ void Engine::finish(Analysis& a) {
     a.intervals.push_back(std::move(node));
     for (size_t c = gn.children.size(); c-- > 0;) pending.emplace_back(gn.children[c], index);
   }
-  if (delay_on_) delay_figures(a, index_of);
+  if (delay_on_) delay_.delay_figures(a, index_of, tree_);
 }
 
 }  // namespace detail

@@ -252,7 +252,7 @@ void Engine::exchange_collective_counts() {
 
 void Engine::gather_at_root() {
   exchange_collective_counts();
-  merge_nodes();
+  tree_.merge(ranks_);
   // What finish() reads of each rank, taken where the rank was decoded.
   for (size_t i = 0; i < ranks_.size(); ++i) {
     if (!local_rank(i)) continue;
@@ -411,19 +411,19 @@ void Engine::gather_at_root() {
     for (const std::string& path : r->gathered_rebuilt)
       if (std::find(rebuilt_in_flight_.begin(), rebuilt_in_flight_.end(), path) == rebuilt_in_flight_.end())
         rebuilt_in_flight_.push_back(path);
-  rebuild_global_nodes();
+  tree_.rebuild(ranks_);
 }
 
 // The tree across ranks as one process merges it: node by node in the order
-// of (merge_nodes() call, rank, local node), so each node's members (and the
+// of (GlobalTree::merge() call, rank, local node), so each node's members (and the
 // sums over them) come in the same order.
-void Engine::rebuild_global_nodes() {
+void GlobalTree::rebuild(const Ranks& ranks) {
   struct Item {
     uint32_t at, rank, li;
   };
   std::vector<Item> items;
-  for (size_t i = 0; i < ranks_.size(); ++i) {
-    Rank& r = *ranks_[i];
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    Rank& r = *ranks[i];
     r.gmap.clear();
     for (size_t li = 0; li < r.nodes.size(); ++li)
       items.push_back(Item{r.merged_at[li], static_cast<uint32_t>(i), static_cast<uint32_t>(li)});
@@ -433,11 +433,11 @@ void Engine::rebuild_global_nodes() {
     if (x.rank != y.rank) return x.rank < y.rank;
     return x.li < y.li;
   });
-  global_nodes_.clear();
-  gindex_.clear();
-  global_nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, kInf});
+  nodes_.clear();
+  index_.clear();
+  nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, kInf});
   for (const Item& it : items) {
-    join_tree(*ranks_[it.rank], it.li);
+    join(*ranks[it.rank], it.li);
   }
 }
 

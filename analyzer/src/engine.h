@@ -62,9 +62,13 @@
 //
 // This header declares the engine's state and steps; they are defined by
 // concept: analysis.cpp (phases and decoding), p2p_matching.cpp,
-// collective_matching.cpp, interval_tree.cpp (the tree, its fold and
-// figures), interval_steps.h (a marker's steps, inline in the decode loop),
-// run_warnings.cpp and distributed.cpp (workers spread over processes).
+// collective_matching.cpp, interval_steps.h (a marker's steps, inline in the
+// decode loop), run_warnings.cpp and distributed.cpp (workers spread over
+// processes). Parts that own their state, each declared below with its
+// invariants: PhaseMail (the mailboxes, phase_mail.cpp), GlobalTree (the tree
+// across ranks and its figures, interval_tree.cpp) and DelayResults (root
+// causes and the critical path, delay_analysis.cpp and critical_path.cpp);
+// the Engine keeps the phases and wires the parts to the ranks.
 #pragma once
 
 #include <algorithm>
@@ -520,7 +524,7 @@ struct alignas(64) Rank {
   FlatMap<ChannelKey, uint32_t, ChannelHash> channels;
   std::vector<Channel> channel_store;
   std::vector<uint32_t> gmap;  // local node -> global node (merged so far)
-  std::vector<uint32_t> merged_at;  // local node -> the merge_nodes() call that merged it
+  std::vector<uint32_t> merged_at;  // local node -> the GlobalTree::merge() call that merged it
 
   // Several processes: what the rank's process sent process 0 at the end
   // (gathered), which finish() reads instead of the state it has not got.
@@ -710,6 +714,76 @@ class PhaseMail {
   std::vector<Box<ResultRec>> result_;  // parities 0, 1 and kEarlyResults
 };
 
+// The tree of interval nodes across ranks: a node per (parent, interval id,
+// call site) path, built during the pass as ranks create local nodes (merge()
+// at each phase's end), each listing its members (rank index, local node) in
+// the order they joined.
+//
+// Invariants
+//   - Node 0 is the root; a node's parent was created before it (children
+//     have larger indices).
+//   - A rank's gmap maps its local nodes merged so far, in order, and
+//     merged_at says at which merge each joined: process 0 of an MPI job
+//     rebuilds the same tree, members in the same order (rebuild()), so every
+//     sum over members adds the same values in the same order.
+class GlobalTree {
+ public:
+  using Ranks = std::vector<std::unique_ptr<Rank>>;
+  // The root alone.
+  void start();
+  // Local nodes created since the last merge join the tree.
+  void merge(const Ranks& ranks);
+  // The tree as one process merges it, from every rank's nodes and merged_at
+  // (distributed.cpp).
+  void rebuild(const Ranks& ranks);
+  // After the pass: the last nodes merged, children ordered by first entry.
+  void order(const Ranks& ranks);
+  const std::vector<GNode>& nodes() const { return nodes_; }
+  // One node's figures across ranks (docs/metrics.md), in seconds.
+  IntervalNode node_figures(const GNode& gn, const SiteInfo& site, const Ranks& ranks, const Registry& reg) const;
+
+ private:
+  void join(Rank& r, size_t li);
+  std::vector<GNode> nodes_;
+  FlatMap<NodeKey, uint32_t, NodeKeyHash> index_;
+  uint32_t merges_ = 0;  // merge() calls so far
+};
+// Nested nodes' sums roll up into their parents', after the pass.
+void roll_up(Rank& r);
+// The root's source: MPI_Init's call site when the trace names it, else the program.
+SiteInfo root_call_site(const GlobalTree::Ranks& ranks, const Registry& reg, const std::string& executable);
+
+// The root causes of waits and the critical path (delay_log.h,
+// docs/metrics.md), computed after the pass over a whole run from the ranks'
+// logs: per node of the tree across ranks, the causes of its waits
+// (delay_analysis.cpp) and its time on the critical path (critical_path.cpp).
+//
+// Invariants: both are exclusive of nested nodes until delay_figures() rolls
+// them up; they depend only on the logs (sorted by delay_analysis()), not on
+// how workers or processes shared the ranks.
+class DelayResults {
+ public:
+  // Sorts the ranks' logs and charges each wait to its causes.
+  void delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
+                      const WorldIndex& index_of_world);
+  // After delay_analysis() (the logs sorted).
+  void critical_path(const std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
+                     const WorldIndex& index_of_world);
+  // Both, rolled up, into the report's intervals (`index_of`: global node -> index).
+  void delay_figures(Analysis& a, const std::vector<int>& index_of, const GlobalTree& tree) const;
+
+ private:
+  struct CauseAcc {
+    uint32_t node;  // global node that caused
+    int32_t rank;   // world rank on which it did
+    double ns;
+  };
+  static uint32_t logged_node(const Rank& r, uint32_t context);
+  std::vector<std::vector<CauseAcc>> caused_by_;
+  std::vector<double> critical_ns_;
+  double run_span_ns_ = 0;
+};
+
 class Engine;
 
 // Where one worker's time goes (PROF_ANALYZE_WORKER_STATS=1 prints it to
@@ -808,7 +882,6 @@ class Engine {
   void exchange_final_results();
   void exchange_collective_counts();
   void gather_at_root();
-  void rebuild_global_nodes();
   void settle_channels(Rank& r);
   bool plan_window(const std::vector<const RankTrace*>& traces);
   // A window under this many events runs on one worker (setup()): about
@@ -842,32 +915,12 @@ class Engine {
   void complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int parity, bool direct);
   void post(unsigned w, const ResultRec& rr, int parity, bool direct);
   void sweep(unsigned w, int parity, bool direct);
-  void merge_nodes();
-  void join_tree(Rank& r, size_t li);
   void finish(Analysis& a);
   void collect_warnings_and_stats(Analysis& a);
   void read_warnings(Analysis& a, std::map<std::string, Warning>& warns);
   std::vector<CallInFlight> calls_in_flight(Rank& r);
-  void roll_up();
-  void order_tree();
-  // After the pass, on the whole run (delay_log.h): per global node, the
-  // causes of its waits and its time on the critical path (exclusive of
-  // nested nodes until finish() rolls them up).
-  struct CauseAcc {
-    uint32_t node;  // global node that caused
-    int32_t rank;   // world rank on which it did
-    double ns;
-  };
-  void delay_analysis();
-  void critical_path();
-  void delay_figures(Analysis& a, const std::vector<int>& index_of) const;
-  uint32_t logged_node(const Rank& r, uint32_t context) const;
-  std::vector<std::vector<CauseAcc>> caused_by_;
-  std::vector<double> critical_ns_;
-  double run_span_ns_ = 0;
+  DelayResults delay_;
   bool delay_on_ = false;  // Options::delay_analysis on a whole run
-  SiteInfo root_call_site(const std::string& executable) const;
-  IntervalNode node_figures(const GNode& gn, const SiteInfo& site) const;
 
   const trace::TraceDir& dir_;
   Options opt_;
@@ -879,7 +932,6 @@ class Engine {
   // ranks: as their processes reported it at a phase's end).
   std::vector<int> exhausted_all_;
   std::vector<uint8_t> exhausted_sent_;
-  uint32_t merges_ = 0;       // merge_nodes() calls so far
   bool final_sweep_ = false;  // several processes: the end's sweep posts every result
   // This process's all_to_all calls, the bytes it sent and received.
   uint64_t exchanges_ = 0, exchanged_bytes_ = 0, received_bytes_ = 0;
@@ -902,8 +954,7 @@ class Engine {
     std::atomic<int> phase{-1};
   };
   std::unique_ptr<StepDone[]> step_done_;
-  std::vector<GNode> global_nodes_;
-  FlatMap<NodeKey, uint32_t, NodeKeyHash> gindex_;
+  GlobalTree tree_;
 
   // Phase state: written only by on_phase_end (all workers waiting).
   int phase_ = 0;
