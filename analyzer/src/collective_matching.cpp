@@ -19,7 +19,7 @@ namespace prof::analysis::detail {
       case kCollWaitNxN: r.waits.add(rr.enter, rr.wait_end, kNxNWaitSpan, kCollectiveLane); break;
       case kCollWaitAllToOneRoot: r.waits.add(rr.enter, rr.wait_end, kEarlyRootSpan, kCollectiveLane); break;
       case kCollWaitOneToAllNonRoot: {
-        const double root = clamp_to(rr.root_enter, rr.enter, rr.wait_end);
+        const double root = late_root_end(WaitSpan<double>{rr.enter, rr.wait_end}, rr.root_enter);
         r.waits.add(rr.enter, root, kLateRootSpan, kCollectiveLane);
         r.waits.add(root, rr.wait_end, kOtherCollWaitSpan, kCollectiveLane);
         break;
@@ -112,7 +112,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
     // the last member.
     post(w,
          ResultRec{mem.rank, mem.node, mem.a2a, mem.wait_class, last, mem.enter,
-                   clamp_to(in.max_enter, mem.enter, mem.leave), mem.leave,
+                   collective_wait(mem.enter, mem.leave, in.max_enter).to, mem.leave,
                    std::max(0.0, in.max_leave - mem.leave), in.root_enter, mem.hold},
          parity, direct);
     own.free_list.push_back(m);

@@ -89,6 +89,7 @@
 #include "phase_barrier.h"
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/exchange.h"
+#include "wait_rules.h"
 #include "warning_sink.h"
 #include "wire.h"
 #include "window_index.h"
