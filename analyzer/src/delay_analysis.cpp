@@ -104,7 +104,7 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
   };
   // Rank r's time per interval in [a, b) (into `out`, unless null); returns
   // its sum.
-  auto profile = [this](const Rank& r, double a, double b, Profile* out) {
+  auto profile = [](const Rank& r, double a, double b, Profile* out) {
     if (out) out->clear();
     double total = 0;
     const auto& c = r.delay.contexts;
