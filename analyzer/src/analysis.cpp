@@ -104,52 +104,35 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
 }
 
 // ---------------------------------------------------------------------------
-// Mailboxes
-
-bool Engine::boxes_empty() const {
-  for (const auto& b : send_boxes_)
-    if (!b.v.empty()) return false;
-  for (const auto& b : cancel_boxes_)
-    if (!b.v.empty()) return false;
-  for (const auto& b : late_boxes_)
-    if (!b.v.empty()) return false;
-  for (const auto& b : coll_boxes_)
-    if (!b.v.empty()) return false;
-  for (const auto& b : result_boxes_)
-    if (!b.v.empty()) return false;
-  return true;
-}
-
-// ---------------------------------------------------------------------------
 // Phases
 
 // The first step of a phase: what the other workers posted in the last one.
 void Engine::phase_collectives(unsigned w) {
   const int q = (phase_ & 1) ^ 1;
   for (unsigned o = 0; o < workers_; ++o) {
-    auto& box = result_box(q, o, w);
+    auto& box = mail_.result_box(q, o, w);
     for (const ResultRec& rr : box) apply(rr);
     box.clear();
   }
   for (unsigned s = 0; s < workers_; ++s) {
-    auto& box = send_box(q, s, w);
+    auto& box = mail_.send_box(q, s, w);
     for (const SendRec& send : box) ingest_send(send, false, w, q ^ 1);
     box.clear();
-    auto& cancels = cancel_box(q, s, w);
+    auto& cancels = mail_.cancel_box(q, s, w);
     for (const SendRec& send : cancels) ingest_send(send, true, w, q ^ 1);
     cancels.clear();
-    auto& lates = late_box(q, s, w);
+    auto& lates = mail_.late_box(q, s, w);
     for (const LateRecvRec& lr : lates) apply_late_receiver(lr);
     lates.clear();
   }
   // Instances completed here give their other workers' members their
-  // figures in this phase (kEarlyResults), before those ranks settle.
+  // figures in this phase (PhaseMail::kEarlyResults), before those ranks settle.
   for (unsigned s = 0; s < workers_; ++s) {
-    auto& box = coll_box(q, s, w);
-    for (const CollRec& c : box) add_member(w, c, kEarlyResults);
+    auto& box = mail_.coll_box(q, s, w);
+    for (const CollRec& c : box) add_member(w, c, PhaseMail::kEarlyResults);
     box.clear();
   }
-  if (sweep_) sweep(w, kEarlyResults, false);
+  if (sweep_) sweep(w, PhaseMail::kEarlyResults, false);
 }
 
 // Then the phase's window of events.
@@ -168,7 +151,7 @@ void Engine::phase_decode(unsigned w) {
 }
 
 void Engine::publish_early(unsigned w) {
-  for (unsigned d = 0; d < workers_; ++d) result_box(kEarlyResults, w, d).publish();
+  for (unsigned d = 0; d < workers_; ++d) mail_.result_box(PhaseMail::kEarlyResults, w, d).publish();
   step_done_[w].phase.store(phase_, std::memory_order_release);
 }
 
@@ -188,7 +171,7 @@ void Engine::take_early_results(unsigned w) {
         std::this_thread::yield();
       }
     }
-    auto& box = result_box(kEarlyResults, o, w);
+    auto& box = mail_.result_box(PhaseMail::kEarlyResults, o, w);
     for (const ResultRec& rr : box) apply(rr);
     box.clear();
   }
@@ -196,16 +179,7 @@ void Engine::take_early_results(unsigned w) {
 }
 
 // What worker w wrote this phase becomes readable after the barrier.
-void Engine::publish(unsigned w) {
-  const int p = phase_ & 1;
-  for (unsigned d = 0; d < workers_; ++d) {
-    send_box(p, w, d).publish();
-    cancel_box(p, w, d).publish();
-    late_box(p, w, d).publish();
-    coll_box(p, w, d).publish();
-    result_box(p, w, d).publish();
-  }
-}
+void Engine::publish(unsigned w) { mail_.publish(phase_ & 1, w); }
 
 void Engine::on_phase_end() {
   const int parity = phase_ & 1;
@@ -220,7 +194,7 @@ void Engine::on_phase_end() {
     if (r.has_ev) sums.min_next = std::min(sums.min_next, r.ev_enter);
     exhausted_all_[i] = r.exhausted_phase;
   }
-  sums.boxes_empty = boxes_empty();
+  sums.boxes_empty = mail_.empty();
   if (opt_.cancelled && !failed_.load() && opt_.cancelled()) {
     failed_ = true;
     failure_ = kCancelled;
@@ -240,7 +214,7 @@ void Engine::on_phase_end() {
     }
   }
   sweep_ = changed;
-  merge_nodes();
+  tree_.merge(ranks_);
   if (failed_.load()) {
     done_ = true;
     return;
@@ -254,7 +228,7 @@ void Engine::on_phase_end() {
       chunks_decoded_ += at == SIZE_MAX ? r->rank_trace->chunk_count(0) - r->first_chunk : at - r->first_chunk + 1;
     }
     cut_at_window_end();
-    merge_nodes();
+    tree_.merge(ranks_);
     cut_ = true;
     done_ = true;
   }
@@ -398,11 +372,7 @@ void Engine::setup() {
     for (const auto& k : ranks_[i]->rank_trace->clock_syncs())
       clock_error_[i] = std::max(clock_error_[i], k.rtt_ns / 2);
 
-  send_boxes_ = std::vector<Box<SendRec>>(2 * workers_ * workers_);
-  cancel_boxes_ = std::vector<Box<SendRec>>(2 * workers_ * workers_);
-  late_boxes_ = std::vector<Box<LateRecvRec>>(2 * workers_ * workers_);
-  coll_boxes_ = std::vector<Box<CollRec>>(2 * workers_ * workers_);
-  result_boxes_ = std::vector<Box<ResultRec>>(3 * workers_ * workers_);
+  mail_.resize(workers_);
   owners_.resize(workers_);
   step_done_.reset(new StepDone[workers_]);
   if (t_first_ < kInf) win_end_ = t_first_ + delta_;
@@ -413,8 +383,8 @@ void Engine::setup() {
       if (r->has_ev) first_next = std::min(first_next, r->ev_enter);
     if (first_next < kInf) win_end_ = first_next + delta_;
   }
-  global_nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, kInf});
-  merge_nodes();
+  tree_.start();
+  tree_.merge(ranks_);
 }
 
 // ---------------------------------------------------------------------------
@@ -761,22 +731,22 @@ void Engine::finish(Analysis& a) {
     if (auto it = r->rank_trace->meta().find("sync"); it != r->rank_trace->meta().end() && a.clock.scheme.empty())
       a.clock.scheme = it->second;
   }
-  roll_up();
-  order_tree();
+  for (auto& r : ranks_) roll_up(*r);
+  tree_.order(ranks_);
   if (delay_on_) {
-    delay_analysis();
-    critical_path();
+    delay_.delay_analysis(ranks_, tree_, *world_to_index_);
+    delay_.critical_path(ranks_, tree_, *world_to_index_);
   }
-  const SiteInfo root_site = root_call_site(a.executable);
-  std::vector<int> index_of(global_nodes_.size(), -1);  // global node -> its place in a.intervals
+  const SiteInfo root_site = root_call_site(ranks_, reg_, a.executable);
+  std::vector<int> index_of(tree_.nodes().size(), -1);  // global node -> its place in a.intervals
 
   // Pre-order walk.
   std::vector<std::pair<uint32_t, int>> pending{{0, -1}};
   while (!pending.empty()) {
     auto [gi, parent] = pending.back();
     pending.pop_back();
-    const GNode& gn = global_nodes_[gi];
-    IntervalNode node = node_figures(gn, gi == 0 ? root_site : reg_.sites[gn.site]);
+    const GNode& gn = tree_.nodes()[gi];
+    IntervalNode node = tree_.node_figures(gn, gi == 0 ? root_site : reg_.sites[gn.site], ranks_, reg_);
     node.parent = parent;
     node.level = parent < 0 ? 0 : a.intervals[static_cast<size_t>(parent)].level + 1;
     const int index = static_cast<int>(a.intervals.size());
@@ -785,7 +755,7 @@ void Engine::finish(Analysis& a) {
     a.intervals.push_back(std::move(node));
     for (size_t c = gn.children.size(); c-- > 0;) pending.emplace_back(gn.children[c], index);
   }
-  if (delay_on_) delay_figures(a, index_of);
+  if (delay_on_) delay_.delay_figures(a, index_of, tree_);
 }
 
 }  // namespace detail

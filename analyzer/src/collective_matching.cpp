@@ -19,7 +19,7 @@ namespace prof::analysis::detail {
       case kCollWaitNxN: r.waits.add(rr.enter, rr.wait_end, kNxNWaitSpan, kCollectiveLane); break;
       case kCollWaitAllToOneRoot: r.waits.add(rr.enter, rr.wait_end, kEarlyRootSpan, kCollectiveLane); break;
       case kCollWaitOneToAllNonRoot: {
-        const double root = clamp_to(rr.root_enter, rr.enter, rr.wait_end);
+        const double root = late_root_end(WaitSpan<double>{rr.enter, rr.wait_end}, rr.root_enter);
         r.waits.add(rr.enter, root, kLateRootSpan, kCollectiveLane);
         r.waits.add(root, rr.wait_end, kOtherCollWaitSpan, kCollectiveLane);
         break;
@@ -86,7 +86,7 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
   // (At the end of a run over several processes every result goes through a
   // box, so each rank takes them in owner order, as from one process.)
   if ((direct || mw == w) && !final_sweep_) [[likely]] apply_result(rr);
-  else result_box(parity, w, mw).emplace_with([&](ResultRec& to) {
+  else mail_.result_box(parity, w, mw).emplace_with([&](ResultRec& to) {
     to.rank = rr.rank;
     to.node = rr.node;
     to.a2a = rr.a2a;
@@ -112,7 +112,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
     // the last member.
     post(w,
          ResultRec{mem.rank, mem.node, mem.a2a, mem.wait_class, last, mem.enter,
-                   clamp_to(in.max_enter, mem.enter, mem.leave), mem.leave,
+                   collective_wait(mem.enter, mem.leave, in.max_enter).to, mem.leave,
                    std::max(0.0, in.max_leave - mem.leave), in.root_enter, mem.hold},
          parity, direct);
     own.free_list.push_back(m);
@@ -252,7 +252,7 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
     fill(rec);
     eng.take_member(w, rec, parity);
   } else {
-    eng.coll_box(parity, w, o).emplace_with(fill);
+    eng.mail_.coll_box(parity, w, o).emplace_with(fill);
   }
 }
 

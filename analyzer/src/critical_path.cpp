@@ -50,16 +50,17 @@ size_t partition_back(const std::vector<T>& log, size_t hi, Before before) {
 }
 }  // namespace
 
-void Engine::critical_path() {
-  critical_ns_.assign(global_nodes_.size(), 0);
+void DelayResults::critical_path(const std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
+                                 const WorldIndex& index_of_world) {
+  critical_ns_.assign(tree.nodes().size(), 0);
   run_span_ns_ = 0;
   // Each rank's start and end: its first context, and the instant its root ended.
-  const size_t R = ranks_.size();
+  const size_t R = ranks.size();
   std::vector<double> start(R, kInf), end(R, -kInf);
   double run_start = kInf;
   size_t last = R;
   for (size_t i = 0; i < R; ++i) {
-    const auto& c = ranks_[i]->delay.contexts;
+    const auto& c = ranks[i]->delay.contexts;
     if (c.empty()) continue;
     start[i] = c.front().t;
     end[i] = c.back().t;
@@ -73,12 +74,12 @@ void Engine::critical_path() {
   // Per rank, where the last visit's searches ended (see partition_back).
   std::vector<size_t> context_hi(R), wait_hi(R);
   for (size_t i = 0; i < R; ++i) {
-    context_hi[i] = ranks_[i]->delay.contexts.size();
-    wait_hi[i] = ranks_[i]->delay.waits.size();
+    context_hi[i] = ranks[i]->delay.contexts.size();
+    wait_hi[i] = ranks[i]->delay.waits.size();
   }
   auto walk = [&](size_t r, double a, double b) {
     if (!(b > a)) return;
-    const Rank& rk = *ranks_[r];
+    const Rank& rk = *ranks[r];
     const auto& c = rk.delay.contexts;
     double covered = 0;
     // The first context after a (its predecessor is in force at a).
@@ -99,7 +100,7 @@ void Engine::critical_path() {
   size_t cur = last;
   double t = end[last];
   for (;;) {
-    const auto& waits = ranks_[cur]->delay.waits;  // by `to`
+    const auto& waits = ranks[cur]->delay.waits;  // by `to`
     wait_hi[cur] = partition_back(waits, wait_hi[cur], [t](const DelayLog::Wait& e) { return e.to < t; });
     auto it = waits.begin() + static_cast<std::ptrdiff_t>(wait_hi[cur]);
     size_t next = R;
@@ -107,7 +108,7 @@ void Engine::critical_path() {
     while (it != waits.begin()) {
       --it;
       const int pi = index_of_world(it->partner);
-      if (pi >= 0 && !ranks_[static_cast<size_t>(pi)]->delay.contexts.empty()) {
+      if (pi >= 0 && !ranks[static_cast<size_t>(pi)]->delay.contexts.empty()) {
         next = static_cast<size_t>(pi);
         to = it->to;
         break;

@@ -64,15 +64,16 @@ void sort_nearly_sorted(std::vector<T>& v, Less less) {
 
 // The global node a logged context stands for: a Combo (threads) counts as
 // its first node.
-uint32_t Engine::logged_node(const Rank& r, uint32_t context) const {
+uint32_t DelayResults::logged_node(const Rank& r, uint32_t context) {
   const uint32_t local = context & kComboBit ? r.combos[context & ~kComboBit].nodes[0] : context;
   return r.gmap[local];
 }
 
-void Engine::delay_analysis() {
-  caused_by_.assign(global_nodes_.size(), {});
+void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
+                                  const WorldIndex& index_of_world) {
+  caused_by_.assign(tree.nodes().size(), {});
   // The logs in time order (threads may interleave calls and markers).
-  for (auto& rp : ranks_) {
+  for (auto& rp : ranks) {
     DelayLog& d = rp->delay;
     auto by_t = [](const DelayLog::Context& x, const DelayLog::Context& y) { return x.t < y.t; };
     if (!std::is_sorted(d.contexts.begin(), d.contexts.end(), by_t))
@@ -103,7 +104,7 @@ void Engine::delay_analysis() {
   };
   // Rank r's time per interval in [a, b) (into `out`, unless null); returns
   // its sum.
-  auto profile = [this](const Rank& r, double a, double b, Profile* out) {
+  auto profile = [](const Rank& r, double a, double b, Profile* out) {
     if (out) out->clear();
     double total = 0;
     const auto& c = r.delay.contexts;
@@ -120,12 +121,12 @@ void Engine::delay_analysis() {
   };
 
   Profile pp;
-  for (auto& rp : ranks_) {
+  for (auto& rp : ranks) {
     const Rank& w = *rp;
     for (const DelayLog::Wait& wt : w.delay.waits) {
       const int pi = index_of_world(wt.partner);
       if (pi < 0) continue;
-      const Rank& p = *ranks_[static_cast<size_t>(pi)];
+      const Rank& p = *ranks[static_cast<size_t>(pi)];
       const double total_w = profile(w, stretch_start(w, p.rank, wt.from), wt.from, nullptr);
       const double total_p = profile(p, stretch_start(p, w.rank, wt.to), wt.to, &pp);
       const double charged = std::min(total_p - total_w, wt.to - wt.from);
@@ -149,19 +150,19 @@ void Engine::delay_analysis() {
 
 // Both analyses' figures, rolled up (an interval holds its nested ones'),
 // into the report's intervals (`index_of`: global node -> index).
-void Engine::delay_figures(Analysis& a, const std::vector<int>& index_of) const {
-  std::vector<std::map<std::pair<uint32_t, int32_t>, double>> causes(global_nodes_.size());
+void DelayResults::delay_figures(Analysis& a, const std::vector<int>& index_of, const GlobalTree& tree) const {
+  std::vector<std::map<std::pair<uint32_t, int32_t>, double>> causes(tree.nodes().size());
   std::vector<double> critical(critical_ns_);
-  critical.resize(global_nodes_.size(), 0);
+  critical.resize(tree.nodes().size(), 0);
   for (size_t g = 0; g < caused_by_.size(); ++g)
     for (const CauseAcc& c : caused_by_[g]) causes[g][{c.node, c.rank}] += c.ns;
   // A node's parent was created before it: children have larger indices.
-  for (size_t g = global_nodes_.size(); g-- > 1;) {
-    const uint32_t parent = global_nodes_[g].parent;
+  for (size_t g = tree.nodes().size(); g-- > 1;) {
+    const uint32_t parent = tree.nodes()[g].parent;
     for (const auto& [k, v] : causes[g]) causes[parent][k] += v;
     critical[parent] += critical[g];
   }
-  for (size_t g = 0; g < global_nodes_.size(); ++g) {
+  for (size_t g = 0; g < tree.nodes().size(); ++g) {
     if (index_of[g] < 0) continue;
     IntervalNode& n = a.intervals[static_cast<size_t>(index_of[g])];
     n.critical_path_s = critical[g] * 1e-9;

@@ -42,23 +42,6 @@ struct CollectiveCount {
   uint64_t gid, count;
 };
 
-template <class T>
-void pack(WireOut& out, Mailbox<T>& box) {
-  out.put_array(box.begin(), box.size());
-  box.clear();
-}
-template <class T>
-void unpack(WireIn& in, Mailbox<T>& box) {
-  size_t n;
-  const char* at = in.get_array<T>(&n);
-  for (size_t i = 0; i < n; ++i) {
-    T rec;
-    std::memcpy(&rec, at + i * sizeof(T), sizeof(T));
-    box.push_back(rec);
-  }
-  box.publish();
-}
-
 void put_strings(WireOut& out, const std::vector<std::string>& v) {
   out.put<uint64_t>(v.size());
   for (const auto& s : v) out.put_str(s);
@@ -147,49 +130,6 @@ std::vector<std::string> Engine::all_to_all(const std::vector<std::string>& out)
   return in;
 }
 
-void Engine::pack_boxes(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo,
-                        unsigned dst_hi, bool results_only) {
-  for (unsigned o = src_lo; o < src_hi; ++o)
-    for (unsigned d = dst_lo; d < dst_hi; ++d) {
-      if (!results_only) {
-        pack(out, send_box(parity, o, d));
-        pack(out, cancel_box(parity, o, d));
-        pack(out, late_box(parity, o, d));
-        // (A call's communicator travels as its index among its rank's
-        // definitions: the definition's address is this process's.)
-        auto& box = coll_box(parity, o, d);
-        std::vector<CollRec> recs(box.begin(), box.end());
-        box.clear();
-        for (CollRec& c : recs) {
-          const auto& defs = ranks_[static_cast<size_t>(c.rank)]->rank_trace->comms();
-          c.def = reinterpret_cast<const CommDef*>(c.def ? static_cast<uintptr_t>(c.def - defs.data()) + 1 : 0);
-        }
-        out.put_vec(recs);
-      }
-      pack(out, result_box(parity, o, d));
-    }
-}
-
-void Engine::unpack_boxes(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo,
-                          unsigned dst_hi, bool results_only) {
-  for (unsigned o = src_lo; o < src_hi; ++o)
-    for (unsigned d = dst_lo; d < dst_hi; ++d) {
-      if (!results_only) {
-        unpack(in, send_box(parity, o, d));
-        unpack(in, cancel_box(parity, o, d));
-        unpack(in, late_box(parity, o, d));
-        auto& box = coll_box(parity, o, d);
-        for (CollRec c : in.get_vec<CollRec>()) {
-          const auto index = reinterpret_cast<uintptr_t>(c.def);
-          c.def = index ? &ranks_[static_cast<size_t>(c.rank)]->rank_trace->comms()[index - 1] : nullptr;
-          box.push_back(c);
-        }
-        box.publish();
-      }
-      unpack(in, result_box(parity, o, d));
-    }
-}
-
 void Engine::exchange_phase(int parity, PhaseSums& sums) {
   WireOut head;
   head.put(sums.events);
@@ -210,7 +150,7 @@ void Engine::exchange_phase(int parity, PhaseSums& sums) {
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireOut o{head.buf};
-    pack_boxes(o, parity, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), false);
+    mail_.pack(o, parity, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), false, ranks_);
     out[static_cast<size_t>(p)] = std::move(o.buf);
   }
   const std::vector<std::string> in = all_to_all(out);
@@ -230,7 +170,7 @@ void Engine::exchange_phase(int parity, PhaseSums& sums) {
       failure = std::move(why);
     }
     for (const RankEnded& e : r.get_vec<RankEnded>()) exhausted_all_[e.rank] = e.phase;
-    unpack_boxes(r, parity, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, false);
+    mail_.unpack(r, parity, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, false, ranks_);
   }
   // (The same failure on every process: the first process's that failed.)
   if (first_failed >= 0) {
@@ -244,14 +184,14 @@ void Engine::exchange_early() {
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireOut o;
-    pack_boxes(o, kEarlyResults, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true);
+    mail_.pack(o, PhaseMail::kEarlyResults, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true, ranks_);
     out[static_cast<size_t>(p)] = std::move(o.buf);
   }
   const std::vector<std::string> in = all_to_all(out);
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
-    unpack_boxes(r, kEarlyResults, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true);
+    mail_.unpack(r, PhaseMail::kEarlyResults, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true, ranks_);
   }
 }
 
@@ -259,23 +199,23 @@ void Engine::exchange_early() {
 // owner order, as one process applies them sweeping owner after owner.
 void Engine::exchange_final_results() {
   for (unsigned w = local_lo_; w < local_hi_; ++w)
-    for (unsigned d = 0; d < workers_; ++d) result_box(0, w, d).publish();
+    for (unsigned d = 0; d < workers_; ++d) mail_.result_box(0, w, d).publish();
   std::vector<std::string> out(static_cast<size_t>(procs_));
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireOut o;
-    pack_boxes(o, 0, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true);
+    mail_.pack(o, 0, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true, ranks_);
     out[static_cast<size_t>(p)] = std::move(o.buf);
   }
   const std::vector<std::string> in = all_to_all(out);
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
-    unpack_boxes(r, 0, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true);
+    mail_.unpack(r, 0, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true, ranks_);
   }
   for (unsigned d = local_lo_; d < local_hi_; ++d)
     for (unsigned o = 0; o < workers_; ++o) {
-      auto& box = result_box(0, o, d);
+      auto& box = mail_.result_box(0, o, d);
       for (const ResultRec& rr : box) apply(rr);
       box.clear();
     }
@@ -312,7 +252,7 @@ void Engine::exchange_collective_counts() {
 
 void Engine::gather_at_root() {
   exchange_collective_counts();
-  merge_nodes();
+  tree_.merge(ranks_);
   // What finish() reads of each rank, taken where the rank was decoded.
   for (size_t i = 0; i < ranks_.size(); ++i) {
     if (!local_rank(i)) continue;
@@ -471,19 +411,19 @@ void Engine::gather_at_root() {
     for (const std::string& path : r->gathered_rebuilt)
       if (std::find(rebuilt_in_flight_.begin(), rebuilt_in_flight_.end(), path) == rebuilt_in_flight_.end())
         rebuilt_in_flight_.push_back(path);
-  rebuild_global_nodes();
+  tree_.rebuild(ranks_);
 }
 
 // The tree across ranks as one process merges it: node by node in the order
-// of (merge_nodes() call, rank, local node), so each node's members (and the
+// of (GlobalTree::merge() call, rank, local node), so each node's members (and the
 // sums over them) come in the same order.
-void Engine::rebuild_global_nodes() {
+void GlobalTree::rebuild(const Ranks& ranks) {
   struct Item {
     uint32_t at, rank, li;
   };
   std::vector<Item> items;
-  for (size_t i = 0; i < ranks_.size(); ++i) {
-    Rank& r = *ranks_[i];
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    Rank& r = *ranks[i];
     r.gmap.clear();
     for (size_t li = 0; li < r.nodes.size(); ++li)
       items.push_back(Item{r.merged_at[li], static_cast<uint32_t>(i), static_cast<uint32_t>(li)});
@@ -493,11 +433,11 @@ void Engine::rebuild_global_nodes() {
     if (x.rank != y.rank) return x.rank < y.rank;
     return x.li < y.li;
   });
-  global_nodes_.clear();
-  gindex_.clear();
-  global_nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, kInf});
+  nodes_.clear();
+  index_.clear();
+  nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, kInf});
   for (const Item& it : items) {
-    join_tree(*ranks_[it.rank], it.li);
+    join(*ranks[it.rank], it.li);
   }
 }
 

@@ -62,9 +62,13 @@
 //
 // This header declares the engine's state and steps; they are defined by
 // concept: analysis.cpp (phases and decoding), p2p_matching.cpp,
-// collective_matching.cpp, interval_tree.cpp (the tree, its fold and
-// figures), interval_steps.h (a marker's steps, inline in the decode loop),
-// run_warnings.cpp and distributed.cpp (workers spread over processes).
+// collective_matching.cpp, interval_steps.h (a marker's steps, inline in the
+// decode loop), run_warnings.cpp and distributed.cpp (workers spread over
+// processes). Parts that own their state, each declared below with its
+// invariants: PhaseMail (the mailboxes, phase_mail.cpp), GlobalTree (the tree
+// across ranks and its figures, interval_tree.cpp) and DelayResults (root
+// causes and the critical path, delay_analysis.cpp and critical_path.cpp);
+// the Engine keeps the phases and wires the parts to the ranks.
 #pragma once
 
 #include <algorithm>
@@ -85,6 +89,7 @@
 #include "phase_barrier.h"
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/exchange.h"
+#include "wait_rules.h"
 #include "warning_sink.h"
 #include "wire.h"
 #include "window_index.h"
@@ -520,7 +525,7 @@ struct alignas(64) Rank {
   FlatMap<ChannelKey, uint32_t, ChannelHash> channels;
   std::vector<Channel> channel_store;
   std::vector<uint32_t> gmap;  // local node -> global node (merged so far)
-  std::vector<uint32_t> merged_at;  // local node -> the merge_nodes() call that merged it
+  std::vector<uint32_t> merged_at;  // local node -> the GlobalTree::merge() call that merged it
 
   // Several processes: what the rank's process sent process 0 at the end
   // (gathered), which finish() reads instead of the state it has not got.
@@ -656,6 +661,130 @@ struct alignas(64) Rank {
   }
 };
 
+// The mailboxes between workers: for each parity of the phase (and, for the
+// results, kEarlyResults) and each pair of workers (source, destination), a
+// box of sends, of cancelled sends, of late receivers, of collective calls
+// and of collective results.
+//
+// Invariants: a box of parity P is written only by its source worker in a
+// phase of parity P, published before the phase's barrier and read and
+// cleared only by its destination worker in the next phase (the early
+// results: published by publish_early(), read after the source's flag,
+// Engine::take_early_results). Between processes, pack() empties a box that
+// unpack() fills and publishes on the destination's process.
+class PhaseMail {
+ public:
+  // Results of instances completed in a phase's first step, taken in the same
+  // phase (Engine::take_early_results): a third parity of the result boxes.
+  static constexpr int kEarlyResults = 2;
+
+  void resize(unsigned workers);
+  Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) { return send_[at(parity, src, dst)].v; }
+  Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) { return cancel_[at(parity, src, dst)].v; }
+  Mailbox<LateRecvRec>& late_box(int parity, unsigned src, unsigned dst) { return late_[at(parity, src, dst)].v; }
+  Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) { return coll_[at(parity, src, dst)].v; }
+  // parity 0 or 1, or kEarlyResults.
+  Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) { return result_[at(parity, src, dst)].v; }
+  bool empty() const;
+  // What worker w wrote in a phase of this parity becomes readable after the barrier.
+  void publish(int parity, unsigned w);
+  // Several processes: the boxes from workers [src_lo, src_hi) to [dst_lo,
+  // dst_hi) to a byte stream and back (only the results' with results_only).
+  // A collective call's communicator travels as its index among its rank's
+  // definitions: the definition's address is the process's own.
+  void pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
+            bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks);
+  void unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
+              bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks);
+
+ private:
+  size_t at(int parity, unsigned src, unsigned dst) const {
+    return (static_cast<size_t>(parity) * workers_ + src) * workers_ + dst;
+  }
+  // Each box on its own cache line: two workers write neighbouring boxes in
+  // the same phase (false sharing on every push otherwise).
+  template <class T>
+  struct alignas(64) Box {
+    Mailbox<T> v;
+  };
+  unsigned workers_ = 1;
+  std::vector<Box<SendRec>> send_;
+  std::vector<Box<SendRec>> cancel_;  // cancelled sends (rare)
+  std::vector<Box<LateRecvRec>> late_;  // receives' issues back to blocking senders
+  std::vector<Box<CollRec>> coll_;
+  std::vector<Box<ResultRec>> result_;  // parities 0, 1 and kEarlyResults
+};
+
+// The tree of interval nodes across ranks: a node per (parent, interval id,
+// call site) path, built during the pass as ranks create local nodes (merge()
+// at each phase's end), each listing its members (rank index, local node) in
+// the order they joined.
+//
+// Invariants
+//   - Node 0 is the root; a node's parent was created before it (children
+//     have larger indices).
+//   - A rank's gmap maps its local nodes merged so far, in order, and
+//     merged_at says at which merge each joined: process 0 of an MPI job
+//     rebuilds the same tree, members in the same order (rebuild()), so every
+//     sum over members adds the same values in the same order.
+class GlobalTree {
+ public:
+  using Ranks = std::vector<std::unique_ptr<Rank>>;
+  // The root alone.
+  void start();
+  // Local nodes created since the last merge join the tree.
+  void merge(const Ranks& ranks);
+  // The tree as one process merges it, from every rank's nodes and merged_at
+  // (distributed.cpp).
+  void rebuild(const Ranks& ranks);
+  // After the pass: the last nodes merged, children ordered by first entry.
+  void order(const Ranks& ranks);
+  const std::vector<GNode>& nodes() const { return nodes_; }
+  // One node's figures across ranks (docs/metrics.md), in seconds.
+  IntervalNode node_figures(const GNode& gn, const SiteInfo& site, const Ranks& ranks, const Registry& reg) const;
+
+ private:
+  void join(Rank& r, size_t li);
+  std::vector<GNode> nodes_;
+  FlatMap<NodeKey, uint32_t, NodeKeyHash> index_;
+  uint32_t merges_ = 0;  // merge() calls so far
+};
+// Nested nodes' sums roll up into their parents', after the pass.
+void roll_up(Rank& r);
+// The root's source: MPI_Init's call site when the trace names it, else the program.
+SiteInfo root_call_site(const GlobalTree::Ranks& ranks, const Registry& reg, const std::string& executable);
+
+// The root causes of waits and the critical path (delay_log.h,
+// docs/metrics.md), computed after the pass over a whole run from the ranks'
+// logs: per node of the tree across ranks, the causes of its waits
+// (delay_analysis.cpp) and its time on the critical path (critical_path.cpp).
+//
+// Invariants: both are exclusive of nested nodes until delay_figures() rolls
+// them up; they depend only on the logs (sorted by delay_analysis()), not on
+// how workers or processes shared the ranks.
+class DelayResults {
+ public:
+  // Sorts the ranks' logs and charges each wait to its causes.
+  void delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
+                      const WorldIndex& index_of_world);
+  // After delay_analysis() (the logs sorted).
+  void critical_path(const std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
+                     const WorldIndex& index_of_world);
+  // Both, rolled up, into the report's intervals (`index_of`: global node -> index).
+  void delay_figures(Analysis& a, const std::vector<int>& index_of, const GlobalTree& tree) const;
+
+ private:
+  struct CauseAcc {
+    uint32_t node;  // global node that caused
+    int32_t rank;   // world rank on which it did
+    double ns;
+  };
+  static uint32_t logged_node(const Rank& r, uint32_t context);
+  std::vector<std::vector<CauseAcc>> caused_by_;
+  std::vector<double> critical_ns_;
+  double run_span_ns_ = 0;
+};
+
 class Engine;
 
 // Where one worker's time goes (PROF_ANALYZE_WORKER_STATS=1 prints it to
@@ -727,24 +856,6 @@ class Engine {
   int index_of_world(int32_t w) const {
     return (*world_to_index_)(w);
   }
-  Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) {
-    return send_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
-  }
-  Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) {
-    return cancel_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
-  }
-  Mailbox<LateRecvRec>& late_box(int parity, unsigned src, unsigned dst) {
-    return late_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
-  }
-  Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) {
-    return coll_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
-  }
-  // parity 0 or 1, or kEarlyResults: results of instances completed in a
-  // phase's first step, taken in the same phase (take_early_results).
-  static constexpr int kEarlyResults = 2;
-  Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) {
-    return result_boxes_[(static_cast<size_t>(parity) * workers_ + src) * workers_ + dst].v;
-  }
   // Once per collective call: where the worker count is a power of two (1,
   // 2, 4...; most machines), a mask gives the same owner as the division,
   // without its latency.
@@ -761,10 +872,6 @@ class Engine {
   unsigned first_worker(int proc) const {
     return std::min<unsigned>(workers_, static_cast<unsigned>(proc) * per_proc_);
   }
-  void pack_boxes(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
-                  bool results_only);
-  void unpack_boxes(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
-                    bool results_only);
   struct PhaseSums {
     uint64_t events = 0, phase_events = 0;
     double min_next = kInf;
@@ -776,7 +883,6 @@ class Engine {
   void exchange_final_results();
   void exchange_collective_counts();
   void gather_at_root();
-  void rebuild_global_nodes();
   void settle_channels(Rank& r);
   bool plan_window(const std::vector<const RankTrace*>& traces);
   // A window under this many events runs on one worker (setup()): about
@@ -810,33 +916,12 @@ class Engine {
   void complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int parity, bool direct);
   void post(unsigned w, const ResultRec& rr, int parity, bool direct);
   void sweep(unsigned w, int parity, bool direct);
-  bool boxes_empty() const;
-  void merge_nodes();
-  void join_tree(Rank& r, size_t li);
   void finish(Analysis& a);
   void collect_warnings_and_stats(Analysis& a);
   void read_warnings(Analysis& a, std::map<std::string, Warning>& warns);
   std::vector<CallInFlight> calls_in_flight(Rank& r);
-  void roll_up();
-  void order_tree();
-  // After the pass, on the whole run (delay_log.h): per global node, the
-  // causes of its waits and its time on the critical path (exclusive of
-  // nested nodes until finish() rolls them up).
-  struct CauseAcc {
-    uint32_t node;  // global node that caused
-    int32_t rank;   // world rank on which it did
-    double ns;
-  };
-  void delay_analysis();
-  void critical_path();
-  void delay_figures(Analysis& a, const std::vector<int>& index_of) const;
-  uint32_t logged_node(const Rank& r, uint32_t context) const;
-  std::vector<std::vector<CauseAcc>> caused_by_;
-  std::vector<double> critical_ns_;
-  double run_span_ns_ = 0;
+  DelayResults delay_;
   bool delay_on_ = false;  // Options::delay_analysis on a whole run
-  SiteInfo root_call_site(const std::string& executable) const;
-  IntervalNode node_figures(const GNode& gn, const SiteInfo& site) const;
 
   const trace::TraceDir& dir_;
   Options opt_;
@@ -848,7 +933,6 @@ class Engine {
   // ranks: as their processes reported it at a phase's end).
   std::vector<int> exhausted_all_;
   std::vector<uint8_t> exhausted_sent_;
-  uint32_t merges_ = 0;       // merge_nodes() calls so far
   bool final_sweep_ = false;  // several processes: the end's sweep posts every result
   // This process's all_to_all calls, the bytes it sent and received.
   uint64_t exchanges_ = 0, exchanged_bytes_ = 0, received_bytes_ = 0;
@@ -863,17 +947,7 @@ class Engine {
   // Rank index -> its worker (read-only during phases; reading Rank::worker
   // of another worker's rank would share a cache line it writes).
   std::vector<unsigned> worker_of_;
-  // Each box on its own cache line: two workers write neighbouring boxes in
-  // the same phase (false sharing on every push otherwise).
-  template <class T>
-  struct alignas(64) Box {
-    Mailbox<T> v;
-  };
-  std::vector<Box<SendRec>> send_boxes_;
-  std::vector<Box<SendRec>> cancel_boxes_;  // cancelled sends (rare)
-  std::vector<Box<LateRecvRec>> late_boxes_;  // receives' issues back to blocking senders
-  std::vector<Box<CollRec>> coll_boxes_;
-  std::vector<Box<ResultRec>> result_boxes_;  // parities 0, 1 and kEarlyResults
+  PhaseMail mail_;
   std::vector<Owner> owners_;
   // The phase whose first step each worker has finished and published: its
   // own line each (written by one worker, read by the others).
@@ -881,8 +955,7 @@ class Engine {
     std::atomic<int> phase{-1};
   };
   std::unique_ptr<StepDone[]> step_done_;
-  std::vector<GNode> global_nodes_;
-  FlatMap<NodeKey, uint32_t, NodeKeyHash> gindex_;
+  GlobalTree tree_;
 
   // Phase state: written only by on_phase_end (all workers waiting).
   int phase_ = 0;

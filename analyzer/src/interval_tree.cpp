@@ -38,34 +38,38 @@ void Handler::root_ended(double t) {
 }
 
 // Local nodes created since the last phase join the tree across ranks.
-void Engine::merge_nodes() {
+void GlobalTree::merge(const Ranks& ranks) {
   ++merges_;
-  for (auto& rp : ranks_) {
+  for (auto& rp : ranks) {
     Rank& r = *rp;
     for (size_t li = r.gmap.size(); li < r.nodes.size(); ++li) {
       r.merged_at.push_back(merges_);
-      join_tree(r, li);
+      join(r, li);
     }
   }
 }
 
 // A rank's local node li (its parent joined already) takes its place in the
 // tree across ranks: the node of the same parent, id and call site, or a new one.
-void Engine::join_tree(Rank& r, size_t li) {
+void GlobalTree::start() {
+  nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, kInf});
+}
+
+void GlobalTree::join(Rank& r, size_t li) {
   uint32_t gi = 0;
   if (li > 0) {
     const NodeKey k{r.gmap[r.nodes[li].parent], r.nodes[li].id, r.nodes[li].site};
-    if (const uint32_t* f = gindex_.find(k)) {
+    if (const uint32_t* f = index_.find(k)) {
       gi = *f;
     } else {
-      gi = static_cast<uint32_t>(global_nodes_.size());
-      global_nodes_.push_back(GNode{k.parent, k.id, k.site, {}, {}, kInf});
-      global_nodes_[k.parent].children.push_back(gi);
-      gindex_[k] = gi;
+      gi = static_cast<uint32_t>(nodes_.size());
+      nodes_.push_back(GNode{k.parent, k.id, k.site, {}, {}, kInf});
+      nodes_[k.parent].children.push_back(gi);
+      index_[k] = gi;
     }
   }
   r.gmap.push_back(gi);
-  global_nodes_[gi].members.emplace_back(static_cast<uint32_t>(r.index), static_cast<uint32_t>(li));
+  nodes_[gi].members.emplace_back(static_cast<uint32_t>(r.index), static_cast<uint32_t>(li));
 }
 
 void add_into(NodeAcc& to, const NodeAcc& from) {
@@ -85,37 +89,33 @@ void add_into(NodeAcc& to, const NodeAcc& from) {
 // Nested nodes roll up into their parents (children come after parents).
 // Instants of executions open on several threads at once count once in each
 // node open then and in each of their ancestors.
-void Engine::roll_up() {
-  for (auto& rp : ranks_) {
-    Rank& r = *rp;
-    for (size_t i = r.nodes.size(); i-- > 1;) add_into(r.acc[r.nodes[i].parent], r.acc[i]);
-    for (const Combo& combo : r.combos) {
-      std::vector<uint32_t> open;
-      for (uint32_t n : combo.nodes)
-        for (uint32_t m = n;; m = r.nodes[m].parent) {
-          open.push_back(m);
-          if (m == 0) break;
-        }
-      std::sort(open.begin(), open.end());
-      open.erase(std::unique(open.begin(), open.end()), open.end());
-      for (uint32_t n : open) {
-        r.acc[n].in.add(combo.in);
-        r.acc[n].waits.add(combo.waits);
+void roll_up(Rank& r) {
+  for (size_t i = r.nodes.size(); i-- > 1;) add_into(r.acc[r.nodes[i].parent], r.acc[i]);
+  for (const Combo& combo : r.combos) {
+    std::vector<uint32_t> open;
+    for (uint32_t n : combo.nodes)
+      for (uint32_t m = n;; m = r.nodes[m].parent) {
+        open.push_back(m);
+        if (m == 0) break;
       }
+    std::sort(open.begin(), open.end());
+    open.erase(std::unique(open.begin(), open.end()), open.end());
+    for (uint32_t n : open) {
+      r.acc[n].in.add(combo.in);
+      r.acc[n].waits.add(combo.waits);
     }
   }
-
 }
 
 // The tree across ranks (built during the pass): settle the last executions
 // and order children by their first entry.
-void Engine::order_tree() {
-  merge_nodes();
-  std::vector<GNode>& g = global_nodes_;
+void GlobalTree::order(const Ranks& ranks) {
+  merge(ranks);
+  std::vector<GNode>& g = nodes_;
   for (GNode& gn : g)
     for (auto [ri, li] : gn.members)
-      if (ranks_[ri]->acc[li].executions() > 0 || ranks_[ri]->acc[li].executed_in_run)
-        gn.first = std::min(gn.first, ranks_[ri]->acc[li].first_enter);
+      if (ranks[ri]->acc[li].executions() > 0 || ranks[ri]->acc[li].executed_in_run)
+        gn.first = std::min(gn.first, ranks[ri]->acc[li].first_enter);
   for (auto& n : g)
     std::sort(n.children.begin(), n.children.end(), [&](uint32_t x, uint32_t y) {
       if (g[x].first != g[y].first) return g[x].first < g[y].first;
@@ -126,10 +126,10 @@ void Engine::order_tree() {
 }
 
 // The root's source: MPI_Init's call site when the trace names it, else the program.
-SiteInfo Engine::root_call_site(const std::string& executable) const {
+SiteInfo root_call_site(const GlobalTree::Ranks& ranks, const Registry& reg, const std::string& executable) {
   SiteInfo root_site;
   bool have_root_site = false;
-  for (const auto& rp : ranks_) {
+  for (const auto& rp : ranks) {
     const auto& meta = rp->rank_trace->meta();
     auto it = meta.find("init_callsite");
     if (it == meta.end()) continue;
@@ -137,7 +137,7 @@ SiteInfo Engine::root_call_site(const std::string& executable) const {
     const unsigned long long id = std::strtoull(it->second.c_str(), &end, 0);
     if (!end || *end != '\0' || id > UINT32_MAX) continue;
     if (rp->rank_trace->callsite(static_cast<uint32_t>(id))) {
-      root_site = reg_.sites[reg_.site(rp->index, static_cast<uint32_t>(id))];
+      root_site = reg.sites[reg.site(rp->index, static_cast<uint32_t>(id))];
       have_root_site = true;
       break;
     }
@@ -153,7 +153,8 @@ SiteInfo Engine::root_call_site(const std::string& executable) const {
 }
 
 // One node's figures across ranks (docs/metrics.md), in seconds.
-IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
+IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, const Ranks& ranks,
+                                      const Registry& reg) const {
   IntervalNode node;
   if (gn.parent != kNoParent) node.id = static_cast<uint16_t>(gn.id);
   node.source_file = site.file;
@@ -163,7 +164,7 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
   node.first_enter = gn.first < kInf ? gn.first * 1e-9 : 0;
 
   uint64_t nmax = 0;
-  for (auto [ri, li] : gn.members) nmax = std::max(nmax, ranks_[ri]->acc[li].inside);
+  for (auto [ri, li] : gn.members) nmax = std::max(nmax, ranks[ri]->acc[li].inside);
   node.exe_count = nmax;
 
   // Execution Time: the longest rank, each rank's executions summed first
@@ -171,14 +172,14 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
   // shifts between executions).
   double exec = 0;
   for (auto [ri, li] : gn.members)
-    if (ranks_[ri]->acc[li].inside > 0) exec = std::max(exec, ranks_[ri]->acc[li].t_sum);
+    if (ranks[ri]->acc[li].inside > 0) exec = std::max(exec, ranks[ri]->acc[li].t_sum);
 
   std::vector<std::pair<size_t, RankFigures>> per;
   std::map<uint32_t, FunctionFigures> funcs;
   std::map<std::pair<uint32_t, uint32_t>, FunctionFigures> sites;  // (name, Registry site)
   std::map<int32_t, PartnerWait> partners;
   for (auto [ri, li] : gn.members) {
-    const Rank& r = *ranks_[ri];
+    const Rank& r = *ranks[ri];
     const NodeAcc& acc = r.acc[li];
     if (acc.inside == 0) continue;
     RankFigures f;
@@ -214,7 +215,7 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
       ff.time += fs.time;
       ff.bytes += fs.bytes;
       if (s < r.slot_site.size() && r.slot_site[s] != 0) {
-        const uint32_t site = reg_.site(r.index, r.slot_site[s]);
+        const uint32_t site = reg.site(r.index, r.slot_site[s]);
         if (site != 0) {
           FunctionFigures& sf = sites[{r.slot_name[s], site}];
           sf.calls += fs.calls;
@@ -290,7 +291,7 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
     return x.rank < y.rank;
   });
   for (auto& [name, ff] : funcs) {
-    ff.name = reg_.functions[name];
+    ff.name = reg.functions[name];
     ff.time *= s;
     node.functions.push_back(ff);
   }
@@ -300,9 +301,9 @@ IntervalNode Engine::node_figures(const GNode& gn, const SiteInfo& site) const {
               return x.name < y.name;
             });
   for (auto& [key, sf] : sites) {
-    const SiteInfo& info = reg_.sites[key.second];
+    const SiteInfo& info = reg.sites[key.second];
     CallSiteFigures c;
-    c.function = reg_.functions[key.first];
+    c.function = reg.functions[key.first];
     c.file = info.file;
     c.line = info.line;
     c.unresolved = info.label;

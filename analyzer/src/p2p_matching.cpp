@@ -9,8 +9,8 @@
 namespace prof::analysis::detail {
 
 // A matched receive: it waited from its issue until its send started (a late
-// sender; "Recv issued before Send"), and the call that completed it is its
-// transfer where it is not waiting. (Inline in its two callers below: a
+// sender; "Recv issued before Send"; the rules are wait_rules.h's), and the
+// call that completed it is its transfer where it is not waiting. (Inline in its two callers below: a
 // frame per message cost as much as its two spans' checks.)
 //
 // A blocking send waited from its enter until the receive's issue when it
@@ -18,20 +18,20 @@ namespace prof::analysis::detail {
 // complete without the receive and did not wait for it.
 [[gnu::always_inline]] inline void Engine::account_recv(Rank& r, const PendingRecv& pr, const QueuedSend& s,
                                                         int32_t src, unsigned w, int parity, SpanLane lane) {
-  const double wait_end = std::min(s.enter, pr.leave);
-  r.instants.add(pr.issue, wait_end, kWaitSpan, lane);
+  const WaitSpan<double> wait = late_sender_wait(pr.issue, s.enter, pr.leave);
+  r.instants.add(wait.from, wait.to, kWaitSpan, lane);
   r.instants.add(pr.enter, pr.leave, kRecvCallSpan, lane);
-  if (wait_end > pr.issue) {
-    r.waits.add(pr.issue, wait_end, kLateSenderSpan, lane);
-    credit_partner(r, pr.node, src, pr.issue, wait_end);
+  if (wait.waits()) {
+    r.waits.add(wait.from, wait.to, kLateSenderSpan, lane);
+    credit_partner(r, pr.node, src, wait.from, wait.to);
   }
   ++r.matched;
   if (s.hold != HoldQueue::kNone) [[unlikely]] {
-    const bool waited = pr.issue > s.enter && s.leave > pr.issue;
+    const WaitSpan<double> late = late_receiver_wait(s.enter, s.leave, pr.issue);
     const LateRecvRec lr = s.leave == -kInf ? LateRecvRec{s.rank, s.node, r.rank, pr.issue, -kInf, s.hold}
-                                            : LateRecvRec{s.rank, s.node, r.rank, s.enter, waited ? pr.issue : s.enter, s.hold};
+                                            : LateRecvRec{s.rank, s.node, r.rank, late.from, late.to, s.hold};
     if (worker_of_[static_cast<size_t>(s.rank)] == w) apply_late_receiver(lr);
-    else late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(lr);
+    else mail_.late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(lr);
   }
 }
 
@@ -55,9 +55,10 @@ void Engine::apply_late_receiver(const LateRecvRec& lr) {
 // An MPI_Isend whose completing call entered before its receive was issued
 // and left after it waited from that enter to the issue.
 void Engine::finish_isend(Rank& r, uint64_t hold, const IsendWait& w) {
-  if (w.issue > w.wait_enter && w.wait_leave > w.issue) {
-    r.waits.add(w.wait_enter, w.issue, kLateReceiverSpan, kMatchLane);
-    credit_partner(r, w.node, w.partner, w.wait_enter, w.issue);
+  const WaitSpan<double> late = late_receiver_wait(w.wait_enter, w.wait_leave, w.issue);
+  if (late.waits()) {
+    r.waits.add(late.from, late.to, kLateReceiverSpan, kMatchLane);
+    credit_partner(r, w.node, w.partner, late.from, late.to);
   }
   r.send_holds.release(hold);
   r.isend_waits.erase(hold);
@@ -103,7 +104,7 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
       const LateRecvRec none = s.leave == -kInf ? LateRecvRec{s.rank, s.node, d.rank, -kInf, -kInf, s.hold}
                                                 : LateRecvRec{s.rank, s.node, d.rank, s.enter, s.enter, s.hold};
       if (worker_of_[static_cast<size_t>(s.rank)] == w) apply_late_receiver(none);
-      else late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(none);
+      else mail_.late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(none);
     }
     return;
   }
@@ -142,7 +143,7 @@ void Handler::send(const ChannelKey& k, double enter, double leave, const Event&
   // The destination's worker queues it; when that is us, at once.
   const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
   if (dw == w) eng.deliver_send(SendRec{k, enter, leave, hold, static_cast<int32_t>(r.index), node}, w, parity);
-  else eng.send_box(parity, w, dw).emplace_with([&](SendRec& s) {
+  else eng.mail_.send_box(parity, w, dw).emplace_with([&](SendRec& s) {
     s.key.gid = k.gid;
     s.key.src = k.src;
     s.key.dst = k.dst;
@@ -161,7 +162,7 @@ void Handler::cancel_send(const ChannelKey& k, double send_enter) {
   const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
   const SendRec s{k, send_enter, send_enter, HoldQueue::kNone, static_cast<int32_t>(r.index), 0};
   if (dw == w) eng.ingest_send(s, true, w, parity);
-  else eng.cancel_box(parity, w, dw).push_back(s);
+  else eng.mail_.cancel_box(parity, w, dw).push_back(s);
 }
 
 void Handler::recv(const ChannelKey& k, double issue, uint64_t hold, double enter, double leave,

@@ -13,10 +13,13 @@
 
 #include "prof/analysis/timeline.h"
 #include "timeline_impl.h"
+#include "wait_rules.h"
 
 namespace prof::analysis {
 
 using namespace timeline_detail;
+using detail::collective_wait;
+using detail::late_sender_wait;
 
 namespace {
 
@@ -346,7 +349,7 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
     m.issue_row = p[4];
     m.issue_index = p[5];
     m.issue_enter = p[4] == p[2] && p[5] == p[3] ? enter : record(p[4], p[5]).first;
-    m.wait = static_cast<uint64_t>(std::max<int64_t>(0, std::min(m.send_enter, m.recv_leave) - m.issue_enter));
+    m.wait = static_cast<uint64_t>(late_sender_wait(m.issue_enter, m.send_enter, m.recv_leave).length());
     answer.messages.push_back(m);
   }
   std::shared_lock lock(tl.pairs_mutex);
@@ -364,7 +367,7 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
     }
     for (auto& m : c.members)
       m.wait = static_cast<uint64_t>(
-          std::max<int64_t>(0, std::min(last_enter, m.enter + static_cast<int64_t>(m.duration)) - m.enter));
+          collective_wait(m.enter, m.enter + static_cast<int64_t>(m.duration), last_enter).length());
     answer.collectives.push_back(std::move(c));
   }
   return answer;
@@ -586,7 +589,8 @@ TimelineMessageMatrix Timeline::message_matrix(double from, double to, std::opti
   for (size_t ri = 0; ri < tl.rows.size(); ++ri) {
     const Row& row = *tl.rows[ri];
     std::vector<std::pair<double, double>> spans;
-    std::vector<std::array<uint64_t, 5>> found;  // receive index, enter, duration, send row, send index
+    // receive index, enter, duration, send row, send index, issue row, issue index
+    std::vector<std::array<uint64_t, 7>> found;
     {
       std::shared_lock lock(row.mutex);
       if (node) {
@@ -604,7 +608,8 @@ TimelineMessageMatrix Timeline::message_matrix(double from, double to, std::opti
           (void)bytes;
           const double e = static_cast<double>(enter);
           if (e < lo || e >= hi) continue;
-          found.push_back({it->first, static_cast<uint64_t>(enter), duration, it->send_row, it->send_index});
+          found.push_back({it->first, static_cast<uint64_t>(enter), duration, it->send_row, it->send_index,
+                           it->issue_row, it->issue_index});
         }
       }
     }
@@ -614,6 +619,7 @@ TimelineMessageMatrix Timeline::message_matrix(double from, double to, std::opti
       std::shared_lock lock(sender_row.mutex);
       const auto [send_enter, send_duration, bytes] = read(sender_row, f[4]);
       (void)send_duration;
+      lock.unlock();  // (the issue may be on the sender's row: a rank's message to itself)
       const int sender = sender_row.id.rank;
       if (sender < 0 || sender >= out.ranks || receiver < 0 || receiver >= out.ranks) continue;
       TimelineMatrixCell& c = cells[{sender, receiver}];
@@ -627,7 +633,16 @@ TimelineMessageMatrix Timeline::message_matrix(double from, double to, std::opti
         m.send_enter = send_enter;
         m.recv_enter = recv_enter;
         m.recv_leave = recv_enter + static_cast<int64_t>(f[2]);
-        m.wait = static_cast<uint64_t>(std::max<int64_t>(0, std::min(m.send_enter, m.recv_leave) - m.recv_enter));
+        m.issue_row = f[5];
+        m.issue_index = f[6];
+        if (f[5] == ri && f[6] == f[0]) {
+          m.issue_enter = recv_enter;
+        } else {
+          const Row& issue_row = *tl.rows[f[5]];
+          std::shared_lock issue_lock(issue_row.mutex);
+          m.issue_enter = std::get<0>(read(issue_row, f[6]));
+        }
+        m.wait = static_cast<uint64_t>(late_sender_wait(m.issue_enter, m.send_enter, m.recv_leave).length());
       }
       ++c.messages;
       c.bytes += bytes;

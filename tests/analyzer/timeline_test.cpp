@@ -678,6 +678,25 @@ TEST(Timeline, MessagesPairSendsWithReceivesAndCollectivesTheirMembers) {
         EXPECT_EQ((m.enter - 1000) / int64_t(kPeriod), (c.members[0].enter - 1000) / int64_t(kPeriod));
       }
     }
+    // The message matrix's first message of a pair is that message as
+    // messages() gives it: its receive issued at the Irecv, its wait from there.
+    const auto matrix = tl->message_matrix(0, std::numeric_limits<double>::infinity());
+    ASSERT_EQ(matrix.cells.size(), 3u);
+    for (const auto& c : matrix.cells) {
+      const analysis::TimelineMessage* first = nullptr;
+      for (const auto& m : messages)
+        if (tl->rows()[m.send_row].rank == c.sender && tl->rows()[m.recv_row].rank == c.receiver &&
+            (!first || m.recv_enter < first->recv_enter))
+          first = &m;
+      ASSERT_TRUE(first);
+      EXPECT_EQ(c.first.send_index, first->send_index);
+      EXPECT_EQ(c.first.recv_index, first->recv_index);
+      EXPECT_EQ(c.first.issue_row, first->issue_row);
+      EXPECT_EQ(c.first.issue_index, first->issue_index);
+      EXPECT_EQ(c.first.issue_enter, first->issue_enter);
+      EXPECT_LT(c.first.issue_enter, c.first.recv_enter);
+      EXPECT_EQ(c.first.wait, first->wait);
+    }
   }
 }
 
@@ -697,7 +716,8 @@ int64_t union_length(std::vector<std::pair<int64_t, int64_t>> spans) {
 // Waitall of two receives from the same sender and a send) and a late member
 // of a barrier: the timeline's waits of a rank, as a union of instants, are
 // the analysis's PotentSync of that rank over the whole run, waiting outside
-// MPI calls included.
+// MPI calls included; its messages' waits are the Late Sender wait state and
+// its collectives' the collective kinds together (both apply wait_rules.h).
 TEST(Timeline, WaitsOfARankAreTheAnalysisPotentSync) {
   TraceBuilder b(2);
   constexpr uint32_t kA = 0xAC000011u, kB = 0xAC000012u, kC = 0xAC000013u, kD = 0xAC000014u;
@@ -729,18 +749,35 @@ TEST(Timeline, WaitsOfARankAreTheAnalysisPotentSync) {
   ASSERT_TRUE(a.usable());
   auto tl = built(b.dir());
   ASSERT_TRUE(tl);
-  std::map<int, std::vector<std::pair<int64_t, int64_t>>> waits;  // rank -> spans
+  // rank -> spans: every wait, the messages', the collectives'
+  std::map<int, std::vector<std::pair<int64_t, int64_t>>> waits, message_waits, collective_waits;
   const auto messages = tl->messages();
   ASSERT_EQ(messages.size(), 3u * iterations);
   for (const auto& m : messages)
-    if (m.wait > 0)
-      waits[tl->rows()[m.recv_row].rank].emplace_back(m.issue_enter, m.issue_enter + static_cast<int64_t>(m.wait));
+    if (m.wait > 0) {
+      const std::pair<int64_t, int64_t> span{m.issue_enter, m.issue_enter + static_cast<int64_t>(m.wait)};
+      waits[tl->rows()[m.recv_row].rank].push_back(span);
+      message_waits[tl->rows()[m.recv_row].rank].push_back(span);
+    }
   for (const auto& c : tl->collectives())
     for (const auto& m : c.members)
-      if (m.wait > 0) waits[tl->rows()[m.row].rank].emplace_back(m.enter, m.enter + static_cast<int64_t>(m.wait));
+      if (m.wait > 0) {
+        const std::pair<int64_t, int64_t> span{m.enter, m.enter + static_cast<int64_t>(m.wait)};
+        waits[tl->rows()[m.row].rank].push_back(span);
+        collective_waits[tl->rows()[m.row].rank].push_back(span);
+      }
   for (const analysis::RankFigures& f : a.intervals[0].per_rank) {
     EXPECT_GT(f.potential_sync, 0) << "rank " << f.rank;
     EXPECT_NEAR(static_cast<double>(union_length(waits[f.rank])) * 1e-9, f.potential_sync, 1e-10) << "rank " << f.rank;
+    // (The messages' waits end before the barriers: the two never overlap.)
+    EXPECT_GT(f.waits[analysis::kLateSender], 0) << "rank " << f.rank;
+    EXPECT_NEAR(static_cast<double>(union_length(message_waits[f.rank])) * 1e-9, f.waits[analysis::kLateSender],
+                1e-10) << "rank " << f.rank;
+    double collective_kinds = 0;
+    for (int k = analysis::kWaitAtBarrier; k <= analysis::kWaitAtCollectiveOther; ++k)
+      collective_kinds += f.waits[static_cast<size_t>(k)];
+    EXPECT_NEAR(static_cast<double>(union_length(collective_waits[f.rank])) * 1e-9, collective_kinds, 1e-10)
+        << "rank " << f.rank;
   }
 }
 

@@ -1,0 +1,99 @@
+// The mailboxes between workers (PhaseMail, engine.h).
+#include "engine.h"
+
+namespace prof::analysis::detail {
+
+namespace {
+template <class T>
+void pack_box(WireOut& out, Mailbox<T>& box) {
+  out.put_array(box.begin(), box.size());
+  box.clear();
+}
+template <class T>
+void unpack_box(WireIn& in, Mailbox<T>& box) {
+  size_t n;
+  const char* at = in.get_array<T>(&n);
+  for (size_t i = 0; i < n; ++i) {
+    T rec;
+    std::memcpy(&rec, at + i * sizeof(T), sizeof(T));
+    box.push_back(rec);
+  }
+  box.publish();
+}
+}  // namespace
+
+void PhaseMail::resize(unsigned workers) {
+  workers_ = workers;
+  send_ = std::vector<Box<SendRec>>(2 * workers * workers);
+  cancel_ = std::vector<Box<SendRec>>(2 * workers * workers);
+  late_ = std::vector<Box<LateRecvRec>>(2 * workers * workers);
+  coll_ = std::vector<Box<CollRec>>(2 * workers * workers);
+  result_ = std::vector<Box<ResultRec>>(3 * workers * workers);
+}
+
+bool PhaseMail::empty() const {
+  for (const auto& b : send_)
+    if (!b.v.empty()) return false;
+  for (const auto& b : cancel_)
+    if (!b.v.empty()) return false;
+  for (const auto& b : late_)
+    if (!b.v.empty()) return false;
+  for (const auto& b : coll_)
+    if (!b.v.empty()) return false;
+  for (const auto& b : result_)
+    if (!b.v.empty()) return false;
+  return true;
+}
+
+void PhaseMail::publish(int parity, unsigned w) {
+  for (unsigned d = 0; d < workers_; ++d) {
+    send_box(parity, w, d).publish();
+    cancel_box(parity, w, d).publish();
+    late_box(parity, w, d).publish();
+    coll_box(parity, w, d).publish();
+    result_box(parity, w, d).publish();
+  }
+}
+
+void PhaseMail::pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
+                     bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks) {
+  for (unsigned o = src_lo; o < src_hi; ++o)
+    for (unsigned d = dst_lo; d < dst_hi; ++d) {
+      if (!results_only) {
+        pack_box(out, send_box(parity, o, d));
+        pack_box(out, cancel_box(parity, o, d));
+        pack_box(out, late_box(parity, o, d));
+        auto& box = coll_box(parity, o, d);
+        std::vector<CollRec> recs(box.begin(), box.end());
+        box.clear();
+        for (CollRec& c : recs) {
+          const auto& defs = ranks[static_cast<size_t>(c.rank)]->rank_trace->comms();
+          c.def = reinterpret_cast<const CommDef*>(c.def ? static_cast<uintptr_t>(c.def - defs.data()) + 1 : 0);
+        }
+        out.put_vec(recs);
+      }
+      pack_box(out, result_box(parity, o, d));
+    }
+}
+
+void PhaseMail::unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
+                       bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks) {
+  for (unsigned o = src_lo; o < src_hi; ++o)
+    for (unsigned d = dst_lo; d < dst_hi; ++d) {
+      if (!results_only) {
+        unpack_box(in, send_box(parity, o, d));
+        unpack_box(in, cancel_box(parity, o, d));
+        unpack_box(in, late_box(parity, o, d));
+        auto& box = coll_box(parity, o, d);
+        for (CollRec c : in.get_vec<CollRec>()) {
+          const auto index = reinterpret_cast<uintptr_t>(c.def);
+          c.def = index ? &ranks[static_cast<size_t>(c.rank)]->rank_trace->comms()[index - 1] : nullptr;
+          box.push_back(c);
+        }
+        box.publish();
+      }
+      unpack_box(in, result_box(parity, o, d));
+    }
+}
+
+}  // namespace prof::analysis::detail
