@@ -21,7 +21,9 @@ struct Item {
 void expect_same(Fifo<Item>& fifo, const std::deque<Item>& want) {
   ASSERT_EQ(fifo.size(), want.size());
   ASSERT_EQ(fifo.empty(), want.empty());
-  if (!want.empty()) EXPECT_EQ(fifo.front().id, want.front().id);
+  if (!want.empty()) {
+    EXPECT_EQ(fifo.front().id, want.front().id);
+  }
 }
 
 TEST(Fifo, KeepsOrderThroughWrapsGrowthsAndRemovals) {
