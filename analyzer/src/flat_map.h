@@ -150,45 +150,57 @@ class FlatMap {
 };
 
 // A FIFO that keeps its storage between uses (a channel empties and refills
-// all the time); popping advances a head index, compacted when drained.
+// all the time).
+//
+// Algorithm: a ring over a power-of-two array; push writes at head + count,
+// pop advances head, and a full ring doubles, copying its items once in
+// order. Nothing is moved while it stays: the queue of a channel whose sends
+// run a phase ahead of their receives holds thousands, and moving the live
+// half down every time the head passed half of it cost a copy of each item.
+// Invariants: count <= capacity (a power of two, or 0); the items, oldest
+// first, are at (head + i) & (capacity - 1) for i < count.
 template <class T>
 class Fifo {
  public:
-  bool empty() const { return head_ == items_.size(); }
-  size_t size() const { return items_.size() - head_; }
-  void push(const T& v) { items_.push_back(v); }
+  bool empty() const { return count_ == 0; }
+  size_t size() const { return count_; }
+  void push(const T& v) {
+    if (count_ == items_.size()) [[unlikely]] grow();
+    items_[(head_ + count_) & (items_.size() - 1)] = v;
+    ++count_;
+  }
   T& front() { return items_[head_]; }
   T pop() {
-    T v = items_[head_++];
-    if (head_ == items_.size()) {
-      items_.clear();
-      head_ = 0;
-    } else if (head_ >= 1024 && head_ * 2 >= items_.size()) {
-      items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
-      head_ = 0;
-    }
+    const T v = items_[head_];
+    head_ = (head_ + 1) & (items_.size() - 1);
+    --count_;
     return v;
   }
   // Removes the last element equal by `match` (a cancelled send); false if none.
   template <class P>
   bool remove_last_if(P&& match) {
-    for (size_t i = items_.size(); i-- > head_;) {
-      if (match(items_[i])) {
-        items_.erase(items_.begin() + static_cast<std::ptrdiff_t>(i));
-        if (head_ == items_.size()) {
-          items_.clear();
-          head_ = 0;
-        }
+    const size_t mask = items_.size() - 1;
+    for (size_t i = count_; i-- > 0;) {
+      if (match(items_[(head_ + i) & mask])) {
+        for (size_t j = i + 1; j < count_; ++j) items_[(head_ + j - 1) & mask] = items_[(head_ + j) & mask];
+        --count_;
         return true;
       }
     }
     return false;
   }
-  size_t capacity_bytes() const { return items_.capacity() * sizeof(T); }
 
  private:
-  std::vector<T> items_;
+  [[gnu::noinline]] void grow() {
+    std::vector<T> next(items_.empty() ? 8 : items_.size() * 2);
+    for (size_t i = 0; i < count_; ++i) next[i] = items_[(head_ + i) & (items_.size() - 1)];
+    items_ = std::move(next);
+    head_ = 0;
+  }
+
+  std::vector<T> items_;  // the ring; its size is the capacity
   size_t head_ = 0;
+  size_t count_ = 0;
 };
 
 }  // namespace prof::analysis::detail

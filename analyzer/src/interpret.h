@@ -268,7 +268,8 @@ struct Request {
   uint32_t next = 0;      // the next request sharing this handle (index + 1 into the spill)
   uint32_t comm_handle = 0;  // `comm` is CommCache::at(comm_handle, comm_time) (window index)
   uint64_t comm_time = 0;
-  bool persistent() const { return type == PSend || type == PRecv || type == PColl; }
+  // (One bit test, not three compares: asked on every completion.)
+  bool persistent() const { return (1u << type) & (1u << PSend | 1u << PRecv | 1u << PColl); }
   // Back to Request{}, member by member: 16 instructions fewer than
   // `*this = Request{}` as GCC 12 compiles it, once per Isend and Irecv.
   void reset() {
@@ -414,8 +415,17 @@ class Interpreter {
 
  private:
   Request* active(uint32_t handle) {
-    Request* r = requests_.find(handle);
+    Request* r = find_request(handle);
     return r && r->active ? r : nullptr;
+  }
+  // The first request on `handle`, if any: the memo's entry, or the map's
+  // (noted in the memo).
+  [[gnu::always_inline]] Request* find_request(uint32_t handle) {
+    RequestMemo::Entry& m = request_memo_.at(handle);
+    if (m.first && m.handle == handle) [[likely]] return m.first;
+    Request* r = requests_.find(handle);
+    if (r) m = RequestMemo::Entry{handle, r};
+    return r;
   }
   // A new request on `handle`, reset to Request{}, for the caller to fill in
   // place: the oldest request on a handle stays first (in the map), the others
@@ -424,12 +434,15 @@ class Interpreter {
   // cannot be forwarded from the store buffer and stall on every Isend and
   // Irecv.) The reference lasts until the next request is added.
   Request& new_request(uint32_t handle) {
-    Request* first = requests_.find(handle);
+    Request* first = find_request(handle);
     if (first && !first->active) {  // a handle used again (an inactive one has no followers)
       first->reset();
       return *first;
     }
-    if (!first) return requests_[handle];  // (operator[] value-initializes)
+    if (!first) {
+      request_memo_.clear();  // the insertion may move every request
+      return requests_[handle];  // (operator[] value-initializes)
+    }
     return new_sharing_request(handle);
   }
   [[gnu::noinline]] Request& new_sharing_request(uint32_t handle) {
@@ -442,7 +455,7 @@ class Interpreter {
       slot = static_cast<uint32_t>(spill_.size());
       spill_.emplace_back();  // (may move spill_: walk the chain after it)
     }
-    Request* last = requests_.find(handle);
+    Request* last = find_request(handle);
     while (last->next) last = &spill_[last->next - 1];
     last->next = slot + 1;
     return spill_[slot];
@@ -520,6 +533,31 @@ class Interpreter {
   // Requests by handle. Completed ones are marked inactive rather than erased:
   // MPI reuses handles, so the map stays as small as the requests in use.
   FlatMap<uint32_t, Request> requests_;
+  // Where the first requests of the handles used last are in requests_: MPI
+  // hands the same few handles back call after call, and a hit is a compare
+  // where a lookup hashes and probes. Pointers into the map, so the memo is
+  // emptied whenever a handle is added (the map may grow) and is never copied
+  // with the Interpreter.
+  struct RequestMemo {
+    struct Entry {
+      uint32_t handle = 0;
+      Request* first = nullptr;  // nullptr: empty
+    };
+    static constexpr size_t kEntries = 8;
+    Entry entries[kEntries];
+    RequestMemo() = default;
+    RequestMemo(const RequestMemo&) {}
+    RequestMemo& operator=(const RequestMemo&) {
+      clear();
+      return *this;
+    }
+    // (MPICH's handles differ in their low bits and in their kind's top bits.)
+    Entry& at(uint32_t handle) { return entries[(handle ^ handle >> 27) & (kEntries - 1)]; }
+    void clear() {
+      for (Entry& e : entries) e = Entry{};
+    }
+  };
+  RequestMemo request_memo_;
   std::vector<Request> spill_;          // further requests sharing a handle
   std::vector<uint32_t> spill_free_;
   uint64_t grequests_ = 0;              // generalized requests outstanding

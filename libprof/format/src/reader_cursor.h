@@ -164,10 +164,10 @@ struct RankTrace::Cursor::Impl {
   // CallSiteDef id (Event::call_site), 0 when it has none.
   void set_call_site(Event& e, uint32_t w0) const {
     const uint32_t raw = w0 & 0xFFFFu;
-    const uint32_t index = raw < split_below ? raw >> format::kSiteShift : 0;
-    const size_t i = size_t{e.func} << 6 | index;
-    e.call_site_index = static_cast<uint8_t>(index);
-    e.call_site = index != 0 && i < site_ids_size ? site_ids[i] : 0;
+    e.call_site_index = static_cast<uint8_t>(raw < split_below ? raw >> format::kSiteShift : 0);
+    // The table is indexed by the func field itself and holds 0 where a field
+    // has no site (index 0) and past kReservedFuncIds: one bound check.
+    e.call_site = raw < site_ids_size ? site_ids[raw] : 0;
   }
   const uint8_t* snapshot = nullptr;  // the current chunk's snapshot record, if any
   // A cursor that does not walk its stream from the start (a seek, the chunk

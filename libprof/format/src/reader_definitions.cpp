@@ -181,8 +181,8 @@ void RankTrace::Impl::parse_line(std::string_view line, uint64_t off) {
       if (nf >= 4 && parse_u32(f[1], &func) && func < format::kRepeatFuncs &&
           parse_u32(f[2], &index) && index >= 1 && index <= format::kSiteIndexes &&
           parse_u32(f[3], &site)) {
-        const size_t at = size_t{func} << 6 | index;
-        if (at >= call_site_ids.size()) call_site_ids.resize((size_t{func} + 1) << 6, 0);
+        const size_t at = size_t{index} << format::kSiteShift | func;  // the record's func field
+        if (at >= call_site_ids.size()) call_site_ids.resize(at + 1, 0);
         call_site_ids[at] = site;
         ok = true;
       }

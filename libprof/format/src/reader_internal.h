@@ -192,8 +192,8 @@ struct RankTrace::Impl {
   std::vector<CommKey> comm_keys;  // sorted by (handle, time, order)
   std::vector<CallSiteDef> callsites;
   std::unordered_map<uint32_t, size_t> callsite_index;
-  // A definitions (format 7): the CallSiteDef id of (function id << 6 | site
-  // index), 0 where none is defined.
+  // A definitions (format 7): the CallSiteDef id of each record func field
+  // (site index << kSiteShift | function id), 0 where none is defined.
   std::vector<uint32_t> call_site_ids;
   std::vector<LoadObject> load_objects;
   std::vector<ClockSyncDef> clock_syncs;
