@@ -699,6 +699,8 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   // Every string first (the records below refer to them).
   StringTable& str = defs.strings;
   const OTF2_StringRef s_empty = str(""), s_mpi = str("MPI"), s_user = str("User"), s_machine = str("machine");
+  // Score-P's names for communicators and windows that have none.
+  const OTF2_StringRef s_comm_template = str("MPI_COMM_${id}"), s_win_template = str("MPI_WIN_${id}");
   const OTF2_StringRef s_in_flight = str("in_flight");
   const OTF2_StringRef s_in_flight_doc =
       str("1: the call was entered and never returned (the run ended inside it); its Leave is the rank's "
@@ -734,6 +736,13 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   for (size_t i = 0; i < str.list().size(); ++i)
     put(OTF2_GlobalDefWriter_WriteString(g, static_cast<OTF2_StringRef>(i), str.list()[i].c_str()));
   put(OTF2_GlobalDefWriter_WriteParadigm(g, OTF2_PARADIGM_MPI, s_mpi, OTF2_PARADIGM_CLASS_PROCESS));
+  OTF2_AttributeValue name_template;
+  name_template.stringRef = s_comm_template;
+  put(OTF2_GlobalDefWriter_WriteParadigmProperty(g, OTF2_PARADIGM_MPI, OTF2_PARADIGM_PROPERTY_COMM_NAME_TEMPLATE,
+                                                 OTF2_TYPE_STRING, name_template));
+  name_template.stringRef = s_win_template;
+  put(OTF2_GlobalDefWriter_WriteParadigmProperty(g, OTF2_PARADIGM_MPI, OTF2_PARADIGM_PROPERTY_RMA_WIN_NAME_TEMPLATE,
+                                                 OTF2_TYPE_STRING, name_template));
   put(OTF2_GlobalDefWriter_WriteParadigm(g, OTF2_PARADIGM_USER, s_user, OTF2_PARADIGM_CLASS_PROCESS));
   put(OTF2_GlobalDefWriter_WriteAttribute(g, in_flight_attr, s_in_flight, s_in_flight_doc, OTF2_TYPE_UINT8));
   put(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, s_machine, s_machine, OTF2_UNDEFINED_SYSTEM_TREE_NODE));

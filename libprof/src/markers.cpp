@@ -68,9 +68,10 @@ uint32_t callsite_id_for_address(uintptr_t address, std::string* lines) {
 // any record carries it. Sites past a function's kSiteIndexes-th get 0, and
 // so do all with PROF_CALLSITES=0.
 // A call through a Fortran binding (the slot's binding_site set) is the
-// binding's call site: its return address, inside the binding, is marked in
-// the thread's first cache as one to look up here, in the second, by the
-// binding site.
+// binding's call site: its return address, inside the binding, is never
+// held by the thread's first cache (the fast paths take a hit there as the
+// call's site), so such a call is looked up here, in the second cache, by
+// the binding site.
 uint32_t resolve_call_site(ThreadState* ts) {
   const uint64_t return_key = ts->slot->site_func;
   const uint64_t binding =
@@ -79,8 +80,7 @@ uint32_t resolve_call_site(ThreadState* ts) {
   const size_t i = site_cache_index(key);
   if (binding) {
     const size_t r = site_cache_index(return_key);
-    ts->site_keys[r] = return_key;
-    ts->site_fields[r] = kSiteMiss;
+    if (ts->site_keys[r] == return_key) ts->site_keys[r] = 0;
     if (ts->binding_keys[i] == key) return ts->binding_fields[i];
   }
   const uint16_t func = uint16_t(key >> 48);

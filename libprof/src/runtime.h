@@ -57,6 +57,10 @@ struct alignas(64) ThreadState {
   // A fast send's datatype and count, stored on entry for its return
   // (fast_finish_send), which sizes the message after MPI's call.
   MPI_Datatype send_type = MPI_DATATYPE_NULL;
+  // A fast receive's record's first word as its entry found it (its site
+  // looked up there, off the hop's critical path: fast_recv_enter), for its
+  // return; in the first cache line's spare word.
+  uint32_t recv_first = 0;
   uint64_t send_count = 0;
   uint32_t stream = 0;
   bool attached = false;
@@ -83,13 +87,14 @@ struct alignas(64) ThreadState {
   // payload repeats it is written as its header (format::kRepeatPayload).
   // Reset with the chunk context.
   format::RepeatTable repeats;
-  // The call sites this thread has met (cached_site_bits): a direct-mapped
-  // cache of the rank's table, by the slot's site and function word; 0 is
-  // no key (no site is 0). A return address inside a Fortran binding holds
-  // kSiteMiss: its calls' sites are their binding sites, which the second
-  // cache holds (resolve_call_site). Never invalidated: a site keeps its
-  // index for the whole run.
-  static constexpr size_t kSiteCacheSize = 64;
+  // The call sites this thread has met: a direct-mapped cache of the rank's
+  // table (site_cache_hit), by the slot's site and function word, indexed
+  // by its low byte (one zero-extending move); 0 is no key (no site is 0).
+  // A return address inside a Fortran binding is never held: such a call
+  // misses, and the miss looks it up by its binding site in the second
+  // cache (resolve_call_site). Never invalidated: a site keeps its index
+  // for the whole run.
+  static constexpr size_t kSiteCacheSize = 256;
   uint64_t site_keys[kSiteCacheSize] = {};
   uint32_t site_fields[kSiteCacheSize] = {};
   uint64_t binding_keys[kSiteCacheSize] = {};
@@ -219,22 +224,32 @@ PROF_HOT format::InFlightSlot* call_enter_plain(ThreadState* ts, uint16_t func,
 // (return address, or the Fortran binding's, and function) assigns and
 // defines (S and A lines, markers.cpp resolve_call_site). The wrapper stored
 // the site in the slot on entry; the record takes its index from the
-// thread's cache (one load and compare), the rank's table on a miss.
+// thread's cache: one compare and a branch to the rare path on a miss, one
+// load on a hit. A fast receive looks its site up on entry, before MPI's
+// call, and prepares its record's first word there (fast_recv_enter): the
+// hop's critical path, a receive's return, then pays one load for it.
 // What cached_site_bits returns for a site the cache does not hold: above
-// the 16 bits of a func field, so a fit test folds it in (>> 16).
+// the 16 bits of a func field.
 inline constexpr uint32_t kSiteMiss = 0x10000;
-// The cache slot of a key: the address's low bits (call sites lie bytes
+// The cache slot of a key: the address's low byte (call sites lie bytes
 // apart; a collision costs a trip to the rank's table, not a wrong site).
 PROF_HOT size_t site_cache_index(uint64_t key) { return key & (ThreadState::kSiteCacheSize - 1); }
-// The site bits (index << kSiteShift) of the call in the slot, or kSiteMiss.
-// By the return address alone: the Fortran binding site (slot's
-// binding_site) is looked at only on a miss, so a C call pays one load,
-// one compare and one load.
+// Whether the cache holds the site and function word `key` (the slot's
+// site_func): by the return address alone, so a C call pays one load and
+// one compare; the Fortran binding site (slot's binding_site) is looked at
+// only on a miss.
+PROF_HOT bool site_cache_hit(const ThreadState* ts, uint64_t key) {
+  return ts->site_keys[site_cache_index(key)] == key;
+}
+// The site bits (index << kSiteShift) of a key site_cache_hit found.
+PROF_HOT uint32_t site_cache_bits(const ThreadState* ts, uint64_t key) {
+  return ts->site_fields[site_cache_index(key)];
+}
+// The site bits of the call in the slot, or kSiteMiss.
 PROF_HOT uint32_t cached_site_bits(const ThreadState* ts) {
 #ifndef PROF_NO_IN_FLIGHT
   const uint64_t key = ts->slot->site_func;
-  const size_t i = site_cache_index(key);
-  return ts->site_keys[i] == key ? ts->site_fields[i] : kSiteMiss;
+  return site_cache_hit(ts, key) ? site_cache_bits(ts, key) : kSiteMiss;
 #else
   (void)ts;
   return 0;  // no slot, no site
@@ -603,9 +618,9 @@ void record_comm_idup(ThreadState* ts, uint16_t func, uint64_t t0, uint64_t t1, 
 // describes the call from before the first timer read until its record is
 // committed. The slot's `extra`, which readers ignore for these kinds,
 // carries what the finisher needs from the entry: an Isend's or Irecv's
-// byte count, a blocking receive's kRecvReadsStatus/kRecvLongGap and its
-// kAnySource/kAnyTag flags (a blocking send's count and datatype are in
-// ThreadState).
+// byte count, a blocking receive's kAnySource/kAnyTag flags and the reasons
+// its return leaves the straight path (a blocking send's count and datatype,
+// and a blocking receive's first word, are in ThreadState).
 // PROF_NO_IN_FLIGHT builds have no slot to carry the facts: there the
 // general wrappers are the exported ones.
 #ifndef PROF_NO_IN_FLIGHT
@@ -656,13 +671,14 @@ PROF_HOT void fast_send_enter(ThreadState* ts, uint64_t count, MPI_Datatype t) {
   ts->send_count = count;
   ts->send_type = t;
 }
-// A blocking send's or receive's facts in its slot: peer, tag and comm as
+// A blocking send's or receive's facts in its slot: its site and function
+// word (site_func, which a receive also looks up), then peer, tag and comm as
 // three 32-bit stores (fewer instructions than packing them into two 64-bit
 // ones); a receive's `extra` is stored by fast_recv_enter, a send leaves it.
-PROF_HOT format::InFlightSlot* call_enter(ThreadState* ts, uint16_t func, void* return_address,
-                                          int32_t peer, int32_t tag, uint32_t comm) {
+PROF_HOT format::InFlightSlot* fast_call_enter(ThreadState* ts, uint64_t site_key, int32_t peer,
+                                               int32_t tag, uint32_t comm) {
   format::InFlightSlot* s = ts->slot;
-  s->site_func = site_func(func, return_address);
+  s->site_func = site_key;
   s->peer = peer;
   s->tag = tag;
   s->comm = comm;
@@ -689,14 +705,18 @@ PROF_HOT uint32_t recv_flags(int peer, int tag) {
 PROF_HOT void fast_enter(ThreadState* ts) { ts->in_call = true; }
 
 // A fast blocking receive's slot `extra` (the shim's own; readers ignore it
-// for Recv): 0 when the call named its source and tag, which are then the
-// status's (MPI_PROC_NULL is negative, so its status's MPI_ANY_TAG is read);
-// else its kAnySource/kAnyTag flags << 16 | kRecvReadsStatus, and the return
-// takes source and tag from the status.
-inline constexpr uint32_t kRecvReadsStatus = 1;
-// Also in a fast receive's `extra`: the gap from the previous record's enter
-// does not fit the fixed record (fast_recv_timed).
-inline constexpr uint32_t kRecvLongGap = 2;
+// for Recv): 0 on the straight path; else its kAnySource/kAnyTag flags << 16
+// and the reasons its return leaves that path:
+//  - kRecvReadsStatus: the call used a wildcard or MPI_PROC_NULL (whose
+//    status's MPI_ANY_TAG is read), so source and tag come from the status;
+//    with named ones they are the call's;
+//  - kRecvLongGap: the gap from the previous record's enter does not fit the
+//    fixed record (fast_recv_timed);
+//  - kRecvSiteMiss: the site is not in the thread's cache (the finisher
+//    resolves it).
+inline constexpr uint32_t kRecvSiteMiss = 1;
+inline constexpr uint32_t kRecvReadsStatus = 2;
+inline constexpr uint32_t kRecvLongGap = 4;
 PROF_HOT uint32_t recv_reads_status(int peer, int tag) {
   return (recv_flags(peer, tag) << 16) | kRecvReadsStatus;
 }
@@ -708,26 +728,34 @@ PROF_HOT void store_peer_tag(format::FixedP2PRecord* r, int32_t peer, int32_t ta
   std::memcpy(reinterpret_cast<char*>(&r->peer_tag), &peer16, 2);
   std::memcpy(reinterpret_cast<char*>(&r->peer_tag) + 2, &tag16, 2);
 }
-// A fast receive's entry, after call_enter: the words of its fixed record
+// A fast receive's entry, after fast_call_enter: the words of its fixed record
 // known before the call (comm; peer and tag when named) stored in the chunk
 // at the write pointer (fast_recv_misfit found room), where its return
-// completes the record. Until the first word is stored, the chunk still
-// ends at the write pointer: nothing else writes this thread's chunk while
-// in_call is set, and readers stop at a zero first word. The comm becomes
+// completes the record; its site looked up, off the hop's critical path, and
+// its record's first word kept in ThreadState::recv_first for the return.
+// Until the first word is stored, the chunk still ends at the write pointer:
+// nothing else writes this thread's chunk while in_call is set, and readers
+// stop at a zero first word. The comm becomes
 // the chunk's context here (encode_fixed's rule); the cold finisher, whose
 // general record must not rely on it, unsets it.
-PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, int peer, int tag,
-                              uint32_t comm) {
+PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, uint16_t func,
+                              uint64_t site_key, int peer, int tag, uint32_t comm) {
   auto* const r = reinterpret_cast<format::FixedP2PRecord*>(ts->cur);
   r->comm = comm;
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
-  if (__builtin_expect((peer | tag) >= 0, 1)) {
+  // One value for both answers: the site bits, or kSiteMiss (then the first
+  // word is not used: the finisher writes the record).
+  // Branch-free: the entry's bits are taken whether or not its key matches
+  // (a miss's first word is not used: the finisher writes the record). A
+  // branch would keep both outcomes in callee-saved registers.
+  ts->recv_first =
+      format::fixed_first_word<format::FuncKind::Recv>(func, 0) | site_cache_bits(ts, site_key);
+  slot->extra = site_cache_hit(ts, site_key) ? 0u : kRecvSiteMiss;
+  if (__builtin_expect((peer | tag) >= 0, 1))
     store_peer_tag(r, peer, tag);
-    slot->extra = 0;
-  } else {
-    slot->extra = recv_reads_status(peer, tag);
-  }
+  else
+    slot->extra |= recv_reads_status(peer, tag);
 }
 // After the first timer read, the record's gap from the previous record's
 // enter, also known before the call, stored; a gap that does not fit sends
@@ -779,6 +807,10 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
   uint32_t* const at = ts->cur;
   if (__builtin_expect(at + words > ts->end, 0)) return finish_send_general(func, rc, t1);
   format::InFlightSlot* const slot = ts->slot;
+  // The site first, by its own branch (as in fast_finish_plain).
+  const uint64_t key = slot->site_func;
+  if (__builtin_expect(!site_cache_hit(ts, key), 0))
+    return finish_send_general(func, rc, t1);  // a missed site resolved there
   auto* const r = reinterpret_cast<format::FixedP2PRecord*>(at);
   const uint64_t t0 = __atomic_load_n(&slot->enter, __ATOMIC_RELAXED);
   const uint64_t dt = t0 - ts->last_enter;  // wraps when time goes back: general form
@@ -793,9 +825,9 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
   const MPI_Datatype type = ts->send_type;
   const uint64_t bytes = fast_bytes(count, type);
   r->bytes = static_cast<uint32_t>(bytes);
-  const uint32_t site = cached_site_bits(ts);  // kSiteMiss: the finisher resolves it
-  if (__builtin_expect((((dt | duration | count | bytes) >> 32) | (site >> 16)) != 0, 0))
+  if (__builtin_expect(((dt | duration | count | bytes) >> 32) != 0, 0))
     return finish_send_general(func, rc, t1);
+  const uint32_t site = site_cache_bits(ts, key);
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
   fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Send>(func, 0) | site, words, t0);
@@ -824,13 +856,12 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
   // The byte count's bits above 32 (mpich_status.h's count_hi) must be 0.
   uint64_t misfit = (duration >> 32) | (static_cast<uint32_t>(st->count_hi_and_cancelled) >> 1);
   r->bytes = static_cast<uint32_t>(st->count_lo);
-  // One test for the common case: the values fit, the gap fit, and the call
-  // named its source and tag (the record's first word is then a constant).
+  // One test for the common case: the values fit, the gap fit, the site was
+  // in the cache and the call named its source and tag (the record's first
+  // word is then the one its entry prepared).
   const uint32_t extra = slot->extra;
-  const uint32_t site = cached_site_bits(ts);  // kSiteMiss: the finisher resolves it
-  misfit |= site >> 16;
   if (__builtin_expect((misfit | extra) == 0, 1)) {
-    fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, 0) | site, words, t0);
+    fast_commit(ts, slot, at, ts->recv_first, words, t0);
     return 0;
   }
   if (extra & kRecvReadsStatus) {
@@ -839,9 +870,9 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
     misfit |= ((static_cast<uint32_t>(source) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16;
     r->peer_tag = format::pack_peer_tag(source, tag);
   }
-  if ((misfit | (extra & kRecvLongGap)) != 0) return finish_recv_general(func, rc, t1, st);
-  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Recv>(func, extra >> 16) | site,
-              words, t0);
+  if ((misfit | (extra & (kRecvLongGap | kRecvSiteMiss))) != 0)
+    return finish_recv_general(func, rc, t1, st);  // a missed site resolved there
+  fast_commit(ts, slot, at, ts->recv_first | ((extra >> 16) << 16), words, t0);
   return 0;
 }
 
@@ -862,8 +893,10 @@ PROF_HOT int fast_finish_start(uint16_t func, int rc, const MPI_Request* request
   const int peer = slot->peer;
   const int tag = slot->tag;
   const uint32_t flags = K == format::FuncKind::Irecv ? recv_flags(peer, tag) : 0u;
-  const uint32_t site = cached_site_bits(ts);
-  if (__builtin_expect(site == kSiteMiss, 0)) return finish_start_general<K>(func, rc, t1, request);
+  const uint64_t key = slot->site_func;
+  if (__builtin_expect(!site_cache_hit(ts, key), 0))
+    return finish_start_general<K>(func, rc, t1, request);  // a missed site resolved there
+  const uint32_t site = site_cache_bits(ts, key);
   size_t words;
   if (__builtin_expect(!format::encode_narrow<K>(
                            at, static_cast<uint16_t>(func | site), static_cast<uint8_t>(flags), t0 - ts->last_enter, t1 - t0,
@@ -887,13 +920,17 @@ PROF_HOT int fast_finish_plain(uint16_t func, int rc) {
   ThreadState* const ts = tls_state;
   uint32_t* const at = ts->cur;
   format::InFlightSlot* const slot = ts->slot;
+  // The site first, by its own branch: folded into the test below, the
+  // hit's flag would take a callee-saved register.
+  const uint64_t key = slot->site_func;
+  if (__builtin_expect(!site_cache_hit(ts, key), 0))
+    return finish_plain_general(func, rc, t1);  // a missed site resolved there
   const uint64_t t0 = __atomic_load_n(&slot->enter, __ATOMIC_RELAXED);
   const uint64_t dt = t0 - ts->last_enter;
   const uint64_t duration = t1 - t0;
   const bool room = at + 2 <= ts->end;
-  const uint32_t site = cached_site_bits(ts);  // kSiteMiss fails the test
-  if (__builtin_expect((((dt | duration | site) >> 16) == 0) & room, 1)) {
-    format::encode_fixed_plain(at, func | site, 0, dt, duration);
+  if (__builtin_expect((((dt | duration) >> 16) == 0) & room, 1)) {
+    format::encode_fixed_plain(at, func | site_cache_bits(ts, key), 0, dt, duration);
     ts->last_enter = t0;
     ts->cur = at + 2;
     __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);

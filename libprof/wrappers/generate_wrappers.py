@@ -526,7 +526,8 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
         slot = f'{peer}, {tag}, (uint32_t)({comm})'
         # The record's words known before the call go into the chunk now,
         # off the hop's critical path (fast_recv_enter).
-        entered = f'  prof::shim::fast_recv_enter(ts, prof_slot, {peer}, {tag}, (uint32_t)({comm}));'
+        entered = (f'  prof::shim::fast_recv_enter(ts, prof_slot, {fid}, prof_site, {peer}, {tag}, '
+                   f'(uint32_t)({comm}));')
         timed = '  prof::shim::fast_recv_timed(ts, prof_slot, prof_t0);'
         finish = 'prof::shim::fast_finish_recv({fid}, rc, prof_status)'
     else:
@@ -534,7 +535,11 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
         slot = None
         finish = 'prof::shim::fast_finish_plain({fid}, rc)'
     out.append('  prof::shim::fast_enter(ts);')
-    if slot:
+    if kind in ('Send', 'Recv'):
+        out.append(f'  const uint64_t prof_site = prof::shim::site_func({fid}, __builtin_return_address(0));')
+        out.append(f'  prof::format::InFlightSlot* const prof_slot = prof::shim::fast_call_enter(ts, prof_site, '
+                   f'{slot});')
+    elif slot:
         out.append(f'  prof::format::InFlightSlot* const prof_slot = prof::shim::call_enter(ts, {fid}, '
                    f'__builtin_return_address(0), {slot});')
     else:
