@@ -24,6 +24,10 @@
 //                the time between consecutive calls of the row (user code)
 //   dominant     the kind with the most time (ties: the lower kind)
 //   longest      the longest call overlapping the bucket (ties: the earliest)
+//   wait         time inside [b0, b1) at which the row waits: the union of
+//                its messages' and collective calls' waits (TimelineMessage,
+//                TimelineCollective), the analysis's PotentSync instants;
+//                0 until the build is complete (waits need the pairs)
 //
 // Memory (bytes per event, see docs/design/timeline.md): a call record is 32
 // bytes unpacked and about 10 packed in blocks of 1024, kept in memory up to
@@ -151,6 +155,7 @@ struct TimelineBucket {
   bool has_longest = false;
   uint64_t longest_index = 0;        // the row's call index
   uint64_t longest_duration = 0;     // ns (saturated at 2^32 - 1)
+  double wait = 0;                   // ns of PotentSync instants (see above)
 };
 
 struct TimelineQuery {
@@ -208,6 +213,7 @@ struct TimelineGroupBucket {
   uint32_t count = 0;
   double time[kTimelineKinds] = {};  // ns, summed over the group's rows
   TimelineKind dominant = TimelineKind::User;
+  double wait = 0;  // ns of PotentSync instants, summed over the group's rows
   // Time in MPI calls (every kind but User and Marker), ns.
   double mpi() const {
     double t = 0;
