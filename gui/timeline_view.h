@@ -30,7 +30,12 @@
 // groups: a group is a row (slots of 1 px or more) or the rows whose slots
 // start in one pixel row (4 or 5 of 4,096 ranks at 850 px), summarized by the timeline layer per time bucket (what
 // its rows did: the dominant kind's colour, its strength the share of the
-// rows' time in MPI), with the rank range in the tooltip. Zooming rows
+// rows' time in MPI), with the rank range in the tooltip. Rows drawn from
+// summaries and groups keep the potential-sync overlay: each bucket's waiting
+// fraction (its PotentSync time over its rows' time: the timeline layer's
+// TimelineBucket::wait) blends the wait colour by that fraction over the
+// row's lower third, as waits are drawn on rows drawn call by call (a group
+// under 3 px: over all of it). Zooming rows
 // (Shift+wheel about the cursor, Ctrl++ / Ctrl+-, Ctrl+0 to fit all) scales
 // the slots, so groups split until single rows show their calls; rows that
 // then need more than the plot's height scroll (a pixel offset into the
@@ -276,6 +281,15 @@ class TimelineView : public QWidget {
   static constexpr double kBandRowHeight = 16;
   static constexpr int kBandHeight = 2;
   static constexpr int kMaxBandLevels = 4;
+  // The potential-sync overlay of a row drawn from summaries, or of a group,
+  // at a point of the last frame: the bucket, the rows it stands for, and its
+  // waiting fraction (wait over rows * bucket width, 0..1).
+  struct SummaryWait {
+    double from = 0, to = 0;  // ns
+    size_t first_row = 0, rows = 1;  // [first, first + rows) of shownRows() (a group), or the row itself
+    double fraction = 0;
+  };
+  std::optional<SummaryWait> summaryWaitAt(QPoint p) const;
   // What the last frame drew from group summaries: groups and their rows.
   size_t drawnGroups() const { return drawn_groups_; }
   size_t drawnGroupRows() const { return drawn_group_rows_; }
@@ -354,6 +368,15 @@ class TimelineView : public QWidget {
   size_t drawn_wait_arrows_ = 0;
   size_t summarized_rows_ = 0, drawn_arrows_ = 0, drawn_groups_ = 0, drawn_group_rows_ = 0;
   std::vector<double> bucket_widths_;
+  // Per row drawn from summaries or group: lines [y0, y1) of the plot, the
+  // grid, and each bucket's waiting fraction (SummaryWait).
+  struct DrawnSummary {
+    int y0, y1;
+    size_t first_row, rows;
+    double bucket_from, bucket_width;
+    std::vector<float> fraction;
+  };
+  std::vector<DrawnSummary> drawn_summaries_;
 };
 
 }  // namespace prof::gui

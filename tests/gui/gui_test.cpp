@@ -172,6 +172,41 @@ class OverviewTrace {
   test::TraceBuilder b_;
 };
 
+// `ranks` ranks (even) in pairs (a, a + 1), `iterations` times (t = 10 us +
+// i ms): a posts two MPI_Irecvs from a + 1 at t + 10 and t + 20 us and waits
+// for both in an MPI_Waitall from t + 300 us; a + 1 sends them late, from
+// t + 100 to 400 us (varying per pair and iteration), so a waits from t + 10
+// us, partly in user code; then an MPI_Barrier of all that a enters at
+// t + 600 us and a + 1 at t + 650..654 us.
+class LateSenderPairs {
+ public:
+  LateSenderPairs(int ranks, int iterations) : b_(ranks) {
+    using test::kUs;
+    for (int r = 0; r < ranks; ++r) b_.init(r, 0, 5 * kUs);
+    for (int a = 0; a < ranks; a += 2)
+      for (int it = 0; it < iterations; ++it) {
+        const uint64_t t = 10 * kUs + static_cast<uint64_t>(it) * 1000 * kUs;
+        const uint64_t s1 = t + (100 + 50 * static_cast<uint64_t>((it + a / 2) % 7)) * kUs;
+        const uint32_t request = 0xAC000000u + static_cast<uint32_t>(2 * it);
+        b_.irecv(a, t + 10 * kUs, t + 12 * kUs, a + 1, 1, request);
+        b_.irecv(a, t + 20 * kUs, t + 22 * kUs, a + 1, 2, request + 1);
+        b_.wait(a, test::Waitall, t + 300 * kUs, std::max(t + 300 * kUs, s1 + 20 * kUs) + 30 * kUs,
+                {test::TraceBuilder::done(request, a + 1, 1, 8), test::TraceBuilder::done(request + 1, a + 1, 2, 8)});
+        b_.send(a + 1, s1, s1 + 5 * kUs, a, 1);
+        b_.send(a + 1, s1 + 20 * kUs, s1 + 25 * kUs, a, 2);
+        b_.collective(a, test::Barrier, t + 600 * kUs, t + 700 * kUs);
+        b_.collective(a + 1, test::Barrier, t + (650 + static_cast<uint64_t>(it % 5)) * kUs, t + 700 * kUs);
+      }
+    const uint64_t end = 10 * kUs + static_cast<uint64_t>(iterations) * 1000 * kUs;
+    for (int r = 0; r < ranks; ++r) b_.finalize(r, end, end + 5 * kUs);
+    b_.close();
+  }
+  std::string dir() const { return b_.dir(); }
+
+ private:
+  test::TraceBuilder b_;
+};
+
 // Loads a trace into a shown window; problems are collected, not shown.
 struct LoadedWindow {
   MainWindow window;
@@ -225,6 +260,7 @@ class GuiTest : public QObject {
   void summarized_call_is_one_run_of_its_colour();
   void nesting_bands_equal_interval_executions();
   void find_by_substring_with_completion_and_filters();
+  void summaries_keep_the_wait_overlay_as_a_fraction();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -1906,4 +1942,88 @@ void GuiTest::find_by_substring_with_completion_and_filters() {
   QVERIFY(!window.findNext(true));
   QCOMPARE(std::get<1>(selected()), static_cast<int64_t>(t3 + ns(kPeriod) + 400 * test::kUs));
   QVERIFY(window.statusBar()->currentMessage().contains("passes the filters"));
+}
+
+void GuiTest::summaries_keep_the_wait_overlay_as_a_fraction() {
+  LateSenderPairs trace(160, 80);
+  std::string error;
+  std::shared_ptr<analysis::Timeline> timeline = analysis::Timeline::open(trace.dir(), &error);
+  QVERIFY2(timeline, error.c_str());
+  QVERIFY(timeline->build(&error));
+  // Brute force: each row's waits as the timeline lists them (the analysis's
+  // PotentSync, Timeline.WaitsOfARankAreTheAnalysisPotentSync), their union
+  // clipped to a bucket.
+  std::vector<std::vector<std::pair<double, double>>> waits(timeline->rows().size());
+  for (const auto& m : timeline->messages())
+    waits[m.recv_row].emplace_back(ns(static_cast<uint64_t>(m.issue_enter)), ns(static_cast<uint64_t>(m.issue_enter) + m.wait));
+  for (const auto& c : timeline->collectives())
+    for (const auto& m : c.members) waits[m.row].emplace_back(ns(static_cast<uint64_t>(m.enter)), ns(static_cast<uint64_t>(m.enter) + m.wait));
+  auto inside = [&](size_t row, double from, double to) {
+    std::vector<std::pair<double, double>> clipped;
+    for (auto [a, z] : waits[row]) clipped.emplace_back(std::max(a, from), std::min(z, to));
+    std::sort(clipped.begin(), clipped.end());
+    double length = 0, covered_to = from;
+    for (auto [a, z] : clipped) {
+      a = std::max(a, covered_to);
+      if (z > a) length += z - a;
+      covered_to = std::max(covered_to, z);
+    }
+    return length;
+  };
+  TimelineView view;
+  view.resize(400, 150);
+  view.setTimeline(timeline);
+  // Every summary drawn at each 5th column: its bucket's fraction is the
+  // rows' wait inside it over the rows' time.
+  auto check = [&](const char* what) -> int {
+    view.grab();
+    const QRect plot = view.plotRect();
+    int waiting = 0, checked = 0;
+    for (int y = plot.top(); y <= plot.bottom(); ++y)
+      for (int x = plot.left(); x <= plot.right(); x += 5) {
+        const auto w = view.summaryWaitAt(QPoint(x, y));
+        if (!w) continue;
+        double expected = 0;
+        for (size_t k = 0; k < w->rows; ++k) expected += inside(view.shownRows()[w->first_row + k], w->from, w->to);
+        expected /= static_cast<double>(w->rows) * (w->to - w->from);
+        if (std::abs(w->fraction - expected) > 1e-5) {
+          qWarning() << what << "at" << x << y << "fraction" << w->fraction << "brute force" << expected;
+          return -1;
+        }
+        ++checked;
+        waiting += w->fraction > 0;
+      }
+    return checked > 0 && waiting > 0 ? waiting : -1;
+  };
+  // Groups of 1 or 2 ranks a pixel row, the whole run.
+  view.showAll();
+  view.grab();
+  QVERIFY(view.grouped());
+  QCOMPARE(view.rowsPerGroup(), size_t{2});
+  QVERIFY(check("groups, whole run") > 0);
+  // Zoomed into an iteration's Barrier: rank a waits from t + 600 us until
+  // a + 1 enters; over [600, 640) us, a group of one receiving rank waits
+  // all the time, and the overlay covers it in the wait colour.
+  view.setRange(ns(1010 * test::kUs + 600 * test::kUs), ns(1010 * test::kUs + 640 * test::kUs));
+  QVERIFY(check("groups, in a Barrier") > 0);
+  const QImage image = view.grab().toImage();
+  std::optional<QPoint> alone;
+  for (int y = view.plotRect().top(); y <= view.plotRect().bottom() && !alone; ++y) {
+    const QPoint at(view.plotRect().center().x(), y);
+    const auto w = view.summaryWaitAt(at);
+    if (w && w->rows == 1 && timeline->rows()[view.shownRows()[w->first_row]].rank % 2 == 0) {
+      QCOMPARE(w->fraction, 1.0);
+      alone = at;
+    }
+  }
+  QVERIFY(alone.has_value());
+  QCOMPARE(image.pixelColor(*alone), prof::gui::waiting_color());
+  // A row drawn from its summaries (more calls than two a column).
+  view.showOnlyRank(0);
+  view.showAll();
+  view.resize(200, 150);
+  view.grab();
+  QVERIFY(!view.grouped());
+  QCOMPARE(view.summarizedRows(), size_t{1});
+  QVERIFY(check("a summarized row") > 0);
 }

@@ -33,10 +33,10 @@
 // bytes unpacked and about 10 packed in blocks of 1024, kept in memory up to
 // TimelineOptions::memory_bytes, the rest in an unlinked temporary file read
 // back with pread; 24 per interval execution, 32 per matched message, 8 per
-// collective member and 24 per instance; the pyramid is bounded per row (at most
-// TimelineOptions::leaves_per_row leaves of 64 bytes, plus as many above) and
-// in all (2^21 leaves shared by the rows, at least 512 each: 256 MiB up to
-// 4,096 rows).
+// collective member and 32 per instance; the pyramid is bounded per row (at most
+// TimelineOptions::leaves_per_row leaves of 64 bytes and 8 of waits, plus as
+// many above) and in all (2^21 leaves shared by the rows, at least 512 each:
+// 288 MiB up to 4,096 rows).
 #pragma once
 
 #include <atomic>
