@@ -129,7 +129,9 @@ void TimelineView::followBuild() {
     from_ = 0;
     to_ = std::max(timeline_->end(), kMinWidthNs);
   }
-  if (timeline_->complete() || timeline_->cancelled() || timeline_->failed()) build_timer_.stop();
+  // (Loading goes on after the build: the analysis, in the corner's figure.)
+  const bool loading = progress_source_ && progress_source_().has_value();
+  if ((timeline_->complete() || timeline_->cancelled() || timeline_->failed()) && !loading) build_timer_.stop();
   update();
 }
 
@@ -535,11 +537,18 @@ void TimelineView::paintEvent(QPaintEvent*) {
   drawRuler(p);  // before the overlays: the selected interval's strip lies on its foot
   drawOverlays(p, answer);
   drawLegend(p);
-  if (!answer.complete) {
+  if (const QString text = progressText(); !text.isEmpty()) {
     p.setPen(Qt::darkRed);
-    p.drawText(QRect(0, 0, width() - 6, kRulerHeight), Qt::AlignRight | Qt::AlignVCenter,
-               tr("building %1%").arg(static_cast<int>(answer.built * 100)));
+    p.drawText(QRect(0, 0, width() - 6, kRulerHeight), Qt::AlignRight | Qt::AlignVCenter, text);
   }
+}
+
+QString TimelineView::progressText() const {
+  if (progress_source_)
+    if (const std::optional<double> f = progress_source_())
+      return tr("loading %1%").arg(static_cast<int>(std::clamp(*f, 0.0, 1.0) * 100));
+  if (!timeline_ || timeline_->complete()) return {};
+  return tr("building %1%").arg(static_cast<int>(timeline_->built() * 100));
 }
 
 analysis::TimelineAnswer TimelineView::frameAnswer(uint32_t width) const {

@@ -72,6 +72,7 @@
 #include <QImage>
 #include <QTimer>
 #include <QWidget>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -118,6 +119,14 @@ class TimelineView : public QWidget {
   // built so far (a timer calls this; so does the loader's end).
   void followBuild();
   bool arrows() const { return arrows_; }
+  // Where the figure in the view's corner comes from while a trace loads:
+  // while `source` gives a value, the corner says "loading N%" of it (a
+  // window passes its loader's progress(), the status bar's figure, so the
+  // two never disagree); else, while the timeline builds, "building N%" of
+  // Timeline::built().
+  void setProgressSource(std::function<std::optional<double>()> source) { progress_source_ = std::move(source); }
+  // The corner's text as the next frame draws it ("" once built).
+  QString progressText() const;
 
   // What the history records of the view.
   struct ViewState {
@@ -331,6 +340,7 @@ class TimelineView : public QWidget {
   double from_ = 0, to_ = 1;
   bool follow_end_ = true;  // no zoom yet: the range grows with the build
   bool arrows_ = true;
+  std::function<std::optional<double>()> progress_source_;
   int highlight_node_ = -1;
   std::vector<std::vector<analysis::TimelineExecution>> highlight_;  // per row, by start
   QTimer build_timer_;

@@ -261,6 +261,7 @@ class GuiTest : public QObject {
   void nesting_bands_equal_interval_executions();
   void find_by_substring_with_completion_and_filters();
   void summaries_keep_the_wait_overlay_as_a_fraction();
+  void load_progress_is_one_figure();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -2026,4 +2027,50 @@ void GuiTest::summaries_keep_the_wait_overlay_as_a_fraction() {
   QVERIFY(!view.grouped());
   QCOMPARE(view.summarizedRows(), size_t{1});
   QVERIFY(check("a summarized row") > 0);
+}
+
+void GuiTest::load_progress_is_one_figure() {
+  // The timeline's corner shows its source's figure, not the build's own.
+  ManyRanksTrace trace(4, 50);
+  {
+    std::string error;
+    std::shared_ptr<analysis::Timeline> timeline = analysis::Timeline::open(trace.dir().toStdString(), &error);
+    QVERIFY2(timeline, error.c_str());
+    QVERIFY(timeline->build(&error));
+    TimelineView view;
+    view.setTimeline(timeline);
+    QCOMPARE(view.progressText(), QString());
+    view.setProgressSource([] { return std::optional<double>(0.37); });
+    QCOMPARE(view.progressText(), QStringLiteral("loading 37%"));
+  }
+  // A window loading a trace: its corner and its status bar give one figure,
+  // the loader's (the corner read between two reads of the bar's source),
+  // from the first moment of the load to its end, never decreasing.
+  MainWindow window;
+  QStringList problems;
+  window.setQuiet([&](const QString& text) { problems << text; });
+  window.show();
+  auto* view = window.findChild<TimelineView*>();
+  auto* loader = window.findChild<prof::gui::TraceLoader*>();
+  QVERIFY(view && loader);
+  window.openTrace(trace.dir());
+  int last = 0, samples = 0;
+  while (loader->busy()) {
+    const double before = loader->progress();
+    const QString text = view->progressText();
+    const double after = loader->progress();
+    const QRegularExpressionMatch m = QRegularExpression("^loading (\\d+)%$").match(text);
+    QVERIFY2(m.hasMatch(), qPrintable("corner: '" + text + "'"));
+    const int shown = m.captured(1).toInt();
+    QVERIFY2(static_cast<int>(before * 100) <= shown && shown <= static_cast<int>(after * 100),
+             qPrintable(QStringLiteral("%1 <= %2 <= %3").arg(before).arg(shown).arg(after)));
+    QVERIFY(shown >= last);
+    last = shown;
+    ++samples;
+    QTest::qWait(2);
+  }
+  QVERIFY(samples >= 1);
+  window.waitLoaded();
+  QCOMPARE(view->progressText(), QString());
+  QVERIFY2(problems.isEmpty(), qPrintable(problems.join("; ")));
 }
