@@ -611,7 +611,7 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
   for (const auto& answer_row : answer.rows) {
     const double slot = slotTop(answer_row.row);
     const int top = static_cast<int>(slot);
-    if (track > 0 && !answer_row.summarized) {
+    if (track > 0) {
       // Darker the deeper, over a pale track.
       canvas.fill(0, canvas.width, top + 1, top + 1 + track, qRgb(225, 228, 236));
       for (const auto& e : answer_row.executions) {
@@ -625,7 +625,7 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
         drawn_bands_.push_back({answer_row.row, level, e.start, e.end, e.node});
       }
     }
-    const int y0 = top + (row_h >= 6 ? 1 : 0) + (answer_row.summarized ? 0 : track);
+    const int y0 = top + (row_h >= 6 ? 1 : 0) + track;
     const int y1 = std::max(y0 + 1, static_cast<int>(slot + row_h) - (row_h >= 6 ? 2 : 0));
     const int h = y1 - y0;
     if (answer_row.summarized) {

@@ -61,8 +61,12 @@
 // than 400 ms apart are one gesture and leave one entry.
 // Interval nesting: rows drawn call by call (and tall enough) keep a track at
 // their top, a band per level of the interval tree, each execution in the
-// query's answer drawn in its level's band; rows drawn from summaries have
-// no executions in the answer, and no track.
+// query's answer drawn in its level's band. Rows drawn from summaries keep
+// the track too: the layer answers them with their executions merged per
+// level and read a few per pixel column (TimelineRowAnswer), so the bands
+// show the same structure as a single rank's row drawn call by call, which
+// is what a Vampir user reads a rank's row for. Groups (under 3 px) have no
+// room for a track.
 // A right click on a row label opens the row menu (hide it, show only its
 // rank, show all). A click on a call emits callClicked (its innermost
 // interval execution's node). Times are ns from the trace's start.

@@ -240,6 +240,67 @@ void for_pyramid_buckets(const Pyramid& p, double size, int64_t c0, size_t n, Ad
   }
 }
 
+// A summarized row's executions overlapping [from, to), merged per level and
+// read at most kTimelineBucketExecutions a bucket (TimelineRowAnswer). An
+// execution enclosing time t is an ancestor of (or is) the last one starting
+// before t (a row's executions nest), so each skip lists that chain. A
+// row's executions of one level never overlap, so they come in start order
+// per level and touching ones merge (caller holds the row's lock).
+void summary_executions(const Row& row, size_t ri, const std::vector<int>& level_of, double from, double to,
+                        double bucket, std::vector<TimelineExecution>& out) {
+  const auto& ex = row.executions;
+  std::vector<TimelineExecution> open;  // per level: the span being merged
+  std::vector<char> has;
+  auto add = [&](size_t k) {
+    const Execution& e = ex[k];
+    const size_t level = e.node < level_of.size() ? static_cast<size_t>(level_of[e.node]) : 0;
+    if (level >= open.size()) {
+      open.resize(level + 1);
+      has.resize(level + 1, 0);
+    }
+    TimelineExecution& s = open[level];
+    if (has[level] && e.start <= s.end) {
+      s.end = std::max(s.end, e.end);
+      return;
+    }
+    if (has[level]) out.push_back(s);
+    s = TimelineExecution{ri, e.node, e.start, e.end};
+    has[level] = 1;
+  };
+  // Those enclosing t (ending after it), outermost first; `j`: the first starting at or after t.
+  auto enclosing = [&](size_t j, double t) {
+    std::vector<size_t> chain;
+    for (int32_t k = j > 0 ? static_cast<int32_t>(j - 1) : -1; k >= 0; k = row.execution_parent[static_cast<size_t>(k)])
+      if (ex[static_cast<size_t>(k)].end > t) chain.push_back(static_cast<size_t>(k));
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) add(*it);
+  };
+  auto first_from = [&](size_t i, double t) {
+    return static_cast<size_t>(
+        std::partition_point(ex.begin() + static_cast<std::ptrdiff_t>(i), ex.end(), [&](const Execution& e) { return e.start < t; }) -
+        ex.begin());
+  };
+  size_t i = first_from(0, from);
+  enclosing(i, from);
+  int64_t column = -1;
+  int in_column = 0;
+  while (i < ex.size() && ex[i].start < to) {
+    const int64_t c = static_cast<int64_t>(std::floor((ex[i].start - from) / bucket));
+    if (c != column) {
+      column = c;
+      in_column = 0;
+    }
+    if (++in_column > kTimelineBucketExecutions) {
+      const double next = from + static_cast<double>(c + 1) * bucket;
+      i = first_from(i, next);
+      enclosing(i, next);
+      continue;
+    }
+    add(i++);
+  }
+  for (size_t level = 0; level < open.size(); ++level)
+    if (has[level]) out.push_back(open[level]);
+}
+
 }  // namespace
 
 TimelineAnswer Timeline::query(const TimelineQuery& q) const {
@@ -256,6 +317,11 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
   std::map<size_t, std::pair<uint64_t, uint64_t>> listed;
   const std::vector<uint64_t> comms = comm_ids(tl);
   Unpacked unpacked(tl);
+  std::vector<int> level_of;  // per node: its level (for summarized rows' executions)
+  {
+    std::lock_guard names(tl.names_mutex);
+    for (const TimelineNode& n : tl.node_list) level_of.push_back(n.level);
+  }
   for (size_t ri : rows) {
     if (ri >= tl.rows.size()) continue;
     const Row& row = *tl.rows[ri];
@@ -296,6 +362,7 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
       }
     } else {
       summarize(tl, unpacked, row, ri, from, to, width, range, out);
+      summary_executions(row, ri, level_of, from, to, (to - from) / width, out.executions);
     }
     answer.rows.push_back(std::move(out));
   }

@@ -262,6 +262,7 @@ class GuiTest : public QObject {
   void find_by_substring_with_completion_and_filters();
   void summaries_keep_the_wait_overlay_as_a_fraction();
   void load_progress_is_one_figure();
+  void summarized_rows_keep_their_nesting_bands();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -2073,4 +2074,60 @@ void GuiTest::load_progress_is_one_figure() {
   window.waitLoaded();
   QCOMPARE(view->progressText(), QString());
   QVERIFY2(problems.isEmpty(), qPrintable(problems.join("; ")));
+}
+
+void GuiTest::summarized_rows_keep_their_nesting_bands() {
+  // 1000 iterations, 6 records each a rank, in 618 px: drawn from summaries.
+  DemoTrace trace(1000);
+  std::string error;
+  std::shared_ptr<analysis::Timeline> timeline = analysis::Timeline::open(trace.dir().toStdString(), &error);
+  QVERIFY2(timeline, error.c_str());
+  QVERIFY(timeline->build(&error));
+  TimelineView view;
+  view.setTimeline(timeline);
+  // The whole run, and iterations 50 to 350 (cut at both edges); then the
+  // whole run in 118 px, some 17 executions a column a row: past 8 in a
+  // column the layer skips to the next one, and every level still shows.
+  struct Case {
+    int width;
+    double from, to;
+  };
+  for (const Case& k : {Case{700, 0, timeline->end()},
+                        Case{700, ns(kLoopStart + 50 * kPeriod + 350 * test::kUs), ns(kLoopStart + 350 * kPeriod + 850 * test::kUs)},
+                        Case{200, 0, timeline->end()}}) {
+    const double from = k.from, to = k.to;
+    view.resize(k.width, 300);
+    view.setRange(from, to);
+    const QRect plot = view.plotRect();
+    const QImage image = view.grab().toImage();
+    QCOMPARE(view.summarizedRows(), size_t{2});
+    QVERIFY(view.rowHeight() >= TimelineView::kBandRowHeight);
+    // Per row and level, the pixel columns the bands cover equal those the
+    // executions written cover (each drawn from floor(x of its start) to
+    // ceil(x of its end), at least a column).
+    using Columns = std::map<std::pair<size_t, int>, std::set<int>>;
+    auto cover = [&](Columns& c, size_t row, int level, double start, double end) {
+      if (!(start < to && end > from)) return;
+      const int x0 = static_cast<int>(std::floor(view.xOf(start))) - plot.left();
+      const int x1 = std::max(x0 + 1, static_cast<int>(std::ceil(view.xOf(end))) - plot.left());
+      for (int x = std::max(0, x0); x < std::min(plot.width(), x1); ++x) c[{row, level}].insert(x);
+    };
+    Columns expected, drawn;
+    std::map<size_t, std::vector<int64_t>> open;
+    for (const Written& w : trace.written()) {
+      if (w.function == "interval begin") {
+        open[w.row].push_back(w.enter);
+      } else if (w.function == "interval end") {
+        const int64_t start = open[w.row].back();
+        open[w.row].pop_back();
+        cover(expected, w.row, static_cast<int>(open[w.row].size()) + 1, ns(static_cast<uint64_t>(start)), ns(static_cast<uint64_t>(w.enter)));
+      }
+    }
+    for (const auto& b : view.drawnBands()) cover(drawn, b.row, b.level, b.start, b.end);
+    QCOMPARE(expected.size(), size_t{2 * 2});  // both rows, levels 1 and 2
+    QVERIFY(drawn == expected);
+    // Level 1's band is drawn over the pale track at a column it covers.
+    const int x = *expected[{0, 1}].begin();
+    QVERIFY(image.pixel(plot.left() + x, plot.top() + 1) != qRgb(225, 228, 236));
+  }
 }

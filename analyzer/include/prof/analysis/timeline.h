@@ -174,11 +174,20 @@ struct TimelineRowAnswer {
   std::vector<TimelineCall> calls;          // !summarized: every call overlapping the range
   double bucket_from = 0, bucket_width = 0; // summarized: bucket i is
   std::vector<TimelineBucket> buckets;      //   [from + i*width, from + (i+1)*width)
-  // Executions overlapping the range (rows answered with calls only; every one
-  // of them, unless more than max_events: then none and `executions_omitted`).
+  // Executions overlapping the range. Rows answered with calls: every one of
+  // them, unless more than max_events (then none and `executions_omitted`).
+  // Summarized rows (a viewer's nesting bands): executions of one level that
+  // touch are one (the first one's node, from its start to the last one's
+  // end), and per bucket at most kTimelineBucketExecutions are read: past
+  // them the rest of the bucket is skipped, and what encloses the next
+  // bucket's start is listed (so a bucket holding more short executions
+  // than that may lack some of its deeper levels). Cost: O(buckets * (that +
+  // depth + log executions)).
   std::vector<TimelineExecution> executions;
   bool executions_omitted = false;
 };
+
+inline constexpr int kTimelineBucketExecutions = 8;
 
 struct TimelineAnswer {
   std::vector<TimelineRowAnswer> rows;
