@@ -338,6 +338,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(&range_timer_, &QTimer::timeout, this, &MainWindow::analyzeVisibleRange);
 
   connect(loader_, &TraceLoader::timelineOpened, this, &MainWindow::onTimelineOpened);
+  view_->setProgressSource([this]() -> std::optional<double> {
+    return loader_->busy() ? std::optional<double>(loader_->progress()) : std::nullopt;
+  });
   connect(loader_, &TraceLoader::finished, this, &MainWindow::onLoaded);
   connect(compare_loader_, &TraceLoader::finished, this, &MainWindow::onCompareLoaded);
   resize(1400, 900);

@@ -52,6 +52,19 @@ struct Canvas {
     if (x0 >= x1) return;
     for (int y = y0; y < y1; ++y) std::fill(bits + y * stride + x0, bits + y * stride + x1, colour);
   }
+  // Moves the pixels towards `colour` by `amount` (0: unchanged, 1: colour).
+  void blend(int x0, int x1, int y0, int y1, QRgb colour, double amount) const {
+    x0 = std::max(x0, 0);
+    x1 = std::min(x1, width);
+    y0 = std::max(y0, 0);
+    y1 = std::min(y1, height);
+    const int a = static_cast<int>(std::lround(std::clamp(amount, 0.0, 1.0) * 256));
+    if (x0 >= x1 || a == 0) return;
+    auto mix = [a](int from, int to) { return from + (((to - from) * a) >> 8); };
+    for (int y = y0; y < y1; ++y)
+      for (QRgb* p = bits + y * stride + x0; p < bits + y * stride + x1; ++p)
+        *p = qRgb(mix(qRed(*p), qRed(colour)), mix(qGreen(*p), qGreen(colour)), mix(qBlue(*p), qBlue(colour)));
+  }
 };
 
 // 1, 2 or 5 times a power of ten, at least v.
@@ -116,7 +129,9 @@ void TimelineView::followBuild() {
     from_ = 0;
     to_ = std::max(timeline_->end(), kMinWidthNs);
   }
-  if (timeline_->complete() || timeline_->cancelled() || timeline_->failed()) build_timer_.stop();
+  // (Loading goes on after the build: the analysis, in the corner's figure.)
+  const bool loading = progress_source_ && progress_source_().has_value();
+  if ((timeline_->complete() || timeline_->cancelled() || timeline_->failed()) && !loading) build_timer_.stop();
   update();
 }
 
@@ -498,6 +513,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
   drawn_waits_.clear();
   drawn_messages_.clear();
   drawn_bands_.clear();
+  drawn_summaries_.clear();
   summarized_rows_ = drawn_arrows_ = drawn_wait_arrows_ = 0;
   if (!timeline_) {
     p.drawText(rect(), Qt::AlignCenter, tr("No trace: File > Open"));
@@ -521,11 +537,18 @@ void TimelineView::paintEvent(QPaintEvent*) {
   drawRuler(p);  // before the overlays: the selected interval's strip lies on its foot
   drawOverlays(p, answer);
   drawLegend(p);
-  if (!answer.complete) {
+  if (const QString text = progressText(); !text.isEmpty()) {
     p.setPen(Qt::darkRed);
-    p.drawText(QRect(0, 0, width() - 6, kRulerHeight), Qt::AlignRight | Qt::AlignVCenter,
-               tr("building %1%").arg(static_cast<int>(answer.built * 100)));
+    p.drawText(QRect(0, 0, width() - 6, kRulerHeight), Qt::AlignRight | Qt::AlignVCenter, text);
   }
+}
+
+QString TimelineView::progressText() const {
+  if (progress_source_)
+    if (const std::optional<double> f = progress_source_())
+      return tr("loading %1%").arg(static_cast<int>(std::clamp(*f, 0.0, 1.0) * 100));
+  if (!timeline_ || timeline_->complete()) return {};
+  return tr("building %1%").arg(static_cast<int>(timeline_->built() * 100));
 }
 
 analysis::TimelineAnswer TimelineView::frameAnswer(uint32_t width) const {
@@ -588,7 +611,7 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
   for (const auto& answer_row : answer.rows) {
     const double slot = slotTop(answer_row.row);
     const int top = static_cast<int>(slot);
-    if (track > 0 && !answer_row.summarized) {
+    if (track > 0) {
       // Darker the deeper, over a pale track.
       canvas.fill(0, canvas.width, top + 1, top + 1 + track, qRgb(225, 228, 236));
       for (const auto& e : answer_row.executions) {
@@ -602,7 +625,7 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
         drawn_bands_.push_back({answer_row.row, level, e.start, e.end, e.node});
       }
     }
-    const int y0 = top + (row_h >= 6 ? 1 : 0) + (answer_row.summarized ? 0 : track);
+    const int y0 = top + (row_h >= 6 ? 1 : 0) + track;
     const int y1 = std::max(y0 + 1, static_cast<int>(slot + row_h) - (row_h >= 6 ? 2 : 0));
     const int h = y1 - y0;
     if (answer_row.summarized) {
@@ -636,6 +659,18 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
         // Calls entered but too short for a pixel: one line of their colour.
         if (y == y1 && b.count > 0) canvas.fill(x0, x1, y1 - 1, y1, kind_rgb(b.dominant));
       }
+      // The potential-sync overlay, as on rows drawn call by call (the lower
+      // third), its strength the bucket's waiting fraction.
+      DrawnSummary summary{y0, y1, static_cast<size_t>(slot_[answer_row.row]), 1, answer_row.bucket_from,
+                           answer_row.bucket_width, {}};
+      summary.fraction.reserve(answer_row.buckets.size());
+      const int wait_y0 = y1 - std::max(2, static_cast<int>(row_h / 3));
+      for (size_t i = 0; i < answer_row.buckets.size(); ++i) {
+        const double f = std::clamp(answer_row.buckets[i].wait / answer_row.bucket_width, 0.0, 1.0);
+        summary.fraction.push_back(static_cast<float>(f));
+        if (f > 0) canvas.blend(edge(i), std::max(edge(i) + 1, edge(i + 1)), wait_y0, y1, waiting_color().rgb(), f);
+      }
+      drawn_summaries_.push_back(std::move(summary));
       continue;
     }
     // User code: the rank's run (the root execution), and between calls.
@@ -715,15 +750,23 @@ void TimelineView::drawGroups(QImage& image) {
     const int y1 = std::max(y0 + 1, static_cast<int>(std::floor(static_cast<double>(end) * h)) - scroll_);
     const double rows = static_cast<double>(end - first);
     const auto& buckets = answer.groups[g];
+    // The potential-sync overlay: the lower third of a group of 3 px or
+    // more, else all of it.
+    const int wait_y0 = y1 - y0 >= 3 ? y1 - std::max(1, (y1 - y0) / 3) : y0;
+    DrawnSummary summary{y0, y1, first, end - first, answer.bucket_from, answer.bucket_width, {}};
+    summary.fraction.reserve(buckets.size());
     for (size_t i = 0; i < buckets.size(); ++i) {
       const auto& b = buckets[i];
+      const double f = std::clamp(b.wait / (rows * answer.bucket_width), 0.0, 1.0);
+      summary.fraction.push_back(static_cast<float>(f));
       double total = 0;
       for (double t : b.time) total += t;
       if (total <= 0) continue;
-      const int x0 = edge(i);
-      canvas.fill(x0, std::max(x0 + 1, edge(i + 1)), y0, y1,
-                  group_rgb(b.dominant, b.mpi() / (rows * answer.bucket_width)));
+      const int x0 = edge(i), x1 = std::max(x0 + 1, edge(i + 1));
+      canvas.fill(x0, x1, y0, y1, group_rgb(b.dominant, b.mpi() / (rows * answer.bucket_width)));
+      if (f > 0) canvas.blend(x0, x1, wait_y0, y1, waiting_color().rgb(), f);
     }
+    drawn_summaries_.push_back(std::move(summary));
     ++drawn_groups_;
     drawn_group_rows_ += end - first;
   }
@@ -1037,8 +1080,31 @@ QString TimelineView::groupTooltip(QPoint pos) const {
     if (bucket.time[k] > 0)
       lines << tr("%1 %2%").arg(QString::fromUtf8(analysis::timeline_kind_name(static_cast<TimelineKind>(k))))
                    .arg(100 * bucket.time[k] / whole, 0, 'f', 1);
+  if (bucket.wait > 0)
+    lines << tr("waiting (potential sync) %1% of the rows' time").arg(100 * bucket.wait / whole, 0, 'f', 1);
   lines << tr("%1 calls").arg(bucket.count);
   return lines.join("<br>");
+}
+
+std::optional<TimelineView::SummaryWait> TimelineView::summaryWaitAt(QPoint pos) const {
+  const QRect plot = plotRect();
+  const int x = pos.x() - plot.left(), y = pos.y() - plot.top();
+  if (x < 0 || x >= plot.width()) return std::nullopt;
+  const double scale = plot.width() / (to_ - from_);
+  for (const DrawnSummary& s : drawn_summaries_) {
+    if (y < s.y0 || y >= s.y1 || s.fraction.empty()) continue;
+    // The bucket whose columns [floor(x of its start), floor(x of its end)) hold x.
+    auto edge = [&](size_t i) {
+      return static_cast<int>(std::floor((s.bucket_from + static_cast<double>(i) * s.bucket_width - from_) * scale));
+    };
+    size_t i = static_cast<size_t>(std::clamp((from_ + (x + 0.5) / scale - s.bucket_from) / s.bucket_width, 0.0,
+                                              static_cast<double>(s.fraction.size() - 1)));
+    while (i > 0 && edge(i) > x) --i;
+    while (i + 1 < s.fraction.size() && edge(i + 1) <= x) ++i;
+    const double b0 = s.bucket_from + static_cast<double>(i) * s.bucket_width;
+    return SummaryWait{b0, b0 + s.bucket_width, s.first_row, s.rows, s.fraction[i]};
+  }
+  return std::nullopt;
 }
 
 std::optional<TimelineView::DrawnWait> TimelineView::waitAt(QPoint pos) const {

@@ -30,7 +30,12 @@
 // groups: a group is a row (slots of 1 px or more) or the rows whose slots
 // start in one pixel row (4 or 5 of 4,096 ranks at 850 px), summarized by the timeline layer per time bucket (what
 // its rows did: the dominant kind's colour, its strength the share of the
-// rows' time in MPI), with the rank range in the tooltip. Zooming rows
+// rows' time in MPI), with the rank range in the tooltip. Rows drawn from
+// summaries and groups keep the potential-sync overlay: each bucket's waiting
+// fraction (its PotentSync time over its rows' time: the timeline layer's
+// TimelineBucket::wait) blends the wait colour by that fraction over the
+// row's lower third, as waits are drawn on rows drawn call by call (a group
+// under 3 px: over all of it). Zooming rows
 // (Shift+wheel about the cursor, Ctrl++ / Ctrl+-, Ctrl+0 to fit all) scales
 // the slots, so groups split until single rows show their calls; rows that
 // then need more than the plot's height scroll (a pixel offset into the
@@ -56,8 +61,12 @@
 // than 400 ms apart are one gesture and leave one entry.
 // Interval nesting: rows drawn call by call (and tall enough) keep a track at
 // their top, a band per level of the interval tree, each execution in the
-// query's answer drawn in its level's band; rows drawn from summaries have
-// no executions in the answer, and no track.
+// query's answer drawn in its level's band. Rows drawn from summaries keep
+// the track too: the layer answers them with their executions merged per
+// level and read a few per pixel column (TimelineRowAnswer), so the bands
+// show the same structure as a single rank's row drawn call by call, which
+// is what a Vampir user reads a rank's row for. Groups (under 3 px) have no
+// room for a track.
 // A right click on a row label opens the row menu (hide it, show only its
 // rank, show all). A click on a call emits callClicked (its innermost
 // interval execution's node). Times are ns from the trace's start.
@@ -67,6 +76,7 @@
 #include <QImage>
 #include <QTimer>
 #include <QWidget>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -113,6 +123,14 @@ class TimelineView : public QWidget {
   // built so far (a timer calls this; so does the loader's end).
   void followBuild();
   bool arrows() const { return arrows_; }
+  // Where the figure in the view's corner comes from while a trace loads:
+  // while `source` gives a value, the corner says "loading N%" of it (a
+  // window passes its loader's progress(), the status bar's figure, so the
+  // two never disagree); else, while the timeline builds, "building N%" of
+  // Timeline::built().
+  void setProgressSource(std::function<std::optional<double>()> source) { progress_source_ = std::move(source); }
+  // The corner's text as the next frame draws it ("" once built).
+  QString progressText() const;
 
   // What the history records of the view.
   struct ViewState {
@@ -276,6 +294,15 @@ class TimelineView : public QWidget {
   static constexpr double kBandRowHeight = 16;
   static constexpr int kBandHeight = 2;
   static constexpr int kMaxBandLevels = 4;
+  // The potential-sync overlay of a row drawn from summaries, or of a group,
+  // at a point of the last frame: the bucket, the rows it stands for, and its
+  // waiting fraction (wait over rows * bucket width, 0..1).
+  struct SummaryWait {
+    double from = 0, to = 0;  // ns
+    size_t first_row = 0, rows = 1;  // [first, first + rows) of shownRows() (a group), or the row itself
+    double fraction = 0;
+  };
+  std::optional<SummaryWait> summaryWaitAt(QPoint p) const;
   // What the last frame drew from group summaries: groups and their rows.
   size_t drawnGroups() const { return drawn_groups_; }
   size_t drawnGroupRows() const { return drawn_group_rows_; }
@@ -317,6 +344,7 @@ class TimelineView : public QWidget {
   double from_ = 0, to_ = 1;
   bool follow_end_ = true;  // no zoom yet: the range grows with the build
   bool arrows_ = true;
+  std::function<std::optional<double>()> progress_source_;
   int highlight_node_ = -1;
   std::vector<std::vector<analysis::TimelineExecution>> highlight_;  // per row, by start
   QTimer build_timer_;
@@ -354,6 +382,15 @@ class TimelineView : public QWidget {
   size_t drawn_wait_arrows_ = 0;
   size_t summarized_rows_ = 0, drawn_arrows_ = 0, drawn_groups_ = 0, drawn_group_rows_ = 0;
   std::vector<double> bucket_widths_;
+  // Per row drawn from summaries or group: lines [y0, y1) of the plot, the
+  // grid, and each bucket's waiting fraction (SummaryWait).
+  struct DrawnSummary {
+    int y0, y1;
+    size_t first_row, rows;
+    double bucket_from, bucket_width;
+    std::vector<float> fraction;
+  };
+  std::vector<DrawnSummary> drawn_summaries_;
 };
 
 }  // namespace prof::gui

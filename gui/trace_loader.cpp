@@ -42,7 +42,12 @@ TraceLoader::~TraceLoader() {
 
 double TraceLoader::progress() const {
   if (!progress_) return 0;
-  return (progress_->timeline.load() + progress_->analysis.load()) / 2;
+  double timeline = progress_->timeline.load();
+  {
+    std::lock_guard lock(progress_->mutex);
+    if (progress_->timeline_handle) timeline = std::max(timeline, progress_->timeline_handle->built());
+  }
+  return (timeline + progress_->analysis.load()) / 2;
 }
 
 void TraceLoader::cancel() {

@@ -40,7 +40,10 @@ class TraceLoader : public QObject {
   // analysis::Options::write_window_index for the loads to come. On by default.
   void setWriteWindowIndex(bool on) { write_index_ = on; }
   bool busy() const { return worker_ != nullptr; }
-  // Fraction done (0..1): the timeline build and the analysis, averaged.
+  // Fraction done (0..1): the timeline build (Timeline::built(), the figure
+  // the timeline itself gives) and the analysis, averaged; the one figure a
+  // window shows of a load (its status bar, and the timeline's corner through
+  // TimelineView::setProgressSource). Never decreases during a load.
   double progress() const;
   // Blocks (running the event loop) until the current load ends.
   void wait_done();

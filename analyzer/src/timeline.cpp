@@ -803,6 +803,25 @@ void publish_row_ends(Impl& tl, Builders& builders, unsigned threads) {
   });
 }
 
+// Waits per pyramid cell (timeline_waits.cpp): each collective instance's
+// last enter (in chunks of instances), then each row's waits, on the build's
+// threads.
+void sum_waits(Impl& tl, unsigned threads) {
+  MappedArray<int64_t> last;
+  const size_t instances = tl.instances.size();
+  last.resize_for_overwrite(instances);
+  constexpr size_t kChunk = 4096;
+  const bool entered = for_each_index(tl, (instances + kChunk - 1) / kChunk, threads, [&](size_t c) {
+    last_enters(tl, c * kChunk, std::min(instances, (c + 1) * kChunk), last);
+  });
+  if (!entered) return;
+  {
+    std::unique_lock lock(tl.pairs_mutex);
+    tl.instance_last_enter = std::move(last);
+  }
+  for_each_index(tl, tl.rows.size(), threads, [&](size_t r) { pyramid_waits(tl, r); });
+}
+
 // The whole build (Timeline::build); returns early when it stops.
 void build_timeline(Impl& tl) {
   const size_t ranks = tl.dir.ranks.size();
@@ -838,6 +857,8 @@ void build_timeline(Impl& tl) {
   publish_row_ends(tl, builders, threads);
   if (tl.failed.load()) return;
   builders.clear();
+  sum_waits(tl, threads);
+  if (tl.failed.load()) return;
   tl.finished.store(true, std::memory_order_release);
   if (tl.options.progress) {
     std::lock_guard lock(tl.progress_mutex);

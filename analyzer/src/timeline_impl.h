@@ -191,6 +191,8 @@ struct Impl {
   mutable std::shared_mutex pairs_mutex;
   detail::MappedArray<CollectiveInstance> instances;
   detail::MappedArray<EventRefPublic> members;
+  // Per instance: its last member's enter (ns), where every member's wait ends.
+  detail::MappedArray<int64_t> instance_last_enter;
 
   uint32_t row_of(size_t rank_index, uint32_t stream) const {
     return first_row[rank_index] + static_cast<uint32_t>(stream_slot(rank_index, stream));
@@ -221,5 +223,42 @@ struct Impl {
   // A block's records, unpacked into `buffer` (caller holds the row's lock).
   const Record* block_records(const Row& row, size_t block, std::vector<Record>& buffer) const;
 };
+
+// Waits (timeline_waits.cpp): the analysis's PotentSync instants of a row, as
+// the union of its messages' and collective calls' waits.
+
+// Enter and duration of any row's call, the blocks it read kept unpacked
+// (bounded, as a query's). Rows are locked (shared) while read, but `held`:
+// its caller holds that one's lock already.
+class RecordReader {
+ public:
+  explicit RecordReader(const Impl& tl, const Row* held = nullptr) : tl_(tl), held_(held) {}
+  std::pair<int64_t, uint64_t> enter_duration(uint32_t row, uint64_t index);
+
+ private:
+  static constexpr size_t kKept = 64;
+  const Impl& tl_;
+  const Row* held_;
+  std::map<std::pair<const Row*, size_t>, std::vector<Record>> blocks_;
+};
+
+using WaitSpans = std::vector<std::pair<int64_t, int64_t>>;  // [begin, end) ns
+// A receive issued among a row's calls and completed after them is found
+// among the next this many receives of the row.
+inline constexpr size_t kWaitLookahead = 64;
+// Appends the waits of row `ri` whose waiting call (a receive's completing
+// call, a collective call) has an index in [first, last), and, with
+// `lookahead`, receives issued there and completed within kWaitLookahead
+// receives after. The caller holds the row's lock (shared); once the build is
+// complete.
+void row_wait_spans(const Impl& tl, RecordReader& reader, size_t ri, uint64_t first, uint64_t last,
+                    bool lookahead, WaitSpans& spans);
+// Adds the union of `spans` (sorted and merged here) to cells
+// [origin + i*width, origin + (i+1)*width), i < n: the time of each inside it.
+void add_wait_spans(WaitSpans& spans, double origin, double width, double* cells, size_t n);
+// The build's last step (threads: the build's): every instance's last enter,
+// then each row's pyramid waits.
+void last_enters(Impl& tl, size_t first_instance, size_t end_instance, detail::MappedArray<int64_t>& out);
+void pyramid_waits(Impl& tl, size_t ri);
 
 }  // namespace prof::analysis::timeline_detail

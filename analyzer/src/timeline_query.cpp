@@ -131,8 +131,9 @@ std::pair<uint64_t, uint64_t> index_range(Unpacked& unpacked, const Row& row, do
   return {first, std::max(first, last)};
 }
 
-TimelineBucket to_bucket(const Cell& c) {
+TimelineBucket to_bucket(const Cell& c, double wait) {
   TimelineBucket b;
+  b.wait = wait;
   b.count = c.count;
   int best = 0;
   for (int k = 0; k < kTimelineKinds; ++k) {
@@ -166,7 +167,18 @@ void summarize_calls(Unpacked& unpacked, const Row& row, Grid g, std::pair<uint6
   });
 }
 
-void summarize(Unpacked& unpacked, const Row& row, double from, double to, uint32_t width,
+// Waits on the grid [origin + i*width, ...), i < n, of a row's calls in
+// `range` (caller holds the row's lock; nothing before the build is complete).
+void summarize_waits(const Impl& tl, const Row& row, size_t ri, std::pair<uint64_t, uint64_t> range, double origin,
+                     double width, double* waits, size_t n) {
+  if (!tl.finished.load(std::memory_order_acquire)) return;
+  RecordReader reader(tl, &row);
+  WaitSpans spans;
+  row_wait_spans(tl, reader, ri, range.first, range.second, true, spans);
+  add_wait_spans(spans, origin, width, waits, n);
+}
+
+void summarize(const Impl& tl, Unpacked& unpacked, const Row& row, size_t ri, double from, double to, uint32_t width,
                std::pair<uint64_t, uint64_t> range, TimelineRowAnswer& out) {
   const double target = (to - from) / width;
   const Pyramid& p = row.pyramid;
@@ -183,35 +195,43 @@ void summarize(Unpacked& unpacked, const Row& row, double from, double to, uint3
     out.bucket_from = static_cast<double>(c0) * size;
     out.bucket_width = size;
     const auto& level = p.levels[level_index];
+    const double* waits = p.waits.size() > level_index ? p.waits[level_index].data() : nullptr;
     const uint64_t cells = level.size();
     out.buckets.reserve(static_cast<size_t>(c1 - c0));
     for (int64_t c = c0; c < c1; ++c) {
       Cell merged;
+      double wait = 0;
       if (c >= 0)
-        for (uint64_t i = static_cast<uint64_t>(c) * group; i < std::min(cells, static_cast<uint64_t>(c + 1) * group); ++i)
+        for (uint64_t i = static_cast<uint64_t>(c) * group; i < std::min(cells, static_cast<uint64_t>(c + 1) * group); ++i) {
           merged.merge(level[i]);
-      out.buckets.push_back(to_bucket(merged));
+          if (waits) wait += waits[i];
+        }
+      out.buckets.push_back(to_bucket(merged, wait));
     }
     return;
   }
   // Finer than a leaf: from the calls themselves, by the same rules.
   std::vector<Cell> cells(width);
   summarize_calls(unpacked, row, Grid{cells.data(), cells.size(), from, target}, range);
+  std::vector<double> waits(width, 0.0);
+  summarize_waits(tl, row, ri, range, from, target, waits.data(), width);
   out.bucket_from = from;
   out.bucket_width = target;
   out.buckets.reserve(width);
-  for (const Cell& c : cells) out.buckets.push_back(to_bucket(c));
+  for (size_t i = 0; i < width; ++i) out.buckets.push_back(to_bucket(cells[i], waits[i]));
 }
 
 // Sums one row's pyramid cells on the grid [c0 * size, ...) of `n` buckets
-// into `add(bucket, cell)`; size is a power-of-two multiple of the row's leaf
-// (caller holds the row's lock).
+// into `add(bucket, cell, wait)` (wait: the cell's, 0 before the build is
+// complete); size is a power-of-two multiple of the row's leaf (caller holds
+// the row's lock).
 template <class Add>
 void for_pyramid_buckets(const Pyramid& p, double size, int64_t c0, size_t n, Add&& add) {
   const size_t k = static_cast<size_t>(std::lround(std::log2(size / p.leaf)));
   const size_t level_index = std::min(k, p.levels.size() - 1);
   const uint64_t group = uint64_t{1} << std::min<size_t>(k - level_index, 40);
   const auto& level = p.levels[level_index];
+  const double* waits = p.waits.size() > level_index ? p.waits[level_index].data() : nullptr;
   const uint64_t cells = level.size();
   for (size_t b = 0; b < n; ++b) {
     const int64_t c = c0 + static_cast<int64_t>(b);
@@ -219,8 +239,69 @@ void for_pyramid_buckets(const Pyramid& p, double size, int64_t c0, size_t n, Ad
     const uint64_t lo = static_cast<uint64_t>(c) * group;
     if (lo >= cells) break;
     const uint64_t hi = std::min(cells, lo + group);
-    for (uint64_t i = lo; i < hi; ++i) add(b, level[i]);
+    for (uint64_t i = lo; i < hi; ++i) add(b, level[i], waits ? waits[i] : 0.0);
   }
+}
+
+// A summarized row's executions overlapping [from, to), merged per level and
+// read at most kTimelineBucketExecutions a bucket (TimelineRowAnswer). An
+// execution enclosing time t is an ancestor of (or is) the last one starting
+// before t (a row's executions nest), so each skip lists that chain. A
+// row's executions of one level never overlap, so they come in start order
+// per level and touching ones merge (caller holds the row's lock).
+void summary_executions(const Row& row, size_t ri, const std::vector<int>& level_of, double from, double to,
+                        double bucket, std::vector<TimelineExecution>& out) {
+  const auto& ex = row.executions;
+  std::vector<TimelineExecution> open;  // per level: the span being merged
+  std::vector<char> has;
+  auto add = [&](size_t k) {
+    const Execution& e = ex[k];
+    const size_t level = e.node < level_of.size() ? static_cast<size_t>(level_of[e.node]) : 0;
+    if (level >= open.size()) {
+      open.resize(level + 1);
+      has.resize(level + 1, 0);
+    }
+    TimelineExecution& s = open[level];
+    if (has[level] && e.start <= s.end) {
+      s.end = std::max(s.end, e.end);
+      return;
+    }
+    if (has[level]) out.push_back(s);
+    s = TimelineExecution{ri, e.node, e.start, e.end};
+    has[level] = 1;
+  };
+  // Those enclosing t (ending after it), outermost first; `j`: the first starting at or after t.
+  auto enclosing = [&](size_t j, double t) {
+    std::vector<size_t> chain;
+    for (int32_t k = j > 0 ? static_cast<int32_t>(j - 1) : -1; k >= 0; k = row.execution_parent[static_cast<size_t>(k)])
+      if (ex[static_cast<size_t>(k)].end > t) chain.push_back(static_cast<size_t>(k));
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) add(*it);
+  };
+  auto first_from = [&](size_t i, double t) {
+    return static_cast<size_t>(
+        std::partition_point(ex.begin() + static_cast<std::ptrdiff_t>(i), ex.end(), [&](const Execution& e) { return e.start < t; }) -
+        ex.begin());
+  };
+  size_t i = first_from(0, from);
+  enclosing(i, from);
+  int64_t column = -1;
+  int in_column = 0;
+  while (i < ex.size() && ex[i].start < to) {
+    const int64_t c = static_cast<int64_t>(std::floor((ex[i].start - from) / bucket));
+    if (c != column) {
+      column = c;
+      in_column = 0;
+    }
+    if (++in_column > kTimelineBucketExecutions) {
+      const double next = from + static_cast<double>(c + 1) * bucket;
+      i = first_from(i, next);
+      enclosing(i, next);
+      continue;
+    }
+    add(i++);
+  }
+  for (size_t level = 0; level < open.size(); ++level)
+    if (has[level]) out.push_back(open[level]);
 }
 
 }  // namespace
@@ -239,6 +320,11 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
   std::map<size_t, std::pair<uint64_t, uint64_t>> listed;
   const std::vector<uint64_t> comms = comm_ids(tl);
   Unpacked unpacked(tl);
+  std::vector<int> level_of;  // per node: its level (for summarized rows' executions)
+  {
+    std::lock_guard names(tl.names_mutex);
+    for (const TimelineNode& n : tl.node_list) level_of.push_back(n.level);
+  }
   for (size_t ri : rows) {
     if (ri >= tl.rows.size()) continue;
     const Row& row = *tl.rows[ri];
@@ -278,7 +364,8 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
         for (size_t i : picked) out.executions.push_back(TimelineExecution{ri, ex[i].node, ex[i].start, ex[i].end});
       }
     } else {
-      summarize(unpacked, row, from, to, width, range, out);
+      summarize(tl, unpacked, row, ri, from, to, width, range, out);
+      summary_executions(row, ri, level_of, from, to, (to - from) / width, out.executions);
     }
     answer.rows.push_back(std::move(out));
   }
@@ -411,7 +498,7 @@ TimelineGroupAnswer Timeline::summarize_groups(const TimelineGroupQuery& q) cons
         const double leaf_size = row.pyramid.leaf;
         for_pyramid_buckets(row.pyramid, leaf_size, static_cast<int64_t>(std::floor(from / leaf_size)),
                             static_cast<size_t>(std::ceil(to / leaf_size) - std::floor(from / leaf_size)),
-                            [&](size_t, const Cell& c) { calls += c.count; });
+                            [&](size_t, const Cell& c, double) { calls += c.count; });
       }
     from_calls = calls <= q.max_calls;
   }
@@ -429,13 +516,15 @@ TimelineGroupAnswer Timeline::summarize_groups(const TimelineGroupQuery& q) cons
   answer.from_calls = from_calls;
   Unpacked unpacked(tl);
   std::vector<Cell> cells;
+  std::vector<double> waits;
   for (size_t g = 0; g < q.groups.size(); ++g) {
     auto& out = answer.groups[g];
     out.assign(n, TimelineGroupBucket{});
-    auto add = [&](size_t b, const Cell& c) {
+    auto add = [&](size_t b, const Cell& c, double wait) {
       TimelineGroupBucket& o = out[b];
       o.count += c.count;
       for (int k = 0; k < kTimelineKinds; ++k) o.time[k] += c.time[k];
+      o.wait += wait;
     };
     for (size_t ri : q.groups[g]) {
       if (ri >= tl.rows.size()) continue;
@@ -445,11 +534,13 @@ TimelineGroupAnswer Timeline::summarize_groups(const TimelineGroupQuery& q) cons
       // the calls, on the grid all the same.
       if (from_calls || row.pyramid.leaf > size) {
         cells.assign(n, Cell{});
+        waits.assign(n, 0.0);
         const Grid grid{cells.data(), n, answer.bucket_from, answer.bucket_width};
-        summarize_calls(unpacked, row, grid,
-                        index_range(unpacked, row, answer.bucket_from,
-                                    answer.bucket_from + answer.bucket_width * static_cast<double>(n)));
-        for (size_t b = 0; b < n; ++b) add(b, cells[b]);
+        const auto range = index_range(unpacked, row, answer.bucket_from,
+                                       answer.bucket_from + answer.bucket_width * static_cast<double>(n));
+        summarize_calls(unpacked, row, grid, range);
+        summarize_waits(tl, row, ri, range, answer.bucket_from, answer.bucket_width, waits.data(), n);
+        for (size_t b = 0; b < n; ++b) add(b, cells[b], waits[b]);
       } else {
         for_pyramid_buckets(row.pyramid, size, c0, n, add);
       }
@@ -689,7 +780,8 @@ Timeline::Memory Timeline::memory() const {
     m.records_spilled = tl.spill_end;
   }
   std::shared_lock lock(tl.pairs_mutex);
-  m.collectives += tl.instances.capacity() * sizeof(CollectiveInstance) + tl.members.capacity() * sizeof(EventRefPublic);
+  m.collectives += tl.instances.capacity() * sizeof(CollectiveInstance) + tl.members.capacity() * sizeof(EventRefPublic) +
+                   tl.instance_last_enter.capacity() * sizeof(int64_t);
   return m;
 }
 

@@ -518,11 +518,16 @@ struct Grid {
 // a block may force is the same as adding finer and merging: counts and times
 // add up, and the longest call of a cell is the first of the longest either
 // way (calls come in index order).
+//
+// Waits (PotentSync instants, ns per cell) come once the build is complete,
+// in `waits`, shaped as `levels` (empty before): they need the messages and
+// collectives paired, long after the cells were made (timeline_waits.cpp).
 struct Pyramid {
   double leaf = 1024;                // 2^shift
   int shift = 10;
   size_t cap = 1u << 17;
   std::vector<std::vector<Cell>> levels{1};
+  std::vector<std::vector<double>> waits;
   size_t dirty_lo = SIZE_MAX, dirty_hi = 0;
 
   // Makes the leaf holding time t (ns, >= 0) exist, coarsening as needed.
@@ -674,6 +679,7 @@ struct Pyramid {
   uint64_t bytes() const {
     uint64_t b = 0;
     for (const auto& l : levels) b += l.capacity() * sizeof(Cell);
+    for (const auto& l : waits) b += l.capacity() * sizeof(double);
     return b;
   }
 };

@@ -712,17 +712,12 @@ int64_t union_length(std::vector<std::pair<int64_t, int64_t>> spans) {
   return total;
 }
 
-// Late senders to receives issued early (MPI_Irecv, computation, then a
-// Waitall of two receives from the same sender and a send) and a late member
-// of a barrier: the timeline's waits of a rank, as a union of instants, are
-// the analysis's PotentSync of that rank over the whole run, waiting outside
-// MPI calls included; its messages' waits are the Late Sender wait state and
-// its collectives' the collective kinds together (both apply wait_rules.h).
-TEST(Timeline, WaitsOfARankAreTheAnalysisPotentSync) {
-  TraceBuilder b(2);
+// Writes the trace of WaitsOfARankAreTheAnalysisPotentSync into b (2 ranks).
+constexpr int kEarlyReceiveIterations = 8;
+void write_early_receives_late_senders(TraceBuilder& b) {
   constexpr uint32_t kA = 0xAC000011u, kB = 0xAC000012u, kC = 0xAC000013u, kD = 0xAC000014u;
   for (int r = 0; r < 2; ++r) b.init(r, 0, 5 * kUs);
-  const int iterations = 8;
+  const int iterations = kEarlyReceiveIterations;
   for (int it = 0; it < iterations; ++it) {
     const uint64_t t = 10 * kUs + static_cast<uint64_t>(it) * 1000 * kUs;
     // Rank 1 sends tag 1 from 100 to 400 us into the iteration: before rank
@@ -744,6 +739,17 @@ TEST(Timeline, WaitsOfARankAreTheAnalysisPotentSync) {
   const uint64_t end = 10 * kUs + iterations * 1000 * kUs;
   for (int r = 0; r < 2; ++r) b.finalize(r, end, end + 5 * kUs);
   b.close();
+}
+
+// Late senders to receives issued early (MPI_Irecv, computation, then a
+// Waitall of two receives from the same sender and a send) and a late member
+// of a barrier: the timeline's waits of a rank, as a union of instants, are
+// the analysis's PotentSync of that rank over the whole run, waiting outside
+// MPI calls included; its messages' waits are the Late Sender wait state and
+// its collectives' the collective kinds together (both apply wait_rules.h).
+TEST(Timeline, WaitsOfARankAreTheAnalysisPotentSync) {
+  TraceBuilder b(2);
+  write_early_receives_late_senders(b);
 
   const analysis::Analysis a = analysis::analyze(b.dir());
   ASSERT_TRUE(a.usable());
@@ -752,7 +758,7 @@ TEST(Timeline, WaitsOfARankAreTheAnalysisPotentSync) {
   // rank -> spans: every wait, the messages', the collectives'
   std::map<int, std::vector<std::pair<int64_t, int64_t>>> waits, message_waits, collective_waits;
   const auto messages = tl->messages();
-  ASSERT_EQ(messages.size(), 3u * iterations);
+  ASSERT_EQ(messages.size(), 3u * kEarlyReceiveIterations);
   for (const auto& m : messages)
     if (m.wait > 0) {
       const std::pair<int64_t, int64_t> span{m.issue_enter, m.issue_enter + static_cast<int64_t>(m.wait)};
@@ -778,6 +784,84 @@ TEST(Timeline, WaitsOfARankAreTheAnalysisPotentSync) {
       collective_kinds += f.waits[static_cast<size_t>(k)];
     EXPECT_NEAR(static_cast<double>(union_length(collective_waits[f.rank])) * 1e-9, collective_kinds, 1e-10)
         << "rank " << f.rank;
+  }
+}
+
+// Summaries say how much of each bucket a row waited (a potential-sync
+// overlay where calls are not drawn one by one): the union of the row's
+// message and collective waits inside the bucket, from the pyramid's cells
+// (a whole-run view), from the calls (buckets narrower than a leaf) and
+// summed over a group's rows.
+TEST(Timeline, BucketWaitsAreTheUnionOfTheRowsWaitsInside) {
+  TraceBuilder b(2);
+  write_early_receives_late_senders(b);
+  auto tl = built(b.dir());
+  ASSERT_TRUE(tl);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> waits(tl->rows().size());
+  for (const auto& m : tl->messages())
+    waits[m.recv_row].emplace_back(m.issue_enter, m.issue_enter + static_cast<int64_t>(m.wait));
+  for (const auto& c : tl->collectives())
+    for (const auto& m : c.members) waits[m.row].emplace_back(m.enter, m.enter + static_cast<int64_t>(m.wait));
+  // The union of a row's waits clipped to [from, to), ns.
+  auto inside = [&](size_t row, double from, double to) {
+    std::vector<std::pair<double, double>> clipped;
+    for (auto [begin, end] : waits[row])
+      clipped.emplace_back(std::max(static_cast<double>(begin), from), std::min(static_cast<double>(end), to));
+    std::sort(clipped.begin(), clipped.end());
+    double length = 0, covered_to = from;
+    for (auto [a, z] : clipped) {
+      a = std::max(a, covered_to);
+      if (z > a) length += z - a;
+      covered_to = std::max(covered_to, z);
+    }
+    return length;
+  };
+  double total[2] = {0, 0};
+  for (size_t row = 0; row < 2; ++row) total[row] = inside(row, 0, 1e18);
+  ASSERT_GT(total[0], 0);
+  ASSERT_GT(total[1], 0);
+  struct Case {
+    double from, to;
+    uint32_t buckets;
+  };
+  // The whole run and an iteration (pyramid cells), and parts of the
+  // iteration in buckets of 0.8 and 0.3 us (finer than the leaves: from the
+  // calls), across a Waitall's overlapping receives.
+  for (const Case& k : {Case{0, 8.1e6, 50}, Case{1000e3, 2000e3, 300}, Case{1005e3, 1250e3, 300},
+                        Case{1005e3, 1350e3, 1000}}) {
+    TimelineQuery q;
+    q.from = k.from;
+    q.to = k.to;
+    q.buckets = k.buckets;
+    q.max_events = 1;  // summaries
+    const analysis::TimelineAnswer a = tl->query(q);
+    ASSERT_EQ(a.rows.size(), 2u);
+    for (const auto& r : a.rows) {
+      ASSERT_TRUE(r.summarized);
+      double sum = 0;
+      for (size_t i = 0; i < r.buckets.size(); ++i) {
+        const double b0 = r.bucket_from + static_cast<double>(i) * r.bucket_width, b1 = b0 + r.bucket_width;
+        EXPECT_NEAR(r.buckets[i].wait, inside(r.row, b0, b1), 1e-3) << "row " << r.row << " bucket " << i << " of ["
+                                                                     << k.from << ", " << k.to << ")";
+        EXPECT_LE(r.buckets[i].wait, r.bucket_width * (1 + 1e-12));
+        sum += r.buckets[i].wait;
+      }
+      if (k.from == 0) {
+        EXPECT_NEAR(sum, total[r.row], 1e-3);
+      }
+    }
+    analysis::TimelineGroupQuery g;
+    g.groups = {{0, 1}, {1}};
+    g.from = k.from;
+    g.to = k.to;
+    g.buckets = k.buckets;
+    const analysis::TimelineGroupAnswer ga = tl->summarize_groups(g);
+    ASSERT_EQ(ga.groups.size(), 2u);
+    for (size_t i = 0; i < ga.groups[0].size(); ++i) {
+      const double b0 = ga.bucket_from + static_cast<double>(i) * ga.bucket_width, b1 = b0 + ga.bucket_width;
+      EXPECT_NEAR(ga.groups[0][i].wait, inside(0, b0, b1) + inside(1, b0, b1), 2e-3) << "bucket " << i;
+      EXPECT_NEAR(ga.groups[1][i].wait, inside(1, b0, b1), 1e-3) << "bucket " << i;
+    }
   }
 }
 

@@ -177,6 +177,41 @@ class OverviewTrace {
   test::TraceBuilder b_;
 };
 
+// `ranks` ranks (even) in pairs (a, a + 1), `iterations` times (t = 10 us +
+// i ms): a posts two MPI_Irecvs from a + 1 at t + 10 and t + 20 us and waits
+// for both in an MPI_Waitall from t + 300 us; a + 1 sends them late, from
+// t + 100 to 400 us (varying per pair and iteration), so a waits from t + 10
+// us, partly in user code; then an MPI_Barrier of all that a enters at
+// t + 600 us and a + 1 at t + 650..654 us.
+class LateSenderPairs {
+ public:
+  LateSenderPairs(int ranks, int iterations) : b_(ranks) {
+    using test::kUs;
+    for (int r = 0; r < ranks; ++r) b_.init(r, 0, 5 * kUs);
+    for (int a = 0; a < ranks; a += 2)
+      for (int it = 0; it < iterations; ++it) {
+        const uint64_t t = 10 * kUs + static_cast<uint64_t>(it) * 1000 * kUs;
+        const uint64_t s1 = t + (100 + 50 * static_cast<uint64_t>((it + a / 2) % 7)) * kUs;
+        const uint32_t request = 0xAC000000u + static_cast<uint32_t>(2 * it);
+        b_.irecv(a, t + 10 * kUs, t + 12 * kUs, a + 1, 1, request);
+        b_.irecv(a, t + 20 * kUs, t + 22 * kUs, a + 1, 2, request + 1);
+        b_.wait(a, test::Waitall, t + 300 * kUs, std::max(t + 300 * kUs, s1 + 20 * kUs) + 30 * kUs,
+                {test::TraceBuilder::done(request, a + 1, 1, 8), test::TraceBuilder::done(request + 1, a + 1, 2, 8)});
+        b_.send(a + 1, s1, s1 + 5 * kUs, a, 1);
+        b_.send(a + 1, s1 + 20 * kUs, s1 + 25 * kUs, a, 2);
+        b_.collective(a, test::Barrier, t + 600 * kUs, t + 700 * kUs);
+        b_.collective(a + 1, test::Barrier, t + (650 + static_cast<uint64_t>(it % 5)) * kUs, t + 700 * kUs);
+      }
+    const uint64_t end = 10 * kUs + static_cast<uint64_t>(iterations) * 1000 * kUs;
+    for (int r = 0; r < ranks; ++r) b_.finalize(r, end, end + 5 * kUs);
+    b_.close();
+  }
+  std::string dir() const { return b_.dir(); }
+
+ private:
+  test::TraceBuilder b_;
+};
+
 // Loads a trace into a shown window; problems are collected, not shown.
 struct LoadedWindow {
   MainWindow window;
@@ -233,6 +268,9 @@ class GuiTest : public QObject {
   void comparison_equals_prof_analyze();
   void failed_comparison_keeps_the_trace();
   void comparison_of_different_rank_counts();
+  void summaries_keep_the_wait_overlay_as_a_fraction();
+  void load_progress_is_one_figure();
+  void summarized_rows_keep_their_nesting_bands();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -2206,4 +2244,190 @@ void GuiTest::comparison_of_different_rank_counts() {
     ++mean_rows;
   }
   QCOMPARE(mean_rows, means);
+}
+
+void GuiTest::summaries_keep_the_wait_overlay_as_a_fraction() {
+  LateSenderPairs trace(160, 80);
+  std::string error;
+  std::shared_ptr<analysis::Timeline> timeline = analysis::Timeline::open(trace.dir(), &error);
+  QVERIFY2(timeline, error.c_str());
+  QVERIFY(timeline->build(&error));
+  // Brute force: each row's waits as the timeline lists them (the analysis's
+  // PotentSync, Timeline.WaitsOfARankAreTheAnalysisPotentSync), their union
+  // clipped to a bucket.
+  std::vector<std::vector<std::pair<double, double>>> waits(timeline->rows().size());
+  for (const auto& m : timeline->messages())
+    waits[m.recv_row].emplace_back(ns(static_cast<uint64_t>(m.issue_enter)), ns(static_cast<uint64_t>(m.issue_enter) + m.wait));
+  for (const auto& c : timeline->collectives())
+    for (const auto& m : c.members) waits[m.row].emplace_back(ns(static_cast<uint64_t>(m.enter)), ns(static_cast<uint64_t>(m.enter) + m.wait));
+  auto inside = [&](size_t row, double from, double to) {
+    std::vector<std::pair<double, double>> clipped;
+    for (auto [a, z] : waits[row]) clipped.emplace_back(std::max(a, from), std::min(z, to));
+    std::sort(clipped.begin(), clipped.end());
+    double length = 0, covered_to = from;
+    for (auto [a, z] : clipped) {
+      a = std::max(a, covered_to);
+      if (z > a) length += z - a;
+      covered_to = std::max(covered_to, z);
+    }
+    return length;
+  };
+  TimelineView view;
+  view.resize(400, 150);
+  view.setTimeline(timeline);
+  // Every summary drawn at each 5th column: its bucket's fraction is the
+  // rows' wait inside it over the rows' time.
+  auto check = [&](const char* what) -> int {
+    view.grab();
+    const QRect plot = view.plotRect();
+    int waiting = 0, checked = 0;
+    for (int y = plot.top(); y <= plot.bottom(); ++y)
+      for (int x = plot.left(); x <= plot.right(); x += 5) {
+        const auto w = view.summaryWaitAt(QPoint(x, y));
+        if (!w) continue;
+        double expected = 0;
+        for (size_t k = 0; k < w->rows; ++k) expected += inside(view.shownRows()[w->first_row + k], w->from, w->to);
+        expected /= static_cast<double>(w->rows) * (w->to - w->from);
+        if (std::abs(w->fraction - expected) > 1e-5) {
+          qWarning() << what << "at" << x << y << "fraction" << w->fraction << "brute force" << expected;
+          return -1;
+        }
+        ++checked;
+        waiting += w->fraction > 0;
+      }
+    return checked > 0 && waiting > 0 ? waiting : -1;
+  };
+  // Groups of 1 or 2 ranks a pixel row, the whole run.
+  view.showAll();
+  view.grab();
+  QVERIFY(view.grouped());
+  QCOMPARE(view.rowsPerGroup(), size_t{2});
+  QVERIFY(check("groups, whole run") > 0);
+  // Zoomed into an iteration's Barrier: rank a waits from t + 600 us until
+  // a + 1 enters; over [600, 640) us, a group of one receiving rank waits
+  // all the time, and the overlay covers it in the wait colour.
+  view.setRange(ns(1010 * test::kUs + 600 * test::kUs), ns(1010 * test::kUs + 640 * test::kUs));
+  QVERIFY(check("groups, in a Barrier") > 0);
+  const QImage image = view.grab().toImage();
+  std::optional<QPoint> alone;
+  for (int y = view.plotRect().top(); y <= view.plotRect().bottom() && !alone; ++y) {
+    const QPoint at(view.plotRect().center().x(), y);
+    const auto w = view.summaryWaitAt(at);
+    if (w && w->rows == 1 && timeline->rows()[view.shownRows()[w->first_row]].rank % 2 == 0) {
+      QCOMPARE(w->fraction, 1.0);
+      alone = at;
+    }
+  }
+  QVERIFY(alone.has_value());
+  QCOMPARE(image.pixelColor(*alone), prof::gui::waiting_color());
+  // A row drawn from its summaries (more calls than two a column).
+  view.showOnlyRank(0);
+  view.showAll();
+  view.resize(200, 150);
+  view.grab();
+  QVERIFY(!view.grouped());
+  QCOMPARE(view.summarizedRows(), size_t{1});
+  QVERIFY(check("a summarized row") > 0);
+}
+
+void GuiTest::load_progress_is_one_figure() {
+  // The timeline's corner shows its source's figure, not the build's own.
+  ManyRanksTrace trace(4, 50);
+  {
+    std::string error;
+    std::shared_ptr<analysis::Timeline> timeline = analysis::Timeline::open(trace.dir().toStdString(), &error);
+    QVERIFY2(timeline, error.c_str());
+    QVERIFY(timeline->build(&error));
+    TimelineView view;
+    view.setTimeline(timeline);
+    QCOMPARE(view.progressText(), QString());
+    view.setProgressSource([] { return std::optional<double>(0.37); });
+    QCOMPARE(view.progressText(), QStringLiteral("loading 37%"));
+  }
+  // A window loading a trace: its corner and its status bar give one figure,
+  // the loader's (the corner read between two reads of the bar's source),
+  // from the first moment of the load to its end, never decreasing.
+  MainWindow window;
+  QStringList problems;
+  window.setQuiet([&](const QString& text) { problems << text; });
+  window.show();
+  auto* view = window.findChild<TimelineView*>();
+  auto* loader = window.findChild<prof::gui::TraceLoader*>();
+  QVERIFY(view && loader);
+  window.openTrace(trace.dir());
+  int last = 0, samples = 0;
+  while (loader->busy()) {
+    const double before = loader->progress();
+    const QString text = view->progressText();
+    const double after = loader->progress();
+    const QRegularExpressionMatch m = QRegularExpression("^loading (\\d+)%$").match(text);
+    QVERIFY2(m.hasMatch(), qPrintable("corner: '" + text + "'"));
+    const int shown = m.captured(1).toInt();
+    QVERIFY2(static_cast<int>(before * 100) <= shown && shown <= static_cast<int>(after * 100),
+             qPrintable(QStringLiteral("%1 <= %2 <= %3").arg(before).arg(shown).arg(after)));
+    QVERIFY(shown >= last);
+    last = shown;
+    ++samples;
+    QTest::qWait(2);
+  }
+  QVERIFY(samples >= 1);
+  window.waitLoaded();
+  QCOMPARE(view->progressText(), QString());
+  QVERIFY2(problems.isEmpty(), qPrintable(problems.join("; ")));
+}
+
+void GuiTest::summarized_rows_keep_their_nesting_bands() {
+  // 1000 iterations, 6 records each a rank, in 618 px: drawn from summaries.
+  DemoTrace trace(1000);
+  std::string error;
+  std::shared_ptr<analysis::Timeline> timeline = analysis::Timeline::open(trace.dir().toStdString(), &error);
+  QVERIFY2(timeline, error.c_str());
+  QVERIFY(timeline->build(&error));
+  TimelineView view;
+  view.setTimeline(timeline);
+  // The whole run, and iterations 50 to 350 (cut at both edges); then the
+  // whole run in 118 px, some 17 executions a column a row: past 8 in a
+  // column the layer skips to the next one, and every level still shows.
+  struct Case {
+    int width;
+    double from, to;
+  };
+  for (const Case& k : {Case{700, 0, timeline->end()},
+                        Case{700, ns(kLoopStart + 50 * kPeriod + 350 * test::kUs), ns(kLoopStart + 350 * kPeriod + 850 * test::kUs)},
+                        Case{200, 0, timeline->end()}}) {
+    const double from = k.from, to = k.to;
+    view.resize(k.width, 300);
+    view.setRange(from, to);
+    const QRect plot = view.plotRect();
+    const QImage image = view.grab().toImage();
+    QCOMPARE(view.summarizedRows(), size_t{2});
+    QVERIFY(view.rowHeight() >= TimelineView::kBandRowHeight);
+    // Per row and level, the pixel columns the bands cover equal those the
+    // executions written cover (each drawn from floor(x of its start) to
+    // ceil(x of its end), at least a column).
+    using Columns = std::map<std::pair<size_t, int>, std::set<int>>;
+    auto cover = [&](Columns& c, size_t row, int level, double start, double end) {
+      if (!(start < to && end > from)) return;
+      const int x0 = static_cast<int>(std::floor(view.xOf(start))) - plot.left();
+      const int x1 = std::max(x0 + 1, static_cast<int>(std::ceil(view.xOf(end))) - plot.left());
+      for (int x = std::max(0, x0); x < std::min(plot.width(), x1); ++x) c[{row, level}].insert(x);
+    };
+    Columns expected, drawn;
+    std::map<size_t, std::vector<int64_t>> open;
+    for (const Written& w : trace.written()) {
+      if (w.function == "interval begin") {
+        open[w.row].push_back(w.enter);
+      } else if (w.function == "interval end") {
+        const int64_t start = open[w.row].back();
+        open[w.row].pop_back();
+        cover(expected, w.row, static_cast<int>(open[w.row].size()) + 1, ns(static_cast<uint64_t>(start)), ns(static_cast<uint64_t>(w.enter)));
+      }
+    }
+    for (const auto& b : view.drawnBands()) cover(drawn, b.row, b.level, b.start, b.end);
+    QCOMPARE(expected.size(), size_t{2 * 2});  // both rows, levels 1 and 2
+    QVERIFY(drawn == expected);
+    // Level 1's band is drawn over the pale track at a column it covers.
+    const int x = *expected[{0, 1}].begin();
+    QVERIFY(image.pixel(plot.left() + x, plot.top() + 1) != qRgb(225, 228, 236));
+  }
 }

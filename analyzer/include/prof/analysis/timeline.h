@@ -24,15 +24,19 @@
 //                the time between consecutive calls of the row (user code)
 //   dominant     the kind with the most time (ties: the lower kind)
 //   longest      the longest call overlapping the bucket (ties: the earliest)
+//   wait         time inside [b0, b1) at which the row waits: the union of
+//                its messages' and collective calls' waits (TimelineMessage,
+//                TimelineCollective), the analysis's PotentSync instants;
+//                0 until the build is complete (waits need the pairs)
 //
 // Memory (bytes per event, see docs/design/timeline.md): a call record is 32
 // bytes unpacked and about 10 packed in blocks of 1024, kept in memory up to
 // TimelineOptions::memory_bytes, the rest in an unlinked temporary file read
 // back with pread; 24 per interval execution, 32 per matched message, 8 per
-// collective member and 24 per instance; the pyramid is bounded per row (at most
-// TimelineOptions::leaves_per_row leaves of 64 bytes, plus as many above) and
-// in all (2^21 leaves shared by the rows, at least 512 each: 256 MiB up to
-// 4,096 rows).
+// collective member and 32 per instance; the pyramid is bounded per row (at most
+// TimelineOptions::leaves_per_row leaves of 64 bytes and 8 of waits, plus as
+// many above) and in all (2^21 leaves shared by the rows, at least 512 each:
+// 288 MiB up to 4,096 rows).
 #pragma once
 
 #include <atomic>
@@ -151,6 +155,7 @@ struct TimelineBucket {
   bool has_longest = false;
   uint64_t longest_index = 0;        // the row's call index
   uint64_t longest_duration = 0;     // ns (saturated at 2^32 - 1)
+  double wait = 0;                   // ns of PotentSync instants (see above)
 };
 
 struct TimelineQuery {
@@ -169,11 +174,20 @@ struct TimelineRowAnswer {
   std::vector<TimelineCall> calls;          // !summarized: every call overlapping the range
   double bucket_from = 0, bucket_width = 0; // summarized: bucket i is
   std::vector<TimelineBucket> buckets;      //   [from + i*width, from + (i+1)*width)
-  // Executions overlapping the range (rows answered with calls only; every one
-  // of them, unless more than max_events: then none and `executions_omitted`).
+  // Executions overlapping the range. Rows answered with calls: every one of
+  // them, unless more than max_events (then none and `executions_omitted`).
+  // Summarized rows (a viewer's nesting bands): executions of one level that
+  // touch are one (the first one's node, from its start to the last one's
+  // end), and per bucket at most kTimelineBucketExecutions are read: past
+  // them the rest of the bucket is skipped, and what encloses the next
+  // bucket's start is listed (so a bucket holding more short executions
+  // than that may lack some of its deeper levels). Cost: O(buckets * (that +
+  // depth + log executions)).
   std::vector<TimelineExecution> executions;
   bool executions_omitted = false;
 };
+
+inline constexpr int kTimelineBucketExecutions = 8;
 
 struct TimelineAnswer {
   std::vector<TimelineRowAnswer> rows;
@@ -208,6 +222,7 @@ struct TimelineGroupBucket {
   uint32_t count = 0;
   double time[kTimelineKinds] = {};  // ns, summed over the group's rows
   TimelineKind dominant = TimelineKind::User;
+  double wait = 0;  // ns of PotentSync instants, summed over the group's rows
   // Time in MPI calls (every kind but User and Marker), ns.
   double mpi() const {
     double t = 0;

@@ -1,0 +1,127 @@
+// The timeline layer (timeline.h): waits per pyramid cell and summary bucket.
+//
+// A row waits, as the analysis counts PotentSync, in a late sender's receive
+// (from the receive's issue to the send's enter, no later than the completing
+// call's leave) and in a collective call until its last member enters. Those
+// spans may overlap (receives issued together, completed by one Waitall), so
+// a cell holds the time of their union inside it, never their sum. The build
+// adds every row's union to its pyramid's leaves once messages and
+// collectives are paired; levels above sum two cells each, as for the calls.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <mutex>
+#include <shared_mutex>
+
+#include "timeline_impl.h"
+
+namespace prof::analysis::timeline_detail {
+
+std::pair<int64_t, uint64_t> RecordReader::enter_duration(uint32_t ri, uint64_t index) {
+  const Row& row = *tl_.rows[ri];
+  std::shared_lock lock(row.mutex, std::defer_lock);
+  if (&row != held_) lock.lock();
+  if (index >= row.count) return {0, 0};
+  const size_t b = static_cast<size_t>(index / kBlockRecords);
+  if (blocks_.size() >= kKept) blocks_.clear();
+  auto [it, added] = blocks_.try_emplace({&row, b});
+  const Record* records = added ? tl_.block_records(row, b, it->second) : it->second.data();
+  const Record& r = records[index - uint64_t{b} * kBlockRecords];
+  return {r.enter, row.duration(r, index)};
+}
+
+void row_wait_spans(const Impl& tl, RecordReader& reader, size_t ri, uint64_t first, uint64_t last,
+                    bool lookahead, WaitSpans& spans) {
+  const Row& row = *tl.rows[ri];
+  const auto& received = row.received;
+  auto it = std::partition_point(received.begin(), received.end(),
+                                 [&](const ReceivedMessage& m) { return m.first < first; });
+  for (size_t after = 0; it != received.end(); ++it) {
+    if (it->first >= last) {
+      // Completed past the calls: only a receive issued among them, and
+      // only so far ahead.
+      if (!lookahead || after++ >= kWaitLookahead) break;
+      if (it->issue_row != ri || it->issue_index >= last) continue;
+    }
+    const auto [recv_enter, recv_duration] = reader.enter_duration(static_cast<uint32_t>(ri), it->first);
+    const int64_t recv_leave = recv_enter + static_cast<int64_t>(recv_duration);
+    const int64_t send_enter = reader.enter_duration(it->send_row, it->send_index).first;
+    const int64_t issue_enter =
+        it->issue_row == ri && it->issue_index == it->first ? recv_enter
+                                                           : reader.enter_duration(it->issue_row, it->issue_index).first;
+    const int64_t end = std::min(send_enter, recv_leave);
+    if (end > issue_enter) spans.emplace_back(issue_enter, end);
+  }
+  const auto& refs = row.collectives;
+  std::shared_lock pairs(tl.pairs_mutex);
+  for (auto c = std::partition_point(refs.begin(), refs.end(), [&](const CollectiveRef& r) { return r.first < first; });
+       c != refs.end() && c->first < last; ++c) {
+    if (c->instance >= tl.instance_last_enter.size()) continue;
+    const auto [enter, duration] = reader.enter_duration(static_cast<uint32_t>(ri), c->first);
+    const int64_t end = std::min(tl.instance_last_enter[c->instance], enter + static_cast<int64_t>(duration));
+    if (end > enter) spans.emplace_back(enter, end);
+  }
+}
+
+void add_wait_spans(WaitSpans& spans, double origin, double width, double* cells, size_t n) {
+  std::sort(spans.begin(), spans.end());
+  auto add = [&](int64_t begin, int64_t end) {
+    const double a = static_cast<double>(begin), b = static_cast<double>(end);
+    const int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor((a - origin) / width)));
+    const int64_t hi = std::min<int64_t>(static_cast<int64_t>(n) - 1, static_cast<int64_t>(std::floor((b - origin) / width)));
+    for (int64_t i = lo; i <= hi; ++i) {
+      const double c0 = origin + static_cast<double>(i) * width, c1 = c0 + width;
+      const double part = std::min(b, c1) - std::max(a, c0);
+      if (part > 0) cells[i] += part;
+    }
+  };
+  int64_t begin = 0, end = 0;
+  bool open = false;
+  for (const auto& [b, e] : spans) {
+    if (open && b <= end) {
+      end = std::max(end, e);
+      continue;
+    }
+    if (open) add(begin, end);
+    begin = b;
+    end = e;
+    open = true;
+  }
+  if (open) add(begin, end);
+}
+
+void last_enters(Impl& tl, size_t first_instance, size_t end_instance, detail::MappedArray<int64_t>& out) {
+  RecordReader reader(tl);
+  for (size_t i = first_instance; i < end_instance; ++i) {
+    const CollectiveInstance& in = tl.instances[i];
+    int64_t last = INT64_MIN;
+    for (uint32_t k = 0; k < in.count; ++k) {
+      const EventRefPublic& m = tl.members[in.first_member + k];
+      last = std::max(last, reader.enter_duration(m.row, m.index).first);
+    }
+    out[i] = last;
+  }
+}
+
+void pyramid_waits(Impl& tl, size_t ri) {
+  Row& row = *tl.rows[ri];
+  WaitSpans spans;
+  std::vector<std::vector<double>> waits;
+  {
+    std::shared_lock lock(row.mutex);
+    RecordReader reader(tl, &row);
+    row_wait_spans(tl, reader, ri, 0, row.count, false, spans);
+    const Pyramid& p = row.pyramid;
+    waits.resize(p.levels.size());
+    for (size_t k = 0; k < p.levels.size(); ++k) waits[k].assign(p.levels[k].size(), 0.0);
+    // Leaves are 2^shift ns from 0 and spans whole ns: every part is exact.
+    add_wait_spans(spans, 0, p.leaf, waits[0].data(), waits[0].size());
+    for (size_t k = 0; k + 1 < waits.size(); ++k)
+      for (size_t i = 0; i < waits[k + 1].size(); ++i)
+        waits[k + 1][i] = waits[k][2 * i] + (2 * i + 1 < waits[k].size() ? waits[k][2 * i + 1] : 0.0);
+  }
+  std::unique_lock lock(row.mutex);
+  row.pyramid.waits = std::move(waits);
+}
+
+}  // namespace prof::analysis::timeline_detail
