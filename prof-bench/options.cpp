@@ -177,9 +177,9 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
     else if (timer == "tsc") out->timer = prof::format::TimerKind::Tsc;
     else fail("--timer", timer, "monotonic or tsc");
     out->timer_name = timer;
-    if (sync == "hierarchical") out->sync = prof::shim::SyncScheme::Hierarchical;
-    else if (sync == "linear") out->sync = prof::shim::SyncScheme::Linear;
-    else if (sync == "ring") out->sync = prof::shim::SyncScheme::Ring;
+    if (sync == "hierarchical") out->sync = prof::clock::SyncScheme::Hierarchical;
+    else if (sync == "linear") out->sync = prof::clock::SyncScheme::Linear;
+    else if (sync == "ring") out->sync = prof::clock::SyncScheme::Ring;
     else fail("--sync", sync, "hierarchical, linear or ring");
     out->sync_name = sync;
 

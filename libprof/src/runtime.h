@@ -119,7 +119,7 @@ struct Globals {
   // The MPI library's PMPI_ functions are within reach of libprof's calls
   // (reach_mpi_library).
   bool mpi_reached = false;
-  Timer timer;
+  clock::Timer timer;
 };
 // Hidden here, not only where defined: the wrappers then address g directly
 // (rip-relative) instead of loading its address from the GOT into a register

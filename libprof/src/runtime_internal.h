@@ -31,6 +31,13 @@
 
 namespace prof::shim {
 
+// What the shim takes from the clock package (prof/clock.h).
+using clock::polite_wait;
+using clock::set_test_nodes;
+using clock::sync_scheme_name;
+using clock::synchronize_clocks;
+using clock::SyncResult;
+
 struct Runtime {
   Config cfg;
   TraceFile file;

@@ -66,7 +66,7 @@ TEST(ShimConfig, EveryBadValueGetsTheOneErrorFormat) {
 TEST(ShimConfig, EveryResolvedValueReadsBack) {
   Config changed;
   changed.timer = format::TimerKind::Monotonic;
-  changed.sync = SyncScheme::Ring;
+  changed.sync = clock::SyncScheme::Ring;
   changed.buffer_bytes = 7u << 20;
   changed.strict = true;
   changed.callsites = false;

@@ -25,7 +25,7 @@ struct Config {
   std::string output_dir;                 // empty: make a unique one in the working directory
   format::TimerKind timer = format::TimerKind::Tsc;
   bool timer_given = false;
-  SyncScheme sync = SyncScheme::Hierarchical;
+  clock::SyncScheme sync = clock::SyncScheme::Hierarchical;
   uint64_t buffer_bytes = 1u << 20;       // per-thread mapped chunk
   bool strict = false;
   bool callsites = true;                  // PROF_CALLSITES: MPI calls' own sites
