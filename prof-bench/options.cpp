@@ -162,9 +162,9 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
     // PROF_BCAST=shm: the shim's broadcast beside MPICH's; its parameters from
     // PROF_BCAST_FRAGMENT, _SLOTS, _SETS, _TREE, read by the shim's parser.
     std::vector<std::string> errors;
-    prof::shim::Config settings;
-    const bool settings_ok = prof::shim::read_config(
-        &settings, &errors, [](const prof::shim::ConfigVariable& v) { return v.read_by_prof_bench; });
+    prof::settings::Config settings;
+    const bool settings_ok = prof::settings::read_config(
+        &settings, &errors, [](const prof::settings::ConfigVariable& v) { return v.read_by_prof_bench; });
     out->bcast_settings = settings.bcast;
     if (!settings_ok) {
       std::string text;

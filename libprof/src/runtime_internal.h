@@ -38,6 +38,10 @@ using clock::sync_scheme_name;
 using clock::synchronize_clocks;
 using clock::SyncResult;
 
+// What the shim takes from the settings package (prof/settings.h).
+using settings::Config;
+using settings::read_config;
+
 struct Runtime {
   Config cfg;
   TraceFile file;

@@ -11,7 +11,7 @@
 
 #include "prof/settings.h"
 
-namespace prof::shim {
+namespace prof::settings {
 namespace {
 
 // Reads the settings with `name` set to `value` (and every other one unset).
@@ -177,4 +177,4 @@ TEST(ShimConfig, ClockShiftsAreAListOfDistinctRanksOrNodes) {
 }
 
 }  // namespace
-}  // namespace prof::shim
+}  // namespace prof::settings

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
-namespace prof::shim {
+namespace prof::settings {
 
 namespace {
 
@@ -443,4 +443,4 @@ bool read_config(Config* cfg, std::vector<std::string>* errors, bool (*wanted)(c
   return errors->size() == before;
 }
 
-}  // namespace prof::shim
+}  // namespace prof::settings

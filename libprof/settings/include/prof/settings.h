@@ -19,7 +19,7 @@
 #include "prof/clock.h"
 #include "prof/trace_format.h"
 
-namespace prof::shim {
+namespace prof::settings {
 
 struct Config {
   std::string output_dir;                 // empty: make a unique one in the working directory
@@ -91,4 +91,4 @@ std::string setting_error(const ConfigVariable& v, const std::string& value, con
 bool read_config(Config* cfg, std::vector<std::string>* errors,
                  bool (*wanted)(const ConfigVariable&) = nullptr);
 
-}  // namespace prof::shim
+}  // namespace prof::settings
