@@ -95,8 +95,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "symbolizer.h"
-
+#include "prof/symbols/symbolizer.h"
 #include "prof/trace_reader.h"
 #include "prof/definition_lines.h"
 
