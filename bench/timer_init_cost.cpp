@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     std::vector<double> init_ms, first_use_ms;
     std::string why;
     for (int i = 0; i < runs; ++i) {
-      prof::shim::Timer timer;
+      prof::clock::Timer timer;
       const double t0 = mono_ms();
       if (!timer.init(kind, &why)) break;
       const double t1 = mono_ms();

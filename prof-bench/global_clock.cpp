@@ -37,8 +37,8 @@ void sleep_ns(double ns) {
 
 }  // namespace
 
-SyncSample synchronize(GlobalClock* clock, MPI_Comm comm, prof::shim::SyncScheme scheme) {
-  const prof::shim::SyncResult result = prof::shim::synchronize_clocks(clock->timer, comm, scheme);
+SyncSample synchronize(GlobalClock* clock, MPI_Comm comm, prof::clock::SyncScheme scheme) {
+  const prof::clock::SyncResult result = prof::clock::synchronize_clocks(clock->timer, comm, scheme);
   clock->offset_ns = result.offset_ns;
   return {result.offset_ns, result.rtt_ns};
 }
@@ -99,7 +99,7 @@ bool ranks_outnumber_cores(MPI_Comm comm) {
 double tsc_residual_skew_ns(const GlobalClock& clock, MPI_Comm comm) {
 #if defined(__x86_64__)
   // The TSC's rate, for the extrapolation only (over microseconds).
-  static prof::shim::Timer tsc;
+  static prof::clock::Timer tsc;
   static int usable = -1;
   if (usable < 0) {
     std::string why;

@@ -13,7 +13,7 @@ namespace prof::bench {
 
 class GlobalClock {
  public:
-  prof::shim::Timer timer;
+  prof::clock::Timer timer;
   double offset_ns = 0;  // rank 0's clock minus ours (0 on rank 0)
   // Ranks on this node outnumber its cores: waits must yield to each other.
   bool ranks_share_cores = false;
@@ -29,7 +29,7 @@ struct SyncSample {
 };
 
 // Collective over `comm`: synchronizes and sets clock->offset_ns.
-SyncSample synchronize(GlobalClock* clock, MPI_Comm comm, prof::shim::SyncScheme scheme);
+SyncSample synchronize(GlobalClock* clock, MPI_Comm comm, prof::clock::SyncScheme scheme);
 
 // Bound on the offset error over the span between two syncs, assuming the
 // true offset moves linearly between them: max(rtt0, rtt1) / 2 + |o1 - o0|.

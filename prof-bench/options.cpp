@@ -162,9 +162,9 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
     // PROF_BCAST=shm: the shim's broadcast beside MPICH's; its parameters from
     // PROF_BCAST_FRAGMENT, _SLOTS, _SETS, _TREE, read by the shim's parser.
     std::vector<std::string> errors;
-    prof::shim::Config settings;
-    const bool settings_ok = prof::shim::read_config(
-        &settings, &errors, [](const prof::shim::ConfigVariable& v) { return v.read_by_prof_bench; });
+    prof::settings::Config settings;
+    const bool settings_ok = prof::settings::read_config(
+        &settings, &errors, [](const prof::settings::ConfigVariable& v) { return v.read_by_prof_bench; });
     out->bcast_settings = settings.bcast;
     if (!settings_ok) {
       std::string text;
@@ -177,9 +177,9 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
     else if (timer == "tsc") out->timer = prof::format::TimerKind::Tsc;
     else fail("--timer", timer, "monotonic or tsc");
     out->timer_name = timer;
-    if (sync == "hierarchical") out->sync = prof::shim::SyncScheme::Hierarchical;
-    else if (sync == "linear") out->sync = prof::shim::SyncScheme::Linear;
-    else if (sync == "ring") out->sync = prof::shim::SyncScheme::Ring;
+    if (sync == "hierarchical") out->sync = prof::clock::SyncScheme::Hierarchical;
+    else if (sync == "linear") out->sync = prof::clock::SyncScheme::Linear;
+    else if (sync == "ring") out->sync = prof::clock::SyncScheme::Ring;
     else fail("--sync", sync, "hierarchical, linear or ring");
     out->sync_name = sync;
 

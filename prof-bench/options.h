@@ -25,7 +25,7 @@ struct Options {
   prof::bcast::Settings bcast_settings;  // shm's parameters (PROF_BCAST_*)
   prof::format::TimerKind timer = prof::format::TimerKind::Monotonic;
   std::string timer_name = "monotonic";
-  prof::shim::SyncScheme sync = prof::shim::SyncScheme::Linear;
+  prof::clock::SyncScheme sync = prof::clock::SyncScheme::Linear;
   std::string sync_name = "linear";
   bool quiet = false;
   // Test hooks (hidden options).

@@ -29,7 +29,7 @@ struct ScheduleSettings {
   double confidence = 0.95;
   int root = 0;          // ignored when rotate_root
   bool rotate_root = false;
-  prof::shim::SyncScheme sync = prof::shim::SyncScheme::Linear;
+  prof::clock::SyncScheme sync = prof::clock::SyncScheme::Linear;
   // Test hooks: a rank that spends `delay_s` inside the timed region of every
   // run, and a rank that starts measured run `late_run` `late_s` after its slot.
   int delay_rank = -1;

@@ -12,7 +12,7 @@
 #include <tuple>
 
 #ifndef PROF_ANALYSIS_NO_SYMBOLS
-#include "symbolizer.h"
+#include "prof/symbols/symbolizer.h"
 #endif
 
 namespace prof::analysis::detail {

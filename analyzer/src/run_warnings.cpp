@@ -197,9 +197,7 @@ void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
     const RankTrace& rank_trace = *r->rank_trace;
     // (Decoded by another process: what its reader counted there.)
     const trace::ReadStats& s = r->gathered ? r->gathered_stats : rank_trace.stats();
-    const uint64_t damage = s.crc_mismatches + s.bad_chunk_headers + s.truncated_chunks +
-                            s.bad_records + s.bad_definitions;
-    if (damage) a.damaged = true;
+    if (s.damage()) a.damaged = true;
     for (const auto& w : r->gathered ? r->gathered_trace_warnings : rank_trace.warnings()) add(WarningKind::TraceFileProblems, 1, w);
     if (s.unsealed_chunks) a.cut_short = true;
     const std::string& end = rank_trace.end_reason();

@@ -164,7 +164,8 @@ class RankBuild {
     }
     const std::string who = "rank " + std::to_string(t_.rank());
     const trace::ReadStats& s = t_.stats();
-    if (s.crc_mismatches || s.unsealed_chunks || s.truncated_chunks || s.bad_chunk_headers || s.bad_records)
+    if (s.crc_mismatches || s.unsealed_chunks || s.truncated_chunks || s.missing_chunks ||
+        s.bad_chunk_headers || s.bad_records)
       return who + " has damaged or salvaged chunks";
     if (b.cancelled_sends) return who + " cancelled sends";
     Interpreter::Saved last;

@@ -43,7 +43,7 @@ bool recorded_variable(const char* entry) {
 
 }  // namespace
 
-std::string run_facts_definitions(const Config& resolved) {
+std::string run_facts_definitions(const settings::Config& resolved) {
   using namespace format::definition_line;
   std::string defs;
   static char library[MPI_MAX_LIBRARY_VERSION_STRING];  // (8 KiB: not on the application's stack)
@@ -67,7 +67,7 @@ std::string run_facts_definitions(const Config& resolved) {
     if (!eq) continue;
     defs += environment(std::string_view(*e, size_t(eq - *e)), eq + 1);
   }
-  for (const ConfigVariable& v : config_variables()) {
+  for (const settings::ConfigVariable& v : settings::config_variables()) {
     const char* given = std::getenv(v.name);
     defs += setting(v.name, v.resolved(resolved), given && *given);
   }

@@ -20,6 +20,6 @@ namespace prof::shim {
 
 // `resolved`: the settings as the shim runs with them (the timer it fell
 // back to, for instance).
-std::string run_facts_definitions(const Config& resolved);
+std::string run_facts_definitions(const settings::Config& resolved);
 
 }  // namespace prof::shim

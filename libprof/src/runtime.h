@@ -68,6 +68,9 @@ struct alignas(64) ThreadState {
   size_t chunk_map_bytes = 0;  // size of the current mapping
   size_t next_chunk_bytes = 0; // doubles from 64 KiB up to PROF_BUFFER_MB: a thread
                                // that makes few calls costs little file and memory
+  // Chunks the thread's stream has opened: the next one's sequence number
+  // (format 8, format::ChunkHeader::sequence), and its Live slot's count.
+  uint32_t chunks_opened = 0;
   // The slot's home_copy word (format::LiveSlot); null for a thread without
   // a Live slot, whose chunks are never homes (a home, format::kChunkHome in
   // its header, is copied out and reused when full, not replaced:
@@ -121,7 +124,7 @@ struct Globals {
   // The MPI library's PMPI_ functions are within reach of libprof's calls
   // (reach_mpi_library).
   bool mpi_reached = false;
-  Timer timer;
+  clock::Timer timer;
 };
 // Hidden here, not only where defined: the wrappers then address g directly
 // (rip-relative) instead of loading its address from the GOT into a register

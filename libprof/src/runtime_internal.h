@@ -31,6 +31,17 @@
 
 namespace prof::shim {
 
+// What the shim takes from the clock package (prof/clock.h).
+using clock::polite_wait;
+using clock::set_test_nodes;
+using clock::sync_scheme_name;
+using clock::synchronize_clocks;
+using clock::SyncResult;
+
+// What the shim takes from the settings package (prof/settings.h).
+using settings::Config;
+using settings::read_config;
+
 struct Runtime {
   Config cfg;
   TraceFile file;

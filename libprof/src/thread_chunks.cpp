@@ -116,13 +116,25 @@ void start_records(ThreadState* ts, format::ChunkHeader* h) {
   ts->cur += format::encode_snapshot(ts->cur, ts->open_intervals);
 }
 
+// The thread's Live slot counts the chunks its stream opened (format 8), so
+// that a reader tells a file that lost its last ones; stored after the chunk's
+// header, once per chunk. Threads without a Live slot store into their
+// private one, which no reader sees. Async-signal-safe.
+void count_chunk_opened(ThreadState* ts) {
+  ++ts->chunks_opened;
+  if (ts->slot)
+    __atomic_store_n(&reinterpret_cast<format::LiveSlot*>(ts->slot)->chunks, ts->chunks_opened,
+                     __ATOMIC_RELEASE);
+}
+
 void map_first_or_next(ThreadState* ts) {
   const size_t bytes = std::min<size_t>(
       ts->next_chunk_bytes ? ts->next_chunk_bytes : kFirstChunkBytes, rt->cfg.buffer_bytes);
   // At full size a thread with a Live slot keeps this chunk as its home.
   const bool home = bytes == rt->cfg.buffer_bytes && ts->home_copy;
-  format::ChunkHeader* h = rt->file.map_event_chunk(bytes, ts->stream, ts->last_enter,
-                                                    home ? format::kChunkHome : 0);
+  format::ChunkHeader* h = rt->file.map_event_chunk(
+      bytes, static_cast<uint16_t>(ts->stream), static_cast<uint16_t>(ts->chunks_opened),
+      ts->last_enter, home ? format::kChunkHome : 0);
   if (!h) {
     ts->cx.reset();
     ts->repeats.reset();
@@ -132,6 +144,7 @@ void map_first_or_next(ThreadState* ts) {
     ts->end = discard_buffer + kDiscardWords;
     return;
   }
+  count_chunk_opened(ts);
   ts->chunk = h;
   ts->chunk_map_bytes = bytes;
   ts->next_chunk_bytes = std::min<size_t>(bytes * 2, rt->cfg.buffer_bytes);
@@ -171,6 +184,9 @@ void register_thread(ThreadState* ts) {
     ts->home_copy = &reinterpret_cast<format::LiveSlot*>(ts->slot)->home_copy;
   else
     ts->slot = &private_slot.slot;
+  // (The first chunk was opened before the thread had its slot.)
+  __atomic_store_n(&reinterpret_cast<format::LiveSlot*>(ts->slot)->chunks, ts->chunks_opened,
+                   __ATOMIC_RELEASE);
   {
     std::lock_guard<std::mutex> lock(rt->threads_mu);
     rt->threads.push_back(ts);
@@ -214,8 +230,18 @@ void close_trace() {
 
 ThreadState* attach_thread() {
   if (!rt || !g.recording) return nullptr;
+  // A chunk header numbers at most kMaxStreams streams: a thread beyond is
+  // not recorded (its calls run as they would unprofiled), and is told once.
+  if (rt->next_stream.load(std::memory_order_relaxed) >= format::kMaxStreams) return nullptr;
+  const uint32_t stream = rt->next_stream++;
+  if (stream >= format::kMaxStreams) {
+    if (stream == format::kMaxStreams)
+      say(kWarn, "more than " + std::to_string(format::kMaxStreams) +
+                     " threads made MPI calls: the later ones are not recorded");
+    return nullptr;
+  }
   ThreadState* ts = new ThreadState();
-  ts->stream = rt->next_stream++;
+  ts->stream = stream;
   ts->last_enter = now();
   ts->attached = true;
   map_first_or_next(ts);
@@ -248,11 +274,14 @@ bool copy_out_home(ThreadState* ts) {
                                 used + format::kMaxRecordWords * 4);
   std::memset(payload, 0, dirty);
   h->base_time = ts->last_enter;
+  h->sequence = static_cast<uint16_t>(ts->chunks_opened);
   start_records(ts, h);
   // Sealed meanwhile (recording ended in another thread: a signal, an exit):
-  // the copy holds the records and the home is left dropped.
-  if (!(__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & format::kChunkSealed))
+  // the copy holds the records and the home is left dropped, uncounted.
+  if (!(__atomic_load_n(&h->flags, __ATOMIC_ACQUIRE) & format::kChunkSealed)) {
     __atomic_store_n(ts->home_copy, uint64_t{0}, __ATOMIC_RELEASE);
+    count_chunk_opened(ts);
+  }
   return true;
 }
 

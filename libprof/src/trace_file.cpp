@@ -194,8 +194,8 @@ bool TraceFile::write_end_definitions(const char* text, size_t len) {
          ::pwrite(fd_, &h, sizeof h, off_t(kEndSlotAt)) == ssize_t(sizeof h);
 }
 
-ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint64_t base_time,
-                                        uint16_t flags) {
+ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint16_t stream, uint16_t sequence,
+                                        uint64_t base_time, uint16_t flags) {
   if (fd_ < 0 || full()) return nullptr;
   const uint64_t at = reserve(map_bytes, kPage);
   if (!allocate(at, map_bytes)) {
@@ -215,6 +215,7 @@ ChunkHeader* TraceFile::map_event_chunk(size_t map_bytes, uint32_t stream, uint6
   h->used = 0;
   h->crc32 = 0;
   h->stream = stream;
+  h->sequence = sequence;
   h->base_time = base_time;
   __atomic_store_n(&h->magic, format::kChunkMagic, __ATOMIC_RELEASE);
   {

@@ -47,11 +47,11 @@ class TraceFile {
   bool write_end_definitions(const char* text, size_t len);
 
   // Maps a new unsealed Events chunk of `map_bytes` (header included; a
-  // multiple of the page size), with `flags` (kChunkHome or 0). nullptr when
-  // the file cannot grow; after one such failure the file stops trying
-  // (full()).
-  format::ChunkHeader* map_event_chunk(size_t map_bytes, uint32_t stream, uint64_t base_time,
-                                       uint16_t flags = 0);
+  // multiple of the page size), numbered `sequence` in its stream (format 8),
+  // with `flags` (kChunkHome or 0). nullptr when the file cannot grow; after
+  // one such failure the file stops trying (full()).
+  format::ChunkHeader* map_event_chunk(size_t map_bytes, uint16_t stream, uint16_t sequence,
+                                       uint64_t base_time, uint16_t flags = 0);
   // A full home chunk (format 5) copied out: reserve_copy() finds and
   // allocates room at the file's end for a sealed chunk of `used` payload
   // bytes (*at: its header's offset; false when the file cannot grow, and

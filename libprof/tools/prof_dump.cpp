@@ -48,7 +48,8 @@
 //   <one line per event, all streams merged by enter time; not with --no-events>
 //   warning: TEXT                      one per RankTrace warning
 //   stats chunks=N event_chunks=N unsealed_chunks=N crc_mismatches=N
-//         bad_chunk_headers=N truncated_chunks=N bad_records=N bad_definitions=N
+//         bad_chunk_headers=N truncated_chunks=N missing_chunks=N bad_records=N
+//         bad_definitions=N
 //         unknown_chunk_types=N backwards_timestamps=N events=N
 //                                      (one line; only with --stats)
 //
@@ -94,8 +95,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "symbolizer.h"
-
+#include "prof/symbols/symbolizer.h"
 #include "prof/trace_reader.h"
 #include "prof/definition_lines.h"
 
@@ -319,16 +319,15 @@ std::string dump_rank(const RankTrace& t, const Options& o) {
     std::printf(
         "stats chunks=%" PRIu64 " event_chunks=%" PRIu64 " unsealed_chunks=%" PRIu64
         " crc_mismatches=%" PRIu64 " bad_chunk_headers=%" PRIu64 " truncated_chunks=%" PRIu64
-        " bad_records=%" PRIu64 " bad_definitions=%" PRIu64 " unknown_chunk_types=%" PRIu64
-        " backwards_timestamps=%" PRIu64 " events=%" PRIu64 "\n",
+        " missing_chunks=%" PRIu64 " bad_records=%" PRIu64 " bad_definitions=%" PRIu64
+        " unknown_chunk_types=%" PRIu64 " backwards_timestamps=%" PRIu64 " events=%" PRIu64 "\n",
         s.chunks, s.event_chunks, s.unsealed_chunks, s.crc_mismatches, s.bad_chunk_headers,
-        s.truncated_chunks, s.bad_records, s.bad_definitions, s.unknown_chunk_types,
+        s.truncated_chunks, s.missing_chunks, s.bad_records, s.bad_definitions, s.unknown_chunk_types,
         s.backwards_timestamps, s.events);
   }
   const ReadStats& s = t.stats();
   std::string wrong;
-  if (s.crc_mismatches + s.bad_chunk_headers + s.truncated_chunks + s.bad_records + s.bad_definitions)
-    wrong = "damaged";
+  if (s.damage()) wrong = "damaged";
   if (auto it = t.meta().find("records_lost"); it != t.meta().end() && it->second != "0")
     wrong += std::string(wrong.empty() ? "" : ", ") + it->second + " records lost when recording";
   return wrong.empty() ? wrong : t.path() + ": " + wrong;

@@ -29,9 +29,9 @@
 #include "prof/clock.h"
 
 using prof::format::TimerKind;
-using prof::shim::SyncResult;
-using prof::shim::SyncScheme;
-using prof::shim::Timer;
+using prof::clock::SyncResult;
+using prof::clock::SyncScheme;
+using prof::clock::Timer;
 
 namespace {
 
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     else if (opt == "--repeat") repeat = std::max(1, atoi(val.c_str()));
     else if (opt == "--nodes") {
       pretend_nodes = std::max(0, atoi(val.c_str()));
-      prof::shim::set_test_nodes(pretend_nodes);
+      prof::clock::set_test_nodes(pretend_nodes);
     }
     else if (opt == "--shifts") {
       shifts.clear();
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
     }
     for (const auto& sname : schemes) {
       SyncScheme scheme;
-      if (!prof::shim::parse_sync_scheme(sname, &scheme)) {
+      if (!prof::clock::parse_sync_scheme(sname, &scheme)) {
         if (rank == 0) fprintf(stderr, "unknown scheme %s\n", sname.c_str());
         MPI_Abort(MPI_COMM_WORLD, 2);
       }
@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
 
           const uint64_t before = timer.now();
           const double t0 = mono_ms();
-          const SyncResult r = prof::shim::synchronize_clocks(timer, MPI_COMM_WORLD, scheme);
+          const SyncResult r = prof::clock::synchronize_clocks(timer, MPI_COMM_WORLD, scheme);
           const double t1 = mono_ms();
           const uint64_t after = timer.now();
 

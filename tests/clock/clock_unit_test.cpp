@@ -13,10 +13,10 @@
 #include "prof/clock.h"
 
 using prof::format::TimerKind;
-using prof::shim::exchange_estimate;
-using prof::shim::interpolate_offset;
-using prof::shim::SyncScheme;
-using prof::shim::Timer;
+using prof::clock::exchange_estimate;
+using prof::clock::interpolate_offset;
+using prof::clock::SyncScheme;
+using prof::clock::Timer;
 
 namespace {
 
@@ -152,14 +152,14 @@ TEST(TimerParse, RejectsOthersAndLeavesOutputAlone) {
 
 TEST(SyncScheme, Parse) {
   SyncScheme s = SyncScheme::None;
-  EXPECT_TRUE(prof::shim::parse_sync_scheme("linear", &s));
+  EXPECT_TRUE(prof::clock::parse_sync_scheme("linear", &s));
   EXPECT_EQ(s, SyncScheme::Linear);
-  EXPECT_TRUE(prof::shim::parse_sync_scheme("ring", &s));
+  EXPECT_TRUE(prof::clock::parse_sync_scheme("ring", &s));
   EXPECT_EQ(s, SyncScheme::Ring);
-  EXPECT_TRUE(prof::shim::parse_sync_scheme("none", &s));
+  EXPECT_TRUE(prof::clock::parse_sync_scheme("none", &s));
   EXPECT_EQ(s, SyncScheme::None);
   for (const char* bad : {"", "Linear", "tree", "rings"})
-    EXPECT_FALSE(prof::shim::parse_sync_scheme(bad, &s)) << bad;
+    EXPECT_FALSE(prof::clock::parse_sync_scheme(bad, &s)) << bad;
   EXPECT_EQ(s, SyncScheme::None);
 }
 

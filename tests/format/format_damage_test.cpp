@@ -293,6 +293,145 @@ TEST(FormatDamage, FlippedBitInSealedChunk) {
   fs::remove_all(dir);
 }
 
+// Format 8 numbers each stream's events chunks: a chunk cut out of the middle
+// of the file (its bytes gone, the next chunk right after the one before)
+// leaves a jump, which the reader counts and names; every other chunk reads.
+TEST(FormatDamage, ChunkCutOutOfTheFileIsMissing) {
+  const std::string dir = temp_dir();
+  Written w = write_sends(dir, 1000);
+  const Bytes good = read_file(w.path);
+  const auto ev = event_chunks_of(good);
+  ASSERT_GE(ev.size(), 4u);
+  for (size_t i = 0; i < ev.size(); ++i) EXPECT_EQ(ev[i].h.sequence, i);
+  {
+    auto t = RankTrace::open(w.path, nullptr);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(read_prefix(*t, w.events), w.events.size());
+    EXPECT_EQ(t->stats().missing_chunks, 0u);
+    EXPECT_EQ(t->stats().damage(), 0u);
+    EXPECT_TRUE(t->warnings().empty()) << t->warnings().front();
+  }
+  Bytes b = good;
+  b.erase(b.begin() + static_cast<ptrdiff_t>(ev[1].off),
+          b.begin() + static_cast<ptrdiff_t>(ev[2].off));
+  write_file(w.path, b);
+  auto t = RankTrace::open(w.path, nullptr);
+  ASSERT_TRUE(t);
+  const std::vector<Event> want = events_outside(w, ev, {1});
+  EXPECT_EQ(read_prefix(*t, want), want.size());
+  EXPECT_EQ(t->stats().missing_chunks, 1u);
+  EXPECT_GT(t->stats().damage(), 0u);
+  EXPECT_EQ(t->stats().bad_chunk_headers + t->stats().truncated_chunks, 0u);
+  ASSERT_EQ(t->warnings().size(), 1u);
+  EXPECT_EQ(t->warnings()[0], w.path + ": offset " + std::to_string(ev[1].off) +
+                                  ": 1 events chunk of stream 0 missing before this chunk "
+                                  "(numbered 2, expected 1)");
+  // A cursor that numbers calls across chunks sees the loss.
+  auto c = t->events();
+  Event e;
+  while (c.next(e)) {
+  }
+  EXPECT_EQ(c.gaps(), 1u);
+  fs::remove_all(dir);
+}
+
+// 1000 Sends of one stream in chunks of 2 KiB, written as `version`;
+// `count_chunks`: closed with a Live chunk whose slot 0 counts the stream's
+// chunks, as the shim keeps it (format 8).
+Written write_numbered_sends(const std::string& dir, uint32_t version, bool count_chunks) {
+  Written w;
+  w.path = dir + "/rank-00000.prof";
+  TraceWriter tw(w.path, 0, 1, 1, format::TimerKind::Monotonic, 2048, version);
+  tw.function(1, FuncKind::Send, "MPI_Send");
+  for (int i = 0; i < 1000; ++i) {
+    Event e;
+    e.kind = FuncKind::Send;
+    e.func = 1;
+    e.enter = 1000 + 10 * static_cast<uint64_t>(i);
+    e.leave = e.enter + 3;
+    e.peer = i % 4;
+    e.tag = i % 100;
+    e.comm = i % 2 ? kSelf : kWorld;
+    e.bytes = static_cast<uint64_t>(i);
+    tw.event(e);
+    w.events.push_back(e);
+  }
+  if (count_chunks) tw.close_counting_chunks();
+  return w;
+}
+
+// A file cut at a chunk boundary before its stream's last chunks: no chunk
+// is truncated and the numbers do not jump, but the stream's Live slot counts
+// more chunks than the file holds.
+TEST(FormatDamage, FileCutAtAChunkBoundaryIsMissingItsLastChunks) {
+  const std::string dir = temp_dir();
+  Written w = write_numbered_sends(dir, format::kFormatVersion, true);
+  const Bytes good = read_file(w.path);
+  const auto ev = event_chunks_of(good);
+  ASSERT_GE(ev.size(), 4u);
+  {
+    auto t = RankTrace::open(w.path, nullptr);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(read_prefix(*t, w.events), w.events.size());
+    EXPECT_EQ(t->stats().damage(), 0u);
+    EXPECT_TRUE(t->warnings().empty()) << t->warnings().front();
+  }
+  // Cut before the last two events chunks, the Live chunk kept.
+  const auto all = file_chunks(good);
+  const size_t live_at = all.back().off;
+  ASSERT_EQ(all.back().h.type, uint16_t(format::ChunkType::Live));
+  Bytes b(good.begin(), good.begin() + static_cast<ptrdiff_t>(ev[ev.size() - 2].off));
+  b.insert(b.end(), good.begin() + static_cast<ptrdiff_t>(live_at), good.end());
+  write_file(w.path, b);
+  auto t = RankTrace::open(w.path, nullptr);
+  ASSERT_TRUE(t);
+  const std::vector<Event> want = events_outside(w, ev, {ev.size() - 2, ev.size() - 1});
+  EXPECT_EQ(read_prefix(*t, want), want.size());
+  EXPECT_EQ(t->stats().missing_chunks, 2u);
+  EXPECT_EQ(t->stats().truncated_chunks, 0u);
+  ASSERT_EQ(t->warnings().size(), 1u);
+  EXPECT_NE(t->warnings()[0].find("2 events chunks of stream 0 missing after this chunk"),
+            std::string::npos)
+      << t->warnings()[0];
+  auto c = t->events();
+  Event e;
+  while (c.next(e)) {
+  }
+  EXPECT_EQ(c.gaps(), 1u);
+  fs::remove_all(dir);
+}
+
+// Files before format 8 have no chunk numbers: they read as before, and a
+// chunk cut out of one goes unseen (the reader cannot tell).
+TEST(FormatDamage, OlderVersionsReadWithoutTheChunkCheck) {
+  for (const uint32_t version : {format::kFirstRepeatVersion, format::kFirstSiteVersion}) {
+    const std::string dir = temp_dir();
+    const Written w = write_numbered_sends(dir, version, true);
+    const std::string& path = w.path;
+    const std::vector<Event>& written = w.events;
+    Bytes b = read_file(path);
+    const auto ev = event_chunks_of(b);
+    ASSERT_GE(ev.size(), 4u);
+    for (const auto& c : ev) EXPECT_EQ(c.h.sequence, 0u) << version;  // the old stream's high half
+    {
+      auto t = RankTrace::open(path, nullptr);
+      ASSERT_TRUE(t) << version;
+      EXPECT_EQ(t->header().version, version);
+      EXPECT_EQ(read_prefix(*t, written), written.size()) << version;
+      EXPECT_EQ(t->stats().damage(), 0u) << version;
+      EXPECT_TRUE(t->warnings().empty()) << t->warnings().front();
+    }
+    b.erase(b.begin() + static_cast<ptrdiff_t>(ev[1].off),
+            b.begin() + static_cast<ptrdiff_t>(ev[2].off));
+    write_file(path, b);
+    auto t = RankTrace::open(path, nullptr);
+    ASSERT_TRUE(t) << version;
+    EXPECT_EQ(t->stats().missing_chunks, 0u) << version;
+    EXPECT_TRUE(t->warnings().empty()) << t->warnings().front();
+    fs::remove_all(dir);
+  }
+}
+
 // A cursor decodes its first chunks in the file mapping and reads the later
 // ones into its buffer (reader_internal.h, kMappedChunks): a chunk whose CRC
 // fails is skipped on either path, and every other chunk reads whole, in order.

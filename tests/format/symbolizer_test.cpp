@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "symbolizer.h"
+#include "prof/symbols/symbolizer.h"
 
 namespace {
 

@@ -503,7 +503,8 @@ int main(int argc, char** argv) {
     const auto& st = t.stats();
     const std::pair<const char*, uint64_t> damage[] = {
         {"crc_mismatches", st.crc_mismatches},       {"bad_chunk_headers", st.bad_chunk_headers},
-        {"truncated_chunks", st.truncated_chunks},   {"bad_records", st.bad_records},
+        {"truncated_chunks", st.truncated_chunks},   {"missing_chunks", st.missing_chunks},
+        {"bad_records", st.bad_records},
         {"bad_definitions", st.bad_definitions},     {"unknown_chunk_types", st.unknown_chunk_types},
         {"backwards_timestamps", st.backwards_timestamps}};
     for (const auto& [name, n] : damage)

@@ -11,7 +11,7 @@
 
 #include "prof/settings.h"
 
-namespace prof::shim {
+namespace prof::settings {
 namespace {
 
 // Reads the settings with `name` set to `value` (and every other one unset).
@@ -66,7 +66,7 @@ TEST(ShimConfig, EveryBadValueGetsTheOneErrorFormat) {
 TEST(ShimConfig, EveryResolvedValueReadsBack) {
   Config changed;
   changed.timer = format::TimerKind::Monotonic;
-  changed.sync = SyncScheme::Ring;
+  changed.sync = clock::SyncScheme::Ring;
   changed.buffer_bytes = 7u << 20;
   changed.strict = true;
   changed.callsites = false;
@@ -177,4 +177,4 @@ TEST(ShimConfig, ClockShiftsAreAListOfDistinctRanksOrNodes) {
 }
 
 }  // namespace
-}  // namespace prof::shim
+}  // namespace prof::settings

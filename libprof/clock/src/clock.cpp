@@ -18,7 +18,7 @@
 #include <cpuid.h>
 #endif
 
-namespace prof::shim {
+namespace prof::clock {
 
 namespace {
 
@@ -616,4 +616,4 @@ SyncResult synchronize_clocks(const Timer& timer, MPI_Comm comm, SyncScheme sche
   return res;
 }
 
-}  // namespace prof::shim
+}  // namespace prof::clock

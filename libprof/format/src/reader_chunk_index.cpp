@@ -172,6 +172,8 @@ void RankTrace::Impl::index() {
   }
 
   if (header.version >= format::kFirstHomeVersion) order_home_chunks();
+  if (header.version >= format::kFirstSequenceVersion) check_sequences();
+  drop_empty_chunks();
   mark_losses();
   streams.reserve(building.size());
   for (auto& [id, s] : building) streams.push_back(std::move(s));
@@ -274,6 +276,12 @@ void RankTrace::Impl::live_chunk(const ChunkHeader& h, uint64_t off, uint64_t av
       std::memcpy(&copy, at + format::kHomeCopyOffset, sizeof copy);
       if (copy != 0) home_copies.emplace_back(static_cast<uint32_t>(i), copy);
     }
+    if (header.version >= format::kFirstSequenceVersion &&
+        lh.slot_bytes >= format::kChunkCountOffset + sizeof slot.chunks) {
+      uint32_t count;
+      std::memcpy(&count, at + format::kChunkCountOffset, sizeof count);
+      if (count != 0) chunk_counts.emplace_back(static_cast<uint32_t>(i), count);
+    }
   }
 }
 
@@ -306,6 +314,67 @@ void RankTrace::Impl::order_home_chunks() {
                           [](const ChunkRef& c) { return !c.home; });
 }
 
+// Format 8: in stream order a stream's chunks are numbered 0, 1, 2, ...
+// (modulo 2^16). A number skipped is a chunk the file lost: the chunk after
+// the jump follows lost data. A stream whose Live slot counts more chunks
+// than the stream has lost its newest ones: its last chunk is cut. (A
+// stream with a count and no chunk at all is in no stream list: counted and
+// described only.)
+void RankTrace::Impl::check_sequences() {
+  std::map<uint32_t, uint32_t> counted(chunk_counts.begin(), chunk_counts.end());
+  auto describe = [&](uint32_t stream, uint64_t at, uint64_t missing, const std::string& where) {
+    stats.missing_chunks += missing;
+    warn("missing chunks", at_offset(path, at, std::to_string(missing) + " events chunk" +
+                                                   (missing == 1 ? "" : "s") + " of stream " +
+                                                   std::to_string(stream) + " missing " + where));
+  };
+  for (auto& [id, s] : building) {
+    uint64_t found = 0;  // chunks of the stream so far, the missing ones included
+    for (ChunkRef& c : s.chunks) {
+      const uint16_t gap = static_cast<uint16_t>(c.sequence - static_cast<uint16_t>(found));
+      if (gap != 0) {
+        c.lost_before = true;
+        describe(id, c.header_off, gap,
+                 "before this chunk (numbered " + std::to_string(c.sequence) + ", expected " +
+                     std::to_string(static_cast<uint16_t>(found)) + ")");
+      }
+      found += uint64_t{gap} + 1;
+    }
+    auto it = counted.find(id);
+    if (it == counted.end()) continue;
+    if (it->second > found && !s.chunks.empty()) {
+      s.chunks.back().cut = true;
+      describe(id, s.chunks.back().header_off, it->second - found,
+               "after this chunk, the stream's last in the file (its live slot counts " +
+                   std::to_string(it->second) + ")");
+    }
+    counted.erase(it);
+  }
+  for (const auto& [id, count] : counted)
+    describe(id, 0, count, "(its live slot counts " + std::to_string(count) +
+                               "; none is in the file)");
+}
+
+void RankTrace::Impl::drop_empty_chunks() {
+  for (auto& [id, s] : building) {
+    std::vector<ChunkRef> kept;
+    kept.reserve(s.chunks.size());
+    bool lost = false;  // before the next chunk kept
+    for (ChunkRef& c : s.chunks) {
+      if (c.len == 0 && !c.cut) {
+        lost |= c.lost_before;
+        continue;
+      }
+      c.lost_before |= lost;
+      lost = false;
+      kept.push_back(c);
+    }
+    if (lost && !kept.empty()) kept.back().cut = true;
+    s.chunks = std::move(kept);
+  }
+  std::erase_if(building, [](const auto& entry) { return entry.second.chunks.empty(); });
+}
+
 // A stretch skipped at offset X may have held any stream's chunks: in each
 // stream, the first chunk after X in the file (else its home chunk, the
 // newest, wherever it lies) may follow lost data.
@@ -335,6 +404,7 @@ void RankTrace::Impl::events_chunk(const ChunkHeader& h, uint64_t off, uint64_t 
   ref.base_time = h.base_time;
   ref.sealed = sealed;
   ref.stream = h.stream;
+  ref.sequence = h.sequence;
   ref.home = h.flags & format::kChunkHome;
   ref.end_off = payload + std::min<uint64_t>(h.capacity, avail);
 
@@ -374,7 +444,8 @@ void RankTrace::Impl::events_chunk(const ChunkHeader& h, uint64_t off, uint64_t 
     }
   }
   event_bytes += ref.len;
-  if (ref.len == 0 && !ref.cut) return;  // (a cut one stays: what followed it is lost)
+  // (One with nothing to decode stays until its number is checked:
+  // drop_empty_chunks.)
   auto& s = building[h.stream];
   s.id = h.stream;
   s.chunks.push_back(ref);

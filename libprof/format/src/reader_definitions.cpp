@@ -376,7 +376,7 @@ const CommDef* RankTrace::Impl::comm_at(uint32_t handle, uint64_t t) const {
 
 double RankTrace::Impl::offset_ns(uint64_t t) const {
   if (have_init && have_final) {
-    // As prof::shim::interpolate_offset (prof/clock.h).
+    // As prof::clock::interpolate_offset (prof/clock.h).
     const double tt = static_cast<double>(t);
     if (final_t <= init_t) return init_off;
     return init_off + (final_off - init_off) * (tt - init_t) / (final_t - init_t);

@@ -129,6 +129,7 @@ struct ChunkRef {
   uint32_t crc = 0;              // sealed: expected CRC of the `len` bytes
   uint32_t check = kNoCheck;     // sealed: index of its lazy CRC state
   uint32_t stream = 0;
+  uint16_t sequence = 0;         // format 8: its number in the stream (ChunkHeader::sequence)
   bool home = false;             // format 5: its stream's home chunk, the newest
   // Data of its stream was lost right after its `len` bytes (the file ends in
   // it), or may have been lost right before it (a stretch of the file was
@@ -204,6 +205,8 @@ struct RankTrace::Impl {
   // Format 5: the slots' non-zero home_copy words, by stream id (a home chunk
   // was being copied out when the process ended).
   std::vector<std::pair<uint32_t, uint64_t>> home_copies;
+  // Format 8: the slots' non-zero chunk counts (LiveSlot::chunks), by stream id.
+  std::vector<std::pair<uint32_t, uint32_t>> chunk_counts;
   // in_flight() and last_alive(), computed once (they need the chunk times).
   mutable std::once_flag live_once;
   mutable std::vector<InFlightCall> in_flight;
@@ -269,6 +272,13 @@ struct RankTrace::Impl {
   void definitions_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail, uint64_t* resume);
   void live_chunk(const ChunkHeader& h, uint64_t off, uint64_t avail);
   void order_home_chunks();
+  // Format 8: counts and describes the chunks missing from each stream (a
+  // jump in the sequence numbers, fewer chunks than its Live slot counts),
+  // marking the chunk after a jump lost_before and a stream's last chunk cut.
+  void check_sequences();
+  // Drops the events chunks with nothing to decode, handing their marks of
+  // lost data to their neighbours.
+  void drop_empty_chunks();
   // Marks, in each stream, the chunk after a stretch of the file that was
   // skipped (a bad header, a cut chunk of another kind): lost_before.
   void mark_losses();

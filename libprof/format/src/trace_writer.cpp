@@ -26,7 +26,10 @@
 // From format 6 a record whose payload repeats the previous full record of
 // its function in the chunk is written as its header alone
 // (RecordEncoder::commit_repeating), as the shim writes it; an older
-// `version` writes every payload in full.
+// `version` writes every payload in full. From format 8 each stream's events
+// chunks are numbered 0, 1, 2, ... (ChunkHeader::sequence); a Live chunk's
+// chunk counts are what the caller's slots hold, except the one
+// close_counting_chunks() writes last, which counts them as the shim does.
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -52,6 +55,7 @@ struct TraceWriter::Impl {
   bool snapshots = true;  // format 3
   bool repeats = true;    // format 6
   bool sites = true;      // format 7: call site indexes in the func field
+  bool sequences = true;  // format 8: events chunks numbered in their stream
 
   struct Stream {
     uint32_t id = 0;
@@ -62,6 +66,7 @@ struct TraceWriter::Impl {
     ChunkContext cx;    // what kSameComm / kPackedRequest records of this chunk refer to
     std::unique_ptr<RepeatTable> repeat = std::make_unique<RepeatTable>();  // kRepeatPayload
     std::vector<OpenInterval> open;  // the intervals open on the stream (snapshots)
+    uint32_t chunks = 0;             // written so far: the next one's sequence number (format 8)
   };
   std::map<uint32_t, Stream> streams;
   Stream* last = nullptr;
@@ -81,11 +86,12 @@ struct TraceWriter::Impl {
     std::memcpy(payload.data(), &h, sizeof h);
     if (count) std::memcpy(payload.data() + sizeof h, slots, count * stride);
     const uint32_t n = static_cast<uint32_t>(payload.size());
-    chunk(ChunkType::Live, 0, n, 0, 0, 0, 0, payload.data(), n);
+    chunk(ChunkType::Live, 0, n, 0, 0, 0, 0, 0, payload.data(), n);
   }
 
   void chunk(ChunkType type, uint16_t flags, uint32_t capacity, uint32_t used, uint32_t crc,
-             uint32_t stream, uint64_t base_time, const void* payload, size_t payload_bytes) {
+             uint16_t stream, uint16_t sequence, uint64_t base_time, const void* payload,
+             size_t payload_bytes) {
     ChunkHeader h{};
     h.magic = kChunkMagic;
     h.type = static_cast<uint16_t>(type);
@@ -94,6 +100,7 @@ struct TraceWriter::Impl {
     h.used = used;
     h.crc32 = crc;
     h.stream = stream;
+    h.sequence = sequence;
     h.base_time = base_time;
     write(&h, sizeof h);
     write(payload, payload_bytes);
@@ -105,18 +112,22 @@ struct TraceWriter::Impl {
     if (closed) return;
     const uint32_t used = static_cast<uint32_t>(text.size());
     chunk(ChunkType::Definitions, kChunkSealed, static_cast<uint32_t>(align8(used)), used,
-          format::crc32c(text.data(), used), 0, 0, text.data(), used);
+          format::crc32c(text.data(), used), 0, 0, 0, text.data(), used);
   }
   void seal(Stream& s) {
     if (s.used == 0) return;
     const uint32_t used = static_cast<uint32_t>(s.used * 4);
     chunk(ChunkType::Events, kChunkSealed, static_cast<uint32_t>(align8(used)), used,
-          format::crc32c(s.buf.data(), used), s.id, s.base_time, s.buf.data(), used);
+          format::crc32c(s.buf.data(), used), static_cast<uint16_t>(s.id), next_sequence(s),
+          s.base_time, s.buf.data(), used);
     std::fill(s.buf.begin(), s.buf.begin() + static_cast<ptrdiff_t>(s.used), 0u);
     s.used = 0;
   }
+  // A stream's next chunk's number (0 before format 8, which had none).
+  uint16_t next_sequence(Stream& s) { return sequences ? static_cast<uint16_t>(s.chunks++) : 0; }
   Stream& stream(uint32_t id) {
     if (last && last->id == id) return *last;
+    if (id >= kMaxStreams) ok = false;  // a chunk header cannot say it
     auto [it, fresh] = streams.try_emplace(id);
     if (fresh) {
       it->second.id = id;
@@ -146,18 +157,25 @@ struct TraceWriter::Impl {
     s.used += repeats && may_repeat ? enc.commit_repeating(func, *s.repeat) : enc.commit(func);
     s.prev = enter;
   }
-  void finish(bool seal_last) {
+  void finish(bool seal_last, bool count_chunks = false) {
     if (closed) return;
-    closed = true;
     for (auto& [id, s] : streams) {
       if (seal_last) {
         seal(s);
       } else if (s.used > 0) {
         const uint32_t cap = cap_words * 4;
-        chunk(ChunkType::Events, 0, cap, 0, 0, s.id, s.base_time, s.buf.data(), cap);
+        chunk(ChunkType::Events, 0, cap, 0, 0, static_cast<uint16_t>(s.id), next_sequence(s),
+              s.base_time, s.buf.data(), cap);
         s.used = 0;
       }
     }
+    if (count_chunks && !streams.empty()) {
+      std::vector<LiveSlot> slots(std::min<size_t>(streams.rbegin()->first + 1, kLiveSlots));
+      for (const auto& [id, s] : streams)
+        if (id < slots.size()) slots[id].chunks = s.chunks;
+      live(0, slots.data(), slots.size(), sizeof(LiveSlot));
+    }
+    closed = true;
     streams.clear();
     last = nullptr;
     if (f) {
@@ -176,6 +194,7 @@ TraceWriter::TraceWriter(const std::string& path, int rank, int world_size, uint
   w.snapshots = version >= kFirstSnapshotVersion;
   w.repeats = version >= kFirstRepeatVersion;
   w.sites = version >= kFirstSiteVersion;
+  w.sequences = version >= kFirstSequenceVersion;
   // Room for a snapshot and the largest record.
   uint64_t cap = std::max<uint64_t>(chunk_bytes, (kMaxSnapshotWords + kMaxRecordWords) * 4);
   cap = std::min<uint64_t>(align8(cap), uint64_t{1} << 30);
@@ -339,6 +358,7 @@ void TraceWriter::event(const Event& e) {
 }
 
 void TraceWriter::close() { impl_->finish(true); }
+void TraceWriter::close_counting_chunks() { impl_->finish(true, true); }
 void TraceWriter::close_without_sealing() { impl_->finish(false); }
 
 }  // namespace prof::trace

@@ -26,8 +26,8 @@ int main() {
               "what is accepted, `NAME='VALUE' is not ACCEPTED`, followed by `: DETAIL` where "
               "more is worth saying; the application then runs unprofiled unless PROF_STRICT=1.\n\n");
   std::printf("| variable | type | default | description |\n| --- | --- | --- | --- |\n");
-  for (const auto& v : prof::shim::config_variables())
-    std::printf("| `%s` | %s | %s | %s |\n", cell(v.name).c_str(), cell(prof::shim::setting_type(v).c_str()).c_str(),
+  for (const auto& v : prof::settings::config_variables())
+    std::printf("| `%s` | %s | %s | %s |\n", cell(v.name).c_str(), cell(prof::settings::setting_type(v).c_str()).c_str(),
                 cell(v.default_value).c_str(), cell(v.description).c_str());
   std::printf(
       "\n## What the trace survives\n\n"

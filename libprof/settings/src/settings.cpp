@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
-namespace prof::shim {
+namespace prof::settings {
 
 namespace {
 
@@ -28,8 +28,8 @@ std::vector<std::string> timer_names() {
 }
 std::vector<std::string> sync_names() {
   std::vector<std::string> names;
-  for (int s = int(SyncScheme::Hierarchical); s <= int(SyncScheme::None); ++s)
-    names.emplace_back(sync_scheme_name(SyncScheme(s)));
+  for (int s = int(clock::SyncScheme::Hierarchical); s <= int(clock::SyncScheme::None); ++s)
+    names.emplace_back(clock::sync_scheme_name(clock::SyncScheme(s)));
   return names;
 }
 std::vector<std::string> bcast_impl_names() {
@@ -173,8 +173,8 @@ const std::vector<ConfigVariable>& config_variables() {
           "node leader's clock (checked) take its offset at no cost, node leaders measure in a "
           "binomial tree, O(log nodes) rounds; linear: rank 0 against each rank in turn; ring: "
           "each rank against the one before it.";
-      s.set_choice = [](Config& c, size_t i) { c.sync = SyncScheme(i); };
-      s.resolved = [](const Config& c) { return std::string(sync_scheme_name(c.sync)); };
+      s.set_choice = [](Config& c, size_t i) { c.sync = clock::SyncScheme(i); };
+      s.resolved = [](const Config& c) { return std::string(clock::sync_scheme_name(c.sync)); };
     }
     {
       ConfigVariable& s = v.emplace_back();
@@ -443,4 +443,4 @@ bool read_config(Config* cfg, std::vector<std::string>* errors, bool (*wanted)(c
   return errors->size() == before;
 }
 
-}  // namespace prof::shim
+}  // namespace prof::settings

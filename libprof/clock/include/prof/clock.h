@@ -32,7 +32,7 @@
 #endif
 #include <time.h>
 
-namespace prof::shim {
+namespace prof::clock {
 
 class Timer {
  public:
@@ -177,4 +177,4 @@ inline double interpolate_offset(double t, double t0, double off0, double t1, do
   return off0 + (off1 - off0) * (t - t0) / (t1 - t0);
 }
 
-}  // namespace prof::shim
+}  // namespace prof::clock

@@ -49,14 +49,17 @@ inline constexpr char kFileMagic[8] = {'P', 'R', 'O', 'F', 'T', 'R', 'C', '1'};
 // record whose payload is the previous one of its function in the chunk
 // carries none. Version 7 adds call sites: a record's func field carries the
 // call's site index beside the function id (kSiteShift), which A definitions
-// resolve. Readers take versions 1 to 7.
-inline constexpr uint32_t kFormatVersion = 7;
+// resolve. Version 8 numbers each stream's chunks (ChunkHeader::sequence,
+// LiveSlot::chunks), so a reader tells a chunk missing from the file.
+// Readers take versions 1 to 8.
+inline constexpr uint32_t kFormatVersion = 8;
 inline constexpr uint32_t kOldestFormatVersion = 1;
 inline constexpr uint32_t kFirstSnapshotVersion = 3;
 inline constexpr uint32_t kFirstLiveVersion = 4;
 inline constexpr uint32_t kFirstHomeVersion = 5;
 inline constexpr uint32_t kFirstRepeatVersion = 6;
 inline constexpr uint32_t kFirstSiteVersion = 7;
+inline constexpr uint32_t kFirstSequenceVersion = 8;
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843u;  // "CHNK" little-endian
 
 // Timers a trace may be recorded with (Meta key "timer" names it too).
@@ -92,10 +95,21 @@ struct ChunkHeader {
   uint32_t capacity;   // payload bytes reserved after this header (multiple of 8)
   uint32_t used;       // payload bytes written; valid when sealed
   uint32_t crc32;      // CRC-32C of the `used` payload bytes; valid when sealed
-  uint32_t stream;     // Events: the thread's stream index (0 = the thread that called MPI_Init)
+  uint16_t stream;     // Events: the thread's stream index (0 = the thread that called MPI_Init)
+  uint16_t sequence;   // Events (format 8): the chunk's number in its stream, below
   uint64_t base_time;  // Events: raw time the first record's dt_enter counts from
 };
 static_assert(sizeof(ChunkHeader) == 32);
+// Chunk sequence numbers (format 8). A stream's chunks are numbered 0, 1, 2,
+// ... modulo 2^16 in the order they were opened (a home chunk reopened after
+// its copy takes the next number; its copy keeps the number it had), so the
+// chunks a reader takes in stream order (file order, the home last) count up
+// by one: a jump says chunks are missing (a stretch cut out of the file, or a
+// chunk's header destroyed). A jump by a multiple of 2^16 goes unseen. The
+// file's last chunks are missing when the stream's Live slot (LiveSlot::chunks)
+// counts more chunks than the reader found. Before format 8 the two fields
+// were one 32-bit stream index whose high half was always 0.
+inline constexpr uint32_t kMaxStreams = 1u << 16;
 
 inline constexpr uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 
@@ -153,15 +167,23 @@ inline constexpr uint32_t kLiveSlotStride = 64;
 // records (readers drop the chunk at that offset); kHomeCopied: the copy is
 // whole and the home is being emptied (readers drop the home chunk). So a
 // process killed at any point of the copy leaves each record once.
+//
+// chunks (format 8): how many chunks the thread's stream has opened, stored
+// by the thread after each new chunk's header (a home reopened: after
+// home_copy is back to 0), so a reader that finds fewer chunks of the stream
+// knows the file lost its last ones; 0: not recorded.
 struct LiveSlot {
   InFlightSlot slot;
   uint64_t home_copy;
-  uint8_t reserved[kLiveSlotStride - sizeof(InFlightSlot) - 16];
+  uint32_t chunks;
+  uint8_t reserved[kLiveSlotStride - sizeof(InFlightSlot) - 20];
   uint64_t binding_site;
 };
 static_assert(sizeof(LiveSlot) == kLiveSlotStride);
 inline constexpr uint32_t kBindingSiteOffset = offsetof(LiveSlot, binding_site);
 inline constexpr uint32_t kHomeCopyOffset = offsetof(LiveSlot, home_copy);
+inline constexpr uint32_t kChunkCountOffset = offsetof(LiveSlot, chunks);
+static_assert(kChunkCountOffset == 40);
 inline constexpr uint64_t kHomeCopying = 1, kHomeCopied = 2, kHomeCopyStateMask = 7;
 inline constexpr uint32_t kLiveSlots =
     (kLiveChunkBytes - 32 - sizeof(LiveHeader)) / kLiveSlotStride;

@@ -177,11 +177,18 @@ struct ReadStats {
   uint64_t crc_mismatches = 0;       // sealed chunk whose payload fails its CRC: skipped
   uint64_t bad_chunk_headers = 0;    // garbage where a chunk header should be: resynced
   uint64_t truncated_chunks = 0;     // chunk claims more bytes than the file has
+  uint64_t missing_chunks = 0;       // events chunks numbered but not in the file (format 8)
   uint64_t bad_records = 0;          // record overruns its chunk or has an unknown function
   uint64_t bad_definitions = 0;      // unparsable definition lines
   uint64_t unknown_chunk_types = 0;  // skipped by length
   uint64_t backwards_timestamps = 0; // a record that enters before its predecessor
   uint64_t events = 0;               // decoded so far by cursors
+  // What of the file is damaged: data lost or not trusted (not a chunk
+  // salvaged unsealed, not a timestamp running backwards).
+  uint64_t damage() const {
+    return crc_mismatches + bad_chunk_headers + truncated_chunks + missing_chunks + bad_records +
+           bad_definitions;
+  }
 };
 
 class RankTrace {
@@ -409,6 +416,10 @@ class TraceWriter {
   // enter order. Fields used follow e.kind, as the reader decodes them.
   void event(const Event& e);
   void close();
+  // close(), then a Live chunk whose slot i counts stream i's events chunks
+  // (format 8; heartbeat 0, no call in flight), as the shim's Live slots
+  // count them: a reader then tells a file cut before a stream's last chunks.
+  void close_counting_chunks();
 
   // For damage tests: leave the last chunk of each stream unsealed, as a killed
   // process does.

@@ -19,13 +19,13 @@
 #include "prof/clock.h"
 #include "prof/trace_format.h"
 
-namespace prof::shim {
+namespace prof::settings {
 
 struct Config {
   std::string output_dir;                 // empty: make a unique one in the working directory
   format::TimerKind timer = format::TimerKind::Tsc;
   bool timer_given = false;
-  SyncScheme sync = SyncScheme::Hierarchical;
+  clock::SyncScheme sync = clock::SyncScheme::Hierarchical;
   uint64_t buffer_bytes = 1u << 20;       // per-thread mapped chunk
   bool strict = false;
   bool callsites = true;                  // PROF_CALLSITES: MPI calls' own sites
@@ -91,4 +91,4 @@ std::string setting_error(const ConfigVariable& v, const std::string& value, con
 bool read_config(Config* cfg, std::vector<std::string>* errors,
                  bool (*wanted)(const ConfigVariable&) = nullptr);
 
-}  // namespace prof::shim
+}  // namespace prof::settings

@@ -1,4 +1,4 @@
-#include "symbolizer.h"
+#include "prof/symbols/symbolizer.h"
 
 #include <elfutils/libdwfl.h>
 
