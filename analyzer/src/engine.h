@@ -43,7 +43,9 @@
 //   the end. So memory grows with messages, collectives and executions in
 //   flight and with the tree, not with events. The window adapts so that a phase decodes
 //   about Options::window_events events, and a rank stops early in a phase
-//   past 4x that, so a burst cannot make a window hold the whole trace.
+//   past 4x that, so a burst cannot make a window hold the whole trace; with
+//   many ranks (the phase sized by Options::window_events_per_rank) a
+//   worker's ranks stop once they have decoded their share of the phase.
 //
 // Invariants
 //   - A rank's state (nodes, accumulators, channels) is touched only by its
@@ -792,7 +794,8 @@ class Engine {
   void publish(unsigned w);
   void publish_early(unsigned w);
   void take_early_results(unsigned w);
-  void decode(Rank& r, unsigned w, int parity, int phase);
+  // At most `cap` events.
+  void decode(Rank& r, unsigned w, int parity, int phase, uint64_t cap);
   void close_exec(Rank& r, uint32_t node, double start, double t);
   void account_recv(Rank& r, const PendingRecv& pr, const QueuedSend& s, int32_t src, unsigned w,
                     int parity, SpanLane lane);
@@ -860,6 +863,8 @@ class Engine {
   unsigned workers_ = 1;
   uint64_t workers_mask_ = 0;  // workers_ - 1 when workers_ is a power of two, else 0
   std::vector<std::vector<size_t>> worker_ranks_;
+  // Per worker: its ranks that stopped at their share of a phase (phase_decode).
+  std::vector<std::vector<size_t>> stopped_at_share_;
   // Rank index -> its worker (read-only during phases; reading Rank::worker
   // of another worker's rank would share a cache line it writes).
   std::vector<unsigned> worker_of_;
