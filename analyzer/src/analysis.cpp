@@ -713,7 +713,10 @@ Analysis Engine::run() {
     for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   }
   for (size_t i = 0; i < ranks_.size(); ++i)
-    if (local_rank(i)) ranks_[i]->settle_instants(kInf, true);
+    if (local_rank(i)) {
+      ranks_[i]->settle_instants(kInf, true);
+      ranks_[i]->release_pass_buffers();
+    }
   if (dist_) {
     gather_at_root();
     if (proc_ != 0) return a;  // (process 0 reports)
