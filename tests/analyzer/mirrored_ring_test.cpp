@@ -164,9 +164,6 @@ TEST(MirroredRing, MirroredWhereMemfdIsAllowedAndSteppingBackMovesNothing) {
   EXPECT_EQ(ring.begin()->id, 424242u);
 }
 
-}  // namespace
-}  // namespace prof::analysis::detail
-
 // A sweep drops a phase of records and keeps the next one: a heap ring that
 // holds L records at the most takes less than 2L records' bytes (one buffer
 // of the next power of two), whatever the number of laps. (A buffer twice
@@ -193,3 +190,6 @@ TEST(MirroredRing, HeapRingTakesLessThanTwiceItsPeak) {
   EXPECT_LT(ring.reserved_bytes(), 2 * 2 * kPhase * sizeof(Record));
   EXPECT_GE(ring.reserved_bytes(), 2 * kPhase * sizeof(Record));
 }
+
+}  // namespace
+}  // namespace prof::analysis::detail
