@@ -62,9 +62,8 @@ constexpr uint32_t kBytesKinds = kind_bit(FuncKind::Send) | kind_bit(FuncKind::R
   return true;
 }
 
-void Engine::decode(Rank& r, unsigned w, int parity, int phase) {
+void Engine::decode(Rank& r, unsigned w, int parity, int phase, uint64_t cap) {
   Handler h{*this, r, w, parity};
-  const uint64_t cap = std::max<uint64_t>(opt_.window_events, 1024) * 4;
   uint64_t n = 0;
   // (In locals: the handler's stores cannot alias them.)
   const double end = win_end_;
@@ -139,13 +138,41 @@ void Engine::phase_collectives(unsigned w) {
 void Engine::phase_decode(unsigned w) {
   const int p = phase_ & 1;
   bool early_taken = workers_ == 1;
+  // A rank stops early past 4x the phase's events, so that a burst cannot
+  // make a window hold the whole trace. Where the phase is sized by the
+  // ranks (Options::window_events_per_rank), the window's end, a guess from
+  // the last phase's density, overshoots past a sparse stretch (MPI_Init) on
+  // every rank at once, by 2x or more, and the spans and contexts waiting for
+  // the next sweep (and the buffers grown to hold them) with it. So there a
+  // worker decodes at most its ranks' part of the phase: first up to
+  // window_events_per_rank a rank (all progress alike, so no rank holds the
+  // frontier back), then what some left unused goes, in rank order, to those
+  // that stopped at it (a trace whose events are on a few ranks).
+  const bool by_ranks = opt_.window_events_per_rank != 0 &&
+                        opt_.window_events <= opt_.window_events_per_rank * ranks_.size();
+  const uint64_t rank_cap = std::max<uint64_t>(opt_.window_events, 1024) * 4;
+  const uint64_t share = by_ranks ? opt_.window_events_per_rank : rank_cap;
+  uint64_t left = share * worker_ranks_[w].size();
+  std::vector<size_t>& stopped = stopped_at_share_[w];
+  stopped.clear();
   for (size_t i : worker_ranks_[w]) {
     Rank& r = *ranks_[i];
-    decode(r, w, p, phase_);
+    decode(r, w, p, phase_, share);
+    left -= r.phase_events;
     if (!early_taken) {
       take_early_results(w);
       early_taken = true;
     }
+    r.settle_instants(std::min(frontier_, r.holds.oldest()));
+    if (by_ranks && r.phase_events == share && r.has_ev && r.ev_enter < win_end_) stopped.push_back(i);
+  }
+  for (size_t i : stopped) {
+    if (left == 0) break;
+    Rank& r = *ranks_[i];
+    const uint64_t before = r.phase_events;
+    decode(r, w, p, phase_, left);
+    left -= r.phase_events;
+    r.phase_events += before;
     r.settle_instants(std::min(frontier_, r.holds.oldest()));
   }
 }
@@ -288,6 +315,7 @@ void Engine::setup() {
   // neighbours talk most in typical codes, and a message between ranks of
   // one worker needs no mailbox.
   worker_ranks_.assign(workers_, {});
+  stopped_at_share_.assign(workers_, {});
   uint64_t total = 0;
   for (const RankTrace* t : traces) total += t->event_bytes() + 1;
   uint64_t done = 0;
@@ -655,7 +683,10 @@ Analysis Engine::run() {
     for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   }
   for (size_t i = 0; i < ranks_.size(); ++i)
-    if (local_rank(i)) ranks_[i]->settle_instants(kInf, true);
+    if (local_rank(i)) {
+      ranks_[i]->settle_instants(kInf, true);
+      ranks_[i]->release_pass_buffers();
+    }
   if (dist_) {
     gather_at_root();
     if (proc_ != 0) return a;  // (process 0 reports)

@@ -43,7 +43,9 @@
 //   the end. So memory grows with messages, collectives and executions in
 //   flight and with the tree, not with events. The window adapts so that a phase decodes
 //   about Options::window_events events, and a rank stops early in a phase
-//   past 4x that, so a burst cannot make a window hold the whole trace.
+//   past 4x that, so a burst cannot make a window hold the whole trace; with
+//   many ranks (the phase sized by Options::window_events_per_rank) a
+//   worker's ranks stop once they have decoded their share of the phase.
 //
 // Invariants
 //   - A rank's state (nodes, accumulators, channels) is touched only by its
@@ -159,10 +161,12 @@ struct PartnerWaitAcc {
   double length, uncertain;
 };
 // Waits of one rank in one node, by partner, in the order the partners first
-// came. A scan finds a partner among the first kScan; past them a hash index
-// does (a rank of a wide run may wait on thousands of partners: at 4096 ranks
-// the scan was a fifth of the analysis). Each partner's sums add the same
-// values in the same order either way.
+// came. A scan finds a partner among the first kScan; past them a binary
+// search of (partner, place) pairs sorted by partner does (a rank of a wide
+// run may wait on thousands of partners: at 4096 ranks the scan was a fifth
+// of the analysis). The pairs take 8 bytes a partner where a hash index took
+// 24 or more (at 16384 ranks the index was as large as the lists, 151 MB).
+// Each partner's sums add the same values in the same order either way.
 class PartnerWaits {
  public:
   static constexpr size_t kScan = 16;
@@ -175,33 +179,44 @@ class PartnerWaits {
   const std::vector<PartnerWaitAcc>& list() const { return list_; }
   void assign(std::vector<PartnerWaitAcc> v) {
     list_ = std::move(v);
-    index_.clear();
-    if (list_.size() > kScan)
-      for (size_t i = 0; i < list_.size(); ++i) index_[list_[i].partner] = static_cast<uint32_t>(i);
+    sorted_.clear();
+    if (list_.size() > kScan) index_all();
   }
   auto begin() const { return list_.begin(); }
   auto end() const { return list_.end(); }
 
  private:
+  struct Place {
+    int32_t partner;
+    uint32_t at;  // in list_
+  };
   PartnerWaitAcc* find(int32_t partner) {
     if (list_.size() > kScan) {
-      const uint32_t* i = index_.find(partner);
-      return i ? &list_[*i] : nullptr;
+      const auto it = lower_bound(partner);
+      return it != sorted_.end() && it->partner == partner ? &list_[it->at] : nullptr;
     }
     for (PartnerWaitAcc& p : list_)
       if (p.partner == partner) return &p;
     return nullptr;
   }
+  std::vector<Place>::iterator lower_bound(int32_t partner) {
+    return std::lower_bound(sorted_.begin(), sorted_.end(), partner,
+                            [](const Place& p, int32_t q) { return p.partner < q; });
+  }
+  void index_all() {
+    sorted_.resize(list_.size());
+    for (size_t i = 0; i < list_.size(); ++i) sorted_[i] = Place{list_[i].partner, static_cast<uint32_t>(i)};
+    std::sort(sorted_.begin(), sorted_.end(), [](const Place& a, const Place& b) { return a.partner < b.partner; });
+  }
   [[gnu::noinline]] PartnerWaitAcc& append(int32_t partner) {
     list_.push_back(PartnerWaitAcc{partner, 0, 0});
-    if (list_.size() == kScan + 1)
-      for (size_t i = 0; i < list_.size(); ++i) index_[list_[i].partner] = static_cast<uint32_t>(i);
+    if (list_.size() == kScan + 1) index_all();
     else if (list_.size() > kScan + 1)
-      index_[partner] = static_cast<uint32_t>(list_.size() - 1);
+      sorted_.insert(lower_bound(partner), Place{partner, static_cast<uint32_t>(list_.size() - 1)});
     return list_.back();
   }
   std::vector<PartnerWaitAcc> list_;
-  FlatMap<int32_t, uint32_t> index_;  // partner -> place in list_, once longer than kScan
+  std::vector<Place> sorted_;  // once longer than kScan: every partner's place, by partner
 };
 
 // One rank's sums in one interval node (exclusive of nested nodes until the
@@ -618,6 +633,14 @@ struct alignas(64) Rank {
       for (int l = 0; l < levels; ++l) into[l] += length[l];
     });
   }
+  // After the last sweep: the buffers only the pass needs (spans, contexts,
+  // MPI_Isends in flight) go, before the figures' own allocations (their
+  // capacities stay at what the busiest phase needed otherwise).
+  void release_pass_buffers() {
+    instants = InstantSets{};
+    waits = WaitKindSets{};
+    isend_waits = {};
+  }
   // The rank's executions open from time t on (both sets of instants).
   void set_context(double t, uint32_t context) {
     instants.set_context(t, context);
@@ -898,7 +921,8 @@ class Engine {
   void publish(unsigned w);
   void publish_early(unsigned w);
   void take_early_results(unsigned w);
-  void decode(Rank& r, unsigned w, int parity, int phase);
+  // At most `cap` events.
+  void decode(Rank& r, unsigned w, int parity, int phase, uint64_t cap);
   void close_exec(Rank& r, uint32_t node, double start, double t);
   void account_recv(Rank& r, const PendingRecv& pr, const QueuedSend& s, int32_t src, unsigned w,
                     int parity, SpanLane lane);
@@ -944,6 +968,8 @@ class Engine {
   unsigned workers_ = 1;
   uint64_t workers_mask_ = 0;  // workers_ - 1 when workers_ is a power of two, else 0
   std::vector<std::vector<size_t>> worker_ranks_;
+  // Per worker: its ranks that stopped at their share of a phase (phase_decode).
+  std::vector<std::vector<size_t>> stopped_at_share_;
   // Rank index -> its worker (read-only during phases; reading Rank::worker
   // of another worker's rank would share a cache line it writes).
   std::vector<unsigned> worker_of_;

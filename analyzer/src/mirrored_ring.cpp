@@ -1,5 +1,5 @@
 // The buffers of MirroredRing (mirrored_ring.h): one memfd mapped twice back
-// to back, or 2N bytes of heap where that cannot be made.
+// to back, or N bytes of heap where that cannot be made.
 #include "mirrored_ring.h"
 
 #include <sys/mman.h>
@@ -53,7 +53,7 @@ RingMemory RingMemory::make(size_t min_bytes, bool allow_mirror) {
   }
   if (!m.base) {
     if (allow_mirror) m.bytes = round_up_bytes(min_bytes, false);
-    m.base = static_cast<std::byte*>(std::aligned_alloc(64, 2 * m.bytes));
+    m.base = static_cast<std::byte*>(std::aligned_alloc(64, m.bytes));
     if (!m.base) throw std::bad_alloc();
   }
   return m;

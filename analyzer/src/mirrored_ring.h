@@ -19,12 +19,17 @@
 //   made and the live records are copied once.
 //   While N is below kMirrorFromBytes, and where the double mapping cannot be
 //   made (memfd or mmap refused, the process's limit on mappings), the buffer
-//   is 2N bytes of heap and stepping back copies the live records down by N
-//   (at most once per N bytes pushed).
+//   is N bytes of heap and each drop_front moves the live records to its
+//   start. The rings are dropped from once a phase, by a sweep, and hold
+//   about two phases' records before it: a buffer of 2N that moved them only
+//   once begin passed N held four to eight times its contents, most of the
+//   memory of an analysis of 16384 ranks. The move copies the records one
+//   sweep keeps (one phase's) into lines the cache still holds.
 //
 // Invariants
-//   - base <= begin < base + N and end - begin <= N bytes (capacity()
-//     records), so end <= base + 2N.
+//   - Mirrored: base <= begin < base + N and end - begin <= N bytes
+//     (capacity() records), so end <= base + 2N. Heap: begin == base after
+//     every drop_front, and end <= base + N.
 //   - Pointers to records stay valid until the next push_back or
 //     drop_front.
 #pragma once
@@ -44,8 +49,8 @@ namespace prof::analysis::detail {
 // The untyped buffer: its bytes and how it was made (mirrored_ring.cpp).
 struct RingMemory {
   std::byte* base = nullptr;
-  size_t bytes = 0;       // N: one view; the area is 2N
-  bool mirrored = false;  // false: 2N bytes of heap
+  size_t bytes = 0;       // N: one view; a mirrored area is 2N
+  bool mirrored = false;  // false: N bytes of heap
 
   // At least `min_bytes`, rounded up to a power of two (and to whole pages
   // when mirrored).
@@ -60,12 +65,12 @@ class MirroredRing {
 
  public:
   // A trace of many ranks has eight rings a rank, most of them short: a heap
-  // buffer of 2 x 256 bytes each, not pages (a page each was 57 KB a rank,
+  // buffer of 256 bytes each, not pages (a page each was 57 KB a rank,
   // half the memory of a 4096-rank analysis).
   static constexpr size_t kFirstBytes = 256;
   // Views smaller than this are heap buffers: a short ring (a 10 ms window's
   // reach 64-128 KiB; a rank of a wide run) costs no memfd, mappings and
-  // shared-memory faults at each doubling, and its step-back copies stay in
+  // shared-memory faults at each doubling, and the copies drop_front makes stay in
   // the L2 cache. The rings of a long analysis outgrow it in its first phases.
   static constexpr size_t kMirrorFromBytes = 256 * 1024;
 
@@ -94,6 +99,8 @@ class MirroredRing {
   bool empty() const { return end_ == begin_; }
   size_t capacity() const { return capacity_; }
   bool mirrored() const { return memory_.mirrored; }
+  // Bytes of memory the buffer holds (N: a mirrored one is mapped twice).
+  size_t reserved_bytes() const { return memory_.base ? memory_.bytes : 0; }
   T& operator[](size_t i) { return begin_[i]; }
   const T& operator[](size_t i) const { return begin_[i]; }
   T& front() { return *begin_; }
@@ -101,6 +108,7 @@ class MirroredRing {
   const T& back() const { return end_[-1]; }
 
   [[gnu::always_inline]] void push_back(const T& v) {
+    // (A heap buffer's records start at its base: full is size() == capacity_ too.)
     if (size() == capacity_) [[unlikely]] grow();
     std::memcpy(static_cast<void*>(end_), &v, sizeof(T));
     ++end_;
@@ -110,7 +118,15 @@ class MirroredRing {
   void drop_front(size_t n) {
     if (n == 0) return;  // (an empty ring may have no buffer yet)
     begin_ += n;
-    if (bytes_from_base(begin_) >= memory_.bytes) [[unlikely]] step_back();
+    if (!memory_.mirrored) {
+      const size_t live = size();
+      T* const base = reinterpret_cast<T*>(memory_.base);
+      if (live) std::memmove(static_cast<void*>(base), static_cast<const void*>(begin_), live * sizeof(T));
+      begin_ = base;
+      end_ = base + live;
+    } else if (bytes_from_base(begin_) >= memory_.bytes) [[unlikely]] {
+      step_back();
+    }
   }
   void clear() { drop_front(size()); }
 
@@ -124,9 +140,6 @@ class MirroredRing {
   // begin_ entered the second view: look at the same records through the first.
   [[gnu::noinline]] void step_back() {
     const auto n = static_cast<std::ptrdiff_t>(memory_.bytes);
-    if (!memory_.mirrored)
-      std::memmove(static_cast<void*>(shifted(begin_, -n)), static_cast<const void*>(begin_),
-                   size() * sizeof(T));
     begin_ = shifted(begin_, -n);
     end_ = shifted(end_, -n);
   }

@@ -164,5 +164,32 @@ TEST(MirroredRing, MirroredWhereMemfdIsAllowedAndSteppingBackMovesNothing) {
   EXPECT_EQ(ring.begin()->id, 424242u);
 }
 
+// A sweep drops a phase of records and keeps the next one: a heap ring that
+// holds L records at the most takes less than 2L records' bytes (one buffer
+// of the next power of two), whatever the number of laps. (A buffer twice
+// its capacity, its records moved only once they passed the middle, took 2L
+// to 4L: with thousands of ranks' rings, most of an analysis's memory.)
+TEST(MirroredRing, HeapRingTakesLessThanTwiceItsPeak) {
+  MirroredRing<Record> ring(false);
+  constexpr size_t kPhase = 150;  // records a phase; 2 phases live before each drop
+  uint64_t next_id = 0;
+  std::deque<Record> want;
+  for (int phase = 0; phase < 200; ++phase) {
+    for (size_t i = 0; i < kPhase; ++i, ++next_id) {
+      ring.push_back(make(next_id));
+      want.push_back(make(next_id));
+    }
+    if (ring.size() > kPhase) {
+      const size_t drop = ring.size() - kPhase;
+      ring.drop_front(drop);
+      want.erase(want.begin(), want.begin() + static_cast<std::ptrdiff_t>(drop));
+    }
+    ASSERT_NO_FATAL_FAILURE(expect_same(ring, want)) << "phase " << phase;
+  }
+  EXPECT_FALSE(ring.mirrored());
+  EXPECT_LT(ring.reserved_bytes(), 2 * 2 * kPhase * sizeof(Record));
+  EXPECT_GE(ring.reserved_bytes(), 2 * kPhase * sizeof(Record));
+}
+
 }  // namespace
 }  // namespace prof::analysis::detail
