@@ -196,7 +196,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   auto* bar = new QHBoxLayout();
   bar->setContentsMargins(4, 2, 4, 0);
   find_ = new QLineEdit(timeline_area);
-  find_->setPlaceholderText(tr("Find an MPI function (Ctrl+F; Enter/F3 next, Shift+F3 previous)"));
+  find_->setPlaceholderText(tr("Find an MPI function, interval or call site (Ctrl+F; Enter/F3 next, Shift+F3 previous)"));
   find_->setClearButtonEnabled(true);
   find_->setMaximumWidth(420);
   connect(find_, &QLineEdit::returnPressed, this, [this] { findNext(true); });
@@ -266,7 +266,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   edit->addAction(tr("&Copy interval as report text"), QKeySequence::Copy, panel_,
                   &CharacteristicsPanel::copyReportText);
   edit->addSeparator();
-  edit->addAction(tr("&Find an MPI function"), QKeySequence::Find, this, [this] {
+  edit->addAction(tr("&Find an MPI function, interval or call site"), QKeySequence::Find, this, [this] {
     find_->setFocus();
     find_->selectAll();
   });
@@ -578,18 +578,7 @@ void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled)
     return;
   }
   session_ = session;
-  {
-    // The find box completes the trace's MPI function names.
-    QStringList names;
-    if (session_->timeline)
-      for (uint32_t name = 1; name < 65536; ++name) {
-        const std::string_view f = session_->timeline->function(name);
-        if (f == "(unknown)") break;
-        if (f.rfind("MPI_", 0) == 0) names << QString::fromUtf8(f.data(), static_cast<qsizetype>(f.size()));
-      }
-    names.sort();
-    static_cast<QStringListModel*>(find_->completer()->model())->setStringList(names);
-  }
+  fillFindCompletions();
   range_analysis_.reset();
   ++*range_generation_;  // a visible range's analysis of the previous trace is stale
   if (view_->timeline() != session->timeline.get()) view_->setTimeline(session->timeline);
@@ -777,29 +766,150 @@ QStringList MainWindow::functionsMatching(const QString& text) const {
   return found;
 }
 
+namespace {
+
+// The find box's prefixes that choose what a text finds.
+const QString kIntervalPrefix = QStringLiteral("interval ");
+const QString kSitePrefix = QStringLiteral("calls from ");
+
+}  // namespace
+
+void MainWindow::fillFindCompletions() {
+  // The trace's MPI function names, then its intervals and call sites as the
+  // find box takes them (with their prefixes).
+  QStringList names;
+  const auto* timeline = session_ ? session_->timeline.get() : nullptr;
+  if (timeline)
+    for (uint32_t name = 1; name < 65536; ++name) {
+      const std::string_view f = timeline->function(name);
+      if (f == "(unknown)") break;
+      if (f.rfind("MPI_", 0) == 0) names << QString::fromUtf8(f.data(), static_cast<qsizetype>(f.size()));
+    }
+  names.sort();
+  QStringList others;
+  if (session_ && session_->analysis)
+    for (size_t i = 1; i < session_->analysis->intervals.size(); ++i)
+      others << kIntervalPrefix + interval_name(session_->analysis->intervals[i]);
+  if (timeline)
+    for (uint32_t site = 1; site < timeline->site_count(); ++site)
+      if (!timeline->site(site).empty()) others << kSitePrefix + QString::fromStdString(timeline->site(site));
+  others.removeDuplicates();
+  others.sort();
+  static_cast<QStringListModel*>(find_->completer()->model())->setStringList(names + others);
+}
+
+std::vector<int> MainWindow::intervalsMatching(const QString& text) const {
+  std::vector<int> found;
+  const auto* a = model_->analysis();
+  const QString wanted = text.trimmed();
+  if (!a || wanted.isEmpty()) return found;
+  bool is_id = false;
+  const uint id = wanted.toUInt(&is_id);
+  // An id; else the tree's names equal to the text; else those containing it.
+  for (int pass = is_id ? 0 : 1; pass < (is_id ? 1 : 3) && found.empty(); ++pass)
+    for (size_t i = 1; i < a->intervals.size(); ++i) {
+      const auto& n = a->intervals[i];
+      const QString name = interval_name(n);
+      const bool match = pass == 0   ? n.id && *n.id == id
+                         : pass == 1 ? name.compare(wanted, Qt::CaseInsensitive) == 0
+                                     : name.contains(wanted, Qt::CaseInsensitive);
+      if (match) found.push_back(static_cast<int>(i));
+    }
+  return found;
+}
+
+std::vector<uint32_t> MainWindow::sitesMatching(const QString& text) const {
+  std::vector<uint32_t> found;
+  const auto* timeline = view_->timeline();
+  const QString wanted = text.trimmed();
+  if (!timeline || wanted.isEmpty()) return found;
+  // The sites labelled as the text; else those whose label contains it.
+  for (int pass = 0; pass < 2 && found.empty(); ++pass)
+    for (uint32_t site = 1; site < timeline->site_count(); ++site) {
+      const QString label = QString::fromStdString(timeline->site(site));
+      if (label.isEmpty()) continue;
+      if (pass == 0 ? label.compare(wanted, Qt::CaseInsensitive) == 0 : label.contains(wanted, Qt::CaseInsensitive))
+        found.push_back(site);
+    }
+  return found;
+}
+
+MainWindow::FindTarget MainWindow::findTarget(const QString& text) const {
+  FindTarget target;
+  const QString wanted = text.trimmed();
+  if (wanted.startsWith(kIntervalPrefix, Qt::CaseInsensitive)) {
+    target.intervals = intervalsMatching(wanted.mid(kIntervalPrefix.size()));
+  } else if (wanted.startsWith(kSitePrefix, Qt::CaseInsensitive)) {
+    target.sites = sitesMatching(wanted.mid(kSitePrefix.size()));
+  } else {
+    target.functions = functionsMatching(wanted);
+    if (target.functions.isEmpty()) target.intervals = intervalsMatching(wanted);
+    if (target.functions.isEmpty() && target.intervals.empty()) target.sites = sitesMatching(wanted);
+  }
+  target.kind = !target.functions.isEmpty() ? FindTarget::Functions
+                : !target.intervals.empty() ? FindTarget::Intervals
+                : !target.sites.empty()     ? FindTarget::Sites
+                                            : FindTarget::Nothing;
+  return target;
+}
+
 bool MainWindow::findNext(bool forward) {
-  const QStringList functions = functionsMatching(find_->text());
-  if (functions.isEmpty()) {
-    statusBar()->showMessage(find_->text().trimmed().isEmpty()
-                                 ? tr("Find: type an MPI function's name (Ctrl+F)")
-                                 : tr("Find: the trace has no MPI function named '%1'").arg(find_->text().trimmed()));
+  const QString text = find_->text().trimmed();
+  const FindTarget target = findTarget(text);
+  if (target.kind == FindTarget::Nothing) {
+    statusBar()->showMessage(text.isEmpty()
+                                 ? tr("Find: type the name of an MPI function, an interval or a call site (Ctrl+F)")
+                                 : tr("Find: the trace has no MPI function, interval or call site named '%1'").arg(text));
     return false;
   }
-  std::vector<std::string> names;
-  for (const QString& f : functions) names.push_back(f.toStdString());
+  const double min_duration = find_min_us_->value() * 1e3;
+  auto wrapped = [&] {
+    return view_->wrappedAround()
+               ? (forward ? tr("(wrapped around to the start) ") : tr("(wrapped around to the end) "))
+               : QString();
+  };
+  if (target.kind == FindTarget::Intervals) {
+    std::vector<uint32_t> nodes;
+    for (int interval : target.intervals)
+      if (static_cast<size_t>(interval) < session_->node_of_interval.size() &&
+          session_->node_of_interval[static_cast<size_t>(interval)] >= 0)
+        nodes.push_back(static_cast<uint32_t>(session_->node_of_interval[static_cast<size_t>(interval)]));
+    const auto execution = view_->findExecution(nodes, forward, min_duration);
+    if (!execution) {
+      statusBar()->showMessage(
+          tr("Find: no execution of '%1' in the shown rows that passes the filters").arg(text));
+      return false;
+    }
+    const QString message = wrapped();  // (selecting the interval runs no find)
+    const int interval = session_->interval_of_node[execution->node];
+    selectInterval(interval, false);
+    const auto& row = view_->timeline()->rows()[execution->row];
+    statusBar()->showMessage(message + tr("interval %1: execution on rank %2%3 from %4 s, %5")
+                                           .arg(interval_name(session_->analysis->intervals[static_cast<size_t>(interval)]))
+                                           .arg(row.rank)
+                                           .arg(row.stream ? tr(" thread %1").arg(row.stream) : QString())
+                                           .arg(QString::number(execution->start / 1e9, 'f', 9))
+                                           .arg(duration_text(execution->end - execution->start)));
+    return true;
+  }
   TimelineView::FindFilter filter;
-  filter.min_duration = find_min_us_->value() * 1e3;
+  filter.min_duration = min_duration;
   filter.peer = find_peer_->value();
+  std::vector<std::string> names;
+  for (const QString& f : target.functions) names.push_back(f.toStdString());
+  if (target.kind == FindTarget::Sites) {
+    names = {""};  // every call, kept by its site
+    filter.sites = target.sites;
+  }
   const auto call = view_->findCall(names, forward, filter);
-  const QString what = functions.size() == 1 ? functions[0] : tr("'%1'").arg(find_->text().trimmed());
+  const QString what = target.kind == FindTarget::Sites ? tr("from '%1'").arg(text)
+                       : target.functions.size() == 1  ? tr("of %1").arg(target.functions[0])
+                                                       : tr("of '%1'").arg(text);
   if (!call) {
-    statusBar()->showMessage(tr("Find: no call of %1 in the shown rows that passes the filters").arg(what));
+    statusBar()->showMessage(tr("Find: no call %1 in the shown rows that passes the filters").arg(what));
     return false;
   }
-  const QString wrapped = view_->wrappedAround()
-                              ? (forward ? tr("(wrapped around to the start) ") : tr("(wrapped around to the end) "))
-                              : QString();
-  statusBar()->showMessage(wrapped + view_->describeCall(*call).join(", "));
+  statusBar()->showMessage(wrapped() + view_->describeCall(*call).join(", "));
   return true;
 }
 

@@ -8,11 +8,17 @@
 // the latest range winning).
 //
 // Above the timeline, a find box (Ctrl+F, completing the trace's MPI function
-// names): Enter or F3 goes to the next call of the MPI function typed, or of
-// every function whose name contains the text (case-insensitive), over the
-// shown rows, Shift+F3 to the previous one, wrapping around at either end;
-// filters beside it skip calls shorter than a duration or with another peer.
-// The status bar describes the call found.
+// names, its intervals as "interval " and the tree's name, its call sites as
+// "calls from " and file:line): Enter or F3 goes to the next call of the MPI
+// function typed, or of every function whose name contains the text
+// (case-insensitive), over the shown rows, Shift+F3 to the previous one,
+// wrapping around at either end; filters beside it skip calls shorter than a
+// duration or with another peer. Text no function matches finds intervals
+// (their next execution, selected in the tree, the timeline zoomed to it;
+// the duration filter skips shorter ones), else call sites (the next call
+// from one); the prefixes "interval " and
+// "calls from " choose one kind (findTarget). The status bar describes what
+// was found.
 //
 // The range statistics (a tab beside the characteristics, brought forward by
 // View > Statistics of the visible range and after each zoom to a dragged
@@ -130,6 +136,18 @@ class MainWindow : public QMainWindow {
   // What the find box's text finds: the function of that name (ignoring
   // case), else every function whose name contains it (ignoring case).
   QStringList functionsMatching(const QString& text) const;
+  // What the find box's text finds: with the prefix "interval ", intervals
+  // (its rest: an id, else the tree's name ignoring case, else every name
+  // containing it); with "calls from ", call sites (the site's "file:line"
+  // ignoring case, else every one containing it); without one, the first of
+  // functionsMatching, those intervals, those sites that finds any.
+  struct FindTarget {
+    enum Kind { Nothing, Functions, Intervals, Sites } kind = Nothing;
+    QStringList functions;
+    std::vector<int> intervals;  // positions in Analysis::intervals (never the root)
+    std::vector<uint32_t> sites;  // Timeline::site indices
+  };
+  FindTarget findTarget(const QString& text) const;
   // The find filters: calls at least this long (us; 0: any), with this peer (-1: any).
   QDoubleSpinBox* findMinDuration() const { return find_min_us_; }
   QSpinBox* findPeer() const { return find_peer_; }
@@ -178,6 +196,9 @@ class MainWindow : public QMainWindow {
   void exportTo(const QString& title, const QString& filter, const QString& suffix,
                 bool (MainWindow::*write)(const QString&));
   void exportFailed(const QString& text);  // a dialog, or the quiet sink
+  std::vector<int> intervalsMatching(const QString& text) const;
+  std::vector<uint32_t> sitesMatching(const QString& text) const;
+  void fillFindCompletions();
 
   TraceLoader* loader_;
   TraceLoader* compare_loader_;  // B's analysis only

@@ -141,6 +141,7 @@ void TimelineView::setTimeline(std::shared_ptr<analysis::Timeline> timeline) {
   highlight_.clear();
   drawn_calls_.clear();
   selected_call_.reset();
+  found_execution_.reset();
   labels_ = QImage();
   follow_end_ = true;
   from_ = 0;
@@ -1305,7 +1306,9 @@ std::optional<TimelineCall> TimelineView::findCall(const std::vector<std::string
   wrapped_ = false;
   if (!timeline_ || shown_.empty() || functions.empty()) return std::nullopt;
   auto passes = [&](const TimelineCall& c) {
-    return static_cast<double>(c.duration) >= filter.min_duration && (filter.peer < 0 || c.peer == filter.peer);
+    return static_cast<double>(c.duration) >= filter.min_duration && (filter.peer < 0 || c.peer == filter.peer) &&
+           (filter.sites.empty() ||
+            std::find(filter.sites.begin(), filter.sites.end(), timeline_->call_site(c)) != filter.sites.end());
   };
   // The first call after (forward) or before the anchor (e0, r0) in (enter,
   // row) order; without an anchor row, from time e0 on every row.
@@ -1352,6 +1355,50 @@ std::optional<TimelineCall> TimelineView::findCall(const std::vector<std::string
     navigateTo(enter + duration / 2 - w / 2, enter + duration / 2 + w / 2);
     remember(before);
   }
+  update();
+  return best;
+}
+
+std::optional<analysis::TimelineExecution> TimelineView::findExecution(const std::vector<uint32_t>& nodes,
+                                                                       bool forward, double min_duration) {
+  wrapped_ = false;
+  if (!timeline_ || shown_.empty() || nodes.empty()) return std::nullopt;
+  // The shown rows' executions of the nodes, in (start, row) order.
+  std::vector<analysis::TimelineExecution> found;
+  for (size_t row : shown_)
+    for (const auto& e : timeline_->executions(row))
+      if (e.end - e.start >= min_duration && std::find(nodes.begin(), nodes.end(), e.node) != nodes.end())
+        found.push_back(e);
+  if (found.empty()) return std::nullopt;
+  auto key = [](const analysis::TimelineExecution& e) { return std::make_tuple(e.start, e.row, e.node); };
+  std::sort(found.begin(), found.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  // The anchor: the last one found while it starts in view, else the range's
+  // start (forward: the first starting there or later; backward: the last before).
+  const bool from_last = found_execution_ && found_execution_->start >= from_ && found_execution_->start < to_;
+  std::vector<analysis::TimelineExecution>::const_iterator it;
+  if (from_last) {
+    it = forward ? std::upper_bound(found.begin(), found.end(), *found_execution_,
+                                    [&](const auto& a, const auto& b) { return key(a) < key(b); })
+                 : std::lower_bound(found.begin(), found.end(), *found_execution_,
+                                    [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  } else {
+    it = std::lower_bound(found.begin(), found.end(), from_,
+                          [](const analysis::TimelineExecution& e, double t) { return e.start < t; });
+  }
+  if (forward) {
+    wrapped_ = it == found.end();
+    if (wrapped_) it = found.begin();
+  } else {
+    wrapped_ = it == found.begin();
+    it = wrapped_ ? found.end() - 1 : it - 1;
+  }
+  const analysis::TimelineExecution best = *it;
+  found_execution_ = best;
+  scrollToRow(best.row);
+  const double margin = std::max((best.end - best.start) * 0.1, 100.0);
+  const ViewState before = viewState();
+  navigateTo(best.start - margin, best.end + margin);
+  remember(before);
   update();
   return best;
 }

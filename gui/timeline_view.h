@@ -226,16 +226,29 @@ class TimelineView : public QWidget {
   // its row scrolled into sight, and the range moved (zoomed when it would be
   // under 2 px) so that it shows; none found: nothing changes. Cost: one
   // Timeline::find_call per shown row and function, and one more per call
-  // the filter turns down.
+  // the filter turns down. Calls from given sites: the function "" (every
+  // call and marker), the filter keeping those whose Timeline::call_site is
+  // one of them.
   struct FindFilter {
-    double min_duration = 0;  // ns
-    int peer = -1;            // -1: any
+    double min_duration = 0;      // ns
+    int peer = -1;                // -1: any
+    std::vector<uint32_t> sites;  // Timeline::site indices; empty: any
   };
   std::optional<analysis::TimelineCall> findCall(const std::vector<std::string>& functions, bool forward,
                                                  const FindFilter& filter);
   std::optional<analysis::TimelineCall> findCall(std::string_view function, bool forward) {
     return findCall(std::vector<std::string>{std::string(function)}, forward, FindFilter{});
   }
+  // Find an interval: the next (forward) or previous execution of any of the
+  // timeline nodes in (start, row) order over the shown rows, at least
+  // min_duration ns long, from the last one found when it starts in the
+  // visible range, else from the range's start; wrapping around as findCall
+  // does. The one found gets its row scrolled into sight and the range
+  // zoomed to it (a tenth of it as margin on each side, as selecting an
+  // interval zooms to its first); none found: nothing changes. Cost: every
+  // execution of the shown rows (Timeline::executions).
+  std::optional<analysis::TimelineExecution> findExecution(const std::vector<uint32_t>& nodes, bool forward,
+                                                           double min_duration = 0);
   bool wrappedAround() const { return wrapped_; }
   const std::optional<analysis::TimelineCall>& selectedCall() const { return selected_call_; }
   void setSelectedCall(std::optional<analysis::TimelineCall> call);
@@ -373,6 +386,7 @@ class TimelineView : public QWidget {
   static constexpr qint64 kWheelGestureMs = 400;
 
   std::optional<analysis::TimelineCall> selected_call_;
+  std::optional<analysis::TimelineExecution> found_execution_;  // findExecution's last
   bool wrapped_ = false;  // the last find wrapped around
   std::vector<analysis::TimelineCall> drawn_calls_;
   std::vector<DrawnWait> drawn_waits_;

@@ -906,6 +906,7 @@ std::string_view Timeline::function(uint32_t name) const {
                                                  : std::string_view("(unknown)");
 }
 const std::string& Timeline::site(uint32_t index) const { return impl_->site_label(index); }
+uint32_t Timeline::site_count() const { return static_cast<uint32_t>(impl_->site_labels.size()); }
 
 uint32_t Timeline::call_site(const TimelineCall& call) const {
   if (call.kind == TimelineKind::Marker) return call.site;

@@ -28,6 +28,8 @@
 #include <QComboBox>
 #include <QTableWidget>
 #include <QtTest>
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -265,6 +267,8 @@ class GuiTest : public QObject {
   void summarized_call_is_one_run_of_its_colour();
   void nesting_bands_equal_interval_executions();
   void find_by_substring_with_completion_and_filters();
+  void find_goes_to_interval_executions();
+  void find_goes_to_calls_from_a_site();
   void comparison_equals_prof_analyze();
   void failed_comparison_keeps_the_trace();
   void comparison_of_different_rank_counts();
@@ -1183,7 +1187,7 @@ void GuiTest::find_goes_to_next_and_previous_call() {
   // A name the trace lacks.
   window.findBox()->setText("MPI_Alltoallw");
   QVERIFY(!window.findNext(true));
-  QVERIFY(window.statusBar()->currentMessage().contains("no MPI function named"));
+  QVERIFY(window.statusBar()->currentMessage().contains("no MPI function, interval or call site named"));
 }
 
 namespace {
@@ -1952,6 +1956,174 @@ void GuiTest::find_by_substring_with_completion_and_filters() {
   QVERIFY(!window.findNext(true));
   QCOMPARE(std::get<1>(selected()), static_cast<int64_t>(t3 + ns(kPeriod) + 400 * test::kUs));
   QVERIFY(window.statusBar()->currentMessage().contains("passes the filters"));
+}
+
+namespace {
+
+// The find box's completions containing `text`.
+QStringList find_completions(MainWindow& window, const QString& text) {
+  QCompleter* completer = window.findBox()->completer();
+  completer->setCompletionPrefix(text);
+  QStringList out;
+  for (int i = 0; completer->setCurrentRow(i); ++i) out << completer->currentCompletion();
+  return out;
+}
+
+}  // namespace
+
+// Find an interval (the demo's: 1 at app.c:100, 2 at app.c:200 nested, 3 at
+// app.c:300 once after the loop): its executions one after the other in
+// (start, rank) order, each selected in the tree with the timeline zoomed to
+// it, wrapping around at either end.
+void GuiTest::find_goes_to_interval_executions() {
+  constexpr int kIterations = 6;
+  DemoTrace trace(kIterations);
+  LoadedWindow loaded(trace.dir());
+  MainWindow& window = loaded.window;
+  TimelineView* view = window.timelineView();
+  const auto& a = *window.session()->analysis;
+  auto near = [](double x, double y) { return std::abs(x - y) < 1; };  // ns
+  // The completions: each interval as the tree names it, each site's file:line.
+  const QStringList app2 = find_completions(window, "APP.C:2");
+  QVERIFY2(app2.contains("interval id 2 at app.c:200") && app2.contains("calls from app.c:200"), qPrintable(app2.join(",")));
+  const QStringList intervals = find_completions(window, "interval ");
+  QCOMPARE(intervals, (QStringList{"interval id 1 at app.c:100", "interval id 2 at app.c:200", "interval id 3 at app.c:300"}));
+  // What texts find: an id, a name in any case, a part of one; a function wins.
+  auto found = [&](const QString& text) {
+    const auto t = window.findTarget(text);
+    std::vector<uint16_t> ids;
+    for (int i : t.intervals) ids.push_back(*a.intervals[static_cast<size_t>(i)].id);
+    return std::make_pair(t.kind, ids);
+  };
+  using Found = std::pair<MainWindow::FindTarget::Kind, std::vector<uint16_t>>;
+  QCOMPARE(found("interval 2"), (Found{MainWindow::FindTarget::Intervals, {2}}));
+  QCOMPARE(found("ID 2 AT APP.C:200"), (Found{MainWindow::FindTarget::Intervals, {2}}));
+  Found all = found("app.c");
+  std::sort(all.second.begin(), all.second.end());
+  QCOMPARE(all, (Found{MainWindow::FindTarget::Intervals, {1, 2, 3}}));
+  QCOMPARE(found("interval 4"), (Found{MainWindow::FindTarget::Nothing, {}}));
+  QCOMPARE(found("allred").first, MainWindow::FindTarget::Functions);
+  QCOMPARE(found("calls from app.c:200").first, MainWindow::FindTarget::Sites);
+
+  // Interval 2's executions as planted: [t + 300 us, t + 800 us] of every
+  // iteration on both ranks, rank 0 first at equal starts.
+  std::vector<std::pair<double, size_t>> planted;
+  for (int it = 0; it < kIterations; ++it)
+    for (size_t row = 0; row < 2; ++row)
+      planted.emplace_back(ns(kLoopStart + static_cast<uint64_t>(it) * kPeriod + 300 * test::kUs), row);
+  view->showAll();
+  window.findBox()->setText("interval id 2 at app.c:200");
+  for (size_t k = 0; k <= planted.size(); ++k) {
+    QVERIFY(window.findNext(true));
+    const auto& [start, row] = planted[k % planted.size()];
+    const int interval = window.selectedInterval();
+    QVERIFY(interval > 0);
+    QCOMPARE(*a.intervals[static_cast<size_t>(interval)].id, uint16_t{2});
+    // Zoomed to it: the execution with a tenth of it on either side.
+    QVERIFY(near(view->from(), start - 50 * ns(test::kUs)));
+    QVERIFY(near(view->to(), start + 550 * ns(test::kUs)));
+    QCOMPARE(view->wrappedAround(), k == planted.size());
+    const QString status = window.statusBar()->currentMessage();
+    QVERIFY2(status.contains(QStringLiteral("id 2 at app.c:200")) && status.contains(QStringLiteral("rank %1").arg(row)) &&
+                 status.contains(QStringLiteral("wrapped")) == (k == planted.size()),
+             qPrintable(status));
+  }
+  // Back from the first: the last, then the one before it.
+  QVERIFY(window.findNext(false));
+  QVERIFY(view->wrappedAround());
+  QVERIFY(near(view->from(), planted.back().first - 50 * ns(test::kUs)));
+  QVERIFY(window.statusBar()->currentMessage().contains("rank 1"));
+  QVERIFY(window.findNext(false));
+  QVERIFY(!view->wrappedAround());
+  QVERIFY(near(view->from(), planted.back().first - 50 * ns(test::kUs)));
+  QVERIFY(window.statusBar()->currentMessage().contains("rank 0"));
+  // By id, with rank 0's row hidden: interval 3's one execution on rank 1
+  // ([end of the loop, + 300 us]), again and again.
+  view->setRowHidden(0, true);
+  window.findBox()->setText("interval 3");
+  const double t3 = ns(kLoopStart + kIterations * kPeriod);
+  for (int k = 0; k < 2; ++k) {
+    QVERIFY(window.findNext(true));
+    QVERIFY(near(view->from(), t3 - 30 * ns(test::kUs)));
+    QVERIFY(near(view->to(), t3 + 330 * ns(test::kUs)));
+    QVERIFY(window.statusBar()->currentMessage().contains("rank 1"));
+  }
+  // The duration filter: interval 3 (300 us) is not 400 us long.
+  window.findMinDuration()->setValue(400);
+  QVERIFY(!window.findNext(true));
+  QVERIFY(window.statusBar()->currentMessage().contains("passes the filters"));
+}
+
+// On a real trace (gui.callsites_trace: tests/shim/callsites_c.c at 2 ranks,
+// MPI_Allreduce 5 times from line 10, then 3 times from line 22 inside
+// interval 7): a site's file:line finds the calls from that line only, in
+// (enter, rank) order, wrapping around.
+void GuiTest::find_goes_to_calls_from_a_site() {
+  const QString dir = qEnvironmentVariable("PROF_GUI_CALLSITES_TRACE");
+  QVERIFY2(!dir.isEmpty(), "PROF_GUI_CALLSITES_TRACE names the trace (ctest sets it)");
+  LoadedWindow loaded(dir);
+  MainWindow& window = loaded.window;
+  TimelineView* view = window.timelineView();
+  const auto& timeline = window.session()->timeline;
+  // The program's Allreduce calls per main-thread row, in order: the oracle.
+  std::map<size_t, std::vector<analysis::TimelineCall>> allreduces;
+  for (size_t row = 0; row < timeline->rows().size(); ++row) {
+    if (timeline->rows()[row].stream != 0) continue;
+    for (auto c = timeline->find_call(row, "MPI_Allreduce", 0, true); c;
+         c = timeline->find_call(row, "MPI_Allreduce", static_cast<double>(c->enter) + 1, true))
+      allreduces[row].push_back(*c);
+    QCOMPARE(allreduces[row].size(), size_t{8});
+  }
+  QCOMPARE(allreduces.size(), size_t{2});
+  const QStringList sites = find_completions(window, "callsites_c.c:");
+  for (const char* line : {":10", ":22"})
+    QVERIFY2(std::any_of(sites.begin(), sites.end(),
+                         [&](const QString& c) { return c.startsWith("calls from ") && c.endsWith(line); }),
+             qPrintable(sites.join(",")));
+  for (const int line : {22, 10}) {
+    // The calls from that line: (enter, row) order.
+    std::vector<std::pair<int64_t, size_t>> want;
+    for (const auto& [row, calls] : allreduces)
+      for (size_t n = line == 10 ? 0 : 5; n < (line == 10 ? 5u : 8u); ++n) want.emplace_back(calls[n].enter, row);
+    std::sort(want.begin(), want.end());
+    window.findBox()->setText(QStringLiteral("callsites_c.c:%1").arg(line));
+    QCOMPARE(window.findTarget(window.findBox()->text()).kind, MainWindow::FindTarget::Sites);
+    view->showAll();
+    view->setSelectedCall(std::nullopt);
+    for (size_t k = 0; k <= want.size(); ++k) {
+      QVERIFY(window.findNext(true));
+      const auto& c = view->selectedCall();
+      QVERIFY(c.has_value());
+      QCOMPARE(std::make_pair(c->enter, c->row), want[k % want.size()]);
+      QCOMPARE(c->function, std::string_view("MPI_Allreduce"));
+      QCOMPARE(view->wrappedAround(), k == want.size());
+    }
+    QVERIFY(window.findNext(false));
+    QCOMPARE(std::make_pair(view->selectedCall()->enter, view->selectedCall()->row), want.back());
+    QVERIFY(window.statusBar()->currentMessage().contains(QStringLiteral("called from")));
+  }
+  // Interval 7 by id: one execution per rank, holding its 3 calls from line 22.
+  window.findBox()->setText("interval 7");
+  view->showAll();
+  std::set<size_t> rows;
+  for (int k = 0; k < 2; ++k) {
+    QVERIFY(window.findNext(true));
+    const auto& row_text = window.statusBar()->currentMessage();
+    QVERIFY2(row_text.contains("id 7 at callsites_c.c:"), qPrintable(row_text));
+    const int rank = row_text.contains("rank 0") ? 0 : 1;
+    QVERIFY2(row_text.contains(QStringLiteral("rank %1").arg(rank)), qPrintable(row_text));
+    size_t row = 0;
+    for (const auto& [r, calls] : allreduces)
+      if (timeline->rows()[r].rank == rank) row = r;
+    rows.insert(row);
+    // Zoomed to it: its calls in view, the 5 before it (line 10) not all.
+    for (size_t n = 5; n < 8; ++n) {
+      QVERIFY(static_cast<double>(allreduces[row][n].enter) > view->from());
+      QVERIFY(static_cast<double>(allreduces[row][n].leave()) < view->to());
+    }
+    QVERIFY(static_cast<double>(allreduces[row][0].leave()) < view->from());
+  }
+  QCOMPARE(rows.size(), size_t{2});
 }
 
 namespace {

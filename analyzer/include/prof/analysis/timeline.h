@@ -307,6 +307,8 @@ class Timeline {
   std::string_view function(uint32_t name) const;
   // A call site as "file:line" (or where its address is); "" for index 0.
   const std::string& site(uint32_t index) const;
+  // Indices site() names: 1 .. site_count() - 1 (a viewer's list of sites).
+  uint32_t site_count() const;
   // The site (site()'s index) a call was made from: a marker's, or an MPI
   // call's own (0 when the trace has none: PROF_CALLSITES=0, a format before
   // 7, past a function's 62nd site). Looked up on demand, as for a viewer's
