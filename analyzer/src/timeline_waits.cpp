@@ -8,6 +8,7 @@
 // adds every row's union to its pyramid's leaves once messages and
 // collectives are paired; levels above sum two cells each, as for the calls.
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <mutex>
@@ -64,7 +65,7 @@ void row_wait_spans(const Impl& tl, RecordReader& reader, size_t ri, uint64_t fi
 }
 
 void add_wait_spans(WaitSpans& spans, double origin, double width, double* cells, size_t n) {
-  std::sort(spans.begin(), spans.end());
+  if (!std::is_sorted(spans.begin(), spans.end())) std::sort(spans.begin(), spans.end());
   auto add = [&](int64_t begin, int64_t end) {
     const double a = static_cast<double>(begin), b = static_cast<double>(end);
     const int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor((a - origin) / width)));
@@ -90,27 +91,104 @@ void add_wait_spans(WaitSpans& spans, double origin, double width, double* cells
   if (open) add(begin, end);
 }
 
-void last_enters(Impl& tl, size_t first_instance, size_t end_instance, detail::MappedArray<int64_t>& out) {
-  RecordReader reader(tl);
-  for (size_t i = first_instance; i < end_instance; ++i) {
-    const CollectiveInstance& in = tl.instances[i];
-    int64_t last = INT64_MIN;
-    for (uint32_t k = 0; k < in.count; ++k) {
-      const EventRefPublic& m = tl.members[in.first_member + k];
-      last = std::max(last, reader.enter_duration(m.row, m.index).first);
+namespace {
+
+// A row's calls read in about ascending index order: the last two blocks
+// read are kept unpacked, so a walk over the row unpacks each block about
+// once (a receive's issuing call is mostly in its completing call's block or
+// the one before). The caller holds the row's lock (shared).
+class RowCursor {
+ public:
+  RowCursor(const Impl& tl, const Row& row) : tl_(tl), row_(row) {}
+  std::pair<int64_t, uint64_t> enter_duration(uint64_t index) {
+    const size_t b = static_cast<size_t>(index / kBlockRecords);
+    if (b != kept_[0].block) {
+      std::swap(kept_[0], kept_[1]);
+      if (b != kept_[0].block) {
+        tl_.block_records(row_, b, kept_[0].records);
+        kept_[0].block = b;
+      }
     }
-    out[i] = last;
+    const Record& r = kept_[0].records[index - uint64_t{b} * kBlockRecords];
+    return {r.enter, row_.duration(r, index)};
+  }
+
+ private:
+  struct Kept {
+    size_t block = SIZE_MAX;
+    std::vector<Record> records;
+  };
+  const Impl& tl_;
+  const Row& row_;
+  Kept kept_[2];
+};
+
+}  // namespace
+
+void wait_ends(Impl& tl, size_t ri, WaitEnds& ends) {
+  const Row& row = *tl.rows[ri];
+  std::shared_lock lock(row.mutex);
+  RowCursor cursor(tl, row);
+  // Both lists are in call order: the row's blocks are read in order, once.
+  for (const SentMessage& m : row.sent) {
+    const int64_t enter = cursor.enter_duration(m.first).first;
+    // The receive among its completing call's receives (a Waitall completes
+    // several): the one this send pairs with.
+    const auto& received = tl.rows[m.recv_row]->received;
+    auto it = std::partition_point(received.begin(), received.end(),
+                                   [&](const ReceivedMessage& r) { return r.first < m.recv_index; });
+    for (; it != received.end() && it->first == m.recv_index; ++it)
+      if (it->send_row == ri && it->send_index == m.first) {
+        ends.send_enter[m.recv_row][static_cast<size_t>(it - received.begin())] = enter;
+        break;
+      }
+  }
+  for (const CollectiveRef& c : row.collectives) {
+    if (c.instance >= ends.last_enter.size()) continue;
+    const int64_t enter = cursor.enter_duration(c.first).first;
+    std::atomic_ref<int64_t> last(ends.last_enter[c.instance]);
+    for (int64_t seen = last.load(std::memory_order_relaxed);
+         enter > seen && !last.compare_exchange_weak(seen, enter, std::memory_order_relaxed);) {
+    }
   }
 }
 
-void pyramid_waits(Impl& tl, size_t ri) {
+void pyramid_waits(Impl& tl, size_t ri, const std::vector<int64_t>& send_enter) {
   Row& row = *tl.rows[ri];
-  WaitSpans spans;
+  WaitSpans spans, collective_spans;
   std::vector<std::vector<double>> waits;
   {
     std::shared_lock lock(row.mutex);
-    RecordReader reader(tl, &row);
-    row_wait_spans(tl, reader, ri, 0, row.count, false, spans);
+    RowCursor cursor(tl, row);
+    RecordReader others(tl, &row);  // (a receive issued on another thread's row)
+    const auto& received = row.received;
+    spans.reserve(received.size());
+    for (size_t k = 0; k < received.size(); ++k) {
+      const ReceivedMessage& m = received[k];
+      const auto [recv_enter, recv_duration] = cursor.enter_duration(m.first);
+      const int64_t issue_enter = m.issue_row != ri         ? others.enter_duration(m.issue_row, m.issue_index).first
+                                  : m.issue_index == m.first ? recv_enter
+                                                             : cursor.enter_duration(m.issue_index).first;
+      const int64_t end = std::min(send_enter[k], recv_enter + static_cast<int64_t>(recv_duration));
+      if (end > issue_enter) spans.emplace_back(issue_enter, end);
+    }
+    {
+      std::shared_lock pairs(tl.pairs_mutex);
+      collective_spans.reserve(row.collectives.size());
+      for (const CollectiveRef& c : row.collectives) {
+        if (c.instance >= tl.instance_last_enter.size()) continue;
+        const auto [enter, duration] = cursor.enter_duration(c.first);
+        const int64_t end = std::min(tl.instance_last_enter[c.instance], enter + static_cast<int64_t>(duration));
+        if (end > enter) collective_spans.emplace_back(enter, end);
+      }
+    }
+    // Receives complete in order and mostly were issued in order; a row's
+    // collective calls are in order: two sorted runs, merged (a run out of
+    // order, receives completed out of their issue order, is sorted first).
+    if (!std::is_sorted(spans.begin(), spans.end())) std::sort(spans.begin(), spans.end());
+    const size_t receives = spans.size();
+    spans.insert(spans.end(), collective_spans.begin(), collective_spans.end());
+    std::inplace_merge(spans.begin(), spans.begin() + static_cast<ptrdiff_t>(receives), spans.end());
     const Pyramid& p = row.pyramid;
     waits.resize(p.levels.size());
     for (size_t k = 0; k < p.levels.size(); ++k) waits[k].assign(p.levels[k].size(), 0.0);
