@@ -222,6 +222,11 @@ struct Impl {
   double built_fraction() const;
   // A block's records, unpacked into `buffer` (caller holds the row's lock).
   const Record* block_records(const Row& row, size_t block, std::vector<Record>& buffer) const;
+  // Its enters and durations alone, into arrays of kBlockRecords (the same).
+  void block_times(const Row& row, size_t block, int64_t* enter, uint32_t* duration) const;
+  // Where its packed records are: in memory, or read from the spill file
+  // into `scratch`; null when they cannot be read.
+  const uint8_t* packed_block(const Row& row, size_t block, std::vector<uint8_t>& scratch) const;
 };
 
 // Waits (timeline_waits.cpp): the analysis's PotentSync instants of a row, as

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <memory>
 #include <cmath>
 #include <mutex>
 #include <shared_mutex>
@@ -94,33 +95,40 @@ void add_wait_spans(WaitSpans& spans, double origin, double width, double* cells
 namespace {
 
 // A row's calls read in about ascending index order: the last two blocks
-// read are kept unpacked, so a walk over the row unpacks each block about
-// once (a receive's issuing call is mostly in its completing call's block or
-// the one before). The caller holds the row's lock (shared).
+// read are kept, their enters and durations alone unpacked, so a walk over
+// the row unpacks each block about once (a receive's issuing call is mostly
+// in its completing call's block or the one before). The caller holds the
+// row's lock (shared).
 class RowCursor {
  public:
   RowCursor(const Impl& tl, const Row& row) : tl_(tl), row_(row) {}
   std::pair<int64_t, uint64_t> enter_duration(uint64_t index) {
     const size_t b = static_cast<size_t>(index / kBlockRecords);
-    if (b != kept_[0].block) {
-      std::swap(kept_[0], kept_[1]);
-      if (b != kept_[0].block) {
-        tl_.block_records(row_, b, kept_[0].records);
-        kept_[0].block = b;
+    if (b != kept_[now_].block) {
+      now_ ^= 1;
+      if (b != kept_[now_].block) {
+        tl_.block_times(row_, b, kept_[now_].enter, kept_[now_].duration);
+        kept_[now_].block = b;
       }
     }
-    const Record& r = kept_[0].records[index - uint64_t{b} * kBlockRecords];
-    return {r.enter, row_.duration(r, index)};
+    const Kept& k = kept_[now_];
+    const size_t i = static_cast<size_t>(index - uint64_t{b} * kBlockRecords);
+    if (k.duration[i] != UINT32_MAX) return {k.enter[i], k.duration[i]};
+    // In the row's overflow table.
+    const auto it = row_.big_durations.find(index);
+    return {k.enter[i], it != row_.big_durations.end() ? it->second : uint64_t{UINT32_MAX}};
   }
 
  private:
   struct Kept {
     size_t block = SIZE_MAX;
-    std::vector<Record> records;
+    int64_t enter[kBlockRecords];
+    uint32_t duration[kBlockRecords];
   };
   const Impl& tl_;
   const Row& row_;
-  Kept kept_[2];
+  std::unique_ptr<Kept[]> kept_ = std::make_unique<Kept[]>(2);
+  int now_ = 0;
 };
 
 }  // namespace
@@ -129,26 +137,32 @@ void wait_ends(Impl& tl, size_t ri, WaitEnds& ends) {
   const Row& row = *tl.rows[ri];
   std::shared_lock lock(row.mutex);
   RowCursor cursor(tl, row);
-  // Both lists are in call order: the row's blocks are read in order, once.
-  for (const SentMessage& m : row.sent) {
-    const int64_t enter = cursor.enter_duration(m.first).first;
-    // The receive among its completing call's receives (a Waitall completes
-    // several): the one this send pairs with.
-    const auto& received = tl.rows[m.recv_row]->received;
-    auto it = std::partition_point(received.begin(), received.end(),
-                                   [&](const ReceivedMessage& r) { return r.first < m.recv_index; });
-    for (; it != received.end() && it->first == m.recv_index; ++it)
-      if (it->send_row == ri && it->send_index == m.first) {
-        ends.send_enter[m.recv_row][static_cast<size_t>(it - received.begin())] = enter;
-        break;
+  // Sends and collective calls in call order, together: the row's blocks are
+  // read in order, once.
+  const auto& sent = row.sent;
+  const auto& collectives = row.collectives;
+  for (size_t s = 0, c = 0; s < sent.size() || c < collectives.size();) {
+    if (c == collectives.size() || (s < sent.size() && sent[s].first < collectives[c].first)) {
+      const SentMessage& m = sent[s++];
+      const int64_t enter = cursor.enter_duration(m.first).first;
+      // The receive among its completing call's receives (a Waitall
+      // completes several): the one this send pairs with.
+      const auto& received = tl.rows[m.recv_row]->received;
+      auto it = std::partition_point(received.begin(), received.end(),
+                                     [&](const ReceivedMessage& r) { return r.first < m.recv_index; });
+      for (; it != received.end() && it->first == m.recv_index; ++it)
+        if (it->send_row == ri && it->send_index == m.first) {
+          ends.send_enter[m.recv_row][static_cast<size_t>(it - received.begin())] = enter;
+          break;
+        }
+    } else {
+      const CollectiveRef& ref = collectives[c++];
+      if (ref.instance >= ends.last_enter.size()) continue;
+      const int64_t enter = cursor.enter_duration(ref.first).first;
+      std::atomic_ref<int64_t> last(ends.last_enter[ref.instance]);
+      for (int64_t seen = last.load(std::memory_order_relaxed);
+           enter > seen && !last.compare_exchange_weak(seen, enter, std::memory_order_relaxed);) {
       }
-  }
-  for (const CollectiveRef& c : row.collectives) {
-    if (c.instance >= ends.last_enter.size()) continue;
-    const int64_t enter = cursor.enter_duration(c.first).first;
-    std::atomic_ref<int64_t> last(ends.last_enter[c.instance]);
-    for (int64_t seen = last.load(std::memory_order_relaxed);
-         enter > seen && !last.compare_exchange_weak(seen, enter, std::memory_order_relaxed);) {
     }
   }
 }
@@ -161,27 +175,31 @@ void pyramid_waits(Impl& tl, size_t ri, const std::vector<int64_t>& send_enter) 
     std::shared_lock lock(row.mutex);
     RowCursor cursor(tl, row);
     RecordReader others(tl, &row);  // (a receive issued on another thread's row)
+    // Receives and collective calls in call order, together: the row's
+    // blocks are read in order, once.
     const auto& received = row.received;
+    const auto& collectives = row.collectives;
     spans.reserve(received.size());
-    for (size_t k = 0; k < received.size(); ++k) {
-      const ReceivedMessage& m = received[k];
-      const auto [recv_enter, recv_duration] = cursor.enter_duration(m.first);
-      const int64_t issue_enter = m.issue_row != ri         ? others.enter_duration(m.issue_row, m.issue_index).first
-                                  : m.issue_index == m.first ? recv_enter
-                                                             : cursor.enter_duration(m.issue_index).first;
-      const int64_t end = std::min(send_enter[k], recv_enter + static_cast<int64_t>(recv_duration));
-      if (end > issue_enter) spans.emplace_back(issue_enter, end);
-    }
-    {
-      std::shared_lock pairs(tl.pairs_mutex);
-      collective_spans.reserve(row.collectives.size());
-      for (const CollectiveRef& c : row.collectives) {
-        if (c.instance >= tl.instance_last_enter.size()) continue;
-        const auto [enter, duration] = cursor.enter_duration(c.first);
-        const int64_t end = std::min(tl.instance_last_enter[c.instance], enter + static_cast<int64_t>(duration));
+    collective_spans.reserve(collectives.size());
+    std::shared_lock pairs(tl.pairs_mutex);
+    for (size_t k = 0, c = 0; k < received.size() || c < collectives.size();) {
+      if (c == collectives.size() || (k < received.size() && received[k].first < collectives[c].first)) {
+        const ReceivedMessage& m = received[k];
+        const auto [recv_enter, recv_duration] = cursor.enter_duration(m.first);
+        const int64_t issue_enter = m.issue_row != ri         ? others.enter_duration(m.issue_row, m.issue_index).first
+                                    : m.issue_index == m.first ? recv_enter
+                                                               : cursor.enter_duration(m.issue_index).first;
+        const int64_t end = std::min(send_enter[k++], recv_enter + static_cast<int64_t>(recv_duration));
+        if (end > issue_enter) spans.emplace_back(issue_enter, end);
+      } else {
+        const CollectiveRef& ref = collectives[c++];
+        if (ref.instance >= tl.instance_last_enter.size()) continue;
+        const auto [enter, duration] = cursor.enter_duration(ref.first);
+        const int64_t end = std::min(tl.instance_last_enter[ref.instance], enter + static_cast<int64_t>(duration));
         if (end > enter) collective_spans.emplace_back(enter, end);
       }
     }
+    pairs.unlock();
     // Receives complete in order and mostly were issued in order; a row's
     // collective calls are in order: two sorted runs, merged (a run out of
     // order, receives completed out of their issue order, is sorted first).
