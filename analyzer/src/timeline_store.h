@@ -414,12 +414,9 @@ inline void unpack_times(const uint8_t* p, uint32_t n, int64_t* enter, uint32_t*
   std::memcpy(&lo[0], p + 8, 8);
   std::memcpy(&lo[1], p + 8 + 9, 8);
   const uint8_t* q = p + kHeaderBytes;
-  q = column(q, p[8 + 8], n, lo[0], [&](uint32_t i, int64_t v) { enter[i] = v; });
+  // The first call's difference unpacks to 0: every enter is the sum so far.
   int64_t t = first;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (i) t += enter[i];
-    enter[i] = t;
-  }
+  q = column(q, p[8 + 8], n, lo[0], [&](uint32_t i, int64_t v) { enter[i] = t += v; });
   column(q, p[8 + 9 + 8], n, lo[1], [&](uint32_t i, int64_t v) { duration[i] = static_cast<uint32_t>(v); });
 }
 

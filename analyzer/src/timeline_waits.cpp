@@ -65,18 +65,13 @@ void row_wait_spans(const Impl& tl, RecordReader& reader, size_t ri, uint64_t fi
   }
 }
 
-void add_wait_spans(WaitSpans& spans, double origin, double width, double* cells, size_t n) {
+namespace {
+
+// Calls add(begin, end) for each span of the union of `spans` (sorted here
+// when they are not), in order.
+template <class Add>
+void for_each_union_span(WaitSpans& spans, Add&& add) {
   if (!std::is_sorted(spans.begin(), spans.end())) std::sort(spans.begin(), spans.end());
-  auto add = [&](int64_t begin, int64_t end) {
-    const double a = static_cast<double>(begin), b = static_cast<double>(end);
-    const int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor((a - origin) / width)));
-    const int64_t hi = std::min<int64_t>(static_cast<int64_t>(n) - 1, static_cast<int64_t>(std::floor((b - origin) / width)));
-    for (int64_t i = lo; i <= hi; ++i) {
-      const double c0 = origin + static_cast<double>(i) * width, c1 = c0 + width;
-      const double part = std::min(b, c1) - std::max(a, c0);
-      if (part > 0) cells[i] += part;
-    }
-  };
   int64_t begin = 0, end = 0;
   bool open = false;
   for (const auto& [b, e] : spans) {
@@ -90,6 +85,36 @@ void add_wait_spans(WaitSpans& spans, double origin, double width, double* cells
     open = true;
   }
   if (open) add(begin, end);
+}
+
+// The same as add_wait_spans on a pyramid's leaves (2^shift ns from 0), in
+// integers: spans are whole ns, so every part is the same exact value.
+void add_wait_spans_to_leaves(WaitSpans& spans, int shift, double* leaves, size_t n) {
+  if (n == 0) return;
+  const int64_t last = static_cast<int64_t>(n) - 1;
+  for_each_union_span(spans, [&](int64_t begin, int64_t end) {
+    if (end <= begin) return;
+    const int64_t lo = std::max<int64_t>(0, begin >> shift), hi = std::min(last, (end - 1) >> shift);
+    for (int64_t i = lo; i <= hi; ++i) {
+      const int64_t c0 = i << shift, c1 = c0 + (int64_t{1} << shift);
+      leaves[i] += static_cast<double>(std::min(end, c1) - std::max(begin, c0));
+    }
+  });
+}
+
+}  // namespace
+
+void add_wait_spans(WaitSpans& spans, double origin, double width, double* cells, size_t n) {
+  for_each_union_span(spans, [&](int64_t begin, int64_t end) {
+    const double a = static_cast<double>(begin), b = static_cast<double>(end);
+    const int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor((a - origin) / width)));
+    const int64_t hi = std::min<int64_t>(static_cast<int64_t>(n) - 1, static_cast<int64_t>(std::floor((b - origin) / width)));
+    for (int64_t i = lo; i <= hi; ++i) {
+      const double c0 = origin + static_cast<double>(i) * width, c1 = c0 + width;
+      const double part = std::min(b, c1) - std::max(a, c0);
+      if (part > 0) cells[i] += part;
+    }
+  });
 }
 
 namespace {
@@ -131,12 +156,59 @@ class RowCursor {
   int now_ = 0;
 };
 
+// Finds a receiving row's first receive completed at or after a call index.
+// A row's sends to a row pair with receives completed in about ascending
+// order there (in order on each channel), so the search gallops forward
+// from where it ended last on that row (the last few rows are kept, a rank
+// sending to a few neighbours); else it bisects the whole list.
+class ReceiveFinder {
+ public:
+  size_t first(uint32_t row, const detail::MappedArray<ReceivedMessage>& received, uint32_t index) {
+    size_t lo = 0, hi = received.size();
+    size_t& at = hint(row);
+    if (at < received.size() && received[at].first < index) {
+      lo = at + 1;
+      for (size_t step = 1; lo < hi; step *= 2) {
+        const size_t probe = std::min(hi, at + step);
+        if (probe == hi || received[probe].first >= index) {
+          hi = probe;
+          break;
+        }
+        lo = probe + 1;
+      }
+    } else if (at <= received.size() && (at == 0 || received[at - 1].first < index)) {
+      lo = hi = at;  // (the same place again)
+    }
+    at = static_cast<size_t>(std::partition_point(received.begin() + static_cast<ptrdiff_t>(lo),
+                                                  received.begin() + static_cast<ptrdiff_t>(hi),
+                                                  [&](const ReceivedMessage& r) { return r.first < index; }) -
+                             received.begin());
+    return at;
+  }
+
+ private:
+  static constexpr size_t kRows = 4;
+  size_t& hint(uint32_t row) {
+    for (size_t i = 0; i < kRows; ++i)
+      if (rows_[i] == row) return at_[i];
+    const size_t i = next_;
+    next_ = (next_ + 1) % kRows;
+    rows_[i] = row;
+    at_[i] = SIZE_MAX;  // (no hint: the whole list)
+    return at_[i];
+  }
+  uint32_t rows_[kRows] = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
+  size_t at_[kRows] = {};
+  size_t next_ = 0;
+};
+
 }  // namespace
 
 void wait_ends(Impl& tl, size_t ri, WaitEnds& ends) {
   const Row& row = *tl.rows[ri];
   std::shared_lock lock(row.mutex);
   RowCursor cursor(tl, row);
+  ReceiveFinder receives;
   // Sends and collective calls in call order, together: the row's blocks are
   // read in order, once.
   const auto& sent = row.sent;
@@ -148,11 +220,10 @@ void wait_ends(Impl& tl, size_t ri, WaitEnds& ends) {
       // The receive among its completing call's receives (a Waitall
       // completes several): the one this send pairs with.
       const auto& received = tl.rows[m.recv_row]->received;
-      auto it = std::partition_point(received.begin(), received.end(),
-                                     [&](const ReceivedMessage& r) { return r.first < m.recv_index; });
-      for (; it != received.end() && it->first == m.recv_index; ++it)
-        if (it->send_row == ri && it->send_index == m.first) {
-          ends.send_enter[m.recv_row][static_cast<size_t>(it - received.begin())] = enter;
+      for (size_t k = receives.first(m.recv_row, received, m.recv_index);
+           k < received.size() && received[k].first == m.recv_index; ++k)
+        if (received[k].send_row == ri && received[k].send_index == m.first) {
+          ends.send_enter[m.recv_row][k] = enter;
           break;
         }
     } else {
@@ -210,11 +281,14 @@ void pyramid_waits(Impl& tl, size_t ri, const std::vector<int64_t>& send_enter) 
     const Pyramid& p = row.pyramid;
     waits.resize(p.levels.size());
     for (size_t k = 0; k < p.levels.size(); ++k) waits[k].assign(p.levels[k].size(), 0.0);
-    // Leaves are 2^shift ns from 0 and spans whole ns: every part is exact.
-    add_wait_spans(spans, 0, p.leaf, waits[0].data(), waits[0].size());
-    for (size_t k = 0; k + 1 < waits.size(); ++k)
-      for (size_t i = 0; i < waits[k + 1].size(); ++i)
-        waits[k + 1][i] = waits[k][2 * i] + (2 * i + 1 < waits[k].size() ? waits[k][2 * i + 1] : 0.0);
+    add_wait_spans_to_leaves(spans, p.shift, waits[0].data(), waits[0].size());
+    for (size_t k = 0; k + 1 < waits.size(); ++k) {
+      const std::vector<double>& below = waits[k];
+      std::vector<double>& above = waits[k + 1];
+      const size_t pairs_below = std::min(above.size(), below.size() / 2);
+      for (size_t i = 0; i < pairs_below; ++i) above[i] = below[2 * i] + below[2 * i + 1];
+      if (pairs_below < above.size() && 2 * pairs_below < below.size()) above[pairs_below] = below[2 * pairs_below];
+    }
   }
   std::unique_lock lock(row.mutex);
   row.pyramid.waits = std::move(waits);
