@@ -7,6 +7,18 @@
 // a cell holds the time of their union inside it, never their sum. The build
 // adds every row's union to its pyramid's leaves once messages and
 // collectives are paired; levels above sum two cells each, as for the calls.
+//
+// The build's step reads each row's blocks in order twice, enters and
+// durations alone (a row's message ends and collective calls are listed in
+// call order): first (wait_ends) each send's enter goes to its receive's
+// slot and each collective call's enter to its instance's last enter (an
+// atomic maximum: rows run on several threads); then (pyramid_waits) each
+// receive's and collective call's wait is made from its own calls and those
+// ends. The spans come in two runs already sorted by start (receives in the
+// order they complete, mostly issued in that order too; collective calls in
+// call order), so they are merged, not sorted, before their union is taken.
+// Queries (row_wait_spans) read the few calls they need through a
+// RecordReader instead.
 #include <algorithm>
 #include <atomic>
 #include <climits>
