@@ -903,7 +903,9 @@ TEST(Timeline, BucketWaitsSpanBlocksWhereverTheRecordsAre) {
         sum += r.buckets[k].wait;
       }
       EXPECT_NEAR(sum, static_cast<double>(union_length(waits[r.row])), 1e-3) << "row " << r.row;
-      if (r.row != 1) EXPECT_GT(sum, 0) << "row " << r.row;  // (row 1: rank 0's second thread)
+      if (r.row != 1) {  // (row 1: rank 0's second thread)
+        EXPECT_GT(sum, 0) << "row " << r.row;
+      }
     }
   }
 }
