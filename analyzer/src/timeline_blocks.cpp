@@ -116,27 +116,40 @@ void Impl::retire(BlockStage& stage) {
   stage.used = 0;
 }
 
+const uint8_t* Impl::packed_block(const Row& row, size_t b, std::vector<uint8_t>& scratch) const {
+  const BlockInfo& info = row.blocks[b];
+  if (info.memory) return info.memory;
+  scratch.resize(info.packed_bytes);
+  size_t done = 0;
+  while (done < scratch.size()) {
+    const ssize_t n = pread(spill_fd, scratch.data() + done, scratch.size() - done,
+                            static_cast<off_t>(info.file_offset + done));
+    if (n <= 0) return nullptr;  // (cannot happen short of a disk error)
+    done += static_cast<size_t>(n);
+  }
+  return scratch.data();
+}
+
 const Record* Impl::block_records(const Row& row, size_t b, std::vector<Record>& buffer) const {
   const BlockInfo& info = row.blocks[b];
   buffer.resize(info.count);
-  if (info.memory) {
-    packing::unpack(info.memory, info.count, buffer.data());
-    return buffer.data();
-  }
   thread_local std::vector<uint8_t> bytes;
-  bytes.resize(info.packed_bytes);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = pread(spill_fd, bytes.data() + done, bytes.size() - done,
-                            static_cast<off_t>(info.file_offset + done));
-    if (n <= 0) {  // (cannot happen short of a disk error)
-      std::fill(buffer.begin(), buffer.end(), Record{});
-      return buffer.data();
-    }
-    done += static_cast<size_t>(n);
-  }
-  packing::unpack(bytes.data(), info.count, buffer.data());
+  if (const uint8_t* p = packed_block(row, b, bytes))
+    packing::unpack(p, info.count, buffer.data());
+  else
+    std::fill(buffer.begin(), buffer.end(), Record{});
   return buffer.data();
+}
+
+void Impl::block_times(const Row& row, size_t b, int64_t* enter, uint32_t* duration) const {
+  const BlockInfo& info = row.blocks[b];
+  thread_local std::vector<uint8_t> bytes;
+  if (const uint8_t* p = packed_block(row, b, bytes)) {
+    packing::unpack_times(p, info.count, enter, duration);
+  } else {
+    std::fill(enter, enter + info.count, 0);
+    std::fill(duration, duration + info.count, 0);
+  }
 }
 
 // Publishes a row's pending records as one block, packed into the stage

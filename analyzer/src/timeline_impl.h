@@ -222,6 +222,11 @@ struct Impl {
   double built_fraction() const;
   // A block's records, unpacked into `buffer` (caller holds the row's lock).
   const Record* block_records(const Row& row, size_t block, std::vector<Record>& buffer) const;
+  // Its enters and durations alone, into arrays of kBlockRecords (the same).
+  void block_times(const Row& row, size_t block, int64_t* enter, uint32_t* duration) const;
+  // Where its packed records are: in memory, or read from the spill file
+  // into `scratch`; null when they cannot be read.
+  const uint8_t* packed_block(const Row& row, size_t block, std::vector<uint8_t>& scratch) const;
 };
 
 // Waits (timeline_waits.cpp): the analysis's PotentSync instants of a row, as
@@ -256,9 +261,16 @@ void row_wait_spans(const Impl& tl, RecordReader& reader, size_t ri, uint64_t fi
 // Adds the union of `spans` (sorted and merged here) to cells
 // [origin + i*width, origin + (i+1)*width), i < n: the time of each inside it.
 void add_wait_spans(WaitSpans& spans, double origin, double width, double* cells, size_t n);
-// The build's last step (threads: the build's): every instance's last enter,
-// then each row's pyramid waits.
-void last_enters(Impl& tl, size_t first_instance, size_t end_instance, detail::MappedArray<int64_t>& out);
-void pyramid_waits(Impl& tl, size_t ri);
+// The build's last step, on its threads: first, per row, where its waits
+// end (wait_ends: its sends' enters, into their receives' slots; its
+// collective calls' enters, into their instances' last enter); then per row
+// the union of its waits on its pyramid (pyramid_waits). Both read a row's
+// blocks in order, once.
+struct WaitEnds {
+  std::vector<std::vector<int64_t>> send_enter;  // per row, per received message
+  detail::MappedArray<int64_t> last_enter;       // per instance (INT64_MIN before)
+};
+void wait_ends(Impl& tl, size_t ri, WaitEnds& ends);
+void pyramid_waits(Impl& tl, size_t ri, const std::vector<int64_t>& send_enter);
 
 }  // namespace prof::analysis::timeline_detail

@@ -406,6 +406,20 @@ inline const uint8_t* column(const uint8_t* p, uint32_t w, uint32_t n, int64_t l
   }
 }
 
+// Unpacks only the enters and durations of n records packed by pack() at
+// `p` (the first two columns: what waits read of a call).
+inline void unpack_times(const uint8_t* p, uint32_t n, int64_t* enter, uint32_t* duration) {
+  int64_t first, lo[2];
+  std::memcpy(&first, p, 8);
+  std::memcpy(&lo[0], p + 8, 8);
+  std::memcpy(&lo[1], p + 8 + 9, 8);
+  const uint8_t* q = p + kHeaderBytes;
+  // The first call's difference unpacks to 0: every enter is the sum so far.
+  int64_t t = first;
+  q = column(q, p[8 + 8], n, lo[0], [&](uint32_t i, int64_t v) { enter[i] = t += v; });
+  column(q, p[8 + 9 + 8], n, lo[1], [&](uint32_t i, int64_t v) { duration[i] = static_cast<uint32_t>(v); });
+}
+
 // Unpacks n records packed by pack() at `p` into `out`.
 inline void unpack(const uint8_t* p, uint32_t n, Record* out) {
   int64_t first;

@@ -865,6 +865,51 @@ TEST(Timeline, BucketWaitsAreTheUnionOfTheRowsWaitsInside) {
   }
 }
 
+// The build's waits step reads each row's blocks in order, from memory or
+// from the spill file: over rows of several blocks (a ring of Irecv, Isend,
+// Waitall and Allreduce), a whole run's buckets sum to the union of the row's
+// waits as the messages and collectives list them, and are the same, bit for
+// bit, wherever the records are.
+TEST(Timeline, BucketWaitsSpanBlocksWhereverTheRecordsAre) {
+  RingTrace trace(3, 300);
+  TimelineOptions memory, spilled;
+  spilled.memory_bytes = 0;
+  auto in_memory = built(trace.dir(), memory);
+  auto in_file = built(trace.dir(), spilled);
+  ASSERT_TRUE(in_memory && in_file);
+  EXPECT_GT(in_file->memory().records_spilled, 0u);
+  ASSERT_GT(in_memory->events(), 3u * 2u * 1024u);  // (each rank's main row: three blocks)
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> waits(in_memory->rows().size());
+  for (const auto& m : in_memory->messages())
+    if (m.wait > 0) waits[m.recv_row].emplace_back(m.issue_enter, m.issue_enter + static_cast<int64_t>(m.wait));
+  for (const auto& c : in_memory->collectives())
+    for (const auto& m : c.members)
+      if (m.wait > 0) waits[m.row].emplace_back(m.enter, m.enter + static_cast<int64_t>(m.wait));
+  for (const uint32_t buckets : {7u, 300u}) {
+    TimelineQuery q;
+    q.from = 0;
+    q.to = in_memory->end();
+    q.buckets = buckets;
+    q.max_events = 1;  // summaries, from the pyramid's cells
+    const analysis::TimelineAnswer a = in_memory->query(q), b = in_file->query(q);
+    ASSERT_EQ(a.rows.size(), b.rows.size());
+    for (size_t i = 0; i < a.rows.size(); ++i) {
+      const auto& r = a.rows[i];
+      ASSERT_TRUE(r.summarized);
+      ASSERT_EQ(r.buckets.size(), b.rows[i].buckets.size());
+      double sum = 0;
+      for (size_t k = 0; k < r.buckets.size(); ++k) {
+        EXPECT_EQ(r.buckets[k].wait, b.rows[i].buckets[k].wait) << "row " << r.row << " bucket " << k;
+        sum += r.buckets[k].wait;
+      }
+      EXPECT_NEAR(sum, static_cast<double>(union_length(waits[r.row])), 1e-3) << "row " << r.row;
+      if (r.row != 1) {  // (row 1: rank 0's second thread)
+        EXPECT_GT(sum, 0) << "row " << r.row;
+      }
+    }
+  }
+}
+
 // Records are kept packed per block, each field in the fewest bytes that its
 // values in the block need: every field must come back exactly, at every
 // width (gaps and durations past 2^32 ns, bytes past 2^32, tags up to 2^30),
