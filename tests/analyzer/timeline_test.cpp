@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "span_union.h"
 #include "timeline_store.h"
 #include "trace_builder.h"
 
@@ -803,19 +804,7 @@ TEST(Timeline, BucketWaitsAreTheUnionOfTheRowsWaitsInside) {
   for (const auto& c : tl->collectives())
     for (const auto& m : c.members) waits[m.row].emplace_back(m.enter, m.enter + static_cast<int64_t>(m.wait));
   // The union of a row's waits clipped to [from, to), ns.
-  auto inside = [&](size_t row, double from, double to) {
-    std::vector<std::pair<double, double>> clipped;
-    for (auto [begin, end] : waits[row])
-      clipped.emplace_back(std::max(static_cast<double>(begin), from), std::min(static_cast<double>(end), to));
-    std::sort(clipped.begin(), clipped.end());
-    double length = 0, covered_to = from;
-    for (auto [a, z] : clipped) {
-      a = std::max(a, covered_to);
-      if (z > a) length += z - a;
-      covered_to = std::max(covered_to, z);
-    }
-    return length;
-  };
+  auto inside = [&](size_t row, double from, double to) { return test::union_inside(waits[row], from, to); };
   double total[2] = {0, 0};
   for (size_t row = 0; row < 2; ++row) total[row] = inside(row, 0, 1e18);
   ASSERT_GT(total[0], 0);

@@ -49,6 +49,7 @@
 #include "range_statistics.h"
 #include "timeline_view.h"
 #include "trace_loader.h"
+#include "span_union.h"
 #include "trace_builder.h"
 
 using namespace prof;
@@ -2432,18 +2433,7 @@ void GuiTest::summaries_keep_the_wait_overlay_as_a_fraction() {
     waits[m.recv_row].emplace_back(ns(static_cast<uint64_t>(m.issue_enter)), ns(static_cast<uint64_t>(m.issue_enter) + m.wait));
   for (const auto& c : timeline->collectives())
     for (const auto& m : c.members) waits[m.row].emplace_back(ns(static_cast<uint64_t>(m.enter)), ns(static_cast<uint64_t>(m.enter) + m.wait));
-  auto inside = [&](size_t row, double from, double to) {
-    std::vector<std::pair<double, double>> clipped;
-    for (auto [a, z] : waits[row]) clipped.emplace_back(std::max(a, from), std::min(z, to));
-    std::sort(clipped.begin(), clipped.end());
-    double length = 0, covered_to = from;
-    for (auto [a, z] : clipped) {
-      a = std::max(a, covered_to);
-      if (z > a) length += z - a;
-      covered_to = std::max(covered_to, z);
-    }
-    return length;
-  };
+  auto inside = [&](size_t row, double from, double to) { return test::union_inside(waits[row], from, to); };
   TimelineView view;
   view.resize(400, 150);
   view.setTimeline(timeline);
