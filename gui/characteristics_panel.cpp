@@ -13,7 +13,9 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <map>
 #include <sstream>
+#include <string_view>
 
 #include "prof/analysis/characteristics.h"
 #include "prof/analysis/report.h"
@@ -42,6 +44,25 @@ QStandardItem* text_item(const QString& s, const QString& key = {}) {
   item->setData(s, CharacteristicsPanel::NumberRole);
   if (!key.isEmpty()) item->setData(key, CharacteristicsPanel::KeyRole);
   item->setEditable(false);
+  return item;
+}
+// A cell of the run that lacks the interval (or a difference without both).
+QStandardItem* absent_item() {
+  auto* item = new QStandardItem;
+  item->setEditable(false);
+  return item;
+}
+// B - A with its sign; counts as whole numbers.
+QStandardItem* difference_item(double d, bool integer) {
+  QStandardItem* item = number_item(d, integer);
+  item->setText(integer ? QString::asprintf("%+lld", static_cast<long long>(d)) : difference_text(d));
+  return item;
+}
+// B / A as prof-analyze --compare writes it; sorts by the quotient.
+QStandardItem* ratio_item(double a, double b) {
+  QStandardItem* item = text_item(ratio_text(a, b));
+  item->setData(a != 0 ? QVariant(b / a) : QVariant(), CharacteristicsPanel::NumberRole);
+  item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
   return item;
 }
 void set_header(QStandardItemModel* m, const QStringList& labels, const QStringList& keys) {
@@ -82,23 +103,16 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
   wait_states_ = new QStandardItemModel(this);
   waited_for_ = new QStandardItemModel(this);
   caused_by_ = new QStandardItemModel(this);
-  // (Not "Value (s)": the column holds an efficiency and a count as well.)
-  set_header(main_, {tr("Main characteristic"), tr("Value")}, {});
   set_header(comparative_, {tr("Comparative"), "Tmin", "Nproc", "Tmax", "Nproc", "Tmid"},
              {"", "min", "min_rank", "max", "max_rank", "mean"});
-  QStringList rank_columns, rank_keys;
-  for (const analysis::RankCharacteristic& c : analysis::kRankCharacteristics) {
-    rank_columns << c.column;
-    rank_keys << c.key;
-  }
-  set_header(per_rank_, rank_columns, rank_keys);
-  set_header(functions_, {tr("Function"), tr("Calls"), tr("Time (s)"), tr("Bytes")},
-             {"name", "calls", "time", "bytes"});
-  set_header(wait_states_, {tr("Wait state"), tr("Total (s)"), tr("Max (s)"), "Nproc"},
-             {"", "total", "max", "max_rank"});
-  set_header(waited_for_, {tr("Waited for (rank)"), tr("Time (s)"), tr("Uncertain (s)")},
-             {"rank", "seconds", "uncertain_s"});
-  set_header(caused_by_, {tr("Caused by (interval)"), tr("Rank"), tr("Time (s)")}, {"interval", "rank", "seconds"});
+  // A single run's headers, before the views sort by their columns (clear()
+  // empties the rows; the chart does not exist yet).
+  const analysis::IntervalNode none;
+  showMain(none);
+  showPerRank(none);
+  showFunctions(none);
+  showWaitStates(none);
+  setPartnerHeaders({});
 
   // The main and comparative tables side by side, then one tab per long table.
   auto* page = new QWidget(tabs_);
@@ -135,7 +149,7 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
   }
   // Ranks in their order, functions by time, longest first (a header click
   // sorts otherwise).
-  per_rank_view_ = addTable(per_rank_, tr("Per rank"));
+  per_rank_view_ = addTable(per_rank_, tr("Per rank"), &per_rank_note_);
   per_rank_view_->sortByColumn(0, Qt::AscendingOrder);
   functions_view_ = addTable(functions_, tr("MPI functions"));
   functions_view_->sortByColumn(2, Qt::DescendingOrder);
@@ -152,6 +166,10 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
   quantity->setObjectName("matrixQuantity");
   quantity->addItems({tr("Bytes"), tr("Messages"), tr("Receive time")});
   matrix_layout->addWidget(quantity);
+  matrix_note_ = new QLabel(tr("Messages of A: B is compared by its analysis, its messages are not read."), matrix_page_);
+  matrix_note_->setWordWrap(true);
+  matrix_note_->hide();
+  matrix_layout->addWidget(matrix_note_);
   matrix_ = new MessageMatrixView(matrix_page_);
   matrix_layout->addWidget(matrix_, 1);
   connect(quantity, &QComboBox::currentIndexChanged, this,
@@ -163,17 +181,33 @@ CharacteristicsPanel::CharacteristicsPanel(QWidget* parent) : QWidget(parent) {
   clear(tr("No trace loaded"));
 }
 
-QTableView* CharacteristicsPanel::addTable(QStandardItemModel* model, const QString& tab) {
+QTableView* CharacteristicsPanel::addTable(QStandardItemModel* model, const QString& tab, QLabel** note) {
   auto* proxy = new QSortFilterProxyModel(this);
   proxy->setSourceModel(model);
   proxy->setSortRole(NumberRole);
-  auto* view = new QTableView(tabs_);
+  // With a note: a page of the note (hidden until there is one) above the table.
+  QWidget* page = nullptr;
+  if (note) {
+    page = new QWidget(tabs_);
+    auto* column = new QVBoxLayout(page);
+    column->setContentsMargins(0, 0, 0, 0);
+    *note = new QLabel(page);
+    (*note)->setWordWrap(true);
+    (*note)->hide();
+    column->addWidget(*note);
+  }
+  auto* view = new QTableView(page ? page : tabs_);
   view->setModel(proxy);
   view->setSortingEnabled(true);
   view->verticalHeader()->hide();
   view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 4);
   view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  tabs_->addTab(view, tab);
+  if (page) {
+    page->layout()->addWidget(view);
+    tabs_->addTab(page, tab);
+  } else {
+    tabs_->addTab(view, tab);
+  }
   views_.push_back(view);
   return view;
 }
@@ -255,84 +289,32 @@ void CharacteristicsPanel::showInterval(std::shared_ptr<const analysis::Analysis
   title_->setText(QString::fromStdString(analysis::interval_title(n)));
   scope_->setText(scope);
 
-  main_->setRowCount(0);
-  const auto& m = n.main;
-  const bool comparing = comparison_ && comparison_->a == analysis_;
-  // Comparing, the main table has five columns: it gets the larger share.
-  main_row_->setStretch(0, comparing ? 3 : 2);
-  main_row_->setStretch(1, comparing ? 2 : 3);
-  if (!comparing) {
-    set_header(main_, {tr("Main characteristic"), tr("Value")}, {});
-    for (const analysis::MainCharacteristic& c : analysis::kMainCharacteristics)
-      main_->appendRow({text_item(QString(c.label) + c.text_suffix, c.key), number_item(c.value(m), c.integer)});
+  // Comparing: the interval in A and in B (one of them absent when only one
+  // run has it); a visible range's analysis is shown as without a comparison.
+  const bool comparing = comparison_ && (comparison_->a == analysis_ || comparison_->b == analysis_);
+  const analysis::IntervalNode* in_a = nullptr;
+  const analysis::IntervalNode* in_b = nullptr;
+  if (comparing) {
+    const bool shows_a = comparison_->a == analysis_;
+    in_a = shows_a ? &n : comparison_->matchedInA(interval);
+    in_b = shows_a ? comparison_->matched(interval) : &n;
+    if (!in_b) scope_->setText(scope + tr("; only in A (B has no interval matching it)"));
+    if (!in_a) scope_->setText(scope + tr("; only in B (A has no interval matching it)"));
+  }
+  if (comparing != compared_layout_) setComparedLayout(comparing);
+  if (comparing) {
+    showCompared(in_a, in_b);
   } else {
-    set_header(main_, {tr("Main characteristic"), "A", "B", "B - A", "B / A"}, {"", "a", "b", "diff", "ratio"});
-    const analysis::IntervalNode* b = comparison_->matched(interval);
-    if (!b) scope_->setText(scope + tr("; only in A (B has no interval matching it)"));
-    // Every characteristic of A and B; the compared ones with B - A and B / A,
-    // then (rank counts differing) the summed ones' means per rank.
-    auto add_row = [&](const analysis::MainCharacteristic& c, ComparedColumn column) {
-      const double x = column.value(n);
-      QList<QStandardItem*> row{
-          text_item(column.mean_per_rank ? column.label() : QString(c.label) + c.text_suffix,
-                    column.mean_per_rank ? QString(c.key) + "/mean" : QString(c.key)),
-          number_item(x, c.integer)};
-      if (!b) {
-        row << text_item(tr("only in A"));
-      } else {
-        const double y = column.value(*b);
-        row << number_item(y, c.integer);
-        if (c.compared) {
-          QStandardItem* difference = number_item(y - x, c.integer);
-          difference->setText(difference_text(y - x));
-          QStandardItem* ratio = text_item(ratio_text(x, y));
-          ratio->setData(x != 0 ? QVariant(y / x) : QVariant(), NumberRole);
-          ratio->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-          row << difference << ratio;
-        }
-      }
-      main_->appendRow(row);
-    };
-    for (int k = 0; k < static_cast<int>(std::size(analysis::kMainCharacteristics)); ++k)
-      add_row(analysis::kMainCharacteristics[k], {k, false});
-    for (const ComparedColumn& column : comparison_->columns())
-      if (column.mean_per_rank) add_row(analysis::kMainCharacteristics[column.characteristic], column);
+    showMain(n);
+    showComparative({{&n, QString()}});
+    showPerRank(n);
+    showFunctions(n);
+    showWaitStates(n);
   }
-
-  comparative_->setRowCount(0);
-  for (const analysis::ComparativeCharacteristic& c : analysis::kComparativeCharacteristics) {
-    const auto& f = n.comparative[static_cast<size_t>(c.which)];
-    comparative_->appendRow({text_item(c.label, c.key),
-                             number_item(f.min), number_item(f.min_rank, true), number_item(f.max),
-                             number_item(f.max_rank, true), tmid_item(f.mean)});
-  }
-
-  per_rank_->setRowCount(0);
-  for (const auto& f : n.per_rank) {
-    QList<QStandardItem*> items;
-    for (const analysis::RankCharacteristic& c : analysis::kRankCharacteristics)
-      items << number_item(c.value(f), c.integer);
-    per_rank_->appendRow(items);
-  }
-
-  functions_->setRowCount(0);
-  for (const auto& f : n.functions)
-    functions_->appendRow({text_item(QString::fromStdString(f.name)), number_item(static_cast<double>(f.calls), true),
-                           number_item(f.time), number_item(static_cast<double>(f.bytes), true)});
-  function_chart_->setFunctions(n.functions);
-  wait_states_->setRowCount(0);
-  for (int k = 0; k < analysis::kWaitKindCount; ++k) {
-    const auto kind = static_cast<size_t>(k);
-    double largest = 0;
-    int largest_rank = n.per_rank.empty() ? 0 : n.per_rank.front().rank;
-    for (const auto& f : n.per_rank)
-      if (f.waits[kind] > largest) {
-        largest = f.waits[kind];
-        largest_rank = f.rank;
-      }
-    wait_states_->appendRow({text_item(analysis::kWaitKindLabels[k], analysis::kWaitKindKeys[k]),
-                             number_item(n.waits[kind]), number_item(largest), number_item(largest_rank, true)});
-  }
+  // The partners waited for, the causes and the critical path: of the run
+  // shown (A, or B for an interval only in B), as compare.h does not pair them.
+  const QString run = !comparing ? QString() : comparison_->a == analysis_ ? tr(" in A") : tr(" in B");
+  setPartnerHeaders(run);
   waited_for_->setRowCount(0);
   for (size_t p = 0; p < n.waited_for.size() && p < analysis::kTopPartners; ++p)
     waited_for_->appendRow({number_item(n.waited_for[p].rank, true), number_item(n.waited_for[p].seconds),
@@ -353,12 +335,213 @@ void CharacteristicsPanel::showInterval(std::shared_ptr<const analysis::Analysis
       caused_by_->appendRow({interval_item, number_item(cause.rank, true), number_item(cause.seconds)});
     }
     critical_path_s_ = n.critical_path_s;
-    critical_path_->setText(tr("Time on the run's critical path: %1 s of %2 s")
-                                .arg(seconds_text(n.critical_path_s), seconds_text(analysis_->run_span_s)));
+    critical_path_->setText(tr("Time on the run's critical path%1: %2 s of %3 s")
+                                .arg(run, seconds_text(n.critical_path_s), seconds_text(analysis_->run_span_s)));
   } else {
     critical_path_->setText(tr("Root causes and the critical path are computed for the whole run only."));
   }
   for (QTableView* view : views_) view->resizeColumnsToContents();
+}
+
+void CharacteristicsPanel::setComparedLayout(bool compared) {
+  compared_layout_ = compared;
+  // Comparing, the main table has five columns: it gets the larger share.
+  main_row_->setStretch(0, compared ? 3 : 2);
+  main_row_->setStretch(1, compared ? 2 : 3);
+  // Compared functions come in compare.h's order (the largest change first)
+  // until a header is clicked; a single run's, by time, longest first.
+  if (compared)
+    functions_view_->sortByColumn(-1, Qt::AscendingOrder);
+  else
+    functions_view_->sortByColumn(2, Qt::DescendingOrder);
+  per_rank_view_->sortByColumn(compared ? -1 : 0, Qt::AscendingOrder);
+  matrix_note_->setVisible(compared);
+  if (!compared) per_rank_note_->hide();
+}
+
+void CharacteristicsPanel::setPartnerHeaders(const QString& run) {
+  set_header(waited_for_, {tr("Waited for%1 (rank)").arg(run), tr("Time (s)"), tr("Uncertain (s)")},
+             {"rank", "seconds", "uncertain_s"});
+  set_header(caused_by_, {tr("Caused by%1 (interval)").arg(run), tr("Rank"), tr("Time (s)")},
+             {"interval", "rank", "seconds"});
+}
+
+void CharacteristicsPanel::showMain(const analysis::IntervalNode& n) {
+  main_->setRowCount(0);
+  // (Not "Value (s)": the column holds an efficiency and a count as well.)
+  set_header(main_, {tr("Main characteristic"), tr("Value")}, {});
+  for (const analysis::MainCharacteristic& c : analysis::kMainCharacteristics)
+    main_->appendRow({text_item(QString(c.label) + c.text_suffix, c.key), number_item(c.value(n.main), c.integer)});
+}
+
+void CharacteristicsPanel::showComparative(const std::vector<std::pair<const analysis::IntervalNode*, QString>>& runs) {
+  comparative_->setRowCount(0);
+  for (const analysis::ComparativeCharacteristic& c : analysis::kComparativeCharacteristics)
+    for (const auto& [node, run] : runs) {
+      const auto& f = node->comparative[static_cast<size_t>(c.which)];
+      const QString label = run.isEmpty() ? QString(c.label) : QStringLiteral("%1 (%2)").arg(c.label, run);
+      const QString key = run.isEmpty() ? QString(c.key) : QStringLiteral("%1/%2").arg(c.key, run.toLower());
+      comparative_->appendRow({text_item(label, key), number_item(f.min), number_item(f.min_rank, true),
+                               number_item(f.max), number_item(f.max_rank, true), tmid_item(f.mean)});
+    }
+}
+
+void CharacteristicsPanel::showPerRank(const analysis::IntervalNode& n) {
+  QStringList labels, keys;
+  for (const analysis::RankCharacteristic& c : analysis::kRankCharacteristics) {
+    labels << c.column;
+    keys << c.key;
+  }
+  set_header(per_rank_, labels, keys);
+  per_rank_->setRowCount(0);
+  for (const auto& f : n.per_rank) {
+    QList<QStandardItem*> items;
+    for (const analysis::RankCharacteristic& c : analysis::kRankCharacteristics)
+      items << number_item(c.value(f), c.integer);
+    per_rank_->appendRow(items);
+  }
+}
+
+void CharacteristicsPanel::showFunctions(const analysis::IntervalNode& n) {
+  set_header(functions_, {tr("Function"), tr("Calls"), tr("Time (s)"), tr("Bytes")}, {"name", "calls", "time", "bytes"});
+  functions_->setRowCount(0);
+  for (const auto& f : n.functions)
+    functions_->appendRow({text_item(QString::fromStdString(f.name)), number_item(static_cast<double>(f.calls), true),
+                           number_item(f.time), number_item(static_cast<double>(f.bytes), true)});
+  if (function_chart_) function_chart_->setFunctions(n.functions);
+}
+
+void CharacteristicsPanel::showWaitStates(const analysis::IntervalNode& n) {
+  set_header(wait_states_, {tr("Wait state"), tr("Total (s)"), tr("Max (s)"), "Nproc"}, {"", "total", "max", "max_rank"});
+  wait_states_->setRowCount(0);
+  for (int k = 0; k < analysis::kWaitKindCount; ++k) {
+    const auto kind = static_cast<size_t>(k);
+    double largest = 0;
+    int largest_rank = n.per_rank.empty() ? 0 : n.per_rank.front().rank;
+    for (const auto& f : n.per_rank)
+      if (f.waits[kind] > largest) {
+        largest = f.waits[kind];
+        largest_rank = f.rank;
+      }
+    wait_states_->appendRow({text_item(analysis::kWaitKindLabels[k], analysis::kWaitKindKeys[k]),
+                             number_item(n.waits[kind]), number_item(largest), number_item(largest_rank, true)});
+  }
+}
+
+// Each tab's table with A, B and their difference (docs/interfaces.md, "Two
+// runs compared"); a run without the interval leaves its cells empty.
+void CharacteristicsPanel::showCompared(const analysis::IntervalNode* a, const analysis::IntervalNode* b) {
+  // Main: every characteristic of A and B; the compared ones with B - A and
+  // B / A, then (rank counts differing) the summed ones' means per rank.
+  main_->setRowCount(0);
+  set_header(main_, {tr("Main characteristic"), "A", "B", "B - A", "B / A"}, {"", "a", "b", "diff", "ratio"});
+  auto add_main_row = [&](const analysis::MainCharacteristic& c, ComparedColumn column) {
+    QList<QStandardItem*> row{text_item(column.mean_per_rank ? column.label() : QString(c.label) + c.text_suffix,
+                                        column.mean_per_rank ? QString(c.key) + "/mean" : QString(c.key))};
+    row << (a ? number_item(column.value(*a), c.integer) : text_item(tr("only in B")));
+    row << (b ? number_item(column.value(*b), c.integer) : text_item(tr("only in A")));
+    if (a && b && c.compared) {
+      const double x = column.value(*a), y = column.value(*b);
+      row << difference_item(y - x, c.integer) << ratio_item(x, y);
+    }
+    main_->appendRow(row);
+  };
+  for (int k = 0; k < static_cast<int>(std::size(analysis::kMainCharacteristics)); ++k)
+    add_main_row(analysis::kMainCharacteristics[k], {k, false});
+  for (const ComparedColumn& column : comparison_->columns())
+    if (column.mean_per_rank) add_main_row(analysis::kMainCharacteristics[column.characteristic], column);
+
+  std::vector<std::pair<const analysis::IntervalNode*, QString>> runs;
+  if (a) runs.emplace_back(a, QStringLiteral("A"));
+  if (b) runs.emplace_back(b, QStringLiteral("B"));
+  showComparative(runs);
+
+  // Per rank: each rank's figures in A and B when the rank counts agree,
+  // else each figure's total over the ranks and its mean per rank.
+  const bool same_ranks = comparison_->comparison.same_ranks();
+  QStringList labels{same_ranks ? QStringLiteral("Nproc") : tr("Over ranks")}, keys{same_ranks ? "rank" : ""};
+  std::vector<const analysis::RankCharacteristic*> figures;
+  for (const analysis::RankCharacteristic& c : analysis::kRankCharacteristics) {
+    if (std::string_view(c.key) == "rank") continue;
+    figures.push_back(&c);
+    labels << QStringLiteral("%1 A").arg(c.column) << QStringLiteral("%1 B").arg(c.column)
+           << QStringLiteral("%1 B - A").arg(c.column);
+    keys << QStringLiteral("%1/a").arg(c.key) << QStringLiteral("%1/b").arg(c.key)
+         << QStringLiteral("%1/diff").arg(c.key);
+  }
+  set_header(per_rank_, labels, keys);
+  per_rank_->setRowCount(0);
+  // A row: its first cell, then per figure A, B, B - A (a side returning
+  // nothing: empty).
+  using Side = std::function<std::optional<double>(const analysis::RankCharacteristic&)>;
+  auto add_rank_row = [&](QStandardItem* first, const Side& x, const Side& y) {
+    QList<QStandardItem*> row{first};
+    for (const analysis::RankCharacteristic* c : figures) {
+      const std::optional<double> u = x(*c), v = y(*c);
+      row << (u ? number_item(*u, c->integer) : absent_item()) << (v ? number_item(*v, c->integer) : absent_item())
+          << (u && v ? difference_item(*v - *u, c->integer) : absent_item());
+    }
+    per_rank_->appendRow(row);
+  };
+  if (same_ranks) {
+    std::map<int, std::pair<const analysis::RankFigures*, const analysis::RankFigures*>> by_rank;
+    if (a)
+      for (const auto& f : a->per_rank) by_rank[f.rank].first = &f;
+    if (b)
+      for (const auto& f : b->per_rank) by_rank[f.rank].second = &f;
+    for (const auto& [rank, pair] : by_rank) {
+      auto side = [](const analysis::RankFigures* f) -> Side {
+        return [f](const analysis::RankCharacteristic& c) { return f ? std::optional(c.value(*f)) : std::nullopt; };
+      };
+      add_rank_row(number_item(rank, true), side(pair.first), side(pair.second));
+    }
+    per_rank_note_->hide();
+  } else {
+    auto total = [](const analysis::IntervalNode* n, bool mean) -> Side {
+      return [n, mean](const analysis::RankCharacteristic& c) -> std::optional<double> {
+        if (!n || n->per_rank.empty()) return std::nullopt;
+        double sum = 0;
+        for (const auto& f : n->per_rank) sum += c.value(f);
+        return mean ? sum / static_cast<double>(n->per_rank.size()) : sum;
+      };
+    };
+    add_rank_row(text_item(tr("Total"), "total"), total(a, false), total(b, false));
+    add_rank_row(text_item(tr("Mean per rank"), "mean"), total(a, true), total(b, true));
+    per_rank_note_->setText(tr("The runs have %1 and %2 ranks: per-rank values are not compared; each figure's "
+                               "total over the ranks that ran the interval and its mean per rank instead.")
+                                .arg(comparison_->comparison.processors_a)
+                                .arg(comparison_->comparison.processors_b));
+    per_rank_note_->show();
+  }
+
+  // MPI functions: either run's, the largest change in time first (compare.h).
+  set_header(functions_,
+             {tr("Function"), tr("Calls A"), tr("Calls B"), tr("Time A (s)"), tr("Time B (s)"), "B - A", "B / A",
+              tr("Bytes A"), tr("Bytes B")},
+             {"name", "calls_a", "calls_b", "time_a", "time_b", "diff", "ratio", "bytes_a", "bytes_b"});
+  functions_->setRowCount(0);
+  const analysis::IntervalNode none;
+  const std::vector<analysis::ComparedFunction> compared = analysis::compare_functions(a ? *a : none, b ? *b : none);
+  for (const analysis::ComparedFunction& f : compared) {
+    auto count = [](bool present, uint64_t v) { return present ? number_item(static_cast<double>(v), true) : absent_item(); };
+    functions_->appendRow({text_item(QString::fromStdString(f.name)), count(a, f.calls_a), count(b, f.calls_b),
+                           a ? number_item(f.time_a) : absent_item(), b ? number_item(f.time_b) : absent_item(),
+                           a && b ? difference_item(f.time_b - f.time_a, false) : absent_item(),
+                           a && b ? ratio_item(f.time_a, f.time_b) : absent_item(), count(a, f.bytes_a),
+                           count(b, f.bytes_b)});
+  }
+  function_chart_->setComparedFunctions(compared, a != nullptr, b != nullptr);
+
+  // Wait states: each kind's total over ranks in A and B.
+  set_header(wait_states_, {tr("Wait state"), tr("A (s)"), tr("B (s)"), "B - A", "B / A"}, {"", "a", "b", "diff", "ratio"});
+  wait_states_->setRowCount(0);
+  for (int k = 0; k < analysis::kWaitKindCount; ++k) {
+    const auto kind = static_cast<size_t>(k);
+    QList<QStandardItem*> row{text_item(analysis::kWaitKindLabels[k], analysis::kWaitKindKeys[k])};
+    row << (a ? number_item(a->waits[kind]) : absent_item()) << (b ? number_item(b->waits[kind]) : absent_item());
+    if (a && b) row << difference_item(b->waits[kind] - a->waits[kind], false) << ratio_item(a->waits[kind], b->waits[kind]);
+    wait_states_->appendRow(row);
+  }
 }
 
 QString CharacteristicsPanel::reportText() const {

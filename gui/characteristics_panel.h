@@ -13,10 +13,18 @@
 // "Copy as report text" puts the interval's block of the text report
 // (report.h, the same writer as prof-analyze) on the clipboard.
 //
-// Comparing with a second run (setComparison), the main characteristics
-// table shows A, B, B - A and B / A (and the summed ones' means per rank when
-// the rank counts differ), for intervals of the comparison's A; an interval
-// of another analysis (a visible range) is shown as without one.
+// Comparing with a second run (setComparison), an interval of the
+// comparison's A or B is shown in both runs, as prof-analyze --compare
+// pairs them (compare.h): the main table has A, B, B - A and B / A (and the
+// summed characteristics' means per rank when the rank counts differ); the
+// comparative table each row for A and for B; "Per rank" each rank's figures
+// in A, B and B - A (when the rank counts differ, each figure's total and
+// mean per rank instead, which the tab says); "MPI functions" and its chart
+// either run's functions (compare_functions); "Wait states" each kind's
+// total in A and B. The partners waited for, the causes and the Messages tab
+// stay the shown run's (B is analyzed only: no timeline, no pairing in
+// compare.h). A run without the interval leaves its cells empty. An interval
+// of another analysis (a visible range) is shown as without a comparison.
 #pragma once
 
 #include <QPointer>
@@ -61,8 +69,12 @@ class CharacteristicsPanel : public QWidget {
 
   // Tables: rows of (name, value) with KeyRole on column 0 (comparing: name,
   // A, B, B - A, B / A; a mean per rank keyed "KEY/mean"); comparative rows
-  // (name, Tmin, Nproc, Tmax, Nproc, Tmid) keyed as in characteristics.h; per-rank
-  // and function rows with a KeyRole per header section.
+  // (name, Tmin, Nproc, Tmax, Nproc, Tmid) keyed as in characteristics.h
+  // (comparing: "KEY/a" and "KEY/b"); per-rank and function rows with a
+  // KeyRole per header section (comparing, per rank: "rank" then "KEY/a",
+  // "KEY/b", "KEY/diff", or rows keyed "total" and "mean" when the rank
+  // counts differ; functions keyed as prof-analyze --compare's JSON
+  // `functions`, plus "ratio"; wait states "a", "b", "diff", "ratio").
   QStandardItemModel* mainTable() const { return main_; }
   QStandardItemModel* comparativeTable() const { return comparative_; }
   QStandardItemModel* perRankTable() const { return per_rank_; }
@@ -81,6 +93,9 @@ class CharacteristicsPanel : public QWidget {
   // The per-rank and function tables as shown (sorted).
   QTableView* perRankView() const { return per_rank_view_; }
   QTableView* functionView() const { return functions_view_; }
+  // What the Per rank tab says above its table (hidden: nothing to say).
+  QLabel* perRankNote() const { return per_rank_note_; }
+  QLabel* messagesNote() const { return matrix_note_; }
   // The table of the tab shown (of its two, the one with focus, else the
   // first), as shown (sorted): what File > Export table as CSV writes.
   QTableView* currentTableView() const;
@@ -106,7 +121,22 @@ class CharacteristicsPanel : public QWidget {
   void copyReportText() const;
 
  private:
-  QTableView* addTable(QStandardItemModel* model, const QString& tab);
+  // `note`: the tab is a page with a label (hidden) above the table.
+  QTableView* addTable(QStandardItemModel* model, const QString& tab, QLabel** note = nullptr);
+  void setComparedLayout(bool compared);
+  // The partner and cause tables' headers; `run`: " in A", " in B" or empty.
+  void setPartnerHeaders(const QString& run);
+  void showMain(const analysis::IntervalNode& n);
+  // The rows of each run given (label suffix: the run; empty: a single run).
+  void showComparative(const std::vector<std::pair<const analysis::IntervalNode*, QString>>& runs);
+  void showPerRank(const analysis::IntervalNode& n);
+  void showFunctions(const analysis::IntervalNode& n);
+  void showWaitStates(const analysis::IntervalNode& n);
+  // Comparing: the interval in A and in B (either null: only in the other).
+  void showCompared(const analysis::IntervalNode* a, const analysis::IntervalNode* b);
+  bool compared_layout_ = false;
+  QLabel* per_rank_note_ = nullptr;
+  QLabel* matrix_note_ = nullptr;
   QLabel* title_;
   QLabel* scope_;
   QTabWidget* tabs_;

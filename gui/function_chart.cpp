@@ -14,22 +14,45 @@ FunctionChart::FunctionChart(QWidget* parent) : QWidget(parent) {
 
 void FunctionChart::setFunctions(std::vector<analysis::FunctionFigures> functions) {
   functions_ = std::move(functions);
+  compared_.clear();
+  comparing_ = false;
   longest_ = 0;
   for (const auto& f : functions_) longest_ = std::max(longest_, f.time);
   updateHeight();
   update();
 }
 
-int FunctionChart::rowHeight() const { return fontMetrics().height() + 6; }
+void FunctionChart::setComparedFunctions(std::vector<analysis::ComparedFunction> functions, bool in_a, bool in_b) {
+  compared_ = std::move(functions);
+  functions_.clear();
+  comparing_ = true;
+  in_a_ = in_a;
+  in_b_ = in_b;
+  longest_ = 0;
+  for (const auto& f : compared_) longest_ = std::max({longest_, f.time_a, f.time_b});
+  updateHeight();
+  update();
+}
+
+int FunctionChart::count() const {
+  return static_cast<int>(comparing_ ? compared_.size() : functions_.size());
+}
+
+QString FunctionChart::name(size_t i) const {
+  return QString::fromStdString(comparing_ ? compared_[i].name : functions_[i].name);
+}
+
+// Comparing, a row holds two bars.
+int FunctionChart::rowHeight() const { return (fontMetrics().height() + 6) * (comparing_ ? 2 : 1); }
 
 int FunctionChart::labelWidth() const {
   int w = fontMetrics().horizontalAdvance("MPI_Allreduce");
-  for (const auto& f : functions_) w = std::max(w, fontMetrics().horizontalAdvance(QString::fromStdString(f.name)));
+  for (int i = 0; i < count(); ++i) w = std::max(w, fontMetrics().horizontalAdvance(name(static_cast<size_t>(i))));
   return w + 8;
 }
 
 void FunctionChart::updateHeight() {
-  setMinimumHeight(rowHeight() * std::max<int>(1, static_cast<int>(functions_.size())) + 4);
+  setMinimumHeight(rowHeight() * std::max(1, count()) + 4);
   updateGeometry();
 }
 
@@ -40,34 +63,50 @@ void FunctionChart::resizeEvent(QResizeEvent* event) {
   update();
 }
 
-QRectF FunctionChart::barRect(int i) const {
-  if (i < 0 || static_cast<size_t>(i) >= functions_.size()) return {};
+QRectF FunctionChart::barRect(int i, bool b) const {
+  if (i < 0 || i >= count()) return {};
+  if (comparing_ && !(b ? in_b_ : in_a_)) return {};
   // Room on the right for the "time s, N calls" label.
   const double left = labelWidth();
-  const double room = std::max(10.0, width() - left - fontMetrics().horizontalAdvance("0.000000 s, 0000000 calls") - 8);
-  const double fraction = longest_ > 0 ? functions_[static_cast<size_t>(i)].time / longest_ : 0;
+  const double room =
+      std::max(10.0, width() - left - fontMetrics().horizontalAdvance("B 0.000000 s, 0000000 calls") - 8);
+  const auto k = static_cast<size_t>(i);
+  const double time = !comparing_ ? functions_[k].time : b ? compared_[k].time_b : compared_[k].time_a;
+  const double fraction = longest_ > 0 ? time / longest_ : 0;
   const int h = rowHeight();
-  return QRectF(left, 2 + i * h + 2, room * fraction, h - 4);
+  if (!comparing_) return QRectF(left, 2 + i * h + 2, room * fraction, h - 4);
+  const int half = h / 2;
+  return QRectF(left, 2 + i * h + (b ? half : 0) + 2, room * fraction, half - 4);
 }
 
 void FunctionChart::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().base());
-  if (functions_.empty()) {
+  if (count() == 0) {
     p.setPen(palette().color(QPalette::PlaceholderText));
     p.drawText(rect(), Qt::AlignCenter, tr("No MPI calls"));
     return;
   }
   const int h = rowHeight();
-  for (size_t i = 0; i < functions_.size(); ++i) {
-    const auto& f = functions_[i];
-    const QRectF bar = barRect(static_cast<int>(i));
-    const int y = 2 + static_cast<int>(i) * h;
+  const QColor a_colour(70, 130, 180), b_colour(230, 140, 40);
+  for (int i = 0; i < count(); ++i) {
+    const int y = 2 + i * h;
     p.setPen(palette().color(QPalette::Text));
-    p.drawText(QRect(2, y, labelWidth() - 6, h), Qt::AlignRight | Qt::AlignVCenter, QString::fromStdString(f.name));
-    p.fillRect(bar, QColor(70, 130, 180));
-    const QString label = tr("%1 s, %2 calls").arg(seconds_text(f.time)).arg(f.calls);
-    p.drawText(QRectF(bar.right() + 4, y, width() - bar.right() - 4, h), Qt::AlignLeft | Qt::AlignVCenter, label);
+    p.drawText(QRect(2, y, labelWidth() - 6, h), Qt::AlignRight | Qt::AlignVCenter, name(static_cast<size_t>(i)));
+    auto bar = [&](const QRectF& r, const QColor& colour, const QString& label) {
+      p.fillRect(r, colour);
+      p.setPen(palette().color(QPalette::Text));
+      p.drawText(QRectF(r.right() + 4, r.top() - 2, width() - r.right() - 4, r.height() + 4),
+                 Qt::AlignLeft | Qt::AlignVCenter, label);
+    };
+    const auto k = static_cast<size_t>(i);
+    if (!comparing_) {
+      bar(barRect(i), a_colour, tr("%1 s, %2 calls").arg(seconds_text(functions_[k].time)).arg(functions_[k].calls));
+      continue;
+    }
+    const analysis::ComparedFunction& f = compared_[k];
+    if (in_a_) bar(barRect(i, false), a_colour, tr("A %1 s, %2 calls").arg(seconds_text(f.time_a)).arg(f.calls_a));
+    if (in_b_) bar(barRect(i, true), b_colour, tr("B %1 s, %2 calls").arg(seconds_text(f.time_b)).arg(f.calls_b));
   }
 }
 

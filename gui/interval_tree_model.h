@@ -10,7 +10,10 @@
 // Comparing with a second run (setComparison), four columns follow: the
 // compared characteristic in A (this tree's run) and in B, B - A and B / A,
 // B's value from the node compare.h matched; an interval B lacks says "only
-// in A" there.
+// in A" there. B's intervals that match none of A's are rows too, after A's
+// children of the row they hang under (TraceComparison): their internal ids
+// follow A's intervals, their A columns are empty and the first compared one
+// says "only in B", so the tree holds every interval of both runs.
 #pragma once
 
 #include <QAbstractItemModel>
@@ -40,7 +43,11 @@ class IntervalTreeModel : public QAbstractItemModel {
   ComparedColumn comparedColumn() const { return column_; }
 
   QModelIndex indexOfInterval(int interval, int column = 0) const;
-  int intervalOf(const QModelIndex& index) const;  // -1 for an invalid index
+  int intervalOf(const QModelIndex& index) const;  // A's interval; -1 for an invalid index or a row only in B
+  // Comparing: the row of B's interval (its match's row when A has one).
+  QModelIndex indexOfBInterval(int b_interval, int column = 0) const;
+  // B's interval of a row only in B; -1 for any other.
+  int onlyInBIntervalOf(const QModelIndex& index) const;
 
   QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
   QModelIndex parent(const QModelIndex& child) const override;
@@ -51,10 +58,17 @@ class IntervalTreeModel : public QAbstractItemModel {
 
  private:
   QVariant comparedData(const analysis::IntervalNode& n, int column, int role) const;
+  QVariant onlyInBData(const analysis::IntervalNode& b, int column, int role) const;
+  QModelIndex indexOfRow(int row, int column = 0) const;
+  int aSize() const { return analysis_ ? static_cast<int>(analysis_->intervals.size()) : 0; }
+  // The row's children: A's, then those only in B that hang under it.
+  int childCount(int row) const;
+  int childRow(int row, int k) const;
   std::shared_ptr<const analysis::Analysis> analysis_;
   std::shared_ptr<const TraceComparison> comparison_;
   ComparedColumn column_;
-  std::vector<int> row_in_parent_;  // per interval: its position among its parent's children
+  std::vector<int> row_in_parent_;  // per row (A's intervals, then B's only): its position among its parent's children
+  std::vector<std::vector<int>> only_in_b_children_;  // per row while comparing: its children only in B
 };
 
 }  // namespace prof::gui

@@ -497,7 +497,9 @@ void MainWindow::applyComparison() {
   } else if (session_) {
     setWindowTitle(QStringLiteral("prof-gui - %1").arg(session_->dir));
   }
+  // (A row only in B, selected before, is gone or renumbered: the whole run instead.)
   if (kept >= 0) selectInterval(kept, false);
+  else if (model_->analysis()) selectInterval(0, false);
   else updatePanel();
 }
 
@@ -620,6 +622,10 @@ int MainWindow::selectedInterval() const {
   return model_->intervalOf(proxy_->mapToSource(tree_->currentIndex()));
 }
 
+int MainWindow::selectedOnlyInBInterval() const {
+  return model_->onlyInBIntervalOf(proxy_->mapToSource(tree_->currentIndex()));
+}
+
 bool MainWindow::selectIntervalId(int id) {
   const auto* a = model_->analysis();
   if (!a) return false;
@@ -672,6 +678,13 @@ void MainWindow::onSelectionChanged() {
 
 void MainWindow::updatePanel() {
   const int interval = selectedInterval();
+  const int only_in_b = selectedOnlyInBInterval();
+  if (only_in_b >= 0 && comparison_) {
+    // B's whole-run figures (B has no timeline, and no visible range of its own).
+    panel_->showInterval(comparison_->b, only_in_b, tr("Whole run of B"));
+    panel_->setMatrixSource(nullptr);
+    return;
+  }
   if (!session_ || !session_->analysis || interval < 0) {
     if (!session_) panel_->clear(tr("No trace loaded"));
     return;

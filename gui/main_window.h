@@ -33,9 +33,11 @@
 // Comparing (File > Compare with..., prof-gui A --compare B): B is analyzed
 // on a second loader (the same progress bar and Cancel), A stays the trace
 // shown. The tree gets A, B, B - A and B / A of the characteristic chosen
-// above it, the panel those of every main characteristic, and a pane under
-// the tree lists what the runs' records differ in and B's intervals that
-// match none of A's (all from compare.h, as prof-analyze --compare). A B that
+// above it and rows for B's intervals that match none of A's ("only in B",
+// selectable: the panel then shows B's figures); the panel compares every
+// tab it can (characteristics_panel.h); a pane under the tree lists what the
+// runs' records differ in and B's unmatched intervals (all from compare.h,
+// as prof-analyze --compare). A B that
 // cannot be compared leaves everything as it was, with one problem reported.
 // Opening another trace compares it with the same B; File > Close
 // comparison returns to the plain view.
@@ -116,7 +118,9 @@ class MainWindow : public QMainWindow {
   // false when there is none.
   bool selectIntervalId(int id);
   void selectInterval(int interval, bool zoom_to_first = true);
-  int selectedInterval() const;
+  int selectedInterval() const;  // A's interval; -1 for none or a row only in B
+  // Comparing: B's interval of the selected row when only B has it, else -1.
+  int selectedOnlyInBInterval() const;
 
   std::shared_ptr<const TraceSession> session() const { return session_; }
   IntervalTreeModel* model() const { return model_; }

@@ -8,6 +8,7 @@
 #include <QCompleter>
 #include <QDoubleSpinBox>
 #include <QHeaderView>
+#include <QLabel>
 #include <QSpinBox>
 #include <QLineEdit>
 #include <QMenu>
@@ -161,6 +162,42 @@ class ManyRanksTrace {
   std::vector<Written> written_;
 };
 
+// Two ranks, `iterations` times (t = 2 ms + i ms): interval 4 (app.c:300)
+// around interval 5 (app.c:200, nested) around an Allreduce that rank 1
+// enters 50 us late, then interval 1 (app.c:100, DemoTrace's) around
+// interval 6 (app.c:200, nested) around another Allreduce. Against
+// DemoTrace: 4 and 5 are only here, nested; 6 only here, under a matched
+// interval; DemoTrace's 2 and 3 only there.
+class ExtraIntervalsTrace {
+ public:
+  explicit ExtraIntervalsTrace(int iterations) : b_(2) {
+    using test::kUs;
+    for (int r = 0; r < 2; ++r) {
+      b_.init(r, 0, test::kMs);
+      uint64_t t = 2 * test::kMs;
+      const uint64_t late = 50 * kUs * static_cast<uint64_t>(r);
+      for (int it = 0; it < iterations; ++it, t += test::kMs) {
+        b_.marker(r, t, 4, true, 3);
+        b_.marker(r, t + 50 * kUs, 5, true, 2);
+        b_.collective(r, test::Allreduce, t + 100 * kUs + late, t + 300 * kUs);
+        b_.marker(r, t + 350 * kUs, 5, false, 2);
+        b_.marker(r, t + 400 * kUs, 4, false, 3);
+        b_.marker(r, t + 500 * kUs, 1, true, 1);
+        b_.marker(r, t + 550 * kUs, 6, true, 2);
+        b_.collective(r, test::Allreduce, t + 600 * kUs + late, t + 800 * kUs);
+        b_.marker(r, t + 850 * kUs, 6, false, 2);
+        b_.marker(r, t + 900 * kUs, 1, false, 1);
+      }
+      b_.finalize(r, t, t + 100 * kUs);
+    }
+    b_.close();
+  }
+  QString dir() const { return QString::fromStdString(b_.dir()); }
+
+ private:
+  test::TraceBuilder b_;
+};
+
 // `ranks` ranks: MPI_Init [0, 1 ms], user code, MPI_Allreduce [2, 3 ms] on
 // every rank, MPI_Comm_rank [3, 3.9 ms] on even ranks, MPI_Finalize [4, 4.1 ms].
 class OverviewTrace {
@@ -273,6 +310,9 @@ class GuiTest : public QObject {
   void comparison_equals_prof_analyze();
   void failed_comparison_keeps_the_trace();
   void comparison_of_different_rank_counts();
+  void comparison_tabs_equal_prof_analyze();
+  void comparison_tree_holds_every_interval_of_both_runs();
+  void closing_comparison_restores_the_single_run_view();
   void summaries_keep_the_wait_overlay_as_a_fraction();
   void load_progress_is_one_figure();
   void summarized_rows_keep_their_nesting_bands();
@@ -1625,7 +1665,10 @@ void GuiTest::exports_view_and_table() {
   auto tabs = panel->findChild<QTabWidget*>();
   QVERIFY(tabs);
   for (QTableView* table : {static_cast<QTableView*>(nullptr), panel->perRankView(), panel->functionView()}) {
-    if (table) tabs->setCurrentWidget(table);
+    // The tab holding the table (it may be a page with a note above the table).
+    QWidget* page = table;
+    while (page && tabs->indexOf(page) < 0) page = page->parentWidget();
+    if (table) tabs->setCurrentWidget(page);
     const QTableView* shown = panel->currentTableView();
     QVERIFY(shown);
     if (table) QCOMPARE(shown, table);
@@ -2141,6 +2184,29 @@ nlohmann::json compare_json(const QString& a, const QString& b) {
   return nlohmann::json::parse(in);
 }
 
+// `prof-analyze DIR --json`, a separate process.
+nlohmann::json report_json(const QString& dir) {
+  QTemporaryDir out;
+  const QString json_path = out.filePath("report.json");
+  QProcess analyze;
+  analyze.start(PROF_ANALYZE_BIN, {dir, "--json", json_path, "-o", out.filePath("report.txt"), "-q",
+                                   "--no-progress", "--no-index"});
+  if (!analyze.waitForFinished(60000) || analyze.exitCode() != 0) return {};
+  std::ifstream in(json_path.toStdString());
+  return nlohmann::json::parse(in);
+}
+
+// A table's cell by its row and its header's KeyRole.
+int column_keyed(const QStandardItemModel* m, const QString& key) {
+  for (int c = 0; c < m->columnCount(); ++c)
+    if (m->headerData(c, Qt::Horizontal, CharacteristicsPanel::KeyRole).toString() == key) return c;
+  return -1;
+}
+QVariant number_at(const QStandardItemModel* m, int row, const QString& key) {
+  const int c = column_keyed(m, key);
+  return c < 0 || !m->item(row, c) ? QVariant() : m->item(row, c)->data(CharacteristicsPanel::NumberRole);
+}
+
 // The node of `a` an entry of JSON `compare` names: its id (null: the run), call site and line.
 int interval_named(const analysis::Analysis& a, const nlohmann::json& entry) {
   int found = -1;
@@ -2417,6 +2483,386 @@ void GuiTest::comparison_of_different_rank_counts() {
     ++mean_rows;
   }
   QCOMPARE(mean_rows, means);
+  // Per rank: the rank counts differ, so each figure's total over the ranks
+  // and its mean per rank, as summed from each run's JSON report; the tab says so.
+  const nlohmann::json report_a = report_json(two.dir()), report_b = report_json(three.dir());
+  QVERIFY(report_a.contains("intervals") && report_b.contains("intervals"));
+  CharacteristicsPanel* panel = window.panel();
+  QVERIFY(!panel->perRankNote()->isHidden());
+  QVERIFY2(panel->perRankNote()->text().contains("2 and 3"), qPrintable(panel->perRankNote()->text()));
+  const QStandardItemModel* per_rank = panel->perRankTable();
+  QCOMPARE(per_rank->rowCount(), 2);
+  for (int r = 0; r < per_rank->rowCount(); ++r) {
+    const QString row_key = per_rank->item(r, 0)->data(CharacteristicsPanel::KeyRole).toString();
+    QVERIFY(row_key == "total" || row_key == "mean");
+    for (const analysis::RankCharacteristic& c : analysis::kRankCharacteristics) {
+      if (std::string_view(c.key) == "rank") continue;
+      auto over_ranks = [&](const nlohmann::json& report) {
+        const nlohmann::json& list = report["intervals"][0]["per_rank"];
+        double sum = 0;
+        for (const auto& f : list) sum += f[c.key].get<double>();
+        return row_key == "mean" ? sum / static_cast<double>(list.size()) : sum;
+      };
+      const QString key = QString::fromUtf8(c.key);
+      QCOMPARE(number_at(per_rank, r, key + "/a").toDouble(), over_ranks(report_a));
+      QCOMPARE(number_at(per_rank, r, key + "/b").toDouble(), over_ranks(report_b));
+    }
+  }
+}
+
+// The panel's tabs of each matched interval of two real runs
+// (gui.compare_traces) against prof-analyze: MPI functions, their chart and
+// wait states as prof-analyze --compare's JSON; per rank and the
+// comparative rows as each run's own JSON report (per-rank values are not in
+// --compare's: the rank counts agree here, so each rank is shown in both).
+void GuiTest::comparison_tabs_equal_prof_analyze() {
+  const QString traces = qEnvironmentVariable("PROF_GUI_COMPARE_TRACES");
+  QVERIFY2(!traces.isEmpty(), "PROF_GUI_COMPARE_TRACES names the traces (ctest sets it)");
+  const QString a_dir = traces + "/a", b_dir = traces + "/b";
+  const nlohmann::json expected = compare_json(a_dir, b_dir);
+  const nlohmann::json report_a = report_json(a_dir), report_b = report_json(b_dir);
+  QVERIFY(expected.contains("compare") && report_a.contains("intervals") && report_b.contains("intervals"));
+  LoadedWindow loaded(a_dir);
+  MainWindow& window = loaded.window;
+  window.compareWith(b_dir);
+  window.waitLoaded();
+  QCoreApplication::processEvents();
+  QVERIFY2(loaded.problems.isEmpty(), qPrintable(loaded.problems.join('\n')));
+  const auto comparison = window.comparison();
+  QVERIFY(comparison);
+  CharacteristicsPanel* panel = window.panel();
+  size_t checked = 0, functions_checked = 0;
+  for (const auto& e : expected["compare"]) {
+    if (e["a"].is_null() || e["b"].is_null()) continue;
+    const int interval = interval_named(*comparison->a, e);
+    QVERIFY2(interval >= 0, e.dump().c_str());
+    window.selectInterval(interval, false);
+    QCOMPARE(panel->interval(), interval);
+    const int b_interval = comparison->b_of_a[static_cast<size_t>(interval)];
+    const nlohmann::json& ja = report_a["intervals"][static_cast<size_t>(interval)];
+    const nlohmann::json& jb = report_b["intervals"][static_cast<size_t>(b_interval)];
+    QCOMPARE(jb["id"], e["id"]);
+    QCOMPARE(jb["line"], e["line"]);
+
+    // MPI functions: the JSON's list, in its order (the largest change first).
+    const QStandardItemModel* functions = panel->functionTable();
+    QCOMPARE(functions->rowCount(), static_cast<int>(e["functions"].size()));
+    for (int r = 0; r < functions->rowCount(); ++r) {
+      const nlohmann::json& f = e["functions"][static_cast<size_t>(r)];
+      QCOMPARE(functions->item(r, 0)->text().toStdString(), f["name"].get<std::string>());
+      for (const char* key : {"calls_a", "calls_b", "time_a", "time_b", "diff", "bytes_a", "bytes_b"})
+        QCOMPARE(number_at(functions, r, key).toDouble(), f[key].get<double>());
+      const double time_a = f["time_a"].get<double>(), time_b = f["time_b"].get<double>();
+      if (time_a == 0)
+        QVERIFY(!number_at(functions, r, "ratio").isValid());
+      else
+        QCOMPARE(number_at(functions, r, "ratio").toDouble(), time_b / time_a);
+      ++functions_checked;
+    }
+    // The chart: the same functions, A's and B's bars scaled to the longest time of either.
+    const gui::FunctionChart* chart = panel->functionChart();
+    QVERIFY(chart->comparing());
+    QCOMPARE(chart->comparedFunctions().size(), e["functions"].size());
+    double longest = 0;
+    int longest_row = 0;
+    bool longest_in_b = false;
+    for (size_t i = 0; i < chart->comparedFunctions().size(); ++i) {
+      const auto& f = chart->comparedFunctions()[i];
+      QCOMPARE(f.name, e["functions"][i]["name"].get<std::string>());
+      for (bool b : {false, true})
+        if ((b ? f.time_b : f.time_a) > longest) {
+          longest = b ? f.time_b : f.time_a;
+          longest_row = static_cast<int>(i);
+          longest_in_b = b;
+        }
+    }
+    if (longest > 0) {
+      const double full = chart->barRect(longest_row, longest_in_b).width();
+      QVERIFY(full > 0);
+      for (size_t i = 0; i < chart->comparedFunctions().size(); ++i) {
+        const auto& f = chart->comparedFunctions()[i];
+        QVERIFY(std::abs(chart->barRect(static_cast<int>(i), false).width() - full * f.time_a / longest) < 1e-6 * full);
+        QVERIFY(std::abs(chart->barRect(static_cast<int>(i), true).width() - full * f.time_b / longest) < 1e-6 * full);
+      }
+    }
+
+    // Wait states: each kind's total in A and B, and B - A.
+    const QStandardItemModel* waits = panel->waitStateTable();
+    QCOMPARE(waits->rowCount(), static_cast<int>(e["wait_states"].size()));
+    for (int r = 0; r < waits->rowCount(); ++r) {
+      const std::string kind = waits->item(r, 0)->data(CharacteristicsPanel::KeyRole).toString().toStdString();
+      for (const char* field : {"a", "b", "diff"})
+        QCOMPARE(number_at(waits, r, field).toDouble(), e["wait_states"][kind][field].get<double>());
+    }
+
+    // Per rank: every rank's figures in A and B (each run's report) and B - A.
+    const QStandardItemModel* per_rank = panel->perRankTable();
+    QVERIFY(panel->perRankNote()->isHidden());
+    QCOMPARE(per_rank->rowCount(), static_cast<int>(ja["per_rank"].size()));
+    QCOMPARE(ja["per_rank"].size(), jb["per_rank"].size());
+    for (int r = 0; r < per_rank->rowCount(); ++r) {
+      const int rank = number_at(per_rank, r, "rank").toInt();
+      auto of_rank = [rank](const nlohmann::json& list) {
+        for (const auto& f : list)
+          if (f["rank"].get<int>() == rank) return f;
+        return nlohmann::json();
+      };
+      const nlohmann::json fa = of_rank(ja["per_rank"]), fb = of_rank(jb["per_rank"]);
+      QVERIFY(!fa.is_null() && !fb.is_null());
+      for (const analysis::RankCharacteristic& c : analysis::kRankCharacteristics) {
+        if (std::string_view(c.key) == "rank") continue;
+        const QString key = QString::fromUtf8(c.key);
+        const double x = fa[c.key].get<double>(), y = fb[c.key].get<double>();
+        QCOMPARE(number_at(per_rank, r, key + "/a").toDouble(), x);
+        QCOMPARE(number_at(per_rank, r, key + "/b").toDouble(), y);
+        QCOMPARE(number_at(per_rank, r, key + "/diff").toDouble(), y - x);
+      }
+    }
+    // The comparative rows, A's and B's.
+    const QStandardItemModel* comparative = panel->comparativeTable();
+    QCOMPARE(comparative->rowCount(), 2 * static_cast<int>(ja["comparative"].size()));
+    for (int r = 0; r < comparative->rowCount(); ++r) {
+      const QString key = comparative->item(r, 0)->data(CharacteristicsPanel::KeyRole).toString();
+      const nlohmann::json& run = key.endsWith("/a") ? ja : jb;
+      QVERIFY(key.endsWith("/a") || key.endsWith("/b"));
+      for (int c = 1; c < comparative->columnCount(); ++c) {
+        const std::string field =
+            comparative->headerData(c, Qt::Horizontal, CharacteristicsPanel::KeyRole).toString().toStdString();
+        QCOMPARE(comparative->item(r, c)->data(CharacteristicsPanel::NumberRole).toDouble(),
+                 run["comparative"][key.chopped(2).toStdString()][field].get<double>());
+      }
+    }
+    // The Messages tab is A's (B has no timeline) and says so.
+    QVERIFY(!panel->messagesNote()->isHidden());
+    ++checked;
+  }
+  QCOMPARE(checked, size_t{3});  // the run, intervals 1 and 2
+  QVERIFY(functions_checked >= 3);
+}
+
+// A against a run with intervals A lacks, nested (4 around 5) and under a
+// matched interval (6 in 1): the tree holds every interval prof-analyze
+// --compare lists, each once; those only in B say so, with B's value of
+// every compared characteristic, under the row of their parent in B (B's
+// own JSON report); selected, the panel shows B's figures with A's empty.
+void GuiTest::comparison_tree_holds_every_interval_of_both_runs() {
+  DemoTrace a_trace(20);
+  ExtraIntervalsTrace b_trace(10);
+  const nlohmann::json expected = compare_json(a_trace.dir(), b_trace.dir());
+  const nlohmann::json report_b = report_json(b_trace.dir());
+  QVERIFY(expected.contains("compare") && report_b.contains("intervals"));
+  LoadedWindow loaded(a_trace.dir());
+  MainWindow& window = loaded.window;
+  window.compareWith(b_trace.dir());
+  window.waitLoaded();
+  QCoreApplication::processEvents();
+  const auto comparison = window.comparison();
+  QVERIFY(comparison);
+  IntervalTreeModel* model = window.model();
+
+  // Every row, walked from the root; each child's parent is the row above it.
+  std::vector<QModelIndex> rows;
+  bool parents_agree = true;
+  std::function<void(const QModelIndex&)> walk = [&](const QModelIndex& parent) {
+    for (int r = 0; r < model->rowCount(parent); ++r) {
+      const QModelIndex child = model->index(r, 0, parent);
+      parents_agree = parents_agree && child.isValid() && model->parent(child) == parent;
+      rows.push_back(child);
+      walk(child);
+    }
+  };
+  walk({});
+  QVERIFY(parents_agree);
+  QCOMPARE(rows.size(), expected["compare"].size());
+  auto reached = [&](const QModelIndex& row) { return std::find(rows.begin(), rows.end(), row) != rows.end(); };
+
+  QComboBox* by = window.compareByBox();
+  int only_b = 0, only_a = 0, matched = 0, under_only_b = 0, under_matched = 0;
+  QModelIndex five;
+  const nlohmann::json* five_entry = nullptr;
+  for (const auto& e : expected["compare"]) {
+    if (!e["a"].is_null()) {
+      const QModelIndex row = model->indexOfInterval(interval_named(*comparison->a, e));
+      QVERIFY(row.isValid() && reached(row));
+      const QString b = row.siblingAtColumn(IntervalTreeModel::CompareB).data().toString();
+      QCOMPARE(b == "only in A", e["b"].is_null());
+      ++(e["b"].is_null() ? only_a : matched);
+      continue;
+    }
+    ++only_b;
+    const int b_interval = interval_named(*comparison->b, e);
+    QVERIFY(b_interval > 0);
+    const QModelIndex row = model->indexOfBInterval(b_interval);
+    QVERIFY(row.isValid() && reached(row));
+    QCOMPARE(model->onlyInBIntervalOf(row), b_interval);
+    QCOMPARE(model->intervalOf(row), -1);
+    QCOMPARE(row.data().toString(),
+             QStringLiteral("id %1 at app.c:%2").arg(e["id"].get<int>()).arg(e["line"].get<int>()));
+    QCOMPARE(row.siblingAtColumn(IntervalTreeModel::CompareA).data().toString(), QString("only in B"));
+    for (int column : {int{IntervalTreeModel::ExeCount}, int{IntervalTreeModel::Efficiency},
+                       int{IntervalTreeModel::ExecutionTime}, int{IntervalTreeModel::LostTime},
+                       int{IntervalTreeModel::CompareDifference}, int{IntervalTreeModel::CompareRatio}})
+      QVERIFY(!row.siblingAtColumn(column).data().isValid());
+    for (int choice = 0; choice < by->count(); ++choice) {
+      by->setCurrentIndex(choice);
+      const std::string key = analysis::kMainCharacteristics[model->comparedColumn().characteristic].key;
+      QCOMPARE(row.siblingAtColumn(IntervalTreeModel::CompareB).data(IntervalTreeModel::SortRole).toDouble(),
+               e["b"][key].get<double>());
+    }
+    // Under its parent in B: that parent's own row when only B has it, else
+    // the row of A's interval of the same id and call site.
+    const int parent_b = report_b["intervals"][static_cast<size_t>(b_interval)]["parent"].get<int>();
+    const nlohmann::json& parent_json = report_b["intervals"][static_cast<size_t>(parent_b)];
+    const QModelIndex parent = model->parent(row);
+    if (model->onlyInBIntervalOf(parent) >= 0) {
+      QCOMPARE(model->onlyInBIntervalOf(parent), parent_b);
+      ++under_only_b;
+    } else {
+      const auto& in_a = comparison->a->intervals[static_cast<size_t>(model->intervalOf(parent))];
+      QCOMPARE(in_a.id.has_value(), !parent_json["id"].is_null());
+      if (in_a.id) {
+        QCOMPARE(static_cast<int>(*in_a.id), parent_json["id"].get<int>());
+        QCOMPARE(in_a.line, parent_json["line"].get<int>());
+        ++under_matched;
+      }
+    }
+    if (e["id"].get<int>() == 5) {
+      five = row;
+      five_entry = &e;
+    }
+  }
+  QCOMPARE(matched, 2);  // the run, interval 1
+  QCOMPARE(only_a, 2);   // DemoTrace's 2 and 3
+  QCOMPARE(only_b, 3);   // 4, 5 inside 4, 6 inside 1
+  QCOMPARE(under_only_b, 1);
+  QCOMPARE(under_matched, 1);
+
+  // Interval 5 selected: B's figures, A's cells empty.
+  QVERIFY(five.isValid() && five_entry);
+  window.tree()->setCurrentIndex(window.proxy()->mapFromSource(five));
+  QCoreApplication::processEvents();
+  QCOMPARE(window.selectedOnlyInBInterval(), model->onlyInBIntervalOf(five));
+  QCOMPARE(window.selectedInterval(), -1);
+  CharacteristicsPanel* panel = window.panel();
+  QVERIFY2(panel->scope().contains("only in B"), qPrintable(panel->scope()));
+  const QStandardItemModel* main = panel->mainTable();
+  QCOMPARE(main->columnCount(), 5);
+  for (int r = 0; r < main->rowCount(); ++r) {
+    const std::string key = main->item(r, 0)->data(CharacteristicsPanel::KeyRole).toString().toStdString();
+    QCOMPARE(main->item(r, 1)->text(), QString("only in B"));
+    QCOMPARE(main->item(r, 2)->data(CharacteristicsPanel::NumberRole).toDouble(), (*five_entry)["b"][key].get<double>());
+  }
+  const nlohmann::json& five_report = report_b["intervals"][static_cast<size_t>(model->onlyInBIntervalOf(five))];
+  const QStandardItemModel* functions = panel->functionTable();
+  QCOMPARE(functions->rowCount(), static_cast<int>(five_report["functions"].size()));
+  for (int r = 0; r < functions->rowCount(); ++r) {
+    QVERIFY(!number_at(functions, r, "calls_a").isValid());
+    QVERIFY(!number_at(functions, r, "diff").isValid());
+    bool found = false;
+    for (const auto& f : five_report["functions"])
+      if (f["name"].get<std::string>() == functions->item(r, 0)->text().toStdString()) {
+        QCOMPARE(number_at(functions, r, "calls_b").toDouble(), f["calls"].get<double>());
+        QCOMPARE(number_at(functions, r, "time_b").toDouble(), f["time"].get<double>());
+        found = true;
+      }
+    QVERIFY(found);
+  }
+  const QStandardItemModel* waits = panel->waitStateTable();
+  for (int r = 0; r < waits->rowCount(); ++r) {
+    const std::string kind = waits->item(r, 0)->data(CharacteristicsPanel::KeyRole).toString().toStdString();
+    QVERIFY(!number_at(waits, r, "a").isValid());
+    QCOMPARE(number_at(waits, r, "b").toDouble(), five_report["wait_states"][kind]["total"].get<double>());
+  }
+}
+
+// Close comparison after comparing (a row only in B selected last): the
+// tree, every table of the panel, the chart, the notes and the window's title
+// are what they were before the comparison, for the whole run and each
+// interval.
+void GuiTest::closing_comparison_restores_the_single_run_view() {
+  DemoTrace a_trace(20);
+  ExtraIntervalsTrace b_trace(10);
+  LoadedWindow loaded(a_trace.dir());
+  MainWindow& window = loaded.window;
+  IntervalTreeModel* model = window.model();
+  CharacteristicsPanel* panel = window.panel();
+  auto snapshot = [&] {
+    QStringList out;
+    std::function<void(const QModelIndex&)> walk = [&](const QModelIndex& parent) {
+      for (int r = 0; r < model->rowCount(parent); ++r) {
+        QStringList cells;
+        for (int c = 0; c < model->columnCount(); ++c) cells << model->index(r, c, parent).data().toString();
+        out << cells.join('|');
+        walk(model->index(r, 0, parent));
+      }
+    };
+    walk({});
+    QStringList header;
+    for (int c = 0; c < model->columnCount(); ++c)
+      header << model->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString()
+             << QString::number(window.tree()->header()->visualIndex(c));
+    out << header.join('|');
+    for (const QStandardItemModel* m : {panel->mainTable(), panel->comparativeTable(), panel->perRankTable(),
+                                        panel->functionTable(), panel->waitStateTable(), panel->waitedForTable(),
+                                        panel->causedByTable()}) {
+      QStringList heads;
+      for (int c = 0; c < m->columnCount(); ++c)
+        heads << m->headerData(c, Qt::Horizontal).toString()
+              << m->headerData(c, Qt::Horizontal, CharacteristicsPanel::KeyRole).toString();
+      out << heads.join('|');
+      for (int r = 0; r < m->rowCount(); ++r) {
+        QStringList cells;
+        for (int c = 0; c < m->columnCount(); ++c) cells << (m->item(r, c) ? m->item(r, c)->text() : QString("-"));
+        out << cells.join('|');
+      }
+    }
+    for (const auto& f : panel->functionChart()->functions())
+      out << QString::fromStdString(f.name) + QString::asprintf(" %f", f.time);
+    out << QStringLiteral("chart comparing %1, per-rank note %2, messages note %3, function sort %4 %5, "
+                          "pane %6, compare by %7")
+               .arg(panel->functionChart()->comparing())
+               .arg(panel->perRankNote()->isHidden())
+               .arg(panel->messagesNote()->isHidden())
+               .arg(panel->functionView()->horizontalHeader()->sortIndicatorSection())
+               .arg(panel->functionView()->horizontalHeader()->sortIndicatorOrder())
+               .arg(window.comparisonPane()->isVisible())
+               .arg(window.compareByBox()->isVisible());
+    out << panel->title() << panel->scope() << window.windowTitle();
+    return out;
+  };
+  const auto& a = *model->analysis();
+  std::map<int, QStringList> before;
+  for (size_t i = 0; i < a.intervals.size(); ++i) {
+    window.selectInterval(static_cast<int>(i), false);
+    before[static_cast<int>(i)] = snapshot();
+  }
+  QCOMPARE(before.size(), size_t{4});
+  window.selectInterval(0, false);
+
+  window.compareWith(b_trace.dir());
+  window.waitLoaded();
+  QCoreApplication::processEvents();
+  QVERIFY(window.comparison());
+  QVERIFY(window.closeComparisonAction()->isEnabled());
+  QVERIFY(snapshot() != before[0]);  // the comparison shows otherwise
+  // Interval 4, only in B, selected last.
+  int four = -1;
+  for (size_t i = 0; i < window.comparison()->b->intervals.size(); ++i)
+    if (window.comparison()->b->intervals[i].id == std::optional<uint16_t>(4)) four = static_cast<int>(i);
+  window.tree()->setCurrentIndex(window.proxy()->mapFromSource(model->indexOfBInterval(four)));
+  QCOMPARE(window.selectedOnlyInBInterval(), four);
+
+  window.closeComparisonAction()->trigger();
+  QCoreApplication::processEvents();
+  QVERIFY(!window.comparison());
+  QVERIFY(!window.closeComparisonAction()->isEnabled());
+  QCOMPARE(window.selectedOnlyInBInterval(), -1);
+  QCOMPARE(window.selectedInterval(), 0);  // the row is gone: the whole run
+  QCOMPARE(snapshot(), before[0]);
+  for (const auto& [interval, shown] : before) {
+    window.selectInterval(interval, false);
+    QCOMPARE(snapshot(), shown);
+  }
 }
 
 void GuiTest::summaries_keep_the_wait_overlay_as_a_fraction() {
