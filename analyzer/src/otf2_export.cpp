@@ -35,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -42,6 +43,7 @@
 #include "damage_stop.h"
 #include "interpret.h"
 #include "intervals.h"
+#include "run_record.h"
 #include "prof/analysis/analysis.h"
 
 namespace prof::analysis {
@@ -138,12 +140,18 @@ struct Definitions {
   std::vector<Region> regions;
   std::vector<OTF2_RegionRef> function_region;                 // Registry function -> region
   std::unordered_map<uint64_t, OTF2_RegionRef> interval_region;  // (id << 32 | site) -> region
+  // Every rank's MPI_COMM_SELF is one communicator, as Score-P defines it
+  // (a COMM_SELF group: each location is rank 0 of its own copy); it is
+  // keyed by rank 0's global id for it.
+  static constexpr uint64_t kSelfKey = format::self_comm_global_id(0);
   struct Comm {
     uint64_t gid;
     const CommDef* def;
+    bool self;
+    OTF2_CommRef parent = OTF2_UNDEFINED_COMM;  // from the records of its creation
   };
   std::vector<Comm> comms;
-  std::unordered_map<uint64_t, OTF2_CommRef> comm_of;
+  std::unordered_map<uint64_t, OTF2_CommRef> comm_of;  // global id (kSelfKey for every self) -> ref
   struct Location {
     OTF2_LocationRef id;
     int rank;
@@ -152,9 +160,11 @@ struct Definitions {
   };
   std::vector<Location> locations;
 
+  static bool is_self(uint64_t gid) { return (gid & 0xffffffffu) == kSelfKey; }
   OTF2_CommRef comm(const CommInfo& c) {
-    auto [it, fresh] = comm_of.try_emplace(c.gid, static_cast<OTF2_CommRef>(comms.size()));
-    if (fresh) comms.push_back(Comm{c.gid, c.def});
+    const bool self = is_self(c.gid);
+    auto [it, fresh] = comm_of.try_emplace(self ? kSelfKey : c.gid, static_cast<OTF2_CommRef>(comms.size()));
+    if (fresh) comms.push_back(Comm{self ? kSelfKey : c.gid, c.def, self});
     return it->second;
   }
 };
@@ -425,6 +435,15 @@ struct Otf2Handler {
                                                   collective_root(e, fi), e.bytes, 0));
             ++stats.collectives;
           }
+        break;
+      case FuncKind::CommCreate:
+        // The parent, whatever the window: definitions are the whole run's.
+        if (e.new_comm != format::kNoComm)
+          if (const CommInfo* parent = comm(e))
+            if (const CommInfo* child = interp.comms().at(e.new_comm, e.enter)) {
+              const OTF2_CommRef parent_ref = defs.comm(*parent), child_ref = defs.comm(*child);
+              if (child_ref != parent_ref) defs.comms[child_ref].parent = parent_ref;
+            }
         break;
       case FuncKind::ICollective:
       case FuncKind::IAllToAll: {
@@ -710,13 +729,29 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   for (const auto& l : defs.locations)
     thread_name.push_back(str(l.stream == 0 ? "Master thread" : "Thread " + std::to_string(l.stream)));
   const OTF2_StringRef s_world_locations = str("MPI_COMM_WORLD locations");
-  std::vector<OTF2_StringRef> comm_name;
-  bool has_world = false;
-  for (const auto& c : defs.comms) {
-    comm_name.push_back(str(reported_comm_name(c.gid)));
-    has_world = has_world || c.gid == format::kWorldCommGlobalId;
+  // MPI_COMM_WORLD and MPI_COMM_SELF are defined whether or not a call used them.
+  {
+    CommInfo world_comm, self_comm;
+    world_comm.gid = format::kWorldCommGlobalId;
+    self_comm.gid = Definitions::kSelfKey;
+    defs.comm(world_comm);
+    defs.comm(self_comm);
   }
-  const OTF2_StringRef s_world = str("MPI_COMM_WORLD");
+  std::vector<OTF2_StringRef> comm_name;
+  for (const auto& c : defs.comms)
+    comm_name.push_back(str(c.self ? std::string("MPI_COMM_SELF") : reported_comm_name(c.gid)));
+  // The system tree as Score-P builds it: a machine, a node per host, each
+  // rank's location group under its host's node (under the machine when the
+  // trace does not say its host).
+  const RunRecord run = run_record(traces);
+  const OTF2_StringRef s_node = str("node");
+  std::vector<OTF2_StringRef> host_name;
+  std::vector<OTF2_SystemTreeNodeRef> node_of_rank(static_cast<size_t>(world), 0);
+  for (size_t h = 0; h < run.hosts.size(); ++h) {
+    host_name.push_back(str(run.hosts[h].name));
+    for (int r : run.hosts[h].ranks)
+      if (r >= 0 && r < world) node_of_rank[static_cast<size_t>(r)] = static_cast<OTF2_SystemTreeNodeRef>(h + 1);
+  }
   const OTF2_StringRef s_run_end = str("PROF_RUN_END"), s_last_alive = str("PROF_LAST_ALIVE_S"),
                        s_clock_error = str("PROF_CLOCK_ERROR_S");
   std::unordered_map<int, OTF2_StringRef> ended_by;
@@ -746,10 +781,13 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   put(OTF2_GlobalDefWriter_WriteParadigm(g, OTF2_PARADIGM_USER, s_user, OTF2_PARADIGM_CLASS_PROCESS));
   put(OTF2_GlobalDefWriter_WriteAttribute(g, in_flight_attr, s_in_flight, s_in_flight_doc, OTF2_TYPE_UINT8));
   put(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, s_machine, s_machine, OTF2_UNDEFINED_SYSTEM_TREE_NODE));
+  for (size_t h = 0; h < host_name.size(); ++h)
+    put(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, static_cast<OTF2_SystemTreeNodeRef>(h + 1), host_name[h], s_node,
+                                                 0));
   for (int r = 0; r < world; ++r)
     put(OTF2_GlobalDefWriter_WriteLocationGroup(g, static_cast<OTF2_LocationGroupRef>(r),
                                                 group_name[static_cast<size_t>(r)],
-                                                OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,
+                                                OTF2_LOCATION_GROUP_TYPE_PROCESS, node_of_rank[static_cast<size_t>(r)],
                                                 OTF2_UNDEFINED_LOCATION_GROUP));
   for (size_t i = 0; i < defs.locations.size(); ++i) {
     const auto& l = defs.locations[i];
@@ -780,22 +818,35 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
                                           OTF2_GROUP_FLAG_NONE, static_cast<uint32_t>(m.size()), m.data()));
     return it->second;
   };
-  for (size_t i = 0; i < defs.comms.size(); ++i) {
+  // MPI_COMM_SELF's group, as Score-P's: type COMM_SELF, no members. Its id
+  // lies past the COMM_GROUPs' (at most two per communicator, from 1).
+  const OTF2_GroupRef self_group = static_cast<OTF2_GroupRef>(2 * defs.comms.size() + 1);
+  put(OTF2_GlobalDefWriter_WriteGroup(g, self_group, s_empty, OTF2_GROUP_TYPE_COMM_SELF, OTF2_PARADIGM_MPI,
+                                      OTF2_GROUP_FLAG_NONE, 0, nullptr));
+  std::vector<int32_t> all_ranks;
+  for (int r = 0; r < world; ++r) all_ranks.push_back(r);
+  // Each communicator after its parent (a reader resolves the parent when
+  // it reads the child).
+  std::vector<bool> written(defs.comms.size(), false);
+  std::function<void(size_t)> write_comm = [&](size_t i) {
+    if (written[i]) return;
+    written[i] = true;
     const auto& c = defs.comms[i];
+    if (c.parent != OTF2_UNDEFINED_COMM) write_comm(c.parent);
     const OTF2_CommRef self = static_cast<OTF2_CommRef>(i);
-    if (c.def->inter)
+    if (c.self)
+      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], self_group, c.parent, OTF2_COMM_FLAG_NONE));
+    else if (!c.def)  // MPI_COMM_WORLD when no rank file defines it
+      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], group(all_ranks), c.parent, OTF2_COMM_FLAG_NONE));
+    else if (c.def->inter)
+      // (OTF2's third communicator of an InterComm is the peer communicator
+      // of MPI_Intercomm_create, which the trace does not record.)
       put(OTF2_GlobalDefWriter_WriteInterComm(g, self, comm_name[i], group(c.def->ranks), group(c.def->remote_ranks),
                                               OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE));
     else
-      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], group(c.def->ranks), OTF2_UNDEFINED_COMM,
-                                         OTF2_COMM_FLAG_NONE));
-  }
-  if (!has_world) {
-    std::vector<int32_t> all;
-    for (int r = 0; r < world; ++r) all.push_back(r);
-    put(OTF2_GlobalDefWriter_WriteComm(g, static_cast<OTF2_CommRef>(defs.comms.size()), s_world, group(all),
-                                       OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE));
-  }
+      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], group(c.def->ranks), c.parent, OTF2_COMM_FLAG_NONE));
+  };
+  for (size_t i = 0; i < defs.comms.size(); ++i) write_comm(i);
   // How each rank ended and how well its clock is known: properties of its
   // master thread's location.
   for (int r = 0; r < world; ++r) {
