@@ -601,6 +601,29 @@ bool prepare_otf2_directory(const std::string& dir, std::string* error) {
   return true;
 }
 
+namespace {
+
+// The wall-clock time (ns since 1970 UTC) of global time `global_ns`: the
+// lowest rank's `M epoch_realtime_ns` (the wall-clock time of its timer's
+// epoch) plus the global time since that epoch; undefined for traces that do
+// not record it.
+OTF2_TimeStamp realtime_of(const std::vector<const RankTrace*>& traces, double global_ns) {
+  for (const RankTrace* t : traces) {
+    const auto wall = t->meta().find("epoch_realtime_ns");
+    const auto epoch = t->meta().find("epoch_ticks");
+    if (wall == t->meta().end() || epoch == t->meta().end()) continue;
+    char* end = nullptr;
+    const long long wall_ns = std::strtoll(wall->second.c_str(), &end, 10);
+    if (end == wall->second.c_str() || *end != '\0' || wall_ns <= 0) continue;
+    const uint64_t epoch_ticks = std::strtoull(epoch->second.c_str(), nullptr, 10);
+    const double at = static_cast<double>(wall_ns) + (global_ns - t->to_global_ns(epoch_ticks));
+    if (at > 0 && at < 9e18) return static_cast<OTF2_TimeStamp>(std::llround(at));
+  }
+  return OTF2_UNDEFINED_TIMESTAMP;
+}
+
+}  // namespace
+
 bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const Analysis* analysis,
                 std::string* error, Otf2Stats* stats_out, const Otf2Options& options) {
   std::vector<const RankTrace*> traces;
@@ -765,9 +788,10 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
     if (rc == OTF2_SUCCESS) rc = r;
   };
   // Nanoseconds on the synchronized clock (offsets and drift already
-  // applied: no ClockOffset records), from the run's first event.
+  // applied: no ClockOffset records), from the run's first event, whose
+  // wall-clock time is the realtime stamp.
   put(OTF2_GlobalDefWriter_WriteClockProperties(g, 1000000000, base, last_time - base + 1,
-                                                OTF2_UNDEFINED_TIMESTAMP));
+                                                realtime_of(traces, t0)));
   for (size_t i = 0; i < str.list().size(); ++i)
     put(OTF2_GlobalDefWriter_WriteString(g, static_cast<OTF2_StringRef>(i), str.list()[i].c_str()));
   put(OTF2_GlobalDefWriter_WriteParadigm(g, OTF2_PARADIGM_MPI, s_mpi, OTF2_PARADIGM_CLASS_PROCESS));

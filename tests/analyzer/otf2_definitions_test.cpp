@@ -52,6 +52,10 @@ struct Definitions {
     OTF2_CommRef parent;
   };
   std::map<OTF2_CommRef, Comm> comms;
+  struct Clock {
+    uint64_t global_offset = 0, realtime = 0;
+  };
+  std::vector<Clock> clock_properties;
 };
 
 Definitions& defs_of(void* user) { return *static_cast<Definitions*>(user); }
@@ -108,6 +112,11 @@ Definitions read_definitions(const std::string& anchor) {
       cb, [](void* u, OTF2_CommRef self, OTF2_StringRef name, OTF2_GroupRef group, OTF2_CommRef parent,
              OTF2_CommFlag) {
         defs_of(u).comms[self] = {name, group, parent};
+        return OTF2_CALLBACK_SUCCESS;
+      });
+  OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(
+      cb, [](void* u, uint64_t, uint64_t global_offset, uint64_t, uint64_t realtime) {
+        defs_of(u).clock_properties.push_back({global_offset, realtime});
         return OTF2_CALLBACK_SUCCESS;
       });
   EXPECT_EQ(OTF2_Reader_RegisterGlobalDefCallbacks(reader.get(), global, cb, &d), OTF2_SUCCESS);
@@ -198,6 +207,37 @@ TEST(Otf2Definitions, WhatScalascasReaderLooksUp) {
     }
   }
   EXPECT_TRUE(world) << "no communicator MPI_COMM_WORLD";
+
+  // A trace that records no wall-clock time: no realtime stamp.
+  ASSERT_EQ(d.clock_properties.size(), 1u);
+  EXPECT_EQ(d.clock_properties[0].realtime, OTF2_UNDEFINED_TIMESTAMP);
+}
+
+// The clock properties' realtime stamp is the wall-clock time of the global
+// offset (the run's first event): the epoch's wall-clock time the trace
+// records (`M epoch_realtime_ns`, the lowest rank's) plus the time from the
+// epoch to that event.
+TEST(Otf2Definitions, ClockPropertiesDateTheFirstEventByTheWallClock) {
+  constexpr uint64_t kEpochWallNs = 1700000000123456789ull;
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.w(r).meta("epoch_ticks", "0");
+    // Rank 1's clock reads its epoch 5 us later: the lowest rank's is taken.
+    b.w(r).meta("epoch_realtime_ns", std::to_string(kEpochWallNs + uint64_t(r) * 5 * kUs));
+    b.init(r, 2 * kMs + uint64_t(r) * kMs, 3 * kMs + uint64_t(r) * kMs);
+    b.finalize(r, 7 * kMs, 8 * kMs);
+  }
+  b.close();
+  std::string out;
+  ASSERT_EQ(run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress --no-index -q -o /dev/null " + b.dir() +
+                          " --otf2 " + b.dir() + "/a",
+                      &out),
+            0)
+      << out;
+  const Definitions d = read_definitions(b.dir() + "/a/traces.otf2");
+  ASSERT_EQ(d.clock_properties.size(), 1u);
+  EXPECT_EQ(d.clock_properties[0].global_offset, 2 * kMs);  // the first event, rank 0's MPI_Init
+  EXPECT_EQ(d.clock_properties[0].realtime, kEpochWallNs + 2 * kMs);
 }
 
 // Three ranks on two hosts (0 and 1 on node-a, 2 on node-b). Ranks 1 and 2
