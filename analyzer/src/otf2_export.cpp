@@ -616,8 +616,9 @@ OTF2_TimeStamp realtime_of(const std::vector<const RankTrace*>& traces, double g
     const long long wall_ns = std::strtoll(wall->second.c_str(), &end, 10);
     if (end == wall->second.c_str() || *end != '\0' || wall_ns <= 0) continue;
     const uint64_t epoch_ticks = std::strtoull(epoch->second.c_str(), nullptr, 10);
-    const double at = static_cast<double>(wall_ns) + (global_ns - t->to_global_ns(epoch_ticks));
-    if (at > 0 && at < 9e18) return static_cast<OTF2_TimeStamp>(std::llround(at));
+    // (The sum in integers: a double near 1.7e18 ns is exact only to 256 ns.)
+    const long long at = wall_ns + std::llround(global_ns - t->to_global_ns(epoch_ticks));
+    if (at > 0) return static_cast<OTF2_TimeStamp>(at);
   }
   return OTF2_UNDEFINED_TIMESTAMP;
 }
