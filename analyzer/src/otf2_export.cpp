@@ -35,7 +35,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <functional>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -832,46 +831,47 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   put(OTF2_GlobalDefWriter_WriteGroup(g, 0, s_world_locations, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI,
                                       OTF2_GROUP_FLAG_NONE, static_cast<uint32_t>(members.size()),
                                       members.data()));
+  // (Definitions of a kind are numbered in the order they are written:
+  // OTF2's readers require it.)
+  OTF2_GroupRef next_group = 1;
   std::map<std::vector<uint64_t>, OTF2_GroupRef> groups;
   auto group = [&](const std::vector<int32_t>& ranks) {
     std::vector<uint64_t> m;
     for (int32_t w : ranks)
       if (w >= 0 && w < world) m.push_back(static_cast<uint64_t>(w));
-    auto [it, fresh] = groups.try_emplace(m, static_cast<OTF2_GroupRef>(groups.size() + 1));
+    auto [it, fresh] = groups.try_emplace(m, next_group);
+    if (fresh) ++next_group;
     if (fresh)
       put(OTF2_GlobalDefWriter_WriteGroup(g, it->second, s_empty, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI,
                                           OTF2_GROUP_FLAG_NONE, static_cast<uint32_t>(m.size()), m.data()));
     return it->second;
   };
-  // MPI_COMM_SELF's group, as Score-P's: type COMM_SELF, no members. Its id
-  // lies past the COMM_GROUPs' (at most two per communicator, from 1).
-  const OTF2_GroupRef self_group = static_cast<OTF2_GroupRef>(2 * defs.comms.size() + 1);
+  // MPI_COMM_SELF's group, as Score-P's: type COMM_SELF, no members.
+  const OTF2_GroupRef self_group = next_group++;
   put(OTF2_GlobalDefWriter_WriteGroup(g, self_group, s_empty, OTF2_GROUP_TYPE_COMM_SELF, OTF2_PARADIGM_MPI,
                                       OTF2_GROUP_FLAG_NONE, 0, nullptr));
   std::vector<int32_t> all_ranks;
   for (int r = 0; r < world; ++r) all_ranks.push_back(r);
-  // Each communicator after its parent (a reader resolves the parent when
-  // it reads the child).
-  std::vector<bool> written(defs.comms.size(), false);
-  std::function<void(size_t)> write_comm = [&](size_t i) {
-    if (written[i]) return;
-    written[i] = true;
+  // Communicators in id order, each after its parent: a parent is numbered
+  // before the communicators created from it (its creation record names it
+  // first), and one that is not (its creation unseen where it was first
+  // used) is left without parent rather than referred to ahead.
+  for (size_t i = 0; i < defs.comms.size(); ++i) {
     const auto& c = defs.comms[i];
-    if (c.parent != OTF2_UNDEFINED_COMM) write_comm(c.parent);
     const OTF2_CommRef self = static_cast<OTF2_CommRef>(i);
+    const OTF2_CommRef parent = c.parent < self ? c.parent : OTF2_UNDEFINED_COMM;
     if (c.self)
-      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], self_group, c.parent, OTF2_COMM_FLAG_NONE));
+      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], self_group, parent, OTF2_COMM_FLAG_NONE));
     else if (!c.def)  // MPI_COMM_WORLD when no rank file defines it
-      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], group(all_ranks), c.parent, OTF2_COMM_FLAG_NONE));
+      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], group(all_ranks), parent, OTF2_COMM_FLAG_NONE));
     else if (c.def->inter)
       // (OTF2's third communicator of an InterComm is the peer communicator
       // of MPI_Intercomm_create, which the trace does not record.)
       put(OTF2_GlobalDefWriter_WriteInterComm(g, self, comm_name[i], group(c.def->ranks), group(c.def->remote_ranks),
                                               OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE));
     else
-      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], group(c.def->ranks), c.parent, OTF2_COMM_FLAG_NONE));
-  };
-  for (size_t i = 0; i < defs.comms.size(); ++i) write_comm(i);
+      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], group(c.def->ranks), parent, OTF2_COMM_FLAG_NONE));
+  }
   // How each rank ended and how well its clock is known: properties of its
   // master thread's location.
   for (int r = 0; r < world; ++r) {
