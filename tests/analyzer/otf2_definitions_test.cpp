@@ -360,8 +360,11 @@ TEST(Otf2Definitions, CommunicatorsNameTheParentTheyWereCreatedFrom) {
   const OTF2_CommRef dup = sub == pair[0] ? pair[1] : pair[0];
   EXPECT_EQ(d.comms.at(sub).parent, world[0]);
   EXPECT_EQ(d.comms.at(dup).parent, sub);
-  for (const auto& [ref, c] : d.comms)
-    if (d.strings.at(c.name) == "MPI_COMM_SELF") EXPECT_EQ(c.parent, OTF2_UNDEFINED_COMM);
+  for (const auto& [ref, c] : d.comms) {
+    if (d.strings.at(c.name) == "MPI_COMM_SELF") {
+      EXPECT_EQ(c.parent, OTF2_UNDEFINED_COMM);
+    }
+  }
 }
 
 }  // namespace
