@@ -42,6 +42,7 @@
 #include "damage_stop.h"
 #include "interpret.h"
 #include "intervals.h"
+#include "run_record.h"
 #include "prof/analysis/analysis.h"
 
 namespace prof::analysis {
@@ -138,12 +139,18 @@ struct Definitions {
   std::vector<Region> regions;
   std::vector<OTF2_RegionRef> function_region;                 // Registry function -> region
   std::unordered_map<uint64_t, OTF2_RegionRef> interval_region;  // (id << 32 | site) -> region
+  // Every rank's MPI_COMM_SELF is one communicator, as Score-P defines it
+  // (a COMM_SELF group: each location is rank 0 of its own copy); it is
+  // keyed by rank 0's global id for it.
+  static constexpr uint64_t kSelfKey = format::self_comm_global_id(0);
   struct Comm {
     uint64_t gid;
     const CommDef* def;
+    bool self;
+    OTF2_CommRef parent = OTF2_UNDEFINED_COMM;  // from the records of its creation
   };
   std::vector<Comm> comms;
-  std::unordered_map<uint64_t, OTF2_CommRef> comm_of;
+  std::unordered_map<uint64_t, OTF2_CommRef> comm_of;  // global id (kSelfKey for every self) -> ref
   struct Location {
     OTF2_LocationRef id;
     int rank;
@@ -152,9 +159,11 @@ struct Definitions {
   };
   std::vector<Location> locations;
 
+  static bool is_self(uint64_t gid) { return (gid & 0xffffffffu) == kSelfKey; }
   OTF2_CommRef comm(const CommInfo& c) {
-    auto [it, fresh] = comm_of.try_emplace(c.gid, static_cast<OTF2_CommRef>(comms.size()));
-    if (fresh) comms.push_back(Comm{c.gid, c.def});
+    const bool self = is_self(c.gid);
+    auto [it, fresh] = comm_of.try_emplace(self ? kSelfKey : c.gid, static_cast<OTF2_CommRef>(comms.size()));
+    if (fresh) comms.push_back(Comm{self ? kSelfKey : c.gid, c.def, self});
     return it->second;
   }
 };
@@ -426,6 +435,15 @@ struct Otf2Handler {
             ++stats.collectives;
           }
         break;
+      case FuncKind::CommCreate:
+        // The parent, whatever the window: definitions are the whole run's.
+        if (e.new_comm != format::kNoComm)
+          if (const CommInfo* parent = comm(e))
+            if (const CommInfo* child = interp.comms().at(e.new_comm, e.enter)) {
+              const OTF2_CommRef parent_ref = defs.comm(*parent), child_ref = defs.comm(*child);
+              if (child_ref != parent_ref) defs.comms[child_ref].parent = parent_ref;
+            }
+        break;
       case FuncKind::ICollective:
       case FuncKind::IAllToAll: {
         if (e.request == format::kNoRequest) break;
@@ -582,6 +600,30 @@ bool prepare_otf2_directory(const std::string& dir, std::string* error) {
   return true;
 }
 
+namespace {
+
+// The wall-clock time (ns since 1970 UTC) of global time `global_ns`: the
+// lowest rank's `M epoch_realtime_ns` (the wall-clock time of its timer's
+// epoch) plus the global time since that epoch; undefined for traces that do
+// not record it.
+OTF2_TimeStamp realtime_of(const std::vector<const RankTrace*>& traces, double global_ns) {
+  for (const RankTrace* t : traces) {
+    const auto wall = t->meta().find("epoch_realtime_ns");
+    const auto epoch = t->meta().find("epoch_ticks");
+    if (wall == t->meta().end() || epoch == t->meta().end()) continue;
+    char* end = nullptr;
+    const long long wall_ns = std::strtoll(wall->second.c_str(), &end, 10);
+    if (end == wall->second.c_str() || *end != '\0' || wall_ns <= 0) continue;
+    const uint64_t epoch_ticks = std::strtoull(epoch->second.c_str(), nullptr, 10);
+    // (The sum in integers: a double near 1.7e18 ns is exact only to 256 ns.)
+    const long long at = wall_ns + std::llround(global_ns - t->to_global_ns(epoch_ticks));
+    if (at > 0) return static_cast<OTF2_TimeStamp>(at);
+  }
+  return OTF2_UNDEFINED_TIMESTAMP;
+}
+
+}  // namespace
+
 bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const Analysis* analysis,
                 std::string* error, Otf2Stats* stats_out, const Otf2Options& options) {
   std::vector<const RankTrace*> traces;
@@ -710,13 +752,29 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   for (const auto& l : defs.locations)
     thread_name.push_back(str(l.stream == 0 ? "Master thread" : "Thread " + std::to_string(l.stream)));
   const OTF2_StringRef s_world_locations = str("MPI_COMM_WORLD locations");
-  std::vector<OTF2_StringRef> comm_name;
-  bool has_world = false;
-  for (const auto& c : defs.comms) {
-    comm_name.push_back(str(reported_comm_name(c.gid)));
-    has_world = has_world || c.gid == format::kWorldCommGlobalId;
+  // MPI_COMM_WORLD and MPI_COMM_SELF are defined whether or not a call used them.
+  {
+    CommInfo world_comm, self_comm;
+    world_comm.gid = format::kWorldCommGlobalId;
+    self_comm.gid = Definitions::kSelfKey;
+    defs.comm(world_comm);
+    defs.comm(self_comm);
   }
-  const OTF2_StringRef s_world = str("MPI_COMM_WORLD");
+  std::vector<OTF2_StringRef> comm_name;
+  for (const auto& c : defs.comms)
+    comm_name.push_back(str(c.self ? std::string("MPI_COMM_SELF") : reported_comm_name(c.gid)));
+  // The system tree as Score-P builds it: a machine, a node per host, each
+  // rank's location group under its host's node (under the machine when the
+  // trace does not say its host).
+  const RunRecord run = run_record(traces);
+  const OTF2_StringRef s_node = str("node");
+  std::vector<OTF2_StringRef> host_name;
+  std::vector<OTF2_SystemTreeNodeRef> node_of_rank(static_cast<size_t>(world), 0);
+  for (size_t h = 0; h < run.hosts.size(); ++h) {
+    host_name.push_back(str(run.hosts[h].name));
+    for (int r : run.hosts[h].ranks)
+      if (r >= 0 && r < world) node_of_rank[static_cast<size_t>(r)] = static_cast<OTF2_SystemTreeNodeRef>(h + 1);
+  }
   const OTF2_StringRef s_run_end = str("PROF_RUN_END"), s_last_alive = str("PROF_LAST_ALIVE_S"),
                        s_clock_error = str("PROF_CLOCK_ERROR_S");
   std::unordered_map<int, OTF2_StringRef> ended_by;
@@ -730,9 +788,10 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
     if (rc == OTF2_SUCCESS) rc = r;
   };
   // Nanoseconds on the synchronized clock (offsets and drift already
-  // applied: no ClockOffset records), from the run's first event.
+  // applied: no ClockOffset records), from the run's first event, whose
+  // wall-clock time is the realtime stamp.
   put(OTF2_GlobalDefWriter_WriteClockProperties(g, 1000000000, base, last_time - base + 1,
-                                                OTF2_UNDEFINED_TIMESTAMP));
+                                                realtime_of(traces, t0)));
   for (size_t i = 0; i < str.list().size(); ++i)
     put(OTF2_GlobalDefWriter_WriteString(g, static_cast<OTF2_StringRef>(i), str.list()[i].c_str()));
   put(OTF2_GlobalDefWriter_WriteParadigm(g, OTF2_PARADIGM_MPI, s_mpi, OTF2_PARADIGM_CLASS_PROCESS));
@@ -746,10 +805,13 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   put(OTF2_GlobalDefWriter_WriteParadigm(g, OTF2_PARADIGM_USER, s_user, OTF2_PARADIGM_CLASS_PROCESS));
   put(OTF2_GlobalDefWriter_WriteAttribute(g, in_flight_attr, s_in_flight, s_in_flight_doc, OTF2_TYPE_UINT8));
   put(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, s_machine, s_machine, OTF2_UNDEFINED_SYSTEM_TREE_NODE));
+  for (size_t h = 0; h < host_name.size(); ++h)
+    put(OTF2_GlobalDefWriter_WriteSystemTreeNode(g, static_cast<OTF2_SystemTreeNodeRef>(h + 1), host_name[h], s_node,
+                                                 0));
   for (int r = 0; r < world; ++r)
     put(OTF2_GlobalDefWriter_WriteLocationGroup(g, static_cast<OTF2_LocationGroupRef>(r),
                                                 group_name[static_cast<size_t>(r)],
-                                                OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,
+                                                OTF2_LOCATION_GROUP_TYPE_PROCESS, node_of_rank[static_cast<size_t>(r)],
                                                 OTF2_UNDEFINED_LOCATION_GROUP));
   for (size_t i = 0; i < defs.locations.size(); ++i) {
     const auto& l = defs.locations[i];
@@ -769,32 +831,46 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   put(OTF2_GlobalDefWriter_WriteGroup(g, 0, s_world_locations, OTF2_GROUP_TYPE_COMM_LOCATIONS, OTF2_PARADIGM_MPI,
                                       OTF2_GROUP_FLAG_NONE, static_cast<uint32_t>(members.size()),
                                       members.data()));
+  // (Definitions of a kind are numbered in the order they are written:
+  // OTF2's readers require it.)
+  OTF2_GroupRef next_group = 1;
   std::map<std::vector<uint64_t>, OTF2_GroupRef> groups;
   auto group = [&](const std::vector<int32_t>& ranks) {
     std::vector<uint64_t> m;
     for (int32_t w : ranks)
       if (w >= 0 && w < world) m.push_back(static_cast<uint64_t>(w));
-    auto [it, fresh] = groups.try_emplace(m, static_cast<OTF2_GroupRef>(groups.size() + 1));
+    auto [it, fresh] = groups.try_emplace(m, next_group);
+    if (fresh) ++next_group;
     if (fresh)
       put(OTF2_GlobalDefWriter_WriteGroup(g, it->second, s_empty, OTF2_GROUP_TYPE_COMM_GROUP, OTF2_PARADIGM_MPI,
                                           OTF2_GROUP_FLAG_NONE, static_cast<uint32_t>(m.size()), m.data()));
     return it->second;
   };
+  // MPI_COMM_SELF's group, as Score-P's: type COMM_SELF, no members.
+  const OTF2_GroupRef self_group = next_group++;
+  put(OTF2_GlobalDefWriter_WriteGroup(g, self_group, s_empty, OTF2_GROUP_TYPE_COMM_SELF, OTF2_PARADIGM_MPI,
+                                      OTF2_GROUP_FLAG_NONE, 0, nullptr));
+  std::vector<int32_t> all_ranks;
+  for (int r = 0; r < world; ++r) all_ranks.push_back(r);
+  // Communicators in id order, each after its parent: a parent is numbered
+  // before the communicators created from it (its creation record names it
+  // first), and one that is not (its creation unseen where it was first
+  // used) is left without parent rather than referred to ahead.
   for (size_t i = 0; i < defs.comms.size(); ++i) {
     const auto& c = defs.comms[i];
     const OTF2_CommRef self = static_cast<OTF2_CommRef>(i);
-    if (c.def->inter)
+    const OTF2_CommRef parent = c.parent < self ? c.parent : OTF2_UNDEFINED_COMM;
+    if (c.self)
+      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], self_group, parent, OTF2_COMM_FLAG_NONE));
+    else if (!c.def)  // MPI_COMM_WORLD when no rank file defines it
+      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], group(all_ranks), parent, OTF2_COMM_FLAG_NONE));
+    else if (c.def->inter)
+      // (OTF2's third communicator of an InterComm is the peer communicator
+      // of MPI_Intercomm_create, which the trace does not record.)
       put(OTF2_GlobalDefWriter_WriteInterComm(g, self, comm_name[i], group(c.def->ranks), group(c.def->remote_ranks),
                                               OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE));
     else
-      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], group(c.def->ranks), OTF2_UNDEFINED_COMM,
-                                         OTF2_COMM_FLAG_NONE));
-  }
-  if (!has_world) {
-    std::vector<int32_t> all;
-    for (int r = 0; r < world; ++r) all.push_back(r);
-    put(OTF2_GlobalDefWriter_WriteComm(g, static_cast<OTF2_CommRef>(defs.comms.size()), s_world, group(all),
-                                       OTF2_UNDEFINED_COMM, OTF2_COMM_FLAG_NONE));
+      put(OTF2_GlobalDefWriter_WriteComm(g, self, comm_name[i], group(c.def->ranks), parent, OTF2_COMM_FLAG_NONE));
   }
   // How each rank ended and how well its clock is known: properties of its
   // master thread's location.

@@ -81,7 +81,7 @@ uint32_t resolve_call_site(ThreadState* ts) {
   if (binding) {
     const size_t r = site_cache_index(return_key);
     if (ts->site_keys[r] == return_key) ts->site_keys[r] = 0;
-    if (ts->binding_keys[i] == key) return ts->binding_fields[i];
+    if (ts->binding_keys[i] == key) return ts->binding_words[i];
   }
   const uint16_t func = uint16_t(key >> 48);
   const uintptr_t address = uintptr_t(key & format::kSiteMask);
@@ -105,14 +105,17 @@ uint32_t resolve_call_site(ThreadState* ts) {
     }
     bits = it->second;
   }
+  const format::FuncKind kind =
+      func >= 1 && func <= kFunctionCount ? kFunctions[func - 1].kind : format::FuncKind::Marker;
+  const uint32_t word = site_first_word(kind, func, bits);
   if (binding) {
     ts->binding_keys[i] = key;
-    ts->binding_fields[i] = bits;
+    ts->binding_words[i] = word;
   } else {
     ts->site_keys[i] = key;
-    ts->site_fields[i] = bits;
+    ts->site_words[i] = word;
   }
-  return bits;
+  return word;
 }
 
 void record_marker(uint16_t id, bool begin, uint32_t callsite) {

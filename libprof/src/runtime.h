@@ -93,15 +93,17 @@ struct alignas(64) ThreadState {
   // The call sites this thread has met: a direct-mapped cache of the rank's
   // table (site_cache_hit), by the slot's site and function word, indexed
   // by its low byte (one zero-extending move); 0 is no key (no site is 0).
+  // Each holds the site's first word (site_first_word), the record's first
+  // word itself for the fast Send and Recv records.
   // A return address inside a Fortran binding is never held: such a call
   // misses, and the miss looks it up by its binding site in the second
   // cache (resolve_call_site). Never invalidated: a site keeps its index
   // for the whole run.
   static constexpr size_t kSiteCacheSize = 256;
   uint64_t site_keys[kSiteCacheSize] = {};
-  uint32_t site_fields[kSiteCacheSize] = {};
+  uint32_t site_words[kSiteCacheSize] = {};
   uint64_t binding_keys[kSiteCacheSize] = {};
-  uint32_t binding_fields[kSiteCacheSize] = {};
+  uint32_t binding_words[kSiteCacheSize] = {};
 
   const MPI_Request* save_requests(const MPI_Request* reqs, int n) {
     if (n <= 0) return reqs;
@@ -228,12 +230,36 @@ PROF_HOT format::InFlightSlot* call_enter_plain(ThreadState* ts, uint16_t func,
 // defines (S and A lines, markers.cpp resolve_call_site). The wrapper stored
 // the site in the slot on entry; the record takes its index from the
 // thread's cache: one compare and a branch to the rare path on a miss, one
-// load on a hit. A fast receive looks its site up on entry, before MPI's
-// call, and prepares its record's first word there (fast_recv_enter): the
-// hop's critical path, a receive's return, then pays one load for it.
-// What cached_site_bits returns for a site the cache does not hold: above
-// the 16 bits of a func field.
+// load on a hit. The cache holds each site's first word (site_first_word):
+// the func field (function id and site index) with, for Send and Recv
+// kinds, their fixed record's size bits, so that a fast Send or Recv stores
+// the loaded word as its record's first word (no OR of the function's
+// constant); the others take its low 16 bits, the func field (Isend and
+// Irecv, the general paths), or OR their form into it (a plain call's
+// 8-byte record). A fast receive looks its site up on
+// entry, before MPI's call, and keeps its first word there
+// (fast_recv_enter): the hop's critical path, a receive's return, then pays
+// one load for it.
+// What cached_site_word returns for a site the cache does not hold: a flag
+// bit, which no first word of a fast record has.
 inline constexpr uint32_t kSiteMiss = 0x10000;
+// The first word of a call of `func` with site bits `site_bits` (index <<
+// kSiteShift) as far as the function decides it: for Send and Recv kinds
+// their fixed record's (format::fixed_first_word, flags 0), for the rest
+// their func field.
+constexpr uint32_t site_first_word(format::FuncKind kind, uint16_t func, uint32_t site_bits) {
+  static_assert(format::same_layout(format::FuncKind::Send, format::FuncKind::Recv));
+  const uint16_t field = static_cast<uint16_t>(func | site_bits);
+  switch (kind) {
+    case format::FuncKind::Send:
+    case format::FuncKind::Recv:
+      return format::fixed_first_word<format::FuncKind::Send>(field, 0);
+    default:
+      return field;
+  }
+}
+static_assert((site_first_word(format::FuncKind::Send, format::kFuncIdMask, format::kReservedFuncIds - 1) &
+               kSiteMiss) == 0);
 // The cache slot of a key: the address's low byte (call sites lie bytes
 // apart; a collision costs a trip to the rank's table, not a wrong site).
 PROF_HOT size_t site_cache_index(uint64_t key) { return key & (ThreadState::kSiteCacheSize - 1); }
@@ -244,27 +270,29 @@ PROF_HOT size_t site_cache_index(uint64_t key) { return key & (ThreadState::kSit
 PROF_HOT bool site_cache_hit(const ThreadState* ts, uint64_t key) {
   return ts->site_keys[site_cache_index(key)] == key;
 }
-// The site bits (index << kSiteShift) of a key site_cache_hit found.
-PROF_HOT uint32_t site_cache_bits(const ThreadState* ts, uint64_t key) {
-  return ts->site_fields[site_cache_index(key)];
+// The first word (site_first_word) of a key site_cache_hit found.
+PROF_HOT uint32_t site_cache_word(const ThreadState* ts, uint64_t key) {
+  return ts->site_words[site_cache_index(key)];
 }
-// The site bits of the call in the slot, or kSiteMiss.
-PROF_HOT uint32_t cached_site_bits(const ThreadState* ts) {
+// The first word of the call in the slot, or kSiteMiss.
+PROF_HOT uint32_t cached_site_word(const ThreadState* ts) {
 #ifndef PROF_NO_IN_FLIGHT
   const uint64_t key = ts->slot->site_func;
-  return site_cache_hit(ts, key) ? site_cache_bits(ts, key) : kSiteMiss;
+  return site_cache_hit(ts, key) ? site_cache_word(ts, key) : kSiteMiss;
 #else
   (void)ts;
   return 0;  // no slot, no site
 #endif
 }
-// A miss: the rank's table (a new site defined), and the cache filled.
+// A miss: the rank's table (a new site defined), and the cache filled; the
+// site's first word.
 [[gnu::noinline, gnu::cold]] uint32_t resolve_call_site(ThreadState* ts);
-// `func` with its call's site index: the func field of its record.
+// `func` with its call's site index: the func field of its record (the
+// first word's low 16 bits).
 PROF_HOT uint16_t sited(ThreadState* ts, uint16_t func) {
-  uint32_t bits = cached_site_bits(ts);
-  if (__builtin_expect(bits == kSiteMiss, 0)) bits = resolve_call_site(ts);
-  return static_cast<uint16_t>(func | bits);
+  uint32_t word = cached_site_word(ts);
+  if (__builtin_expect(word == kSiteMiss, 0)) word = resolve_call_site(ts);
+  return static_cast<uint16_t>(func | word);
 }
 
 // The enter time goes last: a reader seeing it sees the facts too. (Raw
@@ -440,10 +468,10 @@ PROF_HOT void record_narrow(ThreadState* ts, uint16_t func, uint64_t t0, uint64_
   uint32_t* const at = Rec::reserve(ts, 16);
   size_t words;
   static_assert(format::kind_repeats(K));
-  if (__builtin_expect(format::encode_narrow<K>(at, sited(ts, func),
-                                                uint8_t(flags | (ok ? 0 : format::kCallFailed)),
+  const uint16_t site = static_cast<uint16_t>(sited(ts, func) & ~format::kFuncIdMask);
+  if (__builtin_expect(format::encode_narrow<K>(at, func, uint8_t(flags | (ok ? 0 : format::kCallFailed)),
                                                 t0 - ts->last_enter, t1 - t0, v, ts->cx, words,
-                                                &ts->repeats),
+                                                &ts->repeats, site),
                        1)) {
     ts->last_enter = t0;
     ts->cur = at + words;
@@ -741,19 +769,16 @@ PROF_HOT void store_peer_tag(format::FixedP2PRecord* r, int32_t peer, int32_t ta
 // stop at a zero first word. The comm becomes
 // the chunk's context here (encode_fixed's rule); the cold finisher, whose
 // general record must not rely on it, unsets it.
-PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, uint16_t func,
-                              uint64_t site_key, int peer, int tag, uint32_t comm) {
+PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, uint64_t site_key, int peer,
+                              int tag, uint32_t comm) {
   auto* const r = reinterpret_cast<format::FixedP2PRecord*>(ts->cur);
   r->comm = comm;
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
-  // One value for both answers: the site bits, or kSiteMiss (then the first
-  // word is not used: the finisher writes the record).
-  // Branch-free: the entry's bits are taken whether or not its key matches
+  // Branch-free: the entry's word is taken whether or not its key matches
   // (a miss's first word is not used: the finisher writes the record). A
   // branch would keep both outcomes in callee-saved registers.
-  ts->recv_first =
-      format::fixed_first_word<format::FuncKind::Recv>(func, 0) | site_cache_bits(ts, site_key);
+  ts->recv_first = site_cache_word(ts, site_key);
   slot->extra = site_cache_hit(ts, site_key) ? 0u : kRecvSiteMiss;
   if (__builtin_expect((peer | tag) >= 0, 1))
     store_peer_tag(r, peer, tag);
@@ -830,10 +855,10 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
   r->bytes = static_cast<uint32_t>(bytes);
   if (__builtin_expect(((dt | duration | count | bytes) >> 32) != 0, 0))
     return finish_send_general(func, rc, t1);
-  const uint32_t site = site_cache_bits(ts, key);
+  const uint32_t first = site_cache_word(ts, key);  // fixed_first_word<Send>(func | site bits, 0)
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
-  fast_commit(ts, slot, at, format::fixed_first_word<FuncKind::Send>(func, 0) | site, words, t0);
+  fast_commit(ts, slot, at, first, words, t0);
   return 0;
 }
 
@@ -899,14 +924,15 @@ PROF_HOT int fast_finish_start(uint16_t func, int rc, const MPI_Request* request
   const uint64_t key = slot->site_func;
   if (__builtin_expect(!site_cache_hit(ts, key), 0))
     return finish_start_general<K>(func, rc, t1, request);  // a missed site resolved there
-  const uint32_t site = site_cache_bits(ts, key);
+  const uint32_t site = site_cache_word(ts, key);  // its low 16 bits: func | site bits
   size_t words;
+  // (The site apart from the constant func: the repeat table is by function.)
   if (__builtin_expect(!format::encode_narrow<K>(
-                           at, static_cast<uint16_t>(func | site), static_cast<uint8_t>(flags), t0 - ts->last_enter, t1 - t0,
+                           at, func, static_cast<uint8_t>(flags), t0 - ts->last_enter, t1 - t0,
                            format::RecordValues{.peer = peer, .tag = tag, .comm = slot->comm,
                                                 .bytes = slot->extra,
                                                 .request = static_cast<uint32_t>(*request)},
-                           ts->cx, words, &ts->repeats),
+                           ts->cx, words, &ts->repeats, static_cast<uint16_t>(site)),
                        0))
     return finish_start_general<K>(func, rc, t1, request);
   ts->last_enter = t0;
@@ -933,7 +959,7 @@ PROF_HOT int fast_finish_plain(uint16_t func, int rc) {
   const uint64_t duration = t1 - t0;
   const bool room = at + 2 <= ts->end;
   if (__builtin_expect((((dt | duration) >> 16) == 0) & room, 1)) {
-    format::encode_fixed_plain(at, func | site_cache_bits(ts, key), 0, dt, duration);
+    format::encode_fixed_plain(at, site_cache_word(ts, key), 0, dt, duration);  // (func | site bits)
     ts->last_enter = t0;
     ts->cur = at + 2;
     __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);

@@ -32,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cmath>
 #include <ctime>
 #include <memory>
 #include <mutex>
@@ -233,6 +234,16 @@ std::string start_definitions(const Config& cfg, int rank, int size, int provide
   defs += meta("world_size", std::to_string(size));
   defs += meta("timer", format::timer_name(g.timer.kind()));
   defs += meta("epoch_ticks", std::to_string(g.timer.epoch()));
+  {
+    // The wall-clock time of the epoch, so that tools can date the run (an
+    // OTF2 archive's realtime stamp): CLOCK_REALTIME read beside the timer,
+    // less the time since the epoch.
+    timespec wall{};
+    clock_gettime(CLOCK_REALTIME, &wall);
+    const double since_epoch_ns = g.timer.to_ns(g.timer.now());
+    const int64_t wall_ns = int64_t(wall.tv_sec) * 1000000000 + wall.tv_nsec;
+    defs += meta("epoch_realtime_ns", std::to_string(wall_ns - std::llround(since_epoch_ns)));
+  }
   char npt[64];
   std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
   defs += meta("ns_per_tick", npt);

@@ -526,7 +526,7 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
         slot = f'{peer}, {tag}, (uint32_t)({comm})'
         # The record's words known before the call go into the chunk now,
         # off the hop's critical path (fast_recv_enter).
-        entered = (f'  prof::shim::fast_recv_enter(ts, prof_slot, {fid}, prof_site, {peer}, {tag}, '
+        entered = (f'  prof::shim::fast_recv_enter(ts, prof_slot, prof_site, {peer}, {tag}, '
                    f'(uint32_t)({comm}));')
         timed = '  prof::shim::fast_recv_timed(ts, prof_slot, prof_t0);'
         finish = 'prof::shim::fast_finish_recv({fid}, rc, prof_status)'

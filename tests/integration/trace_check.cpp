@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -509,6 +510,15 @@ int main(int argc, char** argv) {
         {"backwards_timestamps", st.backwards_timestamps}};
     for (const auto& [name, n] : damage)
       if (n) error(std::string(name) + " = " + std::to_string(n) + " (expected 0)");
+    // The epoch's wall-clock time: the run started less than an hour ago.
+    {
+      const auto it = t.meta().find("epoch_realtime_ns");
+      const long long now_ns = static_cast<long long>(std::time(nullptr)) * 1000000000LL;
+      const long long epoch_wall = it == t.meta().end() ? 0 : std::atoll(it->second.c_str());
+      if (epoch_wall <= now_ns - 3600LL * 1000000000LL || epoch_wall > now_ns + 1000000000LL)
+        error("epoch_realtime_ns " + (it == t.meta().end() ? std::string("missing") : it->second) +
+              ", not within the hour before now (" + std::to_string(now_ns) + ")");
+    }
     for (const auto& w : t.warnings()) std::fprintf(stderr, "trace_check: %s: reader warning: %s\n",
                                                     problem_prefix.c_str(), w.c_str());
     // Killed on its way out (end reason ""): whatever it had not sealed yet is

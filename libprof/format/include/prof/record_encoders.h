@@ -201,12 +201,15 @@ inline constexpr bool narrow_kind = [] {
 // general encoder: one test for every size decision, the payload stored at
 // fixed offsets, the repeated communicator left out without a branch. With
 // `repeats` (format 6), as RecordEncoder::commit_repeating: a payload equal
-// to one of the last of `func` in the chunk is left out.
+// to one of the last of `func` in the chunk is left out. `site`: the call's
+// site bits (format 7, kSiteShift), ORed into the func field; given apart from
+// `func` so that a caller's constant function id keeps the repeat table's
+// lookup at constant offsets.
 template <FuncKind K, class V>
 [[gnu::always_inline]] inline bool encode_narrow(uint32_t* at, uint16_t func, uint8_t flags,
                                                   uint64_t dt_enter, uint64_t duration, const V& v,
                                                   ChunkContext& cx, size_t& words,
-                                                  RepeatTable* repeats = nullptr) {
+                                                  RepeatTable* repeats = nullptr, uint16_t site = 0) {
   static_assert(narrow_kind<K>, "a kind encode_narrow does not serve");
   constexpr KindSchema s = schema_of(K);
   constexpr bool has_peer_tag = s.has(Field::PeerTag);
@@ -278,7 +281,7 @@ template <FuncKind K, class V>
     }
   }
   words = static_cast<size_t>(p - at);
-  const uint32_t w0 = (form + (static_cast<uint32_t>(words) << 24)) | (f << 16) | func;
+  const uint32_t w0 = (form + (static_cast<uint32_t>(words) << 24)) | (f << 16) | func | site;
   __atomic_store_n(at, w0, __ATOMIC_RELEASE);
   return true;
 }
