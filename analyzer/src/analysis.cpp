@@ -189,7 +189,7 @@ void Engine::take_early_results(unsigned w) {
   for (unsigned o = 0; o < workers_; ++o) {
     if (o == w) continue;
     // (Another process's: its box was filled before this phase's decoding.)
-    for (unsigned spins = 0; local_worker(o) && step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
+    for (unsigned spins = 0; spread_.local_worker(o) && step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
       if (spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -219,7 +219,7 @@ void Engine::on_phase_end() {
     sums.events += r.events;
     sums.phase_events += r.phase_events;
     if (r.has_ev) sums.min_next = std::min(sums.min_next, r.ev_enter);
-    exhausted_all_[i] = r.exhausted_phase;
+    spread_.note_exhausted(i, r.exhausted_phase);
   }
   sums.boxes_empty = mail_.empty();
   if (opt_.cancelled && !failed_.load() && opt_.cancelled()) {
@@ -227,14 +227,22 @@ void Engine::on_phase_end() {
     failure_ = kCancelled;
   }
   // Other processes' sums, ranks ended, failures and records for this one.
-  if (dist_) exchange_phase(parity, sums);
+  if (spread_.spread()) {
+    sums.failed = failed_.load();
+    if (sums.failed) sums.failure = failure_;
+    spread_.exchange_phase(parity, sums, mail_, ranks_, worker_of_);
+    if (sums.failed) {
+      failure_ = sums.failure;
+      failed_ = true;
+    }
+  }
   const uint64_t events = sums.events, phase_events = sums.phase_events;
   const double min_next = sums.min_next;
   bool all_exhausted = true;
   bool changed = false;
   for (size_t i = 0; i < ranks_.size(); ++i) {
-    if (exhausted_all_[i] < 0) all_exhausted = false;
-    if (!gone_[i] && exhausted_all_[i] >= 0 && exhausted_all_[i] <= phase_ - 2) {
+    if (spread_.exhausted(i) < 0) all_exhausted = false;
+    if (!gone_[i] && spread_.exhausted(i) >= 0 && spread_.exhausted(i) <= phase_ - 2) {
       gone_[i] = 1;
       ++gone_count_;
       changed = true;
@@ -299,18 +307,15 @@ void Engine::setup() {
   from_index_ = opt_.windowed() && plan_window(traces);
   delay_on_ = opt_.delay_analysis && !opt_.windowed();
   unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
-  per_proc_ = hw;
-  if (dist_) hw *= static_cast<unsigned>(procs_);  // each process runs `hw` of them
+  const unsigned per_proc = hw;
+  if (spread_.spread()) hw *= static_cast<unsigned>(spread_.procs());  // each process runs `hw` of them
   // A short window served by the index: one worker unless asked for more.
   // Its few phases would cost a second worker more in thread start and
   // barriers than it could share (the report does not depend on the count).
   if (!opt_.threads && from_index_ && window_events_below(kOneWorkerWindowEvents)) hw = 1;
   workers_ = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, traces.size())));
   workers_mask_ = (workers_ & (workers_ - 1)) == 0 ? workers_ - 1 : 0;
-  if (!dist_) per_proc_ = workers_;
-  // (A process may have none when there are fewer ranks than workers.)
-  local_lo_ = first_worker(proc_);
-  local_hi_ = first_worker(proc_ + 1);
+  spread_.assign_workers(workers_, spread_.spread() ? per_proc : workers_);
   // Contiguous blocks of ranks of about equal event bytes per worker:
   // neighbours talk most in typical codes, and a message between ranks of
   // one worker needs no mailbox.
@@ -373,10 +378,11 @@ void Engine::setup() {
     ranks_.push_back(std::move(r));
   }
   if (!all_final) t_last_est_ = -kInf;
-  if (dist_) {  // the trace's first event, over every process's ranks
+  if (spread_.spread()) {  // the trace's first event, over every process's ranks
     WireOut mine;
     mine.put(t_first_);
-    const std::vector<std::string> in = all_to_all(std::vector<std::string>(static_cast<size_t>(procs_), mine.buf));
+    const std::vector<std::string> in =
+        spread_.all_to_all(std::vector<std::string>(static_cast<size_t>(spread_.procs()), mine.buf));
     for (const std::string& b : in) t_first_ = std::min(t_first_, WireIn(b).get<double>());
   }
   if (from_index_) t_first_ = index_first_;  // (the cursors start near the window)
@@ -391,8 +397,7 @@ void Engine::setup() {
   }
   events_est_ = bytes / 20;  // about 20 bytes per record (the shim aims at 16 to 24)
   gone_.assign(ranks_.size(), 0);
-  exhausted_all_.assign(ranks_.size(), -1);
-  exhausted_sent_.assign(ranks_.size(), 0);
+  spread_.track_ranks(ranks_.size());
   // Each rank's clock bound (as the report's `clock` states it): a wait
   // shorter than its two ranks' bounds together is uncertain.
   clock_error_.assign(ranks_.size(), 0);
@@ -592,15 +597,12 @@ Analysis Engine::run() {
     return a;
   }
   if (opt_.exchange && opt_.exchange->size() > 1 && !opt_.windowed()) {
-    ex_ = opt_.exchange;
-    dist_ = true;
-    proc_ = ex_->rank();
-    procs_ = ex_->size();
+    spread_.join(opt_.exchange);
     // A phase ends with a collective exchange: each process decodes about as
     // many events a phase as one process alone does, so the phases (and
     // exchanges) are fewer as processes are added (the report does not
     // depend on the phases).
-    opt_.window_events *= static_cast<uint64_t>(procs_);
+    opt_.window_events *= static_cast<uint64_t>(spread_.procs());
   }
   opt_.window_events = std::max<uint64_t>(opt_.window_events, opt_.window_events_per_rank * dir_.ranks.size());
   const char* stats_env = std::getenv("PROF_ANALYZE_WORKER_STATS");
@@ -612,7 +614,7 @@ Analysis Engine::run() {
 
   // This process's threads: one per worker it runs, and one that only keeps
   // step with the others' phases where it runs none.
-  const unsigned threads_here = std::max(1u, local_hi_ - local_lo_);
+  const unsigned threads_here = std::max(1u, spread_.local_hi() - spread_.local_lo());
   PhaseBarrier<PhaseEnd> bar(threads_here, PhaseEnd{this});
   PhaseBarrier<EarlyEnd> early_bar(threads_here, EarlyEnd{this});
   auto guarded = [&](auto&& step) {
@@ -643,14 +645,14 @@ Analysis Engine::run() {
   };
   WorkerStats idle_stats;
   auto loop = [&](unsigned w) {
-    const bool works = local_worker(w);
+    const bool works = spread_.local_worker(w);
     WorkerStats& stats = works ? worker_stats_[w] : idle_stats;
     const uint64_t t0 = worker_stats_on_ ? monotonic_ns() : 0, c0 = worker_stats_on_ ? thread_cpu_ns() : 0;
     while (!done_) {
       if (works) guarded([&] { phase_collectives(w); });
       // (Also after a failure: the others wait for it.)
       if (works && workers_ > 1) publish_early(w);
-      if (dist_) early_bar.arrive_and_wait();
+      if (spread_.spread()) early_bar.arrive_and_wait();
       if (works) {
         guarded([&] { phase_decode(w); });
         publish(w);
@@ -665,8 +667,8 @@ Analysis Engine::run() {
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned t = 1; t < threads_here; ++t) threads.emplace_back(loop, local_lo_ + t);
-  loop(local_lo_);
+  for (unsigned t = 1; t < threads_here; ++t) threads.emplace_back(loop, spread_.local_lo() + t);
+  loop(spread_.local_lo());
   for (auto& t : threads) t.join();
   if (failed_) {
     a.errors.push_back(failure_ == kCancelled ? failure_ : "analysis failed: " + failure_);
@@ -674,11 +676,11 @@ Analysis Engine::run() {
   }
   const uint64_t t_finish = worker_stats_on_ ? monotonic_ns() : 0;
   // Anything still waiting can no longer complete: settle it now.
-  if (dist_) {
-    final_sweep_ = true;
-    for (unsigned w = local_lo_; w < local_hi_; ++w) sweep(w, 0, true);
-    final_sweep_ = false;
-    exchange_final_results();
+  if (spread_.spread()) {
+    spread_.set_final_sweep(true);
+    for (unsigned w = spread_.local_lo(); w < spread_.local_hi(); ++w) sweep(w, 0, true);
+    spread_.set_final_sweep(false);
+    spread_.exchange_final_results(mail_, ranks_, [this](const ResultRec& rr) { apply(rr); });
   } else {
     for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   }
@@ -687,9 +689,9 @@ Analysis Engine::run() {
       ranks_[i]->settle_instants(kInf, true);
       ranks_[i]->release_pass_buffers();
     }
-  if (dist_) {
+  if (spread_.spread()) {
     gather_at_root();
-    if (proc_ != 0) return a;  // (process 0 reports)
+    if (spread_.proc() != 0) return a;  // (process 0 reports)
   }
   finish(a);
   if (worker_stats_on_) {
@@ -703,10 +705,7 @@ void Engine::print_worker_stats() const {
   auto sec = [](uint64_t ns) { return static_cast<double>(ns) * 1e-9; };
   std::fprintf(stderr, "prof-analyze workers: %u, phases %llu, setup %.3f s, finish %.3f s\n", workers_,
                static_cast<unsigned long long>(windows_), sec(setup_ns_), sec(finish_ns_));
-  if (dist_)
-    std::fprintf(stderr, "  process %d of %d: workers %u-%u, %llu exchanges, %llu bytes sent, %llu received\n", proc_,
-                 procs_, local_lo_, local_hi_ - 1, static_cast<unsigned long long>(exchanges_),
-                 static_cast<unsigned long long>(exchanged_bytes_), static_cast<unsigned long long>(received_bytes_));
+  if (spread_.spread()) spread_.print_stats();
   for (unsigned w = 0; w < workers_; ++w) {
     const WorkerStats& s = worker_stats_[w];
     const uint64_t waits = s.wait_ns + s.handover_ns + s.end_ns;

@@ -97,6 +97,7 @@
 #include "mailbox.h"
 #include "phase_barrier.h"
 #include "phase_mail.h"
+#include "process_spread.h"
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/exchange.h"
 #include "wait_rules.h"
@@ -568,7 +569,7 @@ class Engine {
   };
   struct EarlyEnd {
     Engine* e;
-    void operator()() noexcept { e->exchange_early(); }
+    void operator()() noexcept { e->spread_.exchange_early(e->mail_, e->ranks_); }
   };
 
   int index_of_world(int32_t w) const {
@@ -583,23 +584,8 @@ class Engine {
   }
 
   void setup();
-  // Several processes (Options::exchange): a process runs workers
-  // [local_lo_, local_hi_) of workers_, per_proc_ to a process.
-  bool local_worker(unsigned w) const { return w >= local_lo_ && w < local_hi_; }
-  bool local_rank(size_t i) const { return local_worker(worker_of_[i]); }
-  unsigned first_worker(int proc) const {
-    return std::min<unsigned>(workers_, static_cast<unsigned>(proc) * per_proc_);
-  }
-  struct PhaseSums {
-    uint64_t events = 0, phase_events = 0;
-    double min_next = kInf;
-    bool boxes_empty = true;
-  };
-  std::vector<std::string> all_to_all(const std::vector<std::string>& out);
-  void exchange_phase(int parity, PhaseSums& sums);
-  void exchange_early();
-  void exchange_final_results();
-  void exchange_collective_counts();
+  // A rank this process decodes (ProcessSpread).
+  bool local_rank(size_t i) const { return spread_.local_worker(worker_of_[i]); }
   void gather_at_root();
   void settle_channels(Rank& r);
   bool plan_window(const std::vector<const RankTrace*>& traces);
@@ -644,17 +630,7 @@ class Engine {
 
   const trace::TraceDir& dir_;
   Options opt_;
-  Exchange* ex_ = nullptr;
-  bool dist_ = false;  // spread over several processes
-  int proc_ = 0, procs_ = 1;
-  unsigned per_proc_ = 1, local_lo_ = 0, local_hi_ = 1;
-  // Each rank's exhausted_phase as this process knows it (other processes'
-  // ranks: as their processes reported it at a phase's end).
-  std::vector<int> exhausted_all_;
-  std::vector<uint8_t> exhausted_sent_;
-  bool final_sweep_ = false;  // several processes: the end's sweep posts every result
-  // This process's all_to_all calls, the bytes it sent and received.
-  uint64_t exchanges_ = 0, exchanged_bytes_ = 0, received_bytes_ = 0;
+  ProcessSpread spread_;
   Registry reg_;
   std::vector<std::string> rebuilt_in_flight_;  // rebuilt objects met resolving calls in flight
   Registry* prebuilt_;  // moved into reg_ by setup()
