@@ -36,7 +36,7 @@ namespace prof::analysis::detail {
     r.instants.add(rr.leave, rr.leave + rr.time_variation, kTimeVariationSpan, kCollectiveLane);
   } else {
     double spread = rr.time_variation;
-    if (windowed_) spread = std::max(0.0, std::min(rr.leave + spread, hi_) - std::max(rr.leave, lo_));
+    if (window_.windowed()) spread = std::max(0.0, std::min(rr.leave + spread, window_.hi()) - std::max(rr.leave, window_.lo()));
     r.acc[rr.node].time_variation += spread;
   }
   r.holds.release(rr.hold);

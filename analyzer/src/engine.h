@@ -70,10 +70,15 @@
 // its invariants: PhaseMail (the records workers hand each other and their
 // mailboxes, phase_mail.h), Owner (a worker's collective instances in flight,
 // collective_owner.h), GlobalTree (the tree across ranks and its figures,
-// global_tree.h) and DelayResults (root causes and the critical path,
-// delay_results.h). This header holds the per-rank state (Rank and what it
-// accumulates), the Interpreter's Handler and the Engine, which keeps the
-// phases and wires the parts to the ranks.
+// global_tree.h), DelayResults (root causes and the critical path,
+// delay_results.h), AnalysisWindow (the window a report covers and how the
+// window index serves it, analysis_window.h), ProcessSpread (this process's
+// workers of an MPI job and the exchanges, process_spread.h) and
+// WorkerStatsReport (PROF_ANALYZE_WORKER_STATS, worker_stats.h). This
+// header holds the per-rank state (Rank and what it accumulates), the
+// Interpreter's Handler and the Engine, which keeps the phases and wires the
+// parts to the ranks; analysis_window.cpp and distributed.cpp also hold the
+// Engine's steps that apply a window and gather a job's ranks.
 #pragma once
 
 #include <algorithm>
@@ -85,6 +90,7 @@
 #include <memory>
 #include <thread>
 
+#include "analysis_window.h"
 #include "collective_owner.h"
 #include "damage_stop.h"
 #include "delay_log.h"
@@ -104,6 +110,7 @@
 #include "warning_sink.h"
 #include "wire.h"
 #include "window_index.h"
+#include "worker_stats.h"
 
 namespace prof::analysis::detail {
 using namespace detail;
@@ -506,20 +513,6 @@ struct alignas(64) Rank {
 
 class Engine;
 
-// Where one worker's time goes (PROF_ANALYZE_WORKER_STATS=1 prints it to
-// stderr): on its own cache line, so counting never shares one with another
-// worker's.
-struct alignas(64) WorkerStats {
-  uint64_t total_ns = 0, total_cpu_ns = 0;  // its whole loop (wall, the thread's CPU)
-  uint64_t wait_ns = 0;      // at the phase-end barrier, for the others
-  uint64_t handover_ns = 0;  // for the others' first steps (take_early_results)
-  uint64_t end_ns = 0;       // running the phase's end (the last to arrive does)
-  uint64_t wait_cpu_ns = 0;  // the thread's CPU time while waiting (spinning)
-  uint64_t last = 0;         // phases it arrived last at
-  uint64_t events = 0;       // events its ranks decoded
-  uint64_t waits[4] = {};    // waits under 10 us, 100 us, 1 ms, and longer
-};
-
 // The Interpreter's handler for one rank within one phase.
 struct Handler {
   Engine& eng;
@@ -588,13 +581,12 @@ class Engine {
   bool local_rank(size_t i) const { return spread_.local_worker(worker_of_[i]); }
   void gather_at_root();
   void settle_channels(Rank& r);
-  bool plan_window(const std::vector<const RankTrace*>& traces);
   // A window under this many events runs on one worker (setup()): about
   // sixteen phases of the default size (Options::window_events).
   static constexpr uint64_t kOneWorkerWindowEvents = uint64_t{1} << 20;
-  bool window_events_below(uint64_t limit) const;
+  // A window served by the index (analysis_window.cpp): each rank's state at
+  // its start, and what is open or waiting where decoding stops.
   void restore_window_state();
-  bool window_done() const;
   void cut_at_window_end();
   void phase_collectives(unsigned w);
   void phase_decode(unsigned w);
@@ -662,21 +654,8 @@ class Engine {
   // Every rank's next event enters at or after this (all sends before it are
   // delivered by the next phase's start): the watermark of InstantSets.
   double frontier_ = -kInf;
-  // The window in global ns (Options::window_*; the whole run without one).
-  bool windowed_ = false;
+  AnalysisWindow window_;
   bool records_lost_ = false;  // some rank lost records when recording
-  double lo_ = -kInf, hi_ = kInf;
-  // A window served by the window index: decoding starts at index_start_ and
-  // stops once nothing after hi_ can change what lies inside the window.
-  bool from_index_ = false;
-  double tail_step_ = 1e4;  // ns past hi_ the next phase may decode (doubles)
-  WindowIndex index_;
-  std::vector<size_t> index_start_;
-  std::vector<WantedSends> fetched_;  // sends from before the senders' starts
-  std::string index_note_;
-  double index_first_ = kInf;  // the trace's first event, from the index
-  uint64_t chunks_total_ = 0, chunks_decoded_ = 0;
-  bool cut_ = false;  // stopped past the window's end (chunks_decoded_ counted)
   // Per rank index: the bound on its clock offset's error, ns (0 unknown).
   std::vector<double> clock_error_;
   std::vector<uint8_t> gone_;  // rank ended two phases ago: its records are all in
@@ -687,11 +666,7 @@ class Engine {
   static const char* const kCancelled;  // failure_ when Options::cancelled said so
   std::string failure_;
   uint64_t windows_ = 0;
-  // Diagnostics (PROF_ANALYZE_WORKER_STATS): read once, off by default.
-  bool worker_stats_on_ = false;
-  std::vector<WorkerStats> worker_stats_;
-  uint64_t setup_ns_ = 0, finish_ns_ = 0;
-  void print_worker_stats() const;
+  WorkerStatsReport worker_stats_;
 };
 
 }  // namespace prof::analysis::detail
