@@ -2,9 +2,7 @@
 // the barrier's bookkeeping, and the public entry points. The algorithm is
 // described in engine.h.
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <ctime>
 
 #include "interval_steps.h"
 #include "run_record.h"
@@ -13,14 +11,6 @@ namespace prof::analysis {
 namespace detail {
 
 namespace {
-uint64_t clock_ns(clockid_t clock) {
-  timespec ts;
-  clock_gettime(clock, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-uint64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
-uint64_t thread_cpu_ns() { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
-
 // Kinds whose calls count their `bytes` in the function profile (SendRecv
 // counts both halves).
 constexpr uint32_t kind_bit(FuncKind k) { return uint32_t{1} << static_cast<unsigned>(k); }
@@ -37,9 +27,9 @@ constexpr uint32_t kBytesKinds = kind_bit(FuncKind::Send) | kind_bit(FuncKind::R
   NodeAcc& a = r.acc[r.node(e.stream)];
   // Counted with its part inside the window (all of it without one).
   double dur = leave - enter;
-  if (eng.windowed_) [[unlikely]] {
-    if (leave < eng.lo_ || enter > eng.hi_) return true;
-    dur = std::min(leave, eng.hi_) - std::max(enter, eng.lo_);
+  if (eng.window_.windowed()) [[unlikely]] {
+    if (leave < eng.window_.lo() || enter > eng.window_.hi()) return true;
+    dur = std::min(leave, eng.window_.hi()) - std::max(enter, eng.window_.lo());
   }
   const bool starts = fi.role & kRoleStartsOp;
   if (r.threaded) [[unlikely]] {
@@ -185,11 +175,11 @@ void Engine::publish_early(unsigned w) {
 // The results the other workers' first steps posted to w's ranks (their own
 // ranks' they applied at once).
 void Engine::take_early_results(unsigned w) {
-  const uint64_t t0 = worker_stats_on_ ? monotonic_ns() : 0;
+  const uint64_t t0 = worker_stats_.on() ? monotonic_ns() : 0;
   for (unsigned o = 0; o < workers_; ++o) {
     if (o == w) continue;
     // (Another process's: its box was filled before this phase's decoding.)
-    for (unsigned spins = 0; local_worker(o) && step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
+    for (unsigned spins = 0; spread_.local_worker(o) && step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
       if (spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -202,7 +192,7 @@ void Engine::take_early_results(unsigned w) {
     for (const ResultRec& rr : box) apply(rr);
     box.clear();
   }
-  if (worker_stats_on_) worker_stats_[w].handover_ns += monotonic_ns() - t0;
+  if (worker_stats_.on()) worker_stats_.of(w).handover_ns += monotonic_ns() - t0;
 }
 
 // What worker w wrote this phase becomes readable after the barrier.
@@ -219,7 +209,7 @@ void Engine::on_phase_end() {
     sums.events += r.events;
     sums.phase_events += r.phase_events;
     if (r.has_ev) sums.min_next = std::min(sums.min_next, r.ev_enter);
-    exhausted_all_[i] = r.exhausted_phase;
+    spread_.note_exhausted(i, r.exhausted_phase);
   }
   sums.boxes_empty = mail_.empty();
   if (opt_.cancelled && !failed_.load() && opt_.cancelled()) {
@@ -227,14 +217,22 @@ void Engine::on_phase_end() {
     failure_ = kCancelled;
   }
   // Other processes' sums, ranks ended, failures and records for this one.
-  if (dist_) exchange_phase(parity, sums);
+  if (spread_.spread()) {
+    sums.failed = failed_.load();
+    if (sums.failed) sums.failure = failure_;
+    spread_.exchange_phase(parity, sums, mail_, ranks_, worker_of_);
+    if (sums.failed) {
+      failure_ = sums.failure;
+      failed_ = true;
+    }
+  }
   const uint64_t events = sums.events, phase_events = sums.phase_events;
   const double min_next = sums.min_next;
   bool all_exhausted = true;
   bool changed = false;
   for (size_t i = 0; i < ranks_.size(); ++i) {
-    if (exhausted_all_[i] < 0) all_exhausted = false;
-    if (!gone_[i] && exhausted_all_[i] >= 0 && exhausted_all_[i] <= phase_ - 2) {
+    if (spread_.exhausted(i) < 0) all_exhausted = false;
+    if (!gone_[i] && spread_.exhausted(i) >= 0 && spread_.exhausted(i) <= phase_ - 2) {
       gone_[i] = 1;
       ++gone_count_;
       changed = true;
@@ -248,15 +246,10 @@ void Engine::on_phase_end() {
   }
   if (all_exhausted && gone_count_ == ranks_.size() && !changed && sums.boxes_empty) {
     done_ = true;
-  } else if (from_index_ && window_done()) {
-    // Chunks decoded: from each rank's start to the one holding its next event.
-    for (const auto& r : ranks_) {
-      const size_t at = r->cursor.current_chunk();
-      chunks_decoded_ += at == SIZE_MAX ? r->rank_trace->chunk_count(0) - r->first_chunk : at - r->first_chunk + 1;
-    }
+  } else if (window_.from_index() && window_.done(ranks_)) {
+    window_.cut(ranks_);
     cut_at_window_end();
     tree_.merge(ranks_);
-    cut_ = true;
     done_ = true;
   }
   // Aim for about window_events events per phase.
@@ -265,14 +258,7 @@ void Engine::on_phase_end() {
   else delta_ *= clamp_to(target / static_cast<double>(phase_events), 0.5, 2.0);
   delta_ = clamp_to(delta_, 1e3, 1e15);
   if (min_next < kInf) {
-    double end = min_next + delta_;
-    if (from_index_ && end > hi_) {
-      // Past the window's end only what completes a wait begun inside it is
-      // needed: short phases, growing geometrically (a late partner is still
-      // reached in a few phases), not a full phase of events.
-      end = std::min(end, std::max(hi_, min_next) + tail_step_);
-      tail_step_ *= 2;
-    }
+    const double end = window_.phase_end(min_next + delta_, min_next);
     win_end_ = std::max(win_end_, end);
   }
   frontier_ = min_next;
@@ -296,21 +282,18 @@ void Engine::setup() {
   t_last_est_ = -kInf;
   bool all_final = true;
   uint64_t bytes = 0;
-  from_index_ = opt_.windowed() && plan_window(traces);
+  window_.plan(dir_, reg_, *world_to_index_, opt_, traces);
   delay_on_ = opt_.delay_analysis && !opt_.windowed();
   unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
-  per_proc_ = hw;
-  if (dist_) hw *= static_cast<unsigned>(procs_);  // each process runs `hw` of them
+  const unsigned per_proc = hw;
+  if (spread_.spread()) hw *= static_cast<unsigned>(spread_.procs());  // each process runs `hw` of them
   // A short window served by the index: one worker unless asked for more.
   // Its few phases would cost a second worker more in thread start and
   // barriers than it could share (the report does not depend on the count).
-  if (!opt_.threads && from_index_ && window_events_below(kOneWorkerWindowEvents)) hw = 1;
+  if (!opt_.threads && window_.from_index() && window_.events_below(kOneWorkerWindowEvents)) hw = 1;
   workers_ = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, traces.size())));
   workers_mask_ = (workers_ & (workers_ - 1)) == 0 ? workers_ - 1 : 0;
-  if (!dist_) per_proc_ = workers_;
-  // (A process may have none when there are fewer ranks than workers.)
-  local_lo_ = first_worker(proc_);
-  local_hi_ = first_worker(proc_ + 1);
+  spread_.assign_workers(workers_, spread_.spread() ? per_proc : workers_);
   // Contiguous blocks of ranks of about equal event bytes per worker:
   // neighbours talk most in typical codes, and a message between ranks of
   // one worker needs no mailbox.
@@ -336,7 +319,7 @@ void Engine::setup() {
   for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
   const auto [span_first, span_last] = run_span(traces);
   for (size_t i = 0; i < traces.size(); ++i) {
-    const WindowCheckpoint* cp = from_index_ ? &index_.ranks[i].checkpoints[index_start_[i]] : nullptr;
+    const WindowCheckpoint* cp = window_.from_index() ? &window_.start(i) : nullptr;
     const size_t first = cp ? cp->chunk : 0;
     auto r = std::make_unique<Rank>(*traces[i], reg_, i, *world_to_index_,
                                     !cp                ? traces[i]->events()
@@ -356,9 +339,9 @@ void Engine::setup() {
     r->has_ev = local_rank(i) && r->advance();
     if (r->has_ev) {
       r->ev_enter = r->interp.global(r->ev->enter);
-      if (!from_index_) t_first_ = std::min(t_first_, r->ev_enter);
+      if (!window_.from_index()) t_first_ = std::min(t_first_, r->ev_enter);
     }
-    for (size_t s = 0; s < traces[i]->stream_count(); ++s) chunks_total_ += traces[i]->chunk_count(s);
+    window_.count_chunks(*traces[i]);
     bool final_sync = false;
     for (const auto& k : traces[i]->clock_syncs())
       if (k.phase == "final") {
@@ -373,26 +356,18 @@ void Engine::setup() {
     ranks_.push_back(std::move(r));
   }
   if (!all_final) t_last_est_ = -kInf;
-  if (dist_) {  // the trace's first event, over every process's ranks
+  if (spread_.spread()) {  // the trace's first event, over every process's ranks
     WireOut mine;
     mine.put(t_first_);
-    const std::vector<std::string> in = all_to_all(std::vector<std::string>(static_cast<size_t>(procs_), mine.buf));
+    const std::vector<std::string> in =
+        spread_.all_to_all(std::vector<std::string>(static_cast<size_t>(spread_.procs()), mine.buf));
     for (const std::string& b : in) t_first_ = std::min(t_first_, WireIn(b).get<double>());
   }
-  if (from_index_) t_first_ = index_first_;  // (the cursors start near the window)
-  if (opt_.windowed() && t_first_ < kInf) {
-    windowed_ = true;
-    lo_ = t_first_ + opt_.window_from_s * 1e9;
-    hi_ = t_first_ + opt_.window_to_s * 1e9;
-    for (auto& r : ranks_) {
-      r->instants.set_window(lo_, hi_);
-      r->waits.set_window(lo_, hi_);
-    }
-  }
+  if (window_.from_index()) t_first_ = window_.first_event();  // (the cursors start near the window)
+  if (opt_.windowed() && t_first_ < kInf) window_.bound(t_first_, opt_, ranks_);
   events_est_ = bytes / 20;  // about 20 bytes per record (the shim aims at 16 to 24)
   gone_.assign(ranks_.size(), 0);
-  exhausted_all_.assign(ranks_.size(), -1);
-  exhausted_sent_.assign(ranks_.size(), 0);
+  spread_.track_ranks(ranks_.size());
   // Each rank's clock bound (as the report's `clock` states it): a wait
   // shorter than its two ranks' bounds together is uncertain.
   clock_error_.assign(ranks_.size(), 0);
@@ -404,7 +379,7 @@ void Engine::setup() {
   owners_.resize(workers_);
   step_done_.reset(new StepDone[workers_]);
   if (t_first_ < kInf) win_end_ = t_first_ + delta_;
-  if (from_index_) {
+  if (window_.from_index()) {
     restore_window_state();
     double first_next = kInf;
     for (const auto& r : ranks_)
@@ -413,170 +388,6 @@ void Engine::setup() {
   }
   tree_.start();
   tree_.merge(ranks_);
-}
-
-// ---------------------------------------------------------------------------
-// A window served by the window index (window_index.h)
-
-// Chooses each rank's start from the index; false (and index_note_ says why)
-// when the whole trace must be decoded.
-bool Engine::plan_window(const std::vector<const RankTrace*>& traces) {
-  if (!opt_.use_window_index) {
-    index_note_ = "not used: disabled";
-    return false;
-  }
-  const unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
-  index_ = load_or_build_window_index(dir_, reg_, *world_to_index_, hw,
-                                      IndexWriting{opt_.write_window_index, opt_.window_index_in_cache}, &index_note_);
-  if (!index_.unusable.empty()) {
-    index_note_ = "not used: " + index_.unusable + " (" + index_note_ + ")";
-    return false;
-  }
-  index_first_ = kInf;
-  for (const RankWindowIndex& r : index_.ranks)
-    if (!r.checkpoints.empty()) index_first_ = std::min(index_first_, r.checkpoints.first_enter(0));
-  for (const RankWindowIndex& r : index_.ranks)
-    if (r.checkpoints.empty()) {
-      index_note_ = "not used: a rank has no events (" + index_note_ + ")";
-      return false;
-    }
-  if (!(index_first_ < kInf)) return false;
-  index_start_ = index_.plan(index_first_ + opt_.window_from_s * 1e9);
-  // Sends made before the sender's start and not received before the
-  // receiver's: their enters, from the sender's earlier chunks. (Before the
-  // ranks' cursors exist: an event a cursor returned stays valid only while
-  // no other cursor of its rank runs.)
-  for (size_t s = 0; s < traces.size(); ++s) {
-    const WindowCheckpoint& cp = index_.ranks[s].checkpoints[index_start_[s]];
-    std::vector<WantedSends> wanted;
-    for (const auto& [key, sent] : cp.sends) {
-      const int d = index_of_world(key.dst);
-      if (d < 0) continue;
-      const auto di = static_cast<size_t>(d);
-      const uint64_t received = index_.ranks[di].checkpoints[index_start_[di]].recvs_on(key);
-      if (sent > received) wanted.push_back(WantedSends{key, received, sent, {}});
-    }
-    chunks_decoded_ += collect_sends(*traces[s], reg_, s, *world_to_index_, index_.ranks[s], index_start_[s], wanted);
-    for (WantedSends& w : wanted) fetched_.push_back(std::move(w));
-  }
-  if (index_.malformed()) {
-    index_note_ = "not used: a checkpoint does not parse (" + index_note_ + ")";
-    chunks_decoded_ = 0;
-    fetched_.clear();
-    return false;
-  }
-  return true;
-}
-
-// Whether the window's ranks hold fewer than `limit` events from their start
-// checkpoints to the window's end, counted in checkpoints (one every
-// kCheckpointEvents events or fewer), so the count stops at the limit.
-bool Engine::window_events_below(uint64_t limit) const {
-  uint64_t events = 0;
-  for (size_t i = 0; i < index_.ranks.size(); ++i) {
-    const WindowCheckpoints& cps = index_.ranks[i].checkpoints;
-    for (size_t k = index_start_[i]; k < cps.size() && cps.first_enter(k) <= hi_; ++k) {
-      events += WindowIndex::kCheckpointEvents;
-      if (events >= limit) return false;
-    }
-  }
-  return true;
-}
-
-// Each rank's state at its start chunk, as the pass from the trace's start
-// would have it there.
-void Engine::restore_window_state() {
-  for (auto& rp : ranks_) {
-    Rank& r = *rp;
-    const RankWindowIndex& ri = index_.ranks[r.index];
-    const WindowCheckpoint& cp = ri.checkpoints[index_start_[r.index]];
-    Handler h{*this, r, r.worker, 0};
-    r.interp.restore(cp.interp, h);
-    r.intervals.restore(cp.tracker);
-    for (size_t i = 1; i < ri.nodes.size(); ++i) {
-      const WindowNode& n = ri.nodes[i];
-      r.nodes.push_back(LocalNode{n.parent, n.id, n.site});
-      r.acc.emplace_back();
-      r.node_index[NodeKey{n.parent, n.id, n.site}] = static_cast<uint32_t>(i);
-    }
-    for (size_t i = 0; i < ri.nodes.size(); ++i) {
-      r.acc[i].first_enter = ri.nodes[i].first_enter;
-      r.acc[i].executed_in_run = ri.nodes[i].executed;
-      if (i < cp.executions.size()) r.acc[i].closed = cp.executions[i];
-    }
-    if (r.intervals.in_root()) r.set_context(-kInf, r.context());
-  }
-  // Sends made before the sender's start and not received before the
-  // receiver's (collected by plan_window): queued first.
-  for (const WantedSends& w : fetched_) {
-    Channel& ch = ranks_[static_cast<size_t>(index_of_world(w.key.dst))]->channel(w.key);
-    for (double enter : w.enters) ch.sends.push(QueuedSend{enter, enter, HoldQueue::kNone, -1, 0});
-  }
-  // Sends whose receives came before the receiver's start are skipped there.
-  for (auto& rp : ranks_) {
-    Rank& d = *rp;
-    const WindowCheckpoint& cp = index_.ranks[d.index].checkpoints[index_start_[d.index]];
-    for (const auto& [key, received] : cp.recvs) {
-      const int s = index_of_world(key.src);
-      if (s < 0) continue;
-      const auto si = static_cast<size_t>(s);
-      const uint64_t sent = index_.ranks[si].checkpoints[index_start_[si]].sends_on(key);
-      if (received > sent) d.channel(key).skip = received - sent;
-    }
-  }
-  // Collective instances before the starts (every member has made the same
-  // number of calls there) never come: their owners start past them.
-  std::map<uint64_t, uint64_t> before;
-  for (const auto& rp : ranks_)
-    for (const auto& [gid, n] : index_.ranks[rp->index].checkpoints[index_start_[rp->index]].interp.collective_counts)
-      before[gid] = std::max(before[gid], n);
-  for (const auto& [gid, n] : before) {
-    if (n == 0) continue;
-    for (unsigned w = 0; w < workers_; ++w) owners_[w].queue(gid).base = n / workers_;
-    for (uint64_t seq = n / workers_ * workers_; seq < n; ++seq)
-      if (Instance* in = owners_[owner_of(gid, seq)].queue(gid).get(seq / workers_)) in->done = true;
-    for (unsigned w = 0; w < workers_; ++w) owners_[w].queue(gid).pop_done();
-  }
-}
-
-// Past the window, nothing can change it any more once every rank's next
-// event starts after it and nothing that started inside it waits for a
-// partner (every hold, at a receive's issue or a collective call's enter, is
-// after it; what is still in a mailbox belongs to such a hold or to nothing
-// inside the window).
-bool Engine::window_done() const {
-  for (const auto& r : ranks_) {
-    if (r->has_ev && !(r->ev_enter > hi_)) return false;
-    if (!(r->holds.oldest() > hi_)) return false;
-  }
-  return true;
-}
-
-// Closes what is open at the window's end and drops what waits after it
-// (outside the window: it changes nothing inside).
-void Engine::cut_at_window_end() {
-  for (auto& rp : ranks_) {
-    Rank& r = *rp;
-    if (r.exhausted_phase < 0) {
-      Handler h{*this, r, r.worker, phase_ & 1};
-      r.intervals.cut(hi_, h);
-      r.exhausted_phase = phase_;
-    }
-    for (Channel& ch : r.channel_store) {
-      while (!ch.recvs.empty()) r.holds.release(ch.recvs.pop().hold);
-      while (!ch.sends.empty()) ch.sends.pop();
-    }
-  }
-  for (Owner& own : owners_)
-    for (CommQueue& q : own.queues) {
-      for (size_t i = 0; i < q.count; ++i) {
-        Instance& in = q.at(i);
-        for (uint32_t m = in.head; m != UINT32_MAX; m = own.arena[m].next) own.free_list.push_back(m);
-        in.head = UINT32_MAX;
-        in.done = true;
-      }
-      q.pop_done();
-    }
 }
 
 const char* const Engine::kCancelled = "analysis cancelled";
@@ -592,27 +403,23 @@ Analysis Engine::run() {
     return a;
   }
   if (opt_.exchange && opt_.exchange->size() > 1 && !opt_.windowed()) {
-    ex_ = opt_.exchange;
-    dist_ = true;
-    proc_ = ex_->rank();
-    procs_ = ex_->size();
+    spread_.join(opt_.exchange);
     // A phase ends with a collective exchange: each process decodes about as
     // many events a phase as one process alone does, so the phases (and
     // exchanges) are fewer as processes are added (the report does not
     // depend on the phases).
-    opt_.window_events *= static_cast<uint64_t>(procs_);
+    opt_.window_events *= static_cast<uint64_t>(spread_.procs());
   }
   opt_.window_events = std::max<uint64_t>(opt_.window_events, opt_.window_events_per_rank * dir_.ranks.size());
-  const char* stats_env = std::getenv("PROF_ANALYZE_WORKER_STATS");
-  worker_stats_on_ = stats_env && *stats_env && std::string(stats_env) != "0";
-  const uint64_t t_start = worker_stats_on_ ? monotonic_ns() : 0;
+  worker_stats_.read_setting();
+  const uint64_t t_start = worker_stats_.on() ? monotonic_ns() : 0;
   setup();
-  worker_stats_.assign(workers_, WorkerStats{});
-  if (worker_stats_on_) setup_ns_ = monotonic_ns() - t_start;
+  worker_stats_.start(workers_);
+  if (worker_stats_.on()) worker_stats_.setup_ns = monotonic_ns() - t_start;
 
   // This process's threads: one per worker it runs, and one that only keeps
   // step with the others' phases where it runs none.
-  const unsigned threads_here = std::max(1u, local_hi_ - local_lo_);
+  const unsigned threads_here = std::max(1u, spread_.local_hi() - spread_.local_lo());
   PhaseBarrier<PhaseEnd> bar(threads_here, PhaseEnd{this});
   PhaseBarrier<EarlyEnd> early_bar(threads_here, EarlyEnd{this});
   auto guarded = [&](auto&& step) {
@@ -623,62 +430,44 @@ Analysis Engine::run() {
       if (!failed_.exchange(true)) failure_ = ex.what();
     }
   };
-  // Waits at a barrier, counting where the time went when asked to.
-  auto wait_at = [&](auto& barrier, WorkerStats& stats) {
-    if (!worker_stats_on_) {
-      barrier.arrive_and_wait();
-      return;
-    }
-    const uint64_t t1 = monotonic_ns(), c1 = thread_cpu_ns();
-    const bool last = barrier.arrive_and_wait();
-    const uint64_t t2 = monotonic_ns(), c2 = thread_cpu_ns();
-    if (last) {
-      ++stats.last;
-      stats.end_ns += t2 - t1;
-    } else {
-      stats.wait_ns += t2 - t1;
-      stats.wait_cpu_ns += c2 - c1;
-      ++stats.waits[t2 - t1 < 10000 ? 0 : t2 - t1 < 100000 ? 1 : t2 - t1 < 1000000 ? 2 : 3];
-    }
-  };
   WorkerStats idle_stats;
   auto loop = [&](unsigned w) {
-    const bool works = local_worker(w);
-    WorkerStats& stats = works ? worker_stats_[w] : idle_stats;
-    const uint64_t t0 = worker_stats_on_ ? monotonic_ns() : 0, c0 = worker_stats_on_ ? thread_cpu_ns() : 0;
+    const bool works = spread_.local_worker(w);
+    WorkerStats& stats = works ? worker_stats_.of(w) : idle_stats;
+    const uint64_t t0 = worker_stats_.on() ? monotonic_ns() : 0, c0 = worker_stats_.on() ? thread_cpu_ns() : 0;
     while (!done_) {
       if (works) guarded([&] { phase_collectives(w); });
       // (Also after a failure: the others wait for it.)
       if (works && workers_ > 1) publish_early(w);
-      if (dist_) early_bar.arrive_and_wait();
+      if (spread_.spread()) early_bar.arrive_and_wait();
       if (works) {
         guarded([&] { phase_decode(w); });
         publish(w);
       }
-      if (worker_stats_on_ && works)
+      if (worker_stats_.on() && works)
         for (size_t i : worker_ranks_[w]) stats.events += ranks_[i]->phase_events;
-      wait_at(bar, stats);
+      worker_stats_.wait_at(bar, stats);
     }
-    if (worker_stats_on_) {
+    if (worker_stats_.on()) {
       stats.total_ns = monotonic_ns() - t0;
       stats.total_cpu_ns = thread_cpu_ns() - c0;
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned t = 1; t < threads_here; ++t) threads.emplace_back(loop, local_lo_ + t);
-  loop(local_lo_);
+  for (unsigned t = 1; t < threads_here; ++t) threads.emplace_back(loop, spread_.local_lo() + t);
+  loop(spread_.local_lo());
   for (auto& t : threads) t.join();
   if (failed_) {
     a.errors.push_back(failure_ == kCancelled ? failure_ : "analysis failed: " + failure_);
     return a;
   }
-  const uint64_t t_finish = worker_stats_on_ ? monotonic_ns() : 0;
+  const uint64_t t_finish = worker_stats_.on() ? monotonic_ns() : 0;
   // Anything still waiting can no longer complete: settle it now.
-  if (dist_) {
-    final_sweep_ = true;
-    for (unsigned w = local_lo_; w < local_hi_; ++w) sweep(w, 0, true);
-    final_sweep_ = false;
-    exchange_final_results();
+  if (spread_.spread()) {
+    spread_.set_final_sweep(true);
+    for (unsigned w = spread_.local_lo(); w < spread_.local_hi(); ++w) sweep(w, 0, true);
+    spread_.set_final_sweep(false);
+    spread_.exchange_final_results(mail_, ranks_, [this](const ResultRec& rr) { apply(rr); });
   } else {
     for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   }
@@ -687,40 +476,16 @@ Analysis Engine::run() {
       ranks_[i]->settle_instants(kInf, true);
       ranks_[i]->release_pass_buffers();
     }
-  if (dist_) {
+  if (spread_.spread()) {
     gather_at_root();
-    if (proc_ != 0) return a;  // (process 0 reports)
+    if (spread_.proc() != 0) return a;  // (process 0 reports)
   }
   finish(a);
-  if (worker_stats_on_) {
-    finish_ns_ = monotonic_ns() - t_finish;
-    print_worker_stats();
+  if (worker_stats_.on()) {
+    worker_stats_.finish_ns = monotonic_ns() - t_finish;
+    worker_stats_.print(workers_, windows_, worker_ranks_, spread_);
   }
   return a;
-}
-
-void Engine::print_worker_stats() const {
-  auto sec = [](uint64_t ns) { return static_cast<double>(ns) * 1e-9; };
-  std::fprintf(stderr, "prof-analyze workers: %u, phases %llu, setup %.3f s, finish %.3f s\n", workers_,
-               static_cast<unsigned long long>(windows_), sec(setup_ns_), sec(finish_ns_));
-  if (dist_)
-    std::fprintf(stderr, "  process %d of %d: workers %u-%u, %llu exchanges, %llu bytes sent, %llu received\n", proc_,
-                 procs_, local_lo_, local_hi_ - 1, static_cast<unsigned long long>(exchanges_),
-                 static_cast<unsigned long long>(exchanged_bytes_), static_cast<unsigned long long>(received_bytes_));
-  for (unsigned w = 0; w < workers_; ++w) {
-    const WorkerStats& s = worker_stats_[w];
-    const uint64_t waits = s.wait_ns + s.handover_ns + s.end_ns;
-    std::fprintf(stderr,
-                 "  worker %u: ranks %zu, events %llu, busy %.3f s (CPU %.3f), waiting %.3f s at phase ends "
-                 "+ %.3f s for the others' first steps (CPU %.3f; %llu/%llu/%llu/%llu under 10 us/100 us/1 ms/longer), "
-                 "phase ends run %.3f s (last at %llu phases)\n",
-                 w, worker_ranks_[w].size(), static_cast<unsigned long long>(s.events),
-                 sec(s.total_ns - std::min(s.total_ns, waits)),
-                 sec(s.total_cpu_ns - std::min(s.total_cpu_ns, s.wait_cpu_ns)), sec(s.wait_ns), sec(s.handover_ns),
-                 sec(s.wait_cpu_ns), static_cast<unsigned long long>(s.waits[0]),
-                 static_cast<unsigned long long>(s.waits[1]), static_cast<unsigned long long>(s.waits[2]),
-                 static_cast<unsigned long long>(s.waits[3]), sec(s.end_ns), static_cast<unsigned long long>(s.last));
-  }
 }
 
 // ---------------------------------------------------------------------------

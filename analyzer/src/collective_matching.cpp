@@ -36,7 +36,7 @@ namespace prof::analysis::detail {
     r.instants.add(rr.leave, rr.leave + rr.time_variation, kTimeVariationSpan, kCollectiveLane);
   } else {
     double spread = rr.time_variation;
-    if (windowed_) spread = std::max(0.0, std::min(rr.leave + spread, hi_) - std::max(rr.leave, lo_));
+    if (window_.windowed()) spread = std::max(0.0, std::min(rr.leave + spread, window_.hi()) - std::max(rr.leave, window_.lo()));
     r.acc[rr.node].time_variation += spread;
   }
   r.holds.release(rr.hold);
@@ -85,7 +85,7 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
   const unsigned mw = worker_of_[static_cast<size_t>(rr.rank)];
   // (At the end of a run over several processes every result goes through a
   // box, so each rank takes them in owner order, as from one process.)
-  if ((direct || mw == w) && !final_sweep_) [[likely]] apply_result(rr);
+  if ((direct || mw == w) && !spread_.final_sweep()) [[likely]] apply_result(rr);
   else mail_.result_box(parity, w, mw).emplace_with([&](ResultRec& to) {
     to.rank = rr.rank;
     to.node = rr.node;

@@ -27,7 +27,10 @@
 //     decided from the same exchanged sums everywhere).
 //   - A box is read only by its destination worker's process; the sender's
 //     copy is cleared when it is packed.
+// The process's part of the job is ProcessSpread (process_spread.h);
+// gather_at_root() and GlobalTree::rebuild() are the engine's and the tree's.
 #include <algorithm>
+#include <cstdio>
 
 #include "engine.h"
 
@@ -122,7 +125,7 @@ std::vector<CallInFlight> get_in_flight(WireIn& in) {
 }
 }  // namespace
 
-std::vector<std::string> Engine::all_to_all(const std::vector<std::string>& out) {
+std::vector<std::string> ProcessSpread::all_to_all(const std::vector<std::string>& out) {
   ++exchanges_;
   for (const std::string& b : out) exchanged_bytes_ += b.size();
   std::vector<std::string> in = ex_->all_to_all(out);
@@ -130,18 +133,25 @@ std::vector<std::string> Engine::all_to_all(const std::vector<std::string>& out)
   return in;
 }
 
-void Engine::exchange_phase(int parity, PhaseSums& sums) {
+void ProcessSpread::print_stats() const {
+  std::fprintf(stderr, "  process %d of %d: workers %u-%u, %llu exchanges, %llu bytes sent, %llu received\n", proc_,
+               procs_, local_lo_, local_hi_ - 1, static_cast<unsigned long long>(exchanges_),
+               static_cast<unsigned long long>(exchanged_bytes_), static_cast<unsigned long long>(received_bytes_));
+}
+
+void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail, const Ranks& ranks,
+                                   const std::vector<unsigned>& worker_of) {
   WireOut head;
   head.put(sums.events);
   head.put(sums.phase_events);
   head.put(sums.min_next);
   head.put<uint8_t>(sums.boxes_empty);
-  const bool failed = failed_.load();
+  const bool failed = sums.failed;
   head.put<uint8_t>(failed);
-  head.put_str(failed ? failure_ : std::string());
+  head.put_str(failed ? sums.failure : std::string());
   std::vector<RankEnded> ended;
-  for (size_t i = 0; i < ranks_.size(); ++i)
-    if (local_rank(i) && exhausted_all_[i] >= 0 && !exhausted_sent_[i]) {
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (local_worker(worker_of[i]) && exhausted_all_[i] >= 0 && !exhausted_sent_[i]) {
       exhausted_sent_[i] = 1;
       ended.push_back(RankEnded{static_cast<uint32_t>(i), exhausted_all_[i]});
     }
@@ -150,12 +160,12 @@ void Engine::exchange_phase(int parity, PhaseSums& sums) {
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireOut o{head.buf};
-    mail_.pack(o, parity, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), false, ranks_);
+    mail.pack(o, parity, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), false, ranks);
     out[static_cast<size_t>(p)] = std::move(o.buf);
   }
   const std::vector<std::string> in = all_to_all(out);
   int first_failed = failed ? proc_ : -1;
-  std::string failure = failed ? failure_ : std::string();
+  std::string failure = failed ? sums.failure : std::string();
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
@@ -170,69 +180,43 @@ void Engine::exchange_phase(int parity, PhaseSums& sums) {
       failure = std::move(why);
     }
     for (const RankEnded& e : r.get_vec<RankEnded>()) exhausted_all_[e.rank] = e.phase;
-    mail_.unpack(r, parity, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, false, ranks_);
+    mail.unpack(r, parity, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, false, ranks);
   }
   // (The same failure on every process: the first process's that failed.)
   if (first_failed >= 0) {
-    failure_ = failure;
-    failed_ = true;
+    sums.failure = failure;
+    sums.failed = true;
   }
 }
 
-void Engine::exchange_early() {
+void ProcessSpread::exchange_early(PhaseMail& mail, const Ranks& ranks) {
   std::vector<std::string> out(static_cast<size_t>(procs_));
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireOut o;
-    mail_.pack(o, PhaseMail::kEarlyResults, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true, ranks_);
+    mail.pack(o, PhaseMail::kEarlyResults, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true, ranks);
     out[static_cast<size_t>(p)] = std::move(o.buf);
   }
   const std::vector<std::string> in = all_to_all(out);
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
-    mail_.unpack(r, PhaseMail::kEarlyResults, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true, ranks_);
+    mail.unpack(r, PhaseMail::kEarlyResults, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true, ranks);
   }
-}
-
-// The last sweep posted every result (final_sweep_): each rank takes them in
-// owner order, as one process applies them sweeping owner after owner.
-void Engine::exchange_final_results() {
-  for (unsigned w = local_lo_; w < local_hi_; ++w)
-    for (unsigned d = 0; d < workers_; ++d) mail_.result_box(0, w, d).publish();
-  std::vector<std::string> out(static_cast<size_t>(procs_));
-  for (int p = 0; p < procs_; ++p) {
-    if (p == proc_) continue;
-    WireOut o;
-    mail_.pack(o, 0, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true, ranks_);
-    out[static_cast<size_t>(p)] = std::move(o.buf);
-  }
-  const std::vector<std::string> in = all_to_all(out);
-  for (int p = 0; p < procs_; ++p) {
-    if (p == proc_) continue;
-    WireIn r(in[static_cast<size_t>(p)]);
-    mail_.unpack(r, 0, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true, ranks_);
-  }
-  for (unsigned d = local_lo_; d < local_hi_; ++d)
-    for (unsigned o = 0; o < workers_; ++o) {
-      auto& box = mail_.result_box(0, o, d);
-      for (const ResultRec& rr : box) apply(rr);
-      box.clear();
-    }
 }
 
 // A call in flight at a rank's end waits for the members that had made fewer
 // collective calls: every process learns every rank's counts (only for a
 // trace that has such calls).
-void Engine::exchange_collective_counts() {
+void ProcessSpread::exchange_collective_counts(const Ranks& ranks, const std::vector<unsigned>& worker_of) {
   bool any = false;
-  for (const auto& r : ranks_) any = any || !r->rank_trace->in_flight().empty();
+  for (const auto& r : ranks) any = any || !r->rank_trace->in_flight().empty();
   if (!any) return;
   WireOut mine;
-  for (size_t i = 0; i < ranks_.size(); ++i) {
-    if (!local_rank(i)) continue;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (!local_worker(worker_of[i])) continue;
     std::vector<CollectiveCount> counts;
-    ranks_[i]->interp.comms().for_each_count(
+    ranks[i]->interp.comms().for_each_count(
         [&](uint64_t gid, uint64_t count) { counts.push_back(CollectiveCount{gid, count}); });
     mine.put<uint32_t>(static_cast<uint32_t>(i));
     mine.put_vec(counts);
@@ -244,14 +228,14 @@ void Engine::exchange_collective_counts() {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
     while (!r.done()) {
-      Rank& rank = *ranks_[r.get<uint32_t>()];
+      Rank& rank = *ranks[r.get<uint32_t>()];
       for (const CollectiveCount& c : r.get_vec<CollectiveCount>()) rank.interp.comms().set_count(c.gid, c.count);
     }
   }
 }
 
 void Engine::gather_at_root() {
-  exchange_collective_counts();
+  spread_.exchange_collective_counts(ranks_, worker_of_);
   tree_.merge(ranks_);
   // What finish() reads of each rank, taken where the rank was decoded.
   for (size_t i = 0; i < ranks_.size(); ++i) {
@@ -270,7 +254,7 @@ void Engine::gather_at_root() {
   rebuilt_in_flight_.clear();
 
   WireOut mine;
-  if (proc_ != 0) {
+  if (spread_.proc() != 0) {
     for (size_t i = 0; i < ranks_.size(); ++i) {
       if (!local_rank(i)) continue;
       const Rank& r = *ranks_[i];
@@ -328,18 +312,18 @@ void Engine::gather_at_root() {
       put_strings(mine, r.gathered_rebuilt);
     }
     mine.put<uint32_t>(UINT32_MAX);  // the owners' part
-    for (unsigned w = local_lo_; w < local_hi_; ++w) {
+    for (unsigned w = spread_.local_lo(); w < spread_.local_hi(); ++w) {
       mine.put(owners_[w].instances);
       mine.put(owners_[w].incomplete);
       put_warnings(mine, owners_[w].warn);
     }
   }
-  std::vector<std::string> out(static_cast<size_t>(procs_));
+  std::vector<std::string> out(static_cast<size_t>(spread_.procs()));
   out[0] = std::move(mine.buf);
-  const std::vector<std::string> in = all_to_all(out);
-  if (proc_ != 0) return;
+  const std::vector<std::string> in = spread_.all_to_all(out);
+  if (spread_.proc() != 0) return;
 
-  for (int p = 1; p < procs_; ++p) {
+  for (int p = 1; p < spread_.procs(); ++p) {
     WireIn m(in[static_cast<size_t>(p)]);
     for (uint32_t i = m.get<uint32_t>(); i != UINT32_MAX; i = m.get<uint32_t>()) {
       Rank& r = *ranks_[i];
@@ -399,7 +383,7 @@ void Engine::gather_at_root() {
       r.gathered_rebuilt = get_strings(m);
       r.gathered = true;
     }
-    for (unsigned w = first_worker(p); w < first_worker(p + 1); ++w) {
+    for (unsigned w = spread_.first_worker(p); w < spread_.first_worker(p + 1); ++w) {
       owners_[w].instances = m.get<uint64_t>();
       owners_[w].incomplete = m.get<uint64_t>();
       get_warnings(m, owners_[w].warn);

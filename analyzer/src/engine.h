@@ -66,11 +66,19 @@
 // concept: analysis.cpp (phases and decoding), p2p_matching.cpp,
 // collective_matching.cpp, interval_steps.h (a marker's steps, inline in the
 // decode loop), run_warnings.cpp and distributed.cpp (workers spread over
-// processes). Parts that own their state, each declared below with its
-// invariants: PhaseMail (the mailboxes, phase_mail.cpp), GlobalTree (the tree
-// across ranks and its figures, interval_tree.cpp) and DelayResults (root
-// causes and the critical path, delay_analysis.cpp and critical_path.cpp);
-// the Engine keeps the phases and wires the parts to the ranks.
+// processes). Parts that own their state, each in a header of its own with
+// its invariants: PhaseMail (the records workers hand each other and their
+// mailboxes, phase_mail.h), Owner (a worker's collective instances in flight,
+// collective_owner.h), GlobalTree (the tree across ranks and its figures,
+// global_tree.h), DelayResults (root causes and the critical path,
+// delay_results.h), AnalysisWindow (the window a report covers and how the
+// window index serves it, analysis_window.h), ProcessSpread (this process's
+// workers of an MPI job and the exchanges, process_spread.h) and
+// WorkerStatsReport (PROF_ANALYZE_WORKER_STATS, worker_stats.h). This
+// header holds the per-rank state (Rank and what it accumulates), the
+// Interpreter's Handler and the Engine, which keeps the phases and wires the
+// parts to the ranks; analysis_window.cpp and distributed.cpp also hold the
+// Engine's steps that apply a window and gather a job's ranks.
 #pragma once
 
 #include <algorithm>
@@ -82,31 +90,36 @@
 #include <memory>
 #include <thread>
 
+#include "analysis_window.h"
+#include "collective_owner.h"
 #include "damage_stop.h"
 #include "delay_log.h"
+#include "delay_results.h"
+#include "engine_constants.h"
+#include "global_tree.h"
 #include "instants.h"
 #include "interpret.h"
 #include "intervals.h"
 #include "mailbox.h"
 #include "phase_barrier.h"
+#include "phase_mail.h"
+#include "process_spread.h"
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/exchange.h"
 #include "wait_rules.h"
 #include "warning_sink.h"
 #include "wire.h"
 #include "window_index.h"
+#include "worker_stats.h"
 
 namespace prof::analysis::detail {
 using namespace detail;
 
-inline constexpr uint32_t kRootId = UINT32_MAX;
-inline constexpr uint32_t kNoParent = UINT32_MAX;
 inline constexpr size_t kExamples = 5;
 // Bits of a function-stat key below the function id: the call site index
 // (trace::Event::call_site_index, below 64).
 inline constexpr unsigned kSiteKeyBits = 6;
 static_assert(format::kSiteIndexes < (1u << kSiteKeyBits));
-inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::vector<std::vector<int>> wait_cycles(const std::vector<RankEnd>& ends);
 
@@ -237,32 +250,11 @@ struct NodeAcc {
   uint64_t executions() const { return closed; }
 };
 
-struct NodeKey {
-  uint32_t parent = 0, id = 0, site = 0;
-  bool operator==(const NodeKey& o) const {
-    return parent == o.parent && id == o.id && site == o.site;
-  }
-};
-struct NodeKeyHash {
-  uint64_t operator()(const NodeKey& k) const {
-    return mix64((uint64_t{k.parent} << 32 | k.id) ^ mix64(k.site + 0x51ull));
-  }
-};
-
 
 struct PendingRecv {
   double issue, enter, leave;
   uint64_t hold;
   uint32_t node;  // innermost at the call that completes it (its waits' partner figures)
-};
-// A send known at its destination: its enter, and for a blocking send its
-// leave and the sender's hold until the receive's issue is known (a late
-// receiver: SendRec).
-struct QueuedSend {
-  double enter, leave;
-  uint64_t hold;
-  int32_t rank;   // sender's rank index
-  uint32_t node;  // sender's innermost node at the call
 };
 struct Channel {
   Fifo<QueuedSend> sends;    // sends not yet received
@@ -270,30 +262,6 @@ struct Channel {
   uint64_t skip = 0;         // sends received before decoding started (window index)
 };
 
-struct SendRec {
-  ChannelKey key;
-  double enter;
-  // A blocking send: its leave, the sender's hold (HoldQueue::kNone for
-  // other sends), rank index and innermost node; an MPI_Isend: leave -inf
-  // (the call that completes it tells) and its hold.
-  double leave;
-  uint64_t hold;
-  int32_t rank;
-  uint32_t node;
-  QueuedSend queued() const { return QueuedSend{enter, leave, hold, rank, node}; }
-};
-static_assert(sizeof(SendRec) == 56);
-// A blocking send's late receiver, from the receiver's worker back to the
-// sender's: the wait [from, to) (empty when none) on world rank `partner`;
-// for an MPI_Isend or a persistent send's Start (to = -inf) `from` is the
-// receive's issue (-inf: not known).
-struct LateRecvRec {
-  int32_t rank;  // sender's rank index
-  uint32_t node;
-  int32_t partner;
-  double from, to;
-  uint64_t hold;
-};
 // An MPI_Isend's (or a persistent send's) late receiver, known once both the call that completed it
 // (on the sender) and its receive's issue (from the receiver's worker) are.
 struct IsendWait {
@@ -302,142 +270,7 @@ struct IsendWait {
   int32_t partner = -1;
   bool have_wait = false, have_issue = false;
 };
-// A collective call's wait kind (prof/function_roles.h's wait bits), from the call and
-// whether the member is the root.
-enum CollWaitClass : uint8_t {
-  kCollWaitOther = 0,
-  kCollWaitBarrier,
-  kCollWaitNxN,
-  kCollWaitOneToAllNonRoot,
-  kCollWaitAllToOneRoot,
-};
-struct CollRec {
-  uint64_t gid, seq;
-  const CommDef* def;
-  uint32_t expected;
-  int32_t rank;  // rank index
-  uint32_t node;
-  bool a2a;
-  uint8_t wait_class;  // CollWaitClass
-  bool is_root;        // the root of a rooted collective
-  double enter, leave;
-  uint64_t hold;
-};
-// A member's part of a completed instance: it waited in [enter, wait_end)
-// for the last member, then worked until leave; time_variation after it.
-// Its wait's kind follows from wait_class and the root's enter; `partner`
-// is the last member to enter (world rank).
-struct ResultRec {
-  int32_t rank;
-  uint32_t node;
-  bool a2a;
-  uint8_t wait_class;
-  int32_t partner;
-  double enter, wait_end, leave, time_variation;
-  double root_enter;
-  uint64_t hold;
-};
 
-struct Instance {
-  uint32_t expected = 0, got = 0;
-  double max_enter = -kInf, max_leave = -kInf;
-  double root_enter = -kInf;   // the root's enter (rooted collectives; -inf: not known)
-  int32_t last_rank = -1;      // the member that entered last, the lowest of a tie (rank index)
-  uint32_t head = UINT32_MAX;  // member list in the owner's arena
-  const CommDef* def = nullptr;
-  bool done = false;
-};
-// (Largest fields first: 40 bytes, not 48. A phase of members waits in the
-// owner's arena, more than the cache keeps, so each byte is a miss.)
-struct Member {
-  double enter, leave;
-  uint64_t hold;
-  int32_t rank;
-  uint32_t node;
-  uint32_t next;
-  bool a2a;
-  uint8_t wait_class;
-};
-static_assert(sizeof(Member) == 40);
-
-// One communicator's pending instances at their owner. The owner of
-// instance seq is (hash(gid) + seq) % W, so an owner holds every W-th one and
-// keeps them in a ring indexed by seq / W; instances complete roughly in
-// order, so the ring holds only those in flight.
-struct CommQueue {
-  uint64_t gid = 0;
-  uint64_t base = 0;  // seq / W of the first instance held
-  // A ring of instances base, base + 1, ... (power-of-two capacity).
-  std::vector<Instance> buf;
-  size_t head = 0, count = 0;
-
-  Instance& at(size_t i) { return buf[(head + i) & (buf.size() - 1)]; }
-  void grow_to(size_t n) {
-    if (n <= buf.size()) return;
-    size_t cap = buf.empty() ? 8 : buf.size();
-    while (cap < n) cap *= 2;
-    std::vector<Instance> next(cap);
-    for (size_t i = 0; i < count; ++i) next[i] = at(i);
-    buf.swap(next);
-    head = 0;
-  }
-  // Makes instance `idx` (seq / W) present; false if it is already gone.
-  Instance* get(uint64_t idx) {
-    if (idx < base) return nullptr;
-    const uint64_t off = idx - base;
-    if (off >= count) {
-      grow_to(static_cast<size_t>(off) + 1);
-      for (size_t i = count; i <= off; ++i) at(i) = Instance{};
-      count = static_cast<size_t>(off) + 1;
-    }
-    return &at(static_cast<size_t>(off));
-  }
-  void pop_done() {
-    while (count > 0 && at(0).done) {
-      head = (head + 1) & (buf.size() - 1);
-      --count;
-      ++base;
-    }
-  }
-};
-
-struct alignas(64) Owner {
-  FlatMap<uint64_t, uint32_t> queue_of;  // gid -> index + 1 into queues
-  std::vector<CommQueue> queues;
-  uint64_t last_gid = 0;                 // the communicator asked for last
-  uint32_t last_queue = 0;               // (index + 1)
-  std::vector<Member> arena;
-  std::vector<uint32_t> free_list;
-  FlatMap<uint64_t, std::pair<uint32_t, uint32_t>> gone_members;  // def -> (epoch, count)
-  uint64_t instances = 0, incomplete = 0;
-  WarningSink warn;
-
-  CommQueue& queue(uint64_t gid) {
-    if (last_queue != 0 && last_gid == gid) return queues[last_queue - 1];
-    uint32_t& i = queue_of[gid];
-    if (i == 0) {
-      queues.emplace_back();
-      queues.back().gid = gid;
-      i = static_cast<uint32_t>(queues.size());
-    }
-    last_gid = gid;
-    last_queue = i;
-    return queues[i - 1];
-  }
-  // A slot of the arena for the caller to fill in place. (A Member built on
-  // the stack and copied in was read back with 16-byte loads across its
-  // narrower stores, which the store buffer cannot forward: a stall per
-  // collective call.) References into the arena last until the next alloc.
-  uint32_t alloc() {
-    if (!free_list.empty()) {
-      const uint32_t i = free_list.back();
-      free_list.pop_back();
-      return i;
-    }
-    arena.emplace_back();
-    return static_cast<uint32_t>(arena.size() - 1);
-  }
-};
 
 struct LocalNode {
   uint32_t parent, id, site;
@@ -446,13 +279,6 @@ struct LocalNode {
   uint32_t last_callsite = UINT32_MAX, last_id = UINT32_MAX, last_child = 0;
 };
 
-// A node of the tree across ranks, built as ranks create local nodes.
-struct GNode {
-  uint32_t parent, id, site;
-  std::vector<std::pair<uint32_t, uint32_t>> members;  // (rank index, local node)
-  std::vector<uint32_t> children;
-  double first = kInf;
-};
 
 // Executions open on several threads at once: their nodes (none an ancestor
 // of another), whose instants count in each of them and their ancestors.
@@ -684,145 +510,8 @@ struct alignas(64) Rank {
   }
 };
 
-// The mailboxes between workers: for each parity of the phase (and, for the
-// results, kEarlyResults) and each pair of workers (source, destination), a
-// box of sends, of cancelled sends, of late receivers, of collective calls
-// and of collective results.
-//
-// Invariants: a box of parity P is written only by its source worker in a
-// phase of parity P, published before the phase's barrier and read and
-// cleared only by its destination worker in the next phase (the early
-// results: published by publish_early(), read after the source's flag,
-// Engine::take_early_results). Between processes, pack() empties a box that
-// unpack() fills and publishes on the destination's process.
-class PhaseMail {
- public:
-  // Results of instances completed in a phase's first step, taken in the same
-  // phase (Engine::take_early_results): a third parity of the result boxes.
-  static constexpr int kEarlyResults = 2;
-
-  void resize(unsigned workers);
-  Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) { return send_[at(parity, src, dst)].v; }
-  Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) { return cancel_[at(parity, src, dst)].v; }
-  Mailbox<LateRecvRec>& late_box(int parity, unsigned src, unsigned dst) { return late_[at(parity, src, dst)].v; }
-  Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) { return coll_[at(parity, src, dst)].v; }
-  // parity 0 or 1, or kEarlyResults.
-  Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) { return result_[at(parity, src, dst)].v; }
-  bool empty() const;
-  // What worker w wrote in a phase of this parity becomes readable after the barrier.
-  void publish(int parity, unsigned w);
-  // Several processes: the boxes from workers [src_lo, src_hi) to [dst_lo,
-  // dst_hi) to a byte stream and back (only the results' with results_only).
-  // A collective call's communicator travels as its index among its rank's
-  // definitions: the definition's address is the process's own.
-  void pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
-            bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks);
-  void unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
-              bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks);
-
- private:
-  size_t at(int parity, unsigned src, unsigned dst) const {
-    return (static_cast<size_t>(parity) * workers_ + src) * workers_ + dst;
-  }
-  // Each box on its own cache line: two workers write neighbouring boxes in
-  // the same phase (false sharing on every push otherwise).
-  template <class T>
-  struct alignas(64) Box {
-    Mailbox<T> v;
-  };
-  unsigned workers_ = 1;
-  std::vector<Box<SendRec>> send_;
-  std::vector<Box<SendRec>> cancel_;  // cancelled sends (rare)
-  std::vector<Box<LateRecvRec>> late_;  // receives' issues back to blocking senders
-  std::vector<Box<CollRec>> coll_;
-  std::vector<Box<ResultRec>> result_;  // parities 0, 1 and kEarlyResults
-};
-
-// The tree of interval nodes across ranks: a node per (parent, interval id,
-// call site) path, built during the pass as ranks create local nodes (merge()
-// at each phase's end), each listing its members (rank index, local node) in
-// the order they joined.
-//
-// Invariants
-//   - Node 0 is the root; a node's parent was created before it (children
-//     have larger indices).
-//   - A rank's gmap maps its local nodes merged so far, in order, and
-//     merged_at says at which merge each joined: process 0 of an MPI job
-//     rebuilds the same tree, members in the same order (rebuild()), so every
-//     sum over members adds the same values in the same order.
-class GlobalTree {
- public:
-  using Ranks = std::vector<std::unique_ptr<Rank>>;
-  // The root alone.
-  void start();
-  // Local nodes created since the last merge join the tree.
-  void merge(const Ranks& ranks);
-  // The tree as one process merges it, from every rank's nodes and merged_at
-  // (distributed.cpp).
-  void rebuild(const Ranks& ranks);
-  // After the pass: the last nodes merged, children ordered by first entry.
-  void order(const Ranks& ranks);
-  const std::vector<GNode>& nodes() const { return nodes_; }
-  // One node's figures across ranks (docs/metrics.md), in seconds.
-  IntervalNode node_figures(const GNode& gn, const SiteInfo& site, const Ranks& ranks, const Registry& reg) const;
-
- private:
-  void join(Rank& r, size_t li);
-  std::vector<GNode> nodes_;
-  FlatMap<NodeKey, uint32_t, NodeKeyHash> index_;
-  uint32_t merges_ = 0;  // merge() calls so far
-};
-// Nested nodes' sums roll up into their parents', after the pass.
-void roll_up(Rank& r);
-// The root's source: MPI_Init's call site when the trace names it, else the program.
-SiteInfo root_call_site(const GlobalTree::Ranks& ranks, const Registry& reg, const std::string& executable);
-
-// The root causes of waits and the critical path (delay_log.h,
-// docs/metrics.md), computed after the pass over a whole run from the ranks'
-// logs: per node of the tree across ranks, the causes of its waits
-// (delay_analysis.cpp) and its time on the critical path (critical_path.cpp).
-//
-// Invariants: both are exclusive of nested nodes until delay_figures() rolls
-// them up; they depend only on the logs (sorted by delay_analysis()), not on
-// how workers or processes shared the ranks.
-class DelayResults {
- public:
-  // Sorts the ranks' logs and charges each wait to its causes.
-  void delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
-                      const WorldIndex& index_of_world);
-  // After delay_analysis() (the logs sorted).
-  void critical_path(const std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
-                     const WorldIndex& index_of_world);
-  // Both, rolled up, into the report's intervals (`index_of`: global node -> index).
-  void delay_figures(Analysis& a, const std::vector<int>& index_of, const GlobalTree& tree) const;
-
- private:
-  struct CauseAcc {
-    uint32_t node;  // global node that caused
-    int32_t rank;   // world rank on which it did
-    double ns;
-  };
-  static uint32_t logged_node(const Rank& r, uint32_t context);
-  std::vector<std::vector<CauseAcc>> caused_by_;
-  std::vector<double> critical_ns_;
-  double run_span_ns_ = 0;
-};
 
 class Engine;
-
-// Where one worker's time goes (PROF_ANALYZE_WORKER_STATS=1 prints it to
-// stderr): on its own cache line, so counting never shares one with another
-// worker's.
-struct alignas(64) WorkerStats {
-  uint64_t total_ns = 0, total_cpu_ns = 0;  // its whole loop (wall, the thread's CPU)
-  uint64_t wait_ns = 0;      // at the phase-end barrier, for the others
-  uint64_t handover_ns = 0;  // for the others' first steps (take_early_results)
-  uint64_t end_ns = 0;       // running the phase's end (the last to arrive does)
-  uint64_t wait_cpu_ns = 0;  // the thread's CPU time while waiting (spinning)
-  uint64_t last = 0;         // phases it arrived last at
-  uint64_t events = 0;       // events its ranks decoded
-  uint64_t waits[4] = {};    // waits under 10 us, 100 us, 1 ms, and longer
-};
 
 // The Interpreter's handler for one rank within one phase.
 struct Handler {
@@ -873,7 +562,7 @@ class Engine {
   };
   struct EarlyEnd {
     Engine* e;
-    void operator()() noexcept { e->exchange_early(); }
+    void operator()() noexcept { e->spread_.exchange_early(e->mail_, e->ranks_); }
   };
 
   int index_of_world(int32_t w) const {
@@ -888,32 +577,16 @@ class Engine {
   }
 
   void setup();
-  // Several processes (Options::exchange): a process runs workers
-  // [local_lo_, local_hi_) of workers_, per_proc_ to a process.
-  bool local_worker(unsigned w) const { return w >= local_lo_ && w < local_hi_; }
-  bool local_rank(size_t i) const { return local_worker(worker_of_[i]); }
-  unsigned first_worker(int proc) const {
-    return std::min<unsigned>(workers_, static_cast<unsigned>(proc) * per_proc_);
-  }
-  struct PhaseSums {
-    uint64_t events = 0, phase_events = 0;
-    double min_next = kInf;
-    bool boxes_empty = true;
-  };
-  std::vector<std::string> all_to_all(const std::vector<std::string>& out);
-  void exchange_phase(int parity, PhaseSums& sums);
-  void exchange_early();
-  void exchange_final_results();
-  void exchange_collective_counts();
+  // A rank this process decodes (ProcessSpread).
+  bool local_rank(size_t i) const { return spread_.local_worker(worker_of_[i]); }
   void gather_at_root();
   void settle_channels(Rank& r);
-  bool plan_window(const std::vector<const RankTrace*>& traces);
   // A window under this many events runs on one worker (setup()): about
   // sixteen phases of the default size (Options::window_events).
   static constexpr uint64_t kOneWorkerWindowEvents = uint64_t{1} << 20;
-  bool window_events_below(uint64_t limit) const;
+  // A window served by the index (analysis_window.cpp): each rank's state at
+  // its start, and what is open or waiting where decoding stops.
   void restore_window_state();
-  bool window_done() const;
   void cut_at_window_end();
   void phase_collectives(unsigned w);
   void phase_decode(unsigned w);
@@ -949,17 +622,7 @@ class Engine {
 
   const trace::TraceDir& dir_;
   Options opt_;
-  Exchange* ex_ = nullptr;
-  bool dist_ = false;  // spread over several processes
-  int proc_ = 0, procs_ = 1;
-  unsigned per_proc_ = 1, local_lo_ = 0, local_hi_ = 1;
-  // Each rank's exhausted_phase as this process knows it (other processes'
-  // ranks: as their processes reported it at a phase's end).
-  std::vector<int> exhausted_all_;
-  std::vector<uint8_t> exhausted_sent_;
-  bool final_sweep_ = false;  // several processes: the end's sweep posts every result
-  // This process's all_to_all calls, the bytes it sent and received.
-  uint64_t exchanges_ = 0, exchanged_bytes_ = 0, received_bytes_ = 0;
+  ProcessSpread spread_;
   Registry reg_;
   std::vector<std::string> rebuilt_in_flight_;  // rebuilt objects met resolving calls in flight
   Registry* prebuilt_;  // moved into reg_ by setup()
@@ -991,21 +654,8 @@ class Engine {
   // Every rank's next event enters at or after this (all sends before it are
   // delivered by the next phase's start): the watermark of InstantSets.
   double frontier_ = -kInf;
-  // The window in global ns (Options::window_*; the whole run without one).
-  bool windowed_ = false;
+  AnalysisWindow window_;
   bool records_lost_ = false;  // some rank lost records when recording
-  double lo_ = -kInf, hi_ = kInf;
-  // A window served by the window index: decoding starts at index_start_ and
-  // stops once nothing after hi_ can change what lies inside the window.
-  bool from_index_ = false;
-  double tail_step_ = 1e4;  // ns past hi_ the next phase may decode (doubles)
-  WindowIndex index_;
-  std::vector<size_t> index_start_;
-  std::vector<WantedSends> fetched_;  // sends from before the senders' starts
-  std::string index_note_;
-  double index_first_ = kInf;  // the trace's first event, from the index
-  uint64_t chunks_total_ = 0, chunks_decoded_ = 0;
-  bool cut_ = false;  // stopped past the window's end (chunks_decoded_ counted)
   // Per rank index: the bound on its clock offset's error, ns (0 unknown).
   std::vector<double> clock_error_;
   std::vector<uint8_t> gone_;  // rank ended two phases ago: its records are all in
@@ -1016,11 +666,7 @@ class Engine {
   static const char* const kCancelled;  // failure_ when Options::cancelled said so
   std::string failure_;
   uint64_t windows_ = 0;
-  // Diagnostics (PROF_ANALYZE_WORKER_STATS): read once, off by default.
-  bool worker_stats_on_ = false;
-  std::vector<WorkerStats> worker_stats_;
-  uint64_t setup_ns_ = 0, finish_ns_ = 0;
-  void print_worker_stats() const;
+  WorkerStatsReport worker_stats_;
 };
 
 }  // namespace prof::analysis::detail

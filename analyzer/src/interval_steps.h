@@ -33,10 +33,10 @@ namespace prof::analysis::detail {
 [[gnu::always_inline]] inline void Engine::close_exec(Rank& r, uint32_t node, double start, double t) {
   NodeAcc& a = r.acc[node];
   // An execution outside the window counts as closed, with nothing in it.
-  const bool inside = !windowed_ || (t >= lo_ && start <= hi_);
-  if (windowed_) {
-    start = std::max(start, lo_);
-    t = std::min(t, hi_);
+  const bool inside = !window_.windowed() || (t >= window_.lo() && start <= window_.hi());
+  if (window_.windowed()) {
+    start = std::max(start, window_.lo());
+    t = std::min(t, window_.hi());
   }
   const double T = inside ? std::max(0.0, t - start) : 0.0;
   if (inside) ++a.inside;

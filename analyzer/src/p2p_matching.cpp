@@ -82,8 +82,8 @@ void Handler::isend_done(uint64_t hold, double enter, double leave, const Event&
 // A wait on `partner` (world rank) in the node's calls, inside the window:
 // uncertain when shorter than the two ranks' clock bounds together.
 void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from, double to) {
-  from = std::max(from, lo_);
-  to = std::min(to, hi_);
+  from = std::max(from, window_.lo());
+  to = std::min(to, window_.hi());
   if (!(to > from)) return;
   const int pi = index_of_world(partner);
   const double bound = clock_error_[r.index] + (pi >= 0 ? clock_error_[static_cast<size_t>(pi)] : 0);

@@ -1,4 +1,4 @@
-// The mailboxes between workers (PhaseMail, engine.h).
+// The mailboxes between workers (PhaseMail, phase_mail.h).
 #include "engine.h"
 
 namespace prof::analysis::detail {

@@ -292,25 +292,16 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     a.stats.unknown_requests +=
         rp->warn.count(WarningKind::UnknownRequestCompletion) + rp->warn.count(WarningKind::UnknownRequestStart);
   a.stats.windows = windows_;
-  a.stats.chunks_total = chunks_total_;
-  if (!from_index_) {
-    a.stats.chunks_decoded = chunks_total_;
-  } else {
-    // (Past the window's end, on_phase_end counted the chunks read.)
-    a.stats.chunks_decoded = chunks_decoded_;
-    if (!cut_)
-      for (const auto& r : ranks_) a.stats.chunks_decoded += r->rank_trace->chunk_count(0) - r->first_chunk;
-  }
-  if (opt_.windowed()) a.stats.window_index = index_note_;
+  window_.read_stats(a.stats, ranks_, opt_);
   for (const auto& rp : ranks_) {
     RankEnd end;
     end.rank = rp->rank;
     const std::string& reason = rp->rank_trace->end_reason();
     end.ended_by = ended_by(reason);
     // (A window from the index stops decoding early: the index knows the end.)
-    double last = from_index_    ? index_.ranks[rp->index].last_leave
-                  : rp->gathered ? rp->gathered_last_leave
-                                 : rp->intervals.last_leave();
+    double last = window_.from_index() ? window_.rank_index(rp->index).last_leave
+                  : rp->gathered       ? rp->gathered_last_leave
+                                       : rp->intervals.last_leave();
     // A rank that did not finalize was alive until its last heartbeat (format 4).
     if (reason != "finalize" && rp->rank_trace->heartbeat() != 0)
       last = std::max(last, rp->interp.global(rp->rank_trace->last_alive()));

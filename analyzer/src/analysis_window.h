@@ -1,0 +1,112 @@
+// The window of the run that a report covers (Options::window_from_s,
+// window_to_s) and, where the window index serves it, where each rank's
+// decoding starts and when it may stop (out-of-line code and the Engine's
+// steps that apply it to the ranks: analysis_window.cpp; the engine: engine.h;
+// the design: docs/design/window-index.md).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine_constants.h"
+#include "interpret.h"
+#include "prof/analysis/analysis.h"
+#include "window_index.h"
+
+namespace prof::analysis::detail {
+
+struct Rank;
+
+// Without a window every bound is infinite and the rest unused. With one,
+// [lo, hi] in global ns is measured from the trace's first event; each figure
+// counts only what lies inside it. Served by the window index, each rank
+// starts at the last checkpoint before the window (plan()), with the sends
+// still unreceived there fetched from the senders' earlier chunks; past hi
+// the phases grow geometrically from a short step (phase_end()), since only
+// what completes a wait begun inside the window is still needed, and decoding
+// stops once nothing can change the window any more (done()).
+//
+// Invariants
+//   - lo, hi and from_index are set before the pass (plan(), bound()) and
+//     only read during it.
+//   - Served by the index, the report is the one a pass from the trace's
+//     start gives for the window (tests/analyzer/window_index_test.cpp).
+//   - chunks_decoded counts the chunks a served window read: those of the
+//     fetched sends, and from each rank's start to the chunk of its next
+//     event where decoding stopped (cut()), or to its end.
+class AnalysisWindow {
+ public:
+  using Ranks = std::vector<std::unique_ptr<Rank>>;
+
+  // Whether the window index serves the window (Options::windowed()), and
+  // from where each rank starts; note() says why not.
+  void plan(const trace::TraceDir& dir, const Registry& reg, const WorldIndex& w2i, const Options& opt,
+            const std::vector<const RankTrace*>& traces) {
+    from_index_ = opt.windowed() && plan_window(dir, reg, w2i, opt, traces);
+  }
+  bool from_index() const { return from_index_; }
+  // Served by the index: where rank `i` starts, and its part of the index.
+  const WindowCheckpoint& start(size_t i) const { return index_.ranks[i].checkpoints[index_start_[i]]; }
+  const RankWindowIndex& rank_index(size_t i) const { return index_.ranks[i]; }
+  // Sends made before the senders' starts and not received before the receivers'.
+  const std::vector<WantedSends>& fetched() const { return fetched_; }
+  // The trace's first event, from the index.
+  double first_event() const { return index_first_; }
+  // Whether the window's ranks hold fewer than `limit` events from their
+  // starts to the window's end.
+  bool events_below(uint64_t limit) const;
+
+  // The window's bounds, from the trace's first event (every rank's sets of
+  // instants cut at them).
+  void bound(double t_first, const Options& opt, const Ranks& ranks);
+  bool windowed() const { return windowed_; }
+  double lo() const { return lo_; }
+  double hi() const { return hi_; }
+
+  // The end of the next phase, given the one aimed at and the earliest next event.
+  double phase_end(double end, double min_next) {
+    if (from_index_ && end > hi_) {
+      // Past the window's end only what completes a wait begun inside it is
+      // needed: short phases, growing geometrically (a late partner is still
+      // reached in a few phases), not a full phase of events.
+      end = std::min(end, std::max(hi_, min_next) + tail_step_);
+      tail_step_ *= 2;
+    }
+    return end;
+  }
+  // Served by the index: nothing past hi can change the window any more.
+  bool done(const Ranks& ranks) const;
+  // Decoding stops there: the chunks each rank read.
+  void cut(const Ranks& ranks);
+
+  // The chunks of a rank's trace, counted as its rank is set up.
+  void count_chunks(const RankTrace& t) {
+    for (size_t s = 0; s < t.stream_count(); ++s) chunks_total_ += t.chunk_count(s);
+  }
+  // The chunks in the trace and those decoded, and what became of the index.
+  void read_stats(MatchStats& stats, const Ranks& ranks, const Options& opt) const;
+
+ private:
+  bool plan_window(const trace::TraceDir& dir, const Registry& reg, const WorldIndex& w2i, const Options& opt,
+                   const std::vector<const RankTrace*>& traces);
+
+  // The window in global ns (Options::window_*; the whole run without one).
+  bool windowed_ = false;
+  double lo_ = -kInf, hi_ = kInf;
+  // A window served by the window index: decoding starts at index_start_ and
+  // stops once nothing after hi_ can change what lies inside the window.
+  bool from_index_ = false;
+  double tail_step_ = 1e4;  // ns past hi_ the next phase may decode (doubles)
+  WindowIndex index_;
+  std::vector<size_t> index_start_;
+  std::vector<WantedSends> fetched_;  // sends from before the senders' starts
+  std::string index_note_;
+  double index_first_ = kInf;  // the trace's first event, from the index
+  uint64_t chunks_total_ = 0, chunks_decoded_ = 0;
+  bool cut_ = false;  // stopped past the window's end (chunks_decoded_ counted)
+};
+
+}  // namespace prof::analysis::detail

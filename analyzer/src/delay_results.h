@@ -1,0 +1,48 @@
+// The root causes of waits and the critical path, after the pass
+// (delay_analysis.cpp, critical_path.cpp; the engine: engine.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "global_tree.h"
+#include "interpret.h"
+#include "prof/analysis/analysis.h"
+
+namespace prof::analysis::detail {
+
+struct Rank;
+
+// The root causes of waits and the critical path (delay_log.h,
+// docs/metrics.md), computed after the pass over a whole run from the ranks'
+// logs: per node of the tree across ranks, the causes of its waits
+// (delay_analysis.cpp) and its time on the critical path (critical_path.cpp).
+//
+// Invariants: both are exclusive of nested nodes until delay_figures() rolls
+// them up; they depend only on the logs (sorted by delay_analysis()), not on
+// how workers or processes shared the ranks.
+class DelayResults {
+ public:
+  // Sorts the ranks' logs and charges each wait to its causes.
+  void delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
+                      const WorldIndex& index_of_world);
+  // After delay_analysis() (the logs sorted).
+  void critical_path(const std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
+                     const WorldIndex& index_of_world);
+  // Both, rolled up, into the report's intervals (`index_of`: global node -> index).
+  void delay_figures(Analysis& a, const std::vector<int>& index_of, const GlobalTree& tree) const;
+
+ private:
+  struct CauseAcc {
+    uint32_t node;  // global node that caused
+    int32_t rank;   // world rank on which it did
+    double ns;
+  };
+  static uint32_t logged_node(const Rank& r, uint32_t context);
+  std::vector<std::vector<CauseAcc>> caused_by_;
+  std::vector<double> critical_ns_;
+  double run_span_ns_ = 0;
+};
+
+}  // namespace prof::analysis::detail

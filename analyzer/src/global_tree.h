@@ -1,0 +1,78 @@
+// The tree of interval nodes across ranks and its figures (interval_tree.cpp;
+// the engine: engine.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine_constants.h"
+#include "flat_map.h"
+#include "interpret.h"
+#include "prof/analysis/analysis.h"
+
+namespace prof::analysis::detail {
+
+struct NodeKey {
+  uint32_t parent = 0, id = 0, site = 0;
+  bool operator==(const NodeKey& o) const {
+    return parent == o.parent && id == o.id && site == o.site;
+  }
+};
+struct NodeKeyHash {
+  uint64_t operator()(const NodeKey& k) const {
+    return mix64((uint64_t{k.parent} << 32 | k.id) ^ mix64(k.site + 0x51ull));
+  }
+};
+
+// A node of the tree across ranks, built as ranks create local nodes.
+struct GNode {
+  uint32_t parent, id, site;
+  std::vector<std::pair<uint32_t, uint32_t>> members;  // (rank index, local node)
+  std::vector<uint32_t> children;
+  double first = kInf;
+};
+
+struct Rank;
+
+// The tree of interval nodes across ranks: a node per (parent, interval id,
+// call site) path, built during the pass as ranks create local nodes (merge()
+// at each phase's end), each listing its members (rank index, local node) in
+// the order they joined.
+//
+// Invariants
+//   - Node 0 is the root; a node's parent was created before it (children
+//     have larger indices).
+//   - A rank's gmap maps its local nodes merged so far, in order, and
+//     merged_at says at which merge each joined: process 0 of an MPI job
+//     rebuilds the same tree, members in the same order (rebuild()), so every
+//     sum over members adds the same values in the same order.
+class GlobalTree {
+ public:
+  using Ranks = std::vector<std::unique_ptr<Rank>>;
+  // The root alone.
+  void start();
+  // Local nodes created since the last merge join the tree.
+  void merge(const Ranks& ranks);
+  // The tree as one process merges it, from every rank's nodes and merged_at
+  // (distributed.cpp).
+  void rebuild(const Ranks& ranks);
+  // After the pass: the last nodes merged, children ordered by first entry.
+  void order(const Ranks& ranks);
+  const std::vector<GNode>& nodes() const { return nodes_; }
+  // One node's figures across ranks (docs/metrics.md), in seconds.
+  IntervalNode node_figures(const GNode& gn, const SiteInfo& site, const Ranks& ranks, const Registry& reg) const;
+
+ private:
+  void join(Rank& r, size_t li);
+  std::vector<GNode> nodes_;
+  FlatMap<NodeKey, uint32_t, NodeKeyHash> index_;
+  uint32_t merges_ = 0;  // merge() calls so far
+};
+// Nested nodes' sums roll up into their parents', after the pass.
+void roll_up(Rank& r);
+// The root's source: MPI_Init's call site when the trace names it, else the program.
+SiteInfo root_call_site(const GlobalTree::Ranks& ranks, const Registry& reg, const std::string& executable);
+
+}  // namespace prof::analysis::detail

@@ -1,0 +1,141 @@
+// What ranks and workers hand each other during the pass (sends, late
+// receivers, collective calls and their results) and the mailboxes that
+// carry them between workers (PhaseMail; the engine: engine.h).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "interpret.h"
+#include "mailbox.h"
+#include "wire.h"
+
+namespace prof::analysis::detail {
+
+struct Rank;
+
+// A send known at its destination: its enter, and for a blocking send its
+// leave and the sender's hold until the receive's issue is known (a late
+// receiver: SendRec).
+struct QueuedSend {
+  double enter, leave;
+  uint64_t hold;
+  int32_t rank;   // sender's rank index
+  uint32_t node;  // sender's innermost node at the call
+};
+
+struct SendRec {
+  ChannelKey key;
+  double enter;
+  // A blocking send: its leave, the sender's hold (HoldQueue::kNone for
+  // other sends), rank index and innermost node; an MPI_Isend: leave -inf
+  // (the call that completes it tells) and its hold.
+  double leave;
+  uint64_t hold;
+  int32_t rank;
+  uint32_t node;
+  QueuedSend queued() const { return QueuedSend{enter, leave, hold, rank, node}; }
+};
+static_assert(sizeof(SendRec) == 56);
+// A blocking send's late receiver, from the receiver's worker back to the
+// sender's: the wait [from, to) (empty when none) on world rank `partner`;
+// for an MPI_Isend or a persistent send's Start (to = -inf) `from` is the
+// receive's issue (-inf: not known).
+struct LateRecvRec {
+  int32_t rank;  // sender's rank index
+  uint32_t node;
+  int32_t partner;
+  double from, to;
+  uint64_t hold;
+};
+// A collective call's wait kind (prof/function_roles.h's wait bits), from the call and
+// whether the member is the root.
+enum CollWaitClass : uint8_t {
+  kCollWaitOther = 0,
+  kCollWaitBarrier,
+  kCollWaitNxN,
+  kCollWaitOneToAllNonRoot,
+  kCollWaitAllToOneRoot,
+};
+struct CollRec {
+  uint64_t gid, seq;
+  const CommDef* def;
+  uint32_t expected;
+  int32_t rank;  // rank index
+  uint32_t node;
+  bool a2a;
+  uint8_t wait_class;  // CollWaitClass
+  bool is_root;        // the root of a rooted collective
+  double enter, leave;
+  uint64_t hold;
+};
+// A member's part of a completed instance: it waited in [enter, wait_end)
+// for the last member, then worked until leave; time_variation after it.
+// Its wait's kind follows from wait_class and the root's enter; `partner`
+// is the last member to enter (world rank).
+struct ResultRec {
+  int32_t rank;
+  uint32_t node;
+  bool a2a;
+  uint8_t wait_class;
+  int32_t partner;
+  double enter, wait_end, leave, time_variation;
+  double root_enter;
+  uint64_t hold;
+};
+
+// The mailboxes between workers: for each parity of the phase (and, for the
+// results, kEarlyResults) and each pair of workers (source, destination), a
+// box of sends, of cancelled sends, of late receivers, of collective calls
+// and of collective results.
+//
+// Invariants: a box of parity P is written only by its source worker in a
+// phase of parity P, published before the phase's barrier and read and
+// cleared only by its destination worker in the next phase (the early
+// results: published by publish_early(), read after the source's flag,
+// Engine::take_early_results). Between processes, pack() empties a box that
+// unpack() fills and publishes on the destination's process.
+class PhaseMail {
+ public:
+  // Results of instances completed in a phase's first step, taken in the same
+  // phase (Engine::take_early_results): a third parity of the result boxes.
+  static constexpr int kEarlyResults = 2;
+
+  void resize(unsigned workers);
+  Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) { return send_[at(parity, src, dst)].v; }
+  Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) { return cancel_[at(parity, src, dst)].v; }
+  Mailbox<LateRecvRec>& late_box(int parity, unsigned src, unsigned dst) { return late_[at(parity, src, dst)].v; }
+  Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) { return coll_[at(parity, src, dst)].v; }
+  // parity 0 or 1, or kEarlyResults.
+  Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) { return result_[at(parity, src, dst)].v; }
+  bool empty() const;
+  // What worker w wrote in a phase of this parity becomes readable after the barrier.
+  void publish(int parity, unsigned w);
+  // Several processes: the boxes from workers [src_lo, src_hi) to [dst_lo,
+  // dst_hi) to a byte stream and back (only the results' with results_only).
+  // A collective call's communicator travels as its index among its rank's
+  // definitions: the definition's address is the process's own.
+  void pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
+            bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks);
+  void unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
+              bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks);
+
+ private:
+  size_t at(int parity, unsigned src, unsigned dst) const {
+    return (static_cast<size_t>(parity) * workers_ + src) * workers_ + dst;
+  }
+  // Each box on its own cache line: two workers write neighbouring boxes in
+  // the same phase (false sharing on every push otherwise).
+  template <class T>
+  struct alignas(64) Box {
+    Mailbox<T> v;
+  };
+  unsigned workers_ = 1;
+  std::vector<Box<SendRec>> send_;
+  std::vector<Box<SendRec>> cancel_;  // cancelled sends (rare)
+  std::vector<Box<LateRecvRec>> late_;  // receives' issues back to blocking senders
+  std::vector<Box<CollRec>> coll_;
+  std::vector<Box<ResultRec>> result_;  // parities 0, 1 and kEarlyResults
+};
+
+}  // namespace prof::analysis::detail

@@ -1,0 +1,38 @@
+// The workers' statistics (WorkerStatsReport, worker_stats.h).
+#include "worker_stats.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace prof::analysis::detail {
+
+void WorkerStatsReport::read_setting() {
+  const char* stats_env = std::getenv("PROF_ANALYZE_WORKER_STATS");
+  on_ = stats_env && *stats_env && std::string(stats_env) != "0";
+}
+
+void WorkerStatsReport::print(unsigned workers, uint64_t phases, const std::vector<std::vector<size_t>>& worker_ranks,
+                              const ProcessSpread& spread) const {
+  auto sec = [](uint64_t ns) { return static_cast<double>(ns) * 1e-9; };
+  std::fprintf(stderr, "prof-analyze workers: %u, phases %llu, setup %.3f s, finish %.3f s\n", workers,
+               static_cast<unsigned long long>(phases), sec(setup_ns), sec(finish_ns));
+  if (spread.spread()) spread.print_stats();
+  for (unsigned w = 0; w < workers; ++w) {
+    const WorkerStats& s = stats_[w];
+    const uint64_t waits = s.wait_ns + s.handover_ns + s.end_ns;
+    std::fprintf(stderr,
+                 "  worker %u: ranks %zu, events %llu, busy %.3f s (CPU %.3f), waiting %.3f s at phase ends "
+                 "+ %.3f s for the others' first steps (CPU %.3f; %llu/%llu/%llu/%llu under 10 us/100 us/1 ms/longer), "
+                 "phase ends run %.3f s (last at %llu phases)\n",
+                 w, worker_ranks[w].size(), static_cast<unsigned long long>(s.events),
+                 sec(s.total_ns - std::min(s.total_ns, waits)),
+                 sec(s.total_cpu_ns - std::min(s.total_cpu_ns, s.wait_cpu_ns)), sec(s.wait_ns), sec(s.handover_ns),
+                 sec(s.wait_cpu_ns), static_cast<unsigned long long>(s.waits[0]),
+                 static_cast<unsigned long long>(s.waits[1]), static_cast<unsigned long long>(s.waits[2]),
+                 static_cast<unsigned long long>(s.waits[3]), sec(s.end_ns), static_cast<unsigned long long>(s.last));
+  }
+}
+
+}  // namespace prof::analysis::detail
