@@ -351,7 +351,7 @@ struct alignas(64) Rank {
   HoldQueue send_holds;
   // MPI_Isends and started persistent sends in flight: hold -> what is known of its late receiver (the
   // interpreter keeps each one's hold in its request).
-  FlatMap<uint64_t, IsendWait, SequenceHash<uint64_t>> isend_waits;  // (holds are sequence numbers)
+  SequenceMap<IsendWait> isend_waits;  // by hold token
   uint64_t last_isend_hold = HoldQueue::kNone;  // the hold Handler::send made for the last Isend or Start
   std::vector<Combo> combos;
   std::map<std::vector<uint32_t>, uint32_t> combo_index;
