@@ -72,7 +72,7 @@ struct Canvas {
     y0 = std::max(y0, 0);
     y1 = std::min(y1, height);
     const int a = blend_weight(amount);
-    if (x0 >= x1 || a == 0) return;
+    if (x0 >= x1 || y0 >= y1 || a == 0) return;
     // Runs of one colour are the rule (a bucket's stacked kinds): each pixel
     // mixed once per run, not once per pixel.
     QRgb last_in = bits[y0 * stride + x0], last_out = blend_rgb(last_in, colour, a);
