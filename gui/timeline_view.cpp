@@ -35,6 +35,19 @@ constexpr int kHighlightStrip = 4;  // px at the ruler's foot marking the select
 
 QRgb background_rgb() { return qRgb(250, 250, 250); }
 
+// std::lround of x >= 0, inline (libm's is a call; x - floor(x) is exact).
+int round_nonnegative(double x) {
+  const int r = static_cast<int>(x);
+  return x - r >= 0.5 ? r + 1 : r;
+}
+// A blend's weight in 1/256ths (0: unchanged, 256: the colour) from a fraction.
+int blend_weight(double amount) { return round_nonnegative(std::clamp(amount, 0.0, 1.0) * 256); }
+// `from` moved towards `to` by a/256.
+QRgb blend_rgb(QRgb from, QRgb to, int a) {
+  auto mix = [a](int f, int t) { return f + (((t - f) * a) >> 8); };
+  return qRgb(mix(qRed(from), qRed(to)), mix(qGreen(from), qGreen(to)), mix(qBlue(from), qBlue(to)));
+}
+
 // Fills columns [x0, x1) of lines [y0, y1) of an RGB32 image, clipped.
 // Writes through the raw bits: scanLine() costs a detach check per call.
 struct Canvas {
@@ -58,12 +71,19 @@ struct Canvas {
     x1 = std::min(x1, width);
     y0 = std::max(y0, 0);
     y1 = std::min(y1, height);
-    const int a = static_cast<int>(std::lround(std::clamp(amount, 0.0, 1.0) * 256));
-    if (x0 >= x1 || a == 0) return;
-    auto mix = [a](int from, int to) { return from + (((to - from) * a) >> 8); };
+    const int a = blend_weight(amount);
+    if (x0 >= x1 || y0 >= y1 || a == 0) return;
+    // Runs of one colour are the rule (a bucket's stacked kinds): each pixel
+    // mixed once per run, not once per pixel.
+    QRgb last_in = bits[y0 * stride + x0], last_out = blend_rgb(last_in, colour, a);
     for (int y = y0; y < y1; ++y)
-      for (QRgb* p = bits + y * stride + x0; p < bits + y * stride + x1; ++p)
-        *p = qRgb(mix(qRed(*p), qRed(colour)), mix(qGreen(*p), qGreen(colour)), mix(qBlue(*p), qBlue(colour)));
+      for (QRgb* p = bits + y * stride + x0; p < bits + y * stride + x1; ++p) {
+        if (*p != last_in) {
+          last_in = *p;
+          last_out = blend_rgb(last_in, colour, a);
+        }
+        *p = last_out;
+      }
   }
 };
 
@@ -137,6 +157,8 @@ void TimelineView::followBuild() {
 
 void TimelineView::setTimeline(std::shared_ptr<analysis::Timeline> timeline) {
   timeline_ = std::move(timeline);
+  group_cells_ = GroupCells{};
+  row_leaves_.clear();
   highlight_node_ = -1;
   highlight_.clear();
   drawn_calls_.clear();
@@ -156,6 +178,7 @@ void TimelineView::setTimeline(std::shared_ptr<analysis::Timeline> timeline) {
 }
 
 void TimelineView::rowsChanged() {
+  ++rows_generation_;
   shown_.clear();
   slot_.assign(hidden_.size(), -1);
   for (size_t row = 0; row < hidden_.size(); ++row)
@@ -515,6 +538,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
   drawn_messages_.clear();
   drawn_bands_.clear();
   drawn_summaries_.clear();
+  drawn_fractions_.clear();
   summarized_rows_ = drawn_arrows_ = drawn_wait_arrows_ = 0;
   if (!timeline_) {
     p.drawText(rect(), Qt::AlignCenter, tr("No trace: File > Open"));
@@ -662,16 +686,15 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
       }
       // The potential-sync overlay, as on rows drawn call by call (the lower
       // third), its strength the bucket's waiting fraction.
-      DrawnSummary summary{y0, y1, static_cast<size_t>(slot_[answer_row.row]), 1, answer_row.bucket_from,
-                           answer_row.bucket_width, {}};
-      summary.fraction.reserve(answer_row.buckets.size());
+      drawn_summaries_.push_back({y0, y1, static_cast<size_t>(slot_[answer_row.row]), 1, answer_row.bucket_from,
+                                  answer_row.bucket_width, drawn_fractions_.size(), answer_row.buckets.size()});
       const int wait_y0 = y1 - std::max(2, static_cast<int>(row_h / 3));
+      const QRgb wait_rgb = waiting_color().rgb();
       for (size_t i = 0; i < answer_row.buckets.size(); ++i) {
         const double f = std::clamp(answer_row.buckets[i].wait / answer_row.bucket_width, 0.0, 1.0);
-        summary.fraction.push_back(static_cast<float>(f));
-        if (f > 0) canvas.blend(edge(i), std::max(edge(i) + 1, edge(i + 1)), wait_y0, y1, waiting_color().rgb(), f);
+        drawn_fractions_.push_back(static_cast<float>(f));
+        if (f > 0) canvas.blend(edge(i), std::max(edge(i) + 1, edge(i + 1)), wait_y0, y1, wait_rgb, f);
       }
-      drawn_summaries_.push_back(std::move(summary));
       continue;
     }
     // User code: the rank's run (the root execution), and between calls.
@@ -724,50 +747,202 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
 static QRgb group_rgb(TimelineKind dominant, double mpi_share) {
   const double strength = 0.3 + 0.7 * std::clamp(mpi_share, 0.0, 1.0);
   const QRgb c = kind_rgb(dominant), bg = background_rgb();
-  auto mix = [&](int a, int b) { return static_cast<int>(std::lround(b + (a - b) * strength)); };
+  auto mix = [&](int a, int b) { return round_nonnegative(b + (a - b) * strength); };
   return qRgb(mix(qRed(c), qRed(bg)), mix(qGreen(c), qGreen(bg)), mix(qBlue(c), qBlue(bg)));
 }
 
-void TimelineView::drawGroups(QImage& image) {
-  const auto groups = visibleGroups();
+std::pair<size_t, size_t> TimelineView::groupOfOrdinal(size_t ordinal) const {
+  const double h = rowHeight();
+  const size_t n = shown_.size();
+  if (h >= 1) return {std::min(ordinal, n), std::min(ordinal + 1, n)};
+  const double p = static_cast<double>(ordinal);
+  return {first_slot(p, h, n), first_slot(p + 1, h, n)};
+}
+
+namespace {
+// A group bucket as drawn: the colour of its rows' time (none without any)
+// and that colour blended towards the wait colour by the waiting fraction.
+struct GroupBucketColours {
+  QRgb fill = 0, wait = 0;
+  float fraction = 0;
+};
+GroupBucketColours group_colours(const analysis::TimelineGroupBucket& b, double rows, double width) {
+  GroupBucketColours out;
+  const double f = std::clamp(b.wait / (rows * width), 0.0, 1.0);
+  out.fraction = static_cast<float>(f);
+  double total = 0;
+  for (double t : b.time) total += t;
+  if (total <= 0) return out;
+  out.fill = group_rgb(b.dominant, b.mpi() / (rows * width));
+  static const QRgb wait_rgb = waiting_color().rgb();
+  out.wait = blend_rgb(out.fill, wait_rgb, blend_weight(f));
+  return out;
+}
+}  // namespace
+
+void TimelineView::computeGroupCells(size_t g0, size_t g1, int64_t c0, int64_t c1) {
+  if (g0 >= g1 || c0 >= c1) return;
   analysis::TimelineGroupQuery q;
-  q.groups.reserve(groups.size());
-  for (const auto& [first, end] : groups) q.groups.emplace_back(shown_.begin() + static_cast<std::ptrdiff_t>(first),
-                                                                shown_.begin() + static_cast<std::ptrdiff_t>(end));
-  q.from = from_;
-  q.to = to_;
-  q.buckets = static_cast<uint32_t>(image.width());
+  q.groups.reserve(g1 - g0);
+  std::vector<double> rows(g1 - g0);
+  for (size_t g = g0; g < g1; ++g) {
+    const auto [first, end] = groupOfOrdinal(g);
+    q.groups.emplace_back(shown_.begin() + static_cast<std::ptrdiff_t>(first),
+                          shown_.begin() + static_cast<std::ptrdiff_t>(end));
+    rows[g - g0] = static_cast<double>(end - first);
+    group_cells_read_ += static_cast<uint64_t>(end - first) * static_cast<uint64_t>(c1 - c0);
+  }
+  // Exactly the cells' grid: (to - from) / buckets is the cell width, a
+  // power-of-two multiple of each row's leaf.
+  q.from = group_cells_.origin + static_cast<double>(c0) * group_cells_.width;
+  q.to = group_cells_.origin + static_cast<double>(c1) * group_cells_.width;
+  q.buckets = static_cast<uint32_t>(c1 - c0);
   const analysis::TimelineGroupAnswer answer = timeline_->summarize_groups(q);
+  for (size_t g = g0; g < g1; ++g) {
+    const auto& buckets = answer.groups[g - g0];
+    for (int64_t c = c0; c < c1; ++c) {
+      const size_t i = static_cast<size_t>(c - c0);
+      const auto colours = i < buckets.size() ? group_colours(buckets[i], rows[g - g0], answer.bucket_width)
+                                              : GroupBucketColours{};
+      group_cells_.at(g, c) = GroupCell{colours.fill, colours.wait, colours.fraction};
+    }
+  }
+}
+
+void TimelineView::drawGroups(QImage& image) {
+  group_cells_read_ = 0;
+  const auto groups = visibleGroups();
+  if (groups.empty()) return;
+  const double h = rowHeight();
+  // Ordinals of the groups in sight: consecutive from the first's.
+  const size_t g_lo = h < 1 ? static_cast<size_t>(scroll_) : groups.front().first;
+  const size_t g_hi = g_lo + groups.size();
+  const uint32_t width = static_cast<uint32_t>(image.width());
+  const double from = std::max(from_, 0.0);
+  if (!(from < to_)) return;
+  const bool complete = timeline_->complete();
+  if (complete && row_leaves_.size() != timeline_->rows().size()) {
+    row_leaves_.resize(timeline_->rows().size());
+    for (size_t r = 0; r < row_leaves_.size(); ++r) row_leaves_[r] = timeline_->leaf_ns(r);
+  }
+  // The grid summarize_groups chooses for the frame (TimelineGroupQuery).
+  const double target = (to_ - from) / width;
+  double leaf = 0;
+  size_t rows_in_sight = 0;
+  if (complete)
+    for (const auto& [first, end] : groups) {
+      rows_in_sight += end - first;
+      for (size_t k = first; k < end; ++k) leaf = std::max(leaf, row_leaves_[shown_[k]]);
+    }
+  const double size = leaf > 0 ? std::ldexp(leaf, static_cast<int>(std::min(
+                                                      60.0, std::floor(std::log2(std::max(1.0, target / leaf))))))
+                               : 0;
+  const bool exact_grid = size > target && rows_in_sight <= analysis::kTimelineGroupCallRows;
+  int64_t c_lo = 0, c_hi = 0;
+  if (!complete || leaf <= 0 || exact_grid) {
+    // One query of the frame, kept for this frame only.
+    analysis::TimelineGroupQuery q;
+    q.groups.reserve(groups.size());
+    for (const auto& [first, end] : groups) q.groups.emplace_back(shown_.begin() + static_cast<std::ptrdiff_t>(first),
+                                                                  shown_.begin() + static_cast<std::ptrdiff_t>(end));
+    q.from = from_;
+    q.to = to_;
+    q.buckets = width;
+    const analysis::TimelineGroupAnswer answer = timeline_->summarize_groups(q);
+    const size_t n = answer.groups.empty() ? 0 : answer.groups.front().size();
+    group_cells_ = GroupCells{};
+    group_cells_.origin = answer.bucket_from;
+    group_cells_.width = answer.bucket_width;
+    group_cells_.g0 = g_lo;
+    group_cells_.g1 = g_hi;
+    group_cells_.c1 = c_hi = static_cast<int64_t>(n);
+    group_cells_.cells.resize(groups.size() * n);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const double rows = static_cast<double>(groups[g].second - groups[g].first);
+      group_cells_read_ += static_cast<uint64_t>(groups[g].second - groups[g].first) * n;
+      for (size_t i = 0; i < n && g < answer.groups.size(); ++i) {
+        const auto colours = group_colours(answer.groups[g][i], rows, answer.bucket_width);
+        group_cells_.at(g_lo + g, static_cast<int64_t>(i)) = GroupCell{colours.fill, colours.wait, colours.fraction};
+      }
+    }
+  } else {
+    c_lo = static_cast<int64_t>(std::floor(from / size));
+    c_hi = static_cast<int64_t>(std::ceil(to_ / size));
+    GroupCells& held = group_cells_;
+    const bool same = held.reusable && held.timeline == timeline_.get() && held.rows_generation == rows_generation_ &&
+                      held.row_height == h && held.origin == 0 && held.width == size;
+    const bool touching = held.g0 <= g_hi && g_lo <= held.g1 && held.c0 <= c_hi && c_lo <= held.c1;
+    const size_t g0 = std::min(held.g0, g_lo), g1 = std::max(held.g1, g_hi);
+    const int64_t c0 = std::min(held.c0, c_lo), c1 = std::max(held.c1, c_hi);
+    const double needed = static_cast<double>(g_hi - g_lo) * static_cast<double>(c_hi - c_lo);
+    const bool grows = g0 != held.g0 || g1 != held.g1 || c0 != held.c0 || c1 != held.c1;
+    if (!same || !touching || (grows && static_cast<double>(g1 - g0) * static_cast<double>(c1 - c0) > 2 * needed)) {
+      held = GroupCells{timeline_.get(), rows_generation_, h, true, 0, size, g_lo, g_hi, c_lo, c_hi, {}};
+      held.cells.resize((g_hi - g_lo) * static_cast<size_t>(c_hi - c_lo));
+      computeGroupCells(g_lo, g_hi, c_lo, c_hi);
+    } else if (grows) {
+      GroupCells grown{held.timeline, held.rows_generation, h, true, 0, size, g0, g1, c0, c1, {}};
+      grown.cells.resize((g1 - g0) * static_cast<size_t>(c1 - c0));
+      for (size_t g = held.g0; g < held.g1; ++g)
+        std::copy_n(&held.at(g, held.c0), held.c1 - held.c0, &grown.at(g, held.c0));
+      const GroupCells before = std::move(held);
+      held = std::move(grown);
+      // What was not held: whole rows of cells above and below, the columns
+      // left and right beside the rows held.
+      computeGroupCells(g0, before.g0, c0, c1);
+      computeGroupCells(before.g1, g1, c0, c1);
+      computeGroupCells(before.g0, before.g1, c0, before.c0);
+      computeGroupCells(before.g0, before.g1, before.c1, c1);
+    }
+  }
   const Canvas canvas(image);
-  const double h = rowHeight(), scale = image.width() / (to_ - from_);
+  const double scale = image.width() / (to_ - from_);
+  const double origin = group_cells_.origin, cell_width = group_cells_.width;
   // Both edges of a bucket from its index, so neighbours share the column edge.
-  auto edge = [&](size_t i) {
-    return static_cast<int>(std::floor((answer.bucket_from + static_cast<double>(i) * answer.bucket_width - from_) * scale));
-  };
-  for (size_t g = 0; g < groups.size() && g < answer.groups.size(); ++g) {
+  const size_t cells = static_cast<size_t>(c_hi - c_lo);
+  edges_.resize(cells + 1);
+  for (size_t i = 0; i <= cells; ++i)
+    edges_[i] = static_cast<int>(
+        std::floor((origin + static_cast<double>(c_lo + static_cast<int64_t>(i)) * cell_width - from_) * scale));
+  // A group is a line of its buckets' colours over its upper part and one of
+  // their wait colours over the overlay's lines (all of a group under 3 px),
+  // each made once, in the image's first such line, and copied.
+  drawn_fractions_.reserve(drawn_fractions_.size() + groups.size() * cells);
+  for (size_t g = 0; g < groups.size(); ++g) {
     const auto [first, end] = groups[g];
     // From the pixel row of its first slot's top to that of the next group.
     const int y0 = static_cast<int>(std::floor(static_cast<double>(first) * h)) - scroll_;
     const int y1 = std::max(y0 + 1, static_cast<int>(std::floor(static_cast<double>(end) * h)) - scroll_);
-    const double rows = static_cast<double>(end - first);
-    const auto& buckets = answer.groups[g];
     // The potential-sync overlay: the lower third of a group of 3 px or
     // more, else all of it.
     const int wait_y0 = y1 - y0 >= 3 ? y1 - std::max(1, (y1 - y0) / 3) : y0;
-    DrawnSummary summary{y0, y1, first, end - first, answer.bucket_from, answer.bucket_width, {}};
-    summary.fraction.reserve(buckets.size());
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      const auto& b = buckets[i];
-      const double f = std::clamp(b.wait / (rows * answer.bucket_width), 0.0, 1.0);
-      summary.fraction.push_back(static_cast<float>(f));
-      double total = 0;
-      for (double t : b.time) total += t;
-      if (total <= 0) continue;
-      const int x0 = edge(i), x1 = std::max(x0 + 1, edge(i + 1));
-      canvas.fill(x0, x1, y0, y1, group_rgb(b.dominant, b.mpi() / (rows * answer.bucket_width)));
-      if (f > 0) canvas.blend(x0, x1, wait_y0, y1, waiting_color().rgb(), f);
+    drawn_summaries_.push_back({y0, y1, first, end - first, origin + static_cast<double>(c_lo) * cell_width, cell_width,
+                                drawn_fractions_.size(), cells});
+    const GroupCell* row = &group_cells_.at(g_lo + g, c_lo);
+    for (size_t i = 0; i < cells; ++i) drawn_fractions_.push_back(row[i].fraction);
+    // Cells in order, a later one over an earlier one where a bucket under a
+    // pixel is drawn 1 px wide; empty cells leave the background.
+    auto make_line = [&](QRgb* line, bool wait) {
+      int done = 0;
+      for (size_t i = 0; i < cells; ++i) {
+        const GroupCell& cell = row[i];
+        if (cell.fill == 0) continue;
+        const int x0 = std::max(edges_[i], 0);
+        const int x1 = std::min(std::max(edges_[i] + 1, edges_[i + 1]), canvas.width);
+        if (x0 >= x1) continue;
+        if (x0 > done) std::fill(line + done, line + x0, background_rgb());
+        std::fill(line + x0, line + x1, wait ? cell.wait : cell.fill);
+        done = std::max(done, x1);
+      }
+      if (done < canvas.width) std::fill(line + done, line + canvas.width, background_rgb());
+    };
+    for (const auto& [from_y, to_y, wait] : {std::tuple{y0, wait_y0, false}, std::tuple{wait_y0, y1, true}}) {
+      const int a = std::max(from_y, 0), b = std::min(to_y, canvas.height);
+      if (a >= b) continue;
+      QRgb* line = canvas.bits + a * canvas.stride;
+      make_line(line, wait);
+      for (int y = a + 1; y < b; ++y) std::copy_n(line, canvas.width, canvas.bits + y * canvas.stride);
     }
-    drawn_summaries_.push_back(std::move(summary));
     ++drawn_groups_;
     drawn_group_rows_ += end - first;
   }
@@ -1093,17 +1268,17 @@ std::optional<TimelineView::SummaryWait> TimelineView::summaryWaitAt(QPoint pos)
   if (x < 0 || x >= plot.width()) return std::nullopt;
   const double scale = plot.width() / (to_ - from_);
   for (const DrawnSummary& s : drawn_summaries_) {
-    if (y < s.y0 || y >= s.y1 || s.fraction.empty()) continue;
+    if (y < s.y0 || y >= s.y1 || s.buckets == 0) continue;
     // The bucket whose columns [floor(x of its start), floor(x of its end)) hold x.
     auto edge = [&](size_t i) {
       return static_cast<int>(std::floor((s.bucket_from + static_cast<double>(i) * s.bucket_width - from_) * scale));
     };
     size_t i = static_cast<size_t>(std::clamp((from_ + (x + 0.5) / scale - s.bucket_from) / s.bucket_width, 0.0,
-                                              static_cast<double>(s.fraction.size() - 1)));
+                                              static_cast<double>(s.buckets - 1)));
     while (i > 0 && edge(i) > x) --i;
-    while (i + 1 < s.fraction.size() && edge(i + 1) <= x) ++i;
+    while (i + 1 < s.buckets && edge(i + 1) <= x) ++i;
     const double b0 = s.bucket_from + static_cast<double>(i) * s.bucket_width;
-    return SummaryWait{b0, b0 + s.bucket_width, s.first_row, s.rows, s.fraction[i]};
+    return SummaryWait{b0, b0 + s.bucket_width, s.first_row, s.rows, drawn_fractions_[s.fractions + i]};
   }
   return std::nullopt;
 }

@@ -39,8 +39,12 @@
 // (Shift+wheel about the cursor, Ctrl++ / Ctrl+-, Ctrl+0 to fit all) scales
 // the slots, so groups split until single rows show their calls; rows that
 // then need more than the plot's height scroll (a pixel offset into the
-// slots). Only the rows or groups in sight are queried and drawn, so a
-// frame's cost stays O(pixels + calls shown) however many ranks the trace has.
+// slots). Only the rows or groups in sight are queried and drawn. A group
+// bucket's colours are kept from frame to frame (GroupCells) while the groups
+// and the grid stay, so a pan reads only the buckets that came into view, a
+// zoom in on the same grid none, and drawing is a line of colours per group
+// copied down its pixel rows: after the first frame of a grid, a frame's cost
+// is O(pixels + what came into view), not O(ranks * buckets).
 //
 // Interaction: wheel zooms about the cursor while every row fits; when they
 // overflow, the wheel scrolls rows and Ctrl+wheel zooms. Shift+wheel zooms
@@ -319,6 +323,10 @@ class TimelineView : public QWidget {
   // What the last frame drew from group summaries: groups and their rows.
   size_t drawnGroups() const { return drawn_groups_; }
   size_t drawnGroupRows() const { return drawn_group_rows_; }
+  // The work of the last frame's groups: row cells asked of the timeline (a
+  // row's summary bucket summed into its group), counted per row and bucket.
+  // Buckets kept from earlier frames cost none (see GroupCells).
+  uint64_t groupCellsRead() const { return group_cells_read_; }
 
  signals:
   void rangeChanged(double from, double to);
@@ -397,14 +405,64 @@ class TimelineView : public QWidget {
   size_t summarized_rows_ = 0, drawn_arrows_ = 0, drawn_groups_ = 0, drawn_group_rows_ = 0;
   std::vector<double> bucket_widths_;
   // Per row drawn from summaries or group: lines [y0, y1) of the plot, the
-  // grid, and each bucket's waiting fraction (SummaryWait).
+  // grid, and its buckets' waiting fractions (SummaryWait), at
+  // drawn_fractions_[fractions, fractions + buckets).
   struct DrawnSummary {
     int y0, y1;
     size_t first_row, rows;
     double bucket_from, bucket_width;
-    std::vector<float> fraction;
+    size_t fractions, buckets;
   };
   std::vector<DrawnSummary> drawn_summaries_;
+  std::vector<float> drawn_fractions_;
+
+  // The groups' buckets as drawn, kept from frame to frame.
+  //
+  // A group bucket's colours depend only on the group's rows and the bucket,
+  // never on the visible range: so while the groups (rows shown, row height)
+  // and the grid (bucket width) stay, a frame computes only the buckets it
+  // has not got (a pan: the columns that came into view; a zoom in on the
+  // same grid: none) and draws the rest from here. The grid is the one
+  // Timeline::summarize_groups chooses for the frame (a power-of-two
+  // multiple of the rows' leaves, cell c = [c * width, (c + 1) * width)),
+  // and a part is asked for on exactly that grid, so each cell is what one
+  // query of the whole frame gives. Groups are numbered by ordinal (the pixel
+  // row of the slots' content when several rows share one, else the slot);
+  // the cells held are one rectangle of ordinals x cells. A frame inside it
+  // computes nothing; one reaching past it grows it to the bounding box of
+  // both while that holds at most twice the frame's cells, else starts anew
+  // with the frame's (so it never holds more than twice what some frame
+  // needed). Not kept: while the timeline builds
+  // (cells change) and where the query sums a few calls on an exact grid
+  // of its own (that grid moves with the range).
+  struct GroupCell {
+    QRgb fill = 0;       // 0: nothing drawn (no row time in the bucket)
+    QRgb wait = 0;       // fill blended towards the wait colour by the fraction
+    float fraction = 0;  // waiting fraction (SummaryWait)
+  };
+  struct GroupCells {
+    const analysis::Timeline* timeline = nullptr;
+    uint64_t rows_generation = 0;
+    double row_height = 0;
+    bool reusable = false;
+    double origin = 0, width = 0;  // cell c: [origin + c * width, + width)
+    size_t g0 = 0, g1 = 0;         // ordinals held
+    int64_t c0 = 0, c1 = 0;        // cells held
+    std::vector<GroupCell> cells;  // (g - g0) * (c1 - c0) + (c - c0)
+    GroupCell& at(size_t g, int64_t c) {
+      return cells[(g - g0) * static_cast<size_t>(c1 - c0) + static_cast<size_t>(c - c0)];
+    }
+  };
+  GroupCells group_cells_;
+  uint64_t rows_generation_ = 0;  // rowsChanged() counts: the groups may differ
+  std::vector<double> row_leaves_;  // per row, once the build is complete
+  uint64_t group_cells_read_ = 0;
+  std::vector<int> edges_;  // a frame's bucket edges (px), reused
+  // The rows of the group of an ordinal ([first, end) of shown_).
+  std::pair<size_t, size_t> groupOfOrdinal(size_t ordinal) const;
+  // Sets cells [c0, c1) of ordinals [g0, g1) from one summarize_groups on
+  // the cells' grid; counts the row cells read.
+  void computeGroupCells(size_t g0, size_t g1, int64_t c0, int64_t c1);
 };
 
 }  // namespace prof::gui

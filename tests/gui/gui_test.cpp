@@ -316,6 +316,7 @@ class GuiTest : public QObject {
   void summaries_keep_the_wait_overlay_as_a_fraction();
   void load_progress_is_one_figure();
   void summarized_rows_keep_their_nesting_bands();
+  void group_frames_read_each_bucket_once();
 };
 
 void GuiTest::tree_model_equals_analysis() {
@@ -3038,4 +3039,79 @@ void GuiTest::summarized_rows_keep_their_nesting_bands() {
     const int x = *expected[{0, 1}].begin();
     QVERIFY(image.pixel(plot.left() + x, plot.top() + 1) != qRgb(225, 228, 236));
   }
+}
+
+void GuiTest::group_frames_read_each_bucket_once() {
+  // 1200 ranks at 1600x900: groups of one or two ranks a pixel row, with waits.
+  LateSenderPairs trace(1200, 3);
+  std::string error;
+  std::shared_ptr<analysis::Timeline> timeline = analysis::Timeline::open(trace.dir(), &error);
+  QVERIFY2(timeline, error.c_str());
+  QVERIFY(timeline->build(&error));
+  const size_t rows = timeline->rows().size();
+  TimelineView view;
+  view.resize(1600, 900);
+  view.setTimeline(timeline);
+  view.showAll();
+  const double end = view.to();
+  // What a fresh view draws at the view's range, rows and scroll: the oracle
+  // for the buckets kept from frame to frame.
+  auto fresh = [&] {
+    TimelineView other;
+    other.resize(view.size());
+    other.setTimeline(timeline);
+    other.setRowZoom(view.rowZoom());
+    other.setVerticalScroll(view.verticalScroll());
+    other.setRange(view.from(), view.to());
+    return other.grab().toImage();
+  };
+  auto grid = [&] {  // (width, cells in view) of the buckets drawn
+    const auto w = view.summaryWaitAt(view.plotRect().center());
+    const double size = w ? w->to - w->from : 0;
+    return std::make_pair(size, size > 0 ? std::ceil(view.to() / size) - std::floor(view.from() / size) : 0.0);
+  };
+  view.setRange(0, end / 2);
+  view.grab();
+  QVERIFY(view.grouped());
+  QVERIFY(view.rowsPerGroup() > 1);
+  const auto [size, cells] = grid();
+  QVERIFY(size > 0 && cells > 100);
+  // The first frame reads each row's buckets in view once.
+  QCOMPARE(view.groupCellsRead(), static_cast<uint64_t>(rows * cells));
+  // Drawn again, or zoomed in on the same grid: nothing read.
+  view.grab();
+  QCOMPARE(view.groupCellsRead(), uint64_t{0});
+  view.setRange(end / 8, end / 4);
+  view.grab();
+  QCOMPARE(view.groupCellsRead(), uint64_t{0});
+  QCOMPARE(view.grab().toImage(), fresh());
+  // A pan by a tenth of the width reads only the buckets that came into
+  // view: rows x new columns, however many buckets the frame shows.
+  view.setRange(0, end / 2);
+  view.grab();
+  const double to = view.to();
+  view.setRange(view.from() + end / 20, to + end / 20);
+  const QImage panned = view.grab().toImage();
+  QCOMPARE(grid().first, size);
+  const double new_cells = std::ceil(view.to() / size) - std::ceil(to / size);
+  QVERIFY(new_cells > 0 && new_cells < cells / 5);
+  QCOMPARE(view.groupCellsRead(), static_cast<uint64_t>(rows * new_cells));
+  QCOMPARE(panned, fresh());
+  // Rows zoomed: new groups, read once; a scroll of 10 px reads the rows of
+  // the 10 pixel rows that came into sight.
+  view.setRowZoom(1.5);
+  view.grab();
+  QVERIFY(view.grouped() && view.rowsOverflow());
+  const auto groups = view.visibleGroups();
+  size_t in_sight = 0;
+  for (const auto& [first, last] : groups) in_sight += last - first;
+  QCOMPARE(view.groupCellsRead(), static_cast<uint64_t>(in_sight * grid().second));
+  view.setVerticalScroll(view.verticalScroll() + 10);
+  const QImage scrolled = view.grab().toImage();
+  size_t came = 0;
+  for (const auto& [first, last] : view.visibleGroups())
+    if (first >= groups.back().second) came += last - first;
+  QVERIFY(came > 0 && came < 30);
+  QCOMPARE(view.groupCellsRead(), static_cast<uint64_t>(came * grid().second));
+  QCOMPARE(scrolled, fresh());
 }
