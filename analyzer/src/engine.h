@@ -964,6 +964,12 @@ class Engine {
   // A window under this many events runs on one worker (setup()): about
   // sixteen phases of the default size (Options::window_events).
   static constexpr uint64_t kOneWorkerWindowEvents = uint64_t{1} << 20;
+  // Every rank of a process holds a decoded batch (about 140 bytes an event)
+  // from phase to phase: their batches hold about this many events together
+  // (18 MB; 64 a rank took 151 MB at 16384 ranks), at least kMinBatchEvents
+  // a rank (a batch's fixed cost is paid per batch).
+  static constexpr size_t kBatchBudgetEvents = size_t{1} << 17;
+  static constexpr size_t kMinBatchEvents = 8;
   bool window_events_below(uint64_t limit) const;
   void restore_window_state();
   bool window_done() const;
