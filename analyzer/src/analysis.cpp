@@ -318,6 +318,10 @@ void Engine::setup() {
   }
   for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
   const auto [span_first, span_last] = run_span(traces);
+  size_t local_ranks = 0;
+  for (size_t i = 0; i < traces.size(); ++i) local_ranks += local_rank(i) ? 1 : 0;
+  const size_t batch_events = std::clamp<size_t>(kBatchBudgetEvents / std::max<size_t>(local_ranks, 1),
+                                                 kMinBatchEvents, RankTrace::MergedCursor::kBatchEvents);
   for (size_t i = 0; i < traces.size(); ++i) {
     const WindowCheckpoint* cp = window_.from_index() ? &window_.start(i) : nullptr;
     const size_t first = cp ? cp->chunk : 0;
@@ -326,6 +330,7 @@ void Engine::setup() {
                                     : cp->at.valid     ? traces[i]->events_from_position(cp->at)
                                                        : traces[i]->events_from_chunks({first}));
     r->first_chunk = first;
+    r->cursor.limit_batch(batch_events);
     r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
     r->acc.emplace_back();
     r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);

@@ -173,63 +173,106 @@ struct PartnerWaitAcc {
   int32_t partner;
   double length, uncertain;
 };
-// Waits of one rank in one node, by partner, in the order the partners first
-// came. A scan finds a partner among the first kScan; past them a binary
-// search of (partner, place) pairs sorted by partner does (a rank of a wide
-// run may wait on thousands of partners: at 4096 ranks the scan was a fifth
-// of the analysis). The pairs take 8 bytes a partner where a hash index took
-// 24 or more (at 16384 ranks the index was as large as the lists, 151 MB).
-// Each partner's sums add the same values in the same order either way.
+// Waits of one rank in one node, by partner (world rank), ns: the node's own
+// calls' waits (the roll-up into ancestors is summed when the figures are
+// taken, rolled_partner_waits()). Kept in arrays, 12 bytes a partner (20
+// once some wait is uncertain: those sums are allocated at the first nonzero
+// one): a prefix sorted by partner, found by binary search, and a tail of at
+// most kTail in arrival order, scanned; a full tail is sorted and merged into
+// the prefix. (A rank of a wide run waits on thousands of partners: a list
+// of (partner, length, uncertain) with a sorted index took 32 bytes a
+// partner, and the ancestors' rolled-up copies held the same partners again,
+// 150 MB at 4096 ranks.) Each partner's sums add the same values in the same
+// order wherever it sits; the order of partners means nothing.
 class PartnerWaits {
  public:
-  static constexpr size_t kScan = 16;
+  static constexpr size_t kTail = 16;
   void add(int32_t partner, double length, double uncertain) {
-    PartnerWaitAcc* p = find(partner);
-    if (!p) p = &append(partner);
-    p->length += length;
-    p->uncertain += uncertain;
+    const size_t i = place(partner);
+    length_[i] += length;
+    // (Adding +0 changes no sum: every sum starts at +0.)
+    if (uncertain != 0 || !uncertain_.empty()) add_uncertain(i, uncertain);
   }
-  const std::vector<PartnerWaitAcc>& list() const { return list_; }
-  void assign(std::vector<PartnerWaitAcc> v) {
-    list_ = std::move(v);
-    sorted_.clear();
-    if (list_.size() > kScan) index_all();
+  size_t size() const { return partner_.size(); }
+  // Every partner's sums, in no particular order.
+  template <class F>
+  void for_each(F&& f) const {
+    for (size_t i = 0; i < partner_.size(); ++i)
+      f(PartnerWaitAcc{partner_[i], length_[i], uncertain_.empty() ? 0.0 : uncertain_[i]});
   }
-  auto begin() const { return list_.begin(); }
-  auto end() const { return list_.end(); }
+  std::vector<PartnerWaitAcc> list() const {
+    std::vector<PartnerWaitAcc> v;
+    v.reserve(size());
+    for_each([&](const PartnerWaitAcc& p) { v.push_back(p); });
+    return v;
+  }
+  // Distinct partners (a list() of another process's rank).
+  void assign(const std::vector<PartnerWaitAcc>& v) {
+    *this = PartnerWaits{};
+    for (const PartnerWaitAcc& p : v) add(p.partner, p.length, p.uncertain);
+    shrink();
+  }
+  // Capacity down to the partners held (the pass is over).
+  void shrink() {
+    partner_.shrink_to_fit();
+    length_.shrink_to_fit();
+    uncertain_.shrink_to_fit();
+  }
+  size_t bytes() const {
+    return partner_.capacity() * sizeof(int32_t) + (length_.capacity() + uncertain_.capacity()) * sizeof(double);
+  }
 
  private:
-  struct Place {
-    int32_t partner;
-    uint32_t at;  // in list_
-  };
-  PartnerWaitAcc* find(int32_t partner) {
-    if (list_.size() > kScan) {
-      const auto it = lower_bound(partner);
-      return it != sorted_.end() && it->partner == partner ? &list_[it->at] : nullptr;
+  size_t place(int32_t partner) {
+    const size_t n = partner_.size();
+    for (size_t i = sorted_; i < n; ++i)
+      if (partner_[i] == partner) return i;
+    const auto end = partner_.begin() + static_cast<ptrdiff_t>(sorted_);
+    const auto it = std::lower_bound(partner_.begin(), end, partner);
+    if (it != end && *it == partner) return static_cast<size_t>(it - partner_.begin());
+    return append(partner);
+  }
+  [[gnu::noinline]] size_t append(int32_t partner) {
+    if (partner_.size() - sorted_ == kTail) merge_tail();
+    partner_.push_back(partner);
+    length_.push_back(0);
+    if (!uncertain_.empty()) uncertain_.push_back(0);
+    return partner_.size() - 1;
+  }
+  [[gnu::noinline]] void add_uncertain(size_t i, double uncertain) {
+    if (uncertain_.empty()) uncertain_.assign(partner_.size(), 0.0);
+    uncertain_[i] += uncertain;
+  }
+  // The tail, sorted, merged into the prefix from the back (in place).
+  void merge_tail() {
+    const size_t n = partner_.size();
+    PartnerWaitAcc tail[kTail];
+    size_t t = 0;
+    for (size_t i = sorted_; i < n; ++i)
+      tail[t++] = PartnerWaitAcc{partner_[i], length_[i], uncertain_.empty() ? 0.0 : uncertain_[i]};
+    std::sort(tail, tail + t, [](const PartnerWaitAcc& a, const PartnerWaitAcc& b) { return a.partner < b.partner; });
+    const bool unc = !uncertain_.empty();
+    size_t i = sorted_, k = n;
+    while (t > 0) {
+      --k;
+      if (i > 0 && partner_[i - 1] > tail[t - 1].partner) {
+        --i;
+        partner_[k] = partner_[i];
+        length_[k] = length_[i];
+        if (unc) uncertain_[k] = uncertain_[i];
+      } else {
+        --t;
+        partner_[k] = tail[t].partner;
+        length_[k] = tail[t].length;
+        if (unc) uncertain_[k] = tail[t].uncertain;
+      }
     }
-    for (PartnerWaitAcc& p : list_)
-      if (p.partner == partner) return &p;
-    return nullptr;
+    sorted_ = n;
   }
-  std::vector<Place>::iterator lower_bound(int32_t partner) {
-    return std::lower_bound(sorted_.begin(), sorted_.end(), partner,
-                            [](const Place& p, int32_t q) { return p.partner < q; });
-  }
-  void index_all() {
-    sorted_.resize(list_.size());
-    for (size_t i = 0; i < list_.size(); ++i) sorted_[i] = Place{list_[i].partner, static_cast<uint32_t>(i)};
-    std::sort(sorted_.begin(), sorted_.end(), [](const Place& a, const Place& b) { return a.partner < b.partner; });
-  }
-  [[gnu::noinline]] PartnerWaitAcc& append(int32_t partner) {
-    list_.push_back(PartnerWaitAcc{partner, 0, 0});
-    if (list_.size() == kScan + 1) index_all();
-    else if (list_.size() > kScan + 1)
-      sorted_.insert(lower_bound(partner), Place{partner, static_cast<uint32_t>(list_.size() - 1)});
-    return list_.back();
-  }
-  std::vector<PartnerWaitAcc> list_;
-  std::vector<Place> sorted_;  // once longer than kScan: every partner's place, by partner
+  std::vector<int32_t> partner_;
+  std::vector<double> length_;
+  std::vector<double> uncertain_;  // empty while every uncertain sum is 0
+  size_t sorted_ = 0;              // partner_[0, sorted_) ascending; the rest in arrival order
 };
 
 // One rank's sums in one interval node (exclusive of nested nodes until the
@@ -365,6 +408,9 @@ struct alignas(64) Rank {
   // Channels into this rank: key -> index into channel_store (compact slots).
   FlatMap<ChannelKey, uint32_t, ChannelHash> channels;
   std::vector<Channel> channel_store;
+  // After roll_up(): each local node's children, by decreasing index (the
+  // order roll_up adds them in): child_list[child_start[n], child_start[n + 1]).
+  std::vector<uint32_t> child_start, child_list;
   std::vector<uint32_t> gmap;  // local node -> global node (merged so far)
   std::vector<uint32_t> merged_at;  // local node -> the GlobalTree::merge() call that merged it
 
@@ -466,6 +512,7 @@ struct alignas(64) Rank {
     instants = InstantSets{};
     waits = WaitKindSets{};
     isend_waits = {};
+    for (NodeAcc& a : acc) a.waited_for.shrink();
   }
   // The rank's executions open from time t on (both sets of instants).
   void set_context(double t, uint32_t context) {
@@ -584,6 +631,12 @@ class Engine {
   // A window under this many events runs on one worker (setup()): about
   // sixteen phases of the default size (Options::window_events).
   static constexpr uint64_t kOneWorkerWindowEvents = uint64_t{1} << 20;
+  // Every rank of a process holds a decoded batch (about 140 bytes an event)
+  // from phase to phase: their batches hold about this many events together
+  // (18 MB; 64 a rank took 151 MB at 16384 ranks), at least kMinBatchEvents
+  // a rank (a batch's fixed cost is paid per batch).
+  static constexpr size_t kBatchBudgetEvents = size_t{1} << 17;
+  static constexpr size_t kMinBatchEvents = 8;
   // A window served by the index (analysis_window.cpp): each rank's state at
   // its start, and what is open or waiting where decoding stops.
   void restore_window_state();

@@ -70,8 +70,14 @@ class GlobalTree {
   FlatMap<NodeKey, uint32_t, NodeKeyHash> index_;
   uint32_t merges_ = 0;  // merge() calls so far
 };
-// Nested nodes' sums roll up into their parents', after the pass.
+// Nested nodes' sums roll up into their parents', after the pass (the waits
+// by partner only as rolled_partner_waits() reads them).
 void roll_up(Rank& r);
+// A node's waits by partner summed over its subtree, sorted by partner: each
+// child's (its own subtree's first) added to the node's own, children by
+// decreasing index, the sums a roll-up of the lists into every ancestor would
+// hold. Taken one node at a time, so those rolled-up copies never all exist.
+void rolled_partner_waits(const Rank& r, uint32_t node, std::vector<PartnerWaitAcc>& out);
 // The root's source: MPI_Init's call site when the trace names it, else the program.
 SiteInfo root_call_site(const GlobalTree::Ranks& ranks, const Registry& reg, const std::string& executable);
 

@@ -75,7 +75,6 @@ void GlobalTree::join(Rank& r, size_t li) {
 void add_into(NodeAcc& to, const NodeAcc& from) {
   to.in.add(from.in);
   to.waits.add(from.waits);
-  for (const PartnerWaitAcc& p : from.waited_for) to.waited_for.add(p.partner, p.length, p.uncertain);
   to.time_variation += from.time_variation;
   to.calls += from.calls;
   if (to.funcs.size() < from.funcs.size()) to.funcs.resize(from.funcs.size());
@@ -90,7 +89,16 @@ void add_into(NodeAcc& to, const NodeAcc& from) {
 // Instants of executions open on several threads at once count once in each
 // node open then and in each of their ancestors.
 void roll_up(Rank& r) {
-  for (size_t i = r.nodes.size(); i-- > 1;) add_into(r.acc[r.nodes[i].parent], r.acc[i]);
+  const size_t n = r.nodes.size();
+  r.child_start.assign(n + 1, 0);
+  r.child_list.resize(n > 0 ? n - 1 : 0);
+  for (size_t i = 1; i < n; ++i) ++r.child_start[r.nodes[i].parent + 1];
+  for (size_t i = 0; i < n; ++i) r.child_start[i + 1] += r.child_start[i];
+  std::vector<uint32_t> fill(r.child_start.begin(), r.child_start.end() - 1);
+  for (size_t i = n; i-- > 1;) {
+    add_into(r.acc[r.nodes[i].parent], r.acc[i]);
+    r.child_list[fill[r.nodes[i].parent]++] = static_cast<uint32_t>(i);
+  }
   for (const Combo& combo : r.combos) {
     std::vector<uint32_t> open;
     for (uint32_t n : combo.nodes)
@@ -104,6 +112,33 @@ void roll_up(Rank& r) {
       r.acc[n].in.add(combo.in);
       r.acc[n].waits.add(combo.waits);
     }
+  }
+}
+
+void rolled_partner_waits(const Rank& r, uint32_t node, std::vector<PartnerWaitAcc>& out) {
+  out = r.acc[node].waited_for.list();
+  const auto by_partner = [](const PartnerWaitAcc& a, const PartnerWaitAcc& b) { return a.partner < b.partner; };
+  std::sort(out.begin(), out.end(), by_partner);
+  std::vector<PartnerWaitAcc> child, merged;
+  for (uint32_t k = r.child_start[node]; k < r.child_start[node + 1]; ++k) {
+    rolled_partner_waits(r, r.child_list[k], child);
+    merged.clear();
+    size_t i = 0, j = 0;
+    while (i < out.size() || j < child.size()) {
+      if (j == child.size() || (i < out.size() && out[i].partner < child[j].partner)) {
+        merged.push_back(out[i++]);
+      } else if (i == out.size() || child[j].partner < out[i].partner) {
+        // (A partner new to the sum starts at +0, as a list's new entry did.)
+        merged.push_back(PartnerWaitAcc{child[j].partner, 0.0 + child[j].length, 0.0 + child[j].uncertain});
+        ++j;
+      } else {
+        merged.push_back(PartnerWaitAcc{out[i].partner, out[i].length + child[j].length,
+                                        out[i].uncertain + child[j].uncertain});
+        ++i;
+        ++j;
+      }
+    }
+    out.swap(merged);
   }
 }
 
@@ -178,6 +213,7 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
   std::map<uint32_t, FunctionFigures> funcs;
   std::map<std::pair<uint32_t, uint32_t>, FunctionFigures> sites;  // (name, Registry site)
   std::map<int32_t, PartnerWait> partners;
+  std::vector<PartnerWaitAcc> rolled;
   for (auto [ri, li] : gn.members) {
     const Rank& r = *ranks[ri];
     const NodeAcc& acc = r.acc[li];
@@ -200,7 +236,8 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
     f.time_of_start = acc.in.time_of_start();
     f.calls = acc.calls;
     for (int k = 0; k < kWaitKindCount; ++k) f.waits[static_cast<size_t>(k)] = acc.waits.kind(k);
-    for (const PartnerWaitAcc& p : acc.waited_for) {
+    rolled_partner_waits(r, static_cast<uint32_t>(li), rolled);
+    for (const PartnerWaitAcc& p : rolled) {
       PartnerWait& pw = partners[p.partner];
       pw.rank = p.partner;
       pw.seconds += p.length;

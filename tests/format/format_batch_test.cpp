@@ -292,6 +292,33 @@ TEST(FormatBatch, EveryKindInSmallAndLargeChunksEveryVersion) {
   std::filesystem::remove_all(dir);
 }
 
+// Batches limited to fewer events (a reader of many ranks at once,
+// MergedCursor::limit_batch) give the same events, none more than the limit.
+TEST(FormatBatch, LimitedBatchesGiveTheSameEvents) {
+  const std::string dir = temp_dir();
+  const std::string path = write_random(dir, 77, 3000, 4096, format::kFormatVersion);
+  auto a = open_trace(path);
+  ASSERT_TRUE(a);
+  const auto want = by_next(a->events());
+  for (size_t limit : {1, 3, 8, 63}) {
+    SCOPED_TRACE("batches of at most " + std::to_string(limit));
+    auto b = open_trace(path);
+    ASSERT_TRUE(b);
+    RankTrace::MergedCursor c = b->events();
+    c.limit_batch(limit);
+    std::vector<Decoded> got;
+    size_t full = 0;
+    for (auto batch = c.next_batch(); !batch.empty(); batch = c.next_batch()) {
+      EXPECT_LE(batch.size(), limit);
+      full += batch.size() == limit;
+      for (const Event& e : batch) got.push_back(copy_of(e, c.current_chunk()));
+    }
+    expect_same(want, got);
+    EXPECT_GT(full, 0u);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // Format 6 against format 5 on the same calls, most of which repeat the
 // previous call of their function: every event decodes the same (by next()
 // and by batches, from the start and from positions inside chunks, as the

@@ -30,6 +30,7 @@ struct RankTrace::MergedCursor::Impl {
   // event set (EventGroup).
   std::vector<Event> batch;
   std::vector<uint8_t> batch_groups;
+  size_t batch_limit = kBatchEvents;  // limit_batch()
   const reader::ChunkRef* chunk_of_last = nullptr;  // one stream: where the last event started
 
   static bool less(const Node& a, const Node& b) {
@@ -230,13 +231,18 @@ bool RankTrace::MergedCursor::next(Event& e) {
 // record that could grow the entry buffers (a continuation may follow, or the
 // buffers are full) is decoded only as a batch's first event, and ends it: it
 // is kept prepared (Cursor::Impl::ready) for the next batch.
+void RankTrace::MergedCursor::limit_batch(size_t events) {
+  if (impl_ && impl_->batch.empty()) impl_->batch_limit = std::clamp<size_t>(events, 1, kBatchEvents);
+}
+
 std::span<const Event> RankTrace::MergedCursor::next_batch() {
   if (!impl_) return {};
   Impl& m = *impl_;
   if (m.batch.empty()) {
-    m.batch.resize(kBatchEvents);
-    m.batch_groups.assign(kBatchEvents, 0);
+    m.batch.resize(m.batch_limit);
+    m.batch_groups.assign(m.batch_limit, 0);
   }
+  const size_t limit = m.batch.size();
   Event* out = m.batch.data();
   uint8_t* groups = m.batch_groups.data();
   if (m.cursors.size() != 1) {
@@ -269,10 +275,10 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
   const bool continued = lists && first.rec && c.may_continue();
   c.fill<true>(out[0], first, &groups[0]);
   if (!continued) {
-    while (n < kBatchEvents) {
+    while (n < limit) {
       // The common records in a run; the one it stops at the general way.
-      n = c.run_fixed(out, groups, n, kBatchEvents);
-      if (n == kBatchEvents) break;
+      n = c.run_fixed(out, groups, n, limit);
+      if (n == limit) break;
       Cursor::Impl::Prepared r;  // one per record, so that it can stay in registers
       if (!c.scan<true>(r)) break;
       if (r.kind == kCompletion || r.kind == kRequestOp) [[unlikely]] {

@@ -311,6 +311,10 @@ class RankTrace {
     // next() would have; on a rank of several streams it holds one event.
     static constexpr size_t kBatchEvents = 64;
     std::span<const Event> next_batch();
+    // Batches of at most `events` (1 to kBatchEvents; before the first
+    // next_batch()): a reader holding many cursors at once bounds what their
+    // decoded events take together (a batch is about 140 bytes an event).
+    void limit_batch(size_t events);
     // For a cursor from events_from(): stream_index's open intervals just
     // before its first event (Cursor::open_intervals).
     const std::vector<OpenInterval>& open_intervals(size_t stream_index) const;
