@@ -286,6 +286,16 @@ void Engine::on_phase_end() {
   }
 }
 
+// A rank's state as every rank's starts (its cursor: where decoding starts).
+std::unique_ptr<Rank> Engine::new_rank(size_t i, RankTrace::MergedCursor events) const {
+  auto r = std::make_unique<Rank>(*dir_.ranks[i], reg_, i, *world_to_index_, std::move(events));
+  r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
+  r->acc.emplace_back();
+  r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
+  r->worker = worker_of_[i];
+  return r;
+}
+
 void Engine::setup() {
   std::vector<const RankTrace*> traces;
   for (const auto& t : dir_.ranks) traces.push_back(t.get());
@@ -336,27 +346,28 @@ void Engine::setup() {
   for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
   const auto [span_first, span_last] = run_span(traces);
   for (size_t i = 0; i < traces.size(); ++i) {
-    const WindowCheckpoint* cp = from_index_ ? &index_.ranks[i].checkpoints[index_start_[i]] : nullptr;
-    const size_t first = cp ? cp->chunk : 0;
-    auto r = std::make_unique<Rank>(*traces[i], reg_, i, *world_to_index_,
-                                    !cp                ? traces[i]->events()
-                                    : cp->at.valid     ? traces[i]->events_from_position(cp->at)
-                                                       : traces[i]->events_from_chunks({first}));
-    r->first_chunk = first;
-    r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
-    r->acc.emplace_back();
-    r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);
-    r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
-    r->worker = worker_of_[i];
-    r->log_delay = delay_on_;
-    r->damage.span_first = span_first;
-    r->damage.span_last = span_last;
-    // (Another process's rank is never decoded here: not even its first
-    // chunk is read, so a process's memory grows with its own block.)
-    r->has_ev = local_rank(i) && r->advance();
-    if (r->has_ev) {
-      r->ev_enter = r->interp.global(r->ev->enter);
-      if (!from_index_) t_first_ = std::min(t_first_, r->ev_enter);
+    // (Another process's rank has no state here, not even its cursor: a
+    // process's memory grows with its own block. Process 0 makes the others'
+    // at the end, from what their processes send it: gather_at_root.)
+    if (!local_rank(i)) {
+      ranks_.push_back(nullptr);
+    } else {
+      const WindowCheckpoint* cp = from_index_ ? &index_.ranks[i].checkpoints[index_start_[i]] : nullptr;
+      const size_t first = cp ? cp->chunk : 0;
+      auto r = new_rank(i, !cp            ? traces[i]->events()
+                           : cp->at.valid ? traces[i]->events_from_position(cp->at)
+                                          : traces[i]->events_from_chunks({first}));
+      r->first_chunk = first;
+      r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);
+      r->log_delay = delay_on_;
+      r->damage.span_first = span_first;
+      r->damage.span_last = span_last;
+      r->has_ev = r->advance();
+      if (r->has_ev) {
+        r->ev_enter = r->interp.global(r->ev->enter);
+        if (!from_index_) t_first_ = std::min(t_first_, r->ev_enter);
+      }
+      ranks_.push_back(std::move(r));
     }
     for (size_t s = 0; s < traces[i]->stream_count(); ++s) chunks_total_ += traces[i]->chunk_count(s);
     bool final_sync = false;
@@ -370,7 +381,6 @@ void Engine::setup() {
         it != traces[i]->meta().end() && std::strtoull(it->second.c_str(), nullptr, 10) > 0)
       records_lost_ = true;
     bytes += traces[i]->event_bytes();
-    ranks_.push_back(std::move(r));
   }
   if (!all_final) t_last_est_ = -kInf;
   if (dist_) {  // the trace's first event, over every process's ranks
@@ -385,6 +395,7 @@ void Engine::setup() {
     lo_ = t_first_ + opt_.window_from_s * 1e9;
     hi_ = t_first_ + opt_.window_to_s * 1e9;
     for (auto& r : ranks_) {
+      if (!r) continue;
       r->instants.set_window(lo_, hi_);
       r->waits.set_window(lo_, hi_);
     }
@@ -397,7 +408,7 @@ void Engine::setup() {
   // shorter than its two ranks' bounds together is uncertain.
   clock_error_.assign(ranks_.size(), 0);
   for (size_t i = 0; i < ranks_.size(); ++i)
-    for (const auto& k : ranks_[i]->rank_trace->clock_syncs())
+    for (const auto& k : traces[i]->clock_syncs())
       clock_error_[i] = std::max(clock_error_[i], k.rtt_ns / 2);
 
   mail_.resize(workers_);
@@ -704,9 +715,20 @@ void Engine::print_worker_stats() const {
   std::fprintf(stderr, "prof-analyze workers: %u, phases %llu, setup %.3f s, finish %.3f s\n", workers_,
                static_cast<unsigned long long>(windows_), sec(setup_ns_), sec(finish_ns_));
   if (dist_)
-    std::fprintf(stderr, "  process %d of %d: workers %u-%u, %llu exchanges, %llu bytes sent, %llu received\n", proc_,
-                 procs_, local_lo_, local_hi_ - 1, static_cast<unsigned long long>(exchanges_),
-                 static_cast<unsigned long long>(exchanged_bytes_), static_cast<unsigned long long>(received_bytes_));
+    std::fprintf(stderr,
+                 "  process %d of %d: workers %u-%u, %llu exchanges (%llu gathering the figures), %llu bytes sent, "
+                 "%llu received\n",
+                 proc_, procs_, local_lo_, local_hi_ - 1, static_cast<unsigned long long>(exchanges_),
+                 static_cast<unsigned long long>(gather_rounds_), static_cast<unsigned long long>(exchanged_bytes_),
+                 static_cast<unsigned long long>(received_bytes_));
+  // (Each process's Rank objects: its block's, whatever the trace's size.)
+  std::fprintf(stderr, "  rank states during the pass, of %zu ranks:", ranks_.size());
+  if (dist_)
+    for (size_t p = 0; p < rank_states_.size(); ++p)
+      std::fprintf(stderr, "%s process %zu: %llu", p ? "," : "", p, static_cast<unsigned long long>(rank_states_[p]));
+  else
+    std::fprintf(stderr, " %zu", ranks_.size());
+  std::fputc('\n', stderr);
   for (unsigned w = 0; w < workers_; ++w) {
     const WorkerStats& s = worker_stats_[w];
     const uint64_t waits = s.wait_ns + s.handover_ns + s.end_ns;

@@ -715,10 +715,12 @@ class PhaseMail {
   // dst_hi) to a byte stream and back (only the results' with results_only).
   // A collective call's communicator travels as its index among its rank's
   // definitions: the definition's address is the process's own.
+  // (`traces`: every rank's file, by rank index: another process's rank has
+  // no Rank here.)
   void pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
-            bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks);
+            bool results_only, const std::vector<std::unique_ptr<RankTrace>>& traces);
   void unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
-              bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks);
+              bool results_only, const std::vector<std::unique_ptr<RankTrace>>& traces);
 
  private:
   size_t at(int parity, unsigned src, unsigned dst) const {
@@ -888,6 +890,7 @@ class Engine {
   }
 
   void setup();
+  std::unique_ptr<Rank> new_rank(size_t i, RankTrace::MergedCursor events) const;
   // Several processes (Options::exchange): a process runs workers
   // [local_lo_, local_hi_) of workers_, per_proc_ to a process.
   bool local_worker(unsigned w) const { return w >= local_lo_ && w < local_hi_; }
@@ -905,7 +908,12 @@ class Engine {
   void exchange_early();
   void exchange_final_results();
   void exchange_collective_counts();
+  // Collective calls rank index i had made on communicator gid at its end
+  // (another process's rank: as exchange_collective_counts heard).
+  uint64_t collectives_on(size_t i, uint64_t gid);
   void gather_at_root();
+  // The figures go to process 0 in rounds of about this many bytes a process.
+  static constexpr size_t kGatherRoundBytes = size_t{1} << 18;
   void settle_channels(Rank& r);
   bool plan_window(const std::vector<const RankTrace*>& traces);
   // A window under this many events runs on one worker (setup()): about
@@ -958,12 +966,21 @@ class Engine {
   std::vector<int> exhausted_all_;
   std::vector<uint8_t> exhausted_sent_;
   bool final_sweep_ = false;  // several processes: the end's sweep posts every result
+  // Several processes: other processes' ranks' collective counts at their
+  // ends, (gid, count) by rank index (only for a trace with calls in flight).
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> remote_collectives_;
+  // Rank states each process held during the pass (its block's; process 0
+  // learns the others' at the end), for the worker statistics.
+  std::vector<uint64_t> rank_states_;
   // This process's all_to_all calls, the bytes it sent and received.
   uint64_t exchanges_ = 0, exchanged_bytes_ = 0, received_bytes_ = 0;
+  uint64_t gather_rounds_ = 0;  // of those, the end's rounds to process 0
   Registry reg_;
   std::vector<std::string> rebuilt_in_flight_;  // rebuilt objects met resolving calls in flight
   Registry* prebuilt_;  // moved into reg_ by setup()
   std::unique_ptr<WorldIndex> world_to_index_;
+  // By rank index; null for a rank another process decodes (until process 0
+  // receives its figures at the end: gather_at_root).
   std::vector<std::unique_ptr<Rank>> ranks_;
   unsigned workers_ = 1;
   uint64_t workers_mask_ = 0;  // workers_ - 1 when workers_ is a power of two, else 0
