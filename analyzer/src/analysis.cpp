@@ -220,7 +220,7 @@ void Engine::on_phase_end() {
   if (spread_.spread()) {
     sums.failed = failed_.load();
     if (sums.failed) sums.failure = failure_;
-    spread_.exchange_phase(parity, sums, mail_, ranks_, worker_of_);
+    spread_.exchange_phase(parity, sums, mail_, dir_.ranks, worker_of_);
     if (sums.failed) {
       failure_ = sums.failure;
       failed_ = true;
@@ -270,6 +270,16 @@ void Engine::on_phase_end() {
     else f = clamp_to(f, 0.0, 0.99);
     opt_.progress(f, events);
   }
+}
+
+// A rank's state as every rank's starts (its cursor: where decoding starts).
+std::unique_ptr<Rank> Engine::new_rank(size_t i, RankTrace::MergedCursor events) const {
+  auto r = std::make_unique<Rank>(*dir_.ranks[i], reg_, i, *world_to_index_, std::move(events));
+  r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
+  r->acc.emplace_back();
+  r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
+  r->worker = worker_of_[i];
+  return r;
 }
 
 void Engine::setup() {
@@ -323,28 +333,29 @@ void Engine::setup() {
   const size_t batch_events = std::clamp<size_t>(kBatchBudgetEvents / std::max<size_t>(local_ranks, 1),
                                                  kMinBatchEvents, RankTrace::MergedCursor::kBatchEvents);
   for (size_t i = 0; i < traces.size(); ++i) {
-    const WindowCheckpoint* cp = window_.from_index() ? &window_.start(i) : nullptr;
-    const size_t first = cp ? cp->chunk : 0;
-    auto r = std::make_unique<Rank>(*traces[i], reg_, i, *world_to_index_,
-                                    !cp                ? traces[i]->events()
-                                    : cp->at.valid     ? traces[i]->events_from_position(cp->at)
-                                                       : traces[i]->events_from_chunks({first}));
-    r->first_chunk = first;
-    r->cursor.limit_batch(batch_events);
-    r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
-    r->acc.emplace_back();
-    r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);
-    r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
-    r->worker = worker_of_[i];
-    r->log_delay = delay_on_;
-    r->damage.span_first = span_first;
-    r->damage.span_last = span_last;
-    // (Another process's rank is never decoded here: not even its first
-    // chunk is read, so a process's memory grows with its own block.)
-    r->has_ev = local_rank(i) && r->advance();
-    if (r->has_ev) {
-      r->ev_enter = r->interp.global(r->ev->enter);
-      if (!window_.from_index()) t_first_ = std::min(t_first_, r->ev_enter);
+    // (Another process's rank has no state here, not even its cursor: a
+    // process's memory grows with its own block. Process 0 makes the others'
+    // at the end, from what their processes send it: gather_at_root.)
+    if (!local_rank(i)) {
+      ranks_.push_back(nullptr);
+    } else {
+      const WindowCheckpoint* cp = window_.from_index() ? &window_.start(i) : nullptr;
+      const size_t first = cp ? cp->chunk : 0;
+      auto r = new_rank(i, !cp            ? traces[i]->events()
+                           : cp->at.valid ? traces[i]->events_from_position(cp->at)
+                                          : traces[i]->events_from_chunks({first}));
+      r->first_chunk = first;
+      r->cursor.limit_batch(batch_events);
+      r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);
+      r->log_delay = delay_on_;
+      r->damage.span_first = span_first;
+      r->damage.span_last = span_last;
+      r->has_ev = r->advance();
+      if (r->has_ev) {
+        r->ev_enter = r->interp.global(r->ev->enter);
+        if (!window_.from_index()) t_first_ = std::min(t_first_, r->ev_enter);
+      }
+      ranks_.push_back(std::move(r));
     }
     window_.count_chunks(*traces[i]);
     bool final_sync = false;
@@ -358,7 +369,6 @@ void Engine::setup() {
         it != traces[i]->meta().end() && std::strtoull(it->second.c_str(), nullptr, 10) > 0)
       records_lost_ = true;
     bytes += traces[i]->event_bytes();
-    ranks_.push_back(std::move(r));
   }
   if (!all_final) t_last_est_ = -kInf;
   if (spread_.spread()) {  // the trace's first event, over every process's ranks
@@ -377,7 +387,7 @@ void Engine::setup() {
   // shorter than its two ranks' bounds together is uncertain.
   clock_error_.assign(ranks_.size(), 0);
   for (size_t i = 0; i < ranks_.size(); ++i)
-    for (const auto& k : ranks_[i]->rank_trace->clock_syncs())
+    for (const auto& k : traces[i]->clock_syncs())
       clock_error_[i] = std::max(clock_error_[i], k.rtt_ns / 2);
 
   mail_.resize(workers_);
@@ -472,7 +482,7 @@ Analysis Engine::run() {
     spread_.set_final_sweep(true);
     for (unsigned w = spread_.local_lo(); w < spread_.local_hi(); ++w) sweep(w, 0, true);
     spread_.set_final_sweep(false);
-    spread_.exchange_final_results(mail_, ranks_, [this](const ResultRec& rr) { apply(rr); });
+    spread_.exchange_final_results(mail_, dir_.ranks, [this](const ResultRec& rr) { apply(rr); });
   } else {
     for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   }

@@ -176,6 +176,7 @@ void AnalysisWindow::bound(double t_first, const Options& opt, const Ranks& rank
   lo_ = t_first + opt.window_from_s * 1e9;
   hi_ = t_first + opt.window_to_s * 1e9;
   for (auto& r : ranks) {
+    if (!r) continue;  // (another process's rank)
     r->instants.set_window(lo_, hi_);
     r->waits.set_window(lo_, hi_);
   }

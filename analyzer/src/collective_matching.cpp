@@ -104,7 +104,7 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
 void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int parity,
                       bool direct) {
   Owner& own = owners_[w];
-  const int32_t last = in.last_rank >= 0 ? ranks_[static_cast<size_t>(in.last_rank)]->rank : -1;
+  const int32_t last = in.last_rank >= 0 ? dir_.ranks[static_cast<size_t>(in.last_rank)]->rank() : -1;
   for (uint32_t m = in.head; m != UINT32_MAX;) {
     const Member mem = own.arena[m];
     // Late entry: waiting for the last member to arrive; the rest is the

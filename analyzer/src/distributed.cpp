@@ -134,12 +134,20 @@ std::vector<std::string> ProcessSpread::all_to_all(const std::vector<std::string
 }
 
 void ProcessSpread::print_stats() const {
-  std::fprintf(stderr, "  process %d of %d: workers %u-%u, %llu exchanges, %llu bytes sent, %llu received\n", proc_,
-               procs_, local_lo_, local_hi_ - 1, static_cast<unsigned long long>(exchanges_),
-               static_cast<unsigned long long>(exchanged_bytes_), static_cast<unsigned long long>(received_bytes_));
+  std::fprintf(stderr,
+               "  process %d of %d: workers %u-%u, %llu exchanges (%llu gathering the figures), %llu bytes sent, "
+               "%llu received\n",
+               proc_, procs_, local_lo_, local_hi_ - 1, static_cast<unsigned long long>(exchanges_),
+               static_cast<unsigned long long>(gather_rounds_), static_cast<unsigned long long>(exchanged_bytes_),
+               static_cast<unsigned long long>(received_bytes_));
+  // (Each process's Rank objects: its block's, whatever the trace's size.)
+  std::fprintf(stderr, "  rank states during the pass, of %zu ranks:", exhausted_all_.size());
+  for (size_t p = 0; p < rank_states_.size(); ++p)
+    std::fprintf(stderr, "%s process %zu: %llu", p ? "," : "", p, static_cast<unsigned long long>(rank_states_[p]));
+  std::fputc('\n', stderr);
 }
 
-void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail, const Ranks& ranks,
+void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail, const Traces& traces,
                                    const std::vector<unsigned>& worker_of) {
   WireOut head;
   head.put(sums.events);
@@ -150,7 +158,7 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
   head.put<uint8_t>(failed);
   head.put_str(failed ? sums.failure : std::string());
   std::vector<RankEnded> ended;
-  for (size_t i = 0; i < ranks.size(); ++i)
+  for (size_t i = 0; i < traces.size(); ++i)
     if (local_worker(worker_of[i]) && exhausted_all_[i] >= 0 && !exhausted_sent_[i]) {
       exhausted_sent_[i] = 1;
       ended.push_back(RankEnded{static_cast<uint32_t>(i), exhausted_all_[i]});
@@ -160,7 +168,7 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireOut o{head.buf};
-    mail.pack(o, parity, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), false, ranks);
+    mail.pack(o, parity, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), false, traces);
     out[static_cast<size_t>(p)] = std::move(o.buf);
   }
   const std::vector<std::string> in = all_to_all(out);
@@ -180,7 +188,7 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
       failure = std::move(why);
     }
     for (const RankEnded& e : r.get_vec<RankEnded>()) exhausted_all_[e.rank] = e.phase;
-    mail.unpack(r, parity, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, false, ranks);
+    mail.unpack(r, parity, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, false, traces);
   }
   // (The same failure on every process: the first process's that failed.)
   if (first_failed >= 0) {
@@ -189,28 +197,30 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
   }
 }
 
-void ProcessSpread::exchange_early(PhaseMail& mail, const Ranks& ranks) {
+void ProcessSpread::exchange_early(PhaseMail& mail, const Traces& traces) {
   std::vector<std::string> out(static_cast<size_t>(procs_));
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireOut o;
-    mail.pack(o, PhaseMail::kEarlyResults, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true, ranks);
+    mail.pack(o, PhaseMail::kEarlyResults, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true, traces);
     out[static_cast<size_t>(p)] = std::move(o.buf);
   }
   const std::vector<std::string> in = all_to_all(out);
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
-    mail.unpack(r, PhaseMail::kEarlyResults, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true, ranks);
+    mail.unpack(r, PhaseMail::kEarlyResults, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true,
+                traces);
   }
 }
 
 // A call in flight at a rank's end waits for the members that had made fewer
 // collective calls: every process learns every rank's counts (only for a
 // trace that has such calls).
-void ProcessSpread::exchange_collective_counts(const Ranks& ranks, const std::vector<unsigned>& worker_of) {
+void ProcessSpread::exchange_collective_counts(const Ranks& ranks, const Traces& traces,
+                                               const std::vector<unsigned>& worker_of) {
   bool any = false;
-  for (const auto& r : ranks) any = any || !r->rank_trace->in_flight().empty();
+  for (const auto& t : traces) any = any || !t->in_flight().empty();
   if (!any) return;
   WireOut mine;
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -224,18 +234,31 @@ void ProcessSpread::exchange_collective_counts(const Ranks& ranks, const std::ve
   std::vector<std::string> out(static_cast<size_t>(procs_), mine.buf);
   out[static_cast<size_t>(proc_)].clear();
   const std::vector<std::string> in = all_to_all(out);
+  remote_collectives_.assign(ranks.size(), {});
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
     while (!r.done()) {
-      Rank& rank = *ranks[r.get<uint32_t>()];
-      for (const CollectiveCount& c : r.get_vec<CollectiveCount>()) rank.interp.comms().set_count(c.gid, c.count);
+      auto& counts = remote_collectives_[r.get<uint32_t>()];
+      for (const CollectiveCount& c : r.get_vec<CollectiveCount>()) counts.emplace_back(c.gid, c.count);
     }
   }
 }
 
+uint64_t ProcessSpread::remote_collectives_on(size_t i, uint64_t gid) const {
+  if (i < remote_collectives_.size())
+    for (const auto& [g, count] : remote_collectives_[i])
+      if (g == gid) return count;
+  return 0;
+}
+
+uint64_t Engine::collectives_on(size_t i, uint64_t gid) {
+  if (ranks_[i]) return ranks_[i]->interp.comms().collectives_on(gid);
+  return spread_.remote_collectives_on(i, gid);
+}
+
 void Engine::gather_at_root() {
-  spread_.exchange_collective_counts(ranks_, worker_of_);
+  spread_.exchange_collective_counts(ranks_, dir_.ranks, worker_of_);
   tree_.merge(ranks_);
   // What finish() reads of each rank, taken where the rank was decoded.
   for (size_t i = 0; i < ranks_.size(); ++i) {
@@ -253,141 +276,183 @@ void Engine::gather_at_root() {
   }
   rebuilt_in_flight_.clear();
 
-  WireOut mine;
-  if (spread_.proc() != 0) {
-    for (size_t i = 0; i < ranks_.size(); ++i) {
-      if (!local_rank(i)) continue;
-      const Rank& r = *ranks_[i];
-      mine.put<uint32_t>(static_cast<uint32_t>(i));
-      mine.put<uint64_t>(r.nodes.size());
-      for (size_t li = 0; li < r.nodes.size(); ++li) {
-        const LocalNode& n = r.nodes[li];
-        mine.put(n.parent);
-        mine.put(n.id);
-        mine.put(n.site);
-        mine.put(r.merged_at[li]);
-        const NodeAcc& a = r.acc[li];
-        mine.put(a.in);
-        mine.put(a.waits);
-        mine.put_vec(a.waited_for.list());
-        mine.put(a.time_variation);
-        mine.put(a.calls);
-        mine.put(a.inside);
-        mine.put(a.closed);
-        mine.put(a.t_sum);
-        mine.put(a.first_enter);
-        mine.put<uint8_t>(a.executed_in_run);
-        mine.put_vec(a.funcs);
-      }
-      mine.put<uint64_t>(r.combos.size());
-      for (const Combo& c : r.combos) {
-        mine.put_vec(c.nodes);
-        mine.put(c.in);
-        mine.put(c.waits);
-      }
-      mine.put_vec(r.slot_name);
-      mine.put_vec(r.slot_site);
-      if (delay_on_) {
-        mine.put_vec(r.delay.contexts);
-        mine.put_vec(r.delay.syncs);
-        mine.put_vec(r.delay.waits);
-        mine.put<uint64_t>(r.delay.comms.size());
-        for (const DelayLog::Comm& c : r.delay.comms) {
-          mine.put(c.gid);
-          mine.put_vec(c.members);
+  uint64_t states = 0;
+  for (const auto& r : ranks_) states += r != nullptr;
+  spread_.set_rank_states(static_cast<size_t>(spread_.proc()), states);
+  // In rounds of about kGatherRoundBytes a process, until every process has
+  // sent all its ranks: one message of the whole block would be as large as
+  // the block's figures (hundreds of MB at 4096 ranks), on both sides.
+  // A process's message starts with where it stands: 0 more rounds to come,
+  // 1 its last (the owners' part follows its ranks), 2 sent all before.
+  size_t next = 0;  // the next rank to pack
+  bool owners_sent = false;
+  for (bool first = true;; first = false) {
+    spread_.count_gather_round();
+    WireOut mine;
+    bool last = true;
+    if (spread_.proc() != 0) {
+      mine.put<uint8_t>(0);
+      if (first) mine.put(states);
+      for (; next < ranks_.size() && mine.buf.size() < kGatherRoundBytes; ++next) {
+        const size_t i = next;
+        if (!local_rank(i)) continue;
+        Rank& r = *ranks_[i];
+        mine.put<uint32_t>(static_cast<uint32_t>(i));
+        mine.put<uint64_t>(r.nodes.size());
+        for (size_t li = 0; li < r.nodes.size(); ++li) {
+          const LocalNode& n = r.nodes[li];
+          mine.put(n.parent);
+          mine.put(n.id);
+          mine.put(n.site);
+          mine.put(r.merged_at[li]);
+          const NodeAcc& a = r.acc[li];
+          mine.put(a.in);
+          mine.put(a.waits);
+          mine.put_vec(a.waited_for.list());
+          mine.put(a.time_variation);
+          mine.put(a.calls);
+          mine.put(a.inside);
+          mine.put(a.closed);
+          mine.put(a.t_sum);
+          mine.put(a.first_enter);
+          mine.put<uint8_t>(a.executed_in_run);
+          mine.put_vec(a.funcs);
         }
+        mine.put<uint64_t>(r.combos.size());
+        for (const Combo& c : r.combos) {
+          mine.put_vec(c.nodes);
+          mine.put(c.in);
+          mine.put(c.waits);
+        }
+        mine.put_vec(r.slot_name);
+        mine.put_vec(r.slot_site);
+        if (delay_on_) {
+          mine.put_vec(r.delay.contexts);
+          mine.put_vec(r.delay.syncs);
+          mine.put_vec(r.delay.waits);
+          mine.put<uint64_t>(r.delay.comms.size());
+          for (const DelayLog::Comm& c : r.delay.comms) {
+            mine.put(c.gid);
+            mine.put_vec(c.members);
+          }
+        }
+        for (uint64_t v : {r.events, r.calls, r.matched, r.unmatched_sends, r.unmatched_recvs, r.local_instances})
+          mine.put(v);
+        mine.put<uint8_t>(r.damage.stopped);
+        mine.put<uint8_t>(r.damage.by_time);
+        mine.put(r.damage.excluded_time);
+        mine.put(r.damage.events_not_read);
+        mine.put(r.gathered_unbalanced);
+        mine.put(r.gathered_last_leave);
+        mine.put(r.gathered_stats);
+        put_strings(mine, r.gathered_trace_warnings);
+        put_warnings(mine, r.warn);
+        put_in_flight(mine, r.gathered_in_flight);
+        put_strings(mine, r.gathered_rebuilt);
+        // (This process needs the rank no more: its state goes as its message
+        // grows, so the two do not add up.)
+        ranks_[i].reset();
       }
-      for (uint64_t v : {r.events, r.calls, r.matched, r.unmatched_sends, r.unmatched_recvs, r.local_instances})
-        mine.put(v);
-      mine.put<uint8_t>(r.damage.stopped);
-      mine.put<uint8_t>(r.damage.by_time);
-      mine.put(r.damage.excluded_time);
-      mine.put(r.damage.events_not_read);
-      mine.put(r.gathered_unbalanced);
-      mine.put(r.gathered_last_leave);
-      mine.put(r.gathered_stats);
-      put_strings(mine, r.gathered_trace_warnings);
-      put_warnings(mine, r.warn);
-      put_in_flight(mine, r.gathered_in_flight);
-      put_strings(mine, r.gathered_rebuilt);
+      mine.put<uint32_t>(UINT32_MAX);
+      last = next == ranks_.size();
+      mine.buf[0] = static_cast<char>(!last ? 0 : owners_sent ? 2 : 1);
+      if (last && !owners_sent)  // the owners' part
+        for (unsigned w = spread_.local_lo(); w < spread_.local_hi(); ++w) {
+          mine.put(owners_[w].instances);
+          mine.put(owners_[w].incomplete);
+          put_warnings(mine, owners_[w].warn);
+        }
+      owners_sent = last;
     }
-    mine.put<uint32_t>(UINT32_MAX);  // the owners' part
-    for (unsigned w = spread_.local_lo(); w < spread_.local_hi(); ++w) {
-      mine.put(owners_[w].instances);
-      mine.put(owners_[w].incomplete);
-      put_warnings(mine, owners_[w].warn);
+    // To process 0 the ranks; to the others whether this was the last round.
+    std::vector<std::string> out(static_cast<size_t>(spread_.procs()), std::string(last ? "" : "m"));
+    out[0] = std::move(mine.buf);
+    out[static_cast<size_t>(spread_.proc())].clear();
+    std::vector<std::string> in = spread_.all_to_all(out);
+    bool all_sent = last;
+    for (int p = 1; p < spread_.procs(); ++p) {
+      const std::string& from = in[static_cast<size_t>(p)];
+      if (p != spread_.proc()) all_sent = all_sent && (spread_.proc() == 0 ? from[0] != 0 : from.empty());
     }
-  }
-  std::vector<std::string> out(static_cast<size_t>(spread_.procs()));
-  out[0] = std::move(mine.buf);
-  const std::vector<std::string> in = spread_.all_to_all(out);
-  if (spread_.proc() != 0) return;
+    if (spread_.proc() != 0) {
+      if (all_sent) return;
+      continue;
+    }
 
-  for (int p = 1; p < spread_.procs(); ++p) {
-    WireIn m(in[static_cast<size_t>(p)]);
-    for (uint32_t i = m.get<uint32_t>(); i != UINT32_MAX; i = m.get<uint32_t>()) {
-      Rank& r = *ranks_[i];
-      const auto nodes = m.get<uint64_t>();
-      r.nodes.assign(nodes, LocalNode{});
-      r.acc.assign(nodes, NodeAcc{});
-      r.merged_at.assign(nodes, 0);
-      for (size_t li = 0; li < nodes; ++li) {
-        LocalNode& n = r.nodes[li];
-        n.parent = m.get<uint32_t>();
-        n.id = m.get<uint32_t>();
-        n.site = m.get<uint32_t>();
-        r.merged_at[li] = m.get<uint32_t>();
-        NodeAcc& a = r.acc[li];
-        a.in = m.get<InstantSums>();
-        a.waits = m.get<WaitSums>();
-        a.waited_for.assign(m.get_vec<PartnerWaitAcc>());
-        a.time_variation = m.get<double>();
-        a.calls = m.get<uint64_t>();
-        a.inside = m.get<uint64_t>();
-        a.closed = m.get<uint64_t>();
-        a.t_sum = m.get<double>();
-        a.first_enter = m.get<double>();
-        a.executed_in_run = m.get<uint8_t>();
-        a.funcs = m.get_vec<FuncStat>();
-      }
-      r.combos.assign(m.get<uint64_t>(), Combo{});
-      for (Combo& c : r.combos) {
-        c.nodes = m.get_vec<uint32_t>();
-        c.in = m.get<InstantSums>();
-        c.waits = m.get<WaitSums>();
-      }
-      r.slot_name = m.get_vec<uint32_t>();
-      r.slot_site = m.get_vec<uint32_t>();
-      if (delay_on_) {
-        r.delay.contexts = m.get_vec<DelayLog::Context>();
-        r.delay.syncs = m.get_vec<DelayLog::Sync>();
-        r.delay.waits = m.get_vec<DelayLog::Wait>();
-        r.delay.comms.assign(m.get<uint64_t>(), DelayLog::Comm{});
-        for (DelayLog::Comm& c : r.delay.comms) {
-          c.gid = m.get<uint64_t>();
-          c.members = m.get_vec<int32_t>();
+    for (int p = 1; p < spread_.procs(); ++p) {
+      WireIn m(in[static_cast<size_t>(p)]);
+      const bool p_last = m.get<uint8_t>() == 1;
+      if (first) spread_.set_rank_states(static_cast<size_t>(p), m.get<uint64_t>());
+      for (uint32_t i = m.get<uint32_t>(); i != UINT32_MAX; i = m.get<uint32_t>()) {
+        // (The state finish() reads: what the rank's process sent, on a rank
+        // made as setup() makes every rank.)
+        ranks_[i] = new_rank(i, dir_.ranks[i]->events());
+        Rank& r = *ranks_[i];
+        const auto nodes = m.get<uint64_t>();
+        r.nodes.assign(nodes, LocalNode{});
+        r.acc.assign(nodes, NodeAcc{});
+        r.merged_at.assign(nodes, 0);
+        for (size_t li = 0; li < nodes; ++li) {
+          LocalNode& n = r.nodes[li];
+          n.parent = m.get<uint32_t>();
+          n.id = m.get<uint32_t>();
+          n.site = m.get<uint32_t>();
+          r.merged_at[li] = m.get<uint32_t>();
+          NodeAcc& a = r.acc[li];
+          a.in = m.get<InstantSums>();
+          a.waits = m.get<WaitSums>();
+          a.waited_for.assign(m.get_vec<PartnerWaitAcc>());
+          a.time_variation = m.get<double>();
+          a.calls = m.get<uint64_t>();
+          a.inside = m.get<uint64_t>();
+          a.closed = m.get<uint64_t>();
+          a.t_sum = m.get<double>();
+          a.first_enter = m.get<double>();
+          a.executed_in_run = m.get<uint8_t>();
+          a.funcs = m.get_vec<FuncStat>();
         }
+        r.combos.assign(m.get<uint64_t>(), Combo{});
+        for (Combo& c : r.combos) {
+          c.nodes = m.get_vec<uint32_t>();
+          c.in = m.get<InstantSums>();
+          c.waits = m.get<WaitSums>();
+        }
+        r.slot_name = m.get_vec<uint32_t>();
+        r.slot_site = m.get_vec<uint32_t>();
+        if (delay_on_) {
+          r.delay.contexts = m.get_vec<DelayLog::Context>();
+          r.delay.syncs = m.get_vec<DelayLog::Sync>();
+          r.delay.waits = m.get_vec<DelayLog::Wait>();
+          r.delay.comms.assign(m.get<uint64_t>(), DelayLog::Comm{});
+          for (DelayLog::Comm& c : r.delay.comms) {
+            c.gid = m.get<uint64_t>();
+            c.members = m.get_vec<int32_t>();
+          }
+        }
+        for (uint64_t* v : {&r.events, &r.calls, &r.matched, &r.unmatched_sends, &r.unmatched_recvs, &r.local_instances})
+          *v = m.get<uint64_t>();
+        r.damage.stopped = m.get<uint8_t>();
+        r.damage.by_time = m.get<uint8_t>();
+        r.damage.excluded_time = m.get<double>();
+        r.damage.events_not_read = m.get<uint64_t>();
+        r.gathered_unbalanced = m.get<uint64_t>();
+        r.gathered_last_leave = m.get<double>();
+        r.gathered_stats = m.get<trace::ReadStats>();
+        r.gathered_trace_warnings = get_strings(m);
+        get_warnings(m, r.warn);
+        r.gathered_in_flight = get_in_flight(m);
+        r.gathered_rebuilt = get_strings(m);
+        r.gathered = true;
       }
-      for (uint64_t* v : {&r.events, &r.calls, &r.matched, &r.unmatched_sends, &r.unmatched_recvs, &r.local_instances})
-        *v = m.get<uint64_t>();
-      r.damage.stopped = m.get<uint8_t>();
-      r.damage.by_time = m.get<uint8_t>();
-      r.damage.excluded_time = m.get<double>();
-      r.damage.events_not_read = m.get<uint64_t>();
-      r.gathered_unbalanced = m.get<uint64_t>();
-      r.gathered_last_leave = m.get<double>();
-      r.gathered_stats = m.get<trace::ReadStats>();
-      r.gathered_trace_warnings = get_strings(m);
-      get_warnings(m, r.warn);
-      r.gathered_in_flight = get_in_flight(m);
-      r.gathered_rebuilt = get_strings(m);
-      r.gathered = true;
+      if (p_last)
+        for (unsigned w = spread_.first_worker(p); w < spread_.first_worker(p + 1); ++w) {
+          owners_[w].instances = m.get<uint64_t>();
+          owners_[w].incomplete = m.get<uint64_t>();
+          get_warnings(m, owners_[w].warn);
+        }
+      std::string().swap(in[static_cast<size_t>(p)]);  // (read: its figures are in its ranks now)
     }
-    for (unsigned w = spread_.first_worker(p); w < spread_.first_worker(p + 1); ++w) {
-      owners_[w].instances = m.get<uint64_t>();
-      owners_[w].incomplete = m.get<uint64_t>();
-      get_warnings(m, owners_[w].warn);
-    }
+    if (all_sent) break;
   }
   // Rebuilt objects in rank order, each once (as calls_in_flight lists them
   // rank after rank in one process).

@@ -609,7 +609,7 @@ class Engine {
   };
   struct EarlyEnd {
     Engine* e;
-    void operator()() noexcept { e->spread_.exchange_early(e->mail_, e->ranks_); }
+    void operator()() noexcept { e->spread_.exchange_early(e->mail_, e->dir_.ranks); }
   };
 
   int index_of_world(int32_t w) const {
@@ -624,9 +624,16 @@ class Engine {
   }
 
   void setup();
+  // A rank's state as every rank's starts (its cursor: where decoding starts).
+  std::unique_ptr<Rank> new_rank(size_t i, RankTrace::MergedCursor events) const;
+  // Collective calls rank index i had made on communicator gid at its end
+  // (another process's rank: as exchange_collective_counts heard).
+  uint64_t collectives_on(size_t i, uint64_t gid);
   // A rank this process decodes (ProcessSpread).
   bool local_rank(size_t i) const { return spread_.local_worker(worker_of_[i]); }
   void gather_at_root();
+  // The figures go to process 0 in rounds of about this many bytes a process.
+  static constexpr size_t kGatherRoundBytes = size_t{1} << 18;
   void settle_channels(Rank& r);
   // A window under this many events runs on one worker (setup()): about
   // sixteen phases of the default size (Options::window_events).
@@ -680,6 +687,8 @@ class Engine {
   std::vector<std::string> rebuilt_in_flight_;  // rebuilt objects met resolving calls in flight
   Registry* prebuilt_;  // moved into reg_ by setup()
   std::unique_ptr<WorldIndex> world_to_index_;
+  // By rank index; null for a rank another process decodes (until process 0
+  // receives its figures at the end: gather_at_root).
   std::vector<std::unique_ptr<Rank>> ranks_;
   unsigned workers_ = 1;
   uint64_t workers_mask_ = 0;  // workers_ - 1 when workers_ is a power of two, else 0

@@ -35,6 +35,7 @@ struct GNode {
 };
 
 struct Rank;
+struct PartnerWaitAcc;
 
 // The tree of interval nodes across ranks: a node per (parent, interval id,
 // call site) path, built during the pass as ranks create local nodes (merge()

@@ -41,6 +41,7 @@ void Handler::root_ended(double t) {
 void GlobalTree::merge(const Ranks& ranks) {
   ++merges_;
   for (auto& rp : ranks) {
+    if (!rp) continue;  // (another process's rank)
     Rank& r = *rp;
     for (size_t li = r.gmap.size(); li < r.nodes.size(); ++li) {
       r.merged_at.push_back(merges_);

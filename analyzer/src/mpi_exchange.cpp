@@ -22,7 +22,7 @@ struct Mpi {
   decltype(&MPI_Comm_rank) comm_rank;
   decltype(&MPI_Comm_size) comm_size;
   decltype(&MPI_Alltoall) alltoall;
-  decltype(&MPI_Alltoallv_c) alltoallv_c;
+  decltype(&MPI_Alltoallw_c) alltoallw_c;
   decltype(&MPI_Bcast) bcast;
   decltype(&MPI_Finalize) finalize;
 };
@@ -41,13 +41,16 @@ void load_mpi() {
   load(lib, "MPI_Comm_rank", mpi.comm_rank);
   load(lib, "MPI_Comm_size", mpi.comm_size);
   load(lib, "MPI_Alltoall", mpi.alltoall);
-  load(lib, "MPI_Alltoallv_c", mpi.alltoallv_c);
+  load(lib, "MPI_Alltoallw_c", mpi.alltoallw_c);
   load(lib, "MPI_Bcast", mpi.bcast);
   load(lib, "MPI_Finalize", mpi.finalize);
 }
 
 // One all-to-all of byte buffers: the sizes first, then the bytes
-// (MPI_Alltoallv_c: buffers may pass 2 GiB).
+// (MPI_Alltoallw_c: buffers may pass 2 GiB), each sent from its own buffer
+// and received into its own string (absolute addresses from MPI_BOTTOM), so
+// no buffer is copied: at the end of a job the figures process 0 gathers are
+// the largest message, and a copy on each side was as large as them.
 class MpiExchange final : public analysis::Exchange {
  public:
   MpiExchange() {
@@ -61,24 +64,19 @@ class MpiExchange final : public analysis::Exchange {
     std::vector<long long> send_sizes(n), recv_sizes(n);
     for (size_t p = 0; p < n; ++p) send_sizes[p] = static_cast<long long>(out[p].size());
     mpi.alltoall(send_sizes.data(), 1, MPI_LONG_LONG, recv_sizes.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD);
-    std::vector<MPI_Count> sc(n), sd(n), rc(n), rd(n);
-    std::string send, recv;
-    for (size_t p = 0; p < n; ++p) {
-      sd[p] = static_cast<MPI_Count>(send.size());
-      sc[p] = send_sizes[p];
-      send += out[p];
-    }
-    MPI_Count total = 0;
-    for (size_t p = 0; p < n; ++p) {
-      rd[p] = total;
-      rc[p] = recv_sizes[p];
-      total += recv_sizes[p];
-    }
-    recv.resize(static_cast<size_t>(total));
-    mpi.alltoallv_c(send.data(), sc.data(), sd.data(), MPI_BYTE, recv.data(), rc.data(), rd.data(), MPI_BYTE,
-                    MPI_COMM_WORLD);
     std::vector<std::string> in(n);
-    for (size_t p = 0; p < n; ++p) in[p] = recv.substr(static_cast<size_t>(rd[p]), static_cast<size_t>(rc[p]));
+    std::vector<MPI_Count> sc(n), rc(n);
+    std::vector<MPI_Aint> sd(n), rd(n);
+    const std::vector<MPI_Datatype> bytes(n, MPI_BYTE);
+    for (size_t p = 0; p < n; ++p) {
+      sc[p] = send_sizes[p];
+      sd[p] = reinterpret_cast<MPI_Aint>(out[p].data());
+      in[p].resize(static_cast<size_t>(recv_sizes[p]));
+      rc[p] = recv_sizes[p];
+      rd[p] = reinterpret_cast<MPI_Aint>(in[p].data());
+    }
+    mpi.alltoallw_c(MPI_BOTTOM, sc.data(), sd.data(), bytes.data(), MPI_BOTTOM, rc.data(), rd.data(), bytes.data(),
+                    MPI_COMM_WORLD);
     return in;
   }
 

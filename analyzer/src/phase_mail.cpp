@@ -56,7 +56,7 @@ void PhaseMail::publish(int parity, unsigned w) {
 }
 
 void PhaseMail::pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
-                     bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks) {
+                     bool results_only, const std::vector<std::unique_ptr<RankTrace>>& traces) {
   for (unsigned o = src_lo; o < src_hi; ++o)
     for (unsigned d = dst_lo; d < dst_hi; ++d) {
       if (!results_only) {
@@ -67,7 +67,7 @@ void PhaseMail::pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi,
         std::vector<CollRec> recs(box.begin(), box.end());
         box.clear();
         for (CollRec& c : recs) {
-          const auto& defs = ranks[static_cast<size_t>(c.rank)]->rank_trace->comms();
+          const auto& defs = traces[static_cast<size_t>(c.rank)]->comms();
           c.def = reinterpret_cast<const CommDef*>(c.def ? static_cast<uintptr_t>(c.def - defs.data()) + 1 : 0);
         }
         out.put_vec(recs);
@@ -77,7 +77,7 @@ void PhaseMail::pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi,
 }
 
 void PhaseMail::unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
-                       bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks) {
+                       bool results_only, const std::vector<std::unique_ptr<RankTrace>>& traces) {
   for (unsigned o = src_lo; o < src_hi; ++o)
     for (unsigned d = dst_lo; d < dst_hi; ++d) {
       if (!results_only) {
@@ -87,7 +87,7 @@ void PhaseMail::unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi,
         auto& box = coll_box(parity, o, d);
         for (CollRec c : in.get_vec<CollRec>()) {
           const auto index = reinterpret_cast<uintptr_t>(c.def);
-          c.def = index ? &ranks[static_cast<size_t>(c.rank)]->rank_trace->comms()[index - 1] : nullptr;
+          c.def = index ? &traces[static_cast<size_t>(c.rank)]->comms()[index - 1] : nullptr;
           box.push_back(c);
         }
         box.publish();

@@ -115,10 +115,12 @@ class PhaseMail {
   // dst_hi) to a byte stream and back (only the results' with results_only).
   // A collective call's communicator travels as its index among its rank's
   // definitions: the definition's address is the process's own.
+  // (`traces`: every rank's file, by rank index: another process's rank has
+  // no Rank here.)
   void pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
-            bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks);
+            bool results_only, const std::vector<std::unique_ptr<RankTrace>>& traces);
   void unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
-              bool results_only, const std::vector<std::unique_ptr<Rank>>& ranks);
+              bool results_only, const std::vector<std::unique_ptr<RankTrace>>& traces);
 
  private:
   size_t at(int parity, unsigned src, unsigned dst) const {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine_constants.h"
@@ -49,6 +50,7 @@ struct PhaseSums {
 class ProcessSpread {
  public:
   using Ranks = std::vector<std::unique_ptr<Rank>>;
+  using Traces = std::vector<std::unique_ptr<RankTrace>>;
 
   // Process ex->rank() of ex->size() (one of several).
   void join(Exchange* ex) {
@@ -97,16 +99,27 @@ class ProcessSpread {
   // At a phase's end: the boxes of `parity` written here for other
   // processes' workers, `sums` and the ranks that ran out of events; `sums`
   // becomes every process's.
-  void exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail, const Ranks& ranks,
+  void exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail, const Traces& traces,
                       const std::vector<unsigned>& worker_of);
   // After a phase's first step: the early results (PhaseMail::kEarlyResults).
-  void exchange_early(PhaseMail& mail, const Ranks& ranks);
+  void exchange_early(PhaseMail& mail, const Traces& traces);
   // After the last sweep: every result, handed to `apply` in owner order.
   template <class Apply>
-  void exchange_final_results(PhaseMail& mail, const Ranks& ranks, Apply&& apply);
+  void exchange_final_results(PhaseMail& mail, const Traces& traces, Apply&& apply);
   // A call in flight at a rank's end waits for the members that had made
-  // fewer collective calls: every process learns every rank's counts.
-  void exchange_collective_counts(const Ranks& ranks, const std::vector<unsigned>& worker_of);
+  // fewer collective calls: every process learns every rank's counts (its
+  // own ranks' from their state, the others' kept here).
+  void exchange_collective_counts(const Ranks& ranks, const Traces& traces, const std::vector<unsigned>& worker_of);
+  // Another process's rank index i's collective calls on communicator gid at
+  // its end, as exchange_collective_counts heard them.
+  uint64_t remote_collectives_on(size_t i, uint64_t gid) const;
+  // The end's gather of the figures to process 0: the rank states each
+  // process held during the pass (its block's) and the rounds it took.
+  void set_rank_states(size_t proc, uint64_t states) {
+    if (rank_states_.size() != static_cast<size_t>(procs_)) rank_states_.assign(static_cast<size_t>(procs_), 0);
+    rank_states_[proc] = states;
+  }
+  void count_gather_round() { ++gather_rounds_; }
   // PROF_ANALYZE_WORKER_STATS: this process's workers and exchanges, to stderr.
   void print_stats() const;
 
@@ -122,26 +135,33 @@ class ProcessSpread {
   bool final_sweep_ = false;  // several processes: the end's sweep posts every result
   // This process's all_to_all calls, the bytes it sent and received.
   uint64_t exchanges_ = 0, exchanged_bytes_ = 0, received_bytes_ = 0;
+  // Other processes' ranks' collective counts at their ends, (gid, count) by
+  // rank index (only for a trace with calls in flight).
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> remote_collectives_;
+  // Rank states each process held during the pass (process 0 learns the
+  // others' at the gather), and of the exchanges, the gather's rounds.
+  std::vector<uint64_t> rank_states_;
+  uint64_t gather_rounds_ = 0;
 };
 
 // The last sweep posted every result (final_sweep_): each rank takes them in
 // owner order, as one process applies them sweeping owner after owner.
 template <class Apply>
-void ProcessSpread::exchange_final_results(PhaseMail& mail, const Ranks& ranks, Apply&& apply) {
+void ProcessSpread::exchange_final_results(PhaseMail& mail, const Traces& traces, Apply&& apply) {
   for (unsigned w = local_lo_; w < local_hi_; ++w)
     for (unsigned d = 0; d < workers_; ++d) mail.result_box(0, w, d).publish();
   std::vector<std::string> out(static_cast<size_t>(procs_));
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireOut o;
-    mail.pack(o, 0, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true, ranks);
+    mail.pack(o, 0, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true, traces);
     out[static_cast<size_t>(p)] = std::move(o.buf);
   }
   const std::vector<std::string> in = all_to_all(out);
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
-    mail.unpack(r, 0, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true, ranks);
+    mail.unpack(r, 0, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true, traces);
   }
   for (unsigned d = local_lo_; d < local_hi_; ++d)
     for (unsigned o = 0; o < workers_; ++o) {

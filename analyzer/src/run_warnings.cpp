@@ -66,7 +66,7 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
         if (w == r.rank) continue;
         const int idx = index_of_world(w);
         if (idx < 0) continue;  // not in the trace: unknown
-        if (ranks_[static_cast<size_t>(idx)]->interp.comms().collectives_on(comm.gid) < n)
+        if (collectives_on(static_cast<size_t>(idx), comm.gid) < n)
           waits.push_back(w);
       }
     };

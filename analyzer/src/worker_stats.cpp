@@ -18,7 +18,14 @@ void WorkerStatsReport::print(unsigned workers, uint64_t phases, const std::vect
   auto sec = [](uint64_t ns) { return static_cast<double>(ns) * 1e-9; };
   std::fprintf(stderr, "prof-analyze workers: %u, phases %llu, setup %.3f s, finish %.3f s\n", workers,
                static_cast<unsigned long long>(phases), sec(setup_ns), sec(finish_ns));
-  if (spread.spread()) spread.print_stats();
+  if (spread.spread()) {
+    spread.print_stats();
+  } else {
+    // (Each process's Rank objects: its block's, whatever the trace's size.)
+    size_t ranks = 0;
+    for (const auto& block : worker_ranks) ranks += block.size();
+    std::fprintf(stderr, "  rank states during the pass, of %zu ranks: %zu\n", ranks, ranks);
+  }
   for (unsigned w = 0; w < workers; ++w) {
     const WorkerStats& s = stats_[w];
     const uint64_t waits = s.wait_ns + s.handover_ns + s.end_ns;

@@ -3,7 +3,7 @@
 // status as the plain command, byte for byte, on a trace with messages,
 // collectives, nested intervals, a rank killed mid-run and a message never
 // received, on a damaged trace, and on errors; and process 0 decodes only
-// its own block of ranks.
+// its own block of ranks, each process holding the state of its block alone.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,6 +214,51 @@ TEST(MpiJob, ProcessZeroDecodesOnlyItsBlock) {
   }
   EXPECT_EQ(lines, 3);
   EXPECT_EQ(decoding, 1) << job.messages;
+}
+
+// Memory per process grows with its block, not with the trace: over 300
+// ranks, each of two processes holds the state of its 150 ranks only during
+// the pass (the plain command: all 300), its ranks' figures reach process 0
+// in bounded rounds, and the report is the plain command's.
+TEST(MpiJob, EachProcessHoldsTheStateOfItsBlockOnly) {
+  constexpr int kRanks = 300;
+  TraceBuilder b(kRanks);
+  build_ring(b, kRanks);
+  const std::string args = "-j 1 -o /dev/null -q --json {json}";
+  const Outputs plain = run(0, b.dir(), args, "PROF_ANALYZE_WORKER_STATS=1");
+  const Outputs job = run(2, b.dir(), args, "PROF_ANALYZE_WORKER_STATS=1");
+  ASSERT_EQ(plain.status, 0) << plain.messages;
+  ASSERT_EQ(job.status, 0) << job.messages;
+  EXPECT_EQ(job.json, plain.json);
+  EXPECT_NE(plain.messages.find("rank states during the pass, of 300 ranks: 300\n"), std::string::npos)
+      << plain.messages;
+  const std::regex held(R"(process (\d+): (\d+))");
+  const size_t line = job.messages.find("rank states during the pass, of 300 ranks:");
+  ASSERT_NE(line, std::string::npos) << job.messages;
+  const std::string states = job.messages.substr(line, job.messages.find('\n', line) - line);
+  // (-j 1: process p runs worker p, whose block the worker lines give.)
+  const std::regex worker(R"(worker (\d+): ranks (\d+))");
+  std::vector<int> block;
+  for (auto it = std::sregex_iterator(job.messages.begin(), job.messages.end(), worker); it != std::sregex_iterator();
+       ++it)
+    block.push_back(std::stoi((*it)[2]));
+  ASSERT_EQ(block.size(), 2u) << job.messages;
+  int processes = 0, total = 0;
+  for (auto it = std::sregex_iterator(states.begin(), states.end(), held); it != std::sregex_iterator(); ++it) {
+    const int p = std::stoi((*it)[1]), n = std::stoi((*it)[2]);
+    ASSERT_EQ(p, processes) << states;
+    EXPECT_EQ(n, block[static_cast<size_t>(p)]) << states;
+    EXPECT_LE(n, kRanks / 2 + kRanks / 20) << states;  // about half the trace
+    total += n;
+    ++processes;
+  }
+  EXPECT_EQ(processes, 2) << states;
+  EXPECT_EQ(total, kRanks);
+  // (The figures reached process 0 in several bounded rounds.)
+  std::smatch rounds;
+  ASSERT_TRUE(std::regex_search(job.messages, rounds, std::regex(R"(\((\d+) gathering the figures\))")))
+      << job.messages;
+  EXPECT_GT(std::stoi(rounds[1]), 1) << job.messages;
 }
 
 // `mpiexec -n 2 prof-analyze --otf2`: process 0 writes the archive, the same
