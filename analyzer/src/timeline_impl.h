@@ -193,6 +193,8 @@ struct Impl {
   detail::MappedArray<EventRefPublic> members;
   // Per instance: its last member's enter (ns), where every member's wait ends.
   detail::MappedArray<int64_t> instance_last_enter;
+  // The most the waits step held beyond the timeline on a thread (bytes).
+  std::atomic<uint64_t> waits_scratch_peak{0};
 
   uint32_t row_of(size_t rank_index, uint32_t stream) const {
     return first_row[rank_index] + static_cast<uint32_t>(stream_slot(rank_index, stream));
@@ -261,16 +263,11 @@ void row_wait_spans(const Impl& tl, RecordReader& reader, size_t ri, uint64_t fi
 // Adds the union of `spans` (sorted and merged here) to cells
 // [origin + i*width, origin + (i+1)*width), i < n: the time of each inside it.
 void add_wait_spans(WaitSpans& spans, double origin, double width, double* cells, size_t n);
-// The build's last step, on its threads: first, per row, where its waits
-// end (wait_ends: its sends' enters, into their receives' slots; its
-// collective calls' enters, into their instances' last enter); then per row
-// the union of its waits on its pyramid (pyramid_waits). Both read a row's
-// blocks in order, once.
-struct WaitEnds {
-  std::vector<std::vector<int64_t>> send_enter;  // per row, per received message
-  detail::MappedArray<int64_t> last_enter;       // per instance (INT64_MIN before)
-};
-void wait_ends(Impl& tl, size_t ri, WaitEnds& ends);
-void pyramid_waits(Impl& tl, size_t ri, const std::vector<int64_t>& send_enter);
+// The build's last step, on its threads: first, per row, its collective
+// calls' enters into their instances' last enter (INT64_MIN before);
+// then per row the union of its waits on its pyramid (pyramid_waits). Both
+// read a row's blocks in order, once.
+void collective_last_enters(Impl& tl, size_t ri, detail::MappedArray<int64_t>& last_enter);
+void pyramid_waits(Impl& tl, size_t ri);
 
 }  // namespace prof::analysis::timeline_detail

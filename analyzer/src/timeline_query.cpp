@@ -779,6 +779,7 @@ Timeline::Memory Timeline::memory() const {
     std::lock_guard lock(tl.spill_mutex);
     m.records_spilled = tl.spill_end;
   }
+  m.waits_step_peak = tl.waits_scratch_peak.load(std::memory_order_relaxed);
   std::shared_lock lock(tl.pairs_mutex);
   m.collectives += tl.instances.capacity() * sizeof(CollectiveInstance) + tl.members.capacity() * sizeof(EventRefPublic) +
                    tl.instance_last_enter.capacity() * sizeof(int64_t);
