@@ -103,6 +103,12 @@ struct Row {
   std::unordered_map<uint64_t, uint64_t> big_durations, big_bytes;
   detail::MappedArray<Execution> executions;       // sorted by start
   detail::MappedArray<int32_t> execution_parent;   // the innermost one enclosing each (-1: none)
+  // Per pyramid leaf and one past the last: the first execution starting in
+  // that leaf or later (made with the waits, once the build is complete;
+  // empty before). A summarized row's query finds where each bucket's
+  // executions start from it and a search inside one leaf's executions, not
+  // a search of the whole list (4 bytes a leaf).
+  std::vector<uint32_t> execution_by_leaf;
   detail::MappedArray<SentMessage> sent;           // by send index
   detail::MappedArray<ReceivedMessage> received;   // by receive index
   detail::MappedArray<CollectiveRef> collectives;  // by call index

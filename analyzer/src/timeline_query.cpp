@@ -277,10 +277,25 @@ void summary_executions(const Row& row, size_t ri, const std::vector<int>& level
       if (ex[static_cast<size_t>(k)].end > t) chain.push_back(static_cast<size_t>(k));
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) add(*it);
   };
+  // The first at or after i starting at or after t: inside t's leaf's
+  // executions once the leaves index them (execution_by_leaf).
+  const auto& by_leaf = row.execution_by_leaf;
   auto first_from = [&](size_t i, double t) {
-    return static_cast<size_t>(
-        std::partition_point(ex.begin() + static_cast<std::ptrdiff_t>(i), ex.end(), [&](const Execution& e) { return e.start < t; }) -
-        ex.begin());
+    size_t lo = i, hi = ex.size();
+    if (by_leaf.size() > 1 && t >= 0) {
+      const double leaf = std::floor(t / row.pyramid.leaf);
+      if (leaf < static_cast<double>(by_leaf.size() - 1)) {
+        const size_t l = static_cast<size_t>(leaf);
+        lo = std::max<size_t>(lo, by_leaf[l]);
+        hi = std::max<size_t>(lo, by_leaf[l + 1]);
+      } else {
+        lo = std::max<size_t>(lo, by_leaf.back());
+      }
+    }
+    return static_cast<size_t>(std::partition_point(ex.begin() + static_cast<std::ptrdiff_t>(lo),
+                                                    ex.begin() + static_cast<std::ptrdiff_t>(hi),
+                                                    [&](const Execution& e) { return e.start < t; }) -
+                               ex.begin());
   };
   size_t i = first_from(0, from);
   enclosing(i, from);
@@ -771,7 +786,8 @@ Timeline::Memory Timeline::memory() const {
     std::shared_lock lock(r->mutex);
     m.records += r->blocks.capacity() * sizeof(BlockInfo);
     m.pyramid += r->pyramid.bytes();
-    m.executions += r->executions.capacity() * sizeof(Execution) + r->execution_parent.capacity() * sizeof(int32_t);
+    m.executions += r->executions.capacity() * sizeof(Execution) + r->execution_parent.capacity() * sizeof(int32_t) +
+                    r->execution_by_leaf.capacity() * sizeof(uint32_t);
     m.messages += r->sent.capacity() * sizeof(SentMessage) + r->received.capacity() * sizeof(ReceivedMessage);
     m.collectives += r->collectives.capacity() * sizeof(CollectiveRef);
   }

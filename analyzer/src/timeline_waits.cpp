@@ -16,12 +16,12 @@
 // made from its own calls, its send's enter (read from the sending row, a
 // cursor per row: on a channel sends pair with receives in order) and those
 // last enters. The spans come about sorted by start (a receive's starts at
-// its issue, mostly just before its completion), so a bounded heap puts
+// its issue, mostly just before its completion), so a bounded window puts
 // them in order as they come and their union goes straight to the leaves:
 // what the step holds beyond the timeline is a few blocks' enters and the
-// heap per thread, whatever the row's messages (Timeline::Memory::
+// window per thread, whatever the row's messages (Timeline::Memory::
 // waits_step_peak), unless a row's spans come further out of order than the
-// heap holds; that row's spans are then listed and sorted.
+// window holds; that row's spans are then listed and sorted.
 // Queries (row_wait_spans) read the few calls they need through a
 // RecordReader instead.
 #include <algorithm>
@@ -254,8 +254,9 @@ bool for_each_wait(const Impl& tl, size_t ri, RowCursor& cursor, OtherRows& othe
 }
 
 // The union of a row's waits added to its leaves as they come, without
-// holding them all: a span waits in a min-heap of at most kReorder and
-// leaves it by start, so spans that come up to that many places out of
+// holding them all: spans wait in a window of at most kReorder kept sorted
+// by start (one that comes in order is appended, the rest inserted), and
+// leave it from its front, so spans that come up to that many places out of
 // start order (a receive's wait starts at its issue, before the calls
 // between it and its completion) are joined exactly as sorting them all
 // would join them. One that comes later still (starting before one already
@@ -263,26 +264,34 @@ bool for_each_wait(const Impl& tl, size_t ri, RowCursor& cursor, OtherRows& othe
 class StreamedUnion {
  public:
   static constexpr size_t kReorder = 4096;
-  StreamedUnion(int shift, double* leaves, size_t n) : shift_(shift), leaves_(leaves), n_(n) { heap_.reserve(kReorder + 1); }
+  StreamedUnion(int shift, double* leaves, size_t n) : shift_(shift), leaves_(leaves), n_(n) {
+    window_.reserve(2 * kReorder + 1);
+  }
   bool add(int64_t begin, int64_t end) {
     if (begin < taken_) return false;
-    heap_.emplace_back(begin, end);
-    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-    if (heap_.size() > kReorder) take();
+    const std::pair<int64_t, int64_t> span{begin, end};
+    if (window_.size() == front_ || !(span < window_.back()))
+      window_.push_back(span);
+    else
+      window_.insert(std::upper_bound(window_.begin() + static_cast<ptrdiff_t>(front_), window_.end(), span), span);
+    if (window_.size() - front_ > kReorder) take();
     return true;
   }
   void finish() {
-    while (!heap_.empty()) take();
+    while (front_ < window_.size()) take();
     if (open_) add_span_to_leaves(begin_, end_, shift_, leaves_, n_);
     open_ = false;
   }
-  uint64_t bytes() const { return heap_.capacity() * sizeof(heap_[0]); }
+  uint64_t bytes() const { return window_.capacity() * sizeof(window_[0]); }
 
  private:
   void take() {
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-    const auto [b, e] = heap_.back();
-    heap_.pop_back();
+    const auto [b, e] = window_[front_++];
+    // (The taken ones moved out once per kReorder taken: a copy a span.)
+    if (front_ == kReorder) {
+      window_.erase(window_.begin(), window_.begin() + static_cast<ptrdiff_t>(front_));
+      front_ = 0;
+    }
     taken_ = b;
     if (open_ && b <= end_) {
       end_ = std::max(end_, e);
@@ -296,7 +305,8 @@ class StreamedUnion {
   int shift_;
   double* leaves_;
   size_t n_;
-  WaitSpans heap_;
+  WaitSpans window_;  // [front_, size): waiting, sorted
+  size_t front_ = 0;
   int64_t taken_ = std::numeric_limits<int64_t>::min();
   int64_t begin_ = 0, end_ = 0;
   bool open_ = false;
@@ -322,9 +332,19 @@ void collective_last_enters(Impl& tl, size_t ri, detail::MappedArray<int64_t>& l
 void pyramid_waits(Impl& tl, size_t ri) {
   Row& row = *tl.rows[ri];
   std::vector<std::vector<double>> waits;
+  std::vector<uint32_t> by_leaf;
   {
     std::shared_lock lock(row.mutex);
     const Pyramid& p = row.pyramid;
+    if (!row.executions.empty() && row.executions.size() < UINT32_MAX) {
+      by_leaf.resize(p.levels[0].size() + 1);
+      size_t e = 0;
+      for (size_t leaf = 0; leaf < by_leaf.size(); ++leaf) {
+        const double start = static_cast<double>(int64_t{static_cast<int64_t>(leaf)} << p.shift);
+        while (e < row.executions.size() && row.executions[e].start < start) ++e;
+        by_leaf[leaf] = static_cast<uint32_t>(e);
+      }
+    }
     std::vector<double> leaves(p.levels[0].size(), 0.0);
     RowCursor cursor(tl, &row, false);
     OtherRows others(tl, ri, cursor);
@@ -335,7 +355,7 @@ void pyramid_waits(Impl& tl, size_t ri) {
     if (for_each_wait(tl, ri, cursor, others, [&](int64_t b, int64_t e) { return any = true, joined.add(b, e); })) {
       joined.finish();
     } else {
-      // Out of order past the heap: every span, sorted.
+      // Out of order past the window: every span, sorted.
       WaitSpans spans;
       for_each_wait(tl, ri, cursor, others, [&](int64_t b, int64_t e) { return spans.emplace_back(b, e), true; });
       std::fill(leaves.begin(), leaves.end(), 0.0);
@@ -363,6 +383,7 @@ void pyramid_waits(Impl& tl, size_t ri) {
   }
   std::unique_lock lock(row.mutex);
   row.pyramid.waits = std::move(waits);
+  row.execution_by_leaf = std::move(by_leaf);
 }
 
 }  // namespace prof::analysis::timeline_detail
