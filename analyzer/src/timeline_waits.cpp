@@ -46,9 +46,17 @@ std::pair<int64_t, uint64_t> RecordReader::enter_duration(uint32_t ri, uint64_t 
   const size_t b = static_cast<size_t>(index / kBlockRecords);
   if (blocks_.size() >= kKept) blocks_.clear();
   auto [it, added] = blocks_.try_emplace({&row, b});
-  const Record* records = added ? tl_.block_records(row, b, it->second) : it->second.data();
-  const Record& r = records[index - uint64_t{b} * kBlockRecords];
-  return {r.enter, row.duration(r, index)};
+  Times& t = it->second;
+  if (added) {
+    t.enter.resize(kBlockRecords);
+    t.duration.resize(kBlockRecords);
+    tl_.block_times(row, b, t.enter.data(), t.duration.data());
+  }
+  const size_t i = static_cast<size_t>(index % kBlockRecords);
+  if (t.duration[i] != UINT32_MAX) return {t.enter[i], t.duration[i]};
+  // In the row's overflow table.
+  const auto big = row.big_durations.find(index);
+  return {t.enter[i], big != row.big_durations.end() ? big->second : uint64_t{UINT32_MAX}};
 }
 
 void row_wait_spans(const Impl& tl, RecordReader& reader, size_t ri, uint64_t first, uint64_t last,

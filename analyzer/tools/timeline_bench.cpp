@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   app.add_option("--memory-mb", memory_mb, "call records kept in memory (MiB)");
   bool print_waits = false;
   app.add_flag("--print-waits", print_waits,
-               "print every bucket's wait of whole-run summaries at 7 to 30,000 buckets (hex floats: two builds compared bit for bit)");
+               "print every bucket's wait of summaries of the whole run and of 20 1-ms ranges at 7 to 30,000 buckets (hex floats: two builds compared bit for bit)");
   CLI11_PARSE(app, argc, argv);
 
   prof::analysis::TimelineOptions options;
@@ -85,6 +85,13 @@ int main(int argc, char** argv) {
       q.max_events = 1;  // summaries
       for (const auto& r : timeline->query(q).rows)
         for (size_t i = 0; i < r.buckets.size(); ++i) std::printf("%u %zu %zu %a\n", n, r.row, i, r.buckets[i].wait);
+      // 1 ms ranges: buckets narrower than the leaves, from the calls.
+      for (int k = 0; k < 20; ++k) {
+        q.from = (end - 1e6) * (k + 0.5) / 20;
+        q.to = q.from + 1e6;
+        for (const auto& r : timeline->query(q).rows)
+          for (size_t i = 0; i < r.buckets.size(); ++i) std::printf("%u %zu %zu %a\n", n, r.row, i, r.buckets[i].wait);
+      }
     }
   std::vector<double> full, narrow;
   size_t full_buckets = 0, narrow_calls = 0, narrow_rows_listed = 0;
