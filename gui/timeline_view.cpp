@@ -61,9 +61,17 @@ struct Canvas {
     const int a = static_cast<int>(std::lround(std::clamp(amount, 0.0, 1.0) * 256));
     if (x0 >= x1 || a == 0) return;
     auto mix = [a](int from, int to) { return from + (((to - from) * a) >> 8); };
+    // Runs of one colour are the rule (a bucket's column): each pixel value
+    // is mixed once per run.
+    QRgb in = bits[y0 * stride + x0], out = qRgb(mix(qRed(in), qRed(colour)), mix(qGreen(in), qGreen(colour)), mix(qBlue(in), qBlue(colour)));
     for (int y = y0; y < y1; ++y)
-      for (QRgb* p = bits + y * stride + x0; p < bits + y * stride + x1; ++p)
-        *p = qRgb(mix(qRed(*p), qRed(colour)), mix(qGreen(*p), qGreen(colour)), mix(qBlue(*p), qBlue(colour)));
+      for (QRgb* p = bits + y * stride + x0; p < bits + y * stride + x1; ++p) {
+        if (*p != in) {
+          in = *p;
+          out = qRgb(mix(qRed(in), qRed(colour)), mix(qGreen(in), qGreen(colour)), mix(qBlue(in), qBlue(colour)));
+        }
+        *p = out;
+      }
   }
 };
 

@@ -271,8 +271,9 @@ void summary_executions(const Row& row, size_t ri, const std::vector<int>& level
     has[level] = 1;
   };
   // Those enclosing t (ending after it), outermost first; `j`: the first starting at or after t.
+  std::vector<size_t> chain;  // (one buffer for every skip)
   auto enclosing = [&](size_t j, double t) {
-    std::vector<size_t> chain;
+    chain.clear();
     for (int32_t k = j > 0 ? static_cast<int32_t>(j - 1) : -1; k >= 0; k = row.execution_parent[static_cast<size_t>(k)])
       if (ex[static_cast<size_t>(k)].end > t) chain.push_back(static_cast<size_t>(k));
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) add(*it);
