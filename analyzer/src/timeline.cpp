@@ -803,25 +803,19 @@ void publish_row_ends(Impl& tl, Builders& builders, unsigned threads) {
   });
 }
 
-// Waits per pyramid cell (timeline_waits.cpp): where each row's waits end
-// (its sends' enters and its collective calls' into their partners'
-// slots), then each row's waits, on the build's threads. The send enters
-// (8 bytes a message) live only through this step.
+// Waits per pyramid cell (timeline_waits.cpp): each instance's last
+// enter, then each row's waits, on the build's threads.
 void sum_waits(Impl& tl, unsigned threads) {
-  WaitEnds ends;
-  ends.last_enter.resize_for_overwrite(tl.instances.size());
-  std::fill(ends.last_enter.begin(), ends.last_enter.end(), std::numeric_limits<int64_t>::min());
-  ends.send_enter.resize(tl.rows.size());
-  for (size_t r = 0; r < tl.rows.size(); ++r) ends.send_enter[r].resize(tl.rows[r]->received.size());
-  if (!for_each_index(tl, tl.rows.size(), threads, [&](size_t r) { wait_ends(tl, r, ends); })) return;
+  detail::MappedArray<int64_t> last_enter;
+  last_enter.resize_for_overwrite(tl.instances.size());
+  std::fill(last_enter.begin(), last_enter.end(), std::numeric_limits<int64_t>::min());
+  if (!for_each_index(tl, tl.rows.size(), threads, [&](size_t r) { collective_last_enters(tl, r, last_enter); }))
+    return;
   {
     std::unique_lock lock(tl.pairs_mutex);
-    tl.instance_last_enter = std::move(ends.last_enter);
+    tl.instance_last_enter = std::move(last_enter);
   }
-  for_each_index(tl, tl.rows.size(), threads, [&](size_t r) {
-    pyramid_waits(tl, r, ends.send_enter[r]);
-    ends.send_enter[r] = {};
-  });
+  for_each_index(tl, tl.rows.size(), threads, [&](size_t r) { pyramid_waits(tl, r); });
 }
 
 // The whole build (Timeline::build); returns early when it stops.

@@ -103,6 +103,12 @@ struct Row {
   std::unordered_map<uint64_t, uint64_t> big_durations, big_bytes;
   detail::MappedArray<Execution> executions;       // sorted by start
   detail::MappedArray<int32_t> execution_parent;   // the innermost one enclosing each (-1: none)
+  // Per pyramid leaf and one past the last: the first execution starting in
+  // that leaf or later (made with the waits, once the build is complete;
+  // empty before). A summarized row's query finds where each bucket's
+  // executions start from it and a search inside one leaf's executions, not
+  // a search of the whole list (4 bytes a leaf).
+  std::vector<uint32_t> execution_by_leaf;
   detail::MappedArray<SentMessage> sent;           // by send index
   detail::MappedArray<ReceivedMessage> received;   // by receive index
   detail::MappedArray<CollectiveRef> collectives;  // by call index
@@ -193,6 +199,8 @@ struct Impl {
   detail::MappedArray<EventRefPublic> members;
   // Per instance: its last member's enter (ns), where every member's wait ends.
   detail::MappedArray<int64_t> instance_last_enter;
+  // The most the waits step held beyond the timeline on a thread (bytes).
+  std::atomic<uint64_t> waits_scratch_peak{0};
 
   uint32_t row_of(size_t rank_index, uint32_t stream) const {
     return first_row[rank_index] + static_cast<uint32_t>(stream_slot(rank_index, stream));
@@ -244,7 +252,12 @@ class RecordReader {
   static constexpr size_t kKept = 64;
   const Impl& tl_;
   const Row* held_;
-  std::map<std::pair<const Row*, size_t>, std::vector<Record>> blocks_;
+  // Enters and durations alone (12 bytes a call, not a whole record's 32).
+  struct Times {
+    std::vector<int64_t> enter;
+    std::vector<uint32_t> duration;
+  };
+  std::map<std::pair<const Row*, size_t>, Times> blocks_;
 };
 
 using WaitSpans = std::vector<std::pair<int64_t, int64_t>>;  // [begin, end) ns
@@ -261,16 +274,11 @@ void row_wait_spans(const Impl& tl, RecordReader& reader, size_t ri, uint64_t fi
 // Adds the union of `spans` (sorted and merged here) to cells
 // [origin + i*width, origin + (i+1)*width), i < n: the time of each inside it.
 void add_wait_spans(WaitSpans& spans, double origin, double width, double* cells, size_t n);
-// The build's last step, on its threads: first, per row, where its waits
-// end (wait_ends: its sends' enters, into their receives' slots; its
-// collective calls' enters, into their instances' last enter); then per row
-// the union of its waits on its pyramid (pyramid_waits). Both read a row's
-// blocks in order, once.
-struct WaitEnds {
-  std::vector<std::vector<int64_t>> send_enter;  // per row, per received message
-  detail::MappedArray<int64_t> last_enter;       // per instance (INT64_MIN before)
-};
-void wait_ends(Impl& tl, size_t ri, WaitEnds& ends);
-void pyramid_waits(Impl& tl, size_t ri, const std::vector<int64_t>& send_enter);
+// The build's last step, on its threads: first, per row, its collective
+// calls' enters into their instances' last enter (INT64_MIN before);
+// then per row the union of its waits on its pyramid (pyramid_waits). Both
+// read a row's blocks in order, once.
+void collective_last_enters(Impl& tl, size_t ri, detail::MappedArray<int64_t>& last_enter);
+void pyramid_waits(Impl& tl, size_t ri);
 
 }  // namespace prof::analysis::timeline_detail

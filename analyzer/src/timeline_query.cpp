@@ -271,16 +271,32 @@ void summary_executions(const Row& row, size_t ri, const std::vector<int>& level
     has[level] = 1;
   };
   // Those enclosing t (ending after it), outermost first; `j`: the first starting at or after t.
+  std::vector<size_t> chain;  // (one buffer for every skip)
   auto enclosing = [&](size_t j, double t) {
-    std::vector<size_t> chain;
+    chain.clear();
     for (int32_t k = j > 0 ? static_cast<int32_t>(j - 1) : -1; k >= 0; k = row.execution_parent[static_cast<size_t>(k)])
       if (ex[static_cast<size_t>(k)].end > t) chain.push_back(static_cast<size_t>(k));
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) add(*it);
   };
+  // The first at or after i starting at or after t: inside t's leaf's
+  // executions once the leaves index them (execution_by_leaf).
+  const auto& by_leaf = row.execution_by_leaf;
   auto first_from = [&](size_t i, double t) {
-    return static_cast<size_t>(
-        std::partition_point(ex.begin() + static_cast<std::ptrdiff_t>(i), ex.end(), [&](const Execution& e) { return e.start < t; }) -
-        ex.begin());
+    size_t lo = i, hi = ex.size();
+    if (by_leaf.size() > 1 && t >= 0) {
+      const double leaf = std::floor(t / row.pyramid.leaf);
+      if (leaf < static_cast<double>(by_leaf.size() - 1)) {
+        const size_t l = static_cast<size_t>(leaf);
+        lo = std::max<size_t>(lo, by_leaf[l]);
+        hi = std::max<size_t>(lo, by_leaf[l + 1]);
+      } else {
+        lo = std::max<size_t>(lo, by_leaf.back());
+      }
+    }
+    return static_cast<size_t>(std::partition_point(ex.begin() + static_cast<std::ptrdiff_t>(lo),
+                                                    ex.begin() + static_cast<std::ptrdiff_t>(hi),
+                                                    [&](const Execution& e) { return e.start < t; }) -
+                               ex.begin());
   };
   size_t i = first_from(0, from);
   enclosing(i, from);
@@ -771,7 +787,8 @@ Timeline::Memory Timeline::memory() const {
     std::shared_lock lock(r->mutex);
     m.records += r->blocks.capacity() * sizeof(BlockInfo);
     m.pyramid += r->pyramid.bytes();
-    m.executions += r->executions.capacity() * sizeof(Execution) + r->execution_parent.capacity() * sizeof(int32_t);
+    m.executions += r->executions.capacity() * sizeof(Execution) + r->execution_parent.capacity() * sizeof(int32_t) +
+                    r->execution_by_leaf.capacity() * sizeof(uint32_t);
     m.messages += r->sent.capacity() * sizeof(SentMessage) + r->received.capacity() * sizeof(ReceivedMessage);
     m.collectives += r->collectives.capacity() * sizeof(CollectiveRef);
   }
@@ -779,6 +796,7 @@ Timeline::Memory Timeline::memory() const {
     std::lock_guard lock(tl.spill_mutex);
     m.records_spilled = tl.spill_end;
   }
+  m.waits_step_peak = tl.waits_scratch_peak.load(std::memory_order_relaxed);
   std::shared_lock lock(tl.pairs_mutex);
   m.collectives += tl.instances.capacity() * sizeof(CollectiveInstance) + tl.members.capacity() * sizeof(EventRefPublic) +
                    tl.instance_last_enter.capacity() * sizeof(int64_t);

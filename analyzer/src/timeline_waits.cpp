@@ -8,20 +8,27 @@
 // adds every row's union to its pyramid's leaves once messages and
 // collectives are paired; levels above sum two cells each, as for the calls.
 //
-// The build's step reads each row's blocks in order twice, enters and
-// durations alone (a row's message ends and collective calls are listed in
-// call order): first (wait_ends) each send's enter goes to its receive's
-// slot and each collective call's enter to its instance's last enter (an
-// atomic maximum: rows run on several threads); then (pyramid_waits) each
-// receive's and collective call's wait is made from its own calls and those
-// ends. The spans come in two runs already sorted by start (receives in the
-// order they complete, mostly issued in that order too; collective calls in
-// call order), so they are merged, not sorted, before their union is taken.
+// The build's step reads each row's blocks in order, enters and durations
+// alone (a row's message ends and collective calls are listed in call
+// order): first (collective_last_enters) each collective call's enter goes
+// to its instance's last enter (an atomic maximum: rows run on several
+// threads); then (pyramid_waits) each receive's and collective call's wait is
+// made from its own calls, its send's enter (read from the sending row, a
+// cursor per row: on a channel sends pair with receives in order) and those
+// last enters. The spans come about sorted by start (a receive's starts at
+// its issue, mostly just before its completion), so a bounded window puts
+// them in order as they come and their union goes straight to the leaves:
+// what the step holds beyond the timeline is a few blocks' enters and the
+// window per thread, whatever the row's messages (Timeline::Memory::
+// waits_step_peak), unless a row's spans come further out of order than the
+// window holds; that row's spans are then listed and sorted.
 // Queries (row_wait_spans) read the few calls they need through a
 // RecordReader instead.
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <cmath>
 #include <mutex>
@@ -39,9 +46,17 @@ std::pair<int64_t, uint64_t> RecordReader::enter_duration(uint32_t ri, uint64_t 
   const size_t b = static_cast<size_t>(index / kBlockRecords);
   if (blocks_.size() >= kKept) blocks_.clear();
   auto [it, added] = blocks_.try_emplace({&row, b});
-  const Record* records = added ? tl_.block_records(row, b, it->second) : it->second.data();
-  const Record& r = records[index - uint64_t{b} * kBlockRecords];
-  return {r.enter, row.duration(r, index)};
+  Times& t = it->second;
+  if (added) {
+    t.enter.resize(kBlockRecords);
+    t.duration.resize(kBlockRecords);
+    tl_.block_times(row, b, t.enter.data(), t.duration.data());
+  }
+  const size_t i = static_cast<size_t>(index % kBlockRecords);
+  if (t.duration[i] != UINT32_MAX) return {t.enter[i], t.duration[i]};
+  // In the row's overflow table.
+  const auto big = row.big_durations.find(index);
+  return {t.enter[i], big != row.big_durations.end() ? big->second : uint64_t{UINT32_MAX}};
 }
 
 void row_wait_spans(const Impl& tl, RecordReader& reader, size_t ri, uint64_t first, uint64_t last,
@@ -99,19 +114,20 @@ void for_each_union_span(WaitSpans& spans, Add&& add) {
   if (open) add(begin, end);
 }
 
-// The same as add_wait_spans on a pyramid's leaves (2^shift ns from 0), in
-// integers: spans are whole ns, so every part is the same exact value.
+// Adds [begin, end) to a pyramid's leaves (2^shift ns from 0), in
+// integers: spans are whole ns, so every part is an exact value, the same
+// as add_wait_spans gives, in any order.
+void add_span_to_leaves(int64_t begin, int64_t end, int shift, double* leaves, size_t n) {
+  if (end <= begin || n == 0) return;
+  const int64_t lo = std::max<int64_t>(0, begin >> shift), hi = std::min(static_cast<int64_t>(n) - 1, (end - 1) >> shift);
+  for (int64_t i = lo; i <= hi; ++i) {
+    const int64_t c0 = i << shift, c1 = c0 + (int64_t{1} << shift);
+    leaves[i] += static_cast<double>(std::min(end, c1) - std::max(begin, c0));
+  }
+}
+
 void add_wait_spans_to_leaves(WaitSpans& spans, int shift, double* leaves, size_t n) {
-  if (n == 0) return;
-  const int64_t last = static_cast<int64_t>(n) - 1;
-  for_each_union_span(spans, [&](int64_t begin, int64_t end) {
-    if (end <= begin) return;
-    const int64_t lo = std::max<int64_t>(0, begin >> shift), hi = std::min(last, (end - 1) >> shift);
-    for (int64_t i = lo; i <= hi; ++i) {
-      const int64_t c0 = i << shift, c1 = c0 + (int64_t{1} << shift);
-      leaves[i] += static_cast<double>(std::min(end, c1) - std::max(begin, c0));
-    }
-  });
+  for_each_union_span(spans, [&](int64_t begin, int64_t end) { add_span_to_leaves(begin, end, shift, leaves, n); });
 }
 
 }  // namespace
@@ -134,27 +150,28 @@ namespace {
 // A row's calls read in about ascending index order: the last two blocks
 // read are kept, their enters and durations alone unpacked, so a walk over
 // the row unpacks each block about once (a receive's issuing call is mostly
-// in its completing call's block or the one before). The caller holds the
-// row's lock (shared).
+// in its completing call's block or the one before). Its own row's caller
+// holds that row's lock (shared); another row's cursor (`locks`) takes it
+// while it unpacks a block, and reads the copies it keeps without it.
 class RowCursor {
  public:
-  RowCursor(const Impl& tl, const Row& row) : tl_(tl), row_(row) {}
+  RowCursor(const Impl& tl, const Row* row, bool locks) : tl_(tl), row_(row), locks_(locks) {}
   std::pair<int64_t, uint64_t> enter_duration(uint64_t index) {
-    const size_t b = static_cast<size_t>(index / kBlockRecords);
-    if (b != kept_[now_].block) {
-      now_ ^= 1;
-      if (b != kept_[now_].block) {
-        tl_.block_times(row_, b, kept_[now_].enter, kept_[now_].duration);
-        kept_[now_].block = b;
-      }
-    }
-    const Kept& k = kept_[now_];
-    const size_t i = static_cast<size_t>(index - uint64_t{b} * kBlockRecords);
+    const Kept& k = load(index);
+    const size_t i = static_cast<size_t>(index % kBlockRecords);
     if (k.duration[i] != UINT32_MAX) return {k.enter[i], k.duration[i]};
-    // In the row's overflow table.
-    const auto it = row_.big_durations.find(index);
-    return {k.enter[i], it != row_.big_durations.end() ? it->second : uint64_t{UINT32_MAX}};
+    // In the row's overflow table (read under the caller's lock: own row only).
+    const auto it = row_->big_durations.find(index);
+    return {k.enter[i], it != row_->big_durations.end() ? it->second : uint64_t{UINT32_MAX}};
   }
+  int64_t enter(uint64_t index) { return load(index).enter[index % kBlockRecords]; }
+  const Row* row() const { return row_; }
+  // Reads another row from now on.
+  void reset(const Row* row) {
+    row_ = row;
+    kept_[0].block = kept_[1].block = SIZE_MAX;
+  }
+  static constexpr uint64_t kBytes = 2 * (kBlockRecords * (sizeof(int64_t) + sizeof(uint32_t)) + sizeof(size_t));
 
  private:
   struct Kept {
@@ -162,148 +179,219 @@ class RowCursor {
     int64_t enter[kBlockRecords];
     uint32_t duration[kBlockRecords];
   };
+  const Kept& load(uint64_t index) {
+    const size_t b = static_cast<size_t>(index / kBlockRecords);
+    if (b != kept_[now_].block) {
+      now_ ^= 1;
+      if (b != kept_[now_].block) {
+        std::shared_lock lock(row_->mutex, std::defer_lock);
+        if (locks_) lock.lock();
+        tl_.block_times(*row_, b, kept_[now_].enter, kept_[now_].duration);
+        kept_[now_].block = b;
+      }
+    }
+    return kept_[now_];
+  }
   const Impl& tl_;
-  const Row& row_;
+  const Row* row_;
+  bool locks_;
   std::unique_ptr<Kept[]> kept_ = std::make_unique<Kept[]>(2);
   int now_ = 0;
 };
 
-// Finds a receiving row's first receive completed at or after a call index.
-// A row's sends to a row pair with receives completed in about ascending
-// order there (in order on each channel), so the search gallops forward
-// from where it ended last on that row (the last few rows are kept, a rank
-// sending to a few neighbours); else it bisects the whole list.
-class ReceiveFinder {
+// Enters of other rows' calls (a receive's send, a receive issued on
+// another thread's row), a cursor per row for the last kRows rows read: a
+// rank receives from a few neighbours, and on each channel in the order
+// they sent, so each sending row's blocks are read about in order.
+class OtherRows {
  public:
-  size_t first(uint32_t row, const detail::MappedArray<ReceivedMessage>& received, uint32_t index) {
-    size_t lo = 0, hi = received.size();
-    size_t& at = hint(row);
-    if (at < received.size() && received[at].first < index) {
-      lo = at + 1;
-      for (size_t step = 1; lo < hi; step *= 2) {
-        const size_t probe = std::min(hi, at + step);
-        if (probe == hi || received[probe].first >= index) {
-          hi = probe;
-          break;
-        }
-        lo = probe + 1;
-      }
-    } else if (at <= received.size() && (at == 0 || received[at - 1].first < index)) {
-      lo = hi = at;  // (the same place again)
+  OtherRows(const Impl& tl, size_t own, RowCursor& own_cursor) : tl_(tl), own_(own), own_cursor_(own_cursor) {}
+  int64_t enter(uint32_t row, uint64_t index) {
+    if (row == own_) return own_cursor_.enter(index);
+    const Row* r = tl_.rows[row].get();
+    for (auto& c : cursors_)
+      if (c.row() == r) return c.enter(index);
+    if (cursors_.size() < kRows) {
+      cursors_.emplace_back(tl_, r, true);
+      return cursors_.back().enter(index);
     }
-    at = static_cast<size_t>(std::partition_point(received.begin() + static_cast<ptrdiff_t>(lo),
-                                                  received.begin() + static_cast<ptrdiff_t>(hi),
-                                                  [&](const ReceivedMessage& r) { return r.first < index; }) -
-                             received.begin());
-    return at;
+    RowCursor& c = cursors_[next_];
+    next_ = (next_ + 1) % kRows;
+    c.reset(r);
+    return c.enter(index);
   }
+  uint64_t bytes() const { return cursors_.capacity() * (sizeof(RowCursor) + RowCursor::kBytes); }
 
  private:
-  static constexpr size_t kRows = 4;
-  size_t& hint(uint32_t row) {
-    for (size_t i = 0; i < kRows; ++i)
-      if (rows_[i] == row) return at_[i];
-    const size_t i = next_;
-    next_ = (next_ + 1) % kRows;
-    rows_[i] = row;
-    at_[i] = SIZE_MAX;  // (no hint: the whole list)
-    return at_[i];
-  }
-  uint32_t rows_[kRows] = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
-  size_t at_[kRows] = {};
+  static constexpr size_t kRows = 8;
+  const Impl& tl_;
+  size_t own_;
+  RowCursor& own_cursor_;
+  std::vector<RowCursor> cursors_;
   size_t next_ = 0;
+};
+
+// A row's waits, each receive's (from its issue to its send's enter, no
+// later than its completing call's leave) and each collective call's (to
+// its instance's last enter), in the order of their waiting calls, as
+// each(begin, end); stops when each returns false (then false). The caller
+// holds the row's lock and the pairs' (shared).
+template <class Each>
+bool for_each_wait(const Impl& tl, size_t ri, RowCursor& cursor, OtherRows& others, Each&& each) {
+  const Row& row = *tl.rows[ri];
+  const auto& received = row.received;
+  const auto& collectives = row.collectives;
+  for (size_t k = 0, c = 0; k < received.size() || c < collectives.size();) {
+    if (c == collectives.size() || (k < received.size() && received[k].first < collectives[c].first)) {
+      const ReceivedMessage& m = received[k++];
+      const auto [recv_enter, recv_duration] = cursor.enter_duration(m.first);
+      const int64_t issue_enter = m.issue_row != ri         ? others.enter(m.issue_row, m.issue_index)
+                                  : m.issue_index == m.first ? recv_enter
+                                                             : cursor.enter(m.issue_index);
+      const int64_t end = std::min(others.enter(m.send_row, m.send_index), recv_enter + static_cast<int64_t>(recv_duration));
+      if (end > issue_enter && !each(issue_enter, end)) return false;
+    } else {
+      const CollectiveRef& ref = collectives[c++];
+      if (ref.instance >= tl.instance_last_enter.size()) continue;
+      const auto [enter, duration] = cursor.enter_duration(ref.first);
+      const int64_t end = std::min(tl.instance_last_enter[ref.instance], enter + static_cast<int64_t>(duration));
+      if (end > enter && !each(enter, end)) return false;
+    }
+  }
+  return true;
+}
+
+// The union of a row's waits added to its leaves as they come, without
+// holding them all: spans wait in a window of at most kReorder kept sorted
+// by start (one that comes in order is appended, the rest inserted), and
+// leave it from its front, so spans that come up to that many places out of
+// start order (a receive's wait starts at its issue, before the calls
+// between it and its completion) are joined exactly as sorting them all
+// would join them. One that comes later still (starting before one already
+// taken out) makes add() return false: the caller then sorts them all.
+class StreamedUnion {
+ public:
+  static constexpr size_t kReorder = 4096;
+  StreamedUnion(int shift, double* leaves, size_t n) : shift_(shift), leaves_(leaves), n_(n) {
+    window_.reserve(2 * kReorder + 1);
+  }
+  bool add(int64_t begin, int64_t end) {
+    if (begin < taken_) return false;
+    const std::pair<int64_t, int64_t> span{begin, end};
+    if (window_.size() == front_ || !(span < window_.back()))
+      window_.push_back(span);
+    else
+      window_.insert(std::upper_bound(window_.begin() + static_cast<ptrdiff_t>(front_), window_.end(), span), span);
+    if (window_.size() - front_ > kReorder) take();
+    return true;
+  }
+  void finish() {
+    while (front_ < window_.size()) take();
+    if (open_) add_span_to_leaves(begin_, end_, shift_, leaves_, n_);
+    open_ = false;
+  }
+  uint64_t bytes() const { return window_.capacity() * sizeof(window_[0]); }
+
+ private:
+  void take() {
+    const auto [b, e] = window_[front_++];
+    // (The taken ones moved out once per kReorder taken: a copy a span.)
+    if (front_ == kReorder) {
+      window_.erase(window_.begin(), window_.begin() + static_cast<ptrdiff_t>(front_));
+      front_ = 0;
+    }
+    taken_ = b;
+    if (open_ && b <= end_) {
+      end_ = std::max(end_, e);
+      return;
+    }
+    if (open_) add_span_to_leaves(begin_, end_, shift_, leaves_, n_);
+    begin_ = b;
+    end_ = e;
+    open_ = true;
+  }
+  int shift_;
+  double* leaves_;
+  size_t n_;
+  WaitSpans window_;  // [front_, size): waiting, sorted
+  size_t front_ = 0;
+  int64_t taken_ = std::numeric_limits<int64_t>::min();
+  int64_t begin_ = 0, end_ = 0;
+  bool open_ = false;
 };
 
 }  // namespace
 
-void wait_ends(Impl& tl, size_t ri, WaitEnds& ends) {
+void collective_last_enters(Impl& tl, size_t ri, detail::MappedArray<int64_t>& last_enter) {
   const Row& row = *tl.rows[ri];
+  if (row.collectives.empty()) return;
   std::shared_lock lock(row.mutex);
-  RowCursor cursor(tl, row);
-  ReceiveFinder receives;
-  // Sends and collective calls in call order, together: the row's blocks are
-  // read in order, once.
-  const auto& sent = row.sent;
-  const auto& collectives = row.collectives;
-  for (size_t s = 0, c = 0; s < sent.size() || c < collectives.size();) {
-    if (c == collectives.size() || (s < sent.size() && sent[s].first < collectives[c].first)) {
-      const SentMessage& m = sent[s++];
-      const int64_t enter = cursor.enter_duration(m.first).first;
-      // The receive among its completing call's receives (a Waitall
-      // completes several): the one this send pairs with.
-      const auto& received = tl.rows[m.recv_row]->received;
-      for (size_t k = receives.first(m.recv_row, received, m.recv_index);
-           k < received.size() && received[k].first == m.recv_index; ++k)
-        if (received[k].send_row == ri && received[k].send_index == m.first) {
-          ends.send_enter[m.recv_row][k] = enter;
-          break;
-        }
-    } else {
-      const CollectiveRef& ref = collectives[c++];
-      if (ref.instance >= ends.last_enter.size()) continue;
-      const int64_t enter = cursor.enter_duration(ref.first).first;
-      std::atomic_ref<int64_t> last(ends.last_enter[ref.instance]);
-      for (int64_t seen = last.load(std::memory_order_relaxed);
-           enter > seen && !last.compare_exchange_weak(seen, enter, std::memory_order_relaxed);) {
-      }
+  RowCursor cursor(tl, &row, false);
+  for (const CollectiveRef& ref : row.collectives) {
+    if (ref.instance >= last_enter.size()) continue;
+    const int64_t enter = cursor.enter(ref.first);
+    std::atomic_ref<int64_t> last(last_enter[ref.instance]);
+    for (int64_t seen = last.load(std::memory_order_relaxed);
+         enter > seen && !last.compare_exchange_weak(seen, enter, std::memory_order_relaxed);) {
     }
   }
 }
 
-void pyramid_waits(Impl& tl, size_t ri, const std::vector<int64_t>& send_enter) {
+void pyramid_waits(Impl& tl, size_t ri) {
   Row& row = *tl.rows[ri];
-  WaitSpans spans, collective_spans;
   std::vector<std::vector<double>> waits;
+  std::vector<uint32_t> by_leaf;
   {
     std::shared_lock lock(row.mutex);
-    RowCursor cursor(tl, row);
-    RecordReader others(tl, &row);  // (a receive issued on another thread's row)
-    // Receives and collective calls in call order, together: the row's
-    // blocks are read in order, once.
-    const auto& received = row.received;
-    const auto& collectives = row.collectives;
-    spans.reserve(received.size());
-    collective_spans.reserve(collectives.size());
-    std::shared_lock pairs(tl.pairs_mutex);
-    for (size_t k = 0, c = 0; k < received.size() || c < collectives.size();) {
-      if (c == collectives.size() || (k < received.size() && received[k].first < collectives[c].first)) {
-        const ReceivedMessage& m = received[k];
-        const auto [recv_enter, recv_duration] = cursor.enter_duration(m.first);
-        const int64_t issue_enter = m.issue_row != ri         ? others.enter_duration(m.issue_row, m.issue_index).first
-                                    : m.issue_index == m.first ? recv_enter
-                                                               : cursor.enter_duration(m.issue_index).first;
-        const int64_t end = std::min(send_enter[k++], recv_enter + static_cast<int64_t>(recv_duration));
-        if (end > issue_enter) spans.emplace_back(issue_enter, end);
-      } else {
-        const CollectiveRef& ref = collectives[c++];
-        if (ref.instance >= tl.instance_last_enter.size()) continue;
-        const auto [enter, duration] = cursor.enter_duration(ref.first);
-        const int64_t end = std::min(tl.instance_last_enter[ref.instance], enter + static_cast<int64_t>(duration));
-        if (end > enter) collective_spans.emplace_back(enter, end);
+    const Pyramid& p = row.pyramid;
+    if (!row.executions.empty() && row.executions.size() < UINT32_MAX) {
+      by_leaf.resize(p.levels[0].size() + 1);
+      size_t e = 0;
+      for (size_t leaf = 0; leaf < by_leaf.size(); ++leaf) {
+        const double start = static_cast<double>(int64_t{static_cast<int64_t>(leaf)} << p.shift);
+        while (e < row.executions.size() && row.executions[e].start < start) ++e;
+        by_leaf[leaf] = static_cast<uint32_t>(e);
       }
     }
+    std::vector<double> leaves(p.levels[0].size(), 0.0);
+    RowCursor cursor(tl, &row, false);
+    OtherRows others(tl, ri, cursor);
+    bool any = false;
+    std::shared_lock pairs(tl.pairs_mutex);
+    StreamedUnion joined(p.shift, leaves.data(), leaves.size());
+    uint64_t scratch = joined.bytes() + 2 * sizeof(RowCursor) + RowCursor::kBytes;
+    if (for_each_wait(tl, ri, cursor, others, [&](int64_t b, int64_t e) { return any = true, joined.add(b, e); })) {
+      joined.finish();
+    } else {
+      // Out of order past the window: every span, sorted.
+      WaitSpans spans;
+      for_each_wait(tl, ri, cursor, others, [&](int64_t b, int64_t e) { return spans.emplace_back(b, e), true; });
+      std::fill(leaves.begin(), leaves.end(), 0.0);
+      add_wait_spans_to_leaves(spans, p.shift, leaves.data(), leaves.size());
+      scratch += spans.capacity() * sizeof(spans[0]);
+    }
     pairs.unlock();
-    // Receives complete in order and mostly were issued in order; a row's
-    // collective calls are in order: two sorted runs, merged (a run out of
-    // order, receives completed out of their issue order, is sorted first).
-    if (!std::is_sorted(spans.begin(), spans.end())) std::sort(spans.begin(), spans.end());
-    const size_t receives = spans.size();
-    spans.insert(spans.end(), collective_spans.begin(), collective_spans.end());
-    std::inplace_merge(spans.begin(), spans.begin() + static_cast<ptrdiff_t>(receives), spans.end());
-    const Pyramid& p = row.pyramid;
-    waits.resize(p.levels.size());
-    for (size_t k = 0; k < p.levels.size(); ++k) waits[k].assign(p.levels[k].size(), 0.0);
-    add_wait_spans_to_leaves(spans, p.shift, waits[0].data(), waits[0].size());
-    for (size_t k = 0; k + 1 < waits.size(); ++k) {
-      const std::vector<double>& below = waits[k];
-      std::vector<double>& above = waits[k + 1];
-      const size_t pairs_below = std::min(above.size(), below.size() / 2);
-      for (size_t i = 0; i < pairs_below; ++i) above[i] = below[2 * i] + below[2 * i + 1];
-      if (pairs_below < above.size() && 2 * pairs_below < below.size()) above[pairs_below] = below[2 * pairs_below];
+    scratch += others.bytes();
+    for (uint64_t seen = tl.waits_scratch_peak.load(std::memory_order_relaxed);
+         scratch > seen && !tl.waits_scratch_peak.compare_exchange_weak(seen, scratch, std::memory_order_relaxed);) {
+    }
+    // A row that never waits keeps no waits (read as 0, as before the build is complete).
+    if (any) {
+      waits.resize(p.levels.size());
+      waits[0] = std::move(leaves);
+      for (size_t k = 0; k + 1 < waits.size(); ++k) {
+        const std::vector<double>& below = waits[k];
+        std::vector<double>& above = waits[k + 1];
+        above.assign(p.levels[k + 1].size(), 0.0);
+        const size_t pairs_below = std::min(above.size(), below.size() / 2);
+        for (size_t i = 0; i < pairs_below; ++i) above[i] = below[2 * i] + below[2 * i + 1];
+        if (pairs_below < above.size() && 2 * pairs_below < below.size()) above[pairs_below] = below[2 * pairs_below];
+      }
     }
   }
   std::unique_lock lock(row.mutex);
   row.pyramid.waits = std::move(waits);
+  row.execution_by_leaf = std::move(by_leaf);
 }
 
 }  // namespace prof::analysis::timeline_detail

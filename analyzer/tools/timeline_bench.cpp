@@ -42,6 +42,9 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "queries of each kind");
   app.add_option("--buckets", buckets, "buckets per query");
   app.add_option("--memory-mb", memory_mb, "call records kept in memory (MiB)");
+  bool print_waits = false;
+  app.add_flag("--print-waits", print_waits,
+               "print every bucket's wait of summaries of the whole run and of 20 1-ms ranges at 7 to 30,000 buckets (hex floats: two builds compared bit for bit)");
   CLI11_PARSE(app, argc, argv);
 
   prof::analysis::TimelineOptions options;
@@ -68,9 +71,28 @@ int main(int argc, char** argv) {
   }
   builder.join();
   const double build_ms = ms_since(t_open);
+  struct rusage built_usage {};
+  getrusage(RUSAGE_SELF, &built_usage);
   if (calls_ms < 0) calls_ms = build_ms;
   const double end = timeline->end();
 
+  if (print_waits)
+    for (const uint32_t n : {7u, 300u, 2000u, 30000u}) {
+      prof::analysis::TimelineQuery q;
+      q.from = 0;
+      q.to = end;
+      q.buckets = n;
+      q.max_events = 1;  // summaries
+      for (const auto& r : timeline->query(q).rows)
+        for (size_t i = 0; i < r.buckets.size(); ++i) std::printf("%u %zu %zu %a\n", n, r.row, i, r.buckets[i].wait);
+      // 1 ms ranges: buckets narrower than the leaves, from the calls.
+      for (int k = 0; k < 20; ++k) {
+        q.from = (end - 1e6) * (k + 0.5) / 20;
+        q.to = q.from + 1e6;
+        for (const auto& r : timeline->query(q).rows)
+          for (size_t i = 0; i < r.buckets.size(); ++i) std::printf("%u %zu %zu %a\n", n, r.row, i, r.buckets[i].wait);
+      }
+    }
   std::vector<double> full, narrow;
   size_t full_buckets = 0, narrow_calls = 0, narrow_rows_listed = 0;
   for (int i = 0; i < repeats; ++i) {
@@ -118,8 +140,9 @@ int main(int argc, char** argv) {
               timeline->rows().size() * static_cast<size_t>(repeats));
   std::printf("message matrix, whole run: %.3f ms (%llu messages, %zu pairs)\n", matrix_ms,
               static_cast<unsigned long long>(matrix_messages), matrix.cells.size());
-  std::printf("timeline memory %.1f MB, peak RSS %.1f MB\n", timeline->memory_bytes() / 1e6,
-              usage.ru_maxrss / 1024.0);
+  std::printf("timeline memory %.1f MB, peak RSS %.1f MB (%.1f MB when built), waits step %.2f MB a thread\n",
+              timeline->memory_bytes() / 1e6, usage.ru_maxrss / 1024.0, built_usage.ru_maxrss / 1024.0,
+              timeline->memory().waits_step_peak / 1e6);
   // Bytes per event of each part (records: packed, in memory and spilled).
   const auto m = timeline->memory();
   const double events = std::max<double>(1, static_cast<double>(timeline->events()));

@@ -899,6 +899,88 @@ TEST(Timeline, BucketWaitsSpanBlocksWhereverTheRecordsAre) {
   }
 }
 
+// What the build's waits step holds beside the timeline does not grow with
+// the messages: a ring of 140,000 late-sender receives and 140,000
+// Allreduce calls, whose waits listed at once (8 bytes a message for the
+// send's enter and 16 a span) would take over 4 MB, takes a few blocks'
+// enters and a bounded heap of spans per thread; the buckets still hold the
+// union of the row's waits.
+TEST(Timeline, WaitsStepHoldsAFewBlocksWhateverTheMessages) {
+  RingTrace trace(2, 70000);
+  auto tl = built(trace.dir());
+  ASSERT_TRUE(tl);
+  const auto messages = tl->messages();
+  ASSERT_EQ(messages.size(), 140000u);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> waits(tl->rows().size());
+  for (const auto& m : messages)
+    if (m.wait > 0) waits[m.recv_row].emplace_back(m.issue_enter, m.issue_enter + static_cast<int64_t>(m.wait));
+  for (const auto& c : tl->collectives())
+    for (const auto& m : c.members)
+      if (m.wait > 0) waits[m.row].emplace_back(m.enter, m.enter + static_cast<int64_t>(m.wait));
+  ASSERT_GT(waits[0].size() + waits[2].size(), 100000u);
+  const uint64_t peak = tl->memory().waits_step_peak;
+  EXPECT_GT(peak, 0u);
+  EXPECT_LE(peak, uint64_t{512} << 10);
+  TimelineQuery q;
+  q.from = 0;
+  q.to = tl->end();
+  q.buckets = 300;
+  q.max_events = 1;  // summaries, from the pyramid's cells
+  for (const auto& r : tl->query(q).rows) {
+    double sum = 0;
+    for (const auto& b : r.buckets) sum += b.wait;
+    EXPECT_NEAR(sum, static_cast<double>(union_length(waits[r.row])), 1e-3) << "row " << r.row;
+  }
+}
+
+// A receive issued long before it completes (an MPI_Irecv at the start,
+// its MPI_Wait after 6,000 other late-sender receives, its send the last)
+// waits from its issue, before every wait between: its span comes far out
+// of start order, past what the waits step reorders as it goes, and the
+// row's waits are then listed and sorted. Every bucket still holds the
+// union of the row's waits inside it.
+TEST(Timeline, BucketWaitsKeepAReceiveIssuedLongBefore) {
+  constexpr uint32_t kEarly = 0xAC000021u;
+  constexpr uint64_t kReceives = 6000;
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 5 * kUs);
+  b.irecv(0, 10 * kUs, 11 * kUs, 1, 9, kEarly);
+  uint64_t t = 20 * kUs;
+  for (uint64_t i = 0; i < kReceives; ++i, t += 10 * kUs) {
+    b.recv(0, t, t + 5 * kUs, 1, 1);
+    b.send(1, t + 2 * kUs + (i % 3) * kUs, t + 3 * kUs + (i % 3) * kUs, 0, 1);
+  }
+  b.wait(0, Wait, t, t + 20 * kUs, {TraceBuilder::done(kEarly, 1, 9, 8)});
+  b.send(1, t + 10 * kUs, t + 11 * kUs, 0, 9);
+  t += 30 * kUs;
+  for (int r = 0; r < 2; ++r) b.finalize(r, t, t + 5 * kUs);
+  b.close();
+  auto tl = built(b.dir());
+  ASSERT_TRUE(tl);
+  std::vector<std::pair<int64_t, int64_t>> waits;
+  for (const auto& m : tl->messages())
+    if (m.wait > 0 && tl->rows()[m.recv_row].rank == 0)
+      waits.emplace_back(m.issue_enter, m.issue_enter + static_cast<int64_t>(m.wait));
+  ASSERT_EQ(waits.size(), kReceives + 1);
+  // (Listed: 16 bytes a span.)
+  EXPECT_GE(tl->memory().waits_step_peak, (kReceives + 1) * 16);
+  for (const uint32_t buckets : {7u, 1000u}) {
+    TimelineQuery q;
+    q.from = 0;
+    q.to = tl->end();
+    q.buckets = buckets;
+    q.max_events = 1;
+    const analysis::TimelineAnswer a = tl->query(q);
+    ASSERT_FALSE(a.rows.empty());
+    const auto& r = a.rows[0];
+    ASSERT_TRUE(r.summarized);
+    for (size_t i = 0; i < r.buckets.size(); ++i) {
+      const double b0 = r.bucket_from + static_cast<double>(i) * r.bucket_width, b1 = b0 + r.bucket_width;
+      EXPECT_NEAR(r.buckets[i].wait, test::union_inside(waits, b0, b1), 1e-3) << "bucket " << i << " of " << buckets;
+    }
+  }
+}
+
 // Records are kept packed per block, each field in the fewest bytes that its
 // values in the block need: every field must come back exactly, at every
 // width (gaps and durations past 2^32 ns, bytes past 2^32, tags up to 2^30),

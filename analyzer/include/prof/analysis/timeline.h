@@ -327,6 +327,11 @@ class Timeline {
     uint64_t executions = 0;       // with each one's enclosing execution
     uint64_t messages = 0;         // both ends
     uint64_t collectives = 0;      // calls, instances, members
+    // Not held: the most the build's waits step held at once on a thread
+    // beyond the above (a few blocks' enters and a bounded heap of spans:
+    // under 1 MiB whatever the messages, unless a row's waits come far out
+    // of order, docs/design/timeline.md).
+    uint64_t waits_step_peak = 0;
   };
   Memory memory() const;
 
