@@ -25,7 +25,9 @@ void expect_same(SequenceMap<Wait>& map, const std::map<uint64_t, Wait>& want, u
     const Wait* got = map.find(k);
     const auto it = want.find(k);
     ASSERT_EQ(got != nullptr, it != want.end()) << "key " << k << ", step " << step;
-    if (got) ASSERT_EQ(got->id, it->second.id) << "key " << k;
+    if (got) {
+      ASSERT_EQ(got->id, it->second.id) << "key " << k;
+    }
   }
   for (const auto& [k, v] : want) {
     const Wait* got = map.find(k);
