@@ -126,6 +126,20 @@ Definitions read_definitions(const std::string& anchor) {
   return d;
 }
 
+// prof-analyze --otf2 over the trace in `dir` (the archive in dir/a), and the
+// archive's definitions; an export that fails fails the test (and gives none).
+Definitions export_definitions(const std::string& dir) {
+  std::string out;
+  const int status = run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress --no-index -q -o /dev/null " + dir +
+                                   " --otf2 " + dir + "/a",
+                               &out);
+  if (status != 0) {
+    ADD_FAILURE() << "prof-analyze --otf2 exited " << status << ": " << out;
+    return Definitions{};
+  }
+  return read_definitions(dir + "/a/traces.otf2");
+}
+
 // Three ranks: a message, an Allreduce on the world, then MPI_Finalize.
 TEST(Otf2Definitions, WhatScalascasReaderLooksUp) {
   constexpr int kRanks = 3;
@@ -138,13 +152,8 @@ TEST(Otf2Definitions, WhatScalascasReaderLooksUp) {
     b.finalize(r, 7 * kMs, 8 * kMs);
   }
   b.close();
-  std::string out;
-  ASSERT_EQ(run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress --no-index -q -o /dev/null " + b.dir() +
-                          " --otf2 " + b.dir() + "/a",
-                      &out),
-            0)
-      << out;
-  const Definitions d = read_definitions(b.dir() + "/a/traces.otf2");
+  const Definitions d = export_definitions(b.dir());
+  ASSERT_FALSE(::testing::Test::HasFailure());
 
   // The MPI paradigm, a process paradigm, with Score-P's name templates.
   ASSERT_TRUE(d.paradigms.count(OTF2_PARADIGM_MPI));
@@ -228,13 +237,8 @@ TEST(Otf2Definitions, ClockPropertiesDateTheFirstEventByTheWallClock) {
     b.finalize(r, 7 * kMs, 8 * kMs);
   }
   b.close();
-  std::string out;
-  ASSERT_EQ(run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress --no-index -q -o /dev/null " + b.dir() +
-                          " --otf2 " + b.dir() + "/a",
-                      &out),
-            0)
-      << out;
-  const Definitions d = read_definitions(b.dir() + "/a/traces.otf2");
+  const Definitions d = export_definitions(b.dir());
+  ASSERT_FALSE(::testing::Test::HasFailure());
   ASSERT_EQ(d.clock_properties.size(), 1u);
   EXPECT_EQ(d.clock_properties[0].global_offset, 2 * kMs);  // the first event, rank 0's MPI_Init
   EXPECT_EQ(d.clock_properties[0].realtime, kEpochWallNs + 2 * kMs);
@@ -286,13 +290,7 @@ struct HostsAndCommunicators {
       b.finalize(r, 7 * kMs, 8 * kMs);
     }
     b.close();
-    std::string out;
-    EXPECT_EQ(run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress --no-index -q -o /dev/null " + b.dir() +
-                            " --otf2 " + b.dir() + "/a",
-                        &out),
-              0)
-        << out;
-    d = read_definitions(b.dir() + "/a/traces.otf2");
+    d = export_definitions(b.dir());
   }
   // The communicators whose group holds exactly `members`.
   std::vector<OTF2_CommRef> comms_over(const std::vector<uint64_t>& members) const {
