@@ -58,7 +58,7 @@ struct alignas(64) ThreadState {
   // (fast_finish_send), which sizes the message after MPI's call.
   MPI_Datatype send_type = MPI_DATATYPE_NULL;
   // A fast receive's record's first word as its entry found it (its site
-  // looked up there, off the hop's critical path: fast_recv_enter), for its
+  // looked up there, off the hop's critical path: fast_recv_site), for its
   // return; in the first cache line's spare word.
   uint32_t recv_first = 0;
   uint64_t send_count = 0;
@@ -706,23 +706,42 @@ PROF_HOT void fast_send_enter(ThreadState* ts, uint64_t count, MPI_Datatype t) {
 // word (site_func, which a receive also looks up), then peer, tag and comm as
 // three 32-bit stores (fewer instructions than packing them into two 64-bit
 // ones); a receive's `extra` is stored by fast_recv_enter, a send leaves it.
+PROF_HOT void fast_call_facts(format::InFlightSlot* s, int32_t peer, int32_t tag, uint32_t comm) {
+  s->peer = peer;
+  s->tag = tag;
+  s->comm = comm;
+}
 PROF_HOT format::InFlightSlot* fast_call_enter(ThreadState* ts, uint64_t site_key, int32_t peer,
                                                int32_t tag, uint32_t comm) {
   format::InFlightSlot* s = ts->slot;
   s->site_func = site_key;
-  s->peer = peer;
-  s->tag = tag;
-  s->comm = comm;
+  fast_call_facts(s, peer, tag, comm);
+  return s;
+}
+// A fast receive's site, which its entry found in the thread's cache (a
+// miss leaves for the general wrapper, which resolves the site: tested
+// before anything else is loaded, the probe's values need no callee-saved
+// register): its key in the slot, the slot's `extra` cleared (the entry
+// sets it only for a wildcard), and its record's first word kept for the
+// return in ThreadState::recv_first, so that the hop's critical path, the
+// return, pays one load for the site. A call that then leaves for the
+// general wrapper leaves these stores behind, which that wrapper's own
+// replace (the slot's enter is still 0: no reader takes them for a call).
+PROF_HOT format::InFlightSlot* fast_recv_site(ThreadState* ts, uint64_t site_key) {
+  format::InFlightSlot* s = ts->slot;
+  s->site_func = site_key;
+  s->extra = 0;
+  ts->recv_first = site_cache_word(ts, site_key);
   return s;
 }
 // Not 0 unless a receive's requested tag is within int16 (no marker tag).
 PROF_HOT uint32_t fast_tag_misfit(int tag) { return (static_cast<uint32_t>(tag) + 0x8000u) >> 16; }
-// Not 0 unless a blocking receive may take the fast path: its tag within
-// int16 and room for its fixed record, which fast_recv_enter begins before
-// the call.
-PROF_HOT uint64_t fast_recv_misfit(const ThreadState* ts, int tag) {
+// Whether the chunk has room for a blocking receive's fixed record, which
+// fast_recv_enter begins before the call (a separate branch from the tag's
+// test: folded into one value, the two took a callee-saved register).
+PROF_HOT bool fast_recv_room(const ThreadState* ts) {
   constexpr size_t words = format::fixed_record_words<format::FuncKind::Recv>;
-  return fast_tag_misfit(tag) | uint64_t(size_t(ts->end - ts->cur) < words);
+  return ts->cur + words <= ts->end;
 }
 // A receive's kAnySource and kAnyTag. MPI's wildcards are negative (MPICH:
 // -2, -1), so a receive naming its peer and tag pays one test.
@@ -742,12 +761,11 @@ PROF_HOT void fast_enter(ThreadState* ts) { ts->in_call = true; }
 //    status's MPI_ANY_TAG is read), so source and tag come from the status;
 //    with named ones they are the call's;
 //  - kRecvLongGap: the gap from the previous record's enter does not fit the
-//    fixed record (fast_recv_timed);
-//  - kRecvSiteMiss: the site is not in the thread's cache (the finisher
-//    resolves it).
-inline constexpr uint32_t kRecvSiteMiss = 1;
-inline constexpr uint32_t kRecvReadsStatus = 2;
-inline constexpr uint32_t kRecvLongGap = 4;
+//    fixed record (fast_recv_timed).
+// (A site the thread's cache does not hold never gets here: the entry hands
+// such a call to the general wrapper, fast_recv_site.)
+inline constexpr uint32_t kRecvReadsStatus = 1;
+inline constexpr uint32_t kRecvLongGap = 2;
 PROF_HOT uint32_t recv_reads_status(int peer, int tag) {
   return (recv_flags(peer, tag) << 16) | kRecvReadsStatus;
 }
@@ -759,31 +777,25 @@ PROF_HOT void store_peer_tag(format::FixedP2PRecord* r, int32_t peer, int32_t ta
   std::memcpy(reinterpret_cast<char*>(&r->peer_tag), &peer16, 2);
   std::memcpy(reinterpret_cast<char*>(&r->peer_tag) + 2, &tag16, 2);
 }
-// A fast receive's entry, after fast_call_enter: the words of its fixed record
-// known before the call (comm; peer and tag when named) stored in the chunk
-// at the write pointer (fast_recv_misfit found room), where its return
-// completes the record; its site looked up, off the hop's critical path, and
-// its record's first word kept in ThreadState::recv_first for the return.
+// A fast receive's entry, after fast_recv_site and fast_call_facts: the
+// words of its fixed record known before the call (comm; peer and tag when
+// named) stored in the chunk at the write pointer (fast_recv_room found
+// room), where its return completes the record.
 // Until the first word is stored, the chunk still ends at the write pointer:
 // nothing else writes this thread's chunk while in_call is set, and readers
 // stop at a zero first word. The comm becomes
 // the chunk's context here (encode_fixed's rule); the cold finisher, whose
 // general record must not rely on it, unsets it.
-PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, uint64_t site_key, int peer,
-                              int tag, uint32_t comm) {
+PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, int peer, int tag,
+                              uint32_t comm) {
   auto* const r = reinterpret_cast<format::FixedP2PRecord*>(ts->cur);
   r->comm = comm;
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
-  // Branch-free: the entry's word is taken whether or not its key matches
-  // (a miss's first word is not used: the finisher writes the record). A
-  // branch would keep both outcomes in callee-saved registers.
-  ts->recv_first = site_cache_word(ts, site_key);
-  slot->extra = site_cache_hit(ts, site_key) ? 0u : kRecvSiteMiss;
   if (__builtin_expect((peer | tag) >= 0, 1))
     store_peer_tag(r, peer, tag);
   else
-    slot->extra |= recv_reads_status(peer, tag);
+    slot->extra = recv_reads_status(peer, tag);
 }
 // After the first timer read, the record's gap from the previous record's
 // enter, also known before the call, stored; a gap that does not fit sends
@@ -835,10 +847,6 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
   uint32_t* const at = ts->cur;
   if (__builtin_expect(at + words > ts->end, 0)) return finish_send_general(func, rc, t1);
   format::InFlightSlot* const slot = ts->slot;
-  // The site first, by its own branch (as in fast_finish_plain).
-  const uint64_t key = slot->site_func;
-  if (__builtin_expect(!site_cache_hit(ts, key), 0))
-    return finish_send_general(func, rc, t1);  // a missed site resolved there
   auto* const r = reinterpret_cast<format::FixedP2PRecord*>(at);
   const uint64_t t0 = __atomic_load_n(&slot->enter, __ATOMIC_RELAXED);
   const uint64_t dt = t0 - ts->last_enter;  // wraps when time goes back: general form
@@ -855,6 +863,10 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
   r->bytes = static_cast<uint32_t>(bytes);
   if (__builtin_expect(((dt | duration | count | bytes) >> 32) != 0, 0))
     return finish_send_general(func, rc, t1);
+  // The site last, by its own branch: the values above are dead by then.
+  const uint64_t key = slot->site_func;
+  if (__builtin_expect(!site_cache_hit(ts, key), 0))
+    return finish_send_general(func, rc, t1);  // a missed site resolved there
   const uint32_t first = site_cache_word(ts, key);  // fixed_first_word<Send>(func | site bits, 0)
   ts->cx.comm = comm;
   ts->cx.has_comm = true;
@@ -898,8 +910,7 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
     misfit |= ((static_cast<uint32_t>(source) + 0x8000u) | (static_cast<uint32_t>(tag) + 0x8000u)) >> 16;
     r->peer_tag = format::pack_peer_tag(source, tag);
   }
-  if ((misfit | (extra & (kRecvLongGap | kRecvSiteMiss))) != 0)
-    return finish_recv_general(func, rc, t1, st);  // a missed site resolved there
+  if ((misfit | (extra & kRecvLongGap)) != 0) return finish_recv_general(func, rc, t1, st);
   fast_commit(ts, slot, at, ts->recv_first | ((extra >> 16) << 16), words, t0);
   return 0;
 }

@@ -519,14 +519,19 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
                   f'{facts["request"]})')
     elif kind == 'Recv':
         peer, tag, comm, st = facts['peer'], facts['tag'], facts['comm'], facts['status']
-        out.append(f'  if (__builtin_expect(ts == nullptr || prof::shim::fast_recv_misfit(ts, {tag}) != 0, 0))')
-        out.append(f'    {leave}')
-        out.append(f'  MPI_Status* const prof_status = {st} == MPI_STATUS_IGNORE ? &ts->ignored_status : {st};')
+        # A site the thread's cache does not hold goes to the general
+        # wrapper, which resolves it (fast_recv_site).
+        out.append(f'  if (__builtin_expect(ts == nullptr, 0)) {leave}')
+        out.append(f'  const uint64_t prof_site = prof::shim::site_func({fid}, __builtin_return_address(0));')
+        out.append(f'  if (__builtin_expect(!prof::shim::site_cache_hit(ts, prof_site), 0)) {leave}')
+        out.append('  prof::format::InFlightSlot* const prof_slot = prof::shim::fast_recv_site(ts, prof_site);')
+        out.append(f'  if (__builtin_expect(prof::shim::fast_tag_misfit({tag}) != 0, 0)) {leave}')
+        out.append(f'  if (__builtin_expect(!prof::shim::fast_recv_room(ts), 0)) {leave}')
         sub[st] = 'prof_status'
         slot = f'{peer}, {tag}, (uint32_t)({comm})'
         # The record's words known before the call go into the chunk now,
         # off the hop's critical path (fast_recv_enter).
-        entered = (f'  prof::shim::fast_recv_enter(ts, prof_slot, prof_site, {peer}, {tag}, '
+        entered = (f'  prof::shim::fast_recv_enter(ts, prof_slot, {peer}, {tag}, '
                    f'(uint32_t)({comm}));')
         timed = '  prof::shim::fast_recv_timed(ts, prof_slot, prof_t0);'
         finish = 'prof::shim::fast_finish_recv({fid}, rc, prof_status)'
@@ -535,10 +540,12 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
         slot = None
         finish = 'prof::shim::fast_finish_plain({fid}, rc)'
     out.append('  prof::shim::fast_enter(ts);')
-    if kind in ('Send', 'Recv'):
+    if kind == 'Send':
         out.append(f'  const uint64_t prof_site = prof::shim::site_func({fid}, __builtin_return_address(0));')
         out.append(f'  prof::format::InFlightSlot* const prof_slot = prof::shim::fast_call_enter(ts, prof_site, '
                    f'{slot});')
+    elif kind == 'Recv':
+        out.append(f'  prof::shim::fast_call_facts(prof_slot, {slot});')
     elif slot:
         out.append(f'  prof::format::InFlightSlot* const prof_slot = prof::shim::call_enter(ts, {fid}, '
                    f'__builtin_return_address(0), {slot});')
@@ -547,6 +554,9 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
                    f'prof::shim::call_enter_plain(ts, {fid}, __builtin_return_address(0));')
     if entered:
         out.append(entered)
+    if kind == 'Recv':
+        st = facts['status']
+        out.append(f'  MPI_Status* const prof_status = {st} == MPI_STATUS_IGNORE ? &ts->ignored_status : {st};')
     if timed:
         out.append('  const uint64_t prof_t0 = prof::shim::fast_now();')
         out.append('  prof::shim::call_entered(prof_slot, prof_t0);')
