@@ -14,7 +14,9 @@
 #   to compare, e.g. one configured with -DPROF_BENCH_NO_IN_FLIGHT=ON).
 # Under valgrind the program runs ~50x slower, so some enter-to-enter gaps and
 # durations that fit the short record header natively do not: the counts
-# include a few instructions of the longer time forms on some calls.
+# include a few instructions of the longer time forms on some calls. The
+# first sight of each call site (once per site, function and thread) is
+# printed apart, as chunk switches are, and not in the per-call figures.
 set -euo pipefail
 build=${1:-build}
 lib=${2:-$build/libprof/src/libprof.so}

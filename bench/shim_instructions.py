@@ -5,12 +5,16 @@ For each wrapper (a function MPI_X of libprof.so) called by the program:
 its own instructions plus those of everything it calls except the forwarded
 PMPI_X (the call the application asked for, also where a part the wrapper
 hands a rare case to makes it), the dynamic linker's first
-resolution of a symbol, and chunk switches (next_chunk: one per chunk of
-64 KiB and up, so its share per call depends on how many calls a run makes;
-printed apart, per call, also where a cold part or the general encoder
-calls it: its share by the caller's part of that function's instructions). That is exactly what the application pays for the
-shim on that call, independent of the machine's load and of how long MPI
-polls. The call count is the number of times the wrapper was called.
+resolution of a symbol (also where a part the wrapper calls binds one), chunk
+switches (next_chunk: one per chunk of 64 KiB and up, so its share per call
+depends on how many calls a run makes; printed apart, per call, also where a
+cold part or the general encoder calls it: its share by the caller's part of
+that function's instructions) and the first sight of each call site
+(resolve_call_site: once per site, function and thread, so its share per call
+depends on how many calls a run makes; printed apart likewise). That is what
+the application pays for the shim on each call once the run's sites are
+known, independent of the machine's load and of how long MPI polls. The call
+count is the number of times the wrapper was called.
 
 Usage: shim_instructions.py CALLGRIND_OUT [FUNCTION ...]
 Prints one line per wrapper: name, calls, shim instructions per call, and
@@ -88,10 +92,11 @@ def main():
             inclusive[callee] += ir
 
     def nested(func, match, depth=0):
-        # Instructions of the callees `match` accepts inside all of func's calls.
+        # Instructions of the callees `match` accepts (by object and
+        # function) inside all of func's calls.
         total = 0
         for callee, (count, ir) in calls.get(func, {}).items():
-            if callee[1] and match(callee[1]):
+            if callee[1] and match(callee):
                 total += ir
             elif depth < 4 and inclusive[callee]:
                 total += nested(callee, match, depth + 1) * ir / inclusive[callee]
@@ -105,6 +110,7 @@ def main():
             continue
         total = self_cost[(ob, fn)]
         switches = 0
+        sites = 0
         extra = []
         for (cob, cfn), (count, ir) in calls[(ob, fn)].items():
             if cfn == 'P' + fn or (cob and DYNAMIC_LINKER.search(cob)):
@@ -112,22 +118,31 @@ def main():
             if 'next_chunk' in cfn:
                 switches += ir
                 continue
+            if 'resolve_call_site' in cfn:
+                sites += ir
+                continue
             share = ir / inclusive[(cob, cfn)] if inclusive[(cob, cfn)] else 0
-            nested_switches = nested((cob, cfn), lambda f: 'next_chunk' in f) * share
+            nested_switches = nested((cob, cfn), lambda c: 'next_chunk' in c[1]) * share
+            nested_sites = nested((cob, cfn), lambda c: 'resolve_call_site' in c[1]) * share
             # The forwarded call made by a part the wrapper hands a rare case to
-            # (prof_general_MPI_X): the application's, not the shim's.
-            nested_forwarded = nested((cob, cfn), lambda f, p='P' + fn: f == p) * share
+            # (prof_general_MPI_X): the application's, not the shim's; and the
+            # dynamic linker binding a symbol for that part.
+            nested_forwarded = nested((cob, cfn), lambda c, p='P' + fn: c[1] == p) * share
+            nested_linker = nested((cob, cfn), lambda c: bool(c[0] and DYNAMIC_LINKER.search(c[0]))) * share
             switches += nested_switches
-            total += ir - nested_switches - nested_forwarded
-            extra.append(((ir - nested_switches - nested_forwarded) / n, cfn.split('(')[0]))
+            sites += nested_sites
+            own = ir - nested_switches - nested_sites - nested_forwarded - nested_linker
+            total += own
+            extra.append((own / n, cfn.split('(')[0]))
         extra.sort(reverse=True)
-        rows.append((fn, n, total / n, self_cost[(ob, fn)] / n, extra[:3], switches / n))
+        rows.append((fn, n, total / n, self_cost[(ob, fn)] / n, extra[:3], switches / n, sites / n))
     rows.sort()
-    for fn, n, per_call, own, extra, switches in rows:
+    for fn, n, per_call, own, extra, switches, sites in rows:
         more = ', '.join(f'{name} {ir:.1f}' for ir, name in extra)
         print(f'{fn:<16} calls {n:>8}  shim instructions per call {per_call:7.1f}'
               f'  (wrapper {own:.1f}{"; " + more if more else ""})'
-              f'{f"  + chunk switches {switches:.1f}" if switches else ""}')
+              f'{f"  + chunk switches {switches:.1f}" if switches else ""}'
+              f'{f"  + first sight of sites {sites:.1f}" if sites else ""}')
 
 
 if __name__ == '__main__':
