@@ -69,6 +69,8 @@ void expect_same(const std::vector<Decoded>& want, const std::vector<Decoded>& g
     EXPECT_EQ(w.enter, g.enter);
     EXPECT_EQ(w.leave, g.leave);
     EXPECT_EQ(w.func, g.func);
+    EXPECT_EQ(w.call_site_index, g.call_site_index);
+    EXPECT_EQ(w.call_site, g.call_site);
     EXPECT_EQ(w.kind, g.kind);
     EXPECT_EQ(w.flags, g.flags);
     EXPECT_EQ(w.stream, g.stream);
@@ -369,6 +371,95 @@ TEST(FormatBatch, RepeatedPayloadsDecodeAsWrittenInFull) {
       expect_same(calls({want.begin() + static_cast<ptrdiff_t>(skip), want.end()}), calls(rest));
       expect_same(rest, by_batch(t6->events_from_position(at)));
     }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A loop's calls, nearly all repeats (format 7), whose repeats the batch
+// reader copies from the last one it decoded of the same header and
+// reference: the copy must be dropped wherever a decode would differ. The
+// same Isend repeated from two call sites; communicators that alternate, so
+// that a repeat's left-out Comm reads a context another call changed; request
+// handles with two high halves (packed requests read the context too);
+// Waitalls of 2 entries and of 6 (more than a copy keeps); chunks of 4 KiB
+// (repeats across chunk ends) and 1 MiB. Batches give what next() gives, and
+// what the same calls written in full (format 5) give.
+TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
+  const std::string dir = temp_dir();
+  const uint16_t irecv = 6, isend = 5, waitall = 7, allreduce = 9;
+  auto write = [&](const std::string& path, uint32_t chunk_bytes, uint32_t version) {
+    TraceWriter w(path, 0, 2, 1, format::TimerKind::Monotonic, chunk_bytes, version);
+    w.function(irecv, FuncKind::Irecv, "MPI_Irecv");
+    w.function(isend, FuncKind::Isend, "MPI_Isend");
+    w.function(waitall, FuncKind::Completion, "MPI_Waitall");
+    w.function(allreduce, FuncKind::Collective, "MPI_Allreduce");
+    w.callsite({41, 0x401000, "", 0});
+    w.callsite({42, 0x401100, "", 0});
+    w.call_site_index(isend, 1, 41);
+    w.call_site_index(isend, 2, 42);
+    std::vector<Completion> two(2), six(6);
+    uint64_t t = 1000;
+    for (uint32_t i = 0; i < 6000; ++i) {
+      const uint32_t comm = (i / 3) % 2 ? 0x44000000u : 0x84000002u;
+      const uint32_t high = (i / 5) % 2 ? 0xAC00u : 0xAD00u;
+      Event e;
+      e.comm = comm;
+      e.peer = 1;
+      e.tag = static_cast<int32_t>(i % 2);
+      e.bytes = 4096;
+      auto call = [&](uint16_t func, FuncKind kind) {
+        e.func = func;
+        e.kind = kind;
+        e.enter = t += 7;
+        e.leave = t += 3;
+        w.event(e);
+      };
+      e.request = high << 16 | 1;
+      call(irecv, FuncKind::Irecv);
+      e.request = high << 16 | 2;
+      e.call_site_index = static_cast<uint8_t>(1 + (i / 7) % 2);
+      call(isend, FuncKind::Isend);
+      e.call_site_index = 0;
+      std::vector<Completion>& done = i % 11 == 10 ? six : two;
+      for (size_t k = 0; k < done.size(); ++k)
+        done[k] = Completion{high << 16 | static_cast<uint32_t>(k + 1), k == 0 ? 1 : -1, 0, k == 0 ? 4096u : 0u,
+                             false};
+      e.completions = done;
+      call(waitall, FuncKind::Completion);
+      e.completions = {};
+      if (i % 16 == 15) {
+        e.comm = 0x44000000u;
+        call(allreduce, FuncKind::Collective);
+      }
+    }
+    w.end("finalize");
+    w.close();
+  };
+  for (uint32_t chunk_bytes : {4096u, 1u << 20}) {
+    SCOPED_TRACE("chunks of " + std::to_string(chunk_bytes));
+    const std::string v5 = dir + "/v5-" + std::to_string(chunk_bytes);
+    const std::string v7 = dir + "/v7-" + std::to_string(chunk_bytes);
+    write(v5, chunk_bytes, 5);
+    write(v7, chunk_bytes, format::kFormatVersion);
+    auto t5 = open_trace(v5), t7 = open_trace(v7);
+    ASSERT_TRUE(t5 && t7);
+    EXPECT_LT(t7->event_bytes() * 2, t5->event_bytes()) << "the calls did not repeat";
+    const auto got = by_batch(t7->events());
+    expect_same(by_next(t7->events()), got);
+    // Format 5 has no call sites, and its chunks end elsewhere.
+    auto calls = [](std::vector<Decoded> d) {
+      for (Decoded& x : d) {
+        x.chunk = SIZE_MAX;
+        x.e.call_site = 0;
+        x.e.call_site_index = 0;
+        x.e.flags &= static_cast<uint8_t>(~format::kLongTime);
+      }
+      return d;
+    };
+    expect_same(calls(by_next(t5->events())), calls(got));
+    size_t from_second_site = 0;
+    for (const Decoded& d : got) from_second_site += d.e.call_site == 42;
+    EXPECT_GT(from_second_site, 0u);
   }
   std::filesystem::remove_all(dir);
 }
