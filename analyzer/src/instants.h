@@ -35,6 +35,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -331,6 +332,13 @@ class BasicInstantSets {
   // One pass over the spans in order of start. For each level, `covered` is
   // where its union is known to reach: a span adds what lies beyond it, in
   // increasing time, so each level walks the contexts with its own cursor.
+  //
+  // `covered` of the nested levels is kept lazily: level l reaches the
+  // largest mark of levels 0..l, and the highest nested level holds that of
+  // all (unions of more kinds reach at least as far). So a span that no union
+  // of its levels reaches yet sets two marks (its kind's and the highest),
+  // not one per level; the rare span that overlaps one first makes the marks
+  // explicit (settle_nested_marks).
   template <int kUsedLevels, class F>
   void sweep_spans(double upto, F& credit) {
     // A local, so that its lengths stay in registers while the credits'
@@ -342,37 +350,45 @@ class BasicInstantSets {
     // A last context that starts at +inf, for the sweep only, ends the walk.
     contexts_.push_back(Context{kInf, kNoContext});
     ContextCursor at = cursor_at(contexts_.begin());
-    // Each lane is sorted by start: its spans before `upto` are a prefix
-    // [pos, end), merged across lanes by their heads (a drained lane's head
-    // is +inf: no span starts there). A span that runs past `upto` leaves its
-    // remainder (which starts at `upto`, so the lane stays sorted) in the
-    // last slots of the prefix just swept, right before the untouched rest:
-    // the prefix less those slots is dropped.
-    const Span* pos[kLanes];
-    const Span* end[kLanes];
-    double head[kLanes];
+    // Each lane is sorted by start, and ends, for the sweep only, with a span
+    // at +inf: its spans before `upto` are a prefix, merged across lanes by
+    // their heads, and every test of where a run stops is one comparison of
+    // a start. A span that runs past `upto` leaves its remainder (which
+    // starts at `upto`, so the lane stays sorted) in the last slots of the
+    // prefix just swept, right before the untouched rest: the prefix less
+    // those slots is dropped.
     for (int k = 0; k < kLanes; ++k) {
-      Lane& lane = lanes_[k];
-      sort_lane(lane);
+      sort_lane(lanes_[k]);
       remainders_[k].clear();
-      const Span* first = lane.spans.begin();
-      pos[k] = first;
-      end[k] = std::lower_bound(first, static_cast<const Span*>(lane.spans.end()), upto,
-                                [](const Span& span, double t) { return span.from < t; });
-      head[k] = first < end[k] ? first->from : kInf;
+      lanes_[k].spans.push_back(Span{kInf, kInf, Kind{}});
     }
+    const Span* pos[kLanes];
+    double head[kLanes], head_up[kLanes];  // each lane's first start, and the next double
+    for (int k = 0; k < kLanes; ++k) {
+      pos[k] = lanes_[k].spans.begin();
+      head[k] = pos[k]->from;
+      head_up[k] = next_up(head[k]);
+    }
+    static_assert(kLanes == 3);
     for (;;) {
       // The lane with the earliest head (ties: the lower lane) is drained
-      // while it stays first, so most spans cost one comparison, not kLanes.
-      int k = 0;
-      for (int m = 1; m < kLanes; ++m)
-        if (head[m] < head[k]) k = m;
-      if (head[k] == kInf) break;
-      double below = kInf, upto_ties = kInf;  // heads of the lower and the higher lanes
-      for (int m = 0; m < k; ++m) below = std::min(below, head[m]);
-      for (int m = k + 1; m < kLanes; ++m) upto_ties = std::min(upto_ties, head[m]);
+      // while it stays first, so most spans cost one comparison, not kLanes:
+      // it stays first while its starts are before `upto` and the lower
+      // lanes' heads, and not after the higher lanes' heads. (Runs are short
+      // where a rank's messages and collectives alternate: two to three
+      // spans a run on the synthetic trace, so the choice is spelt out.)
+      int k;
+      double stop;  // the run goes on while its starts are below this
+      if (head[1] < head[0]) {
+        if (head[2] < head[1]) k = 2, stop = std::min(head[0], head[1]);
+        else k = 1, stop = std::min(head[0], head_up[2]);
+      } else {
+        if (head[2] < head[0]) k = 2, stop = std::min(head[0], head[1]);
+        else k = 0, stop = std::min(head_up[1], head_up[2]);
+      }
+      if (!(head[k] < upto)) break;
+      stop = std::min(stop, upto);
       const Span* p = pos[k];
-      const Span* const lane_end = end[k];
       do {
         // (Field by field: a copy of the whole Span went through the stack.)
         const double from = p->from;
@@ -380,22 +396,33 @@ class BasicInstantSets {
         const Kind kind = p->kind;
         ++p;
         while (at.end <= from) at = cursor_at(at.context + 1);
-        if (to > upto) {
+        if (to > upto) [[unlikely]] {
           remainders_[k].push_back(Span{upto, to, kind});
           to = upto;
         }
         add_to_levels<kUsedLevels>(from, to, kind, covered, at, gathered, credit);
-      } while (p < lane_end && p->from < below && p->from <= upto_ties);
+      } while (p->from < stop);
       pos[k] = p;
-      head[k] = p < lane_end ? p->from : kInf;
+      head[k] = p->from;
+      head_up[k] = next_up(head[k]);
     }
     credit_gathered<kUsedLevels>(gathered, credit);
     contexts_.pop_back();
     for (int k = 0; k < kLanes; ++k) {
       Lane& lane = lanes_[k];
-      lane.spans.drop_front(static_cast<size_t>(end[k] - lane.spans.begin()) - remainders_[k].size());
+      const size_t swept = static_cast<size_t>(pos[k] - lane.spans.begin());
+      lane.spans.pop_back();
+      lane.spans.drop_front(swept - remainders_[k].size());
       std::copy(remainders_[k].begin(), remainders_[k].end(), lane.spans.begin());
     }
+  }
+
+  // The least double above t (t itself when +inf): s <= t is s < next_up(t).
+  static double next_up(double t) {
+    if (!(t < kInf)) return t;
+    if (t == 0) return std::numeric_limits<double>::denorm_min();
+    const int64_t bits = std::bit_cast<int64_t>(t);
+    return std::bit_cast<double>(bits + (bits > 0 ? 1 : -1));
   }
 
   // A change at or before the last one's start replaces it.
@@ -425,12 +452,37 @@ class BasicInstantSets {
                                             ContextCursor at, Gathered& gathered, F& credit) {
     const int last_level = kind < kNested ? kNested - 1 : kind;
     // The common case: no union of the span's levels reaches its start (the
-    // highest reaches furthest), so it is new on all of them, as one piece.
-    if (covered[last_level] <= span_from) {
-      cover_to(kind, to, covered);
-      credit_piece<kUsedLevels>(kWholeSpanWeights<kNested>.of[kind], span_from, to, at, gathered, credit);
+    // highest reaches furthest), so it is new on all of them, as one piece;
+    // most often in one context, the one gathering.
+    if (covered[last_level] <= span_from) [[likely]] {
+      covered[kind] = to;
+      covered[last_level] = to;
+      const double* weights = kWholeSpanWeights<kNested>.of[kind];
+      if (to <= at.end) [[likely]] {  // in one context
+        const uint32_t context = at.context->context;
+        if (context != gathered.context) {
+          if (context == kNoContext) return;
+          credit_gathered<kUsedLevels>(gathered, credit);
+          gathered.context = context;
+        }
+        add_piece<kUsedLevels>(weights, to - span_from, gathered);
+        return;
+      }
+      credit_piece<kUsedLevels>(weights, span_from, to, at, gathered, credit);
       return;
     }
+    // Most often every level of the span is covered to the same mark (a
+    // call after its own wait, a collective's or a blocking receive's): what
+    // lies beyond it is one piece for all of them.
+    const double reach = kind < kNested ? nested_mark(covered, kind) : covered[kind];
+    if (reach == covered[last_level]) [[likely]] {
+      if (to <= reach) return;
+      covered[kind] = to;
+      covered[last_level] = to;
+      credit_piece<kUsedLevels>(kLevelWeights.of[kind][last_level + 1], reach, to, at, gathered, credit);
+      return;
+    }
+    settle_nested_marks(covered);
     int l = kind;
     while (l <= last_level) {
       const double from = std::max(span_from, covered[l]);
@@ -446,23 +498,16 @@ class BasicInstantSets {
     }
   }
 
-  // covered[kind..last level of kind] = to, unrolled (a loop of 1 to 4
-  // steps cost a dozen instructions a span).
-  [[gnu::always_inline]] static void cover_to(Kind kind, double to, double* covered) {
-    if constexpr (!std::is_same_v<Kind, SpanKind>) {
-      if (kind < kNested)
-        for (int l = kind; l < kNested; ++l) covered[l] = to;
-      else
-        covered[kind] = to;
-    } else {
-      switch (kind) {
-        case kWaitSpan: covered[kWaitSpan] = to; [[fallthrough]];
-        case kRecvCallSpan: covered[kRecvCallSpan] = to; [[fallthrough]];
-        case kCollCallSpan: covered[kCollCallSpan] = to; [[fallthrough]];
-        case kAllToAllCallSpan: covered[kAllToAllCallSpan] = to; return;
-        default: covered[kind] = to; return;  // MPI, Start, Time Variation: their own level
-      }
-    }
+  // Where nested level `level`'s union reaches (lazy marks: see sweep_spans).
+  [[gnu::always_inline]] static double nested_mark(const double* covered, int level) {
+    double mark = covered[0];
+    for (int l = 1; l <= level; ++l) mark = std::max(mark, covered[l]);
+    return mark;
+  }
+  // The nested levels' marks made explicit: each the largest of its own and
+  // those below (the lazy form of sweep_spans, which this also is).
+  [[gnu::noinline]] static void settle_nested_marks(double* covered) {
+    for (int l = 1; l < kNested; ++l) covered[l] = std::max(covered[l], covered[l - 1]);
   }
 
   // Credits [a, b) of the levels that `weights` (a row of kLevelWeights)
@@ -491,15 +536,22 @@ class BasicInstantSets {
       credit_gathered<kUsedLevels>(gathered, credit);
       gathered.context = context;
     }
+    add_piece<kUsedLevels>(weights, length, gathered);
+  }
+  template <int kUsedLevels>
+  [[gnu::always_inline]] static void add_piece(const double* weights, double length, Gathered& gathered) {
     const TwoLevels piece = {length, length};
     const auto* weight = reinterpret_cast<const TwoLevels*>(weights);
 #pragma GCC unroll 8
     for (int l = 0; l < kUsedLevels / 2; ++l) gathered.length[l] += piece * weight[l];
   }
+  // Credits the gathering and starts none. (Lengths may gather while none
+  // is: sweep_spans adds a piece of the context gathering without asking
+  // whether that is kNoContext, so they are cleared here whatever it was.)
   template <int kUsedLevels, class F>
   [[gnu::always_inline]] void credit_gathered(Gathered& gathered, F& credit) {
-    if (gathered.context == kNoContext) return;
-    credit(gathered.context, reinterpret_cast<const double*>(gathered.length), kUsedLevels);
+    if (gathered.context != kNoContext)
+      credit(gathered.context, reinterpret_cast<const double*>(gathered.length), kUsedLevels);
 #pragma GCC unroll 8
     for (int l = 0; l < kUsedLevels / 2; ++l) gathered.length[l] = TwoLevels{};
     gathered.context = kNoContext;
