@@ -593,16 +593,19 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
     in_flight_call(e, enter, leave, h);
     return;
   }
-  ChannelKey key;
+  // (Each case that maps a channel has its own key: one zeroed here cost
+  // three stores on every call.)
   switch (e.kind) {
     case FuncKind::Send: {
       if (e.peer == format::kProcNull) break;
+      ChannelKey key;
       if (const CommInfo* c = comm(e.comm, e.enter, h))
         if (channel(*c, e.peer, e.tag, true, &key, h)) h.send(key, enter, leave, e);
       break;
     }
     case FuncKind::Recv: {
       if (e.peer < 0) break;  // PROC_NULL (or nothing received)
+      ChannelKey key;
       if (const CommInfo* c = comm(e.comm, e.enter, h))
         if (channel(*c, e.peer, e.tag, false, &key, h))
           h.recv(key, enter, HoldQueue::kNone, enter, leave, e);
@@ -611,6 +614,7 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
     case FuncKind::SendRecv: {
       const CommInfo* c = comm(e.comm, e.enter, h);
       if (!c) break;
+      ChannelKey key;
       if (e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &key, h))
         h.send(key, enter, leave, e);
       if (e.recv_peer >= 0 && channel(*c, e.recv_peer, e.recv_tag, false, &key, h))
@@ -622,12 +626,15 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
       const bool persistent = fi.role & kRolePersistentInit;
       // The channel is written straight into the request (a copy of a key
       // just stored would stall as new_request explains).
-      Request* r = e.request != format::kNoRequest ? &new_request(e.request) : nullptr;
-      ChannelKey unkept_key;
-      ChannelKey& key = r ? r->key : unkept_key;
-      const bool mapped = c && e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &key, h);
-      if (!persistent && mapped) h.send(key, enter, leave, e);
-      if (!r) break;
+      if (e.request == format::kNoRequest) [[unlikely]] {
+        ChannelKey key;
+        if (!persistent && c && e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &key, h))
+          h.send(key, enter, leave, e);
+        break;
+      }
+      Request* r = &new_request(e.request);
+      const bool mapped = c && e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &r->key, h);
+      if (!persistent && mapped) h.send(r->key, enter, leave, e);
       // (The analysis: the Isend's hold until its late receiver is known.)
       if constexpr (requires { h.isend_hold(); })
         if (!persistent && mapped) r->hold = h.isend_hold();
@@ -682,6 +689,7 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
               // was asked when the status says nothing more specific.
               const int32_t src = done.source >= 0 ? done.source : r->peer;
               const int32_t tag = done.tag >= 0 || r->tag < 0 ? done.tag : r->tag;
+              ChannelKey key;
               if (src >= 0 && channel(*r->comm, src, tag, false, &key, h)) {
                 h.recv(key, r->issue, r->hold, enter, leave, e);
                 r->hold = HoldQueue::kNone;  // the receive keeps it
