@@ -432,13 +432,19 @@ class Interpreter {
   // follow in the spill in issue order. (Filled in place, not built on the
   // stack and copied: the copy's wide loads of fields just stored narrow
   // cannot be forwarded from the store buffer and stall on every Isend and
-  // Irecv.) The reference lasts until the next request is added.
-  Request& new_request(uint32_t handle) {
+  // Irecv.) The reference lasts until the next request is added. (The
+  // common case inline in the decode loop: a handle used again is reset
+  // where the caller's stores that follow make most of the reset's dead,
+  // and without a call that spills the caller's registers.)
+  [[gnu::always_inline]] Request& new_request(uint32_t handle) {
     Request* first = find_request(handle);
-    if (first && !first->active) {  // a handle used again (an inactive one has no followers)
+    if (first && !first->active) [[likely]] {  // a handle used again (an inactive one has no followers)
       first->reset();
       return *first;
     }
+    return new_request_on_new_or_busy_handle(handle, first);
+  }
+  [[gnu::noinline]] Request& new_request_on_new_or_busy_handle(uint32_t handle, Request* first) {
     if (!first) {
       request_memo_.clear();  // the insertion may move every request
       return requests_[handle];  // (operator[] value-initializes)
@@ -496,6 +502,14 @@ class Interpreter {
     k->dst = sending ? w : me_;
     k->tag = tag;
     return true;
+  }
+
+  // The world rank of a peer >= 0 (-1, reported, when it cannot be mapped).
+  template <class H>
+  [[gnu::always_inline]] int32_t peer_world(const CommInfo& c, int32_t peer, H& h) {
+    const int32_t w = CommCache::peer_world(c, peer);
+    if (w < 0) [[unlikely]] unmappable_peer(c, peer, h);
+    return w;
   }
 
   template <class H>
@@ -689,9 +703,11 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
               // was asked when the status says nothing more specific.
               const int32_t src = done.source >= 0 ? done.source : r->peer;
               const int32_t tag = done.tag >= 0 || r->tag < 0 ? done.tag : r->tag;
-              ChannelKey key;
-              if (src >= 0 && channel(*r->comm, src, tag, false, &key, h)) {
-                h.recv(key, r->issue, r->hold, enter, leave, e);
+              // (The key built from its values: one zeroed first and then
+              // filled, its address passed on, cost three stores more.)
+              const int32_t w = src >= 0 ? peer_world(*r->comm, src, h) : -1;
+              if (w >= 0) {
+                h.recv(ChannelKey{r->comm->gid, w, me_, tag}, r->issue, r->hold, enter, leave, e);
                 r->hold = HoldQueue::kNone;  // the receive keeps it
               }
             }
