@@ -64,9 +64,19 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase, uint64_t cap) {
   const Event* ev = r.ev;
   const Event* batch_end = r.batch.data() + r.batch.size();
   while (has_ev && ev_enter < end && n < cap) {
-    r.interp.process_inline(*ev, ev_enter, clock.global(ev->leave), h);
-    ++n;
-    if (++ev == batch_end) {
+    // The events up to the batch's end or the cap, whichever comes first:
+    // one pointer compare and the window's end per event.
+    const Event* const first = ev;
+    const Event* const stop =
+        static_cast<uint64_t>(batch_end - ev) > cap - n ? ev + (cap - n) : batch_end;
+    do {
+      r.interp.process_inline(*ev, ev_enter, clock.global(ev->leave), h);
+      if (++ev == stop) break;
+      ev_enter = clock.global(ev->enter);
+    } while (ev_enter < end);
+    n += static_cast<uint64_t>(ev - first);
+    if (ev != stop) break;  // the next event enters after the window
+    if (ev == batch_end) {
       r.batch_next = r.batch.size();
       has_ev = r.advance();
       ev = r.ev;

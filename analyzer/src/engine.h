@@ -441,8 +441,7 @@ struct alignas(64) Rank {
   }
   // The executions open on the rank now, as a context for InstantSets.
   uint32_t context() {
-    const auto& stacks = intervals.stacks();
-    if (stacks.size() == 1) [[likely]] return stacks[0].empty() ? 0 : stacks[0].back().payload;
+    if (intervals.stacks().size() == 1) [[likely]] return intervals.innermost_of_one_stack();
     return context_of_threads();
   }
   // Several threads: the innermost executions open on each, less those that
@@ -471,10 +470,13 @@ struct alignas(64) Rank {
   FuncStat& function_stat(NodeAcc& a, const trace::Event& e, const FuncInfo& fi) {
     const size_t key = size_t{e.func < undefined_function ? e.func : undefined_function} << kSiteKeyBits |
                        e.call_site_index;
-    // (Slot 0, none yet, wraps to the largest index: one test for both.)
-    const uint32_t index = slot_of[key] - 1;
-    if (index >= a.funcs.size()) [[unlikely]] return new_function_stat(a, key, e, fi);
-    return a.funcs[index];
+    // (Slot 0, none yet, wraps to the largest index: one test for both. In
+    // bytes, the test spares size()'s division by sizeof(FuncStat).)
+    const size_t offset = size_t{slot_of[key] - 1} * sizeof(FuncStat);
+    const size_t bytes = static_cast<size_t>(reinterpret_cast<const char*>(a.funcs.data() + a.funcs.size()) -
+                                             reinterpret_cast<const char*>(a.funcs.data()));
+    if (offset >= bytes) [[unlikely]] return new_function_stat(a, key, e, fi);
+    return *reinterpret_cast<FuncStat*>(reinterpret_cast<char*>(a.funcs.data()) + offset);
   }
   [[gnu::noinline]] FuncStat& new_function_stat(NodeAcc& a, size_t key, const trace::Event& e,
                                                 const FuncInfo& fi) {

@@ -432,13 +432,19 @@ class Interpreter {
   // follow in the spill in issue order. (Filled in place, not built on the
   // stack and copied: the copy's wide loads of fields just stored narrow
   // cannot be forwarded from the store buffer and stall on every Isend and
-  // Irecv.) The reference lasts until the next request is added.
-  Request& new_request(uint32_t handle) {
+  // Irecv.) The reference lasts until the next request is added. (The
+  // common case inline in the decode loop: a handle used again is reset
+  // where the caller's stores that follow make most of the reset's dead,
+  // and without a call that spills the caller's registers.)
+  [[gnu::always_inline]] Request& new_request(uint32_t handle) {
     Request* first = find_request(handle);
-    if (first && !first->active) {  // a handle used again (an inactive one has no followers)
+    if (first && !first->active) [[likely]] {  // a handle used again (an inactive one has no followers)
       first->reset();
       return *first;
     }
+    return new_request_on_new_or_busy_handle(handle, first);
+  }
+  [[gnu::noinline]] Request& new_request_on_new_or_busy_handle(uint32_t handle, Request* first) {
     if (!first) {
       request_memo_.clear();  // the insertion may move every request
       return requests_[handle];  // (operator[] value-initializes)
@@ -496,6 +502,14 @@ class Interpreter {
     k->dst = sending ? w : me_;
     k->tag = tag;
     return true;
+  }
+
+  // The world rank of a peer >= 0 (-1, reported, when it cannot be mapped).
+  template <class H>
+  [[gnu::always_inline]] int32_t peer_world(const CommInfo& c, int32_t peer, H& h) {
+    const int32_t w = CommCache::peer_world(c, peer);
+    if (w < 0) [[unlikely]] unmappable_peer(c, peer, h);
+    return w;
   }
 
   template <class H>
@@ -593,16 +607,19 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
     in_flight_call(e, enter, leave, h);
     return;
   }
-  ChannelKey key;
+  // (Each case that maps a channel has its own key: one zeroed here cost
+  // three stores on every call.)
   switch (e.kind) {
     case FuncKind::Send: {
       if (e.peer == format::kProcNull) break;
+      ChannelKey key;
       if (const CommInfo* c = comm(e.comm, e.enter, h))
         if (channel(*c, e.peer, e.tag, true, &key, h)) h.send(key, enter, leave, e);
       break;
     }
     case FuncKind::Recv: {
       if (e.peer < 0) break;  // PROC_NULL (or nothing received)
+      ChannelKey key;
       if (const CommInfo* c = comm(e.comm, e.enter, h))
         if (channel(*c, e.peer, e.tag, false, &key, h))
           h.recv(key, enter, HoldQueue::kNone, enter, leave, e);
@@ -611,6 +628,7 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
     case FuncKind::SendRecv: {
       const CommInfo* c = comm(e.comm, e.enter, h);
       if (!c) break;
+      ChannelKey key;
       if (e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &key, h))
         h.send(key, enter, leave, e);
       if (e.recv_peer >= 0 && channel(*c, e.recv_peer, e.recv_tag, false, &key, h))
@@ -622,12 +640,15 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
       const bool persistent = fi.role & kRolePersistentInit;
       // The channel is written straight into the request (a copy of a key
       // just stored would stall as new_request explains).
-      Request* r = e.request != format::kNoRequest ? &new_request(e.request) : nullptr;
-      ChannelKey unkept_key;
-      ChannelKey& key = r ? r->key : unkept_key;
-      const bool mapped = c && e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &key, h);
-      if (!persistent && mapped) h.send(key, enter, leave, e);
-      if (!r) break;
+      if (e.request == format::kNoRequest) [[unlikely]] {
+        ChannelKey key;
+        if (!persistent && c && e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &key, h))
+          h.send(key, enter, leave, e);
+        break;
+      }
+      Request* r = &new_request(e.request);
+      const bool mapped = c && e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &r->key, h);
+      if (!persistent && mapped) h.send(r->key, enter, leave, e);
       // (The analysis: the Isend's hold until its late receiver is known.)
       if constexpr (requires { h.isend_hold(); })
         if (!persistent && mapped) r->hold = h.isend_hold();
@@ -682,8 +703,11 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
               // was asked when the status says nothing more specific.
               const int32_t src = done.source >= 0 ? done.source : r->peer;
               const int32_t tag = done.tag >= 0 || r->tag < 0 ? done.tag : r->tag;
-              if (src >= 0 && channel(*r->comm, src, tag, false, &key, h)) {
-                h.recv(key, r->issue, r->hold, enter, leave, e);
+              // (The key built from its values: one zeroed first and then
+              // filled, its address passed on, cost three stores more.)
+              const int32_t w = src >= 0 ? peer_world(*r->comm, src, h) : -1;
+              if (w >= 0) {
+                h.recv(ChannelKey{r->comm->gid, w, me_, tag}, r->issue, r->hold, enter, leave, e);
                 r->hold = HoldQueue::kNone;  // the receive keeps it
               }
             }

@@ -31,6 +31,7 @@
 //   void problem(WarningKind kind, F example, uint64_t count)   example() -> std::string
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
 #include <cstdio>
@@ -97,7 +98,8 @@ class IntervalTracker {
       end_root(enter, h);
       return false;
     }
-    if (leave > last_leave_) last_leave_ = leave;
+    // (As `if (leave > last_leave_)`, a NaN included, without a branch.)
+    last_leave_ = std::max(last_leave_, leave);
     return true;
   }
 
@@ -121,12 +123,14 @@ class IntervalTracker {
       // (The handler's begin never touches the stacks: `stack` still holds.)
       const uint32_t payload = h.interval_begun(e.stream, e, leave, parent);
       stack.push_back(OpenInterval{e.interval_id, payload, leave});
+      last_top_ = payload;
       return;
     }
     // The common end: of the innermost open execution.
     if (!stack.empty() && stack.back().id == e.interval_id) [[likely]] {
       const OpenInterval o = stack.back();
       stack.pop_back();
+      last_top_ = top_of(stack);
       h.interval_ended(e.stream, o, enter);
       return;
     }
@@ -148,12 +152,17 @@ class IntervalTracker {
   // Open executions per thread: stacks()[i] belongs to stream_ids()[i].
   const std::vector<std::vector<OpenInterval>>& stacks() const { return stacks_; }
   const std::vector<uint32_t>& stream_ids() const { return stream_ids_; }
-  // The payload of the innermost execution open on a thread (kRootPayload: none).
+  // The payload of the innermost execution open on a thread (kRootPayload:
+  // none). Asked at every call: the thread of the last marker or call
+  // answers from last_top_.
   uint32_t innermost(uint32_t stream) {
+    if (stream == last_stream_) [[likely]] return last_top_;
     const int i = slot(stream);
-    return i >= 0 && !stacks_[static_cast<size_t>(i)].empty() ? stacks_[static_cast<size_t>(i)].back().payload
-                                                              : kRootPayload;
+    return i >= 0 ? last_top_ : kRootPayload;
   }
+
+  // The same where stacks() holds one stack (it is always the one used last).
+  uint32_t innermost_of_one_stack() const { return last_top_; }
 
   // The tracker's whole state, saved at a chunk's start by the window index
   // and restored to start decoding there.
@@ -180,6 +189,7 @@ class IntervalTracker {
       stream_ids_.push_back(0);
       stacks_.emplace_back();
     }
+    last_top_ = top_of(stacks_[0]);
   }
   // The analysis stops at time t (the end of a window): every open execution
   // and the root close there, nothing reported (what follows is not read).
@@ -192,6 +202,7 @@ class IntervalTracker {
         stacks_[s].pop_back();
         h.interval_ended(stream_ids_[s], o, t);
       }
+    last_top_ = kRootPayload;
     root_ = Root::After;
     h.root_ended(t);
   }
@@ -240,6 +251,7 @@ class IntervalTracker {
     while (stack.size() >= i) {
       const OpenInterval o = stack.back();
       stack.pop_back();
+      last_top_ = top_of(stack);
       h.interval_ended(e.stream, o, enter);
     }
   }
@@ -267,6 +279,7 @@ class IntervalTracker {
         h.interval_ended(stream_ids_[s], o, t);
       }
     }
+    last_top_ = kRootPayload;
     root_ = Root::After;
     h.root_ended(t);
   }
@@ -278,9 +291,13 @@ class IntervalTracker {
       if (stream_ids_[i] == stream) {
         last_stream_ = stream;
         last_slot_ = static_cast<uint32_t>(i);
+        last_top_ = top_of(stacks_[i]);
         return static_cast<int>(i);
       }
     return -1;
+  }
+  static uint32_t top_of(const std::vector<OpenInterval>& stack) {
+    return stack.empty() ? kRootPayload : stack.back().payload;
   }
   std::vector<OpenInterval>& stack_of(uint32_t stream) {
     int i = slot(stream);
@@ -290,6 +307,7 @@ class IntervalTracker {
       i = static_cast<int>(stacks_.size() - 1);
       last_stream_ = stream;
       last_slot_ = static_cast<uint32_t>(i);
+      last_top_ = kRootPayload;
     }
     return stacks_[static_cast<size_t>(i)];
   }
@@ -301,7 +319,9 @@ class IntervalTracker {
   uint64_t unbalanced_ = 0;
   std::vector<std::vector<OpenInterval>> stacks_{1};
   std::vector<uint32_t> stream_ids_{0};
-  uint32_t last_stream_ = 0, last_slot_ = 0;
+  // The thread whose stack was used last, its slot, and the payload on top
+  // of that stack (kRootPayload when empty), kept as the stack changes.
+  uint32_t last_stream_ = 0, last_slot_ = 0, last_top_ = kRootPayload;
 };
 
 }  // namespace prof::analysis::detail
