@@ -187,11 +187,14 @@ struct PartnerWaitAcc {
 class PartnerWaits {
  public:
   static constexpr size_t kTail = 16;
-  void add(int32_t partner, double length, double uncertain) {
+  // (Inline in every wait's crediting: once the sums of uncertain waits
+  // exist, a call to add to them cost as much as finding the partner.)
+  [[gnu::always_inline]] void add(int32_t partner, double length, double uncertain) {
     const size_t i = place(partner);
     length_[i] += length;
     // (Adding +0 changes no sum: every sum starts at +0.)
-    if (uncertain != 0 || !uncertain_.empty()) add_uncertain(i, uncertain);
+    if (!uncertain_.empty()) uncertain_[i] += uncertain;
+    else if (uncertain != 0) first_uncertain(i, uncertain);
   }
   size_t size() const { return partner_.size(); }
   // Every partner's sums, in no particular order.
@@ -239,8 +242,8 @@ class PartnerWaits {
     if (!uncertain_.empty()) uncertain_.push_back(0);
     return partner_.size() - 1;
   }
-  [[gnu::noinline]] void add_uncertain(size_t i, double uncertain) {
-    if (uncertain_.empty()) uncertain_.assign(partner_.size(), 0.0);
+  [[gnu::noinline]] void first_uncertain(size_t i, double uncertain) {
+    uncertain_.assign(partner_.size(), 0.0);
     uncertain_[i] += uncertain;
   }
   // The tail, sorted, merged into the prefix from the back (in place).

@@ -26,12 +26,22 @@ namespace prof::analysis::detail {
     credit_partner(r, pr.node, src, wait.from, wait.to);
   }
   ++r.matched;
-  if (s.hold != HoldQueue::kNone) [[unlikely]] {
+  if (s.hold != HoldQueue::kNone) {
+    // An MPI_Isend's (leave -inf): the receive's issue; its wait once its
+    // completion is known too.
     const WaitSpan<double> late = late_receiver_wait(s.enter, s.leave, pr.issue);
-    const LateRecvRec lr = s.leave == -kInf ? LateRecvRec{s.rank, s.node, r.rank, pr.issue, -kInf, s.hold}
-                                            : LateRecvRec{s.rank, s.node, r.rank, late.from, late.to, s.hold};
-    if (worker_of_[static_cast<size_t>(s.rank)] == w) apply_late_receiver(lr);
-    else mail_.late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(lr);
+    const bool isend = s.leave == -kInf;
+    const double from = isend ? pr.issue : late.from, to = isend ? -kInf : late.to;
+    const unsigned sw = worker_of_[static_cast<size_t>(s.rank)];
+    if (sw == w) apply_late_receiver(LateRecvRec{s.rank, s.node, r.rank, from, to, s.hold});
+    else mail_.late_box(parity, w, sw).emplace_with([&](LateRecvRec& lr) {
+      lr.rank = s.rank;
+      lr.node = s.node;
+      lr.partner = r.rank;
+      lr.from = from;
+      lr.to = to;
+      lr.hold = s.hold;
+    });
   }
 }
 
