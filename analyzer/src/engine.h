@@ -187,11 +187,14 @@ struct PartnerWaitAcc {
 class PartnerWaits {
  public:
   static constexpr size_t kTail = 16;
-  void add(int32_t partner, double length, double uncertain) {
+  // (Inline in every wait's crediting: once the sums of uncertain waits
+  // exist, a call to add to them cost as much as finding the partner.)
+  [[gnu::always_inline]] void add(int32_t partner, double length, double uncertain) {
     const size_t i = place(partner);
     length_[i] += length;
     // (Adding +0 changes no sum: every sum starts at +0.)
-    if (uncertain != 0 || !uncertain_.empty()) add_uncertain(i, uncertain);
+    if (!uncertain_.empty()) uncertain_[i] += uncertain;
+    else if (uncertain != 0) first_uncertain(i, uncertain);
   }
   size_t size() const { return partner_.size(); }
   // Every partner's sums, in no particular order.
@@ -239,8 +242,8 @@ class PartnerWaits {
     if (!uncertain_.empty()) uncertain_.push_back(0);
     return partner_.size() - 1;
   }
-  [[gnu::noinline]] void add_uncertain(size_t i, double uncertain) {
-    if (uncertain_.empty()) uncertain_.assign(partner_.size(), 0.0);
+  [[gnu::noinline]] void first_uncertain(size_t i, double uncertain) {
+    uncertain_.assign(partner_.size(), 0.0);
     uncertain_[i] += uncertain;
   }
   // The tail, sorted, merged into the prefix from the back (in place).
@@ -305,14 +308,19 @@ struct Channel {
   uint64_t skip = 0;         // sends received before decoding started (window index)
 };
 
-// An MPI_Isend's (or a persistent send's) late receiver, known once both the call that completed it
-// (on the sender) and its receive's issue (from the receiver's worker) are.
+// An MPI_Isend's (or a started persistent send's) late receiver, known once
+// both the call that completed it (on the sender) and its receive's issue
+// (from the receiver's worker) are: whichever comes first waits for the
+// other here, the payload of the send's hold (Rank::send_holds), with a mark
+// bit in the hold's state saying which.
 struct IsendWait {
-  double wait_enter = 0, wait_leave = 0, issue = 0;
-  uint32_t node = 0;
-  int32_t partner = -1;
-  bool have_wait = false, have_issue = false;
+  static constexpr uint8_t kWaitKnown = 2, kIssueKnown = 4;
+  double wait_enter, wait_leave;  // the completing call (kWaitKnown)
+  double issue;                   // the receive's issue (kIssueKnown)
+  uint32_t node;                  // innermost at the completing call (kWaitKnown)
+  int32_t partner;                // the receiver, world rank (kIssueKnown)
 };
+static_assert(((IsendWait::kWaitKnown | IsendWait::kIssueKnown) & BasicHoldQueue<IsendWait>::kReleased) == 0);
 
 
 struct LocalNode {
@@ -390,11 +398,10 @@ struct alignas(64) Rank {
   HoldQueue holds;
   // Sends whose late receiver is not known yet: they hold back the sweep of
   // the wait states only (so the characteristics, and where a window's
-  // decoding may stop, never wait for them).
-  HoldQueue send_holds;
-  // MPI_Isends and started persistent sends in flight: hold -> what is known of its late receiver (the
+  // decoding may stop, never wait for them). An MPI_Isend's or a started
+  // persistent send's hold carries what is known of its late receiver (the
   // interpreter keeps each one's hold in its request).
-  SequenceMap<IsendWait> isend_waits;  // by hold token
+  BasicHoldQueue<IsendWait> send_holds;
   uint64_t last_isend_hold = HoldQueue::kNone;  // the hold Handler::send made for the last Isend or Start
   std::vector<Combo> combos;
   std::map<std::vector<uint32_t>, uint32_t> combo_index;
@@ -508,12 +515,12 @@ struct alignas(64) Rank {
     });
   }
   // After the last sweep: the buffers only the pass needs (spans, contexts,
-  // MPI_Isends in flight) go, before the figures' own allocations (their
+  // sends' holds) go, before the figures' own allocations (their
   // capacities stay at what the busiest phase needed otherwise).
   void release_pass_buffers() {
     instants = InstantSets{};
     waits = WaitKindSets{};
-    isend_waits = {};
+    send_holds = {};
     for (NodeAcc& a : acc) a.waited_for.shrink();
   }
   // The rank's executions open from time t on (both sets of instants).

@@ -96,26 +96,32 @@ enum SpanLane : uint8_t {
 
 // Holds on a rank's watermark, created in time order and released in any
 // order. Tokens are sequence numbers; the ring keeps those from the oldest
-// unreleased one on. A hold's time and its released flag live in two rings:
+// unreleased one on. A hold's time and its state byte live in two rings:
 // a release writes one byte among 64 to a line (a phase of holds is in
 // flight, more than the cache keeps), and only the oldest's time is read.
-class HoldQueue {
+// A hold may carry a Payload (void: none) and mark bits of its owner's in
+// its state byte while in force, in a third ring under the same slot: what
+// lives exactly as long as the hold needs no table of its own.
+template <class Payload = void>
+class BasicHoldQueue {
  public:
   static constexpr uint64_t kNone = UINT64_MAX;
+  // The state bit a release sets; the owner's mark bits are the others.
+  static constexpr uint8_t kReleased = 1;
 
   [[gnu::always_inline]] uint64_t add(double t) {
     if (count_ == capacity_) grow();
     const size_t slot = (head_ + count_) & (capacity_ - 1);
     times_[slot] = t;
-    released_[slot] = 0;
+    state_[slot] = 0;
     ++count_;
     return base_ + count_ - 1;
   }
   void release(uint64_t token) {
     // One test for kNone, released and not yet made (unsigned wrap).
     if (token - base_ >= count_) return;
-    released_[(head_ + (token - base_)) & (capacity_ - 1)] = 1;
-    while (count_ > 0 && released_[head_]) {
+    state_[slot_of(token)] = kReleased;
+    while (count_ > 0 && state_[head_] & kReleased) {
       head_ = (head_ + 1) & (capacity_ - 1);
       --count_;
       ++base_;
@@ -125,27 +131,49 @@ class HoldQueue {
   double oldest() const {
     return count_ ? times_[head_] : std::numeric_limits<double>::infinity();
   }
+  // A hold in force: its state byte (0 when made); nullptr for one released
+  // (or kNone).
+  uint8_t* state(uint64_t token) {
+    if (token - base_ >= count_) return nullptr;
+    uint8_t* s = &state_[slot_of(token)];
+    return *s & kReleased ? nullptr : s;
+  }
+  // The payload of a hold whose state() is not null (unset until written).
+  template <class P = Payload>
+    requires(!std::is_void_v<P>)
+  P& payload(uint64_t token) {
+    return payload_[slot_of(token)];
+  }
 
  private:
+  struct NoPayload {};
+  using Stored = std::conditional_t<std::is_void_v<Payload>, NoPayload, Payload>;
+  size_t slot_of(uint64_t token) const { return (head_ + (token - base_)) & (capacity_ - 1); }
   void grow() {
     const size_t capacity = capacity_ ? capacity_ * 2 : 64;
     std::vector<double> times(capacity);
-    std::vector<uint8_t> released(capacity);
+    std::vector<uint8_t> state(capacity);
+    std::vector<Stored> payload(std::is_void_v<Payload> ? 0 : capacity);
     for (size_t i = 0; i < count_; ++i) {
-      times[i] = times_[(head_ + i) & (capacity_ - 1)];
-      released[i] = released_[(head_ + i) & (capacity_ - 1)];
+      const size_t from = (head_ + i) & (capacity_ - 1);
+      times[i] = times_[from];
+      state[i] = state_[from];
+      if constexpr (!std::is_void_v<Payload>) payload[i] = payload_[from];
     }
     times_.swap(times);
-    released_.swap(released);
+    state_.swap(state);
+    payload_.swap(payload);
     capacity_ = capacity;
     head_ = 0;
   }
   std::vector<double> times_;
-  std::vector<uint8_t> released_;
-  size_t capacity_ = 0;  // of both rings (a power of two)
+  std::vector<uint8_t> state_;
+  std::vector<Stored> payload_;  // empty without a Payload
+  size_t capacity_ = 0;  // of the rings (a power of two)
   size_t head_ = 0, count_ = 0;
   uint64_t base_ = 0;  // token of the slot at head_
 };
+using HoldQueue = BasicHoldQueue<>;
 
 // of[level][level_end][l]: 1 for the levels [level, level_end), else 0. A
 // piece adds length x weight to every level: x * 0 = +0, and a sum of

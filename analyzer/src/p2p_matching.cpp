@@ -26,23 +26,35 @@ namespace prof::analysis::detail {
     credit_partner(r, pr.node, src, wait.from, wait.to);
   }
   ++r.matched;
-  if (s.hold != HoldQueue::kNone) [[unlikely]] {
+  if (s.hold != HoldQueue::kNone) {
+    // An MPI_Isend's (leave -inf): the receive's issue; its wait once its
+    // completion is known too.
     const WaitSpan<double> late = late_receiver_wait(s.enter, s.leave, pr.issue);
-    const LateRecvRec lr = s.leave == -kInf ? LateRecvRec{s.rank, s.node, r.rank, pr.issue, -kInf, s.hold}
-                                            : LateRecvRec{s.rank, s.node, r.rank, late.from, late.to, s.hold};
-    if (worker_of_[static_cast<size_t>(s.rank)] == w) apply_late_receiver(lr);
-    else mail_.late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(lr);
+    const bool isend = s.leave == -kInf;
+    const double from = isend ? pr.issue : late.from, to = isend ? -kInf : late.to;
+    const unsigned sw = worker_of_[static_cast<size_t>(s.rank)];
+    if (sw == w) apply_late_receiver(LateRecvRec{s.rank, s.node, r.rank, from, to, s.hold});
+    else mail_.late_box(parity, w, sw).emplace_with([&](LateRecvRec& lr) {
+      lr.rank = s.rank;
+      lr.node = s.node;
+      lr.partner = r.rank;
+      lr.from = from;
+      lr.to = to;
+      lr.hold = s.hold;
+    });
   }
 }
 
 void Engine::apply_late_receiver(const LateRecvRec& lr) {
   Rank& r = *ranks_[static_cast<size_t>(lr.rank)];
   if (lr.to == -kInf) {  // an MPI_Isend's receive issue: its wait once its completion is known too
-    IsendWait& w = r.isend_waits[lr.hold];
+    uint8_t* state = r.send_holds.state(lr.hold);
+    if (!state) return;  // freed unseen: no wait
+    IsendWait& w = r.send_holds.payload(lr.hold);
     w.issue = lr.from;
     w.partner = lr.partner;
-    w.have_issue = true;
-    if (w.have_wait) finish_isend(r, lr.hold, w);
+    if (*state & IsendWait::kWaitKnown) finish_isend(r, lr.hold, w);
+    else *state |= IsendWait::kIssueKnown;
     return;
   }
   if (lr.to > lr.from) {
@@ -61,22 +73,21 @@ void Engine::finish_isend(Rank& r, uint64_t hold, const IsendWait& w) {
     credit_partner(r, w.node, w.partner, late.from, late.to);
   }
   r.send_holds.release(hold);
-  r.isend_waits.erase(hold);
 }
 
 void Handler::isend_done(uint64_t hold, double enter, double leave, const Event& e, bool unmatched) {
-  if (hold == HoldQueue::kNone) return;
+  uint8_t* state = r.send_holds.state(hold);
+  if (!state) return;  // kNone
   if (unmatched) {
     r.send_holds.release(hold);
-    r.isend_waits.erase(hold);
     return;
   }
-  IsendWait& w = r.isend_waits[hold];
+  IsendWait& w = r.send_holds.payload(hold);
   w.wait_enter = enter;
   w.wait_leave = leave;
   w.node = r.node(e.stream);
-  w.have_wait = true;
-  if (w.have_issue) eng.finish_isend(r, hold, w);
+  if (*state & IsendWait::kIssueKnown) eng.finish_isend(r, hold, w);
+  else *state |= IsendWait::kWaitKnown;
 }
 
 // A wait on `partner` (world rank) in the node's calls, inside the window:

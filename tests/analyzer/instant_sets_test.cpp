@@ -177,5 +177,52 @@ TEST(HoldQueue, OldestIsTheEarliestHoldNotReleasedWhateverTheOrderOfReleases) {
   }
 }
 
+TEST(HoldQueue, APayloadAndItsMarksLastExactlyAsLongAsTheirHold) {
+  // The sends' holds carry what is known of each one's late receiver: a few
+  // hundred in flight, released in random order while the ring grows and
+  // wraps, a std::map says which are in force and what each carries. A
+  // released hold (and kNone) has no state; one in force keeps its payload
+  // and marks wherever the ring moved it.
+  struct Carried {
+    double value;
+    int32_t id;
+  };
+  std::mt19937 rng(9);
+  BasicHoldQueue<Carried> holds;
+  std::map<uint64_t, std::pair<Carried, uint8_t>> live;
+  std::vector<uint64_t> released;
+  double t = 0;
+  for (int step = 0; step < 20000; ++step) {
+    if (live.size() < 300 && (live.empty() || rng() % 100 < 52)) {
+      const uint64_t token = holds.add(t += 1);
+      uint8_t* state = holds.state(token);
+      ASSERT_NE(state, nullptr);
+      ASSERT_EQ(*state, 0);
+      const Carried c{t * 0.5, step};
+      holds.payload(token) = c;
+      const uint8_t mark = static_cast<uint8_t>(rng() % 2 ? 2 : 4);
+      *state |= mark;
+      live[token] = {c, mark};
+    } else {
+      auto it = live.begin();
+      std::advance(it, static_cast<std::ptrdiff_t>(rng() % live.size()));
+      holds.release(it->first);
+      released.push_back(it->first);
+      live.erase(it);
+    }
+    for (const auto& [token, want] : live) {
+      const uint8_t* state = holds.state(token);
+      ASSERT_NE(state, nullptr) << "step " << step << " token " << token;
+      ASSERT_EQ(*state, want.second);
+      ASSERT_EQ(holds.payload(token).value, want.first.value);
+      ASSERT_EQ(holds.payload(token).id, want.first.id);
+    }
+    if (!released.empty()) ASSERT_EQ(holds.state(released[rng() % released.size()]), nullptr);
+    ASSERT_EQ(holds.state(HoldQueue::kNone), nullptr);
+    ASSERT_EQ(holds.oldest(), live.empty() ? std::numeric_limits<double>::infinity()
+                                           : static_cast<double>(live.begin()->first + 1));
+  }
+}
+
 }  // namespace
 }  // namespace prof::analysis::detail
