@@ -644,6 +644,11 @@ class Engine {
   // a rank (a batch's fixed cost is paid per batch).
   static constexpr size_t kBatchBudgetEvents = size_t{1} << 17;
   static constexpr size_t kMinBatchEvents = 8;
+  // Past that many ranks, a rank's cursor also gives back the pages of the
+  // chunk it decodes in the file's mapping after each phase (a few page
+  // faults a rank and phase, against the whole trace resident: a small
+  // file is one chunk, decoded in the mapping).
+  bool release_cursor_pages_ = false;
   // A window served by the index (analysis_window.cpp): each rank's state at
   // its start, and what is open or waiting where decoding stops.
   void restore_window_state();

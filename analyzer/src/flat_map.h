@@ -232,7 +232,9 @@ class SequenceMap {
     ring_ = std::move(next);
   }
 
-  static constexpr size_t kFirstCapacity = 64;
+  // Small: every rank has one, whether it sends with MPI_Isend or not (64
+  // slots are 3 KB); it doubles as it fills.
+  static constexpr size_t kFirstCapacity = 4;
   std::vector<Slot> ring_;  // its size is the capacity (a power of two, or 0)
   uint64_t lo_ = 0;
   size_t live_ = 0;
