@@ -164,6 +164,7 @@ void Engine::phase_decode(unsigned w) {
       early_taken = true;
     }
     r.settle_instants(std::min(frontier_, r.holds.oldest()));
+    if (release_cursor_pages_) r.cursor.release_pages();
     if (by_ranks && r.phase_events == share && r.has_ev && r.ev_enter < win_end_) stopped.push_back(i);
   }
   for (size_t i : stopped) {
@@ -174,6 +175,7 @@ void Engine::phase_decode(unsigned w) {
     left -= r.phase_events;
     r.phase_events += before;
     r.settle_instants(std::min(frontier_, r.holds.oldest()));
+    if (release_cursor_pages_) r.cursor.release_pages();
   }
 }
 
@@ -342,6 +344,9 @@ void Engine::setup() {
   for (size_t i = 0; i < traces.size(); ++i) local_ranks += local_rank(i) ? 1 : 0;
   const size_t batch_events = std::clamp<size_t>(kBatchBudgetEvents / std::max<size_t>(local_ranks, 1),
                                                  kMinBatchEvents, RankTrace::MergedCursor::kBatchEvents);
+  // Where the budget no longer bounds the batches, the chunks' pages are not
+  // held between phases either.
+  release_cursor_pages_ = kBatchBudgetEvents / std::max<size_t>(local_ranks, 1) <= kMinBatchEvents;
   for (size_t i = 0; i < traces.size(); ++i) {
     // (Another process's rank has no state here, not even its cursor: a
     // process's memory grows with its own block. Process 0 makes the others'

@@ -46,7 +46,10 @@ struct DelayLog {
   };
   struct Comm {
     uint64_t gid = 0;
-    std::vector<int32_t> members;  // world ranks, sorted
+    // World ranks, sorted. The communicator's own list where that is sorted
+    // (shared with its definition, and MPI_COMM_WORLD's with every rank's):
+    // a copy each was 64 KB a rank at 16384 ranks.
+    trace::RankList members;
   };
   std::vector<Context> contexts;
   std::vector<Sync> syncs;
@@ -62,9 +65,14 @@ struct DelayLog {
       if (comms[i].gid == gid) return last_comm = i;
     Comm c;
     c.gid = gid;
-    c.members.assign(local.begin(), local.end());
-    if (remote) c.members.insert(c.members.end(), remote->begin(), remote->end());
-    std::sort(c.members.begin(), c.members.end());
+    if (remote == nullptr && std::is_sorted(local.begin(), local.end())) {
+      c.members = local;
+    } else {
+      std::vector<int32_t> m(local.begin(), local.end());
+      if (remote) m.insert(m.end(), remote->begin(), remote->end());
+      std::sort(m.begin(), m.end());
+      c.members = trace::RankList(std::move(m));
+    }
     comms.push_back(std::move(c));
     return last_comm = static_cast<uint32_t>(comms.size() - 1);
   }

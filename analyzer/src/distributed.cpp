@@ -333,7 +333,12 @@ void Engine::gather_at_root() {
           mine.put<uint64_t>(r.delay.comms.size());
           for (const DelayLog::Comm& c : r.delay.comms) {
             mine.put(c.gid);
-            mine.put_vec(c.members);
+            // MPI_COMM_WORLD's members by their count alone.
+            mine.put<uint8_t>(c.members.is_identity());
+            if (c.members.is_identity())
+              mine.put<uint64_t>(c.members.size());
+            else
+              mine.put_vec(c.members.vector());
           }
         }
         for (uint64_t v : {r.events, r.calls, r.matched, r.unmatched_sends, r.unmatched_recvs, r.local_instances})
@@ -426,7 +431,10 @@ void Engine::gather_at_root() {
           r.delay.comms.assign(m.get<uint64_t>(), DelayLog::Comm{});
           for (DelayLog::Comm& c : r.delay.comms) {
             c.gid = m.get<uint64_t>();
-            c.members = m.get_vec<int32_t>();
+            if (m.get<uint8_t>())
+              c.members = trace::RankList::identity(m.get<uint64_t>());
+            else
+              c.members = trace::RankList(m.get_vec<int32_t>());
           }
         }
         for (uint64_t* v : {&r.events, &r.calls, &r.matched, &r.unmatched_sends, &r.unmatched_recvs, &r.local_instances})

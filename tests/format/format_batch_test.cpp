@@ -321,6 +321,49 @@ TEST(FormatBatch, LimitedBatchesGiveTheSameEvents) {
   std::filesystem::remove_all(dir);
 }
 
+// The pages of `path`'s mapping resident in this process, kB (/proc/self/smaps).
+long resident_kb_of_mapping(const std::string& path) {
+  std::ifstream smaps("/proc/self/smaps");
+  const std::string name = std::filesystem::canonical(path).string();
+  long kb = 0;
+  bool in = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (line.find('-') < line.find(' ') && line.find(' ') != std::string::npos && line.find(':') > line.find(' '))
+      in = line.size() >= name.size() && line.compare(line.size() - name.size(), name.size(), name) == 0;
+    else if (in && line.rfind("Rss:", 0) == 0)
+      kb += std::stol(line.substr(4));
+  }
+  return kb;
+}
+
+// A cursor set aside between uses (a reader of many ranks, between phases)
+// gives back the pages of the chunk it decodes in the file's mapping
+// (MergedCursor::release_pages) and then decodes on the same events.
+TEST(FormatBatch, ReleasedPagesHoldNothingAndDecodeTheSameEvents) {
+  const std::string dir = temp_dir();
+  // One chunk: decoded in the mapping, not read into a buffer.
+  const std::string path = write_random(dir, 91, 3000, 1u << 20, format::kFormatVersion);
+  auto a = open_trace(path);
+  ASSERT_TRUE(a);
+  const auto want = by_next(a->events());
+  a.reset();  // (its mapping would count too)
+  auto b = open_trace(path);
+  ASSERT_TRUE(b);
+  RankTrace::MergedCursor c = b->events();
+  c.limit_batch(32);
+  std::vector<Decoded> got;
+  long held = 0;
+  for (auto batch = c.next_batch(); !batch.empty(); batch = c.next_batch()) {
+    for (const Event& e : batch) got.push_back(copy_of(e, c.current_chunk()));
+    held = std::max(held, resident_kb_of_mapping(path));
+    c.release_pages();
+    ASSERT_EQ(resident_kb_of_mapping(path), 0) << "after " << got.size() << " events";
+  }
+  EXPECT_GT(held, 0);  // (it was resident while decoding)
+  expect_same(want, got);
+  std::filesystem::remove_all(dir);
+}
+
 // Format 6 against format 5 on the same calls, most of which repeat the
 // previous call of their function: every event decodes the same (by next()
 // and by batches, from the start and from positions inside chunks, as the

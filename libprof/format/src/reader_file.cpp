@@ -178,11 +178,13 @@ void RankTrace::Impl::give_buffer(ChunkBuffer&& b) const {
   if (pool.size() < 4) pool.push_back(std::move(b));
 }
 
-void RankTrace::Impl::release(const ChunkRef& c) const {
+void RankTrace::Impl::release(const ChunkRef& c, bool with_edges) const {
   if (!map.map) return;
   const uint64_t page = reader::page_size();
-  const uint64_t lo = (c.header_off + page - 1) & ~(page - 1);
-  const uint64_t hi = std::min(c.end_off, map.size) & ~(page - 1);
+  const uint64_t lo = with_edges ? c.header_off & ~(page - 1) : (c.header_off + page - 1) & ~(page - 1);
+  const uint64_t end = std::min(c.end_off, map.size);
+  const uint64_t hi = with_edges ? std::min((end + page - 1) & ~(page - 1), (map.size + page - 1) & ~(page - 1))
+                                 : end & ~(page - 1);
   if (hi > lo) ::madvise(const_cast<uint8_t*>(map.data) + lo, hi - lo, MADV_DONTNEED);
 }
 

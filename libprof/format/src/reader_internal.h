@@ -263,8 +263,10 @@ struct RankTrace::Impl {
   ChunkBuffer take_buffer() const;
   void give_buffer(ChunkBuffer&& b) const;
   // Drops the pages wholly inside a chunk from this process (the file and the
-  // page cache keep them; a later read faults them back in).
-  void release(const ChunkRef& c) const;
+  // page cache keep them; a later read faults them back in). `with_edges`:
+  // also the pages it shares with its neighbours (a cursor set aside between
+  // uses; leaving a chunk keeps them, the next chunk starts in one).
+  void release(const ChunkRef& c, bool with_edges = false) const;
 
   // reader_chunk_index.cpp
   void index();

@@ -235,6 +235,12 @@ void RankTrace::MergedCursor::limit_batch(size_t events) {
   if (impl_ && impl_->batch.empty()) impl_->batch_limit = std::clamp<size_t>(events, 1, kBatchEvents);
 }
 
+void RankTrace::MergedCursor::release_pages() {
+  if (!impl_) return;
+  for (const auto& c : impl_->cursors)
+    if (c->current && !c->copied) c->trace->release(*c->current, true);
+}
+
 std::span<const Event> RankTrace::MergedCursor::next_batch() {
   if (!impl_) return {};
   Impl& m = *impl_;

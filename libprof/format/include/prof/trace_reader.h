@@ -315,6 +315,12 @@ class RankTrace {
     // next_batch()): a reader holding many cursors at once bounds what their
     // decoded events take together (a batch is about 140 bytes an event).
     void limit_batch(size_t events);
+    // Drops the pages of the file mapping that the chunks being decoded in
+    // it occupy (they fault back in from the page cache when decoding goes
+    // on): a reader holding thousands of cursors between uses holds no
+    // chunk's pages for each (at 16384 ranks of one chunk each, the whole
+    // trace, 266 MB). A chunk read into the cursor's buffer is not affected.
+    void release_pages();
     // For a cursor from events_from(): stream_index's open intervals just
     // before its first event (Cursor::open_intervals).
     const std::vector<OpenInterval>& open_intervals(size_t stream_index) const;
