@@ -194,7 +194,7 @@ class PartnerWaits {
     if (uncertain != 0 || !uncertain_.empty()) add_uncertain(i, uncertain);
   }
   size_t size() const { return partner_.size(); }
-  // Every partner's sums, in no particular order.
+  // Every partner's sums: by partner after shrink(), else in no particular order.
   template <class F>
   void for_each(F&& f) const {
     for (size_t i = 0; i < partner_.size(); ++i)
@@ -212,8 +212,10 @@ class PartnerWaits {
     for (const PartnerWaitAcc& p : v) add(p.partner, p.length, p.uncertain);
     shrink();
   }
-  // Capacity down to the partners held (the pass is over).
+  // Capacity down to the partners held, in partner order (the pass is over;
+  // rolled_partner_waits() reads them sorted).
   void shrink() {
+    if (partner_.size() > sorted_) merge_tail();
     partner_.shrink_to_fit();
     length_.shrink_to_fit();
     uncertain_.shrink_to_fit();
@@ -291,6 +293,13 @@ struct NodeAcc {
   bool executed_in_run = false;  // a window index says the run executes it
 
   uint64_t executions() const { return closed; }
+};
+
+// A wait on a partner not yet added to its node's PartnerWaits (Rank::partner_credits).
+struct PartnerCredit {
+  uint32_t node;
+  int32_t partner;
+  double length, uncertain;
 };
 
 
@@ -488,12 +497,26 @@ struct alignas(64) Rank {
     if (a.funcs.size() < slot) a.funcs.resize(slot);
     return a.funcs[slot - 1];
   }
+  // Waits by partner, in the order they were matched, until the rank
+  // settles (with many ranks: Engine::kDeferCreditsRanks): a collective's
+  // owner hands its results to every member rank in turn, so at thousands of
+  // ranks each match found the rank's node and partner arrays out of cache
+  // (three misses a wait); they are added here while the rank's own steps
+  // hold them in cache, each partner's sums in the same order as at the match.
+  bool defer_partner_credits = false;
+  std::vector<PartnerCredit> partner_credits;
+  void add_partner_credits() {
+    for (const PartnerCredit& c : partner_credits) acc[c.node].waited_for.add(c.partner, c.length, c.uncertain);
+    partner_credits.clear();
+  }
   InstantSums& sums(uint32_t context) {
     return context & kComboBit ? combos[context & ~kComboBit].in : acc[context].in;
   }
-  // Credits what is known of the rank's instants before `upto`.
+  // Credits what is known of the rank's instants before `upto` (and its
+  // waits by partner).
   // `last`: the analysis's end, when sends never matched wait no longer.
   void settle_instants(double upto, bool last = false) {
+    add_partner_credits();
     instants.sweep(upto, [this](uint32_t context, const double* length, int levels) {
       auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
       const auto* add = reinterpret_cast<const TwoLevels*>(length);
@@ -512,6 +535,8 @@ struct alignas(64) Rank {
     instants = InstantSets{};
     waits = WaitKindSets{};
     isend_waits = {};
+    add_partner_credits();
+    partner_credits = {};
     for (NodeAcc& a : acc) a.waited_for.shrink();
   }
   // The rank's executions open from time t on (both sets of instants).
@@ -644,6 +669,10 @@ class Engine {
   // a rank (a batch's fixed cost is paid per batch).
   static constexpr size_t kBatchBudgetEvents = size_t{1} << 17;
   static constexpr size_t kMinBatchEvents = 8;
+  // Above this many ranks, waits by partner wait in Rank::partner_credits
+  // until their rank settles (below it every rank's state stays in cache and
+  // the buffer would only add work).
+  static constexpr size_t kDeferCreditsRanks = 64;
   // A window served by the index (analysis_window.cpp): each rank's state at
   // its start, and what is open or waiting where decoding stops.
   void restore_window_state();
