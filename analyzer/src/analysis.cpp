@@ -291,6 +291,7 @@ std::unique_ptr<Rank> Engine::new_rank(size_t i, RankTrace::MergedCursor events)
   r->acc.emplace_back();
   r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
   r->worker = worker_of_[i];
+  r->defer_partner_credits = dir_.ranks.size() > kDeferCreditsRanks;
   return r;
 }
 

@@ -121,6 +121,10 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
   };
 
   Profile pp;
+  // Per global node: (cause node, rank) -> its entry in caused_by_ (a scan
+  // of the entries cost a rank's waits times the ranks that caused some:
+  // quadratic in the ranks).
+  std::vector<FlatMap<uint64_t, uint32_t>> cause_slot(tree.nodes().size());
   for (auto& rp : ranks) {
     const Rank& w = *rp;
     for (const DelayLog::Wait& wt : w.delay.waits) {
@@ -131,18 +135,19 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
       const double total_p = profile(p, stretch_start(p, w.rank, wt.to), wt.to, &pp);
       const double charged = std::min(total_p - total_w, wt.to - wt.from);
       if (!(charged > 0) || !(total_p > 0)) continue;
-      std::vector<CauseAcc>& into = caused_by_[w.gmap[wt.node]];
+      const uint32_t g = w.gmap[wt.node];
+      std::vector<CauseAcc>& into = caused_by_[g];
+      FlatMap<uint64_t, uint32_t>& slot_of = cause_slot[g];
       const double scale = charged / total_p;
       for (const auto& [n, v] : pp) {
         if (!(v > 0)) continue;
-        bool found = false;
-        for (CauseAcc& c : into)
-          if (c.node == n && c.rank == p.rank) {
-            c.ns += v * scale;
-            found = true;
-            break;
-          }
-        if (!found) into.push_back(CauseAcc{n, p.rank, v * scale});
+        uint32_t& slot = slot_of[uint64_t{n} << 32 | static_cast<uint32_t>(p.rank)];  // + 1; 0: new
+        if (slot != 0) {
+          into[slot - 1].ns += v * scale;
+        } else {
+          into.push_back(CauseAcc{n, p.rank, v * scale});
+          slot = static_cast<uint32_t>(into.size());
+        }
       }
     }
   }

@@ -197,7 +197,7 @@ class PartnerWaits {
     else if (uncertain != 0) first_uncertain(i, uncertain);
   }
   size_t size() const { return partner_.size(); }
-  // Every partner's sums, in no particular order.
+  // Every partner's sums: by partner after shrink(), else in no particular order.
   template <class F>
   void for_each(F&& f) const {
     for (size_t i = 0; i < partner_.size(); ++i)
@@ -215,8 +215,10 @@ class PartnerWaits {
     for (const PartnerWaitAcc& p : v) add(p.partner, p.length, p.uncertain);
     shrink();
   }
-  // Capacity down to the partners held (the pass is over).
+  // Capacity down to the partners held, in partner order (the pass is over;
+  // rolled_partner_waits() reads them sorted).
   void shrink() {
+    if (partner_.size() > sorted_) merge_tail();
     partner_.shrink_to_fit();
     length_.shrink_to_fit();
     uncertain_.shrink_to_fit();
@@ -294,6 +296,13 @@ struct NodeAcc {
   bool executed_in_run = false;  // a window index says the run executes it
 
   uint64_t executions() const { return closed; }
+};
+
+// A wait on a partner not yet added to its node's PartnerWaits (Rank::partner_credits).
+struct PartnerCredit {
+  uint32_t node;
+  int32_t partner;
+  double length, uncertain;
 };
 
 
@@ -497,12 +506,26 @@ struct alignas(64) Rank {
     if (a.funcs.size() < slot) a.funcs.resize(slot);
     return a.funcs[slot - 1];
   }
+  // Waits by partner, in the order they were matched, until the rank
+  // settles (with many ranks: Engine::kDeferCreditsRanks): a collective's
+  // owner hands its results to every member rank in turn, so at thousands of
+  // ranks each match found the rank's node and partner arrays out of cache
+  // (three misses a wait); they are added here while the rank's own steps
+  // hold them in cache, each partner's sums in the same order as at the match.
+  bool defer_partner_credits = false;
+  std::vector<PartnerCredit> partner_credits;
+  void add_partner_credits() {
+    for (const PartnerCredit& c : partner_credits) acc[c.node].waited_for.add(c.partner, c.length, c.uncertain);
+    partner_credits.clear();
+  }
   InstantSums& sums(uint32_t context) {
     return context & kComboBit ? combos[context & ~kComboBit].in : acc[context].in;
   }
-  // Credits what is known of the rank's instants before `upto`.
+  // Credits what is known of the rank's instants before `upto` (and its
+  // waits by partner).
   // `last`: the analysis's end, when sends never matched wait no longer.
   void settle_instants(double upto, bool last = false) {
+    add_partner_credits();
     instants.sweep(upto, [this](uint32_t context, const double* length, int levels) {
       auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
       const auto* add = reinterpret_cast<const TwoLevels*>(length);
@@ -521,6 +544,8 @@ struct alignas(64) Rank {
     instants = InstantSets{};
     waits = WaitKindSets{};
     send_holds = {};
+    add_partner_credits();
+    partner_credits = {};
     for (NodeAcc& a : acc) a.waited_for.shrink();
   }
   // The rank's executions open from time t on (both sets of instants).
@@ -660,6 +685,10 @@ class Engine {
   // Not below: at 4096 ranks it saved 170 MB for 107 K more page faults and
   // 0.7 s more system time (a sixth of the analysis's CPU).
   bool release_cursor_pages_ = false;
+  // Above this many ranks, waits by partner wait in Rank::partner_credits
+  // until their rank settles (below it every rank's state stays in cache and
+  // the buffer would only add work).
+  static constexpr size_t kDeferCreditsRanks = 64;
   // A window served by the index (analysis_window.cpp): each rank's state at
   // its start, and what is open or waiting where decoding stops.
   void restore_window_state();

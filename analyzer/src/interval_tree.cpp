@@ -119,7 +119,7 @@ void roll_up(Rank& r) {
 void rolled_partner_waits(const Rank& r, uint32_t node, std::vector<PartnerWaitAcc>& out) {
   out = r.acc[node].waited_for.list();
   const auto by_partner = [](const PartnerWaitAcc& a, const PartnerWaitAcc& b) { return a.partner < b.partner; };
-  std::sort(out.begin(), out.end(), by_partner);
+  if (!std::is_sorted(out.begin(), out.end(), by_partner)) std::sort(out.begin(), out.end(), by_partner);
   std::vector<PartnerWaitAcc> child, merged;
   for (uint32_t k = r.child_start[node]; k < r.child_start[node + 1]; ++k) {
     rolled_partner_waits(r, r.child_list[k], child);
@@ -213,7 +213,10 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
   std::vector<std::pair<size_t, RankFigures>> per;
   std::map<uint32_t, FunctionFigures> funcs;
   std::map<std::pair<uint32_t, uint32_t>, FunctionFigures> sites;  // (name, Registry site)
-  std::map<int32_t, PartnerWait> partners;
+  // Partner (world rank) -> its sums' place in `partners` (a std::map took
+  // a tree walk per rank and partner).
+  FlatMap<int32_t, uint32_t> partner_slot;
+  std::vector<PartnerWait> partners;
   std::vector<PartnerWaitAcc> rolled;
   for (auto [ri, li] : gn.members) {
     const Rank& r = *ranks[ri];
@@ -239,7 +242,12 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
     for (int k = 0; k < kWaitKindCount; ++k) f.waits[static_cast<size_t>(k)] = acc.waits.kind(k);
     rolled_partner_waits(r, static_cast<uint32_t>(li), rolled);
     for (const PartnerWaitAcc& p : rolled) {
-      PartnerWait& pw = partners[p.partner];
+      uint32_t& slot = partner_slot[p.partner];  // + 1; 0: new
+      if (slot == 0) {
+        partners.emplace_back();
+        slot = static_cast<uint32_t>(partners.size());
+      }
+      PartnerWait& pw = partners[slot - 1];
       pw.rank = p.partner;
       pw.seconds += p.length;
       pw.uncertain_seconds += p.uncertain;
@@ -319,7 +327,8 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
     }
     cf.mean = node.per_rank.empty() ? 0 : sum / static_cast<double>(node.per_rank.size());
   }
-  for (auto& [rank, pw] : partners) {
+  // (Sorted below by seconds and rank: the order they came in is lost.)
+  for (PartnerWait& pw : partners) {
     pw.seconds *= s;
     pw.uncertain_seconds *= s;
     node.waited_for.push_back(pw);

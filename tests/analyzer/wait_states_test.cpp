@@ -3,6 +3,7 @@
 // nanoseconds, so the tolerance of an exact figure is one nanosecond (kTol);
 // analyze_usable checks the invariants (the kinds of Potential Sync. sum to
 // it) on every trace.
+#include <map>
 #include <sstream>
 
 #include "prof/analysis/report.h"
@@ -162,6 +163,48 @@ TEST(WaitStates, WaitAtBarrier) { late_member(Barrier, analysis::kWaitAtBarrier)
 TEST(WaitStates, WaitAtNxNAllreduce) { late_member(Allreduce, analysis::kWaitAtNxN); }
 TEST(WaitStates, WaitAtNxNAllgatherv) { late_member(Allgatherv, analysis::kWaitAtNxN); }
 TEST(WaitStates, WaitAtNxNAlltoall) { late_member(Alltoall, analysis::kWaitAtNxN); }
+
+// Many ranks (past 64 a rank's waits by partner are added when the rank
+// settles, not at the match): in interval 3 each odd rank waits 4 ms + k us
+// for a message from the even rank 2k before it; then every rank but the
+// last waits 5 ms on the last at an Allreduce. Every partner's sum, in the
+// interval and rolled up into the root, with one worker and with two.
+TEST(WaitStates, WaitsByPartnerOfManyRanks) {
+  constexpr int kRanks = 100;
+  TraceBuilder b(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    b.init(r, 0, 1 * kMs);
+    b.begin(r, 1 * kMs, 3);
+  }
+  for (int k = 0; k < kRanks / 2; ++k) {
+    const uint64_t send = 6 * kMs + static_cast<uint64_t>(k) * kUs;
+    b.send(2 * k, send, send + 10 * kUs, 2 * k + 1, 5);
+    b.recv(2 * k + 1, 2 * kMs, send + 20 * kUs, 2 * k, 5);
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    b.end(r, 8 * kMs, 3);
+    b.collective(r, Allreduce, r == kRanks - 1 ? 14 * kMs : 9 * kMs, 14100 * kUs + static_cast<uint64_t>(r) * kUs);
+    b.finalize(r, 20 * kMs, 21 * kMs);
+  }
+  b.close();
+  for (unsigned threads : {1u, 2u}) {
+    const auto a = analyze_with(b, threads);
+    const auto* in3 = find_interval(a, 3);
+    ASSERT_TRUE(in3);
+    std::map<int, double> in_interval, in_root;
+    for (const auto& p : in3->waited_for) in_interval[p.rank] += p.seconds;
+    for (const auto& p : a.intervals[0].waited_for) in_root[p.rank] += p.seconds;
+    ASSERT_EQ(in_interval.size(), static_cast<size_t>(kRanks / 2)) << threads;
+    ASSERT_EQ(in_root.size(), static_cast<size_t>(kRanks / 2 + 1)) << threads;
+    for (int k = 0; k < kRanks / 2; ++k) {
+      const double late = ms(4) + k * 1e-6;
+      EXPECT_NEAR(in_interval[2 * k], late, kTol) << threads << " rank " << 2 * k;
+      EXPECT_NEAR(in_root[2 * k], late, kTol) << threads << " rank " << 2 * k;
+      EXPECT_NEAR(wait_of(*in3, 2 * k + 1, analysis::kLateSender), late, kTol) << threads;
+    }
+    EXPECT_NEAR(in_root[kRanks - 1], (kRanks - 1) * ms(5), kTol) << threads;
+  }
+}
 
 // A Bcast rooted at rank 0 entering at 5 ms; rank 1 enters at 2 ms, rank 2
 // last at 7 ms. Rank 1 is late-root for 3 ms, then waits 2 ms on rank 2
