@@ -217,7 +217,9 @@ TEST(HoldQueue, APayloadAndItsMarksLastExactlyAsLongAsTheirHold) {
       ASSERT_EQ(holds.payload(token).value, want.first.value);
       ASSERT_EQ(holds.payload(token).id, want.first.id);
     }
-    if (!released.empty()) ASSERT_EQ(holds.state(released[rng() % released.size()]), nullptr);
+    if (!released.empty()) {
+      ASSERT_EQ(holds.state(released[rng() % released.size()]), nullptr);
+    }
     ASSERT_EQ(holds.state(HoldQueue::kNone), nullptr);
     ASSERT_EQ(holds.oldest(), live.empty() ? std::numeric_limits<double>::infinity()
                                            : static_cast<double>(live.begin()->first + 1));
