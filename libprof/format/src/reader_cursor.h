@@ -154,7 +154,8 @@ struct RankTrace::Cursor::Impl {
   // context words (Comm, Request high half) are all the same, so the copy is
   // the Event the decode would give, byte for byte; the checks that passed at
   // its decode pass again (the context's availability only grows within a
-  // chunk). 16 entries (4.3 KB), allocated at a format-6 cursor's first batch.
+  // chunk). 16 entries (4.3 KB), allocated at a format-6 cursor's first batch
+  // and freed with its pages (MergedCursor::release_pages).
   static constexpr size_t kTemplates = 16;
   static constexpr size_t kTemplateCompletions = 4;
   static_assert(kTemplateCompletions <= kCompletionMax);

@@ -319,7 +319,8 @@ class RankTrace {
     // it occupy (they fault back in from the page cache when decoding goes
     // on): a reader holding thousands of cursors between uses holds no
     // chunk's pages for each (at 16384 ranks of one chunk each, the whole
-    // trace, 266 MB). A chunk read into the cursor's buffer is not affected.
+    // trace, 266 MB), and its repeat templates (4.3 KB). A chunk read into
+    // the cursor's buffer is not affected.
     void release_pages();
     // For a cursor from events_from(): stream_index's open intervals just
     // before its first event (Cursor::open_intervals).
