@@ -292,6 +292,7 @@ std::unique_ptr<Rank> Engine::new_rank(size_t i, RankTrace::MergedCursor events)
   r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
   r->worker = worker_of_[i];
   r->defer_partner_credits = dir_.ranks.size() > kDeferCreditsRanks;
+  r->track_waits = waits_on_;
   return r;
 }
 
@@ -307,6 +308,8 @@ void Engine::setup() {
   uint64_t bytes = 0;
   window_.plan(dir_, reg_, *world_to_index_, opt_, traces);
   delay_on_ = opt_.delay_analysis && !opt_.windowed();
+  // (The root causes' log takes each wait with its partner.)
+  waits_on_ = opt_.wait_states || delay_on_;
   unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
   const unsigned per_proc = hw;
   if (spread_.spread()) hw *= static_cast<unsigned>(spread_.procs());  // each process runs `hw` of them
@@ -525,6 +528,7 @@ Analysis Engine::run() {
 // The run's figures, once the pass is over.
 void Engine::finish(Analysis& a) {
   collect_warnings_and_stats(a);
+  a.waits_known = waits_on_;
   a.processors = static_cast<int>(ranks_.size());
   for (const auto& r : ranks_) a.ranks.push_back(r->rank);
   for (const auto& r : ranks_)

@@ -13,7 +13,7 @@ namespace prof::analysis::detail {
 [[gnu::always_inline]] inline void Engine::apply_result(const ResultRec& rr) {
   Rank& r = *ranks_[static_cast<size_t>(rr.rank)];
   r.instants.add(rr.enter, rr.wait_end, kWaitSpan, kCollectiveLane);
-  if (rr.wait_end > rr.enter) {
+  if (rr.wait_end > rr.enter && r.track_waits) {
     switch (rr.wait_class) {
       case kCollWaitBarrier: r.waits.add(rr.enter, rr.wait_end, kBarrierWaitSpan, kCollectiveLane); break;
       case kCollWaitNxN: r.waits.add(rr.enter, rr.wait_end, kNxNWaitSpan, kCollectiveLane); break;
@@ -218,11 +218,11 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
         leave, -1, r.delay.comm_index(c.gid, c.def->ranks, c.def->inter ? &c.def->remote_ranks : nullptr)});
   // Its wait is known once every member has called: hold the watermark.
   const uint64_t hold = r.holds.add(enter);
-  // Its wait's kind: the call's, and whether this member is the root
-  // (world ranks of an intracommunicator; a persistent collective's Start
-  // does not name its call: other).
-  const bool call = e.kind == FuncKind::Collective || e.kind == FuncKind::AllToAll ||
-                    e.kind == FuncKind::ICollective || e.kind == FuncKind::IAllToAll;
+  // Its wait's kind (for the wait states only): the call's, and whether this
+  // member is the root (world ranks of an intracommunicator; a persistent
+  // collective's Start does not name its call: other).
+  const bool call = r.track_waits && (e.kind == FuncKind::Collective || e.kind == FuncKind::AllToAll ||
+                                      e.kind == FuncKind::ICollective || e.kind == FuncKind::IAllToAll);
   const uint16_t role = call ? r.interp.func(e.func).role : 0;
   const bool is_root = call && c.def && !c.def->inter && e.root >= 0 &&
                        static_cast<size_t>(e.root) < c.def->ranks.size() &&

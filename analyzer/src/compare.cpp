@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 
 #include "json_parts.h"
@@ -123,6 +124,7 @@ Comparison compare(const Analysis& a, const Analysis& b) {
   Comparison c;
   c.processors_a = a.processors;
   c.processors_b = b.processors;
+  c.waits_known = a.waits_known && b.waits_known;
   c.differences = run_differences(a, b);
   // B's nodes by key, each key's nodes in tree order.
   std::map<Key, std::vector<size_t>> in_b;
@@ -167,6 +169,8 @@ Comparison compare(const Analysis& a, const Analysis& b) {
 
 void write_compare_text(const Comparison& c, const std::string& a_name, const std::string& b_name,
                         std::ostream& out, const CompareTextOptions& opt) {
+  if (opt.wait_states && !c.waits_known)
+    throw std::logic_error("write_compare_text: the wait states were not computed (Options::wait_states)");
   out << "Comparison of A = " << a_name << " and B = " << b_name << '\n';
   out << "\n---Run differences---\n";
   if (c.differences.empty()) out << "(none recorded)\n";
@@ -221,6 +225,8 @@ void write_compare_text(const Comparison& c, const std::string& a_name, const st
 
 void write_compare_json(const Comparison& c, const Analysis& a, const Analysis& b, const std::string& a_name,
                         const std::string& b_name, std::ostream& out) {
+  if (!c.waits_known)
+    throw std::logic_error("write_compare_json: the wait states were not computed (Options::wait_states)");
   Json j;
   j["a"] = Json{{"trace", a_name}, {"processors", a.processors}, {"run", run_json(a.run)}};
   j["b"] = Json{{"trace", b_name}, {"processors", b.processors}, {"run", run_json(b.run)}};

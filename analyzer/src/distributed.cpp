@@ -307,8 +307,10 @@ void Engine::gather_at_root() {
           mine.put(r.merged_at[li]);
           const NodeAcc& a = r.acc[li];
           mine.put(a.in);
-          mine.put(a.waits);
-          mine.put_vec(a.waited_for.list());
+          if (waits_on_) {  // (none computed otherwise)
+            mine.put(a.waits);
+            mine.put_vec(a.waited_for.list());
+          }
           mine.put(a.time_variation);
           mine.put(a.calls);
           mine.put(a.inside);
@@ -322,7 +324,7 @@ void Engine::gather_at_root() {
         for (const Combo& c : r.combos) {
           mine.put_vec(c.nodes);
           mine.put(c.in);
-          mine.put(c.waits);
+          if (waits_on_) mine.put(c.waits);
         }
         mine.put_vec(r.slot_name);
         mine.put_vec(r.slot_site);
@@ -405,8 +407,10 @@ void Engine::gather_at_root() {
           r.merged_at[li] = m.get<uint32_t>();
           NodeAcc& a = r.acc[li];
           a.in = m.get<InstantSums>();
-          a.waits = m.get<WaitSums>();
-          a.waited_for.assign(m.get_vec<PartnerWaitAcc>());
+          if (waits_on_) {
+            a.waits = m.get<WaitSums>();
+            a.waited_for.assign(m.get_vec<PartnerWaitAcc>());
+          }
           a.time_variation = m.get<double>();
           a.calls = m.get<uint64_t>();
           a.inside = m.get<uint64_t>();
@@ -420,7 +424,7 @@ void Engine::gather_at_root() {
         for (Combo& c : r.combos) {
           c.nodes = m.get_vec<uint32_t>();
           c.in = m.get<InstantSums>();
-          c.waits = m.get<WaitSums>();
+          if (waits_on_) c.waits = m.get<WaitSums>();
         }
         r.slot_name = m.get_vec<uint32_t>();
         r.slot_site = m.get_vec<uint32_t>();

@@ -26,7 +26,10 @@
 //       a receive's wait flows forth, and memory grows with sends in flight.
 //   Every wait is also added, by kind, to the rank's WaitKindSets (the wait
 //   states, docs/metrics.md), swept with the same contexts and watermark, and
-//   its length to the node's partner figures (waited_for).
+//   its length to the node's partner figures (waited_for). Only where they
+//   are asked for (Options::wait_states, Rank::track_waits): without them
+//   no send holds, no late receiver travels back, no wait is added by kind
+//   or partner; no characteristic reads them, so those stay the same.
 //   With several workers, each begins a phase by taking its mailboxes and
 //   completing the instances whose last members arrived in them, and flags
 //   when it has posted those results; the others take them after decoding
@@ -401,6 +404,10 @@ struct alignas(64) Rank {
   bool threaded;
   InstantSets instants;
   WaitKindSets waits;  // the wait states by kind, in the same contexts
+  // Options::wait_states (or delay_analysis, whose log takes each wait with
+  // its partner): false leaves `waits`, the waits by partner and the sends'
+  // holds empty (none of the characteristics reads them).
+  bool track_waits = true;
   // For the root causes and the critical path (delay_log.h), when log_delay.
   DelayLog delay;
   bool log_delay = false;
@@ -532,6 +539,7 @@ struct alignas(64) Rank {
 #pragma GCC unroll 8
       for (int l = 0; l < levels / 2; ++l) into[l] += add[l];
     });
+    if (!track_waits) return;
     waits.sweep(last ? upto : std::min(upto, send_holds.oldest()), [this](uint32_t context, const double* length, int levels) {
       double* into = context & kComboBit ? combos[context & ~kComboBit].waits.level : acc[context].waits.level;
       for (int l = 0; l < levels; ++l) into[l] += length[l];
@@ -551,7 +559,7 @@ struct alignas(64) Rank {
   // The rank's executions open from time t on (both sets of instants).
   void set_context(double t, uint32_t context) {
     instants.set_context(t, context);
-    waits.set_context(t, context);
+    if (track_waits) waits.set_context(t, context);
     if (log_delay) delay.contexts.push_back(DelayLog::Context{t, context});
   }
   // A call that synchronized the rank with world rank `peer` (a matched send
@@ -724,6 +732,7 @@ class Engine {
   std::vector<CallInFlight> calls_in_flight(Rank& r);
   DelayResults delay_;
   bool delay_on_ = false;  // Options::delay_analysis on a whole run
+  bool waits_on_ = true;   // Options::wait_states, or delay_on_ (Rank::track_waits)
 
   const trace::TraceDir& dir_;
   Options opt_;

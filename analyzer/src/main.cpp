@@ -252,9 +252,23 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   if (out_path.empty() && text_wanted) out_path = "-";
   prof::analysis::ChromeTraceOptions chrome_opt;
   prof::analysis::Options analysis_opt;
-  // The root causes and the critical path keep a log per rank: only for the
-  // outputs that show them.
-  analysis_opt.delay_analysis = wait_states || !json_path.empty();
+  {
+    // Only what the outputs written print (report.h, kFiguresNeeded): the
+    // wait states cost a fifth to a third of the analysis, the root causes
+    // and the critical path a log per rank and a pass of their own.
+    using prof::analysis::Output;
+    const bool comparing = !compare_dirs.empty();
+    std::vector<Output> outputs;
+    if (text_wanted)
+      outputs.push_back(comparing ? (wait_states ? Output::CompareTextWaitStates : Output::CompareText)
+                                  : (wait_states ? Output::TextWaitStates : Output::Text));
+    if (!json_path.empty()) outputs.push_back(comparing ? Output::CompareJson : Output::Json);
+    if (!chrome_path.empty()) outputs.push_back(Output::ChromeTrace);
+    if (!otf2_dir.empty()) outputs.push_back(Output::Otf2);
+    const prof::analysis::FiguresNeeded need = prof::analysis::figures_needed(outputs);
+    analysis_opt.wait_states = need.wait_states;
+    analysis_opt.delay_analysis = need.delay_analysis;
+  }
   if (!window.empty()) {
     if (!parse_window(window, "--window", &analysis_opt.window_from_s, &analysis_opt.window_to_s))
       return kExitUsage;
@@ -290,7 +304,6 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     }
     if (mpi && mpi->rank() != 0) return 0;  // (process 0 compares alone)
     prof::analysis::Options opt = analysis_opt;
-    opt.delay_analysis = false;  // root causes and the critical path are not compared
     opt.threads = threads;
     opt.write_window_index = !no_index;
     prof::analysis::CompareTextOptions text_opt;

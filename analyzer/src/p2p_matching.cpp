@@ -21,7 +21,7 @@ namespace prof::analysis::detail {
   const WaitSpan<double> wait = late_sender_wait(pr.issue, s.enter, pr.leave);
   r.instants.add(wait.from, wait.to, kWaitSpan, lane);
   r.instants.add(pr.enter, pr.leave, kRecvCallSpan, lane);
-  if (wait.waits()) {
+  if (wait.waits() && r.track_waits) {
     r.waits.add(wait.from, wait.to, kLateSenderSpan, lane);
     credit_partner(r, pr.node, src, wait.from, wait.to);
   }
@@ -147,7 +147,8 @@ void Handler::send(const ChannelKey& k, double enter, double leave, const Event&
   // A nonblocking one's, once both its receive and the call that completes it are.
   r.log_sync(leave, k.dst);
   const bool blocking = e.kind == FuncKind::Send && !e.in_flight;
-  const uint64_t hold = blocking || isend ? r.send_holds.add(enter) : HoldQueue::kNone;
+  // (Only the wait states read a late receiver: without them, no hold.)
+  const uint64_t hold = r.track_waits && (blocking || isend) ? r.send_holds.add(enter) : HoldQueue::kNone;
   if (isend) {
     r.last_isend_hold = hold;
     leave = -kInf;

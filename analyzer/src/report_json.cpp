@@ -1,5 +1,6 @@
 // The JSON report: the keys docs/interfaces.md lists, in its order.
 #include <algorithm>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -57,6 +58,8 @@ Json rank_json(const RankFigures& f) {
 }  // namespace
 
 void write_json_report(const Analysis& a, std::ostream& out) {
+  if (!a.waits_known)
+    throw std::logic_error("write_json_report: the wait states were not computed (Options::wait_states)");
   Json j;
   j["processors"] = a.processors;
   if (a.window) j["window"] = {{"from", a.window->first}, {"to", a.window->second}};

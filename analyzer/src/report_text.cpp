@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
 #include "prof/analysis/characteristics.h"
 #include "prof/analysis/report.h"
@@ -76,6 +77,8 @@ std::string interval_title(const IntervalNode& n) {
 }
 
 void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& opt) {
+  if (opt.wait_states && !a.waits_known)
+    throw std::logic_error("write_text_report: the wait states were not computed (Options::wait_states)");
   bool first = true;
   if (a.window) {
     out << "Window " << num(a.window->first) << " .. " << num(a.window->second)

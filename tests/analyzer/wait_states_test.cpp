@@ -5,6 +5,9 @@
 // it) on every trace.
 #include <map>
 #include <sstream>
+#include <stdexcept>
+
+#include "prof/analysis/compare.h"
 
 #include "prof/analysis/report.h"
 #include "trace_builder.h"
@@ -302,6 +305,129 @@ TEST(WaitStates, TextSectionOnlyWhenAsked) {
   EXPECT_LT(section, t.find("---Characteristics per Processor---"));
   EXPECT_NE(t.find("Wait at Barrier 0.015000\nWait at NxN 0.000000\n", section), std::string::npos);
   EXPECT_NE(t.find("Waited for: Nproc Time Uncertain\n3 0.015000 0.000000\n", section), std::string::npos);
+}
+
+// Every kind of wait, in nested intervals, between three ranks: late
+// senders, a late receiver of a synchronous send and of an Isend's Wait, a
+// barrier, an Allreduce, a Bcast whose root is late, a Reduce whose root is
+// early (and a non-root waiting on the last member: other); forty
+// iterations.
+void build_every_kind(TraceBuilder& b) {
+  const uint32_t sq = 0xAC000021u;
+  for (int r = 0; r < 3; ++r) b.init(r, 0, 1 * kMs);
+  for (uint64_t it = 0; it < 40; ++it) {
+    const uint64_t t = (2 + 10 * it) * kMs;
+    for (int r = 0; r < 3; ++r) b.begin(r, t, 1);
+    b.begin(0, t + 10 * kUs, 2);
+    b.p2p(0, Ssend, FuncKind::Send, t + 100 * kUs, t + 900 * kUs, 1, 5);  // its receive at 800 us
+    b.isend(0, t + 1000 * kUs, t + 1010 * kUs, 2, 6, sq);
+    b.wait(0, Wait, t + 1100 * kUs, t + 1700 * kUs, {TraceBuilder::done(sq)});  // receive at 1600 us
+    b.end(0, t + 1800 * kUs, 2);
+    b.recv(1, t + 800 * kUs, t + 850 * kUs + it * kUs, 0, 5);
+    b.recv(2, t + 1600 * kUs, t + 1650 * kUs, 0, 6);
+    b.recv(0, t + 1900 * kUs, t + 2500 * kUs, 1, 7);  // its send at 2400 us
+    b.send(1, t + 2400 * kUs, t + 2410 * kUs, 0, 7);
+    for (int r = 0; r < 3; ++r) {
+      const uint64_t late = static_cast<uint64_t>(r) * 100 * kUs;
+      b.collective(r, Barrier, t + 3000 * kUs + late, t + 3300 * kUs);
+      b.collective(r, Allreduce, t + 4000 * kUs + (2 - r) * 50 * kUs, t + 4200 * kUs);
+      b.collective(r, Bcast, t + 5000 * kUs + (r == 0 ? 300 * kUs : late), t + 5400 * kUs);
+      b.collective(r, Reduce, t + 6000 * kUs + (r == 1 ? 0 : 200 * kUs + late), t + 6500 * kUs, kWorld, 8,
+                   format::kNoRequest, 1);
+      b.end(r, t + 7000 * kUs, 1);
+    }
+  }
+  for (int r = 0; r < 3; ++r) b.finalize(r, 500 * kMs, 501 * kMs);
+  b.close();
+}
+
+// Options::wait_states off: the wait states are not computed, the result
+// says so and the writers that print them refuse it; every other figure,
+// and so the text report without --wait-states, is the same as with them.
+TEST(WaitStates, NotComputedWhenNotAskedAndTheResultSaysSo) {
+  TraceBuilder b(3);
+  build_every_kind(b);
+  for (unsigned threads : {1u, 2u}) {
+    analysis::Options on;
+    on.threads = threads;
+    analysis::Options off = on;
+    off.wait_states = false;
+    const analysis::Analysis with = analysis::analyze(b.dir(), on);
+    const analysis::Analysis without = analysis::analyze(b.dir(), off);
+    expect_invariants(without);
+    ASSERT_TRUE(with.usable());
+    ASSERT_TRUE(without.usable());
+    EXPECT_TRUE(with.waits_known);
+    EXPECT_FALSE(without.waits_known);
+    // The trace has waits of every kind.
+    const auto& root = with.intervals[0];
+    for (int k = 0; k < analysis::kWaitKindCount; ++k)
+      EXPECT_GT(root.waits[static_cast<size_t>(k)], 0) << analysis::kWaitKindKeys[k];
+    EXPECT_FALSE(root.waited_for.empty());
+    for (const auto& n : without.intervals) {
+      EXPECT_TRUE(n.waited_for.empty());
+      for (double v : n.waits) EXPECT_EQ(v, 0);
+      for (const auto& f : n.per_rank)
+        for (double v : f.waits) EXPECT_EQ(v, 0);
+    }
+    // The text report (every option but --wait-states) is the same.
+    analysis::TextOptions all;
+    all.functions = true;
+    all.callsites = true;
+    for (const analysis::TextOptions& opt : {analysis::TextOptions{}, all}) {
+      std::ostringstream x, y;
+      analysis::write_text_report(with, x, opt);
+      analysis::write_text_report(without, y, opt);
+      EXPECT_EQ(x.str(), y.str()) << threads;
+    }
+    // What prints them refuses a result without them.
+    std::ostringstream sink;
+    analysis::TextOptions waits;
+    waits.wait_states = true;
+    EXPECT_THROW(analysis::write_text_report(without, sink, waits), std::logic_error);
+    EXPECT_THROW(analysis::write_json_report(without, sink), std::logic_error);
+    const analysis::Comparison c = analysis::compare(with, without);
+    EXPECT_FALSE(c.waits_known);
+    analysis::CompareTextOptions compare_waits;
+    compare_waits.wait_states = true;
+    EXPECT_THROW(analysis::write_compare_text(c, "a", "b", sink, compare_waits), std::logic_error);
+    EXPECT_THROW(analysis::write_compare_json(c, with, without, "a", "b", sink), std::logic_error);
+    std::ostringstream compared_with, compared_without;
+    analysis::write_compare_text(analysis::compare(with, with), "a", "b", compared_with);
+    analysis::write_compare_text(c, "a", "b", compared_without);
+    EXPECT_EQ(compared_with.str(), compared_without.str());
+  }
+}
+
+// The root causes take each wait with its partner: asked for, the wait
+// states are computed too.
+TEST(WaitStates, ComputedForTheRootCauses) {
+  TraceBuilder b(3);
+  build_every_kind(b);
+  analysis::Options o;
+  o.wait_states = false;
+  o.delay_analysis = true;
+  const analysis::Analysis a = analysis::analyze(b.dir(), o);
+  ASSERT_TRUE(a.usable());
+  EXPECT_TRUE(a.waits_known);
+  EXPECT_TRUE(a.delay_known);
+  EXPECT_GT(a.intervals[0].waits[analysis::kLateSender], 0);
+}
+
+// What each output needs (report.h's table), as prof-analyze asks for it.
+TEST(WaitStates, OutputsNeedWhatTheyPrint) {
+  using analysis::Output;
+  const auto need = [](std::vector<Output> o) {
+    const analysis::FiguresNeeded n = analysis::figures_needed(o);
+    return std::make_pair(n.wait_states, n.delay_analysis);
+  };
+  EXPECT_EQ(need({Output::Text}), std::make_pair(false, false));
+  EXPECT_EQ(need({Output::Text, Output::ChromeTrace, Output::Otf2}), std::make_pair(false, false));
+  EXPECT_EQ(need({Output::CompareText}), std::make_pair(false, false));
+  EXPECT_EQ(need({Output::TextWaitStates}), std::make_pair(true, true));
+  EXPECT_EQ(need({Output::Text, Output::Json}), std::make_pair(true, true));
+  EXPECT_EQ(need({Output::CompareTextWaitStates}), std::make_pair(true, false));
+  EXPECT_EQ(need({Output::CompareText, Output::CompareJson}), std::make_pair(true, false));
 }
 
 }  // namespace

@@ -338,6 +338,12 @@ struct Analysis {
   // the latest rank's end, the length the critical path covers.
   bool delay_known = false;
   double run_span_s = 0;
+  // The wait states were computed (Options::wait_states): each interval's and
+  // rank's `waits` by kind and `waited_for`. False: they are zero and empty
+  // because they were not computed, not because nothing waited; the writers
+  // that print them refuse such a result (std::logic_error). Potential Sync.
+  // and the other characteristics never depend on them.
+  bool waits_known = true;
 
   bool usable() const { return errors.empty() && !intervals.empty(); }
 };
@@ -401,6 +407,15 @@ struct Options {
   // the analysis costs about two thirds of it again where most calls wait
   // (docs/performance.md).
   bool delay_analysis = false;
+  // The wait states by kind and the waits by partner (docs/metrics.md, "Wait
+  // states by kind"; IntervalNode::waits and waited_for, RankFigures::waits):
+  // on unless cleared. false skips them at their source (their sets of
+  // instants, the late receivers' hand-back from the receiving rank, the
+  // figures by partner): a fifth to a third of the analysis where most calls
+  // wait (docs/performance.md); Analysis::waits_known then says they were not
+  // computed. The seed's characteristics (Potential Sync. included) are the
+  // same either way. delay_analysis needs them: with it they are computed.
+  bool wait_states = true;
   // Set: this process is one of an analysis spread over exchange->size()
   // processes (exchange.h). Each decodes its block of ranks; process 0 gets
   // the whole result, the others a result with no intervals. The result is
