@@ -254,8 +254,8 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   prof::analysis::Options analysis_opt;
   {
     // Only what the outputs written print (report.h, kFiguresNeeded): the
-    // wait states cost a fifth to a third of the analysis, the root causes
-    // and the critical path a log per rank and a pass of their own.
+    // wait states cost about a sixth of the analysis, the root causes and the
+    // critical path a log per rank and a pass of their own.
     using prof::analysis::Output;
     const bool comparing = !compare_dirs.empty();
     std::vector<Output> outputs;

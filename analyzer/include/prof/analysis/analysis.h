@@ -411,10 +411,11 @@ struct Options {
   // states by kind"; IntervalNode::waits and waited_for, RankFigures::waits):
   // on unless cleared. false skips them at their source (their sets of
   // instants, the late receivers' hand-back from the receiving rank, the
-  // figures by partner): a fifth to a third of the analysis where most calls
-  // wait (docs/performance.md); Analysis::waits_known then says they were not
-  // computed. The seed's characteristics (Potential Sync. included) are the
-  // same either way. delay_analysis needs them: with it they are computed.
+  // figures by partner): about a sixth of the analysis's instructions where
+  // most calls wait (docs/performance.md); Analysis::waits_known then says
+  // they were not computed. The seed's characteristics (Potential Sync.
+  // included) are the same either way. delay_analysis needs them: with it
+  // they are computed.
   bool wait_states = true;
   // Set: this process is one of an analysis spread over exchange->size()
   // processes (exchange.h). Each decodes its block of ranks; process 0 gets
