@@ -414,8 +414,7 @@ struct Options {
   // figures by partner): about a sixth of the analysis's instructions where
   // most calls wait (docs/performance.md); Analysis::waits_known then says
   // they were not computed. The seed's characteristics (Potential Sync.
-  // included) are the same either way. delay_analysis needs them: with it
-  // they are computed.
+  // included) are the same either way. delay_analysis turns them on.
   bool wait_states = true;
   // Set: this process is one of an analysis spread over exchange->size()
   // processes (exchange.h). Each decodes its block of ranks; process 0 gets
