@@ -57,6 +57,20 @@ awk '/^--- pingpong/ {on = 1; next} /^---/ {on = 0}
      on && ($1 == "MPI_Send" || $1 == "MPI_Recv") {sum += $8; n++}
      END {if (n) printf "per hop (one MPI_Send + one MPI_Recv, mean of both ranks): %.1f instructions\n", sum / (n / 2)}' \
   "$work/table"
+# The same ping-pong through MPICH's Fortran binding (bench/hop_fortran, when
+# built): the C wrappers the binding calls, MPI_Send and MPI_Recv, with what
+# they call (the shim's Fortran wrapper in front of the binding, a few
+# dozen instructions of its own, is not in these figures).
+if [ -x "$build/bench/hop_fortran" ]; then
+  mkdir -p "$work/fortran"
+  PROF_OUTPUT="$work/fortran/trace" mpiexec -n 2 valgrind --tool=callgrind --trace-children=yes \
+    --callgrind-out-file="$work/fortran/cg.%p" env LD_PRELOAD="$lib" "$build/bench/hop_fortran" 2000 \
+    > "$work/fortran/log" 2>&1 || { cat "$work/fortran/log" >&2; exit 1; }
+  echo "--- Fortran pingpong (each rank)"
+  for f in "$work/fortran"/cg.*; do
+    python3 "$here/shim_instructions.py" "$f" MPI_Send MPI_Recv
+  done
+fi
 # The hop's critical path: the receiver's MPI_Recv after its call, then its
 # reply's MPI_Send before its call (bench/shim_sections.py). A second
 # ping-pong run, with per-instruction counts.

@@ -13,7 +13,12 @@
  * of message traffic rather than of MPI_Comm_rank). With --exchange-only [N],
  * only N (default 200000) iterations of exchange_loop run (Irecv, Isend,
  * Waitall, an Allreduce every 16th): the bytes-per-event figure of
- * docs/performance.md. */
+ * docs/performance.md. With --hop [BLOCKS] [TRIPS], only the ping-pong and
+ * MPI_Comm_rank run, in many short blocks (default 201 of 1000 round trips;
+ * MPI_Comm_rank 201 of 10000 calls), each figure the median over its blocks:
+ * a block that meets the machine's hiccups (another process scheduled, the
+ * trace's chunk copied out) is left out instead of averaged in
+ * (bench/run_hop_pair.sh). */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,12 +44,48 @@ static double median(double* v, int n) {
   return v[n / 2];
 }
 
+/* --hop: the one-way latency of a 0-byte ping-pong and the cost of
+ * MPI_Comm_rank, each the median over short blocks. */
+static int hop_only(int rank, int argc, char** argv) {
+  const int blocks = argc > 2 ? atoi(argv[2]) : 201;
+  const long trips = argc > 3 ? atol(argv[3]) : 1000;
+  if (blocks < 1 || trips < 1) {
+    if (rank == 0) fprintf(stderr, "shim_overhead --hop [BLOCKS] [TRIPS]: both positive\n");
+    return 2;
+  }
+  double* v = malloc((size_t)blocks * sizeof *v);
+  if (!v) return 2;
+  MPI_Barrier(MPI_COMM_WORLD);
+  ping_pong(rank, trips);  /* warm-up: the first block pays the connection */
+  for (int b = 0; b < blocks; ++b) {
+    double t = now_s();
+    ping_pong(rank, trips);
+    v[b] = (now_s() - t) / (double)trips / 2 * 1e9;
+  }
+  const double pp_ns = median(v, blocks);
+  for (int b = 0; b < blocks; ++b) {
+    int r;
+    double t = now_s();
+    for (int i = 0; i < 10000; ++i) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    v[b] = (now_s() - t) / 10000 * 1e9;
+  }
+  const double rank_ns = median(v, blocks);
+  free(v);
+  if (rank == 0) printf("pingpong_ns %.3f\ncomm_rank_ns %.3f\n", pp_ns, rank_ns);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   long calls = 3;  /* Init, Comm_rank, Comm_size */
+  if (argc > 1 && strcmp(argv[1], "--hop") == 0) {
+    const int rc = hop_only(rank, argc, argv);
+    MPI_Finalize();
+    return rc;
+  }
   if (argc > 1 && strcmp(argv[1], "--exchange-only") == 0) {
     const long n = argc > 2 ? atol(argv[2]) : 200000;
     MPI_Barrier(MPI_COMM_WORLD);

@@ -66,6 +66,9 @@ void clear_fixed_words(ThreadState* ts) {
 int finish_send_general(uint16_t func, int rc, uint64_t t1) {
   ThreadState* const ts = tls_state;
   clear_fixed_words(ts);
+  // fast_finish_send may have made this call's comm the chunk's context
+  // before any record carried it.
+  ts->cx.comm = format::ChunkContext::kNoComm;
   const format::InFlightSlot* const slot = ts->slot;
   record_p2p(ts, func, slot->enter, t1, rc == MPI_SUCCESS, format::FuncKind::Send, slot->peer,
              slot->tag, static_cast<MPI_Comm>(slot->comm), fast_bytes(ts->send_count, ts->send_type),
@@ -84,7 +87,7 @@ int finish_recv_general(uint16_t func, int rc, uint64_t t1, const MPI_Status* st
   clear_fixed_words(ts);
   // fast_recv_enter made this call's comm the chunk's context before any
   // record carried it.
-  ts->cx.has_comm = false;
+  ts->cx.comm = format::ChunkContext::kNoComm;
   const format::InFlightSlot* const slot = ts->slot;
   record_recv(ts, func, slot->enter, t1, rc == MPI_SUCCESS, slot->peer, slot->tag,
               static_cast<MPI_Comm>(slot->comm), st, static_cast<uint8_t>(slot->extra >> 16));

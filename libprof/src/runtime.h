@@ -57,10 +57,10 @@ struct alignas(64) ThreadState {
   // A fast send's datatype and count, stored on entry for its return
   // (fast_finish_send), which sizes the message after MPI's call.
   MPI_Datatype send_type = MPI_DATATYPE_NULL;
-  // A fast receive's record's first word as its entry found it (its site
-  // looked up there, off the hop's critical path: fast_recv_site), for its
-  // return; in the first cache line's spare word.
-  uint32_t recv_first = 0;
+  // The first word (site_first_word) of the fast receive, Isend or Irecv in
+  // flight, as its entry found it in the site cache (fast_keep_site),
+  // for its return; in the first cache line's spare word.
+  uint32_t call_first = 0;
   uint64_t send_count = 0;
   uint32_t stream = 0;
   bool attached = false;
@@ -116,6 +116,9 @@ struct alignas(64) ThreadState {
     return statuses.data();
   }
 };
+
+static_assert(offsetof(ThreadState, send_count) + sizeof(uint64_t) <= 64,
+              "the fields every wrapper touches share the state's first cache line");
 
 // Global state read on the hot path.
 struct Globals {
@@ -204,17 +207,22 @@ PROF_HOT uint64_t site_func(uint16_t func, void* return_address) {
 // visible in flight costs; such a shim leaves no call in flight in a killed
 // rank's trace.
 #ifndef PROF_NO_IN_FLIGHT
-PROF_HOT format::InFlightSlot* call_enter(ThreadState* ts, uint16_t func, void* return_address,
-                                          int32_t peer, int32_t tag, uint32_t comm,
-                                          uint32_t extra) {
+// (`site_key`: site_func's word, which a fast wrapper has already built.)
+PROF_HOT format::InFlightSlot* call_enter_keyed(ThreadState* ts, uint64_t site_key, int32_t peer,
+                                                int32_t tag, uint32_t comm, uint32_t extra) {
   format::InFlightSlot* s = ts->slot;
-  s->site_func = site_func(func, return_address);
+  s->site_func = site_key;
   const uint64_t peer_tag = uint64_t{static_cast<uint32_t>(peer)} |
                             (uint64_t{static_cast<uint32_t>(tag)} << 32);
   const uint64_t comm_extra = uint64_t{comm} | (uint64_t{extra} << 32);
   std::memcpy(&s->peer, &peer_tag, 8);
   std::memcpy(&s->comm, &comm_extra, 8);
   return s;
+}
+PROF_HOT format::InFlightSlot* call_enter(ThreadState* ts, uint16_t func, void* return_address,
+                                          int32_t peer, int32_t tag, uint32_t comm,
+                                          uint32_t extra) {
+  return call_enter_keyed(ts, site_func(func, return_address), peer, tag, comm, extra);
 }
 // Calls whose kind has no peer, communicator or request (readers look at the
 // other fields by kind): the site and function alone, one store less each way.
@@ -234,19 +242,21 @@ PROF_HOT format::InFlightSlot* call_enter_plain(ThreadState* ts, uint16_t func,
 // the func field (function id and site index) with, for Send and Recv
 // kinds, their fixed record's size bits, so that a fast Send or Recv stores
 // the loaded word as its record's first word (no OR of the function's
-// constant); the others take its low 16 bits, the func field (Isend and
-// Irecv, the general paths), or OR their form into it (a plain call's
-// 8-byte record). A fast receive looks its site up on
-// entry, before MPI's call, and keeps its first word there
-// (fast_recv_enter): the hop's critical path, a receive's return, then pays
-// one load for it.
+// constant), and for plain calls (kind Other) their 8-byte record's form,
+// so that a fast plain call stores it whole too; Isend and Irecv, whose
+// first word the narrow encoder decides, hold the func field alone, and the
+// general paths take the word's low 16 bits, the func field. A fast
+// receive, Isend or Irecv looks its site up on entry, before MPI's call,
+// and keeps its first word for the return (fast_keep_site): the hop's
+// critical path, a receive's return, then pays one load for it.
 // What cached_site_word returns for a site the cache does not hold: a flag
 // bit, which no first word of a fast record has.
 inline constexpr uint32_t kSiteMiss = 0x10000;
 // The first word of a call of `func` with site bits `site_bits` (index <<
 // kSiteShift) as far as the function decides it: for Send and Recv kinds
-// their fixed record's (format::fixed_first_word, flags 0), for the rest
-// their func field.
+// their fixed record's (format::fixed_first_word, flags 0), for plain calls
+// theirs (format::fixed_plain_first_word, flags 0), for the rest their func
+// field.
 constexpr uint32_t site_first_word(format::FuncKind kind, uint16_t func, uint32_t site_bits) {
   static_assert(format::same_layout(format::FuncKind::Send, format::FuncKind::Recv));
   const uint16_t field = static_cast<uint16_t>(func | site_bits);
@@ -254,11 +264,15 @@ constexpr uint32_t site_first_word(format::FuncKind kind, uint16_t func, uint32_
     case format::FuncKind::Send:
     case format::FuncKind::Recv:
       return format::fixed_first_word<format::FuncKind::Send>(field, 0);
+    case format::FuncKind::Other:
+      return format::fixed_plain_first_word(field, 0);
     default:
       return field;
   }
 }
 static_assert((site_first_word(format::FuncKind::Send, format::kFuncIdMask, format::kReservedFuncIds - 1) &
+               kSiteMiss) == 0);
+static_assert((site_first_word(format::FuncKind::Other, format::kFuncIdMask, format::kReservedFuncIds - 1) &
                kSiteMiss) == 0);
 // The cache slot of a key: the address's low byte (call sites lie bytes
 // apart; a collision costs a trip to the rank's table, not a wrong site).
@@ -468,10 +482,10 @@ PROF_HOT void record_narrow(ThreadState* ts, uint16_t func, uint64_t t0, uint64_
   uint32_t* const at = Rec::reserve(ts, 16);
   size_t words;
   static_assert(format::kind_repeats(K));
-  const uint16_t site = static_cast<uint16_t>(sited(ts, func) & ~format::kFuncIdMask);
+  const uint32_t field = sited(ts, func);
   if (__builtin_expect(format::encode_narrow<K>(at, func, uint8_t(flags | (ok ? 0 : format::kCallFailed)),
                                                 t0 - ts->last_enter, t1 - t0, v, ts->cx, words,
-                                                &ts->repeats, site),
+                                                &ts->repeats, &field),
                        1)) {
     ts->last_enter = t0;
     ts->cur = at + words;
@@ -718,20 +732,29 @@ PROF_HOT format::InFlightSlot* fast_call_enter(ThreadState* ts, uint64_t site_ke
   fast_call_facts(s, peer, tag, comm);
   return s;
 }
-// A fast receive's site, which its entry found in the thread's cache (a
-// miss leaves for the general wrapper, which resolves the site: tested
-// before anything else is loaded, the probe's values need no callee-saved
-// register): its key in the slot, the slot's `extra` cleared (the entry
-// sets it only for a wildcard), and its record's first word kept for the
-// return in ThreadState::recv_first, so that the hop's critical path, the
-// return, pays one load for the site. A call that then leaves for the
-// general wrapper leaves these stores behind, which that wrapper's own
-// replace (the slot's enter is still 0: no reader takes them for a call).
+// The site of a fast receive, Isend or Irecv, which its entry found in the
+// thread's cache (a miss leaves for the general wrapper, which resolves the
+// site; tested before anything else is loaded, the probe's values need no
+// callee-saved register): its record's first word kept for the return in
+// ThreadState::call_first. The hop's critical path, a receive's return, then
+// pays one load for the site; the narrow encoder of an Isend or Irecv reads
+// it after the payload's stores (format::encode_narrow's func_field): probed
+// in their return, the site's word took a register across the encoder,
+// which needs them all (a spill and a reload). A call that then leaves for
+// the general wrapper leaves the word behind, unused.
+PROF_HOT void fast_keep_site(ThreadState* ts, uint64_t site_key) {
+  ts->call_first = site_cache_word(ts, site_key);
+}
+// A fast receive's site (fast_keep_site) and its key in the slot, the slot's
+// `extra` cleared (the entry sets it only for a wildcard). A call that then
+// leaves for the general wrapper leaves these stores behind, which that
+// wrapper's own replace (the slot's enter is still 0: no reader takes them
+// for a call).
 PROF_HOT format::InFlightSlot* fast_recv_site(ThreadState* ts, uint64_t site_key) {
   format::InFlightSlot* s = ts->slot;
   s->site_func = site_key;
   s->extra = 0;
-  ts->recv_first = site_cache_word(ts, site_key);
+  fast_keep_site(ts, site_key);
   return s;
 }
 // Not 0 unless a receive's requested tag is within int16 (no marker tag).
@@ -763,7 +786,7 @@ PROF_HOT void fast_enter(ThreadState* ts) { ts->in_call = true; }
 //  - kRecvLongGap: the gap from the previous record's enter does not fit the
 //    fixed record (fast_recv_timed).
 // (A site the thread's cache does not hold never gets here: the entry hands
-// such a call to the general wrapper, fast_recv_site.)
+// such a call to the general wrapper, fast_keep_site.)
 inline constexpr uint32_t kRecvReadsStatus = 1;
 inline constexpr uint32_t kRecvLongGap = 2;
 PROF_HOT uint32_t recv_reads_status(int peer, int tag) {
@@ -790,8 +813,12 @@ PROF_HOT void fast_recv_enter(ThreadState* ts, format::InFlightSlot* slot, int p
                               uint32_t comm) {
   auto* const r = reinterpret_cast<format::FixedP2PRecord*>(ts->cur);
   r->comm = comm;
-  ts->cx.comm = comm;
-  ts->cx.has_comm = true;
+  // The chunk's context by its two 32-bit halves: the argument's
+  // zero-extension to the context's 64 bits took a register of its own.
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
+  const uint32_t high = 0;
+  std::memcpy(reinterpret_cast<char*>(&ts->cx.comm), &comm, 4);
+  std::memcpy(reinterpret_cast<char*>(&ts->cx.comm) + 4, &high, 4);
   if (__builtin_expect((peer | tag) >= 0, 1))
     store_peer_tag(r, peer, tag);
   else
@@ -853,23 +880,26 @@ PROF_HOT int fast_finish_send(uint16_t func, int rc) {
   const uint64_t duration = t1 - t0;
   r->dt_enter = static_cast<uint32_t>(dt);
   r->duration = static_cast<uint32_t>(duration);
+  const uint64_t time_misfit = dt | duration;
   // Peer and tag were tested on entry (fast_peer_tag_misfit).
   store_peer_tag(r, slot->peer, slot->tag);
-  const uint32_t comm = slot->comm;
-  r->comm = comm;
-  const uint64_t count = ts->send_count;
-  const MPI_Datatype type = ts->send_type;
-  const uint64_t bytes = fast_bytes(count, type);
+  // The comm becomes the chunk's context at once, so that no register
+  // holds it to the end (the finisher unsets it); read zero-extended, the
+  // context's width.
+  const uint64_t comm = slot->comm;
+  r->comm = static_cast<uint32_t>(comm);
+  ts->cx.comm = comm;
+  // The count needs no test of its own: a call that succeeded sent
+  // count * size bytes, which cannot wrap 64 bits.
+  const uint64_t bytes = fast_bytes(ts->send_count, ts->send_type);
   r->bytes = static_cast<uint32_t>(bytes);
-  if (__builtin_expect(((dt | duration | count | bytes) >> 32) != 0, 0))
+  if (__builtin_expect(((time_misfit | bytes) >> 32) != 0, 0))
     return finish_send_general(func, rc, t1);
   // The site last, by its own branch: the values above are dead by then.
   const uint64_t key = slot->site_func;
   if (__builtin_expect(!site_cache_hit(ts, key), 0))
     return finish_send_general(func, rc, t1);  // a missed site resolved there
   const uint32_t first = site_cache_word(ts, key);  // fixed_first_word<Send>(func | site bits, 0)
-  ts->cx.comm = comm;
-  ts->cx.has_comm = true;
   fast_commit(ts, slot, at, first, words, t0);
   return 0;
 }
@@ -901,7 +931,7 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
   // word is then the one its entry prepared).
   const uint32_t extra = slot->extra;
   if (__builtin_expect((misfit | extra) == 0, 1)) {
-    fast_commit(ts, slot, at, ts->recv_first, words, t0);
+    fast_commit(ts, slot, at, ts->call_first, words, t0);
     return 0;
   }
   if (extra & kRecvReadsStatus) {
@@ -911,7 +941,7 @@ PROF_HOT int fast_finish_recv(uint16_t func, int rc, const MPI_Status* st) {
     r->peer_tag = format::pack_peer_tag(source, tag);
   }
   if ((misfit | (extra & kRecvLongGap)) != 0) return finish_recv_general(func, rc, t1, st);
-  fast_commit(ts, slot, at, ts->recv_first | ((extra >> 16) << 16), words, t0);
+  fast_commit(ts, slot, at, ts->call_first | ((extra >> 16) << 16), words, t0);
   return 0;
 }
 
@@ -932,18 +962,15 @@ PROF_HOT int fast_finish_start(uint16_t func, int rc, const MPI_Request* request
   const int peer = slot->peer;
   const int tag = slot->tag;
   const uint32_t flags = K == format::FuncKind::Irecv ? recv_flags(peer, tag) : 0u;
-  const uint64_t key = slot->site_func;
-  if (__builtin_expect(!site_cache_hit(ts, key), 0))
-    return finish_start_general<K>(func, rc, t1, request);  // a missed site resolved there
-  const uint32_t site = site_cache_word(ts, key);  // its low 16 bits: func | site bits
   size_t words;
-  // (The site apart from the constant func: the repeat table is by function.)
+  // The func field (func | site bits: fast_keep_site) read by the encoder
+  // last; the constant func keys the repeat table.
   if (__builtin_expect(!format::encode_narrow<K>(
                            at, func, static_cast<uint8_t>(flags), t0 - ts->last_enter, t1 - t0,
                            format::RecordValues{.peer = peer, .tag = tag, .comm = slot->comm,
                                                 .bytes = slot->extra,
                                                 .request = static_cast<uint32_t>(*request)},
-                           ts->cx, words, &ts->repeats, static_cast<uint16_t>(site)),
+                           ts->cx, words, &ts->repeats, &ts->call_first),
                        0))
     return finish_start_general<K>(func, rc, t1, request);
   ts->last_enter = t0;
@@ -970,7 +997,8 @@ PROF_HOT int fast_finish_plain(uint16_t func, int rc) {
   const uint64_t duration = t1 - t0;
   const bool room = at + 2 <= ts->end;
   if (__builtin_expect((((dt | duration) >> 16) == 0) & room, 1)) {
-    format::encode_fixed_plain(at, site_cache_word(ts, key), 0, dt, duration);  // (func | site bits)
+    // The cached word is the record's first (fixed_plain_first_word).
+    format::encode_fixed_plain_word(at, site_cache_word(ts, key), dt, duration);
     ts->last_enter = t0;
     ts->cur = at + 2;
     __atomic_store_n(&slot->enter, 0, __ATOMIC_RELEASE);

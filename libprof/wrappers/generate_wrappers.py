@@ -514,13 +514,18 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
         out.append(f'  if (__builtin_expect(ts == nullptr || prof::shim::fast_send_misfit({peer}, {tag}, '
                    f'{count}, {dtype}, prof_bytes) != 0, 0))')
         out.append(f'    {leave}')
+        # A site the thread's cache does not hold goes to the general
+        # wrapper, which resolves it (fast_keep_site).
+        out.append(f'  const uint64_t prof_site = prof::shim::site_func({fid}, __builtin_return_address(0));')
+        out.append(f'  if (__builtin_expect(!prof::shim::site_cache_hit(ts, prof_site), 0)) {leave}')
+        out.append('  prof::shim::fast_keep_site(ts, prof_site);')
         slot = f'{peer}, {tag}, (uint32_t)({comm}), (uint32_t)prof_bytes'
         finish = (f'prof::shim::fast_finish_start<prof::format::FuncKind::{kind}>({{fid}}, rc, '
                   f'{facts["request"]})')
     elif kind == 'Recv':
         peer, tag, comm, st = facts['peer'], facts['tag'], facts['comm'], facts['status']
         # A site the thread's cache does not hold goes to the general
-        # wrapper, which resolves it (fast_recv_site).
+        # wrapper, which resolves it (fast_keep_site).
         out.append(f'  if (__builtin_expect(ts == nullptr, 0)) {leave}')
         out.append(f'  const uint64_t prof_site = prof::shim::site_func({fid}, __builtin_return_address(0));')
         out.append(f'  if (__builtin_expect(!prof::shim::site_cache_hit(ts, prof_site), 0)) {leave}')
@@ -546,6 +551,9 @@ def gen_fast_pair(fid, name, ret, args, facts, kind):
                    f'{slot});')
     elif kind == 'Recv':
         out.append(f'  prof::shim::fast_call_facts(prof_slot, {slot});')
+    elif kind in ('Isend', 'Irecv'):
+        out.append(f'  prof::format::InFlightSlot* const prof_slot = prof::shim::call_enter_keyed(ts, prof_site, '
+                   f'{slot});')
     elif slot:
         out.append(f'  prof::format::InFlightSlot* const prof_slot = prof::shim::call_enter(ts, {fid}, '
                    f'__builtin_return_address(0), {slot});')

@@ -66,19 +66,17 @@ class RecordEncoder {
   }
   // Comm: left out (kSameComm) when it repeats the chunk's last one.
   void comm(uint32_t c, ChunkContext& cx) {
-    if (cx.has_comm && cx.comm == c) {
+    if (cx.comm == c) {
       flags_ |= kSameComm;
       return;
     }
     word(c);
     cx.comm = c;
-    cx.has_comm = true;
   }
   // Bytes then Request: one word (kPackedRequest) when the bytes fit 16 bits
   // (and kWideBytes is not set) and the request's high half repeats the chunk's.
   void bytes_request(uint64_t n, uint32_t request, ChunkContext& cx) {
-    if (!(flags_ & kWideBytes) && n < 65536 && cx.has_request &&
-        cx.request_high == request >> 16) {
+    if (!(flags_ & kWideBytes) && n < 65536 && cx.request_high == request >> 16) {
       flags_ |= kPackedRequest;
       word(static_cast<uint32_t>(n) | (request << 16));
       return;
@@ -86,7 +84,6 @@ class RecordEncoder {
     bytes(n);
     word(request);
     cx.request_high = request >> 16;
-    cx.has_request = true;
   }
   uint8_t flags() const { return flags_; }
   // Where the payload starts (after the header and any long-time words);
@@ -201,15 +198,18 @@ inline constexpr bool narrow_kind = [] {
 // general encoder: one test for every size decision, the payload stored at
 // fixed offsets, the repeated communicator left out without a branch. With
 // `repeats` (format 6), as RecordEncoder::commit_repeating: a payload equal
-// to one of the last of `func` in the chunk is left out. `site`: the call's
-// site bits (format 7, kSiteShift), ORed into the func field; given apart from
-// `func` so that a caller's constant function id keeps the repeat table's
+// to one of the last of `func` in the chunk is left out. `func_field`: where
+// the record's func field is when it is not `func` alone (format 7: `func`
+// with its call's site bits, kSiteShift; the word's bits above 16 are 0),
+// read after the payload's stores, so that no register holds it across
+// them; `func` apart from it, a caller's constant, keeps the repeat table's
 // lookup at constant offsets.
 template <FuncKind K, class V>
 [[gnu::always_inline]] inline bool encode_narrow(uint32_t* at, uint16_t func, uint8_t flags,
                                                   uint64_t dt_enter, uint64_t duration, const V& v,
                                                   ChunkContext& cx, size_t& words,
-                                                  RepeatTable* repeats = nullptr, uint16_t site = 0) {
+                                                  RepeatTable* repeats = nullptr,
+                                                  const uint32_t* func_field = nullptr) {
   static_assert(narrow_kind<K>, "a kind encode_narrow does not serve");
   constexpr KindSchema s = schema_of(K);
   constexpr bool has_peer_tag = s.has(Field::PeerTag);
@@ -245,17 +245,16 @@ template <FuncKind K, class V>
       const uint32_t c = static_cast<uint32_t>(v.comm);
       *p = c;
       if constexpr (s.context_flags & kSameComm) {
-        const bool same = cx.has_comm && cx.comm == c;
+        const bool same = cx.comm == c;
         p += !same;
         f |= same ? uint32_t{kSameComm} : 0u;
         cx.comm = c;
-        cx.has_comm = true;
       } else {
         ++p;
       }
     } else if constexpr (packs) {
       const uint32_t request = static_cast<uint32_t>(v.request);
-      if (v.bytes < 65536 && cx.has_request && cx.request_high == request >> 16) {
+      if (v.bytes < 65536 && cx.request_high == request >> 16) {
         *p++ = static_cast<uint32_t>(v.bytes) | (request << 16);
         f |= kPackedRequest;
       } else {
@@ -263,7 +262,6 @@ template <FuncKind K, class V>
         p[1] = request;
         p += 2;
         cx.request_high = request >> 16;
-        cx.has_request = true;
       }
     } else if constexpr (field == Field::Bytes) {
       *p++ = static_cast<uint32_t>(v.bytes);
@@ -281,7 +279,8 @@ template <FuncKind K, class V>
     }
   }
   words = static_cast<size_t>(p - at);
-  const uint32_t w0 = (form + (static_cast<uint32_t>(words) << 24)) | (f << 16) | func | site;
+  const uint32_t field = func_field != nullptr ? *func_field : func;
+  const uint32_t w0 = (form + (static_cast<uint32_t>(words) << 24)) | (f << 16) | field;
   __atomic_store_n(at, w0, __ATOMIC_RELEASE);
   return true;
 }
@@ -367,12 +366,10 @@ template <FuncKind K, class V>
       const uint32_t c = static_cast<uint32_t>(v.comm);
       at[i++] = c;
       cx.comm = c;
-      cx.has_comm = true;
     } else if constexpr (field == Field::Bytes) at[i++] = static_cast<uint32_t>(v.bytes);
     else if constexpr (field == Field::Request) {
       at[i++] = static_cast<uint32_t>(v.request);
       cx.request_high = static_cast<uint32_t>(v.request) >> 16;
-      cx.has_request = true;
     } else if constexpr (field == Field::Root) at[i++] = static_cast<uint32_t>(v.root);
   });
   __atomic_store_n(at, fixed_first_word<K>(func, flags), __ATOMIC_RELEASE);
@@ -380,11 +377,21 @@ template <FuncKind K, class V>
 
 // A call without payload (FuncKind Other) in its fixed form, the short
 // header: 8 bytes when the times fit 16 bits (the caller tested
-// (dt_enter | duration) >> 16 == 0). `func`: the record's func field (16 bits).
+// (dt_enter | duration) >> 16 == 0). Its first word: the short form, the
+// flags and `func`, the record's func field (16 bits).
+constexpr uint32_t fixed_plain_first_word(uint32_t func, uint32_t flags) {
+  return (uint32_t{kShortTime} << 24) | (flags << 16) | func;
+}
+// The record with its first word given whole (a caller that holds it, as
+// the shim's call-site cache does, stores it with no OR).
+[[gnu::always_inline]] inline void encode_fixed_plain_word(uint32_t* at, uint32_t first,
+                                                           uint64_t dt_enter, uint64_t duration) {
+  at[1] = static_cast<uint32_t>(dt_enter) | (static_cast<uint32_t>(duration) << 16);
+  __atomic_store_n(at, first, __ATOMIC_RELEASE);
+}
 [[gnu::always_inline]] inline void encode_fixed_plain(uint32_t* at, uint32_t func, uint32_t flags,
                                                       uint64_t dt_enter, uint64_t duration) {
-  at[1] = static_cast<uint32_t>(dt_enter) | (static_cast<uint32_t>(duration) << 16);
-  __atomic_store_n(at, (uint32_t{kShortTime} << 24) | (flags << 16) | func, __ATOMIC_RELEASE);
+  encode_fixed_plain_word(at, fixed_plain_first_word(func, flags), dt_enter, duration);
 }
 
 // Decodes the payload of a fixed-size kind K into `v`, field by field. `d`

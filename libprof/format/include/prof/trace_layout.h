@@ -412,13 +412,22 @@ inline constexpr uint32_t repeat_flags(uint32_t flags, int index) {
 // What later records of a chunk may refer to (kSameComm, kPackedRequest). A
 // chunk decodes on its own, so writers reset this at every chunk start and the
 // first record of a chunk that needs a value carries it in full.
-struct ChunkContext {
-  uint32_t comm = 0;
-  uint32_t request_high = 0;
-  bool has_comm = false;
-  bool has_request = false;
-  void reset() { has_comm = has_request = false; }
+// Each value's "none" lies outside what it holds (a comm is 32 bits, a
+// request's high half 16), so "the chunk's value is this one" is one
+// compare and setting it one store, with no flag beside it. Packed (4-byte
+// aligned, 12 bytes) so that it shares the shim's ThreadState's first cache
+// line with the other fields every wrapper touches.
+struct [[gnu::packed, gnu::aligned(4)]] ChunkContext {
+  static constexpr uint64_t kNoComm = uint64_t{1} << 32;
+  static constexpr uint32_t kNoRequestHigh = UINT32_MAX;
+  uint64_t comm = kNoComm;                  // the last full Comm word, or kNoComm
+  uint32_t request_high = kNoRequestHigh;   // the last full Request's high half, or kNoRequestHigh
+  void reset() {
+    comm = kNoComm;
+    request_high = kNoRequestHigh;
+  }
 };
+static_assert(sizeof(ChunkContext) == 12);
 
 struct RecordHeader {
   uint16_t func;           // function id (>= 1); a zero first word marks free space
