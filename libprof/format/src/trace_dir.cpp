@@ -49,16 +49,13 @@ bool TraceDir::list(const std::string& dir, Files* files, std::vector<std::strin
     errors->push_back(dir + ": cannot read trace directory: " + ec.message());
     return false;
   }
-  std::vector<std::pair<std::string, uint64_t>> found;
+  std::vector<std::string> found;
   for (; it != fs::directory_iterator(); it.increment(ec)) {
     if (ec) break;
-    const std::string name = it->path().filename().string();
+    std::string name = it->path().filename().string();
     if (name.size() > 10 && name.compare(0, 5, "rank-") == 0 &&
-        name.compare(name.size() - 5, 5, ".prof") == 0) {
-      std::error_code size_ec;
-      const uintmax_t size = it->file_size(size_ec);
-      found.emplace_back(name, size_ec ? 0 : static_cast<uint64_t>(size));
-    }
+        name.compare(name.size() - 5, 5, ".prof") == 0)
+      found.push_back(std::move(name));
   }
   if (ec) {
     errors->push_back(dir + ": cannot read trace directory: " + ec.message());
@@ -69,10 +66,7 @@ bool TraceDir::list(const std::string& dir, Files* files, std::vector<std::strin
     errors->push_back(dir + ": no rank-*.prof files");
     return false;
   }
-  for (auto& [name, size] : found) {
-    files->names.push_back(std::move(name));
-    files->sizes.push_back(size);
-  }
+  files->names = std::move(found);
   files->traces.resize(files->names.size());
   files->open_errors.resize(files->names.size());
   return true;

@@ -415,7 +415,6 @@ struct TraceDir {
   // rest, then assemble(), which checks that they belong to one run.
   struct Files {
     std::vector<std::string> names;  // rank-*.prof, sorted
-    std::vector<uint64_t> sizes;     // bytes, as listed
     // By name: the file (or its stand-in), or nullptr and why not.
     std::vector<std::unique_ptr<RankTrace>> traces;
     std::vector<std::string> open_errors;
