@@ -333,6 +333,27 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     } catch (const std::exception& e) {
       td.errors.push_back(e.what());
     }
+    // The processes agree on the trace's checks (the same inputs); should one
+    // fail alone, process 0 names it and the job ends, instead of the others
+    // waiting for it in the analysis's exchanges.
+    std::string mine;
+    if (!td.errors.empty() || td.ranks.empty()) {
+      for (const auto& e : td.errors) mine += e + "\n";
+      for (const auto& w : td.warnings) mine += w + "\n";
+      if (mine.empty()) mine = dir + ": no usable rank file\n";
+    }
+    const std::vector<std::string> all =
+        mpi->all_to_all(std::vector<std::string>(static_cast<size_t>(mpi->size()), mine));
+    if (mine.empty())
+      for (size_t p = 0; p < all.size(); ++p) {
+        if (all[p].empty()) continue;
+        if (root) {
+          std::istringstream lines(all[p]);
+          for (std::string line; std::getline(lines, line);)
+            std::fprintf(stderr, "prof-analyze: error: process %zu: %s\n", p, line.c_str());
+        }
+        return kExitUnusable;
+      }
   } else {
     td = prof::trace::TraceDir::open(dir);
   }
