@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "block_cut.h"
 #include "interval_steps.h"
 #include "run_record.h"
 
@@ -317,7 +318,11 @@ void Engine::setup() {
   // Its few phases would cost a second worker more in thread start and
   // barriers than it could share (the report does not depend on the count).
   if (!opt_.threads && window_.from_index() && window_.events_below(kOneWorkerWindowEvents)) hw = 1;
-  workers_ = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, traces.size())));
+  // An MPI job whose processes hold their blocks' files alone (TraceDir::holder):
+  // process p's workers p * per_proc ... cut its block; one of them may get
+  // no rank (a block smaller than per_proc).
+  const bool held = spread_.spread() && !dir_.holder.empty();
+  workers_ = held ? hw : static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, traces.size())));
   workers_mask_ = (workers_ & (workers_ - 1)) == 0 ? workers_ - 1 : 0;
   spread_.assign_workers(workers_, spread_.spread() ? per_proc : workers_);
   // Contiguous blocks of ranks of about equal event bytes per worker:
@@ -325,22 +330,22 @@ void Engine::setup() {
   // one worker needs no mailbox.
   worker_ranks_.assign(workers_, {});
   stopped_at_share_.assign(workers_, {});
-  uint64_t total = 0;
-  for (const RankTrace* t : traces) total += t->event_bytes() + 1;
-  uint64_t done = 0;
-  unsigned prev = 0;
   const size_t R = traces.size();
-  for (size_t i = 0; i < R; ++i) {
-    const uint64_t mid = done + (traces[i]->event_bytes() + 1) / 2;
-    unsigned w = std::min<unsigned>(
-        workers_ - 1, static_cast<unsigned>(static_cast<double>(mid) / static_cast<double>(total) * workers_));
-    w = std::max(w, prev);                                   // contiguous
-    w = std::min(w, i == 0 ? 0u : prev + 1);                 // no worker skipped
-    w = std::max<unsigned>(w, static_cast<unsigned>(workers_ - std::min<size_t>(workers_, R - i)));  // none left empty
-    prev = w;
-    worker_ranks_[w].push_back(i);
-    worker_of_.push_back(w);
-    done += traces[i]->event_bytes() + 1;
+  worker_of_.assign(R, 0);
+  for (int p = 0; p < (held ? spread_.procs() : 1); ++p) {
+    std::vector<size_t> block;
+    std::vector<uint64_t> weights;
+    for (size_t i = 0; i < R; ++i)
+      if (!held || dir_.holder[i] == p) {
+        block.push_back(i);
+        weights.push_back(traces[i]->event_bytes() + 1);
+      }
+    const unsigned first = held ? spread_.first_worker(p) : 0;
+    const std::vector<unsigned> part = cut_blocks(weights, held ? spread_.first_worker(p + 1) - first : workers_);
+    for (size_t k = 0; k < block.size(); ++k) {
+      worker_of_[block[k]] = first + part[k];
+      worker_ranks_[first + part[k]].push_back(block[k]);
+    }
   }
   for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
   const auto [span_first, span_last] = run_span(traces);
@@ -612,7 +617,10 @@ Analysis analyze(const trace::TraceDir& dir, const Options& options) {
   const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   try {
     Registry reg;
-    const bool whole = !options.windowed() && options.write_window_index && dir.errors.empty() && !dir.ranks.empty();
+    // (Not in an MPI job whose processes hold only their blocks' files: the
+    // index reads every rank's events.)
+    const bool whole = !options.windowed() && options.write_window_index && dir.errors.empty() &&
+                       !dir.ranks.empty() && dir.holder.empty();
     if (whole) {
       std::vector<const RankTrace*> traces;
       for (const auto& t : dir.ranks) traces.push_back(t.get());

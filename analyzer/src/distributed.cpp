@@ -145,6 +145,11 @@ void ProcessSpread::print_stats() const {
   for (size_t p = 0; p < rank_states_.size(); ++p)
     std::fprintf(stderr, "%s process %zu: %llu", p ? "," : "", p, static_cast<unsigned long long>(rank_states_[p]));
   std::fputc('\n', stderr);
+  // (The rank files each process opened: its block's, where it held only them.)
+  std::fprintf(stderr, "  rank files opened, of %zu ranks:", exhausted_all_.size());
+  for (size_t p = 0; p < files_opened_.size(); ++p)
+    std::fprintf(stderr, "%s process %zu: %llu", p ? "," : "", p, static_cast<unsigned long long>(files_opened_[p]));
+  std::fputc('\n', stderr);
 }
 
 void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail, const Traces& traces,
@@ -278,7 +283,8 @@ void Engine::gather_at_root() {
 
   uint64_t states = 0;
   for (const auto& r : ranks_) states += r != nullptr;
-  spread_.set_rank_states(static_cast<size_t>(spread_.proc()), states);
+  const uint64_t files_opened = trace::RankTrace::files_opened();
+  spread_.set_rank_states(static_cast<size_t>(spread_.proc()), states, files_opened);
   // In rounds of about kGatherRoundBytes a process, until every process has
   // sent all its ranks: one message of the whole block would be as large as
   // the block's figures (hundreds of MB at 4096 ranks), on both sides.
@@ -292,7 +298,10 @@ void Engine::gather_at_root() {
     bool last = true;
     if (spread_.proc() != 0) {
       mine.put<uint8_t>(0);
-      if (first) mine.put(states);
+      if (first) {
+        mine.put(states);
+        mine.put(files_opened);
+      }
       for (; next < ranks_.size() && mine.buf.size() < kGatherRoundBytes; ++next) {
         const size_t i = next;
         if (!local_rank(i)) continue;
@@ -389,7 +398,10 @@ void Engine::gather_at_root() {
     for (int p = 1; p < spread_.procs(); ++p) {
       WireIn m(in[static_cast<size_t>(p)]);
       const bool p_last = m.get<uint8_t>() == 1;
-      if (first) spread_.set_rank_states(static_cast<size_t>(p), m.get<uint64_t>());
+      if (first) {
+        const auto held = m.get<uint64_t>();
+        spread_.set_rank_states(static_cast<size_t>(p), held, m.get<uint64_t>());
+      }
       for (uint32_t i = m.get<uint32_t>(); i != UINT32_MAX; i = m.get<uint32_t>()) {
         // (The state finish() reads: what the rank's process sent, on a rank
         // made as setup() makes every rank.)

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "prof/analysis/analysis.h"
@@ -335,11 +336,19 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     if (refused) return kExitUsage;
   }
 
-  prof::trace::TraceDir td = prof::trace::TraceDir::open(dir);
+  // In a job each process opens its block's rank files only; a process that
+  // cannot read the directory (a node may lack its file system) ends the
+  // job, named by process 0 (open_trace_block).
+  prof::trace::TraceDir td;
   if (mpi && mpi->size() > 1) {
-    // Every process must read the trace (a node may lack its file system):
-    // where one cannot, process 0 names it and its errors, and the job ends
-    // as the plain command would.
+    try {
+      td = prof::analysis::open_trace_block(dir, *mpi);
+    } catch (const std::exception& e) {
+      td.errors.push_back(e.what());
+    }
+    // The processes agree on the trace's checks (the same inputs); should one
+    // fail alone, process 0 names it and the job ends, instead of the others
+    // waiting for it in the analysis's exchanges.
     std::string mine;
     if (!td.errors.empty() || td.ranks.empty()) {
       for (const auto& e : td.errors) mine += e + "\n";
@@ -358,6 +367,8 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
         }
         return kExitUnusable;
       }
+  } else {
+    td = prof::trace::TraceDir::open(dir);
   }
   if (!td.errors.empty() || td.ranks.empty()) {
     for (const auto& e : td.errors) std::fprintf(stderr, "prof-analyze: error: %s\n", e.c_str());
@@ -373,7 +384,9 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   // analysis left free built it meanwhile (else the first --window builds it).
   opt.window_index_after_result = finish_index;
   if (mpi && mpi->size() > 1) opt.exchange = mpi;
-  if (!root) opt.write_window_index = false;  // (process 0 writes it)
+  // (In a job no process holds every rank file, which the index reads: the
+  // first --window builds it.)
+  if (!td.holder.empty()) opt.write_window_index = false;
   if (!no_progress && ::isatty(STDERR_FILENO))
     opt.progress = [&bar](double f, uint64_t events) { bar.update(f, events); };
   // Prints what the result says and writes the outputs; the exit status.
@@ -400,18 +413,26 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
       ok = write_file(out_path, [&](std::ostream& o) { prof::analysis::write_text_report(a, o, text); }) && ok;
     if (!json_path.empty())
       ok = write_file(json_path, [&](std::ostream& o) { prof::analysis::write_json_report(a, o); }) && ok;
+    // The exports read every rank's events: in a job, process 0 opens the
+    // whole trace for them once the report is out.
+    std::optional<prof::trace::TraceDir> whole;
+    auto whole_trace = [&]() -> const prof::trace::TraceDir& {
+      if (td.holder.empty()) return td;
+      if (!whole) whole = prof::trace::TraceDir::open(dir);
+      return *whole;
+    };
     if (!chrome_path.empty()) {
       std::string err;
       ok = write_file(chrome_path,
                       [&](std::ostream& o) {
-                        if (!prof::analysis::write_chrome_trace(td, o, &err, nullptr, chrome_opt))
+                        if (!prof::analysis::write_chrome_trace(whole_trace(), o, &err, nullptr, chrome_opt))
                           std::fprintf(stderr, "prof-analyze: error: %s: %s\n", chrome_path.c_str(), err.c_str());
                       }) &&
            ok;
     }
     if (!otf2_dir.empty()) {
       std::string err;
-      if (!prof::analysis::write_otf2(td, otf2_dir, &a, &err, nullptr, otf2_opt)) {
+      if (!prof::analysis::write_otf2(whole_trace(), otf2_dir, &a, &err, nullptr, otf2_opt)) {
         std::fprintf(stderr, "prof-analyze: error: --otf2 %s: %s\n", otf2_dir.c_str(), err.c_str());
         ok = false;
       }

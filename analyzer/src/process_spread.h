@@ -114,10 +114,15 @@ class ProcessSpread {
   // its end, as exchange_collective_counts heard them.
   uint64_t remote_collectives_on(size_t i, uint64_t gid) const;
   // The end's gather of the figures to process 0: the rank states each
-  // process held during the pass (its block's) and the rounds it took.
-  void set_rank_states(size_t proc, uint64_t states) {
-    if (rank_states_.size() != static_cast<size_t>(procs_)) rank_states_.assign(static_cast<size_t>(procs_), 0);
+  // process held during the pass (its block's), the rank files it had
+  // opened (trace::RankTrace::files_opened) and the rounds it took.
+  void set_rank_states(size_t proc, uint64_t states, uint64_t files_opened) {
+    if (rank_states_.size() != static_cast<size_t>(procs_)) {
+      rank_states_.assign(static_cast<size_t>(procs_), 0);
+      files_opened_.assign(static_cast<size_t>(procs_), 0);
+    }
     rank_states_[proc] = states;
+    files_opened_[proc] = files_opened;
   }
   void count_gather_round() { ++gather_rounds_; }
   // PROF_ANALYZE_WORKER_STATS: this process's workers and exchanges, to stderr.
@@ -140,7 +145,7 @@ class ProcessSpread {
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> remote_collectives_;
   // Rank states each process held during the pass (process 0 learns the
   // others' at the gather), and of the exchanges, the gather's rounds.
-  std::vector<uint64_t> rank_states_;
+  std::vector<uint64_t> rank_states_, files_opened_;
   uint64_t gather_rounds_ = 0;
 };
 

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "prof/trace_reader.h"
+
 namespace prof::analysis::detail {
 
 void WorkerStatsReport::read_setting() {
@@ -25,6 +27,8 @@ void WorkerStatsReport::print(unsigned workers, uint64_t phases, const std::vect
     size_t ranks = 0;
     for (const auto& block : worker_ranks) ranks += block.size();
     std::fprintf(stderr, "  rank states during the pass, of %zu ranks: %zu\n", ranks, ranks);
+    std::fprintf(stderr, "  rank files opened, of %zu ranks: %llu\n", ranks,
+                 static_cast<unsigned long long>(trace::RankTrace::files_opened()));
   }
   for (unsigned w = 0; w < workers; ++w) {
     const WorkerStats& s = stats_[w];

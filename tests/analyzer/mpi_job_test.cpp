@@ -219,9 +219,10 @@ TEST(MpiJob, ProcessZeroDecodesOnlyItsBlock) {
 }
 
 // Memory per process grows with its block, not with the trace: over 300
-// ranks, each of two processes holds the state of its 150 ranks only during
-// the pass (the plain command: all 300), its ranks' figures reach process 0
-// in bounded rounds, and the report is the plain command's.
+// ranks, each of two processes opens the rank files of its 150 ranks only
+// and holds their state only during the pass (the plain command: all 300),
+// its ranks' figures reach process 0 in bounded rounds, and the report is
+// the plain command's.
 TEST(MpiJob, EachProcessHoldsTheStateOfItsBlockOnly) {
   constexpr int kRanks = 300;
   TraceBuilder b(kRanks);
@@ -256,6 +257,20 @@ TEST(MpiJob, EachProcessHoldsTheStateOfItsBlockOnly) {
   }
   EXPECT_EQ(processes, 2) << states;
   EXPECT_EQ(total, kRanks);
+  // Each process opened the rank files of its block alone (the plain
+  // command: every file, once).
+  EXPECT_NE(plain.messages.find("rank files opened, of 300 ranks: 300\n"), std::string::npos) << plain.messages;
+  const size_t opened_at = job.messages.find("rank files opened, of 300 ranks:");
+  ASSERT_NE(opened_at, std::string::npos) << job.messages;
+  const std::string opened = job.messages.substr(opened_at, job.messages.find('\n', opened_at) - opened_at);
+  int listed = 0;
+  for (auto it = std::sregex_iterator(opened.begin(), opened.end(), held); it != std::sregex_iterator(); ++it) {
+    const int p = std::stoi((*it)[1]);
+    ASSERT_EQ(p, listed) << opened;
+    EXPECT_EQ(std::stoi((*it)[2]), block[static_cast<size_t>(p)]) << opened;
+    ++listed;
+  }
+  EXPECT_EQ(listed, 2) << opened;
   // (The figures reached process 0 in several bounded rounds.)
   std::smatch rounds;
   ASSERT_TRUE(std::regex_search(job.messages, rounds, std::regex(R"(\((\d+) gathering the figures\))")))

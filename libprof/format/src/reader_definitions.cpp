@@ -398,6 +398,7 @@ std::unique_ptr<RankTrace> RankTrace::open(const std::string& path, std::string*
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   if (!impl->map_file(error)) return nullptr;
+  reader::files_opened.fetch_add(1, std::memory_order_relaxed);
   const uint64_t size = impl->map.size;
   if (size == 0) {
     *error = at_offset(path, 0, "empty file (0 bytes): not a prof trace");
@@ -481,7 +482,9 @@ double RankTrace::to_global_ns(uint64_t ticks) const {
          impl_->offset_ns(ticks);
 }
 
-size_t RankTrace::stream_count() const { return impl_->streams.size(); }
+size_t RankTrace::stream_count() const {
+  return impl_->stand_in ? impl_->stand_in_chunks.size() : impl_->streams.size();
+}
 uint64_t RankTrace::event_bytes() const { return impl_->event_bytes; }
 
 const ReadStats& RankTrace::stats() const { return impl_->stats; }

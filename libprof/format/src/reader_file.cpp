@@ -36,6 +36,7 @@ constexpr int kMadvPopulateWrite = 23;  // Linux 5.14 uapi value
 // ranks leaves room for the outputs and everything else. Files past that are
 // read through their mapping alone.
 std::atomic<int> descriptors_kept{0};
+std::atomic<uint64_t> files_opened{0};
 
 bool keep_descriptor() {
   static const int budget = [] {

@@ -78,6 +78,8 @@ bool parse_double(std::string_view s, double* out);
 bool parse_rank_list(std::string_view s, std::vector<int32_t>* out);
 
 // ---- the file (reader_file.cpp) --------------------------------------------
+// Files RankTrace::open opened (RankTrace::files_opened).
+extern std::atomic<uint64_t> files_opened;
 struct Mapping {
   const uint8_t* data = nullptr;
   uint64_t size = 0;
@@ -222,6 +224,11 @@ struct RankTrace::Impl {
   double init_t = 0, init_off = 0, final_t = 0, final_off = 0;
 
   std::vector<reader::StreamIndex> streams;  // ordered by stream id
+  size_t indexed_chunks(size_t s) const { return s < streams.size() ? streams[s].chunks.size() : 0; }
+  // A stand-in (reader_stand_in.cpp): no file, no streams indexed; the file's
+  // chunks per stream as its holder counted them.
+  bool stand_in = false;
+  std::vector<uint32_t> stand_in_chunks;
   // Lazy CRC state per sealed events chunk: 0 unchecked, 1 good, 2 bad.
   std::unique_ptr<std::atomic<uint8_t>[]> crc_state;
   uint32_t crc_checks = 0;

@@ -68,7 +68,7 @@ RankTrace::MergedCursor::~MergedCursor() = default;
 
 RankTrace::MergedCursor RankTrace::events() const {
   auto m = std::make_unique<MergedCursor::Impl>();
-  const size_t n = stream_count();
+  const size_t n = impl_->streams.size();
   m->cursors.reserve(n);
   for (size_t i = 0; i < n; ++i) m->cursors.push_back(std::move(stream(i).impl_));
   return MergedCursor(std::move(m));
@@ -76,7 +76,7 @@ RankTrace::MergedCursor RankTrace::events() const {
 
 RankTrace::MergedCursor RankTrace::events_from(uint64_t ticks) const {
   auto m = std::make_unique<MergedCursor::Impl>();
-  const size_t n = stream_count();
+  const size_t n = impl_->streams.size();
   m->cursors.reserve(n);
   for (size_t i = 0; i < n; ++i) m->cursors.push_back(std::move(stream_from(i, ticks).impl_));
   return MergedCursor(std::move(m));
@@ -84,14 +84,14 @@ RankTrace::MergedCursor RankTrace::events_from(uint64_t ticks) const {
 
 RankTrace::MergedCursor RankTrace::events_from_chunks(const std::vector<size_t>& first_chunk) const {
   auto m = std::make_unique<MergedCursor::Impl>();
-  const size_t n = stream_count();
+  const size_t n = impl_->streams.size();
   m->cursors.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     auto c = std::make_unique<Cursor::Impl>();
     c->attach(impl_.get(), i);
     c->partial = true;
     c->with_in_flight = true;
-    const size_t first = i < first_chunk.size() ? std::min(first_chunk[i], chunk_count(i)) : 0;
+    const size_t first = i < first_chunk.size() ? std::min(first_chunk[i], impl_->indexed_chunks(i)) : 0;
     if (i < impl_->streams.size()) c->chunk = impl_->streams[i].chunks.data() + first;
     m->cursors.push_back(std::move(c));
   }
@@ -105,7 +105,7 @@ RankTrace::MergedCursor RankTrace::events_from_position(const MergedCursor::Posi
   c->partial = true;
   c->with_in_flight = true;
   bool entered = false;
-  if (at.valid && stream_count() == 1 && at.chunk < chunk_count(0)) {
+  if (at.valid && impl_->streams.size() == 1 && at.chunk < impl_->indexed_chunks(0)) {
     c->chunk = impl_->streams[0].chunks.data() + at.chunk;
     // Entered as a cursor from the chunk's start would enter it (its CRC
     // checked), then moved to the record.

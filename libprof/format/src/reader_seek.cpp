@@ -105,12 +105,13 @@ RankTrace::Impl::ChunkTimes RankTrace::Impl::chunk_times(size_t stream_index,
 }
 
 size_t RankTrace::chunk_count(size_t stream_index) const {
-  return stream_index < impl_->streams.size() ? impl_->streams[stream_index].chunks.size() : 0;
+  if (impl_->stand_in) return stream_index < impl_->stand_in_chunks.size() ? impl_->stand_in_chunks[stream_index] : 0;
+  return impl_->indexed_chunks(stream_index);
 }
 
 ChunkInfo RankTrace::chunk(size_t stream_index, size_t chunk_index) const {
   ChunkInfo info;
-  if (chunk_index >= chunk_count(stream_index)) return info;
+  if (chunk_index >= impl_->indexed_chunks(stream_index)) return info;
   const reader::ChunkRef& ref = impl_->streams[stream_index].chunks[chunk_index];
   const Impl::ChunkTimes t = impl_->chunk_times(stream_index, chunk_index);
   info.file_offset = ref.header_off;
@@ -132,7 +133,7 @@ ChunkInfo RankTrace::chunk(size_t stream_index, size_t chunk_index) const {
 
 std::vector<ChunkInfo> RankTrace::chunks(size_t stream_index) const {
   std::vector<ChunkInfo> out;
-  const size_t n = chunk_count(stream_index);
+  const size_t n = impl_->indexed_chunks(stream_index);
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) out.push_back(chunk(stream_index, i));
   return out;
@@ -164,7 +165,7 @@ RankTrace::Cursor RankTrace::stream_from(size_t index, uint64_t ticks) const {
   c.attach(impl_.get(), index);
   c.partial = true;
   c.with_in_flight = true;
-  const size_t n = chunk_count(index);
+  const size_t n = impl_->indexed_chunks(index);
   if (n == 0) return Cursor(std::move(cursor));
 
   // The first chunk whose latest leave is at or after `ticks`; chunks without

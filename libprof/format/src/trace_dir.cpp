@@ -36,54 +36,75 @@ T majority(const std::vector<std::unique_ptr<RankTrace>>& files, Get get) {
 }
 }  // namespace
 
-TraceDir TraceDir::open(const std::string& dir) {
+bool TraceDir::list(const std::string& dir, Files* files, std::vector<std::string>* errors) {
   namespace fs = std::filesystem;
-  TraceDir td;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    td.errors.push_back(dir + ": not a trace directory" +
-                        (ec ? ": " + ec.message() : std::string(" (missing or not a directory)")));
-    return td;
+    errors->push_back(dir + ": not a trace directory" +
+                      (ec ? ": " + ec.message() : std::string(" (missing or not a directory)")));
+    return false;
   }
   fs::directory_iterator it(dir, ec);
   if (ec) {
-    td.errors.push_back(dir + ": cannot read trace directory: " + ec.message());
-    return td;
+    errors->push_back(dir + ": cannot read trace directory: " + ec.message());
+    return false;
   }
-  std::vector<std::string> names;
+  std::vector<std::string> found;
   for (; it != fs::directory_iterator(); it.increment(ec)) {
     if (ec) break;
-    const std::string name = it->path().filename().string();
+    std::string name = it->path().filename().string();
     if (name.size() > 10 && name.compare(0, 5, "rank-") == 0 &&
         name.compare(name.size() - 5, 5, ".prof") == 0)
-      names.push_back(name);
+      found.push_back(std::move(name));
   }
   if (ec) {
-    td.errors.push_back(dir + ": cannot read trace directory: " + ec.message());
-    return td;
+    errors->push_back(dir + ": cannot read trace directory: " + ec.message());
+    return false;
   }
-  std::sort(names.begin(), names.end());
-  if (names.empty()) {
-    td.errors.push_back(dir + ": no rank-*.prof files");
-    return td;
+  std::sort(found.begin(), found.end());
+  if (found.empty()) {
+    errors->push_back(dir + ": no rank-*.prof files");
+    return false;
   }
+  files->names = std::move(found);
+  files->traces.resize(files->names.size());
+  files->open_errors.resize(files->names.size());
+  return true;
+}
 
+void TraceDir::open_files(const std::string& dir, Files& files, size_t lo, size_t hi) {
+  namespace fs = std::filesystem;
   // Files are opened in parallel (indexing is per file); results keep name order.
-  std::vector<std::unique_ptr<RankTrace>> slots(names.size());
-  std::vector<std::string> errs(names.size());
-  {
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < names.size();)
-        slots[i] = RankTrace::open((fs::path(dir) / names[i]).string(), &errs[i]);
-    };
-    const size_t n = std::min<size_t>(names.size(),
-                                      std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    for (size_t k = 1; k < n; ++k) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
-  }
+  std::atomic<size_t> next{lo};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < hi;)
+      files.traces[i] = RankTrace::open((fs::path(dir) / files.names[i]).string(), &files.open_errors[i]);
+  };
+  const size_t n = std::min<size_t>(hi - std::min(lo, hi), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t k = 1; k < n; ++k) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+TraceDir TraceDir::open(const std::string& dir) {
+  Files files;
+  TraceDir td;
+  if (!list(dir, &files, &td.errors)) return td;
+  open_files(dir, files, 0, files.names.size());
+  return assemble(dir, std::move(files));
+}
+
+TraceDir TraceDir::assemble(const std::string& dir, Files&& files) {
+  namespace fs = std::filesystem;
+  TraceDir td;
+  const std::vector<std::string>& names = files.names;
+  std::vector<std::unique_ptr<RankTrace>>& slots = files.traces;
+  const std::vector<std::string>& errs = files.open_errors;
+  std::map<const RankTrace*, int> held_by;
+  if (!files.holder.empty())
+    for (size_t i = 0; i < names.size(); ++i)
+      if (slots[i]) held_by[slots[i].get()] = files.holder[i];
   std::vector<std::unique_ptr<RankTrace>> opened;
   for (size_t i = 0; i < names.size(); ++i) {
     if (slots[i]) opened.push_back(std::move(slots[i]));
@@ -137,6 +158,7 @@ TraceDir TraceDir::open(const std::string& dir) {
                             " (already read from " + prev->path() + "): rank file skipped");
       continue;
     }
+    if (!held_by.empty()) td.holder.push_back(held_by[t.get()]);
     td.ranks.push_back(std::move(t));
     prev = td.ranks.back().get();
   }

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "prof/trace_reader.h"
+
 namespace prof::analysis {
 
 class Exchange {
@@ -26,5 +28,18 @@ class Exchange {
   // out[p] goes to process p; the result's [p] came from process p.
   virtual std::vector<std::string> all_to_all(const std::vector<std::string>& out) = 0;
 };
+
+// The trace directory as a process of the job reads it: it opens only the
+// rank files of its block (contiguous in name order, as many files a
+// process as can be, cut from the directory's listing) and
+// knows every other rank from a stand-in its holder described
+// (trace::RankTrace::stand_in): one all_to_all of descriptions at the
+// start, in which process 0 gets the run's environment and settings too.
+// The result's `holder` names each rank's process; it is checked as
+// TraceDir::open checks a directory, the same way on every process. A
+// process that cannot list the directory ends the job: every process's
+// result then has errors (another's as "process P: ..."). Two all_to_all
+// calls on every process.
+trace::TraceDir open_trace_block(const std::string& dir, Exchange& ex);
 
 }  // namespace prof::analysis

@@ -372,6 +372,22 @@ class RankTrace {
   const ReadStats& stats() const;
   const std::vector<std::string>& warnings() const;
 
+  // Stand-ins: a reader that holds only some of a trace's rank files (a
+  // process of an MPI job of prof-analyze, its block) knows the others' ranks
+  // from their holders' descriptions: the header, definitions, time base,
+  // event bytes, streams' chunk counts, the end (heartbeat, calls in flight,
+  // last moment alive) and what opening counted and warned. A stand-in
+  // answers every question above but has no events (its cursors return
+  // none). `run_facts`: also the run's environment and settings (only the
+  // report needs them). Bytes of one build on one kind of machine.
+  std::string describe(bool run_facts) const;
+  // nullptr and *error when `description` is not one describe() wrote.
+  static std::unique_ptr<RankTrace> stand_in(const std::string& description, std::string* error);
+  bool is_stand_in() const;
+  // Rank files this process has opened (open() calls that read a header), so
+  // far, over every RankTrace.
+  static uint64_t files_opened();
+
  private:
   struct Impl;
   explicit RankTrace(std::unique_ptr<Impl>);
@@ -386,7 +402,29 @@ struct TraceDir {
   int world_size = 0;
   std::vector<std::string> errors;
   std::vector<std::string> warnings;
+  // Where the readers of one trace are several processes, each holding the
+  // files of its block (an MPI job of prof-analyze): the process holding
+  // each rank's file (ranks[i] of another process is a stand-in). Empty:
+  // this process opened every file.
+  std::vector<int> holder;
   static TraceDir open(const std::string& dir);
+
+  // open() in its steps, for a reader that opens some of the files and
+  // learns the others from their holders: list(), open_files() for a range
+  // of the names, stand-ins (RankTrace::stand_in) and open errors for the
+  // rest, then assemble(), which checks that they belong to one run.
+  struct Files {
+    std::vector<std::string> names;  // rank-*.prof, sorted
+    // By name: the file (or its stand-in), or nullptr and why not.
+    std::vector<std::unique_ptr<RankTrace>> traces;
+    std::vector<std::string> open_errors;
+    std::vector<int> holder;  // by name: the process holding it (empty: this one)
+  };
+  // False and `errors` when `dir` is not a directory with rank files.
+  static bool list(const std::string& dir, Files* files, std::vector<std::string>* errors);
+  // Opens names [lo, hi) into traces / open_errors (several threads).
+  static void open_files(const std::string& dir, Files& files, size_t lo, size_t hi);
+  static TraceDir assemble(const std::string& dir, Files&& files);
 };
 
 // Writes trace files without MPI: for tests, synthetic benchmarks and the

@@ -1,0 +1,294 @@
+// Stand-ins (RankTrace::describe, RankTrace::stand_in): a rank file known
+// from the description its holder wrote, not opened.
+//
+// A description holds what RankTrace answers without decoding events, as
+// the holder's reader computed it: the definitions after
+// finish_definitions() (implicit communicators added, the time base
+// parsed), so a stand-in converts times and maps communicators exactly as
+// the file's own reader does. The calls in flight and the last moment alive
+// need the last chunks' times: the holder computes them only where the file
+// has a heartbeat or live slots, as its own reader would before using them.
+//
+// Invariant: a stand-in has no streams indexed (stand_in_chunks gives
+// stream_count() and chunk_count()), so every cursor of it is empty and no
+// path reads a file it does not have.
+#include <algorithm>
+#include <mutex>
+#include <type_traits>
+
+#include "reader_internal.h"
+
+namespace prof::trace {
+
+namespace {
+
+constexpr char kDescriptionTag[8] = {'p', 'r', 'o', 'f', 'r', 'k', 'd', '1'};
+
+struct Out {
+  std::string buf;
+  template <class T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    buf.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void str(const std::string& s) {
+    put<uint64_t>(s.size());
+    buf.append(s);
+  }
+  template <class T>
+  void vec(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    put<uint64_t>(v.size());
+    buf.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+  void ranks(const RankList& r) {
+    put<uint8_t>(r.is_identity());
+    if (r.is_identity()) put<uint64_t>(r.size());
+    else vec(r.vector());
+  }
+};
+
+// Reads what Out wrote; a short or garbled description throws.
+struct In {
+  const char* p;
+  const char* end;
+  void need(size_t n) const {
+    if (static_cast<size_t>(end - p) < n) throw std::length_error("short description");
+  }
+  template <class T>
+  T get() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    p += sizeof v;
+    return v;
+  }
+  std::string str() {
+    const auto n = get<uint64_t>();
+    need(n);
+    std::string s(p, n);
+    p += n;
+    return s;
+  }
+  template <class T>
+  std::vector<T> vec() {
+    const auto n = get<uint64_t>();
+    if (n > static_cast<size_t>(end - p) / sizeof(T)) throw std::length_error("short description");
+    std::vector<T> v(n);
+    std::memcpy(v.data(), p, n * sizeof(T));
+    p += n * sizeof(T);
+    return v;
+  }
+  RankList ranks() {
+    if (get<uint8_t>()) return RankList::identity(get<uint64_t>());
+    return RankList(vec<int32_t>());
+  }
+};
+
+}  // namespace
+
+std::string RankTrace::describe(bool run_facts) const {
+  const Impl& t = *impl_;
+  const bool live = t.heartbeat != 0 || !t.live_slots.empty();
+  if (live) t.compute_live();
+  Out o;
+  o.buf.append(kDescriptionTag, sizeof kDescriptionTag);
+  o.str(t.path);
+  o.put(t.header);
+  o.put<uint64_t>(t.meta.size());
+  for (const auto& [k, v] : t.meta) {
+    o.str(k);
+    o.str(v);
+  }
+  o.put<uint8_t>(run_facts);
+  if (run_facts) {
+    o.put<uint64_t>(t.environment.size());
+    for (const auto& [k, v] : t.environment) {
+      o.str(k);
+      o.str(v);
+    }
+    o.put<uint64_t>(t.settings.size());
+    for (const auto& [k, v] : t.settings) {
+      o.str(k);
+      o.str(v.value);
+      o.put<uint8_t>(v.from_environment);
+    }
+  }
+  o.put<uint64_t>(t.functions.size());
+  for (const FunctionDef& f : t.functions) {
+    o.put(f.id);
+    o.put(f.kind);
+    o.str(f.name);
+  }
+  o.put<uint64_t>(t.comms.size());
+  for (const CommDef& c : t.comms) {
+    o.put(c.handle);
+    o.put(c.global_id);
+    o.put(c.time);
+    o.put<uint8_t>(c.inter);
+    o.ranks(c.ranks);
+    o.ranks(c.remote_ranks);
+  }
+  o.put<uint64_t>(t.callsites.size());
+  for (const CallSiteDef& s : t.callsites) {
+    o.put(s.id);
+    o.put(s.address);
+    o.str(s.file);
+    o.put(s.line);
+  }
+  o.vec(t.call_site_ids);
+  o.put<uint64_t>(t.load_objects.size());
+  for (const LoadObject& l : t.load_objects) {
+    o.put(l.bias);
+    o.str(l.path);
+    o.str(l.build_id);
+  }
+  o.put<uint64_t>(t.clock_syncs.size());
+  for (const ClockSyncDef& k : t.clock_syncs) {
+    o.str(k.phase);
+    o.put(k.local_ticks);
+    o.put(k.offset_ns);
+    o.put(k.rtt_ns);
+  }
+  o.str(t.end_reason);
+  o.put(t.heartbeat);
+  o.put<uint8_t>(live);
+  if (live) {
+    o.vec(t.in_flight);
+    o.put(t.last_alive);
+  }
+  o.put(t.ns_per_tick);
+  o.put(t.epoch);
+  o.put(t.origin);
+  o.put<uint8_t>(t.have_init);
+  o.put<uint8_t>(t.have_final);
+  for (double v : {t.init_t, t.init_off, t.final_t, t.final_off}) o.put(v);
+  o.put(t.event_bytes);
+  std::vector<uint32_t> chunks;
+  for (size_t s = 0; s < stream_count(); ++s) chunks.push_back(static_cast<uint32_t>(chunk_count(s)));
+  o.vec(chunks);
+  {
+    std::lock_guard<std::mutex> lock(t.mu);
+    o.put(t.stats);
+    o.put<uint64_t>(t.warnings.size());
+    for (const std::string& w : t.warnings) o.str(w);
+  }
+  return std::move(o.buf);
+}
+
+std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, std::string* error) {
+  auto impl = std::make_unique<Impl>();
+  Impl& t = *impl;
+  t.stand_in = true;
+  In in{description.data(), description.data() + description.size()};
+  try {
+    in.need(sizeof kDescriptionTag);
+    if (std::memcmp(in.p, kDescriptionTag, sizeof kDescriptionTag) != 0)
+      throw std::length_error("not a rank file's description");
+    in.p += sizeof kDescriptionTag;
+    t.path = in.str();
+    t.header = in.get<format::FileHeader>();
+    for (auto n = in.get<uint64_t>(); n-- > 0;) {
+      std::string k = in.str();
+      t.meta[std::move(k)] = in.str();
+    }
+    if (in.get<uint8_t>()) {
+      for (auto n = in.get<uint64_t>(); n-- > 0;) {
+        std::string k = in.str();
+        t.environment[std::move(k)] = in.str();
+      }
+      for (auto n = in.get<uint64_t>(); n-- > 0;) {
+        std::string k = in.str();
+        ProfSetting& v = t.settings[std::move(k)];
+        v.value = in.str();
+        v.from_environment = in.get<uint8_t>();
+      }
+    }
+    for (auto n = in.get<uint64_t>(); n-- > 0;) {
+      FunctionDef f;
+      f.id = in.get<uint16_t>();
+      f.kind = in.get<FuncKind>();
+      f.name = in.str();
+      if (f.id >= t.function_index.size()) {
+        t.function_index.resize(f.id + 1u, -1);
+        t.kinds.resize(f.id + 1u, reader::undefined_func_info());
+      }
+      t.function_index[f.id] = static_cast<int32_t>(t.functions.size());
+      t.kinds[f.id] = reader::func_info(f.kind);
+      t.functions.push_back(std::move(f));
+    }
+    for (auto n = in.get<uint64_t>(); n-- > 0;) {
+      CommDef c;
+      c.handle = in.get<uint32_t>();
+      c.global_id = in.get<uint64_t>();
+      c.time = in.get<uint64_t>();
+      c.inter = in.get<uint8_t>();
+      c.ranks = in.ranks();
+      c.remote_ranks = in.ranks();
+      t.comms.push_back(std::move(c));
+    }
+    // (As finish_definitions() orders them: by handle, time, definition.)
+    for (uint32_t i = 0; i < t.comms.size(); ++i) t.comm_keys.push_back({t.comms[i].handle, t.comms[i].time, i, i});
+    std::sort(t.comm_keys.begin(), t.comm_keys.end(), [](const Impl::CommKey& a, const Impl::CommKey& b) {
+      if (a.handle != b.handle) return a.handle < b.handle;
+      if (a.time != b.time) return a.time < b.time;
+      return a.order < b.order;
+    });
+    for (auto n = in.get<uint64_t>(); n-- > 0;) {
+      CallSiteDef s;
+      s.id = in.get<uint32_t>();
+      s.address = in.get<uint64_t>();
+      s.file = in.str();
+      s.line = in.get<int>();
+      t.callsite_index.emplace(s.id, t.callsites.size());
+      t.callsites.push_back(std::move(s));
+    }
+    t.call_site_ids = in.vec<uint32_t>();
+    for (auto n = in.get<uint64_t>(); n-- > 0;) {
+      LoadObject l;
+      l.bias = in.get<uint64_t>();
+      l.path = in.str();
+      l.build_id = in.str();
+      t.load_objects.push_back(std::move(l));
+    }
+    for (auto n = in.get<uint64_t>(); n-- > 0;) {
+      ClockSyncDef k;
+      k.phase = in.str();
+      k.local_ticks = in.get<uint64_t>();
+      k.offset_ns = in.get<double>();
+      k.rtt_ns = in.get<double>();
+      t.clock_syncs.push_back(std::move(k));
+    }
+    t.end_reason = in.str();
+    t.heartbeat = in.get<uint64_t>();
+    if (in.get<uint8_t>()) {
+      t.in_flight = in.vec<InFlightCall>();
+      t.last_alive = in.get<uint64_t>();
+    }  // (else last_alive() stays 0: readers ask it only of a file with a heartbeat)
+    std::call_once(t.live_once, [] {});  // (known: no chunk times to read)
+    t.ns_per_tick = in.get<double>();
+    t.epoch = in.get<uint64_t>();
+    t.origin = in.get<uint64_t>();
+    t.have_init = in.get<uint8_t>();
+    t.have_final = in.get<uint8_t>();
+    t.init_t = in.get<double>();
+    t.init_off = in.get<double>();
+    t.final_t = in.get<double>();
+    t.final_off = in.get<double>();
+    t.event_bytes = in.get<uint64_t>();
+    t.stand_in_chunks = in.vec<uint32_t>();
+    t.stats = in.get<ReadStats>();
+    for (auto n = in.get<uint64_t>(); n-- > 0;) t.warnings.push_back(in.str());
+    if (in.p != in.end) throw std::length_error("bytes after the description");
+  } catch (const std::exception& ex) {
+    if (error) *error = std::string("a rank file's description: ") + ex.what();
+    return nullptr;
+  }
+  return std::unique_ptr<RankTrace>(new RankTrace(std::move(impl)));
+}
+
+bool RankTrace::is_stand_in() const { return impl_->stand_in; }
+
+uint64_t RankTrace::files_opened() { return reader::files_opened.load(std::memory_order_relaxed); }
+
+}  // namespace prof::trace
