@@ -166,6 +166,7 @@ void Engine::phase_decode(unsigned w) {
     }
     r.settle_instants(std::min(frontier_, r.holds.oldest()));
     if (release_cursor_pages_) r.cursor.release_pages();
+    r.cursor.release_file();  // (past the process's budget of mappings)
     if (by_ranks && r.phase_events == share && r.has_ev && r.ev_enter < win_end_) stopped.push_back(i);
   }
   for (size_t i : stopped) {
@@ -177,6 +178,7 @@ void Engine::phase_decode(unsigned w) {
     r.phase_events += before;
     r.settle_instants(std::min(frontier_, r.holds.oldest()));
     if (release_cursor_pages_) r.cursor.release_pages();
+    r.cursor.release_file();  // (past the process's budget of mappings)
   }
 }
 
@@ -375,6 +377,7 @@ void Engine::setup() {
       r->damage.span_first = span_first;
       r->damage.span_last = span_last;
       r->has_ev = r->advance();
+      r->cursor.release_file();  // (past the process's budget of mappings: until its first visit)
       if (r->has_ev) {
         r->ev_enter = r->interp.global(r->ev->enter);
         if (!window_.from_index()) t_first_ = std::min(t_first_, r->ev_enter);

@@ -212,6 +212,18 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
                  app.help().c_str());
     return kExitUsage;
   }
+  // The reader's budget of file mappings (prof::trace::set_mapping_budget),
+  // to try a trace of more ranks than the default budget on a small one.
+  if (const char* budget = std::getenv("PROF_ANALYZE_MAX_MAPPINGS"); budget && *budget) {
+    char* end = nullptr;
+    const long n = std::strtol(budget, &end, 10);
+    if (*end != '\0' || n < 1 || n > (1L << 30)) {
+      std::fprintf(stderr, "prof-analyze: error: PROF_ANALYZE_MAX_MAPPINGS '%s': expected a number of mappings, 1 or more\n",
+                   budget);
+      return kExitUsage;
+    }
+    prof::trace::set_mapping_budget(static_cast<int>(n));
+  }
   std::vector<std::pair<int, int>> shown_ranks;
   if (!rank_list.empty()) {
     std::string error;

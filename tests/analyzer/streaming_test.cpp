@@ -2,10 +2,12 @@
 // tiny windows force messages, collectives and interval executions to be
 // matched across many phases (pending receives, sends arriving later,
 // instances completed by another worker, executions folded part by part).
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
 #include "prof/analysis/report.h"
+#include "prof/trace_reader.h"
 #include "trace_builder.h"
 
 namespace prof::test {
@@ -130,6 +132,36 @@ TEST(Streaming, SameReportWhateverTheWindowsAndThreads) {
     EXPECT_EQ(first_difference(got, want), "")
         << threads << " threads, windows of " << window << " events";
   }
+}
+
+// With fewer file mappings allowed than ranks (prof::trace::set_mapping_budget),
+// the analysis holds no more than its budget between phases (each rank's file
+// is given back after its visit and mapped again at the next) and its report
+// is the same, with one worker and with three.
+TEST(Streaming, FewerMappingsThanRanksSameReport) {
+  TraceBuilder b(6);
+  build(b);
+  analysis::Options o;
+  o.window_events = 64;
+  o.window_events_per_rank = 0;
+  o.delay_analysis = true;
+  const std::string want = report(analyze_checked(b.dir(), o));
+  constexpr int kBudget = 2;
+  trace::set_mapping_budget(kBudget);
+  for (unsigned threads : {1u, 3u}) {
+    o.threads = threads;
+    int most = 0;
+    size_t phases = 0;
+    o.progress = [&](double, uint64_t) {  // between phases
+      most = std::max(most, trace::mappings_held());
+      ++phases;
+    };
+    const auto a = analyze_checked(b.dir(), o);
+    EXPECT_GT(phases, 10u);
+    EXPECT_LE(most, kBudget) << threads << " workers";
+    EXPECT_EQ(first_difference(report(a), want), "") << threads << " workers";
+  }
+  trace::set_mapping_budget(0);
 }
 
 // PROF_ANALYZE_WORKER_STATS=1 says where each worker's time went, on stderr,

@@ -364,6 +364,85 @@ TEST(FormatBatch, ReleasedPagesHoldNothingAndDecodeTheSameEvents) {
   std::filesystem::remove_all(dir);
 }
 
+// Mappings of files under `dir` this process holds (/proc/self/maps).
+int mappings_under(const std::string& dir) {
+  std::ifstream maps("/proc/self/maps");
+  const std::string prefix = std::filesystem::canonical(dir).string() + "/";
+  int n = 0;
+  for (std::string line; std::getline(maps, line);)
+    if (const size_t at = line.find(prefix); at != std::string::npos && at > 0 && line[at - 1] == ' ') ++n;
+  return n;
+}
+
+// A reader of more rank files than its budget of mappings (Linux refuses a
+// process more than vm.max_map_count) holds at most the budget between
+// visits, one more during one, and decodes the same events: files of one
+// chunk (decoded in the mapping), of many (read into the cursor's buffer
+// after the first), and of several streams, visited in turns as the analysis
+// visits its ranks in a phase.
+TEST(FormatBatch, FilesPastTheMappingBudgetAreUnmappedBetweenVisits) {
+  const std::string dir = temp_dir();
+  constexpr int kFiles = 24, kBudget = 6;
+  std::vector<std::string> paths;
+  std::vector<std::vector<Decoded>> want;
+  for (int i = 0; i < kFiles; ++i) {
+    const std::string sub = dir + "/r" + std::to_string(i);
+    std::filesystem::create_directories(sub);
+    const uint32_t chunk = i % 3 == 0 ? 1u << 20 : 4096;
+    paths.push_back(write_random(sub, 300 + static_cast<uint64_t>(i), 1500, chunk, format::kFormatVersion,
+                                 i % 4 == 1 ? 2 : 1, true, i % 2 == 0));
+    auto t = open_trace(paths.back());
+    ASSERT_TRUE(t);
+    want.push_back(by_next(t->events()));
+  }
+  ASSERT_EQ(mappings_under(dir), 0);
+  set_mapping_budget(kBudget);
+  std::vector<std::unique_ptr<RankTrace>> traces;
+  for (const std::string& p : paths) {
+    traces.push_back(open_trace(p));
+    ASSERT_TRUE(traces.back());
+    ASSERT_LE(mappings_under(dir), kBudget) << "opening " << p;
+  }
+  std::vector<RankTrace::MergedCursor> cursors;
+  for (auto& t : traces) cursors.push_back(t->events());
+  std::vector<std::vector<Decoded>> got(kFiles);
+  std::vector<bool> done(kFiles, false);
+  int most = 0;
+  for (int left = kFiles; left > 0;) {
+    for (int i = 0; i < kFiles; ++i) {
+      if (done[static_cast<size_t>(i)]) continue;
+      RankTrace::MergedCursor& c = cursors[static_cast<size_t>(i)];
+      for (int b = 0; b < 16; ++b) {  // a visit: a few batches
+        const auto batch = c.next_batch();
+        if (batch.empty()) {
+          done[static_cast<size_t>(i)] = true;
+          --left;
+          break;
+        }
+        for (const Event& e : batch) got[static_cast<size_t>(i)].push_back(copy_of(e, c.current_chunk()));
+      }
+      const int during = mappings_under(dir);
+      ASSERT_LE(during, kBudget + 1) << "visiting " << i;
+      most = std::max(most, during);
+      c.release_file();
+      ASSERT_LE(mappings_under(dir), kBudget) << "after visiting " << i;
+      ASSERT_EQ(mappings_held(), mappings_under(dir));
+    }
+  }
+  EXPECT_EQ(most, kBudget + 1);  // (the budget was reached: files were mapped again)
+  for (int i = 0; i < kFiles; ++i) {
+    SCOPED_TRACE("file " + std::to_string(i));
+    expect_same(want[static_cast<size_t>(i)], got[static_cast<size_t>(i)]);
+    EXPECT_EQ(traces[static_cast<size_t>(i)]->stats().bad_records, 0u);
+    EXPECT_EQ(traces[static_cast<size_t>(i)]->stats().crc_mismatches, 0u);
+  }
+  cursors.clear();
+  traces.clear();
+  set_mapping_budget(0);
+  EXPECT_EQ(mappings_under(dir), 0);
+  std::filesystem::remove_all(dir);
+}
+
 // Format 6 against format 5 on the same calls, most of which repeat the
 // previous call of their function: every event decodes the same (by next()
 // and by batches, from the start and from positions inside chunks, as the

@@ -289,8 +289,46 @@ struct RankTrace::Cursor::Impl {
   }
 
   void leave_chunk() {
-    if (current && !copied) trace->release(*current);
+    if (current && !copied && !set_aside) {
+      trace->release(*current);
+      trace->unpin_map();
+    }
     current = nullptr;
+    set_aside = false;
+  }
+
+  // Between a reader's visits (MergedCursor::release_file): a cursor decoding
+  // in the file's mapping unpins it, so the file can be unmapped, keeping its
+  // places in the chunk as offsets; take_back() pins the mapping (mapped
+  // again, perhaps elsewhere) and turns them into pointers again.
+  bool set_aside = false;
+  struct AsideOffsets {
+    size_t p = 0, end = 0, snapshot = 0, rec = 0, pay = 0;
+  } aside;
+  void put_aside() {
+    if (!current || copied || set_aside) return;
+    const auto off = [this](const uint8_t* q) { return q ? static_cast<size_t>(q - data) + 1 : 0; };  // 0: null
+    aside.p = off(p);
+    aside.end = off(end);
+    aside.snapshot = off(snapshot);
+    aside.rec = ready ? off(prepared.rec) : 0;
+    aside.pay = ready ? off(prepared.pay) : 0;
+    trace->unpin_map();
+    data = p = end = snapshot = nullptr;
+    set_aside = true;
+  }
+  void take_back() {
+    if (!set_aside) return;
+    set_aside = false;
+    data = trace->pin_map() + current->payload_off;
+    const auto at = [this](size_t o) -> const uint8_t* { return o ? data + (o - 1) : nullptr; };
+    p = at(aside.p);
+    end = at(aside.end);
+    snapshot = at(aside.snapshot);
+    if (ready) {
+      prepared.rec = at(aside.rec);
+      prepared.pay = at(aside.pay);
+    }
   }
   // Enters the next chunk whose CRC holds (a sealed chunk is checked before
   // any of its records is decoded; a bad one is skipped).
@@ -307,7 +345,10 @@ struct RankTrace::Cursor::Impl {
       ++chunks_entered;
       if (!trace->verify(*c, data)) {
         ++gaps;
-        if (!copied) trace->release(*c);
+        if (!copied) {
+          trace->release(*c);
+          trace->unpin_map();
+        }
         continue;
       }
       current = c;

@@ -424,6 +424,7 @@ std::unique_ptr<RankTrace> RankTrace::open(const std::string& path, std::string*
   }
   impl->index();
   impl->finish_definitions();
+  impl->unpin_map();  // indexed: cursors map it again as they need it
   // The heartbeat and the calls in flight are raw ticks: a TSC's without the
   // rank's time base (its start definitions, lost when the file was cut
   // before them) would read as hours since boot, so they are not used. (The

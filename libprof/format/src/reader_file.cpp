@@ -7,6 +7,9 @@
 // chunks while it has no buffer they fit in are decoded from the mapping
 // instead, whose pages are dropped from the process when the cursor leaves
 // them. Either way the memory held is one chunk per cursor (flat RSS).
+// Past the process's budget of mappings (vm.max_map_count bounds them), a
+// file no cursor decodes in is unmapped and mapped again when one needs it
+// (pin_map, unpin_map).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -16,6 +19,7 @@
 #include <atomic>
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "prof/safe_file.h"
@@ -49,8 +53,35 @@ bool keep_descriptor() {
   return false;
 }
 
+std::atomic<int> mappings_held{0};
+std::atomic<int> mapping_budget_set{0};  // 0: the default
+
+namespace {
+// Half of vm.max_map_count, as descriptors take half of `ulimit -n`: the
+// rest is the process's own (libraries, heap, rings, chunk buffers).
+int default_mapping_budget() {
+  static const int budget = [] {
+    long limit = 65530;  // Linux's default
+    if (FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+      if (std::fscanf(f, "%ld", &limit) != 1 || limit < 2) limit = 65530;
+      std::fclose(f);
+    }
+    return static_cast<int>(std::min<long>(limit / 2, 1 << 30));
+  }();
+  return budget;
+}
+}  // namespace
+
+int mapping_budget_now() {
+  const int set = mapping_budget_set.load(std::memory_order_relaxed);
+  return set > 0 ? set : default_mapping_budget();
+}
+
 Mapping::~Mapping() {
-  if (map) ::munmap(map, size);
+  if (map) {
+    ::munmap(map, size);
+    mappings_held.fetch_sub(1, std::memory_order_relaxed);
+  }
   if (fd >= 0) {
     ::close(fd);
     descriptors_kept.fetch_sub(1);
@@ -93,6 +124,12 @@ uint64_t page_size() {
 
 }  // namespace reader
 
+void set_mapping_budget(int mappings) {
+  reader::mapping_budget_set.store(std::max(mappings, 0), std::memory_order_relaxed);
+}
+int mapping_budget() { return reader::mapping_budget_now(); }
+int mappings_held() { return reader::mappings_held.load(std::memory_order_relaxed); }
+
 bool RankTrace::Impl::map_file(std::string* error) {
   // A FIFO, a device or a directory is refused at open, and no read goes past
   // the size fstat gave (a link to /dev/zero never ends otherwise).
@@ -102,9 +139,11 @@ bool RankTrace::Impl::map_file(std::string* error) {
   if (file.size > 0) {
     void* m = ::mmap(nullptr, static_cast<size_t>(file.size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (m != MAP_FAILED) {
+      reader::mappings_held.fetch_add(1, std::memory_order_relaxed);
       map.map = m;
       map.size = file.size;
       map.data = static_cast<const uint8_t*>(m);
+      map_users = 1;
       ::madvise(m, map.size, MADV_SEQUENTIAL);
       ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
       if (reader::keep_descriptor()) map.fd = fd;
@@ -131,7 +170,52 @@ bool RankTrace::Impl::map_file(std::string* error) {
   ::close(fd);
   map.data = map.contents.data();
   map.size = map.contents.size();
+  map_users = 1;
   return true;
+}
+
+const uint8_t* RankTrace::Impl::pin_map() const {
+  std::lock_guard<std::mutex> lock(map_mu);
+  ++map_users;
+  if (map.data) return map.data;
+  // Given back: mapped again, through the kept descriptor or the path.
+  const int fd = map.fd >= 0 ? map.fd : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st{};
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) >= map.size) {
+    void* m = ::mmap(nullptr, static_cast<size_t>(map.size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m != MAP_FAILED) {
+      reader::mappings_held.fetch_add(1, std::memory_order_relaxed);
+      ::madvise(m, map.size, MADV_SEQUENTIAL);
+      map.map = m;
+      map.data = static_cast<const uint8_t*>(m);
+    }
+  }
+  if (!map.data) {
+    // Refused (the file is gone, shorter, or the process is out of
+    // mappings): what can be read of it, zeros past that, held in memory.
+    map.contents.assign(static_cast<size_t>(map.size), 0);
+    size_t got = 0;
+    while (fd >= 0 && got < map.contents.size()) {
+      const ssize_t n = ::pread(fd, map.contents.data() + got, map.contents.size() - got, static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    map.data = map.contents.data();
+  }
+  if (fd >= 0 && fd != map.fd) ::close(fd);
+  return map.data;
+}
+
+void RankTrace::Impl::unpin_map() const {
+  std::lock_guard<std::mutex> lock(map_mu);
+  if (--map_users > 0 || !map.map ||
+      reader::mappings_held.load(std::memory_order_relaxed) <= reader::mapping_budget_now())
+    return;
+  ::munmap(map.map, map.size);
+  reader::mappings_held.fetch_sub(1, std::memory_order_relaxed);
+  map.map = nullptr;
+  map.data = nullptr;
 }
 
 // Chunk headers are read so during the index, not through the mapping: a fault
@@ -147,7 +231,7 @@ const uint8_t* RankTrace::Impl::chunk_payload(const ChunkRef& c, ChunkBuffer& bu
                                               bool* copied) const {
   *copied = false;
   if (map.fd < 0 || c.len > reader::kReadChunkMax || (map_unless_fits && buf.size() < c.len))
-    return map.data + c.payload_off;
+    return pin_map() + c.payload_off;
   if (buf.size() < c.len) buf.reserve(std::max<size_t>(c.len, buf.size() * 2));
   size_t got = 0;
   while (got < c.len) {
@@ -158,7 +242,7 @@ const uint8_t* RankTrace::Impl::chunk_payload(const ChunkRef& c, ChunkBuffer& bu
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else {
-      return map.data + c.payload_off;  // the mapping still has it
+      return pin_map() + c.payload_off;  // the mapping still has it
     }
   }
   *copied = true;

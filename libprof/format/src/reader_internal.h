@@ -80,6 +80,9 @@ bool parse_rank_list(std::string_view s, std::vector<int32_t>* out);
 // ---- the file (reader_file.cpp) --------------------------------------------
 // Files RankTrace::open opened (RankTrace::files_opened).
 extern std::atomic<uint64_t> files_opened;
+// The file's bytes: mapped, or (mmap refused) read into `contents`. `size` is
+// the size at open and stays so; `data` is null while the mapping is given
+// back (RankTrace::Impl::pin_map maps it again).
 struct Mapping {
   const uint8_t* data = nullptr;
   uint64_t size = 0;
@@ -88,6 +91,12 @@ struct Mapping {
   std::vector<uint8_t> contents;  // fallback when mmap is not possible
   ~Mapping();
 };
+
+// File mappings the reader holds in this process, over every RankTrace, and
+// the most it keeps (set_mapping_budget): Linux refuses a process more than
+// vm.max_map_count mappings (65,530 by default), one a rank file at most.
+extern std::atomic<int> mappings_held;
+int mapping_budget_now();
 
 // Memory a chunk is read into: anonymous pages populated in one call, not
 // zeroed by the library and faulted one by one (under the VM's hypervisor a
@@ -176,7 +185,13 @@ struct RankTrace::Impl {
   using ChunkBuffer = reader::ChunkBuffer;
 
   std::string path;
-  reader::Mapping map;
+  // Mapped at open; given back when no cursor decodes in it and the process
+  // holds more mappings than its budget, and mapped again when one needs it
+  // (pin_map). Guarded by map_mu where it changes; a holder of a pin reads it
+  // freely (it cannot change while pinned).
+  mutable reader::Mapping map;
+  mutable std::mutex map_mu;
+  mutable int map_users = 0;  // pins: open while it indexes, cursors decoding in the mapping
   format::FileHeader header{};
 
   std::map<std::string, std::string> meta;
@@ -255,13 +270,22 @@ struct RankTrace::Impl {
   }
 
   // reader_file.cpp
+  // Opens and maps the file, pinned (open() unpins it once indexed).
   bool map_file(std::string* error);
+  // The mapping's start, mapped again if it was given back (reopened by its
+  // path; a file that cannot be, or is shorter than it was, reads as zeros
+  // past what remains: its chunks fail their checks); one pin more.
+  const uint8_t* pin_map() const;
+  // One pin less; with none left and the process over its budget, the
+  // mapping is given back.
+  void unpin_map() const;
   // n bytes at file offset `off` (within the file) into `to`.
   void read_at(uint64_t off, void* to, size_t n) const;
   // The payload of events chunk c: read into `buf` (grown as needed) when the
   // file can be read so, else (or if the read fails) in the mapping; also in
   // the mapping when `map_unless_fits` and `buf` is smaller than it
-  // (kMappedChunks). Sets *copied to whether it is in `buf`.
+  // (kMappedChunks). Sets *copied to whether it is in `buf`; if not, the
+  // mapping is pinned (the caller unpins it when it leaves the chunk).
   const uint8_t* chunk_payload(const ChunkRef& c, ChunkBuffer& buf, bool map_unless_fits, bool* copied) const;
   // Buffers of cursors that ended, for the next cursor (their pages are
   // populated already).

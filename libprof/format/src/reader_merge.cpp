@@ -32,6 +32,12 @@ struct RankTrace::MergedCursor::Impl {
   std::vector<uint8_t> batch_groups;
   size_t batch_limit = kBatchEvents;  // limit_batch()
   const reader::ChunkRef* chunk_of_last = nullptr;  // one stream: where the last event started
+  bool set_aside = false;  // release_file() put its cursors aside: take them back first
+
+  void take_back() {
+    set_aside = false;
+    for (const auto& c : cursors) c->take_back();
+  }
 
   static bool less(const Node& a, const Node& b) {
     return a.key < b.key || (a.key == b.key && a.index < b.index);
@@ -134,10 +140,14 @@ RankTrace::MergedCursor::Position RankTrace::MergedCursor::position() const {
   Position at;
   if (!impl_ || impl_->cursors.size() != 1) return at;
   const Cursor::Impl& c = *impl_->cursors[0];
-  if (c.ready || !c.current || !c.p || c.end - c.p < 8) return at;
+  if (c.set_aside) {  // (its offsets, plus one: see Cursor::Impl::put_aside)
+    if (c.ready || !c.current || !c.aside.p || c.aside.end < c.aside.p + 8) return at;
+  } else if (c.ready || !c.current || !c.p || c.end - c.p < 8) {
+    return at;
+  }
   at.valid = true;
   at.chunk = static_cast<uint32_t>(c.current - c.trace->streams[c.stream_index].chunks.data());
-  at.offset = static_cast<uint32_t>(c.p - c.data);
+  at.offset = static_cast<uint32_t>(c.set_aside ? c.aside.p - 1 : static_cast<size_t>(c.p - c.data));
   at.chain = c.chain;
   at.context_comm = c.context_comm;
   at.context_request_high = c.context_request_high;
@@ -175,6 +185,7 @@ const std::vector<OpenInterval>& RankTrace::MergedCursor::open_intervals(
 bool RankTrace::MergedCursor::next(Event& e) {
   if (!impl_) return false;
   Impl& m = *impl_;
+  if (m.set_aside) [[unlikely]] m.take_back();
   if (m.cursors.size() == 1) {
     Cursor::Impl& c = *m.cursors[0];
     if (c.ready) [[unlikely]] {  // the event a seek stopped at
@@ -238,16 +249,23 @@ void RankTrace::MergedCursor::limit_batch(size_t events) {
 void RankTrace::MergedCursor::release_pages() {
   if (!impl_) return;
   for (const auto& c : impl_->cursors) {
-    if (c->current && !c->copied) c->trace->release(*c->current, true);
+    if (c->current && !c->copied && !c->set_aside) c->trace->release(*c->current, true);
     // The repeat templates go too (4.3 KB a cursor, 70 MB at 16384 ranks): a
     // missing template only means the next repeat is decoded in full.
     std::vector<Cursor::Impl::RepeatTemplate>().swap(c->templates);
   }
 }
 
+void RankTrace::MergedCursor::release_file() {
+  if (!impl_ || reader::mappings_held.load(std::memory_order_relaxed) <= reader::mapping_budget_now()) return;
+  for (const auto& c : impl_->cursors) c->put_aside();
+  impl_->set_aside = true;
+}
+
 std::span<const Event> RankTrace::MergedCursor::next_batch() {
   if (!impl_) return {};
   Impl& m = *impl_;
+  if (m.set_aside) [[unlikely]] m.take_back();
   if (m.batch.empty()) {
     m.batch.resize(m.batch_limit);
     m.batch_groups.assign(m.batch_limit, 0);

@@ -322,6 +322,11 @@ class RankTrace {
     // trace, 266 MB), and its repeat templates (4.3 KB). A chunk read into
     // the cursor's buffer is not affected.
     void release_pages();
+    // When the process holds more file mappings than mapping_budget(): lets
+    // this rank's file be unmapped until the cursor's next next() or
+    // next_batch(), which map it again (a reader of more ranks than the
+    // budget calls it after each rank's visit; elsewhere it does nothing).
+    void release_file();
     // For a cursor from events_from(): stream_index's open intervals just
     // before its first event (Cursor::open_intervals).
     const std::vector<OpenInterval>& open_intervals(size_t stream_index) const;
@@ -478,5 +483,17 @@ class TraceWriter {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// File mappings. Each open RankTrace maps its file; Linux refuses a process
+// more than vm.max_map_count mappings (65,530 by default). Past
+// mapping_budget() mappings in the process, a file no cursor is decoding in
+// is unmapped (at the end of its open, at a cursor's release_file() or when
+// a cursor leaves it) and mapped again when a cursor needs it. The default is
+// half of vm.max_map_count; set_mapping_budget(n) sets n (n <= 0: the
+// default), for readers of many files and for tests.
+void set_mapping_budget(int mappings);
+int mapping_budget();
+// Mappings of rank files this process holds now.
+int mappings_held();
 
 }  // namespace prof::trace
