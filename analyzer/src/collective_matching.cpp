@@ -9,7 +9,7 @@
 namespace prof::analysis::detail {
 
 // A member's figures. With many ranks (Rank::queue_results) an owner
-// handing every member its figures in turn found each rank's spans, holds
+// handing every member its figures in turn finds each rank's spans, holds
 // and sums out of cache (a dozen lines a member): its waits by partner are
 // credited now, in the order of matching as every wait is, and the rest
 // waits in the rank's queue, one record, until the rank settles

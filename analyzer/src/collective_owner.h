@@ -33,8 +33,8 @@ struct Instance {
   const CommDef* def = nullptr;
   bool done = false;
   // The members that have called, in order of arrival: one array, read in
-  // order when the instance completes (a list linked through the owner's
-  // arena was one dependent miss a member at thousands of ranks). Its
+  // order when the instance completes (a list linked member to member is a
+  // dependent miss a member at thousands of ranks). Its
   // buffer comes from, and goes back to, the owner's spares (Owner::members_for).
   std::vector<Member> members;
 };

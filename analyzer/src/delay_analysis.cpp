@@ -94,7 +94,7 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
   // partner met once in a while (the last member of a collective) is a few
   // probes of the place left there, then a binary search. What the searches
   // read of a rank is in one line of its own (Logs): a partner's Rank and
-  // the headers of its logs were three misses a wait at thousands of ranks.
+  // the headers of its logs are three misses a wait at thousands of ranks.
   constexpr size_t kGallopSteps = 8;
   struct alignas(64) Logs {
     const DelayLog::Sync* syncs;
