@@ -164,6 +164,7 @@ void Engine::phase_decode(unsigned w) {
       take_early_results(w);
       early_taken = true;
     }
+    take_results(r);
     r.settle_instants(std::min(frontier_, r.holds.oldest()));
     if (release_cursor_pages_) r.cursor.release_pages();
     r.cursor.release_file();  // (past the process's budget of mappings)
@@ -176,6 +177,7 @@ void Engine::phase_decode(unsigned w) {
     decode(r, w, p, phase_, left);
     left -= r.phase_events;
     r.phase_events += before;
+    take_results(r);
     r.settle_instants(std::min(frontier_, r.holds.oldest()));
     if (release_cursor_pages_) r.cursor.release_pages();
     r.cursor.release_file();  // (past the process's budget of mappings)
@@ -374,6 +376,7 @@ void Engine::setup() {
       r->cursor.limit_batch(batch_events);
       r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);
       r->log_delay = delay_on_;
+      r->queue_results = traces.size() > kDeferCreditsRanks && !opt_.windowed();
       r->damage.span_first = span_first;
       r->damage.span_last = span_last;
       r->has_ev = r->advance();
@@ -515,6 +518,7 @@ Analysis Engine::run() {
   }
   for (size_t i = 0; i < ranks_.size(); ++i)
     if (local_rank(i)) {
+      take_results(*ranks_[i]);
       ranks_[i]->settle_instants(kInf, true);
       ranks_[i]->release_pass_buffers();
     }

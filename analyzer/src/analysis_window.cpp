@@ -162,8 +162,7 @@ void Engine::cut_at_window_end() {
     for (CommQueue& q : own.queues) {
       for (size_t i = 0; i < q.count; ++i) {
         Instance& in = q.at(i);
-        for (uint32_t m = in.head; m != UINT32_MAX; m = own.arena[m].next) own.free_list.push_back(m);
-        in.head = UINT32_MAX;
+        own.release_members(in);
         in.done = true;
       }
       q.pop_done();

@@ -8,10 +8,24 @@
 
 namespace prof::analysis::detail {
 
+// A member's figures. With many ranks (Rank::queue_results) an owner
+// handing every member its figures in turn finds each rank's spans, holds
+// and sums out of cache (a dozen lines a member): its waits by partner are
+// credited now, in the order of matching as every wait is, and the rest
+// waits in the rank's queue, one record, until the rank settles
+// (take_results), where its state is in cache; each of those sums and lanes
+// gets only these results, in the same order, before the same sweep.
 // (Inline where the owner completes an instance of its own rank's members;
 // apply() takes those that came through a mailbox.)
 [[gnu::always_inline]] inline void Engine::apply_result(const ResultRec& rr) {
   Rank& r = *ranks_[static_cast<size_t>(rr.rank)];
+  if (rr.wait_end > rr.enter) credit_partner(r, rr.node, rr.partner, rr.enter, rr.wait_end);
+  if (r.queue_results) r.results.push_back(rr);
+  else add_result(r, rr);
+}
+
+// A member's spans, its exit spread and its hold's release.
+[[gnu::always_inline]] inline void Engine::add_result(Rank& r, const ResultRec& rr) {
   r.instants.add(rr.enter, rr.wait_end, kWaitSpan, kCollectiveLane);
   if (rr.wait_end > rr.enter && r.track_waits) {
     switch (rr.wait_class) {
@@ -26,7 +40,6 @@ namespace prof::analysis::detail {
       }
       default: r.waits.add(rr.enter, rr.wait_end, kOtherCollWaitSpan, kCollectiveLane); break;
     }
-    credit_partner(r, rr.node, rr.partner, rr.enter, rr.wait_end);
   }
   r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan, kCollectiveLane);
   // Its exit spread: from its leave to the last member's, inside the window.
@@ -40,6 +53,11 @@ namespace prof::analysis::detail {
     r.acc[rr.node].time_variation += spread;
   }
   r.holds.release(rr.hold);
+}
+
+void Engine::take_results(Rank& r) {
+  for (const ResultRec& rr : r.results) add_result(r, rr);
+  r.results.clear();
 }
 
 void Engine::apply(const ResultRec& rr) { apply_result(rr); }
@@ -67,7 +85,7 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
   if (gone_count_ == 0 || !in.def) return false;
   if (in.got + gone_members(own, in.def) < in.expected) return false;
   std::vector<int32_t> have;
-  for (uint32_t m = in.head; m != UINT32_MAX; m = own.arena[m].next) have.push_back(own.arena[m].rank);
+  for (const Member& m : in.members) have.push_back(m.rank);
   std::sort(have.begin(), have.end());
   auto check = [&](const std::vector<int32_t>& g) {
     for (int32_t m : g) {
@@ -105,8 +123,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
                       bool direct) {
   Owner& own = owners_[w];
   const int32_t last = in.last_rank >= 0 ? dir_.ranks[static_cast<size_t>(in.last_rank)]->rank() : -1;
-  for (uint32_t m = in.head; m != UINT32_MAX;) {
-    const Member mem = own.arena[m];
+  for (const Member& mem : in.members) {
     // Late entry: waiting for the last member to arrive; the rest is the
     // collective's own work. Time variation: how much earlier it left than
     // the last member.
@@ -115,10 +132,8 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
                    collective_wait(mem.enter, mem.leave, in.max_enter).to, mem.leave,
                    std::max(0.0, in.max_leave - mem.leave), in.root_enter, mem.hold},
          parity, direct);
-    own.free_list.push_back(m);
-    m = mem.next;
   }
-  in.head = UINT32_MAX;
+  own.release_members(in);
   in.done = true;
   ++own.instances;
   if (in.got < in.expected) {
@@ -153,6 +168,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   if (in->got == 0) {
     in->expected = c.expected;
     in->def = c.def;
+    own.members_for(*in, c.expected);
   }
   ++in->got;
   // Of members entering last at the same instant, the lowest rank (indices
@@ -163,17 +179,17 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   if (c.is_root) in->root_enter = c.enter;
   in->max_enter = std::max(in->max_enter, c.enter);
   in->max_leave = std::max(in->max_leave, c.leave);
-  const uint32_t slot = own.alloc();
-  Member& m = own.arena[slot];
+  // (Filled in place: a Member built on the stack and copied in was read
+  // back with 16-byte loads across its narrower stores, which the store
+  // buffer cannot forward: a stall per collective call.)
+  Member& m = in->members.emplace_back();
   m.enter = c.enter;
   m.leave = c.leave;
   m.hold = c.hold;
   m.rank = c.rank;
   m.node = c.node;
-  m.next = in->head;
   m.a2a = c.a2a;
   m.wait_class = c.wait_class;
-  in->head = slot;
   if (in->got >= in->expected || (gone_count_ > 0 && all_missing_gone(own, *in))) {
     complete(w, c.gid, c.seq, *in, parity, false);
     q.pop_done();

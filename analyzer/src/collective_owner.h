@@ -13,27 +13,31 @@
 
 namespace prof::analysis::detail {
 
-struct Instance {
-  uint32_t expected = 0, got = 0;
-  double max_enter = -kInf, max_leave = -kInf;
-  double root_enter = -kInf;   // the root's enter (rooted collectives; -inf: not known)
-  int32_t last_rank = -1;      // the member that entered last, the lowest of a tie (rank index)
-  uint32_t head = UINT32_MAX;  // member list in the owner's arena
-  const CommDef* def = nullptr;
-  bool done = false;
-};
-// (Largest fields first: 40 bytes, not 48. A phase of members waits in the
-// owner's arena, more than the cache keeps, so each byte is a miss.)
+// (Largest fields first: 40 bytes, not 48. A phase of members waits at its
+// owner, more than the cache keeps, so each byte is a miss.)
 struct Member {
   double enter, leave;
   uint64_t hold;
   int32_t rank;
   uint32_t node;
-  uint32_t next;
   bool a2a;
   uint8_t wait_class;
 };
 static_assert(sizeof(Member) == 40);
+
+struct Instance {
+  uint32_t expected = 0, got = 0;
+  double max_enter = -kInf, max_leave = -kInf;
+  double root_enter = -kInf;   // the root's enter (rooted collectives; -inf: not known)
+  int32_t last_rank = -1;      // the member that entered last, the lowest of a tie (rank index)
+  const CommDef* def = nullptr;
+  bool done = false;
+  // The members that have called, in order of arrival: one array, read in
+  // order when the instance completes (a list linked member to member is a
+  // dependent miss a member at thousands of ranks). Its
+  // buffer comes from, and goes back to, the owner's spares (Owner::members_for).
+  std::vector<Member> members;
+};
 
 // One communicator's pending instances at their owner. The owner of
 // instance seq is (hash(gid) + seq) % W, so an owner holds every W-th one and
@@ -52,7 +56,7 @@ struct CommQueue {
     size_t cap = buf.empty() ? 8 : buf.size();
     while (cap < n) cap *= 2;
     std::vector<Instance> next(cap);
-    for (size_t i = 0; i < count; ++i) next[i] = at(i);
+    for (size_t i = 0; i < count; ++i) next[i] = std::move(at(i));
     buf.swap(next);
     head = 0;
   }
@@ -77,20 +81,22 @@ struct CommQueue {
 };
 
 // One worker's collective instances in flight: a CommQueue per communicator,
-// and the members that have called, linked per instance in one arena whose
-// slots are reused once their instance completes.
+// each instance with the array of its members that have called; an
+// instance's array is taken from the spare buffers at its first member and
+// given back, emptied, once it completes, so buffers are reused and their
+// number is that of the instances in flight.
 //
 // Invariants: touched only by its worker (the owner of instance seq of a
 // communicator is (mix64(gid) + seq) mod W, Engine::owner_of); an instance
 // completes once: when every member in the trace has called or ended, at the
-// end of the pass, or where a window served by the window index is cut.
+// end of the pass, or where a window served by the window index is cut; a
+// done instance holds no buffer.
 struct alignas(64) Owner {
   FlatMap<uint64_t, uint32_t> queue_of;  // gid -> index + 1 into queues
   std::vector<CommQueue> queues;
   uint64_t last_gid = 0;                 // the communicator asked for last
   uint32_t last_queue = 0;               // (index + 1)
-  std::vector<Member> arena;
-  std::vector<uint32_t> free_list;
+  std::vector<std::vector<Member>> spare_members;  // empty, with their capacity
   FlatMap<uint64_t, std::pair<uint32_t, uint32_t>> gone_members;  // def -> (epoch, count)
   uint64_t instances = 0, incomplete = 0;
   WarningSink warn;
@@ -107,18 +113,20 @@ struct alignas(64) Owner {
     last_queue = i;
     return queues[i - 1];
   }
-  // A slot of the arena for the caller to fill in place. (A Member built on
-  // the stack and copied in was read back with 16-byte loads across its
-  // narrower stores, which the store buffer cannot forward: a stall per
-  // collective call.) References into the arena last until the next alloc.
-  uint32_t alloc() {
-    if (!free_list.empty()) {
-      const uint32_t i = free_list.back();
-      free_list.pop_back();
-      return i;
+  // An instance's first member: its array, from a spare buffer if any.
+  void members_for(Instance& in, uint32_t expected) {
+    if (!spare_members.empty()) {
+      in.members = std::move(spare_members.back());
+      spare_members.pop_back();
     }
-    arena.emplace_back();
-    return static_cast<uint32_t>(arena.size() - 1);
+    in.members.reserve(expected);
+  }
+  // The instance is done with its members: their buffer becomes a spare.
+  void release_members(Instance& in) {
+    if (in.members.capacity() == 0) return;
+    in.members.clear();
+    spare_members.push_back(std::move(in.members));
+    in.members = {};
   }
 };
 

@@ -19,36 +19,12 @@
 //     path is the run's span (up to rounding).
 //   - The instant the walk is at only decreases, so each rank's searches (its
 //     latest wait before it, its context in force) start from where the last
-//     visit of that rank found them and look back from there (BackwardCursor):
+//     visit of that rank found them and look back from there (partition_near):
 //     the same places a binary search of the whole log finds, at a cost that
 //     grows with the distance moved, not with the log.
 #include "engine.h"
 
 namespace prof::analysis::detail {
-
-namespace {
-// The partition point of a sorted log's prefix [0, hi) for a predicate true
-// on a prefix of it (the entries before a time that only decreases from call
-// to call): found from hi backward, galloping, then by binary search in the
-// last step's range; hi is where the last call's answer was.
-template <class T, class Before>
-size_t partition_back(const std::vector<T>& log, size_t hi, Before before) {
-  size_t step = 1, lo = hi;
-  while (lo > 0) {
-    const size_t probe = lo > step ? lo - step : 0;
-    if (before(log[probe])) {
-      lo = probe + 1;
-      break;
-    }
-    hi = probe;  // log[probe] is not before: the answer is at or below it
-    lo = probe;
-    step *= 2;
-  }
-  return static_cast<size_t>(std::partition_point(log.begin() + static_cast<std::ptrdiff_t>(lo),
-                                                  log.begin() + static_cast<std::ptrdiff_t>(hi), before) -
-                             log.begin());
-}
-}  // namespace
 
 void DelayResults::critical_path(const std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
                                  const WorldIndex& index_of_world) {
@@ -71,7 +47,7 @@ void DelayResults::critical_path(const std::vector<std::unique_ptr<Rank>>& ranks
 
   // Rank r's stretch [a, b) on the path, by interval; what its contexts do
   // not cover (before its start, after its end) counts for the root.
-  // Per rank, where the last visit's searches ended (see partition_back).
+  // Per rank, where the last visit's searches ended (see partition_near).
   std::vector<size_t> context_hi(R), wait_hi(R);
   for (size_t i = 0; i < R; ++i) {
     context_hi[i] = ranks[i]->delay.contexts.size();
@@ -83,7 +59,7 @@ void DelayResults::critical_path(const std::vector<std::unique_ptr<Rank>>& ranks
     const auto& c = rk.delay.contexts;
     double covered = 0;
     // The first context after a (its predecessor is in force at a).
-    context_hi[r] = partition_back(c, context_hi[r], [a](const DelayLog::Context& e) { return e.t <= a; });
+    context_hi[r] = partition_near(c, context_hi[r], [a](const DelayLog::Context& e) { return e.t <= a; });
     const size_t after = context_hi[r];
     size_t k = after == 0 ? 0 : after - 1;
     for (; k < c.size() && c[k].t < b; ++k) {
@@ -101,7 +77,7 @@ void DelayResults::critical_path(const std::vector<std::unique_ptr<Rank>>& ranks
   double t = end[last];
   for (;;) {
     const auto& waits = ranks[cur]->delay.waits;  // by `to`
-    wait_hi[cur] = partition_back(waits, wait_hi[cur], [t](const DelayLog::Wait& e) { return e.to < t; });
+    wait_hi[cur] = partition_near(waits, wait_hi[cur], [t](const DelayLog::Wait& e) { return e.to < t; });
     auto it = waits.begin() + static_cast<std::ptrdiff_t>(wait_hi[cur]);
     size_t next = R;
     double to = 0;

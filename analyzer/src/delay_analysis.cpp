@@ -87,35 +87,65 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
     });
   }
 
+  // Each rank's searches (its last synchronizing call before an instant,
+  // its context in force) start where its last ones ended (partition_near):
+  // a rank's waits are in time order, so its own searches move a little
+  // each time, and so do those on a partner it waits on again and again. A
+  // partner met once in a while (the last member of a collective) is a few
+  // probes of the place left there, then a binary search. What the searches
+  // read of a rank is in one line of its own (Logs): a partner's Rank and
+  // the headers of its logs are three misses a wait at thousands of ranks.
+  constexpr size_t kGallopSteps = 8;
+  struct alignas(64) Logs {
+    const DelayLog::Sync* syncs;
+    const DelayLog::Context* contexts;
+    size_t syncs_n, contexts_n;
+    size_t sync_at, context_at;  // where the last searches ended
+    const uint32_t* gmap;
+    const Rank* rank;
+  };
+  std::vector<Logs> logs(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const Rank& r = *ranks[i];
+    logs[i] = Logs{r.delay.syncs.data(), r.delay.contexts.data(), r.delay.syncs.size(), r.delay.contexts.size(),
+                   0, 0, r.gmap.data(), &r};
+  }
   // Where rank r's stretch towards world rank q starts, for an instant x.
-  auto stretch_start = [](const Rank& r, int32_t q, double x) {
-    const auto& s = r.delay.syncs;
-    size_t k = static_cast<size_t>(
-        std::upper_bound(s.begin(), s.end(), x, [](double v, const DelayLog::Sync& e) { return v < e.leave; }) -
-        s.begin());
+  auto stretch_start = [](Logs& r, int32_t q, double x) {
+    const DelayLog::Sync* s = r.syncs;
+    r.sync_at = partition_near(s, r.syncs_n, r.sync_at, [x](const DelayLog::Sync& e) { return e.leave <= x; },
+                               kGallopSteps);
+    size_t k = r.sync_at;
     for (size_t seen = 0; k-- > 0 && seen < kSyncLookBack; ++seen) {
       if (s[k].peer == q) return s[k].leave;
       if (s[k].peer < 0) {
-        const auto& m = r.delay.comms[s[k].comm].members;
-        if (std::binary_search(m.begin(), m.end(), q)) return s[k].leave;
+        // (MPI_COMM_WORLD's members are 0..n-1: no search of its n.)
+        const auto& m = r.rank->delay.comms[s[k].comm].members;
+        if (m.is_identity() ? q >= 0 && static_cast<size_t>(q) < m.size() : std::binary_search(m.begin(), m.end(), q))
+          return s[k].leave;
       }
     }
-    return r.delay.contexts.empty() ? -kInf : r.delay.contexts.front().t;
+    return r.contexts_n == 0 ? -kInf : r.contexts[0].t;
   };
   // Rank r's time per interval in [a, b) (into `out`, unless null); returns
   // its sum.
-  auto profile = [](const Rank& r, double a, double b, Profile* out) {
+  auto profile = [](Logs& r, double a, double b, Profile* out) {
     if (out) out->clear();
     double total = 0;
-    const auto& c = r.delay.contexts;
-    auto it = std::upper_bound(c.begin(), c.end(), a, [](double v, const DelayLog::Context& e) { return v < e.t; });
-    size_t k = it == c.begin() ? 0 : static_cast<size_t>(it - c.begin()) - 1;
-    for (; k < c.size() && c[k].t < b; ++k) {
+    const DelayLog::Context* c = r.contexts;
+    const size_t n = r.contexts_n;
+    r.context_at = partition_near(c, n, r.context_at, [a](const DelayLog::Context& e) { return e.t <= a; },
+                                  kGallopSteps);
+    size_t k = r.context_at == 0 ? 0 : r.context_at - 1;
+    for (; k < n && c[k].t < b; ++k) {
       const double lo = std::max(a, c[k].t);
-      const double hi = k + 1 < c.size() ? std::min(b, c[k + 1].t) : b;
+      const double hi = k + 1 < n ? std::min(b, c[k + 1].t) : b;
       if (!(hi > lo) || c[k].context == kNoContext) continue;
       total += hi - lo;
-      if (out) add_to(*out, logged_node(r, c[k].context), hi - lo);
+      if (out) {
+        const uint32_t ctx = c[k].context;
+        add_to(*out, ctx & kComboBit ? logged_node(*r.rank, ctx) : r.gmap[ctx], hi - lo);
+      }
     }
     return total;
   };
@@ -125,14 +155,16 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
   // of the entries cost a rank's waits times the ranks that caused some:
   // quadratic in the ranks).
   std::vector<FlatMap<uint64_t, uint32_t>> cause_slot(tree.nodes().size());
-  for (auto& rp : ranks) {
-    const Rank& w = *rp;
+  for (size_t wi = 0; wi < ranks.size(); ++wi) {
+    const Rank& w = *ranks[wi];
+    Logs& wl = logs[wi];
     for (const DelayLog::Wait& wt : w.delay.waits) {
       const int pi = index_of_world(wt.partner);
       if (pi < 0) continue;
-      const Rank& p = *ranks[static_cast<size_t>(pi)];
-      const double total_w = profile(w, stretch_start(w, p.rank, wt.from), wt.from, nullptr);
-      const double total_p = profile(p, stretch_start(p, w.rank, wt.to), wt.to, &pp);
+      Logs& pl = logs[static_cast<size_t>(pi)];
+      // (wt.partner is p's world rank.)
+      const double total_w = profile(wl, stretch_start(wl, wt.partner, wt.from), wt.from, nullptr);
+      const double total_p = profile(pl, stretch_start(pl, w.rank, wt.to), wt.to, &pp);
       const double charged = std::min(total_p - total_w, wt.to - wt.from);
       if (!(charged > 0) || !(total_p > 0)) continue;
       const uint32_t g = w.gmap[wt.node];
@@ -141,11 +173,11 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
       const double scale = charged / total_p;
       for (const auto& [n, v] : pp) {
         if (!(v > 0)) continue;
-        uint32_t& slot = slot_of[uint64_t{n} << 32 | static_cast<uint32_t>(p.rank)];  // + 1; 0: new
+        uint32_t& slot = slot_of[uint64_t{n} << 32 | static_cast<uint32_t>(wt.partner)];  // + 1; 0: new
         if (slot != 0) {
           into[slot - 1].ns += v * scale;
         } else {
-          into.push_back(CauseAcc{n, p.rank, v * scale});
+          into.push_back(CauseAcc{n, wt.partner, v * scale});
           slot = static_cast<uint32_t>(into.size());
         }
       }

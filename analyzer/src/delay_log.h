@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstddef>
 #include <vector>
 
 #include "prof/trace_reader.h"
@@ -77,5 +78,47 @@ struct DelayLog {
     return last_comm = static_cast<uint32_t>(comms.size() - 1);
   }
 };
+
+// The partition point of a sorted log for a predicate true on a prefix of
+// it (the entries before some instant), found from `hint` (where a search
+// of the same log ended last): galloping towards it, steps 1, 2, 4, ... up
+// to `max_step`, then a binary search in the range left. The place a binary
+// search of the whole log finds; where successive instants are close, a few
+// entries next to the last ones are read instead of a path through the log
+// (a miss each on a log out of cache).
+template <class T, class Before>
+size_t partition_near(const T* log, size_t n, size_t hint, Before before, size_t max_step = SIZE_MAX) {
+  hint = std::min(hint, n);
+  size_t lo = 0, hi = n;  // the answer is in [lo, hi]
+  size_t step = 1;
+  if (hint < n && before(log[hint])) {
+    lo = hint + 1;
+    while (lo < n && step <= max_step) {
+      const size_t probe = std::min(n - 1, lo + step - 1);
+      if (!before(log[probe])) {
+        hi = probe;
+        break;
+      }
+      lo = probe + 1;
+      step *= 2;
+    }
+  } else {
+    hi = hint;
+    while (hi > 0 && step <= max_step) {
+      const size_t probe = hi > step ? hi - step : 0;
+      if (before(log[probe])) {
+        lo = probe + 1;
+        break;
+      }
+      hi = probe;
+      step *= 2;
+    }
+  }
+  return static_cast<size_t>(std::partition_point(log + lo, log + hi, before) - log);
+}
+template <class T, class Before>
+size_t partition_near(const std::vector<T>& log, size_t hint, Before before, size_t max_step = SIZE_MAX) {
+  return partition_near(log.data(), log.size(), hint, before, max_step);
+}
 
 }  // namespace prof::analysis::detail

@@ -521,6 +521,11 @@ struct alignas(64) Rank {
   // hold them in cache, each partner's sums in the same order as at the match.
   bool defer_partner_credits = false;
   std::vector<PartnerCredit> partner_credits;
+  // With many ranks, its collective results but their waits by partner, in
+  // the order they came, until the rank settles (Engine::apply_result,
+  // Engine::take_results): none is on its spans, sums or holds before then.
+  bool queue_results = false;
+  std::vector<ResultRec> results;
   void add_partner_credits() {
     for (const PartnerCredit& c : partner_credits) acc[c.node].waited_for.add(c.partner, c.length, c.uncertain);
     partner_credits.clear();
@@ -554,6 +559,7 @@ struct alignas(64) Rank {
     send_holds = {};
     add_partner_credits();
     partner_credits = {};
+    results = {};
     for (NodeAcc& a : acc) a.waited_for.shrink();
   }
   // The rank's executions open from time t on (both sets of instants).
@@ -698,8 +704,10 @@ class Engine {
   // 0.7 s more system time (a sixth of the analysis's CPU).
   bool release_cursor_pages_ = false;
   // Above this many ranks, waits by partner wait in Rank::partner_credits
-  // until their rank settles (below it every rank's state stays in cache and
-  // the buffer would only add work).
+  // until their rank settles, and so do collective results in Rank::results
+  // on a whole run (below it every rank's state stays in cache and the
+  // buffer would only add work; a window's end is found from every rank's
+  // holds at each phase's end, AnalysisWindow::done).
   static constexpr size_t kDeferCreditsRanks = 64;
   // A window served by the index (analysis_window.cpp): each rank's state at
   // its start, and what is open or waiting where decoding stops.
@@ -723,6 +731,9 @@ class Engine {
   void credit_partner(Rank& r, uint32_t node, int32_t partner, double from, double to);
   void apply(const ResultRec& rr);
   void apply_result(const ResultRec& rr);
+  void add_result(Rank& r, const ResultRec& rr);
+  // The rank's queued results (Rank::queue_results), before it settles.
+  void take_results(Rank& r);
   void add_member(unsigned w, const CollRec& c, int parity);
   void take_member(unsigned w, const CollRec& c, int parity);
   bool all_missing_gone(Owner& own, const Instance& in);

@@ -4,6 +4,10 @@
 // so an exact figure's tolerance is one nanosecond (kTol); expect_invariants
 // checks on every trace that causes sum to at most the waits and that the
 // root's time on the critical path is the run's span.
+#include <algorithm>
+#include <random>
+
+#include "delay_log.h"
 #include "trace_builder.h"
 
 namespace prof::test {
@@ -295,6 +299,28 @@ TEST(Delay, NotComputedInAWindow) {
   EXPECT_TRUE(whole.delay_known);
   ASSERT_EQ(whole.intervals[0].caused_by.size(), 1u);
   EXPECT_NEAR(whole.intervals[0].caused_by[0].seconds, ms(5), kTol);
+}
+
+// The searches of the root causes and the critical path start from where
+// the last one ended (partition_near): from any hint, with or without a
+// bound on the galloping, they find the place a binary search of the whole
+// log finds, on logs with runs of equal times.
+TEST(DelayLog, PartitionNearFindsWhatABinarySearchFinds) {
+  std::mt19937_64 rng(2026);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{5}, size_t{64}, size_t{1000}}) {
+    std::vector<double> log(n);
+    for (double& t : log) t = static_cast<double>(rng() % (n / 2 + 1));
+    std::sort(log.begin(), log.end());
+    for (int q = 0; q < 200; ++q) {
+      const double x = static_cast<double>(rng() % (n / 2 + 3)) - 1.0;
+      const auto before = [x](double t) { return t <= x; };
+      const size_t want = static_cast<size_t>(std::partition_point(log.begin(), log.end(), before) - log.begin());
+      const size_t hint = static_cast<size_t>(rng() % (n + 3));  // past the end too
+      EXPECT_EQ(analysis::detail::partition_near(log, hint, before), want) << "n " << n << " hint " << hint;
+      EXPECT_EQ(analysis::detail::partition_near(log, hint, before, 8), want) << "n " << n << " hint " << hint;
+      EXPECT_EQ(analysis::detail::partition_near(log, hint, before, 1), want) << "n " << n << " hint " << hint;
+    }
+  }
 }
 
 }  // namespace
