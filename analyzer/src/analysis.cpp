@@ -449,16 +449,17 @@ Analysis Engine::run() {
   }
   if (opt_.exchange && opt_.exchange->size() > 1 && !opt_.windowed()) {
     spread_.join(opt_.exchange);
-    // A phase ends with a collective exchange: each process decodes about as
-    // many events a phase as one process alone does, so the phases (and
-    // exchanges) are fewer as processes are added (the report does not
-    // depend on the phases).
-    opt_.window_events *= static_cast<uint64_t>(spread_.procs());
   }
-  opt_.window_events = std::max<uint64_t>(opt_.window_events, opt_.window_events_per_rank * dir_.ranks.size());
   worker_stats_.read_setting();
   const uint64_t t_start = worker_stats_.on() ? monotonic_ns() : 0;
   setup();
+  if (opt_.window_events == 0) opt_.window_events = workers_ == 1 ? kOneWorkerPhaseEvents : kPhaseEvents;
+  // A phase ends with a collective exchange: each process decodes about as
+  // many events a phase as one process alone does, so the phases (and
+  // exchanges) are fewer as processes are added (the report does not
+  // depend on the phases).
+  if (spread_.spread()) opt_.window_events *= static_cast<uint64_t>(spread_.procs());
+  opt_.window_events = std::max<uint64_t>(opt_.window_events, opt_.window_events_per_rank * dir_.ranks.size());
   worker_stats_.start(workers_);
   if (worker_stats_.on()) worker_stats_.setup_ns = monotonic_ns() - t_start;
 

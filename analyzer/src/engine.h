@@ -688,8 +688,19 @@ class Engine {
   static constexpr size_t kGatherRoundBytes = size_t{1} << 18;
   void settle_channels(Rank& r);
   // A window under this many events runs on one worker (setup()): about
-  // sixteen phases of the default size (Options::window_events).
+  // sixteen phases of kPhaseEvents.
   static constexpr uint64_t kOneWorkerWindowEvents = uint64_t{1} << 20;
+  // The phase's events where Options::window_events is 0 (the default).
+  // One worker: what a phase writes (spans, contexts, sends queued for the
+  // next rank, holds) is read when the worker's other ranks and the sweep
+  // come to it; at 2^13 events that stays in a core's L2 (about 1 MB), at
+  // 2^16 it did not: 4x the simulated L2 misses and 16-19% more CPU on the
+  // synthetic traces (docs/performance.md). Several workers: each phase ends
+  // at a barrier and begins with a wait for the others' first step, and
+  // with the machine loaded a descheduled worker holds the others there, so
+  // smaller phases cost more than they save (measured loaded only).
+  static constexpr uint64_t kOneWorkerPhaseEvents = uint64_t{1} << 13;
+  static constexpr uint64_t kPhaseEvents = uint64_t{1} << 16;
   // Every rank of a process holds a decoded batch (about 140 bytes an event)
   // from phase to phase: their batches hold about this many events together
   // (18 MB; 64 a rank took 151 MB at 16384 ranks), at least kMinBatchEvents
