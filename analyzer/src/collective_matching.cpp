@@ -19,7 +19,7 @@ namespace prof::analysis::detail {
 // apply() takes those that came through a mailbox.)
 [[gnu::always_inline]] inline void Engine::apply_result(const ResultRec& rr) {
   Rank& r = *ranks_[static_cast<size_t>(rr.rank)];
-  if (rr.wait_end > rr.enter) credit_partner(r, rr.node, rr.partner, rr.enter, rr.wait_end);
+  if (rr.wait_end > rr.enter && r.track_waits) credit_partner(r, rr.node, rr.partner, rr.enter, rr.wait_end);
   if (r.queue_results) r.results.push_back(rr);
   else add_result(r, rr);
 }
