@@ -42,29 +42,16 @@ for i in $(seq "$rounds"); do
   run "$BASELINE_SHIM" "$work/base.$i.b"
   run "$lib" "$work/this.$i.b"
 done
-python3 - "$work" "$rounds" "$BASELINE_SHIM" <<'PY'
-import random, statistics, sys
+PAIRED_DIFF_DIR="$(dirname "$0")" python3 - "$work" "$rounds" "$BASELINE_SHIM" <<'PY'
+import os, statistics, sys
+sys.path.insert(0, os.environ["PAIRED_DIFF_DIR"])
+from paired_diff import spread, verdict  # noqa: E402
 work, rounds, baseline = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def one(path):
     return dict((k, float(v)) for k, v in (line.split() for line in open(path)))
 med = statistics.median
 def mean_of(kind, i, key):
     return (one(f"{work}/{kind}.{i}.a")[key] + one(f"{work}/{kind}.{i}.b")[key]) / 2
-def spread(d):
-    """Median of the rounds' differences, their interquartile range, and a
-    bootstrap 90% interval of the median (resampled rounds, fixed seed)."""
-    q1, _, q3 = statistics.quantiles(d, n=4)
-    rng = random.Random(1)
-    boot = sorted(med(rng.choices(d, k=len(d))) for _ in range(2000))
-    lo, hi = boot[100], boot[1899]
-    return f"{med(d):+7.2f} ns  IQR [{q1:+.2f}, {q3:+.2f}], 90% interval of the median [{lo:+.2f}, {hi:+.2f}]", (lo, hi)
-def verdict(interval, budget=2.0):
-    lo, hi = interval
-    if hi < budget:
-        return f"within {budget:g} ns"
-    if lo > budget:
-        return f"more than {budget:g} ns"
-    return f"undecided at {budget:g} ns (more rounds, or a quieter machine)"
 print(f"rounds: {rounds}, each this/baseline/baseline/this, 2 ranks bound to a core each")
 print(f"baseline: {baseline}")
 out = {}

@@ -45,8 +45,10 @@ done
 PROF_OUTPUT="$work/heavy" mpiexec -n 2 "$prof_run" "$bin" --message-heavy-only > "$work/heavy_out"
 echo "heavy_event_bytes $(event_bytes "$work/heavy")" > "$work/heavy_bytes"
 rm -rf "$work/heavy"
-python3 - "$work" "$runs" "${BASELINE_SHIM:-}" <<'PY'
-import random, statistics, sys
+PAIRED_DIFF_DIR="$(dirname "$0")" python3 - "$work" "$runs" "${BASELINE_SHIM:-}" <<'PY'
+import os, statistics, sys
+sys.path.insert(0, os.environ["PAIRED_DIFF_DIR"])
+from paired_diff import spread, verdict  # noqa: E402
 work, runs, baseline = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def load(kind):
     out = {}
@@ -59,25 +61,6 @@ def one(path):
     return dict((k, float(v)) for k, v in (line.split() for line in open(path)))
 p, q = load("plain"), load("prof")
 med = statistics.median
-def spread(d):
-    """Median of paired differences, their interquartile range, and a
-    bootstrap 90% interval of the median (resampled rounds, fixed seed)."""
-    if len(d) < 4:
-        return f"{med(d):+8.2f} ns  (too few rounds for a spread)", None
-    q1, _, q3 = statistics.quantiles(d, n=4)
-    rng = random.Random(1)
-    boot = sorted(med(rng.choices(d, k=len(d))) for _ in range(2000))
-    lo, hi = boot[100], boot[1899]
-    return f"{med(d):+8.2f} ns  IQR [{q1:+.2f}, {q3:+.2f}], 90% interval of the median [{lo:+.2f}, {hi:+.2f}]", (lo, hi)
-def verdict(interval, budget=2.0):
-    if interval is None:
-        return "undecided (too few rounds)"
-    lo, hi = interval
-    if hi < budget:
-        return f"within {budget:g} ns"
-    if lo > budget:
-        return f"more than {budget:g} ns"
-    return f"undecided at {budget:g} ns (more rounds)"
 print(f"runs: {runs} rounds, alternating, 2 ranks")
 print(f"rdtsc (floor: two per call)   {med(p['rdtsc_ns']):8.2f} ns")
 print(f"MPI_Comm_rank plain           {med(p['comm_rank_ns']):8.2f} ns")
