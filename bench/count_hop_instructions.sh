@@ -59,8 +59,8 @@ awk '/^--- pingpong/ {on = 1; next} /^---/ {on = 0}
   "$work/table"
 # The same ping-pong through MPICH's Fortran binding (bench/hop_fortran, when
 # built): the C wrappers the binding calls, MPI_Send and MPI_Recv, with what
-# they call (the shim's Fortran wrapper in front of the binding, a few
-# dozen instructions of its own, is not in these figures).
+# they call, and apart the shim's Fortran wrappers in front of the binding,
+# mpi_send_ and mpi_recv_ (their own instructions, not the binding's).
 if [ -x "$build/bench/hop_fortran" ]; then
   mkdir -p "$work/fortran"
   PROF_OUTPUT="$work/fortran/trace" mpiexec -n 2 valgrind --tool=callgrind --trace-children=yes \
@@ -68,8 +68,13 @@ if [ -x "$build/bench/hop_fortran" ]; then
     > "$work/fortran/log" 2>&1 || { cat "$work/fortran/log" >&2; exit 1; }
   echo "--- Fortran pingpong (each rank)"
   for f in "$work/fortran"/cg.*; do
-    python3 "$here/shim_instructions.py" "$f" MPI_Send MPI_Recv
-  done
+    python3 "$here/shim_instructions.py" "$f" MPI_Send MPI_Recv mpi_send_ mpi_recv_
+  done | tee "$work/fortran/table"
+  awk '$1 == "MPI_Send" || $1 == "MPI_Recv" {c += $8; nc++}
+       $1 == "mpi_send_" || $1 == "mpi_recv_" {f += $8; nf++}
+       END {if (nc) printf "Fortran hop (mean of both ranks): %.1f instructions in the C wrappers", c / (nc / 2);
+            if (nf) printf ", %.1f with the Fortran wrappers", c / (nc / 2) + f / (nf / 2);
+            if (nc) printf "\n"}' "$work/fortran/table"
 fi
 # The hop's critical path: the receiver's MPI_Recv after its call, then its
 # reply's MPI_Send before its call (bench/shim_sections.py). A second

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Instructions the shim adds per MPI call, from callgrind profiles of one rank.
 
-For each wrapper (a function MPI_X of libprof.so) called by the program:
+For each wrapper (a function MPI_X of libprof.so, or a Fortran wrapper
+mpi_x_ in front of MPICH's binding) called by the program:
 its own instructions plus those of everything it calls except the forwarded
 PMPI_X (the call the application asked for, also where a part the wrapper
-hands a rare case to makes it), the dynamic linker's first
+hands a rare case to makes it; for a Fortran wrapper, the binding of its
+name in the MPI library, with the C wrapper it calls), the dynamic linker's first
 resolution of a symbol (also where a part the wrapper calls binds one), chunk
 switches (next_chunk: one per chunk of 64 KiB and up, so its share per call
 depends on how many calls a run makes; printed apart, per call, also where a
@@ -104,16 +106,20 @@ def main():
 
     rows = []
     for (ob, fn), n in called.items():
-        if not ob or not ob.endswith('libprof.so') or not fn or not fn.startswith('MPI_'):
+        if not ob or not ob.endswith('libprof.so') or not fn or not fn.upper().startswith('MPI_'):
             continue
         if wanted and fn not in wanted:
             continue
+        # A Fortran wrapper (mpi_send_, MPI_SEND: one case throughout, unlike
+        # every C name) calls outside libprof only the binding, which MPICH
+        # exports under several names: whichever callgrind shows.
+        fortran = fn in (fn.lower(), fn.upper())
         total = self_cost[(ob, fn)]
         switches = 0
         sites = 0
         extra = []
         for (cob, cfn), (count, ir) in calls[(ob, fn)].items():
-            if cfn == 'P' + fn or (cob and DYNAMIC_LINKER.search(cob)):
+            if cfn == 'P' + fn or (fortran and cob != ob) or (cob and DYNAMIC_LINKER.search(cob)):
                 continue
             if 'next_chunk' in cfn:
                 switches += ir

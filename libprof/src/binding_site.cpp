@@ -7,6 +7,8 @@
 
 namespace prof::shim {
 
+uint64_t binding_call_keys[format::kRepeatFuncs] = {};
+
 void* resolve_binding(const char* name) {
   void* fn = dlsym(RTLD_NEXT, name);
   if (fn == nullptr) {

@@ -40,6 +40,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "binding_site.h"
 #include "prof/bcast/segment.h"
 #include "prof/bcast/shm.h"
 #include "prof/definition_lines.h"
@@ -68,22 +69,25 @@ uint32_t callsite_id_for_address(uintptr_t address, std::string* lines) {
 // any record carries it. Sites past a function's kSiteIndexes-th get 0, and
 // so do all with PROF_CALLSITES=0.
 // A call through a Fortran binding (the slot's binding_site set) is the
-// binding's call site: its return address, inside the binding, is never
-// held by the thread's first cache (the fast paths take a hit there as the
-// call's site), so such a call is looked up here, in the second cache, by
-// the binding site.
+// binding's call site: its return address, inside the binding, is held by
+// the thread's first cache only while a Fortran wrapper lends it
+// (binding_site.h; the fast paths take a hit there as the call's site), so
+// such a call is looked up here, in the second cache, by the binding site,
+// and its return address is kept as the key the next call's lends.
 uint32_t resolve_call_site(ThreadState* ts) {
   const uint64_t return_key = ts->slot->site_func;
   const uint64_t binding =
       reinterpret_cast<const format::LiveSlot*>(ts->slot)->binding_site & format::kSiteMask;
   const uint64_t key = binding ? (return_key & ~format::kSiteMask) | binding : return_key;
   const size_t i = site_cache_index(key);
+  const uint16_t func = uint16_t(key >> 48);
   if (binding) {
     const size_t r = site_cache_index(return_key);
     if (ts->site_keys[r] == return_key) ts->site_keys[r] = 0;
+    if (func < format::kRepeatFuncs)
+      __atomic_store_n(&binding_call_keys[func], return_key, __ATOMIC_RELAXED);
     if (ts->binding_keys[i] == key) return ts->binding_words[i];
   }
-  const uint16_t func = uint16_t(key >> 48);
   const uintptr_t address = uintptr_t(key & format::kSiteMask);
   uint32_t bits = 0;
   // PROF_CALLSITES=0: every site reads 0 (unknown), cached like any other,

@@ -95,10 +95,11 @@ struct alignas(64) ThreadState {
   // by its low byte (one zero-extending move); 0 is no key (no site is 0).
   // Each holds the site's first word (site_first_word), the record's first
   // word itself for the fast Send and Recv records.
-  // A return address inside a Fortran binding is never held: such a call
-  // misses, and the miss looks it up by its binding site in the second
-  // cache (resolve_call_site). Never invalidated: a site keeps its index
-  // for the whole run.
+  // A return address inside a Fortran binding is held only while a Fortran
+  // wrapper lends its entry to the binding's call (binding_site.h): else
+  // such a call misses, and the miss looks it up by its binding site in the
+  // second cache (resolve_call_site). Never invalidated otherwise: a site
+  // keeps its index for the whole run.
   static constexpr size_t kSiteCacheSize = 256;
   uint64_t site_keys[kSiteCacheSize] = {};
   uint32_t site_words[kSiteCacheSize] = {};
@@ -280,7 +281,7 @@ PROF_HOT size_t site_cache_index(uint64_t key) { return key & (ThreadState::kSit
 // Whether the cache holds the site and function word `key` (the slot's
 // site_func): by the return address alone, so a C call pays one load and
 // one compare; the Fortran binding site (slot's binding_site) is looked at
-// only on a miss.
+// only on a miss, or by the Fortran wrapper, which lends the entry.
 PROF_HOT bool site_cache_hit(const ThreadState* ts, uint64_t key) {
   return ts->site_keys[site_cache_index(key)] == key;
 }

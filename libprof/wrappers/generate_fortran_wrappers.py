@@ -9,7 +9,9 @@ writes one wrapper per name libmpifort exports for it: it keeps the
 application's return address in the thread's binding-site word for the
 duration of the call (binding_site.h), calls libmpifort's definition of the same
 name (dlsym RTLD_NEXT, resolved once) and records nothing itself: the C
-wrapper below it records the call once, as before.
+wrapper below it records the call once, as before. For that call it lends
+the C wrapper the site cache entry of its binding site (binding_site.h,
+by the C function's id), so the C wrapper's fast path serves it.
 
 Calling convention (gfortran, `use mpi` / mpif.h): every argument by
 reference, the C function's arguments in order, then ierror, then one hidden
@@ -34,7 +36,8 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from generate_wrappers import HAND_WRITTEN, Arg, exported_symbols, parse_prototypes  # noqa: E402
+from generate_wrappers import (HAND_WRITTEN, Arg, exported_symbols, parse_prototypes,  # noqa: E402
+                               wrapped_names)
 from mpi_function_facts import FACTS  # noqa: E402
 
 # Kinds whose calls can wait for another process (RequestOp, Isend, Irecv,
@@ -85,7 +88,7 @@ def module_arities(path):
     return found
 
 
-def gen_wrapper(symbol, pointers, strings):
+def gen_wrapper(symbol, pointers, strings, fid):
     params = [f'void* a{i}' for i in range(pointers)] + [f'size_t len{i}' for i in range(strings)]
     names = [f'a{i}' for i in range(pointers)] + [f'len{i}' for i in range(strings)]
     types = ['void*'] * pointers + ['size_t'] * strings
@@ -97,7 +100,7 @@ def gen_wrapper(symbol, pointers, strings):
             f'    fn = reinterpret_cast<Binding>(prof::shim::resolve_binding("{symbol}"));\n'
             f'    __atomic_store_n(&binding, fn, __ATOMIC_RELAXED);\n'
             f'  }}\n'
-            f'  const prof::shim::BindingSiteScope site(__builtin_return_address(0));\n'
+            f'  const prof::shim::BindingSiteScope<{fid}> site(__builtin_return_address(0));\n'
             f'  fn({", ".join(names)});\n'
             f'}}\n')
 
@@ -121,8 +124,11 @@ def main():
     if missing:
         raise SystemExit(f'no MPI function matches {missing}')
 
+    # The C function's id (generate_wrappers.py's): the binding's site is
+    # lent to its C wrapper's cache by it (binding_site.h).
+    ids = {n: i + 1 for i, n in enumerate(wrapped_names(protos, c_syms))}
     body, wrapped = [], []
-    for name in sorted(n for n in protos if n in c_syms and can_block(n)):
+    for name in sorted(n for n in ids if can_block(n)):
         args = [Arg(x) for x in protos[name][1]]
         pointers = len(args) + 1  # ierror
         strings = sum(1 for x in args if is_string(x))
@@ -132,7 +138,7 @@ def main():
                              f'the C prototype gives {pointers} with ierror')
         for symbol in binding_names(name):
             if symbol in f_syms:
-                body.append(gen_wrapper(symbol, pointers, strings))
+                body.append(gen_wrapper(symbol, pointers, strings, ids[name]))
                 wrapped.append(symbol)
     if 'mpi_recv_' not in wrapped or 'mpi_barrier_' not in wrapped:
         raise SystemExit(f'{a.fortran_symbols}: no mpi_recv_ or mpi_barrier_ to wrap')

@@ -107,6 +107,13 @@ def exported_symbols(lib):
     return {line.split()[-1] for line in out.splitlines() if len(line.split()) >= 3}
 
 
+def wrapped_names(protos, syms):
+    """The functions wrapped, in id order (id = position + 1): those MPICH
+    declares and exports with a PMPI_ twin. The one place the ids are
+    assigned (generate_fortran_wrappers.py names its functions by them too)."""
+    return sorted(n for n in protos if n in syms and ('P' + n) in syms)
+
+
 def facts_for(name):
     if name in FACTS:
         return FACTS[name]
@@ -591,7 +598,7 @@ def main():
 
     protos = parse_prototypes(a.header)
     syms = exported_symbols(a.symbols)
-    names = sorted(n for n in protos if n in syms and ('P' + n) in syms)
+    names = wrapped_names(protos, syms)
     missing_facts = [n for n in FACTS if n not in protos]
     if missing_facts:
         raise SystemExit(f'facts for functions MPICH does not declare: {missing_facts}')
