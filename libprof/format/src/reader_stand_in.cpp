@@ -16,6 +16,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "prof/byte_wire.h"
 #include "reader_internal.h"
 
 namespace prof::trace {
@@ -24,66 +25,19 @@ namespace {
 
 constexpr char kDescriptionTag[8] = {'p', 'r', 'o', 'f', 'r', 'k', 'd', '1'};
 
-struct Out {
-  std::string buf;
-  template <class T>
-  void put(const T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    buf.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  void str(const std::string& s) {
-    put<uint64_t>(s.size());
-    buf.append(s);
-  }
-  template <class T>
-  void vec(const std::vector<T>& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    put<uint64_t>(v.size());
-    buf.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-  }
-  void ranks(const RankList& r) {
-    put<uint8_t>(r.is_identity());
-    if (r.is_identity()) put<uint64_t>(r.size());
-    else vec(r.vector());
-  }
-};
+using Out = wire::Out;
+using In = wire::In;
 
-// Reads what Out wrote; a short or garbled description throws.
-struct In {
-  const char* p;
-  const char* end;
-  void need(size_t n) const {
-    if (static_cast<size_t>(end - p) < n) throw std::length_error("short description");
-  }
-  template <class T>
-  T get() {
-    need(sizeof(T));
-    T v;
-    std::memcpy(&v, p, sizeof v);
-    p += sizeof v;
-    return v;
-  }
-  std::string str() {
-    const auto n = get<uint64_t>();
-    need(n);
-    std::string s(p, n);
-    p += n;
-    return s;
-  }
-  template <class T>
-  std::vector<T> vec() {
-    const auto n = get<uint64_t>();
-    if (n > static_cast<size_t>(end - p) / sizeof(T)) throw std::length_error("short description");
-    std::vector<T> v(n);
-    std::memcpy(v.data(), p, n * sizeof(T));
-    p += n * sizeof(T);
-    return v;
-  }
-  RankList ranks() {
-    if (get<uint8_t>()) return RankList::identity(get<uint64_t>());
-    return RankList(vec<int32_t>());
-  }
-};
+void put_ranks(Out& o, const RankList& r) {
+  o.put<uint8_t>(r.is_identity());
+  if (r.is_identity()) o.put<uint64_t>(r.size());
+  else o.put_vec(r.vector());
+}
+
+RankList get_ranks(In& in) {
+  if (in.get<uint8_t>()) return RankList::identity(in.get<uint64_t>());
+  return RankList(in.get_vec<int32_t>());
+}
 
 }  // namespace
 
@@ -93,24 +47,24 @@ std::string RankTrace::describe(bool run_facts) const {
   if (live) t.compute_live();
   Out o;
   o.buf.append(kDescriptionTag, sizeof kDescriptionTag);
-  o.str(t.path);
+  o.put_str(t.path);
   o.put(t.header);
   o.put<uint64_t>(t.meta.size());
   for (const auto& [k, v] : t.meta) {
-    o.str(k);
-    o.str(v);
+    o.put_str(k);
+    o.put_str(v);
   }
   o.put<uint8_t>(run_facts);
   if (run_facts) {
     o.put<uint64_t>(t.environment.size());
     for (const auto& [k, v] : t.environment) {
-      o.str(k);
-      o.str(v);
+      o.put_str(k);
+      o.put_str(v);
     }
     o.put<uint64_t>(t.settings.size());
     for (const auto& [k, v] : t.settings) {
-      o.str(k);
-      o.str(v.value);
+      o.put_str(k);
+      o.put_str(v.value);
       o.put<uint8_t>(v.from_environment);
     }
   }
@@ -118,7 +72,7 @@ std::string RankTrace::describe(bool run_facts) const {
   for (const FunctionDef& f : t.functions) {
     o.put(f.id);
     o.put(f.kind);
-    o.str(f.name);
+    o.put_str(f.name);
   }
   o.put<uint64_t>(t.comms.size());
   for (const CommDef& c : t.comms) {
@@ -126,35 +80,35 @@ std::string RankTrace::describe(bool run_facts) const {
     o.put(c.global_id);
     o.put(c.time);
     o.put<uint8_t>(c.inter);
-    o.ranks(c.ranks);
-    o.ranks(c.remote_ranks);
+    put_ranks(o, c.ranks);
+    put_ranks(o, c.remote_ranks);
   }
   o.put<uint64_t>(t.callsites.size());
   for (const CallSiteDef& s : t.callsites) {
     o.put(s.id);
     o.put(s.address);
-    o.str(s.file);
+    o.put_str(s.file);
     o.put(s.line);
   }
-  o.vec(t.call_site_ids);
+  o.put_vec(t.call_site_ids);
   o.put<uint64_t>(t.load_objects.size());
   for (const LoadObject& l : t.load_objects) {
     o.put(l.bias);
-    o.str(l.path);
-    o.str(l.build_id);
+    o.put_str(l.path);
+    o.put_str(l.build_id);
   }
   o.put<uint64_t>(t.clock_syncs.size());
   for (const ClockSyncDef& k : t.clock_syncs) {
-    o.str(k.phase);
+    o.put_str(k.phase);
     o.put(k.local_ticks);
     o.put(k.offset_ns);
     o.put(k.rtt_ns);
   }
-  o.str(t.end_reason);
+  o.put_str(t.end_reason);
   o.put(t.heartbeat);
   o.put<uint8_t>(live);
   if (live) {
-    o.vec(t.in_flight);
+    o.put_vec(t.in_flight);
     o.put(t.last_alive);
   }
   o.put(t.ns_per_tick);
@@ -166,12 +120,12 @@ std::string RankTrace::describe(bool run_facts) const {
   o.put(t.event_bytes);
   std::vector<uint32_t> chunks;
   for (size_t s = 0; s < stream_count(); ++s) chunks.push_back(static_cast<uint32_t>(chunk_count(s)));
-  o.vec(chunks);
+  o.put_vec(chunks);
   {
     std::lock_guard<std::mutex> lock(t.mu);
     o.put(t.stats);
     o.put<uint64_t>(t.warnings.size());
-    for (const std::string& w : t.warnings) o.str(w);
+    for (const std::string& w : t.warnings) o.put_str(w);
   }
   return std::move(o.buf);
 }
@@ -180,27 +134,27 @@ std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, s
   auto impl = std::make_unique<Impl>();
   Impl& t = *impl;
   t.stand_in = true;
-  In in{description.data(), description.data() + description.size()};
+  In in(description.data(), description.data() + description.size(), "short description");
   try {
     in.need(sizeof kDescriptionTag);
     if (std::memcmp(in.p, kDescriptionTag, sizeof kDescriptionTag) != 0)
       throw std::length_error("not a rank file's description");
     in.p += sizeof kDescriptionTag;
-    t.path = in.str();
+    t.path = in.get_str();
     t.header = in.get<format::FileHeader>();
     for (auto n = in.get<uint64_t>(); n-- > 0;) {
-      std::string k = in.str();
-      t.meta[std::move(k)] = in.str();
+      std::string k = in.get_str();
+      t.meta[std::move(k)] = in.get_str();
     }
     if (in.get<uint8_t>()) {
       for (auto n = in.get<uint64_t>(); n-- > 0;) {
-        std::string k = in.str();
-        t.environment[std::move(k)] = in.str();
+        std::string k = in.get_str();
+        t.environment[std::move(k)] = in.get_str();
       }
       for (auto n = in.get<uint64_t>(); n-- > 0;) {
-        std::string k = in.str();
+        std::string k = in.get_str();
         ProfSetting& v = t.settings[std::move(k)];
-        v.value = in.str();
+        v.value = in.get_str();
         v.from_environment = in.get<uint8_t>();
       }
     }
@@ -208,7 +162,7 @@ std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, s
       FunctionDef f;
       f.id = in.get<uint16_t>();
       f.kind = in.get<FuncKind>();
-      f.name = in.str();
+      f.name = in.get_str();
       if (f.id >= t.function_index.size()) {
         t.function_index.resize(f.id + 1u, -1);
         t.kinds.resize(f.id + 1u, reader::undefined_func_info());
@@ -223,8 +177,8 @@ std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, s
       c.global_id = in.get<uint64_t>();
       c.time = in.get<uint64_t>();
       c.inter = in.get<uint8_t>();
-      c.ranks = in.ranks();
-      c.remote_ranks = in.ranks();
+      c.ranks = get_ranks(in);
+      c.remote_ranks = get_ranks(in);
       t.comms.push_back(std::move(c));
     }
     // (As finish_definitions() orders them: by handle, time, definition.)
@@ -238,31 +192,31 @@ std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, s
       CallSiteDef s;
       s.id = in.get<uint32_t>();
       s.address = in.get<uint64_t>();
-      s.file = in.str();
+      s.file = in.get_str();
       s.line = in.get<int>();
       t.callsite_index.emplace(s.id, t.callsites.size());
       t.callsites.push_back(std::move(s));
     }
-    t.call_site_ids = in.vec<uint32_t>();
+    t.call_site_ids = in.get_vec<uint32_t>();
     for (auto n = in.get<uint64_t>(); n-- > 0;) {
       LoadObject l;
       l.bias = in.get<uint64_t>();
-      l.path = in.str();
-      l.build_id = in.str();
+      l.path = in.get_str();
+      l.build_id = in.get_str();
       t.load_objects.push_back(std::move(l));
     }
     for (auto n = in.get<uint64_t>(); n-- > 0;) {
       ClockSyncDef k;
-      k.phase = in.str();
+      k.phase = in.get_str();
       k.local_ticks = in.get<uint64_t>();
       k.offset_ns = in.get<double>();
       k.rtt_ns = in.get<double>();
       t.clock_syncs.push_back(std::move(k));
     }
-    t.end_reason = in.str();
+    t.end_reason = in.get_str();
     t.heartbeat = in.get<uint64_t>();
     if (in.get<uint8_t>()) {
-      t.in_flight = in.vec<InFlightCall>();
+      t.in_flight = in.get_vec<InFlightCall>();
       t.last_alive = in.get<uint64_t>();
     }  // (else last_alive() stays 0: readers ask it only of a file with a heartbeat)
     std::call_once(t.live_once, [] {});  // (known: no chunk times to read)
@@ -276,9 +230,9 @@ std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, s
     t.final_t = in.get<double>();
     t.final_off = in.get<double>();
     t.event_bytes = in.get<uint64_t>();
-    t.stand_in_chunks = in.vec<uint32_t>();
+    t.stand_in_chunks = in.get_vec<uint32_t>();
     t.stats = in.get<ReadStats>();
-    for (auto n = in.get<uint64_t>(); n-- > 0;) t.warnings.push_back(in.str());
+    for (auto n = in.get<uint64_t>(); n-- > 0;) t.warnings.push_back(in.get_str());
     if (in.p != in.end) throw std::length_error("bytes after the description");
   } catch (const std::exception& ex) {
     if (error) *error = std::string("a rank file's description: ") + ex.what();
