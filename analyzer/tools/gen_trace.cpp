@@ -18,6 +18,8 @@
 // iteration's modulo K), as a program calling the loop body from K places. Times are ns (monotonic timer, 1 ns/tick),
 // computed for all ranks in lockstep so every message is causal.
 #include <CLI/CLI.hpp>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -44,73 +46,46 @@ uint64_t hash(uint64_t a, uint64_t b) {
   return x;
 }
 
-}  // namespace
+// Rank files open at once: 256 (their chunks, 1 MiB at most each, bounded
+// too), or half the descriptor limit where that is less.
+size_t files_open_at_once() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 256;
+  return std::clamp<size_t>(static_cast<size_t>(limit.rlim_cur / 2), 1, 256);
+}
 
-int main(int argc, char** argv) {
-  CLI::App app{"prof-gen-trace: a synthetic prof trace for benchmarks"};
-  std::string out;
-  uint64_t events = 1000000;
-  int ranks = 4;
-  uint32_t chunk = 1u << 20;
-  uint64_t run_id = 0x5EED;
-  uint32_t call_sites = 0;
-  app.add_option("OUT_DIR", out, "directory to create and fill with rank-*.prof")->required();
-  app.add_option("-n,--events", events, "events over all ranks (about)");
-  app.add_option("-r,--ranks", ranks, "ranks")->check(CLI::Range(1, 100000));
-  app.add_option("--run-id", run_id, "run id written in every file");
-  app.add_option("--call-sites", call_sites, "source lines each MPI function is called from (0: no call sites)")
-      ->check(CLI::Range(0u, prof::format::kSiteIndexes));
-  auto* chunk_option = app.add_option("--chunk-bytes", chunk, "event chunk size (default: 1 MiB, less above 1024 ranks)");
-  CLI11_PARSE(app, argc, argv);
-  // Every rank's writer holds a chunk in memory: at most 1 GiB in all.
-  if (chunk_option->count() == 0) chunk = std::max<uint32_t>(64u << 10, std::min<uint32_t>(1u << 20, (1u << 30) / ranks));
-
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec) {
-    std::fprintf(stderr, "prof-gen-trace: cannot create %s: %s\n", out.c_str(), ec.message().c_str());
-    return 1;
-  }
-  const size_t R = static_cast<size_t>(ranks);
-  std::vector<std::unique_ptr<prof::trace::TraceWriter>> w;
-  for (size_t r = 0; r < R; ++r) {
-    char name[64];
-    std::snprintf(name, sizeof name, prof::format::kRankFilePattern, static_cast<int>(r));
-    w.push_back(std::make_unique<prof::trace::TraceWriter>(
-        (std::filesystem::path(out) / name).string(), static_cast<int>(r), ranks, run_id,
-        prof::format::TimerKind::Monotonic, chunk));
-    auto& t = *w.back();
-    if (!t.ok()) {
-      std::fprintf(stderr, "prof-gen-trace: cannot write in %s\n", out.c_str());
-      return 1;
+void write_definitions(prof::trace::TraceWriter& t, uint32_t call_sites) {
+  t.meta("ns_per_tick", "1");
+  t.meta("exe", "/usr/local/bin/bench");
+  t.meta("host", "localhost");
+  t.function(Init, FuncKind::Other, "MPI_Init");
+  t.function(Finalize, FuncKind::Other, "MPI_Finalize");
+  t.function(Irecv, FuncKind::Irecv, "MPI_Irecv");
+  t.function(Isend, FuncKind::Isend, "MPI_Isend");
+  t.function(Waitall, FuncKind::Completion, "MPI_Waitall");
+  t.function(Sendrecv, FuncKind::SendRecv, "MPI_Sendrecv");
+  t.function(Allreduce, FuncKind::Collective, "MPI_Allreduce");
+  t.function(CommRank, FuncKind::Other, "MPI_Comm_rank");
+  t.callsite({1, 0x401000, "bench.c", 10});
+  t.callsite({2, 0x401100, "bench.c", 20});
+  // Function f's k-th site: bench.c line 1000 f + k (ids above the markers').
+  for (uint16_t f = Init; f <= CommRank; ++f)
+    for (uint32_t k = 1; k <= call_sites; ++k) {
+      const uint32_t id = 100 + f * 64u + k;
+      t.callsite({id, 0x402000 + id * 16, "bench.c", static_cast<int>(1000u * f + k)});
+      t.call_site_index(f, k, id);
     }
-    t.meta("ns_per_tick", "1");
-    t.meta("exe", "/usr/local/bin/bench");
-    t.meta("host", "localhost");
-    t.function(Init, FuncKind::Other, "MPI_Init");
-    t.function(Finalize, FuncKind::Other, "MPI_Finalize");
-    t.function(Irecv, FuncKind::Irecv, "MPI_Irecv");
-    t.function(Isend, FuncKind::Isend, "MPI_Isend");
-    t.function(Waitall, FuncKind::Completion, "MPI_Waitall");
-    t.function(Sendrecv, FuncKind::SendRecv, "MPI_Sendrecv");
-    t.function(Allreduce, FuncKind::Collective, "MPI_Allreduce");
-    t.function(CommRank, FuncKind::Other, "MPI_Comm_rank");
-    t.callsite({1, 0x401000, "bench.c", 10});
-    t.callsite({2, 0x401100, "bench.c", 20});
-    // Function f's k-th site: bench.c line 1000 f + k (ids above the markers').
-    for (uint16_t f = Init; f <= CommRank; ++f)
-      for (uint32_t k = 1; k <= call_sites; ++k) {
-        const uint32_t id = 100 + f * 64u + k;
-        t.callsite({id, 0x402000 + id * 16, "bench.c", static_cast<int>(1000u * f + k)});
-        t.call_site_index(f, k, id);
-      }
-  }
+}
 
+// The whole program's events, each handed to emit(rank, event); a rank's
+// events come in its enter order.
+template <class Emit>
+void simulate(size_t R, uint64_t iterations, uint32_t call_sites, Emit&& emit) {
   std::vector<uint64_t> t(R, 1'000'000'000'000ull);
   uint8_t site_index = 0;  // the iteration's, with --call-sites
   auto put = [&](size_t r, Event e) {
     if (e.kind != FuncKind::Marker) e.call_site_index = site_index;
-    w[r]->event(e);
+    emit(r, e);
   };
   auto plain = [&](size_t r, uint16_t f, FuncKind k, uint64_t enter, uint64_t leave) {
     Event e;
@@ -136,7 +111,6 @@ int main(int argc, char** argv) {
     t[r] += 500000 + 1000;
   }
 
-  const uint64_t iterations = std::max<uint64_t>(1, events / (10 * R));
   std::vector<uint64_t> isend_enter(R), sendrecv_enter(R), allreduce_enter(R), compute(R);
   const uint32_t kRecvReq = 0xAC000001u, kSendReq = 0xAC000002u;
   for (uint64_t it = 0; it < iterations; ++it) {
@@ -229,13 +203,73 @@ int main(int argc, char** argv) {
     }
   }
   const uint64_t end = *std::max_element(t.begin(), t.end());
-  for (size_t r = 0; r < R; ++r) {
-    plain(r, Finalize, FuncKind::Other, end + r * 100, end + 200000);
-    w[r]->end("finalize");
-    w[r]->close_counting_chunks();  // as the shim's Live slots count them (format 8)
-    if (!w[r]->ok()) {
-      std::fprintf(stderr, "prof-gen-trace: write error in %s\n", out.c_str());
-      return 1;
+  for (size_t r = 0; r < R; ++r) plain(r, Finalize, FuncKind::Other, end + r * 100, end + 200000);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"prof-gen-trace: a synthetic prof trace for benchmarks"};
+  std::string out;
+  uint64_t events = 1000000;
+  int ranks = 4;
+  uint32_t chunk = 1u << 20;
+  uint64_t run_id = 0x5EED;
+  uint32_t call_sites = 0;
+  app.add_option("OUT_DIR", out, "directory to create and fill with rank-*.prof")->required();
+  app.add_option("-n,--events", events, "events over all ranks (about)");
+  app.add_option("-r,--ranks", ranks, "ranks")->check(CLI::Range(1, 100000));
+  app.add_option("--run-id", run_id, "run id written in every file");
+  app.add_option("--call-sites", call_sites, "source lines each MPI function is called from (0: no call sites)")
+      ->check(CLI::Range(0u, prof::format::kSiteIndexes));
+  auto* chunk_option = app.add_option("--chunk-bytes", chunk, "event chunk size (default: 1 MiB, less above 1024 ranks)");
+  CLI11_PARSE(app, argc, argv);
+  // Default: 1 GiB over all ranks, within 64 KiB..1 MiB (a trace of many
+  // ranks has smaller chunks, as a shim's of many ranks would).
+  if (chunk_option->count() == 0) chunk = std::max<uint32_t>(64u << 10, std::min<uint32_t>(1u << 20, (1u << 30) / ranks));
+
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) {
+    std::fprintf(stderr, "prof-gen-trace: cannot create %s: %s\n", out.c_str(), ec.message().c_str());
+    return 1;
+  }
+  const size_t R = static_cast<size_t>(ranks);
+  const uint64_t iterations = std::max<uint64_t>(1, events / (10 * R));
+  // Rank files are written a group at a time (files_open_at_once()), each group by
+  // a pass of the whole simulation that writes its ranks' events only: a
+  // rank's times depend on its neighbours' and on the collectives' last
+  // entry, so every pass computes all ranks' times in the same order and a
+  // file's bytes do not depend on the group it is in. Open files and chunk
+  // memory stay bounded at any number of ranks (a 10^5-rank trace under
+  // `ulimit -n 1024`); the price is a pass of arithmetic per group.
+  const size_t group = files_open_at_once();
+  for (size_t lo = 0; lo < R; lo += group) {
+    const size_t hi = std::min(R, lo + group);
+    std::vector<std::unique_ptr<prof::trace::TraceWriter>> w;
+    for (size_t r = lo; r < hi; ++r) {
+      char name[64];
+      std::snprintf(name, sizeof name, prof::format::kRankFilePattern, static_cast<int>(r));
+      w.push_back(std::make_unique<prof::trace::TraceWriter>(
+          (std::filesystem::path(out) / name).string(), static_cast<int>(r), ranks, run_id,
+          prof::format::TimerKind::Monotonic, chunk));
+      if (!w.back()->ok()) {
+        std::fprintf(stderr, "prof-gen-trace: cannot write %s in %s\n", name, out.c_str());
+        return 1;
+      }
+      write_definitions(*w.back(), call_sites);
+    }
+    simulate(R, iterations, call_sites, [&](size_t r, const Event& e) {
+      if (r >= lo && r < hi) w[r - lo]->event(e);
+    });
+    for (size_t r = lo; r < hi; ++r) {
+      auto& t = *w[r - lo];
+      t.end("finalize");
+      t.close_counting_chunks();  // as the shim's Live slots count them (format 8)
+      if (!t.ok()) {
+        std::fprintf(stderr, "prof-gen-trace: write error in %s\n", out.c_str());
+        return 1;
+      }
     }
   }
   std::printf("%s: %llu events over %zu ranks (%llu iterations)\n", out.c_str(),

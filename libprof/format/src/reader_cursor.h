@@ -155,8 +155,11 @@ struct RankTrace::Cursor::Impl {
   // the Event the decode would give, byte for byte; the checks that passed at
   // its decode pass again (the context's availability only grows within a
   // chunk). 16 entries (4.3 KB), allocated at a format-6 cursor's first batch
-  // and freed with its pages (MergedCursor::release_pages).
+  // once it has decoded kTemplatesAfterEvents events (a rank of a few events
+  // gains nothing from them) and freed with its pages
+  // (MergedCursor::release_pages).
   static constexpr size_t kTemplates = 16;
+  static constexpr uint64_t kTemplatesAfterEvents = 64;
   static constexpr size_t kTemplateCompletions = 4;
   static_assert(kTemplateCompletions <= kCompletionMax);
   struct RepeatTemplate {
@@ -263,10 +266,12 @@ struct RankTrace::Cursor::Impl {
   int bad_warnings = 0;
   std::vector<std::string> warnings;
 
-  // Entry buffers for Completion / RequestOp events (grown only by calls merged
-  // from continuation records, so steady state allocates nothing).
-  std::vector<Completion> completion_buffer = std::vector<Completion>(kCompletionMax);
-  std::vector<uint32_t> request_buffer = std::vector<uint32_t>(format::kMaxPayloadWords);
+  // Entry buffers for Completion / RequestOp events: empty until the stream's
+  // first such record (2 KB a cursor that a rank without them never uses),
+  // then a record's worth, grown only by calls merged from continuation
+  // records or a batch cut for room, so steady state allocates nothing.
+  std::vector<Completion> completion_buffer;
+  std::vector<uint32_t> request_buffer;
   size_t completion_used = 0, request_used = 0;  // by the current batch's events
 
   // Whether a record of a batch's Completion / RequestOp event may be decoded
@@ -577,7 +582,7 @@ struct RankTrace::Cursor::Impl {
         n += completions(q, words, flags, n);
       } else {
         if (request_buffer.size() < n + words) request_buffer.resize(std::max(n + words, request_buffer.size() * 2));
-        std::memcpy(request_buffer.data() + n, q, words * 4);
+        if (words != 0) std::memcpy(request_buffer.data() + n, q, words * 4);
         n += words;
       }
     }
@@ -789,8 +794,8 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
       if constexpr (kOwned) completion_used = stop;
     } else {
       const size_t start = kOwned ? request_used : 0;
-      if (kOwned && request_buffer.size() < start + r.avail)
-        request_buffer.resize(std::max(start + r.avail, request_buffer.size() * 2));
+      if (request_buffer.size() < start + std::max<size_t>(r.avail, 1))  // (never memcpy to null)
+        request_buffer.resize(std::max({start + r.avail, request_buffer.size() * 2, format::kMaxPayloadWords}));
       std::memcpy(request_buffer.data() + start, q, size_t{r.avail} * 4);
       const size_t stop = (flags & kContinuation) || !may_continue()
                               ? start + r.avail
@@ -822,8 +827,8 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
   RepeatRef* const refs = repeats.data();
   const size_t repeat_funcs = this->repeat_funcs();
   const uint32_t stream = stream_id;
-  if (repeat_funcs != 0 && templates.empty()) templates.resize(kTemplates);
-  RepeatTemplate* const kept = templates.data();
+  if (repeat_funcs != 0 && templates.empty() && events >= kTemplatesAfterEvents) templates.resize(kTemplates);
+  RepeatTemplate* const kept = templates.data();  // (null: repeats are decoded in full)
   while (n < max) {
     const size_t left = static_cast<size_t>(stop - at);
     if (left < 8) break;
@@ -835,7 +840,7 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     const uint32_t func = func_of(w0);
     uint8_t flags = static_cast<uint8_t>(w0 >> 16);
     RepeatTemplate* slot = nullptr;  // where a repeat decoded here is kept
-    if (repeat_funcs != 0 && record_repeats(w0) && func < repeat_funcs) {
+    if (kept != nullptr && record_repeats(w0) && func < repeat_funcs) {
       const size_t depth_index = repeat_index(flags);
       const RepeatRef& ref = refs[size_t{func} * kRepeatDepth + depth_index];
       slot = &kept[template_slot(w0)];
@@ -922,7 +927,7 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     } else {
       fill_fixed<true>(e, info.kind, flags, q, ChunkContextRefs{comm, request_high, avail}, &groups[n]);
     }
-    if (repeat) {  // (slot is set: a repeat passed the tests above)
+    if (slot != nullptr) {  // (a repeat that passed the tests above, with templates kept)
       RepeatTemplate& t = *slot;
       t.w0 = 0;
       if (got <= kTemplateCompletions) {

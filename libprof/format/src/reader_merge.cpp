@@ -12,6 +12,7 @@ namespace prof::trace {
 
 namespace {
 constexpr size_t kLinearMax = 16;
+constexpr size_t kFirstBatchEvents = 8;
 }
 
 struct RankTrace::MergedCursor::Impl {
@@ -28,9 +29,13 @@ struct RankTrace::MergedCursor::Impl {
   bool started = false;
   // next_batch(): the Events it fills and, per Event, the groups its last
   // event set (EventGroup).
+  // They start at kFirstBatchEvents and double each time a batch comes out
+  // full, up to batch_limit: a rank of a few events never holds a batch of
+  // kBatchEvents (9 KB), one of many reaches it in a few batches.
   std::vector<Event> batch;
   std::vector<uint8_t> batch_groups;
   size_t batch_limit = kBatchEvents;  // limit_batch()
+  bool last_batch_full = true;
   const reader::ChunkRef* chunk_of_last = nullptr;  // one stream: where the last event started
   bool set_aside = false;  // release_file() put its cursors aside: take them back first
 
@@ -266,14 +271,17 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
   if (!impl_) return {};
   Impl& m = *impl_;
   if (m.set_aside) [[unlikely]] m.take_back();
-  if (m.batch.empty()) {
-    m.batch.resize(m.batch_limit);
-    m.batch_groups.assign(m.batch_limit, 0);
+  if (m.last_batch_full && m.batch.size() < m.batch_limit) [[unlikely]] {
+    // (The last batch's events are the caller's no longer: they may move.)
+    const size_t size = std::min(m.batch_limit, std::max(kFirstBatchEvents, 2 * m.batch.size()));
+    m.batch.resize(size);
+    m.batch_groups.resize(size, 0);
   }
   const size_t limit = m.batch.size();
   Event* out = m.batch.data();
   uint8_t* groups = m.batch_groups.data();
   if (m.cursors.size() != 1) {
+    m.last_batch_full = false;
     if (!next(out[0])) return {};
     groups[0] = kAllGroups;
     return {out, 1};
@@ -282,8 +290,8 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
   c.completion_used = c.request_used = 0;
   if (c.lists_short) {  // the last batch was cut for room: make more (kept from then on)
     c.lists_short = false;
-    c.completion_buffer.resize(c.completion_buffer.size() * 2);
-    c.request_buffer.resize(c.request_buffer.size() * 2);
+    c.completion_buffer.resize(std::max(kCompletionMax, c.completion_buffer.size() * 2));
+    c.request_buffer.resize(std::max(format::kMaxPayloadWords, c.request_buffer.size() * 2));
   }
   // The first record may come from a seek, the next chunk or the stream's end
   // (a call in flight); the others are read within its chunk.
@@ -321,6 +329,7 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
     }
   }
   c.events += n - (first_counts ? 0 : 1);
+  m.last_batch_full = n == limit;
   return {out, n};
 }
 

@@ -311,9 +311,9 @@ class RankTrace {
     // next() would have; on a rank of several streams it holds one event.
     static constexpr size_t kBatchEvents = 64;
     std::span<const Event> next_batch();
-    // Batches of at most `events` (1 to kBatchEvents; before the first
-    // next_batch()): a reader holding many cursors at once bounds what their
-    // decoded events take together (a batch is about 140 bytes an event).
+    // Batches of at most `events` (1 to kBatchEvents; before the first call): a
+    // reader of many cursors bounds their decoded events together (140 bytes an
+    // event). A cursor's batch grows to the bound as batches come out full.
     void limit_batch(size_t events);
     // Drops the pages of the file mapping that the chunks being decoded in
     // it occupy (they fault back in from the page cache when decoding goes
