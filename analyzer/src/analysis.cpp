@@ -388,7 +388,8 @@ void Engine::setup() {
     }
   }
   for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
-  const auto [span_first, span_last] = run_span(traces);
+  const auto span = run_span(traces);
+  const auto span_first = span.first, span_last = span.second;  // (a lambda below takes them)
   size_t local_ranks = 0;
   for (size_t i = 0; i < traces.size(); ++i) local_ranks += local_rank(i) ? 1 : 0;
   const size_t batch_events = std::clamp<size_t>(kBatchBudgetEvents / std::max<size_t>(local_ranks, 1),
