@@ -652,6 +652,9 @@ class Engine {
   // `registry`: built from `dir` already (else setup() builds it).
   Engine(const trace::TraceDir& dir, const Options& opt, Registry* registry = nullptr)
       : dir_(dir), opt_(opt), prebuilt_(registry) {}
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
   Analysis run();
 
  private:
