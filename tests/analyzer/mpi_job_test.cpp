@@ -4,9 +4,9 @@
 // collectives, nested intervals, a rank killed mid-run and a message never
 // received, on a damaged trace, and on errors; and process 0 decodes only
 // its own block of ranks, each process holding the state of its block alone
-// and opening its block's rank files only (the text and JSON reports and the
-// Chrome trace; not yet the OTF2 archive or a --window, which process 0
-// writes from the whole trace).
+// and opening its block's rank files only (the text and JSON reports, the
+// Chrome trace and the OTF2 archive; not a --window, which process 0 runs
+// alone on the whole trace).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -143,12 +143,31 @@ void expect_same_reading_own_block_only(const std::string& trace, int ranks, std
   const fs::path wrapper = base / "own-block-only.sh";
   std::ofstream(wrapper) << "#!/bin/sh\ncd " << base.string() << "/p$PMI_RANK && exec " PROF_ANALYZE_BIN " \"$@\"\n";
   fs::permissions(wrapper, fs::perms::owner_all);
+  // (An OTF2 archive, "{otf2}" in `args`, is compared as otf2-print lists it,
+  // in `Outputs::chrome` when there is no Chrome trace.)
+  int archives = 0;
   auto outputs = [&](const std::string& cmd) {
-    const int st = std::system((cmd + " --no-progress --no-index " + args + " t >" + (base / "out" / "text").string() +
+    std::string with = args;
+    const fs::path archive = base / "out" / ("otf2-" + std::to_string(archives++));
+    if (const size_t at = with.find("{otf2}"); at != std::string::npos) with.replace(at, 6, archive.string());
+    const int st = std::system((cmd + " --no-progress --no-index " + with + " t >" + (base / "out" / "text").string() +
                                 " 2>" + (base / "out" / "messages").string())
                                    .c_str());
     Outputs o;
     o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (with != args) {
+      const std::string listing = archive.string() + ".txt";
+      EXPECT_EQ(std::system((std::string(PROF_OTF2_PRINT) + " -A -Werror " + archive.string() + "/traces.otf2 >" +
+                             listing + " 2>&1")
+                                .c_str()),
+                0)
+          << slurp(listing);
+      // (The archive's trace identifier is random.)
+      o.chrome = std::regex_replace(slurp(listing), std::regex("Trace identifier[^\n]*\n"), "");
+      fs::remove_all(archive);
+      fs::remove(listing);
+      return o;
+    }
     for (auto [field, name] : {std::pair{&o.text, "text"}, {&o.messages, "messages"}, {&o.json, "report.json"},
                                {&o.chrome, "chrome.json"}}) {
       *field = slurp(base / "out" / name);
@@ -186,7 +205,8 @@ TEST(MpiJob, RingWithAKilledRankIsTheSameForEveryProcessCount) {
 // No process opens another block's rank file, whatever the job writes: the
 // text report (with the functions and call sites), the JSON report and the
 // Chrome trace, whose ranks each process draws and sends process 0 in rank
-// order (a Chrome trace window included).
+// order (a Chrome trace window included), and the OTF2 archive, for which
+// each process sends process 0 its ranks' events in rank order.
 TEST(MpiJob, EachProcessReadsItsOwnBlocksFilesOnlyForEveryOutput) {
   TraceBuilder b(6);
   build_ring(b, 6);
@@ -194,6 +214,7 @@ TEST(MpiJob, EachProcessReadsItsOwnBlocksFilesOnlyForEveryOutput) {
     expect_same_reading_own_block_only(b.dir(), 6, "--functions --callsites --json {json} --chrome-trace {chrome}", k);
     expect_same_reading_own_block_only(b.dir(), 6, "-q -o /dev/null --chrome-trace {chrome} "
                                        "--chrome-trace-window 0.01:0.02", k);
+    expect_same_reading_own_block_only(b.dir(), 6, "--json {json} --otf2 {otf2}", k);
   }
 }
 
