@@ -9,12 +9,16 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <streambuf>
 #include <limits>
 #include <set>
 
 #include "damage_stop.h"
 #include "interpret.h"
 #include "prof/analysis/analysis.h"
+#include "prof/analysis/exchange.h"
 #include "prof/definition_lines.h"
 #include "intervals.h"
 
@@ -289,65 +293,190 @@ struct ChromeHandler {
   void problem(WarningKind, F&&, uint64_t = 1) {}
 };
 
+// Draws rank i: its slices and flow ends, then its threads' names.
+void draw_rank(Writer& w, const Registry& reg, const WorldIndex& w2i, const RankTrace& rank_trace, size_t i,
+               double t0, std::pair<double, double> span, const ChromeTraceOptions& options) {
+  Interpreter interp(rank_trace, reg, i, w2i);
+  ChromeHandler h(w, reg, i, rank_trace.rank(), t0, options);
+  h.rank_trace = &rank_trace;
+  h.comms = &interp.comms();
+  auto cursor = rank_trace.events();
+  // A damaged rank ends where the analysis ends it (damage_stop.h).
+  DamageStop damage;
+  damage.span_first = span.first;
+  damage.span_last = span.second;
+  while (!damage.stopped) {
+    std::span<const Event> batch = cursor.next_batch();
+    if (batch.empty()) break;
+    if (!damage.admits(cursor, batch, interp)) [[unlikely]]
+      batch = damage.cut(cursor, batch, interp);
+    for (const Event& e : batch) interp.process(e, interp.global(e.enter), h);
+  }
+  if (rank_trace.heartbeat() != 0 && !damage.stopped)
+    h.intervals.note_alive(interp.global(rank_trace.last_alive()));
+  h.intervals.finish(h);
+  h.streams.insert(0);
+  for (uint32_t s : h.streams) {
+    const long long tid = h.tid(s);
+    const std::string name = s == 0 ? "rank " + std::to_string(rank_trace.rank())
+                                    : "rank " + std::to_string(rank_trace.rank()) + " thread " + std::to_string(s);
+    w.begin_event();
+    w.buf += "{\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(tid) +
+             ",\"name\":\"thread_name\",\"args\":{\"name\":";
+    escape(w.buf, name);
+    w.buf += "}}";
+    w.begin_event();
+    w.buf += "{\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(tid) +
+             ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + std::to_string(tid) + "}}";
+  }
+  w.flush();
+}
+
+// An MPI job's export (write_chrome_trace with a job whose processes hold
+// their blocks' rank files alone, TraceDir::holder).
+//
+// Algorithm
+//   The ranks, in order, fall into runs of one holder each. Process 0 draws
+//   its own runs into the output; a run of another process p is drawn by p
+//   into a RunToRoot stream, which hands process 0 what it wrote in rounds
+//   of about kRoundBytes (Exchange::all_to_all; the other processes take
+//   part with nothing to say), the last round flagged, with p's counts.
+//   Process 0 appends each round to the output as it comes, so the output
+//   is the single process's, byte for byte, and no process opens a file of
+//   another's block.
+// Invariants
+//   - Every process takes part in every round of every run held by a
+//     process other than 0 (each learns the run's end from its holder's
+//     flag; process 0's runs need none), so the rounds match everywhere.
+//   - A round carries at most about kRoundBytes of output: no process holds
+//     more than that of another's drawing.
+class RunToRoot final : public std::streambuf {
+ public:
+  static constexpr size_t kRoundBytes = size_t{1} << 20;
+  explicit RunToRoot(Exchange& job) : job_(job) {}
+  // The run's last round, with the holder's counts.
+  void finish(const ChromeTraceStats& stats) {
+    pending_.insert(0, reinterpret_cast<const char*>(&stats), sizeof stats);
+    send('e');
+  }
+  // Process 0 or a bystander during process `holder`'s run: takes the
+  // rounds until the last; process 0 appends them to `out` (when it still
+  // writes) and adds the holder's counts to `stats`.
+  static void take_run(Exchange& job, int holder, std::ostream* out, ChromeTraceStats& stats) {
+    const auto P = static_cast<size_t>(job.size());
+    for (;;) {
+      const std::vector<std::string> in = job.all_to_all(std::vector<std::string>(P));
+      const std::string& m = in[static_cast<size_t>(holder)];
+      if (m.empty()) throw std::runtime_error("Chrome trace: process " + std::to_string(holder) + " said nothing");
+      size_t at = 1;
+      if (m[0] == 'e') {
+        if (job.rank() == 0) {
+          ChromeTraceStats theirs;
+          std::memcpy(&theirs, m.data() + 1, sizeof theirs);
+          stats.slices += theirs.slices;
+          stats.flows += theirs.flows;
+          stats.outside_window += theirs.outside_window;
+        }
+        at += sizeof(ChromeTraceStats);
+      }
+      if (out && *out && m.size() > at) out->write(m.data() + at, static_cast<std::streamsize>(m.size() - at));
+      if (m[0] == 'e') return;
+    }
+  }
+
+ protected:
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    pending_.append(s, static_cast<size_t>(n));
+    if (pending_.size() >= kRoundBytes) send('m');
+    return n;
+  }
+  int_type overflow(int_type c) override {
+    if (c != traits_type::eof()) {
+      const char ch = traits_type::to_char_type(c);
+      xsputn(&ch, 1);
+    }
+    return traits_type::not_eof(c);
+  }
+
+ private:
+  // One round: to process 0 the flag and the bytes, to the others the flag.
+  void send(char flag) {
+    const auto P = static_cast<size_t>(job_.size());
+    std::vector<std::string> out(P, std::string(1, flag));
+    out[0].append(pending_);
+    out[static_cast<size_t>(job_.rank())].clear();
+    pending_.clear();
+    job_.all_to_all(out);
+  }
+  Exchange& job_;
+  std::string pending_;
+};
+
 }  // namespace
 
 bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::string* error,
-                        ChromeTraceStats* stats, const ChromeTraceOptions& options) {
+                        ChromeTraceStats* stats, const ChromeTraceOptions& options, Exchange* job) {
   std::vector<const RankTrace*> traces;
   for (const auto& t : dir.ranks) traces.push_back(t.get());
   const WorldIndex w2i(traces);
   Registry reg;
   reg.build(traces);
+  const bool held = job && job->size() > 1 && !dir.holder.empty();
+  const int me = held ? job->rank() : 0;
 
   // Time zero: the earliest event of the run (not one that damage put
-  // outside it).
-  const auto [span_first, span_last] = run_span(traces);
-  const double t0 = first_event_in_span(traces, {span_first, span_last});
+  // outside it); in a job, the earliest of each block's.
+  const std::pair<double, double> span = run_span(traces);
+  double t0 = 0;
+  if (!held) {
+    t0 = first_event_in_span(traces, span);
+  } else {
+    std::vector<const RankTrace*> mine;
+    for (size_t i = 0; i < traces.size(); ++i)
+      if (dir.holder[i] == me) mine.push_back(traces[i]);
+    const double earliest = earliest_event_in_span(mine, span);
+    const std::string bytes(reinterpret_cast<const char*>(&earliest), sizeof earliest);
+    double least = earliest;
+    for (const std::string& m : job->all_to_all(std::vector<std::string>(static_cast<size_t>(job->size()), bytes))) {
+      if (m.size() != sizeof(double)) throw std::runtime_error("Chrome trace: a short time zero");
+      double theirs;
+      std::memcpy(&theirs, m.data(), sizeof theirs);
+      least = std::min(least, theirs);
+    }
+    t0 = time_zero_of_earliest(least);
+  }
 
   Writer w{out, {}, true, {}};
-  w.buf += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"prof-analyze\"},\"traceEvents\":[\n";
-  w.begin_event();
-  w.buf += "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"MPI run\"}}";
-  for (size_t i = 0; i < traces.size(); ++i) {
-    const RankTrace& rank_trace = *traces[i];
-    Interpreter interp(rank_trace, reg, i, w2i);
-    ChromeHandler h(w, reg, i, rank_trace.rank(), t0, options);
-    h.rank_trace = &rank_trace;
-    h.comms = &interp.comms();
-    auto cursor = rank_trace.events();
-    // A damaged rank ends where the analysis ends it (damage_stop.h).
-    DamageStop damage;
-    damage.span_first = span_first;
-    damage.span_last = span_last;
-    while (!damage.stopped) {
-      std::span<const Event> batch = cursor.next_batch();
-      if (batch.empty()) break;
-      if (!damage.admits(cursor, batch, interp)) [[unlikely]]
-        batch = damage.cut(cursor, batch, interp);
-      for (const Event& e : batch) interp.process(e, interp.global(e.enter), h);
-    }
-    if (rank_trace.heartbeat() != 0 && !damage.stopped)
-      h.intervals.note_alive(interp.global(rank_trace.last_alive()));
-    h.intervals.finish(h);
-    h.streams.insert(0);
-    for (uint32_t s : h.streams) {
-      const long long tid = h.tid(s);
-      const std::string name =
-          s == 0 ? "rank " + std::to_string(rank_trace.rank())
-                 : "rank " + std::to_string(rank_trace.rank()) + " thread " + std::to_string(s);
-      w.begin_event();
-      w.buf += "{\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(tid) +
-               ",\"name\":\"thread_name\",\"args\":{\"name\":";
-      escape(w.buf, name);
-      w.buf += "}}";
-      w.begin_event();
-      w.buf += "{\"ph\":\"M\",\"pid\":0,\"tid\":" + std::to_string(tid) +
-               ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" + std::to_string(tid) +
-               "}}";
-    }
-    w.flush();
-    if (!out) break;
+  if (me == 0) {
+    w.buf += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"prof-analyze\"},\"traceEvents\":[\n";
+    w.begin_event();
+    w.buf += "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"MPI run\"}}";
   }
+  for (size_t a = 0; a < traces.size();) {
+    const int holder = held ? dir.holder[a] : 0;
+    size_t b = a + 1;
+    while (b < traces.size() && held && dir.holder[b] == holder) ++b;
+    if (holder == me) {
+      if (me == 0) {
+        for (size_t i = a; i < b && out; ++i) draw_rank(w, reg, w2i, *traces[i], i, t0, span, options);
+      } else {
+        RunToRoot to_root(*job);
+        std::ostream sink(&to_root);
+        // (Process 0 wrote the first event: every one drawn here follows one.)
+        Writer drawn{sink, {}, false, {}};
+        for (size_t i = a; i < b; ++i) draw_rank(drawn, reg, w2i, *traces[i], i, t0, span, options);
+        drawn.flush(true);
+        to_root.finish(drawn.stats);
+      }
+    } else if (holder != 0) {  // (process 0's runs go to the output without rounds)
+      // (What the output had so far goes first.)
+      if (me == 0) w.flush(true);
+      RunToRoot::take_run(*job, holder, me == 0 ? &out : nullptr, w.stats);
+    }
+    if (!held && !out) break;
+    a = b;
+  }
+  if (me != 0) return true;
   w.buf += "\n]}\n";
   w.flush(true);
   out.flush();

@@ -48,6 +48,10 @@ std::pair<double, double> run_span(const std::vector<const trace::RankTrace*>& t
 }
 
 double first_event_in_span(const std::vector<const trace::RankTrace*>& traces, std::pair<double, double> span) {
+  return time_zero_of_earliest(earliest_event_in_span(traces, span));
+}
+
+double earliest_event_in_span(const std::vector<const trace::RankTrace*>& traces, std::pair<double, double> span) {
   double t0 = std::numeric_limits<double>::infinity();
   for (const trace::RankTrace* t : traces) {
     auto c = t->events();
@@ -57,7 +61,7 @@ double first_event_in_span(const std::vector<const trace::RankTrace*>& traces, s
       if (enter >= span.first && enter <= span.second) t0 = std::min(t0, enter);
     }
   }
-  return std::isfinite(t0) ? t0 : 0;
+  return t0;
 }
 
 std::string DamageStop::describe(const std::string& path, double t_first) const {

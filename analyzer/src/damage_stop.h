@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <span>
 #include <string>
@@ -32,6 +33,10 @@ std::pair<double, double> run_span(const std::vector<const trace::RankTrace*>& t
 // Time zero of the exports (Chrome, OTF2): the earliest first event of a rank
 // that lies inside `span` and follows no lost data, global ns; 0 if none.
 double first_event_in_span(const std::vector<const trace::RankTrace*>& traces, std::pair<double, double> span);
+// The same over some of the ranks, +infinity if none: the minimum over
+// several processes' blocks is the whole trace's (time_zero_of_earliest).
+double earliest_event_in_span(const std::vector<const trace::RankTrace*>& traces, std::pair<double, double> span);
+inline double time_zero_of_earliest(double earliest) { return std::isfinite(earliest) ? earliest : 0; }
 
 struct DamageStop {
   double span_first = -std::numeric_limits<double>::infinity();

@@ -7,8 +7,10 @@
 // rank file): the report of what could be salvaged is still written.
 //
 // Under mpiexec (`mpiexec -n K prof-analyze TRACE ...`) the K processes share
-// the analysis (mpi_exchange.h): process 0 prints and writes every output,
-// the others stay silent, and every process exits with process 0's status.
+// the analysis (mpi_exchange.h): process 0 prints and writes every output
+// (the Chrome trace and the OTF2 archive from what each process reads of its
+// block's ranks), the others stay silent, and every process exits with
+// process 0's status.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -401,6 +403,18 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   if (!td.holder.empty()) opt.write_window_index = false;
   if (!no_progress && ::isatty(STDERR_FILENO))
     opt.progress = [&bar](double f, uint64_t events) { bar.update(f, events); };
+  // In a job the Chrome trace is drawn by every process (its block's ranks):
+  // process 0 tells the others whether it writes one (it does not when the
+  // result is unusable or the file cannot be made), once, as it starts.
+  const bool in_job = mpi && mpi->size() > 1 && !td.holder.empty();
+  const bool chrome_in_job = in_job && !chrome_path.empty(), otf2_in_job = in_job && !otf2_dir.empty();
+  bool chrome_told = false, otf2_told = false;
+  auto tell = [&](bool* told, bool go) {
+    *told = true;
+    mpi->all_to_all(std::vector<std::string>(static_cast<size_t>(mpi->size()), go ? "1" : "0"));
+  };
+  auto tell_chrome = [&](bool go) { tell(&chrome_told, go); };
+  auto told_to_go = [&] { return mpi->all_to_all(std::vector<std::string>(static_cast<size_t>(mpi->size())))[0] == "1"; };
   // Prints what the result says and writes the outputs; the exit status.
   auto report = [&](const prof::analysis::Analysis& a) {
     if (!a.usable()) {
@@ -425,26 +439,23 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
       ok = write_file(out_path, [&](std::ostream& o) { prof::analysis::write_text_report(a, o, text); }) && ok;
     if (!json_path.empty())
       ok = write_file(json_path, [&](std::ostream& o) { prof::analysis::write_json_report(a, o); }) && ok;
-    // The exports read every rank's events: in a job, process 0 opens the
-    // whole trace for them once the report is out.
-    std::optional<prof::trace::TraceDir> whole;
-    auto whole_trace = [&]() -> const prof::trace::TraceDir& {
-      if (td.holder.empty()) return td;
-      if (!whole) whole = prof::trace::TraceDir::open(dir);
-      return *whole;
-    };
+    // The exports: in a job, each process reads its block's ranks for them.
     if (!chrome_path.empty()) {
       std::string err;
       ok = write_file(chrome_path,
                       [&](std::ostream& o) {
-                        if (!prof::analysis::write_chrome_trace(whole_trace(), o, &err, nullptr, chrome_opt))
+                        if (chrome_in_job) tell_chrome(true);
+                        if (!prof::analysis::write_chrome_trace(td, o, &err, nullptr, chrome_opt,
+                                                                chrome_in_job ? mpi : nullptr))
                           std::fprintf(stderr, "prof-analyze: error: %s: %s\n", chrome_path.c_str(), err.c_str());
                       }) &&
            ok;
+      if (chrome_in_job && !chrome_told) tell_chrome(false);
     }
     if (!otf2_dir.empty()) {
       std::string err;
-      if (!prof::analysis::write_otf2(whole_trace(), otf2_dir, &a, &err, nullptr, otf2_opt)) {
+      if (otf2_in_job) tell(&otf2_told, true);
+      if (!prof::analysis::write_otf2(td, otf2_dir, &a, &err, nullptr, otf2_opt, otf2_in_job ? mpi : nullptr)) {
         std::fprintf(stderr, "prof-analyze: error: --otf2 %s: %s\n", otf2_dir.c_str(), err.c_str());
         ok = false;
       }
@@ -461,9 +472,19 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   // index may still be being written (analysis::Options::on_result).
   int status = 0;
   opt.on_result = [&](const prof::analysis::Analysis& a) {
-    if (!root) return;
+    if (!root) {
+      if (chrome_in_job && told_to_go()) {
+        std::ostream nowhere(nullptr);  // (process 0 writes the trace)
+        prof::analysis::write_chrome_trace(td, nowhere, nullptr, nullptr, chrome_opt, mpi);
+      }
+      if (otf2_in_job && told_to_go()) prof::analysis::write_otf2(td, otf2_dir, nullptr, nullptr, nullptr, otf2_opt, mpi);
+      return;
+    }
     bar.clear();
     status = report(a);
+    // (An export process 0 did not reach: the others are told, in order.)
+    if (chrome_in_job && !chrome_told) tell_chrome(false);
+    if (otf2_in_job && !otf2_told) tell(&otf2_told, false);
     std::fflush(stdout);
     // A reader of stdout (`| less`) sees its end now, not when the index is written.
     if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) {

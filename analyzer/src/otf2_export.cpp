@@ -44,6 +44,8 @@
 #include "intervals.h"
 #include "run_record.h"
 #include "prof/analysis/analysis.h"
+#include "prof/analysis/exchange.h"
+#include "wire.h"
 
 namespace prof::analysis {
 namespace {
@@ -622,24 +624,188 @@ OTF2_TimeStamp realtime_of(const std::vector<const RankTrace*>& traces, double g
   return OTF2_UNDEFINED_TIMESTAMP;
 }
 
+// A rank's events as the analysis reads them (up to its damage stop,
+// damage_stop.h), batch by batch to `use`; whether the damage stopped it.
+template <class Use>
+bool read_admitted(const RankTrace& t, const Interpreter& interp, std::pair<double, double> span, Use&& use) {
+  auto cursor = t.events();
+  DamageStop damage;
+  damage.span_first = span.first;
+  damage.span_last = span.second;
+  while (!damage.stopped) {
+    std::span<const Event> batch = cursor.next_batch();
+    if (batch.empty()) break;
+    if (!damage.admits(cursor, batch, interp)) [[unlikely]]
+      batch = damage.cut(cursor, batch, interp);
+    use(batch);
+  }
+  return damage.stopped;
+}
+
+// An MPI job's archive (write_otf2 with a job whose processes hold their
+// blocks' rank files alone, TraceDir::holder).
+//
+// Algorithm
+//   Process 0 writes the archive alone, rank after rank, as one process
+//   does: its definitions are numbered in the order the ranks first use
+//   them, so a rank's records depend on the ranks before it. A rank of
+//   another process p is read there (its cursor and damage stop,
+//   read_admitted) and its decoded events reach process 0 in rounds of about
+//   kRoundBytes (Exchange::all_to_all; the other processes take part with
+//   nothing to say), the last flagged with whether the damage stopped it.
+//   Process 0 hands each round's events to the rank's handler as one batch.
+// Invariants
+//   - Every process takes part in every round of every rank held by a
+//     process other than 0 (each learns the rank's end from its holder's
+//     flag), so the rounds match everywhere.
+//   - A round holds at most kRoundBytes of events and one batch more: no
+//     process holds more than that of another's rank.
+class HeldEvents {
+ public:
+  static constexpr size_t kRoundBytes = size_t{1} << 20;
+
+  // On the holder of rank t (a process other than 0): reads it, sends it.
+  static void send(Exchange& job, const RankTrace& t, const Interpreter& interp, std::pair<double, double> span) {
+    WireOut o = fresh();
+    const bool stopped = read_admitted(t, interp, span, [&](std::span<const Event> batch) {
+      for (const Event& e : batch) {
+        o.put(e);
+        o.put_array(e.completions.data(), e.completions.size());
+        o.put_array(e.requests.data(), e.requests.size());
+      }
+      if (o.buf.size() >= kRoundBytes) {
+        round(job, o.buf);
+        o = fresh();
+      }
+    });
+    o.buf[0] = 'e';
+    o.buf[1] = static_cast<char>(stopped);
+    round(job, o.buf);
+  }
+
+  // On process 0 (`use` the handler's) or a bystander (`use` never called):
+  // the rank's events from `holder`; whether the damage stopped it.
+  template <class Use>
+  static bool take(Exchange& job, int holder, Use&& use) {
+    const auto P = static_cast<size_t>(job.size());
+    std::vector<Event> events;
+    std::vector<trace::Completion> completions;
+    std::vector<uint32_t> requests;
+    struct Spans {
+      size_t completion, completions, request, requests;
+    };
+    std::vector<Spans> spans;
+    for (;;) {
+      const std::vector<std::string> in = job.all_to_all(std::vector<std::string>(P));
+      const std::string& m = in[static_cast<size_t>(holder)];
+      if (m.size() < 2 || (m[0] != 'm' && m[0] != 'e'))
+        throw std::runtime_error("OTF2 export: process " + std::to_string(holder) + " sent no events");
+      const bool last = m[0] == 'e', stopped = m[1] != 0;
+      if (job.rank() == 0) {
+        WireIn r(m);
+        r.p += 2;
+        events.clear();
+        completions.clear();
+        requests.clear();
+        spans.clear();
+        while (!r.done()) {
+          events.push_back(r.get<Event>());
+          Spans at{completions.size(), 0, requests.size(), 0};
+          const char* c = r.get_array<trace::Completion>(&at.completions);
+          for (size_t k = 0; k < at.completions; ++k, c += sizeof(trace::Completion)) {
+            completions.emplace_back();
+            std::memcpy(&completions.back(), c, sizeof(trace::Completion));
+          }
+          const char* q = r.get_array<uint32_t>(&at.requests);
+          for (size_t k = 0; k < at.requests; ++k, q += sizeof(uint32_t)) {
+            requests.emplace_back();
+            std::memcpy(&requests.back(), q, sizeof(uint32_t));
+          }
+          spans.push_back(at);
+        }
+        // (The vectors are whole now: the spans point into them.)
+        for (size_t k = 0; k < events.size(); ++k) {
+          events[k].completions = {completions.data() + spans[k].completion, spans[k].completions};
+          events[k].requests = {requests.data() + spans[k].request, spans[k].requests};
+        }
+        if (!events.empty()) use(std::span<const Event>(events));
+      }
+      if (last) return stopped;
+    }
+  }
+
+ private:
+  static WireOut fresh() {
+    WireOut o;
+    o.put<uint8_t>('m');
+    o.put<uint8_t>(0);  // (the last round: whether the damage stopped the rank)
+    return o;
+  }
+  // One round: to process 0 the events, to the others the flag.
+  static void round(Exchange& job, const std::string& mine) {
+    std::vector<std::string> out(static_cast<size_t>(job.size()), mine.substr(0, 2));
+    out[0] = mine;
+    out[static_cast<size_t>(job.rank())].clear();
+    job.all_to_all(out);
+  }
+};
+
 }  // namespace
 
 bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const Analysis* analysis,
-                std::string* error, Otf2Stats* stats_out, const Otf2Options& options) {
+                std::string* error, Otf2Stats* stats_out, const Otf2Options& options, Exchange* job) {
   std::vector<const RankTrace*> traces;
   for (const auto& t : dir.ranks) traces.push_back(t.get());
   const WorldIndex w2i(traces);
   Registry reg;
   reg.build(traces);
+  const bool held = job && job->size() > 1 && !dir.holder.empty();
+  const int me = held ? job->rank() : 0;
 
   // Time zero: the earliest event of the run (not one that damage put
-  // outside it).
+  // outside it); in a job, the earliest of each block's.
   const auto [span_first, span_last] = run_span(traces);
-  const double t0 = first_event_in_span(traces, {span_first, span_last});
+  double t0 = 0;
+  if (!held) {
+    t0 = first_event_in_span(traces, {span_first, span_last});
+  } else {
+    std::vector<const RankTrace*> mine;
+    for (size_t i = 0; i < traces.size(); ++i)
+      if (dir.holder[i] == me) mine.push_back(traces[i]);
+    WireOut earliest;
+    earliest.put(earliest_event_in_span(mine, {span_first, span_last}));
+    double least = std::numeric_limits<double>::infinity();
+    for (const std::string& m : job->all_to_all(std::vector<std::string>(static_cast<size_t>(job->size()), earliest.buf)))
+      least = std::min(least, WireIn(m).get<double>());
+    t0 = time_zero_of_earliest(least);
+  }
+  // The other processes send their ranks' events if process 0 could open
+  // the archive (its answer, 1 or 0, is the all-to-all after time zero).
+  if (held && me != 0) {
+    if (job->all_to_all(std::vector<std::string>(static_cast<size_t>(job->size())))[0] != "1") return false;
+    for (size_t i = 0; i < traces.size(); ++i) {
+      if (dir.holder[i] == 0) continue;
+      if (dir.holder[i] == me) {
+        const Interpreter interp(*traces[i], reg, i, w2i);
+        HeldEvents::send(*job, *traces[i], interp, {span_first, span_last});
+      } else {
+        HeldEvents::take(*job, dir.holder[i], [](std::span<const Event>) {});
+      }
+    }
+    return true;
+  }
+  // (Process 0: whether the others are to send their ranks, once.)
+  bool told = !held;
+  auto tell = [&](bool go) {
+    if (told) return;
+    told = true;
+    job->all_to_all(std::vector<std::string>(static_cast<size_t>(job->size()), go ? "1" : "0"));
+  };
   // Timestamps keep the global clock's own origin where it is positive.
   const OTF2_TimeStamp base = t0 > 0 && t0 < 9e18 ? static_cast<OTF2_TimeStamp>(std::llround(t0)) : 0;
 
   auto fail = [&](const std::string& what) {
+    tell(false);
     if (error) *error = what;
     return false;
   };
@@ -658,27 +824,23 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   OTF2_Archive_SetCreator(ar, "prof-analyze");
   if (const OTF2_ErrorCode rc = OTF2_Archive_OpenEvtFiles(ar); rc != OTF2_SUCCESS)
     return fail("cannot open the events files: " + otf2_error(rc));
+  tell(true);
 
   Definitions defs;
   Otf2Stats stats;
   const OTF2_AttributeRef in_flight_attr = 0;
   bool failed = false;
   OTF2_TimeStamp last_time = base;
-  for (size_t i = 0; i < traces.size() && !failed; ++i) {
+  for (size_t i = 0; i < traces.size(); ++i) {
+    // (In a job every rank of another process is taken, written or not.)
+    if (failed && !held) break;
+    if (failed && dir.holder[i] == 0) continue;
     const RankTrace& rank_trace = *traces[i];
     Interpreter interp(rank_trace, reg, i, w2i);
     Otf2Handler h(ar, defs, reg, interp, i, rank_trace.rank(), t0, base, options, in_flight_attr, stats);
     h.thread(0);  // every rank has its master thread's location
-    auto cursor = rank_trace.events();
-    // A damaged rank ends where the analysis ends it (damage_stop.h).
-    DamageStop damage;
-    damage.span_first = span_first;
-    damage.span_last = span_last;
-    while (!damage.stopped) {
-      std::span<const Event> batch = cursor.next_batch();
-      if (batch.empty()) break;
-      if (!damage.admits(cursor, batch, interp)) [[unlikely]]
-        batch = damage.cut(cursor, batch, interp);
+    auto write = [&](std::span<const Event> batch) {
+      if (failed) return;
       for (const Event& e : batch) {
         const double enter = interp.global(e.enter);
         if (e.kind != FuncKind::Marker && (e.flags & format::kContinuation)) [[unlikely]]
@@ -686,8 +848,13 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
         else
           interp.process(e, enter, h);
       }
-    }
-    if (rank_trace.heartbeat() != 0 && !damage.stopped)
+    };
+    // A damaged rank ends where the analysis ends it (damage_stop.h), on the
+    // process that holds it.
+    const bool stopped = held && dir.holder[i] != 0 ? HeldEvents::take(*job, dir.holder[i], write)
+                                                    : read_admitted(rank_trace, interp, {span_first, span_last}, write);
+    if (failed) continue;
+    if (rank_trace.heartbeat() != 0 && !stopped)
       h.intervals.note_alive(interp.global(rank_trace.last_alive()));
     h.intervals.finish(h);
     for (auto& t : h.threads) {

@@ -96,6 +96,7 @@ trace::TraceDir open_trace_block(const std::string& dir, Exchange& ex) {
     std::string().swap(to_others.buf);
     std::vector<std::string> in = ex.all_to_all(out);
     std::vector<std::string>().swap(out);
+    trace::StandInShare share;  // (the ranks' identical function tables, once)
     for (int p = 0; p < procs; ++p) {
       if (p == me) continue;
       WireIn r(in[static_cast<size_t>(p)]);
@@ -106,7 +107,7 @@ trace::TraceDir open_trace_block(const std::string& dir, Exchange& ex) {
         if (i >= n || part[i] != static_cast<unsigned>(p))
           throw std::runtime_error("distributed analysis: process " + std::to_string(p) +
                                    " described a rank file outside its block");
-        if (opened) files.traces[i] = trace::RankTrace::stand_in(what, &files.open_errors[i]);
+        if (opened) files.traces[i] = trace::RankTrace::stand_in(what, &files.open_errors[i], &share);
         else files.open_errors[i] = std::move(what);
       }
       std::string().swap(in[static_cast<size_t>(p)]);  // (read)

@@ -3,10 +3,14 @@
 // status as the plain command, byte for byte, on a trace with messages,
 // collectives, nested intervals, a rank killed mid-run and a message never
 // received, on a damaged trace, and on errors; and process 0 decodes only
-// its own block of ranks, each process holding the state of its block alone.
+// its own block of ranks, each process holding the state of its block alone
+// and opening its block's rank files only (the text and JSON reports, the
+// Chrome trace and the OTF2 archive; not a --window, which process 0 runs
+// alone on the whole trace).
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -105,6 +109,83 @@ void build_ring(TraceBuilder& b, int ranks) {
   b.w(ranks - 1).close_without_sealing();
 }
 
+// The job's outputs where each process can read its own block's rank files
+// only, against the plain command's. Process p runs in a view of the trace
+// of its own (the same relative path, `t`, under a directory per process)
+// where its block's files are the trace's and every other rank file is an
+// empty file of the same name: a process that opened another block's file
+// would read nothing there, and its outputs would differ from the plain
+// command's (which reads the whole trace through the same relative path).
+// The blocks are the job's: rank files cut by count into `procs`
+// contiguous blocks in name order (file i to process i * procs / files).
+void expect_same_reading_own_block_only(const std::string& trace, int ranks, std::string args, int procs) {
+  const fs::path base = fs::path(trace) / ("views-" + std::to_string(procs));
+  fs::create_directories(base / "out");
+  if (const size_t at = args.find("{json}"); at != std::string::npos)
+    args.replace(at, 6, (base / "out" / "report.json").string());
+  if (const size_t at = args.find("{chrome}"); at != std::string::npos)
+    args.replace(at, 8, (base / "out" / "chrome.json").string());
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(trace))
+    if (e.path().filename().string().rfind("rank-", 0) == 0) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  ASSERT_EQ(names.size(), static_cast<size_t>(ranks));
+  for (int p = -1; p < procs; ++p) {  // (-1: the plain command's view, every file)
+    const fs::path view = base / (p < 0 ? std::string("all") : "p" + std::to_string(p)) / "t";
+    fs::create_directories(view);
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (p < 0 || static_cast<int>(i * static_cast<size_t>(procs) / names.size()) == p)
+        fs::create_symlink(fs::path(trace) / names[i], view / names[i]);
+      else
+        std::ofstream(view / names[i]);
+    }
+  }
+  const fs::path wrapper = base / "own-block-only.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\ncd " << base.string() << "/p$PMI_RANK && exec " PROF_ANALYZE_BIN " \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  // (An OTF2 archive, "{otf2}" in `args`, is compared as otf2-print lists it,
+  // in `Outputs::chrome` when there is no Chrome trace.)
+  int archives = 0;
+  auto outputs = [&](const std::string& cmd) {
+    std::string with = args;
+    const fs::path archive = base / "out" / ("otf2-" + std::to_string(archives++));
+    if (const size_t at = with.find("{otf2}"); at != std::string::npos) with.replace(at, 6, archive.string());
+    const int st = std::system((cmd + " --no-progress --no-index " + with + " t >" + (base / "out" / "text").string() +
+                                " 2>" + (base / "out" / "messages").string())
+                                   .c_str());
+    Outputs o;
+    o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (with != args) {
+      const std::string listing = archive.string() + ".txt";
+      EXPECT_EQ(std::system((std::string(PROF_OTF2_PRINT) + " -A -Werror " + archive.string() + "/traces.otf2 >" +
+                             listing + " 2>&1")
+                                .c_str()),
+                0)
+          << slurp(listing);
+      // (The archive's trace identifier is random.)
+      o.chrome = std::regex_replace(slurp(listing), std::regex("Trace identifier[^\n]*\n"), "");
+      fs::remove_all(archive);
+      fs::remove(listing);
+      return o;
+    }
+    for (auto [field, name] : {std::pair{&o.text, "text"}, {&o.messages, "messages"}, {&o.json, "report.json"},
+                               {&o.chrome, "chrome.json"}}) {
+      *field = slurp(base / "out" / name);
+      fs::remove(base / "out" / name);
+    }
+    return o;
+  };
+  const Outputs plain = outputs("cd " + (base / "all").string() + " && timeout -k 5 60 " PROF_ANALYZE_BIN);
+  const Outputs job = outputs("timeout -k 5 60 " + std::string(PROF_MPIEXEC) + " -n " + std::to_string(procs) + " " +
+                              wrapper.string());
+  EXPECT_EQ(job.status, plain.status) << "K=" << procs << "\n" << job.messages;
+  EXPECT_EQ(job.text, plain.text) << "K=" << procs;
+  EXPECT_EQ(job.json, plain.json) << "K=" << procs;
+  EXPECT_EQ(job.chrome, plain.chrome) << "K=" << procs;
+  EXPECT_EQ(job.messages, plain.messages) << "K=" << procs;
+  fs::remove_all(base);
+}
+
 }  // namespace
 
 TEST(MpiJob, RingWithAKilledRankIsTheSameForEveryProcessCount) {
@@ -119,6 +200,22 @@ TEST(MpiJob, RingWithAKilledRankIsTheSameForEveryProcessCount) {
   EXPECT_NE(plain.text.find("MPI_Allreduce app.c:300 "), std::string::npos) << plain.text;
   // A window (process 0 alone).
   expect_same_for_every_k(b.dir(), "--window 0.005:0.02 --json {json}", 2);
+}
+
+// No process opens another block's rank file, whatever the job writes: the
+// text report (with the functions and call sites), the JSON report and the
+// Chrome trace, whose ranks each process draws and sends process 0 in rank
+// order (a Chrome trace window included), and the OTF2 archive, for which
+// each process sends process 0 its ranks' events in rank order.
+TEST(MpiJob, EachProcessReadsItsOwnBlocksFilesOnlyForEveryOutput) {
+  TraceBuilder b(6);
+  build_ring(b, 6);
+  for (int k = 2; k <= 3; ++k) {
+    expect_same_reading_own_block_only(b.dir(), 6, "--functions --callsites --json {json} --chrome-trace {chrome}", k);
+    expect_same_reading_own_block_only(b.dir(), 6, "-q -o /dev/null --chrome-trace {chrome} "
+                                       "--chrome-trace-window 0.01:0.02", k);
+    expect_same_reading_own_block_only(b.dir(), 6, "--json {json} --otf2 {otf2}", k);
+  }
 }
 
 TEST(MpiJob, DamagedTraceIsTheSameForEveryProcessCount) {

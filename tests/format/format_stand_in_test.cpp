@@ -1,7 +1,8 @@
 // Stand-ins (RankTrace::describe, RankTrace::stand_in): a rank known from
 // its holder's description answers as the opened file does, definitions,
-// time and end alike, with no events; a garbled description is refused; and
-// only open() counts as a file opened.
+// time and end alike, with no events; a garbled description is refused;
+// stand-ins of one share hold each distinct function table once; and only
+// open() counts as a file opened.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -147,6 +148,37 @@ TEST(FormatStandIn, AnswersAsTheOpenedFileWithoutEvents) {
   EXPECT_TRUE(lean->environment().empty());
   EXPECT_TRUE(lean->settings().empty());
   EXPECT_EQ(lean->meta(), a.meta());
+  std::filesystem::remove_all(dir);
+}
+
+// Stand-ins made with one share hold one function table for the ranks that
+// define the same functions (each rank of a run defines the shim's few
+// hundred: about 60 KB a stand-in otherwise), and each answers as its file.
+TEST(FormatStandIn, RanksWithTheSameFunctionsShareOneTable) {
+  const std::string dir = temp_dir();
+  auto file = RankTrace::open(write_rank(dir), nullptr);
+  ASSERT_TRUE(file);
+  TraceWriter other(dir + "/rank-00004.prof", 4, 8, 77);
+  other.function(1, FuncKind::Send, "MPI_Send");
+  other.function(7, FuncKind::Collective, "MPI_Barrier");
+  other.close();
+  auto different = RankTrace::open(dir + "/rank-00004.prof", nullptr);
+  ASSERT_TRUE(different);
+  StandInShare share;
+  std::string error;
+  auto a = RankTrace::stand_in(file->describe(false), &error, &share);
+  auto b = RankTrace::stand_in(file->describe(false), &error, &share);
+  auto c = RankTrace::stand_in(different->describe(false), &error, &share);
+  ASSERT_TRUE(a && b && c) << error;
+  EXPECT_EQ(&a->functions(), &b->functions());
+  EXPECT_NE(&a->functions(), &c->functions());
+  EXPECT_EQ(share.functions.size(), 2u);
+  ASSERT_TRUE(b->function(2));
+  EXPECT_EQ(b->function(2)->name, "MPI_Recv");
+  EXPECT_FALSE(c->function(2));
+  ASSERT_TRUE(c->function(7));
+  EXPECT_EQ(c->function(7)->name, "MPI_Barrier");
+  EXPECT_EQ(c->function(7)->kind, FuncKind::Collective);
   std::filesystem::remove_all(dir);
 }
 

@@ -447,10 +447,11 @@ const std::map<std::string, std::string>& RankTrace::meta() const { return impl_
 const std::map<std::string, std::string>& RankTrace::environment() const { return impl_->environment; }
 const std::map<std::string, ProfSetting>& RankTrace::settings() const { return impl_->settings; }
 const FunctionDef* RankTrace::function(uint16_t id) const {
-  if (id >= impl_->function_index.size() || impl_->function_index[id] < 0) return nullptr;
-  return &impl_->functions[impl_->function_index[id]];
+  const std::vector<int32_t>& index = impl_->function_ids();
+  if (id >= index.size() || index[id] < 0) return nullptr;
+  return &impl_->function_defs()[static_cast<size_t>(index[id])];
 }
-const std::vector<FunctionDef>& RankTrace::functions() const { return impl_->functions; }
+const std::vector<FunctionDef>& RankTrace::functions() const { return impl_->function_defs(); }
 const std::vector<CommDef>& RankTrace::comms() const { return impl_->comms; }
 const std::vector<CallSiteDef>& RankTrace::callsites() const { return impl_->callsites; }
 const CallSiteDef* RankTrace::callsite(uint32_t id) const {

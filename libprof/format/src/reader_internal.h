@@ -179,6 +179,11 @@ FuncInfo undefined_func_info();
 
 namespace prof::trace {
 
+struct StandInFunctions {
+  std::vector<FunctionDef> functions;
+  std::vector<int32_t> function_index;  // id -> index into functions, -1
+};
+
 struct RankTrace::Impl {
   using ChunkHeader = format::ChunkHeader;
   using ChunkRef = reader::ChunkRef;
@@ -200,6 +205,16 @@ struct RankTrace::Impl {
   std::vector<FunctionDef> functions;
   std::vector<int32_t> function_index;  // id -> index into functions, -1
   std::vector<reader::FuncInfo> kinds;  // id -> kind and payload needs
+  // A stand-in's functions (and function_index), shared with the stand-ins
+  // whose descriptions list the same ones; its `functions`, `function_index`
+  // and `kinds` stay empty (it decodes nothing).
+  std::shared_ptr<const StandInFunctions> stand_in_functions;
+  const std::vector<FunctionDef>& function_defs() const {
+    return stand_in_functions ? stand_in_functions->functions : functions;
+  }
+  const std::vector<int32_t>& function_ids() const {
+    return stand_in_functions ? stand_in_functions->function_index : function_index;
+  }
   std::vector<CommDef> comms;
   struct CommKey {
     uint32_t handle;

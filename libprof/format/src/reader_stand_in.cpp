@@ -9,6 +9,12 @@
 // need the last chunks' times: the holder computes them only where the file
 // has a heartbeat or live slots, as its own reader would before using them.
 //
+// What only decoding needs (the functions' payload kinds, the call sites
+// of records' function fields) is not described. A stand-in's function
+// table is one a StandInShare may hold for several: it is the same bytes
+// in every rank's description of a run, and the largest part of one (619
+// functions, about 60 KB of a stand-in's 96 KB, for the shim's traces).
+//
 // Invariant: a stand-in has no streams indexed (stand_in_chunks gives
 // stream_count() and chunk_count()), so every cursor of it is empty and no
 // path reads a file it does not have.
@@ -90,7 +96,6 @@ std::string RankTrace::describe(bool run_facts) const {
     o.put_str(s.file);
     o.put(s.line);
   }
-  o.put_vec(t.call_site_ids);
   o.put<uint64_t>(t.load_objects.size());
   for (const LoadObject& l : t.load_objects) {
     o.put(l.bias);
@@ -130,7 +135,8 @@ std::string RankTrace::describe(bool run_facts) const {
   return std::move(o.buf);
 }
 
-std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, std::string* error) {
+std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, std::string* error,
+                                               StandInShare* share) {
   auto impl = std::make_unique<Impl>();
   Impl& t = *impl;
   t.stand_in = true;
@@ -158,18 +164,23 @@ std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, s
         v.from_environment = in.get<uint8_t>();
       }
     }
-    for (auto n = in.get<uint64_t>(); n-- > 0;) {
-      FunctionDef f;
-      f.id = in.get<uint16_t>();
-      f.kind = in.get<FuncKind>();
-      f.name = in.get_str();
-      if (f.id >= t.function_index.size()) {
-        t.function_index.resize(f.id + 1u, -1);
-        t.kinds.resize(f.id + 1u, reader::undefined_func_info());
+    {
+      const char* table_begin = in.p;
+      auto table = std::make_shared<StandInFunctions>();
+      for (auto n = in.get<uint64_t>(); n-- > 0;) {
+        FunctionDef f;
+        f.id = in.get<uint16_t>();
+        f.kind = in.get<FuncKind>();
+        f.name = in.get_str();
+        if (f.id >= table->function_index.size()) table->function_index.resize(f.id + 1u, -1);
+        table->function_index[f.id] = static_cast<int32_t>(table->functions.size());
+        table->functions.push_back(std::move(f));
       }
-      t.function_index[f.id] = static_cast<int32_t>(t.functions.size());
-      t.kinds[f.id] = reader::func_info(f.kind);
-      t.functions.push_back(std::move(f));
+      if (share) {
+        t.stand_in_functions = share->functions.try_emplace(std::string(table_begin, in.p), table).first->second;
+      } else {
+        t.stand_in_functions = std::move(table);
+      }
     }
     for (auto n = in.get<uint64_t>(); n-- > 0;) {
       CommDef c;
@@ -197,7 +208,6 @@ std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, s
       t.callsite_index.emplace(s.id, t.callsites.size());
       t.callsites.push_back(std::move(s));
     }
-    t.call_site_ids = in.get_vec<uint32_t>();
     for (auto n = in.get<uint64_t>(); n-- > 0;) {
       LoadObject l;
       l.bias = in.get<uint64_t>();

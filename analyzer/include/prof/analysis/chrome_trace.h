@@ -36,9 +36,18 @@ struct ChromeTraceOptions {
   double to_s = std::numeric_limits<double>::infinity();
 };
 
+class Exchange;
+
 // Streams every rank (memory does not grow with events). Returns false and sets
 // *error when the output stream fails.
+//
+// In an MPI job whose processes hold their blocks' rank files alone
+// (`job` given, dir.holder set; exchange.h), every process calls it: each
+// draws the ranks of its block and sends what it wrote to process 0 in
+// rounds of about 1 MiB, in rank order, and process 0 alone writes `out`
+// (the others' is untouched), the same bytes as one process writes.
 bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::string* error,
-                        ChromeTraceStats* stats = nullptr, const ChromeTraceOptions& options = {});
+                        ChromeTraceStats* stats = nullptr, const ChromeTraceOptions& options = {},
+                        Exchange* job = nullptr);
 
 }  // namespace prof::analysis

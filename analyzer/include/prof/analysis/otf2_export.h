@@ -40,10 +40,20 @@ struct Otf2Options {
 // or be an empty directory. False with *error naming the path and the reason.
 bool prepare_otf2_directory(const std::string& dir, std::string* error);
 
+class Exchange;
+
 // Streams every rank into the archive in `dir` (prepared above). `analysis`,
 // when given, supplies how each rank ended and the clock bounds (location and
 // archive properties). False with *error when libotf2 fails.
+//
+// In an MPI job whose processes hold their blocks' rank files alone (`job`
+// given, trace.holder set; exchange.h), every process calls it: process 0
+// writes the archive, each other process reads its block's ranks and sends
+// their events to process 0 in rounds of about 1 MiB, in rank order; the
+// archive is the one process's. (False on the others when process 0 could
+// not open the archive.)
 bool write_otf2(const trace::TraceDir& trace, const std::string& dir, const Analysis* analysis,
-                std::string* error, Otf2Stats* stats = nullptr, const Otf2Options& options = {});
+                std::string* error, Otf2Stats* stats = nullptr, const Otf2Options& options = {},
+                Exchange* job = nullptr);
 
 }  // namespace prof::analysis

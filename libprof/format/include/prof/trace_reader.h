@@ -191,6 +191,14 @@ struct ReadStats {
   }
 };
 
+// A stand-in's function definitions (RankTrace::stand_in).
+struct StandInFunctions;
+// What stand-ins made from one set of descriptions share: each distinct
+// function table, by its bytes in the descriptions.
+struct StandInShare {
+  std::map<std::string, std::shared_ptr<const StandInFunctions>> functions;
+};
+
 class RankTrace {
  public:
   // Opens and indexes a rank file. Returns nullptr and sets *error (naming the
@@ -387,7 +395,11 @@ class RankTrace {
   // report needs them). Bytes of one build on one kind of machine.
   std::string describe(bool run_facts) const;
   // nullptr and *error when `description` is not one describe() wrote.
-  static std::unique_ptr<RankTrace> stand_in(const std::string& description, std::string* error);
+  // Stand-ins made with one `share` hold each distinct function table once
+  // (a run's ranks define the same few hundred functions: about 60 KB a
+  // rank otherwise).
+  static std::unique_ptr<RankTrace> stand_in(const std::string& description, std::string* error,
+                                             StandInShare* share = nullptr);
   bool is_stand_in() const;
   // Rank files this process has opened (open() calls that read a header), so
   // far, over every RankTrace.
