@@ -152,7 +152,7 @@ void Engine::phase_collectives(unsigned w) {
   }
   for (unsigned s = 0; s < workers_; ++s) {
     auto& box = mail_.send_box(q, s, w);
-    for (const SendRec& send : box) ingest_send(send, false, w, q ^ 1);
+    ingest_sends(box, w, q ^ 1);
     box.clear();
     auto& cancels = mail_.cancel_box(q, s, w);
     for (const SendRec& send : cancels) ingest_send(send, true, w, q ^ 1);

@@ -578,18 +578,24 @@ struct alignas(64) Rank {
   struct CachedChannel {
     ChannelKey key;
     uint32_t index = 0;  // + 1; 0: empty
+    // The key's source is in the trace (checked by a receive: Handler::recv
+    // skips the check on a hit). (In the padding: no larger.)
+    bool source_known = false;
   };
+  static_assert(sizeof(CachedChannel) == 32);
   CachedChannel channel_cache[16];
   static size_t cache_slot(const ChannelKey& k) {
     return (static_cast<uint32_t>(k.src) * 7u + static_cast<uint32_t>(k.tag) * 13u +
             static_cast<uint32_t>(k.gid)) & 15u;
   }
-  Channel& channel(const ChannelKey& k) {
+  Channel& channel(const ChannelKey& k) { return channel_store[channel_index(k) - 1]; }
+  // The channel's index + 1 into channel_store (made if new).
+  uint32_t channel_index(const ChannelKey& k) {
     CachedChannel& c = channel_cache[cache_slot(k)];
-    if (c.index != 0 && c.key == k) [[likely]] return channel_store[c.index - 1];
+    if (c.index != 0 && c.key == k) [[likely]] return c.index;
     return channel_not_cached(k, c);
   }
-  [[gnu::noinline]] Channel& channel_not_cached(const ChannelKey& k, CachedChannel& c) {
+  [[gnu::noinline]] uint32_t channel_not_cached(const ChannelKey& k, CachedChannel& c) {
     uint32_t& i = channels[k];
     if (i == 0) {
       channel_store.emplace_back();
@@ -597,7 +603,23 @@ struct alignas(64) Rank {
     }
     c.key = k;
     c.index = i;
-    return channel_store[i - 1];
+    c.source_known = false;
+    return i;
+  }
+  // The channels this rank sent on last, as the sender finds them: a rank
+  // sends on a few channels over and over (a halo: one per neighbour and
+  // tag), and a send found here is delivered without looking up its
+  // destination's rank index and, on the same worker, its channel in the
+  // destination's cache (Handler::send). Direct-mapped by destination and
+  // tag; a destination's channel indices never change during the pass.
+  struct SentChannel {
+    ChannelKey key;
+    int32_t dest = -1;     // the destination's rank index; -1: empty
+    uint32_t channel = 0;  // its index + 1 in the destination's channel_store; 0: not looked up
+  };
+  SentChannel sent_cache[4];
+  static size_t sent_slot(const ChannelKey& k) {
+    return (static_cast<uint32_t>(k.dst) ^ static_cast<uint32_t>(k.tag)) & 3u;
   }
   Channel* find_channel(const ChannelKey& k) {
     const uint32_t* i = channels.find(k);
@@ -605,11 +627,11 @@ struct alignas(64) Rank {
   }
 };
 
-// A rank's own object, whatever its events (3,520 bytes with the queue of
-// collective results and the wait-state switch): at 10^5 ranks a process each
-// byte is 100 KB. Its heap besides is bounded by
+// A rank's own object, whatever its events (3,648 bytes with the sender's
+// cache of channels, 128 of them): at 10^5 ranks a process each byte is
+// 100 KB. Its heap besides is bounded by
 // tests/analyzer/rank_memory_test.cpp.
-static_assert(sizeof(Rank) <= 3520, "the Rank object grew: make the new member lazy, or raise the bound knowingly");
+static_assert(sizeof(Rank) <= 3648, "the Rank object grew: make the new member lazy, or raise the bound knowingly");
 
 class Engine;
 
@@ -740,7 +762,9 @@ class Engine {
   void account_recv(Rank& r, const PendingRecv& pr, const QueuedSend& s, int32_t src, unsigned w,
                     int parity, SpanLane lane);
   void ingest_send(const SendRec& s, bool cancel, unsigned w, int parity);
-  void deliver_send(const SendRec& s, unsigned w, int parity);
+  void ingest_sends(const Mailbox<SendRec>& box, unsigned w, int parity);
+  // A send from world rank `src` reaches channel `ch` of its destination `d`.
+  void deliver_to(Rank& d, Channel& ch, const QueuedSend& q, int32_t src, unsigned w, int parity);
   void apply_late_receiver(const LateRecvRec& lr);
   void finish_isend(Rank& r, uint64_t hold, const IsendWait& w);
   void credit_partner(Rank& r, uint32_t node, int32_t partner, double from, double to);

@@ -105,43 +105,53 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
   if (r.log_delay) r.delay.waits.push_back(DelayLog::Wait{from, to, partner, node});
 }
 
-// A send reaches its destination rank: matched with the channel's oldest
-// waiting receive, or queued. (Inline in Handler::send, where the
-// destination is on the sender's worker.)
-[[gnu::always_inline]] inline void Engine::deliver_send(const SendRec& s, unsigned w, int parity) {
-  Rank& d = *ranks_[static_cast<size_t>(index_of_world(s.key.dst))];
-  Channel& ch = d.channel(s.key);
+// A send reaches its channel in its destination rank: matched with the
+// channel's oldest waiting receive, or queued. (Inline in Handler::send,
+// where the destination is on the sender's worker, and where mailed sends
+// are taken.)
+[[gnu::always_inline]] inline void Engine::deliver_to(Rank& d, Channel& ch, const QueuedSend& q, int32_t src,
+                                                      unsigned w, int parity) {
   if (ch.skip > 0) [[unlikely]] {  // its receive came before the window index's start
     --ch.skip;
-    if (s.hold != HoldQueue::kNone) {
-      const LateRecvRec none = s.leave == -kInf ? LateRecvRec{s.rank, s.node, d.rank, -kInf, -kInf, s.hold}
-                                                : LateRecvRec{s.rank, s.node, d.rank, s.enter, s.enter, s.hold};
-      if (worker_of_[static_cast<size_t>(s.rank)] == w) apply_late_receiver(none);
-      else mail_.late_box(parity, w, worker_of_[static_cast<size_t>(s.rank)]).push_back(none);
+    if (q.hold != HoldQueue::kNone) {
+      const LateRecvRec none = q.leave == -kInf ? LateRecvRec{q.rank, q.node, d.rank, -kInf, -kInf, q.hold}
+                                                : LateRecvRec{q.rank, q.node, d.rank, q.enter, q.enter, q.hold};
+      if (worker_of_[static_cast<size_t>(q.rank)] == w) apply_late_receiver(none);
+      else mail_.late_box(parity, w, worker_of_[static_cast<size_t>(q.rank)]).push_back(none);
     }
     return;
   }
   if (!ch.recvs.empty()) {
     const PendingRecv pr = ch.recvs.pop();
-    account_recv(d, pr, s.queued(), s.key.src, w, parity, kMatchLane);
+    account_recv(d, pr, q, src, w, parity, kMatchLane);
     d.holds.release(pr.hold);
   } else {
-    ch.sends.push(s.queued());
+    ch.sends.push(q);
   }
 }
 
+// A rank sends on a few channels over and over: the one it sent on last in
+// the slot (Rank::sent_cache) gives the destination, and on this worker its
+// channel, without looking either up.
 void Handler::send(const ChannelKey& k, double enter, double leave, const Event& e) {
-  const int di = eng.index_of_world(k.dst);
   // A nonblocking send: an Isend, or the MPI_Start of a persistent one.
   const bool isend = (e.kind == FuncKind::Isend && e.request != format::kNoRequest) || e.kind == FuncKind::RequestOp;
-  if (di < 0) {
-    if (isend) r.last_isend_hold = HoldQueue::kNone;
-    ++r.unmatched_sends;
-    r.warn.add(WarningKind::MessagesToMissingRanks, [&] {
-      return "rank " + std::to_string(r.rank) + " -> rank " + std::to_string(k.dst);
-    });
-    return;
+  Rank::SentChannel& sent = r.sent_cache[Rank::sent_slot(k)];
+  if (sent.dest < 0 || !(sent.key == k)) [[unlikely]] {
+    const int di = eng.index_of_world(k.dst);
+    if (di < 0) {
+      if (isend) r.last_isend_hold = HoldQueue::kNone;
+      ++r.unmatched_sends;
+      r.warn.add(WarningKind::MessagesToMissingRanks, [&] {
+        return "rank " + std::to_string(r.rank) + " -> rank " + std::to_string(k.dst);
+      });
+      return;
+    }
+    sent.key = k;
+    sent.dest = di;
+    sent.channel = 0;
   }
+  const size_t di = static_cast<size_t>(sent.dest);
   // A blocking send's wait for its receive is known once the receive is:
   // hold the watermark at its enter.
   // A nonblocking one's, once both its receive and the call that completes it are.
@@ -155,9 +165,13 @@ void Handler::send(const ChannelKey& k, double enter, double leave, const Event&
   }
   const uint32_t node = r.node(e.stream);
   // The destination's worker queues it; when that is us, at once.
-  const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
-  if (dw == w) eng.deliver_send(SendRec{k, enter, leave, hold, static_cast<int32_t>(r.index), node}, w, parity);
-  else eng.mail_.send_box(parity, w, dw).emplace_with([&](SendRec& s) {
+  const unsigned dw = eng.worker_of_[di];
+  if (dw == w) {
+    Rank& d = *eng.ranks_[di];
+    if (sent.channel == 0) sent.channel = d.channel_index(k);
+    eng.deliver_to(d, d.channel_store[sent.channel - 1],
+                   QueuedSend{enter, leave, hold, static_cast<int32_t>(r.index), node}, k.src, w, parity);
+  } else eng.mail_.send_box(parity, w, dw).emplace_with([&](SendRec& s) {
     s.key.gid = k.gid;
     s.key.src = k.src;
     s.key.dst = k.dst;
@@ -181,15 +195,22 @@ void Handler::cancel_send(const ChannelKey& k, double send_enter) {
 
 void Handler::recv(const ChannelKey& k, double issue, uint64_t hold, double enter, double leave,
                    const Event& e) {
-  if (eng.index_of_world(k.src) < 0) {
-    ++r.unmatched_recvs;
-    r.warn.add(WarningKind::MessagesFromMissingRanks, [&] {
-      return "rank " + std::to_string(r.rank) + " <- rank " + std::to_string(k.src);
-    });
-    r.holds.release(hold);
-    return;
+  // (A channel a receive found before has its source in the trace.)
+  Rank::CachedChannel& cached = r.channel_cache[Rank::cache_slot(k)];
+  uint32_t index = cached.index;
+  if (index == 0 || !cached.source_known || !(cached.key == k)) [[unlikely]] {
+    if (eng.index_of_world(k.src) < 0) {
+      ++r.unmatched_recvs;
+      r.warn.add(WarningKind::MessagesFromMissingRanks, [&] {
+        return "rank " + std::to_string(r.rank) + " <- rank " + std::to_string(k.src);
+      });
+      r.holds.release(hold);
+      return;
+    }
+    index = r.channel_index(k);  // (fills this slot with k)
+    cached.source_known = true;
   }
-  Channel& ch = r.channel(k);
+  Channel& ch = r.channel_store[index - 1];
   const uint32_t node = r.node(e.stream);
   r.log_sync(leave, k.src);
   if (ch.recvs.empty() && !ch.sends.empty()) {
@@ -204,12 +225,39 @@ void Handler::recv(const ChannelKey& k, double issue, uint64_t hold, double ente
   }
 }
 
+// Another worker's sends to this worker's ranks, in the order it decoded
+// them: a rank's sends repeat a few channels (a halo's neighbours and tags),
+// so the last two channels met are kept here, and a send on either is
+// delivered without looking up its destination's rank index and channel.
+void Engine::ingest_sends(const Mailbox<SendRec>& box, unsigned w, int parity) {
+  struct Met {
+    ChannelKey key;
+    Rank* dest = nullptr;  // null: none yet
+    uint32_t channel = 0;  // its index + 1 in dest's channel_store (indices never change)
+  };
+  Met met[2];
+  for (const SendRec& s : box) {
+    size_t m = 0;
+    if (met[0].dest == nullptr || !(met[0].key == s.key)) {
+      if (met[1].dest == nullptr || !(met[1].key == s.key)) {
+        met[1] = met[0];
+        Rank* d = ranks_[static_cast<size_t>(index_of_world(s.key.dst))].get();
+        met[0] = Met{s.key, d, d->channel_index(s.key)};
+      } else {
+        m = 1;
+      }
+    }
+    Rank& d = *met[m].dest;
+    deliver_to(d, d.channel_store[met[m].channel - 1], s.queued(), s.key.src, w, parity);
+  }
+}
+
 void Engine::ingest_send(const SendRec& s, bool cancel, unsigned w, int parity) {
+  Rank& d = *ranks_[static_cast<size_t>(index_of_world(s.key.dst))];
   if (!cancel) {
-    deliver_send(s, w, parity);
+    deliver_to(d, d.channel(s.key), s.queued(), s.key.src, w, parity);
     return;
   }
-  Rank& d = *ranks_[static_cast<size_t>(index_of_world(s.key.dst))];
   Channel* ch = d.find_channel(s.key);
   if (!ch || !ch->sends.remove_last_if([&](const QueuedSend& q) { return q.enter == s.enter; }))
     d.warn.add(WarningKind::CancelledSendMatched, [&] {

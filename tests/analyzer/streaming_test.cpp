@@ -226,5 +226,53 @@ TEST(Streaming, CancelStopsTheAnalysis) {
   EXPECT_TRUE(analysis::analyze(b.dir(), o).usable());
 }
 
+// A rank that sends on more channels than its sender's cache of channels
+// holds (Rank::sent_cache: four, by destination and tag) and receives on
+// channels that share the receiver's cache slots, with a rank missing from
+// the trace among the partners: every message still meets its own
+// channel's. Rank 0 sends on 18 channels in turn (ranks 1, 2 and the
+// missing 3, tags 0-5); ranks 1 and 2 each receive every send 5 us before it
+// starts (a 5 us wait when matched with its own send; another send of the
+// rotation starts 20 us or more away), then a message from the missing rank.
+// With one worker and with several (sends reaching another worker's ranks
+// through the phase's mail), in windows of a few events.
+TEST(Streaming, ChannelsBeyondTheCachesMatchTheirOwnMessages) {
+  TraceBuilder b(4);
+  constexpr int kRounds = 20, kTags = 6;
+  for (int r = 0; r < 3; ++r) b.init(r, 100 * kUs, 1 * kMs);
+  for (int k = 0; k < kRounds; ++k)
+    for (int t = 0; t < kTags; ++t)
+      for (int d = 1; d <= 3; ++d) {
+        const uint64_t start = 2 * kMs + static_cast<uint64_t>(((k * kTags + t) * 3 + d - 1) * 20) * kUs;
+        b.send(0, start, start + 1 * kUs, d, t);
+        if (d == 3) continue;
+        b.recv(d, start - 5 * kUs, start + 2 * kUs, 0, t);
+        b.recv(d, start + 5 * kUs, start + 6 * kUs, 3, t);
+      }
+  const uint64_t end = 2 * kMs + static_cast<uint64_t>(kRounds * kTags * 3 * 20) * kUs;
+  for (int r = 0; r < 3; ++r) b.finalize(r, end, end + 1 * kMs);
+  b.close();
+  std::filesystem::remove(b.path(3));
+
+  constexpr uint64_t kMessages = kRounds * kTags;  // per destination
+  for (auto [threads, window] : {std::pair{1u, 1ull << 30}, std::pair{1u, 5ull}, std::pair{2u, 7ull},
+                                 std::pair{3u, 3ull}}) {
+    analysis::Options o;
+    o.threads = threads;
+    o.window_events = window;
+    o.window_events_per_rank = 0;
+    const auto a = analyze_checked(b.dir(), o);
+    ASSERT_TRUE(a.usable());
+    const std::string where = std::to_string(threads) + " threads, windows of " + std::to_string(window);
+    EXPECT_EQ(a.stats.messages_matched, 2 * kMessages) << where;
+    EXPECT_EQ(a.stats.unmatched_sends, kMessages) << where;         // 0 -> 3
+    EXPECT_EQ(a.stats.unmatched_receives, 2 * kMessages) << where;  // 1 and 2 <- 3
+    for (const auto& f : a.intervals[0].per_rank) {
+      if (f.rank != 1 && f.rank != 2) continue;
+      EXPECT_NEAR(f.potential_sync, static_cast<double>(kMessages) * 5e-6, kTol) << where << ", rank " << f.rank;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace prof::test
