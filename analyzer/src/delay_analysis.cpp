@@ -70,7 +70,7 @@ void sort_log(PagedLog<T>& log, Less less, bool nearly) {
   std::vector<T> v = log.to_vector();
   if (nearly) sort_nearly_sorted(v, less);
   else std::stable_sort(v.begin(), v.end(), less);
-  for (size_t i = 0; i < v.size(); ++i) log[i] = v[i];
+  for (size_t i = 0; i < v.size(); ++i) log[i] = v[i];  // (in place: the same count)
 }
 
 }  // namespace
@@ -128,16 +128,26 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
     const auto& s = r.syncs;
     r.sync_at = partition_near(s, s.size(), r.sync_at, [x](const DelayLog::Sync& e) { return e.leave <= x; },
                                kGallopSteps);
-    size_t k = r.sync_at;
-    for (size_t seen = 0; k-- > 0 && seen < kSyncLookBack; ++seen) {
-      const DelayLog::Sync e = s[k];
-      if (e.with == q) return e.leave;
-      if (e.collective()) {
-        // (MPI_COMM_WORLD's members are 0..n-1: no search of its n.)
-        const auto& m = r.rank->delay.comms[e.comm()].members;
-        if (m.is_identity() ? q >= 0 && static_cast<size_t>(q) < m.size() : std::binary_search(m.begin(), m.end(), q))
-          return e.leave;
+    // Back from the entry before sync_at, kSyncLookBack entries at most, a
+    // page at a time (an entry's page found once a page, not once an entry).
+    constexpr size_t kPage = PagedLog<DelayLog::Sync>::kPageEntries;
+    size_t k = r.sync_at, left = std::min(k, kSyncLookBack);
+    while (left > 0) {
+      const DelayLog::Sync* page = s.pages[(k - 1) / kPage];
+      const size_t in_page = (k - 1) % kPage + 1;  // page[0, in_page) lie before k
+      const size_t stop = in_page > left ? in_page - left : 0;
+      for (size_t i = in_page; i > stop; --i) {
+        const DelayLog::Sync e = page[i - 1];
+        if (e.with == q) return e.leave;
+        if (e.collective()) {
+          // (MPI_COMM_WORLD's members are 0..n-1: no search of its n.)
+          const auto& m = r.rank->delay.comms[e.comm()].members;
+          if (m.is_identity() ? q >= 0 && static_cast<size_t>(q) < m.size() : std::binary_search(m.begin(), m.end(), q))
+            return e.leave;
+        }
       }
+      k -= in_page - stop;
+      left -= in_page - stop;
     }
     return r.contexts.size() == 0 ? -kInf : r.contexts[0].t;
   };

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstddef>
+#include <cstring>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -46,7 +47,8 @@ namespace prof::analysis::detail {
 // figures of the rank.
 //
 // Invariants: pages_[k] holds entries [k * kPageEntries, (k + 1) *
-// kPageEntries) of the size_ written; every page but the last is full.
+// kPageEntries) of those written; every page but the last is full, and
+// tail_ points into the last one (nullptr while the log is empty).
 template <class T>
 class PagedLog {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -67,75 +69,86 @@ class PagedLog {
   PagedLog() = default;
   PagedLog(const PagedLog&) = delete;
   PagedLog& operator=(const PagedLog&) = delete;
-  PagedLog(PagedLog&& o) noexcept : pages_(std::move(o.pages_)), size_(std::exchange(o.size_, 0)) { o.pages_.clear(); }
+  PagedLog(PagedLog&& o) noexcept { take(o); }
   PagedLog& operator=(PagedLog&& o) noexcept {
     if (this != &o) {
       release();
-      pages_ = std::move(o.pages_);
-      o.pages_.clear();
-      size_ = std::exchange(o.size_, 0);
+      take(o);
     }
     return *this;
   }
   ~PagedLog() { release(); }
 
+  // (Through tail_, not the page table: a rank's state is out of cache at
+  // each visit at thousands of ranks, and the table would be one more miss.)
   void push_back(const T& v) {
-    const size_t at = size_ % kPageEntries;
-    if (at == 0) [[unlikely]] add_page();
-    pages_.back()[at] = v;
-    ++size_;
+    if (tail_ == page_end_) [[unlikely]] add_page();
+    *tail_++ = v;
   }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_t{pages_n_} * kPageEntries - static_cast<size_t>(page_end_ - tail_); }
+  bool empty() const { return tail_ == nullptr; }
   T& operator[](size_t i) { return pages_[i / kPageEntries][i % kPageEntries]; }
   const T& operator[](size_t i) const { return pages_[i / kPageEntries][i % kPageEntries]; }
-  const T& front() const { return pages_.front()[0]; }
-  const T& back() const { return (*this)[size_ - 1]; }
-  View view() const { return View{pages_.data(), size_}; }
+  const T& front() const { return pages_[0][0]; }
+  const T& back() const { return tail_[-1]; }
+  View view() const { return View{pages_, size()}; }
   // Gives the pages back (the log is empty after).
   void release() {
-    for (T* p : pages_) ::operator delete(p);
-    pages_ = {};
-    size_ = 0;
+    for (uint32_t k = 0; k < pages_n_; ++k) ::operator delete(pages_[k]);
+    ::operator delete(pages_);
+    pages_ = nullptr;
+    pages_n_ = pages_cap_ = 0;
+    tail_ = page_end_ = nullptr;
   }
   // The heap the log holds: its pages and their table.
-  size_t heap_bytes() const { return pages_.size() * kPageEntries * sizeof(T) + pages_.capacity() * sizeof(T*); }
+  size_t heap_bytes() const { return size_t{pages_n_} * kPageEntries * sizeof(T) + size_t{pages_cap_} * sizeof(T*); }
 
   // Calls f(entry) on each entry in order.
   template <class F>
   void for_each(F&& f) const {
-    for (size_t k = 0, left = size_; left > 0; ++k) {
+    for (size_t k = 0, left = size(); left > 0; ++k) {
       const size_t n = std::min(left, kPageEntries);
       for (size_t i = 0; i < n; ++i) f(pages_[k][i]);
       left -= n;
     }
   }
-  // The entries in a vector, and back (a sort works on the copy).
+  // The entries in a vector (a sort works on the copy).
   std::vector<T> to_vector() const {
     std::vector<T> v;
-    v.reserve(size_);
+    v.reserve(size());
     for_each([&v](const T& e) { v.push_back(e); });
     return v;
   }
-  void assign(const std::vector<T>& v) {
-    release();
-    for (const T& e : v) push_back(e);
-  }
 
  private:
+  void take(PagedLog& o) {
+    pages_ = std::exchange(o.pages_, nullptr);
+    pages_n_ = std::exchange(o.pages_n_, 0);
+    pages_cap_ = std::exchange(o.pages_cap_, 0);
+    tail_ = std::exchange(o.tail_, nullptr);
+    page_end_ = std::exchange(o.page_end_, nullptr);
+  }
   void add_page() {
+    if (pages_n_ == pages_cap_) {
+      const uint32_t cap = pages_cap_ ? pages_cap_ * 2 : 4;
+      T** table = static_cast<T**>(::operator new(cap * sizeof(T*)));
+      if (pages_n_) std::memcpy(table, pages_, pages_n_ * sizeof(T*));
+      ::operator delete(pages_);
+      pages_ = table;
+      pages_cap_ = cap;
+    }
     // (Raw memory: no constructor runs on a page about to be written.)
     T* p = static_cast<T*>(::operator new(kPageEntries * sizeof(T)));
-    try {
-      pages_.push_back(p);
-    } catch (...) {
-      ::operator delete(p);
-      throw;
-    }
+    pages_[pages_n_++] = p;
+    tail_ = p;
+    page_end_ = p + kPageEntries;
   }
-  std::vector<T*> pages_;
-  size_t size_ = 0;
+  T** pages_ = nullptr;  // pages_cap_ slots, pages_n_ used
+  uint32_t pages_n_ = 0, pages_cap_ = 0;
+  T* tail_ = nullptr;      // the next entry to write, in the last page
+  T* page_end_ = nullptr;  // the last page's end
 };
+static_assert(sizeof(PagedLog<double>) == 32);
 
 struct DelayLog {
   // Packed to 4 bytes: 12 bytes an entry rather than 16 (the searches read
