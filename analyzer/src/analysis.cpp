@@ -632,6 +632,8 @@ void Engine::finish(Analysis& a) {
   if (delay_on_) {
     delay_.delay_analysis(ranks_, tree_, *world_to_index_);
     delay_.critical_path(ranks_, tree_, *world_to_index_);
+    // The logs go before the report's figures are built (delay_log.h).
+    for (auto& r : ranks_) r->delay = DelayLog{};
   }
   const SiteInfo root_site = root_call_site(ranks_, reg_, a.executable);
   std::vector<int> index_of(tree_.nodes().size(), -1);  // global node -> its place in a.intervals

@@ -230,8 +230,8 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
     return;
   }
   if (r.log_delay && c.def) [[unlikely]]
-    r.delay.syncs.push_back(DelayLog::Sync{
-        leave, -1, r.delay.comm_index(c.gid, c.def->ranks, c.def->inter ? &c.def->remote_ranks : nullptr)});
+    r.delay.syncs.push_back(DelayLog::sync_on_comm(
+        leave, r.delay.comm_index(c.gid, c.def->ranks, c.def->inter ? &c.def->remote_ranks : nullptr)));
   // Its wait is known once every member has called: hold the watermark.
   const uint64_t hold = r.holds.add(enter);
   // Its wait's kind (for the wait states only): the call's, and whether this

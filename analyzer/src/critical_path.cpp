@@ -56,10 +56,10 @@ void DelayResults::critical_path(const std::vector<std::unique_ptr<Rank>>& ranks
   auto walk = [&](size_t r, double a, double b) {
     if (!(b > a)) return;
     const Rank& rk = *ranks[r];
-    const auto& c = rk.delay.contexts;
+    const auto c = rk.delay.contexts.view();
     double covered = 0;
     // The first context after a (its predecessor is in force at a).
-    context_hi[r] = partition_near(c, context_hi[r], [a](const DelayLog::Context& e) { return e.t <= a; });
+    context_hi[r] = partition_near(c, c.size(), context_hi[r], [a](const DelayLog::Context& e) { return e.t <= a; });
     const size_t after = context_hi[r];
     size_t k = after == 0 ? 0 : after - 1;
     for (; k < c.size() && c[k].t < b; ++k) {
@@ -76,17 +76,15 @@ void DelayResults::critical_path(const std::vector<std::unique_ptr<Rank>>& ranks
   size_t cur = last;
   double t = end[last];
   for (;;) {
-    const auto& waits = ranks[cur]->delay.waits;  // by `to`
-    wait_hi[cur] = partition_near(waits, wait_hi[cur], [t](const DelayLog::Wait& e) { return e.to < t; });
-    auto it = waits.begin() + static_cast<std::ptrdiff_t>(wait_hi[cur]);
+    const auto waits = ranks[cur]->delay.waits.view();  // by `to`
+    wait_hi[cur] = partition_near(waits, waits.size(), wait_hi[cur], [t](const DelayLog::Wait& e) { return e.to < t; });
     size_t next = R;
     double to = 0;
-    while (it != waits.begin()) {
-      --it;
-      const int pi = index_of_world(it->partner);
+    for (size_t k = wait_hi[cur]; k-- > 0;) {
+      const int pi = index_of_world(waits[k].partner);
       if (pi >= 0 && !ranks[static_cast<size_t>(pi)]->delay.contexts.empty()) {
         next = static_cast<size_t>(pi);
-        to = it->to;
+        to = waits[k].to;
         break;
       }
     }

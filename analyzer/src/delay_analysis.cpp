@@ -60,6 +60,19 @@ void sort_nearly_sorted(std::vector<T>& v, Less less) {
   std::merge(kept.begin(), kept.end(), aside.begin(), aside.end(), std::back_inserter(v), less);
 }
 
+// Sorts a paged log, in a copy when it is not in order already (one rank's
+// at a time). `nearly`: see sort_nearly_sorted; otherwise a stable sort.
+template <class T, class Less>
+void sort_log(PagedLog<T>& log, Less less, bool nearly) {
+  bool sorted = true;
+  for (size_t i = 1; i < log.size() && sorted; ++i) sorted = !less(log[i], log[i - 1]);
+  if (sorted) return;
+  std::vector<T> v = log.to_vector();
+  if (nearly) sort_nearly_sorted(v, less);
+  else std::stable_sort(v.begin(), v.end(), less);
+  for (size_t i = 0; i < v.size(); ++i) log[i] = v[i];  // (in place: the same count)
+}
+
 }  // namespace
 
 // The global node a logged context stands for: a Combo (threads) counts as
@@ -75,16 +88,17 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
   // The logs in time order (threads may interleave calls and markers).
   for (auto& rp : ranks) {
     DelayLog& d = rp->delay;
-    auto by_t = [](const DelayLog::Context& x, const DelayLog::Context& y) { return x.t < y.t; };
-    if (!std::is_sorted(d.contexts.begin(), d.contexts.end(), by_t))
-      std::stable_sort(d.contexts.begin(), d.contexts.end(), by_t);
-    sort_nearly_sorted(d.syncs, [](const DelayLog::Sync& x, const DelayLog::Sync& y) { return x.leave < y.leave; });
-    sort_nearly_sorted(d.waits, [](const DelayLog::Wait& x, const DelayLog::Wait& y) {
-      if (x.to != y.to) return x.to < y.to;
-      if (x.from != y.from) return x.from < y.from;
-      if (x.partner != y.partner) return x.partner < y.partner;
-      return x.node < y.node;
-    });
+    sort_log(d.contexts, [](const DelayLog::Context& x, const DelayLog::Context& y) { return x.t < y.t; }, false);
+    sort_log(d.syncs, [](const DelayLog::Sync& x, const DelayLog::Sync& y) { return x.leave < y.leave; }, true);
+    sort_log(
+        d.waits,
+        [](const DelayLog::Wait& x, const DelayLog::Wait& y) {
+          if (x.to != y.to) return x.to < y.to;
+          if (x.from != y.from) return x.from < y.from;
+          if (x.partner != y.partner) return x.partner < y.partner;
+          return x.node < y.node;
+        },
+        true);
   }
 
   // Each rank's searches (its last synchronizing call before an instant,
@@ -97,43 +111,53 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
   // the headers of its logs are three misses a wait at thousands of ranks.
   constexpr size_t kGallopSteps = 8;
   struct alignas(64) Logs {
-    const DelayLog::Sync* syncs;
-    const DelayLog::Context* contexts;
-    size_t syncs_n, contexts_n;
+    PagedLog<DelayLog::Sync>::View syncs;
+    PagedLog<DelayLog::Context>::View contexts;
     size_t sync_at, context_at;  // where the last searches ended
     const uint32_t* gmap;
     const Rank* rank;
   };
+  static_assert(sizeof(Logs) == 64);
   std::vector<Logs> logs(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
     const Rank& r = *ranks[i];
-    logs[i] = Logs{r.delay.syncs.data(), r.delay.contexts.data(), r.delay.syncs.size(), r.delay.contexts.size(),
-                   0, 0, r.gmap.data(), &r};
+    logs[i] = Logs{r.delay.syncs.view(), r.delay.contexts.view(), 0, 0, r.gmap.data(), &r};
   }
   // Where rank r's stretch towards world rank q starts, for an instant x.
   auto stretch_start = [](Logs& r, int32_t q, double x) {
-    const DelayLog::Sync* s = r.syncs;
-    r.sync_at = partition_near(s, r.syncs_n, r.sync_at, [x](const DelayLog::Sync& e) { return e.leave <= x; },
+    const auto& s = r.syncs;
+    r.sync_at = partition_near(s, s.size(), r.sync_at, [x](const DelayLog::Sync& e) { return e.leave <= x; },
                                kGallopSteps);
-    size_t k = r.sync_at;
-    for (size_t seen = 0; k-- > 0 && seen < kSyncLookBack; ++seen) {
-      if (s[k].peer == q) return s[k].leave;
-      if (s[k].peer < 0) {
-        // (MPI_COMM_WORLD's members are 0..n-1: no search of its n.)
-        const auto& m = r.rank->delay.comms[s[k].comm].members;
-        if (m.is_identity() ? q >= 0 && static_cast<size_t>(q) < m.size() : std::binary_search(m.begin(), m.end(), q))
-          return s[k].leave;
+    // Back from the entry before sync_at, kSyncLookBack entries at most, a
+    // page at a time (an entry's page found once a page, not once an entry).
+    constexpr size_t kPage = PagedLog<DelayLog::Sync>::kPageEntries;
+    size_t k = r.sync_at, left = std::min(k, kSyncLookBack);
+    while (left > 0) {
+      const DelayLog::Sync* page = s.pages[(k - 1) / kPage];
+      const size_t in_page = (k - 1) % kPage + 1;  // page[0, in_page) lie before k
+      const size_t stop = in_page > left ? in_page - left : 0;
+      for (size_t i = in_page; i > stop; --i) {
+        const DelayLog::Sync e = page[i - 1];
+        if (e.with == q) return e.leave;
+        if (e.collective()) {
+          // (MPI_COMM_WORLD's members are 0..n-1: no search of its n.)
+          const auto& m = r.rank->delay.comms[e.comm()].members;
+          if (m.is_identity() ? q >= 0 && static_cast<size_t>(q) < m.size() : std::binary_search(m.begin(), m.end(), q))
+            return e.leave;
+        }
       }
+      k -= in_page - stop;
+      left -= in_page - stop;
     }
-    return r.contexts_n == 0 ? -kInf : r.contexts[0].t;
+    return r.contexts.size() == 0 ? -kInf : r.contexts[0].t;
   };
   // Rank r's time per interval in [a, b) (into `out`, unless null); returns
   // its sum.
   auto profile = [](Logs& r, double a, double b, Profile* out) {
     if (out) out->clear();
     double total = 0;
-    const DelayLog::Context* c = r.contexts;
-    const size_t n = r.contexts_n;
+    const auto& c = r.contexts;
+    const size_t n = c.size();
     r.context_at = partition_near(c, n, r.context_at, [a](const DelayLog::Context& e) { return e.t <= a; },
                                   kGallopSteps);
     size_t k = r.context_at == 0 ? 0 : r.context_at - 1;
@@ -158,7 +182,8 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
   for (size_t wi = 0; wi < ranks.size(); ++wi) {
     const Rank& w = *ranks[wi];
     Logs& wl = logs[wi];
-    for (const DelayLog::Wait& wt : w.delay.waits) {
+    for (size_t wk = 0; wk < w.delay.waits.size(); ++wk) {
+      const DelayLog::Wait& wt = w.delay.waits[wk];
       const int pi = index_of_world(wt.partner);
       if (pi < 0) continue;
       Logs& pl = logs[static_cast<size_t>(pi)];
@@ -183,6 +208,8 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
       }
     }
   }
+  // The critical path reads no syncs.
+  for (auto& rp : ranks) rp->delay.syncs.release();
 }
 
 // Both analyses' figures, rolled up (an interval holds its nested ones'),

@@ -11,9 +11,11 @@
 //     a matched send or receive (the peer), a collective (its communicator);
 //   - waits: each wait state with a partner (Engine::credit_partner): where
 //     it waited, on whom, from when to when (the partner's arrival).
-// Memory grows with markers, point-to-point and collective calls (16 or 24
-// bytes each), not only with what is in flight: Options::delay_analysis
-// turns the logs and the analyses off.
+// Memory grows with markers, point-to-point and collective calls (12 or 24
+// bytes each, in pages: PagedLog), not only with what is in flight:
+// Options::delay_analysis turns the logs and the analyses off. The syncs go
+// once the root causes are charged, the rest once the critical path is
+// walked (DelayResults).
 //
 // Invariants: a rank's log is written only by its worker; with several
 // processes it travels to process 0 with the rank's other figures
@@ -23,28 +25,155 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstddef>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "prof/trace_reader.h"
 
 namespace prof::analysis::detail {
 
+// An append-only log of trivially copyable records, in pages of a fixed
+// kPageEntries each, allocated as the log reaches them.
+//
+// A vector that doubles holds, at each reallocation, its old buffer and one
+// twice as large (and is a quarter empty on average after): at 16384 ranks
+// the logs of a run peaked at 1.5 times their content. Here appending never
+// moves what is written, so a log costs its entries, at most one page not
+// yet full, and a pointer a page; entry i is two reads away (its page, then
+// the entry), through a View that an analysis keeps next to its other
+// figures of the rank.
+//
+// Invariants: pages_[k] holds entries [k * kPageEntries, (k + 1) *
+// kPageEntries) of those written; every page but the last is full, and
+// tail_ points into the last one (nullptr while the log is empty).
+template <class T>
+class PagedLog {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  // 64 entries: 768 bytes a page of 12-byte records, so a rank's last pages
+  // (one a log) waste less than 2 KB even at 10^5 ranks.
+  static constexpr size_t kPageEntries = 64;
+
+  // What the searches read: entry i of n.
+  struct View {
+    T* const* pages = nullptr;
+    size_t n = 0;
+    const T& operator[](size_t i) const { return pages[i / kPageEntries][i % kPageEntries]; }
+    size_t size() const { return n; }
+  };
+
+  PagedLog() = default;
+  PagedLog(const PagedLog&) = delete;
+  PagedLog& operator=(const PagedLog&) = delete;
+  PagedLog(PagedLog&& o) noexcept { take(o); }
+  PagedLog& operator=(PagedLog&& o) noexcept {
+    if (this != &o) {
+      release();
+      take(o);
+    }
+    return *this;
+  }
+  ~PagedLog() { release(); }
+
+  // (Through tail_, not the page table: a rank's state is out of cache at
+  // each visit at thousands of ranks, and the table would be one more miss.)
+  void push_back(const T& v) {
+    if (tail_ == page_end_) [[unlikely]] add_page();
+    *tail_++ = v;
+  }
+  size_t size() const { return size_t{pages_n_} * kPageEntries - static_cast<size_t>(page_end_ - tail_); }
+  bool empty() const { return tail_ == nullptr; }
+  T& operator[](size_t i) { return pages_[i / kPageEntries][i % kPageEntries]; }
+  const T& operator[](size_t i) const { return pages_[i / kPageEntries][i % kPageEntries]; }
+  const T& front() const { return pages_[0][0]; }
+  const T& back() const { return tail_[-1]; }
+  View view() const { return View{pages_, size()}; }
+  // Gives the pages back (the log is empty after).
+  void release() {
+    for (uint32_t k = 0; k < pages_n_; ++k) ::operator delete(pages_[k]);
+    ::operator delete(pages_);
+    pages_ = nullptr;
+    pages_n_ = pages_cap_ = 0;
+    tail_ = page_end_ = nullptr;
+  }
+  // The heap the log holds: its pages and their table.
+  size_t heap_bytes() const { return size_t{pages_n_} * kPageEntries * sizeof(T) + size_t{pages_cap_} * sizeof(T*); }
+
+  // Calls f(entry) on each entry in order.
+  template <class F>
+  void for_each(F&& f) const {
+    for (size_t k = 0, left = size(); left > 0; ++k) {
+      const size_t n = std::min(left, kPageEntries);
+      for (size_t i = 0; i < n; ++i) f(pages_[k][i]);
+      left -= n;
+    }
+  }
+  // The entries in a vector (a sort works on the copy).
+  std::vector<T> to_vector() const {
+    std::vector<T> v;
+    v.reserve(size());
+    for_each([&v](const T& e) { v.push_back(e); });
+    return v;
+  }
+
+ private:
+  void take(PagedLog& o) {
+    pages_ = std::exchange(o.pages_, nullptr);
+    pages_n_ = std::exchange(o.pages_n_, 0);
+    pages_cap_ = std::exchange(o.pages_cap_, 0);
+    tail_ = std::exchange(o.tail_, nullptr);
+    page_end_ = std::exchange(o.page_end_, nullptr);
+  }
+  void add_page() {
+    if (pages_n_ == pages_cap_) {
+      const uint32_t cap = pages_cap_ ? pages_cap_ * 2 : 4;
+      T** table = static_cast<T**>(::operator new(cap * sizeof(T*)));
+      if (pages_n_) std::memcpy(table, pages_, pages_n_ * sizeof(T*));
+      ::operator delete(pages_);
+      pages_ = table;
+      pages_cap_ = cap;
+    }
+    // (Raw memory: no constructor runs on a page about to be written.)
+    T* p = static_cast<T*>(::operator new(kPageEntries * sizeof(T)));
+    pages_[pages_n_++] = p;
+    tail_ = p;
+    page_end_ = p + kPageEntries;
+  }
+  T** pages_ = nullptr;  // pages_cap_ slots, pages_n_ used
+  uint32_t pages_n_ = 0, pages_cap_ = 0;
+  T* tail_ = nullptr;      // the next entry to write, in the last page
+  T* page_end_ = nullptr;  // the last page's end
+};
+static_assert(sizeof(PagedLog<double>) == 32);
+
 struct DelayLog {
+  // Packed to 4 bytes: 12 bytes an entry rather than 16 (the searches read
+  // the members by value, never through a pointer to them).
+#pragma pack(push, 4)
   struct Context {
     double t;
     uint32_t context;
-    uint32_t unused = 0;
   };
   struct Sync {
     double leave;
-    int32_t peer;   // world rank of a send's or receive's peer; -1: a collective
-    uint32_t comm;  // a collective's communicator: index into `comms`
+    // >= 0: the world rank of a send's or receive's peer; < 0: a collective
+    // on communicator comms[~with].
+    int32_t with;
+    bool collective() const { return with < 0; }
+    uint32_t comm() const { return static_cast<uint32_t>(~with); }
   };
+#pragma pack(pop)
+  static_assert(sizeof(Context) == 12 && sizeof(Sync) == 12);
   struct Wait {
     double from, to;  // to: the partner's arrival (enter, or a receive's issue)
     int32_t partner;  // world rank
     uint32_t node;    // local node of the waiting call
   };
+  static_assert(sizeof(Wait) == 24);
   struct Comm {
     uint64_t gid = 0;
     // World ranks, sorted. The communicator's own list where that is sorted
@@ -52,11 +181,16 @@ struct DelayLog {
     // a copy each was 64 KB a rank at 16384 ranks.
     trace::RankList members;
   };
-  std::vector<Context> contexts;
-  std::vector<Sync> syncs;
-  std::vector<Wait> waits;
+  PagedLog<Context> contexts;
+  PagedLog<Sync> syncs;
+  PagedLog<Wait> waits;
   std::vector<Comm> comms;
   uint32_t last_comm = UINT32_MAX;  // the communicator found last (index)
+
+  static Sync sync_with_peer(double leave, int32_t peer) { return Sync{leave, peer}; }
+  static Sync sync_on_comm(double leave, uint32_t comm) { return Sync{leave, ~static_cast<int32_t>(comm)}; }
+  // The heap the three logs hold.
+  size_t heap_bytes() const { return contexts.heap_bytes() + syncs.heap_bytes() + waits.heap_bytes(); }
 
   // The index of communicator `gid` in `comms`; its members (world ranks:
   // `local`, and `remote` for an intercommunicator) are read the first time.
@@ -86,8 +220,9 @@ struct DelayLog {
 // search of the whole log finds; where successive instants are close, a few
 // entries next to the last ones are read instead of a path through the log
 // (a miss each on a log out of cache).
-template <class T, class Before>
-size_t partition_near(const T* log, size_t n, size_t hint, Before before, size_t max_step = SIZE_MAX) {
+// `log` is indexed: a pointer, or a PagedLog's View.
+template <class Log, class Before>
+size_t partition_near(const Log& log, size_t n, size_t hint, Before before, size_t max_step = SIZE_MAX) {
   hint = std::min(hint, n);
   size_t lo = 0, hi = n;  // the answer is in [lo, hi]
   size_t step = 1;
@@ -114,7 +249,12 @@ size_t partition_near(const T* log, size_t n, size_t hint, Before before, size_t
       step *= 2;
     }
   }
-  return static_cast<size_t>(std::partition_point(log + lo, log + hi, before) - log);
+  while (lo < hi) {  // (std::partition_point's search, on indices)
+    const size_t mid = lo + (hi - lo) / 2;
+    if (before(log[mid])) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 template <class T, class Before>
 size_t partition_near(const std::vector<T>& log, size_t hint, Before before, size_t max_step = SIZE_MAX) {

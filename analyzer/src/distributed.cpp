@@ -31,6 +31,7 @@
 // gather_at_root() and GlobalTree::rebuild() are the engine's and the tree's.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "engine.h"
 
@@ -53,6 +54,24 @@ std::vector<std::string> get_strings(WireIn& in) {
   std::vector<std::string> v(in.get<uint64_t>());
   for (auto& s : v) s = in.get_str();
   return v;
+}
+
+// A delay log as put_vec writes a vector: its count, then its entries.
+template <class T>
+void put_log(WireOut& out, const PagedLog<T>& log) {
+  out.put<uint64_t>(log.size());
+  log.for_each([&out](const T& e) { out.put(e); });
+}
+template <class T>
+void get_log(WireIn& in, PagedLog<T>& log) {
+  size_t n;
+  const char* at = in.get_array<T>(&n);
+  log.release();
+  for (size_t i = 0; i < n; ++i) {
+    T e;
+    std::memcpy(&e, at + i * sizeof(T), sizeof(T));
+    log.push_back(e);
+  }
 }
 
 void put_warnings(WireOut& out, const WarningSink& sink) {
@@ -338,9 +357,9 @@ void Engine::gather_at_root() {
         mine.put_vec(r.slot_name);
         mine.put_vec(r.slot_site);
         if (delay_on_) {
-          mine.put_vec(r.delay.contexts);
-          mine.put_vec(r.delay.syncs);
-          mine.put_vec(r.delay.waits);
+          put_log(mine, r.delay.contexts);
+          put_log(mine, r.delay.syncs);
+          put_log(mine, r.delay.waits);
           mine.put<uint64_t>(r.delay.comms.size());
           for (const DelayLog::Comm& c : r.delay.comms) {
             mine.put(c.gid);
@@ -441,9 +460,9 @@ void Engine::gather_at_root() {
         r.slot_name = m.get_vec<uint32_t>();
         r.slot_site = m.get_vec<uint32_t>();
         if (delay_on_) {
-          r.delay.contexts = m.get_vec<DelayLog::Context>();
-          r.delay.syncs = m.get_vec<DelayLog::Sync>();
-          r.delay.waits = m.get_vec<DelayLog::Wait>();
+          get_log(m, r.delay.contexts);
+          get_log(m, r.delay.syncs);
+          get_log(m, r.delay.waits);
           r.delay.comms.assign(m.get<uint64_t>(), DelayLog::Comm{});
           for (DelayLog::Comm& c : r.delay.comms) {
             c.gid = m.get<uint64_t>();

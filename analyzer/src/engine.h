@@ -571,7 +571,7 @@ struct alignas(64) Rank {
   // A call that synchronized the rank with world rank `peer` (a matched send
   // or receive), left at `leave`.
   void log_sync(double leave, int32_t peer) {
-    if (log_delay) delay.syncs.push_back(DelayLog::Sync{leave, peer, 0});
+    if (log_delay) delay.syncs.push_back(DelayLog::sync_with_peer(leave, peer));
   }
   // A program uses a few channels over and over: a small direct-mapped cache
   // in front of the hash map (channel indices never change).
