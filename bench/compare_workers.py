@@ -6,7 +6,7 @@ workers, alternating (so a slow spell of a shared machine hits all of them),
 under `nice -n -15` when allowed. Prints per binary and setting the median
 wall time (all runs listed), the median user + sys CPU time, and the speed-up
 (median wall with -j 1 / median wall with the default workers), with the
-load average before and after. docs/performance.md, "Two workers".
+load average before and after. docs/performance.md, "Where the time goes".
 
 Why a session of its own: with the kernel's autogroups on (Debian's default),
 CPU time is shared first between sessions, then by nice within each, so

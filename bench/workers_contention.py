@@ -7,7 +7,7 @@ run with `-j 2`. Prints the median user + sys CPU time of each (the pair's per
 process) and their ratios to the lone run, with the median wall times. If two
 processes at once cost about what one costs alone but two workers cost more,
 the difference is the workers' own (hand-offs, waits, shared lines), not the
-machine's. docs/performance.md, "Two workers". Runs in a session of its own at
+machine's. docs/performance.md, "Where the time goes". Runs in a session of its own at
 autogroup nice -15 (compare_workers.py).
 
 Usage: workers_contention.py RUNS TRACE_DIR PROF_ANALYZE
