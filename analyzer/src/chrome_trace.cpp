@@ -305,13 +305,10 @@ void draw_rank(Writer& w, const Registry& reg, const WorldIndex& w2i, const Rank
   DamageStop damage;
   damage.span_first = span.first;
   damage.span_last = span.second;
-  while (!damage.stopped) {
-    std::span<const Event> batch = cursor.next_batch();
-    if (batch.empty()) break;
-    if (!damage.admits(cursor, batch, interp)) [[unlikely]]
-      batch = damage.cut(cursor, batch, interp);
+  damage.read(cursor, interp, [&](std::span<const Event> batch) {
     for (const Event& e : batch) interp.process(e, interp.global(e.enter), h);
-  }
+    return true;
+  });
   if (rank_trace.heartbeat() != 0 && !damage.stopped)
     h.intervals.note_alive(interp.global(rank_trace.last_alive()));
   h.intervals.finish(h);

@@ -77,6 +77,21 @@ struct DamageStop {
     events_not_read += batch.size() - keep;
     return batch.first(keep);
   }
+  // Reads a rank as the analysis does: `cursor` batch by batch, each cut
+  // where the damage starts, to `use` (which returns false to stop early, as
+  // a cancelled timeline build does). The exports and the timeline read this
+  // way. False when `use` stopped it; whether the damage did is `stopped`.
+  template <class Use>
+  bool read(trace::RankTrace::MergedCursor& cursor, const Interpreter& interp, Use&& use) {
+    while (!stopped) {
+      std::span<const Event> batch = cursor.next_batch();
+      if (batch.empty()) break;
+      if (!admits(cursor, batch, interp)) [[unlikely]]
+        batch = cut(cursor, batch, interp);
+      if (!use(batch)) return false;
+    }
+    return true;
+  }
   // Counts the rank's remaining events (once stopped, before the cursor ends).
   void drain(trace::RankTrace::MergedCursor& cursor) {
     for (auto rest = cursor.next_batch(); !rest.empty(); rest = cursor.next_batch())

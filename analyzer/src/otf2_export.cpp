@@ -632,13 +632,10 @@ bool read_admitted(const RankTrace& t, const Interpreter& interp, std::pair<doub
   DamageStop damage;
   damage.span_first = span.first;
   damage.span_last = span.second;
-  while (!damage.stopped) {
-    std::span<const Event> batch = cursor.next_batch();
-    if (batch.empty()) break;
-    if (!damage.admits(cursor, batch, interp)) [[unlikely]]
-      batch = damage.cut(cursor, batch, interp);
+  damage.read(cursor, interp, [&](std::span<const Event> batch) {
     use(batch);
-  }
+    return true;
+  });
   return damage.stopped;
 }
 

@@ -405,11 +405,7 @@ struct RankBuilder {
     DamageStop damage;
     damage.span_first = tl.span_first;
     damage.span_last = tl.span_last;
-    while (!damage.stopped) {
-      std::span<const Event> batch = cursor.next_batch();
-      if (batch.empty()) break;
-      if (!damage.admits(cursor, batch, interp)) [[unlikely]]
-        batch = damage.cut(cursor, batch, interp);
+    const bool read = damage.read(cursor, interp, [&](std::span<const Event> batch) {
       for (const Event& e : batch) {
         current = &e;
         has_record = false;
@@ -421,7 +417,9 @@ struct RankBuilder {
         if (tl.stopping()) return false;
         tl.report_progress();
       }
-    }
+      return true;
+    });
+    if (!read) return false;
     current = nullptr;
     if (damage.stopped) {
       damage.drain(cursor);
