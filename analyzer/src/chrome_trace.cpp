@@ -17,6 +17,7 @@
 
 #include "damage_stop.h"
 #include "interpret.h"
+#include "job_export.h"
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/exchange.h"
 #include "prof/definition_lines.h"
@@ -336,55 +337,44 @@ void draw_rank(Writer& w, const Registry& reg, const WorldIndex& w2i, const Rank
 //   The ranks, in order, fall into runs of one holder each. Process 0 draws
 //   its own runs into the output; a run of another process p is drawn by p
 //   into a RunToRoot stream, which hands process 0 what it wrote in rounds
-//   of about kRoundBytes (Exchange::all_to_all; the other processes take
-//   part with nothing to say), the last round flagged, with p's counts.
-//   Process 0 appends each round to the output as it comes, so the output
-//   is the single process's, byte for byte, and no process opens a file of
-//   another's block.
-// Invariants
-//   - Every process takes part in every round of every run held by a
-//     process other than 0 (each learns the run's end from its holder's
-//     flag; process 0's runs need none), so the rounds match everywhere.
-//   - A round carries at most about kRoundBytes of output: no process holds
-//     more than that of another's drawing.
+//   (job_export.h), the last with p's counts first. Process 0 appends each
+//   round to the output as it comes, so the output is the single
+//   process's, byte for byte, and no process opens a file of another's
+//   block.
 class RunToRoot final : public std::streambuf {
  public:
-  static constexpr size_t kRoundBytes = size_t{1} << 20;
   explicit RunToRoot(Exchange& job) : job_(job) {}
   // The run's last round, with the holder's counts.
   void finish(const ChromeTraceStats& stats) {
     pending_.insert(0, reinterpret_cast<const char*>(&stats), sizeof stats);
-    send('e');
+    send_round(job_, pending_, true);
   }
   // Process 0 or a bystander during process `holder`'s run: takes the
   // rounds until the last; process 0 appends them to `out` (when it still
   // writes) and adds the holder's counts to `stats`.
   static void take_run(Exchange& job, int holder, std::ostream* out, ChromeTraceStats& stats) {
-    const auto P = static_cast<size_t>(job.size());
-    for (;;) {
-      const std::vector<std::string> in = job.all_to_all(std::vector<std::string>(P));
-      const std::string& m = in[static_cast<size_t>(holder)];
-      if (m.empty()) throw std::runtime_error("Chrome trace: process " + std::to_string(holder) + " said nothing");
-      size_t at = 1;
-      if (m[0] == 'e') {
-        if (job.rank() == 0) {
-          ChromeTraceStats theirs;
-          std::memcpy(&theirs, m.data() + 1, sizeof theirs);
-          stats.slices += theirs.slices;
-          stats.flows += theirs.flows;
-          stats.outside_window += theirs.outside_window;
-        }
-        at += sizeof(ChromeTraceStats);
+    take_rounds(job, holder, "Chrome trace", [&](std::string_view m, bool last) {
+      if (last) {
+        if (m.size() < sizeof(ChromeTraceStats))
+          throw std::runtime_error("Chrome trace: process " + std::to_string(holder) + " sent no counts");
+        ChromeTraceStats theirs;
+        std::memcpy(&theirs, m.data(), sizeof theirs);
+        stats.slices += theirs.slices;
+        stats.flows += theirs.flows;
+        stats.outside_window += theirs.outside_window;
+        m.remove_prefix(sizeof theirs);
       }
-      if (out && *out && m.size() > at) out->write(m.data() + at, static_cast<std::streamsize>(m.size() - at));
-      if (m[0] == 'e') return;
-    }
+      if (out && *out && !m.empty()) out->write(m.data(), static_cast<std::streamsize>(m.size()));
+    });
   }
 
  protected:
   std::streamsize xsputn(const char* s, std::streamsize n) override {
     pending_.append(s, static_cast<size_t>(n));
-    if (pending_.size() >= kRoundBytes) send('m');
+    if (pending_.size() >= kRoundBytes) {
+      send_round(job_, pending_, false);
+      pending_.clear();
+    }
     return n;
   }
   int_type overflow(int_type c) override {
@@ -396,15 +386,6 @@ class RunToRoot final : public std::streambuf {
   }
 
  private:
-  // One round: to process 0 the flag and the bytes, to the others the flag.
-  void send(char flag) {
-    const auto P = static_cast<size_t>(job_.size());
-    std::vector<std::string> out(P, std::string(1, flag));
-    out[0].append(pending_);
-    out[static_cast<size_t>(job_.rank())].clear();
-    pending_.clear();
-    job_.all_to_all(out);
-  }
   Exchange& job_;
   std::string pending_;
 };
@@ -424,24 +405,7 @@ bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::stri
   // Time zero: the earliest event of the run (not one that damage put
   // outside it); in a job, the earliest of each block's.
   const std::pair<double, double> span = run_span(traces);
-  double t0 = 0;
-  if (!held) {
-    t0 = first_event_in_span(traces, span);
-  } else {
-    std::vector<const RankTrace*> mine;
-    for (size_t i = 0; i < traces.size(); ++i)
-      if (dir.holder[i] == me) mine.push_back(traces[i]);
-    const double earliest = earliest_event_in_span(mine, span);
-    const std::string bytes(reinterpret_cast<const char*>(&earliest), sizeof earliest);
-    double least = earliest;
-    for (const std::string& m : job->all_to_all(std::vector<std::string>(static_cast<size_t>(job->size()), bytes))) {
-      if (m.size() != sizeof(double)) throw std::runtime_error("Chrome trace: a short time zero");
-      double theirs;
-      std::memcpy(&theirs, m.data(), sizeof theirs);
-      least = std::min(least, theirs);
-    }
-    t0 = time_zero_of_earliest(least);
-  }
+  const double t0 = held ? job_time_zero(*job, traces, dir.holder, span) : first_event_in_span(traces, span);
 
   Writer w{out, {}, true, {}};
   if (me == 0) {

@@ -42,6 +42,7 @@
 #include "damage_stop.h"
 #include "interpret.h"
 #include "intervals.h"
+#include "job_export.h"
 #include "run_record.h"
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/exchange.h"
@@ -647,20 +648,13 @@ bool read_admitted(const RankTrace& t, const Interpreter& interp, std::pair<doub
 //   does: its definitions are numbered in the order the ranks first use
 //   them, so a rank's records depend on the ranks before it. A rank of
 //   another process p is read there (its cursor and damage stop,
-//   read_admitted) and its decoded events reach process 0 in rounds of about
-//   kRoundBytes (Exchange::all_to_all; the other processes take part with
-//   nothing to say), the last flagged with whether the damage stopped it.
-//   Process 0 hands each round's events to the rank's handler as one batch.
-// Invariants
-//   - Every process takes part in every round of every rank held by a
-//     process other than 0 (each learns the rank's end from its holder's
-//     flag), so the rounds match everywhere.
-//   - A round holds at most kRoundBytes of events and one batch more: no
-//     process holds more than that of another's rank.
+//   read_admitted) and its decoded events reach process 0 in rounds
+//   (job_export.h), each led by a byte that says, in the last, whether the
+//   damage stopped the rank. Process 0 hands each round's events to the
+//   rank's handler as one batch.
+// Invariant: a round holds at most kRoundBytes of events and one batch more.
 class HeldEvents {
  public:
-  static constexpr size_t kRoundBytes = size_t{1} << 20;
-
   // On the holder of rank t (a process other than 0): reads it, sends it.
   static void send(Exchange& job, const RankTrace& t, const Interpreter& interp, std::pair<double, double> span) {
     WireOut o = fresh();
@@ -671,20 +665,19 @@ class HeldEvents {
         o.put_array(e.requests.data(), e.requests.size());
       }
       if (o.buf.size() >= kRoundBytes) {
-        round(job, o.buf);
+        send_round(job, o.buf, false);
         o = fresh();
       }
     });
-    o.buf[0] = 'e';
-    o.buf[1] = static_cast<char>(stopped);
-    round(job, o.buf);
+    o.buf[0] = static_cast<char>(stopped);
+    send_round(job, o.buf, true);
   }
 
   // On process 0 (`use` the handler's) or a bystander (`use` never called):
   // the rank's events from `holder`; whether the damage stopped it.
   template <class Use>
   static bool take(Exchange& job, int holder, Use&& use) {
-    const auto P = static_cast<size_t>(job.size());
+    bool stopped = false;
     std::vector<Event> events;
     std::vector<trace::Completion> completions;
     std::vector<uint32_t> requests;
@@ -692,58 +685,45 @@ class HeldEvents {
       size_t completion, completions, request, requests;
     };
     std::vector<Spans> spans;
-    for (;;) {
-      const std::vector<std::string> in = job.all_to_all(std::vector<std::string>(P));
-      const std::string& m = in[static_cast<size_t>(holder)];
-      if (m.size() < 2 || (m[0] != 'm' && m[0] != 'e'))
-        throw std::runtime_error("OTF2 export: process " + std::to_string(holder) + " sent no events");
-      const bool last = m[0] == 'e', stopped = m[1] != 0;
-      if (job.rank() == 0) {
-        WireIn r(m);
-        r.p += 2;
-        events.clear();
-        completions.clear();
-        requests.clear();
-        spans.clear();
-        while (!r.done()) {
-          events.push_back(r.get<Event>());
-          Spans at{completions.size(), 0, requests.size(), 0};
-          const char* c = r.get_array<trace::Completion>(&at.completions);
-          for (size_t k = 0; k < at.completions; ++k, c += sizeof(trace::Completion)) {
-            completions.emplace_back();
-            std::memcpy(&completions.back(), c, sizeof(trace::Completion));
-          }
-          const char* q = r.get_array<uint32_t>(&at.requests);
-          for (size_t k = 0; k < at.requests; ++k, q += sizeof(uint32_t)) {
-            requests.emplace_back();
-            std::memcpy(&requests.back(), q, sizeof(uint32_t));
-          }
-          spans.push_back(at);
+    take_rounds(job, holder, "OTF2 export", [&](std::string_view m, bool last) {
+      if (m.empty()) throw std::runtime_error("OTF2 export: process " + std::to_string(holder) + " sent no events");
+      stopped = last && m[0] != 0;
+      WireIn r(m);
+      r.p += 1;
+      events.clear();
+      completions.clear();
+      requests.clear();
+      spans.clear();
+      while (!r.done()) {
+        events.push_back(r.get<Event>());
+        Spans at{completions.size(), 0, requests.size(), 0};
+        const char* c = r.get_array<trace::Completion>(&at.completions);
+        for (size_t k = 0; k < at.completions; ++k, c += sizeof(trace::Completion)) {
+          completions.emplace_back();
+          std::memcpy(&completions.back(), c, sizeof(trace::Completion));
         }
-        // (The vectors are whole now: the spans point into them.)
-        for (size_t k = 0; k < events.size(); ++k) {
-          events[k].completions = {completions.data() + spans[k].completion, spans[k].completions};
-          events[k].requests = {requests.data() + spans[k].request, spans[k].requests};
+        const char* q = r.get_array<uint32_t>(&at.requests);
+        for (size_t k = 0; k < at.requests; ++k, q += sizeof(uint32_t)) {
+          requests.emplace_back();
+          std::memcpy(&requests.back(), q, sizeof(uint32_t));
         }
-        if (!events.empty()) use(std::span<const Event>(events));
+        spans.push_back(at);
       }
-      if (last) return stopped;
-    }
+      // (The vectors are whole now: the spans point into them.)
+      for (size_t k = 0; k < events.size(); ++k) {
+        events[k].completions = {completions.data() + spans[k].completion, spans[k].completions};
+        events[k].requests = {requests.data() + spans[k].request, spans[k].requests};
+      }
+      if (!events.empty()) use(std::span<const Event>(events));
+    });
+    return stopped;
   }
 
  private:
   static WireOut fresh() {
     WireOut o;
-    o.put<uint8_t>('m');
     o.put<uint8_t>(0);  // (the last round: whether the damage stopped the rank)
     return o;
-  }
-  // One round: to process 0 the events, to the others the flag.
-  static void round(Exchange& job, const std::string& mine) {
-    std::vector<std::string> out(static_cast<size_t>(job.size()), mine.substr(0, 2));
-    out[0] = mine;
-    out[static_cast<size_t>(job.rank())].clear();
-    job.all_to_all(out);
   }
 };
 
@@ -762,20 +742,8 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   // Time zero: the earliest event of the run (not one that damage put
   // outside it); in a job, the earliest of each block's.
   const auto [span_first, span_last] = run_span(traces);
-  double t0 = 0;
-  if (!held) {
-    t0 = first_event_in_span(traces, {span_first, span_last});
-  } else {
-    std::vector<const RankTrace*> mine;
-    for (size_t i = 0; i < traces.size(); ++i)
-      if (dir.holder[i] == me) mine.push_back(traces[i]);
-    WireOut earliest;
-    earliest.put(earliest_event_in_span(mine, {span_first, span_last}));
-    double least = std::numeric_limits<double>::infinity();
-    for (const std::string& m : job->all_to_all(std::vector<std::string>(static_cast<size_t>(job->size()), earliest.buf)))
-      least = std::min(least, WireIn(m).get<double>());
-    t0 = time_zero_of_earliest(least);
-  }
+  const double t0 = held ? job_time_zero(*job, traces, dir.holder, {span_first, span_last})
+                          : first_event_in_span(traces, {span_first, span_last});
   // The other processes send their ranks' events if process 0 could open
   // the archive (its answer, 1 or 0, is the all-to-all after time zero).
   if (held && me != 0) {

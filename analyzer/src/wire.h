@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "prof/byte_wire.h"
 
@@ -12,7 +13,7 @@ namespace prof::analysis::detail {
 using WireOut = prof::wire::Out;
 
 struct WireIn : prof::wire::In {
-  explicit WireIn(const std::string& s)
+  explicit WireIn(std::string_view s)
       : prof::wire::In(s.data(), s.data() + s.size(), "distributed analysis: short message") {}
 };
 
