@@ -163,13 +163,12 @@ CommCache::CommCache(const RankTrace& rank_trace, const WorldIndex& world_to_ind
 const CommInfo* CommCache::lookup(uint32_t handle, uint64_t t) {
   for (unsigned i = 0; i < 4; ++i) {
     const Entry& e = cache_[i];
-    if (e.valid && e.handle == handle && t >= e.lo && t < e.hi) {
+    if (e.handle == handle && t >= e.lo && t < e.hi) {
       last_ = i;
       return e.info;
     }
   }
   Entry fresh;
-  fresh.valid = true;
   fresh.handle = handle;
   fresh.lo = 0;
   fresh.hi = UINT64_MAX;

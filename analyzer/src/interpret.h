@@ -201,7 +201,7 @@ class CommCache {
   CommCache(const RankTrace& rank_trace, const WorldIndex& world_to_index);
   [[gnu::always_inline]] const CommInfo* at(uint32_t handle, uint64_t t) {
     const Entry& e = cache_[last_];
-    if (e.valid && e.handle == handle && t >= e.lo && t < e.hi) return e.info;
+    if (e.handle == handle && t >= e.lo && t < e.hi) return e.info;
     return lookup(handle, t);
   }
   // This rank's collective calls on communicator `gid` so far.
@@ -228,9 +228,10 @@ class CommCache {
  private:
   struct Entry {
     uint32_t handle = 0;
-    uint64_t lo = 0, hi = 0;  // valid for lo <= t < hi
+    // Valid for lo <= t < hi; empty (no t is in [max, 0)) until filled: no
+    // flag to test on every call.
+    uint64_t lo = UINT64_MAX, hi = 0;
     const CommInfo* info = nullptr;  // nullptr: the handle is unknown
-    bool valid = false;
   };
   const CommInfo* lookup(uint32_t handle, uint64_t t);
 
@@ -303,6 +304,7 @@ static_assert(sizeof(Request) == 96, "a member added to Request must be reset in
 // and, optionally (the analysis's late receivers), a nonblocking send's hold:
 //   uint64_t isend_hold()    the hold the last send() took for an Isend or a Start
 //   void isend_done(uint64_t hold, double enter, double leave, const Event&, bool unmatched)
+//       called where that hold is not HoldQueue::kNone
 // InterpreterHandler states this for the compiler.
 template <class H>
 concept InterpreterHandler = requires(H& h, const Event& e, const FuncInfo& fi, const ChannelKey& key,
@@ -719,8 +721,10 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
             if (ran && done.cancelled && r->comm) h.cancel_send(r->key, r->send_enter);
             // (The analysis: the call that completed an MPI_Isend or a started
             // persistent send, for its late receiver.)
+            // (Not without a hold, as without the wait states: the call
+            // cost 15 instructions a completed Isend to do nothing.)
             if constexpr (requires { h.isend_done(r->hold, enter, leave, e, true); })
-              if (ran) {
+              if (ran && r->hold != HoldQueue::kNone) {
                 h.isend_done(r->hold, enter, leave, e, done.cancelled);
                 r->hold = HoldQueue::kNone;
               }
@@ -763,7 +767,7 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
         for (uint32_t handle : e.requests)
           if (Request* r = active(handle)) {
             if constexpr (requires { h.isend_done(r->hold, enter, leave, e, true); })
-              if (r->type == Request::Send || r->type == Request::PSend) {
+              if ((r->type == Request::Send || r->type == Request::PSend) && r->hold != HoldQueue::kNone) {
                 h.isend_done(r->hold, enter, enter, e, false);  // completes unseen: no wait
                 r->hold = HoldQueue::kNone;
               }

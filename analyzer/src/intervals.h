@@ -78,7 +78,19 @@ class IntervalTracker {
   // An MPI call (not a continuation). False: it lies outside the root and
   // does not count.
   template <IntervalHandler H>
-  bool call(const FuncInfo& fi, double enter, double leave, H& h) {
+  [[gnu::always_inline]] bool call(const FuncInfo& fi, double enter, double leave, H& h) {
+    // The common call, inside the root and not MPI_Finalize: one test of
+    // each (the switch below was a jump table on every call).
+    if (root_ == Root::In && !(fi.role & kRoleFinalize)) [[likely]] {
+      last_leave_ = std::max(last_leave_, leave);
+      return true;
+    }
+    return call_at_root_edge(fi, enter, leave, h);
+  }
+
+ private:
+  template <IntervalHandler H>
+  [[gnu::noinline]] bool call_at_root_edge(const FuncInfo& fi, double enter, double leave, H& h) {
     switch (root_) {
       case Root::After:
         return false;
@@ -103,6 +115,7 @@ class IntervalTracker {
     return true;
   }
 
+ public:
   template <IntervalHandler H>
   [[gnu::always_inline]] void marker(const Event& e, double enter, double leave, H& h) {
     if (root_ != Root::In) [[unlikely]] {

@@ -354,6 +354,31 @@ TEST(KnownWaits, SubCommunicatorCollectivesAreMatchedByTheirMembers) {
   EXPECT_EQ(a.stats.incomplete_collectives, 0u);
 }
 
+TEST(KnownWaits, CommunicatorHandleZeroIsKnown) {
+  // An MPI whose communicator handles are small indices may name one 0. The
+  // interpreter's cache of communicator lookups starts with empty entries;
+  // an empty entry must match no handle, 0 included, at any time.
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    trace::CommDef d;
+    d.handle = 0;
+    d.global_id = 88;
+    d.time = 0;
+    d.ranks = {0, 1};
+    b.w(r).comm(d);
+    b.init(r, 0, 1 * kMs);
+  }
+  b.collective(0, Allreduce, 2 * kMs, 4100 * kUs, 0);
+  b.collective(1, Allreduce, 4 * kMs, 4100 * kUs, 0);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+  const auto a = analyze_usable(b);
+  EXPECT_NEAR(rank_of(a.intervals[0], 0)->potential_sync, ms(2), kTol);
+  EXPECT_NEAR(rank_of(a.intervals[0], 1)->potential_sync, 0, kTol);
+  EXPECT_NEAR(rank_of(a.intervals[0], 0)->collective, ms(0.1), kTol);
+  EXPECT_EQ(a.stats.incomplete_collectives, 0u);
+}
+
 TEST(KnownWaits, WaitallOverManyRequestsIsOneCall) {
   // 200 receives completed by one MPI_Waitall: more entries than one record
   // holds, so the writer splits the call; it is still one call of 1 ms.
