@@ -401,6 +401,8 @@ void Engine::setup() {
   // process's memory grows with its own block. Process 0 makes the others'
   // at the end, from what their processes send it: gather_at_root.)
   ranks_.resize(traces.size());
+  queue_results_ = traces.size() > kDeferCreditsRanks && !opt_.windowed();
+  if (queue_results_) queued_results_.resize(traces.size());
   // Each worker's ranks are made on a thread of their own (their first
   // batches decoded, their files' first pages faulted in): a tenth of the
   // CPU of an analysis of 4096 ranks was here, on one core.
@@ -415,7 +417,6 @@ void Engine::setup() {
       r->cursor.limit_batch(batch_events);
       r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);
       r->log_delay = delay_on_;
-      r->queue_results = traces.size() > kDeferCreditsRanks && !opt_.windowed();
       r->damage.span_first = span_first;
       r->damage.span_last = span_last;
       r->has_ev = r->advance();
@@ -573,6 +574,7 @@ Analysis Engine::run() {
       take_results(*ranks_[i]);
       ranks_[i]->settle_instants(kInf, true);
       ranks_[i]->release_pass_buffers();
+      if (queue_results_) queued_results_[i] = {};
     }
   });
   if (spread_.spread()) {

@@ -8,7 +8,7 @@
 
 namespace prof::analysis::detail {
 
-// A member's figures. With many ranks (Rank::queue_results) an owner
+// A member's figures. With many ranks (Engine::queue_results_) an owner
 // handing every member its figures in turn finds each rank's spans, holds
 // and sums out of cache (a dozen lines a member): its waits by partner are
 // credited now, in the order of matching as every wait is, and the rest
@@ -18,10 +18,12 @@ namespace prof::analysis::detail {
 // (Inline where the owner completes an instance of its own rank's members;
 // apply() takes those that came through a mailbox.)
 [[gnu::always_inline]] inline void Engine::apply_result(const ResultRec& rr) {
-  Rank& r = *ranks_[static_cast<size_t>(rr.rank)];
-  if (rr.wait_end > rr.enter && r.track_waits) credit_partner(r, rr.node, rr.partner, rr.enter, rr.wait_end);
-  if (r.queue_results) r.results.push_back(rr);
-  else add_result(r, rr);
+  // (The engine's flags, not the rank's: with many ranks its object is out
+  // of cache, and a queued result need not read it.)
+  if (rr.wait_end > rr.enter && waits_on_)
+    credit_partner(*ranks_[static_cast<size_t>(rr.rank)], rr.node, rr.partner, rr.enter, rr.wait_end);
+  if (queue_results_) queued_results_[static_cast<size_t>(rr.rank)].push_back(rr);
+  else add_result(*ranks_[static_cast<size_t>(rr.rank)], rr);
 }
 
 // A member's spans, its exit spread and its hold's release.
@@ -56,8 +58,10 @@ namespace prof::analysis::detail {
 }
 
 void Engine::take_results(Rank& r) {
-  for (const ResultRec& rr : r.results) add_result(r, rr);
-  r.results.clear();
+  if (!queue_results_) return;
+  std::vector<ResultRec>& queued = queued_results_[r.index];
+  for (const ResultRec& rr : queued) add_result(r, rr);
+  queued.clear();
 }
 
 void Engine::apply(const ResultRec& rr) { apply_result(rr); }

@@ -521,11 +521,6 @@ struct alignas(64) Rank {
   // hold them in cache, each partner's sums in the same order as at the match.
   bool defer_partner_credits = false;
   std::vector<PartnerCredit> partner_credits;
-  // With many ranks, its collective results but their waits by partner, in
-  // the order they came, until the rank settles (Engine::apply_result,
-  // Engine::take_results): none is on its spans, sums or holds before then.
-  bool queue_results = false;
-  std::vector<ResultRec> results;
   void add_partner_credits() {
     for (const PartnerCredit& c : partner_credits) acc[c.node].waited_for.add(c.partner, c.length, c.uncertain);
     partner_credits.clear();
@@ -559,7 +554,6 @@ struct alignas(64) Rank {
     send_holds = {};
     add_partner_credits();
     partner_credits = {};
-    results = {};
     for (NodeAcc& a : acc) a.waited_for.shrink();
   }
   // The rank's executions open from time t on (both sets of instants).
@@ -741,11 +735,19 @@ class Engine {
   // 0.7 s more system time (a sixth of the analysis's CPU).
   bool release_cursor_pages_ = false;
   // Above this many ranks, waits by partner wait in Rank::partner_credits
-  // until their rank settles, and so do collective results in Rank::results
+  // until their rank settles, and so do collective results in queued_results_
   // on a whole run (below it every rank's state stays in cache and the
   // buffer would only add work; a window's end is found from every rank's
   // holds at each phase's end, AnalysisWindow::done).
   static constexpr size_t kDeferCreditsRanks = 64;
+  // With many ranks on a whole run, each rank's collective results but their
+  // waits by partner, by rank index, in the order they came, until the rank
+  // settles (apply_result, take_results): none is on its spans, sums or
+  // holds before then. Here and not in the Rank: an owner hands results to
+  // every member in turn, and each result then read two lines of a Rank out
+  // of cache (its flags and the vector's); these vectors lie side by side.
+  bool queue_results_ = false;
+  std::vector<std::vector<ResultRec>> queued_results_;
   // A window served by the index (analysis_window.cpp): each rank's state at
   // its start, and what is open or waiting where decoding stops.
   void restore_window_state();
@@ -771,7 +773,7 @@ class Engine {
   void apply(const ResultRec& rr);
   void apply_result(const ResultRec& rr);
   void add_result(Rank& r, const ResultRec& rr);
-  // The rank's queued results (Rank::queue_results), before it settles.
+  // The rank's queued results (queue_results_), before it settles.
   void take_results(Rank& r);
   void add_member(unsigned w, const CollRec& c, int parity);
   void take_member(unsigned w, const CollRec& c, int parity);
