@@ -35,6 +35,11 @@ namespace {
 
 constexpr char kDescriptionTag[8] = {'p', 'r', 'o', 'f', 'r', 'k', 'd', '1'};
 
+// Meta lines only the report reads, left out of a description for the pass:
+// the longest (the MPI library's version text alone is 2.3 KB of a shim
+// rank's 3.1 KB description for the pass).
+bool report_only_meta(const std::string& key) { return key == "mpi_library" || key == "command"; }
+
 using Out = wire::Out;
 using In = wire::In;
 
@@ -60,8 +65,11 @@ std::string RankTrace::describe(DescriptionFor what) const {
   o.buf.append(kDescriptionTag, sizeof kDescriptionTag);
   o.put_str(t.path);
   o.put(t.header);
-  o.put<uint64_t>(t.meta.size());
+  uint64_t meta_lines = 0;
+  for (const auto& kv : t.meta) meta_lines += report || !report_only_meta(kv.first);
+  o.put(meta_lines);
   for (const auto& [k, v] : t.meta) {
+    if (!report && report_only_meta(k)) continue;
     o.put_str(k);
     o.put_str(v);
   }

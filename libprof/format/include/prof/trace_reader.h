@@ -395,11 +395,11 @@ class RankTrace {
   //   kReport: all of that, and the run's environment and settings (what
   //     the report reads: the process that writes it);
   //   kPass: what a process that decodes other ranks asks of this one:
-  //     the header, meta lines, communicators, time base and clock syncs,
-  //     the end, event bytes and chunk counts; not the functions, call
-  //     sites, load objects, warnings and statistics (the registry's and
-  //     the report's: that process is sent the registry's numbers instead),
-  //     which were most of a shim's rank's description (24 KB).
+  //     the header, meta lines but the MPI library's text and the command
+  //     line, communicators, time base and clock syncs, the end, event
+  //     bytes and chunk counts; not the functions, call sites, load
+  //     objects, warnings and statistics (the registry's and the report's:
+  //     that process is sent the registry's numbers instead).
   enum class DescriptionFor : uint8_t { kReport, kPass };
   std::string describe(DescriptionFor what) const;
   // nullptr and *error when `description` is not one describe() wrote.
