@@ -342,6 +342,7 @@ void Engine::setup() {
   for (const auto& t : dir_.ranks) traces.push_back(t.get());
   world_to_index_ = std::make_unique<WorldIndex>(traces);
   if (prebuilt_) reg_ = std::move(*prebuilt_);
+  else if (spread_.spread() && !dir_.holder.empty()) spread_.share_registry(reg_, traces, dir_.holder);
   else reg_.build(traces);
   t_first_ = kInf;
   t_last_est_ = -kInf;

@@ -238,6 +238,50 @@ void ProcessSpread::exchange_early(PhaseMail& mail, const Traces& traces) {
   }
 }
 
+void ProcessSpread::share_registry(Registry& reg, const std::vector<const RankTrace*>& traces,
+                                   const std::vector<int>& holder) {
+  std::vector<WireOut> to(static_cast<size_t>(procs_));
+  if (proc_ == 0) {
+    reg.build(traces);
+    for (size_t i = 0; i < traces.size(); ++i) {
+      if (holder[i] == 0) continue;
+      WireOut& o = to[static_cast<size_t>(holder[i])];
+      o.put<uint32_t>(static_cast<uint32_t>(i));
+      o.put<uint64_t>(reg.funcs[i].size());
+      for (const FuncInfo& f : reg.funcs[i]) {
+        o.put(f.kind);
+        o.put(f.role);
+        o.put(f.name);
+      }
+      o.put<uint64_t>(reg.site_of[i].size());
+      reg.site_of[i].for_each([&o](const uint32_t& id, const uint32_t& site) {
+        o.put(id);
+        o.put(site);
+      });
+    }
+  }
+  std::vector<std::string> out(static_cast<size_t>(procs_));
+  for (size_t p = 0; p < out.size(); ++p) out[p] = std::move(to[p].buf);
+  const std::vector<std::string> in = all_to_all(out);
+  if (proc_ == 0) return;
+  reg.funcs.assign(traces.size(), {});
+  reg.site_of.assign(traces.size(), {});
+  for (WireIn r(in[0]); !r.done();) {
+    const auto i = r.get<uint32_t>();
+    std::vector<FuncInfo>& funcs = reg.funcs.at(i);
+    funcs.resize(r.get<uint64_t>());
+    for (FuncInfo& f : funcs) {
+      f.kind = r.get<FuncKind>();
+      f.role = r.get<uint16_t>();
+      f.name = r.get<uint32_t>();
+    }
+    for (auto n = r.get<uint64_t>(); n-- > 0;) {
+      const auto id = r.get<uint32_t>();
+      reg.site_of[i][id] = r.get<uint32_t>();
+    }
+  }
+}
+
 // A call in flight at a rank's end waits for the members that had made fewer
 // collective calls: every process learns every rank's counts (only for a
 // trace that has such calls).

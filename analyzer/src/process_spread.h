@@ -18,6 +18,7 @@
 namespace prof::analysis::detail {
 
 struct Rank;
+struct Registry;
 
 // What the processes add up at a phase's end (a process's own ranks, then,
 // exchanged, every process's), so that all take the same decisions.
@@ -106,6 +107,14 @@ class ProcessSpread {
   // After the last sweep: every result, handed to `apply` in owner order.
   template <class Apply>
   void exchange_final_results(PhaseMail& mail, const Traces& traces, Apply&& apply);
+  // The registry (interpret.h) as process 0 builds it from every rank's
+  // definitions (the others' descriptions hold none: RankTrace::
+  // DescriptionFor::kPass). Every process's numbers must be process 0's
+  // (the figures gathered at the end carry them), so process 0 sends each
+  // process the tables of the ranks it decodes (holder: by rank index);
+  // the names, which only the report reads, stay on process 0, and no other
+  // process resolves a call site for the analysis.
+  void share_registry(Registry& reg, const std::vector<const RankTrace*>& traces, const std::vector<int>& holder);
   // A call in flight at a rank's end waits for the members that had made
   // fewer collective calls: every process learns every rank's counts (its
   // own ranks' from their state, the others' kept here).

@@ -8,9 +8,11 @@
 //      contiguous in name order, of equal counts of files (cut_blocks, the
 //      engine's rule). A process that cannot list ends the job.
 //   2. Each process opens the files of its block and sends every other
-//      process a description of each (RankTrace::describe; to process 0 with
-//      the run's environment and settings, which only the report reads) or
-//      the error that kept it from opening. The others' become stand-ins.
+//      process a description of each (RankTrace::describe: to process 0 all
+//      the report reads; to the others what their pass asks of another's
+//      rank, without the functions and call sites, whose registry numbers
+//      process 0 sends them, Engine::setup) or the error that kept it from
+//      opening. The others' become stand-ins.
 //   3. TraceDir::assemble checks the whole as TraceDir::open does; its
 //      inputs are the same on every process, so its answer is.
 // The engine then gives each process's workers the ranks of its block
@@ -87,7 +89,8 @@ trace::TraceDir open_trace_block(const std::string& dir, Exchange& ex) {
         WireOut& o = zero ? to_zero : to_others;
         o.put<uint32_t>(static_cast<uint32_t>(i));
         o.put<uint8_t>(files.traces[i] != nullptr);
-        o.put_str(files.traces[i] ? files.traces[i]->describe(zero) : files.open_errors[i]);
+        using For = trace::RankTrace::DescriptionFor;
+        o.put_str(files.traces[i] ? files.traces[i]->describe(zero ? For::kReport : For::kPass) : files.open_errors[i]);
       }
     std::vector<std::string> out(P);
     for (int p = 0; p < procs; ++p)

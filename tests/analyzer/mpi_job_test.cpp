@@ -218,6 +218,40 @@ TEST(MpiJob, EachProcessReadsItsOwnBlocksFilesOnlyForEveryOutput) {
   }
 }
 
+// The registry's numbers (functions and call sites, by first definition over
+// the ranks in order) are process 0's in every process: here each rank first
+// defines a function and a call site of its own, so a rank's numbers depend on
+// every rank before it, in other blocks too, and a process that numbered its
+// block alone (the others' descriptions carry no functions or call sites)
+// would send process 0 figures under other names.
+TEST(MpiJob, RanksDefiningTheirOwnFunctionsAndCallSitesAreTheSameForEveryProcessCount) {
+  constexpr int kRanks = 6;
+  TraceBuilder b(kRanks, 42, false);
+  for (int r = 0; r < kRanks; ++r) {
+    prof::trace::TraceWriter& w = b.w(r);
+    w.function(static_cast<uint16_t>(100 + r), FuncKind::Other, "MPI_Rank" + std::to_string(r) + "_only");
+    w.callsite({7, 0x407000, "rank" + std::to_string(r) + ".c", 10 + r});
+    TraceBuilder::define(w);
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    b.init(r, 0, 1 * kMs);
+    for (int it = 0; it < 10; ++it) {
+      const uint64_t a = (2 + static_cast<uint64_t>(it)) * kMs + static_cast<uint64_t>(r) * 20 * kUs;
+      b.begin(r, a, 1, 7);  // (the rank's own call site)
+      b.other(r, static_cast<Fn>(100 + r), a + 10 * kUs, a + 20 * kUs);
+      b.collective(r, Allreduce, a + 100 * kUs, a + 200 * kUs, kWorld, 8, prof::format::kNoRequest, 0,
+                   uint8_t(1 + it % 2));
+      b.end(r, a + 500 * kUs, 1, 7);
+    }
+    b.finalize(r, 40 * kMs, 41 * kMs);
+  }
+  b.close();
+  expect_same_for_every_k(b.dir(), "--functions --callsites --json {json} --chrome-trace {chrome}");
+  const Outputs plain = run(0, b.dir(), "--functions --callsites");
+  EXPECT_NE(plain.text.find("MPI_Rank5_only"), std::string::npos) << plain.text;
+  EXPECT_NE(plain.text.find("(LineNumber = 15 SourceFile = rank5.c)"), std::string::npos) << plain.text;
+}
+
 TEST(MpiJob, DamagedTraceIsTheSameForEveryProcessCount) {
   TraceBuilder b(3);
   for (int r = 0; r < 3; ++r) {

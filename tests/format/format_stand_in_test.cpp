@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "format_test_util.h"
@@ -26,6 +27,8 @@ std::string write_rank(const std::string& dir) {
   w.meta("ns_per_tick", "2");
   w.meta("epoch_ticks", "1000");
   w.meta("exe", "/bin/app");
+  w.meta("command", "/bin/app --steps 10");
+  w.meta("mpi_library", "MPICH Version: 4.0.2");
   w.environment("MPIR_CVAR_X", "1");
   w.setting("PROF_BUFFER_MB", ProfSetting{"4", true});
   w.function(1, FuncKind::Send, "MPI_Send");
@@ -77,7 +80,7 @@ TEST(FormatStandIn, AnswersAsTheOpenedFileWithoutEvents) {
   auto file = RankTrace::open(path, &error);
   ASSERT_TRUE(file) << error;
   EXPECT_EQ(RankTrace::files_opened(), opened_before + 1);
-  auto stand_in = RankTrace::stand_in(file->describe(true), &error);
+  auto stand_in = RankTrace::stand_in(file->describe(RankTrace::DescriptionFor::kReport), &error);
   ASSERT_TRUE(stand_in) << error;
   EXPECT_EQ(RankTrace::files_opened(), opened_before + 1);  // (a stand-in opens nothing)
   EXPECT_TRUE(stand_in->is_stand_in());
@@ -142,12 +145,37 @@ TEST(FormatStandIn, AnswersAsTheOpenedFileWithoutEvents) {
   EXPECT_FALSE(b.events_from(5000).next(e));
   EXPECT_EQ(b.chunk(0, 0).events, 0u);
 
-  // Without the run's facts (what only the report reads).
-  auto lean = RankTrace::stand_in(file->describe(false), &error);
+  // For another process's pass: its time, communicators and end as the
+  // file's, without what only the registry and the report read (the run's
+  // facts, functions, call sites, load objects, warnings, statistics).
+  const std::string pass_description = file->describe(RankTrace::DescriptionFor::kPass);
+  auto lean = RankTrace::stand_in(pass_description, &error);
   ASSERT_TRUE(lean) << error;
+  EXPECT_LT(pass_description.size(), file->describe(RankTrace::DescriptionFor::kReport).size());
   EXPECT_TRUE(lean->environment().empty());
   EXPECT_TRUE(lean->settings().empty());
-  EXPECT_EQ(lean->meta(), a.meta());
+  EXPECT_TRUE(lean->functions().empty());
+  EXPECT_TRUE(lean->callsites().empty());
+  EXPECT_TRUE(lean->load_objects().empty());
+  EXPECT_TRUE(lean->warnings().empty());
+  EXPECT_EQ(lean->stats().unsealed_chunks, 0u);
+  // (The meta lines but the MPI library's text and the command line.)
+  std::map<std::string, std::string> pass_meta = a.meta();
+  ASSERT_EQ(pass_meta.erase("mpi_library") + pass_meta.erase("command"), 2u);
+  EXPECT_EQ(lean->meta(), pass_meta);
+  EXPECT_EQ(lean->rank(), 3);
+  EXPECT_EQ(lean->header().run_id, a.header().run_id);
+  ASSERT_EQ(lean->comms().size(), a.comms().size());
+  EXPECT_EQ(lean->world_rank(0x84000001, 50000, 2), 5);
+  ASSERT_EQ(lean->clock_syncs().size(), 2u);
+  for (uint64_t t : {1000ull, 4000ull, 50000ull, 90000ull, 120000ull})
+    EXPECT_EQ(lean->to_global_ns(t), a.to_global_ns(t)) << t;
+  EXPECT_EQ(lean->end_reason(), a.end_reason());
+  EXPECT_EQ(lean->last_alive(), a.last_alive());
+  ASSERT_EQ(lean->in_flight().size(), 1u);
+  EXPECT_EQ(lean->in_flight()[0].enter, 80000u);
+  EXPECT_EQ(lean->event_bytes(), a.event_bytes());
+  for (size_t s = 0; s < 2; ++s) EXPECT_EQ(lean->chunk_count(s), a.chunk_count(s));
   std::filesystem::remove_all(dir);
 }
 
@@ -166,9 +194,9 @@ TEST(FormatStandIn, RanksWithTheSameFunctionsShareOneTable) {
   ASSERT_TRUE(different);
   StandInShare share;
   std::string error;
-  auto a = RankTrace::stand_in(file->describe(false), &error, &share);
-  auto b = RankTrace::stand_in(file->describe(false), &error, &share);
-  auto c = RankTrace::stand_in(different->describe(false), &error, &share);
+  auto a = RankTrace::stand_in(file->describe(RankTrace::DescriptionFor::kReport), &error, &share);
+  auto b = RankTrace::stand_in(file->describe(RankTrace::DescriptionFor::kReport), &error, &share);
+  auto c = RankTrace::stand_in(different->describe(RankTrace::DescriptionFor::kReport), &error, &share);
   ASSERT_TRUE(a && b && c) << error;
   EXPECT_EQ(&a->functions(), &b->functions());
   EXPECT_NE(&a->functions(), &c->functions());
@@ -186,7 +214,7 @@ TEST(FormatStandIn, GarbledDescriptionIsRefused) {
   const std::string dir = temp_dir();
   auto file = RankTrace::open(write_rank(dir), nullptr);
   ASSERT_TRUE(file);
-  const std::string d = file->describe(true);
+  const std::string d = file->describe(RankTrace::DescriptionFor::kReport);
   for (const std::string& bad : {std::string(), std::string("not one"), d.substr(0, d.size() / 2), d + "x"}) {
     std::string error;
     EXPECT_FALSE(RankTrace::stand_in(bad, &error)) << bad.size();

@@ -10,7 +10,11 @@
 // has a heartbeat or live slots, as its own reader would before using them.
 //
 // What only decoding needs (the functions' payload kinds, the call sites
-// of records' function fields) is not described. A stand-in's function
+// of records' function fields) is not described, and a description for the
+// pass (DescriptionFor::kPass) leaves out the functions, call sites, load
+// objects, warnings and statistics too (process 0 of an MPI job numbers
+// the registry and writes the report; the others ask none of them of
+// another's rank). A stand-in's function
 // table is one a StandInShare may hold for several: it is the same bytes
 // in every rank's description of a run, and the largest part of one (619
 // functions, about 60 KB of a stand-in's 96 KB, for the shim's traces).
@@ -31,6 +35,11 @@ namespace {
 
 constexpr char kDescriptionTag[8] = {'p', 'r', 'o', 'f', 'r', 'k', 'd', '1'};
 
+// Meta lines only the report reads, left out of a description for the pass:
+// the longest (the MPI library's version text alone is 2.3 KB of a shim
+// rank's 3.1 KB description for the pass).
+bool report_only_meta(const std::string& key) { return key == "mpi_library" || key == "command"; }
+
 using Out = wire::Out;
 using In = wire::In;
 
@@ -47,21 +56,25 @@ RankList get_ranks(In& in) {
 
 }  // namespace
 
-std::string RankTrace::describe(bool run_facts) const {
+std::string RankTrace::describe(DescriptionFor what) const {
   const Impl& t = *impl_;
+  const bool report = what == DescriptionFor::kReport;
   const bool live = t.heartbeat != 0 || !t.live_slots.empty();
   if (live) t.compute_live();
   Out o;
   o.buf.append(kDescriptionTag, sizeof kDescriptionTag);
   o.put_str(t.path);
   o.put(t.header);
-  o.put<uint64_t>(t.meta.size());
+  uint64_t meta_lines = 0;
+  for (const auto& kv : t.meta) meta_lines += report || !report_only_meta(kv.first);
+  o.put(meta_lines);
   for (const auto& [k, v] : t.meta) {
+    if (!report && report_only_meta(k)) continue;
     o.put_str(k);
     o.put_str(v);
   }
-  o.put<uint8_t>(run_facts);
-  if (run_facts) {
+  o.put<uint8_t>(report);
+  if (report) {
     o.put<uint64_t>(t.environment.size());
     for (const auto& [k, v] : t.environment) {
       o.put_str(k);
@@ -74,11 +87,13 @@ std::string RankTrace::describe(bool run_facts) const {
       o.put<uint8_t>(v.from_environment);
     }
   }
-  o.put<uint64_t>(t.functions.size());
-  for (const FunctionDef& f : t.functions) {
-    o.put(f.id);
-    o.put(f.kind);
-    o.put_str(f.name);
+  o.put<uint64_t>(report ? t.functions.size() : 0);
+  if (report) {
+    for (const FunctionDef& f : t.functions) {
+      o.put(f.id);
+      o.put(f.kind);
+      o.put_str(f.name);
+    }
   }
   o.put<uint64_t>(t.comms.size());
   for (const CommDef& c : t.comms) {
@@ -89,18 +104,22 @@ std::string RankTrace::describe(bool run_facts) const {
     put_ranks(o, c.ranks);
     put_ranks(o, c.remote_ranks);
   }
-  o.put<uint64_t>(t.callsites.size());
-  for (const CallSiteDef& s : t.callsites) {
-    o.put(s.id);
-    o.put(s.address);
-    o.put_str(s.file);
-    o.put(s.line);
+  o.put<uint64_t>(report ? t.callsites.size() : 0);
+  if (report) {
+    for (const CallSiteDef& s : t.callsites) {
+      o.put(s.id);
+      o.put(s.address);
+      o.put_str(s.file);
+      o.put(s.line);
+    }
   }
-  o.put<uint64_t>(t.load_objects.size());
-  for (const LoadObject& l : t.load_objects) {
-    o.put(l.bias);
-    o.put_str(l.path);
-    o.put_str(l.build_id);
+  o.put<uint64_t>(report ? t.load_objects.size() : 0);
+  if (report) {
+    for (const LoadObject& l : t.load_objects) {
+      o.put(l.bias);
+      o.put_str(l.path);
+      o.put_str(l.build_id);
+    }
   }
   o.put<uint64_t>(t.clock_syncs.size());
   for (const ClockSyncDef& k : t.clock_syncs) {
@@ -126,7 +145,7 @@ std::string RankTrace::describe(bool run_facts) const {
   std::vector<uint32_t> chunks;
   for (size_t s = 0; s < stream_count(); ++s) chunks.push_back(static_cast<uint32_t>(chunk_count(s)));
   o.put_vec(chunks);
-  {
+  if (report) {
     std::lock_guard<std::mutex> lock(t.mu);
     o.put(t.stats);
     o.put<uint64_t>(t.warnings.size());
@@ -152,7 +171,8 @@ std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, s
       std::string k = in.get_str();
       t.meta[std::move(k)] = in.get_str();
     }
-    if (in.get<uint8_t>()) {
+    const bool report = in.get<uint8_t>();
+    if (report) {
       for (auto n = in.get<uint64_t>(); n-- > 0;) {
         std::string k = in.get_str();
         t.environment[std::move(k)] = in.get_str();
@@ -241,8 +261,10 @@ std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, s
     t.final_off = in.get<double>();
     t.event_bytes = in.get<uint64_t>();
     t.stand_in_chunks = in.get_vec<uint32_t>();
-    t.stats = in.get<ReadStats>();
-    for (auto n = in.get<uint64_t>(); n-- > 0;) t.warnings.push_back(in.get_str());
+    if (report) {
+      t.stats = in.get<ReadStats>();
+      for (auto n = in.get<uint64_t>(); n-- > 0;) t.warnings.push_back(in.get_str());
+    }
     if (in.p != in.end) throw std::length_error("bytes after the description");
   } catch (const std::exception& ex) {
     if (error) *error = std::string("a rank file's description: ") + ex.what();

@@ -391,9 +391,17 @@ class RankTrace {
   // event bytes, streams' chunk counts, the end (heartbeat, calls in flight,
   // last moment alive) and what opening counted and warned. A stand-in
   // answers every question above but has no events (its cursors return
-  // none). `run_facts`: also the run's environment and settings (only the
-  // report needs them). Bytes of one build on one kind of machine.
-  std::string describe(bool run_facts) const;
+  // none). Bytes of one build on one kind of machine. What it holds:
+  //   kReport: all of that, and the run's environment and settings (what
+  //     the report reads: the process that writes it);
+  //   kPass: what a process that decodes other ranks asks of this one:
+  //     the header, meta lines but the MPI library's text and the command
+  //     line, communicators, time base and clock syncs, the end, event
+  //     bytes and chunk counts; not the functions, call sites, load
+  //     objects, warnings and statistics (the registry's and the report's:
+  //     that process is sent the registry's numbers instead).
+  enum class DescriptionFor : uint8_t { kReport, kPass };
+  std::string describe(DescriptionFor what) const;
   // nullptr and *error when `description` is not one describe() wrote.
   // Stand-ins made with one `share` hold each distinct function table once
   // (a run's ranks define the same few hundred functions: about 60 KB a
