@@ -6,6 +6,9 @@
 #include <exception>
 #include <system_error>
 #include <thread>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "block_cut.h"
 #include "interval_steps.h"
@@ -15,6 +18,14 @@ namespace prof::analysis {
 namespace detail {
 
 namespace {
+// Returns the allocator's free pages to the system (glibc keeps what is freed
+// between live blocks).
+void give_back_free_heap() {
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
+}
+
 // Kinds whose calls count their `bytes` in the function profile (SendRecv
 // counts both halves).
 constexpr uint32_t kind_bit(FuncKind k) { return uint32_t{1} << static_cast<unsigned>(k); }
@@ -334,7 +345,16 @@ std::unique_ptr<Rank> Engine::new_rank(size_t i, RankTrace::MergedCursor events)
   r->worker = worker_of_[i];
   r->defer_partner_credits = dir_.ranks.size() > kDeferCreditsRanks;
   r->track_waits = waits_on_;
+  if (log_spill_) r->delay.spill_to(log_spill_.get());
   return r;
+}
+
+void Engine::map_logs_back() {
+  if (!log_spill_ || logs_mapped_) return;
+  char* base = log_spill_->map();
+  for (auto& r : ranks_)
+    if (r) r->delay.map_back(base);
+  logs_mapped_ = true;
 }
 
 void Engine::setup() {
@@ -350,6 +370,7 @@ void Engine::setup() {
   uint64_t bytes = 0;
   window_.plan(dir_, reg_, *world_to_index_, opt_, traces);
   delay_on_ = opt_.delay_analysis && !opt_.windowed();
+  if (delay_on_) log_spill_ = std::make_unique<LogSpill>();
   // (The root causes' log takes each wait with its partner.)
   waits_on_ = opt_.wait_states || delay_on_;
   unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -578,6 +599,9 @@ Analysis Engine::run() {
       if (queue_results_) queued_results_[i] = {};
     }
   });
+  // The buffers just freed (a quarter of the heap at 16384 ranks) would stay
+  // with the allocator, and the logs' mapping comes on top of them.
+  if (log_spill_) give_back_free_heap();
   if (spread_.spread()) {
     gather_at_root();
     if (spread_.proc() != 0) return a;  // (process 0 reports)
@@ -633,10 +657,13 @@ void Engine::finish(Analysis& a) {
   for (auto& r : ranks_) roll_up(*r);
   tree_.order(ranks_);
   if (delay_on_) {
-    delay_.delay_analysis(ranks_, tree_, *world_to_index_);
-    delay_.critical_path(ranks_, tree_, *world_to_index_);
-    // The logs go before the report's figures are built (delay_log.h).
+    map_logs_back();
+    delay_.delay_analysis(ranks_, tree_, *world_to_index_, log_spill_.get());
+    delay_.critical_path(ranks_, tree_, *world_to_index_, log_spill_.get());
+    // The logs go before the report's figures are built (delay_log.h), and
+    // their file with them.
     for (auto& r : ranks_) r->delay = DelayLog{};
+    log_spill_.reset();
   }
   const SiteInfo root_site = root_call_site(ranks_, reg_, a.executable);
   std::vector<int> index_of(tree_.nodes().size(), -1);  // global node -> its place in a.intervals

@@ -27,7 +27,9 @@
 namespace prof::analysis::detail {
 
 void DelayResults::critical_path(const std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
-                                 const WorldIndex& index_of_world) {
+                                 const WorldIndex& index_of_world, LogSpill* spill) {
+  if (spill) spill->drop_resident();  // (what the root causes left)
+  ResidentBudget resident(spill, kResidentLogBytes);
   critical_ns_.assign(tree.nodes().size(), 0);
   run_span_ns_ = 0;
   // Each rank's start and end: its first context, and the instant its root ended.
@@ -71,6 +73,8 @@ void DelayResults::critical_path(const std::vector<std::unique_ptr<Rank>>& ranks
       }
     }
     critical_ns_[0] += (b - a) - covered;
+    // (The contexts walked, and a page for each search.)
+    resident.note((k - after + 1) * sizeof(DelayLog::Context) + 2 * PagedLog<DelayLog::Context>::kPageBytes);
   };
 
   size_t cur = last;

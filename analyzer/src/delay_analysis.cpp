@@ -83,8 +83,9 @@ uint32_t DelayResults::logged_node(const Rank& r, uint32_t context) {
 }
 
 void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
-                                  const WorldIndex& index_of_world) {
+                                  const WorldIndex& index_of_world, LogSpill* spill) {
   caused_by_.assign(tree.nodes().size(), {});
+  ResidentBudget resident(spill, kResidentLogBytes);
   // The logs in time order (threads may interleave calls and markers).
   for (auto& rp : ranks) {
     DelayLog& d = rp->delay;
@@ -99,6 +100,7 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
           return x.node < y.node;
         },
         true);
+    resident.note(d.entry_bytes());
   }
 
   // Each rank's searches (its last synchronizing call before an instant,
@@ -133,7 +135,7 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
     constexpr size_t kPage = PagedLog<DelayLog::Sync>::kPageEntries;
     size_t k = r.sync_at, left = std::min(k, kSyncLookBack);
     while (left > 0) {
-      const DelayLog::Sync* page = s.pages[(k - 1) / kPage];
+      const DelayLog::Sync* page = s.pages[(k - 1) / kPage].page;
       const size_t in_page = (k - 1) % kPage + 1;  // page[0, in_page) lie before k
       const size_t stop = in_page > left ? in_page - left : 0;
       for (size_t i = in_page; i > stop; --i) {
@@ -182,6 +184,8 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
   for (size_t wi = 0; wi < ranks.size(); ++wi) {
     const Rank& w = *ranks[wi];
     Logs& wl = logs[wi];
+    // (Its own logs, and about as much of its partners'.)
+    resident.note(2 * w.delay.entry_bytes());
     for (size_t wk = 0; wk < w.delay.waits.size(); ++wk) {
       const DelayLog::Wait& wt = w.delay.waits[wk];
       const int pi = index_of_world(wt.partner);

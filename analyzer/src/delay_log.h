@@ -11,11 +11,12 @@
 //     a matched send or receive (the peer), a collective (its communicator);
 //   - waits: each wait state with a partner (Engine::credit_partner): where
 //     it waited, on whom, from when to when (the partner's arrival).
-// Memory grows with markers, point-to-point and collective calls (12 or 24
-// bytes each, in pages: PagedLog), not only with what is in flight:
-// Options::delay_analysis turns the logs and the analyses off. The syncs go
-// once the root causes are charged, the rest once the critical path is
-// walked (DelayResults).
+// The logs grow with markers, point-to-point and collective calls (12 or 24
+// bytes each, in pages: PagedLog), not only with what is in flight, so their
+// full pages wait in a temporary file during the pass (LogSpill), mapped
+// back after it: Options::delay_analysis turns the logs and the analyses
+// off. The syncs go once the root causes are charged, the rest once the
+// critical path is walked (DelayResults).
 //
 // Invariants: a rank's log is written only by its worker; with several
 // processes it travels to process 0 with the rank's other figures
@@ -31,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "log_spill.h"
 #include "prof/trace_reader.h"
 
 namespace prof::analysis::detail {
@@ -42,27 +44,48 @@ namespace prof::analysis::detail {
 // twice as large (and is a quarter empty on average after): at 16384 ranks
 // the logs of a run peaked at 1.5 times their content. Here appending never
 // moves what is written, so a log costs its entries, at most one page not
-// yet full, and a pointer a page; entry i is two reads away (its page, then
+// yet full, and a slot a page; entry i is two reads away (its page, then
 // the entry), through a View that an analysis keeps next to its other
 // figures of the rank.
 //
+// With a LogSpill (spill_to), each page that fills goes to the spill's file
+// and its buffer takes the next entries: the log holds one page in memory
+// whatever its length, and a file offset for each page before it, until
+// map_back() turns the offsets into addresses in the spill's mapping.
+//
 // Invariants: pages_[k] holds entries [k * kPageEntries, (k + 1) *
 // kPageEntries) of those written; every page but the last is full, and
-// tail_ points into the last one (nullptr while the log is empty).
+// tail_ points into the last one (nullptr while the log is empty). With a
+// spill, the last page is the only one on the heap; the others are offsets
+// (Slot::offset) until map_back(), addresses in the mapping (Slot::page)
+// after; nothing is appended after map_back().
 template <class T>
 class PagedLog {
   static_assert(std::is_trivially_copyable_v<T>);
 
  public:
-  // 64 entries: 768 bytes a page of 12-byte records, so a rank's last pages
-  // (one a log) waste less than 2 KB even at 10^5 ranks.
-  static constexpr size_t kPageEntries = 64;
+  // 16 entries: 192 bytes a page of 12-byte records. A rank's last page of
+  // each log stays in memory through the pass (all three: 768 bytes, 12.6 MB
+  // at 16384 ranks; 50 MB in pages of 64), and each page a slot (half a
+  // byte an entry).
+  static constexpr size_t kPageEntries = 16;
+  static constexpr size_t kPageBytes = kPageEntries * sizeof(T);
+  // (So every page in the spill's file is aligned for its entries.)
+  static_assert(kPageBytes % 8 == 0 && alignof(T) <= 8);
+
+  // A page: its address, or, spilled and not yet mapped back, its offset in
+  // the spill's file.
+  union Slot {
+    T* page;
+    uint64_t offset;
+  };
+  static_assert(sizeof(Slot) == sizeof(T*));
 
   // What the searches read: entry i of n.
   struct View {
-    T* const* pages = nullptr;
+    const Slot* pages = nullptr;
     size_t n = 0;
-    const T& operator[](size_t i) const { return pages[i / kPageEntries][i % kPageEntries]; }
+    const T& operator[](size_t i) const { return pages[i / kPageEntries].page[i % kPageEntries]; }
     size_t size() const { return n; }
   };
 
@@ -79,6 +102,9 @@ class PagedLog {
   }
   ~PagedLog() { release(); }
 
+  // Full pages go to `spill` from now on (set while the log is empty).
+  void spill_to(LogSpill* spill) { spill_ = spill; }
+
   // (Through tail_, not the page table: a rank's state is out of cache at
   // each visit at thousands of ranks, and the table would be one more miss.)
   void push_back(const T& v) {
@@ -87,28 +113,46 @@ class PagedLog {
   }
   size_t size() const { return size_t{pages_n_} * kPageEntries - static_cast<size_t>(page_end_ - tail_); }
   bool empty() const { return tail_ == nullptr; }
-  T& operator[](size_t i) { return pages_[i / kPageEntries][i % kPageEntries]; }
-  const T& operator[](size_t i) const { return pages_[i / kPageEntries][i % kPageEntries]; }
-  const T& front() const { return pages_[0][0]; }
+  // Reading (and writing through operator[]) takes every page in memory or
+  // mapped: without a spill, or after map_back().
+  T& operator[](size_t i) { return pages_[i / kPageEntries].page[i % kPageEntries]; }
+  const T& operator[](size_t i) const { return pages_[i / kPageEntries].page[i % kPageEntries]; }
+  const T& front() const { return pages_[0].page[0]; }
   const T& back() const { return tail_[-1]; }
   View view() const { return View{pages_, size()}; }
-  // Gives the pages back (the log is empty after).
+  // The spilled pages' offsets become addresses in the spill's mapping, which
+  // starts at `base` (LogSpill::map()).
+  void map_back(char* base) {
+    if (!spill_) return;
+    for (uint32_t k = 0; k + 1 < pages_n_; ++k) pages_[k].page = reinterpret_cast<T*>(base + pages_[k].offset);
+  }
+  // Gives the pages back (the log is empty after; spilled pages stay in the
+  // spill's file).
   void release() {
-    for (uint32_t k = 0; k < pages_n_; ++k) ::operator delete(pages_[k]);
+    if (spill_) {
+      if (pages_n_) ::operator delete(pages_[pages_n_ - 1].page);
+    } else {
+      for (uint32_t k = 0; k < pages_n_; ++k) ::operator delete(pages_[k].page);
+    }
     ::operator delete(pages_);
     pages_ = nullptr;
     pages_n_ = pages_cap_ = 0;
     tail_ = page_end_ = nullptr;
   }
   // The heap the log holds: its pages and their table.
-  size_t heap_bytes() const { return size_t{pages_n_} * kPageEntries * sizeof(T) + size_t{pages_cap_} * sizeof(T*); }
+  size_t heap_bytes() const {
+    const size_t pages = spill_ ? std::min<size_t>(pages_n_, 1) : pages_n_;
+    return pages * kPageBytes + size_t{pages_cap_} * sizeof(Slot);
+  }
+  // The bytes of its entries, wherever they are.
+  size_t entry_bytes() const { return size() * sizeof(T); }
 
   // Calls f(entry) on each entry in order.
   template <class F>
   void for_each(F&& f) const {
     for (size_t k = 0, left = size(); left > 0; ++k) {
       const size_t n = std::min(left, kPageEntries);
-      for (size_t i = 0; i < n; ++i) f(pages_[k][i]);
+      for (size_t i = 0; i < n; ++i) f(pages_[k].page[i]);
       left -= n;
     }
   }
@@ -127,28 +171,37 @@ class PagedLog {
     pages_cap_ = std::exchange(o.pages_cap_, 0);
     tail_ = std::exchange(o.tail_, nullptr);
     page_end_ = std::exchange(o.page_end_, nullptr);
+    spill_ = std::exchange(o.spill_, nullptr);
   }
   void add_page() {
     if (pages_n_ == pages_cap_) {
       const uint32_t cap = pages_cap_ ? pages_cap_ * 2 : 4;
-      T** table = static_cast<T**>(::operator new(cap * sizeof(T*)));
-      if (pages_n_) std::memcpy(table, pages_, pages_n_ * sizeof(T*));
+      Slot* table = static_cast<Slot*>(::operator new(cap * sizeof(Slot)));
+      if (pages_n_) std::memcpy(table, pages_, pages_n_ * sizeof(Slot));
       ::operator delete(pages_);
       pages_ = table;
       pages_cap_ = cap;
     }
-    // (Raw memory: no constructor runs on a page about to be written.)
-    T* p = static_cast<T*>(::operator new(kPageEntries * sizeof(T)));
-    pages_[pages_n_++] = p;
+    T* p;
+    if (spill_ && pages_n_) {
+      // The full page to the file; its buffer takes the next entries.
+      p = pages_[pages_n_ - 1].page;
+      pages_[pages_n_ - 1].offset = spill_->append(p, kPageBytes);
+    } else {
+      // (Raw memory: no constructor runs on a page about to be written.)
+      p = static_cast<T*>(::operator new(kPageBytes));
+    }
+    pages_[pages_n_++].page = p;
     tail_ = p;
     page_end_ = p + kPageEntries;
   }
-  T** pages_ = nullptr;  // pages_cap_ slots, pages_n_ used
+  Slot* pages_ = nullptr;  // pages_cap_ slots, pages_n_ used
   uint32_t pages_n_ = 0, pages_cap_ = 0;
   T* tail_ = nullptr;      // the next entry to write, in the last page
   T* page_end_ = nullptr;  // the last page's end
+  LogSpill* spill_ = nullptr;
 };
-static_assert(sizeof(PagedLog<double>) == 32);
+static_assert(sizeof(PagedLog<double>) == 40);
 
 struct DelayLog {
   // Packed to 4 bytes: 12 bytes an entry rather than 16 (the searches read
@@ -191,6 +244,20 @@ struct DelayLog {
   static Sync sync_on_comm(double leave, uint32_t comm) { return Sync{leave, ~static_cast<int32_t>(comm)}; }
   // The heap the three logs hold.
   size_t heap_bytes() const { return contexts.heap_bytes() + syncs.heap_bytes() + waits.heap_bytes(); }
+  // Their entries' bytes, wherever they are.
+  size_t entry_bytes() const { return contexts.entry_bytes() + syncs.entry_bytes() + waits.entry_bytes(); }
+  // Full pages of the three logs go to `spill` (PagedLog::spill_to).
+  void spill_to(LogSpill* spill) {
+    contexts.spill_to(spill);
+    syncs.spill_to(spill);
+    waits.spill_to(spill);
+  }
+  // After LogSpill::map(), at `base` (PagedLog::map_back).
+  void map_back(char* base) {
+    contexts.map_back(base);
+    syncs.map_back(base);
+    waits.map_back(base);
+  }
 
   // The index of communicator `gid` in `comms`; its members (world ranks:
   // `local`, and `remote` for an intercommunicator) are read the first time.

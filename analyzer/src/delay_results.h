@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "global_tree.h"
+#include "log_spill.h"
 #include "interpret.h"
 #include "prof/analysis/analysis.h"
 
@@ -24,12 +25,17 @@ struct Rank;
 // how workers or processes shared the ranks.
 class DelayResults {
  public:
-  // Sorts the ranks' logs and charges each wait to its causes.
+  // Sorts the ranks' logs and charges each wait to its causes. `spill`: where
+  // the logs are mapped from (null: in memory), its resident pages given
+  // back as the analysis goes (kResidentLogBytes).
   void delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
-                      const WorldIndex& index_of_world);
+                      const WorldIndex& index_of_world, LogSpill* spill);
   // After delay_analysis() (the logs sorted).
   void critical_path(const std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
-                     const WorldIndex& index_of_world);
+                     const WorldIndex& index_of_world, LogSpill* spill);
+  // About how much of the mapped logs the analyses keep resident: they give
+  // the mapping's pages back each time they have read about this much.
+  static constexpr size_t kResidentLogBytes = size_t{16} << 20;
   // Both, rolled up, into the report's intervals (`index_of`: global node -> index).
   void delay_figures(Analysis& a, const std::vector<int>& index_of, const GlobalTree& tree) const;
 

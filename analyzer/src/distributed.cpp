@@ -347,6 +347,7 @@ void Engine::gather_at_root() {
   uint64_t states = 0;
   for (const auto& r : ranks_) states += r != nullptr;
   const uint64_t files_opened = trace::RankTrace::files_opened();
+  if (spread_.proc() != 0) map_logs_back();  // (process 0's, with those it receives: finish())
   spread_.set_rank_states(static_cast<size_t>(spread_.proc()), states, files_opened);
   // In rounds of about kGatherRoundBytes a process, until every process has
   // sent all its ranks: one message of the whole block would be as large as

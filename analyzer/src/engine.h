@@ -621,11 +621,12 @@ struct alignas(64) Rank {
   }
 };
 
-// A rank's own object, whatever its events (3,648 bytes with the sender's
-// cache of channels, 128 of them): at 10^5 ranks a process each byte is
-// 100 KB. Its heap besides is bounded by
+// A rank's own object, whatever its events (3,712 bytes with the sender's
+// cache of channels, 128 of them, and the delay log's spill, a pointer a
+// log, which takes the log's full pages out of memory): at 10^5 ranks a
+// process each byte is 100 KB. Its heap besides is bounded by
 // tests/analyzer/rank_memory_test.cpp.
-static_assert(sizeof(Rank) <= 3648, "the Rank object grew: make the new member lazy, or raise the bound knowingly");
+static_assert(sizeof(Rank) <= 3712, "the Rank object grew: make the new member lazy, or raise the bound knowingly");
 
 class Engine;
 
@@ -786,8 +787,14 @@ class Engine {
   void collect_warnings_and_stats(Analysis& a);
   void read_warnings(Analysis& a, std::map<std::string, Warning>& warns);
   std::vector<CallInFlight> calls_in_flight(Rank& r);
+  // The ranks' logs mapped back from the spill (LogSpill::map), once: before
+  // process 0 analyzes them, or before another process sends them to it.
+  void map_logs_back();
   DelayResults delay_;
   bool delay_on_ = false;  // Options::delay_analysis on a whole run
+  // Where the ranks' full log pages wait during the pass (with delay_on_).
+  std::unique_ptr<LogSpill> log_spill_;
+  bool logs_mapped_ = false;
   bool waits_on_ = true;   // Options::wait_states, or delay_on_ (Rank::track_waits)
 
   const trace::TraceDir& dir_;

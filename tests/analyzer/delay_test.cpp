@@ -4,8 +4,13 @@
 // so an exact figure's tolerance is one nanosecond (kTol); expect_invariants
 // checks on every trace that causes sum to at most the waits and that the
 // root's time on the critical path is the run's span.
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <random>
+#include <string>
 
 #include "delay_log.h"
 #include "trace_builder.h"
@@ -299,6 +304,92 @@ TEST(Delay, NotComputedInAWindow) {
   EXPECT_TRUE(whole.delay_known);
   ASSERT_EQ(whole.intervals[0].caused_by.size(), 1u);
   EXPECT_NEAR(whole.intervals[0].caused_by[0].seconds, ms(5), kTol);
+}
+
+// A log's full pages wait in a temporary file during the pass and are read
+// back through its mapping (log_spill.h): 300 rounds fill many pages of each
+// log. Each round both ranks enter interval 4 10 ms apart; rank 1 stays 3 ms,
+// rank 0 1 ms, and rank 0 waits 2 ms for rank 1 in the Allreduce after. Since
+// the last Allreduce's leave (6 ms before) rank 1 spent 9 ms (3 in interval
+// 4, 6 in the root), rank 0 7 ms: the 2 ms are charged 2 * 3/9 ms to
+// interval 4 and 2 * 6/9 ms to the root, on rank 1, each round.
+TEST(Delay, LogsReadBackFromTheirTemporaryFile) {
+  constexpr int kRounds = 300;
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 1 * kMs);
+    b.collective(r, Allreduce, 3 * kMs, 4 * kMs);
+    for (int i = 0; i < kRounds; ++i) {
+      const uint64_t t = (10 + 10 * static_cast<uint64_t>(i)) * kMs;
+      b.begin(r, t, 4);
+      b.end(r, t + (r == 1 ? 3 : 1) * kMs, 4);
+      b.collective(r, Allreduce, t + (r == 1 ? 3 : 1) * kMs, t + 4 * kMs);
+    }
+    b.finalize(r, (20 + 10 * kRounds) * kMs, (21 + 10 * kRounds) * kMs);
+  }
+  b.close();
+  for (unsigned threads : {1u, 2u}) {
+    const auto a = analyze_with(b, threads);
+    const auto* in4 = find_interval(a, 4);
+    ASSERT_TRUE(in4);
+    const auto& root = a.intervals[0];
+    ASSERT_EQ(root.caused_by.size(), 2u) << threads;
+    EXPECT_EQ(root.caused_by[0].interval, 0);
+    EXPECT_EQ(root.caused_by[0].rank, 1);
+    EXPECT_NEAR(root.caused_by[0].seconds, ms(kRounds * 2.0 * 6 / 9), kRounds * kTol);
+    EXPECT_EQ(root.caused_by[1].interval, index_of(a, in4));
+    EXPECT_EQ(root.caused_by[1].rank, 1);
+    EXPECT_NEAR(root.caused_by[1].seconds, ms(kRounds * 2.0 * 3 / 9), kRounds * kTol);
+    // Back from rank 0's end to its last wait's end, then rank 1 to the
+    // wait before, and so on: interval 4 on the path 3 ms a round.
+    EXPECT_NEAR(in4->critical_path_s, ms(kRounds * 3.0), kRounds * kTol);
+  }
+}
+
+// Where the temporary file cannot be made, or written (a full disk), the
+// analysis fails with an error that names the directory; it never reports
+// root causes from part of the logs.
+TEST(Delay, TemporaryFileErrorsNameTheDirectory) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 1 * kMs);
+    for (int i = 0; i < 2000; ++i)
+      b.collective(r, Allreduce, (2 + 2 * static_cast<uint64_t>(i)) * kMs + (r == 1 ? kUs : 0),
+                   (3 + 2 * static_cast<uint64_t>(i)) * kMs);
+    b.finalize(r, 5000 * kMs, 5001 * kMs);
+  }
+  b.close();
+  analysis::Options o;
+  o.delay_analysis = true;
+  o.write_window_index = false;
+  const char* old = std::getenv("TMPDIR");
+  const std::string kept = old ? old : "";
+  ::setenv("TMPDIR", "/nonexistent-prof-tmp", 1);
+  const auto a = analysis::analyze(b.dir(), o);
+  ASSERT_FALSE(a.usable());
+  ASSERT_EQ(a.errors.size(), 1u);
+  EXPECT_NE(a.errors[0].find("temporary file in /nonexistent-prof-tmp: No such file or directory"), std::string::npos)
+      << a.errors[0];
+  if (old) ::setenv("TMPDIR", kept.c_str(), 1);
+  else ::unsetenv("TMPDIR");
+
+  // A full disk, as a limit on the size of files this process writes (the
+  // log is about 100 KB here).
+  ::signal(SIGXFSZ, SIG_IGN);
+  rlimit lim{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &lim), 0);
+  const rlimit small{16 * 1024, lim.rlim_max};
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  const auto full = analysis::analyze(b.dir(), o);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &lim), 0);
+  ASSERT_FALSE(full.usable());
+  ASSERT_EQ(full.errors.size(), 1u);
+  EXPECT_NE(full.errors[0].find("cannot write the root causes' temporary file in "), std::string::npos)
+      << full.errors[0];
+  EXPECT_NE(full.errors[0].find("File too large"), std::string::npos) << full.errors[0];
+  // With room, the same trace: 2000 waits of 1 us.
+  const auto with_room = analyze_with(b, 1);
+  ASSERT_EQ(with_room.intervals[0].caused_by.size(), 1u);
 }
 
 // The searches of the root causes and the critical path start from where
