@@ -3,7 +3,7 @@
 # prof-gen-trace), RUNS times each, and prints the median, min and max wall
 # time, events per second and the largest max RSS (docs/performance.md).
 # Usage: bench/run_analyzer.sh [BUILD_DIR] [RUNS] [EVENTS...]
-# The 10^8 trace takes about 1.7 GB in a temporary directory (removed at exit).
+# The 10^8 trace takes about 1.1 GB in a temporary directory (removed at exit).
 set -euo pipefail
 build=${1:-build}
 runs=${2:-5}
