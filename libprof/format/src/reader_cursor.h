@@ -18,6 +18,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <span>
 
 #include "reader_internal.h"
@@ -140,7 +142,14 @@ struct RankTrace::Cursor::Impl {
     uint32_t offset = 0;
     uint16_t words = 0;
     uint8_t flags = 0;
+    uint8_t unused = 0;  // (every byte defined: bits() compares the three at once)
+    uint64_t bits() const {
+      uint64_t v;
+      std::memcpy(&v, this, sizeof v);
+      return v;
+    }
   };
+  static_assert(sizeof(RepeatRef) == sizeof(uint64_t));
   std::vector<RepeatRef> repeats;
   // A repeat decodes the same payload as the last one of its header and
   // reference, unless the chunk context it reads changed: the batch run
@@ -164,9 +173,7 @@ struct RankTrace::Cursor::Impl {
   static_assert(kTemplateCompletions <= kCompletionMax);
   struct RepeatTemplate {
     uint32_t w0 = 0;  // 0: none (a record header is never 0)
-    uint32_t offset = 0;
-    uint16_t words = 0;
-    uint8_t ref_flags = 0;
+    uint64_t ref = 0;  // the RepeatRef it was decoded from (RepeatRef::bits)
     uint8_t groups = 0;
     uint8_t avail_after = 0;
     uint8_t completion_count = 0;
@@ -177,6 +184,19 @@ struct RankTrace::Cursor::Impl {
     Completion entries[kTemplateCompletions];
   };
   std::vector<RepeatTemplate> templates;
+  // A template's Event is of a kind run_fixed decodes (a fixed-size one or a
+  // Completion): its requests, in_flight and site are the defaults, and a
+  // repeat gets its own enter and leave. So a copy takes the members between
+  // (func to completions: 96 of the Event's 144 bytes), once the batch slot's
+  // requests and in_flight groups are back to their defaults.
+  static constexpr size_t kTemplateFrom = offsetof(Event, func), kTemplateTo = offsetof(Event, requests);
+  static_assert(offsetof(Event, leave) + sizeof(Event::leave) <= kTemplateFrom &&
+                offsetof(Event, completions) + sizeof(Event::completions) <= kTemplateTo &&
+                offsetof(Event, in_flight) >= kTemplateTo && offsetof(Event, site) >= kTemplateTo);
+  [[gnu::always_inline]] static void copy_template_members(Event& to, const Event& from) {
+    std::memcpy(reinterpret_cast<char*>(&to) + kTemplateFrom, reinterpret_cast<const char*>(&from) + kTemplateFrom,
+                kTemplateTo - kTemplateFrom);
+  }
   // By the record's function field (function and site) and repeat index.
   static size_t template_slot(uint32_t w0) {
     return ((w0 & (0xFFFFu | uint32_t{format::kRepeatIndexMask} << 16)) * 0x9E3779B1u) >> 28;
@@ -845,8 +865,7 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
       const RepeatRef& ref = refs[size_t{func} * kRepeatDepth + depth_index];
       slot = &kept[template_slot(w0)];
       const RepeatTemplate& t = *slot;
-      if (t.w0 == w0 && t.offset == ref.offset && t.words == ref.words && t.ref_flags == ref.flags &&
-          t.comm_before == comm && t.request_high_before == request_high) {
+      if (t.w0 == w0 && t.ref == ref.bits() && t.comm_before == comm && t.request_high_before == request_high) {
         if (t.completion) {  // as below: no continuation may follow, and room for the entries
           if (stop - (at + nbytes) < 8 || (load32(at + nbytes) & (uint32_t{kContinuation} << 16)) ||
               completion_used + kCompletionMax > completion_buffer.size())
@@ -855,7 +874,8 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
         const uint32_t w1 = load32(at + 4);
         time += w1 & 0xFFFFu;
         Event& e = out[n];
-        e = t.event;
+        if (const uint8_t tail = groups[n] & (kGroupRequests | kGroupInFlight)) [[unlikely]] reset_groups(e, tail);
+        copy_template_members(e, t.event);
         e.enter = time;
         e.leave = time + (w1 >> 16);
         groups[n] = t.groups;
@@ -936,9 +956,7 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
       if (got <= kTemplateCompletions) {
         const RepeatRef& ref = refs[size_t{func} * kRepeatDepth + repeat_index(w0 >> 16)];
         t.w0 = w0;
-        t.offset = ref.offset;
-        t.words = ref.words;
-        t.ref_flags = ref.flags;
+        t.ref = ref.bits();
         t.groups = groups[n];
         t.avail_after = avail & ~avail_before;
         t.completion = completion;
