@@ -173,7 +173,8 @@ struct RankTrace::Cursor::Impl {
   static_assert(kTemplateCompletions <= kCompletionMax);
   struct RepeatTemplate {
     uint32_t w0 = 0;  // 0: none (a record header is never 0)
-    uint64_t ref = 0;  // the RepeatRef it was decoded from (RepeatRef::bits)
+    uint32_t ref_index = 0;  // its RepeatRef in `repeats` (a function of w0)
+    uint64_t ref = 0;  // that RepeatRef when it was decoded (RepeatRef::bits)
     uint8_t groups = 0;
     uint8_t avail_after = 0;
     uint8_t completion_count = 0;
@@ -857,15 +858,14 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     if (!record_short_time(w0)) break;
     const size_t nbytes = size_t{record_words(w0)} * 4;
     if (nbytes > left) break;
-    const uint32_t func = func_of(w0);
-    uint8_t flags = static_cast<uint8_t>(w0 >> 16);
     RepeatTemplate* slot = nullptr;  // where a repeat decoded here is kept
-    if (kept != nullptr && record_repeats(w0) && func < repeat_funcs) {
-      const size_t depth_index = repeat_index(flags);
-      const RepeatRef& ref = refs[size_t{func} * kRepeatDepth + depth_index];
+    if (kept != nullptr && record_repeats(w0)) {
       slot = &kept[template_slot(w0)];
       const RepeatTemplate& t = *slot;
-      if (t.w0 == w0 && t.ref == ref.bits() && t.comm_before == comm && t.request_high_before == request_high) {
+      // (The same header: the same function and repeat index, so the
+      // template's ref_index is this record's reference.)
+      if (t.w0 == w0 && t.ref == refs[t.ref_index].bits() && t.comm_before == comm &&
+          t.request_high_before == request_high) {
         if (t.completion) {  // as below: no continuation may follow, and room for the entries
           if (stop - (at + nbytes) < 8 || (load32(at + nbytes) & (uint32_t{kContinuation} << 16)) ||
               completion_used + kCompletionMax > completion_buffer.size())
@@ -900,6 +900,9 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
         continue;
       }
     }
+    const uint32_t func = func_of(w0);
+    uint8_t flags = static_cast<uint8_t>(w0 >> 16);
+    if (func >= repeat_funcs) slot = nullptr;  // (no reference to keep it by)
     const FuncInfo& info = func < table_size ? table[func]
                          : func == kMarkerFuncId ? marker_info
                                                  : undefined_info;
@@ -954,9 +957,9 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
       RepeatTemplate& t = *slot;
       t.w0 = 0;
       if (got <= kTemplateCompletions) {
-        const RepeatRef& ref = refs[size_t{func} * kRepeatDepth + repeat_index(w0 >> 16)];
+        t.ref_index = static_cast<uint32_t>(size_t{func} * kRepeatDepth + repeat_index(w0 >> 16));
         t.w0 = w0;
-        t.ref = ref.bits();
+        t.ref = refs[t.ref_index].bits();
         t.groups = groups[n];
         t.avail_after = avail & ~avail_before;
         t.completion = completion;
