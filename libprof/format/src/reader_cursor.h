@@ -854,12 +854,10 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     const size_t left = static_cast<size_t>(stop - at);
     if (left < 8) break;
     const uint32_t w0 = load32(at);
-    // A zero header has no short-time bit either: scan() reports it.
-    if (!record_short_time(w0)) break;
-    const size_t nbytes = size_t{record_words(w0)} * 4;
-    if (nbytes > left) break;
     RepeatTemplate* slot = nullptr;  // where a repeat decoded here is kept
-    if (kept != nullptr && record_repeats(w0)) {
+    // (A repeat that may use a template is 8 bytes: within `left`.)
+    if (kept != nullptr && record_short_repeat(w0)) {
+      constexpr size_t nbytes = 8;
       slot = &kept[template_slot(w0)];
       const RepeatTemplate& t = *slot;
       // (The same header: the same function and repeat index, so the
@@ -900,6 +898,10 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
         continue;
       }
     }
+    // A zero header has no short-time bit either: scan() reports it.
+    if (!record_short_time(w0)) break;
+    const size_t nbytes = size_t{record_words(w0)} * 4;
+    if (nbytes > left) break;
     const uint32_t func = func_of(w0);
     uint8_t flags = static_cast<uint8_t>(w0 >> 16);
     if (func >= repeat_funcs) slot = nullptr;  // (no reference to keep it by)
