@@ -840,7 +840,12 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
   using namespace format;
   const uint8_t* at = p;
   const uint8_t* const stop = end;
-  uint64_t time = chain, previous = last_enter, backwards_here = 0;
+  // Short times only add to the chain: of the run's records only the first
+  // can enter before the one before it, or the one where a damaged chain's
+  // sum wraps (once at most: a run adds less than 2^32); counted at its end.
+  static_assert(MergedCursor::kBatchEvents * format::kShortTimeLimit < (uint64_t{1} << 32));
+  uint64_t time = chain;
+  const size_t first = n;
   uint32_t comm = context_comm, request_high = context_request_high;
   uint8_t avail = context_avail;
   const FuncInfo* const table = kinds;
@@ -892,8 +897,6 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
         request_high = t.request_high_after;
         avail |= t.avail_after;
         at += nbytes;
-        backwards_here += time < previous;
-        previous = time;
         ++n;
         continue;
       }
@@ -976,14 +979,14 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     }
     completion_used += got;
     at += nbytes;
-    backwards_here += time < previous;
-    previous = time;
     ++n;
   }
   p = at;
   chain = time;
-  last_enter = previous;
-  backwards += backwards_here;
+  if (n > first) {
+    backwards += (out[first].enter < last_enter) + (time < out[first].enter);
+    last_enter = time;
+  }
   context_comm = comm;
   context_request_high = request_high;
   context_avail = avail;
