@@ -77,6 +77,18 @@ template <FuncKind K>
 inline constexpr uint8_t kKindWholeGroups =
     kKindGroups<K> & (kGroupMarker | kGroupCompletions | kGroupRequests);
 
+// A repeat (format::record_repeats) with the short header
+// (format::record_short_time): 8 bytes in all. One test for the common record
+// of a loop, where the batch run tries its repeat templates.
+inline constexpr bool record_short_repeat(uint32_t w0) {
+  using format::kRepeatPayload;
+  constexpr uint32_t kMask = 0xFFu << 24 | uint32_t{kRepeatPayload} << 16;
+  return (w0 & kMask) == (uint32_t{format::kShortTime} << 24 | uint32_t{kRepeatPayload} << 16);
+}
+static_assert(record_short_repeat(0x80u << 24 | uint32_t{format::kRepeatPayload} << 16 | 7) &&
+              format::record_words(0x80u << 24 | uint32_t{format::kRepeatPayload} << 16) == 2 &&
+              format::record_repeats(0x80u << 24 | uint32_t{format::kRepeatPayload} << 16));
+
 // Puts the members of `groups` back to their defaults.
 [[gnu::always_inline]] inline void reset_groups(Event& e, uint32_t groups) {
   static constexpr Event kDefault{};

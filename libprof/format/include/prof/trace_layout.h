@@ -448,14 +448,6 @@ inline constexpr uint32_t record_header_words(uint32_t w0) { return 3u - (w0 >> 
 inline constexpr uint32_t record_words(uint32_t w0) {
   return record_header_words(w0) + record_payload_words(w0);
 }
-// A repeat (record_repeats) with the short header: 8 bytes in all (one test
-// for the common record of a loop).
-inline constexpr bool record_short_repeat(uint32_t w0) {
-  constexpr uint32_t kMask = 0xFFu << 24 | uint32_t{kRepeatPayload} << 16;
-  return (w0 & kMask) == (uint32_t{kShortTime} << 24 | uint32_t{kRepeatPayload} << 16);
-}
-static_assert(record_short_repeat(0x80u << 24 | uint32_t{kRepeatPayload} << 16 | 7) &&
-              record_words(0x80u << 24 | uint32_t{kRepeatPayload} << 16) == 2);
 
 // Completion records: at most this many entries each (one bitmap word).
 inline constexpr size_t kMaxCompletionEntries = 32;
