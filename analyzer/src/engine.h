@@ -725,7 +725,7 @@ class Engine {
   // Where Options::window_events_per_rank sizes the phase (many ranks), each
   // visit decodes twice that while a phase of it holds at most this many
   // events: a visit finds its rank's state out of cache, about 10 us of
-  // misses, and at 4096 ranks doubling its events took 13% of the CPU off;
+  // misses, and at 4096 ranks doubling its events took 6-13% of the CPU off;
   // what the pass buffers grows with the phase's events (about 80 bytes an
   // event: 443 to 521 MB there), so from 8192 ranks the floor stays
   // (16384 ranks at twice it peaked at 1.06 GB; docs/performance.md).
