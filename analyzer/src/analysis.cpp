@@ -532,6 +532,11 @@ Analysis Engine::run() {
   // exchanges) are fewer as processes are added (the report does not
   // depend on the phases).
   if (spread_.spread()) opt_.window_events *= static_cast<uint64_t>(spread_.procs());
+  // Where the floor sizes the phase, visits twice as long while such a
+  // phase stays within kLongVisitPhaseEvents (engine.h says why).
+  const uint64_t floor_events = opt_.window_events_per_rank * dir_.ranks.size();
+  if (opt_.window_events <= floor_events && 2 * floor_events <= kLongVisitPhaseEvents)
+    opt_.window_events_per_rank *= 2;
   opt_.window_events = std::max<uint64_t>(opt_.window_events, opt_.window_events_per_rank * dir_.ranks.size());
   worker_stats_.start(workers_);
   if (worker_stats_.on()) worker_stats_.setup_ns = monotonic_ns() - t_start;

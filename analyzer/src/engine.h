@@ -722,6 +722,14 @@ class Engine {
   // smaller phases cost more than they save (measured loaded only).
   static constexpr uint64_t kOneWorkerPhaseEvents = uint64_t{1} << 13;
   static constexpr uint64_t kPhaseEvents = uint64_t{1} << 16;
+  // Where Options::window_events_per_rank sizes the phase (many ranks), each
+  // visit decodes twice that while a phase of it holds at most this many
+  // events: a visit finds its rank's state out of cache, about 10 us of
+  // misses, and at 4096 ranks doubling its events took 6-13% of the CPU off;
+  // what the pass buffers grows with the phase's events (about 80 bytes an
+  // event: 443 to 521 MB there), so from 8192 ranks the floor stays
+  // (16384 ranks at twice it peaked at 1.06 GB; docs/performance.md).
+  static constexpr uint64_t kLongVisitPhaseEvents = uint64_t{1} << 21;
   // Every rank of a process holds a decoded batch (about 140 bytes an event)
   // from phase to phase: their batches hold about this many events together
   // (18 MB; 64 a rank took 151 MB at 16384 ranks), at least kMinBatchEvents

@@ -443,6 +443,44 @@ TEST(FormatBatch, FilesPastTheMappingBudgetAreUnmappedBetweenVisits) {
   std::filesystem::remove_all(dir);
 }
 
+// A small rank file (a trace of thousands of ranks is made of them) is read
+// whole and indexed at open, so opening it holds no mapping of it; the file
+// is mapped when a cursor first decodes in it, and its events are those of
+// a file large enough to be mapped at open (the same calls, followed by
+// more).
+TEST(FormatBatch, SmallFilesAreMappedOnlyWhenDecoded) {
+  const std::string dir = temp_dir();
+  const std::string small_dir = dir + "/small", large_dir = dir + "/large";
+  std::filesystem::create_directories(small_dir);
+  std::filesystem::create_directories(large_dir);
+  const std::string small = write_random(small_dir, 17, 1000, 1u << 20);
+  const std::string large = write_random(large_dir, 17, 30000, 1u << 20);
+  ASSERT_LT(std::filesystem::file_size(small), 128u << 10);
+  ASSERT_GT(std::filesystem::file_size(large), 1u << 20);
+  auto s = open_trace(small), l = open_trace(large);
+  ASSERT_TRUE(s && l);
+  EXPECT_EQ(mappings_under(small_dir), 0);
+  EXPECT_EQ(mappings_under(large_dir), 1);
+  RankTrace::MergedCursor c = s->events();
+  std::vector<Decoded> got;
+  for (auto batch = c.next_batch(); !batch.empty(); batch = c.next_batch()) {
+    EXPECT_EQ(mappings_under(small_dir), 1);
+    for (const Event& e : batch) got.push_back(copy_of(e, c.current_chunk()));
+  }
+  std::vector<Decoded> want = by_next(l->events());
+  ASSERT_GT(want.size(), got.size());
+  ASSERT_GE(got.size(), 1000u);
+  // (The small file's last event is its finalize, the large one's goes on.)
+  got.pop_back();
+  want.resize(got.size());
+  for (Decoded& d : want) d.chunk = 0;
+  for (Decoded& d : got) d.chunk = 0;
+  expect_same(want, got);
+  EXPECT_EQ(s->stats().crc_mismatches, 0u);
+  EXPECT_EQ(s->warnings(), l->warnings());
+  std::filesystem::remove_all(dir);
+}
+
 // Format 6 against format 5 on the same calls, most of which repeat the
 // previous call of their function: every event decodes the same (by next()
 // and by batches, from the start and from positions inside chunks, as the

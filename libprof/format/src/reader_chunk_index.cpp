@@ -228,6 +228,7 @@ void RankTrace::Impl::index() {
   }
   // Definitions, salvaged chunks and the first chunks were read through the
   // mapping: cursors read what they need, so nothing needs to stay resident.
+  // (A small file's were read in its opening copy: nothing is mapped.)
   if (map.map) ::madvise(map.map, map.size, MADV_DONTNEED);
 }
 

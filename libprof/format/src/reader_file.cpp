@@ -9,7 +9,8 @@
 // them. Either way the memory held is one chunk per cursor (flat RSS).
 // Past the process's budget of mappings (vm.max_map_count bounds them), a
 // file no cursor decodes in is unmapped and mapped again when one needs it
-// (pin_map, unpin_map).
+// (pin_map, unpin_map). A small file is read whole at open instead and
+// indexed in that copy (kReadWholeAtOpen); its first pin_map maps it.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -130,12 +131,42 @@ void set_mapping_budget(int mappings) {
 int mapping_budget() { return reader::mapping_budget_now(); }
 int mappings_held() { return reader::mappings_held.load(std::memory_order_relaxed); }
 
+namespace {
+// Reads n bytes at offset 0; false if the file is shorter now or unreadable.
+bool read_whole(int fd, uint8_t* to, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, to + got, n - got, static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+}  // namespace
+
 bool RankTrace::Impl::map_file(std::string* error) {
   // A FIFO, a device or a directory is refused at open, and no read goes past
   // the size fstat gave (a link to /dev/zero never ends otherwise).
   const RegularFile file = open_regular_file(path, error);
   if (file.fd < 0) return false;
   const int fd = file.fd;
+  if (file.size > 0 && file.size <= reader::kReadWholeAtOpen) {
+    // (Kept by the thread for the next file it opens: freed, the arena's
+    // trim would hand its pages back and fault them in again for each file.)
+    thread_local std::vector<uint8_t> scratch;
+    if (scratch.size() < file.size) scratch.resize(static_cast<size_t>(file.size));
+    if (read_whole(fd, scratch.data(), static_cast<size_t>(file.size))) {
+      map.data = scratch.data();
+      map.size = file.size;
+      map.opening_copy = true;
+      map_users = 1;
+      if (reader::keep_descriptor()) map.fd = fd;
+      else ::close(fd);  // (pin_map opens it again by its path)
+      return true;
+    }
+    // (Shorter than fstat said: mapped below, as a file that changes is.)
+  }
   if (file.size > 0) {
     void* m = ::mmap(nullptr, static_cast<size_t>(file.size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (m != MAP_FAILED) {
@@ -185,7 +216,8 @@ const uint8_t* RankTrace::Impl::pin_map() const {
     void* m = ::mmap(nullptr, static_cast<size_t>(map.size), PROT_READ, MAP_PRIVATE, fd, 0);
     if (m != MAP_FAILED) {
       reader::mappings_held.fetch_add(1, std::memory_order_relaxed);
-      ::madvise(m, map.size, MADV_SEQUENTIAL);
+      // (A small file needs no read-ahead: its faults map 16 pages each.)
+      if (map.size > reader::kReadWholeAtOpen) ::madvise(m, map.size, MADV_SEQUENTIAL);
       map.map = m;
       map.data = static_cast<const uint8_t*>(m);
     }
@@ -209,7 +241,13 @@ const uint8_t* RankTrace::Impl::pin_map() const {
 
 void RankTrace::Impl::unpin_map() const {
   std::lock_guard<std::mutex> lock(map_mu);
-  if (--map_users > 0 || !map.map ||
+  if (--map_users > 0) return;
+  if (map.opening_copy) {
+    map.data = nullptr;
+    map.opening_copy = false;
+    return;
+  }
+  if (!map.map ||
       reader::mappings_held.load(std::memory_order_relaxed) <= reader::mapping_budget_now())
     return;
   ::munmap(map.map, map.size);
@@ -222,7 +260,7 @@ void RankTrace::Impl::unpin_map() const {
 // there maps its neighbours too, and the RSS of opening grew with the file
 // (30 MB for 10^8 events a rank).
 void RankTrace::Impl::read_at(uint64_t off, void* to, size_t n) const {
-  if (map.fd >= 0 && ::pread(map.fd, to, n, static_cast<off_t>(off)) == static_cast<ssize_t>(n))
+  if (!map.opening_copy && map.fd >= 0 && ::pread(map.fd, to, n, static_cast<off_t>(off)) == static_cast<ssize_t>(n))
     return;
   std::memcpy(to, map.data + off, n);
 }

@@ -49,6 +49,14 @@ inline constexpr uint32_t kReadChunkMax = 16u << 20;
 // instead of populating a fresh buffer and copying into it (a 10 ms window
 // reads 2-3 chunks a rank), and a long read pays for its buffer once.
 inline constexpr unsigned kMappedChunks = 4;
+// A file up to this size is read whole at open, into the opening thread's
+// scratch, and indexed there; it is mapped only once a cursor needs it. Its
+// index (the chunk headers, the definitions, the first events chunk's CRC)
+// covers most of such a file anyway, and through the mapping each file
+// cost a mapping's faults, a pread per chunk header and a MADV_DONTNEED
+// whose TLB shootdown interrupted the other threads (opening 4096 files of
+// 55 KB: a third of the opening's CPU, docs/performance.md).
+inline constexpr uint64_t kReadWholeAtOpen = 256u << 10;
 
 inline uint32_t load32(const uint8_t* p) {
   uint32_t v;
@@ -89,6 +97,9 @@ struct Mapping {
   void* map = nullptr;
   int fd = -1;                    // kept open with the mapping, for pread of chunks
   std::vector<uint8_t> contents;  // fallback when mmap is not possible
+  // `data` is the opening thread's copy of a small file (kReadWholeAtOpen),
+  // valid until open() has indexed it; nothing is mapped yet.
+  bool opening_copy = false;
   ~Mapping();
 };
 
@@ -285,14 +296,15 @@ struct RankTrace::Impl {
   }
 
   // reader_file.cpp
-  // Opens and maps the file, pinned (open() unpins it once indexed).
+  // Opens the file, pinned (open() unpins it once indexed): mapped, or
+  // read whole where it is small (Mapping::opening_copy).
   bool map_file(std::string* error);
   // The mapping's start, mapped again if it was given back (reopened by its
   // path; a file that cannot be, or is shorter than it was, reads as zeros
   // past what remains: its chunks fail their checks); one pin more.
   const uint8_t* pin_map() const;
   // One pin less; with none left and the process over its budget, the
-  // mapping is given back.
+  // mapping is given back (an opening copy always is).
   void unpin_map() const;
   // n bytes at file offset `off` (within the file) into `to`.
   void read_at(uint64_t off, void* to, size_t n) const;
