@@ -418,7 +418,7 @@ void Engine::setup() {
                                                  kMinBatchEvents, RankTrace::MergedCursor::kBatchEvents);
   // Where the budget no longer bounds the batches, the chunks' pages are not
   // held between phases either.
-  release_cursor_pages_ = kBatchBudgetEvents / std::max<size_t>(local_ranks, 1) <= kMinBatchEvents;
+  release_cursor_pages_ = local_ranks >= kReleasePagesRanks;
   // (Another process's rank has no state here, not even its cursor: a
   // process's memory grows with its own block. Process 0 makes the others'
   // at the end, from what their processes send it: gather_at_root.)
@@ -442,6 +442,9 @@ void Engine::setup() {
       r->damage.span_first = span_first;
       r->damage.span_last = span_last;
       r->has_ev = r->advance();
+      // (Its first chunk was read whole, to check its CRC: without this every
+      // rank's first chunk stayed resident until the rank's first visit.)
+      if (release_cursor_pages_) r->cursor.release_pages();
       r->cursor.release_file();  // (past the process's budget of mappings: until its first visit)
       if (r->has_ev) r->ev_enter = r->interp.global(r->ev->enter);
       ranks_[i] = std::move(r);
