@@ -156,28 +156,35 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase, uint64_t cap) {
 // The first step of a phase: what the other workers posted in the last one.
 void Engine::phase_collectives(unsigned w) {
   const int q = (phase_ & 1) ^ 1;
+  // A box from another process's worker is freed once read (unpacked from the
+  // phase's exchange, it is filled again in one go at the next): its memory
+  // would otherwise wait through the phase, when the process holds the most.
+  const auto done = [this](auto& box, unsigned src) {
+    if (spread_.local_worker(src)) box.clear();
+    else box.release();
+  };
   for (unsigned o = 0; o < workers_; ++o) {
     auto& box = mail_.result_box(q, o, w);
     for (const ResultRec& rr : box) apply(rr);
-    box.clear();
+    done(box, o);
   }
   for (unsigned s = 0; s < workers_; ++s) {
     auto& box = mail_.send_box(q, s, w);
     ingest_sends(box, w, q ^ 1);
-    box.clear();
+    done(box, s);
     auto& cancels = mail_.cancel_box(q, s, w);
     for (const SendRec& send : cancels) ingest_send(send, true, w, q ^ 1);
-    cancels.clear();
+    done(cancels, s);
     auto& lates = mail_.late_box(q, s, w);
     for (const LateRecvRec& lr : lates) apply_late_receiver(lr);
-    lates.clear();
+    done(lates, s);
   }
   // Instances completed here give their other workers' members their
   // figures in this phase (PhaseMail::kEarlyResults), before those ranks settle.
   for (unsigned s = 0; s < workers_; ++s) {
     auto& box = mail_.coll_box(q, s, w);
     for (const CollRec& c : box) add_member(w, c, PhaseMail::kEarlyResults);
-    box.clear();
+    done(box, s);
   }
   if (sweep_) sweep(w, PhaseMail::kEarlyResults, false);
 }
