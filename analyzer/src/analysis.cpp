@@ -423,8 +423,7 @@ void Engine::setup() {
   for (size_t i = 0; i < traces.size(); ++i) local_ranks += local_rank(i) ? 1 : 0;
   const size_t batch_events = std::clamp<size_t>(kBatchBudgetEvents / std::max<size_t>(local_ranks, 1),
                                                  kMinBatchEvents, RankTrace::MergedCursor::kBatchEvents);
-  // Where the budget no longer bounds the batches, the chunks' pages are not
-  // held between phases either.
+  // With many ranks, the chunks' pages are not held between phases either.
   release_cursor_pages_ = local_ranks >= kReleasePagesRanks;
   // (Another process's rank has no state here, not even its cursor: a
   // process's memory grows with its own block. Process 0 makes the others'
