@@ -156,28 +156,35 @@ void Engine::decode(Rank& r, unsigned w, int parity, int phase, uint64_t cap) {
 // The first step of a phase: what the other workers posted in the last one.
 void Engine::phase_collectives(unsigned w) {
   const int q = (phase_ & 1) ^ 1;
+  // A box from another process's worker is freed once read (unpacked from the
+  // phase's exchange, it is filled again in one go at the next): its memory
+  // would otherwise wait through the phase, when the process holds the most.
+  const auto done = [this](auto& box, unsigned src) {
+    if (spread_.local_worker(src)) box.clear();
+    else box.release();
+  };
   for (unsigned o = 0; o < workers_; ++o) {
     auto& box = mail_.result_box(q, o, w);
     for (const ResultRec& rr : box) apply(rr);
-    box.clear();
+    done(box, o);
   }
   for (unsigned s = 0; s < workers_; ++s) {
     auto& box = mail_.send_box(q, s, w);
     ingest_sends(box, w, q ^ 1);
-    box.clear();
+    done(box, s);
     auto& cancels = mail_.cancel_box(q, s, w);
     for (const SendRec& send : cancels) ingest_send(send, true, w, q ^ 1);
-    cancels.clear();
+    done(cancels, s);
     auto& lates = mail_.late_box(q, s, w);
     for (const LateRecvRec& lr : lates) apply_late_receiver(lr);
-    lates.clear();
+    done(lates, s);
   }
   // Instances completed here give their other workers' members their
   // figures in this phase (PhaseMail::kEarlyResults), before those ranks settle.
   for (unsigned s = 0; s < workers_; ++s) {
     auto& box = mail_.coll_box(q, s, w);
     for (const CollRec& c : box) add_member(w, c, PhaseMail::kEarlyResults);
-    box.clear();
+    done(box, s);
   }
   if (sweep_) sweep(w, PhaseMail::kEarlyResults, false);
 }
@@ -416,9 +423,10 @@ void Engine::setup() {
   for (size_t i = 0; i < traces.size(); ++i) local_ranks += local_rank(i) ? 1 : 0;
   const size_t batch_events = std::clamp<size_t>(kBatchBudgetEvents / std::max<size_t>(local_ranks, 1),
                                                  kMinBatchEvents, RankTrace::MergedCursor::kBatchEvents);
-  // Where the budget no longer bounds the batches, the chunks' pages are not
-  // held between phases either.
-  release_cursor_pages_ = kBatchBudgetEvents / std::max<size_t>(local_ranks, 1) <= kMinBatchEvents;
+  // With many ranks, the chunks' pages are not held between phases either;
+  // decided by the trace's ranks, so that each process of a job gives back
+  // what the plain command would and holds its block's share of it.
+  release_cursor_pages_ = traces.size() >= kReleasePagesRanks;
   // (Another process's rank has no state here, not even its cursor: a
   // process's memory grows with its own block. Process 0 makes the others'
   // at the end, from what their processes send it: gather_at_root.)
@@ -442,6 +450,9 @@ void Engine::setup() {
       r->damage.span_first = span_first;
       r->damage.span_last = span_last;
       r->has_ev = r->advance();
+      // (Its first chunk was read whole, to check its CRC: without this every
+      // rank's first chunk stayed resident until the rank's first visit.)
+      if (release_cursor_pages_) r->cursor.release_pages();
       r->cursor.release_file();  // (past the process's budget of mappings: until its first visit)
       if (r->has_ev) r->ev_enter = r->interp.global(r->ev->enter);
       ranks_[i] = std::move(r);

@@ -195,7 +195,8 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
     mail.pack(o, parity, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), false, traces);
     out[static_cast<size_t>(p)] = std::move(o.buf);
   }
-  const std::vector<std::string> in = all_to_all(out);
+  std::vector<std::string> in = all_to_all(out);
+  std::vector<std::string>().swap(out);  // (sent: a copy of what crossed)
   int first_failed = failed ? proc_ : -1;
   std::string failure = failed ? sums.failure : std::string();
   for (int p = 0; p < procs_; ++p) {
@@ -213,6 +214,7 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
     }
     for (const RankEnded& e : r.get_vec<RankEnded>()) exhausted_all_[e.rank] = e.phase;
     mail.unpack(r, parity, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, false, traces);
+    std::string().swap(in[static_cast<size_t>(p)]);  // (its records are in the boxes now)
   }
   // (The same failure on every process: the first process's that failed.)
   if (first_failed >= 0) {

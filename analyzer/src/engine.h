@@ -736,12 +736,15 @@ class Engine {
   // a rank (a batch's fixed cost is paid per batch).
   static constexpr size_t kBatchBudgetEvents = size_t{1} << 17;
   static constexpr size_t kMinBatchEvents = 8;
-  // From kBatchBudgetEvents / kMinBatchEvents ranks (16384) in a process, a
-  // rank's cursor also gives back the pages of the chunk it decodes in the
-  // file's mapping after each visit: a small file is one chunk, decoded in
+  // From kReleasePagesRanks ranks in the trace (every process of a job
+  // alike), a rank's cursor also gives back the pages of the chunk it decodes
+  // in the file's mapping after each visit (and after its first batch, at the
+  // start), and its repeat templates: a small file is one chunk, decoded in
   // the mapping, so the whole trace stayed resident (266 MB at 16384 ranks).
-  // Not below: at 4096 ranks it saved 170 MB for 107 K more page faults and
-  // 0.7 s more system time (a sixth of the analysis's CPU).
+  // Not below: at 8192 ranks of 10^7 events it saves 170 MB for about a fifth
+  // more CPU, at 4096 ranks 170 MB for 107 K more page faults and 0.7 s more
+  // system time (a sixth of the analysis's CPU).
+  static constexpr size_t kReleasePagesRanks = 16384;
   bool release_cursor_pages_ = false;
   // Above this many ranks, waits by partner wait in Rank::partner_credits
   // until their rank settles, and so do collective results in queued_results_

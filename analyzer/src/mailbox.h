@@ -49,6 +49,13 @@ class Mailbox {
   const T* begin() const { return data_; }
   const T* end() const { return data_ + size_; }
   void clear() { size_ = 0; }
+  // Empties the box and frees its memory (a box emptied into another buffer
+  // that would otherwise hold its records twice).
+  void release() {
+    std::free(data_);
+    data_ = nullptr;
+    size_ = cap_ = 0;
+  }
 
   // Writer side.
   void push_back(const T& x) {

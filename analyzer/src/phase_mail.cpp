@@ -4,10 +4,17 @@
 namespace prof::analysis::detail {
 
 namespace {
+// A box to another process is emptied into the stream and freed: it would
+// otherwise hold a second copy of what crosses, at the phase's end, when the
+// process holds the most (the writer grows it again in its next phase).
 template <class T>
 void pack_box(WireOut& out, Mailbox<T>& box) {
   out.put_array(box.begin(), box.size());
-  box.clear();
+  box.release();
+}
+template <class T>
+size_t packed_bytes(const Mailbox<T>& box) {
+  return sizeof(uint64_t) + box.size() * sizeof(T);
 }
 template <class T>
 void unpack_box(WireIn& in, Mailbox<T>& box) {
@@ -57,6 +64,17 @@ void PhaseMail::publish(int parity, unsigned w) {
 
 void PhaseMail::pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
                      bool results_only, const std::vector<std::unique_ptr<RankTrace>>& traces) {
+  // The stream's size first: grown by doubling, it held up to twice what
+  // crosses.
+  size_t bytes = 0;
+  for (unsigned o = src_lo; o < src_hi; ++o)
+    for (unsigned d = dst_lo; d < dst_hi; ++d) {
+      if (!results_only)
+        bytes += packed_bytes(send_box(parity, o, d)) + packed_bytes(cancel_box(parity, o, d)) +
+                 packed_bytes(late_box(parity, o, d)) + packed_bytes(coll_box(parity, o, d));
+      bytes += packed_bytes(result_box(parity, o, d));
+    }
+  out.buf.reserve(out.buf.size() + bytes);
   for (unsigned o = src_lo; o < src_hi; ++o)
     for (unsigned d = dst_lo; d < dst_hi; ++d) {
       if (!results_only) {
@@ -64,13 +82,13 @@ void PhaseMail::pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi,
         pack_box(out, cancel_box(parity, o, d));
         pack_box(out, late_box(parity, o, d));
         auto& box = coll_box(parity, o, d);
-        std::vector<CollRec> recs(box.begin(), box.end());
-        box.clear();
-        for (CollRec& c : recs) {
+        out.put<uint64_t>(box.size());
+        for (CollRec c : box) {
           const auto& defs = traces[static_cast<size_t>(c.rank)]->comms();
           c.def = reinterpret_cast<const CommDef*>(c.def ? static_cast<uintptr_t>(c.def - defs.data()) + 1 : 0);
+          out.put(c);
         }
-        out.put_vec(recs);
+        box.release();
       }
       pack_box(out, result_box(parity, o, d));
     }
@@ -85,7 +103,11 @@ void PhaseMail::unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi,
         unpack_box(in, cancel_box(parity, o, d));
         unpack_box(in, late_box(parity, o, d));
         auto& box = coll_box(parity, o, d);
-        for (CollRec c : in.get_vec<CollRec>()) {
+        size_t n;
+        const char* at = in.get_array<CollRec>(&n);
+        for (size_t i = 0; i < n; ++i) {
+          CollRec c;
+          std::memcpy(&c, at + i * sizeof(CollRec), sizeof(CollRec));
           const auto index = reinterpret_cast<uintptr_t>(c.def);
           c.def = index ? &traces[static_cast<size_t>(c.rank)]->comms()[index - 1] : nullptr;
           box.push_back(c);

@@ -364,6 +364,27 @@ TEST(FormatBatch, ReleasedPagesHoldNothingAndDecodeTheSameEvents) {
   std::filesystem::remove_all(dir);
 }
 
+// A cursor that reaches the end of its stream holds none of the file's pages,
+// not even those its last chunk shares with the file's header or ends in:
+// thousands of ranks that end in the same phase each held two pages.
+TEST(FormatBatch, AStreamsEndHoldsNoPages) {
+  const std::string dir = temp_dir();
+  const std::string path = write_random(dir, 92, 3000, 1u << 20, format::kFormatVersion);
+  auto t = open_trace(path);
+  ASSERT_TRUE(t);
+  RankTrace::MergedCursor c = t->events();
+  size_t events = 0;
+  long held = 0;
+  for (auto batch = c.next_batch(); !batch.empty(); batch = c.next_batch()) {
+    events += batch.size();
+    held = std::max(held, resident_kb_of_mapping(path));
+  }
+  EXPECT_EQ(events, 3000u);
+  EXPECT_GT(held, 0);  // (it was resident while decoding)
+  EXPECT_EQ(resident_kb_of_mapping(path), 0);
+  std::filesystem::remove_all(dir);
+}
+
 // Mappings of files under `dir` this process holds (/proc/self/maps).
 int mappings_under(const std::string& dir) {
   std::ifstream maps("/proc/self/maps");

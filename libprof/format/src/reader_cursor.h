@@ -328,7 +328,10 @@ struct RankTrace::Cursor::Impl {
 
   void leave_chunk() {
     if (current && !copied && !set_aside) {
-      trace->release(*current);
+      // The pages it shares with its neighbours go too where no chunk of
+      // the stream follows: a reader of thousands of ranks that end together
+      // held two pages a rank past their ends.
+      trace->release(*current, chunk == chunks_end);
       trace->unpin_map();
     }
     current = nullptr;
