@@ -210,9 +210,9 @@ JobPeaks job_peaks(const std::string& dir) {
 // receives every rank's figures and writes the report, holds no more after
 // its pass than during it (the other block's ranks come as figures, without
 // decoders, and its own ranks' decoders go before they come). Measured
-// 2026-11-29 on 1024 ranks: plain 31.9 MB; process 0 14.3-15.1 MB in the
+// 2026-11-29 on 1024 ranks: plain 31.9 MB; process 0 14.3-15.4 MB in the
 // pass and 0.996x that after it (1.14x while its own ranks kept their
-// decoders and the others' were made with theirs), process 1 14.1-14.6 MB.
+// decoders and the others' were made with theirs), process 1 13.3-14.6 MB.
 // (The opening of rank files runs on helper threads, which count for no
 // process: the peaks vary by about a MB from run to run.)
 constexpr double kBoundProcessOfPlain = 0.75;
