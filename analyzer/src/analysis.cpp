@@ -17,14 +17,13 @@
 namespace prof::analysis {
 namespace detail {
 
-namespace {
-// Returns the allocator's free pages to the system (glibc keeps what is freed
-// between live blocks).
 void give_back_free_heap() {
 #ifdef __GLIBC__
   ::malloc_trim(0);
 #endif
 }
+
+namespace {
 
 // Kinds whose calls count their `bytes` in the function profile (SendRecv
 // counts both halves).

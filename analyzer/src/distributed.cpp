@@ -343,8 +343,14 @@ void Engine::gather_at_root() {
     r.gathered_in_flight = calls_in_flight(r);
     r.gathered_rebuilt = std::move(rebuilt_in_flight_);
     r.gathered = true;
+    r.release_pass_state();
   }
   rebuilt_in_flight_.clear();
+  // What the pass and the lines above freed goes back to the system first:
+  // part of it, in the workers' arenas, the figures received on this thread
+  // would not reuse (12-18 MB of process 0's peak at K = 2 on 16384 ranks
+  // of 2·10^6 events).
+  give_back_free_heap();
 
   uint64_t states = 0;
   for (const auto& r : ranks_) states += r != nullptr;
@@ -473,6 +479,7 @@ void Engine::gather_at_root() {
         // made as setup() makes every rank.)
         ranks_[i] = new_rank(i, dir_.ranks[i]->events());
         Rank& r = *ranks_[i];
+        r.release_pass_state();  // (its pass ran on its process)
         const auto nodes = m.get<uint64_t>();
         r.nodes.assign(nodes, LocalNode{});
         r.acc.assign(nodes, NodeAcc{});

@@ -128,6 +128,10 @@ std::vector<std::vector<int>> wait_cycles(const std::vector<RankEnd>& ends);
 
 inline double clamp_to(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
+// Returns the allocator's free pages to the system (glibc keeps what is freed
+// between live blocks, and in each worker thread's arena).
+void give_back_free_heap();
+
 
 struct FuncStat {
   uint64_t calls = 0;
@@ -555,6 +559,29 @@ struct alignas(64) Rank {
     add_partner_credits();
     partner_credits = {};
     for (NodeAcc& a : acc) a.waited_for.shrink();
+  }
+  // An MPI job's rank once what the report reads of its pass is taken
+  // (Engine::gather_at_root: the gathered_ members): what only decoding
+  // reads goes too (the cursor's batch and streams, the open requests, the
+  // communicators' tables, the function slots' table, the channels, the
+  // nodes' index), so process 0 holds every rank's figures, not its own
+  // ranks' decoders beside them (about 12 KB a generated rank). finish()
+  // reads the rest; the clock stays (interp.global()).
+  void release_pass_state() {
+    batch = {};
+    batch_next = 0;
+    ev = nullptr;
+    has_ev = false;
+    { RankTrace::MergedCursor gone(std::move(cursor)); }
+    interp.release_pass_state();
+    slot_of = {};
+    channels = {};
+    channel_store = {};
+    for (CachedChannel& c : channel_cache) c.index = 0;
+    for (SentChannel& c : sent_cache) c = SentChannel{};
+    node_index = {};
+    holds = {};
+    combo_index.clear();
   }
   // The rank's executions open from time t on (both sets of instants).
   void set_context(double t, uint32_t context) {

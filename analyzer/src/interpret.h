@@ -215,6 +215,16 @@ class CommCache {
     seq_of_.for_each([&](const uint64_t& gid, uint64_t* const& count) { f(gid, *count); });
   }
   void set_count(uint64_t gid, uint64_t count) { *seq_for(gid) = count; }
+  // After the pass (an MPI job's rank whose figures are taken): the tables
+  // go; no lookup follows (the counts are empty after it).
+  void release() {
+    by_handle_ = {};
+    infos_ = {};
+    extra_ = {};
+    seqs_ = {};
+    seq_of_ = {};
+    for (Entry& e : cache_) e = Entry{};
+  }
   // The communicator a handle denoted at raw time t (nullptr: unknown).
   const CommInfo* find(uint32_t handle, uint64_t t) { return at(handle, t); }
   // World rank of a point-to-point peer (comm-local rank; remote group for an
@@ -355,6 +365,16 @@ class Interpreter {
   }
   CommCache& comms() { return comms_; }
   size_t open_requests() const { return requests_.size(); }
+  // After the pass, once what the report reads of the requests and
+  // communicators is taken (an MPI job's rank, Rank::release_pass_state):
+  // they go; the clock stays (global() still answers).
+  void release_pass_state() {
+    requests_ = {};
+    request_memo_.clear();
+    spill_ = {};
+    spill_free_ = {};
+    comms_.release();
+  }
 
   template <InterpreterHandler H>
   void process(const Event& e, double enter, H& h);
