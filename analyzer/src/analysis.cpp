@@ -17,10 +17,20 @@
 namespace prof::analysis {
 namespace detail {
 
+// jemalloc's control entry, present where the program links jemalloc
+// (prof-analyze does; the GUI does not): weak, so its absence is a null.
+extern "C" int mallctl(const char* name, void* old_value, size_t* old_size, void* new_value,
+                       size_t new_size) __attribute__((weak));
+
 namespace {
 // Returns the allocator's free pages to the system (glibc keeps what is freed
-// between live blocks).
+// between live blocks; jemalloc gives dirty pages back only after seconds).
 void give_back_free_heap() {
+  if (mallctl) {
+    // "arena.4096" is every arena (jemalloc's MALLCTL_ARENAS_ALL).
+    mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
+    return;
+  }
 #ifdef __GLIBC__
   ::malloc_trim(0);
 #endif
