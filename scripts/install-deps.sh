@@ -7,7 +7,7 @@ packages=(
   mpich libmpich-dev
   nlohmann-json3-dev libcli11-dev
   libotf2-trace-dev otf2-tools
-  libdw-dev libelf-dev libnuma-dev libhwloc-dev
+  libdw-dev libelf-dev libnuma-dev libhwloc-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-svg-dev fonts-dejavu-core
 )

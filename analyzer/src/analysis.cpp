@@ -17,7 +17,17 @@
 namespace prof::analysis {
 namespace detail {
 
+// jemalloc's control entry, present where the program links jemalloc
+// (prof-analyze does; the GUI does not): weak, so its absence is a null.
+extern "C" int mallctl(const char* name, void* old_value, size_t* old_size, void* new_value,
+                       size_t new_size) __attribute__((weak));
+
 void give_back_free_heap() {
+  if (mallctl) {
+    // "arena.4096" is every arena (jemalloc's MALLCTL_ARENAS_ALL).
+    mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
+    return;
+  }
 #ifdef __GLIBC__
   ::malloc_trim(0);
 #endif

@@ -129,7 +129,8 @@ std::vector<std::vector<int>> wait_cycles(const std::vector<RankEnd>& ends);
 inline double clamp_to(double v, double lo, double hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 // Returns the allocator's free pages to the system (glibc keeps what is freed
-// between live blocks, and in each worker thread's arena).
+// between live blocks, and in each worker thread's arena; jemalloc gives
+// dirty pages back only after seconds).
 void give_back_free_heap();
 
 
