@@ -469,6 +469,22 @@ struct RankTrace::Cursor::Impl {
   // continue, a RequestOp, a long time, damage, the chunk's end), which
   // scan() and fill() take.
   [[gnu::always_inline]] inline size_t run_fixed(Event* out, uint8_t* groups, size_t n, size_t max);
+  // The run's state that a copied repeat reads and moves on (run_fixed's
+  // locals).
+  struct RunState {
+    const uint8_t*& at;
+    uint64_t& time;
+    uint32_t& comm;
+    uint32_t& request_high;
+    uint8_t& avail;
+  };
+  // Within a run: copies the repeats that hit their templates into
+  // out[n..max), from the one at s.at, whose header `slot` holds; returns the
+  // new n (n itself when that one misses), s moved past them. A loop of its
+  // own within run_fixed's, whose few locals stay in registers (a copy in the
+  // outer loop, among the full decode's many, went through the stack).
+  [[gnu::always_inline]] inline size_t copy_repeats(Event* out, uint8_t* groups, size_t n, size_t max,
+                                                    const RepeatTemplate* slot, RunState s);
   [[gnu::noinline, gnu::cold]] void bad_record(const uint8_t* at, int why, uint32_t detail);
   [[gnu::noinline, gnu::cold]] bool chunk_end();
   // At the stream's end: prepares its call in flight (Prepared::rec null),
@@ -848,6 +864,68 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
   if constexpr (!kOwned) ++events;  // a batch counts its events at once
 }
 
+inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups, size_t n, size_t max,
+                                                    const RepeatTemplate* slot, RunState s) {
+  using namespace format;
+  const uint8_t* at = s.at;
+  const uint8_t* const stop = end;
+  uint64_t time = s.time;
+  uint32_t comm = s.comm, request_high = s.request_high;
+  uint8_t avail = s.avail;
+  const RepeatRef* const refs = repeats.data();
+  const RepeatTemplate* const kept = templates.data();
+  Event* e = out + n;
+  Event* const last = out + max;
+  uint8_t* g = groups + n;
+  for (;;) {
+    // (The same header: the same function and repeat index, so the
+    // template's ref_index is this record's reference.)
+    const RepeatTemplate& t = *slot;
+    if (t.ref != refs[t.ref_index].bits() || t.comm_before != comm || t.request_high_before != request_high) break;
+    if (t.completion) {  // as run_fixed: no continuation may follow, and room for the entries
+      if (stop - at < 16 || (load32(at + 8) & (uint32_t{kContinuation} << 16)) ||
+          completion_used + kCompletionMax > completion_buffer.size())
+        break;
+    }
+    const uint32_t w1 = load32(at + 4);
+    time += w1 & 0xFFFFu;
+    if (const uint8_t tail = *g & (kGroupRequests | kGroupInFlight)) [[unlikely]] reset_groups(*e, tail);
+    copy_template_members(*e, t.event);
+    e->enter = time;
+    e->leave = time + (w1 >> 16);
+    *g = t.groups;
+    if (t.completion) {
+      // (All kTemplateCompletions entries: a copy of fixed size, within
+      // the room just tested; those past the count are not the Event's.
+      // Entry by entry, unrolled: std::copy_n of the 128 bytes was a
+      // call to memmove, about 21 instructions a repeated Waitall.)
+      Completion* to = completion_buffer.data() + completion_used;
+#pragma GCC unroll 4
+      for (size_t i = 0; i < kTemplateCompletions; ++i) to[i] = t.entries[i];
+      e->completions = std::span<const Completion>(to, t.completion_count);
+      completion_used += t.completion_count;
+    }
+    comm = t.comm_after;
+    request_high = t.request_high_after;
+    avail |= t.avail_after;
+    at += 8;
+    ++e;
+    ++g;
+    // The next record, if a short repeat whose template has its header.
+    if (e == last || stop - at < 8) break;
+    const uint32_t w0 = load32(at);
+    if (!record_short_repeat(w0)) break;
+    slot = &kept[template_slot(w0)];
+    if (slot->w0 != w0) break;
+  }
+  s.at = at;
+  s.time = time;
+  s.comm = comm;
+  s.request_high = request_high;
+  s.avail = avail;
+  return static_cast<size_t>(e - out);
+}
+
 // The common records decoded with the per-record state in locals: stores
 // into the Events (bytes among them) could alias the cursor's members, so
 // with members each record reloaded and stored them again.
@@ -877,43 +955,13 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     RepeatTemplate* slot = nullptr;  // where a repeat decoded here is kept
     // (A repeat that may use a template is 8 bytes: within `left`.)
     if (kept != nullptr && record_short_repeat(w0)) {
-      constexpr size_t nbytes = 8;
       slot = &kept[template_slot(w0)];
-      const RepeatTemplate& t = *slot;
-      // (The same header: the same function and repeat index, so the
-      // template's ref_index is this record's reference.)
-      if (t.w0 == w0 && t.ref == refs[t.ref_index].bits() && t.comm_before == comm &&
-          t.request_high_before == request_high) {
-        if (t.completion) {  // as below: no continuation may follow, and room for the entries
-          if (stop - (at + nbytes) < 8 || (load32(at + nbytes) & (uint32_t{kContinuation} << 16)) ||
-              completion_used + kCompletionMax > completion_buffer.size())
-            break;
+      if (slot->w0 == w0) {
+        const size_t copied = copy_repeats(out, groups, n, max, slot, RunState{at, time, comm, request_high, avail});
+        if (copied != n) {
+          n = copied;
+          continue;
         }
-        const uint32_t w1 = load32(at + 4);
-        time += w1 & 0xFFFFu;
-        Event& e = out[n];
-        if (const uint8_t tail = groups[n] & (kGroupRequests | kGroupInFlight)) [[unlikely]] reset_groups(e, tail);
-        copy_template_members(e, t.event);
-        e.enter = time;
-        e.leave = time + (w1 >> 16);
-        groups[n] = t.groups;
-        if (t.completion) {
-          // (All kTemplateCompletions entries: a copy of fixed size, within
-          // the room just tested; those past the count are not the Event's.
-          // Entry by entry, unrolled: std::copy_n of the 128 bytes was a
-          // call to memmove, about 21 instructions a repeated Waitall.)
-          Completion* to = completion_buffer.data() + completion_used;
-#pragma GCC unroll 4
-          for (size_t i = 0; i < kTemplateCompletions; ++i) to[i] = t.entries[i];
-          e.completions = std::span<const Completion>(to, t.completion_count);
-          completion_used += t.completion_count;
-        }
-        comm = t.comm_after;
-        request_high = t.request_high_after;
-        avail |= t.avail_after;
-        at += nbytes;
-        ++n;
-        continue;
       }
     }
     // A zero header has no short-time bit either: scan() reports it.
