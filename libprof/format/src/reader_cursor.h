@@ -468,7 +468,10 @@ struct RankTrace::Cursor::Impl {
   // returns the new n. It stops before any other record (a list that may
   // continue, a RequestOp, a long time, damage, the chunk's end), which
   // scan() and fill() take.
-  [[gnu::always_inline]] inline size_t run_fixed(Event* out, uint8_t* groups, size_t n, size_t max);
+  // [least, most] takes in the leave times of the run's events (bounds, not
+  // necessarily reached: MergedCursor::batch_leave_bounds).
+  [[gnu::always_inline]] inline size_t run_fixed(Event* out, uint8_t* groups, size_t n, size_t max,
+                                                 uint64_t& least, uint64_t& most);
   // The run's state that a copied repeat reads and moves on (run_fixed's
   // locals).
   struct RunState {
@@ -929,7 +932,8 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
 // The common records decoded with the per-record state in locals: stores
 // into the Events (bytes among them) could alias the cursor's members, so
 // with members each record reloaded and stored them again.
-inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, size_t n, size_t max) {
+inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, size_t n, size_t max,
+                                                 uint64_t& least, uint64_t& most) {
   using namespace format;
   const uint8_t* at = p;
   const uint8_t* const stop = end;
@@ -1047,8 +1051,20 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
   p = at;
   chain = time;
   if (n > first) {
-    backwards += (out[first].enter < last_enter) + (time < out[first].enter);
+    const uint64_t first_enter = out[first].enter;
+    backwards += (first_enter < last_enter) + (time < first_enter);
     last_enter = time;
+    // Every leave is an enter in [first_enter, time] plus a short duration:
+    // bounds without a test an event, unless the chain wrapped.
+    constexpr uint64_t kLongestShort = format::kShortTimeLimit - 1;
+    static_assert(kLongestShort == 0xFFFFu, "a short duration is w1's high half");
+    if (time >= first_enter && time <= UINT64_MAX - kLongestShort) [[likely]] {
+      least = std::min(least, first_enter);
+      most = std::max(most, time + kLongestShort);
+    } else {
+      least = 0;
+      most = UINT64_MAX;
+    }
   }
   context_comm = comm;
   context_request_high = request_high;
