@@ -878,26 +878,23 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
   const RepeatRef* const refs = repeats.data();
   const RepeatTemplate* const kept = templates.data();
   Event* e = out + n;
-  Event* const last = out + max;
   uint8_t* g = groups + n;
+  // Records that may follow within the batch and the chunk, 8 bytes each
+  // (the caller has found room for the first).
+  size_t room = std::min(max - n, static_cast<size_t>(stop - at) / 8);
   for (;;) {
     // (The same header: the same function and repeat index, so the
     // template's ref_index is this record's reference.)
     const RepeatTemplate& t = *slot;
     if (t.ref != refs[t.ref_index].bits() || t.comm_before != comm || t.request_high_before != request_high) break;
-    if (t.completion) {  // as run_fixed: no continuation may follow, and room for the entries
+    if (const uint8_t tail = *g & (kGroupRequests | kGroupInFlight)) [[unlikely]] reset_groups(*e, tail);
+    copy_template_members(*e, t.event);
+    *g = t.groups;  // (so the slot stays as its groups say when a Completion stops here)
+    if (t.completion) {
+      // As run_fixed: no continuation may follow, and room for the entries.
       if (stop - at < 16 || (load32(at + 8) & (uint32_t{kContinuation} << 16)) ||
           completion_used + kCompletionMax > completion_buffer.size())
         break;
-    }
-    const uint32_t w1 = load32(at + 4);
-    time += w1 & 0xFFFFu;
-    if (const uint8_t tail = *g & (kGroupRequests | kGroupInFlight)) [[unlikely]] reset_groups(*e, tail);
-    copy_template_members(*e, t.event);
-    e->enter = time;
-    e->leave = time + (w1 >> 16);
-    *g = t.groups;
-    if (t.completion) {
       // (All kTemplateCompletions entries: a copy of fixed size, within
       // the room just tested; those past the count are not the Event's.
       // Entry by entry, unrolled: std::copy_n of the 128 bytes was a
@@ -908,6 +905,10 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
       e->completions = std::span<const Completion>(to, t.completion_count);
       completion_used += t.completion_count;
     }
+    const uint32_t w1 = load32(at + 4);
+    time += w1 & 0xFFFFu;
+    e->enter = time;
+    e->leave = time + (w1 >> 16);
     comm = t.comm_after;
     request_high = t.request_high_after;
     avail |= t.avail_after;
@@ -915,7 +916,7 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
     ++e;
     ++g;
     // The next record, if a short repeat whose template has its header.
-    if (e == last || stop - at < 8) break;
+    if (--room == 0) break;
     const uint32_t w0 = load32(at);
     if (!record_short_repeat(w0)) break;
     slot = &kept[template_slot(w0)];
