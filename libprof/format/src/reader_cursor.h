@@ -191,8 +191,9 @@ struct RankTrace::Cursor::Impl {
     uint8_t avail_after = 0;
     uint8_t completion_count = 0;
     bool completion = false;
-    uint32_t comm_before = 0, request_high_before = 0;
-    uint32_t comm_after = 0, request_high_after = 0;
+    // The chunk context (Comm, Request high half) before and after, as
+    // pack_context() makes one word of it: one compare a hit.
+    uint64_t context_before = 0, context_after = 0;
     Event event;
     Completion entries[kTemplateCompletions];
   };
@@ -211,6 +212,9 @@ struct RankTrace::Cursor::Impl {
                 kTemplateTo - kTemplateFrom);
   }
   // By the record's function field (function and site) and repeat index.
+  static uint64_t pack_context(uint32_t comm, uint32_t request_high) {
+    return uint64_t{request_high} << 32 | comm;
+  }
   static size_t template_slot(uint32_t w0) {
     return ((w0 & (0xFFFFu | uint32_t{format::kRepeatIndexMask} << 16)) * 0x9E3779B1u) >> 28;
   }
@@ -873,7 +877,7 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
   const uint8_t* at = s.at;
   const uint8_t* const stop = end;
   uint64_t time = s.time;
-  uint32_t comm = s.comm, request_high = s.request_high;
+  uint64_t context = pack_context(s.comm, s.request_high);
   uint8_t avail = s.avail;
   const RepeatRef* const refs = repeats.data();
   const RepeatTemplate* const kept = templates.data();
@@ -886,7 +890,7 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
     // (The same header: the same function and repeat index, so the
     // template's ref_index is this record's reference.)
     const RepeatTemplate& t = *slot;
-    if (t.ref != refs[t.ref_index].bits() || t.comm_before != comm || t.request_high_before != request_high) break;
+    if (t.ref != refs[t.ref_index].bits() || t.context_before != context) break;
     if (const uint8_t tail = *g & (kGroupRequests | kGroupInFlight)) [[unlikely]] reset_groups(*e, tail);
     copy_template_members(*e, t.event);
     *g = t.groups;  // (so the slot stays as its groups say when a Completion stops here)
@@ -909,8 +913,7 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
     time += w1 & 0xFFFFu;
     e->enter = time;
     e->leave = time + (w1 >> 16);
-    comm = t.comm_after;
-    request_high = t.request_high_after;
+    context = t.context_after;
     avail |= t.avail_after;
     at += 8;
     ++e;
@@ -924,8 +927,8 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
   }
   s.at = at;
   s.time = time;
-  s.comm = comm;
-  s.request_high = request_high;
+  s.comm = static_cast<uint32_t>(context);
+  s.request_high = static_cast<uint32_t>(context >> 32);
   s.avail = avail;
   return static_cast<size_t>(e - out);
 }
@@ -1037,10 +1040,8 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
         t.avail_after = avail & ~avail_before;
         t.completion = completion;
         t.completion_count = static_cast<uint8_t>(got);
-        t.comm_before = comm_before;
-        t.request_high_before = request_high_before;
-        t.comm_after = comm;
-        t.request_high_after = request_high;
+        t.context_before = pack_context(comm_before, request_high_before);
+        t.context_after = pack_context(comm, request_high);
         t.event = e;
         if (completion) std::copy_n(completion_buffer.data() + completion_used, kTemplateCompletions, t.entries);
       }
