@@ -899,13 +899,18 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
       if (stop - at < 16 || (load32(at + 8) & (uint32_t{kContinuation} << 16)) ||
           completion_used + kCompletionMax > completion_buffer.size())
         break;
-      // (All kTemplateCompletions entries: a copy of fixed size, within
-      // the room just tested; those past the count are not the Event's.
-      // Entry by entry, unrolled: std::copy_n of the 128 bytes was a
-      // call to memmove, about 21 instructions a repeated Waitall.)
+      // (Half or all of kTemplateCompletions entries: copies of fixed size,
+      // within the room just tested; those past the count are not the
+      // Event's. Entry by entry, unrolled: std::copy_n of the 128 bytes was
+      // a call to memmove, about 21 instructions a repeated Waitall.)
       Completion* to = completion_buffer.data() + completion_used;
-#pragma GCC unroll 4
-      for (size_t i = 0; i < kTemplateCompletions; ++i) to[i] = t.entries[i];
+      constexpr size_t kHalf = kTemplateCompletions / 2;
+#pragma GCC unroll 2
+      for (size_t i = 0; i < kHalf; ++i) to[i] = t.entries[i];
+      if (t.completion_count > kHalf) {
+#pragma GCC unroll 2
+        for (size_t i = kHalf; i < kTemplateCompletions; ++i) to[i] = t.entries[i];
+      }
       e->completions = std::span<const Completion>(to, t.completion_count);
       completion_used += t.completion_count;
     }
