@@ -8,7 +8,9 @@
 // to its first event that ends outside the run's span, which only damage
 // makes. The check is per batch of events (a gap is crossed only between
 // batches; a batch's extreme leave times bound all of its events), so it costs
-// a comparison per event and two clock conversions per batch.
+// two clock conversions per batch: on the reader's bounds of its leave times
+// (MergedCursor::batch_leave_bounds), and only where those fail on the least
+// and most leave, a comparison per event.
 #pragma once
 
 #include <algorithm>
@@ -54,6 +56,14 @@ struct DamageStop {
   bool admits(const trace::RankTrace::MergedCursor& cursor, std::span<const Event> batch,
               const Interpreter& interp) const {
     if (cursor.gaps() != 0) return false;
+    // The reader's bounds on the batch's leaves first: inside the span, so
+    // are the leaves, where the conversion keeps the order (a line of
+    // positive slope over raw times below 2^63, which it converts signed).
+    const auto [lower, upper] = cursor.batch_leave_bounds();
+    const Interpreter::Clock clock = interp.clock();
+    if (clock.linear && clock.slope > 0 && upper <= uint64_t{INT64_MAX} && clock.global(lower) >= span_first &&
+        clock.global(upper) <= span_last) [[likely]]
+      return true;
     uint64_t least = UINT64_MAX, most = 0;
     for (const Event& e : batch) {
       least = std::min(least, e.leave);

@@ -50,11 +50,17 @@ std::vector<Decoded> by_next(RankTrace::MergedCursor c) {
   return out;
 }
 
-// Copies each batch only once it is whole: earlier events' lists must still hold.
+// Copies each batch only once it is whole: earlier events' lists must still
+// hold. Every leave lies within the batch's bounds (the damage check passes
+// batches on them: DamageStop::admits).
 std::vector<Decoded> by_batch(RankTrace::MergedCursor c, size_t* batches = nullptr) {
   std::vector<Decoded> out;
   for (auto batch = c.next_batch(); !batch.empty(); batch = c.next_batch()) {
     EXPECT_LE(batch.size(), RankTrace::MergedCursor::kBatchEvents);
+    const auto [lower, upper] = c.batch_leave_bounds();
+    size_t outside = 0;
+    for (const Event& e : batch) outside += e.leave < lower || e.leave > upper;
+    EXPECT_EQ(outside, 0u) << "batch from event " << out.size() << ", bounds [" << lower << ", " << upper << "]";
     for (const Event& e : batch) out.push_back(copy_of(e, c.current_chunk()));
     if (batches) ++*batches;
   }
@@ -689,6 +695,35 @@ TEST(FormatBatch, UnsealedCrcDamagedAndCorruptedChunks) {
     bad_records += expect_batch_equals_next(path).bad_records;
   }
   EXPECT_GT(bad_records, 0u);
+  std::filesystem::remove_all(dir);
+}
+
+// Enter times that run past 2^64 and wrap (damage: a chain gone wrong), in
+// records of short times: a batch's leave bounds still hold every leave.
+TEST(FormatBatch, LeaveBoundsHoldWhereTimesWrap) {
+  const std::string dir = temp_dir();
+  const std::string path = rank_file(dir);
+  {
+    TraceWriter w(path, 0, 1, 7, format::TimerKind::Monotonic, 4096);
+    w.function(2, FuncKind::Send, "MPI_Send");
+    Event e;
+    e.func = 2;
+    e.kind = FuncKind::Send;
+    e.peer = 1;
+    e.comm = 0x44000000u;
+    // From 3000 ticks below 2^64 up in steps of 40 (short times), each call
+    // 30 long: the last leaves near the top, then the times wrap to 0.
+    e.enter = ~uint64_t{0} - 3000;
+    for (int i = 0; i < 200; ++i) {
+      e.leave = e.enter + 30;
+      w.event(e);
+      e.enter += 40;
+    }
+    w.close();
+  }
+  size_t events = 0;
+  expect_batch_equals_next(path, &events);
+  EXPECT_EQ(events, 200u);
   std::filesystem::remove_all(dir);
 }
 

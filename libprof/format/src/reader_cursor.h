@@ -191,8 +191,9 @@ struct RankTrace::Cursor::Impl {
     uint8_t avail_after = 0;
     uint8_t completion_count = 0;
     bool completion = false;
-    uint32_t comm_before = 0, request_high_before = 0;
-    uint32_t comm_after = 0, request_high_after = 0;
+    // The chunk context (Comm, Request high half) before and after, as
+    // pack_context() makes one word of it: one compare a hit.
+    uint64_t context_before = 0, context_after = 0;
     Event event;
     Completion entries[kTemplateCompletions];
   };
@@ -211,6 +212,9 @@ struct RankTrace::Cursor::Impl {
                 kTemplateTo - kTemplateFrom);
   }
   // By the record's function field (function and site) and repeat index.
+  static uint64_t pack_context(uint32_t comm, uint32_t request_high) {
+    return uint64_t{request_high} << 32 | comm;
+  }
   static size_t template_slot(uint32_t w0) {
     return ((w0 & (0xFFFFu | uint32_t{format::kRepeatIndexMask} << 16)) * 0x9E3779B1u) >> 28;
   }
@@ -468,7 +472,26 @@ struct RankTrace::Cursor::Impl {
   // returns the new n. It stops before any other record (a list that may
   // continue, a RequestOp, a long time, damage, the chunk's end), which
   // scan() and fill() take.
-  [[gnu::always_inline]] inline size_t run_fixed(Event* out, uint8_t* groups, size_t n, size_t max);
+  // [least, most] takes in the leave times of the run's events (bounds, not
+  // necessarily reached: MergedCursor::batch_leave_bounds).
+  [[gnu::always_inline]] inline size_t run_fixed(Event* out, uint8_t* groups, size_t n, size_t max,
+                                                 uint64_t& least, uint64_t& most);
+  // The run's state that a copied repeat reads and moves on (run_fixed's
+  // locals).
+  struct RunState {
+    const uint8_t*& at;
+    uint64_t& time;
+    uint32_t& comm;
+    uint32_t& request_high;
+    uint8_t& avail;
+  };
+  // Within a run: copies the repeats that hit their templates into
+  // out[n..max), from the one at s.at, whose header `slot` holds; returns the
+  // new n (n itself when that one misses), s moved past them. A loop of its
+  // own within run_fixed's, whose few locals stay in registers (a copy in the
+  // outer loop, among the full decode's many, went through the stack).
+  [[gnu::always_inline]] inline size_t copy_repeats(Event* out, uint8_t* groups, size_t n, size_t max,
+                                                    const RepeatTemplate* slot, RunState s);
   [[gnu::noinline, gnu::cold]] void bad_record(const uint8_t* at, int why, uint32_t detail);
   [[gnu::noinline, gnu::cold]] bool chunk_end();
   // At the stream's end: prepares its call in flight (Prepared::rec null),
@@ -848,10 +871,78 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
   if constexpr (!kOwned) ++events;  // a batch counts its events at once
 }
 
+inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups, size_t n, size_t max,
+                                                    const RepeatTemplate* slot, RunState s) {
+  using namespace format;
+  const uint8_t* at = s.at;
+  const uint8_t* const stop = end;
+  uint64_t time = s.time;
+  uint64_t context = pack_context(s.comm, s.request_high);
+  uint8_t avail = s.avail;
+  const RepeatRef* const refs = repeats.data();
+  const RepeatTemplate* const kept = templates.data();
+  Event* e = out + n;
+  uint8_t* g = groups + n;
+  // Records that may follow within the batch and the chunk, 8 bytes each
+  // (the caller has found room for the first).
+  size_t room = std::min(max - n, static_cast<size_t>(stop - at) / 8);
+  for (;;) {
+    // (The same header: the same function and repeat index, so the
+    // template's ref_index is this record's reference.)
+    const RepeatTemplate& t = *slot;
+    if (t.ref != refs[t.ref_index].bits() || t.context_before != context) break;
+    if (const uint8_t tail = *g & (kGroupRequests | kGroupInFlight)) [[unlikely]] reset_groups(*e, tail);
+    copy_template_members(*e, t.event);
+    *g = t.groups;  // (so the slot stays as its groups say when a Completion stops here)
+    if (t.completion) {
+      // As run_fixed: no continuation may follow, and room for the entries.
+      if (stop - at < 16 || (load32(at + 8) & (uint32_t{kContinuation} << 16)) ||
+          completion_used + kCompletionMax > completion_buffer.size())
+        break;
+      // (Half or all of kTemplateCompletions entries: copies of fixed size,
+      // within the room just tested; those past the count are not the
+      // Event's. Entry by entry, unrolled: std::copy_n of the 128 bytes was
+      // a call to memmove, about 21 instructions a repeated Waitall.)
+      Completion* to = completion_buffer.data() + completion_used;
+      constexpr size_t kHalf = kTemplateCompletions / 2;
+#pragma GCC unroll 2
+      for (size_t i = 0; i < kHalf; ++i) to[i] = t.entries[i];
+      if (t.completion_count > kHalf) {
+#pragma GCC unroll 2
+        for (size_t i = kHalf; i < kTemplateCompletions; ++i) to[i] = t.entries[i];
+      }
+      e->completions = std::span<const Completion>(to, t.completion_count);
+      completion_used += t.completion_count;
+    }
+    const uint32_t w1 = load32(at + 4);
+    time += w1 & 0xFFFFu;
+    e->enter = time;
+    e->leave = time + (w1 >> 16);
+    context = t.context_after;
+    avail |= t.avail_after;
+    at += 8;
+    ++e;
+    ++g;
+    // The next record, if a short repeat whose template has its header.
+    if (--room == 0) break;
+    const uint32_t w0 = load32(at);
+    if (!record_short_repeat(w0)) break;
+    slot = &kept[template_slot(w0)];
+    if (slot->w0 != w0) break;
+  }
+  s.at = at;
+  s.time = time;
+  s.comm = static_cast<uint32_t>(context);
+  s.request_high = static_cast<uint32_t>(context >> 32);
+  s.avail = avail;
+  return static_cast<size_t>(e - out);
+}
+
 // The common records decoded with the per-record state in locals: stores
 // into the Events (bytes among them) could alias the cursor's members, so
 // with members each record reloaded and stored them again.
-inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, size_t n, size_t max) {
+inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, size_t n, size_t max,
+                                                 uint64_t& least, uint64_t& most) {
   using namespace format;
   const uint8_t* at = p;
   const uint8_t* const stop = end;
@@ -877,43 +968,13 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     RepeatTemplate* slot = nullptr;  // where a repeat decoded here is kept
     // (A repeat that may use a template is 8 bytes: within `left`.)
     if (kept != nullptr && record_short_repeat(w0)) {
-      constexpr size_t nbytes = 8;
       slot = &kept[template_slot(w0)];
-      const RepeatTemplate& t = *slot;
-      // (The same header: the same function and repeat index, so the
-      // template's ref_index is this record's reference.)
-      if (t.w0 == w0 && t.ref == refs[t.ref_index].bits() && t.comm_before == comm &&
-          t.request_high_before == request_high) {
-        if (t.completion) {  // as below: no continuation may follow, and room for the entries
-          if (stop - (at + nbytes) < 8 || (load32(at + nbytes) & (uint32_t{kContinuation} << 16)) ||
-              completion_used + kCompletionMax > completion_buffer.size())
-            break;
+      if (slot->w0 == w0) {
+        const size_t copied = copy_repeats(out, groups, n, max, slot, RunState{at, time, comm, request_high, avail});
+        if (copied != n) {
+          n = copied;
+          continue;
         }
-        const uint32_t w1 = load32(at + 4);
-        time += w1 & 0xFFFFu;
-        Event& e = out[n];
-        if (const uint8_t tail = groups[n] & (kGroupRequests | kGroupInFlight)) [[unlikely]] reset_groups(e, tail);
-        copy_template_members(e, t.event);
-        e.enter = time;
-        e.leave = time + (w1 >> 16);
-        groups[n] = t.groups;
-        if (t.completion) {
-          // (All kTemplateCompletions entries: a copy of fixed size, within
-          // the room just tested; those past the count are not the Event's.
-          // Entry by entry, unrolled: std::copy_n of the 128 bytes was a
-          // call to memmove, about 21 instructions a repeated Waitall.)
-          Completion* to = completion_buffer.data() + completion_used;
-#pragma GCC unroll 4
-          for (size_t i = 0; i < kTemplateCompletions; ++i) to[i] = t.entries[i];
-          e.completions = std::span<const Completion>(to, t.completion_count);
-          completion_used += t.completion_count;
-        }
-        comm = t.comm_after;
-        request_high = t.request_high_after;
-        avail |= t.avail_after;
-        at += nbytes;
-        ++n;
-        continue;
       }
     }
     // A zero header has no short-time bit either: scan() reports it.
@@ -984,10 +1045,8 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
         t.avail_after = avail & ~avail_before;
         t.completion = completion;
         t.completion_count = static_cast<uint8_t>(got);
-        t.comm_before = comm_before;
-        t.request_high_before = request_high_before;
-        t.comm_after = comm;
-        t.request_high_after = request_high;
+        t.context_before = pack_context(comm_before, request_high_before);
+        t.context_after = pack_context(comm, request_high);
         t.event = e;
         if (completion) std::copy_n(completion_buffer.data() + completion_used, kTemplateCompletions, t.entries);
       }
@@ -999,8 +1058,20 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
   p = at;
   chain = time;
   if (n > first) {
-    backwards += (out[first].enter < last_enter) + (time < out[first].enter);
+    const uint64_t first_enter = out[first].enter;
+    backwards += (first_enter < last_enter) + (time < first_enter);
     last_enter = time;
+    // Every leave is an enter in [first_enter, time] plus a short duration:
+    // bounds without a test an event, unless the chain wrapped.
+    constexpr uint64_t kLongestShort = format::kShortTimeLimit - 1;
+    static_assert(kLongestShort == 0xFFFFu, "a short duration is w1's high half");
+    if (time >= first_enter && time <= UINT64_MAX - kLongestShort) [[likely]] {
+      least = std::min(least, first_enter);
+      most = std::max(most, time + kLongestShort);
+    } else {
+      least = 0;
+      most = UINT64_MAX;
+    }
   }
   context_comm = comm;
   context_request_high = request_high;

@@ -35,6 +35,8 @@ struct RankTrace::MergedCursor::Impl {
   std::vector<Event> batch;
   std::vector<uint8_t> batch_groups;
   size_t batch_limit = kBatchEvents;  // limit_batch()
+  // batch_leave_bounds() of the last batch.
+  uint64_t batch_least = 0, batch_most = UINT64_MAX;
   bool last_batch_full = true;
   const reader::ChunkRef* chunk_of_last = nullptr;  // one stream: where the last event started
   bool set_aside = false;  // release_file() put its cursors aside: take them back first
@@ -247,6 +249,11 @@ bool RankTrace::MergedCursor::next(Event& e) {
 // record that could grow the entry buffers (a continuation may follow, or the
 // buffers are full) is decoded only as a batch's first event, and ends it: it
 // is kept prepared (Cursor::Impl::ready) for the next batch.
+std::pair<uint64_t, uint64_t> RankTrace::MergedCursor::batch_leave_bounds() const {
+  if (!impl_) return {0, UINT64_MAX};
+  return {impl_->batch_least, impl_->batch_most};
+}
+
 void RankTrace::MergedCursor::limit_batch(size_t events) {
   if (impl_ && impl_->batch.empty()) impl_->batch_limit = std::clamp<size_t>(events, 1, kBatchEvents);
 }
@@ -284,6 +291,7 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
     m.last_batch_full = false;
     if (!next(out[0])) return {};
     groups[0] = kAllGroups;
+    m.batch_least = m.batch_most = out[0].leave;
     return {out, 1};
   }
   Cursor::Impl& c = *m.cursors[0];
@@ -310,10 +318,11 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
   const bool lists = first.kind == kCompletion || first.kind == kRequestOp;
   const bool continued = lists && first.rec && c.may_continue();
   c.fill<true>(out[0], first, &groups[0]);
+  uint64_t least = out[0].leave, most = out[0].leave;
   if (!continued) {
     while (n < limit) {
       // The common records in a run; the one it stops at the general way.
-      n = c.run_fixed(out, groups, n, limit);
+      n = c.run_fixed(out, groups, n, limit, least, most);
       if (n == limit) break;
       Cursor::Impl::Prepared r;  // one per record, so that it can stay in registers
       if (!c.scan<true>(r)) break;
@@ -325,11 +334,15 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
         }
       }
       c.fill<true>(out[n], r, &groups[n]);
+      least = std::min(least, out[n].leave);
+      most = std::max(most, out[n].leave);
       ++n;
     }
   }
   c.events += n - (first_counts ? 0 : 1);
   m.last_batch_full = n == limit;
+  m.batch_least = least;
+  m.batch_most = most;
   return {out, n};
 }
 

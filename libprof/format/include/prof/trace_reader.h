@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "prof/trace_format.h"
@@ -319,6 +320,12 @@ class RankTrace {
     // next() would have; on a rank of several streams it holds one event.
     static constexpr size_t kBatchEvents = 64;
     std::span<const Event> next_batch();
+    // Bounds on the leave times of the last batch's events: each lies in
+    // [first, second]. Not necessarily reached (a run of short-time records
+    // gives its first enter and its last enter plus the longest short
+    // duration), so a check that all leaves lie in a range can pass on them
+    // at no cost an event and look at the events only when they fail.
+    std::pair<uint64_t, uint64_t> batch_leave_bounds() const;
     // Batches of at most `events` (1 to kBatchEvents; before the first call): a
     // reader of many cursors bounds their decoded events together (140 bytes an
     // event). A cursor's batch grows to the bound as batches come out full.
