@@ -12,6 +12,7 @@
 
 #include "block_cut.h"
 #include "interval_steps.h"
+#include "p2p_steps.h"
 #include "run_record.h"
 
 namespace prof::analysis {

@@ -66,12 +66,12 @@
 //     distributed.cpp; tests/analyzer/streaming_test.cpp, mpi_job_test.cpp).
 //
 // This header declares the engine's state and steps; they are defined by
-// concept: analysis.cpp (phases and decoding), p2p_matching.cpp,
-// collective_matching.cpp, interval_steps.h (a marker's steps, inline in the
-// decode loop), run_warnings.cpp and distributed.cpp (workers spread over
-// processes). Parts that own their state, each in a header of its own with
-// its invariants: PhaseMail (the records workers hand each other and their
-// mailboxes, phase_mail.h), Owner (a worker's collective instances in flight,
+// concept: analysis.cpp (phases and decoding), p2p_matching.cpp, p2p_steps.h
+// (a message's steps), collective_matching.cpp, interval_steps.h (a marker's
+// steps; both inline in the decode loop), run_warnings.cpp and distributed.cpp
+// (workers spread over processes). Parts that own their state, each in a
+// header of its own with its invariants: PhaseMail (the records workers hand
+// each other and their mailboxes, phase_mail.h), Owner (a worker's collective instances in flight,
 // collective_owner.h), GlobalTree (the tree across ranks and its figures,
 // global_tree.h), DelayResults (root causes and the critical path,
 // delay_results.h), AnalysisWindow (the window a report covers and how the

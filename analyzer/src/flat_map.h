@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -157,21 +158,21 @@ class Fifo {
   bool empty() const { return count_ == 0; }
   size_t size() const { return count_; }
   void push(const T& v) {
-    if (count_ == items_.size()) [[unlikely]] grow();
-    items_[(head_ + count_) & (items_.size() - 1)] = v;
+    if (count_ == capacity_) [[unlikely]] grow();
+    items_[(head_ + count_) & (capacity_ - 1)] = v;
     ++count_;
   }
   T& front() { return items_[head_]; }
   T pop() {
     const T v = items_[head_];
-    head_ = (head_ + 1) & (items_.size() - 1);
+    head_ = (head_ + 1) & (capacity_ - 1);
     --count_;
     return v;
   }
   // Removes the last element equal by `match` (a cancelled send); false if none.
   template <class P>
   bool remove_last_if(P&& match) {
-    const size_t mask = items_.size() - 1;
+    const size_t mask = capacity_ - 1;
     for (size_t i = count_; i-- > 0;) {
       if (match(items_[(head_ + i) & mask])) {
         for (size_t j = i + 1; j < count_; ++j) items_[(head_ + j - 1) & mask] = items_[(head_ + j) & mask];
@@ -184,13 +185,18 @@ class Fifo {
 
  private:
   [[gnu::noinline]] void grow() {
-    std::vector<T> next(items_.empty() ? 8 : items_.size() * 2);
-    for (size_t i = 0; i < count_; ++i) next[i] = items_[(head_ + i) & (items_.size() - 1)];
+    const size_t capacity = capacity_ == 0 ? 8 : capacity_ * 2;
+    std::unique_ptr<T[]> next(new T[capacity]);
+    for (size_t i = 0; i < count_; ++i) next[i] = items_[(head_ + i) & (capacity_ - 1)];
     items_ = std::move(next);
+    capacity_ = capacity;
     head_ = 0;
   }
 
-  std::vector<T> items_;  // the ring; its size is the capacity
+  // The ring and its capacity, apart: a vector's size() divides by the item's
+  // size (a multiply for a 40-byte item) at every push and pop.
+  std::unique_ptr<T[]> items_;
+  size_t capacity_ = 0;
   size_t head_ = 0;
   size_t count_ = 0;
 };

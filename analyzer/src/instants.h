@@ -117,7 +117,7 @@ class BasicHoldQueue {
     ++count_;
     return base_ + count_ - 1;
   }
-  void release(uint64_t token) {
+  [[gnu::always_inline]] void release(uint64_t token) {
     // One test for kNone, released and not yet made (unsigned wrap).
     if (token - base_ >= count_) return;
     state_[slot_of(token)] = kReleased;

@@ -716,7 +716,9 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
           });
           continue;
         }
-        const bool ran = !r->persistent() || r->started;  // a persistent one not started: nothing
+        // (Kept: the handler's stores below could alias the request's type.)
+        const bool persistent = r->persistent();
+        const bool ran = !persistent || r->started;  // a persistent one not started: nothing
         switch (r->type) {
           case Request::Recv:
           case Request::PRecv:
@@ -752,7 +754,7 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
           default:
             break;
         }
-        if (r->persistent()) r->started = false;  // it stays until MPI_Request_free
+        if (persistent) r->started = false;  // it stays until MPI_Request_free
         else retire(r);
       }
       break;
