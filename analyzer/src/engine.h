@@ -577,7 +577,7 @@ struct alignas(64) Rank {
     interp.release_pass_state();
     slot_of = {};
     channels = {};
-    channel_store = {};
+    channel_store = std::vector<Channel>();  // (move-only: not `= {}`)
     for (CachedChannel& c : channel_cache) c.index = 0;
     for (SentChannel& c : sent_cache) c = SentChannel{};
     node_index = {};
