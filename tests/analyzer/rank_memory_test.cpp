@@ -122,21 +122,32 @@ void build_ranks(TraceBuilder& b, int ranks) {
   b.close();
 }
 
-// Peak heap of one analysis (one worker, so the order of allocations is the
-// same every run) of `ranks` ranks, each with Init, a send to its right
-// neighbour and a receive from its left, two Allreduces in a nested interval
-// and Finalize, above what was live before it.
-long long analysis_peak(int ranks) {
-  TraceBuilder b(ranks, 42, true, 4096);
-  build_ranks(b, ranks);
+// One plain analysis of `dir` with one worker (so the order of allocations
+// is the same every run) and its peak heap above what was live before it.
+struct Measured {
+  analysis::Analysis analysis;
+  long long peak = 0;
+};
+Measured measured_analysis(const std::string& dir) {
   analysis::Options o;
   o.threads = 1;
   const long long before = live_bytes.load();
   peak_bytes.store(before);
-  const analysis::Analysis a = analysis::analyze(b.dir(), o);
-  EXPECT_TRUE(a.usable());
-  EXPECT_EQ(a.stats.messages_matched, static_cast<uint64_t>(ranks));
-  return peak_bytes.load() - before;
+  Measured m{analysis::analyze(dir, o)};
+  m.peak = peak_bytes.load() - before;
+  return m;
+}
+
+// Peak heap of one analysis of `ranks` ranks, each with Init, a send to its
+// right neighbour and a receive from its left, two Allreduces in a nested
+// interval and Finalize.
+long long analysis_peak(int ranks) {
+  TraceBuilder b(ranks, 42, true, 4096);
+  build_ranks(b, ranks);
+  const Measured m = measured_analysis(b.dir());
+  EXPECT_TRUE(m.analysis.usable());
+  EXPECT_EQ(m.analysis.stats.messages_matched, static_cast<uint64_t>(ranks));
+  return m.peak;
 }
 
 // What it holds (heaptrack, prof-analyze -j 1 on 2048 ranks of 25 events):
@@ -222,12 +233,9 @@ TEST(RankMemory, EachProcessOfAJobPeaksAtAboutItsBlocksShare) {
   constexpr int kRanks = 1024;
   TraceBuilder b(kRanks, 44, true, 4096);
   build_ranks(b, kRanks);
-  analysis::Options o;
-  o.threads = 1;
-  const long long before = live_bytes.load();
-  peak_bytes.store(before);
-  const analysis::Analysis plain = analysis::analyze(b.dir(), o);
-  const long long plain_peak = peak_bytes.load() - before;
+  const Measured measured = measured_analysis(b.dir());
+  const analysis::Analysis& plain = measured.analysis;
+  const long long plain_peak = measured.peak;
   ASSERT_TRUE(plain.usable());
   const JobPeaks job = job_peaks(b.dir());
   ASSERT_TRUE(job.report.usable());
