@@ -243,12 +243,6 @@ bool RankTrace::MergedCursor::next(Event& e) {
   return true;
 }
 
-
-// One stream: the first event may enter the next chunk (or end the stream);
-// the others are read within the chunk it starts in. A Completion or RequestOp
-// record that could grow the entry buffers (a continuation may follow, or the
-// buffers are full) is decoded only as a batch's first event, and ends it: it
-// is kept prepared (Cursor::Impl::ready) for the next batch.
 std::pair<uint64_t, uint64_t> RankTrace::MergedCursor::batch_leave_bounds() const {
   if (!impl_) return {0, UINT64_MAX};
   return {impl_->batch_least, impl_->batch_most};
@@ -274,6 +268,11 @@ void RankTrace::MergedCursor::release_file() {
   impl_->set_aside = true;
 }
 
+// One stream: the first event may enter the next chunk (or end the stream);
+// the others are read within the chunk it starts in. A Completion or RequestOp
+// record that could grow the entry buffers (a continuation may follow, or the
+// buffers are full) is decoded only as a batch's first event, and ends it: it
+// is kept prepared (Cursor::Impl::ready) for the next batch.
 std::span<const Event> RankTrace::MergedCursor::next_batch() {
   if (!impl_) return {};
   Impl& m = *impl_;
