@@ -390,7 +390,7 @@ void Engine::setup() {
   if (delay_on_) log_spill_ = std::make_unique<LogSpill>();
   // (The root causes' log takes each wait with its partner.)
   waits_on_ = opt_.wait_states || delay_on_;
-  unsigned hw = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
+  unsigned hw = opt_.worker_threads();
   const unsigned per_proc = hw;
   if (spread_.spread()) hw *= static_cast<unsigned>(spread_.procs());  // each process runs `hw` of them
   // A short window served by the index: one worker unless asked for more.
@@ -724,6 +724,11 @@ std::string IntervalNode::source_label() const {
   return hex(address);
 }
 
+unsigned Options::worker_threads() const {
+  if (threads) return threads;
+  return cores ? cores : std::max(1u, std::thread::hardware_concurrency());
+}
+
 // A whole analysis also writes the window index where the trace has no usable
 // one (WindowIndexJob): while it runs, on threads of idle priority beyond its
 // workers (as many as Options::threads allows), and once the result is out, on
@@ -732,7 +737,7 @@ std::string IntervalNode::source_label() const {
 Analysis analyze(const trace::TraceDir& dir, const Options& options) {
   Analysis a;
   std::unique_ptr<WindowIndexJob> index;
-  const unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = options.worker_threads();
   try {
     Registry reg;
     // (Not in an MPI job whose processes hold only their blocks' files: the

@@ -16,7 +16,7 @@ bool AnalysisWindow::plan_window(const trace::TraceDir& dir, const Registry& reg
     index_note_ = "not used: disabled";
     return false;
   }
-  const unsigned hw = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned hw = opt.worker_threads();
   index_ = load_or_build_window_index(dir, reg, w2i, hw,
                                       IndexWriting{opt.write_window_index, opt.window_index_in_cache}, &index_note_);
   if (!index_.unusable.empty()) {

@@ -397,7 +397,10 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   // The process ends with the analysis: the index is written when cores the
   // analysis left free built it meanwhile (else the first --window builds it).
   opt.window_index_after_result = finish_index;
-  if (mpi && mpi->size() > 1) opt.exchange = mpi;
+  if (mpi && mpi->size() > 1) {
+    opt.exchange = mpi;
+    opt.cores = prof::analyze_cli::cores_per_process();
+  }
   // (In a job no process holds every rank file, which the index reads: the
   // first --window builds it.)
   if (!td.holder.empty()) opt.write_window_index = false;

@@ -4,10 +4,12 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace prof::analyze_cli {
@@ -96,6 +98,17 @@ bool launched_as_mpi_job() {
   for (const char* size : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"})
     if (set(size)) return std::strcmp(std::getenv(size), "1") != 0;
   return set("PMIX_RANK") || set("PMI_RANK");
+}
+
+unsigned cores_per_process() {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  for (const char* local : {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
+    if (!set(local)) continue;
+    char* end = nullptr;
+    const unsigned long processes = std::strtoul(std::getenv(local), &end, 10);
+    if (*end == '\0' && processes > 0) return std::max(1u, cores / static_cast<unsigned>(std::min<unsigned long>(processes, cores)));
+  }
+  return cores;
 }
 
 std::unique_ptr<analysis::Exchange> start_mpi(int* argc, char*** argv) {

@@ -14,6 +14,12 @@ namespace prof::analyze_cli {
 // MPI, PMIX_RANK for PMIx launchers).
 bool launched_as_mpi_job();
 
+// The cores each process of the job may use: the machine's divided by the
+// job's processes on this node (MPI_LOCALNRANKS from MPICH's hydra,
+// OMPI_COMM_WORLD_LOCAL_SIZE from Open MPI); every core where the launcher
+// does not say.
+unsigned cores_per_process();
+
 // MPI_Init and the world communicator as an Exchange.
 std::unique_ptr<analysis::Exchange> start_mpi(int* argc, char*** argv);
 

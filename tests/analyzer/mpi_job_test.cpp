@@ -14,6 +14,8 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <string>
+#include <thread>
 
 #include "trace_builder.h"
 
@@ -347,6 +349,19 @@ TEST(MpiJob, ProcessZeroDecodesOnlyItsBlock) {
   }
   EXPECT_EQ(lines, 3);
   EXPECT_EQ(decoding, 1) << job.messages;
+}
+
+// Without -j, the processes of a job on one node share its cores: two
+// processes run half the machine's workers each (at least one), not a
+// worker per core each, which would oversubscribe the node by default.
+TEST(MpiJob, ProcessesOfOneNodeShareItsCoresByDefault) {
+  TraceBuilder b(16);
+  build_ring(b, 16);
+  const Outputs job = run(2, b.dir(), "-o /dev/null -q", "PROF_ANALYZE_WORKER_STATS=1");
+  ASSERT_EQ(job.status, 0) << job.messages;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned each = std::max(1u, cores / std::min(2u, cores));
+  EXPECT_NE(job.messages.find("workers: " + std::to_string(2 * each) + ","), std::string::npos) << job.messages;
 }
 
 // Memory per process grows with its block, not with the trace: over 300

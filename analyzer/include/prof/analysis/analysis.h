@@ -351,8 +351,15 @@ struct Analysis {
 class Exchange;  // exchange.h
 
 struct Options {
-  // Worker threads; 0: one per core (never more than ranks).
+  // Worker threads; 0: one per core this process may use (never more than
+  // ranks).
   unsigned threads = 0;
+  // The cores this process may use where `threads` is 0; 0: every core of
+  // the machine. The processes of an MPI job that share a node divide its
+  // cores, so that a job on one node is not oversubscribed by default.
+  unsigned cores = 0;
+  // `threads`, else `cores`, else the machine's cores (at least 1).
+  unsigned worker_threads() const;
   // Only this stretch of time (seconds from the trace's start, its earliest
   // event), docs/metrics.md "A window of time": executions, calls, waits and
   // transfers count with their part inside it. The default is the whole run.
