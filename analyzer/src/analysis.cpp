@@ -79,18 +79,33 @@ void on_each_worker(unsigned lo, unsigned hi, bool alone, Work&& work) {
 }  // namespace
 
 // Inlined into the interpreter's call dispatch (its only caller, instantiated
-// below in Engine::decode): a call's frame once, not twice.
+// below in Engine::decode): a call's frame once, not twice. The common call
+// (Rank::plain_calls, not MPI_Finalize) tests one flag for the root, the
+// window and the threads.
 [[gnu::always_inline]] inline bool Handler::call(const Event& e, const FuncInfo& fi, double enter, double leave) {
+  if (r.plain_calls && !(fi.role & kRoleFinalize)) [[likely]] {
+    r.intervals.plain_call(leave);
+    NodeAcc& a = r.acc[r.node(e.stream)];
+    const double dur = leave - enter;
+    a.in.level[kMpiCallSpan] += dur;
+    if (fi.role & kRoleStartsOp) a.in.level[kStartCallSpan] += dur;
+    count_call(a, e, fi, dur);
+    return true;
+  }
+  return call_not_plain(e, fi, enter, leave);
+}
+
+[[gnu::noinline]] bool Handler::call_not_plain(const Event& e, const FuncInfo& fi, double enter, double leave) {
   if (!r.intervals.call(fi, enter, leave, *this)) return false;
   NodeAcc& a = r.acc[r.node(e.stream)];
   // Counted with its part inside the window (all of it without one).
   double dur = leave - enter;
-  if (eng.window_.windowed()) [[unlikely]] {
+  if (eng.window_.windowed()) {
     if (leave < eng.window_.lo() || enter > eng.window_.hi()) return true;
     dur = std::min(leave, eng.window_.hi()) - std::max(enter, eng.window_.lo());
   }
   const bool starts = fi.role & kRoleStartsOp;
-  if (r.threaded) [[unlikely]] {
+  if (r.threaded) {
     // Calls of several threads may overlap: the union counts.
     r.instants.add(enter, leave, kMpiCallSpan, kDecodeLane);
     if (starts) r.instants.add(enter, leave, kStartCallSpan, kDecodeLane);
@@ -99,6 +114,12 @@ void on_each_worker(unsigned lo, unsigned hi, bool alone, Work&& work) {
     a.in.level[kMpiCallSpan] += dur;
     if (starts) a.in.level[kStartCallSpan] += dur;
   }
+  count_call(a, e, fi, dur);
+  return true;
+}
+
+// A call's counts in its node and the function profile.
+[[gnu::always_inline]] inline void Handler::count_call(NodeAcc& a, const Event& e, const FuncInfo& fi, double dur) {
   ++a.calls;
   ++r.calls;
   FuncStat& fs = r.function_stat(a, e, fi);
@@ -107,11 +128,11 @@ void on_each_worker(unsigned lo, unsigned hi, bool alone, Work&& work) {
   const unsigned kind = static_cast<unsigned>(e.kind);
   if (kind < 32 && (kBytesKinds >> kind & 1)) fs.bytes += e.bytes;
   else if (e.kind == FuncKind::SendRecv) fs.bytes += e.bytes + e.recv_bytes;
-  return true;
 }
 
 void Engine::decode(Rank& r, unsigned w, int parity, int phase, uint64_t cap) {
   Handler h{*this, r, w, parity};
+  r.plain_calls = r.intervals.in_root() && !window_.windowed() && !r.threaded;
   uint64_t n = 0;
   // (In locals: the handler's stores cannot alias them.)
   const double end = win_end_;

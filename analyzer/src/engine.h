@@ -407,6 +407,10 @@ struct alignas(64) Rank {
   FlatMap<NodeKey, uint32_t, NodeKeyHash> node_index;
   // Several threads: MPI and Start time are unions too, and markers nest per thread.
   bool threaded;
+  // Calls now count as plain ones (Handler::call's common case, one test):
+  // inside the root, on a whole run (no window), of one thread. Set by
+  // Engine::decode and as the root starts or ends.
+  bool plain_calls = false;
   InstantSets instants;
   WaitKindSets waits;  // the wait states by kind, in the same contexts
   // Options::wait_states (or delay_analysis, whose log takes each wait with
@@ -666,6 +670,8 @@ struct Handler {
   int parity;
 
   bool call(const Event& e, const FuncInfo& fi, double enter, double leave);
+  bool call_not_plain(const Event& e, const FuncInfo& fi, double enter, double leave);
+  void count_call(NodeAcc& a, const Event& e, const FuncInfo& fi, double dur);
   bool continuation() const { return r.intervals.in_root(); }
   void marker(const Event& e, double enter, double leave);
   void send(const ChannelKey& k, double enter, double leave, const Event& e);

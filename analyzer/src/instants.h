@@ -109,23 +109,36 @@ class BasicHoldQueue {
   // The state bit a release sets; the owner's mark bits are the others.
   static constexpr uint8_t kReleased = 1;
 
+  // (The members are read into locals before the state byte's store, and
+  // written back after it: a byte store may alias any of them, so the
+  // compiler would read each again after it.)
   [[gnu::always_inline]] uint64_t add(double t) {
-    if (count_ == capacity_) grow();
-    const size_t slot = (head_ + count_) & (capacity_ - 1);
+    if (count_ == capacity_) [[unlikely]] grow();
+    const size_t count = count_;
+    const uint64_t token = base_ + count;
+    const size_t slot = (head_ + count) & (capacity_ - 1);
+    count_ = count + 1;
     times_[slot] = t;
     state_[slot] = 0;
-    ++count_;
-    return base_ + count_ - 1;
+    return token;
   }
   [[gnu::always_inline]] void release(uint64_t token) {
     // One test for kNone, released and not yet made (unsigned wrap).
-    if (token - base_ >= count_) return;
-    state_[slot_of(token)] = kReleased;
-    while (count_ > 0 && state_[head_] & kReleased) {
-      head_ = (head_ + 1) & (capacity_ - 1);
-      --count_;
-      ++base_;
+    size_t count = count_;
+    uint64_t base = base_;
+    if (token - base >= count) return;
+    size_t head = head_;
+    const size_t mask = capacity_ - 1;
+    uint8_t* const state = state_.data();
+    state[(head + (token - base)) & mask] = kReleased;
+    while (count > 0 && state[head] & kReleased) {
+      head = (head + 1) & mask;
+      --count;
+      ++base;
     }
+    head_ = head;
+    count_ = count;
+    base_ = base;
   }
   // The time of the oldest hold still in force (+inf when none).
   double oldest() const {

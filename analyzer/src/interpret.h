@@ -281,22 +281,11 @@ struct Request {
   uint64_t comm_time = 0;
   // (One bit test, not three compares: asked on every completion.)
   bool persistent() const { return (1u << type) & (1u << PSend | 1u << PRecv | 1u << PColl); }
-  // Back to Request{}, member by member: 16 instructions fewer than
-  // `*this = Request{}` as GCC 12 compiles it, once per Isend and Irecv.
-  void reset() {
-    type = Send;
-    active = started = a2a = false;
-    comm = nullptr;
-    peer = tag = -1;
-    key = ChannelKey{};
-    send_enter = issue = 0;
-    hold = UINT64_MAX;
-    instance = 0;
-    next = comm_handle = 0;
-    comm_time = 0;
-  }
 };
-static_assert(sizeof(Request) == 96, "a member added to Request must be reset in Request::reset()");
+// A call that makes a request sets each member but `next` once
+// (Interpreter::new_request): resetting it first cost a second store of
+// most of them on every Isend and Irecv.
+static_assert(sizeof(Request) == 96, "a member added to Request must be set where dispatch_call makes one");
 
 // The handler gets (all times global ns):
 //   bool call(const Event&, const FuncInfo&, double enter, double leave)
@@ -449,21 +438,18 @@ class Interpreter {
     if (r) m = RequestMemo::Entry{handle, r};
     return r;
   }
-  // A new request on `handle`, reset to Request{}, for the caller to fill in
-  // place: the oldest request on a handle stays first (in the map), the others
-  // follow in the spill in issue order. (Filled in place, not built on the
-  // stack and copied: the copy's wide loads of fields just stored narrow
-  // cannot be forwarded from the store buffer and stall on every Isend and
-  // Irecv.) The reference lasts until the next request is added. (The
-  // common case inline in the decode loop: a handle used again is reset
-  // where the caller's stores that follow make most of the reset's dead,
-  // and without a call that spills the caller's registers.)
+  // A new request on `handle`, for the caller to fill in place: each member
+  // but `next` (0 here), whatever it holds. The oldest request on a handle
+  // stays first (in the map), the others follow in the spill in issue order.
+  // (Filled in place, not built on the stack and copied: the copy's wide
+  // loads of fields just stored narrow cannot be forwarded from the store
+  // buffer and stall on every Isend and Irecv.) The reference lasts until
+  // the next request is added. (The common case inline in the decode loop:
+  // a handle used again, without a call that spills the caller's registers.)
   [[gnu::always_inline]] Request& new_request(uint32_t handle) {
     Request* first = find_request(handle);
-    if (first && !first->active) [[likely]] {  // a handle used again (an inactive one has no followers)
-      first->reset();
+    if (first && !first->active) [[likely]]  // a handle used again (an inactive one has no followers)
       return *first;
-    }
     return new_request_on_new_or_busy_handle(handle, first);
   }
   [[gnu::noinline]] Request& new_request_on_new_or_busy_handle(uint32_t handle, Request* first) {
@@ -670,18 +656,25 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
       }
       Request* r = &new_request(e.request);
       const bool mapped = c && e.peer != format::kProcNull && channel(*c, e.peer, e.tag, true, &r->key, h);
+      if (!mapped) r->key = ChannelKey{};
       if (!persistent && mapped) h.send(r->key, enter, leave, e);
+      uint64_t hold = HoldQueue::kNone;
       // (The analysis: the Isend's hold until its late receiver is known.)
       if constexpr (requires { h.isend_hold(); })
-        if (!persistent && mapped) r->hold = h.isend_hold();
+        if (!persistent && mapped) hold = h.isend_hold();
       r->type = persistent ? Request::PSend : Request::Send;
       r->active = true;
+      r->started = false;
+      r->a2a = false;
       r->comm = mapped ? c : nullptr;  // nothing to send (PROC_NULL) or unmappable: none
-      r->comm_handle = e.comm;
-      r->comm_time = e.enter;
       r->peer = e.peer;
       r->tag = e.tag;
       r->send_enter = enter;
+      r->issue = 0;
+      r->hold = hold;
+      r->instance = 0;
+      r->comm_handle = e.comm;
+      r->comm_time = e.enter;
       break;
     }
     case FuncKind::Irecv: {
@@ -693,13 +686,18 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
       Request& r = new_request(e.request);
       r.type = persistent ? Request::PRecv : Request::Recv;
       r.active = true;
+      r.started = false;
+      r.a2a = false;
       r.comm = c;
-      r.comm_handle = e.comm;
-      r.comm_time = e.enter;
       r.peer = e.peer;
       r.tag = e.tag;
+      r.key = ChannelKey{};
+      r.send_enter = 0;
       r.issue = enter;
       r.hold = hold;
+      r.instance = 0;
+      r.comm_handle = e.comm;
+      r.comm_time = e.enter;
       break;
     }
     case FuncKind::Completion: {
@@ -820,11 +818,16 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
       Request& r = new_request(e.request);
       r.type = persistent ? Request::PColl : Request::Coll;
       r.active = true;
+      r.started = false;
       r.a2a = a2a;
       r.comm = c;
+      r.peer = r.tag = -1;
+      r.key = ChannelKey{};
+      r.send_enter = r.issue = 0;
+      r.hold = HoldQueue::kNone;
+      r.instance = instance;
       r.comm_handle = e.comm;
       r.comm_time = e.enter;
-      r.instance = instance;
       break;
     }
     default:

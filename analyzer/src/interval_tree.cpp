@@ -8,6 +8,7 @@
 namespace prof::analysis::detail {
 
 void Handler::root_started(double t) {
+  r.plain_calls = !eng.window_.windowed() && !r.threaded;
   r.acc[0].first_enter = t;
   r.set_context(t, r.context());
 }
@@ -33,6 +34,7 @@ uint32_t Handler::child_node(const Event& e, uint32_t parent) {
 }
 
 void Handler::root_ended(double t) {
+  r.plain_calls = false;
   eng.close_exec(r, 0, r.intervals.root_start(), t);
   r.set_context(t, kNoContext);
 }

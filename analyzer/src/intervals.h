@@ -87,6 +87,9 @@ class IntervalTracker {
     }
     return call_at_root_edge(fi, enter, leave, h);
   }
+  // What call() does for a call its caller knows is inside the root and not
+  // MPI_Finalize (Rank::plain_calls).
+  [[gnu::always_inline]] void plain_call(double leave) { last_leave_ = std::max(last_leave_, leave); }
 
  private:
   template <IntervalHandler H>

@@ -84,7 +84,7 @@ class MirroredRing {
       memory_.release();
       memory_ = RingMemory{};
       begin_ = end_ = nullptr;
-      capacity_ = 0;
+      capacity_ = capacity_bytes_ = 0;
       swap(o);
     }
     return *this;
@@ -108,8 +108,9 @@ class MirroredRing {
   const T& back() const { return end_[-1]; }
 
   [[gnu::always_inline]] void push_back(const T& v) {
-    // (A heap buffer's records start at its base: full is size() == capacity_ too.)
-    if (size() == capacity_) [[unlikely]] grow();
+    // (A heap buffer's records start at its base: full is size() == capacity_
+    // too. Compared in bytes: a count of records divides by sizeof(T).)
+    if (bytes_between(begin_, end_) == capacity_bytes_) [[unlikely]] grow();
     std::memcpy(static_cast<void*>(end_), &v, sizeof(T));
     ++end_;
   }
@@ -131,6 +132,9 @@ class MirroredRing {
   void clear() { drop_front(size()); }
 
  private:
+  static size_t bytes_between(const T* a, const T* b) {
+    return static_cast<size_t>(reinterpret_cast<const std::byte*>(b) - reinterpret_cast<const std::byte*>(a));
+  }
   size_t bytes_from_base(const T* p) const {
     return static_cast<size_t>(reinterpret_cast<const std::byte*>(p) - memory_.base);
   }
@@ -153,12 +157,14 @@ class MirroredRing {
     begin_ = reinterpret_cast<T*>(memory_.base);
     end_ = begin_ + live;
     capacity_ = memory_.bytes / sizeof(T);
+    capacity_bytes_ = capacity_ * sizeof(T);
   }
   void swap(MirroredRing& o) noexcept {
     std::swap(memory_, o.memory_);
     std::swap(begin_, o.begin_);
     std::swap(end_, o.end_);
     std::swap(capacity_, o.capacity_);
+    std::swap(capacity_bytes_, o.capacity_bytes_);
     std::swap(allow_mirror_, o.allow_mirror_);
   }
 
@@ -166,6 +172,7 @@ class MirroredRing {
   T* begin_ = nullptr;
   T* end_ = nullptr;
   size_t capacity_ = 0;  // records that fit in one view (N / sizeof(T))
+  size_t capacity_bytes_ = 0;  // capacity_ * sizeof(T)
   bool allow_mirror_ = true;
 };
 

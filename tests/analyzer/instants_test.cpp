@@ -157,6 +157,29 @@ TEST(Instants, PersistentReceiveNeverStartedIsNoReceive) {
   EXPECT_NEAR(rank_of(a.intervals[0], 0)->potential_sync, 0, kTol);
 }
 
+// A handle freed while its persistent receive was started, then given to a
+// new persistent receive that is waited on without a Start: the new request
+// is not started (nothing of the last one on its handle carries over), so
+// nothing was received.
+TEST(Instants, RequestOnReusedHandleStartsAfresh) {
+  TraceBuilder b(2);
+  const uint32_t p = 0xAC000580u;
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.p2p(0, RecvInit, FuncKind::Irecv, 2 * kMs, 2 * kMs, 1, 3, 8, kWorld, p);
+  b.request_op(0, Start, 3 * kMs, 3 * kMs, {p});
+  b.request_op(0, RequestFree, 4 * kMs, 4 * kMs, {p});  // completes unseen
+  b.p2p(0, RecvInit, FuncKind::Irecv, 5 * kMs, 5 * kMs, 1, 3, 8, kWorld, p);
+  b.wait(0, Wait, 6 * kMs, 6010 * kUs, {TraceBuilder::done(p)});
+  b.request_op(0, RequestFree, 7 * kMs, 7 * kMs, {p});
+  for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+  const auto a = analyze_usable(b);
+  EXPECT_TRUE(a.warnings.empty()) << warnings_text(a);
+  EXPECT_EQ(a.stats.unmatched_receives, 0u);
+  EXPECT_EQ(a.stats.messages_matched, 0u);
+  EXPECT_NEAR(rank_of(a.intervals[0], 0)->potential_sync, 0, kTol);
+}
+
 // Then started twice: each start is one receive, waiting from its Start.
 TEST(Instants, PersistentReceiveWaitsFromEachStart) {
   TraceBuilder b(2);
