@@ -196,6 +196,10 @@ struct RankTrace::Cursor::Impl {
     uint64_t context_before = 0, context_after = 0;
     Event event;
     Completion entries[kTemplateCompletions];
+    // The template that the last hit after this one's hit found: in a loop,
+    // the next record's, so the hit loop looks it up without hashing. Any
+    // of `templates` (a guess that the header test confirms), never null.
+    RepeatTemplate* next = nullptr;
   };
   std::vector<RepeatTemplate> templates;
   // A template's Event is of a kind run_fixed decodes (a fixed-size one or a
@@ -323,6 +327,21 @@ struct RankTrace::Cursor::Impl {
     return fits;
   }
   bool lists_short = false;  // a batch was cut for want of room in the entry buffers
+  // A batch's Event holds requests or a call in flight (kGroupRequests,
+  // kGroupInFlight: fill<true> of a RequestOp or of the call in flight).
+  // MergedCursor::next_batch puts them back to their defaults before the
+  // next batch (clear_batch_tails), so that a template copy, which writes
+  // neither, needs no test of its slot.
+  bool batch_tails_set = false;
+  static constexpr uint8_t kTailGroups = kGroupRequests | kGroupInFlight;
+  void clear_batch_tails(Event* out, uint8_t* groups, size_t n) {
+    batch_tails_set = false;
+    for (size_t i = 0; i < n; ++i)
+      if (const uint8_t tail = groups[i] & kTailGroups) {
+        reset_groups(out[i], tail);
+        groups[i] &= static_cast<uint8_t>(~tail);
+      }
+  }
 
   ~Impl() {
     leave_chunk();
@@ -491,7 +510,7 @@ struct RankTrace::Cursor::Impl {
   // own within run_fixed's, whose few locals stay in registers (a copy in the
   // outer loop, among the full decode's many, went through the stack).
   [[gnu::always_inline]] inline size_t copy_repeats(Event* out, uint8_t* groups, size_t n, size_t max,
-                                                    const RepeatTemplate* slot, RunState s);
+                                                    RepeatTemplate* slot, RunState s);
   [[gnu::noinline, gnu::cold]] void bad_record(const uint8_t* at, int why, uint32_t detail);
   [[gnu::noinline, gnu::cold]] bool chunk_end();
   // At the stream's end: prepares its call in flight (Prepared::rec null),
@@ -815,7 +834,10 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
     fill_in_flight(e, r);
     e.call_site = 0;  // its site is an address (Event::site)
     e.call_site_index = 0;
-    if constexpr (kOwned) *groups = kAllGroups;
+    if constexpr (kOwned) {
+      *groups = kAllGroups;
+      batch_tails_set = true;
+    }
     return;
   }
   const uint32_t w0 = load32(r.rec);
@@ -842,6 +864,7 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
       const uint8_t whole = completion ? kKindWholeGroups<FuncKind::Completion> : kKindWholeGroups<FuncKind::RequestOp>;
       if (const uint8_t stale = *groups & ~whole) reset_groups(e, stale);
       *groups = completion ? kKindGroups<FuncKind::Completion> : kKindGroups<FuncKind::RequestOp>;
+      batch_tails_set |= !completion;
     }
     if (kind == FuncKind::Completion) {
       const size_t start = kOwned ? completion_used : 0;
@@ -872,7 +895,7 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
 }
 
 inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups, size_t n, size_t max,
-                                                    const RepeatTemplate* slot, RunState s) {
+                                                    RepeatTemplate* slot, RunState s) {
   using namespace format;
   const uint8_t* at = s.at;
   const uint8_t* const stop = end;
@@ -880,30 +903,35 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
   uint64_t context = pack_context(s.comm, s.request_high);
   uint8_t avail = s.avail;
   const RepeatRef* const refs = repeats.data();
-  const RepeatTemplate* const kept = templates.data();
+  RepeatTemplate* const kept = templates.data();
   Event* e = out + n;
   uint8_t* g = groups + n;
   // Records that may follow within the batch and the chunk, 8 bytes each
   // (the caller has found room for the first).
   size_t room = std::min(max - n, static_cast<size_t>(stop - at) / 8);
+  // The completion entries in locals (the stores into the Events could
+  // alias the members): a Completion is copied while kCompletionMax
+  // entries fit after the last, as run_fixed asks.
+  Completion* const entries = completion_buffer.data();
+  size_t used = completion_used;
+  const ptrdiff_t used_most = static_cast<ptrdiff_t>(completion_buffer.size()) - static_cast<ptrdiff_t>(kCompletionMax);
   for (;;) {
     // (The same header: the same function and repeat index, so the
     // template's ref_index is this record's reference.)
     const RepeatTemplate& t = *slot;
     if (t.ref != refs[t.ref_index].bits() || t.context_before != context) break;
-    if (const uint8_t tail = *g & (kGroupRequests | kGroupInFlight)) [[unlikely]] reset_groups(*e, tail);
-    copy_template_members(*e, t.event);
+    copy_template_members(*e, t.event);  // (the slot's tail groups are clear: clear_batch_tails)
     *g = t.groups;  // (so the slot stays as its groups say when a Completion stops here)
     if (t.completion) {
       // As run_fixed: no continuation may follow, and room for the entries.
       if (stop - at < 16 || (load32(at + 8) & (uint32_t{kContinuation} << 16)) ||
-          completion_used + kCompletionMax > completion_buffer.size())
+          static_cast<ptrdiff_t>(used) > used_most)
         break;
       // (Half or all of kTemplateCompletions entries: copies of fixed size,
       // within the room just tested; those past the count are not the
       // Event's. Entry by entry, unrolled: std::copy_n of the 128 bytes was
       // a call to memmove, about 21 instructions a repeated Waitall.)
-      Completion* to = completion_buffer.data() + completion_used;
+      Completion* to = entries + used;
       constexpr size_t kHalf = kTemplateCompletions / 2;
 #pragma GCC unroll 2
       for (size_t i = 0; i < kHalf; ++i) to[i] = t.entries[i];
@@ -912,7 +940,7 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
         for (size_t i = kHalf; i < kTemplateCompletions; ++i) to[i] = t.entries[i];
       }
       e->completions = std::span<const Completion>(to, t.completion_count);
-      completion_used += t.completion_count;
+      used += t.completion_count;
     }
     const uint32_t w1 = load32(at + 4);
     time += w1 & 0xFFFFu;
@@ -923,13 +951,20 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
     at += 8;
     ++e;
     ++g;
-    // The next record, if a short repeat whose template has its header.
+    // The next record, if a short repeat whose template has its header:
+    // first the one that followed this template's last time (a loop's).
     if (--room == 0) break;
     const uint32_t w0 = load32(at);
     if (!record_short_repeat(w0)) break;
-    slot = &kept[template_slot(w0)];
-    if (slot->w0 != w0) break;
+    RepeatTemplate* following = slot->next;
+    if (following->w0 != w0) [[unlikely]] {
+      following = &kept[template_slot(w0)];
+      if (following->w0 != w0) break;
+      slot->next = following;
+    }
+    slot = following;
   }
+  completion_used = used;
   s.at = at;
   s.time = time;
   s.comm = static_cast<uint32_t>(context);
@@ -959,7 +994,10 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
   RepeatRef* const refs = repeats.data();
   const size_t repeat_funcs = this->repeat_funcs();
   const uint32_t stream = stream_id;
-  if (repeat_funcs != 0 && templates.empty() && events >= kTemplatesAfterEvents) templates.resize(kTemplates);
+  if (repeat_funcs != 0 && templates.empty() && events >= kTemplatesAfterEvents) [[unlikely]] {
+    templates.resize(kTemplates);
+    for (RepeatTemplate& t : templates) t.next = templates.data();
+  }
   RepeatTemplate* const kept = templates.data();  // (null: repeats are decoded in full)
   while (n < max) {
     const size_t left = static_cast<size_t>(stop - at);

@@ -295,6 +295,7 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
   }
   Cursor::Impl& c = *m.cursors[0];
   c.completion_used = c.request_used = 0;
+  if (c.batch_tails_set) [[unlikely]] c.clear_batch_tails(out, groups, limit);
   if (c.lists_short) {  // the last batch was cut for room: make more (kept from then on)
     c.lists_short = false;
     c.completion_buffer.resize(std::max(kCompletionMax, c.completion_buffer.size() * 2));
