@@ -165,8 +165,8 @@ struct RankTrace::Cursor::Impl {
   std::vector<RepeatRef> repeats;
   // A repeat decodes the same payload as the last one of its header and
   // reference, unless the chunk context it reads changed: the batch run
-  // (run_fixed) keeps, per hash of (function field, repeat index), the Event such a
-  // repeat decoded, the context before and after, and its completion entries
+  // (run_fixed) keeps, per (function field, repeat index) in a two-way set
+  // (find_template), the Event such a repeat decoded, the context before and after, and its completion entries
   // (up to kTemplateCompletions), and copies it instead of decoding again.
   // Invariants: a template is valid only within the chunk it was decoded in
   // (cleared when a chunk is entered: offsets are from `data`, and a reference
@@ -175,7 +175,7 @@ struct RankTrace::Cursor::Impl {
   // context words (Comm, Request high half) are all the same, so the copy is
   // the Event the decode would give, byte for byte; the checks that passed at
   // its decode pass again (the context's availability only grows within a
-  // chunk). 16 entries (4.3 KB), allocated at a format-6 cursor's first batch
+  // chunk). 16 entries (5 KB), allocated at a format-6 cursor's first batch
   // once it has decoded kTemplatesAfterEvents events (a rank of a few events
   // gains nothing from them) and freed with its pages
   // (MergedCursor::release_pages).
@@ -215,14 +215,32 @@ struct RankTrace::Cursor::Impl {
     std::memcpy(reinterpret_cast<char*>(&to) + kTemplateFrom, reinterpret_cast<const char*>(&from) + kTemplateFrom,
                 kTemplateTo - kTemplateFrom);
   }
-  // By the record's function field (function and site) and repeat index.
   static uint64_t pack_context(uint32_t comm, uint32_t request_high) {
     return uint64_t{request_high} << 32 | comm;
   }
-  static size_t template_slot(uint32_t w0) {
-    return ((w0 & (0xFFFFu | uint32_t{format::kRepeatIndexMask} << 16)) * 0x9E3779B1u) >> 28;
+  // Two ways a set, the set by a hash of the record's function field
+  // (function and site) and repeat index: a loop's few headers, which
+  // one way a hash (16 sets) put in the same set for about half of all
+  // loops of five, evicted each other at every turn.
+  static constexpr size_t kTemplateWays = 2;
+  static size_t template_set(uint32_t w0) {
+    return (((w0 & (0xFFFFu | uint32_t{format::kRepeatIndexMask} << 16)) * 0x9E3779B1u) >> 29) * kTemplateWays;
   }
-  static_assert(kTemplates == 16, "template_slot keeps 4 bits");
+  static_assert(kTemplates == 8 * kTemplateWays, "template_set keeps 3 bits");
+  // The template of header w0, if kept.
+  [[gnu::always_inline]] static RepeatTemplate* find_template(RepeatTemplate* kept, uint32_t w0) {
+    RepeatTemplate* const set = kept + template_set(w0);
+    if (set[0].w0 == w0) return &set[0];
+    if (set[1].w0 == w0) return &set[1];
+    return nullptr;
+  }
+  // Where a template of header w0 (kept in neither way) goes: an empty way,
+  // else the second (of three headers in a loop, one set's first way keeps
+  // one of them).
+  static RepeatTemplate* place_template(RepeatTemplate* kept, uint32_t w0) {
+    RepeatTemplate* const set = kept + template_set(w0);
+    return set[0].w0 == 0 ? &set[0] : &set[1];
+  }
   uint64_t last_enter = 0;              // previous event's enter in the stream (0 before the first)
   bool finished = false;
   const FuncInfo* kinds = nullptr;
@@ -958,8 +976,8 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
     if (!record_short_repeat(w0)) break;
     RepeatTemplate* following = slot->next;
     if (following->w0 != w0) [[unlikely]] {
-      following = &kept[template_slot(w0)];
-      if (following->w0 != w0) break;
+      following = find_template(kept, w0);
+      if (following == nullptr) break;
       slot->next = following;
     }
     slot = following;
@@ -1006,13 +1024,15 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     RepeatTemplate* slot = nullptr;  // where a repeat decoded here is kept
     // (A repeat that may use a template is 8 bytes: within `left`.)
     if (kept != nullptr && record_short_repeat(w0)) {
-      slot = &kept[template_slot(w0)];
-      if (slot->w0 == w0) {
+      slot = find_template(kept, w0);
+      if (slot != nullptr) {
         const size_t copied = copy_repeats(out, groups, n, max, slot, RunState{at, time, comm, request_high, avail});
         if (copied != n) {
           n = copied;
           continue;
         }
+      } else {
+        slot = place_template(kept, w0);
       }
     }
     // A zero header has no short-time bit either: scan() reports it.

@@ -256,7 +256,7 @@ void RankTrace::MergedCursor::release_pages() {
   if (!impl_) return;
   for (const auto& c : impl_->cursors) {
     if (c->current && !c->copied && !c->set_aside) c->trace->release(*c->current, true);
-    // The repeat templates go too (4.3 KB a cursor, 70 MB at 16384 ranks): a
+    // The repeat templates go too (5 KB a cursor, 84 MB at 16384 ranks): a
     // missing template only means the next repeat is decoded in full.
     std::vector<Cursor::Impl::RepeatTemplate>().swap(c->templates);
   }

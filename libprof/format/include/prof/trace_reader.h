@@ -334,7 +334,7 @@ class RankTrace {
     // it occupy (they fault back in from the page cache when decoding goes
     // on): a reader holding thousands of cursors between uses holds no
     // chunk's pages for each (at 16384 ranks of one chunk each, the whole
-    // trace, 266 MB), and its repeat templates (4.3 KB). A chunk read into
+    // trace, 266 MB), and its repeat templates (5 KB). A chunk read into
     // the cursor's buffer is not affected.
     void release_pages();
     // When the process holds more file mappings than mapping_budget(): lets
