@@ -318,7 +318,7 @@ class RankTrace {
     // chunk, position() is after the batch) and never reads past that chunk's
     // end, so a reader that stops early has read no more of the trace than
     // next() would have; on a rank of several streams it holds one event.
-    static constexpr size_t kBatchEvents = 64;
+    static constexpr size_t kBatchEvents = 128;
     std::span<const Event> next_batch();
     // Bounds on the leave times of the last batch's events: each lies in
     // [first, second]. Not necessarily reached (a run of short-time records
