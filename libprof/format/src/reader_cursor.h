@@ -165,8 +165,8 @@ struct RankTrace::Cursor::Impl {
   std::vector<RepeatRef> repeats;
   // A repeat decodes the same payload as the last one of its header and
   // reference, unless the chunk context it reads changed: the batch run
-  // (run_fixed) keeps, per hash of (function field, repeat index), the Event such a
-  // repeat decoded, the context before and after, and its completion entries
+  // (run_fixed) keeps, per (function field, repeat index) in a two-way set
+  // (find_template), the Event such a repeat decoded, the context before and after, and its completion entries
   // (up to kTemplateCompletions), and copies it instead of decoding again.
   // Invariants: a template is valid only within the chunk it was decoded in
   // (cleared when a chunk is entered: offsets are from `data`, and a reference
@@ -175,7 +175,7 @@ struct RankTrace::Cursor::Impl {
   // context words (Comm, Request high half) are all the same, so the copy is
   // the Event the decode would give, byte for byte; the checks that passed at
   // its decode pass again (the context's availability only grows within a
-  // chunk). 16 entries (4.3 KB), allocated at a format-6 cursor's first batch
+  // chunk). 16 entries (5 KB), allocated at a format-6 cursor's first batch
   // once it has decoded kTemplatesAfterEvents events (a rank of a few events
   // gains nothing from them) and freed with its pages
   // (MergedCursor::release_pages).
@@ -196,6 +196,10 @@ struct RankTrace::Cursor::Impl {
     uint64_t context_before = 0, context_after = 0;
     Event event;
     Completion entries[kTemplateCompletions];
+    // The template that the last hit after this one's hit found: in a loop,
+    // the next record's, so the hit loop looks it up without hashing. Any
+    // of `templates` (a guess that the header test confirms), never null.
+    RepeatTemplate* next = nullptr;
   };
   std::vector<RepeatTemplate> templates;
   // A template's Event is of a kind run_fixed decodes (a fixed-size one or a
@@ -211,14 +215,32 @@ struct RankTrace::Cursor::Impl {
     std::memcpy(reinterpret_cast<char*>(&to) + kTemplateFrom, reinterpret_cast<const char*>(&from) + kTemplateFrom,
                 kTemplateTo - kTemplateFrom);
   }
-  // By the record's function field (function and site) and repeat index.
   static uint64_t pack_context(uint32_t comm, uint32_t request_high) {
     return uint64_t{request_high} << 32 | comm;
   }
-  static size_t template_slot(uint32_t w0) {
-    return ((w0 & (0xFFFFu | uint32_t{format::kRepeatIndexMask} << 16)) * 0x9E3779B1u) >> 28;
+  // Two ways a set, the set by a hash of the record's function field
+  // (function and site) and repeat index: a loop's few headers, which
+  // one way a hash (16 sets) put in the same set for about half of all
+  // loops of five, evicted each other at every turn.
+  static constexpr size_t kTemplateWays = 2;
+  static size_t template_set(uint32_t w0) {
+    return (((w0 & (0xFFFFu | uint32_t{format::kRepeatIndexMask} << 16)) * 0x9E3779B1u) >> 29) * kTemplateWays;
   }
-  static_assert(kTemplates == 16, "template_slot keeps 4 bits");
+  static_assert(kTemplates == 8 * kTemplateWays, "template_set keeps 3 bits");
+  // The template of header w0, if kept.
+  [[gnu::always_inline]] static RepeatTemplate* find_template(RepeatTemplate* kept, uint32_t w0) {
+    RepeatTemplate* const set = kept + template_set(w0);
+    if (set[0].w0 == w0) return &set[0];
+    if (set[1].w0 == w0) return &set[1];
+    return nullptr;
+  }
+  // Where a template of header w0 (kept in neither way) goes: an empty way,
+  // else the second (of three headers in a loop, one set's first way keeps
+  // one of them).
+  static RepeatTemplate* place_template(RepeatTemplate* kept, uint32_t w0) {
+    RepeatTemplate* const set = kept + template_set(w0);
+    return set[0].w0 == 0 ? &set[0] : &set[1];
+  }
   uint64_t last_enter = 0;              // previous event's enter in the stream (0 before the first)
   bool finished = false;
   const FuncInfo* kinds = nullptr;
@@ -323,6 +345,21 @@ struct RankTrace::Cursor::Impl {
     return fits;
   }
   bool lists_short = false;  // a batch was cut for want of room in the entry buffers
+  // A batch's Event holds requests or a call in flight (kGroupRequests,
+  // kGroupInFlight: fill<true> of a RequestOp or of the call in flight).
+  // MergedCursor::next_batch puts them back to their defaults before the
+  // next batch (clear_batch_tails), so that a template copy, which writes
+  // neither, needs no test of its slot.
+  bool batch_tails_set = false;
+  static constexpr uint8_t kTailGroups = kGroupRequests | kGroupInFlight;
+  void clear_batch_tails(Event* out, uint8_t* groups, size_t n) {
+    batch_tails_set = false;
+    for (size_t i = 0; i < n; ++i)
+      if (const uint8_t tail = groups[i] & kTailGroups) {
+        reset_groups(out[i], tail);
+        groups[i] &= static_cast<uint8_t>(~tail);
+      }
+  }
 
   ~Impl() {
     leave_chunk();
@@ -491,7 +528,7 @@ struct RankTrace::Cursor::Impl {
   // own within run_fixed's, whose few locals stay in registers (a copy in the
   // outer loop, among the full decode's many, went through the stack).
   [[gnu::always_inline]] inline size_t copy_repeats(Event* out, uint8_t* groups, size_t n, size_t max,
-                                                    const RepeatTemplate* slot, RunState s);
+                                                    RepeatTemplate* slot, RunState s);
   [[gnu::noinline, gnu::cold]] void bad_record(const uint8_t* at, int why, uint32_t detail);
   [[gnu::noinline, gnu::cold]] bool chunk_end();
   // At the stream's end: prepares its call in flight (Prepared::rec null),
@@ -815,7 +852,10 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
     fill_in_flight(e, r);
     e.call_site = 0;  // its site is an address (Event::site)
     e.call_site_index = 0;
-    if constexpr (kOwned) *groups = kAllGroups;
+    if constexpr (kOwned) {
+      *groups = kAllGroups;
+      batch_tails_set = true;
+    }
     return;
   }
   const uint32_t w0 = load32(r.rec);
@@ -842,6 +882,7 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
       const uint8_t whole = completion ? kKindWholeGroups<FuncKind::Completion> : kKindWholeGroups<FuncKind::RequestOp>;
       if (const uint8_t stale = *groups & ~whole) reset_groups(e, stale);
       *groups = completion ? kKindGroups<FuncKind::Completion> : kKindGroups<FuncKind::RequestOp>;
+      batch_tails_set |= !completion;
     }
     if (kind == FuncKind::Completion) {
       const size_t start = kOwned ? completion_used : 0;
@@ -872,7 +913,7 @@ inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* 
 }
 
 inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups, size_t n, size_t max,
-                                                    const RepeatTemplate* slot, RunState s) {
+                                                    RepeatTemplate* slot, RunState s) {
   using namespace format;
   const uint8_t* at = s.at;
   const uint8_t* const stop = end;
@@ -880,30 +921,35 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
   uint64_t context = pack_context(s.comm, s.request_high);
   uint8_t avail = s.avail;
   const RepeatRef* const refs = repeats.data();
-  const RepeatTemplate* const kept = templates.data();
+  RepeatTemplate* const kept = templates.data();
   Event* e = out + n;
   uint8_t* g = groups + n;
   // Records that may follow within the batch and the chunk, 8 bytes each
   // (the caller has found room for the first).
   size_t room = std::min(max - n, static_cast<size_t>(stop - at) / 8);
+  // The completion entries in locals (the stores into the Events could
+  // alias the members): a Completion is copied while kCompletionMax
+  // entries fit after the last, as run_fixed asks.
+  Completion* const entries = completion_buffer.data();
+  size_t used = completion_used;
+  const ptrdiff_t used_most = static_cast<ptrdiff_t>(completion_buffer.size()) - static_cast<ptrdiff_t>(kCompletionMax);
   for (;;) {
     // (The same header: the same function and repeat index, so the
     // template's ref_index is this record's reference.)
     const RepeatTemplate& t = *slot;
     if (t.ref != refs[t.ref_index].bits() || t.context_before != context) break;
-    if (const uint8_t tail = *g & (kGroupRequests | kGroupInFlight)) [[unlikely]] reset_groups(*e, tail);
-    copy_template_members(*e, t.event);
+    copy_template_members(*e, t.event);  // (the slot's tail groups are clear: clear_batch_tails)
     *g = t.groups;  // (so the slot stays as its groups say when a Completion stops here)
     if (t.completion) {
       // As run_fixed: no continuation may follow, and room for the entries.
       if (stop - at < 16 || (load32(at + 8) & (uint32_t{kContinuation} << 16)) ||
-          completion_used + kCompletionMax > completion_buffer.size())
+          static_cast<ptrdiff_t>(used) > used_most)
         break;
       // (Half or all of kTemplateCompletions entries: copies of fixed size,
       // within the room just tested; those past the count are not the
       // Event's. Entry by entry, unrolled: std::copy_n of the 128 bytes was
       // a call to memmove, about 21 instructions a repeated Waitall.)
-      Completion* to = completion_buffer.data() + completion_used;
+      Completion* to = entries + used;
       constexpr size_t kHalf = kTemplateCompletions / 2;
 #pragma GCC unroll 2
       for (size_t i = 0; i < kHalf; ++i) to[i] = t.entries[i];
@@ -912,7 +958,7 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
         for (size_t i = kHalf; i < kTemplateCompletions; ++i) to[i] = t.entries[i];
       }
       e->completions = std::span<const Completion>(to, t.completion_count);
-      completion_used += t.completion_count;
+      used += t.completion_count;
     }
     const uint32_t w1 = load32(at + 4);
     time += w1 & 0xFFFFu;
@@ -923,13 +969,20 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
     at += 8;
     ++e;
     ++g;
-    // The next record, if a short repeat whose template has its header.
+    // The next record, if a short repeat whose template has its header:
+    // first the one that followed this template's last time (a loop's).
     if (--room == 0) break;
     const uint32_t w0 = load32(at);
     if (!record_short_repeat(w0)) break;
-    slot = &kept[template_slot(w0)];
-    if (slot->w0 != w0) break;
+    RepeatTemplate* following = slot->next;
+    if (following->w0 != w0) [[unlikely]] {
+      following = find_template(kept, w0);
+      if (following == nullptr) break;
+      slot->next = following;
+    }
+    slot = following;
   }
+  completion_used = used;
   s.at = at;
   s.time = time;
   s.comm = static_cast<uint32_t>(context);
@@ -959,7 +1012,10 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
   RepeatRef* const refs = repeats.data();
   const size_t repeat_funcs = this->repeat_funcs();
   const uint32_t stream = stream_id;
-  if (repeat_funcs != 0 && templates.empty() && events >= kTemplatesAfterEvents) templates.resize(kTemplates);
+  if (repeat_funcs != 0 && templates.empty() && events >= kTemplatesAfterEvents) [[unlikely]] {
+    templates.resize(kTemplates);
+    for (RepeatTemplate& t : templates) t.next = templates.data();
+  }
   RepeatTemplate* const kept = templates.data();  // (null: repeats are decoded in full)
   while (n < max) {
     const size_t left = static_cast<size_t>(stop - at);
@@ -968,13 +1024,15 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     RepeatTemplate* slot = nullptr;  // where a repeat decoded here is kept
     // (A repeat that may use a template is 8 bytes: within `left`.)
     if (kept != nullptr && record_short_repeat(w0)) {
-      slot = &kept[template_slot(w0)];
-      if (slot->w0 == w0) {
+      slot = find_template(kept, w0);
+      if (slot != nullptr) {
         const size_t copied = copy_repeats(out, groups, n, max, slot, RunState{at, time, comm, request_high, avail});
         if (copied != n) {
           n = copied;
           continue;
         }
+      } else {
+        slot = place_template(kept, w0);
       }
     }
     // A zero header has no short-time bit either: scan() reports it.

@@ -31,7 +31,7 @@ struct RankTrace::MergedCursor::Impl {
   // event set (EventGroup).
   // They start at kFirstBatchEvents and double each time a batch comes out
   // full, up to batch_limit: a rank of a few events never holds a batch of
-  // kBatchEvents (9 KB), one of many reaches it in a few batches.
+  // kBatchEvents (18 KB), one of many reaches it in a few batches.
   std::vector<Event> batch;
   std::vector<uint8_t> batch_groups;
   size_t batch_limit = kBatchEvents;  // limit_batch()
@@ -256,7 +256,7 @@ void RankTrace::MergedCursor::release_pages() {
   if (!impl_) return;
   for (const auto& c : impl_->cursors) {
     if (c->current && !c->copied && !c->set_aside) c->trace->release(*c->current, true);
-    // The repeat templates go too (4.3 KB a cursor, 70 MB at 16384 ranks): a
+    // The repeat templates go too (5 KB a cursor, 84 MB at 16384 ranks): a
     // missing template only means the next repeat is decoded in full.
     std::vector<Cursor::Impl::RepeatTemplate>().swap(c->templates);
   }
@@ -295,6 +295,7 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
   }
   Cursor::Impl& c = *m.cursors[0];
   c.completion_used = c.request_used = 0;
+  if (c.batch_tails_set) [[unlikely]] c.clear_batch_tails(out, groups, limit);
   if (c.lists_short) {  // the last batch was cut for room: make more (kept from then on)
     c.lists_short = false;
     c.completion_buffer.resize(std::max(kCompletionMax, c.completion_buffer.size() * 2));

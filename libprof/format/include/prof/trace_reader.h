@@ -318,7 +318,7 @@ class RankTrace {
     // chunk, position() is after the batch) and never reads past that chunk's
     // end, so a reader that stops early has read no more of the trace than
     // next() would have; on a rank of several streams it holds one event.
-    static constexpr size_t kBatchEvents = 64;
+    static constexpr size_t kBatchEvents = 128;
     std::span<const Event> next_batch();
     // Bounds on the leave times of the last batch's events: each lies in
     // [first, second]. Not necessarily reached (a run of short-time records
@@ -334,7 +334,7 @@ class RankTrace {
     // it occupy (they fault back in from the page cache when decoding goes
     // on): a reader holding thousands of cursors between uses holds no
     // chunk's pages for each (at 16384 ranks of one chunk each, the whole
-    // trace, 266 MB), and its repeat templates (4.3 KB). A chunk read into
+    // trace, 266 MB), and its repeat templates (5 KB). A chunk read into
     // the cursor's buffer is not affected.
     void release_pages();
     // When the process holds more file mappings than mapping_budget(): lets
