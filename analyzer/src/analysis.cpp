@@ -547,7 +547,7 @@ Analysis Engine::run() {
   worker_stats_.read_setting();
   const uint64_t t_start = worker_stats_.on() ? monotonic_ns() : 0;
   setup();
-  if (opt_.window_events == 0) opt_.window_events = workers_ == 1 ? kOneWorkerPhaseEvents : kPhaseEvents;
+  if (opt_.window_events == 0) opt_.window_events = spread_.spread() ? kJobPhaseEvents : kWorkerPhaseEvents * workers_;
   // A phase ends with a collective exchange: each process decodes about as
   // many events a phase as one process alone does, so the phases (and
   // exchanges) are fewer as processes are added (the report does not
