@@ -46,7 +46,7 @@
 //   the end. So memory grows with messages, collectives and executions in
 //   flight and with the tree, not with events. The window adapts so that a phase decodes
 //   about Options::window_events events, and a rank stops early in a phase
-//   past 4x that, so a burst cannot make a window hold the whole trace; with
+//   at that many, so a burst cannot make a window hold the whole trace; with
 //   many ranks (the phase sized by Options::window_events_per_rank) a
 //   worker's ranks stop once they have decoded their share of the phase.
 //
