@@ -224,8 +224,11 @@ void Engine::phase_collectives(unsigned w) {
 void Engine::phase_decode(unsigned w) {
   const int p = phase_ & 1;
   bool early_taken = workers_ == 1;
-  // A rank stops early past 4x the phase's events, so that a burst cannot
-  // make a window hold the whole trace. Where the phase is sized by the
+  // A rank stops early at the phase's events (at least 1024), so that a
+  // burst cannot make a window hold the whole trace: a real trace's density
+  // jumps, and a window grown through a quiet stretch took a whole burst.
+  // One rank alone at that bound brings the phase to its target, so the
+  // window shrinks and no sparse rank runs ahead. Where the phase is sized by the
   // ranks (Options::window_events_per_rank), the window's end, a guess from
   // the last phase's density, overshoots past a sparse stretch (MPI_Init) on
   // every rank at once, by 2x or more, and the spans and contexts waiting for
@@ -236,7 +239,7 @@ void Engine::phase_decode(unsigned w) {
   // that stopped at it (a trace whose events are on a few ranks).
   const bool by_ranks = opt_.window_events_per_rank != 0 &&
                         opt_.window_events <= opt_.window_events_per_rank * ranks_.size();
-  const uint64_t rank_cap = std::max<uint64_t>(opt_.window_events, 1024) * 4;
+  const uint64_t rank_cap = std::max<uint64_t>(opt_.window_events, 1024);
   const uint64_t share = by_ranks ? opt_.window_events_per_rank : rank_cap;
   uint64_t left = share * worker_ranks_[w].size();
   std::vector<size_t>& stopped = stopped_at_share_[w];
@@ -568,7 +571,7 @@ Analysis Engine::run() {
   worker_stats_.read_setting();
   const uint64_t t_start = worker_stats_.on() ? monotonic_ns() : 0;
   setup();
-  if (opt_.window_events == 0) opt_.window_events = workers_ == 1 ? kOneWorkerPhaseEvents : kPhaseEvents;
+  if (opt_.window_events == 0) opt_.window_events = spread_.spread() ? kJobPhaseEvents : kWorkerPhaseEvents * workers_;
   // A phase ends with a collective exchange: each process decodes about as
   // many events a phase as one process alone does, so the phases (and
   // exchanges) are fewer as processes are added (the report does not

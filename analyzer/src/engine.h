@@ -46,7 +46,7 @@
 //   the end. So memory grows with messages, collectives and executions in
 //   flight and with the tree, not with events. The window adapts so that a phase decodes
 //   about Options::window_events events, and a rank stops early in a phase
-//   past 4x that, so a burst cannot make a window hold the whole trace; with
+//   at that many, so a burst cannot make a window hold the whole trace; with
 //   many ranks (the phase sized by Options::window_events_per_rank) a
 //   worker's ranks stop once they have decoded their share of the phase.
 //
@@ -742,20 +742,23 @@ class Engine {
   // The figures go to process 0 in rounds of about this many bytes a process.
   static constexpr size_t kGatherRoundBytes = size_t{1} << 18;
   void settle_channels(Rank& r);
-  // A window under this many events runs on one worker (setup()): about
-  // sixteen phases of kPhaseEvents.
+  // A window under this many events runs on one worker (setup()): 64
+  // phases of two workers.
   static constexpr uint64_t kOneWorkerWindowEvents = uint64_t{1} << 20;
-  // The phase's events where Options::window_events is 0 (the default).
-  // One worker: what a phase writes (spans, contexts, sends queued for the
-  // next rank, holds) is read when the worker's other ranks and the sweep
-  // come to it; at 2^13 events that stays in a core's L2 (about 1 MB), at
-  // 2^16 it did not: 4x the simulated L2 misses and 16-19% more CPU on the
-  // synthetic traces (docs/performance.md). Several workers: each phase ends
-  // at a barrier and begins with a wait for the others' first step, and
-  // with the machine loaded a descheduled worker holds the others there, so
-  // smaller phases cost more than they save (measured loaded only).
-  static constexpr uint64_t kOneWorkerPhaseEvents = uint64_t{1} << 13;
-  static constexpr uint64_t kPhaseEvents = uint64_t{1} << 16;
+  // The phase's events where Options::window_events is 0 (the default):
+  // kWorkerPhaseEvents a worker. What a phase writes (spans, contexts, sends
+  // queued or mailed, pending receives, holds) is read when the worker's
+  // other ranks, the next phase's mail and the sweep come to it; at 2^13
+  // events a worker that stays in its core's L2 (about 1 MB), at 2^16 it did
+  // not: one worker had 4x the simulated L2 misses and 16-19% more CPU on
+  // the synthetic traces, two workers held 50 MB on the exchange trace
+  // (29 MB at 2^13 a worker), every page of it a first-touch fault
+  // (docs/performance.md). The barriers that more phases bring cost less
+  // than that, even with the machine loaded.
+  static constexpr uint64_t kWorkerPhaseEvents = uint64_t{1} << 13;
+  // An MPI job's phase, a process: each phase ends with a collective
+  // exchange between processes, which costs more than a barrier.
+  static constexpr uint64_t kJobPhaseEvents = uint64_t{1} << 16;
   // Where Options::window_events_per_rank sizes the phase (many ranks), each
   // visit decodes twice that while a phase of it holds at most this many
   // events: a visit finds its rank's state out of cache, about 10 us of

@@ -226,6 +226,53 @@ TEST(Streaming, CancelStopsTheAnalysis) {
   EXPECT_TRUE(analysis::analyze(b.dir(), o).usable());
 }
 
+// A burst after a quiet stretch: the window, grown through the quiet
+// phases, would take the whole burst at once (and the buffers of what
+// waits for the next sweep grown to hold it), but each rank stops at the
+// phase's events (Options::window_events), so a phase holds at most that
+// many events a rank; the report is the one of a single window. Two ranks
+// exchange blocking messages: 20 iterations 1 ms apart, a burst of 3,000
+// iterations 2 us apart (6,000 events a rank), 20 more 1 ms apart.
+TEST(Streaming, BurstStaysWithinThePhasesEventsARank) {
+  constexpr int R = 2;
+  TraceBuilder b(R);
+  for (int r = 0; r < R; ++r) b.init(r, 100 * kUs, 1 * kMs);
+  uint64_t now = 2 * kMs;
+  auto iteration = [&](uint64_t step) {
+    b.send(0, now, now + 1 * kUs / 4, 1, 1);
+    b.recv(1, now, now + 1 * kUs / 2, 0, 1);
+    b.send(1, now + 1 * kUs / 2, now + 3 * kUs / 4, 0, 2);
+    b.recv(0, now + 1 * kUs / 2, now + 1 * kUs, 1, 2);
+    now += step;
+  };
+  for (int i = 0; i < 20; ++i) iteration(1 * kMs);
+  for (int i = 0; i < 3000; ++i) iteration(2 * kUs);
+  for (int i = 0; i < 20; ++i) iteration(1 * kMs);
+  for (int r = 0; r < R; ++r) b.finalize(r, now, now + 1 * kMs);
+  b.close();
+
+  analysis::Options whole;
+  whole.threads = 1;
+  whole.window_events = 1u << 30;
+  const std::string want = report(analyze_checked(b.dir(), whole));
+  constexpr uint64_t kPhase = 1024;  // (the least phase a rank stops at)
+  for (unsigned threads : {1u, 2u}) {
+    analysis::Options o;
+    o.threads = threads;
+    o.window_events = kPhase;
+    o.window_events_per_rank = 0;
+    uint64_t last = 0, most = 0;
+    o.progress = [&](double, uint64_t events) {  // after each phase, the events so far
+      most = std::max(most, events - last);
+      last = events;
+    };
+    const auto a = analyze_checked(b.dir(), o);
+    EXPECT_LE(most, R * kPhase) << threads << " workers";
+    EXPECT_GT(most, kPhase) << threads << " workers";  // (the burst filled both ranks' parts)
+    EXPECT_EQ(first_difference(report(a), want), "") << threads << " workers";
+  }
+}
+
 // A rank that sends on more channels than its sender's cache of channels
 // holds (Rank::sent_cache: four, by destination and tag) and receives on
 // channels that share the receiver's cache slots, with a rank missing from

@@ -370,9 +370,9 @@ struct Options {
            window_to_s < std::numeric_limits<double>::infinity();
   }
   // Events the streaming pass aims to decode per time window, over all ranks;
-  // bounds the memory of messages and collectives in flight. 0: by the
-  // workers, 2^13 with one (what a phase writes stays in cache until it is
-  // read), 2^16 with several (fewer barriers).
+  // bounds the memory of messages and collectives in flight. 0: 2^13 a
+  // worker (what a phase writes stays in its core's cache until it is read);
+  // 2^16 a process of an MPI job (fewer exchanges).
   uint64_t window_events = 0;
   // And at least this many per rank of the trace: every phase visits every
   // rank, and a visit's cold state (cursor, batch, spans, interpreter) costs
