@@ -127,7 +127,9 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
                       bool direct) {
   Owner& own = owners_[w];
   const int32_t last = in.last_rank >= 0 ? dir_.ranks[static_cast<size_t>(in.last_rank)]->rank() : -1;
+  double first_enter = kInf;
   for (const Member& mem : in.members) {
+    first_enter = std::min(first_enter, mem.enter);
     // Late entry: waiting for the last member to arrive; the rest is the
     // collective's own work. Time variation: how much earlier it left than
     // the last member.
@@ -139,6 +141,9 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   }
   own.release_members(in);
   in.done = true;
+  // (In a window, the instances a member entered up to its end: all of them
+  // complete before decoding stops, whatever the workers; later ones may or not.)
+  if (first_enter > window_.hi()) return;
   ++own.instances;
   if (in.got < in.expected) {
     ++own.incomplete;
@@ -230,7 +235,7 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
     // Alone in it (MPI_COMM_SELF, or the only member in the trace): no one to
     // wait for, so the whole call is collective time.
     r.instants.add(enter, leave, a2a ? kAllToAllCallSpan : kCollCallSpan, kDecodeLane);
-    ++r.local_instances;
+    r.local_instances += enter <= eng.window_.hi();
     return;
   }
   if (r.log_delay && c.def) [[unlikely]]
