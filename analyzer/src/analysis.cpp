@@ -328,7 +328,9 @@ void Engine::on_phase_end() {
     done_ = true;
     return;
   }
-  if (window_.reach(min_next, ranks_) && spread_.spread()) window_.add_chunks(spread_.sum_of_others(window_.chunks_decoded()));
+  // (A window counts what was decoded up to its end once every rank is past it.)
+  if (window_.reach(min_next, ranks_) && spread_.spread())
+    window_.add_chunks(spread_.sum_of_others(window_.chunks_decoded()));
   if (all_exhausted && gone_count_ == ranks_.size() && !changed && sums.boxes_empty) {
     done_ = true;
   } else if (sums.window_done) {

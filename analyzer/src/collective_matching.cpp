@@ -127,9 +127,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
                       bool direct) {
   Owner& own = owners_[w];
   const int32_t last = in.last_rank >= 0 ? dir_.ranks[static_cast<size_t>(in.last_rank)]->rank() : -1;
-  double first_enter = kInf;
   for (const Member& mem : in.members) {
-    first_enter = std::min(first_enter, mem.enter);
     // Late entry: waiting for the last member to arrive; the rest is the
     // collective's own work. Time variation: how much earlier it left than
     // the last member.
@@ -141,9 +139,9 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   }
   own.release_members(in);
   in.done = true;
-  // (In a window, the instances a member entered up to its end: all of them
-  // complete before decoding stops, whatever the workers; later ones may or not.)
-  if (first_enter > window_.hi()) return;
+  // (In a window, the instances every member entered by its end: all of them
+  // complete before decoding stops, whatever the workers; others may or not.)
+  if (in.max_enter > window_.hi()) return;
   ++own.instances;
   if (in.got < in.expected) {
     ++own.incomplete;

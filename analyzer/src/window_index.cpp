@@ -1049,7 +1049,8 @@ std::string write_index_parts(const trace::TraceDir& dir, const std::vector<std:
     In in{part.data(), part.data() + part.size()};
     while (in.ok && in.p != in.end) {
       const auto i = in.get<uint32_t>();
-      if (!in.ok || i >= R || static_cast<size_t>(in.end - in.p) < kKeyEntryBytes + 8) return "not built: a part is malformed";
+      if (!in.ok || i >= R || static_cast<size_t>(in.end - in.p) < kKeyEntryBytes + 8)
+        return "not built: a part is malformed";
       entry[i] = std::string_view(in.p, kKeyEntryBytes);
       in.p += kKeyEntryBytes;
       const auto n = in.get<uint64_t>();

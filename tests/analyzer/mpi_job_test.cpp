@@ -217,7 +217,8 @@ void build_clean_ring(TraceBuilder& b, int ranks, int iterations) {
       b.begin(r, a, 1, 1);
       if (it % 4 == 0) b.begin(r, a + 2 * kUs, 2, 2);
       b.send(r, a + 5 * kUs, a + 6 * kUs, (r + 1) % ranks, it);
-      if (it >= 2) b.recv(r, a + 10 * kUs, a + 20 * kUs + static_cast<uint64_t>(r) * kUs, (r + ranks - 1) % ranks, it - 2);
+      if (it >= 2)
+        b.recv(r, a + 10 * kUs, a + 20 * kUs + static_cast<uint64_t>(r) * kUs, (r + ranks - 1) % ranks, it - 2);
       if (it % 4 == 0) b.end(r, a + 25 * kUs, 2, 2);
       b.collective(r, Allreduce, a + 100 * kUs, a + 150 * kUs);
       if (it % 50 == 0) b.collective(r, Alltoall, a + 160 * kUs, a + 170 * kUs);
@@ -246,8 +247,8 @@ TEST(MpiJob, WindowServedByTheIndexIsTheSameForEveryProcessCount) {
     // (Served by the index: a part of the trace decoded.)
     const Outputs plain = run(0, b.dir(), args);
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(plain.messages, m, std::regex(R"(window: (\d+) of (\d+) chunks decoded; index built)")))
-        << plain.messages;
+    const std::regex served(R"(window: (\d+) of (\d+) chunks decoded; index built)");
+    ASSERT_TRUE(std::regex_search(plain.messages, m, served)) << plain.messages;
     EXPECT_LT(std::stoi(m[1]), std::stoi(m[2])) << plain.messages;
   }
 }
