@@ -317,6 +317,9 @@ void Engine::on_phase_end() {
     spread_.note_exhausted(i, r.exhausted_phase);
   }
   sums.boxes_empty = mail_.empty();
+  // (Its ranks' states do not change in the exchange: the mail it brings is
+  // read in the next phase.)
+  sums.window_done = window_.from_index() && window_.done(ranks_);
   if (opt_.cancelled && !failed_.load() && opt_.cancelled()) {
     failed_ = true;
     failure_ = kCancelled;
@@ -349,10 +352,12 @@ void Engine::on_phase_end() {
     done_ = true;
     return;
   }
+  // (A window counts what was decoded up to its end once every rank is past it.)
+  if (window_.reach(min_next, ranks_) && spread_.spread())
+    window_.add_chunks(spread_.sum_of_others(window_.chunks_decoded()));
   if (all_exhausted && gone_count_ == ranks_.size() && !changed && sums.boxes_empty) {
     done_ = true;
-  } else if (window_.from_index() && window_.done(ranks_)) {
-    window_.cut(ranks_);
+  } else if (sums.window_done) {
     cut_at_window_end();
     tree_.merge(ranks_);
     done_ = true;
@@ -409,22 +414,24 @@ void Engine::setup() {
   t_last_est_ = -kInf;
   bool all_final = true;
   uint64_t bytes = 0;
-  window_.plan(dir_, reg_, *world_to_index_, opt_, traces);
+  const bool held = spread_.spread() && !dir_.holder.empty();
+  window_.plan(dir_, reg_, *world_to_index_, opt_, traces, held ? &spread_ : nullptr);
   delay_on_ = opt_.delay_analysis && !opt_.windowed();
   if (delay_on_) log_spill_ = std::make_unique<LogSpill>();
   // (The root causes' log takes each wait with its partner.)
   waits_on_ = opt_.wait_states || delay_on_;
-  unsigned hw = opt_.worker_threads();
-  const unsigned per_proc = hw;
-  if (spread_.spread()) hw *= static_cast<unsigned>(spread_.procs());  // each process runs `hw` of them
-  // A short window served by the index: one worker unless asked for more.
-  // Its few phases would cost a second worker more in thread start and
-  // barriers than it could share (the report does not depend on the count).
-  if (!opt_.threads && window_.from_index() && window_.events_below(kOneWorkerWindowEvents)) hw = 1;
+  unsigned per_proc = opt_.worker_threads();
+  // A short window served by the index: one worker (a process) unless asked
+  // for more. Its few phases would cost a second worker more in thread start
+  // and barriers than it could share (the report does not depend on the count).
+  if (!opt_.threads && window_.from_index() &&
+      window_.events_below(kOneWorkerWindowEvents, held ? &spread_ : nullptr))
+    per_proc = 1;
+  unsigned hw = per_proc;
+  if (spread_.spread()) hw *= static_cast<unsigned>(spread_.procs());  // each process runs `per_proc` of them
   // An MPI job whose processes hold their blocks' files alone (TraceDir::holder):
   // process p's workers p * per_proc ... cut its block; one of them may get
   // no rank (a block smaller than per_proc).
-  const bool held = spread_.spread() && !dir_.holder.empty();
   workers_ = held ? hw : static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, traces.size())));
   workers_mask_ = (workers_ & (workers_ - 1)) == 0 ? workers_ - 1 : 0;
   spread_.assign_workers(workers_, spread_.spread() ? per_proc : workers_);
@@ -535,8 +542,9 @@ void Engine::setup() {
     restore_window_state();
     double first_next = kInf;
     for (const auto& r : ranks_)
-      if (r->has_ev) first_next = std::min(first_next, r->ev_enter);
-    if (first_next < kInf) win_end_ = first_next + delta_;
+      if (r && r->has_ev) first_next = std::min(first_next, r->ev_enter);
+    if (spread_.spread()) first_next = spread_.min_of_all(first_next);
+    if (first_next < kInf) win_end_ = window_.first_end(first_next + delta_, first_next);
   }
   tree_.start();
   tree_.merge(ranks_);
@@ -565,7 +573,9 @@ Analysis Engine::run() {
     for (const auto& w : dir_.warnings) a.errors.push_back(w);
     return a;
   }
-  if (opt_.exchange && opt_.exchange->size() > 1 && !opt_.windowed()) {
+  // (A window spreads where each process holds its block's rank files: its
+  // part of the window index is theirs.)
+  if (opt_.exchange && opt_.exchange->size() > 1 && (!opt_.windowed() || !dir_.holder.empty())) {
     spread_.join(opt_.exchange);
   }
   worker_stats_.read_setting();
@@ -643,6 +653,9 @@ Analysis Engine::run() {
   // Each worker's ranks on a thread of their own, as in the pass.
   on_each_worker(spread_.local_lo(), spread_.local_hi(), ranks_.size() <= kDeferCreditsRanks, [&](unsigned w) {
     for (size_t i : worker_ranks_[w]) {
+      // (A window counts the events decoded up to its end: the same for every
+      // arrangement of workers, AnalysisWindow::reach.)
+      if (window_.reached()) ranks_[i]->events = window_.events_to_end(i);
       take_results(*ranks_[i]);
       ranks_[i]->settle_instants(kInf, true);
       ranks_[i]->release_pass_buffers();

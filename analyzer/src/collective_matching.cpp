@@ -139,6 +139,9 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   }
   own.release_members(in);
   in.done = true;
+  // (In a window, the instances every member entered by its end: all of them
+  // complete before decoding stops, whatever the workers; others may or not.)
+  if (in.max_enter > window_.hi()) return;
   ++own.instances;
   if (in.got < in.expected) {
     ++own.incomplete;
@@ -230,7 +233,7 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
     // Alone in it (MPI_COMM_SELF, or the only member in the trace): no one to
     // wait for, so the whole call is collective time.
     r.instants.add(enter, leave, a2a ? kAllToAllCallSpan : kCollCallSpan, kDecodeLane);
-    ++r.local_instances;
+    r.local_instances += enter <= eng.window_.hi();
     return;
   }
   if (r.log_delay && c.def) [[unlikely]]

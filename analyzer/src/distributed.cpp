@@ -152,6 +152,32 @@ std::vector<std::string> ProcessSpread::all_to_all(const std::vector<std::string
   return in;
 }
 
+std::vector<std::string> ProcessSpread::share(const std::string& mine) {
+  std::vector<std::string> out(static_cast<size_t>(procs_), mine);
+  out[static_cast<size_t>(proc_)].clear();
+  std::vector<std::string> in = all_to_all(out);
+  in[static_cast<size_t>(proc_)] = mine;
+  return in;
+}
+
+uint64_t ProcessSpread::sum_of_others(uint64_t mine) {
+  WireOut o;
+  o.put(mine);
+  uint64_t sum = 0;
+  const std::vector<std::string> in = share(o.buf);
+  for (int p = 0; p < procs_; ++p)
+    if (p != proc_) sum += WireIn(in[static_cast<size_t>(p)]).get<uint64_t>();
+  return sum;
+}
+
+double ProcessSpread::min_of_all(double mine) {
+  WireOut o;
+  o.put(mine);
+  double least = mine;
+  for (const std::string& b : share(o.buf)) least = std::min(least, WireIn(b).get<double>());
+  return least;
+}
+
 void ProcessSpread::print_stats() const {
   std::fprintf(stderr,
                "  process %d of %d: workers %u-%u, %llu exchanges (%llu gathering the figures), %llu bytes sent, "
@@ -178,6 +204,7 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
   head.put(sums.phase_events);
   head.put(sums.min_next);
   head.put<uint8_t>(sums.boxes_empty);
+  head.put<uint8_t>(sums.window_done);
   const bool failed = sums.failed;
   head.put<uint8_t>(failed);
   head.put_str(failed ? sums.failure : std::string());
@@ -206,6 +233,7 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
     sums.phase_events += r.get<uint64_t>();
     sums.min_next = std::min(sums.min_next, r.get<double>());
     sums.boxes_empty = r.get<uint8_t>() && sums.boxes_empty;
+    sums.window_done = r.get<uint8_t>() && sums.window_done;
     const bool f = r.get<uint8_t>();
     std::string why = r.get_str();
     if (f && (first_failed < 0 || p < first_failed)) {
@@ -336,7 +364,8 @@ void Engine::gather_at_root() {
     Rank& r = *ranks_[i];
     settle_channels(r);
     r.gathered_unbalanced = r.intervals.unbalanced();
-    r.gathered_last_leave = r.intervals.last_leave();
+    // (A window from the index stops decoding early: the index knows the end.)
+    r.gathered_last_leave = window_.from_index() ? window_.rank_index(i).last_leave : r.intervals.last_leave();
     r.gathered_stats = r.rank_trace->stats();
     r.gathered_trace_warnings = r.rank_trace->warnings();
     rebuilt_in_flight_.clear();

@@ -328,12 +328,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
                         text_opt);
   }
 
-  // A --window is short (served by the window index): process 0 runs it alone.
   const bool root = !mpi || mpi->rank() == 0;
-  if (mpi && !window.empty()) {
-    if (!root) return 0;
-    mpi = nullptr;
-  }
 
   // A directory that cannot take the archive is said before the analysis
   // (process 0 writes it; the others leave with it).
@@ -401,9 +396,6 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     opt.exchange = mpi;
     opt.cores = prof::analyze_cli::cores_per_process();
   }
-  // (In a job no process holds every rank file, which the index reads: the
-  // first --window builds it.)
-  if (!td.holder.empty()) opt.write_window_index = false;
   if (!no_progress && ::isatty(STDERR_FILENO))
     opt.progress = [&bar](double f, uint64_t events) { bar.update(f, events); };
   // In a job the Chrome trace is drawn by every process (its block's ranks):

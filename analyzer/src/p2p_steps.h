@@ -27,7 +27,9 @@ namespace prof::analysis::detail {
     r.waits.add(wait.from, wait.to, kLateSenderSpan, lane);
     credit_partner(r, pr.node, src, wait.from, wait.to);
   }
-  ++r.matched;
+  // (In a window, the receives issued up to its end: all of them are matched
+  // before decoding stops, whatever the workers; later ones may be or not.)
+  r.matched += pr.issue <= window_.hi();
   if (s.hold != HoldQueue::kNone) {
     // An MPI_Isend's (leave -inf): the receive's issue; its wait once its
     // completion is known too.

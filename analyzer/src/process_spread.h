@@ -26,6 +26,9 @@ struct PhaseSums {
   uint64_t events = 0, phase_events = 0;
   double min_next = kInf;
   bool boxes_empty = true;
+  // A window served by the index: nothing past its end can change it any
+  // more (AnalysisWindow::done), on every process.
+  bool window_done = false;
   // The pass failed: in, on this process; out, on any (the first one's message).
   bool failed = false;
   std::string failure;
@@ -97,6 +100,13 @@ class ProcessSpread {
 
   // Exchange::all_to_all, counted (print_stats).
   std::vector<std::string> all_to_all(const std::vector<std::string>& out);
+  // `mine` sent to every other process (one all_to_all): what each sent, by
+  // process (this process's own entry is `mine`).
+  std::vector<std::string> share(const std::string& mine);
+  // The other processes' values added up, and the least value of all (one
+  // all_to_all each).
+  uint64_t sum_of_others(uint64_t mine);
+  double min_of_all(double mine);
   // At a phase's end: the boxes of `parity` written here for other
   // processes' workers, `sums` and the ranks that ran out of events; `sums`
   // becomes every process's.

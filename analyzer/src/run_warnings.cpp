@@ -292,16 +292,16 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     a.stats.unknown_requests +=
         rp->warn.count(WarningKind::UnknownRequestCompletion) + rp->warn.count(WarningKind::UnknownRequestStart);
   a.stats.windows = windows_;
-  window_.read_stats(a.stats, ranks_, opt_);
+  window_.read_stats(a.stats, opt_);
   for (const auto& rp : ranks_) {
     RankEnd end;
     end.rank = rp->rank;
     const std::string& reason = rp->rank_trace->end_reason();
     end.ended_by = ended_by(reason);
     // (A window from the index stops decoding early: the index knows the end.)
-    double last = window_.from_index() ? window_.rank_index(rp->index).last_leave
-                  : rp->gathered       ? rp->gathered_last_leave
-                                       : rp->intervals.last_leave();
+    double last = rp->gathered           ? rp->gathered_last_leave
+                  : window_.from_index() ? window_.rank_index(rp->index).last_leave
+                                         : rp->intervals.last_leave();
     // A rank that did not finalize was alive until its last heartbeat (format 4).
     if (reason != "finalize" && rp->rank_trace->heartbeat() != 0)
       last = std::max(last, rp->interp.global(rp->rank_trace->last_alive()));

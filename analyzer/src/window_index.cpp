@@ -458,68 +458,83 @@ bool get_checkpoint(In& in, size_t nodes, WindowCheckpoint* out) {
 
 // Per rank: its figures and nodes, a table of its checkpoints (times, record
 // size), then the records, so a reader parses only the records it uses.
+void serialize_rank(Out& o, const RankWindowIndex& r) {
+  o.put<uint64_t>(r.chunks);
+  o.put(r.last_leave);
+  o.put<uint64_t>(r.nodes.size());
+  for (const WindowNode& n : r.nodes) {
+    o.put(n.parent);
+    o.put(n.id);
+    o.put(n.site);
+    o.put(n.first_enter);
+    o.put<uint8_t>(n.executed);
+  }
+  o.put<uint64_t>(r.collective_comms.size());
+  for (uint64_t g : r.collective_comms) o.put(g);
+  std::vector<Out> records(r.checkpoints.size());
+  for (size_t i = 0; i < records.size(); ++i) put_checkpoint(records[i], r.checkpoints[i]);
+  o.put<uint64_t>(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    o.put(r.checkpoints.first_enter(i));
+    o.put(r.checkpoints.last_leave(i));
+    o.put<uint64_t>(records[i].b.size());
+  }
+  for (const Out& rec : records) o.b += rec.b;
+}
+
 std::string serialize(const WindowIndex& ix) {
   Out o;
   o.str(ix.unusable);
   o.put<uint64_t>(ix.ranks.size());
-  for (const RankWindowIndex& r : ix.ranks) {
-    o.put<uint64_t>(r.chunks);
-    o.put(r.last_leave);
-    o.put<uint64_t>(r.nodes.size());
-    for (const WindowNode& n : r.nodes) {
-      o.put(n.parent);
-      o.put(n.id);
-      o.put(n.site);
-      o.put(n.first_enter);
-      o.put<uint8_t>(n.executed);
-    }
-    o.put<uint64_t>(r.collective_comms.size());
-    for (uint64_t g : r.collective_comms) o.put(g);
-    std::vector<Out> records(r.checkpoints.size());
-    for (size_t i = 0; i < records.size(); ++i) put_checkpoint(records[i], r.checkpoints[i]);
-    o.put<uint64_t>(records.size());
-    for (size_t i = 0; i < records.size(); ++i) {
-      o.put(r.checkpoints.first_enter(i));
-      o.put(r.checkpoints.last_leave(i));
-      o.put<uint64_t>(records[i].b.size());
-    }
-    for (const Out& rec : records) o.b += rec.b;
-  }
+  for (const RankWindowIndex& r : ix.ranks) serialize_rank(o, r);
   return o.b;
 }
 
-// `in` reads `file`; the checkpoint records are kept there, unparsed.
-bool deserialize(In& in, const std::shared_ptr<const IndexFileBytes>& file, WindowIndex* ix) {
+bool deserialize_rank(In& in, const std::shared_ptr<const IndexFileBytes>& file, RankWindowIndex& r) {
+  r.chunks = in.get<uint64_t>();
+  r.last_leave = in.get<double>();
+  r.nodes.resize(in.count(21));
+  for (WindowNode& n : r.nodes) {
+    n.parent = in.get<uint32_t>();
+    n.id = in.get<uint32_t>();
+    n.site = in.get<uint32_t>();
+    n.first_enter = in.get<double>();
+    n.executed = in.get<uint8_t>() != 0;
+  }
+  r.collective_comms.resize(in.count(8));
+  for (uint64_t& g : r.collective_comms) g = in.get<uint64_t>();
+  std::vector<WindowCheckpoints::Span> spans(in.count(24));
+  for (auto& sp : spans) {
+    sp.first_enter = in.get<double>();
+    sp.last_leave = in.get<double>();
+    sp.size = in.get<uint64_t>();
+  }
+  if (!in.ok) return false;
+  for (auto& sp : spans) {
+    if (sp.size > static_cast<uint64_t>(in.end - in.p)) return false;
+    sp.offset = static_cast<uint64_t>(in.p - file->data());
+    in.p += sp.size;
+  }
+  for (size_t i = 1; i < r.nodes.size(); ++i)
+    if (r.nodes[i].parent >= i) return false;
+  r.checkpoints.assign(file, std::move(spans), r.nodes.size());
+  return true;
+}
+
+// `in` reads `file`; the checkpoint records are kept there, unparsed. `keep`,
+// when not null: the ranks (by index) whose parts are kept, the others' read
+// past and left empty.
+bool deserialize(In& in, const std::shared_ptr<const IndexFileBytes>& file, WindowIndex* ix,
+                 const std::vector<uint8_t>* keep = nullptr) {
   ix->unusable = in.str();
   ix->ranks.resize(in.count(8));
-  for (RankWindowIndex& r : ix->ranks) {
-    r.chunks = in.get<uint64_t>();
-    r.last_leave = in.get<double>();
-    r.nodes.resize(in.count(21));
-    for (WindowNode& n : r.nodes) {
-      n.parent = in.get<uint32_t>();
-      n.id = in.get<uint32_t>();
-      n.site = in.get<uint32_t>();
-      n.first_enter = in.get<double>();
-      n.executed = in.get<uint8_t>() != 0;
+  for (size_t i = 0; i < ix->ranks.size(); ++i) {
+    if (!keep || (i < keep->size() && (*keep)[i])) {
+      if (!deserialize_rank(in, file, ix->ranks[i])) return false;
+    } else {
+      RankWindowIndex other;
+      if (!deserialize_rank(in, file, other)) return false;
     }
-    r.collective_comms.resize(in.count(8));
-    for (uint64_t& g : r.collective_comms) g = in.get<uint64_t>();
-    std::vector<WindowCheckpoints::Span> spans(in.count(24));
-    for (auto& sp : spans) {
-      sp.first_enter = in.get<double>();
-      sp.last_leave = in.get<double>();
-      sp.size = in.get<uint64_t>();
-    }
-    if (!in.ok) return false;
-    for (auto& sp : spans) {
-      if (sp.size > static_cast<uint64_t>(in.end - in.p)) return false;
-      sp.offset = static_cast<uint64_t>(in.p - file->data());
-      in.p += sp.size;
-    }
-    for (size_t i = 1; i < r.nodes.size(); ++i)
-      if (r.nodes[i].parent >= i) return false;
-    r.checkpoints.assign(file, std::move(spans), r.nodes.size());
   }
   return in.ok && in.p == in.end;
 }
@@ -530,20 +545,26 @@ uint64_t file_size(const std::string& path) {
   return ec ? 0 : static_cast<uint64_t>(n);
 }
 
-// What the index must match: the run and every rank file's size.
+// What the index must match: the run and every rank file's size, a fixed
+// size entry a rank after their count.
+void put_key_entry(Out& o, const RankTrace& t) {
+  o.put<uint64_t>(t.header().run_id);
+  o.put<int32_t>(t.rank());
+  o.put<uint64_t>(file_size(t.path()));
+}
+constexpr size_t kKeyEntryBytes = 20;
+
 std::string trace_key(const trace::TraceDir& dir) {
   Out o;
   o.put<uint64_t>(dir.ranks.size());
-  for (const auto& t : dir.ranks) {
-    o.put<uint64_t>(t->header().run_id);
-    o.put<int32_t>(t->rank());
-    o.put<uint64_t>(file_size(t->path()));
-  }
+  for (const auto& t : dir.ranks) put_key_entry(o, *t);
   return o.b;
 }
 
 // Why the file cannot be trusted ("" when it can), and the index in *ix.
-std::string read_index(const std::string& path, const std::string& key, WindowIndex* ix) {
+// `fits` says whether the trace's key (read from the file) is the trace's.
+std::string read_index(const std::string& path, const std::function<bool(const std::string&)>& fits, WindowIndex* ix,
+                       const std::vector<uint8_t>* keep = nullptr) {
   std::string why;
   const std::shared_ptr<const IndexFileBytes> file = IndexFileBytes::open(path, &why);
   if (!file) return why;
@@ -554,9 +575,12 @@ std::string read_index(const std::string& path, const std::string& key, WindowIn
   if (in.get<uint32_t>() != WindowIndex::kVersion) return "another version";
   const uint64_t sum = in.get<uint64_t>();
   if (!in.ok || sum != checksum(in.p, static_cast<size_t>(in.end - in.p))) return "corrupt (checksum)";
-  if (in.str() != key) return "stale (the trace changed)";
-  if (!deserialize(in, file, ix)) return "corrupt (malformed)";
+  if (!fits(in.str())) return "stale (the trace changed)";
+  if (!deserialize(in, file, ix, keep)) return "corrupt (malformed)";
   return "";
+}
+std::string read_index(const std::string& path, const std::string& key, WindowIndex* ix) {
+  return read_index(path, [&key](const std::string& k) { return k == key; }, ix);
 }
 
 // Replays a rank from a checkpoint, counting its sends per channel as the
@@ -828,13 +852,16 @@ struct RankBuilds {
   WindowIndex ix;
   std::vector<std::string> unusable;
 
-  RankBuilds(const trace::TraceDir& d, const Registry& r, const WorldIndex& w)
-      : dir(d), reg(r), world_to_index(w), unusable(d.ranks.size()) {
+  // `block`: the rank indices to build, in order (empty: every rank).
+  RankBuilds(const trace::TraceDir& d, const Registry& r, const WorldIndex& w, std::vector<size_t> block = {})
+      : dir(d), reg(r), world_to_index(w), unusable(d.ranks.size()), todo_(std::move(block)) {
+    if (todo_.empty())
+      for (size_t i = 0; i < d.ranks.size(); ++i) todo_.push_back(i);
     ix.ranks.resize(d.ranks.size());
     // A rank that cannot be served makes the index unusable: then no pass is
     // worth making (a run cut short is common where windows are wanted).
-    for (size_t i = 0; i < d.ranks.size(); ++i)
-      if (!(unusable[i] = cannot_serve(*d.ranks[i])).empty()) next_ = d.ranks.size();
+    for (size_t i : todo_)
+      if (!(unusable[i] = cannot_serve(*d.ranks[i])).empty()) next_ = todo_.size();
   }
 
   void hand_over() {
@@ -850,14 +877,14 @@ struct RankBuilds {
       {
         std::unique_lock lock(mu_);
         // (Ranks an idle thread holds come back here, or are done.)
-        changed_.wait(lock, [&] { return idle || !parked_.empty() || next_ < dir.ranks.size() || held_idle_ == 0; });
+        changed_.wait(lock, [&] { return idle || !parked_.empty() || next_ < todo_.size() || held_idle_ == 0; });
         if (idle && handing_over_) return;
         if (!parked_.empty()) {
           i = parked_.back().first;
           b = std::move(parked_.back().second);
           parked_.pop_back();
-        } else if (next_ < dir.ranks.size()) {
-          i = next_++;
+        } else if (next_ < todo_.size()) {
+          i = todo_[next_++];
         } else {
           return;
         }
@@ -884,16 +911,17 @@ struct RankBuilds {
   // Every rank built (or found unservable), none left to take or parked.
   bool complete() {
     std::lock_guard lock(mu_);
-    return next_ >= dir.ranks.size() && parked_.empty() && held_idle_ == 0 && !stopped();
+    return next_ >= todo_.size() && parked_.empty() && held_idle_ == 0 && !stopped();
   }
 
   // Once every work() has returned: the index, which says why it cannot
   // serve windows (the first rank's reason, in rank order) and holds no rank's
   // data when one cannot be served.
   WindowIndex take() {
-    for (const std::string& u : unusable)
-      if (!u.empty()) {
+    for (size_t i = 0; i < unusable.size(); ++i)
+      if (const std::string& u = unusable[i]; !u.empty()) {
         ix.unusable = u;
+        ix.unusable_at = i;
         ix.ranks.clear();
         ix.ranks.resize(dir.ranks.size());
         break;
@@ -909,7 +937,8 @@ struct RankBuilds {
 
   std::mutex mu_;
   std::condition_variable changed_;
-  size_t next_ = 0;                 // the next rank no thread has taken
+  std::vector<size_t> todo_;        // the ranks to build, by index
+  size_t next_ = 0;                 // the next of todo_ no thread has taken
   size_t held_idle_ = 0;            // ranks idle threads hold
   bool handing_over_ = false;
   std::vector<std::pair<size_t, std::unique_ptr<RankBuild>>> parked_;
@@ -962,6 +991,100 @@ WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registr
   *note = built_note(why, at.empty() ? places.beside + " (could not be written: " + error + "; kept in memory)" : at);
   return ix;
 }
+
+std::string read_index_part(const std::string& path, const trace::TraceDir& dir, const std::vector<size_t>& block,
+                            WindowIndex* ix) {
+  const size_t R = dir.ranks.size();
+  std::vector<uint8_t> keep(R, 0);
+  for (size_t i : block) keep[i] = 1;
+  // The key's count, and the entries of the ranks held here (the others'
+  // processes check theirs).
+  auto fits = [&](const std::string& key) {
+    if (key.size() != 8 + kKeyEntryBytes * R) return false;
+    Out count;
+    count.put<uint64_t>(R);
+    if (key.compare(0, 8, count.b) != 0) return false;
+    for (size_t i : block) {
+      Out e;
+      put_key_entry(e, *dir.ranks[i]);
+      if (key.compare(8 + kKeyEntryBytes * i, kKeyEntryBytes, e.b) != 0) return false;
+    }
+    return true;
+  };
+  const std::string why = read_index(path, fits, ix, &keep);
+  if (why.empty() && ix->ranks.size() != R) return "another number of ranks";
+  if (why.empty() && !ix->unusable.empty()) ix->unusable_at = 0;  // (the same reason in every part)
+  return why;
+}
+
+WindowIndex build_window_index_part(const trace::TraceDir& dir, const Registry& reg, const WorldIndex& world_to_index,
+                                    unsigned threads, const std::vector<size_t>& block) {
+  RankBuilds builds(dir, reg, world_to_index, block);
+  std::vector<std::thread> pool;
+  const size_t n = std::max<size_t>(1, std::min<size_t>(threads, block.size()));
+  for (size_t t = 1; t < n; ++t) pool.emplace_back([&builds] { builds.work(); });
+  builds.work();
+  for (auto& t : pool) t.join();
+  return builds.take();
+}
+
+std::string index_part(const trace::TraceDir& dir, const WindowIndex& ix, const std::vector<size_t>& block) {
+  Out o;
+  for (size_t i : block) {
+    o.put<uint32_t>(static_cast<uint32_t>(i));
+    put_key_entry(o, *dir.ranks[i]);
+    Out section;
+    serialize_rank(section, ix.ranks[i]);
+    o.put<uint64_t>(section.b.size());
+    o.b += section.b;
+  }
+  return std::move(o.b);
+}
+
+std::string write_index_parts(const trace::TraceDir& dir, const std::vector<std::string>& parts,
+                              const std::string& unusable, const IndexWriting& how, const std::string& why) {
+  const size_t R = dir.ranks.size();
+  std::vector<std::string_view> entry(R), section(R);
+  for (const std::string& part : parts) {
+    In in{part.data(), part.data() + part.size()};
+    while (in.ok && in.p != in.end) {
+      const auto i = in.get<uint32_t>();
+      if (!in.ok || i >= R || static_cast<size_t>(in.end - in.p) < kKeyEntryBytes + 8)
+        return "not built: a part is malformed";
+      entry[i] = std::string_view(in.p, kKeyEntryBytes);
+      in.p += kKeyEntryBytes;
+      const auto n = in.get<uint64_t>();
+      if (!in.ok || n > static_cast<uint64_t>(in.end - in.p)) return "not built: a part is malformed";
+      section[i] = std::string_view(in.p, n);
+      in.p += n;
+    }
+  }
+  Out key;
+  key.put<uint64_t>(R);
+  for (const std::string_view e : entry) {
+    if (e.empty()) return "not built: a rank's part is missing";
+    key.b += e;
+  }
+  // The bytes index_file() writes for the whole index.
+  Out body;
+  body.str(key.b);
+  body.str(unusable);
+  body.put<uint64_t>(R);
+  Out none;
+  serialize_rank(none, RankWindowIndex{});
+  for (const std::string_view sec : section) body.b += unusable.empty() ? sec : std::string_view(none.b);
+  Out file;
+  file.b.append(kMagic, 8);
+  file.put<uint32_t>(WindowIndex::kVersion);
+  file.put<uint64_t>(checksum(body.b.data(), body.b.size()));
+  file.b += body.b;
+  const IndexPlaces places = window_index_places(dir);
+  std::string error;
+  const std::string at = write_index(places, file.b, how, &error);
+  return built_note(why, at.empty() ? places.beside + " (could not be written: " + error + "; kept in memory)" : at);
+}
+
+std::string note_built(const std::string& why, const std::string& where) { return built_note(why, where); }
 
 // ---------------------------------------------------------------------------
 // The whole analysis's index
@@ -1089,24 +1212,27 @@ std::string WindowIndexJob::finish_if_built() {
   return built_note(s.why, at.empty() ? s.places.beside + " (could not be written: " + error + ")" : at);
 }
 
+size_t WindowIndex::first_start(size_t i, double lo) const {
+  const auto& cps = ranks[i].checkpoints;
+  size_t s = 0;
+  while (s + 1 < cps.size() && cps.last_leave(s) < lo) ++s;
+  while (s > 0 && !cps[s].clean) --s;
+  return s;
+}
+
+bool WindowIndex::move_back(size_t i, uint64_t gid, uint64_t least, std::vector<size_t>& start) const {
+  if (ranks[i].checkpoints.empty() || ranks[i].checkpoints[start[i]].collectives_on(gid) <= least) return false;
+  size_t s = start[i];
+  while (s > 0 && (ranks[i].checkpoints[s].collectives_on(gid) > least || !ranks[i].checkpoints[s].clean)) --s;
+  const bool moved = s != start[i];
+  start[i] = s;
+  return moved;
+}
+
 std::vector<size_t> WindowIndex::plan(double lo) const {
   const size_t R = ranks.size();
   std::vector<size_t> start(R, 0);
-  for (size_t i = 0; i < R; ++i) {
-    const auto& cps = ranks[i].checkpoints;
-    size_t s = 0;
-    while (s + 1 < cps.size() && cps.last_leave(s) < lo) ++s;
-    while (s > 0 && !cps[s].clean) --s;
-    start[i] = s;
-  }
-  // Moves rank i's start back to the latest checkpoint where ok(cp) holds.
-  auto move_back = [&](size_t i, auto ok) {
-    size_t s = start[i];
-    while (s > 0 && (!ok(ranks[i].checkpoints[s]) || !ranks[i].checkpoints[s].clean)) --s;
-    const bool moved = s != start[i];
-    start[i] = s;
-    return moved;
-  };
+  for (size_t i = 0; i < R; ++i) start[i] = first_start(i, lo);
   std::map<uint64_t, std::vector<size_t>> members;
   for (size_t i = 0; i < R; ++i)
     for (uint64_t g : ranks[i].collective_comms) members[g].push_back(i);
@@ -1120,9 +1246,7 @@ std::vector<size_t> WindowIndex::plan(double lo) const {
       for (size_t i : ms)
         if (!ranks[i].checkpoints.empty())
           least = std::min(least, ranks[i].checkpoints[start[i]].collectives_on(gid));
-      for (size_t i : ms)
-        if (!ranks[i].checkpoints.empty() && ranks[i].checkpoints[start[i]].collectives_on(gid) > least)
-          changed |= move_back(i, [&](const WindowCheckpoint& c) { return c.collectives_on(gid) <= least; });
+      for (size_t i : ms) changed = move_back(i, gid, least, start) || changed;
     }
   }
   return start;

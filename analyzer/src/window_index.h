@@ -165,6 +165,7 @@ struct WindowIndex {
   // And before every kCollectiveStride-th collective call on a communicator.
   static constexpr uint64_t kCollectiveStride = 1024;
   std::string unusable;  // empty: it serves windows; else why not
+  size_t unusable_at = SIZE_MAX;  // built here: the first rank (index) it cannot serve
   std::vector<RankWindowIndex> ranks;
   // A checkpoint record read so far did not parse (the index is not to be
   // used: its checksum held, so it was written wrong).
@@ -174,6 +175,11 @@ struct WindowIndex {
   // ns): the first chunk that has a call leaving at or after lo, moved back
   // until matching needs nothing before the starts (see above).
   std::vector<size_t> plan(double lo) const;
+  // Its steps: rank i's first start for lo (before any moves back), and
+  // rank i's start moved back to the latest clean checkpoint with at most
+  // `least` collective calls on gid, when it has more (true: moved).
+  size_t first_start(size_t i, double lo) const;
+  bool move_back(size_t i, uint64_t gid, uint64_t least, std::vector<size_t>& start) const;
 };
 
 // Sends on `key` with ordinals [from, to) (made before the sender's start,
@@ -214,6 +220,30 @@ struct IndexWriting {
 WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registry& reg,
                                        const WorldIndex& world_to_index, unsigned threads,
                                        const IndexWriting& how, std::string* note);
+
+// A process of an MPI job holds the rank files of its block (`block`: rank
+// indices, in order) and reads, builds and sends only their part of the
+// index; the file is the one index of the whole trace, as one process
+// writes it:
+//   - read_index_part: why the file at `path` does not fit those ranks ("" when
+//     it does: its checksum, the trace's rank count and their entries in its
+//     key), and their part in *ix (the others' entries empty). The other
+//     processes check the others' entries.
+//   - build_window_index_part: their part, built (`threads` at a time).
+//   - index_part: their part's bytes, for process 0.
+//   - write_index_parts (process 0): the file from every process's part, with
+//     the index's `unusable` reason (the first rank's in rank order), written
+//     as `how` says; returns the note (as load_or_build's, `why`: what was
+//     wrong with the file found, "absent" when none).
+std::string read_index_part(const std::string& path, const trace::TraceDir& dir, const std::vector<size_t>& block,
+                            WindowIndex* ix);
+WindowIndex build_window_index_part(const trace::TraceDir& dir, const Registry& reg, const WorldIndex& world_to_index,
+                                    unsigned threads, const std::vector<size_t>& block);
+std::string index_part(const trace::TraceDir& dir, const WindowIndex& ix, const std::vector<size_t>& block);
+std::string write_index_parts(const trace::TraceDir& dir, const std::vector<std::string>& parts,
+                              const std::string& unusable, const IndexWriting& how, const std::string& why);
+// The note of an index built and not written ("built <where>", or "rebuilt (<why>) <where>").
+std::string note_built(const std::string& why, const std::string& where);
 
 // The index a whole analysis writes as it goes: started when the trace has no
 // usable index, it builds on threads of its own while the analysis runs, from

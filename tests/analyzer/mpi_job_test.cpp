@@ -5,8 +5,8 @@
 // received, on a damaged trace, and on errors; and process 0 decodes only
 // its own block of ranks, each process holding the state of its block alone
 // and opening its block's rank files only (the text and JSON reports, the
-// Chrome trace and the OTF2 archive; not a --window, which process 0 runs
-// alone on the whole trace).
+// Chrome trace and the OTF2 archive, and a --window, whose index each
+// process builds for its block).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,15 +200,67 @@ TEST(MpiJob, RingWithAKilledRankIsTheSameForEveryProcessCount) {
   const Outputs plain = run(0, b.dir(), "--callsites");
   EXPECT_NE(plain.text.find("MPI_Allreduce app.c:200 "), std::string::npos) << plain.text;
   EXPECT_NE(plain.text.find("MPI_Allreduce app.c:300 "), std::string::npos) << plain.text;
-  // A window (process 0 alone).
-  expect_same_for_every_k(b.dir(), "--window 0.005:0.02 --json {json}", 2);
+  // A window (the index does not serve it: a rank was killed; every
+  // process decodes its block from the start).
+  expect_same_for_every_k(b.dir(), "--window 0.005:0.02 --functions --json {json} --chrome-trace {chrome}");
+}
+
+// Six ranks that all finalize, in chunks of 4 KiB: a ring of messages each
+// received two iterations after it was sent (so a window's starts find sends
+// not yet received, made before the senders' starts), in nested intervals,
+// an Allreduce every iteration from ranks drifting apart and back (so the
+// starts move back to agree on the Allreduces made), an Alltoall every 50.
+void build_clean_ring(TraceBuilder& b, int ranks, int iterations) {
+  for (int r = 0; r < ranks; ++r) b.init(r, 0, 1 * kMs);
+  for (int it = 0; it < iterations; ++it)
+    for (int r = 0; r < ranks; ++r) {
+      const uint64_t a = 2 * kMs + static_cast<uint64_t>(it) * 200 * kUs +
+                         static_cast<uint64_t>((r * 37 + it * 11) % 90) * kUs;
+      b.begin(r, a, 1, 1);
+      if (it % 4 == 0) b.begin(r, a + 2 * kUs, 2, 2);
+      b.send(r, a + 5 * kUs, a + 6 * kUs, (r + 1) % ranks, it);
+      if (it >= 2)
+        b.recv(r, a + 10 * kUs, a + 20 * kUs + static_cast<uint64_t>(r) * kUs, (r + ranks - 1) % ranks, it - 2);
+      if (it % 4 == 0) b.end(r, a + 25 * kUs, 2, 2);
+      b.collective(r, Allreduce, a + 100 * kUs, a + 150 * kUs);
+      if (it % 50 == 0) b.collective(r, Alltoall, a + 160 * kUs, a + 170 * kUs);
+      b.end(r, a + 180 * kUs, 1, 1);
+    }
+  const uint64_t end = 2 * kMs + static_cast<uint64_t>(iterations + 1) * 200 * kUs;
+  for (int r = 0; r < ranks; ++r)
+    for (int it = iterations - 2; it < iterations; ++it)
+      b.recv(r, end + static_cast<uint64_t>(it) * kUs, end + static_cast<uint64_t>(it) * kUs + kUs,
+             (r + ranks - 1) % ranks, it);
+  for (int r = 0; r < ranks; ++r) b.finalize(r, end + 1 * kMs, end + 2 * kMs);
+  b.close();
+}
+
+// A window the index serves: each process plans its own ranks' starts from
+// its part of the index (built from its block), the sends made before a
+// start reach their receivers' processes, and the window's figures and
+// counts (events decoded up to the window's end, messages and instances
+// inside it) are the plain command's for every K, byte for byte.
+TEST(MpiJob, WindowServedByTheIndexIsTheSameForEveryProcessCount) {
+  TraceBuilder b(6, 42, true, 4096);
+  build_clean_ring(b, 6, 1500);
+  for (const char* window : {"0.1:0.102", "0.15:0.2", "0:0.01", "0.29:0.31"}) {
+    const std::string args = std::string("--window ") + window + " --functions --json {json} --chrome-trace {chrome}";
+    expect_same_for_every_k(b.dir(), args);
+    // (Served by the index: a part of the trace decoded.)
+    const Outputs plain = run(0, b.dir(), args);
+    std::smatch m;
+    const std::regex served(R"(window: (\d+) of (\d+) chunks decoded; index built)");
+    ASSERT_TRUE(std::regex_search(plain.messages, m, served)) << plain.messages;
+    EXPECT_LT(std::stoi(m[1]), std::stoi(m[2])) << plain.messages;
+  }
 }
 
 // No process opens another block's rank file, whatever the job writes: the
 // text report (with the functions and call sites), the JSON report and the
 // Chrome trace, whose ranks each process draws and sends process 0 in rank
-// order (a Chrome trace window included), and the OTF2 archive, for which
-// each process sends process 0 its ranks' events in rank order.
+// order (a Chrome trace window included), the OTF2 archive, for which each
+// process sends process 0 its ranks' events in rank order, and a --window,
+// whose index each process builds from its block's files.
 TEST(MpiJob, EachProcessReadsItsOwnBlocksFilesOnlyForEveryOutput) {
   TraceBuilder b(6);
   build_ring(b, 6);
@@ -218,6 +270,12 @@ TEST(MpiJob, EachProcessReadsItsOwnBlocksFilesOnlyForEveryOutput) {
                                        "--chrome-trace-window 0.01:0.02", k);
     expect_same_reading_own_block_only(b.dir(), 6, "--json {json} --otf2 {otf2}", k);
   }
+  // A window served by the index: each process builds its block's part.
+  TraceBuilder clean(6, 42, true, 4096);
+  build_clean_ring(clean, 6, 1500);
+  for (int k = 2; k <= 3; ++k)
+    expect_same_reading_own_block_only(clean.dir(), 6,
+                                       "--window 0.15:0.2 --functions --json {json} --chrome-trace {chrome}", k);
 }
 
 // The registry's numbers (functions and call sites, by first definition over
@@ -268,6 +326,7 @@ TEST(MpiJob, DamagedTraceIsTheSameForEveryProcessCount) {
   b.close();
   fs::resize_file(b.path(1), fs::file_size(b.path(1)) / 2);
   expect_same_for_every_k(b.dir(), "--functions --json {json}");
+  expect_same_for_every_k(b.dir(), "--window 0.5:1 --functions --json {json}");
 }
 
 TEST(MpiJob, ErrorsEndTheJobWithThePlainCommandsMessageAndStatus) {

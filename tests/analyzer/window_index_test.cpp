@@ -193,6 +193,32 @@ TEST(WindowIndex, EqualsTheWindowDecodedFromTheStartAndDecodesLittle) {
   EXPECT_GT(small.stats.chunks_decoded, 0u);
 }
 
+// A window's report is the same, JSON and all, whatever the workers: an MPI
+// job of K processes runs at least K, the plain command one for a short
+// window and a core's worth for a long one. Decoding goes on past the window
+// for as long as something inside it waits for a partner, a while longer
+// with several workers (their mail takes a phase); so the events and chunks
+// decoded are counted at the window's end, the messages and instances those
+// begun inside it, and the end waits for every wait inside it, a late
+// receiver's too (mailed back to the sender's worker).
+TEST(WindowIndex, AWindowsReportIsTheSameForEveryWorkerCount) {
+  TraceBuilder b(kRanks, 42, true, 2048);
+  build(b, 600);
+  for (const auto& [from, to] : {std::pair{0.0301, 0.0312}, {0.05, 0.0613}, {0, 0.01}, {0.1, 0.2}}) {
+    std::string one;
+    for (unsigned threads = 1; threads <= kRanks; ++threads) {
+      analysis::Options o = window(from, to, true);
+      o.threads = threads;
+      o.write_window_index = false;  // (the index's note the same each time: built in memory)
+      const auto a = analyze_checked(b.dir(), o);
+      std::ostringstream json;
+      analysis::write_json_report(a, json);
+      if (threads == 1) one = json.str();
+      else EXPECT_EQ(json.str(), one) << "window " << from << ":" << to << ", " << threads << " workers";
+    }
+  }
+}
+
 // The same run written in format 5 and in format 6 (whose repeated payloads
 // are left out): the analysis reports the same, whole and in windows that
 // start inside chunks.
