@@ -854,14 +854,14 @@ struct RankBuilds {
 
   // `block`: the rank indices to build, in order (empty: every rank).
   RankBuilds(const trace::TraceDir& d, const Registry& r, const WorldIndex& w, std::vector<size_t> block = {})
-      : dir(d), reg(r), world_to_index(w), unusable(d.ranks.size()), todo_(std::move(block)) {
-    if (todo_.empty())
-      for (size_t i = 0; i < d.ranks.size(); ++i) todo_.push_back(i);
+      : dir(d), reg(r), world_to_index(w), unusable(d.ranks.size()), ranks_to_build_(std::move(block)) {
+    if (ranks_to_build_.empty())
+      for (size_t i = 0; i < d.ranks.size(); ++i) ranks_to_build_.push_back(i);
     ix.ranks.resize(d.ranks.size());
     // A rank that cannot be served makes the index unusable: then no pass is
     // worth making (a run cut short is common where windows are wanted).
-    for (size_t i : todo_)
-      if (!(unusable[i] = cannot_serve(*d.ranks[i])).empty()) next_ = todo_.size();
+    for (size_t i : ranks_to_build_)
+      if (!(unusable[i] = cannot_serve(*d.ranks[i])).empty()) next_ = ranks_to_build_.size();
   }
 
   void hand_over() {
@@ -877,14 +877,14 @@ struct RankBuilds {
       {
         std::unique_lock lock(mu_);
         // (Ranks an idle thread holds come back here, or are done.)
-        changed_.wait(lock, [&] { return idle || !parked_.empty() || next_ < todo_.size() || held_idle_ == 0; });
+        changed_.wait(lock, [&] { return idle || !parked_.empty() || next_ < ranks_to_build_.size() || held_idle_ == 0; });
         if (idle && handing_over_) return;
         if (!parked_.empty()) {
           i = parked_.back().first;
           b = std::move(parked_.back().second);
           parked_.pop_back();
-        } else if (next_ < todo_.size()) {
-          i = todo_[next_++];
+        } else if (next_ < ranks_to_build_.size()) {
+          i = ranks_to_build_[next_++];
         } else {
           return;
         }
@@ -911,7 +911,7 @@ struct RankBuilds {
   // Every rank built (or found unservable), none left to take or parked.
   bool complete() {
     std::lock_guard lock(mu_);
-    return next_ >= todo_.size() && parked_.empty() && held_idle_ == 0 && !stopped();
+    return next_ >= ranks_to_build_.size() && parked_.empty() && held_idle_ == 0 && !stopped();
   }
 
   // Once every work() has returned: the index, which says why it cannot
@@ -937,8 +937,8 @@ struct RankBuilds {
 
   std::mutex mu_;
   std::condition_variable changed_;
-  std::vector<size_t> todo_;        // the ranks to build, by index
-  size_t next_ = 0;                 // the next of todo_ no thread has taken
+  std::vector<size_t> ranks_to_build_;  // by index
+  size_t next_ = 0;                     // the next of ranks_to_build_ no thread has taken
   size_t held_idle_ = 0;            // ranks idle threads hold
   bool handing_over_ = false;
   std::vector<std::pair<size_t, std::unique_ptr<RankBuild>>> parked_;
