@@ -163,21 +163,15 @@ bool AnalysisWindow::plan_window(const trace::TraceDir& dir, const Registry& reg
       }
   }
   if (job) {
-    std::vector<std::string> out(sends_to.size());
-    for (size_t p = 0; p < out.size(); ++p) {
-      WireOut o;
-      o.put_vec(sends_to[p]);
-      o.put_vec(recvs_to[p]);
-      out[p] = std::move(o.buf);
-    }
-    out[static_cast<size_t>(job->proc())].clear();
-    const std::vector<std::string> in = job->all_to_all(out);
-    for (int p = 0; p < job->procs(); ++p) {
-      if (p == job->proc()) continue;
-      WireIn r(in[static_cast<size_t>(p)]);
-      for (const ChannelCount& c : r.get_vec<ChannelCount>()) sent_before[c.key] = c.count;
-      for (const ChannelCount& c : r.get_vec<ChannelCount>()) received_before[c.key] = c.count;
-    }
+    job->exchange_with_others(
+        [&](int p, WireOut& o) {
+          o.put_vec(sends_to[static_cast<size_t>(p)]);
+          o.put_vec(recvs_to[static_cast<size_t>(p)]);
+        },
+        [&](int, WireIn& r) {
+          for (const ChannelCount& c : r.get_vec<ChannelCount>()) sent_before[c.key] = c.count;
+          for (const ChannelCount& c : r.get_vec<ChannelCount>()) received_before[c.key] = c.count;
+        });
   }
   std::vector<WireOut> fetched_to(sends_to.size());
   for (size_t s = 0; s < R; ++s) {
@@ -223,30 +217,25 @@ bool AnalysisWindow::plan_window(const trace::TraceDir& dir, const Registry& reg
       common.put(gid);
       common.put(n);
     }
-    std::vector<std::string> out(fetched_to.size());
-    for (size_t p = 0; p < out.size(); ++p) {
-      WireOut o{common.buf};
-      o.buf += fetched_to[p].buf;
-      out[p] = std::move(o.buf);
-    }
-    out[static_cast<size_t>(job->proc())].clear();
-    const std::vector<std::string> in = job->all_to_all(out);
-    for (int p = 0; p < job->procs(); ++p) {
-      if (p == job->proc()) continue;
-      WireIn r(in[static_cast<size_t>(p)]);
-      malformed = r.get<uint8_t>() || malformed;
-      for (auto n = r.get<uint64_t>(); n-- > 0;) {
-        const auto gid = r.get<uint64_t>();
-        const auto count = r.get<uint64_t>();
-        before_[gid] = std::max(before_[gid], count);
-      }
-      while (!r.done()) {
-        WantedSends w;
-        w.key = r.get<ChannelKey>();
-        w.enters = r.get_vec<double>();
-        fetched_.push_back(std::move(w));
-      }
-    }
+    job->exchange_with_others(
+        [&](int p, WireOut& o) {
+          o.buf = common.buf;
+          o.buf += fetched_to[static_cast<size_t>(p)].buf;
+        },
+        [&](int, WireIn& r) {
+          malformed = r.get<uint8_t>() || malformed;
+          for (auto n = r.get<uint64_t>(); n-- > 0;) {
+            const auto gid = r.get<uint64_t>();
+            const auto count = r.get<uint64_t>();
+            before_[gid] = std::max(before_[gid], count);
+          }
+          while (!r.done()) {
+            WantedSends w;
+            w.key = r.get<ChannelKey>();
+            w.enters = r.get_vec<double>();
+            fetched_.push_back(std::move(w));
+          }
+        });
   }
   if (malformed) {
     index_note_ = "not used: a checkpoint does not parse (" + index_note_ + ")";

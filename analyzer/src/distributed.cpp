@@ -252,20 +252,15 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
 }
 
 void ProcessSpread::exchange_early(PhaseMail& mail, const Traces& traces) {
-  std::vector<std::string> out(static_cast<size_t>(procs_));
-  for (int p = 0; p < procs_; ++p) {
-    if (p == proc_) continue;
-    WireOut o;
-    mail.pack(o, PhaseMail::kEarlyResults, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true, traces);
-    out[static_cast<size_t>(p)] = std::move(o.buf);
-  }
-  const std::vector<std::string> in = all_to_all(out);
-  for (int p = 0; p < procs_; ++p) {
-    if (p == proc_) continue;
-    WireIn r(in[static_cast<size_t>(p)]);
-    mail.unpack(r, PhaseMail::kEarlyResults, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true,
-                traces);
-  }
+  exchange_with_others(
+      [&](int p, WireOut& o) {
+        mail.pack(o, PhaseMail::kEarlyResults, local_lo_, local_hi_, first_worker(p), first_worker(p + 1), true,
+                  traces);
+      },
+      [&](int p, WireIn& r) {
+        mail.unpack(r, PhaseMail::kEarlyResults, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, true,
+                    traces);
+      });
 }
 
 void ProcessSpread::share_registry(Registry& reg, const std::vector<const RankTrace*>& traces,

@@ -112,6 +112,10 @@ class ProcessSpread {
   // becomes every process's.
   void exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail, const Traces& traces,
                       const std::vector<unsigned>& worker_of);
+  // One all_to_all with every other process: pack(p, out) writes what
+  // process p is sent, then unpack(p, in) reads what p sent this one.
+  template <class Pack, class Unpack>
+  void exchange_with_others(Pack&& pack, Unpack&& unpack);
   // After a phase's first step: the early results (PhaseMail::kEarlyResults).
   void exchange_early(PhaseMail& mail, const Traces& traces);
   // After the last sweep: every result, handed to `apply` in owner order.
@@ -167,6 +171,23 @@ class ProcessSpread {
   std::vector<uint64_t> rank_states_, files_opened_;
   uint64_t gather_rounds_ = 0;
 };
+
+template <class Pack, class Unpack>
+void ProcessSpread::exchange_with_others(Pack&& pack, Unpack&& unpack) {
+  std::vector<std::string> out(static_cast<size_t>(procs_));
+  for (int p = 0; p < procs_; ++p) {
+    if (p == proc_) continue;
+    WireOut o;
+    pack(p, o);
+    out[static_cast<size_t>(p)] = std::move(o.buf);
+  }
+  const std::vector<std::string> in = all_to_all(out);
+  for (int p = 0; p < procs_; ++p) {
+    if (p == proc_) continue;
+    WireIn r(in[static_cast<size_t>(p)]);
+    unpack(p, r);
+  }
+}
 
 // The last sweep posted every result (final_sweep_): each rank takes them in
 // owner order, as one process applies them sweeping owner after owner.
