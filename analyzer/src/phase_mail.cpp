@@ -14,7 +14,7 @@ void pack_box(WireOut& out, Mailbox<T>& box) {
 }
 template <class T>
 size_t packed_bytes(const Mailbox<T>& box) {
-  return sizeof(uint64_t) + box.size() * sizeof(T);
+  return WireOut::array_bytes<T>(box.size());
 }
 template <class T>
 void unpack_box(WireIn& in, Mailbox<T>& box) {

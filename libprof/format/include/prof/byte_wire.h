@@ -21,6 +21,11 @@ struct Out {
     static_assert(std::is_trivially_copyable_v<T>);
     buf.append(reinterpret_cast<const char*>(&v), sizeof(T));
   }
+  // The bytes put_array(p, n) appends (to reserve them at once).
+  template <class T>
+  static constexpr size_t array_bytes(size_t n) {
+    return sizeof(uint64_t) + n * sizeof(T);
+  }
   template <class T>
   void put_array(const T* p, size_t n) {
     static_assert(std::is_trivially_copyable_v<T>);
