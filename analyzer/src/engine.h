@@ -678,12 +678,12 @@ struct alignas(64) Rank : RankOutcome {
   }
 };
 
-// A rank's own object, whatever its events (3,712 bytes with the sender's
+// A rank's own object, whatever its events (3,648 bytes with the sender's
 // cache of channels, 128 of them, and the delay log's spill, a pointer a
 // log, which takes the log's full pages out of memory): at 10^5 ranks a
 // process each byte is 100 KB. Its heap besides is bounded by
 // tests/analyzer/rank_memory_test.cpp.
-static_assert(sizeof(Rank) <= 3712, "the Rank object grew: make the new member lazy, or raise the bound knowingly");
+static_assert(sizeof(Rank) <= 3648, "the Rank object grew: make the new member lazy, or raise the bound knowingly");
 
 class Engine;
 
