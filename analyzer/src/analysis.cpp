@@ -400,7 +400,16 @@ void Engine::map_logs_back() {
   char* base = log_spill_->map();
   for (auto& r : ranks_)
     if (r) r->delay.map_back(base);
+  for (auto& r : gathered_ranks_)
+    if (r) r->delay.map_back(base);
   logs_mapped_ = true;
+}
+
+const RankOutcomes& Engine::outcomes() {
+  outcomes_.assign(ranks_.size(), nullptr);
+  for (size_t i = 0; i < ranks_.size(); ++i)
+    outcomes_[i] = ranks_[i] ? static_cast<RankOutcome*>(ranks_[i].get()) : gathered_ranks_.at(i).get();
+  return outcomes_;
 }
 
 void Engine::setup() {
@@ -682,30 +691,32 @@ Analysis Engine::run() {
 
 // The run's figures, once the pass is over.
 void Engine::finish(Analysis& a) {
+  tree_.merge(ranks_);  // (the last nodes)
+  const RankOutcomes& ranks = outcomes();
   collect_warnings_and_stats(a);
   a.waits_known = waits_on_;
-  a.processors = static_cast<int>(ranks_.size());
-  for (const auto& r : ranks_) a.ranks.push_back(r->rank);
-  for (const auto& r : ranks_)
+  a.processors = static_cast<int>(ranks.size());
+  for (const RankOutcome* r : ranks) a.ranks.push_back(r->rank);
+  for (const RankOutcome* r : ranks)
     if (auto it = r->rank_trace->meta().find("exe"); it != r->rank_trace->meta().end() && !it->second.empty()) {
       a.executable = it->second;
       break;
     }
   {
     std::vector<const RankTrace*> traces;
-    for (const auto& r : ranks_) traces.push_back(r->rank_trace);
+    for (const RankOutcome* r : ranks) traces.push_back(r->rank_trace);
     a.run = run_record(traces);
     a.run.world_size = a.world_size;
   }
-  for (const auto& r : ranks_)
+  for (const RankOutcome* r : ranks)
     if (auto it = r->rank_trace->meta().find("bcast_impl"); it != r->rank_trace->meta().end() && !it->second.empty()) {
       a.bcast_impl = it->second;
       break;
     }
-  for (const auto& r : ranks_)
+  for (const RankOutcome* r : ranks)
     if (auto it = r->rank_trace->meta().find("bcast_fallbacks"); it != r->rank_trace->meta().end())
       a.bcast_fallbacks = std::max<uint64_t>(a.bcast_fallbacks, std::strtoull(it->second.c_str(), nullptr, 10));
-  for (const auto& r : ranks_) {
+  for (const RankOutcome* r : ranks) {
     const auto& syncs = r->rank_trace->clock_syncs();
     if (syncs.empty()) continue;
     a.clock.known = true;
@@ -717,18 +728,18 @@ void Engine::finish(Analysis& a) {
     if (auto it = r->rank_trace->meta().find("sync"); it != r->rank_trace->meta().end() && a.clock.scheme.empty())
       a.clock.scheme = it->second;
   }
-  for (auto& r : ranks_) roll_up(*r);
-  tree_.order(ranks_);
+  for (RankOutcome* r : ranks) roll_up(*r);
+  tree_.order(ranks);
   if (delay_on_) {
     map_logs_back();
-    delay_.delay_analysis(ranks_, tree_, *world_to_index_, log_spill_.get());
-    delay_.critical_path(ranks_, tree_, *world_to_index_, log_spill_.get());
+    delay_.delay_analysis(ranks, tree_, *world_to_index_, log_spill_.get());
+    delay_.critical_path(ranks, tree_, *world_to_index_, log_spill_.get());
     // The logs go before the report's figures are built (delay_log.h), and
     // their file with them.
-    for (auto& r : ranks_) r->delay = DelayLog{};
+    for (RankOutcome* r : ranks) r->delay = DelayLog{};
     log_spill_.reset();
   }
-  const SiteInfo root_site = root_call_site(ranks_, reg_, a.executable);
+  const SiteInfo root_site = root_call_site(ranks, reg_, a.executable);
   std::vector<int> index_of(tree_.nodes().size(), -1);  // global node -> its place in a.intervals
 
   // Pre-order walk.
@@ -737,7 +748,7 @@ void Engine::finish(Analysis& a) {
     auto [gi, parent] = pending.back();
     pending.pop_back();
     const GNode& gn = tree_.nodes()[gi];
-    IntervalNode node = tree_.node_figures(gn, gi == 0 ? root_site : reg_.sites[gn.site], ranks_, reg_);
+    IntervalNode node = tree_.node_figures(gn, gi == 0 ? root_site : reg_.sites[gn.site], ranks, reg_);
     node.parent = parent;
     node.level = parent < 0 ? 0 : a.intervals[static_cast<size_t>(parent)].level + 1;
     const int index = static_cast<int>(a.intervals.size());

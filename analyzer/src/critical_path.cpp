@@ -26,7 +26,7 @@
 
 namespace prof::analysis::detail {
 
-void DelayResults::critical_path(const std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
+void DelayResults::critical_path(const std::vector<RankOutcome*>& ranks, const GlobalTree& tree,
                                  const WorldIndex& index_of_world, LogSpill* spill) {
   if (spill) spill->drop_resident();  // (what the root causes left)
   ResidentBudget resident(spill, kResidentLogBytes);
@@ -57,7 +57,7 @@ void DelayResults::critical_path(const std::vector<std::unique_ptr<Rank>>& ranks
   }
   auto walk = [&](size_t r, double a, double b) {
     if (!(b > a)) return;
-    const Rank& rk = *ranks[r];
+    const RankOutcome& rk = *ranks[r];
     const auto c = rk.delay.contexts.view();
     double covered = 0;
     // The first context after a (its predecessor is in force at a).

@@ -77,12 +77,12 @@ void sort_log(PagedLog<T>& log, Less less, bool nearly) {
 
 // The global node a logged context stands for: a Combo (threads) counts as
 // its first node.
-uint32_t DelayResults::logged_node(const Rank& r, uint32_t context) {
+uint32_t DelayResults::logged_node(const RankOutcome& r, uint32_t context) {
   const uint32_t local = context & kComboBit ? r.combos[context & ~kComboBit].nodes[0] : context;
   return r.gmap[local];
 }
 
-void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
+void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const GlobalTree& tree,
                                   const WorldIndex& index_of_world, LogSpill* spill) {
   caused_by_.assign(tree.nodes().size(), {});
   ResidentBudget resident(spill, kResidentLogBytes);
@@ -117,12 +117,12 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
     PagedLog<DelayLog::Context>::View contexts;
     size_t sync_at, context_at;  // where the last searches ended
     const uint32_t* gmap;
-    const Rank* rank;
+    const RankOutcome* rank;
   };
   static_assert(sizeof(Logs) == 64);
   std::vector<Logs> logs(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
-    const Rank& r = *ranks[i];
+    const RankOutcome& r = *ranks[i];
     logs[i] = Logs{r.delay.syncs.view(), r.delay.contexts.view(), 0, 0, r.gmap.data(), &r};
   }
   // Where rank r's stretch towards world rank q starts, for an instant x.
@@ -182,7 +182,7 @@ void DelayResults::delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, con
   // quadratic in the ranks).
   std::vector<FlatMap<uint64_t, uint32_t>> cause_slot(tree.nodes().size());
   for (size_t wi = 0; wi < ranks.size(); ++wi) {
-    const Rank& w = *ranks[wi];
+    const RankOutcome& w = *ranks[wi];
     Logs& wl = logs[wi];
     // (Its own logs, and about as much of its partners'.)
     resident.note(2 * w.delay.entry_bytes());

@@ -13,7 +13,7 @@
 
 namespace prof::analysis::detail {
 
-struct Rank;
+struct RankOutcome;
 
 // The root causes of waits and the critical path (delay_log.h,
 // docs/metrics.md), computed after the pass over a whole run from the ranks'
@@ -28,10 +28,10 @@ class DelayResults {
   // Sorts the ranks' logs and charges each wait to its causes. `spill`: where
   // the logs are mapped from (null: in memory), its resident pages given
   // back as the analysis goes (kResidentLogBytes).
-  void delay_analysis(std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
+  void delay_analysis(const std::vector<RankOutcome*>& ranks, const GlobalTree& tree,
                       const WorldIndex& index_of_world, LogSpill* spill);
   // After delay_analysis() (the logs sorted).
-  void critical_path(const std::vector<std::unique_ptr<Rank>>& ranks, const GlobalTree& tree,
+  void critical_path(const std::vector<RankOutcome*>& ranks, const GlobalTree& tree,
                      const WorldIndex& index_of_world, LogSpill* spill);
   // About how much of the mapped logs the analyses keep resident: they give
   // the mapping's pages back each time they have read about this much.
@@ -45,7 +45,7 @@ class DelayResults {
     int32_t rank;   // world rank on which it did
     double ns;
   };
-  static uint32_t logged_node(const Rank& r, uint32_t context);
+  static uint32_t logged_node(const RankOutcome& r, uint32_t context);
   std::vector<std::vector<CauseAcc>> caused_by_;
   std::vector<double> critical_ns_;
   double run_span_ns_ = 0;

@@ -144,6 +144,132 @@ std::vector<CallInFlight> get_in_flight(WireIn& in) {
 }
 }  // namespace
 
+// A rank's outcome on the wire (gather_at_root), with the waits where they
+// were computed (Options::wait_states) and the delay log where it was kept.
+void put_outcome(WireOut& out, const RankOutcome& r, bool waits, bool delay) {
+  out.put<uint64_t>(r.nodes.size());
+  for (size_t li = 0; li < r.nodes.size(); ++li) {
+    const LocalNode& n = r.nodes[li];
+    out.put(n.parent);
+    out.put(n.id);
+    out.put(n.site);
+    out.put(r.merged_at[li]);
+    const NodeAcc& a = r.acc[li];
+    out.put(a.in);
+    if (waits) {  // (none computed otherwise)
+      out.put(a.waits);
+      out.put_vec(a.waited_for.list());
+    }
+    out.put(a.time_variation);
+    out.put(a.calls);
+    out.put(a.inside);
+    out.put(a.closed);
+    out.put(a.t_sum);
+    out.put(a.first_enter);
+    out.put<uint8_t>(a.executed_in_run);
+    out.put_vec(a.funcs);
+  }
+  out.put<uint64_t>(r.combos.size());
+  for (const Combo& c : r.combos) {
+    out.put_vec(c.nodes);
+    out.put(c.in);
+    if (waits) out.put(c.waits);
+  }
+  out.put_vec(r.slot_name);
+  out.put_vec(r.slot_site);
+  if (delay) {
+    put_log(out, r.delay.contexts);
+    put_log(out, r.delay.syncs);
+    put_log(out, r.delay.waits);
+    out.put<uint64_t>(r.delay.comms.size());
+    for (const DelayLog::Comm& c : r.delay.comms) {
+      out.put(c.gid);
+      // MPI_COMM_WORLD's members by their count alone.
+      out.put<uint8_t>(c.members.is_identity());
+      if (c.members.is_identity())
+        out.put<uint64_t>(c.members.size());
+      else
+        out.put_vec(c.members.vector());
+    }
+  }
+  for (uint64_t v : {r.events, r.calls, r.matched, r.unmatched_sends, r.unmatched_recvs, r.local_instances})
+    out.put(v);
+  out.put<uint8_t>(r.damage.stopped);
+  out.put<uint8_t>(r.damage.by_time);
+  out.put(r.damage.excluded_time);
+  out.put(r.damage.events_not_read);
+  out.put(r.gathered_unbalanced);
+  out.put(r.gathered_last_alive);
+  out.put(r.gathered_stats);
+  put_strings(out, r.gathered_trace_warnings);
+  put_warnings(out, r.warn);
+  put_in_flight(out, r.gathered_in_flight);
+  put_strings(out, r.gathered_rebuilt);
+}
+
+void get_outcome(WireIn& in, RankOutcome& r, bool waits, bool delay) {
+  const auto nodes = in.get<uint64_t>();
+  r.nodes.assign(nodes, LocalNode{});
+  r.acc.assign(nodes, NodeAcc{});
+  r.merged_at.assign(nodes, 0);
+  for (size_t li = 0; li < nodes; ++li) {
+    LocalNode& n = r.nodes[li];
+    n.parent = in.get<uint32_t>();
+    n.id = in.get<uint32_t>();
+    n.site = in.get<uint32_t>();
+    r.merged_at[li] = in.get<uint32_t>();
+    NodeAcc& a = r.acc[li];
+    a.in = in.get<InstantSums>();
+    if (waits) {
+      a.waits = in.get<WaitSums>();
+      a.waited_for.assign(in.get_vec<PartnerWaitAcc>());
+    }
+    a.time_variation = in.get<double>();
+    a.calls = in.get<uint64_t>();
+    a.inside = in.get<uint64_t>();
+    a.closed = in.get<uint64_t>();
+    a.t_sum = in.get<double>();
+    a.first_enter = in.get<double>();
+    a.executed_in_run = in.get<uint8_t>();
+    a.funcs = in.get_vec<FuncStat>();
+  }
+  r.combos.assign(in.get<uint64_t>(), Combo{});
+  for (Combo& c : r.combos) {
+    c.nodes = in.get_vec<uint32_t>();
+    c.in = in.get<InstantSums>();
+    if (waits) c.waits = in.get<WaitSums>();
+  }
+  r.slot_name = in.get_vec<uint32_t>();
+  r.slot_site = in.get_vec<uint32_t>();
+  if (delay) {
+    get_log(in, r.delay.contexts);
+    get_log(in, r.delay.syncs);
+    get_log(in, r.delay.waits);
+    r.delay.comms.assign(in.get<uint64_t>(), DelayLog::Comm{});
+    for (DelayLog::Comm& c : r.delay.comms) {
+      c.gid = in.get<uint64_t>();
+      if (in.get<uint8_t>())
+        c.members = trace::RankList::identity(in.get<uint64_t>());
+      else
+        c.members = trace::RankList(in.get_vec<int32_t>());
+    }
+  }
+  for (uint64_t* v : {&r.events, &r.calls, &r.matched, &r.unmatched_sends, &r.unmatched_recvs, &r.local_instances})
+    *v = in.get<uint64_t>();
+  r.damage.stopped = in.get<uint8_t>();
+  r.damage.by_time = in.get<uint8_t>();
+  r.damage.excluded_time = in.get<double>();
+  r.damage.events_not_read = in.get<uint64_t>();
+  r.gathered_unbalanced = in.get<uint64_t>();
+  r.gathered_last_alive = in.get<double>();
+  r.gathered_stats = in.get<trace::ReadStats>();
+  r.gathered_trace_warnings = get_strings(in);
+  get_warnings(in, r.warn);
+  r.gathered_in_flight = get_in_flight(in);
+  r.gathered_rebuilt = get_strings(in);
+  r.gathered = true;
+}
+
 std::vector<std::string> ProcessSpread::all_to_all(const std::vector<std::string>& out) {
   ++exchanges_;
   for (const std::string& b : out) exchanged_bytes_ += b.size();
@@ -353,14 +479,16 @@ uint64_t Engine::collectives_on(size_t i, uint64_t gid) {
 void Engine::gather_at_root() {
   spread_.exchange_collective_counts(ranks_, dir_.ranks, worker_of_);
   tree_.merge(ranks_);
+  uint64_t states = 0;
+  for (const auto& r : ranks_) states += r != nullptr;
   // What finish() reads of each rank, taken where the rank was decoded.
+  if (spread_.proc() == 0) gathered_ranks_.resize(ranks_.size());
   for (size_t i = 0; i < ranks_.size(); ++i) {
     if (!local_rank(i)) continue;
     Rank& r = *ranks_[i];
     settle_channels(r);
     r.gathered_unbalanced = r.intervals.unbalanced();
-    // (A window from the index stops decoding early: the index knows the end.)
-    r.gathered_last_leave = window_.from_index() ? window_.rank_index(i).last_leave : r.intervals.last_leave();
+    r.gathered_last_alive = last_alive(r);
     r.gathered_stats = r.rank_trace->stats();
     r.gathered_trace_warnings = r.rank_trace->warnings();
     rebuilt_in_flight_.clear();
@@ -368,6 +496,10 @@ void Engine::gather_at_root() {
     r.gathered_rebuilt = std::move(rebuilt_in_flight_);
     r.gathered = true;
     r.release_pass_state();
+    if (spread_.proc() == 0) {  // (its outcome alone from here on, as the others' come)
+      gathered_ranks_[i] = std::make_unique<RankOutcome>(std::move(static_cast<RankOutcome&>(r)));
+      ranks_[i].reset();
+    }
   }
   rebuilt_in_flight_.clear();
   // What the pass and the lines above freed goes back to the system first:
@@ -376,8 +508,6 @@ void Engine::gather_at_root() {
   // of 2·10^6 events).
   give_back_free_heap();
 
-  uint64_t states = 0;
-  for (const auto& r : ranks_) states += r != nullptr;
   const uint64_t files_opened = trace::RankTrace::files_opened();
   if (spread_.proc() != 0) map_logs_back();  // (process 0's, with those it receives: finish())
   spread_.set_rank_states(static_cast<size_t>(spread_.proc()), states, files_opened);
@@ -401,66 +531,8 @@ void Engine::gather_at_root() {
       for (; next < ranks_.size() && mine.buf.size() < kGatherRoundBytes; ++next) {
         const size_t i = next;
         if (!local_rank(i)) continue;
-        Rank& r = *ranks_[i];
         mine.put<uint32_t>(static_cast<uint32_t>(i));
-        mine.put<uint64_t>(r.nodes.size());
-        for (size_t li = 0; li < r.nodes.size(); ++li) {
-          const LocalNode& n = r.nodes[li];
-          mine.put(n.parent);
-          mine.put(n.id);
-          mine.put(n.site);
-          mine.put(r.merged_at[li]);
-          const NodeAcc& a = r.acc[li];
-          mine.put(a.in);
-          if (waits_on_) {  // (none computed otherwise)
-            mine.put(a.waits);
-            mine.put_vec(a.waited_for.list());
-          }
-          mine.put(a.time_variation);
-          mine.put(a.calls);
-          mine.put(a.inside);
-          mine.put(a.closed);
-          mine.put(a.t_sum);
-          mine.put(a.first_enter);
-          mine.put<uint8_t>(a.executed_in_run);
-          mine.put_vec(a.funcs);
-        }
-        mine.put<uint64_t>(r.combos.size());
-        for (const Combo& c : r.combos) {
-          mine.put_vec(c.nodes);
-          mine.put(c.in);
-          if (waits_on_) mine.put(c.waits);
-        }
-        mine.put_vec(r.slot_name);
-        mine.put_vec(r.slot_site);
-        if (delay_on_) {
-          put_log(mine, r.delay.contexts);
-          put_log(mine, r.delay.syncs);
-          put_log(mine, r.delay.waits);
-          mine.put<uint64_t>(r.delay.comms.size());
-          for (const DelayLog::Comm& c : r.delay.comms) {
-            mine.put(c.gid);
-            // MPI_COMM_WORLD's members by their count alone.
-            mine.put<uint8_t>(c.members.is_identity());
-            if (c.members.is_identity())
-              mine.put<uint64_t>(c.members.size());
-            else
-              mine.put_vec(c.members.vector());
-          }
-        }
-        for (uint64_t v : {r.events, r.calls, r.matched, r.unmatched_sends, r.unmatched_recvs, r.local_instances})
-          mine.put(v);
-        mine.put<uint8_t>(r.damage.stopped);
-        mine.put<uint8_t>(r.damage.by_time);
-        mine.put(r.damage.excluded_time);
-        mine.put(r.damage.events_not_read);
-        mine.put(r.gathered_unbalanced);
-        mine.put(r.gathered_last_leave);
-        mine.put(r.gathered_stats);
-        put_strings(mine, r.gathered_trace_warnings);
-        put_warnings(mine, r.warn);
-        put_in_flight(mine, r.gathered_in_flight);
-        put_strings(mine, r.gathered_rebuilt);
+        put_outcome(mine, *ranks_[i], waits_on_, delay_on_);
         // (This process needs the rank no more: its state goes as its message
         // grows, so the two do not add up.)
         ranks_[i].reset();
@@ -499,71 +571,11 @@ void Engine::gather_at_root() {
         spread_.set_rank_states(static_cast<size_t>(p), held, m.get<uint64_t>());
       }
       for (uint32_t i = m.get<uint32_t>(); i != UINT32_MAX; i = m.get<uint32_t>()) {
-        // (The state finish() reads: what the rank's process sent, on a rank
-        // made as setup() makes every rank.)
-        ranks_[i] = new_rank(i, dir_.ranks[i]->events());
-        Rank& r = *ranks_[i];
-        r.release_pass_state();  // (its pass ran on its process)
-        const auto nodes = m.get<uint64_t>();
-        r.nodes.assign(nodes, LocalNode{});
-        r.acc.assign(nodes, NodeAcc{});
-        r.merged_at.assign(nodes, 0);
-        for (size_t li = 0; li < nodes; ++li) {
-          LocalNode& n = r.nodes[li];
-          n.parent = m.get<uint32_t>();
-          n.id = m.get<uint32_t>();
-          n.site = m.get<uint32_t>();
-          r.merged_at[li] = m.get<uint32_t>();
-          NodeAcc& a = r.acc[li];
-          a.in = m.get<InstantSums>();
-          if (waits_on_) {
-            a.waits = m.get<WaitSums>();
-            a.waited_for.assign(m.get_vec<PartnerWaitAcc>());
-          }
-          a.time_variation = m.get<double>();
-          a.calls = m.get<uint64_t>();
-          a.inside = m.get<uint64_t>();
-          a.closed = m.get<uint64_t>();
-          a.t_sum = m.get<double>();
-          a.first_enter = m.get<double>();
-          a.executed_in_run = m.get<uint8_t>();
-          a.funcs = m.get_vec<FuncStat>();
-        }
-        r.combos.assign(m.get<uint64_t>(), Combo{});
-        for (Combo& c : r.combos) {
-          c.nodes = m.get_vec<uint32_t>();
-          c.in = m.get<InstantSums>();
-          if (waits_on_) c.waits = m.get<WaitSums>();
-        }
-        r.slot_name = m.get_vec<uint32_t>();
-        r.slot_site = m.get_vec<uint32_t>();
-        if (delay_on_) {
-          get_log(m, r.delay.contexts);
-          get_log(m, r.delay.syncs);
-          get_log(m, r.delay.waits);
-          r.delay.comms.assign(m.get<uint64_t>(), DelayLog::Comm{});
-          for (DelayLog::Comm& c : r.delay.comms) {
-            c.gid = m.get<uint64_t>();
-            if (m.get<uint8_t>())
-              c.members = trace::RankList::identity(m.get<uint64_t>());
-            else
-              c.members = trace::RankList(m.get_vec<int32_t>());
-          }
-        }
-        for (uint64_t* v : {&r.events, &r.calls, &r.matched, &r.unmatched_sends, &r.unmatched_recvs, &r.local_instances})
-          *v = m.get<uint64_t>();
-        r.damage.stopped = m.get<uint8_t>();
-        r.damage.by_time = m.get<uint8_t>();
-        r.damage.excluded_time = m.get<double>();
-        r.damage.events_not_read = m.get<uint64_t>();
-        r.gathered_unbalanced = m.get<uint64_t>();
-        r.gathered_last_leave = m.get<double>();
-        r.gathered_stats = m.get<trace::ReadStats>();
-        r.gathered_trace_warnings = get_strings(m);
-        get_warnings(m, r.warn);
-        r.gathered_in_flight = get_in_flight(m);
-        r.gathered_rebuilt = get_strings(m);
-        r.gathered = true;
+        // (What finish() reads of it, as its process sent it.)
+        auto r = std::make_unique<RankOutcome>(*dir_.ranks[i], i);
+        if (log_spill_) r->delay.spill_to(log_spill_.get());
+        get_outcome(m, *r, waits_on_, delay_on_);
+        gathered_ranks_.at(i) = std::move(r);
       }
       if (p_last)
         for (unsigned w = spread_.first_worker(p); w < spread_.first_worker(p + 1); ++w) {
@@ -577,23 +589,23 @@ void Engine::gather_at_root() {
   }
   // Rebuilt objects in rank order, each once (as calls_in_flight lists them
   // rank after rank in one process).
-  for (const auto& r : ranks_)
+  for (const RankOutcome* r : outcomes())
     for (const std::string& path : r->gathered_rebuilt)
       if (std::find(rebuilt_in_flight_.begin(), rebuilt_in_flight_.end(), path) == rebuilt_in_flight_.end())
         rebuilt_in_flight_.push_back(path);
-  tree_.rebuild(ranks_);
+  tree_.rebuild(outcomes_);
 }
 
 // The tree across ranks as one process merges it: node by node in the order
 // of (GlobalTree::merge() call, rank, local node), so each node's members (and the
 // sums over them) come in the same order.
-void GlobalTree::rebuild(const Ranks& ranks) {
+void GlobalTree::rebuild(const Outcomes& ranks) {
   struct Item {
     uint32_t at, rank, li;
   };
   std::vector<Item> items;
   for (size_t i = 0; i < ranks.size(); ++i) {
-    Rank& r = *ranks[i];
+    RankOutcome& r = *ranks[i];
     r.gmap.clear();
     for (size_t li = 0; li < r.nodes.size(); ++li)
       items.push_back(Item{r.merged_at[li], static_cast<uint32_t>(i), static_cast<uint32_t>(li)});

@@ -357,15 +357,65 @@ struct Combo {
 };
 inline constexpr uint32_t kComboBit = 0x80000000u;  // a context that is a Combo's index
 
-struct alignas(64) Rank {
-  Rank(const RankTrace& t, const Registry& reg, size_t idx, const WorldIndex& w2i,
-       RankTrace::MergedCursor events)
-      : rank_trace(&t), rank(t.rank()), index(idx), interp(t, reg, idx, w2i), cursor(std::move(events)),
-        intervals(t.rank()), threaded(t.stream_count() > 1) {}
+// What the outputs read of a rank once its pass is over (Engine::finish):
+// its interval nodes and their sums, its function slots' names, its delay
+// log, its counts and warnings. A Rank is one during its pass; process 0 of
+// an MPI job holds the other processes' ranks in this form alone, as their
+// figures arrive (Engine::gather_at_root), so its memory grows with its own
+// block's decoders and every rank's figures, not with a decoder a rank.
+//
+// Invariant: `gathered` says the members named gathered_ hold what finish()
+// reads of a rank's decoder otherwise (every rank on process 0 of a job);
+// a RankOutcome that is not a Rank is always gathered.
+struct RankOutcome {
+  RankOutcome(const RankTrace& t, size_t idx) : rank_trace(&t), rank(t.rank()), index(idx) {}
 
   const RankTrace* rank_trace;
   int rank;
   size_t index;
+
+  std::vector<LocalNode> nodes;
+  std::vector<NodeAcc> acc;
+  std::vector<Combo> combos;
+  std::vector<uint32_t> slot_name;  // local slot -> Registry function name
+  std::vector<uint32_t> slot_site;  // local slot -> the rank's CallSiteDef id (0: none)
+  // After roll_up(): each local node's children, by decreasing index (the
+  // order roll_up adds them in): child_list[child_start[n], child_start[n + 1]).
+  std::vector<uint32_t> child_start, child_list;
+  std::vector<uint32_t> gmap;  // local node -> global node (merged so far)
+  std::vector<uint32_t> merged_at;  // local node -> the GlobalTree::merge() call that merged it
+  // For the root causes and the critical path (delay_log.h), when Rank::log_delay.
+  DelayLog delay;
+  DamageStop damage;
+
+  // Several processes: what the rank's process sent process 0 at the end.
+  bool gathered = false;
+  uint64_t gathered_unbalanced = 0;
+  double gathered_last_alive = -kInf;  // global ns (Engine::last_alive)
+  std::vector<CallInFlight> gathered_in_flight;
+  std::vector<std::string> gathered_rebuilt;  // rebuilt objects its calls in flight met
+  trace::ReadStats gathered_stats;             // its reader's, from decoding it
+  std::vector<std::string> gathered_trace_warnings;
+
+  uint64_t events = 0, calls = 0, matched = 0, unmatched_sends = 0, unmatched_recvs = 0;
+  uint64_t local_instances = 0;
+  WarningSink warn;
+};
+// Every rank's outcome by rank index, as finish() reads them.
+using RankOutcomes = std::vector<RankOutcome*>;
+// A rank's outcome on the wire, from its process to process 0 (Engine::
+// gather_at_root; distributed.cpp): `waits` with the waits computed
+// (Options::wait_states), `delay` with the delay log kept. get_outcome()
+// sets `gathered`.
+void put_outcome(WireOut& out, const RankOutcome& r, bool waits, bool delay);
+void get_outcome(WireIn& in, RankOutcome& r, bool waits, bool delay);
+
+struct alignas(64) Rank : RankOutcome {
+  Rank(const RankTrace& t, const Registry& reg, size_t idx, const WorldIndex& w2i,
+       RankTrace::MergedCursor events)
+      : RankOutcome(t, idx), interp(t, reg, idx, w2i), cursor(std::move(events)), intervals(t.rank()),
+        threaded(t.stream_count() > 1) {}
+
   unsigned worker = 0;
   Interpreter interp;
   RankTrace::MergedCursor cursor;
@@ -399,11 +449,8 @@ struct alignas(64) Rank {
     ev = &batch[batch_next++];
     return true;
   }
-  DamageStop damage;
 
   IntervalTracker intervals;
-  std::vector<LocalNode> nodes;
-  std::vector<NodeAcc> acc;
   FlatMap<NodeKey, uint32_t, NodeKeyHash> node_index;
   // Several threads: MPI and Start time are unions too, and markers nest per thread.
   bool threaded;
@@ -417,9 +464,7 @@ struct alignas(64) Rank {
   // its partner): false leaves `waits`, the waits by partner and the sends'
   // holds empty (none of the characteristics reads them).
   bool track_waits = true;
-  // For the root causes and the critical path (delay_log.h), when log_delay.
-  DelayLog delay;
-  bool log_delay = false;
+  bool log_delay = false;  // (RankOutcome::delay)
   HoldQueue holds;
   // Sends whose late receiver is not known yet: they hold back the sweep of
   // the wait states only (so the characteristics, and where a window's
@@ -428,39 +473,19 @@ struct alignas(64) Rank {
   // interpreter keeps each one's hold in its request).
   BasicHoldQueue<IsendWait> send_holds;
   uint64_t last_isend_hold = HoldQueue::kNone;  // the hold Handler::send made for the last Isend or Start
-  std::vector<Combo> combos;
   std::map<std::vector<uint32_t>, uint32_t> combo_index;
   // (function id << kSiteKeyBits | call site index) -> local slot + 1 (0:
   // none yet): a slot per function and call site, so the function profile
   // (by name) and the call-site profile (by name and site) sum the same slots.
   std::vector<uint32_t> slot_of;
   uint32_t undefined_function = 0;  // the largest function key, shared by ids the trace does not define
-  std::vector<uint32_t> slot_name;  // local slot -> Registry function name
-  std::vector<uint32_t> slot_site;  // local slot -> the rank's CallSiteDef id (0: none)
   // Channels into this rank: key -> index into channel_store (compact slots).
   FlatMap<ChannelKey, uint32_t, ChannelHash> channels;
   std::vector<Channel> channel_store;
-  // After roll_up(): each local node's children, by decreasing index (the
-  // order roll_up adds them in): child_list[child_start[n], child_start[n + 1]).
-  std::vector<uint32_t> child_start, child_list;
-  std::vector<uint32_t> gmap;  // local node -> global node (merged so far)
-  std::vector<uint32_t> merged_at;  // local node -> the GlobalTree::merge() call that merged it
 
-  // Several processes: what the rank's process sent process 0 at the end
-  // (gathered), which finish() reads instead of the state it has not got.
-  bool gathered = false;
-  uint64_t gathered_unbalanced = 0;
-  double gathered_last_leave = -kInf;
-  std::vector<CallInFlight> gathered_in_flight;
-  std::vector<std::string> gathered_rebuilt;  // rebuilt objects its calls in flight met
-  trace::ReadStats gathered_stats;             // its reader's, from decoding it
-  std::vector<std::string> gathered_trace_warnings;
-
-  uint64_t events = 0, calls = 0, matched = 0, unmatched_sends = 0, unmatched_recvs = 0;
-  uint64_t local_instances = 0, phase_events = 0;
+  uint64_t phase_events = 0;
   int exhausted_phase = -1;
   size_t first_chunk = 0;  // where decoding started (a window served by the index)
-  WarningSink warn;
 
   // The innermost execution open on a thread (the root when none).
   uint32_t node(uint32_t stream) { return intervals.innermost(stream); }
@@ -569,9 +594,9 @@ struct alignas(64) Rank {
   // (Engine::gather_at_root: the gathered_ members): what only decoding
   // reads goes too (the cursor's batch and streams, the open requests, the
   // communicators' tables, the function slots' table, the channels, the
-  // nodes' index), so process 0 holds every rank's figures, not its own
-  // ranks' decoders beside them (about 12 KB a generated rank). finish()
-  // reads the rest; the clock stays (interp.global()).
+  // nodes' index), so a process holds its block's outcomes, not their
+  // decoders beside them (about 12 KB a generated rank), until they go to
+  // process 0, which keeps them as RankOutcomes alone.
   void release_pass_state() {
     batch = {};
     batch_next = 0;
@@ -653,12 +678,12 @@ struct alignas(64) Rank {
   }
 };
 
-// A rank's own object, whatever its events (3,712 bytes with the sender's
+// A rank's own object, whatever its events (3,648 bytes with the sender's
 // cache of channels, 128 of them, and the delay log's spill, a pointer a
 // log, which takes the log's full pages out of memory): at 10^5 ranks a
 // process each byte is 100 KB. Its heap besides is bounded by
 // tests/analyzer/rank_memory_test.cpp.
-static_assert(sizeof(Rank) <= 3712, "the Rank object grew: make the new member lazy, or raise the bound knowingly");
+static_assert(sizeof(Rank) <= 3648, "the Rank object grew: make the new member lazy, or raise the bound knowingly");
 
 class Engine;
 
@@ -835,6 +860,9 @@ class Engine {
   void collect_warnings_and_stats(Analysis& a);
   void read_warnings(Analysis& a, std::map<std::string, Warning>& warns);
   std::vector<CallInFlight> calls_in_flight(Rank& r);
+  // The end of the rank's record, global ns (-kInf: none): its last leave,
+  // or its last heartbeat where it did not finalize.
+  double last_alive(Rank& r) const;
   // The ranks' logs mapped back from the spill (LogSpill::map), once: before
   // process 0 analyzes them, or before another process sends them to it.
   void map_logs_back();
@@ -852,9 +880,15 @@ class Engine {
   std::vector<std::string> rebuilt_in_flight_;  // rebuilt objects met resolving calls in flight
   Registry* prebuilt_;  // moved into reg_ by setup()
   std::unique_ptr<WorldIndex> world_to_index_;
-  // By rank index; null for a rank another process decodes (until process 0
-  // receives its figures at the end: gather_at_root).
+  // By rank index; null for a rank another process decodes.
   std::vector<std::unique_ptr<Rank>> ranks_;
+  // Process 0 of a job, once the pass is over (gather_at_root): every rank's
+  // outcome by rank index, its own block's moved out of their Ranks (whose
+  // decoders go), the others' as their figures arrive.
+  std::vector<std::unique_ptr<RankOutcome>> gathered_ranks_;
+  // What finish() reads of every rank: ranks_[i], else gathered_ranks_[i] (outcomes()).
+  RankOutcomes outcomes_;
+  const RankOutcomes& outcomes();
   unsigned workers_ = 1;
   uint64_t workers_mask_ = 0;  // workers_ - 1 when workers_ is a power of two, else 0
   std::vector<std::vector<size_t>> worker_ranks_;

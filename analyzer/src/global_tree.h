@@ -35,6 +35,7 @@ struct GNode {
 };
 
 struct Rank;
+struct RankOutcome;
 struct PartnerWaitAcc;
 
 // The tree of interval nodes across ranks: a node per (parent, interval id,
@@ -52,34 +53,38 @@ struct PartnerWaitAcc;
 class GlobalTree {
  public:
   using Ranks = std::vector<std::unique_ptr<Rank>>;
+  // After the pass, by rank index (RankOutcomes, engine.h).
+  using Outcomes = std::vector<RankOutcome*>;
   // The root alone.
   void start();
-  // Local nodes created since the last merge join the tree.
+  // Local nodes created since the last merge join the tree (null: another
+  // process's rank).
   void merge(const Ranks& ranks);
   // The tree as one process merges it, from every rank's nodes and merged_at
   // (distributed.cpp).
-  void rebuild(const Ranks& ranks);
-  // After the pass: the last nodes merged, children ordered by first entry.
-  void order(const Ranks& ranks);
+  void rebuild(const Outcomes& ranks);
+  // After the pass and the last merge(): children ordered by first entry.
+  void order(const Outcomes& ranks);
   const std::vector<GNode>& nodes() const { return nodes_; }
   // One node's figures across ranks (docs/metrics.md), in seconds.
-  IntervalNode node_figures(const GNode& gn, const SiteInfo& site, const Ranks& ranks, const Registry& reg) const;
+  IntervalNode node_figures(const GNode& gn, const SiteInfo& site, const Outcomes& ranks,
+                            const Registry& reg) const;
 
  private:
-  void join(Rank& r, size_t li);
+  void join(RankOutcome& r, size_t li);
   std::vector<GNode> nodes_;
   FlatMap<NodeKey, uint32_t, NodeKeyHash> index_;
   uint32_t merges_ = 0;  // merge() calls so far
 };
 // Nested nodes' sums roll up into their parents', after the pass (the waits
 // by partner only as rolled_partner_waits() reads them).
-void roll_up(Rank& r);
+void roll_up(RankOutcome& r);
 // A node's waits by partner summed over its subtree, sorted by partner: each
 // child's (its own subtree's first) added to the node's own, children by
 // decreasing index, the sums a roll-up of the lists into every ancestor would
 // hold. Taken one node at a time, so those rolled-up copies never all exist.
-void rolled_partner_waits(const Rank& r, uint32_t node, std::vector<PartnerWaitAcc>& out);
+void rolled_partner_waits(const RankOutcome& r, uint32_t node, std::vector<PartnerWaitAcc>& out);
 // The root's source: MPI_Init's call site when the trace names it, else the program.
-SiteInfo root_call_site(const GlobalTree::Ranks& ranks, const Registry& reg, const std::string& executable);
+SiteInfo root_call_site(const GlobalTree::Outcomes& ranks, const Registry& reg, const std::string& executable);
 
 }  // namespace prof::analysis::detail

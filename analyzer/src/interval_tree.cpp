@@ -58,7 +58,7 @@ void GlobalTree::start() {
   nodes_.push_back(GNode{kNoParent, kRootId, 0, {}, {}, kInf});
 }
 
-void GlobalTree::join(Rank& r, size_t li) {
+void GlobalTree::join(RankOutcome& r, size_t li) {
   uint32_t gi = 0;
   if (li > 0) {
     const NodeKey k{r.gmap[r.nodes[li].parent], r.nodes[li].id, r.nodes[li].site};
@@ -91,7 +91,7 @@ void add_into(NodeAcc& to, const NodeAcc& from) {
 // Nested nodes roll up into their parents (children come after parents).
 // Instants of executions open on several threads at once count once in each
 // node open then and in each of their ancestors.
-void roll_up(Rank& r) {
+void roll_up(RankOutcome& r) {
   const size_t n = r.nodes.size();
   r.child_start.assign(n + 1, 0);
   r.child_list.resize(n > 0 ? n - 1 : 0);
@@ -118,7 +118,7 @@ void roll_up(Rank& r) {
   }
 }
 
-void rolled_partner_waits(const Rank& r, uint32_t node, std::vector<PartnerWaitAcc>& out) {
+void rolled_partner_waits(const RankOutcome& r, uint32_t node, std::vector<PartnerWaitAcc>& out) {
   out = r.acc[node].waited_for.list();
   const auto by_partner = [](const PartnerWaitAcc& a, const PartnerWaitAcc& b) { return a.partner < b.partner; };
   if (!std::is_sorted(out.begin(), out.end(), by_partner)) std::sort(out.begin(), out.end(), by_partner);
@@ -147,8 +147,7 @@ void rolled_partner_waits(const Rank& r, uint32_t node, std::vector<PartnerWaitA
 
 // The tree across ranks (built during the pass): settle the last executions
 // and order children by their first entry.
-void GlobalTree::order(const Ranks& ranks) {
-  merge(ranks);
+void GlobalTree::order(const Outcomes& ranks) {
   std::vector<GNode>& g = nodes_;
   for (GNode& gn : g)
     for (auto [ri, li] : gn.members)
@@ -164,7 +163,7 @@ void GlobalTree::order(const Ranks& ranks) {
 }
 
 // The root's source: MPI_Init's call site when the trace names it, else the program.
-SiteInfo root_call_site(const GlobalTree::Ranks& ranks, const Registry& reg, const std::string& executable) {
+SiteInfo root_call_site(const GlobalTree::Outcomes& ranks, const Registry& reg, const std::string& executable) {
   SiteInfo root_site;
   bool have_root_site = false;
   for (const auto& rp : ranks) {
@@ -191,7 +190,7 @@ SiteInfo root_call_site(const GlobalTree::Ranks& ranks, const Registry& reg, con
 }
 
 // One node's figures across ranks (docs/metrics.md), in seconds.
-IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, const Ranks& ranks,
+IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, const Outcomes& ranks,
                                       const Registry& reg) const {
   IntervalNode node;
   if (gn.parent != kNoParent) node.id = static_cast<uint16_t>(gn.id);
@@ -221,7 +220,7 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
   std::vector<PartnerWait> partners;
   std::vector<PartnerWaitAcc> rolled;
   for (auto [ri, li] : gn.members) {
-    const Rank& r = *ranks[ri];
+    const RankOutcome& r = *ranks[ri];
     const NodeAcc& acc = r.acc[li];
     if (acc.inside == 0) continue;
     RankFigures f;

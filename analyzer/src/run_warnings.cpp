@@ -193,7 +193,7 @@ void Engine::read_warnings(Analysis& a, std::map<std::string, Warning>& warns) {
     if (std::find(rebuilt.begin(), rebuilt.end(), path) == rebuilt.end()) rebuilt.push_back(path);
   for (const std::string& path : rebuilt)
     add(WarningKind::BinariesRebuilt, 1, path);
-  for (const auto& r : ranks_) {
+  for (const RankOutcome* r : outcomes_) {
     const RankTrace& rank_trace = *r->rank_trace;
     // (Decoded by another process: what its reader counted there.)
     const trace::ReadStats& s = r->gathered ? r->gathered_stats : rank_trace.stats();
@@ -265,18 +265,27 @@ void Engine::settle_channels(Rank& r) {
     for (auto& c : r.channel_cache) c.index = 0;
 }
 
+double Engine::last_alive(Rank& r) const {
+  // (A window from the index stops decoding early: the index knows the end.)
+  double last = window_.from_index() ? window_.rank_index(r.index).last_leave : r.intervals.last_leave();
+  // A rank that did not finalize was alive until its last heartbeat (format 4).
+  if (r.rank_trace->end_reason() != "finalize" && r.rank_trace->heartbeat() != 0)
+    last = std::max(last, r.interp.global(r.rank_trace->last_alive()));
+  return last;
+}
+
 void Engine::collect_warnings_and_stats(Analysis& a) {
   std::map<std::string, Warning> warns;
-  for (auto& rp : ranks_) {
-    Rank& r = *rp;
-    settle_channels(r);
+  for (RankOutcome* rp : outcomes_) {
+    RankOutcome& r = *rp;
+    if (!r.gathered) settle_channels(*ranks_[r.index]);
     a.stats.events += r.events;
     a.stats.events_not_analyzed += r.damage.events_not_read;
     a.stats.mpi_calls += r.calls;
     a.stats.messages_matched += r.matched;
     a.stats.unmatched_sends += r.unmatched_sends;
     a.stats.unmatched_receives += r.unmatched_recvs;
-    a.stats.unbalanced_markers += r.gathered ? r.gathered_unbalanced : r.intervals.unbalanced();
+    a.stats.unbalanced_markers += r.gathered ? r.gathered_unbalanced : ranks_[r.index]->intervals.unbalanced();
     a.stats.collective_instances += r.local_instances;
     r.warn.merge_into(warns);
   }
@@ -288,28 +297,21 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     owned.absorb(own.warn);
   }
   owned.merge_into(warns);
-  for (const auto& rp : ranks_)
+  for (const RankOutcome* rp : outcomes_)
     a.stats.unknown_requests +=
         rp->warn.count(WarningKind::UnknownRequestCompletion) + rp->warn.count(WarningKind::UnknownRequestStart);
   a.stats.windows = windows_;
   window_.read_stats(a.stats, opt_);
-  for (const auto& rp : ranks_) {
+  for (RankOutcome* rp : outcomes_) {
     RankEnd end;
     end.rank = rp->rank;
-    const std::string& reason = rp->rank_trace->end_reason();
-    end.ended_by = ended_by(reason);
-    // (A window from the index stops decoding early: the index knows the end.)
-    double last = rp->gathered           ? rp->gathered_last_leave
-                  : window_.from_index() ? window_.rank_index(rp->index).last_leave
-                                         : rp->intervals.last_leave();
-    // A rank that did not finalize was alive until its last heartbeat (format 4).
-    if (reason != "finalize" && rp->rank_trace->heartbeat() != 0)
-      last = std::max(last, rp->interp.global(rp->rank_trace->last_alive()));
+    end.ended_by = ended_by(rp->rank_trace->end_reason());
+    const double last = rp->gathered ? rp->gathered_last_alive : last_alive(*ranks_[rp->index]);
     end.last_alive = last > -kInf ? (last - t_first_) * 1e-9 : 0;
     if (auto it = rp->rank_trace->meta().find("records_lost"); it != rp->rank_trace->meta().end())
       end.records_lost = std::strtoull(it->second.c_str(), nullptr, 10);
     if (end.ended_by != "finalize") a.complete = false;
-    end.in_flight = rp->gathered ? std::move(rp->gathered_in_flight) : calls_in_flight(*rp);
+    end.in_flight = rp->gathered ? std::move(rp->gathered_in_flight) : calls_in_flight(*ranks_[rp->index]);
     a.run_end.push_back(end);
   }
   a.wait_cycles = wait_cycles(a.run_end);
