@@ -369,11 +369,15 @@ struct RankTrace::Cursor::Impl {
 
   void leave_chunk() {
     if (current && !copied && !set_aside) {
-      // The pages it shares with its neighbours go too where no chunk of
-      // the stream follows: a reader of thousands of ranks that end together
-      // held two pages a rank past their ends.
-      trace->release(*current, chunk == chunks_end);
-      trace->unpin_map();
+      // Where no chunk of the stream follows, the pages it shares with its
+      // neighbours go too (a reader of thousands of ranks that end together
+      // held two pages a rank past their ends), or the whole mapping.
+      if (chunk == chunks_end) {
+        trace->leave_stream_end(*current);
+      } else {
+        trace->release(*current);
+        trace->unpin_map();
+      }
     }
     current = nullptr;
     set_aside = false;

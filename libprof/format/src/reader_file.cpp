@@ -256,6 +256,26 @@ void RankTrace::Impl::unpin_map() const {
   map.data = nullptr;
 }
 
+// The whole mapping at once, not the chunk's pages now and the rest when
+// the trace closes: one system call a rank file fewer, and the unmapping of
+// thousands of ranks is spread over the workers instead of the closing
+// thread.
+void RankTrace::Impl::leave_stream_end(const ChunkRef& c) const {
+  {
+    std::lock_guard<std::mutex> lock(map_mu);
+    if (map_users == 1 && map.map && !map.opening_copy) {
+      map_users = 0;
+      ::munmap(map.map, map.size);
+      reader::mappings_held.fetch_sub(1, std::memory_order_relaxed);
+      map.map = nullptr;
+      map.data = nullptr;
+      return;
+    }
+  }
+  release(c, true);
+  unpin_map();
+}
+
 // Chunk headers are read so during the index, not through the mapping: a fault
 // there maps its neighbours too, and the RSS of opening grew with the file
 // (30 MB for 10^8 events a rank).

@@ -306,6 +306,10 @@ struct RankTrace::Impl {
   // One pin less; with none left and the process over its budget, the
   // mapping is given back (an opening copy always is).
   void unpin_map() const;
+  // A cursor leaves chunk c, the last of its stream: its pin goes, and where
+  // it was the only one the mapping goes too (mapped again by a later
+  // pin_map), else c's pages and those it shares with its neighbours.
+  void leave_stream_end(const ChunkRef& c) const;
   // n bytes at file offset `off` (within the file) into `to`.
   void read_at(uint64_t off, void* to, size_t n) const;
   // The payload of events chunk c: read into `buf` (grown as needed) when the
