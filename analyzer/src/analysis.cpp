@@ -2,6 +2,7 @@
 // the barrier's bookkeeping, and the public entry points. The algorithm is
 // described in engine.h.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <system_error>
@@ -682,6 +683,14 @@ Analysis Engine::run() {
   if (worker_stats_.on()) {
     worker_stats_.finish_ns = monotonic_ns() - t_finish;
     worker_stats_.print(workers_, windows_, worker_ranks_, spread_);
+    if (spread_.spread()) {
+      // (Process 0 of a job: every rank's figures, no rank's decoder.)
+      size_t decoders = 0, figures_only = 0;
+      for (const auto& r : ranks_) decoders += r != nullptr;
+      for (const auto& r : gathered_ranks_) figures_only += r != nullptr;
+      std::fprintf(stderr, "  rank states at the report: %zu decoders, %zu figures only\n", decoders,
+                   figures_only);
+    }
   }
   return a;
 }

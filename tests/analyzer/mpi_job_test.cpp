@@ -462,6 +462,10 @@ TEST(MpiJob, EachProcessHoldsTheStateOfItsBlockOnly) {
   }
   EXPECT_EQ(processes, 2) << states;
   EXPECT_EQ(total, kRanks);
+  // Process 0 reports from every rank's figures alone: the decoders, its
+  // block's too, are gone by then.
+  EXPECT_NE(job.messages.find("rank states at the report: 0 decoders, 300 figures only\n"), std::string::npos)
+      << job.messages;
   // Each process opened the rank files of its block alone (the plain
   // command: every file, once).
   EXPECT_NE(plain.messages.find("rank files opened, of 300 ranks: 300\n"), std::string::npos) << plain.messages;
