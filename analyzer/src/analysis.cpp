@@ -496,6 +496,10 @@ void Engine::setup() {
                                           : traces[i]->events_from_chunks({first}));
       r->first_chunk = first;
       r->cursor.limit_batch(batch_events);
+      // (Below kReleasePagesRanks a rank holds its chunk's pages from visit
+      // to visit anyway: an ended file stays mapped until the trace closes,
+      // not unmapped on a worker, which interrupts the others.)
+      if (!release_cursor_pages_) r->cursor.keep_files_mapped_at_end();
       r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);
       r->log_delay = delay_on_;
       r->damage.span_first = span_first;

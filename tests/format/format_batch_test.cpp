@@ -543,6 +543,32 @@ TEST(FormatBatch, SmallFileIsUnmappedWhenItsLastCursorEnds) {
   std::filesystem::remove_all(dir);
 }
 
+// With keep_files_mapped_at_end() the file stays mapped past its end (no
+// system call on the reader's thread there) until the trace closes, and the
+// events are the same.
+TEST(FormatBatch, KeptFileStaysMappedUntilTheTraceCloses) {
+  const std::string dir = temp_dir();
+  const std::string path = write_random(dir, 47, 2000, 1u << 20, format::kFormatVersion, 1);
+  ASSERT_LT(std::filesystem::file_size(path), 128u << 10);
+  const int held_before = mappings_held();
+  {
+    auto t = open_trace(path);
+    ASSERT_TRUE(t);
+    RankTrace::MergedCursor c = t->events();
+    c.keep_files_mapped_at_end();
+    std::vector<Decoded> got;
+    for (auto batch = c.next_batch(); !batch.empty(); batch = c.next_batch())
+      for (const Event& e : batch) got.push_back(copy_of(e, c.current_chunk()));
+    EXPECT_EQ(mappings_under(dir), 1);
+    EXPECT_EQ(mappings_held(), held_before + 1);
+    expect_same(by_next(t->events()), got);
+    ASSERT_EQ(got.size(), 2000u);
+  }
+  EXPECT_EQ(mappings_under(dir), 0);
+  EXPECT_EQ(mappings_held(), held_before);
+  std::filesystem::remove_all(dir);
+}
+
 // Format 6 against format 5 on the same calls, most of which repeat the
 // previous call of their function: every event decodes the same (by next()
 // and by batches, from the start and from positions inside chunks, as the

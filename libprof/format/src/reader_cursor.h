@@ -139,6 +139,7 @@ struct RankTrace::Cursor::Impl {
   bool copied = false;                  // data is in `buffer` (else: in the mapping)
   ChunkBuffer buffer;                   // chunks read with pread, reused
   unsigned chunks_entered = 0;          // the first kMappedChunks may be decoded in the mapping
+  bool keep_mapped_at_end = false;      // MergedCursor::keep_files_mapped_at_end
   const uint8_t* p = nullptr;           // next record
   const uint8_t* end = nullptr;         // end of the current chunk's records
   uint64_t chain = 0;                   // previous enter in the chunk (base_time first)
@@ -372,8 +373,10 @@ struct RankTrace::Cursor::Impl {
       // Where no chunk of the stream follows, the pages it shares with its
       // neighbours go too (a reader of thousands of ranks that end together
       // held two pages a rank past their ends), or the whole mapping.
-      if (chunk == chunks_end) {
+      if (chunk == chunks_end && !keep_mapped_at_end) {
         trace->leave_stream_end(*current);
+      } else if (chunk == chunks_end) {
+        trace->unpin_map();
       } else {
         trace->release(*current);
         trace->unpin_map();

@@ -262,6 +262,11 @@ void RankTrace::MergedCursor::release_pages() {
   }
 }
 
+void RankTrace::MergedCursor::keep_files_mapped_at_end() {
+  if (!impl_) return;
+  for (const auto& c : impl_->cursors) c->keep_mapped_at_end = true;
+}
+
 void RankTrace::MergedCursor::release_file() {
   if (!impl_ || reader::mappings_held.load(std::memory_order_relaxed) <= reader::mapping_budget_now()) return;
   for (const auto& c : impl_->cursors) c->put_aside();
