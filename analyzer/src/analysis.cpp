@@ -500,6 +500,7 @@ void Engine::setup() {
       // to visit anyway: an ended file stays mapped until the trace closes,
       // not unmapped on a worker, which interrupts the others.)
       if (!release_cursor_pages_) r->cursor.keep_files_mapped_at_end();
+      else r->cursor.lend_chunk_buffers();
       r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);
       r->log_delay = delay_on_;
       r->damage.span_first = span_first;

@@ -569,6 +569,62 @@ TEST(FormatBatch, KeptFileStaysMappedUntilTheTraceCloses) {
   std::filesystem::remove_all(dir);
 }
 
+// Cursors that lend their buffer between visits (lend_chunk_buffers, a
+// reader of thousands of ranks visited in turn, sharing the thread's
+// buffers) never map a file of chunks up to 64 KiB: each visit reads its
+// chunk again, and the events are the same as decoded in one go. A larger
+// chunk is decoded in the mapping, its pages dropped between visits.
+TEST(FormatBatch, LentBuffersMapNothingAndDecodeTheSameEvents) {
+  const std::string dir = temp_dir();
+  struct Case {
+    uint32_t events, chunk_bytes;
+    bool small_chunks;
+  };
+  for (const Case k : {Case{3000, 4096, true}, Case{3000, 16384, true}, Case{8000, 1u << 20, false}}) {
+    SCOPED_TRACE(std::to_string(k.events) + " events, chunks of " + std::to_string(k.chunk_bytes));
+    const std::string sub = dir + "/" + std::to_string(k.chunk_bytes);
+    std::vector<std::string> paths;
+    std::vector<std::vector<Decoded>> want;
+    for (uint32_t seed : {k.chunk_bytes + 5, k.chunk_bytes + 6}) {
+      const std::string rank_dir = sub + "/" + std::to_string(seed);  // (one rank file a directory)
+      std::filesystem::create_directories(rank_dir);
+      paths.push_back(write_random(rank_dir, seed, k.events, k.chunk_bytes, format::kFormatVersion));
+      if (!k.small_chunks) ASSERT_GT(std::filesystem::file_size(paths.back()), 80u << 10);
+      auto a = open_trace(paths.back());
+      ASSERT_TRUE(a);
+      want.push_back(by_next(a->events()));
+    }
+    std::vector<std::unique_ptr<RankTrace>> traces;
+    std::vector<RankTrace::MergedCursor> cursors;
+    for (const std::string& path : paths) {
+      traces.push_back(open_trace(path));
+      ASSERT_TRUE(traces.back());
+      cursors.push_back(traces.back()->events());
+      cursors.back().lend_chunk_buffers();
+      cursors.back().limit_batch(k.small_chunks ? 32 : 128);
+    }
+    std::vector<std::vector<Decoded>> got(2);
+    int most_mapped = 0;
+    for (bool more = true; more;) {  // (visits in turn, as an analysis's worker makes them)
+      more = false;
+      for (size_t i = 0; i < 2; ++i) {
+        const auto batch = cursors[i].next_batch();
+        for (const Event& e : batch) got[i].push_back(copy_of(e, cursors[i].current_chunk()));
+        more |= !batch.empty();
+        most_mapped = std::max(most_mapped, mappings_under(sub));
+        cursors[i].release_pages();
+        if (!k.small_chunks) ASSERT_EQ(resident_kb_of_mapping(paths[i]), 0) << "after " << got[i].size() << " events";
+      }
+    }
+    EXPECT_EQ(most_mapped, k.small_chunks ? 0 : 2);
+    for (size_t i = 0; i < 2; ++i) {
+      expect_same(want[i], got[i]);
+      EXPECT_EQ(traces[i]->stats().crc_mismatches, 0u);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // Format 6 against format 5 on the same calls, most of which repeat the
 // previous call of their function: every event decodes the same (by next()
 // and by batches, from the start and from positions inside chunks, as the

@@ -140,6 +140,7 @@ struct RankTrace::Cursor::Impl {
   ChunkBuffer buffer;                   // chunks read with pread, reused
   unsigned chunks_entered = 0;          // the first kMappedChunks may be decoded in the mapping
   bool keep_mapped_at_end = false;      // MergedCursor::keep_files_mapped_at_end
+  bool lend_buffer = false;             // MergedCursor::lend_chunk_buffers
   const uint8_t* p = nullptr;           // next record
   const uint8_t* end = nullptr;         // end of the current chunk's records
   uint64_t chain = 0;                   // previous enter in the chunk (base_time first)
@@ -406,10 +407,35 @@ struct RankTrace::Cursor::Impl {
     data = p = end = snapshot = nullptr;
     set_aside = true;
   }
+  // Between visits (MergedCursor::release_pages) of a cursor that lends its
+  // buffer: a chunk read into it keeps its places as offsets, as put_aside(),
+  // and the buffer goes back to the thread; take_back() reads the chunk again.
+  void lend_aside() {
+    if (!lend_buffer || set_aside) return;
+    // (A larger chunk read into the buffer keeps it: each visit would copy it whole.)
+    if (current && copied && current->len > reader::kLentChunkMax) return;
+    if (current && copied) {
+      const auto off = [this](const uint8_t* q) { return q ? static_cast<size_t>(q - data) + 1 : 0; };  // 0: null
+      aside.p = off(p);
+      aside.end = off(end);
+      aside.snapshot = off(snapshot);
+      aside.rec = ready ? off(prepared.rec) : 0;
+      aside.pay = ready ? off(prepared.pay) : 0;
+      data = p = end = snapshot = nullptr;
+      set_aside = true;
+    }
+    if (!current || copied) RankTrace::Impl::give_thread_buffer(std::move(buffer));
+  }
   void take_back() {
     if (!set_aside) return;
     set_aside = false;
-    data = trace->pin_map() + current->payload_off;
+    if (copied) {
+      // (Its CRC held when it was entered.)
+      if (!buffer.data()) buffer = RankTrace::Impl::take_thread_buffer();
+      data = trace->chunk_payload(*current, buffer, false, &copied, true);  // (or pinned in the mapping)
+    } else {
+      data = trace->pin_map() + current->payload_off;
+    }
     const auto at = [this](size_t o) -> const uint8_t* { return o ? data + (o - 1) : nullptr; };
     p = at(aside.p);
     end = at(aside.end);
@@ -430,7 +456,9 @@ struct RankTrace::Cursor::Impl {
       // it starts inside the stream, and counts from the stream's start.)
       if (c->lost_before && (chunks_entered > 0 || c == trace->streams[stream_index].chunks.data()))
         ++gaps;
-      data = trace->chunk_payload(*c, buffer, chunks_entered < reader::kMappedChunks, &copied);
+      const bool lend = lend_buffer && c->len <= reader::kLentChunkMax;
+      if (lend && !buffer.data()) buffer = RankTrace::Impl::take_thread_buffer();
+      data = trace->chunk_payload(*c, buffer, !lend && chunks_entered < reader::kMappedChunks, &copied, lend);
       ++chunks_entered;
       if (!trace->verify(*c, data)) {
         ++gaps;

@@ -286,23 +286,26 @@ void RankTrace::Impl::read_at(uint64_t off, void* to, size_t n) const {
 }
 
 const uint8_t* RankTrace::Impl::chunk_payload(const ChunkRef& c, ChunkBuffer& buf, bool map_unless_fits,
-                                              bool* copied) const {
+                                              bool* copied, bool open_to_read) const {
   *copied = false;
-  if (map.fd < 0 || c.len > reader::kReadChunkMax || (map_unless_fits && buf.size() < c.len))
+  if ((map.fd < 0 && !open_to_read) || c.len > reader::kReadChunkMax || (map_unless_fits && buf.size() < c.len))
     return pin_map() + c.payload_off;
+  const int fd = map.fd >= 0 ? map.fd : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return pin_map() + c.payload_off;
   if (buf.size() < c.len) buf.reserve(std::max<size_t>(c.len, buf.size() * 2));
   size_t got = 0;
   while (got < c.len) {
-    const ssize_t n = ::pread(map.fd, buf.data() + got, c.len - got,
-                              static_cast<off_t>(c.payload_off + got));
+    const ssize_t n = ::pread(fd, buf.data() + got, c.len - got, static_cast<off_t>(c.payload_off + got));
     if (n > 0) {
       got += static_cast<size_t>(n);
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else {
-      return pin_map() + c.payload_off;  // the mapping still has it
+      break;
     }
   }
+  if (fd != map.fd) ::close(fd);
+  if (got < c.len) return pin_map() + c.payload_off;  // the mapping still has it
   *copied = true;
   return buf.data();
 }
@@ -319,6 +322,22 @@ void RankTrace::Impl::give_buffer(ChunkBuffer&& b) const {
   if (!b.data()) return;
   std::lock_guard<std::mutex> lock(pool_mu);
   if (pool.size() < 4) pool.push_back(std::move(b));
+}
+
+namespace {
+thread_local std::vector<reader::ChunkBuffer> thread_buffers;
+}  // namespace
+
+reader::ChunkBuffer RankTrace::Impl::take_thread_buffer() {
+  if (thread_buffers.empty()) return {};
+  ChunkBuffer b = std::move(thread_buffers.back());
+  thread_buffers.pop_back();
+  return b;
+}
+
+void RankTrace::Impl::give_thread_buffer(ChunkBuffer&& b) {
+  ChunkBuffer given(std::move(b));  // (the caller's is empty either way)
+  if (given.data() && thread_buffers.size() < 4) thread_buffers.push_back(std::move(given));
 }
 
 void RankTrace::Impl::release(const ChunkRef& c, bool with_edges) const {

@@ -49,6 +49,12 @@ inline constexpr uint32_t kReadChunkMax = 16u << 20;
 // instead of populating a fresh buffer and copying into it (a 10 ms window
 // reads 2-3 chunks a rank), and a long read pays for its buffer once.
 inline constexpr unsigned kMappedChunks = 4;
+// A cursor that lends its chunk buffer back between visits
+// (MergedCursor::lend_chunk_buffers) reads chunks up to this size into it and
+// reads the chunk again at its next visit: copying 64 KiB costs less than the
+// system call that drops a mapped chunk's pages (a TLB shootdown of every
+// thread) and the faults that map them again. Larger chunks stay mapped.
+inline constexpr uint32_t kLentChunkMax = 64u << 10;
 // A file up to this size is read whole at open, into the opening thread's
 // scratch, and indexed there; it is mapped only once a cursor needs it. Its
 // index (the chunk headers, the definitions, the first events chunk's CRC)
@@ -317,12 +323,19 @@ struct RankTrace::Impl {
   // the mapping when `map_unless_fits` and `buf` is smaller than it
   // (kMappedChunks). Sets *copied to whether it is in `buf`; if not, the
   // mapping is pinned (the caller unpins it when it leaves the chunk).
-  const uint8_t* chunk_payload(const ChunkRef& c, ChunkBuffer& buf, bool map_unless_fits, bool* copied) const;
+  // `open_to_read`: a file whose descriptor is not kept (past the budget)
+  // is opened for the read and closed again, not mapped.
+  const uint8_t* chunk_payload(const ChunkRef& c, ChunkBuffer& buf, bool map_unless_fits, bool* copied,
+                               bool open_to_read = false) const;
   // Buffers of cursors that ended, for the next cursor (their pages are
   // populated already).
   mutable std::mutex pool_mu;
   mutable std::vector<ChunkBuffer> pool;
   ChunkBuffer take_buffer() const;
+  // The calling thread's spare chunk buffers, shared by its cursors that
+  // lend theirs back between visits (a worker visits one rank at a time).
+  static ChunkBuffer take_thread_buffer();
+  static void give_thread_buffer(ChunkBuffer&& b);
   void give_buffer(ChunkBuffer&& b) const;
   // Drops the pages wholly inside a chunk from this process (the file and the
   // page cache keep them; a later read faults them back in). `with_edges`:

@@ -256,10 +256,17 @@ void RankTrace::MergedCursor::release_pages() {
   if (!impl_) return;
   for (const auto& c : impl_->cursors) {
     if (c->current && !c->copied && !c->set_aside) c->trace->release(*c->current, true);
+    c->lend_aside();
+    if (c->set_aside) impl_->set_aside = true;
     // The repeat templates go too (5 KB a cursor, 84 MB at 16384 ranks): a
     // missing template only means the next repeat is decoded in full.
     std::vector<Cursor::Impl::RepeatTemplate>().swap(c->templates);
   }
+}
+
+void RankTrace::MergedCursor::lend_chunk_buffers() {
+  if (!impl_) return;
+  for (const auto& c : impl_->cursors) c->lend_buffer = true;
 }
 
 void RankTrace::MergedCursor::keep_files_mapped_at_end() {

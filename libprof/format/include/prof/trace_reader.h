@@ -345,6 +345,15 @@ class RankTrace {
     // shootdown) and waits for their page faults, a tenth of the wall time
     // of 4096 ranks.
     void keep_files_mapped_at_end();
+    // Before the first event: chunks up to 64 KiB are read into a buffer
+    // that release_pages() gives back to the calling thread (its other
+    // cursors take it) and read again at the next event, instead of being
+    // decoded in the file's mapping and their pages dropped there. For a
+    // reader of thousands of cursors visited in turn, each holding no chunk
+    // between visits: a copy of a small chunk costs less than the system
+    // call that drops a mapping's pages (it interrupts every thread of the
+    // process) and the faults that map them again.
+    void lend_chunk_buffers();
     // When the process holds more file mappings than mapping_budget(): lets
     // this rank's file be unmapped until the cursor's next next() or
     // next_batch(), which map it again (a reader of more ranks than the
