@@ -799,13 +799,14 @@ class Engine {
   static constexpr size_t kBatchBudgetEvents = size_t{1} << 17;
   static constexpr size_t kMinBatchEvents = 8;
   // From kReleasePagesRanks ranks in the trace (every process of a job
-  // alike), a rank's cursor also gives back the pages of the chunk it decodes
-  // in the file's mapping after each visit (and after its first batch, at the
-  // start), and its repeat templates: a small file is one chunk, decoded in
-  // the mapping, so the whole trace stayed resident (266 MB at 16384 ranks).
-  // Not below: at 8192 ranks of 10^7 events it saves 170 MB for about a fifth
-  // more CPU, at 4096 ranks 170 MB for 107 K more page faults and 0.7 s more
-  // system time (a sixth of the analysis's CPU).
+  // alike), a rank holds no chunk between visits: its cursor lends its chunk
+  // buffer back to the worker after each visit (and after its first batch,
+  // at the start) and reads the chunk again at the next, or gives back the
+  // pages of a larger chunk it decodes in the mapping, and drops its repeat
+  // templates; else the whole trace stayed resident (266 MB at 16384 ranks).
+  // Not below: each visit reading its chunk again cost 1.09x the wall at
+  // 4096 ranks (for 539 -> 290 MB); there a rank keeps its chunk's pages and
+  // its file mapped until the trace closes.
   static constexpr size_t kReleasePagesRanks = 16384;
   bool release_cursor_pages_ = false;
   // Above this many ranks, waits by partner wait in Rank::partner_credits

@@ -10,7 +10,10 @@
 // Past the process's budget of mappings (vm.max_map_count bounds them), a
 // file no cursor decodes in is unmapped and mapped again when one needs it
 // (pin_map, unpin_map). A small file is read whole at open instead and
-// indexed in that copy (kReadWholeAtOpen); its first pin_map maps it.
+// indexed in that copy (kReadWholeAtOpen); its first pin_map maps it. A
+// cursor that lends its buffer between visits (kLentChunkMax) reads its small
+// chunks with pread at each visit, through a descriptor opened for the read
+// where none is kept, and never maps the file.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -39,7 +42,7 @@ constexpr int kMadvPopulateWrite = 23;  // Linux 5.14 uapi value
 // Descriptors kept open for pread, over every RankTrace of the process: at
 // most half the descriptor limit (ulimit -n), so that a trace of thousands of
 // ranks leaves room for the outputs and everything else. Files past that are
-// read through their mapping alone.
+// read through their mapping (or opened for each lent read).
 std::atomic<int> descriptors_kept{0};
 std::atomic<uint64_t> files_opened{0};
 
