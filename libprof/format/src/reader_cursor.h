@@ -397,15 +397,8 @@ struct RankTrace::Cursor::Impl {
   } aside;
   void put_aside() {
     if (!current || copied || set_aside) return;
-    const auto off = [this](const uint8_t* q) { return q ? static_cast<size_t>(q - data) + 1 : 0; };  // 0: null
-    aside.p = off(p);
-    aside.end = off(end);
-    aside.snapshot = off(snapshot);
-    aside.rec = ready ? off(prepared.rec) : 0;
-    aside.pay = ready ? off(prepared.pay) : 0;
+    keep_places_as_offsets();
     trace->unpin_map();
-    data = p = end = snapshot = nullptr;
-    set_aside = true;
   }
   // Between visits (MergedCursor::release_pages) of a cursor that lends its
   // buffer: a chunk read into it keeps its places as offsets, as put_aside(),
@@ -414,17 +407,20 @@ struct RankTrace::Cursor::Impl {
     if (!lend_buffer || set_aside) return;
     // (A larger chunk read into the buffer keeps it: each visit would copy it whole.)
     if (current && copied && current->len > reader::kLentChunkMax) return;
-    if (current && copied) {
-      const auto off = [this](const uint8_t* q) { return q ? static_cast<size_t>(q - data) + 1 : 0; };  // 0: null
-      aside.p = off(p);
-      aside.end = off(end);
-      aside.snapshot = off(snapshot);
-      aside.rec = ready ? off(prepared.rec) : 0;
-      aside.pay = ready ? off(prepared.pay) : 0;
-      data = p = end = snapshot = nullptr;
-      set_aside = true;
-    }
+    if (current && copied) keep_places_as_offsets();
     if (!current || copied) RankTrace::Impl::give_thread_buffer(std::move(buffer));
+  }
+  // The cursor's places in the chunk as offsets from `data`, plus one (0:
+  // none), and the cursor set aside until take_back().
+  void keep_places_as_offsets() {
+    const auto off = [this](const uint8_t* q) { return q ? static_cast<size_t>(q - data) + 1 : 0; };
+    aside.p = off(p);
+    aside.end = off(end);
+    aside.snapshot = off(snapshot);
+    aside.rec = ready ? off(prepared.rec) : 0;
+    aside.pay = ready ? off(prepared.pay) : 0;
+    data = p = end = snapshot = nullptr;
+    set_aside = true;
   }
   void take_back() {
     if (!set_aside) return;
