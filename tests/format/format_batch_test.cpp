@@ -589,7 +589,9 @@ TEST(FormatBatch, LentBuffersMapNothingAndDecodeTheSameEvents) {
       const std::string rank_dir = sub + "/" + std::to_string(seed);  // (one rank file a directory)
       std::filesystem::create_directories(rank_dir);
       paths.push_back(write_random(rank_dir, seed, k.events, k.chunk_bytes, format::kFormatVersion));
-      if (!k.small_chunks) ASSERT_GT(std::filesystem::file_size(paths.back()), 80u << 10);
+      if (!k.small_chunks) {
+        ASSERT_GT(std::filesystem::file_size(paths.back()), 80u << 10);
+      }
       auto a = open_trace(paths.back());
       ASSERT_TRUE(a);
       want.push_back(by_next(a->events()));
@@ -613,7 +615,9 @@ TEST(FormatBatch, LentBuffersMapNothingAndDecodeTheSameEvents) {
         more |= !batch.empty();
         most_mapped = std::max(most_mapped, mappings_under(sub));
         cursors[i].release_pages();
-        if (!k.small_chunks) ASSERT_EQ(resident_kb_of_mapping(paths[i]), 0) << "after " << got[i].size() << " events";
+        if (!k.small_chunks) {
+          ASSERT_EQ(resident_kb_of_mapping(paths[i]), 0) << "after " << got[i].size() << " events";
+        }
       }
     }
     EXPECT_EQ(most_mapped, k.small_chunks ? 0 : 2);
