@@ -342,8 +342,8 @@ class RankTrace {
     // unmapping it there. For a reader whose thousands of cursors end
     // together and hold their chunks' pages until then anyway: an munmap
     // on a worker interrupts every other thread of the process (a TLB
-    // shootdown) and waits for their page faults, a tenth of the wall time
-    // of 4096 ranks.
+    // shootdown) and waits for their page faults (8% of the CPU at 4096
+    // ranks).
     void keep_files_mapped_at_end();
     // Before the first event: chunks up to 64 KiB are read into a buffer
     // that release_pages() gives back to the calling thread (its other
