@@ -499,8 +499,8 @@ void Engine::setup() {
       // (Below kReleasePagesRanks a rank holds its chunk's pages from visit
       // to visit anyway: an ended file stays mapped until the trace closes,
       // not unmapped on a worker, which interrupts the others.)
-      if (!release_cursor_pages_) r->cursor.keep_files_mapped_at_end();
-      else r->cursor.lend_chunk_buffers();
+      r->cursor.hold_between_visits(release_cursor_pages_ ? RankTrace::MergedCursor::BetweenVisits::kLendChunkBuffers
+                                                          : RankTrace::MergedCursor::BetweenVisits::kKeepFilesMapped);
       r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);
       r->log_delay = delay_on_;
       r->damage.span_first = span_first;

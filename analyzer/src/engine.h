@@ -805,8 +805,9 @@ class Engine {
   // pages of a larger chunk it decodes in the mapping, and drops its repeat
   // templates; else the whole trace stayed resident (266 MB at 16384 ranks).
   // Not below: each visit reading its chunk again cost 1.09x the wall at
-  // 4096 ranks (for 539 -> 290 MB); there a rank keeps its chunk's pages and
-  // its file mapped until the trace closes.
+  // 4096 ranks (for 539 -> 290 MB) and 1.10x at 8192 (for 661 -> 392 MB);
+  // there a rank keeps its chunk's pages and its file mapped until the trace
+  // closes.
   static constexpr size_t kReleasePagesRanks = 16384;
   bool release_cursor_pages_ = false;
   // Above this many ranks, waits by partner wait in Rank::partner_credits

@@ -543,7 +543,7 @@ TEST(FormatBatch, SmallFileIsUnmappedWhenItsLastCursorEnds) {
   std::filesystem::remove_all(dir);
 }
 
-// With keep_files_mapped_at_end() the file stays mapped past its end (no
+// Held BetweenVisits::kKeepFilesMapped, the file stays mapped past its end (no
 // system call on the reader's thread there) until the trace closes, and the
 // events are the same.
 TEST(FormatBatch, KeptFileStaysMappedUntilTheTraceCloses) {
@@ -555,7 +555,7 @@ TEST(FormatBatch, KeptFileStaysMappedUntilTheTraceCloses) {
     auto t = open_trace(path);
     ASSERT_TRUE(t);
     RankTrace::MergedCursor c = t->events();
-    c.keep_files_mapped_at_end();
+    c.hold_between_visits(RankTrace::MergedCursor::BetweenVisits::kKeepFilesMapped);
     std::vector<Decoded> got;
     for (auto batch = c.next_batch(); !batch.empty(); batch = c.next_batch())
       for (const Event& e : batch) got.push_back(copy_of(e, c.current_chunk()));
@@ -569,7 +569,7 @@ TEST(FormatBatch, KeptFileStaysMappedUntilTheTraceCloses) {
   std::filesystem::remove_all(dir);
 }
 
-// Cursors that lend their buffer between visits (lend_chunk_buffers, a
+// Cursors that lend their buffer between visits (kLendChunkBuffers, a
 // reader of thousands of ranks visited in turn, sharing the thread's
 // buffers) never map a file of chunks up to 64 KiB: each visit reads its
 // chunk again, and the events are the same as decoded in one go. A larger
@@ -602,7 +602,7 @@ TEST(FormatBatch, LentBuffersMapNothingAndDecodeTheSameEvents) {
       traces.push_back(open_trace(path));
       ASSERT_TRUE(traces.back());
       cursors.push_back(traces.back()->events());
-      cursors.back().lend_chunk_buffers();
+      cursors.back().hold_between_visits(RankTrace::MergedCursor::BetweenVisits::kLendChunkBuffers);
       cursors.back().limit_batch(k.small_chunks ? 32 : 128);
     }
     std::vector<std::vector<Decoded>> got(2);

@@ -139,8 +139,7 @@ struct RankTrace::Cursor::Impl {
   bool copied = false;                  // data is in `buffer` (else: in the mapping)
   ChunkBuffer buffer;                   // chunks read with pread, reused
   unsigned chunks_entered = 0;          // the first kMappedChunks may be decoded in the mapping
-  bool keep_mapped_at_end = false;      // MergedCursor::keep_files_mapped_at_end
-  bool lend_buffer = false;             // MergedCursor::lend_chunk_buffers
+  MergedCursor::BetweenVisits between_visits = MergedCursor::BetweenVisits::kAsAlone;
   const uint8_t* p = nullptr;           // next record
   const uint8_t* end = nullptr;         // end of the current chunk's records
   uint64_t chain = 0;                   // previous enter in the chunk (base_time first)
@@ -374,7 +373,7 @@ struct RankTrace::Cursor::Impl {
       // Where no chunk of the stream follows, the pages it shares with its
       // neighbours go too (a reader of thousands of ranks that end together
       // held two pages a rank past their ends), or the whole mapping.
-      if (chunk == chunks_end && !keep_mapped_at_end) {
+      if (chunk == chunks_end && between_visits != MergedCursor::BetweenVisits::kKeepFilesMapped) {
         trace->leave_stream_end(*current);
       } else if (chunk == chunks_end) {
         trace->unpin_map();
@@ -403,8 +402,9 @@ struct RankTrace::Cursor::Impl {
   // Between visits (MergedCursor::release_pages) of a cursor that lends its
   // buffer: a chunk read into it keeps its places as offsets, as put_aside(),
   // and the buffer goes back to the thread; take_back() reads the chunk again.
+  bool lends_buffer() const { return between_visits == MergedCursor::BetweenVisits::kLendChunkBuffers; }
   void lend_aside() {
-    if (!lend_buffer || set_aside) return;
+    if (!lends_buffer() || set_aside) return;
     // (A larger chunk read into the buffer keeps it: each visit would copy it whole.)
     if (current && copied && current->len > reader::kLentChunkMax) return;
     if (current && copied) keep_places_as_offsets();
@@ -452,7 +452,7 @@ struct RankTrace::Cursor::Impl {
       // it starts inside the stream, and counts from the stream's start.)
       if (c->lost_before && (chunks_entered > 0 || c == trace->streams[stream_index].chunks.data()))
         ++gaps;
-      const bool lend = lend_buffer && c->len <= reader::kLentChunkMax;
+      const bool lend = lends_buffer() && c->len <= reader::kLentChunkMax;
       if (lend && !buffer.data()) buffer = RankTrace::Impl::take_thread_buffer();
       data = trace->chunk_payload(*c, buffer, !lend && chunks_entered < reader::kMappedChunks, &copied, lend);
       ++chunks_entered;

@@ -264,14 +264,9 @@ void RankTrace::MergedCursor::release_pages() {
   }
 }
 
-void RankTrace::MergedCursor::lend_chunk_buffers() {
+void RankTrace::MergedCursor::hold_between_visits(BetweenVisits how) {
   if (!impl_) return;
-  for (const auto& c : impl_->cursors) c->lend_buffer = true;
-}
-
-void RankTrace::MergedCursor::keep_files_mapped_at_end() {
-  if (!impl_) return;
-  for (const auto& c : impl_->cursors) c->keep_mapped_at_end = true;
+  for (const auto& c : impl_->cursors) c->between_visits = how;
 }
 
 void RankTrace::MergedCursor::release_file() {

@@ -337,23 +337,28 @@ class RankTrace {
     // trace, 266 MB), and its repeat templates (5 KB). A chunk read into
     // the cursor's buffer is not affected.
     void release_pages();
-    // Leaves each file mapped when its stream ends (it is unmapped when the
-    // trace closes, or at release_file() past the budget) instead of
-    // unmapping it there. For a reader whose thousands of cursors end
-    // together and hold their chunks' pages until then anyway: an munmap
-    // on a worker interrupts every other thread of the process (a TLB
-    // shootdown) and waits for their page faults (8% of the CPU at 4096
-    // ranks).
-    void keep_files_mapped_at_end();
-    // Before the first event: chunks up to 64 KiB are read into a buffer
-    // that release_pages() gives back to the calling thread (its other
-    // cursors take it) and read again at the next event, instead of being
-    // decoded in the file's mapping and their pages dropped there. For a
-    // reader of thousands of cursors visited in turn, each holding no chunk
-    // between visits: a copy of a small chunk costs less than the system
-    // call that drops a mapping's pages (it interrupts every thread of the
-    // process) and the faults that map them again.
-    void lend_chunk_buffers();
+    // How each cursor holds its chunk between the visits of a reader that
+    // visits thousands of cursors in turn (set before the first event).
+    enum class BetweenVisits : uint8_t {
+      // As a lone reader's: a file is unmapped where its stream ends.
+      kAsAlone,
+      // Each file stays mapped when its stream ends (it is unmapped when the
+      // trace closes, or at release_file() past the budget). For cursors that
+      // end together and hold their chunks' pages until then anyway: an
+      // munmap on a worker interrupts every other thread of the process (a
+      // TLB shootdown) and waits for their page faults (8% of the CPU at 4096
+      // ranks).
+      kKeepFilesMapped,
+      // Chunks up to 64 KiB are read into a buffer that release_pages() gives
+      // back to the calling thread (its other cursors take it) and read again
+      // at the next event, instead of being decoded in the file's mapping and
+      // their pages dropped there. For cursors that hold no chunk between
+      // visits: a copy of a small chunk costs less than the system call that
+      // drops a mapping's pages (it interrupts every thread of the process)
+      // and the faults that map them again.
+      kLendChunkBuffers,
+    };
+    void hold_between_visits(BetweenVisits how);
     // When the process holds more file mappings than mapping_budget(): lets
     // this rank's file be unmapped until the cursor's next next() or
     // next_batch(), which map it again (a reader of more ranks than the
