@@ -50,12 +50,12 @@ inline constexpr uint32_t kReadChunkMax = 16u << 20;
 // reads 2-3 chunks a rank), and a long read pays for its buffer once.
 inline constexpr unsigned kMappedChunks = 4;
 // A cursor that lends its chunk buffer back between visits
-// (MergedCursor::BetweenVisits::kLendChunkBuffers) reads chunks up to this size into it and
-// reads the chunk again at its next visit: copying a small chunk (15 KB at
-// 16384 ranks: 0.65x the wall) costs less than the system call that drops a
-// mapped chunk's pages (a TLB shootdown of every thread) and the faults that
-// map them again; the bound keeps a visit's copy small. Larger chunks stay
-// mapped.
+// (MergedCursor::BetweenVisits::kLendChunkBuffers) reads chunks up to this
+// size into it and reads the chunk again at its next visit: copying a small
+// chunk (15 KB at 16384 ranks: 0.65x the wall) costs less than the system
+// call that drops a mapped chunk's pages (a TLB shootdown of every thread)
+// and the faults that map them again; the bound keeps a visit's copy small.
+// Larger chunks stay mapped.
 inline constexpr uint32_t kLentChunkMax = 64u << 10;
 // A file up to this size is read whole at open, into the opening thread's
 // scratch, and indexed there; it is mapped only once a cursor needs it. Its
