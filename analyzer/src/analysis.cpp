@@ -255,8 +255,7 @@ void Engine::phase_decode(unsigned w) {
     }
     take_results(r);
     r.settle_instants(std::min(frontier_, r.holds.oldest()));
-    if (release_cursor_pages_) r.cursor.release_pages();
-    r.cursor.release_file();  // (past the process's budget of mappings)
+    r.cursor.end_visit();
     if (by_ranks && r.phase_events == share && r.has_ev && r.ev_enter < win_end_) stopped.push_back(i);
   }
   for (size_t i : stopped) {
@@ -268,8 +267,7 @@ void Engine::phase_decode(unsigned w) {
     r.phase_events += before;
     take_results(r);
     r.settle_instants(std::min(frontier_, r.holds.oldest()));
-    if (release_cursor_pages_) r.cursor.release_pages();
-    r.cursor.release_file();  // (past the process's budget of mappings)
+    r.cursor.end_visit();
   }
 }
 
@@ -477,7 +475,9 @@ void Engine::setup() {
   // With many ranks, the chunks' pages are not held between phases either;
   // decided by the trace's ranks, so that each process of a job gives back
   // what the plain command would and holds its block's share of it.
-  release_cursor_pages_ = traces.size() >= kReleasePagesRanks;
+  const auto between_visits = traces.size() >= kReleasePagesRanks
+                                  ? RankTrace::MergedCursor::BetweenVisits::kLendChunkBuffers
+                                  : RankTrace::MergedCursor::BetweenVisits::kKeepFilesMapped;
   // (Another process's rank has no state here, not even its cursor: a
   // process's memory grows with its own block. Process 0 makes the others'
   // at the end, from what their processes send it: gather_at_root.)
@@ -499,17 +499,16 @@ void Engine::setup() {
       // (Below kReleasePagesRanks a rank holds its chunk's pages from visit
       // to visit anyway: an ended file stays mapped until the trace closes,
       // not unmapped on a worker, which interrupts the others.)
-      r->cursor.hold_between_visits(release_cursor_pages_ ? RankTrace::MergedCursor::BetweenVisits::kLendChunkBuffers
-                                                          : RankTrace::MergedCursor::BetweenVisits::kKeepFilesMapped);
+      r->cursor.hold_between_visits(between_visits);
       r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);
       r->log_delay = delay_on_;
       r->damage.span_first = span_first;
       r->damage.span_last = span_last;
       r->has_ev = r->advance();
-      // (Its first chunk was read whole, to check its CRC: without this every
-      // rank's first chunk stayed resident until the rank's first visit.)
-      if (release_cursor_pages_) r->cursor.release_pages();
-      r->cursor.release_file();  // (past the process's budget of mappings: until its first visit)
+      // As after a visit: its first chunk was read whole, to check its CRC,
+      // and would stay resident until the rank's first visit where the
+      // cursor lends its buffer; so would its file past the budget.
+      r->cursor.end_visit();
       if (r->has_ev) r->ev_enter = r->interp.global(r->ev->enter);
       ranks_[i] = std::move(r);
     }

@@ -809,7 +809,6 @@ class Engine {
   // there a rank keeps its chunk's pages and its file mapped until the trace
   // closes.
   static constexpr size_t kReleasePagesRanks = 16384;
-  bool release_cursor_pages_ = false;
   // Above this many ranks, waits by partner wait in Rank::partner_credits
   // until their rank settles, and so do collective results in queued_results_
   // on a whole run (below it every rank's state stays in cache and the

@@ -544,8 +544,8 @@ TEST(FormatBatch, SmallFileIsUnmappedWhenItsLastCursorEnds) {
 }
 
 // Held BetweenVisits::kKeepFilesMapped, the file stays mapped past its end (no
-// system call on the reader's thread there) until the trace closes, and the
-// events are the same.
+// system call on the reader's thread there) until the trace closes, a visit's
+// end (end_visit()) keeps its chunk's pages, and the events are the same.
 TEST(FormatBatch, KeptFileStaysMappedUntilTheTraceCloses) {
   const std::string dir = temp_dir();
   const std::string path = write_random(dir, 47, 2000, 1u << 20, format::kFormatVersion, 1);
@@ -557,8 +557,11 @@ TEST(FormatBatch, KeptFileStaysMappedUntilTheTraceCloses) {
     RankTrace::MergedCursor c = t->events();
     c.hold_between_visits(RankTrace::MergedCursor::BetweenVisits::kKeepFilesMapped);
     std::vector<Decoded> got;
-    for (auto batch = c.next_batch(); !batch.empty(); batch = c.next_batch())
+    for (auto batch = c.next_batch(); !batch.empty(); batch = c.next_batch()) {
       for (const Event& e : batch) got.push_back(copy_of(e, c.current_chunk()));
+      c.end_visit();
+      ASSERT_GT(resident_kb_of_mapping(path), 0) << "after " << got.size() << " events";
+    }
     EXPECT_EQ(mappings_under(dir), 1);
     EXPECT_EQ(mappings_held(), held_before + 1);
     expect_same(by_next(t->events()), got);
@@ -614,7 +617,7 @@ TEST(FormatBatch, LentBuffersMapNothingAndDecodeTheSameEvents) {
         for (const Event& e : batch) got[i].push_back(copy_of(e, cursors[i].current_chunk()));
         more |= !batch.empty();
         most_mapped = std::max(most_mapped, mappings_under(sub));
-        cursors[i].release_pages();
+        cursors[i].end_visit();
         if (!k.small_chunks) {
           ASSERT_EQ(resident_kb_of_mapping(paths[i]), 0) << "after " << got[i].size() << " events";
         }

@@ -364,6 +364,11 @@ class RankTrace {
     // next_batch(), which map it again (a reader of more ranks than the
     // budget calls it after each rank's visit; elsewhere it does nothing).
     void release_file();
+    // The end of a visit by a reader that visits thousands of cursors in
+    // turn: what the cursor lets go of until the next one, by its
+    // BetweenVisits mode (release_pages() when it lends its chunk buffer),
+    // and its file past the process's budget of mappings (release_file()).
+    void end_visit();
     // For a cursor from events_from(): stream_index's open intervals just
     // before its first event (Cursor::open_intervals).
     const std::vector<OpenInterval>& open_intervals(size_t stream_index) const;
