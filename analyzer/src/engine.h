@@ -792,9 +792,9 @@ class Engine {
   // event: 443 to 521 MB there), so from 8192 ranks the floor stays
   // (16384 ranks at twice it peaked at 1.06 GB; docs/performance.md).
   static constexpr uint64_t kLongVisitPhaseEvents = uint64_t{1} << 21;
-  // Every rank of a process holds a decoded batch (about 140 bytes an event)
+  // Every rank of a process holds a decoded batch (128 bytes an event)
   // from phase to phase: their batches hold about this many events together
-  // (18 MB; 64 a rank took 151 MB at 16384 ranks), at least kMinBatchEvents
+  // (16 MB; 64 a rank took 151 MB at 16384 ranks), at least kMinBatchEvents
   // a rank (a batch's fixed cost is paid per batch).
   static constexpr size_t kBatchBudgetEvents = size_t{1} << 17;
   static constexpr size_t kMinBatchEvents = 8;

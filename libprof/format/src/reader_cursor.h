@@ -204,14 +204,16 @@ struct RankTrace::Cursor::Impl {
   };
   std::vector<RepeatTemplate> templates;
   // A template's Event is of a kind run_fixed decodes (a fixed-size one or a
-  // Completion): its requests, in_flight and site are the defaults, and a
-  // repeat gets its own enter and leave. So a copy takes the members between
-  // (func to completions: 96 of the Event's 144 bytes), once the batch slot's
-  // requests and in_flight groups are back to their defaults.
+  // Completion), from a record, never a call in flight: its requests,
+  // in_flight and site are the defaults, and a repeat gets its own enter and
+  // leave. So a copy takes the members between (func to completions, with
+  // in_flight among them: 88 of the Event's 128 bytes), once the batch slot's
+  // requests group is back to its defaults.
   static constexpr size_t kTemplateFrom = offsetof(Event, func), kTemplateTo = offsetof(Event, requests);
   static_assert(offsetof(Event, leave) + sizeof(Event::leave) <= kTemplateFrom &&
                 offsetof(Event, completions) + sizeof(Event::completions) <= kTemplateTo &&
-                offsetof(Event, in_flight) >= kTemplateTo && offsetof(Event, site) >= kTemplateTo);
+                offsetof(Event, in_flight) >= kTemplateFrom && offsetof(Event, in_flight) < kTemplateTo &&
+                offsetof(Event, site) >= kTemplateTo);
   [[gnu::always_inline]] static void copy_template_members(Event& to, const Event& from) {
     std::memcpy(reinterpret_cast<char*>(&to) + kTemplateFrom, reinterpret_cast<const char*>(&from) + kTemplateFrom,
                 kTemplateTo - kTemplateFrom);
@@ -350,7 +352,7 @@ struct RankTrace::Cursor::Impl {
   // kGroupInFlight: fill<true> of a RequestOp or of the call in flight).
   // MergedCursor::next_batch puts them back to their defaults before the
   // next batch (clear_batch_tails), so that a template copy, which writes
-  // neither, needs no test of its slot.
+  // no requests and in_flight only as false, needs no test of its slot.
   bool batch_tails_set = false;
   static constexpr uint8_t kTailGroups = kGroupRequests | kGroupInFlight;
   void clear_batch_tails(Event* out, uint8_t* groups, size_t n) {

@@ -31,7 +31,7 @@ struct RankTrace::MergedCursor::Impl {
   // event set (EventGroup).
   // They start at kFirstBatchEvents and double each time a batch comes out
   // full, up to batch_limit: a rank of a few events never holds a batch of
-  // kBatchEvents (18 KB), one of many reaches it in a few batches.
+  // kBatchEvents (16 KB), one of many reaches it in a few batches.
   std::vector<Event> batch;
   std::vector<uint8_t> batch_groups;
   size_t batch_limit = kBatchEvents;  // limit_batch()

@@ -43,6 +43,14 @@ struct Event {
   // The call's site index among its function's (format 7: 1 to
   // format::kSiteIndexes; 0 none): with func, a rank-local key of call_site.
   uint8_t call_site_index = 0;
+  bool marker_begin = false;       // Marker
+  // A call entered and never completed (format 4's Live chunk): the last event
+  // of its stream, leaving at the rank's last moment alive
+  // (RankTrace::last_alive). Send/Recv/Probe/Isend/Irecv: peer and tag as asked;
+  // SendRecv: peer = destination, recv_peer/recv_tag the source and tag asked;
+  // collectives: comm and root; Completion: `request` the first request waited
+  // on, `bytes` how many. No bytes, no completions.
+  bool in_flight = false;
   uint32_t stream = 0;             // thread stream index
   int32_t peer = -1, tag = -1;     // comm-local peer / tag (Recv, Probe: actual; Irecv: requested)
   uint32_t comm = format::kNoComm; // communicator handle as recorded
@@ -55,20 +63,16 @@ struct Event {
   uint32_t interval_id = 0;               // Marker
   uint32_t callsite = 0;                  // Marker: CallSiteDef id
   uint32_t call_site = 0;                 // the call's site: CallSiteDef id (format 7), 0 none
-  bool marker_begin = false;
   // Completion: completed requests; RequestOp: requests operated on.
   // Owned by the cursor, valid until its next call.
   std::span<const Completion> completions;
   std::span<const uint32_t> requests;
-  // A call entered and never completed (format 4's Live chunk): the last event
-  // of its stream, leaving at the rank's last moment alive
-  // (RankTrace::last_alive). Send/Recv/Probe/Isend/Irecv: peer and tag as asked;
-  // SendRecv: peer = destination, recv_peer/recv_tag the source and tag asked;
-  // collectives: comm and root; Completion: `request` the first request waited
-  // on, `bytes` how many. No bytes, no completions.
-  bool in_flight = false;
   uint64_t site = 0;  // in flight: the return address of the call (resolve with the load map)
 };
+// Two cache lines: the flags fill the padding before `stream`. Readers of
+// many ranks hold a batch of these a rank, and the decoder writes every
+// field of each.
+static_assert(sizeof(Event) == 128);
 
 // A call a thread was inside when its process ended (RankTrace::in_flight).
 struct InFlightCall {
@@ -327,7 +331,7 @@ class RankTrace {
     // at no cost an event and look at the events only when they fail.
     std::pair<uint64_t, uint64_t> batch_leave_bounds() const;
     // Batches of at most `events` (1 to kBatchEvents; before the first call): a
-    // reader of many cursors bounds their decoded events together (140 bytes an
+    // reader of many cursors bounds their decoded events together (128 bytes an
     // event). A cursor's batch grows to the bound as batches come out full.
     void limit_batch(size_t events);
     // Drops the pages of the file mapping that the chunks being decoded in
