@@ -40,7 +40,6 @@ struct RankTrace::MergedCursor::Impl {
   bool last_batch_full = true;
   const reader::ChunkRef* chunk_of_last = nullptr;  // one stream: where the last event started
   bool set_aside = false;  // release_file() put its cursors aside: take them back first
-  BetweenVisits between_visits = BetweenVisits::kAsAlone;  // hold_between_visits() (end_visit() reads it)
 
   void take_back() {
     set_aside = false;
@@ -267,13 +266,13 @@ void RankTrace::MergedCursor::release_pages() {
 
 void RankTrace::MergedCursor::hold_between_visits(BetweenVisits how) {
   if (!impl_) return;
-  impl_->between_visits = how;
   for (const auto& c : impl_->cursors) c->between_visits = how;
 }
 
 void RankTrace::MergedCursor::end_visit() {
   if (!impl_) return;
-  if (impl_->between_visits == BetweenVisits::kLendChunkBuffers) release_pages();
+  // (Every cursor holds the mode hold_between_visits() gave them all.)
+  if (!impl_->cursors.empty() && impl_->cursors.front()->lends_buffer()) release_pages();
   release_file();
 }
 

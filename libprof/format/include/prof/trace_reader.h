@@ -70,8 +70,8 @@ struct Event {
   uint64_t site = 0;  // in flight: the return address of the call (resolve with the load map)
 };
 // Two cache lines: the flags fill the padding before `stream`. Readers of
-// many ranks hold a batch of these a rank, and the decoder writes every
-// field of each.
+// many ranks hold a batch of these a rank, which the reader fills and the
+// analysis reads back event by event.
 static_assert(sizeof(Event) == 128);
 
 // A call a thread was inside when its process ended (RankTrace::in_flight).
