@@ -804,6 +804,33 @@ TEST(FormatTraceDir, DuplicateUnreadableAndWrongWorld) {
   fs::remove_all(dir);
 }
 
+// A trace of many ranks: each rank file keeps its descriptor while the trace
+// is open (up to half the descriptor limit), the opening leaves no other
+// descriptor behind (it grows the descriptor table first, through a
+// descriptor of its own), and closing the trace closes them all.
+TEST(FormatTraceDir, ManyRanksKeepOnlyTheirDescriptorsAndCloseThemAll) {
+  auto open_descriptors = [] {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& entry : fs::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+  };
+  constexpr int kRanks = 100;
+  const std::string dir = temp_dir();
+  for (int r = 0; r < kRanks; ++r) write_sends(dir, 4, 2048, true, r, 0x5EED, kRanks);
+  rlimit limit{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  const size_t kept = std::min<size_t>(kRanks, limit.rlim_cur / 2);
+  const size_t before = open_descriptors();
+  {
+    TraceDir d = TraceDir::open(dir);
+    ASSERT_TRUE(d.errors.empty());
+    ASSERT_EQ(d.ranks.size(), size_t{kRanks});
+    EXPECT_EQ(open_descriptors(), before + kept);
+  }
+  EXPECT_EQ(open_descriptors(), before);
+  fs::remove_all(dir);
+}
+
 TEST(FormatTraceDir, ErrorsForMissingOrEmptyDirectory) {
   const std::string dir = temp_dir();
   TraceDir d = TraceDir::open(dir + "/does-not-exist");

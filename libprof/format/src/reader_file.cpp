@@ -46,15 +46,35 @@ constexpr int kMadvPopulateWrite = 23;  // Linux 5.14 uapi value
 std::atomic<int> descriptors_kept{0};
 std::atomic<uint64_t> files_opened{0};
 
-bool keep_descriptor() {
+namespace {
+int descriptor_budget() {
   static const int budget = [] {
     rlimit limit{};
     if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 4096;
     return static_cast<int>(std::min<rlim_t>(limit.rlim_cur / 2, 1 << 20));
   }();
-  if (descriptors_kept.fetch_add(1) < budget) return true;
+  return budget;
+}
+}  // namespace
+
+bool keep_descriptor() {
+  if (descriptors_kept.fetch_add(1) < descriptor_budget()) return true;
   descriptors_kept.fetch_sub(1);
   return false;
+}
+
+void reserve_descriptors(size_t files) {
+  const int room = descriptor_budget() - descriptors_kept.load();
+  const size_t kept = std::min<size_t>(files, static_cast<size_t>(std::max(room, 0)));
+  if (kept < 64) return;  // the table's first size holds them
+  // The lowest free descriptor, then one `kept` above it: the table grows to
+  // that at once. (F_DUPFD takes the lowest free one at or above its
+  // argument and closes nothing; past the limit it fails and nothing grows.)
+  const int lowest = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (lowest < 0) return;
+  const int top = ::fcntl(lowest, F_DUPFD_CLOEXEC, lowest + static_cast<int>(kept));
+  if (top >= 0) ::close(top);
+  ::close(lowest);
 }
 
 std::atomic<int> mappings_held{0};

@@ -96,6 +96,13 @@ bool parse_rank_list(std::string_view s, std::vector<int32_t>* out);
 // ---- the file (reader_file.cpp) --------------------------------------------
 // Files RankTrace::open opened (RankTrace::files_opened).
 extern std::atomic<uint64_t> files_opened;
+// Grows the process's descriptor table, before threads open `files` rank
+// files, to hold the descriptors they will keep. Grown descriptor by
+// descriptor, the table doubles several times, and each doubling while
+// threads share the table waits for an RCU grace period (Linux's
+// expand_fdtable): opening 4096 files from two threads waited for seven
+// (docs/performance.md, "Many ranks").
+void reserve_descriptors(size_t files);
 // The file's bytes: mapped, or (mmap refused) read into `contents`. `size` is
 // the size at open and stays so; `data` is null while the mapping is given
 // back (RankTrace::Impl::pin_map maps it again).

@@ -14,6 +14,7 @@
 
 #include "prof/definition_lines.h"
 #include "prof/trace_reader.h"
+#include "reader_internal.h"
 
 namespace prof::trace {
 namespace {
@@ -81,6 +82,7 @@ void TraceDir::open_files(const std::string& dir, Files& files, size_t lo, size_
       files.traces[i] = RankTrace::open((fs::path(dir) / files.names[i]).string(), &files.open_errors[i]);
   };
   const size_t n = std::min<size_t>(hi - std::min(lo, hi), std::max(1u, std::thread::hardware_concurrency()));
+  reader::reserve_descriptors(hi - std::min(lo, hi));
   std::vector<std::thread> pool;
   for (size_t k = 1; k < n; ++k) pool.emplace_back(work);
   work();
