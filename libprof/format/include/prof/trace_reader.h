@@ -261,6 +261,8 @@ class RankTrace {
 
   size_t stream_count() const;
   uint64_t event_bytes() const;  // payload bytes of all event chunks (for bytes/event)
+  // The file's size when it was opened: the bytes this reader indexes.
+  uint64_t file_bytes() const;
 
   // The raw tick of the first global ns at or after `ns` (the inverse of
   // to_global_ns, which is linear in ticks).
