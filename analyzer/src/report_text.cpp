@@ -16,19 +16,20 @@ namespace {
 // printf's "%f", through std::to_chars (which the standard defines as that
 // conversion in the C locale): a report of 4096 ranks prints some 150,000
 // numbers, and snprintf's parse of the format was most of the report's time.
-std::string num(double v) {
-  char b[400];  // (the longest double in fixed notation: 309 digits, sign, point, 6 decimals)
-  const auto r = std::to_chars(b, b + sizeof b, v, std::chars_format::fixed, 6);
-  return std::string(b, r.ptr);
-}
-// num(v), or the integer std::to_string gives, appended to a line: the
-// per-rank rows are built whole and written at once (at 10^5 ranks, 36 MB
-// of them; a stream insertion per number was most of the report's time).
+// Appended to a line: the per-rank rows are built whole and written at once
+// (at 10^5 ranks, 36 MB of them; a stream insertion per number was most of
+// the report's time).
 void append_num(std::string& line, double v) {
-  char b[400];
+  char b[400];  // (the longest double in fixed notation: 309 digits, sign, point, 6 decimals)
   const auto r = std::to_chars(b, b + sizeof b, v, std::chars_format::fixed, 6);
   line.append(b, r.ptr);
 }
+std::string num(double v) {
+  std::string s;
+  append_num(s, v);
+  return s;
+}
+// The integer std::to_string gives, appended to a line.
 void append_integer(std::string& line, unsigned long long v) {
   char b[24];
   const auto r = std::to_chars(b, b + sizeof b, v);
