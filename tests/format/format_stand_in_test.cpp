@@ -134,6 +134,8 @@ TEST(FormatStandIn, AnswersAsTheOpenedFileWithoutEvents) {
   EXPECT_EQ(b.in_flight()[0].site, a.in_flight()[0].site);
   // Sizes, what opening counted, and no events.
   EXPECT_EQ(b.event_bytes(), a.event_bytes());
+  EXPECT_EQ(b.file_bytes(), a.file_bytes());
+  EXPECT_EQ(a.file_bytes(), std::filesystem::file_size(a.path()));
   ASSERT_EQ(b.stream_count(), 2u);
   EXPECT_GT(a.chunk_count(1), 1u);
   for (size_t s = 0; s < 2; ++s) EXPECT_EQ(b.chunk_count(s), a.chunk_count(s));
@@ -175,6 +177,7 @@ TEST(FormatStandIn, AnswersAsTheOpenedFileWithoutEvents) {
   ASSERT_EQ(lean->in_flight().size(), 1u);
   EXPECT_EQ(lean->in_flight()[0].enter, 80000u);
   EXPECT_EQ(lean->event_bytes(), a.event_bytes());
+  EXPECT_EQ(lean->file_bytes(), a.file_bytes());
   for (size_t s = 0; s < 2; ++s) EXPECT_EQ(lean->chunk_count(s), a.chunk_count(s));
   std::filesystem::remove_all(dir);
 }

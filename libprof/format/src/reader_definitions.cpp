@@ -488,7 +488,7 @@ size_t RankTrace::stream_count() const {
   return impl_->stand_in ? impl_->stand_in_chunks.size() : impl_->streams.size();
 }
 uint64_t RankTrace::event_bytes() const { return impl_->event_bytes; }
-uint64_t RankTrace::file_bytes() const { return impl_->map.size; }
+uint64_t RankTrace::file_bytes() const { return impl_->stand_in ? impl_->stand_in_file_bytes : impl_->map.size; }
 
 const ReadStats& RankTrace::stats() const { return impl_->stats; }
 const std::vector<std::string>& RankTrace::warnings() const { return impl_->warnings; }

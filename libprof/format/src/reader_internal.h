@@ -282,9 +282,10 @@ struct RankTrace::Impl {
   std::vector<reader::StreamIndex> streams;  // ordered by stream id
   size_t indexed_chunks(size_t s) const { return s < streams.size() ? streams[s].chunks.size() : 0; }
   // A stand-in (reader_stand_in.cpp): no file, no streams indexed; the file's
-  // chunks per stream as its holder counted them.
+  // chunks per stream and its size as its holder counted them.
   bool stand_in = false;
   std::vector<uint32_t> stand_in_chunks;
+  uint64_t stand_in_file_bytes = 0;
   // Lazy CRC state per sealed events chunk: 0 unchecked, 1 good, 2 bad.
   std::unique_ptr<std::atomic<uint8_t>[]> crc_state;
   uint32_t crc_checks = 0;

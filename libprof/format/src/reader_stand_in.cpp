@@ -142,6 +142,7 @@ std::string RankTrace::describe(DescriptionFor what) const {
   o.put<uint8_t>(t.have_final);
   for (double v : {t.init_t, t.init_off, t.final_t, t.final_off}) o.put(v);
   o.put(t.event_bytes);
+  o.put(file_bytes());
   std::vector<uint32_t> chunks;
   for (size_t s = 0; s < stream_count(); ++s) chunks.push_back(static_cast<uint32_t>(chunk_count(s)));
   o.put_vec(chunks);
@@ -260,6 +261,7 @@ std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, s
     t.final_t = in.get<double>();
     t.final_off = in.get<double>();
     t.event_bytes = in.get<uint64_t>();
+    t.stand_in_file_bytes = in.get<uint64_t>();
     t.stand_in_chunks = in.get_vec<uint32_t>();
     if (report) {
       t.stats = in.get<ReadStats>();

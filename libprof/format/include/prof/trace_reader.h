@@ -428,7 +428,7 @@ class RankTrace {
   // Stand-ins: a reader that holds only some of a trace's rank files (a
   // process of an MPI job of prof-analyze, its block) knows the others' ranks
   // from their holders' descriptions: the header, definitions, time base,
-  // event bytes, streams' chunk counts, the end (heartbeat, calls in flight,
+  // event bytes, the file's size, streams' chunk counts, the end (heartbeat, calls in flight,
   // last moment alive) and what opening counted and warned. A stand-in
   // answers every question above but has no events (its cursors return
   // none). Bytes of one build on one kind of machine. What it holds:
@@ -437,7 +437,7 @@ class RankTrace {
   //   kPass: what a process that decodes other ranks asks of this one:
   //     the header, meta lines but the MPI library's text and the command
   //     line, communicators, time base and clock syncs, the end, event
-  //     bytes and chunk counts; not the functions, call sites, load
+  //     bytes, the file's size and chunk counts; not the functions, call sites, load
   //     objects, warnings and statistics (the registry's and the report's:
   //     that process is sent the registry's numbers instead).
   enum class DescriptionFor : uint8_t { kReport, kPass };
