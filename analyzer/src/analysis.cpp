@@ -500,7 +500,7 @@ void Engine::setup() {
       // to visit anyway: an ended file stays mapped until the trace closes,
       // not unmapped on a worker, which interrupts the others.)
       r->cursor.hold_between_visits(between_visits);
-      r->slot_of.assign((reg_.funcs[i].size() + 1) << kSiteKeyBits, 0);
+      r->slot_memo.assign(Rank::kSlotMemoEntries, Rank::SlotMemo{});
       r->log_delay = delay_on_;
       r->damage.span_first = span_first;
       r->damage.span_last = span_last;

@@ -477,7 +477,20 @@ struct alignas(64) Rank : RankOutcome {
   // (function id << kSiteKeyBits | call site index) -> local slot + 1 (0:
   // none yet): a slot per function and call site, so the function profile
   // (by name) and the call-site profile (by name and site) sum the same slots.
-  std::vector<uint32_t> slot_of;
+  // Every key met is in slot_index; the per-call path looks in slot_memo, a
+  // direct-mapped cache of kSlotMemoEntries keys, and goes to slot_index only
+  // where it misses. A table indexed by every key would cost what the trace
+  // defines, not what the rank calls: libprof's traces define all 620 ids
+  // the shim wraps, 159 KB a rank of 64 site indexes each.
+  struct SlotMemo {
+    uint32_t key = UINT32_MAX;  // (no key: ids are below 2^16)
+    uint32_t slot = 0;
+  };
+  static constexpr unsigned kSlotMemoBits = 6;
+  static constexpr size_t kSlotMemoEntries = size_t{1} << kSlotMemoBits;
+  static size_t slot_memo_index(uint32_t key) { return (key * 0x9E3779B1u) >> (32 - kSlotMemoBits); }
+  std::vector<SlotMemo> slot_memo;  // kSlotMemoEntries once the rank decodes
+  FlatMap<uint32_t, uint32_t> slot_index;
   uint32_t undefined_function = 0;  // the largest function key, shared by ids the trace does not define
   // Channels into this rank: key -> index into channel_store (compact slots).
   FlatMap<ChannelKey, uint32_t, ChannelHash> channels;
@@ -525,25 +538,29 @@ struct alignas(64) Rank : RankOutcome {
   // mpiP-style profile: a rank-local slot per function and call site keeps
   // the table small.
   FuncStat& function_stat(NodeAcc& a, const trace::Event& e, const FuncInfo& fi) {
-    const size_t key = size_t{e.func < undefined_function ? e.func : undefined_function} << kSiteKeyBits |
-                       e.call_site_index;
-    // (Slot 0, none yet, wraps to the largest index: one test for both. In
-    // bytes, the test spares size()'s division by sizeof(FuncStat).)
-    const size_t offset = size_t{slot_of[key] - 1} * sizeof(FuncStat);
+    const uint32_t key = uint32_t{e.func < undefined_function ? e.func : undefined_function} << kSiteKeyBits |
+                         e.call_site_index;
+    const SlotMemo& memo = slot_memo[slot_memo_index(key)];
+    const uint32_t slot = memo.key == key ? memo.slot : 0;
+    // (Slot 0, not in the memo or none yet, wraps to the largest index: one
+    // test for both and for a node without the slot yet. In bytes, the test
+    // spares size()'s division by sizeof(FuncStat).)
+    const size_t offset = size_t{slot - 1} * sizeof(FuncStat);
     const size_t bytes = static_cast<size_t>(reinterpret_cast<const char*>(a.funcs.data() + a.funcs.size()) -
                                              reinterpret_cast<const char*>(a.funcs.data()));
     if (offset >= bytes) [[unlikely]] return new_function_stat(a, key, e, fi);
     return *reinterpret_cast<FuncStat*>(reinterpret_cast<char*>(a.funcs.data()) + offset);
   }
-  [[gnu::noinline]] FuncStat& new_function_stat(NodeAcc& a, size_t key, const trace::Event& e,
+  [[gnu::noinline]] FuncStat& new_function_stat(NodeAcc& a, uint32_t key, const trace::Event& e,
                                                 const FuncInfo& fi) {
-    uint32_t& slot = slot_of[key];
+    uint32_t& slot = slot_index[key];
     if (slot == 0) {
       const bool defined = (key >> kSiteKeyBits) < undefined_function;
       slot_name.push_back(defined ? fi.name : 0);
       slot_site.push_back(defined ? e.call_site : 0);
       slot = static_cast<uint32_t>(slot_name.size());
     }
+    slot_memo[slot_memo_index(key)] = SlotMemo{key, slot};
     if (a.funcs.size() < slot) a.funcs.resize(slot);
     return a.funcs[slot - 1];
   }
@@ -604,7 +621,8 @@ struct alignas(64) Rank : RankOutcome {
     has_ev = false;
     { RankTrace::MergedCursor gone(std::move(cursor)); }
     interp.release_pass_state();
-    slot_of = {};
+    slot_memo = {};
+    slot_index = {};
     channels = {};
     channel_store = std::vector<Channel>();  // (move-only: not `= {}`)
     for (CachedChannel& c : channel_cache) c.index = 0;
@@ -678,12 +696,13 @@ struct alignas(64) Rank : RankOutcome {
   }
 };
 
-// A rank's own object, whatever its events (3,648 bytes with the sender's
-// cache of channels, 128 of them, and the delay log's spill, a pointer a
-// log, which takes the log's full pages out of memory): at 10^5 ranks a
-// process each byte is 100 KB. Its heap besides is bounded by
+// A rank's own object, whatever its events (3,712 bytes with the sender's
+// cache of channels, 128 of them, the delay log's spill, a pointer a log,
+// which takes the log's full pages out of memory, and the function slots'
+// map, 64 with its alignment, which spares a table of every function the trace defines): at
+// 10^5 ranks a process each byte is 100 KB. Its heap besides is bounded by
 // tests/analyzer/rank_memory_test.cpp.
-static_assert(sizeof(Rank) <= 3648, "the Rank object grew: make the new member lazy, or raise the bound knowingly");
+static_assert(sizeof(Rank) <= 3712, "the Rank object grew: make the new member lazy, or raise the bound knowingly");
 
 class Engine;
 

@@ -141,27 +141,52 @@ Measured measured_analysis(const std::string& dir) {
 // Peak heap of one analysis of `ranks` ranks, each with Init, a send to its
 // right neighbour and a receive from its left, two Allreduces in a nested
 // interval and Finalize.
-long long analysis_peak(int ranks) {
+// With `all_functions`, each rank's trace also defines the ids up to
+// kShimFunctionIds - 1 as libprof's traces do (the shim defines every MPI
+// function it wraps at start, called or not), with names of an MPI
+// function's usual length (16 characters, past std::string's inline ones).
+constexpr uint16_t kShimFunctionIds = 620;
+void define_uncalled_functions(TraceBuilder& b, int ranks) {
+  for (int r = 0; r < ranks; ++r)
+    for (uint16_t id = Allgatherv + 1; id < kShimFunctionIds; ++id) {
+      char name[32];
+      std::snprintf(name, sizeof name, "MPI_Uncalled_%03u", unsigned{id});
+      b.w(r).function(id, FuncKind::Other, name);
+    }
+}
+long long analysis_peak(int ranks, bool all_functions = false) {
   TraceBuilder b(ranks, 42, true, 4096);
+  if (all_functions) define_uncalled_functions(b, ranks);
   build_ranks(b, ranks);
   const Measured m = measured_analysis(b.dir());
   EXPECT_TRUE(m.analysis.usable());
   EXPECT_EQ(m.analysis.stats.messages_matched, static_cast<uint64_t>(ranks));
   return m.peak;
 }
+// The heap the opened trace of `ranks` ranks holds (the reader alone: each
+// file's index and definitions).
+long long open_trace_bytes(int ranks, bool all_functions) {
+  TraceBuilder b(ranks, 42, true, 4096);
+  if (all_functions) define_uncalled_functions(b, ranks);
+  build_ranks(b, ranks);
+  const long long before = live_bytes.load();
+  const trace::TraceDir td = trace::TraceDir::open(b.dir());
+  EXPECT_EQ(td.ranks.size(), static_cast<size_t>(ranks));
+  return live_bytes.load() - before;
+}
 
 // What it holds (heaptrack, prof-analyze -j 1 on 2048 ranks of 25 events):
-// the Rank object (3.5 KB), the function slots (2.5 KB), the decoded batch
+// the Rank object (3.6 KB), the function slots' memo (0.5 KB), the decoded batch
 // (8 events at first, doubled each time one comes out full: 16 events, 2.3
 // KB, at 25 events a rank), the request and channel maps, the rings' first
 // buffers, the interval tree, the file's index, definitions and Live slots,
 // and the report's figures (docs/design/analysis-engine.md, "Many ranks").
 // Not the repeat templates (a cursor's only from its 64th event) or the
 // entry buffers of Completion and RequestOp records (from the first one).
-// Measured 2026-11-29: 31,096 bytes a rank; the bound leaves 1.4 KB (the
+// Measured 2026-11-30: 29,265 bytes a rank; the bound leaves 1.2 KB (the
 // count is the same run to run), so a member of a KB or two more a rank is
 // a regression to find.
-constexpr double kBoundBytesPerRank = 32500;
+constexpr double kBoundBytesPerRank = 30500;
 
 TEST(RankMemory, FixedHeapPerRankIsBounded) {
   const long long small = analysis_peak(32), large = analysis_peak(256);
@@ -170,6 +195,34 @@ TEST(RankMemory, FixedHeapPerRankIsBounded) {
   std::printf("peak heap: %lld bytes at 32 ranks, %lld at 256: %.0f bytes a rank\n", small, large, per_rank);
   EXPECT_GT(per_rank, 0);
   EXPECT_LT(per_rank, kBoundBytesPerRank);
+}
+
+// The functions a rank's trace defines but never calls: libprof's traces
+// define each of the 620 ids the shim wraps. The function profile's slots,
+// a table by function id and call site index, held 159 KB a rank of such a
+// trace whatever it called (184 KB a rank beyond the reader's definitions in
+// all, measured by this test). Per rank, the analysis's peak grows with the
+// uncalled functions by what the opened trace's heap grows (the reader's
+// definitions, 69.5 KB) plus what is still sized by function id: the
+// cursors' repeat references (32 bytes an id), the registry's function
+// table (8) and the rest, 74.4 KB in all, measured 2026-11-30 (the count is
+// the same run to run; 6 KB to spare).
+constexpr double kBoundUncalledFunctionBytes = 80000;
+
+TEST(RankMemory, FunctionsDefinedButNotCalledCostOnlyTheirDefinitions) {
+  constexpr int kSmall = 32, kLarge = 256;
+  const auto per_rank = [](long long small, long long large) {
+    return static_cast<double>(large - small) / (kLarge - kSmall);
+  };
+  const double analysis_few = per_rank(analysis_peak(kSmall), analysis_peak(kLarge));
+  const double analysis_all = per_rank(analysis_peak(kSmall, true), analysis_peak(kLarge, true));
+  const double reader_few = per_rank(open_trace_bytes(kSmall, false), open_trace_bytes(kLarge, false));
+  const double reader_all = per_rank(open_trace_bytes(kSmall, true), open_trace_bytes(kLarge, true));
+  RecordProperty("bytes_per_rank_all_functions", static_cast<int>(analysis_all));
+  std::printf("a rank: %.0f bytes (%.0f opened) with 30 functions defined, %.0f (%.0f opened) with %u\n",
+              analysis_few, reader_few, analysis_all, reader_all, unsigned{kShimFunctionIds});
+  EXPECT_GT(reader_all, reader_few);  // the definitions are counted at all
+  EXPECT_LT(analysis_all - analysis_few, reader_all - reader_few + kBoundUncalledFunctionBytes);
 }
 
 // An MPI job of two processes (played by two threads, ThreadExchange) on
