@@ -621,7 +621,7 @@ struct alignas(64) Rank : RankOutcome {
     has_ev = false;
     { RankTrace::MergedCursor gone(std::move(cursor)); }
     interp.release_pass_state();
-    slot_memo = {};
+    std::vector<SlotMemo>().swap(slot_memo);
     slot_index = {};
     channels = {};
     channel_store = std::vector<Channel>();  // (move-only: not `= {}`)

@@ -288,8 +288,8 @@ struct RankTrace::Cursor::Impl {
   void attach(const RankTrace::Impl* t, size_t index) {
     trace = t;
     stream_index = index;
-    kinds = t->kinds.data();
-    nkinds = t->kinds.size();
+    kinds = t->function_kinds().data();
+    nkinds = t->function_kinds().size();
     buffer = t->take_buffer();
     chunks_start_with_snapshot = t->header.version >= format::kFirstSnapshotVersion;
     if (t->header.version >= format::kFirstSiteVersion) {

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <string_view>
+#include <unordered_map>
 
 #include "prof/definition_lines.h"
 #include "reader_internal.h"
@@ -290,6 +292,75 @@ const std::vector<int32_t>& RankList::vector() const {
   return list_ ? *list_ : none;
 }
 
+namespace {
+// The process's function tables, by a hash of their definitions: a table
+// lives while a file holds it (the entries of those gone are dropped as
+// their bucket is met again).
+struct FunctionTables {
+  std::mutex mu;
+  std::unordered_map<uint64_t, std::vector<std::weak_ptr<const FunctionTable>>> by_hash;
+};
+FunctionTables& function_tables() {
+  static FunctionTables* tables = new FunctionTables;  // (never destroyed: files may close at exit)
+  return *tables;
+}
+uint64_t hash_functions(const std::vector<FunctionDef>& functions) {
+  uint64_t h = functions.size();
+  for (const FunctionDef& f : functions) {
+    const uint64_t fields = uint64_t{f.id} << 16 | static_cast<uint16_t>(f.kind);
+    h = (h ^ fields ^ std::hash<std::string_view>{}(f.name)) * 0x9E3779B97F4A7C15ull;
+  }
+  return h;
+}
+bool same_functions(const FunctionTable& table, const std::vector<FunctionDef>& functions,
+                    const std::vector<int32_t>& function_index) {
+  if (table.functions.size() != functions.size() || table.function_index != function_index) return false;
+  for (size_t i = 0; i < functions.size(); ++i) {
+    const FunctionDef &a = table.functions[i], &b = functions[i];
+    if (a.id != b.id || a.kind != b.kind || a.name != b.name) return false;
+  }
+  return true;
+}
+}  // namespace
+
+// (Emptied with their memory: `v = {}` would keep the capacity.)
+void RankTrace::Impl::release_own_functions() {
+  std::vector<FunctionDef>().swap(functions);
+  std::vector<int32_t>().swap(function_index);
+  std::vector<reader::FuncInfo>().swap(kinds);
+}
+
+// (A file's kinds follow from its functions and their order: equal
+// functions and index, equal kinds.)
+void RankTrace::Impl::share_functions() {
+  if (function_table || functions.empty()) return;
+  const uint64_t h = hash_functions(functions);
+  FunctionTables& tables = function_tables();
+  std::lock_guard lock(tables.mu);
+  std::vector<std::weak_ptr<const FunctionTable>>& bucket = tables.by_hash[h];
+  for (size_t i = 0; i < bucket.size();) {
+    std::shared_ptr<const FunctionTable> table = bucket[i].lock();
+    if (!table) {
+      bucket[i] = std::move(bucket.back());
+      bucket.pop_back();
+      continue;
+    }
+    if (same_functions(*table, functions, function_index)) {
+      function_table = std::move(table);
+      release_own_functions();
+      return;
+    }
+    ++i;
+  }
+  auto table = std::make_shared<FunctionTable>();
+  table->functions = std::move(functions);
+  table->function_index = std::move(function_index);
+  table->kinds = std::move(kinds);
+  release_own_functions();
+  bucket.push_back(table);
+  function_table = std::move(table);
+}
+
 void RankTrace::Impl::finish_definitions() {
   // Implicit MPI_COMM_WORLD / MPI_COMM_SELF.
   bool have_world = false, have_self = false;
@@ -424,6 +495,7 @@ std::unique_ptr<RankTrace> RankTrace::open(const std::string& path, std::string*
   }
   impl->index();
   impl->finish_definitions();
+  impl->share_functions();
   impl->unpin_map();  // indexed: cursors map it again as they need it
   // The heartbeat and the calls in flight are raw ticks: a TSC's without the
   // rank's time base (its start definitions, lost when the file was cut

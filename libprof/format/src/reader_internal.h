@@ -205,10 +205,18 @@ FuncInfo undefined_func_info();
 
 namespace prof::trace {
 
-struct StandInFunctions {
+// A file's function definitions once read, shared by every file of the
+// process that defines the same ones (RankTrace::Impl::share_functions): the
+// files of one run define the same functions, and libprof's define each of
+// the 620 ids the shim wraps, 70 KB a rank when each keeps its own. A
+// stand-in's carry no kinds (it decodes nothing).
+struct FunctionTable {
   std::vector<FunctionDef> functions;
   std::vector<int32_t> function_index;  // id -> index into functions, -1
+  std::vector<reader::FuncInfo> kinds;  // id -> kind and payload needs
 };
+// The tables stand-ins share by their descriptions' bytes (StandInShare).
+struct StandInFunctions : FunctionTable {};
 
 struct RankTrace::Impl {
   using ChunkHeader = format::ChunkHeader;
@@ -228,19 +236,26 @@ struct RankTrace::Impl {
   std::map<std::string, std::string> meta;
   std::map<std::string, std::string> environment;   // V lines
   std::map<std::string, ProfSetting> settings;      // P lines
+  // While the definitions are read: the functions, each id's index into
+  // them and its kind. Once read, they move into `function_table`, which the
+  // accessors below read (a stand-in's comes from its description).
   std::vector<FunctionDef> functions;
   std::vector<int32_t> function_index;  // id -> index into functions, -1
   std::vector<reader::FuncInfo> kinds;  // id -> kind and payload needs
-  // A stand-in's functions (and function_index), shared with the stand-ins
-  // whose descriptions list the same ones; its `functions`, `function_index`
-  // and `kinds` stay empty (it decodes nothing).
-  std::shared_ptr<const StandInFunctions> stand_in_functions;
+  std::shared_ptr<const FunctionTable> function_table;
   const std::vector<FunctionDef>& function_defs() const {
-    return stand_in_functions ? stand_in_functions->functions : functions;
+    return function_table ? function_table->functions : functions;
   }
   const std::vector<int32_t>& function_ids() const {
-    return stand_in_functions ? stand_in_functions->function_index : function_index;
+    return function_table ? function_table->function_index : function_index;
   }
+  const std::vector<reader::FuncInfo>& function_kinds() const {
+    return function_table ? function_table->kinds : kinds;
+  }
+  // Moves the definitions read into a table shared with the process's other
+  // files that define the same (after finish_definitions).
+  void share_functions();
+  void release_own_functions();
   std::vector<CommDef> comms;
   struct CommKey {
     uint32_t handle;

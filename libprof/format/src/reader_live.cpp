@@ -47,8 +47,9 @@ void RankTrace::Impl::compute_live() const {
       call.tag = slot.tag;
       call.comm = slot.comm;
       call.extra = slot.extra;
-      const int32_t fi = call.func < function_index.size() ? function_index[call.func] : -1;
-      call.kind = fi >= 0 ? functions[static_cast<size_t>(fi)].kind : FuncKind::Other;
+      const std::vector<int32_t>& ids = function_ids();
+      const int32_t fi = call.func < ids.size() ? ids[call.func] : -1;
+      call.kind = fi >= 0 ? function_defs()[static_cast<size_t>(fi)].kind : FuncKind::Other;
       alive = std::max(alive, call.enter);
       in_flight.push_back(call);
     }

@@ -87,9 +87,9 @@ std::string RankTrace::describe(DescriptionFor what) const {
       o.put<uint8_t>(v.from_environment);
     }
   }
-  o.put<uint64_t>(report ? t.functions.size() : 0);
+  o.put<uint64_t>(report ? t.function_defs().size() : 0);
   if (report) {
-    for (const FunctionDef& f : t.functions) {
+    for (const FunctionDef& f : t.function_defs()) {
       o.put(f.id);
       o.put(f.kind);
       o.put_str(f.name);
@@ -198,9 +198,9 @@ std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, s
         table->functions.push_back(std::move(f));
       }
       if (share) {
-        t.stand_in_functions = share->functions.try_emplace(std::string(table_begin, in.p), table).first->second;
+        t.function_table = share->functions.try_emplace(std::string(table_begin, in.p), table).first->second;
       } else {
-        t.stand_in_functions = std::move(table);
+        t.function_table = std::move(table);
       }
     }
     for (auto n = in.get<uint64_t>(); n-- > 0;) {
