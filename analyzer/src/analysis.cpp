@@ -386,7 +386,7 @@ std::unique_ptr<Rank> Engine::new_rank(size_t i, RankTrace::MergedCursor events)
   auto r = std::make_unique<Rank>(*dir_.ranks[i], reg_, i, *world_to_index_, std::move(events));
   r->nodes.push_back(LocalNode{kNoParent, kRootId, 0});
   r->acc.emplace_back();
-  r->undefined_function = static_cast<uint32_t>(reg_.funcs[i].size());
+  r->undefined_function = static_cast<uint32_t>(reg_.funcs[i]->size());
   r->worker = worker_of_[i];
   r->defer_partner_credits = dir_.ranks.size() > kDeferCreditsRanks;
   r->track_waits = waits_on_;

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,8 +102,10 @@ SiteInfo resolve_code_address(const RankTrace& rank_trace, uint64_t address);
 struct Registry {
   std::vector<std::string> functions;  // [0] = "(unknown)"
   std::vector<SiteInfo> sites;         // [0] = unknown site
-  // Per rank index: function id -> FuncInfo, call-site id -> site index.
-  std::vector<std::vector<FuncInfo>> funcs;
+  // Per rank index: function id -> FuncInfo (one table for the ranks whose
+  // files share their definitions: libprof's define 620 ids each), call-site
+  // id -> site index.
+  std::vector<std::shared_ptr<const std::vector<FuncInfo>>> funcs;
   std::vector<FlatMap<uint32_t, uint32_t>> site_of;
   // Objects whose file has another build id than in the run: their call
   // sites stay object+offset (the analysis warns).
@@ -111,7 +114,7 @@ struct Registry {
   void build(const std::vector<const RankTrace*>& ranks);
   const FuncInfo& func(size_t rank_index, uint16_t id) const {
     static const FuncInfo unknown{};
-    const auto& v = funcs[rank_index];
+    const auto& v = *funcs[rank_index];
     return id < v.size() ? v[id] : unknown;
   }
   uint32_t site(size_t rank_index, uint32_t callsite) const {
@@ -326,7 +329,7 @@ class Interpreter {
   Interpreter(const RankTrace& rank_trace, const Registry& reg, size_t rank_index,
               const WorldIndex& world_to_index)
       : rank_trace_(rank_trace), reg_(reg), index_(rank_index), me_(rank_trace.rank()), comms_(rank_trace, world_to_index),
-        funcs_(reg.funcs[rank_index].data()), nfuncs_(reg.funcs[rank_index].size()) {
+        funcs_(reg.funcs[rank_index]->data()), nfuncs_(reg.funcs[rank_index]->size()) {
     fit_clock();
   }
 

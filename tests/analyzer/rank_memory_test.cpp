@@ -183,7 +183,7 @@ long long open_trace_bytes(int ranks, bool all_functions) {
 // and the report's figures (docs/design/analysis-engine.md, "Many ranks").
 // Not the repeat templates (a cursor's only from its 64th event) or the
 // entry buffers of Completion and RequestOp records (from the first one).
-// Measured 2026-11-30: 25,310 bytes a rank; the bound leaves 1.2 KB (the
+// Measured 2026-11-30: 25,054 bytes a rank; the bound leaves 1.4 KB (the
 // count is the same run to run), so a member of a KB or two more a rank is
 // a regression to find.
 constexpr double kBoundBytesPerRank = 26500;
@@ -201,14 +201,14 @@ TEST(RankMemory, FixedHeapPerRankIsBounded) {
 // define each of the 620 ids the shim wraps. The reader keeps one copy of a
 // set of definitions for all the files that have it, so the opened trace's
 // heap a rank does not grow with them (each file kept its own, 70 KB a rank
-// of such a trace); the function profile's slots are a map of the keys a
+// of such a trace), nor does the registry's function table (one for the
+// ranks of one set); the function profile's slots are a map of the keys a
 // rank called (a table by id and call site index was 159 KB a rank). What
-// is still sized by id grows a rank's heap by about 40 bytes an id: the
-// cursor's repeat references (four of 8 bytes) and the registry's function
-// table (8). Measured 2026-11-30: 25,322 bytes a rank with 30 ids, 49,881
-// with 620 (279,662 with the table and a copy of the definitions each).
-constexpr double kBoundBytesPerDefinedId = 40;
-constexpr double kBoundDefinedIdSlack = 2048;
+// is still sized by id is the cursor's repeat references (four of 8 bytes
+// an id). Measured 2026-11-30: 25,066 bytes a rank with 30 ids, 39,945 with
+// 620 (25.2 bytes an uncalled id; 279,662 with the table and a copy of the
+// definitions and the registry's table each).
+constexpr double kBoundBytesPerDefinedId = 28;
 
 TEST(RankMemory, FunctionsDefinedButNotCalledCostOnlyTheirDefinitions) {
   constexpr int kSmall = 32, kLarge = 256;
@@ -223,7 +223,7 @@ TEST(RankMemory, FunctionsDefinedButNotCalledCostOnlyTheirDefinitions) {
   std::printf("a rank: %.0f bytes (%.0f opened) with 30 functions defined, %.0f (%.0f opened) with %u\n",
               analysis_few, reader_few, analysis_all, reader_all, unsigned{kShimFunctionIds});
   EXPECT_LT(reader_all - reader_few, 512);
-  EXPECT_LT(analysis_all - analysis_few, (kShimFunctionIds - 30) * kBoundBytesPerDefinedId + kBoundDefinedIdSlack);
+  EXPECT_LT(analysis_all - analysis_few, (kShimFunctionIds - 30) * kBoundBytesPerDefinedId);
 }
 
 // An MPI job of two processes (played by two threads, ThreadExchange) on
