@@ -15,7 +15,10 @@
 // with per-rank, per-iteration compute times drawn from a fixed hash, so late
 // senders and late entries happen. With --call-sites K, each MPI call is made
 // from one of K source lines of its function (format 7's site index, the
-// iteration's modulo K), as a program calling the loop body from K places. Times are ns (monotonic timer, 1 ns/tick),
+// iteration's modulo K), as a program calling the loop body from K places.
+// With --uncalled-functions N, each rank also defines N functions it never
+// calls (ids from 9), as libprof's traces define every function the shim
+// wraps (611 beyond these eight). Times are ns (monotonic timer, 1 ns/tick),
 // computed for all ranks in lockstep so every message is causal.
 #include <CLI/CLI.hpp>
 #include <sys/resource.h>
@@ -54,7 +57,7 @@ size_t files_open_at_once() {
   return std::clamp<size_t>(static_cast<size_t>(limit.rlim_cur / 2), 1, 256);
 }
 
-void write_definitions(prof::trace::TraceWriter& t, uint32_t call_sites) {
+void write_definitions(prof::trace::TraceWriter& t, uint32_t call_sites, uint32_t uncalled_functions) {
   t.meta("ns_per_tick", "1");
   t.meta("exe", "/usr/local/bin/bench");
   t.meta("host", "localhost");
@@ -66,6 +69,11 @@ void write_definitions(prof::trace::TraceWriter& t, uint32_t call_sites) {
   t.function(Sendrecv, FuncKind::SendRecv, "MPI_Sendrecv");
   t.function(Allreduce, FuncKind::Collective, "MPI_Allreduce");
   t.function(CommRank, FuncKind::Other, "MPI_Comm_rank");
+  for (uint32_t k = 0; k < uncalled_functions; ++k) {
+    char name[32];
+    std::snprintf(name, sizeof name, "MPI_Uncalled_%03u", k);
+    t.function(static_cast<uint16_t>(CommRank + 1 + k), FuncKind::Other, name);
+  }
   t.callsite({1, 0x401000, "bench.c", 10});
   t.callsite({2, 0x401100, "bench.c", 20});
   // Function f's k-th site: bench.c line 1000 f + k (ids above the markers').
@@ -216,12 +224,16 @@ int main(int argc, char** argv) {
   uint32_t chunk = 1u << 20;
   uint64_t run_id = 0x5EED;
   uint32_t call_sites = 0;
+  uint32_t uncalled_functions = 0;
   app.add_option("OUT_DIR", out, "directory to create and fill with rank-*.prof")->required();
   app.add_option("-n,--events", events, "events over all ranks (about)");
   app.add_option("-r,--ranks", ranks, "ranks")->check(CLI::Range(1, 100000));
   app.add_option("--run-id", run_id, "run id written in every file");
   app.add_option("--call-sites", call_sites, "source lines each MPI function is called from (0: no call sites)")
       ->check(CLI::Range(0u, prof::format::kSiteIndexes));
+  app.add_option("--uncalled-functions", uncalled_functions,
+                 "functions each rank defines and never calls (libprof's traces: 611)")
+      ->check(CLI::Range(0u, prof::format::kRepeatFuncs - 1u - CommRank));
   auto* chunk_option = app.add_option("--chunk-bytes", chunk, "event chunk size (default: 1 MiB, less above 1024 ranks)");
   CLI11_PARSE(app, argc, argv);
   // Default: 1 GiB over all ranks, within 64 KiB..1 MiB (a trace of many
@@ -257,7 +269,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "prof-gen-trace: cannot write %s in %s\n", name, out.c_str());
         return 1;
       }
-      write_definitions(*w.back(), call_sites);
+      write_definitions(*w.back(), call_sites, uncalled_functions);
     }
     simulate(R, iterations, call_sites, [&](size_t r, const Event& e) {
       if (r >= lo && r < hi) w[r - lo]->event(e);
