@@ -147,10 +147,13 @@ struct RankTrace::Cursor::Impl {
   // high half decoded, and which of kSameComm / kPackedRequest may refer to them.
   uint32_t context_comm = 0, context_request_high = 0;
   uint8_t context_avail = 0;
-  // Format 6 (format::kRepeatPayload): per function id, where the payloads
-  // of its last format::kRepeatDepth full records in the chunk are, latest
-  // first (offset from `data`; words 0: none), at func * kRepeatDepth. Empty
-  // before format 6, so no record repeats.
+  // Format 6 (format::kRepeatPayload): per function whose full records the
+  // cursor has met, where the payloads of its last format::kRepeatDepth full
+  // records in the chunk are, latest first (offset from `data`; words 0:
+  // none), at (row - 1) * kRepeatDepth, its row from repeat_row_of (0: none
+  // yet). Rows come as functions are first met, not one for every id a file
+  // defines: 20 KB a cursor for the 620 ids of libprof's traces. Before
+  // format 6 no record repeats (repeat_limit 0).
   struct RepeatRef {
     uint32_t offset = 0;
     uint16_t words = 0;
@@ -164,6 +167,21 @@ struct RankTrace::Cursor::Impl {
   };
   static_assert(sizeof(RepeatRef) == sizeof(uint64_t));
   std::vector<RepeatRef> repeats;
+  std::vector<uint16_t> repeat_row_of;  // function id (below repeat_limit) -> row + 1
+  uint32_t repeat_limit = 0;            // min(ids the file defines, format::kRepeatFuncs)
+  // The first full record of `func` a cursor notes: its row (+ 1), the
+  // references of which are appended (rows never move: templates keep
+  // their index).
+  [[gnu::noinline]] uint16_t new_repeat_row(uint32_t func) {
+    repeats.resize(repeats.size() + format::kRepeatDepth, RepeatRef{});
+    return repeat_row_of[func] = static_cast<uint16_t>(repeats.size() / format::kRepeatDepth);
+  }
+  // Where func's references start (func below repeat_limit), or null where
+  // none of its full records was met.
+  const RepeatRef* repeat_refs(uint32_t func) const {
+    const uint16_t row = repeat_row_of[func];
+    return row == 0 ? nullptr : repeats.data() + size_t{row - 1u} * format::kRepeatDepth;
+  }
   // A repeat decodes the same payload as the last one of its header and
   // reference, unless the chunk context it reads changed: the batch run
   // (run_fixed) keeps, per (function field, repeat index) in a two-way set
@@ -297,9 +315,10 @@ struct RankTrace::Cursor::Impl {
       site_ids = t->call_site_ids.data();
       site_ids_size = t->call_site_ids.size();
     }
-    if (t->header.version >= format::kFirstRepeatVersion)
-      repeats.assign(std::min<size_t>(nkinds, format::kRepeatFuncs) * format::kRepeatDepth,
-                     RepeatRef{});
+    if (t->header.version >= format::kFirstRepeatVersion) {
+      repeat_limit = static_cast<uint32_t>(std::min<size_t>(nkinds, format::kRepeatFuncs));
+      repeat_row_of.assign(repeat_limit, 0);
+    }
     if (index < t->streams.size()) {
       const auto& s = t->streams[index];
       chunk = s.chunks.data();
@@ -639,7 +658,7 @@ struct RankTrace::Cursor::Impl {
     return i;
   }
 
-  // A full record of `func` (below repeat_funcs(), of a kind that repeats) becomes the latest its
+  // A full record of `func` (below repeat_limit, of a kind that repeats) becomes the latest its
   // repeats refer to, unless it has no payload or continues a Completion /
   // RequestOp call (writers never refer to those).
   [[gnu::always_inline]] void note_payload(uint32_t func, uint16_t kind, uint32_t flags,
@@ -648,7 +667,9 @@ struct RankTrace::Cursor::Impl {
     if ((flags & format::kContinuation) && (kind == static_cast<uint16_t>(FuncKind::Completion) ||
                                             kind == static_cast<uint16_t>(FuncKind::RequestOp)))
       return;
-    RepeatRef* const h = &repeats[size_t{func} * format::kRepeatDepth];
+    uint16_t row = repeat_row_of[func];
+    if (row == 0) [[unlikely]] row = new_repeat_row(func);
+    RepeatRef* const h = &repeats[size_t{row - 1u} * format::kRepeatDepth];
     for (uint32_t k = format::kRepeatDepth - 1; k > 0; --k) h[k] = h[k - 1];
     h[0] = RepeatRef{static_cast<uint32_t>(q - data), static_cast<uint16_t>(words),
                      static_cast<uint8_t>(flags)};
@@ -657,7 +678,7 @@ struct RankTrace::Cursor::Impl {
   // a chunk): its records from the start walked, none decoded.
   // The caller then sets the position's own state (p, chain, context).
   void repeats_up_to(const uint8_t* upto) {
-    if (repeats.empty()) return;
+    if (repeat_limit == 0) return;
     Prepared r;
     const uint8_t* const stop = end;
     end = upto;
@@ -667,7 +688,6 @@ struct RankTrace::Cursor::Impl {
     end = stop;
   }
 
-  size_t repeat_funcs() const { return repeats.size() / format::kRepeatDepth; }
 
   // Whether a continuation record may follow (cheap test before absorbing).
   bool may_continue() const {
@@ -742,7 +762,7 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
     const uint8_t* q = r + 4 * record_header_words(w0);
     uint32_t words = record_payload_words(w0);
     // A repeat (format 6) has a short or normal header.
-    const bool repeat = !repeats.empty() && record_repeats(w0);
+    const bool repeat = repeat_limit != 0 && record_repeats(w0);
     uint64_t dt, d;
     if (record_short_time(w0)) [[likely]] {
       const uint32_t w1 = load32(r + 4);
@@ -769,12 +789,12 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
                                                  : undefined_info;
     uint32_t decode_flags = flags;
     if (repeat) [[unlikely]] {  // the payload of the function's last full record
-      const size_t at = size_t{func} * format::kRepeatDepth + repeat_index(flags);
-      if (func >= repeat_funcs() || repeats[at].words == 0 || !info.repeats) {
+      const RepeatRef* const refs = func < repeat_limit ? repeat_refs(func) : nullptr;
+      if (refs == nullptr || refs[repeat_index(flags)].words == 0 || !info.repeats) {
         bad_record(r, 7, func);
         continue;
       }
-      const RepeatRef& ref = repeats[at];
+      const RepeatRef& ref = refs[repeat_index(flags)];
       q = data + ref.offset;
       words = ref.words;
       const uint32_t encoding = kWidePeerTag | kWideBytes | info.context_flags;
@@ -789,7 +809,7 @@ inline bool RankTrace::Cursor::Impl::scan(Prepared& out) {
       bad_record(r, 6, func);
       continue;
     }
-    if (!repeat && func < repeat_funcs() && info.repeats) note_payload(func, info.kind, decode_flags, q, words);
+    if (!repeat && func < repeat_limit && info.repeats) note_payload(func, info.kind, decode_flags, q, words);
     out.rec = r;
     out.pay = q;
     out.avail = words;
@@ -1042,8 +1062,8 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
   uint8_t avail = context_avail;
   const FuncInfo* const table = kinds;
   const size_t table_size = nkinds;
-  RepeatRef* const refs = repeats.data();
-  const size_t repeat_funcs = this->repeat_funcs();
+  // (Not repeats.data() in a local: a function's first full record appends its row.)
+  const size_t repeat_funcs = repeat_limit;
   const uint32_t stream = stream_id;
   if (repeat_funcs != 0 && templates.empty() && events >= kTemplatesAfterEvents) [[unlikely]] {
     templates.resize(kTemplates);
@@ -1083,7 +1103,9 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     const bool repeat = repeat_funcs != 0 && record_repeats(w0);
     if (repeat) {  // as scan() reads it; a bad one is left to scan()
       if (func >= repeat_funcs || !info.repeats) break;
-      const RepeatRef& ref = refs[size_t{func} * kRepeatDepth + repeat_index(flags)];
+      const RepeatRef* const refs = repeat_refs(func);
+      if (refs == nullptr) break;
+      const RepeatRef& ref = refs[repeat_index(flags)];
       if (ref.words == 0) break;
       q = data + ref.offset;
       words = ref.words;
@@ -1129,9 +1151,9 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
       RepeatTemplate& t = *slot;
       t.w0 = 0;
       if (got <= kTemplateCompletions) {
-        t.ref_index = static_cast<uint32_t>(size_t{func} * kRepeatDepth + repeat_index(w0 >> 16));
+        t.ref_index = static_cast<uint32_t>(size_t{repeat_row_of[func] - 1u} * kRepeatDepth + repeat_index(w0 >> 16));
         t.w0 = w0;
-        t.ref = refs[t.ref_index].bits();
+        t.ref = repeats[t.ref_index].bits();
         t.groups = groups[n];
         t.avail_after = avail & ~avail_before;
         t.completion = completion;
