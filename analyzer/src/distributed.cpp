@@ -30,7 +30,6 @@
 // The process's part of the job is ProcessSpread (process_spread.h);
 // gather_at_root() and GlobalTree::rebuild() are the engine's and the tree's.
 #include <algorithm>
-#include <stdexcept>
 #include <cstdio>
 #include <cstring>
 
@@ -395,15 +394,23 @@ void ProcessSpread::share_registry(Registry& reg, const std::vector<const RankTr
   std::vector<WireOut> to(static_cast<size_t>(procs_));
   if (proc_ == 0) {
     reg.build(traces);
+    std::vector<const std::vector<FuncInfo>*> last_sent(static_cast<size_t>(procs_), nullptr);
     for (size_t i = 0; i < traces.size(); ++i) {
       if (holder[i] == 0) continue;
       WireOut& o = to[static_cast<size_t>(holder[i])];
       o.put<uint32_t>(static_cast<uint32_t>(i));
-      o.put<uint64_t>(reg.funcs[i]->size());
-      for (const FuncInfo& f : *reg.funcs[i]) {
-        o.put(f.kind);
-        o.put(f.role);
-        o.put(f.name);
+      // A rank's function table only where it is not the holder's last one
+      // (the ranks of one set of definitions share a table: sent once).
+      const bool new_table = reg.funcs[i].get() != last_sent[static_cast<size_t>(holder[i])];
+      o.put<uint8_t>(new_table);
+      if (new_table) {
+        last_sent[static_cast<size_t>(holder[i])] = reg.funcs[i].get();
+        o.put<uint64_t>(reg.funcs[i]->size());
+        for (const FuncInfo& f : *reg.funcs[i]) {
+          o.put(f.kind);
+          o.put(f.role);
+          o.put(f.name);
+        }
       }
       o.put<uint64_t>(reg.site_of[i].size());
       reg.site_of[i].for_each([&o](const uint32_t& id, const uint32_t& site) {
@@ -416,27 +423,21 @@ void ProcessSpread::share_registry(Registry& reg, const std::vector<const RankTr
   for (size_t p = 0; p < out.size(); ++p) out[p] = std::move(to[p].buf);
   const std::vector<std::string> in = all_to_all(out);
   if (proc_ == 0) return;
-  const auto no_functions = std::make_shared<const std::vector<FuncInfo>>();
-  reg.funcs.assign(traces.size(), no_functions);
+  std::shared_ptr<const std::vector<FuncInfo>> last = std::make_shared<const std::vector<FuncInfo>>();
+  reg.funcs.assign(traces.size(), last);
   reg.site_of.assign(traces.size(), {});
-  // (A table equal to the last rank's is shared, as process 0's are.)
-  std::shared_ptr<const std::vector<FuncInfo>> last;
   for (WireIn r(in[0]); !r.done();) {
     const auto i = r.get<uint32_t>();
-    if (i >= reg.funcs.size()) throw std::runtime_error("prof-analyze: a rank's functions out of range in the exchange");
-    auto funcs = std::make_shared<std::vector<FuncInfo>>(r.get<uint64_t>());
-    for (FuncInfo& f : *funcs) {
-      f.kind = r.get<FuncKind>();
-      f.role = r.get<uint16_t>();
-      f.name = r.get<uint32_t>();
+    if (r.get<uint8_t>()) {  // a new table, else the last one again
+      auto funcs = std::make_shared<std::vector<FuncInfo>>(r.get<uint64_t>());
+      for (FuncInfo& f : *funcs) {
+        f.kind = r.get<FuncKind>();
+        f.role = r.get<uint16_t>();
+        f.name = r.get<uint32_t>();
+      }
+      last = std::move(funcs);
     }
-    const auto same = [](const std::vector<FuncInfo>& a, const std::vector<FuncInfo>& b) {
-      return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const FuncInfo& x, const FuncInfo& y) {
-               return x.kind == y.kind && x.role == y.role && x.name == y.name;
-             });
-    };
-    if (last && same(*last, *funcs)) reg.funcs[i] = last;
-    else reg.funcs[i] = last = std::move(funcs);
+    reg.funcs.at(i) = last;
     for (auto n = r.get<uint64_t>(); n-- > 0;) {
       const auto id = r.get<uint32_t>();
       reg.site_of[i][id] = r.get<uint32_t>();
