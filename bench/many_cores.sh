@@ -4,7 +4,8 @@
 # many ranks analyzed by every K (the reports' checksums must agree), the shim's
 # cost on a message-heavy loop over every core (whole processes, alternating),
 # MPICH's broadcast against PROF_BCAST=shm, and prof-bench against a barrier
-# loop. Prints what docs/performance.md ("On 16 cores") quotes.
+# loop. Prints what docs/performance.md ("On 16 cores") quotes. gu16k has the
+# definitions of a shim's trace (611 functions defined and never called).
 #
 #   bench/many_cores.sh [BUILD_DIR] [CORES]
 # environment: WORK (scratch directory, default a new one under /tmp; the traces
@@ -48,6 +49,11 @@ analyze_once() {
 echo "cores: $cores, load: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u)"
 "$gen" "$work/g1k" -n 100000000 -r 1024 | tail -1
 "$gen" "$work/g16k" -n 20000000 -r 16384 | tail -1
+"$gen" "$work/gu16k" -n 20000000 -r 16384 --uncalled-functions 611 | tail -1
+"$gen" "$work/g4" -n 100000000 -r 4 | tail -1
+
+echo "== 10^8 events over 4 ranks, plain with 1, 2 and 4 workers"
+for threads in 1 2 4; do analyze_once 0 "$threads" "$work/g4" g4; done
 
 echo "== the exchange loop over $cores ranks, plain and under libprof (whole processes, 3 pairs)"
 for pair in 1 2 3; do
@@ -65,7 +71,7 @@ for k in 0 1 2 4 8 16 32; do
   echo "  json $(md5sum < "$work/ex-K$k.json" | cut -c1-12)"
 done
 
-for trace in g1k g16k; do
+for trace in g1k g16k gu16k; do
   echo "== $trace: plain with 1 and $cores workers, then K processes of $cores/K workers"
   analyze_once 0 1 "$work/$trace" "$trace"
   analyze_once 0 "$cores" "$work/$trace" "$trace"
