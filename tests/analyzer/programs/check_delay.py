@@ -5,7 +5,7 @@ MPI_Barrier (about the planted 30 ms, as the stamps measure it; at most the
 wait) is charged to the intervals it executed in proportion to its time in
 each: interval 3 comes first. The critical path holds rank 1's interval 3.
 Tolerance: the clocks' error bound plus 5% of the planted 30 ms.
-Usage: check_delay.py REPORT.json STAMPS_DIR"""
+Usage: check_delay.py REPORT.json STAMPS_DIR [CHROME_TRACE.json]"""
 import sys
 
 from realrun import Checker, Span, check_invariants
@@ -13,8 +13,8 @@ from realrun import Checker, Span, check_invariants
 PLANTED = 0.030
 
 
-def main(report_path, stamps_dir):
-    c = Checker(report_path, stamps_dir)
+def main(report_path, stamps_dir, chrome_trace=None):
+    c = Checker(report_path, stamps_dir, chrome_trace)
     check_invariants(c)
     in1, in3 = c.one(1), c.one(3)
     if not (in1 and in3):
@@ -60,4 +60,4 @@ def main(report_path, stamps_dir):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(*sys.argv[1:4]))

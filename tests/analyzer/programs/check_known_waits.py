@@ -6,7 +6,7 @@ really was depends on the machine's load, so the expected characteristics are
 derived from the program's stamps (realrun.py's Span: bounds that hold however
 the ranks were scheduled), never from D itself; D only makes a wrong definition
 (0, or 2D) miss those bounds by tens of milliseconds.
-Usage: check_known_waits.py REPORT.json STAMPS_DIR"""
+Usage: check_known_waits.py REPORT.json STAMPS_DIR [CHROME_TRACE.json]"""
 import sys
 
 from realrun import (Checker, Span, check_invariants, check_no_unknown_requests, positive,
@@ -15,8 +15,8 @@ from realrun import (Checker, Span, check_invariants, check_no_unknown_requests,
 EXECUTIONS_5_6 = 3
 
 
-def main(report_path, stamps_dir):
-    c = Checker(report_path, stamps_dir)
+def main(report_path, stamps_dir, chrome_trace=None):
+    c = Checker(report_path, stamps_dir, chrome_trace)
     check_no_unknown_requests(c)
     check_invariants(c)
     ranks = (0, 1)
@@ -107,4 +107,4 @@ def partners(node):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(*sys.argv[1:4]))

@@ -2,14 +2,20 @@
 
 Expected values come from the programs' own CLOCK_MONOTONIC stamps (realrun.h),
 so they follow what the run really did, however the machine scheduled it. The
-profiler's timestamps lie inside the program's stamps; SLACK covers the
-microseconds between the two and the ranks' clock synchronization, with room to
-spare, and stays far below the differences between a right and a wrong
-definition, which every test makes tens of milliseconds wide."""
+profiler's timestamps lie inside the program's stamps.
+
+Where a check is given the run's Chrome trace, a stamped call's enter and leave
+are the trace's own, carried onto the stamps' clock by the rank's offset: the
+one offset under which every stamped call the rank recorded lies inside its
+stamps (checked), known to microseconds. That holds however long the rank was
+descheduled between a stamp and the profiler's timestamp. Without the trace,
+SLACK bounds that gap instead: right on a quiet machine, a guess under load.
+Either way the bounds stay far below the differences between a right and a
+wrong definition, which every test makes tens of milliseconds wide."""
 import json
 import os
 
-SLACK = 0.002     # seconds, per instant compared
+SLACK = 0.002     # seconds, per instant compared (without the trace's calls)
 ROUNDING = 1e-6   # the JSON's own rounding, for the invariants
 CLOCKS = 0.0005   # the profiler's timer rate and clock synchronization (same-host RTTs: ~1 us)
 
@@ -49,10 +55,12 @@ def positive(x):
 
 
 class Checker:
-    def __init__(self, report_path, stamps_dir=None):
+    def __init__(self, report_path, stamps_dir=None, chrome_trace=None):
         with open(report_path) as f:
             self.report = json.load(f)
         self.stamps = load_stamps(stamps_dir) if stamps_dir else {}
+        self.calls = load_calls(chrome_trace) if chrome_trace else None
+        self.offsets = {}
         self.failures = []
 
     def result(self, what, ok, detail):
@@ -73,14 +81,61 @@ class Checker:
                            f"{got:.6f} (want in {span}, +- {tol:.6f})")
 
     def enter(self, rank, call):
-        """The profiler's enter of the call stamped CALL.0 / CALL.1: just after CALL.0."""
+        """The profiler's enter of the call stamped CALL.0 / CALL.1, on the stamps'
+        clock: the trace's, or else just after CALL.0."""
+        if self.calls is not None:
+            return self.offset(rank) + self.recorded(rank, call)[0]
         t0, t1 = self.stamp(rank, call + ".0"), self.stamp(rank, call + ".1")
         return Span(t0, min(t0 + SLACK, t1))
 
     def leave(self, rank, call):
-        """Its leave: just before CALL.1."""
+        """Its leave: the trace's, or else just before CALL.1."""
+        if self.calls is not None:
+            return self.offset(rank) + self.recorded(rank, call)[1]
         t0, t1 = self.stamp(rank, call + ".0"), self.stamp(rank, call + ".1")
         return Span(max(t1 - SLACK, t0), t1)
+
+    def recorded(self, rank, call):
+        """(enter, leave) of the call stamped CALL.0 / CALL.1 in the trace, seconds on
+        the trace's clock. CALL ends in the function's name ("2.irecv": MPI_Irecv);
+        the program stamps every call of that function, so the k-th stamped one on
+        the rank is the k-th in the trace."""
+        kind = call.rsplit(".", 1)[-1]
+        stamped = sorted((t, name[:-2]) for name, t in self.stamps.get(rank, {}).items()
+                         if name.endswith(".0") and name[:-2].rsplit(".", 1)[-1] == kind)
+        function = "MPI_" + kind.capitalize()
+        calls = self.calls.get((rank, function), [])
+        if len(calls) != len(stamped):
+            raise SystemExit(f"FAIL: rank {rank} stamped {len(stamped)} {function} call(s), "
+                             f"the trace has {len(calls)}")
+        return calls[[name for _, name in stamped].index(call)]
+
+    def offset(self, rank):
+        """The stamps' clock minus the trace's on RANK: every stamped call's enter
+        lies after its CALL.0 and its leave before its CALL.1, which bounds it from
+        both sides (to the microseconds a quiet stamp takes). Checked: the bounds
+        meet, and the ranks' offsets agree (one host, one clock: what the clock
+        synchronization must give)."""
+        if rank in self.offsets:
+            return self.offsets[rank]
+        lo, hi = float("-inf"), float("inf")
+        for name in self.stamps.get(rank, {}):
+            if name.endswith(".0") and name[:-2] + ".1" in self.stamps[rank]:
+                call = name[:-2]
+                enter, leave = self.recorded(rank, call)
+                lo = max(lo, self.stamp(rank, call + ".0") - enter)
+                hi = min(hi, self.stamp(rank, call + ".1") - leave)
+        if lo == float("-inf"):
+            raise SystemExit(f"FAIL: rank {rank} stamped no call")
+        self.result(f"rank {rank}: every stamped call recorded inside its stamps", lo <= hi + CLOCKS,
+                    f"offset bounds [{lo:.6f}, {hi:.6f}] (+- {CLOCKS:.6f})")
+        found = Span(min(lo, hi), max(lo, hi))
+        for other, theirs in self.offsets.items():
+            gap = max(found.lo, theirs.lo) - min(found.hi, theirs.hi)
+            self.result(f"ranks {other} and {rank}: one clock", gap <= CLOCKS,
+                        f"offsets {theirs} and {found} (+- {CLOCKS:.6f})")
+        self.offsets[rank] = found
+        return found
 
     def duration(self, rank, call):
         return positive(self.leave(rank, call) - self.enter(rank, call))
@@ -111,6 +166,23 @@ class Checker:
     def finish(self):
         print(f"{len(self.failures)} failed")
         return 1 if self.failures else 0
+
+
+def load_calls(chrome_trace):
+    """Each rank's MPI calls in a Chrome trace (prof-analyze --chrome-trace): by
+    (rank, function), the (enter, leave) of each in seconds, in order."""
+    with open(chrome_trace) as f:
+        events = json.load(f)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    calls = {}
+    for e in events:
+        # A rank's main thread is its tid (other threads: 10^6 and above).
+        if e.get("ph") == "X" and e.get("cat") == "mpi" and e.get("tid", -1) < 1000000:
+            calls.setdefault((e["tid"], e["name"]), []).append(
+                (e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6))
+    for v in calls.values():
+        v.sort()
+    return calls
 
 
 def load_stamps(directory):

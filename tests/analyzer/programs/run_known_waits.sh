@@ -8,5 +8,6 @@ here=$(dirname "$0")
 rm -rf "$work" && mkdir -p "$work/stamps"
 REALRUN_STAMPS="$work/stamps" PROF_OUTPUT="$work/trace" \
   timeout -k 5 50 "$mpiexec" -n 2 "$prof_run" "$program"
-"$analyze" "$work/trace" --json "$work/report.json" -o "$work/report.txt" --no-progress
-python3 "$here/check_known_waits.py" "$work/report.json" "$work/stamps"
+"$analyze" "$work/trace" --json "$work/report.json" -o "$work/report.txt" \
+  --chrome-trace "$work/trace.json" --no-progress
+python3 "$here/check_known_waits.py" "$work/report.json" "$work/stamps" "$work/trace.json"

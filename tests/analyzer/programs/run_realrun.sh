@@ -12,5 +12,6 @@ rm -rf "$work" && mkdir -p "$work/stamps"
 # timeout -k: a hung run must not leave ranks busy-polling the machine.
 REALRUN_STAMPS="$work/stamps" PROF_OUTPUT="$work/trace" \
   timeout -k 5 100 "$mpiexec" -n "$ranks" "$prof_run" "$program"
-"$analyze" "$work/trace" --json "$work/report.json" -o "$work/report.txt" --no-progress
-python3 "$check" "$work/report.json" "$work/stamps"
+"$analyze" "$work/trace" --json "$work/report.json" -o "$work/report.txt" \
+  --chrome-trace "$work/trace.json" --no-progress
+python3 "$check" "$work/report.json" "$work/stamps" "$work/trace.json"
