@@ -9,7 +9,7 @@
 #
 #   bench/many_cores.sh [BUILD_DIR] [CORES]
 # environment: WORK (scratch directory, default a new one under /tmp; the traces
-#              take about 1.5 GB), MPIEXEC (mpiexec), SKIP_BENCH=1 (analysis only)
+#              take about 3 GB), MPIEXEC (mpiexec), SKIP_BENCH=1 (analysis only)
 set -euo pipefail
 
 build=${1:-build}
