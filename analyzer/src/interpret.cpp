@@ -103,7 +103,7 @@ void Registry::build(const std::vector<const RankTrace*>& ranks) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     const RankTrace& rank_trace = *ranks[i];
     const std::vector<trace::FunctionDef>& defs = rank_trace.functions();
-    if (&defs != last_defs || !last_table) {
+    if (&defs != last_defs) {
       uint32_t max_id = 0;
       for (const auto& f : defs) max_id = std::max<uint32_t>(max_id, f.id);
       auto table = std::make_shared<std::vector<FuncInfo>>(defs.empty() ? 0 : max_id + 1, FuncInfo{});

@@ -209,14 +209,14 @@ namespace prof::trace {
 // process that defines the same ones (RankTrace::Impl::share_functions): the
 // files of one run define the same functions, and libprof's define each of
 // the 620 ids the shim wraps, 70 KB a rank when each keeps its own. A
-// stand-in's carry no kinds (it decodes nothing).
+// stand-in's, shared through StandInShare by its description's bytes (a
+// hash of the definitions would cost each of 10^5 stand-ins its 620 names),
+// carries no kinds (it decodes nothing).
 struct FunctionTable {
   std::vector<FunctionDef> functions;
   std::vector<int32_t> function_index;  // id -> index into functions, -1
   std::vector<reader::FuncInfo> kinds;  // id -> kind and payload needs
 };
-// The tables stand-ins share by their descriptions' bytes (StandInShare).
-struct StandInFunctions : FunctionTable {};
 
 struct RankTrace::Impl {
   using ChunkHeader = format::ChunkHeader;

@@ -187,7 +187,7 @@ std::unique_ptr<RankTrace> RankTrace::stand_in(const std::string& description, s
     }
     {
       const char* table_begin = in.p;
-      auto table = std::make_shared<StandInFunctions>();
+      auto table = std::make_shared<FunctionTable>();
       for (auto n = in.get<uint64_t>(); n-- > 0;) {
         FunctionDef f;
         f.id = in.get<uint16_t>();

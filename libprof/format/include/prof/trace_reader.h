@@ -196,12 +196,13 @@ struct ReadStats {
   }
 };
 
-// A stand-in's function definitions (RankTrace::stand_in).
-struct StandInFunctions;
+// A rank's function definitions, shared by the files and stand-ins that have
+// the same (reader_internal.h).
+struct FunctionTable;
 // What stand-ins made from one set of descriptions share: each distinct
 // function table, by its bytes in the descriptions.
 struct StandInShare {
-  std::map<std::string, std::shared_ptr<const StandInFunctions>> functions;
+  std::map<std::string, std::shared_ptr<const FunctionTable>> functions;
 };
 
 class RankTrace {
