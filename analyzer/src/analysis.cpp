@@ -123,6 +123,7 @@ void on_each_worker(unsigned lo, unsigned hi, bool alone, Work&& work) {
 [[gnu::always_inline]] inline void Handler::count_call(NodeAcc& a, const Event& e, const FuncInfo& fi, double dur) {
   ++a.calls;
   ++r.calls;
+  if (!r.profile_functions) return;
   FuncStat& fs = r.function_stat(a, e, fi);
   ++fs.calls;
   fs.time += dur;
@@ -390,6 +391,7 @@ std::unique_ptr<Rank> Engine::new_rank(size_t i, RankTrace::MergedCursor events)
   r->worker = worker_of_[i];
   r->defer_partner_credits = dir_.ranks.size() > kDeferCreditsRanks;
   r->track_waits = waits_on_;
+  r->profile_functions = opt_.function_profile;
   if (log_spill_) r->delay.spill_to(log_spill_.get());
   return r;
 }
@@ -708,6 +710,7 @@ void Engine::finish(Analysis& a) {
   const RankOutcomes& ranks = outcomes();
   collect_warnings_and_stats(a);
   a.waits_known = waits_on_;
+  a.functions_known = opt_.function_profile;
   a.processors = static_cast<int>(ranks.size());
   for (const RankOutcome* r : ranks) a.ranks.push_back(r->rank);
   for (const RankOutcome* r : ranks)

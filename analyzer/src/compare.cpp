@@ -125,6 +125,7 @@ Comparison compare(const Analysis& a, const Analysis& b) {
   c.processors_a = a.processors;
   c.processors_b = b.processors;
   c.waits_known = a.waits_known && b.waits_known;
+  c.functions_known = a.functions_known && b.functions_known;
   c.differences = run_differences(a, b);
   // B's nodes by key, each key's nodes in tree order.
   std::map<Key, std::vector<size_t>> in_b;
@@ -171,6 +172,8 @@ void write_compare_text(const Comparison& c, const std::string& a_name, const st
                         std::ostream& out, const CompareTextOptions& opt) {
   if (opt.wait_states && !c.waits_known)
     throw std::logic_error("write_compare_text: the wait states were not computed (Options::wait_states)");
+  if (opt.functions && !c.functions_known)
+    throw std::logic_error("write_compare_text: the function profiles were not computed (Options::function_profile)");
   out << "Comparison of A = " << a_name << " and B = " << b_name << '\n';
   out << "\n---Run differences---\n";
   if (c.differences.empty()) out << "(none recorded)\n";
@@ -227,6 +230,8 @@ void write_compare_json(const Comparison& c, const Analysis& a, const Analysis& 
                         const std::string& b_name, std::ostream& out) {
   if (!c.waits_known)
     throw std::logic_error("write_compare_json: the wait states were not computed (Options::wait_states)");
+  if (!c.functions_known)
+    throw std::logic_error("write_compare_json: the function profiles were not computed (Options::function_profile)");
   Json j;
   j["a"] = Json{{"trace", a_name}, {"processors", a.processors}, {"run", run_json(a.run)}};
   j["b"] = Json{{"trace", b_name}, {"processors", b.processors}, {"run", run_json(b.run)}};

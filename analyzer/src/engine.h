@@ -458,6 +458,9 @@ struct alignas(64) Rank : RankOutcome {
   // inside the root, on a whole run (no window), of one thread. Set by
   // Engine::decode and as the root starts or ends.
   bool plain_calls = false;
+  // Options::function_profile: false counts a call in its node (`calls`)
+  // but not by function and site (NodeAcc::funcs stays empty).
+  bool profile_functions = true;
   InstantSets instants;
   WaitKindSets waits;  // the wait states by kind, in the same contexts
   // Options::wait_states (or delay_analysis, whose log takes each wait with

@@ -270,19 +270,23 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   {
     // Only what the outputs written print (report.h, kFiguresNeeded): the
     // wait states cost about a sixth of the analysis, the root causes and the
-    // critical path a log per rank and a pass of their own.
+    // critical path a log per rank and a pass of their own, the function
+    // profile about a tenth.
     using prof::analysis::Output;
     const bool comparing = !compare_dirs.empty();
     std::vector<Output> outputs;
-    if (text_wanted)
+    if (text_wanted) {
       outputs.push_back(comparing ? (wait_states ? Output::CompareTextWaitStates : Output::CompareText)
                                   : (wait_states ? Output::TextWaitStates : Output::Text));
+      if (functions || callsites) outputs.push_back(Output::TextFunctions);
+    }
     if (!json_path.empty()) outputs.push_back(comparing ? Output::CompareJson : Output::Json);
     if (!chrome_path.empty()) outputs.push_back(Output::ChromeTrace);
     if (!otf2_dir.empty()) outputs.push_back(Output::Otf2);
     const prof::analysis::FiguresNeeded need = prof::analysis::figures_needed(outputs);
     analysis_opt.wait_states = need.wait_states;
     analysis_opt.delay_analysis = need.delay_analysis;
+    analysis_opt.function_profile = need.function_profile;
   }
   if (!window.empty()) {
     if (!parse_window(window, "--window", &analysis_opt.window_from_s, &analysis_opt.window_to_s))

@@ -60,6 +60,8 @@ Json rank_json(const RankFigures& f) {
 void write_json_report(const Analysis& a, std::ostream& out) {
   if (!a.waits_known)
     throw std::logic_error("write_json_report: the wait states were not computed (Options::wait_states)");
+  if (!a.functions_known)
+    throw std::logic_error("write_json_report: the function profile was not computed (Options::function_profile)");
   Json j;
   j["processors"] = a.processors;
   if (a.window) j["window"] = {{"from", a.window->first}, {"to", a.window->second}};

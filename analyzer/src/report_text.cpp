@@ -96,6 +96,8 @@ std::string interval_title(const IntervalNode& n) {
 void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& opt) {
   if (opt.wait_states && !a.waits_known)
     throw std::logic_error("write_text_report: the wait states were not computed (Options::wait_states)");
+  if ((opt.functions || opt.callsites) && !a.functions_known)
+    throw std::logic_error("write_text_report: the function profile was not computed (Options::function_profile)");
   bool first = true;
   if (a.window) {
     out << "Window " << num(a.window->first) << " .. " << num(a.window->second)

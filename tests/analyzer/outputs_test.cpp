@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "prof/analysis/chrome_trace.h"
+#include "prof/analysis/compare.h"
 #include "prof/analysis/report.h"
 #include "run_command.h"
 #include "trace_builder.h"
@@ -140,6 +141,64 @@ TEST(Outputs, FunctionsSectionOnRequest) {
   EXPECT_EQ(plain.find("---MPI Functions---"), std::string::npos);
   EXPECT_NE(with.find("---MPI Functions---"), std::string::npos);
   EXPECT_NE(with.find("MPI_Send 6 "), std::string::npos) << with;
+}
+
+// The function profile is computed only where an output prints it
+// (report.h's table): without it every other figure is the same, the
+// profile is empty and said to be unknown, and the writers that print it
+// refuse such a result rather than print an empty profile as "no calls".
+TEST(Outputs, FunctionProfileOnlyWhereAnOutputPrintsIt) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 1 * kMs);
+    b.begin(r, 2 * kMs, 1, 1);
+    b.send(r, 2100 * kUs, 2200 * kUs, 1 - r, 4, 1024);
+    b.recv(r, 2300 * kUs, 2400 * kUs + r * 50 * kUs, 1 - r, 4, 1024);
+    // (At a recorded call site: the call-site profile has a line.)
+    b.collective(r, Allreduce, 2500 * kUs + r * 100 * kUs, 2700 * kUs, kWorld, 8, format::kNoRequest, 0, 1);
+    b.end(r, 3 * kMs, 1, 1);
+    b.finalize(r, 4 * kMs, 5 * kMs);
+  }
+  b.close();
+  const analysis::Analysis with = analyze_checked(b.dir());
+  analysis::Options off;
+  off.function_profile = false;
+  const analysis::Analysis without = analyze_checked(b.dir(), off);
+  ASSERT_TRUE(with.usable() && without.usable());
+  EXPECT_TRUE(with.functions_known);
+  EXPECT_FALSE(without.functions_known);
+  EXPECT_FALSE(with.intervals[0].functions.empty());
+  EXPECT_FALSE(with.intervals[0].callsites.empty());
+  ASSERT_EQ(with.intervals.size(), without.intervals.size());
+  for (size_t i = 0; i < without.intervals.size(); ++i) {
+    EXPECT_TRUE(without.intervals[i].functions.empty()) << i;
+    EXPECT_TRUE(without.intervals[i].callsites.empty()) << i;
+    ASSERT_EQ(without.intervals[i].per_rank.size(), with.intervals[i].per_rank.size()) << i;
+    for (size_t k = 0; k < with.intervals[i].per_rank.size(); ++k)
+      EXPECT_EQ(without.intervals[i].per_rank[k].calls, with.intervals[i].per_rank[k].calls) << i;
+  }
+  std::ostringstream text_with, text_without;
+  analysis::write_text_report(with, text_with);
+  analysis::write_text_report(without, text_without);
+  EXPECT_EQ(text_without.str(), text_with.str());
+  for (const bool callsites : {false, true}) {
+    analysis::TextOptions o;
+    o.functions = !callsites;
+    o.callsites = callsites;
+    std::ostringstream sink;
+    EXPECT_THROW(analysis::write_text_report(without, sink, o), std::logic_error) << callsites;
+  }
+  std::ostringstream json_sink;
+  EXPECT_THROW(analysis::write_json_report(without, json_sink), std::logic_error);
+  // A comparison prints the profiles with --functions and in its JSON.
+  const analysis::Comparison c = analysis::compare(without, with);
+  EXPECT_FALSE(c.functions_known);
+  std::ostringstream compare_text;
+  EXPECT_NO_THROW(analysis::write_compare_text(c, "A", "B", compare_text));
+  analysis::CompareTextOptions compare_functions;
+  compare_functions.functions = true;
+  EXPECT_THROW(analysis::write_compare_text(c, "A", "B", compare_text, compare_functions), std::logic_error);
+  EXPECT_THROW(analysis::write_compare_json(c, without, with, "A", "B", compare_text), std::logic_error);
 }
 
 // --ranks keeps only those ranks' lines in the per-rank tables; everything

@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "prof/analysis/compare.h"
 
@@ -414,20 +415,23 @@ TEST(WaitStates, ComputedForTheRootCauses) {
   EXPECT_GT(a.intervals[0].waits[analysis::kLateSender], 0);
 }
 
-// What each output needs (report.h's table), as prof-analyze asks for it.
+// What each output needs (report.h's table), as prof-analyze asks for it:
+// (wait states, root causes, function profile).
 TEST(WaitStates, OutputsNeedWhatTheyPrint) {
   using analysis::Output;
   const auto need = [](std::vector<Output> o) {
     const analysis::FiguresNeeded n = analysis::figures_needed(o);
-    return std::make_pair(n.wait_states, n.delay_analysis);
+    return std::make_tuple(n.wait_states, n.delay_analysis, n.function_profile);
   };
-  EXPECT_EQ(need({Output::Text}), std::make_pair(false, false));
-  EXPECT_EQ(need({Output::Text, Output::ChromeTrace, Output::Otf2}), std::make_pair(false, false));
-  EXPECT_EQ(need({Output::CompareText}), std::make_pair(false, false));
-  EXPECT_EQ(need({Output::TextWaitStates}), std::make_pair(true, true));
-  EXPECT_EQ(need({Output::Text, Output::Json}), std::make_pair(true, true));
-  EXPECT_EQ(need({Output::CompareTextWaitStates}), std::make_pair(true, false));
-  EXPECT_EQ(need({Output::CompareText, Output::CompareJson}), std::make_pair(true, false));
+  EXPECT_EQ(need({Output::Text}), std::make_tuple(false, false, false));
+  EXPECT_EQ(need({Output::Text, Output::ChromeTrace, Output::Otf2}), std::make_tuple(false, false, false));
+  EXPECT_EQ(need({Output::CompareText}), std::make_tuple(false, false, false));
+  EXPECT_EQ(need({Output::TextWaitStates}), std::make_tuple(true, true, false));
+  EXPECT_EQ(need({Output::Text, Output::TextFunctions}), std::make_tuple(false, false, true));
+  EXPECT_EQ(need({Output::CompareText, Output::TextFunctions}), std::make_tuple(false, false, true));
+  EXPECT_EQ(need({Output::Text, Output::Json}), std::make_tuple(true, true, true));
+  EXPECT_EQ(need({Output::CompareTextWaitStates}), std::make_tuple(true, false, false));
+  EXPECT_EQ(need({Output::CompareText, Output::CompareJson}), std::make_tuple(true, false, true));
 }
 
 }  // namespace

@@ -344,6 +344,11 @@ struct Analysis {
   // that print them refuse such a result (std::logic_error). Potential Sync.
   // and the other characteristics never depend on them.
   bool waits_known = true;
+  // The function profile was computed (Options::function_profile): each
+  // interval's `functions` and `callsites`. False: they are empty because
+  // they were not computed; the writers that print them refuse such a result
+  // (std::logic_error).
+  bool functions_known = true;
 
   bool usable() const { return errors.empty() && !intervals.empty(); }
 };
@@ -425,6 +430,12 @@ struct Options {
   // they were not computed. The seed's characteristics (Potential Sync.
   // included) are the same either way. delay_analysis turns them on.
   bool wait_states = true;
+  // The function profile: each interval's calls, time and bytes by MPI
+  // function and by call site (IntervalNode::functions, callsites). On unless
+  // cleared; false skips it at each call (about 9% of the instructions of a
+  // message-heavy trace), and Analysis::functions_known then says it was not
+  // computed. No other figure depends on it (`calls` is counted either way).
+  bool function_profile = true;
   // Set: this process is one of an analysis spread over exchange->size()
   // processes (exchange.h). Each decodes its block of ranks; process 0 gets
   // the whole result, the others a result with no intervals. The result is

@@ -47,6 +47,7 @@ struct Comparison {
   std::vector<ComparedInterval> only_a, only_b;  // each in its run's tree order
   int processors_a = 0, processors_b = 0;
   bool waits_known = true;  // both runs' wait states were computed (Analysis::waits_known)
+  bool functions_known = true;  // both runs' function profiles were (Analysis::functions_known)
   bool same_ranks() const { return processors_a == processors_b; }
 };
 
@@ -79,7 +80,9 @@ std::vector<RunDifference> run_differences(const Analysis& a, const Analysis& b)
 
 // `a_name`, `b_name`: how the runs are named (their trace directories).
 // The JSON, and the text with opt.wait_states, compare the wait states:
-// std::logic_error where they were not computed (Comparison::waits_known).
+// std::logic_error where they were not computed (Comparison::waits_known);
+// the same for the function profiles, which the JSON and the text with
+// opt.functions compare (Comparison::functions_known).
 void write_compare_text(const Comparison& c, const std::string& a_name, const std::string& b_name,
                         std::ostream& out, const CompareTextOptions& opt = {});
 void write_compare_json(const Comparison& c, const Analysis& a, const Analysis& b,

@@ -14,34 +14,38 @@ namespace prof::analysis {
 
 // The outputs prof-analyze writes from an Analysis, and which of its
 // optional figures each prints: the one table that decides what the command
-// computes (figures_needed). The text report's --functions, --callsites,
-// --ranks and per-rank tables, and the hang report (the calls in flight and
-// the cycles of ranks waiting for each other), print none of them; the
-// Chrome trace and the OTF2 archive read the trace itself (OTF2 also the
-// run's end and clock, always there).
+// computes (figures_needed). A text report is Text (or TextWaitStates),
+// plus TextFunctions with --functions or --callsites. Its --ranks and
+// per-rank tables, and the hang report (the calls in flight and the cycles
+// of ranks waiting for each other), print none of them; the Chrome trace and
+// the OTF2 archive read the trace itself (OTF2 also the run's end and clock,
+// always there).
 enum class Output : int {
   Text,                   // the text report
   TextWaitStates,         // the text report with --wait-states
-  Json,                   // the JSON report (wait_states, waited_for, caused_by, critical_path_s)
+  TextFunctions,          // the text report's (or the comparison's) --functions or --callsites lines
+  Json,                   // the JSON report (wait_states, waited_for, caused_by, critical_path_s, functions, callsites)
   CompareText,            // --compare, text
   CompareTextWaitStates,  // --compare --wait-states, text
-  CompareJson,            // --compare, JSON (wait_states always)
+  CompareJson,            // --compare, JSON (wait_states and functions always)
   ChromeTrace,
   Otf2,
 };
 struct FiguresNeeded {
-  bool wait_states = false;     // Options::wait_states
-  bool delay_analysis = false;  // Options::delay_analysis (root causes, critical path)
+  bool wait_states = false;       // Options::wait_states
+  bool delay_analysis = false;    // Options::delay_analysis (root causes, critical path)
+  bool function_profile = false;  // Options::function_profile
 };
 inline constexpr FiguresNeeded kFiguresNeeded[] = {
-    /* Text */ {false, false},
-    /* TextWaitStates */ {true, true},
-    /* Json */ {true, true},
-    /* CompareText */ {false, false},
-    /* CompareTextWaitStates */ {true, false},  // (root causes are not compared)
-    /* CompareJson */ {true, false},
-    /* ChromeTrace */ {false, false},
-    /* Otf2 */ {false, false},
+    /* Text */ {false, false, false},
+    /* TextWaitStates */ {true, true, false},
+    /* TextFunctions */ {false, false, true},
+    /* Json */ {true, true, true},
+    /* CompareText */ {false, false, false},
+    /* CompareTextWaitStates */ {true, false, false},  // (root causes are not compared)
+    /* CompareJson */ {true, false, true},
+    /* ChromeTrace */ {false, false, false},
+    /* Otf2 */ {false, false, false},
 };
 static_assert(std::size(kFiguresNeeded) == static_cast<size_t>(Output::Otf2) + 1);
 // What the outputs print together: what Options to analyze with.
@@ -51,6 +55,7 @@ inline FiguresNeeded figures_needed(const std::vector<Output>& outputs) {
     const FiguresNeeded& n = kFiguresNeeded[static_cast<size_t>(o)];
     need.wait_states = need.wait_states || n.wait_states;
     need.delay_analysis = need.delay_analysis || n.delay_analysis;
+    need.function_profile = need.function_profile || n.function_profile;
   }
   return need;
 }
@@ -84,11 +89,13 @@ bool parse_rank_list(const std::string& text, std::vector<std::pair<int, int>>* 
 // of 0.017190, not the rounded 0.017191). The JSON report has the exact mean.
 //
 // With opt.wait_states, `a` must have them (Analysis::waits_known), else
-// std::logic_error: zeros would read as "nothing waited".
+// std::logic_error: zeros would read as "nothing waited"; with opt.functions
+// or opt.callsites, its function profile (Analysis::functions_known).
 void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& opt = {});
 
 // The JSON report (the keys of docs/interfaces.md), pretty-printed. It has
-// the wait states: std::logic_error when `a` has not (Analysis::waits_known).
+// the wait states and the function profile: std::logic_error when `a` has
+// not (Analysis::waits_known, functions_known).
 void write_json_report(const Analysis& a, std::ostream& out);
 
 // Tmid as the text report prints it (truncated to the microsecond, above):
