@@ -278,7 +278,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     if (text_wanted) {
       outputs.push_back(comparing ? (wait_states ? Output::CompareTextWaitStates : Output::CompareText)
                                   : (wait_states ? Output::TextWaitStates : Output::Text));
-      if (functions || callsites) outputs.push_back(Output::TextFunctions);
+      if (functions || (callsites && !comparing)) outputs.push_back(Output::TextFunctions);  // (a comparison lists no sites)
     }
     if (!json_path.empty()) outputs.push_back(comparing ? Output::CompareJson : Output::Json);
     if (!chrome_path.empty()) outputs.push_back(Output::ChromeTrace);

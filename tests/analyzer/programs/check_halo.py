@@ -2,7 +2,7 @@
 """Checks prof-analyze's JSON for halo.c (2 ranks): no unknown requests, the
 invariants everywhere, and rank 0's PotentSync in the late iteration (interval
 2) equal to how late rank 1's sends really were (from the stamps), once, not
-once per message. Usage: check_halo.py REPORT.json STAMPS_DIR"""
+once per message. Usage: check_halo.py REPORT.json STAMPS_DIR [CHROME_TRACE.json]"""
 import sys
 
 from realrun import SLACK, Checker, check_invariants, check_no_unknown_requests, rank_of
@@ -10,8 +10,8 @@ from realrun import SLACK, Checker, check_invariants, check_no_unknown_requests,
 MESSAGES = 64
 
 
-def main(report_path, stamps_dir):
-    c = Checker(report_path, stamps_dir)
+def main(report_path, stamps_dir, chrome_trace=None):
+    c = Checker(report_path, stamps_dir, chrome_trace)
     check_no_unknown_requests(c)
     check_invariants(c)
     loop = c.one(1)
@@ -36,4 +36,4 @@ def main(report_path, stamps_dir):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(*sys.argv[1:4]))

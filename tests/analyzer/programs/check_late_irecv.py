@@ -2,7 +2,7 @@
 """Checks prof-analyze's JSON for late_irecv.c (2 ranks): rank 0's PotentSync in
 interval 1 runs from each MPI_Irecv to the enter of the matching MPI_Send (the
 stamps bracket both), so it includes the computation between the Irecv and the
-MPI_Wait. Usage: check_late_irecv.py REPORT.json STAMPS_DIR"""
+MPI_Wait. Usage: check_late_irecv.py REPORT.json STAMPS_DIR [CHROME_TRACE.json]"""
 import sys
 
 from realrun import SLACK, Checker, check_invariants, check_no_unknown_requests, rank_of
@@ -10,8 +10,8 @@ from realrun import SLACK, Checker, check_invariants, check_no_unknown_requests,
 EXECUTIONS = 3
 
 
-def main(report_path, stamps_dir):
-    c = Checker(report_path, stamps_dir)
+def main(report_path, stamps_dir, chrome_trace=None):
+    c = Checker(report_path, stamps_dir, chrome_trace)
     check_no_unknown_requests(c)
     check_invariants(c)
     node = c.one(1)
@@ -36,4 +36,4 @@ def main(report_path, stamps_dir):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(*sys.argv[1:4]))

@@ -3,7 +3,7 @@
 Testsome (2) and a Waitall of early and late messages (3) each complete 16
 receives; no completion names an unknown request, the invariants hold, and rank
 0's PotentSync equals how late the last send was, counted once.
-Usage: check_some.py REPORT.json STAMPS_DIR"""
+Usage: check_some.py REPORT.json STAMPS_DIR [CHROME_TRACE.json]"""
 import sys
 
 from realrun import SLACK, Checker, check_invariants, check_no_unknown_requests, rank_of
@@ -11,8 +11,8 @@ from realrun import SLACK, Checker, check_invariants, check_no_unknown_requests,
 MESSAGES = 16
 
 
-def main(report_path, stamps_dir):
-    c = Checker(report_path, stamps_dir)
+def main(report_path, stamps_dir, chrome_trace=None):
+    c = Checker(report_path, stamps_dir, chrome_trace)
     check_no_unknown_requests(c)
     check_invariants(c)
     for phase, name in [(1, "Waitsome"), (2, "Testsome"), (3, "Waitall, early and late")]:
@@ -33,4 +33,4 @@ def main(report_path, stamps_dir):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(*sys.argv[1:4]))

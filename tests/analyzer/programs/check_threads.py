@@ -2,7 +2,7 @@
 """Checks prof-analyze's JSON for threads.c (2 ranks, 4 threads each): per rank,
 MPI time <= its time (the union of the threads' calls, not their sum), the
 rank's time in interval 1 as the stamps bracket it, efficiency within [0, 1].
-Usage: check_threads.py REPORT.json STAMPS_DIR"""
+Usage: check_threads.py REPORT.json STAMPS_DIR [CHROME_TRACE.json]"""
 import sys
 
 from realrun import ROUNDING, SLACK, Checker, check_invariants, rank_of
@@ -10,8 +10,8 @@ from realrun import ROUNDING, SLACK, Checker, check_invariants, rank_of
 THREADS = 4
 
 
-def main(report_path, stamps_dir):
-    c = Checker(report_path, stamps_dir)
+def main(report_path, stamps_dir, chrome_trace=None):
+    c = Checker(report_path, stamps_dir, chrome_trace)
     check_invariants(c)
     node = c.one(1)
     if node:
@@ -32,4 +32,4 @@ def main(report_path, stamps_dir):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(*sys.argv[1:4]))

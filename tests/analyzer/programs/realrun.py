@@ -59,7 +59,9 @@ class Checker:
         with open(report_path) as f:
             self.report = json.load(f)
         self.stamps = load_stamps(stamps_dir) if stamps_dir else {}
-        self.calls = load_calls(chrome_trace) if chrome_trace else None
+        self.chrome_trace = chrome_trace
+        self.calls = None       # (rank, function) -> [(enter, leave)], read at the first use
+        self.stamped = {}       # (rank, function kind) -> stamped call names, by CALL.0
         self.offsets = {}
         self.failures = []
 
@@ -83,14 +85,14 @@ class Checker:
     def enter(self, rank, call):
         """The profiler's enter of the call stamped CALL.0 / CALL.1, on the stamps'
         clock: the trace's, or else just after CALL.0."""
-        if self.calls is not None:
+        if self.chrome_trace:
             return self.offset(rank) + self.recorded(rank, call)[0]
         t0, t1 = self.stamp(rank, call + ".0"), self.stamp(rank, call + ".1")
         return Span(t0, min(t0 + SLACK, t1))
 
     def leave(self, rank, call):
         """Its leave: the trace's, or else just before CALL.1."""
-        if self.calls is not None:
+        if self.chrome_trace:
             return self.offset(rank) + self.recorded(rank, call)[1]
         t0, t1 = self.stamp(rank, call + ".0"), self.stamp(rank, call + ".1")
         return Span(max(t1 - SLACK, t0), t1)
@@ -100,15 +102,20 @@ class Checker:
         the trace's clock. CALL ends in the function's name ("2.irecv": MPI_Irecv);
         the program stamps every call of that function, so the k-th stamped one on
         the rank is the k-th in the trace."""
+        if self.calls is None:
+            self.calls = load_calls(self.chrome_trace)
         kind = call.rsplit(".", 1)[-1]
-        stamped = sorted((t, name[:-2]) for name, t in self.stamps.get(rank, {}).items()
-                         if name.endswith(".0") and name[:-2].rsplit(".", 1)[-1] == kind)
+        if (rank, kind) not in self.stamped:
+            self.stamped[rank, kind] = [name for _, name in sorted(
+                (t, name[:-2]) for name, t in self.stamps.get(rank, {}).items()
+                if name.endswith(".0") and name[:-2].rsplit(".", 1)[-1] == kind)]
+        stamped = self.stamped[rank, kind]
         function = "MPI_" + kind.capitalize()
         calls = self.calls.get((rank, function), [])
         if len(calls) != len(stamped):
             raise SystemExit(f"FAIL: rank {rank} stamped {len(stamped)} {function} call(s), "
                              f"the trace has {len(calls)}")
-        return calls[[name for _, name in stamped].index(call)]
+        return calls[stamped.index(call)]
 
     def offset(self, rank):
         """The stamps' clock minus the trace's on RANK: every stamped call's enter

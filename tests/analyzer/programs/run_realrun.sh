@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs a real-run test program under the profiler, analyzes its trace, and
-# checks the JSON against the program's own timestamps.
+# checks the JSON against the program's own timestamps. Every check script
+# is given the run's Chrome trace; realrun.py reads it where a check needs a
+# stamped call's own enter and leave.
 # Usage: run_realrun.sh MPIEXEC PROF_RUN PROF_ANALYZE PROGRAM CHECK_SCRIPT WORK_DIR RANKS
 set -euo pipefail
 if [ $# -ne 7 ]; then

@@ -15,15 +15,15 @@ namespace prof::analysis {
 // The outputs prof-analyze writes from an Analysis, and which of its
 // optional figures each prints: the one table that decides what the command
 // computes (figures_needed). A text report is Text (or TextWaitStates),
-// plus TextFunctions with --functions or --callsites. Its --ranks and
-// per-rank tables, and the hang report (the calls in flight and the cycles
-// of ranks waiting for each other), print none of them; the Chrome trace and
-// the OTF2 archive read the trace itself (OTF2 also the run's end and clock,
-// always there).
+// plus TextFunctions with --functions or --callsites (a comparison's, with
+// --functions). Its --ranks and per-rank tables, and the hang report (the
+// calls in flight and the cycles of ranks waiting for each other), print
+// none of them; the Chrome trace and the OTF2 archive read the trace itself
+// (OTF2 also the run's end and clock, always there).
 enum class Output : int {
   Text,                   // the text report
   TextWaitStates,         // the text report with --wait-states
-  TextFunctions,          // the text report's (or the comparison's) --functions or --callsites lines
+  TextFunctions,          // the text report's --functions or --callsites lines, the comparison's --functions
   Json,                   // the JSON report (wait_states, waited_for, caused_by, critical_path_s, functions, callsites)
   CompareText,            // --compare, text
   CompareTextWaitStates,  // --compare --wait-states, text
