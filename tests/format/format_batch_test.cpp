@@ -693,21 +693,29 @@ TEST(FormatBatch, RepeatedPayloadsDecodeAsWrittenInFull) {
 // that a repeat's left-out Comm reads a context another call changed; request
 // handles with two high halves (packed requests read the context too);
 // Waitalls of 2 entries and of 6 (more than a copy keeps); chunks of 4 KiB
-// (repeats across chunk ends) and 1 MiB. Batches give what next() gives, and
-// what the same calls written in full (format 5) give.
+// (repeats across chunk ends) and 1 MiB. Between the repeats, markers of
+// three intervals (a loop of intervals: the batch decodes them, and calls
+// with no payload, within its run of copies), a call with no payload from two
+// sites, one with no payload but a flag (a Barrier on the same communicator),
+// and now and then a long gap (a marker with the long header). Batches give
+// what next() gives, and what the same calls written in full (format 5) give.
 TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
   const std::string dir = temp_dir();
-  const uint16_t irecv = 6, isend = 5, waitall = 7, allreduce = 9;
+  const uint16_t irecv = 6, isend = 5, waitall = 7, allreduce = 9, comm_rank = 10, barrier = 11;
   auto write = [&](const std::string& path, uint32_t chunk_bytes, uint32_t version) {
     TraceWriter w(path, 0, 2, 1, format::TimerKind::Monotonic, chunk_bytes, version);
     w.function(irecv, FuncKind::Irecv, "MPI_Irecv");
     w.function(isend, FuncKind::Isend, "MPI_Isend");
     w.function(waitall, FuncKind::Completion, "MPI_Waitall");
     w.function(allreduce, FuncKind::Collective, "MPI_Allreduce");
+    w.function(comm_rank, FuncKind::Other, "MPI_Comm_rank");
+    w.function(barrier, FuncKind::Collective, "MPI_Barrier");
     w.callsite({41, 0x401000, "", 0});
     w.callsite({42, 0x401100, "", 0});
     w.call_site_index(isend, 1, 41);
     w.call_site_index(isend, 2, 42);
+    w.call_site_index(comm_rank, 1, 41);
+    w.call_site_index(comm_rank, 2, 42);
     std::vector<Completion> two(2), six(6);
     uint64_t t = 1000;
     for (uint32_t i = 0; i < 6000; ++i) {
@@ -725,6 +733,19 @@ TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
         e.leave = t += 3;
         w.event(e);
       };
+      auto marker = [&](uint32_t id, bool begin) {
+        Event m;
+        m.func = format::kMarkerFuncId;
+        m.kind = FuncKind::Marker;
+        m.interval_id = id;
+        m.callsite = 41 + id % 2;
+        m.marker_begin = begin;
+        m.enter = t += i % 13 == 12 && begin ? 70000 : 5;
+        m.leave = t += 2;
+        w.event(m);
+      };
+      const uint32_t interval = 1 + i % 3;
+      marker(interval, true);
       e.request = high << 16 | 1;
       call(irecv, FuncKind::Irecv);
       e.request = high << 16 | 2;
@@ -738,9 +759,20 @@ TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
       e.completions = done;
       call(waitall, FuncKind::Completion);
       e.completions = {};
+      marker(interval, false);
+      {
+        Event bare;
+        bare.func = comm_rank;
+        bare.kind = FuncKind::Other;
+        bare.call_site_index = static_cast<uint8_t>(i % 3);
+        bare.enter = t += 4;
+        bare.leave = t += 1;
+        w.event(bare);
+      }
       if (i % 16 == 15) {
         e.comm = 0x44000000u;
         call(allreduce, FuncKind::Collective);
+        call(barrier, FuncKind::Collective);
       }
     }
     w.end("finalize");
@@ -754,7 +786,8 @@ TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
     write(v7, chunk_bytes, format::kFormatVersion);
     auto t5 = open_trace(v5), t7 = open_trace(v7);
     ASSERT_TRUE(t5 && t7);
-    EXPECT_LT(t7->event_bytes() * 2, t5->event_bytes()) << "the calls did not repeat";
+    // (Markers and calls with no payload are as long in both.)
+    EXPECT_LT(t7->event_bytes() * 3, t5->event_bytes() * 2) << "the calls did not repeat";
     const auto got = by_batch(t7->events());
     expect_same(by_next(t7->events()), got);
     // Format 5 has no call sites, and its chunks end elsewhere.
@@ -768,9 +801,15 @@ TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
       return d;
     };
     expect_same(calls(by_next(t5->events())), calls(got));
-    size_t from_second_site = 0;
-    for (const Decoded& d : got) from_second_site += d.e.call_site == 42;
+    size_t from_second_site = 0, markers = 0, bare_from_second_site = 0;
+    for (const Decoded& d : got) {
+      from_second_site += d.e.call_site == 42;
+      markers += d.e.kind == FuncKind::Marker;
+      bare_from_second_site += d.e.func == comm_rank && d.e.call_site == 42;
+    }
     EXPECT_GT(from_second_site, 0u);
+    EXPECT_EQ(markers, 2 * 6000u);
+    EXPECT_EQ(bare_from_second_site, 2000u);
   }
   std::filesystem::remove_all(dir);
 }

@@ -221,6 +221,10 @@ struct RankTrace::Cursor::Impl {
     RepeatTemplate* next = nullptr;
   };
   std::vector<RepeatTemplate> templates;
+  // The Event of a record with no payload: every member at its default but
+  // the stream's; a marker or a bare call between repeats starts from a copy
+  // of it (copy_plain).
+  Event plain_event;
   // A template's Event is of a kind run_fixed decodes (a fixed-size one or a
   // Completion), from a record, never a call in flight: its requests,
   // in_flight and site are the defaults, and a repeat gets its own enter and
@@ -235,6 +239,76 @@ struct RankTrace::Cursor::Impl {
   [[gnu::always_inline]] static void copy_template_members(Event& to, const Event& from) {
     std::memcpy(reinterpret_cast<char*>(&to) + kTemplateFrom, reinterpret_cast<const char*>(&from) + kTemplateFrom,
                 kTemplateTo - kTemplateFrom);
+  }
+  // A marker (its interval id and call site: two words) or a call of kind
+  // Other with no payload and no flags, with the short header and no repeat:
+  // decoded into e at template speed, as fill_fixed() decodes it. Returns
+  // its size in bytes, 0 when the record at `at` is none of these or does
+  // not fit before `stop` (left to the full decode). Neither reads or
+  // changes the chunk context, nor notes a payload for repeats.
+  static constexpr uint32_t kShortMarker =
+      uint32_t{format::kShortTime | 2u} << 24 | format::kMarkerFuncId;
+  static constexpr uint32_t kShortBare = uint32_t{format::kShortTime} << 24;
+  static_assert(format::record_short_time(kShortMarker) && format::record_words(kShortMarker) == 4 &&
+                format::fixed_payload_words(format::schema_of(FuncKind::Marker), false, false, false, false) == 2 &&
+                format::record_words(kShortBare) == 2);
+  [[gnu::always_inline]] size_t copy_plain(Event& e, uint8_t& group, const uint8_t* at, const uint8_t* stop,
+                                           uint32_t w0, uint64_t& time) const {
+    size_t size;
+    if ((w0 & ~(uint32_t{format::kMarkerBegin} << 16)) == kShortMarker) {
+      if (stop - at < 16) return 0;
+      copy_template_members(e, plain_event);
+      const uint8_t flags = static_cast<uint8_t>(w0 >> 16);
+      e.func = format::kMarkerFuncId;
+      e.kind = FuncKind::Marker;
+      e.flags = flags & ~marker_info.context_flags;
+      e.marker_begin = (flags & format::kMarkerBegin) != 0;
+      e.interval_id = load32(at + 8);
+      e.callsite = load32(at + 12);
+      group = kKindGroups<FuncKind::Marker>;
+      size = 16;
+    } else if ((w0 & 0xFFFF0000u) == kShortBare) {
+      const uint16_t func = func_of(w0);
+      if (func >= nkinds || kinds[func].kind != static_cast<uint16_t>(FuncKind::Other)) return 0;
+      copy_template_members(e, plain_event);
+      e.func = func;
+      group = kKindGroups<FuncKind::Other>;
+      size = 8;
+    } else {
+      return 0;
+    }
+    set_call_site(e, w0);
+    const uint32_t w1 = load32(at + 4);
+    time += w1 & 0xFFFFu;
+    e.enter = time;
+    e.leave = time + (w1 >> 16);
+    return size;
+  }
+  // copy_plain() over the records from `at` while they are plain, within
+  // `room` records and the chunk: how many it decoded, where and at what time
+  // it stopped, the room left, and whether a short repeat is next (within it).
+  struct PlainRun {
+    size_t events;
+    const uint8_t* at;
+    uint64_t time;
+    size_t room;
+    bool repeat_follows;
+  };
+  [[gnu::noinline]] PlainRun copy_plain_run(Event* e, uint8_t* g, const uint8_t* at, const uint8_t* stop,
+                                            uint64_t time, size_t room) const {
+    PlainRun run{0, at, time, room, false};
+    for (;;) {
+      const size_t size = copy_plain(e[run.events], g[run.events], run.at, stop, load32(run.at), run.time);
+      if (size == 0) return run;
+      run.at += size;
+      ++run.events;
+      run.room = std::min(run.room - 1, static_cast<size_t>(stop - run.at) / 8);
+      if (run.room == 0) return run;
+      if (record_short_repeat(load32(run.at))) {
+        run.repeat_follows = true;
+        return run;
+      }
+    }
   }
   static uint64_t pack_context(uint32_t comm, uint32_t request_high) {
     return uint64_t{request_high} << 32 | comm;
@@ -1022,11 +1096,24 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
     at += 8;
     ++e;
     ++g;
-    // The next record, if a short repeat whose template has its header:
-    // first the one that followed this template's last time (a loop's).
     if (--room == 0) break;
-    const uint32_t w0 = load32(at);
-    if (!record_short_repeat(w0)) break;
+    uint32_t w0 = load32(at);
+    if (!record_short_repeat(w0)) [[unlikely]] {
+      // Markers and bare calls between the repeats (in a loop of intervals,
+      // half its records), decoded apart so that this loop's locals stay in
+      // registers; the run goes on at the short repeat after them.
+      const PlainRun run = copy_plain_run(e, g, at, stop, time, room);
+      if (run.events == 0) break;
+      e += run.events;
+      g += run.events;
+      at = run.at;
+      time = run.time;
+      room = run.room;
+      if (!run.repeat_follows) break;
+      w0 = load32(at);
+    }
+    // The next record, a short repeat, if its template has its header:
+    // first the one that followed this template's last time (a loop's).
     RepeatTemplate* following = slot->next;
     if (following->w0 != w0) [[unlikely]] {
       following = find_template(kept, w0);
@@ -1068,6 +1155,8 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
   if (repeat_funcs != 0 && templates.empty() && events >= kTemplatesAfterEvents) [[unlikely]] {
     templates.resize(kTemplates);
     for (RepeatTemplate& t : templates) t.next = templates.data();
+    plain_event = Event{};
+    plain_event.stream = stream;
   }
   RepeatTemplate* const kept = templates.data();  // (null: repeats are decoded in full)
   while (n < max) {
