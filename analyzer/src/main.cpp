@@ -278,7 +278,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     if (text_wanted) {
       outputs.push_back(comparing ? (wait_states ? Output::CompareTextWaitStates : Output::CompareText)
                                   : (wait_states ? Output::TextWaitStates : Output::Text));
-      if (functions || (callsites && !comparing)) outputs.push_back(Output::TextFunctions);  // (a comparison lists no sites)
+      if (functions || callsites) outputs.push_back(Output::TextFunctions);  // (--compare refuses --callsites)
     }
     if (!json_path.empty()) outputs.push_back(comparing ? Output::CompareJson : Output::Json);
     if (!chrome_path.empty()) outputs.push_back(Output::ChromeTrace);
@@ -319,6 +319,12 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
       std::fprintf(stderr,
                    "prof-analyze: error: --ranks: --compare compares no per-rank values (the runs' "
                    "ranks need not correspond)\n");
+      return kExitUsage;
+    }
+    if (callsites) {
+      std::fprintf(stderr,
+                   "prof-analyze: error: --callsites lists one trace's call sites, not --compare "
+                   "(--functions compares the runs' MPI functions)\n");
       return kExitUsage;
     }
     if (mpi && mpi->rank() != 0) return 0;  // (process 0 compares alone)

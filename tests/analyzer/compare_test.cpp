@@ -172,6 +172,8 @@ TEST(Compare, FunctionsAndWaitStatesOfAnIntervalAreComparedToo) {
   EXPECT_NE(out.find("--ranks: --compare compares no per-rank values"), std::string::npos) << out;
   EXPECT_EQ(run_cli("--compare " + ba.dir() + " " + bb.dir() + " --otf2 /tmp/never-written", &out), 1);
   EXPECT_NE(out.find("--otf2 takes one trace"), std::string::npos) << out;
+  EXPECT_EQ(run_cli("--compare " + ba.dir() + " " + bb.dir() + " --callsites", &out), 1);
+  EXPECT_NE(out.find("--callsites lists one trace's call sites, not --compare"), std::string::npos) << out;
 }
 
 TEST(Compare, BadInputIsNamedWithExitStatus2) {
