@@ -249,6 +249,7 @@ struct RankTrace::Cursor::Impl {
   static constexpr uint32_t kShortMarker =
       uint32_t{format::kShortTime | 2u} << 24 | format::kMarkerFuncId;
   static constexpr uint32_t kShortBare = uint32_t{format::kShortTime} << 24;
+  static constexpr uint8_t kMarkerContextFlags = format::schema_of(FuncKind::Marker).context_flags;
   static_assert(format::record_short_time(kShortMarker) && format::record_words(kShortMarker) == 4 &&
                 format::fixed_payload_words(format::schema_of(FuncKind::Marker), false, false, false, false) == 2 &&
                 format::record_words(kShortBare) == 2);
@@ -261,7 +262,7 @@ struct RankTrace::Cursor::Impl {
       const uint8_t flags = static_cast<uint8_t>(w0 >> 16);
       e.func = format::kMarkerFuncId;
       e.kind = FuncKind::Marker;
-      e.flags = flags & ~marker_info.context_flags;
+      e.flags = flags & ~kMarkerContextFlags;
       e.marker_begin = (flags & format::kMarkerBegin) != 0;
       e.interval_id = load32(at + 8);
       e.callsite = load32(at + 12);
@@ -296,19 +297,20 @@ struct RankTrace::Cursor::Impl {
   };
   [[gnu::noinline]] PlainRun copy_plain_run(Event* e, uint8_t* g, const uint8_t* at, const uint8_t* stop,
                                             uint64_t time, size_t room) const {
-    PlainRun run{0, at, time, room, false};
+    size_t events = 0;
+    bool repeat_follows = false;
     for (;;) {
-      const size_t size = copy_plain(e[run.events], g[run.events], run.at, stop, load32(run.at), run.time);
-      if (size == 0) return run;
-      run.at += size;
-      ++run.events;
-      run.room = std::min(run.room - 1, static_cast<size_t>(stop - run.at) / 8);
-      if (run.room == 0) return run;
-      if (record_short_repeat(load32(run.at))) {
-        run.repeat_follows = true;
-        return run;
+      const size_t size = copy_plain(e[events], g[events], at, stop, load32(at), time);
+      if (size == 0) break;
+      at += size;
+      if (++events == room || stop - at < 8) break;
+      if (record_short_repeat(load32(at))) {
+        repeat_follows = true;
+        break;
       }
     }
+    // (The caller's room: records of 8 bytes at least, in the batch and the chunk.)
+    return PlainRun{events, at, time, std::min(room - events, static_cast<size_t>(stop - at) / 8), repeat_follows};
   }
   static uint64_t pack_context(uint32_t comm, uint32_t request_high) {
     return uint64_t{request_high} << 32 | comm;
