@@ -89,33 +89,35 @@ static_assert(record_short_repeat(0x80u << 24 | uint32_t{format::kRepeatPayload}
               format::record_words(0x80u << 24 | uint32_t{format::kRepeatPayload} << 16) == 2 &&
               format::record_repeats(0x80u << 24 | uint32_t{format::kRepeatPayload} << 16));
 
+// Every member of an Event at its default.
+inline constexpr Event kDefaultEvent{};
+
 // Puts the members of `groups` back to their defaults.
 [[gnu::always_inline]] inline void reset_groups(Event& e, uint32_t groups) {
-  static constexpr Event kDefault{};
   if (groups & kGroupCall) {
-    e.peer = kDefault.peer;
-    e.tag = kDefault.tag;
-    e.comm = kDefault.comm;
-    e.bytes = kDefault.bytes;
-    e.root = kDefault.root;
-    e.request = kDefault.request;
+    e.peer = kDefaultEvent.peer;
+    e.tag = kDefaultEvent.tag;
+    e.comm = kDefaultEvent.comm;
+    e.bytes = kDefaultEvent.bytes;
+    e.root = kDefaultEvent.root;
+    e.request = kDefaultEvent.request;
   }
   if (groups & kGroupReceive) {
-    e.recv_peer = kDefault.recv_peer;
-    e.recv_tag = kDefault.recv_tag;
-    e.recv_bytes = kDefault.recv_bytes;
-    e.new_comm = kDefault.new_comm;
+    e.recv_peer = kDefaultEvent.recv_peer;
+    e.recv_tag = kDefaultEvent.recv_tag;
+    e.recv_bytes = kDefaultEvent.recv_bytes;
+    e.new_comm = kDefaultEvent.new_comm;
   }
   if (groups & kGroupMarker) {
-    e.interval_id = kDefault.interval_id;
-    e.callsite = kDefault.callsite;
-    e.marker_begin = kDefault.marker_begin;
+    e.interval_id = kDefaultEvent.interval_id;
+    e.callsite = kDefaultEvent.callsite;
+    e.marker_begin = kDefaultEvent.marker_begin;
   }
-  if (groups & kGroupCompletions) e.completions = kDefault.completions;
-  if (groups & kGroupRequests) e.requests = kDefault.requests;
+  if (groups & kGroupCompletions) e.completions = kDefaultEvent.completions;
+  if (groups & kGroupRequests) e.requests = kDefaultEvent.requests;
   if (groups & kGroupInFlight) {
-    e.in_flight = kDefault.in_flight;
-    e.site = kDefault.site;
+    e.in_flight = kDefaultEvent.in_flight;
+    e.site = kDefaultEvent.site;
   }
 }
 
@@ -221,10 +223,6 @@ struct RankTrace::Cursor::Impl {
     RepeatTemplate* next = nullptr;
   };
   std::vector<RepeatTemplate> templates;
-  // The Event of a record with no payload: every member at its default but
-  // the stream's; a marker or a bare call between repeats starts from a copy
-  // of it (copy_plain).
-  Event plain_event;
   // A template's Event is of a kind run_fixed decodes (a fixed-size one or a
   // Completion), from a record, never a call in flight: its requests,
   // in_flight and site are the defaults, and a repeat gets its own enter and
@@ -242,7 +240,8 @@ struct RankTrace::Cursor::Impl {
   }
   // A marker (its interval id and call site: two words) or a call of kind
   // Other with no payload and no flags, with the short header and no repeat:
-  // decoded into e at template speed, as fill_fixed() decodes it. Returns
+  // decoded into e at template speed (a copy of the default Event, then the
+  // members the record gives), as fill_fixed() decodes it. Returns
   // its size in bytes, 0 when the record at `at` is none of these or does
   // not fit before `stop` (left to the full decode). Neither reads or
   // changes the chunk context, nor notes a payload for repeats.
@@ -258,7 +257,7 @@ struct RankTrace::Cursor::Impl {
     size_t size;
     if ((w0 & ~(uint32_t{format::kMarkerBegin} << 16)) == kShortMarker) {
       if (stop - at < 16) return 0;
-      copy_template_members(e, plain_event);
+      copy_template_members(e, kDefaultEvent);
       const uint8_t flags = static_cast<uint8_t>(w0 >> 16);
       e.func = format::kMarkerFuncId;
       e.kind = FuncKind::Marker;
@@ -271,7 +270,7 @@ struct RankTrace::Cursor::Impl {
     } else if ((w0 & 0xFFFF0000u) == kShortBare) {
       const uint16_t func = func_of(w0);
       if (func >= nkinds || kinds[func].kind != static_cast<uint16_t>(FuncKind::Other)) return 0;
-      copy_template_members(e, plain_event);
+      copy_template_members(e, kDefaultEvent);
       e.func = func;
       group = kKindGroups<FuncKind::Other>;
       size = 8;
@@ -279,6 +278,7 @@ struct RankTrace::Cursor::Impl {
       return 0;
     }
     set_call_site(e, w0);
+    e.stream = stream_id;
     const uint32_t w1 = load32(at + 4);
     time += w1 & 0xFFFFu;
     e.enter = time;
@@ -1157,8 +1157,6 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
   if (repeat_funcs != 0 && templates.empty() && events >= kTemplatesAfterEvents) [[unlikely]] {
     templates.resize(kTemplates);
     for (RepeatTemplate& t : templates) t.next = templates.data();
-    plain_event = Event{};
-    plain_event.stream = stream;
   }
   RepeatTemplate* const kept = templates.data();  // (null: repeats are decoded in full)
   while (n < max) {
