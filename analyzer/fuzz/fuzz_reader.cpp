@@ -18,44 +18,13 @@
 
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/report.h"
+#include "prof/event_difference.h"
 #include "prof/trace_reader.h"
 
 namespace {
 std::string trace_dir;
 
-using prof::trace::Completion;
 using prof::trace::Event;
-
-bool same_completion(const Completion& a, const Completion& b) {
-  return a.request == b.request && a.source == b.source && a.tag == b.tag && a.bytes == b.bytes &&
-         a.cancelled == b.cancelled;
-}
-
-// Every member, the lists by their entries.
-bool same_event(const Event& a, const Event& b) {
-  if (!(a.enter == b.enter && a.leave == b.leave && a.func == b.func && a.kind == b.kind && a.flags == b.flags &&
-        a.call_site_index == b.call_site_index && a.marker_begin == b.marker_begin && a.in_flight == b.in_flight &&
-        a.stream == b.stream && a.peer == b.peer && a.tag == b.tag && a.comm == b.comm && a.bytes == b.bytes &&
-        a.root == b.root && a.request == b.request && a.recv_peer == b.recv_peer && a.recv_tag == b.recv_tag &&
-        a.recv_bytes == b.recv_bytes && a.new_comm == b.new_comm && a.interval_id == b.interval_id &&
-        a.callsite == b.callsite && a.call_site == b.call_site && a.site == b.site &&
-        a.completions.size() == b.completions.size() && a.requests.size() == b.requests.size()))
-    return false;
-  for (size_t i = 0; i < a.completions.size(); ++i)
-    if (!same_completion(a.completions[i], b.completions[i])) return false;
-  for (size_t i = 0; i < a.requests.size(); ++i)
-    if (a.requests[i] != b.requests[i]) return false;
-  return true;
-}
-
-bool same_stats(const prof::trace::ReadStats& a, const prof::trace::ReadStats& b) {
-  return a.chunks == b.chunks && a.event_chunks == b.event_chunks && a.unsealed_chunks == b.unsealed_chunks &&
-         a.crc_mismatches == b.crc_mismatches && a.bad_chunk_headers == b.bad_chunk_headers &&
-         a.truncated_chunks == b.truncated_chunks && a.missing_chunks == b.missing_chunks &&
-         a.bad_records == b.bad_records && a.bad_definitions == b.bad_definitions &&
-         a.unknown_chunk_types == b.unknown_chunk_types && a.backwards_timestamps == b.backwards_timestamps &&
-         a.events == b.events;
-}
 
 // The file through next() and through next_batch(), each on a trace of its
 // own (statistics are per trace), compared event by event as the batches come
@@ -71,8 +40,12 @@ void batches_equal_next(const std::string& path) {
   bool more = one.next(e);
   for (auto batch = batches.next_batch(); !batch.empty(); batch = batches.next_batch())
     for (const Event& b : batch) {
-      if (!more || !same_event(e, b)) {
-        std::fprintf(stderr, "fuzz_reader: a batch's event differs from next()'s\n");
+      if (!more) {
+        std::fprintf(stderr, "fuzz_reader: the batches give more events than next()\n");
+        std::abort();
+      }
+      if (const std::string diff = prof::trace::event_difference(e, b); !diff.empty()) {
+        std::fprintf(stderr, "fuzz_reader: a batch's event differs from next()'s: %s\n", diff.c_str());
         std::abort();
       }
       more = one.next(e);
@@ -81,7 +54,7 @@ void batches_equal_next(const std::string& path) {
     std::fprintf(stderr, "fuzz_reader: next() gives more events than the batches\n");
     std::abort();
   }
-  if (!same_stats(by_next->stats(), by_batch->stats())) {
+  if (!(by_next->stats() == by_batch->stats())) {
     std::fprintf(stderr, "fuzz_reader: the batches' statistics differ from next()'s\n");
     std::abort();
   }

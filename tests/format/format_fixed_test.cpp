@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "format_test_util.h"
+#include "prof/event_difference.h"
 #include "prof/trace_reader.h"
 
 namespace {
@@ -96,16 +97,7 @@ void expect_same_events(const std::vector<Event>& got, const std::vector<Event>&
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     SCOPED_TRACE("event " + std::to_string(i));
-    EXPECT_EQ(got[i].kind, want[i].kind);
-    EXPECT_EQ(got[i].func, want[i].func);
-    EXPECT_EQ(got[i].flags, want[i].flags);
-    EXPECT_EQ(got[i].enter, want[i].enter);
-    EXPECT_EQ(got[i].leave, want[i].leave);
-    EXPECT_EQ(got[i].peer, want[i].peer);
-    EXPECT_EQ(got[i].tag, want[i].tag);
-    EXPECT_EQ(got[i].comm, want[i].comm);
-    EXPECT_EQ(got[i].bytes, want[i].bytes);
-    EXPECT_EQ(got[i].request, want[i].request);
+    EXPECT_EQ(event_difference(got[i], want[i]), "");
   }
 }
 

@@ -31,6 +31,7 @@ struct Completion {
   int32_t tag = -1;      // actual tag of a receive
   uint64_t bytes = 0;    // bytes received (from the status)
   bool cancelled = false;
+  bool operator==(const Completion&) const = default;
 };
 
 // One decoded record: one MPI call (a call split over kContinuation records is
@@ -194,6 +195,7 @@ struct ReadStats {
     return crc_mismatches + bad_chunk_headers + truncated_chunks + missing_chunks + bad_records +
            bad_definitions;
   }
+  bool operator==(const ReadStats&) const = default;
 };
 
 // A rank's function definitions, shared by the files and stand-ins that have
