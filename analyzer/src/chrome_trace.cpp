@@ -394,50 +394,41 @@ class RunToRoot final : public std::streambuf {
 
 bool write_chrome_trace(const trace::TraceDir& dir, std::ostream& out, std::string* error,
                         ChromeTraceStats* stats, const ChromeTraceOptions& options, Exchange* job) {
-  std::vector<const RankTrace*> traces;
-  for (const auto& t : dir.ranks) traces.push_back(t.get());
-  const WorldIndex w2i(traces);
-  Registry reg;
-  reg.build(traces);
-  const bool held = job && job->size() > 1 && !dir.holder.empty();
-  const int me = held ? job->rank() : 0;
-
-  // Time zero: the earliest event of the run (not one that damage put
-  // outside it); in a job, the earliest of each block's.
-  const std::pair<double, double> span = run_span(traces);
-  const double t0 = held ? job_time_zero(*job, traces, dir.holder, span) : first_event_in_span(traces, span);
+  const ExportScope scope(dir, job);
 
   Writer w{out, {}, true, {}};
-  if (me == 0) {
+  if (scope.me == 0) {
     w.buf += "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"prof-analyze\"},\"traceEvents\":[\n";
     w.begin_event();
     w.buf += "{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"MPI run\"}}";
   }
-  for (size_t a = 0; a < traces.size();) {
-    const int holder = held ? dir.holder[a] : 0;
+  for (size_t a = 0; a < scope.traces.size();) {
+    const int holder = scope.held ? dir.holder[a] : 0;
     size_t b = a + 1;
-    while (b < traces.size() && held && dir.holder[b] == holder) ++b;
-    if (holder == me) {
-      if (me == 0) {
-        for (size_t i = a; i < b && out; ++i) draw_rank(w, reg, w2i, *traces[i], i, t0, span, options);
+    while (b < scope.traces.size() && scope.held && dir.holder[b] == holder) ++b;
+    if (holder == scope.me) {
+      if (scope.me == 0) {
+        for (size_t i = a; i < b && out; ++i)
+          draw_rank(w, scope.registry, scope.world_to_index, *scope.traces[i], i, scope.t0, scope.span, options);
       } else {
         RunToRoot to_root(*job);
         std::ostream sink(&to_root);
         // (Process 0 wrote the first event: every one drawn here follows one.)
         Writer drawn{sink, {}, false, {}};
-        for (size_t i = a; i < b; ++i) draw_rank(drawn, reg, w2i, *traces[i], i, t0, span, options);
+        for (size_t i = a; i < b; ++i)
+          draw_rank(drawn, scope.registry, scope.world_to_index, *scope.traces[i], i, scope.t0, scope.span, options);
         drawn.flush(true);
         to_root.finish(drawn.stats);
       }
     } else if (holder != 0) {  // (process 0's runs go to the output without rounds)
       // (What the output had so far goes first.)
-      if (me == 0) w.flush(true);
-      RunToRoot::take_run(*job, holder, me == 0 ? &out : nullptr, w.stats);
+      if (scope.me == 0) w.flush(true);
+      RunToRoot::take_run(*job, holder, scope.me == 0 ? &out : nullptr, w.stats);
     }
-    if (!held && !out) break;
+    if (!scope.held && !out) break;
     a = b;
   }
-  if (me != 0) return true;
+  if (scope.me != 0) return true;
   w.buf += "\n]}\n";
   w.flush(true);
   out.flush();

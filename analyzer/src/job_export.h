@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "damage_stop.h"
+#include "interpret.h"
 #include "prof/analysis/exchange.h"
 
 namespace prof::analysis::detail {
@@ -46,6 +47,35 @@ inline double job_time_zero(Exchange& job, const std::vector<const trace::RankTr
   }
   return time_zero_of_earliest(least);
 }
+
+// What every export of a trace starts from: its ranks and their definitions,
+// whether an MPI job's processes hold them in blocks (this one `me`), the
+// run's span and time zero (over every block in a job).
+struct ExportScope {
+  ExportScope(const trace::TraceDir& dir, Exchange* job)
+      : traces(traces_of(dir)),
+        world_to_index(traces),
+        held(job && job->size() > 1 && !dir.holder.empty()),
+        me(held ? job->rank() : 0),
+        span(run_span(traces)),
+        t0(held ? job_time_zero(*job, traces, dir.holder, span) : first_event_in_span(traces, span)) {
+    registry.build(traces);
+  }
+  std::vector<const trace::RankTrace*> traces;
+  WorldIndex world_to_index;
+  Registry registry;
+  bool held;
+  int me;
+  std::pair<double, double> span;
+  double t0;
+
+ private:
+  static std::vector<const trace::RankTrace*> traces_of(const trace::TraceDir& dir) {
+    std::vector<const trace::RankTrace*> out;
+    for (const auto& t : dir.ranks) out.push_back(t.get());
+    return out;
+  }
+};
 
 // On the holder (never process 0): one round of its stream.
 inline void send_round(Exchange& job, std::string_view bytes, bool last) {

@@ -731,28 +731,16 @@ class HeldEvents {
 
 bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const Analysis* analysis,
                 std::string* error, Otf2Stats* stats_out, const Otf2Options& options, Exchange* job) {
-  std::vector<const RankTrace*> traces;
-  for (const auto& t : dir.ranks) traces.push_back(t.get());
-  const WorldIndex w2i(traces);
-  Registry reg;
-  reg.build(traces);
-  const bool held = job && job->size() > 1 && !dir.holder.empty();
-  const int me = held ? job->rank() : 0;
-
-  // Time zero: the earliest event of the run (not one that damage put
-  // outside it); in a job, the earliest of each block's.
-  const auto [span_first, span_last] = run_span(traces);
-  const double t0 = held ? job_time_zero(*job, traces, dir.holder, {span_first, span_last})
-                          : first_event_in_span(traces, {span_first, span_last});
+  const ExportScope scope(dir, job);
   // The other processes send their ranks' events if process 0 could open
   // the archive (its answer, 1 or 0, is the all-to-all after time zero).
-  if (held && me != 0) {
+  if (scope.held && scope.me != 0) {
     if (job->all_to_all(std::vector<std::string>(static_cast<size_t>(job->size())))[0] != "1") return false;
-    for (size_t i = 0; i < traces.size(); ++i) {
+    for (size_t i = 0; i < scope.traces.size(); ++i) {
       if (dir.holder[i] == 0) continue;
-      if (dir.holder[i] == me) {
-        const Interpreter interp(*traces[i], reg, i, w2i);
-        HeldEvents::send(*job, *traces[i], interp, {span_first, span_last});
+      if (dir.holder[i] == scope.me) {
+        const Interpreter interp(*scope.traces[i], scope.registry, i, scope.world_to_index);
+        HeldEvents::send(*job, *scope.traces[i], interp, scope.span);
       } else {
         HeldEvents::take(*job, dir.holder[i], [](std::span<const Event>) {});
       }
@@ -760,14 +748,15 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
     return true;
   }
   // (Process 0: whether the others are to send their ranks, once.)
-  bool told = !held;
+  bool told = !scope.held;
   auto tell = [&](bool go) {
     if (told) return;
     told = true;
     job->all_to_all(std::vector<std::string>(static_cast<size_t>(job->size()), go ? "1" : "0"));
   };
   // Timestamps keep the global clock's own origin where it is positive.
-  const OTF2_TimeStamp base = t0 > 0 && t0 < 9e18 ? static_cast<OTF2_TimeStamp>(std::llround(t0)) : 0;
+  const OTF2_TimeStamp base =
+      scope.t0 > 0 && scope.t0 < 9e18 ? static_cast<OTF2_TimeStamp>(std::llround(scope.t0)) : 0;
 
   auto fail = [&](const std::string& what) {
     tell(false);
@@ -796,13 +785,13 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   const OTF2_AttributeRef in_flight_attr = 0;
   bool failed = false;
   OTF2_TimeStamp last_time = base;
-  for (size_t i = 0; i < traces.size(); ++i) {
+  for (size_t i = 0; i < scope.traces.size(); ++i) {
     // (In a job every rank of another process is taken, written or not.)
-    if (failed && !held) break;
+    if (failed && !scope.held) break;
     if (failed && dir.holder[i] == 0) continue;
-    const RankTrace& rank_trace = *traces[i];
-    Interpreter interp(rank_trace, reg, i, w2i);
-    Otf2Handler h(ar, defs, reg, interp, i, rank_trace.rank(), t0, base, options, in_flight_attr, stats);
+    const RankTrace& rank_trace = *scope.traces[i];
+    Interpreter interp(rank_trace, scope.registry, i, scope.world_to_index);
+    Otf2Handler h(ar, defs, scope.registry, interp, i, rank_trace.rank(), scope.t0, base, options, in_flight_attr, stats);
     h.thread(0);  // every rank has its master thread's location
     auto write = [&](std::span<const Event> batch) {
       if (failed) return;
@@ -816,8 +805,8 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
     };
     // A damaged rank ends where the analysis ends it (damage_stop.h), on the
     // process that holds it.
-    const bool stopped = held && dir.holder[i] != 0 ? HeldEvents::take(*job, dir.holder[i], write)
-                                                    : read_admitted(rank_trace, interp, {span_first, span_last}, write);
+    const bool stopped = scope.held && dir.holder[i] != 0 ? HeldEvents::take(*job, dir.holder[i], write)
+                                                          : read_admitted(rank_trace, interp, scope.span, write);
     if (failed) continue;
     if (rank_trace.heartbeat() != 0 && !stopped)
       h.intervals.note_alive(interp.global(rank_trace.last_alive()));
@@ -849,7 +838,7 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   // also a rank whose file is not in the trace (its location has no events):
   // communicator groups name world ranks by their place in the world's group.
   int world = dir.world_size;
-  for (const RankTrace* t : traces) world = std::max(world, t->rank() + 1);
+  for (const RankTrace* t : scope.traces) world = std::max(world, t->rank() + 1);
   {
     std::vector<bool> has(static_cast<size_t>(world), false);
     for (const auto& l : defs.locations)
@@ -898,7 +887,7 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   // The system tree as Score-P builds it: a machine, a node per host, each
   // rank's location group under its host's node (under the machine when the
   // trace does not say its host).
-  const RunRecord run = run_record(traces);
+  const RunRecord run = run_record(scope.traces);
   const OTF2_StringRef s_node = str("node");
   std::vector<OTF2_StringRef> host_name;
   std::vector<OTF2_SystemTreeNodeRef> node_of_rank(static_cast<size_t>(world), 0);
@@ -923,7 +912,7 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   // applied: no ClockOffset records), from the run's first event, whose
   // wall-clock time is the realtime stamp.
   put(OTF2_GlobalDefWriter_WriteClockProperties(g, 1000000000, base, last_time - base + 1,
-                                                realtime_of(traces, t0)));
+                                                realtime_of(scope.traces, scope.t0)));
   for (size_t i = 0; i < str.list().size(); ++i)
     put(OTF2_GlobalDefWriter_WriteString(g, static_cast<OTF2_StringRef>(i), str.list()[i].c_str()));
   put(OTF2_GlobalDefWriter_WriteParadigm(g, OTF2_PARADIGM_MPI, s_mpi, OTF2_PARADIGM_CLASS_PROCESS));
