@@ -791,7 +791,8 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
     if (failed && dir.holder[i] == 0) continue;
     const RankTrace& rank_trace = *scope.traces[i];
     Interpreter interp(rank_trace, scope.registry, i, scope.world_to_index);
-    Otf2Handler h(ar, defs, scope.registry, interp, i, rank_trace.rank(), scope.t0, base, options, in_flight_attr, stats);
+    Otf2Handler h(ar, defs, scope.registry, interp, i, rank_trace.rank(), scope.t0, base, options, in_flight_attr,
+                  stats);
     h.thread(0);  // every rank has its master thread's location
     auto write = [&](std::span<const Event> batch) {
       if (failed) return;
