@@ -174,7 +174,7 @@ const CommInfo* CommCache::lookup(uint32_t handle, uint64_t t) {
   for (unsigned i = 0; i < 4; ++i) {
     const Entry& e = cache_[i];
     if (e.handle == handle && t >= e.lo && t < e.hi) {
-      last_ = i;
+      last_ = e;
       return e.info;
     }
   }
@@ -195,7 +195,7 @@ const CommInfo* CommCache::lookup(uint32_t handle, uint64_t t) {
     // Not among the definitions: ask the reader (it may know implicit ones).
     const CommDef* d = rank_trace_.comm_at(handle, t);
     if (!d || extra_.size() >= 4096) {  // unknown (the answer is cached too)
-      last_ = next_;
+      last_ = fresh;
       cache_[next_] = fresh;
       next_ = (next_ + 1) % 4;
       return nullptr;
@@ -208,7 +208,7 @@ const CommInfo* CommCache::lookup(uint32_t handle, uint64_t t) {
     extra_.push_back(ci);
     fresh.info = &extra_.back();
   }
-  last_ = next_;
+  last_ = fresh;
   cache_[next_] = fresh;
   next_ = (next_ + 1) % 4;
   return fresh.info;

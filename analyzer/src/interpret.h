@@ -203,8 +203,9 @@ class CommCache {
  public:
   CommCache(const RankTrace& rank_trace, const WorldIndex& world_to_index);
   [[gnu::always_inline]] const CommInfo* at(uint32_t handle, uint64_t t) {
-    const Entry& e = cache_[last_];
-    if (e.handle == handle && t >= e.lo && t < e.hi) return e.info;
+    // (The last answer in a member of its own: its fields at fixed offsets,
+    // where an entry of cache_ is found through an index first.)
+    if (last_.handle == handle && t >= last_.lo && t < last_.hi) return last_.info;
     return lookup(handle, t);
   }
   // This rank's collective calls on communicator `gid` so far.
@@ -227,6 +228,7 @@ class CommCache {
     seqs_ = {};
     seq_of_ = {};
     for (Entry& e : cache_) e = Entry{};
+    last_ = Entry{};
   }
   // The communicator a handle denoted at raw time t (nullptr: unknown).
   const CommInfo* find(uint32_t handle, uint64_t t) { return at(handle, t); }
@@ -261,8 +263,9 @@ class CommCache {
     if (!p) p = &seqs_.emplace_back(0);
     return p;
   }
+  Entry last_;  // the answer given last (a copy of one of cache_)
   Entry cache_[4];
-  unsigned next_ = 0, last_ = 0;
+  unsigned next_ = 0;
 };
 
 struct Request {
@@ -436,7 +439,7 @@ class Interpreter {
   // (noted in the memo).
   [[gnu::always_inline]] Request* find_request(uint32_t handle) {
     RequestMemo::Entry& m = request_memo_.at(handle);
-    if (m.first && m.handle == handle) [[likely]] return m.first;
+    if (m.handle == handle) [[likely]] return m.first;
     Request* r = requests_.find(handle);
     if (r) m = RequestMemo::Entry{handle, r};
     return r;
@@ -566,9 +569,13 @@ class Interpreter {
   // emptied whenever a handle is added (the map may grow) and is never copied
   // with the Interpreter.
   struct RequestMemo {
+    // An empty entry holds MPI_REQUEST_NULL's handle, which no request has
+    // (a call that returns it makes none), so its lookup finds nothing either
+    // way, and a hit is one compare: an entry of another handle has its
+    // request.
     struct Entry {
-      uint32_t handle = 0;
-      Request* first = nullptr;  // nullptr: empty
+      uint32_t handle = format::kNoRequest;
+      Request* first = nullptr;
     };
     static constexpr size_t kEntries = 8;
     Entry entries[kEntries];

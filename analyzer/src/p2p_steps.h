@@ -115,7 +115,7 @@ namespace prof::analysis::detail {
     if (sent.channel == 0) sent.channel = d.channel_index(k);
     eng.deliver_to(d, d.channel_store[sent.channel - 1],
                    QueuedSend{enter, leave, hold, static_cast<int32_t>(r.index), node}, k.src, w, parity);
-  } else eng.mail_.send_box(parity, w, dw).emplace_with([&](SendRec& s) {
+  } else sends_out[dw].emplace_with([&](SendRec& s) {
     s.key.gid = k.gid;
     s.key.src = k.src;
     s.key.dst = k.dst;

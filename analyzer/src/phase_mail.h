@@ -96,10 +96,30 @@ struct ResultRec {
 // Engine::take_early_results). Between processes, pack() empties a box that
 // unpack() fills and publishes on the destination's process.
 class PhaseMail {
+  // Each box on its own cache line: two workers write neighbouring boxes in
+  // the same phase (false sharing on every push otherwise).
+  template <class T>
+  struct alignas(64) Box {
+    Mailbox<T> v;
+  };
+
  public:
   // Results of instances completed in a phase's first step, taken in the same
   // phase (Engine::take_early_results): a third parity of the result boxes.
   static constexpr int kEarlyResults = 2;
+
+  // One source's boxes of a phase, by destination: a message's box is then
+  // found by its destination's worker alone (Handler::send).
+  template <class T>
+  class Row {
+   public:
+    explicit Row(Box<T>* first) : first_(first) {}
+    Mailbox<T>& operator[](unsigned dst) const { return first_[dst].v; }
+
+   private:
+    Box<T>* first_;
+  };
+  Row<SendRec> send_row(int parity, unsigned src) { return Row<SendRec>(&send_[at(parity, src, 0)]); }
 
   void resize(unsigned workers);
   Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) { return send_[at(parity, src, dst)].v; }
@@ -126,12 +146,6 @@ class PhaseMail {
   size_t at(int parity, unsigned src, unsigned dst) const {
     return (static_cast<size_t>(parity) * workers_ + src) * workers_ + dst;
   }
-  // Each box on its own cache line: two workers write neighbouring boxes in
-  // the same phase (false sharing on every push otherwise).
-  template <class T>
-  struct alignas(64) Box {
-    Mailbox<T> v;
-  };
   unsigned workers_ = 1;
   std::vector<Box<SendRec>> send_;
   std::vector<Box<SendRec>> cancel_;  // cancelled sends (rare)
