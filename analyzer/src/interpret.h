@@ -438,10 +438,13 @@ class Interpreter {
   // The first request on `handle`, if any: the memo's entry, or the map's
   // (noted in the memo).
   [[gnu::always_inline]] Request* find_request(uint32_t handle) {
-    RequestMemo::Entry& m = request_memo_.at(handle);
-    if (m.handle == handle) [[likely]] return m.first;
+    const size_t slot = RequestMemo::slot(handle);
+    if (request_memo_.handles[slot] == handle) [[likely]] return request_memo_.firsts[slot];
     Request* r = requests_.find(handle);
-    if (r) m = RequestMemo::Entry{handle, r};
+    if (r) {
+      request_memo_.handles[slot] = handle;
+      request_memo_.firsts[slot] = r;
+    }
     return r;
   }
   // A new request on `handle`, for the caller to fill in place: each member
@@ -573,22 +576,24 @@ class Interpreter {
     // (a call that returns it makes none), so its lookup finds nothing either
     // way, and a hit is one compare: an entry of another handle has its
     // request.
-    struct Entry {
-      uint32_t handle = format::kNoRequest;
-      Request* first = nullptr;
-    };
+    // (Handles and requests in arrays of their own: an entry's slot is
+    // then scaled by the load's addressing, with no multiply first.)
     static constexpr size_t kEntries = 8;
-    Entry entries[kEntries];
-    RequestMemo() = default;
-    RequestMemo(const RequestMemo&) {}
+    uint32_t handles[kEntries];
+    Request* firsts[kEntries];
+    RequestMemo() { clear(); }
+    RequestMemo(const RequestMemo&) { clear(); }
     RequestMemo& operator=(const RequestMemo&) {
       clear();
       return *this;
     }
     // (MPICH's handles differ in their low bits and in their kind's top bits.)
-    Entry& at(uint32_t handle) { return entries[(handle ^ handle >> 27) & (kEntries - 1)]; }
+    static size_t slot(uint32_t handle) { return (handle ^ handle >> 27) & (kEntries - 1); }
     void clear() {
-      for (Entry& e : entries) e = Entry{};
+      for (size_t i = 0; i < kEntries; ++i) {
+        handles[i] = format::kNoRequest;
+        firsts[i] = nullptr;
+      }
     }
   };
   RequestMemo request_memo_;
