@@ -699,14 +699,13 @@ struct alignas(64) Rank : RankOutcome {
   }
 };
 
-// A rank's own object, whatever its events (3,776 bytes with the sender's
+// A rank's own object, whatever its events (3,712 bytes with the sender's
 // cache of channels, 128 of them, the delay log's spill, a pointer a log,
-// which takes the log's full pages out of memory, the function slots'
-// map, 64 with its alignment, which spares a table of every function the trace
-// defines, and the communicator cache's last answer, 64 with its alignment): at
+// which takes the log's full pages out of memory, and the function slots'
+// map, 64 with its alignment, which spares a table of every function the trace defines): at
 // 10^5 ranks a process each byte is 100 KB. Its heap besides is bounded by
 // tests/analyzer/rank_memory_test.cpp.
-static_assert(sizeof(Rank) <= 3776, "the Rank object grew: make the new member lazy, or raise the bound knowingly");
+static_assert(sizeof(Rank) <= 3712, "the Rank object grew: make the new member lazy, or raise the bound knowingly");
 
 class Engine;
 
