@@ -35,9 +35,12 @@ count() {
 
 printf '%-24s %-8s %16s %16s %8s %s\n' trace workers old new new/old "new an event"
 for trace in "$@"; do
-  # (The events analyzed, from the JSON report's statistics.)
-  events=$("$new" "$trace" "${extra[@]}" --json "$work/r.json" -o /dev/null -q --no-progress --no-index 2> /dev/null &&
-           sed -n 's/^ *"events": \([0-9]*\),*$/\1/p' "$work/r.json" | head -1 || true)
+  # (The events analyzed, from the JSON report's statistics; a damaged
+  # trace's exit status is not 0, and its report is still written.)
+  rm -f "$work/r.json"
+  "$new" "$trace" "${extra[@]}" --json "$work/r.json" -o /dev/null -q --no-progress --no-index 2> /dev/null || true
+  events=
+  [ -f "$work/r.json" ] && events=$(sed -n 's/^ *"events": \([0-9]*\),*$/\1/p' "$work/r.json" | head -1)
   for workers in 1 2; do
     a=$(count "$old" "$trace" "$workers")
     b=$(count "$new" "$trace" "$workers")
