@@ -404,7 +404,12 @@ class Interpreter {
   }
   template <class H>
   void restore(const Saved& in, H& h) {
-    std::vector<std::pair<uint32_t, Request>> reqs = in.requests;
+    // (MPI_REQUEST_NULL's handle is no request's, and the memo's empty slot
+    // holds it: a saved request on it, which only a forged index could hold,
+    // is left out.)
+    std::vector<std::pair<uint32_t, Request>> reqs;
+    for (const auto& saved : in.requests)
+      if (saved.first != format::kNoRequest) reqs.push_back(saved);
     std::vector<size_t> holding;
     for (size_t i = 0; i < reqs.size(); ++i) {
       Request& r = reqs[i].second;
