@@ -9,18 +9,12 @@
 # ANALYZE_ARGS (split on blanks) is passed to both, e.g.
 # ANALYZE_ARGS="--window 1.575307:1.585307" compares one window's reports.
 set -euo pipefail
-if [ $# -lt 3 ]; then
-  echo "usage: compare_analyzer.sh OLD_PROF_ANALYZE NEW_PROF_ANALYZE TRACE_DIR..." >&2
-  exit 2
-fi
-old=$1 new=$2
-shift 2
-for b in "$old" "$new"; do
-  [ -x "$b" ] || { echo "compare_analyzer.sh: $b is not an executable" >&2; exit 2; }
-done
+# shellcheck source=bench/two_builds.sh
+source "$(dirname "$0")/two_builds.sh"
+two_builds_args compare_analyzer.sh "$@"
 work=$(mktemp -d)
 
-for trace in "$@"; do
+for trace in "${traces[@]}"; do
   for threads in default 1; do
     jobs=()
     [ "$threads" = default ] || jobs=(-j "$threads")

@@ -11,16 +11,10 @@
 # Usage: bench/compare_instructions.sh OLD_PROF_ANALYZE NEW_PROF_ANALYZE TRACE_DIR...
 # ANALYZE_ARGS (split on blanks) is passed to both, e.g. ANALYZE_ARGS=--wait-states.
 set -euo pipefail
-if [ $# -lt 3 ]; then
-  echo "usage: compare_instructions.sh OLD_PROF_ANALYZE NEW_PROF_ANALYZE TRACE_DIR..." >&2
-  exit 2
-fi
+# shellcheck source=bench/two_builds.sh
+source "$(dirname "$0")/two_builds.sh"
+two_builds_args compare_instructions.sh "$@"
 command -v valgrind > /dev/null || { echo "compare_instructions.sh: valgrind is not installed" >&2; exit 2; }
-old=$1 new=$2
-shift 2
-for b in "$old" "$new"; do
-  [ -x "$b" ] || { echo "compare_instructions.sh: $b is not an executable" >&2; exit 2; }
-done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 read -r -a extra <<< "${ANALYZE_ARGS:-}"
@@ -34,7 +28,7 @@ count() {
 }
 
 printf '%-24s %-8s %16s %16s %8s %s\n' trace workers old new new/old "new an event"
-for trace in "$@"; do
+for trace in "${traces[@]}"; do
   # (The events analyzed, from the JSON report's statistics; a damaged
   # trace's exit status is not 0, and its report is still written.)
   rm -f "$work/r.json"
