@@ -44,7 +44,7 @@ for trace in "${traces[@]}"; do
       exit 1
     fi
     awk -v t="$(basename "$trace")" -v w="$workers" -v a="$a" -v b="$b" -v n="${events:-0}" 'BEGIN {
-      printf "%-24s %-8s %16d %16d %8.4f %s\n", t, w, a, b, b / a, (n > 0 ? sprintf("%.1f", b / n) : "?")
+      printf "%-24s %-8s %16.0f %16.0f %8.4f %s\n", t, w, a, b, b / a, (n > 0 ? sprintf("%.1f", b / n) : "?")
     }'
   done
 done
