@@ -19,17 +19,22 @@
 //   made and the live records are copied once.
 //   While N is below kMirrorFromBytes, and where the double mapping cannot be
 //   made (memfd or mmap refused, the process's limit on mappings), the buffer
-//   is N bytes of heap and each drop_front moves the live records to its
-//   start. The rings are dropped from once a phase, by a sweep, and hold
-//   about two phases' records before it: a buffer of 2N that moved them only
-//   once begin passed N held four to eight times its contents, most of the
-//   memory of an analysis of 16384 ranks. The move copies the records one
-//   sweep keeps (one phase's) into lines the cache still holds.
+//   is N bytes of heap. drop_front only advances `begin`; a push that finds
+//   no room at the buffer's end moves the live records to its start where
+//   at least a quarter of the buffer lies before them, and otherwise grows
+//   it. The rings are dropped from once a phase, by a sweep, and hold about
+//   two phases' records before it, so moving them at every drop copied each
+//   record once or twice (a sweep keeps what the watermark holds back); at
+//   a quarter, a move makes room for at least N/4 pushes. The buffer grows
+//   only where more than 3N/4 are live: a buffer of 2N moved only once begin
+//   passed N held four to eight times its contents, most of the memory of an
+//   analysis of 16384 ranks.
 //
 // Invariants
 //   - Mirrored: base <= begin < base + N and end - begin <= N bytes
-//     (capacity() records), so end <= base + 2N. Heap: begin == base after
-//     every drop_front, and end <= base + N.
+//     (capacity() records), so end <= base + 2N. Heap: base <= begin <= end
+//     <= base + N.
+//   - room_end is where push_back stops: begin + N mirrored, base + N heap.
 //   - Pointers to records stay valid until the next push_back or
 //     drop_front.
 #pragma once
@@ -83,8 +88,8 @@ class MirroredRing {
     if (this != &o) {
       memory_.release();
       memory_ = RingMemory{};
-      begin_ = end_ = nullptr;
-      capacity_ = capacity_bytes_ = 0;
+      begin_ = end_ = room_end_ = nullptr;
+      capacity_ = 0;
       swap(o);
     }
     return *this;
@@ -108,9 +113,7 @@ class MirroredRing {
   const T& back() const { return end_[-1]; }
 
   [[gnu::always_inline]] void push_back(const T& v) {
-    // (A heap buffer's records start at its base: full is size() == capacity_
-    // too. Compared in bytes: a count of records divides by sizeof(T).)
-    if (bytes_between(begin_, end_) == capacity_bytes_) [[unlikely]] grow();
+    if (end_ == room_end_) [[unlikely]] make_room();
     std::memcpy(static_cast<void*>(end_), &v, sizeof(T));
     ++end_;
   }
@@ -120,21 +123,15 @@ class MirroredRing {
     if (n == 0) return;  // (an empty ring may have no buffer yet)
     begin_ += n;
     if (!memory_.mirrored) {
-      const size_t live = size();
-      T* const base = reinterpret_cast<T*>(memory_.base);
-      if (live) std::memmove(static_cast<void*>(base), static_cast<const void*>(begin_), live * sizeof(T));
-      begin_ = base;
-      end_ = base + live;
-    } else if (bytes_from_base(begin_) >= memory_.bytes) [[unlikely]] {
-      step_back();
+      if (begin_ == end_) begin_ = end_ = reinterpret_cast<T*>(memory_.base);  // (nothing to move)
+    } else {
+      room_end_ += n;
+      if (bytes_from_base(begin_) >= memory_.bytes) [[unlikely]] step_back();
     }
   }
   void clear() { drop_front(size()); }
 
  private:
-  static size_t bytes_between(const T* a, const T* b) {
-    return static_cast<size_t>(reinterpret_cast<const std::byte*>(b) - reinterpret_cast<const std::byte*>(a));
-  }
   size_t bytes_from_base(const T* p) const {
     return static_cast<size_t>(reinterpret_cast<const std::byte*>(p) - memory_.base);
   }
@@ -146,6 +143,20 @@ class MirroredRing {
     const auto n = static_cast<std::ptrdiff_t>(memory_.bytes);
     begin_ = shifted(begin_, -n);
     end_ = shifted(end_, -n);
+    room_end_ = shifted(room_end_, -n);
+  }
+  // No room at room_end_: a heap buffer with a quarter or more free before
+  // its records moves them to its start; otherwise the buffer doubles.
+  [[gnu::noinline]] void make_room() {
+    T* const base = reinterpret_cast<T*>(memory_.base);
+    if (!memory_.mirrored && base && static_cast<size_t>(begin_ - base) >= capacity_ / 4 && begin_ != base) {
+      const size_t live = size();
+      std::memmove(static_cast<void*>(base), static_cast<const void*>(begin_), live * sizeof(T));
+      begin_ = base;
+      end_ = base + live;
+      return;
+    }
+    grow();
   }
   [[gnu::noinline, gnu::cold]] void grow() {
     const size_t live = size();
@@ -157,14 +168,14 @@ class MirroredRing {
     begin_ = reinterpret_cast<T*>(memory_.base);
     end_ = begin_ + live;
     capacity_ = memory_.bytes / sizeof(T);
-    capacity_bytes_ = capacity_ * sizeof(T);
+    room_end_ = begin_ + capacity_;
   }
   void swap(MirroredRing& o) noexcept {
     std::swap(memory_, o.memory_);
     std::swap(begin_, o.begin_);
     std::swap(end_, o.end_);
     std::swap(capacity_, o.capacity_);
-    std::swap(capacity_bytes_, o.capacity_bytes_);
+    std::swap(room_end_, o.room_end_);
     std::swap(allow_mirror_, o.allow_mirror_);
   }
 
@@ -172,7 +183,7 @@ class MirroredRing {
   T* begin_ = nullptr;
   T* end_ = nullptr;
   size_t capacity_ = 0;  // records that fit in one view (N / sizeof(T))
-  size_t capacity_bytes_ = 0;  // capacity_ * sizeof(T)
+  T* room_end_ = nullptr;      // push_back's limit (Invariants)
   bool allow_mirror_ = true;
 };
 
