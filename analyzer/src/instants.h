@@ -286,10 +286,13 @@ class BasicInstantSets {
     // next one would, which costs less than noting every span's start.)
     if (own_level_spans_) sweep_spans<kLevels>(upto, credit);
     else sweep_spans<kNested>(upto, credit);
-    // Drop contexts that ended before the watermark (keep the one in force).
-    size_t keep = 0;
-    while (keep + 1 < contexts_.size() && contexts_[keep + 1].from <= upto) ++keep;
-    contexts_.drop_front(keep);
+    // Drop contexts that ended before the watermark (keep the one in force):
+    // they are in time order, so a binary search finds the first after it
+    // (a phase has hundreds of contexts where a loop opens intervals).
+    if (contexts_.size() < 2) return;
+    const Context* after = std::partition_point(contexts_.begin() + 1, contexts_.end(),
+                                                [upto](const Context& c) { return double{c.from} <= upto; });
+    contexts_.drop_front(static_cast<size_t>(after - contexts_.begin()) - 1);
   }
 
  private:
