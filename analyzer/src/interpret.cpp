@@ -159,6 +159,7 @@ CommCache::CommCache(const RankTrace& rank_trace, const WorldIndex& world_to_ind
     const CommDef& d = comms[i];
     CommInfo& ci = infos_[i];
     ci.def = &d;
+    ci.set_peers(d);
     ci.gid = d.global_id;
     ci.seq = seq_for(d.global_id);
     ci.present = world_to_index.present(d.ranks) + (d.inter ? world_to_index.present(d.remote_ranks) : 0);
@@ -202,6 +203,7 @@ const CommInfo* CommCache::lookup(uint32_t handle, uint64_t t) {
     }
     CommInfo ci;
     ci.def = d;
+    ci.set_peers(*d);
     ci.gid = d->global_id;
     ci.seq = seq_for(d->global_id);
     ci.present = world_to_index_.present(d->ranks);

@@ -191,8 +191,17 @@ struct CommInfo {
   const CommDef* def = nullptr;
   uint64_t gid = 0;
   uint32_t present = 0;     // members whose rank file is in the trace
+  // The world ranks a point-to-point peer names (the remote group of an
+  // intercommunicator): def's list, at hand for every message's peer.
+  uint32_t peer_count = 0;
+  const int32_t* peer_world_ranks = nullptr;
   uint64_t* seq = nullptr;  // this rank's collectives on the communicator so far
                             // (one counter per global id, shared by its definitions)
+  void set_peers(const CommDef& d) {
+    const trace::RankList& peers = d.inter ? d.remote_ranks : d.ranks;
+    peer_count = static_cast<uint32_t>(peers.size());
+    peer_world_ranks = peers.begin();
+  }
 };
 
 // Cached communicator lookups of one rank: the definition a handle denotes at
@@ -236,8 +245,7 @@ class CommCache {
   // intercommunicator); -1 when it cannot be mapped, negative specials as is.
   [[gnu::always_inline]] static int32_t peer_world(const CommInfo& c, int32_t peer) {
     if (peer < 0) return peer;
-    const auto& g = c.def->inter ? c.def->remote_ranks : c.def->ranks;
-    return static_cast<size_t>(peer) < g.size() ? g[static_cast<size_t>(peer)] : -1;
+    return static_cast<uint32_t>(peer) < c.peer_count ? c.peer_world_ranks[peer] : -1;
   }
 
  private:
