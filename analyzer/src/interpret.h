@@ -600,8 +600,10 @@ class Interpreter {
       clear();
       return *this;
     }
-    // (MPICH's handles differ in their low bits and in their kind's top bits.)
-    static size_t slot(uint32_t handle) { return (handle ^ handle >> 27) & (kEntries - 1); }
+    // (MPICH's requests differ in their low bits: the bits above the index
+    // are the same for a direct and an indirect one where a slot would mix
+    // them in, 27-29. Open MPI's Fortran indices are small integers.)
+    static size_t slot(uint32_t handle) { return handle & (kEntries - 1); }
     void clear() {
       for (size_t i = 0; i < kEntries; ++i) {
         handles[i] = format::kNoRequest;
