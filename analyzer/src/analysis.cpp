@@ -133,12 +133,18 @@ void on_each_worker(unsigned lo, unsigned hi, bool alone, Work&& work) {
 }
 
 void Engine::decode(Rank& r, unsigned w, int parity, int phase, uint64_t cap) {
+  if (r.interp.clock().linear) decode_events<true>(r, w, parity, phase, cap);
+  else decode_events<false>(r, w, parity, phase, cap);
+}
+
+template <bool kLinear>
+void Engine::decode_events(Rank& r, unsigned w, int parity, int phase, uint64_t cap) {
   Handler h{*this, r, w, parity};
   r.plain_calls = r.intervals.in_root() && !window_.windowed() && !r.threaded;
   uint64_t n = 0;
   // (In locals: the handler's stores cannot alias them.)
   const double end = win_end_;
-  const Interpreter::Clock clock = r.interp.clock();
+  const Interpreter::FixedClock<kLinear> clock{r.interp.clock()};
   bool has_ev = r.has_ev;
   double ev_enter = r.ev_enter;
   // The batch walked by pointer (Rank::advance() at its end only).

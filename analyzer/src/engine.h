@@ -635,14 +635,15 @@ struct alignas(64) Rank : RankOutcome {
     combo_index.clear();
   }
   // The rank's executions open from time t on (both sets of instants).
-  void set_context(double t, uint32_t context) {
+  // (Inline: it runs at every marker, in the decode loop.)
+  [[gnu::always_inline]] void set_context(double t, uint32_t context) {
     instants.set_context(t, context);
     if (track_waits) waits.set_context(t, context);
     if (log_delay) delay.contexts.push_back(DelayLog::Context{t, context});
   }
   // A call that synchronized the rank with world rank `peer` (a matched send
   // or receive), left at `leave`.
-  void log_sync(double leave, int32_t peer) {
+  [[gnu::always_inline]] void log_sync(double leave, int32_t peer) {  // (at every match)
     if (log_delay) delay.syncs.push_back(DelayLog::sync_with_peer(leave, peer));
   }
   // A program uses a few channels over and over: a small direct-mapped cache
@@ -860,6 +861,10 @@ class Engine {
   void take_early_results(unsigned w);
   // At most `cap` events.
   void decode(Rank& r, unsigned w, int parity, int phase, uint64_t cap);
+  // decode()'s loop for a rank whose clock is (kLinear) or is not its fitted
+  // line: the test stays out of the two conversions an event.
+  template <bool kLinear>
+  void decode_events(Rank& r, unsigned w, int parity, int phase, uint64_t cap);
   void close_exec(Rank& r, uint32_t node, double start, double t);
   void account_recv(Rank& r, const PendingRecv& pr, const QueuedSend& s, int32_t src, unsigned w,
                     int parity, SpanLane lane);

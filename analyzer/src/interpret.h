@@ -362,6 +362,15 @@ class Interpreter {
     }
   };
   Clock clock() const { return Clock{&rank_trace_, linear_, slope_, intercept_}; }
+  // A Clock whose kind is known where it is used (Engine::decode_events).
+  template <bool kLinear>
+  struct FixedClock {
+    Clock clock;
+    double global(uint64_t ticks) const {
+      if constexpr (kLinear) return clock.slope * static_cast<double>(static_cast<int64_t>(ticks)) + clock.intercept;
+      else return clock.rank_trace->to_global_ns(ticks);
+    }
+  };
   const FuncInfo& func(uint16_t id) const {
     static const FuncInfo unknown{};
     return id < nfuncs_ ? funcs_[id] : unknown;
