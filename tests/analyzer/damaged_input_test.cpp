@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
+#include "prof/analysis/report.h"
 #include "prof/analysis/timeline.h"
 #include "trace_builder.h"
 
@@ -277,6 +279,49 @@ TEST(DamagedInput, InitEndingLongBeforeTheInitSyncIsNotDamage) {
   EXPECT_FALSE(a.damaged) << warnings_text(a);
   EXPECT_EQ(a.stats.events_not_analyzed, 0u);
   EXPECT_NEAR(rank_of(a.intervals[0], 0)->potential_sync, 10 * 10e-6, 1e-9);
+}
+
+// A timer's epoch of 2^63 ticks or more (a forged file, or a timer that
+// starts there): raw times past 2^63 do not fit the fitted line's signed
+// conversion, so the analysis converts every time through the reader
+// (Engine::decode_events<false>). With one tick a nanosecond and no clock
+// offsets, both conversions are exact: the figures are those of the same run
+// recorded from an epoch of 0, byte for byte.
+void build_exchange_from(TraceBuilder& b, uint64_t epoch) {
+  for (int r = 0; r < 2; ++r) {
+    b.w(r).meta("epoch_ticks", std::to_string(epoch));
+    const int peer = 1 - r;
+    b.init(r, epoch, epoch + 1 * kMs);
+    b.begin(r, epoch + 2 * kMs, 7);
+    for (int k = 0; k < 40; ++k) {
+      const uint64_t t = epoch + (3 + k) * kMs + (r == 1 ? 30 * kUs : 0);
+      b.irecv(r, t, t + 1 * kUs, peer, k, 0x100);
+      b.isend(r, t + 2 * kUs, t + 3 * kUs, peer, k, 0x101);
+      b.wait(r, Waitall, t + 4 * kUs, t + 60 * kUs, {TraceBuilder::done(0x100, peer, k, 8), TraceBuilder::done(0x101)});
+      if (k % 8 == 7) b.collective(r, Allreduce, t + 100 * kUs + (r == 0 ? 20 * kUs : 0), t + 150 * kUs);
+    }
+    b.end(r, epoch + 50 * kMs, 7);
+    b.finalize(r, epoch + 51 * kMs, epoch + 52 * kMs);
+  }
+  b.close();
+}
+
+TEST(DamagedInput, EpochPastTwoToThe63ConvertsThroughTheReaderWithTheSameFigures) {
+  TraceBuilder plain(2), shifted(2);
+  build_exchange_from(plain, 0);
+  build_exchange_from(shifted, (uint64_t{1} << 63) + (uint64_t{1} << 50));
+  const analysis::Analysis a = analyze_checked(plain.dir());
+  const analysis::Analysis b = analyze_checked(shifted.dir());
+  ASSERT_TRUE(a.usable());
+  ASSERT_TRUE(b.usable());
+  const auto* r0 = rank_of(a.intervals[0], 0);
+  ASSERT_TRUE(r0);
+  EXPECT_GT(r0->potential_sync, 0.0);  // rank 1 sends 30 us late: rank 0 waits
+  EXPECT_EQ(b.stats.events, a.stats.events);
+  std::ostringstream text_plain, text_shifted;
+  analysis::write_text_report(a, text_plain);
+  analysis::write_text_report(b, text_shifted);
+  EXPECT_EQ(text_shifted.str(), text_plain.str());
 }
 
 TEST(DamagedInput, ZeroLengthFiles) {
