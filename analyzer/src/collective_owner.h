@@ -101,7 +101,7 @@ struct alignas(64) Owner {
   uint64_t instances = 0, incomplete = 0;
   WarningSink warn;
 
-  CommQueue& queue(uint64_t gid) {
+  [[gnu::always_inline]] CommQueue& queue(uint64_t gid) {  // (at every collective call)
     if (last_queue != 0 && last_gid == gid) return queues[last_queue - 1];
     uint32_t& i = queue_of[gid];
     if (i == 0) {
