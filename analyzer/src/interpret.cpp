@@ -158,10 +158,7 @@ CommCache::CommCache(const RankTrace& rank_trace, const WorldIndex& world_to_ind
   for (uint32_t i = 0; i < comms.size(); ++i) {
     const CommDef& d = comms[i];
     CommInfo& ci = infos_[i];
-    ci.def = &d;
-    ci.set_peers(d);
-    ci.gid = d.global_id;
-    ci.seq = seq_for(d.global_id);
+    ci = info_of(d);
     ci.present = world_to_index.present(d.ranks) + (d.inter ? world_to_index.present(d.remote_ranks) : 0);
     by_handle_[d.handle].emplace_back(d.time, i);
   }
@@ -201,11 +198,7 @@ const CommInfo* CommCache::lookup(uint32_t handle, uint64_t t) {
       next_ = (next_ + 1) % 4;
       return nullptr;
     }
-    CommInfo ci;
-    ci.def = d;
-    ci.set_peers(*d);
-    ci.gid = d->global_id;
-    ci.seq = seq_for(d->global_id);
+    CommInfo ci = info_of(*d);
     ci.present = world_to_index_.present(d->ranks);
     extra_.push_back(ci);
     fresh.info = &extra_.back();
@@ -227,7 +220,7 @@ void Interpreter::fit_clock() {
                      uint64_t{1} << 52, uint64_t{3} << 51}) {
     if (!linear_) break;
     const double want = rank_trace_.to_global_ns(t);
-    const double got = slope_ * static_cast<double>(static_cast<int64_t>(t)) + intercept_;
+    const double got = clock().on_line(t);
     if (!(std::fabs(want - got) <= 1e-13 * std::fabs(want) + 1e-3)) linear_ = false;
   }
 }

@@ -197,11 +197,6 @@ struct CommInfo {
   const int32_t* peer_world_ranks = nullptr;
   uint64_t* seq = nullptr;  // this rank's collectives on the communicator so far
                             // (one counter per global id, shared by its definitions)
-  void set_peers(const CommDef& d) {
-    const trace::RankList& peers = d.inter ? d.remote_ranks : d.ranks;
-    peer_count = static_cast<uint32_t>(peers.size());
-    peer_world_ranks = peers.begin();
-  }
 };
 
 // Cached communicator lookups of one rank: the definition a handle denotes at
@@ -266,6 +261,17 @@ class CommCache {
   std::deque<CommInfo> extra_;  // fallbacks (a deque: pointers stay valid)
   std::deque<uint64_t> seqs_;
   FlatMap<uint64_t, uint64_t*> seq_of_;
+  // Definition d's CommInfo, but for `present` (the caller's count).
+  CommInfo info_of(const CommDef& d) {
+    CommInfo ci;
+    ci.def = &d;
+    ci.gid = d.global_id;
+    ci.seq = seq_for(d.global_id);
+    const trace::RankList& peers = d.inter ? d.remote_ranks : d.ranks;
+    ci.peer_count = static_cast<uint32_t>(peers.size());
+    ci.peer_world_ranks = peers.begin();
+    return ci;
+  }
   uint64_t* seq_for(uint64_t gid) {
     uint64_t*& p = seq_of_[gid];
     if (!p) p = &seqs_.emplace_back(0);
@@ -355,11 +361,10 @@ class Interpreter {
     const RankTrace* rank_trace;
     bool linear;
     double slope, intercept;
-    double global(uint64_t ticks) const {
-      // (Signed conversion: much cheaper than unsigned on x86-64; raw times are < 2^63.)
-      return linear ? slope * static_cast<double>(static_cast<int64_t>(ticks)) + intercept
-                    : rank_trace->to_global_ns(ticks);
-    }
+    double global(uint64_t ticks) const { return linear ? on_line(ticks) : rank_trace->to_global_ns(ticks); }
+    // The fitted line at a raw time. (Signed conversion, as the reader's:
+    // much cheaper than unsigned on x86-64.)
+    double on_line(uint64_t ticks) const { return slope * static_cast<double>(static_cast<int64_t>(ticks)) + intercept; }
   };
   Clock clock() const { return Clock{&rank_trace_, linear_, slope_, intercept_}; }
   // A Clock whose kind is known where it is used (Engine::decode_events).
@@ -367,7 +372,7 @@ class Interpreter {
   struct FixedClock {
     Clock clock;
     double global(uint64_t ticks) const {
-      if constexpr (kLinear) return clock.slope * static_cast<double>(static_cast<int64_t>(ticks)) + clock.intercept;
+      if constexpr (kLinear) return clock.on_line(ticks);
       else return clock.rank_trace->to_global_ns(ticks);
     }
   };

@@ -149,7 +149,8 @@ class MirroredRing {
   // its records moves them to its start; otherwise the buffer doubles.
   [[gnu::noinline]] void make_room() {
     T* const base = reinterpret_cast<T*>(memory_.base);
-    if (!memory_.mirrored && base && static_cast<size_t>(begin_ - base) >= capacity_ / 4 && begin_ != base) {
+    const size_t free_before = static_cast<size_t>(begin_ - base);  // (0 without a buffer)
+    if (!memory_.mirrored && free_before > 0 && free_before >= capacity_ / 4) {
       const size_t live = size();
       std::memmove(static_cast<void*>(base), static_cast<const void*>(begin_), live * sizeof(T));
       begin_ = base;

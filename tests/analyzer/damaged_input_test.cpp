@@ -297,8 +297,10 @@ void build_exchange_from(TraceBuilder& b, uint64_t epoch) {
       const uint64_t t = epoch + (3 + k) * kMs + (r == 1 ? 30 * kUs : 0);
       b.irecv(r, t, t + 1 * kUs, peer, k, 0x100);
       b.isend(r, t + 2 * kUs, t + 3 * kUs, peer, k, 0x101);
-      b.wait(r, Waitall, t + 4 * kUs, t + 60 * kUs, {TraceBuilder::done(0x100, peer, k, 8), TraceBuilder::done(0x101)});
-      if (k % 8 == 7) b.collective(r, Allreduce, t + 100 * kUs + (r == 0 ? 20 * kUs : 0), t + 150 * kUs);
+      b.wait(r, Waitall, t + 4 * kUs, t + 60 * kUs,
+             {TraceBuilder::done(0x100, peer, k, 8), TraceBuilder::done(0x101)});
+      if (k % 8 == 7)
+        b.collective(r, Allreduce, t + 100 * kUs + (r == 0 ? 20 * kUs : 0), t + 150 * kUs);
     }
     b.end(r, epoch + 50 * kMs, 7);
     b.finalize(r, epoch + 51 * kMs, epoch + 52 * kMs);
