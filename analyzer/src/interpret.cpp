@@ -157,9 +157,7 @@ CommCache::CommCache(const RankTrace& rank_trace, const WorldIndex& world_to_ind
   infos_.resize(comms.size());
   for (uint32_t i = 0; i < comms.size(); ++i) {
     const CommDef& d = comms[i];
-    CommInfo& ci = infos_[i];
-    ci = info_of(d);
-    ci.present = world_to_index.present(d.ranks) + (d.inter ? world_to_index.present(d.remote_ranks) : 0);
+    infos_[i] = info_of(d);
     by_handle_[d.handle].emplace_back(d.time, i);
   }
   by_handle_.for_each([](const uint32_t&, std::vector<std::pair<uint64_t, uint32_t>>& v) {
@@ -198,9 +196,7 @@ const CommInfo* CommCache::lookup(uint32_t handle, uint64_t t) {
       next_ = (next_ + 1) % 4;
       return nullptr;
     }
-    CommInfo ci = info_of(*d);
-    ci.present = world_to_index_.present(d->ranks);
-    extra_.push_back(ci);
+    extra_.push_back(info_of(*d));
     fresh.info = &extra_.back();
   }
   last_ = fresh;

@@ -261,11 +261,13 @@ class CommCache {
   std::deque<CommInfo> extra_;  // fallbacks (a deque: pointers stay valid)
   std::deque<uint64_t> seqs_;
   FlatMap<uint64_t, uint64_t*> seq_of_;
-  // Definition d's CommInfo, but for `present` (the caller's count).
+  // Definition d's CommInfo (`present` counts both groups of an
+  // intercommunicator: a collective on it has them all as members).
   CommInfo info_of(const CommDef& d) {
     CommInfo ci;
     ci.def = &d;
     ci.gid = d.global_id;
+    ci.present = world_to_index_.present(d.ranks) + (d.inter ? world_to_index_.present(d.remote_ranks) : 0);
     ci.seq = seq_for(d.global_id);
     const trace::RankList& peers = d.inter ? d.remote_ranks : d.ranks;
     ci.peer_count = static_cast<uint32_t>(peers.size());
