@@ -37,14 +37,6 @@ void give_back_free_heap() {
 
 namespace {
 
-// Kinds whose calls count their `bytes` in the function profile (SendRecv
-// counts both halves).
-constexpr uint32_t kind_bit(FuncKind k) { return uint32_t{1} << static_cast<unsigned>(k); }
-constexpr uint32_t kBytesKinds = kind_bit(FuncKind::Send) | kind_bit(FuncKind::Recv) | kind_bit(FuncKind::Isend) |
-                                 kind_bit(FuncKind::Irecv) | kind_bit(FuncKind::Collective) |
-                                 kind_bit(FuncKind::ICollective) | kind_bit(FuncKind::AllToAll) |
-                                 kind_bit(FuncKind::IAllToAll);
-
 // Runs work(w) for workers w in [lo, hi), each on a thread of its own (lo on
 // the calling thread), or all on the calling thread where `alone`. Then
 // rethrows what the lowest worker that failed threw: the ranks' blocks are
@@ -127,9 +119,8 @@ void on_each_worker(unsigned lo, unsigned hi, bool alone, Work&& work) {
   FuncStat& fs = r.function_stat(a, e, fi);
   ++fs.calls;
   fs.time += dur;
-  const unsigned kind = static_cast<unsigned>(e.kind);
-  if (kind < 32 && (kBytesKinds >> kind & 1)) fs.bytes += e.bytes;
-  else if (e.kind == FuncKind::SendRecv) fs.bytes += e.bytes + e.recv_bytes;
+  // (A record of another kind leaves recv_bytes at 0.)
+  if (fi.role & kRoleCountsBytes) fs.bytes += e.bytes + e.recv_bytes;
 }
 
 void Engine::decode(Rank& r, unsigned w, int parity, int phase, uint64_t cap) {

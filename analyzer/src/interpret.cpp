@@ -110,7 +110,8 @@ void Registry::build(const std::vector<const RankTrace*>& ranks) {
       for (const auto& f : defs) {
         auto [it, fresh] = fname.try_emplace(f.name, static_cast<uint32_t>(functions.size()));
         if (fresh) functions.push_back(f.name);
-        (*table)[f.id] = FuncInfo{f.kind, format::function_role(f.name), it->second};
+        const uint16_t role = format::function_role(f.name) | (kind_counts_bytes(f.kind) ? kRoleCountsBytes : 0);
+        (*table)[f.id] = FuncInfo{f.kind, role, it->second};
       }
       last_defs = &defs;
       last_table = std::move(table);
