@@ -745,7 +745,7 @@ void Engine::finish(Analysis& a) {
   tree_.order(ranks);
   if (delay_on_) {
     map_logs_back();
-    delay_.delay_analysis(ranks, tree_, *world_to_index_, log_spill_.get());
+    delay_.delay_analysis(ranks, tree_, *world_to_index_, log_spill_.get(), spread_.local_hi() - spread_.local_lo());
     delay_.critical_path(ranks, tree_, *world_to_index_, log_spill_.get());
     // The logs go before the report's figures are built (delay_log.h), and
     // their file with them.

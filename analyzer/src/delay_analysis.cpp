@@ -22,6 +22,7 @@
 //   - The result depends only on the logs (sorted here), not on how workers
 //     or processes shared the ranks.
 #include "engine.h"
+#include "made_in_order.h"
 
 namespace prof::analysis::detail {
 
@@ -43,36 +44,6 @@ void add_to(Profile& p, uint32_t node, double ns) {
   p.emplace_back(node, ns);
 }
 
-// Sorts a log that is nearly in order already (entries come in time order but
-// for those whose figures arrived late, a phase or so): the entries below the
-// running maximum are set aside, sorted and merged back, so the cost is
-// linear plus that of sorting the few set aside.
-template <class T, class Less>
-void sort_nearly_sorted(std::vector<T>& v, Less less) {
-  if (std::is_sorted(v.begin(), v.end(), less)) return;
-  std::vector<T> kept, aside;
-  kept.reserve(v.size());
-  for (const T& e : v)
-    if (kept.empty() || !less(e, kept.back())) kept.push_back(e);
-    else aside.push_back(e);
-  std::stable_sort(aside.begin(), aside.end(), less);
-  v.clear();
-  std::merge(kept.begin(), kept.end(), aside.begin(), aside.end(), std::back_inserter(v), less);
-}
-
-// Sorts a paged log, in a copy when it is not in order already (one rank's
-// at a time). `nearly`: see sort_nearly_sorted; otherwise a stable sort.
-template <class T, class Less>
-void sort_log(PagedLog<T>& log, Less less, bool nearly) {
-  bool sorted = true;
-  for (size_t i = 1; i < log.size() && sorted; ++i) sorted = !less(log[i], log[i - 1]);
-  if (sorted) return;
-  std::vector<T> v = log.to_vector();
-  if (nearly) sort_nearly_sorted(v, less);
-  else std::stable_sort(v.begin(), v.end(), less);
-  for (size_t i = 0; i < v.size(); ++i) log[i] = v[i];  // (in place: the same count)
-}
-
 }  // namespace
 
 // The global node a logged context stands for: a Combo (threads) counts as
@@ -83,25 +54,31 @@ uint32_t DelayResults::logged_node(const RankOutcome& r, uint32_t context) {
 }
 
 void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const GlobalTree& tree,
-                                  const WorldIndex& index_of_world, LogSpill* spill) {
+                                  const WorldIndex& index_of_world, LogSpill* spill, unsigned threads) {
   caused_by_.assign(tree.nodes().size(), {});
   ResidentBudget resident(spill, kResidentLogBytes);
-  // The logs in time order (threads may interleave calls and markers).
-  for (auto& rp : ranks) {
-    DelayLog& d = rp->delay;
-    sort_log(d.contexts, [](const DelayLog::Context& x, const DelayLog::Context& y) { return x.t < y.t; }, false);
-    sort_log(d.syncs, [](const DelayLog::Sync& x, const DelayLog::Sync& y) { return x.leave < y.leave; }, true);
-    sort_log(
-        d.waits,
-        [](const DelayLog::Wait& x, const DelayLog::Wait& y) {
-          if (x.to != y.to) return x.to < y.to;
-          if (x.from != y.from) return x.from < y.from;
-          if (x.partner != y.partner) return x.partner < y.partner;
-          return x.node < y.node;
-        },
-        true);
-    resident.note(d.entry_bytes());
-  }
+  // The logs in time order (threads may interleave calls and markers), a
+  // rank's on any thread; their bytes noted in the order of the ranks.
+  struct NoScratch {};
+  struct Sorted {};
+  made_in_order<Sorted>(
+      ranks.size(), threads, 1, [] { return std::make_unique<NoScratch>(); },
+      [&](NoScratch&, size_t i, Sorted&) {
+        DelayLog& d = ranks[i]->delay;
+        sort_log(d.contexts, [](const DelayLog::Context& x, const DelayLog::Context& y) { return x.t < y.t; },
+                 false);
+        sort_log(d.syncs, [](const DelayLog::Sync& x, const DelayLog::Sync& y) { return x.leave < y.leave; }, true);
+        sort_log(
+            d.waits,
+            [](const DelayLog::Wait& x, const DelayLog::Wait& y) {
+              if (x.to != y.to) return x.to < y.to;
+              if (x.from != y.from) return x.from < y.from;
+              if (x.partner != y.partner) return x.partner < y.partner;
+              return x.node < y.node;
+            },
+            true);
+      },
+      [&](size_t i, const Sorted&) { resident.note(ranks[i]->delay.entry_bytes()); });
 
   // Each rank's searches (its last synchronizing call before an instant,
   // its context in force) start where its last ones ended (partition_near):
@@ -176,42 +153,75 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
     return total;
   };
 
-  Profile pp;
-  // Per global node: (cause node, rank) -> its entry in caused_by_ (a scan
-  // of the entries cost a rank's waits times the ranks that caused some:
-  // quadratic in the ranks).
-  std::vector<FlatMap<uint64_t, uint32_t>> cause_slot(tree.nodes().size());
-  for (size_t wi = 0; wi < ranks.size(); ++wi) {
-    const RankOutcome& w = *ranks[wi];
-    Logs& wl = logs[wi];
-    // (Its own logs, and about as much of its partners'.)
-    resident.note(2 * w.delay.entry_bytes());
-    for (size_t wk = 0; wk < w.delay.waits.size(); ++wk) {
+  // A wait's charges are computed from the logs alone (with search hints of
+  // their own: a copy of `logs` a thread), so the waits of a rank can be
+  // charged in chunks on several threads; the charges are added to the
+  // sums in the order of the serial loop (rank by rank, each rank's waits
+  // in order), chunk after chunk, so every sum is the same bytes whatever
+  // the threads. At most kChunksAhead chunks a thread wait to be added.
+  struct Charge {
+    uint32_t node;  // the waiting call's global node
+    uint32_t cause;  // the global node that caused it
+    int32_t rank;  // the world rank on which it did
+    double ns;
+  };
+  struct Chunk {
+    size_t rank, from, to;  // waits [from, to) of ranks[rank]
+  };
+  constexpr size_t kChunkWaits = size_t{1} << 14;
+  constexpr size_t kChunksAhead = 4;
+  std::vector<Chunk> chunks;
+  for (size_t wi = 0; wi < ranks.size(); ++wi)
+    for (size_t k = 0, n = ranks[wi]->delay.waits.size(); k < n; k += kChunkWaits)
+      chunks.push_back(Chunk{wi, k, std::min(n, k + kChunkWaits)});
+  auto charge_chunk = [&](std::vector<Logs>& hints, Profile& pp, const Chunk& chunk, std::vector<Charge>& out) {
+    out.clear();
+    const RankOutcome& w = *ranks[chunk.rank];
+    Logs& wl = hints[chunk.rank];
+    for (size_t wk = chunk.from; wk < chunk.to; ++wk) {
       const DelayLog::Wait& wt = w.delay.waits[wk];
       const int pi = index_of_world(wt.partner);
       if (pi < 0) continue;
-      Logs& pl = logs[static_cast<size_t>(pi)];
+      Logs& pl = hints[static_cast<size_t>(pi)];
       // (wt.partner is p's world rank.)
       const double total_w = profile(wl, stretch_start(wl, wt.partner, wt.from), wt.from, nullptr);
       const double total_p = profile(pl, stretch_start(pl, w.rank, wt.to), wt.to, &pp);
       const double charged = std::min(total_p - total_w, wt.to - wt.from);
       if (!(charged > 0) || !(total_p > 0)) continue;
       const uint32_t g = w.gmap[wt.node];
-      std::vector<CauseAcc>& into = caused_by_[g];
-      FlatMap<uint64_t, uint32_t>& slot_of = cause_slot[g];
       const double scale = charged / total_p;
-      for (const auto& [n, v] : pp) {
-        if (!(v > 0)) continue;
-        uint32_t& slot = slot_of[uint64_t{n} << 32 | static_cast<uint32_t>(wt.partner)];  // + 1; 0: new
-        if (slot != 0) {
-          into[slot - 1].ns += v * scale;
-        } else {
-          into.push_back(CauseAcc{n, wt.partner, v * scale});
-          slot = static_cast<uint32_t>(into.size());
-        }
+      for (const auto& [n, v] : pp)
+        if (v > 0) out.push_back(Charge{g, n, wt.partner, v * scale});
+    }
+  };
+  // Per global node: (cause node, rank) -> its entry in caused_by_ (a scan
+  // of the entries cost a rank's waits times the ranks that caused some:
+  // quadratic in the ranks).
+  std::vector<FlatMap<uint64_t, uint32_t>> cause_slot(tree.nodes().size());
+  auto add_charges = [&](const Chunk& chunk, const std::vector<Charge>& charges) {
+    // (Its own logs, and about as much of its partners'.)
+    if (chunk.from == 0) resident.note(2 * ranks[chunk.rank]->delay.entry_bytes());
+    for (const Charge& c : charges) {
+      std::vector<CauseAcc>& into = caused_by_[c.node];
+      uint32_t& slot = cause_slot[c.node][uint64_t{c.cause} << 32 | static_cast<uint32_t>(c.rank)];  // + 1; 0: new
+      if (slot != 0) {
+        into[slot - 1].ns += c.ns;
+      } else {
+        into.push_back(CauseAcc{c.cause, c.rank, c.ns});
+        slot = static_cast<uint32_t>(into.size());
       }
     }
-  }
+  };
+  struct Scratch {
+    std::vector<Logs> hints;
+    Profile profile;
+  };
+  made_in_order<std::vector<Charge>>(
+      chunks.size(), threads, kChunksAhead, [&] { return std::make_unique<Scratch>(Scratch{logs, {}}); },
+      [&](Scratch& scratch, size_t i, std::vector<Charge>& out) {
+        charge_chunk(scratch.hints, scratch.profile, chunks[i], out);
+      },
+      [&](size_t i, const std::vector<Charge>& out) { add_charges(chunks[i], out); });
   // The critical path reads no syncs.
   for (auto& rp : ranks) rp->delay.syncs.release();
 }

@@ -328,4 +328,38 @@ size_t partition_near(const std::vector<T>& log, size_t hint, Before before, siz
   return partition_near(log.data(), log.size(), hint, before, max_step);
 }
 
+// Sorts a paged log stably (one rank's at a time). `nearly`: the log is
+// nearly in order already (entries come in time order but for those whose
+// figures arrived late, a phase or so), and is sorted in place from its first
+// entry out of order: the entries below the running maximum are set aside,
+// the others closed up, and the few set aside sorted and merged in from the
+// back, an entry kept before one set aside where they tie (as std::merge of
+// the kept and those set aside). Linear, plus the sort of those set aside,
+// with no copy of the log. Otherwise a stable sort of a copy.
+template <class T, class Less>
+void sort_log(PagedLog<T>& log, Less less, bool nearly) {
+  const size_t n = log.size();
+  size_t first_out = 1;
+  while (first_out < n && !less(log[first_out], log[first_out - 1])) ++first_out;
+  if (first_out >= n) return;
+  if (!nearly) {
+    std::vector<T> v = log.to_vector();
+    std::stable_sort(v.begin(), v.end(), less);
+    for (size_t i = 0; i < v.size(); ++i) log[i] = v[i];  // (in place: the same count)
+    return;
+  }
+  std::vector<T> aside;
+  size_t kept = first_out;
+  for (size_t i = first_out; i < n; ++i) {
+    const T e = log[i];
+    if (!less(e, log[kept - 1])) log[kept++] = e;
+    else aside.push_back(e);
+  }
+  std::stable_sort(aside.begin(), aside.end(), less);
+  for (size_t out = n, a = aside.size(); a > 0;) {
+    if (kept > 0 && less(aside[a - 1], log[kept - 1])) log[--out] = log[--kept];
+    else log[--out] = aside[--a];
+  }
+}
+
 }  // namespace prof::analysis::detail

@@ -25,11 +25,12 @@ struct RankOutcome;
 // how workers or processes shared the ranks.
 class DelayResults {
  public:
-  // Sorts the ranks' logs and charges each wait to its causes. `spill`: where
-  // the logs are mapped from (null: in memory), its resident pages given
-  // back as the analysis goes (kResidentLogBytes).
+  // Sorts the ranks' logs and charges each wait to its causes, on `threads`
+  // threads (the figures the same bytes for any). `spill`: where the logs
+  // are mapped from (null: in memory), its resident pages given back as the
+  // analysis goes (kResidentLogBytes).
   void delay_analysis(const std::vector<RankOutcome*>& ranks, const GlobalTree& tree,
-                      const WorldIndex& index_of_world, LogSpill* spill);
+                      const WorldIndex& index_of_world, LogSpill* spill, unsigned threads);
   // After delay_analysis() (the logs sorted).
   void critical_path(const std::vector<RankOutcome*>& ranks, const GlobalTree& tree,
                      const WorldIndex& index_of_world, LogSpill* spill);

@@ -7,12 +7,15 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <random>
+#include <stdexcept>
 #include <string>
 
 #include "delay_log.h"
+#include "made_in_order.h"
 #include "trace_builder.h"
 
 namespace prof::test {
@@ -410,6 +413,155 @@ TEST(DelayLog, PartitionNearFindsWhatABinarySearchFinds) {
       EXPECT_EQ(analysis::detail::partition_near(log, hint, before), want) << "n " << n << " hint " << hint;
       EXPECT_EQ(analysis::detail::partition_near(log, hint, before, 8), want) << "n " << n << " hint " << hint;
       EXPECT_EQ(analysis::detail::partition_near(log, hint, before, 1), want) << "n " << n << " hint " << hint;
+    }
+  }
+}
+
+// A log nearly in order (entries late by a few places or many, runs of
+// equal times) sorts in place as a stable sort of a copy does; so does one
+// in no order (the copy's path).
+TEST(DelayLog, NearlySortedLogSortsAsAStableSort) {
+  struct Entry {
+    double t;
+    uint64_t seq;  // its place before the sort
+  };
+  const auto by_time = [](const Entry& x, const Entry& y) { return x.t < y.t; };
+  std::mt19937_64 rng(11);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{16}, size_t{17}, size_t{100}, size_t{5000}})
+    for (size_t late_every : {size_t{2}, size_t{9}, size_t{1000}})
+      for (bool nearly : {true, false}) {
+        std::vector<Entry> v(n);
+        for (size_t i = 0; i < n; ++i) v[i].t = static_cast<double>(i / 3);
+        // Some entries arrive late: moved back by up to 40 places (or to the front).
+        for (size_t k = 0; n > 1 && k < n / late_every + 1; ++k) {
+          const size_t from = 1 + rng() % (n - 1), back = 1 + rng() % std::min<size_t>(from, 40);
+          std::rotate(v.begin() + static_cast<ptrdiff_t>(from - back), v.begin() + static_cast<ptrdiff_t>(from),
+                      v.begin() + static_cast<ptrdiff_t>(from + 1));
+        }
+        for (size_t i = 0; i < n; ++i) v[i].seq = i;
+        analysis::detail::PagedLog<Entry> log;
+        for (const Entry& e : v) log.push_back(e);
+        std::stable_sort(v.begin(), v.end(), by_time);
+        analysis::detail::sort_log(log, by_time, nearly);
+        ASSERT_EQ(log.size(), n);
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(log[i].t, v[i].t) << "n " << n << " at " << i << " nearly " << nearly;
+          ASSERT_EQ(log[i].seq, v[i].seq) << "n " << n << " at " << i << " nearly " << nearly;
+        }
+      }
+}
+
+// Items made on several threads are used once each, in their order, on the
+// calling thread, with at most `ahead` a thread made and not yet used; each
+// thread makes its items with a scratch of its own.
+TEST(MadeInOrder, UsesEveryItemOnceInTheirOrder) {
+  for (unsigned threads : {1u, 2u, 3u, 4u})
+    for (size_t ahead : {size_t{1}, size_t{3}}) {
+      constexpr size_t kItems = 2000;
+      std::atomic<size_t> started{0}, used{0}, most_pending{0}, scratches{0};
+      size_t next = 0;
+      analysis::detail::made_in_order<uint64_t>(
+          kItems, threads, ahead,
+          [&] {
+            ++scratches;
+            return std::make_unique<size_t>(0);
+          },
+          [&](size_t& scratch, size_t i, uint64_t& out) {
+            ++scratch;  // (a data race here, where two threads shared one, would be TSan's to tell)
+            const size_t pending = ++started - used.load();
+            size_t most = most_pending.load();
+            while (pending > most && !most_pending.compare_exchange_weak(most, pending)) {
+            }
+            out = i * 2654435761u;
+          },
+          [&](size_t i, const uint64_t& out) {
+            EXPECT_EQ(i, next) << threads << " threads";
+            EXPECT_EQ(out, i * 2654435761u);
+            ++next;
+            ++used;
+          });
+      EXPECT_EQ(next, kItems) << threads << " threads";
+      EXPECT_EQ(started.load(), kItems);
+      EXPECT_LE(most_pending.load(), threads == 1 ? 1 : ahead * threads) << threads << " threads, ahead " << ahead;
+      EXPECT_LE(scratches.load(), threads);
+    }
+}
+
+// An exception in the making or the use of an item stops the work and is
+// thrown to the caller, the items after it unused.
+TEST(MadeInOrder, AFailureStopsTheWorkAndIsThrown) {
+  for (unsigned threads : {1u, 2u, 3u}) {
+    size_t used = 0;
+    try {
+      analysis::detail::made_in_order<int>(
+          200, threads, 2, [] { return std::make_unique<int>(0); },
+          [](int&, size_t i, int& out) {
+            if (i == 37) throw std::runtime_error("item 37");
+            out = static_cast<int>(i);
+          },
+          [&](size_t i, const int& out) {
+            EXPECT_EQ(out, static_cast<int>(i));
+            ++used;
+          });
+      ADD_FAILURE() << "no exception, " << threads << " threads";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "item 37");
+    }
+    EXPECT_LE(used, 37u) << threads << " threads";
+    used = 0;
+    EXPECT_THROW(analysis::detail::made_in_order<int>(
+                     200, threads, 2, [] { return std::make_unique<int>(0); }, [](int&, size_t, int& out) { out = 1; },
+                     [&](size_t i, const int&) {
+                       if (i == 5) throw std::logic_error("use 5");
+                       ++used;
+                     }),
+                 std::logic_error);
+    EXPECT_EQ(used, 5u) << threads << " threads";
+  }
+}
+
+// Many waits, more than one chunk of charges a rank (delay_analysis.cpp):
+// each message's sender computes longer than its receiver, by an irregular
+// amount, in one of three intervals, so every wait charges its partner's
+// interval figures that are sums of thousands of fractions. The causes and
+// the critical path are the same bytes on one thread and on several, which
+// hold only if the charges are added in one order.
+TEST(Delay, ManyWaitsChargedTheSameOnAnyThreads) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  uint64_t t = 2 * kMs;
+  constexpr uint64_t kMessages = 36000;  // 18,000 waits a rank
+  for (uint64_t i = 0; i < kMessages; ++i) {
+    const int from = static_cast<int>(i % 2), to = 1 - from;
+    const uint32_t interval = 3 + static_cast<uint32_t>(i % 3);
+    const uint64_t work = 1000 + i * 7919 % 977, other = 300 + i * 104729 % 331;
+    b.begin(from, t, interval);
+    b.end(from, t + work, interval);
+    b.begin(to, t, interval + 3);
+    b.end(to, t + other, interval + 3);
+    b.send(from, t + work + 10, t + work + 20, to, 1);
+    b.recv(to, t + other + 10, t + work + 30, from, 1);
+    t += work + 40;
+  }
+  for (int r = 0; r < 2; ++r) b.finalize(r, t, t + kMs);
+  b.close();
+  const auto one = analyze_with(b, 1);
+  size_t causes = 0;
+  for (const auto& n : one.intervals) causes += n.caused_by.size();
+  ASSERT_GE(causes, 6u);
+  for (unsigned threads : {2u, 3u}) {
+    const auto a = analyze_with(b, threads);
+    ASSERT_EQ(a.intervals.size(), one.intervals.size());
+    for (size_t i = 0; i < a.intervals.size(); ++i) {
+      const auto& x = a.intervals[i];
+      const auto& y = one.intervals[i];
+      EXPECT_EQ(x.critical_path_s, y.critical_path_s) << "interval " << i << ", " << threads << " threads";
+      ASSERT_EQ(x.caused_by.size(), y.caused_by.size()) << "interval " << i << ", " << threads << " threads";
+      for (size_t k = 0; k < x.caused_by.size(); ++k) {
+        EXPECT_EQ(x.caused_by[k].interval, y.caused_by[k].interval);
+        EXPECT_EQ(x.caused_by[k].rank, y.caused_by[k].rank);
+        EXPECT_EQ(x.caused_by[k].seconds, y.caused_by[k].seconds) << "interval " << i << ", " << threads << " threads";
+      }
     }
   }
 }
