@@ -26,7 +26,8 @@ namespace prof::analysis::detail {
 // exception, from make or use, stops the work and is thrown here once every
 // thread has stopped (the lowest item's, where several failed).
 template <class Out, class NewScratch, class Make, class Use>
-inline void made_in_order(size_t count, unsigned threads, size_t ahead, NewScratch&& new_scratch, Make&& make, Use&& use) {
+inline void made_in_order(size_t count, unsigned threads, size_t ahead, NewScratch&& new_scratch, Make&& make,
+                          Use&& use) {
   auto own_scratch = new_scratch();
   if (threads <= 1 || count <= 1) {
     Out out;
