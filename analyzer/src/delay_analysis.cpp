@@ -198,9 +198,11 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
   // of the entries cost a rank's waits times the ranks that caused some:
   // quadratic in the ranks).
   std::vector<FlatMap<uint64_t, uint32_t>> cause_slot(tree.nodes().size());
+  size_t noted = 0;  // ranks whose logs' bytes were noted
   auto add_charges = [&](const Chunk& chunk, const std::vector<Charge>& charges) {
-    // (Its own logs, and about as much of its partners'.)
-    if (chunk.from == 0) resident.note(2 * ranks[chunk.rank]->delay.entry_bytes());
+    // (Each rank's own logs, and about as much of its partners', up to this
+    // one: those without waits too, as a rank's turn comes.)
+    for (; noted <= chunk.rank; ++noted) resident.note(2 * ranks[noted]->delay.entry_bytes());
     for (const Charge& c : charges) {
       std::vector<CauseAcc>& into = caused_by_[c.node];
       uint32_t& slot = cause_slot[c.node][uint64_t{c.cause} << 32 | static_cast<uint32_t>(c.rank)];  // + 1; 0: new

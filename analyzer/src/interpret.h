@@ -73,24 +73,18 @@ using format::kRoleStartsOp;
 using format::hex;  // handles and addresses as the trace writes them
 
 // The analysis's own bit above the format's roles: the function's calls count
-// their bytes in the function profile (SendRecv both halves; a probe's bytes
-// were not moved). Set from the kind where the function table is built.
+// their bytes in the function profile (SendRecv both halves), set where the
+// function table is built: a kind whose records carry bytes (record_schema.h)
+// but a probe's, which moved none.
 inline constexpr uint16_t kRoleCountsBytes = uint16_t{1} << 15;
 static_assert(kRoleCountsBytes > kRoleAllToOne, "a bit no format role uses");
 constexpr bool kind_counts_bytes(FuncKind k) {
-  switch (k) {
-    case FuncKind::Send:
-    case FuncKind::Recv:
-    case FuncKind::SendRecv:
-    case FuncKind::Isend:
-    case FuncKind::Irecv:
-    case FuncKind::Collective:
-    case FuncKind::ICollective:
-    case FuncKind::AllToAll:
-    case FuncKind::IAllToAll: return true;
-    default: return false;
-  }
+  const format::KindSchema* schema = format::find_schema(k);
+  return schema && schema->has(format::Field::Bytes) && k != FuncKind::Probe;
 }
+static_assert(kind_counts_bytes(FuncKind::SendRecv) && kind_counts_bytes(FuncKind::IAllToAll) &&
+              !kind_counts_bytes(FuncKind::Probe) && !kind_counts_bytes(FuncKind::Completion) &&
+              !kind_counts_bytes(FuncKind::Marker));
 
 struct FuncInfo {
   FuncKind kind = FuncKind::Other;
