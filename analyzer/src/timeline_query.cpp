@@ -394,7 +394,10 @@ TimelineAnswer Timeline::query(const TimelineQuery& q) const {
   };
   std::vector<std::array<uint32_t, 6>> pairs;  // send row, send index, recv row, recv index, issue row, issue index
   std::set<uint32_t> instance_ids;
-  for (const auto& [ri, range] : listed) {
+  // (No structured binding: Clang before 16 cannot capture one in the lambda below.)
+  for (const auto& listed_row : listed) {
+    const auto& ri = listed_row.first;
+    const auto& range = listed_row.second;
     const Row& row = *tl.rows[ri];
     std::shared_lock lock(row.mutex);
     auto in = [&](const auto& v) {
