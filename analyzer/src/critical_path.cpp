@@ -65,8 +65,7 @@ void DelayResults::critical_path(const std::vector<RankOutcome*>& ranks, const G
     const size_t after = context_hi[r];
     size_t k = after == 0 ? 0 : after - 1;
     for (; k < c.size() && c[k].t < b; ++k) {
-      const double lo = std::max(a, c[k].t);
-      const double hi = k + 1 < c.size() ? std::min(b, c[k + 1].t) : b;
+      const auto [lo, hi] = DelayLog::in_force(c, c.size(), k, a, b);
       if (hi > lo && c[k].context != kNoContext) {
         critical_ns_[logged_node(rk, c[k].context)] += hi - lo;
         covered += hi - lo;

@@ -141,8 +141,7 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
                                   kGallopSteps);
     size_t k = r.context_at == 0 ? 0 : r.context_at - 1;
     for (; k < n && c[k].t < b; ++k) {
-      const double lo = std::max(a, c[k].t);
-      const double hi = k + 1 < n ? std::min(b, c[k + 1].t) : b;
+      const auto [lo, hi] = DelayLog::in_force(c, n, k, a, b);
       if (!(hi > lo) || c[k].context == kNoContext) continue;
       total += hi - lo;
       if (out) {

@@ -221,6 +221,15 @@ struct DelayLog {
   };
 #pragma pack(pop)
   static_assert(sizeof(Context) == 12 && sizeof(Sync) == 12);
+  // The part [lo, hi) of [a, b) in which contexts c[k] of n is in force
+  // (none where hi <= lo). (The times copied first: std::max and std::min
+  // take references, and a packed entry's double may be misaligned.)
+  template <class Contexts>
+  static std::pair<double, double> in_force(const Contexts& c, size_t n, size_t k, double a, double b) {
+    const double from = c[k].t;
+    const double next = k + 1 < n ? double{c[k + 1].t} : b;
+    return {std::max(a, from), std::min(b, next)};
+  }
   struct Wait {
     double from, to;  // to: the partner's arrival (enter, or a receive's issue)
     int32_t partner;  // world rank

@@ -263,7 +263,7 @@ void summary_executions(const Row& row, size_t ri, const std::vector<int>& level
     }
     TimelineExecution& s = open[level];
     if (has[level] && e.start <= s.end) {
-      s.end = std::max(s.end, e.end);
+      s.end = std::max(s.end, double{e.end});  // (a copy: a packed Execution's double may be misaligned)
       return;
     }
     if (has[level]) out.push_back(s);
@@ -705,7 +705,8 @@ TimelineMessageMatrix Timeline::message_matrix(double from, double to, std::opti
       std::shared_lock lock(row.mutex);
       if (node) {
         for (const Execution& e : row.executions)
-          if (e.node == *node && e.start < to && e.end > from) spans.emplace_back(std::max(from, e.start), std::min(to, e.end));
+          if (e.node == *node && e.start < to && e.end > from)
+            spans.emplace_back(std::max(from, double{e.start}), std::min(to, double{e.end}));  // (copies: a packed double may be misaligned)
       } else {
         spans.emplace_back(from, to);
       }
