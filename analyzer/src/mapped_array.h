@@ -35,6 +35,21 @@
 #include <type_traits>
 #include <utility>
 
+// ThreadSanitizer intercepts mmap and munmap but not mremap: an address
+// range that a move left, mapped again later, would keep its old accesses,
+// and the new owner's writes would be reported as races with them. Its
+// builds grow a mapping by a copy instead (tests/analyzer/sanitize.sh).
+#if defined(__SANITIZE_THREAD__)
+#define PROF_MAPPED_ARRAY_COPIES 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PROF_MAPPED_ARRAY_COPIES 1
+#endif
+#endif
+#ifndef PROF_MAPPED_ARRAY_COPIES
+#define PROF_MAPPED_ARRAY_COPIES 0
+#endif
+
 namespace prof::analysis::detail {
 
 template <class T>
@@ -120,8 +135,7 @@ class MappedArray {
     }
     const size_t bytes = round_up(size_ * sizeof(T));
     if (bytes == capacity_bytes_) return;
-    void* p = ::mremap(data_, capacity_bytes_, bytes, 0);
-    if (p == MAP_FAILED) return;  // (shrinking in place does not fail)
+    if (::munmap(reinterpret_cast<char*>(data_) + bytes, capacity_bytes_ - bytes) != 0) return;
     capacity_bytes_ = bytes;
     ready_ = std::min(ready_, capacity());
   }
@@ -158,8 +172,7 @@ class MappedArray {
       return;
     }
     bytes = round_up(bytes);
-    void* p = mapped_ ? ::mremap(data_, capacity_bytes_, bytes, MREMAP_MAYMOVE)
-                      : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = mapped_ ? moved(bytes) : ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
     if (!mapped_ && data_) {  // from the heap: the one copy
       std::memcpy(p, data_, size_ * sizeof(T));
@@ -169,6 +182,19 @@ class MappedArray {
     capacity_bytes_ = bytes;
     if (!mapped_) ready_ = size_;  // the copied part is present
     mapped_ = true;
+  }
+  // The mapping grown to `bytes`, moved where it does not fit in place, or
+  // MAP_FAILED (the old one then stays).
+  void* moved(size_t bytes) {
+#if PROF_MAPPED_ARRAY_COPIES
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return p;
+    std::memcpy(p, data_, capacity_bytes_);
+    ::munmap(data_, capacity_bytes_);
+    return p;
+#else
+    return ::mremap(data_, capacity_bytes_, bytes, MREMAP_MAYMOVE);
+#endif
   }
   void release() {
     if (data_) {
