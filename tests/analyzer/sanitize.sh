@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The analysis under a sanitizer, run by hand, not by ctest: from scratch on
+# 2 cores, the thread build and its runs take about 15 minutes, the address
+# build about 25 and its runs 2.
+#
+#   tests/analyzer/sanitize.sh thread|address [BUILD_DIR]
+#
+# builds prof-analyze, prof-gen-trace and the analyzer's unit tests with
+# -fsanitize=thread, or with -fsanitize=address,undefined, into BUILD_DIR
+# (default build-tsan or build-asan), without jemalloc (a sanitizer brings its
+# own allocator) and without the GUI, then runs
+#   - the analyzer's unit tests (analysis, timeline, window index, OTF2, ...);
+#   - prof-analyze with two workers on synthetic traces of 4, 256 and 2048
+#     ranks, every report at once, then a --window of the first, and a trace
+#     with one rank file cut short and another with a flipped byte;
+#   - the analysis as an MPI job (mpiexec -n 2, two workers each).
+# It stops at the first sanitizer report (exit status 1) and says where its
+# log is. The suppressions are in tests/analyzer/tsan-suppressions.txt and
+# lsan-suppressions.txt, each with why.
+set -euo pipefail
+
+kind=${1:-}
+case $kind in
+  thread) flags="-fsanitize=thread" ;;
+  address) flags="-fsanitize=address,undefined -fno-omit-frame-pointer" ;;
+  *) echo "usage: $0 thread|address [BUILD_DIR]" >&2; exit 2 ;;
+esac
+here=$(cd "$(dirname "$0")" && pwd)
+source_dir=$(cd "$here/../.." && pwd)
+build=${2:-$source_dir/build-${kind:0:1}san}
+work=$build/sanitize-work
+mkdir -p "$build"
+build=$(cd "$build" && pwd)
+
+launcher=()
+command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+cmake -G Ninja -S "$source_dir" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" \
+  "-DCMAKE_SHARED_LINKER_FLAGS=$flags" -DPROF_BUILD_GUI=OFF -DPROF_ANALYZE_JEMALLOC=OFF \
+  -DPROF_ANALYZE_STATIC_CXX_RUNTIME=OFF "${launcher[@]}" > "$build/sanitize-cmake.log"
+ninja -C "$build" analyzer/prof-analyze analyzer/prof-gen-trace tests/analyzer/analyzer_tests
+
+export TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tsan-suppressions.txt"
+# (alloc_dealloc_mismatch: GCC 12's std::stable_sort takes its buffer with
+# operator new and gives it back through free, inlined: a report inside
+# libstdc++ on every sort of a non-trivial type.)
+export ASAN_OPTIONS="halt_on_error=1 detect_leaks=1 alloc_dealloc_mismatch=0"
+export LSAN_OPTIONS="suppressions=$here/lsan-suppressions.txt print_suppressions=0"
+export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
+# UCX's memory hooks and the sanitizers' interceptors of malloc and mmap do
+# not go together (a sanitized MPI process crashes in MPI_Init with them).
+export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
+
+analyze=$build/analyzer/prof-analyze
+gen=$build/analyzer/prof-gen-trace
+rm -rf "$work"
+mkdir -p "$work"
+step=0
+run() {  # run NAME COMMAND...: the command's output to its log; stop at a failure
+  local name=$1; shift
+  step=$((step + 1))
+  local log=$work/$step-$name.log
+  if ! "$@" > "$log" 2>&1; then
+    echo "sanitize.sh: $name failed (a sanitizer report or an error): $log" >&2
+    grep -m1 -E "^(WARNING|ERROR|SUMMARY): |runtime error" "$log" >&2 || tail -5 "$log" >&2
+    exit 1
+  fi
+  echo "ok: $name"
+}
+
+run unit-tests "$build/tests/analyzer/analyzer_tests" --gtest_brief=1
+run gen-4 "$gen" "$work/g4" -n 200000 -r 4
+run gen-256 "$gen" "$work/g256" -n 400000 -r 256
+run gen-2048 "$gen" "$work/g2048" -n 400000 -r 2048 --call-sites 3
+for t in g4 g256 g2048; do
+  run "analyze-$t" "$analyze" "$work/$t" -j 2 -q --no-progress --functions --wait-states --callsites \
+    -o "$work/$t.txt" --json "$work/$t.json" --chrome-trace "$work/$t.chrome.json" --otf2 "$work/$t.otf2"
+done
+run window-g4 "$analyze" "$work/g4" -j 2 -q --no-progress --window 0.001:0.003 -o "$work/g4.window.txt"
+# Damage: one rank's file cut short, another's byte flipped in its middle.
+cp -r "$work/g4" "$work/damaged"
+rm -f "$work/damaged/window-index.bin"
+size=$(stat -c %s "$work/damaged/rank-00001.prof")
+truncate -s $((size * 2 / 3)) "$work/damaged/rank-00001.prof"
+size=$(stat -c %s "$work/damaged/rank-00002.prof")
+printf '\xff' | dd of="$work/damaged/rank-00002.prof" bs=1 seek=$((size / 2)) conv=notrunc status=none
+# (Exit status 3: damaged input, its salvaged report written.)
+damaged() { "$analyze" "$work/damaged" -j 2 -q --no-progress --no-index -o "$work/damaged.txt" --json "$work/damaged.json" || [[ $? == 3 ]]; }
+run analyze-damaged damaged
+run mpi-job mpiexec -n 2 "$analyze" "$work/g256" -j 2 -q --no-progress --no-index --functions --wait-states \
+  --callsites -o "$work/g256.job.txt" --json "$work/g256.job.json"
+run job-same-text cmp "$work/g256.job.txt" "$work/g256.txt"
+run job-same-json cmp "$work/g256.job.json" "$work/g256.json"
+echo "sanitize.sh: no $kind sanitizer report (logs in $work)"
