@@ -116,7 +116,7 @@ bool Segment::create(MPI_Comm node_comm, const Settings& settings, std::string* 
     made.fd = fd;
     made.ok = ok;
   }
-  PMPI_Bcast(&made, sizeof made, MPI_INT, 0, node_comm);
+  PMPI_Bcast(&made, sizeof made, MPI_BYTE, 0, node_comm);
   if (rank != 0 && made.ok) {
     const std::string path = "/proc/" + std::to_string(made.pid) + "/fd/" + std::to_string(made.fd);
     fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
