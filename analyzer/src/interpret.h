@@ -78,11 +78,8 @@ using format::hex;  // handles and addresses as the trace writes them
 // but a probe's, which moved none.
 inline constexpr uint16_t kRoleCountsBytes = uint16_t{1} << 15;
 static_assert(kRoleCountsBytes > kRoleAllToOne, "a bit no format role uses");
-// (Indexed, not through find_schema's pointer: GCC's -fsanitize=undefined
-// makes a pointer's test for null no constant expression.)
 constexpr bool kind_counts_bytes(FuncKind k) {
-  return static_cast<size_t>(k) < format::kKindCount && format::schema_of(k).has(format::Field::Bytes) &&
-         k != FuncKind::Probe;
+  return format::known_kind(k) && format::schema_of(k).has(format::Field::Bytes) && k != FuncKind::Probe;
 }
 static_assert(kind_counts_bytes(FuncKind::SendRecv) && kind_counts_bytes(FuncKind::IAllToAll) &&
               !kind_counts_bytes(FuncKind::Probe) && !kind_counts_bytes(FuncKind::Completion) &&

@@ -129,21 +129,22 @@ inline constexpr KindSchema kKindSchemas[] = {
 };
 inline constexpr size_t kKindCount = sizeof kKindSchemas / sizeof kKindSchemas[0];
 
+// Whether the table has the kind (not a newer writer's number).
+inline constexpr bool known_kind(FuncKind k) { return static_cast<size_t>(k) < kKindCount; }
 // The kind's schema; nullptr for a number no kind has (a newer writer's kind).
+// (The constexpr tests below use known_kind: GCC's -fsanitize=undefined makes
+// a test of this pointer for null no constant expression.)
 inline constexpr const KindSchema* find_schema(FuncKind k) {
-  const size_t i = static_cast<size_t>(k);
-  return i < kKindCount ? &kKindSchemas[i] : nullptr;
+  return known_kind(k) ? &kKindSchemas[static_cast<size_t>(k)] : nullptr;
 }
 inline constexpr const KindSchema& schema_of(FuncKind k) { return kKindSchemas[size_t(k)]; }
 
 // Whether a kind's records may carry kSameComm / kPackedRequest.
 inline constexpr bool kind_has_comm(FuncKind k) {
-  const KindSchema* s = find_schema(k);
-  return s && (s->context_flags & schema_flags::kSameComm);
+  return known_kind(k) && (schema_of(k).context_flags & schema_flags::kSameComm);
 }
 inline constexpr bool kind_has_request(FuncKind k) {
-  const KindSchema* s = find_schema(k);
-  return s && (s->context_flags & schema_flags::kPackedRequest);
+  return known_kind(k) && (schema_of(k).context_flags & schema_flags::kPackedRequest);
 }
 
 // Whether a kind's records may leave out a payload that repeats the previous
@@ -152,8 +153,7 @@ inline constexpr bool kind_has_request(FuncKind k) {
 // layout (encode_fixed) and keeps them whole, so that a blocking hop pays
 // nothing for repeats.
 inline constexpr bool kind_repeats(FuncKind k) {
-  return find_schema(k) != nullptr && k != FuncKind::Send && k != FuncKind::Recv &&
-         k != FuncKind::Probe;
+  return known_kind(k) && k != FuncKind::Send && k != FuncKind::Recv && k != FuncKind::Probe;
 }
 
 // Payload words of a fixed-size kind's record for its wide flags and context
