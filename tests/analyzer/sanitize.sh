@@ -44,10 +44,10 @@ cmake -G Ninja -S "$source_dir" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPROF_ANALYZE_STATIC_CXX_RUNTIME=OFF "${launcher[@]}" > "$build/sanitize-cmake.log"
 ninja -C "$build" analyzer/prof-analyze analyzer/prof-gen-trace tests/analyzer/analyzer_tests
 # (address: the shim too, inside MPI programs built with the same flags)
-shim_programs=(semantics comms mprobe coverage_coll threads ring)
+two_rank_programs=(semantics comms mprobe coverage_coll threads)
 if [[ $kind == address ]]; then
   ninja -C "$build" libprof/src/libprof.so tests/integration/integ_trace_check \
-    "${shim_programs[@]/#/tests/integration/integ_}"
+    "${two_rank_programs[@]/#/tests/integration/integ_}" tests/integration/integ_ring
 fi
 
 export TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tsan-suppressions.txt"
@@ -70,6 +70,7 @@ run() {  # run NAME COMMAND...: the command's output to its log; stop at a failu
   local name=$1; shift
   step=$((step + 1))
   local log=$work/$step-$name.log
+  step_name=$name  # (shim's output directory)
   if ! "$@" > "$log" 2>&1; then
     echo "sanitize.sh: $name failed (a sanitizer report or an error): $log" >&2
     grep -m1 -E "(ERROR|WARNING): [A-Za-z]+Sanitizer|runtime error:" "$log" >&2 || tail -5 "$log" >&2
@@ -94,8 +95,12 @@ size=$(stat -c %s "$work/damaged/rank-00001.prof")
 truncate -s $((size * 2 / 3)) "$work/damaged/rank-00001.prof"
 size=$(stat -c %s "$work/damaged/rank-00002.prof")
 printf '\xff' | dd of="$work/damaged/rank-00002.prof" bs=1 seek=$((size / 2)) conv=notrunc status=none
-# (Exit status 3: damaged input, its salvaged report written.)
-damaged() { "$analyze" "$work/damaged" -j 2 -q --no-progress --no-index -o "$work/damaged.txt" --json "$work/damaged.json" || [[ $? == 3 ]]; }
+# (Exit status 3 and nothing else: damaged input, its salvaged report written.)
+damaged() {
+  local status=0
+  "$analyze" "$work/damaged" -j 2 -q --no-progress --no-index -o "$work/damaged.txt" --json "$work/damaged.json" || status=$?
+  [[ $status == 3 ]]
+}
 run analyze-damaged damaged
 run mpi-job mpiexec -n 2 "$analyze" "$work/g256" -j 2 -q --no-progress --no-index --functions --wait-states \
   --callsites -o "$work/g256.job.txt" --json "$work/g256.job.json"
@@ -108,19 +113,20 @@ if [[ $kind == address ]]; then
   # sync too. No leak check there: MPICH's and UCX's blocks left at exit
   # would be reported with the shim's. (verify_asan_link_order: the shim is
   # preloaded before the program's own runtime.)
-  shim() {  # shim NAME RANKS [run_check.sh --env options] PROGRAM
-    local name=$1 ranks=$2; shift 2
+  shim() {  # shim PROGRAM RANKS [run_check.sh's --env NAME=VALUE]... (under run: its step's name)
+    local program=$1 ranks=$2; shift 2
     ASAN_OPTIONS="$ASAN_OPTIONS detect_leaks=0 verify_asan_link_order=0" \
-      bash "$source_dir/tests/integration/run_check.sh" --out "$work/shim-$name" \
+      bash "$source_dir/tests/integration/run_check.sh" --out "$work/$step_name" \
       --shim "$build/libprof/src/libprof.so" --checker "$build/tests/integration/integ_trace_check" \
-      --mpiexec mpiexec --np "$ranks" --timeout 120 "${@:1:$#-1}" -- "$build/tests/integration/integ_${!#}"
+      --mpiexec mpiexec --np "$ranks" --timeout 120 "$@" -- "$build/tests/integration/integ_$program"
   }
-  for program in semantics comms mprobe coverage_coll threads; do run "shim-$program" shim "$program" 2 "$program"; done
-  run shim-coverage_coll-bcast-shm shim coverage_coll-shm 2 --env PROF_BCAST=shm coverage_coll
-  run shim-ring-hierarchical shim ring-hierarchical 3 --env PROF_SYNC=hierarchical ring
+  for program in "${two_rank_programs[@]}"; do run "shim-$program" shim "$program" 2; done
+  run shim-coverage_coll-bcast-shm shim coverage_coll 2 --env PROF_BCAST=shm
+  run shim-ring-hierarchical shim ring 3 --env PROF_SYNC=hierarchical
   # (A report in a run whose status the check does not fix would pass it.)
-  if grep -rlE "ERROR: AddressSanitizer|runtime error:" "$work"/shim-*/stderr > /dev/null 2>&1; then
-    echo "sanitize.sh: a report in $(grep -rlE 'ERROR: AddressSanitizer|runtime error:' "$work"/shim-*/stderr | head -1)" >&2
+  reported=$(grep -lE "ERROR: AddressSanitizer|runtime error:" "$work"/shim-*/stderr || true)
+  if [[ -n $reported ]]; then
+    echo "sanitize.sh: a report in $reported" >&2
     exit 1
   fi
 fi
