@@ -45,7 +45,7 @@ double TraceLoader::progress() const {
   double timeline = progress_->timeline.load();
   {
     std::lock_guard lock(progress_->mutex);
-    if (progress_->timeline_handle) timeline = std::max(timeline, progress_->timeline_handle->built());
+    if (const auto handle = progress_->timeline_handle.lock()) timeline = std::max(timeline, handle->built());
   }
   return (timeline + progress_->analysis.load()) / 2;
 }
@@ -54,7 +54,7 @@ void TraceLoader::cancel() {
   if (!progress_) return;
   progress_->cancelled = true;
   std::lock_guard lock(progress_->mutex);
-  if (progress_->timeline_handle) progress_->timeline_handle->cancel();
+  if (const auto handle = progress_->timeline_handle.lock()) handle->cancel();
 }
 
 void TraceLoader::load(const QString& dir) {

@@ -60,7 +60,10 @@ class TraceLoader : public QObject {
     std::atomic<double> timeline{0}, analysis{0};
     std::atomic<bool> cancelled{false};
     std::mutex mutex;
-    std::shared_ptr<analysis::Timeline> timeline_handle;  // under mutex; set before the build starts
+    // Under mutex; set before the build starts. Weak: the timeline keeps its
+    // options' progress callback, which holds this Progress, so a strong
+    // handle here would keep every opened timeline for the process's life.
+    std::weak_ptr<analysis::Timeline> timeline_handle;
   };
   // A load's worker after finished(), still writing the window index.
   struct Background {

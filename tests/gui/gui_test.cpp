@@ -286,6 +286,7 @@ class GuiTest : public QObject {
   void dense_rows_drawn_from_pyramid_leaves();
   void cancel_stops_loading();
   void loading_writes_the_window_index();
+  void opening_another_trace_frees_the_first();
   void damaged_trace_opens_with_dialog();
   void unusable_directory_opens_with_dialog();
   void screenshot_writes_png();
@@ -896,6 +897,24 @@ void GuiTest::loading_writes_the_window_index() {
     loader.wait_background();
     QCOMPARE(std::filesystem::exists(index), write);
   }
+}
+
+// A trace's timeline (its records, spill file and open rank files) lives as
+// long as something shows it: once another trace is open and the first
+// load's background work is done, nothing holds the first one.
+void GuiTest::opening_another_trace_frees_the_first() {
+  DemoTrace first(200), second(20);
+  LoadedWindow window(first.dir());
+  std::weak_ptr<const prof::analysis::Timeline> timeline = window.window.session()->timeline;
+  std::weak_ptr<const prof::analysis::Analysis> analysis = window.window.session()->analysis;
+  QVERIFY(!timeline.expired() && !analysis.expired());
+  window.window.openTrace(second.dir());
+  window.window.waitLoaded();
+  window.window.loader()->wait_background();
+  QCoreApplication::processEvents();
+  QCOMPARE(window.window.session()->dir, second.dir());
+  QVERIFY2(timeline.expired(), "the first trace's timeline is still held");
+  QVERIFY2(analysis.expired(), "the first trace's analysis is still held");
 }
 
 void GuiTest::damaged_trace_opens_with_dialog() {
