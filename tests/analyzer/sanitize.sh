@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The analysis under a sanitizer, run by hand, not by ctest: from scratch on
 # 2 cores, the thread build and its runs take about 15 minutes, the address
-# build about 25 and its runs 3.
+# build about 35 (with the GUI) and its runs 4.
 #
 #   tests/analyzer/sanitize.sh thread|address [BUILD_DIR]
 #
 # builds prof-analyze, prof-gen-trace and the analyzer's unit tests with
 # -fsanitize=thread, or with -fsanitize=address,undefined, into BUILD_DIR
 # (default build-tsan or build-asan), without jemalloc (a sanitizer brings its
-# own allocator) and without the GUI, then runs
+# own allocator), then runs
 #   - the analyzer's unit tests (analysis, timeline, window index, OTF2, ...);
 #   - prof-analyze with two workers on synthetic traces of 4, 256 and 2048
 #     ranks, every report at once, then a --window of the first, and a trace
@@ -17,7 +17,11 @@
 #   - address only: the shim (libprof.so) in the integration tests' MPI
 #     programs, built with the same flags, each run's trace checked against
 #     the program's log of its calls, with PROF_BCAST=shm and
-#     PROF_SYNC=hierarchical too.
+#     PROF_SYNC=hierarchical too;
+#   - address only: the GUI's tests (gui_tests, offscreen), with prof-gui and
+#     prof-analyze built with the same flags, on traces these runs record as
+#     ctest's fixtures do. (Not under thread: Qt's own threads are not
+#     instrumented, and TSan would report their synchronization as races.)
 # It stops at the first sanitizer report (exit status 1) and says where its
 # log is. The suppressions are in tests/analyzer/tsan-suppressions.txt and
 # lsan-suppressions.txt, each with why.
@@ -40,14 +44,16 @@ launcher=()
 command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 cmake -G Ninja -S "$source_dir" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS=$flags" "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_EXE_LINKER_FLAGS=$flags" \
-  "-DCMAKE_SHARED_LINKER_FLAGS=$flags" -DPROF_BUILD_GUI=OFF -DPROF_ANALYZE_JEMALLOC=OFF \
+  "-DCMAKE_SHARED_LINKER_FLAGS=$flags" "-DPROF_BUILD_GUI=$([[ $kind == address ]] && echo ON || echo OFF)" \
+  -DPROF_ANALYZE_JEMALLOC=OFF \
   -DPROF_ANALYZE_STATIC_CXX_RUNTIME=OFF "${launcher[@]}" > "$build/sanitize-cmake.log"
 ninja -C "$build" analyzer/prof-analyze analyzer/prof-gen-trace tests/analyzer/analyzer_tests
 # (address: the shim too, inside MPI programs built with the same flags)
 two_rank_programs=(semantics comms mprobe coverage_coll threads)
 if [[ $kind == address ]]; then
   ninja -C "$build" libprof/src/libprof.so tests/integration/integ_trace_check \
-    "${two_rank_programs[@]/#/tests/integration/integ_}" tests/integration/integ_ring
+    "${two_rank_programs[@]/#/tests/integration/integ_}" tests/integration/integ_ring \
+    gui/prof-gui tests/gui/gui_tests tests/shim/shim_callsites_c tests/analyzer/analyzer_compare_runs
 fi
 
 export TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tsan-suppressions.txt"
@@ -129,5 +135,20 @@ if [[ $kind == address ]]; then
     echo "sanitize.sh: a report in $reported" >&2
     exit 1
   fi
+  # The GUI's tests, on the traces tests/gui/CMakeLists.txt's fixtures record:
+  # a run of the call-site program, and two runs of the comparison's program.
+  record() {  # record DIR PROGRAM [NAME=VALUE]...: a 2-rank run under this build's shim
+    local dir=$1 program=$2; shift 2
+    rm -rf "$dir"
+    env ASAN_OPTIONS="$ASAN_OPTIONS detect_leaks=0 verify_asan_link_order=0" PROF_OUTPUT="$dir" "$@" \
+      mpiexec -n 2 "$build/bin/prof-run" "$program" < /dev/null
+  }
+  run record-callsites record "$work/callsites-trace" "$build/tests/shim/shim_callsites_c"
+  run record-compare-a record "$work/compare-traces/a" "$build/tests/analyzer/analyzer_compare_runs" PROF_BCAST=native
+  run record-compare-b record "$work/compare-traces/b" "$build/tests/analyzer/analyzer_compare_runs" PROF_BCAST=shm \
+    COMPARE_SLOW_MS=200 COMPARE_EXTRA=1
+  run gui-tests env QT_QPA_PLATFORM=offscreen XDG_CONFIG_HOME="$work/gui-config" \
+    PROF_GUI_CALLSITES_TRACE="$work/callsites-trace" PROF_GUI_COMPARE_TRACES="$work/compare-traces" \
+    "$build/tests/gui/gui_tests"
 fi
 echo "sanitize.sh: no $kind sanitizer report (logs in $work)"
