@@ -2881,10 +2881,13 @@ void GuiTest::closing_comparison_restores_the_single_run_view() {
     if (window.comparison()->b->intervals[i].id == std::optional<uint16_t>(4)) four = static_cast<int>(i);
   window.tree()->setCurrentIndex(window.proxy()->mapFromSource(model->indexOfBInterval(four)));
   QCOMPARE(window.selectedOnlyInBInterval(), four);
+  const std::weak_ptr<const prof::analysis::Analysis> b_analysis = window.comparison()->b;
 
   window.closeComparisonAction()->trigger();
+  window.loader()->wait_background();
   QCoreApplication::processEvents();
   QVERIFY(!window.comparison());
+  QVERIFY2(b_analysis.expired(), "the closed comparison's run B is still held");
   QVERIFY(!window.closeComparisonAction()->isEnabled());
   QCOMPARE(window.selectedOnlyInBInterval(), -1);
   QCOMPARE(window.selectedInterval(), 0);  // the row is gone: the whole run
