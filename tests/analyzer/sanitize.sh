@@ -12,7 +12,8 @@
 #   - the analyzer's unit tests (analysis, timeline, window index, OTF2, ...);
 #   - prof-analyze with two workers on synthetic traces of 4, 256 and 2048
 #     ranks, every report at once, then a --window of the first, and a trace
-#     with one rank file cut short and another with a flipped byte;
+#     with one rank file cut short and another with a flipped byte (every
+#     report, and a --window);
 #   - the analysis as an MPI job (mpiexec -n 2, two workers each);
 #   - address only: the shim (libprof.so) in the integration tests' MPI
 #     programs, built with the same flags, each run's trace checked against
@@ -102,12 +103,14 @@ truncate -s $((size * 2 / 3)) "$work/damaged/rank-00001.prof"
 size=$(stat -c %s "$work/damaged/rank-00002.prof")
 printf '\xff' | dd of="$work/damaged/rank-00002.prof" bs=1 seek=$((size / 2)) conv=notrunc status=none
 # (Exit status 3 and nothing else: damaged input, its salvaged report written.)
-damaged() {
+damaged() {  # damaged [OPTIONS]...: prof-analyze on it exits with 3
   local status=0
-  "$analyze" "$work/damaged" -j 2 -q --no-progress --no-index -o "$work/damaged.txt" --json "$work/damaged.json" || status=$?
+  "$analyze" "$work/damaged" -j 2 -q --no-progress "$@" || status=$?
   [[ $status == 3 ]]
 }
-run analyze-damaged damaged
+run analyze-damaged damaged --no-index --functions --wait-states --callsites -o "$work/damaged.txt" \
+  --json "$work/damaged.json" --chrome-trace "$work/damaged.chrome.json" --otf2 "$work/damaged.otf2"
+run window-damaged damaged --window 0.001:0.003 -o "$work/damaged.window.txt"
 run mpi-job mpiexec -n 2 "$analyze" "$work/g256" -j 2 -q --no-progress --no-index --functions --wait-states \
   --callsites -o "$work/g256.job.txt" --json "$work/g256.job.json"
 run job-same-text cmp "$work/g256.job.txt" "$work/g256.txt"
