@@ -1,0 +1,89 @@
+// libFuzzer target: any bytes as the body of a trace's window index
+// (window-index.bin: everything after its magic, version and checksum), with
+// a valid header written around them, so that the input reaches the parser
+// rather than stopping at the checksum; then an analysis of a window of the
+// trace, which reads the index and starts each rank from its checkpoints.
+// A file that passes the checksum yet is malformed (a writer's bug, another
+// build's layout under the same version) must be refused or used, never
+// crash, hang or allocate without bound.
+//
+// The trace is the directory in PROF_FUZZ_TRACE (tests/analyzer/run_fuzz.sh
+// makes one), copied once at start; the seed corpus is its own index's body.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <ostream>
+#include <streambuf>
+#include <string>
+
+#include "prof/analysis/analysis.h"
+#include "prof/analysis/report.h"
+#include "prof/crc32c.h"
+#include "window_index.h"
+
+namespace {
+std::string trace_dir;
+
+void cleanup() {
+  std::error_code ec;
+  std::filesystem::remove_all(trace_dir, ec);
+}
+
+struct NullBuf : std::streambuf {
+  int overflow(int c) override { return c; }
+  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+};
+
+// The window the analysis is asked for, in seconds from the trace's start:
+// the middle of the 3 ms trace that run_fuzz_window_index.sh makes, so that
+// ranks start from checkpoints (58 of its 172 chunks decoded).
+constexpr double kWindowFrom = 0.0015, kWindowTo = 0.0025;
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  const char* source = std::getenv("PROF_FUZZ_TRACE");
+  if (!source) {
+    std::fprintf(stderr, "fuzz_window_index: set PROF_FUZZ_TRACE to a trace directory\n");
+    std::exit(2);
+  }
+  std::string tmpl = (std::filesystem::temp_directory_path() / "prof-fuzz-index-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) std::abort();
+  trace_dir = tmpl;
+  std::atexit(cleanup);  // libFuzzer ends with exit() on success and on -max_total_time
+  for (const auto& entry : std::filesystem::directory_iterator(source))
+    if (entry.path().filename().string().rfind("rank-", 0) == 0)
+      std::filesystem::copy_file(entry.path(), std::filesystem::path(trace_dir) / entry.path().filename());
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string path = trace_dir + "/window-index.bin";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return 0;
+  // The header as the writer makes it: magic, version, checksum of the rest.
+  std::fwrite("PROFWIDX", 1, 8, f);
+  const uint32_t version = prof::analysis::detail::WindowIndex::kVersion;
+  std::fwrite(&version, sizeof version, 1, f);
+  const uint64_t sum = prof::format::crc32c(data, size);
+  std::fwrite(&sum, sizeof sum, 1, f);
+  if (size) std::fwrite(data, 1, size, f);
+  std::fclose(f);
+
+  prof::analysis::Options opt;
+  opt.threads = 1;
+  opt.window_from_s = kWindowFrom;
+  opt.window_to_s = kWindowTo;
+  opt.write_window_index = false;  // a refused file is rebuilt in memory, not overwritten
+  const prof::analysis::Analysis a = prof::analysis::analyze(trace_dir, opt);
+  // (How the index served the window: "used", or "rebuilt (why)": to see
+  // what an input reaches, run the fuzzer on it alone with this set.)
+  if (std::getenv("PROF_FUZZ_SHOW_INDEX")) std::fprintf(stderr, "index %s\n", a.stats.window_index.c_str());
+  NullBuf nb;
+  std::ostream null(&nb);
+  prof::analysis::write_text_report(a, null, prof::analysis::TextOptions{});
+  return 0;
+}
