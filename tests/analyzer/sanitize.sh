@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The analysis under a sanitizer, run by hand, not by ctest: from scratch on
 # 2 cores, the thread build and its runs take about 15 minutes, the address
-# build about 35 (with the GUI) and its runs 4.
+# build about 35 (with the GUI) and its runs 3.
 #
 #   tests/analyzer/sanitize.sh thread|address [BUILD_DIR]
 #
@@ -18,7 +18,8 @@
 #   - address only: the shim (libprof.so) in the integration tests' MPI
 #     programs, built with the same flags, each run's trace checked against
 #     the program's log of its calls, with PROF_BCAST=shm and
-#     PROF_SYNC=hierarchical too;
+#     PROF_SYNC=hierarchical too, a program's own exit status, and crashes
+#     (the shim's crash handler);
 #   - address only: the GUI's tests (gui_tests, offscreen), with prof-gui and
 #     prof-analyze built with the same flags, on traces these runs record as
 #     ctest's fixtures do. (Not under thread: Qt's own threads are not
@@ -50,10 +51,11 @@ cmake -G Ninja -S "$source_dir" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPROF_ANALYZE_STATIC_CXX_RUNTIME=OFF "${launcher[@]}" > "$build/sanitize-cmake.log"
 ninja -C "$build" analyzer/prof-analyze analyzer/prof-gen-trace tests/analyzer/analyzer_tests
 # (address: the shim too, inside MPI programs built with the same flags)
-two_rank_programs=(semantics comms mprobe coverage_coll threads)
+two_rank_programs=(semantics comms mprobe coverage_coll threads long_gap)
 if [[ $kind == address ]]; then
   ninja -C "$build" libprof/src/libprof.so tests/integration/integ_trace_check \
     "${two_rank_programs[@]/#/tests/integration/integ_}" tests/integration/integ_ring \
+    tests/integration/integ_hello tests/integration/integ_crash \
     gui/prof-gui tests/gui/gui_tests tests/shim/shim_callsites_c tests/analyzer/analyzer_compare_runs
 fi
 
@@ -63,7 +65,7 @@ export TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tsan-suppressions.txt"
 # libstdc++ on every sort of a non-trivial type.)
 export ASAN_OPTIONS="halt_on_error=1 detect_leaks=1 alloc_dealloc_mismatch=0"
 export LSAN_OPTIONS="suppressions=$here/lsan-suppressions.txt print_suppressions=0"
-export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
+export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 suppressions=$here/ubsan-suppressions.txt"
 # UCX's memory hooks and the sanitizers' interceptors of malloc and mmap do
 # not go together (a sanitized MPI process crashes in MPI_Init with them).
 export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
@@ -122,16 +124,26 @@ if [[ $kind == address ]]; then
   # sync too. No leak check there: MPICH's and UCX's blocks left at exit
   # would be reported with the shim's. (verify_asan_link_order: the shim is
   # preloaded before the program's own runtime.)
-  shim() {  # shim PROGRAM RANKS [run_check.sh's --env NAME=VALUE]... (under run: its step's name)
-    local program=$1 ranks=$2; shift 2
-    ASAN_OPTIONS="$ASAN_OPTIONS detect_leaks=0 verify_asan_link_order=0" \
+  # (ASan's handlers of SIGSEGV and SIGABRT are left to the shim's crash
+  # handler in the crash program's runs: that handler is what they test.)
+  shim() {  # shim PROGRAM RANKS [run_check.sh's options]... [-- PROGRAM'S ARGUMENTS] (under run: its step's name)
+    local program=$1 ranks=$2 options=() signals=""; shift 2
+    while [[ $# -gt 0 && $1 != -- ]]; do options+=("$1"); shift; done
+    [[ $# -gt 0 ]] && shift
+    [[ $program == crash ]] && signals="handle_segv=0 handle_abort=0"
+    ASAN_OPTIONS="$ASAN_OPTIONS detect_leaks=0 verify_asan_link_order=0 $signals" \
       bash "$source_dir/tests/integration/run_check.sh" --out "$work/$step_name" \
       --shim "$build/libprof/src/libprof.so" --checker "$build/tests/integration/integ_trace_check" \
-      --mpiexec mpiexec --np "$ranks" --timeout 120 "$@" -- "$build/tests/integration/integ_$program"
+      --mpiexec mpiexec --np "$ranks" --timeout 120 "${options[@]}" -- "$build/tests/integration/integ_$program" "$@"
   }
   for program in "${two_rank_programs[@]}"; do run "shim-$program" shim "$program" 2; done
   run shim-coverage_coll-bcast-shm shim coverage_coll 2 --env PROF_BCAST=shm
   run shim-ring-hierarchical shim ring 3 --env PROF_SYNC=hierarchical
+  run shim-hello-exit-3 shim hello 2 --status 3 -- 3
+  # (mpiexec's status as tests/integration/CMakeLists.txt expects it.)
+  for mode_status in segv:nonzero abort:7 noexit:any sigkill:nonzero; do
+    run "shim-crash-${mode_status%%:*}" shim crash 2 --status "${mode_status##*:}" -- "${mode_status%%:*}"
+  done
   # (A report in a run whose status the check does not fix would pass it.)
   reported=$(grep -lE "ERROR: AddressSanitizer|runtime error:" "$work"/shim-*/stderr || true)
   if [[ -n $reported ]]; then
