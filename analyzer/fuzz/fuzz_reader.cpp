@@ -5,25 +5,20 @@
 // templates and decode markers and bare calls within a run) give exactly the
 // events and statistics of its next(), which decodes every record in full;
 // any difference aborts.
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <ostream>
-#include <streambuf>
 #include <string>
 
+#include "fuzz_support.h"
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/report.h"
 #include "prof/event_difference.h"
 #include "prof/trace_reader.h"
 
 namespace {
-std::string trace_dir;
-
 using prof::trace::Event;
 
 // The file through next() and through next_batch(), each on a trace of its
@@ -59,27 +54,15 @@ void batches_equal_next(const std::string& path) {
     std::abort();
   }
 }
-
-void cleanup() {
-  std::error_code ec;
-  std::filesystem::remove_all(trace_dir, ec);
-}
-
-struct NullBuf : std::streambuf {
-  int overflow(int c) override { return c; }
-  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
-};
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "prof-fuzz-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) std::abort();
-  trace_dir = tmpl;
-  std::atexit(cleanup);  // libFuzzer ends with exit() on success and on -max_total_time
+  prof::fuzz::make_trace_dir("prof-fuzz");
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string& trace_dir = prof::fuzz::trace_dir();
   const std::string path = trace_dir + "/rank-00000.prof";
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return 0;
@@ -100,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   prof::analysis::Options opt;
   opt.threads = 1;
   const prof::analysis::Analysis a = prof::analysis::analyze(trace_dir, opt);
-  NullBuf nb;
+  prof::fuzz::NullBuf nb;
   std::ostream null(&nb);
   prof::analysis::TextOptions t;
   t.functions = true;

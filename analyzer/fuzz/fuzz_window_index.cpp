@@ -9,35 +9,20 @@
 //
 // The trace is the directory in PROF_FUZZ_TRACE (tests/analyzer/run_fuzz.sh
 // makes one), copied once at start; the seed corpus is its own index's body.
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <ostream>
-#include <streambuf>
 #include <string>
 
+#include "fuzz_support.h"
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/report.h"
 #include "prof/crc32c.h"
 #include "window_index.h"
 
 namespace {
-std::string trace_dir;
-
-void cleanup() {
-  std::error_code ec;
-  std::filesystem::remove_all(trace_dir, ec);
-}
-
-struct NullBuf : std::streambuf {
-  int overflow(int c) override { return c; }
-  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
-};
-
 // The window the analysis is asked for, in seconds from the trace's start:
 // the middle of the 3 ms trace that run_fuzz_window_index.sh makes, so that
 // ranks start from checkpoints (58 of its 172 chunks decoded).
@@ -50,10 +35,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     std::fprintf(stderr, "fuzz_window_index: set PROF_FUZZ_TRACE to a trace directory\n");
     std::exit(2);
   }
-  std::string tmpl = (std::filesystem::temp_directory_path() / "prof-fuzz-index-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) std::abort();
-  trace_dir = tmpl;
-  std::atexit(cleanup);  // libFuzzer ends with exit() on success and on -max_total_time
+  prof::fuzz::make_trace_dir("prof-fuzz-index");
+  const std::string& trace_dir = prof::fuzz::trace_dir();
   for (const auto& entry : std::filesystem::directory_iterator(source))
     if (entry.path().filename().string().rfind("rank-", 0) == 0)
       std::filesystem::copy_file(entry.path(), std::filesystem::path(trace_dir) / entry.path().filename());
@@ -61,6 +44,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string& trace_dir = prof::fuzz::trace_dir();
   const std::string path = trace_dir + "/window-index.bin";
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return 0;
@@ -82,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // (How the index served the window: "used", or "rebuilt (why)": to see
   // what an input reaches, run the fuzzer on it alone with this set.)
   if (std::getenv("PROF_FUZZ_SHOW_INDEX")) std::fprintf(stderr, "index %s\n", a.stats.window_index.c_str());
-  NullBuf nb;
+  prof::fuzz::NullBuf nb;
   std::ostream null(&nb);
   prof::analysis::write_text_report(a, null, prof::analysis::TextOptions{});
   return 0;
