@@ -25,8 +25,8 @@
 #     ctest's fixtures do. (Not under thread: Qt's own threads are not
 #     instrumented, and TSan would report their synchronization as races.)
 # It stops at the first sanitizer report (exit status 1) and says where its
-# log is. The suppressions are in tests/analyzer/tsan-suppressions.txt and
-# lsan-suppressions.txt, each with why.
+# log is. The suppressions are in tests/analyzer/tsan-suppressions.txt,
+# lsan-suppressions.txt and ubsan-suppressions.txt, each with why.
 set -euo pipefail
 
 kind=${1:-}
