@@ -7,8 +7,10 @@
 // build's layout under the same version) must be refused or used, never
 // crash, hang or allocate without bound.
 //
-// The trace is the directory in PROF_FUZZ_TRACE (tests/analyzer/run_fuzz.sh
-// makes one), copied once at start; the seed corpus is its own index's body.
+// The trace is the directory in PROF_FUZZ_TRACE, with the index prof-analyze
+// wrote for it (tests/analyzer/run_fuzz_window_index.sh makes both), copied
+// once at start; the seed corpus is that index's body, and its first 12 bytes
+// (magic and version, as the writer makes them) head every input's file.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,9 +22,12 @@
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/report.h"
 #include "prof/crc32c.h"
-#include "window_index.h"
 
 namespace {
+// The index file's magic and version, then the CRC-32C of the rest (8 bytes).
+constexpr size_t kMagicAndVersionBytes = 12;
+char magic_and_version[kMagicAndVersionBytes];
+
 // The window the analysis is asked for, in seconds from the trace's start:
 // the middle of the 3 ms trace that run_fuzz_window_index.sh makes, so that
 // ranks start from checkpoints (58 of its 172 chunks decoded).
@@ -35,6 +40,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     std::fprintf(stderr, "fuzz_window_index: set PROF_FUZZ_TRACE to a trace directory\n");
     std::exit(2);
   }
+  const std::string index = std::string(source) + "/window-index.bin";
+  FILE* seed = std::fopen(index.c_str(), "rb");
+  if (!seed || std::fread(magic_and_version, 1, kMagicAndVersionBytes, seed) != kMagicAndVersionBytes) {
+    std::fprintf(stderr, "fuzz_window_index: no window index in %s\n", source);
+    std::exit(2);
+  }
+  std::fclose(seed);
   prof::fuzz::make_trace_dir("prof-fuzz-index");
   const std::string& trace_dir = prof::fuzz::trace_dir();
   for (const auto& entry : std::filesystem::directory_iterator(source))
@@ -48,10 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = trace_dir + "/window-index.bin";
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return 0;
-  // The header as the writer makes it: magic, version, checksum of the rest.
-  std::fwrite("PROFWIDX", 1, 8, f);
-  const uint32_t version = prof::analysis::detail::WindowIndex::kVersion;
-  std::fwrite(&version, sizeof version, 1, f);
+  std::fwrite(magic_and_version, 1, kMagicAndVersionBytes, f);
   const uint64_t sum = prof::format::crc32c(data, size);
   std::fwrite(&sum, sizeof sum, 1, f);
   if (size) std::fwrite(data, 1, size, f);
