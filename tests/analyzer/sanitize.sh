@@ -18,8 +18,8 @@
 #   - address only: the shim (libprof.so) in the integration tests' MPI
 #     programs, built with the same flags, each run's trace checked against
 #     the program's log of its calls, with PROF_BCAST=shm and
-#     PROF_SYNC=hierarchical too, a program's own exit status, and crashes
-#     (the shim's crash handler);
+#     PROF_SYNC=hierarchical too, a program's own exit status, a forked
+#     child, and crashes (the shim's crash handler);
 #   - address only: the GUI's tests (gui_tests, offscreen), with prof-gui and
 #     prof-analyze built with the same flags, on traces these runs record as
 #     ctest's fixtures do. (Not under thread: Qt's own threads are not
@@ -51,11 +51,11 @@ cmake -G Ninja -S "$source_dir" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPROF_ANALYZE_STATIC_CXX_RUNTIME=OFF "${launcher[@]}" > "$build/sanitize-cmake.log"
 ninja -C "$build" analyzer/prof-analyze analyzer/prof-gen-trace tests/analyzer/analyzer_tests
 # (address: the shim too, inside MPI programs built with the same flags)
-two_rank_programs=(semantics comms mprobe coverage_coll threads long_gap)
+two_rank_programs=(semantics comms mprobe coverage_coll coverage_p2p threads long_gap)
 if [[ $kind == address ]]; then
   ninja -C "$build" libprof/src/libprof.so tests/integration/integ_trace_check \
     "${two_rank_programs[@]/#/tests/integration/integ_}" tests/integration/integ_ring \
-    tests/integration/integ_hello tests/integration/integ_crash \
+    tests/integration/integ_hello tests/integration/integ_crash tests/integration/integ_fork \
     gui/prof-gui tests/gui/gui_tests tests/shim/shim_callsites_c tests/analyzer/analyzer_compare_runs
 fi
 
@@ -140,6 +140,7 @@ if [[ $kind == address ]]; then
   run shim-coverage_coll-bcast-shm shim coverage_coll 2 --env PROF_BCAST=shm
   run shim-ring-hierarchical shim ring 3 --env PROF_SYNC=hierarchical
   run shim-hello-exit-3 shim hello 2 --status 3 -- 3
+  for mode in exit exec; do run "shim-fork-$mode" shim fork 2 -- "$mode"; done
   # (mpiexec's status as tests/integration/CMakeLists.txt expects it.)
   for mode_status in segv:nonzero abort:7 noexit:any sigkill:nonzero; do
     run "shim-crash-${mode_status%%:*}" shim crash 2 --status "${mode_status##*:}" -- "${mode_status%%:*}"
