@@ -21,6 +21,7 @@ inline std::string& trace_dir() {
 // removed at exit (libFuzzer ends with exit() on success and on
 // -max_total_time).
 inline void make_trace_dir(const char* prefix) {
+  // (mkdtemp's template: it replaces the six X with a unique name.)
   std::string name = (std::filesystem::temp_directory_path() / (std::string(prefix) + "-XXXXXX")).string();
   if (!mkdtemp(name.data())) std::abort();
   trace_dir() = name;

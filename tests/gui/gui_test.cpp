@@ -2884,7 +2884,8 @@ void GuiTest::closing_comparison_restores_the_single_run_view() {
   const std::weak_ptr<const prof::analysis::Analysis> b_analysis = window.comparison()->b;
 
   window.closeComparisonAction()->trigger();
-  window.loader()->wait_background();
+  // (Run B's load may still be writing its window index, holding its session.)
+  for (prof::gui::TraceLoader* loader : window.findChildren<prof::gui::TraceLoader*>()) loader->wait_background();
   QCoreApplication::processEvents();
   QVERIFY(!window.comparison());
   QVERIFY2(b_analysis.expired(), "the closed comparison's run B is still held");
