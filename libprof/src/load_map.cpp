@@ -150,9 +150,14 @@ uintptr_t first_frame_outside_mpi(uintptr_t return_address) {
   if (!in_mpi_libraries(return_address)) return return_address;
   void* frames[32];
   const int n = backtrace(frames, 32);
+  // The walk starts in libprof.so, one of the MPI libraries here. Frames
+  // before the first of those are whatever stands between us and the
+  // unwinder (a sanitizer's interceptor of backtrace), not the application.
+  bool in_mpi = false;
   for (int i = 0; i < n; ++i) {
     const auto a = reinterpret_cast<uintptr_t>(frames[i]);
-    if (!in_mpi_libraries(a)) return a;
+    if (in_mpi_libraries(a)) in_mpi = true;
+    else if (in_mpi) return a;
   }
   return return_address;
 }
