@@ -8,6 +8,7 @@
 #include <system_error>
 #include <thread>
 #ifdef __GLIBC__
+#include <dlfcn.h>
 #include <malloc.h>
 #endif
 
@@ -24,6 +25,24 @@ namespace detail {
 extern "C" int mallctl(const char* name, void* old_value, size_t* old_size, void* new_value,
                        size_t new_size) __attribute__((weak));
 
+#ifdef __GLIBC__
+// Whether the program's malloc is glibc's. Where another allocator stands in
+// front of it (preloaded, or a sanitizer's), glibc's heap has never been
+// used: malloc_trim would set it up on the calling thread, and two analyses
+// doing so at once on their own threads (the GUI's comparison) race on that
+// set-up and crash.
+bool glibc_malloc_in_use() {
+  static const bool in_use = [] {
+    void* libc = ::dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (libc == nullptr) return false;
+    const bool same = ::dlsym(libc, "malloc") == ::dlsym(RTLD_DEFAULT, "malloc");
+    ::dlclose(libc);
+    return same;
+  }();
+  return in_use;
+}
+#endif
+
 void give_back_free_heap() {
   if (mallctl) {
     // "arena.4096" is every arena (jemalloc's MALLCTL_ARENAS_ALL).
@@ -31,7 +50,7 @@ void give_back_free_heap() {
     return;
   }
 #ifdef __GLIBC__
-  ::malloc_trim(0);
+  if (glibc_malloc_in_use()) ::malloc_trim(0);
 #endif
 }
 
