@@ -18,8 +18,10 @@
 #   - address only: the shim (libprof.so) in the integration tests' MPI
 #     programs, built with the same flags, each run's trace checked against
 #     the program's log of its calls, with PROF_BCAST=shm and
-#     PROF_SYNC=hierarchical too, a program's own exit status, a forked
-#     child, and crashes (the shim's crash handler);
+#     PROF_SYNC=hierarchical too, 3 and 5 ranks, Fortran, a program's own
+#     exit status, a forked child, and crashes (the shim's crash handler);
+#     then the integration tests' scripts: bad settings, a full disk, a
+#     reused output, a killed copy, missing chunks, hangs;
 #   - address only: the GUI's tests (gui_tests, offscreen), with prof-gui and
 #     prof-analyze built with the same flags, on traces these runs record as
 #     ctest's fixtures do. (Not under thread: Qt's own threads are not
@@ -56,7 +58,10 @@ if [[ $kind == address ]]; then
   ninja -C "$build" libprof/src/libprof.so tests/integration/integ_trace_check \
     "${two_rank_programs[@]/#/tests/integration/integ_}" tests/integration/integ_ring \
     tests/integration/integ_hello tests/integration/integ_crash tests/integration/integ_fork \
-    gui/prof-gui tests/gui/gui_tests tests/shim/shim_callsites_c tests/analyzer/analyzer_compare_runs
+    gui/prof-gui tests/gui/gui_tests tests/shim/shim_callsites_c tests/analyzer/analyzer_compare_runs \
+    tests/integration/integ_fortran tests/integration/integ_comms tests/integration/integ_busy \
+    tests/integration/integ_sequence tests/integration/libinteg_kill_in_copy.so tests/integration/integ_hang \
+    tests/integration/integ_hang_fortran libprof/tools/prof-dump
 fi
 
 export TSAN_OPTIONS="halt_on_error=1 suppressions=$here/tsan-suppressions.txt"
@@ -136,17 +141,52 @@ if [[ $kind == address ]]; then
       --shim "$build/libprof/src/libprof.so" --checker "$build/tests/integration/integ_trace_check" \
       --mpiexec mpiexec --np "$ranks" --timeout 120 "${options[@]}" -- "$build/tests/integration/integ_$program" "$@"
   }
-  for program in "${two_rank_programs[@]}"; do run "shim-$program" shim "$program" 2; done
+  for program in "${two_rank_programs[@]}" fortran; do run "shim-$program" shim "$program" 2; done
   run shim-coverage_coll-bcast-shm shim coverage_coll 2 --env PROF_BCAST=shm
+  run shim-coverage_coll-3 shim coverage_coll 3
+  run shim-comms-5 shim comms 5
   run shim-ring-hierarchical shim ring 3 --env PROF_SYNC=hierarchical
   run shim-hello-exit-3 shim hello 2 --status 3 -- 3
   for mode in exit exec; do run "shim-fork-$mode" shim fork 2 -- "$mode"; done
   # (mpiexec's status as tests/integration/CMakeLists.txt expects it.)
-  for mode_status in segv:nonzero abort:7 noexit:any sigkill:nonzero; do
+  for mode_status in segv:nonzero abort:7 noexit:any noexit_slow:any sigkill:nonzero; do
     run "shim-crash-${mode_status%%:*}" shim crash 2 --status "${mode_status##*:}" -- "${mode_status%%:*}"
   done
+  # The integration tests' scripts of settings, losses and hangs, with this
+  # build's shim, programs, prof-dump and prof-analyze (the arguments
+  # tests/integration/CMakeLists.txt gives them). The hangs' segv and abort
+  # cases test the shim's crash handler, as above.
+  integ=$source_dir/tests/integration
+  programs=$build/tests/integration
+  script() {  # script SCRIPT CASE ARGUMENTS...: the shim's settings as shim() has them
+    local name=$1 case_=$2 signals=""; shift 2
+    [[ $name == hang ]] && signals="handle_segv=0 handle_abort=0"
+    ASAN_OPTIONS="$ASAN_OPTIONS detect_leaks=0 verify_asan_link_order=0 $signals" \
+      bash "$integ/$name.sh" "$case_" "$build/libprof/src/libprof.so" "$@"
+  }
+  for case_ in exit_code no_init bad_settings strict; do
+    run "transparency-$case_" script transparency "$case_" mpiexec "$programs/integ_hello" "$work/transparency-$case_"
+  done
+  for case_ in full_disk reused_output big_buffer; do
+    run "losses-$case_" script losses "$case_" mpiexec "$programs/integ_busy" "$build/libprof/tools/prof-dump" \
+      "$analyze" "$work/losses-$case_"
+  done
+  for case_ in clean kill_partial kill_whole full_disk; do
+    run "home-copy-$case_" script home_copy "$case_" "$programs/libinteg_kill_in_copy.so" mpiexec \
+      "$programs/integ_sequence" "$build/libprof/tools/prof-dump" "$integ/home_copy_check.py" "$work/home-copy-$case_"
+  done
+  run missing-chunks env ASAN_OPTIONS="$ASAN_OPTIONS detect_leaks=0 verify_asan_link_order=0" \
+    bash "$integ/missing_chunks.sh" "$build/libprof/src/libprof.so" mpiexec "$programs/integ_busy" \
+    "$build/libprof/tools/prof-dump" "$analyze" "$integ/chunk_surgery.py" "$work/missing-chunks"
+  for case_ in deadlock_term deadlock_kill segv abort deadlock_term_fortran; do
+    program=integ_hang
+    [[ $case_ == *_fortran ]] && program=integ_hang_fortran
+    run "hang-$case_" script hang "$case_" mpiexec "$programs/$program" "$build/libprof/tools/prof-dump" \
+      "$analyze" "$work/hang-$case_"
+  done
   # (A report in a run whose status the check does not fix would pass it.)
-  reported=$(grep -lE "ERROR: AddressSanitizer|runtime error:" "$work"/shim-*/stderr || true)
+  reported=$(grep -rlE "ERROR: AddressSanitizer|runtime error:" "$work"/shim-* "$work"/transparency-* \
+    "$work"/losses-* "$work"/home-copy-* "$work"/missing-chunks "$work"/hang-* || true)
   if [[ -n $reported ]]; then
     echo "sanitize.sh: a report in $reported" >&2
     exit 1
