@@ -15,7 +15,9 @@
 #     ranks, every report at once, then a --window of the first, and a trace
 #     with one rank file cut short and another with a flipped byte (every
 #     report, and a --window);
-#   - the analysis as an MPI job (mpiexec -n 2, two workers each);
+#   - the analysis as an MPI job (mpiexec -n 2, two workers each), on the
+#     trace of 256 ranks and on the damaged one, its reports compared with
+#     the plain command's;
 #   - the shim in the integration tests' MPI programs, each run's trace
 #     checked against the program's log of its calls, with PROF_BCAST=shm
 #     and PROF_SYNC=hierarchical too, 3 and 5 ranks, Fortran, MPI_THREAD_MULTIPLE,
@@ -115,9 +117,10 @@ printf '\xff' | dd of="$work/damaged/rank-00002.prof" bs=1 seek=$((size / 2)) co
 # (Exit status 3 and nothing else: damaged input, its salvaged report written.)
 damaged() {  # damaged [OPTIONS]...: prof-analyze on it exits with 3
   local status=0
-  "$analyze" "$work/damaged" -j 2 -q --no-progress "$@" || status=$?
+  $damaged_launcher "$analyze" "$work/damaged" -j 2 -q --no-progress "$@" || status=$?
   [[ $status == 3 ]]
 }
+damaged_launcher=""
 run analyze-damaged damaged --no-index --functions --wait-states --callsites -o "$work/damaged.txt" \
   --json "$work/damaged.json" --chrome-trace "$work/damaged.chrome.json" --otf2 "$work/damaged.otf2"
 run window-damaged damaged --window 0.001:0.003 -o "$work/damaged.window.txt"
@@ -125,6 +128,14 @@ run mpi-job mpiexec -n 2 "$analyze" "$work/g256" -j 2 -q --no-progress --no-inde
   --callsites -o "$work/g256.job.txt" --json "$work/g256.job.json"
 run job-same-text cmp "$work/g256.job.txt" "$work/g256.txt"
 run job-same-json cmp "$work/g256.job.json" "$work/g256.json"
+# The damaged trace as a job: the same exit status, the same reports.
+damaged_launcher="mpiexec -n 2"
+run mpi-job-damaged damaged --no-index --functions --wait-states --callsites -o "$work/damaged.job.txt" \
+  --json "$work/damaged.job.json"
+run job-damaged-same-text cmp "$work/damaged.job.txt" "$work/damaged.txt"
+run job-damaged-same-json cmp "$work/damaged.job.json" "$work/damaged.json"
+run mpi-job-window-damaged damaged --window 0.001:0.003 -o "$work/damaged.window.job.txt"
+run job-damaged-same-window cmp "$work/damaged.window.job.txt" "$work/damaged.window.txt"
 # The shim in the integration tests' programs (tests/integration/run_check.sh:
 # each run's exit status, then its trace against the program's own log of its
 # calls), with the shared-memory broadcast and the hierarchical clock sync
