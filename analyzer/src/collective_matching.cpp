@@ -52,7 +52,7 @@ namespace prof::analysis::detail {
   } else {
     double spread = rr.time_variation;
     if (window_.windowed()) spread = std::max(0.0, std::min(rr.leave + spread, window_.hi()) - std::max(rr.leave, window_.lo()));
-    r.acc[rr.node].time_variation += spread;
+    r.pending_spreads.push_back(Rank::PendingSpread{rr.leave, rr.node, spread});
   }
   r.holds.release(rr.hold);
 }

@@ -579,6 +579,35 @@ struct alignas(64) Rank : RankOutcome {
     for (const PartnerCredit& c : partner_credits) acc[c.node].waited_for.add(c.partner, c.length, c.uncertain);
     partner_credits.clear();
   }
+  // The exit spreads (Time Variation) of a single-threaded rank's collective
+  // calls, until the watermark passes their calls' leaves: they are added to
+  // their nodes in the order of those leaves (then node, then length).
+  // Results arrive in an order that depends on the workers, the phases and
+  // the processes (each instance's owner posts its own), and a sum of
+  // fractional times depends on the order of its terms. A result not yet
+  // here holds the watermark at its call's enter, so every spread added
+  // later has a later leave than those added before it.
+  struct PendingSpread {
+    double leave;
+    uint32_t node;
+    double length;
+  };
+  std::vector<PendingSpread> pending_spreads;
+  void add_spreads(double upto) {
+    if (pending_spreads.empty()) return;
+    // (They arrive nearly in order: the sort is rarely needed.)
+    auto order = [](const PendingSpread& a, const PendingSpread& b) {
+      if (a.leave != b.leave) return a.leave < b.leave;
+      if (a.node != b.node) return a.node < b.node;
+      return a.length < b.length;
+    };
+    if (!std::is_sorted(pending_spreads.begin(), pending_spreads.end(), order))
+      std::sort(pending_spreads.begin(), pending_spreads.end(), order);
+    const auto due = std::partition_point(pending_spreads.begin(), pending_spreads.end(),
+                                          [upto](const PendingSpread& s) { return s.leave < upto; });
+    for (auto it = pending_spreads.begin(); it != due; ++it) acc[it->node].time_variation += it->length;
+    pending_spreads.erase(pending_spreads.begin(), due);
+  }
   InstantSums& sums(uint32_t context) {
     return context & kComboBit ? combos[context & ~kComboBit].in : acc[context].in;
   }
@@ -587,6 +616,7 @@ struct alignas(64) Rank : RankOutcome {
   // `last`: the analysis's end, when sends never matched wait no longer.
   void settle_instants(double upto, bool last = false) {
     add_partner_credits();
+    add_spreads(upto);
     instants.sweep(upto, [this](uint32_t context, const double* length, int levels) {
       auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
       const auto* add = reinterpret_cast<const TwoLevels*>(length);
@@ -608,6 +638,7 @@ struct alignas(64) Rank : RankOutcome {
     send_holds = {};
     add_partner_credits();
     partner_credits = {};
+    pending_spreads = {};
     for (NodeAcc& a : acc) a.waited_for.shrink();
   }
   // An MPI job's rank once what the report reads of its pass is taken

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "mixed_workload.h"
 #include "trace_builder.h"
 
 namespace fs = std::filesystem;
@@ -240,6 +241,15 @@ void build_clean_ring(TraceBuilder& b, int ranks, int iterations) {
 // start reach their receivers' processes, and the window's figures and
 // counts (events decoded up to the window's end, messages and instances
 // inside it) are the plain command's for every K, byte for byte.
+// Where times are fractional ns (a TSC's), to the last bit: a rank gets its
+// collective results from their instances' owners, spread over the
+// processes, in an order that depends on K.
+TEST(MpiJob, MixedWorkloadOnATscClockIsTheSameForEveryProcessCount) {
+  TraceBuilder b(6, 42, true, 1u << 20, prof::format::kFormatVersion, kTscRate);
+  build_mixed_workload(b);
+  expect_same_for_every_k(b.dir(), "--functions --json {json}");
+}
+
 TEST(MpiJob, WindowServedByTheIndexIsTheSameForEveryProcessCount) {
   TraceBuilder b(6, 42, true, 4096);
   build_clean_ring(b, 6, 1500);

@@ -1,7 +1,9 @@
 // Builds small traces for the analyzer's tests with the format's TraceWriter:
 // one writer per rank in a fresh temporary directory, a fixed table of MPI
 // functions, call sites app.c:100/200/300, times in nanoseconds of a 1 ns/tick
-// monotonic timer (so every figure is exact integer arithmetic).
+// monotonic timer (so every figure is exact integer arithmetic), or of a
+// fractional rate where a test asks for one (TickRate: as a real TSC's, whose
+// figures are sums of fractional times, and so depend on the sums' order).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -37,14 +39,23 @@ enum Fn : uint16_t {
 // MPICH's handle for every send that completed at once (a builtin request).
 constexpr uint32_t kBuiltinDoneSend = 0x6c000001u;
 
+// The timer's ns per tick, as the trace's ns_per_tick says it ("1": times
+// are the ns the events are written with).
+struct TickRate {
+  const char* ns_per_tick = "1";
+};
+// A real trace's rate (a TSC of 2.6 GHz): an event written at t "ns" is at
+// 0.385... t ns, between whole ns.
+inline constexpr TickRate kTscRate{"0.385187261371"};
+
 class TraceBuilder {
  public:
   // chunk_bytes: the writers' event chunk size (at least 1 KiB; small ones make many chunks).
   // version: the files' format version (an older one writes as its writers did).
   explicit TraceBuilder(int ranks, uint64_t run_id = 42, bool standard_defs = true,
                         uint32_t chunk_bytes = 1u << 20,
-                        uint32_t version = format::kFormatVersion)
-      : ranks_(ranks) {
+                        uint32_t version = format::kFormatVersion, TickRate rate = {})
+      : ranks_(ranks), rate_(rate) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "prof-analyzer-test-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
@@ -75,8 +86,8 @@ class TraceBuilder {
     w(r).event(e);
   }
 
-  static void define(trace::TraceWriter& t) {
-    t.meta("ns_per_tick", "1");
+  static void define(trace::TraceWriter& t, TickRate rate = {}) {
+    t.meta("ns_per_tick", rate.ns_per_tick);
     t.meta("exe", "/home/user/app");
     const std::pair<Fn, std::pair<FuncKind, const char*>> fns[] = {
         {Init, {FuncKind::Other, "MPI_Init"}},
@@ -119,7 +130,7 @@ class TraceBuilder {
     t.call_site_index(Allreduce, 1, 2);
     t.call_site_index(Allreduce, 2, 3);
   }
-  void define(int r) { define(w(r)); }
+  void define(int r) { define(w(r), rate_); }
 
   // --- events (ns) ---
   void other(int r, Fn f, uint64_t enter, uint64_t leave) {
@@ -232,6 +243,7 @@ class TraceBuilder {
 
  private:
   int ranks_;
+  TickRate rate_;
   std::string dir_;
   std::vector<std::unique_ptr<trace::TraceWriter>> w_;
   std::vector<uint32_t> stream_;
