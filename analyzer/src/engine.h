@@ -63,7 +63,10 @@
 //     enter, leave, duration); nonblocking collectives at their start call.
 //   - The result does not depend on the windows, the number of workers or
 //     the number of processes they are spread over (an MPI job:
-//     distributed.cpp; tests/analyzer/streaming_test.cpp, mpi_job_test.cpp).
+//     distributed.cpp; tests/analyzer/streaming_test.cpp, mpi_job_test.cpp),
+//     with one exception still open: on fractional times the sums the sweeps
+//     make (instants.h) can differ in their last bit where the sweeps stop
+//     elsewhere (Streaming.DISABLED_SweepsOnATscClock...).
 //
 // This header declares the engine's state and steps; they are defined by
 // concept: analysis.cpp (phases and decoding), p2p_matching.cpp, p2p_steps.h
@@ -308,6 +311,7 @@ struct NodeAcc {
 
 // A wait on a partner not yet added to its node's PartnerWaits (Rank::partner_credits).
 struct PartnerCredit {
+  double from;  // the wait's start
   uint32_t node;
   int32_t partner;
   double length, uncertain;
@@ -567,17 +571,43 @@ struct alignas(64) Rank : RankOutcome {
     if (a.funcs.size() < slot) a.funcs.resize(slot);
     return a.funcs[slot - 1];
   }
-  // Waits by partner, in the order they were matched, until the rank
-  // settles (with many ranks: Engine::kDeferCreditsRanks): a collective's
-  // owner hands its results to every member rank in turn, so at thousands of
-  // ranks each match found the rank's node and partner arrays out of cache
-  // (three misses a wait); they are added here while the rank's own steps
-  // hold them in cache, each partner's sums in the same order as at the match.
-  bool defer_partner_credits = false;
+  // Waits by partner, until the wait states' watermark passes their start:
+  // they are added to their nodes' sums in the order of their starts (then
+  // node, partner, length), not in the order they came. They come as their
+  // receives are matched and their collectives' results arrive, in an order
+  // that depends on the workers, the phases and the processes, and a sum of
+  // fractional times depends on the order of its terms. A wait not known
+  // yet holds the watermark at or before its start (its receive's issue, its
+  // collective call's enter, its send's enter), so no later one starts
+  // before those added. (At thousands of ranks this also keeps a
+  // collective's owner, which hands its results to every member in turn,
+  // from finding each member's node and partner arrays out of cache.)
   std::vector<PartnerCredit> partner_credits;
-  void add_partner_credits() {
-    for (const PartnerCredit& c : partner_credits) acc[c.node].waited_for.add(c.partner, c.length, c.uncertain);
-    partner_credits.clear();
+  void add_partner_credits(double upto) {
+    if (partner_credits.empty()) return;
+    auto order = [](const PartnerCredit& a, const PartnerCredit& b) {
+      if (a.from != b.from) return a.from < b.from;
+      if (a.node != b.node) return a.node < b.node;
+      if (a.partner != b.partner) return a.partner < b.partner;
+      if (a.length != b.length) return a.length < b.length;
+      return a.uncertain < b.uncertain;
+    };
+    // (They come as a few runs in order, one per way they arrive: each run
+    // is merged into those before it, unless there are many.)
+    auto sorted_end = std::is_sorted_until(partner_credits.begin(), partner_credits.end(), order);
+    for (int merges = 0; sorted_end != partner_credits.end(); ++merges) {
+      if (merges == 8) {
+        std::sort(partner_credits.begin(), partner_credits.end(), order);
+        break;
+      }
+      const auto run_end = std::is_sorted_until(sorted_end, partner_credits.end(), order);
+      std::inplace_merge(partner_credits.begin(), sorted_end, run_end, order);
+      sorted_end = run_end;
+    }
+    const auto due = std::partition_point(partner_credits.begin(), partner_credits.end(),
+                                          [upto](const PartnerCredit& c) { return c.from < upto; });
+    for (auto it = partner_credits.begin(); it != due; ++it) acc[it->node].waited_for.add(it->partner, it->length, it->uncertain);
+    partner_credits.erase(partner_credits.begin(), due);
   }
   // The exit spreads (Time Variation) of a single-threaded rank's collective
   // calls, until the watermark passes their calls' leaves: they are added to
@@ -615,7 +645,7 @@ struct alignas(64) Rank : RankOutcome {
   // waits by partner).
   // `last`: the analysis's end, when sends never matched wait no longer.
   void settle_instants(double upto, bool last = false) {
-    add_partner_credits();
+    add_partner_credits(last ? upto : std::min(upto, send_holds.oldest()));
     add_spreads(upto);
     instants.sweep(upto, [this](uint32_t context, const double* length, int levels) {
       auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
@@ -636,7 +666,7 @@ struct alignas(64) Rank : RankOutcome {
     instants = InstantSets{};
     waits = WaitKindSets{};
     send_holds = {};
-    add_partner_credits();
+    add_partner_credits(kInf);
     partner_credits = {};
     pending_spreads = {};
     for (NodeAcc& a : acc) a.waited_for.shrink();
@@ -866,8 +896,7 @@ class Engine {
   // there a rank keeps its chunk's pages and its file mapped until the trace
   // closes.
   static constexpr size_t kReleasePagesRanks = 16384;
-  // Above this many ranks, waits by partner wait in Rank::partner_credits
-  // until their rank settles, and so do collective results in queued_results_
+  // Above this many ranks, collective results wait in queued_results_
   // on a whole run (below it every rank's state stays in cache and the
   // buffer would only add work; a window's end is found from every rank's
   // holds at each phase's end, AnalysisWindow::done).

@@ -63,8 +63,7 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
   const double bound = clock_error_[r.index] + (pi >= 0 ? clock_error_[static_cast<size_t>(pi)] : 0);
   const double length = to - from;
   const double uncertain = length < bound ? length : 0;
-  if (r.defer_partner_credits) r.partner_credits.push_back(PartnerCredit{node, partner, length, uncertain});
-  else r.acc[node].waited_for.add(partner, length, uncertain);
+  r.partner_credits.push_back(PartnerCredit{from, node, partner, length, uncertain});
   if (r.log_delay) r.delay.waits.push_back(DelayLog::Wait{from, to, partner, node});
 }
 

@@ -9,8 +9,9 @@
 
 namespace prof::test {
 
-// Six ranks, 300 iterations: a ring exchange (blocking and Irecv/Wait), a
-// world Allreduce, a reduction among the even ranks, nested intervals, rank
+// Six ranks, 300 iterations: a ring exchange (blocking and Irecv/Wait), an
+// exchange with both neighbours completed by one Waitall every other
+// iteration, a world Allreduce, a reduction among the even ranks, nested intervals, rank
 // clocks offset by whole microseconds, and a rank that stops early. Rank 1
 // has a second thread whose calls overlap the first's (and an interval of its
 // own now and then); rank 3 keeps a receive from rank 2 outstanding from the
@@ -51,6 +52,18 @@ inline void build_mixed_workload(TraceBuilder& b) {
       if (r % 2 == 0)
         b.collective(r, Bcast, raw(r, now + (51 + r) * kUs), raw(r, now + 60 * kUs), evens);
       b.end(r, raw(r, now + 70 * kUs), 2, 2);
+      if (it % 2 == 0) {
+        // Both neighbours, one Waitall: its two receives' waits start at
+        // its enter, and their sends reach the rank from two other ranks.
+        const uint32_t from_left = 0xAD000000u + 2 * static_cast<uint32_t>(it % 3), from_right = from_left + 1;
+        b.irecv(r, raw(r, now + 71 * kUs), raw(r, now + 72 * kUs), left, 5, from_left);
+        b.irecv(r, raw(r, now + 72 * kUs), raw(r, now + 73 * kUs), right, 6, from_right);
+        const uint64_t late = static_cast<uint64_t>(r % 3) * kUs;
+        b.send(r, raw(r, now + 73 * kUs + late), raw(r, now + 74 * kUs + late), right, 5);
+        b.send(r, raw(r, now + 76 * kUs), raw(r, now + 77 * kUs), left, 6);
+        b.wait(r, Waitall, raw(r, now + 77 * kUs), raw(r, now + 79 * kUs),
+               {TraceBuilder::done(from_left, left, 5, 8), TraceBuilder::done(from_right, right, 6, 8)});
+      }
       b.end(r, raw(r, now + 80 * kUs), 1, 1);
       if (r == 1) {
         b.thread(r, 1);

@@ -80,6 +80,84 @@ TEST(Streaming, SameReportWhateverTheWindowsAndThreadsOnATscClock) {
   expect_same_report_whatever_the_windows_and_threads(kTscRate);
 }
 
+// Three ranks on a TSC's clock, 3000 iterations: rank 0 waits on rank 1 in
+// receives and in Allreduces that rank 1 enters last, and its waits add up
+// to about a second (so their sums are not exact).
+void build_waits_on_one_partner(TraceBuilder& b) {
+  for (int r = 0; r < 3; ++r) {
+    b.init(r, 0, 1 * kMs);
+    uint64_t now = 1 * kMs;
+    for (int it = 0; it < 3000; ++it) {
+      const uint64_t jitter = static_cast<uint64_t>((it * 37 + r * 11) % 97) * 1013;
+      if (r == 0) {
+        b.begin(r, now, 1, 1);
+        b.irecv(r, now + 1000, now + 2000, 1, 7, 0xAC000001u);
+        b.collective(r, Allreduce, now + 3000, now + 400 * kUs + jitter);
+        b.wait(r, Wait, now + 401 * kUs + jitter, now + 700 * kUs + jitter,
+               {TraceBuilder::done(0xAC000001u, 1, 7, 8)});
+        b.end(r, now + 800 * kUs, 1, 1);
+      } else if (r == 1) {
+        b.collective(r, Allreduce, now + 300 * kUs + jitter, now + 400 * kUs + jitter);
+        b.send(r, now + 600 * kUs + jitter, now + 601 * kUs + jitter, 0, 7);
+      } else {
+        b.collective(r, Allreduce, now + 5000 + jitter, now + 400 * kUs);
+      }
+      now += 1 * kMs;
+    }
+    b.finalize(r, now + 1 * kMs, now + 2 * kMs);
+    b.close(r);
+  }
+}
+
+// Each interval's waits by partner, to the last bit, whatever the windows
+// and workers: the waits reach a rank as their receives are matched and
+// their collectives' results arrive, in an order that depends on both.
+TEST(Streaming, WaitsByPartnerOnATscClockWhateverTheWindowsAndThreads) {
+  TraceBuilder b(3, 42, true, 1u << 20, format::kFormatVersion, kTscRate);
+  build_waits_on_one_partner(b);
+  auto partners = [](const analysis::Analysis& a) {
+    std::ostringstream out;
+    out.precision(17);
+    for (const auto& node : a.intervals)
+      for (const auto& p : node.waited_for) out << p.rank << ' ' << p.seconds << ' ' << p.uncertain_seconds << '\n';
+    return out.str();
+  };
+  analysis::Options whole;
+  whole.threads = 1;
+  whole.window_events = 1u << 30;
+  const std::string want = partners(analyze_checked(b.dir(), whole));
+  ASSERT_NE(want, "");
+  for (auto [threads, window] : {std::pair{1u, 500ull}, std::pair{2u, 500ull}, std::pair{3u, 50ull}}) {
+    analysis::Options o;
+    o.threads = threads;
+    o.window_events = window;
+    o.window_events_per_rank = 0;
+    EXPECT_EQ(partners(analyze_checked(b.dir(), o)), want) << threads << " threads, windows of " << window;
+  }
+}
+
+// Not yet true, so not run (an open fault of the analysis, docs/design/
+// analysis-engine.md, "Invariants"): on the same trace the figures measured
+// as sets of instants (SendRecv, PotentSync) differ in their last bit
+// between one window and several, or one worker and two: each sweep stops at
+// the watermark of its phase, and the pieces it cuts there and the lengths
+// it credits at its end group the sums differently.
+TEST(Streaming, DISABLED_SweepsOnATscClockSameReportWhateverTheWindowsAndThreads) {
+  TraceBuilder b(3, 42, true, 1u << 20, format::kFormatVersion, kTscRate);
+  build_waits_on_one_partner(b);
+  analysis::Options whole;
+  whole.threads = 1;
+  whole.window_events = 1u << 30;
+  const std::string want = report(analyze_checked(b.dir(), whole));
+  for (unsigned threads : {1u, 2u, 3u}) {
+    analysis::Options o;
+    o.threads = threads;
+    o.window_events = 500;
+    o.window_events_per_rank = 0;
+    EXPECT_EQ(first_difference(report(analyze_checked(b.dir(), o)), want), "") << threads << " threads";
+  }
+}
+
 // With fewer file mappings allowed than ranks (prof::trace::set_mapping_budget),
 // the analysis holds no more than its budget between phases (each rank's file
 // is given back after its visit and mapped again at the next) and its report
