@@ -99,8 +99,8 @@ void on_each_worker(unsigned lo, unsigned hi, bool alone, Work&& work) {
     r.intervals.plain_call(leave);
     NodeAcc& a = r.acc[r.node(e.stream)];
     const double dur = leave - enter;
-    a.in.level[kMpiCallSpan] += dur;
-    if (fi.role & kRoleStartsOp) a.in.level[kStartCallSpan] += dur;
+    a.mpi_time += dur;
+    if (fi.role & kRoleStartsOp) a.start_time += dur;
     count_call(a, e, fi, dur);
     return true;
   }
@@ -111,11 +111,13 @@ void on_each_worker(unsigned lo, unsigned hi, bool alone, Work&& work) {
   if (!r.intervals.call(fi, enter, leave, *this)) return false;
   NodeAcc& a = r.acc[r.node(e.stream)];
   // Counted with its part inside the window (all of it without one).
-  double dur = leave - enter;
+  double from = enter, to = leave;
   if (eng.window_.windowed()) {
     if (leave < eng.window_.lo() || enter > eng.window_.hi()) return true;
-    dur = std::min(leave, eng.window_.hi()) - std::max(enter, eng.window_.lo());
+    from = std::max(enter, eng.window_.lo());
+    to = std::min(leave, eng.window_.hi());
   }
+  const double dur = to - from;
   const bool starts = fi.role & kRoleStartsOp;
   if (r.threaded) {
     // Calls of several threads may overlap: the union counts.
@@ -123,8 +125,8 @@ void on_each_worker(unsigned lo, unsigned hi, bool alone, Work&& work) {
     if (starts) r.instants.add(enter, leave, kStartCallSpan, kDecodeLane);
   } else {
     // One thread: calls never overlap, and each lies in one context.
-    a.in.level[kMpiCallSpan] += dur;
-    if (starts) a.in.level[kStartCallSpan] += dur;
+    a.mpi_time += dur;
+    if (starts) a.start_time += dur;
   }
   count_call(a, e, fi, dur);
   return true;

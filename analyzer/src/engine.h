@@ -64,9 +64,9 @@
 //   - The result does not depend on the windows, the number of workers or
 //     the number of processes they are spread over (an MPI job:
 //     distributed.cpp; tests/analyzer/streaming_test.cpp, mpi_job_test.cpp),
-//     with one exception still open: on fractional times the sums the sweeps
-//     make (instants.h) can differ in their last bit where the sweeps stop
-//     elsewhere (Streaming.DISABLED_SweepsOnATscClock...).
+//     to the last bit: the sweeps' sums are exact (instants.h), and what
+//     reaches a rank from other workers is summed in an order the trace
+//     decides (Rank::pending_spreads, Rank::partner_credits).
 //
 // This header declares the engine's state and steps; they are defined by
 // concept: analysis.cpp (phases and decoding), p2p_matching.cpp, p2p_steps.h
@@ -143,36 +143,38 @@ struct FuncStat {
   uint64_t bytes = 0;
 };
 
-// The measures of sets of instants of one context (InstantSets), global ns:
-// the nested unions of levels 0-3 and the MPI and Start unions.
+// The measures of sets of instants of one context (InstantSets), exact, in
+// Instant units (instants.h); the figures in global ns: the nested unions
+// of levels 0-3 and the MPI and Start unions.
 struct InstantSums {
-  alignas(16) double level[kLevels] = {};
+  alignas(16) Instant level[kLevels] = {};
 
-  double potential_sync() const { return level[kWaitSpan]; }
-  // (Differences of sums: clamped so rounding never shows as a negative time.)
-  double sendrecv() const { return std::max(0.0, level[kRecvCallSpan] - level[kWaitSpan]); }
-  double collective() const { return std::max(0.0, level[kCollCallSpan] - level[kRecvCallSpan]); }
-  double alltoall() const { return std::max(0.0, level[kAllToAllCallSpan] - level[kCollCallSpan]); }
-  double mpi() const { return level[kMpiCallSpan]; }
-  double time_of_start() const { return level[kStartCallSpan]; }
+  double potential_sync() const { return instant_ns(level[kWaitSpan]); }
+  // (Exact differences of nested unions: never negative.)
+  double sendrecv() const { return instant_ns(level[kRecvCallSpan] - level[kWaitSpan]); }
+  double collective() const { return instant_ns(level[kCollCallSpan] - level[kRecvCallSpan]); }
+  double alltoall() const { return instant_ns(level[kAllToAllCallSpan] - level[kCollCallSpan]); }
+  double mpi() const { return instant_ns(level[kMpiCallSpan]); }
+  double time_of_start() const { return instant_ns(level[kStartCallSpan]); }
   // Ranks with several threads: the union of their exit spreads (one thread's
   // are summed in NodeAcc::time_variation).
-  double time_variation() const { return level[kTimeVariationSpan]; }
+  double time_variation() const { return instant_ns(level[kTimeVariationSpan]); }
   void add(const InstantSums& o) {
     for (int l = 0; l < kLevels; ++l) level[l] += o.level[l];
   }
 };
 
-// The measures of the wait states' sets (WaitKindSets) of one context,
-// global ns: levels 0-5 nested, 6 the late receiver's own.
+// The measures of the wait states' sets (WaitKindSets) of one context, in
+// Instant units (the figures in global ns): levels 0-5 nested, 6 the late
+// receiver's own.
 struct WaitSums {
-  alignas(16) double level[kLevels] = {};
+  alignas(16) Instant level[kLevels] = {};
 
   // Each kind's instants: the difference of its nested level and the one
-  // before (clamped, so rounding never shows as a negative time).
+  // before (exact: never negative).
   double kind(int k) const {
-    if (k >= kWaitNestedLevels) return level[k];
-    return k == 0 ? level[0] : std::max(0.0, level[k] - level[k - 1]);
+    if (k >= kWaitNestedLevels) return instant_ns(level[k]);
+    return instant_ns(k == 0 ? level[0] : level[k] - level[k - 1]);
   }
   void add(const WaitSums& o) {
     for (int l = 0; l < kLevels; ++l) level[l] += o.level[l];
@@ -298,6 +300,10 @@ struct NodeAcc {
   WaitSums waits;
   PartnerWaits waited_for;  // the waits of the node's own calls, by partner
   double time_variation = 0;
+  // A single-threaded rank's MPI and Start time: its calls' durations, summed
+  // in the order it made them (a rank with several threads measures unions
+  // in `in` instead).
+  double mpi_time = 0, start_time = 0;
   uint64_t calls = 0;
   uint64_t inside = 0;  // executions that overlap the window (all of them without one)
   uint64_t closed = 0;  // executions closed (a window index's start counts those before it)
@@ -647,15 +653,15 @@ struct alignas(64) Rank : RankOutcome {
   void settle_instants(double upto, bool last = false) {
     add_partner_credits(last ? upto : std::min(upto, send_holds.oldest()));
     add_spreads(upto);
-    instants.sweep(upto, [this](uint32_t context, const double* length, int levels) {
+    instants.sweep(upto, [this](uint32_t context, const Instant* length, int levels) {
       auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
       const auto* add = reinterpret_cast<const TwoLevels*>(length);
 #pragma GCC unroll 8
       for (int l = 0; l < levels / 2; ++l) into[l] += add[l];
     });
     if (!track_waits) return;
-    waits.sweep(last ? upto : std::min(upto, send_holds.oldest()), [this](uint32_t context, const double* length, int levels) {
-      double* into = context & kComboBit ? combos[context & ~kComboBit].waits.level : acc[context].waits.level;
+    waits.sweep(last ? upto : std::min(upto, send_holds.oldest()), [this](uint32_t context, const Instant* length, int levels) {
+      Instant* into = context & kComboBit ? combos[context & ~kComboBit].waits.level : acc[context].waits.level;
       for (int l = 0; l < levels; ++l) into[l] += length[l];
     });
   }

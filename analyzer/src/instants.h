@@ -28,22 +28,23 @@
 //   - Everything before the watermark has been credited exactly once; spans and
 //     contexts after it are kept. Memory holds what lies after the oldest hold:
 //     a receive that is never matched holds the watermark back to the end.
-//   - The sums are reproducible to the last bit for the same sweeps: within a
-//     sweep the pieces' lengths gather per run of one context, in the order of
-//     the pieces, and each run is credited once when it ends (reports print
-//     every bit, and fractional times round differently in another order).
-//     Sweeps that stop at other watermarks (other windows, workers or
-//     processes) cut and group the pieces otherwise, which on fractional times
-//     can change a last bit: an open fault
-//     (Streaming.DISABLED_SweepsOnATscClockSameReportWhateverTheWindowsAndThreads).
+//   - The sums are exact: times are integers of 2^-10 ns (Instant) inside the
+//     sets, so a length cut in two pieces sums to the whole, and sums do not
+//     depend on their order or grouping. Sweeps that stop at other watermarks
+//     (other windows, workers or processes) give the same figures to the last
+//     bit (reports print every bit; sums of fractional doubles would not).
 #pragma once
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "mirrored_ring.h"
 
@@ -86,6 +87,33 @@ static_assert(kWaitNestedLevels % 2 == 0);
 inline constexpr int kLevels = (kSpanKinds + 1) / 2 * 2;  // even: two levels to a vector
 
 inline constexpr uint32_t kNoContext = UINT32_MAX;
+
+// Instants inside the sets: global ns as integers of 2^-10 ns (about a ps).
+// Every length the sweeps cut and every sum they make is then exact, so the
+// figures do not depend on where the sweeps stop (the phases, the workers,
+// the processes), on the order the spans arrive in, nor on which of them
+// add() merges. 63 bits hold +-104 days.
+using Instant = int64_t;
+inline constexpr double kInstantsPerNs = 1024.0;
+inline constexpr Instant kInstantMax = std::numeric_limits<Instant>::max();
+inline constexpr Instant kInstantMin = std::numeric_limits<Instant>::min();
+// To the nearest unit (ties to even); +-inf, and times beyond +-104 days,
+// to the ends. (One instruction on x86-64: it runs for each span's ends.)
+[[gnu::always_inline]] inline Instant to_instant(double ns) {
+  const double units = ns * kInstantsPerNs;
+#if defined(__x86_64__)
+  // (Out of range or NaN: the "integer indefinite" value, kInstantMin.)
+  const Instant rounded = _mm_cvtsd_si64(_mm_set_sd(units));
+  if (rounded == kInstantMin) [[unlikely]] return units > 0 ? kInstantMax : kInstantMin;
+  return rounded;
+#else
+  if (!(units < 9.2e18)) return kInstantMax;
+  if (!(units > -9.2e18)) return kInstantMin;
+  return static_cast<Instant>(std::llrint(units));
+#endif
+}
+// A length, or a sum of lengths, in ns.
+inline double instant_ns(Instant units) { return static_cast<double>(units) / kInstantsPerNs; }
 
 // Where spans come from. Each source adds them as a few runs in order of
 // start (see sort_lane), but sources lag one another (a collective's spans
@@ -194,22 +222,20 @@ class BasicHoldQueue {
 };
 using HoldQueue = BasicHoldQueue<>;
 
-// of[level][level_end][l]: 1 for the levels [level, level_end), else 0. A
-// piece adds length x weight to every level: x * 0 = +0, and a sum of
-// lengths plus +0 is that sum (never -0), so the sums are exactly those of
+// of[level][level_end][l]: all ones for the levels [level, level_end), else
+// 0. A piece adds length & weight to every level, so the sums are those of
 // adding the piece to its own levels, without a loop of varying length.
 struct alignas(16) LevelWeights {
-  double of[kLevels + 1][kLevels + 1][kLevels];
+  Instant of[kLevels + 1][kLevels + 1][kLevels];
 };
 static_assert(kLevels % 2 == 0);
-// Two levels at a time (SSE2): the same additions and multiplications per
-// level, in the same order, as one level at a time.
-using TwoLevels = double __attribute__((vector_size(16)));
+// Two levels at a time (SSE2).
+using TwoLevels = Instant __attribute__((vector_size(16)));
 constexpr LevelWeights make_level_weights() {
   LevelWeights w{};
   for (int level = 0; level <= kLevels; ++level)
     for (int level_end = 0; level_end <= kLevels; ++level_end)
-      for (int l = 0; l < kLevels; ++l) w.of[level][level_end][l] = level <= l && l < level_end ? 1.0 : 0.0;
+      for (int l = 0; l < kLevels; ++l) w.of[level][level_end][l] = level <= l && l < level_end ? Instant{-1} : Instant{0};
   return w;
 }
 inline constexpr LevelWeights kLevelWeights = make_level_weights();
@@ -224,7 +250,7 @@ static_assert(kWaitSpanKinds <= kLevels);
 // Kinds below `nested` are nested, the others each on its own level.
 template <int nested>
 struct WholeSpanWeights {
-  const double* of[kLevels];
+  const Instant* of[kLevels];
   constexpr WholeSpanWeights() : of{} {
     for (int k = 0; k < kLevels; ++k) of[k] = kLevelWeights.of[k][k < nested ? nested : k + 1];
   }
@@ -237,18 +263,18 @@ inline constexpr WholeSpanWeights<nested> kWholeSpanWeights{};
 template <class Kind, int kNested>
 class BasicInstantSets {
  public:
-  BasicInstantSets() { contexts_.push_back(Context{-kInf, kNoContext}); }
+  BasicInstantSets() { contexts_.push_back(Context{kInstantMin, kNoContext}); }
   BasicInstantSets(BasicInstantSets&&) = default;
   BasicInstantSets& operator=(BasicInstantSets&&) = default;
 
   // Only instants in [lo, hi] count (a window of time).
   void set_window(double lo, double hi) {
-    lo_ = lo;
-    hi_ = hi;
+    lo_ = to_instant(lo);
+    hi_ = to_instant(hi);
   }
-  [[gnu::always_inline]] void add(double from, double to, Kind kind, SpanLane lane) {
-    from = std::max(from, lo_);
-    to = std::min(to, hi_);
+  [[gnu::always_inline]] void add(double from_ns, double to_ns, Kind kind, SpanLane lane) {
+    const Instant from = std::max(to_instant(from_ns), lo_);
+    const Instant to = std::min(to_instant(to_ns), hi_);
     if (!(to > from)) return;
     if (kind >= kNested) own_level_spans_ = true;
     MirroredRing<Span>& spans = lanes_[lane].spans;
@@ -267,7 +293,8 @@ class BasicInstantSets {
   }
   // From time t on, the rank's open executions are those of `context`.
   // (Inline, its rare paths out of line: it runs at every marker.)
-  [[gnu::always_inline]] void set_context(double t, uint32_t context) {
+  [[gnu::always_inline]] void set_context(double t_ns, uint32_t context) {
+    const Instant t = to_instant(t_ns);
     const Context& last = contexts_.back();
     if (t <= last.from) [[unlikely]] {
       replace_last_context(context);
@@ -283,7 +310,8 @@ class BasicInstantSets {
   // other than kNoContext only (`length` is 16-byte aligned, `levels` even).
   // Adding a 0 to a sum leaves it as it was.
   template <class F>
-  void sweep(double upto, F&& credit) {
+  void sweep(double upto_ns, F&& credit) {
+    const Instant upto = to_instant(upto_ns);
     // Without MPI or Start spans, levels 4 and 5 stay 0: they are not
     // gathered. (While a hold keeps the watermark back, the spans after it
     // wait: a sweep with none before `upto` only sorts the lanes, as the
@@ -295,22 +323,21 @@ class BasicInstantSets {
     // (a phase has hundreds of contexts where a loop opens intervals).
     if (contexts_.size() < 2) return;
     const Context* after = std::partition_point(contexts_.begin() + 1, contexts_.end(),
-                                                [upto](const Context& c) { return double{c.from} <= upto; });
+                                                [upto](const Context& c) { return Instant{c.from} <= upto; });
     contexts_.drop_front(static_cast<size_t>(after - contexts_.begin()) - 1);
   }
 
  private:
-  static constexpr double kInf = std::numeric_limits<double>::infinity();
   // Packed (17 and 12 bytes, not 24 and 16): spans and contexts are kept
   // for about a phase between decoding and the sweep, more than the L2
   // cache holds, so their bytes are the misses. Their fields are read by
   // value: a reference to one (std::min's arguments) would be misaligned.
   struct [[gnu::packed]] Span {
-    double from, to;
+    Instant from, to;
     Kind kind;
   };
   struct [[gnu::packed]] Context {
-    double from;  // in force from here to the next one's `from`
+    Instant from;  // in force from here to the next one's `from`
     uint32_t context;
   };
 
@@ -363,9 +390,9 @@ class BasicInstantSets {
   // Merges the sorted runs spans[a, b) and spans[b, c) in place, stably.
   void merge_runs(Span* spans, size_t a, size_t b, size_t c) {
     // The left run's spans that start no later than the right run's first stay.
-    const double right_first = spans[b].from;  // (a packed field: by value, never by reference)
+    const Instant right_first = spans[b].from;  // (a packed field: by value, never by reference)
     Span* moved_from = std::upper_bound(spans + a, spans + b, right_first,
-                                        [](double t, const Span& s) { return t < s.from; });
+                                        [](Instant t, const Span& s) { return t < s.from; });
     merge_buffer_.assign(moved_from, spans + b);
     const Span* left = merge_buffer_.data();
     const Span* left_end = left + merge_buffer_.size();
@@ -390,15 +417,15 @@ class BasicInstantSets {
   // not one per level; the rare span that overlaps one first makes the marks
   // explicit (settle_nested_marks).
   template <int kUsedLevels, class F>
-  void sweep_spans(double upto, F& credit) {
+  void sweep_spans(Instant upto, F& credit) {
     // A local, so that its lengths stay in registers while the credits'
     // stores (through other pointers) go on.
     Gathered gathered;
-    double covered[kLevels];
-    for (int l = 0; l < kLevels; ++l) covered[l] = -kInf;
+    Instant covered[kLevels];
+    for (int l = 0; l < kLevels; ++l) covered[l] = kInstantMin;
     // The context in force at the current span's start, and where it ends.
     // A last context that starts at +inf, for the sweep only, ends the walk.
-    contexts_.push_back(Context{kInf, kNoContext});
+    contexts_.push_back(Context{kInstantMax, kNoContext});
     ContextCursor at = cursor_at(contexts_.begin());
     // Each lane is sorted by start, and ends, for the sweep only, with a span
     // at +inf: its spans before `upto` are a prefix, merged across lanes by
@@ -410,10 +437,10 @@ class BasicInstantSets {
     for (int k = 0; k < kLanes; ++k) {
       sort_lane(lanes_[k]);
       remainders_[k].clear();
-      lanes_[k].spans.push_back(Span{kInf, kInf, Kind{}});
+      lanes_[k].spans.push_back(Span{kInstantMax, kInstantMax, Kind{}});
     }
     const Span* pos[kLanes];
-    double head[kLanes], head_up[kLanes];  // each lane's first start, and the next double
+    Instant head[kLanes], head_up[kLanes];  // each lane's first start, and the next unit
     for (int k = 0; k < kLanes; ++k) {
       pos[k] = lanes_[k].spans.begin();
       head[k] = pos[k]->from;
@@ -428,7 +455,7 @@ class BasicInstantSets {
       // where a rank's messages and collectives alternate: two to three
       // spans a run on the synthetic trace, so the choice is spelt out.)
       int k;
-      double stop;  // the run goes on while its starts are below this
+      Instant stop;  // the run goes on while its starts are below this
       if (head[1] < head[0]) {
         if (head[2] < head[1]) k = 2, stop = std::min(head[0], head[1]);
         else k = 1, stop = std::min(head[0], head_up[2]);
@@ -441,8 +468,8 @@ class BasicInstantSets {
       const Span* p = pos[k];
       do {
         // (Field by field: a copy of the whole Span went through the stack.)
-        const double from = p->from;
-        double to = p->to;
+        const Instant from = p->from;
+        Instant to = p->to;
         const Kind kind = p->kind;
         ++p;
         while (at.end <= from) at = cursor_at(at.context + 1);
@@ -467,13 +494,8 @@ class BasicInstantSets {
     }
   }
 
-  // The least double above t (t itself when +inf): s <= t is s < next_up(t).
-  static double next_up(double t) {
-    if (!(t < kInf)) return t;
-    if (t == 0) return std::numeric_limits<double>::denorm_min();
-    const int64_t bits = std::bit_cast<int64_t>(t);
-    return std::bit_cast<double>(bits + (bits > 0 ? 1 : -1));
-  }
+  // The least instant above t (t itself at the end): s <= t is s < next_up(t).
+  static Instant next_up(Instant t) { return t == kInstantMax ? t : t + 1; }
 
   // A change at or before the last one's start replaces it.
   [[gnu::noinline]] void replace_last_context(uint32_t context) {
@@ -488,7 +510,7 @@ class BasicInstantSets {
   // has a next one: the +inf one at the end).
   struct ContextCursor {
     const Context* context;
-    double end;
+    Instant end;
   };
   static ContextCursor cursor_at(const Context* c) { return ContextCursor{c, c[1].from}; }
 
@@ -498,7 +520,7 @@ class BasicInstantSets {
   // levels share their end and start no earlier from level to level; levels
   // whose pieces start together are credited in one walk of the contexts.
   template <int kUsedLevels, class F>
-  [[gnu::always_inline]] void add_to_levels(double span_from, double to, Kind kind, double* covered,
+  [[gnu::always_inline]] void add_to_levels(Instant span_from, Instant to, Kind kind, Instant* covered,
                                             ContextCursor at, Gathered& gathered, F& credit) {
     const int last_level = kind < kNested ? kNested - 1 : kind;
     // The common case: no union of the span's levels reaches its start (the
@@ -507,7 +529,7 @@ class BasicInstantSets {
     if (covered[last_level] <= span_from) [[likely]] {
       covered[kind] = to;
       covered[last_level] = to;
-      const double* weights = kWholeSpanWeights<kNested>.of[kind];
+      const Instant* weights = kWholeSpanWeights<kNested>.of[kind];
       if (to <= at.end) [[likely]] {  // in one context
         const uint32_t context = at.context->context;
         if (context != gathered.context) {
@@ -524,7 +546,7 @@ class BasicInstantSets {
     // Most often every level of the span is covered to the same mark (a
     // call after its own wait, a collective's or a blocking receive's): what
     // lies beyond it is one piece for all of them.
-    const double reach = kind < kNested ? nested_mark(covered, kind) : covered[kind];
+    const Instant reach = kind < kNested ? nested_mark(covered, kind) : covered[kind];
     if (reach == covered[last_level]) [[likely]] {
       if (to <= reach) return;
       covered[kind] = to;
@@ -535,7 +557,7 @@ class BasicInstantSets {
     settle_nested_marks(covered);
     int l = kind;
     while (l <= last_level) {
-      const double from = std::max(span_from, covered[l]);
+      const Instant from = std::max(span_from, covered[l]);
       if (to <= from) {
         ++l;
         continue;
@@ -549,14 +571,14 @@ class BasicInstantSets {
   }
 
   // Where nested level `level`'s union reaches (lazy marks: see sweep_spans).
-  [[gnu::always_inline]] static double nested_mark(const double* covered, int level) {
-    double mark = covered[0];
+  [[gnu::always_inline]] static Instant nested_mark(const Instant* covered, int level) {
+    Instant mark = covered[0];
     for (int l = 1; l <= level; ++l) mark = std::max(mark, covered[l]);
     return mark;
   }
   // The nested levels' marks made explicit: each the largest of its own and
   // those below (the lazy form of sweep_spans, which this also is).
-  [[gnu::noinline]] static void settle_nested_marks(double* covered) {
+  [[gnu::noinline]] static void settle_nested_marks(Instant* covered) {
     for (int l = 1; l < kNested; ++l) covered[l] = std::max(covered[l], covered[l - 1]);
   }
 
@@ -564,11 +586,11 @@ class BasicInstantSets {
   // selects to the contexts in force, split where they change; `ci` is the
   // one in force at or before a.
   template <int kUsedLevels, class F>
-  void credit_piece(const double* weights, double a, double b, ContextCursor ci, Gathered& gathered,
+  void credit_piece(const Instant* weights, Instant a, Instant b, ContextCursor ci, Gathered& gathered,
                     F& credit) {
     for (;;) {
       while (ci.end <= a) ci = cursor_at(ci.context + 1);
-      const double end = std::min(b, ci.end);
+      const Instant end = std::min(b, ci.end);
       gather<kUsedLevels>(ci.context->context, weights, end - a, gathered, credit);
       if (!(end < b)) return;
       a = end;
@@ -579,7 +601,7 @@ class BasicInstantSets {
   // gathering is credited once, when it ends: every sum the sweep makes, and
   // its order, follows from the pieces alone.
   template <int kUsedLevels, class F>
-  [[gnu::always_inline]] void gather(uint32_t context, const double* weights, double length,
+  [[gnu::always_inline]] void gather(uint32_t context, const Instant* weights, Instant length,
                                      Gathered& gathered, F& credit) {
     if (context == kNoContext) return;
     if (gathered.context != context) {
@@ -589,11 +611,11 @@ class BasicInstantSets {
     add_piece<kUsedLevels>(weights, length, gathered);
   }
   template <int kUsedLevels>
-  [[gnu::always_inline]] static void add_piece(const double* weights, double length, Gathered& gathered) {
+  [[gnu::always_inline]] static void add_piece(const Instant* weights, Instant length, Gathered& gathered) {
     const TwoLevels piece = {length, length};
     const auto* weight = reinterpret_cast<const TwoLevels*>(weights);
 #pragma GCC unroll 8
-    for (int l = 0; l < kUsedLevels / 2; ++l) gathered.length[l] += piece * weight[l];
+    for (int l = 0; l < kUsedLevels / 2; ++l) gathered.length[l] += piece & weight[l];
   }
   // Credits the gathering and starts none. (Lengths may gather while none
   // is: sweep_spans adds a piece of the context gathering without asking
@@ -601,7 +623,7 @@ class BasicInstantSets {
   template <int kUsedLevels, class F>
   [[gnu::always_inline]] void credit_gathered(Gathered& gathered, F& credit) {
     if (gathered.context != kNoContext)
-      credit(gathered.context, reinterpret_cast<const double*>(gathered.length), kUsedLevels);
+      credit(gathered.context, reinterpret_cast<const Instant*>(gathered.length), kUsedLevels);
 #pragma GCC unroll 8
     for (int l = 0; l < kUsedLevels / 2; ++l) gathered.length[l] = TwoLevels{};
     gathered.context = kNoContext;
@@ -611,7 +633,7 @@ class BasicInstantSets {
   std::vector<Span> remainders_[kLanes];
   std::vector<size_t> run_starts_;  // sort_lane's scratch
   std::vector<Span> merge_buffer_;
-  double lo_ = -kInf, hi_ = kInf;
+  Instant lo_ = kInstantMin, hi_ = kInstantMax;
   bool own_level_spans_ = false;  // an MPI, Start or Time Variation span was added (levels 4 and up)
   // From the one in force at the last sweep's watermark on.
   MirroredRing<Context> contexts_;

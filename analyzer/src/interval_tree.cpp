@@ -79,6 +79,8 @@ void add_into(NodeAcc& to, const NodeAcc& from) {
   to.in.add(from.in);
   to.waits.add(from.waits);
   to.time_variation += from.time_variation;
+  to.mpi_time += from.mpi_time;
+  to.start_time += from.start_time;
   to.calls += from.calls;
   if (to.funcs.size() < from.funcs.size()) to.funcs.resize(from.funcs.size());
   for (size_t i = 0; i < from.funcs.size(); ++i) {
@@ -229,7 +231,7 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
     const double t = acc.t_sum;
     f.time = t;
     f.idle = exec - t;  // Idle_r = Exec - T_r
-    f.mpi = acc.in.mpi();
+    f.mpi = acc.mpi_time + acc.in.mpi();  // (one of the two is 0)
     f.cpu = t - f.mpi;
     f.lost = f.mpi + f.idle;
     f.sendrecv = acc.in.sendrecv();
@@ -238,7 +240,7 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
     f.comm = f.sendrecv + f.collective + f.alltoall;
     f.potential_sync = acc.in.potential_sync();
     f.time_variation = acc.time_variation + acc.in.time_variation();
-    f.time_of_start = acc.in.time_of_start();
+    f.time_of_start = acc.start_time + acc.in.time_of_start();
     f.calls = acc.calls;
     for (int k = 0; k < kWaitKindCount; ++k) f.waits[static_cast<size_t>(k)] = acc.waits.kind(k);
     rolled_partner_waits(r, static_cast<uint32_t>(li), rolled);

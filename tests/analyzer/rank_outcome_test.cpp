@@ -53,12 +53,14 @@ void fill(RankOutcome& r, double seed) {
     NodeAcc& a = r.acc[n];
     const double x = seed + 100.0 * static_cast<double>(n);
     for (int l = 0; l < kLevels; ++l) {
-      a.in.level[l] = x + l + 0.25;
-      a.waits.level[l] = x + l + 0.5;
+      a.in.level[l] = to_instant(x + l + 0.25);
+      a.waits.level[l] = to_instant(x + l + 0.5);
     }
     a.waited_for.add(3, x + 1, 0);
     a.waited_for.add(1, x + 2, x + 0.125);
     a.time_variation = x + 3;
+    a.mpi_time = x + 3.25;
+    a.start_time = x + 3.5;
     a.calls = static_cast<uint64_t>(x) + 4;
     a.inside = static_cast<uint64_t>(x) + 5;
     a.closed = static_cast<uint64_t>(x) + 6;
@@ -69,8 +71,8 @@ void fill(RankOutcome& r, double seed) {
   }
   Combo c{{1, 2}, {}, {}};
   for (int l = 0; l < kLevels; ++l) {
-    c.in.level[l] = seed + 1000 + l;
-    c.waits.level[l] = seed + 2000 + l;
+    c.in.level[l] = to_instant(seed + 1000 + l);
+    c.waits.level[l] = to_instant(seed + 2000 + l);
   }
   r.combos = {c};
   r.slot_name = {21, 22};
@@ -141,6 +143,8 @@ void expect_same_figures(const RankOutcome& got, const RankOutcome& sent, bool w
       EXPECT_EQ(g.waited_for.size(), 0u);
     }
     EXPECT_EQ(g.time_variation, s.time_variation);
+    EXPECT_EQ(g.mpi_time, s.mpi_time);
+    EXPECT_EQ(g.start_time, s.start_time);
     EXPECT_EQ(g.calls, s.calls);
     EXPECT_EQ(g.inside, s.inside);
     EXPECT_EQ(g.closed, s.closed);
