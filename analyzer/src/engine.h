@@ -317,11 +317,38 @@ struct NodeAcc {
 
 // A wait on a partner not yet added to its node's PartnerWaits (Rank::partner_credits).
 struct PartnerCredit {
-  double from;  // the wait's start
+  double at;  // the wait's start
   uint32_t node;
   int32_t partner;
   double length, uncertain;
 };
+
+// Terms of a rank's sums that reach it in an order of the schedule's (the
+// workers', the phases', the processes'), added in an order of the trace's:
+// those of `pending` whose instant (Term::at) lies before `upto`, ordered by
+// `order` (by `at` first), are handed to `add` and dropped; the others wait.
+// The caller's watermark guarantees that no term still to come lies before
+// `upto`, so every term is added after all those with an earlier instant,
+// and a sum of fractional times comes out the same whatever the schedule.
+// (They come as a few sorted runs, one per way they arrive: each is merged
+// into those before it, unless there are many.)
+template <class Term, class Order, class Add>
+void add_in_order_before(std::vector<Term>& pending, double upto, Order order, Add add) {
+  if (pending.empty()) return;
+  auto sorted_end = std::is_sorted_until(pending.begin(), pending.end(), order);
+  for (int merges = 0; sorted_end != pending.end(); ++merges) {
+    if (merges == 8) {
+      std::sort(pending.begin(), pending.end(), order);
+      break;
+    }
+    const auto run_end = std::is_sorted_until(sorted_end, pending.end(), order);
+    std::inplace_merge(pending.begin(), sorted_end, run_end, order);
+    sorted_end = run_end;
+  }
+  const auto due = std::partition_point(pending.begin(), pending.end(), [upto](const Term& t) { return t.at < upto; });
+  for (auto it = pending.begin(); it != due; ++it) add(*it);
+  pending.erase(pending.begin(), due);
+}
 
 
 struct PendingRecv {
@@ -577,72 +604,47 @@ struct alignas(64) Rank : RankOutcome {
     if (a.funcs.size() < slot) a.funcs.resize(slot);
     return a.funcs[slot - 1];
   }
-  // Waits by partner, until the wait states' watermark passes their start:
-  // they are added to their nodes' sums in the order of their starts (then
-  // node, partner, length), not in the order they came. They come as their
-  // receives are matched and their collectives' results arrive, in an order
-  // that depends on the workers, the phases and the processes, and a sum of
-  // fractional times depends on the order of its terms. A wait not known
-  // yet holds the watermark at or before its start (its receive's issue, its
-  // collective call's enter, its send's enter), so no later one starts
-  // before those added. (At thousands of ranks this also keeps a
-  // collective's owner, which hands its results to every member in turn,
-  // from finding each member's node and partner arrays out of cache.)
+  // Waits by partner until the wait states' watermark passes their start,
+  // then added in order of start, node, partner, length
+  // (add_in_order_before). They come as their receives are matched, their
+  // collectives' results arrive and their late receivers' issues come back.
+  // A wait not known yet holds that watermark at or before its start (its
+  // receive's issue, its collective call's enter, its send's enter). (At
+  // thousands of ranks this also keeps a collective's owner, which hands its
+  // results to every member in turn, from finding each member's node and
+  // partner arrays out of cache.)
   std::vector<PartnerCredit> partner_credits;
   void add_partner_credits(double upto) {
-    if (partner_credits.empty()) return;
-    auto order = [](const PartnerCredit& a, const PartnerCredit& b) {
-      if (a.from != b.from) return a.from < b.from;
-      if (a.node != b.node) return a.node < b.node;
-      if (a.partner != b.partner) return a.partner < b.partner;
-      if (a.length != b.length) return a.length < b.length;
-      return a.uncertain < b.uncertain;
-    };
-    // (They come as a few runs in order, one per way they arrive: each run
-    // is merged into those before it, unless there are many.)
-    auto sorted_end = std::is_sorted_until(partner_credits.begin(), partner_credits.end(), order);
-    for (int merges = 0; sorted_end != partner_credits.end(); ++merges) {
-      if (merges == 8) {
-        std::sort(partner_credits.begin(), partner_credits.end(), order);
-        break;
-      }
-      const auto run_end = std::is_sorted_until(sorted_end, partner_credits.end(), order);
-      std::inplace_merge(partner_credits.begin(), sorted_end, run_end, order);
-      sorted_end = run_end;
-    }
-    const auto due = std::partition_point(partner_credits.begin(), partner_credits.end(),
-                                          [upto](const PartnerCredit& c) { return c.from < upto; });
-    for (auto it = partner_credits.begin(); it != due; ++it) acc[it->node].waited_for.add(it->partner, it->length, it->uncertain);
-    partner_credits.erase(partner_credits.begin(), due);
+    add_in_order_before(
+        partner_credits, upto,
+        [](const PartnerCredit& a, const PartnerCredit& b) {
+          if (a.at != b.at) return a.at < b.at;
+          if (a.node != b.node) return a.node < b.node;
+          if (a.partner != b.partner) return a.partner < b.partner;
+          if (a.length != b.length) return a.length < b.length;
+          return a.uncertain < b.uncertain;
+        },
+        [this](const PartnerCredit& c) { acc[c.node].waited_for.add(c.partner, c.length, c.uncertain); });
   }
   // The exit spreads (Time Variation) of a single-threaded rank's collective
-  // calls, until the watermark passes their calls' leaves: they are added to
-  // their nodes in the order of those leaves (then node, then length).
-  // Results arrive in an order that depends on the workers, the phases and
-  // the processes (each instance's owner posts its own), and a sum of
-  // fractional times depends on the order of its terms. A result not yet
-  // here holds the watermark at its call's enter, so every spread added
-  // later has a later leave than those added before it.
+  // calls until the watermark passes their calls' leaves, then added in
+  // order of leave, node, length (add_in_order_before). A result not yet
+  // here holds the watermark at its call's enter.
   struct PendingSpread {
-    double leave;
+    double at;  // the call's leave
     uint32_t node;
     double length;
   };
   std::vector<PendingSpread> pending_spreads;
   void add_spreads(double upto) {
-    if (pending_spreads.empty()) return;
-    // (They arrive nearly in order: the sort is rarely needed.)
-    auto order = [](const PendingSpread& a, const PendingSpread& b) {
-      if (a.leave != b.leave) return a.leave < b.leave;
-      if (a.node != b.node) return a.node < b.node;
-      return a.length < b.length;
-    };
-    if (!std::is_sorted(pending_spreads.begin(), pending_spreads.end(), order))
-      std::sort(pending_spreads.begin(), pending_spreads.end(), order);
-    const auto due = std::partition_point(pending_spreads.begin(), pending_spreads.end(),
-                                          [upto](const PendingSpread& s) { return s.leave < upto; });
-    for (auto it = pending_spreads.begin(); it != due; ++it) acc[it->node].time_variation += it->length;
-    pending_spreads.erase(pending_spreads.begin(), due);
+    add_in_order_before(
+        pending_spreads, upto,
+        [](const PendingSpread& a, const PendingSpread& b) {
+          if (a.at != b.at) return a.at < b.at;
+          if (a.node != b.node) return a.node < b.node;
+          return a.length < b.length;
+        },
+        [this](const PendingSpread& s) { acc[s.node].time_variation += s.length; });
   }
   InstantSums& sums(uint32_t context) {
     return context & kComboBit ? combos[context & ~kComboBit].in : acc[context].in;
