@@ -36,7 +36,6 @@
 #pragma once
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -421,11 +420,12 @@ class BasicInstantSets {
     Instant covered[kLevels];
     for (int l = 0; l < kLevels; ++l) covered[l] = kInstantMin;
     // The context in force at the current span's start, and where it ends.
-    // A last context that starts at +inf, for the sweep only, ends the walk.
+    // A last context that starts at the range's end (kInstantMax), for the
+    // sweep only, ends the walk.
     contexts_.push_back(Context{kInstantMax, kNoContext});
     ContextCursor at = cursor_at(contexts_.begin());
     // Each lane is sorted by start, and ends, for the sweep only, with a span
-    // at +inf: its spans before `upto` are a prefix, merged across lanes by
+    // at the range's end: its spans before `upto` are a prefix, merged across lanes by
     // their heads, and every test of where a run stops is one comparison of
     // a start. A span that runs past `upto` leaves its remainder (which
     // starts at `upto`, so the lane stays sorted) in the last slots of the
@@ -504,7 +504,7 @@ class BasicInstantSets {
   }
 
   // A context and the start of the next one (during a sweep every context
-  // has a next one: the +inf one at the end).
+  // has a next one: the one at the range's end).
   struct ContextCursor {
     const Context* context;
     Instant end;
@@ -593,10 +593,9 @@ class BasicInstantSets {
       a = end;
     }
   }
-  // Lengths gather while the context stays the same (in the order of the
-  // pieces, other contexts' pieces in between ending a gathering), and each
-  // gathering is credited once, when it ends: every sum the sweep makes, and
-  // its order, follows from the pieces alone.
+  // Lengths gather while the context stays the same (other contexts' pieces
+  // in between ending a gathering), and each gathering is credited once,
+  // when it ends: one store to the context's sums a run, not one a piece.
   template <int kUsedLevels, class F>
   [[gnu::always_inline]] void gather(uint32_t context, const Instant* weights, Instant length,
                                      Gathered& gathered, F& credit) {
