@@ -407,6 +407,7 @@ std::unique_ptr<Rank> Engine::new_rank(size_t i, RankTrace::MergedCursor events)
   r->acc.emplace_back();
   r->undefined_function = static_cast<uint32_t>(reg_.funcs[i]->size());
   r->worker = worker_of_[i];
+  r->defer_partner_credits = dir_.ranks.size() > kDeferCreditsRanks;
   r->track_waits = waits_on_;
   r->profile_functions = opt_.function_profile;
   if (log_spill_) r->delay.spill_to(log_spill_.get());

@@ -47,12 +47,14 @@ namespace prof::analysis::detail {
   // Its exit spread: from its leave to the last member's, inside the window.
   // Threads of one rank may spread at the same instants: there each instant
   // counts once, like the rank's other characteristics.
+  // A single thread's spreads are summed, in Instant units at the sweeps'
+  // level: exact, so in whatever order the results come.
   if (r.threaded) [[unlikely]] {
     r.instants.add(rr.leave, rr.leave + rr.time_variation, kTimeVariationSpan, kCollectiveLane);
   } else {
     double spread = rr.time_variation;
     if (window_.windowed()) spread = std::max(0.0, std::min(rr.leave + spread, window_.hi()) - std::max(rr.leave, window_.lo()));
-    r.pending_spreads.push_back(Rank::PendingSpread{rr.leave, rr.node, spread});
+    r.acc[rr.node].in.level[kTimeVariationSpan] += to_instant(spread);
   }
   r.holds.release(rr.hold);
 }

@@ -160,7 +160,6 @@ void put_outcome(WireOut& out, const RankOutcome& r, bool waits, bool delay) {
       out.put(a.waits);
       out.put_vec(a.waited_for.list());
     }
-    out.put(a.time_variation);
     out.put(a.mpi_time);
     out.put(a.start_time);
     out.put(a.calls);
@@ -226,7 +225,6 @@ void get_outcome(WireIn& in, RankOutcome& r, bool waits, bool delay) {
       a.waits = in.get<WaitSums>();
       a.waited_for.assign(in.get_vec<PartnerWaitAcc>());
     }
-    a.time_variation = in.get<double>();
     a.mpi_time = in.get<double>();
     a.start_time = in.get<double>();
     a.calls = in.get<uint64_t>();

@@ -64,9 +64,10 @@
 //   - The result does not depend on the windows, the number of workers or
 //     the number of processes they are spread over (an MPI job:
 //     distributed.cpp; tests/analyzer/streaming_test.cpp, mpi_job_test.cpp),
-//     to the last bit: the sweeps' sums are exact (instants.h), and what
-//     reaches a rank from other workers is summed in an order the trace
-//     decides (Rank::pending_spreads, Rank::partner_credits).
+//     to the last bit: every sum of times that reaches a rank from other
+//     workers or out of order (the sweeps', the exit spreads', the waits by
+//     partner) is a sum of integer Instants (instants.h), exact in any
+//     order.
 //
 // This header declares the engine's state and steps; they are defined by
 // concept: analysis.cpp (phases and decoding), p2p_matching.cpp, p2p_steps.h
@@ -156,8 +157,8 @@ struct InstantSums {
   double alltoall() const { return instant_ns(level[kAllToAllCallSpan] - level[kCollCallSpan]); }
   double mpi() const { return instant_ns(level[kMpiCallSpan]); }
   double time_of_start() const { return instant_ns(level[kStartCallSpan]); }
-  // Ranks with several threads: the union of their exit spreads (one thread's
-  // are summed in NodeAcc::time_variation).
+  // The exit spreads: on ranks with several threads their union, on the
+  // others their sum (Engine::add_result adds each to this level).
   double time_variation() const { return instant_ns(level[kTimeVariationSpan]); }
   void add(const InstantSums& o) {
     for (int l = 0; l < kLevels; ++l) level[l] += o.level[l];
@@ -181,12 +182,14 @@ struct WaitSums {
   }
 };
 
-// Waits of one rank in one node on one partner (world rank), ns.
+// Waits of one rank in one node on one partner (world rank), in Instant
+// units: exact sums, the same in whatever order the waits come.
 struct PartnerWaitAcc {
   int32_t partner;
-  double length, uncertain;
+  Instant length, uncertain;
 };
-// Waits of one rank in one node, by partner (world rank), ns: the node's own
+// Waits of one rank in one node, by partner (world rank), in Instant units
+// (exact: the sums do not depend on the order of the waits): the node's own
 // calls' waits (the roll-up into ancestors is summed when the figures are
 // taken, rolled_partner_waits()). Kept in arrays, 12 bytes a partner (20
 // once some wait is uncertain: those sums are allocated at the first nonzero
@@ -195,17 +198,15 @@ struct PartnerWaitAcc {
 // the prefix. (A rank of a wide run waits on thousands of partners: a list
 // of (partner, length, uncertain) with a sorted index took 32 bytes a
 // partner, and the ancestors' rolled-up copies held the same partners again,
-// 150 MB at 4096 ranks.) Each partner's sums add the same values in the same
-// order wherever it sits; the order of partners means nothing.
+// 150 MB at 4096 ranks.) The order of partners means nothing.
 class PartnerWaits {
  public:
   static constexpr size_t kTail = 16;
   // (Inline in every wait's crediting: once the sums of uncertain waits
   // exist, a call to add to them cost as much as finding the partner.)
-  [[gnu::always_inline]] void add(int32_t partner, double length, double uncertain) {
+  [[gnu::always_inline]] void add(int32_t partner, Instant length, Instant uncertain) {
     const size_t i = place(partner);
     length_[i] += length;
-    // (Adding +0 changes no sum: every sum starts at +0.)
     if (!uncertain_.empty()) uncertain_[i] += uncertain;
     else if (uncertain != 0) first_uncertain(i, uncertain);
   }
@@ -214,7 +215,7 @@ class PartnerWaits {
   template <class F>
   void for_each(F&& f) const {
     for (size_t i = 0; i < partner_.size(); ++i)
-      f(PartnerWaitAcc{partner_[i], length_[i], uncertain_.empty() ? 0.0 : uncertain_[i]});
+      f(PartnerWaitAcc{partner_[i], length_[i], uncertain_.empty() ? 0 : uncertain_[i]});
   }
   std::vector<PartnerWaitAcc> list() const {
     std::vector<PartnerWaitAcc> v;
@@ -237,7 +238,7 @@ class PartnerWaits {
     uncertain_.shrink_to_fit();
   }
   size_t bytes() const {
-    return partner_.capacity() * sizeof(int32_t) + (length_.capacity() + uncertain_.capacity()) * sizeof(double);
+    return partner_.capacity() * sizeof(int32_t) + (length_.capacity() + uncertain_.capacity()) * sizeof(Instant);
   }
 
  private:
@@ -257,8 +258,8 @@ class PartnerWaits {
     if (!uncertain_.empty()) uncertain_.push_back(0);
     return partner_.size() - 1;
   }
-  [[gnu::noinline]] void first_uncertain(size_t i, double uncertain) {
-    uncertain_.assign(partner_.size(), 0.0);
+  [[gnu::noinline]] void first_uncertain(size_t i, Instant uncertain) {
+    uncertain_.assign(partner_.size(), 0);
     uncertain_[i] += uncertain;
   }
   // The tail, sorted, merged into the prefix from the back (in place).
@@ -267,7 +268,7 @@ class PartnerWaits {
     PartnerWaitAcc tail[kTail];
     size_t t = 0;
     for (size_t i = sorted_; i < n; ++i)
-      tail[t++] = PartnerWaitAcc{partner_[i], length_[i], uncertain_.empty() ? 0.0 : uncertain_[i]};
+      tail[t++] = PartnerWaitAcc{partner_[i], length_[i], uncertain_.empty() ? 0 : uncertain_[i]};
     std::sort(tail, tail + t, [](const PartnerWaitAcc& a, const PartnerWaitAcc& b) { return a.partner < b.partner; });
     const bool unc = !uncertain_.empty();
     size_t i = sorted_, k = n;
@@ -288,8 +289,8 @@ class PartnerWaits {
     sorted_ = n;
   }
   std::vector<int32_t> partner_;
-  std::vector<double> length_;
-  std::vector<double> uncertain_;  // empty while every uncertain sum is 0
+  std::vector<Instant> length_;
+  std::vector<Instant> uncertain_;  // empty while every uncertain sum is 0
   size_t sorted_ = 0;              // partner_[0, sorted_) ascending; the rest in arrival order
 };
 
@@ -299,7 +300,6 @@ struct NodeAcc {
   InstantSums in;
   WaitSums waits;
   PartnerWaits waited_for;  // the waits of the node's own calls, by partner
-  double time_variation = 0;
   // A single-threaded rank's MPI and Start time: its calls' durations, summed
   // in the order it made them (a rank with several threads measures unions
   // in `in` instead).
@@ -317,39 +317,10 @@ struct NodeAcc {
 
 // A wait on a partner not yet added to its node's PartnerWaits (Rank::partner_credits).
 struct PartnerCredit {
-  double at;  // the wait's start
   uint32_t node;
   int32_t partner;
-  double length, uncertain;
+  Instant length, uncertain;
 };
-
-// Terms of a rank's sums that reach it in an order of the schedule's (the
-// workers', the phases', the processes'), added in an order of the trace's:
-// those of `pending` whose instant (Term::at) lies before `upto`, ordered by
-// `order` (by `at` first), are handed to `add` and dropped; the others wait.
-// The caller's watermark guarantees that no term still to come lies before
-// `upto`, so every term is added after all those with an earlier instant,
-// and a sum of fractional times comes out the same whatever the schedule.
-// (They come as a few sorted runs, one per way they arrive: each is merged
-// into those before it, unless there are many.)
-template <class Term, class Order, class Add>
-void add_in_order_before(std::vector<Term>& pending, double upto, Order order, Add add) {
-  if (pending.empty()) return;
-  auto sorted_end = std::is_sorted_until(pending.begin(), pending.end(), order);
-  for (int merges = 0; sorted_end != pending.end(); ++merges) {
-    if (merges == 8) {
-      std::sort(pending.begin(), pending.end(), order);
-      break;
-    }
-    const auto run_end = std::is_sorted_until(sorted_end, pending.end(), order);
-    std::inplace_merge(pending.begin(), sorted_end, run_end, order);
-    sorted_end = run_end;
-  }
-  const auto due = std::partition_point(pending.begin(), pending.end(), [upto](const Term& t) { return t.at < upto; });
-  for (auto it = pending.begin(); it != due; ++it) add(*it);
-  pending.erase(pending.begin(), due);
-}
-
 
 struct PendingRecv {
   double issue, enter, leave;
@@ -604,47 +575,21 @@ struct alignas(64) Rank : RankOutcome {
     if (a.funcs.size() < slot) a.funcs.resize(slot);
     return a.funcs[slot - 1];
   }
-  // Waits by partner until the wait states' watermark passes their start,
-  // then added in order of start, node, partner, length
-  // (add_in_order_before). They come as their receives are matched, their
-  // collectives' results arrive and their late receivers' issues come back.
-  // A wait not known yet holds that watermark at or before its start (its
-  // receive's issue, its collective call's enter, its send's enter). (At
-  // thousands of ranks this also keeps a collective's owner, which hands its
-  // results to every member in turn, from finding each member's node and
-  // partner arrays out of cache.)
+  // Waits by partner, added to their nodes' sums at once or, with many
+  // ranks (Engine::kDeferCreditsRanks), when the rank next settles: a
+  // collective's owner hands its results to every member in turn, and at
+  // thousands of ranks each wait would find its member's node and partner
+  // arrays out of cache. (The sums are exact, so when they are added changes
+  // nothing.)
+  bool defer_partner_credits = false;
   std::vector<PartnerCredit> partner_credits;
-  void add_partner_credits(double upto) {
-    add_in_order_before(
-        partner_credits, upto,
-        [](const PartnerCredit& a, const PartnerCredit& b) {
-          if (a.at != b.at) return a.at < b.at;
-          if (a.node != b.node) return a.node < b.node;
-          if (a.partner != b.partner) return a.partner < b.partner;
-          if (a.length != b.length) return a.length < b.length;
-          return a.uncertain < b.uncertain;
-        },
-        [this](const PartnerCredit& c) { acc[c.node].waited_for.add(c.partner, c.length, c.uncertain); });
+  void credit(uint32_t node, int32_t partner, Instant length, Instant uncertain) {
+    if (defer_partner_credits) partner_credits.push_back(PartnerCredit{node, partner, length, uncertain});
+    else acc[node].waited_for.add(partner, length, uncertain);
   }
-  // The exit spreads (Time Variation) of a single-threaded rank's collective
-  // calls until the watermark passes their calls' leaves, then added in
-  // order of leave, node, length (add_in_order_before). A result not yet
-  // here holds the watermark at its call's enter.
-  struct PendingSpread {
-    double at;  // the call's leave
-    uint32_t node;
-    double length;
-  };
-  std::vector<PendingSpread> pending_spreads;
-  void add_spreads(double upto) {
-    add_in_order_before(
-        pending_spreads, upto,
-        [](const PendingSpread& a, const PendingSpread& b) {
-          if (a.at != b.at) return a.at < b.at;
-          if (a.node != b.node) return a.node < b.node;
-          return a.length < b.length;
-        },
-        [this](const PendingSpread& s) { acc[s.node].time_variation += s.length; });
+  void add_partner_credits() {
+    for (const PartnerCredit& c : partner_credits) acc[c.node].waited_for.add(c.partner, c.length, c.uncertain);
+    partner_credits.clear();
   }
   InstantSums& sums(uint32_t context) {
     return context & kComboBit ? combos[context & ~kComboBit].in : acc[context].in;
@@ -653,8 +598,7 @@ struct alignas(64) Rank : RankOutcome {
   // waits by partner).
   // `last`: the analysis's end, when sends never matched wait no longer.
   void settle_instants(double upto, bool last = false) {
-    add_partner_credits(last ? upto : std::min(upto, send_holds.oldest()));
-    add_spreads(upto);
+    add_partner_credits();
     instants.sweep(upto, [this](uint32_t context, const Instant* length, int levels) {
       auto* into = reinterpret_cast<TwoLevels*>(sums(context).level);
       const auto* add = reinterpret_cast<const TwoLevels*>(length);
@@ -674,9 +618,8 @@ struct alignas(64) Rank : RankOutcome {
     instants = InstantSets{};
     waits = WaitKindSets{};
     send_holds = {};
-    add_partner_credits(kInf);
+    add_partner_credits();
     partner_credits = {};
-    pending_spreads = {};
     for (NodeAcc& a : acc) a.waited_for.shrink();
   }
   // An MPI job's rank once what the report reads of its pass is taken
@@ -904,7 +847,8 @@ class Engine {
   // there a rank keeps its chunk's pages and its file mapped until the trace
   // closes.
   static constexpr size_t kReleasePagesRanks = 16384;
-  // Above this many ranks, collective results wait in queued_results_
+  // Above this many ranks, waits by partner wait in Rank::partner_credits
+  // until their rank settles, and collective results in queued_results_
   // on a whole run (below it every rank's state stays in cache and the
   // buffer would only add work; a window's end is found from every rank's
   // holds at each phase's end, AnalysisWindow::done).

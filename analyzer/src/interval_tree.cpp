@@ -78,7 +78,6 @@ void GlobalTree::join(RankOutcome& r, size_t li) {
 void add_into(NodeAcc& to, const NodeAcc& from) {
   to.in.add(from.in);
   to.waits.add(from.waits);
-  to.time_variation += from.time_variation;
   to.mpi_time += from.mpi_time;
   to.start_time += from.start_time;
   to.calls += from.calls;
@@ -133,9 +132,7 @@ void rolled_partner_waits(const RankOutcome& r, uint32_t node, std::vector<Partn
       if (j == child.size() || (i < out.size() && out[i].partner < child[j].partner)) {
         merged.push_back(out[i++]);
       } else if (i == out.size() || child[j].partner < out[i].partner) {
-        // (A partner new to the sum starts at +0, as a list's new entry did.)
-        merged.push_back(PartnerWaitAcc{child[j].partner, 0.0 + child[j].length, 0.0 + child[j].uncertain});
-        ++j;
+        merged.push_back(child[j++]);
       } else {
         merged.push_back(PartnerWaitAcc{out[i].partner, out[i].length + child[j].length,
                                         out[i].uncertain + child[j].uncertain});
@@ -219,7 +216,7 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
   // Partner (world rank) -> its sums' place in `partners` (a std::map took
   // a tree walk per rank and partner).
   FlatMap<int32_t, uint32_t> partner_slot;
-  std::vector<PartnerWait> partners;
+  std::vector<PartnerWaitAcc> partners;  // every rank's, exact (Instant units)
   std::vector<PartnerWaitAcc> rolled;
   for (auto [ri, li] : gn.members) {
     const RankOutcome& r = *ranks[ri];
@@ -239,7 +236,7 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
     f.alltoall = acc.in.alltoall();
     f.comm = f.sendrecv + f.collective + f.alltoall;
     f.potential_sync = acc.in.potential_sync();
-    f.time_variation = acc.time_variation + acc.in.time_variation();
+    f.time_variation = acc.in.time_variation();
     f.time_of_start = acc.start_time + acc.in.time_of_start();
     f.calls = acc.calls;
     for (int k = 0; k < kWaitKindCount; ++k) f.waits[static_cast<size_t>(k)] = acc.waits.kind(k);
@@ -247,13 +244,12 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
     for (const PartnerWaitAcc& p : rolled) {
       uint32_t& slot = partner_slot[p.partner];  // + 1; 0: new
       if (slot == 0) {
-        partners.emplace_back();
+        partners.push_back(PartnerWaitAcc{p.partner, 0, 0});
         slot = static_cast<uint32_t>(partners.size());
       }
-      PartnerWait& pw = partners[slot - 1];
-      pw.rank = p.partner;
-      pw.seconds += p.length;
-      pw.uncertain_seconds += p.uncertain;
+      PartnerWaitAcc& sums = partners[slot - 1];
+      sums.length += p.length;
+      sums.uncertain += p.uncertain;
     }
     per.emplace_back(ri, f);
     for (size_t s = 0; s < acc.funcs.size(); ++s) {
@@ -331,11 +327,8 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
     cf.mean = node.per_rank.empty() ? 0 : sum / static_cast<double>(node.per_rank.size());
   }
   // (Sorted below by seconds and rank: the order they came in is lost.)
-  for (PartnerWait& pw : partners) {
-    pw.seconds *= s;
-    pw.uncertain_seconds *= s;
-    node.waited_for.push_back(pw);
-  }
+  for (const PartnerWaitAcc& p : partners)
+    node.waited_for.push_back(PartnerWait{p.partner, instant_ns(p.length) * s, instant_ns(p.uncertain) * s});
   std::sort(node.waited_for.begin(), node.waited_for.end(), [](const PartnerWait& x, const PartnerWait& y) {
     if (x.seconds != y.seconds) return x.seconds > y.seconds;
     return x.rank < y.rank;

@@ -62,8 +62,8 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
   const int pi = index_of_world(partner);
   const double bound = clock_error_[r.index] + (pi >= 0 ? clock_error_[static_cast<size_t>(pi)] : 0);
   const double length = to - from;
-  const double uncertain = length < bound ? length : 0;
-  r.partner_credits.push_back(PartnerCredit{from, node, partner, length, uncertain});
+  const Instant units = to_instant(length);
+  r.credit(node, partner, units, length < bound ? units : 0);
   if (r.log_delay) r.delay.waits.push_back(DelayLog::Wait{from, to, partner, node});
 }
 
