@@ -583,7 +583,7 @@ struct alignas(64) Rank : RankOutcome {
   // nothing.)
   bool defer_partner_credits = false;
   std::vector<PartnerCredit> partner_credits;
-  void credit(uint32_t node, int32_t partner, Instant length, Instant uncertain) {
+  void credit_partner_wait(uint32_t node, int32_t partner, Instant length, Instant uncertain) {
     if (defer_partner_credits) partner_credits.push_back(PartnerCredit{node, partner, length, uncertain});
     else acc[node].waited_for.add(partner, length, uncertain);
   }

@@ -63,7 +63,7 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
   const double bound = clock_error_[r.index] + (pi >= 0 ? clock_error_[static_cast<size_t>(pi)] : 0);
   const double length = to - from;
   const Instant units = to_instant(length);
-  r.credit(node, partner, units, length < bound ? units : 0);
+  r.credit_partner_wait(node, partner, units, length < bound ? units : 0);
   if (r.log_delay) r.delay.waits.push_back(DelayLog::Wait{from, to, partner, node});
 }
 
