@@ -102,6 +102,31 @@ void expect_equal(const Credits& got, const Credits& want) {
   }
 }
 
+// A time in the sets: to the nearest 2^-10 ns (ties to even); beyond the
+// range (+-2^62 units, about 52 days), infinite or NaN, at the range's ends,
+// so that no difference of two can overflow whatever a damaged trace holds.
+TEST(Instants, TimesRoundToTheUnitAndStayInsideTheRange) {
+  EXPECT_EQ(to_instant(0.0), 0);
+  EXPECT_EQ(to_instant(1.0), 1024);
+  EXPECT_EQ(to_instant(-1.0), -1024);
+  EXPECT_EQ(to_instant(0.385187261371), 394);  // 394.43 units
+  EXPECT_EQ(to_instant(0.5 / 1024), 0);        // a tie: to even
+  EXPECT_EQ(to_instant(1.5 / 1024), 2);
+  const double end_ns = static_cast<double>(kInstantMax) / kInstantsPerNs;
+  EXPECT_EQ(to_instant(end_ns), kInstantMax);
+  EXPECT_EQ(to_instant(-end_ns), kInstantMin);
+  EXPECT_EQ(to_instant(end_ns / 2), kInstantMax / 2);
+  for (double beyond : {end_ns * 1.0000001, 1e300, std::numeric_limits<double>::max(),
+                        std::numeric_limits<double>::infinity()}) {
+    EXPECT_EQ(to_instant(beyond), kInstantMax) << beyond;
+    EXPECT_EQ(to_instant(-beyond), kInstantMin) << -beyond;
+  }
+  EXPECT_EQ(to_instant(std::numeric_limits<double>::quiet_NaN()), kInstantMin);
+  // Every difference of two fits.
+  EXPECT_GT(kInstantMax - kInstantMin, 0);
+  EXPECT_EQ(instant_ns(to_instant(123456.75)), 123456.75);
+}
+
 TEST(InstantSets, SpansArrivingAsInterleavedRunsCountLikeBruteForce) {
   for (size_t runs : {1, 2, 3, 7}) {
     std::mt19937 rng(static_cast<unsigned>(runs));
