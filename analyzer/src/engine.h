@@ -189,7 +189,9 @@ struct PartnerWaitAcc {
   Instant length, uncertain;
 };
 // Waits of one rank in one node, by partner (world rank), in Instant units
-// (exact: the sums do not depend on the order of the waits): the node's own
+// (exact: the sums do not depend on the order of the waits; a rank's waits
+// on one partner are at most a few at once, so a sum stays within a few
+// times the run's length, far inside an Instant's range): the node's own
 // calls' waits (the roll-up into ancestors is summed when the figures are
 // taken, rolled_partner_waits()). Kept in arrays, 12 bytes a partner (20
 // once some wait is uncertain: those sums are allocated at the first nonzero

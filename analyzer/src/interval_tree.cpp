@@ -216,7 +216,11 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
   // Partner (world rank) -> its sums' place in `partners` (a std::map took
   // a tree walk per rank and partner).
   FlatMap<int32_t, uint32_t> partner_slot;
-  std::vector<PartnerWaitAcc> partners;  // every rank's, exact (Instant units)
+  // Summed over the ranks in ns, in the members' order: a rank's sums are
+  // exact Instants, bounded by the run's length (its waits on one partner do
+  // not overlap), but thousands of ranks' waits on one partner over a long
+  // run would pass an Instant's range.
+  std::vector<PartnerWait> partners;
   std::vector<PartnerWaitAcc> rolled;
   for (auto [ri, li] : gn.members) {
     const RankOutcome& r = *ranks[ri];
@@ -244,12 +248,12 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
     for (const PartnerWaitAcc& p : rolled) {
       uint32_t& slot = partner_slot[p.partner];  // + 1; 0: new
       if (slot == 0) {
-        partners.push_back(PartnerWaitAcc{p.partner, 0, 0});
+        partners.push_back(PartnerWait{p.partner, 0, 0});
         slot = static_cast<uint32_t>(partners.size());
       }
-      PartnerWaitAcc& sums = partners[slot - 1];
-      sums.length += p.length;
-      sums.uncertain += p.uncertain;
+      PartnerWait& pw = partners[slot - 1];
+      pw.seconds += instant_ns(p.length);
+      pw.uncertain_seconds += instant_ns(p.uncertain);
     }
     per.emplace_back(ri, f);
     for (size_t s = 0; s < acc.funcs.size(); ++s) {
@@ -327,8 +331,11 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
     cf.mean = node.per_rank.empty() ? 0 : sum / static_cast<double>(node.per_rank.size());
   }
   // (Sorted below by seconds and rank: the order they came in is lost.)
-  for (const PartnerWaitAcc& p : partners)
-    node.waited_for.push_back(PartnerWait{p.partner, instant_ns(p.length) * s, instant_ns(p.uncertain) * s});
+  for (PartnerWait& pw : partners) {
+    pw.seconds *= s;
+    pw.uncertain_seconds *= s;
+    node.waited_for.push_back(pw);
+  }
   std::sort(node.waited_for.begin(), node.waited_for.end(), [](const PartnerWait& x, const PartnerWait& y) {
     if (x.seconds != y.seconds) return x.seconds > y.seconds;
     return x.rank < y.rank;

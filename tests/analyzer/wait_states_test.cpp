@@ -210,6 +210,31 @@ TEST(WaitStates, WaitsByPartnerOfManyRanks) {
   }
 }
 
+// Ranks' waits on one partner add up past what one rank's can reach: three
+// ranks each wait 40 days for a message from rank 0 (a rank's sum is exact,
+// in 2^-10 ns, within +-52 days; the ranks' together, 120 days, are not).
+TEST(WaitStates, WaitsOfSeveralRanksOnOnePartnerAddUpPastOneRanksRange) {
+  constexpr uint64_t kDay = 86400ull * 1000 * kMs;
+  TraceBuilder b(4);
+  for (int r = 0; r < 4; ++r) b.init(r, 0, 1 * kMs);
+  for (int r = 1; r < 4; ++r) {
+    b.send(0, 40 * kDay + static_cast<uint64_t>(r) * kMs, 40 * kDay + static_cast<uint64_t>(r) * kMs + 10 * kUs, r, 5);
+    b.recv(r, 2 * kMs, 40 * kDay + 5 * kMs, 0, 5);
+  }
+  for (int r = 0; r < 4; ++r) b.finalize(r, 40 * kDay + 10 * kMs, 40 * kDay + 11 * kMs);
+  b.close();
+  for (unsigned threads : {1u, 2u}) {
+    const auto a = analyze_with(b, threads);
+    const auto& root = a.intervals[0];
+    ASSERT_EQ(root.waited_for.size(), 1u) << threads;
+    EXPECT_EQ(root.waited_for[0].rank, 0);
+    double want = 0;
+    for (int r = 1; r < 4; ++r) want += (40.0 * 86400 * 1e9 + r * 1e6 - 2e6) * 1e-9;  // 120 days
+    EXPECT_NEAR(root.waited_for[0].seconds, want, 1e-6) << threads;
+    EXPECT_NEAR(root.waits[analysis::kLateSender], want, 1e-6) << threads;
+  }
+}
+
 // A Bcast rooted at rank 0 entering at 5 ms; rank 1 enters at 2 ms, rank 2
 // last at 7 ms. Rank 1 is late-root for 3 ms, then waits 2 ms on rank 2
 // (other); the root waits 2 ms on rank 2 (other).
