@@ -216,13 +216,17 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
   // Partner (world rank) -> its sums' place in `partners` (a std::map took
   // a tree walk per rank and partner).
   FlatMap<int32_t, uint32_t> partner_slot;
-  // Summed over the ranks in ns, in the members' order: a rank's sums are
-  // exact Instants, bounded by the run's length (its waits on one partner do
-  // not overlap), but thousands of ranks' waits on one partner over a long
-  // run would pass an Instant's range.
+  // Summed over the ranks in ns: a rank's sums are exact Instants, within a
+  // few times the run's length, but thousands of ranks' waits on one partner
+  // over a long run would pass an Instant's range.
   std::vector<PartnerWait> partners;
   std::vector<PartnerWaitAcc> rolled;
-  for (auto [ri, li] : gn.members) {
+  // The sums over ranks (partners, functions, call sites) in rank order:
+  // members join in an order the phases decide, and the phases depend on
+  // the workers and processes.
+  std::vector<std::pair<uint32_t, uint32_t>> by_rank = gn.members;
+  if (!std::is_sorted(by_rank.begin(), by_rank.end())) std::sort(by_rank.begin(), by_rank.end());
+  for (auto [ri, li] : by_rank) {
     const RankOutcome& r = *ranks[ri];
     const NodeAcc& acc = r.acc[li];
     if (acc.inside == 0) continue;
