@@ -46,9 +46,8 @@ namespace prof::analysis::detail {
   r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan, kCollectiveLane);
   // Its exit spread: from its leave to the last member's, inside the window.
   // Threads of one rank may spread at the same instants: there each instant
-  // counts once, like the rank's other characteristics.
-  // A single thread's spreads are summed, in Instant units at the sweeps'
-  // level: exact, so in whatever order the results come.
+  // counts once, like the rank's other characteristics; a single thread's
+  // spreads are summed at the same level, exact in any order of arrival.
   if (r.threaded) [[unlikely]] {
     r.instants.add(rr.leave, rr.leave + rr.time_variation, kTimeVariationSpan, kCollectiveLane);
   } else {

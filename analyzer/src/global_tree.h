@@ -41,15 +41,17 @@ struct PartnerWaitAcc;
 // The tree of interval nodes across ranks: a node per (parent, interval id,
 // call site) path, built during the pass as ranks create local nodes (merge()
 // at each phase's end), each listing its members (rank index, local node) in
-// the order they joined.
+// the order they joined until order() sorts them by rank.
 //
 // Invariants
 //   - Node 0 is the root; a node's parent was created before it (children
 //     have larger indices).
 //   - A rank's gmap maps its local nodes merged so far, in order, and
 //     merged_at says at which merge each joined: process 0 of an MPI job
-//     rebuilds the same tree, members in the same order (rebuild()), so every
-//     sum over members adds the same values in the same order.
+//     rebuilds the same tree (rebuild()).
+//   - After order(), members are in rank order, so every sum over members
+//     adds the same values in the same order whatever the phases (which
+//     depend on the workers and processes).
 class GlobalTree {
  public:
   using Ranks = std::vector<std::unique_ptr<Rank>>;
@@ -63,7 +65,8 @@ class GlobalTree {
   // The tree as one process merges it, from every rank's nodes and merged_at
   // (distributed.cpp).
   void rebuild(const Outcomes& ranks);
-  // After the pass and the last merge(): children ordered by first entry.
+  // After the pass and the last merge(): children ordered by first entry,
+  // members by rank.
   void order(const Outcomes& ranks);
   const std::vector<GNode>& nodes() const { return nodes_; }
   // One node's figures across ranks (docs/metrics.md), in seconds.

@@ -144,14 +144,18 @@ void rolled_partner_waits(const RankOutcome& r, uint32_t node, std::vector<Partn
   }
 }
 
-// The tree across ranks (built during the pass): settle the last executions
-// and order children by their first entry.
+// The tree across ranks (built during the pass): settle the last executions,
+// order children by their first entry and members by rank (they joined in an
+// order the phases decide, and the phases depend on the workers and
+// processes: node_figures' sums over ranks follow this order).
 void GlobalTree::order(const Outcomes& ranks) {
   std::vector<GNode>& g = nodes_;
-  for (GNode& gn : g)
+  for (GNode& gn : g) {
+    if (!std::is_sorted(gn.members.begin(), gn.members.end())) std::sort(gn.members.begin(), gn.members.end());
     for (auto [ri, li] : gn.members)
       if (ranks[ri]->acc[li].executions() > 0 || ranks[ri]->acc[li].executed_in_run)
         gn.first = std::min(gn.first, ranks[ri]->acc[li].first_enter);
+  }
   for (auto& n : g)
     std::sort(n.children.begin(), n.children.end(), [&](uint32_t x, uint32_t y) {
       if (g[x].first != g[y].first) return g[x].first < g[y].first;
@@ -221,12 +225,8 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
   // over a long run would pass an Instant's range.
   std::vector<PartnerWait> partners;
   std::vector<PartnerWaitAcc> rolled;
-  // The sums over ranks (partners, functions, call sites) in rank order:
-  // members join in an order the phases decide, and the phases depend on
-  // the workers and processes.
-  std::vector<std::pair<uint32_t, uint32_t>> by_rank = gn.members;
-  if (!std::is_sorted(by_rank.begin(), by_rank.end())) std::sort(by_rank.begin(), by_rank.end());
-  for (auto [ri, li] : by_rank) {
+  // (In rank order, so the sums over ranks are too: order().)
+  for (auto [ri, li] : gn.members) {
     const RankOutcome& r = *ranks[ri];
     const NodeAcc& acc = r.acc[li];
     if (acc.inside == 0) continue;
