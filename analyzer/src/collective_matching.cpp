@@ -53,7 +53,8 @@ namespace prof::analysis::detail {
   } else {
     double spread = rr.time_variation;
     if (window_.windowed()) spread = std::max(0.0, std::min(rr.leave + spread, window_.hi()) - std::max(rr.leave, window_.lo()));
-    r.acc[rr.node].in.level[kTimeVariationSpan] += to_instant(spread);
+    Instant& sum = r.acc[rr.node].in.level[kTimeVariationSpan];
+    sum = add_lengths(sum, to_instant(spread));
   }
   r.holds.release(rr.hold);
 }

@@ -161,7 +161,7 @@ struct InstantSums {
   // others their sum (Engine::add_result adds each to this level).
   double time_variation() const { return instant_ns(level[kTimeVariationSpan]); }
   void add(const InstantSums& o) {
-    for (int l = 0; l < kLevels; ++l) level[l] += o.level[l];
+    for (int l = 0; l < kLevels; ++l) level[l] = add_lengths(level[l], o.level[l]);
   }
 };
 

@@ -115,6 +115,14 @@ inline constexpr Instant kInstantMin = -kInstantMax;
 }
 // A length, or a sum of lengths, in ns.
 inline double instant_ns(Instant units) { return static_cast<double>(units) / kInstantsPerNs; }
+// A sum of non-negative lengths (both within [0, kInstantMax]) that stops at
+// kInstantMax: min(kInstantMax, the exact sum), whatever the order of the
+// terms. Most sums are of disjoint instants and stay within the run, but a
+// rank's exit spreads (Time Variation) each reach up to the run's length and
+// add up over every collective.
+inline Instant add_lengths(Instant sum, Instant length) {
+  return length < kInstantMax - sum ? sum + length : kInstantMax;
+}
 
 // Where spans come from. Each source adds them as a few runs in order of
 // start (see sort_lane), but sources lag one another (a collective's spans

@@ -3,6 +3,8 @@
 // from its issue, threads count as one processor, and requests are told apart
 // however MPICH numbers them. Times are integer nanoseconds, so the tolerance
 // is a nanosecond; analyze_checked also checks the invariants on every trace.
+#include <cmath>
+
 #include "trace_builder.h"
 
 namespace prof::test {
@@ -301,6 +303,36 @@ TEST(Instants, TimeVariationOfThreadsCountsEachInstantOnce) {
   ASSERT_TRUE(r0);
   EXPECT_NEAR(r0->time_variation, ms(5), kTol);
   EXPECT_LE(r0->time_variation, r0->time);
+}
+
+// A rank's exit spreads add up over its collectives, each up to the run's
+// length, so their sum can pass what an Instant holds (+-52 days): the root of
+// three Bcasts leaves each at once, and rank 1 leaves each 40 days later (its
+// first call waits those 40 days, the next two are short). The
+// sum (120 days) stops at the range's end, 2^52 ns, on one worker and on two.
+TEST(Instants, TimeVariationOfOneRankStopsAtTheRangesEnd) {
+  constexpr uint64_t kDay = 86400ull * 1000 * kMs;
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  for (uint64_t k = 0; k < 3; ++k) {
+    b.collective(0, Bcast, (2 + k) * kMs, (2 + k) * kMs + 10 * kUs);
+    b.collective(1, Bcast, k == 0 ? 2 * kMs : 40 * kDay + k * kMs - 500 * kUs, 40 * kDay + k * kMs);
+  }
+  for (int r = 0; r < 2; ++r) b.finalize(r, 40 * kDay + 10 * kMs, 40 * kDay + 11 * kMs);
+  b.close();
+  const double end_s = std::ldexp(1.0, 52) * 1e-9;  // (2^62 - 2^10 units of 2^-10 ns)
+  for (unsigned threads : {1u, 2u}) {
+    analysis::Options o;
+    o.threads = threads;
+    const auto a = analyze_checked(b.dir(), o);
+    ASSERT_TRUE(a.usable()) << threads;
+    const auto* r0 = rank_of(a.intervals[0], 0);
+    const auto* r1 = rank_of(a.intervals[0], 1);
+    ASSERT_TRUE(r0 && r1) << threads;
+    EXPECT_NEAR(r0->time_variation, end_s, 1e-6) << threads;
+    EXPECT_NEAR(r1->time_variation, 0, kTol) << threads;
+    EXPECT_NEAR(a.intervals[0].main.time_variation, end_s, 1e-6) << threads;
+  }
 }
 
 // Two threads each in their own interval, at the same time, both in MPI: an
