@@ -507,7 +507,7 @@ void Engine::setup() {
   // Each worker's ranks are made on a thread of their own (their first
   // batches decoded, their files' first pages faulted in): a tenth of the
   // CPU of an analysis of 4096 ranks was here, on one core.
-  on_each_worker(spread_.local_lo(), spread_.local_hi(), local_ranks <= kDeferCreditsRanks, [&](unsigned w) {
+  on_each_worker(spread_.local_lo(), spread_.local_hi(), local_ranks <= kRanksOnCallingThread, [&](unsigned w) {
     for (size_t i : worker_ranks_[w]) {
       const WindowCheckpoint* cp = window_.from_index() ? &window_.start(i) : nullptr;
       const size_t first = cp ? cp->chunk : 0;
@@ -591,7 +591,7 @@ const char* const Engine::kCancelled = "analysis cancelled";
 // a fiftieth of that analysis's CPU, on one core.
 Engine::~Engine() {
   if (worker_ranks_.size() < spread_.local_hi()) return;  // (setup did not get as far as the blocks)
-  on_each_worker(spread_.local_lo(), spread_.local_hi(), ranks_.size() <= kDeferCreditsRanks, [&](unsigned w) {
+  on_each_worker(spread_.local_lo(), spread_.local_hi(), ranks_.size() <= kRanksOnCallingThread, [&](unsigned w) {
     for (size_t i : worker_ranks_[w])
       if (i < ranks_.size()) ranks_[i].reset();
   });
@@ -685,7 +685,7 @@ Analysis Engine::run() {
     for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   }
   // Each worker's ranks on a thread of their own, as in the pass.
-  on_each_worker(spread_.local_lo(), spread_.local_hi(), ranks_.size() <= kDeferCreditsRanks, [&](unsigned w) {
+  on_each_worker(spread_.local_lo(), spread_.local_hi(), ranks_.size() <= kRanksOnCallingThread, [&](unsigned w) {
     for (size_t i : worker_ranks_[w]) {
       // (A window counts the events decoded up to its end: the same for every
       // arrangement of workers, AnalysisWindow::reach.)

@@ -855,6 +855,10 @@ class Engine {
   // buffer would only add work; a window's end is found from every rank's
   // holds at each phase's end, AnalysisWindow::done).
   static constexpr size_t kDeferCreditsRanks = 64;
+  // Up to this many ranks (of the process), the ranks' states are made,
+  // settled at the pass's end and freed on the calling thread: a thread a
+  // worker costs more than so little work.
+  static constexpr size_t kRanksOnCallingThread = 64;
   // With many ranks on a whole run, each rank's collective results but their
   // waits by partner, by rank index, in the order they came, until the rank
   // settles (apply_result, take_results): none is on its spans, sums or
