@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -98,6 +99,22 @@ void print_warnings(const prof::analysis::Analysis& a, const std::string& prefix
     std::fprintf(stderr, "prof-analyze: warning: %s%s: %llu\n", prefix.c_str(), w.category.c_str(),
                  static_cast<unsigned long long>(w.count));
     for (const auto& ex : w.examples) std::fprintf(stderr, "  %s\n", ex.c_str());
+  }
+}
+
+// The --ranks ranges that name no rank of the report: its per-rank tables
+// would leave them out without a word (a rank past the trace's, a typo).
+void warn_unlisted_ranks(const prof::analysis::Analysis& a, const std::vector<std::pair<int, int>>& ranges) {
+  if (a.intervals.empty() || a.intervals[0].per_rank.empty()) return;
+  std::vector<int> have;
+  for (const auto& f : a.intervals[0].per_rank) have.push_back(f.rank);
+  std::sort(have.begin(), have.end());
+  for (const auto& [from, to] : ranges) {
+    const auto it = std::lower_bound(have.begin(), have.end(), from);
+    if (it != have.end() && *it <= to) continue;
+    const std::string asked = from == to ? std::to_string(from) : std::to_string(from) + "-" + std::to_string(to);
+    std::fprintf(stderr, "prof-analyze: warning: --ranks %s: no such rank in the report (it has %zu, %d-%d)\n",
+                 asked.c_str(), have.size(), have.front(), have.back());
   }
 }
 
@@ -439,6 +456,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     text.wait_states = wait_states;
     text.per_rank = !no_per_rank;
     text.ranks = shown_ranks;
+    if (!quiet && text_wanted && text.per_rank) warn_unlisted_ranks(a, shown_ranks);
     bool ok = true;
     if (text_wanted)
       ok = write_file(out_path, [&](std::ostream& o) { prof::analysis::write_text_report(a, o, text); }) && ok;

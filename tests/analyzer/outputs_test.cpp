@@ -202,8 +202,9 @@ TEST(Outputs, FunctionProfileOnlyWhereAnOutputPrintsIt) {
 }
 
 // --ranks keeps only those ranks' lines in the per-rank tables; everything
-// else (the main and comparative blocks, every other line) is unchanged, and
-// a list that is not one is a usage error naming it.
+// else (the main and comparative blocks, every other line) is unchanged, a
+// range with no rank of the trace is a warning, and a list that is not one is
+// a usage error naming it.
 TEST(Outputs, RanksOptionLimitsThePerRankLinesOnly) {
   TraceBuilder b(3);
   build(b);
@@ -224,6 +225,17 @@ TEST(Outputs, RanksOptionLimitsThePerRankLinesOnly) {
   }
   EXPECT_NE(expected, all);
   EXPECT_EQ(some, expected);
+  // Ranges that name no rank of the trace are said so on stderr (unless -q),
+  // and the report is the same.
+  std::string warned;
+  ASSERT_EQ(run_cli(b.dir() + " --ranks 0,7,2-2,5-9 -o /dev/null", &warned), 0);
+  EXPECT_NE(warned.find("warning: --ranks 7: no such rank in the report (it has 3, 0-2)"), std::string::npos) << warned;
+  EXPECT_NE(warned.find("warning: --ranks 5-9: no such rank"), std::string::npos) << warned;
+  EXPECT_EQ(warned.find("--ranks 0:"), std::string::npos) << warned;
+  EXPECT_EQ(warned.find("--ranks 2:"), std::string::npos) << warned;
+  std::string with_unknown;
+  ASSERT_EQ(run_cli(b.dir() + " -q --ranks 0,7,2-2,5-9", &with_unknown), 0);
+  EXPECT_EQ(with_unknown, some);
   for (const char* bad : {"1-0", "a", "1,", "-3", "2..4"}) {
     std::string out;
     EXPECT_EQ(run_cli(b.dir() + " --ranks " + bad, &out), 1) << bad;
