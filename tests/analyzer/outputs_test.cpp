@@ -203,8 +203,8 @@ TEST(Outputs, FunctionProfileOnlyWhereAnOutputPrintsIt) {
 
 // --ranks keeps only those ranks' lines in the per-rank tables; everything
 // else (the main and comparative blocks, every other line) is unchanged, a
-// range with no rank of the trace is a warning, and a list that is not one is
-// a usage error naming it.
+// range with no rank of the trace is a warning, an empty list keeps every
+// line, and a list that is not one is a usage error naming it.
 TEST(Outputs, RanksOptionLimitsThePerRankLinesOnly) {
   TraceBuilder b(3);
   build(b);
@@ -236,6 +236,10 @@ TEST(Outputs, RanksOptionLimitsThePerRankLinesOnly) {
   std::string with_unknown;
   ASSERT_EQ(run_cli(b.dir() + " -q --ranks 0,7,2-2,5-9", &with_unknown), 0);
   EXPECT_EQ(with_unknown, some);
+  // An empty list (a script's unset variable) prints every rank's lines.
+  std::string empty_list;
+  ASSERT_EQ(run_cli(b.dir() + " -q --ranks ''", &empty_list), 0);
+  EXPECT_EQ(empty_list, all);
   for (const char* bad : {"1-0", "a", "1,", "-3", "2..4"}) {
     std::string out;
     EXPECT_EQ(run_cli(b.dir() + " --ranks " + bad, &out), 1) << bad;
