@@ -189,9 +189,9 @@ struct PartnerWaitAcc {
   Instant length, uncertain;
 };
 // Waits of one rank in one node, by partner (world rank), in Instant units
-// (exact: the sums do not depend on the order of the waits; a rank's waits
-// on one partner are at most a few at once, so a sum stays within a few
-// times the run's length, far inside an Instant's range): the node's own
+// (exact: the sums do not depend on the order of the waits; receives posted
+// together wait at once, each counted, so a sum can pass the range and stops
+// at its end, add_lengths): the node's own
 // calls' waits (the roll-up into ancestors is summed when the figures are
 // taken, rolled_partner_waits()). Kept in arrays, 12 bytes a partner (20
 // once some wait is uncertain: those sums are allocated at the first nonzero
@@ -208,8 +208,8 @@ class PartnerWaits {
   // exist, a call to add to them cost as much as finding the partner.)
   [[gnu::always_inline]] void add(int32_t partner, Instant length, Instant uncertain) {
     const size_t i = place(partner);
-    length_[i] += length;
-    if (!uncertain_.empty()) uncertain_[i] += uncertain;
+    length_[i] = add_lengths(length_[i], length);
+    if (!uncertain_.empty()) uncertain_[i] = add_lengths(uncertain_[i], uncertain);
     else if (uncertain != 0) first_uncertain(i, uncertain);
   }
   size_t size() const { return partner_.size(); }
@@ -585,7 +585,8 @@ struct alignas(64) Rank : RankOutcome {
   // nothing.)
   bool defer_partner_credits = false;
   std::vector<PartnerCredit> partner_credits;
-  void credit_partner_wait(uint32_t node, int32_t partner, Instant length, Instant uncertain) {
+  // (Inline in the wait's crediting, as PartnerWaits::add is in it.)
+  [[gnu::always_inline]] void credit_partner_wait(uint32_t node, int32_t partner, Instant length, Instant uncertain) {
     if (defer_partner_credits) partner_credits.push_back(PartnerCredit{node, partner, length, uncertain});
     else acc[node].waited_for.add(partner, length, uncertain);
   }

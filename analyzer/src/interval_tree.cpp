@@ -134,8 +134,8 @@ void rolled_partner_waits(const RankOutcome& r, uint32_t node, std::vector<Partn
       } else if (i == out.size() || child[j].partner < out[i].partner) {
         merged.push_back(child[j++]);
       } else {
-        merged.push_back(PartnerWaitAcc{out[i].partner, out[i].length + child[j].length,
-                                        out[i].uncertain + child[j].uncertain});
+        merged.push_back(PartnerWaitAcc{out[i].partner, add_lengths(out[i].length, child[j].length),
+                                        add_lengths(out[i].uncertain, child[j].uncertain)});
         ++i;
         ++j;
       }

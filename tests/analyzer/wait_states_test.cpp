@@ -3,6 +3,7 @@
 // nanoseconds, so the tolerance of an exact figure is one nanosecond (kTol);
 // analyze_usable checks the invariants (the kinds of Potential Sync. sum to
 // it) on every trace.
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -232,6 +233,36 @@ TEST(WaitStates, WaitsOfSeveralRanksOnOnePartnerAddUpPastOneRanksRange) {
     for (int r = 1; r < 4; ++r) want += (40.0 * 86400 * 1e9 + r * 1e6 - 2e6) * 1e-9;  // 120 days
     EXPECT_NEAR(root.waited_for[0].seconds, want, 1e-6) << threads;
     EXPECT_NEAR(root.waits[analysis::kLateSender], want, 1e-6) << threads;
+  }
+}
+
+// One rank's waits on one partner overlap where it posts several receives
+// before their sends: rank 1 posts three, and rank 0 sends each 40 days
+// later. Each wait counts whole in the waits by partner (120 days), so the
+// rank's sum stops at the range's end, 2^52 ns, while its Late Sender time,
+// a set of instants, is the 40 days once.
+TEST(WaitStates, OverlappingWaitsOnOnePartnerStopAtTheRangesEnd) {
+  constexpr uint64_t kDay = 86400ull * 1000 * kMs;
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  std::vector<Completion> done;
+  for (uint32_t k = 0; k < 3; ++k) {
+    const uint32_t request = 0xAC000200u + k;
+    b.irecv(1, 2 * kMs + k * 100 * kUs, 2 * kMs + k * 100 * kUs + 10 * kUs, 0, static_cast<int>(k), request);
+    done.push_back(TraceBuilder::done(request, 0, static_cast<int>(k), 8));
+    b.send(0, 40 * kDay + k * kMs, 40 * kDay + k * kMs + 10 * kUs, 1, static_cast<int>(k));
+  }
+  b.wait(1, Waitall, 3 * kMs, 40 * kDay + 3 * kMs, done);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 40 * kDay + 10 * kMs, 40 * kDay + 11 * kMs);
+  b.close();
+  const double end_s = std::ldexp(1.0, 52) * 1e-9;  // (2^62 - 2^10 units of 2^-10 ns)
+  for (unsigned threads : {1u, 2u}) {
+    const auto a = analyze_with(b, threads);
+    const auto& root = a.intervals[0];
+    ASSERT_EQ(root.waited_for.size(), 1u) << threads;
+    EXPECT_EQ(root.waited_for[0].rank, 0);
+    EXPECT_NEAR(root.waited_for[0].seconds, end_s, 1e-6) << threads;
+    EXPECT_NEAR(wait_of(root, 1, analysis::kLateSender), 40.0 * 86400, 1e-6) << threads;  // 2 ms .. 40 days + 2 ms
   }
 }
 
