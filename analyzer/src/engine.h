@@ -177,8 +177,10 @@ struct WaitSums {
     if (k >= kWaitNestedLevels) return instant_ns(level[k]);
     return instant_ns(k == 0 ? level[0] : level[k] - level[k - 1]);
   }
+  // (Stopping at the range's end keeps each nested level at least the one
+  // before: min(kInstantMax, x) grows with x.)
   void add(const WaitSums& o) {
-    for (int l = 0; l < kLevels; ++l) level[l] += o.level[l];
+    for (int l = 0; l < kLevels; ++l) level[l] = add_lengths(level[l], o.level[l]);
   }
 };
 
