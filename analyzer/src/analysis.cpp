@@ -407,7 +407,6 @@ std::unique_ptr<Rank> Engine::new_rank(size_t i, RankTrace::MergedCursor events)
   r->acc.emplace_back();
   r->undefined_function = static_cast<uint32_t>(reg_.funcs[i]->size());
   r->worker = worker_of_[i];
-  r->defer_partner_credits = dir_.ranks.size() > kDeferCreditsRanks;
   r->track_waits = waits_on_;
   r->profile_functions = opt_.function_profile;
   if (log_spill_) r->delay.spill_to(log_spill_.get());
@@ -502,7 +501,8 @@ void Engine::setup() {
   // process's memory grows with its own block. Process 0 makes the others'
   // at the end, from what their processes send it: gather_at_root.)
   ranks_.resize(traces.size());
-  queue_results_ = traces.size() > kDeferCreditsRanks && !opt_.windowed();
+  defer_partner_credits_ = traces.size() > kDeferCreditsRanks;
+  queue_results_ = defer_partner_credits_ && !opt_.windowed();
   if (queue_results_) queued_results_.resize(traces.size());
   // Each worker's ranks are made on a thread of their own (their first
   // batches decoded, their files' first pages faulted in): a tenth of the

@@ -579,19 +579,9 @@ struct alignas(64) Rank : RankOutcome {
     if (a.funcs.size() < slot) a.funcs.resize(slot);
     return a.funcs[slot - 1];
   }
-  // Waits by partner, added to their nodes' sums at once or, with many
-  // ranks (Engine::kDeferCreditsRanks), when the rank next settles: a
-  // collective's owner hands its results to every member in turn, and at
-  // thousands of ranks each wait would find its member's node and partner
-  // arrays out of cache. (The sums are exact, so when they are added changes
-  // nothing.)
-  bool defer_partner_credits = false;
+  // Waits by partner not yet in their nodes' sums (Engine::credit_partner
+  // says when they wait here), added when the rank next settles.
   std::vector<PartnerCredit> partner_credits;
-  // (Inline in the wait's crediting, as PartnerWaits::add is in it.)
-  [[gnu::always_inline]] void credit_partner_wait(uint32_t node, int32_t partner, Instant length, Instant uncertain) {
-    if (defer_partner_credits) partner_credits.push_back(PartnerCredit{node, partner, length, uncertain});
-    else acc[node].waited_for.add(partner, length, uncertain);
-  }
   void add_partner_credits() {
     for (const PartnerCredit& c : partner_credits) acc[c.node].waited_for.add(c.partner, c.length, c.uncertain);
     partner_credits.clear();
@@ -858,6 +848,13 @@ class Engine {
   // buffer would only add work; a window's end is found from every rank's
   // holds at each phase's end, AnalysisWindow::done).
   static constexpr size_t kDeferCreditsRanks = 64;
+  // Waits by partner are added to their nodes' sums at once or, past
+  // kDeferCreditsRanks ranks, kept in Rank::partner_credits until the rank
+  // next settles: a collective's owner hands its results to every member in
+  // turn, and at thousands of ranks each wait would find its member's node
+  // and partner arrays out of cache. (The sums are exact, so when they are
+  // added changes nothing.)
+  bool defer_partner_credits_ = false;
   // Up to this many ranks (of the process), the ranks' states are made,
   // settled at the pass's end and freed on the calling thread: a thread a
   // worker costs more than so little work.

@@ -63,7 +63,9 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
   const double bound = clock_error_[r.index] + (pi >= 0 ? clock_error_[static_cast<size_t>(pi)] : 0);
   const double length = to - from;
   const Instant units = to_instant(length);
-  r.credit_partner_wait(node, partner, units, length < bound ? units : 0);
+  const Instant uncertain = length < bound ? units : 0;
+  if (defer_partner_credits_) r.partner_credits.push_back(PartnerCredit{node, partner, units, uncertain});
+  else r.acc[node].waited_for.add(partner, units, uncertain);
   if (r.log_delay) r.delay.waits.push_back(DelayLog::Wait{from, to, partner, node});
 }
 
