@@ -58,7 +58,7 @@ bool AnalysisWindow::plan_window(const trace::TraceDir& dir, const Registry& reg
     WindowIndex found[2];
     uint8_t fits[2] = {1, 1};  // (a process holding no rank file objects to none)
     for (int k = 0; k < 2 && !block.empty(); ++k) {
-      const std::string w = paths[k]->empty() ? "absent" : read_index_part(*paths[k], dir, block, &found[k]);
+      const std::string w = paths[k]->empty() ? "absent" : read_index_part(*paths[k], dir, reg, block, &found[k]);
       fits[k] = w.empty();
       if (!w.empty() && why == "absent") why = w;
     }

@@ -490,7 +490,8 @@ std::string serialize(const WindowIndex& ix) {
   return o.b;
 }
 
-bool deserialize_rank(In& in, const std::shared_ptr<const IndexFileBytes>& file, RankWindowIndex& r) {
+// `sites`: the registry's count; a node's site is an index into it.
+bool deserialize_rank(In& in, const std::shared_ptr<const IndexFileBytes>& file, size_t sites, RankWindowIndex& r) {
   r.chunks = in.get<uint64_t>();
   r.last_leave = in.get<double>();
   r.nodes.resize(in.count(21));
@@ -516,7 +517,7 @@ bool deserialize_rank(In& in, const std::shared_ptr<const IndexFileBytes>& file,
     in.p += sp.size;
   }
   for (size_t i = 1; i < r.nodes.size(); ++i)
-    if (r.nodes[i].parent >= i) return false;
+    if (r.nodes[i].parent >= i || r.nodes[i].site >= sites) return false;
   r.checkpoints.assign(file, std::move(spans), r.nodes.size());
   return true;
 }
@@ -524,16 +525,16 @@ bool deserialize_rank(In& in, const std::shared_ptr<const IndexFileBytes>& file,
 // `in` reads `file`; the checkpoint records are kept there, unparsed. `keep`,
 // when not null: the ranks (by index) whose parts are kept, the others' read
 // past and left empty.
-bool deserialize(In& in, const std::shared_ptr<const IndexFileBytes>& file, WindowIndex* ix,
+bool deserialize(In& in, const std::shared_ptr<const IndexFileBytes>& file, size_t sites, WindowIndex* ix,
                  const std::vector<uint8_t>* keep = nullptr) {
   ix->unusable = in.str();
   ix->ranks.resize(in.count(8));
   for (size_t i = 0; i < ix->ranks.size(); ++i) {
     if (!keep || (i < keep->size() && (*keep)[i])) {
-      if (!deserialize_rank(in, file, ix->ranks[i])) return false;
+      if (!deserialize_rank(in, file, sites, ix->ranks[i])) return false;
     } else {
       RankWindowIndex other;
-      if (!deserialize_rank(in, file, other)) return false;
+      if (!deserialize_rank(in, file, sites, other)) return false;
     }
   }
   return in.ok && in.p == in.end;
@@ -558,9 +559,10 @@ std::string trace_key(const trace::TraceDir& dir) {
 }
 
 // Why the file cannot be trusted ("" when it can), and the index in *ix.
-// `fits` says whether the trace's key (read from the file) is the trace's.
-std::string read_index(const std::string& path, const std::function<bool(const std::string&)>& fits, WindowIndex* ix,
-                       const std::vector<uint8_t>* keep = nullptr) {
+// `fits` says whether the trace's key (read from the file) is the trace's;
+// `reg`, the trace's registry, bounds what the index refers to in it.
+std::string read_index(const std::string& path, const std::function<bool(const std::string&)>& fits,
+                       const Registry& reg, WindowIndex* ix, const std::vector<uint8_t>* keep = nullptr) {
   std::string why;
   const std::shared_ptr<const IndexFileBytes> file = IndexFileBytes::open(path, &why);
   if (!file) return why;
@@ -572,11 +574,11 @@ std::string read_index(const std::string& path, const std::function<bool(const s
   const uint64_t sum = in.get<uint64_t>();
   if (!in.ok || sum != checksum(in.p, static_cast<size_t>(in.end - in.p))) return "corrupt (checksum)";
   if (!fits(in.str())) return "stale (the trace changed)";
-  if (!deserialize(in, file, ix, keep)) return "corrupt (malformed)";
+  if (!deserialize(in, file, reg.sites.size(), ix, keep)) return "corrupt (malformed)";
   return "";
 }
-std::string read_index(const std::string& path, const std::string& key, WindowIndex* ix) {
-  return read_index(path, [&key](const std::string& k) { return k == key; }, ix);
+std::string read_index(const std::string& path, const std::string& key, const Registry& reg, WindowIndex* ix) {
+  return read_index(path, [&key](const std::string& k) { return k == key; }, reg, ix);
 }
 
 // Replays a rank from a checkpoint, counting its sends per channel as the
@@ -770,13 +772,13 @@ bool make_cache_directory(const std::string& path, std::string* error) {
 // The index that fits the trace (key and rank count) at `places`, beside
 // first: its path, or "" and in *why what was wrong with the first file found
 // ("absent" when there is none).
-std::string find_index(const IndexPlaces& places, const std::string& key, size_t ranks, WindowIndex* ix,
-                       std::string* why) {
+std::string find_index(const IndexPlaces& places, const std::string& key, size_t ranks, const Registry& reg,
+                       WindowIndex* ix, std::string* why) {
   *why = "absent";
   for (const std::string* path : {&places.beside, &places.cache}) {
     if (path->empty()) continue;
     WindowIndex got;
-    const std::string w = read_index(*path, key, &got);
+    const std::string w = read_index(*path, key, reg, &got);
     if (w.empty() && got.ranks.size() == ranks) {
       *ix = std::move(got);
       return *path;
@@ -967,7 +969,7 @@ WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registr
   const std::string key = trace_key(dir);
   WindowIndex ix;
   std::string why;
-  if (const std::string at = find_index(places, key, dir.ranks.size(), &ix, &why); !at.empty()) {
+  if (const std::string at = find_index(places, key, dir.ranks.size(), reg, &ix, &why); !at.empty()) {
     *note = "used " + at;
     return ix;
   }
@@ -988,8 +990,8 @@ WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registr
   return ix;
 }
 
-std::string read_index_part(const std::string& path, const trace::TraceDir& dir, const std::vector<size_t>& block,
-                            WindowIndex* ix) {
+std::string read_index_part(const std::string& path, const trace::TraceDir& dir, const Registry& reg,
+                            const std::vector<size_t>& block, WindowIndex* ix) {
   const size_t R = dir.ranks.size();
   std::vector<uint8_t> keep(R, 0);
   for (size_t i : block) keep[i] = 1;
@@ -1007,7 +1009,7 @@ std::string read_index_part(const std::string& path, const trace::TraceDir& dir,
     }
     return true;
   };
-  const std::string why = read_index(path, fits, ix, &keep);
+  const std::string why = read_index(path, fits, reg, ix, &keep);
   if (why.empty() && ix->ranks.size() != R) return "another number of ranks";
   if (why.empty() && !ix->unusable.empty()) ix->unusable_at = 0;  // (the same reason in every part)
   return why;
@@ -1159,7 +1161,7 @@ std::unique_ptr<WindowIndexJob> WindowIndexJob::start(const trace::TraceDir& dir
   s->places = window_index_places(dir);
   s->key = trace_key(dir);
   WindowIndex found;
-  if (!find_index(s->places, s->key, dir.ranks.size(), &found, &s->why).empty()) return nullptr;
+  if (!find_index(s->places, s->key, dir.ranks.size(), reg, &found, &s->why).empty()) return nullptr;
   s->trace = trace_directory(dir).string();
   s->ranks = dir.ranks.size();
   s->reg = reg;

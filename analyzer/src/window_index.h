@@ -235,8 +235,8 @@ WindowIndex load_or_build_window_index(const trace::TraceDir& dir, const Registr
 //     the index's `unusable` reason (the first rank's in rank order), written
 //     as `how` says; returns the note (as load_or_build's, `why`: what was
 //     wrong with the file found, "absent" when none).
-std::string read_index_part(const std::string& path, const trace::TraceDir& dir, const std::vector<size_t>& block,
-                            WindowIndex* ix);
+std::string read_index_part(const std::string& path, const trace::TraceDir& dir, const Registry& reg,
+                            const std::vector<size_t>& block, WindowIndex* ix);
 WindowIndex build_window_index_part(const trace::TraceDir& dir, const Registry& reg, const WorldIndex& world_to_index,
                                     unsigned threads, const std::vector<size_t>& block);
 std::string index_part(const trace::TraceDir& dir, const WindowIndex& ix, const std::vector<size_t>& block);

@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
 #include "prof/analysis/report.h"
+#include "prof/crc32c.h"
 #include "trace_builder.h"
 #include "window_index.h"
 #include "window_traces.h"
@@ -346,6 +348,38 @@ TEST(WindowIndex, AStaleOrCorruptIndexIsRebuilt) {
   }
   a = analyze_checked(b.dir(), window(0.03, 0.035, true));
   EXPECT_EQ(a.stats.window_index.rfind("rebuilt (corrupt", 0), 0u) << a.stats.window_index;
+  EXPECT_EQ(report_of(a), reference);
+  // Whole and checksummed, but an interval's call site is past the trace's
+  // (a writer's bug, another build's layout): malformed, never followed.
+  {
+    std::string bytes;
+    {
+      std::ifstream f(index_path(b), std::ios::binary);
+      std::ostringstream all;
+      all << f.rdbuf();
+      bytes = all.str();
+    }
+    auto u32_at = [&](size_t at) {
+      uint32_t v = 0;
+      std::memcpy(&v, bytes.data() + at, sizeof v);
+      return v;
+    };
+    size_t at = 20;             // magic, version, checksum
+    at += 4 + u32_at(at);       // the trace's key
+    at += 4 + u32_at(at);       // why the index cannot serve the trace ("")
+    at += 8 + 8 + 8;            // the rank count; rank 0's chunks and last leave
+    uint64_t nodes = 0;
+    std::memcpy(&nodes, bytes.data() + at, sizeof nodes);
+    ASSERT_GE(nodes, 2u);
+    at += 8 + 21 + 8;           // past the root: node 1's parent and id, then its site
+    const uint32_t far_site = 0x7fffffffu;
+    std::memcpy(bytes.data() + at, &far_site, sizeof far_site);
+    const uint64_t sum = format::crc32c(bytes.data() + 20, bytes.size() - 20);
+    std::memcpy(bytes.data() + 12, &sum, sizeof sum);
+    std::ofstream(index_path(b), std::ios::binary | std::ios::trunc) << bytes;
+  }
+  a = analyze_checked(b.dir(), window(0.03, 0.035, true));
+  EXPECT_EQ(a.stats.window_index.rfind("rebuilt (corrupt (malformed)", 0), 0u) << a.stats.window_index;
   EXPECT_EQ(report_of(a), reference);
   // Cut short: not an index.
   std::filesystem::resize_file(index_path(b), 5);
