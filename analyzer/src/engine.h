@@ -855,9 +855,9 @@ class Engine {
   // and partner arrays out of cache. (The sums are exact, so when they are
   // added changes nothing.)
   bool defer_partner_credits_ = false;
-  // Up to this many ranks (of the process), the ranks' states are made,
-  // settled at the pass's end and freed on the calling thread: a thread a
-  // worker costs more than so little work.
+  // Up to this many ranks (the process's where the states are made, the
+  // trace's where they are settled at the pass's end and freed), that work
+  // runs on the calling thread: a thread a worker costs more than so little.
   static constexpr size_t kRanksOnCallingThread = 64;
   // With many ranks on a whole run, each rank's collective results but their
   // waits by partner, by rank index, in the order they came, until the rank

@@ -116,10 +116,10 @@ inline constexpr Instant kInstantMin = -kInstantMax;
 // A length, or a sum of lengths, in ns.
 inline double instant_ns(Instant units) { return static_cast<double>(units) / kInstantsPerNs; }
 // A sum of non-negative lengths that stops at kInstantMax: min(kInstantMax,
-// the exact sum), whatever the order of the terms (and never an overflow,
-// whatever the two non-negative terms). Most sums are of disjoint instants and stay within the run, but a
-// rank's exit spreads (Time Variation) each reach up to the run's length and
-// add up over every collective.
+// the exact sum) whatever the order of the terms, and no overflow whatever
+// two non-negative terms it is given. Unions of instants stay within the run,
+// but a rank's exit spreads (Time Variation) and its waits on one partner
+// may overlap in time, each up to the run's length.
 [[gnu::always_inline]] inline Instant add_lengths(Instant sum, Instant length) {
   return length < kInstantMax - sum ? sum + length : kInstantMax;
 }

@@ -278,8 +278,8 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
       }
     }
   }
-  std::sort(per.begin(), per.end(),
-            [](const auto& x, const auto& y) { return x.second.rank < y.second.rank; });
+  // (`per` is in rank order: the members are sorted by rank index, order(),
+  // and the trace's ranks by rank, TraceDir.)
   MainFigures& m = node.main;
   m.processors = static_cast<int>(per.size());
   m.execution_time = exec;
