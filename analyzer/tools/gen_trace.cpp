@@ -225,6 +225,7 @@ int main(int argc, char** argv) {
   uint64_t run_id = 0x5EED;
   uint32_t call_sites = 0;
   uint32_t uncalled_functions = 0;
+  bool heartbeat = false;
   app.add_option("OUT_DIR", out, "directory to create and fill with rank-*.prof")->required();
   app.add_option("-n,--events", events, "events over all ranks (about)");
   app.add_option("-r,--ranks", ranks, "ranks")->check(CLI::Range(1, 100000));
@@ -234,6 +235,9 @@ int main(int argc, char** argv) {
   app.add_option("--uncalled-functions", uncalled_functions,
                  "functions each rank defines and never calls (libprof's traces: 611)")
       ->check(CLI::Range(0u, prof::format::kRepeatFuncs - 1u - CommRank));
+  app.add_flag("--heartbeat", heartbeat,
+               "a heartbeat in each file, as libprof writes (the reader then walks each rank's last chunk "
+               "for the rank's last moment alive)");
   auto* chunk_option = app.add_option("--chunk-bytes", chunk, "event chunk size (default: 1 MiB, less above 1024 ranks)");
   CLI11_PARSE(app, argc, argv);
   // Default: 1 GiB over all ranks, within 64 KiB..1 MiB (a trace of many
@@ -271,13 +275,18 @@ int main(int argc, char** argv) {
       }
       write_definitions(*w.back(), call_sites, uncalled_functions);
     }
+    std::vector<uint64_t> last_leave(hi - lo, 0);
     simulate(R, iterations, call_sites, [&](size_t r, const Event& e) {
-      if (r >= lo && r < hi) w[r - lo]->event(e);
+      if (r < lo || r >= hi) return;
+      w[r - lo]->event(e);
+      last_leave[r - lo] = std::max(last_leave[r - lo], e.leave);
     });
     for (size_t r = lo; r < hi; ++r) {
       auto& t = *w[r - lo];
       t.end("finalize");
-      t.close_counting_chunks();  // as the shim's Live slots count them (format 8)
+      // As the shim's Live slots count them (format 8); the last beat at the
+      // rank's last leave.
+      t.close_counting_chunks(heartbeat ? last_leave[r - lo] : 0);
       if (!t.ok()) {
         std::fprintf(stderr, "prof-gen-trace: write error in %s\n", out.c_str());
         return 1;

@@ -337,8 +337,9 @@ TEST(FormatDamage, ChunkCutOutOfTheFileIsMissing) {
 
 // 1000 Sends of one stream in chunks of 2 KiB, written as `version`;
 // `count_chunks`: closed with a Live chunk whose slot 0 counts the stream's
-// chunks, as the shim keeps it (format 8).
-Written write_numbered_sends(const std::string& dir, uint32_t version, bool count_chunks) {
+// chunks, as the shim keeps it (format 8), and holds `heartbeat`.
+Written write_numbered_sends(const std::string& dir, uint32_t version, bool count_chunks,
+                             uint64_t heartbeat = 0) {
   Written w;
   w.path = dir + "/rank-00000.prof";
   TraceWriter tw(w.path, 0, 1, 1, format::TimerKind::Monotonic, 2048, version);
@@ -356,8 +357,25 @@ Written write_numbered_sends(const std::string& dir, uint32_t version, bool coun
     tw.event(e);
     w.events.push_back(e);
   }
-  if (count_chunks) tw.close_counting_chunks();
+  if (count_chunks) tw.close_counting_chunks(heartbeat);
   return w;
+}
+
+// The Live chunk that counts the chunks carries the last heartbeat: the rank
+// was alive until the later of it and its last leave (1000 + 10 * 999 + 3).
+TEST(FormatDamage, ChunkCountingLiveChunkCarriesTheHeartbeat) {
+  for (const uint64_t heartbeat : {uint64_t{0}, uint64_t{5000}, uint64_t{20000}}) {
+    const std::string dir = temp_dir();
+    const Written w = write_numbered_sends(dir, format::kFormatVersion, true, heartbeat);
+    auto t = RankTrace::open(w.path, nullptr);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->heartbeat(), heartbeat);
+    EXPECT_EQ(t->last_alive(), std::max<uint64_t>(heartbeat, 10993)) << heartbeat;
+    EXPECT_TRUE(t->in_flight().empty());
+    EXPECT_EQ(read_prefix(*t, w.events), w.events.size());
+    EXPECT_TRUE(t->warnings().empty()) << t->warnings().front();
+    fs::remove_all(dir);
+  }
 }
 
 // A file cut at a chunk boundary before its stream's last chunks: no chunk

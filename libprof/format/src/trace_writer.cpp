@@ -157,7 +157,7 @@ struct TraceWriter::Impl {
     s.used += repeats && may_repeat ? enc.commit_repeating(func, *s.repeat) : enc.commit(func);
     s.prev = enter;
   }
-  void finish(bool seal_last, bool count_chunks = false) {
+  void finish(bool seal_last, bool count_chunks = false, uint64_t heartbeat = 0) {
     if (closed) return;
     for (auto& [id, s] : streams) {
       if (seal_last) {
@@ -173,7 +173,7 @@ struct TraceWriter::Impl {
       std::vector<LiveSlot> slots(std::min<size_t>(streams.rbegin()->first + 1, kLiveSlots));
       for (const auto& [id, s] : streams)
         if (id < slots.size()) slots[id].chunks = s.chunks;
-      live(0, slots.data(), slots.size(), sizeof(LiveSlot));
+      live(heartbeat, slots.data(), slots.size(), sizeof(LiveSlot));
     }
     closed = true;
     streams.clear();
@@ -358,7 +358,7 @@ void TraceWriter::event(const Event& e) {
 }
 
 void TraceWriter::close() { impl_->finish(true); }
-void TraceWriter::close_counting_chunks() { impl_->finish(true, true); }
+void TraceWriter::close_counting_chunks(uint64_t heartbeat) { impl_->finish(true, true, heartbeat); }
 void TraceWriter::close_without_sealing() { impl_->finish(false); }
 
 }  // namespace prof::trace

@@ -534,9 +534,10 @@ class TraceWriter {
   void event(const Event& e);
   void close();
   // close(), then a Live chunk whose slot i counts stream i's events chunks
-  // (format 8; heartbeat 0, no call in flight), as the shim's Live slots
-  // count them: a reader then tells a file cut before a stream's last chunks.
-  void close_counting_chunks();
+  // (format 8; no call in flight), as the shim's Live slots count them: a
+  // reader then tells a file cut before a stream's last chunks. `heartbeat`
+  // (raw ticks, 0: none) is the last beat, as the shim's helper thread leaves it.
+  void close_counting_chunks(uint64_t heartbeat = 0);
 
   // For damage tests: leave the last chunk of each stream unsealed, as a killed
   // process does.
