@@ -195,7 +195,7 @@ void Engine::decode_events(Rank& r, unsigned w, int parity, int phase, uint64_t 
     // Open intervals of a rank that did not finalize close at its last moment
     // alive; of one stopped by damage, at its last analyzed event.
     if (r.rank_trace->heartbeat() != 0 && !r.damage.stopped)
-      r.intervals.note_alive(r.interp.global(r.rank_trace->last_alive()));
+      r.intervals.note_alive([&r] { return r.interp.global(r.rank_trace->last_alive()); });
     r.intervals.finish(h);
     r.exhausted_phase = phase;
   }
@@ -485,8 +485,7 @@ void Engine::setup() {
     }
   }
   for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
-  const auto span = run_span(traces);
-  const auto span_first = span.first, span_last = span.second;  // (a lambda below takes them)
+  run_span_.emplace(traces);
   size_t local_ranks = 0;
   for (size_t i = 0; i < traces.size(); ++i) local_ranks += local_rank(i) ? 1 : 0;
   const size_t batch_events = std::clamp<size_t>(kBatchBudgetEvents / std::max<size_t>(local_ranks, 1),
@@ -522,8 +521,7 @@ void Engine::setup() {
       r->cursor.hold_between_visits(between_visits);
       r->slot_memo.assign(Rank::kSlotMemoEntries, Rank::SlotMemo{});
       r->log_delay = delay_on_;
-      r->damage.span_first = span_first;
-      r->damage.span_last = span_last;
+      r->damage.span = &*run_span_;
       r->has_ev = r->advance();
       // As after a visit: its first chunk was read whole, to check its CRC,
       // and would stay resident until the rank's first visit where the

@@ -296,7 +296,7 @@ struct ChromeHandler {
 
 // Draws rank i: its slices and flow ends, then its threads' names.
 void draw_rank(Writer& w, const Registry& reg, const WorldIndex& w2i, const RankTrace& rank_trace, size_t i,
-               double t0, std::pair<double, double> span, const ChromeTraceOptions& options) {
+               double t0, const RunSpan& span, const ChromeTraceOptions& options) {
   Interpreter interp(rank_trace, reg, i, w2i);
   ChromeHandler h(w, reg, i, rank_trace.rank(), t0, options);
   h.rank_trace = &rank_trace;
@@ -304,14 +304,13 @@ void draw_rank(Writer& w, const Registry& reg, const WorldIndex& w2i, const Rank
   auto cursor = rank_trace.events();
   // A damaged rank ends where the analysis ends it (damage_stop.h).
   DamageStop damage;
-  damage.span_first = span.first;
-  damage.span_last = span.second;
+  damage.span = &span;
   damage.read(cursor, interp, [&](std::span<const Event> batch) {
     for (const Event& e : batch) interp.process(e, interp.global(e.enter), h);
     return true;
   });
   if (rank_trace.heartbeat() != 0 && !damage.stopped)
-    h.intervals.note_alive(interp.global(rank_trace.last_alive()));
+    h.intervals.note_alive([&] { return interp.global(rank_trace.last_alive()); });
   h.intervals.finish(h);
   h.streams.insert(0);
   for (uint32_t s : h.streams) {

@@ -6,7 +6,12 @@
 
 namespace prof::analysis::detail {
 
-std::pair<double, double> run_span(const std::vector<const trace::RankTrace*>& traces) {
+namespace {
+
+// The span from every rank's start and end, with `alive(t)` for the last
+// moment a rank with a heartbeat was known alive, raw ticks.
+template <class LastAlive>
+std::pair<double, double> span_of(const std::vector<const trace::RankTrace*>& traces, LastAlive&& alive) {
   constexpr double kInfinity = std::numeric_limits<double>::infinity();
   double first = kInfinity, last = -kInfinity;
   bool first_known = !traces.empty(), last_known = !traces.empty();
@@ -33,7 +38,9 @@ std::pair<double, double> run_span(const std::vector<const trace::RankTrace*>& t
       }
     }
     if (t->heartbeat() != 0) {
-      last = std::max(last, t->to_global_ns(t->last_alive()));
+      // (The heartbeat itself too: the inner span's end is then at or
+      // before the run's whatever the clock's conversion does.)
+      last = std::max({last, t->to_global_ns(t->heartbeat()), t->to_global_ns(alive(*t))});
       has_last = true;
     }
     first_known = first_known && has_first;
@@ -47,18 +54,34 @@ std::pair<double, double> run_span(const std::vector<const trace::RankTrace*>& t
   return {first_known ? first - 0.2e9 : -kInfinity, last_known ? last + 0.2e9 : kInfinity};
 }
 
-double first_event_in_span(const std::vector<const trace::RankTrace*>& traces, std::pair<double, double> span) {
+}  // namespace
+
+const RunSpan DamageStop::kUnbounded;
+
+RunSpan::RunSpan(std::vector<const trace::RankTrace*> traces) : traces_(std::move(traces)) {
+  inner_ = span_of(traces_, [](const trace::RankTrace& t) { return t.heartbeat(); });
+  exact_ = inner_;
+}
+
+std::pair<double, double> RunSpan::exact() const {
+  std::call_once(exact_once_, [this] {
+    if (!traces_.empty()) exact_ = span_of(traces_, [](const trace::RankTrace& t) { return t.last_alive(); });
+  });
+  return exact_;
+}
+
+double first_event_in_span(const std::vector<const trace::RankTrace*>& traces, const RunSpan& span) {
   return time_zero_of_earliest(earliest_event_in_span(traces, span));
 }
 
-double earliest_event_in_span(const std::vector<const trace::RankTrace*>& traces, std::pair<double, double> span) {
+double earliest_event_in_span(const std::vector<const trace::RankTrace*>& traces, const RunSpan& span) {
   double t0 = std::numeric_limits<double>::infinity();
   for (const trace::RankTrace* t : traces) {
     auto c = t->events();
     trace::Event e;
     if (c.next(e) && c.gaps() == 0) {
       const double enter = t->to_global_ns(e.enter);
-      if (enter >= span.first && enter <= span.second) t0 = std::min(t0, enter);
+      if (span.contains(enter)) t0 = std::min(t0, enter);
     }
   }
   return t0;

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
@@ -28,29 +29,59 @@ namespace prof::analysis::detail {
 // The run's span, global ns, with its tolerance: from the earliest start of
 // recording (the timer's epoch, just before PMPI_Init; else the first clock
 // synchronization, inside MPI_Init) to the last synchronization (inside
-// MPI_Finalize) or the last moment a rank was known alive, widened by 0.2 s
-// (two heartbeats) plus 1% of it. Unbounded on a side that some rank cannot tell.
-std::pair<double, double> run_span(const std::vector<const trace::RankTrace*>& traces);
+// MPI_Finalize) or the last moment a rank was known alive (its heartbeat, its
+// last leave: RankTrace::last_alive), widened by 0.2 s (two heartbeats) plus
+// 1% of it. Unbounded on a side that some rank cannot tell.
+//
+// A rank's last leave takes a walk over its last chunk, which is all of a
+// small rank: over every rank, a pass on one thread before the workers start
+// (a sixth of the wall at 4096 ranks). So the span is known in two steps. The inner span takes each
+// rank's heartbeat for its last moment alive; the last leave is at or after
+// it, and the tolerance grows with the span, so the inner span lies within
+// the run's. The run's span is computed, once (on whichever thread asks
+// first), only when a time falls outside the inner one: contains() is exact,
+// and in a trace without damage nothing walks the chunks.
+class RunSpan {
+ public:
+  RunSpan() = default;  // unbounded: contains every time
+  explicit RunSpan(std::vector<const trace::RankTrace*> traces);
+
+  bool contains(double t) const {
+    if (t >= inner_.first && t <= inner_.second) [[likely]]
+      return true;
+    const std::pair<double, double> s = exact();
+    return t >= s.first && t <= s.second;
+  }
+  // Within it, a time is within the run's span.
+  const std::pair<double, double>& inner() const { return inner_; }
+  // The run's span (walks every rank's last chunk the first time).
+  std::pair<double, double> exact() const;
+
+ private:
+  std::vector<const trace::RankTrace*> traces_;
+  std::pair<double, double> inner_{-std::numeric_limits<double>::infinity(),
+                                   std::numeric_limits<double>::infinity()};
+  mutable std::once_flag exact_once_;
+  mutable std::pair<double, double> exact_ = inner_;
+};
 
 // Time zero of the exports (Chrome, OTF2): the earliest first event of a rank
 // that lies inside `span` and follows no lost data, global ns; 0 if none.
-double first_event_in_span(const std::vector<const trace::RankTrace*>& traces, std::pair<double, double> span);
+double first_event_in_span(const std::vector<const trace::RankTrace*>& traces, const RunSpan& span);
 // The same over some of the ranks, +infinity if none: the minimum over
 // several processes' blocks is the whole trace's (time_zero_of_earliest).
-double earliest_event_in_span(const std::vector<const trace::RankTrace*>& traces, std::pair<double, double> span);
+double earliest_event_in_span(const std::vector<const trace::RankTrace*>& traces, const RunSpan& span);
 inline double time_zero_of_earliest(double earliest) { return std::isfinite(earliest) ? earliest : 0; }
 
 struct DamageStop {
-  double span_first = -std::numeric_limits<double>::infinity();
-  double span_last = std::numeric_limits<double>::infinity();
+  const RunSpan* span = &kUnbounded;  // (outlives the reading)
   bool stopped = false;
   bool by_time = false;       // (else by lost data)
   double excluded_time = 0;   // global ns: the first excluded event's enter (its leave if by time)
   uint64_t events_not_read = 0;
 
   bool within(const Interpreter& interp, const Event& e) const {
-    const double t = interp.global(e.leave);
-    return t >= span_first && t <= span_last;
+    return span->contains(interp.global(e.leave));
   }
   // Whether a fresh batch can be used whole.
   bool admits(const trace::RankTrace::MergedCursor& cursor, std::span<const Event> batch,
@@ -61,15 +92,19 @@ struct DamageStop {
     // positive slope over raw times below 2^63, which it converts signed).
     const auto [lower, upper] = cursor.batch_leave_bounds();
     const Interpreter::Clock clock = interp.clock();
-    if (clock.linear && clock.slope > 0 && upper <= uint64_t{INT64_MAX} && clock.global(lower) >= span_first &&
-        clock.global(upper) <= span_last) [[likely]]
+    const auto [inner_first, inner_last] = span->inner();
+    if (clock.linear && clock.slope > 0 && upper <= uint64_t{INT64_MAX} && clock.global(lower) >= inner_first &&
+        clock.global(upper) <= inner_last) [[likely]]
       return true;
     uint64_t least = UINT64_MAX, most = 0;
     for (const Event& e : batch) {
       least = std::min(least, e.leave);
       most = std::max(most, e.leave);
     }
-    return interp.global(least) >= span_first && interp.global(most) <= span_last;
+    const double earliest = interp.global(least), latest = interp.global(most);
+    if (earliest >= inner_first && latest <= inner_last) return true;
+    const auto [first, last] = span->exact();
+    return earliest >= first && latest <= last;
   }
   // A batch not admitted: the events before the damage (none after lost
   // data); stopped from then on.
@@ -109,6 +144,9 @@ struct DamageStop {
   }
   // "FILE: N events not analyzed, from ..." for the warning.
   std::string describe(const std::string& path, double t_first) const;
+
+ private:
+  static const RunSpan kUnbounded;
 };
 
 }  // namespace prof::analysis::detail

@@ -971,6 +971,7 @@ class Engine {
   std::vector<uint8_t> gone_;  // rank ended two phases ago: its records are all in
   uint32_t gone_count_ = 0;
   double t_first_ = 0, t_last_est_ = 0;
+  std::optional<RunSpan> run_span_;  // each rank's DamageStop refers to it
   uint64_t events_est_ = 0;
   std::atomic<bool> failed_{false};
   static const char* const kCancelled;  // failure_ when Options::cancelled said so

@@ -153,10 +153,14 @@ class IntervalTracker {
     end_not_innermost(stack, e, enter, h);
   }
 
-  // The rank was alive until t (global ns; a run that did not end cleanly):
-  // a root still open lasts at least until then.
-  void note_alive(double t) {
-    if (root_ == Root::In && t > last_leave_) last_leave_ = t;
+  // The rank was alive until last_alive() (global ns; a run that did not end
+  // cleanly): a root still open lasts at least until then. Asked only for an
+  // open root, since the reader walks the rank's last chunk to answer.
+  template <class LastAlive>
+  void note_alive(LastAlive&& last_alive) {
+    if (root_ != Root::In) return;
+    const double t = last_alive();
+    if (t > last_leave_) last_leave_ = t;
   }
 
   // The rank's events are exhausted: a root still open ends at its last leave.

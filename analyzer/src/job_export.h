@@ -32,7 +32,7 @@ inline constexpr size_t kRoundBytes = size_t{1} << 20;
 // The exports' time zero in a job: the earliest event in the run's span
 // over every process's own ranks (`holder[i] == job.rank()`).
 inline double job_time_zero(Exchange& job, const std::vector<const trace::RankTrace*>& traces,
-                            const std::vector<int>& holder, std::pair<double, double> span) {
+                            const std::vector<int>& holder, const RunSpan& span) {
   std::vector<const trace::RankTrace*> mine;
   for (size_t i = 0; i < traces.size(); ++i)
     if (holder[i] == job.rank()) mine.push_back(traces[i]);
@@ -57,7 +57,7 @@ struct ExportScope {
         world_to_index(traces),
         held(job && job->size() > 1 && !dir.holder.empty()),
         me(held ? job->rank() : 0),
-        span(run_span(traces)),
+        span(traces),
         t0(held ? job_time_zero(*job, traces, dir.holder, span) : first_event_in_span(traces, span)) {
     registry.build(traces);
   }
@@ -66,7 +66,7 @@ struct ExportScope {
   Registry registry;
   bool held;
   int me;
-  std::pair<double, double> span;
+  RunSpan span;
   double t0;
 
  private:

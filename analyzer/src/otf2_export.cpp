@@ -628,11 +628,10 @@ OTF2_TimeStamp realtime_of(const std::vector<const RankTrace*>& traces, double g
 // A rank's events as the analysis reads them (up to its damage stop,
 // damage_stop.h), batch by batch to `use`; whether the damage stopped it.
 template <class Use>
-bool read_admitted(const RankTrace& t, const Interpreter& interp, std::pair<double, double> span, Use&& use) {
+bool read_admitted(const RankTrace& t, const Interpreter& interp, const RunSpan& span, Use&& use) {
   auto cursor = t.events();
   DamageStop damage;
-  damage.span_first = span.first;
-  damage.span_last = span.second;
+  damage.span = &span;
   damage.read(cursor, interp, [&](std::span<const Event> batch) {
     use(batch);
     return true;
@@ -656,7 +655,7 @@ bool read_admitted(const RankTrace& t, const Interpreter& interp, std::pair<doub
 class HeldEvents {
  public:
   // On the holder of rank t (a process other than 0): reads it, sends it.
-  static void send(Exchange& job, const RankTrace& t, const Interpreter& interp, std::pair<double, double> span) {
+  static void send(Exchange& job, const RankTrace& t, const Interpreter& interp, const RunSpan& span) {
     WireOut o = fresh();
     const bool stopped = read_admitted(t, interp, span, [&](std::span<const Event> batch) {
       for (const Event& e : batch) {
@@ -810,7 +809,7 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
                                                           : read_admitted(rank_trace, interp, scope.span, write);
     if (failed) continue;
     if (rank_trace.heartbeat() != 0 && !stopped)
-      h.intervals.note_alive(interp.global(rank_trace.last_alive()));
+      h.intervals.note_alive([&] { return interp.global(rank_trace.last_alive()); });
     h.intervals.finish(h);
     for (auto& t : h.threads) {
       h.flush_leave(t);

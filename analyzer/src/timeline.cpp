@@ -403,8 +403,7 @@ struct RankBuilder {
     auto cursor = rank_trace.events();
     uint64_t n = 0;
     DamageStop damage;
-    damage.span_first = tl.span_first;
-    damage.span_last = tl.span_last;
+    damage.span = &*tl.span;
     const bool read = damage.read(cursor, interp, [&](std::span<const Event> batch) {
       for (const Event& e : batch) {
         current = &e;
@@ -539,7 +538,7 @@ std::unique_ptr<Timeline> Timeline::open(const std::string& trace_dir, std::stri
   // Time zero: the earliest event of the run (as the analysis's window).
   double t_first = std::numeric_limits<double>::infinity();
   uint64_t bytes = 0;
-  std::tie(impl->span_first, impl->span_last) = run_span(traces);
+  impl->span.emplace(traces);
   impl->first_row.push_back(0);
   for (size_t i = 0; i < traces.size(); ++i) {
     const RankTrace& rank_trace = *traces[i];
@@ -548,7 +547,7 @@ std::unique_ptr<Timeline> Timeline::open(const std::string& trace_dir, std::stri
     Event e;
     if (cursor.next(e) && cursor.gaps() == 0) {
       const double enter = interp.global(e.enter);
-      if (enter >= impl->span_first && enter <= impl->span_last) t_first = std::min(t_first, enter);
+      if (impl->span->contains(enter)) t_first = std::min(t_first, enter);
     }
     bytes += rank_trace.event_bytes();
     const size_t streams = std::max<size_t>(1, rank_trace.stream_count());

@@ -7,11 +7,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "damage_stop.h"
 #include "interpret.h"
 #include "mapped_array.h"
 #include "prof/analysis/timeline.h"
@@ -158,7 +160,7 @@ struct Impl {
 
   mutable std::mutex warnings_mutex;
   std::vector<std::string> warning_list;
-  double span_first = 0, span_last = 0;  // the run's span (damage_stop.h)
+  std::optional<detail::RunSpan> span;  // the run's (damage_stop.h), once the timeline is opened
   std::map<std::string, uint64_t> problem_counts;
   bool spill_failed = false;
 

@@ -150,7 +150,7 @@ class RankBuild {
   // index in *out.
   std::string finish(RankWindowIndex* out) {
     Builder& b = b_;
-    if (t_.heartbeat() != 0) b.tracker.note_alive(interp_.global(t_.last_alive()));
+    if (t_.heartbeat() != 0) b.tracker.note_alive([this] { return interp_.global(t_.last_alive()); });
     b.tracker.finish(b);
     // The cursor looks into the next chunk after every Completion or RequestOp
     // call that ends a chunk, for continuation records: a chunk it looked into

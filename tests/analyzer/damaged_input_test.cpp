@@ -257,6 +257,47 @@ TEST(DamagedInput, ChunkTimeOutsideTheRunEndsTheRankThere) {
   EXPECT_LT(latest, 0.31e6);
 }
 
+// The run's span ends at the last moment a rank was alive: its last leave
+// when its heartbeat stopped earlier (here at 50 ms, no final clock sync).
+// The span's first estimate, from the heartbeats alone, ends near 250 ms:
+// the events after it are inside the run's span and are analyzed.
+TEST(DamagedInput, EventsAfterAnEarlyLastHeartbeatAreNotDamage) {
+  TraceBuilder b(2, 42, true, 1024);
+  for (int r = 0; r < 2; ++r) {
+    b.w(r).clock_sync(trace::ClockSyncDef{"init", 1 * kMs, 0, 1000});
+    b.init(r, 0, 1 * kMs);
+    for (int k = 0; k < kAllreduces; ++k) {
+      const uint64_t t = (2 + k) * kMs;
+      b.collective(r, Allreduce, t + (r == 1 ? 10 * kUs : 0), t + 20 * kUs);
+    }
+    b.finalize(r, 303 * kMs, 304 * kMs);
+    b.w(r).live(50 * kMs, std::vector<format::InFlightSlot>{});
+  }
+  b.close();
+  const auto a = analyze_checked(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_FALSE(a.damaged) << warnings_text(a);
+  EXPECT_EQ(a.stats.events_not_analyzed, 0u);
+  EXPECT_EQ(a.stats.collective_instances, static_cast<uint64_t>(kAllreduces));
+  EXPECT_EQ(a.stats.incomplete_collectives, 0u);
+  EXPECT_GT(a.intervals[0].main.execution_time, 0.3);  // to MPI_Finalize, at 304 ms
+  std::string error;
+  const auto timeline = analysis::Timeline::open(b.dir(), &error);
+  ASSERT_TRUE(timeline) << error;
+  ASSERT_TRUE(timeline->build(&error)) << error;
+  EXPECT_GT(timeline->end(), 0.3e9);
+  for (const std::string& w : timeline->warnings()) EXPECT_EQ(w.find("outside the run's span"), std::string::npos) << w;
+  // The Chrome export keeps them too (timestamps in us).
+  const std::string chrome = b.dir() + "/chrome.json";
+  run_cli(b.dir() + " -o /dev/null --chrome-trace " + chrome);
+  std::ifstream in(chrome);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  double latest = 0;
+  for (size_t at = text.find("\"ts\":"); at != std::string::npos; at = text.find("\"ts\":", at + 1))
+    latest = std::max(latest, std::strtod(text.c_str() + at + 5, nullptr));
+  EXPECT_GT(latest, 0.3e6);
+}
+
 TEST(DamagedInput, InitEndingLongBeforeTheInitSyncIsNotDamage) {
   // On a loaded node the init clock synchronization can end a second after
   // MPI_Init returned; recording started at the timer's epoch, before
