@@ -105,17 +105,10 @@ void print_warnings(const prof::analysis::Analysis& a, const std::string& prefix
 // The --ranks ranges that name no rank of the report: its per-rank tables
 // would leave them out without a word (a rank past the trace's, a typo).
 void warn_unlisted_ranks(const prof::analysis::Analysis& a, const std::vector<std::pair<int, int>>& ranges) {
-  if (a.intervals.empty() || a.intervals[0].per_rank.empty()) return;
-  std::vector<int> have;
-  for (const auto& f : a.intervals[0].per_rank) have.push_back(f.rank);
-  std::sort(have.begin(), have.end());
-  for (const auto& [from, to] : ranges) {
-    const auto it = std::lower_bound(have.begin(), have.end(), from);
-    if (it != have.end() && *it <= to) continue;
-    const std::string asked = from == to ? std::to_string(from) : std::to_string(from) + "-" + std::to_string(to);
-    std::fprintf(stderr, "prof-analyze: warning: --ranks %s: no such rank in the report (it has %zu, %d-%d)\n",
-                 asked.c_str(), have.size(), have.front(), have.back());
-  }
+  std::string have;
+  for (const std::string& asked : prof::analysis::ranges_naming_no_rank(a, ranges, &have))
+    std::fprintf(stderr, "prof-analyze: warning: --ranks %s: no such rank in the report (it has %zu: %s)\n",
+                 asked.c_str(), a.intervals[0].per_rank.size(), have.c_str());
 }
 
 // `--compare A B`: both traces analyzed in turn, then the comparison written

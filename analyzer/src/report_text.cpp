@@ -36,16 +36,22 @@ void append_integer(std::string& line, unsigned long long v) {
   line.append(b, r.ptr);
 }
 
-// "0-3,8": ascending ranks as ranges.
-std::string rank_ranges(const std::vector<int>& ranks) {
-  std::string s;
+// Ascending ranks as ranges ("0-3", "8").
+std::vector<std::string> rank_range_list(const std::vector<int>& ranks) {
+  std::vector<std::string> out;
   for (size_t i = 0; i < ranks.size();) {
     size_t j = i;
     while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    s += (s.empty() ? "" : ",") + std::to_string(ranks[i]);
-    if (j > i) s += "-" + std::to_string(ranks[j]);
+    out.push_back(std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : ""));
     i = j + 1;
   }
+  return out;
+}
+
+// "0-3,8": ascending ranks as ranges.
+std::string rank_ranges(const std::vector<int>& ranks) {
+  std::string s;
+  for (const std::string& r : rank_range_list(ranks)) s += (s.empty() ? "" : ",") + r;
   return s;
 }
 
@@ -256,6 +262,32 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
       }
     }
   }
+}
+
+std::vector<std::string> ranges_naming_no_rank(const Analysis& a, const std::vector<std::pair<int, int>>& ranks,
+                                               std::string* report_ranks) {
+  report_ranks->clear();
+  std::vector<std::string> unnamed;
+  if (a.intervals.empty() || a.intervals[0].per_rank.empty()) return unnamed;
+  std::vector<int> have;
+  for (const auto& f : a.intervals[0].per_rank) have.push_back(f.rank);
+  std::sort(have.begin(), have.end());
+  for (const auto& [from, to] : ranks) {
+    const auto it = std::lower_bound(have.begin(), have.end(), from);
+    if (it == have.end() || *it > to)
+      unnamed.push_back(from == to ? std::to_string(from) : std::to_string(from) + "-" + std::to_string(to));
+  }
+  const std::vector<std::string> ranges = rank_range_list(have);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    // (The first and the last ones, the middle ones as one "...".)
+    const size_t head = kRankRangesShown / 2, tail = kRankRangesShown - head;
+    if (ranges.size() > kRankRangesShown && i >= head && i + tail < ranges.size()) {
+      if (i == head) *report_ranks += ",...";
+      continue;
+    }
+    *report_ranks += (i == 0 ? "" : ",") + ranges[i];
+  }
+  return unnamed;
 }
 
 bool parse_rank_list(const std::string& text, std::vector<std::pair<int, int>>* ranks, std::string* error) {

@@ -201,6 +201,26 @@ TEST(Outputs, FunctionProfileOnlyWhereAnOutputPrintsIt) {
   EXPECT_THROW(analysis::write_compare_json(c, without, with, "A", "B", compare_text), std::logic_error);
 }
 
+// The warning's ranks: the ranges that name none of the report's, and the
+// report's own as ranges, the middle ones elided past kRankRangesShown.
+TEST(Outputs, RanksWarningNamesTheReportsRanksAsRanges) {
+  analysis::Analysis a;
+  std::string have;
+  EXPECT_TRUE(analysis::ranges_naming_no_rank(a, {{0, 3}}, &have).empty());  // no per-rank figures
+  EXPECT_EQ(have, "");
+  a.intervals.emplace_back();
+  for (int r : {0, 1, 2, 5, 7, 8})
+    a.intervals[0].per_rank.push_back(analysis::RankFigures{.rank = r});
+  EXPECT_EQ(analysis::ranges_naming_no_rank(a, {{0, 0}, {3, 4}, {6, 6}, {4, 5}, {9, 100}}, &have),
+            (std::vector<std::string>{"3-4", "6", "9-100"}));
+  EXPECT_EQ(have, "0-2,5,7-8");
+  a.intervals[0].per_rank.clear();
+  for (int r = 0; r < 40; r += 2) a.intervals[0].per_rank.push_back(analysis::RankFigures{.rank = r});
+  EXPECT_EQ(analysis::ranges_naming_no_rank(a, {{1, 1}}, &have), std::vector<std::string>{"1"});
+  ASSERT_EQ(analysis::kRankRangesShown, 6u);
+  EXPECT_EQ(have, "0,2,4,...,34,36,38");
+}
+
 // --ranks keeps only those ranks' lines in the per-rank tables; everything
 // else (the main and comparative blocks, every other line) is unchanged, a
 // range with no rank of the trace is a warning, an empty list keeps every
@@ -229,7 +249,7 @@ TEST(Outputs, RanksOptionLimitsThePerRankLinesOnly) {
   // and the report is the same.
   std::string warned;
   ASSERT_EQ(run_cli(b.dir() + " --ranks 0,7,2-2,5-9 -o /dev/null", &warned), 0);
-  EXPECT_NE(warned.find("warning: --ranks 7: no such rank in the report (it has 3, 0-2)"), std::string::npos) << warned;
+  EXPECT_NE(warned.find("warning: --ranks 7: no such rank in the report (it has 3: 0-2)"), std::string::npos) << warned;
   EXPECT_NE(warned.find("warning: --ranks 5-9: no such rank"), std::string::npos) << warned;
   EXPECT_EQ(warned.find("--ranks 0:"), std::string::npos) << warned;
   EXPECT_EQ(warned.find("--ranks 2:"), std::string::npos) << warned;

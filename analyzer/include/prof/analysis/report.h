@@ -78,6 +78,14 @@ struct TextOptions {
 // comma-separated). False, with `error` saying what is wrong, when it is not.
 bool parse_rank_list(const std::string& text, std::vector<std::pair<int, int>>* ranks, std::string* error);
 
+// For `--ranks`' warning: the ranges of `ranks` that name no rank of the
+// report's per-rank tables, each as the list wrote it ("7", "5-9"); and the
+// ranks the report has, as ranges ("0-3,8": at most kRankRangesShown, the
+// middle ones as "..."). Both empty for a report without per-rank figures.
+inline constexpr size_t kRankRangesShown = 6;
+std::vector<std::string> ranges_naming_no_rank(const Analysis& a, const std::vector<std::pair<int, int>>& ranks,
+                                               std::string* report_ranks);
+
 // Every interval in tree order. Each starts with the block of the
 // interval-analyzer thesis (docs/references.md), line for line ("Interval
 // (LineNumber = ...) Level=... EXE_Count=...", the main and the comparative
