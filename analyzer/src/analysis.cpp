@@ -486,9 +486,9 @@ void Engine::setup() {
   }
   for (auto& v : worker_ranks_) std::sort(v.begin(), v.end());
   run_span_.emplace(traces);
-  size_t local_ranks = 0;
-  for (size_t i = 0; i < traces.size(); ++i) local_ranks += local_rank(i) ? 1 : 0;
-  const size_t batch_events = std::clamp<size_t>(kBatchBudgetEvents / std::max<size_t>(local_ranks, 1),
+  local_ranks_ = 0;
+  for (size_t i = 0; i < traces.size(); ++i) local_ranks_ += local_rank(i) ? 1 : 0;
+  const size_t batch_events = std::clamp<size_t>(kBatchBudgetEvents / std::max<size_t>(local_ranks_, 1),
                                                  kMinBatchEvents, RankTrace::MergedCursor::kBatchEvents);
   // With many ranks, the chunks' pages are not held between phases either;
   // decided by the trace's ranks, so that each process of a job gives back
@@ -506,7 +506,7 @@ void Engine::setup() {
   // Each worker's ranks are made on a thread of their own (their first
   // batches decoded, their files' first pages faulted in): a tenth of the
   // CPU of an analysis of 4096 ranks was here, on one core.
-  on_each_worker(spread_.local_lo(), spread_.local_hi(), local_ranks <= kRanksOnCallingThread, [&](unsigned w) {
+  on_each_worker(spread_.local_lo(), spread_.local_hi(), local_ranks_ <= kRanksOnCallingThread, [&](unsigned w) {
     for (size_t i : worker_ranks_[w]) {
       const WindowCheckpoint* cp = window_.from_index() ? &window_.start(i) : nullptr;
       const size_t first = cp ? cp->chunk : 0;
@@ -589,7 +589,7 @@ const char* const Engine::kCancelled = "analysis cancelled";
 // a fiftieth of that analysis's CPU, on one core.
 Engine::~Engine() {
   if (worker_ranks_.size() < spread_.local_hi()) return;  // (setup did not get as far as the blocks)
-  on_each_worker(spread_.local_lo(), spread_.local_hi(), ranks_.size() <= kRanksOnCallingThread, [&](unsigned w) {
+  on_each_worker(spread_.local_lo(), spread_.local_hi(), local_ranks_ <= kRanksOnCallingThread, [&](unsigned w) {
     for (size_t i : worker_ranks_[w])
       if (i < ranks_.size()) ranks_[i].reset();
   });
@@ -683,7 +683,7 @@ Analysis Engine::run() {
     for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   }
   // Each worker's ranks on a thread of their own, as in the pass.
-  on_each_worker(spread_.local_lo(), spread_.local_hi(), ranks_.size() <= kRanksOnCallingThread, [&](unsigned w) {
+  on_each_worker(spread_.local_lo(), spread_.local_hi(), local_ranks_ <= kRanksOnCallingThread, [&](unsigned w) {
     for (size_t i : worker_ranks_[w]) {
       // (A window counts the events decoded up to its end: the same for every
       // arrangement of workers, AnalysisWindow::reach.)

@@ -855,10 +855,11 @@ class Engine {
   // and partner arrays out of cache. (The sums are exact, so when they are
   // added changes nothing.)
   bool defer_partner_credits_ = false;
-  // Up to this many ranks (the process's where the states are made, the
-  // trace's where they are settled at the pass's end and freed), that work
-  // runs on the calling thread: a thread a worker costs more than so little.
+  // Up to this many of the process's ranks (local_ranks_), the work on each
+  // rank's state before and after the pass (made; settled and freed) runs on
+  // the calling thread: a thread a worker costs more than so little.
   static constexpr size_t kRanksOnCallingThread = 64;
+  size_t local_ranks_ = 0;  // the ranks this process's workers analyze
   // With many ranks on a whole run, each rank's collective results but their
   // waits by partner, by rank index, in the order they came, until the rank
   // settles (apply_result, take_results): none is on its spans, sums or
