@@ -156,9 +156,11 @@ TEST(DamagedInput, BitFlipInEventsIsDetectedWithFileAndOffset) {
 
 // 300 Allreduces, rank 1 entering 10 us after rank 0 each time, in small
 // chunks; with init and final clock synchronizations, so the trace knows the
-// run's span (2 ms to 303 ms).
+// run's span (2 ms to 303 ms). Without the final one and with a last
+// heartbeat at `heartbeat` (ticks, 0: none), the span ends at the later of
+// it and the rank's last leave (304 ms).
 constexpr int kAllreduces = 300;
-void build_allreduces(TraceBuilder& b) {
+void build_allreduces(TraceBuilder& b, bool final_sync = true, uint64_t heartbeat = 0) {
   for (int r = 0; r < 2; ++r) {
     b.w(r).clock_sync(trace::ClockSyncDef{"init", 1 * kMs, 0, 1000});
     b.init(r, 0, 1 * kMs);
@@ -166,10 +168,23 @@ void build_allreduces(TraceBuilder& b) {
       const uint64_t t = (2 + k) * kMs;
       b.collective(r, Allreduce, t + (r == 1 ? 10 * kUs : 0), t + 20 * kUs);
     }
-    b.w(r).clock_sync(trace::ClockSyncDef{"final", 303 * kMs, 0, 1000});
+    if (final_sync) b.w(r).clock_sync(trace::ClockSyncDef{"final", 303 * kMs, 0, 1000});
     b.finalize(r, 303 * kMs, 304 * kMs);
+    if (heartbeat != 0) b.w(r).live(heartbeat, std::vector<format::InFlightSlot>{});
   }
   b.close();
+}
+// The latest timestamp of the Chrome export of `dir`, us.
+double latest_chrome_ts(const std::string& dir) {
+  const std::string chrome = dir + "/chrome.json";
+  run_cli(dir + " -o /dev/null --chrome-trace " + chrome);
+  std::ifstream in(chrome);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"ts\":"), std::string::npos);
+  double latest = 0;
+  for (size_t at = text.find("\"ts\":"); at != std::string::npos; at = text.find("\"ts\":", at + 1))
+    latest = std::max(latest, std::strtod(text.c_str() + at + 5, nullptr));
+  return latest;
 }
 std::vector<trace::ChunkInfo> chunks_of(const std::string& dir, int rank) {
   const trace::TraceDir d = trace::TraceDir::open(dir);
@@ -246,15 +261,7 @@ TEST(DamagedInput, ChunkTimeOutsideTheRunEndsTheRankThere) {
     return w.find("outside the run's span") != std::string::npos;
   }));
   // So does the Chrome export: no event past the run (timestamps in us).
-  const std::string chrome = b.dir() + "/chrome.json";
-  run_cli(b.dir() + " -o /dev/null --chrome-trace " + chrome);
-  std::ifstream in(chrome);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ASSERT_NE(text.find("\"ts\":"), std::string::npos);
-  double latest = 0;
-  for (size_t at = text.find("\"ts\":"); at != std::string::npos; at = text.find("\"ts\":", at + 1))
-    latest = std::max(latest, std::strtod(text.c_str() + at + 5, nullptr));
-  EXPECT_LT(latest, 0.31e6);
+  EXPECT_LT(latest_chrome_ts(b.dir()), 0.31e6);
 }
 
 // The run's span ends at the last moment a rank was alive: its last leave
@@ -263,17 +270,7 @@ TEST(DamagedInput, ChunkTimeOutsideTheRunEndsTheRankThere) {
 // the events after it are inside the run's span and are analyzed.
 TEST(DamagedInput, EventsAfterAnEarlyLastHeartbeatAreNotDamage) {
   TraceBuilder b(2, 42, true, 1024);
-  for (int r = 0; r < 2; ++r) {
-    b.w(r).clock_sync(trace::ClockSyncDef{"init", 1 * kMs, 0, 1000});
-    b.init(r, 0, 1 * kMs);
-    for (int k = 0; k < kAllreduces; ++k) {
-      const uint64_t t = (2 + k) * kMs;
-      b.collective(r, Allreduce, t + (r == 1 ? 10 * kUs : 0), t + 20 * kUs);
-    }
-    b.finalize(r, 303 * kMs, 304 * kMs);
-    b.w(r).live(50 * kMs, std::vector<format::InFlightSlot>{});
-  }
-  b.close();
+  build_allreduces(b, false, 50 * kMs);
   const auto a = analyze_checked(b.dir());
   ASSERT_TRUE(a.usable());
   EXPECT_FALSE(a.damaged) << warnings_text(a);
@@ -288,14 +285,7 @@ TEST(DamagedInput, EventsAfterAnEarlyLastHeartbeatAreNotDamage) {
   EXPECT_GT(timeline->end(), 0.3e9);
   for (const std::string& w : timeline->warnings()) EXPECT_EQ(w.find("outside the run's span"), std::string::npos) << w;
   // The Chrome export keeps them too (timestamps in us).
-  const std::string chrome = b.dir() + "/chrome.json";
-  run_cli(b.dir() + " -o /dev/null --chrome-trace " + chrome);
-  std::ifstream in(chrome);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  double latest = 0;
-  for (size_t at = text.find("\"ts\":"); at != std::string::npos; at = text.find("\"ts\":", at + 1))
-    latest = std::max(latest, std::strtod(text.c_str() + at + 5, nullptr));
-  EXPECT_GT(latest, 0.3e6);
+  EXPECT_GT(latest_chrome_ts(b.dir()), 0.3e6);
 }
 
 TEST(DamagedInput, InitEndingLongBeforeTheInitSyncIsNotDamage) {
