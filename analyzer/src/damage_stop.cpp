@@ -8,10 +8,10 @@ namespace prof::analysis::detail {
 
 namespace {
 
-// The span from every rank's start and end, with `alive(t)` for the last
-// moment a rank with a heartbeat was known alive, raw ticks.
-template <class LastAlive>
-std::pair<double, double> span_of(const std::vector<const trace::RankTrace*>& traces, LastAlive&& alive) {
+// The span from every rank's start and end: with `last_leaves`, the end of a
+// rank with a heartbeat at the later of it and the rank's last moment alive
+// (RankTrace::last_alive, which walks the last chunk), else at the heartbeat.
+std::pair<double, double> span_of(const std::vector<const trace::RankTrace*>& traces, bool last_leaves) {
   constexpr double kInfinity = std::numeric_limits<double>::infinity();
   double first = kInfinity, last = -kInfinity;
   bool first_known = !traces.empty(), last_known = !traces.empty();
@@ -38,9 +38,10 @@ std::pair<double, double> span_of(const std::vector<const trace::RankTrace*>& tr
       }
     }
     if (t->heartbeat() != 0) {
-      // (The heartbeat itself too: the inner span's end is then at or
+      // (The heartbeat counts in both: the inner span's end is then at or
       // before the run's whatever the clock's conversion does.)
-      last = std::max({last, t->to_global_ns(t->heartbeat()), t->to_global_ns(alive(*t))});
+      last = std::max(last, t->to_global_ns(t->heartbeat()));
+      if (last_leaves) last = std::max(last, t->to_global_ns(t->last_alive()));
       has_last = true;
     }
     first_known = first_known && has_first;
@@ -58,15 +59,11 @@ std::pair<double, double> span_of(const std::vector<const trace::RankTrace*>& tr
 
 const RunSpan DamageStop::kUnbounded;
 
-RunSpan::RunSpan(std::vector<const trace::RankTrace*> traces) : traces_(std::move(traces)) {
-  inner_ = span_of(traces_, [](const trace::RankTrace& t) { return t.heartbeat(); });
-  exact_ = inner_;
-}
+RunSpan::RunSpan(std::vector<const trace::RankTrace*> traces)
+    : traces_(std::move(traces)), inner_(span_of(traces_, false)) {}
 
 std::pair<double, double> RunSpan::exact() const {
-  std::call_once(exact_once_, [this] {
-    if (!traces_.empty()) exact_ = span_of(traces_, [](const trace::RankTrace& t) { return t.last_alive(); });
-  });
+  std::call_once(exact_once_, [this] { exact_ = span_of(traces_, true); });
   return exact_;
 }
 

@@ -62,7 +62,7 @@ class RunSpan {
   std::pair<double, double> inner_{-std::numeric_limits<double>::infinity(),
                                    std::numeric_limits<double>::infinity()};
   mutable std::once_flag exact_once_;
-  mutable std::pair<double, double> exact_ = inner_;
+  mutable std::pair<double, double> exact_;  // (set by exact(); no trace: unbounded, as inner_)
 };
 
 // Time zero of the exports (Chrome, OTF2): the earliest first event of a rank

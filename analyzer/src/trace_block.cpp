@@ -18,9 +18,7 @@
 // The engine then gives each process's workers the ranks of its block
 // (TraceDir::holder), so no process decodes or even opens another's file.
 #include <algorithm>
-#include <atomic>
 #include <stdexcept>
-#include <thread>
 
 #include "block_cut.h"
 #include "prof/analysis/exchange.h"
@@ -82,25 +80,10 @@ trace::TraceDir open_trace_block(const std::string& dir, Exchange& ex) {
   files.holder.assign(part.begin(), part.end());
   const auto lo = static_cast<size_t>(std::lower_bound(part.begin(), part.end(), static_cast<unsigned>(me)) - part.begin());
   const auto hi = static_cast<size_t>(std::upper_bound(part.begin(), part.end(), static_cast<unsigned>(me)) - part.begin());
-  trace::TraceDir::open_files(dir, files, lo, hi);
-  // A description holds the rank's calls in flight and last moment alive,
-  // which walk its last chunk (all of a small rank): walked here first, on
-  // as many threads as opened the files, not one after another below.
-  {
-    std::atomic<size_t> next{lo};
-    auto walk = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < hi;)
-        if (const trace::RankTrace* t = files.traces[i].get()) {
-          t->in_flight();
-          if (t->heartbeat() != 0) t->last_alive();
-        }
-    };
-    const size_t threads = std::min<size_t>(hi - lo, std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    for (size_t k = 1; k < threads; ++k) pool.emplace_back(walk);
-    walk();
-    for (auto& t : pool) t.join();
-  }
+  // (A description carries the rank's last moment alive, a walk over its
+  // last chunk: done by the threads that open the files, not one rank after
+  // another below.)
+  trace::TraceDir::open_files(dir, files, lo, hi, true);
   {
     WireOut to_zero, to_others;
     for (size_t i = lo; i < hi; ++i)

@@ -236,8 +236,7 @@ int main(int argc, char** argv) {
                  "functions each rank defines and never calls (libprof's traces: 611)")
       ->check(CLI::Range(0u, prof::format::kRepeatFuncs - 1u - CommRank));
   app.add_flag("--heartbeat", heartbeat,
-               "a heartbeat in each file, as libprof writes (the reader then walks each rank's last chunk "
-               "for the rank's last moment alive)");
+               "a heartbeat in each file, at the rank's last leave, as libprof writes one");
   auto* chunk_option = app.add_option("--chunk-bytes", chunk, "event chunk size (default: 1 MiB, less above 1024 ranks)");
   CLI11_PARSE(app, argc, argv);
   // Default: 1 GiB over all ranks, within 64 KiB..1 MiB (a trace of many

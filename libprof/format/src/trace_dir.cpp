@@ -73,13 +73,18 @@ bool TraceDir::list(const std::string& dir, Files* files, std::vector<std::strin
   return true;
 }
 
-void TraceDir::open_files(const std::string& dir, Files& files, size_t lo, size_t hi) {
+void TraceDir::open_files(const std::string& dir, Files& files, size_t lo, size_t hi, bool with_ends) {
   namespace fs = std::filesystem;
   // Files are opened in parallel (indexing is per file); results keep name order.
   std::atomic<size_t> next{lo};
   auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < hi;)
+    for (size_t i; (i = next.fetch_add(1)) < hi;) {
       files.traces[i] = RankTrace::open((fs::path(dir) / files.names[i]).string(), &files.open_errors[i]);
+      const RankTrace* t = files.traces[i].get();
+      if (!with_ends || !t) continue;
+      t->in_flight();
+      if (t->heartbeat() != 0) t->last_alive();
+    }
   };
   const size_t n = std::min<size_t>(hi - std::min(lo, hi), std::max(1u, std::thread::hardware_concurrency()));
   reader::reserve_descriptors(hi - std::min(lo, hi));

@@ -490,8 +490,11 @@ struct TraceDir {
   };
   // False and `errors` when `dir` is not a directory with rank files.
   static bool list(const std::string& dir, Files* files, std::vector<std::string>* errors);
-  // Opens names [lo, hi) into traces / open_errors (several threads).
-  static void open_files(const std::string& dir, Files& files, size_t lo, size_t hi);
+  // Opens names [lo, hi) into traces / open_errors (several threads). With
+  // `with_ends`, the thread that opens a file also finds its calls in flight
+  // and last moment alive (RankTrace::in_flight, last_alive: a walk over the
+  // file's last chunk), as RankTrace::describe needs them.
+  static void open_files(const std::string& dir, Files& files, size_t lo, size_t hi, bool with_ends = false);
   static TraceDir assemble(const std::string& dir, Files&& files);
 };
 
