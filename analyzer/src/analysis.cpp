@@ -519,7 +519,6 @@ void Engine::setup() {
       // to visit anyway: an ended file stays mapped until the trace closes,
       // not unmapped on a worker, which interrupts the others.)
       r->cursor.hold_between_visits(between_visits);
-      if (local_ranks_ <= kReadAheadRanks) r->cursor.read_ahead();
       r->slot_memo.assign(Rank::kSlotMemoEntries, Rank::SlotMemo{});
       r->log_delay = delay_on_;
       r->damage.span = &*run_span_;

@@ -842,11 +842,6 @@ class Engine {
   // there a rank keeps its chunk's pages and its file mapped until the trace
   // closes.
   static constexpr size_t kReleasePagesRanks = 16384;
-  // Up to this many ranks a process, each reads its next chunk ahead
-  // (MergedCursor::read_ahead: a second chunk buffer, 1 MB with libprof's
-  // chunks), so that entering a chunk does not make the other workers wait
-  // at the phase's end for its copy and CRC.
-  static constexpr size_t kReadAheadRanks = 64;
   // Above this many ranks, waits by partner wait in Rank::partner_credits
   // until their rank settles, and collective results in queued_results_
   // on a whole run (below it every rank's state stays in cache and the

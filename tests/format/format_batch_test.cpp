@@ -837,56 +837,6 @@ TEST(FormatBatch, UnsealedCrcDamagedAndCorruptedChunks) {
   std::filesystem::remove_all(dir);
 }
 
-// A cursor that reads its next chunk ahead (MergedCursor::read_ahead) gives
-// the events and statistics next() gives, from the start and from inside a
-// chunk, and still checks the CRC of each chunk it read ahead.
-TEST(FormatBatch, ReadAheadGivesTheSameEventsAndChecksEveryChunk) {
-  const std::string dir = temp_dir();
-  const auto read_ahead_batches = [](RankTrace::MergedCursor c) {
-    c.read_ahead();
-    return by_batch(std::move(c));
-  };
-  for (uint32_t chunk_bytes : {2048u, 1u << 20}) {
-    SCOPED_TRACE("chunks of " + std::to_string(chunk_bytes));
-    const std::string path = write_random(dir, chunk_bytes + 3, chunk_bytes > 4096 ? 120000 : 2000, chunk_bytes);
-    auto a = open_trace(path), b = open_trace(path);
-    ASSERT_TRUE(a && b);
-    ASSERT_GT(a->chunks(0).size(), 2u);
-    const auto want = by_next(a->events());
-    expect_same(want, read_ahead_batches(b->events()));
-    expect_same_stats(*a, *b);
-    // From inside a chunk (a seek), against batches without it.
-    const uint64_t mid = want[want.size() / 3].e.enter;
-    auto c = open_trace(path), d = open_trace(path);
-    ASSERT_TRUE(c && d);
-    const auto from_mid = by_batch(c->events_from(mid));
-    ASSERT_LT(from_mid.size(), want.size());
-    expect_same(from_mid, read_ahead_batches(d->events_from(mid)));
-  }
-
-  const std::string path = write_random(dir, 9, 2000, 2048);
-  Bytes b = read_file(path);
-  std::vector<size_t> events_chunks;
-  for (size_t off = sizeof(format::FileHeader); off + sizeof(format::ChunkHeader) <= b.size();) {
-    format::ChunkHeader h;
-    std::memcpy(&h, b.data() + off, sizeof h);
-    if (h.magic != format::kChunkMagic) break;
-    if (h.type == static_cast<uint16_t>(format::ChunkType::Events)) events_chunks.push_back(off);
-    off += sizeof h + h.capacity;
-  }
-  ASSERT_GT(events_chunks.size(), 6u);
-  // Two chunks in a row damaged (the second is read ahead while nothing of
-  // the first is decoded), and one later.
-  for (size_t k : {3u, 4u, 6u}) b[events_chunks[k] + sizeof(format::ChunkHeader) + 40] ^= 0x10;
-  write_file(path, b);
-  auto next_trace = open_trace(path), ahead_trace = open_trace(path);
-  ASSERT_TRUE(next_trace && ahead_trace);
-  expect_same(by_next(next_trace->events()), read_ahead_batches(ahead_trace->events()));
-  expect_same_stats(*next_trace, *ahead_trace);
-  EXPECT_EQ(ahead_trace->stats().crc_mismatches, 3u);
-  std::filesystem::remove_all(dir);
-}
-
 // Enter times that run past 2^64 and wrap (damage: a chain gone wrong), in
 // records of short times: a batch's leave bounds still hold every leave.
 TEST(FormatBatch, LeaveBoundsHoldWhereTimesWrap) {

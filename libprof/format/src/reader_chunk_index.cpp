@@ -492,12 +492,12 @@ void RankTrace::Impl::definitions_chunk(const ChunkHeader& h, uint64_t off, uint
   parse_definitions(std::string_view(p, n), payload, true);
 }
 
-bool RankTrace::Impl::verify(const ChunkRef& c, const uint8_t* data, const uint32_t* crc_of_data) const {
+bool RankTrace::Impl::verify(const ChunkRef& c, const uint8_t* data) const {
   if (c.check == ChunkRef::kNoCheck) return true;
   std::atomic<uint8_t>& st = crc_state[c.check];
   uint8_t s = st.load(std::memory_order_acquire);
   if (s == 0) {
-    const bool good = (crc_of_data ? *crc_of_data : format::crc32c(data, c.len)) == c.crc;
+    const bool good = format::crc32c(data, c.len) == c.crc;
     s = good ? 1 : 2;
     uint8_t expect = 0;
     if (st.compare_exchange_strong(expect, s, std::memory_order_acq_rel) && !good) {

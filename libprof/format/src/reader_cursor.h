@@ -22,7 +22,6 @@
 #include <cstring>
 #include <span>
 
-#include "prof/crc32c.h"
 #include "reader_internal.h"
 
 namespace prof::trace {
@@ -141,20 +140,6 @@ struct RankTrace::Cursor::Impl {
   const uint8_t* data = nullptr;        // current chunk's payload (buffer or mapping)
   bool copied = false;                  // data is in `buffer` (else: in the mapping)
   ChunkBuffer buffer;                   // chunks read with pread, reused
-  // Read-ahead (MergedCursor::read_ahead): the next chunk comes into `ahead`
-  // a piece at a time while the current one is decoded, its CRC summed
-  // piece by piece, and the two buffers swap when it is entered. Entering a
-  // chunk otherwise copies and checks the whole of it at once (a megabyte:
-  // about 0.3 ms), and a reader that keeps step with others at short
-  // intervals (the analysis's workers, a barrier every 8192 events) makes
-  // them all wait that long. Invariants: `ahead` holds the first ahead_got
-  // bytes of *ahead_chunk's payload, whose CRC is ahead_crc; ahead_chunk is
-  // the next chunk to enter, or null.
-  bool reads_ahead = false;
-  ChunkBuffer ahead;
-  const ChunkRef* ahead_chunk = nullptr;
-  uint32_t ahead_got = 0;
-  uint32_t ahead_crc = 0;
   unsigned chunks_entered = 0;          // the first kMappedChunks may be decoded in the mapping
   MergedCursor::BetweenVisits between_visits = MergedCursor::BetweenVisits::kAsAlone;
   const uint8_t* p = nullptr;           // next record
@@ -477,10 +462,7 @@ struct RankTrace::Cursor::Impl {
   ~Impl() {
     leave_chunk();
     flush();
-    if (trace) {
-      trace->give_buffer(std::move(buffer));
-      trace->give_buffer(std::move(ahead));
-    }
+    if (trace) trace->give_buffer(std::move(buffer));
   }
 
   void leave_chunk() {
@@ -568,19 +550,10 @@ struct RankTrace::Cursor::Impl {
       if (c->lost_before && (chunks_entered > 0 || c == trace->streams[stream_index].chunks.data()))
         ++gaps;
       const bool lend = lends_buffer() && c->len <= reader::kLentChunkMax;
-      uint32_t crc_read = 0;
-      const bool read_ahead = c == ahead_chunk && finish_ahead(&crc_read);
-      ahead_chunk = nullptr;
-      if (read_ahead) {
-        std::swap(buffer, ahead);
-        data = buffer.data();
-        copied = true;
-      } else {
-        if (lend && !buffer.data()) buffer = RankTrace::Impl::take_thread_buffer();
-        data = trace->chunk_payload(*c, buffer, !lend && chunks_entered < reader::kMappedChunks, &copied, lend);
-      }
+      if (lend && !buffer.data()) buffer = RankTrace::Impl::take_thread_buffer();
+      data = trace->chunk_payload(*c, buffer, !lend && chunks_entered < reader::kMappedChunks, &copied, lend);
       ++chunks_entered;
-      if (!trace->verify(*c, data, read_ahead ? &crc_read : nullptr)) {
+      if (!trace->verify(*c, data)) {
         ++gaps;
         if (!copied) {
           trace->release(*c);
@@ -608,45 +581,6 @@ struct RankTrace::Cursor::Impl {
     }
     p = end;
     return false;
-  }
-
-  // After a batch of a cursor that reads ahead: reads the next chunk's
-  // payload in proportion to the current one's decoded, whole by its half
-  // way (a seek into the middle of a chunk reads more at once), in pieces of
-  // at least kReadAheadPiece bytes.
-  static constexpr uint32_t kReadAheadPiece = 64u << 10;
-  void read_ahead_step() {
-    if (!current || chunk == chunks_end || set_aside) return;
-    const ChunkRef* c = chunk;
-    if (ahead_chunk != c) {
-      if (c->len > reader::kReadChunkMax || lends_buffer() || !trace->can_read_part()) return;
-      if (ahead.size() < c->len) ahead.reserve(std::max<size_t>(c->len, buffer.size()));
-      ahead_chunk = c;
-      ahead_got = 0;
-      ahead_crc = 0;
-    }
-    if (ahead_got == c->len) return;
-    const uint64_t decoded = static_cast<uint64_t>(p - data), current_len = std::max<uint32_t>(current->len, 1);
-    const uint64_t due = std::min<uint64_t>(c->len, 2 * decoded * c->len / current_len);
-    if (due < c->len && due < uint64_t{ahead_got} + kReadAheadPiece) return;
-    read_ahead_to(static_cast<uint32_t>(due));
-  }
-  // The next chunk's payload read into `ahead` up to byte `to`; a failed read
-  // leaves it to chunk_payload() when the chunk is entered.
-  void read_ahead_to(uint32_t to) {
-    if (!trace->read_part(*ahead_chunk, ahead.data() + ahead_got, ahead_got, to - ahead_got)) {
-      ahead_chunk = nullptr;
-      return;
-    }
-    ahead_crc = format::crc32c(ahead.data() + ahead_got, to - ahead_got, ahead_crc);
-    ahead_got = to;
-  }
-  // Entering ahead_chunk: the rest of it read; false where a read failed.
-  bool finish_ahead(uint32_t* crc) {
-    if (ahead_got < ahead_chunk->len) read_ahead_to(ahead_chunk->len);
-    if (!ahead_chunk) return false;
-    *crc = ahead_crc;
-    return true;
   }
 
   void bad(const uint8_t* at, const std::string& what) {

@@ -333,16 +333,6 @@ const uint8_t* RankTrace::Impl::chunk_payload(const ChunkRef& c, ChunkBuffer& bu
   return buf.data();
 }
 
-bool RankTrace::Impl::read_part(const ChunkRef& c, uint8_t* to, uint32_t from, uint32_t n) const {
-  uint32_t got = 0;
-  while (got < n) {
-    const ssize_t r = ::pread(map.fd, to + got, n - got, static_cast<off_t>(c.payload_off + from + got));
-    if (r > 0) got += static_cast<uint32_t>(r);
-    else if (!(r < 0 && errno == EINTR)) return false;
-  }
-  return true;
-}
-
 reader::ChunkBuffer RankTrace::Impl::take_buffer() const {
   std::lock_guard<std::mutex> lock(pool_mu);
   if (pool.empty()) return {};

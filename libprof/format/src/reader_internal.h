@@ -343,11 +343,6 @@ struct RankTrace::Impl {
   void leave_stream_end(const ChunkRef& c) const;
   // n bytes at file offset `off` (within the file) into `to`.
   void read_at(uint64_t off, void* to, size_t n) const;
-  // Whether read_part() can read: the file's descriptor is kept.
-  bool can_read_part() const { return map.fd >= 0 && !map.opening_copy; }
-  // Bytes [from, from + n) of chunk c's payload into `to` with pread; false
-  // where the file gave fewer.
-  bool read_part(const ChunkRef& c, uint8_t* to, uint32_t from, uint32_t n) const;
   // The payload of events chunk c: read into `buf` (grown as needed) when the
   // file can be read so, else (or if the read fails) in the mapping; also in
   // the mapping when `map_unless_fits` and `buf` is smaller than it
@@ -395,8 +390,7 @@ struct RankTrace::Impl {
   // Whether a chunk's records may be decoded: checks a sealed chunk's CRC the
   // first time any cursor asks, counting and describing a mismatch once.
   // `data` holds the chunk's c.len payload bytes.
-  // `crc_of_data`: the payload's CRC where the caller summed it as it read it.
-  bool verify(const ChunkRef& c, const uint8_t* data, const uint32_t* crc_of_data = nullptr) const;
+  bool verify(const ChunkRef& c, const uint8_t* data) const;
 
   // reader_seek.cpp: the times of events chunks, read once each when first
   // asked for (RankTrace::chunks, seeks).

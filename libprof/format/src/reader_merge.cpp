@@ -269,10 +269,6 @@ void RankTrace::MergedCursor::hold_between_visits(BetweenVisits how) {
   for (const auto& c : impl_->cursors) c->between_visits = how;
 }
 
-void RankTrace::MergedCursor::read_ahead() {
-  if (impl_ && impl_->cursors.size() == 1) impl_->cursors.front()->reads_ahead = true;
-}
-
 void RankTrace::MergedCursor::end_visit() {
   if (!impl_) return;
   // (Every cursor holds the mode hold_between_visits() gave them all.)
@@ -358,7 +354,6 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
     }
   }
   c.events += n - (first_counts ? 0 : 1);
-  if (c.reads_ahead) c.read_ahead_step();
   m.last_batch_full = n == limit;
   m.batch_least = least;
   m.batch_most = most;

@@ -368,12 +368,6 @@ class RankTrace {
       kLendChunkBuffers,
     };
     void hold_between_visits(BetweenVisits how);
-    // On a rank of one stream read by next_batch(), not lending its buffer:
-    // the next chunk is read a piece at a time while the current one is
-    // decoded, into a second buffer (the chunk's size more memory), so that
-    // no batch pays for a whole chunk's copy and CRC at once. For readers
-    // that keep step with one another (set before the first event).
-    void read_ahead();
     // When the process holds more file mappings than mapping_budget(): lets
     // this rank's file be unmapped until the cursor's next next() or
     // next_batch(), which map it again (a reader of more ranks than the
