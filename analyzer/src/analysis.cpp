@@ -646,7 +646,9 @@ Analysis Engine::run() {
     const bool works = spread_.local_worker(w);
     WorkerStats& stats = works ? worker_stats_.of(w) : idle_stats;
     const uint64_t t0 = worker_stats_.on() ? monotonic_ns() : 0, c0 = worker_stats_.on() ? thread_cpu_ns() : 0;
+    const bool logs_phases = works && worker_stats_.logs_phases();
     while (!done_) {
+      const uint64_t phase_t0 = logs_phases ? monotonic_ns() : 0, phase_c0 = logs_phases ? thread_cpu_ns() : 0;
       if (works) guarded([&] { phase_collectives(w); });
       // (Also after a failure: the others wait for it.)
       if (works && workers_ > 1) publish_early(w);
@@ -657,6 +659,11 @@ Analysis Engine::run() {
       }
       if (worker_stats_.on() && works)
         for (size_t i : worker_ranks_[w]) stats.events += ranks_[i]->phase_events;
+      if (logs_phases) {
+        PhaseSample s{monotonic_ns() - phase_t0, thread_cpu_ns() - phase_c0, 0};
+        for (size_t i : worker_ranks_[w]) s.events += ranks_[i]->phase_events;
+        stats.phases.push_back(s);
+      }
       worker_stats_.wait_at(bar, stats);
     }
     if (worker_stats_.on()) {
@@ -668,6 +675,8 @@ Analysis Engine::run() {
   for (unsigned t = 1; t < threads_here; ++t) threads.emplace_back(loop, spread_.local_lo() + t);
   loop(spread_.local_lo());
   for (auto& t : threads) t.join();
+  if (worker_stats_.logs_phases())
+    worker_stats_.write_phase_log(spread_.local_lo(), spread_.local_hi(), spread_.spread() ? spread_.proc() : -1);
   if (failed_) {
     a.errors.push_back(failure_ == kCancelled ? failure_ : "analysis failed: " + failure_);
     return a;

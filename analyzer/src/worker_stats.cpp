@@ -2,6 +2,8 @@
 #include "worker_stats.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -13,6 +15,29 @@ namespace prof::analysis::detail {
 void WorkerStatsReport::read_setting() {
   const char* stats_env = std::getenv("PROF_ANALYZE_WORKER_STATS");
   on_ = stats_env && *stats_env && std::string(stats_env) != "0";
+  const char* log_env = std::getenv("PROF_ANALYZE_PHASE_LOG");
+  phase_log_path_ = log_env ? log_env : "";
+}
+
+void WorkerStatsReport::write_phase_log(unsigned lo, unsigned hi, int process) const {
+  const std::string path = process < 0 ? phase_log_path_ : phase_log_path_ + "." + std::to_string(process);
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "prof-analyze: cannot write the phase log %s: %s\n", path.c_str(), std::strerror(errno));
+    return;
+  }
+  std::fprintf(f, "# phase worker busy_ns cpu_ns events\n");
+  size_t phases = 0;
+  for (unsigned w = lo; w < hi; ++w) phases = std::max(phases, stats_[w].phases.size());
+  for (size_t p = 0; p < phases; ++p)
+    for (unsigned w = lo; w < hi; ++w) {
+      if (p >= stats_[w].phases.size()) continue;
+      const PhaseSample& s = stats_[w].phases[p];
+      std::fprintf(f, "%zu %u %llu %llu %llu\n", p, w, static_cast<unsigned long long>(s.busy_ns),
+                   static_cast<unsigned long long>(s.cpu_ns), static_cast<unsigned long long>(s.events));
+    }
+  if (std::fclose(f) != 0)
+    std::fprintf(stderr, "prof-analyze: cannot write the phase log %s: %s\n", path.c_str(), std::strerror(errno));
 }
 
 void WorkerStatsReport::print(unsigned workers, uint64_t phases, const std::vector<std::vector<size_t>>& worker_ranks,

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <ctime>
+#include <string>
 #include <vector>
 
 #include "process_spread.h"
@@ -20,6 +21,13 @@ inline uint64_t clock_ns(clockid_t clock) {
 inline uint64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
 inline uint64_t thread_cpu_ns() { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
+// One phase of one worker (PROF_ANALYZE_PHASE_LOG): from the phase's start
+// to its arrival at the phase-end barrier, in wall and thread CPU time, and
+// the events its ranks decoded.
+struct PhaseSample {
+  uint64_t busy_ns = 0, cpu_ns = 0, events = 0;
+};
+
 // Where one worker's time goes (PROF_ANALYZE_WORKER_STATS=1 prints it to
 // stderr): on its own cache line, so counting never shares one with another
 // worker's.
@@ -32,6 +40,7 @@ struct alignas(64) WorkerStats {
   uint64_t last = 0;         // phases it arrived last at
   uint64_t events = 0;       // events its ranks decoded
   uint64_t waits[4] = {};    // waits under 10 us, 100 us, 1 ms, and longer
+  std::vector<PhaseSample> phases;  // PROF_ANALYZE_PHASE_LOG: each phase's
 };
 
 
@@ -40,13 +49,25 @@ struct alignas(64) WorkerStats {
 // results it waited for), and print() sums each one's busy time as its whole
 // loop less its waits.
 //
-// Invariants: the setting is read once, before the pass; when off, nothing is
-// timed (each place tests on()); a worker writes only its own WorkerStats.
+// PROF_ANALYZE_PHASE_LOG=FILE writes each worker's phases, one line each,
+// to FILE after the pass (FILE.P from process P of an MPI job): the uneven
+// phases that make the workers wait at the barriers, phase by phase
+// (bench/phase_balance.py sums them up).
+//
+// Invariants: the settings are read once, before the pass; when off, nothing
+// is timed (each place tests on() or logs_phases()); a worker writes only its
+// own WorkerStats.
 class WorkerStatsReport {
  public:
-  // PROF_ANALYZE_WORKER_STATS: on unless unset, empty or "0".
+  // PROF_ANALYZE_WORKER_STATS: on unless unset, empty or "0";
+  // PROF_ANALYZE_PHASE_LOG: the file, where set and not empty.
   void read_setting();
   bool on() const { return on_; }
+  bool logs_phases() const { return !phase_log_path_.empty(); }
+  // The phase log of workers [lo, hi) (this process's), as
+  // "phase worker busy_ns cpu_ns events" lines; `process` -1: a plain
+  // command's. A file that cannot be written is said on stderr.
+  void write_phase_log(unsigned lo, unsigned hi, int process) const;
   void start(unsigned workers) { stats_.assign(workers, WorkerStats{}); }
   WorkerStats& of(unsigned w) { return stats_[w]; }
   // Waits at a barrier, counting where the time went when on.
@@ -77,6 +98,7 @@ class WorkerStatsReport {
 
  private:
   bool on_ = false;
+  std::string phase_log_path_;
   std::vector<WorkerStats> stats_;
 };
 

@@ -401,11 +401,36 @@ TEST(MpiJob, AProcessThatCannotReadTheTraceEndsTheJob) {
 
 // The job shares the decoding: process 0's workers decode only their block
 // (PROF_ANALYZE_WORKER_STATS lists every worker of the job from process 0,
-// those of the other processes with no events).
+// those of the other processes with no events). PROF_ANALYZE_PHASE_LOG=FILE
+// has each process P write its own workers' phases to FILE.P, the same
+// phases in each, in step.
 TEST(MpiJob, ProcessZeroDecodesOnlyItsBlock) {
   TraceBuilder b(6);
   build_ring(b, 6);
-  const Outputs job = run(3, b.dir(), "-j 1 -o /dev/null -q", "PROF_ANALYZE_WORKER_STATS=1");
+  const std::string log = b.dir() + "/phases";
+  const Outputs job =
+      run(3, b.dir(), "-j 1 -o /dev/null -q", "PROF_ANALYZE_WORKER_STATS=1 PROF_ANALYZE_PHASE_LOG='" + log + "'");
+  std::vector<size_t> phases_of;
+  for (int p = 0; p < 3; ++p) {
+    std::istringstream in(slurp(log + "." + std::to_string(p)));
+    std::string line;
+    size_t phases = 0;
+    uint64_t events = 0;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream fields(line);
+      uint64_t phase = 0, worker = 0, busy = 0, cpu = 0, phase_events = 0;
+      ASSERT_TRUE(fields >> phase >> worker >> busy >> cpu >> phase_events) << line;
+      EXPECT_EQ(worker, static_cast<uint64_t>(p)) << line;  // (-j 1: process p runs worker p)
+      EXPECT_EQ(phase, phases++) << line;
+      events += phase_events;
+    }
+    EXPECT_GT(events, 0u) << "process " << p;
+    phases_of.push_back(phases);
+  }
+  EXPECT_GT(phases_of[0], 0u);
+  EXPECT_EQ(phases_of[1], phases_of[0]);
+  EXPECT_EQ(phases_of[2], phases_of[0]);
   ASSERT_EQ(job.status, 0) << job.messages;
   EXPECT_NE(job.messages.find("workers: 3,"), std::string::npos) << job.messages;
   const std::regex worker(R"(worker (\d+): ranks (\d+), events (\d+))");

@@ -4,6 +4,7 @@
 // instances completed by another worker, executions folded part by part).
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "prof/analysis/report.h"
@@ -208,6 +209,54 @@ TEST(Streaming, WorkerStatsLeaveTheReportAlone) {
       << err;
   for (int w = 0; w < 3; ++w)
     EXPECT_NE(err.find("  worker " + std::to_string(w) + ": ranks "), std::string::npos) << err;
+}
+
+// PROF_ANALYZE_PHASE_LOG=FILE writes one line a phase and worker: every
+// phase of every worker, and their events add up to the analysis's.
+TEST(Streaming, PhaseLogHasEveryPhaseOfEveryWorker) {
+  TraceBuilder b(6);
+  build_mixed_workload(b);
+  analysis::Options o;
+  o.threads = 3;
+  o.window_events = 100;
+  o.window_events_per_rank = 0;
+  const std::string want = report(analyze_checked(b.dir(), o));
+  const std::string log = b.dir() + "/phases.txt";
+  ::setenv("PROF_ANALYZE_PHASE_LOG", log.c_str(), 1);
+  const auto a = analyze_checked(b.dir(), o);
+  ::unsetenv("PROF_ANALYZE_PHASE_LOG");
+  EXPECT_EQ(first_difference(report(a), want), "");
+  std::ifstream in(log);
+  ASSERT_TRUE(in) << log;
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line, "# phase worker busy_ns cpu_ns events");
+  std::vector<int> lines_of(3, 0);
+  uint64_t events = 0, lines = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    uint64_t phase = 0, worker = 0, busy = 0, cpu = 0, phase_events = 0;
+    ASSERT_TRUE(fields >> phase >> worker >> busy >> cpu >> phase_events) << line;
+    ASSERT_LT(worker, 3u) << line;
+    EXPECT_EQ(phase, static_cast<uint64_t>(lines_of[worker]++)) << line;
+    events += phase_events;
+    ++lines;
+  }
+  EXPECT_GT(a.stats.windows, 1u);
+  for (int n : lines_of) EXPECT_EQ(static_cast<uint64_t>(n), a.stats.windows);
+  EXPECT_EQ(lines, 3 * a.stats.windows);
+  EXPECT_EQ(events, a.stats.events);
+
+  // A file that cannot be written is named on stderr; the report stays.
+  const std::string nowhere = b.dir() + "/no-such-directory/phases.txt";
+  ::setenv("PROF_ANALYZE_PHASE_LOG", nowhere.c_str(), 1);
+  testing::internal::CaptureStderr();
+  const auto unlogged = analyze_checked(b.dir(), o);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ::unsetenv("PROF_ANALYZE_PHASE_LOG");
+  EXPECT_EQ(first_difference(report(unlogged), want), "");
+  EXPECT_NE(err.find("cannot write the phase log " + nowhere + ": No such file or directory"), std::string::npos)
+      << err;
 }
 
 TEST(Streaming, ProgressIsReportedAndEndsAtOne) {

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Sums up a phase log of prof-analyze (PROF_ANALYZE_PHASE_LOG=FILE): how
+unevenly the workers' phases ran, which is what they wait for at the phase
+ends (docs/performance.md, "The waits at the phase ends are the workers' own").
+
+    PROF_ANALYZE_PHASE_LOG=/tmp/phases build/analyzer/prof-analyze TRACE -o /dev/null -q --no-progress
+    bench/phase_balance.py /tmp/phases
+
+For each worker: its busy time summed over the phases, the wait the others
+imposed on it (each phase's longest busy time less its own), and its events.
+Then, over the phases, how long an imbalance lasts: the correlation of a
+worker's lead over the phase's mean busy time with its lead some phases on
+(near 0: noise that evens out; near 1: one worker slower for long stretches,
+which no shorter phase evens out), and the phases where the slowest worker
+took over twice the median phase (a spike: a chunk entered, a sweep).
+"""
+import argparse
+import statistics
+import sys
+
+
+def read_log(path):
+    phases = {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            phase, worker, busy, cpu, events = (int(x) for x in line.split())
+            phases.setdefault(phase, {})[worker] = (busy, cpu, events)
+    return [phases[p] for p in sorted(phases)]
+
+
+def lag_correlation(series, lag):
+    n = len(series) - lag
+    if n < 2:
+        return float("nan")
+    mean = statistics.fmean(series)
+    var = statistics.fmean([(x - mean) ** 2 for x in series])
+    if var == 0:
+        return float("nan")
+    return statistics.fmean([(series[i] - mean) * (series[i + lag] - mean) for i in range(n)]) / var
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("log", help="the file PROF_ANALYZE_PHASE_LOG named")
+    parser.add_argument("--lags", default="1,10,40", help="phases on at which to correlate (default 1,10,40)")
+    args = parser.parse_args()
+    phases = read_log(args.log)
+    if not phases:
+        sys.exit(f"phase_balance.py: {args.log}: no phases")
+    workers = sorted({w for p in phases for w in p})
+    full = [p for p in phases if len(p) == len(workers)]
+    print(f"{len(phases)} phases, {len(workers)} workers")
+    for w in workers:
+        busy = sum(p[w][0] for p in full)
+        waited = sum(max(v[0] for v in p.values()) - p[w][0] for p in full)
+        events = sum(p[w][2] for p in phases if w in p)
+        print(f"  worker {w}: busy {busy / 1e9:.3f} s, waited {waited / 1e9:.3f} s, events {events}")
+    if len(workers) < 2 or len(full) < 3:
+        return
+    lags = [int(x) for x in args.lags.split(",")]
+    for w in workers:
+        lead = [p[w][0] - statistics.fmean(v[0] for v in p.values()) for p in full]
+        cells = ", ".join(f"{lag} on {lag_correlation(lead, lag):.2f}" for lag in lags)
+        print(f"  worker {w}'s lead over the mean, correlated with its lead: {cells}")
+    slowest = [max(v[0] for v in p.values()) for p in full]
+    median = statistics.median(slowest)
+    spikes = sum(1 for s in slowest if s > 2 * median)
+    print(f"  median phase {median / 1e3:.0f} us; phases over twice that: {spikes}")
+
+
+if __name__ == "__main__":
+    main()
