@@ -189,21 +189,36 @@ TEST(Streaming, FewerMappingsThanRanksSameReport) {
   trace::set_mapping_budget(0);
 }
 
+// Three workers and phases of about 100 events: many phases on a small trace.
+analysis::Options three_workers_short_phases() {
+  analysis::Options o;
+  o.threads = 3;
+  o.window_events = 100;
+  o.window_events_per_rank = 0;
+  return o;
+}
+
+// The analysis with the environment variable `name` set to `value`, and what
+// it said on stderr.
+analysis::Analysis analyze_with_setting(const std::string& dir, const analysis::Options& o, const char* name,
+                                        const std::string& value, std::string* err) {
+  ::setenv(name, value.c_str(), 1);
+  testing::internal::CaptureStderr();
+  auto a = analyze_checked(dir, o);
+  *err = testing::internal::GetCapturedStderr();
+  ::unsetenv(name);
+  return a;
+}
+
 // PROF_ANALYZE_WORKER_STATS=1 says where each worker's time went, on stderr,
 // and changes nothing in the report.
 TEST(Streaming, WorkerStatsLeaveTheReportAlone) {
   TraceBuilder b(6);
   build_mixed_workload(b);
-  analysis::Options o;
-  o.threads = 3;
-  o.window_events = 100;
-  o.window_events_per_rank = 0;
+  const analysis::Options o = three_workers_short_phases();
   const std::string want = report(analyze_checked(b.dir(), o));
-  ::setenv("PROF_ANALYZE_WORKER_STATS", "1", 1);
-  testing::internal::CaptureStderr();
-  const auto a = analyze_checked(b.dir(), o);
-  const std::string err = testing::internal::GetCapturedStderr();
-  ::unsetenv("PROF_ANALYZE_WORKER_STATS");
+  std::string err;
+  const auto a = analyze_with_setting(b.dir(), o, "PROF_ANALYZE_WORKER_STATS", "1", &err);
   EXPECT_EQ(first_difference(report(a), want), "");
   EXPECT_NE(err.find("prof-analyze workers: 3, phases " + std::to_string(a.stats.windows)), std::string::npos)
       << err;
@@ -216,15 +231,11 @@ TEST(Streaming, WorkerStatsLeaveTheReportAlone) {
 TEST(Streaming, PhaseLogHasEveryPhaseOfEveryWorker) {
   TraceBuilder b(6);
   build_mixed_workload(b);
-  analysis::Options o;
-  o.threads = 3;
-  o.window_events = 100;
-  o.window_events_per_rank = 0;
+  const analysis::Options o = three_workers_short_phases();
   const std::string want = report(analyze_checked(b.dir(), o));
   const std::string log = b.dir() + "/phases.txt";
-  ::setenv("PROF_ANALYZE_PHASE_LOG", log.c_str(), 1);
-  const auto a = analyze_checked(b.dir(), o);
-  ::unsetenv("PROF_ANALYZE_PHASE_LOG");
+  std::string err;
+  const auto a = analyze_with_setting(b.dir(), o, "PROF_ANALYZE_PHASE_LOG", log, &err);
   EXPECT_EQ(first_difference(report(a), want), "");
   std::ifstream in(log);
   ASSERT_TRUE(in) << log;
@@ -249,11 +260,7 @@ TEST(Streaming, PhaseLogHasEveryPhaseOfEveryWorker) {
 
   // A file that cannot be written is named on stderr; the report stays.
   const std::string nowhere = b.dir() + "/no-such-directory/phases.txt";
-  ::setenv("PROF_ANALYZE_PHASE_LOG", nowhere.c_str(), 1);
-  testing::internal::CaptureStderr();
-  const auto unlogged = analyze_checked(b.dir(), o);
-  const std::string err = testing::internal::GetCapturedStderr();
-  ::unsetenv("PROF_ANALYZE_PHASE_LOG");
+  const auto unlogged = analyze_with_setting(b.dir(), o, "PROF_ANALYZE_PHASE_LOG", nowhere, &err);
   EXPECT_EQ(first_difference(report(unlogged), want), "");
   EXPECT_NE(err.find("cannot write the phase log " + nowhere + ": No such file or directory"), std::string::npos)
       << err;
