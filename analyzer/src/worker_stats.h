@@ -40,7 +40,7 @@ struct alignas(64) WorkerStats {
   uint64_t last = 0;         // phases it arrived last at
   uint64_t events = 0;       // events its ranks decoded
   uint64_t waits[4] = {};    // waits under 10 us, 100 us, 1 ms, and longer
-  std::vector<PhaseSample> phases;  // PROF_ANALYZE_PHASE_LOG: each phase's
+  std::vector<PhaseSample> phases;  // PROF_ANALYZE_PHASE_LOG: one a phase
 };
 
 
