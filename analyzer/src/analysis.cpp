@@ -657,12 +657,11 @@ Analysis Engine::run() {
         guarded([&] { phase_decode(w); });
         publish(w);
       }
-      if (worker_stats_.on() && works)
-        for (size_t i : worker_ranks_[w]) stats.events += ranks_[i]->phase_events;
-      if (logs_phases) {
-        PhaseSample s{monotonic_ns() - phase_t0, thread_cpu_ns() - phase_c0, 0};
-        for (size_t i : worker_ranks_[w]) s.events += ranks_[i]->phase_events;
-        stats.phases.push_back(s);
+      if ((worker_stats_.on() || logs_phases) && works) {
+        uint64_t events = 0;
+        for (size_t i : worker_ranks_[w]) events += ranks_[i]->phase_events;
+        stats.events += events;
+        if (logs_phases) stats.phases.push_back({monotonic_ns() - phase_t0, thread_cpu_ns() - phase_c0, events});
       }
       worker_stats_.wait_at(bar, stats);
     }

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "mixed_workload.h"
+#include "phase_log.h"
 #include "trace_builder.h"
 
 namespace fs = std::filesystem;
@@ -410,28 +411,22 @@ TEST(MpiJob, ProcessZeroDecodesOnlyItsBlock) {
   const std::string log = b.dir() + "/phases";
   const Outputs job =
       run(3, b.dir(), "-j 1 -o /dev/null -q", "PROF_ANALYZE_WORKER_STATS=1 PROF_ANALYZE_PHASE_LOG='" + log + "'");
+  ASSERT_EQ(job.status, 0) << job.messages;
   std::vector<size_t> phases_of;
   for (int p = 0; p < 3; ++p) {
-    std::istringstream in(slurp(log + "." + std::to_string(p)));
-    std::string line;
-    size_t phases = 0;
+    const std::vector<PhaseLine> lines = phase_lines(slurp(log + "." + std::to_string(p)));
     uint64_t events = 0;
-    while (std::getline(in, line)) {
-      if (line.empty() || line[0] == '#') continue;
-      std::istringstream fields(line);
-      uint64_t phase = 0, worker = 0, busy = 0, cpu = 0, phase_events = 0;
-      ASSERT_TRUE(fields >> phase >> worker >> busy >> cpu >> phase_events) << line;
-      EXPECT_EQ(worker, static_cast<uint64_t>(p)) << line;  // (-j 1: process p runs worker p)
-      EXPECT_EQ(phase, phases++) << line;
-      events += phase_events;
+    for (size_t k = 0; k < lines.size(); ++k) {
+      EXPECT_EQ(lines[k].worker, static_cast<uint64_t>(p));  // (-j 1: process p runs worker p)
+      EXPECT_EQ(lines[k].phase, k);
+      events += lines[k].events;
     }
     EXPECT_GT(events, 0u) << "process " << p;
-    phases_of.push_back(phases);
+    phases_of.push_back(lines.size());
   }
   EXPECT_GT(phases_of[0], 0u);
   EXPECT_EQ(phases_of[1], phases_of[0]);
   EXPECT_EQ(phases_of[2], phases_of[0]);
-  ASSERT_EQ(job.status, 0) << job.messages;
   EXPECT_NE(job.messages.find("workers: 3,"), std::string::npos) << job.messages;
   const std::regex worker(R"(worker (\d+): ranks (\d+), events (\d+))");
   int lines = 0, decoding = 0;

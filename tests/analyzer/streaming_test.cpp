@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "prof/analysis/report.h"
 #include "prof/trace_reader.h"
 #include "mixed_workload.h"
+#include "phase_log.h"
 #include "trace_builder.h"
 
 namespace prof::test {
@@ -239,23 +241,19 @@ TEST(Streaming, PhaseLogHasEveryPhaseOfEveryWorker) {
   EXPECT_EQ(first_difference(report(a), want), "");
   std::ifstream in(log);
   ASSERT_TRUE(in) << log;
-  std::string line;
-  ASSERT_TRUE(std::getline(in, line));
-  EXPECT_EQ(line, "# phase worker busy_ns cpu_ns events");
-  std::vector<int> lines_of(3, 0);
-  uint64_t events = 0, lines = 0;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    uint64_t phase = 0, worker = 0, busy = 0, cpu = 0, phase_events = 0;
-    ASSERT_TRUE(fields >> phase >> worker >> busy >> cpu >> phase_events) << line;
-    ASSERT_LT(worker, 3u) << line;
-    EXPECT_EQ(phase, static_cast<uint64_t>(lines_of[worker]++)) << line;
-    events += phase_events;
-    ++lines;
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_EQ(text.substr(0, text.find('\n')), kPhaseLogHeader);
+  std::vector<uint64_t> lines_of(3, 0);
+  uint64_t events = 0;
+  const std::vector<PhaseLine> lines = phase_lines(text);
+  for (const PhaseLine& p : lines) {
+    ASSERT_LT(p.worker, 3u) << "phase " << p.phase;
+    EXPECT_EQ(p.phase, lines_of[p.worker]++) << "worker " << p.worker;
+    events += p.events;
   }
   EXPECT_GT(a.stats.windows, 1u);
-  for (int n : lines_of) EXPECT_EQ(static_cast<uint64_t>(n), a.stats.windows);
-  EXPECT_EQ(lines, 3 * a.stats.windows);
+  for (uint64_t n : lines_of) EXPECT_EQ(n, a.stats.windows);
+  EXPECT_EQ(lines.size(), 3 * a.stats.windows);
   EXPECT_EQ(events, a.stats.events);
 
   // A file that cannot be written is named on stderr; the report stays.
