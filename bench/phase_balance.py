@@ -13,6 +13,11 @@ worker's lead over the phase's mean busy time with its lead some phases on
 (near 0: noise that evens out; near 1: one worker slower for long stretches,
 which no shorter phase evens out), and the phases where the slowest worker
 took over twice the median phase (a spike: a chunk entered, a sweep).
+Last, what the phases would take if a worker could run up to k phases ahead
+of the slowest (its mail read k phases late): a replay of the logged busy
+times, each phase of a worker starting when its previous one ends and the
+last of phase p-k-1 has ended. Lock-step (k = 0) is how the engine runs; no
+limit is each worker's busy time alone.
 """
 import argparse
 import statistics
@@ -39,6 +44,17 @@ def lag_correlation(series, lag):
     if var == 0:
         return float("nan")
     return statistics.fmean([(series[i] - mean) * (series[i + lag] - mean) for i in range(n)]) / var
+
+
+def with_slack(full, workers, slack):
+    """The phases' wall if a worker may start phase p once every worker ended p-slack-1."""
+    ends = {w: [] for w in workers}
+    for p, phase in enumerate(full):
+        barrier = max(ends[x][p - slack - 1] for x in workers) if slack is not None and p > slack else 0
+        for w in workers:
+            start = max(ends[w][p - 1] if p else 0, barrier)
+            ends[w].append(start + phase[w][0])
+    return max(ends[w][-1] for w in workers)
 
 
 def main():
@@ -68,6 +84,10 @@ def main():
     median = statistics.median(slowest)
     spikes = sum(1 for s in slowest if s > 2 * median)
     print(f"  median phase {median / 1e3:.0f} us; phases over twice that: {spikes}")
+    lock_step = with_slack(full, workers, 0)
+    cells = ", ".join(f"{k} ahead {with_slack(full, workers, k) / lock_step:.3f}x" for k in (1, 2, 4))
+    print(f"  phases' wall {lock_step / 1e9:.3f} s in lock-step; with workers up to {cells}, "
+          f"unbounded {with_slack(full, workers, None) / lock_step:.3f}x")
 
 
 if __name__ == "__main__":
