@@ -12,11 +12,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 
 #include "prof/analysis/report.h"
 #include "prof/analysis/timeline.h"
+#include "file_bytes.h"
 #include "trace_builder.h"
 
 namespace prof::test {
@@ -178,8 +178,7 @@ void build_allreduces(TraceBuilder& b, bool final_sync = true, uint64_t heartbea
 double latest_chrome_ts(const std::string& dir) {
   const std::string chrome = dir + "/chrome.json";
   run_cli(dir + " -o /dev/null --chrome-trace " + chrome);
-  std::ifstream in(chrome);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = file_bytes(chrome);
   EXPECT_NE(text.find("\"ts\":"), std::string::npos);
   double latest = 0;
   for (size_t at = text.find("\"ts\":"); at != std::string::npos; at = text.find("\"ts\":", at + 1))

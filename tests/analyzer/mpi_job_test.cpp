@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "file_bytes.h"
 #include "mixed_workload.h"
 #include "phase_log.h"
 #include "trace_builder.h"
@@ -26,17 +27,10 @@ using namespace prof::test;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 int run_shell(const std::string& cmd, std::string* out) {
   const std::string file = fs::temp_directory_path() / ("prof-mpi-job-" + std::to_string(::getpid()) + ".out");
   const int st = std::system((cmd + " >" + file + " 2>&1").c_str());
-  *out = slurp(file);
+  *out = file_bytes(file);
   fs::remove(file);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -63,10 +57,10 @@ Outputs run(int procs, const std::string& trace, std::string args, const std::st
   const int st = std::system(cmd.c_str());
   Outputs o;
   o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  o.text = slurp(out / "text");
-  o.messages = slurp(out / "messages");
-  o.json = slurp(out / "report.json");
-  o.chrome = slurp(out / "chrome.json");
+  o.text = file_bytes(out / "text");
+  o.messages = file_bytes(out / "messages");
+  o.json = file_bytes(out / "report.json");
+  o.chrome = file_bytes(out / "chrome.json");
   fs::remove_all(out);
   return o;
 }
@@ -165,16 +159,16 @@ void expect_same_reading_own_block_only(const std::string& trace, int ranks, std
                              listing + " 2>&1")
                                 .c_str()),
                 0)
-          << slurp(listing);
+          << file_bytes(listing);
       // (The archive's trace identifier is random.)
-      o.chrome = std::regex_replace(slurp(listing), std::regex("Trace identifier[^\n]*\n"), "");
+      o.chrome = std::regex_replace(file_bytes(listing), std::regex("Trace identifier[^\n]*\n"), "");
       fs::remove_all(archive);
       fs::remove(listing);
       return o;
     }
     for (auto [field, name] : {std::pair{&o.text, "text"}, {&o.messages, "messages"}, {&o.json, "report.json"},
                                {&o.chrome, "chrome.json"}}) {
-      *field = slurp(base / "out" / name);
+      *field = file_bytes(base / "out" / name);
       fs::remove(base / "out" / name);
     }
     return o;
@@ -395,9 +389,9 @@ TEST(MpiJob, AProcessThatCannotReadTheTraceEndsTheJob) {
                           b.dir() + " -q -o /dev/null --no-index 2>" + b.dir() + "/messages";
   const int st = std::system(cmd.c_str());
   EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 2);
-  EXPECT_NE(slurp(fs::path(b.dir()) / "messages").find("prof-analyze: error: process 1: " + b.dir() + "/elsewhere"),
+  EXPECT_NE(file_bytes(fs::path(b.dir()) / "messages").find("prof-analyze: error: process 1: " + b.dir() + "/elsewhere"),
             std::string::npos)
-      << slurp(fs::path(b.dir()) / "messages");
+      << file_bytes(fs::path(b.dir()) / "messages");
 }
 
 // The job shares the decoding: process 0's workers decode only their block
@@ -414,7 +408,7 @@ TEST(MpiJob, ProcessZeroDecodesOnlyItsBlock) {
   ASSERT_EQ(job.status, 0) << job.messages;
   std::vector<size_t> phases_of;
   for (int p = 0; p < 3; ++p) {
-    const std::vector<PhaseLine> lines = phase_lines(slurp(log + "." + std::to_string(p)));
+    const std::vector<PhaseLine> lines = phase_lines(file_bytes(log + "." + std::to_string(p)));
     uint64_t events = 0;
     for (size_t k = 0; k < lines.size(); ++k) {
       EXPECT_EQ(lines[k].worker, static_cast<uint64_t>(p));  // (-j 1: process p runs worker p)
@@ -540,7 +534,7 @@ TEST(MpiJob, Otf2ArchiveIsThePlainCommands) {
                             ".txt 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     // (The archive's trace identifier is random.)
-    return std::regex_replace(slurp(archive + ".txt"), std::regex("Trace identifier[^\n]*\n"), "");
+    return std::regex_replace(file_bytes(archive + ".txt"), std::regex("Trace identifier[^\n]*\n"), "");
   };
   auto run_cli = [](const std::string& args, std::string* out) {
     return run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress --no-index " + args, out);

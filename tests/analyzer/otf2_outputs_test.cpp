@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 
+#include "file_bytes.h"
 #include "run_command.h"
 #include "trace_builder.h"
 
@@ -37,12 +38,6 @@ long peak_kb(const std::string& cmd) {
   rusage ru{};
   if (pid < 0 || ::wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return -1;
   return ru.ru_maxrss;
-}
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 // otf2-print's whole output (anchor, definitions, events) without the
 // archive's random trace identifier, each run of blanks made one.
@@ -91,7 +86,7 @@ TEST(Otf2, DirectoryMustBeNewOrEmpty) {
     EXPECT_NE(out.find(c.says), std::string::npos) << out;
     EXPECT_EQ(out.find("Level 0"), std::string::npos) << "a report was written:\n" << out;
   }
-  EXPECT_EQ(slurp(busy + "/keep.txt"), "mine\n");
+  EXPECT_EQ(file_bytes(busy + "/keep.txt"), "mine\n");
   EXPECT_FALSE(fs::exists(busy + "/traces.otf2"));
 
   const std::string empty = b.dir() + "/empty";
@@ -156,7 +151,7 @@ TEST(Otf2, CallsInFlightAndHowEachRankEnded) {
   for (int r = 0; r < 2; ++r) b.close(r, "");
   std::string out;
   run_cli(b.dir() + " -o /dev/null --json " + b.dir() + "/r.json --otf2 " + b.dir() + "/a", &out);
-  const json report = json::parse(slurp(b.dir() + "/r.json"));
+  const json report = json::parse(file_bytes(b.dir() + "/r.json"));
   const std::string all = print_all(b.dir() + "/a");
   for (int r = 0; r < 2; ++r) {
     const std::string ended = report["run_end"]["ranks"][r]["ended_by"];

@@ -5,7 +5,6 @@
 
 #include <array>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -14,6 +13,7 @@
 #include "prof/analysis/chrome_trace.h"
 #include "prof/analysis/compare.h"
 #include "prof/analysis/report.h"
+#include "file_bytes.h"
 #include "run_command.h"
 #include "trace_builder.h"
 
@@ -26,12 +26,6 @@ int run_cli(const std::string& args, std::string* out = nullptr) {
   return run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress " + args, out);
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // Three ranks, two nested intervals in a loop, a sibling interval, messages
 // both blocking and through Irecv/Wait, and an Allreduce.
@@ -63,7 +57,7 @@ TEST(Outputs, JsonReportHasTheSpecKeysInTreeOrder) {
   build(b);
   const std::string path = b.dir() + "/report.json";
   ASSERT_EQ(run_cli(b.dir() + " -o " + b.dir() + "/report.txt --json " + path), 0);
-  const json j = json::parse(slurp(path));
+  const json j = json::parse(file_bytes(path));
   EXPECT_EQ(j.at("processors"), 3);
   const auto& list = j.at("intervals");
   ASSERT_EQ(list.size(), 4u);  // root, 1, 2 (in 1), 5
@@ -122,7 +116,7 @@ TEST(Outputs, JsonReportHasTheSpecKeysInTreeOrder) {
   }
   EXPECT_TRUE(saw_send);
   // The text report went to the -o file, interval by interval.
-  const std::string text = slurp(b.dir() + "/report.txt");
+  const std::string text = file_bytes(b.dir() + "/report.txt");
   EXPECT_NE(text.find("Interval (LineNumber = 100 SourceFile = app.c) Level=1 EXE_Count=2"),
             std::string::npos)
       << text;
@@ -272,7 +266,7 @@ TEST(Outputs, ChromeTraceIsValidWithOneTrackPerRank) {
   build(b);
   const std::string path = b.dir() + "/trace.json";
   ASSERT_EQ(run_cli(b.dir() + " --chrome-trace " + path), 0);
-  const json j = json::parse(slurp(path));
+  const json j = json::parse(file_bytes(path));
   const auto& ev = j.at("traceEvents");
   std::map<int, std::string> names;
   std::map<int, std::vector<std::pair<double, double>>> slices;
@@ -330,7 +324,7 @@ TEST(Outputs, ChromeTraceWindowKeepsWhatOverlapsIt) {
   build(b);
   const std::string path = b.dir() + "/window.json";
   ASSERT_EQ(run_cli(b.dir() + " --chrome-trace " + path + " --chrome-trace-window 0.0039:0.0054"), 0);
-  const json j = json::parse(slurp(path));
+  const json j = json::parse(file_bytes(path));
   int mpi = 0, intervals = 0, named = 0;
   std::map<long long, int> starts, finishes;
   for (const auto& e : j.at("traceEvents")) {
@@ -415,7 +409,7 @@ TEST(Outputs, DashWritesThatOutputAloneToStdout) {
   ASSERT_EQ(run_cli(b.dir() + " -q", &plain), 0);
   ASSERT_EQ(run_cli(b.dir() + " -q -o - --json " + b.dir() + "/r.json", &dashed), 0);
   EXPECT_EQ(dashed, plain);
-  EXPECT_NO_THROW(parsed = json::parse(slurp(b.dir() + "/r.json")));
+  EXPECT_NO_THROW(parsed = json::parse(file_bytes(b.dir() + "/r.json")));
 
   std::string msg;
   EXPECT_EQ(run_cli(b.dir() + " --json - --chrome-trace -", &msg), 1);
@@ -437,11 +431,11 @@ TEST(Outputs, WindowInEveryOutput) {
             0)
       << out;
   EXPECT_NE(out.find("Window 0.003900 .. 0.005400"), std::string::npos) << out;
-  const json j = json::parse(slurp(json_path));
+  const json j = json::parse(file_bytes(json_path));
   EXPECT_DOUBLE_EQ(j["window"]["from"].get<double>(), 0.0039);
   EXPECT_DOUBLE_EQ(j["window"]["to"].get<double>(), 0.0054);
   EXPECT_LE(j["intervals"][0]["main"]["execution_time"].get<double>(), 0.0015 + 1e-9);
-  const json c = json::parse(slurp(chrome_path));
+  const json c = json::parse(file_bytes(chrome_path));
   for (const auto& ev : c["traceEvents"])
     if (ev.value("ph", "") == "X") {
       EXPECT_LE(ev["ts"].get<double>(), 5400.0 + 1e-3);
@@ -495,7 +489,7 @@ TEST(Outputs, RunEndSaysHowEachRankEnded) {
   const std::string json_path = b.dir() + "/end.json";
   std::string out;
   run_cli(b.dir() + " --json " + json_path, &out);
-  const json j = json::parse(slurp(json_path));
+  const json j = json::parse(file_bytes(json_path));
   ASSERT_TRUE(j.contains("run_end")) << out;
   EXPECT_FALSE(j["run_end"]["complete"].get<bool>());
   ASSERT_EQ(j["run_end"]["ranks"].size(), 3u);
@@ -514,7 +508,7 @@ TEST(Outputs, RunEndSaysHowEachRankEnded) {
   build(clean);
   std::string clean_out;
   ASSERT_EQ(run_cli(clean.dir() + " --json " + clean.dir() + "/c.json", &clean_out), 0);
-  EXPECT_TRUE(json::parse(slurp(clean.dir() + "/c.json"))["run_end"]["complete"].get<bool>());
+  EXPECT_TRUE(json::parse(file_bytes(clean.dir() + "/c.json"))["run_end"]["complete"].get<bool>());
   EXPECT_EQ(clean_out.find("Where each rank was"), std::string::npos);
 }
 
@@ -549,7 +543,7 @@ TEST(Outputs, CallsInFlightAnySourceAndBarrier) {
   const std::string json_path = b.dir() + "/end.json";
   std::string out;
   run_cli(b.dir() + " --json " + json_path + " --chrome-trace " + b.dir() + "/c.json", &out);
-  const json j = json::parse(slurp(json_path));
+  const json j = json::parse(file_bytes(json_path));
   const json& ranks = j["run_end"]["ranks"];
   ASSERT_EQ(ranks.size(), 3u) << out;
   EXPECT_NEAR(ranks[0]["last_alive"].get<double>(), 0.010, 1e-9);
@@ -582,7 +576,7 @@ TEST(Outputs, CallsInFlightAnySourceAndBarrier) {
   EXPECT_NE(out.find("Deadlock: ranks 0 and 1 wait for each other in MPI_Recv (0x401000), "
                      "MPI_Barrier (0x401000)"),
             std::string::npos) << out;
-  EXPECT_EQ(slurp(b.dir() + "/c.json").find("\"in_flight\":true") == std::string::npos, false);
+  EXPECT_EQ(file_bytes(b.dir() + "/c.json").find("\"in_flight\":true") == std::string::npos, false);
 }
 
 // Ranks 0 and 1 killed in a mutual MPI_Recv, rank 0's made through a Fortran
@@ -603,7 +597,7 @@ TEST(Outputs, CallInFlightThroughABindingAtTheApplicationsSite) {
   const std::string json_path = b.dir() + "/end.json", chrome_path = b.dir() + "/c.json";
   std::string out;
   run_cli(b.dir() + " --json " + json_path + " --chrome-trace " + chrome_path, &out);
-  const json ranks = json::parse(slurp(json_path))["run_end"]["ranks"];
+  const json ranks = json::parse(file_bytes(json_path))["run_end"]["ranks"];
   ASSERT_EQ(ranks.size(), 2u) << out;
   // (No load map in this trace: a call site is its address.)
   EXPECT_EQ(ranks[0]["in_flight"]["file"], "0x402000") << ranks[0];
@@ -613,7 +607,7 @@ TEST(Outputs, CallInFlightThroughABindingAtTheApplicationsSite) {
   EXPECT_NE(out.find("Deadlock: ranks 0 and 1 wait for each other in MPI_Recv (0x402000), "
                      "MPI_Recv (0x401000)"),
             std::string::npos) << out;
-  const json chrome = json::parse(slurp(chrome_path));
+  const json chrome = json::parse(file_bytes(chrome_path));
   const json& events = chrome.is_object() ? chrome["traceEvents"] : chrome;
   std::map<long long, std::string> site_of_track;
   for (const json& e : events)
@@ -628,7 +622,7 @@ json killed_run_report(TraceBuilder& b, std::string* out) {
   b.close("");
   const std::string json_path = b.dir() + "/end.json";
   run_cli(b.dir() + " --json " + json_path, out);
-  return json::parse(slurp(json_path));
+  return json::parse(file_bytes(json_path));
 }
 
 // Irecvs from a rank that never sends, then a Waitall in flight on both ranks:
@@ -708,7 +702,7 @@ TEST(Outputs, CallsInFlightOnTwoThreads) {
   const std::string json_path = b.dir() + "/end.json";
   std::string out;
   run_cli(b.dir() + " --json " + json_path, &out);
-  const json j = json::parse(slurp(json_path));
+  const json j = json::parse(file_bytes(json_path));
   const json& r0 = j["run_end"]["ranks"][0];
   EXPECT_EQ(r0["in_flight"]["function"], "MPI_Recv") << r0;
   ASSERT_EQ(r0["in_flight_threads"].size(), 2u) << r0;

@@ -4,12 +4,12 @@
 // instances completed by another worker, executions folded part by part).
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
+#include <filesystem>
 #include <sstream>
 
 #include "prof/analysis/report.h"
 #include "prof/trace_reader.h"
+#include "file_bytes.h"
 #include "mixed_workload.h"
 #include "phase_log.h"
 #include "trace_builder.h"
@@ -239,9 +239,8 @@ TEST(Streaming, PhaseLogHasEveryPhaseOfEveryWorker) {
   std::string err;
   const auto a = analyze_with_setting(b.dir(), o, "PROF_ANALYZE_PHASE_LOG", log, &err);
   EXPECT_EQ(first_difference(report(a), want), "");
-  std::ifstream in(log);
-  ASSERT_TRUE(in) << log;
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  ASSERT_TRUE(std::filesystem::exists(log)) << log;
+  const std::string text = file_bytes(log);
   EXPECT_EQ(text.substr(0, text.find('\n')), kPhaseLogHeader);
   std::vector<uint64_t> lines_of(3, 0);
   uint64_t events = 0;

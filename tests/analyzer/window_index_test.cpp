@@ -18,6 +18,7 @@
 
 #include "prof/analysis/report.h"
 #include "prof/crc32c.h"
+#include "file_bytes.h"
 #include "trace_builder.h"
 #include "window_index.h"
 #include "window_traces.h"
@@ -112,12 +113,6 @@ std::string report_of(const analysis::Analysis& a) {
 
 std::string index_path(const TraceBuilder& b) { return b.dir() + "/window-index.bin"; }
 
-std::string bytes_of(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 // An environment variable set for a test's length.
 class ScopedEnv {
@@ -447,7 +442,7 @@ TEST(WindowIndex, AWholeAnalysisWritesTheIndexTheNextWindowUses) {
   ASSERT_FALSE(std::filesystem::exists(index_path(b)));
   const auto built = analyze_checked(b.dir(), window(0.0301, 0.0312, true));
   ASSERT_EQ(built.stats.window_index.rfind("built ", 0), 0u) << built.stats.window_index;
-  const std::string by_window = bytes_of(index_path(b));
+  const std::string by_window = file_bytes(index_path(b));
   ASSERT_FALSE(by_window.empty());
   for (const unsigned threads : {1u, static_cast<unsigned>(kRanks) + 2}) {
     std::filesystem::remove(index_path(b));
@@ -458,7 +453,7 @@ TEST(WindowIndex, AWholeAnalysisWritesTheIndexTheNextWindowUses) {
     analyze_checked(b.dir(), whole);
     EXPECT_TRUE(seen) << threads << " threads";
     ASSERT_TRUE(std::filesystem::exists(index_path(b))) << threads << " threads";
-    EXPECT_TRUE(bytes_of(index_path(b)) == by_window) << threads << " threads";
+    EXPECT_TRUE(file_bytes(index_path(b)) == by_window) << threads << " threads";
     const auto fast = analyze_checked(b.dir(), window(0.0301, 0.0312, true));
     EXPECT_EQ(fast.stats.window_index, "used " + index_path(b));
     EXPECT_EQ(report_of(fast), report_of(full)) << threads << " threads";
@@ -501,7 +496,7 @@ TEST(WindowIndex, AnUnwritableTraceDirectoryGetsItsIndexInTheCache) {
   const auto reference = report_of(analyze_checked(b.dir(), window(0.03, 0.035, false)));
   analyze_checked(other.dir(), analysis::Options{});
   std::filesystem::copy_file(index_path(other), index_path(b));  // stale: another trace's
-  const std::string stale = bytes_of(index_path(b));
+  const std::string stale = file_bytes(index_path(b));
   TempDir cache;
   ScopedEnv xdg("XDG_CACHE_HOME", cache.path() + "/xdg");
   ASSERT_EQ(::chmod(b.dir().c_str(), 0555), 0);
@@ -515,7 +510,7 @@ TEST(WindowIndex, AnUnwritableTraceDirectoryGetsItsIndexInTheCache) {
   struct stat st;
   ASSERT_EQ(::stat((cache.path() + "/xdg/prof").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
-  EXPECT_EQ(bytes_of(index_path(b)), stale);
+  EXPECT_EQ(file_bytes(index_path(b)), stale);
   auto a = analyze_checked(b.dir(), as_unwritable(window(0.03, 0.035, true)));
   EXPECT_EQ(a.stats.window_index, "used " + cached[0]);
   EXPECT_EQ(report_of(a), reference);
@@ -527,7 +522,7 @@ TEST(WindowIndex, AnUnwritableTraceDirectoryGetsItsIndexInTheCache) {
   a = analyze_checked(b.dir(), as_unwritable(window(0.03, 0.035, true)));
   EXPECT_EQ(a.stats.window_index, "used " + cached[0]);
   EXPECT_EQ(report_of(a), reference);
-  EXPECT_EQ(bytes_of(index_path(b)), stale);
+  EXPECT_EQ(file_bytes(index_path(b)), stale);
   ::chmod(b.dir().c_str(), 0755);
 }
 
