@@ -657,7 +657,7 @@ Analysis Engine::run() {
         guarded([&] { phase_decode(w); });
         publish(w);
       }
-      if ((worker_stats_.on() || logs_phases) && works) {
+      if (works && (worker_stats_.on() || logs_phases)) {
         uint64_t events = 0;
         for (size_t i : worker_ranks_[w]) events += ranks_[i]->phase_events;
         stats.events += events;

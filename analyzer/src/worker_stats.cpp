@@ -21,11 +21,11 @@ void WorkerStatsReport::read_setting() {
 
 void WorkerStatsReport::write_phase_log(unsigned lo, unsigned hi, int process) const {
   const std::string path = process < 0 ? phase_log_path_ : phase_log_path_ + "." + std::to_string(process);
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) {
+  const auto say_failed = [&path] {
     std::fprintf(stderr, "prof-analyze: cannot write the phase log %s: %s\n", path.c_str(), std::strerror(errno));
-    return;
-  }
+  };
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return say_failed();
   std::fprintf(f, "# phase worker busy_ns cpu_ns events\n");
   size_t phases = 0;
   for (unsigned w = lo; w < hi; ++w) phases = std::max(phases, stats_[w].phases.size());
@@ -36,8 +36,7 @@ void WorkerStatsReport::write_phase_log(unsigned lo, unsigned hi, int process) c
       std::fprintf(f, "%zu %u %llu %llu %llu\n", p, w, static_cast<unsigned long long>(s.busy_ns),
                    static_cast<unsigned long long>(s.cpu_ns), static_cast<unsigned long long>(s.events));
     }
-  if (std::fclose(f) != 0)
-    std::fprintf(stderr, "prof-analyze: cannot write the phase log %s: %s\n", path.c_str(), std::strerror(errno));
+  if (std::fclose(f) != 0) say_failed();
 }
 
 void WorkerStatsReport::print(unsigned workers, uint64_t phases, const std::vector<std::vector<size_t>>& worker_ranks,
