@@ -27,6 +27,10 @@ using namespace prof::test;
 
 namespace {
 
+// A command's exit status and its output (stdout and stderr), by way of a
+// file rather than a pipe (run_command.h): a process of mpiexec's that
+// outlives it (timeout killed it) would keep a pipe open, and reading to its
+// end would wait for that process.
 int run_shell(const std::string& cmd, std::string* out) {
   const std::string file = fs::temp_directory_path() / ("prof-mpi-job-" + std::to_string(::getpid()) + ".out");
   const int st = std::system((cmd + " >" + file + " 2>&1").c_str());
