@@ -26,12 +26,19 @@ import sys
 
 def read_log(path):
     phases = {}
-    with open(path) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            phase, worker, busy, cpu, events = (int(x) for x in line.split())
-            phases.setdefault(phase, {})[worker] = (busy, cpu, events)
+    try:
+        with open(path) as f:
+            for number, line in enumerate(f, 1):
+                if line.startswith("#") or not line.strip():
+                    continue
+                try:
+                    phase, worker, busy, cpu, events = (int(x) for x in line.split())
+                except ValueError:
+                    sys.exit(f"phase_balance.py: {path}:{number}: not 'phase worker busy_ns cpu_ns events': "
+                             f"{line.rstrip()}")
+                phases.setdefault(phase, {})[worker] = (busy, cpu, events)
+    except OSError as e:
+        sys.exit(f"phase_balance.py: {path}: {e.strerror}")
     return [phases[p] for p in sorted(phases)]
 
 

@@ -26,7 +26,6 @@ int run_cli(const std::string& args, std::string* out = nullptr) {
   return run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress " + args, out);
 }
 
-
 // Three ranks, two nested intervals in a loop, a sibling interval, messages
 // both blocking and through Irecv/Wait, and an Allreduce.
 void build(TraceBuilder& b) {

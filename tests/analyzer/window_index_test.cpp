@@ -113,7 +113,6 @@ std::string report_of(const analysis::Analysis& a) {
 
 std::string index_path(const TraceBuilder& b) { return b.dir() + "/window-index.bin"; }
 
-
 // An environment variable set for a test's length.
 class ScopedEnv {
  public:
@@ -347,13 +346,7 @@ TEST(WindowIndex, AStaleOrCorruptIndexIsRebuilt) {
   // Whole and checksummed, but an interval's call site is past the trace's
   // (a writer's bug, another build's layout): malformed, never followed.
   {
-    std::string bytes;
-    {
-      std::ifstream f(index_path(b), std::ios::binary);
-      std::ostringstream all;
-      all << f.rdbuf();
-      bytes = all.str();
-    }
+    std::string bytes = file_bytes(index_path(b));
     auto u32_at = [&](size_t at) {
       uint32_t v = 0;
       std::memcpy(&v, bytes.data() + at, sizeof v);
@@ -417,9 +410,7 @@ TEST(WindowIndex, NeverWritesThroughALinkOrReadsAFifoInTheTraceDirectory) {
   std::filesystem::create_symlink(victim, index_path(b));
   auto a = analyze_checked(b.dir(), window(0.01, 0.012, true));
   EXPECT_EQ(a.stats.window_index.rfind("rebuilt", 0), 0u) << a.stats.window_index;
-  std::stringstream kept;
-  kept << std::ifstream(victim).rdbuf();
-  EXPECT_EQ(kept.str(), "precious");
+  EXPECT_EQ(file_bytes(victim), "precious");
   EXPECT_FALSE(std::filesystem::is_symlink(index_path(b)));
   EXPECT_EQ(analyze_checked(b.dir(), window(0.01, 0.012, true)).stats.window_index.rfind("used ", 0), 0u);
 

@@ -672,11 +672,7 @@ TEST(FormatRoundTrip, LoneContinuationIsItsOwnEvent) {
     w.event(e);
   }
   // Flip the flag into the record by hand: it becomes a lone continuation.
-  std::vector<unsigned char> b;
-  {
-    std::ifstream in(path, std::ios::binary);
-    b.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  std::vector<unsigned char> b = read_file(path);
   size_t off = sizeof(format::FileHeader);
   format::ChunkHeader h{};
   for (;;) {

@@ -110,13 +110,12 @@ unsigned expected_words(const KindSchema& s, const Combo& c, const Event& e) {
 
 // The last record's first word in the file's only events chunk.
 uint32_t last_record_word(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<unsigned char> file = read_file(path);
   size_t off = sizeof(format::FileHeader);
   while (off + sizeof(format::ChunkHeader) <= file.size()) {
     format::ChunkHeader h;
     std::memcpy(&h, file.data() + off, sizeof h);
-    const char* p = file.data() + off + sizeof h;
+    const unsigned char* p = file.data() + off + sizeof h;
     if (h.type == uint16_t(format::ChunkType::Events)) {
       uint32_t last = 0;
       for (uint32_t at = 0; at + 4 <= h.used;) {

@@ -332,15 +332,6 @@ TEST_P(FormatSeek, CursorFromAPositionContinuesTheSameEvents) {
 INSTANTIATE_TEST_SUITE_P(Versions, FormatSeek, testing::Values(2u, 3u),
                          [](const auto& info) { return "v" + std::to_string(info.param); });
 
-using Bytes = std::vector<uint8_t>;
-Bytes read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), {});
-}
-void write_bytes(const std::string& path, const Bytes& b) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-}
 
 TEST(FormatSeekDamage, CrcMismatchChunkIsSkippedAndCounted) {
   const std::string dir = temp_dir();
@@ -361,9 +352,9 @@ TEST(FormatSeekDamage, CrcMismatchChunkIsSkippedAndCounted) {
   }
   ASSERT_GT(good.size(), 12u);
   const size_t bad = good.size() / 2;
-  Bytes b = read_bytes(w.path);
+  std::vector<unsigned char> b = read_file(w.path);
   b[good[bad].file_offset + sizeof(format::ChunkHeader) + good[bad].payload_bytes - 3] ^= 0x40;
-  write_bytes(w.path, b);
+  write_file(w.path, b);
 
   auto trace = RankTrace::open(w.path, nullptr);
   ASSERT_TRUE(trace);
