@@ -42,6 +42,7 @@ void DelayResults::critical_path(const std::vector<RankOutcome*>& ranks, const G
     if (c.empty()) continue;
     start[i] = c.front().t;
     end[i] = c.back().t;
+    resident.note(ResidentBudget::kTouchBytes);
     run_start = std::min(run_start, start[i]);
     if (last == R || end[i] > end[last]) last = i;
   }

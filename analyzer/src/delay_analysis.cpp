@@ -79,6 +79,8 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
             true);
       },
       [&](size_t i, const Sorted&) { resident.note(ranks[i]->delay.entry_bytes()); });
+  // (Every spilled log now reads its copy.)
+  if (spill) spill->release_originals();
 
   // Each rank's searches (its last synchronizing call before an instant,
   // its context in force) start where its last ones ended (partition_near):

@@ -126,6 +126,52 @@ class PagedLog {
     if (!spill_) return;
     for (uint32_t k = 0; k + 1 < pages_n_; ++k) pages_[k].page = reinterpret_cast<T*>(base + pages_[k].offset);
   }
+  // Whether its entries lie partly in the spill's file, mapped back.
+  bool spilled() const { return spill_ && spill_->mapping() && pages_n_ > 1; }
+  // A spilled log, mapped back, is written again in a new order, entry by
+  // entry (put), at the end of the spill's file (its spilled pages' part, in
+  // one piece: LogSpill::reserve_copy) and in its last page (the rest); at
+  // finish() the log reads the new order. Reading the log while its copy is
+  // written reads the old order.
+  class Copy {
+   public:
+    explicit Copy(PagedLog& log)
+        : log_(log), in_file_(size_t{log.pages_n_ - 1} * kPageEntries),
+          at_(log.spill_->reserve_copy(in_file_ * sizeof(T))) {
+      buffer_.reserve(std::min(kBufferEntries, in_file_));
+    }
+    void put(const T& e) {
+      if (put_ < in_file_) {
+        buffer_.push_back(e);
+        if (buffer_.size() == kBufferEntries) flush();
+      } else {
+        tail_[put_ - in_file_] = e;
+      }
+      ++put_;
+    }
+    void finish() {
+      flush();
+      char* const base = log_.spill_->mapping();
+      for (uint32_t k = 0; k + 1 < log_.pages_n_; ++k)
+        log_.pages_[k].page = reinterpret_cast<T*>(base + at_ + uint64_t{k} * kPageBytes);
+      std::copy(tail_, tail_ + (put_ - in_file_), log_.pages_[log_.pages_n_ - 1].page);
+    }
+
+   private:
+    static constexpr size_t kBufferEntries = (size_t{64} << 10) / sizeof(T);  // 64 KB a write
+    void flush() {
+      if (buffer_.empty()) return;
+      log_.spill_->write_copy(buffer_.data(), buffer_.size() * sizeof(T), at_ + written_ * sizeof(T));
+      written_ += buffer_.size();
+      buffer_.clear();
+    }
+    PagedLog& log_;
+    size_t in_file_;
+    uint64_t at_;
+    std::vector<T> buffer_;
+    size_t written_ = 0, put_ = 0;
+    T tail_[kPageEntries];
+  };
   // Gives the pages back (the log is empty after; spilled pages stay in the
   // spill's file).
   void release() {
@@ -337,24 +383,21 @@ size_t partition_near(const std::vector<T>& log, size_t hint, Before before, siz
   return partition_near(log.data(), log.size(), hint, before, max_step);
 }
 
-// Sorts a paged log stably (one rank's at a time). `nearly`: the log is
-// nearly in order already (entries come in time order but for those whose
-// figures arrived late, a phase or so), and is sorted in place from its first
-// entry out of order: the entries below the running maximum are set aside,
-// the others closed up, and the few set aside sorted and merged in from the
-// back, an entry kept before one set aside where they tie (as std::merge of
-// the kept and those set aside). Linear, plus the sort of those set aside,
-// with no copy of the log. Otherwise a stable sort of a copy.
+// Sorts the n entries of a log in memory stably, [0, first_out) in order
+// already. `nearly`: the log is nearly in order (entries come in time order
+// but for those whose figures arrived late, a phase or so), and is sorted in
+// place from its first entry out of order: the entries below the running
+// maximum are set aside, the others closed up, and those set aside sorted and
+// merged in from the back, an entry kept before one set aside where they tie
+// (as std::merge of the kept and those set aside). Linear, plus the sort of
+// those set aside, with no copy of the log. Otherwise a stable sort of a copy.
 template <class T, class Less>
-void sort_log(PagedLog<T>& log, Less less, bool nearly) {
-  const size_t n = log.size();
-  size_t first_out = 1;
-  while (first_out < n && !less(log[first_out], log[first_out - 1])) ++first_out;
+void sort_in_place(PagedLog<T>& log, size_t n, size_t first_out, Less less, bool nearly) {
   if (first_out >= n) return;
   if (!nearly) {
     std::vector<T> v = log.to_vector();
     std::stable_sort(v.begin(), v.end(), less);
-    for (size_t i = 0; i < v.size(); ++i) log[i] = v[i];  // (in place: the same count)
+    for (size_t i = 0; i < n; ++i) log[i] = v[i];  // (in place: the same count)
     return;
   }
   std::vector<T> aside;
@@ -369,6 +412,58 @@ void sort_log(PagedLog<T>& log, Less less, bool nearly) {
     if (kept > 0 && less(aside[a - 1], log[kept - 1])) log[--out] = log[--kept];
     else log[--out] = aside[--a];
   }
+}
+
+// Sorts a paged log stably (one rank's at a time), as sort_in_place. A log in
+// the spill's file is written sorted at the file's end (PagedLog::Copy;
+// log_spill.h says why), even when it was in order: every spilled page then
+// has its copy (LogSpill::release_originals). There a nearly sorted log's
+// entries are read where they are: those kept in order are marked in a
+// bitmap, and merged with those set aside (sorted) into the copy.
+// Otherwise in place.
+template <class T, class Less>
+void sort_log(PagedLog<T>& log, Less less, bool nearly) {
+  const size_t n = log.size();
+  size_t first_out = 1;
+  while (first_out < n && !less(log[first_out], log[first_out - 1])) ++first_out;
+  if (!log.spilled()) {
+    sort_in_place(log, n, first_out, less, nearly);
+    return;
+  }
+  typename PagedLog<T>::Copy copy(log);
+  if (first_out >= n) {
+    for (size_t i = 0; i < n; ++i) copy.put(log[i]);
+  } else if (!nearly) {
+    std::vector<T> v = log.to_vector();
+    std::stable_sort(v.begin(), v.end(), less);
+    for (const T& e : v) copy.put(e);
+  } else {
+    std::vector<uint64_t> kept((n + 63) / 64);
+    std::vector<T> aside;
+    const auto keep = [&kept](size_t i) { kept[i / 64] |= uint64_t{1} << (i % 64); };
+    for (size_t i = 0; i < first_out; ++i) keep(i);
+    size_t last = first_out - 1;  // the last entry kept
+    for (size_t i = first_out; i < n; ++i) {
+      const T e = log[i];
+      if (!less(e, log[last])) {
+        keep(i);
+        last = i;
+      } else {
+        aside.push_back(e);
+      }
+    }
+    std::stable_sort(aside.begin(), aside.end(), less);
+    // (A kept entry goes before one set aside where they tie.)
+    size_t a = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!(kept[i / 64] >> (i % 64) & 1)) continue;
+      const T e = log[i];
+      while (a < aside.size() && less(aside[a], e)) copy.put(aside[a++]);
+      copy.put(e);
+    }
+    while (a < aside.size()) copy.put(aside[a++]);
+  }
+  copy.finish();
 }
 
 }  // namespace prof::analysis::detail

@@ -34,20 +34,25 @@ LogSpill::LogSpill() : dir_(temp_dir()) {
 }
 
 LogSpill::~LogSpill() {
-  if (map_) ::munmap(map_, written_);
+  if (map_) ::munmap(map_, map_bytes_);
   if (fd_ >= 0) ::close(fd_);
 }
 
-void LogSpill::write_buffer() {
+void LogSpill::write_at(const void* data, size_t bytes, uint64_t offset) {
+  const char* from = static_cast<const char*>(data);
   size_t done = 0;
-  while (done < used_) {
-    const ssize_t n = ::pwrite(fd_, buf_.data() + done, used_ - done, static_cast<off_t>(written_ + done));
+  while (done < bytes) {
+    const ssize_t n = ::pwrite(fd_, from + done, bytes - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
       throw std::runtime_error("cannot write the root causes' temporary file in " + dir_ + ": " +
                                std::strerror(n < 0 ? errno : ENOSPC) + " (TMPDIR names the directory)");
     done += static_cast<size_t>(n);
   }
+}
+
+void LogSpill::write_buffer() {
+  write_at(buf_.data(), used_, written_);
   written_ += used_;
   used_ = 0;
 }
@@ -69,15 +74,36 @@ char* LogSpill::map() {
   buf_ = {};
   mapped_ = true;
   if (written_ == 0) return nullptr;
-  void* m = ::mmap(nullptr, written_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  // (Mapped past the file's end: the copies written there later are in the
+  // mapping as soon as they are in the file.)
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  copies_from_ = copies_end_ = (written_ + page - 1) / page * page;
+  map_bytes_ = copies_from_ + written_;
+  void* m = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (m == MAP_FAILED)
     throw std::runtime_error("cannot map the root causes' temporary file in " + dir_ + ": " + std::strerror(errno));
   map_ = static_cast<char*>(m);
   return map_;
 }
 
+uint64_t LogSpill::reserve_copy(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!map_ || copies_end_ + bytes > map_bytes_) throw std::logic_error("LogSpill::reserve_copy beyond its room");
+  const uint64_t at = copies_end_;
+  copies_end_ += bytes;
+  return at;
+}
+
+void LogSpill::release_originals() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // (Only once the copies hold every byte appended before map(): a page
+  // without its copy would read back as zeros.)
+  if (map_ && copies_end_ - copies_from_ == written_)
+    ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(copies_from_));
+}
+
 void LogSpill::drop_resident() {
-  if (map_) ::madvise(map_, written_, MADV_DONTNEED);
+  if (map_) ::madvise(map_, map_bytes_, MADV_DONTNEED);
 }
 
 }  // namespace prof::analysis::detail

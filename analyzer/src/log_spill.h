@@ -10,11 +10,21 @@
 // give back as they go (drop_resident), so the log's share of the process's
 // memory after the pass is a budget, not the log (ResidentBudget).
 //
-// Invariants: append() returns where the bytes lie in the file, which is
-// where they lie in the mapping map() returns; once mapped, nothing more is
-// appended (a std::logic_error). A failed write (a full disk) throws a
-// std::runtime_error that names the directory: the analysis fails with it,
-// it never goes on with a log that lacks pages.
+// The logs are sorted after the pass (delay_analysis.cpp). A log's pages lie
+// scattered through the file (every rank's logs append to it at once), and a
+// page written through the shared mapping takes a write fault of its own,
+// again after each drop_resident: so a sort writes each log, in its new
+// order, in one piece at the file's end (reserve_copy, write_copy), where
+// map() reserved room for a copy of every log, and the pages before the
+// copies then go (release_originals).
+//
+// Invariants: append() and reserve_copy() return where the bytes lie in the
+// file, which is where they lie in the mapping map() returns; once mapped,
+// only copies are appended (append() throws a std::logic_error), and they
+// fit in the room map() reserved: as many bytes as were appended before it.
+// A failed write (a full disk) throws a std::runtime_error that names the
+// directory: the analysis fails with it, it never goes on with a log that
+// lacks pages.
 #pragma once
 
 #include <cstddef>
@@ -41,17 +51,31 @@ class LogSpill {
   // mapping's base (nullptr when nothing was appended). Later calls return
   // the same base.
   char* map();
+  // After map(): reserves `bytes` (a multiple of 8) at the end of the file,
+  // past what map() found there, for a copy; returns their offset (a
+  // std::logic_error beyond the room map() reserved). Any thread.
+  uint64_t reserve_copy(size_t bytes);
+  // Writes part of a copy at `offset` (in what reserve_copy gave). Any
+  // thread, outside the lock.
+  void write_copy(const void* data, size_t bytes, uint64_t offset) { write_at(data, bytes, offset); }
+  // Once every page appended before map() has its copy: the file's bytes
+  // before the copies go (a hole punched; where the file system cannot, they
+  // stay in the page cache until the file is closed).
+  void release_originals();
   // Gives back the mapping's resident pages: they are read again from the
   // file (the page cache) when next touched, with what was written through
   // the mapping.
   void drop_resident();
   // The file's bytes (what was appended).
   uint64_t bytes() const { return written_ + used_; }
+  // The mapping's base, after map() (nullptr before, or with nothing appended).
+  char* mapping() const { return map_; }
   // The directory of the file (for messages).
   const std::string& dir() const { return dir_; }
 
  private:
   void write_buffer();  // under mu_
+  void write_at(const void* data, size_t bytes, uint64_t offset);
   std::mutex mu_;
   int fd_ = -1;
   std::string dir_;
@@ -60,6 +84,9 @@ class LogSpill {
   uint64_t written_ = 0;  // bytes in the file
   char* map_ = nullptr;
   bool mapped_ = false;
+  uint64_t copies_from_ = 0;  // where the copies start (page-aligned)
+  uint64_t copies_end_ = 0;   // where the next copy goes (under mu_)
+  uint64_t map_bytes_ = 0;    // the mapping's length: the file and the room for copies
 };
 
 // Bounds what the analyses keep resident of a mapped log: they note the log
@@ -67,6 +94,11 @@ class LogSpill {
 // mapping's resident pages are given back each time the sum passes the budget.
 class ResidentBudget {
  public:
+  // What a read of a page not resident can make resident: the kernel maps
+  // with it the pages around it that the page cache holds (fault-around, 64
+  // KB by default), as much of a log that lies in one piece. A walk over
+  // every rank's log notes this for each.
+  static constexpr size_t kTouchBytes = size_t{64} << 10;
   ResidentBudget(LogSpill* spill, size_t budget_bytes) : spill_(spill), budget_(budget_bytes) {}
   void note(size_t bytes) {
     if (!spill_) return;

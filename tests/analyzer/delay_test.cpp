@@ -451,6 +451,62 @@ TEST(DelayLog, NearlySortedLogSortsAsAStableSort) {
       }
 }
 
+// Logs whose pages went to the temporary file (two logs at once, their
+// pages interleaved there, as the ranks' are) sort as a stable sort does,
+// into copies at the file's end, nearly in order or in no order; once both
+// are sorted the file's first part goes and each still reads its entries.
+// While one log has no copy, that part stays: the other reads its entries.
+TEST(DelayLog, SpilledLogsSortIntoCopiesThatOutliveTheOriginals) {
+  struct Entry {
+    double t;
+    uint64_t seq;  // its place before the sort
+  };
+  const auto by_time = [](const Entry& x, const Entry& y) { return x.t < y.t; };
+  std::mt19937_64 rng(5);
+  for (size_t n : {size_t{17}, size_t{100}, size_t{5000}, size_t{40000}})
+    for (bool nearly : {true, false})
+      for (bool sort_both : {true, false}) {
+        std::vector<Entry> want[2];
+        analysis::detail::LogSpill spill;
+        analysis::detail::PagedLog<Entry> logs[2];
+        for (auto& log : logs) log.spill_to(&spill);
+        for (size_t which = 0; which < 2; ++which) {
+          std::vector<Entry>& v = want[which];
+          v.resize(n + which * 7);
+          for (size_t i = 0; i < v.size(); ++i) v[i].t = static_cast<double>(i / 3);
+          // Late entries (moved back up to 40 places); the longest logs in no order at all.
+          for (size_t k = 0; k < v.size() / 5; ++k) {
+            const size_t from = 1 + rng() % (v.size() - 1), back = 1 + rng() % std::min<size_t>(from, 40);
+            std::rotate(v.begin() + static_cast<ptrdiff_t>(from - back), v.begin() + static_cast<ptrdiff_t>(from),
+                        v.begin() + static_cast<ptrdiff_t>(from + 1));
+          }
+          if (n == 40000) std::shuffle(v.begin(), v.end(), rng);
+          for (size_t i = 0; i < v.size(); ++i) v[i].seq = i;
+        }
+        for (size_t i = 0; i < want[1].size(); ++i)
+          for (size_t which = 0; which < 2; ++which)
+            if (i < want[which].size()) logs[which].push_back(want[which][i]);
+        char* base = spill.map();
+        ASSERT_NE(base, nullptr);
+        for (auto& log : logs) log.map_back(base);
+        for (auto& v : want) std::stable_sort(v.begin(), v.end(), by_time);
+        analysis::detail::sort_log(logs[0], by_time, nearly);
+        if (sort_both) analysis::detail::sort_log(logs[1], by_time, nearly);
+        else std::sort(want[1].begin(), want[1].end(), [](const Entry& x, const Entry& y) { return x.seq < y.seq; });
+        spill.release_originals();
+        spill.drop_resident();  // (read back from the file)
+        for (size_t which = 0; which < 2; ++which) {
+          ASSERT_EQ(logs[which].size(), want[which].size());
+          for (size_t i = 0; i < want[which].size(); ++i) {
+            ASSERT_EQ(logs[which][i].t, want[which][i].t)
+                << "n " << n << " log " << which << " at " << i << " nearly " << nearly << " both " << sort_both;
+            ASSERT_EQ(logs[which][i].seq, want[which][i].seq)
+                << "n " << n << " log " << which << " at " << i << " nearly " << nearly << " both " << sort_both;
+          }
+        }
+      }
+}
+
 // Items made on several threads are used once each, in their order, on the
 // calling thread, with at most `ahead` a thread made and not yet used; each
 // thread makes its items with a scratch of its own.
