@@ -417,28 +417,38 @@ TEST(DelayLog, PartitionNearFindsWhatABinarySearchFinds) {
   }
 }
 
+// An entry of the sorts' tests: a time (runs of three equal ones) and its
+// place before the sort, which tells a stable sort's order.
+struct SortEntry {
+  double t;
+  uint64_t seq;
+};
+bool by_time(const SortEntry& x, const SortEntry& y) { return x.t < y.t; }
+
+// n entries in time order but `moves` of them late: each moved back by up
+// to 40 places (or to the front); seq numbers their order after the moves.
+std::vector<SortEntry> late_entries(size_t n, size_t moves, std::mt19937_64& rng) {
+  std::vector<SortEntry> v(n);
+  for (size_t i = 0; i < n; ++i) v[i].t = static_cast<double>(i / 3);
+  for (size_t k = 0; n > 1 && k < moves; ++k) {
+    const size_t from = 1 + rng() % (n - 1), back = 1 + rng() % std::min<size_t>(from, 40);
+    std::rotate(v.begin() + static_cast<ptrdiff_t>(from - back), v.begin() + static_cast<ptrdiff_t>(from),
+                v.begin() + static_cast<ptrdiff_t>(from + 1));
+  }
+  for (size_t i = 0; i < n; ++i) v[i].seq = i;
+  return v;
+}
+
 // A log nearly in order (entries late by a few places or many, runs of
 // equal times) sorts in place as a stable sort of a copy does; so does one
 // in no order (the copy's path).
 TEST(DelayLog, NearlySortedLogSortsAsAStableSort) {
-  struct Entry {
-    double t;
-    uint64_t seq;  // its place before the sort
-  };
-  const auto by_time = [](const Entry& x, const Entry& y) { return x.t < y.t; };
+  using Entry = SortEntry;
   std::mt19937_64 rng(11);
   for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{16}, size_t{17}, size_t{100}, size_t{5000}})
     for (size_t late_every : {size_t{2}, size_t{9}, size_t{1000}})
       for (bool nearly : {true, false}) {
-        std::vector<Entry> v(n);
-        for (size_t i = 0; i < n; ++i) v[i].t = static_cast<double>(i / 3);
-        // Some entries arrive late: moved back by up to 40 places (or to the front).
-        for (size_t k = 0; n > 1 && k < n / late_every + 1; ++k) {
-          const size_t from = 1 + rng() % (n - 1), back = 1 + rng() % std::min<size_t>(from, 40);
-          std::rotate(v.begin() + static_cast<ptrdiff_t>(from - back), v.begin() + static_cast<ptrdiff_t>(from),
-                      v.begin() + static_cast<ptrdiff_t>(from + 1));
-        }
-        for (size_t i = 0; i < n; ++i) v[i].seq = i;
+        std::vector<Entry> v = late_entries(n, n / late_every + 1, rng);
         analysis::detail::PagedLog<Entry> log;
         for (const Entry& e : v) log.push_back(e);
         std::stable_sort(v.begin(), v.end(), by_time);
@@ -457,11 +467,7 @@ TEST(DelayLog, NearlySortedLogSortsAsAStableSort) {
 // are sorted the file's first part goes and each still reads its entries.
 // While one log has no copy, that part stays: the other reads its entries.
 TEST(DelayLog, SpilledLogsSortIntoCopiesThatOutliveTheOriginals) {
-  struct Entry {
-    double t;
-    uint64_t seq;  // its place before the sort
-  };
-  const auto by_time = [](const Entry& x, const Entry& y) { return x.t < y.t; };
+  using Entry = SortEntry;
   std::mt19937_64 rng(5);
   for (size_t n : {size_t{17}, size_t{100}, size_t{5000}, size_t{40000}})
     for (bool nearly : {true, false})
@@ -471,17 +477,13 @@ TEST(DelayLog, SpilledLogsSortIntoCopiesThatOutliveTheOriginals) {
         analysis::detail::PagedLog<Entry> logs[2];
         for (auto& log : logs) log.spill_to(&spill);
         for (size_t which = 0; which < 2; ++which) {
-          std::vector<Entry>& v = want[which];
-          v.resize(n + which * 7);
-          for (size_t i = 0; i < v.size(); ++i) v[i].t = static_cast<double>(i / 3);
-          // Late entries (moved back up to 40 places); the longest logs in no order at all.
-          for (size_t k = 0; k < v.size() / 5; ++k) {
-            const size_t from = 1 + rng() % (v.size() - 1), back = 1 + rng() % std::min<size_t>(from, 40);
-            std::rotate(v.begin() + static_cast<ptrdiff_t>(from - back), v.begin() + static_cast<ptrdiff_t>(from),
-                        v.begin() + static_cast<ptrdiff_t>(from + 1));
+          const size_t size = n + which * 7;
+          want[which] = late_entries(size, size / 5, rng);
+          if (n == 40000) {  // the longest logs in no order at all
+            std::vector<Entry>& v = want[which];
+            std::shuffle(v.begin(), v.end(), rng);
+            for (size_t i = 0; i < v.size(); ++i) v[i].seq = i;
           }
-          if (n == 40000) std::shuffle(v.begin(), v.end(), rng);
-          for (size_t i = 0; i < v.size(); ++i) v[i].seq = i;
         }
         for (size_t i = 0; i < want[1].size(); ++i)
           for (size_t which = 0; which < 2; ++which)
