@@ -113,8 +113,9 @@ class PagedLog {
   }
   size_t size() const { return size_t{pages_n_} * kPageEntries - static_cast<size_t>(page_end_ - tail_); }
   bool empty() const { return tail_ == nullptr; }
-  // Reading (and writing through operator[]) takes every page in memory or
-  // mapped: without a spill, or after map_back().
+  // Reading takes every page in memory or mapped: without a spill, or after
+  // map_back(); writing through operator[], every page in memory (the
+  // mapping is read-only: a spilled log is rewritten through Copy).
   T& operator[](size_t i) { return pages_[i / kPageEntries].page[i % kPageEntries]; }
   const T& operator[](size_t i) const { return pages_[i / kPageEntries].page[i % kPageEntries]; }
   const T& front() const { return pages_[0].page[0]; }
@@ -383,87 +384,72 @@ size_t partition_near(const std::vector<T>& log, size_t hint, Before before, siz
   return partition_near(log.data(), log.size(), hint, before, max_step);
 }
 
-// Sorts the n entries of a log in memory stably, [0, first_out) in order
-// already. `nearly`: the log is nearly in order (entries come in time order
-// but for those whose figures arrived late, a phase or so), and is sorted in
-// place from its first entry out of order: the entries below the running
-// maximum are set aside, the others closed up, and those set aside sorted and
-// merged in from the back, an entry kept before one set aside where they tie
-// (as std::merge of the kept and those set aside). Linear, plus the sort of
-// those set aside, with no copy of the log. Otherwise a stable sort of a copy.
-template <class T, class Less>
-void sort_in_place(PagedLog<T>& log, size_t n, size_t first_out, Less less, bool nearly) {
-  if (first_out >= n) return;
+// Calls emit(entry) on the n entries of `log` in a stable sort's order,
+// [0, first_out) in order already. `nearly`: the log is nearly in order
+// (entries come in time order but for those whose figures arrived late, a
+// phase or so): the entries below the running maximum are set aside and
+// sorted, the others marked in a bitmap and read where they are, and the two
+// merged, an entry kept before one set aside where they tie (as std::merge
+// of the kept and those set aside). Linear, plus the sort of those set aside,
+// with no copy of the log. Otherwise a stable sort of a copy.
+template <class T, class Less, class Emit>
+void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, bool nearly, Emit&& emit) {
+  if (first_out >= n) {
+    for (size_t i = 0; i < n; ++i) emit(log[i]);
+    return;
+  }
   if (!nearly) {
     std::vector<T> v = log.to_vector();
     std::stable_sort(v.begin(), v.end(), less);
-    for (size_t i = 0; i < n; ++i) log[i] = v[i];  // (in place: the same count)
+    for (const T& e : v) emit(e);
     return;
   }
+  std::vector<uint64_t> kept((n + 63) / 64);
   std::vector<T> aside;
-  size_t kept = first_out;
+  const auto keep = [&kept](size_t i) { kept[i / 64] |= uint64_t{1} << (i % 64); };
+  for (size_t i = 0; i < first_out; ++i) keep(i);
+  size_t last = first_out - 1;  // the last entry kept
   for (size_t i = first_out; i < n; ++i) {
     const T e = log[i];
-    if (!less(e, log[kept - 1])) log[kept++] = e;
-    else aside.push_back(e);
+    if (!less(e, log[last])) {
+      keep(i);
+      last = i;
+    } else {
+      aside.push_back(e);
+    }
   }
   std::stable_sort(aside.begin(), aside.end(), less);
-  for (size_t out = n, a = aside.size(); a > 0;) {
-    if (kept > 0 && less(aside[a - 1], log[kept - 1])) log[--out] = log[--kept];
-    else log[--out] = aside[--a];
+  size_t a = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!(kept[i / 64] >> (i % 64) & 1)) continue;
+    const T e = log[i];
+    while (a < aside.size() && less(aside[a], e)) emit(aside[a++]);
+    emit(e);
   }
+  while (a < aside.size()) emit(aside[a++]);
 }
 
-// Sorts a paged log stably (one rank's at a time), as sort_in_place. A log in
-// the spill's file is written sorted at the file's end (PagedLog::Copy;
+// Sorts a paged log stably (one rank's at a time: emit_sorted). A log in the
+// spill's file is written sorted at the file's end (PagedLog::Copy;
 // log_spill.h says why), even when it was in order: every spilled page then
-// has its copy (LogSpill::release_originals). There a nearly sorted log's
-// entries are read where they are: those kept in order are marked in a
-// bitmap, and merged with those set aside (sorted) into the copy.
-// Otherwise in place.
+// has its copy (LogSpill::release_originals). A log in memory (a page at
+// most, when there is a spill) is sorted into a vector and copied back.
 template <class T, class Less>
 void sort_log(PagedLog<T>& log, Less less, bool nearly) {
   const size_t n = log.size();
   size_t first_out = 1;
   while (first_out < n && !less(log[first_out], log[first_out - 1])) ++first_out;
-  if (!log.spilled()) {
-    sort_in_place(log, n, first_out, less, nearly);
+  if (log.spilled()) {
+    typename PagedLog<T>::Copy copy(log);
+    emit_sorted(log, n, first_out, less, nearly, [&copy](const T& e) { copy.put(e); });
+    copy.finish();
     return;
   }
-  typename PagedLog<T>::Copy copy(log);
-  if (first_out >= n) {
-    for (size_t i = 0; i < n; ++i) copy.put(log[i]);
-  } else if (!nearly) {
-    std::vector<T> v = log.to_vector();
-    std::stable_sort(v.begin(), v.end(), less);
-    for (const T& e : v) copy.put(e);
-  } else {
-    std::vector<uint64_t> kept((n + 63) / 64);
-    std::vector<T> aside;
-    const auto keep = [&kept](size_t i) { kept[i / 64] |= uint64_t{1} << (i % 64); };
-    for (size_t i = 0; i < first_out; ++i) keep(i);
-    size_t last = first_out - 1;  // the last entry kept
-    for (size_t i = first_out; i < n; ++i) {
-      const T e = log[i];
-      if (!less(e, log[last])) {
-        keep(i);
-        last = i;
-      } else {
-        aside.push_back(e);
-      }
-    }
-    std::stable_sort(aside.begin(), aside.end(), less);
-    // (A kept entry goes before one set aside where they tie.)
-    size_t a = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (!(kept[i / 64] >> (i % 64) & 1)) continue;
-      const T e = log[i];
-      while (a < aside.size() && less(aside[a], e)) copy.put(aside[a++]);
-      copy.put(e);
-    }
-    while (a < aside.size()) copy.put(aside[a++]);
-  }
-  copy.finish();
+  if (first_out >= n) return;
+  std::vector<T> sorted;
+  sorted.reserve(n);
+  emit_sorted(log, n, first_out, less, nearly, [&sorted](const T& e) { sorted.push_back(e); });
+  for (size_t i = 0; i < n; ++i) log[i] = sorted[i];
 }
 
 }  // namespace prof::analysis::detail

@@ -79,7 +79,7 @@ char* LogSpill::map() {
   const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   copies_from_ = copies_end_ = (written_ + page - 1) / page * page;
   map_bytes_ = copies_from_ + written_;
-  void* m = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  void* m = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, fd_, 0);
   if (m == MAP_FAILED)
     throw std::runtime_error("cannot map the root causes' temporary file in " + dir_ + ": " + std::strerror(errno));
   map_ = static_cast<char*>(m);

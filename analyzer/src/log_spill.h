@@ -12,11 +12,11 @@
 //
 // The logs are sorted after the pass (delay_analysis.cpp). A log's pages lie
 // scattered through the file (every rank's logs append to it at once), and a
-// page written through the shared mapping takes a write fault of its own,
-// again after each drop_resident: so a sort writes each log, in its new
-// order, in one piece at the file's end (reserve_copy, write_copy), where
-// map() reserved room for a copy of every log, and the pages before the
-// copies then go (release_originals).
+// page written through a shared mapping would take a write fault of its own,
+// again after each drop_resident: so the mapping is read-only, and a sort
+// writes each log, in its new order, in one piece at the file's end
+// (reserve_copy, write_copy), where map() reserved room for a copy of every
+// log; the pages before the copies then go (release_originals).
 //
 // Invariants: append() and reserve_copy() return where the bytes lie in the
 // file, which is where they lie in the mapping map() returns; once mapped,
@@ -46,10 +46,10 @@ class LogSpill {
   // Appends `bytes` (a multiple of 8, so every page stays aligned for its
   // entries); returns their offset. Any thread.
   uint64_t append(const void* data, size_t bytes);
-  // Writes what is buffered and maps the file, read-write and shared (the
-  // logs are sorted in place, through the mapping, into the file); the
-  // mapping's base (nullptr when nothing was appended). Later calls return
-  // the same base.
+  // Writes what is buffered and maps the file, read-only and shared (the
+  // sorts write their copies with write_copy, never through the mapping);
+  // the mapping's base (nullptr when nothing was appended). Later calls
+  // return the same base.
   char* map();
   // After map(): reserves `bytes` (a multiple of 8) at the end of the file,
   // past what map() found there, for a copy; returns their offset (a
@@ -63,8 +63,7 @@ class LogSpill {
   // stay in the page cache until the file is closed).
   void release_originals();
   // Gives back the mapping's resident pages: they are read again from the
-  // file (the page cache) when next touched, with what was written through
-  // the mapping.
+  // file (the page cache) when next touched.
   void drop_resident();
   // The file's bytes (what was appended).
   uint64_t bytes() const { return written_ + used_; }

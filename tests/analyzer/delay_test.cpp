@@ -439,9 +439,9 @@ std::vector<SortEntry> late_entries(size_t n, size_t moves, std::mt19937_64& rng
   return v;
 }
 
-// A log nearly in order (entries late by a few places or many, runs of
-// equal times) sorts in place as a stable sort of a copy does; so does one
-// in no order (the copy's path).
+// A log in memory nearly in order (entries late by a few places or many,
+// runs of equal times) sorts as a stable sort of a copy does, with `nearly`
+// (the bitmap's merge) and without (the copy's sort).
 TEST(DelayLog, NearlySortedLogSortsAsAStableSort) {
   using Entry = SortEntry;
   std::mt19937_64 rng(11);
