@@ -409,7 +409,7 @@ std::unique_ptr<Rank> Engine::new_rank(size_t i, RankTrace::MergedCursor events)
   r->worker = worker_of_[i];
   r->track_waits = waits_on_;
   r->profile_functions = opt_.function_profile;
-  if (log_spill_) r->delay.spill_to(log_spill_.get());
+  if (log_spill_) r->delay.spill_to(log_spill_.get(), r->worker);  // (only its worker writes its logs)
   return r;
 }
 
@@ -444,7 +444,6 @@ void Engine::setup() {
   const bool held = spread_.spread() && !dir_.holder.empty();
   window_.plan(dir_, reg_, *world_to_index_, opt_, traces, held ? &spread_ : nullptr);
   delay_on_ = opt_.delay_analysis && !opt_.windowed();
-  if (delay_on_) log_spill_ = std::make_unique<LogSpill>();
   // (The root causes' log takes each wait with its partner.)
   waits_on_ = opt_.wait_states || delay_on_;
   unsigned per_proc = opt_.worker_threads();
@@ -462,6 +461,7 @@ void Engine::setup() {
   workers_ = held ? hw : static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, traces.size())));
   workers_mask_ = (workers_ & (workers_ - 1)) == 0 ? workers_ - 1 : 0;
   spread_.assign_workers(workers_, spread_.spread() ? per_proc : workers_);
+  if (delay_on_) log_spill_ = std::make_unique<LogSpill>(workers_);  // (a writer a worker)
   // Contiguous blocks of ranks of about equal event bytes per worker:
   // neighbours talk most in typical codes, and a message between ranks of
   // one worker needs no mailbox.

@@ -102,8 +102,9 @@ class PagedLog {
   }
   ~PagedLog() { release(); }
 
-  // Full pages go to `spill` from now on (set while the log is empty).
-  void spill_to(LogSpill* spill) { spill_ = spill; }
+  // Full pages go to `spill`, through its writer `writer`, from now on (set
+  // while the log is empty; the log is written by one thread at a time).
+  void spill_to(LogSpill* spill, unsigned writer = 0) { writer_ = spill ? &spill->writer(writer) : nullptr; }
 
   // (Through tail_, not the page table: a rank's state is out of cache at
   // each visit at thousands of ranks, and the table would be one more miss.)
@@ -124,11 +125,11 @@ class PagedLog {
   // The spilled pages' offsets become addresses in the spill's mapping, which
   // starts at `base` (LogSpill::map()).
   void map_back(char* base) {
-    if (!spill_) return;
+    if (!writer_) return;
     for (uint32_t k = 0; k + 1 < pages_n_; ++k) pages_[k].page = reinterpret_cast<T*>(base + pages_[k].offset);
   }
   // Whether its entries lie partly in the spill's file, mapped back.
-  bool spilled() const { return spill_ && spill_->mapping() && pages_n_ > 1; }
+  bool spilled() const { return writer_ && writer_->spill->mapping() && pages_n_ > 1; }
   // A spilled log, mapped back, is written again in a new order, entry by
   // entry (put), at the end of the spill's file (its spilled pages' part, in
   // one piece: LogSpill::reserve_copy) and in its last page (the rest); at
@@ -138,7 +139,7 @@ class PagedLog {
    public:
     explicit Copy(PagedLog& log)
         : log_(log), in_file_(size_t{log.pages_n_ - 1} * kPageEntries),
-          at_(log.spill_->reserve_copy(in_file_ * sizeof(T))) {
+          at_(log.writer_->spill->reserve_copy(in_file_ * sizeof(T))) {
       buffer_.reserve(std::min(kBufferEntries, in_file_));
     }
     void put(const T& e) {
@@ -152,7 +153,7 @@ class PagedLog {
     }
     void finish() {
       flush();
-      char* const base = log_.spill_->mapping();
+      char* const base = log_.writer_->spill->mapping();
       for (uint32_t k = 0; k + 1 < log_.pages_n_; ++k)
         log_.pages_[k].page = reinterpret_cast<T*>(base + at_ + uint64_t{k} * kPageBytes);
       std::copy(tail_, tail_ + (put_ - in_file_), log_.pages_[log_.pages_n_ - 1].page);
@@ -162,7 +163,7 @@ class PagedLog {
     static constexpr size_t kBufferEntries = (size_t{64} << 10) / sizeof(T);  // 64 KB a write
     void flush() {
       if (buffer_.empty()) return;
-      log_.spill_->write_copy(buffer_.data(), buffer_.size() * sizeof(T), at_ + written_ * sizeof(T));
+      log_.writer_->spill->write_copy(buffer_.data(), buffer_.size() * sizeof(T), at_ + written_ * sizeof(T));
       written_ += buffer_.size();
       buffer_.clear();
     }
@@ -176,7 +177,7 @@ class PagedLog {
   // Gives the pages back (the log is empty after; spilled pages stay in the
   // spill's file).
   void release() {
-    if (spill_) {
+    if (writer_) {
       if (pages_n_) ::operator delete(pages_[pages_n_ - 1].page);
     } else {
       for (uint32_t k = 0; k < pages_n_; ++k) ::operator delete(pages_[k].page);
@@ -188,7 +189,7 @@ class PagedLog {
   }
   // The heap the log holds: its pages and their table.
   size_t heap_bytes() const {
-    const size_t pages = spill_ ? std::min<size_t>(pages_n_, 1) : pages_n_;
+    const size_t pages = writer_ ? std::min<size_t>(pages_n_, 1) : pages_n_;
     return pages * kPageBytes + size_t{pages_cap_} * sizeof(Slot);
   }
   // The bytes of its entries, wherever they are.
@@ -218,7 +219,7 @@ class PagedLog {
     pages_cap_ = std::exchange(o.pages_cap_, 0);
     tail_ = std::exchange(o.tail_, nullptr);
     page_end_ = std::exchange(o.page_end_, nullptr);
-    spill_ = std::exchange(o.spill_, nullptr);
+    writer_ = std::exchange(o.writer_, nullptr);
   }
   void add_page() {
     if (pages_n_ == pages_cap_) {
@@ -230,10 +231,10 @@ class PagedLog {
       pages_cap_ = cap;
     }
     T* p;
-    if (spill_ && pages_n_) {
+    if (writer_ && pages_n_) {
       // The full page to the file; its buffer takes the next entries.
       p = pages_[pages_n_ - 1].page;
-      pages_[pages_n_ - 1].offset = spill_->append(p, kPageBytes);
+      pages_[pages_n_ - 1].offset = writer_->spill->append(*writer_, p, kPageBytes);
     } else {
       // (Raw memory: no constructor runs on a page about to be written.)
       p = static_cast<T*>(::operator new(kPageBytes));
@@ -246,7 +247,7 @@ class PagedLog {
   uint32_t pages_n_ = 0, pages_cap_ = 0;
   T* tail_ = nullptr;      // the next entry to write, in the last page
   T* page_end_ = nullptr;  // the last page's end
-  LogSpill* spill_ = nullptr;
+  LogSpill::Writer* writer_ = nullptr;  // where full pages go: a spill's writer (null: they stay in memory)
 };
 static_assert(sizeof(PagedLog<double>) == 40);
 
@@ -302,11 +303,12 @@ struct DelayLog {
   size_t heap_bytes() const { return contexts.heap_bytes() + syncs.heap_bytes() + waits.heap_bytes(); }
   // Their entries' bytes, wherever they are.
   size_t entry_bytes() const { return contexts.entry_bytes() + syncs.entry_bytes() + waits.entry_bytes(); }
-  // Full pages of the three logs go to `spill` (PagedLog::spill_to).
-  void spill_to(LogSpill* spill) {
-    contexts.spill_to(spill);
-    syncs.spill_to(spill);
-    waits.spill_to(spill);
+  // Full pages of the three logs go to `spill`, through its writer `writer`
+  // (PagedLog::spill_to).
+  void spill_to(LogSpill* spill, unsigned writer = 0) {
+    contexts.spill_to(spill, writer);
+    syncs.spill_to(spill, writer);
+    waits.spill_to(spill, writer);
   }
   // After LogSpill::map(), at `base` (PagedLog::map_back).
   void map_back(char* base) {

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -23,14 +24,17 @@ std::string temp_dir() {
 }
 }  // namespace
 
-LogSpill::LogSpill() : dir_(temp_dir()) {
+LogSpill::LogSpill(unsigned writers) : dir_(temp_dir()) {
   std::string path = dir_ + "/prof-analyze-log-XXXXXX";
   fd_ = ::mkostemp(path.data(), O_CLOEXEC);
   if (fd_ < 0)
     throw std::runtime_error("cannot create the root causes' temporary file in " + dir_ + ": " +
                              std::strerror(errno) + " (TMPDIR names the directory)");
   ::unlink(path.c_str());  // (gone with the process, however it ends)
-  buf_.resize(kBufferBytes);
+  for (unsigned w = 0; w < std::max(writers, 1u); ++w) {
+    writers_.push_back(std::make_unique<Writer>());
+    writers_.back()->spill = this;
+  }
 }
 
 LogSpill::~LogSpill() {
@@ -51,34 +55,42 @@ void LogSpill::write_at(const void* data, size_t bytes, uint64_t offset) {
   }
 }
 
-void LogSpill::write_buffer() {
-  write_at(buf_.data(), used_, written_);
-  written_ += used_;
-  used_ = 0;
+void LogSpill::flush(Writer& w) {
+  if (w.used == 0) return;
+  write_at(w.buffer.data(), w.used, w.room);
+  appended_.fetch_add(w.used, std::memory_order_relaxed);
+  w.used = 0;
 }
 
-uint64_t LogSpill::append(const void* data, size_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (mapped_) throw std::logic_error("LogSpill::append after map");
-  if (used_ + bytes > buf_.size()) write_buffer();
-  const uint64_t at = written_ + used_;
-  std::memcpy(buf_.data() + used_, data, bytes);
-  used_ += bytes;
+uint64_t LogSpill::append(Writer& w, const void* data, size_t bytes) {
+  if (mapped_.load(std::memory_order_relaxed)) throw std::logic_error("LogSpill::append after map");
+  if (bytes > kBufferBytes) throw std::logic_error("LogSpill::append of more than a buffer");
+  if (w.used + bytes > w.buffer.size()) {
+    if (w.buffer.empty()) w.buffer.resize(kBufferBytes);
+    flush(w);
+    w.room = file_end_.fetch_add(kBufferBytes, std::memory_order_relaxed);
+  }
+  const uint64_t at = w.room + w.used;
+  std::memcpy(w.buffer.data() + w.used, data, bytes);
+  w.used += bytes;
   return at;
 }
 
 char* LogSpill::map() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (mapped_) return map_;
-  write_buffer();
-  buf_ = {};
-  mapped_ = true;
-  if (written_ == 0) return nullptr;
+  if (mapped_.load(std::memory_order_relaxed)) return map_;
+  for (auto& w : writers_) {
+    flush(*w);
+    w->buffer = {};
+  }
+  mapped_.store(true, std::memory_order_relaxed);
+  const uint64_t appended = appended_.load(std::memory_order_relaxed);
+  if (appended == 0) return nullptr;
   // (Mapped past the file's end: the copies written there later are in the
   // mapping as soon as they are in the file.)
   const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  copies_from_ = copies_end_ = (written_ + page - 1) / page * page;
-  map_bytes_ = copies_from_ + written_;
+  copies_from_ = copies_end_ = (file_end_.load(std::memory_order_relaxed) + page - 1) / page * page;
+  map_bytes_ = copies_from_ + appended;
   void* m = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, fd_, 0);
   if (m == MAP_FAILED)
     throw std::runtime_error("cannot map the root causes' temporary file in " + dir_ + ": " + std::strerror(errno));
@@ -98,7 +110,7 @@ void LogSpill::release_originals() {
   std::lock_guard<std::mutex> lock(mu_);
   // (Only once the copies hold every byte appended before map(): a page
   // without its copy would read back as zeros.)
-  if (map_ && copies_end_ - copies_from_ == written_)
+  if (map_ && copies_end_ - copies_from_ == appended_.load(std::memory_order_relaxed))
     ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(copies_from_));
 }
 

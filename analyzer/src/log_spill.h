@@ -1,7 +1,13 @@
 // Where the full pages of the root causes' logs (delay_log.h) wait while the
 // pass runs: an unlinked temporary file in $TMPDIR (/tmp when it is not
-// set), appended to through a buffer, then mapped back for the two analyses
-// after the pass (delay_analysis.cpp, critical_path.cpp).
+// set), appended to through a buffer of each writer (a worker of the pass),
+// then mapped back for the two analyses after the pass (delay_analysis.cpp,
+// critical_path.cpp).
+//
+// A writer takes room in the file a buffer at a time (an atomic add to the
+// file's end), so its appends take no lock and its writes run beside the
+// others': with one lock for all, a worker's append waited on the other's
+// 256 KiB write, and the waits' futex calls cost more than the writes.
 //
 // The logs grow with the run's history, not with what is in flight: at 16384
 // ranks of 2·10^7 events they were 350 MB of a 1.29 GB peak. In the file they
@@ -19,16 +25,20 @@
 // log; the pages before the copies then go (release_originals).
 //
 // Invariants: append() and reserve_copy() return where the bytes lie in the
-// file, which is where they lie in the mapping map() returns; once mapped,
-// only copies are appended (append() throws a std::logic_error), and they
-// fit in the room map() reserved: as many bytes as were appended before it.
+// file, which is where they lie in the mapping map() returns; a writer's
+// appends come from one thread at a time, and all end before map(); once
+// mapped, only copies are written (append() throws a std::logic_error), and
+// they fit in the room map() reserved: as many bytes as were appended before
+// it. (The rest of a writer's last room in the file stays a hole.)
 // A failed write (a full disk) throws a std::runtime_error that names the
 // directory: the analysis fails with it, it never goes on with a log that
 // lacks pages.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -37,15 +47,26 @@ namespace prof::analysis::detail {
 
 class LogSpill {
  public:
-  // Creates the file (a std::runtime_error naming the directory if it cannot).
-  LogSpill();
+  // Creates the file (a std::runtime_error naming the directory if it
+  // cannot), for `writers` writers (numbered from 0).
+  explicit LogSpill(unsigned writers = 1);
   ~LogSpill();
   LogSpill(const LogSpill&) = delete;
   LogSpill& operator=(const LogSpill&) = delete;
 
+  // A writer's buffer and the room in the file it fills (on a cache line of
+  // its own: each is written by its worker alone).
+  struct alignas(64) Writer {
+    LogSpill* spill = nullptr;
+    std::vector<char> buffer;  // allocated at its first append
+    uint64_t room = 0;         // where the buffer's bytes go in the file
+    size_t used = 0;           // bytes of the buffer not yet written
+  };
+  Writer& writer(unsigned i) { return *writers_.at(i); }
   // Appends `bytes` (a multiple of 8, so every page stays aligned for its
-  // entries); returns their offset. Any thread.
-  uint64_t append(const void* data, size_t bytes);
+  // entries, and at most 256 KiB) through writer `w`; returns their offset.
+  // One thread at a time for each writer, before map().
+  uint64_t append(Writer& w, const void* data, size_t bytes);
   // Writes what is buffered and maps the file, read-only and shared (the
   // sorts write their copies with write_copy, never through the mapping);
   // the mapping's base (nullptr when nothing was appended). Later calls
@@ -65,24 +86,22 @@ class LogSpill {
   // Gives back the mapping's resident pages: they are read again from the
   // file (the page cache) when next touched.
   void drop_resident();
-  // The file's bytes (what was appended).
-  uint64_t bytes() const { return written_ + used_; }
   // The mapping's base, after map() (nullptr before, or with nothing appended).
   char* mapping() const { return map_; }
   // The directory of the file (for messages).
   const std::string& dir() const { return dir_; }
 
  private:
-  void write_buffer();  // under mu_
+  void flush(Writer& w);  // writes the buffer's bytes at its room
   void write_at(const void* data, size_t bytes, uint64_t offset);
-  std::mutex mu_;
+  std::mutex mu_;  // map() and the copies' room
   int fd_ = -1;
   std::string dir_;
-  std::vector<char> buf_;
-  size_t used_ = 0;       // bytes of buf_ not yet written
-  uint64_t written_ = 0;  // bytes in the file
+  std::vector<std::unique_ptr<Writer>> writers_;
+  std::atomic<uint64_t> file_end_{0};  // the end of the rooms taken
+  std::atomic<uint64_t> appended_{0};  // bytes appended and written
   char* map_ = nullptr;
-  bool mapped_ = false;
+  std::atomic<bool> mapped_{false};
   uint64_t copies_from_ = 0;  // where the copies start (page-aligned)
   uint64_t copies_end_ = 0;   // where the next copy goes (under mu_)
   uint64_t map_bytes_ = 0;    // the mapping's length: the file and the room for copies

@@ -13,6 +13,8 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "delay_log.h"
 #include "made_in_order.h"
@@ -507,6 +509,54 @@ TEST(DelayLog, SpilledLogsSortIntoCopiesThatOutliveTheOriginals) {
           }
         }
       }
+}
+
+// Logs written on several threads at once, each through its thread's writer
+// of one spill (as the pass's workers write their ranks' logs), read back
+// whole after the map, in each log's order; sorted into copies, the file's
+// first part (the writers' buffers, their last ones part full) goes and each
+// log still reads its entries.
+TEST(DelayLog, WritersOnSeveralThreadsShareOneSpill) {
+  using Entry = SortEntry;
+  for (unsigned writers : {1u, 2u, 3u})
+    for (size_t n : {size_t{5}, size_t{3000}, size_t{70000}}) {
+      analysis::detail::LogSpill spill(writers);
+      constexpr size_t kLogsAWriter = 3;
+      std::vector<analysis::detail::PagedLog<Entry>> logs(writers * kLogsAWriter);
+      std::vector<std::vector<Entry>> want(logs.size());
+      std::vector<std::thread> threads;
+      for (unsigned w = 0; w < writers; ++w)
+        threads.emplace_back([&, w] {
+          std::mt19937_64 rng(w + 1);
+          for (size_t k = 0; k < kLogsAWriter; ++k) logs[w * kLogsAWriter + k].spill_to(&spill, w);
+          for (size_t i = 0; i < n * kLogsAWriter; ++i) {
+            const size_t which = w * kLogsAWriter + rng() % kLogsAWriter;
+            const Entry e{static_cast<double>(rng() % 1000), want[which].size()};
+            want[which].push_back(e);
+            logs[which].push_back(e);
+          }
+        });
+      for (auto& t : threads) t.join();
+      char* base = spill.map();
+      if (n > 100) ASSERT_NE(base, nullptr);  // (a log of one page keeps it in memory)
+      for (auto& log : logs) log.map_back(base);
+      for (size_t which = 0; which < logs.size(); ++which) {
+        ASSERT_EQ(logs[which].size(), want[which].size());
+        for (size_t i = 0; i < want[which].size(); ++i)
+          ASSERT_EQ(logs[which][i].seq, want[which][i].seq) << writers << " writers, log " << which << " at " << i;
+      }
+      for (size_t which = 0; which < logs.size(); ++which) {
+        analysis::detail::sort_log(logs[which], by_time, false);
+        std::stable_sort(want[which].begin(), want[which].end(), by_time);
+      }
+      spill.release_originals();
+      spill.drop_resident();  // (read back from the file)
+      for (size_t which = 0; which < logs.size(); ++which)
+        for (size_t i = 0; i < want[which].size(); ++i) {
+          ASSERT_EQ(logs[which][i].t, want[which][i].t) << writers << " writers, sorted log " << which << " at " << i;
+          ASSERT_EQ(logs[which][i].seq, want[which][i].seq) << writers << " writers, sorted log " << which << " at " << i;
+        }
+    }
 }
 
 // Items made on several threads are used once each, in their order, on the
