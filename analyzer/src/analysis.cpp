@@ -771,9 +771,15 @@ void Engine::finish(Analysis& a) {
   for (RankOutcome* r : ranks) roll_up(*r);
   tree_.order(ranks);
   if (delay_on_) {
+    const uint64_t t0 = worker_stats_.on() ? monotonic_ns() : 0;
     map_logs_back();
     delay_.delay_analysis(ranks, tree_, *world_to_index_, log_spill_.get(), spread_.local_hi() - spread_.local_lo());
+    const uint64_t t1 = worker_stats_.on() ? monotonic_ns() : 0;
     delay_.critical_path(ranks, tree_, *world_to_index_, log_spill_.get());
+    if (worker_stats_.on()) {
+      worker_stats_.root_causes_ns = t1 - t0;
+      worker_stats_.critical_path_ns = monotonic_ns() - t1;
+    }
     // The logs go before the report's figures are built (delay_log.h), and
     // their file with them.
     for (RankOutcome* r : ranks) r->delay = DelayLog{};

@@ -42,8 +42,11 @@ void WorkerStatsReport::write_phase_log(unsigned lo, unsigned hi, int process) c
 void WorkerStatsReport::print(unsigned workers, uint64_t phases, const std::vector<std::vector<size_t>>& worker_ranks,
                               const ProcessSpread& spread) const {
   auto sec = [](uint64_t ns) { return static_cast<double>(ns) * 1e-9; };
-  std::fprintf(stderr, "prof-analyze workers: %u, phases %llu, setup %.3f s, finish %.3f s\n", workers,
+  std::fprintf(stderr, "prof-analyze workers: %u, phases %llu, setup %.3f s, finish %.3f s", workers,
                static_cast<unsigned long long>(phases), sec(setup_ns), sec(finish_ns));
+  if (root_causes_ns + critical_path_ns != 0)
+    std::fprintf(stderr, " (root causes %.3f s, critical path %.3f s)", sec(root_causes_ns), sec(critical_path_ns));
+  std::fputc('\n', stderr);
   if (spread.spread()) {
     spread.print_stats();
   } else {

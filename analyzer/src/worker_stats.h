@@ -95,6 +95,9 @@ class WorkerStatsReport {
              const ProcessSpread& spread) const;
 
   uint64_t setup_ns = 0, finish_ns = 0;  // the engine's setup and its figures after the pass, wall
+  // Of finish_ns, with the root causes (a JSON report): their logs' sorts
+  // and charges, and the critical path.
+  uint64_t root_causes_ns = 0, critical_path_ns = 0;
 
  private:
   bool on_ = false;
