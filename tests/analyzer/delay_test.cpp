@@ -538,7 +538,9 @@ TEST(DelayLog, WritersOnSeveralThreadsShareOneSpill) {
         });
       for (auto& t : threads) t.join();
       char* base = spill.map();
-      if (n > 100) ASSERT_NE(base, nullptr);  // (a log of one page keeps it in memory)
+      if (n > 100) {
+        ASSERT_NE(base, nullptr);  // (a log of one page keeps it in memory)
+      }
       for (auto& log : logs) log.map_back(base);
       for (size_t which = 0; which < logs.size(); ++which) {
         ASSERT_EQ(logs[which].size(), want[which].size());
