@@ -21,6 +21,8 @@
 //     proportion to that time (w's time per interval enters only through T_w).
 //   - The result depends only on the logs (sorted here), not on how workers
 //     or processes shared the ranks.
+#include <cstring>
+
 #include "engine.h"
 #include "made_in_order.h"
 
@@ -43,6 +45,47 @@ void add_to(Profile& p, uint32_t node, double ns) {
     }
   p.emplace_back(node, ns);
 }
+
+// What a partner p's side of a wait ending at its arrival `to` is, for any
+// waiting rank q (delay_analysis): many ranks wait on the same partner at
+// the same instant (the last member of a collective), each reading p's logs
+// again, out of cache at thousands of ranks. p's stretch towards q starts at
+// the leave of its last synchronizing call with q: when the last of p's
+// calls before `to` that synchronizes it with every rank (a collective on a
+// communicator holding every world rank) is within the look-back, only the
+// few point-to-point calls after it depend on q. Kept for such partners
+// only, those calls a handful, and p's time per interval over the stretch
+// that starts at that collective a handful of intervals: else a wait reads
+// the logs as before. Every figure is what the reads would give.
+struct PartnerMemo {
+  static constexpr size_t kRecent = 4, kProfile = 4;
+  double to = 0;
+  int32_t partner = -1;  // index into the ranks; -1: an empty slot
+  uint8_t recent_n = 0;  // p's point-to-point calls after the collective (0..kRecent), newest first
+  uint8_t profile_n = 0;  // the profile's pairs; kUnknown: not computed yet
+  static constexpr uint8_t kUnknown = 0xFF;
+  int32_t recent_with[kRecent];
+  double recent_leave[kRecent];
+  double start = 0;  // the collective's leave
+  double total = 0;  // p's time over [start, to)
+  std::pair<uint32_t, double> profile[kProfile];
+};
+
+// A direct-mapped table of PartnerMemo (a thread's): a slot taken by another
+// key is overwritten.
+class PartnerMemos {
+ public:
+  static constexpr size_t kSlots = size_t{1} << 14;
+  PartnerMemos() : slots_(kSlots) {}
+  PartnerMemo& slot(int32_t partner, double to) {
+    uint64_t bits;
+    std::memcpy(&bits, &to, sizeof bits);
+    return slots_[mix64(bits ^ static_cast<uint64_t>(static_cast<uint32_t>(partner)) << 1) & (kSlots - 1)];
+  }
+
+ private:
+  std::vector<PartnerMemo> slots_;
+};
 
 }  // namespace
 
@@ -175,7 +218,64 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
   for (size_t wi = 0; wi < ranks.size(); ++wi)
     for (size_t k = 0, n = ranks[wi]->delay.waits.size(); k < n; k += kChunkWaits)
       chunks.push_back(Chunk{wi, k, std::min(n, k + kChunkWaits)});
-  auto charge_chunk = [&](std::vector<Logs>& hints, Profile& pp, const Chunk& chunk, std::vector<Charge>& out) {
+  // (A communicator that holds every world rank: its members 0..n-1 with n
+  // past the largest world rank in the trace.)
+  int32_t top_world_rank = 0;
+  for (const RankOutcome* r : ranks) top_world_rank = std::max(top_world_rank, r->rank);
+  // Partner p's side of a wait ending at `to` (its arrival), by its memo
+  // when there is one: p's total time over its stretch towards rank q, its
+  // time per interval into pp.
+  auto partner_side = [&](Logs& pl, size_t pi, int32_t q, double to, PartnerMemos& memos, Profile& pp) {
+    PartnerMemo& m = memos.slot(static_cast<int32_t>(pi), to);
+    if (m.partner != static_cast<int32_t>(pi) || m.to != to) {
+      // p's calls before `to`, back to one that synchronizes it with every
+      // rank, within the look-back (stretch_start's walk): a memo only where
+      // the point-to-point calls after it are a handful and no other
+      // collective lies among them.
+      m.partner = -1;
+      const auto& syncs = pl.syncs;
+      pl.sync_at = partition_near(syncs, syncs.size(), pl.sync_at, [to](const DelayLog::Sync& e) { return e.leave <= to; },
+                                  kGallopSteps);
+      const size_t k = pl.sync_at;
+      const size_t last = k > kSyncLookBack ? k - kSyncLookBack : 0;
+      uint8_t n = 0;
+      for (size_t i = k; i > last; --i) {
+        const DelayLog::Sync e = syncs[i - 1];
+        if (!e.collective()) {
+          if (n == PartnerMemo::kRecent) break;
+          m.recent_with[n] = e.with;
+          m.recent_leave[n++] = e.leave;
+          continue;
+        }
+        const trace::RankList& members = pl.rank->delay.comms[e.comm()].members;
+        if (members.is_identity() && members.size() > static_cast<size_t>(top_world_rank)) {
+          m.partner = static_cast<int32_t>(pi);
+          m.to = to;
+          m.recent_n = n;
+          m.start = e.leave;
+          m.profile_n = PartnerMemo::kUnknown;
+        }
+        break;
+      }
+      if (m.partner < 0) return profile(pl, stretch_start(pl, q, to), to, &pp);
+    }
+    for (uint8_t i = 0; i < m.recent_n; ++i)
+      if (m.recent_with[i] == q) return profile(pl, m.recent_leave[i], to, &pp);
+    if (m.profile_n == PartnerMemo::kUnknown) {
+      m.total = profile(pl, m.start, to, &pp);
+      if (pp.size() > PartnerMemo::kProfile) {
+        m.partner = -1;  // (computed each time)
+        return m.total;
+      }
+      m.profile_n = static_cast<uint8_t>(pp.size());
+      std::copy(pp.begin(), pp.end(), m.profile);
+      return m.total;
+    }
+    pp.assign(m.profile, m.profile + m.profile_n);
+    return m.total;
+  };
+  auto charge_chunk = [&](std::vector<Logs>& hints, PartnerMemos& memos, Profile& pp, const Chunk& chunk,
+                          std::vector<Charge>& out) {
     out.clear();
     const RankOutcome& w = *ranks[chunk.rank];
     Logs& wl = hints[chunk.rank];
@@ -186,7 +286,7 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
       Logs& pl = hints[static_cast<size_t>(pi)];
       // (wt.partner is p's world rank.)
       const double total_w = profile(wl, stretch_start(wl, wt.partner, wt.from), wt.from, nullptr);
-      const double total_p = profile(pl, stretch_start(pl, w.rank, wt.to), wt.to, &pp);
+      const double total_p = partner_side(pl, static_cast<size_t>(pi), w.rank, wt.to, memos, pp);
       const double charged = std::min(total_p - total_w, wt.to - wt.from);
       if (!(charged > 0) || !(total_p > 0)) continue;
       const uint32_t g = w.gmap[wt.node];
@@ -217,12 +317,13 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
   };
   struct Scratch {
     std::vector<Logs> hints;
+    PartnerMemos memos;
     Profile profile;
   };
   made_in_order<std::vector<Charge>>(
-      chunks.size(), threads, kChunksAhead, [&] { return std::make_unique<Scratch>(Scratch{logs, {}}); },
+      chunks.size(), threads, kChunksAhead, [&] { return std::make_unique<Scratch>(Scratch{logs, {}, {}}); },
       [&](Scratch& scratch, size_t i, std::vector<Charge>& out) {
-        charge_chunk(scratch.hints, scratch.profile, chunks[i], out);
+        charge_chunk(scratch.hints, scratch.memos, scratch.profile, chunks[i], out);
       },
       [&](size_t i, const std::vector<Charge>& out) { add_charges(chunks[i], out); });
   // The critical path reads no syncs.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <map>
 #include <cstdlib>
 #include <random>
 #include <stdexcept>
@@ -672,6 +673,94 @@ TEST(Delay, ManyWaitsChargedTheSameOnAnyThreads) {
         EXPECT_EQ(x.caused_by[k].rank, y.caused_by[k].rank);
         EXPECT_EQ(x.caused_by[k].seconds, y.caused_by[k].seconds) << "interval " << i << ", " << threads << " threads";
       }
+    }
+  }
+}
+
+// Four ranks meet at an Allreduce every round, and each round another rank p
+// comes last: after the last Allreduce it works `a` ms (in interval 5, or
+// split over 5, 9 and 10), sends its neighbour q = p + 1 `m` messages (1 ms
+// each, in the root), works `b` ms in interval 6 and enters. q receives each
+// message as it is sent (0.5 ms) and enters the Allreduce after the last;
+// the two others work `c` ms in interval 8 and enter. So every waiting rank
+// waits on p at the same instant, and the root's causes follow by hand:
+// - q last synchronized with p at the last message: p's stretch is its `b`
+//   ms in interval 6, q's none, so q's wait charges b ms to (6, p);
+// - the others last synchronized with p at the last Allreduce: p spent
+//   a + m + b ms since, they c, and each wait (a + m + b - c ms) charges the
+//   excess a + m + b - c in proportion to p's time per interval.
+// With m up to 6 and p's time in up to 5 intervals, a partner's part of a
+// wait comes from its logs read for each wait or kept for the next waiter
+// (delay_analysis.cpp, PartnerMemo): the figures are the same either way.
+TEST(Delay, ManyRanksWaitingOnOnePartnerAtOnce) {
+  constexpr int kRanks = 4, kRounds = 24;
+  constexpr uint64_t kHalfMs = kMs / 2;
+  TraceBuilder b(kRanks);
+  std::map<std::pair<uint32_t, int>, double> expected;  // (cause interval id, rank) -> ms
+  constexpr uint32_t kRoot = 0;
+  for (int r = 0; r < kRanks; ++r) {
+    b.init(r, 0, 1 * kMs);
+    b.collective(r, Allreduce, 2 * kMs, 3 * kMs);
+  }
+  uint64_t t = 3 * kMs;  // the last Allreduce's leave
+  for (int k = 0; k < kRounds; ++k) {
+    const int p = k % kRanks, q = (p + 1) % kRanks;
+    const uint64_t a = 8 + static_cast<uint64_t>(k % 5) * 4, m = 1 + static_cast<uint64_t>(k % 6),
+                   bb = 3 + static_cast<uint64_t>(k % 3), c = 2 + static_cast<uint64_t>(k % 2);
+    const bool split = k % 4 == 3;  // p's `a` ms in intervals 5, 9 and 10
+    const uint64_t to = t + (a + m + bb) * kMs;
+    std::vector<std::pair<uint32_t, double>> p_time;  // p's stretch towards the others, ms
+    if (split) {
+      b.begin(p, t, 5);
+      b.end(p, t + a / 2 * kMs, 5);
+      b.begin(p, t + a / 2 * kMs, 9);
+      b.end(p, t + a * 3 / 4 * kMs, 9);
+      b.begin(p, t + a * 3 / 4 * kMs, 10);
+      b.end(p, t + a * kMs, 10);
+      p_time = {{5, a / 2}, {9, a / 4}, {10, a / 4}};
+    } else {
+      b.begin(p, t, 5);
+      b.end(p, t + a * kMs, 5);
+      p_time = {{5, a}};
+    }
+    p_time.push_back({kRoot, m});
+    p_time.push_back({6, bb});
+    for (uint64_t i = 0; i < m; ++i) {
+      const uint64_t at = t + (a + i) * kMs;
+      b.send(p, at, at + kMs, q, k);
+      b.recv(q, at, at + kHalfMs, p, k);
+    }
+    b.begin(p, t + (a + m) * kMs, 6);
+    b.end(p, to, 6);
+    expected[{6, p}] += bb;  // q's wait
+    const double total = static_cast<double>(a + m + bb);
+    for (int w = 0; w < kRanks; ++w) {
+      if (w == p || w == q) continue;
+      b.begin(w, t, 8);
+      b.end(w, t + c * kMs, 8);
+      b.collective(w, Allreduce, t + c * kMs, to + kMs);
+      const double charged = total - static_cast<double>(c);
+      for (const auto& [id, ms_in] : p_time) expected[{id, p}] += charged * ms_in / total;
+    }
+    b.collective(q, Allreduce, t + (a + m - 1) * kMs + kHalfMs, to + kMs);
+    b.collective(p, Allreduce, to, to + kMs);
+    t = to + kMs;
+  }
+  for (int r = 0; r < kRanks; ++r) b.finalize(r, t + kMs, t + 2 * kMs);
+  b.close();
+  for (unsigned threads : {1u, 2u}) {
+    const auto an = analyze_with(b, threads);
+    expect_invariants(an);
+    const auto& root = an.intervals[0];
+    ASSERT_EQ(root.caused_by.size(), expected.size()) << threads << " threads";
+    for (const auto& [key, ms_charged] : expected) {
+      const int index = key.first == kRoot ? 0 : index_of(an, find_interval(an, static_cast<int>(key.first)));
+      ASSERT_GE(index, 0) << "interval " << key.first;
+      double seconds = -1;
+      for (const auto& cause : root.caused_by)
+        if (cause.interval == index && cause.rank == key.second) seconds = cause.seconds;
+      EXPECT_NEAR(seconds, ms(ms_charged), kTol) << "interval " << key.first << " on rank " << key.second << ", "
+                                                 << threads << " threads";
     }
   }
 }
