@@ -21,6 +21,8 @@
 //     proportion to that time (w's time per interval enters only through T_w).
 //   - The result depends only on the logs (sorted here), not on how workers
 //     or processes shared the ranks.
+#include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "engine.h"
@@ -72,15 +74,18 @@ struct PartnerMemo {
 };
 
 // A direct-mapped table of PartnerMemo (a thread's): a slot taken by another
-// key is overwritten.
+// key is overwritten. 16 slots a rank, from 64 up to 16,384 (2.3 MB): a
+// memo must outlive the waits of the ranks the walk passes through before
+// the next rank waiting on its partner, and a few ranks' logs stay in cache
+// without one.
 class PartnerMemos {
  public:
-  static constexpr size_t kSlots = size_t{1} << 14;
-  PartnerMemos() : slots_(kSlots) {}
+  explicit PartnerMemos(size_t ranks)
+      : slots_(std::clamp<size_t>(std::bit_ceil(16 * std::max<size_t>(ranks, 1)), 64, size_t{1} << 14)) {}
   PartnerMemo& slot(int32_t partner, double to) {
     uint64_t bits;
     std::memcpy(&bits, &to, sizeof bits);
-    return slots_[mix64(bits ^ static_cast<uint64_t>(static_cast<uint32_t>(partner)) << 1) & (kSlots - 1)];
+    return slots_[mix64(bits ^ static_cast<uint64_t>(static_cast<uint32_t>(partner)) << 1) & (slots_.size() - 1)];
   }
 
  private:
@@ -321,7 +326,7 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
     Profile profile;
   };
   made_in_order<std::vector<Charge>>(
-      chunks.size(), threads, kChunksAhead, [&] { return std::make_unique<Scratch>(Scratch{logs, {}, {}}); },
+      chunks.size(), threads, kChunksAhead, [&] { return std::make_unique<Scratch>(Scratch{logs, PartnerMemos(ranks.size()), {}}); },
       [&](Scratch& scratch, size_t i, std::vector<Charge>& out) {
         charge_chunk(scratch.hints, scratch.memos, scratch.profile, chunks[i], out);
       },

@@ -680,15 +680,15 @@ TEST(Delay, ManyWaitsChargedTheSameOnAnyThreads) {
 // Four ranks meet at an Allreduce every round, and each round another rank p
 // comes last: after the last Allreduce it works `a` ms (in interval 5, or
 // split over 5, 9 and 10), sends its neighbour q = p + 1 `m` messages (1 ms
-// each, in the root), works `b` ms in interval 6 and enters. q receives each
+// each, in the root), works `d` ms in interval 6 and enters. q receives each
 // message as it is sent (0.5 ms) and enters the Allreduce after the last;
 // the two others work `c` ms in interval 8 and enter. So every waiting rank
 // waits on p at the same instant, and the root's causes follow by hand:
-// - q last synchronized with p at the last message: p's stretch is its `b`
-//   ms in interval 6, q's none, so q's wait charges b ms to (6, p);
+// - q last synchronized with p at the last message: p's stretch is its `d`
+//   ms in interval 6, q's none, so q's wait charges d ms to (6, p);
 // - the others last synchronized with p at the last Allreduce: p spent
-//   a + m + b ms since, they c, and each wait (a + m + b - c ms) charges the
-//   excess a + m + b - c in proportion to p's time per interval.
+//   a + m + d ms since, they c, and each wait (a + m + d - c ms) charges the
+//   excess a + m + d - c in proportion to p's time per interval.
 // With m up to 6 and p's time in up to 5 intervals, a partner's part of a
 // wait comes from its logs read for each wait or kept for the next waiter
 // (delay_analysis.cpp, PartnerMemo): the figures are the same either way.
@@ -706,9 +706,9 @@ TEST(Delay, ManyRanksWaitingOnOnePartnerAtOnce) {
   for (int k = 0; k < kRounds; ++k) {
     const int p = k % kRanks, q = (p + 1) % kRanks;
     const uint64_t a = 8 + static_cast<uint64_t>(k % 5) * 4, m = 1 + static_cast<uint64_t>(k % 6),
-                   bb = 3 + static_cast<uint64_t>(k % 3), c = 2 + static_cast<uint64_t>(k % 2);
+                   d = 3 + static_cast<uint64_t>(k % 3), c = 2 + static_cast<uint64_t>(k % 2);
     const bool split = k % 4 == 3;  // p's `a` ms in intervals 5, 9 and 10
-    const uint64_t to = t + (a + m + bb) * kMs;
+    const uint64_t to = t + (a + m + d) * kMs;
     std::vector<std::pair<uint32_t, double>> p_time;  // p's stretch towards the others, ms
     if (split) {
       b.begin(p, t, 5);
@@ -724,7 +724,7 @@ TEST(Delay, ManyRanksWaitingOnOnePartnerAtOnce) {
       p_time = {{5, a}};
     }
     p_time.push_back({kRoot, m});
-    p_time.push_back({6, bb});
+    p_time.push_back({6, d});
     for (uint64_t i = 0; i < m; ++i) {
       const uint64_t at = t + (a + i) * kMs;
       b.send(p, at, at + kMs, q, k);
@@ -732,8 +732,8 @@ TEST(Delay, ManyRanksWaitingOnOnePartnerAtOnce) {
     }
     b.begin(p, t + (a + m) * kMs, 6);
     b.end(p, to, 6);
-    expected[{6, p}] += bb;  // q's wait
-    const double total = static_cast<double>(a + m + bb);
+    expected[{6, p}] += d;  // q's wait
+    const double total = static_cast<double>(a + m + d);
     for (int w = 0; w < kRanks; ++w) {
       if (w == p || w == q) continue;
       b.begin(w, t, 8);
