@@ -58,15 +58,19 @@ verdict() { awk -v v="$1" -v limit="$2" -v op="$3" 'BEGIN {
 
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds rounds"
 
-pairs=$("$here/time_pairs.py" -n "$rounds" "$analyze $work/g4096 $quiet" "$analyze $work/g4 $quiet")
-wall_ratio=$(median_ratio <<< "$pairs")
-speed_ratio=$(awk -v r="$wall_ratio" 'BEGIN {printf "%.3f", 1 / r}')
-echo "4096 ranks against 4, text: g4096 ${wall_ratio}x g4's wall, events/s ${speed_ratio}x (>= 0.5): $(verdict "$speed_ratio" 0.5 '>=')"
+# g4096 against g4 with the given options: the median wall ratio and the
+# events/s it makes.
+ranks_target() {
+  local label=$1; shift
+  local pairs wall_ratio speed_ratio
+  pairs=$("$here/time_pairs.py" -n "$rounds" "$analyze $work/g4096 $quiet $*" "$analyze $work/g4 $quiet $*")
+  wall_ratio=$(median_ratio <<< "$pairs")
+  speed_ratio=$(awk -v r="$wall_ratio" 'BEGIN {printf "%.3f", 1 / r}')
+  echo "4096 ranks against 4, $label: g4096 ${wall_ratio}x g4's wall, events/s ${speed_ratio}x (>= 0.5): $(verdict "$speed_ratio" 0.5 '>=')"
+}
+ranks_target text
 # The target's own command writes the text and the JSON report.
-pairs=$("$here/time_pairs.py" -n "$rounds" "$analyze $work/g4096 $quiet --json /dev/null" "$analyze $work/g4 $quiet --json /dev/null")
-wall_ratio=$(median_ratio <<< "$pairs")
-speed_ratio=$(awk -v r="$wall_ratio" 'BEGIN {printf "%.3f", 1 / r}')
-echo "4096 ranks against 4, text and JSON: g4096 ${wall_ratio}x g4's wall, events/s ${speed_ratio}x (>= 0.5): $(verdict "$speed_ratio" 0.5 '>=')"
+ranks_target "text and JSON" --json /dev/null
 
 for extra in "" "--json /dev/null"; do
   peak=$( { /usr/bin/time -f '%M' "$analyze" "$work/g16384" $quiet $extra; } 2>&1 | tail -1)
