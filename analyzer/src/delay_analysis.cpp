@@ -152,11 +152,28 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
     const RankOutcome& r = *ranks[i];
     logs[i] = Logs{r.delay.syncs.view(), r.delay.contexts.view(), 0, 0, r.gmap.data(), &r};
   }
-  // Where rank r's stretch towards world rank q starts, for an instant x.
-  auto stretch_start = [](Logs& r, int32_t q, double x) {
+  // (A communicator that holds every world rank: its members 0..n-1 with n
+  // past the largest world rank in the trace.)
+  int32_t top_world_rank = 0;
+  for (const RankOutcome* r : ranks) top_world_rank = std::max(top_world_rank, r->rank);
+  // Where rank r's stretch towards world rank q starts, for an instant x: the
+  // leave of r's last call before x that synchronizes it with q, within the
+  // look-back. With `memo` (r's slot for x), the same walk also notes in it
+  // what a PartnerMemo keeps, where it can (`memo_made`): it goes on past
+  // q's call, while the calls after r's last collective are a handful, to
+  // find that collective.
+  struct Stretch {
+    double start;
+    bool memo_made;
+  };
+  auto stretch_start = [top_world_rank](Logs& r, int32_t q, double x, PartnerMemo* memo) {
     const auto& s = r.syncs;
     r.sync_at = partition_near(s, s.size(), r.sync_at, [x](const DelayLog::Sync& e) { return e.leave <= x; },
                                kGallopSteps);
+    bool found = false, made = false;
+    double start = 0;
+    bool noting = memo != nullptr;  // the memo's walk goes on
+    uint8_t recent = 0;
     // Back from the entry before sync_at, kSyncLookBack entries at most, a
     // page at a time (an entry's page found once a page, not once an entry).
     constexpr size_t kPage = PagedLog<DelayLog::Sync>::kPageEntries;
@@ -167,18 +184,37 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
       const size_t stop = in_page > left ? in_page - left : 0;
       for (size_t i = in_page; i > stop; --i) {
         const DelayLog::Sync e = page[i - 1];
-        if (e.with == q) return e.leave;
-        if (e.collective()) {
+        if (!e.collective()) {
+          if (!found && e.with == q) found = true, start = e.leave;
+          if (noting) {
+            if (recent == PartnerMemo::kRecent) {
+              noting = false;
+            } else {
+              memo->recent_with[recent] = e.with;
+              memo->recent_leave[recent++] = e.leave;
+            }
+          }
+        } else {
           // (MPI_COMM_WORLD's members are 0..n-1: no search of its n.)
           const auto& m = r.rank->delay.comms[e.comm()].members;
-          if (m.is_identity() ? q >= 0 && static_cast<size_t>(q) < m.size() : std::binary_search(m.begin(), m.end(), q))
-            return e.leave;
+          if (!found && (m.is_identity() ? q >= 0 && static_cast<size_t>(q) < m.size()
+                                         : std::binary_search(m.begin(), m.end(), q)))
+            found = true, start = e.leave;
+          if (noting && m.is_identity() && m.size() > static_cast<size_t>(top_world_rank)) {
+            made = true;
+            memo->recent_n = recent;
+            memo->start = e.leave;
+            memo->profile_n = PartnerMemo::kUnknown;
+          }
+          noting = false;
         }
+        if (found && !noting) return Stretch{start, made};
       }
       k -= in_page - stop;
       left -= in_page - stop;
     }
-    return r.contexts.size() == 0 ? -kInf : r.contexts[0].t;
+    if (found) return Stretch{start, made};
+    return Stretch{r.contexts.size() == 0 ? -kInf : r.contexts[0].t, made};
   };
   // Rank r's time per interval in [a, b) (into `out`, unless null); returns
   // its sum.
@@ -223,46 +259,17 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
   for (size_t wi = 0; wi < ranks.size(); ++wi)
     for (size_t k = 0, n = ranks[wi]->delay.waits.size(); k < n; k += kChunkWaits)
       chunks.push_back(Chunk{wi, k, std::min(n, k + kChunkWaits)});
-  // (A communicator that holds every world rank: its members 0..n-1 with n
-  // past the largest world rank in the trace.)
-  int32_t top_world_rank = 0;
-  for (const RankOutcome* r : ranks) top_world_rank = std::max(top_world_rank, r->rank);
   // Partner p's side of a wait ending at `to` (its arrival), by its memo
   // when there is one: p's total time over its stretch towards rank q, its
   // time per interval into pp.
   auto partner_side = [&](Logs& pl, size_t pi, int32_t q, double to, PartnerMemos& memos, Profile& pp) {
     PartnerMemo& m = memos.slot(static_cast<int32_t>(pi), to);
     if (m.partner != static_cast<int32_t>(pi) || m.to != to) {
-      // p's calls before `to`, back to one that synchronizes it with every
-      // rank, within the look-back (stretch_start's walk): a memo only where
-      // the point-to-point calls after it are a handful and no other
-      // collective lies among them.
       m.partner = -1;
-      const auto& syncs = pl.syncs;
-      pl.sync_at = partition_near(syncs, syncs.size(), pl.sync_at, [to](const DelayLog::Sync& e) { return e.leave <= to; },
-                                  kGallopSteps);
-      const size_t k = pl.sync_at;
-      const size_t last = k > kSyncLookBack ? k - kSyncLookBack : 0;
-      uint8_t n = 0;
-      for (size_t i = k; i > last; --i) {
-        const DelayLog::Sync e = syncs[i - 1];
-        if (!e.collective()) {
-          if (n == PartnerMemo::kRecent) break;
-          m.recent_with[n] = e.with;
-          m.recent_leave[n++] = e.leave;
-          continue;
-        }
-        const trace::RankList& members = pl.rank->delay.comms[e.comm()].members;
-        if (members.is_identity() && members.size() > static_cast<size_t>(top_world_rank)) {
-          m.partner = static_cast<int32_t>(pi);
-          m.to = to;
-          m.recent_n = n;
-          m.start = e.leave;
-          m.profile_n = PartnerMemo::kUnknown;
-        }
-        break;
-      }
-      if (m.partner < 0) return profile(pl, stretch_start(pl, q, to), to, &pp);
+      const Stretch stretch = stretch_start(pl, q, to, &m);
+      if (!stretch.memo_made) return profile(pl, stretch.start, to, &pp);
+      m.partner = static_cast<int32_t>(pi);
+      m.to = to;
     }
     for (uint8_t i = 0; i < m.recent_n; ++i)
       if (m.recent_with[i] == q) return profile(pl, m.recent_leave[i], to, &pp);
@@ -290,7 +297,7 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
       if (pi < 0) continue;
       Logs& pl = hints[static_cast<size_t>(pi)];
       // (wt.partner is p's world rank.)
-      const double total_w = profile(wl, stretch_start(wl, wt.partner, wt.from), wt.from, nullptr);
+      const double total_w = profile(wl, stretch_start(wl, wt.partner, wt.from, nullptr).start, wt.from, nullptr);
       const double total_p = partner_side(pl, static_cast<size_t>(pi), w.rank, wt.to, memos, pp);
       const double charged = std::min(total_p - total_w, wt.to - wt.from);
       if (!(charged > 0) || !(total_p > 0)) continue;
