@@ -185,7 +185,10 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
       for (size_t i = in_page; i > stop; --i) {
         const DelayLog::Sync e = page[i - 1];
         if (!e.collective()) {
-          if (!found && e.with == q) found = true, start = e.leave;
+          if (!found && e.with == q) {
+            found = true;
+            start = e.leave;
+          }
           if (noting) {
             if (recent == PartnerMemo::kRecent) {
               noting = false;
@@ -198,8 +201,10 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
           // (MPI_COMM_WORLD's members are 0..n-1: no search of its n.)
           const auto& m = r.rank->delay.comms[e.comm()].members;
           if (!found && (m.is_identity() ? q >= 0 && static_cast<size_t>(q) < m.size()
-                                         : std::binary_search(m.begin(), m.end(), q)))
-            found = true, start = e.leave;
+                                         : std::binary_search(m.begin(), m.end(), q))) {
+            found = true;
+            start = e.leave;
+          }
           if (noting && m.is_identity() && m.size() > static_cast<size_t>(top_world_rank)) {
             made = true;
             memo->recent_n = recent;
