@@ -56,16 +56,17 @@ void add_to(Profile& p, uint32_t node, double ns) {
 // calls before `to` that synchronizes it with every rank (a collective on a
 // communicator holding every world rank) is within the look-back, only the
 // few point-to-point calls after it depend on q. Kept for such partners
-// only, those calls a handful, and p's time per interval over the stretch
-// that starts at that collective a handful of intervals: else a wait reads
-// the logs as before. Every figure is what the reads would give.
+// only, those calls a handful (else a wait reads the logs as before), with
+// p's time per interval over the stretch that starts at that collective
+// where it falls in a handful of intervals (else read at each wait). Every
+// figure is what the reads would give.
 struct PartnerMemo {
   static constexpr size_t kRecent = 4, kProfile = 4;
   double to = 0;
   int32_t partner = -1;  // index into the ranks; -1: an empty slot
   uint8_t recent_n = 0;  // p's point-to-point calls after the collective (0..kRecent), newest first
-  uint8_t profile_n = 0;  // the profile's pairs; kUnknown: not computed yet
-  static constexpr uint8_t kUnknown = 0xFF;
+  uint8_t profile_n = 0;  // the profile's pairs; kUnknown: not computed yet; kTooMany: read each time
+  static constexpr uint8_t kUnknown = 0xFF, kTooMany = 0xFE;
   int32_t recent_with[kRecent];
   double recent_leave[kRecent];
   double start = 0;  // the collective's leave
@@ -278,10 +279,11 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
     }
     for (uint8_t i = 0; i < m.recent_n; ++i)
       if (m.recent_with[i] == q) return profile(pl, m.recent_leave[i], to, &pp);
+    if (m.profile_n == PartnerMemo::kTooMany) return profile(pl, m.start, to, &pp);
     if (m.profile_n == PartnerMemo::kUnknown) {
       m.total = profile(pl, m.start, to, &pp);
       if (pp.size() > PartnerMemo::kProfile) {
-        m.partner = -1;  // (computed each time)
+        m.profile_n = PartnerMemo::kTooMany;  // (the walk's part is kept)
         return m.total;
       }
       m.profile_n = static_cast<uint8_t>(pp.size());
