@@ -29,7 +29,7 @@ namespace prof::analysis::detail {
 void DelayResults::critical_path(const std::vector<RankOutcome*>& ranks, const GlobalTree& tree,
                                  const WorldIndex& index_of_world, LogSpill* spill) {
   if (spill) spill->drop_resident();  // (what the root causes left)
-  ResidentBudget resident(spill, kResidentLogBytes);
+  ResidentBudget resident(spill, resident_log_bytes(ranks.size()));
   critical_ns_.assign(tree.nodes().size(), 0);
   run_span_ns_ = 0;
   // Each rank's start and end: its first context, and the instant its root ended.

@@ -105,7 +105,7 @@ uint32_t DelayResults::logged_node(const RankOutcome& r, uint32_t context) {
 void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const GlobalTree& tree,
                                   const WorldIndex& index_of_world, LogSpill* spill, unsigned threads) {
   caused_by_.assign(tree.nodes().size(), {});
-  ResidentBudget resident(spill, kResidentLogBytes);
+  ResidentBudget resident(spill, resident_log_bytes(ranks.size()));
   // The logs in time order (threads may interleave calls and markers), a
   // rank's on any thread; their bytes noted in the order of the ranks.
   struct NoScratch {};
