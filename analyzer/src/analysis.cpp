@@ -223,6 +223,9 @@ void Engine::phase_collectives(unsigned w) {
     auto& box = mail_.send_box(q, s, w);
     ingest_sends(box, w, q ^ 1);
     done(box, s);
+    auto& bare = mail_.bare_send_box(q, s, w);
+    ingest_sends(bare, w, q ^ 1);
+    done(bare, s);
     auto& cancels = mail_.cancel_box(q, s, w);
     for (const SendRec& send : cancels) ingest_send(send, true, w, q ^ 1);
     done(cancels, s);

@@ -724,6 +724,7 @@ struct Handler {
   unsigned w;
   int parity;
   PhaseMail::Row<SendRec> sends_out;  // this worker's send boxes of the phase
+  PhaseMail::Row<BareSendRec> bare_sends_out;  // the same without the wait states
 
   Handler(Engine& engine, Rank& rank, unsigned worker, int phase_parity);
 
@@ -888,7 +889,9 @@ class Engine {
   void account_recv(Rank& r, const PendingRecv& pr, const QueuedSend& s, int32_t src, unsigned w,
                     int parity, SpanLane lane);
   void ingest_send(const SendRec& s, bool cancel, unsigned w, int parity);
-  void ingest_sends(const Mailbox<SendRec>& box, unsigned w, int parity);
+  // Rec: SendRec or BareSendRec.
+  template <class Rec>
+  void ingest_sends(const Mailbox<Rec>& box, unsigned w, int parity);
   // A send from world rank `src` reaches channel `ch` of its destination `d`.
   void deliver_to(Rank& d, Channel& ch, const QueuedSend& q, int32_t src, unsigned w, int parity);
   void apply_late_receiver(const LateRecvRec& lr);
@@ -982,6 +985,11 @@ class Engine {
 };
 
 inline Handler::Handler(Engine& engine, Rank& rank, unsigned worker, int phase_parity)
-    : eng(engine), r(rank), w(worker), parity(phase_parity), sends_out(engine.mail_.send_row(phase_parity, worker)) {}
+    : eng(engine),
+      r(rank),
+      w(worker),
+      parity(phase_parity),
+      sends_out(engine.mail_.send_row(phase_parity, worker)),
+      bare_sends_out(engine.mail_.bare_send_row(phase_parity, worker)) {}
 
 }  // namespace prof::analysis::detail

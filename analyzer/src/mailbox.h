@@ -67,7 +67,7 @@ class Mailbox {
   // across its narrower stores just made, which the store buffer cannot
   // forward: a stall per record.)
   template <class Fill>
-  void emplace_with(Fill&& fill) {
+  [[gnu::always_inline]] void emplace_with(Fill&& fill) {
     fill(stage_[staged_]);
     if (++staged_ == kStage) flush(kStage);
   }
@@ -80,7 +80,7 @@ class Mailbox {
   }
 
  private:
-  void flush(size_t n) {
+  [[gnu::noinline]] void flush(size_t n) {
     if (size_ + n > cap_) grow(size_ + n);
     T* to = data_ + size_;
 #if defined(__x86_64__)

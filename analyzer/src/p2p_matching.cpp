@@ -82,14 +82,15 @@ void Handler::cancel_send(const ChannelKey& k, double send_enter) {
 // them: a rank's sends repeat a few channels (a halo's neighbours and tags),
 // so the last two channels met are kept here, and a send on either is
 // delivered without looking up its destination's rank index and channel.
-void Engine::ingest_sends(const Mailbox<SendRec>& box, unsigned w, int parity) {
+template <class Rec>
+void Engine::ingest_sends(const Mailbox<Rec>& box, unsigned w, int parity) {
   struct Met {
     ChannelKey key;
     Rank* dest = nullptr;  // null: none yet
     uint32_t channel = 0;  // its index + 1 in dest's channel_store (indices never change)
   };
   Met met[2];
-  for (const SendRec& s : box) {
+  for (const Rec& s : box) {
     size_t m = 0;
     if (met[0].dest == nullptr || !(met[0].key == s.key)) {
       if (met[1].dest == nullptr || !(met[1].key == s.key)) {
@@ -104,6 +105,9 @@ void Engine::ingest_sends(const Mailbox<SendRec>& box, unsigned w, int parity) {
     deliver_to(d, d.channel_store[met[m].channel - 1], s.queued(), s.key.src, w, parity);
   }
 }
+
+template void Engine::ingest_sends(const Mailbox<SendRec>& box, unsigned w, int parity);
+template void Engine::ingest_sends(const Mailbox<BareSendRec>& box, unsigned w, int parity);
 
 void Engine::ingest_send(const SendRec& s, bool cancel, unsigned w, int parity) {
   Rank& d = *ranks_[static_cast<size_t>(index_of_world(s.key.dst))];

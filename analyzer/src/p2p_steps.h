@@ -115,6 +115,14 @@ namespace prof::analysis::detail {
     if (sent.channel == 0) sent.channel = d.channel_index(k);
     eng.deliver_to(d, d.channel_store[sent.channel - 1],
                    QueuedSend{enter, leave, hold, static_cast<int32_t>(r.index), node}, k.src, w, parity);
+  } else if (!r.track_waits) {
+    bare_sends_out[dw].emplace_with([&](BareSendRec& s) {
+      s.key.gid = k.gid;
+      s.key.src = k.src;
+      s.key.dst = k.dst;
+      s.key.tag = k.tag;
+      s.enter = enter;
+    });
   } else sends_out[dw].emplace_with([&](SendRec& s) {
     s.key.gid = k.gid;
     s.key.src = k.src;

@@ -32,6 +32,7 @@ void unpack_box(WireIn& in, Mailbox<T>& box) {
 void PhaseMail::resize(unsigned workers) {
   workers_ = workers;
   send_ = std::vector<Box<SendRec>>(2 * workers * workers);
+  bare_send_ = std::vector<Box<BareSendRec>>(2 * workers * workers);
   cancel_ = std::vector<Box<SendRec>>(2 * workers * workers);
   late_ = std::vector<Box<LateRecvRec>>(2 * workers * workers);
   coll_ = std::vector<Box<CollRec>>(2 * workers * workers);
@@ -40,6 +41,8 @@ void PhaseMail::resize(unsigned workers) {
 
 bool PhaseMail::empty() const {
   for (const auto& b : send_)
+    if (!b.v.empty()) return false;
+  for (const auto& b : bare_send_)
     if (!b.v.empty()) return false;
   for (const auto& b : cancel_)
     if (!b.v.empty()) return false;
@@ -55,6 +58,7 @@ bool PhaseMail::empty() const {
 void PhaseMail::publish(int parity, unsigned w) {
   for (unsigned d = 0; d < workers_; ++d) {
     send_box(parity, w, d).publish();
+    bare_send_box(parity, w, d).publish();
     cancel_box(parity, w, d).publish();
     late_box(parity, w, d).publish();
     coll_box(parity, w, d).publish();
@@ -70,7 +74,8 @@ void PhaseMail::pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi,
   for (unsigned o = src_lo; o < src_hi; ++o)
     for (unsigned d = dst_lo; d < dst_hi; ++d) {
       if (!results_only)
-        bytes += packed_bytes(send_box(parity, o, d)) + packed_bytes(cancel_box(parity, o, d)) +
+        bytes += packed_bytes(send_box(parity, o, d)) + packed_bytes(bare_send_box(parity, o, d)) +
+                 packed_bytes(cancel_box(parity, o, d)) +
                  packed_bytes(late_box(parity, o, d)) + packed_bytes(coll_box(parity, o, d));
       bytes += packed_bytes(result_box(parity, o, d));
     }
@@ -79,6 +84,7 @@ void PhaseMail::pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi,
     for (unsigned d = dst_lo; d < dst_hi; ++d) {
       if (!results_only) {
         pack_box(out, send_box(parity, o, d));
+        pack_box(out, bare_send_box(parity, o, d));
         pack_box(out, cancel_box(parity, o, d));
         pack_box(out, late_box(parity, o, d));
         auto& box = coll_box(parity, o, d);
@@ -100,6 +106,7 @@ void PhaseMail::unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi,
     for (unsigned d = dst_lo; d < dst_hi; ++d) {
       if (!results_only) {
         unpack_box(in, send_box(parity, o, d));
+        unpack_box(in, bare_send_box(parity, o, d));
         unpack_box(in, cancel_box(parity, o, d));
         unpack_box(in, late_box(parity, o, d));
         auto& box = coll_box(parity, o, d);

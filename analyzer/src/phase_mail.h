@@ -37,6 +37,16 @@ struct SendRec {
   QueuedSend queued() const { return QueuedSend{enter, leave, hold, rank, node}; }
 };
 static_assert(sizeof(SendRec) == 56);
+// A send of a run without the wait states (Rank::track_waits off, the same
+// for every rank): no hold, so its destination needs only the channel and the
+// enter. Over half of SendRec's bytes: every message crosses workers once,
+// through memory (the boxes' streamed stores), so its size is their traffic.
+struct BareSendRec {
+  ChannelKey key;
+  double enter;
+  QueuedSend queued() const { return QueuedSend{enter, enter, HoldQueue::kNone, -1, 0}; }
+};
+static_assert(sizeof(BareSendRec) == 32);
 // A blocking send's late receiver, from the receiver's worker back to the
 // sender's: the wait [from, to) (empty when none) on world rank `partner`;
 // for an MPI_Isend or a persistent send's Start (to = -inf) `from` is the
@@ -86,15 +96,17 @@ struct ResultRec {
 
 // The mailboxes between workers: for each parity of the phase (and, for the
 // results, kEarlyResults) and each pair of workers (source, destination), a
-// box of sends, of cancelled sends, of late receivers, of collective calls
-// and of collective results.
+// box of sends, of sends without a hold (BareSendRec), of cancelled sends, of
+// late receivers, of collective calls and of collective results.
 //
 // Invariants: a box of parity P is written only by its source worker in a
 // phase of parity P, published before the phase's barrier and read and
 // cleared only by its destination worker in the next phase (the early
 // results: published by publish_early(), read after the source's flag,
 // Engine::take_early_results). Between processes, pack() empties a box that
-// unpack() fills and publishes on the destination's process.
+// unpack() fills and publishes on the destination's process. A run fills
+// either the sends' boxes or the bare sends' (wait states on or off), never
+// both: a channel's sends then reach it in the order they were sent.
 class PhaseMail {
   // Each box on its own cache line: two workers write neighbouring boxes in
   // the same phase (false sharing on every push otherwise).
@@ -120,9 +132,15 @@ class PhaseMail {
     Box<T>* first_;
   };
   Row<SendRec> send_row(int parity, unsigned src) { return Row<SendRec>(&send_[at(parity, src, 0)]); }
+  Row<BareSendRec> bare_send_row(int parity, unsigned src) {
+    return Row<BareSendRec>(&bare_send_[at(parity, src, 0)]);
+  }
 
   void resize(unsigned workers);
   Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) { return send_[at(parity, src, dst)].v; }
+  Mailbox<BareSendRec>& bare_send_box(int parity, unsigned src, unsigned dst) {
+    return bare_send_[at(parity, src, dst)].v;
+  }
   Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) { return cancel_[at(parity, src, dst)].v; }
   Mailbox<LateRecvRec>& late_box(int parity, unsigned src, unsigned dst) { return late_[at(parity, src, dst)].v; }
   Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) { return coll_[at(parity, src, dst)].v; }
@@ -148,6 +166,7 @@ class PhaseMail {
   }
   unsigned workers_ = 1;
   std::vector<Box<SendRec>> send_;
+  std::vector<Box<BareSendRec>> bare_send_;
   std::vector<Box<SendRec>> cancel_;  // cancelled sends (rare)
   std::vector<Box<LateRecvRec>> late_;  // receives' issues back to blocking senders
   std::vector<Box<CollRec>> coll_;
