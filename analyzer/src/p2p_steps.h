@@ -115,20 +115,22 @@ namespace prof::analysis::detail {
     if (sent.channel == 0) sent.channel = d.channel_index(k);
     eng.deliver_to(d, d.channel_store[sent.channel - 1],
                    QueuedSend{enter, leave, hold, static_cast<int32_t>(r.index), node}, k.src, w, parity);
-  } else if (!r.track_waits) {
-    bare_sends_out[dw].emplace_with([&](BareSendRec& s) {
-      s.key.gid = k.gid;
-      s.key.src = k.src;
-      s.key.dst = k.dst;
-      s.key.tag = k.tag;
-      s.enter = enter;
-    });
-  } else sends_out[dw].emplace_with([&](SendRec& s) {
+    return;
+  }
+  // What either record carries: its channel and enter.
+  const auto channel_and_enter = [&](auto& s) {
     s.key.gid = k.gid;
     s.key.src = k.src;
     s.key.dst = k.dst;
     s.key.tag = k.tag;
     s.enter = enter;
+  };
+  if (!r.track_waits) {
+    bare_sends_out[dw].emplace_with(channel_and_enter);
+    return;
+  }
+  sends_out[dw].emplace_with([&](SendRec& s) {
+    channel_and_enter(s);
     s.leave = leave;
     s.hold = hold;
     s.rank = static_cast<int32_t>(r.index);

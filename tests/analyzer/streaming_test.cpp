@@ -51,8 +51,8 @@ std::string report(analysis::Analysis a) {
 void expect_same_report_whatever_the_windows_and_threads(TickRate rate) {
   TraceBuilder b(6, 42, true, 1u << 20, format::kFormatVersion, rate);
   build_mixed_workload(b);
-  const auto analyze_checked = [&](const std::string& dir, const analysis::Options& o) {
-    if (o.wait_states) return test::analyze_checked(dir, o);
+  const auto checked_analysis = [&](const std::string& dir, const analysis::Options& o) {
+    if (o.wait_states) return analyze_checked(dir, o);
     analysis::Analysis a = analysis::analyze(dir, o);
     expect_invariants(a);
     return a;
@@ -62,7 +62,7 @@ void expect_same_report_whatever_the_windows_and_threads(TickRate rate) {
     whole.threads = 1;
     whole.window_events = 1u << 30;  // one window
     whole.wait_states = wait_states;
-    const auto reference = analyze_checked(b.dir(), whole);
+    const auto reference = checked_analysis(b.dir(), whole);
     ASSERT_TRUE(reference.usable());
     EXPECT_EQ(reference.waits_known, wait_states);
     EXPECT_LT(reference.stats.windows, 10u);  // the pass, then a few to drain
@@ -78,7 +78,7 @@ void expect_same_report_whatever_the_windows_and_threads(TickRate rate) {
       o.window_events = window;
       o.window_events_per_rank = 0;
       o.wait_states = wait_states;
-      const auto a = analyze_checked(b.dir(), o);
+      const auto a = checked_analysis(b.dir(), o);
       EXPECT_GT(a.stats.windows, 10u);
       const std::string got = report(a);
       EXPECT_EQ(first_difference(got, want), "")
