@@ -265,6 +265,10 @@ struct RankTrace::Cursor::Impl {
       e.marker_begin = (flags & format::kMarkerBegin) != 0;
       e.interval_id = load32(at + 8);
       e.callsite = load32(at + 12);
+      // (A marker's func field is above every site's: set_call_site() would
+      // give it the default's none, already copied.)
+      static_assert(format::kMarkerFuncId >= format::kReservedFuncIds && kDefaultEvent.call_site_index == 0 &&
+                    kDefaultEvent.call_site == 0);
       group = kKindGroups<FuncKind::Marker>;
       size = 16;
     } else if ((w0 & 0xFFFF0000u) == kShortBare) {
@@ -272,12 +276,12 @@ struct RankTrace::Cursor::Impl {
       if (func >= nkinds || kinds[func].kind != static_cast<uint16_t>(FuncKind::Other)) return 0;
       copy_template_members(e, kDefaultEvent);
       e.func = func;
+      set_call_site(e, w0);
       group = kKindGroups<FuncKind::Other>;
       size = 8;
     } else {
       return 0;
     }
-    set_call_site(e, w0);
     e.stream = stream_id;
     const uint32_t w1 = load32(at + 4);
     time += w1 & 0xFFFFu;
