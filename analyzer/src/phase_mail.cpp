@@ -1,4 +1,6 @@
 // The mailboxes between workers (PhaseMail, phase_mail.h).
+#include <type_traits>
+
 #include "engine.h"
 
 namespace prof::analysis::detail {
@@ -31,36 +33,25 @@ void unpack_box(WireIn& in, Mailbox<T>& box) {
 
 void PhaseMail::resize(unsigned workers) {
   workers_ = workers;
-  send_ = std::vector<Box<SendRec>>(2 * workers * workers);
-  bare_send_ = std::vector<Box<BareSendRec>>(2 * workers * workers);
-  cancel_ = std::vector<Box<SendRec>>(2 * workers * workers);
-  late_ = std::vector<Box<LateRecvRec>>(2 * workers * workers);
-  coll_ = std::vector<Box<CollRec>>(2 * workers * workers);
-  result_ = std::vector<Box<ResultRec>>(3 * workers * workers);
+  each_family(*this, [&](auto& family) {
+    using Family = std::remove_reference_t<decltype(family)>;
+    // (The results have a third parity, kEarlyResults.)
+    const size_t parities = std::is_same_v<Family, decltype(result_)> ? 3 : 2;
+    family = Family(parities * workers * workers);
+  });
 }
 
 bool PhaseMail::empty() const {
-  for (const auto& b : send_)
-    if (!b.v.empty()) return false;
-  for (const auto& b : bare_send_)
-    if (!b.v.empty()) return false;
-  for (const auto& b : cancel_)
-    if (!b.v.empty()) return false;
-  for (const auto& b : late_)
-    if (!b.v.empty()) return false;
-  for (const auto& b : coll_)
-    if (!b.v.empty()) return false;
-  for (const auto& b : result_)
-    if (!b.v.empty()) return false;
-  return true;
+  bool empty = true;
+  each_family(*this, [&](const auto& family) {
+    for (const auto& b : family) empty = empty && b.v.empty();
+  });
+  return empty;
 }
 
 void PhaseMail::publish(int parity, unsigned w) {
   for (unsigned d = 0; d < workers_; ++d) {
-    send_box(parity, w, d).publish();
-    bare_send_box(parity, w, d).publish();
-    cancel_box(parity, w, d).publish();
-    late_box(parity, w, d).publish();
+    each_plain_box(parity, w, d, [](auto& box) { box.publish(); });
     coll_box(parity, w, d).publish();
     result_box(parity, w, d).publish();
   }
@@ -73,20 +64,17 @@ void PhaseMail::pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi,
   size_t bytes = 0;
   for (unsigned o = src_lo; o < src_hi; ++o)
     for (unsigned d = dst_lo; d < dst_hi; ++d) {
-      if (!results_only)
-        bytes += packed_bytes(send_box(parity, o, d)) + packed_bytes(bare_send_box(parity, o, d)) +
-                 packed_bytes(cancel_box(parity, o, d)) +
-                 packed_bytes(late_box(parity, o, d)) + packed_bytes(coll_box(parity, o, d));
+      if (!results_only) {
+        each_plain_box(parity, o, d, [&](auto& box) { bytes += packed_bytes(box); });
+        bytes += packed_bytes(coll_box(parity, o, d));
+      }
       bytes += packed_bytes(result_box(parity, o, d));
     }
   out.buf.reserve(out.buf.size() + bytes);
   for (unsigned o = src_lo; o < src_hi; ++o)
     for (unsigned d = dst_lo; d < dst_hi; ++d) {
       if (!results_only) {
-        pack_box(out, send_box(parity, o, d));
-        pack_box(out, bare_send_box(parity, o, d));
-        pack_box(out, cancel_box(parity, o, d));
-        pack_box(out, late_box(parity, o, d));
+        each_plain_box(parity, o, d, [&](auto& box) { pack_box(out, box); });
         auto& box = coll_box(parity, o, d);
         out.put<uint64_t>(box.size());
         for (CollRec c : box) {
@@ -105,10 +93,7 @@ void PhaseMail::unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi,
   for (unsigned o = src_lo; o < src_hi; ++o)
     for (unsigned d = dst_lo; d < dst_hi; ++d) {
       if (!results_only) {
-        unpack_box(in, send_box(parity, o, d));
-        unpack_box(in, bare_send_box(parity, o, d));
-        unpack_box(in, cancel_box(parity, o, d));
-        unpack_box(in, late_box(parity, o, d));
+        each_plain_box(parity, o, d, [&](auto& box) { unpack_box(in, box); });
         auto& box = coll_box(parity, o, d);
         size_t n;
         const char* at = in.get_array<CollRec>(&n);

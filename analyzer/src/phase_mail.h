@@ -164,6 +164,28 @@ class PhaseMail {
   size_t at(int parity, unsigned src, unsigned dst) const {
     return (static_cast<size_t>(parity) * workers_ + src) * workers_ + dst;
   }
+  // The one list of the boxes' families: f(family) for each, the results'
+  // (three parities) last.
+  template <class Self, class F>
+  static void each_family(Self& self, F&& f) {
+    f(self.send_);
+    f(self.bare_send_);
+    f(self.cancel_);
+    f(self.late_);
+    f(self.coll_);
+    f(self.result_);
+  }
+  // The boxes from src to dst of a parity that cross processes as plain
+  // arrays, in the stream's order (the collective calls', whose communicator
+  // is rewritten, and the results', which may travel alone, have steps of
+  // their own).
+  template <class F>
+  void each_plain_box(int parity, unsigned src, unsigned dst, F&& f) {
+    f(send_box(parity, src, dst));
+    f(bare_send_box(parity, src, dst));
+    f(cancel_box(parity, src, dst));
+    f(late_box(parity, src, dst));
+  }
   unsigned workers_ = 1;
   std::vector<Box<SendRec>> send_;
   std::vector<Box<BareSendRec>> bare_send_;
