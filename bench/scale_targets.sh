@@ -34,15 +34,9 @@ command -v /usr/bin/time > /dev/null || { echo "scale_targets.sh: needs GNU time
 mkdir -p "$work"
 quiet="-o /dev/null -q --no-progress --no-index"
 
-# The traces, made once (a trace is complete once its rank files and the
-# marker written after them exist).
-make_trace() {
-  local name=$1; shift
-  [[ -e $work/$name.made ]] && return
-  rm -rf "${work:?}/$name"
-  "$@" > /dev/null
-  touch "$work/$name.made"
-}
+# The traces, made once.
+# shellcheck source=bench/made_once.sh
+source "$here/made_once.sh"
 make_trace g4 "$gen" "$work/g4" -n 20000000 -r 4
 make_trace g4096 "$gen" "$work/g4096" -n 20000000 -r 4096
 make_trace g16384 "$gen" "$work/g16384" -n 20000000 -r 16384

@@ -33,14 +33,9 @@ for exe in "$old_build/analyzer/prof-analyze" "$old_build/analyzer/prof-gen-trac
 done
 mkdir -p "$work"
 
-# A trace made once per build (complete once the marker after it exists).
-make_trace() {
-  local name=$1; shift
-  [[ -e $work/$name.made ]] && return
-  rm -rf "${work:?}/$name"
-  "$@" > /dev/null
-  touch "$work/$name.made"
-}
+# The traces, made once.
+# shellcheck source=bench/made_once.sh
+source "$here/made_once.sh"
 for which in old new; do
   b=$build
   [[ $which == old ]] && b=$old_build
