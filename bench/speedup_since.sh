@@ -7,7 +7,11 @@
 #   - the synthetic 10^8 (prof-gen-trace -n 100000000 -r 4), two workers;
 #   - the exchange trace: today's bench/shim_overhead --exchange-only 1600000
 #     on 2 ranks, under each build's libprof.so (the program is the same; the
-#     shim and the format are the build's).
+#     shim and the format are the build's);
+#   - 2x10^7 synthetic events over 4096 ranks and over 4, the text report,
+#     then the text and the JSON report as the per-rank target's command
+#     writes them (an older build's JSON may hold less: compare what each
+#     computes before reading its ratio).
 # Prints bench/time_pairs.py's figures, OLD's run first (A) and this build's
 # second (B): A/B is the speed-up. Run it on a quiet machine.
 #
@@ -17,7 +21,7 @@
 #   git worktree add --detach /tmp/old COMMIT && cmake -S /tmp/old -B /tmp/old/build -G Ninja \
 #     -DCMAKE_BUILD_TYPE=RelWithDebInfo && ninja -C /tmp/old/build prof-analyze prof-gen-trace prof
 # environment: WORK (where the traces are made once and kept, default
-#              /tmp/prof-speedup; about 2.5 GB), MPIEXEC (mpiexec)
+#              /tmp/prof-speedup; about 3.5 GB), MPIEXEC (mpiexec)
 set -euo pipefail
 
 old_build=${1:?usage: bench/speedup_since.sh OLD_BUILD_DIR [BUILD_DIR] [ROUNDS]}
@@ -40,6 +44,8 @@ for which in old new; do
   b=$build
   [[ $which == old ]] && b=$old_build
   make_trace "t8.$which" "$b/analyzer/prof-gen-trace" "$work/t8.$which" -n 100000000 -r 4
+  make_trace "g4096.$which" "$b/analyzer/prof-gen-trace" "$work/g4096.$which" -n 20000000 -r 4096
+  make_trace "g4.$which" "$b/analyzer/prof-gen-trace" "$work/g4.$which" -n 20000000 -r 4
   make_trace "ex.$which" env PROF_OUTPUT="$work/ex.$which" "$mpiexec" -n 2 \
     env LD_PRELOAD="$(realpath "$b/libprof/src/libprof.so")" "$loop" --exchange-only 1600000
 done
@@ -57,3 +63,10 @@ echo "== the exchange trace (default workers)"
 "$here/time_pairs.py" -n "$rounds" -- "$old_analyze $work/ex.old $quiet" "$new_analyze $work/ex.new $new_quiet"
 echo "== the synthetic 10^8, two workers"
 "$here/time_pairs.py" -n "$rounds" -- "$old_analyze $work/t8.old -j 2 $quiet" "$new_analyze $work/t8.new -j 2 $new_quiet"
+for ranks in 4096 4; do
+  for json in "" "--json /dev/null"; do
+    echo "== 2x10^7 events over $ranks ranks, text${json:+ and JSON}"
+    "$here/time_pairs.py" -n "$rounds" -- "$old_analyze $work/g$ranks.old $quiet $json" \
+      "$new_analyze $work/g$ranks.new $new_quiet $json"
+  done
+done
