@@ -340,20 +340,22 @@ struct DelayLog {
 
 // The partition point of a sorted log for a predicate true on a prefix of
 // it (the entries before some instant), found from `hint` (where a search
-// of the same log ended last): galloping towards it, steps 1, 2, 4, ... up
-// to `max_step`, then a binary search in the range left. The place a binary
-// search of the whole log finds; where successive instants are close, a few
+// of the same log ended last): galloping towards it, steps 1, 2, 4, ...
+// until a probe passes it, then a binary search between the last two
+// probes. The place a binary search of the whole log finds, in about
+// 2 log2(distance) probes: where successive instants are close, a few
 // entries next to the last ones are read instead of a path through the log
-// (a miss each on a log out of cache).
+// (a miss each on a log out of cache), and a far one costs at most twice
+// the probes of a binary search.
 // `log` is indexed: a pointer, or a PagedLog's View.
 template <class Log, class Before>
-size_t partition_near(const Log& log, size_t n, size_t hint, Before before, size_t max_step = SIZE_MAX) {
+size_t partition_near(const Log& log, size_t n, size_t hint, Before before) {
   hint = std::min(hint, n);
   size_t lo = 0, hi = n;  // the answer is in [lo, hi]
   size_t step = 1;
   if (hint < n && before(log[hint])) {
     lo = hint + 1;
-    while (lo < n && step <= max_step) {
+    while (lo < n) {
       const size_t probe = std::min(n - 1, lo + step - 1);
       if (!before(log[probe])) {
         hi = probe;
@@ -364,7 +366,7 @@ size_t partition_near(const Log& log, size_t n, size_t hint, Before before, size
     }
   } else {
     hi = hint;
-    while (hi > 0 && step <= max_step) {
+    while (hi > 0) {
       const size_t probe = hi > step ? hi - step : 0;
       if (before(log[probe])) {
         lo = probe + 1;
@@ -382,8 +384,8 @@ size_t partition_near(const Log& log, size_t n, size_t hint, Before before, size
   return lo;
 }
 template <class T, class Before>
-size_t partition_near(const std::vector<T>& log, size_t hint, Before before, size_t max_step = SIZE_MAX) {
-  return partition_near(log.data(), log.size(), hint, before, max_step);
+size_t partition_near(const std::vector<T>& log, size_t hint, Before before) {
+  return partition_near(log.data(), log.size(), hint, before);
 }
 
 // Calls emit(entry) on the n entries of `log` in a stable sort's order,
