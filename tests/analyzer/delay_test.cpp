@@ -461,6 +461,55 @@ TEST(DelayLog, NearlySortedLogSortsAsAStableSort) {
       }
 }
 
+// A rank's waits as its log holds them: runs in time order interleaved in
+// blocks (those found while decoding, and those whose figures arrived a
+// phase later), the first run a block ahead (so that most entries lie below
+// the running maximum), with entries late by a few places among them and
+// equal times; and a log in no order at all. Each sorts, `nearly`, as a
+// stable sort of a copy does.
+TEST(DelayLog, InterleavedRunsSortAsAStableSort) {
+  using Entry = SortEntry;
+  std::mt19937_64 rng(29);
+  for (size_t runs : {size_t{2}, size_t{3}, size_t{6}})
+    for (size_t block : {size_t{1}, size_t{7}, size_t{300}})
+      for (size_t n : {size_t{1}, size_t{50}, size_t{4000}}) {
+        // Run r holds times r, r + runs, ... (each in order), its entries
+        // taken `block` at a time in turn; run 0 is one block ahead.
+        std::vector<Entry> v;
+        std::vector<size_t> taken(runs, 0);
+        const size_t per_run = n / runs + 1;
+        for (size_t turn = 0; v.size() < n; ++turn)
+          for (size_t r = 0; r < runs && v.size() < n; ++r) {
+            const size_t count = (r == 0 && turn == 0) ? 2 * block : block;
+            for (size_t k = 0; k < count && taken[r] < per_run && v.size() < n; ++k)
+              v.push_back(Entry{static_cast<double>((taken[r]++ * runs + r) / 2), 0});
+          }
+        for (size_t k = 0; k < n / 50; ++k) {  // a few late entries
+          const size_t from = 1 + rng() % (n - 1), back = 1 + rng() % std::min<size_t>(from, 5);
+          std::rotate(v.begin() + static_cast<ptrdiff_t>(from - back), v.begin() + static_cast<ptrdiff_t>(from),
+                      v.begin() + static_cast<ptrdiff_t>(from + 1));
+        }
+        for (size_t i = 0; i < v.size(); ++i) v[i].seq = i;
+        for (bool shuffled : {false, true}) {
+          std::vector<Entry> in = v;
+          if (shuffled) {
+            std::shuffle(in.begin(), in.end(), rng);
+            for (size_t i = 0; i < in.size(); ++i) in[i].seq = i;
+          }
+          analysis::detail::PagedLog<Entry> log;
+          for (const Entry& e : in) log.push_back(e);
+          std::vector<Entry> want = in;
+          std::stable_sort(want.begin(), want.end(), by_time);
+          analysis::detail::sort_log(log, by_time, true);
+          ASSERT_EQ(log.size(), want.size());
+          for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_EQ(log[i].t, want[i].t) << "runs " << runs << " block " << block << " n " << n << " at " << i;
+            ASSERT_EQ(log[i].seq, want[i].seq) << "runs " << runs << " block " << block << " n " << n << " at " << i;
+          }
+        }
+      }
+}
+
 // Logs whose pages went to the temporary file (two logs at once, their
 // pages interleaved there, as the ranks' are) sort as a stable sort does,
 // into copies at the file's end, nearly in order or in no order; once both
