@@ -267,29 +267,50 @@ void Engine::phase_decode(unsigned w) {
   uint64_t left = share * worker_ranks_[w].size();
   std::vector<size_t>& stopped = stopped_at_share_[w];
   stopped.clear();
-  for (size_t i : worker_ranks_[w]) {
+  // (PROF_ANALYZE_WORKER_STATS: the stages' wall, a clock read or two a rank's visit.)
+  const bool timed = worker_stats_.on();
+  WorkerStats* stats = timed ? &worker_stats_.of(w) : nullptr;
+  if (timed) stats->rank_decode_ns.resize(worker_ranks_[w].size());
+  const auto settle = [&](Rank& r) {
+    const uint64_t t0 = timed ? monotonic_ns() : 0;
+    take_results(r);
+    r.settle_instants(std::min(frontier_, r.holds.oldest()));
+    r.cursor.end_visit();
+    if (timed) stats->settle_ns += monotonic_ns() - t0;
+  };
+  for (size_t k = 0; k < worker_ranks_[w].size(); ++k) {
+    const size_t i = worker_ranks_[w][k];
     Rank& r = *ranks_[i];
+    const uint64_t t0 = timed ? monotonic_ns() : 0;
     decode(r, w, p, phase_, share);
+    if (timed) {
+      const uint64_t ns = monotonic_ns() - t0;
+      stats->decode_ns += ns;
+      stats->rank_decode_ns[k] += ns;
+    }
     left -= r.phase_events;
     if (!early_taken) {
       take_early_results(w);
       early_taken = true;
     }
-    take_results(r);
-    r.settle_instants(std::min(frontier_, r.holds.oldest()));
-    r.cursor.end_visit();
+    settle(r);
     if (by_ranks && r.phase_events == share && r.has_ev && r.ev_enter < win_end_) stopped.push_back(i);
   }
   for (size_t i : stopped) {
     if (left == 0) break;
     Rank& r = *ranks_[i];
     const uint64_t before = r.phase_events;
+    const uint64_t t0 = timed ? monotonic_ns() : 0;
     decode(r, w, p, phase_, left);
+    if (timed) {
+      const uint64_t ns = monotonic_ns() - t0;
+      stats->decode_ns += ns;
+      const auto& mine = worker_ranks_[w];
+      stats->rank_decode_ns[static_cast<size_t>(std::lower_bound(mine.begin(), mine.end(), i) - mine.begin())] += ns;
+    }
     left -= r.phase_events;
     r.phase_events += before;
-    take_results(r);
-    r.settle_instants(std::min(frontier_, r.holds.oldest()));
-    r.cursor.end_visit();
+    settle(r);
   }
 }
 
@@ -652,7 +673,11 @@ Analysis Engine::run() {
     const bool logs_phases = works && worker_stats_.logs_phases();
     while (!done_) {
       const uint64_t phase_t0 = logs_phases ? monotonic_ns() : 0, phase_c0 = logs_phases ? thread_cpu_ns() : 0;
-      if (works) guarded([&] { phase_collectives(w); });
+      if (works) {
+        const uint64_t first_t0 = worker_stats_.on() ? monotonic_ns() : 0;
+        guarded([&] { phase_collectives(w); });
+        if (worker_stats_.on()) stats.first_steps_ns += monotonic_ns() - first_t0;
+      }
       // (Also after a failure: the others wait for it.)
       if (works && workers_ > 1) publish_early(w);
       if (spread_.spread()) early_bar.arrive_and_wait();

@@ -70,6 +70,20 @@ void WorkerStatsReport::print(unsigned workers, uint64_t phases, const std::vect
                  sec(s.wait_cpu_ns), static_cast<unsigned long long>(s.waits[0]),
                  static_cast<unsigned long long>(s.waits[1]), static_cast<unsigned long long>(s.waits[2]),
                  static_cast<unsigned long long>(s.waits[3]), sec(s.end_ns), static_cast<unsigned long long>(s.last));
+    std::fprintf(stderr, "    of it: first steps %.3f s, decoding %.3f s, settling %.3f s; decoding by rank, as visited:",
+                 sec(s.first_steps_ns), sec(s.decode_ns), sec(s.settle_ns));
+    const std::vector<size_t>& ranks = worker_ranks[w];
+    constexpr size_t kListed = 8;  // (more: the least and the most)
+    if (ranks.size() <= kListed) {
+      for (size_t k = 0; k < ranks.size() && k < s.rank_decode_ns.size(); ++k)
+        std::fprintf(stderr, " %zu %.3f s", ranks[k], sec(s.rank_decode_ns[k]));
+    } else if (!s.rank_decode_ns.empty()) {
+      const auto [least, most] = std::minmax_element(s.rank_decode_ns.begin(), s.rank_decode_ns.end());
+      std::fprintf(stderr, " from %.3f s (rank %zu) to %.3f s (rank %zu)", sec(*least),
+                   ranks[static_cast<size_t>(least - s.rank_decode_ns.begin())], sec(*most),
+                   ranks[static_cast<size_t>(most - s.rank_decode_ns.begin())]);
+    }
+    std::fputc('\n', stderr);
   }
 }
 

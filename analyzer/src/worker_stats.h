@@ -40,6 +40,11 @@ struct alignas(64) WorkerStats {
   uint64_t last = 0;         // phases it arrived last at
   uint64_t events = 0;       // events its ranks decoded
   uint64_t waits[4] = {};    // waits under 10 us, 100 us, 1 ms, and longer
+  // Of its busy time, wall: the phases' first steps (the other workers'
+  // mail: results, sends, collective calls), decoding its ranks, and
+  // settling them (their queued results and sweeps).
+  uint64_t first_steps_ns = 0, decode_ns = 0, settle_ns = 0;
+  std::vector<uint64_t> rank_decode_ns;  // decoding, by its ranks in the order it visits them
   std::vector<PhaseSample> phases;  // PROF_ANALYZE_PHASE_LOG: one a phase
 };
 

@@ -240,8 +240,39 @@ TEST(Streaming, WorkerStatsLeaveTheReportAlone) {
   EXPECT_EQ(first_difference(report(a), want), "");
   EXPECT_NE(err.find("prof-analyze workers: 3, phases " + std::to_string(a.stats.windows)), std::string::npos)
       << err;
-  for (int w = 0; w < 3; ++w)
-    EXPECT_NE(err.find("  worker " + std::to_string(w) + ": ranks "), std::string::npos) << err;
+  // Each worker's line, then where its busy time went: its stages, and its
+  // decoding by rank, one figure for each of its ranks in the order visited
+  // (the blocks are contiguous: together the trace's ranks in order).
+  std::vector<int> ranks_listed;
+  for (int w = 0; w < 3; ++w) {
+    const size_t at = err.find("  worker " + std::to_string(w) + ": ranks ");
+    ASSERT_NE(at, std::string::npos) << err;
+    const size_t line_end = err.find('\n', at);
+    ASSERT_NE(line_end, std::string::npos) << err;
+    const size_t stage_end = err.find('\n', line_end + 1);
+    const std::string stages = err.substr(line_end + 1, stage_end - line_end - 1);
+    EXPECT_EQ(stages.rfind("    of it: first steps ", 0), 0u) << stages;
+    EXPECT_NE(stages.find(" s, decoding "), std::string::npos) << stages;
+    EXPECT_NE(stages.find(" s, settling "), std::string::npos) << stages;
+    const std::string by_rank = "; decoding by rank, as visited:";
+    const size_t list = stages.find(by_rank);
+    ASSERT_NE(list, std::string::npos) << stages;
+    std::istringstream figures(stages.substr(list + by_rank.size()));
+    int rank;
+    double seconds;
+    std::string unit;
+    int listed = 0;
+    while (figures >> rank >> seconds >> unit) {
+      EXPECT_EQ(unit, "s") << stages;
+      EXPECT_GE(seconds, 0.0) << stages;
+      ranks_listed.push_back(rank);
+      ++listed;
+    }
+    const std::string ranks_field = ": ranks ";
+    EXPECT_EQ(listed, std::stoi(err.substr(err.find(ranks_field, at) + ranks_field.size())))
+        << "worker " << w << ": " << err.substr(at, line_end - at);
+  }
+  EXPECT_EQ(ranks_listed, (std::vector<int>{0, 1, 2, 3, 4, 5})) << err;
 }
 
 // PROF_ANALYZE_PHASE_LOG=FILE writes one line a phase and worker: every
