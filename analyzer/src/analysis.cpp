@@ -590,7 +590,7 @@ void Engine::setup() {
     for (const auto& k : traces[i]->clock_syncs())
       clock_error_[i] = std::max(clock_error_[i], k.rtt_ns / 2);
 
-  mail_.resize(workers_);
+  mail_.resize(workers_, spread_.local_lo(), spread_.local_hi());
   owners_.resize(workers_);
   step_done_.reset(new StepDone[workers_]);
   if (t_first_ < kInf) win_end_ = t_first_ + delta_;

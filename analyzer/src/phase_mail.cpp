@@ -1,4 +1,5 @@
 // The mailboxes between workers (PhaseMail, phase_mail.h).
+#include <stdexcept>
 #include <type_traits>
 
 #include "engine.h"
@@ -31,14 +32,23 @@ void unpack_box(WireIn& in, Mailbox<T>& box) {
 }
 }  // namespace
 
-void PhaseMail::resize(unsigned workers) {
+void PhaseMail::resize(unsigned workers, unsigned local_lo, unsigned local_hi) {
+  if (local_lo > local_hi || local_hi > workers) throw std::logic_error("PhaseMail::resize: local workers beyond the job's");
   workers_ = workers;
+  local_lo_ = local_lo;
+  local_n_ = local_hi - local_lo;
   each_family(*this, [&](auto& family) {
     using Family = std::remove_reference_t<decltype(family)>;
-    // (The results have a third parity, kEarlyResults.)
-    const size_t parities = std::is_same_v<Family, decltype(result_)> ? 3 : 2;
-    family = Family(parities * workers * workers);
+    using T = std::remove_cv_t<std::remove_reference_t<decltype(*family[0].v.begin())>>;
+    family = Family(local_n_ * local_source_stride<T>() + (workers - local_n_) * remote_source_stride<T>());
   });
+}
+
+size_t PhaseMail::remote_box(size_t local_stride, size_t remote_stride, int parity, unsigned src, unsigned dst) const {
+  if (dst - local_lo_ >= local_n_ || src >= workers_)
+    throw std::logic_error("PhaseMail: a box between two other processes' workers");
+  const unsigned remote = src < local_lo_ ? src : src - local_n_;  // among the other processes' workers
+  return local_n_ * local_stride + remote * remote_stride + static_cast<size_t>(parity) * local_n_ + (dst - local_lo_);
 }
 
 bool PhaseMail::empty() const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "interpret.h"
@@ -107,13 +108,25 @@ struct ResultRec {
 // unpack() fills and publishes on the destination's process. A run fills
 // either the sends' boxes or the bare sends' (wait states on or off), never
 // both: a channel's sends then reach it in the order they were sent.
+//
+// Layout: each family is one array. A process holds the boxes with one of
+// its workers at an end: first each local source's, by parity, then
+// destination (every worker); then each other process's worker's, by
+// parity, then local destination. Each source's boxes are followed by a
+// guard of at least kGuardBytes that no one writes. Each box is on its own
+// cache lines; the guard keeps the lines after a worker's boxes, which a
+// stream prefetcher fetches as the worker writes its staging lines in
+// sequence, off the next source's boxes, which another worker writes in the
+// same phase (measured, not traced to its cause: docs/performance.md, "The
+// mailboxes' layout and size").
 class PhaseMail {
-  // Each box on its own cache line: two workers write neighbouring boxes in
-  // the same phase (false sharing on every push otherwise).
   template <class T>
   struct alignas(64) Box {
     Mailbox<T> v;
   };
+  static constexpr size_t kGuardBytes = 512;
+  template <class T>
+  static constexpr size_t kGuardBoxes = (kGuardBytes + sizeof(Box<T>) - 1) / sizeof(Box<T>);
 
  public:
   // Results of instances completed in a phase's first step, taken in the same
@@ -131,21 +144,25 @@ class PhaseMail {
    private:
     Box<T>* first_;
   };
-  Row<SendRec> send_row(int parity, unsigned src) { return Row<SendRec>(&send_[at(parity, src, 0)]); }
+  Row<SendRec> send_row(int parity, unsigned src) { return Row<SendRec>(box_at(send_, parity, src, 0)); }
   Row<BareSendRec> bare_send_row(int parity, unsigned src) {
-    return Row<BareSendRec>(&bare_send_[at(parity, src, 0)]);
+    return Row<BareSendRec>(box_at(bare_send_, parity, src, 0));
   }
 
-  void resize(unsigned workers);
-  Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) { return send_[at(parity, src, dst)].v; }
+  // Boxes for `workers` workers, this process running [local_lo, local_hi)
+  // of them: a box has a local source or destination (two processes' workers
+  // exchange through their own copies, pack() and unpack()), so a process
+  // holds boxes for its workers times all, not all times all.
+  void resize(unsigned workers, unsigned local_lo, unsigned local_hi);
+  Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) { return box_at(send_, parity, src, dst)->v; }
   Mailbox<BareSendRec>& bare_send_box(int parity, unsigned src, unsigned dst) {
-    return bare_send_[at(parity, src, dst)].v;
+    return box_at(bare_send_, parity, src, dst)->v;
   }
-  Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) { return cancel_[at(parity, src, dst)].v; }
-  Mailbox<LateRecvRec>& late_box(int parity, unsigned src, unsigned dst) { return late_[at(parity, src, dst)].v; }
-  Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) { return coll_[at(parity, src, dst)].v; }
+  Mailbox<SendRec>& cancel_box(int parity, unsigned src, unsigned dst) { return box_at(cancel_, parity, src, dst)->v; }
+  Mailbox<LateRecvRec>& late_box(int parity, unsigned src, unsigned dst) { return box_at(late_, parity, src, dst)->v; }
+  Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) { return box_at(coll_, parity, src, dst)->v; }
   // parity 0 or 1, or kEarlyResults.
-  Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) { return result_[at(parity, src, dst)].v; }
+  Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) { return box_at(result_, parity, src, dst)->v; }
   bool empty() const;
   // What worker w wrote in a phase of this parity becomes readable after the barrier.
   void publish(int parity, unsigned w);
@@ -161,9 +178,29 @@ class PhaseMail {
               bool results_only, const std::vector<std::unique_ptr<RankTrace>>& traces);
 
  private:
-  size_t at(int parity, unsigned src, unsigned dst) const {
-    return (static_cast<size_t>(parity) * workers_ + src) * workers_ + dst;
+  // The parities of a family: the results' three (kEarlyResults), two for the rest.
+  template <class T>
+  static constexpr size_t kParities = std::is_same_v<T, ResultRec> ? 3 : 2;
+  // A local source's boxes (to every worker) and its guard, in a family of
+  // records T; then another process's source's (to the local workers).
+  template <class T>
+  size_t local_source_stride() const {
+    return kParities<T> * workers_ + kGuardBoxes<T>;
   }
+  template <class T>
+  size_t remote_source_stride() const {
+    return kParities<T> * local_n_ + kGuardBoxes<T>;
+  }
+  // Box (parity, src, dst) of a family (its records' type deduced from it):
+  // src or dst one of this process's workers.
+  template <class T>
+  Box<T>* box_at(std::vector<Box<T>>& family, int parity, unsigned src, unsigned dst) {
+    if (src - local_lo_ < local_n_) [[likely]]
+      return &family[(src - local_lo_) * local_source_stride<T>() + static_cast<size_t>(parity) * workers_ + dst];
+    return &family[remote_box(local_source_stride<T>(), remote_source_stride<T>(), parity, src, dst)];
+  }
+  // (Out of line: a worker of another process's box.)
+  size_t remote_box(size_t local_stride, size_t remote_stride, int parity, unsigned src, unsigned dst) const;
   // The one list of the boxes' families: f(family) for each, the results'
   // (three parities) last.
   template <class Self, class F>
@@ -187,6 +224,7 @@ class PhaseMail {
     f(late_box(parity, src, dst));
   }
   unsigned workers_ = 1;
+  unsigned local_lo_ = 0, local_n_ = 1;  // this process's workers: [local_lo_, local_lo_ + local_n_)
   std::vector<Box<SendRec>> send_;
   std::vector<Box<BareSendRec>> bare_send_;
   std::vector<Box<SendRec>> cancel_;  // cancelled sends (rare)

@@ -1,0 +1,125 @@
+// The mailboxes between workers (phase_mail.h): every box a process can use
+// is its own, a process holds boxes only where one of its workers is at an
+// end, and records reach the box they were written to, and only it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+#include <vector>
+
+#include "phase_mail.h"
+
+namespace prof::analysis::detail {
+namespace {
+
+constexpr int kParities[] = {0, 1};
+
+uintptr_t address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+// Every (parity, source, destination) with a local end, for each family:
+// distinct boxes, none overlapping another.
+void expect_distinct_boxes(PhaseMail& mail, unsigned workers, unsigned lo, unsigned hi) {
+  std::map<uintptr_t, std::tuple<int, unsigned, unsigned>> coll, result, bare;
+  auto local = [&](unsigned w) { return w >= lo && w < hi; };
+  for (unsigned s = 0; s < workers; ++s)
+    for (unsigned d = 0; d < workers; ++d) {
+      if (!local(s) && !local(d)) continue;
+      for (int p : kParities) {
+        EXPECT_TRUE(coll.emplace(address(&mail.coll_box(p, s, d)), std::tuple{p, s, d}).second)
+            << "collective box " << p << " " << s << " " << d;
+        EXPECT_TRUE(bare.emplace(address(&mail.bare_send_box(p, s, d)), std::tuple{p, s, d}).second)
+            << "send box " << p << " " << s << " " << d;
+      }
+      for (int p : {0, 1, PhaseMail::kEarlyResults})
+        EXPECT_TRUE(result.emplace(address(&mail.result_box(p, s, d)), std::tuple{p, s, d}).second)
+            << "result box " << p << " " << s << " " << d;
+    }
+  // (Boxes of one family lie apart by at least a box.)
+  auto apart = [](const auto& boxes, size_t bytes) {
+    for (auto it = boxes.begin(); std::next(it) != boxes.end(); ++it)
+      EXPECT_GE(std::next(it)->first - it->first, bytes);
+  };
+  apart(coll, sizeof(Mailbox<CollRec>));
+  apart(result, sizeof(Mailbox<ResultRec>));
+  apart(bare, sizeof(Mailbox<BareSendRec>));
+}
+
+TEST(PhaseMail, EveryBoxOfAPlainCommandIsItsOwn) {
+  PhaseMail mail;
+  mail.resize(5, 0, 5);
+  expect_distinct_boxes(mail, 5, 0, 5);
+}
+
+TEST(PhaseMail, AJobProcessHasABoxForEachPairWithALocalEnd) {
+  PhaseMail mail;
+  mail.resize(12, 4, 8);
+  expect_distinct_boxes(mail, 12, 4, 8);
+  // Two other processes' workers exchange through their own processes.
+  EXPECT_THROW(mail.coll_box(0, 1, 9), std::logic_error);
+  EXPECT_THROW(mail.result_box(PhaseMail::kEarlyResults, 10, 2), std::logic_error);
+}
+
+// A process holds its workers' boxes times the job's, not the job's
+// squared: the collective boxes of 64 workers, 8 of them local, two
+// parities each way, span at most 4 x 8 x 64 boxes and a guard a source,
+// where every pair's would be 2 x 64 x 64.
+TEST(PhaseMail, AProcessHoldsItsWorkersTimesTheJobs) {
+  constexpr unsigned kWorkers = 64, kLo = 24, kHi = 32;
+  PhaseMail mail;
+  mail.resize(kWorkers, kLo, kHi);
+  uintptr_t least = UINTPTR_MAX, most = 0;
+  for (unsigned s = 0; s < kWorkers; ++s)
+    for (unsigned d = kLo; d < kHi; ++d)
+      for (int p : kParities)
+        for (const auto& [from, to] : {std::pair{s, d}, std::pair{d, s}}) {
+          const uintptr_t a = address(&mail.coll_box(p, from, to));
+          least = std::min(least, a);
+          most = std::max(most, a);
+        }
+  const size_t boxes = (most - least) / sizeof(Mailbox<CollRec>) + 1;
+  EXPECT_LE(boxes, 4u * (kHi - kLo) * kWorkers + 2u * kWorkers);
+  EXPECT_GE(boxes, 2u * (kHi - kLo) * kWorkers);
+}
+
+// A source's boxes end in a guard no one writes: the last box of one local
+// source and the first of the next lie at least 512 bytes apart beyond the
+// box itself.
+TEST(PhaseMail, EachSourcesBoxesEndInAGuard) {
+  PhaseMail mail;
+  mail.resize(3, 0, 3);
+  for (unsigned s = 0; s + 1 < 3; ++s) {
+    const uintptr_t last = address(&mail.coll_box(1, s, 2));
+    const uintptr_t next = address(&mail.coll_box(0, s + 1, 0));
+    EXPECT_GE(next - last, sizeof(Mailbox<CollRec>) + 512) << "source " << s;
+  }
+}
+
+// Records go to the box they were written to: read back from it in order
+// after publish(), every other box empty; more than the first capacity
+// (the box grows) and across the staging.
+TEST(PhaseMail, RecordsReachTheirBoxOnly) {
+  PhaseMail mail;
+  mail.resize(6, 2, 4);
+  constexpr int kRecords = 1000;
+  for (int i = 0; i < kRecords; ++i)
+    mail.coll_box(1, 3, 5).emplace_with([&](CollRec& c) {
+      c = CollRec{};
+      c.seq = static_cast<uint64_t>(i);
+      c.rank = i % 7;
+    });
+  mail.publish(1, 3);
+  auto& box = mail.coll_box(1, 3, 5);
+  ASSERT_EQ(box.size(), static_cast<size_t>(kRecords));
+  for (int i = 0; i < kRecords; ++i) {
+    EXPECT_EQ(box.begin()[i].seq, static_cast<uint64_t>(i));
+    EXPECT_EQ(box.begin()[i].rank, i % 7);
+  }
+  box.clear();
+  EXPECT_TRUE(mail.empty());
+}
+
+}  // namespace
+}  // namespace prof::analysis::detail
