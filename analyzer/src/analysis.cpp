@@ -265,12 +265,22 @@ void Engine::phase_decode(unsigned w) {
   const uint64_t rank_cap = std::max<uint64_t>(opt_.window_events, 1024);
   const uint64_t share = by_ranks ? opt_.window_events_per_rank : rank_cap;
   uint64_t left = share * worker_ranks_[w].size();
-  std::vector<size_t>& stopped = stopped_at_share_[w];
+  std::vector<size_t>& stopped = stopped_at_share_[w];  // (places in worker_ranks_[w])
   stopped.clear();
+  const std::vector<size_t>& mine = worker_ranks_[w];
   // (PROF_ANALYZE_WORKER_STATS: the stages' wall, a clock read or two a rank's visit.)
   const bool timed = worker_stats_.on();
   WorkerStats* stats = timed ? &worker_stats_.of(w) : nullptr;
-  if (timed) stats->rank_decode_ns.resize(worker_ranks_[w].size());
+  if (timed) stats->rank_decode_ns.resize(mine.size());
+  const auto decode_at = [&](size_t k, uint64_t budget) {
+    const uint64_t t0 = timed ? monotonic_ns() : 0;
+    decode(*ranks_[mine[k]], w, p, phase_, budget);
+    if (timed) {
+      const uint64_t ns = monotonic_ns() - t0;
+      stats->decode_ns += ns;
+      stats->rank_decode_ns[k] += ns;
+    }
+  };
   const auto settle = [&](Rank& r) {
     const uint64_t t0 = timed ? monotonic_ns() : 0;
     take_results(r);
@@ -278,36 +288,22 @@ void Engine::phase_decode(unsigned w) {
     r.cursor.end_visit();
     if (timed) stats->settle_ns += monotonic_ns() - t0;
   };
-  for (size_t k = 0; k < worker_ranks_[w].size(); ++k) {
-    const size_t i = worker_ranks_[w][k];
-    Rank& r = *ranks_[i];
-    const uint64_t t0 = timed ? monotonic_ns() : 0;
-    decode(r, w, p, phase_, share);
-    if (timed) {
-      const uint64_t ns = monotonic_ns() - t0;
-      stats->decode_ns += ns;
-      stats->rank_decode_ns[k] += ns;
-    }
+  for (size_t k = 0; k < mine.size(); ++k) {
+    Rank& r = *ranks_[mine[k]];
+    decode_at(k, share);
     left -= r.phase_events;
     if (!early_taken) {
       take_early_results(w);
       early_taken = true;
     }
     settle(r);
-    if (by_ranks && r.phase_events == share && r.has_ev && r.ev_enter < win_end_) stopped.push_back(i);
+    if (by_ranks && r.phase_events == share && r.has_ev && r.ev_enter < win_end_) stopped.push_back(k);
   }
-  for (size_t i : stopped) {
+  for (size_t k : stopped) {
     if (left == 0) break;
-    Rank& r = *ranks_[i];
+    Rank& r = *ranks_[mine[k]];
     const uint64_t before = r.phase_events;
-    const uint64_t t0 = timed ? monotonic_ns() : 0;
-    decode(r, w, p, phase_, left);
-    if (timed) {
-      const uint64_t ns = monotonic_ns() - t0;
-      stats->decode_ns += ns;
-      const auto& mine = worker_ranks_[w];
-      stats->rank_decode_ns[static_cast<size_t>(std::lower_bound(mine.begin(), mine.end(), i) - mine.begin())] += ns;
-    }
+    decode_at(k, left);
     left -= r.phase_events;
     r.phase_events += before;
     settle(r);

@@ -945,7 +945,8 @@ class Engine {
   unsigned workers_ = 1;
   uint64_t workers_mask_ = 0;  // workers_ - 1 when workers_ is a power of two, else 0
   std::vector<std::vector<size_t>> worker_ranks_;
-  // Per worker: its ranks that stopped at their share of a phase (phase_decode).
+  // Per worker: its ranks that stopped at their share of a phase, as places in
+  // worker_ranks_ (phase_decode).
   std::vector<std::vector<size_t>> stopped_at_share_;
   // Rank index -> its worker (read-only during phases; reading Rank::worker
   // of another worker's rank would share a cache line it writes).
