@@ -9,10 +9,15 @@
 // reading them, so the writer never waits on the reader's cache. The reader
 // still misses once per line, but in sequence, which the prefetcher hides.
 //
+// A box's staging lines are allocated at its first record: a process holds a
+// box for each pair of its workers and the job's, most of which stay empty,
+// and staging in place took 8 records a box, about 7 KB a pair of workers.
+//
 // Invariants: T is trivially copyable and a multiple of 8 bytes; the writer
 // calls publish() on each box it wrote before the barrier that hands the
 // records over (it flushes the staged records and fences the streamed stores);
-// the reader reads and clears only after that barrier.
+// the reader reads and clears only after that barrier; staged_ > 0 only with
+// stage_ allocated.
 #pragma once
 
 #include <cstddef>
@@ -41,7 +46,10 @@ class Mailbox {
   Mailbox() = default;
   Mailbox(const Mailbox&) = delete;
   Mailbox& operator=(const Mailbox&) = delete;
-  ~Mailbox() { std::free(data_); }
+  ~Mailbox() {
+    std::free(data_);
+    std::free(stage_);
+  }
 
   // Reader side (after the barrier): the records published.
   bool empty() const { return size_ == 0; }
@@ -55,10 +63,26 @@ class Mailbox {
     std::free(data_);
     data_ = nullptr;
     size_ = cap_ = 0;
+    if (staged_ == 0) {
+      std::free(stage_);
+      stage_ = nullptr;
+    }
+  }
+
+  // Reader side, before reading: n records appended and published at once,
+  // for the caller to fill (records from another process's worker: no
+  // staging, as no one reads the box meanwhile).
+  T* extend_published(size_t n) {
+    if (size_ + n > cap_) grow(size_ + n);
+    T* at = data_ + size_;
+    size_ += n;
+    return at;
   }
 
   // Writer side.
   void push_back(const T& x) {
+    if (!stage_) [[unlikely]]
+      allocate_stage();
     stage_[staged_++] = x;
     if (staged_ == kStage) flush(kStage);
   }
@@ -68,6 +92,8 @@ class Mailbox {
   // forward: a stall per record.)
   template <class Fill>
   [[gnu::always_inline]] void emplace_with(Fill&& fill) {
+    if (!stage_) [[unlikely]]
+      allocate_stage();
     fill(stage_[staged_]);
     if (++staged_ == kStage) flush(kStage);
   }
@@ -98,11 +124,14 @@ class Mailbox {
     size_ += n;
     staged_ = 0;
   }
-  // From a few stagings' worth, doubling: a box between two workers that
+  [[gnu::noinline]] void allocate_stage() {
+    stage_ = static_cast<T*>(std::aligned_alloc(64, kStage * sizeof(T)));  // kStage * sizeof(T): a multiple of 64
+    if (!stage_) throw std::bad_alloc();
+  }
+  // From one staging's worth, doubling: a box between two workers that
   // rarely meet (a collective's owner and a member, among many workers)
-  // stays small. With a box for each pair of workers, 1024 records a box at
-  // its first use took most of a 0.95 GB peak at 64 workers.
-  static constexpr size_t kFirstCapacity = 4 * kStage;
+  // stays small, and with many workers most pairs are such.
+  static constexpr size_t kFirstCapacity = kStage;
   void grow(size_t need) {
     size_t cap = cap_ ? 2 * cap_ : kFirstCapacity;
     while (cap < need) cap *= 2;
@@ -115,7 +144,7 @@ class Mailbox {
   }
   T* data_ = nullptr;  // 64-aligned
   size_t size_ = 0, cap_ = 0;
-  alignas(64) T stage_[kStage];
+  T* stage_ = nullptr;  // 64-aligned, kStage records; allocated at the first record
   size_t staged_ = 0;
 };
 

@@ -23,12 +23,7 @@ template <class T>
 void unpack_box(WireIn& in, Mailbox<T>& box) {
   size_t n;
   const char* at = in.get_array<T>(&n);
-  for (size_t i = 0; i < n; ++i) {
-    T rec;
-    std::memcpy(&rec, at + i * sizeof(T), sizeof(T));
-    box.push_back(rec);
-  }
-  box.publish();
+  if (n) std::memcpy(box.extend_published(n), at, n * sizeof(T));
 }
 }  // namespace
 
@@ -107,14 +102,14 @@ void PhaseMail::unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi,
         auto& box = coll_box(parity, o, d);
         size_t n;
         const char* at = in.get_array<CollRec>(&n);
-        for (size_t i = 0; i < n; ++i) {
-          CollRec c;
-          std::memcpy(&c, at + i * sizeof(CollRec), sizeof(CollRec));
-          const auto index = reinterpret_cast<uintptr_t>(c.def);
-          c.def = index ? &traces[static_cast<size_t>(c.rank)]->comms()[index - 1] : nullptr;
-          box.push_back(c);
+        if (n) {
+          CollRec* calls = box.extend_published(n);
+          std::memcpy(calls, at, n * sizeof(CollRec));
+          for (CollRec* c = calls; c != calls + n; ++c) {
+            const auto index = reinterpret_cast<uintptr_t>(c->def);
+            c->def = index ? &traces[static_cast<size_t>(c->rank)]->comms()[index - 1] : nullptr;
+          }
         }
-        box.publish();
       }
       unpack_box(in, result_box(parity, o, d));
     }

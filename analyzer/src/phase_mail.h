@@ -113,12 +113,14 @@ struct ResultRec {
 // its workers at an end: first each local source's, by parity, then
 // destination (every worker); then each other process's worker's, by
 // parity, then local destination. Each source's boxes are followed by a
-// guard of at least kGuardBytes that no one writes. Each box is on its own
-// cache lines; the guard keeps the lines after a worker's boxes, which a
-// stream prefetcher fetches as the worker writes its staging lines in
-// sequence, off the next source's boxes, which another worker writes in the
-// same phase (measured, not traced to its cause: docs/performance.md, "The
-// mailboxes' layout and size").
+// guard of at least kGuardBytes that no one writes. Each box is one cache
+// line, its header (Mailbox allocates its staging and records at the first
+// record: most pairs of many workers never meet); the guard keeps the lines
+// after a worker's boxes, which a stream prefetcher may fetch as the worker
+// writes its boxes' lines, off the next source's boxes, which another worker
+// writes in the same phase (measured with the staging in the boxes, not
+// traced to its cause: docs/performance.md, "The mailboxes' layout and
+// size").
 class PhaseMail {
   template <class T>
   struct alignas(64) Box {
@@ -132,6 +134,10 @@ class PhaseMail {
   // Results of instances completed in a phase's first step, taken in the same
   // phase (Engine::take_early_results): a third parity of the result boxes.
   static constexpr int kEarlyResults = 2;
+  // The bytes a box of records T takes in its family's array (its own cache
+  // lines).
+  template <class T>
+  static constexpr size_t kBoxBytes = sizeof(Box<T>);
 
   // One source's boxes of a phase, by destination: a message's box is then
   // found by its destination's worker alone (Handler::send).

@@ -42,9 +42,9 @@ void expect_distinct_boxes(PhaseMail& mail, unsigned workers, unsigned lo, unsig
     for (auto it = boxes.begin(); std::next(it) != boxes.end(); ++it)
       EXPECT_GE(std::next(it)->first - it->first, bytes);
   };
-  apart(coll, sizeof(Mailbox<CollRec>));
-  apart(result, sizeof(Mailbox<ResultRec>));
-  apart(bare, sizeof(Mailbox<BareSendRec>));
+  apart(coll, PhaseMail::kBoxBytes<CollRec>);
+  apart(result, PhaseMail::kBoxBytes<ResultRec>);
+  apart(bare, PhaseMail::kBoxBytes<BareSendRec>);
 }
 
 TEST(PhaseMail, EveryBoxOfAPlainCommandIsItsOwn) {
@@ -79,8 +79,9 @@ TEST(PhaseMail, AProcessHoldsItsWorkersTimesTheJobs) {
           least = std::min(least, a);
           most = std::max(most, a);
         }
-  const size_t boxes = (most - least) / sizeof(Mailbox<CollRec>) + 1;
-  EXPECT_LE(boxes, 4u * (kHi - kLo) * kWorkers + 2u * kWorkers);
+  const size_t boxes = (most - least) / PhaseMail::kBoxBytes<CollRec> + 1;
+  constexpr size_t kGuardBoxes = (512 + PhaseMail::kBoxBytes<CollRec> - 1) / PhaseMail::kBoxBytes<CollRec>;
+  EXPECT_LE(boxes, 4u * (kHi - kLo) * kWorkers + kGuardBoxes * kWorkers);
   EXPECT_GE(boxes, 2u * (kHi - kLo) * kWorkers);
 }
 
@@ -93,7 +94,7 @@ TEST(PhaseMail, EachSourcesBoxesEndInAGuard) {
   for (unsigned s = 0; s + 1 < 3; ++s) {
     const uintptr_t last = address(&mail.coll_box(1, s, 2));
     const uintptr_t next = address(&mail.coll_box(0, s + 1, 0));
-    EXPECT_GE(next - last, sizeof(Mailbox<CollRec>) + 512) << "source " << s;
+    EXPECT_GE(next - last, PhaseMail::kBoxBytes<CollRec> + 512) << "source " << s;
   }
 }
 
@@ -119,6 +120,32 @@ TEST(PhaseMail, RecordsReachTheirBoxOnly) {
   }
   box.clear();
   EXPECT_TRUE(mail.empty());
+}
+
+// A box no one writes costs a cache line: a process holds a box for each
+// pair of its workers and the job's in each family and parity, most never
+// used (1.4 GB a process at 3,200 workers with 8 records staged in place).
+TEST(PhaseMail, AnUnusedBoxIsOneCacheLine) {
+  EXPECT_EQ(PhaseMail::kBoxBytes<SendRec>, 64u);
+  EXPECT_EQ(PhaseMail::kBoxBytes<BareSendRec>, 64u);
+  EXPECT_EQ(PhaseMail::kBoxBytes<LateRecvRec>, 64u);
+  EXPECT_EQ(PhaseMail::kBoxBytes<CollRec>, 64u);
+  EXPECT_EQ(PhaseMail::kBoxBytes<ResultRec>, 64u);
+}
+
+// A box emptied into a stream and freed (a box to another process) takes
+// records again, staged and published as before.
+TEST(PhaseMail, AReleasedBoxTakesRecordsAgain) {
+  Mailbox<BareSendRec> box;
+  for (int round = 0; round < 3; ++round) {
+    const int records = 5 + 13 * round;  // a partial staging, then several
+    for (int i = 0; i < records; ++i) box.push_back(BareSendRec{ChannelKey{}, 1.0 * i + round});
+    box.publish();
+    ASSERT_EQ(box.size(), static_cast<size_t>(records));
+    for (int i = 0; i < records; ++i) EXPECT_EQ(box.begin()[i].enter, 1.0 * i + round);
+    box.release();
+    EXPECT_TRUE(box.empty());
+  }
 }
 
 }  // namespace
