@@ -214,12 +214,17 @@ void Engine::phase_collectives(unsigned w) {
     if (spread_.local_worker(src)) box.clear();
     else box.release();
   };
-  for (unsigned o = 0; o < workers_; ++o) {
+  // (This phase's writes of its parity start afresh; the boxes of the last
+  // phase come from the sources that wrote to w, in their order.)
+  mail_.start_phase(q ^ 1, w);
+  std::vector<unsigned>& sources = mail_sources_[w];
+  mail_.take_sources(q, w, sources);
+  for (unsigned o : sources) {
     auto& box = mail_.result_box(q, o, w);
     for (const ResultRec& rr : box) apply(rr);
     done(box, o);
   }
-  for (unsigned s = 0; s < workers_; ++s) {
+  for (unsigned s : sources) {
     auto& box = mail_.send_box(q, s, w);
     ingest_sends(box, w, q ^ 1);
     done(box, s);
@@ -235,7 +240,7 @@ void Engine::phase_collectives(unsigned w) {
   }
   // Instances completed here give their other workers' members their
   // figures in this phase (PhaseMail::kEarlyResults), before those ranks settle.
-  for (unsigned s = 0; s < workers_; ++s) {
+  for (unsigned s : sources) {
     auto& box = mail_.coll_box(q, s, w);
     for (const CollRec& c : box) add_member(w, c, PhaseMail::kEarlyResults);
     done(box, s);
@@ -311,7 +316,7 @@ void Engine::phase_decode(unsigned w) {
 }
 
 void Engine::publish_early(unsigned w) {
-  for (unsigned d = 0; d < workers_; ++d) mail_.result_box(PhaseMail::kEarlyResults, w, d).publish();
+  mail_.publish_early(w);
   step_done_[w].phase.store(phase_, std::memory_order_release);
 }
 
@@ -319,10 +324,11 @@ void Engine::publish_early(unsigned w) {
 // ranks' they applied at once).
 void Engine::take_early_results(unsigned w) {
   const uint64_t t0 = worker_stats_.on() ? monotonic_ns() : 0;
-  for (unsigned o = 0; o < workers_; ++o) {
+  // (Another process's workers' boxes were filled before this phase's
+  // decoding: only this process's workers are waited for.)
+  for (unsigned o = spread_.local_lo(); o < spread_.local_hi(); ++o) {
     if (o == w) continue;
-    // (Another process's: its box was filled before this phase's decoding.)
-    for (unsigned spins = 0; spread_.local_worker(o) && step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
+    for (unsigned spins = 0; step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
       if (spins < 64) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -331,6 +337,12 @@ void Engine::take_early_results(unsigned w) {
         std::this_thread::yield();
       }
     }
+  }
+  // (In the sources' order, as each came.)
+  std::vector<unsigned>& sources = mail_sources_[w];
+  mail_.take_sources(PhaseMail::kEarlyResults, w, sources);
+  for (unsigned o : sources) {
+    if (o == w) continue;
     auto& box = mail_.result_box(PhaseMail::kEarlyResults, o, w);
     for (const ResultRec& rr : box) apply(rr);
     box.clear();
@@ -354,7 +366,7 @@ void Engine::on_phase_end() {
     if (r.has_ev) sums.min_next = std::min(sums.min_next, r.ev_enter);
     spread_.note_exhausted(i, r.exhausted_phase);
   }
-  sums.boxes_empty = mail_.empty();
+  sums.boxes_empty = mail_.empty(parity);
   // (Its ranks' states do not change in the exchange: the mail it brings is
   // read in the next phase.)
   sums.window_done = window_.from_index() && window_.done(ranks_);
@@ -487,6 +499,7 @@ void Engine::setup() {
   // one worker needs no mailbox.
   worker_ranks_.assign(workers_, {});
   stopped_at_share_.assign(workers_, {});
+  mail_sources_.assign(workers_, {});
   const size_t R = traces.size();
   worker_of_.assign(R, 0);
   for (int p = 0; p < (held ? spread_.procs() : 1); ++p) {

@@ -948,6 +948,8 @@ class Engine {
   // Per worker: its ranks that stopped at their share of a phase, as places in
   // worker_ranks_ (phase_decode).
   std::vector<std::vector<size_t>> stopped_at_share_;
+  // Each worker's sources with mail for it in a step (PhaseMail::take_sources).
+  std::vector<std::vector<unsigned>> mail_sources_;
   // Rank index -> its worker (read-only during phases; reading Rank::worker
   // of another worker's rank would share a cache line it writes).
   std::vector<unsigned> worker_of_;

@@ -1,4 +1,5 @@
 // The mailboxes between workers (PhaseMail, phase_mail.h).
+#include <algorithm>
 #include <stdexcept>
 #include <type_traits>
 
@@ -37,6 +38,10 @@ void PhaseMail::resize(unsigned workers, unsigned local_lo, unsigned local_hi) {
     using T = std::remove_cv_t<std::remove_reference_t<decltype(*family[0].v.begin())>>;
     family = Family(local_n_ * local_source_stride<T>() + (workers - local_n_) * remote_source_stride<T>());
   });
+  const size_t rows = static_cast<size_t>(kNotedParities) * local_n_;
+  written_.assign(rows * workers_, 0);
+  incoming_.assign(rows * workers_, 0);
+  written_lists_.assign(rows, {});
 }
 
 size_t PhaseMail::remote_box(size_t local_stride, size_t remote_stride, int parity, unsigned src, unsigned dst) const {
@@ -46,73 +51,148 @@ size_t PhaseMail::remote_box(size_t local_stride, size_t remote_stride, int pari
   return local_n_ * local_stride + remote * remote_stride + static_cast<size_t>(parity) * local_n_ + (dst - local_lo_);
 }
 
-bool PhaseMail::empty() const {
-  bool empty = true;
-  each_family(*this, [&](const auto& family) {
-    for (const auto& b : family) empty = empty && b.v.empty();
-  });
-  return empty;
+void PhaseMail::note_first_write(int parity, unsigned src, unsigned dst) {
+  if (!local(src) || dst >= workers_) throw std::logic_error("PhaseMail: a box written by another process's worker");
+  written_row(parity, src)[dst] = 1;
+  written_list(parity, src).push_back(dst);
+  if (local(dst)) incoming(parity, dst, src) = 1;
+}
+
+void PhaseMail::start_phase(int parity, unsigned src) {
+  for (int q : {parity, kEarlyResults}) {
+    uint8_t* row = written_row(q, src);
+    auto& list = written_list(q, src);
+    for (unsigned d : list) row[d] = 0;
+    list.clear();
+  }
+}
+
+void PhaseMail::take_sources(int parity, unsigned dst, std::vector<unsigned>& sources) {
+  sources.clear();
+  uint8_t* row = &incoming(parity, dst, 0);
+  // (A word of 8 sources at a time: most are 0.)
+  unsigned s = 0;
+  for (; s + 8 <= workers_; s += 8) {
+    uint64_t word;
+    std::memcpy(&word, row + s, 8);
+    if (word == 0) continue;
+    for (unsigned k = 0; k < 8; ++k)
+      if (row[s + k]) {
+        sources.push_back(s + k);
+        row[s + k] = 0;
+      }
+  }
+  for (; s < workers_; ++s)
+    if (row[s]) {
+      sources.push_back(s);
+      row[s] = 0;
+    }
+}
+
+bool PhaseMail::empty(int parity) const {
+  for (unsigned w = local_lo_; w < local_lo_ + local_n_; ++w)
+    if (!written_list(parity, w).empty()) return false;
+  return true;
 }
 
 void PhaseMail::publish(int parity, unsigned w) {
-  for (unsigned d = 0; d < workers_; ++d) {
+  // (In order: pack() takes each other process's range of them.)
+  auto& list = written_list(parity, w);
+  std::sort(list.begin(), list.end());
+  for (unsigned d : list) {
     each_plain_box(parity, w, d, [](auto& box) { box.publish(); });
     coll_box(parity, w, d).publish();
     result_box(parity, w, d).publish();
   }
 }
 
+void PhaseMail::publish_early(unsigned w) {
+  auto& list = written_list(kEarlyResults, w);
+  std::sort(list.begin(), list.end());
+  for (unsigned d : list) result_box(kEarlyResults, w, d).publish();
+}
+
+// The stream to one process: the number of pairs, then each pair written in
+// the phase with a record for it (source, destination, then its boxes' arrays
+// in each_plain_box's order, the collective calls', the results'; the
+// results' alone with results_only). Pairs with nothing take no bytes: at
+// thousands of workers nearly all are such.
 void PhaseMail::pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
                      bool results_only, const std::vector<std::unique_ptr<RankTrace>>& traces) {
   // The stream's size first: grown by doubling, it held up to twice what
   // crosses.
-  size_t bytes = 0;
-  for (unsigned o = src_lo; o < src_hi; ++o)
-    for (unsigned d = dst_lo; d < dst_hi; ++d) {
-      if (!results_only) {
-        each_plain_box(parity, o, d, [&](auto& box) { bytes += packed_bytes(box); });
-        bytes += packed_bytes(coll_box(parity, o, d));
-      }
-      bytes += packed_bytes(result_box(parity, o, d));
+  size_t bytes = sizeof(uint64_t), pairs = 0;
+  const auto pair_bytes = [&](unsigned o, unsigned d) {
+    size_t b = 0;
+    bool any = !result_box(parity, o, d).empty();
+    if (!results_only) {
+      each_plain_box(parity, o, d, [&](auto& box) {
+        b += packed_bytes(box);
+        any = any || !box.empty();
+      });
+      b += packed_bytes(coll_box(parity, o, d));
+      any = any || !coll_box(parity, o, d).empty();
     }
+    b += packed_bytes(result_box(parity, o, d)) + 2 * sizeof(uint32_t);
+    return any ? b : 0;
+  };
+  const auto each_pair = [&](auto&& f) {
+    for (unsigned o = src_lo; o < src_hi; ++o) {
+      const auto& list = written_list(parity, o);  // (in order: published)
+      for (auto it = std::lower_bound(list.begin(), list.end(), dst_lo); it != list.end() && *it < dst_hi; ++it)
+        f(o, *it);
+    }
+  };
+  each_pair([&](unsigned o, unsigned d) {
+    const size_t b = pair_bytes(o, d);
+    bytes += b;
+    pairs += b != 0;
+  });
   out.buf.reserve(out.buf.size() + bytes);
-  for (unsigned o = src_lo; o < src_hi; ++o)
-    for (unsigned d = dst_lo; d < dst_hi; ++d) {
-      if (!results_only) {
-        each_plain_box(parity, o, d, [&](auto& box) { pack_box(out, box); });
-        auto& box = coll_box(parity, o, d);
-        out.put<uint64_t>(box.size());
-        for (CollRec c : box) {
-          const auto& defs = traces[static_cast<size_t>(c.rank)]->comms();
-          c.def = reinterpret_cast<const CommDef*>(c.def ? static_cast<uintptr_t>(c.def - defs.data()) + 1 : 0);
-          out.put(c);
-        }
-        box.release();
+  out.put<uint64_t>(pairs);
+  each_pair([&](unsigned o, unsigned d) {
+    if (pair_bytes(o, d) == 0) return;
+    out.put<uint32_t>(o);
+    out.put<uint32_t>(d);
+    if (!results_only) {
+      each_plain_box(parity, o, d, [&](auto& box) { pack_box(out, box); });
+      auto& box = coll_box(parity, o, d);
+      out.put<uint64_t>(box.size());
+      for (CollRec c : box) {
+        const auto& defs = traces[static_cast<size_t>(c.rank)]->comms();
+        c.def = reinterpret_cast<const CommDef*>(c.def ? static_cast<uintptr_t>(c.def - defs.data()) + 1 : 0);
+        out.put(c);
       }
-      pack_box(out, result_box(parity, o, d));
+      box.release();
     }
+    pack_box(out, result_box(parity, o, d));
+  });
 }
 
 void PhaseMail::unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
                        bool results_only, const std::vector<std::unique_ptr<RankTrace>>& traces) {
-  for (unsigned o = src_lo; o < src_hi; ++o)
-    for (unsigned d = dst_lo; d < dst_hi; ++d) {
-      if (!results_only) {
-        each_plain_box(parity, o, d, [&](auto& box) { unpack_box(in, box); });
-        auto& box = coll_box(parity, o, d);
-        size_t n;
-        const char* at = in.get_array<CollRec>(&n);
-        if (n) {
-          CollRec* calls = box.extend_published(n);
-          std::memcpy(calls, at, n * sizeof(CollRec));
-          for (CollRec* c = calls; c != calls + n; ++c) {
-            const auto index = reinterpret_cast<uintptr_t>(c->def);
-            c->def = index ? &traces[static_cast<size_t>(c->rank)]->comms()[index - 1] : nullptr;
-          }
+  const uint64_t pairs = in.get<uint64_t>();
+  for (uint64_t i = 0; i < pairs; ++i) {
+    const unsigned o = in.get<uint32_t>(), d = in.get<uint32_t>();
+    if (o < src_lo || o >= src_hi || d < dst_lo || d >= dst_hi || !local(d))
+      throw std::runtime_error("distributed analysis: a mailbox outside the processes that exchange it");
+    if (!results_only) {
+      each_plain_box(parity, o, d, [&](auto& box) { unpack_box(in, box); });
+      auto& box = coll_box(parity, o, d);
+      size_t n;
+      const char* at = in.get_array<CollRec>(&n);
+      if (n) {
+        CollRec* calls = box.extend_published(n);
+        std::memcpy(calls, at, n * sizeof(CollRec));
+        for (CollRec* c = calls; c != calls + n; ++c) {
+          const auto index = reinterpret_cast<uintptr_t>(c->def);
+          c->def = index ? &traces[static_cast<size_t>(c->rank)]->comms()[index - 1] : nullptr;
         }
       }
-      unpack_box(in, result_box(parity, o, d));
     }
+    unpack_box(in, result_box(parity, o, d));
+    incoming(parity, d, o) = 1;
+  }
 }
 
 }  // namespace prof::analysis::detail

@@ -139,27 +139,64 @@ class PhaseMail {
   template <class T>
   static constexpr size_t kBoxBytes = sizeof(Box<T>);
 
-  // One source's boxes of a phase, by destination: a message's box is then
-  // found by its destination's worker alone (Handler::send).
+  // One local source's boxes of a phase, by destination, to write: a
+  // message's box is then found by its destination's worker alone
+  // (Handler::send), and the pair noted as written.
   template <class T>
   class Row {
    public:
-    explicit Row(Box<T>* first) : first_(first) {}
-    Mailbox<T>& operator[](unsigned dst) const { return first_[dst].v; }
+    Row(Box<T>* first, PhaseMail* mail, int parity, unsigned src)
+        : first_(first), written_(mail->written_row(parity, src)), mail_(mail) {}
+    Mailbox<T>& operator[](unsigned dst) const {
+      if (!written_[dst]) [[unlikely]]
+        mail_->note_first_write_in(written_, dst);
+      return first_[dst].v;
+    }
 
    private:
     Box<T>* first_;
+    const uint8_t* written_;
+    PhaseMail* mail_;
   };
-  Row<SendRec> send_row(int parity, unsigned src) { return Row<SendRec>(box_at(send_, parity, src, 0)); }
-  Row<BareSendRec> bare_send_row(int parity, unsigned src) {
-    return Row<BareSendRec>(box_at(bare_send_, parity, src, 0));
+  Row<SendRec> send_row(int parity, unsigned src) {
+    return Row<SendRec>(box_at(send_, parity, src, 0), this, parity, src);
   }
+  Row<BareSendRec> bare_send_row(int parity, unsigned src) {
+    return Row<BareSendRec>(box_at(bare_send_, parity, src, 0), this, parity, src);
+  }
+  // The other families' boxes to write, from a local source: the pair noted
+  // as written.
+  Mailbox<SendRec>& cancel_out(int parity, unsigned src, unsigned dst) {
+    note_write(parity, src, dst);
+    return cancel_box(parity, src, dst);
+  }
+  Mailbox<LateRecvRec>& late_out(int parity, unsigned src, unsigned dst) {
+    note_write(parity, src, dst);
+    return late_box(parity, src, dst);
+  }
+  Mailbox<CollRec>& coll_out(int parity, unsigned src, unsigned dst) {
+    note_write(parity, src, dst);
+    return coll_box(parity, src, dst);
+  }
+  Mailbox<ResultRec>& result_out(int parity, unsigned src, unsigned dst) {
+    note_write(parity, src, dst);
+    return result_box(parity, src, dst);
+  }
+  // A local source's phase of this parity begins: the pairs it wrote in the
+  // last phase of that parity, and its early results', are forgotten (their
+  // boxes were published, packed and read since).
+  void start_phase(int parity, unsigned src);
+  // The sources with records for local destination dst in boxes of this
+  // parity (0, 1 or kEarlyResults), in increasing order, into `sources`;
+  // their notes cleared (the reader reads them all).
+  void take_sources(int parity, unsigned dst, std::vector<unsigned>& sources);
 
   // Boxes for `workers` workers, this process running [local_lo, local_hi)
   // of them: a box has a local source or destination (two processes' workers
   // exchange through their own copies, pack() and unpack()), so a process
   // holds boxes for its workers times all, not all times all.
   void resize(unsigned workers, unsigned local_lo, unsigned local_hi);
+  // A box to read (or, in tests, to look at): no note.
   Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) { return box_at(send_, parity, src, dst)->v; }
   Mailbox<BareSendRec>& bare_send_box(int parity, unsigned src, unsigned dst) {
     return box_at(bare_send_, parity, src, dst)->v;
@@ -169,9 +206,13 @@ class PhaseMail {
   Mailbox<CollRec>& coll_box(int parity, unsigned src, unsigned dst) { return box_at(coll_, parity, src, dst)->v; }
   // parity 0 or 1, or kEarlyResults.
   Mailbox<ResultRec>& result_box(int parity, unsigned src, unsigned dst) { return box_at(result_, parity, src, dst)->v; }
-  bool empty() const;
+  // No box of this process holds records, at the end of a phase of this
+  // parity (those of the other parity and the early results were read in it).
+  bool empty(int parity) const;
   // What worker w wrote in a phase of this parity becomes readable after the barrier.
   void publish(int parity, unsigned w);
+  // Worker w's early results become readable (before its flag).
+  void publish_early(unsigned w);
   // Several processes: the boxes from workers [src_lo, src_hi) to [dst_lo,
   // dst_hi) to a byte stream and back (only the results' with results_only).
   // A collective call's communicator travels as its index among its rank's
@@ -207,6 +248,42 @@ class PhaseMail {
   }
   // (Out of line: a worker of another process's box.)
   size_t remote_box(size_t local_stride, size_t remote_stride, int parity, unsigned src, unsigned dst) const;
+
+  // Which pairs were written in a phase, so that publishing, packing and
+  // reading visit those only, not every pair of a process's workers and
+  // the job's (3,200 workers: 10^5 pairs, 13 boxes each, a phase):
+  // - written_: for each (parity, local source) a byte per destination, set
+  //   at the pair's first record in the phase, and the list of those
+  //   destinations (written_lists_); only the source writes them;
+  // - incoming_: for each (parity, local destination) a byte per source, set
+  //   by the source's first record (another process's source: by unpack()),
+  //   cleared by the destination's reader. Byte stores of several sources
+  //   to one row are distinct objects: no race, once a pair a phase.
+  // Parities 0, 1 and kEarlyResults.
+  static constexpr int kNotedParities = 3;
+  uint8_t* written_row(int parity, unsigned src) {
+    return &written_[(static_cast<size_t>(parity) * local_n_ + (src - local_lo_)) * workers_];
+  }
+  std::vector<unsigned>& written_list(int parity, unsigned src) {
+    return written_lists_[static_cast<size_t>(parity) * local_n_ + (src - local_lo_)];
+  }
+  const std::vector<unsigned>& written_list(int parity, unsigned src) const {
+    return written_lists_[static_cast<size_t>(parity) * local_n_ + (src - local_lo_)];
+  }
+  uint8_t& incoming(int parity, unsigned dst, unsigned src) {
+    return incoming_[(static_cast<size_t>(parity) * local_n_ + (dst - local_lo_)) * workers_ + src];
+  }
+  [[gnu::always_inline]] void note_write(int parity, unsigned src, unsigned dst) {
+    if (!written_row(parity, src)[dst]) [[unlikely]]
+      note_first_write(parity, src, dst);
+  }
+  [[gnu::noinline]] void note_first_write(int parity, unsigned src, unsigned dst);
+  // (The same, the source's row of written_ given: a Row's.)
+  [[gnu::noinline]] void note_first_write_in(const uint8_t* row, unsigned dst) {
+    const size_t at = static_cast<size_t>(row - written_.data()) / workers_;  // parity * local_n_ + local source
+    note_first_write(static_cast<int>(at / local_n_), local_lo_ + static_cast<unsigned>(at % local_n_), dst);
+  }
+  bool local(unsigned w) const { return w - local_lo_ < local_n_; }
   // The one list of the boxes' families: f(family) for each, the results'
   // (three parities) last.
   template <class Self, class F>
@@ -237,6 +314,8 @@ class PhaseMail {
   std::vector<Box<LateRecvRec>> late_;  // receives' issues back to blocking senders
   std::vector<Box<CollRec>> coll_;
   std::vector<Box<ResultRec>> result_;  // parities 0, 1 and kEarlyResults
+  std::vector<uint8_t> written_, incoming_;
+  std::vector<std::vector<unsigned>> written_lists_;
 };
 
 }  // namespace prof::analysis::detail

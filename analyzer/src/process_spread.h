@@ -193,8 +193,7 @@ void ProcessSpread::exchange_with_others(Pack&& pack, Unpack&& unpack) {
 // owner order, as one process applies them sweeping owner after owner.
 template <class Apply>
 void ProcessSpread::exchange_final_results(PhaseMail& mail, const Traces& traces, Apply&& apply) {
-  for (unsigned w = local_lo_; w < local_hi_; ++w)
-    for (unsigned d = 0; d < workers_; ++d) mail.result_box(0, w, d).publish();
+  for (unsigned w = local_lo_; w < local_hi_; ++w) mail.publish(0, w);
   std::vector<std::string> out(static_cast<size_t>(procs_));
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;

@@ -106,7 +106,7 @@ TEST(PhaseMail, RecordsReachTheirBoxOnly) {
   mail.resize(6, 2, 4);
   constexpr int kRecords = 1000;
   for (int i = 0; i < kRecords; ++i)
-    mail.coll_box(1, 3, 5).emplace_with([&](CollRec& c) {
+    mail.coll_out(1, 3, 5).emplace_with([&](CollRec& c) {
       c = CollRec{};
       c.seq = static_cast<uint64_t>(i);
       c.rank = i % 7;
@@ -118,8 +118,49 @@ TEST(PhaseMail, RecordsReachTheirBoxOnly) {
     EXPECT_EQ(box.begin()[i].seq, static_cast<uint64_t>(i));
     EXPECT_EQ(box.begin()[i].rank, i % 7);
   }
-  box.clear();
-  EXPECT_TRUE(mail.empty());
+  for (unsigned s = 0; s < 6; ++s)
+    for (unsigned d = 0; d < 6; ++d)
+      for (int p : kParities)
+        if ((s >= 2 && s < 4) || (d >= 2 && d < 4))
+          EXPECT_EQ(mail.coll_box(p, s, d).size(), (p == 1 && s == 3 && d == 5) ? size_t{kRecords} : 0u)
+              << p << " " << s << " " << d;
+}
+
+// Publishing, packing and reading visit the pairs written in the phase only:
+// a destination learns its sources, in increasing order, each once
+// whatever it was sent and in whatever order; the process's boxes count as
+// empty at the phase's end only when nothing was written in it.
+TEST(PhaseMail, ADestinationReadsTheSourcesThatWroteToIt) {
+  PhaseMail mail;
+  mail.resize(8, 0, 8);
+  EXPECT_TRUE(mail.empty(0));
+  for (unsigned s : {6u, 1u, 4u}) mail.start_phase(0, s);
+  // Two families and many records from 6, one from 1 and 4; 4 to 2 as well.
+  for (int i = 0; i < 20; ++i) mail.late_out(0, 6, 3).push_back(LateRecvRec{});
+  mail.result_out(0, 6, 3).push_back(ResultRec{});
+  mail.send_row(0, 1)[3].push_back(SendRec{});
+  mail.coll_out(0, 4, 3).push_back(CollRec{});
+  mail.coll_out(0, 4, 2).push_back(CollRec{});
+  EXPECT_FALSE(mail.empty(0));
+  EXPECT_TRUE(mail.empty(1));
+  for (unsigned s : {6u, 1u, 4u}) mail.publish(0, s);
+  EXPECT_EQ(mail.late_box(0, 6, 3).size(), 20u);  // published
+  EXPECT_EQ(mail.send_box(0, 1, 3).size(), 1u);
+  std::vector<unsigned> sources;
+  mail.take_sources(0, 3, sources);
+  EXPECT_EQ(sources, (std::vector<unsigned>{1, 4, 6}));
+  mail.take_sources(0, 3, sources);  // taken once
+  EXPECT_TRUE(sources.empty());
+  mail.take_sources(0, 2, sources);
+  EXPECT_EQ(sources, (std::vector<unsigned>{4}));
+  mail.take_sources(1, 3, sources);  // the other parity: none
+  EXPECT_TRUE(sources.empty());
+  // The sources' next phase of this parity starts afresh.
+  for (unsigned s : {6u, 1u, 4u}) mail.start_phase(0, s);
+  EXPECT_TRUE(mail.empty(0));
+  mail.coll_out(0, 4, 3).push_back(CollRec{});
+  mail.take_sources(0, 3, sources);
+  EXPECT_EQ(sources, (std::vector<unsigned>{4}));
 }
 
 // A box no one writes costs a cache line: a process holds a box for each
