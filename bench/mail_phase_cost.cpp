@@ -77,12 +77,12 @@ int main(int argc, char** argv) {
     for (unsigned s = lo; s < hi; ++s) {
       mail.start_phase(parity, s);
       for (unsigned o : phase_owners)
-        if (o != s) mail.late_out(parity, s, o).push_back(LateRecvRec{});  // a member's record to its owner
+        if (o != s) mail.late_box(parity, s, o).push_back(LateRecvRec{});  // a member's record to its owner
     }
     for (unsigned o : phase_owners)
       if (o >= lo && o < hi)
         for (unsigned d = 0; d < workers; ++d)
-          if (d != o) mail.result_out(parity, o, d).push_back(ResultRec{});  // the owner's results
+          if (d != o) mail.result_box(parity, o, d).push_back(ResultRec{});  // the owner's results
     for (unsigned s = lo; s < hi; ++s) mail.publish(parity, s);
     const bool empty = mail.empty(parity);
     for (unsigned p = 0; p < procs; ++p) {

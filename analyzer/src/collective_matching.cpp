@@ -110,7 +110,7 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
   // (At the end of a run over several processes every result goes through a
   // box, so each rank takes them in owner order, as from one process.)
   if ((direct || mw == w) && !spread_.final_sweep()) [[likely]] apply_result(rr);
-  else mail_.result_out(parity, w, mw).emplace_with([&](ResultRec& to) {
+  else mail_.result_box(parity, w, mw).emplace_with([&](ResultRec& to) {
     to.rank = rr.rank;
     to.node = rr.node;
     to.a2a = rr.a2a;
@@ -277,7 +277,7 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
     fill(rec);
     eng.take_member(w, rec, parity);
   } else {
-    eng.mail_.coll_out(parity, w, o).emplace_with(fill);
+    eng.mail_.coll_box(parity, w, o).emplace_with(fill);
   }
 }
 

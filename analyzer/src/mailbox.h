@@ -12,12 +12,17 @@
 // A box's staging lines are allocated at its first record: a process holds a
 // box for each pair of its workers and the job's, most of which stay empty,
 // and staging in place took 8 records a box, about 7 KB a pair of workers.
+// publish() sets the staging aside, so the first record after it takes the
+// same rare path as the very first, which also tells the box's owner
+// (FirstRecordNotes) that the box holds records again: the owner then
+// visits the boxes written in a phase, not all of them, at no cost to the
+// records that follow.
 //
 // Invariants: T is trivially copyable and a multiple of 8 bytes; the writer
 // calls publish() on each box it wrote before the barrier that hands the
 // records over (it flushes the staged records and fences the streamed stores);
 // the reader reads and clears only after that barrier; staged_ > 0 only with
-// stage_ allocated.
+// stage_ set; stage_ and spare_ are never both set.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +36,16 @@
 #endif
 
 namespace prof::analysis::detail {
+
+// Who hears of a box's first record after each publish(): `id` is what the
+// box was given with it (Mailbox::set_notes).
+class FirstRecordNotes {
+ public:
+  virtual void first_record(uint32_t id) = 0;
+
+ protected:
+  ~FirstRecordNotes() = default;
+};
 
 template <class T>
 class Mailbox {
@@ -49,6 +64,12 @@ class Mailbox {
   ~Mailbox() {
     std::free(data_);
     std::free(stage_);
+    std::free(spare_);
+  }
+  // The first record after each publish() calls notes->first_record(id).
+  void set_notes(FirstRecordNotes* notes, uint32_t id) {
+    notes_ = notes;
+    id_ = id;
   }
 
   // Reader side (after the barrier): the records published.
@@ -63,10 +84,8 @@ class Mailbox {
     std::free(data_);
     data_ = nullptr;
     size_ = cap_ = 0;
-    if (staged_ == 0) {
-      std::free(stage_);
-      stage_ = nullptr;
-    }
+    std::free(spare_);
+    spare_ = nullptr;
   }
 
   // Reader side, before reading: n records appended and published at once,
@@ -82,7 +101,7 @@ class Mailbox {
   // Writer side.
   void push_back(const T& x) {
     if (!stage_) [[unlikely]]
-      allocate_stage();
+      begin_staging();
     stage_[staged_++] = x;
     if (staged_ == kStage) flush(kStage);
   }
@@ -93,13 +112,17 @@ class Mailbox {
   template <class Fill>
   [[gnu::always_inline]] void emplace_with(Fill&& fill) {
     if (!stage_) [[unlikely]]
-      allocate_stage();
+      begin_staging();
     fill(stage_[staged_]);
     if (++staged_ == kStage) flush(kStage);
   }
   // Hands what was pushed to the reader: call before the barrier.
   void publish() {
     if (staged_) flush(staged_);
+    if (stage_) {
+      spare_ = stage_;
+      stage_ = nullptr;
+    }
 #if defined(__x86_64__)
     _mm_sfence();  // streamed stores are weakly ordered
 #endif
@@ -124,9 +147,16 @@ class Mailbox {
     size_ += n;
     staged_ = 0;
   }
-  [[gnu::noinline]] void allocate_stage() {
-    stage_ = static_cast<T*>(std::aligned_alloc(64, kStage * sizeof(T)));  // kStage * sizeof(T): a multiple of 64
-    if (!stage_) throw std::bad_alloc();
+  // The first record since the box was made or last published.
+  [[gnu::noinline]] void begin_staging() {
+    if (spare_) {
+      stage_ = spare_;
+      spare_ = nullptr;
+    } else {
+      stage_ = static_cast<T*>(std::aligned_alloc(64, kStage * sizeof(T)));  // kStage * sizeof(T): a multiple of 64
+      if (!stage_) throw std::bad_alloc();
+    }
+    if (notes_) notes_->first_record(id_);
   }
   // From one staging's worth, doubling: a box between two workers that
   // rarely meet (a collective's owner and a member, among many workers)
@@ -144,8 +174,11 @@ class Mailbox {
   }
   T* data_ = nullptr;  // 64-aligned
   size_t size_ = 0, cap_ = 0;
-  T* stage_ = nullptr;  // 64-aligned, kStage records; allocated at the first record
-  size_t staged_ = 0;
+  T* stage_ = nullptr;  // 64-aligned, kStage records: set from the first record to publish()
+  T* spare_ = nullptr;  // the staging set aside by publish()
+  FirstRecordNotes* notes_ = nullptr;
+  uint32_t staged_ = 0;
+  uint32_t id_ = 0;
 };
 
 }  // namespace prof::analysis::detail

@@ -75,7 +75,7 @@ void Handler::cancel_send(const ChannelKey& k, double send_enter) {
   const unsigned dw = eng.worker_of_[static_cast<size_t>(di)];
   const SendRec s{k, send_enter, send_enter, HoldQueue::kNone, static_cast<int32_t>(r.index), 0};
   if (dw == w) eng.ingest_send(s, true, w, parity);
-  else eng.mail_.cancel_out(parity, w, dw).push_back(s);
+  else eng.mail_.cancel_box(parity, w, dw).push_back(s);
 }
 
 // Another worker's sends to this worker's ranks, in the order it decoded

@@ -38,7 +38,7 @@ namespace prof::analysis::detail {
     const double from = isend ? pr.issue : late.from, to = isend ? -kInf : late.to;
     const unsigned sw = worker_of_[static_cast<size_t>(s.rank)];
     if (sw == w) apply_late_receiver(LateRecvRec{s.rank, s.node, r.rank, from, to, s.hold});
-    else mail_.late_out(parity, w, sw).emplace_with([&](LateRecvRec& lr) {
+    else mail_.late_box(parity, w, sw).emplace_with([&](LateRecvRec& lr) {
       lr.rank = s.rank;
       lr.node = s.node;
       lr.partner = r.rank;
@@ -61,7 +61,7 @@ namespace prof::analysis::detail {
       const LateRecvRec none = q.leave == -kInf ? LateRecvRec{q.rank, q.node, d.rank, -kInf, -kInf, q.hold}
                                                 : LateRecvRec{q.rank, q.node, d.rank, q.enter, q.enter, q.hold};
       if (worker_of_[static_cast<size_t>(q.rank)] == w) apply_late_receiver(none);
-      else mail_.late_out(parity, w, worker_of_[static_cast<size_t>(q.rank)]).push_back(none);
+      else mail_.late_box(parity, w, worker_of_[static_cast<size_t>(q.rank)]).push_back(none);
     }
     return;
   }

@@ -42,6 +42,16 @@ void PhaseMail::resize(unsigned workers, unsigned local_lo, unsigned local_hi) {
   written_.assign(rows * workers_, 0);
   incoming_.assign(rows * workers_, 0);
   written_lists_.assign(rows, {});
+  if (written_.size() > UINT32_MAX) throw std::length_error("PhaseMail: too many pairs of workers");
+  // A local source's boxes tell their first record in a phase.
+  each_family(*this, [&](auto& family) {
+    using T = std::remove_cv_t<std::remove_reference_t<decltype(*family[0].v.begin())>>;
+    for (int parity = 0; parity < static_cast<int>(kParities<T>); ++parity)
+      for (unsigned src = local_lo_; src < local_lo_ + local_n_; ++src)
+        for (unsigned dst = 0; dst < workers_; ++dst)
+          box_at(family, parity, src, dst)->v.set_notes(
+              this, static_cast<uint32_t>(written_row(parity, src) + dst - written_.data()));
+  });
 }
 
 size_t PhaseMail::remote_box(size_t local_stride, size_t remote_stride, int parity, unsigned src, unsigned dst) const {
@@ -51,9 +61,12 @@ size_t PhaseMail::remote_box(size_t local_stride, size_t remote_stride, int pari
   return local_n_ * local_stride + remote * remote_stride + static_cast<size_t>(parity) * local_n_ + (dst - local_lo_);
 }
 
-void PhaseMail::note_first_write(int parity, unsigned src, unsigned dst) {
-  if (!local(src) || dst >= workers_) throw std::logic_error("PhaseMail: a box written by another process's worker");
-  written_row(parity, src)[dst] = 1;
+void PhaseMail::first_record(uint32_t id) {
+  if (written_[id]) return;  // (another family's box of the pair)
+  written_[id] = 1;
+  const size_t row = id / workers_;  // parity * local_n_ + local source
+  const int parity = static_cast<int>(row / local_n_);
+  const unsigned src = local_lo_ + static_cast<unsigned>(row % local_n_), dst = id % workers_;
   written_list(parity, src).push_back(dst);
   if (local(dst)) incoming(parity, dst, src) = 1;
 }

@@ -121,7 +121,7 @@ struct ResultRec {
 // writes in the same phase (measured with the staging in the boxes, not
 // traced to its cause: docs/performance.md, "The mailboxes' layout and
 // size").
-class PhaseMail {
+class PhaseMail : private FirstRecordNotes {
   template <class T>
   struct alignas(64) Box {
     Mailbox<T> v;
@@ -139,48 +139,24 @@ class PhaseMail {
   template <class T>
   static constexpr size_t kBoxBytes = sizeof(Box<T>);
 
-  // One local source's boxes of a phase, by destination, to write: a
-  // message's box is then found by its destination's worker alone
-  // (Handler::send), and the pair noted as written.
+  PhaseMail() = default;
+  PhaseMail(const PhaseMail&) = delete;  // (its boxes point back to it)
+  PhaseMail& operator=(const PhaseMail&) = delete;
+
+  // One source's boxes of a phase, by destination: a message's box is then
+  // found by its destination's worker alone (Handler::send).
   template <class T>
   class Row {
    public:
-    Row(Box<T>* first, PhaseMail* mail, int parity, unsigned src)
-        : first_(first), written_(mail->written_row(parity, src)), mail_(mail) {}
-    Mailbox<T>& operator[](unsigned dst) const {
-      if (!written_[dst]) [[unlikely]]
-        mail_->note_first_write_in(written_, dst);
-      return first_[dst].v;
-    }
+    explicit Row(Box<T>* first) : first_(first) {}
+    Mailbox<T>& operator[](unsigned dst) const { return first_[dst].v; }
 
    private:
     Box<T>* first_;
-    const uint8_t* written_;
-    PhaseMail* mail_;
   };
-  Row<SendRec> send_row(int parity, unsigned src) {
-    return Row<SendRec>(box_at(send_, parity, src, 0), this, parity, src);
-  }
+  Row<SendRec> send_row(int parity, unsigned src) { return Row<SendRec>(box_at(send_, parity, src, 0)); }
   Row<BareSendRec> bare_send_row(int parity, unsigned src) {
-    return Row<BareSendRec>(box_at(bare_send_, parity, src, 0), this, parity, src);
-  }
-  // The other families' boxes to write, from a local source: the pair noted
-  // as written.
-  Mailbox<SendRec>& cancel_out(int parity, unsigned src, unsigned dst) {
-    note_write(parity, src, dst);
-    return cancel_box(parity, src, dst);
-  }
-  Mailbox<LateRecvRec>& late_out(int parity, unsigned src, unsigned dst) {
-    note_write(parity, src, dst);
-    return late_box(parity, src, dst);
-  }
-  Mailbox<CollRec>& coll_out(int parity, unsigned src, unsigned dst) {
-    note_write(parity, src, dst);
-    return coll_box(parity, src, dst);
-  }
-  Mailbox<ResultRec>& result_out(int parity, unsigned src, unsigned dst) {
-    note_write(parity, src, dst);
-    return result_box(parity, src, dst);
+    return Row<BareSendRec>(box_at(bare_send_, parity, src, 0));
   }
   // A local source's phase of this parity begins: the pairs it wrote in the
   // last phase of that parity, and its early results', are forgotten (their
@@ -196,7 +172,6 @@ class PhaseMail {
   // exchange through their own copies, pack() and unpack()), so a process
   // holds boxes for its workers times all, not all times all.
   void resize(unsigned workers, unsigned local_lo, unsigned local_hi);
-  // A box to read (or, in tests, to look at): no note.
   Mailbox<SendRec>& send_box(int parity, unsigned src, unsigned dst) { return box_at(send_, parity, src, dst)->v; }
   Mailbox<BareSendRec>& bare_send_box(int parity, unsigned src, unsigned dst) {
     return box_at(bare_send_, parity, src, dst)->v;
@@ -253,8 +228,10 @@ class PhaseMail {
   // reading visit those only, not every pair of a process's workers and
   // the job's (3,200 workers: 10^5 pairs, 13 boxes each, a phase):
   // - written_: for each (parity, local source) a byte per destination, set
-  //   at the pair's first record in the phase, and the list of those
-  //   destinations (written_lists_); only the source writes them;
+  //   at the pair's first record in the phase (a local source's box tells
+  //   its first record after each publish: first_record, its id the pair's
+  //   place in written_), and the list of those destinations
+  //   (written_lists_); only the source writes them;
   // - incoming_: for each (parity, local destination) a byte per source, set
   //   by the source's first record (another process's source: by unpack()),
   //   cleared by the destination's reader. Byte stores of several sources
@@ -273,16 +250,7 @@ class PhaseMail {
   uint8_t& incoming(int parity, unsigned dst, unsigned src) {
     return incoming_[(static_cast<size_t>(parity) * local_n_ + (dst - local_lo_)) * workers_ + src];
   }
-  [[gnu::always_inline]] void note_write(int parity, unsigned src, unsigned dst) {
-    if (!written_row(parity, src)[dst]) [[unlikely]]
-      note_first_write(parity, src, dst);
-  }
-  [[gnu::noinline]] void note_first_write(int parity, unsigned src, unsigned dst);
-  // (The same, the source's row of written_ given: a Row's.)
-  [[gnu::noinline]] void note_first_write_in(const uint8_t* row, unsigned dst) {
-    const size_t at = static_cast<size_t>(row - written_.data()) / workers_;  // parity * local_n_ + local source
-    note_first_write(static_cast<int>(at / local_n_), local_lo_ + static_cast<unsigned>(at % local_n_), dst);
-  }
+  void first_record(uint32_t id) override;
   bool local(unsigned w) const { return w - local_lo_ < local_n_; }
   // The one list of the boxes' families: f(family) for each, the results'
   // (three parities) last.

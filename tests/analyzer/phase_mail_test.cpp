@@ -106,7 +106,7 @@ TEST(PhaseMail, RecordsReachTheirBoxOnly) {
   mail.resize(6, 2, 4);
   constexpr int kRecords = 1000;
   for (int i = 0; i < kRecords; ++i)
-    mail.coll_out(1, 3, 5).emplace_with([&](CollRec& c) {
+    mail.coll_box(1, 3, 5).emplace_with([&](CollRec& c) {
       c = CollRec{};
       c.seq = static_cast<uint64_t>(i);
       c.rank = i % 7;
@@ -136,11 +136,11 @@ TEST(PhaseMail, ADestinationReadsTheSourcesThatWroteToIt) {
   EXPECT_TRUE(mail.empty(0));
   for (unsigned s : {6u, 1u, 4u}) mail.start_phase(0, s);
   // Two families and many records from 6, one from 1 and 4; 4 to 2 as well.
-  for (int i = 0; i < 20; ++i) mail.late_out(0, 6, 3).push_back(LateRecvRec{});
-  mail.result_out(0, 6, 3).push_back(ResultRec{});
+  for (int i = 0; i < 20; ++i) mail.late_box(0, 6, 3).push_back(LateRecvRec{});
+  mail.result_box(0, 6, 3).push_back(ResultRec{});
   mail.send_row(0, 1)[3].push_back(SendRec{});
-  mail.coll_out(0, 4, 3).push_back(CollRec{});
-  mail.coll_out(0, 4, 2).push_back(CollRec{});
+  mail.coll_box(0, 4, 3).push_back(CollRec{});
+  mail.coll_box(0, 4, 2).push_back(CollRec{});
   EXPECT_FALSE(mail.empty(0));
   EXPECT_TRUE(mail.empty(1));
   for (unsigned s : {6u, 1u, 4u}) mail.publish(0, s);
@@ -158,7 +158,7 @@ TEST(PhaseMail, ADestinationReadsTheSourcesThatWroteToIt) {
   // The sources' next phase of this parity starts afresh.
   for (unsigned s : {6u, 1u, 4u}) mail.start_phase(0, s);
   EXPECT_TRUE(mail.empty(0));
-  mail.coll_out(0, 4, 3).push_back(CollRec{});
+  mail.coll_box(0, 4, 3).push_back(CollRec{});
   mail.take_sources(0, 3, sources);
   EXPECT_EQ(sources, (std::vector<unsigned>{4}));
 }
