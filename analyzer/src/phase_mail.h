@@ -107,7 +107,12 @@ struct ResultRec {
 // Engine::take_early_results). Between processes, pack() empties a box that
 // unpack() fills and publishes on the destination's process. A run fills
 // either the sends' boxes or the bare sends' (wait states on or off), never
-// both: a channel's sends then reach it in the order they were sent.
+// both: a channel's sends then reach it in the order they were sent. A pair
+// is noted as written (written_, incoming_) from its first record in the
+// phase to its reading; publish, empty, pack and the readers
+// (take_sources) visit the noted pairs only, and a pair not noted has
+// nothing in its boxes. A source's notes of a parity are forgotten at its
+// next phase of that parity (start_phase), after they were packed and read.
 //
 // Layout: each family is one array. A process holds the boxes with one of
 // its workers at an end: first each local source's, by parity, then
