@@ -121,9 +121,10 @@ TEST(PhaseMail, RecordsReachTheirBoxOnly) {
   for (unsigned s = 0; s < 6; ++s)
     for (unsigned d = 0; d < 6; ++d)
       for (int p : kParities)
-        if ((s >= 2 && s < 4) || (d >= 2 && d < 4))
+        if ((s >= 2 && s < 4) || (d >= 2 && d < 4)) {
           EXPECT_EQ(mail.coll_box(p, s, d).size(), (p == 1 && s == 3 && d == 5) ? size_t{kRecords} : 0u)
               << p << " " << s << " " << d;
+        }
 }
 
 // Publishing, packing and reading visit the pairs written in the phase only:
