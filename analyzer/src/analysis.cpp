@@ -342,7 +342,6 @@ void Engine::take_early_results(unsigned w) {
   std::vector<unsigned>& sources = mail_sources_[w];
   mail_.take_sources(PhaseMail::kEarlyResults, w, sources);
   for (unsigned o : sources) {
-    if (o == w) continue;
     auto& box = mail_.result_box(PhaseMail::kEarlyResults, o, w);
     for (const ResultRec& rr : box) apply(rr);
     box.clear();

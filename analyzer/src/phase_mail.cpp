@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "engine.h"
 
@@ -132,39 +134,32 @@ void PhaseMail::publish_early(unsigned w) {
 // thousands of workers nearly all are such.
 void PhaseMail::pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
                      bool results_only, const std::vector<std::unique_ptr<RankTrace>>& traces) {
-  // The stream's size first: grown by doubling, it held up to twice what
-  // crosses.
-  size_t bytes = sizeof(uint64_t), pairs = 0;
-  const auto pair_bytes = [&](unsigned o, unsigned d) {
-    size_t b = 0;
-    bool any = !result_box(parity, o, d).empty();
-    if (!results_only) {
-      each_plain_box(parity, o, d, [&](auto& box) {
-        b += packed_bytes(box);
-        any = any || !box.empty();
-      });
-      b += packed_bytes(coll_box(parity, o, d));
-      any = any || !coll_box(parity, o, d).empty();
+  // The pairs with records, and the stream's size first: grown by doubling,
+  // it held up to twice what crosses.
+  std::vector<std::pair<unsigned, unsigned>> pairs;
+  size_t bytes = sizeof(uint64_t);
+  for (unsigned o = src_lo; o < src_hi; ++o) {
+    const auto& list = written_list(parity, o);  // (in order: published)
+    for (auto it = std::lower_bound(list.begin(), list.end(), dst_lo); it != list.end() && *it < dst_hi; ++it) {
+      const unsigned d = *it;
+      size_t records = result_box(parity, o, d).size();
+      size_t pair_bytes = 2 * sizeof(uint32_t) + packed_bytes(result_box(parity, o, d));
+      if (!results_only) {
+        each_plain_box(parity, o, d, [&](auto& box) {
+          records += box.size();
+          pair_bytes += packed_bytes(box);
+        });
+        records += coll_box(parity, o, d).size();
+        pair_bytes += packed_bytes(coll_box(parity, o, d));
+      }
+      if (records == 0) continue;
+      pairs.emplace_back(o, d);
+      bytes += pair_bytes;
     }
-    b += packed_bytes(result_box(parity, o, d)) + 2 * sizeof(uint32_t);
-    return any ? b : 0;
-  };
-  const auto each_pair = [&](auto&& f) {
-    for (unsigned o = src_lo; o < src_hi; ++o) {
-      const auto& list = written_list(parity, o);  // (in order: published)
-      for (auto it = std::lower_bound(list.begin(), list.end(), dst_lo); it != list.end() && *it < dst_hi; ++it)
-        f(o, *it);
-    }
-  };
-  each_pair([&](unsigned o, unsigned d) {
-    const size_t b = pair_bytes(o, d);
-    bytes += b;
-    pairs += b != 0;
-  });
+  }
   out.buf.reserve(out.buf.size() + bytes);
-  out.put<uint64_t>(pairs);
-  each_pair([&](unsigned o, unsigned d) {
-    if (pair_bytes(o, d) == 0) return;
+  out.put<uint64_t>(pairs.size());
+  for (const auto& [o, d] : pairs) {
     out.put<uint32_t>(o);
     out.put<uint32_t>(d);
     if (!results_only) {
@@ -179,7 +174,7 @@ void PhaseMail::pack(WireOut& out, int parity, unsigned src_lo, unsigned src_hi,
       box.release();
     }
     pack_box(out, result_box(parity, o, d));
-  });
+  }
 }
 
 void PhaseMail::unpack(WireIn& in, int parity, unsigned src_lo, unsigned src_hi, unsigned dst_lo, unsigned dst_hi,
