@@ -27,8 +27,25 @@ namespace prof::analysis::detail {
 }
 
 // A member's spans, its exit spread and its hold's release.
+//
+// A call whose spans no other span of the rank overlaps (whole_call: see
+// Handler::collective) lies in one context, its node: the unions of its
+// spans with the rank's others are sums, so its wait and its call (both from
+// its enter: their union is the longer) go straight into its node's levels,
+// as exactly as the sweep would credit them, and no sweep carries them.
 [[gnu::always_inline]] inline void Engine::add_result(Rank& r, const ResultRec& rr) {
-  r.instants.add(rr.enter, rr.wait_end, kWaitSpan, kCollectiveLane);
+  if (rr.whole_call) [[likely]] {
+    const auto [wait, call] = r.instants.lengths_from(rr.enter, rr.wait_end, rr.leave);
+    const Instant both = std::max(wait, call);
+    Instant* level = r.acc[rr.node].in.level;
+    level[kWaitSpan] += wait;
+    level[kRecvCallSpan] += wait;
+    level[kCollCallSpan] += rr.a2a ? wait : both;
+    level[kAllToAllCallSpan] += both;
+  } else {
+    r.instants.add(rr.enter, rr.wait_end, kWaitSpan, kCollectiveLane);
+    r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan, kCollectiveLane);
+  }
   if (rr.wait_end > rr.enter && r.track_waits) {
     switch (rr.wait_class) {
       case kCollWaitBarrier: r.waits.add(rr.enter, rr.wait_end, kBarrierWaitSpan, kCollectiveLane); break;
@@ -43,7 +60,6 @@ namespace prof::analysis::detail {
       default: r.waits.add(rr.enter, rr.wait_end, kOtherCollWaitSpan, kCollectiveLane); break;
     }
   }
-  r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan, kCollectiveLane);
   // Its exit spread: from its leave to the last member's, inside the window.
   // Threads of one rank may spread at the same instants: there each instant
   // counts once, like the rank's other characteristics; a single thread's
@@ -115,6 +131,7 @@ bool Engine::all_missing_gone(Owner& own, const Instance& in) {
     to.node = rr.node;
     to.a2a = rr.a2a;
     to.wait_class = rr.wait_class;
+    to.whole_call = rr.whole_call;
     to.partner = rr.partner;
     to.root_enter = rr.root_enter;
     to.enter = rr.enter;
@@ -134,7 +151,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
     // collective's own work. Time variation: how much earlier it left than
     // the last member.
     post(w,
-         ResultRec{mem.rank, mem.node, mem.a2a, mem.wait_class, last, mem.enter,
+         ResultRec{mem.rank, mem.node, mem.a2a, mem.wait_class, mem.whole_call, last, mem.enter,
                    collective_wait(mem.enter, mem.leave, in.max_enter).to, mem.leave,
                    std::max(0.0, in.max_leave - mem.leave), in.root_enter, mem.hold},
          parity, direct);
@@ -170,7 +187,8 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
     own.warn.add_keyed(WarningKind::CollectiveCallsBeyondMembers, {c.gid, c.seq}, [&] {
       return "communicator " + std::to_string(c.gid) + ", collective #" + std::to_string(c.seq + 1);
     });
-    post(w, ResultRec{c.rank, c.node, c.a2a, c.wait_class, -1, c.enter, c.enter, c.leave, 0, -kInf, c.hold},
+    post(w, ResultRec{c.rank, c.node, c.a2a, c.wait_class, c.whole_call, -1, c.enter, c.enter, c.leave, 0, -kInf,
+                      c.hold},
          parity, false);
     return;
   }
@@ -199,6 +217,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   m.node = c.node;
   m.a2a = c.a2a;
   m.wait_class = c.wait_class;
+  m.whole_call = c.whole_call;
   if (in->got >= in->expected || (gone_count_ > 0 && all_missing_gone(own, *in))) {
     complete(w, c.gid, c.seq, *in, parity, false);
     q.pop_done();
@@ -241,13 +260,25 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
   if (r.log_delay && c.def) [[unlikely]]
     r.delay.syncs.push_back(DelayLog::sync_on_comm(
         leave, r.delay.comm_index(c.gid, c.def->ranks, c.def->inter ? &c.def->remote_ranks : nullptr)));
-  // Its wait is known once every member has called: hold the watermark.
-  const uint64_t hold = r.holds.add(enter);
+  // Its spans are summed in its node (add_result) where no other span of
+  // the rank can overlap them: its call is its instance's alone (a
+  // persistent collective's Start may start several), on a rank of one
+  // thread, inside the root (outside it there is no context, and the sweep
+  // credits nothing), with no receive in flight (a late sender's wait runs
+  // from its receive's issue, across the calls up to the one completing it).
+  const bool own_call = e.kind == FuncKind::Collective || e.kind == FuncKind::AllToAll ||
+                        e.kind == FuncKind::ICollective || e.kind == FuncKind::IAllToAll;
+  const bool whole_call =
+      own_call && !r.threaded && r.intervals.in_root() && r.interp.receives_in_flight() == 0;
+  // Its wait is known once every member has called: the watermark is held
+  // for what then goes through the sweeps (its spans, its wait states) and
+  // for a window's end (AnalysisWindow::done).
+  const uint64_t hold =
+      whole_call && !r.track_waits && !eng.window_.windowed() ? HoldQueue::kNone : r.holds.add(enter);
   // Its wait's kind (for the wait states only): the call's, and whether this
   // member is the root (world ranks of an intracommunicator; a persistent
   // collective's Start does not name its call: other).
-  const bool call = r.track_waits && (e.kind == FuncKind::Collective || e.kind == FuncKind::AllToAll ||
-                                      e.kind == FuncKind::ICollective || e.kind == FuncKind::IAllToAll);
+  const bool call = r.track_waits && own_call;
   const uint16_t role = call ? r.interp.func(e.func).role : 0;
   const bool is_root = call && c.def && !c.def->inter && e.root >= 0 &&
                        static_cast<size_t>(e.root) < c.def->ranks.size() &&
@@ -267,6 +298,7 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
     rec.a2a = a2a;
     rec.wait_class = wait_class;
     rec.is_root = is_root;
+    rec.whole_call = whole_call;
     rec.enter = enter;
     rec.leave = leave;
     rec.hold = hold;

@@ -22,6 +22,7 @@ struct Member {
   uint32_t node;
   bool a2a;
   uint8_t wait_class;
+  bool whole_call;  // (CollRec::whole_call)
 };
 static_assert(sizeof(Member) == 40);
 

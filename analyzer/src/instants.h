@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -280,6 +281,15 @@ class BasicInstantSets {
   void set_window(double lo, double hi) {
     lo_ = to_instant(lo);
     hi_ = to_instant(hi);
+  }
+  // The lengths, within the window, of [from_ns, first_ns) and [from_ns,
+  // second_ns) as add() would cut them (0 where empty).
+  [[gnu::always_inline]] std::pair<Instant, Instant> lengths_from(double from_ns, double first_ns,
+                                                                  double second_ns) const {
+    const Instant from = std::max(to_instant(from_ns), lo_);
+    const Instant first = std::min(to_instant(first_ns), hi_);
+    const Instant second = std::min(to_instant(second_ns), hi_);
+    return {first > from ? first - from : 0, second > from ? second - from : 0};
   }
   [[gnu::always_inline]] void add(double from_ns, double to_ns, Kind kind, SpanLane lane) {
     const Instant from = std::max(to_instant(from_ns), lo_);

@@ -397,11 +397,17 @@ class Interpreter {
   }
   CommCache& comms() { return comms_; }
   size_t open_requests() const { return requests_.size(); }
+  // Receives issued whose completion is not decoded yet and whose wait may
+  // still be measured (those holding the handler's hold): a late sender's
+  // wait runs from its receive's issue, across the calls made before the
+  // call that completes it.
+  size_t receives_in_flight() const { return receives_in_flight_; }
   // After the pass, once what the report reads of the requests and
   // communicators is taken (an MPI job's rank, Rank::release_pass_state):
   // they go; the clock stays (global() still answers).
   void release_pass_state() {
     requests_ = {};
+    receives_in_flight_ = 0;
     request_memo_.clear();
     spill_ = {};
     spill_free_ = {};
@@ -458,6 +464,7 @@ class Interpreter {
     std::stable_sort(holding.begin(), holding.end(),
                      [&](size_t a, size_t b) { return reqs[a].second.issue < reqs[b].second.issue; });
     for (size_t i : holding) reqs[i].second.hold = h.hold(reqs[i].second.issue);
+    receives_in_flight_ = holding.size();  // (only receives hold: the sends' were dropped above)
     for (const auto& [handle, r] : reqs) new_request(handle) = r;  // (saved with next = 0)
     grequests_ = in.grequests;
     for (const auto& [gid, n] : in.collective_counts) comms_.set_count(gid, n);
@@ -644,6 +651,7 @@ class Interpreter {
   std::vector<Request> spill_;          // further requests sharing a handle
   std::vector<uint32_t> spill_free_;
   uint64_t grequests_ = 0;              // generalized requests outstanding
+  size_t receives_in_flight_ = 0;       // (receives_in_flight())
   bool linear_ = false;
   double slope_ = 1, intercept_ = 0;
 };
@@ -754,6 +762,7 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
       r.send_enter = 0;
       r.issue = enter;
       r.hold = hold;
+      receives_in_flight_ += hold != HoldQueue::kNone;
       r.instance = 0;
       r.comm_handle = e.comm;
       r.comm_time = e.enter;
@@ -779,6 +788,7 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
         switch (r->type) {
           case Request::Recv:
           case Request::PRecv:
+            receives_in_flight_ -= r->hold != HoldQueue::kNone;
             if (ran && !done.cancelled && r->comm && r->peer != format::kProcNull) {
               // The status tells the actual source and tag; fall back to what
               // was asked when the status says nothing more specific.
@@ -834,8 +844,10 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
             if constexpr (requires { h.isend_hold(); }) r->hold = h.isend_hold();
           } else if (r->type == Request::PRecv) {
             r->issue = enter;
+            receives_in_flight_ -= r->hold != HoldQueue::kNone;
             h.release(r->hold);
             r->hold = r->comm && r->peer != format::kProcNull ? h.hold(enter) : HoldQueue::kNone;
+            receives_in_flight_ += r->hold != HoldQueue::kNone;
           } else if (r->type == Request::PColl && r->comm) {
             h.collective(*r->comm, r->a2a, enter, leave, e);
             r->instance = *r->comm->seq;
@@ -850,6 +862,8 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
                 h.isend_done(r->hold, enter, enter, e, false);  // completes unseen: no wait
                 r->hold = HoldQueue::kNone;
               }
+            if (r->type == Request::Recv || r->type == Request::PRecv)
+              receives_in_flight_ -= r->hold != HoldQueue::kNone;
             h.release(r->hold);
             r->hold = HoldQueue::kNone;
             retire(r);

@@ -77,9 +77,11 @@ struct CollRec {
   bool a2a;
   uint8_t wait_class;  // CollWaitClass
   bool is_root;        // the root of a rooted collective
+  bool whole_call;     // its call is this instance's alone, on a rank of one thread (Engine::add_result)
   double enter, leave;
   uint64_t hold;
 };
+static_assert(sizeof(CollRec) == 64);
 // A member's part of a completed instance: it waited in [enter, wait_end)
 // for the last member, then worked until leave; time_variation after it.
 // Its wait's kind follows from wait_class and the root's enter; `partner`
@@ -89,11 +91,13 @@ struct ResultRec {
   uint32_t node;
   bool a2a;
   uint8_t wait_class;
+  bool whole_call;  // (CollRec::whole_call)
   int32_t partner;
   double enter, wait_end, leave, time_variation;
   double root_enter;
   uint64_t hold;
 };
+static_assert(sizeof(ResultRec) == 64);
 
 // The mailboxes between workers: for each parity of the phase (and, for the
 // results, kEarlyResults) and each pair of workers (source, destination), a

@@ -92,6 +92,44 @@ TEST(KnownWaits, LateEntryIntoCollective) {
   EXPECT_EQ(a.stats.collective_instances, 1u);
 }
 
+// A late sender's wait runs from its Irecv's issue, across the calls made
+// before the Wait that completes it: a collective among them lies inside
+// that wait, and each instant counts once, for the first kind covering it.
+TEST(KnownWaits, ACollectiveInsideALateSendersWaitCountsOnce) {
+  TraceBuilder b(2);
+  const uint32_t rq = 0xAC000010u, sq = 0xAC000011u;
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.irecv(0, 2 * kMs, 2010 * kUs, 1, 5, rq);
+  b.collective(0, Allreduce, 3 * kMs, 5 * kMs);  // waits 1 ms for rank 1
+  b.collective(1, Allreduce, 4 * kMs, 5 * kMs);
+  b.wait(0, Wait, 6 * kMs, 8100 * kUs, {TraceBuilder::done(rq, 1, 5, 8)});
+  b.isend(1, 8 * kMs, 8020 * kUs, 0, 5, sq);
+  b.wait(1, Wait, 8500 * kUs, 8600 * kUs, {TraceBuilder::done(sq)});
+  for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+  // (With and without the wait states, which hold the rank's watermark
+  // for the collective's wait states; one and two workers.)
+  for (const bool wait_states : {false, true})
+  for (unsigned workers : {1u, 2u}) {
+    analysis::Options opt;
+    opt.threads = workers;
+    opt.wait_states = wait_states;
+    const analysis::Analysis a = analysis::analyze(b.dir(), opt);
+    expect_invariants(a);
+    ASSERT_TRUE(a.usable());
+    const auto* r0 = rank_of(a.intervals[0], 0);
+    const auto* r1 = rank_of(a.intervals[0], 1);
+    ASSERT_TRUE(r0 && r1);
+    // [2 ms, 8 ms) waits on the send, the Allreduce's wait within it.
+    SCOPED_TRACE(testing::Message() << "workers " << workers << ", wait states " << wait_states);
+    EXPECT_NEAR(r0->potential_sync, ms(6), kTol);
+    EXPECT_NEAR(r0->sendrecv, ms(0.1), kTol);
+    EXPECT_NEAR(r0->collective, 0, kTol);
+    EXPECT_NEAR(r1->potential_sync, 0, kTol);
+    EXPECT_NEAR(r1->collective, ms(1), kTol);
+  }
+}
+
 TEST(KnownWaits, AllToAllCountsApartFromCollectives) {
   TraceBuilder b(2);
   for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
