@@ -249,6 +249,7 @@ void Engine::sweep(unsigned w, int parity, bool direct) {
 
 void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave, const Event& e) {
   const uint64_t seq = (*c.seq)++;
+  r.interp.note_overlap();  // (its spans, for a receive in flight: Interpreter::lone_receive)
   const uint32_t node = r.node(e.stream);
   if (c.present <= 1) {
     // Alone in it (MPI_COMM_SELF, or the only member in the trace): no one to

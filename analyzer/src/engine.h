@@ -330,7 +330,11 @@ struct PendingRecv {
   double issue, enter, leave;
   uint64_t hold;
   uint32_t node;  // innermost at the call that completes it (its waits' partner figures)
+  // No other span of the rank overlaps its spans (Handler::recv): they are
+  // summed in `node` (Engine::account_recv).
+  bool whole;
 };
+static_assert(sizeof(PendingRecv) == 40);
 struct Channel {
   Fifo<QueuedSend> sends;    // sends not yet received
   Fifo<PendingRecv> recvs;   // receives whose send has not arrived
@@ -644,6 +648,7 @@ struct alignas(64) Rank : RankOutcome {
   // The rank's executions open from time t on (both sets of instants).
   // (Inline: it runs at every marker, in the decode loop.)
   [[gnu::always_inline]] void set_context(double t, uint32_t context) {
+    interp.note_overlap();  // (a receive in flight waits across the change: Interpreter::lone_receive)
     instants.set_context(t, context);
     if (track_waits) waits.set_context(t, context);
     if (log_delay) delay.contexts.push_back(DelayLog::Context{t, context});

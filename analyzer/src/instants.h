@@ -291,6 +291,19 @@ class BasicInstantSets {
     const Instant second = std::min(to_instant(second_ns), hi_);
     return {first > from ? first - from : 0, second > from ? second - from : 0};
   }
+  // The length, within the window, of [a_from_ns, a_to_ns), and of its
+  // union with [b_from_ns, b_to_ns), as the sweep would measure them.
+  [[gnu::always_inline]] std::pair<Instant, Instant> length_and_union(double a_from_ns, double a_to_ns,
+                                                                      double b_from_ns, double b_to_ns) const {
+    const Instant a_from = std::max(to_instant(a_from_ns), lo_), a_to = std::min(to_instant(a_to_ns), hi_);
+    const Instant b_from = std::max(to_instant(b_from_ns), lo_), b_to = std::min(to_instant(b_to_ns), hi_);
+    const Instant a = a_to > a_from ? a_to - a_from : 0, b = b_to > b_from ? b_to - b_from : 0;
+    if (a == 0 || b == 0) return {a, a + b};
+    // (Spans that meet or overlap: one piece; apart: two.)
+    if (std::max(a_from, b_from) <= std::min(a_to, b_to))
+      return {a, std::max(a_to, b_to) - std::min(a_from, b_from)};
+    return {a, a + b};
+  }
   [[gnu::always_inline]] void add(double from_ns, double to_ns, Kind kind, SpanLane lane) {
     const Instant from = std::max(to_instant(from_ns), lo_);
     const Instant to = std::min(to_instant(to_ns), hi_);

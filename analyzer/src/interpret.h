@@ -402,12 +402,19 @@ class Interpreter {
   // wait runs from its receive's issue, across the calls made before the
   // call that completes it.
   size_t receives_in_flight() const { return receives_in_flight_; }
+  // The one receive in flight has been alone since its issue: no other
+  // receive issued, completed or freed since, nor anything the handler noted
+  // (note_overlap: its other spans, its contexts' changes). Asked by the
+  // handler's recv() while the receive completes (it is still counted).
+  bool lone_receive() const { return receives_in_flight_ == 1 && lone_receive_; }
+  void note_overlap() { lone_receive_ = false; }
   // After the pass, once what the report reads of the requests and
   // communicators is taken (an MPI job's rank, Rank::release_pass_state):
   // they go; the clock stays (global() still answers).
   void release_pass_state() {
     requests_ = {};
     receives_in_flight_ = 0;
+    lone_receive_ = false;
     request_memo_.clear();
     spill_ = {};
     spill_free_ = {};
@@ -465,6 +472,7 @@ class Interpreter {
                      [&](size_t a, size_t b) { return reqs[a].second.issue < reqs[b].second.issue; });
     for (size_t i : holding) reqs[i].second.hold = h.hold(reqs[i].second.issue);
     receives_in_flight_ = holding.size();  // (only receives hold: the sends' were dropped above)
+    lone_receive_ = false;                  // (what they overlapped before is not known)
     for (const auto& [handle, r] : reqs) new_request(handle) = r;  // (saved with next = 0)
     grequests_ = in.grequests;
     for (const auto& [gid, n] : in.collective_counts) comms_.set_count(gid, n);
@@ -652,6 +660,7 @@ class Interpreter {
   std::vector<uint32_t> spill_free_;
   uint64_t grequests_ = 0;              // generalized requests outstanding
   size_t receives_in_flight_ = 0;       // (receives_in_flight())
+  bool lone_receive_ = false;           // (lone_receive())
   bool linear_ = false;
   double slope_ = 1, intercept_ = 0;
 };
@@ -762,7 +771,10 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
       r.send_enter = 0;
       r.issue = enter;
       r.hold = hold;
-      receives_in_flight_ += hold != HoldQueue::kNone;
+      if (hold != HoldQueue::kNone) {
+        lone_receive_ = receives_in_flight_ == 0;
+        ++receives_in_flight_;
+      }
       r.instance = 0;
       r.comm_handle = e.comm;
       r.comm_time = e.enter;
@@ -787,8 +799,9 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
         const bool ran = !persistent || r->started;  // a persistent one not started: nothing
         switch (r->type) {
           case Request::Recv:
-          case Request::PRecv:
-            receives_in_flight_ -= r->hold != HoldQueue::kNone;
+          case Request::PRecv: {
+            // (Counted while h.recv() asks whether it was alone.)
+            const bool held = r->hold != HoldQueue::kNone;
             if (ran && !done.cancelled && r->comm && r->peer != format::kProcNull) {
               // The status tells the actual source and tag; fall back to what
               // was asked when the status says nothing more specific.
@@ -804,7 +817,10 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
             }
             h.release(r->hold);
             r->hold = HoldQueue::kNone;
+            receives_in_flight_ -= held;
+            lone_receive_ = false;
             break;
+          }
           case Request::Send:
           case Request::PSend:
             if (ran && done.cancelled && r->comm) h.cancel_send(r->key, r->send_enter);
@@ -847,7 +863,10 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
             receives_in_flight_ -= r->hold != HoldQueue::kNone;
             h.release(r->hold);
             r->hold = r->comm && r->peer != format::kProcNull ? h.hold(enter) : HoldQueue::kNone;
-            receives_in_flight_ += r->hold != HoldQueue::kNone;
+            if (r->hold != HoldQueue::kNone) {
+              lone_receive_ = receives_in_flight_ == 0;
+              ++receives_in_flight_;
+            }
           } else if (r->type == Request::PColl && r->comm) {
             h.collective(*r->comm, r->a2a, enter, leave, e);
             r->instance = *r->comm->seq;
@@ -862,8 +881,10 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
                 h.isend_done(r->hold, enter, enter, e, false);  // completes unseen: no wait
                 r->hold = HoldQueue::kNone;
               }
-            if (r->type == Request::Recv || r->type == Request::PRecv)
+            if (r->type == Request::Recv || r->type == Request::PRecv) {
               receives_in_flight_ -= r->hold != HoldQueue::kNone;
+              lone_receive_ = false;
+            }
             h.release(r->hold);
             r->hold = HoldQueue::kNone;
             retire(r);

@@ -21,8 +21,19 @@ namespace prof::analysis::detail {
 [[gnu::always_inline]] inline void Engine::account_recv(Rank& r, const PendingRecv& pr, const QueuedSend& s,
                                                         int32_t src, unsigned w, int parity, SpanLane lane) {
   const WaitSpan<double> wait = late_sender_wait(pr.issue, s.enter, pr.leave);
-  r.instants.add(wait.from, wait.to, kWaitSpan, lane);
-  r.instants.add(pr.enter, pr.leave, kRecvCallSpan, lane);
+  if (pr.whole) [[likely]] {
+    // (As Engine::add_result sums a collective call's: PotentSync is the
+    // wait, the levels above it its union with the call.)
+    const auto [waited, with_call] = r.instants.length_and_union(wait.from, wait.to, pr.enter, pr.leave);
+    Instant* level = r.acc[pr.node].in.level;
+    level[kWaitSpan] += waited;
+    level[kRecvCallSpan] += with_call;
+    level[kCollCallSpan] += with_call;
+    level[kAllToAllCallSpan] += with_call;
+  } else {
+    r.instants.add(wait.from, wait.to, kWaitSpan, lane);
+    r.instants.add(pr.enter, pr.leave, kRecvCallSpan, lane);
+  }
   if (wait.waits() && r.track_waits) {
     r.waits.add(wait.from, wait.to, kLateSenderSpan, lane);
     credit_partner(r, pr.node, src, wait.from, wait.to);
@@ -158,15 +169,26 @@ namespace prof::analysis::detail {
   Channel& ch = r.channel_store[index - 1];
   const uint32_t node = r.node(e.stream);
   r.log_sync(leave, k.src);
+  // Its spans (its wait from its issue, its call) overlap no other span of
+  // the rank, so they are summed in its node, where the rank has one thread,
+  // is inside the root and: a blocking receive (issued at its call's enter)
+  // has no receive in flight; a nonblocking one was alone in flight from
+  // its issue, with no other receive, collective call or change of context
+  // meanwhile (Interpreter::lone_receive). Either is then an overlap for
+  // the receive in flight, if any.
+  const bool whole = !r.threaded && r.intervals.in_root() &&
+                     (hold == HoldQueue::kNone ? issue == enter && r.interp.receives_in_flight() == 0
+                                               : r.interp.lone_receive());
+  r.interp.note_overlap();
   if (ch.recvs.empty() && !ch.sends.empty()) {
     const QueuedSend s = ch.sends.pop();
-    eng.account_recv(r, PendingRecv{issue, enter, leave, hold, node}, s, k.src, w, parity, kDecodeLane);
+    eng.account_recv(r, PendingRecv{issue, enter, leave, hold, node, whole}, s, k.src, w, parity, kDecodeLane);
     r.holds.release(hold);
   } else {
     // Its wait is known once its send is: hold the rank's watermark at its issue
     // (a blocking call issues now, so holds stay in time order).
     if (hold == HoldQueue::kNone) hold = r.holds.add(issue);
-    ch.recvs.push(PendingRecv{issue, enter, leave, hold, node});
+    ch.recvs.push(PendingRecv{issue, enter, leave, hold, node, whole});
   }
 }
 

@@ -92,6 +92,24 @@ TEST(KnownWaits, LateEntryIntoCollective) {
   EXPECT_EQ(a.stats.collective_instances, 1u);
 }
 
+// Each of the four ways a rank's spans may be summed: with and without the
+// wait states (which hold the watermark for a collective's wait states), on
+// one and two workers.
+template <class F>
+void for_each_setting(const TraceBuilder& b, F&& check) {
+  for (const bool wait_states : {false, true})
+    for (unsigned workers : {1u, 2u}) {
+      analysis::Options opt;
+      opt.threads = workers;
+      opt.wait_states = wait_states;
+      const analysis::Analysis a = analysis::analyze(b.dir(), opt);
+      SCOPED_TRACE(testing::Message() << "workers " << workers << ", wait states " << wait_states);
+      expect_invariants(a);
+      ASSERT_TRUE(a.usable());
+      check(a);
+    }
+}
+
 // A late sender's wait runs from its Irecv's issue, across the calls made
 // before the Wait that completes it: a collective among them lies inside
 // that wait, and each instant counts once, for the first kind covering it.
@@ -107,27 +125,66 @@ TEST(KnownWaits, ACollectiveInsideALateSendersWaitCountsOnce) {
   b.wait(1, Wait, 8500 * kUs, 8600 * kUs, {TraceBuilder::done(sq)});
   for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
   b.close();
-  // (With and without the wait states, which hold the rank's watermark
-  // for the collective's wait states; one and two workers.)
-  for (const bool wait_states : {false, true})
-  for (unsigned workers : {1u, 2u}) {
-    analysis::Options opt;
-    opt.threads = workers;
-    opt.wait_states = wait_states;
-    const analysis::Analysis a = analysis::analyze(b.dir(), opt);
-    expect_invariants(a);
-    ASSERT_TRUE(a.usable());
+  for_each_setting(b, [](const analysis::Analysis& a) {
     const auto* r0 = rank_of(a.intervals[0], 0);
     const auto* r1 = rank_of(a.intervals[0], 1);
     ASSERT_TRUE(r0 && r1);
     // [2 ms, 8 ms) waits on the send, the Allreduce's wait within it.
-    SCOPED_TRACE(testing::Message() << "workers " << workers << ", wait states " << wait_states);
     EXPECT_NEAR(r0->potential_sync, ms(6), kTol);
     EXPECT_NEAR(r0->sendrecv, ms(0.1), kTol);
     EXPECT_NEAR(r0->collective, 0, kTol);
     EXPECT_NEAR(r1->potential_sync, 0, kTol);
     EXPECT_NEAR(r1->collective, ms(1), kTol);
-  }
+  });
+}
+
+// A blocking receive made while an Irecv is in flight waits within the
+// Irecv's wait: the instants count once.
+TEST(KnownWaits, ABlockingReceiveInsideALateSendersWaitCountsOnce) {
+  TraceBuilder b(2);
+  const uint32_t rq = 0xAC000010u, sq = 0xAC000011u;
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.irecv(0, 2 * kMs, 2010 * kUs, 1, 5, rq);
+  b.recv(0, 3 * kMs, 5100 * kUs, 1, 6);  // its send enters at 5 ms
+  b.wait(0, Wait, 6 * kMs, 8100 * kUs, {TraceBuilder::done(rq, 1, 5, 8)});
+  b.send(1, 5 * kMs, 5200 * kUs, 0, 6);
+  b.isend(1, 8 * kMs, 8020 * kUs, 0, 5, sq);
+  b.wait(1, Wait, 8500 * kUs, 8600 * kUs, {TraceBuilder::done(sq)});
+  for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+  for_each_setting(b, [](const analysis::Analysis& a) {
+    const auto* r0 = rank_of(a.intervals[0], 0);
+    ASSERT_TRUE(r0);
+    EXPECT_NEAR(r0->potential_sync, ms(6), kTol);  // [2 ms, 8 ms)
+    EXPECT_NEAR(r0->sendrecv, ms(0.1), kTol);      // [8 ms, 8.1 ms): the Recv's transfer lies in the wait
+    EXPECT_EQ(a.stats.messages_matched, 2u);
+  });
+}
+
+// An interval that begins while a receive is in flight takes the part of
+// its wait after the begin; the part before stays with the enclosing one.
+TEST(KnownWaits, AWaitAcrossAMarkerIsSplitBetweenTheIntervals) {
+  TraceBuilder b(2);
+  const uint32_t rq = 0xAC000010u, sq = 0xAC000011u;
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.irecv(0, 2 * kMs, 2010 * kUs, 1, 5, rq);
+  b.begin(0, 3 * kMs, 1);
+  b.wait(0, Wait, 4 * kMs, 8100 * kUs, {TraceBuilder::done(rq, 1, 5, 8)});
+  b.end(0, 9 * kMs, 1);
+  b.isend(1, 8 * kMs, 8020 * kUs, 0, 5, sq);
+  b.wait(1, Wait, 8500 * kUs, 8600 * kUs, {TraceBuilder::done(sq)});
+  for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+  for_each_setting(b, [](const analysis::Analysis& a) {
+    const auto* interval = find_interval(a, 1);
+    ASSERT_TRUE(interval);
+    const auto* inside = rank_of(*interval, 0);
+    const auto* whole = rank_of(a.intervals[0], 0);
+    ASSERT_TRUE(inside && whole);
+    EXPECT_NEAR(inside->potential_sync, ms(5), kTol);  // [3 ms, 8 ms)
+    EXPECT_NEAR(inside->sendrecv, ms(0.1), kTol);
+    EXPECT_NEAR(whole->potential_sync, ms(6), kTol);   // the root's: its own part and the interval's
+  });
 }
 
 TEST(KnownWaits, AllToAllCountsApartFromCollectives) {
