@@ -110,21 +110,35 @@ void for_each_setting(const TraceBuilder& b, F&& check) {
     }
 }
 
+// Rank 0's Irecv (2 ms) waits for rank 1's Isend (8 ms) and completes in
+// a Wait from `wait_enter` to 8.1 ms; `between` adds rank 0's calls between
+// the two, `after` those after the Wait.
+template <class Between, class After>
+void late_sender_around(TraceBuilder& b, uint64_t wait_enter, Between&& between, After&& after) {
+  const uint32_t rq = 0xAC000010u, sq = 0xAC000011u;
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.irecv(0, 2 * kMs, 2010 * kUs, 1, 5, rq);
+  between();
+  b.wait(0, Wait, wait_enter, 8100 * kUs, {TraceBuilder::done(rq, 1, 5, 8)});
+  after();
+  b.isend(1, 8 * kMs, 8020 * kUs, 0, 5, sq);
+  b.wait(1, Wait, 8500 * kUs, 8600 * kUs, {TraceBuilder::done(sq)});
+  for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
+  b.close();
+}
+
 // A late sender's wait runs from its Irecv's issue, across the calls made
 // before the Wait that completes it: a collective among them lies inside
 // that wait, and each instant counts once, for the first kind covering it.
 TEST(KnownWaits, ACollectiveInsideALateSendersWaitCountsOnce) {
   TraceBuilder b(2);
-  const uint32_t rq = 0xAC000010u, sq = 0xAC000011u;
-  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
-  b.irecv(0, 2 * kMs, 2010 * kUs, 1, 5, rq);
-  b.collective(0, Allreduce, 3 * kMs, 5 * kMs);  // waits 1 ms for rank 1
-  b.collective(1, Allreduce, 4 * kMs, 5 * kMs);
-  b.wait(0, Wait, 6 * kMs, 8100 * kUs, {TraceBuilder::done(rq, 1, 5, 8)});
-  b.isend(1, 8 * kMs, 8020 * kUs, 0, 5, sq);
-  b.wait(1, Wait, 8500 * kUs, 8600 * kUs, {TraceBuilder::done(sq)});
-  for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
-  b.close();
+  late_sender_around(
+      b, 6 * kMs,
+      [&] {
+        b.collective(0, Allreduce, 3 * kMs, 5 * kMs);  // waits 1 ms for rank 1
+        b.collective(1, Allreduce, 4 * kMs, 5 * kMs);
+      },
+      [] {});
   for_each_setting(b, [](const analysis::Analysis& a) {
     const auto* r0 = rank_of(a.intervals[0], 0);
     const auto* r1 = rank_of(a.intervals[0], 1);
@@ -142,16 +156,13 @@ TEST(KnownWaits, ACollectiveInsideALateSendersWaitCountsOnce) {
 // Irecv's wait: the instants count once.
 TEST(KnownWaits, ABlockingReceiveInsideALateSendersWaitCountsOnce) {
   TraceBuilder b(2);
-  const uint32_t rq = 0xAC000010u, sq = 0xAC000011u;
-  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
-  b.irecv(0, 2 * kMs, 2010 * kUs, 1, 5, rq);
-  b.recv(0, 3 * kMs, 5100 * kUs, 1, 6);  // its send enters at 5 ms
-  b.wait(0, Wait, 6 * kMs, 8100 * kUs, {TraceBuilder::done(rq, 1, 5, 8)});
-  b.send(1, 5 * kMs, 5200 * kUs, 0, 6);
-  b.isend(1, 8 * kMs, 8020 * kUs, 0, 5, sq);
-  b.wait(1, Wait, 8500 * kUs, 8600 * kUs, {TraceBuilder::done(sq)});
-  for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
-  b.close();
+  late_sender_around(
+      b, 6 * kMs,
+      [&] {
+        b.recv(0, 3 * kMs, 5100 * kUs, 1, 6);  // its send enters at 5 ms
+        b.send(1, 5 * kMs, 5200 * kUs, 0, 6);
+      },
+      [] {});
   for_each_setting(b, [](const analysis::Analysis& a) {
     const auto* r0 = rank_of(a.intervals[0], 0);
     ASSERT_TRUE(r0);
@@ -165,16 +176,7 @@ TEST(KnownWaits, ABlockingReceiveInsideALateSendersWaitCountsOnce) {
 // its wait after the begin; the part before stays with the enclosing one.
 TEST(KnownWaits, AWaitAcrossAMarkerIsSplitBetweenTheIntervals) {
   TraceBuilder b(2);
-  const uint32_t rq = 0xAC000010u, sq = 0xAC000011u;
-  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
-  b.irecv(0, 2 * kMs, 2010 * kUs, 1, 5, rq);
-  b.begin(0, 3 * kMs, 1);
-  b.wait(0, Wait, 4 * kMs, 8100 * kUs, {TraceBuilder::done(rq, 1, 5, 8)});
-  b.end(0, 9 * kMs, 1);
-  b.isend(1, 8 * kMs, 8020 * kUs, 0, 5, sq);
-  b.wait(1, Wait, 8500 * kUs, 8600 * kUs, {TraceBuilder::done(sq)});
-  for (int r = 0; r < 2; ++r) b.finalize(r, 10 * kMs, 11 * kMs);
-  b.close();
+  late_sender_around(b, 4 * kMs, [&] { b.begin(0, 3 * kMs, 1); }, [&] { b.end(0, 9 * kMs, 1); });
   for_each_setting(b, [](const analysis::Analysis& a) {
     const auto* interval = find_interval(a, 1);
     ASSERT_TRUE(interval);
