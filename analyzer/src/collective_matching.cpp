@@ -30,18 +30,13 @@ namespace prof::analysis::detail {
 //
 // A call whose spans no other span of the rank overlaps (whole_call: see
 // Handler::collective) lies in one context, its node: the unions of its
-// spans with the rank's others are sums, so its wait and its call (both from
-// its enter: their union is the longer) go straight into its node's levels,
-// as exactly as the sweep would credit them, and no sweep carries them.
+// spans with the rank's others are sums, so its wait and its call go
+// straight into its node's levels (InstantSets::credit_alone), as exactly as
+// the sweep would credit them, and no sweep carries them.
 [[gnu::always_inline]] inline void Engine::add_result(Rank& r, const ResultRec& rr) {
   if (rr.whole_call) [[likely]] {
-    const auto [wait, call] = r.instants.lengths_from(rr.enter, rr.wait_end, rr.leave);
-    const Instant both = std::max(wait, call);
-    Instant* level = r.acc[rr.node].in.level;
-    level[kWaitSpan] += wait;
-    level[kRecvCallSpan] += wait;
-    level[kCollCallSpan] += rr.a2a ? wait : both;
-    level[kAllToAllCallSpan] += both;
+    r.instants.credit_alone(r.acc[rr.node].in.level, rr.enter, rr.wait_end, rr.enter, rr.leave,
+                            rr.a2a ? kAllToAllCallSpan : kCollCallSpan);
   } else {
     r.instants.add(rr.enter, rr.wait_end, kWaitSpan, kCollectiveLane);
     r.instants.add(rr.enter, rr.leave, rr.a2a ? kAllToAllCallSpan : kCollCallSpan, kCollectiveLane);

@@ -40,7 +40,6 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
-#include <utility>
 #include <vector>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -282,27 +281,23 @@ class BasicInstantSets {
     lo_ = to_instant(lo);
     hi_ = to_instant(hi);
   }
-  // The lengths, within the window, of [from_ns, first_ns) and [from_ns,
-  // second_ns) as add() would cut them (0 where empty).
-  [[gnu::always_inline]] std::pair<Instant, Instant> lengths_from(double from_ns, double first_ns,
-                                                                  double second_ns) const {
-    const Instant from = std::max(to_instant(from_ns), lo_);
-    const Instant first = std::min(to_instant(first_ns), hi_);
-    const Instant second = std::min(to_instant(second_ns), hi_);
-    return {first > from ? first - from : 0, second > from ? second - from : 0};
-  }
-  // The length, within the window, of [a_from_ns, a_to_ns), and of its
-  // union with [b_from_ns, b_to_ns), as the sweep would measure them.
-  [[gnu::always_inline]] std::pair<Instant, Instant> length_and_union(double a_from_ns, double a_to_ns,
-                                                                      double b_from_ns, double b_to_ns) const {
-    const Instant a_from = std::max(to_instant(a_from_ns), lo_), a_to = std::min(to_instant(a_to_ns), hi_);
-    const Instant b_from = std::max(to_instant(b_from_ns), lo_), b_to = std::min(to_instant(b_to_ns), hi_);
+  // Credits `level` (a context's sums) as a sweep would for a wait
+  // [wait_from_ns, wait_to_ns) of the lowest kind and a call [call_from_ns,
+  // call_to_ns) of kind `call` that no other span of the rank overlaps: the
+  // nested levels below `call` take the wait, the others its union with the
+  // call (each cut to the window, as add() cuts them). For the spans a rank
+  // of one thread can tell alone (Engine::add_result, Engine::account_recv).
+  [[gnu::always_inline]] void credit_alone(Instant* level, double wait_from_ns, double wait_to_ns,
+                                           double call_from_ns, double call_to_ns, Kind call) const {
+    const Instant a_from = std::max(to_instant(wait_from_ns), lo_), a_to = std::min(to_instant(wait_to_ns), hi_);
+    const Instant b_from = std::max(to_instant(call_from_ns), lo_), b_to = std::min(to_instant(call_to_ns), hi_);
     const Instant a = a_to > a_from ? a_to - a_from : 0, b = b_to > b_from ? b_to - b_from : 0;
-    if (a == 0 || b == 0) return {a, a + b};
-    // (Spans that meet or overlap: one piece; apart: two.)
-    if (std::max(a_from, b_from) <= std::min(a_to, b_to))
-      return {a, std::max(a_to, b_to) - std::min(a_from, b_from)};
-    return {a, a + b};
+    // (Spans that meet or overlap are one piece; apart, or one empty, two.)
+    const Instant both = a != 0 && b != 0 && std::max(a_from, b_from) <= std::min(a_to, b_to)
+                             ? std::max(a_to, b_to) - std::min(a_from, b_from)
+                             : a + b;
+#pragma GCC unroll 4
+    for (int l = 0; l < kNested; ++l) level[l] += l < call ? a : both;
   }
   [[gnu::always_inline]] void add(double from_ns, double to_ns, Kind kind, SpanLane lane) {
     const Instant from = std::max(to_instant(from_ns), lo_);

@@ -402,8 +402,9 @@ class Interpreter {
   // wait runs from its receive's issue, across the calls made before the
   // call that completes it.
   size_t receives_in_flight() const { return receives_in_flight_; }
-  // The one receive in flight has been alone since its issue: no other
-  // receive issued, completed or freed since, nor anything the handler noted
+  // The one receive in flight has been alone since its issue: none was in
+  // flight when it was issued (each issue sets lone_receive_, so one issued
+  // since makes two in flight), and the handler noted nothing since
   // (note_overlap: its other spans, its contexts' changes). Asked by the
   // handler's recv() while the receive completes (it is still counted).
   bool lone_receive() const { return receives_in_flight_ == 1 && lone_receive_; }
@@ -818,7 +819,6 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
             h.release(r->hold);
             r->hold = HoldQueue::kNone;
             receives_in_flight_ -= held;
-            lone_receive_ = false;
             break;
           }
           case Request::Send:
@@ -881,10 +881,8 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
                 h.isend_done(r->hold, enter, enter, e, false);  // completes unseen: no wait
                 r->hold = HoldQueue::kNone;
               }
-            if (r->type == Request::Recv || r->type == Request::PRecv) {
+            if (r->type == Request::Recv || r->type == Request::PRecv)
               receives_in_flight_ -= r->hold != HoldQueue::kNone;
-              lone_receive_ = false;
-            }
             h.release(r->hold);
             r->hold = HoldQueue::kNone;
             retire(r);

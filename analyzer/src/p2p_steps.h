@@ -22,14 +22,7 @@ namespace prof::analysis::detail {
                                                         int32_t src, unsigned w, int parity, SpanLane lane) {
   const WaitSpan<double> wait = late_sender_wait(pr.issue, s.enter, pr.leave);
   if (pr.whole) [[likely]] {
-    // (As Engine::add_result sums a collective call's: PotentSync is the
-    // wait, the levels above it its union with the call.)
-    const auto [waited, with_call] = r.instants.length_and_union(wait.from, wait.to, pr.enter, pr.leave);
-    Instant* level = r.acc[pr.node].in.level;
-    level[kWaitSpan] += waited;
-    level[kRecvCallSpan] += with_call;
-    level[kCollCallSpan] += with_call;
-    level[kAllToAllCallSpan] += with_call;
+    r.instants.credit_alone(r.acc[pr.node].in.level, wait.from, wait.to, pr.enter, pr.leave, kRecvCallSpan);
   } else {
     r.instants.add(wait.from, wait.to, kWaitSpan, lane);
     r.instants.add(pr.enter, pr.leave, kRecvCallSpan, lane);
