@@ -10,6 +10,7 @@
 // and warnings come out the same.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -675,8 +676,11 @@ TEST(FormatBatch, RepeatedPayloadsDecodeAsWrittenInFull) {
 // sites, one with no payload but a flag (a Barrier on the same communicator),
 // and now and then a long gap (a marker with the long header). Batches give
 // what next() gives, and what the same calls written in full (format 5) give.
+// (On the rank's one thread, of stream id 3: the batch's events of the
+// records decoded at template speed carry the cursor's stream too.)
 TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
   const std::string dir = temp_dir();
+  const uint32_t stream = 3;
   const uint16_t irecv = 6, isend = 5, waitall = 7, allreduce = 9, comm_rank = 10, barrier = 11;
   auto write = [&](const std::string& path, uint32_t chunk_bytes, uint32_t version) {
     TraceWriter w(path, 0, 2, 1, format::TimerKind::Monotonic, chunk_bytes, version);
@@ -698,6 +702,7 @@ TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
       const uint32_t comm = (i / 3) % 2 ? 0x44000000u : 0x84000002u;
       const uint32_t high = (i / 5) % 2 ? 0xAC00u : 0xAD00u;
       Event e;
+      e.stream = stream;
       e.comm = comm;
       e.peer = 1;
       e.tag = static_cast<int32_t>(i % 2);
@@ -711,6 +716,7 @@ TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
       };
       auto marker = [&](uint32_t id, bool begin) {
         Event m;
+        m.stream = stream;
         m.func = format::kMarkerFuncId;
         m.kind = FuncKind::Marker;
         m.interval_id = id;
@@ -738,6 +744,7 @@ TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
       marker(interval, false);
       {
         Event bare;
+        bare.stream = stream;
         bare.func = comm_rank;
         bare.kind = FuncKind::Other;
         bare.call_site_index = static_cast<uint8_t>(i % 3);
@@ -785,6 +792,7 @@ TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
     }
     EXPECT_GT(from_second_site, 0u);
     EXPECT_EQ(markers, 2 * 6000u);
+    EXPECT_TRUE(std::all_of(got.begin(), got.end(), [&](const Decoded& d) { return d.e.stream == stream; }));
     EXPECT_EQ(bare_from_second_site, 2000u);
   }
   std::filesystem::remove_all(dir);

@@ -257,24 +257,18 @@ struct RankTrace::Cursor::Impl {
     size_t size;
     if ((w0 & ~(uint32_t{format::kMarkerBegin} << 16)) == kShortMarker) {
       if (stop - at < 16) return 0;
-      copy_template_members(e, kDefaultEvent);
-      const uint8_t flags = static_cast<uint8_t>(w0 >> 16);
-      e.func = format::kMarkerFuncId;
-      e.kind = FuncKind::Marker;
-      e.flags = flags & ~kMarkerContextFlags;
-      e.marker_begin = (flags & format::kMarkerBegin) != 0;
-      e.interval_id = load32(at + 8);
-      e.callsite = load32(at + 12);
-      // (A marker's func field is above every site's: set_call_site() would
-      // give it the default's none, already copied.)
-      static_assert(format::kMarkerFuncId >= format::kReservedFuncIds && kDefaultEvent.call_site_index == 0 &&
-                    kDefaultEvent.call_site == 0);
+      // (The header's flags are the short marker's: begin or end.)
+      copy_template_members(e, plain_templates[(w0 >> 16 & format::kMarkerBegin) != 0 ? kMarkerBeginTemplate
+                                                                                        : kMarkerEndTemplate]);
+      // The interval id and the call site, side by side in both.
+      static_assert(offsetof(Event, callsite) == offsetof(Event, interval_id) + 4);
+      std::memcpy(&e.interval_id, at + 8, 8);
       group = kKindGroups<FuncKind::Marker>;
       size = 16;
     } else if ((w0 & 0xFFFF0000u) == kShortBare) {
       const uint16_t func = func_of(w0);
       if (func >= nkinds || kinds[func].kind != static_cast<uint16_t>(FuncKind::Other)) return 0;
-      copy_template_members(e, kDefaultEvent);
+      copy_template_members(e, plain_templates[kBareTemplate]);
       e.func = func;
       set_call_site(e, w0);
       group = kKindGroups<FuncKind::Other>;
@@ -282,7 +276,6 @@ struct RankTrace::Cursor::Impl {
     } else {
       return 0;
     }
-    e.stream = stream_id;
     const uint32_t w1 = load32(at + 4);
     time += w1 & 0xFFFFu;
     e.enter = time;
@@ -349,6 +342,29 @@ struct RankTrace::Cursor::Impl {
   FuncInfo marker_info = reader::func_info(FuncKind::Marker);
   FuncInfo undefined_info = reader::undefined_func_info();
   uint32_t stream_id = 0;
+  // What copy_plain() copies into a plain record's Event before the members
+  // the record gives: the default Event on this stream, as a marker's end,
+  // a marker's begin, and a call of kind Other (set_plain_templates).
+  enum PlainTemplate { kMarkerEndTemplate, kMarkerBeginTemplate, kBareTemplate, kPlainTemplates };
+  Event plain_templates[kPlainTemplates];
+  void set_plain_templates() {
+    for (Event& t : plain_templates) {
+      t = kDefaultEvent;
+      t.stream = stream_id;
+    }
+    for (const bool begin : {false, true}) {
+      Event& t = plain_templates[begin ? kMarkerBeginTemplate : kMarkerEndTemplate];
+      const uint8_t flags = static_cast<uint8_t>((kShortMarker | (begin ? uint32_t{format::kMarkerBegin} << 16 : 0)) >> 16);
+      t.func = format::kMarkerFuncId;
+      t.kind = FuncKind::Marker;
+      t.flags = flags & ~kMarkerContextFlags;
+      t.marker_begin = begin;
+    }
+    // (A marker's func field is above every site's: set_call_site() would
+    // give it the default's none.)
+    static_assert(format::kMarkerFuncId >= format::kReservedFuncIds && kDefaultEvent.call_site_index == 0 &&
+                  kDefaultEvent.call_site == 0);
+  }
   // Format 3: every chunk starts with an interval snapshot, which is no event.
   bool chunks_start_with_snapshot = false;
   // Format 7: func fields below this carry a site index (format::kSiteShift);
@@ -405,6 +421,7 @@ struct RankTrace::Cursor::Impl {
       chunks_end = s.chunks.data() + s.chunks.size();
       stream_id = s.id;
     }
+    set_plain_templates();
   }
 
   // A record that will decode: found by scan(), decoded by fill().
