@@ -221,7 +221,7 @@ void Engine::phase_collectives(unsigned w) {
   mail_.take_sources(q, w, sources);
   for (unsigned o : sources) {
     auto& box = mail_.result_box(q, o, w);
-    for (const ResultRec& rr : box) apply(rr);
+    apply_all(box);
     done(box, o);
   }
   for (unsigned s : sources) {
@@ -242,7 +242,7 @@ void Engine::phase_collectives(unsigned w) {
   // figures in this phase (PhaseMail::kEarlyResults), before those ranks settle.
   for (unsigned s : sources) {
     auto& box = mail_.coll_box(q, s, w);
-    for (const CollRec& c : box) add_member(w, c, PhaseMail::kEarlyResults);
+    add_members(w, box, PhaseMail::kEarlyResults);
     done(box, s);
   }
   if (sweep_) sweep(w, PhaseMail::kEarlyResults, false);
@@ -343,7 +343,7 @@ void Engine::take_early_results(unsigned w) {
   mail_.take_sources(PhaseMail::kEarlyResults, w, sources);
   for (unsigned o : sources) {
     auto& box = mail_.result_box(PhaseMail::kEarlyResults, o, w);
-    for (const ResultRec& rr : box) apply(rr);
+    apply_all(box);
     box.clear();
   }
   if (worker_stats_.on()) worker_stats_.of(w).handover_ns += monotonic_ns() - t0;

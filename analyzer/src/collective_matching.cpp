@@ -16,7 +16,7 @@ namespace prof::analysis::detail {
 // (take_results), where its state is in cache; each of those sums and lanes
 // gets only these results, in the same order, before the same sweep.
 // (Inline where the owner completes an instance of its own rank's members;
-// apply() takes those that came through a mailbox.)
+// apply() and apply_all() take those that came through a mailbox.)
 [[gnu::always_inline]] inline void Engine::apply_result(const ResultRec& rr) {
   // (The engine's flags, not the rank's: with many ranks its object is out
   // of cache, and a queued result need not read it.)
@@ -78,6 +78,10 @@ void Engine::take_results(Rank& r) {
 }
 
 void Engine::apply(const ResultRec& rr) { apply_result(rr); }
+
+void Engine::apply_all(const Mailbox<ResultRec>& box) {
+  for (const ResultRec& rr : box) apply_result(rr);
+}
 
 uint32_t Engine::gone_members(Owner& own, const CommDef* def) {
   // (Keyed by the group's list when there is one group: every rank's
@@ -171,7 +175,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
 }
 
 // (Inline in Handler::collective, where the owner is the caller's worker;
-// add_member() takes the calls that came through a mailbox.)
+// add_members() takes the calls that came through a mailbox.)
 [[gnu::always_inline]] inline void Engine::take_member(unsigned w, const CollRec& c, int parity) {
   Owner& own = owners_[w];
   CommQueue& q = own.queue(c.gid);
@@ -219,7 +223,9 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
   }
 }
 
-void Engine::add_member(unsigned w, const CollRec& c, int parity) { take_member(w, c, parity); }
+void Engine::add_members(unsigned w, const Mailbox<CollRec>& box, int parity) {
+  for (const CollRec& c : box) take_member(w, c, parity);
+}
 
 void Engine::sweep(unsigned w, int parity, bool direct) {
   Owner& own = owners_[w];

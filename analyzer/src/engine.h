@@ -903,11 +903,12 @@ class Engine {
   void finish_isend(Rank& r, uint64_t hold, const IsendWait& w);
   void credit_partner(Rank& r, uint32_t node, int32_t partner, double from, double to);
   void apply(const ResultRec& rr);
+  void apply_all(const Mailbox<ResultRec>& box);  // (apply() each, without a call each)
   void apply_result(const ResultRec& rr);
   void add_result(Rank& r, const ResultRec& rr);
   // The rank's queued results (queue_results_), before it settles.
   void take_results(Rank& r);
-  void add_member(unsigned w, const CollRec& c, int parity);
+  void add_members(unsigned w, const Mailbox<CollRec>& box, int parity);
   void take_member(unsigned w, const CollRec& c, int parity);
   bool all_missing_gone(Owner& own, const Instance& in);
   uint32_t gone_members(Owner& own, const CommDef* def);
