@@ -722,7 +722,7 @@ Analysis Engine::run() {
     spread_.set_final_sweep(true);
     for (unsigned w = spread_.local_lo(); w < spread_.local_hi(); ++w) sweep(w, 0, true);
     spread_.set_final_sweep(false);
-    spread_.exchange_final_results(mail_, dir_.ranks, [this](const ResultRec& rr) { apply(rr); });
+    spread_.exchange_final_results(mail_, dir_.ranks, [this](const Mailbox<ResultRec>& box) { apply_all(box); });
   } else {
     for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   }

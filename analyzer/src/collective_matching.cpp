@@ -16,7 +16,7 @@ namespace prof::analysis::detail {
 // (take_results), where its state is in cache; each of those sums and lanes
 // gets only these results, in the same order, before the same sweep.
 // (Inline where the owner completes an instance of its own rank's members;
-// apply() and apply_all() take those that came through a mailbox.)
+// apply_all() takes those that came through a mailbox, a box at a time.)
 [[gnu::always_inline]] inline void Engine::apply_result(const ResultRec& rr) {
   // (The engine's flags, not the rank's: with many ranks its object is out
   // of cache, and a queued result need not read it.)
@@ -76,8 +76,6 @@ void Engine::take_results(Rank& r) {
   for (const ResultRec& rr : queued) add_result(r, rr);
   queued.clear();
 }
-
-void Engine::apply(const ResultRec& rr) { apply_result(rr); }
 
 void Engine::apply_all(const Mailbox<ResultRec>& box) {
   for (const ResultRec& rr : box) apply_result(rr);

@@ -902,8 +902,7 @@ class Engine {
   void apply_late_receiver(const LateRecvRec& lr);
   void finish_isend(Rank& r, uint64_t hold, const IsendWait& w);
   void credit_partner(Rank& r, uint32_t node, int32_t partner, double from, double to);
-  void apply(const ResultRec& rr);
-  void apply_all(const Mailbox<ResultRec>& box);  // (apply() each, without a call each)
+  void apply_all(const Mailbox<ResultRec>& box);
   void apply_result(const ResultRec& rr);
   void add_result(Rank& r, const ResultRec& rr);
   // The rank's queued results (queue_results_), before it settles.

@@ -118,7 +118,7 @@ class ProcessSpread {
   void exchange_with_others(Pack&& pack, Unpack&& unpack);
   // After a phase's first step: the early results (PhaseMail::kEarlyResults).
   void exchange_early(PhaseMail& mail, const Traces& traces);
-  // After the last sweep: every result, handed to `apply` in owner order.
+  // After the last sweep: every result, each box handed to `apply` in owner order.
   template <class Apply>
   void exchange_final_results(PhaseMail& mail, const Traces& traces, Apply&& apply);
   // The registry (interpret.h) as process 0 builds it from every rank's
@@ -210,7 +210,7 @@ void ProcessSpread::exchange_final_results(PhaseMail& mail, const Traces& traces
   for (unsigned d = local_lo_; d < local_hi_; ++d)
     for (unsigned o = 0; o < workers_; ++o) {
       auto& box = mail.result_box(0, o, d);
-      for (const ResultRec& rr : box) apply(rr);
+      apply(box);
       box.clear();
     }
 }

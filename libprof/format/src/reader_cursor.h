@@ -92,6 +92,27 @@ static_assert(record_short_repeat(0x80u << 24 | uint32_t{format::kRepeatPayload}
 // Every member of an Event at its default.
 inline constexpr Event kDefaultEvent{};
 
+// What a plain record's Event is copied from before the members its record
+// gives (Cursor::Impl::copy_plain): the default Event as a marker's end, a
+// marker's begin (a short marker's only flag), and a call of kind Other.
+enum PlainTemplate { kMarkerEndTemplate, kMarkerBeginTemplate, kBareTemplate, kPlainTemplateCount };
+inline constexpr Event plain_template(PlainTemplate which) {
+  Event t{};
+  if (which == kBareTemplate) return t;
+  const bool begin = which == kMarkerBeginTemplate;
+  t.func = format::kMarkerFuncId;
+  t.kind = FuncKind::Marker;
+  t.flags = static_cast<uint8_t>((begin ? format::kMarkerBegin : 0) & ~format::schema_of(FuncKind::Marker).context_flags);
+  t.marker_begin = begin;
+  // (A marker's func field is above every site's: set_call_site() would
+  // give it the default's none.)
+  static_assert(format::kMarkerFuncId >= format::kReservedFuncIds && kDefaultEvent.call_site_index == 0 &&
+                kDefaultEvent.call_site == 0);
+  return t;
+}
+inline constexpr Event kPlainTemplates[kPlainTemplateCount] = {
+    plain_template(kMarkerEndTemplate), plain_template(kMarkerBeginTemplate), plain_template(kBareTemplate)};
+
 // Puts the members of `groups` back to their defaults.
 [[gnu::always_inline]] inline void reset_groups(Event& e, uint32_t groups) {
   if (groups & kGroupCall) {
@@ -240,15 +261,15 @@ struct RankTrace::Cursor::Impl {
   }
   // A marker (its interval id and call site: two words) or a call of kind
   // Other with no payload and no flags, with the short header and no repeat:
-  // decoded into e at template speed (a copy of the default Event, then the
-  // members the record gives), as fill_fixed() decodes it. Returns
+  // decoded into e at template speed (a copy of its kPlainTemplates entry,
+  // then its stream and the members the record gives), as fill_fixed()
+  // decodes it. Returns
   // its size in bytes, 0 when the record at `at` is none of these or does
   // not fit before `stop` (left to the full decode). Neither reads or
   // changes the chunk context, nor notes a payload for repeats.
   static constexpr uint32_t kShortMarker =
       uint32_t{format::kShortTime | 2u} << 24 | format::kMarkerFuncId;
   static constexpr uint32_t kShortBare = uint32_t{format::kShortTime} << 24;
-  static constexpr uint8_t kMarkerContextFlags = format::schema_of(FuncKind::Marker).context_flags;
   static_assert(format::record_short_time(kShortMarker) && format::record_words(kShortMarker) == 4 &&
                 format::fixed_payload_words(format::schema_of(FuncKind::Marker), false, false, false, false) == 2 &&
                 format::record_words(kShortBare) == 2);
@@ -258,8 +279,9 @@ struct RankTrace::Cursor::Impl {
     if ((w0 & ~(uint32_t{format::kMarkerBegin} << 16)) == kShortMarker) {
       if (stop - at < 16) return 0;
       // (The header's flags are the short marker's: begin or end.)
-      copy_template_members(e, plain_templates[(w0 >> 16 & format::kMarkerBegin) != 0 ? kMarkerBeginTemplate
-                                                                                        : kMarkerEndTemplate]);
+      static_assert(static_cast<uint8_t>(kShortMarker >> 16) == 0);
+      copy_template_members(e, kPlainTemplates[(w0 >> 16 & format::kMarkerBegin) != 0 ? kMarkerBeginTemplate
+                                                                                       : kMarkerEndTemplate]);
       // The interval id and the call site, side by side in both.
       static_assert(offsetof(Event, callsite) == offsetof(Event, interval_id) + 4);
       std::memcpy(&e.interval_id, at + 8, 8);
@@ -268,7 +290,7 @@ struct RankTrace::Cursor::Impl {
     } else if ((w0 & 0xFFFF0000u) == kShortBare) {
       const uint16_t func = func_of(w0);
       if (func >= nkinds || kinds[func].kind != static_cast<uint16_t>(FuncKind::Other)) return 0;
-      copy_template_members(e, plain_templates[kBareTemplate]);
+      copy_template_members(e, kPlainTemplates[kBareTemplate]);
       e.func = func;
       set_call_site(e, w0);
       group = kKindGroups<FuncKind::Other>;
@@ -276,6 +298,7 @@ struct RankTrace::Cursor::Impl {
     } else {
       return 0;
     }
+    e.stream = stream_id;
     const uint32_t w1 = load32(at + 4);
     time += w1 & 0xFFFFu;
     e.enter = time;
@@ -342,29 +365,6 @@ struct RankTrace::Cursor::Impl {
   FuncInfo marker_info = reader::func_info(FuncKind::Marker);
   FuncInfo undefined_info = reader::undefined_func_info();
   uint32_t stream_id = 0;
-  // What copy_plain() copies into a plain record's Event before the members
-  // the record gives: the default Event on this stream, as a marker's end,
-  // a marker's begin, and a call of kind Other (set_plain_templates).
-  enum PlainTemplate { kMarkerEndTemplate, kMarkerBeginTemplate, kBareTemplate, kPlainTemplates };
-  Event plain_templates[kPlainTemplates];
-  void set_plain_templates() {
-    for (Event& t : plain_templates) {
-      t = kDefaultEvent;
-      t.stream = stream_id;
-    }
-    for (const bool begin : {false, true}) {
-      Event& t = plain_templates[begin ? kMarkerBeginTemplate : kMarkerEndTemplate];
-      const uint8_t flags = static_cast<uint8_t>((kShortMarker | (begin ? uint32_t{format::kMarkerBegin} << 16 : 0)) >> 16);
-      t.func = format::kMarkerFuncId;
-      t.kind = FuncKind::Marker;
-      t.flags = flags & ~kMarkerContextFlags;
-      t.marker_begin = begin;
-    }
-    // (A marker's func field is above every site's: set_call_site() would
-    // give it the default's none.)
-    static_assert(format::kMarkerFuncId >= format::kReservedFuncIds && kDefaultEvent.call_site_index == 0 &&
-                  kDefaultEvent.call_site == 0);
-  }
   // Format 3: every chunk starts with an interval snapshot, which is no event.
   bool chunks_start_with_snapshot = false;
   // Format 7: func fields below this carry a site index (format::kSiteShift);
@@ -421,7 +421,6 @@ struct RankTrace::Cursor::Impl {
       chunks_end = s.chunks.data() + s.chunks.size();
       stream_id = s.id;
     }
-    set_plain_templates();
   }
 
   // A record that will decode: found by scan(), decoded by fill().
