@@ -798,6 +798,97 @@ TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
   std::filesystem::remove_all(dir);
 }
 
+// A loop of a fixed period, whose records the batch reader puts in the same
+// slots batch after batch (its batches cut to a multiple of the period) and
+// copies no template into a slot that holds it already (Cursor::Impl::
+// slot_tags). That holds only while the slot's template is the same filling:
+// here the loop's payloads change every few hundred iterations (the
+// templates filled again, with other peers, tags and communicators), and its
+// layout every thousand (a marker's end and a call with no payload swap
+// slots, and the marker's interval id changes), so that a slot skipped on a
+// stale tag would show another event's members. Batches give what next()
+// gives, in chunks of 4 KiB (templates cleared at every chunk) and 1 MiB.
+TEST(FormatBatch, LoopSlotsKeepTheirCopiesOnlyWhileTheTemplateHolds) {
+  const std::string dir = temp_dir();
+  const uint16_t irecv = 6, isend = 5, waitall = 7, comm_rank = 10;
+  for (uint32_t chunk_bytes : {4096u, 1u << 20}) {
+    SCOPED_TRACE("chunks of " + std::to_string(chunk_bytes));
+    const std::string path = dir + "/loop-" + std::to_string(chunk_bytes);
+    {
+      TraceWriter w(path, 0, 8, 1, format::TimerKind::Monotonic, chunk_bytes, format::kFormatVersion);
+      w.function(irecv, FuncKind::Irecv, "MPI_Irecv");
+      w.function(isend, FuncKind::Isend, "MPI_Isend");
+      w.function(waitall, FuncKind::Completion, "MPI_Waitall");
+      w.function(comm_rank, FuncKind::Other, "MPI_Comm_rank");
+      uint64_t t = 1000;
+      std::vector<Completion> two(2);
+      for (uint32_t i = 0; i < 5000; ++i) {
+        const uint32_t era = i / 300;  // the payloads' (templates filled again)
+        const bool swapped = (i / 1000) % 2 == 1;  // the layout's
+        Event e;
+        e.comm = era % 2 ? 0x44000000u : 0x84000002u;
+        e.peer = static_cast<int32_t>(1 + era % 7);
+        e.tag = static_cast<int32_t>(era);
+        e.bytes = 64 + era;
+        auto call = [&](uint16_t func, FuncKind kind) {
+          e.func = func;
+          e.kind = kind;
+          e.enter = t += 7;
+          e.leave = t += 3;
+          w.event(e);
+        };
+        auto marker = [&](uint32_t id, bool begin) {
+          Event m;
+          m.func = format::kMarkerFuncId;
+          m.kind = FuncKind::Marker;
+          m.interval_id = id;
+          m.callsite = id;
+          m.marker_begin = begin;
+          m.enter = t += 5;
+          m.leave = t += 2;
+          w.event(m);
+        };
+        auto bare = [&] {
+          Event b;
+          b.func = comm_rank;
+          b.kind = FuncKind::Other;
+          b.enter = t += 4;
+          b.leave = t += 1;
+          w.event(b);
+        };
+        const uint32_t interval = swapped ? 9 : 4;
+        marker(interval, true);
+        e.request = 0xAC000001u;
+        call(irecv, FuncKind::Irecv);
+        e.request = 0xAC000002u;
+        call(isend, FuncKind::Isend);
+        e.request = format::kNoRequest;
+        for (size_t k = 0; k < two.size(); ++k)
+          two[k] = Completion{0xAC000001u + static_cast<uint32_t>(k), k == 0 ? e.peer : -1, k == 0 ? e.tag : -1,
+                              k == 0 ? static_cast<uint32_t>(e.bytes) : 0u, false};
+        e.completions = two;
+        call(waitall, FuncKind::Completion);
+        e.completions = {};
+        if (swapped) {
+          bare();
+          marker(interval, false);
+        } else {
+          marker(interval, false);
+          bare();
+        }
+      }
+      w.end("finalize");
+      w.close();
+    }
+    auto trace = open_trace(path);
+    ASSERT_TRUE(trace);
+    const auto want = by_next(trace->events());
+    ASSERT_EQ(want.size(), 5000u * 6);
+    expect_same(want, by_batch(trace->events()));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(FormatBatch, UnsealedCrcDamagedAndCorruptedChunks) {
   const std::string dir = temp_dir();
   // The last chunk unsealed (a killed rank): salvaged.

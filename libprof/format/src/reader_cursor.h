@@ -233,6 +233,7 @@ struct RankTrace::Cursor::Impl {
     uint8_t avail_after = 0;
     uint8_t completion_count = 0;
     bool completion = false;
+    uint32_t tag = 0;  // this filling's SlotTags tag (SlotTags::next_template_tag)
     // The chunk context (Comm, Request high half) before and after, as
     // pack_context() makes one word of it: one compare a hit.
     uint64_t context_before = 0, context_after = 0;
@@ -273,15 +274,22 @@ struct RankTrace::Cursor::Impl {
   static_assert(format::record_short_time(kShortMarker) && format::record_words(kShortMarker) == 4 &&
                 format::fixed_payload_words(format::schema_of(FuncKind::Marker), false, false, false, false) == 2 &&
                 format::record_words(kShortBare) == 2);
-  [[gnu::always_inline]] size_t copy_plain(Event& e, uint8_t& group, const uint8_t* at, const uint8_t* stop,
-                                           uint32_t w0, uint64_t& time) const {
+  [[gnu::always_inline]] size_t copy_plain(Event& e, uint8_t& group, uint32_t& tag, uint32_t& copies,
+                                           const uint8_t* at, const uint8_t* stop, uint32_t w0,
+                                           uint64_t& time) const {
+    // (Copied unless the slot holds the template already: slot_tags.)
+    const auto copy_from = [&](PlainTemplate which) __attribute__((always_inline)) {
+      if (tag == plain_tag(which)) return;
+      copy_template_members(e, kPlainTemplates[which]);
+      tag = plain_tag(which);
+      ++copies;
+    };
     size_t size;
     if ((w0 & ~(uint32_t{format::kMarkerBegin} << 16)) == kShortMarker) {
       if (stop - at < 16) return 0;
       // (The header's flags are the short marker's: begin or end.)
       static_assert(static_cast<uint8_t>(kShortMarker >> 16) == 0);
-      copy_template_members(e, kPlainTemplates[(w0 >> 16 & format::kMarkerBegin) != 0 ? kMarkerBeginTemplate
-                                                                                       : kMarkerEndTemplate]);
+      copy_from((w0 >> 16 & format::kMarkerBegin) != 0 ? kMarkerBeginTemplate : kMarkerEndTemplate);
       // The interval id and the call site, side by side in both.
       static_assert(offsetof(Event, callsite) == offsetof(Event, interval_id) + 4);
       std::memcpy(&e.interval_id, at + 8, 8);
@@ -290,7 +298,7 @@ struct RankTrace::Cursor::Impl {
     } else if ((w0 & 0xFFFF0000u) == kShortBare) {
       const uint16_t func = func_of(w0);
       if (func >= nkinds || kinds[func].kind != static_cast<uint16_t>(FuncKind::Other)) return 0;
-      copy_template_members(e, kPlainTemplates[kBareTemplate]);
+      copy_from(kBareTemplate);
       e.func = func;
       set_call_site(e, w0);
       group = kKindGroups<FuncKind::Other>;
@@ -315,12 +323,13 @@ struct RankTrace::Cursor::Impl {
     size_t room;
     bool repeat_follows;
   };
-  [[gnu::always_inline]] PlainRun copy_plain_run(Event* e, uint8_t* g, const uint8_t* at, const uint8_t* stop,
-                                                 uint64_t time, size_t room) const {
+  [[gnu::always_inline]] PlainRun copy_plain_run(Event* e, uint8_t* g, uint32_t* tags, uint32_t& copies,
+                                                 const uint8_t* at, const uint8_t* stop, uint64_t time,
+                                                 size_t room) const {
     size_t events = 0;
     bool repeat_follows = false;
     for (;;) {
-      const size_t size = copy_plain(e[events], g[events], at, stop, load32(at), time);
+      const size_t size = copy_plain(e[events], g[events], tags[events], copies, at, stop, load32(at), time);
       if (size == 0) break;
       at += size;
       if (++events == room || stop - at < 8) break;
@@ -450,6 +459,37 @@ struct RankTrace::Cursor::Impl {
   std::vector<Completion> completion_buffer;
   std::vector<uint32_t> request_buffer;
   size_t completion_used = 0, request_used = 0;  // by the current batch's events
+
+  // Which template each slot of the batch (MergedCursor::next_batch) last
+  // had its members copied from (copy_template_members: func to
+  // completions), so that a copy of the same filling of the same template
+  // into the same slot is skipped: the slot holds those bytes already, but
+  // for the members the copy's record writes after it (its times, stream,
+  // completions, a marker's id and site, a bare call's function and site),
+  // which every copy of that template writes again. Tags: kNoSlotTag for a
+  // slot decoded in full (or not known), 1 + PlainTemplate for the plain
+  // templates, and above them one per filling of a repeat template (a
+  // template filled again holds another Event). A loop's records land in
+  // the same slots batch after batch where the batch's length is a multiple
+  // of the loop's (MergedCursor::next_batch keeps it so), and then none is
+  // copied. The tags are the MergedCursor's (set before each batch).
+  static constexpr uint32_t kNoSlotTag = 0;
+  static constexpr uint32_t plain_tag(PlainTemplate which) { return 1u + which; }
+  uint32_t* slot_tags = nullptr;
+  size_t slot_tag_count = 0;
+  uint32_t next_template_tag = 1u + kPlainTemplateCount;
+  uint32_t slot_copies = 0;  // template copies made by the current batch
+  // A tag for a template's new filling. (Where they run out, after 2^32
+  // fillings, every slot and template forgets its tag and the count starts
+  // again: the templates are dropped, so no old tag remains anywhere.)
+  uint32_t take_template_tag() {
+    if (next_template_tag == UINT32_MAX) [[unlikely]] {
+      std::fill_n(slot_tags, slot_tag_count, kNoSlotTag);
+      for (RepeatTemplate& t : templates) t.w0 = 0;
+      next_template_tag = 1u + kPlainTemplateCount;
+    }
+    return next_template_tag++;
+  }
 
   // Whether a record of a batch's Completion / RequestOp event may be decoded
   // without growing the entry buffers (which would move the earlier events'
@@ -1073,6 +1113,8 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
   RepeatTemplate* const kept = templates.data();
   Event* e = out + n;
   uint8_t* g = groups + n;
+  uint32_t* tag = slot_tags + n;
+  uint32_t copies = 0;
   // Records that may follow within the batch and the chunk, 8 bytes each
   // (the caller has found room for the first).
   size_t room = std::min(max - n, static_cast<size_t>(stop - at) / 8);
@@ -1087,7 +1129,11 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
     // template's ref_index is this record's reference.)
     const RepeatTemplate& t = *slot;
     if (t.ref != refs[t.ref_index].bits() || t.context_before != context) break;
-    copy_template_members(*e, t.event);  // (the slot's tail groups are clear: clear_batch_tails)
+    if (*tag != t.tag) {  // (unless the slot holds this filling already: slot_tags)
+      copy_template_members(*e, t.event);  // (the slot's tail groups are clear: clear_batch_tails)
+      *tag = t.tag;
+      ++copies;
+    }
     *g = t.groups;  // (so the slot stays as its groups say when a Completion stops here)
     if (t.completion) {
       // As run_fixed: no continuation may follow, and room for the entries.
@@ -1118,6 +1164,7 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
     at += 8;
     ++e;
     ++g;
+    ++tag;
     if (--room == 0) break;
     uint32_t w0 = load32(at);
     if (!record_short_repeat(w0)) [[unlikely]] {
@@ -1126,10 +1173,11 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
       // (Inline: a call here, with its result through memory, cost about 30
       // instructions a run of them, two or three runs an iteration of such a
       // loop; inline, the repeats' own steps take about 2 more an event.)
-      const PlainRun run = copy_plain_run(e, g, at, stop, time, room);
+      const PlainRun run = copy_plain_run(e, g, tag, copies, at, stop, time, room);
       if (run.events == 0) break;
       e += run.events;
       g += run.events;
+      tag += run.events;
       at = run.at;
       time = run.time;
       room = run.room;
@@ -1147,6 +1195,7 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
     slot = following;
   }
   completion_used = used;
+  slot_copies += copies;
   s.at = at;
   s.time = time;
   s.comm = static_cast<uint32_t>(context);
@@ -1239,6 +1288,7 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
     const uint32_t w1 = load32(at + 4);
     time += w1 & 0xFFFFu;
     Event& e = out[n];
+    slot_tags[n] = kNoSlotTag;
     e.enter = time;
     e.leave = time + (w1 >> 16);
     e.func = static_cast<uint16_t>(func);
@@ -1262,6 +1312,7 @@ inline size_t RankTrace::Cursor::Impl::run_fixed(Event* out, uint8_t* groups, si
       RepeatTemplate& t = *slot;
       t.w0 = 0;
       if (got <= kTemplateCompletions) {
+        t.tag = take_template_tag();  // (before w0: running out drops every template)
         t.ref_index = static_cast<uint32_t>(size_t{repeat_row_of[func] - 1u} * kRepeatDepth + repeat_index(w0 >> 16));
         t.w0 = w0;
         t.ref = repeats[t.ref_index].bits();

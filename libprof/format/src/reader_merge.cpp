@@ -34,7 +34,15 @@ struct RankTrace::MergedCursor::Impl {
   // kBatchEvents (16 KB), one of many reaches it in a few batches.
   std::vector<Event> batch;
   std::vector<uint8_t> batch_groups;
+  // Per Event, the template its members were copied from (Cursor::Impl::slot_tags).
+  std::vector<uint32_t> batch_tags;
   size_t batch_limit = kBatchEvents;  // limit_batch()
+  // Where a batch of one stream stops (0: at its size): a multiple of the
+  // period of the last batch's templates, so that a loop's records fill the
+  // same slots from one batch to the next and their templates' copies are
+  // skipped (Cursor::Impl::slot_tags). Found again when a batch made many
+  // copies: a loop whose records changed, or a batch that ended early.
+  size_t aligned_limit = 0;
   // batch_leave_bounds() of the last batch.
   uint64_t batch_least = 0, batch_most = UINT64_MAX;
   bool last_batch_full = true;
@@ -45,6 +53,29 @@ struct RankTrace::MergedCursor::Impl {
     set_aside = false;
     for (const auto& c : cursors) c->take_back();
   }
+
+  // The least period p of the tags of slots [1, n): tags[i] == tags[i + p]
+  // for each, a slot decoded in full (kNoSlotTag: the batch's first, a
+  // record the run decodes, as at its start) matching any, over at least
+  // kPeriodCompared slots; 0 where none. Only the places of the first tag
+  // are tried (each period starts again with it): a few, each one's compare
+  // mostly stopping early.
+  static constexpr size_t kPeriodCompared = 16;
+  static size_t tag_period(const uint32_t* tags, size_t n) {
+    constexpr uint32_t kAny = Cursor::Impl::kNoSlotTag;
+    size_t first = 1;
+    while (first < n && tags[first] == kAny) ++first;
+    for (size_t p = 1; 1 + p + kPeriodCompared <= n && first + p < n; ++p) {
+      if (tags[first + p] != tags[first]) continue;
+      size_t i = 1;
+      while (i + p < n && (tags[i] == tags[i + p] || tags[i] == kAny || tags[i + p] == kAny)) ++i;
+      if (i + p == n) return p;
+    }
+    return 0;
+  }
+  // Batches to go before the period is looked for again (aligned_limit).
+  static constexpr uint32_t kBatchesBetweenPeriods = 8;
+  uint32_t period_wait = 0;
 
   static bool less(const Node& a, const Node& b) {
     return a.key < b.key || (a.key == b.key && a.index < b.index);
@@ -296,19 +327,25 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
     const size_t size = std::min(m.batch_limit, std::max(kFirstBatchEvents, 2 * m.batch.size()));
     m.batch.resize(size);
     m.batch_groups.resize(size, 0);
+    m.batch_tags.resize(size, Cursor::Impl::kNoSlotTag);
   }
-  const size_t limit = m.batch.size();
+  const size_t limit = m.aligned_limit != 0 ? std::min(m.aligned_limit, m.batch.size()) : m.batch.size();
   Event* out = m.batch.data();
   uint8_t* groups = m.batch_groups.data();
+  uint32_t* tags = m.batch_tags.data();
   if (m.cursors.size() != 1) {
     m.last_batch_full = false;
     if (!next(out[0])) return {};
     groups[0] = kAllGroups;
+    tags[0] = Cursor::Impl::kNoSlotTag;
     m.batch_least = m.batch_most = out[0].leave;
     return {out, 1};
   }
   Cursor::Impl& c = *m.cursors[0];
   c.completion_used = c.request_used = 0;
+  c.slot_tags = tags;
+  c.slot_tag_count = m.batch_tags.size();
+  c.slot_copies = 0;
   if (c.batch_tails_set) [[unlikely]] c.clear_batch_tails(out, groups, limit);
   if (c.lists_short) {  // the last batch was cut for room: make more (kept from then on)
     c.lists_short = false;
@@ -332,6 +369,7 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
   const bool lists = first.kind == kCompletion || first.kind == kRequestOp;
   const bool continued = lists && first.rec && c.may_continue();
   c.fill<true>(out[0], first, &groups[0]);
+  tags[0] = Cursor::Impl::kNoSlotTag;
   uint64_t least = out[0].leave, most = out[0].leave;
   if (!continued) {
     while (n < limit) {
@@ -348,6 +386,7 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
         }
       }
       c.fill<true>(out[n], r, &groups[n]);
+      tags[n] = Cursor::Impl::kNoSlotTag;
       least = std::min(least, out[n].leave);
       most = std::max(most, out[n].leave);
       ++n;
@@ -355,6 +394,17 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
   }
   c.events += n - (first_counts ? 0 : 1);
   m.last_batch_full = n == limit;
+  // (A full batch that copied a quarter of its events or more: its loop
+  // fell out of step with the slots, or has none.)
+  // (Not at every batch: a loop that stays out of step, or has no period
+  // within a batch, would pay the search each time.)
+  if (m.period_wait != 0) {
+    --m.period_wait;
+  } else if (m.last_batch_full && c.slot_copies * 4 >= n) {
+    const size_t period = Impl::tag_period(tags, n);
+    m.aligned_limit = period != 0 ? m.batch_limit / period * period : 0;
+    m.period_wait = Impl::kBatchesBetweenPeriods;
+  }
   m.batch_least = least;
   m.batch_most = most;
   return {out, n};
