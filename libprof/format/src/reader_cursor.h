@@ -277,10 +277,13 @@ struct RankTrace::Cursor::Impl {
   [[gnu::always_inline]] size_t copy_plain(Event& e, uint8_t& group, uint32_t& tag, uint32_t& copies,
                                            const uint8_t* at, const uint8_t* stop, uint32_t w0,
                                            uint64_t& time) const {
-    // (Copied unless the slot holds the template already: slot_tags.)
-    const auto copy_from = [&](PlainTemplate which) __attribute__((always_inline)) {
+    // (Copied unless the slot holds the template already, and with it the
+    // template's groups and the stream, the cursor's: slot_tags.)
+    const auto copy_from = [&](PlainTemplate which, uint8_t groups) __attribute__((always_inline)) {
       if (tag == plain_tag(which)) return;
       copy_template_members(e, kPlainTemplates[which]);
+      e.stream = stream_id;
+      group = groups;
       tag = plain_tag(which);
       ++copies;
     };
@@ -289,24 +292,22 @@ struct RankTrace::Cursor::Impl {
       if (stop - at < 16) return 0;
       // (The header's flags are the short marker's: begin or end.)
       static_assert(static_cast<uint8_t>(kShortMarker >> 16) == 0);
-      copy_from((w0 >> 16 & format::kMarkerBegin) != 0 ? kMarkerBeginTemplate : kMarkerEndTemplate);
+      copy_from((w0 >> 16 & format::kMarkerBegin) != 0 ? kMarkerBeginTemplate : kMarkerEndTemplate,
+                kKindGroups<FuncKind::Marker>);
       // The interval id and the call site, side by side in both.
       static_assert(offsetof(Event, callsite) == offsetof(Event, interval_id) + 4);
       std::memcpy(&e.interval_id, at + 8, 8);
-      group = kKindGroups<FuncKind::Marker>;
       size = 16;
     } else if ((w0 & 0xFFFF0000u) == kShortBare) {
       const uint16_t func = func_of(w0);
       if (func >= nkinds || kinds[func].kind != static_cast<uint16_t>(FuncKind::Other)) return 0;
-      copy_from(kBareTemplate);
+      copy_from(kBareTemplate, kKindGroups<FuncKind::Other>);
       e.func = func;
       set_call_site(e, w0);
-      group = kKindGroups<FuncKind::Other>;
       size = 8;
     } else {
       return 0;
     }
-    e.stream = stream_id;
     const uint32_t w1 = load32(at + 4);
     time += w1 & 0xFFFFu;
     e.enter = time;
@@ -1129,12 +1130,13 @@ inline size_t RankTrace::Cursor::Impl::copy_repeats(Event* out, uint8_t* groups,
     // template's ref_index is this record's reference.)
     const RepeatTemplate& t = *slot;
     if (t.ref != refs[t.ref_index].bits() || t.context_before != context) break;
-    if (*tag != t.tag) {  // (unless the slot holds this filling already: slot_tags)
+    // (Unless the slot holds this filling already, and with it its groups: slot_tags.)
+    if (*tag != t.tag) {
       copy_template_members(*e, t.event);  // (the slot's tail groups are clear: clear_batch_tails)
+      *g = t.groups;  // (so the slot stays as its groups say when a Completion stops here)
       *tag = t.tag;
       ++copies;
     }
-    *g = t.groups;  // (so the slot stays as its groups say when a Completion stops here)
     if (t.completion) {
       // As run_fixed: no continuation may follow, and room for the entries.
       if (stop - at < 16 || (load32(at + 8) & (uint32_t{kContinuation} << 16)) ||
