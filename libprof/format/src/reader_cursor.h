@@ -233,7 +233,7 @@ struct RankTrace::Cursor::Impl {
     uint8_t avail_after = 0;
     uint8_t completion_count = 0;
     bool completion = false;
-    uint32_t tag = 0;  // this filling's SlotTags tag (SlotTags::next_template_tag)
+    uint32_t tag = 0;  // this filling's slot tag (slot_tags, take_template_tag)
     // The chunk context (Comm, Request high half) before and after, as
     // pack_context() makes one word of it: one compare a hit.
     uint64_t context_before = 0, context_after = 0;
