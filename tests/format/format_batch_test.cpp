@@ -663,6 +663,44 @@ TEST(FormatBatch, RepeatedPayloadsDecodeAsWrittenInFull) {
   std::filesystem::remove_all(dir);
 }
 
+// A loop's records on one stream, their times only growing: calls with
+// the members of a given Event, markers, calls with no payload.
+struct LoopRecords {
+  TraceWriter& w;
+  uint32_t stream = 0;
+  uint64_t t = 1000;
+  void call(Event e, uint16_t func, FuncKind kind) {
+    e.stream = stream;
+    e.func = func;
+    e.kind = kind;
+    e.enter = t += 7;
+    e.leave = t += 3;
+    w.event(e);
+  }
+  void marker(uint32_t id, uint32_t site, bool begin, uint64_t gap = 5) {
+    Event m;
+    m.stream = stream;
+    m.func = format::kMarkerFuncId;
+    m.kind = FuncKind::Marker;
+    m.interval_id = id;
+    m.callsite = site;
+    m.marker_begin = begin;
+    m.enter = t += gap;
+    m.leave = t += 2;
+    w.event(m);
+  }
+  void bare(uint16_t func, uint8_t site_index = 0) {
+    Event b;
+    b.stream = stream;
+    b.func = func;
+    b.kind = FuncKind::Other;
+    b.call_site_index = site_index;
+    b.enter = t += 4;
+    b.leave = t += 1;
+    w.event(b);
+  }
+};
+
 // A loop's calls, nearly all repeats (format 7), whose repeats the batch
 // reader copies from the last one it decoded of the same header and
 // reference: the copy must be dropped wherever a decode would differ. The
@@ -697,65 +735,36 @@ TEST(FormatBatch, LoopRepeatsDecodeAsWrittenInFull) {
     w.call_site_index(comm_rank, 1, 41);
     w.call_site_index(comm_rank, 2, 42);
     std::vector<Completion> two(2), six(6);
-    uint64_t t = 1000;
+    LoopRecords loop{w, stream};
     for (uint32_t i = 0; i < 6000; ++i) {
       const uint32_t comm = (i / 3) % 2 ? 0x44000000u : 0x84000002u;
       const uint32_t high = (i / 5) % 2 ? 0xAC00u : 0xAD00u;
       Event e;
-      e.stream = stream;
       e.comm = comm;
       e.peer = 1;
       e.tag = static_cast<int32_t>(i % 2);
       e.bytes = 4096;
-      auto call = [&](uint16_t func, FuncKind kind) {
-        e.func = func;
-        e.kind = kind;
-        e.enter = t += 7;
-        e.leave = t += 3;
-        w.event(e);
-      };
-      auto marker = [&](uint32_t id, bool begin) {
-        Event m;
-        m.stream = stream;
-        m.func = format::kMarkerFuncId;
-        m.kind = FuncKind::Marker;
-        m.interval_id = id;
-        m.callsite = 41 + id % 2;
-        m.marker_begin = begin;
-        m.enter = t += i % 13 == 12 && begin ? 70000 : 5;
-        m.leave = t += 2;
-        w.event(m);
-      };
       const uint32_t interval = 1 + i % 3;
-      marker(interval, true);
+      loop.marker(interval, 41 + interval % 2, true, i % 13 == 12 ? 70000 : 5);
       e.request = high << 16 | 1;
-      call(irecv, FuncKind::Irecv);
+      loop.call(e, irecv, FuncKind::Irecv);
       e.request = high << 16 | 2;
       e.call_site_index = static_cast<uint8_t>(1 + (i / 7) % 2);
-      call(isend, FuncKind::Isend);
+      loop.call(e, isend, FuncKind::Isend);
       e.call_site_index = 0;
       std::vector<Completion>& done = i % 11 == 10 ? six : two;
       for (size_t k = 0; k < done.size(); ++k)
         done[k] = Completion{high << 16 | static_cast<uint32_t>(k + 1), k == 0 ? 1 : -1, 0, k == 0 ? 4096u : 0u,
                              false};
       e.completions = done;
-      call(waitall, FuncKind::Completion);
+      loop.call(e, waitall, FuncKind::Completion);
       e.completions = {};
-      marker(interval, false);
-      {
-        Event bare;
-        bare.stream = stream;
-        bare.func = comm_rank;
-        bare.kind = FuncKind::Other;
-        bare.call_site_index = static_cast<uint8_t>(i % 3);
-        bare.enter = t += 4;
-        bare.leave = t += 1;
-        w.event(bare);
-      }
+      loop.marker(interval, 41 + interval % 2, false);
+      loop.bare(comm_rank, static_cast<uint8_t>(i % 3));
       if (i % 16 == 15) {
         e.comm = 0x44000000u;
-        call(allreduce, FuncKind::Collective);
-        call(barrier, FuncKind::Collective);
+        loop.call(e, allreduce, FuncKind::Collective);
+        loop.call(e, barrier, FuncKind::Collective);
       }
     }
     w.end("finalize");
@@ -820,8 +829,8 @@ TEST(FormatBatch, LoopSlotsKeepTheirCopiesOnlyWhileTheTemplateHolds) {
       w.function(isend, FuncKind::Isend, "MPI_Isend");
       w.function(waitall, FuncKind::Completion, "MPI_Waitall");
       w.function(comm_rank, FuncKind::Other, "MPI_Comm_rank");
-      uint64_t t = 1000;
       std::vector<Completion> two(2);
+      LoopRecords loop{w};
       for (uint32_t i = 0; i < 5000; ++i) {
         const uint32_t era = i / 300;  // the payloads' (templates filled again)
         const bool swapped = (i / 1000) % 2 == 1;  // the layout's
@@ -830,51 +839,24 @@ TEST(FormatBatch, LoopSlotsKeepTheirCopiesOnlyWhileTheTemplateHolds) {
         e.peer = static_cast<int32_t>(1 + era % 7);
         e.tag = static_cast<int32_t>(era);
         e.bytes = 64 + era;
-        auto call = [&](uint16_t func, FuncKind kind) {
-          e.func = func;
-          e.kind = kind;
-          e.enter = t += 7;
-          e.leave = t += 3;
-          w.event(e);
-        };
-        auto marker = [&](uint32_t id, bool begin) {
-          Event m;
-          m.func = format::kMarkerFuncId;
-          m.kind = FuncKind::Marker;
-          m.interval_id = id;
-          m.callsite = id;
-          m.marker_begin = begin;
-          m.enter = t += 5;
-          m.leave = t += 2;
-          w.event(m);
-        };
-        auto bare = [&] {
-          Event b;
-          b.func = comm_rank;
-          b.kind = FuncKind::Other;
-          b.enter = t += 4;
-          b.leave = t += 1;
-          w.event(b);
-        };
         const uint32_t interval = swapped ? 9 : 4;
-        marker(interval, true);
+        loop.marker(interval, interval, true);
         e.request = 0xAC000001u;
-        call(irecv, FuncKind::Irecv);
+        loop.call(e, irecv, FuncKind::Irecv);
         e.request = 0xAC000002u;
-        call(isend, FuncKind::Isend);
+        loop.call(e, isend, FuncKind::Isend);
         e.request = format::kNoRequest;
         for (size_t k = 0; k < two.size(); ++k)
           two[k] = Completion{0xAC000001u + static_cast<uint32_t>(k), k == 0 ? e.peer : -1, k == 0 ? e.tag : -1,
                               k == 0 ? static_cast<uint32_t>(e.bytes) : 0u, false};
         e.completions = two;
-        call(waitall, FuncKind::Completion);
-        e.completions = {};
+        loop.call(e, waitall, FuncKind::Completion);
         if (swapped) {
-          bare();
-          marker(interval, false);
+          loop.bare(comm_rank);
+          loop.marker(interval, interval, false);
         } else {
-          marker(interval, false);
-          bare();
+          loop.marker(interval, interval, false);
+          loop.bare(comm_rank);
         }
       }
       w.end("finalize");
