@@ -346,7 +346,9 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
   c.slot_tags = tags;
   c.slot_tag_count = m.batch_tags.size();
   c.slot_copies = 0;
-  if (c.batch_tails_set) [[unlikely]] c.clear_batch_tails(out, groups, limit);
+  // (Over every slot, not the batch's limit: a slot past a limit cut to the
+  // period keeps its tails until a longer batch copies a template into it.)
+  if (c.batch_tails_set) [[unlikely]] c.clear_batch_tails(out, groups, m.batch.size());
   if (c.lists_short) {  // the last batch was cut for room: make more (kept from then on)
     c.lists_short = false;
     c.completion_buffer.resize(std::max(kCompletionMax, c.completion_buffer.size() * 2));
@@ -394,10 +396,10 @@ std::span<const Event> RankTrace::MergedCursor::next_batch() {
   }
   c.events += n - (first_counts ? 0 : 1);
   m.last_batch_full = n == limit;
-  // (A full batch that copied a quarter of its events or more: its loop
-  // fell out of step with the slots, or has none.)
-  // (Not at every batch: a loop that stays out of step, or has no period
-  // within a batch, would pay the search each time.)
+  // The period is looked for after a full batch that copied a quarter of its
+  // events or more (its loop fell out of step with the slots, or has none),
+  // and then not for kBatchesBetweenPeriods batches: a loop that stays out
+  // of step, or has no period within a batch, would pay the search each time.
   if (m.period_wait != 0) {
     --m.period_wait;
   } else if (m.last_batch_full && c.slot_copies * 4 >= n) {
