@@ -161,6 +161,7 @@ class FormatHome : public testing::Test {
     layout_ = layout_of(w_.path);
     ASSERT_GE(layout_.events.size(), 4u);  // several chunks: a home and its earlier copies
   }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string dir_;
   Written w_;
   std::vector<unsigned char> file_;
