@@ -121,12 +121,18 @@ std::string cannot_serve(const RankTrace& t) {
 // One rank's pass, which can stop between events and go on later, on any
 // thread (a thread of idle priority hands its rank over this way).
 //
-// The cursor's position costs about as much to read as an event to decode,
-// and a checkpoint inside a chunk needs it only before its first event. So it
-// is read after every event only once kCheckpointEvents have passed since the
-// last checkpoint; before an aligned collective call it is found by decoding
-// again from the last position read (one every kAnchorEvents events): the
-// position the cursor had there either way.
+// A checkpoint inside a chunk needs the cursor's position before its first
+// event. Reading it costs about a fifth of an event's decoding, so it is read
+// after an event only where the next may start a checkpoint: once
+// kCheckpointEvents have passed since the last one, or while some
+// communicator's next collective call is an aligned one (its count a multiple
+// of kCollectiveStride), and every kAnchorEvents events besides. Before the
+// first collective call on a communicator (aligned, and not foreseen) it is
+// found by decoding again from the last position read: a cursor made afresh,
+// which enters its chunk again and walks its records from the chunk's start
+// for the repeats' state, so that is kept to once a communicator (at every
+// aligned call, the index's pass on 10^8 synthetic events took 2.9 times as
+// long: docs/performance.md, "prof-analyze --window").
 class RankBuild {
  public:
   // `t` is one that cannot_serve() passes.
@@ -192,8 +198,12 @@ class RankBuild {
     // at other calls would otherwise move back far).
     bool aligned = false;
     if (ev.kind == FuncKind::Collective || ev.kind == FuncKind::ICollective || ev.kind == FuncKind::AllToAll ||
-        ev.kind == FuncKind::IAllToAll)
-      aligned = collective_calls_[ev.comm]++ % WindowIndex::kCollectiveStride == 0;
+        ev.kind == FuncKind::IAllToAll) {
+      const auto [it, first] = collective_calls_.try_emplace(ev.comm, 0);
+      aligned = it->second % WindowIndex::kCollectiveStride == 0;
+      if (aligned && !first) --aligned_next_;
+      if (++it->second % WindowIndex::kCollectiveStride == 0) ++aligned_next_;
+    }
     if (aligned && !next_known_) {
       next_at_ = position_after(t_, anchor_, anchor_events_, ordinal_);
       next_known_ = true;
@@ -225,7 +235,7 @@ class RankBuild {
     cp.last_leave = std::max(cp.last_leave, interp_.global(ev.leave));
     ++ordinal_;
     ++since_;
-    next_known_ = since_ >= WindowIndex::kCheckpointEvents || ordinal_ % kAnchorEvents == 0;
+    next_known_ = since_ >= WindowIndex::kCheckpointEvents || aligned_next_ > 0 || ordinal_ % kAnchorEvents == 0;
     if (next_known_) {
       next_at_ = cursor_.position();
       if (next_at_.valid) {
@@ -247,6 +257,7 @@ class RankBuild {
   RankTrace::MergedCursor::Position anchor_;   // a valid position read earlier, or none
   uint64_t anchor_events_ = 0;                 // events before it
   std::map<uint32_t, uint64_t> collective_calls_;  // per communicator handle
+  uint64_t aligned_next_ = 0;  // communicators called before whose next call is aligned
 };
 
 // ---------------------------------------------------------------------------

@@ -318,6 +318,37 @@ TEST(WindowIndex, OneChunkTraceEqualsTheWindowDecodedFromTheStart) {
   }
 }
 
+
+// A communicator's first collective call, far into a chunk (hundreds of
+// events after the index's pass last read its cursor's position on a
+// schedule), gets a checkpoint at its own record, and so does every 1024th
+// call on it: a window that starts from one repeats none of the messages
+// before it (started from a position read a few events early, it would).
+TEST(WindowIndex, ACommunicatorsFirstCollectiveCallStartsAWindowAtItsOwnRecord) {
+  TraceBuilder b(2, 42, true, 1 << 20);
+  const int steps = 2300;
+  auto base = [](int s) { return 2 * kMs + static_cast<uint64_t>(s) * 20 * kUs; };
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, 1 * kMs);
+    for (int s = 0; s < steps; ++s) {
+      const uint64_t t = base(s);
+      b.send(r, t + 1 * kUs, t + 2 * kUs, 1 - r, 1);
+      // Rank 1 sends late: rank 0's receive waits (r + s) % 5 us more.
+      b.recv(r, t + 3 * kUs, t + (r == 0 ? 5 + s % 5 : 4) * kUs, 1 - r, 1);
+      if (s >= 150) b.collective(r, Allreduce, t + (10 + r) * kUs, t + 13 * kUs);
+    }
+    b.finalize(r, base(steps), base(steps) + 1 * kMs);
+  }
+  b.close();
+  const double first = 0.002 + 150 * 20e-6, stride = 1024 * 20e-6;
+  // (Each window opens after its call left, 13 us into the step.)
+  for (const auto& [from, to] : {std::pair{first + 15e-6, first + 200e-6}, std::pair{first + stride + 15e-6, first + stride + 90e-6}}) {
+    const auto full = analyze_checked(b.dir(), window(from, to, false));
+    const auto fast = analyze_checked(b.dir(), window(from, to, true));
+    EXPECT_EQ(report_of(fast), report_of(full)) << from << ":" << to;
+    EXPECT_FALSE(fast.stats.window_index.empty());
+  }
+}
 TEST(WindowIndex, AStaleOrCorruptIndexIsRebuilt) {
   TraceBuilder b(kRanks, 42, true, 2048);
   build(b, 300);
