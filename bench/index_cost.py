@@ -2,11 +2,13 @@
 """What writing the window index costs a whole analysis (docs/performance.md,
 "prof-analyze --window").
 
-Alternating rounds of: BEFORE (a prof-analyze that does not write the index),
-AFTER, and AFTER --no-index, each on TRACE with its window-index.bin removed
-first. Per run: "report", when stdout ended (the outputs are written before
-the index is finished), and "exit", when the process ended. Then, alternating
-BEFORE and AFTER: a whole analysis and the first `--window WINDOW` after it.
+Alternating rounds of: BEFORE (another build of prof-analyze), AFTER, AFTER
+--index (the index built beside the analysis and finished after the report)
+and AFTER --no-index, each on TRACE with its window-index.bin removed first.
+Per run: "report", when stdout ended (the outputs are written before the index
+is finished), and "exit", when the process ended. Then, alternating BEFORE,
+AFTER and AFTER --index: a whole analysis and the first `--window WINDOW`
+after it (which builds the index where the analysis wrote none).
 Prints medians and every run, and the load before and after.
 
 Usage: bench/index_cost.py BEFORE AFTER TRACE [ROUNDS] [WINDOW]
@@ -32,6 +34,7 @@ def main():
     index = os.path.join(trace, "window-index.bin")
     common = ["--no-progress", "-q"]
     runs = {"before": [before, trace] + common, "after": [after, trace] + common,
+            "after --index": [after, trace] + common + ["--index"],
             "after --no-index": [after, trace] + common + ["--no-index"]}
     print(f"load before: {load()}")
     times = {k: ([], []) for k in runs}
@@ -47,7 +50,7 @@ def main():
             p.wait()
             times[name][0].append(t1 - t0)
             times[name][1].append(time.monotonic() - t0)
-    first = {"before": [], "after": []}
+    first = {"before": [], "after": [], "after --index": []}
     for _ in range(rounds):
         for name in first:
             if os.path.exists(index):

@@ -860,10 +860,11 @@ unsigned Options::worker_threads() const {
 }
 
 // A whole analysis also writes the window index where the trace has no usable
-// one (WindowIndexJob): while it runs, on threads of idle priority beyond its
-// workers (as many as Options::threads allows), and once the result is out, on
-// all it allows. So the analysis itself is not slowed and does not wait for
-// it, and a caller that shows the result from on_result does not either.
+// one (WindowIndexJob), unless Options::window_index_after_result is off: while
+// it runs, on threads of idle priority beyond its workers (as many as
+// Options::threads allows), and once the result is out, on all it allows. So
+// the analysis does not wait for it, and a caller that shows the result from
+// on_result does not either.
 Analysis analyze(const trace::TraceDir& dir, const Options& options) {
   Analysis a;
   std::unique_ptr<WindowIndexJob> index;
@@ -879,7 +880,11 @@ Analysis analyze(const trace::TraceDir& dir, const Options& options) {
       for (const auto& t : dir.ranks) traces.push_back(t.get());
       reg.build(traces);
       const unsigned workers = static_cast<unsigned>(std::min<size_t>(threads, dir.ranks.size()));
-      index = WindowIndexJob::start(dir, reg, IndexWriting{true, options.window_index_in_cache}, threads - workers);
+      // (Not to be finished, the pass is not started: a rank's pass costs more
+      // than its analysis, so it would not be done by the result, and beside
+      // the analysis it slowed it: docs/design/window-index.md.)
+      if (options.window_index_after_result)
+        index = WindowIndexJob::start(dir, reg, IndexWriting{true, options.window_index_in_cache}, threads - workers);
     }
     Engine e(dir, options, whole ? &reg : nullptr);
     a = e.run();
@@ -890,8 +895,7 @@ Analysis analyze(const trace::TraceDir& dir, const Options& options) {
   if (options.on_result) options.on_result(a);
   if (index && a.usable()) {
     try {
-      if (options.window_index_after_result) index->finish(threads, options.cancelled);
-      else index->finish_if_built();
+      index->finish(threads, options.cancelled);
     } catch (const std::exception&) {
       // (Only an optimization is lost: a window builds the index itself.)
     }

@@ -202,9 +202,8 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   app.add_option("-j,--threads", threads, "worker threads (default: one per core; one for a --window of fewer than about 10^6 events)");
   bool finish_index = false;
   app.add_flag("--index", finish_index,
-               "after the report, finish writing the window index that a whole analysis builds on "
-               "cores it leaves free (without it, the index is written only if those built it by the "
-               "report's end, and the first --window builds it otherwise)");
+               "also build and write the window index: on cores the analysis leaves free while it "
+               "runs, then after the report (without it, the first --window builds it)");
   app.add_flag("--no-index", no_index,
                "do not write the window index (TRACE/window-index.bin, or the user's cache where TRACE "
                "is not writable) that a whole analysis writes and a --window builds");

@@ -1207,20 +1207,6 @@ std::string WindowIndexJob::finish(unsigned threads, const std::function<bool()>
   return built_note(s.why, at.empty() ? s.places.beside + " (could not be written: " + error + ")" : at);
 }
 
-std::string WindowIndexJob::finish_if_built() {
-  State& s = *s_;
-  // (Checked before stopping the threads: a rank still in progress then is
-  // stopped, and the index is not complete.)
-  const bool complete = s.same && s.builds->complete();
-  s.abandon = true;
-  s.join();
-  if (s.failed || !complete) return "not built: the analysis ended first (a --window builds it)";
-  const WindowIndex ix = s.builds->take();
-  std::string error;
-  const std::string at = write_index(s.places, index_file(s.key, ix), s.how, &error);
-  return built_note(s.why, at.empty() ? s.places.beside + " (could not be written: " + error + ")" : at);
-}
-
 size_t WindowIndex::first_start(size_t i, double lo) const {
   const auto& cps = ranks[i].checkpoints;
   size_t s = 0;

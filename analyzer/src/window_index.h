@@ -264,9 +264,6 @@ class WindowIndexJob {
   // `cancelled`, when set, is asked now and then, one thread at a time: true
   // abandons the build, and nothing is written.
   std::string finish(unsigned threads, const std::function<bool()>& cancelled);
-  // Writes the index only if the threads started with it have built every
-  // rank by now; stops them either way, without waiting for more.
-  std::string finish_if_built();
   // Abandons a build not finished (each thread at its next 2^16 events) and
   // joins its threads.
   ~WindowIndexJob();

@@ -448,9 +448,9 @@ TEST(Outputs, WindowInEveryOutput) {
 }
 
 // A whole analysis writes the window index beside the trace when asked to
-// finish it (--index), which the next --window uses; --no-index writes none;
-// by default the process never waits for it: with no core beyond the
-// analysis's worker (-j 1) none is written (the report is the same each time).
+// (--index), which the next --window uses; --no-index writes none, and by
+// default none is written either, with or without cores to spare (the report
+// is the same each time).
 TEST(Outputs, AWholeAnalysisWritesTheWindowIndexUnlessNoIndex) {
   TraceBuilder b(3);
   build(b);
@@ -462,6 +462,10 @@ TEST(Outputs, AWholeAnalysisWritesTheWindowIndexUnlessNoIndex) {
   EXPECT_NE(out.find("index built in memory"), std::string::npos) << out;
   EXPECT_FALSE(std::filesystem::exists(index));
   ASSERT_EQ(run_cli(b.dir() + " -j 1", &with), 0) << with;
+  EXPECT_EQ(with, without);
+  EXPECT_FALSE(std::filesystem::exists(index));
+  // Nor with threads to spare (3 ranks): without --index no pass is made.
+  ASSERT_EQ(run_cli(b.dir() + " -j 8", &with), 0) << with;
   EXPECT_EQ(with, without);
   EXPECT_FALSE(std::filesystem::exists(index));
   ASSERT_EQ(run_cli(b.dir() + " --index", &with), 0) << with;

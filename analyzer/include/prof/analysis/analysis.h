@@ -397,10 +397,10 @@ struct Options {
   // ($XDG_CACHE_HOME/prof or ~/.cache/prof). false: never written (a window
   // then builds the index in memory where none fits).
   bool write_window_index = true;
-  // A whole analysis: true finishes building the window index after
-  // on_result (a viewer that stays open); false writes it only if the cores
-  // beyond the analysis's workers built it meanwhile, so the call returns
-  // with the analysis (a command whose process ends with it).
+  // A whole analysis: true builds the window index beside it and finishes it
+  // after on_result (a viewer that stays open); false builds none, so the call
+  // returns with the analysis (a command whose process ends with it; a first
+  // window then builds the index).
   bool window_index_after_result = true;
   // The window index goes to the user's cache directory even where the trace
   // directory can be written (for tests: a read-only mode does not stop root).
