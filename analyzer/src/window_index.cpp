@@ -122,17 +122,18 @@ std::string cannot_serve(const RankTrace& t) {
 // thread (a thread of idle priority hands its rank over this way).
 //
 // A checkpoint inside a chunk needs the cursor's position before its first
-// event. Reading it costs about a fifth of an event's decoding, so it is read
-// after an event only where the next may start a checkpoint: once
-// kCheckpointEvents have passed since the last one, or while some
-// communicator's next collective call is an aligned one (its count a multiple
-// of kCollectiveStride), and every kAnchorEvents events besides. Before the
-// first collective call on a communicator (aligned, and not foreseen) it is
-// found by decoding again from the last position read: a cursor made afresh,
+// event. The cursor gives it between its batches, or after each event read
+// one by one (costlier: the batches decode runs of repeats from templates), so
+// events are read one by one only where the next may start a checkpoint: from
+// kBatchEvents before kCheckpointEvents have passed since the last one, and
+// while some communicator's next collective call is an aligned one (its
+// count a multiple of kCollectiveStride). A communicator's first collective
+// call, aligned and not foreseen, may come inside a batch: there the position
+// is found by decoding again from the last one read (a cursor made afresh,
 // which enters its chunk again and walks its records from the chunk's start
-// for the repeats' state, so that is kept to once a communicator (at every
-// aligned call, the index's pass on 10^8 synthetic events took 2.9 times as
-// long: docs/performance.md, "prof-analyze --window").
+// for the repeats' state: done at every aligned call, it made the pass 2.9
+// times as long on 10^8 synthetic events, docs/performance.md, "prof-analyze
+// --window"). The checkpoints are those of a pass reading one by one.
 class RankBuild {
  public:
   // `t` is one that cannot_serve() passes.
@@ -145,11 +146,20 @@ class RankBuild {
   static constexpr uint64_t kPauseEvents = 4096;
   bool run(const std::function<bool()>& pause) {
     Event ev;
-    while (cursor_.next(ev)) {
-      step(ev);
-      if (ordinal_ % kPauseEvents == 0 && pause && pause()) return false;
+    for (;;) {
+      const uint64_t before = ordinal_;
+      // (A batch of up to kBatchEvents ends before the event that may start
+      // a checkpoint for kCheckpointEvents having passed.)
+      if (since_ + kBatchEvents >= WindowIndex::kCheckpointEvents || aligned_next_ > 0) {
+        if (!cursor_.next(ev)) return true;
+        step(ev, true);
+      } else {
+        const std::span<const Event> batch = cursor_.next_batch();
+        if (batch.empty()) return true;
+        for (size_t i = 0; i < batch.size(); ++i) step(batch[i], false, i + 1 == batch.size());
+      }
+      if (ordinal_ / kPauseEvents != before / kPauseEvents && pause && pause()) return false;
     }
-    return true;
   }
 
   // Once run() returned true: why the rank cannot be served, or "" and its
@@ -187,8 +197,11 @@ class RankBuild {
 
  private:
   static constexpr uint64_t kAnchorEvents = 64;
+  static constexpr uint64_t kBatchEvents = RankTrace::MergedCursor::kBatchEvents;
 
-  void step(const Event& ev) {
+  // One event, read one by one (`exact`: the position after it is the
+  // cursor's), or of a batch (the position known only after its last).
+  void step(const Event& ev, bool exact, bool last_of_batch = false) {
     Builder& b = b_;
     const double enter = interp_.global(ev.enter);
     const size_t now = cursor_.current_chunk();
@@ -208,8 +221,8 @@ class RankBuild {
       next_at_ = position_after(t_, anchor_, anchor_events_, ordinal_);
       next_known_ = true;
     }
-    const bool inside =
-        (since_ >= WindowIndex::kCheckpointEvents || aligned) && next_at_.valid && next_at_.chunk == now;
+    const bool inside = (since_ >= WindowIndex::kCheckpointEvents || aligned) && next_known_ && next_at_.valid &&
+                        next_at_.chunk == now;
     if (now != chunk_ || inside) {
       WindowCheckpoint cp;
       cp.chunk = static_cast<uint32_t>(now);
@@ -235,12 +248,27 @@ class RankBuild {
     cp.last_leave = std::max(cp.last_leave, interp_.global(ev.leave));
     ++ordinal_;
     ++since_;
-    next_known_ = since_ >= WindowIndex::kCheckpointEvents || aligned_next_ > 0 || ordinal_ % kAnchorEvents == 0;
-    if (next_known_) {
-      next_at_ = cursor_.position();
-      if (next_at_.valid) {
-        anchor_ = next_at_;
-        anchor_events_ = ordinal_;
+    if (exact) {
+      next_known_ = since_ >= WindowIndex::kCheckpointEvents || aligned_next_ > 0 || ordinal_ % kAnchorEvents == 0;
+      if (next_known_) {
+        next_at_ = cursor_.position();
+        if (next_at_.valid) {
+          anchor_ = next_at_;
+          anchor_events_ = ordinal_;
+        }
+      }
+    } else {
+      // (After a batch that ended before a list call kept prepared, the
+      // position is not known: one read one by one would have it, so it is
+      // then found again from the anchor, as inside a batch.)
+      next_known_ = false;
+      if (last_of_batch) {
+        next_at_ = cursor_.position();
+        if (next_at_.valid) {
+          next_known_ = true;
+          anchor_ = next_at_;
+          anchor_events_ = ordinal_;
+        }
       }
     }
   }
