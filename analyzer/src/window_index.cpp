@@ -945,12 +945,6 @@ struct RankBuilds {
   }
 
   bool stopped() const { return std::find(unusable.begin(), unusable.end(), "stopped") != unusable.end(); }
-  // Every rank built (or found unservable), none left to take or parked.
-  bool complete() {
-    std::lock_guard lock(mu_);
-    return next_ >= ranks_to_build_.size() && parked_.empty() && held_idle_ == 0 && !stopped();
-  }
-
   // Once every work() has returned: the index, which says why it cannot
   // serve windows (the first rank's reason, in rank order) and holds no rank's
   // data when one cannot be served.
