@@ -860,7 +860,7 @@ unsigned Options::worker_threads() const {
 }
 
 // A whole analysis also writes the window index where the trace has no usable
-// one (WindowIndexJob), unless Options::window_index_after_result is off: while
+// one (WindowIndexJob), unless Options::build_window_index is off: while
 // it runs, on threads of idle priority beyond its workers (as many as
 // Options::threads allows), and once the result is out, on all it allows. So
 // the analysis does not wait for it, and a caller that shows the result from
@@ -880,10 +880,10 @@ Analysis analyze(const trace::TraceDir& dir, const Options& options) {
       for (const auto& t : dir.ranks) traces.push_back(t.get());
       reg.build(traces);
       const unsigned workers = static_cast<unsigned>(std::min<size_t>(threads, dir.ranks.size()));
-      // (Not to be finished, the pass is not started: a rank's pass costs more
-      // than its analysis, so it would not be done by the result, and beside
-      // the analysis it slowed it: docs/design/window-index.md.)
-      if (options.window_index_after_result)
+      // (Off, none is begun: a rank's pass costs more than its analysis, so
+      // one beside it would not be done by the result, and there it slows the
+      // analysis: docs/design/window-index.md.)
+      if (options.build_window_index)
         index = WindowIndexJob::start(dir, reg, IndexWriting{true, options.window_index_in_cache}, threads - workers);
     }
     Engine e(dir, options, whole ? &reg : nullptr);

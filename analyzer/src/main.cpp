@@ -411,7 +411,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   opt.write_window_index = !no_index;
   // The process ends with the analysis: the index is written when cores the
   // analysis left free built it meanwhile (else the first --window builds it).
-  opt.window_index_after_result = finish_index;
+  opt.build_window_index = finish_index;
   if (mpi && mpi->size() > 1) {
     opt.exchange = mpi;
     opt.cores = prof::analyze_cli::cores_per_process();

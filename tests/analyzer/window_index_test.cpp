@@ -318,7 +318,6 @@ TEST(WindowIndex, OneChunkTraceEqualsTheWindowDecodedFromTheStart) {
   }
 }
 
-
 // A communicator's first collective call, far into a chunk (hundreds of
 // events after the index's pass last read its cursor's position on a
 // schedule), gets a checkpoint at its own record, and so does every 1024th
@@ -340,6 +339,27 @@ TEST(WindowIndex, ACommunicatorsFirstCollectiveCallStartsAWindowAtItsOwnRecord) 
     b.finalize(r, base(steps), base(steps) + 1 * kMs);
   }
   b.close();
+  {
+    // The checkpoints: at the first call (after Init and 150 steps' send and
+    // receive, and its step's), and at the 1025th (1024 steps and calls on).
+    namespace d = analysis::detail;
+    const trace::TraceDir dir = trace::TraceDir::open(b.dir());
+    std::vector<const trace::RankTrace*> traces;
+    for (const auto& t : dir.ranks) traces.push_back(t.get());
+    d::Registry reg;
+    reg.build(traces);
+    std::string note;
+    const d::WindowIndex ix =
+        d::load_or_build_window_index(dir, reg, d::WorldIndex(traces), 1, d::IndexWriting{false, false}, &note);
+    ASSERT_EQ(ix.ranks.size(), 2u) << note;
+    for (const auto& r : ix.ranks)
+      for (const uint64_t ordinal : {uint64_t{1 + 150 * 2 + 2}, uint64_t{1 + 1174 * 2 + 1024 + 2}}) {
+        const auto& cps = r.checkpoints;
+        bool found = false;
+        for (size_t i = 0; i < cps.size(); ++i) found |= cps[i].ordinal == ordinal && cps[i].at.valid;
+        EXPECT_TRUE(found) << "no checkpoint at event " << ordinal;
+      }
+  }
   const double first = 0.002 + 150 * 20e-6, stride = 1024 * 20e-6;
   // (Each window opens after its call left, 13 us into the step.)
   for (const auto& [from, to] : {std::pair{first + 15e-6, first + 200e-6}, std::pair{first + stride + 15e-6, first + stride + 90e-6}}) {
@@ -351,6 +371,7 @@ TEST(WindowIndex, ACommunicatorsFirstCollectiveCallStartsAWindowAtItsOwnRecord) 
         << fast.stats.window_index;
   }
 }
+
 TEST(WindowIndex, AStaleOrCorruptIndexIsRebuilt) {
   TraceBuilder b(kRanks, 42, true, 2048);
   build(b, 300);

@@ -399,9 +399,9 @@ struct Options {
   bool write_window_index = true;
   // A whole analysis: true builds the window index beside it and finishes it
   // after on_result (a viewer that stays open); false builds none, so the call
-  // returns with the analysis (a command whose process ends with it; a first
-  // window then builds the index).
-  bool window_index_after_result = true;
+  // returns with the analysis (a command whose process ends with it, unless
+  // asked for the index; a first window then builds it).
+  bool build_window_index = true;
   // The window index goes to the user's cache directory even where the trace
   // directory can be written (for tests: a read-only mode does not stop root).
   bool window_index_in_cache = false;
