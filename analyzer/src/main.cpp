@@ -206,7 +206,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
                "runs, then after the report (without it, the first --window builds it)");
   app.add_flag("--no-index", no_index,
                "do not write the window index (TRACE/window-index.bin, or the user's cache where TRACE "
-               "is not writable) that a whole analysis writes and a --window builds");
+               "is not writable) that a --window builds, or a whole analysis with --index");
   app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
   app.add_flag("-q,--quiet", quiet, "do not list warnings on stderr");
   app.footer(
