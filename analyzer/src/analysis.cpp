@@ -492,7 +492,10 @@ void Engine::setup() {
   workers_ = held ? hw : static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(hw, traces.size())));
   workers_mask_ = (workers_ & (workers_ - 1)) == 0 ? workers_ - 1 : 0;
   spread_.assign_workers(workers_, spread_.spread() ? per_proc : workers_);
-  if (delay_on_) log_spill_ = std::make_unique<LogSpill>(workers_);  // (a writer a worker)
+  // (A writer a worker; the pages' size by the whole trace's ranks, which
+  // process 0 of an MPI job gathers.)
+  if (delay_on_)
+    log_spill_ = std::make_unique<LogSpill>(workers_, LogSpill::page_shift_for(traces.size(), DelayLog::kEntryBytes));
   // Contiguous blocks of ranks of about equal event bytes per worker:
   // neighbours talk most in typical codes, and a message between ranks of
   // one worker needs no mailbox.

@@ -73,8 +73,9 @@ void DelayResults::critical_path(const std::vector<RankOutcome*>& ranks, const G
       }
     }
     critical_ns_[0] += (b - a) - covered;
-    // (The contexts walked, and a page for each search.)
-    resident.note((k - after + 1) * sizeof(DelayLog::Context) + 2 * PagedLog<DelayLog::Context>::kPageBytes);
+    // (The contexts walked, and the entries around each search's start.)
+    constexpr size_t kSearchEntries = 16;
+    resident.note((k - after + 1 + 2 * kSearchEntries) * sizeof(DelayLog::Context));
   };
 
   size_t cur = last;

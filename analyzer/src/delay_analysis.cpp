@@ -179,11 +179,11 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
     uint8_t recent = 0;
     // Back from the entry before sync_at, kSyncLookBack entries at most, a
     // page at a time (an entry's page found once a page, not once an entry).
-    constexpr size_t kPage = PagedLog<DelayLog::Sync>::kPageEntries;
+    const size_t page_mask = s.page_entries() - 1;
     size_t k = r.sync_at, left = std::min(k, kSyncLookBack);
     while (left > 0) {
-      const DelayLog::Sync* page = s.pages[(k - 1) / kPage].page;
-      const size_t in_page = (k - 1) % kPage + 1;  // page[0, in_page) lie before k
+      const DelayLog::Sync* page = s.pages[(k - 1) >> s.shift].page;
+      const size_t in_page = ((k - 1) & page_mask) + 1;  // page[0, in_page) lie before k
       const size_t stop = in_page > left ? in_page - left : 0;
       for (size_t i = in_page; i > stop; --i) {
         const DelayLog::Sync e = page[i - 1];
@@ -322,8 +322,12 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
   size_t noted = 0;  // ranks whose logs' bytes were noted
   auto add_charges = [&](const Chunk& chunk, const std::vector<Charge>& charges) {
     // (Each rank's own logs, and about as much of its partners', up to this
-    // one: those without waits too, as a rank's turn comes.)
-    for (; noted <= chunk.rank; ++noted) resident.note(2 * ranks[noted]->delay.entry_bytes());
+    // one: those without waits too, as a rank's turn comes; a rank of many
+    // chunks a share at each, as its waits move through its logs.)
+    for (; noted < chunk.rank; ++noted) resident.note(2 * ranks[noted]->delay.entry_bytes());
+    const size_t waits = ranks[chunk.rank]->delay.waits.size();
+    resident.note(2 * ranks[chunk.rank]->delay.entry_bytes() / waits * (chunk.to - chunk.from));
+    if (chunk.to == waits) noted = chunk.rank + 1;
     for (const Charge& c : charges) {
       std::vector<CauseAcc>& into = caused_by_[c.node];
       uint32_t& slot = cause_slot[c.node][uint64_t{c.cause} << 32 | static_cast<uint32_t>(c.rank)];  // + 1; 0: new

@@ -38,7 +38,8 @@
 namespace prof::analysis::detail {
 
 // An append-only log of trivially copyable records, in pages of a fixed
-// kPageEntries each, allocated as the log reaches them.
+// number of entries each (a power of two: the spill's choice, LogSpill::
+// page_shift_for, else kDefaultPageShift), allocated as the log reaches them.
 //
 // A vector that doubles holds, at each reallocation, its old buffer and one
 // twice as large (and is a quarter empty on average after): at 16384 ranks
@@ -53,25 +54,23 @@ namespace prof::analysis::detail {
 // whatever its length, and a file offset for each page before it, until
 // map_back() turns the offsets into addresses in the spill's mapping.
 //
-// Invariants: pages_[k] holds entries [k * kPageEntries, (k + 1) *
-// kPageEntries) of those written; every page but the last is full, and
-// tail_ points into the last one (nullptr while the log is empty). With a
-// spill, the last page is the only one on the heap; the others are offsets
-// (Slot::offset) until map_back(), addresses in the mapping (Slot::page)
-// after; nothing is appended after map_back().
+// Invariants: pages_[k] holds entries [k << shift_, (k + 1) << shift_) of
+// those written; every page but the last is full, and tail_ points into the
+// last one (nullptr while the log is empty). With a spill, the last page is
+// the only one on the heap; the others are offsets (Slot::offset) until
+// map_back(), addresses in the mapping (Slot::page) after; nothing is
+// appended after map_back(). shift_ changes only while the log is empty.
 template <class T>
 class PagedLog {
   static_assert(std::is_trivially_copyable_v<T>);
 
  public:
-  // 16 entries: 192 bytes a page of 12-byte records. A rank's last page of
-  // each log stays in memory through the pass (all three: 768 bytes, 12.6 MB
-  // at 16384 ranks; 50 MB in pages of 64), and each page a slot (half a
-  // byte an entry).
-  static constexpr size_t kPageEntries = 16;
-  static constexpr size_t kPageBytes = kPageEntries * sizeof(T);
+  // 16 entries: 192 bytes a page of 12-byte records, the size of a log
+  // without a spill, and of a spilled one at thousands of ranks (LogSpill::
+  // page_shift_for).
+  static constexpr unsigned kDefaultPageShift = 4;
   // (So every page in the spill's file is aligned for its entries.)
-  static_assert(kPageBytes % 8 == 0 && alignof(T) <= 8);
+  static_assert(((sizeof(T) << kDefaultPageShift) % 8) == 0 && alignof(T) <= 8);
 
   // A page: its address, or, spilled and not yet mapped back, its offset in
   // the spill's file.
@@ -81,13 +80,17 @@ class PagedLog {
   };
   static_assert(sizeof(Slot) == sizeof(T*));
 
-  // What the searches read: entry i of n.
+  // What the searches read: entry i of n (two words: an analysis keeps a
+  // rank's views on one cache line).
   struct View {
     const Slot* pages = nullptr;
-    size_t n = 0;
-    const T& operator[](size_t i) const { return pages[i / kPageEntries].page[i % kPageEntries]; }
+    uint64_t n : 58 = 0;
+    uint64_t shift : 6 = kDefaultPageShift;
+    const T& operator[](size_t i) const { return pages[i >> shift].page[i & ((size_t{1} << shift) - 1)]; }
     size_t size() const { return n; }
+    size_t page_entries() const { return size_t{1} << shift; }
   };
+  static_assert(sizeof(View) == 16);
 
   PagedLog() = default;
   PagedLog(const PagedLog&) = delete;
@@ -102,9 +105,13 @@ class PagedLog {
   }
   ~PagedLog() { release(); }
 
-  // Full pages go to `spill`, through its writer `writer`, from now on (set
-  // while the log is empty; the log is written by one thread at a time).
-  void spill_to(LogSpill* spill, unsigned writer = 0) { writer_ = spill ? &spill->writer(writer) : nullptr; }
+  // Full pages go to `spill`, through its writer `writer`, from now on, in
+  // pages of the spill's size (set while the log is empty; the log is
+  // written by one thread at a time).
+  void spill_to(LogSpill* spill, unsigned writer = 0) {
+    writer_ = spill ? &spill->writer(writer) : nullptr;
+    shift_ = static_cast<uint8_t>(spill ? spill->page_shift() : kDefaultPageShift);
+  }
 
   // (Through tail_, not the page table: a rank's state is out of cache at
   // each visit at thousands of ranks, and the table would be one more miss.)
@@ -112,16 +119,18 @@ class PagedLog {
     if (tail_ == page_end_) [[unlikely]] add_page();
     *tail_++ = v;
   }
-  size_t size() const { return size_t{pages_n_} * kPageEntries - static_cast<size_t>(page_end_ - tail_); }
+  size_t size() const { return (size_t{pages_n_} << shift_) - static_cast<size_t>(page_end_ - tail_); }
+  size_t page_entries() const { return size_t{1} << shift_; }
+  size_t page_bytes() const { return sizeof(T) << shift_; }
   bool empty() const { return tail_ == nullptr; }
   // Reading takes every page in memory or mapped: without a spill, or after
   // map_back(); writing through operator[], every page in memory (the
   // mapping is read-only: a spilled log is rewritten through Copy).
-  T& operator[](size_t i) { return pages_[i / kPageEntries].page[i % kPageEntries]; }
-  const T& operator[](size_t i) const { return pages_[i / kPageEntries].page[i % kPageEntries]; }
+  T& operator[](size_t i) { return pages_[i >> shift_].page[i & (page_entries() - 1)]; }
+  const T& operator[](size_t i) const { return pages_[i >> shift_].page[i & (page_entries() - 1)]; }
   const T& front() const { return pages_[0].page[0]; }
   const T& back() const { return tail_[-1]; }
-  View view() const { return View{pages_, size()}; }
+  View view() const { return View{pages_, size(), shift_}; }
   // The spilled pages' offsets become addresses in the spill's mapping, which
   // starts at `base` (LogSpill::map()).
   void map_back(char* base) {
@@ -130,6 +139,9 @@ class PagedLog {
   }
   // Whether its entries lie partly in the spill's file, mapped back.
   bool spilled() const { return writer_ && writer_->spill->mapping() && pages_n_ > 1; }
+  // Whether its spilled pages are large enough to be read where they lie
+  // (LogSpill::reads_in_place).
+  bool reads_in_place() const { return writer_ && writer_->spill->reads_in_place(); }
   // A spilled log, mapped back, is written again in a new order, entry by
   // entry (put), at the end of the spill's file (its spilled pages' part, in
   // one piece: LogSpill::reserve_copy) and in its last page (the rest); at
@@ -138,8 +150,8 @@ class PagedLog {
   class Copy {
    public:
     explicit Copy(PagedLog& log)
-        : log_(log), in_file_(size_t{log.pages_n_ - 1} * kPageEntries),
-          at_(log.writer_->spill->reserve_copy(in_file_ * sizeof(T))) {
+        : log_(log), in_file_(size_t{log.pages_n_ - 1} << log.shift_),
+          at_(log.writer_->spill->reserve_copy(in_file_ * sizeof(T))), tail_(log.page_entries()) {
       buffer_.reserve(std::min(kBufferEntries, in_file_));
     }
     void put(const T& e) {
@@ -154,9 +166,11 @@ class PagedLog {
     void finish() {
       flush();
       char* const base = log_.writer_->spill->mapping();
+      const size_t page_bytes = log_.page_bytes();
       for (uint32_t k = 0; k + 1 < log_.pages_n_; ++k)
-        log_.pages_[k].page = reinterpret_cast<T*>(base + at_ + uint64_t{k} * kPageBytes);
-      std::copy(tail_, tail_ + (put_ - in_file_), log_.pages_[log_.pages_n_ - 1].page);
+        log_.pages_[k].page = reinterpret_cast<T*>(base + at_ + uint64_t{k} * page_bytes);
+      std::copy(tail_.begin(), tail_.begin() + static_cast<ptrdiff_t>(put_ - in_file_),
+                log_.pages_[log_.pages_n_ - 1].page);
     }
 
    private:
@@ -172,7 +186,7 @@ class PagedLog {
     uint64_t at_;
     std::vector<T> buffer_;
     size_t written_ = 0, put_ = 0;
-    T tail_[kPageEntries];
+    std::vector<T> tail_;  // the entries for the last page
   };
   // Gives the pages back (the log is empty after; spilled pages stay in the
   // spill's file).
@@ -190,7 +204,7 @@ class PagedLog {
   // The heap the log holds: its pages and their table.
   size_t heap_bytes() const {
     const size_t pages = writer_ ? std::min<size_t>(pages_n_, 1) : pages_n_;
-    return pages * kPageBytes + size_t{pages_cap_} * sizeof(Slot);
+    return pages * page_bytes() + size_t{pages_cap_} * sizeof(Slot);
   }
   // The bytes of its entries, wherever they are.
   size_t entry_bytes() const { return size() * sizeof(T); }
@@ -199,7 +213,7 @@ class PagedLog {
   template <class F>
   void for_each(F&& f) const {
     for (size_t k = 0, left = size(); left > 0; ++k) {
-      const size_t n = std::min(left, kPageEntries);
+      const size_t n = std::min(left, page_entries());
       for (size_t i = 0; i < n; ++i) f(pages_[k].page[i]);
       left -= n;
     }
@@ -220,6 +234,7 @@ class PagedLog {
     tail_ = std::exchange(o.tail_, nullptr);
     page_end_ = std::exchange(o.page_end_, nullptr);
     writer_ = std::exchange(o.writer_, nullptr);
+    shift_ = std::exchange(o.shift_, static_cast<uint8_t>(kDefaultPageShift));
   }
   void add_page() {
     if (pages_n_ == pages_cap_) {
@@ -234,22 +249,23 @@ class PagedLog {
     if (writer_ && pages_n_) {
       // The full page to the file; its buffer takes the next entries.
       p = pages_[pages_n_ - 1].page;
-      pages_[pages_n_ - 1].offset = writer_->spill->append(*writer_, p, kPageBytes);
+      pages_[pages_n_ - 1].offset = writer_->spill->append(*writer_, p, page_bytes());
     } else {
       // (Raw memory: no constructor runs on a page about to be written.)
-      p = static_cast<T*>(::operator new(kPageBytes));
+      p = static_cast<T*>(::operator new(page_bytes()));
     }
     pages_[pages_n_++].page = p;
     tail_ = p;
-    page_end_ = p + kPageEntries;
+    page_end_ = p + page_entries();
   }
   Slot* pages_ = nullptr;  // pages_cap_ slots, pages_n_ used
   uint32_t pages_n_ = 0, pages_cap_ = 0;
   T* tail_ = nullptr;      // the next entry to write, in the last page
   T* page_end_ = nullptr;  // the last page's end
   LogSpill::Writer* writer_ = nullptr;  // where full pages go: a spill's writer (null: they stay in memory)
+  uint8_t shift_ = kDefaultPageShift;   // log2 of a page's entries
 };
-static_assert(sizeof(PagedLog<double>) == 40);
+static_assert(sizeof(PagedLog<double>) == 48);
 
 struct DelayLog {
   // Packed to 4 bytes: 12 bytes an entry rather than 16 (the searches read
@@ -299,6 +315,8 @@ struct DelayLog {
 
   static Sync sync_with_peer(double leave, int32_t peer) { return Sync{leave, peer}; }
   static Sync sync_on_comm(double leave, uint32_t comm) { return Sync{leave, ~static_cast<int32_t>(comm)}; }
+  // An entry of each log (LogSpill::page_shift_for).
+  static constexpr size_t kEntryBytes = sizeof(Context) + sizeof(Sync) + sizeof(Wait);
   // The heap the three logs hold.
   size_t heap_bytes() const { return contexts.heap_bytes() + syncs.heap_bytes() + waits.heap_bytes(); }
   // Their entries' bytes, wherever they are.
@@ -348,8 +366,10 @@ struct DelayLog {
 // (a miss each on a log out of cache), and a far one costs at most twice
 // the probes of a binary search.
 // `log` is indexed: a pointer, or a PagedLog's View.
+// (Inlined by hand: with a View's page size read at run time GCC no longer
+// inlines it, and each search becomes a call.)
 template <class Log, class Before>
-size_t partition_near(const Log& log, size_t n, size_t hint, Before before) {
+[[gnu::always_inline]] inline size_t partition_near(const Log& log, size_t n, size_t hint, Before before) {
   hint = std::min(hint, n);
   size_t lo = 0, hi = n;  // the answer is in [lo, hi]
   size_t step = 1;
@@ -435,15 +455,17 @@ void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, 
 
 // Sorts a paged log stably (one rank's at a time: emit_sorted). A log in the
 // spill's file is written sorted at the file's end (PagedLog::Copy;
-// log_spill.h says why), even when it was in order: every spilled page then
-// has its copy (LogSpill::release_originals). A log in memory (a page at
-// most, when there is a spill) is sorted into a vector and copied back.
+// log_spill.h says why), even when it was in order, unless its pages are
+// read where they lie: then one in order stays where it is. A log in memory
+// (a page at most, when there is a spill) is sorted into a vector and
+// copied back.
 template <class T, class Less>
 void sort_log(PagedLog<T>& log, Less less, bool nearly) {
   const size_t n = log.size();
   size_t first_out = 1;
   while (first_out < n && !less(log[first_out], log[first_out - 1])) ++first_out;
   if (log.spilled()) {
+    if (first_out >= n && log.reads_in_place()) return;
     typename PagedLog<T>::Copy copy(log);
     emit_sorted(log, n, first_out, less, nearly, [&copy](const T& e) { copy.put(e); });
     copy.finish();

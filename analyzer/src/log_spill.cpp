@@ -24,7 +24,14 @@ std::string temp_dir() {
 }
 }  // namespace
 
-LogSpill::LogSpill(unsigned writers) : dir_(temp_dir()) {
+unsigned LogSpill::page_shift_for(size_t ranks, size_t entry_bytes) {
+  const size_t entries = kLastPagesBytes / std::max<size_t>(1, ranks * entry_bytes);
+  unsigned shift = kSmallestPageShift;
+  while (shift < kLargestPageShift && (size_t{2} << shift) <= entries) ++shift;
+  return shift;
+}
+
+LogSpill::LogSpill(unsigned writers, unsigned page_shift) : page_shift_(page_shift), dir_(temp_dir()) {
   std::string path = dir_ + "/prof-analyze-log-XXXXXX";
   fd_ = ::mkostemp(path.data(), O_CLOEXEC);
   if (fd_ < 0)

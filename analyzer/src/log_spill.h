@@ -22,7 +22,20 @@
 // again after each drop_resident: so the mapping is read-only, and a sort
 // writes each log, in its new order, in one piece at the file's end
 // (reserve_copy, write_copy), where map() reserved room for a copy of every
-// log; the pages before the copies then go (release_originals).
+// log.
+//
+// The logs' page size is the spill's (page_shift_for): as large as the
+// ranks' last pages, which stay in memory, allow. With few ranks a page
+// spans whole pages of the file (reads_in_place), so a log is read where it
+// lies, and one already in order is not copied: most are (contexts and
+// syncs are logged in time order; waits are nearly), and on 10^8 events
+// over 4 ranks the copies took most of the root causes' time. The originals
+// of the logs copied then stay in the file (a hole punched a page at a time
+// costs the mapping's TLB flush each), so it holds what was appended and
+// the copies of the logs not in order. With thousands of ranks a page is a
+// few hundred bytes, a walk over one log in place would read every log's
+// pages around it, and every log is copied; once all are, the pages before
+// the copies go (release_originals).
 //
 // Invariants: append() and reserve_copy() return where the bytes lie in the
 // file, which is where they lie in the mapping map() returns; a writer's
@@ -48,8 +61,9 @@ namespace prof::analysis::detail {
 class LogSpill {
  public:
   // Creates the file (a std::runtime_error naming the directory if it
-  // cannot), for `writers` writers (numbered from 0).
-  explicit LogSpill(unsigned writers = 1);
+  // cannot), for `writers` writers (numbered from 0), its logs in pages of
+  // 2^page_shift entries (PagedLog::spill_to).
+  explicit LogSpill(unsigned writers = 1, unsigned page_shift = kSmallestPageShift);
   ~LogSpill();
   LogSpill(const LogSpill&) = delete;
   LogSpill& operator=(const LogSpill&) = delete;
@@ -63,6 +77,21 @@ class LogSpill {
     size_t used = 0;           // bytes of the buffer not yet written
   };
   Writer& writer(unsigned i) { return *writers_.at(i); }
+
+  // The logs' page size, as log2 of its entries: the largest whose last
+  // pages, which stay in memory through the pass (`entry_bytes` a rank: an
+  // entry of each of its logs), take at most kLastPagesBytes over `ranks`
+  // ranks; from 16 entries (from 2731 ranks on: 768 bytes a rank, 12.6 MB
+  // at 16384 ranks) to 4096 (up to 21 ranks).
+  static constexpr unsigned kSmallestPageShift = 4, kLargestPageShift = 12;
+  static constexpr size_t kLastPagesBytes = size_t{4} << 20;
+  static unsigned page_shift_for(size_t ranks, size_t entry_bytes);
+  unsigned page_shift() const { return page_shift_; }
+  // Whether a page of the logs spans whole pages of the file (1024 entries
+  // or more, of 12 or 24 bytes: 12 KiB or more), so that a log is read where
+  // it lies.
+  static constexpr unsigned kInPlacePageShift = 10;
+  bool reads_in_place() const { return page_shift_ >= kInPlacePageShift; }
   // Appends `bytes` (a multiple of 8, so every page stays aligned for its
   // entries, and at most 256 KiB) through writer `w`; returns their offset.
   // One thread at a time for each writer, before map().
@@ -96,6 +125,7 @@ class LogSpill {
   void write_at(const void* data, size_t bytes, uint64_t offset);
   std::mutex mu_;  // map() and the copies' room
   int fd_ = -1;
+  unsigned page_shift_;
   std::string dir_;
   std::vector<std::unique_ptr<Writer>> writers_;
   std::atomic<uint64_t> file_end_{0};  // the end of the rooms taken

@@ -359,10 +359,12 @@ TEST(Delay, TemporaryFileErrorsNameTheDirectory) {
   TraceBuilder b(2);
   for (int r = 0; r < 2; ++r) {
     b.init(r, 0, 1 * kMs);
-    for (int i = 0; i < 2000; ++i)
+    // (More calls than a page of the logs holds at 2 ranks, 4096 entries:
+    // a log of one page stays in memory.)
+    for (int i = 0; i < 5000; ++i)
       b.collective(r, Allreduce, (2 + 2 * static_cast<uint64_t>(i)) * kMs + (r == 1 ? kUs : 0),
                    (3 + 2 * static_cast<uint64_t>(i)) * kMs);
-    b.finalize(r, 5000 * kMs, 5001 * kMs);
+    b.finalize(r, 11000 * kMs, 11001 * kMs);
   }
   b.close();
   analysis::Options o;
@@ -380,7 +382,7 @@ TEST(Delay, TemporaryFileErrorsNameTheDirectory) {
   else ::unsetenv("TMPDIR");
 
   // A full disk, as a limit on the size of files this process writes (the
-  // log is about 100 KB here).
+  // logs' first pages alone are 48 KiB and more here).
   ::signal(SIGXFSZ, SIG_IGN);
   rlimit lim{};
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &lim), 0);
@@ -393,7 +395,7 @@ TEST(Delay, TemporaryFileErrorsNameTheDirectory) {
   EXPECT_NE(full.errors[0].find("cannot write the root causes' temporary file in "), std::string::npos)
       << full.errors[0];
   EXPECT_NE(full.errors[0].find("File too large"), std::string::npos) << full.errors[0];
-  // With room, the same trace: 2000 waits of 1 us.
+  // With room, the same trace: 5000 waits of 1 us.
   const auto with_room = analyze_with(b, 1);
   ASSERT_EQ(with_room.intervals[0].caused_by.size(), 1u);
 }
@@ -516,47 +518,115 @@ TEST(DelayLog, InterleavedRunsSortAsAStableSort) {
 // into copies at the file's end, nearly in order or in no order; once both
 // are sorted the file's first part goes and each still reads its entries.
 // While one log has no copy, that part stays: the other reads its entries.
+// With pages read in place (1024 entries), the same, except that a log in
+// order keeps its pages.
 TEST(DelayLog, SpilledLogsSortIntoCopiesThatOutliveTheOriginals) {
   using Entry = SortEntry;
   std::mt19937_64 rng(5);
-  for (size_t n : {size_t{17}, size_t{100}, size_t{5000}, size_t{40000}})
-    for (bool nearly : {true, false})
-      for (bool sort_both : {true, false}) {
-        std::vector<Entry> want[2];
-        analysis::detail::LogSpill spill;
-        analysis::detail::PagedLog<Entry> logs[2];
-        for (auto& log : logs) log.spill_to(&spill);
-        for (size_t which = 0; which < 2; ++which) {
-          const size_t size = n + which * 7;
-          want[which] = late_entries(size, size / 5, rng);
-          if (n == 40000) {  // the longest logs in no order at all
-            std::vector<Entry>& v = want[which];
-            std::shuffle(v.begin(), v.end(), rng);
-            for (size_t i = 0; i < v.size(); ++i) v[i].seq = i;
+  for (unsigned shift : {analysis::detail::LogSpill::kSmallestPageShift, analysis::detail::LogSpill::kInPlacePageShift})
+    for (size_t n : {size_t{17}, size_t{100}, size_t{5000}, size_t{40000}})
+      for (bool nearly : {true, false})
+        for (bool sort_both : {true, false}) {
+          if (n <= (size_t{1} << shift)) continue;  // (a log of one page keeps it in memory)
+          std::vector<Entry> want[2];
+          analysis::detail::LogSpill spill(1, shift);
+          analysis::detail::PagedLog<Entry> logs[2];
+          for (auto& log : logs) log.spill_to(&spill);
+          for (size_t which = 0; which < 2; ++which) {
+            const size_t size = n + which * 7;
+            want[which] = late_entries(size, size / 5, rng);
+            if (n == 40000) {  // the longest logs in no order at all
+              std::vector<Entry>& v = want[which];
+              std::shuffle(v.begin(), v.end(), rng);
+              for (size_t i = 0; i < v.size(); ++i) v[i].seq = i;
+            }
+          }
+          for (size_t i = 0; i < want[1].size(); ++i)
+            for (size_t which = 0; which < 2; ++which)
+              if (i < want[which].size()) logs[which].push_back(want[which][i]);
+          char* base = spill.map();
+          ASSERT_NE(base, nullptr);
+          for (auto& log : logs) log.map_back(base);
+          for (auto& v : want) std::stable_sort(v.begin(), v.end(), by_time);
+          analysis::detail::sort_log(logs[0], by_time, nearly);
+          if (sort_both) analysis::detail::sort_log(logs[1], by_time, nearly);
+          else std::sort(want[1].begin(), want[1].end(), [](const Entry& x, const Entry& y) { return x.seq < y.seq; });
+          spill.release_originals();
+          spill.drop_resident();  // (read back from the file)
+          for (size_t which = 0; which < 2; ++which) {
+            ASSERT_EQ(logs[which].size(), want[which].size());
+            for (size_t i = 0; i < want[which].size(); ++i) {
+              ASSERT_EQ(logs[which][i].t, want[which][i].t)
+                  << "n " << n << " log " << which << " at " << i << " nearly " << nearly << " both " << sort_both;
+              ASSERT_EQ(logs[which][i].seq, want[which][i].seq)
+                  << "n " << n << " log " << which << " at " << i << " nearly " << nearly << " both " << sort_both
+                  << " shift " << shift;
+            }
           }
         }
-        for (size_t i = 0; i < want[1].size(); ++i)
-          for (size_t which = 0; which < 2; ++which)
-            if (i < want[which].size()) logs[which].push_back(want[which][i]);
-        char* base = spill.map();
-        ASSERT_NE(base, nullptr);
-        for (auto& log : logs) log.map_back(base);
-        for (auto& v : want) std::stable_sort(v.begin(), v.end(), by_time);
-        analysis::detail::sort_log(logs[0], by_time, nearly);
-        if (sort_both) analysis::detail::sort_log(logs[1], by_time, nearly);
-        else std::sort(want[1].begin(), want[1].end(), [](const Entry& x, const Entry& y) { return x.seq < y.seq; });
-        spill.release_originals();
-        spill.drop_resident();  // (read back from the file)
-        for (size_t which = 0; which < 2; ++which) {
-          ASSERT_EQ(logs[which].size(), want[which].size());
-          for (size_t i = 0; i < want[which].size(); ++i) {
-            ASSERT_EQ(logs[which][i].t, want[which][i].t)
-                << "n " << n << " log " << which << " at " << i << " nearly " << nearly << " both " << sort_both;
-            ASSERT_EQ(logs[which][i].seq, want[which][i].seq)
-                << "n " << n << " log " << which << " at " << i << " nearly " << nearly << " both " << sort_both;
-          }
-        }
-      }
+}
+
+// With few ranks the logs' pages span pages of the file: a spilled log in
+// order is read where it lies (no copy: its first entry stays at its
+// address), one out of order is copied; after the sorts and with the
+// mapping's pages given back, both read their entries in order. With
+// thousands of ranks' small pages every spilled log is copied.
+TEST(DelayLog, ALogInOrderIsReadWhereItLiesWhenItsPagesAreLarge) {
+  using Entry = SortEntry;
+  for (unsigned shift : {analysis::detail::LogSpill::kSmallestPageShift, analysis::detail::LogSpill::kInPlacePageShift,
+                         analysis::detail::LogSpill::kLargestPageShift}) {
+    analysis::detail::LogSpill spill(1, shift);
+    analysis::detail::PagedLog<Entry> in_order, out_of_order;
+    in_order.spill_to(&spill);
+    out_of_order.spill_to(&spill);
+    const size_t n = 3 * (size_t{1} << shift) + 5;
+    for (size_t i = 0; i < n; ++i) {  // (their pages interleaved in the file)
+      in_order.push_back(Entry{static_cast<double>(i), i});
+      out_of_order.push_back(Entry{static_cast<double>(n - i), i});
+    }
+    char* base = spill.map();
+    ASSERT_NE(base, nullptr);
+    in_order.map_back(base);
+    out_of_order.map_back(base);
+    const Entry* first_in_order = &in_order[0];
+    const Entry* first_out_of_order = &out_of_order[0];
+    analysis::detail::sort_log(in_order, by_time, true);
+    analysis::detail::sort_log(out_of_order, by_time, true);
+    const bool in_place = shift >= analysis::detail::LogSpill::kInPlacePageShift;
+    EXPECT_EQ(spill.reads_in_place(), in_place);
+    EXPECT_EQ(&in_order[0] == first_in_order, in_place) << "shift " << shift;
+    EXPECT_NE(&out_of_order[0], first_out_of_order) << "shift " << shift;
+    spill.release_originals();
+    spill.drop_resident();  // (read back from the file)
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(in_order[i].seq, i) << "shift " << shift << " at " << i;
+      ASSERT_EQ(out_of_order[i].seq, n - 1 - i) << "shift " << shift << " at " << i;
+    }
+  }
+}
+
+// The logs' pages are as large as the ranks' last pages (in memory through
+// the pass) allow within LogSpill::kLastPagesBytes: 4096 entries for a few
+// ranks, 16 for thousands; never larger as the ranks grow.
+TEST(DelayLog, PageSizeShrinksWithTheRanksWithinItsMemory) {
+  using analysis::detail::DelayLog;
+  using analysis::detail::LogSpill;
+  EXPECT_EQ(LogSpill::page_shift_for(1, DelayLog::kEntryBytes), LogSpill::kLargestPageShift);
+  EXPECT_EQ(LogSpill::page_shift_for(4, DelayLog::kEntryBytes), LogSpill::kLargestPageShift);
+  EXPECT_EQ(LogSpill::page_shift_for(16384, DelayLog::kEntryBytes), LogSpill::kSmallestPageShift);
+  EXPECT_EQ(LogSpill::page_shift_for(100000, DelayLog::kEntryBytes), LogSpill::kSmallestPageShift);
+  unsigned last = LogSpill::kLargestPageShift;
+  for (size_t ranks = 1; ranks <= 20000; ranks += ranks / 8 + 1) {
+    const unsigned shift = LogSpill::page_shift_for(ranks, DelayLog::kEntryBytes);
+    EXPECT_LE(shift, last) << ranks << " ranks";
+    if (shift > LogSpill::kSmallestPageShift) {
+      EXPECT_LE(ranks * DelayLog::kEntryBytes << shift, LogSpill::kLastPagesBytes) << ranks << " ranks";
+    }
+    if (shift < LogSpill::kLargestPageShift) {  // (the largest that fits)
+      EXPECT_GT(ranks * DelayLog::kEntryBytes << (shift + 1), LogSpill::kLastPagesBytes) << ranks << " ranks";
+    }
+    last = shift;
+  }
 }
 
 // Logs written on several threads at once, each through its thread's writer
@@ -566,47 +636,48 @@ TEST(DelayLog, SpilledLogsSortIntoCopiesThatOutliveTheOriginals) {
 // log still reads its entries.
 TEST(DelayLog, WritersOnSeveralThreadsShareOneSpill) {
   using Entry = SortEntry;
-  for (unsigned writers : {1u, 2u, 3u})
-    for (size_t n : {size_t{5}, size_t{3000}, size_t{70000}}) {
-      analysis::detail::LogSpill spill(writers);
-      constexpr size_t kLogsAWriter = 3;
-      std::vector<analysis::detail::PagedLog<Entry>> logs(writers * kLogsAWriter);
-      std::vector<std::vector<Entry>> want(logs.size());
-      std::vector<std::thread> threads;
-      for (unsigned w = 0; w < writers; ++w)
-        threads.emplace_back([&, w] {
-          std::mt19937_64 rng(w + 1);
-          for (size_t k = 0; k < kLogsAWriter; ++k) logs[w * kLogsAWriter + k].spill_to(&spill, w);
-          for (size_t i = 0; i < n * kLogsAWriter; ++i) {
-            const size_t which = w * kLogsAWriter + rng() % kLogsAWriter;
-            const Entry e{static_cast<double>(rng() % 1000), want[which].size()};
-            want[which].push_back(e);
-            logs[which].push_back(e);
-          }
-        });
-      for (auto& t : threads) t.join();
-      char* base = spill.map();
-      if (n > 100) {
-        ASSERT_NE(base, nullptr);  // (a log of one page keeps it in memory)
-      }
-      for (auto& log : logs) log.map_back(base);
-      for (size_t which = 0; which < logs.size(); ++which) {
-        ASSERT_EQ(logs[which].size(), want[which].size());
-        for (size_t i = 0; i < want[which].size(); ++i)
-          ASSERT_EQ(logs[which][i].seq, want[which][i].seq) << writers << " writers, log " << which << " at " << i;
-      }
-      for (size_t which = 0; which < logs.size(); ++which) {
-        analysis::detail::sort_log(logs[which], by_time, false);
-        std::stable_sort(want[which].begin(), want[which].end(), by_time);
-      }
-      spill.release_originals();
-      spill.drop_resident();  // (read back from the file)
-      for (size_t which = 0; which < logs.size(); ++which)
-        for (size_t i = 0; i < want[which].size(); ++i) {
-          ASSERT_EQ(logs[which][i].t, want[which][i].t) << writers << " writers, sorted log " << which << " at " << i;
-          ASSERT_EQ(logs[which][i].seq, want[which][i].seq) << writers << " writers, sorted log " << which << " at " << i;
+  for (unsigned shift : {analysis::detail::LogSpill::kSmallestPageShift, analysis::detail::LogSpill::kInPlacePageShift})
+    for (unsigned writers : {1u, 2u, 3u})
+      for (size_t n : {size_t{5}, size_t{3000}, size_t{70000}}) {
+        analysis::detail::LogSpill spill(writers, shift);
+        constexpr size_t kLogsAWriter = 3;
+        std::vector<analysis::detail::PagedLog<Entry>> logs(writers * kLogsAWriter);
+        std::vector<std::vector<Entry>> want(logs.size());
+        std::vector<std::thread> threads;
+        for (unsigned w = 0; w < writers; ++w)
+          threads.emplace_back([&, w] {
+            std::mt19937_64 rng(w + 1);
+            for (size_t k = 0; k < kLogsAWriter; ++k) logs[w * kLogsAWriter + k].spill_to(&spill, w);
+            for (size_t i = 0; i < n * kLogsAWriter; ++i) {
+              const size_t which = w * kLogsAWriter + rng() % kLogsAWriter;
+              const Entry e{static_cast<double>(rng() % 1000), want[which].size()};
+              want[which].push_back(e);
+              logs[which].push_back(e);
+            }
+          });
+        for (auto& t : threads) t.join();
+        char* base = spill.map();
+        if (n > 100) {
+          ASSERT_NE(base, nullptr);  // (a log of one page keeps it in memory)
         }
-    }
+        for (auto& log : logs) log.map_back(base);
+        for (size_t which = 0; which < logs.size(); ++which) {
+          ASSERT_EQ(logs[which].size(), want[which].size());
+          for (size_t i = 0; i < want[which].size(); ++i)
+            ASSERT_EQ(logs[which][i].seq, want[which][i].seq) << writers << " writers, log " << which << " at " << i;
+        }
+        for (size_t which = 0; which < logs.size(); ++which) {
+          analysis::detail::sort_log(logs[which], by_time, false);
+          std::stable_sort(want[which].begin(), want[which].end(), by_time);
+        }
+        spill.release_originals();
+        spill.drop_resident();  // (read back from the file)
+        for (size_t which = 0; which < logs.size(); ++which)
+          for (size_t i = 0; i < want[which].size(); ++i) {
+            ASSERT_EQ(logs[which][i].t, want[which][i].t) << writers << " writers, sorted log " << which << " at " << i;
+            ASSERT_EQ(logs[which][i].seq, want[which][i].seq) << writers << " writers, sorted log " << which << " at " << i;
+          }
+      }
 }
 
 // Items made on several threads are used once each, in their order, on the
