@@ -258,7 +258,7 @@ void Handler::collective(const CommInfo& c, bool a2a, double enter, double leave
     return;
   }
   if (r.log_delay && c.def) [[unlikely]]
-    r.delay.syncs.push_back(DelayLog::sync_on_comm(
+    r.delay.log_sync(DelayLog::sync_on_comm(
         leave, r.delay.comm_index(c.gid, c.def->ranks, c.def->inter ? &c.def->remote_ranks : nullptr)));
   // Its spans are summed in its node (add_result) where no other span of
   // the rank can overlap them: its call is its instance's alone (a

@@ -115,8 +115,9 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
       [&](NoScratch&, size_t i, Sorted&) {
         DelayLog& d = ranks[i]->delay;
         sort_log(d.contexts, [](const DelayLog::Context& x, const DelayLog::Context& y) { return x.t < y.t; },
-                 false);
-        sort_log(d.syncs, [](const DelayLog::Sync& x, const DelayLog::Sync& y) { return x.leave < y.leave; }, true);
+                 false, d.contexts_known_in_order());
+        sort_log(d.syncs, [](const DelayLog::Sync& x, const DelayLog::Sync& y) { return x.leave < y.leave; }, true,
+                 d.syncs_known_in_order());
         sort_log(
             d.waits,
             [](const DelayLog::Wait& x, const DelayLog::Wait& y) {

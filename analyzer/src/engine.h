@@ -651,12 +651,12 @@ struct alignas(64) Rank : RankOutcome {
     interp.note_overlap();  // (a receive in flight waits across the change: Interpreter::lone_receive)
     instants.set_context(t, context);
     if (track_waits) waits.set_context(t, context);
-    if (log_delay) delay.contexts.push_back(DelayLog::Context{t, context});
+    if (log_delay) delay.log_context(t, context);
   }
   // A call that synchronized the rank with world rank `peer` (a matched send
   // or receive), left at `leave`.
   [[gnu::always_inline]] void log_sync(double leave, int32_t peer) {  // (at every match)
-    if (log_delay) delay.syncs.push_back(DelayLog::sync_with_peer(leave, peer));
+    if (log_delay) delay.log_sync(DelayLog::sync_with_peer(leave, peer));
   }
   // A program uses a few channels over and over: a small direct-mapped cache
   // in front of the hash map (channel indices never change).

@@ -605,6 +605,33 @@ TEST(DelayLog, ALogInOrderIsReadWhereItLiesWhenItsPagesAreLarge) {
   }
 }
 
+// The pass logs contexts and syncs through DelayLog, which knows whether
+// each log came in time order (ties are in order): the sorts then skip
+// reading it. One entry late, or one appended past DelayLog (as a log
+// received from another process is), leaves the order unknown; a log
+// known in order sorts to itself.
+TEST(DelayLog, KnowsALogLoggedInOrderWithoutReadingIt) {
+  using analysis::detail::DelayLog;
+  DelayLog d;
+  EXPECT_TRUE(d.contexts_known_in_order());
+  EXPECT_TRUE(d.syncs_known_in_order());
+  for (int i = 0; i < 100; ++i) {
+    d.log_context(i / 2, static_cast<uint32_t>(i));
+    d.log_sync(DelayLog::sync_with_peer(i / 3, i % 4));
+  }
+  EXPECT_TRUE(d.contexts_known_in_order());
+  EXPECT_TRUE(d.syncs_known_in_order());
+  analysis::detail::sort_log(d.contexts, [](const DelayLog::Context& x, const DelayLog::Context& y) { return x.t < y.t; },
+                             false, d.contexts_known_in_order());
+  for (size_t i = 0; i < 100; ++i) ASSERT_EQ(d.contexts[i].context, i);
+  d.log_context(10.0, 100);  // (before 49.5)
+  EXPECT_FALSE(d.contexts_known_in_order());
+  d.log_context(1000.0, 101);  // (in order again: the log is not)
+  EXPECT_FALSE(d.contexts_known_in_order());
+  d.syncs.push_back(DelayLog::sync_with_peer(1000.0, 1));  // (past DelayLog)
+  EXPECT_FALSE(d.syncs_known_in_order());
+}
+
 // The logs' pages are as large as the ranks' last pages (in memory through
 // the pass) allow within LogSpill::kLastPagesBytes: 4096 entries for a few
 // ranks, 16 for thousands; never larger as the ranks grow.
