@@ -356,7 +356,6 @@ struct DelayLog {
     waits.map_back(base);
   }
 
-
  private:
   // How many entries were noted, and whether one came before the entry
   // before it (one word: a Rank holds two, at every rank).
