@@ -448,11 +448,25 @@ size_t partition_near(const std::vector<T>& log, size_t hint, Before before) {
 // Calls emit(entry) on the n entries of `log` in a stable sort's order,
 // [0, first_out) in order already. `nearly`: the log is nearly in order
 // (entries come in time order but for those whose figures arrived late, a
-// phase or so): the entries below the running maximum are set aside and
-// sorted, the others marked in a bitmap and read where they are, and the two
-// merged, an entry kept before one set aside where they tie (as std::merge
-// of the kept and those set aside). Linear, plus the sort of those set aside,
-// with no copy of the log. Otherwise a stable sort of a copy.
+// phase or so): runs in order of a few hundred entries, each starting a
+// little before the last one ended. Such a log is sorted a block at a time
+// into a pending buffer, and what no later entry can precede leaves it:
+//   - one pass from the end notes the least entry from each granule of
+//     kGranule entries on (suffix minima);
+//   - each block (whole granules, at least as many entries as are pending,
+//     so each entry is moved a bounded number of times) is sorted stably
+//     and merged after the pending entries (std::inplace_merge keeps the
+//     earlier entry first where they tie), then the pending entries not
+//     above the least entry still to come are emitted: a later entry that
+//     ties one of them comes after it in a stable sort too.
+// Invariants: pending is sorted, holds entries of smaller index than every
+// entry not yet read, and none of it precedes an entry emitted. It holds
+// about the log's disorder (the entries a late run reaches back over) plus
+// a block, where setting aside every entry below the running maximum held
+// over half the log (the waits of 10^8 synthetic events: 2.5 M to 4.4 M of
+// a rank's 5 M), sorted at once. Linear in the log for a bounded disorder;
+// a log in no order degrades to a merge sort of doubling blocks.
+// Otherwise (not `nearly`) a stable sort of a copy.
 template <class T, class Less, class Emit>
 void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, bool nearly, Emit&& emit) {
   if (first_out >= n) {
@@ -465,29 +479,33 @@ void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, 
     for (const T& e : v) emit(e);
     return;
   }
-  std::vector<uint64_t> kept((n + 63) / 64);
-  std::vector<T> aside;
-  const auto keep = [&kept](size_t i) { kept[i / 64] |= uint64_t{1} << (i % 64); };
-  for (size_t i = 0; i < first_out; ++i) keep(i);
-  size_t last = first_out - 1;  // the last entry kept
-  for (size_t i = first_out; i < n; ++i) {
-    const T e = log[i];
-    if (!less(e, log[last])) {
-      keep(i);
-      last = i;
-    } else {
-      aside.push_back(e);
-    }
+  constexpr size_t kGranule = 1024;
+  const size_t granules = (n + kGranule - 1) / kGranule;
+  std::vector<T> least_from(granules);  // the least entry of granules [g, granules)
+  for (size_t g = granules; g-- > 0;) {
+    size_t i = g * kGranule;
+    T least = log[i];
+    for (const size_t end = std::min(n, i + kGranule); ++i < end;)
+      if (less(log[i], least)) least = log[i];
+    least_from[g] = g + 1 < granules && less(least_from[g + 1], least) ? least_from[g + 1] : least;
   }
-  std::stable_sort(aside.begin(), aside.end(), less);
-  size_t a = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (!(kept[i / 64] >> (i % 64) & 1)) continue;
-    const T e = log[i];
-    while (a < aside.size() && less(aside[a], e)) emit(aside[a++]);
-    emit(e);
+  std::vector<T> pending;
+  size_t next = 0;  // the first entry not yet read
+  while (next < n) {
+    const size_t want = std::max(kGranule, pending.size());
+    const size_t end = std::min(n, (next + want + kGranule - 1) / kGranule * kGranule);
+    const size_t old = pending.size();
+    for (size_t i = next; i < end; ++i) pending.push_back(log[i]);
+    next = end;
+    const auto block = pending.begin() + static_cast<ptrdiff_t>(old);
+    if (!std::is_sorted(block, pending.end(), less)) std::stable_sort(block, pending.end(), less);
+    if (old > 0 && less(*block, block[-1])) std::inplace_merge(pending.begin(), block, pending.end(), less);
+    // (The entries not above the least one still to come; all at the end.)
+    const auto out = next < n ? std::upper_bound(pending.begin(), pending.end(), least_from[next / kGranule], less)
+                              : pending.end();
+    for (auto it = pending.begin(); it != out; ++it) emit(*it);
+    pending.erase(pending.begin(), out);
   }
-  while (a < aside.size()) emit(aside[a++]);
 }
 
 // Sorts a paged log stably (one rank's at a time: emit_sorted);

@@ -444,7 +444,7 @@ std::vector<SortEntry> late_entries(size_t n, size_t moves, std::mt19937_64& rng
 
 // A log in memory nearly in order (entries late by a few places or many,
 // runs of equal times) sorts as a stable sort of a copy does, with `nearly`
-// (the bitmap's merge) and without (the copy's sort).
+// (the blocks' merges) and without (the copy's sort).
 TEST(DelayLog, NearlySortedLogSortsAsAStableSort) {
   using Entry = SortEntry;
   std::mt19937_64 rng(11);
@@ -468,14 +468,14 @@ TEST(DelayLog, NearlySortedLogSortsAsAStableSort) {
 // blocks (those found while decoding, and those whose figures arrived a
 // phase later), the first run a block ahead (so that most entries lie below
 // the running maximum), with entries late by a few places among them and
-// equal times; and a log in no order at all. Each sorts, `nearly`, as a
-// stable sort of a copy does.
+// equal times; and a log in no order at all (the blocks grow with what is
+// pending). Each sorts, `nearly`, as a stable sort of a copy does.
 TEST(DelayLog, InterleavedRunsSortAsAStableSort) {
   using Entry = SortEntry;
   std::mt19937_64 rng(29);
   for (size_t runs : {size_t{2}, size_t{3}, size_t{6}})
     for (size_t block : {size_t{1}, size_t{7}, size_t{300}})
-      for (size_t n : {size_t{1}, size_t{50}, size_t{4000}}) {
+      for (size_t n : {size_t{1}, size_t{50}, size_t{4000}, size_t{40000}}) {
         // Run r holds times r, r + runs, ... (each in order), its entries
         // taken `block` at a time in turn; run 0 is one block ahead.
         std::vector<Entry> v;
