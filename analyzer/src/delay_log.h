@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -272,6 +273,9 @@ class PagedLog {
 };
 static_assert(sizeof(PagedLog<double>) == 40);
 
+// The entries a nearly sorted log's sort bounds at a time (emit_sorted).
+inline constexpr size_t kSortGranule = 1024;
+
 struct DelayLog {
   // Packed to 4 bytes: 12 bytes an entry rather than 16 (the searches read
   // the members by value, never through a pointer to them).
@@ -331,6 +335,29 @@ struct DelayLog {
   // Whether every context (sync) is known to have come in time order.
   bool contexts_known_in_order() const { return contexts_order_.known_for(contexts.size()); }
   bool syncs_known_in_order() const { return syncs_order_.known_for(syncs.size()); }
+  // The pass logs waits through log_wait, which notes the least `to` of each
+  // kSortGranule waits: the sort's bound on the entries still to come
+  // (emit_sorted), known without a pass over the log from its end.
+  void log_wait(const Wait& w) {
+    if (!wait_bounds_) [[unlikely]]
+      wait_bounds_ = std::make_unique<WaitBounds>();
+    WaitBounds& b = *wait_bounds_;
+    if (b.noted % kSortGranule == 0) b.least_to.push_back(w.to);
+    else b.least_to.back() = std::min(b.least_to.back(), w.to);
+    ++b.noted;
+    waits.push_back(w);
+  }
+  // Each granule's least `to`, when every wait came through log_wait (else
+  // null: a log received from another process).
+  const std::vector<double>* waits_least_to() const {
+    return wait_bounds_ && wait_bounds_->noted == waits.size() ? &wait_bounds_->least_to : nullptr;
+  }
+  // The bounds of sort_log's waits (ordered by `to` first).
+  struct WaitSortBounds {
+    const std::vector<double>* least;
+    double key(const Wait& w) const { return w.to; }
+  };
+  WaitSortBounds wait_sort_bounds() const { return WaitSortBounds{waits_least_to()}; }
   std::vector<Comm> comms;
   uint32_t last_comm = UINT32_MAX;  // the communicator found last (index)
 
@@ -370,6 +397,11 @@ struct DelayLog {
   };
   static_assert(sizeof(Order) == 8);
   Order contexts_order_, syncs_order_;
+  struct WaitBounds {
+    std::vector<double> least_to;  // of waits [g * kSortGranule, (g + 1) * kSortGranule)
+    size_t noted = 0;
+  };
+  std::unique_ptr<WaitBounds> wait_bounds_;  // (a word at every rank until its first wait)
 
  public:
   // The index of communicator `gid` in `comms`; its members (world ranks:
@@ -467,8 +499,24 @@ size_t partition_near(const std::vector<T>& log, size_t hint, Before before) {
 // a rank's 5 M), sorted at once. Linear in the log for a bounded disorder;
 // a log in no order degrades to a merge sort of doubling blocks.
 // Otherwise (not `nearly`) a stable sort of a copy.
-template <class T, class Less, class Emit>
-void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, bool nearly, Emit&& emit) {
+// `bounds` (nearly only), where known: the least primary key of `less`
+// (bounds.key) of each kSortGranule entries (bounds.least, null if not
+// known); they stand for the pass from the end, and read(bytes) then hears
+// of the bytes read as the blocks are (the resident budget: each byte is
+// read once, so what goes is behind the reads).
+struct NoBounds {
+  const std::vector<double>* least = nullptr;
+  template <class T>
+  double key(const T&) const {
+    return 0;
+  }
+};
+struct NoteNothing {
+  void operator()(size_t) const {}
+};
+template <class T, class Less, class Emit, class Bounds = NoBounds, class Read = NoteNothing>
+void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, bool nearly, Emit&& emit,
+                 Bounds bounds = {}, Read read = {}) {
   if (first_out >= n) {
     for (size_t i = 0; i < n; ++i) emit(log[i]);
     return;
@@ -479,15 +527,24 @@ void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, 
     for (const T& e : v) emit(e);
     return;
   }
-  constexpr size_t kGranule = 1024;
+  constexpr size_t kGranule = kSortGranule;
   const size_t granules = (n + kGranule - 1) / kGranule;
-  std::vector<T> least_from(granules);  // the least entry of granules [g, granules)
-  for (size_t g = granules; g-- > 0;) {
-    size_t i = g * kGranule;
-    T least = log[i];
-    for (const size_t end = std::min(n, i + kGranule); ++i < end;)
-      if (less(log[i], least)) least = log[i];
-    least_from[g] = g + 1 < granules && less(least_from[g + 1], least) ? least_from[g + 1] : least;
+  const std::vector<double>* known = bounds.least && bounds.least->size() == granules ? bounds.least : nullptr;
+  std::vector<T> least_from;  // the least entry of granules [g, granules)
+  std::vector<double> least_key_from;  // with bounds: the least key of granules [g, granules)
+  if (known) {
+    least_key_from.resize(granules);
+    for (size_t g = granules; g-- > 0;)
+      least_key_from[g] = g + 1 < granules ? std::min((*known)[g], least_key_from[g + 1]) : (*known)[g];
+  } else {
+    least_from.resize(granules);
+    for (size_t g = granules; g-- > 0;) {
+      size_t i = g * kGranule;
+      T least = log[i];
+      for (const size_t end = std::min(n, i + kGranule); ++i < end;)
+        if (less(log[i], least)) least = log[i];
+      least_from[g] = g + 1 < granules && less(least_from[g + 1], least) ? least_from[g + 1] : least;
+    }
   }
   std::vector<T> pending;
   size_t next = 0;  // the first entry not yet read
@@ -496,13 +553,21 @@ void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, 
     const size_t end = std::min(n, (next + want + kGranule - 1) / kGranule * kGranule);
     const size_t old = pending.size();
     for (size_t i = next; i < end; ++i) pending.push_back(log[i]);
+    if (known) read((end - next) * sizeof(T));
     next = end;
     const auto block = pending.begin() + static_cast<ptrdiff_t>(old);
     if (!std::is_sorted(block, pending.end(), less)) std::stable_sort(block, pending.end(), less);
     if (old > 0 && less(*block, block[-1])) std::inplace_merge(pending.begin(), block, pending.end(), less);
-    // (The entries not above the least one still to come; all at the end.)
-    const auto out = next < n ? std::upper_bound(pending.begin(), pending.end(), least_from[next / kGranule], less)
-                              : pending.end();
+    // (The entries not above the least one still to come, or with bounds
+    // the entries whose key is below the least key to come; all at the end.)
+    auto out = pending.end();
+    if (next < n && known) {
+      const double least = least_key_from[next / kGranule];
+      out = std::partition_point(pending.begin(), pending.end(),
+                                 [&bounds, least](const T& e) { return bounds.key(e) < least; });
+    } else if (next < n) {
+      out = std::upper_bound(pending.begin(), pending.end(), least_from[next / kGranule], less);
+    }
     for (auto it = pending.begin(); it != out; ++it) emit(*it);
     pending.erase(pending.begin(), out);
   }
@@ -515,22 +580,24 @@ void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, 
 // read where they lie: then one in order stays where it is. A log in memory
 // (a page at most, when there is a spill) is sorted into a vector and
 // copied back.
-template <class T, class Less>
-void sort_log(PagedLog<T>& log, Less less, bool nearly, bool known_in_order = false) {
+// `bounds` and `read`: as emit_sorted's (read hears only of a spilled log).
+template <class T, class Less, class Bounds = NoBounds, class Read = NoteNothing>
+void sort_log(PagedLog<T>& log, Less less, bool nearly, bool known_in_order = false, Bounds bounds = {},
+              Read read = {}) {
   const size_t n = log.size();
   size_t first_out = known_in_order ? n : 1;
   while (first_out < n && !less(log[first_out], log[first_out - 1])) ++first_out;
   if (log.spilled()) {
     if (first_out >= n && log.reads_in_place()) return;
     typename PagedLog<T>::Copy copy(log);
-    emit_sorted(log, n, first_out, less, nearly, [&copy](const T& e) { copy.put(e); });
+    emit_sorted(log, n, first_out, less, nearly, [&copy](const T& e) { copy.put(e); }, bounds, read);
     copy.finish();
     return;
   }
   if (first_out >= n) return;
   std::vector<T> sorted;
   sorted.reserve(n);
-  emit_sorted(log, n, first_out, less, nearly, [&sorted](const T& e) { sorted.push_back(e); });
+  emit_sorted(log, n, first_out, less, nearly, [&sorted](const T& e) { sorted.push_back(e); }, bounds);
   for (size_t i = 0; i < n; ++i) log[i] = sorted[i];
 }
 

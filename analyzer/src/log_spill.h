@@ -140,6 +140,9 @@ class LogSpill {
 // Bounds what the analyses keep resident of a mapped log: they note the log
 // bytes they read (an estimate, by ranks' logs or stretches walked) and the
 // mapping's resident pages are given back each time the sum passes the budget.
+// Any thread may note (the sorts note on theirs); two passing the budget at
+// once may both give the pages back, which costs a second read, never a
+// wrong one.
 class ResidentBudget {
  public:
   // What a read of a page not resident can make resident: the kernel maps
@@ -150,17 +153,16 @@ class ResidentBudget {
   ResidentBudget(LogSpill* spill, size_t budget_bytes) : spill_(spill), budget_(budget_bytes) {}
   void note(size_t bytes) {
     if (!spill_) return;
-    used_ += bytes;
-    if (used_ > budget_) {
+    if (used_.fetch_add(bytes, std::memory_order_relaxed) + bytes > budget_) {
+      used_.store(0, std::memory_order_relaxed);
       spill_->drop_resident();
-      used_ = 0;
     }
   }
 
  private:
   LogSpill* spill_;
   size_t budget_;
-  size_t used_ = 0;
+  std::atomic<size_t> used_{0};
 };
 
 }  // namespace prof::analysis::detail

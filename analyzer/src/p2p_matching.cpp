@@ -66,7 +66,7 @@ void Engine::credit_partner(Rank& r, uint32_t node, int32_t partner, double from
   const Instant uncertain = length < bound ? units : 0;
   if (defer_partner_credits_) r.partner_credits.push_back(PartnerCredit{node, partner, units, uncertain});
   else r.acc[node].waited_for.add(partner, units, uncertain);
-  if (r.log_delay) r.delay.waits.push_back(DelayLog::Wait{from, to, partner, node});
+  if (r.log_delay) r.delay.log_wait(DelayLog::Wait{from, to, partner, node});
 }
 
 void Handler::cancel_send(const ChannelKey& k, double send_enter) {

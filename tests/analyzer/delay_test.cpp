@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <map>
 #include <cstdlib>
@@ -509,6 +510,63 @@ TEST(DelayLog, InterleavedRunsSortAsAStableSort) {
             ASSERT_EQ(log[i].t, want[i].t) << "runs " << runs << " block " << block << " n " << n << " at " << i;
             ASSERT_EQ(log[i].seq, want[i].seq) << "runs " << runs << " block " << block << " n " << n << " at " << i;
           }
+        }
+      }
+}
+
+// Waits logged through DelayLog::log_wait carry the least `to` of each
+// granule, which the sort takes for its pass from the end: runs in order a
+// few hundred entries long, each reaching back over the one before (as a
+// rank's waits come), with equal times, sort as a stable sort does, in
+// memory and spilled (both page sizes), and so does a log one of whose
+// waits came past log_wait (its bounds unknown: the pass from the end).
+TEST(DelayLog, WaitsLoggedWithTheirBoundsSortAsAStableSort) {
+  using analysis::detail::DelayLog;
+  using analysis::detail::LogSpill;
+  const auto by_to = [](const DelayLog::Wait& x, const DelayLog::Wait& y) {
+    if (x.to != y.to) return x.to < y.to;
+    return x.from < y.from;
+  };
+  std::mt19937_64 rng(41);
+  for (unsigned shift : {0u, LogSpill::kSmallestPageShift, LogSpill::kInPlacePageShift})
+    for (size_t n : {size_t{1}, size_t{900}, size_t{5000}, size_t{30000}})
+      for (bool past_log_wait : {false, true}) {
+        std::unique_ptr<LogSpill> spill;
+        DelayLog d;
+        if (shift) {
+          spill = std::make_unique<LogSpill>(1, shift);
+          d.spill_to(spill.get());
+        }
+        // Runs of 300-500 entries, each reaching back over the one before
+        // (two entries a `to`, from of 0-2: ties that a stable sort keeps in
+        // the log's order); `partner` numbers the entries.
+        std::vector<DelayLog::Wait> want;
+        double run_start = 0;
+        for (size_t runs = 0; want.size() < n; ++runs) {
+          const size_t run = 300 + rng() % 200;
+          // (Every tenth run reaches back over granules, as one whose
+          // figures came several phases late.)
+          const double back = runs % 10 == 9 ? 1500 : 0;
+          for (size_t k = 0; k < run && want.size() < n; ++k)
+            want.push_back(DelayLog::Wait{static_cast<double>(rng() % 3), std::floor(std::max(0.0, run_start - back) + k / 2.0),
+                                          static_cast<int32_t>(want.size()), 0});
+          run_start += run / 2.0 - 300;
+          run_start = std::max(run_start, 0.0);
+          run_start += 200;
+        }
+        for (size_t i = 0; i < want.size(); ++i) {
+          if (past_log_wait && i == want.size() / 2) d.waits.push_back(want[i]);
+          else d.log_wait(want[i]);
+        }
+        EXPECT_EQ(d.waits_least_to() == nullptr, past_log_wait) << n;
+        if (spill) d.map_back(spill->map());
+        analysis::detail::sort_log(d.waits, by_to, true, false, d.wait_sort_bounds());
+        std::stable_sort(want.begin(), want.end(), by_to);
+        ASSERT_EQ(d.waits.size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_EQ(d.waits[i].to, want[i].to) << "n " << n << " shift " << shift << " past " << past_log_wait << " at " << i;
+          ASSERT_EQ(d.waits[i].partner, want[i].partner)
+              << "n " << n << " shift " << shift << " past " << past_log_wait << " at " << i;
         }
       }
 }
