@@ -62,7 +62,7 @@ void DelayResults::critical_path(const std::vector<RankOutcome*>& ranks, const G
     const auto c = rk.delay.contexts.view();
     double covered = 0;
     // The first context after a (its predecessor is in force at a).
-    context_hi[r] = partition_near(c, c.size(), context_hi[r], [a](const DelayLog::Context& e) { return e.t <= a; });
+    context_hi[r] = partition_near_paged(c, context_hi[r], [a](const DelayLog::Context& e) { return e.t <= a; });
     const size_t after = context_hi[r];
     size_t k = after == 0 ? 0 : after - 1;
     for (; k < c.size() && c[k].t < b; ++k) {
@@ -82,7 +82,7 @@ void DelayResults::critical_path(const std::vector<RankOutcome*>& ranks, const G
   double t = end[last];
   for (;;) {
     const auto waits = ranks[cur]->delay.waits.view();  // by `to`
-    wait_hi[cur] = partition_near(waits, waits.size(), wait_hi[cur], [t](const DelayLog::Wait& e) { return e.to < t; });
+    wait_hi[cur] = partition_near_paged(waits, wait_hi[cur], [t](const DelayLog::Wait& e) { return e.to < t; });
     size_t next = R;
     double to = 0;
     for (size_t k = wait_hi[cur]; k-- > 0;) {

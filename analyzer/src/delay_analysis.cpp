@@ -176,8 +176,8 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
     bool memo_made;
   };
   auto stretch_start = [top_world_rank](Logs& r, int32_t q, double x, PartnerMemo* memo) {
-    const auto& s = r.syncs;
-    r.sync_at = partition_near(s, s.size(), r.sync_at, [x](const DelayLog::Sync& e) { return e.leave <= x; });
+    const auto s = r.syncs;  // (a copy: its two words stay in registers across the stores to r and memo)
+    r.sync_at = partition_near_paged(s, r.sync_at, [x](const DelayLog::Sync& e) { return e.leave <= x; });
     bool found = false, made = false;
     double start = 0;
     bool noting = memo != nullptr;  // the memo's walk goes on
@@ -234,18 +234,35 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
   auto profile = [](Logs& r, double a, double b, Profile* out) {
     if (out) out->clear();
     double total = 0;
-    const auto& c = r.contexts;
+    const auto c = r.contexts;  // (a copy, as in stretch_start)
     const size_t n = c.size();
-    r.context_at = partition_near(c, n, r.context_at, [a](const DelayLog::Context& e) { return e.t <= a; });
+    r.context_at = partition_near_paged(c, r.context_at, [a](const DelayLog::Context& e) { return e.t <= a; });
     size_t k = r.context_at == 0 ? 0 : r.context_at - 1;
-    for (; k < n && c[k].t < b; ++k) {
-      const auto [lo, hi] = DelayLog::in_force(c, n, k, a, b);
-      if (!(hi > lo) || c[k].context == kNoContext) continue;
-      total += hi - lo;
-      if (out) {
-        const uint32_t ctx = c[k].context;
-        add_to(*out, ctx & kComboBit ? logged_node(*r.rank, ctx) : r.gmap[ctx], hi - lo);
+    if (k >= n) return total;
+    // Context k is in force over [lo, hi) of [a, b) (DelayLog::in_force),
+    // the entries read a page at a time: each once, through a pointer.
+    const size_t mask = c.page_entries() - 1;
+    const DelayLog::Context* e = c.page_of(k) + (k & mask);
+    DelayLog::Context cur = *e;
+    while (cur.t < b) {
+      const bool last = k + 1 == n;
+      DelayLog::Context next{};
+      if (!last) {
+        e = ((k + 1) & mask) ? e + 1 : c.page_of(k + 1);
+        next = *e;
       }
+      const double from = cur.t, to = last ? b : double{next.t};
+      const double lo = std::max(a, from), hi = std::min(b, to);
+      if (hi > lo && cur.context != kNoContext) {
+        total += hi - lo;
+        if (out) {
+          const uint32_t ctx = cur.context;
+          add_to(*out, ctx & kComboBit ? logged_node(*r.rank, ctx) : r.gmap[ctx], hi - lo);
+        }
+      }
+      if (last) break;
+      ++k;
+      cur = next;
     }
     return total;
   };

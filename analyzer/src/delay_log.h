@@ -89,6 +89,8 @@ class PagedLog {
     uint64_t n : 58 = 0;
     uint64_t shift : 6 = kDefaultPageShift;
     const T& operator[](size_t i) const { return pages[i >> shift].page[i & ((size_t{1} << shift) - 1)]; }
+    // The first entry of the page that holds entry i.
+    const T* page_of(size_t i) const { return pages[i >> shift].page; }
     size_t size() const { return n; }
     size_t page_entries() const { return size_t{1} << shift; }
   };
@@ -475,6 +477,37 @@ template <class Log, class Before>
 template <class T, class Before>
 size_t partition_near(const std::vector<T>& log, size_t hint, Before before) {
   return partition_near(log.data(), log.size(), hint, before);
+}
+
+// partition_near on a PagedLog's View, for searches that mostly move a few
+// entries (a rank's searches in the root causes: 1 to 15 entries in most,
+// by the sync or context a wait moves on): a walk within the hint's page,
+// entry after entry through one pointer, in either direction; a search that
+// leaves the page gallops from the page's edge. The same place as
+// partition_near's (the log's one partition point), in fewer reads where
+// the move is short: the gallop and the binary search after it read about
+// 2 log2(distance) + 2 entries, each through the page table.
+template <class View, class Before>
+[[gnu::always_inline]] inline size_t partition_near_paged(const View& log, size_t hint, Before before) {
+  const size_t n = log.size();
+  hint = std::min(hint, n);
+  const size_t mask = log.page_entries() - 1;
+  if (hint < n) {
+    const auto* page = log.page_of(hint);
+    if (before(page[hint & mask])) {
+      const size_t end = std::min(n, (hint | mask) + 1);
+      for (size_t i = hint + 1; i < end; ++i)
+        if (!before(page[i & mask])) return i;
+      return end == n ? n : partition_near(log, n, end, before);
+    }
+  }
+  if (hint == 0) return 0;
+  // (log[hint], if any, lies past the point: the walk goes back.)
+  const auto* page = log.page_of(hint - 1);
+  const size_t start = (hint - 1) & ~mask;
+  for (size_t i = hint; i > start; --i)
+    if (before(page[(i - 1) & mask])) return i;
+  return start == 0 ? 0 : partition_near(log, n, start, before);
 }
 
 // Calls emit(entry) on the n entries of `log` in a stable sort's order,
