@@ -110,13 +110,20 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
   // rank's on any thread; their bytes noted in the order of the ranks, and
   // a rank's waits (120 MB on 10^8 events over 4 ranks) as they are read,
   // where their bounds are known (DelayLog::log_wait): each entry is read
-  // once then, so the pages that go are behind the reads.
+  // once then, so the pages that go are behind the reads (and the rest of
+  // the rank's bytes are noted after its sort).
   struct NoScratch {};
-  struct Sorted {};
-  const auto read = [&resident](size_t bytes) { resident.note(bytes); };
+  struct Sorted {
+    size_t noted = 0;  // the bytes noted as they were read
+  };
   made_in_order<Sorted>(
       ranks.size(), threads, 1, [] { return std::make_unique<NoScratch>(); },
-      [&](NoScratch&, size_t i, Sorted&) {
+      [&](NoScratch&, size_t i, Sorted& sorted) {
+        sorted.noted = 0;
+        const auto read = [&resident, &sorted](size_t bytes) {
+          resident.note(bytes);
+          sorted.noted += bytes;
+        };
         DelayLog& d = ranks[i]->delay;
         sort_log(d.contexts, [](const DelayLog::Context& x, const DelayLog::Context& y) { return x.t < y.t; },
                  false, d.contexts_known_in_order());
@@ -132,7 +139,9 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
             },
             true, false, d.wait_sort_bounds(), read);
       },
-      [&](size_t i, const Sorted&) { resident.note(ranks[i]->delay.entry_bytes()); });
+      [&](size_t i, const Sorted& sorted) {
+        resident.note(ranks[i]->delay.entry_bytes() - std::min(sorted.noted, ranks[i]->delay.entry_bytes()));
+      });
   // (Every spilled log now reads its copy.)
   if (spill) spill->release_originals();
 
