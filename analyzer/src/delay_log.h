@@ -481,12 +481,15 @@ size_t partition_near(const std::vector<T>& log, size_t hint, Before before) {
 
 // partition_near on a PagedLog's View, for searches that mostly move a few
 // entries (a rank's searches in the root causes: 1 to 15 entries in most,
-// by the sync or context a wait moves on): a walk within the hint's page,
-// entry after entry through one pointer, in either direction; a search that
-// leaves the page gallops from the page's edge. The same place as
-// partition_near's (the log's one partition point), in fewer reads where
-// the move is short: the gallop and the binary search after it read about
-// 2 log2(distance) + 2 entries, each through the page table.
+// by the sync or context a wait moves on): a walk of up to kPagedWalk
+// entries within the hint's page, entry after entry through one pointer, in
+// either direction; a search that goes further gallops from where the walk
+// stopped. The same place as partition_near's (the log's one partition
+// point), in fewer reads where the move is short: the gallop and the binary
+// search after it read about 2 log2(distance) + 2 entries, each through the
+// page table; and at most kPagedWalk more where it is long (a page holds up
+// to 4096 entries).
+inline constexpr size_t kPagedWalk = 64;
 template <class View, class Before>
 [[gnu::always_inline]] inline size_t partition_near_paged(const View& log, size_t hint, Before before) {
   const size_t n = log.size();
@@ -495,7 +498,7 @@ template <class View, class Before>
   if (hint < n) {
     const auto* page = log.page_of(hint);
     if (before(page[hint & mask])) {
-      const size_t end = std::min(n, (hint | mask) + 1);
+      const size_t end = std::min({n, (hint | mask) + 1, hint + kPagedWalk});
       for (size_t i = hint + 1; i < end; ++i)
         if (!before(page[i & mask])) return i;
       return end == n ? n : partition_near(log, n, end, before);
@@ -504,7 +507,7 @@ template <class View, class Before>
   if (hint == 0) return 0;
   // (log[hint], if any, lies past the point: the walk goes back.)
   const auto* page = log.page_of(hint - 1);
-  const size_t start = (hint - 1) & ~mask;
+  const size_t start = std::max((hint - 1) & ~mask, hint > kPagedWalk ? hint - kPagedWalk : size_t{0});
   for (size_t i = hint; i > start; --i)
     if (before(page[(i - 1) & mask])) return i;
   return start == 0 ? 0 : partition_near(log, n, start, before);
