@@ -11,6 +11,7 @@
 #include <cmath>
 #include <csignal>
 #include <map>
+#include <memory>
 #include <cstdlib>
 #include <random>
 #include <stdexcept>
@@ -421,32 +422,45 @@ TEST(DelayLog, PartitionNearFindsWhatABinarySearchFinds) {
   }
 }
 
-// The same searches on a paged log (partition_near_paged): a walk within the
-// hint's page and, past it, a gallop from the page's edge, in either
-// direction. Hints at both edges of a page and near the place, for logs of
-// less than a page to many pages, and with runs of equal times that span pages.
+// The same searches on a paged log (partition_near_paged): a walk of up to
+// kPagedWalk entries within the hint's page and, past it, a gallop from
+// where the walk stopped, in either direction. Pages of 16 entries (a log
+// in memory) and of 256 (a spilled one: longer than the walk); hints at
+// both edges of a page and near the place, for logs of less than a page to
+// many pages, with runs of equal times that span pages.
 TEST(DelayLog, PartitionNearOnAPagedLogFindsWhatABinarySearchFinds) {
+  static_assert(analysis::detail::kPagedWalk < 256);
   std::mt19937_64 rng(2027);
-  for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{48}, size_t{1000}, size_t{100000}}) {
-    std::vector<double> values(n);
-    for (double& t : values) t = static_cast<double>(rng() % (n / 4 + 1));
-    std::sort(values.begin(), values.end());
-    analysis::detail::PagedLog<double> log;
-    for (double t : values) log.push_back(t);
-    const auto view = log.view();
-    ASSERT_EQ(view.page_entries(), 16u);
-    for (int q = 0; q < 400; ++q) {
-      const double x = static_cast<double>(rng() % (n / 4 + 3)) - 1.0;
-      const auto before = [x](double t) { return t <= x; };
-      const size_t want = static_cast<size_t>(std::partition_point(values.begin(), values.end(), before) - values.begin());
-      size_t hint;
-      switch (q % 4) {
-        case 0: hint = static_cast<size_t>(rng() % (n + 3)); break;  // anywhere, past the end too
-        case 1: hint = (static_cast<size_t>(rng() % (n + 1)) & ~size_t{15}); break;  // a page's first entry
-        case 2: hint = (static_cast<size_t>(rng() % (n + 1)) | size_t{15}); break;  // a page's last entry
-        default: hint = want + static_cast<size_t>(rng() % 40) - std::min<size_t>(want, 20); break;  // near it
+  for (unsigned shift : {0u, 8u}) {  // (0: no spill, pages of 16 entries)
+    for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{300}, size_t{1000}, size_t{100000}}) {
+      std::unique_ptr<analysis::detail::LogSpill> spill;  // (a spill maps once: one a log)
+      if (shift) spill = std::make_unique<analysis::detail::LogSpill>(1, shift);
+      std::vector<double> values(n);
+      for (double& t : values) t = static_cast<double>(rng() % (n / 4 + 1));
+      std::sort(values.begin(), values.end());
+      analysis::detail::PagedLog<double> log;
+      log.spill_to(spill.get());
+      for (double t : values) log.push_back(t);
+      if (spill) log.map_back(spill->map());
+      const auto view = log.view();
+      const size_t page = view.page_entries();
+      ASSERT_EQ(page, shift ? size_t{1} << shift : 16u);
+      for (int q = 0; q < 500; ++q) {
+        const double x = static_cast<double>(rng() % (n / 4 + 3)) - 1.0;
+        const auto before = [x](double t) { return t <= x; };
+        const size_t want = static_cast<size_t>(std::partition_point(values.begin(), values.end(), before) - values.begin());
+        size_t hint;
+        switch (q % 5) {
+          case 0: hint = static_cast<size_t>(rng() % (n + 3)); break;  // anywhere, past the end too
+          case 1: hint = static_cast<size_t>(rng() % (n + 1)) / page * page; break;  // a page's first entry
+          case 2: hint = static_cast<size_t>(rng() % (n + 1)) / page * page + page - 1; break;  // a page's last
+          case 3: hint = want + static_cast<size_t>(rng() % 40) - std::min<size_t>(want, 20); break;  // near it
+          default: hint = want + static_cast<size_t>(rng() % 200) - std::min<size_t>(want, 100); break;  // a walk away
+        }
+        ASSERT_EQ(analysis::detail::partition_near_paged(view, hint, before), want)
+            << "page " << page << " n " << n << " hint " << hint;
       }
-      EXPECT_EQ(analysis::detail::partition_near_paged(view, hint, before), want) << "n " << n << " hint " << hint;
+      log.release();
     }
   }
 }
