@@ -146,14 +146,15 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
   if (spill) spill->release_originals();
 
   // Each rank's searches (its last synchronizing call before an instant,
-  // its context in force) start where its last ones ended (partition_near):
-  // a rank's waits are in time order, so its own searches move a little
-  // each time, and so do those on a partner it waits on again and again. A
+  // its context in force) start where its last ones ended
+  // (partition_near_paged): a rank's waits are in time order, so its own
+  // searches move a little each time, and so do those on a partner it waits
+  // on again and again: a walk of a few entries in the page at hand. A
   // partner met once in a while (the last member of a collective) is a few
-  // entries further on: the gallop finds it in twice the logarithm of the
-  // distance, with no binary search over the rest of the log, a line out of
-  // cache at each step (1.4 M of the 8.0 M searches move 8 to 63 entries on
-  // 2·10^7 events over 4 ranks, 950 more than 32 K). What the
+  // entries further on: past the walk the gallop finds it in twice the
+  // logarithm of the distance, with no binary search over the rest of the
+  // log, a line out of cache at each step (1.4 M of the 8.0 M searches move
+  // 8 to 63 entries on 2·10^7 events over 4 ranks, 950 more than 32 K). What the
   // searches read of a rank is in one line of its own (Logs): a partner's
   // Rank and the headers of its logs are three misses a wait at thousands
   // of ranks.
