@@ -386,16 +386,14 @@ struct DelayLog {
   }
 
  private:
-  // How many entries were noted, and whether one came before the entry
-  // before it (one word: a Rank holds two, at every rank).
+  // How many entries were noted (the low 63 bits), and whether one came
+  // before the entry before it (the top bit): one word, as a Rank holds two
+  // at every rank, set in one add and one or (a note an event with --json;
+  // as bit-fields each note read, masked and wrote both).
   struct Order {
-    uint64_t noted : 63 = 0;
-    uint64_t out_of_order : 1 = 0;
-    void note(bool before_last) {
-      out_of_order |= before_last;
-      ++noted;
-    }
-    bool known_for(size_t entries) const { return !out_of_order && noted == entries; }
+    uint64_t bits = 0;
+    void note(bool before_last) { bits = (bits + 1) | (uint64_t{before_last} << 63); }
+    bool known_for(size_t entries) const { return bits == entries; }  // (the top bit clear, the count equal)
   };
   static_assert(sizeof(Order) == 8);
   Order contexts_order_, syncs_order_;
