@@ -388,8 +388,8 @@ struct DelayLog {
  private:
   // How many entries were noted (the low 63 bits), and whether one came
   // before the entry before it (the top bit): one word, as a Rank holds two
-  // at every rank, set in one add and one or (a note an event with --json;
-  // as bit-fields each note read, masked and wrote both).
+  // at every rank, set in one add and one or (a note an event with --json,
+  // where two bit-fields would each be read, masked and written).
   struct Order {
     uint64_t bits = 0;
     void note(bool before_last) { bits = (bits + 1) | (uint64_t{before_last} << 63); }
