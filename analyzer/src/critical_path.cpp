@@ -64,14 +64,12 @@ void DelayResults::critical_path(const std::vector<RankOutcome*>& ranks, const G
     // The first context after a (its predecessor is in force at a).
     context_hi[r] = partition_near_paged(c, context_hi[r], [a](const DelayLog::Context& e) { return e.t <= a; });
     const size_t after = context_hi[r];
-    size_t k = after == 0 ? 0 : after - 1;
-    for (; k < c.size() && c[k].t < b; ++k) {
-      const auto [lo, hi] = DelayLog::in_force(c, c.size(), k, a, b);
-      if (hi > lo && c[k].context != kNoContext) {
-        critical_ns_[logged_node(rk, c[k].context)] += hi - lo;
-        covered += hi - lo;
-      }
-    }
+    const size_t k = DelayLog::for_each_in_force(c, after == 0 ? 0 : after - 1, a, b,
+                                                 [&](uint32_t ctx, double lo, double hi) {
+                                                   if (ctx == kNoContext) return;
+                                                   critical_ns_[logged_node(rk, ctx)] += hi - lo;
+                                                   covered += hi - lo;
+                                                 });
     critical_ns_[0] += (b - a) - covered;
     // (The contexts walked, and the entries around each search's start.)
     constexpr size_t kSearchEntries = 16;

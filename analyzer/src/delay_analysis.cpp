@@ -245,35 +245,13 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
     if (out) out->clear();
     double total = 0;
     const auto c = r.contexts;  // (a copy, as in stretch_start)
-    const size_t n = c.size();
     r.context_at = partition_near_paged(c, r.context_at, [a](const DelayLog::Context& e) { return e.t <= a; });
-    size_t k = r.context_at == 0 ? 0 : r.context_at - 1;
-    if (k >= n) return total;
-    // Context k is in force over [lo, hi) of [a, b) (DelayLog::in_force),
-    // the entries read a page at a time: each once, through a pointer.
-    const size_t mask = c.page_entries() - 1;
-    const DelayLog::Context* e = c.page_of(k) + (k & mask);
-    DelayLog::Context cur = *e;
-    while (cur.t < b) {
-      const bool last = k + 1 == n;
-      DelayLog::Context next{};
-      if (!last) {
-        e = ((k + 1) & mask) ? e + 1 : c.page_of(k + 1);
-        next = *e;
-      }
-      const double from = cur.t, to = last ? b : double{next.t};
-      const double lo = std::max(a, from), hi = std::min(b, to);
-      if (hi > lo && cur.context != kNoContext) {
-        total += hi - lo;
-        if (out) {
-          const uint32_t ctx = cur.context;
-          add_to(*out, ctx & kComboBit ? logged_node(*r.rank, ctx) : r.gmap[ctx], hi - lo);
-        }
-      }
-      if (last) break;
-      ++k;
-      cur = next;
-    }
+    DelayLog::for_each_in_force(c, r.context_at == 0 ? 0 : r.context_at - 1, a, b,
+                                [&](uint32_t ctx, double lo, double hi) {
+                                  if (ctx == kNoContext) return;
+                                  total += hi - lo;
+                                  if (out) add_to(*out, ctx & kComboBit ? logged_node(*r.rank, ctx) : r.gmap[ctx], hi - lo);
+                                });
     return total;
   };
 

@@ -296,14 +296,34 @@ struct DelayLog {
   };
 #pragma pack(pop)
   static_assert(sizeof(Context) == 12 && sizeof(Sync) == 12);
-  // The part [lo, hi) of [a, b) in which contexts c[k] of n is in force
-  // (none where hi <= lo). (The times copied first: std::max and std::min
+  // Walks the contexts of `c` (a PagedLog's View) from context k while they
+  // start before b, calling f(context, lo, hi) for each that is in force
+  // over a part [lo, hi) of [a, b) (hi > lo; kNoContext included); returns
+  // the index of the first context not walked. The entries are read a page
+  // at a time, each once. (The times copied first: std::max and std::min
   // take references, and a packed entry's double may be misaligned.)
-  template <class Contexts>
-  static std::pair<double, double> in_force(const Contexts& c, size_t n, size_t k, double a, double b) {
-    const double from = c[k].t;
-    const double next = k + 1 < n ? double{c[k + 1].t} : b;
-    return {std::max(a, from), std::min(b, next)};
+  template <class Contexts, class F>
+  static size_t for_each_in_force(const Contexts& c, size_t k, double a, double b, F&& f) {
+    const size_t n = c.size();
+    if (k >= n) return k;
+    const size_t mask = c.page_entries() - 1;
+    const Context* e = c.page_of(k) + (k & mask);
+    Context cur = *e;
+    while (cur.t < b) {
+      const bool last = k + 1 == n;
+      Context next{};
+      if (!last) {
+        e = ((k + 1) & mask) ? e + 1 : c.page_of(k + 1);
+        next = *e;
+      }
+      const double from = cur.t, to = last ? b : double{next.t};
+      const double lo = std::max(a, from), hi = std::min(b, to);
+      if (hi > lo) f(cur.context, lo, hi);
+      ++k;
+      if (last) break;
+      cur = next;
+    }
+    return k;
   }
   struct Wait {
     double from, to;  // to: the partner's arrival (enter, or a receive's issue)
