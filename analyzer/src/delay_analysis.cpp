@@ -126,9 +126,9 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
         };
         DelayLog& d = ranks[i]->delay;
         sort_log(d.contexts, [](const DelayLog::Context& x, const DelayLog::Context& y) { return x.t < y.t; },
-                 false, d.contexts_known_in_order());
-        sort_log(d.syncs, [](const DelayLog::Sync& x, const DelayLog::Sync& y) { return x.leave < y.leave; }, true,
-                 d.syncs_known_in_order());
+                 NoOrder{}, d.contexts_known_in_order());
+        sort_log(d.syncs, [](const DelayLog::Sync& x, const DelayLog::Sync& y) { return x.leave < y.leave; },
+                 nearly_by([](const DelayLog::Sync& x) { return x.leave; }), d.syncs_known_in_order());
         sort_log(
             d.waits,
             [](const DelayLog::Wait& x, const DelayLog::Wait& y) {
@@ -137,7 +137,7 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
               if (x.partner != y.partner) return x.partner < y.partner;
               return x.node < y.node;
             },
-            true, false, d.wait_sort_bounds(), read);
+            d.wait_sort_order(), false, read);
       },
       [&](size_t i, const Sorted& sorted) {
         resident.note(ranks[i]->delay.entry_bytes() - std::min(sorted.noted, ranks[i]->delay.entry_bytes()));

@@ -278,6 +278,29 @@ static_assert(sizeof(PagedLog<double>) == 40);
 // The entries a nearly sorted log's sort bounds at a time (emit_sorted).
 inline constexpr size_t kSortGranule = 1024;
 
+// What a log's sort knows of its order (sort_log, emit_sorted): nothing
+// (NoOrder: a stable sort of a copy), or that it is nearly in order by a key
+// (NearlyBy): entries come in time order but for those whose figures
+// arrived late, a phase or so.
+//   - key(e): the primary key of the sort's `less` (less(x, y) implies
+//     key(x) <= key(y));
+//   - least, where known: the least key of each kSortGranule entries (null:
+//     a pass over the log from its end finds them).
+struct NoOrder {};
+template <class KeyOf>
+struct NearlyBy {
+  KeyOf key_of;
+  const std::vector<double>* least = nullptr;
+  template <class T>
+  double key(const T& e) const {
+    return key_of(e);
+  }
+};
+template <class KeyOf>
+NearlyBy<KeyOf> nearly_by(KeyOf key_of) {
+  return NearlyBy<KeyOf>{key_of};
+}
+
 struct DelayLog {
   // Packed to 4 bytes: 12 bytes an entry rather than 16 (the searches read
   // the members by value, never through a pointer to them).
@@ -374,12 +397,11 @@ struct DelayLog {
   const std::vector<double>* waits_least_to() const {
     return wait_bounds_ && wait_bounds_->noted == waits.size() ? &wait_bounds_->least_to : nullptr;
   }
-  // The bounds of sort_log's waits (ordered by `to` first).
-  struct WaitSortBounds {
-    const std::vector<double>* least;
-    double key(const Wait& w) const { return w.to; }
+  // The order sort_log's waits are nearly in (by `to` first).
+  struct WaitTo {
+    double operator()(const Wait& w) const { return w.to; }
   };
-  WaitSortBounds wait_sort_bounds() const { return WaitSortBounds{waits_least_to()}; }
+  NearlyBy<WaitTo> wait_sort_order() const { return NearlyBy<WaitTo>{WaitTo{}, waits_least_to()}; }
   std::vector<Comm> comms;
   uint32_t last_comm = UINT32_MAX;  // the communicator found last (index)
 
@@ -531,20 +553,23 @@ template <class View, class Before>
   return start == 0 ? 0 : partition_near(log, n, start, before);
 }
 
+struct NoteNothing {
+  void operator()(size_t) const {}
+};
+
 // Calls emit(entry) on the n entries of `log` in a stable sort's order,
-// [0, first_out) in order already. `nearly`: the log is nearly in order
-// (entries come in time order but for those whose figures arrived late, a
-// phase or so): runs in order of a few hundred entries, each starting a
-// little before the last one ended. Such a log is sorted a block at a time
-// into a pending buffer, and what no later entry can precede leaves it:
-//   - one pass from the end notes the least entry from each granule of
-//     kGranule entries on (suffix minima);
+// [0, first_out) in order already. A log nearly in order by a key (`order`)
+// comes in runs in order of a few hundred entries, each starting a little
+// before the last one ended. It is sorted a block at a time into a pending
+// buffer, and what no later entry can precede leaves it:
+//   - the least key from each granule of kSortGranule entries on (suffix
+//     minima, from order.least or a pass from the log's end);
 //   - each block (whole granules, at least as many entries as are pending,
 //     so each entry is moved a bounded number of times) is sorted stably
 //     and merged after the pending entries (std::inplace_merge keeps the
-//     earlier entry first where they tie), then the pending entries not
-//     above the least entry still to come are emitted: a later entry that
-//     ties one of them comes after it in a stable sort too.
+//     earlier entry first where they tie), then the pending entries whose
+//     key is below the least key still to come are emitted: every later
+//     entry comes after them in a stable sort too.
 // Invariants: pending is sorted, holds entries of smaller index than every
 // entry not yet read, and none of it precedes an entry emitted. It holds
 // about the log's disorder (the entries a late run reaches back over) plus
@@ -552,78 +577,58 @@ template <class View, class Before>
 // over half the log (the waits of 10^8 synthetic events: 2.5 M to 4.4 M of
 // a rank's 5 M), sorted at once. Linear in the log for a bounded disorder;
 // a log in no order degrades to a merge sort of doubling blocks.
-// Otherwise (not `nearly`) a stable sort of a copy.
-// `bounds` (nearly only), where known: the least primary key of `less`
-// (bounds.key) of each kSortGranule entries (bounds.least, null if not
-// known); they stand for the pass from the end, and read(bytes) then hears
-// of the bytes read as the blocks are (the resident budget: each byte is
-// read once, so what goes is behind the reads).
-struct NoBounds {
-  const std::vector<double>* least = nullptr;
-  template <class T>
-  double key(const T&) const {
-    return 0;
-  }
-};
-struct NoteNothing {
-  void operator()(size_t) const {}
-};
-template <class T, class Less, class Emit, class Bounds = NoBounds, class Read = NoteNothing>
-void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, bool nearly, Emit&& emit,
-                 Bounds bounds = {}, Read read = {}) {
+// With order.least known, read(bytes) hears of the bytes read as the blocks
+// are (the resident budget: each byte is read once, so what goes is behind
+// the reads).
+template <class T, class Less, class Order, class Emit, class Read = NoteNothing>
+void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, const Order& order, Emit&& emit,
+                 Read read = {}) {
   if (first_out >= n) {
     for (size_t i = 0; i < n; ++i) emit(log[i]);
     return;
   }
-  if (!nearly) {
+  if constexpr (std::is_same_v<Order, NoOrder>) {
     std::vector<T> v = log.to_vector();
     std::stable_sort(v.begin(), v.end(), less);
     for (const T& e : v) emit(e);
-    return;
-  }
-  constexpr size_t kGranule = kSortGranule;
-  const size_t granules = (n + kGranule - 1) / kGranule;
-  const std::vector<double>* known = bounds.least && bounds.least->size() == granules ? bounds.least : nullptr;
-  std::vector<T> least_from;  // the least entry of granules [g, granules)
-  std::vector<double> least_key_from;  // with bounds: the least key of granules [g, granules)
-  if (known) {
-    least_key_from.resize(granules);
-    for (size_t g = granules; g-- > 0;)
-      least_key_from[g] = g + 1 < granules ? std::min((*known)[g], least_key_from[g + 1]) : (*known)[g];
   } else {
-    least_from.resize(granules);
+    constexpr size_t kGranule = kSortGranule;
+    const size_t granules = (n + kGranule - 1) / kGranule;
+    const std::vector<double>* known = order.least && order.least->size() == granules ? order.least : nullptr;
+    std::vector<double> least_key_from(granules);  // the least key of granules [g, granules)
     for (size_t g = granules; g-- > 0;) {
-      size_t i = g * kGranule;
-      T least = log[i];
-      for (const size_t end = std::min(n, i + kGranule); ++i < end;)
-        if (less(log[i], least)) least = log[i];
-      least_from[g] = g + 1 < granules && less(least_from[g + 1], least) ? least_from[g + 1] : least;
+      double least;
+      if (known) {
+        least = (*known)[g];
+      } else {
+        size_t i = g * kGranule;
+        least = order.key(log[i]);
+        for (const size_t end = std::min(n, i + kGranule); ++i < end;) least = std::min(least, order.key(log[i]));
+      }
+      least_key_from[g] = g + 1 < granules ? std::min(least, least_key_from[g + 1]) : least;
     }
-  }
-  std::vector<T> pending;
-  size_t next = 0;  // the first entry not yet read
-  while (next < n) {
-    const size_t want = std::max(kGranule, pending.size());
-    const size_t end = std::min(n, (next + want + kGranule - 1) / kGranule * kGranule);
-    const size_t old = pending.size();
-    for (size_t i = next; i < end; ++i) pending.push_back(log[i]);
-    if (known) read((end - next) * sizeof(T));
-    next = end;
-    const auto block = pending.begin() + static_cast<ptrdiff_t>(old);
-    if (!std::is_sorted(block, pending.end(), less)) std::stable_sort(block, pending.end(), less);
-    if (old > 0 && less(*block, block[-1])) std::inplace_merge(pending.begin(), block, pending.end(), less);
-    // (The entries not above the least one still to come, or with bounds
-    // the entries whose key is below the least key to come; all at the end.)
-    auto out = pending.end();
-    if (next < n && known) {
-      const double least = least_key_from[next / kGranule];
-      out = std::partition_point(pending.begin(), pending.end(),
-                                 [&bounds, least](const T& e) { return bounds.key(e) < least; });
-    } else if (next < n) {
-      out = std::upper_bound(pending.begin(), pending.end(), least_from[next / kGranule], less);
+    std::vector<T> pending;
+    size_t next = 0;  // the first entry not yet read
+    while (next < n) {
+      const size_t want = std::max(kGranule, pending.size());
+      const size_t end = std::min(n, (next + want + kGranule - 1) / kGranule * kGranule);
+      const size_t old = pending.size();
+      for (size_t i = next; i < end; ++i) pending.push_back(log[i]);
+      if (known) read((end - next) * sizeof(T));
+      next = end;
+      const auto block = pending.begin() + static_cast<ptrdiff_t>(old);
+      if (!std::is_sorted(block, pending.end(), less)) std::stable_sort(block, pending.end(), less);
+      if (old > 0 && less(*block, block[-1])) std::inplace_merge(pending.begin(), block, pending.end(), less);
+      // (All of them at the end.)
+      auto out = pending.end();
+      if (next < n) {
+        const double least = least_key_from[next / kGranule];
+        out = std::partition_point(pending.begin(), pending.end(),
+                                   [&order, least](const T& e) { return order.key(e) < least; });
+      }
+      for (auto it = pending.begin(); it != out; ++it) emit(*it);
+      pending.erase(pending.begin(), out);
     }
-    for (auto it = pending.begin(); it != out; ++it) emit(*it);
-    pending.erase(pending.begin(), out);
   }
 }
 
@@ -634,24 +639,23 @@ void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, 
 // read where they lie: then one in order stays where it is. A log in memory
 // (a page at most, when there is a spill) is sorted into a vector and
 // copied back.
-// `bounds` and `read`: as emit_sorted's (read hears only of a spilled log).
-template <class T, class Less, class Bounds = NoBounds, class Read = NoteNothing>
-void sort_log(PagedLog<T>& log, Less less, bool nearly, bool known_in_order = false, Bounds bounds = {},
-              Read read = {}) {
+// `order` and `read`: as emit_sorted's (read hears only of a spilled log).
+template <class T, class Less, class Order, class Read = NoteNothing>
+void sort_log(PagedLog<T>& log, Less less, const Order& order, bool known_in_order = false, Read read = {}) {
   const size_t n = log.size();
   size_t first_out = known_in_order ? n : 1;
   while (first_out < n && !less(log[first_out], log[first_out - 1])) ++first_out;
   if (log.spilled()) {
     if (first_out >= n && log.reads_in_place()) return;
     typename PagedLog<T>::Copy copy(log);
-    emit_sorted(log, n, first_out, less, nearly, [&copy](const T& e) { copy.put(e); }, bounds, read);
+    emit_sorted(log, n, first_out, less, order, [&copy](const T& e) { copy.put(e); }, read);
     copy.finish();
     return;
   }
   if (first_out >= n) return;
   std::vector<T> sorted;
   sorted.reserve(n);
-  emit_sorted(log, n, first_out, less, nearly, [&sorted](const T& e) { sorted.push_back(e); }, bounds);
+  emit_sorted(log, n, first_out, less, order, [&sorted](const T& e) { sorted.push_back(e); });
   for (size_t i = 0; i < n; ++i) log[i] = sorted[i];
 }
 

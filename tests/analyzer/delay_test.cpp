@@ -472,6 +472,12 @@ struct SortEntry {
   uint64_t seq;
 };
 bool by_time(const SortEntry& x, const SortEntry& y) { return x.t < y.t; }
+const auto nearly_by_time = analysis::detail::nearly_by([](const SortEntry& e) { return e.t; });
+// sort_log by time, nearly in order by it or in no known order.
+void sort_by_time(analysis::detail::PagedLog<SortEntry>& log, bool nearly) {
+  if (nearly) analysis::detail::sort_log(log, by_time, nearly_by_time);
+  else analysis::detail::sort_log(log, by_time, analysis::detail::NoOrder{});
+}
 
 // n entries in time order but `moves` of them late: each moved back by up
 // to 40 places (or to the front); seq numbers their order after the moves.
@@ -500,7 +506,7 @@ TEST(DelayLog, NearlySortedLogSortsAsAStableSort) {
         analysis::detail::PagedLog<Entry> log;
         for (const Entry& e : v) log.push_back(e);
         std::stable_sort(v.begin(), v.end(), by_time);
-        analysis::detail::sort_log(log, by_time, nearly);
+        sort_by_time(log, nearly);
         ASSERT_EQ(log.size(), n);
         for (size_t i = 0; i < n; ++i) {
           ASSERT_EQ(log[i].t, v[i].t) << "n " << n << " at " << i << " nearly " << nearly;
@@ -548,7 +554,7 @@ TEST(DelayLog, InterleavedRunsSortAsAStableSort) {
           for (const Entry& e : in) log.push_back(e);
           std::vector<Entry> want = in;
           std::stable_sort(want.begin(), want.end(), by_time);
-          analysis::detail::sort_log(log, by_time, true);
+          analysis::detail::sort_log(log, by_time, nearly_by_time);
           ASSERT_EQ(log.size(), want.size());
           for (size_t i = 0; i < want.size(); ++i) {
             ASSERT_EQ(log[i].t, want[i].t) << "runs " << runs << " block " << block << " n " << n << " at " << i;
@@ -604,7 +610,7 @@ TEST(DelayLog, WaitsLoggedWithTheirBoundsSortAsAStableSort) {
         }
         EXPECT_EQ(d.waits_least_to() == nullptr, past_log_wait) << n;
         if (spill) d.map_back(spill->map());
-        analysis::detail::sort_log(d.waits, by_to, true, false, d.wait_sort_bounds());
+        analysis::detail::sort_log(d.waits, by_to, d.wait_sort_order());
         std::stable_sort(want.begin(), want.end(), by_to);
         ASSERT_EQ(d.waits.size(), want.size());
         for (size_t i = 0; i < want.size(); ++i) {
@@ -650,8 +656,8 @@ TEST(DelayLog, SpilledLogsSortIntoCopiesThatOutliveTheOriginals) {
           ASSERT_NE(base, nullptr);
           for (auto& log : logs) log.map_back(base);
           for (auto& v : want) std::stable_sort(v.begin(), v.end(), by_time);
-          analysis::detail::sort_log(logs[0], by_time, nearly);
-          if (sort_both) analysis::detail::sort_log(logs[1], by_time, nearly);
+          sort_by_time(logs[0], nearly);
+          if (sort_both) sort_by_time(logs[1], nearly);
           else std::sort(want[1].begin(), want[1].end(), [](const Entry& x, const Entry& y) { return x.seq < y.seq; });
           spill.release_originals();
           spill.drop_resident();  // (read back from the file)
@@ -692,8 +698,8 @@ TEST(DelayLog, ALogInOrderIsReadWhereItLiesWhenItsPagesAreLarge) {
     out_of_order.map_back(base);
     const Entry* first_in_order = &in_order[0];
     const Entry* first_out_of_order = &out_of_order[0];
-    analysis::detail::sort_log(in_order, by_time, true);
-    analysis::detail::sort_log(out_of_order, by_time, true);
+    analysis::detail::sort_log(in_order, by_time, nearly_by_time);
+    analysis::detail::sort_log(out_of_order, by_time, nearly_by_time);
     const bool in_place = shift >= analysis::detail::LogSpill::kInPlacePageShift;
     EXPECT_EQ(spill.reads_in_place(), in_place);
     EXPECT_EQ(&in_order[0] == first_in_order, in_place) << "shift " << shift;
@@ -724,7 +730,7 @@ TEST(DelayLog, KnowsALogLoggedInOrderWithoutReadingIt) {
   EXPECT_TRUE(d.contexts_known_in_order());
   EXPECT_TRUE(d.syncs_known_in_order());
   analysis::detail::sort_log(d.contexts, [](const DelayLog::Context& x, const DelayLog::Context& y) { return x.t < y.t; },
-                             false, d.contexts_known_in_order());
+                             analysis::detail::NoOrder{}, d.contexts_known_in_order());
   for (size_t i = 0; i < 100; ++i) ASSERT_EQ(d.contexts[i].context, i);
   d.log_context(10.0, 100);  // (before 49.5)
   EXPECT_FALSE(d.contexts_known_in_order());
@@ -796,7 +802,7 @@ TEST(DelayLog, WritersOnSeveralThreadsShareOneSpill) {
             ASSERT_EQ(logs[which][i].seq, want[which][i].seq) << writers << " writers, log " << which << " at " << i;
         }
         for (size_t which = 0; which < logs.size(); ++which) {
-          analysis::detail::sort_log(logs[which], by_time, false);
+          analysis::detail::sort_log(logs[which], by_time, analysis::detail::NoOrder{});
           std::stable_sort(want[which].begin(), want[which].end(), by_time);
         }
         spill.release_originals();
