@@ -282,8 +282,8 @@ inline constexpr size_t kSortGranule = 1024;
 // (NoOrder: a stable sort of a copy), or that it is nearly in order by a key
 // (NearlyBy): entries come in time order but for those whose figures
 // arrived late, a phase or so.
-//   - key(e): the primary key of the sort's `less` (less(x, y) implies
-//     key(x) <= key(y));
+//   - key_of(e): the primary key of the sort's `less` (less(x, y) implies
+//     key_of(x) <= key_of(y));
 //   - least, where known: the least key of each kSortGranule entries (null:
 //     a pass over the log from its end finds them).
 struct NoOrder {};
@@ -291,10 +291,6 @@ template <class KeyOf>
 struct NearlyBy {
   KeyOf key_of;
   const std::vector<double>* least = nullptr;
-  template <class T>
-  double key(const T& e) const {
-    return key_of(e);
-  }
 };
 template <class KeyOf>
 NearlyBy<KeyOf> nearly_by(KeyOf key_of) {
@@ -602,8 +598,8 @@ void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, 
         least = (*known)[g];
       } else {
         size_t i = g * kGranule;
-        least = order.key(log[i]);
-        for (const size_t end = std::min(n, i + kGranule); ++i < end;) least = std::min(least, order.key(log[i]));
+        least = order.key_of(log[i]);
+        for (const size_t end = std::min(n, i + kGranule); ++i < end;) least = std::min(least, order.key_of(log[i]));
       }
       least_key_from[g] = g + 1 < granules ? std::min(least, least_key_from[g + 1]) : least;
     }
@@ -624,7 +620,7 @@ void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, 
       if (next < n) {
         const double least = least_key_from[next / kGranule];
         out = std::partition_point(pending.begin(), pending.end(),
-                                   [&order, least](const T& e) { return order.key(e) < least; });
+                                   [&order, least](const T& e) { return order.key_of(e) < least; });
       }
       for (auto it = pending.begin(); it != out; ++it) emit(*it);
       pending.erase(pending.begin(), out);
