@@ -9,21 +9,25 @@
 namespace prof::analysis::detail {
 
 // A member's figures. With many ranks (Engine::queue_results_) an owner
-// handing every member its figures in turn finds each rank's spans, holds
-// and sums out of cache (a dozen lines a member): its waits by partner are
-// credited now, in the order of matching as every wait is, and the rest
-// waits in the rank's queue, one record, until the rank settles
-// (take_results), where its state is in cache; each of those sums and lanes
-// gets only these results, in the same order, before the same sweep.
+// handing every member its figures in turn finds each rank's spans, holds,
+// sums, waits by partner and root causes' log out of cache (a dozen lines a
+// member): the result waits in the rank's queue, one record, until the rank
+// settles (take_results), where its state is in cache. Each of its spans'
+// lanes and sums gets only these results, in the same order, before the
+// same sweep; its waits by partner are exact sums, and its root causes' log
+// is sorted before it is read, so the order they come in changes nothing.
 // (Inline where the owner completes an instance of its own rank's members;
 // apply_all() takes those that came through a mailbox, a box at a time.)
 [[gnu::always_inline]] inline void Engine::apply_result(const ResultRec& rr) {
   // (The engine's flags, not the rank's: with many ranks its object is out
   // of cache, and a queued result need not read it.)
-  if (rr.wait_end > rr.enter && waits_on_)
-    credit_partner(*ranks_[static_cast<size_t>(rr.rank)], rr.node, rr.partner, rr.enter, rr.wait_end);
-  if (queue_results_) queued_results_[static_cast<size_t>(rr.rank)].push_back(rr);
-  else add_result(*ranks_[static_cast<size_t>(rr.rank)], rr);
+  if (queue_results_) {
+    queued_results_[static_cast<size_t>(rr.rank)].push_back(rr);
+    return;
+  }
+  Rank& r = *ranks_[static_cast<size_t>(rr.rank)];
+  if (rr.wait_end > rr.enter && waits_on_) credit_partner(r, rr.node, rr.partner, rr.enter, rr.wait_end);
+  add_result(r, rr);
 }
 
 // A member's spans, its exit spread and its hold's release.
@@ -73,7 +77,11 @@ namespace prof::analysis::detail {
 void Engine::take_results(Rank& r) {
   if (!queue_results_) return;
   std::vector<ResultRec>& queued = queued_results_[r.index];
-  for (const ResultRec& rr : queued) add_result(r, rr);
+  const bool waits_on = waits_on_;
+  for (const ResultRec& rr : queued) {
+    if (rr.wait_end > rr.enter && waits_on) credit_partner(r, rr.node, rr.partner, rr.enter, rr.wait_end);
+    add_result(r, rr);
+  }
   queued.clear();
 }
 
