@@ -142,7 +142,7 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
       [&](size_t i, const Sorted& sorted) {
         resident.note(ranks[i]->delay.entry_bytes() - std::min(sorted.noted, ranks[i]->delay.entry_bytes()));
       });
-  // (Every spilled log now reads its copy.)
+  // (Every spilled log now reads its pages in order: where they lie, or its copy.)
   if (spill) spill->release_originals();
 
   // Each rank's searches (its last synchronizing call before an instant,

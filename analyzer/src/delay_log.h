@@ -62,6 +62,8 @@ namespace prof::analysis::detail {
 // the only one on the heap; the others are offsets (Slot::offset) until
 // map_back(), addresses in the mapping (Slot::page) after; nothing is
 // appended after map_back(). shift_ changes only while the log is empty.
+// A spilled log goes before its spill (release() tells the writer to forget
+// its pages still in the buffer; a move has the buffer written first).
 template <class T>
 class PagedLog {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -143,9 +145,6 @@ class PagedLog {
   }
   // Whether its entries lie partly in the spill's file, mapped back.
   bool spilled() const { return writer_ && writer_->spill->mapping() && pages_n_ > 1; }
-  // Whether its spilled pages are large enough to be read where they lie
-  // (LogSpill::reads_in_place).
-  bool reads_in_place() const { return writer_ && writer_->spill->reads_in_place(); }
   // A spilled log, mapped back, is written again in a new order, entry by
   // entry (put), at the end of the spill's file (its spilled pages' part, in
   // one piece: LogSpill::reserve_copy) and in its last page (the rest); at
@@ -196,6 +195,7 @@ class PagedLog {
   // spill's file).
   void release() {
     if (writer_) {
+      LogSpill::forget(*writer_, this);
       if (pages_n_) ::operator delete(pages_[pages_n_ - 1].page);
     } else {
       for (uint32_t k = 0; k < pages_n_; ++k) ::operator delete(pages_[k].page);
@@ -232,7 +232,11 @@ class PagedLog {
   }
 
  private:
+  static void set_offset(void* log, uint32_t page, uint64_t offset) {
+    static_cast<PagedLog*>(log)->pages_[page].offset = offset;
+  }
   void take(PagedLog& o) {
+    if (o.writer_) o.writer_->spill->settle(*o.writer_);  // (its pages' offsets go to o, not here)
     pages_ = std::exchange(o.pages_, nullptr);
     pages_n_ = std::exchange(o.pages_n_, 0);
     table_shift_ = std::exchange(o.table_shift_, 0);
@@ -252,9 +256,10 @@ class PagedLog {
     }
     T* p;
     if (writer_ && pages_n_) {
-      // The full page to the file; its buffer takes the next entries.
+      // The full page to the file (its slot gets its offset when the
+      // writer's buffer is written); its buffer takes the next entries.
       p = pages_[pages_n_ - 1].page;
-      pages_[pages_n_ - 1].offset = writer_->spill->append(*writer_, p, page_bytes());
+      writer_->spill->append(*writer_, p, page_bytes(), LogSpill::PageRef{this, pages_n_ - 1, &PagedLog::set_offset});
     } else {
       // (Raw memory: no constructor runs on a page about to be written.)
       p = static_cast<T*>(::operator new(page_bytes()));
@@ -630,9 +635,9 @@ void emit_sorted(const PagedLog<T>& log, size_t n, size_t first_out, Less less, 
 
 // Sorts a paged log stably (one rank's at a time: emit_sorted);
 // `known_in_order`: it is in order (not read to find out). A log in the
-// spill's file is written sorted at the file's end (PagedLog::Copy;
-// log_spill.h says why), even when it was in order, unless its pages are
-// read where they lie: then one in order stays where it is. A log in memory
+// spill's file that is in order stays where it lies; one that is not is
+// written sorted at the file's end (PagedLog::Copy; log_spill.h says why).
+// A log in memory
 // (a page at most, when there is a spill) is sorted into a vector and
 // copied back.
 // `order` and `read`: as emit_sorted's (read hears only of a spilled log).
@@ -642,7 +647,7 @@ void sort_log(PagedLog<T>& log, Less less, const Order& order, bool known_in_ord
   size_t first_out = known_in_order ? n : 1;
   while (first_out < n && !less(log[first_out], log[first_out - 1])) ++first_out;
   if (log.spilled()) {
-    if (first_out >= n && log.reads_in_place()) return;
+    if (first_out >= n) return;
     typename PagedLog<T>::Copy copy(log);
     emit_sorted(log, n, first_out, less, order, [&copy](const T& e) { copy.put(e); }, read);
     copy.finish();
