@@ -117,7 +117,7 @@ void DelayResults::delay_analysis(const std::vector<RankOutcome*>& ranks, const 
     size_t noted = 0;  // the bytes noted as they were read
   };
   made_in_order<Sorted>(
-      ranks.size(), threads, 1, [] { return std::make_unique<NoScratch>(); },
+      ranks.size(), threads, 16, [] { return std::make_unique<NoScratch>(); },
       [&](NoScratch&, size_t i, Sorted& sorted) {
         sorted.noted = 0;
         const auto read = [&resident, &sorted](size_t bytes) {

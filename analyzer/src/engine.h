@@ -928,6 +928,7 @@ class Engine {
   bool delay_on_ = false;  // Options::delay_analysis on a whole run
   // Where the ranks' full log pages wait during the pass (with delay_on_).
   std::unique_ptr<LogSpill> log_spill_;
+  std::thread spill_closing_;  // closing the spill's file, once the analyses are done with it
   bool logs_mapped_ = false;
   bool waits_on_ = true;   // Options::wait_states, or delay_on_ (Rank::track_waits)
 
