@@ -70,26 +70,19 @@ void LogSpill::write_at(const void* data, size_t bytes, uint64_t offset) {
 size_t LogSpill::buffer_bytes() const { return groups_pages() ? kGroupedBufferBytes : kBufferBytes; }
 
 void LogSpill::write_vectors(const iovec* vectors, int count, uint64_t offset) {
+  if (count == 0) return;
+  const ssize_t n = ::pwritev(fd_, vectors, count, static_cast<off_t>(offset));
+  if (n < 0 && errno != EINTR)
+    throw std::runtime_error("cannot write the root causes' temporary file in " + dir_ + ": " + std::strerror(errno) +
+                             " (TMPDIR names the directory)");
   // (A regular file takes a whole pwritev but for a full disk or a signal:
-  // the rest is written piece by piece.)
+  // what is left goes piece by piece, and write_at names the error.)
+  size_t done = n > 0 ? static_cast<size_t>(n) : 0;
   for (int i = 0; i < count; ++i) {
-    if (i == 0) {
-      const ssize_t n = ::pwritev(fd_, vectors, count, static_cast<off_t>(offset));
-      if (n < 0 && errno != EINTR)
-        throw std::runtime_error("cannot write the root causes' temporary file in " + dir_ + ": " +
-                                 std::strerror(errno) + " (TMPDIR names the directory)");
-      size_t done = n > 0 ? static_cast<size_t>(n) : 0;
-      for (; i < count && done >= vectors[i].iov_len; ++i) {
-        done -= vectors[i].iov_len;
-        offset += vectors[i].iov_len;
-      }
-      if (i == count) return;
-      write_at(static_cast<const char*>(vectors[i].iov_base) + done, vectors[i].iov_len - done, offset + done);
-      offset += vectors[i].iov_len;
-      continue;
-    }
-    write_at(vectors[i].iov_base, vectors[i].iov_len, offset);
-    offset += vectors[i].iov_len;
+    const size_t length = vectors[i].iov_len, written = std::min(done, length);
+    if (written < length) write_at(static_cast<const char*>(vectors[i].iov_base) + written, length - written, offset + written);
+    done -= written;
+    offset += length;
   }
 }
 
@@ -156,6 +149,7 @@ char* LogSpill::map() {
   for (auto& w : writers_) {
     flush(*w);
     w->buffer = {};
+    w->pending = {};
   }
   mapped_.store(true, std::memory_order_relaxed);
   const uint64_t appended = appended_.load(std::memory_order_relaxed);

@@ -79,8 +79,6 @@ class LogSpill {
   LogSpill(const LogSpill&) = delete;
   LogSpill& operator=(const LogSpill&) = delete;
 
-  // A writer's buffer and the room in the file it fills (on a cache line of
-  // its own: each is written by its worker alone).
   static constexpr uint64_t kNoRoom = UINT64_MAX;  // (a writer's before its first append, after settle())
   // Where a page appended goes once its place in the file is known: its
   // log (any object that stays where it is until then) and its page there.
@@ -95,6 +93,8 @@ class LogSpill {
     uint32_t bytes;
     PageRef ref;
   };
+  // A writer's buffer and the room in the file it fills (on a cache line of
+  // its own: each is written by its worker alone).
   struct alignas(64) Writer {
     LogSpill* spill = nullptr;
     std::vector<char> buffer;      // allocated at its first append
