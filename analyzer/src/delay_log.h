@@ -62,8 +62,6 @@ namespace prof::analysis::detail {
 // the only one on the heap; the others are offsets (Slot::offset) until
 // map_back(), addresses in the mapping (Slot::page) after; nothing is
 // appended after map_back(). shift_ changes only while the log is empty.
-// A spilled log goes before its spill (release() tells the writer to forget
-// its pages still in the buffer; a move has the buffer written first).
 template <class T>
 class PagedLog {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -195,7 +193,6 @@ class PagedLog {
   // spill's file).
   void release() {
     if (writer_) {
-      LogSpill::forget(*writer_, this);
       if (pages_n_) ::operator delete(pages_[pages_n_ - 1].page);
     } else {
       for (uint32_t k = 0; k < pages_n_; ++k) ::operator delete(pages_[k].page);
@@ -232,11 +229,7 @@ class PagedLog {
   }
 
  private:
-  static void set_offset(void* log, uint32_t page, uint64_t offset) {
-    static_cast<PagedLog*>(log)->pages_[page].offset = offset;
-  }
   void take(PagedLog& o) {
-    if (o.writer_) o.writer_->spill->settle(*o.writer_);  // (its pages' offsets go to o, not here)
     pages_ = std::exchange(o.pages_, nullptr);
     pages_n_ = std::exchange(o.pages_n_, 0);
     table_shift_ = std::exchange(o.table_shift_, 0);
@@ -256,10 +249,9 @@ class PagedLog {
     }
     T* p;
     if (writer_ && pages_n_) {
-      // The full page to the file (its slot gets its offset when the
-      // writer's buffer is written); its buffer takes the next entries.
+      // The full page to the file; its buffer takes the next entries.
       p = pages_[pages_n_ - 1].page;
-      writer_->spill->append(*writer_, p, page_bytes(), LogSpill::PageRef{this, pages_n_ - 1, &PagedLog::set_offset});
+      pages_[pages_n_ - 1].offset = writer_->spill->append(*writer_, p, page_bytes());
     } else {
       // (Raw memory: no constructor runs on a page about to be written.)
       p = static_cast<T*>(::operator new(page_bytes()));

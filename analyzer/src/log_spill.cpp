@@ -3,10 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
-
-#include <climits>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,11 +14,9 @@
 namespace prof::analysis::detail {
 
 namespace {
-// Writes of 256 KiB where pages are large; of 4 MiB where they are
-// grouped (a rank's pages in a buffer: about 10 at 4096 ranks, 2-3 at 16384,
-// a writer's half of the ranks filling a few hundred bytes each at a time).
+// Writes of 256 KiB: about 1,300 for the 350 MB of logs of 2·10^7 events
+// over 16384 ranks.
 constexpr size_t kBufferBytes = size_t{1} << 18;
-constexpr size_t kGroupedBufferBytes = size_t{4} << 20;
 
 std::string temp_dir() {
   const char* d = std::getenv("TMPDIR");
@@ -67,80 +62,25 @@ void LogSpill::write_at(const void* data, size_t bytes, uint64_t offset) {
   }
 }
 
-size_t LogSpill::buffer_bytes() const { return groups_pages() ? kGroupedBufferBytes : kBufferBytes; }
-
-void LogSpill::write_vectors(const iovec* vectors, int count, uint64_t offset) {
-  if (count == 0) return;
-  const ssize_t n = ::pwritev(fd_, vectors, count, static_cast<off_t>(offset));
-  if (n < 0 && errno != EINTR)
-    throw std::runtime_error("cannot write the root causes' temporary file in " + dir_ + ": " + std::strerror(errno) +
-                             " (TMPDIR names the directory)");
-  // (A regular file takes a whole pwritev but for a full disk or a signal:
-  // what is left goes piece by piece, and write_at names the error.)
-  size_t done = n > 0 ? static_cast<size_t>(n) : 0;
-  for (int i = 0; i < count; ++i) {
-    const size_t length = vectors[i].iov_len, written = std::min(done, length);
-    if (written < length) write_at(static_cast<const char*>(vectors[i].iov_base) + written, length - written, offset + written);
-    done -= written;
-    offset += length;
-  }
-}
-
 void LogSpill::flush(Writer& w) {
   if (w.used == 0) return;
-  if (!groups_pages()) {
-    write_at(w.buffer.data(), w.used, w.room);
-    for (const Pending& p : w.pending)
-      if (p.ref.set_offset) p.ref.set_offset(p.ref.log, p.ref.page, w.room + p.at);
-  } else {
-    // By log, each log's pages in the order they came (a stable sort: a
-    // log's pages were appended in order). pwritev takes at most IOV_MAX
-    // pieces a call.
-    std::stable_sort(w.pending.begin(), w.pending.end(),
-                     [](const Pending& a, const Pending& b) { return std::less<>{}(a.ref.log, b.ref.log); });
-    std::vector<iovec> vectors;
-    vectors.reserve(std::min<size_t>(w.pending.size(), IOV_MAX));
-    uint64_t at = w.room, written_to = w.room;
-    for (const Pending& p : w.pending) {
-      if (p.ref.set_offset) p.ref.set_offset(p.ref.log, p.ref.page, at);
-      vectors.push_back(iovec{w.buffer.data() + p.at, p.bytes});
-      at += p.bytes;
-      if (vectors.size() == IOV_MAX) {
-        write_vectors(vectors.data(), static_cast<int>(vectors.size()), written_to);
-        written_to = at;
-        vectors.clear();
-      }
-    }
-    write_vectors(vectors.data(), static_cast<int>(vectors.size()), written_to);
-  }
+  write_at(w.buffer.data(), w.used, w.room);
   appended_.fetch_add(w.used, std::memory_order_relaxed);
   w.used = 0;
-  w.pending.clear();
 }
 
-void LogSpill::append(Writer& w, const void* data, size_t bytes, const PageRef& ref) {
+uint64_t LogSpill::append(Writer& w, const void* data, size_t bytes) {
   if (mapped_.load(std::memory_order_relaxed)) throw std::logic_error("LogSpill::append after map");
-  const size_t capacity = buffer_bytes();
-  if (bytes > capacity) throw std::logic_error("LogSpill::append of more than a buffer");
-  if (w.used + bytes > w.buffer.size() || w.room == kNoRoom) {
-    if (w.buffer.empty()) w.buffer.resize(capacity);
+  if (bytes > kBufferBytes) throw std::logic_error("LogSpill::append of more than a buffer");
+  if (w.used + bytes > w.buffer.size()) {
+    if (w.buffer.empty()) w.buffer.resize(kBufferBytes);
     flush(w);
-    w.room = file_end_.fetch_add(capacity, std::memory_order_relaxed);
+    w.room = file_end_.fetch_add(kBufferBytes, std::memory_order_relaxed);
   }
+  const uint64_t at = w.room + w.used;
   std::memcpy(w.buffer.data() + w.used, data, bytes);
-  w.pending.push_back(Pending{static_cast<uint32_t>(w.used), static_cast<uint32_t>(bytes), ref});
   w.used += bytes;
-}
-
-void LogSpill::settle(Writer& w) {
-  if (w.used == 0) return;
-  flush(w);
-  w.room = kNoRoom;  // (the rest of the room stays a hole: the next append takes another)
-}
-
-void LogSpill::forget(Writer& w, const void* log) {
-  for (Pending& p : w.pending)
-    if (p.ref.log == log) p.ref.set_offset = nullptr;
+  return at;
 }
 
 char* LogSpill::map() {
@@ -149,7 +89,6 @@ char* LogSpill::map() {
   for (auto& w : writers_) {
     flush(*w);
     w->buffer = {};
-    w->pending = {};
   }
   mapped_.store(true, std::memory_order_relaxed);
   const uint64_t appended = appended_.load(std::memory_order_relaxed);

@@ -23,35 +23,23 @@
 // (reserve_copy, write_copy), where map() reserved room for a copy of every
 // log. A log in order is read where it lies: most are (contexts and syncs
 // are logged in time order; waits are nearly), and copies of every log took
-// most of the root causes' time (10^8 events over 4 ranks) or 40% of it
-// (2·10^7 events over 4096). The originals of the logs copied stay in the
-// file (a hole punched a page at a time costs the mapping's TLB flush
-// each), so it holds what was appended and the copies of the logs not in
-// order; only once every log has a copy do the pages before the copies go
-// (release_originals).
+// most of the root causes' time on 10^8 events over 4 ranks, and 40% of it
+// on 2·10^7 over 4096. The logs' page size is the spill's (page_shift_for):
+// as large as the ranks' last pages, which stay in memory, allow: whole
+// pages of the file with few ranks, a few hundred bytes with thousands,
+// where a log's pages lie among every other log of its worker (a walk over
+// one maps its neighbours' pages too: the resident budget gives them back).
+// The originals of the logs copied stay in the file (a hole punched a page
+// at a time costs the mapping's TLB flush each), so it holds what was
+// appended and the copies of the logs not in order; only once every log has
+// a copy do the pages before the copies go (release_originals).
 //
-// The logs' page size is the spill's (page_shift_for): as large as the
-// ranks' last pages, which stay in memory, allow. With few ranks a page
-// spans whole pages of the file. With thousands a page is a few hundred
-// bytes, and a writer's buffer holds pages of all its ranks, in the order
-// they filled: read there, one log's pages would bring every other log's
-// pages around them into memory (a fault maps 64 KiB). So below
-// kGroupedPageShift a writer's buffer is 4 MiB, and its pages go to the
-// file grouped by log (the three logs of a rank side by side, as the
-// analyses read them): a log lies in runs of a few pages, one a buffer.
-// A page's offset is known once its buffer is written; until then the
-// writer holds where to put it (PageRef), so a log with pages in a buffer
-// must not move or go without telling its writer (PagedLog: settle,
-// forget).
-//
-// Invariants: the offset a page's PageRef is given (when its buffer is
-// written) and reserve_copy()'s are where the bytes lie in the file, which
-// is where they lie in the mapping map() returns; every page appended has
-// its offset once map() returns; a writer's appends come from one thread at
-// a time, and all end before map(); once mapped, only copies are written
-// (append() throws a std::logic_error), and they fit in the room map()
-// reserved: as many bytes as were appended before it. (The rest of a
-// writer's last room in the file stays a hole.)
+// Invariants: append() and reserve_copy() return where the bytes lie in the
+// file, which is where they lie in the mapping map() returns; a writer's
+// appends come from one thread at a time, and all end before map(); once
+// mapped, only copies are written (append() throws a std::logic_error), and
+// they fit in the room map() reserved: as many bytes as were appended before
+// it. (The rest of a writer's last room in the file stays a hole.)
 // A failed write (a full disk) throws a std::runtime_error that names the
 // directory: the analysis fails with it, it never goes on with a log that
 // lacks pages.
@@ -65,8 +53,6 @@
 #include <string>
 #include <vector>
 
-struct iovec;
-
 namespace prof::analysis::detail {
 
 class LogSpill {
@@ -79,28 +65,13 @@ class LogSpill {
   LogSpill(const LogSpill&) = delete;
   LogSpill& operator=(const LogSpill&) = delete;
 
-  static constexpr uint64_t kNoRoom = UINT64_MAX;  // (a writer's before its first append, after settle())
-  // Where a page appended goes once its place in the file is known: its
-  // log (any object that stays where it is until then) and its page there.
-  struct PageRef {
-    void* log;
-    uint32_t page;
-    void (*set_offset)(void* log, uint32_t page, uint64_t offset);
-  };
-  // A page in a writer's buffer, waiting for its offset.
-  struct Pending {
-    uint32_t at;     // its bytes in the buffer
-    uint32_t bytes;
-    PageRef ref;
-  };
   // A writer's buffer and the room in the file it fills (on a cache line of
   // its own: each is written by its worker alone).
   struct alignas(64) Writer {
     LogSpill* spill = nullptr;
-    std::vector<char> buffer;      // allocated at its first append
-    std::vector<Pending> pending;  // the buffer's pages, in order of appending
-    uint64_t room = kNoRoom;       // where the buffer's bytes go in the file
-    size_t used = 0;               // bytes of the buffer not yet written
+    std::vector<char> buffer;  // allocated at its first append
+    uint64_t room = 0;         // where the buffer's bytes go in the file
+    size_t used = 0;           // bytes of the buffer not yet written
   };
   Writer& writer(unsigned i) { return *writers_.at(i); }
 
@@ -113,23 +84,10 @@ class LogSpill {
   static constexpr size_t kLastPagesBytes = size_t{4} << 20;
   static unsigned page_shift_for(size_t ranks, size_t entry_bytes);
   unsigned page_shift() const { return page_shift_; }
-  // Below this page size (1024 entries, of 12 or 24 bytes: 12 KiB) a
-  // writer's pages go to the file grouped by log, from buffers of 4 MiB
-  // (above: in the order they came, 256 KiB at a time).
-  static constexpr unsigned kGroupedPageShift = 10;
-  bool groups_pages() const { return page_shift_ < kGroupedPageShift; }
-  // Appends a page of `bytes` (a multiple of 8, so every page stays aligned
-  // for its entries, and at most a buffer) through writer `w`; `ref` is
-  // given its offset when the buffer is written (here, at a later append,
-  // at settle() or at map()). One thread at a time for each writer, before
-  // map().
-  void append(Writer& w, const void* data, size_t bytes, const PageRef& ref);
-  // Writes w's buffer now: every page appended through it has its offset
-  // (before its log moves). The writer's thread, or any once the pass is over.
-  void settle(Writer& w);
-  // The pages of `log` in w's buffer are not to be given their offsets (the
-  // log goes; its pages stay in the file).
-  static void forget(Writer& w, const void* log);
+  // Appends `bytes` (a multiple of 8, so every page stays aligned for its
+  // entries, and at most 256 KiB) through writer `w`; returns their offset.
+  // One thread at a time for each writer, before map().
+  uint64_t append(Writer& w, const void* data, size_t bytes);
   // Writes what is buffered and maps the file, read-only and shared (the
   // sorts write their copies with write_copy, never through the mapping);
   // the mapping's base (nullptr when nothing was appended). Later calls
@@ -155,10 +113,8 @@ class LogSpill {
   const std::string& dir() const { return dir_; }
 
  private:
-  void flush(Writer& w);  // writes the buffer's bytes at its room, its pages grouped where they are
-  size_t buffer_bytes() const;
+  void flush(Writer& w);  // writes the buffer's bytes at its room
   void write_at(const void* data, size_t bytes, uint64_t offset);
-  void write_vectors(const iovec* vectors, int count, uint64_t offset);  // (pwritev, then what is left)
   std::mutex mu_;  // map() and the copies' room
   int fd_ = -1;
   unsigned page_shift_;

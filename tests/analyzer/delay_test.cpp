@@ -578,7 +578,7 @@ TEST(DelayLog, WaitsLoggedWithTheirBoundsSortAsAStableSort) {
     return x.from < y.from;
   };
   std::mt19937_64 rng(41);
-  for (unsigned shift : {0u, LogSpill::kSmallestPageShift, LogSpill::kGroupedPageShift})
+  for (unsigned shift : {0u, LogSpill::kSmallestPageShift, 10u})
     for (size_t n : {size_t{1}, size_t{900}, size_t{5000}, size_t{30000}})
       for (bool past_log_wait : {false, true}) {
         std::unique_ptr<LogSpill> spill;
@@ -631,7 +631,7 @@ TEST(DelayLog, WaitsLoggedWithTheirBoundsSortAsAStableSort) {
 TEST(DelayLog, SpilledLogsSortIntoCopiesThatOutliveTheOriginals) {
   using Entry = SortEntry;
   std::mt19937_64 rng(5);
-  for (unsigned shift : {analysis::detail::LogSpill::kSmallestPageShift, analysis::detail::LogSpill::kGroupedPageShift})
+  for (unsigned shift : {analysis::detail::LogSpill::kSmallestPageShift, 10u})
     for (size_t n : {size_t{17}, size_t{100}, size_t{5000}, size_t{40000}})
       for (bool nearly : {true, false})
         for (bool sort_both : {true, false}) {
@@ -674,21 +674,20 @@ TEST(DelayLog, SpilledLogsSortIntoCopiesThatOutliveTheOriginals) {
         }
 }
 
-// A spilled log in order is read where it lies (no copy: its first entry
-// stays at its address), one out of order is copied; after the sorts and
-// with the mapping's pages given back, both read their entries in order.
-// With small pages (thousands of ranks) the pages of two logs written in
-// turn lie in the file grouped by log: each log's pages follow each other.
+// A spilled log in order is read where it lies at every page size (no
+// copy: its first entry stays at its address), one out of order is copied;
+// after the sorts and with the mapping's pages given back, both read their
+// entries in order.
 TEST(DelayLog, ALogInOrderIsReadWhereItLies) {
   using Entry = SortEntry;
   using analysis::detail::LogSpill;
-  for (unsigned shift : {LogSpill::kSmallestPageShift, LogSpill::kGroupedPageShift, LogSpill::kLargestPageShift}) {
+  for (unsigned shift : {LogSpill::kSmallestPageShift, 10u, LogSpill::kLargestPageShift}) {
     LogSpill spill(1, shift);
     analysis::detail::PagedLog<Entry> in_order, out_of_order;
     in_order.spill_to(&spill);
     out_of_order.spill_to(&spill);
     const size_t n = 3 * (size_t{1} << shift) + 5;
-    for (size_t i = 0; i < n; ++i) {  // (their pages interleaved as they fill)
+    for (size_t i = 0; i < n; ++i) {  // (their pages interleaved in the file)
       in_order.push_back(Entry{static_cast<double>(i), i});
       out_of_order.push_back(Entry{static_cast<double>(n - i), i});
     }
@@ -696,14 +695,10 @@ TEST(DelayLog, ALogInOrderIsReadWhereItLies) {
     ASSERT_NE(base, nullptr);
     in_order.map_back(base);
     out_of_order.map_back(base);
-    const size_t page = size_t{1} << shift;
-    for (size_t i = page; i + page < n; i += page)  // (the last page is on the heap)
-      EXPECT_EQ(&in_order[i] == &in_order[i - page] + page, spill.groups_pages()) << "shift " << shift << " at " << i;
     const Entry* first_in_order = &in_order[0];
     const Entry* first_out_of_order = &out_of_order[0];
     analysis::detail::sort_log(in_order, by_time, nearly_by_time);
     analysis::detail::sort_log(out_of_order, by_time, nearly_by_time);
-    EXPECT_EQ(spill.groups_pages(), shift < LogSpill::kGroupedPageShift);
     EXPECT_EQ(&in_order[0], first_in_order) << "shift " << shift;
     EXPECT_NE(&out_of_order[0], first_out_of_order) << "shift " << shift;
     spill.release_originals();
@@ -712,37 +707,6 @@ TEST(DelayLog, ALogInOrderIsReadWhereItLies) {
       ASSERT_EQ(in_order[i].seq, i) << "shift " << shift << " at " << i;
       ASSERT_EQ(out_of_order[i].seq, n - 1 - i) << "shift " << shift << " at " << i;
     }
-  }
-}
-
-// A log whose pages wait in its writer's buffer (their offsets not known
-// yet) may move: the move writes the buffer first, so the moved log reads
-// every entry; one that goes meanwhile leaves the others' offsets right.
-// Enough pages for several buffers of each size.
-TEST(DelayLog, ASpilledLogMovesOrGoesWithItsPagesInTheWritersBuffer) {
-  using Entry = SortEntry;
-  using analysis::detail::LogSpill;
-  for (unsigned shift : {LogSpill::kSmallestPageShift, LogSpill::kGroupedPageShift}) {
-    LogSpill spill(1, shift);
-    auto kept = std::make_unique<analysis::detail::PagedLog<Entry>>();
-    auto gone = std::make_unique<analysis::detail::PagedLog<Entry>>();
-    kept->spill_to(&spill);
-    gone->spill_to(&spill);
-    const size_t n = 400000 + 7;  // (6.4 MB a log)
-    for (size_t i = 0; i < n; ++i) {
-      kept->push_back(Entry{static_cast<double>(i), i});
-      gone->push_back(Entry{static_cast<double>(i), n + i});
-    }
-    gone.reset();  // (its pages in the buffer are forgotten)
-    for (size_t i = n; i < n + 1000; ++i) kept->push_back(Entry{static_cast<double>(i), i});
-    analysis::detail::PagedLog<Entry> moved(std::move(*kept));
-    kept.reset();
-    char* base = spill.map();
-    ASSERT_NE(base, nullptr);
-    moved.map_back(base);
-    spill.drop_resident();  // (read back from the file)
-    ASSERT_EQ(moved.size(), n + 1000);
-    for (size_t i = 0; i < moved.size(); ++i) ASSERT_EQ(moved[i].seq, i) << "shift " << shift << " at " << i;
   }
 }
 
@@ -804,10 +768,9 @@ TEST(DelayLog, PageSizeShrinksWithTheRanksWithinItsMemory) {
 // log still reads its entries.
 TEST(DelayLog, WritersOnSeveralThreadsShareOneSpill) {
   using Entry = SortEntry;
-  for (unsigned shift : {analysis::detail::LogSpill::kSmallestPageShift, analysis::detail::LogSpill::kGroupedPageShift})
+  for (unsigned shift : {analysis::detail::LogSpill::kSmallestPageShift, 10u})
     for (unsigned writers : {1u, 2u, 3u})
-      for (size_t n : {size_t{5}, size_t{3000}, size_t{70000}, size_t{150000}}) {
-        if (n > 100000 && writers > 1) continue;  // (several of a writer's 4 MiB buffers: one writer is enough)
+      for (size_t n : {size_t{5}, size_t{3000}, size_t{70000}}) {
         analysis::detail::LogSpill spill(writers, shift);
         constexpr size_t kLogsAWriter = 3;
         std::vector<analysis::detail::PagedLog<Entry>> logs(writers * kLogsAWriter);
