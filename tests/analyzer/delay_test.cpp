@@ -626,8 +626,7 @@ TEST(DelayLog, WaitsLoggedWithTheirBoundsSortAsAStableSort) {
 // into copies at the file's end, nearly in order or in no order; once both
 // are sorted the file's first part goes and each still reads its entries.
 // While one log has no copy, that part stays: the other reads its entries.
-// With pages read in place (1024 entries), the same, except that a log in
-// order keeps its pages.
+// Pages of 16 and of 1024 entries (thousands of ranks, tens).
 TEST(DelayLog, SpilledLogsSortIntoCopiesThatOutliveTheOriginals) {
   using Entry = SortEntry;
   std::mt19937_64 rng(5);
