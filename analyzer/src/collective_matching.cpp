@@ -25,12 +25,10 @@ namespace prof::analysis::detail {
     queued_results_[static_cast<size_t>(rr.rank)].push_back(rr);
     return;
   }
-  Rank& r = *ranks_[static_cast<size_t>(rr.rank)];
-  if (rr.wait_end > rr.enter && waits_on_) credit_partner(r, rr.node, rr.partner, rr.enter, rr.wait_end);
-  add_result(r, rr);
+  add_result(*ranks_[static_cast<size_t>(rr.rank)], rr);
 }
 
-// A member's spans, its exit spread and its hold's release.
+// A member's wait by partner, spans, exit spread and hold's release.
 //
 // A call whose spans no other span of the rank overlaps (whole_call: see
 // Handler::collective) lies in one context, its node: the unions of its
@@ -38,6 +36,7 @@ namespace prof::analysis::detail {
 // straight into its node's levels (InstantSets::credit_alone), as exactly as
 // the sweep would credit them, and no sweep carries them.
 [[gnu::always_inline]] inline void Engine::add_result(Rank& r, const ResultRec& rr) {
+  if (rr.wait_end > rr.enter && waits_on_) credit_partner(r, rr.node, rr.partner, rr.enter, rr.wait_end);
   if (rr.whole_call) [[likely]] {
     r.instants.credit_alone(r.acc[rr.node].in.level, rr.enter, rr.wait_end, rr.enter, rr.leave,
                             rr.a2a ? kAllToAllCallSpan : kCollCallSpan);
@@ -77,11 +76,7 @@ namespace prof::analysis::detail {
 void Engine::take_results(Rank& r) {
   if (!queue_results_) return;
   std::vector<ResultRec>& queued = queued_results_[r.index];
-  const bool waits_on = waits_on_;
-  for (const ResultRec& rr : queued) {
-    if (rr.wait_end > rr.enter && waits_on) credit_partner(r, rr.node, rr.partner, rr.enter, rr.wait_end);
-    add_result(r, rr);
-  }
+  for (const ResultRec& rr : queued) add_result(r, rr);
   queued.clear();
 }
 

@@ -465,6 +465,10 @@ TEST(DelayLog, PartitionNearOnAPagedLogFindsWhatABinarySearchFinds) {
   }
 }
 
+// Pages of 1024 entries: a spill over a few tens of ranks (whole pages of
+// the file), beside kSmallestPageShift's thousands.
+constexpr unsigned kTensOfRanksPageShift = 10;
+
 // An entry of the sorts' tests: a time (runs of three equal ones) and its
 // place before the sort, which tells a stable sort's order.
 struct SortEntry {
@@ -578,7 +582,7 @@ TEST(DelayLog, WaitsLoggedWithTheirBoundsSortAsAStableSort) {
     return x.from < y.from;
   };
   std::mt19937_64 rng(41);
-  for (unsigned shift : {0u, LogSpill::kSmallestPageShift, 10u})
+  for (unsigned shift : {0u, LogSpill::kSmallestPageShift, kTensOfRanksPageShift})
     for (size_t n : {size_t{1}, size_t{900}, size_t{5000}, size_t{30000}})
       for (bool past_log_wait : {false, true}) {
         std::unique_ptr<LogSpill> spill;
@@ -630,7 +634,7 @@ TEST(DelayLog, WaitsLoggedWithTheirBoundsSortAsAStableSort) {
 TEST(DelayLog, SpilledLogsSortIntoCopiesThatOutliveTheOriginals) {
   using Entry = SortEntry;
   std::mt19937_64 rng(5);
-  for (unsigned shift : {analysis::detail::LogSpill::kSmallestPageShift, 10u})
+  for (unsigned shift : {analysis::detail::LogSpill::kSmallestPageShift, kTensOfRanksPageShift})
     for (size_t n : {size_t{17}, size_t{100}, size_t{5000}, size_t{40000}})
       for (bool nearly : {true, false})
         for (bool sort_both : {true, false}) {
@@ -680,7 +684,7 @@ TEST(DelayLog, SpilledLogsSortIntoCopiesThatOutliveTheOriginals) {
 TEST(DelayLog, ALogInOrderIsReadWhereItLies) {
   using Entry = SortEntry;
   using analysis::detail::LogSpill;
-  for (unsigned shift : {LogSpill::kSmallestPageShift, 10u, LogSpill::kLargestPageShift}) {
+  for (unsigned shift : {LogSpill::kSmallestPageShift, kTensOfRanksPageShift, LogSpill::kLargestPageShift}) {
     LogSpill spill(1, shift);
     analysis::detail::PagedLog<Entry> in_order, out_of_order;
     in_order.spill_to(&spill);
@@ -767,7 +771,7 @@ TEST(DelayLog, PageSizeShrinksWithTheRanksWithinItsMemory) {
 // log still reads its entries.
 TEST(DelayLog, WritersOnSeveralThreadsShareOneSpill) {
   using Entry = SortEntry;
-  for (unsigned shift : {analysis::detail::LogSpill::kSmallestPageShift, 10u})
+  for (unsigned shift : {analysis::detail::LogSpill::kSmallestPageShift, kTensOfRanksPageShift})
     for (unsigned writers : {1u, 2u, 3u})
       for (size_t n : {size_t{5}, size_t{3000}, size_t{70000}}) {
         analysis::detail::LogSpill spill(writers, shift);
