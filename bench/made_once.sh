@@ -3,7 +3,10 @@
 # (scale_targets.sh, speedup_since.sh). make_trace NAME COMMAND... runs the
 # command that writes $work/NAME unless $work/NAME.made says an earlier run
 # finished it: a trace is complete once its rank files and the marker written
-# after them exist, so an interrupted one is made again.
+# after them exist, so an interrupted one is made again. machine_line ROUNDS
+# prints the line that heads their figures: the cores, the CPU (a VM's host
+# may change from one day to the next, and its figures with it), the load
+# and the time.
 # shellcheck disable=SC2154  # (work: set by the sourcing script)
 make_trace() {
   local name=$1; shift
@@ -11,4 +14,10 @@ make_trace() {
   rm -rf "${work:?}/$name"
   "$@" > /dev/null
   touch "$work/$name.made"
+}
+
+machine_line() {
+  local cpu
+  cpu=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null)
+  echo "machine: $(nproc) cores${cpu:+ ($cpu)}, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC'), $1 rounds"
 }

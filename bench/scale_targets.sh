@@ -50,7 +50,7 @@ median_wall() { awk '$1 == "wall" && $2 == "s" {print $4; exit}'; }
 verdict() { awk -v v="$1" -v limit="$2" -v op="$3" 'BEGIN {
   met = (op == ">=") ? v >= limit : v <= limit; print (met ? "met" : "NOT met") }'; }
 
-echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds rounds"
+machine_line "$rounds"
 
 # g4096 against g4 with the given options: the median wall ratio and the
 # events/s it makes.

@@ -58,7 +58,7 @@ if "$build/analyzer/prof-analyze" --help | grep -q -- --no-index; then new_quiet
 old_analyze=$old_build/analyzer/prof-analyze
 new_analyze=$build/analyzer/prof-analyze
 
-echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds rounds"
+machine_line "$rounds"
 echo "== the exchange trace (default workers)"
 "$here/time_pairs.py" -n "$rounds" -- "$old_analyze $work/ex.old $quiet" "$new_analyze $work/ex.new $new_quiet"
 echo "== the synthetic 10^8, two workers"
