@@ -232,10 +232,10 @@ void Engine::phase_collectives(unsigned w) {
     ingest_sends(bare, w, q ^ 1);
     done(bare, s);
     auto& cancels = mail_.cancel_box(q, s, w);
-    for (const SendRec& send : cancels) ingest_send(send, true, w, q ^ 1);
+    cancels.for_each([&](const SendRec& send) { ingest_send(send, true, w, q ^ 1); });
     done(cancels, s);
     auto& lates = mail_.late_box(q, s, w);
-    for (const LateRecvRec& lr : lates) apply_late_receiver(lr);
+    lates.for_each([this](const LateRecvRec& lr) { apply_late_receiver(lr); });
     done(lates, s);
   }
   // Instances completed here give their other workers' members their

@@ -81,7 +81,7 @@ void Engine::take_results(Rank& r) {
 }
 
 void Engine::apply_all(const Mailbox<ResultRec>& box) {
-  for (const ResultRec& rr : box) apply_result(rr);
+  box.for_each([this](const ResultRec& rr) { apply_result(rr); });
 }
 
 uint32_t Engine::gone_members(Owner& own, const CommDef* def) {
@@ -225,7 +225,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
 }
 
 void Engine::add_members(unsigned w, const Mailbox<CollRec>& box, int parity) {
-  for (const CollRec& c : box) take_member(w, c, parity);
+  box.for_each([&](const CollRec& c) { take_member(w, c, parity); });
 }
 
 void Engine::sweep(unsigned w, int parity, bool direct) {

@@ -90,7 +90,7 @@ void Engine::ingest_sends(const Mailbox<Rec>& box, unsigned w, int parity) {
     uint32_t channel = 0;  // its index + 1 in dest's channel_store (indices never change)
   };
   Met met[2];
-  for (const Rec& s : box) {
+  box.for_each([&](const Rec& s) {
     size_t m = 0;
     if (met[0].dest == nullptr || !(met[0].key == s.key)) {
       if (met[1].dest == nullptr || !(met[1].key == s.key)) {
@@ -103,7 +103,7 @@ void Engine::ingest_sends(const Mailbox<Rec>& box, unsigned w, int parity) {
     }
     Rank& d = *met[m].dest;
     deliver_to(d, d.channel_store[met[m].channel - 1], s.queued(), s.key.src, w, parity);
-  }
+  });
 }
 
 template void Engine::ingest_sends(const Mailbox<SendRec>& box, unsigned w, int parity);

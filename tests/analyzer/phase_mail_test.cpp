@@ -127,6 +127,26 @@ TEST(PhaseMail, RecordsReachTheirBoxOnly) {
         }
 }
 
+// A reader's loop (Mailbox::for_each, which asks for the lines ahead of it)
+// visits each published record once, in order, and none in an empty box.
+TEST(PhaseMail, ForEachReadsEachPublishedRecordOnceInOrder) {
+  Mailbox<CollRec> box;
+  int calls = 0;
+  box.for_each([&](const CollRec&) { ++calls; });
+  EXPECT_EQ(calls, 0);
+  constexpr int kRecords = 1003;  // several growths and a partial staging
+  for (int i = 0; i < kRecords; ++i)
+    box.emplace_with([&](CollRec& c) {
+      c = CollRec{};
+      c.seq = static_cast<uint64_t>(i);
+    });
+  box.publish();
+  std::vector<uint64_t> read;
+  box.for_each([&](const CollRec& c) { read.push_back(c.seq); });
+  ASSERT_EQ(read.size(), static_cast<size_t>(kRecords));
+  for (int i = 0; i < kRecords; ++i) EXPECT_EQ(read[static_cast<size_t>(i)], static_cast<uint64_t>(i));
+}
+
 // Publishing, packing and reading visit the pairs written in the phase only:
 // a destination learns its sources, in increasing order, each once
 // whatever it was sent and in whatever order; the process's boxes count as
