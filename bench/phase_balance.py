@@ -6,18 +6,21 @@ ends (docs/performance.md, "The waits at the phase ends are the workers' own").
     PROF_ANALYZE_PHASE_LOG=/tmp/phases build/analyzer/prof-analyze TRACE -o /dev/null -q --no-progress
     bench/phase_balance.py /tmp/phases
 
-For each worker: its busy time summed over the phases, the wait the others
-imposed on it (each phase's longest busy time less its own), and its events.
+For each worker: its work summed over the phases (its busy time less the
+wait for the other workers' first steps, the log's handover_ns), the waits
+the others imposed on it (that handover, and at each phase's end the
+phase's longest busy time less its own), and its events.
 Then, over the phases, how long an imbalance lasts: the correlation of a
 worker's lead over the phase's mean busy time with its lead some phases on
 (near 0: noise that evens out; near 1: one worker slower for long stretches,
 which no shorter phase evens out), and the phases where the slowest worker
 took over twice the median phase (a spike: a chunk entered, a sweep).
 Last, what the phases would take if a worker could run up to k phases ahead
-of the slowest (its mail read k phases late): a replay of the logged busy
-times, each phase of a worker starting when its previous one ends and the
-last of phase p-k-1 has ended. Lock-step (k = 0) is how the engine runs; no
-limit is each worker's busy time alone.
+of the slowest (its mail read k phases late): a replay of the logged work,
+each phase of a worker starting when its previous one ends and the last of
+phase p-k-1 has ended. Lock-step (k = 0) is how the engine runs, less its
+handovers; no limit is each worker's work alone. (A log of five columns,
+written before handover_ns was, replays its busy times.)
 """
 import argparse
 import statistics
@@ -32,11 +35,15 @@ def read_log(path):
                 if line.startswith("#") or not line.strip():
                     continue
                 try:
-                    phase, worker, busy, cpu, events = (int(x) for x in line.split())
+                    fields = [int(x) for x in line.split()]
+                    if len(fields) == 5:
+                        fields.append(0)
+                    phase, worker, busy, cpu, events, handover = fields
                 except ValueError:
-                    sys.exit(f"phase_balance.py: {path}:{number}: not 'phase worker busy_ns cpu_ns events': "
-                             f"{line.rstrip()}")
-                phases.setdefault(phase, {})[worker] = (busy, cpu, events)
+                    sys.exit(f"phase_balance.py: {path}:{number}: not "
+                             f"'phase worker busy_ns cpu_ns events handover_ns': {line.rstrip()}")
+                # (work, cpu, events, busy, handover)
+                phases.setdefault(phase, {})[worker] = (busy - min(busy, handover), cpu, events, busy, handover)
     except OSError as e:
         sys.exit(f"phase_balance.py: {path}: {e.strerror}")
     return [phases[p] for p in sorted(phases)]
@@ -76,10 +83,12 @@ def main():
     full = [p for p in phases if len(p) == len(workers)]
     print(f"{len(phases)} phases, {len(workers)} workers")
     for w in workers:
-        busy = sum(p[w][0] for p in full)
-        waited = sum(max(v[0] for v in p.values()) - p[w][0] for p in full)
+        work = sum(p[w][0] for p in full)
+        handover = sum(p[w][4] for p in full)
+        at_ends = sum(max(v[3] for v in p.values()) - p[w][3] for p in full)
         events = sum(p[w][2] for p in phases if w in p)
-        print(f"  worker {w}: busy {busy / 1e9:.3f} s, waited {waited / 1e9:.3f} s, events {events}")
+        print(f"  worker {w}: work {work / 1e9:.3f} s, waited {(handover + at_ends) / 1e9:.3f} s "
+              f"({handover / 1e9:.3f} s for the others' first steps), events {events}")
     if len(workers) < 2 or len(full) < 3:
         return
     lags = [int(x) for x in args.lags.split(",")]
@@ -91,10 +100,11 @@ def main():
     median = statistics.median(slowest)
     spikes = sum(1 for s in slowest if s > 2 * median)
     print(f"  median phase {median / 1e3:.0f} us; phases over twice that: {spikes}")
+    logged = sum(max(v[3] for v in p.values()) for p in full)
     lock_step = with_slack(full, workers, 0)
     cells = ", ".join(f"{k} ahead {with_slack(full, workers, k) / lock_step:.3f}x" for k in (1, 2, 4))
-    print(f"  phases' wall {lock_step / 1e9:.3f} s in lock-step; with workers up to {cells}, "
-          f"unbounded {with_slack(full, workers, None) / lock_step:.3f}x")
+    print(f"  phases' wall {logged / 1e9:.3f} s as logged, {lock_step / 1e9:.3f} s in lock-step without the "
+          f"handovers; with workers up to {cells}, unbounded {with_slack(full, workers, None) / lock_step:.3f}x")
 
 
 if __name__ == "__main__":

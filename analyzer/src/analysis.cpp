@@ -323,7 +323,8 @@ void Engine::publish_early(unsigned w) {
 // The results the other workers' first steps posted to w's ranks (their own
 // ranks' they applied at once).
 void Engine::take_early_results(unsigned w) {
-  const uint64_t t0 = worker_stats_.on() ? monotonic_ns() : 0;
+  // (Timed: the wait alone. Applying the results is the worker's work.)
+  const uint64_t t0 = worker_stats_.timed() ? monotonic_ns() : 0;
   // (Another process's workers' boxes were filled before this phase's
   // decoding: only this process's workers are waited for.)
   for (unsigned o = spread_.local_lo(); o < spread_.local_hi(); ++o) {
@@ -338,6 +339,7 @@ void Engine::take_early_results(unsigned w) {
       }
     }
   }
+  if (worker_stats_.timed()) worker_stats_.of(w).note_handover(monotonic_ns() - t0);
   // (In the sources' order, as each came.)
   std::vector<unsigned>& sources = mail_sources_[w];
   mail_.take_sources(PhaseMail::kEarlyResults, w, sources);
@@ -346,7 +348,6 @@ void Engine::take_early_results(unsigned w) {
     apply_all(box);
     box.clear();
   }
-  if (worker_stats_.on()) worker_stats_.of(w).handover_ns += monotonic_ns() - t0;
 }
 
 // What worker w wrote this phase becomes readable after the barrier.
@@ -701,7 +702,9 @@ Analysis Engine::run() {
         uint64_t events = 0;
         for (size_t i : worker_ranks_[w]) events += ranks_[i]->phase_events;
         stats.events += events;
-        if (logs_phases) stats.phases.push_back({monotonic_ns() - phase_t0, thread_cpu_ns() - phase_c0, events});
+        if (logs_phases)
+          stats.phases.push_back({monotonic_ns() - phase_t0, thread_cpu_ns() - phase_c0, events, stats.phase_handover_ns});
+        stats.phase_handover_ns = 0;
       }
       worker_stats_.wait_at(bar, stats);
     }

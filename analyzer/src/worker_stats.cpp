@@ -17,6 +17,7 @@ void WorkerStatsReport::read_setting() {
   on_ = stats_env && *stats_env && std::string(stats_env) != "0";
   const char* log_env = std::getenv("PROF_ANALYZE_PHASE_LOG");
   phase_log_path_ = log_env ? log_env : "";
+  timed_ = on_ || !phase_log_path_.empty();
 }
 
 void WorkerStatsReport::write_phase_log(unsigned lo, unsigned hi, int process) const {
@@ -26,15 +27,16 @@ void WorkerStatsReport::write_phase_log(unsigned lo, unsigned hi, int process) c
   };
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return say_failed();
-  std::fprintf(f, "# phase worker busy_ns cpu_ns events\n");
+  std::fprintf(f, "# phase worker busy_ns cpu_ns events handover_ns\n");
   size_t phases = 0;
   for (unsigned w = lo; w < hi; ++w) phases = std::max(phases, stats_[w].phases.size());
   for (size_t p = 0; p < phases; ++p)
     for (unsigned w = lo; w < hi; ++w) {
       if (p >= stats_[w].phases.size()) continue;
       const PhaseSample& s = stats_[w].phases[p];
-      std::fprintf(f, "%zu %u %llu %llu %llu\n", p, w, static_cast<unsigned long long>(s.busy_ns),
-                   static_cast<unsigned long long>(s.cpu_ns), static_cast<unsigned long long>(s.events));
+      std::fprintf(f, "%zu %u %llu %llu %llu %llu\n", p, w, static_cast<unsigned long long>(s.busy_ns),
+                   static_cast<unsigned long long>(s.cpu_ns), static_cast<unsigned long long>(s.events),
+                   static_cast<unsigned long long>(s.handover_ns));
     }
   if (std::fclose(f) != 0) say_failed();
 }

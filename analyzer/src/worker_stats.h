@@ -22,10 +22,12 @@ inline uint64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
 inline uint64_t thread_cpu_ns() { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 // One phase of one worker (PROF_ANALYZE_PHASE_LOG): from the phase's start
-// to its arrival at the phase-end barrier, in wall and thread CPU time, and
-// the events its ranks decoded.
+// to its arrival at the phase-end barrier, in wall and thread CPU time, the
+// events its ranks decoded, and of busy_ns the wall it waited for the other
+// workers' first steps (take_early_results; 0 with one worker): the rest is
+// its work.
 struct PhaseSample {
-  uint64_t busy_ns = 0, cpu_ns = 0, events = 0;
+  uint64_t busy_ns = 0, cpu_ns = 0, events = 0, handover_ns = 0;
 };
 
 // Where one worker's time goes (PROF_ANALYZE_WORKER_STATS=1 prints it to
@@ -34,7 +36,12 @@ struct PhaseSample {
 struct alignas(64) WorkerStats {
   uint64_t total_ns = 0, total_cpu_ns = 0;  // its whole loop (wall, the thread's CPU)
   uint64_t wait_ns = 0;      // at the phase-end barrier, for the others
-  uint64_t handover_ns = 0;  // for the others' first steps (take_early_results)
+  uint64_t handover_ns = 0;  // for the others' first steps (take_early_results), the wait alone
+  uint64_t phase_handover_ns = 0;  // of it, the current phase's (PROF_ANALYZE_PHASE_LOG)
+  void note_handover(uint64_t ns) {
+    handover_ns += ns;
+    phase_handover_ns += ns;
+  }
   uint64_t end_ns = 0;       // running the phase's end (the last to arrive does)
   uint64_t wait_cpu_ns = 0;  // the thread's CPU time while waiting (spinning)
   uint64_t last = 0;         // phases it arrived last at
@@ -69,9 +76,11 @@ class WorkerStatsReport {
   void read_setting();
   bool on() const { return on_; }
   bool logs_phases() const { return !phase_log_path_.empty(); }
+  // Either: the waits for the others' first steps are timed.
+  bool timed() const { return timed_; }
   // The phase log of workers [lo, hi) (this process's), as
-  // "phase worker busy_ns cpu_ns events" lines; `process` -1: a plain
-  // command's. A file that cannot be written is said on stderr.
+  // "phase worker busy_ns cpu_ns events handover_ns" lines; `process` -1: a
+  // plain command's. A file that cannot be written is said on stderr.
   void write_phase_log(unsigned lo, unsigned hi, int process) const;
   void start(unsigned workers) { stats_.assign(workers, WorkerStats{}); }
   WorkerStats& of(unsigned w) { return stats_[w]; }
@@ -105,7 +114,7 @@ class WorkerStatsReport {
   uint64_t root_causes_ns = 0, critical_path_ns = 0;
 
  private:
-  bool on_ = false;
+  bool on_ = false, timed_ = false;
   std::string phase_log_path_;
   std::vector<WorkerStats> stats_;
 };

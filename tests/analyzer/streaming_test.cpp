@@ -276,7 +276,9 @@ TEST(Streaming, WorkerStatsLeaveTheReportAlone) {
 }
 
 // PROF_ANALYZE_PHASE_LOG=FILE writes one line a phase and worker: every
-// phase of every worker, and their events add up to the analysis's.
+// phase of every worker, and their events add up to the analysis's. Of a
+// phase's busy time, the wait for the other workers' first steps is its own
+// column: within the phase, and none with one worker.
 TEST(Streaming, PhaseLogHasEveryPhaseOfEveryWorker) {
   TraceBuilder b(6);
   build_mixed_workload(b);
@@ -295,12 +297,24 @@ TEST(Streaming, PhaseLogHasEveryPhaseOfEveryWorker) {
   for (const PhaseLine& p : lines) {
     ASSERT_LT(p.worker, 3u) << "phase " << p.phase;
     EXPECT_EQ(p.phase, lines_of[p.worker]++) << "worker " << p.worker;
+    EXPECT_LE(p.handover_ns, p.busy_ns) << "phase " << p.phase << ", worker " << p.worker;
     events += p.events;
   }
   EXPECT_GT(a.stats.windows, 1u);
   for (uint64_t n : lines_of) EXPECT_EQ(n, a.stats.windows);
   EXPECT_EQ(lines.size(), 3 * a.stats.windows);
   EXPECT_EQ(events, a.stats.events);
+
+  analysis::Options one = o;
+  one.threads = 1;
+  const auto alone = analyze_with_setting(b.dir(), one, "PROF_ANALYZE_PHASE_LOG", log, &err);
+  EXPECT_EQ(first_difference(report(alone), want), "");
+  const std::vector<PhaseLine> alone_lines = phase_lines(file_bytes(log));
+  EXPECT_EQ(alone_lines.size(), alone.stats.windows);
+  for (const PhaseLine& p : alone_lines) {
+    EXPECT_EQ(p.worker, 0u);
+    EXPECT_EQ(p.handover_ns, 0u) << "phase " << p.phase;
+  }
 
   // A file that cannot be written is named on stderr; the report stays.
   const std::string nowhere = b.dir() + "/no-such-directory/phases.txt";
