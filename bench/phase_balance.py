@@ -11,7 +11,7 @@ wait for the other workers' first steps, the log's handover_ns), the waits
 the others imposed on it (that handover, and at each phase's end the
 phase's longest busy time less its own), and its events.
 Then, over the phases, how long an imbalance lasts: the correlation of a
-worker's lead over the phase's mean busy time with its lead some phases on
+worker's lead over the phase's mean work with its lead some phases on
 (near 0: noise that evens out; near 1: one worker slower for long stretches,
 which no shorter phase evens out), and the phases where the slowest worker
 took over twice the median phase (a spike: a chunk entered, a sweep).

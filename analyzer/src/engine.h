@@ -888,9 +888,8 @@ class Engine {
   void decode(Rank& r, unsigned w, int parity, int phase, uint64_t cap);
   // decode()'s loop for a rank whose clock is (kLinear) or is not its fitted
   // line: the test stays out of the two conversions an event. On a 64-byte
-  // boundary: where other code moved it to 16 or 48 bytes past one, the
-  // same loop ran up to 9% slower (docs/performance.md, "The decode loop
-  // starts on a cache line").
+  // boundary: started 16 or 48 bytes past one, the same loop ran up to 9%
+  // slower (docs/performance.md, "The decode loop starts on a cache line").
   template <bool kLinear>
   [[gnu::aligned(64)]] void decode_events(Rank& r, unsigned w, int parity, int phase, uint64_t cap);
   void close_exec(Rank& r, uint32_t node, double start, double t);
