@@ -25,6 +25,19 @@ written before handover_ns was, replays its busy times.)
 import argparse
 import statistics
 import sys
+from typing import NamedTuple
+
+
+class Sample(NamedTuple):
+    """One worker's phase, as the log's line gives it (ns)."""
+    busy: int
+    cpu: int
+    events: int
+    handover: int  # of busy, the wait for the other workers' first steps
+
+    @property
+    def work(self):
+        return self.busy - min(self.busy, self.handover)
 
 
 def read_log(path):
@@ -42,8 +55,7 @@ def read_log(path):
                 except ValueError:
                     sys.exit(f"phase_balance.py: {path}:{number}: not "
                              f"'phase worker busy_ns cpu_ns events handover_ns': {line.rstrip()}")
-                # (work, cpu, events, busy, handover)
-                phases.setdefault(phase, {})[worker] = (busy - min(busy, handover), cpu, events, busy, handover)
+                phases.setdefault(phase, {})[worker] = Sample(busy, cpu, events, handover)
     except OSError as e:
         sys.exit(f"phase_balance.py: {path}: {e.strerror}")
     return [phases[p] for p in sorted(phases)]
@@ -67,7 +79,7 @@ def with_slack(full, workers, slack):
         barrier = max(ends[x][p - slack - 1] for x in workers) if slack is not None and p > slack else 0
         for w in workers:
             start = max(ends[w][p - 1] if p else 0, barrier)
-            ends[w].append(start + phase[w][0])
+            ends[w].append(start + phase[w].work)
     return max(ends[w][-1] for w in workers)
 
 
@@ -83,24 +95,24 @@ def main():
     full = [p for p in phases if len(p) == len(workers)]
     print(f"{len(phases)} phases, {len(workers)} workers")
     for w in workers:
-        work = sum(p[w][0] for p in full)
-        handover = sum(p[w][4] for p in full)
-        at_ends = sum(max(v[3] for v in p.values()) - p[w][3] for p in full)
-        events = sum(p[w][2] for p in phases if w in p)
+        work = sum(p[w].work for p in full)
+        handover = sum(p[w].handover for p in full)
+        at_ends = sum(max(v.busy for v in p.values()) - p[w].busy for p in full)
+        events = sum(p[w].events for p in phases if w in p)
         print(f"  worker {w}: work {work / 1e9:.3f} s, waited {(handover + at_ends) / 1e9:.3f} s "
               f"({handover / 1e9:.3f} s for the others' first steps), events {events}")
     if len(workers) < 2 or len(full) < 3:
         return
     lags = [int(x) for x in args.lags.split(",")]
     for w in workers:
-        lead = [p[w][0] - statistics.fmean(v[0] for v in p.values()) for p in full]
+        lead = [p[w].work - statistics.fmean(v.work for v in p.values()) for p in full]
         cells = ", ".join(f"{lag} on {lag_correlation(lead, lag):.2f}" for lag in lags)
         print(f"  worker {w}'s lead over the mean, correlated with its lead: {cells}")
-    slowest = [max(v[0] for v in p.values()) for p in full]
+    slowest = [max(v.work for v in p.values()) for p in full]
     median = statistics.median(slowest)
     spikes = sum(1 for s in slowest if s > 2 * median)
     print(f"  median phase {median / 1e3:.0f} us; phases over twice that: {spikes}")
-    logged = sum(max(v[3] for v in p.values()) for p in full)
+    logged = sum(max(v.busy for v in p.values()) for p in full)
     lock_step = with_slack(full, workers, 0)
     cells = ", ".join(f"{k} ahead {with_slack(full, workers, k) / lock_step:.3f}x" for k in (1, 2, 4))
     print(f"  phases' wall {logged / 1e9:.3f} s as logged, {lock_step / 1e9:.3f} s in lock-step without the "

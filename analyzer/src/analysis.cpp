@@ -698,7 +698,7 @@ Analysis Engine::run() {
         guarded([&] { phase_decode(w); });
         publish(w);
       }
-      if (works && (worker_stats_.on() || logs_phases)) {
+      if (works && worker_stats_.timed()) {
         uint64_t events = 0;
         for (size_t i : worker_ranks_[w]) events += ranks_[i]->phase_events;
         stats.events += events;

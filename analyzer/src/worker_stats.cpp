@@ -17,7 +17,6 @@ void WorkerStatsReport::read_setting() {
   on_ = stats_env && *stats_env && std::string(stats_env) != "0";
   const char* log_env = std::getenv("PROF_ANALYZE_PHASE_LOG");
   phase_log_path_ = log_env ? log_env : "";
-  timed_ = on_ || !phase_log_path_.empty();
 }
 
 void WorkerStatsReport::write_phase_log(unsigned lo, unsigned hi, int process) const {

@@ -76,8 +76,8 @@ class WorkerStatsReport {
   void read_setting();
   bool on() const { return on_; }
   bool logs_phases() const { return !phase_log_path_.empty(); }
-  // Either: the waits for the others' first steps are timed.
-  bool timed() const { return timed_; }
+  // Either: the workers' stages and waits are timed.
+  bool timed() const { return on_ || logs_phases(); }
   // The phase log of workers [lo, hi) (this process's), as
   // "phase worker busy_ns cpu_ns events handover_ns" lines; `process` -1: a
   // plain command's. A file that cannot be written is said on stderr.
@@ -114,7 +114,7 @@ class WorkerStatsReport {
   uint64_t root_causes_ns = 0, critical_path_ns = 0;
 
  private:
-  bool on_ = false, timed_ = false;
+  bool on_ = false;
   std::string phase_log_path_;
   std::vector<WorkerStats> stats_;
 };
