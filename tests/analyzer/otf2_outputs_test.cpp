@@ -198,23 +198,24 @@ TEST(Otf2, NonblockingCollectiveIsRequestedAndCompleted) {
     EXPECT_NE(all.find(want), std::string::npos) << want << "\n" << all;
 }
 
-// The archive is flushed as it is written: a rank of 2·10^6 events (a 49 MB
+// The archive is flushed as it is written: a rank of 5·10^6 events (a 123 MB
 // events file) costs the export's buffers beyond the analysis's own memory
-// (about 9 MB, 11 MB where jemalloc's huge pages round them up), whatever the
-// file's size: the bound is a third of the file, which an export holding the
-// archive would pass many times over, and the buffers stay well under.
+// (11-14 MB where jemalloc's huge pages round them up, up to 17 MB seen with
+// the suite running beside it), whatever the file's size: the bound is a
+// third of the file, which an export holding the archive would pass three
+// times over, and the buffers stay well under it.
 TEST(Otf2, MemoryDoesNotGrowWithTheArchive) {
   TraceBuilder b(1);
   b.close();
   const std::string trace = b.dir() + "/big";
-  ASSERT_EQ(run_shell(std::string(PROF_GEN_TRACE_BIN) + " -n 2000000 -r 1 " + trace), 0);
+  ASSERT_EQ(run_shell(std::string(PROF_GEN_TRACE_BIN) + " -n 5000000 -r 1 " + trace), 0);
   const std::string analyze = std::string(PROF_ANALYZE_BIN) + " -q --no-progress --no-index -o /dev/null " + trace;
   const long alone = peak_kb(analyze);
   const long with_archive = peak_kb(analyze + " --otf2 " + b.dir() + "/a");
   ASSERT_GT(alone, 0);
   ASSERT_GT(with_archive, 0);
   const auto archive_kb = static_cast<long>(fs::file_size(b.dir() + "/a/traces/0.evt") / 1024);
-  EXPECT_GT(archive_kb, 32 * 1024);
+  EXPECT_GT(archive_kb, 96 * 1024);
   EXPECT_LT(with_archive - alone, archive_kb / 3) << "alone " << alone << " KiB, with the archive " << with_archive
                                              << " KiB, its events file " << archive_kb << " KiB";
 }
