@@ -98,6 +98,14 @@ using Instant = int64_t;
 inline constexpr double kInstantsPerNs = 1024.0;
 inline constexpr Instant kInstantMax = (Instant{1} << 62) - 1024;
 inline constexpr Instant kInstantMin = -kInstantMax;
+// Units within the range, to the nearest integer (ties to even).
+[[gnu::always_inline]] inline Instant round_units(double units) {
+#if defined(__x86_64__)
+  return _mm_cvtsd_si64(_mm_set_sd(units));  // (the current rounding: to nearest)
+#else
+  return static_cast<Instant>(std::llrint(units));
+#endif
+}
 // To the nearest unit (ties to even); times beyond the range and +-inf to
 // its ends, NaN to its low end. (Five instructions: it runs for each span's
 // ends.)
@@ -107,11 +115,18 @@ inline constexpr Instant kInstantMin = -kInstantMax;
   double units = ns * kInstantsPerNs;
   units = units > -kEnd ? units : -kEnd;  // (NaN fails the test: the low end)
   units = units < kEnd ? units : kEnd;
-#if defined(__x86_64__)
-  return _mm_cvtsd_si64(_mm_set_sd(units));  // (the current rounding: to nearest)
-#else
-  return static_cast<Instant>(std::llrint(units));
-#endif
+  return round_units(units);
+}
+// to_instant(ns) cut to [lo_units, hi_units] (window ends that to_instant()
+// made, as doubles: each exactly, as it made them from doubles), the cut made
+// on the double before the conversion: rounding keeps order and leaves the
+// ends as they are, so it is the integer that to_instant() and a cut of the
+// integers give (NaN: the low end), for two comparisons fewer.
+[[gnu::always_inline]] inline Instant to_instant_within(double ns, double lo_units, double hi_units) {
+  double units = ns * kInstantsPerNs;
+  units = units > lo_units ? units : lo_units;  // (NaN fails the test: the low end)
+  units = units < hi_units ? units : hi_units;
+  return round_units(units);
 }
 // A length, or a sum of lengths, in ns.
 inline double instant_ns(Instant units) { return static_cast<double>(units) / kInstantsPerNs; }
@@ -278,8 +293,8 @@ class BasicInstantSets {
 
   // Only instants in [lo, hi] count (a window of time).
   void set_window(double lo, double hi) {
-    lo_ = to_instant(lo);
-    hi_ = to_instant(hi);
+    lo_units_ = static_cast<double>(to_instant(lo));
+    hi_units_ = static_cast<double>(to_instant(hi));
   }
   // Credits `level` (a context's sums) as a sweep would for a wait
   // [wait_from_ns, wait_to_ns) of the lowest kind and a call [call_from_ns,
@@ -289,8 +304,8 @@ class BasicInstantSets {
   // of one thread can tell alone (Engine::add_result, Engine::account_recv).
   [[gnu::always_inline]] void credit_alone(Instant* level, double wait_from_ns, double wait_to_ns,
                                            double call_from_ns, double call_to_ns, Kind call) const {
-    const Instant a_from = std::max(to_instant(wait_from_ns), lo_), a_to = std::min(to_instant(wait_to_ns), hi_);
-    const Instant b_from = std::max(to_instant(call_from_ns), lo_), b_to = std::min(to_instant(call_to_ns), hi_);
+    const Instant a_from = in_window(wait_from_ns), a_to = in_window(wait_to_ns);
+    const Instant b_from = in_window(call_from_ns), b_to = in_window(call_to_ns);
     const Instant a = a_to > a_from ? a_to - a_from : 0, b = b_to > b_from ? b_to - b_from : 0;
     // (Spans that meet or overlap are one piece; apart, or one empty, two.)
     const Instant both = a != 0 && b != 0 && std::max(a_from, b_from) <= std::min(a_to, b_to)
@@ -300,8 +315,7 @@ class BasicInstantSets {
     for (int l = 0; l < kNested; ++l) level[l] += l < call ? a : both;
   }
   [[gnu::always_inline]] void add(double from_ns, double to_ns, Kind kind, SpanLane lane) {
-    const Instant from = std::max(to_instant(from_ns), lo_);
-    const Instant to = std::min(to_instant(to_ns), hi_);
+    const Instant from = in_window(from_ns), to = in_window(to_ns);
     if (!(to > from)) return;
     if (kind >= kNested) own_level_spans_ = true;
     MirroredRing<Span>& spans = lanes_[lane].spans;
@@ -355,6 +369,7 @@ class BasicInstantSets {
   }
 
  private:
+  [[gnu::always_inline]] Instant in_window(double ns) const { return to_instant_within(ns, lo_units_, hi_units_); }
   // Packed (17 and 12 bytes, not 24 and 16): spans and contexts are kept
   // for about a phase between decoding and the sweep, more than the L2
   // cache holds, so their bytes are the misses. Their fields are read by
@@ -660,7 +675,8 @@ class BasicInstantSets {
   std::vector<Span> remainders_[kLanes];
   std::vector<size_t> run_starts_;  // sort_lane's scratch
   std::vector<Span> merge_buffer_;
-  Instant lo_ = kInstantMin, hi_ = kInstantMax;
+  // The window's ends in units, as doubles (to_instant_within()).
+  double lo_units_ = static_cast<double>(kInstantMin), hi_units_ = static_cast<double>(kInstantMax);
   bool own_level_spans_ = false;  // an MPI, Start or Time Variation span was added (levels 4 and up)
   // From the one in force at the last sweep's watermark on.
   MirroredRing<Context> contexts_;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <random>
@@ -125,6 +126,47 @@ TEST(Instants, TimesRoundToTheUnitAndStayInsideTheRange) {
   // Every difference of two fits.
   EXPECT_GT(kInstantMax - kInstantMin, 0);
   EXPECT_EQ(instant_ns(to_instant(123456.75)), 123456.75);
+}
+
+// A time cut to a window in one step (to_instant_within: the cut made on the
+// double, as the sets add spans) is the time as to_instant() gives it, then
+// cut to the window's ends as integers: around the ends, at ties, beyond the
+// range, infinite and NaN, for windows of every scale, and at random.
+TEST(Instants, TheCutOnTheDoubleIsTheCutOfTheInteger) {
+  const double end_ns = static_cast<double>(kInstantMax) / kInstantsPerNs;
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::pair<double, double>> windows = {
+      {-inf, inf}, {0.0, 1.0}, {1.5 / 1024, 2.5 / 1024}, {123.4567, 123.4568}, {1e9, 1e9 + 0.3},
+      {1e13, 2e13}, {-end_ns, end_ns}, {end_ns / 2, end_ns * 2}, {-1e300, -1e200}, {5.0, 5.0}, {7.0, 3.0}};
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> exponent(-12, 16);
+  const auto random_ns = [&] { return std::pow(10.0, exponent(rng)) * (rng() % 2 ? 1 : -1); };
+  for (int i = 0; i < 200; ++i) {
+    double lo = random_ns(), hi = random_ns();
+    if (lo > hi) std::swap(lo, hi);
+    windows.emplace_back(lo, hi);
+  }
+  for (const auto& [lo_ns, hi_ns] : windows) {
+    const Instant lo = to_instant(lo_ns), hi = to_instant(hi_ns);
+    const double lo_units = static_cast<double>(lo), hi_units = static_cast<double>(hi);
+    ASSERT_EQ(static_cast<Instant>(lo_units), lo) << lo_ns;  // each end a double exactly
+    ASSERT_EQ(static_cast<Instant>(hi_units), hi) << hi_ns;
+    std::vector<double> times = {lo_ns, hi_ns, std::nextafter(lo_ns, -inf), std::nextafter(lo_ns, inf),
+                                 std::nextafter(hi_ns, -inf), std::nextafter(hi_ns, inf), lo_units / kInstantsPerNs,
+                                 hi_units / kInstantsPerNs, (lo_units + 0.5) / kInstantsPerNs,
+                                 (hi_units - 0.5) / kInstantsPerNs, 0.0, -0.0, 0.5 / 1024, 1.5 / 1024, end_ns,
+                                 -end_ns, end_ns * 1.0000001, 1e300, -1e300, inf, -inf, nan};
+    for (int k = 0; k < 50; ++k) times.push_back(random_ns());
+    if (std::isfinite(lo_ns) && std::isfinite(hi_ns))
+      for (int k = 0; k < 50; ++k) times.push_back(lo_ns + (hi_ns - lo_ns) * static_cast<double>(rng() % 1001) / 1000);
+    for (double t : times) {
+      // (A window whose ends cross cuts everything to its high end, as
+      // min(max(x, lo), hi) does.)
+      const Instant integer_cut = std::min(std::max(to_instant(t), lo), hi);
+      EXPECT_EQ(to_instant_within(t, lo_units, hi_units), integer_cut)
+          << "time " << t << " ns, window [" << lo_ns << ", " << hi_ns << "] ns";
+    }
+  }
 }
 
 TEST(InstantSets, SpansArrivingAsInterleavedRunsCountLikeBruteForce) {
