@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#if defined(__x86_64__)
 static double now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -32,7 +33,6 @@ static double now_s(void) {
     return now_s() - t0;                                           \
   }
 
-#if defined(__x86_64__)
 CHAIN(add_chain, "add %1, %0\n\t")
 CHAIN(imul_chain, "imul %1, %0\n\t")
 CHAIN(crc_chain, "crc32q %1, %0\n\t")
