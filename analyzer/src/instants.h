@@ -106,27 +106,25 @@ inline constexpr Instant kInstantMin = -kInstantMax;
   return static_cast<Instant>(std::llrint(units));
 #endif
 }
+// ns to units cut to [lo_units, hi_units] (integers, each a double
+// exactly), the cut made on the double before the conversion; NaN to the
+// low end. Rounding keeps order and leaves the ends as they are, so with
+// the ends of a window that to_instant() made (it makes its integers from
+// doubles) it is the integer that to_instant() and a cut of the integers
+// give, for two comparisons fewer.
+[[gnu::always_inline]] inline Instant to_instant_within(double ns, double lo_units, double hi_units) {
+  double units = ns * kInstantsPerNs;
+  units = units > lo_units ? units : lo_units;  // (NaN fails the test: the low end)
+  units = units < hi_units ? units : hi_units;
+  return round_units(units);
+}
 // To the nearest unit (ties to even); times beyond the range and +-inf to
 // its ends, NaN to its low end. (Five instructions: it runs for each span's
 // ends.)
 [[gnu::always_inline]] inline Instant to_instant(double ns) {
   constexpr double kEnd = static_cast<double>(kInstantMax);
   static_assert(static_cast<Instant>(kEnd) == kInstantMax);
-  double units = ns * kInstantsPerNs;
-  units = units > -kEnd ? units : -kEnd;  // (NaN fails the test: the low end)
-  units = units < kEnd ? units : kEnd;
-  return round_units(units);
-}
-// to_instant(ns) cut to [lo_units, hi_units] (window ends that to_instant()
-// made, as doubles: each exactly, as it made them from doubles), the cut made
-// on the double before the conversion: rounding keeps order and leaves the
-// ends as they are, so it is the integer that to_instant() and a cut of the
-// integers give (NaN: the low end), for two comparisons fewer.
-[[gnu::always_inline]] inline Instant to_instant_within(double ns, double lo_units, double hi_units) {
-  double units = ns * kInstantsPerNs;
-  units = units > lo_units ? units : lo_units;  // (NaN fails the test: the low end)
-  units = units < hi_units ? units : hi_units;
-  return round_units(units);
+  return to_instant_within(ns, -kEnd, kEnd);
 }
 // A length, or a sum of lengths, in ns.
 inline double instant_ns(Instant units) { return static_cast<double>(units) / kInstantsPerNs; }
