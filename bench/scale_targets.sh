@@ -8,7 +8,7 @@
 #   - 16384 ranks within 1 GB peak (text, and text with JSON), and analyzed
 #     under `ulimit -n 1024`;
 #   - >= 60 M events/s on the real exchange trace (2 ranks) and >= 100 M on the
-#     synthetic 10^8 (4 ranks, 2 workers).
+#     synthetic 10^8 (4 ranks, 2 workers): the median wall of ROUNDS runs each.
 # Run it on a quiet machine (nothing else running): the ratios of pairs hold
 # against a host's drift, single walls do not.
 #
@@ -84,6 +84,6 @@ ex_events=$("$analyze" "$work/ex" -q --no-progress --no-index -o /dev/null --jso
 ex_wall=$("$here/time_pairs.py" -n "$rounds" "$analyze $work/ex $quiet" | median_wall)
 ex_speed=$(events_per_s "$ex_events" "$ex_wall")
 echo "exchange trace: ${ex_wall} s, $ex_speed M events/s (>= 60): $(verdict "$ex_speed" 60 '>=')"
-t8_wall=$("$here/time_pairs.py" -n 3 "$analyze $work/t8 -j 2 $quiet" | median_wall)
+t8_wall=$("$here/time_pairs.py" -n "$rounds" "$analyze $work/t8 -j 2 $quiet" | median_wall)
 t8_speed=$(events_per_s 100000000 "$t8_wall")
 echo "synthetic 10^8, 2 workers: ${t8_wall} s, $t8_speed M events/s (>= 100): $(verdict "$t8_speed" 100 '>=')"
