@@ -339,7 +339,7 @@ void Engine::take_early_results(unsigned w) {
       }
     }
   }
-  if (worker_stats_.timed()) worker_stats_.of(w).note_handover(monotonic_ns() - t0);
+  if (worker_stats_.timed()) worker_stats_.of(w).handover_ns += monotonic_ns() - t0;
   // (In the sources' order, as each came.)
   std::vector<unsigned>& sources = mail_sources_[w];
   mail_.take_sources(PhaseMail::kEarlyResults, w, sources);
@@ -686,6 +686,7 @@ Analysis Engine::run() {
     const bool logs_phases = works && worker_stats_.logs_phases();
     while (!done_) {
       const uint64_t phase_t0 = logs_phases ? monotonic_ns() : 0, phase_c0 = logs_phases ? thread_cpu_ns() : 0;
+      const uint64_t handover_before = stats.handover_ns;
       if (works) {
         const uint64_t first_t0 = worker_stats_.on() ? monotonic_ns() : 0;
         guarded([&] { phase_collectives(w); });
@@ -703,8 +704,8 @@ Analysis Engine::run() {
         for (size_t i : worker_ranks_[w]) events += ranks_[i]->phase_events;
         stats.events += events;
         if (logs_phases)
-          stats.phases.push_back({monotonic_ns() - phase_t0, thread_cpu_ns() - phase_c0, events, stats.phase_handover_ns});
-        stats.phase_handover_ns = 0;
+          stats.phases.push_back(
+              {monotonic_ns() - phase_t0, thread_cpu_ns() - phase_c0, events, stats.handover_ns - handover_before});
       }
       worker_stats_.wait_at(bar, stats);
     }

@@ -37,11 +37,6 @@ struct alignas(64) WorkerStats {
   uint64_t total_ns = 0, total_cpu_ns = 0;  // its whole loop (wall, the thread's CPU)
   uint64_t wait_ns = 0;      // at the phase-end barrier, for the others
   uint64_t handover_ns = 0;  // for the others' first steps (take_early_results), the wait alone
-  uint64_t phase_handover_ns = 0;  // of it, the current phase's (PROF_ANALYZE_PHASE_LOG)
-  void note_handover(uint64_t ns) {
-    handover_ns += ns;
-    phase_handover_ns += ns;
-  }
   uint64_t end_ns = 0;       // running the phase's end (the last to arrive does)
   uint64_t wait_cpu_ns = 0;  // the thread's CPU time while waiting (spinning)
   uint64_t last = 0;         // phases it arrived last at
