@@ -14,7 +14,9 @@ Then, over the phases, how long an imbalance lasts: the correlation of a
 worker's lead over the phase's mean work with its lead some phases on
 (near 0: noise that evens out; near 1: one worker slower for long stretches,
 which no shorter phase evens out), and the phases where the slowest worker
-took over twice the median phase (a spike: a chunk entered, a sweep).
+took over twice the median phase (a spike: a chunk entered, a sweep), with
+their share of the waits and the distances between them (a chunk's worth of
+phases: the workers' ranks entering their next chunks together).
 Last, what the phases would take if a worker could run up to k phases ahead
 of the slowest (its mail read k phases late): a replay of the logged work,
 each phase of a worker starting when its previous one ends and the last of
@@ -23,6 +25,7 @@ handovers; no limit is each worker's work alone. (A log of five columns,
 written before handover_ns was, replays its busy times.)
 """
 import argparse
+import collections
 import statistics
 import sys
 from typing import NamedTuple
@@ -110,8 +113,18 @@ def main():
         print(f"  worker {w}'s lead over the mean, correlated with its lead: {cells}")
     slowest = [max(v.work for v in p.values()) for p in full]
     median = statistics.median(slowest)
-    spikes = sum(1 for s in slowest if s > 2 * median)
-    print(f"  median phase {median / 1e3:.0f} us; phases over twice that: {spikes}")
+    spike_at = [i for i, s in enumerate(slowest) if s > 2 * median]
+    print(f"  median phase {median / 1e3:.0f} us; phases over twice that: {len(spike_at)}")
+    if spike_at:
+        # What the spikes cost the other workers, and their cadence: a spike
+        # every chunk's worth of phases is the workers entering their next
+        # chunks (a read and a CRC each) in the same phase.
+        imbalance = [slowest[i] * len(workers) - sum(v.work for v in p.values()) for i, p in enumerate(full)]
+        share = sum(imbalance[i] for i in spike_at) / max(1, sum(imbalance))
+        gaps = collections.Counter(b - a for a, b in zip(spike_at, spike_at[1:]))
+        cadence = ", ".join(f"{gap} ({count}x)" for gap, count in gaps.most_common(3))
+        print(f"    they hold {share:.0%} of the waits at the phase ends; phases between them, most often: "
+              f"{cadence or 'one spike'}")
     logged = sum(max(v.busy for v in p.values()) for p in full)
     lock_step = with_slack(full, workers, 0)
     cells = ", ".join(f"{k} ahead {with_slack(full, workers, k) / lock_step:.3f}x" for k in (1, 2, 4))
