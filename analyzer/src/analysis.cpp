@@ -539,6 +539,7 @@ void Engine::setup() {
   defer_partner_credits_ = traces.size() > kDeferCreditsRanks;
   queue_results_ = defer_partner_credits_ && !opt_.windowed();
   if (queue_results_) queued_results_.resize(traces.size());
+  stream_results_ = queue_results_ && opt_.stream_results_ranks != 0 && traces.size() >= opt_.stream_results_ranks;
   // Each worker's ranks are made on a thread of their own (their first
   // batches decoded, their files' first pages faulted in): a tenth of the
   // CPU of an analysis of 4096 ranks was here, on one core.
@@ -709,6 +710,7 @@ Analysis Engine::run() {
       }
       worker_stats_.wait_at(bar, stats);
     }
+    if (stream_results_) ResultQueue<ResultRec>::fence();  // (before the join)
     if (worker_stats_.on()) {
       stats.total_ns = monotonic_ns() - t0;
       stats.total_cpu_ns = thread_cpu_ns() - c0;
@@ -734,6 +736,7 @@ Analysis Engine::run() {
   } else {
     for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   }
+  if (stream_results_) ResultQueue<ResultRec>::fence();  // (the final sweep's results, for the workers)
   // Each worker's ranks on a thread of their own, as in the pass.
   on_each_worker(spread_.local_lo(), spread_.local_hi(), local_ranks_ <= kRanksOnCallingThread, [&](unsigned w) {
     for (size_t i : worker_ranks_[w]) {

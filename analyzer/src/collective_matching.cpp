@@ -22,7 +22,7 @@ namespace prof::analysis::detail {
   // (The engine's flags, not the rank's: with many ranks its object is out
   // of cache, and a queued result need not read it.)
   if (queue_results_) {
-    queued_results_[static_cast<size_t>(rr.rank)].push_back(rr);
+    queued_results_[static_cast<size_t>(rr.rank)].push(rr, stream_results_);
     return;
   }
   add_result(*ranks_[static_cast<size_t>(rr.rank)], rr);
@@ -75,7 +75,7 @@ namespace prof::analysis::detail {
 
 void Engine::take_results(Rank& r) {
   if (!queue_results_) return;
-  std::vector<ResultRec>& queued = queued_results_[r.index];
+  ResultQueue<ResultRec>& queued = queued_results_[r.index];
   for (const ResultRec& rr : queued) add_result(r, rr);
   queued.clear();
 }

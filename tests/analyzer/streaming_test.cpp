@@ -459,5 +459,66 @@ TEST(Streaming, ChannelsBeyondTheCachesMatchTheirOwnMessages) {
   }
 }
 
+// Past 64 ranks each collective result waits in its member's queue until the
+// rank settles, and from Options::stream_results_ranks ranks on it is written
+// there with streaming stores: the same report either way, with one worker
+// and with several (whose results cross workers in mailboxes first), with the
+// wait states and the root causes. (96 ranks in lock-step: a ring of
+// blocking messages, late senders among them, then an Allreduce and a Bcast
+// from rank 0 that members enter at different times, in an interval.)
+TEST(Streaming, StreamedCollectiveResultsSameReport) {
+  constexpr int R = 96, kIterations = 40;
+  TraceBuilder b(R);
+  for (int r = 0; r < R; ++r) b.init(r, 100 * kUs, 1 * kMs);
+  uint64_t now = 1 * kMs;
+  std::vector<uint64_t> start(R), recv_leave(R), allreduce_enter(R);
+  for (int it = 0; it < kIterations; ++it) {
+    for (int r = 0; r < R; ++r) start[static_cast<size_t>(r)] = now + static_cast<uint64_t>((it * 7 + r * 3) % 5) * 10 * kUs;
+    for (int r = 0; r < R; ++r) {
+      const int right = (r + 1) % R, left = (r + R - 1) % R;
+      const uint64_t s = start[static_cast<size_t>(r)];
+      b.begin(r, s, 1, 1);
+      b.send(r, s + 1 * kUs, s + 2 * kUs, right, 3);
+      // (It ends once its sender's send has entered.)
+      recv_leave[static_cast<size_t>(r)] = std::max(s + 3 * kUs, start[static_cast<size_t>(left)] + 1 * kUs) + 2 * kUs;
+      b.recv(r, s + 3 * kUs, recv_leave[static_cast<size_t>(r)], left, 3);
+      allreduce_enter[static_cast<size_t>(r)] =
+          recv_leave[static_cast<size_t>(r)] + static_cast<uint64_t>(1 + (r * 5 + it) % 13) * kUs;
+    }
+    const uint64_t last = *std::max_element(allreduce_enter.begin(), allreduce_enter.end());
+    const uint64_t root_enter = last + 20 * kUs;  // rank 0 enters the Bcast late
+    for (int r = 0; r < R; ++r) {
+      b.collective(r, Allreduce, allreduce_enter[static_cast<size_t>(r)], last + 5 * kUs);
+      const uint64_t bcast_enter = r == 0 ? root_enter : last + static_cast<uint64_t>(6 + (r + it) % 7) * kUs;
+      b.collective(r, Bcast, bcast_enter, root_enter + 10 * kUs);
+      b.end(r, root_enter + 12 * kUs, 1, 1);
+    }
+    now = root_enter + 100 * kUs;
+  }
+  for (int r = 0; r < R; ++r) b.finalize(r, now + 1 * kMs, now + 2 * kMs);
+  b.close();
+
+  analysis::Options plain;
+  plain.wait_states = true;
+  plain.stream_results_ranks = 0;  // never streamed
+  const auto reference = analyze_checked(b.dir(), plain);
+  ASSERT_TRUE(reference.usable());
+  EXPECT_EQ(reference.stats.collective_instances, 2u * kIterations);
+  EXPECT_EQ(reference.stats.incomplete_collectives, 0u);
+  EXPECT_EQ(reference.stats.messages_matched, static_cast<uint64_t>(R) * kIterations);
+  const std::string want = report(reference);
+  for (unsigned threads : {1u, 3u}) {
+    analysis::Options o;
+    o.threads = threads;
+    o.wait_states = true;
+    o.stream_results_ranks = R;  // streamed from this trace's ranks on
+    o.window_events = 1000;
+    o.window_events_per_rank = 0;
+    const auto a = analyze_checked(b.dir(), o);
+    EXPECT_GT(a.stats.windows, 10u);
+    EXPECT_EQ(first_difference(report(a), want), "") << threads << " workers";
+  }
+}
+
 }  // namespace
 }  // namespace prof::test

@@ -1,0 +1,103 @@
+// A rank's queue of records that wait until the rank next settles (the
+// collective results of Engine::queued_results_), optionally written with
+// streaming stores.
+//
+// Why streaming: at thousands of ranks an instance's owner hands its results
+// to every member in turn, one record into each of thousands of queues. Each
+// record lands on a line that left the cache since the rank last settled, and
+// an ordinary store first reads that line (a read for ownership); the owner
+// stalls on one such read a member. A streaming store writes the record's
+// line without reading it. With fewer ranks the queues' lines are still in
+// cache when the next result comes, and there a streaming store would push
+// them out to memory for the settling rank to read back: the writer chooses
+// per push (Engine::stream_results_).
+//
+// Invariants: T is trivially copyable and a multiple of 8 bytes; records are
+// written and read by one thread, or by another only after the writer called
+// fence() and then synchronized with the reader (a barrier, a thread's join);
+// the records are 64-aligned; the capacity grows by doubling from one record,
+// as std::vector's does.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <utility>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace prof::analysis::detail {
+
+template <class T>
+class ResultQueue {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) % 8 == 0);
+
+ public:
+  ResultQueue() = default;
+  ResultQueue(const ResultQueue&) = delete;
+  ResultQueue& operator=(const ResultQueue&) = delete;
+  ResultQueue(ResultQueue&& o) noexcept { swap(o); }
+  ResultQueue& operator=(ResultQueue&& o) noexcept {
+    ResultQueue gone(std::move(o));
+    swap(gone);
+    return *this;
+  }
+  ~ResultQueue() { std::free(data_); }
+
+  // Appends x; `streamed`: with streaming stores (8 bytes at a time, from
+  // registers: no 16-byte load of a record the caller has just assembled,
+  // which the store buffer could not forward).
+  [[gnu::always_inline]] void push(const T& x, bool streamed) {
+    if (size_ == cap_) [[unlikely]] grow();
+    T* to = data_ + size_++;
+#if defined(__x86_64__)
+    if (streamed) {
+      auto* out = reinterpret_cast<long long*>(to);
+      for (size_t i = 0; i < sizeof(T) / 8; ++i) {
+        long long word;
+        std::memcpy(&word, reinterpret_cast<const char*>(&x) + 8 * i, 8);
+        _mm_stream_si64(out + i, word);
+      }
+      return;
+    }
+#endif
+    std::memcpy(to, &x, sizeof(T));
+  }
+  // Makes this thread's streamed records visible to a thread it synchronizes
+  // with next (streaming stores are weakly ordered).
+  static void fence() {
+#if defined(__x86_64__)
+    _mm_sfence();
+#endif
+  }
+
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  size_t size() const { return size_; }
+  void clear() { size_ = 0; }
+
+ private:
+  void swap(ResultQueue& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(cap_, o.cap_);
+  }
+  // (64-aligned, so that a record of 64 bytes is one whole line.)
+  [[gnu::noinline]] void grow() {
+    const size_t cap = cap_ ? 2 * cap_ : 1;
+    void* d = std::aligned_alloc(64, (cap * sizeof(T) + 63) / 64 * 64);
+    if (!d) throw std::bad_alloc();
+    if (size_) std::memcpy(d, data_, size_ * sizeof(T));
+    std::free(data_);
+    data_ = static_cast<T*>(d);
+    cap_ = cap;
+  }
+  T* data_ = nullptr;  // 64-aligned
+  size_t size_ = 0, cap_ = 0;
+};
+
+}  // namespace prof::analysis::detail
