@@ -874,12 +874,12 @@ class Engine {
   // every member in turn, and each result then read two lines of a Rank out
   // of cache (its flags and the vector's); these vectors lie side by side.
   bool queue_results_ = false;
-  std::vector<ResultQueue<ResultRec>> queued_results_;
   // The queued results written with streaming stores (ResultQueue says why):
   // from Options::stream_results_ranks ranks on. Each thread that pushed
   // fences before another reads them: a worker at the pass's end, the calling
   // thread after the final sweep.
   bool stream_results_ = false;
+  std::vector<ResultQueue<ResultRec>> queued_results_;
   // A window served by the index (analysis_window.cpp): each rank's state at
   // its start, and what is open or waiting where decoding stops.
   void restore_window_state();

@@ -48,10 +48,10 @@ class ResultQueue {
   }
   ~ResultQueue() { std::free(data_); }
 
-  // Appends x; `streamed`: with streaming stores (8 bytes at a time, from
-  // registers: no 16-byte load of a record the caller has just assembled,
-  // which the store buffer could not forward).
-  [[gnu::always_inline]] void push(const T& x, bool streamed) {
+  // Appends x; `streamed`: with streaming stores, 8 bytes at a time. (Out of
+  // line: the owner's step, inlined where instances complete, calls it once
+  // a member and stays small.)
+  [[gnu::noinline]] void push(const T& x, bool streamed) {
     if (size_ == cap_) [[unlikely]] grow();
     T* to = data_ + size_++;
 #if defined(__x86_64__)

@@ -384,13 +384,6 @@ struct Options {
   // more than a few events' decoding (4096 ranks at 2^16 events a phase got 16
   // events a visit and ran 4x slower an event than 4 ranks). 0: no floor.
   uint64_t window_events_per_rank = 256;
-  // From this many ranks of the trace on, the collective results that wait
-  // for their ranks (a whole run of more than 64 ranks) are written with
-  // streaming stores, which do not read the lines they write: past the
-  // caches, thousands of ranks' queues cost an owner a line read a member.
-  // Below it the lines are still in cache and ordinary stores cost less
-  // (docs/performance.md, "Many ranks"). 0: never. The outputs are the same.
-  uint64_t stream_results_ranks = 2048;
   // A window starts decoding near its start from the window index
   // (docs/trace-format.md, "The window index"; built on first use where none
   // fits the trace); false decodes the whole trace (the reference the index
@@ -412,6 +405,13 @@ struct Options {
   // The window index goes to the user's cache directory even where the trace
   // directory can be written (for tests: a read-only mode does not stop root).
   bool window_index_in_cache = false;
+  // From this many ranks of the trace on, the collective results that wait
+  // for their ranks (a whole run of more than 64 ranks) are written with
+  // streaming stores, which do not read the lines they write: past the
+  // caches, thousands of ranks' queues cost an owner a line read a member.
+  // Below it the lines are still in cache and ordinary stores cost less
+  // (docs/performance.md, "Many ranks"). 0: never. The outputs are the same.
+  uint32_t stream_results_ranks = 2048;
   // Called once on analyze()'s thread, with what analyze() returns, as soon as
   // it is known: before a whole analysis finishes writing the window index, so
   // a caller can show the result without waiting for it.
