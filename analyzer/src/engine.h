@@ -111,9 +111,9 @@
 #include "phase_barrier.h"
 #include "phase_mail.h"
 #include "process_spread.h"
-#include "result_queue.h"
 #include "prof/analysis/analysis.h"
 #include "prof/analysis/exchange.h"
+#include "result_queue.h"
 #include "wait_rules.h"
 #include "warning_sink.h"
 #include "wire.h"
@@ -872,7 +872,7 @@ class Engine {
   // settles (apply_result, take_results): none is on its spans, sums or
   // holds before then. Here and not in the Rank: an owner hands results to
   // every member in turn, and each result then read two lines of a Rank out
-  // of cache (its flags and the vector's); these vectors lie side by side.
+  // of cache (its flags and the queue's); these queues lie side by side.
   bool queue_results_ = false;
   // The queued results written with streaming stores (ResultQueue says why):
   // from Options::stream_results_ranks ranks on. Each thread that pushed
