@@ -35,6 +35,8 @@
 #include <immintrin.h>
 #endif
 
+#include "aligned_grow.h"
+
 namespace prof::analysis::detail {
 
 // Who hears of a box's first record after each publish(): `id` is what the
@@ -182,11 +184,7 @@ class Mailbox {
   void grow(size_t need) {
     size_t cap = cap_ ? 2 * cap_ : kFirstCapacity;
     while (cap < need) cap *= 2;
-    void* d = std::aligned_alloc(64, cap * sizeof(T));  // cap * sizeof(T): a multiple of 64
-    if (!d) throw std::bad_alloc();
-    if (size_) std::memcpy(d, data_, size_ * sizeof(T));
-    std::free(data_);
-    data_ = static_cast<T*>(d);
+    data_ = grow_aligned64(data_, size_, cap);  // cap * sizeof(T): a multiple of 64
     cap_ = cap;
   }
   T* data_ = nullptr;  // 64-aligned

@@ -12,10 +12,10 @@
 // them out to memory for the settling rank to read back: the writer chooses
 // per push (Engine::stream_results_).
 //
-// Invariants: T is trivially copyable and a multiple of 8 bytes; records are
+// Invariants: T is trivially copyable and whole 64-byte lines; records are
 // written and read by one thread, or by another only after the writer called
 // fence() and then synchronized with the reader (a barrier, a thread's join);
-// the records are 64-aligned; the capacity grows by doubling from one record,
+// the array is 64-aligned; the capacity grows by doubling from one record,
 // as std::vector's does.
 #pragma once
 
@@ -23,18 +23,19 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 #include <type_traits>
 #include <utility>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
+#include "aligned_grow.h"
+
 namespace prof::analysis::detail {
 
 template <class T>
 class ResultQueue {
-  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) % 8 == 0);
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) % 64 == 0);  // whole lines
 
  public:
   ResultQueue() = default;
@@ -86,14 +87,10 @@ class ResultQueue {
     std::swap(size_, o.size_);
     std::swap(cap_, o.cap_);
   }
-  // (64-aligned, so that a record of 64 bytes is one whole line.)
+  // (64-aligned, so that each record is whole lines.)
   [[gnu::noinline]] void grow() {
     const size_t cap = cap_ ? 2 * cap_ : 1;
-    void* d = std::aligned_alloc(64, (cap * sizeof(T) + 63) / 64 * 64);
-    if (!d) throw std::bad_alloc();
-    if (size_) std::memcpy(d, data_, size_ * sizeof(T));
-    std::free(data_);
-    data_ = static_cast<T*>(d);
+    data_ = grow_aligned64(data_, size_, cap);
     cap_ = cap;
   }
   T* data_ = nullptr;  // 64-aligned
