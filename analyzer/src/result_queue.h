@@ -78,7 +78,6 @@ class ResultQueue {
 
   const T* begin() const { return data_; }
   const T* end() const { return data_ + size_; }
-  size_t size() const { return size_; }
   void clear() { size_ = 0; }
 
  private:
