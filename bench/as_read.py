@@ -3,15 +3,12 @@
 so that a benchmark times the analysis in the same state whoever wrote the
 trace and whenever (docs/performance.md, "The page cache's state").
 
-A file's pages stay in the page cache as its writer left them until they are
-dropped, and some writers leave them slower to read: prof-gen-trace, which
-writes with stdio (a chunk in one write of about 1 MiB, the rest in 4 KiB
-ones). Read back from storage, the same bytes are analyzed faster (the
-kernel's walk of the page cache a third as long): the synthetic 10^8 events
-and 2x10^7 events over 4 ranks took 1.03x the wall as written, the same
-bytes and build. The written state lasts only until the kernel drops the
-pages (memory pressure, its reclaim of idle pages, a reboot, a copy to
-another node), so it cannot be set up again at will; the read state can.
+A trace kept in the page cache for hours reads slower than the same bytes
+fresh in it, read back from storage or just written: the synthetic 10^8
+events, the exchange trace and 2x10^7 events over 4 ranks, kept since the
+morning, took 1.03x, 1.05x and 1.03x the wall of their copies read back
+(the kernel's walk of the page cache three times as long). The kept state
+drifts and cannot be set up again at will; the read state can.
 
 For each file: the dirty pages written back (a sync first), the file's pages
 dropped (posix_fadvise DONTNEED), then the whole file read in 1 MiB reads.

@@ -50,7 +50,7 @@ for which in old new; do
     env LD_PRELOAD="$(realpath "$b/libprof/src/libprof.so")" "$loop" --exchange-only 1600000
 done
 # Both builds' traces as a read from storage leaves them in the page cache
-# (bench/as_read.py), so neither is timed in the state its writer left.
+# (bench/as_read.py), so neither is timed in a state hours there left.
 for which in old new; do
   "$here/as_read.py" "$work/t8.$which" "$work/g4096.$which" "$work/g4.$which" "$work/ex.$which"
 done
