@@ -10,7 +10,6 @@ runs=${2:-5}
 shift $(( $# > 2 ? 2 : $# ))
 sizes=("$@")
 [ ${#sizes[@]} -eq 0 ] && sizes=(1000000 10000000 100000000)
-here=$(cd "$(dirname "$0")" && pwd)
 gen="$build/analyzer/prof-gen-trace"
 analyze="$build/analyzer/prof-analyze"
 for b in "$gen" "$analyze"; do
@@ -21,9 +20,7 @@ trap 'rm -rf "$work"' EXIT
 printf '%-12s %-24s %-12s %s\n' events "wall median (min-max)" events/s "max RSS"
 for n in "${sizes[@]}"; do
   "$gen" "$work/t" -n "$n" -r 4 > /dev/null
-  # (Written back first, so the kernel's writing does not compete for the
-  # cores; then in the page cache as a read from storage leaves it.)
-  "$here/as_read.py" "$work/t" > /dev/null
+  sync  # the kernel writing the fresh trace back would compete for the 2 cores
   : > "$work/times"
   for _ in $(seq "$runs"); do
     # (--no-index: the analysis, not the window index the first run would write after it.)
