@@ -4,7 +4,11 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include <sched.h>
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -23,9 +27,10 @@ struct Mpi {
   decltype(&MPI_Init_thread) init_thread;
   decltype(&MPI_Comm_rank) comm_rank;
   decltype(&MPI_Comm_size) comm_size;
-  decltype(&MPI_Alltoall) alltoall;
-  decltype(&MPI_Alltoallw_c) alltoallw_c;
-  decltype(&MPI_Bcast) bcast;
+  decltype(&MPI_Ialltoall) ialltoall;
+  decltype(&MPI_Ialltoallw_c) ialltoallw_c;
+  decltype(&MPI_Ibcast) ibcast;
+  decltype(&MPI_Test) test;
   decltype(&MPI_Finalize) finalize;
 };
 Mpi mpi;
@@ -42,10 +47,38 @@ void load_mpi() {
   load(lib, "MPI_Init_thread", mpi.init_thread);
   load(lib, "MPI_Comm_rank", mpi.comm_rank);
   load(lib, "MPI_Comm_size", mpi.comm_size);
-  load(lib, "MPI_Alltoall", mpi.alltoall);
-  load(lib, "MPI_Alltoallw_c", mpi.alltoallw_c);
-  load(lib, "MPI_Bcast", mpi.bcast);
+  load(lib, "MPI_Ialltoall", mpi.ialltoall);
+  load(lib, "MPI_Ialltoallw_c", mpi.ialltoallw_c);
+  load(lib, "MPI_Ibcast", mpi.ibcast);
+  load(lib, "MPI_Test", mpi.test);
   load(lib, "MPI_Finalize", mpi.finalize);
+}
+
+// Waits for a nonblocking collective, giving the core away while it waits:
+// MPICH's blocking calls poll without ever yielding, so a process waiting in
+// one took time slices from the processes that share its core (a job of more
+// processes than cores, or a node shared with other work) while they had
+// work to do. Each test also drives MPI's progress. Algorithm: tests back to
+// back for 20 us, then a yield between tests (on an idle core a yield
+// returns at once, so the wait ends about when a spinning one would), and
+// past 50 ms (a process waiting while process 0 writes the reports) a sleep
+// of 1 ms between tests, which adds at most 2% to such a wait. (Sleeping
+// after 200 yields, about 0.3 ms, made a job of two processes on two cores
+// take 1.3x the wall: a sleep overshoots, and its four waits a phase added
+// up.)
+void wait_for(MPI_Request* request) {
+  using std::chrono::microseconds;
+  constexpr microseconds kSpin{20}, kYield{50'000};
+  constexpr timespec kNap{0, 1'000'000};
+  int done = 0;
+  mpi.test(request, &done, MPI_STATUS_IGNORE);
+  const auto start = std::chrono::steady_clock::now();
+  while (!done) {
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (waited >= kYield) nanosleep(&kNap, nullptr);
+    else if (waited >= kSpin) sched_yield();
+    mpi.test(request, &done, MPI_STATUS_IGNORE);
+  }
 }
 
 // One all-to-all of byte buffers: the sizes first, then the bytes
@@ -65,7 +98,9 @@ class MpiExchange final : public analysis::Exchange {
     const auto n = static_cast<size_t>(size_);
     std::vector<long long> send_sizes(n), recv_sizes(n);
     for (size_t p = 0; p < n; ++p) send_sizes[p] = static_cast<long long>(out[p].size());
-    mpi.alltoall(send_sizes.data(), 1, MPI_LONG_LONG, recv_sizes.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD);
+    MPI_Request request = MPI_REQUEST_NULL;
+    mpi.ialltoall(send_sizes.data(), 1, MPI_LONG_LONG, recv_sizes.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD, &request);
+    wait_for(&request);
     std::vector<std::string> in(n);
     std::vector<MPI_Count> sc(n), rc(n);
     std::vector<MPI_Aint> sd(n), rd(n);
@@ -77,8 +112,9 @@ class MpiExchange final : public analysis::Exchange {
       rc[p] = recv_sizes[p];
       rd[p] = reinterpret_cast<MPI_Aint>(in[p].data());
     }
-    mpi.alltoallw_c(MPI_BOTTOM, sc.data(), sd.data(), bytes.data(), MPI_BOTTOM, rc.data(), rd.data(), bytes.data(),
-                    MPI_COMM_WORLD);
+    mpi.ialltoallw_c(MPI_BOTTOM, sc.data(), sd.data(), bytes.data(), MPI_BOTTOM, rc.data(), rd.data(), bytes.data(),
+                     MPI_COMM_WORLD, &request);
+    wait_for(&request);
     return in;
   }
 
@@ -124,7 +160,11 @@ std::unique_ptr<analysis::Exchange> start_mpi(int* argc, char*** argv) {
 }
 
 int finish_mpi(analysis::Exchange&, int status) {
-  mpi.bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  // (The others wait here while process 0 writes the reports, and so reach
+  // MPI_Finalize, which may poll as it waits, together with it.)
+  MPI_Request request = MPI_REQUEST_NULL;
+  mpi.ibcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD, &request);
+  wait_for(&request);
   mpi.finalize();
   return status;
 }

@@ -6,11 +6,14 @@
 // its own block of ranks, each process holding the state of its block alone
 // and opening its block's rank files only (the text and JSON reports, the
 // Chrome trace and the OTF2 archive, and a --window, whose index each
-// process builds for its block).
+// process builds for its block); and a process waiting for another gives
+// its core away.
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -449,6 +452,42 @@ TEST(MpiJob, ProcessesOfOneNodeShareItsCoresByDefault) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const unsigned each = std::max(1u, cores / std::min(2u, cores));
   EXPECT_NE(job.messages.find("workers: " + std::to_string(2 * each) + ","), std::string::npos) << job.messages;
+}
+
+// A process that waits for another gives its core away: process 0 writes
+// the text report into a FIFO that nobody reads for 3 s, so process 1
+// waits that long for it at the job's end. Polling, as MPICH's blocking
+// calls do, it would spend most of those 3 s of CPU (and take them from
+// the processes that share its core); it spends well under one. The report
+// read from the FIFO is the plain command's.
+TEST(MpiJob, AProcessWaitingForAnotherGivesItsCoreAway) {
+  TraceBuilder b(8);
+  build_ring(b, 8);
+  const Outputs plain = run(0, b.dir(), "-q");
+  ASSERT_EQ(plain.status, 0) << plain.messages;
+  const fs::path out = fs::path(b.dir()) / "waiting";
+  fs::create_directories(out);
+  const fs::path fifo = out / "report.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // (Each process's CPU from its shell's `times`: its children's user and
+  // system time, the second line.)
+  const std::string cmd = "timeout -k 5 60 " + std::string(PROF_MPIEXEC) + " -n 2 bash -c '" +
+                          PROF_ANALYZE_BIN + " --no-progress --no-index -q -o " + fifo.string() + " " + b.dir() +
+                          "; status=$?; times >" + (out / "cpu.").string() + "$PMI_RANK; exit $status'";
+  int status = -1;
+  std::string messages;
+  std::thread job([&] { status = run_shell(cmd, &messages); });
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const std::string report = file_bytes(fifo);
+  job.join();
+  ASSERT_EQ(status, 0) << messages;
+  EXPECT_EQ(report, plain.text);
+  const std::string times = file_bytes(out / "cpu.1");
+  std::smatch cpu;
+  ASSERT_TRUE(std::regex_search(times, cpu, std::regex(R"(\n(\d+)m([\d.]+)s (\d+)m([\d.]+)s)"))) << times;
+  const double seconds =
+      60 * std::stod(cpu[1]) + std::stod(cpu[2]) + 60 * std::stod(cpu[3]) + std::stod(cpu[4]);
+  EXPECT_LT(seconds, 1.0) << times;
 }
 
 // Memory per process grows with its block, not with the trace: over 300
