@@ -4,9 +4,6 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
-#include <sched.h>
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -15,6 +12,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "prof/polite_wait.h"
 
 namespace prof::analyze_cli {
 
@@ -54,31 +53,22 @@ void load_mpi() {
   load(lib, "MPI_Finalize", mpi.finalize);
 }
 
-// Waits for a nonblocking collective, giving the core away while it waits:
-// MPICH's blocking calls poll without ever yielding, so a process waiting in
-// one took time slices from the processes that share its core (a job of more
-// processes than cores, or a node shared with other work) while they had
-// work to do. Each test also drives MPI's progress. Algorithm: tests back to
-// back for 20 us, then a yield between tests (on an idle core a yield
-// returns at once, so the wait ends about when a spinning one would), and
-// past 50 ms (a process waiting while process 0 writes the reports) a sleep
-// of 1 ms between tests, which adds at most 2% to such a wait. (Sleeping
-// after 200 yields, about 0.3 ms, made a job of two processes on two cores
-// take 1.3x the wall: a sleep overshoots, and its four waits a phase added
-// up.)
+// Waits for a nonblocking collective without taking a core from the
+// processes that share it (prof/polite_wait.h). Yields up to 50 ms, then
+// sleeps 1 ms between tests (a process waiting while process 0 writes the
+// reports; at most 2% more on such a wait). Sleeping sooner, after about
+// 0.3 ms of yields, made a job of two processes on two cores take 1.3x the
+// wall: a sleep overshoots, and a phase has four waits.
 void wait_for(MPI_Request* request) {
-  using std::chrono::microseconds;
-  constexpr microseconds kSpin{20}, kYield{50'000};
-  constexpr timespec kNap{0, 1'000'000};
-  int done = 0;
-  mpi.test(request, &done, MPI_STATUS_IGNORE);
-  const auto start = std::chrono::steady_clock::now();
-  while (!done) {
-    const auto waited = std::chrono::steady_clock::now() - start;
-    if (waited >= kYield) nanosleep(&kNap, nullptr);
-    else if (waited >= kSpin) sched_yield();
-    mpi.test(request, &done, MPI_STATUS_IGNORE);
-  }
+  constexpr PoliteWait kExchangeWait{64, std::chrono::milliseconds(50), std::chrono::milliseconds(1),
+                                     std::chrono::milliseconds(1)};
+  wait_politely(
+      [&] {
+        int done = 0;
+        mpi.test(request, &done, MPI_STATUS_IGNORE);
+        return done != 0;
+      },
+      kExchangeWait);
 }
 
 // One all-to-all of byte buffers: the sizes first, then the bytes

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "prof/bcast/segment.h"
+#include "prof/polite_wait.h"
 #include "prof/bcast/tree.h"
 
 namespace prof::bcast {
@@ -43,22 +44,15 @@ Settings current = default_settings();
 std::atomic<FallbackFn> fallback_hook{nullptr};
 std::atomic<uint64_t> fallbacks{0};
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 // Spins briefly (the writer is usually a few hundred nanoseconds away), then
 // gives the core away on every check, so that more processes than cores (and
-// MPICH's own busy polling) still make progress.
+// MPICH's own busy polling) still make progress. It never sleeps: the wait is
+// inside the application's MPI_Bcast, and every check ends it as soon as the
+// writer is there.
 template <class Ready>
 void wait_until(Ready ready) {
-  for (int i = 0; i < 256; ++i) {
-    if (ready()) return;
-    cpu_relax();
-  }
-  while (!ready()) ::sched_yield();
+  constexpr PoliteWait kFlagWait{256, std::chrono::nanoseconds::max()};
+  wait_politely(ready, kFlagWait);
 }
 
 // One communicator's broadcast state, attached to it as an attribute (freed

@@ -1,5 +1,6 @@
 // Timers and clock synchronization (see clock.h; Kurnosov's MPIPerf method).
 #include "prof/clock.h"
+#include "prof/polite_wait.h"
 
 #include <sched.h>
 #include <sys/time.h>
@@ -190,25 +191,15 @@ Link measure(const Timer& timer, MPI_Comm comm, int server) {
 // costs two context switches, not two time slices), then, for long waits
 // (our turn in the linear scheme), sleeps from 50 us growing to 1 ms.
 void polite_wait(MPI_Request* req, MPI_Status* status) {
-  int done = 0;
-  uint64_t since = 0;
-  long sleep_ns = 50'000;
-  for (int spins = 0;;) {
-    PMPI_Test(req, &done, status);
-    if (done) return;
-    if (spins < 64) {
-      ++spins;
-      continue;
-    }
-    if (since == 0) since = mono_ns();
-    if (mono_ns() - since < 2'000'000) {
-      sched_yield();
-    } else {
-      timespec ts{0, sleep_ns};
-      nanosleep(&ts, nullptr);
-      sleep_ns = std::min(2 * sleep_ns, 1'000'000L);
-    }
-  }
+  constexpr PoliteWait kPeerWait{64, std::chrono::milliseconds(2), std::chrono::microseconds(50),
+                                 std::chrono::milliseconds(1)};
+  wait_politely(
+      [&] {
+        int done = 0;
+        PMPI_Test(req, &done, status);
+        return done != 0;
+      },
+      kPeerWait);
 }
 
 // ---------------------------------------------------------------------------

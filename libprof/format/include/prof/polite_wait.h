@@ -1,0 +1,58 @@
+// Waiting for another process without taking its core: MPICH's blocking
+// calls poll and never yield, so where processes outnumber cores (or share
+// them with other work) a process spinning on a wait takes the time slices
+// of the one it waits for. Every wait of the project's own on another
+// process goes through wait_politely, each with the policy its caller's
+// waits call for (declared where it is used, with its reasons):
+//   - the shim's own collectives and the clock sync (prof::clock::polite_wait);
+//   - the shared-memory broadcast's flags (libprof/bcast);
+//   - the exchanges of prof-analyze as an MPI job (mpi_exchange.cpp).
+// (The analysis engine's phase barrier waits for threads of its own process,
+// and sleeps on a futex instead: analyzer/src/phase_barrier.h.)
+#pragma once
+
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace prof {
+
+// Algorithm: `done` tested `spins` times back to back (a pause between: an
+// answer from a peer on another core comes within microseconds), then with
+// a sched_yield between tests for `yield_for` (on an idle core a yield
+// returns at once, so the wait ends about when a spinning one would; on a
+// shared core the peer runs), then with a sleep between tests, from
+// `first_nap` doubling up to `longest_nap` (a sleep overshoots by a time
+// slice's share on a busy machine: only for waits long enough to afford it).
+struct PoliteWait {
+  int spins = 64;
+  std::chrono::nanoseconds yield_for = std::chrono::milliseconds(2);
+  std::chrono::nanoseconds first_nap = std::chrono::microseconds(50);
+  std::chrono::nanoseconds longest_nap = std::chrono::milliseconds(1);
+};
+
+template <class Done>
+void wait_politely(Done&& done, const PoliteWait& how) {
+  for (int i = 0; i < how.spins; ++i) {
+    if (done()) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto nap = how.first_nap;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() - start < how.yield_for) {
+      sched_yield();
+      continue;
+    }
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(nap);
+    const timespec ts{static_cast<time_t>(seconds.count()), static_cast<long>((nap - seconds).count())};
+    nanosleep(&ts, nullptr);
+    nap = std::min(2 * nap, how.longest_nap);
+  }
+}
+
+}  // namespace prof

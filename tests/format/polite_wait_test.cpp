@@ -1,0 +1,58 @@
+// prof::wait_politely (prof/polite_wait.h), every wait of the project's own
+// on another process: it returns at the first test that finds the wait over,
+// spins only as long as asked, and past its yields sleeps between tests, so
+// a long wait tests (and takes the core) a few times a millisecond at most.
+#include "prof/polite_wait.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+TEST(PoliteWait, ReturnsAtTheFirstTestThatFindsTheWaitOver) {
+  int tests = 0;
+  prof::wait_politely([&] { return ++tests == 50; }, prof::PoliteWait{100, 1s, 1ms, 1ms});
+  EXPECT_EQ(tests, 50);  // within the spins
+  tests = 0;
+  prof::wait_politely([&] { return ++tests == 500; }, prof::PoliteWait{100, 1s, 1ms, 1ms});
+  EXPECT_EQ(tests, 500);  // within the yields
+}
+
+// Past the yields every test but the first follows a sleep of at least
+// `first_nap` (nanosleep never returns early without a signal): a wait of
+// 30 ms with naps of 1 ms tests at most 31 times; yielding or spinning it
+// would test thousands of times.
+TEST(PoliteWait, SleepsBetweenTestsPastItsYields) {
+  int tests = 0;
+  const auto end = Clock::now() + 30ms;
+  prof::wait_politely(
+      [&] {
+        ++tests;
+        return Clock::now() >= end;
+      },
+      prof::PoliteWait{0, 0ns, 1ms, 1ms});
+  EXPECT_GE(Clock::now(), end);
+  EXPECT_LE(tests, 31);
+  EXPECT_GE(tests, 2);
+}
+
+// The naps double from the first to the longest: over 60 ms, naps of 1, 2,
+// 4, then 8 ms at most test at most 11 times (1+2+4+8·7 > 60).
+TEST(PoliteWait, NapsGrowToTheLongest) {
+  int tests = 0;
+  const auto end = Clock::now() + 60ms;
+  prof::wait_politely(
+      [&] {
+        ++tests;
+        return Clock::now() >= end;
+      },
+      prof::PoliteWait{0, 0ns, 1ms, 8ms});
+  EXPECT_GE(Clock::now(), end);
+  EXPECT_LE(tests, 11);
+}
+
+}  // namespace
