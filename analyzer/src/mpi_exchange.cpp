@@ -146,7 +146,18 @@ std::unique_ptr<analysis::Exchange> start_mpi(int* argc, char*** argv) {
     mpi.finalize();
     throw std::runtime_error("the MPI library does not allow calls from several threads (MPI_THREAD_SERIALIZED)");
   }
-  return std::make_unique<MpiExchange>();
+  auto exchange = std::make_unique<MpiExchange>();
+  // A launcher of another MPI (Open MPI's mpirun starting a build on MPICH)
+  // leaves the library a singleton: each process would analyze the whole
+  // trace and write the same outputs.
+  for (const char* size : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"}) {
+    if (!set(size) || exchange->size() != 1) continue;
+    const std::string launched = std::getenv(size);
+    mpi.finalize();
+    throw std::runtime_error("started as one of " + launched + " processes (" + size + "), but the MPI library (" +
+                             PROF_MPI_C_LIBRARY + ") sees 1: launch the job with that library's mpiexec");
+  }
+  return exchange;
 }
 
 int finish_mpi(analysis::Exchange&, int status) {

@@ -6,8 +6,8 @@
 // its own block of ranks, each process holding the state of its block alone
 // and opening its block's rank files only (the text and JSON reports, the
 // Chrome trace and the OTF2 archive, and a --window, whose index each
-// process builds for its block); and a process waiting for another gives
-// its core away.
+// process builds for its block); a process waiting for another gives its
+// core away; and a launcher the MPI library does not see is refused.
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -356,6 +356,25 @@ TEST(MpiJob, ErrorsEndTheJobWithThePlainCommandsMessageAndStatus) {
   EXPECT_EQ(plain.status, 2);
   EXPECT_EQ(job.status, plain.status);
   EXPECT_EQ(job.messages, plain.messages);
+}
+
+// Started by a launcher whose processes the MPI library cannot see (another
+// MPI's mpirun: here its variable without it), each process would analyze
+// the whole trace alone and write the same files; it refuses, naming both
+// counts, and writes nothing.
+TEST(MpiJob, ALauncherTheLibraryDoesNotSeeIsRefused) {
+  TraceBuilder b(2);
+  build_ring(b, 2);
+  const Outputs alone = run(0, b.dir(), "--json {json}", "OMPI_COMM_WORLD_SIZE=3");
+  EXPECT_EQ(alone.status, 1);
+  EXPECT_NE(alone.messages.find("prof-analyze: error: started as one of 3 processes (OMPI_COMM_WORLD_SIZE), but "
+                                "the MPI library ("),
+            std::string::npos)
+      << alone.messages;
+  EXPECT_NE(alone.messages.find(") sees 1: launch the job with that library's mpiexec\n"), std::string::npos)
+      << alone.messages;
+  EXPECT_TRUE(alone.text.empty());
+  EXPECT_TRUE(alone.json.empty());
 }
 
 // Two members enter each Allreduce last at the same instant: the others' waits
