@@ -210,6 +210,9 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
   app.add_flag("-q,--quiet", quiet, "do not list warnings on stderr");
   app.footer(
+      "As an MPI job, `mpiexec -n K prof-analyze TRACE_DIR [options]` (on a cluster\n"
+      "`mpiexec -n NODES -ppn 1 ...`) spreads the ranks over K processes, -j threads\n"
+      "each, and writes the same outputs; process 0 writes them.\n\n"
       "Exit status: 0 report written; 1 usage or output error; 2 input unusable;\n"
       "3 input damaged (the salvaged report is still written).");
   try {
