@@ -22,20 +22,26 @@ TEST(PoliteWait, ReturnsAtTheFirstTestThatFindsTheWaitOver) {
   EXPECT_EQ(tests, 500);  // within the yields
 }
 
-// Past the yields every test but the first follows a sleep of at least
-// `first_nap` (nanosleep never returns early without a signal): a wait of
-// 30 ms with naps of 1 ms tests at most 31 times; yielding or spinning it
-// would test thousands of times.
-TEST(PoliteWait, SleepsBetweenTestsPastItsYields) {
+// How many times a wait of `span` with `how` tests before it ends.
+int tests_over(std::chrono::milliseconds span, const prof::PoliteWait& how) {
   int tests = 0;
-  const auto end = Clock::now() + 30ms;
+  const auto end = Clock::now() + span;
   prof::wait_politely(
       [&] {
         ++tests;
         return Clock::now() >= end;
       },
-      prof::PoliteWait{0, 0ns, 1ms, 1ms});
+      how);
   EXPECT_GE(Clock::now(), end);
+  return tests;
+}
+
+// Past the yields every test but the first follows a sleep of at least
+// `first_nap` (nanosleep never returns early without a signal): a wait of
+// 30 ms with naps of 1 ms tests at most 31 times; yielding or spinning it
+// would test thousands of times.
+TEST(PoliteWait, SleepsBetweenTestsPastItsYields) {
+  const int tests = tests_over(30ms, prof::PoliteWait{0, 0ns, 1ms, 1ms});
   EXPECT_LE(tests, 31);
   EXPECT_GE(tests, 2);
 }
@@ -43,16 +49,7 @@ TEST(PoliteWait, SleepsBetweenTestsPastItsYields) {
 // The naps double from the first to the longest: over 60 ms, naps of 1, 2,
 // 4, then 8 ms at most test at most 11 times (1+2+4+8·7 > 60).
 TEST(PoliteWait, NapsGrowToTheLongest) {
-  int tests = 0;
-  const auto end = Clock::now() + 60ms;
-  prof::wait_politely(
-      [&] {
-        ++tests;
-        return Clock::now() >= end;
-      },
-      prof::PoliteWait{0, 0ns, 1ms, 8ms});
-  EXPECT_GE(Clock::now(), end);
-  EXPECT_LE(tests, 11);
+  EXPECT_LE(tests_over(60ms, prof::PoliteWait{0, 0ns, 1ms, 8ms}), 11);
 }
 
 }  // namespace
