@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
+
+#include "prof/polite_wait.h"
 
 namespace prof::bench {
 
@@ -21,12 +24,6 @@ void cpu_relax() {
 #if defined(__x86_64__)
   _mm_pause();
 #endif
-}
-
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
 }
 
 void sleep_ns(double ns) {
@@ -44,18 +41,17 @@ SyncSample synchronize(GlobalClock* clock, MPI_Comm comm, prof::clock::SyncSchem
 }
 
 void polite_wait(MPI_Request* request) {
-  int done = 0;
-  uint64_t since = 0;
-  for (int spins = 0;; ++spins) {
-    MPI_Test(request, &done, MPI_STATUS_IGNORE);
-    if (done) return;
-    if (spins < 64) continue;
-    if (since == 0) since = mono_ns();
-    // Sleeps stay short: a rank waiting for the next stage's start must wake
-    // well within the first slot's margin.
-    if (mono_ns() - since < 2'000'000) sched_yield();
-    else sleep_ns(50'000);
-  }
+  // Sleeps stay short: a rank waiting for the next stage's start must wake
+  // well within the first slot's margin.
+  constexpr prof::PoliteWait kStageWait{64, std::chrono::milliseconds(2), std::chrono::microseconds(50),
+                                        std::chrono::microseconds(50)};
+  prof::wait_politely(
+      [&] {
+        int done = 0;
+        MPI_Test(request, &done, MPI_STATUS_IGNORE);
+        return done != 0;
+      },
+      kStageWait);
 }
 
 double wait_until(const GlobalClock& clock, double target_ns) {

@@ -39,7 +39,7 @@ inline double sync_error_bound_ns(const SyncSample& start, const SyncSample& end
 
 // Waits for a request without hogging a core (MPICH busy-polls in blocking
 // calls; ranks may outnumber cores): a short spin, then sched_yield, then
-// short sleeps.
+// short sleeps (prof/polite_wait.h).
 void polite_wait(MPI_Request* request);
 
 // Waits until global time `target_ns` and returns how late it returned, in ns

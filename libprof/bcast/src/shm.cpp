@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "prof/bcast/segment.h"
-#include "prof/polite_wait.h"
 #include "prof/bcast/tree.h"
+#include "prof/polite_wait.h"
 
 namespace prof::bcast {
 

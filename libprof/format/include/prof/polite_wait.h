@@ -6,6 +6,7 @@
 // waits call for (declared where it is used, with its reasons):
 //   - the shim's own collectives and the clock sync (prof::clock::polite_wait);
 //   - the shared-memory broadcast's flags (libprof/bcast);
+//   - prof-bench's own requests between its stages (global_clock.cpp);
 //   - the exchanges of prof-analyze as an MPI job (mpi_exchange.cpp).
 // (The analysis engine's phase barrier waits for threads of its own process,
 // and sleeps on a futex instead: analyzer/src/phase_barrier.h.)
