@@ -51,7 +51,7 @@ std::atomic<uint64_t> fallbacks{0};
 // writer is there.
 template <class Ready>
 void wait_until(Ready ready) {
-  constexpr PoliteWait kFlagWait{256, std::chrono::nanoseconds::max()};
+  constexpr PoliteWait kFlagWait{256, std::chrono::nanoseconds::max(), {}, {}};
   wait_politely(ready, kFlagWait);
 }
 

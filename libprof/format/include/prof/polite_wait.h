@@ -28,10 +28,9 @@ namespace prof {
 // `first_nap` doubling up to `longest_nap` (a sleep overshoots by a time
 // slice's share on a busy machine: only for waits long enough to afford it).
 struct PoliteWait {
-  int spins = 64;
-  std::chrono::nanoseconds yield_for = std::chrono::milliseconds(2);
-  std::chrono::nanoseconds first_nap = std::chrono::microseconds(50);
-  std::chrono::nanoseconds longest_nap = std::chrono::milliseconds(1);
+  int spins;
+  std::chrono::nanoseconds yield_for;  // nanoseconds::max(): never sleeps
+  std::chrono::nanoseconds first_nap, longest_nap;
 };
 
 template <class Done>
