@@ -8,11 +8,13 @@
 // Chrome trace and the OTF2 archive, and a --window, whose index each
 // process builds for its block); a process waiting for another gives its
 // core away; and a launcher the MPI library does not see is refused.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <regex>
@@ -490,14 +492,25 @@ TEST(MpiJob, AProcessWaitingForAnotherGivesItsCoreAway) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // (Each process's CPU from its shell's `times`: its children's user and
   // system time, the second line.)
-  const std::string cmd = "timeout -k 5 60 " + std::string(PROF_MPIEXEC) + " -n 2 bash -c '" +
+  const std::string cmd = "timeout -k 5 60 " + std::string(PROF_MPIEXEC) + " -n 2 bash -c 'export LC_ALL=C; " +
                           PROF_ANALYZE_BIN + " --no-progress --no-index -q -o " + fifo.string() + " " + b.dir() +
                           "; status=$?; times >" + (out / "cpu.").string() + "$PMI_RANK; exit $status'";
   int status = -1;
   std::string messages;
-  std::thread job([&] { status = run_shell(cmd, &messages); });
+  std::atomic<bool> read{false};
+  std::thread job([&] {
+    status = run_shell(cmd, &messages);
+    // (A job that ended without opening the FIFO would leave its reader
+    // waiting for a writer forever: be one, for an instant, until it has
+    // read.)
+    while (!read) {
+      if (const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK); fd >= 0) ::close(fd);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
   std::this_thread::sleep_for(std::chrono::seconds(3));
   const std::string report = file_bytes(fifo);
+  read = true;
   job.join();
   ASSERT_EQ(status, 0) << messages;
   EXPECT_EQ(report, plain.text);
