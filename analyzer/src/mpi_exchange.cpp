@@ -117,12 +117,19 @@ bool set(const char* name) {
   return v && *v;
 }
 
+// The launcher's variable that gives the job's process count (MPICH's hydra,
+// Open MPI), null where none is set.
+const char* launcher_size_variable() {
+  for (const char* size : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"})
+    if (set(size)) return size;
+  return nullptr;
+}
+
 }  // namespace
 
 bool launched_as_mpi_job() {
   // One process of one (mpiexec -n 1) is the plain command.
-  for (const char* size : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"})
-    if (set(size)) return std::strcmp(std::getenv(size), "1") != 0;
+  if (const char* size = launcher_size_variable()) return std::strcmp(std::getenv(size), "1") != 0;
   return set("PMIX_RANK") || set("PMI_RANK");
 }
 
@@ -150,8 +157,7 @@ std::unique_ptr<analysis::Exchange> start_mpi(int* argc, char*** argv) {
   // A launcher of another MPI (Open MPI's mpirun starting a build on MPICH)
   // leaves the library a singleton: each process would analyze the whole
   // trace and write the same outputs.
-  for (const char* size : {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE"}) {
-    if (!set(size) || exchange->size() != 1) continue;
+  if (const char* size = launcher_size_variable(); size && exchange->size() == 1) {
     const std::string launched = std::getenv(size);
     mpi.finalize();
     throw std::runtime_error("started as one of " + launched + " processes (" + size + "), but the MPI library (" +

@@ -497,20 +497,20 @@ TEST(MpiJob, AProcessWaitingForAnotherGivesItsCoreAway) {
                           "; status=$?; times >" + (out / "cpu.").string() + "$PMI_RANK; exit $status'";
   int status = -1;
   std::string messages;
-  std::atomic<bool> read{false};
+  std::atomic<bool> reader_done{false};
   std::thread job([&] {
     status = run_shell(cmd, &messages);
     // (A job that ended without opening the FIFO would leave its reader
     // waiting for a writer forever: be one, for an instant, until it has
     // read.)
-    while (!read) {
+    while (!reader_done) {
       if (const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK); fd >= 0) ::close(fd);
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   });
   std::this_thread::sleep_for(std::chrono::seconds(3));
   const std::string report = file_bytes(fifo);
-  read = true;
+  reader_done = true;
   job.join();
   ASSERT_EQ(status, 0) << messages;
   EXPECT_EQ(report, plain.text);

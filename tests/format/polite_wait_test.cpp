@@ -1,7 +1,8 @@
 // prof::wait_politely (prof/polite_wait.h), every wait of the project's own
 // on another process: it returns at the first test that finds the wait over,
-// spins only as long as asked, and past its yields sleeps between tests, so
-// a long wait tests (and takes the core) a few times a millisecond at most.
+// whether spinning or yielding, and past its yields sleeps between tests,
+// the naps doubling, so a long wait tests (and takes the core) at most once
+// a nap.
 #include "prof/polite_wait.h"
 
 #include <gtest/gtest.h>

@@ -2,7 +2,6 @@
 #include "prof/clock.h"
 #include "prof/polite_wait.h"
 
-#include <sched.h>
 #include <sys/time.h>
 #include <time.h>
 
