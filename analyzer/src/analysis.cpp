@@ -710,7 +710,7 @@ Analysis Engine::run() {
       }
       worker_stats_.wait_at(bar, stats);
     }
-    if (stream_results_) ResultQueue<ResultRec>::fence();  // (before the join)
+    if (stream_results_) streamed_fence();  // (before the join)
     if (worker_stats_.on()) {
       stats.total_ns = monotonic_ns() - t0;
       stats.total_cpu_ns = thread_cpu_ns() - c0;
@@ -736,7 +736,7 @@ Analysis Engine::run() {
   } else {
     for (unsigned w = 0; w < workers_; ++w) sweep(w, 0, true);
   }
-  if (stream_results_) ResultQueue<ResultRec>::fence();  // (the final sweep's results, for the workers)
+  if (stream_results_) streamed_fence();  // (the final sweep's results, for the workers)
   // Each worker's ranks on a thread of their own, as in the pass.
   on_each_worker(spread_.local_lo(), spread_.local_hi(), local_ranks_ <= kRanksOnCallingThread, [&](unsigned w) {
     for (size_t i : worker_ranks_[w]) {

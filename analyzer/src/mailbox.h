@@ -31,11 +31,9 @@
 #include <cstring>
 #include <new>
 #include <type_traits>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include "aligned_grow.h"
+#include "streamed_stores.h"
 
 namespace prof::analysis::detail {
 
@@ -142,27 +140,15 @@ class Mailbox {
       spare_ = stage_;
       stage_ = nullptr;
     }
-#if defined(__x86_64__)
-    _mm_sfence();  // streamed stores are weakly ordered
-#endif
+    streamed_fence();
   }
 
  private:
   [[gnu::noinline]] void flush(size_t n) {
     if (size_ + n > cap_) grow(size_ + n);
     T* to = data_ + size_;
-#if defined(__x86_64__)
-    if (n == kStage) {
-      const auto* from = reinterpret_cast<const __m128i*>(stage_);
-      auto* out = reinterpret_cast<__m128i*>(to);
-      for (size_t i = 0; i < kStage * sizeof(T) / 16; ++i)
-        _mm_stream_si128(out + i, _mm_load_si128(from + i));
-    } else {
-      std::memcpy(to, stage_, n * sizeof(T));
-    }
-#else
-    std::memcpy(to, stage_, n * sizeof(T));
-#endif
+    if (n == kStage) stream_aligned(to, stage_, kStage * sizeof(T));
+    else std::memcpy(to, stage_, n * sizeof(T));
     size_ += n;
     staged_ = 0;
   }

@@ -14,7 +14,7 @@
 //
 // Invariants: T is trivially copyable and whole 64-byte lines; records are
 // written and read by one thread, or by another only after the writer called
-// fence() and then synchronized with the reader (a barrier, a thread's join);
+// streamed_fence() and then synchronized with the reader (a barrier, a thread's join);
 // the array is 64-aligned; the capacity grows by doubling from one record,
 // as std::vector's does.
 #pragma once
@@ -25,11 +25,9 @@
 #include <cstring>
 #include <type_traits>
 #include <utility>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include "aligned_grow.h"
+#include "streamed_stores.h"
 
 namespace prof::analysis::detail {
 
@@ -55,25 +53,8 @@ class ResultQueue {
   [[gnu::noinline]] void push(const T& x, bool streamed) {
     if (size_ == cap_) [[unlikely]] grow();
     T* to = data_ + size_++;
-#if defined(__x86_64__)
-    if (streamed) {
-      auto* out = reinterpret_cast<long long*>(to);
-      for (size_t i = 0; i < sizeof(T) / 8; ++i) {
-        long long word;
-        std::memcpy(&word, reinterpret_cast<const char*>(&x) + 8 * i, 8);
-        _mm_stream_si64(out + i, word);
-      }
-      return;
-    }
-#endif
-    std::memcpy(to, &x, sizeof(T));
-  }
-  // Makes this thread's streamed records visible to a thread it synchronizes
-  // with next (streaming stores are weakly ordered).
-  static void fence() {
-#if defined(__x86_64__)
-    _mm_sfence();
-#endif
+    if (streamed) stream_words(to, x);
+    else std::memcpy(to, &x, sizeof(T));
   }
 
   const T* begin() const { return data_; }
