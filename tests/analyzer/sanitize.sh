@@ -45,9 +45,11 @@ esac
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
 build=${2:-$source_dir/build-${kind:0:1}san}
-work=$build/sanitize-work
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
+# (After the line above: the runs change directory, so the work folder's path
+# must not be relative to where the script was started.)
+work=$build/sanitize-work
 
 launcher=()
 command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
