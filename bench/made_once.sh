@@ -21,7 +21,7 @@ make_trace() {
 machine_line() {
   local cpu clock=""
   cpu=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null)
-  # (2*10^8 steps a chain: about 0.2 s.)
+  # (2*10^8 steps a chain: about 0.4 s.)
   if [[ -x ${build:-}/bench/core_clock ]]; then clock=$("$build/bench/core_clock" 200000000 2>/dev/null || true); fi
   echo "machine: $(nproc) cores${cpu:+ ($cpu)}${clock:+, core clock: $clock}, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC'), $1 rounds"
 }

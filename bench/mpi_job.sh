@@ -35,10 +35,7 @@ machine_line "$rounds"
 quiet="-o /dev/null -q --no-progress --no-index"
 for k in ${KS:-2 3 4}; do
   echo "== K = $k"
-  if [[ -n $other ]]; then
-    "$here/time_pairs.py" -n "$rounds" -- "$mpiexec -n $k $analyze $work/g64 $quiet" \
-      "$mpiexec -n $k $other/analyzer/prof-analyze $work/g64 $quiet"
-  else
-    "$here/time_pairs.py" -n "$rounds" -- "$mpiexec -n $k $analyze $work/g64 $quiet" "$analyze $work/g64 $quiet"
-  fi
+  against="$analyze $work/g64 $quiet"
+  [[ -n $other ]] && against="$mpiexec -n $k $other/analyzer/prof-analyze $work/g64 $quiet"
+  "$here/time_pairs.py" -n "$rounds" -- "$mpiexec -n $k $analyze $work/g64 $quiet" "$against"
 done

@@ -21,6 +21,9 @@ TEST(PoliteWait, ReturnsAtTheFirstTestThatFindsTheWaitOver) {
   tests = 0;
   prof::wait_politely([&] { return ++tests == 500; }, prof::PoliteWait{100, 1s, 1ms, 1ms});
   EXPECT_EQ(tests, 500);  // within the yields
+  tests = 0;
+  prof::wait_politely([&] { return ++tests == 500; }, prof::PoliteWait{10, std::chrono::nanoseconds::max(), {}, {}});
+  EXPECT_EQ(tests, 500);  // a wait that never sleeps
 }
 
 // How many times a wait of `span` with `how` tests before it ends.

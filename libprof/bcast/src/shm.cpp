@@ -21,7 +21,6 @@
 // process writes. No locks, no read-modify-write.
 #include "prof/bcast/shm.h"
 
-
 #include <algorithm>
 #include <atomic>
 #include <climits>

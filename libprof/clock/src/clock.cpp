@@ -1,6 +1,5 @@
 // Timers and clock synchronization (see clock.h; Kurnosov's MPIPerf method).
 #include "prof/clock.h"
-#include "prof/polite_wait.h"
 
 #include <sys/time.h>
 #include <time.h>
@@ -17,6 +16,8 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+
+#include "prof/polite_wait.h"
 
 namespace prof::clock {
 
