@@ -2,6 +2,7 @@
 // the barrier's bookkeeping, and the public entry points. The algorithm is
 // described in engine.h.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -15,6 +16,7 @@
 #include "block_cut.h"
 #include "interval_steps.h"
 #include "p2p_steps.h"
+#include "prof/polite_wait.h"
 #include "run_record.h"
 
 namespace prof::analysis {
@@ -327,17 +329,12 @@ void Engine::take_early_results(unsigned w) {
   const uint64_t t0 = worker_stats_.timed() ? monotonic_ns() : 0;
   // (Another process's workers' boxes were filled before this phase's
   // decoding: only this process's workers are waited for.)
+  // (A few pauses, then a yield a test, never a sleep: the other worker's
+  // first step is a fraction of a phase.)
+  constexpr PoliteWait kStepWait{64, std::chrono::nanoseconds::max(), {}, {}};
   for (unsigned o = spread_.local_lo(); o < spread_.local_hi(); ++o) {
     if (o == w) continue;
-    for (unsigned spins = 0; step_done_[o].phase.load(std::memory_order_acquire) != phase_; ++spins) {
-      if (spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-      } else {
-        std::this_thread::yield();
-      }
-    }
+    wait_politely([&] { return step_done_[o].phase.load(std::memory_order_acquire) == phase_; }, kStepWait);
   }
   if (worker_stats_.timed()) worker_stats_.of(w).handover_ns += monotonic_ns() - t0;
   // (In the sources' order, as each came.)

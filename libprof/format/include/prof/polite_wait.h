@@ -1,15 +1,19 @@
 // Waiting for another process without taking its core: MPICH's blocking
 // calls poll and never yield, so where processes outnumber cores (or share
 // them with other work) a process spinning on a wait takes the time slices
-// of the one it waits for. Every wait of the project's own on another
-// process goes through wait_politely, each with the policy its caller's
+// of the one it waits for (a thread spinning on another thread, alike).
+// Every wait of the project's own on another process or worker thread goes
+// through wait_politely, each with the policy its caller's
 // waits call for (declared where it is used, with its reasons):
 //   - the shim's own collectives and the clock sync (prof::clock::polite_wait);
 //   - the shared-memory broadcast's flags (libprof/bcast);
 //   - prof-bench's own requests between its stages (global_clock.cpp);
-//   - the exchanges of prof-analyze as an MPI job (mpi_exchange.cpp).
-// (The analysis engine's phase barrier waits for threads of its own process,
-// and sleeps on a futex instead: analyzer/src/phase_barrier.h.)
+//   - the exchanges of prof-analyze as an MPI job (mpi_exchange.cpp);
+//   - and, within one process, an analysis worker waiting for the others'
+//     first step of a phase (Engine::take_early_results).
+// (The engine's phase barrier spins, yields, then sleeps on a futex
+// (std::atomic::wait), which a barrier of threads can and a test cannot:
+// analyzer/src/phase_barrier.h.)
 #pragma once
 
 #include <sched.h>
