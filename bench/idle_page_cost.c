@@ -11,10 +11,10 @@
  *     their bytes (MADV_POPULATE_READ), then the chunks' preads;
  *   - "touched": a byte a page read through a mapping, then the chunks'
  *     preads.
- * On bare metal they stay flat; under a hypervisor that reclaims or moves a
- * guest's idle memory they grow with the pause, and the last two tell
- * whether the cost is the guest's mapping of the pages or the bytes' first
- * touch below it.
+ * Where idle cached pages cost nothing more they stay flat; in a VM whose
+ * host reclaims or moves its idle memory they grow with the pause, and the
+ * last two tell whether the cost is the guest's mapping of the pages or the
+ * first touch of their bytes.
  * Usage: idle_page_cost FILE [PAUSE_S ...]   (default pauses 0 1 2 5 10 20) */
 #define _GNU_SOURCE
 #include <fcntl.h>
