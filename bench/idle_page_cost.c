@@ -37,9 +37,9 @@ static double now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static void read_through(int fd, off_t size, char* buf) {
-  for (off_t off = 0; off < size; off += kChunk)
-    if (pread(fd, buf, kChunk, off) < 0) perror("pread");
+static void read_through(int fd, size_t size, char* buf) {
+  for (size_t off = 0; off < size; off += kChunk)
+    if (pread(fd, buf, kChunk, (off_t)off) < 0) perror("pread");
 }
 
 static void pause_for(double seconds) {
@@ -63,24 +63,24 @@ int main(int argc, char** argv) {
   for (int i = 0; i < kChunk; i += 4096) buf[i] = 1;  // (the buffer's own faults, before any timing)
   static const double kDefault[] = {0, 1, 2, 5, 10, 20};
   const int pauses = argc > 2 ? argc - 2 : (int)(sizeof kDefault / sizeof kDefault[0]);
-  const long chunks = (long)(st.st_size / kChunk);
   const size_t size = (size_t)st.st_size;
+  const long chunks = (long)(size / kChunk);
   const double per_gib = (double)(1 << 30) / (double)size;
   printf("%s: %ld MiB; ms are a GiB's\n%8s %12s %10s %22s %22s\n", argv[1], chunks, "pause s", "header us", "chunks ms",
          "mapped ms + chunks ms", "touched ms + chunks ms");
   for (int p = 0; p < pauses; ++p) {
     const double pause = argc > 2 ? atof(argv[p + 2]) : kDefault[p];
     char header[32];
-    read_through(fd, st.st_size, buf);
+    read_through(fd, size, buf);
     pause_for(pause);
     double t = now_s();
     for (long k = 0; k < chunks; ++k)
       if (pread(fd, header, sizeof header, (off_t)k * kChunk + 8) < 0) perror("pread");
     const double headers_us = (now_s() - t) / (double)chunks * 1e6;
-    read_through(fd, st.st_size, buf);
+    read_through(fd, size, buf);
     pause_for(pause);
     t = now_s();
-    read_through(fd, st.st_size, buf);
+    read_through(fd, size, buf);
     const double chunks_ms = (now_s() - t) * 1e3 * per_gib;
     double first_ms[2], then_ms[2];
     for (int touch = 0; touch < 2; ++touch) {
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
         perror("mmap");
         return 1;
       }
-      read_through(fd, st.st_size, buf);
+      read_through(fd, size, buf);
       pause_for(pause);
       t = now_s();
       if (touch) {
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
         perror("madvise(MADV_POPULATE_READ)");
       }
       const double mid = now_s();
-      read_through(fd, st.st_size, buf);
+      read_through(fd, size, buf);
       first_ms[touch] = (mid - t) * 1e3 * per_gib;
       then_ms[touch] = (now_s() - mid) * 1e3 * per_gib;
       munmap(map, size);

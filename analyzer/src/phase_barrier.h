@@ -9,9 +9,9 @@ namespace prof::analysis::detail {
 
 // A barrier for the phases: the last to arrive runs `done`, then releases the
 // others. Waiters spin briefly, then yield, and only then sleep: a phase takes
-// about a millisecond, and std::barrier's sleep and wake-up cost about 4% of
-// the analysis of 10^8 events on the 2-core VM. Yielding keeps a waiter from
-// starving a worker that shares its core.
+// well under a millisecond, and std::barrier's sleep and wake-up cost about
+// 4% of the analysis of 10^8 events on two cores. Yielding keeps a waiter
+// from starving a worker that shares its core.
 template <class F>
 class PhaseBarrier {
  public:
