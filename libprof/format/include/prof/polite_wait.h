@@ -11,9 +11,9 @@
 //   - the exchanges of prof-analyze as an MPI job (mpi_exchange.cpp);
 //   - and, within one process, an analysis worker waiting for the others'
 //     first step of a phase (Engine::take_early_results).
-// (The engine's phase barrier spins, yields, then sleeps on a futex
-// (std::atomic::wait), which a barrier of threads can and a test cannot:
-// analyzer/src/phase_barrier.h.)
+// (The engine's phase barrier spins, yields, then sleeps on its own atomic
+// counter (std::atomic::wait, a futex), which a wait on any `done` test
+// cannot: analyzer/src/phase_barrier.h.)
 #pragma once
 
 #include <sched.h>
