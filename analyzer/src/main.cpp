@@ -112,6 +112,17 @@ void warn_unlisted_ranks(const prof::analysis::Analysis& a, const std::vector<st
                  asked.c_str(), a.intervals[0].per_rank.size(), have.c_str());
 }
 
+// A --window that holds none of the run (it starts after the run's end): its
+// report is all zeros, which a window given in the wrong unit (milliseconds
+// for seconds) would otherwise pass without a word.
+void warn_empty_window(const prof::analysis::Analysis& a, const std::string& window) {
+  if (a.window && !a.intervals.empty() && a.intervals[0].exe_count == 0)
+    std::fprintf(stderr,
+                 "prof-analyze: warning: --window %s holds none of the run (FROM:TO are seconds from the "
+                 "trace's start): every figure of the report is zero\n",
+                 window.c_str());
+}
+
 // `--compare A B`: both traces analyzed in turn, then the comparison written
 // (text to `text_path` unless empty, JSON to `json_path` unless empty). Exit
 // status as for one trace: 2 when either is unusable, 3 when either is damaged.
@@ -453,6 +464,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     text.per_rank = !no_per_rank;
     text.ranks = shown_ranks;
     if (!quiet && text_wanted && text.per_rank) warn_unlisted_ranks(a, shown_ranks);
+    if (!quiet) warn_empty_window(a, window);
     bool ok = true;
     if (text_wanted)
       ok = write_file(out_path, [&](std::ostream& o) { prof::analysis::write_text_report(a, o, text); }) && ok;
