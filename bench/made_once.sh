@@ -8,7 +8,10 @@
 # CPU (a VM's host may change from one day to the next, and its figures with
 # it), the clock its core runs at now (bench/core_clock, where $build has it:
 # on one day the same VM's core ran at 3.3 to 4.1 GHz, spells of an hour or
-# more, and every wall with it), the load and the time.
+# more, and every wall with it), the latency of a load from the shared cache
+# (bench/cache_latency: on a shared host other tenants evict it in spells of
+# seconds, and the analysis's speed an event falls by half with it), the load
+# and the time.
 # shellcheck disable=SC2154  # (work, build: set by the sourcing script)
 make_trace() {
   local name=$1; shift
@@ -19,9 +22,11 @@ make_trace() {
 }
 
 machine_line() {
-  local cpu clock=""
+  local cpu clock="" cache=""
   cpu=$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null)
   # (2*10^8 steps a chain: about 0.4 s.)
   if [[ -x ${build:-}/bench/core_clock ]]; then clock=$("$build/bench/core_clock" 200000000 2>/dev/null || true); fi
-  echo "machine: $(nproc) cores${cpu:+ ($cpu)}${clock:+, core clock: $clock}, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC'), $1 rounds"
+  # (Sampled for 1 s.)
+  if [[ -x ${build:-}/bench/cache_latency ]]; then cache=$("$build/bench/cache_latency" 4096 1 2>/dev/null || true); fi
+  echo "machine: $(nproc) cores${cpu:+ ($cpu)}${clock:+, core clock: $clock}${cache:+, shared cache: $cache}, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC'), $1 rounds"
 }
