@@ -115,20 +115,21 @@ void warn_unlisted_ranks(const prof::analysis::Analysis& a, const std::vector<st
 // A --window that holds none of the run (it starts after the run's end): its
 // report is all zeros, which a window given in the wrong unit (milliseconds
 // for seconds) would otherwise pass without a word.
-void warn_empty_window(const prof::analysis::Analysis& a, const std::string& window) {
+// (`prefix`: which run of a --compare.)
+void warn_empty_window(const prof::analysis::Analysis& a, const std::string& window, const char* prefix = "") {
   if (a.window && !a.intervals.empty() && a.intervals[0].exe_count == 0)
     std::fprintf(stderr,
-                 "prof-analyze: warning: --window %s holds none of the run (FROM:TO are seconds from the "
+                 "prof-analyze: warning: %s--window %s holds none of the run (FROM:TO are seconds from the "
                  "trace's start): every figure of the report is zero\n",
-                 window.c_str());
+                 prefix, window.c_str());
 }
 
 // `--compare A B`: both traces analyzed in turn, then the comparison written
 // (text to `text_path` unless empty, JSON to `json_path` unless empty). Exit
 // status as for one trace: 2 when either is unusable, 3 when either is damaged.
 int compare_runs(const std::string& a_dir, const std::string& b_dir, const prof::analysis::Options& opt,
-                 const std::string& text_path, const std::string& json_path, bool quiet,
-                 const prof::analysis::CompareTextOptions& text_opt) {
+                 const std::string& window, const std::string& text_path, const std::string& json_path,
+                 bool quiet, const prof::analysis::CompareTextOptions& text_opt) {
   prof::analysis::Analysis runs[2];
   const std::string dirs[2] = {a_dir, b_dir};
   bool damaged = false;
@@ -157,6 +158,7 @@ int compare_runs(const std::string& a_dir, const std::string& b_dir, const prof:
       return kExitUnusable;
     }
     if (!quiet) print_warnings(runs[i], std::string(which) + ": ");
+    if (!quiet) warn_empty_window(runs[i], window, i == 0 ? "A: " : "B: ");
     damaged = damaged || runs[i].damaged;
   }
   const prof::analysis::Comparison c = prof::analysis::compare(runs[0], runs[1]);
@@ -358,7 +360,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     prof::analysis::CompareTextOptions text_opt;
     text_opt.functions = functions;
     text_opt.wait_states = wait_states;
-    return compare_runs(compare_dirs[0], compare_dirs[1], opt, text_wanted ? out_path : "", json_path, quiet,
+    return compare_runs(compare_dirs[0], compare_dirs[1], opt, window, text_wanted ? out_path : "", json_path, quiet,
                         text_opt);
   }
 

@@ -1,7 +1,8 @@
 // Two runs compared (`prof-analyze --compare`), on synthetic traces whose
 // figures are exact: a planted slowdown of known size in one interval, a
 // smaller change of the other sign in another, an interval in one run only,
-// and runs of different rank counts; bad input named, exit status 2.
+// and runs of different rank counts; bad input named, exit status 2; a
+// window past a run's end warned of.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -187,6 +188,11 @@ TEST(Compare, BadInputIsNamedWithExitStatus2) {
   EXPECT_EQ(run_cli(ba.dir() + " --compare " + ba.dir() + " " + ba.dir(), &out), 1);
   EXPECT_EQ(run_cli("--compare " + ba.dir() + " " + ba.dir() + " --json -", &out), 0);
   EXPECT_EQ(json::parse(out)["run_differences"], json::array());
+  // A window that holds none of a run is a warning naming the run (its
+  // figures all zero), not an error.
+  EXPECT_EQ(run_cli("--compare " + ba.dir() + " " + ba.dir() + " --window 100:200 -o /dev/null", &out), 0);
+  EXPECT_NE(out.find("warning: A: --window 100:200 holds none of the run"), std::string::npos) << out;
+  EXPECT_NE(out.find("warning: B: --window 100:200 holds none of the run"), std::string::npos) << out;
 }
 
 }  // namespace
