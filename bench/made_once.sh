@@ -10,7 +10,7 @@
 # on one day the same VM's core ran at 3.3 to 4.1 GHz, spells of an hour or
 # more, and every wall with it), the latency of a load from the shared cache
 # (bench/cache_latency: on a shared host other tenants evict it in spells of
-# seconds, and the analysis's speed an event falls by half with it), the load
+# seconds, and the analysis's speed an event falls by a third with it), the load
 # and the time.
 # shellcheck disable=SC2154  # (work, build: set by the sourcing script)
 make_trace() {
