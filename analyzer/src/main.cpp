@@ -112,8 +112,8 @@ void warn_unlisted_ranks(const prof::analysis::Analysis& a, const std::vector<st
                  asked.c_str(), a.intervals[0].per_rank.size(), have.c_str());
 }
 
-// A --window that holds none of the run (it starts after the run's end): its
-// report is all zeros, which a window given in the wrong unit (milliseconds
+// A --window that holds none of the run (past its end, or before any rank's
+// MPI_Init returned, where the run starts): its report is all zeros, which a window given in the wrong unit (milliseconds
 // for seconds) would otherwise pass without a word.
 // (`prefix`: which run of a --compare.)
 void warn_empty_window(const prof::analysis::Analysis& a, const std::string& window, const char* prefix = "") {

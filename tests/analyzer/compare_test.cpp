@@ -2,7 +2,7 @@
 // figures are exact: a planted slowdown of known size in one interval, a
 // smaller change of the other sign in another, an interval in one run only,
 // and runs of different rank counts; bad input named, exit status 2; a
-// window past a run's end warned of.
+// window that holds none of a run warned of.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

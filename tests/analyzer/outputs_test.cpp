@@ -419,7 +419,7 @@ TEST(Outputs, DashWritesThatOutputAloneToStdout) {
 
 // --window reaches every output: the text names it, the JSON has it, and the
 // Chrome trace keeps only what overlaps it; a bad one is refused by name, and
-// one past the run's end is warned of.
+// one that holds none of the run is warned of.
 TEST(Outputs, WindowInEveryOutput) {
   TraceBuilder b(3);
   build(b);
@@ -446,14 +446,16 @@ TEST(Outputs, WindowInEveryOutput) {
     EXPECT_EQ(run_cli(b.dir() + " --window " + bad, &msg), 1) << bad;
     EXPECT_NE(msg.find("--window"), std::string::npos) << msg;
   }
-  // A window that holds none of the run (which ends at 20 ms, its ranks'
-  // MPI_Finalize) is said so on stderr, unless -q; one that overlaps the
-  // run, even past its end, is not.
+  // A window that holds none of the run (which starts at 1 ms, as MPI_Init
+  // returns, and ends at 20 ms, its ranks' MPI_Finalize) is said so on
+  // stderr, unless -q; one that overlaps the run, even past its end, is not.
   const std::string empty = "holds none of the run";
   EXPECT_EQ(out.find(empty), std::string::npos) << out;
   std::string warned;
   ASSERT_EQ(run_cli(b.dir() + " --window 5:6 -o /dev/null", &warned), 0) << warned;
   EXPECT_NE(warned.find("warning: --window 5:6 holds none of the run"), std::string::npos) << warned;
+  ASSERT_EQ(run_cli(b.dir() + " --window 0:0.0005 -o /dev/null", &warned), 0) << warned;
+  EXPECT_NE(warned.find("warning: --window 0:0.0005 holds none of the run"), std::string::npos) << warned;
   ASSERT_EQ(run_cli(b.dir() + " --window 0.0195:6 -o /dev/null", &warned), 0) << warned;
   EXPECT_EQ(warned.find(empty), std::string::npos) << warned;
   ASSERT_EQ(run_cli(b.dir() + " --window 5:6 -q -o /dev/null", &warned), 0) << warned;
