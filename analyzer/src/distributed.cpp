@@ -396,6 +396,10 @@ void ProcessSpread::share_registry(Registry& reg, const std::vector<const RankTr
   std::vector<WireOut> to(static_cast<size_t>(procs_));
   if (proc_ == 0) {
     reg.build(traces);
+    // The sites' count first: another process keeps their indexes (its ranks'
+    // nodes, the window index's) and checks them against it, but only process
+    // 0 names them.
+    for (size_t p = 1; p < to.size(); ++p) to[p].put<uint64_t>(reg.sites.size());
     std::vector<const std::vector<FuncInfo>*> last_sent(static_cast<size_t>(procs_), nullptr);
     for (size_t i = 0; i < traces.size(); ++i) {
       if (holder[i] == 0) continue;
@@ -428,7 +432,9 @@ void ProcessSpread::share_registry(Registry& reg, const std::vector<const RankTr
   std::shared_ptr<const std::vector<FuncInfo>> last = std::make_shared<const std::vector<FuncInfo>>();
   reg.funcs.assign(traces.size(), last);
   reg.site_of.assign(traces.size(), {});
-  for (WireIn r(in[0]); !r.done();) {
+  WireIn r(in[0]);
+  reg.sites.assign(r.get<uint64_t>(), SiteInfo{});
+  while (!r.done()) {
     const auto i = r.get<uint32_t>();
     if (r.get<uint8_t>()) {  // a new table, else the last one again
       auto funcs = std::make_shared<std::vector<FuncInfo>>(r.get<uint64_t>());

@@ -269,6 +269,29 @@ TEST(MpiJob, WindowServedByTheIndexIsTheSameForEveryProcessCount) {
   }
 }
 
+// The index file a plain command wrote serves the job as it serves the plain
+// command: every process checks its block's ranks in it (their intervals'
+// call sites against the trace's sites, which only process 0 names), so the
+// job reads the file instead of building its parts again, and says so as the
+// plain command does (the JSON's stats included).
+TEST(MpiJob, WindowIndexThePlainCommandWroteServesEveryProcessCount) {
+  TraceBuilder b(6, 42, true, 4096);
+  build_clean_ring(b, 6, 1500);
+  std::string out;
+  ASSERT_EQ(run_shell("timeout -k 5 60 " + std::string(PROF_ANALYZE_BIN) + " --no-progress -q -o /dev/null --window 0:0.01 " +
+                          b.dir(),
+                      &out),
+            0)
+      << out;
+  ASSERT_TRUE(fs::exists(fs::path(b.dir()) / "window-index.bin")) << out;
+  for (const char* window : {"0.15:0.2", "0.29:0.31"}) {
+    const std::string args = std::string("--window ") + window + " --functions --json {json} --chrome-trace {chrome}";
+    expect_same_for_every_k(b.dir(), args);
+    const Outputs job = run(2, b.dir(), args);
+    EXPECT_NE(job.messages.find("index used"), std::string::npos) << job.messages;
+  }
+}
+
 // No process opens another block's rank file, whatever the job writes: the
 // text report (with the functions and call sites), the JSON report and the
 // Chrome trace, whose ranks each process draws and sends process 0 in rank
