@@ -33,12 +33,6 @@ QStandardItem* number_item(double v, bool integer = false) {
   item->setEditable(false);
   return item;
 }
-// Tmid as the report prints it (truncated, not rounded); sorts by the mean.
-QStandardItem* tmid_item(double mean) {
-  QStandardItem* item = number_item(mean);
-  item->setText(QString::fromStdString(analysis::tmid_text(mean)));
-  return item;
-}
 QStandardItem* text_item(const QString& s, const QString& key = {}) {
   auto* item = new QStandardItem(s);
   item->setData(s, CharacteristicsPanel::NumberRole);
@@ -382,7 +376,7 @@ void CharacteristicsPanel::showComparative(const std::vector<std::pair<const ana
       const QString label = run.isEmpty() ? QString(c.label) : QStringLiteral("%1 (%2)").arg(c.label, run);
       const QString key = run.isEmpty() ? QString(c.key) : QStringLiteral("%1/%2").arg(c.key, run.toLower());
       comparative_->appendRow({text_item(label, key), number_item(f.min), number_item(f.min_rank, true),
-                               number_item(f.max), number_item(f.max_rank, true), tmid_item(f.mean)});
+                               number_item(f.max), number_item(f.max_rank, true), number_item(f.mean)});
     }
 }
 

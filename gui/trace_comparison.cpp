@@ -1,6 +1,7 @@
 #include "trace_comparison.h"
 
 #include "prof/analysis/characteristics.h"
+#include "trace_session.h"
 
 namespace prof::gui {
 
@@ -78,6 +79,9 @@ QString ratio_text(double a, double b) {
   return QString::asprintf("%.3f", b / a);
 }
 
-QString difference_text(double d) { return QString::asprintf("%+f", d); }
+QString difference_text(double d) {
+  const QString t = seconds_text(d);
+  return t.startsWith('-') ? t : '+' + t;
+}
 
 }  // namespace prof::gui

@@ -4,6 +4,8 @@
 #include <map>
 #include <tuple>
 
+#include "prof/analysis/report.h"
+
 namespace prof::gui {
 
 std::string site_label(const analysis::IntervalNode& n) {
@@ -19,7 +21,7 @@ QString interval_name(const analysis::IntervalNode& n) {
   return QStringLiteral("id %1 at %2").arg(*n.id).arg(site.section('/', -1));
 }
 
-QString seconds_text(double s) { return QString::asprintf("%f", s); }
+QString seconds_text(double s) { return QString::fromStdString(analysis::figure_text(s)); }
 
 QString duration_text(double ns) {
   const double a = ns < 0 ? -ns : ns;

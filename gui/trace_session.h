@@ -36,7 +36,7 @@ struct TraceSession {
 std::string site_label(const analysis::IntervalNode& n);
 // "id 3 at app.c:100" / "whole run (app)".
 QString interval_name(const analysis::IntervalNode& n);
-// Seconds as the text report prints them ("%f").
+// Seconds as the text report prints them (analysis::figure_text).
 QString seconds_text(double s);
 // A duration in the unit that suits it ("1.234 ms").
 QString duration_text(double ns);

@@ -11,6 +11,7 @@
 
 #include "json_parts.h"
 #include "prof/analysis/characteristics.h"
+#include "prof/analysis/report.h"
 
 namespace prof::analysis {
 namespace {
@@ -34,11 +35,7 @@ double sort_value(const MainFigures& m) {
   return 0;
 }
 
-std::string num(double v) {
-  char b[48];
-  std::snprintf(b, sizeof b, "%f", v);
-  return b;
-}
+std::string num(double v) { return figure_text(v); }
 // B / A; empty when A is 0 (no ratio).
 std::optional<double> ratio(double a, double b) {
   if (a == 0) return std::nullopt;

@@ -13,22 +13,12 @@
 namespace prof::analysis {
 namespace {
 
-// printf's "%f", through std::to_chars (which the standard defines as that
-// conversion in the C locale): a report of 4096 ranks prints some 150,000
-// numbers, and snprintf's parse of the format was most of the report's time.
-// Appended to a line: the per-rank rows are built whole and written at once
-// (at 10^5 ranks, 36 MB of them; a stream insertion per number was most of
-// the report's time).
-void append_num(std::string& line, double v) {
-  char b[400];  // (the longest double in fixed notation: 309 digits, sign, point, 6 decimals)
-  const auto r = std::to_chars(b, b + sizeof b, v, std::chars_format::fixed, 6);
-  line.append(b, r.ptr);
-}
-std::string num(double v) {
-  std::string s;
-  append_num(s, v);
-  return s;
-}
+// Written through std::to_chars, not printf: a report of 4096 ranks prints
+// some 150,000 numbers, and snprintf's parse of the format was most of the
+// report's time. Appended to a line: the per-rank rows are built whole and
+// written at once (at 10^5 ranks, 36 MB of them; a stream insertion per
+// number was most of the report's time).
+std::string num(double v) { return figure_text(v); }
 // The integer std::to_string gives, appended to a line.
 void append_integer(std::string& line, unsigned long long v) {
   char b[24];
@@ -87,11 +77,25 @@ void write_run_block(const RunRecord& run, std::ostream& out) {
 }  // namespace
 
 // The thesis's analyzer kept whole microseconds and divided integers, so its
-// Tmid is the mean truncated to the microsecond (see report.h). The small bias
-// guards against a mean like 654 us landing at 653.9999999 after the division.
-std::string tmid_text(double seconds) {
-  const double us = std::trunc(seconds * 1e6 + (seconds >= 0 ? 1e-6 : -1e-6));
-  return num(us / 1e6);
+// figures are cut, never rounded, to the microsecond (its mean 0.068763 / 4 =
+// 0.01719075 prints as 0.017190). The guard: a figure that is a whole number
+// of microseconds may land a few ulps below it after the conversions to
+// seconds (0.000249 s is 248.99999999999997 us as doubles), which a cut would
+// take a microsecond lower; a figure within 1 ps of the next microsecond
+// (or 64 ulps of itself, past 70 s) counts as reaching it.
+void append_figure(std::string& line, double seconds) {
+  double us = seconds * 1e6;
+  const double guard = std::max(1e-6, std::abs(us) * 0x1p-46);
+  us = std::trunc(us >= 0 ? us + guard : us - guard);
+  if (us == 0) us = 0;  // (-0.0000004 cut toward zero is 0, not "-0.000000")
+  char b[400];  // (the longest double in fixed notation: 309 digits, sign, point, 6 decimals)
+  const auto r = std::to_chars(b, b + sizeof b, us / 1e6, std::chars_format::fixed, 6);
+  line.append(b, r.ptr);
+}
+std::string figure_text(double seconds) {
+  std::string s;
+  append_figure(s, seconds);
+  return s;
 }
 
 std::string interval_title(const IntervalNode& n) {
@@ -126,7 +130,7 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
     for (const ComparativeCharacteristic& c : kComparativeCharacteristics) {
       const ComparativeFigures& cf = n.comparative[static_cast<size_t>(c.which)];
       out << c.label << ' ' << num(cf.min) << ' '
-          << cf.min_rank << ' ' << num(cf.max) << ' ' << cf.max_rank << ' ' << tmid_text(cf.mean)
+          << cf.min_rank << ' ' << num(cf.max) << ' ' << cf.max_rank << ' ' << num(cf.mean)
           << '\n';
     }
     if (opt.wait_states) {
@@ -172,7 +176,7 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
           const double v = kRankCharacteristics[c].value(f);
           if (c) row += ' ';
           if (kRankCharacteristics[c].integer) append_integer(row, static_cast<unsigned long long>(v));
-          else append_num(row, v);
+          else append_figure(row, v);
         }
         row += '\n';
         out.write(row.data(), static_cast<std::streamsize>(row.size()));

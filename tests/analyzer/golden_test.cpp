@@ -18,6 +18,8 @@
 // the thesis's example, with no instant counted twice. Two world Allreduces
 // give every rank its late-entry and exit spread; an Allreduce on
 // MPI_COMM_SELF (no one to wait for) is pure CollectiveAll time.
+#include <cstdio>
+#include <random>
 #include <sstream>
 
 #include "prof/analysis/report.h"
@@ -141,6 +143,32 @@ TEST(Golden, PerRankFiguresOfTheExample) {
               0.06876300 / 4, 1e-12);
   EXPECT_EQ(a.stats.messages_matched, 5u);  // 3<-0, 3<-1, 0<-1, 1<-2, 2<-0
   EXPECT_EQ(a.stats.unmatched_sends + a.stats.unmatched_receives, 0u);
+}
+
+// Every figure of the reports is printed with six decimals, cut toward zero,
+// never rounded (docs/metrics.md, "The text report"). Oracle: whole
+// microseconds in integers, and the seconds made of them and of a fraction of
+// a microsecond below one, must print as those microseconds.
+TEST(Golden, FiguresAreCutTowardZeroAtTheMicrosecond) {
+  EXPECT_EQ(analysis::figure_text(0.068763 / 4), "0.017190");  // the thesis's Tmid
+  EXPECT_EQ(analysis::figure_text(0.0292665), "0.029266");      // rounding would give ...267
+  EXPECT_EQ(analysis::figure_text(0.9999999), "0.999999");
+  EXPECT_EQ(analysis::figure_text(0.000249), "0.000249");       // 248.99999999999997 us: whole stays whole
+  EXPECT_EQ(analysis::figure_text(-0.0292665), "-0.029266");
+  EXPECT_EQ(analysis::figure_text(-0.0000004), "0.000000");     // no negative zero
+  EXPECT_EQ(analysis::figure_text(0), "0.000000");
+  std::mt19937_64 random(7);
+  for (int i = 0; i < 200000; ++i) {
+    // Up to 10^6 s (11.6 days) of whole microseconds, plus 0 to 0.9 us.
+    const int64_t us = static_cast<int64_t>(random() % 1000000000000ull) * (i % 2 ? 1 : -1);
+    const double fraction = (i % 4 < 2) ? 0.0 : static_cast<double>(random() % 900) / 1000;
+    const double seconds = (static_cast<double>(us) + (us < 0 ? -fraction : fraction)) / 1e6;
+    const int64_t whole = us < 0 ? -us : us;
+    char expected[48];
+    std::snprintf(expected, sizeof expected, "%s%lld.%06lld", us < 0 ? "-" : "",
+                  static_cast<long long>(whole / 1000000), static_cast<long long>(whole % 1000000));
+    ASSERT_EQ(analysis::figure_text(seconds), expected) << "us " << us << " + " << fraction;
+  }
 }
 
 }  // namespace

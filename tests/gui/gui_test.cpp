@@ -339,8 +339,8 @@ void GuiTest::tree_model_equals_analysis() {
     QCOMPARE(cell(IntervalTreeModel::Efficiency, IntervalTreeModel::SortRole).toDouble(), n.main.efficiency);
     QCOMPARE(cell(IntervalTreeModel::ExecutionTime, IntervalTreeModel::SortRole).toDouble(), n.main.execution_time);
     QCOMPARE(cell(IntervalTreeModel::LostTime, IntervalTreeModel::SortRole).toDouble(), n.main.lost_time);
-    QCOMPARE(cell(IntervalTreeModel::ExecutionTime, Qt::DisplayRole).toString(),
-             QString::asprintf("%f", n.main.execution_time));
+    QCOMPARE(cell(IntervalTreeModel::ExecutionTime, Qt::DisplayRole).toString().toStdString(),
+             analysis::figure_text(n.main.execution_time));
     const QString name = cell(IntervalTreeModel::Interval, Qt::DisplayRole).toString();
     if (n.id) {
       QVERIFY2(name.contains(QStringLiteral("id %1").arg(*n.id)), qPrintable(name));
@@ -411,7 +411,9 @@ void GuiTest::selection_shows_json_numbers() {
       QVERIFY2(j["main"].contains(key), key.c_str());
       const double value = j["main"][key].get<double>();
       QCOMPARE(main->item(r, 1)->data(CharacteristicsPanel::NumberRole).toDouble(), value);
-      if (key != "processors") QCOMPARE(main->item(r, 1)->text(), QString::asprintf("%f", value));
+      // Read as in the text report: cut, not rounded.
+      if (key != "processors")
+        QCOMPARE(main->item(r, 1)->text().toStdString(), analysis::figure_text(value));
     }
     const QStandardItemModel* comparative = panel->comparativeTable();
     QCOMPARE(comparative->rowCount(), static_cast<int>(j["comparative"].size()));
@@ -423,9 +425,9 @@ void GuiTest::selection_shows_json_numbers() {
         QCOMPARE(comparative->item(r, c)->data(CharacteristicsPanel::NumberRole).toDouble(),
                  j["comparative"][key][field].get<double>());
       }
-      // Tmid reads as in the text report: truncated, not rounded.
+      // Tmid reads as in the text report.
       QCOMPARE(comparative->item(r, 5)->text().toStdString(),
-               analysis::tmid_text(j["comparative"][key]["mean"].get<double>()));
+               analysis::figure_text(j["comparative"][key]["mean"].get<double>()));
     }
     const QStandardItemModel* per_rank = panel->perRankTable();
     QCOMPARE(per_rank->rowCount(), static_cast<int>(j["per_rank"].size()));
@@ -2322,8 +2324,9 @@ void GuiTest::comparison_equals_prof_analyze() {
       QCOMPARE(number(IntervalTreeModel::CompareA).toDouble(), x);
       QCOMPARE(number(IntervalTreeModel::CompareB).toDouble(), y);
       QCOMPARE(number(IntervalTreeModel::CompareDifference).toDouble(), d);
-      QCOMPARE(text(IntervalTreeModel::CompareB), QString::asprintf("%f", y));
-      QCOMPARE(text(IntervalTreeModel::CompareDifference), QString::asprintf("%+f", d));
+      QCOMPARE(text(IntervalTreeModel::CompareB).toStdString(), analysis::figure_text(y));
+      const std::string cut = analysis::figure_text(d);
+      QCOMPARE(text(IntervalTreeModel::CompareDifference).toStdString(), cut[0] == '-' ? cut : "+" + cut);
       if (e["ratio"][ch.key].is_null())
         QVERIFY(!number(IntervalTreeModel::CompareRatio).isValid());
       else

@@ -106,9 +106,13 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
 // not (Analysis::waits_known, functions_known).
 void write_json_report(const Analysis& a, std::ostream& out);
 
-// Tmid as the text report prints it (truncated to the microsecond, above):
-// every view that shows the comparative table shows this.
-std::string tmid_text(double seconds);
+// A figure in seconds as every report prints it: six decimals, cut toward
+// zero at the microsecond, not rounded (docs/metrics.md, "The text report").
+// The text report, the comparison of two runs and the GUI's tables all print
+// their seconds with it.
+std::string figure_text(double seconds);
+// The same, appended to `line`.
+void append_figure(std::string& line, double seconds);
 
 // One interval's header line, e.g. "Interval (LineNumber = 153 SourceFile = exch.c) Level=0 EXE_Count=1".
 std::string interval_title(const IntervalNode& n);
