@@ -108,10 +108,11 @@ void write_json_report(const Analysis& a, std::ostream& out) {
     f["file"] = c.file.empty() ? Json(c.site_label) : Json(c.file);
     f["line"] = c.line;
     if (c.stream != 0) f["stream"] = c.stream;
-    if (c.comm) f["comm"] = *c.comm;
-    if (c.peer) f["peer"] = *c.peer;
-    else if (c.any_source) f["peer"] = "MPI_ANY_SOURCE";
-    if (c.tag) f["tag"] = *c.tag;
+    // (Every key in every call, null where the call has none: a barrier has
+    // no peer, a non-blocking Wait no communicator.)
+    f["comm"] = c.comm ? Json(*c.comm) : Json(nullptr);
+    f["peer"] = c.peer ? Json(*c.peer) : c.any_source ? Json("MPI_ANY_SOURCE") : Json(nullptr);
+    f["tag"] = c.tag ? Json(*c.tag) : Json(nullptr);
     f["waiting_for"] = c.waiting_for;
     return f;
   };

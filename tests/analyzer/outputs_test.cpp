@@ -576,6 +576,12 @@ TEST(Outputs, CallsInFlightAnySourceAndBarrier) {
   for (int r : {1, 2}) {
     EXPECT_EQ(ranks[r]["in_flight"]["function"], "MPI_Barrier");
     EXPECT_EQ(ranks[r]["in_flight"]["waiting_for"], json({0})) << ranks[r];
+    // Every key of docs/interfaces.md's in_flight, null where a barrier has none.
+    for (const char* key : {"function", "entered", "file", "line", "comm", "peer", "tag", "waiting_for"})
+      EXPECT_TRUE(ranks[r]["in_flight"].contains(key)) << key << ' ' << ranks[r];
+    EXPECT_EQ(ranks[r]["in_flight"]["comm"], 0) << ranks[r];
+    EXPECT_TRUE(ranks[r]["in_flight"]["peer"].is_null()) << ranks[r];
+    EXPECT_TRUE(ranks[r]["in_flight"]["tag"].is_null()) << ranks[r];
   }
   EXPECT_EQ(j["run_end"]["wait_cycles"], json({{0, 1}, {0, 2}}));
   const json* node = nullptr;
