@@ -156,12 +156,13 @@ Comparison compare(const Analysis& a, const Analysis& b) {
       e.b = &b.intervals[i];
       c.only_b.push_back(e);
     }
-  // The root stays first; the rest by the size of the change, ties in A's tree order.
-  if (c.matched.size() > 1)
-    std::stable_sort(c.matched.begin() + 1, c.matched.end(), [](const ComparedInterval& x, const ComparedInterval& y) {
-      return std::fabs(sort_value(x.b->main) - sort_value(x.a->main)) >
-             std::fabs(sort_value(y.b->main) - sort_value(y.a->main));
-    });
+  // By the size of the change, the whole run among them (spec/interfaces.md:
+  // sorted by the change in lost time); ties in A's tree order, so the whole
+  // run first among equals.
+  std::stable_sort(c.matched.begin(), c.matched.end(), [](const ComparedInterval& x, const ComparedInterval& y) {
+    return std::fabs(sort_value(x.b->main) - sort_value(x.a->main)) >
+           std::fabs(sort_value(y.b->main) - sort_value(y.a->main));
+  });
   return c;
 }
 

@@ -4,8 +4,9 @@
 //
 // Intervals are matched by id and call site (file and line, or the
 // unresolved address), the k-th node of a key in A's tree order with the
-// k-th of B's; the roots (the whole runs) always match. Matched intervals
-// come root first, then by the change in lost time, largest |B - A| first;
+// k-th of B's; the roots (the whole runs) always match. Matched intervals,
+// the roots among them, come by the change in lost time, largest |B - A|
+// first (ties in A's tree order);
 // nodes found in one run only are listed apart. Runs of different rank counts
 // are compared by totals and by means over ranks (per-rank values are not
 // compared).
@@ -43,7 +44,7 @@ struct ComparedInterval {
 
 struct Comparison {
   std::vector<RunDifference> differences;
-  std::vector<ComparedInterval> matched;  // root first, then by |change in lost time|
+  std::vector<ComparedInterval> matched;  // by |change in lost time|, the root among them
   std::vector<ComparedInterval> only_a, only_b;  // each in its run's tree order
   int processors_a = 0, processors_b = 0;
   bool waits_known = true;  // both runs' wait states were computed (Analysis::waits_known)
