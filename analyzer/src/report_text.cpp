@@ -13,11 +13,6 @@
 namespace prof::analysis {
 namespace {
 
-// Written through std::to_chars, not printf: a report of 4096 ranks prints
-// some 150,000 numbers, and snprintf's parse of the format was most of the
-// report's time. Appended to a line: the per-rank rows are built whole and
-// written at once (at 10^5 ranks, 36 MB of them; a stream insertion per
-// number was most of the report's time).
 std::string num(double v) { return figure_text(v); }
 // The integer std::to_string gives, appended to a line.
 void append_integer(std::string& line, unsigned long long v) {
@@ -83,6 +78,11 @@ void write_run_block(const RunRecord& run, std::ostream& out) {
 // seconds (0.000249 s is 248.99999999999997 us as doubles), which a cut would
 // take a microsecond lower; a figure within 1 ps of the next microsecond
 // (or 64 ulps of itself, past 70 s) counts as reaching it.
+// Written through std::to_chars, not printf: a report of 4096 ranks prints
+// some 150,000 numbers, and snprintf's parse of the format was most of the
+// report's time. Appended to a line: the per-rank rows are built whole and
+// written at once (at 10^5 ranks, 36 MB of them; a stream insertion per
+// number was most of the report's time).
 void append_figure(std::string& line, double seconds) {
   double us = seconds * 1e6;
   const double guard = std::max(1e-6, std::abs(us) * 0x1p-46);
