@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -127,6 +128,39 @@ void warn_empty_window(const prof::analysis::Analysis& a, const std::string& win
 // `--compare A B`: both traces analyzed in turn, then the comparison written
 // (text to `text_path` unless empty, JSON to `json_path` unless empty). Exit
 // status as for one trace: 2 when either is unusable, 3 when either is damaged.
+// The files an output may not be written to, said once before any analysis:
+// a rank file of a trace analyzed or its window index (each is mapped while
+// read: writing one destroys what was recorded, and its reader with it), and
+// the file another output writes (the later would replace the earlier).
+// Outputs that do not exist yet cannot be inputs; paths compare by where they
+// lead (links and relative paths resolved). "": none of these.
+std::string output_conflict(const std::vector<std::pair<const char*, std::string>>& outputs,
+                            const std::vector<std::string>& trace_dirs) {
+  namespace fs = std::filesystem;
+  auto where = [](const std::string& path) {
+    std::error_code ec;
+    fs::path p = fs::weakly_canonical(path, ec);
+    return ec ? fs::absolute(path, ec).lexically_normal() : p;
+  };
+  for (const auto& [option, path] : outputs) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) continue;
+    const fs::path real = where(path);
+    const std::string name = real.filename().string();
+    if (!prof::format::is_rank_file_name(name) && name != prof::analysis::kWindowIndexFileName) continue;
+    for (const std::string& dir : trace_dirs)
+      if (real.parent_path() == where(dir))
+        return std::string(option) + " " + path + ": that is " + (name == prof::analysis::kWindowIndexFileName ? "the window index" : "a rank file") +
+               " of the trace " + dir + ", which the analysis reads; name another file";
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    for (size_t j = i + 1; j < outputs.size(); ++j)
+      if (where(outputs[i].second) == where(outputs[j].second))
+        return std::string(outputs[i].first) + " and " + outputs[j].first + " both name " + outputs[j].second +
+               ": each output needs a file of its own";
+  return "";
+}
+
 int compare_runs(const std::string& a_dir, const std::string& b_dir, const prof::analysis::Options& opt,
                  const std::string& window, const std::string& text_path, const std::string& json_path,
                  bool quiet, const prof::analysis::CompareTextOptions& text_opt) {
@@ -234,6 +268,27 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
   }
+  // An option given an empty value ("$OUT" unset in a script) is a mistake,
+  // not the option left out.
+  // (An empty --ranks LIST is documented: every rank's lines.)
+  for (const char* option : {"--output", "--json", "--chrome-trace", "--otf2", "--window", "--chrome-trace-window",
+                             "TRACE_DIR"}) {
+    const CLI::Option* o = app.get_option(option);
+    if (o->count() == 0) continue;
+    for (const std::string& v : o->results())
+      if (v.empty()) {
+        std::fprintf(stderr, "prof-analyze: error: %s: empty value\n", o->get_name(false, true).c_str());
+        return kExitUsage;
+      }
+  }
+  if (app.count("--threads") > 0 && threads == 0) {
+    std::fprintf(stderr, "prof-analyze: error: -j: expected a number of worker threads, 1 or more\n");
+    return kExitUsage;
+  }
+  if (finish_index && no_index) {
+    std::fprintf(stderr, "prof-analyze: error: --index writes the window index, --no-index does not: give one\n");
+    return kExitUsage;
+  }
   if (dir.empty() == compare_dirs.empty()) {
     std::fprintf(stderr, "prof-analyze: error: %s\n%s",
                  dir.empty() ? "give a TRACE_DIR, or --compare A B" : "give either a TRACE_DIR or --compare A B, not both",
@@ -291,6 +346,17 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   }
   const bool text_wanted = !(out_path.empty() && to_stdout == 1);
   if (out_path.empty() && text_wanted) out_path = "-";
+  {
+    std::vector<std::pair<const char*, std::string>> files;
+    if (out_path != "-") files.emplace_back("-o", out_path);
+    if (!json_path.empty() && json_path != "-") files.emplace_back("--json", json_path);
+    if (!chrome_path.empty() && chrome_path != "-") files.emplace_back("--chrome-trace", chrome_path);
+    const std::string conflict = output_conflict(files, compare_dirs.empty() ? std::vector<std::string>{dir} : compare_dirs);
+    if (!conflict.empty()) {
+      std::fprintf(stderr, "prof-analyze: error: %s\n", conflict.c_str());
+      return kExitUsage;
+    }
+  }
   prof::analysis::ChromeTraceOptions chrome_opt;
   prof::analysis::Options analysis_opt;
   {
@@ -351,6 +417,14 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
       std::fprintf(stderr,
                    "prof-analyze: error: --callsites lists one trace's call sites, not --compare "
                    "(--functions compares the runs' MPI functions)\n");
+      return kExitUsage;
+    }
+    if (no_per_rank) {
+      std::fprintf(stderr, "prof-analyze: error: --no-per-rank: --compare prints no per-rank tables\n");
+      return kExitUsage;
+    }
+    if (finish_index) {
+      std::fprintf(stderr, "prof-analyze: error: --index takes one trace, not --compare\n");
       return kExitUsage;
     }
     if (mpi && mpi->rank() != 0) return 0;  // (process 0 compares alone)

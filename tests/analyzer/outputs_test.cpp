@@ -21,6 +21,7 @@ namespace prof::test {
 namespace {
 
 using nlohmann::json;
+namespace fs = std::filesystem;
 
 int run_cli(const std::string& args, std::string* out = nullptr) {
   return run_shell(std::string(PROF_ANALYZE_BIN) + " --no-progress " + args, out);
@@ -363,6 +364,40 @@ TEST(Outputs, ChromeTraceWindowMustBeFromBeforeTo) {
         << bad;
     EXPECT_NE(out.find("--chrome-trace-window"), std::string::npos) << out;
   }
+}
+
+// No output is written over what was recorded: a rank file of the trace or
+// its window index (each mapped while read) is refused before the analysis
+// starts, and left as it was; nor over another output, nor to an empty path.
+TEST(Outputs, NoOutputOverwritesTheTraceOrAnotherOutput) {
+  TraceBuilder b(3);
+  build(b);
+  std::string out;
+  ASSERT_EQ(run_cli(b.dir() + " -q --window 0:0.01 -o " + b.dir() + "/report.txt", &out), 0) << out;  // (writes the index)
+  ASSERT_TRUE(fs::exists(b.dir() + "/window-index.bin"));
+  const std::string rank1 = file_bytes(b.dir() + "/rank-00001.prof");
+  const std::string index = file_bytes(b.dir() + "/window-index.bin");
+  const std::string relative = fs::relative(b.dir() + "/rank-00001.prof").string();
+  for (const std::string& args :
+       {" -o " + b.dir() + "/rank-00001.prof", " --json " + relative, " --chrome-trace " + b.dir() + "/./rank-00001.prof",
+        " --json " + b.dir() + "/window-index.bin"}) {
+    EXPECT_EQ(run_cli(b.dir() + args, &out), 1) << args;
+    EXPECT_NE(out.find("of the trace"), std::string::npos) << args << ": " << out;
+  }
+  EXPECT_EQ(file_bytes(b.dir() + "/rank-00001.prof"), rank1);
+  EXPECT_EQ(file_bytes(b.dir() + "/window-index.bin"), index);
+  EXPECT_EQ(run_cli("--compare " + b.dir() + " " + b.dir() + "/.. -o " + b.dir() + "/rank-00001.prof", &out), 1) << out;
+  EXPECT_EQ(file_bytes(b.dir() + "/rank-00001.prof"), rank1);
+
+  EXPECT_EQ(run_cli(b.dir() + " -o " + b.dir() + "/r --json " + b.dir() + "/../" + fs::path(b.dir()).filename().string() + "/r", &out), 1);
+  EXPECT_NE(out.find("-o and --json both name"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(b.dir() + "/r"));
+  for (const char* empty : {" -o ''", " --json ''", " --chrome-trace ''", " --window ''", " --otf2 ''"}) {
+    EXPECT_EQ(run_cli(b.dir() + empty, &out), 1) << empty;
+    EXPECT_NE(out.find("empty value"), std::string::npos) << empty << ": " << out;
+  }
+  EXPECT_EQ(run_cli(b.dir() + " -j 0", &out), 1) << out;
+  EXPECT_EQ(run_cli(b.dir() + " --index --no-index", &out), 1) << out;
 }
 
 TEST(Outputs, LibraryWritersAgreeWithTheBinary) {

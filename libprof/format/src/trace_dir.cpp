@@ -54,9 +54,7 @@ bool TraceDir::list(const std::string& dir, Files* files, std::vector<std::strin
   for (; it != fs::directory_iterator(); it.increment(ec)) {
     if (ec) break;
     std::string name = it->path().filename().string();
-    if (name.size() > 10 && name.compare(0, 5, "rank-") == 0 &&
-        name.compare(name.size() - 5, 5, ".prof") == 0)
-      found.push_back(std::move(name));
+    if (format::is_rank_file_name(name)) found.push_back(std::move(name));
   }
   if (ec) {
     errors->push_back(dir + ": cannot read trace directory: " + ec.message());

@@ -527,5 +527,12 @@ inline std::string_view timer_name(TimerKind k) {
 }
 
 inline constexpr const char* kRankFilePattern = "rank-%05d.prof";
+// What a reader takes for a rank file in a trace directory: "rank-" NAME
+// ".prof" (the writer's pattern above, or more digits).
+inline constexpr bool is_rank_file_name(std::string_view name) {
+  return name.size() > 10 && name.substr(0, 5) == "rank-" && name.substr(name.size() - 5) == ".prof";
+}
+static_assert(is_rank_file_name("rank-00000.prof") && !is_rank_file_name("rank-.prof") &&
+              !is_rank_file_name("rank-00000.json"));
 
 }  // namespace prof::format
