@@ -47,10 +47,10 @@ analyze_once() {
 }
 
 echo "cores: $cores, load: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u)"
-"$gen" "$work/g1k" -n 100000000 -r 1024 | tail -1
-"$gen" "$work/g16k" -n 20000000 -r 16384 | tail -1
-"$gen" "$work/gu16k" -n 20000000 -r 16384 --uncalled-functions 611 | tail -1
-"$gen" "$work/g4" -n 100000000 -r 4 | tail -1
+"$gen" "$work/g1k" -n 100000000 -r 1024 --replace | tail -1
+"$gen" "$work/g16k" -n 20000000 -r 16384 --replace | tail -1
+"$gen" "$work/gu16k" -n 20000000 -r 16384 --uncalled-functions 611 --replace | tail -1
+"$gen" "$work/g4" -n 100000000 -r 4 --replace | tail -1
 
 echo "== 10^8 events over 4 ranks, plain with 1, 2 and 4 workers"
 for threads in 1 2 4; do analyze_once 0 "$threads" "$work/g4" g4; done

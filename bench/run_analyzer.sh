@@ -19,7 +19,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 printf '%-12s %-24s %-12s %s\n' events "wall median (min-max)" events/s "max RSS"
 for n in "${sizes[@]}"; do
-  "$gen" "$work/t" -n "$n" -r 4 > /dev/null
+  "$gen" "$work/t" -n "$n" -r 4 --replace > /dev/null
   sync  # the kernel writing the fresh trace back would compete for the 2 cores
   : > "$work/times"
   for _ in $(seq "$runs"); do

@@ -27,7 +27,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for n in "${sizes[@]}"; do
-  "$gen" "$work/t" -n "$n" -r 4 > /dev/null
+  "$gen" "$work/t" -n "$n" -r 4 --replace > /dev/null
   sync
   echo "== $n events, 4 ranks (prof-gen-trace)"
   run "$work/t"

@@ -23,7 +23,7 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for n in "${sizes[@]}"; do
-  "$gen" "$work/t" -n "$n" -r 4 > /dev/null
+  "$gen" "$work/t" -n "$n" -r 4 --replace > /dev/null
   sync
   echo "== $n events, 4 ranks; load: $(cut -d' ' -f1-3 /proc/loadavg)"
   # The analysis and the timeline alternate, ROUNDS times each.

@@ -24,6 +24,9 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <string>
+#include <cstdlib>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -226,10 +229,27 @@ int main(int argc, char** argv) {
   uint32_t call_sites = 0;
   uint32_t uncalled_functions = 0;
   bool heartbeat = false;
+  bool replace = false;
   app.add_option("OUT_DIR", out, "directory to create and fill with rank-*.prof")->required();
-  app.add_option("-n,--events", events, "events over all ranks (about)");
+  // Digits only, checked as text before the conversion (which would take "-5"
+  // for 2^64 - 5 events); `least`: the smallest value allowed.
+  const auto whole_number = [](uint64_t least) {
+    return CLI::Validator(
+        [least](const std::string& text) -> std::string {
+          char* end = nullptr;
+          errno = 0;
+          const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+          if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || errno == ERANGE ||
+              *end != '\0' || v < least)
+            return "'" + text + "': expected a whole number, " + std::to_string(least) + " or more";
+          return "";
+        },
+        "UINT");
+  };
+  app.add_option("-n,--events", events, "events over all ranks (about), 1 or more")->check(whole_number(1));
   app.add_option("-r,--ranks", ranks, "ranks")->check(CLI::Range(1, 100000));
-  app.add_option("--run-id", run_id, "run id written in every file");
+  app.add_option("--run-id", run_id, "run id written in every file")->check(whole_number(0));
+  app.add_flag("--replace", replace, "replace the trace OUT_DIR holds (its rank files and window index)");
   app.add_option("--call-sites", call_sites, "source lines each MPI function is called from (0: no call sites)")
       ->check(CLI::Range(0u, prof::format::kSiteIndexes));
   app.add_option("--uncalled-functions", uncalled_functions,
@@ -238,7 +258,11 @@ int main(int argc, char** argv) {
   app.add_flag("--heartbeat", heartbeat,
                "a heartbeat in each file, at the rank's last leave, as libprof writes one");
   auto* chunk_option = app.add_option("--chunk-bytes", chunk, "event chunk size (default: 1 MiB, less above 1024 ranks)");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;  // (a usage error is 1, as in prof-analyze)
+  }
   // Default: 1 GiB over all ranks, within 64 KiB..1 MiB (a trace of many
   // ranks has smaller chunks, as a shim's of many ranks would).
   if (chunk_option->count() == 0) chunk = std::max<uint32_t>(64u << 10, std::min<uint32_t>(1u << 20, (1u << 30) / ranks));
@@ -247,6 +271,28 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(out, ec);
   if (ec) {
     std::fprintf(stderr, "prof-gen-trace: cannot create %s: %s\n", out.c_str(), ec.message().c_str());
+    return 1;
+  }
+  // A trace already there is never mixed with the new one (its other ranks'
+  // files would stay): refused, or with --replace removed first.
+  std::vector<std::filesystem::path> old_files;
+  for (const auto& entry : std::filesystem::directory_iterator(out, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (prof::format::is_rank_file_name(name) || name == "window-index.bin") old_files.push_back(entry.path());
+  }
+  if (!old_files.empty() && !replace) {
+    std::fprintf(stderr, "prof-gen-trace: %s already holds a trace (rank-*.prof); name a new directory, or --replace\n",
+                 out.c_str());
+    return 1;
+  }
+  for (const auto& f : old_files) std::filesystem::remove(f, ec);
+  // About 11 bytes an event are written (the synthetic 10^8: 1.12 GB): a
+  // count that cannot fit is refused before a byte is.
+  if (const std::filesystem::space_info space = std::filesystem::space(out, ec);
+      !ec && events / 2 > space.available / 5) {
+    std::fprintf(stderr, "prof-gen-trace: -n %llu: about %.1f GB, more than the %.1f GB free in %s\n",
+                 static_cast<unsigned long long>(events), static_cast<double>(events) * 11 / 1e9,
+                 static_cast<double>(space.available) / 1e9, out.c_str());
     return 1;
   }
   const size_t R = static_cast<size_t>(ranks);
