@@ -92,6 +92,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -326,8 +327,16 @@ std::string dump_rank(const RankTrace& t, const Options& o) {
         s.backwards_timestamps, s.events);
   }
   const ReadStats& s = t.stats();
+  // What is damaged, by the reader's counts (ReadStats::damage()'s terms).
   std::string wrong;
-  if (s.damage()) wrong = "damaged";
+  const std::pair<uint64_t, const char*> counts[] = {
+      {s.crc_mismatches, "CRC mismatch"},       {s.bad_chunk_headers, "bad chunk header"},
+      {s.truncated_chunks, "truncated chunk"},  {s.missing_chunks, "missing chunk"},
+      {s.bad_records, "bad record"},            {s.bad_definitions, "bad definition"}};
+  for (const auto& [n, what] : counts)
+    if (n != 0)
+      wrong += (wrong.empty() ? "" : ", ") + std::to_string(n) + " " + what +
+               (n == 1 ? "" : std::string_view(what).back() == 'h' ? "es" : "s");
   if (auto it = t.meta().find("records_lost"); it != t.meta().end() && it->second != "0")
     wrong += std::string(wrong.empty() ? "" : ", ") + it->second + " records lost when recording";
   return wrong.empty() ? wrong : t.path() + ": " + wrong;
@@ -349,9 +358,14 @@ int main(int argc, char** argv) {
     else if (a == "--stats") o.stats = true;
     else if (a == "--chunks") o.chunks = true;
     else if (a == "-h" || a == "--help") return usage(), 0;
-    else if (!a.empty() && a[0] == '-') return usage();
-    else if (input.empty()) input = a;
-    else return usage();
+    else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "prof-dump: unknown option %s\n", a.c_str());
+      return usage();
+    } else if (input.empty()) input = a;
+    else {
+      std::fprintf(stderr, "prof-dump: one FILE_OR_TRACE_DIR, not also %s\n", a.c_str());
+      return usage();
+    }
   }
   if (input.empty()) return usage();
   static char outbuf[1 << 16];
