@@ -125,9 +125,6 @@ void warn_empty_window(const prof::analysis::Analysis& a, const std::string& win
                  prefix, window.c_str());
 }
 
-// `--compare A B`: both traces analyzed in turn, then the comparison written
-// (text to `text_path` unless empty, JSON to `json_path` unless empty). Exit
-// status as for one trace: 2 when either is unusable, 3 when either is damaged.
 // The files an output may not be written to, said once before any analysis:
 // a rank file of a trace analyzed or its window index (each is mapped while
 // read: writing one destroys what was recorded, and its reader with it), and
@@ -161,6 +158,9 @@ std::string output_conflict(const std::vector<std::pair<const char*, std::string
   return "";
 }
 
+// `--compare A B`: both traces analyzed in turn, then the comparison written
+// (text to `text_path` unless empty, JSON to `json_path` unless empty). Exit
+// status as for one trace: 2 when either is unusable, 3 when either is damaged.
 int compare_runs(const std::string& a_dir, const std::string& b_dir, const prof::analysis::Options& opt,
                  const std::string& window, const std::string& text_path, const std::string& json_path,
                  bool quiet, const prof::analysis::CompareTextOptions& text_opt) {
@@ -552,9 +552,16 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
       ok = write_file(chrome_path,
                       [&](std::ostream& o) {
                         if (chrome_in_job) tell_chrome(true);
-                        if (!prof::analysis::write_chrome_trace(td, o, &err, nullptr, chrome_opt,
+                        prof::analysis::ChromeTraceStats drawn;
+                        if (!prof::analysis::write_chrome_trace(td, o, &err, &drawn, chrome_opt,
                                                                 chrome_in_job ? mpi : nullptr))
                           std::fprintf(stderr, "prof-analyze: error: %s: %s\n", chrome_path.c_str(), err.c_str());
+                        else if (!quiet && !chrome_window.empty() && drawn.slices == 0)
+                          std::fprintf(stderr,
+                                       "prof-analyze: warning: --chrome-trace-window %s holds none of the run "
+                                       "(FROM:TO are seconds from the trace's start): the Chrome trace has no "
+                                       "slice\n",
+                                       chrome_window.c_str());
                       }) &&
            ok;
       if (chrome_in_job && !chrome_told) tell_chrome(false);

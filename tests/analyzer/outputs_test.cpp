@@ -351,6 +351,15 @@ TEST(Outputs, ChromeTraceWindowKeepsWhatOverlapsIt) {
   EXPECT_EQ(intervals, 3 * 3);     // run, loop, nested
   EXPECT_EQ(starts.size(), 3u);    // the second iteration's messages
   EXPECT_EQ(starts, finishes);
+  // A window past the run's end: said on stderr (not with -q); a window that
+  // holds slices is not.
+  std::string out;
+  EXPECT_EQ(run_cli(b.dir() + " -o /dev/null --chrome-trace " + path + " --chrome-trace-window 100:200", &out), 0);
+  EXPECT_NE(out.find("warning: --chrome-trace-window 100:200 holds none of the run"), std::string::npos) << out;
+  EXPECT_EQ(run_cli(b.dir() + " -q -o /dev/null --chrome-trace " + path + " --chrome-trace-window 100:200", &out), 0);
+  EXPECT_EQ(out.find("holds none"), std::string::npos) << out;
+  EXPECT_EQ(run_cli(b.dir() + " -o /dev/null --chrome-trace " + path + " --chrome-trace-window 0.0039:0.0054", &out), 0);
+  EXPECT_EQ(out.find("holds none"), std::string::npos) << out;
 }
 
 TEST(Outputs, ChromeTraceWindowMustBeFromBeforeTo) {
