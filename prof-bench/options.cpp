@@ -115,7 +115,8 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
     for (const auto& name : ops) {
       Op op;
       if (!parse_op(name, &op)) fail("--op", name, "bcast, allreduce, reduce, gather, alltoall or barrier");
-      out->ops.push_back(op);
+      // (One row per op, implementation and size: an op or size given twice is measured once.)
+      if (std::find(out->ops.begin(), out->ops.end(), op) == out->ops.end()) out->ops.push_back(op);
     }
 
     out->sizes.clear();
@@ -124,7 +125,8 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
       // Counts are ints in MPI; alltoall and gather also need bytes x ranks.
       if (!to_unsigned(part, &bytes) || bytes > (1ull << 28))
         fail("--sizes", sizes, "a comma-separated list of byte counts from 0 to 268435456");
-      out->sizes.push_back(std::size_t(bytes));
+      if (std::find(out->sizes.begin(), out->sizes.end(), std::size_t(bytes)) == out->sizes.end())
+        out->sizes.push_back(std::size_t(bytes));
     }
     if (out->sizes.empty()) fail("--sizes", sizes, "at least one size");
 
