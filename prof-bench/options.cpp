@@ -2,6 +2,7 @@
 #include "options.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <CLI/CLI.hpp>
 
@@ -110,6 +111,16 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
 
   const std::size_t bcast_given = bcast_option->count();
   try {
+    // An empty FILE (an unset variable in a script) is a mistake, not the
+    // option left out; two outputs in one file would keep only the later.
+    for (const char* option : {"--csv", "--json"})
+      if (app.count(option) > 0 && app[option]->as<std::string>().empty()) fail(option, "", "a file name");
+    if (!out->csv.empty() && !out->json.empty()) {
+      std::error_code ec;
+      const auto csv = std::filesystem::weakly_canonical(out->csv, ec);
+      const auto json = std::filesystem::weakly_canonical(out->json, ec);
+      if (out->csv == out->json || (!ec && csv == json)) fail("--json", out->json, "another file than --csv's");
+    }
     out->ops.clear();
     if (ops.empty()) ops = {"bcast", "allreduce", "reduce", "gather", "alltoall", "barrier"};
     for (const auto& name : ops) {

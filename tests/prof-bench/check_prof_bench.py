@@ -103,6 +103,8 @@ def bad_options(args):
         (["--timer", "sundial"], "--timer"),
         (["--sync", "psychic"], "--sync"),
         (["--no-such-option"], "--no-such-option"),
+        (["--csv", ""], "--csv"),
+        (["--csv", "same.out", "--json", "./same.out"], "--json"),
     ]
     for extra, option in cases:
         # Option errors are found before MPI starts: no mpiexec needed.
