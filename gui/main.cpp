@@ -32,14 +32,14 @@ double peak_rss_mb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KB on Linux
 }
 
-// FROM:TO in seconds.
+// FROM:TO in seconds from the trace's start, 0 <= FROM < TO (as prof-analyze's).
 bool parse_window(const QString& text, double* from, double* to) {
   const QStringList parts = text.split(':');
   if (parts.size() != 2) return false;
   bool from_ok = false, to_ok = false;
   *from = parts[0].toDouble(&from_ok);
   *to = parts[1].toDouble(&to_ok);
-  return from_ok && to_ok && *from < *to;
+  return from_ok && to_ok && std::isfinite(*from) && std::isfinite(*to) && *from >= 0 && *from < *to;
 }
 
 int screenshot(MainWindow& window, const QString& dir, const QString& compare, const QString& file,
@@ -199,6 +199,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   const QString dir = args.value(0);
+  for (const QCommandLineOption* option : {&shot, &window, &select, &compare, &bench})
+    if (parser.values(*option).size() > 1) {
+      std::fprintf(stderr, "prof-gui: --%s given twice: give it once\n", qPrintable(option->names().first()));
+      return 1;
+    }
+  // (They shape the picture --screenshot renders; the window opens on the
+  // whole run, and --bench-frames runs its fixed sequence.)
+  for (const QCommandLineOption* option : {&window, &select})
+    if (parser.isSet(*option) && !parser.isSet(shot)) {
+      std::fprintf(stderr, "prof-gui: --%s goes with --screenshot FILE.png\n", qPrintable(option->names().first()));
+      return 1;
+    }
   if (parser.isSet(select)) {
     bool id_ok = false;
     parser.value(select).toInt(&id_ok);
@@ -210,7 +222,7 @@ int main(int argc, char** argv) {
   }
   double from = 0, to = 0;
   if (parser.isSet(window) && !parse_window(parser.value(window), &from, &to)) {
-    std::fprintf(stderr, "prof-gui: --window wants FROM:TO in seconds with FROM < TO, not '%s'\n",
+    std::fprintf(stderr, "prof-gui: --window wants FROM:TO in seconds from the trace's start with 0 <= FROM < TO, not '%s'\n",
                  qPrintable(parser.value(window)));
     return 1;
   }

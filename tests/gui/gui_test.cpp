@@ -988,10 +988,11 @@ void GuiTest::screenshot_writes_png() {
              qPrintable(QStringLiteral("%1 user, %2 collective pixels").arg(user).arg(collective)));
   }
   // A damaged argument is refused with a message and exit status 1: a window
-  // backwards or past the trace's end, an interval id that is not one or that
-  // the trace does not have.
+  // backwards, before the trace's start or past its end, an interval id that
+  // is not one or that the trace does not have, a second picture.
   for (const QStringList& extra : {QStringList{"--window", "5:1"}, QStringList{"--window", "50:60"},
-                                   QStringList{"--select", "abc"}, QStringList{"--select", "999"}}) {
+                                   QStringList{"--window", "-1:2"}, QStringList{"--select", "abc"},
+                                   QStringList{"--select", "999"}, QStringList{"--screenshot", out.filePath("y.png")}}) {
     QProcess bad;
     bad.setProcessEnvironment(env);
     bad.start(PROF_GUI_BIN, QStringList{trace.dir(), "--screenshot", out.filePath("x.png")} + extra);
@@ -999,6 +1000,17 @@ void GuiTest::screenshot_writes_png() {
     QCOMPARE(bad.exitStatus(), QProcess::NormalExit);
     QVERIFY2(bad.exitCode() == 1, qPrintable(extra.join(' ')));
     QVERIFY2(bad.readAllStandardError().contains(extra[0].toUtf8()), qPrintable(extra.join(' ')));
+  }
+  // --window and --select shape the screenshot: without one they are refused,
+  // not left unused.
+  for (const QStringList& extra : {QStringList{"--window", "0:0.001"}, QStringList{"--select", "1"},
+                                   QStringList{"--bench-frames", "2", "--select", "1"}}) {
+    QProcess bad;
+    bad.setProcessEnvironment(env);
+    bad.start(PROF_GUI_BIN, QStringList{trace.dir()} + extra);
+    QVERIFY(bad.waitForFinished(60000));
+    QVERIFY2(bad.exitCode() == 1, qPrintable(extra.join(' ')));
+    QVERIFY2(bad.readAllStandardError().contains("goes with --screenshot"), qPrintable(extra.join(' ')));
   }
   // Without any display: --help and --screenshot run offscreen, the window
   // itself says in one line that it needs one (never Qt's abort).
