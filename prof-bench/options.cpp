@@ -119,7 +119,9 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
       std::error_code ec;
       const auto csv = std::filesystem::weakly_canonical(out->csv, ec);
       const auto json = std::filesystem::weakly_canonical(out->json, ec);
-      if (out->csv == out->json || (!ec && csv == json)) fail("--json", out->json, "another file than --csv's");
+      const bool device = std::filesystem::exists(out->csv, ec) && !std::filesystem::is_regular_file(out->csv, ec);
+      if (!device && (out->csv == out->json || (!ec && csv == json)))
+        fail("--json", out->json, "another file than --csv's");
     }
     out->ops.clear();
     if (ops.empty()) ops = {"bcast", "allreduce", "reduce", "gather", "alltoall", "barrier"};

@@ -150,9 +150,14 @@ std::string output_conflict(const std::vector<std::pair<const char*, std::string
         return std::string(option) + " " + path + ": that is " + (name == prof::analysis::kWindowIndexFileName ? "the window index" : "a rank file") +
                " of the trace " + dir + ", which the analysis reads; name another file";
   }
+  // (Devices and pipes take any number of writers: -o /dev/null --json /dev/null.)
+  auto a_file = [](const std::string& path) {
+    std::error_code ec;
+    return !fs::exists(path, ec) || fs::is_regular_file(path, ec);
+  };
   for (size_t i = 0; i < outputs.size(); ++i)
     for (size_t j = i + 1; j < outputs.size(); ++j)
-      if (where(outputs[i].second) == where(outputs[j].second))
+      if (a_file(outputs[i].second) && where(outputs[i].second) == where(outputs[j].second))
         return std::string(outputs[i].first) + " and " + outputs[j].first + " both name " + outputs[j].second +
                ": each output needs a file of its own";
   return "";

@@ -401,6 +401,7 @@ TEST(Outputs, NoOutputOverwritesTheTraceOrAnotherOutput) {
   EXPECT_EQ(run_cli(b.dir() + " -o " + b.dir() + "/r --json " + b.dir() + "/../" + fs::path(b.dir()).filename().string() + "/r", &out), 1);
   EXPECT_NE(out.find("-o and --json both name"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(b.dir() + "/r"));
+  EXPECT_EQ(run_cli(b.dir() + " -q -o /dev/null --json /dev/null", &out), 0) << out;  // (a device takes both)
   for (const char* empty : {" -o ''", " --json ''", " --chrome-trace ''", " --window ''", " --otf2 ''"}) {
     EXPECT_EQ(run_cli(b.dir() + empty, &out), 1) << empty;
     EXPECT_NE(out.find("empty value"), std::string::npos) << empty << ": " << out;
