@@ -222,7 +222,8 @@ int main(int argc, char** argv) {
   }
   double from = 0, to = 0;
   if (parser.isSet(window) && !parse_window(parser.value(window), &from, &to)) {
-    std::fprintf(stderr, "prof-gui: --window wants FROM:TO in seconds from the trace's start with 0 <= FROM < TO, not '%s'\n",
+    std::fprintf(stderr,
+                 "prof-gui: --window wants FROM:TO in seconds from the trace's start with 0 <= FROM < TO, not '%s'\n",
                  qPrintable(parser.value(window)));
     return 1;
   }

@@ -147,8 +147,9 @@ std::string output_conflict(const std::vector<std::pair<const char*, std::string
     if (!prof::format::is_rank_file_name(name) && name != prof::analysis::kWindowIndexFileName) continue;
     for (const std::string& dir : trace_dirs)
       if (real.parent_path() == where(dir))
-        return std::string(option) + " " + path + ": that is " + (name == prof::analysis::kWindowIndexFileName ? "the window index" : "a rank file") +
-               " of the trace " + dir + ", which the analysis reads; name another file";
+        return std::string(option) + " " + path + ": that is " +
+               (name == prof::analysis::kWindowIndexFileName ? "the window index" : "a rank file") + " of the trace " +
+               dir + ", which the analysis reads; name another file";
   }
   // (Devices and pipes take any number of writers: -o /dev/null --json /dev/null.)
   auto a_file = [](const std::string& path) {
@@ -274,8 +275,8 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     return rc == 0 ? 0 : kExitUsage;
   }
   // An option given an empty value ("$OUT" unset in a script) is a mistake,
-  // not the option left out.
-  // (An empty --ranks LIST is documented: every rank's lines.)
+  // not the option left out (an empty --ranks LIST is documented: every
+  // rank's lines).
   for (const char* option : {"--output", "--json", "--chrome-trace", "--otf2", "--window", "--chrome-trace-window",
                              "TRACE_DIR"}) {
     const CLI::Option* o = app.get_option(option);
@@ -356,7 +357,8 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     if (out_path != "-") files.emplace_back("-o", out_path);
     if (!json_path.empty() && json_path != "-") files.emplace_back("--json", json_path);
     if (!chrome_path.empty() && chrome_path != "-") files.emplace_back("--chrome-trace", chrome_path);
-    const std::string conflict = output_conflict(files, compare_dirs.empty() ? std::vector<std::string>{dir} : compare_dirs);
+    const std::string conflict =
+        output_conflict(files, compare_dirs.empty() ? std::vector<std::string>{dir} : compare_dirs);
     if (!conflict.empty()) {
       std::fprintf(stderr, "prof-analyze: error: %s\n", conflict.c_str());
       return kExitUsage;

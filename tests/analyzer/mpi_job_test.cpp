@@ -278,11 +278,8 @@ TEST(MpiJob, WindowIndexThePlainCommandWroteServesEveryProcessCount) {
   TraceBuilder b(6, 42, true, 4096);
   build_clean_ring(b, 6, 1500);
   std::string out;
-  ASSERT_EQ(run_shell("timeout -k 5 60 " + std::string(PROF_ANALYZE_BIN) + " --no-progress -q -o /dev/null --window 0:0.01 " +
-                          b.dir(),
-                      &out),
-            0)
-      << out;
+  const std::string plain = std::string(PROF_ANALYZE_BIN) + " --no-progress -q -o /dev/null --window 0:0.01 ";
+  ASSERT_EQ(run_shell("timeout -k 5 60 " + plain + b.dir(), &out), 0) << out;
   ASSERT_TRUE(fs::exists(fs::path(b.dir()) / "window-index.bin")) << out;
   for (const char* window : {"0.15:0.2", "0.29:0.31"}) {
     const std::string args = std::string("--window ") + window + " --functions --json {json} --chrome-trace {chrome}";

@@ -382,14 +382,15 @@ TEST(Outputs, NoOutputOverwritesTheTraceOrAnotherOutput) {
   TraceBuilder b(3);
   build(b);
   std::string out;
-  ASSERT_EQ(run_cli(b.dir() + " -q --window 0:0.01 -o " + b.dir() + "/report.txt", &out), 0) << out;  // (writes the index)
+  // (A window writes the index.)
+  ASSERT_EQ(run_cli(b.dir() + " -q --window 0:0.01 -o " + b.dir() + "/report.txt", &out), 0) << out;
   ASSERT_TRUE(fs::exists(b.dir() + "/window-index.bin"));
   const std::string rank1 = file_bytes(b.dir() + "/rank-00001.prof");
   const std::string index = file_bytes(b.dir() + "/window-index.bin");
   const std::string relative = fs::relative(b.dir() + "/rank-00001.prof").string();
   for (const std::string& args :
-       {" -o " + b.dir() + "/rank-00001.prof", " --json " + relative, " --chrome-trace " + b.dir() + "/./rank-00001.prof",
-        " --json " + b.dir() + "/window-index.bin"}) {
+       {" -o " + b.dir() + "/rank-00001.prof", " --json " + relative,
+        " --chrome-trace " + b.dir() + "/./rank-00001.prof", " --json " + b.dir() + "/window-index.bin"}) {
     EXPECT_EQ(run_cli(b.dir() + args, &out), 1) << args;
     EXPECT_NE(out.find("of the trace"), std::string::npos) << args << ": " << out;
   }
@@ -398,7 +399,8 @@ TEST(Outputs, NoOutputOverwritesTheTraceOrAnotherOutput) {
   EXPECT_EQ(run_cli("--compare " + b.dir() + " " + b.dir() + "/.. -o " + b.dir() + "/rank-00001.prof", &out), 1) << out;
   EXPECT_EQ(file_bytes(b.dir() + "/rank-00001.prof"), rank1);
 
-  EXPECT_EQ(run_cli(b.dir() + " -o " + b.dir() + "/r --json " + b.dir() + "/../" + fs::path(b.dir()).filename().string() + "/r", &out), 1);
+  const std::string same = b.dir() + "/../" + fs::path(b.dir()).filename().string() + "/r";
+  EXPECT_EQ(run_cli(b.dir() + " -o " + b.dir() + "/r --json " + same, &out), 1);
   EXPECT_NE(out.find("-o and --json both name"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(b.dir() + "/r"));
   EXPECT_EQ(run_cli(b.dir() + " -q -o /dev/null --json /dev/null", &out), 0) << out;  // (a device takes both)
