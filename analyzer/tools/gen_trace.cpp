@@ -287,9 +287,10 @@ int main(int argc, char** argv) {
   }
   for (const auto& f : old_files) std::filesystem::remove(f, ec);
   // About 11 bytes an event are written (the synthetic 10^8: 1.12 GB): a
-  // count that cannot fit is refused before a byte is.
+  // count whose trace would need more than the free space at 10 bytes an
+  // event is refused before a byte is written.
   if (const std::filesystem::space_info space = std::filesystem::space(out, ec);
-      !ec && events / 2 > space.available / 5) {
+      !ec && events > space.available / 10) {
     std::fprintf(stderr, "prof-gen-trace: -n %llu: about %.1f GB, more than the %.1f GB free in %s\n",
                  static_cast<unsigned long long>(events), static_cast<double>(events) * 11 / 1e9,
                  static_cast<double>(space.available) / 1e9, out.c_str());
