@@ -2,7 +2,6 @@
 #include "options.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include <CLI/CLI.hpp>
 
@@ -11,6 +10,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "prof/safe_file.h"
 #include "prof/settings.h"
 
 namespace prof::bench {
@@ -115,14 +115,8 @@ int parse_options(int argc, char** argv, Options* out, std::string* message) {
     // option left out; two outputs in one file would keep only the later.
     for (const char* option : {"--csv", "--json"})
       if (app.count(option) > 0 && app[option]->as<std::string>().empty()) fail(option, "", "a file name");
-    if (!out->csv.empty() && !out->json.empty()) {
-      std::error_code ec;
-      const auto csv = std::filesystem::weakly_canonical(out->csv, ec);
-      const auto json = std::filesystem::weakly_canonical(out->json, ec);
-      const bool device = std::filesystem::exists(out->csv, ec) && !std::filesystem::is_regular_file(out->csv, ec);
-      if (!device && (out->csv == out->json || (!ec && csv == json)))
-        fail("--json", out->json, "another file than --csv's");
-    }
+    if (!out->csv.empty() && !out->json.empty() && prof::trace::same_output_file(out->csv, out->json))
+      fail("--json", out->json, "another file than --csv's");
     out->ops.clear();
     if (ops.empty()) ops = {"bcast", "allreduce", "reduce", "gather", "alltoall", "barrier"};
     for (const auto& name : ops) {

@@ -156,9 +156,9 @@ Comparison compare(const Analysis& a, const Analysis& b) {
       e.b = &b.intervals[i];
       c.only_b.push_back(e);
     }
-  // By the size of the change, the whole run among them (spec/interfaces.md:
-  // sorted by the change in lost time); ties in A's tree order, so the whole
-  // run first among equals.
+  // By the size of the change, the whole run among them (docs/interfaces.md,
+  // "Two runs compared"); ties in A's tree order, so the whole run first
+  // among equals.
   std::stable_sort(c.matched.begin(), c.matched.end(), [](const ComparedInterval& x, const ComparedInterval& y) {
     return std::fabs(sort_value(x.b->main) - sort_value(x.a->main)) >
            std::fabs(sort_value(y.b->main) - sort_value(y.a->main));

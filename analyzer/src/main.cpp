@@ -37,6 +37,7 @@
 #include "prof/analysis/exchange.h"
 #include "prof/analysis/otf2_export.h"
 #include "prof/analysis/report.h"
+#include "prof/safe_file.h"
 
 namespace {
 
@@ -114,8 +115,9 @@ void warn_unlisted_ranks(const prof::analysis::Analysis& a, const std::vector<st
 }
 
 // A --window that holds none of the run (past its end, or before any rank's
-// MPI_Init returned, where the run starts): its report is all zeros, which a window given in the wrong unit (milliseconds
-// for seconds) would otherwise pass without a word.
+// MPI_Init returned, where the run starts): its report is all zeros, which a
+// window given in the wrong unit (milliseconds for seconds) would otherwise
+// pass without a word.
 // (`prefix`: which run of a --compare.)
 void warn_empty_window(const prof::analysis::Analysis& a, const std::string& window, const char* prefix = "") {
   if (a.window && !a.intervals.empty() && a.intervals[0].exe_count == 0)
@@ -133,32 +135,23 @@ void warn_empty_window(const prof::analysis::Analysis& a, const std::string& win
 // lead (links and relative paths resolved). "": none of these.
 std::string output_conflict(const std::vector<std::pair<const char*, std::string>>& outputs,
                             const std::vector<std::string>& trace_dirs) {
-  namespace fs = std::filesystem;
-  auto where = [](const std::string& path) {
-    std::error_code ec;
-    fs::path p = fs::weakly_canonical(path, ec);
-    return ec ? fs::absolute(path, ec).lexically_normal() : p;
-  };
+  using prof::format::kWindowIndexFileName;
+  using prof::trace::resolved_path;
   for (const auto& [option, path] : outputs) {
     std::error_code ec;
-    if (!fs::exists(path, ec)) continue;
-    const fs::path real = where(path);
+    if (!std::filesystem::exists(path, ec)) continue;
+    const std::filesystem::path real = resolved_path(path);
     const std::string name = real.filename().string();
-    if (!prof::format::is_rank_file_name(name) && name != prof::analysis::kWindowIndexFileName) continue;
+    if (!prof::format::is_rank_file_name(name) && name != kWindowIndexFileName) continue;
     for (const std::string& dir : trace_dirs)
-      if (real.parent_path() == where(dir))
+      if (real.parent_path() == resolved_path(dir))
         return std::string(option) + " " + path + ": that is " +
-               (name == prof::analysis::kWindowIndexFileName ? "the window index" : "a rank file") + " of the trace " +
-               dir + ", which the analysis reads; name another file";
+               (name == kWindowIndexFileName ? "the window index" : "a rank file") + " of the trace " + dir +
+               ", which the analysis reads; name another file";
   }
-  // (Devices and pipes take any number of writers: -o /dev/null --json /dev/null.)
-  auto a_file = [](const std::string& path) {
-    std::error_code ec;
-    return !fs::exists(path, ec) || fs::is_regular_file(path, ec);
-  };
   for (size_t i = 0; i < outputs.size(); ++i)
     for (size_t j = i + 1; j < outputs.size(); ++j)
-      if (a_file(outputs[i].second) && where(outputs[i].second) == where(outputs[j].second))
+      if (prof::trace::same_output_file(outputs[i].second, outputs[j].second))
         return std::string(outputs[i].first) + " and " + outputs[j].first + " both name " + outputs[j].second +
                ": each output needs a file of its own";
   return "";

@@ -13,7 +13,32 @@
 namespace prof::analysis {
 namespace {
 
-std::string num(double v) { return figure_text(v); }
+// The thesis's analyzer kept whole microseconds and divided integers, so its
+// figures are cut, never rounded, to the microsecond (its mean 0.068763 / 4 =
+// 0.01719075 prints as 0.017190). The guard: a figure that is a whole number
+// of microseconds may land a few ulps below it after the conversions to
+// seconds (0.000249 s is 248.99999999999997 us as doubles), which a cut would
+// take a microsecond lower; a figure within 1 ps of the next microsecond
+// (or 64 ulps of itself, past 70 s) counts as reaching it.
+// Written through std::to_chars, not printf: a report of 4096 ranks prints
+// some 150,000 numbers, and snprintf's parse of the format was most of the
+// report's time. Appended to a line: the per-rank rows are built whole and
+// written at once (at 10^5 ranks, 36 MB of them; a stream insertion per
+// number was most of the report's time).
+void append_figure(std::string& line, double seconds) {
+  double us = seconds * 1e6;
+  const double guard = std::max(1e-6, std::abs(us) * 0x1p-46);
+  us = std::trunc(us >= 0 ? us + guard : us - guard);
+  if (us == 0) us = 0;  // (-0.0000004 cut toward zero is 0, not "-0.000000")
+  char b[400];  // (the longest double in fixed notation: 309 digits, sign, point, 6 decimals)
+  const auto r = std::to_chars(b, b + sizeof b, us / 1e6, std::chars_format::fixed, 6);
+  line.append(b, r.ptr);
+}
+std::string num(double v) {
+  std::string s;
+  append_figure(s, v);
+  return s;
+}
 // The integer std::to_string gives, appended to a line.
 void append_integer(std::string& line, unsigned long long v) {
   char b[24];
@@ -71,32 +96,7 @@ void write_run_block(const RunRecord& run, std::ostream& out) {
 
 }  // namespace
 
-// The thesis's analyzer kept whole microseconds and divided integers, so its
-// figures are cut, never rounded, to the microsecond (its mean 0.068763 / 4 =
-// 0.01719075 prints as 0.017190). The guard: a figure that is a whole number
-// of microseconds may land a few ulps below it after the conversions to
-// seconds (0.000249 s is 248.99999999999997 us as doubles), which a cut would
-// take a microsecond lower; a figure within 1 ps of the next microsecond
-// (or 64 ulps of itself, past 70 s) counts as reaching it.
-// Written through std::to_chars, not printf: a report of 4096 ranks prints
-// some 150,000 numbers, and snprintf's parse of the format was most of the
-// report's time. Appended to a line: the per-rank rows are built whole and
-// written at once (at 10^5 ranks, 36 MB of them; a stream insertion per
-// number was most of the report's time).
-void append_figure(std::string& line, double seconds) {
-  double us = seconds * 1e6;
-  const double guard = std::max(1e-6, std::abs(us) * 0x1p-46);
-  us = std::trunc(us >= 0 ? us + guard : us - guard);
-  if (us == 0) us = 0;  // (-0.0000004 cut toward zero is 0, not "-0.000000")
-  char b[400];  // (the longest double in fixed notation: 309 digits, sign, point, 6 decimals)
-  const auto r = std::to_chars(b, b + sizeof b, us / 1e6, std::chars_format::fixed, 6);
-  line.append(b, r.ptr);
-}
-std::string figure_text(double seconds) {
-  std::string s;
-  append_figure(s, seconds);
-  return s;
-}
+std::string figure_text(double seconds) { return num(seconds); }
 
 std::string interval_title(const IntervalNode& n) {
   return "Interval (LineNumber = " + std::to_string(n.line) + " SourceFile = " + n.source_label() +

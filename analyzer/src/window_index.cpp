@@ -2,7 +2,6 @@
 // chunks for a window (the algorithm is in window_index.h).
 #include "window_index.h"
 
-#include "prof/analysis/analysis.h"
 #include "prof/safe_file.h"
 
 #include <algorithm>
@@ -976,7 +975,7 @@ IndexPlaces window_index_places(const trace::TraceDir& dir) {
   IndexPlaces p;
   if (dir.ranks.empty()) return p;
   const std::filesystem::path trace = trace_directory(dir);
-  p.beside = (trace / prof::analysis::kWindowIndexFileName).string();
+  p.beside = (trace / format::kWindowIndexFileName).string();
   const std::string base = cache_base();
   if (base.empty()) return p;
   std::error_code ec;

@@ -327,16 +327,13 @@ std::string dump_rank(const RankTrace& t, const Options& o) {
         s.backwards_timestamps, s.events);
   }
   const ReadStats& s = t.stats();
-  // What is damaged, by the reader's counts (ReadStats::damage()'s terms).
+  // What is damaged, by the reader's counts.
   std::string wrong;
-  const std::pair<uint64_t, const char*> counts[] = {
-      {s.crc_mismatches, "CRC mismatch"},       {s.bad_chunk_headers, "bad chunk header"},
-      {s.truncated_chunks, "truncated chunk"},  {s.missing_chunks, "missing chunk"},
-      {s.bad_records, "bad record"},            {s.bad_definitions, "bad definition"}};
-  for (const auto& [n, what] : counts)
-    if (n != 0)
-      wrong += (wrong.empty() ? "" : ", ") + std::to_string(n) + " " + what +
-               (n == 1 ? "" : std::string_view(what).back() == 'h' ? "es" : "s");
+  s.for_each_damage([&wrong](uint64_t n, const char* what) {
+    if (n == 0) return;
+    wrong += (wrong.empty() ? "" : ", ") + std::to_string(n) + " " + what +
+             (n == 1 ? "" : std::string_view(what).back() == 'h' ? "es" : "s");
+  });
   if (auto it = t.meta().find("records_lost"); it != t.meta().end() && it->second != "0")
     wrong += std::string(wrong.empty() ? "" : ", ") + it->second + " records lost when recording";
   return wrong.empty() ? wrong : t.path() + ": " + wrong;

@@ -355,9 +355,6 @@ struct Analysis {
 
 class Exchange;  // exchange.h
 
-// The window index file's name beside the trace (Options::write_window_index).
-inline constexpr const char* kWindowIndexFileName = "window-index.bin";
-
 struct Options {
   // Worker threads; 0: one per core this process may use (never more than
   // ranks).

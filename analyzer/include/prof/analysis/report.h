@@ -111,8 +111,6 @@ void write_json_report(const Analysis& a, std::ostream& out);
 // The text report, the comparison of two runs and the GUI's tables all print
 // their seconds with it.
 std::string figure_text(double seconds);
-// The same, appended to `line`.
-void append_figure(std::string& line, double seconds);
 
 // One interval's header line, e.g. "Interval (LineNumber = 153 SourceFile = exch.c) Level=0 EXE_Count=1".
 std::string interval_title(const IntervalNode& n);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -31,5 +32,22 @@ RegularFile open_regular_file(const std::string& path, std::string* error);
 // file beside it. False, with `error` naming the file and the reason, when it
 // cannot; nothing is left behind then.
 bool replace_file(const std::string& path, std::string_view bytes, std::string* error);
+
+// Where `path` leads: links and `..` resolved as far as the path exists, the
+// rest made absolute.
+inline std::filesystem::path resolved_path(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  return ec ? std::filesystem::absolute(path, ec).lexically_normal() : p;
+}
+
+// Whether two outputs would write one regular file (one path through links
+// or `..`, or a file not yet there named twice): the later would replace the
+// earlier. A device or pipe (/dev/null) takes any number of writers.
+inline bool same_output_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (std::filesystem::exists(a, ec) && !std::filesystem::is_regular_file(a, ec)) return false;
+  return resolved_path(a) == resolved_path(b);
+}
 
 }  // namespace prof::trace

@@ -534,5 +534,8 @@ inline constexpr bool is_rank_file_name(std::string_view name) {
 }
 static_assert(is_rank_file_name("rank-00000.prof") && !is_rank_file_name("rank-.prof") &&
               !is_rank_file_name("rank-00000.json"));
+// The analyzer's window index beside the rank files (docs/trace-format.md,
+// "The window index").
+inline constexpr const char* kWindowIndexFileName = "window-index.bin";
 
 }  // namespace prof::format

@@ -190,10 +190,21 @@ struct ReadStats {
   uint64_t backwards_timestamps = 0; // a record that enters before its predecessor
   uint64_t events = 0;               // decoded so far by cursors
   // What of the file is damaged: data lost or not trusted (not a chunk
-  // salvaged unsealed, not a timestamp running backwards).
+  // salvaged unsealed, not a timestamp running backwards). f(count, name) for
+  // each such count, the name singular ("CRC mismatch").
+  template <class F>
+  void for_each_damage(F&& f) const {
+    f(crc_mismatches, "CRC mismatch");
+    f(bad_chunk_headers, "bad chunk header");
+    f(truncated_chunks, "truncated chunk");
+    f(missing_chunks, "missing chunk");
+    f(bad_records, "bad record");
+    f(bad_definitions, "bad definition");
+  }
   uint64_t damage() const {
-    return crc_mismatches + bad_chunk_headers + truncated_chunks + missing_chunks + bad_records +
-           bad_definitions;
+    uint64_t n = 0;
+    for_each_damage([&n](uint64_t count, const char*) { n += count; });
+    return n;
   }
   bool operator==(const ReadStats&) const = default;
 };
