@@ -18,6 +18,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 
 HEADER = ("op,impl,procs,bytes,runs_total,runs_valid,runs_kept,mean_s,stderr_s,min_s,max_s,"
           "ci_low_s,ci_high_s,rel_err,sync_error_s")
@@ -31,9 +32,9 @@ def check(condition, what):
         print("FAIL:", what)
 
 
-def run(cmd, timeout=60):
+def run(cmd, timeout=60, cwd=None):
     print("$", " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     sys.stdout.write(proc.stdout)
     sys.stderr.write(proc.stderr)
     return proc
@@ -104,7 +105,6 @@ def bad_options(args):
         (["--sync", "psychic"], "--sync"),
         (["--no-such-option"], "--no-such-option"),
         (["--csv", ""], "--csv"),
-        (["--csv", "same.out", "--json", "./same.out"], "--json"),
     ]
     for extra, option in cases:
         # Option errors are found before MPI starts: no mpiexec needed.
@@ -112,6 +112,14 @@ def bad_options(args):
         check(proc.returncode != 0, f"{extra}: exit status 0")
         check(option in proc.stderr and "error" in proc.stderr.lower(),
               f"{extra}: stderr does not name {option}: {proc.stderr!r}")
+    # One file named two ways, relative to a directory where it does not exist
+    # yet (a file left there from an earlier run must not decide the check).
+    with tempfile.TemporaryDirectory(dir=args.out) as fresh:
+        extra = ["--csv", "same.out", "--json", "./same.out"]
+        proc = run([args.bench] + extra, cwd=fresh)
+        check(proc.returncode != 0, f"{extra}: exit status 0")
+        check("--json" in proc.stderr, f"{extra}: stderr does not name --json: {proc.stderr!r}")
+        check(not os.path.exists(os.path.join(fresh, "same.out")), f"{extra}: same.out written")
     # Found after MPI_Init (needs the number of ranks): one message, not one per rank.
     proc = mpirun(args, 2, [args.bench, "--root", "5", "--op", "bcast", "--sizes", "8"])
     check(proc.returncode != 0, "--root 5 at 2 ranks: exit status 0")

@@ -37,8 +37,12 @@ bool replace_file(const std::string& path, std::string_view bytes, std::string* 
 // rest made absolute.
 inline std::filesystem::path resolved_path(const std::string& path) {
   std::error_code ec;
-  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
-  return ec ? std::filesystem::absolute(path, ec).lexically_normal() : p;
+  // Absolute first: weakly_canonical leaves a relative path whose first part
+  // does not exist relative, so "x" and "./x" would differ.
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec).lexically_normal();
+  if (ec) return std::filesystem::path(path).lexically_normal();
+  std::filesystem::path p = std::filesystem::weakly_canonical(absolute, ec);
+  return ec ? absolute : p;
 }
 
 // Whether two outputs would write one regular file (one path through links
