@@ -404,7 +404,8 @@ TEST(Outputs, NoOutputOverwritesTheTraceOrAnotherOutput) {
   EXPECT_NE(out.find("-o and --json both name"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(b.dir() + "/r"));
   // A file not there yet, named bare and with ./ from the directory it goes in.
-  EXPECT_EQ(run_shell("cd " + b.dir() + " && " + PROF_ANALYZE_BIN + " --no-progress . -o fresh --json ./fresh", &out), 1);
+  EXPECT_EQ(run_shell("cd " + b.dir() + " && " + PROF_ANALYZE_BIN + " --no-progress . -o fresh --json ./fresh", &out),
+            1);
   EXPECT_NE(out.find("-o and --json both name"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(b.dir() + "/fresh"));
   EXPECT_EQ(run_cli(b.dir() + " -q -o /dev/null --json /dev/null", &out), 0) << out;  // (a device takes both)
