@@ -132,7 +132,7 @@ void warn_empty_window(const prof::analysis::Analysis& a, const std::string& win
 // read: writing one destroys what was recorded, and its reader with it), and
 // the file another output writes (the later would replace the earlier).
 // Outputs that do not exist yet cannot be inputs; paths compare by where they
-// lead (links and relative paths resolved). "": none of these.
+// lead (links, hard links and relative paths resolved). "": none of these.
 std::string output_conflict(const std::vector<std::pair<const char*, std::string>>& outputs,
                             const std::vector<std::string>& trace_dirs) {
   using prof::format::kWindowIndexFileName;
@@ -141,13 +141,28 @@ std::string output_conflict(const std::vector<std::pair<const char*, std::string
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) continue;
     const std::filesystem::path real = resolved_path(path);
-    const std::string name = real.filename().string();
-    if (!prof::format::is_rank_file_name(name) && name != kWindowIndexFileName) continue;
+    std::string name = real.filename().string();
+    const auto conflict = [&](const std::string& dir) {
+      return std::string(option) + " " + path + ": that is " +
+             (name == kWindowIndexFileName ? "the window index" : "a rank file") + " of the trace " + dir +
+             ", which the analysis reads; name another file";
+    };
+    if (prof::format::is_rank_file_name(name) || name == kWindowIndexFileName)
+      for (const std::string& dir : trace_dirs)
+        if (real.parent_path() == resolved_path(dir)) return conflict(dir);
+    // A second name (a hard link) of one of the trace's files: looked for only
+    // where the output has several names, so no directory is listed otherwise.
+    struct stat out_stat {};
+    if (::stat(path.c_str(), &out_stat) != 0 || !S_ISREG(out_stat.st_mode) || out_stat.st_nlink < 2) continue;
     for (const std::string& dir : trace_dirs)
-      if (real.parent_path() == resolved_path(dir))
-        return std::string(option) + " " + path + ": that is " +
-               (name == kWindowIndexFileName ? "the window index" : "a rank file") + " of the trace " + dir +
-               ", which the analysis reads; name another file";
+      for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+        name = entry.path().filename().string();
+        struct stat entry_stat {};
+        if ((prof::format::is_rank_file_name(name) || name == kWindowIndexFileName) &&
+            ::stat(entry.path().c_str(), &entry_stat) == 0 && entry_stat.st_dev == out_stat.st_dev &&
+            entry_stat.st_ino == out_stat.st_ino)
+          return conflict(dir);
+      }
   }
   for (size_t i = 0; i < outputs.size(); ++i)
     for (size_t j = i + 1; j < outputs.size(); ++j)

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -408,6 +409,18 @@ TEST(Outputs, NoOutputOverwritesTheTraceOrAnotherOutput) {
             1);
   EXPECT_NE(out.find("-o and --json both name"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(b.dir() + "/fresh"));
+  // Hard links: a second name of a rank file, and two names of one output.
+  const std::string other = b.dir() + "/../" + fs::path(b.dir()).filename().string() + "-links";
+  fs::create_directories(other);
+  fs::create_hard_link(b.dir() + "/rank-00001.prof", other + "/copy.prof");
+  EXPECT_EQ(run_cli(b.dir() + " -o " + other + "/copy.prof", &out), 1);
+  EXPECT_NE(out.find("a rank file of the trace"), std::string::npos) << out;
+  EXPECT_EQ(file_bytes(b.dir() + "/rank-00001.prof"), rank1);
+  std::ofstream(other + "/r1") << "old";
+  fs::create_hard_link(other + "/r1", other + "/r2");
+  EXPECT_EQ(run_cli(b.dir() + " -o " + other + "/r1 --json " + other + "/r2", &out), 1);
+  EXPECT_NE(out.find("-o and --json both name"), std::string::npos) << out;
+  fs::remove_all(other);
   EXPECT_EQ(run_cli(b.dir() + " -q -o /dev/null --json /dev/null", &out), 0) << out;  // (a device takes both)
   for (const char* empty : {" -o ''", " --json ''", " --chrome-trace ''", " --window ''", " --otf2 ''"}) {
     EXPECT_EQ(run_cli(b.dir() + empty, &out), 1) << empty;
