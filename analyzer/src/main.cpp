@@ -321,6 +321,18 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     }
     prof::trace::set_mapping_budget(static_cast<int>(n));
   }
+  // The root causes' temporary file goes to TMPDIR: a directory that is not
+  // there is the setting's mistake, said before the analysis, not its failure.
+  if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir && *tmpdir) {
+    struct stat st {};
+    const bool found = ::stat(tmpdir, &st) == 0;
+    if (!found || !S_ISDIR(st.st_mode) || ::access(tmpdir, W_OK | X_OK) != 0) {
+      std::fprintf(stderr, "prof-analyze: error: TMPDIR '%s': %s; it names where temporary files go: a writable "
+                   "directory, or unset for /tmp\n", tmpdir,
+                   !found ? std::strerror(errno) : !S_ISDIR(st.st_mode) ? "not a directory" : "not writable");
+      return kExitUsage;
+    }
+  }
   std::vector<std::pair<int, int>> shown_ranks;
   if (!rank_list.empty()) {
     std::string error;

@@ -430,6 +430,25 @@ TEST(Outputs, NoOutputOverwritesTheTraceOrAnotherOutput) {
   EXPECT_EQ(run_cli(b.dir() + " --index --no-index", &out), 1) << out;
 }
 
+// TMPDIR names where the root causes' temporary file goes: one that is no
+// directory is the setting's mistake (exit 1, named), found before the analysis.
+TEST(Outputs, TmpdirThatIsNoDirectoryIsAUsageError) {
+  TraceBuilder b(3);
+  build(b);
+  std::string out;
+  for (const std::string& tmpdir : {b.dir() + "/none", b.dir() + "/rank-00000.prof"}) {
+    EXPECT_EQ(run_shell("TMPDIR=" + tmpdir + " " + PROF_ANALYZE_BIN + " --no-progress -q " + b.dir() + " --json /dev/null",
+                        &out),
+              1)
+        << tmpdir;
+    EXPECT_NE(out.find("TMPDIR '" + tmpdir + "'"), std::string::npos) << out;
+  }
+  EXPECT_EQ(run_shell("TMPDIR=" + b.dir() + " " + PROF_ANALYZE_BIN + " --no-progress -q " + b.dir() + " --json /dev/null",
+                      &out),
+            0)
+      << out;
+}
+
 TEST(Outputs, LibraryWritersAgreeWithTheBinary) {
   TraceBuilder b(3);
   build(b);
