@@ -70,22 +70,37 @@ void on_fork_child() {
 
 namespace {
 
+// A fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL) or SIGABRT (abort() ends the
+// process whatever a handler does) ends the rank: the trace is ended first,
+// then the previous handler runs (UCX installs its own for SIGSEGV) or the
+// default action. SIGTERM, SIGINT and SIGQUIT end it only by their default
+// action: a handler of the program's runs first and decides (it may go on,
+// call exit(), which ends the trace as `exit`, or _exit, which leaves it
+// unsealed, as SIGKILL does). A signal the program ignores gets no handler.
+bool ends_whatever_handler_does(int sig) { return sig != SIGTERM && sig != SIGINT && sig != SIGQUIT; }
+
+bool is_programs_handler(const struct sigaction& action) {
+  if (action.sa_flags & SA_SIGINFO) return action.sa_sigaction != nullptr;
+  return action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN;
+}
+
+void end_recording(int sig) {
+  if (!g.recording) return;
+  stop_recording();
+  char reason[24];
+  std::snprintf(reason, sizeof reason, "signal:%d", sig);
+  write_end(reason);
+}
+
 void on_fatal_signal(int sig, siginfo_t* info, void* ctx) {
-  if (g.recording) {
-    stop_recording();
-    char reason[24];
-    std::snprintf(reason, sizeof reason, "signal:%d", sig);
-    write_end(reason);
-  }
-  // Chain: the previous handler (UCX installs its own for SIGSEGV) or the default.
   const struct sigaction& old = rt->old_actions[sig];
-  if (old.sa_flags & SA_SIGINFO) {
-    if (old.sa_sigaction) {
+  if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) return;
+  if (!is_programs_handler(old) || ends_whatever_handler_does(sig)) end_recording(sig);
+  if (is_programs_handler(old)) {
+    if (old.sa_flags & SA_SIGINFO)
       old.sa_sigaction(sig, info, ctx);
-      return;
-    }
-  } else if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) {
-    old.sa_handler(sig);
+    else
+      old.sa_handler(sig);
     return;
   }
   struct sigaction dfl{};
@@ -104,6 +119,8 @@ void install_signal_handlers() {
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     sigaction(sig, &sa, &rt->old_actions[sig]);
+    const struct sigaction& old = rt->old_actions[sig];
+    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) sigaction(sig, &old, nullptr);  // (not fatal)
   }
 }
 
