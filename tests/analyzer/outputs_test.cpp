@@ -318,6 +318,46 @@ TEST(Outputs, ChromeTraceIsValidWithOneTrackPerRank) {
   }
 }
 
+// A message's arrow runs forward in time from the send's start to a point
+// inside the call that received it, also for a late sender (the receive
+// entered first): the viewers drop an arrow whose end precedes its start.
+TEST(Outputs, ChromeTraceArrowsRunForwardIntoTheReceivingCall) {
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.recv(0, 2 * kMs, 6 * kMs, 1, 7);  // late sender: the send enters at 5 ms
+  b.send(1, 5 * kMs, 5 * kMs + 10 * kUs, 0, 7);
+  b.send(0, 7 * kMs, 7 * kMs + 10 * kUs, 1, 8);  // late receiver: the receive enters at 8 ms
+  b.recv(1, 8 * kMs, 8 * kMs + 20 * kUs, 0, 8);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 9 * kMs, 10 * kMs);
+  b.close();
+  const std::string path = b.dir() + "/trace.json";
+  std::string out;
+  ASSERT_EQ(run_cli(b.dir() + " -q -o /dev/null --chrome-trace " + path, &out), 0) << out;
+  const json j = json::parse(file_bytes(path));
+  std::map<long long, double> start_ts, finish_ts;
+  std::map<long long, int> finish_tid;
+  std::vector<json> receives;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") == "s") start_ts[e.at("id").get<long long>()] = e.at("ts").get<double>();
+    if (e.at("ph") == "f") {
+      finish_ts[e.at("id").get<long long>()] = e.at("ts").get<double>();
+      finish_tid[e.at("id").get<long long>()] = e.at("tid").get<int>();
+    }
+    if (e.at("ph") == "X" && e.at("name") == "MPI_Recv") receives.push_back(e);
+  }
+  ASSERT_EQ(start_ts.size(), 2u);
+  ASSERT_EQ(finish_ts.size(), 2u);
+  for (const auto& [id, ts] : finish_ts) {
+    EXPECT_GE(ts, start_ts.at(id)) << "arrow " << id << " points back in time";
+    int inside = 0;
+    for (const json& r : receives)
+      if (r.at("tid") == finish_tid.at(id) && ts > r.at("ts").get<double>() &&
+          ts < r.at("ts").get<double>() + r.at("dur").get<double>())
+        ++inside;
+    EXPECT_EQ(inside, 1) << "arrow " << id << " ends outside its receive";
+  }
+}
+
 // --chrome-trace-window: the second loop iteration (4.0-5.3 ms from the first
 // event) alone, with the slices around it at their true extent.
 TEST(Outputs, ChromeTraceWindowKeepsWhatOverlapsIt) {
