@@ -145,6 +145,8 @@ bool claim_directory(const std::string& base, const format::FileHeader& header, 
   constexpr int kMaxTries = 1000;
   for (int n = 1; n <= kMaxTries; ++n) {
     const std::string candidate = n == 1 ? base : base + "-" + std::to_string(n);
+    struct stat in_the_way{};  // (a file named like a later candidate is passed over, as a trace is)
+    if (n > 1 && ::stat(candidate.c_str(), &in_the_way) == 0 && !S_ISDIR(in_the_way.st_mode)) continue;
     if (!make_dirs(candidate, made, why)) {
       remove_made_dirs(made);
       return false;
@@ -176,17 +178,21 @@ bool claim_directory(const std::string& base, const format::FileHeader& header, 
 // after that message is out (a barrier first, so no rank's abort can kill the
 // one still printing).
 bool agree(bool ok, const std::string& problem, int rank, const Config& cfg) {
-  int mine = ok ? INT32_MAX : rank, lowest = 0;
+  // {lowest failing rank, 0 when any rank has PROF_STRICT=1}: every rank
+  // then takes the same way, even where the ranks' settings differ.
+  int mine[2] = {ok ? INT32_MAX : rank, cfg.strict ? 0 : 1}, lowest[2] = {0, 0};
   MPI_Request request;
-  PMPI_Iallreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &request);
+  PMPI_Iallreduce(mine, lowest, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &request);
   polite_wait(&request);
-  if (lowest == INT32_MAX) return true;
-  if (lowest == rank) {
-    say(kError, problem + "; " +
-                    (cfg.strict ? "aborting (PROF_STRICT=1)"
-                                : "running unprofiled (PROF_STRICT=1 to abort instead)"));
+  if (lowest[0] == INT32_MAX) return true;
+  const bool strict = lowest[1] == 0;
+  if (lowest[0] == rank) {
+    // (An abort is always explained, whatever PROF_LOG_LEVEL says.)
+    say(strict ? kOff : kError, problem + "; " +
+                    (strict ? "aborting (PROF_STRICT=1)"
+                            : "running unprofiled (PROF_STRICT=1 to abort instead)"));
   }
-  if (cfg.strict) {
+  if (strict) {
     PMPI_Barrier(MPI_COMM_WORLD);
     PMPI_Abort(MPI_COMM_WORLD, 1);
   }

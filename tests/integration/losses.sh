@@ -137,6 +137,11 @@ reused_output)
   run third 2 "PROF_OUTPUT=$out/trace/" "LD_PRELOAD=$shim" -- 10
   [ $rc -eq 0 ] || fail "third run: exit status $rc"
   [ -f "$out/trace-3/rank-00001.prof" ] || fail "the third trace is not in trace-3"
+  # A file named like the next candidate is passed over: a fourth run goes to trace-5.
+  touch "$out/trace-4"
+  run fourth 2 "PROF_OUTPUT=$out/trace" "LD_PRELOAD=$shim" -- 10
+  [ $rc -eq 0 ] || fail "fourth run: exit status $rc"
+  [ -f "$out/trace-5/rank-00001.prof" ] || fail "with a file trace-4 in the way, the fourth trace is not in trace-5"
   # Repeated slashes name the same new directory: no "already holds" message.
   run slashes 2 "PROF_OUTPUT=$out/new///" "LD_PRELOAD=$shim" -- 10
   [ $rc -eq 0 ] || fail "PROF_OUTPUT=new///: exit status $rc"

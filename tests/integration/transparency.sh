@@ -13,7 +13,8 @@
 #                 application's output and exit code unchanged; no trace. Also
 #                 with the bad value on rank 1 only.
 #   strict        PROF_STRICT=1 with a bad setting or an unwritable output: the
-#                 run fails (non-zero exit) and says why.
+#                 run fails (non-zero exit) and says why, also under
+#                 PROF_LOG_LEVEL=off, and also where only one rank has both.
 set -u
 case_=$1 shim=$2 mpiexec=$3 hello=$4 out=$5
 rm -rf "$out"
@@ -125,15 +126,25 @@ strict)
     name="strict2_$var"
     run $name "PROF_STRICT=1" "$setting" "LD_PRELOAD=$shim" -- "$mpiexec" -n 2 "$hello" 0
     [ $rc -ne 0 ] || fail "PROF_STRICT=1 $setting: the run succeeded"
-    # The message naming the variable is only checked at 1 rank: at 2, every
-    # rank calls MPI_Abort while only the lowest prints the reason, and the
-    # abort of another rank can kill it first (shim bug, see the report).
+    # The message naming the variable is checked at 1 rank, where no other
+    # rank's abort can race it.
     name="strict1_$var"
     run $name "PROF_STRICT=1" "$setting" "LD_PRELOAD=$shim" -- "$mpiexec" -n 1 "$hello" 0
     [ $rc -ne 0 ] || fail "PROF_STRICT=1 $setting (1 rank): the run succeeded"
     grep -q "$var" "$out/$name.stderr" "$out/$name.stdout" ||
       fail "PROF_STRICT=1 $setting: no message naming $var"
   done
+  # PROF_STRICT=1 and a bad setting on rank 1 only: every rank aborts (none
+  # goes on into the application's collectives while another waits).
+  run strict_rank1 "PROF_OUTPUT=$out/trace_strict_rank1" "LD_PRELOAD=$shim" -- \
+      "$mpiexec" -n 1 "$hello" 0 : -n 1 -env PROF_TIMER bogus -env PROF_STRICT 1 "$hello" 0
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] ||
+    fail "PROF_STRICT=1 and PROF_TIMER=bogus on rank 1 only: exit status $rc (0: not aborted; 124/137: hung)"
+  # An abort says why, whatever PROF_LOG_LEVEL says.
+  run strict_quiet "PROF_STRICT=1" "PROF_LOG_LEVEL=off" "PROF_TIMER=bogus" "LD_PRELOAD=$shim" -- \
+      "$mpiexec" -n 1 "$hello" 0
+  [ $rc -ne 0 ] || fail "PROF_STRICT=1 PROF_LOG_LEVEL=off PROF_TIMER=bogus: the run succeeded"
+  grep -q PROF_TIMER "$out/strict_quiet.stderr" || fail "PROF_LOG_LEVEL=off: the abort does not say why"
   # And a good setting under PROF_STRICT=1 runs normally.
   run strict_ok "PROF_STRICT=1" "PROF_OUTPUT=$out/trace_ok" "LD_PRELOAD=$shim" -- \
       "$mpiexec" -n 2 "$hello" 0
