@@ -28,7 +28,7 @@ check PROF_BCAST=shm PROF_BCAST_FRAGMENT=1000 -- "PROF_BCAST_FRAGMENT='1000' is 
 check PROF_BCAST=shm PROF_BCAST_FRAGMENT=8k -- "PROF_BCAST_FRAGMENT='8k'"
 check PROF_BCAST=shm PROF_BCAST_SLOTS=0 -- "PROF_BCAST_SLOTS='0' is not an integer in 1..65536"
 check PROF_BCAST=shm PROF_BCAST_SETS=x -- "PROF_BCAST_SETS='x' is not an integer in 1..65536"
-check PROF_BCAST=shm PROF_BCAST_SLOTS=6 PROF_BCAST_SETS=4 -- "PROF_BCAST_SETS='4' is not an integer in 1..65536 dividing PROF_BCAST_SLOTS: PROF_BCAST_SLOTS is 6"
+check PROF_BCAST=shm PROF_BCAST_SLOTS=6 PROF_BCAST_SETS=4 -- "PROF_BCAST_SETS='4' is not an integer in 1..65536 dividing PROF_BCAST_SLOTS: PROF_BCAST_SLOTS is 6, PROF_BCAST_SETS 4"
 check PROF_BCAST=shm PROF_BCAST_TREE=binary -- "PROF_BCAST_TREE='binary' is not one of flat, chain, kary:K"
 check PROF_BCAST=shm PROF_BCAST_TREE=knomial:1 -- "PROF_BCAST_TREE='knomial:1'"
 exit $status

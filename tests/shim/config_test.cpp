@@ -99,12 +99,19 @@ TEST(ShimConfig, BroadcastSetsMustDivideSlotsGivenOrNot) {
   ASSERT_EQ(given.errors.size(), 1u);
   EXPECT_EQ(given.errors[0],
             "PROF_BCAST_SETS='4' is not an integer in 1..65536 dividing PROF_BCAST_SLOTS: "
-            "PROF_BCAST_SLOTS is 6 (each set holds slots/sets buffers)");
+            "PROF_BCAST_SLOTS is 6, PROF_BCAST_SETS 4 (each set holds slots/sets buffers)");
+  // Only PROF_BCAST_SLOTS given: the message is about the setting the user made.
   const Parsed defaulted = read_with("PROF_BCAST_SLOTS", "7");
   ASSERT_EQ(defaulted.errors.size(), 1u);
-  EXPECT_EQ(defaulted.errors[0].rfind("PROF_BCAST_SETS='2' is not an integer in 1..65536 dividing", 0), 0u)
+  EXPECT_EQ(defaulted.errors[0].rfind(
+                "PROF_BCAST_SLOTS='7' is not an integer in 1..65536 that PROF_BCAST_SETS divides", 0),
+            0u)
       << defaulted.errors[0];
   EXPECT_NE(defaulted.errors[0].find("(PROF_BCAST_SETS is unset: its default)"), std::string::npos);
+  ::unsetenv("PROF_BCAST_SLOTS");
+  const Parsed sets_only = read_with("PROF_BCAST_SETS", "3");
+  ASSERT_EQ(sets_only.errors.size(), 1u);
+  EXPECT_EQ(sets_only.errors[0].rfind("PROF_BCAST_SETS='3' is not", 0), 0u) << sets_only.errors[0];
   ::setenv("PROF_BCAST_SLOTS", "6", 1);
   EXPECT_TRUE(read_with("PROF_BCAST_SETS", "3").errors.empty());
   ::unsetenv("PROF_BCAST_SLOTS");
@@ -129,11 +136,22 @@ TEST(ShimConfig, HangWarnTakesAnyPositiveNumberOfSeconds) {
   const Parsed huge = read_with("PROF_HANG_WARN", "1e300");
   EXPECT_TRUE(huge.errors.empty()) << huge.errors[0];
   EXPECT_EQ(huge.cfg.hang_warn_seconds, 1e9);
-  for (const char* bad : {"0", "-1", "abc", "1s", "nan"}) {
+  for (const char* bad : {"0", "-1", "abc", "1s", "nan", "inf", "0x10", " 5", "5 "}) {
     const Parsed p = read_with("PROF_HANG_WARN", bad);
     ASSERT_EQ(p.errors.size(), 1u) << bad;
     EXPECT_EQ(p.errors[0], std::string("PROF_HANG_WARN='") + bad + "' is not a number of seconds above 0");
   }
+}
+
+// An integer is digits with an optional sign, nothing around them: a space on
+// either side is refused alike (strtoll alone takes one before, not after).
+TEST(ShimConfig, IntegersTakeNoSpaces) {
+  EXPECT_EQ(read_with("PROF_BUFFER_MB", "+4").cfg.buffer_bytes, uint64_t{4} << 20);
+  for (const char* bad : {" 4", "4 ", "\t4", "0x4"}) {
+    const Parsed p = read_with("PROF_BUFFER_MB", bad);
+    EXPECT_EQ(p.errors.size(), 1u) << "'" << bad << "'";
+  }
+  EXPECT_EQ(read_with("PROF_BCAST_TREE", "kary: 2").errors.size(), 1u);
 }
 
 TEST(ShimConfig, ClockShiftIsBoundedSoTicksCannotOverflow) {

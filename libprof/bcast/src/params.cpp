@@ -16,7 +16,9 @@ std::size_t page_bytes() {
 const char* impl_name(Impl impl) { return impl == Impl::Shm ? "shm" : "native"; }
 
 namespace {
+// Digits alone (strtol alone would take a sign and spaces before them).
 bool parse_long(const char* text, long lo, long hi, long* out) {
+  if (*text < '0' || *text > '9') return false;
   char* end = nullptr;
   errno = 0;
   const long v = std::strtol(text, &end, 10);

@@ -37,7 +37,12 @@ std::vector<std::string> bcast_impl_names() {
 }
 
 // A decimal integer in [lo, hi], the whole text.
+bool is_decimal(const std::string& text);
+
+// Digits with an optional sign, nothing around them (strtoll alone would take
+// leading spaces but not trailing ones).
 bool parse_integer(const std::string& text, long long lo, long long hi, long long* out) {
+  if (!is_decimal(text)) return false;
   char* end = nullptr;
   errno = 0;
   const long long n = std::strtoll(text.c_str(), &end, 10);
@@ -53,6 +58,8 @@ bool is_decimal(const std::string& text) {
 }
 
 bool parse_hang_warn(Config& c, const std::string& value, std::string*) {
+  // A decimal number (strtod alone would take hexadecimal, "inf" and spaces).
+  if (value.empty() || value.find_first_not_of("0123456789.eE+-") != std::string::npos) return false;
   char* end = nullptr;
   const double seconds = std::strtod(value.c_str(), &end);
   // Any positive number: past 10^9 s, about 30 years, no call ever reaches it.
@@ -78,7 +85,8 @@ bool parse_bcast_tree(Config& c, const std::string& value, std::string*) {
 
 std::string sets_divide_slots(const Config& c) {
   if (c.bcast.slots % c.bcast.sets == 0) return "";
-  return "PROF_BCAST_SLOTS is " + std::to_string(c.bcast.slots) + " (each set holds slots/sets buffers)";
+  return "PROF_BCAST_SLOTS is " + std::to_string(c.bcast.slots) + ", PROF_BCAST_SETS " +
+         std::to_string(c.bcast.sets) + " (each set holds slots/sets buffers)";
 }
 
 // RANK:NS[,RANK:NS...], each rank (each pretend node, with PROF_TEST_NODES, read
@@ -197,7 +205,9 @@ const std::vector<ConfigVariable>& config_variables() {
       s.kind = SettingKind::Choice;
       s.choices = kFlag;
       s.default_value = "0";
-      s.description = "1: a bad setting or an unwritable output aborts the run instead of running unprofiled.";
+      s.description =
+          "1: a bad setting or an unwritable output aborts the run instead of running unprofiled. Set on any "
+          "rank, it aborts every rank.";
       s.set_choice = [](Config& c, size_t i) { c.strict = i == 1; };
       s.resolved = [](const Config& c) { return std::string(c.strict ? "1" : "0"); };
     }
@@ -241,7 +251,10 @@ const std::vector<ConfigVariable>& config_variables() {
       s.kind = SettingKind::Choice;
       s.choices = kLogLevels;
       s.default_value = "warn";
-      s.description = "Verbosity of the profiler's own messages on stderr.";
+      s.description =
+          "Verbosity of the profiler's own messages on stderr. `critical` and `off` silence a bad setting's "
+          "message too, except where PROF_STRICT=1 aborts the run: an abort always says why. The hang warnings "
+          "that PROF_HANG_WARN asks for are printed at every level.";
       s.set_choice = [](Config& c, size_t i) { c.log_level = int(i); };
       s.resolved = [](const Config& c) { return kLogLevels[size_t(c.log_level)]; };
     }
@@ -287,7 +300,9 @@ const std::vector<ConfigVariable>& config_variables() {
       s.description =
           "PROF_BCAST=shm: buffers s in each process's circular queue; a multiple of "
           "PROF_BCAST_SETS. The segment holds processes x s x f bytes of buffers.";
+      s.type = "that PROF_BCAST_SETS divides";
       s.set_integer = [](Config& c, long n) { c.bcast.slots = int(n); };
+      s.check = sets_divide_slots;
       s.resolved = [](const Config& c) { return std::to_string(c.bcast.slots); };
       s.read_by_prof_bench = true;
     }
@@ -430,15 +445,28 @@ bool read_config(Config* cfg, std::vector<std::string>* errors, bool (*wanted)(c
   }
   // Rules between settings, once every setting they name is read (a bad value
   // already has its message).
-  if (errors->size() == before)
+  // A rule of several settings is told once, against one the user gave.
+  if (errors->size() == before) {
+    std::vector<std::string (*)(const Config&)> told;
     for (const ConfigVariable& v : config_variables()) {
       if (!v.check || (wanted && !wanted(v))) continue;
+      if (std::find(told.begin(), told.end(), v.check) != told.end()) continue;
       const std::string problem = v.check(*cfg);
       if (problem.empty()) continue;
-      const char* given = env(v.name);
-      errors->push_back(setting_error(v, given ? given : v.resolved(*cfg),
-                                      given ? problem : problem + " (" + v.name + " is unset: its default)"));
+      told.push_back(v.check);
+      const ConfigVariable* blamed = &v;  // (the last of them given, else the first)
+      std::string defaults;
+      for (const ConfigVariable& other : config_variables()) {
+        if (other.check != v.check) continue;
+        if (env(other.name))
+          blamed = &other;
+        else
+          defaults += std::string(" (") + other.name + " is unset: its default)";
+      }
+      const char* given = env(blamed->name);
+      errors->push_back(setting_error(*blamed, given ? given : blamed->resolved(*cfg), problem + defaults));
     }
+  }
   cfg->bcast.test_nodes = cfg->test_nodes;
   return errors->size() == before;
 }
