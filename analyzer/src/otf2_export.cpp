@@ -1010,6 +1010,7 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
       put(OTF2_GlobalDefWriter_WriteLocationProperty(g, location_id(e.rank, 0), s_last_alive, OTF2_TYPE_DOUBLE, v));
     }
     for (const auto& [r, error_s] : analysis->clock.per_rank) {
+      if (!analysis->clock.measured()) break;  // (PROF_SYNC=none: no bound known)
       OTF2_AttributeValue v;
       v.float64 = error_s;
       put(OTF2_GlobalDefWriter_WriteLocationProperty(g, location_id(r, 0), s_clock_error, OTF2_TYPE_DOUBLE, v));
@@ -1023,7 +1024,7 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   if (analysis) {
     if (!analysis->clock.scheme.empty())
       put(OTF2_Archive_SetProperty(ar, "PROF::CLOCK_SCHEME", analysis->clock.scheme.c_str(), true));
-    if (analysis->clock.known)
+    if (analysis->clock.measured())
       put(OTF2_Archive_SetProperty(ar, "PROF::CLOCK_MAX_ERROR_S", std::to_string(analysis->clock.max_error_s).c_str(), true));
     put(OTF2_Archive_SetBoolProperty(ar, "PROF::RUN_COMPLETE", analysis->complete, true));
     put(OTF2_Archive_SetBoolProperty(ar, "PROF::RUN_CUT_SHORT", analysis->cut_short, true));

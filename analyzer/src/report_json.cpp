@@ -75,8 +75,12 @@ void write_json_report(const Analysis& a, std::ostream& out) {
   j["run_span_s"] = a.delay_known ? Json(a.run_span_s) : Json(nullptr);
   if (a.clock.known) {
     Json per_rank = Json::array();
-    for (const auto& [rank, error_s] : a.clock.per_rank) per_rank.push_back({{"rank", rank}, {"error_s", error_s}});
-    j["clock"] = {{"scheme", a.clock.scheme}, {"max_error_s", a.clock.max_error_s}, {"per_rank", per_rank}};
+    const bool measured = a.clock.measured();
+    for (const auto& [rank, error_s] : a.clock.per_rank)
+      per_rank.push_back({{"rank", rank}, {"error_s", measured ? Json(error_s) : Json(nullptr)}});
+    j["clock"] = {{"scheme", a.clock.scheme},
+                  {"max_error_s", measured ? Json(a.clock.max_error_s) : Json(nullptr)},
+                  {"per_rank", per_rank}};
   } else {
     j["clock"] = nullptr;
   }

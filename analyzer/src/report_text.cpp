@@ -200,8 +200,11 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
     if (n.parent < 0 && a.clock.known) {
       // After Level 0: how far the figures between ranks can be trusted.
       char line[160];
-      std::snprintf(line, sizeof line, "\nClock offsets known within %.3f us (scheme %s)\n",
-                    a.clock.max_error_s * 1e6, a.clock.scheme.empty() ? "unknown" : a.clock.scheme.c_str());
+      if (a.clock.measured())
+        std::snprintf(line, sizeof line, "\nClock offsets known within %.3f us (scheme %s)\n",
+                      a.clock.max_error_s * 1e6, a.clock.scheme.empty() ? "unknown" : a.clock.scheme.c_str());
+      else
+        std::snprintf(line, sizeof line, "\nClock offsets not measured (scheme none): each rank's own clock\n");
       out << line;
     }
     if (n.parent < 0) write_run_block(a.run, out);

@@ -317,6 +317,9 @@ struct Analysis {
     std::string scheme;  // PROF_SYNC of the run (meta `sync`)
     double max_error_s = 0;
     std::vector<std::pair<int, double>> per_rank;  // (rank, error_s)
+    // PROF_SYNC=none keeps each rank's own clock: nothing measured the
+    // offsets, so no error bound is known (the reports print none).
+    bool measured() const { return known && scheme != "none"; }
   } clock;
   std::vector<IntervalNode> intervals;  // tree order (pre-order); [0] is the root
   std::vector<Warning> warnings;  // listed once per category
