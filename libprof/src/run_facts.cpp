@@ -68,10 +68,16 @@ std::string run_facts_definitions(const settings::Config& resolved) {
     defs += environment(std::string_view(*e, size_t(eq - *e)), eq + 1);
   }
   for (const settings::ConfigVariable& v : settings::config_variables()) {
+    if (std::strcmp(v.name, "PROF_OUTPUT") == 0) continue;  // (output_setting_definition, once it is chosen)
     const char* given = std::getenv(v.name);
     defs += setting(v.name, v.resolved(resolved), given && *given);
   }
   return defs;
+}
+
+std::string output_setting_definition(const std::string& dir) {
+  const char* given = std::getenv("PROF_OUTPUT");
+  return format::definition_line::setting("PROF_OUTPUT", dir, given && *given);
 }
 
 }  // namespace prof::shim

@@ -19,7 +19,12 @@
 namespace prof::shim {
 
 // `resolved`: the settings as the shim runs with them (the timer it fell
-// back to, for instance).
+// back to, for instance). All but PROF_OUTPUT, which is known only once rank
+// 0 has chosen the directory (output_setting_definition).
 std::string run_facts_definitions(const settings::Config& resolved);
+
+// PROF_OUTPUT as resolved: the directory the trace went to (a default name,
+// or PROF_OUTPUT-N when PROF_OUTPUT already held a trace).
+std::string output_setting_definition(const std::string& dir);
 
 }  // namespace prof::shim

@@ -382,7 +382,7 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   if (rank == 0 && rt->dir != asked)
     say(kWarn, "'" + asked + "' already holds a trace; this run's trace goes to '" + rt->dir + "'");
 
-  define(defs);
+  define(defs + output_setting_definition(rt->dir));
   {
     std::lock_guard<std::mutex> lock(rt->defs_mu);
     rt->comm_gid[uint32_t(MPI_COMM_WORLD)] = format::kWorldCommGlobalId;

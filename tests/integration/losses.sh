@@ -133,6 +133,11 @@ reused_output)
   grep -q "^trace .* world_size=3 ranks=3" "$out/dump.txt" || fail "first trace: not its 3 ranks"
   read_ok "$out/trace-2" "second trace" "0"
   grep -q "^trace .* world_size=2 ranks=2" "$out/dump.txt" || fail "second trace: not its 2 ranks"
+  # The trace records PROF_OUTPUT as resolved: the directory it went to.
+  timeout 60 "$analyze" "$out/trace-2" -q -o /dev/null --json "$out/second.json" >/dev/null 2>&1
+  python3 -c 'import json, sys; v = json.load(open(sys.argv[1]))["run"]["prof_settings"]["PROF_OUTPUT"]
+sys.exit(0 if v == sys.argv[2] else f"{v!r} instead of {sys.argv[2]!r}")' "$out/second.json" "$out/trace-2" ||
+    fail "second trace: JSON prof_settings.PROF_OUTPUT is not the directory it went to"
   # A third run, with a trailing slash, goes to trace-3.
   run third 2 "PROF_OUTPUT=$out/trace/" "LD_PRELOAD=$shim" -- 10
   [ $rc -eq 0 ] || fail "third run: exit status $rc"
