@@ -155,6 +155,16 @@ extern "C" {
 PROF_EXPORT void prof_marker_at(int id, int begin, const char* file,
                                                             int line) {
   if (!g.recording || !rt) return;
+  // A marker's id is 16 bits in the record: one outside them would be taken
+  // for another interval's, so it is not recorded, and said once.
+  if (id < 0 || id > 0xFFFF) {
+    static std::atomic<bool> told{false};
+    if (!told.exchange(true))
+      say(kWarn, "rank " + std::to_string(rt->rank) + ": interval id " + std::to_string(id) + " at " +
+                     (file ? file : "?") + ":" + std::to_string(line) +
+                     " is outside 0..65535; markers with such ids are not recorded");
+    return;
+  }
   uint32_t site;
   {
     std::lock_guard<std::mutex> lock(rt->defs_mu);
