@@ -24,7 +24,8 @@ int main() {
   std::printf("Environment variables read by libprof.so at MPI_Init (`prof-run --help-config` "
               "prints this page). A bad value gets one message naming the variable, the value and "
               "what is accepted, `NAME='VALUE' is not ACCEPTED`, followed by `: DETAIL` where "
-              "more is worth saying; the application then runs unprofiled unless PROF_STRICT=1.\n\n");
+              "more is worth saying; the application then runs unprofiled unless PROF_STRICT=1. "
+              "A variable set to the empty string is taken as unset (its default).\n\n");
   std::printf("| variable | type | default | description |\n| --- | --- | --- | --- |\n");
   for (const auto& v : prof::settings::config_variables())
     std::printf("| `%s` | %s | %s | %s |\n", cell(v.name).c_str(), cell(prof::settings::setting_type(v).c_str()).c_str(),
@@ -33,7 +34,8 @@ int main() {
       "\n## What the trace survives\n\n"
       "- **A reused PROF_OUTPUT.** A trace is never overwritten or mixed with another run: when "
       "the directory already holds rank files, rank 0 picks the first of PROF_OUTPUT-2, -3, ... "
-      "that holds none and prints one line naming it. Rank files are created exclusively and "
+      "that is a directory holding none (a file of that name is passed over) and prints one line "
+      "naming it. Rank files are created exclusively and "
       "never through a symbolic link (a job started by MPI_Comm_spawn thus writes its own "
       "directory too).\n"
       "- **A full disk, a failed write.** The application goes on unchanged. Each rank prints "
