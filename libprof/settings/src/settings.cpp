@@ -36,11 +36,10 @@ std::vector<std::string> bcast_impl_names() {
   return {bcast::impl_name(bcast::Impl::Native), bcast::impl_name(bcast::Impl::Shm)};
 }
 
-// A decimal integer in [lo, hi], the whole text.
 bool is_decimal(const std::string& text);
 
-// Digits with an optional sign, nothing around them (strtoll alone would take
-// leading spaces but not trailing ones).
+// A decimal integer in [lo, hi], the whole text: digits with an optional sign,
+// nothing around them (strtoll alone would take leading spaces, not trailing).
 bool parse_integer(const std::string& text, long long lo, long long hi, long long* out) {
   if (!is_decimal(text)) return false;
   char* end = nullptr;
