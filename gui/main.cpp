@@ -66,7 +66,8 @@ int screenshot(MainWindow& window, const QString& dir, const QString& compare, c
       std::fprintf(stderr, "prof-gui: --window %s starts past the trace's end (%.6f s)\n", qPrintable(range), end_s);
       return 1;
     }
-    view->setRange(from * 1e9, to * 1e9);
+    // (As panning and zooming do: never past the end. A TO past it is the end.)
+    view->setRange(from * 1e9, std::min(to, end_s) * 1e9);
   }
   QApplication::processEvents();
   const QPixmap shot = window.grab();
@@ -102,8 +103,10 @@ int bench_frames(const QString& dir, int frames) {
   loader.load(dir);
   loader.wait_done();
   if (!loaded || !loaded->timeline) {
-    std::fprintf(stderr, "prof-gui: %s: %s\n", qPrintable(dir),
-                 loaded ? qPrintable(loaded->timeline_error) : "not loaded");
+    const QString error = loaded ? loaded->timeline_error : QString("not loaded");
+    // (The directory once: the reader's errors name it already.)
+    std::fprintf(stderr, "prof-gui: %s\n",
+                 qPrintable(error.startsWith(dir + ":") ? error : dir + ": " + error));
     return 2;
   }
   // The frame the window draws when the build ends (the view follows the
@@ -225,6 +228,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "prof-gui: --window wants FROM:TO in seconds from the trace's start with 0 <= FROM < TO, not '%s'\n",
                  qPrintable(parser.value(window)));
+    return 1;
+  }
+  if (parser.isSet(shot) && parser.value(shot).isEmpty()) {
+    std::fprintf(stderr, "prof-gui: --screenshot wants a file name (FILE.png), not an empty one\n");
+    return 1;
+  }
+  if (parser.isSet(shot) && parser.isSet(bench)) {
+    std::fprintf(stderr, "prof-gui: --screenshot and --bench-frames each run on their own: give one\n");
     return 1;
   }
   if (parser.isSet(compare) && (dir.isEmpty() || parser.isSet(bench))) {

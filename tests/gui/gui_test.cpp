@@ -1001,6 +1001,32 @@ void GuiTest::screenshot_writes_png() {
     QVERIFY2(bad.exitCode() == 1, qPrintable(extra.join(' ')));
     QVERIFY2(bad.readAllStandardError().contains(extra[0].toUtf8()), qPrintable(extra.join(' ')));
   }
+  // --screenshot and --bench-frames each run on their own; an empty FILE is
+  // no file.
+  for (const QStringList& extra : {QStringList{"--screenshot", out.filePath("x.png"), "--bench-frames", "2"},
+                                   QStringList{"--screenshot", ""}}) {
+    QProcess bad;
+    bad.setProcessEnvironment(env);
+    bad.start(PROF_GUI_BIN, QStringList{trace.dir()} + extra);
+    QVERIFY(bad.waitForFinished(60000));
+    QVERIFY2(bad.exitCode() == 1, qPrintable(extra.join(' ')));
+    QVERIFY2(bad.readAllStandardError().contains("--screenshot"), qPrintable(extra.join(' ')));
+  }
+  // A window whose end lies past the trace's stops at the trace's end, as
+  // panning and zooming do: from 0, the picture of the whole run.
+  {
+    QStringList pictures;
+    for (const QStringList& extra : {QStringList{}, QStringList{"--window", "0:1000"}}) {
+      const QString file = out.filePath(QStringLiteral("whole%1.png").arg(pictures.size()));
+      QProcess gui;
+      gui.setProcessEnvironment(env);
+      gui.start(PROF_GUI_BIN, QStringList{trace.dir(), "--screenshot", file} + extra);
+      QVERIFY(gui.waitForFinished(60000));
+      QVERIFY2(gui.exitCode() == 0, qPrintable(extra.join(' ')));
+      pictures << file;
+    }
+    QCOMPARE(QImage(pictures[1]), QImage(pictures[0]));
+  }
   // --window and --select shape the screenshot: without one they are refused,
   // not left unused.
   for (const QStringList& extra : {QStringList{"--window", "0:0.001"}, QStringList{"--select", "1"},
