@@ -80,6 +80,7 @@
 #include <QImage>
 #include <QTimer>
 #include <QWidget>
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -288,8 +289,14 @@ class TimelineView : public QWidget {
   // the mouse (tooltip), and for every wait in view when at most this many.
   static constexpr size_t kMaxWaitArrows = 64;
   size_t drawnWaitArrows() const { return drawn_wait_arrows_; }
-  // At most this many messages visible: arrows are drawn.
+  // At most this many messages visible, and one per kPixelsPerArrow of the
+  // timeline's width: arrows are drawn. Denser, they would merge into a dark
+  // block hiding the calls under them.
   static constexpr size_t kMaxArrows = 400;
+  static constexpr int kPixelsPerArrow = 16;
+  static size_t maxArrows(int width) {
+    return std::min(kMaxArrows, static_cast<size_t>(std::max(1, width / kPixelsPerArrow)));
+  }
   // A row summarized from its calls reads at most about this many per frame.
   static constexpr uint64_t kFineBudget = 8000;
   // Rows lower than this (px) are drawn as groups; labels need kLabelRowHeight.

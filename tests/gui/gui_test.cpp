@@ -281,6 +281,7 @@ class GuiTest : public QObject {
   void click_selects_interval();
   void zoom_to_range_shows_exact_events();
   void selection_highlights_and_zooms();
+  void dense_markers_and_messages_leave_calls_visible();
   void panel_shows_visible_range();
   void wheel_zooms_about_cursor();
   void dense_rows_drawn_from_pyramid_leaves();
@@ -699,6 +700,34 @@ void GuiTest::zoom_to_range_shows_exact_events() {
   QTest::mouseRelease(view, Qt::LeftButton, {}, QPoint(450, view->rowCenterY(0)));
   QVERIFY(std::abs((view->from() - before) - 50 * per_px) < 1e-3);
   QVERIFY(std::abs((view->to() - view->from()) - width) < 1e-3);
+}
+
+// The whole run of a loop with a message and four markers a rank every
+// millisecond, 200 times: markers in nearly every pixel column and messages
+// every few pixels. The calls and waits under them stay visible: markers are
+// ticks along the row's top, and arrows are drawn only where they are at
+// least kPixelsPerArrow apart on average (zoomed in, they are).
+void GuiTest::dense_markers_and_messages_leave_calls_visible() {
+  DemoTrace trace(200);
+  LoadedWindow loaded(trace.dir());
+  TimelineView* view = loaded.window.timelineView();
+  view->showAll();
+  const QImage shot = view->grab().toImage();
+  QCOMPARE(view->drawnArrows(), size_t{0});
+  const int x0 = static_cast<int>(view->xOf(ns(kLoopStart))) + 1,
+            x1 = static_cast<int>(view->xOf(ns(kLoopStart + 200 * kPeriod))) - 1;
+  QVERIFY(x1 - x0 > 200);
+  const QColor marker = prof::gui::kind_color(analysis::TimelineKind::Marker);
+  for (int row = 0; row < 2; ++row) {
+    int dark = 0;
+    for (int x = x0; x < x1; ++x) dark += shot.pixelColor(x, view->rowCenterY(row)) == marker;
+    QVERIFY2(dark == 0, qPrintable(QStringLiteral("row %1: %2 of %3 pixels at mid-height are the marker colour")
+                                       .arg(row).arg(dark).arg(x1 - x0)));
+  }
+  // Two iterations in view: each message gets its arrow.
+  view->setRange(ns(kLoopStart), ns(kLoopStart + 2 * kPeriod));
+  view->grab();
+  QVERIFY(view->drawnArrows() >= 2);
 }
 
 void GuiTest::selection_highlights_and_zooms() {
