@@ -625,7 +625,10 @@ void TimelineView::drawRows(QImage& image, const analysis::TimelineAnswer& answe
   const double row_h = rowHeight();
   bucket_widths_.assign(timeline_->rows().size(), 0);
   const double scale = image.width() / (to_ - from_);
-  auto x_of = [&](double t) { return (t - from_) * scale; };
+  // Clamped just outside the image: zoomed to nanoseconds, a call entered
+  // long before the view lies billions of pixels away, past int's range.
+  const double x_max = image.width() + 2.0;
+  auto x_of = [&](double t) { return std::clamp((t - from_) * scale, -2.0, x_max); };
   const QRgb user = kind_color(TimelineKind::User).rgb();
   // The nesting track: as many bands as the tree has levels below the root.
   const std::vector<analysis::TimelineNode> nodes = timeline_->nodes();

@@ -282,6 +282,7 @@ class GuiTest : public QObject {
   void zoom_to_range_shows_exact_events();
   void selection_highlights_and_zooms();
   void dense_markers_and_messages_leave_calls_visible();
+  void long_call_fills_the_row_at_the_zoom_limit();
   void panel_shows_visible_range();
   void wheel_zooms_about_cursor();
   void dense_rows_drawn_from_pyramid_leaves();
@@ -878,6 +879,26 @@ void GuiTest::dense_rows_drawn_from_pyramid_leaves() {
   QCOMPARE(view->summarizedRows(), size_t{0});
   QCOMPARE(view->drawnCalls().size(), static_cast<size_t>(columns));
   QCOMPARE(view->drawnCalls().front().enter, static_cast<int64_t>(from));
+}
+
+// Zoomed to the 10 ns limit inside a call of 100 ms: the call, whose ends lie
+// billions of pixels outside the view, still fills the row.
+void GuiTest::long_call_fills_the_row_at_the_zoom_limit() {
+  test::TraceBuilder b(1);
+  b.init(0, 0, 1000);
+  b.other(0, test::CommRank, 2000, 2000 + 100 * test::kMs);
+  b.finalize(0, 101 * test::kMs, 102 * test::kMs);
+  b.close();
+  LoadedWindow loaded(QString::fromStdString(b.dir()));
+  TimelineView* view = loaded.window.timelineView();
+  const QRgb other = prof::gui::kind_color(analysis::TimelineKind::OtherMpi).rgb();
+  for (const double width : {10.0, 20.0, 1000.0}) {
+    view->setRange(ns(50 * test::kMs), ns(50 * test::kMs) + width);
+    const QImage image = view->grab().toImage();
+    for (int x = view->plotRect().left() + 1; x < view->plotRect().right() - 1; x += 7)
+      QVERIFY2(image.pixel(x, view->rowCenterY(0)) == other,
+               qPrintable(QStringLiteral("%1 ns wide: column %2").arg(width).arg(x)));
+  }
 }
 
 void GuiTest::cancel_stops_loading() {
