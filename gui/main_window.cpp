@@ -139,6 +139,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     return table;
   };
   run_differences_ = make_table("runDifferences", {tr("Runs differ in"), "A", "B"});
+  // A and B share the width left: a long value (a command line) is elided in
+  // the middle, whole in its tooltip, and never pushes B out of sight.
+  for (int column : {1, 2}) run_differences_->horizontalHeader()->setSectionResizeMode(column, QHeaderView::Stretch);
+  run_differences_->setTextElideMode(Qt::ElideMiddle);
+  run_differences_->setWordWrap(false);
   only_in_b_ = make_table("onlyInB", {tr("Only in B"), tr("EXE_Count"), tr("Lost time (s)"), tr("Execution time (s)")});
   compare_tables->addWidget(run_differences_, 1);
   compare_tables->addWidget(only_in_b_, 1);
@@ -473,8 +478,11 @@ void MainWindow::applyComparison() {
       const int row = run_differences_->rowCount();
       run_differences_->insertRow(row);
       run_differences_->setItem(row, 0, cell(QString::fromStdString(d.what)));
-      run_differences_->setItem(row, 1, cell(d.a.empty() ? tr("(absent)") : QString::fromStdString(d.a)));
-      run_differences_->setItem(row, 2, cell(d.b.empty() ? tr("(absent)") : QString::fromStdString(d.b)));
+      for (const auto& [column, value] : {std::pair{1, &d.a}, std::pair{2, &d.b}}) {
+        QTableWidgetItem* item = cell(value->empty() ? tr("(absent)") : QString::fromStdString(*value));
+        item->setToolTip(item->text());
+        run_differences_->setItem(row, column, item);
+      }
     }
     if (c.differences.empty()) {
       run_differences_->insertRow(0);

@@ -283,6 +283,7 @@ class GuiTest : public QObject {
   void selection_highlights_and_zooms();
   void dense_markers_and_messages_leave_calls_visible();
   void long_call_fills_the_row_at_the_zoom_limit();
+  void comparison_keeps_both_runs_columns_in_sight();
   void panel_shows_visible_range();
   void wheel_zooms_about_cursor();
   void dense_rows_drawn_from_pyramid_leaves();
@@ -2547,6 +2548,40 @@ void GuiTest::failed_comparison_keeps_the_trace() {
   QVERIFY(gui.waitForFinished(60000));
   QCOMPARE(gui.exitCode(), 1);
   QVERIFY(gui.readAllStandardError().contains("--compare B_DIR needs a TRACE_DIR"));
+}
+
+// What the runs differ in, with values longer than the pane (command lines):
+// B's column stays in sight, each value elided and whole in its tooltip.
+void GuiTest::comparison_keeps_both_runs_columns_in_sight() {
+  const std::string long_command(300, 'x');
+  std::vector<std::unique_ptr<test::TraceBuilder>> runs;
+  for (const std::string& command : {"/a/" + long_command, "/b/" + long_command}) {
+    auto b = std::make_unique<test::TraceBuilder>(1);
+    b->w(0).meta("command", command);
+    b->init(0, 0, 1000);
+    b->finalize(0, 2000, 3000);
+    b->close();
+    runs.push_back(std::move(b));
+  }
+  LoadedWindow loaded(QString::fromStdString(runs[0]->dir()));
+  MainWindow& window = loaded.window;
+  window.compareWith(QString::fromStdString(runs[1]->dir()));
+  window.waitLoaded();
+  QVERIFY(window.comparison());
+  window.resize(900, 900);
+  QCoreApplication::processEvents();
+  QTableWidget* table = window.runDifferencesTable();
+  int command_row = -1;
+  for (int r = 0; r < table->rowCount(); ++r)
+    if (table->item(r, 0) && table->item(r, 0)->text() == "command") command_row = r;
+  QVERIFY(command_row >= 0);
+  QCOMPARE(table->item(command_row, 2)->toolTip(), QString::fromStdString("/b/" + long_command));
+  const QHeaderView* header = table->horizontalHeader();
+  QVERIFY2(header->sectionViewportPosition(2) + header->sectionSize(2) <= table->viewport()->width() + 1,
+           qPrintable(QStringLiteral("B's column at %1 + %2 px, the table %3 px wide")
+                          .arg(header->sectionViewportPosition(2))
+                          .arg(header->sectionSize(2))
+                          .arg(table->viewport()->width())));
 }
 
 // Runs of 2 and 3 ranks: compared as prof-analyze --compare does, by totals
