@@ -644,8 +644,23 @@ bool MainWindow::selectIntervalId(int id) {
         (best < 0 || n.first_enter < a->intervals[static_cast<size_t>(best)].first_enter))
       best = static_cast<int>(i);
   }
+  if (best >= 0) {
+    selectInterval(best, true);
+    return true;
+  }
+  // Comparing: an interval only in B has a row of its own (B's figures in the panel).
+  if (!comparison_ || !comparison_->b) return false;
+  const auto& b = comparison_->b->intervals;
+  for (size_t i = 0; i < b.size(); ++i)
+    if (b[i].id && *b[i].id == static_cast<uint32_t>(id) && comparison_->a_of_b[i] < 0 &&
+        (best < 0 || b[i].first_enter < b[static_cast<size_t>(best)].first_enter))
+      best = static_cast<int>(i);
   if (best < 0) return false;
-  selectInterval(best, true);
+  if (!proxy_->mapFromSource(model_->indexOfBInterval(best)).isValid()) filter_->clear();
+  const QModelIndex shown = proxy_->mapFromSource(model_->indexOfBInterval(best));
+  right_tabs_->setCurrentWidget(panel_);
+  tree_->setCurrentIndex(shown);
+  tree_->scrollTo(shown);
   return true;
 }
 

@@ -115,7 +115,7 @@ class MainWindow : public QMainWindow {
   void setWriteWindowIndex(bool on);
 
   // Selects the interval with that id (its node with the earliest first entry);
-  // false when there is none.
+  // comparing, B's row of one only B has; false when there is none.
   bool selectIntervalId(int id);
   void selectInterval(int interval, bool zoom_to_first = true);
   int selectedInterval() const;  // A's interval; -1 for none or a row only in B

@@ -2453,6 +2453,11 @@ void GuiTest::comparison_equals_prof_analyze() {
   const QStringList only_b = table_rows(window.onlyInBTable());
   QCOMPARE(only_b.size(), 1);
   QVERIFY2(only_b[0].startsWith("id 3 at compare_runs.c:"), qPrintable(only_b[0]));
+  // Selected by id (as --select does), it is B's row, with B's figures.
+  QVERIFY(window.selectIntervalId(3));
+  QVERIFY(window.selectedOnlyInBInterval() >= 0);
+  QCOMPARE(*window.comparison()->b->intervals[static_cast<size_t>(window.selectedOnlyInBInterval())].id, 3u);
+  QVERIFY(window.selectIntervalId(2));  // (as before, for what follows)
   // What the runs' records differ in: the broadcast (and nothing prof-analyze does not list).
   const QStringList differences = table_rows(window.runDifferencesTable());
   QVERIFY2(differences.contains("PROF_BCAST|native|shm"), qPrintable(differences.join('\n')));
