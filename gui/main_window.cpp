@@ -592,6 +592,7 @@ void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled)
   range_analysis_.reset();
   ++*range_generation_;  // a visible range's analysis of the previous trace is stale
   if (view_->timeline() != session->timeline.get()) view_->setTimeline(session->timeline);
+  view_->setRunEnd(session->analysis ? session->analysis->run_end : std::vector<analysis::RankEnd>{});
   view_->followBuild();  // the build is over: show all of it (unless zoomed)
   model_->setAnalysis(session->analysis);
   chosen_interval_ = -1;

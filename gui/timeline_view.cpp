@@ -157,6 +157,7 @@ void TimelineView::followBuild() {
 
 void TimelineView::setTimeline(std::shared_ptr<analysis::Timeline> timeline) {
   timeline_ = std::move(timeline);
+  run_end_.clear();
   group_cells_ = GroupCells{};
   row_leaves_.clear();
   highlight_node_ = -1;
@@ -1361,6 +1362,22 @@ QString TimelineView::tooltipAt(QPoint pos) const {
   return lines.join("<br>");
 }
 
+std::pair<const analysis::CallInFlight*, const analysis::RankEnd*> TimelineView::inFlight(
+    const TimelineCall& c) const {
+  if (!timeline_ || c.row >= timeline_->rows().size()) return {nullptr, nullptr};
+  const auto& row = timeline_->rows()[c.row];
+  for (const analysis::RankEnd& end : run_end_) {
+    if (end.rank != row.rank) continue;
+    // The same thread and function, entered at the same moment (the report's
+    // seconds against the timeline's nanoseconds: within a microsecond).
+    for (const analysis::CallInFlight& f : end.in_flight)
+      if (f.stream == row.stream && f.function == c.function &&
+          std::abs(f.entered * 1e9 - static_cast<double>(c.enter)) < 1000)
+        return {&f, &end};
+  }
+  return {nullptr, nullptr};
+}
+
 QStringList TimelineView::describeCall(const TimelineCall& c) const {
   QStringList lines;
   lines << QStringLiteral("%1 (%2)")
@@ -1375,8 +1392,19 @@ QStringList TimelineView::describeCall(const TimelineCall& c) const {
                                              duration_text(static_cast<double>(c.duration)));
   if (c.kind != TimelineKind::Marker) {
     // The call's own site, looked up now: the timeline keeps only its index.
+    // A call in flight at the rank's end has none there: the report's.
+    const auto [in_flight, end] = inFlight(c);
     if (const uint32_t site = timeline_->call_site(c); site != 0)
       lines << tr("called from %1").arg(QString::fromStdString(timeline_->site(site)));
+    else if (in_flight && !in_flight->site_label.empty())
+      lines << tr("called from %1").arg(QString::fromStdString(in_flight->site_label));
+    if (in_flight) {
+      lines << tr("<b>in flight</b> when the rank ended (%1, last alive at %2 s)")
+                   .arg(QString::fromStdString(end->ended_by), QString::number(end->last_alive, 'f', 6));
+      QStringList waited;
+      for (int rank : in_flight->waiting_for) waited << QString::number(rank);
+      if (!waited.isEmpty()) lines << tr("waiting for rank %1").arg(waited.join(", "));
+    }
     if (c.bytes > 0 || c.kind != TimelineKind::OtherMpi) lines << tr("bytes %1").arg(c.bytes);
     if (c.peer >= 0) lines << tr("peer %1").arg(c.peer);
     if (c.tag >= 0) lines << tr("tag %1").arg(c.tag);

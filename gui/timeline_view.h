@@ -89,6 +89,7 @@
 #include <optional>
 #include <vector>
 
+#include "prof/analysis/analysis.h"
 #include "prof/analysis/timeline.h"
 
 class QMenu;
@@ -114,6 +115,10 @@ class TimelineView : public QWidget {
 
   void setTimeline(std::shared_ptr<analysis::Timeline> timeline);
   const analysis::Timeline* timeline() const { return timeline_.get(); }
+  // How each rank's recording ended (the analysis's run_end), once the
+  // analysis is done: a call in flight then says so in its tooltip, with its
+  // call site and the ranks it waited for. Cleared by setTimeline.
+  void setRunEnd(std::vector<analysis::RankEnd> run_end) { run_end_ = std::move(run_end); }
 
   double from() const { return from_; }
   double to() const { return to_; }
@@ -373,6 +378,9 @@ class TimelineView : public QWidget {
   bool follow_end_ = true;  // no zoom yet: the range grows with the build
   bool arrows_ = true;
   std::function<std::optional<double>()> progress_source_;
+  std::vector<analysis::RankEnd> run_end_;  // (setRunEnd)
+  // The call in flight at its rank's end that `c` is, with its rank's end; nulls when none.
+  std::pair<const analysis::CallInFlight*, const analysis::RankEnd*> inFlight(const analysis::TimelineCall& c) const;
   int highlight_node_ = -1;
   std::vector<std::vector<analysis::TimelineExecution>> highlight_;  // per row, by start
   QTimer build_timer_;

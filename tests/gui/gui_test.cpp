@@ -284,6 +284,7 @@ class GuiTest : public QObject {
   void dense_markers_and_messages_leave_calls_visible();
   void long_call_fills_the_row_at_the_zoom_limit();
   void comparison_keeps_both_runs_columns_in_sight();
+  void call_in_flight_says_so_in_its_tooltip();
   void panel_shows_visible_range();
   void wheel_zooms_about_cursor();
   void dense_rows_drawn_from_pyramid_leaves();
@@ -2553,6 +2554,41 @@ void GuiTest::failed_comparison_keeps_the_trace() {
   QVERIFY(gui.waitForFinished(60000));
   QCOMPARE(gui.exitCode(), 1);
   QVERIFY(gui.readAllStandardError().contains("--compare B_DIR needs a TRACE_DIR"));
+}
+
+// A run killed while both ranks waited in MPI_Recv for each other: each
+// receive is drawn up to its rank's last moment alive, and its tooltip says it
+// was in flight, how the rank ended, its call site and whom it waited for
+// (what prof-analyze's run_end says).
+void GuiTest::call_in_flight_says_so_in_its_tooltip() {
+  test::TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) {
+    b.init(r, 0, test::kMs);
+    format::InFlightSlot slot{};
+    slot.enter = (3 + static_cast<uint64_t>(r)) * test::kMs;
+    slot.site_func = 0x401000u | (uint64_t{test::Recv} << 48);
+    slot.peer = 1 - r;
+    slot.tag = 5;
+    slot.comm = test::kWorld;
+    b.w(r).live(10 * test::kMs, {slot});
+    b.close(r, "");
+  }
+  LoadedWindow loaded(QString::fromStdString(b.dir()));
+  const auto session = loaded.window.session();
+  QVERIFY(session && session->analysis);
+  TimelineView* view = loaded.window.timelineView();
+  view->showAll();
+  view->grab();
+  for (int r = 0; r < 2; ++r) {
+    const QString tip = view->tooltipAt(QPoint(static_cast<int>(view->xOf(ns(8 * test::kMs))), view->rowCenterY(r)));
+    QVERIFY2(tip.contains("MPI_Recv") && tip.contains("in flight") && tip.contains("killed"), qPrintable(tip));
+    QVERIFY2(tip.contains(QStringLiteral("waiting for rank %1").arg(1 - r)), qPrintable(tip));
+    const auto& f = session->analysis->run_end[static_cast<size_t>(r)].in_flight.at(0);
+    QVERIFY2(tip.contains(QStringLiteral("called from %1").arg(QString::fromStdString(f.site_label))), qPrintable(tip));
+  }
+  // Before the calls in flight: no such words.
+  const QString init = view->tooltipAt(QPoint(static_cast<int>(view->xOf(ns(test::kMs / 2))), view->rowCenterY(0)));
+  QVERIFY2(init.contains("MPI_Init") && !init.contains("in flight"), qPrintable(init));
 }
 
 // What the runs differ in, with values longer than the pane (command lines):
