@@ -601,11 +601,24 @@ void MainWindow::onLoaded(std::shared_ptr<TraceSession> session, bool cancelled)
   if (model_->analysis()) {
     if (!quiet_sink_) addRecent(session->dir);  // (a screenshot is no visit of the user's)
     const auto& a = *model_->analysis();
-    statusBar()->showMessage(tr("%1: %2 ranks, %3 events, %4 intervals")
-                                 .arg(session->dir)
-                                 .arg(a.processors)
-                                 .arg(a.stats.events)
-                                 .arg(a.intervals.size()));
+    QString status = tr("%1: %2 ranks, %3 events, %4 intervals")
+                         .arg(session->dir)
+                         .arg(a.processors)
+                         .arg(a.stats.events)
+                         .arg(a.intervals.size());
+    // A run that did not end cleanly says so where it is seen first (the
+    // report's run_end: the calls in flight tell more in their tooltips).
+    if (!a.complete) {
+      int unfinished = 0;
+      for (const analysis::RankEnd& end : a.run_end) unfinished += end.ended_by != "finalize";
+      status += tr("; %1 of %2 ranks ended without MPI_Finalize").arg(unfinished).arg(a.run_end.size());
+      for (const std::vector<int>& cycle : a.wait_cycles) {
+        QStringList ranks;
+        for (int rank : cycle) ranks << QString::number(rank);
+        status += tr("; deadlock: ranks %1 wait for each other").arg(ranks.join(", "));
+      }
+    }
+    statusBar()->showMessage(status);
     selectInterval(0, false);
     if (visible_range_->isChecked()) range_timer_.start();
   } else {

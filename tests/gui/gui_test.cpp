@@ -2586,6 +2586,11 @@ void GuiTest::call_in_flight_says_so_in_its_tooltip() {
     const auto& f = session->analysis->run_end[static_cast<size_t>(r)].in_flight.at(0);
     QVERIFY2(tip.contains(QStringLiteral("called from %1").arg(QString::fromStdString(f.site_label))), qPrintable(tip));
   }
+  // The status bar says the run did not end cleanly, and the deadlock.
+  const QString status = loaded.window.statusBar()->currentMessage();
+  QVERIFY2(status.contains("2 of 2 ranks ended without MPI_Finalize") &&
+               status.contains("deadlock: ranks 0, 1 wait for each other"),
+           qPrintable(status));
   // Before the calls in flight: no such words.
   const QString init = view->tooltipAt(QPoint(static_cast<int>(view->xOf(ns(test::kMs / 2))), view->rowCenterY(0)));
   QVERIFY2(init.contains("MPI_Init") && !init.contains("in flight"), qPrintable(init));
