@@ -477,16 +477,14 @@ TEST(Outputs, TmpdirThatIsNoDirectoryIsAUsageError) {
   build(b);
   std::string out;
   for (const std::string& tmpdir : {b.dir() + "/none", b.dir() + "/rank-00000.prof"}) {
-    EXPECT_EQ(run_shell("TMPDIR=" + tmpdir + " " + PROF_ANALYZE_BIN + " --no-progress -q " + b.dir() + " --json /dev/null",
-                        &out),
-              1)
-        << tmpdir;
+    const std::string command =
+        "TMPDIR=" + tmpdir + " " + PROF_ANALYZE_BIN + " --no-progress -q " + b.dir() + " --json /dev/null";
+    EXPECT_EQ(run_shell(command, &out), 1) << tmpdir;
     EXPECT_NE(out.find("TMPDIR '" + tmpdir + "'"), std::string::npos) << out;
   }
-  EXPECT_EQ(run_shell("TMPDIR=" + b.dir() + " " + PROF_ANALYZE_BIN + " --no-progress -q " + b.dir() + " --json /dev/null",
-                      &out),
-            0)
-      << out;
+  const std::string writable =
+      "TMPDIR=" + b.dir() + " " + PROF_ANALYZE_BIN + " --no-progress -q " + b.dir() + " --json /dev/null";
+  EXPECT_EQ(run_shell(writable, &out), 0) << out;
 }
 
 TEST(Outputs, LibraryWritersAgreeWithTheBinary) {
