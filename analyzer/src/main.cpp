@@ -141,27 +141,26 @@ std::string output_conflict(const std::vector<std::pair<const char*, std::string
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) continue;
     const std::filesystem::path real = resolved_path(path);
-    std::string name = real.filename().string();
-    const auto conflict = [&](const std::string& dir) {
+    // `name`: the trace's file the output would overwrite.
+    const auto conflict = [&](const std::string& dir, const std::string& name) {
       return std::string(option) + " " + path + ": that is " +
              (name == kWindowIndexFileName ? "the window index" : "a rank file") + " of the trace " + dir +
              ", which the analysis reads; name another file";
     };
-    if (prof::format::is_rank_file_name(name) || name == kWindowIndexFileName)
+    if (const std::string name = real.filename().string(); prof::format::is_trace_file_name(name))
       for (const std::string& dir : trace_dirs)
-        if (real.parent_path() == resolved_path(dir)) return conflict(dir);
+        if (real.parent_path() == resolved_path(dir)) return conflict(dir, name);
     // A second name (a hard link) of one of the trace's files: looked for only
     // where the output has several names, so no directory is listed otherwise.
     struct stat out_stat {};
     if (::stat(path.c_str(), &out_stat) != 0 || !S_ISREG(out_stat.st_mode) || out_stat.st_nlink < 2) continue;
     for (const std::string& dir : trace_dirs)
       for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-        name = entry.path().filename().string();
+        const std::string name = entry.path().filename().string();
         struct stat entry_stat {};
-        if ((prof::format::is_rank_file_name(name) || name == kWindowIndexFileName) &&
-            ::stat(entry.path().c_str(), &entry_stat) == 0 && entry_stat.st_dev == out_stat.st_dev &&
-            entry_stat.st_ino == out_stat.st_ino)
-          return conflict(dir);
+        if (prof::format::is_trace_file_name(name) && ::stat(entry.path().c_str(), &entry_stat) == 0 &&
+            entry_stat.st_dev == out_stat.st_dev && entry_stat.st_ino == out_stat.st_ino)
+          return conflict(dir, name);
       }
   }
   for (size_t i = 0; i < outputs.size(); ++i)

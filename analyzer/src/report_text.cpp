@@ -34,11 +34,6 @@ void append_figure(std::string& line, double seconds) {
   const auto r = std::to_chars(b, b + sizeof b, us / 1e6, std::chars_format::fixed, 6);
   line.append(b, r.ptr);
 }
-std::string num(double v) {
-  std::string s;
-  append_figure(s, v);
-  return s;
-}
 // The integer std::to_string gives, appended to a line.
 void append_integer(std::string& line, unsigned long long v) {
   char b[24];
@@ -96,7 +91,11 @@ void write_run_block(const RunRecord& run, std::ostream& out) {
 
 }  // namespace
 
-std::string figure_text(double seconds) { return num(seconds); }
+std::string figure_text(double seconds) {
+  std::string s;
+  append_figure(s, seconds);
+  return s;
+}
 
 std::string interval_title(const IntervalNode& n) {
   return "Interval (LineNumber = " + std::to_string(n.line) + " SourceFile = " + n.source_label() +
@@ -110,7 +109,7 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
     throw std::logic_error("write_text_report: the function profile was not computed (Options::function_profile)");
   bool first = true;
   if (a.window) {
-    out << "Window " << num(a.window->first) << " .. " << num(a.window->second)
+    out << "Window " << figure_text(a.window->first) << " .. " << figure_text(a.window->second)
         << " s from the trace's start\n\n";
   }
   for (const IntervalNode& n : a.intervals) {
@@ -122,15 +121,15 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
     for (const MainCharacteristic& c : kMainCharacteristics) {
       if (!c.in_text_report) continue;
       const double v = c.value(m);
-      out << c.label << ' ' << (c.integer ? std::to_string(static_cast<long long>(v)) : num(v)) << c.text_suffix
+      out << c.label << ' ' << (c.integer ? std::to_string(static_cast<long long>(v)) : figure_text(v)) << c.text_suffix
           << '\n';
     }
     out << "---Comparative Characteristics---\n";
     out << "Tmin Nproc Tmax Nproc Tmid\n";
     for (const ComparativeCharacteristic& c : kComparativeCharacteristics) {
       const ComparativeFigures& cf = n.comparative[static_cast<size_t>(c.which)];
-      out << c.label << ' ' << num(cf.min) << ' '
-          << cf.min_rank << ' ' << num(cf.max) << ' ' << cf.max_rank << ' ' << num(cf.mean)
+      out << c.label << ' ' << figure_text(cf.min) << ' '
+          << cf.min_rank << ' ' << figure_text(cf.max) << ' ' << cf.max_rank << ' ' << figure_text(cf.mean)
           << '\n';
     }
     if (opt.wait_states) {
@@ -138,11 +137,11 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
       // then the ranks waited for most.
       out << "---Wait States---\n";
       for (int k = 0; k < kWaitKindCount; ++k)
-        out << kWaitKindLabels[k] << ' ' << num(n.waits[static_cast<size_t>(k)]) << '\n';
+        out << kWaitKindLabels[k] << ' ' << figure_text(n.waits[static_cast<size_t>(k)]) << '\n';
       out << "Waited for: Nproc Time Uncertain\n";
       for (size_t p = 0; p < n.waited_for.size() && p < kTopPartners; ++p)
-        out << n.waited_for[p].rank << ' ' << num(n.waited_for[p].seconds) << ' '
-            << num(n.waited_for[p].uncertain_seconds) << '\n';
+        out << n.waited_for[p].rank << ' ' << figure_text(n.waited_for[p].seconds) << ' '
+            << figure_text(n.waited_for[p].uncertain_seconds) << '\n';
       if (a.delay_known) {
         out << "Waits here caused by:";
         if (n.caused_by.empty()) out << " none";
@@ -151,10 +150,10 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
           const IntervalNode& by = a.intervals[static_cast<size_t>(cs.interval)];
           out << (c ? ", " : " ") << (by.id ? "id " + std::to_string(*by.id) : std::string("the root"))
               << " at " << by.source_label() << ':' << by.line << " on rank " << cs.rank << " ("
-              << num(cs.seconds) << " s)";
+              << figure_text(cs.seconds) << " s)";
         }
         out << '\n';
-        out << "Critical Path Time " << num(n.critical_path_s) << '\n';
+        out << "Critical Path Time " << figure_text(n.critical_path_s) << '\n';
       }
     }
     auto shown = [&opt](int rank) {
@@ -186,14 +185,14 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
       out << "---MPI Functions---\n";
       out << "Function Calls Time Bytes\n";
       for (const FunctionFigures& f : n.functions)
-        out << f.name << ' ' << f.calls << ' ' << num(f.time) << ' ' << f.bytes << '\n';
+        out << f.name << ' ' << f.calls << ' ' << figure_text(f.time) << ' ' << f.bytes << '\n';
     }
     if (opt.callsites) {
       out << "---MPI Call Sites---\n";
       out << "Function Site Calls Time Bytes\n";
       for (size_t c = 0; c < n.callsites.size() && c < kTextCallSites; ++c) {
         const CallSiteFigures& f = n.callsites[c];
-        out << f.function << ' ' << f.site_label() << ' ' << f.calls << ' ' << num(f.time) << ' '
+        out << f.function << ' ' << f.site_label() << ' ' << f.calls << ' ' << figure_text(f.time) << ' '
             << f.bytes << '\n';
       }
     }
@@ -222,7 +221,7 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
       out << "Nproc EndedBy LastAlive RecordsLost\n";
       for (const RankEnd& e : a.run_end)
         if (shown(e.rank))
-          out << e.rank << ' ' << e.ended_by << ' ' << num(e.last_alive) << ' ' << e.records_lost << '\n';
+          out << e.rank << ' ' << e.ended_by << ' ' << figure_text(e.last_alive) << ' ' << e.records_lost << '\n';
       // The calls in flight, then each cycle of ranks waiting for each other
       // (every cycle, whichever ranks the tables show).
       for (const RankEnd& e : a.run_end)
@@ -230,7 +229,7 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
           if (!shown(e.rank)) continue;
           out << "Rank " << e.rank;
           if (c.stream != 0) out << " (thread " << c.stream << ')';
-          out << " inside " << c.function << " since " << num(c.entered) << " s at "
+          out << " inside " << c.function << " since " << figure_text(c.entered) << " s at "
               << c.site_label;
           if (c.peer) out << (c.collective ? ", root " : ", peer ") << *c.peer;
           else if (c.any_source) out << ", peer MPI_ANY_SOURCE";

@@ -278,7 +278,7 @@ int main(int argc, char** argv) {
   std::vector<std::filesystem::path> old_files;
   for (const auto& entry : std::filesystem::directory_iterator(out, ec)) {
     const std::string name = entry.path().filename().string();
-    if (prof::format::is_rank_file_name(name) || name == prof::format::kWindowIndexFileName) old_files.push_back(entry.path());
+    if (prof::format::is_trace_file_name(name)) old_files.push_back(entry.path());
   }
   if (!old_files.empty() && !replace) {
     std::fprintf(stderr, "prof-gen-trace: %s already holds a trace (rank-*.prof); name a new directory, or --replace\n",

@@ -94,7 +94,6 @@ void end_recording(int sig) {
 
 void on_fatal_signal(int sig, siginfo_t* info, void* ctx) {
   const struct sigaction& old = rt->old_actions[sig];
-  if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) return;
   if (!is_programs_handler(old) || ends_whatever_handler_does(sig)) end_recording(sig);
   if (is_programs_handler(old)) {
     if (old.sa_flags & SA_SIGINFO)
@@ -114,13 +113,14 @@ void on_fatal_signal(int sig, siginfo_t* info, void* ctx) {
 
 void install_signal_handlers() {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGQUIT}) {
+    struct sigaction current{};
+    sigaction(sig, nullptr, &current);
+    if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN) continue;  // (ignored: not fatal)
     struct sigaction sa{};
     sa.sa_sigaction = on_fatal_signal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     sigaction(sig, &sa, &rt->old_actions[sig]);
-    const struct sigaction& old = rt->old_actions[sig];
-    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) sigaction(sig, &old, nullptr);  // (not fatal)
   }
 }
 

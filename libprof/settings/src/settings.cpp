@@ -36,7 +36,11 @@ std::vector<std::string> bcast_impl_names() {
   return {bcast::impl_name(bcast::Impl::Native), bcast::impl_name(bcast::Impl::Shm)};
 }
 
-bool is_decimal(const std::string& text);
+// An optional sign and at least one digit, however many.
+bool is_decimal(const std::string& text) {
+  const size_t digits = text.empty() || (text[0] != '-' && text[0] != '+') ? 0 : 1;
+  return text.size() > digits && text.find_first_not_of("0123456789", digits) == std::string::npos;
+}
 
 // A decimal integer in [lo, hi], the whole text: digits with an optional sign,
 // nothing around them (strtoll alone would take leading spaces, not trailing).
@@ -48,12 +52,6 @@ bool parse_integer(const std::string& text, long long lo, long long hi, long lon
   if (errno || end == text.c_str() || *end || n < lo || n > hi) return false;
   *out = n;
   return true;
-}
-
-// An optional sign and at least one digit, however many.
-bool is_decimal(const std::string& text) {
-  const size_t digits = text.empty() || (text[0] != '-' && text[0] != '+') ? 0 : 1;
-  return text.size() > digits && text.find_first_not_of("0123456789", digits) == std::string::npos;
 }
 
 bool parse_hang_warn(Config& c, const std::string& value, std::string*) {

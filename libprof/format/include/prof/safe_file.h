@@ -50,8 +50,9 @@ inline std::filesystem::path resolved_path(const std::string& path) {
 // replace the earlier. A device or pipe (/dev/null) takes any number of writers.
 inline bool same_output_file(const std::string& a, const std::string& b) {
   std::error_code ec;
-  if (std::filesystem::exists(a, ec) && !std::filesystem::is_regular_file(a, ec)) return false;
-  if (std::filesystem::exists(a, ec) && std::filesystem::exists(b, ec))
+  const bool a_exists = std::filesystem::exists(a, ec);
+  if (a_exists && !std::filesystem::is_regular_file(a, ec)) return false;
+  if (a_exists && std::filesystem::exists(b, ec))
     return std::filesystem::equivalent(a, b, ec);  // (one file under two names, hard links too)
   return resolved_path(a) == resolved_path(b);
 }

@@ -537,5 +537,9 @@ static_assert(is_rank_file_name("rank-00000.prof") && !is_rank_file_name("rank-.
 // The analyzer's window index beside the rank files (docs/trace-format.md,
 // "The window index").
 inline constexpr const char* kWindowIndexFileName = "window-index.bin";
+// A file a trace directory holds: a rank file or the window index.
+inline constexpr bool is_trace_file_name(std::string_view name) {
+  return is_rank_file_name(name) || name == kWindowIndexFileName;
+}
 
 }  // namespace prof::format
