@@ -89,6 +89,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <deque>
@@ -166,17 +167,32 @@ struct InstantSums {
   }
 };
 
+// Each reported kind's level in the wait states' sets: the report keeps its
+// keys' order (WaitKind), the sets the order in which a kind takes an
+// instant (WaitSpanKind).
+inline constexpr std::array<WaitSpanKind, kWaitKindCount> kSpanOfWaitKind = [] {
+  std::array<WaitSpanKind, kWaitKindCount> of{};
+  of[kLateSender] = kLateSenderSpan;
+  of[kLateReceiver] = kLateReceiverSpan;
+  of[kWaitAtBarrier] = kBarrierWaitSpan;
+  of[kWaitAtNxN] = kNxNWaitSpan;
+  of[kLateRoot] = kLateRootSpan;
+  of[kEarlyRoot] = kEarlyRootSpan;
+  of[kWaitAtCollectiveOther] = kOtherCollWaitSpan;
+  return of;
+}();
+static_assert(int{kWaitKindCount} == int{kWaitSpanKinds});
+
 // The measures of the wait states' sets (WaitKindSets) of one context, in
-// Instant units (the figures in global ns): levels 0-5 nested, 6 the late
-// receiver's own.
+// Instant units (the figures in global ns), every level nested.
 struct WaitSums {
   alignas(16) Instant level[kLevels] = {};
 
-  // Each kind's instants: the difference of its nested level and the one
+  // A kind's instants: the difference of its nested level and the one
   // before (exact: never negative).
-  double kind(int k) const {
-    if (k >= kWaitNestedLevels) return instant_ns(level[k]);
-    return instant_ns(k == 0 ? level[0] : level[k] - level[k - 1]);
+  double kind(WaitKind k) const {
+    const int l = kSpanOfWaitKind[k];
+    return instant_ns(l == 0 ? level[0] : level[l] - level[l - 1]);
   }
   // (Stopping at the range's end keeps each nested level at least the one
   // before: min(kInstantMax, x) grows with x.)

@@ -61,22 +61,22 @@ enum SpanKind : uint8_t {
 };
 
 // The kinds of waiting (docs/metrics.md, "Wait states by kind"), measured by
-// a set of their own beside the characteristics' (WaitKindSets): levels 0-5
-// are nested, so each instant of PotentSync goes to the first kind that
-// covers it and the kinds' measures sum to PotentSync; a late receiver is
-// apart from PotentSync, on its own level.
+// a set of their own beside the characteristics' (WaitKindSets), every level
+// nested: each instant goes to the first kind that covers it, in this order.
+// On a rank of one thread a late receiver (inside a send or the call
+// completing one) never overlaps a collective's wait (inside a collective
+// call), so the kinds but the late receiver sum to PotentSync there.
 enum WaitSpanKind : uint8_t {
   kLateSenderSpan = 0,   // a receive issued before its send entered
+  kLateReceiverSpan,     // a blocking send before its receive was issued (apart from PotentSync)
   kBarrierWaitSpan,      // a barrier before its last member entered
   kNxNWaitSpan,          // an all-to-all-style collective before its last member entered
   kLateRootSpan,         // a non-root of a one-to-all collective before its root entered
   kEarlyRootSpan,        // the root of an all-to-one collective before its last member entered
   kOtherCollWaitSpan,    // any other collective wait (a non-root after its root, ...)
-  kLateReceiverSpan,     // a blocking send before its receive was issued (apart from PotentSync)
   kWaitSpanKinds,
 };
-inline constexpr int kWaitNestedLevels = kOtherCollWaitSpan + 1;
-static_assert(kWaitNestedLevels % 2 == 0);
+inline constexpr int kWaitNestedLevels = kWaitSpanKinds;
 
 // The measure of a union, per context. Levels 0-3 are nested: level j is the
 // union of the spans of kinds 0..j, so PotentSync = level 0, SendRecv =
@@ -284,6 +284,11 @@ inline constexpr WholeSpanWeights<nested> kWholeSpanWeights{};
 // kinds 0..j), the others each on its own level.
 template <class Kind, int kNested>
 class BasicInstantSets {
+  // The levels a sweep gathers without own-level spans: the nested ones,
+  // rounded up to whole vectors (an odd one's pair stays 0).
+  static constexpr int kNestedEven = (kNested + 1) / 2 * 2;
+  static_assert(kNestedEven <= kLevels);
+
  public:
   BasicInstantSets() { contexts_.push_back(Context{kInstantMin, kNoContext}); }
   BasicInstantSets(BasicInstantSets&&) = default;
@@ -356,7 +361,7 @@ class BasicInstantSets {
     // wait: a sweep with none before `upto` only sorts the lanes, as the
     // next one would, which costs less than noting every span's start.)
     if (own_level_spans_) sweep_spans<kLevels>(upto, credit);
-    else sweep_spans<kNested>(upto, credit);
+    else sweep_spans<kNestedEven>(upto, credit);
     // Drop contexts that ended before the watermark (keep the one in force):
     // they are in time order, so a binary search finds the first after it
     // (a phase has hundreds of contexts where a loop opens intervals).

@@ -247,7 +247,7 @@ IntervalNode GlobalTree::node_figures(const GNode& gn, const SiteInfo& site, con
     f.time_variation = acc.in.time_variation();
     f.time_of_start = acc.start_time + acc.in.time_of_start();
     f.calls = acc.calls;
-    for (int k = 0; k < kWaitKindCount; ++k) f.waits[static_cast<size_t>(k)] = acc.waits.kind(k);
+    for (int k = 0; k < kWaitKindCount; ++k) f.waits[static_cast<size_t>(k)] = acc.waits.kind(static_cast<WaitKind>(k));
     rolled_partner_waits(r, static_cast<uint32_t>(li), rolled);
     for (const PartnerWaitAcc& p : rolled) {
       uint32_t& slot = partner_slot[p.partner];  // + 1; 0: new

@@ -145,6 +145,35 @@ TEST(WaitStates, LateReceiverInTheWaitOfAPersistentSend) {
   }
 }
 
+// An instant goes to the first kind that covers it, Late Sender before Late
+// Receiver: rank 0's MPI_Waitall completes a receive whose send enters at
+// 40 ms (a late sender from its issue at 2.1 ms) and an Isend whose receive
+// is issued at 50 ms (a late receiver from the Waitall's enter at 3 ms). Of
+// the late receiver's 47 ms only the 10 ms after the send entered are its
+// own; each partner still gets its whole wait.
+TEST(WaitStates, LateReceiverTakesOnlyWhatNoLateSenderCovers) {
+  TraceBuilder b(2);
+  const uint32_t sq = 0xAC000041u, rq = 0xAC000042u;
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.isend(0, 2 * kMs, 2010 * kUs, 1, 5, sq);
+  b.irecv(0, 2100 * kUs, 2110 * kUs, 1, 6, rq);
+  b.wait(0, Waitall, 3 * kMs, 50100 * kUs, {TraceBuilder::done(sq), TraceBuilder::done(rq, 1, 6, 8)});
+  b.send(1, 40 * kMs, 40010 * kUs, 0, 6);
+  b.recv(1, 50 * kMs, 50090 * kUs, 0, 5);
+  for (int r = 0; r < 2; ++r) b.finalize(r, 70 * kMs, 71 * kMs);
+  b.close();
+  for (unsigned threads : {1u, 2u}) {
+    const auto a = analyze_with(b, threads);
+    const auto& root = a.intervals[0];
+    EXPECT_NEAR(wait_of(root, 0, analysis::kLateSender), ms(37.9), kTol) << threads;
+    EXPECT_NEAR(wait_of(root, 0, analysis::kLateReceiver), ms(10), kTol) << threads;
+    EXPECT_NEAR(rank_of(root, 0)->potential_sync, ms(37.9), kTol) << threads;
+    ASSERT_EQ(root.waited_for.size(), 1u);  // rank 0 waited on rank 1 twice
+    EXPECT_EQ(root.waited_for[0].rank, 1);
+    EXPECT_NEAR(root.waited_for[0].seconds, ms(37.9) + ms(47), kTol);
+  }
+}
+
 // Rank 3 enters 5 ms late: every other rank waits 5 ms on it, of the kind
 // its call gives.
 void late_member(Fn f, WaitKind kind) {

@@ -239,7 +239,9 @@ def check_invariants(check):
                 if p[lesser] > p[greater] + ROUNDING:
                     bad.append(f"{where} rank {r}: {lesser} {p[lesser]:.6f} > "
                                f"{greater} {p[greater]:.6f}")
-        # Wait states: the kinds of Potential Sync. sum to it, each kind within [0, T_r].
+        # Wait states: each kind within [0, T_r]; the kinds of Potential Sync.
+        # sum to it, less what a late receiver took of it (another thread's,
+        # in a collective's wait), and with the late receiver to at least it.
         waits = node["wait_states"]
         slot = {rank: i for i, rank in enumerate(check.report["ranks"])}
         for p in node["per_rank"]:
@@ -251,9 +253,12 @@ def check_invariants(check):
                     bad.append(f"{where} rank {r}: {key} {v:.6f} outside [0, T_r {p['time']:.6f}]")
                 if key != "late_receiver":
                     kinds += v
-            if abs(kinds - p["potential_sync"]) > ROUNDING:
-                bad.append(f"{where} rank {r}: wait kinds sum to {kinds:.9f}, "
-                           f"potential_sync {p['potential_sync']:.9f}")
+            late_receiver = waits["late_receiver"]["per_rank"][i]
+            ps = p["potential_sync"]
+            if (kinds > ps + ROUNDING or kinds + late_receiver < ps - ROUNDING
+                    or (late_receiver <= ROUNDING and abs(kinds - ps) > ROUNDING)):
+                bad.append(f"{where} rank {r}: wait kinds sum to {kinds:.9f} "
+                           f"(late_receiver {late_receiver:.9f}), potential_sync {ps:.9f}")
         # Root causes sum to at most the interval's waits; its time on the
         # critical path is within its parent's.
         caused = sum(x["seconds"] for x in node.get("caused_by", []))
