@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "prof/settings.h"
@@ -141,6 +142,26 @@ TEST(ShimConfig, HangWarnTakesAnyPositiveNumberOfSeconds) {
     ASSERT_EQ(p.errors.size(), 1u) << bad;
     EXPECT_EQ(p.errors[0], std::string("PROF_HANG_WARN='") + bad + "' is not a number of seconds above 0");
   }
+}
+
+// PROF_LOG_LEVEL takes spdlog's level names, its other spellings too: a
+// value spdlog knows never leaves the run unprofiled.
+TEST(ShimConfig, LogLevelTakesSpdlogsSpellings) {
+  const std::vector<std::pair<const char*, int>> levels = {
+      {"trace", 0}, {"debug", 1}, {"info", 2},     {"warn", 3}, {"warning", 3},
+      {"error", 4}, {"err", 4},   {"critical", 5}, {"off", 6}};
+  for (const auto& [name, level] : levels) {
+    const Parsed p = read_with("PROF_LOG_LEVEL", name);
+    EXPECT_TRUE(p.errors.empty()) << name;
+    EXPECT_EQ(p.cfg.log_level, level) << name;
+  }
+  // The resolved setting is the one spelling of its level.
+  for (const ConfigVariable& v : config_variables()) {
+    if (std::string(v.name) == "PROF_LOG_LEVEL") {
+      EXPECT_EQ(v.resolved(read_with(v.name, "err").cfg), "error");
+    }
+  }
+  EXPECT_EQ(read_with("PROF_LOG_LEVEL", "Warning").errors.size(), 1u);
 }
 
 // An integer is digits with an optional sign, nothing around them: a space on

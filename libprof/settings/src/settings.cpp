@@ -248,8 +248,11 @@ const std::vector<ConfigVariable>& config_variables() {
       s.kind = SettingKind::Choice;
       s.choices = kLogLevels;
       s.default_value = "warn";
+      // (spdlog's names: it prints `warning` and `error`, and reads `warn` and `err` too.)
+      s.aliases = {{"warning", "warn"}, {"err", "error"}};
       s.description =
-          "Verbosity of the profiler's own messages on stderr. `critical` and `off` silence a bad setting's "
+          "Verbosity of the profiler's own messages on stderr (spdlog's levels; `warning` and `err` are taken "
+          "for `warn` and `error`). `critical` and `off` silence a bad setting's "
           "message too, except where PROF_STRICT=1 aborts the run: an abort always says why. The hang warnings "
           "that PROF_HANG_WARN asks for are printed at every level.";
       s.set_choice = [](Config& c, size_t i) { c.log_level = int(i); };
@@ -430,7 +433,10 @@ bool read_config(Config* cfg, std::vector<std::string>* errors, bool (*wanted)(c
         break;
       }
       case SettingKind::Choice: {
-        const auto at = std::find(v.choices.begin(), v.choices.end(), value);
+        std::string choice = value;
+        for (const auto& [spelling, of] : v.aliases)
+          if (spelling == value) choice = of;
+        const auto at = std::find(v.choices.begin(), v.choices.end(), choice);
         ok = at != v.choices.end();
         if (ok) v.set_choice(*cfg, size_t(at - v.choices.begin()));
         break;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "prof/bcast/params.h"
@@ -62,6 +63,9 @@ struct ConfigVariable {
   void (*set_integer)(Config&, long) = nullptr;   // Integer
   std::vector<std::string> choices;               // Choice
   void (*set_choice)(Config&, size_t) = nullptr;  // Choice: the index into `choices`
+  // Choice: other spellings taken for a choice (another library's names for
+  // the same value), as {spelling, choice}; the doc and messages name `choices`.
+  std::vector<std::pair<std::string, std::string>> aliases;
   // Text and Parsed: stores `value`; Parsed: false when it is not accepted,
   // with *detail set when more than ACCEPTED is worth saying. The settings
   // read before it (the table's order) are already in the Config.
