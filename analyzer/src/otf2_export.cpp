@@ -32,6 +32,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -40,6 +41,7 @@
 #include <unordered_map>
 
 #include "damage_stop.h"
+#include "flat_map.h"
 #include "interpret.h"
 #include "intervals.h"
 #include "job_export.h"
@@ -50,6 +52,25 @@
 
 namespace prof::analysis {
 namespace {
+
+// OTF2 draws the archive's trace identifier at random when it opens one, and
+// has no call to set it; it lies in the anchor file as 8 bytes in host order.
+// Replaces the one place they occur with `id`. False where the file cannot
+// be read or written; the identifier left as drawn where the bytes are not
+// found exactly once (a later library's layout).
+bool replace_trace_id(const std::string& anchor, uint64_t drawn, uint64_t id) {
+  FILE* f = std::fopen(anchor.c_str(), "r+b");
+  if (!f) return false;
+  std::string bytes;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) bytes.append(buffer, n);
+  const std::string_view from(reinterpret_cast<const char*>(&drawn), sizeof drawn);
+  const size_t at = bytes.find(from);
+  bool ok = !std::ferror(f);
+  if (ok && at != std::string::npos && bytes.find(from, at + 1) == std::string::npos)
+    ok = std::fseek(f, static_cast<long>(at), SEEK_SET) == 0 && std::fwrite(&id, sizeof id, 1, f) == 1;
+  return std::fclose(f) == 0 && ok;
+}
 
 using namespace detail;
 
@@ -1038,6 +1059,26 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   closer.ar = nullptr;
   if (const OTF2_ErrorCode close_rc = OTF2_Archive_Close(ar); close_rc != OTF2_SUCCESS)
     return fail("cannot close the archive: " + otf2_error(close_rc));
+  // The same trace and window give the same archive, byte for byte, however
+  // often and by however many processes it is written. (The identifier it
+  // drew can be asked only of a reader.)
+  const std::string anchor = out_dir + "/traces.otf2";
+  uint64_t random_id = 0;
+  bool id_known = false;
+  if (OTF2_Reader* reader = OTF2_Reader_Open(anchor.c_str())) {
+    id_known = OTF2_Reader_GetTraceId(reader, &random_id) == OTF2_SUCCESS;
+    OTF2_Reader_Close(reader);
+  }
+  if (id_known) {
+    uint64_t id = mix64(scope.traces.empty() ? 0 : scope.traces.front()->header().run_id);
+    for (double bound : {options.from_s, options.to_s}) {
+      uint64_t bits = 0;
+      std::memcpy(&bits, &bound, sizeof bits);
+      id = mix64(id ^ bits);
+    }
+    if (!replace_trace_id(anchor, random_id, id))
+      return fail("cannot write the trace identifier into traces.otf2");
+  }
   if (stats_out) *stats_out = stats;
   return true;
 }
