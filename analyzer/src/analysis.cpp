@@ -3,6 +3,7 @@
 // described in engine.h.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -89,6 +90,22 @@ void on_each_worker(unsigned lo, unsigned hi, bool alone, Work&& work) {
   for (auto& t : threads) t.join();
   for (const auto& e : failed)
     if (e) std::rethrow_exception(e);
+}
+
+// How well a rank's offset to the global clock is known (docs/metrics.md,
+// "Clock offsets"): half the round trip of the exchange that measured it
+// (summed along the hierarchy by the shim), the larger of the run's start
+// and end, plus how far the offset drifted between the two.
+double clock_error_ns(const std::vector<trace::ClockSyncDef>& syncs) {
+  double half_rtt = 0;
+  const trace::ClockSyncDef* init = nullptr;
+  const trace::ClockSyncDef* final = nullptr;
+  for (const auto& k : syncs) {
+    half_rtt = std::max(half_rtt, k.rtt_ns / 2);
+    if (k.phase == "init" && !init) init = &k;
+    if (k.phase == "final") final = &k;
+  }
+  return half_rtt + (init && final ? std::abs(final->offset_ns - init->offset_ns) : 0.0);
 }
 }  // namespace
 
@@ -597,8 +614,7 @@ void Engine::setup() {
   // shorter than its two ranks' bounds together is uncertain.
   clock_error_.assign(ranks_.size(), 0);
   for (size_t i = 0; i < ranks_.size(); ++i)
-    for (const auto& k : traces[i]->clock_syncs())
-      clock_error_[i] = std::max(clock_error_[i], k.rtt_ns / 2);
+    clock_error_[i] = clock_error_ns(traces[i]->clock_syncs());
 
   mail_.resize(workers_, spread_.local_lo(), spread_.local_hi());
   owners_.resize(workers_);
@@ -804,9 +820,7 @@ void Engine::finish(Analysis& a) {
     const auto& syncs = r->rank_trace->clock_syncs();
     if (syncs.empty()) continue;
     a.clock.known = true;
-    double rtt = 0;
-    for (const auto& k : syncs) rtt = std::max(rtt, k.rtt_ns);
-    const double error_s = rtt / 2 * 1e-9;
+    const double error_s = clock_error_ns(syncs) * 1e-9;
     a.clock.per_rank.emplace_back(r->rank, error_s);
     a.clock.max_error_s = std::max(a.clock.max_error_s, error_s);
     if (auto it = r->rank_trace->meta().find("sync"); it != r->rank_trace->meta().end() && a.clock.scheme.empty())
