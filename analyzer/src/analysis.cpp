@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <system_error>
 #include <thread>
@@ -893,7 +894,66 @@ unsigned Options::worker_threads() const {
 // Options::threads allows), and once the result is out, on all it allows. So
 // the analysis does not wait for it, and a caller that shows the result from
 // on_result does not either.
-Analysis analyze(const trace::TraceDir& dir, const Options& options) {
+bool window_holds_the_run(const trace::TraceDir& dir, const Options& options) {
+  if (!options.windowed() || options.window_from_s > 0) return false;
+  // First what every process holds of every rank (its file, or what its
+  // holder sent), so all answer alike that far: the trace's first event lies
+  // before any rank's start synchronization (MPI_Init's record ends before
+  // it) and the run's end after every rank's end synchronization (inside
+  // MPI_Finalize) and heartbeat where it did not finalize; a window that
+  // cannot reach one from the other is told without decoding.
+  double first_bound = detail::kInf, last_bound = -detail::kInf;
+  for (const auto& t : dir.ranks) {
+    if (!t) return false;
+    if (t->end_reason() != "finalize" && t->heartbeat() != 0)
+      last_bound = std::max(last_bound, t->to_global_ns(t->heartbeat()));
+    for (const auto& k : t->clock_syncs()) {
+      if (k.phase == "init") first_bound = std::min(first_bound, t->to_global_ns(k.local_ticks));
+      if (k.phase == "final") last_bound = std::max(last_bound, t->to_global_ns(k.local_ticks));
+    }
+  }
+  const double reach = options.window_to_s * 1e9;
+  if (first_bound < detail::kInf && first_bound + reach < last_bound) return false;
+  // Then the trace's first event and the run's end: each rank's last leave
+  // (MPI_Finalize's return) or, where it did not finalize, its last moment
+  // alive (as the report's run_end has it), each process over its block, met
+  // over the job.
+  double first = detail::kInf, last = -detail::kInf;
+  const int me = options.exchange ? options.exchange->rank() : 0;
+  for (size_t i = 0; i < dir.ranks.size(); ++i) {
+    if (!dir.holder.empty() && dir.holder[i] != me) continue;  // (another process's file)
+    const trace::RankTrace& t = *dir.ranks[i];
+    auto events = t.events();
+    trace::Event e;
+    if (events.next(e)) first = std::min(first, t.to_global_ns(e.enter));
+    if (t.end_reason() != "finalize" && t.heartbeat() != 0) last = std::max(last, t.to_global_ns(t.last_alive()));
+    for (size_t s = 0; s < t.stream_count(); ++s)
+      for (size_t c = t.chunk_count(s); c-- > 0;)
+        if (const trace::ChunkInfo chunk = t.chunk(s, c); chunk.events != 0) {
+          last = std::max(last, chunk.last_leave_ns);
+          break;
+        }
+  }
+  if (options.exchange && options.exchange->size() > 1) {
+    const double mine_values[2] = {first, last};
+    const std::string mine(reinterpret_cast<const char*>(mine_values), sizeof mine_values);
+    for (const std::string& theirs :
+         options.exchange->all_to_all(std::vector<std::string>(static_cast<size_t>(options.exchange->size()), mine))) {
+      double values[2] = {detail::kInf, -detail::kInf};
+      if (theirs.size() == sizeof values) std::memcpy(values, theirs.data(), sizeof values);
+      first = std::min(first, values[0]);
+      last = std::max(last, values[1]);
+    }
+  }
+  return first < detail::kInf && first + reach >= last;
+}
+
+Analysis analyze(const trace::TraceDir& dir, const Options& given) {
+  Options options = given;
+  if (window_holds_the_run(dir, options)) {
+    options.window_from_s = -std::numeric_limits<double>::infinity();
+    options.window_to_s = std::numeric_limits<double>::infinity();
+  }
   Analysis a;
   std::unique_ptr<WindowIndexJob> index;
   const unsigned threads = options.worker_threads();

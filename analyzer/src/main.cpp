@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -531,6 +532,15 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   if (mpi && mpi->size() > 1) {
     opt.exchange = mpi;
     opt.cores = prof::analyze_cli::cores_per_process();
+  }
+  // A window that holds the whole run is no window, in every output.
+  if (prof::analysis::window_holds_the_run(td, opt)) {
+    opt.window_from_s = otf2_opt.from_s = -std::numeric_limits<double>::infinity();
+    opt.window_to_s = otf2_opt.to_s = std::numeric_limits<double>::infinity();
+    if (chrome_window.empty()) {
+      chrome_opt.from_s = opt.window_from_s;
+      chrome_opt.to_s = opt.window_to_s;
+    }
   }
   if (!no_progress && ::isatty(STDERR_FILENO))
     opt.progress = [&bar](double f, uint64_t events) { bar.update(f, events); };

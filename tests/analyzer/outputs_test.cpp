@@ -358,6 +358,31 @@ TEST(Outputs, ChromeTraceArrowsRunForwardIntoTheReceivingCall) {
   }
 }
 
+// --window over the whole run (from 0, past every rank's MPI_Finalize): every
+// output is the plain command's, byte for byte, with no Window line and the
+// Chrome trace and OTF2 archive whole; a window short of the end is one.
+TEST(Outputs, AWindowOverTheWholeRunWritesTheWholeRunsOutputs) {
+  TraceBuilder b(3);
+  build(b);
+  auto outputs = [&](const std::string& name, const std::string& window) {
+    const std::string d = b.dir() + "/" + name;
+    EXPECT_EQ(run_cli(b.dir() + " -q -o " + d + ".txt --json " + d + ".json --chrome-trace " + d + ".chrome --otf2 " +
+                      d + ".otf2 --wait-states --functions " + window),
+              0)
+        << window;
+    std::string all;
+    for (const char* part : {".txt", ".json", ".chrome", ".otf2/traces.otf2", ".otf2/traces.def", ".otf2/traces/0.evt"})
+      all += std::string(part) + "\n" + file_bytes(d + part);
+    return all;
+  };
+  const std::string whole = outputs("whole", "");
+  EXPECT_NE(whole.find("Interval"), std::string::npos);
+  EXPECT_EQ(outputs("wide", "--window 0:1000"), whole);
+  const std::string short_of_it = outputs("short", "--window 0:0.005");
+  EXPECT_NE(short_of_it.find("\nWindow "), std::string::npos);
+  EXPECT_NE(short_of_it, whole);
+}
+
 // --chrome-trace-window: the second loop iteration (4.0-5.3 ms from the first
 // event) alone, with the slices around it at their true extent.
 TEST(Outputs, ChromeTraceWindowKeepsWhatOverlapsIt) {

@@ -16,15 +16,27 @@ analysis::Options window(double from_s, double to_s) { return window_options(fro
 
 std::string text_of(const analysis::Analysis& a) { return text_with_functions(a); }
 
+// A window from the trace's start to the last leave (MPI_Finalize's return
+// at 21 ms) or past it is the whole run: the same report, JSON and root
+// causes included, and no Window line. One that stops short of it, or starts
+// after the first event, is a window.
 TEST(Window, OverTheWholeRunIsTheWholeRun) {
   TraceBuilder b(2);
   build_known_waits_trace(b);
+  auto json_of = [](const analysis::Analysis& a) {
+    std::ostringstream out;
+    analysis::write_json_report(a, out);
+    return out.str();
+  };
   const auto whole = analyze_checked(b.dir());
-  auto windowed = analyze_checked(b.dir(), window(0, 100));
-  ASSERT_TRUE(windowed.window.has_value());
-  EXPECT_EQ(windowed.window->second, 100);
-  windowed.window.reset();  // (the report then names it; nothing else differs)
-  EXPECT_EQ(text_of(windowed), text_of(whole));
+  for (double to : {100.0, ms(21)}) {
+    const auto windowed = analyze_checked(b.dir(), window(0, to));
+    EXPECT_FALSE(windowed.window.has_value()) << to;
+    EXPECT_EQ(text_of(windowed), text_of(whole)) << to;
+    EXPECT_EQ(json_of(windowed), json_of(whole)) << to;
+  }
+  EXPECT_TRUE(analyze_checked(b.dir(), window(0, ms(20.999))).window.has_value());
+  EXPECT_TRUE(analyze_checked(b.dir(), window(1e-9, 100)).window.has_value());
 }
 
 TEST(Window, WaitsStraddlingTheEdgesCountTheirPartInside) {

@@ -460,4 +460,12 @@ Analysis analyze(const std::string& trace_dir, const Options& options = {});
 // Same, for a directory already opened.
 Analysis analyze(const trace::TraceDir& dir, const Options& options = {});
 
+// Whether the options' window holds the whole run: it starts at or before the
+// trace's first event and ends at or after every rank's last leave (or last
+// moment alive, where the rank did not finalize; docs/metrics.md, "A window
+// of time"). analyze() then analyzes the whole run, exactly as without a
+// window, and prof-analyze writes every output so. In an MPI job
+// (options.exchange) every process calls it and gets the same answer.
+bool window_holds_the_run(const trace::TraceDir& dir, const Options& options);
+
 }  // namespace prof::analysis
