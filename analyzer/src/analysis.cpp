@@ -888,12 +888,6 @@ unsigned Options::worker_threads() const {
   return cores ? cores : std::max(1u, std::thread::hardware_concurrency());
 }
 
-// A whole analysis also writes the window index where the trace has no usable
-// one (WindowIndexJob), unless Options::build_window_index is off: while
-// it runs, on threads of idle priority beyond its workers (as many as
-// Options::threads allows), and once the result is out, on all it allows. So
-// the analysis does not wait for it, and a caller that shows the result from
-// on_result does not either.
 bool window_holds_the_run(const trace::TraceDir& dir, const Options& options) {
   if (!options.windowed() || options.window_from_s > 0) return false;
   // First what every process holds of every rank (its file, or what its
@@ -948,6 +942,12 @@ bool window_holds_the_run(const trace::TraceDir& dir, const Options& options) {
   return first < detail::kInf && first + reach >= last;
 }
 
+// A whole analysis also writes the window index where the trace has no usable
+// one (WindowIndexJob), unless Options::build_window_index is off: while
+// it runs, on threads of idle priority beyond its workers (as many as
+// Options::threads allows), and once the result is out, on all it allows. So
+// the analysis does not wait for it, and a caller that shows the result from
+// on_result does not either.
 Analysis analyze(const trace::TraceDir& dir, const Options& given) {
   Options options = given;
   if (window_holds_the_run(dir, options)) {

@@ -22,12 +22,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <sstream>
 
