@@ -78,8 +78,10 @@ def main(mode, report_path, program_path, dump_path):
         line = "Clock offsets not measured (scheme none)"
         per_rank = {r: 0.0 for r in per_rank}
     else:
+        # (The dump prints offsets and round trips to 0.001 ns: the bound
+        # from it is within 2 ps of the report's.)
         for rank, bound in sorted(bounds.items()):
-            if abs(per_rank.get(rank, -1) - bound) > 1e-12:
+            if abs(per_rank.get(rank, -1) - bound) > 1e-11:
                 failures.append(f"clock rank {rank}: error_s {per_rank.get(rank)} is not half its largest round "
                                 f"trip plus its drift, {bound}")
         if max(per_rank.values(), default=-1) != clock["max_error_s"]:
