@@ -4,8 +4,9 @@
 MPICH's Fortran bindings (libmpifort: mpi_recv_ and its aliases mpi_recv,
 mpi_recv__, MPI_RECV) call the C MPI functions, which libprof's C wrappers
 record; the in-flight slot then holds a return address inside libmpifort.
-For every MPI function that can block (the kinds below and BLOCKING_OTHER), this
-writes one wrapper per name libmpifort exports for it: it keeps the
+For every MPI function whose calls the trace records with their arguments (every
+kind of the facts table: messages, requests, collectives, communicators) and
+every other one that can block (BLOCKING_OTHER), this writes one wrapper per name libmpifort exports for it: it keeps the
 application's return address in the thread's binding-site word for the
 duration of the call (binding_site.h), calls libmpifort's definition of the same
 name (dlsym RTLD_NEXT, resolved once) and records nothing itself: the C
@@ -40,11 +41,7 @@ from generate_wrappers import (HAND_WRITTEN, Arg, exported_symbols, parse_protot
                                wrapped_names)
 from mpi_function_facts import FACTS  # noqa: E402
 
-# Kinds whose calls can wait for another process (RequestOp, Isend, Irecv,
-# ICollective and IAllToAll only start or drop work).
-BLOCKING_KINDS = {'Send', 'Recv', 'Probe', 'SendRecv', 'Completion', 'Collective', 'AllToAll',
-                  'CommCreate'}
-# Functions without recorded arguments (kind Other) that can wait: file I/O and
+# Functions without recorded arguments (no facts) that can wait: file I/O and
 # its collectives, one-sided synchronization and window creation, connecting.
 BLOCKING_OTHER = [re.compile(p) for p in (
     r'^MPI_File_(open|close|delete|sync|set_size|preallocate|set_view|set_atomicity|seek_shared)$',
@@ -57,13 +54,14 @@ BLOCKING_OTHER = [re.compile(p) for p in (
 )]
 
 
-def can_block(name):
+def keeps_site(name):
+    """Whether a Fortran call of name gets its program's line as its site: the
+    calls a user looks for in the call-site profile (a message posted, a
+    collective, a wait: every function of the facts table) and those that can
+    be in flight for long."""
     if name in HAND_WRITTEN or name.endswith('_c'):
         return False
-    facts = FACTS.get(name)
-    if facts:
-        return facts['kind'] in BLOCKING_KINDS
-    return any(p.match(name) for p in BLOCKING_OTHER)
+    return name in FACTS or any(p.match(name) for p in BLOCKING_OTHER)
 
 
 def binding_names(name):
@@ -128,7 +126,7 @@ def main():
     # lent to its C wrapper's cache by it (binding_site.h).
     ids = {n: i + 1 for i, n in enumerate(wrapped_names(protos, c_syms))}
     body, wrapped = [], []
-    for name in sorted(n for n in ids if can_block(n)):
+    for name in sorted(n for n in ids if keeps_site(n)):
         args = [Arg(x) for x in protos[name][1]]
         pointers = len(args) + 1  # ierror
         strings = sum(1 for x in args if is_string(x))

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Fortran MPI_Send and MPI_Recv (tests/shim/fortran_p2p_sites.F90) from two
-source lines each per rank, alternating, N times each, at 2 ranks.
+source lines each per rank, alternating, then an MPI_Irecv, an MPI_Isend and
+an MPI_Waitall, N times each, at 2 ranks.
 
 `sites`: under prof-run, the exit code and output are those of the plain run,
-and `prof-analyze --callsites` (JSON) lists each of the eight lines with N
-calls and its own byte count (4 or 8 bytes a call): the binding's call sites
-are told apart call by call, not by the binding's return address.
+and `prof-analyze --callsites` (JSON) lists each of the fourteen lines with N
+calls and its own byte count (4 or 8 bytes a call, none for the waits): the
+binding's call sites are told apart call by call, not by the binding's return
+address, for the calls that post a message as for those that block.
 
 `resolved`: under callgrind with libprof preloaded, each rank looks up the
 rank's site table (resolve_call_site, the rare path) at most a handful of
@@ -27,8 +29,13 @@ import sys
 RANKS = 2
 SOURCE = "fortran_p2p_sites.F90"
 # (function, line) -> bytes a call, from the program's text.
-SITES = {("MPI_Send", 18): 4, ("MPI_Recv", 19): 4, ("MPI_Send", 20): 8, ("MPI_Recv", 21): 8,
-         ("MPI_Recv", 23): 4, ("MPI_Send", 24): 4, ("MPI_Recv", 25): 8, ("MPI_Send", 26): 8}
+SITES = {("MPI_Send", 20): 4, ("MPI_Recv", 21): 4, ("MPI_Send", 22): 8, ("MPI_Recv", 23): 8,
+         ("MPI_Irecv", 24): 4, ("MPI_Isend", 25): 4, ("MPI_Waitall", 26): 0,
+         ("MPI_Recv", 28): 4, ("MPI_Send", 29): 4, ("MPI_Recv", 30): 8, ("MPI_Send", 31): 8,
+         ("MPI_Irecv", 32): 4, ("MPI_Isend", 33): 4, ("MPI_Waitall", 34): 0}
+# The functions of those lines; the program's others (MPI_Init, MPI_Comm_rank,
+# ...) may keep a site in MPICH's binding.
+FUNCTIONS = {function for function, _ in SITES}
 
 
 def fail(msg):
@@ -52,7 +59,7 @@ def check_sites(mpiexec, prof_run, analyze, trace, n, program):
         fail(f"prof-analyze failed: {run.stderr}")
     got = {}
     for c in json.load(open(json_path))["intervals"][0]["callsites"]:
-        if c["function"] not in ("MPI_Send", "MPI_Recv"):
+        if c["function"] not in FUNCTIONS:
             continue
         if c["file"] is None or os.path.basename(c["file"]) != SOURCE:
             fail(f"a {c['function']} site not in {SOURCE}: {c}")
@@ -61,7 +68,7 @@ def check_sites(mpiexec, prof_run, analyze, trace, n, program):
     if got != want:
         fail(f"sites (function, line) -> (calls, bytes): {sorted(got.items())}, "
              f"expected {sorted(want.items())}")
-    print(f"{SOURCE}: 8 lines, {n} calls each, bytes by line")
+    print(f"{SOURCE}: {len(SITES)} lines, {n} calls each, bytes by line")
 
 
 def resolve_calls(path):
@@ -102,7 +109,7 @@ def check_resolved(mpiexec, libprof, work, n, program):
     counts = [c for c in counts if c > 0]
     if len(counts) != RANKS:
         fail(f"expected {RANKS} profiles calling resolve_call_site, got counts {counts}")
-    # Each rank's sites: its four lines, MPI_Init's, MPI_Comm_rank's,
+    # Each rank's sites: its seven lines, MPI_Init's, MPI_Comm_rank's,
     # MPI_Finalize's and what MPI calls inside them, well under 2 * N.
     bound = 16
     if any(c > bound for c in counts):
