@@ -267,6 +267,14 @@ int main(int argc, char** argv) {
         if (rank != 0) continue;
         rows.push_back(make_row(op, impl, size, collective.bytes(), std::move(m), options.confidence));
         if (!options.quiet) print_table_row(rows.back());
+        // The cap on all runs came first: the row stands on fewer valid runs
+        // than asked for, which its figures alone do not show.
+        if (const Row& row = rows.back(); row.runs_valid < options.runs_min)
+          std::fprintf(stderr,
+                       "prof-bench: warning: %s %s %zu B: %zu valid runs of %zu, fewer than --runs MIN (%zu); "
+                       "the others started late or overran their slot (raise MAX, or quiet the machine)\n",
+                       row.op.c_str(), row.impl.c_str(), row.bytes, row.runs_valid, row.runs_total,
+                       options.runs_min);
         if (csv.is_open()) csv << csv_line(rows.back()) << "\n" << std::flush;
       }
     }

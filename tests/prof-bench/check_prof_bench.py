@@ -5,6 +5,7 @@
   bad_options   each bad option: non-zero exit, an error naming the option, no traceback-like noise
   delayed_rank  one rank delayed by D inside every run: prof-bench measures >= D, the barrier loop less (about D/2)
   late_rank     one rank starts one run late: that run is discarded and counted, not averaged in
+  short_of_runs a row that reached MAX runs with fewer than MIN valid ones is named in a warning
   bcast_impls   --bcast native,shm (and PROF_BCAST=shm alone) give a row per implementation and size;
                 a bad PROF_BCAST_TREE is named
 
@@ -182,6 +183,25 @@ def late_rank(args):
         check(r["max_s"] < late / 4, f"max_s {r['max_s']}: the late run was counted")
 
 
+def short_of_runs(args):
+    # At most two runs, the second started late by rank 1: the row stands on
+    # one valid run (or none, if the first was late too), fewer than MIN.
+    path = os.path.join(args.out, "short.json")
+    proc = mpirun(args, 2, [args.bench, "--op", "bcast", "--op", "barrier", "--sizes", "64", "--runs", "2:2",
+                            "--json", path, "--inject-late", "1:1:0.3"])
+    check(proc.returncode == 0, f"exit status {proc.returncode}")
+    results = json.load(open(path))["results"]
+    check(len(results) == 2, f"{len(results)} rows, expected bcast and barrier")
+    warned = [line for line in proc.stderr.splitlines() if "fewer than --runs MIN (2)" in line]
+    for r in results:
+        named = [line for line in warned if f" {r['op']} {r['impl']} {r['bytes']} B: {r['runs_valid']} valid runs of "
+                 f"{r['runs_total']}," in line]
+        # The warning says exactly when it holds (the barrier's runs may all be valid, or not).
+        check(bool(named) == (r["runs_valid"] < 2), f"{r['op']}: {r['runs_valid']} valid of {r['runs_total']}, "
+              f"warnings {warned}")
+    check(results[0]["runs_valid"] < 2, f"bcast: {results[0]['runs_valid']} valid runs with run 1 late")
+
+
 def bcast_impls(args):
     extra = ["--op", "bcast", "--sizes", "8,65536", "--runs", "10:40", "--rse", "0.5"]
     for name, env_shm, flags in [("both", False, ["--bcast", "native,shm"]), ("env", True, [])]:
@@ -209,7 +229,7 @@ def bcast_impls(args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("check", choices=["csv_columns", "bad_options", "delayed_rank", "late_rank",
-                                            "bcast_impls"])
+                                            "short_of_runs", "bcast_impls"])
     parser.add_argument("--mpiexec", required=True)
     parser.add_argument("--bench", required=True)
     parser.add_argument("--barrier-loop", required=True)
