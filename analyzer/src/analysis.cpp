@@ -950,7 +950,7 @@ bool window_holds_the_run(const trace::TraceDir& dir, const Options& options) {
 // on_result does not either.
 Analysis analyze(const trace::TraceDir& dir, const Options& given) {
   Options options = given;
-  if (window_holds_the_run(dir, options)) {
+  if (!options.window_falls_short && window_holds_the_run(dir, options)) {
     options.window_from_s = -std::numeric_limits<double>::infinity();
     options.window_to_s = std::numeric_limits<double>::infinity();
   }

@@ -533,8 +533,11 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     opt.exchange = mpi;
     opt.cores = prof::analyze_cli::cores_per_process();
   }
-  // A window that holds the whole run is no window, in every output.
-  if (prof::analysis::window_holds_the_run(td, opt)) {
+  // A window that holds the whole run is no window, in every output (and
+  // analyze() need not ask again).
+  if (!prof::analysis::window_holds_the_run(td, opt)) {
+    opt.window_falls_short = opt.windowed();
+  } else {
     opt.window_from_s = otf2_opt.from_s = -std::numeric_limits<double>::infinity();
     opt.window_to_s = otf2_opt.to_s = std::numeric_limits<double>::infinity();
     if (chrome_window.empty()) {

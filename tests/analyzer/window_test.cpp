@@ -37,6 +37,11 @@ TEST(Window, OverTheWholeRunIsTheWholeRun) {
   }
   EXPECT_TRUE(analyze_checked(b.dir(), window(0, ms(20.999))).window.has_value());
   EXPECT_TRUE(analyze_checked(b.dir(), window(1e-9, 100)).window.has_value());
+  // A caller that has asked (prof-analyze) is not asked again: its answer
+  // stands, even where it is not the library's.
+  auto decided = window(0, 100);
+  decided.window_falls_short = true;
+  EXPECT_TRUE(analyze_checked(b.dir(), decided).window.has_value());
 }
 
 TEST(Window, WaitsStraddlingTheEdgesCountTheirPartInside) {

@@ -377,6 +377,10 @@ struct Options {
     return window_from_s > -std::numeric_limits<double>::infinity() ||
            window_to_s < std::numeric_limits<double>::infinity();
   }
+  // Set by a caller that has asked window_holds_the_run() of this window and
+  // got no: analyze() takes the window as it is instead of asking again (a
+  // first batch of every rank decoded and, in a job, an exchange).
+  bool window_falls_short = false;
   // Events the streaming pass aims to decode per time window, over all ranks;
   // bounds the memory of messages and collectives in flight. 0: 2^13 a
   // worker (what a phase writes stays in its core's cache until it is read);
