@@ -458,6 +458,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     prof::analysis::Options opt = analysis_opt;
     opt.threads = threads;
     opt.write_window_index = !no_index;
+    opt.build_window_index = false;  // (as `prof-analyze DIR` without --index, which --compare refuses)
     prof::analysis::CompareTextOptions text_opt;
     text_opt.functions = functions;
     text_opt.wait_states = wait_states;

@@ -630,6 +630,9 @@ TEST(Outputs, AWholeAnalysisWritesTheWindowIndexUnlessNoIndex) {
   ASSERT_EQ(run_cli(b.dir() + " -j 8", &with), 0) << with;
   EXPECT_EQ(with, without);
   EXPECT_FALSE(std::filesystem::exists(index));
+  // Nor does a comparison, which analyzes each trace as `prof-analyze DIR` does.
+  ASSERT_EQ(run_cli("--compare " + b.dir() + " " + b.dir() + " -j 8", &out), 0) << out;
+  EXPECT_FALSE(std::filesystem::exists(index));
   ASSERT_EQ(run_cli(b.dir() + " --index", &with), 0) << with;
   EXPECT_EQ(with, without);
   EXPECT_TRUE(std::filesystem::exists(index));
