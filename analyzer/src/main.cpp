@@ -279,8 +279,10 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : kExitUsage;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    // (In the same form as every other error, which scripts may look for.)
+    std::fprintf(stderr, "prof-analyze: error: %s\nRun with --help for more information.\n", e.what());
+    return kExitUsage;
   }
   // An option given an empty value ("$OUT" unset in a script) is a mistake,
   // not the option left out (an empty --ranks LIST is documented: every

@@ -261,7 +261,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 1;  // (a usage error is 1, as in prof-analyze)
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::fprintf(stderr, "prof-gen-trace: %s\nRun with --help for more information.\n", e.what());
+    return 1;  // (a usage error, as in prof-analyze)
   }
   // Default: 1 GiB over all ranks, within 64 KiB..1 MiB (a trace of many
   // ranks has smaller chunks, as a shim's of many ranks would).

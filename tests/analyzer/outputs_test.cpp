@@ -491,8 +491,13 @@ TEST(Outputs, NoOutputOverwritesTheTraceOrAnotherOutput) {
     EXPECT_EQ(run_cli(b.dir() + empty, &out), 1) << empty;
     EXPECT_NE(out.find("empty value"), std::string::npos) << empty << ": " << out;
   }
-  EXPECT_EQ(run_cli(b.dir() + " -j 0", &out), 1) << out;
-  EXPECT_EQ(run_cli(b.dir() + " --index --no-index", &out), 1) << out;
+  // Every usage error in the one form a script can look for, what the
+  // command line parser finds included.
+  for (const std::string& args :
+       std::vector<std::string>{" -j 0", " --index --no-index", " " + b.dir(), " --bogus", " -j abc", " -o a -o b"}) {
+    EXPECT_EQ(run_cli(b.dir() + args, &out), 1) << args;
+    EXPECT_EQ(out.rfind("prof-analyze: error: ", 0), 0u) << args << ": " << out;
+  }
 }
 
 // TMPDIR names where the root causes' temporary file goes: one that is no
