@@ -304,6 +304,10 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   }
   std::string problem;  // this rank's reason not to record, if any
   for (const auto& e : errors) problem += (problem.empty() ? "" : "; ") + e;
+  // (Every rank has the same environment in practice: rank 0 speaks for all.)
+  if (rank == 0)
+    for (const settings::UnknownSetting& unknown : settings::unknown_settings(environ))
+      say(kWarn, settings::unknown_setting_warning(unknown));
 
   rt = new Runtime();
   rt->cfg = cfg;

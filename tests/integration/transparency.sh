@@ -108,6 +108,14 @@ bad_settings)
       fail "$setting: a trace went somewhere else"
     fi
   done
+  # A misspelt setting is no setting: the run is profiled with the defaults,
+  # and rank 0 names it once, with the setting it is closest to.
+  run typo "PROF_OUTPUT=$out/trace_typo" "PROF_TIMR=tsc" "LD_PRELOAD=$shim" -- "$mpiexec" -n 2 "$hello" 3
+  [ $rc -eq 3 ] || fail "PROF_TIMR=tsc: exit status $rc instead of 3"
+  same_output plain typo || fail "PROF_TIMR=tsc: the application's stdout changed"
+  [ "$(wc -l <"$out/typo.stderr")" -eq 1 ] && grep -q "PROF_TIMR .*did you mean PROF_TIMER" "$out/typo.stderr" ||
+    fail "PROF_TIMR=tsc: expected one warning naming PROF_TIMR and PROF_TIMER: $(cat "$out/typo.stderr")"
+  [ -f "$out/trace_typo/rank-00001.prof" ] || fail "PROF_TIMR=tsc: no trace written"
   # A bad setting on rank 1 only (hydra's per-executable -env): rank 1 says
   # so, once; rank 0, which made the directory and its file meanwhile,
   # removes both.

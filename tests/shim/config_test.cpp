@@ -164,6 +164,33 @@ TEST(ShimConfig, LogLevelTakesSpdlogsSpellings) {
   EXPECT_EQ(read_with("PROF_LOG_LEVEL", "Warning").errors.size(), 1u);
 }
 
+// A PROF_* variable that is no setting (a typo) is named, with the setting
+// it is closest to, so it is not silently without effect; the other tools'
+// variables and the settings themselves are not.
+TEST(ShimConfig, UnknownSettingsAreNamedWithTheNearestSetting) {
+  const char* const environment[] = {"PROF_TIMR=tsc",         "PROF_TIMER=tsc", "HOME=/root",
+                                     "PROF_ANALYZE_WORKER_STATS=1", "PROF_GUI_X=1",  "PROF_FUZZ_TRACE=x",
+                                     "PROF_SYNC_SCHEME=ring",  "PROF_BCAST_TRE=flat", "PROF_",
+                                     "PROFOUTPUT=x",           nullptr};
+  const std::vector<UnknownSetting> unknown = unknown_settings(environment);
+  ASSERT_EQ(unknown.size(), 4u);
+  EXPECT_EQ(unknown[0].name, "PROF_TIMR");
+  EXPECT_EQ(unknown[0].nearest, "PROF_TIMER");
+  EXPECT_EQ(unknown[1].name, "PROF_SYNC_SCHEME");
+  EXPECT_EQ(unknown[1].nearest, "");  // (more than two edits from PROF_SYNC)
+  EXPECT_EQ(unknown[2].name, "PROF_BCAST_TRE");
+  EXPECT_EQ(unknown[2].nearest, "PROF_BCAST_TREE");
+  EXPECT_EQ(unknown[3].name, "PROF_");
+  EXPECT_EQ(unknown_setting_warning(unknown[0]),
+            "PROF_TIMR is not a libprof setting (did you mean PROF_TIMER?); it is ignored "
+            "(prof-run --help-config lists the settings)");
+  for (const ConfigVariable& v : config_variables()) {
+    const std::string setting = std::string(v.name) + "=1";
+    const char* const alone[] = {setting.c_str(), nullptr};
+    EXPECT_TRUE(unknown_settings(alone).empty()) << v.name;
+  }
+}
+
 // An integer is digits with an optional sign, nothing around them: a space on
 // either side is refused alike (strtoll alone takes one before, not after).
 TEST(ShimConfig, IntegersTakeNoSpaces) {

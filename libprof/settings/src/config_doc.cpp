@@ -25,7 +25,11 @@ int main() {
               "prints this page). A bad value gets one message naming the variable, the value and "
               "what is accepted, `NAME='VALUE' is not ACCEPTED`, followed by `: DETAIL` where "
               "more is worth saying; the application then runs unprofiled unless PROF_STRICT=1. "
-              "A variable set to the empty string is taken as unset (its default).\n\n");
+              "A variable set to the empty string is taken as unset (its default). A `PROF_*` "
+              "variable that is none of these (a misspelling) is ignored, and rank 0 says so in one "
+              "warning on stderr, naming the setting it is closest to (`PROF_TIMR is not a libprof "
+              "setting (did you mean PROF_TIMER?)`); prof-analyze's `PROF_ANALYZE_*` are not "
+              "judged.\n\n");
   std::printf("| variable | type | default | description |\n| --- | --- | --- | --- |\n");
   for (const auto& v : prof::settings::config_variables())
     std::printf("| `%s` | %s | %s | %s |\n", cell(v.name).c_str(), cell(prof::settings::setting_type(v).c_str()).c_str(),

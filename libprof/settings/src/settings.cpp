@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 
 namespace prof::settings {
 
@@ -131,6 +132,23 @@ std::string join(const std::vector<std::string>& items, const char* between) {
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return (v && *v) ? v : nullptr;
+}
+
+// Levenshtein's distance between two names, stopping at `most` + 1.
+size_t edits_between(const std::string& a, const std::string& b, size_t most) {
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > most) return most + 1;
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
 }
 
 }  // namespace
@@ -414,6 +432,36 @@ std::string setting_accepted(const ConfigVariable& v) {
 std::string setting_error(const ConfigVariable& v, const std::string& value, const std::string& detail) {
   return std::string(v.name) + "='" + value + "' is not " + setting_accepted(v) +
          (detail.empty() ? "" : ": " + detail);
+}
+
+std::vector<UnknownSetting> unknown_settings(const char* const* environment) {
+  static const char* const kOtherTools[] = {"PROF_ANALYZE_", "PROF_GUI_", "PROF_FUZZ_"};
+  std::vector<UnknownSetting> unknown;
+  for (const char* const* entry = environment; entry && *entry; ++entry) {
+    const std::string text = *entry;
+    const std::string name = text.substr(0, text.find('='));
+    if (name.rfind("PROF_", 0) != 0) continue;
+    if (std::any_of(std::begin(kOtherTools), std::end(kOtherTools),
+                    [&](const char* prefix) { return name.rfind(prefix, 0) == 0; }))
+      continue;
+    const auto& table = config_variables();
+    if (std::any_of(table.begin(), table.end(), [&](const ConfigVariable& v) { return name == v.name; })) continue;
+    UnknownSetting found{name, ""};
+    size_t fewest = 3;
+    for (const ConfigVariable& v : table)
+      if (const size_t edits = edits_between(name, v.name, 2); edits < fewest) {
+        fewest = edits;
+        found.nearest = v.name;
+      }
+    unknown.push_back(found);
+  }
+  return unknown;
+}
+
+std::string unknown_setting_warning(const UnknownSetting& unknown) {
+  return unknown.name + " is not a libprof setting" +
+         (unknown.nearest.empty() ? "" : " (did you mean " + unknown.nearest + "?)") +
+         "; it is ignored (prof-run --help-config lists the settings)";
 }
 
 bool read_config(Config* cfg, std::vector<std::string>* errors, bool (*wanted)(const ConfigVariable&)) {

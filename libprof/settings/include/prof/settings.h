@@ -95,4 +95,17 @@ std::string setting_error(const ConfigVariable& v, const std::string& value, con
 bool read_config(Config* cfg, std::vector<std::string>* errors,
                  bool (*wanted)(const ConfigVariable&) = nullptr);
 
+// A PROF_* variable of the environment that names no setting of the table
+// (a misspelling, or a setting of another version), and the setting whose
+// name is fewest edits away, at most two ("" when none is).
+struct UnknownSetting {
+  std::string name, nearest;
+};
+// Those of `environment` (environ's layout), in its order. The other tools'
+// own variables (PROF_ANALYZE_*, PROF_GUI_*, PROF_FUZZ_*) are not the shim's
+// to judge.
+std::vector<UnknownSetting> unknown_settings(const char* const* environment);
+// The one warning for it: NAME is not a libprof setting ... ignored.
+std::string unknown_setting_warning(const UnknownSetting& unknown);
+
 }  // namespace prof::settings
