@@ -8,13 +8,16 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collective.h"
@@ -201,11 +204,11 @@ int main(int argc, char** argv) {
   std::string file_error;
   if (rank == 0 && !options.csv.empty()) {
     csv.open(options.csv);
-    if (!csv) files_ok = false, file_error = "--csv '" + options.csv + "': cannot write the file";
+    if (!csv) files_ok = false, file_error = "--csv '" + options.csv + "': cannot write the file: " + std::strerror(errno);
   }
   if (rank == 0 && !options.json.empty() && files_ok) {
     json.open(options.json);
-    if (!json) files_ok = false, file_error = "--json '" + options.json + "': cannot write the file";
+    if (!json) files_ok = false, file_error = "--json '" + options.json + "': cannot write the file: " + std::strerror(errno);
   }
   MPI_Bcast(&files_ok, 1, MPI_CXX_BOOL, 0, MPI_COMM_WORLD);
   agree_or_exit(files_ok, file_error);
@@ -294,13 +297,22 @@ int main(int argc, char** argv) {
     for (const Row& r : rows) doc["results"].push_back(json_row(r));
     json << doc.dump(2) << "\n";
   }
-  bool written = true;
-  if (rank == 0) written = !(csv.is_open() && !csv) && !(json.is_open() && !json);
+  // Each file closed (its last bytes written) and checked: a full disk shows
+  // only here.
+  std::string write_errors;
+  for (auto [stream, option, path] : {std::tuple{&csv, "--csv", &options.csv}, std::tuple{&json, "--json", &options.json}}) {
+    if (!stream->is_open()) continue;
+    errno = 0;
+    stream->close();
+    if (!*stream)
+      write_errors += std::string("prof-bench: error: ") + option + " '" + *path + "': writing the file failed" +
+                      (errno ? std::string(": ") + std::strerror(errno) : std::string()) + "\n";
+  }
   MPI_Comm_free(&bench_comm);
   MPI_Comm_free(&control_comm);
   MPI_Finalize();
-  if (!written) {
-    std::fprintf(stderr, "prof-bench: error: writing the output files failed\n");
+  if (!write_errors.empty()) {
+    std::fputs(write_errors.c_str(), stderr);
     return 1;
   }
   return 0;

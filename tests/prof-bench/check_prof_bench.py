@@ -128,6 +128,15 @@ def bad_options(args):
     proc = mpirun(args, 2, [args.bench, "--op", "scan"])
     check(proc.returncode != 0 and proc.stderr.count("--op") == 1,
           f"--op scan under mpiexec: status {proc.returncode}, stderr {proc.stderr!r}")
+    # A file that cannot be made, or whose writing fails (a full device): named, with why.
+    for option, path, why in (("--json", os.path.join(args.out, "no-such-dir", "r.json"), "No such file or directory"),
+                              ("--csv", "/dev/full", "No space left on device")):
+        if not os.path.exists("/dev/full") and path == "/dev/full":
+            continue
+        proc = mpirun(args, 2, [args.bench, "--op", "barrier", "--runs", "2:2", "--quiet", option, path])
+        check(proc.returncode != 0, f"{option} {path}: exit status 0")
+        check(f"{option} '{path}'" in proc.stderr and why in proc.stderr,
+              f"{option} {path}: stderr does not name the file and '{why}': {proc.stderr!r}")
     proc = run([args.bench, "--help"])
     check(proc.returncode == 0 and "--confidence" in proc.stdout, "--help")
 
