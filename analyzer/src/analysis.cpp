@@ -60,6 +60,13 @@ void give_back_free_heap() {
 
 namespace {
 
+// Bad input never throws (it lands in warnings or errors): what does throw
+// is mostly the system refusing a file or memory, which is not the input's
+// fault.
+bool caused_outside_the_input(const std::exception& ex) {
+  return dynamic_cast<const std::system_error*>(&ex) != nullptr || dynamic_cast<const std::bad_alloc*>(&ex) != nullptr;
+}
+
 // Runs work(w) for workers w in [lo, hi), each on a thread of its own (lo on
 // the calling thread), or all on the calling thread where `alone`. Then
 // rethrows what the lowest worker that failed threw: the ranks' blocks are
@@ -690,7 +697,10 @@ Analysis Engine::run() {
     try {
       step();
     } catch (const std::exception& ex) {
-      if (!failed_.exchange(true)) failure_ = ex.what();
+      if (!failed_.exchange(true)) {
+        failure_ = ex.what();
+        failure_outside_the_input_ = caused_outside_the_input(ex);
+      }
     }
   };
   WorkerStats idle_stats;
@@ -738,6 +748,7 @@ Analysis Engine::run() {
     worker_stats_.write_phase_log(spread_.local_lo(), spread_.local_hi(), spread_.spread() ? spread_.proc() : -1);
   if (failed_) {
     a.errors.push_back(failure_ == kCancelled ? failure_ : "analysis failed: " + failure_);
+    a.failed_outside_the_input = failure_outside_the_input_;
     return a;
   }
   const uint64_t t_finish = worker_stats_.on() ? monotonic_ns() : 0;
@@ -979,6 +990,7 @@ Analysis analyze(const trace::TraceDir& dir, const Options& given) {
   } catch (const std::exception& ex) {
     a = Analysis{};
     a.errors.push_back(std::string("analysis failed: ") + ex.what());
+    a.failed_outside_the_input = caused_outside_the_input(ex);
   }
   if (options.on_result) options.on_result(a);
   if (index && a.usable()) {

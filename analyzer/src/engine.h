@@ -1013,6 +1013,7 @@ class Engine {
   std::atomic<bool> failed_{false};
   static const char* const kCancelled;  // failure_ when Options::cancelled said so
   std::string failure_;
+  bool failure_outside_the_input_ = false;  // (Analysis::failed_outside_the_input)
   uint64_t windows_ = 0;
   WorkerStatsReport worker_stats_;
 };

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 
 namespace prof::analysis::detail {
 
@@ -35,8 +36,8 @@ LogSpill::LogSpill(unsigned writers, unsigned page_shift) : page_shift_(page_shi
   std::string path = dir_ + "/prof-analyze-log-XXXXXX";
   fd_ = ::mkostemp(path.data(), O_CLOEXEC);
   if (fd_ < 0)
-    throw std::runtime_error("cannot create the root causes' temporary file in " + dir_ + ": " +
-                             std::strerror(errno) + " (TMPDIR names the directory)");
+    throw std::system_error(errno, std::generic_category(),
+                            "cannot create the root causes' temporary file in " + dir_ + " (TMPDIR names the directory)");
   ::unlink(path.c_str());  // (gone with the process, however it ends)
   for (unsigned w = 0; w < std::max(writers, 1u); ++w) {
     writers_.push_back(std::make_unique<Writer>());
@@ -56,8 +57,8 @@ void LogSpill::write_at(const void* data, size_t bytes, uint64_t offset) {
     const ssize_t n = ::pwrite(fd_, from + done, bytes - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
-      throw std::runtime_error("cannot write the root causes' temporary file in " + dir_ + ": " +
-                               std::strerror(n < 0 ? errno : ENOSPC) + " (TMPDIR names the directory)");
+      throw std::system_error(n < 0 ? errno : ENOSPC, std::generic_category(),
+                              "cannot write the root causes' temporary file in " + dir_ + " (TMPDIR names the directory)");
     done += static_cast<size_t>(n);
   }
 }
@@ -100,7 +101,8 @@ char* LogSpill::map() {
   map_bytes_ = copies_from_ + appended;
   void* m = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, fd_, 0);
   if (m == MAP_FAILED)
-    throw std::runtime_error("cannot map the root causes' temporary file in " + dir_ + ": " + std::strerror(errno));
+    throw std::system_error(errno, std::generic_category(),
+                            "cannot map the root causes' temporary file in " + dir_ + " (TMPDIR names the directory)");
   map_ = static_cast<char*>(m);
   return map_;
 }

@@ -567,7 +567,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     if (!a.usable()) {
       for (const auto& e : a.errors) std::fprintf(stderr, "prof-analyze: error: %s\n", e.c_str());
       if (a.errors.empty()) std::fprintf(stderr, "prof-analyze: error: %s: no events to analyze\n", dir.c_str());
-      return kExitUnusable;
+      return a.failed_outside_the_input ? kExitUsage : kExitUnusable;
     }
     if (!quiet && !a.stats.window_index.empty())
       std::fprintf(stderr, "prof-analyze: window: %llu of %llu chunks decoded; index %s\n",

@@ -324,6 +324,10 @@ struct Analysis {
   std::vector<IntervalNode> intervals;  // tree order (pre-order); [0] is the root
   std::vector<Warning> warnings;  // listed once per category
   std::vector<std::string> errors;  // fatal: nothing usable
+  // The errors came from this machine, not from the input: a temporary file
+  // that could not be written, memory that could not be had (prof-analyze
+  // then exits 1, as for an output it cannot write, not 2).
+  bool failed_outside_the_input = false;
   bool damaged = false;           // input damaged (CRC, bad chunks or records, missing
                                   // or foreign ranks): the report is a salvage
   bool cut_short = false;         // some rank ended without MPI_Finalize or unsealed

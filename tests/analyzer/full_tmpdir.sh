@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# A TMPDIR that fills up while the root causes wait there is the machine's
+# failure, not the trace's: prof-analyze exits 1 (as for an output it cannot
+# write), not 2 ("input unusable"), and names TMPDIR and the reason. The same
+# trace with room to spare is analyzed.
+# Usage: full_tmpdir.sh PROF_GEN_TRACE PROF_ANALYZE OUTDIR
+set -uo pipefail
+gen=$1 analyze=$2 out=$3
+umount "$out/tmp" 2>/dev/null
+rm -rf "$out"
+mkdir -p "$out"
+fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../integration/small_tmpfs.sh"
+"$gen" -n 300000 -r 4 "$out/trace" >/dev/null || fail "prof-gen-trace"
+mount_small_tmpfs "$out/tmp" 64k
+TMPDIR="$out/tmp" "$analyze" --no-progress --no-index "$out/trace" -o /dev/null --json "$out/r.json" 2>"$out/err"
+rc=$?
+[ $rc -eq 1 ] || fail "a full TMPDIR: exit status $rc, expected 1: $(cat "$out/err")"
+grep -q "TMPDIR" "$out/err" && grep -q "No space left on device" "$out/err" ||
+  fail "a full TMPDIR: the message names neither TMPDIR nor the reason: $(cat "$out/err")"
+"$analyze" --no-progress --no-index "$out/trace" -o /dev/null --json "$out/r.json" || fail "with room in /tmp"
+echo PASS
