@@ -172,6 +172,34 @@ std::string output_conflict(const std::vector<std::pair<const char*, std::string
   return "";
 }
 
+// Why an output cannot be written at `path`, asked before the analysis so
+// that a long one is not lost to a typo in a directory's name; "" when it
+// can (as far as can be told without creating or truncating anything: the
+// file, where it exists, or else its directory, must take writing).
+std::string cannot_write(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return "is a directory";
+    return ::access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+  }
+  if (errno != ENOENT) return std::strerror(errno);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  if (::stat(dir.c_str(), &st) != 0) return "its directory " + dir + ": " + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return dir + " is not a directory";
+  return ::access(dir.c_str(), W_OK | X_OK) == 0 ? "" : "its directory " + dir + ": " + std::strerror(errno);
+}
+
+// The first output of `outputs` that cannot be written, said on stderr; false then.
+bool outputs_writable(const std::vector<std::pair<const char*, std::string>>& outputs) {
+  for (const auto& [option, path] : outputs)
+    if (const std::string why = cannot_write(path); !why.empty()) {
+      std::fprintf(stderr, "prof-analyze: error: %s %s: cannot write the file: %s\n", option, path.c_str(), why.c_str());
+      return false;
+    }
+  return true;
+}
+
 // `--compare A B`: both traces analyzed in turn, then the comparison written
 // (text to `text_path` unless empty, JSON to `json_path` unless empty). Exit
 // status as for one trace: 2 when either is unusable, 3 when either is damaged.
@@ -374,8 +402,8 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   }
   const bool text_wanted = !(out_path.empty() && to_stdout == 1);
   if (out_path.empty() && text_wanted) out_path = "-";
+  std::vector<std::pair<const char*, std::string>> files;  // the outputs to files
   {
-    std::vector<std::pair<const char*, std::string>> files;
     if (out_path != "-") files.emplace_back("-o", out_path);
     if (!json_path.empty() && json_path != "-") files.emplace_back("--json", json_path);
     if (!chrome_path.empty() && chrome_path != "-") files.emplace_back("--chrome-trace", chrome_path);
@@ -457,6 +485,7 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
       return kExitUsage;
     }
     if (mpi && mpi->rank() != 0) return 0;  // (process 0 compares alone)
+    if (!outputs_writable(files)) return kExitUsage;
     prof::analysis::Options opt = analysis_opt;
     opt.threads = threads;
     opt.write_window_index = !no_index;
@@ -470,12 +499,13 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
 
   const bool root = !mpi || mpi->rank() == 0;
 
-  // A directory that cannot take the archive is said before the analysis
-  // (process 0 writes it; the others leave with it).
-  if (!otf2_dir.empty()) {
-    bool refused = false;
+  // An output file or a directory for the archive that cannot be written
+  // is said before the analysis (process 0 writes them; the others leave
+  // with it).
+  {
+    bool refused = root && !outputs_writable(files);
     std::string err;
-    if (root && !prof::analysis::prepare_otf2_directory(otf2_dir, &err)) {
+    if (!refused && root && !otf2_dir.empty() && !prof::analysis::prepare_otf2_directory(otf2_dir, &err)) {
       std::fprintf(stderr, "prof-analyze: error: --otf2 %s\n", err.c_str());
       refused = true;
     }

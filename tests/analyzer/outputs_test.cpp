@@ -500,6 +500,27 @@ TEST(Outputs, NoOutputOverwritesTheTraceOrAnotherOutput) {
   }
 }
 
+// An output that cannot be written is found before the analysis (a long one
+// is not lost to a mistyped directory): exit 1, named with the reason, and
+// no other output written meanwhile.
+TEST(Outputs, AnOutputThatCannotBeWrittenIsSaidBeforeTheAnalysis) {
+  TraceBuilder b(3);
+  build(b);
+  const std::string report = b.dir() + "/report.txt";
+  std::string out;
+  for (const std::string& bad : {b.dir() + "/no-such-dir/r.json", b.dir()}) {
+    EXPECT_EQ(run_cli(b.dir() + " -q -o " + report + " --json " + bad, &out), 1) << bad;
+    EXPECT_EQ(out.rfind("prof-analyze: error: --json " + bad + ": cannot write the file: ", 0), 0u) << out;
+    EXPECT_FALSE(std::filesystem::exists(report)) << bad;
+  }
+  EXPECT_NE(out.find("is a directory"), std::string::npos) << out;
+  EXPECT_EQ(run_cli("--compare " + b.dir() + " " + b.dir() + " -o " + b.dir() + "/no-such-dir/c.txt", &out), 1);
+  EXPECT_NE(out.find("-o " + b.dir() + "/no-such-dir/c.txt: cannot write the file: its directory"), std::string::npos)
+      << out;
+  ASSERT_EQ(run_cli(b.dir() + " -q -o " + report, &out), 0) << out;
+  EXPECT_TRUE(std::filesystem::exists(report));
+}
+
 // TMPDIR names where the root causes' temporary file goes: one that is no
 // directory is the setting's mistake (exit 1, named), found before the analysis.
 TEST(Outputs, TmpdirThatIsNoDirectoryIsAUsageError) {
@@ -566,7 +587,9 @@ TEST(Outputs, DashWritesThatOutputAloneToStdout) {
   EXPECT_EQ(run_cli(b.dir() + " --json - --chrome-trace -", &msg), 1);
   EXPECT_NE(msg.find("only one of"), std::string::npos) << msg;
   EXPECT_EQ(run_cli(b.dir() + " -q --json " + b.dir() + "/no-such-dir/r.json", &msg), 1);
-  EXPECT_NE(msg.find("no-such-dir/r.json: No such file or directory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no-such-dir/r.json: cannot write the file: its directory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("No such file or directory"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("Level"), std::string::npos) << msg;  // (no text report on stdout before it)
 }
 
 // --window reaches every output: the text names it, the JSON has it, and the
