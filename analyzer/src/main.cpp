@@ -365,6 +365,11 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   }
   std::vector<std::pair<int, int>> shown_ranks;
   if (!rank_list.empty()) {
+    if (no_per_rank) {
+      std::fprintf(stderr, "prof-analyze: error: --ranks %s: --no-per-rank prints no per-rank lines to choose from\n",
+                   rank_list.c_str());
+      return kExitUsage;
+    }
     std::string error;
     if (!prof::analysis::parse_rank_list(rank_list, &shown_ranks, &error)) {
       std::fprintf(stderr, "prof-analyze: error: --ranks %s\n", error.c_str());

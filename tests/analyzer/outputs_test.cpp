@@ -260,6 +260,11 @@ TEST(Outputs, RanksOptionLimitsThePerRankLinesOnly) {
     EXPECT_EQ(run_cli(b.dir() + " --ranks " + bad, &out), 1) << bad;
     EXPECT_NE(out.find("is not a rank list"), std::string::npos) << out;
   }
+  // With the per-rank tables left out there is nothing to choose from: a
+  // mistake said, not a list silently without effect.
+  std::string out;
+  EXPECT_EQ(run_cli(b.dir() + " --ranks 1 --no-per-rank", &out), 1);
+  EXPECT_EQ(out.rfind("prof-analyze: error: --ranks 1: --no-per-rank", 0), 0u) << out;
 }
 
 TEST(Outputs, ChromeTraceIsValidWithOneTrackPerRank) {
