@@ -386,7 +386,12 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     const std::string b = colon == std::string::npos ? "" : text.substr(colon + 1);
     *from = std::strtod(a.c_str(), &end1);
     *to = std::strtod(b.c_str(), &end2);
-    if (colon == std::string::npos || a.empty() || b.empty() || *end1 != '\0' || *end2 != '\0' ||
+    // Decimal numbers only: strtod also reads hexadecimal ("0x1": a typo
+    // taken as 1), "inf" and leading spaces.
+    const auto decimal = [](const std::string& number) {
+      return !number.empty() && number.find_first_not_of("0123456789.eE+-") == std::string::npos;
+    };
+    if (colon == std::string::npos || !decimal(a) || !decimal(b) || *end1 != '\0' || *end2 != '\0' ||
         !std::isfinite(*from) || !std::isfinite(*to) || *from < 0 || *from >= *to) {
       std::fprintf(stderr,
                    "prof-analyze: error: %s '%s': expected FROM:TO, seconds "

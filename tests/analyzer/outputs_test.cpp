@@ -621,7 +621,8 @@ TEST(Outputs, WindowInEveryOutput) {
       EXPECT_LE(ev["ts"].get<double>(), 5400.0 + 1e-3);
       EXPECT_GE(ev["ts"].get<double>() + ev["dur"].get<double>(), 3900.0 - 1e-3);
     }
-  for (const char* bad : {"2:1", "1", "a:b", "-1:2", "1:"}) {
+  // (Hexadecimal and infinities, which strtod reads, are no seconds either.)
+  for (const char* bad : {"2:1", "1", "a:b", "-1:2", "1:", "0x1:2", "0:0x1p-3", "' 0:1'", "0:inf"}) {
     std::string msg;
     EXPECT_EQ(run_cli(b.dir() + " --window " + bad, &msg), 1) << bad;
     EXPECT_NE(msg.find("--window"), std::string::npos) << msg;
