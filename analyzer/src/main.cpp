@@ -351,6 +351,12 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     }
     prof::trace::set_mapping_budget(static_cast<int>(n));
   }
+  // A diagnostic, 1 or 0: "no" or "false" would otherwise turn it on.
+  if (const char* stats = std::getenv("PROF_ANALYZE_WORKER_STATS");
+      stats && *stats && std::strcmp(stats, "0") != 0 && std::strcmp(stats, "1") != 0) {
+    std::fprintf(stderr, "prof-analyze: error: PROF_ANALYZE_WORKER_STATS '%s': expected 1 (on) or 0 (off)\n", stats);
+    return kExitUsage;
+  }
   // The root causes' temporary file goes to TMPDIR: a directory that is not
   // there is the setting's mistake, said before the analysis, not its failure.
   if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir && *tmpdir) {

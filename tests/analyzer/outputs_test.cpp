@@ -543,6 +543,24 @@ TEST(Outputs, TmpdirThatIsNoDirectoryIsAUsageError) {
   EXPECT_EQ(run_shell(writable, &out), 0) << out;
 }
 
+// PROF_ANALYZE_WORKER_STATS is 1 or 0; "no" is a mistake said, not "on".
+TEST(Outputs, WorkerStatsTakeOneOrZero) {
+  TraceBuilder b(3);
+  build(b);
+  std::string out;
+  const auto with = [&](const std::string& value) {
+    return run_shell("PROF_ANALYZE_WORKER_STATS=" + value + " " + PROF_ANALYZE_BIN + " --no-progress -q -o /dev/null " +
+                         b.dir(),
+                     &out);
+  };
+  EXPECT_EQ(with("no"), 1);
+  EXPECT_EQ(out.rfind("prof-analyze: error: PROF_ANALYZE_WORKER_STATS 'no'", 0), 0u) << out;
+  EXPECT_EQ(with("0"), 0);
+  EXPECT_TRUE(out.empty()) << out;
+  EXPECT_EQ(with("1"), 0);
+  EXPECT_NE(out.find("worker"), std::string::npos) << out;
+}
+
 TEST(Outputs, LibraryWritersAgreeWithTheBinary) {
   TraceBuilder b(3);
   build(b);
