@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdarg>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -589,6 +590,33 @@ std::string otf2_error(OTF2_ErrorCode rc) {
   return std::string(OTF2_Error_GetName(rc)) + ": " + OTF2_Error_GetDescription(rc);
 }
 
+// libotf2 prints every error on stderr as it meets it, in its own format (a
+// dozen raw lines for one full disk). While an archive is written they are
+// kept instead, and the first, the cause, goes into the one error message.
+class Otf2Messages {
+ public:
+  Otf2Messages() : previous_(OTF2_Error_RegisterCallback(&keep, this)) {}
+  ~Otf2Messages() { OTF2_Error_RegisterCallback(previous_, nullptr); }
+  Otf2Messages(const Otf2Messages&) = delete;
+  Otf2Messages& operator=(const Otf2Messages&) = delete;
+  // " (libotf2: MESSAGE)", or "" when it said nothing.
+  std::string cause() const { return first_.empty() ? "" : " (libotf2: " + first_ + ")"; }
+
+ private:
+  static OTF2_ErrorCode keep(void* self, const char*, uint64_t, const char*, OTF2_ErrorCode code, const char* format,
+                             va_list va) {
+    auto* messages = static_cast<Otf2Messages*>(self);
+    if (messages->first_.empty()) {
+      char text[512] = "";
+      if (format) std::vsnprintf(text, sizeof text, format, va);
+      messages->first_ = std::string(OTF2_Error_GetDescription(code)) + (text[0] ? std::string(": ") + text : "");
+    }
+    return code;
+  }
+  OTF2_ErrorCallback previous_;
+  std::string first_;
+};
+
 }  // namespace
 
 bool prepare_otf2_directory(const std::string& dir, std::string* error) {
@@ -778,9 +806,10 @@ bool write_otf2(const trace::TraceDir& dir, const std::string& out_dir, const An
   const OTF2_TimeStamp base =
       scope.t0 > 0 && scope.t0 < 9e18 ? static_cast<OTF2_TimeStamp>(std::llround(scope.t0)) : 0;
 
+  const Otf2Messages messages;
   auto fail = [&](const std::string& what) {
     tell(false);
-    if (error) *error = what;
+    if (error) *error = what + messages.cause();
     return false;
   };
   OTF2_Archive* ar = OTF2_Archive_Open(out_dir.c_str(), "traces", OTF2_FILEMODE_WRITE, 1024 * 1024,

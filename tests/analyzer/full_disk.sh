@@ -2,11 +2,13 @@
 # A TMPDIR that fills up while the root causes wait there is the machine's
 # failure, not the trace's: prof-analyze exits 1 (as for an output it cannot
 # write), not 2 ("input unusable"), and names TMPDIR and the reason. The same
-# trace with room to spare is analyzed.
-# Usage: full_tmpdir.sh PROF_GEN_TRACE PROF_ANALYZE OUTDIR
+# trace with room to spare is analyzed. An OTF2 archive that fills the disk
+# is one error naming the cause, not libotf2's own lines.
+# Usage: full_disk.sh PROF_GEN_TRACE PROF_ANALYZE OUTDIR
 set -uo pipefail
 gen=$1 analyze=$2 out=$3
 umount "$out/tmp" 2>/dev/null
+umount "$out/disk" 2>/dev/null
 rm -rf "$out"
 mkdir -p "$out"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -19,4 +21,11 @@ rc=$?
 grep -q "TMPDIR" "$out/err" && grep -q "No space left on device" "$out/err" ||
   fail "a full TMPDIR: the message names neither TMPDIR nor the reason: $(cat "$out/err")"
 "$analyze" --no-progress --no-index "$out/trace" -o /dev/null --json "$out/r.json" || fail "with room in /tmp"
+mount_small_tmpfs "$out/disk" 64k  # (the trap now unmounts this one; the first goes with rm below)
+umount "$out/tmp"
+"$analyze" --no-progress --no-index "$out/trace" -o /dev/null --otf2 "$out/disk/archive" 2>"$out/err"
+rc=$?
+[ $rc -eq 1 ] || fail "--otf2 on a full disk: exit status $rc, expected 1: $(cat "$out/err")"
+[ "$(wc -l <"$out/err")" -eq 1 ] && grep -q "^prof-analyze: error: --otf2 .*No space left on device" "$out/err" ||
+  fail "--otf2 on a full disk: expected one error naming the cause: $(cat "$out/err")"
 echo PASS
