@@ -257,7 +257,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0u, prof::format::kRepeatFuncs - 1u - CommRank));
   app.add_flag("--heartbeat", heartbeat,
                "a heartbeat in each file, at the rank's last leave, as libprof writes one");
-  auto* chunk_option = app.add_option("--chunk-bytes", chunk, "event chunk size (default: 1 MiB, less above 1024 ranks)");
+  auto* chunk_option = app.add_option("--chunk-bytes", chunk, "event chunk size (default: 1 MiB, less above 1024 ranks)")
+                            ->check(CLI::Range(1u << 10, 1u << 30));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -268,6 +269,10 @@ int main(int argc, char** argv) {
   // Default: 1 GiB over all ranks, within 64 KiB..1 MiB (a trace of many
   // ranks has smaller chunks, as a shim's of many ranks would).
   if (chunk_option->count() == 0) chunk = std::max<uint32_t>(64u << 10, std::min<uint32_t>(1u << 20, (1u << 30) / ranks));
+  if (out.empty()) {  // (a script's unset variable)
+    std::fprintf(stderr, "prof-gen-trace: OUT_DIR is empty: name the directory to create\n");
+    return 1;
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
