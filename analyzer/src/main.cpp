@@ -357,6 +357,16 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     std::fprintf(stderr, "prof-analyze: error: PROF_ANALYZE_WORKER_STATS '%s': expected 1 (on) or 0 (off)\n", stats);
     return kExitUsage;
   }
+  // As an output file: said before the analysis. (Not in a job, whose
+  // processes write FILE.P each, maybe on nodes of their own: one leaving
+  // alone here would leave the others waiting for it.)
+  if (const char* log = std::getenv("PROF_ANALYZE_PHASE_LOG"); log && *log && !(mpi && mpi->size() > 1)) {
+    if (const std::string why = cannot_write(log); !why.empty()) {
+      std::fprintf(stderr, "prof-analyze: error: PROF_ANALYZE_PHASE_LOG %s: cannot write the file: %s\n", log,
+                   why.c_str());
+      return kExitUsage;
+    }
+  }
   // The root causes' temporary file goes to TMPDIR: a directory that is not
   // there is the setting's mistake, said before the analysis, not its failure.
   if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir && *tmpdir) {

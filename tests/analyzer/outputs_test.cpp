@@ -544,7 +544,7 @@ TEST(Outputs, TmpdirThatIsNoDirectoryIsAUsageError) {
 }
 
 // PROF_ANALYZE_WORKER_STATS is 1 or 0; "no" is a mistake said, not "on".
-TEST(Outputs, WorkerStatsTakeOneOrZero) {
+TEST(Outputs, DiagnosticSettingsAreChecked) {
   TraceBuilder b(3);
   build(b);
   std::string out;
@@ -559,6 +559,14 @@ TEST(Outputs, WorkerStatsTakeOneOrZero) {
   EXPECT_TRUE(out.empty()) << out;
   EXPECT_EQ(with("1"), 0);
   EXPECT_NE(out.find("worker"), std::string::npos) << out;
+  // The phase log is an output file: one that cannot be written is said first.
+  EXPECT_EQ(run_shell("PROF_ANALYZE_PHASE_LOG=" + b.dir() + "/no-such-dir/log " + PROF_ANALYZE_BIN +
+                          " --no-progress -q -o /dev/null " + b.dir(),
+                      &out),
+            1);
+  EXPECT_EQ(out.rfind("prof-analyze: error: PROF_ANALYZE_PHASE_LOG " + b.dir() + "/no-such-dir/log: cannot write", 0),
+            0u)
+      << out;
 }
 
 TEST(Outputs, LibraryWritersAgreeWithTheBinary) {
