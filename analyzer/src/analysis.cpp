@@ -919,18 +919,19 @@ bool window_holds_the_run(const trace::TraceDir& dir, const Options& options) {
   }
   const double reach = options.window_to_s * 1e9;
   if (first_bound < detail::kInf && first_bound + reach < last_bound) return false;
-  // Then the trace's first event and the run's end: each rank's last leave
-  // (MPI_Finalize's return) or, where it did not finalize, its last moment
-  // alive (as the report's run_end has it), each process over its block, met
-  // over the job.
-  double first = detail::kInf, last = -detail::kInf;
+  // Then the trace's first event (the exports' time zero) and the run's end:
+  // each rank's last leave (MPI_Finalize's return) or, where it did not
+  // finalize, its last moment alive (as the report's run_end has it), each
+  // process over its block, met over the job.
   const int me = options.exchange ? options.exchange->rank() : 0;
+  std::vector<const trace::RankTrace*> all, mine;
   for (size_t i = 0; i < dir.ranks.size(); ++i) {
-    if (!dir.holder.empty() && dir.holder[i] != me) continue;  // (another process's file)
-    const trace::RankTrace& t = *dir.ranks[i];
-    auto events = t.events();
-    trace::Event e;
-    if (events.next(e)) first = std::min(first, t.to_global_ns(e.enter));
+    all.push_back(dir.ranks[i].get());
+    if (dir.holder.empty() || dir.holder[i] == me) mine.push_back(dir.ranks[i].get());  // (not another process's)
+  }
+  double first = detail::earliest_event_in_span(mine, detail::RunSpan(all)), last = -detail::kInf;
+  for (const trace::RankTrace* rank : mine) {
+    const trace::RankTrace& t = *rank;
     if (t.end_reason() != "finalize" && t.heartbeat() != 0) last = std::max(last, t.to_global_ns(t.last_alive()));
     for (size_t s = 0; s < t.stream_count(); ++s)
       for (size_t c = t.chunk_count(s); c-- > 0;)
@@ -941,9 +942,9 @@ bool window_holds_the_run(const trace::TraceDir& dir, const Options& options) {
   }
   if (options.exchange && options.exchange->size() > 1) {
     const double mine_values[2] = {first, last};
-    const std::string mine(reinterpret_cast<const char*>(mine_values), sizeof mine_values);
+    const std::string sent(reinterpret_cast<const char*>(mine_values), sizeof mine_values);
     for (const std::string& theirs :
-         options.exchange->all_to_all(std::vector<std::string>(static_cast<size_t>(options.exchange->size()), mine))) {
+         options.exchange->all_to_all(std::vector<std::string>(static_cast<size_t>(options.exchange->size()), sent))) {
       double values[2] = {detail::kInf, -detail::kInf};
       if (theirs.size() == sizeof values) std::memcpy(values, theirs.data(), sizeof values);
       first = std::min(first, values[0]);

@@ -102,7 +102,7 @@ char* LogSpill::map() {
   void* m = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, fd_, 0);
   if (m == MAP_FAILED)
     throw std::system_error(errno, std::generic_category(),
-                            "cannot map the root causes' temporary file in " + dir_ + " (TMPDIR names the directory)");
+                            "cannot map the root causes' temporary file in " + dir_);
   map_ = static_cast<char*>(m);
   return map_;
 }

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <new>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -172,6 +173,15 @@ std::string output_conflict(const std::vector<std::pair<const char*, std::string
   return "";
 }
 
+// Why new files cannot be made in `dir` ("" when they can): it is missing,
+// not a directory, or not writable.
+std::string unwritable_directory(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return "not a directory";
+  return ::access(dir.c_str(), W_OK | X_OK) == 0 ? "" : std::strerror(errno);
+}
+
 // Why an output cannot be written at `path`, asked before the analysis so
 // that a long one is not lost to a typo in a directory's name; "" when it
 // can (as far as can be told without creating or truncating anything: the
@@ -185,9 +195,8 @@ std::string cannot_write(const std::string& path) {
   if (errno != ENOENT) return std::strerror(errno);
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
-  if (::stat(dir.c_str(), &st) != 0) return "its directory " + dir + ": " + std::strerror(errno);
-  if (!S_ISDIR(st.st_mode)) return dir + " is not a directory";
-  return ::access(dir.c_str(), W_OK | X_OK) == 0 ? "" : "its directory " + dir + ": " + std::strerror(errno);
+  const std::string why = unwritable_directory(dir);
+  return why.empty() ? "" : "its directory " + dir + ": " + why;
 }
 
 // The first output of `outputs` that cannot be written, said on stderr; false then.
@@ -370,12 +379,9 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   // The root causes' temporary file goes to TMPDIR: a directory that is not
   // there is the setting's mistake, said before the analysis, not its failure.
   if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir && *tmpdir) {
-    struct stat st {};
-    const bool found = ::stat(tmpdir, &st) == 0;
-    if (!found || !S_ISDIR(st.st_mode) || ::access(tmpdir, W_OK | X_OK) != 0) {
+    if (const std::string why = unwritable_directory(tmpdir); !why.empty()) {
       std::fprintf(stderr, "prof-analyze: error: TMPDIR '%s': %s; it names where temporary files go: a writable "
-                   "directory, or unset for /tmp\n", tmpdir,
-                   !found ? std::strerror(errno) : !S_ISDIR(st.st_mode) ? "not a directory" : "not writable");
+                   "directory, or unset for /tmp\n", tmpdir, why.c_str());
       return kExitUsage;
     }
   }
@@ -729,11 +735,23 @@ void raise_open_files_limit() {
   static_cast<void>(::setrlimit(RLIMIT_NOFILE, &limit));  // (a refusal leaves the limit as it was)
 }
 
+// run_command, with memory that runs out outside the analysis (opening the
+// trace, writing an output) said as the analysis's own failure is: the
+// machine's refusal, exit 1, not a crash.
+int run_command_within_memory(int argc, char** argv, prof::analysis::Exchange* mpi) {
+  try {
+    return run_command(argc, argv, mpi);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "prof-analyze: error: out of memory\n");
+    return kExitUsage;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   raise_open_files_limit();
-  if (!prof::analyze_cli::launched_as_mpi_job()) return run_command(argc, argv, nullptr);
+  if (!prof::analyze_cli::launched_as_mpi_job()) return run_command_within_memory(argc, argv, nullptr);
   std::unique_ptr<prof::analysis::Exchange> mpi;
   try {
     mpi = prof::analyze_cli::start_mpi(&argc, &argv);
@@ -748,6 +766,6 @@ int main(int argc, char** argv) {
       ::dup2(null, STDERR_FILENO);
       ::close(null);
     }
-  const int status = run_command(argc, argv, mpi.get());
+  const int status = run_command_within_memory(argc, argv, mpi.get());
   return prof::analyze_cli::finish_mpi(*mpi, status);
 }

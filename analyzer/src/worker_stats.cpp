@@ -14,7 +14,7 @@ namespace prof::analysis::detail {
 
 void WorkerStatsReport::read_setting() {
   const char* stats_env = std::getenv("PROF_ANALYZE_WORKER_STATS");
-  on_ = stats_env && *stats_env && std::string(stats_env) != "0";
+  on_ = stats_env && std::string(stats_env) == "1";  // (prof-analyze refuses values but 1 and 0)
   const char* log_env = std::getenv("PROF_ANALYZE_PHASE_LOG");
   phase_log_path_ = log_env ? log_env : "";
 }

@@ -21,7 +21,7 @@ grep -q usage err || fail "no program: no usage on stderr"
 [ $? -eq 2 ] || fail "--bogus: exit status not 2"
 grep -q "unknown option '--bogus'" err || fail "--bogus: not named on stderr: $(cat err)"
 rm -rf "sp ace" && mkdir -p "sp ace/bin" "sp ace/lib" || exit 1
-cp "$run" "sp ace/bin/" && cp "$lib" "sp ace/lib/" || exit 1
+cp "$run" "sp ace/bin/" && ln -s "$lib" "sp ace/lib/libprof.so" || exit 1
 rm -f ran
 "$PWD/sp ace/bin/prof-run" sh -c 'touch ran' 2>err
 [ $? -eq 127 ] || fail "under a path with a space: exit status not 127"

@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <map>
+#include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "prof/definition_lines.h"
@@ -74,22 +77,38 @@ bool TraceDir::list(const std::string& dir, Files* files, std::vector<std::strin
 void TraceDir::open_files(const std::string& dir, Files& files, size_t lo, size_t hi, bool with_ends) {
   namespace fs = std::filesystem;
   // Files are opened in parallel (indexing is per file); results keep name order.
+  // Bad input is an open error, never an exception; what does throw (memory
+  // running out) goes to the caller once every thread is done, as it would
+  // from one thread, instead of ending the process from a pool thread.
   std::atomic<size_t> next{lo};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
   auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < hi;) {
-      files.traces[i] = RankTrace::open((fs::path(dir) / files.names[i]).string(), &files.open_errors[i]);
-      const RankTrace* t = files.traces[i].get();
-      if (!with_ends || !t) continue;
-      t->in_flight();
-      if (t->heartbeat() != 0) t->last_alive();
+    try {
+      for (size_t i; (i = next.fetch_add(1)) < hi;) {
+        files.traces[i] = RankTrace::open((fs::path(dir) / files.names[i]).string(), &files.open_errors[i]);
+        const RankTrace* t = files.traces[i].get();
+        if (!with_ends || !t) continue;
+        t->in_flight();
+        if (t->heartbeat() != 0) t->last_alive();
+      }
+    } catch (...) {
+      next = hi;  // (the others stop at their next file)
+      const std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
     }
   };
   const size_t n = std::min<size_t>(hi - std::min(lo, hi), std::max(1u, std::thread::hardware_concurrency()));
   reader::reserve_descriptors(hi - std::min(lo, hi));
   std::vector<std::thread> pool;
-  for (size_t k = 1; k < n; ++k) pool.emplace_back(work);
+  try {
+    for (size_t k = 1; k < n; ++k) pool.emplace_back(work);
+  } catch (const std::system_error&) {
+    // (No more threads to be had: those started and this one do the rest.)
+  }
   work();
   for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 TraceDir TraceDir::open(const std::string& dir) {
