@@ -73,29 +73,23 @@ class ProgressBar {
   bool shown_ = false;
 };
 
-// Writes one output to `path`, or to stdout when the path is "-" (so that
-// `--json - | jq` works); a failure names the file and the system's reason.
-bool write_file(const std::string& path, const std::function<void(std::ostream&)>& fill) {
+// Writes one output to `path`, whole or not at all (an earlier file of that
+// name stays as it was when this one fails), or to stdout when the path is
+// "-" (so that `--json - | jq` works); a failure names the file and the
+// system's reason. `fill` returns false where it failed and said why.
+bool write_file(const std::string& path, const std::function<bool(std::ostream&)>& fill) {
   if (path == "-") {
-    fill(std::cout);
+    const bool filled = fill(std::cout);
     std::cout.flush();
-    if (std::cout) return true;
+    if (std::cout) return filled;
     std::fprintf(stderr, "prof-analyze: error: cannot write the report to stdout\n");
     return false;
   }
-  errno = 0;
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (f) {
-    fill(f);
-    f.flush();
-  }
-  if (!f) {
-    const int err = errno;
-    std::fprintf(stderr, "prof-analyze: error: cannot write %s%s%s\n", path.c_str(),
-                 err != 0 ? ": " : "", err != 0 ? std::strerror(err) : "");
-    return false;
-  }
-  return true;
+  std::string why;
+  const prof::trace::OutputResult result = prof::trace::write_whole_output(path, fill, &why);
+  if (result == prof::trace::OutputResult::kNotWritten)
+    std::fprintf(stderr, "prof-analyze: error: cannot write %s: %s\n", path.c_str(), why.c_str());
+  return result == prof::trace::OutputResult::kWritten;
 }
 
 // Lists a result's warnings on stderr, each with its first examples.
@@ -249,10 +243,14 @@ int compare_runs(const std::string& a_dir, const std::string& b_dir, const prof:
   const prof::analysis::Comparison c = prof::analysis::compare(runs[0], runs[1]);
   bool ok = true;
   if (!text_path.empty())
-    ok = write_file(text_path, [&](std::ostream& o) { prof::analysis::write_compare_text(c, a_dir, b_dir, o, text_opt); }) && ok;
+    ok = write_file(text_path, [&](std::ostream& o) {
+           prof::analysis::write_compare_text(c, a_dir, b_dir, o, text_opt);
+           return true;
+         }) && ok;
   if (!json_path.empty())
     ok = write_file(json_path, [&](std::ostream& o) {
            prof::analysis::write_compare_json(c, runs[0], runs[1], a_dir, b_dir, o);
+           return true;
          }) && ok;
   if (!ok) return kExitUsage;
   if (damaged) {
@@ -647,9 +645,15 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
     if (!quiet) warn_empty_window(a, window);
     bool ok = true;
     if (text_wanted)
-      ok = write_file(out_path, [&](std::ostream& o) { prof::analysis::write_text_report(a, o, text); }) && ok;
+      ok = write_file(out_path, [&](std::ostream& o) {
+                          prof::analysis::write_text_report(a, o, text);
+                          return true;
+                        }) && ok;
     if (!json_path.empty())
-      ok = write_file(json_path, [&](std::ostream& o) { prof::analysis::write_json_report(a, o); }) && ok;
+      ok = write_file(json_path, [&](std::ostream& o) {
+                          prof::analysis::write_json_report(a, o);
+                          return true;
+                        }) && ok;
     // The exports: in a job, each process reads its block's ranks for them.
     if (!chrome_path.empty()) {
       std::string err;
@@ -657,15 +661,17 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
                       [&](std::ostream& o) {
                         if (chrome_in_job) tell_chrome(true);
                         prof::analysis::ChromeTraceStats drawn;
+                        // (It fails only where the stream does, which write_file names.)
                         if (!prof::analysis::write_chrome_trace(td, o, &err, &drawn, chrome_opt,
                                                                 chrome_in_job ? mpi : nullptr))
-                          std::fprintf(stderr, "prof-analyze: error: %s: %s\n", chrome_path.c_str(), err.c_str());
-                        else if (!quiet && !chrome_window.empty() && drawn.slices == 0)
+                          return false;
+                        if (!quiet && !chrome_window.empty() && drawn.slices == 0)
                           std::fprintf(stderr,
                                        "prof-analyze: warning: --chrome-trace-window %s holds none of the run "
                                        "(FROM:TO are seconds from the trace's start): the Chrome trace has no "
                                        "slice\n",
                                        chrome_window.c_str());
+                        return true;
                       }) &&
            ok;
       if (chrome_in_job && !chrome_told) tell_chrome(false);

@@ -3,7 +3,8 @@
 # failure, not the trace's: prof-analyze exits 1 (as for an output it cannot
 # write), not 2 ("input unusable"), and names TMPDIR and the reason. The same
 # trace with room to spare is analyzed. An OTF2 archive that fills the disk
-# is one error naming the cause, not libotf2's own lines.
+# is one error naming the cause, not libotf2's own lines. A report that
+# fills the disk leaves an earlier file of its name as it was.
 # Usage: full_disk.sh PROF_GEN_TRACE PROF_ANALYZE OUTDIR
 set -uo pipefail
 gen=$1 analyze=$2 out=$3
@@ -23,6 +24,15 @@ grep -q "TMPDIR" "$out/err" && grep -q "No space left on device" "$out/err" ||
 "$analyze" --no-progress --no-index "$out/trace" -o /dev/null --json "$out/r.json" || fail "with room in /tmp"
 mount_small_tmpfs "$out/disk" 64k  # (the trap now unmounts this one; the first goes with rm below)
 umount "$out/tmp"
+echo "an earlier Chrome trace" >"$out/disk/c.json"
+"$analyze" --no-progress --no-index "$out/trace" -o /dev/null --chrome-trace "$out/disk/c.json" 2>"$out/err"
+rc=$?
+[ $rc -eq 1 ] || fail "--chrome-trace on a full disk: exit status $rc, expected 1: $(cat "$out/err")"
+grep -q "^prof-analyze: error: cannot write $out/disk/c.json: No space left on device" "$out/err" ||
+  fail "--chrome-trace on a full disk: the error names neither the file nor the reason: $(cat "$out/err")"
+[ "$(cat "$out/disk/c.json")" = "an earlier Chrome trace" ] ||
+  fail "--chrome-trace on a full disk: the earlier file of that name was not kept"
+[ "$(ls "$out/disk")" = "c.json" ] || fail "--chrome-trace on a full disk left files behind: $(ls "$out/disk")"
 "$analyze" --no-progress --no-index "$out/trace" -o /dev/null --otf2 "$out/disk/archive" 2>"$out/err"
 rc=$?
 [ $rc -eq 1 ] || fail "--otf2 on a full disk: exit status $rc, expected 1: $(cat "$out/err")"

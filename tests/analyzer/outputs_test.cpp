@@ -3,6 +3,7 @@
 // nested slices, paired flow arrows), and the text report's files and options.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -524,6 +525,33 @@ TEST(Outputs, AnOutputThatCannotBeWrittenIsSaidBeforeTheAnalysis) {
       << out;
   ASSERT_EQ(run_cli(b.dir() + " -q -o " + report, &out), 0) << out;
   EXPECT_TRUE(std::filesystem::exists(report));
+}
+
+// A report written again replaces the file whole, through a temporary file
+// beside it: a link to the report stays a link, the file keeps its mode, no
+// temporary file stays behind, and a device is still written as named.
+TEST(Outputs, AReportReplacesTheFileItLeadsToKeepingLinksAndMode) {
+  TraceBuilder b(3);
+  build(b);
+  const std::string dir = b.dir() + "/reports";
+  fs::create_directory(dir);
+  const std::string report = dir + "/report.txt";
+  { std::ofstream(report) << "an earlier report\n"; }
+  fs::permissions(report, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  fs::create_symlink("report.txt", dir + "/latest.txt");
+  std::string out;
+  ASSERT_EQ(run_cli(b.dir() + " -q -o " + dir + "/latest.txt --json /dev/null", &out), 0) << out;
+  EXPECT_TRUE(fs::is_symlink(dir + "/latest.txt"));
+  std::ifstream in(report);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("an earlier report"), std::string::npos);
+  EXPECT_NE(text.find("Parallelization Efficiency"), std::string::npos) << text;
+  EXPECT_EQ(fs::status(report).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"latest.txt", "report.txt"}));
 }
 
 // TMPDIR names where the root causes' temporary file goes: one that is no

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -32,6 +34,23 @@ RegularFile open_regular_file(const std::string& path, std::string* error);
 // file beside it. False, with `error` naming the file and the reason, when it
 // cannot; nothing is left behind then.
 bool replace_file(const std::string& path, std::string_view bytes, std::string* error);
+
+// What became of an output that `write_whole_output` wrote.
+enum class OutputResult {
+  kWritten,     // complete at its name
+  kNotWritten,  // the system refused (`error` says why); a file already there is as it was
+  kFillFailed,  // `fill` returned false (it said why); a file already there is as it was
+};
+
+// Writes an output the user named (a report) whole or not at all. Where
+// `path` is, or leads through links to, a regular file, or names nothing
+// yet, `fill` writes a temporary file beside it, renamed over the file only
+// once complete: a full disk or a failed `fill` leaves an earlier report
+// whole. The new file keeps an existing file's mode, and links to it stay
+// links. A device, a FIFO or a dangling link (/dev/stdout, /dev/null) is
+// written as named, as is a writable file in a directory that is not.
+OutputResult write_whole_output(const std::string& path, const std::function<bool(std::ostream&)>& fill,
+                                std::string* error);
 
 // Where `path` leads: links and `..` resolved as far as the path exists, the
 // rest made absolute.
