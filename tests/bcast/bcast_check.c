@@ -2,8 +2,10 @@
  * PMPI_Bcast on the same arguments: every root, sizes from 0 bytes to 8 MiB with
  * odd ones, predefined types with and without holes, a strided vector type
  * (also against a contiguous receive of the same signature), several
- * communicators used in turn, repeated calls with changing roots, and the
- * large-count MPI_Bcast_c. Exit status 0 when every result matched.
+ * communicators used in turn, repeated calls with changing roots, the
+ * large-count MPI_Bcast_c, MPI_BOTTOM with absolute addresses, messages in
+ * flight while a broadcast waits, and the errors MPICH reports for arguments
+ * it refuses. Exit status 0 when every result matched.
  *
  *   bcast_check [full|short|crash]
  * short: fewer sizes (the 3..5 rank runs); crash: rank 1 kills itself in the
@@ -168,6 +170,115 @@ static void burst(MPI_Comm comm, const char* name, int calls) {
   free(want);
 }
 
+/* MPI's own messages move while a process waits inside MPI_Bcast, as they do
+ * in MPICH's: rank 1 posts a receive and enters the broadcast; rank 0 first
+ * sends to it, synchronously (inline) or 1 MiB (rendezvous), a message only
+ * rank 1's MPI moves, then broadcasts. The communicator's segment exists
+ * already, so the waits are on the segment alone. */
+static void progress_while_waiting(MPI_Comm comm, const char* name) {
+  int me, n;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &n);
+  if (n < 2) return;
+  const int big = 1 << 20;
+  unsigned char* message = calloc((size_t)big, 1);
+  for (int rendezvous = 0; rendezvous < 2; ++rendezvous) {
+    const size_t bytes = rendezvous ? 65536 + 13 : 8;
+    unsigned char* data = malloc(bytes);
+    if (me == 0) fill(data, bytes, 555u + (unsigned)rendezvous), fill(message, (size_t)big, 77u);
+    else memset(data, 0, bytes), memset(message, 0, (size_t)big);
+    const int message_bytes = rendezvous ? big : 4;
+    if (me == 1) {
+      MPI_Request request;
+      MPI_Irecv(message, message_bytes, MPI_BYTE, 0, 5, comm, &request);
+      MPI_Bcast(data, (int)bytes, MPI_BYTE, 0, comm);
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+    } else if (me == 0) {
+      if (rendezvous) MPI_Send(message, message_bytes, MPI_BYTE, 1, 5, comm);
+      else MPI_Ssend(message, message_bytes, MPI_BYTE, 1, 5, comm);
+      MPI_Bcast(data, (int)bytes, MPI_BYTE, 0, comm);
+    } else {
+      MPI_Bcast(data, (int)bytes, MPI_BYTE, 0, comm);
+    }
+    unsigned char* want = malloc(bytes > (size_t)big ? bytes : (size_t)big);
+    fill(want, bytes, 555u + (unsigned)rendezvous);
+    if (memcmp(data, want, bytes) != 0) report("broadcast after a message in flight", bytes, 0, name);
+    fill(want, (size_t)big, 77u);
+    if (me == 1 && memcmp(message, want, (size_t)message_bytes) != 0)
+      report("message in flight during a broadcast", (size_t)message_bytes, 0, name);
+    free(want);
+    free(data);
+  }
+  free(message);
+}
+
+/* MPI_BOTTOM with a datatype of absolute addresses (two arrays), packed and
+ * unpacked by every root and reader. */
+static void from_bottom(MPI_Comm comm, const char* name) {
+  int n;
+  MPI_Comm_size(comm, &n);
+  for (int root = 0; root < n; ++root) {
+    int me;
+    MPI_Comm_rank(comm, &me);
+    double reals[100], want_reals[100];
+    int ints[50], want_ints[50];
+    for (int i = 0; i < 100; ++i) want_reals[i] = root * 1000 + i + 0.5;
+    for (int i = 0; i < 50; ++i) want_ints[i] = root * 1000 - i;
+    if (me == root) memcpy(reals, want_reals, sizeof reals), memcpy(ints, want_ints, sizeof ints);
+    else memset(reals, 0, sizeof reals), memset(ints, 0, sizeof ints);
+    int lengths[2] = {100, 50};
+    MPI_Aint addresses[2];
+    MPI_Get_address(reals, &addresses[0]);
+    MPI_Get_address(ints, &addresses[1]);
+    MPI_Datatype types[2] = {MPI_DOUBLE, MPI_INT}, absolute;
+    MPI_Type_create_struct(2, lengths, addresses, types, &absolute);
+    MPI_Type_commit(&absolute);
+    if (MPI_Bcast(MPI_BOTTOM, 1, absolute, root, comm) != MPI_SUCCESS ||
+        memcmp(reals, want_reals, sizeof reals) != 0 || memcmp(ints, want_ints, sizeof ints) != 0)
+      report("MPI_BOTTOM with absolute addresses", sizeof reals + sizeof ints, root, name);
+    MPI_Type_free(&absolute);
+  }
+}
+
+/* Arguments MPICH refuses are refused alike (the same error class, through
+ * the communicator's handler, here MPI_ERRORS_RETURN): a null buffer with a
+ * predefined or a derived type, a datatype not committed. Every rank makes
+ * the same call. */
+static void refused_arguments(MPI_Comm world) {
+  MPI_Comm comm;
+  MPI_Comm_dup(world, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  MPI_Datatype committed, uncommitted;
+  MPI_Type_vector(4, 1, 2, MPI_INT, &committed);
+  MPI_Type_commit(&committed);
+  MPI_Type_vector(4, 1, 2, MPI_INT, &uncommitted);
+  int buffer[8] = {0};
+  MPI_Bcast(buffer, 8, MPI_INT, 0, comm); /* (the communicator's segment first) */
+  struct {
+    const char* what;
+    void* buffer;
+    int count;
+    MPI_Datatype type;
+  } calls[] = {{"a null buffer of MPI_INT", NULL, 4, MPI_INT},
+               {"a null buffer of a vector type", NULL, 1, committed},
+               {"a datatype not committed", buffer, 1, uncommitted}};
+  for (size_t i = 0; i < sizeof calls / sizeof *calls; ++i) {
+    const int got = MPI_Bcast(calls[i].buffer, calls[i].count, calls[i].type, 0, comm);
+    const int want = PMPI_Bcast(calls[i].buffer, calls[i].count, calls[i].type, 0, comm);
+    int got_class = MPI_SUCCESS, want_class = MPI_SUCCESS;
+    if (got != MPI_SUCCESS) MPI_Error_class(got, &got_class);
+    if (want != MPI_SUCCESS) MPI_Error_class(want, &want_class);
+    if (want == MPI_SUCCESS || got_class != want_class) {
+      if (failures++ < 20)
+        fprintf(stderr, "rank %d: MISMATCH %s: error class %d, MPICH's %d\n", rank, calls[i].what, got_class,
+                want_class);
+    }
+  }
+  MPI_Type_free(&committed);
+  MPI_Type_free(&uncommitted);
+  MPI_Comm_free(&comm);
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "full";
   MPI_Init(&argc, &argv);
@@ -217,6 +328,9 @@ int main(int argc, char** argv) {
   bytes_all_roots(reversed, "reversed", short_sizes, 6);
   datatypes(is_short ? reversed : MPI_COMM_WORLD, is_short ? "reversed" : "world");
   datatypes_beyond_queue(is_short ? reversed : dup, is_short ? "reversed" : "dup");
+  progress_while_waiting(MPI_COMM_WORLD, "world");
+  from_bottom(reversed, "reversed");
+  refused_arguments(MPI_COMM_WORLD);
   interleaved(comms, names, 3, is_short ? 60 : 300);
   burst(dup, "dup", is_short ? 400 : 2000);
 

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -46,11 +47,23 @@ std::atomic<uint64_t> fallbacks{0};
 // gives the core away on every check, so that more processes than cores (and
 // MPICH's own busy polling) still make progress. It never sleeps: the wait is
 // inside the application's MPI_Bcast, and every check ends it as soon as the
-// writer is there.
+// writer is there. While it yields it also moves MPI's own messages now and
+// then: MPICH moves them only inside MPI calls, and the writer may be held
+// by one that needs this process (an MPI_Ssend to it whose receive it posted
+// before the broadcast, a nonblocking collective begun before it), as
+// MPICH's own MPI_Bcast would move them. An Iprobe on the node's own
+// communicator, which carries no message, moves every pending one and
+// matches none.
 template <class Ready>
-void wait_until(Ready ready) {
+void wait_until(Ready ready, MPI_Comm quiet_comm) {
   constexpr PoliteWait kFlagWait{256, std::chrono::nanoseconds::max(), {}, {}};
-  wait_politely(ready, kFlagWait);
+  constexpr unsigned kYieldsPerProgress = 8;
+  unsigned yields = 0;
+  wait_politely(ready, kFlagWait, [&] {
+    if (++yields % kYieldsPerProgress != 0) return;
+    int flag = 0;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, quiet_comm, &flag, MPI_STATUS_IGNORE);
+  });
 }
 
 // One communicator's broadcast state, attached to it as an attribute (freed
@@ -234,12 +247,17 @@ bool is_contiguous(MPI_Datatype type, MPI_Count type_size) {
 // chunk and the buffer with MPI_Pack/MPI_Unpack; an element that straddles two
 // chunks goes through `element`. Root and readers may use different datatypes
 // of the same signature: each side cuts its own elements, the packed bytes
-// (MPICH's homogeneous packing is the raw data) are the same.
+// (MPICH's homogeneous packing is the raw data) are the same. MPICH's
+// MPI_Pack and MPI_Unpack refuse a null buffer, which MPI_BOTTOM is (with a
+// datatype of absolute addresses): elements from there travel as a message
+// from this process to itself on the node's own communicator, which carries
+// nothing else, sent as the datatype and received as MPI_PACKED (or back).
 class ElementStream {
  public:
   ElementStream(unsigned char* buffer, MPI_Count count, MPI_Datatype type, MPI_Count type_size, MPI_Comm comm,
-                std::vector<unsigned char>* element)
-      : buffer_(buffer), count_(count), type_(type), size_(std::size_t(type_size)), comm_(comm), element_(element) {
+                MPI_Comm quiet_comm, int quiet_rank, std::vector<unsigned char>* element)
+      : buffer_(buffer), count_(count), type_(type), size_(std::size_t(type_size)), comm_(comm),
+        quiet_comm_(quiet_comm), quiet_rank_(quiet_rank), element_(element) {
     MPI_Count lb = 0;
     PMPI_Type_get_extent_c(type, &lb, &extent_);
   }
@@ -257,13 +275,11 @@ class ElementStream {
       }
       const MPI_Count whole = std::min<MPI_Count>(MPI_Count((len - filled) / size_), count_ - next_);
       if (whole > 0) {
-        MPI_Count position = 0;
-        PMPI_Pack_c(at(next_), whole, type_, out + filled, MPI_Count(len - filled), &position, comm_);
+        pack_elements(whole, out + filled);
         next_ += whole, filled += std::size_t(whole) * size_;
       } else {  // this element straddles the chunk's end
         element_->resize(size_);
-        MPI_Count position = 0;
-        PMPI_Pack_c(at(next_), 1, type_, element_->data(), MPI_Count(size_), &position, comm_);
+        pack_elements(1, element_->data());
         ++next_;
         const std::size_t n = len - filled;
         std::memcpy(out + filled, element_->data(), n);
@@ -281,16 +297,14 @@ class ElementStream {
         std::memcpy(element_->data() + held_, in + used, n);
         held_ += n, used += n;
         if (held_ == size_) {
-          MPI_Count position = 0;
-          PMPI_Unpack_c(element_->data(), MPI_Count(size_), &position, at(next_), 1, type_, comm_);
+          unpack_elements(element_->data(), 1);
           ++next_, held_ = 0;
         }
         continue;
       }
       const MPI_Count whole = std::min<MPI_Count>(MPI_Count((len - used) / size_), count_ - next_);
       if (whole > 0) {
-        MPI_Count position = 0;
-        PMPI_Unpack_c(in + used, MPI_Count(std::size_t(whole) * size_), &position, at(next_), whole, type_, comm_);
+        unpack_elements(in + used, whole);
         next_ += whole, used += std::size_t(whole) * size_;
       } else {
         element_->resize(size_);
@@ -302,18 +316,65 @@ class ElementStream {
   }
 
  private:
-  unsigned char* at(MPI_Count i) const { return buffer_ + i * extent_; }
+  static constexpr int kTag = 0;
+
+  // (In integers: MPI_BOTTOM's first element lies at address 0.)
+  unsigned char* at(MPI_Count i) const {
+    return reinterpret_cast<unsigned char*>(reinterpret_cast<uintptr_t>(buffer_) + uintptr_t(i * extent_));
+  }
+
+  // `n` elements from the next one into `out`, packed.
+  void pack_elements(MPI_Count n, unsigned char* out) const {
+    const MPI_Count bytes = n * MPI_Count(size_);
+    if (unsigned char* from = at(next_)) {
+      MPI_Count position = 0;
+      PMPI_Pack_c(from, n, type_, out, bytes, &position, comm_);
+    } else {
+      PMPI_Sendrecv_c(MPI_BOTTOM, n, type_, quiet_rank_, kTag, out, bytes, MPI_PACKED, quiet_rank_, kTag,
+                      quiet_comm_, MPI_STATUS_IGNORE);
+    }
+  }
+
+  // `n` packed elements from `in` into the buffer from the next one on.
+  void unpack_elements(const unsigned char* in, MPI_Count n) const {
+    const MPI_Count bytes = n * MPI_Count(size_);
+    if (unsigned char* to = at(next_)) {
+      MPI_Count position = 0;
+      PMPI_Unpack_c(in, bytes, &position, to, n, type_, comm_);
+    } else {
+      PMPI_Sendrecv_c(in, bytes, MPI_PACKED, quiet_rank_, kTag, MPI_BOTTOM, n, type_, quiet_rank_, kTag,
+                      quiet_comm_, MPI_STATUS_IGNORE);
+    }
+  }
 
   unsigned char* buffer_;
   MPI_Count count_;
   MPI_Datatype type_;
   std::size_t size_;
   MPI_Comm comm_;
+  MPI_Comm quiet_comm_;
+  int quiet_rank_;
   std::vector<unsigned char>* element_;
   MPI_Count extent_ = 0;
   MPI_Count next_ = 0;     // the next element not yet (un)packed whole
   std::size_t held_ = 0;   // bytes of a straddling element already moved
 };
+
+// Whether MPICH's MPI_Bcast takes these arguments (a datatype committed, a
+// null buffer only with a datatype of absolute addresses, ...): asked of its
+// MPI_Bcast on a communicator of this process alone, which checks them as on
+// any other and moves nothing. One it refuses goes to MPICH's MPI_Bcast on
+// the application's communicator, which refuses it there, through that
+// communicator's error handler.
+bool mpich_accepts(void* buffer, MPI_Count count, MPI_Datatype datatype) {
+  static const MPI_Comm alone = [] {
+    MPI_Comm comm = MPI_COMM_NULL;
+    PMPI_Comm_dup(MPI_COMM_SELF, &comm);
+    PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    return comm;
+  }();
+  return PMPI_Bcast_c(buffer, count, datatype, 0, alone) == MPI_SUCCESS;
+}
 
 // At the root, before it rewrites a slot or notice last held by use
 // `held_by` - 1: every other process of the node has finished that use.
@@ -324,10 +385,12 @@ void wait_released(CommState* st, uint64_t held_by) {
     if (i == st->node_rank) continue;
     const std::atomic<uint64_t>& finished = st->segment->finished(i);
     uint64_t seen = 0;
-    wait_until([&] {
-      seen = finished.load(std::memory_order_acquire);
-      return seen >= held_by;
-    });
+    wait_until(
+        [&] {
+          seen = finished.load(std::memory_order_acquire);
+          return seen >= held_by;
+        },
+        st->node_comm);
     least = std::min(least, seen);
   }
   st->least_finished = least;
@@ -346,7 +409,7 @@ void inline_bcast(CommState* st, unsigned char* data, std::size_t total, int roo
     wait_released(st, held_by);
   } else {
     const Notice& mine = seg.inline_notice(me, entry);
-    wait_until([&] { return mine.tag.load(std::memory_order_acquire) == use + 1; });
+    wait_until([&] { return mine.tag.load(std::memory_order_acquire) == use + 1; }, st->node_comm);
     from = mine.data;
   }
   for (int c : st->trees.children(root)) {
@@ -383,7 +446,7 @@ void node_bcast(CommState* st, unsigned char* data, std::size_t total, int root)
         for (int c : children) seg.slot_notice(c, slot).tag.store(use + 1, std::memory_order_release);
       } else {
         const Notice& mine = seg.slot_notice(me, slot);
-        wait_until([&] { return mine.tag.load(std::memory_order_acquire) == use + 1; });
+        wait_until([&] { return mine.tag.load(std::memory_order_acquire) == use + 1; }, st->node_comm);
         for (int c : children) seg.slot_notice(c, slot).tag.store(use + 1, std::memory_order_release);
         std::memcpy(data + done, shared, len);
       }
@@ -411,7 +474,10 @@ int shm_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MP
   if (comm == MPI_COMM_NULL || count < 0 || datatype == MPI_DATATYPE_NULL) return kUseNative;
   MPI_Count type_size = known_contiguous_size(datatype);
   const bool contiguous = type_size != 0;
-  if (!contiguous && PMPI_Type_size_c(datatype, &type_size) != MPI_SUCCESS) return kUseNative;
+  if (contiguous && buffer == nullptr && count > 0) return kUseNative;
+  if (!contiguous &&
+      (PMPI_Type_size_c(datatype, &type_size) != MPI_SUCCESS || !mpich_accepts(buffer, count, datatype)))
+    return kUseNative;
 
   // Intercommunicators and size-1 communicators get a native state at once (no
   // collective).
@@ -428,7 +494,8 @@ int shm_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MP
   std::optional<ElementStream> stream;
   if (packed) {
     st->packed.resize(chunk);
-    stream.emplace(static_cast<unsigned char*>(buffer), count, datatype, type_size, comm, &st->element);
+    stream.emplace(static_cast<unsigned char*>(buffer), count, datatype, type_size, comm, st->node_comm, st->node_rank,
+                   &st->element);
   }
   const int root_node = st->node_of[root];
   for (std::size_t offset = 0; offset < total; offset += chunk) {

@@ -37,8 +37,10 @@ struct PoliteWait {
   std::chrono::nanoseconds first_nap, longest_nap;
 };
 
-template <class Done>
-void wait_politely(Done&& done, const PoliteWait& how) {
+// `between_yields` runs after each yield (the broadcast moves MPI's messages
+// there); the plain form runs nothing.
+template <class Done, class BetweenYields>
+void wait_politely(Done&& done, const PoliteWait& how, BetweenYields&& between_yields) {
   for (int i = 0; i < how.spins; ++i) {
     if (done()) return;
 #if defined(__x86_64__) || defined(__i386__)
@@ -48,7 +50,10 @@ void wait_politely(Done&& done, const PoliteWait& how) {
   // (A wait that never sleeps reads no clock: the broadcast's flags are
   // waited for inside the application's MPI_Bcast.)
   if (how.yield_for == std::chrono::nanoseconds::max()) {
-    while (!done()) sched_yield();
+    while (!done()) {
+      sched_yield();
+      between_yields();
+    }
     return;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -56,6 +61,7 @@ void wait_politely(Done&& done, const PoliteWait& how) {
   while (!done()) {
     if (std::chrono::steady_clock::now() - start < how.yield_for) {
       sched_yield();
+      between_yields();
       continue;
     }
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(nap);
@@ -63,6 +69,11 @@ void wait_politely(Done&& done, const PoliteWait& how) {
     nanosleep(&ts, nullptr);
     nap = std::min(2 * nap, how.longest_nap);
   }
+}
+
+template <class Done>
+void wait_politely(Done&& done, const PoliteWait& how) {
+  wait_politely(done, how, [] {});
 }
 
 }  // namespace prof
