@@ -1,6 +1,8 @@
 #include "trace_file.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -49,6 +51,30 @@ ChunkHeader empty_definitions_chunk(uint64_t capacity) {
   return h;
 }
 
+// Calls `grow` (a call that may make the file longer; it returns 0 or an
+// errno) so that a file-size limit (ulimit -f, RLIMIT_FSIZE) fails it with
+// EFBIG, as a full disk fails it with ENOSPC, instead of ending the
+// application: the kernel's SIGXFSZ, sent to the thread that passed the
+// limit, is blocked around the call and taken back when the call failed.
+template <class Grow>
+int without_file_size_signal(Grow grow) {
+  sigset_t file_size, before;
+  sigemptyset(&file_size);
+  sigaddset(&file_size, SIGXFSZ);
+  pthread_sigmask(SIG_BLOCK, &file_size, &before);
+  const int rc = grow();
+  if (!sigismember(&before, SIGXFSZ)) {  // (blocked already: any pending one is the program's)
+    const timespec now{0, 0};
+    if (rc == EFBIG) static_cast<void>(sigtimedwait(&file_size, nullptr, &now));
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  }
+  return rc;
+}
+
+int allocate_range(int fd, uint64_t from, uint64_t bytes) {
+  return without_file_size_signal([&] { return ::posix_fallocate(fd, off_t(from), off_t(bytes)); });
+}
+
 // Bytes of a chunk's payload worth keeping: what was sealed, plus room for a
 // straggler's record.
 uint64_t kept_payload(const ChunkHeader* h) {
@@ -69,10 +95,10 @@ bool TraceFile::create(const std::string& path, const format::FileHeader& header
   const uint64_t bytes = kLiveAt + format::kLiveChunkBytes;
   const ChunkHeader slot = empty_definitions_chunk(kEndSlotPayload);
   uint64_t allocated = bytes + kAllocateAhead;
-  int rc = ::posix_fallocate(fd_, 0, off_t(allocated));
+  int rc = allocate_range(fd_, 0, allocated);
   if (rc != 0) {
     allocated = bytes;
-    rc = ::posix_fallocate(fd_, 0, off_t(allocated));
+    rc = allocate_range(fd_, 0, allocated);
   }
   if (rc == 0 && (::pwrite(fd_, &header, sizeof header, 0) != ssize_t(sizeof header) ||
                   ::pwrite(fd_, &slot, sizeof slot, off_t(kEndSlotAt)) != ssize_t(sizeof slot)))
@@ -133,10 +159,10 @@ bool TraceFile::allocate(uint64_t at, uint64_t bytes) {
   int rc = 0;
   if (end > have) {
     uint64_t to = end + kAllocateAhead;
-    rc = ::posix_fallocate(fd_, off_t(have), off_t(to - have));
+    rc = allocate_range(fd_, have, to - have);
     if (rc != 0) {
       to = end;
-      rc = ::posix_fallocate(fd_, off_t(have), off_t(to - have));
+      rc = allocate_range(fd_, have, to - have);
     }
     if (rc == 0)
       while (have < to && !allocated_.compare_exchange_weak(have, to, std::memory_order_acq_rel)) {
@@ -151,7 +177,10 @@ bool TraceFile::allocate(uint64_t at, uint64_t bytes) {
   if (!next_.compare_exchange_strong(expected, at) && bytes >= sizeof(ChunkHeader) &&
       bytes - sizeof(ChunkHeader) <= UINT32_MAX) {
     const ChunkHeader filler = empty_definitions_chunk(bytes - sizeof(ChunkHeader));
-    if (::pwrite(fd_, &filler, sizeof filler, off_t(at)) == ssize_t(sizeof filler))
+    // (Past the allocated end it may make the file longer.)
+    if (without_file_size_signal([&] {
+          return ::pwrite(fd_, &filler, sizeof filler, off_t(at)) == ssize_t(sizeof filler) ? 0 : errno;
+        }) == 0)
       note_written(at + bytes);
   }
   return false;

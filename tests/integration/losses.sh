@@ -14,6 +14,10 @@
 #                 read the files and report the loss as damage (exit 3, on
 #                 stderr and in the text report). Then, the disk full from
 #                 the start: unprofiled, and no empty directory left.
+#   file_size_limit  a file-size limit (ulimit -f) the trace reaches: the
+#                 application's output and exit status as without the profiler
+#                 (not ended by SIGXFSZ), one message per rank naming EFBIG,
+#                 the loss counted and reported as damage (exit 3).
 #   reused_output two runs into one PROF_OUTPUT, the second with fewer ranks:
 #                 the first trace stays byte for byte, the second goes to
 #                 PROF_OUTPUT-2 and says so on stderr, both analyzable;
@@ -115,6 +119,24 @@ full_disk)
   [ $rc -eq 0 ] || fail "disk full at start: exit status $rc"
   grep -q "ENOSPC\|No space left" "$out/full_at_start.stderr" || fail "disk full at start: no message naming ENOSPC"
   [ -e "$out/mnt/new" ] && fail "disk full at start: left $(find "$out/mnt/new")"
+  ;;
+file_size_limit)
+  # 8 MiB (blocks of 1 KiB): less than MPICH's own shared memory files need
+  # ends the run without the profiler too (SIGXFSZ); about 10 MB of records a
+  # rank pass it.
+  rounds=2600 local_calls=500
+  ( ulimit -f 8192 && run plain 2 -- $rounds $local_calls && exit $rc )
+  rc=$?
+  [ $rc -eq 0 ] || fail "without the profiler, under ulimit -f, busy exited with $rc"
+  ( ulimit -f 8192 && run limited 2 "PROF_OUTPUT=$out/trace" "LD_PRELOAD=$shim" -- $rounds $local_calls
+    exit $rc )
+  rc=$?
+  [ $rc -eq 0 ] || fail "under ulimit -f, exit status $rc instead of 0 (SIGXFSZ is $(kill -l XFSZ 2>/dev/null))"
+  same_output plain limited || fail "under ulimit -f, the application's output changed"
+  n=$(grep -c "EFBIG" "$out/limited.stderr")
+  [ "$n" -ge 1 ] && [ "$n" -le 2 ] || fail "$n messages naming EFBIG, expected one per rank at most (at least one)"
+  read_ok "$out/trace" "file-size limit" "3"
+  grep -q "records lost when recording" "$out/analyze.err" || fail "prof-analyze's stderr does not say records were lost"
   ;;
 reused_output)
   run first 3 "PROF_OUTPUT=$out/trace" "LD_PRELOAD=$shim" -- 100
