@@ -240,6 +240,15 @@ static void from_bottom(MPI_Comm comm, const char* name) {
   }
 }
 
+/* MPI_Bcast's error `got` is of the class of MPICH's error `want`. */
+static void same_refusal(const char* what, int got, int want) {
+  int got_class = MPI_SUCCESS, want_class = MPI_SUCCESS;
+  if (got != MPI_SUCCESS) MPI_Error_class(got, &got_class);
+  if (want != MPI_SUCCESS) MPI_Error_class(want, &want_class);
+  if ((want == MPI_SUCCESS || got_class != want_class) && failures++ < 20)
+    fprintf(stderr, "rank %d: MISMATCH %s: error class %d, MPICH's %d\n", rank, what, got_class, want_class);
+}
+
 /* Arguments MPICH refuses are refused alike (the same error class, through
  * the communicator's handler, here MPI_ERRORS_RETURN): a null buffer with a
  * predefined or a derived type, a datatype not committed. Every rank makes
@@ -253,7 +262,16 @@ static void refused_arguments(MPI_Comm world) {
   MPI_Type_commit(&committed);
   MPI_Type_vector(4, 1, 2, MPI_INT, &uncommitted);
   int buffer[8] = {0};
-  MPI_Bcast(buffer, 8, MPI_INT, 0, comm); /* (the communicator's segment first) */
+  /* The communicator's first broadcast, by one rank alone, with a root out of
+   * range: refused there and then, not waiting for the others. */
+  int me, n;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &n);
+  if (me == 0)
+    same_refusal("a first broadcast with a root out of range", MPI_Bcast(buffer, 1, MPI_INT, n, comm),
+                 PMPI_Bcast(buffer, 1, MPI_INT, n, comm));
+  MPI_Barrier(comm);
+  MPI_Bcast(buffer, 8, MPI_INT, 0, comm); /* (the communicator's segment, for the calls below) */
   struct {
     const char* what;
     void* buffer;
@@ -262,18 +280,9 @@ static void refused_arguments(MPI_Comm world) {
   } calls[] = {{"a null buffer of MPI_INT", NULL, 4, MPI_INT},
                {"a null buffer of a vector type", NULL, 1, committed},
                {"a datatype not committed", buffer, 1, uncommitted}};
-  for (size_t i = 0; i < sizeof calls / sizeof *calls; ++i) {
-    const int got = MPI_Bcast(calls[i].buffer, calls[i].count, calls[i].type, 0, comm);
-    const int want = PMPI_Bcast(calls[i].buffer, calls[i].count, calls[i].type, 0, comm);
-    int got_class = MPI_SUCCESS, want_class = MPI_SUCCESS;
-    if (got != MPI_SUCCESS) MPI_Error_class(got, &got_class);
-    if (want != MPI_SUCCESS) MPI_Error_class(want, &want_class);
-    if (want == MPI_SUCCESS || got_class != want_class) {
-      if (failures++ < 20)
-        fprintf(stderr, "rank %d: MISMATCH %s: error class %d, MPICH's %d\n", rank, calls[i].what, got_class,
-                want_class);
-    }
-  }
+  for (size_t i = 0; i < sizeof calls / sizeof *calls; ++i)
+    same_refusal(calls[i].what, MPI_Bcast(calls[i].buffer, calls[i].count, calls[i].type, 0, comm),
+                 PMPI_Bcast(calls[i].buffer, calls[i].count, calls[i].type, 0, comm));
   MPI_Type_free(&committed);
   MPI_Type_free(&uncommitted);
   MPI_Comm_free(&comm);

@@ -186,7 +186,11 @@ CommState* make_state(MPI_Comm comm) {
   return st.release();
 }
 
-CommState* state_for(MPI_Comm comm) {
+// The communicator's state, made at its first broadcast (collective), or
+// null when that first broadcast names a root MPICH would refuse: then only
+// the processes that call it with that root may be there, and MPICH's
+// broadcast refuses it without communicating.
+CommState* state_for(MPI_Comm comm, int root) {
   if (last_state.comm == comm && last_state.freed == states_freed.load(std::memory_order_acquire))
     return last_state.state;
   const uint64_t freed = states_freed.load(std::memory_order_acquire);
@@ -195,6 +199,10 @@ CommState* state_for(MPI_Comm comm) {
   PMPI_Comm_get_attr(comm, state_keyval(), &value, &found);
   CommState* st = static_cast<CommState*>(value);
   if (!found) {
+    int inter = 0, size = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    PMPI_Comm_size(comm, &size);
+    if (!inter && (root < 0 || root >= size)) return nullptr;
     st = make_state(comm);
     PMPI_Comm_set_attr(comm, state_keyval(), st);
   }
@@ -481,8 +489,8 @@ int shm_bcast(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MP
 
   // Intercommunicators and size-1 communicators get a native state at once (no
   // collective).
-  CommState* st = state_for(comm);
-  if (st->native || root < 0 || root >= st->comm_size) return kUseNative;
+  CommState* st = state_for(comm, root);
+  if (!st || st->native || root < 0 || root >= st->comm_size) return kUseNative;
   const std::size_t total = std::size_t(count) * std::size_t(type_size);
   if (total == 0) return MPI_SUCCESS;
   const int rank = st->comm_rank;
