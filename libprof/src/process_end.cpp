@@ -70,14 +70,19 @@ void on_fork_child() {
 
 namespace {
 
-// A fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL) or SIGABRT (abort() ends the
-// process whatever a handler does) ends the rank: the trace is ended first,
-// then the previous handler runs (UCX installs its own for SIGSEGV) or the
-// default action. SIGTERM, SIGINT and SIGQUIT end it only by their default
-// action: a handler of the program's runs first and decides (it may go on,
-// call exit(), which ends the trace as `exit`, or _exit, which leaves it
-// unsealed, as SIGKILL does). A signal the program ignores gets no handler.
-bool ends_whatever_handler_does(int sig) { return sig != SIGTERM && sig != SIGINT && sig != SIGQUIT; }
+// A fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL) ends the rank: the trace is
+// ended first, then the previous handler runs (UCX installs its own for
+// SIGSEGV, which ends the process) or the default action. SIGTERM, SIGINT
+// and SIGQUIT end it only by their default action: a handler of the
+// program's runs first and decides (it may go on, call exit(), which ends
+// the trace as `exit`, or _exit, which leaves it unsealed, as SIGKILL does).
+// SIGABRT alike, except that a handler of the program's that returns ends
+// the trace (abort() then ends the process with the default action); one
+// that leaves by siglongjmp goes on recorded. A signal the program ignores
+// gets no handler.
+bool ends_before_programs_handler(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+}
 
 bool is_programs_handler(const struct sigaction& action) {
   if (action.sa_flags & SA_SIGINFO) return action.sa_sigaction != nullptr;
@@ -93,13 +98,21 @@ void end_recording(int sig) {
 }
 
 void on_fatal_signal(int sig, siginfo_t* info, void* ctx) {
-  const struct sigaction& old = rt->old_actions[sig];
-  if (!is_programs_handler(old) || ends_whatever_handler_does(sig)) end_recording(sig);
+  struct sigaction& old = rt->old_actions[sig];
+  if (!is_programs_handler(old) || ends_before_programs_handler(sig)) end_recording(sig);
   if (is_programs_handler(old)) {
-    if (old.sa_flags & SA_SIGINFO)
-      old.sa_sigaction(sig, info, ctx);
+    const struct sigaction handler = old;
+    // A one-shot handler's signal finds the default action next time (the
+    // kernel's reset would take this handler away instead).
+    if (handler.sa_flags & SA_RESETHAND) {
+      old.sa_handler = SIG_DFL;
+      old.sa_flags = 0;
+    }
+    if (handler.sa_flags & SA_SIGINFO)
+      handler.sa_sigaction(sig, info, ctx);
     else
-      old.sa_handler(sig);
+      handler.sa_handler(sig);
+    if (sig == SIGABRT) end_recording(sig);
     return;
   }
   struct sigaction dfl{};
@@ -116,10 +129,21 @@ void install_signal_handlers() {
     struct sigaction current{};
     sigaction(sig, nullptr, &current);
     if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN) continue;  // (ignored: not fatal)
+    // In front of a handler of the program's, the signal is delivered as to
+    // that handler: its mask, and its flags that change the delivery
+    // (SA_RESTART: an interrupted read() resumes; SA_NODEFER; SA_ONSTACK).
+    // SA_RESETHAND is kept in on_fatal_signal, so that the signal's next
+    // delivery still ends the trace.
+    constexpr int kDeliveryFlags = SA_RESTART | SA_NODEFER | SA_ONSTACK;
     struct sigaction sa{};
     sa.sa_sigaction = on_fatal_signal;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
+    if (is_programs_handler(current)) {
+      sa.sa_flags = SA_SIGINFO | (current.sa_flags & kDeliveryFlags);
+      sa.sa_mask = current.sa_mask;
+    } else {
+      sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+      sigemptyset(&sa.sa_mask);
+    }
     sigaction(sig, &sa, &rt->old_actions[sig]);
   }
 }
