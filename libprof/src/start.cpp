@@ -328,10 +328,13 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   // same on every rank in practice, so a bad one stops rank 0 before it
   // creates anything; a rank whose settings alone are bad makes the others
   // remove what they created.
+  // Rank 0's settings that every rank must share go with them: a rank whose
+  // own differ does not record (agree()), as for a bad setting.
   struct {
     uint64_t run_id;
     int32_t claimed;  // rank 0 created its file in `dir`
     char dir[4096];
+    char shared_settings[1024];
   } chosen{};
   // The ranks that wait for rank 0's directory format their definitions
   // meanwhile; rank 0 formats its own while they create their files.
@@ -353,6 +356,8 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
     if (!created) problem = "PROF_OUTPUT: " + why;
     chosen.claimed = created;
     std::snprintf(chosen.dir, sizeof chosen.dir, "%s", dir.c_str());
+    std::snprintf(chosen.shared_settings, sizeof chosen.shared_settings, "%s",
+                  settings::shared_settings(cfg).c_str());
   }
   MPI_Request request;
   PMPI_Ibcast(&chosen, sizeof chosen, MPI_BYTE, 0, MPI_COMM_WORLD, &request);
@@ -364,6 +369,8 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   char name[32];
   std::snprintf(name, sizeof name, format::kRankFilePattern, rank);
   const std::string path = rt->dir + "/" + name;
+  if (rank != 0 && problem.empty() && chosen.claimed)
+    problem = settings::shared_settings_difference(settings::shared_settings(cfg), chosen.shared_settings, rank);
   if (rank != 0 && problem.empty() && chosen.claimed) {
     created = rt->file.create(path, header, &why);
     if (!created) problem = "PROF_OUTPUT: " + why;

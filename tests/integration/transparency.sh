@@ -11,7 +11,9 @@
 #   bad_settings  each bad PROF_* value: exactly one message on stderr naming
 #                 the variable (and, for PROF_TIMER, the accepted values); the
 #                 application's output and exit code unchanged; no trace. Also
-#                 with the bad value on rank 1 only.
+#                 with the bad value on rank 1 only, and with a setting the
+#                 shim's own collectives follow (PROF_SYNC, PROF_BCAST) set
+#                 otherwise on rank 1 than on rank 0: no hang, one message.
 #   strict        PROF_STRICT=1 with a bad setting or an unwritable output: the
 #                 run fails (non-zero exit) and says why, also under
 #                 PROF_LOG_LEVEL=off, and also where only one rank has both.
@@ -126,6 +128,19 @@ bad_settings)
   [ "$(wc -l <"$out/bad_rank1.stderr")" -eq 1 ] && grep -q PROF_TIMER "$out/bad_rank1.stderr" ||
     fail "PROF_TIMER=bogus on rank 1: expected one message naming PROF_TIMER"
   [ -e "$out/trace_rank1" ] && fail "PROF_TIMER=bogus on rank 1: $(ls -R "$out/trace_rank1" | tr '\n' ' ') left"
+  # Valid settings that differ between the ranks where the ranks' own
+  # collectives follow them: one message naming the setting, unprofiled.
+  for pair in "PROF_SYNC hierarchical ring" "PROF_BCAST shm native"; do
+    read -r var zero one <<<"$pair"
+    run "mixed_$var" "PROF_OUTPUT=$out/trace_mixed_$var" "LD_PRELOAD=$shim" -- \
+        "$mpiexec" -n 1 -env "$var" "$zero" "$hello" 3 : -n 1 -env "$var" "$one" "$hello" 3
+    [ $rc -eq 3 ] || fail "$var $zero and $one: exit status $rc instead of 3"
+    same_output plain "mixed_$var" || fail "$var $zero and $one: the application's stdout changed"
+    [ "$(wc -l <"$out/mixed_$var.stderr")" -eq 1 ] &&
+      grep -q "$var is '$one' on rank 1 but '$zero' on rank 0" "$out/mixed_$var.stderr" ||
+      fail "$var $zero and $one: expected one message naming $var and both values"
+    [ -e "$out/trace_mixed_$var" ] && fail "$var $zero and $one: a trace was left"
+  done
   ;;
 strict)
   for setting in PROF_TIMER=bogus PROF_OUTPUT=/proc/x; do

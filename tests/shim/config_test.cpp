@@ -191,6 +191,24 @@ TEST(ShimConfig, UnknownSettingsAreNamedWithTheNearestSetting) {
   }
 }
 
+// The settings the shim's own collectives follow are compared between ranks:
+// a rank whose value differs from rank 0's is told which and both values;
+// the others (a buffer size, a log level) may differ.
+TEST(ShimConfig, SettingsEveryRankSharesAreComparedWithRankZeros) {
+  Config zero, one;
+  EXPECT_EQ(shared_settings_difference(shared_settings(one), shared_settings(zero), 1), "");
+  one.buffer_bytes *= 2;
+  one.log_level = 0;
+  EXPECT_EQ(shared_settings_difference(shared_settings(one), shared_settings(zero), 1), "");
+  one.bcast.tree = bcast::TreeSpec{bcast::TreeKind::Flat, 0};
+  EXPECT_EQ(shared_settings_difference(shared_settings(one), shared_settings(zero), 3),
+            "PROF_BCAST_TREE is 'flat' on rank 3 but 'kary:2' on rank 0: the shim's own collectives need it the "
+            "same on every rank");
+  for (const char* name : {"PROF_SYNC", "PROF_BCAST", "PROF_BCAST_FRAGMENT", "PROF_BCAST_SLOTS", "PROF_BCAST_SETS",
+                           "PROF_BCAST_TREE", "PROF_TEST_NODES"})
+    EXPECT_NE(shared_settings(zero).find(std::string(name) + "="), std::string::npos) << name;
+}
+
 // An integer is digits with an optional sign, nothing around them: a space on
 // either side is refused alike (strtoll alone takes one before, not after).
 TEST(ShimConfig, IntegersTakeNoSpaces) {

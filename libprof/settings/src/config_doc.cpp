@@ -32,8 +32,11 @@ int main() {
               "judged.\n\n");
   std::printf("| variable | type | default | description |\n| --- | --- | --- | --- |\n");
   for (const auto& v : prof::settings::config_variables())
-    std::printf("| `%s` | %s | %s | %s |\n", cell(v.name).c_str(), cell(prof::settings::setting_type(v).c_str()).c_str(),
-                cell(v.default_value).c_str(), cell(v.description).c_str());
+    std::printf("| `%s` | %s | %s | %s%s |\n", cell(v.name).c_str(), cell(prof::settings::setting_type(v).c_str()).c_str(),
+                cell(v.default_value).c_str(), cell(v.description).c_str(),
+                v.same_on_every_rank ? " The same on every rank: where a rank's value differs from rank 0's, the "
+                                       "run is unprofiled (aborted with PROF_STRICT=1), with one message naming it."
+                                     : "");
   std::printf(
       "\n## What the trace survives\n\n"
       "- **A reused PROF_OUTPUT.** A trace is never overwritten or mixed with another run: when "

@@ -187,6 +187,7 @@ const std::vector<ConfigVariable>& config_variables() {
     {
       ConfigVariable& s = v.emplace_back();
       s.name = "PROF_SYNC";
+      s.same_on_every_rank = true;
       s.kind = SettingKind::Choice;
       s.choices = sync_names();
       s.default_value = "hierarchical";
@@ -279,6 +280,7 @@ const std::vector<ConfigVariable>& config_variables() {
     {
       ConfigVariable& s = v.emplace_back();
       s.name = "PROF_BCAST";
+      s.same_on_every_rank = true;
       s.kind = SettingKind::Choice;
       s.choices = bcast_impl_names();
       s.default_value = "native";
@@ -298,6 +300,7 @@ const std::vector<ConfigVariable>& config_variables() {
     {
       ConfigVariable& s = v.emplace_back();
       s.name = "PROF_BCAST_FRAGMENT";
+      s.same_on_every_rank = true;
       s.kind = SettingKind::Parsed;
       s.type = "bytes, a multiple of the page size, up to 67108864";
       s.accepted = "a multiple of the page size from one page to 67108864 bytes";
@@ -312,6 +315,7 @@ const std::vector<ConfigVariable>& config_variables() {
     {
       ConfigVariable& s = v.emplace_back();
       s.name = "PROF_BCAST_SLOTS";
+      s.same_on_every_rank = true;
       s.kind = SettingKind::Integer;
       s.lo = 1, s.hi = 65536;
       s.default_value = "128 (s* = b / f*)";
@@ -327,6 +331,7 @@ const std::vector<ConfigVariable>& config_variables() {
     {
       ConfigVariable& s = v.emplace_back();
       s.name = "PROF_BCAST_SETS";
+      s.same_on_every_rank = true;
       s.kind = SettingKind::Integer;
       s.lo = 1, s.hi = 65536;
       s.type = "dividing PROF_BCAST_SLOTS";
@@ -342,6 +347,7 @@ const std::vector<ConfigVariable>& config_variables() {
     {
       ConfigVariable& s = v.emplace_back();
       s.name = "PROF_BCAST_TREE";
+      s.same_on_every_rank = true;
       s.kind = SettingKind::Parsed;
       s.type = "flat|chain|kary:K|knomial:K";
       s.accepted = "one of flat, chain, kary:K (K in 1..1024), knomial:K (K in 2..1024)";
@@ -357,6 +363,7 @@ const std::vector<ConfigVariable>& config_variables() {
     {
       ConfigVariable& s = v.emplace_back();
       s.name = "PROF_TEST_BCAST_FAIL_SHM";
+      s.same_on_every_rank = true;
       s.kind = SettingKind::Choice;
       s.choices = kFlag;
       s.default_value = "0";
@@ -371,6 +378,7 @@ const std::vector<ConfigVariable>& config_variables() {
     {
       ConfigVariable& s = v.emplace_back();
       s.name = "PROF_TEST_NODES";
+      s.same_on_every_rank = true;
       s.kind = SettingKind::Integer;
       s.lo = 1, s.hi = 1024;
       s.default_value = "(unset: the real nodes)";
@@ -456,6 +464,38 @@ std::vector<UnknownSetting> unknown_settings(const char* const* environment) {
     unknown.push_back(found);
   }
   return unknown;
+}
+
+std::string shared_settings(const Config& cfg) {
+  std::string lines;
+  for (const ConfigVariable& v : config_variables())
+    if (v.same_on_every_rank) lines += std::string(v.name) + "=" + v.resolved(cfg) + "\n";
+  return lines;
+}
+
+std::string shared_settings_difference(const std::string& mine, const std::string& rank0s, int rank) {
+  if (mine == rank0s) return "";
+  auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (size_t at = 0; at < text.size();) {
+      const size_t end = text.find('\n', at);
+      out.push_back(text.substr(at, end - at));
+      at = end == std::string::npos ? text.size() : end + 1;
+    }
+    return out;
+  };
+  const std::vector<std::string> a = lines(mine), b = lines(rank0s);
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const std::string here = i < a.size() ? a[i] : "", there = i < b.size() ? b[i] : "";
+    if (here == there) continue;
+    const size_t eq = here.find('=');
+    const std::string name = here.substr(0, eq), value = eq == std::string::npos ? "" : here.substr(eq + 1);
+    const size_t their_eq = there.find('=');
+    const std::string theirs = their_eq == std::string::npos ? "" : there.substr(their_eq + 1);
+    return name + " is '" + value + "' on rank " + std::to_string(rank) + " but '" + theirs +
+           "' on rank 0: the shim's own collectives need it the same on every rank";
+  }
+  return "";
 }
 
 std::string unknown_setting_warning(const UnknownSetting& unknown) {

@@ -81,6 +81,10 @@ struct ConfigVariable {
   std::string (*resolved)(const Config&) = nullptr;
   // prof-bench reads it too (the broadcast's parameters).
   bool read_by_prof_bench = false;
+  // The shim's own collectives follow it (the clock sync, the shared-memory
+  // broadcast): ranks that differ would wait for each other forever, so
+  // every rank's value is compared with rank 0's at MPI_Init.
+  bool same_on_every_rank = false;
 };
 const std::vector<ConfigVariable>& config_variables();
 
@@ -94,6 +98,13 @@ std::string setting_error(const ConfigVariable& v, const std::string& value, con
 // `wanted` selects. Returns false with one message per bad variable.
 bool read_config(Config* cfg, std::vector<std::string>* errors,
                  bool (*wanted)(const ConfigVariable&) = nullptr);
+
+// The settings every rank must share (same_on_every_rank), resolved, one
+// `NAME=VALUE` line each, in the table's order.
+std::string shared_settings(const Config& cfg);
+// "" when `mine` (this rank's shared_settings) equals rank 0's, else the
+// message naming the first setting that differs and both values.
+std::string shared_settings_difference(const std::string& mine, const std::string& rank0s, int rank);
 
 // A PROF_* variable of the environment that names no setting of the table
 // (a misspelling, or a setting of another version), and the setting whose
