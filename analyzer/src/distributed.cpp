@@ -122,6 +122,7 @@ void put_in_flight(WireOut& out, const std::vector<CallInFlight>& calls) {
     out.put<uint8_t>(c.any_source);
     out.put<uint8_t>(c.collective);
     out.put_vec(c.waiting_for);
+    out.put<uint8_t>(c.waits_for_any);
   }
 }
 std::vector<CallInFlight> get_in_flight(WireIn& in) {
@@ -139,6 +140,7 @@ std::vector<CallInFlight> get_in_flight(WireIn& in) {
     c.any_source = in.get<uint8_t>();
     c.collective = in.get<uint8_t>();
     c.waiting_for = in.get_vec<int>();
+    c.waits_for_any = in.get<uint8_t>();
   }
   return calls;
 }

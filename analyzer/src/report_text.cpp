@@ -239,7 +239,7 @@ void write_text_report(const Analysis& a, std::ostream& out, const TextOptions& 
             else out << ", communicator " << *c.comm;
           }
           if (!c.waiting_for.empty()) {
-            out << (c.collective ? "; members not entered: " : "; waiting for ");
+            out << (c.collective ? "; members not entered: " : c.waits_for_any ? "; waiting for any of " : "; waiting for ");
             for (size_t i = 0; i < c.waiting_for.size(); ++i)
               out << (i ? ", " : "") << c.waiting_for[i];
           }

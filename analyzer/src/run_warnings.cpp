@@ -5,8 +5,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <set>
 
 #include "engine.h"
+#include "prof/function_roles.h"
 
 namespace prof::analysis::detail {
 
@@ -133,20 +135,83 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
     std::sort(waits.begin(), waits.end());
     waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
     f.waiting_for = std::move(waits);
+    f.waits_for_any = f.any_source || (c.kind == FuncKind::Completion && def &&
+                                       (format::function_role(def->name) & format::kRoleCompletesAny));
     out.push_back(std::move(f));
   }
   return out;
 }
 
-// Each elementary cycle of the wait-for graph once, from its smallest rank
-// (a depth-first search from each rank over larger ranks only; capped, since
-// MPI_ANY_SOURCE waits can make the count grow fast).
+// A rank inside MPI_Finalize (the shim's closing clock sync, MPICH's own
+// finalization) waits for every rank of the run that had not reached it:
+// those that ended otherwise, and those still inside other calls.
+void finalize_waits(std::vector<RankEnd>& ends) {
+  auto in_finalize = [](const CallInFlight& c) { return format::function_role(c.function) & format::kRoleFinalize; };
+  std::vector<int> not_there;
+  for (const RankEnd& e : ends)
+    if (e.ended_by != "finalize" && std::none_of(e.in_flight.begin(), e.in_flight.end(), in_finalize))
+      not_there.push_back(e.rank);
+  for (RankEnd& e : ends)
+    for (CallInFlight& c : e.in_flight)
+      if (in_finalize(c)) {
+        c.waiting_for.clear();
+        for (int w : not_there)
+          if (w != e.rank) c.waiting_for.push_back(w);
+      }
+}
+
+// The ranks that no rank of the run could ever release: those inside calls
+// whose waits cannot end. A rank that could have gone on and released
+// others: one outside MPI when it ended (computing, then killed), one inside
+// a call that waits for nobody the trace names (as far as the trace tells),
+// one the trace does not hold. A rank that finished (MPI_Finalize, exit,
+// MPI_Abort) releases nobody. The others are released, in turn, once all the
+// ranks they wait for are (any one, for MPI_ANY_SOURCE, Waitany and
+// Waitsome); what stays unreleased is deadlocked (an AND-OR wait-for graph).
+std::set<int> deadlocked_ranks(const std::vector<RankEnd>& ends) {
+  std::set<int> released, waiting;
+  for (const RankEnd& e : ends) {
+    const bool blocked = !e.in_flight.empty() &&
+                         std::all_of(e.in_flight.begin(), e.in_flight.end(),
+                                     [](const CallInFlight& c) { return !c.waiting_for.empty(); });
+    const bool finished = e.in_flight.empty() && e.ended_by != "killed" && e.ended_by.rfind("signal", 0) != 0;
+    if (blocked) waiting.insert(e.rank);
+    else if (!finished) released.insert(e.rank);
+  }
+  std::set<int> traced;
+  for (const RankEnd& e : ends) traced.insert(e.rank);
+  auto can_go = [&](int w) { return released.count(w) || !traced.count(w); };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const RankEnd& e : ends) {
+      if (!waiting.count(e.rank) || released.count(e.rank)) continue;
+      // (Threads: the rank goes on when any of its calls is released.)
+      const bool goes = std::any_of(e.in_flight.begin(), e.in_flight.end(), [&](const CallInFlight& c) {
+        return c.waits_for_any ? std::any_of(c.waiting_for.begin(), c.waiting_for.end(), can_go)
+                               : std::all_of(c.waiting_for.begin(), c.waiting_for.end(), can_go);
+      });
+      if (goes) released.insert(e.rank), changed = true;
+    }
+  }
+  std::set<int> stuck;
+  for (int r : waiting)
+    if (!released.count(r)) stuck.insert(r);
+  return stuck;
+}
+
+// Each elementary cycle of the wait-for graph among the deadlocked ranks
+// once, from its smallest rank (a depth-first search from each rank over
+// larger ranks only; capped, since MPI_ANY_SOURCE waits can make the count
+// grow fast).
 std::vector<std::vector<int>> wait_cycles(const std::vector<RankEnd>& ends) {
   constexpr size_t kMaxCycles = 64;
+  const std::set<int> stuck = deadlocked_ranks(ends);
   std::map<int, std::vector<int>> edges;
   for (const RankEnd& e : ends)
-    for (const CallInFlight& c : e.in_flight)
-      for (int w : c.waiting_for) edges[e.rank].push_back(w);
+    if (stuck.count(e.rank))
+      for (const CallInFlight& c : e.in_flight)
+        for (int w : c.waiting_for)
+          if (stuck.count(w)) edges[e.rank].push_back(w);
   for (auto& [from, to] : edges) {
     std::sort(to.begin(), to.end());
     to.erase(std::unique(to.begin(), to.end()), to.end());
@@ -314,6 +379,7 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     end.in_flight = rp->gathered ? std::move(rp->gathered_in_flight) : calls_in_flight(*ranks_[rp->index]);
     a.run_end.push_back(end);
   }
+  finalize_waits(a.run_end);
   a.wait_cycles = wait_cycles(a.run_end);
   if (opt_.windowed()) a.window = std::make_pair(opt_.window_from_s, opt_.window_to_s);
   read_warnings(a, warns);

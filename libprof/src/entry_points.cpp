@@ -94,16 +94,19 @@ PROF_EXPORT int MPI_Finalize(void) {
   ThreadState* ts = call_begin();
   if (!ts) return PMPI_Finalize();
   g.timer.finish_calibration();
+  // In flight from here: the closing clock sync waits for every rank, and a
+  // rank that never comes leaves this one inside MPI_Finalize. (The record
+  // starts after the sync, which is the profiler's time, not the program's.)
+  prof::format::InFlightSlot* const slot =
+      call_enter(ts, kId_MPI_Finalize, __builtin_return_address(0), -1, -1, 0, 0);
+  call_entered(slot, now());
   const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, rt->cfg.sync, &rt->sync_comm);
   if (rt->sync_comm != MPI_COMM_NULL) PMPI_Comm_free(&rt->sync_comm);
   char npt[64];
   std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
   define(prof::format::definition_line::meta("ns_per_tick", npt) +
          prof::format::definition_line::clock_sync("final", sync.local_ticks, sync.offset_ns, sync.rtt_ns));
-  prof::format::InFlightSlot* const slot =
-      call_enter(ts, kId_MPI_Finalize, __builtin_return_address(0), -1, -1, 0, 0);
   const uint64_t t0 = now();
-  call_entered(slot, t0);
   const int rc = PMPI_Finalize();
   const uint64_t t1 = now();
   record_plain(ts, kId_MPI_Finalize, t0, t1, rc == MPI_SUCCESS);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the table of FunctionRole bits per MPI function name (prof/function_roles.h)
-from mpi_function_facts.py: its ROLES, each collective's `wait`, and the kinds that
-start an operation. The analysis reads roles from this table, so what a function
+from mpi_function_facts.py: its ROLES, each collective's `wait`, the kinds that
+start an operation, and the completions that return on any one request. The analysis reads roles from this table, so what a function
 is to the analysis is stated once, beside what its record carries."""
 import argparse
 import os
@@ -15,7 +15,7 @@ BITS = {
     'start': 'kRoleStart', 'free': 'kRoleFree', 'persistent_init': 'kRolePersistentInit',
     'starts_op': 'kRoleStartsOp', 'grequest_start': 'kRoleGrequestStart',
     'barrier': 'kRoleBarrier', 'nxn': 'kRoleNxN', 'one_to_all': 'kRoleOneToAll',
-    'all_to_one': 'kRoleAllToOne',
+    'all_to_one': 'kRoleAllToOne', 'completes_any': 'kRoleCompletesAny',
 }
 STARTERS = {'Isend', 'Irecv', 'ICollective', 'IAllToAll'}
 
@@ -30,6 +30,8 @@ def roles():
             bits.append('persistent_init' if name.endswith('_init') else 'starts_op')
         if facts.get('wait'):
             bits.append(facts['wait'])
+        if facts.get('kind') == 'Completion' and facts.get('form') in ('any', 'some'):
+            bits.append('completes_any')
         if bits:
             table[name] = bits
     for name, bits in ROLES.items():

@@ -887,6 +887,43 @@ json killed_run_report(TraceBuilder& b, std::string* out) {
   return json::parse(file_bytes(json_path));
 }
 
+// A deadlock is a set of ranks none of which any rank of the run could
+// release. Rank 0 receives from MPI_ANY_SOURCE, rank 1 from rank 0: when rank
+// 2 was computing as the job was killed (no call in flight), it could still
+// have sent to rank 0, so no cycle is a deadlock; when rank 2 had finished
+// (MPI_Finalize), ranks 0 and 1 are deadlocked. A rank inside MPI_Finalize
+// waits for the ranks that never reached it.
+TEST(Outputs, CallsInFlightDeadlockOnlyWhereNoRankCanRelease) {
+  for (const bool third_finished : {false, true}) {
+    TraceBuilder b(3);
+    for (int r = 0; r < 3; ++r) b.init(r, 0, 1 * kMs);
+    b.w(0).live(10 * kMs, {in_flight_slot(Recv, 3 * kMs, format::kAnySourceRank, 5, kWorld)});
+    b.w(1).live(10 * kMs, {in_flight_slot(Recv, 4 * kMs, 0, 5, kWorld)});
+    if (third_finished) b.finalize(2, 5 * kMs, 6 * kMs);
+    b.close(0, "signal:15");
+    b.close(1, "signal:15");
+    b.close(2, third_finished ? "finalize" : "signal:15");
+    const std::string json_path = b.dir() + "/end.json";
+    std::string out;
+    run_cli(b.dir() + " -o " + b.dir() + "/r.txt --json " + json_path, &out);
+    const json j = json::parse(file_bytes(json_path));
+    EXPECT_EQ(j["run_end"]["ranks"][0]["in_flight"]["waiting_for"], json({1, 2})) << out;
+    EXPECT_EQ(j["run_end"]["wait_cycles"], third_finished ? json({{0, 1}}) : json::array()) << third_finished;
+    EXPECT_NE(file_bytes(b.dir() + "/r.txt").find("waiting for any of 1, 2"), std::string::npos);
+  }
+  TraceBuilder b(2);
+  for (int r = 0; r < 2; ++r) b.init(r, 0, 1 * kMs);
+  b.w(0).live(10 * kMs, {in_flight_slot(Recv, 3 * kMs, 1, 5, kWorld)});
+  b.w(1).live(10 * kMs, {in_flight_slot(Finalize, 4 * kMs, -1, -1, 0)});
+  b.close("signal:15");
+  const std::string json_path = b.dir() + "/end.json";
+  run_cli(b.dir() + " -q --json " + json_path);
+  const json j = json::parse(file_bytes(json_path));
+  EXPECT_EQ(j["run_end"]["ranks"][1]["in_flight"]["function"], "MPI_Finalize");
+  EXPECT_EQ(j["run_end"]["ranks"][1]["in_flight"]["waiting_for"], json({0}));
+  EXPECT_EQ(j["run_end"]["wait_cycles"], json({{0, 1}}));
+}
+
 // Irecvs from a rank that never sends, then a Waitall in flight on both ranks:
 // the Waitall waits for the peers of the requests still active (a cycle). A
 // slot whose call was recorded (the process died between the record and

@@ -30,6 +30,10 @@ TEST(FunctionRoles, RunBoundariesRequestsAndUnknownNames) {
   EXPECT_EQ(function_role("MPI_Init"), kRoleInit);
   EXPECT_EQ(function_role("MPI_Init_thread"), kRoleInit);
   EXPECT_EQ(function_role("MPI_Finalize"), kRoleFinalize);
+  EXPECT_EQ(function_role("MPI_Waitany"), kRoleCompletesAny);
+  EXPECT_EQ(function_role("MPI_Waitsome"), kRoleCompletesAny);
+  EXPECT_EQ(function_role("MPI_Waitall"), 0);
+  EXPECT_EQ(function_role("MPI_Wait"), 0);
   EXPECT_EQ(function_role("MPI_Wtime"), kRolePreInit);
   EXPECT_EQ(function_role("MPI_Start"), kRoleStart | kRoleStartsOp);
   EXPECT_EQ(function_role("MPI_Request_free"), kRoleFree);

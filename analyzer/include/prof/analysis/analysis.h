@@ -253,8 +253,12 @@ struct CallInFlight {
   bool collective = false;
   // The world ranks it waits for: the peer; every other member for
   // MPI_ANY_SOURCE; for a collective the members that had not entered that
-  // instance; for a Wait the peers of the requests it waits on.
+  // instance; for a Wait the peers of the requests it waits on; for
+  // MPI_Finalize the ranks that had not reached it.
   std::vector<int> waiting_for;
+  // Any one rank of `waiting_for` can release it (MPI_ANY_SOURCE, Waitany,
+  // Waitsome); otherwise it waits for all of them.
+  bool waits_for_any = false;
 };
 
 // How one rank's recording ended (docs/interfaces.md, `run_end`).

@@ -25,6 +25,7 @@ enum FunctionRole : uint16_t {
   kRoleNxN = 1 << 9,             // Allreduce, Allgather(v), Alltoall(v/w), Reduce_scatter(_block), (Ex)scan
   kRoleOneToAll = 1 << 10,       // Bcast, Scatter(v): non-roots wait for the root
   kRoleAllToOne = 1 << 11,       // Reduce, Gather(v): the root waits for the others
+  kRoleCompletesAny = 1 << 12,   // Waitany, Waitsome (Test*): returns once any one request completes
 };
 
 // The roles of the function named `name` ("MPI_Allreduce"); a large-count
