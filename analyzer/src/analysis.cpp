@@ -507,6 +507,9 @@ void Engine::setup() {
   if (!opt_.threads && window_.from_index() &&
       window_.events_below(kOneWorkerWindowEvents, held ? &spread_ : nullptr))
     per_proc = 1;
+  // (No process runs more workers than the trace has ranks: `-j 1000` on a
+  // job would start a thousand workers, with their mailboxes, a process.)
+  per_proc = static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(per_proc, traces.size())));
   unsigned hw = per_proc;
   if (spread_.spread()) hw *= static_cast<unsigned>(spread_.procs());  // each process runs `per_proc` of them
   // An MPI job whose processes hold their blocks' files alone (TraceDir::holder):

@@ -346,24 +346,28 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
                  app.help().c_str());
     return kExitUsage;
   }
+  // Settings read from this process's own environment, which in a job may
+  // be its own (hydra's per-executable -env, a TMPDIR per node): a bad one is
+  // said before the analysis. In a job the processes first agree (with the
+  // output checks below), so that one process leaving alone does not leave
+  // the others waiting for it.
+  const bool in_a_job = mpi && mpi->size() > 1 && compare_dirs.empty();
+  std::string environment_problem;
   // The reader's budget of file mappings (prof::trace::set_mapping_budget),
   // to try a trace of more ranks than the default budget on a small one.
   if (const char* budget = std::getenv("PROF_ANALYZE_MAX_MAPPINGS"); budget && *budget) {
     char* end = nullptr;
     const long n = std::strtol(budget, &end, 10);
-    if (*end != '\0' || n < 1 || n > (1L << 30)) {
-      std::fprintf(stderr, "prof-analyze: error: PROF_ANALYZE_MAX_MAPPINGS '%s': expected a number of mappings, 1 or more\n",
-                   budget);
-      return kExitUsage;
-    }
-    prof::trace::set_mapping_budget(static_cast<int>(n));
+    if (*end != '\0' || n < 1 || n > (1L << 30))
+      environment_problem = std::string("PROF_ANALYZE_MAX_MAPPINGS '") + budget +
+                            "': expected a number of mappings, 1 or more";
+    else
+      prof::trace::set_mapping_budget(static_cast<int>(n));
   }
   // A diagnostic, 1 or 0: "no" or "false" would otherwise turn it on.
   if (const char* stats = std::getenv("PROF_ANALYZE_WORKER_STATS");
-      stats && *stats && std::strcmp(stats, "0") != 0 && std::strcmp(stats, "1") != 0) {
-    std::fprintf(stderr, "prof-analyze: error: PROF_ANALYZE_WORKER_STATS '%s': expected 1 (on) or 0 (off)\n", stats);
-    return kExitUsage;
-  }
+      environment_problem.empty() && stats && *stats && std::strcmp(stats, "0") != 0 && std::strcmp(stats, "1") != 0)
+    environment_problem = std::string("PROF_ANALYZE_WORKER_STATS '") + stats + "': expected 1 (on) or 0 (off)";
   // As an output file: said before the analysis. (Not in a job, whose
   // processes write FILE.P each, maybe on nodes of their own: one leaving
   // alone here would leave the others waiting for it.)
@@ -376,12 +380,14 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   }
   // The root causes' temporary file goes to TMPDIR: a directory that is not
   // there is the setting's mistake, said before the analysis, not its failure.
-  if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir && *tmpdir) {
-    if (const std::string why = unwritable_directory(tmpdir); !why.empty()) {
-      std::fprintf(stderr, "prof-analyze: error: TMPDIR '%s': %s; it names where temporary files go: a writable "
-                   "directory, or unset for /tmp\n", tmpdir, why.c_str());
-      return kExitUsage;
-    }
+  if (const char* tmpdir = std::getenv("TMPDIR"); environment_problem.empty() && tmpdir && *tmpdir) {
+    if (const std::string why = unwritable_directory(tmpdir); !why.empty())
+      environment_problem = std::string("TMPDIR '") + tmpdir + "': " + why +
+                            "; it names where temporary files go: a writable directory, or unset for /tmp";
+  }
+  if (!environment_problem.empty() && !in_a_job) {
+    std::fprintf(stderr, "prof-analyze: error: %s\n", environment_problem.c_str());
+    return kExitUsage;
   }
   std::vector<std::pair<int, int>> shown_ranks;
   if (!rank_list.empty()) {
@@ -533,15 +539,27 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   // is said before the analysis (process 0 writes them; the others leave
   // with it).
   {
-    bool refused = root && !outputs_writable(files);
+    bool refused = root && environment_problem.empty() && !outputs_writable(files);
     std::string err;
-    if (!refused && root && !otf2_dir.empty() && !prof::analysis::prepare_otf2_directory(otf2_dir, &err)) {
+    if (!refused && root && environment_problem.empty() && !otf2_dir.empty() && !prof::analysis::prepare_otf2_directory(otf2_dir, &err)) {
       std::fprintf(stderr, "prof-analyze: error: --otf2 %s\n", err.c_str());
       refused = true;
     }
-    if (mpi && mpi->size() > 1)
-      refused = !mpi->all_to_all(std::vector<std::string>(static_cast<size_t>(mpi->size()), refused ? "refused" : ""))[0]
-                     .empty();
+    if (mpi && mpi->size() > 1) {
+      // (Each process's bad setting, or "refused" from process 0; process 0
+      // names each distinct one.)
+      const std::string mine = !environment_problem.empty() ? environment_problem : refused ? "refused" : "";
+      const std::vector<std::string> all = mpi->all_to_all(std::vector<std::string>(static_cast<size_t>(mpi->size()), mine));
+      refused = false;
+      for (size_t p = 0; p < all.size(); ++p) {
+        if (all[p].empty()) continue;
+        refused = true;
+        if (root && all[p] != "refused" && std::find(all.begin(), all.begin() + static_cast<long>(p), all[p]) ==
+                                               all.begin() + static_cast<long>(p))
+          std::fprintf(stderr, "prof-analyze: error: %s%s\n", p ? ("process " + std::to_string(p) + ": ").c_str() : "",
+                       all[p].c_str());
+      }
+    }
     if (refused) return kExitUsage;
   }
 

@@ -442,6 +442,34 @@ TEST(MpiJob, AProcessThatCannotReadTheTraceEndsTheJob) {
       << file_bytes(fs::path(b.dir()) / "messages");
 }
 
+// A setting of one process's own environment that is bad (a TMPDIR missing
+// on its node) ends the job before the analysis, named by process 0 with
+// the plain command's message and status, instead of leaving the other
+// processes waiting for the one that left.
+TEST(MpiJob, ABadSettingOfOneProcessEndsTheJob) {
+  TraceBuilder b(2);
+  build_ring(b, 2);
+  const std::string missing = b.dir() + "/no-such-tmpdir";
+  const Outputs plain = run(0, b.dir(), "-o /dev/null", "TMPDIR=" + missing);
+  EXPECT_EQ(plain.status, 1);
+  const fs::path wrapper = fs::path(b.dir()) / "second-process-tmpdir.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\n"
+                            "[ \"$PMI_RANK\" = 1 ] && export TMPDIR=" << missing << "\n"
+                            "exec " PROF_ANALYZE_BIN " \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const std::string cmd = "timeout -k 5 60 " + std::string(PROF_MPIEXEC) + " -n 2 " + wrapper.string() + " " +
+                          b.dir() + " -o /dev/null --no-index 2>" + b.dir() + "/messages";
+  const int st = std::system(cmd.c_str());
+  EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, plain.status);
+  std::string from_process_1 = plain.messages;
+  from_process_1.insert(from_process_1.find("error: ") + 7, "process 1: ");
+  EXPECT_EQ(file_bytes(fs::path(b.dir()) / "messages"), from_process_1);
+  // Every process with it: one message, as the plain command's.
+  const Outputs job = run(2, b.dir(), "-o /dev/null", "TMPDIR=" + missing);
+  EXPECT_EQ(job.status, plain.status);
+  EXPECT_EQ(job.messages, plain.messages);
+}
+
 // The job shares the decoding: process 0's workers decode only their block
 // (PROF_ANALYZE_WORKER_STATS lists every worker of the job from process 0,
 // those of the other processes with no events). PROF_ANALYZE_PHASE_LOG=FILE
