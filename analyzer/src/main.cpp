@@ -127,16 +127,17 @@ void warn_empty_window(const prof::analysis::Analysis& a, const std::string& win
 // a rank file of a trace analyzed or its window index (each is mapped while
 // read: writing one destroys what was recorded, and its reader with it), and
 // the file another output writes (the later would replace the earlier).
-// Outputs that do not exist yet cannot be inputs; paths compare by where they
-// lead (links, hard links and relative paths resolved). "": none of these.
+// Outputs that do not exist yet cannot be inputs, but the window index the
+// analysis may write is one; paths compare by where they lead (links, hard
+// links and relative paths resolved). "": none of these.
 std::string output_conflict(const std::vector<std::pair<const char*, std::string>>& outputs,
                             const std::vector<std::string>& trace_dirs) {
   using prof::format::kWindowIndexFileName;
   using prof::trace::resolved_path;
   for (const auto& [option, path] : outputs) {
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) continue;
     const std::filesystem::path real = resolved_path(path);
+    if (!std::filesystem::exists(path, ec) && real.filename() != kWindowIndexFileName) continue;
     // `name`: the trace's file the output would overwrite.
     const auto conflict = [&](const std::string& dir, const std::string& name) {
       return std::string(option) + " " + path + ": that is " +

@@ -470,6 +470,11 @@ TEST(Outputs, NoOutputOverwritesTheTraceOrAnotherOutput) {
   EXPECT_EQ(file_bytes(b.dir() + "/window-index.bin"), index);
   EXPECT_EQ(run_cli("--compare " + b.dir() + " " + b.dir() + "/.. -o " + b.dir() + "/rank-00001.prof", &out), 1) << out;
   EXPECT_EQ(file_bytes(b.dir() + "/rank-00001.prof"), rank1);
+  // The window index before the analysis has written it: the index, too.
+  fs::remove(b.dir() + "/window-index.bin");
+  EXPECT_EQ(run_cli(b.dir() + " --window 0:0.01 -o " + b.dir() + "/window-index.bin", &out), 1) << out;
+  EXPECT_NE(out.find("the window index of the trace"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(b.dir() + "/window-index.bin"));
 
   const std::string same = b.dir() + "/../" + fs::path(b.dir()).filename().string() + "/r";
   EXPECT_EQ(run_cli(b.dir() + " -o " + b.dir() + "/r --json " + same, &out), 1);
