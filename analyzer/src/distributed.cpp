@@ -123,6 +123,7 @@ void put_in_flight(WireOut& out, const std::vector<CallInFlight>& calls) {
     out.put<uint8_t>(c.collective);
     out.put_vec(c.waiting_for);
     out.put<uint8_t>(c.waits_for_any);
+    out.put(c.instance);
   }
 }
 std::vector<CallInFlight> get_in_flight(WireIn& in) {
@@ -141,6 +142,7 @@ std::vector<CallInFlight> get_in_flight(WireIn& in) {
     c.collective = in.get<uint8_t>();
     c.waiting_for = in.get_vec<int>();
     c.waits_for_any = in.get<uint8_t>();
+    c.instance = in.get<uint64_t>();
   }
   return calls;
 }

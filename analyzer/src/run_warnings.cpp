@@ -102,7 +102,8 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
         // This instance is the rank's n-th collective on the communicator
         // (counted, the one in flight included); a member that made fewer
         // had not entered it.
-        absent_members(*ci, r.interp.comms().collectives_on(ci->gid));
+        f.instance = r.interp.comms().collectives_on(ci->gid);
+        absent_members(*ci, f.instance);
         break;
       }
       case FuncKind::Completion: {
@@ -158,6 +159,24 @@ void finalize_waits(std::vector<RankEnd>& ends) {
         for (int w : not_there)
           if (w != e.rank) c.waiting_for.push_back(w);
       }
+}
+
+// Members of one collective instance inside different functions (rank 0 in
+// MPI_Barrier, rank 1 in MPI_Allreduce, each its communicator's n-th): an
+// erroneous program, where each waits for the others, which the counts of
+// collectives alone take as present.
+void mismatched_collective_waits(std::vector<RankEnd>& ends) {
+  for (RankEnd& e : ends)
+    for (CallInFlight& c : e.in_flight) {
+      if (!c.collective || !c.comm || c.instance == 0) continue;
+      for (const RankEnd& other : ends)
+        for (const CallInFlight& o : other.in_flight)
+          if (other.rank != e.rank && o.collective && o.comm == c.comm && o.instance == c.instance &&
+              o.function != c.function)
+            c.waiting_for.push_back(other.rank);
+      std::sort(c.waiting_for.begin(), c.waiting_for.end());
+      c.waiting_for.erase(std::unique(c.waiting_for.begin(), c.waiting_for.end()), c.waiting_for.end());
+    }
 }
 
 // The ranks that no rank of the run could ever release: those inside calls
@@ -380,6 +399,7 @@ void Engine::collect_warnings_and_stats(Analysis& a) {
     a.run_end.push_back(end);
   }
   finalize_waits(a.run_end);
+  mismatched_collective_waits(a.run_end);
   a.wait_cycles = wait_cycles(a.run_end);
   if (opt_.windowed()) a.window = std::make_pair(opt_.window_from_s, opt_.window_to_s);
   read_warnings(a, warns);

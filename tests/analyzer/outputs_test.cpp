@@ -897,7 +897,8 @@ json killed_run_report(TraceBuilder& b, std::string* out) {
 // 2 was computing as the job was killed (no call in flight), it could still
 // have sent to rank 0, so no cycle is a deadlock; when rank 2 had finished
 // (MPI_Finalize), ranks 0 and 1 are deadlocked. A rank inside MPI_Finalize
-// waits for the ranks that never reached it.
+// waits for the ranks that never reached it; members of one collective
+// instance inside different collectives wait for each other.
 TEST(Outputs, CallsInFlightDeadlockOnlyWhereNoRankCanRelease) {
   for (const bool third_finished : {false, true}) {
     TraceBuilder b(3);
@@ -927,6 +928,18 @@ TEST(Outputs, CallsInFlightDeadlockOnlyWhereNoRankCanRelease) {
   EXPECT_EQ(j["run_end"]["ranks"][1]["in_flight"]["function"], "MPI_Finalize");
   EXPECT_EQ(j["run_end"]["ranks"][1]["in_flight"]["waiting_for"], json({0}));
   EXPECT_EQ(j["run_end"]["wait_cycles"], json({{0, 1}}));
+  // Rank 0 in MPI_Barrier, rank 1 in MPI_Allreduce, each the world's first
+  // collective: each waits for the other (the counts alone find both there).
+  TraceBuilder mismatch(2);
+  for (int r = 0; r < 2; ++r) mismatch.init(r, 0, 1 * kMs);
+  mismatch.w(0).live(10 * kMs, {in_flight_slot(Barrier, 3 * kMs, -1, -1, kWorld)});
+  mismatch.w(1).live(10 * kMs, {in_flight_slot(Allreduce, 4 * kMs, -1, -1, kWorld)});
+  mismatch.close("signal:15");
+  run_cli(mismatch.dir() + " -q --json " + json_path);
+  const json m = json::parse(file_bytes(json_path));
+  EXPECT_EQ(m["run_end"]["ranks"][0]["in_flight"]["waiting_for"], json({1}));
+  EXPECT_EQ(m["run_end"]["ranks"][1]["in_flight"]["waiting_for"], json({0}));
+  EXPECT_EQ(m["run_end"]["wait_cycles"], json({{0, 1}}));
 }
 
 // Irecvs from a rank that never sends, then a Waitall in flight on both ranks:

@@ -259,6 +259,9 @@ struct CallInFlight {
   // Any one rank of `waiting_for` can release it (MPI_ANY_SOURCE, Waitany,
   // Waitsome); otherwise it waits for all of them.
   bool waits_for_any = false;
+  // A blocking collective: which of the communicator's collectives it is
+  // (1 = its first), to find members inside another function at the same one.
+  uint64_t instance = 0;
 };
 
 // How one rank's recording ended (docs/interfaces.md, `run_end`).
