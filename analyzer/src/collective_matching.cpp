@@ -169,7 +169,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
     own.warn.add_keyed(records_lost_ ? WarningKind::IncompleteCollectivesRecordsLost
                                      : WarningKind::IncompleteCollectives,
                        {gid, seq}, [&] {
-      return "communicator " + std::to_string(gid) + ", collective #" + std::to_string(seq + 1) +
+      return reported_comm_name(gid) + ", collective #" + std::to_string(seq + 1) +
              ": " + std::to_string(in.got) + " of " + std::to_string(in.expected) + " members";
     });
   }
@@ -185,7 +185,7 @@ void Engine::complete(unsigned w, uint64_t gid, uint64_t seq, Instance& in, int 
     // More calls than members (inconsistent communicator definitions):
     // nobody to compare with, so the call is all collective time.
     own.warn.add_keyed(WarningKind::CollectiveCallsBeyondMembers, {c.gid, c.seq}, [&] {
-      return "communicator " + std::to_string(c.gid) + ", collective #" + std::to_string(c.seq + 1);
+      return reported_comm_name(c.gid) + ", collective #" + std::to_string(c.seq + 1);
     });
     post(w, ResultRec{c.rank, c.node, c.a2a, c.wait_class, c.whole_call, -1, c.enter, c.enter, c.leave, 0, -kInf,
                       c.hold},

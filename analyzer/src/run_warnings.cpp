@@ -181,10 +181,11 @@ void mismatched_collective_waits(std::vector<RankEnd>& ends) {
 
 // The ranks that no rank of the run could ever release: those inside calls
 // whose waits cannot end. A rank that could have gone on and released
-// others: one outside MPI when it ended (computing, then killed), one inside
+// others: one outside MPI when it was stopped from outside (computing, then
+// killed, as a hung job is), one inside
 // a call that waits for nobody the trace names (as far as the trace tells),
 // one the trace does not hold. A rank that finished (MPI_Finalize, exit,
-// MPI_Abort) releases nobody. The others are released, in turn, once all the
+// MPI_Abort) or died of its own fault releases nobody. The others are released, in turn, once all the
 // ranks they wait for are (any one, for MPI_ANY_SOURCE, Waitany and
 // Waitsome); what stays unreleased is deadlocked (an AND-OR wait-for graph).
 std::set<int> deadlocked_ranks(const std::vector<RankEnd>& ends) {
@@ -193,7 +194,11 @@ std::set<int> deadlocked_ranks(const std::vector<RankEnd>& ends) {
     const bool blocked = !e.in_flight.empty() &&
                          std::all_of(e.in_flight.begin(), e.in_flight.end(),
                                      [](const CallInFlight& c) { return !c.waiting_for.empty(); });
-    const bool finished = e.in_flight.empty() && e.ended_by != "killed" && e.ended_by.rfind("signal", 0) != 0;
+    // (Ended from outside, as a hung job is: killed, or a signal that is no
+    // fault of its own; a fault or SIGABRT ends the rank itself.)
+    const bool stopped_from_outside = e.ended_by == "killed" || e.ended_by == "signal SIGTERM" ||
+                                      e.ended_by == "signal SIGINT" || e.ended_by == "signal SIGQUIT";
+    const bool finished = e.in_flight.empty() && !stopped_from_outside;
     if (blocked) waiting.insert(e.rank);
     else if (!finished) released.insert(e.rank);
   }

@@ -164,20 +164,29 @@ void check_hangs(uint64_t t) {
     const FunctionInfo* f = function_info(uint16_t(copy.site_func >> 48));
     std::string whom;
     const format::FuncKind kind = f ? f->kind : format::FuncKind::Other;
-    const std::string comm = copy.comm == uint32_t(MPI_COMM_WORLD) ? std::string("MPI_COMM_WORLD")
-                                                                 : "communicator " + format::hex(copy.comm);
+    // The communicator as prof-analyze names it (MPI_COMM_WORLD, or its
+    // global id), and the peers as ranks of it: the world's ranks there.
+    const bool world = copy.comm == uint32_t(MPI_COMM_WORLD);
+    std::string comm = "MPI_COMM_WORLD";
+    if (!world) {
+      std::lock_guard<std::mutex> lock(rt->defs_mu);
+      const auto it = rt->comm_gid.find(copy.comm);
+      comm = it != rt->comm_gid.end() ? "communicator " + std::to_string(it->second)
+                                      : "communicator handle " + format::hex(copy.comm);
+    }
+    const std::string ranks_of = world ? "" : " (ranks of that communicator)";
     switch (kind) {
       case format::FuncKind::Send:
       case format::FuncKind::Recv:
       case format::FuncKind::Probe:
         whom = copy.peer == MPI_ANY_SOURCE ? "peer MPI_ANY_SOURCE"
                                            : "peer " + std::to_string(copy.peer);
-        whom += ", tag " + std::to_string(copy.tag) + ", " + comm;
+        whom += ", tag " + std::to_string(copy.tag) + ", " + comm + (copy.peer == MPI_ANY_SOURCE ? "" : ranks_of);
         break;
       case format::FuncKind::SendRecv:
         whom = "to " + std::to_string(copy.peer) + ", from " +
                (copy.tag == MPI_ANY_SOURCE ? std::string("MPI_ANY_SOURCE") : std::to_string(copy.tag)) +
-               ", " + comm;
+               ", " + comm + ranks_of;
         break;
       case format::FuncKind::Collective:
       case format::FuncKind::AllToAll:
