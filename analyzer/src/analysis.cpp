@@ -399,10 +399,11 @@ void Engine::on_phase_end() {
   // Other processes' sums, ranks ended, failures and records for this one.
   if (spread_.spread()) {
     sums.failed = failed_.load();
-    if (sums.failed) sums.failure = failure_;
+    if (sums.failed) sums.failure = failure_, sums.failure_outside_the_input = failure_outside_the_input_;
     spread_.exchange_phase(parity, sums, mail_, dir_.ranks, worker_of_);
     if (sums.failed) {
       failure_ = sums.failure;
+      failure_outside_the_input_ = sums.failure_outside_the_input;
       failed_ = true;
     }
   }

@@ -338,7 +338,7 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
   head.put<uint8_t>(sums.boxes_empty);
   head.put<uint8_t>(sums.window_done);
   const bool failed = sums.failed;
-  head.put<uint8_t>(failed);
+  head.put<uint8_t>(failed ? (sums.failure_outside_the_input ? 2 : 1) : 0);
   head.put_str(failed ? sums.failure : std::string());
   std::vector<RankEnded> ended;
   for (size_t i = 0; i < traces.size(); ++i)
@@ -358,6 +358,7 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
   std::vector<std::string>().swap(out);  // (sent: a copy of what crossed)
   int first_failed = failed ? proc_ : -1;
   std::string failure = failed ? sums.failure : std::string();
+  bool outside = failed && sums.failure_outside_the_input;
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
@@ -366,11 +367,12 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
     sums.min_next = std::min(sums.min_next, r.get<double>());
     sums.boxes_empty = r.get<uint8_t>() && sums.boxes_empty;
     sums.window_done = r.get<uint8_t>() && sums.window_done;
-    const bool f = r.get<uint8_t>();
+    const uint8_t f = r.get<uint8_t>();
     std::string why = r.get_str();
     if (f && (first_failed < 0 || p < first_failed)) {
       first_failed = p;
       failure = std::move(why);
+      outside = f == 2;
     }
     for (const RankEnded& e : r.get_vec<RankEnded>()) exhausted_all_[e.rank] = e.phase;
     mail.unpack(r, parity, first_worker(p), first_worker(p + 1), local_lo_, local_hi_, false, traces);
@@ -380,6 +382,7 @@ void ProcessSpread::exchange_phase(int parity, PhaseSums& sums, PhaseMail& mail,
   if (first_failed >= 0) {
     sums.failure = failure;
     sums.failed = true;
+    sums.failure_outside_the_input = outside;
   }
 }
 

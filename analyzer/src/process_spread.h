@@ -32,6 +32,7 @@ struct PhaseSums {
   // The pass failed: in, on this process; out, on any (the first one's message).
   bool failed = false;
   std::string failure;
+  bool failure_outside_the_input = false;  // the machine's (a full TMPDIR), not the trace's
 };
 
 // Which of the engine's workers this process runs, and what crosses between

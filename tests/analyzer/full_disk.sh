@@ -5,9 +5,10 @@
 # trace with room to spare is analyzed. An OTF2 archive that fills the disk
 # is one error naming the cause, not libotf2's own lines. A report that
 # fills the disk leaves an earlier file of its name as it was.
-# Usage: full_disk.sh PROF_GEN_TRACE PROF_ANALYZE OUTDIR
+# In an MPI job where one process's TMPDIR fills up, the job exits 1 too.
+# Usage: full_disk.sh PROF_GEN_TRACE PROF_ANALYZE OUTDIR MPIEXEC
 set -uo pipefail
-gen=$1 analyze=$2 out=$3
+gen=$1 analyze=$2 out=$3 mpiexec=$4
 umount "$out/tmp" 2>/dev/null
 umount "$out/disk" 2>/dev/null
 rm -rf "$out"
@@ -21,6 +22,12 @@ rc=$?
 [ $rc -eq 1 ] || fail "a full TMPDIR: exit status $rc, expected 1: $(cat "$out/err")"
 grep -q "TMPDIR" "$out/err" && grep -q "No space left on device" "$out/err" ||
   fail "a full TMPDIR: the message names neither TMPDIR nor the reason: $(cat "$out/err")"
+timeout -k 5 100 "$mpiexec" -n 1 "$analyze" --no-progress --no-index "$out/trace" -o /dev/null --json "$out/r.json" : \
+  -n 1 env TMPDIR="$out/tmp" "$analyze" --no-progress --no-index "$out/trace" -o /dev/null --json "$out/r.json" \
+  2>"$out/err"
+rc=$?
+[ $rc -eq 1 ] || fail "a full TMPDIR on process 1 of a job: exit status $rc, expected 1: $(cat "$out/err")"
+grep -q "TMPDIR" "$out/err" || fail "a full TMPDIR on process 1 of a job: TMPDIR not named: $(cat "$out/err")"
 "$analyze" --no-progress --no-index "$out/trace" -o /dev/null --json "$out/r.json" || fail "with room in /tmp"
 mount_small_tmpfs "$out/disk" 64k  # (the trap now unmounts this one; the first goes with rm below)
 umount "$out/tmp"
