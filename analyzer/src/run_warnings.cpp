@@ -182,10 +182,10 @@ void mismatched_collective_waits(std::vector<RankEnd>& ends) {
 // The ranks that no rank of the run could ever release: those inside calls
 // whose waits cannot end. A rank that could have gone on and released
 // others: one outside MPI when it was stopped from outside (computing, then
-// killed, as a hung job is), one inside
-// a call that waits for nobody the trace names (as far as the trace tells),
-// one the trace does not hold. A rank that finished (MPI_Finalize, exit,
-// MPI_Abort) or died of its own fault releases nobody. The others are released, in turn, once all the
+// killed, as a hung job is), one inside a call that waits for nobody the
+// trace names (as far as the trace tells), one the trace does not hold. A
+// rank that finished (MPI_Finalize, exit, MPI_Abort) or died of its own
+// fault releases nobody. The others are released, in turn, once all the
 // ranks they wait for are (any one, for MPI_ANY_SOURCE, Waitany and
 // Waitsome); what stays unreleased is deadlocked (an AND-OR wait-for graph).
 std::set<int> deadlocked_ranks(const std::vector<RankEnd>& ends) {
