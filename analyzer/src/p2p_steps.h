@@ -89,6 +89,9 @@ namespace prof::analysis::detail {
     const int di = eng.index_of_world(k.dst);
     if (di < 0) {
       if (isend) r.last_isend_hold = HoldQueue::kNone;
+      // (In a window, the sends entered up to its end, as Engine::account_recv
+      // counts the receives matched: decoding past it depends on the workers.)
+      if (enter > eng.window_.hi()) return;
       ++r.unmatched_sends;
       r.warn.add(WarningKind::MessagesToMissingRanks, [&] {
         return "rank " + std::to_string(r.rank) + " -> rank " + std::to_string(k.dst);
@@ -149,11 +152,12 @@ namespace prof::analysis::detail {
   uint32_t index = cached.index;
   if (index == 0 || !cached.source_known || !(cached.key == k)) [[unlikely]] {
     if (eng.index_of_world(k.src) < 0) {
+      r.holds.release(hold);
+      if (issue > eng.window_.hi()) return;  // (as a send's, above)
       ++r.unmatched_recvs;
       r.warn.add(WarningKind::MessagesFromMissingRanks, [&] {
         return "rank " + std::to_string(r.rank) + " <- rank " + std::to_string(k.src);
       });
-      r.holds.release(hold);
       return;
     }
     index = r.channel_index(k);  // (fills this slot with k)

@@ -220,6 +220,52 @@ TEST(WindowIndex, AWindowsReportIsTheSameForEveryWorkerCount) {
   }
 }
 
+// A rank file missing: the messages to and from it (unmatched) are counted
+// up to the window's end, as the matched ones are, not as far as decoding
+// goes past it, which depends on the workers. Five ranks in a ring of
+// messages, rank 2's file removed; no collective, whose instances would
+// wait for rank 2 and keep every rank decoding to its end.
+TEST(WindowIndex, MessagesToAMissingRankAreCountedUpToTheWindowsEnd) {
+  constexpr int kRing = 5, kSteps = 2000;
+  TraceBuilder b(kRing, 42, true, 2048);
+  for (int r = 0; r < kRing; ++r) {
+    b.init(r, 0, 1 * kMs);
+    for (int s = 0; s < kSteps; ++s) {
+      const uint64_t t = 2 * kMs + static_cast<uint64_t>(s) * 20 * kUs + jitter(r, s) / 10;
+      b.send(r, t, t + 2 * kUs, (r + 1) % kRing, 1);
+      b.recv(r, t + 5 * kUs, t + 9 * kUs, (r + kRing - 1) % kRing, 1);
+    }
+    b.finalize(r, 50 * kMs, 51 * kMs);
+  }
+  b.close();
+  std::filesystem::remove(b.path(2));
+  for (const auto& [from, to] : {std::pair{0.0101, 0.0112}, {0.02, 0.03}}) {
+    uint64_t sends = 0;
+    std::string one;
+    for (unsigned threads = 1; threads < kRing; ++threads) {
+      analysis::Options o = window(from, to, true);
+      o.threads = threads;
+      o.write_window_index = false;
+      const auto a = analyze_checked(b.dir(), o);
+      std::ostringstream json;
+      analysis::write_json_report(a, json);
+      if (threads == 1) {
+        one = json.str();
+        sends = a.stats.unmatched_sends;
+        // Rank 1's sends to rank 2 (and rank 3's receives from it) from the
+        // start checkpoint to the window's end, a step every 20 us.
+        for (const uint64_t n : {sends, a.stats.unmatched_receives}) {
+          EXPECT_GE(n, static_cast<uint64_t>((to - from) / 20e-6)) << from << ":" << to;
+          EXPECT_LE(n, static_cast<uint64_t>(to / 20e-6)) << from << ":" << to;
+        }
+      } else {
+        EXPECT_EQ(a.stats.unmatched_sends, sends) << "window " << from << ":" << to << ", " << threads << " workers";
+        EXPECT_EQ(json.str(), one) << "window " << from << ":" << to << ", " << threads << " workers";
+      }
+    }
+  }
+}
+
 // The same run written in format 5 and in format 6 (whose repeated payloads
 // are left out): the analysis reports the same, whole and in windows that
 // start inside chunks.
