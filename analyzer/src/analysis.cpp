@@ -455,6 +455,15 @@ void Engine::on_phase_end() {
   }
 }
 
+void Engine::fail_at_barrier(const std::exception& ex) noexcept {
+  if (spread_.spread()) opt_.exchange->abort_job(std::string("analysis failed: ") + ex.what());
+  if (!failed_.exchange(true)) {
+    failure_ = ex.what();
+    failure_outside_the_input_ = caused_outside_the_input(ex);
+  }
+  done_ = true;
+}
+
 // A rank's state as every rank's starts (its cursor: where decoding starts).
 std::unique_ptr<Rank> Engine::new_rank(size_t i, RankTrace::MergedCursor events) const {
   auto r = std::make_unique<Rank>(*dir_.ranks[i], reg_, i, *world_to_index_, std::move(events));
@@ -993,6 +1002,11 @@ Analysis analyze(const trace::TraceDir& dir, const Options& given) {
     Engine e(dir, options, whole ? &reg : nullptr);
     a = e.run();
   } catch (const std::exception& ex) {
+    // Memory that ran out outside the phases (whose failures every process
+    // learns with their sums) in a job: the others would wait for this
+    // process at their next exchange.
+    if (options.exchange && options.exchange->size() > 1 && dynamic_cast<const std::bad_alloc*>(&ex))
+      options.exchange->abort_job(std::string("analysis failed: ") + ex.what());
     a = Analysis{};
     a.errors.push_back(std::string("analysis failed: ") + ex.what());
     a.failed_outside_the_input = caused_outside_the_input(ex);

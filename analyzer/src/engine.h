@@ -791,13 +791,27 @@ class Engine {
 
  private:
   friend struct Handler;
+  // (A barrier's step cannot throw: what it throws becomes the analysis's
+  // failure, Engine::fail_at_barrier.)
   struct PhaseEnd {
     Engine* e;
-    void operator()() noexcept { e->on_phase_end(); }
+    void operator()() noexcept {
+      try {
+        e->on_phase_end();
+      } catch (const std::exception& ex) {
+        e->fail_at_barrier(ex);
+      }
+    }
   };
   struct EarlyEnd {
     Engine* e;
-    void operator()() noexcept { e->spread_.exchange_early(e->mail_, e->dir_.ranks); }
+    void operator()() noexcept {
+      try {
+        e->spread_.exchange_early(e->mail_, e->dir_.ranks);
+      } catch (const std::exception& ex) {
+        e->fail_at_barrier(ex);
+      }
+    }
   };
 
   int index_of_world(int32_t w) const {
@@ -902,6 +916,10 @@ class Engine {
   void cut_at_window_end();
   void phase_collectives(unsigned w);
   void phase_decode(unsigned w);
+  // A failure in a barrier's step (memory running out in the phase's
+  // exchange or merge) ends the analysis as a worker's does; in a job the
+  // process is then out of step with the others, and ends the job.
+  void fail_at_barrier(const std::exception& ex) noexcept;
   void on_phase_end();
   void publish(unsigned w);
   void publish_early(unsigned w);

@@ -571,6 +571,8 @@ int run_command(int argc, char** argv, prof::analysis::Exchange* mpi) {
   if (mpi && mpi->size() > 1) {
     try {
       td = prof::analysis::open_trace_block(dir, *mpi);
+    } catch (const std::bad_alloc&) {
+      throw;  // (out of step with the others: run_command_within_memory ends the job)
     } catch (const std::exception& e) {
       td.errors.push_back(e.what());
     }
@@ -767,6 +769,8 @@ int run_command_within_memory(int argc, char** argv, prof::analysis::Exchange* m
   try {
     return run_command(argc, argv, mpi);
   } catch (const std::bad_alloc&) {
+    // (In a job the others may be waiting for this process at an exchange.)
+    if (mpi && mpi->size() > 1) mpi->abort_job("out of memory");
     std::fprintf(stderr, "prof-analyze: error: out of memory\n");
     return kExitUsage;
   }
@@ -784,13 +788,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "prof-analyze: error: %s\n", e.what());
     return kExitUsage;
   }
-  // Process 0 speaks for the job: the others' messages would repeat its own.
-  if (mpi->rank() != 0)
-    if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) {
-      ::dup2(null, STDOUT_FILENO);
-      ::dup2(null, STDERR_FILENO);
-      ::close(null);
-    }
+  prof::analyze_cli::quiet_unless_first(*mpi);
   const int status = run_command_within_memory(argc, argv, mpi.get());
   return prof::analyze_cli::finish_mpi(*mpi, status);
 }

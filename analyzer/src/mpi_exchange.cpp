@@ -2,6 +2,8 @@
 #include "mpi_exchange.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -31,6 +33,7 @@ struct Mpi {
   decltype(&MPI_Ibcast) ibcast;
   decltype(&MPI_Test) test;
   decltype(&MPI_Finalize) finalize;
+  decltype(&MPI_Abort) abort;
 };
 Mpi mpi;
 
@@ -51,7 +54,12 @@ void load_mpi() {
   load(lib, "MPI_Ibcast", mpi.ibcast);
   load(lib, "MPI_Test", mpi.test);
   load(lib, "MPI_Finalize", mpi.finalize);
+  load(lib, "MPI_Abort", mpi.abort);
 }
+
+// The standard error this process was started with (a process other than 0
+// speaks on it only to end the job: quiet_unless_first).
+int own_stderr = STDERR_FILENO;
 
 // Waits for a nonblocking collective without taking a core from the
 // processes that share it (prof/polite_wait.h). Yields up to 50 ms, then
@@ -84,6 +92,15 @@ class MpiExchange final : public analysis::Exchange {
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  [[noreturn]] void abort_job(const std::string& message) override {
+    const std::string line = "prof-analyze: error: process " + std::to_string(rank_) + ": " + message + "\n";
+    static_cast<void>(::write(own_stderr, line.data(), line.size()));
+    // (Time for the launcher to forward the line: hydra, told of the abort,
+    // may end the processes before it drains their pipes.)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    mpi.abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);  // (MPI_Abort returned: the launcher sees this process fail)
+  }
   std::vector<std::string> all_to_all(const std::vector<std::string>& out) override {
     const auto n = static_cast<size_t>(size_);
     std::vector<long long> send_sizes(n), recv_sizes(n);
@@ -164,6 +181,17 @@ std::unique_ptr<analysis::Exchange> start_mpi(int* argc, char*** argv) {
                              PROF_MPI_C_LIBRARY + ") sees 1: launch the job with that library's mpiexec");
   }
   return exchange;
+}
+
+void quiet_unless_first(const analysis::Exchange& ex) {
+  if (ex.rank() == 0) return;
+  const int null = ::open("/dev/null", O_WRONLY);
+  if (null < 0) return;
+  own_stderr = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (own_stderr < 0) own_stderr = null;  // (nowhere to speak: the launcher still sees the job fail)
+  ::dup2(null, STDOUT_FILENO);
+  ::dup2(null, STDERR_FILENO);
+  if (own_stderr != null) ::close(null);
 }
 
 int finish_mpi(analysis::Exchange&, int status) {

@@ -23,6 +23,11 @@ unsigned cores_per_process();
 // MPI_Init and the world communicator as an Exchange.
 std::unique_ptr<analysis::Exchange> start_mpi(int* argc, char*** argv);
 
+// Process 0 speaks for the job: the others' standard output and error go to
+// /dev/null (their messages would repeat its own), their own standard error
+// kept for Exchange::abort_job.
+void quiet_unless_first(const analysis::Exchange& ex);
+
 // Every process exits with process 0's status; MPI_Finalize.
 int finish_mpi(analysis::Exchange& ex, int status);
 

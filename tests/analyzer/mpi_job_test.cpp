@@ -470,6 +470,41 @@ TEST(MpiJob, ABadSettingOfOneProcessEndsTheJob) {
   EXPECT_EQ(job.messages, plain.messages);
 }
 
+// Memory that runs out on one process, wherever it runs out (opening its
+// block, a phase's exchange or merge, the analysis's setup or end) ends the
+// whole job with exit status 1 and that process's message, instead of
+// leaving the others waiting for it. Process 1's address space is limited
+// (ulimit -v) from well above what it needs down, 20 MB at a time, until
+// the job fails: it fails first where the analysis runs out, not where MPI
+// does (MPICH may hang when its own memory runs out at the start).
+TEST(MpiJob, MemoryRunningOutOnOneProcessEndsTheJob) {
+  const fs::path dir = fs::temp_directory_path() / ("prof-mpi-job-oom-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string trace = (dir / "t").string();
+  std::string out;
+  ASSERT_EQ(run_shell(std::string(PROF_GEN_TRACE_BIN) + " -n 1000000 -r 2048 " + trace, &out), 0) << out;
+  const fs::path wrapper = dir / "limited.sh";
+  std::ofstream(wrapper) << "#!/bin/sh\n"
+                            "[ \"$PMI_RANK\" = 1 ] && ulimit -v \"$LIMIT_KB\"\n"
+                            "exec " PROF_ANALYZE_BIN " \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  int failed_at = 0;
+  for (int mb = 300; mb >= 100 && failed_at == 0; mb -= 20) {
+    const int st = run_shell("LIMIT_KB=" + std::to_string(mb * 1024) + " timeout -k 5 60 " + PROF_MPIEXEC +
+                                 " -n 2 " + wrapper.string() + " " + trace + " -j 1 -o /dev/null --no-index --no-progress",
+                             &out);
+    ASSERT_TRUE(st == 0 || st == 1) << mb << " MB: exit " << st << "\n" << out;
+    if (st == 0) continue;
+    failed_at = mb;
+    EXPECT_NE(out.find("prof-analyze: error: process 1: "), std::string::npos) << mb << " MB\n" << out;
+    EXPECT_TRUE(out.find("out of memory") != std::string::npos || out.find("bad_alloc") != std::string::npos)
+        << mb << " MB\n" << out;
+  }
+  EXPECT_GT(failed_at, 0) << "the job never ran out of memory at 100 MB";
+  fs::remove_all(dir);
+}
+
 // The job shares the decoding: process 0's workers decode only their block
 // (PROF_ANALYZE_WORKER_STATS lists every worker of the job from process 0,
 // those of the other processes with no events). PROF_ANALYZE_PHASE_LOG=FILE

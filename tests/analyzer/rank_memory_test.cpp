@@ -100,6 +100,10 @@ class ThreadExchange : public analysis::Exchange {
     shared_.meet.arrive_and_wait();
     return in;
   }
+  [[noreturn]] void abort_job(const std::string& message) override {
+    ADD_FAILURE() << "job aborted: " << message;
+    std::abort();
+  }
 
  private:
   int rank_;

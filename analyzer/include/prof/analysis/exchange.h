@@ -27,6 +27,12 @@ class Exchange {
   virtual int size() const = 0;
   // out[p] goes to process p; the result's [p] came from process p.
   virtual std::vector<std::string> all_to_all(const std::vector<std::string>& out) = 0;
+  // Ends every process of the job from this one, `message` (a line) on its
+  // own standard error, exit status 1: for a failure the others cannot learn
+  // of at an exchange (memory that runs out outside the phases, whose
+  // failures travel with their sums), which would leave them waiting for
+  // this process at the next one.
+  [[noreturn]] virtual void abort_job(const std::string& message) = 0;
 };
 
 // The trace directory as a process of the job reads it: it opens only the
