@@ -73,6 +73,7 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
       }
     };
     const CommInfo* ci = nullptr;
+    bool subset_unknown = false;
     switch (c.kind) {
       case FuncKind::Send:
       case FuncKind::Recv:
@@ -112,8 +113,10 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
         // collective's request waits for the members that had not entered its
         // instance (a persistent one only once started).
         const bool one = c.tag == 1;
+        size_t active = 0;
         r.interp.for_each_active_request([&](uint32_t handle, const Request& q) {
           if (one && handle != c.extra) return;
+          ++active;
           if (!q.comm) return;
           switch (q.type) {
             case Request::Recv: case Request::PRecv:
@@ -128,6 +131,12 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
               break;
           }
         });
+        // Given fewer requests than the rank has active, it waits for some of
+        // them, which the trace does not name (the slot holds the first
+        // handle only): as far as the deadlock search goes, for any one, so
+        // that no rank is said deadlocked that a partner of one of them
+        // could have released.
+        subset_unknown = !one && c.tag >= 0 && active > static_cast<size_t>(c.tag);
         break;
       }
       default:
@@ -136,8 +145,9 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
     std::sort(waits.begin(), waits.end());
     waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
     f.waiting_for = std::move(waits);
-    f.waits_for_any = f.any_source || (c.kind == FuncKind::Completion && def &&
-                                       (format::function_role(def->name) & format::kRoleCompletesAny));
+    f.waits_for_any = f.any_source || subset_unknown ||
+                      (c.kind == FuncKind::Completion && def &&
+                       (format::function_role(def->name) & format::kRoleCompletesAny));
     out.push_back(std::move(f));
   }
   return out;

@@ -980,6 +980,31 @@ TEST(Outputs, CallsInFlightWaitallAndRecordedSlot) {
     }
 }
 
+// A Waitall given 2 of the rank's 3 active requests (two receives from rank
+// 1, one from rank 2): the trace does not say which, so it may wait for rank
+// 1 alone, which was computing when the job was killed and could have
+// released it; then rank 0 could have sent to rank 2, which waits for it. No
+// deadlock. Given all 3, it needs rank 2 too: ranks 0 and 2 are deadlocked.
+TEST(Outputs, CallsInFlightWaitallOfSomeActiveRequestsWaitsForAnyOfTheirPeers) {
+  for (const int count : {2, 3}) {
+    TraceBuilder b(3);
+    for (int r = 0; r < 3; ++r) b.init(r, 0, 1 * kMs);
+    b.irecv(0, 3 * kMs, 3 * kMs + 10, 1, 1, 0xA0);
+    b.irecv(0, 4 * kMs, 4 * kMs + 10, 1, 2, 0xA1);
+    b.irecv(0, 5 * kMs, 5 * kMs + 10, 2, 3, 0xA2);
+    b.w(0).live(20 * kMs, {in_flight_slot(Waitall, 6 * kMs, -1, count, 0, 0xA0)});
+    b.w(2).live(20 * kMs, {in_flight_slot(Recv, 4 * kMs, 0, 9, kWorld)});
+    b.close("signal:15");
+    const std::string json_path = b.dir() + "/end.json";
+    std::string out;
+    run_cli(b.dir() + " -o " + b.dir() + "/r.txt --json " + json_path, &out);
+    const json j = json::parse(file_bytes(json_path));
+    EXPECT_EQ(j["run_end"]["ranks"][0]["in_flight"]["waiting_for"], json({1, 2})) << out;
+    EXPECT_EQ(j["run_end"]["wait_cycles"], count == 2 ? json::array() : json({{0, 2}})) << count << " requests";
+    EXPECT_EQ(file_bytes(b.dir() + "/r.txt").find("waiting for any of 1, 2") != std::string::npos, count == 2);
+  }
+}
+
 // Ranks 0 and 1 wait (MPI_Wait) for an MPI_Ibcast that rank 2 never enters,
 // since rank 2 waits in a receive from rank 0: a nonblocking collective's
 // request waits for the members that had not entered its instance, so 0 and 2
