@@ -174,19 +174,30 @@ void finalize_waits(std::vector<RankEnd>& ends) {
 // Members of one collective instance inside different functions (rank 0 in
 // MPI_Barrier, rank 1 in MPI_Allreduce, each its communicator's n-th): an
 // erroneous program, where each waits for the others, which the counts of
-// collectives alone take as present.
+// collectives alone take as present. (Grouped by instance: in a hung job of
+// many ranks most are inside one, and only a group of several functions
+// costs more than its size.)
 void mismatched_collective_waits(std::vector<RankEnd>& ends) {
+  struct Member {
+    int rank;
+    CallInFlight* call;
+  };
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<Member>> instances;  // (comm, instance)
   for (RankEnd& e : ends)
-    for (CallInFlight& c : e.in_flight) {
-      if (!c.collective || !c.comm || c.instance == 0) continue;
-      for (const RankEnd& other : ends)
-        for (const CallInFlight& o : other.in_flight)
-          if (other.rank != e.rank && o.collective && o.comm == c.comm && o.instance == c.instance &&
-              o.function != c.function)
-            c.waiting_for.push_back(other.rank);
-      std::sort(c.waiting_for.begin(), c.waiting_for.end());
-      c.waiting_for.erase(std::unique(c.waiting_for.begin(), c.waiting_for.end()), c.waiting_for.end());
+    for (CallInFlight& c : e.in_flight)
+      if (c.collective && c.comm && c.instance != 0) instances[{*c.comm, c.instance}].push_back({e.rank, &c});
+  for (auto& [instance, members] : instances) {
+    const std::string& first = members.front().call->function;
+    if (std::all_of(members.begin(), members.end(), [&](const Member& m) { return m.call->function == first; }))
+      continue;
+    for (Member& m : members) {
+      std::vector<int>& waits = m.call->waiting_for;
+      for (const Member& o : members)
+        if (o.rank != m.rank && o.call->function != m.call->function) waits.push_back(o.rank);
+      std::sort(waits.begin(), waits.end());
+      waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
     }
+  }
 }
 
 // The ranks that no rank of the run could ever release: those inside calls
@@ -198,9 +209,28 @@ void mismatched_collective_waits(std::vector<RankEnd>& ends) {
 // fault releases nobody. The others are released, in turn, once all the
 // ranks they wait for are (any one, for MPI_ANY_SOURCE, Waitany and
 // Waitsome); what stays unreleased is deadlocked (an AND-OR wait-for graph).
+// Released ranks go through a work list, each call counting the ranks it
+// still needs: time linear in the waits, however long the chains of release.
 std::set<int> deadlocked_ranks(const std::vector<RankEnd>& ends) {
-  std::set<int> released, waiting;
-  for (const RankEnd& e : ends) {
+  std::map<int, size_t> index_of;  // world rank -> place in `ends`
+  for (size_t i = 0; i < ends.size(); ++i) index_of[ends[i].rank] = i;
+  std::vector<char> waiting(ends.size()), released(ends.size());
+  std::vector<size_t> work;  // places released, their dependents not yet told
+  // Each call of a blocked rank: its rank's place and how many more of its
+  // ranks must be released before it is.
+  struct Need {
+    size_t end;
+    size_t left;
+  };
+  std::vector<Need> needs;
+  std::vector<std::vector<size_t>> needed_by(ends.size());  // place -> needs that wait for it
+  const auto release = [&](size_t i) {
+    if (released[i]) return;
+    released[i] = 1;
+    work.push_back(i);
+  };
+  for (size_t i = 0; i < ends.size(); ++i) {
+    const RankEnd& e = ends[i];
     const bool blocked = !e.in_flight.empty() &&
                          std::all_of(e.in_flight.begin(), e.in_flight.end(),
                                      [](const CallInFlight& c) { return !c.waiting_for.empty(); });
@@ -209,27 +239,37 @@ std::set<int> deadlocked_ranks(const std::vector<RankEnd>& ends) {
     const bool stopped_from_outside = e.ended_by == "killed" || e.ended_by == "signal SIGTERM" ||
                                       e.ended_by == "signal SIGINT" || e.ended_by == "signal SIGQUIT";
     const bool finished = e.in_flight.empty() && !stopped_from_outside;
-    if (blocked) waiting.insert(e.rank);
-    else if (!finished) released.insert(e.rank);
+    if (!blocked) {
+      if (!finished) release(i);
+      continue;
+    }
+    waiting[i] = 1;
+    for (const CallInFlight& c : e.in_flight) {
+      std::vector<int> ranks = c.waiting_for;
+      std::sort(ranks.begin(), ranks.end());
+      ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+      size_t left = c.waits_for_any ? 1 : ranks.size();
+      const size_t need = needs.size();
+      for (int w : ranks) {
+        const auto it = index_of.find(w);
+        if (it == index_of.end()) left -= left > 0;  // (not in the trace: it might have gone on)
+        else needed_by[it->second].push_back(need);
+      }
+      needs.push_back({i, left});
+      if (left == 0) release(i);  // (threads: the rank goes on when any of its calls does)
+    }
   }
-  std::set<int> traced;
-  for (const RankEnd& e : ends) traced.insert(e.rank);
-  auto can_go = [&](int w) { return released.count(w) || !traced.count(w); };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const RankEnd& e : ends) {
-      if (!waiting.count(e.rank) || released.count(e.rank)) continue;
-      // (Threads: the rank goes on when any of its calls is released.)
-      const bool goes = std::any_of(e.in_flight.begin(), e.in_flight.end(), [&](const CallInFlight& c) {
-        return c.waits_for_any ? std::any_of(c.waiting_for.begin(), c.waiting_for.end(), can_go)
-                               : std::all_of(c.waiting_for.begin(), c.waiting_for.end(), can_go);
-      });
-      if (goes) released.insert(e.rank), changed = true;
+  while (!work.empty()) {
+    const size_t w = work.back();
+    work.pop_back();
+    for (size_t need : needed_by[w]) {
+      Need& n = needs[need];
+      if (n.left > 0 && --n.left == 0) release(n.end);
     }
   }
   std::set<int> stuck;
-  for (int r : waiting)
-    if (!released.count(r)) stuck.insert(r);
+  for (size_t i = 0; i < ends.size(); ++i)
+    if (waiting[i] && !released[i]) stuck.insert(ends[i].rank);
   return stuck;
 }
 
