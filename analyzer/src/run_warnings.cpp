@@ -25,6 +25,12 @@ std::string ended_by(const std::string& reason) {
   return reason;
 }
 
+// Ranks in ascending order, each once.
+void sort_unique(std::vector<int>& ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+}
+
 // The calls rank `r` was inside when it ended, with what each waits for
 // (docs/interfaces.md, `run_end.in_flight`).
 std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
@@ -142,8 +148,7 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
       default:
         break;
     }
-    std::sort(waits.begin(), waits.end());
-    waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
+    sort_unique(waits);
     f.waiting_for = std::move(waits);
     f.waits_for_any = f.any_source || subset_unknown ||
                       (c.kind == FuncKind::Completion && def &&
@@ -194,8 +199,7 @@ void mismatched_collective_waits(std::vector<RankEnd>& ends) {
       std::vector<int>& waits = m.call->waiting_for;
       for (const Member& o : members)
         if (o.rank != m.rank && o.call->function != m.call->function) waits.push_back(o.rank);
-      std::sort(waits.begin(), waits.end());
-      waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
+      sort_unique(waits);
     }
   }
 }
@@ -246,8 +250,7 @@ std::set<int> deadlocked_ranks(const std::vector<RankEnd>& ends) {
     waiting[i] = 1;
     for (const CallInFlight& c : e.in_flight) {
       std::vector<int> ranks = c.waiting_for;
-      std::sort(ranks.begin(), ranks.end());
-      ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+      sort_unique(ranks);
       size_t left = c.waits_for_any ? 1 : ranks.size();
       const size_t need = needs.size();
       for (int w : ranks) {
@@ -287,8 +290,7 @@ std::vector<std::vector<int>> wait_cycles(const std::vector<RankEnd>& ends) {
         for (int w : c.waiting_for)
           if (stuck.count(w)) edges[e.rank].push_back(w);
   for (auto& [from, to] : edges) {
-    std::sort(to.begin(), to.end());
-    to.erase(std::unique(to.begin(), to.end()), to.end());
+    sort_unique(to);
   }
   std::vector<std::vector<int>> cycles;
   std::vector<int> path;

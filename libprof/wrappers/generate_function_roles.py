@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the table of FunctionRole bits per MPI function name (prof/function_roles.h)
 from mpi_function_facts.py: its ROLES, each collective's `wait`, the kinds that
-start an operation, and the completions that return on any one request. The analysis reads roles from this table, so what a function
-is to the analysis is stated once, beside what its record carries."""
+start an operation, and the completions that return on any one request. The
+analysis reads roles from this table, so what a function is to the analysis is
+stated once, beside what its record carries."""
 import argparse
 import os
 import sys

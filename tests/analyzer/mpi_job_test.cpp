@@ -7,7 +7,8 @@
 // and opening its block's rank files only (the text and JSON reports, the
 // Chrome trace and the OTF2 archive, and a --window, whose index each
 // process builds for its block); a process waiting for another gives its
-// core away; and a launcher the MPI library does not see is refused.
+// core away; memory that runs out on one process ends the job; and a
+// launcher the MPI library does not see is refused.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
