@@ -42,9 +42,6 @@ struct RankEnded {
   uint32_t rank;
   int32_t phase;
 };
-struct CollectiveCount {
-  uint64_t gid, count;
-};
 
 void put_strings(WireOut& out, const std::vector<std::string>& v) {
   out.put<uint64_t>(v.size());
@@ -124,6 +121,7 @@ void put_in_flight(WireOut& out, const std::vector<CallInFlight>& calls) {
     out.put_vec(c.waiting_for);
     out.put<uint8_t>(c.waits_for_any);
     out.put(c.instance);
+    out.put<uint8_t>(c.comm_creation);
   }
 }
 std::vector<CallInFlight> get_in_flight(WireIn& in) {
@@ -143,6 +141,7 @@ std::vector<CallInFlight> get_in_flight(WireIn& in) {
     c.waiting_for = in.get_vec<int>();
     c.waits_for_any = in.get<uint8_t>();
     c.instance = in.get<uint64_t>();
+    c.comm_creation = in.get<uint8_t>();
   }
   return calls;
 }
@@ -471,36 +470,51 @@ void ProcessSpread::exchange_collective_counts(const Ranks& ranks, const Traces&
   WireOut mine;
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (!local_worker(worker_of[i])) continue;
-    std::vector<CollectiveCount> counts;
+    std::vector<RemoteCommCounts> counts;
     ranks[i]->interp.comms().for_each_count(
-        [&](uint64_t gid, uint64_t count) { counts.push_back(CollectiveCount{gid, count}); });
+        [&](uint64_t gid, const CommCallCounts& n) { counts.push_back({gid, n.collectives, n.creations}); });
     mine.put<uint32_t>(static_cast<uint32_t>(i));
     mine.put_vec(counts);
   }
   std::vector<std::string> out(static_cast<size_t>(procs_), mine.buf);
   out[static_cast<size_t>(proc_)].clear();
   const std::vector<std::string> in = all_to_all(out);
-  remote_collectives_.assign(ranks.size(), {});
+  remote_counts_.assign(ranks.size(), {});
   for (int p = 0; p < procs_; ++p) {
     if (p == proc_) continue;
     WireIn r(in[static_cast<size_t>(p)]);
     while (!r.done()) {
-      auto& counts = remote_collectives_[r.get<uint32_t>()];
-      for (const CollectiveCount& c : r.get_vec<CollectiveCount>()) counts.emplace_back(c.gid, c.count);
+      const auto i = r.get<uint32_t>();  // (read first: an assignment's right side is evaluated first)
+      remote_counts_.at(i) = r.get_vec<RemoteCommCounts>();
     }
   }
 }
 
+const ProcessSpread::RemoteCommCounts* ProcessSpread::remote_counts(size_t i, uint64_t gid) const {
+  if (i < remote_counts_.size())
+    for (const RemoteCommCounts& c : remote_counts_[i])
+      if (c.gid == gid) return &c;
+  return nullptr;
+}
+
 uint64_t ProcessSpread::remote_collectives_on(size_t i, uint64_t gid) const {
-  if (i < remote_collectives_.size())
-    for (const auto& [g, count] : remote_collectives_[i])
-      if (g == gid) return count;
-  return 0;
+  const RemoteCommCounts* c = remote_counts(i, gid);
+  return c ? c->collectives : 0;
+}
+
+uint64_t ProcessSpread::remote_creations_on(size_t i, uint64_t gid) const {
+  const RemoteCommCounts* c = remote_counts(i, gid);
+  return c ? c->creations : 0;
 }
 
 uint64_t Engine::collectives_on(size_t i, uint64_t gid) {
   if (ranks_[i]) return ranks_[i]->interp.comms().collectives_on(gid);
   return spread_.remote_collectives_on(i, gid);
+}
+
+uint64_t Engine::creations_on(size_t i, uint64_t gid) {
+  if (ranks_[i]) return ranks_[i]->interp.comms().creations_on(gid);
+  return spread_.remote_creations_on(i, gid);
 }
 
 void Engine::gather_at_root() {

@@ -828,9 +828,11 @@ class Engine {
   void setup();
   // A rank's state as every rank's starts (its cursor: where decoding starts).
   std::unique_ptr<Rank> new_rank(size_t i, RankTrace::MergedCursor events) const;
-  // Collective calls rank index i had made on communicator gid at its end
-  // (another process's rank: as exchange_collective_counts heard).
+  // Collective calls rank index i had made on communicator gid at its end,
+  // and communicators it had created over gid (another process's rank: as
+  // exchange_collective_counts heard).
   uint64_t collectives_on(size_t i, uint64_t gid);
+  uint64_t creations_on(size_t i, uint64_t gid);
   // A rank this process decodes (ProcessSpread).
   bool local_rank(size_t i) const { return spread_.local_worker(worker_of_[i]); }
   void gather_at_root();

@@ -212,6 +212,15 @@ struct CommInfo {
                             // (one counter per global id, shared by its definitions)
 };
 
+// One rank's calls on a communicator so far that all its members make in
+// the same order: its collectives (their count numbers the instances) and the
+// communicators created over it (kRoleCreatesOverParent), which only the hang
+// report reads (docs/interfaces.md, `run_end.in_flight`).
+struct CommCallCounts {
+  uint64_t collectives = 0;
+  uint64_t creations = 0;
+};
+
 // Cached communicator lookups of one rank: the definition a handle denotes at
 // a raw time (same rule as RankTrace::comm_at: the latest definition not after
 // t, the earliest when t precedes them all), with the validity interval of the
@@ -227,23 +236,29 @@ class CommCache {
   }
   // This rank's collective calls on communicator `gid` so far.
   uint64_t collectives_on(uint64_t gid) const {
-    uint64_t* const* p = seq_of_.find(gid);
-    return p ? **p : 0;
+    CommCallCounts* const* p = counts_of_.find(gid);
+    return p ? (*p)->collectives : 0;
   }
-  // Every communicator's collective count so far: f(gid, count).
+  // The communicators this rank created over `gid` so far.
+  uint64_t creations_on(uint64_t gid) const {
+    CommCallCounts* const* p = counts_of_.find(gid);
+    return p ? (*p)->creations : 0;
+  }
+  void note_creation(uint64_t gid) { ++counts_for(gid)->creations; }
+  // Every communicator's counts so far: f(gid, const CommCallCounts&).
   template <class F>
   void for_each_count(F&& f) const {
-    seq_of_.for_each([&](const uint64_t& gid, uint64_t* const& count) { f(gid, *count); });
+    counts_of_.for_each([&](const uint64_t& gid, CommCallCounts* const& counts) { f(gid, *counts); });
   }
-  void set_count(uint64_t gid, uint64_t count) { *seq_for(gid) = count; }
+  void set_count(uint64_t gid, uint64_t collectives) { counts_for(gid)->collectives = collectives; }
   // After the pass (an MPI job's rank whose figures are taken): the tables
   // go; no lookup follows (the counts are empty after it).
   void release() {
     by_handle_ = {};
     infos_ = {};
     extra_ = {};
-    seqs_ = {};
-    seq_of_ = {};
+    counts_ = {};
+    counts_of_ = {};
     for (Entry& e : cache_) e = Entry{};
     last_ = Entry{};
   }
@@ -272,8 +287,8 @@ class CommCache {
   FlatMap<uint32_t, std::vector<std::pair<uint64_t, uint32_t>>> by_handle_;
   std::vector<CommInfo> infos_;  // parallel to rank_trace.comms(), plus fallbacks
   std::deque<CommInfo> extra_;  // fallbacks (a deque: pointers stay valid)
-  std::deque<uint64_t> seqs_;
-  FlatMap<uint64_t, uint64_t*> seq_of_;
+  std::deque<CommCallCounts> counts_;  // (a deque: pointers stay valid)
+  FlatMap<uint64_t, CommCallCounts*> counts_of_;
   // Definition d's CommInfo (`present` counts both groups of an
   // intercommunicator: a collective on it has them all as members).
   CommInfo info_of(const CommDef& d) {
@@ -281,15 +296,15 @@ class CommCache {
     ci.def = &d;
     ci.gid = d.global_id;
     ci.present = world_to_index_.present(d.ranks) + (d.inter ? world_to_index_.present(d.remote_ranks) : 0);
-    ci.seq = seq_for(d.global_id);
+    ci.seq = &counts_for(d.global_id)->collectives;
     const trace::RankList& peers = d.inter ? d.remote_ranks : d.ranks;
     ci.peer_count = static_cast<uint32_t>(peers.size());
     ci.peer_world_ranks = peers.begin();
     return ci;
   }
-  uint64_t* seq_for(uint64_t gid) {
-    uint64_t*& p = seq_of_[gid];
-    if (!p) p = &seqs_.emplace_back(0);
+  CommCallCounts* counts_for(uint64_t gid) {
+    CommCallCounts*& p = counts_of_[gid];
+    if (!p) p = &counts_.emplace_back();
     return p;
   }
   Entry last_;  // the answer given last (a copy of one of cache_)
@@ -437,7 +452,10 @@ class Interpreter {
   struct Saved {
     std::vector<std::pair<uint32_t, Request>> requests;  // active, per handle oldest first
     uint64_t grequests = 0;
-    std::vector<std::pair<uint64_t, uint64_t>> collective_counts;  // (gid, count)
+    // (gid, count). The communicators created over each are not kept: only
+    // the hang report reads them, and the index serves only ranks that
+    // ended in MPI_Finalize with no call in flight.
+    std::vector<std::pair<uint64_t, uint64_t>> collective_counts;
   };
   void save(Saved& out) const {
     out.requests.clear();
@@ -451,7 +469,8 @@ class Interpreter {
         }
     });
     out.grequests = grequests_;
-    comms_.for_each_count([&](uint64_t gid, uint64_t n) { out.collective_counts.emplace_back(gid, n); });
+    comms_.for_each_count(
+        [&](uint64_t gid, const CommCallCounts& n) { out.collective_counts.emplace_back(gid, n.collectives); });
   }
   template <class H>
   void restore(const Saved& in, H& h) {
@@ -603,6 +622,15 @@ class Interpreter {
     if (e.kind == FuncKind::Collective || e.kind == FuncKind::AllToAll)
       if (const CommInfo* c = comm(e.comm, e.enter, h))
         h.collective(*c, e.kind == FuncKind::AllToAll, enter, leave, e);
+    if (e.kind == FuncKind::CommCreate) comm_creation(e);
+  }
+  // A communicator created over a parent that every member calls it on: one
+  // more in the parent's count. (An unknown parent is not reported here: the
+  // count serves the hang report alone, and a creation's report is its
+  // definition's.)
+  [[gnu::noinline, gnu::cold]] void comm_creation(const Event& e) {
+    if (!(func(e.func).role & format::kRoleCreatesOverParent)) return;
+    if (const CommInfo* c = comms_.at(e.comm, e.enter)) comms_.note_creation(c->gid);
   }
 
   template <class H>
@@ -922,6 +950,9 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
       r.comm_time = e.enter;
       break;
     }
+    case FuncKind::CommCreate:
+      comm_creation(e);
+      break;
     default:
       if (fi.role & kRoleGrequestStart) ++grequests_;
       break;

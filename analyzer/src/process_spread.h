@@ -131,12 +131,14 @@ class ProcessSpread {
   // process resolves a call site for the analysis.
   void share_registry(Registry& reg, const std::vector<const RankTrace*>& traces, const std::vector<int>& holder);
   // A call in flight at a rank's end waits for the members that had made
-  // fewer collective calls: every process learns every rank's counts (its
-  // own ranks' from their state, the others' kept here).
+  // fewer collective calls (or communicator creations) on its communicator:
+  // every process learns every rank's counts (its own ranks' from their
+  // state, the others' kept here).
   void exchange_collective_counts(const Ranks& ranks, const Traces& traces, const std::vector<unsigned>& worker_of);
-  // Another process's rank index i's collective calls on communicator gid at
-  // its end, as exchange_collective_counts heard them.
+  // Another process's rank index i's counts on communicator gid at its end,
+  // as exchange_collective_counts heard them.
   uint64_t remote_collectives_on(size_t i, uint64_t gid) const;
+  uint64_t remote_creations_on(size_t i, uint64_t gid) const;
   // The end's gather of the figures to process 0: the rank states each
   // process held during the pass (its block's), the rank files it had
   // opened (trace::RankTrace::files_opened) and the rounds it took.
@@ -166,7 +168,11 @@ class ProcessSpread {
   uint64_t exchanges_ = 0, exchanged_bytes_ = 0, received_bytes_ = 0;
   // Other processes' ranks' collective counts at their ends, (gid, count) by
   // rank index (only for a trace with calls in flight).
-  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> remote_collectives_;
+  struct RemoteCommCounts {
+    uint64_t gid, collectives, creations;
+  };
+  std::vector<std::vector<RemoteCommCounts>> remote_counts_;
+  const RemoteCommCounts* remote_counts(size_t i, uint64_t gid) const;
   // Rank states each process held during the pass (process 0 learns the
   // others' at the gather), and of the exchanges, the gather's rounds.
   std::vector<uint64_t> rank_states_, files_opened_;

@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "engine.h"
 #include "prof/function_roles.h"
@@ -67,16 +69,21 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
       const int32_t w = CommCache::peer_world(*ci, peer);
       if (w >= 0) waits.push_back(w);
     };
-    // The members of `comm` that had made fewer than n collectives on it: they
-    // had not entered this rank's n-th instance.
-    auto absent_members = [&](const CommInfo& comm, uint64_t n) {
-      for (int32_t w : comm.def->ranks) {
-        if (w == r.rank) continue;
-        const int idx = index_of_world(w);
-        if (idx < 0) continue;  // not in the trace: unknown
-        if (collectives_on(static_cast<size_t>(idx), comm.gid) < n)
-          waits.push_back(w);
-      }
+    // The members of `comm` (both groups of an intercommunicator) that had
+    // made fewer than n collectives on it (or creations over it): they had
+    // not entered this rank's n-th.
+    auto absent_members = [&](const CommInfo& comm, uint64_t n, bool creations = false) {
+      auto absent = [&](const trace::RankList& group) {
+        for (int32_t w : group) {
+          if (w == r.rank) continue;
+          const int idx = index_of_world(w);
+          if (idx < 0) continue;  // not in the trace: unknown
+          const size_t i = static_cast<size_t>(idx);
+          if ((creations ? creations_on(i, comm.gid) : collectives_on(i, comm.gid)) < n) waits.push_back(w);
+        }
+      };
+      absent(comm.def->ranks);
+      if (comm.def->inter) absent(comm.def->remote_ranks);
     };
     const CommInfo* ci = nullptr;
     bool subset_unknown = false;
@@ -111,6 +118,19 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
         // had not entered it.
         f.instance = r.interp.comms().collectives_on(ci->gid);
         absent_members(*ci, f.instance);
+        break;
+      }
+      case FuncKind::CommCreate: {
+        // Collective over the parent (MPI_Comm_split, _dup, ...): it waits for
+        // the members that had not entered this creation. (MPI_Comm_create_group
+        // waits for members of a group the trace does not record.)
+        if (!def || !(format::function_role(def->name) & format::kRoleCreatesOverParent)) break;
+        ci = r.interp.comms().find(c.comm, c.enter);
+        if (!ci) break;
+        f.collective = f.comm_creation = true;
+        f.comm = reported_comm_id(ci->gid);
+        f.instance = r.interp.comms().creations_on(ci->gid);
+        absent_members(*ci, f.instance, true);
         break;
       }
       case FuncKind::Completion: {
@@ -177,20 +197,22 @@ void finalize_waits(std::vector<RankEnd>& ends) {
 }
 
 // Members of one collective instance inside different functions (rank 0 in
-// MPI_Barrier, rank 1 in MPI_Allreduce, each its communicator's n-th): an
-// erroneous program, where each waits for the others, which the counts of
-// collectives alone take as present. (Grouped by instance: in a hung job of
-// many ranks most are inside one, and only a group of several functions
-// costs more than its size.)
+// MPI_Barrier, rank 1 in MPI_Allreduce, each its communicator's n-th; or
+// MPI_Comm_dup and MPI_Comm_split, each its n-th creation over it): an
+// erroneous program, where each waits for the others, which the counts
+// alone take as present. (Grouped by instance: in a hung job of many ranks
+// most are inside one, and only a group of several functions costs more
+// than its size.)
 void mismatched_collective_waits(std::vector<RankEnd>& ends) {
   struct Member {
     int rank;
     CallInFlight* call;
   };
-  std::map<std::pair<uint64_t, uint64_t>, std::vector<Member>> instances;  // (comm, instance)
+  std::map<std::tuple<uint64_t, bool, uint64_t>, std::vector<Member>> instances;  // (comm, creation, instance)
   for (RankEnd& e : ends)
     for (CallInFlight& c : e.in_flight)
-      if (c.collective && c.comm && c.instance != 0) instances[{*c.comm, c.instance}].push_back({e.rank, &c});
+      if (c.collective && c.comm && c.instance != 0)
+        instances[{*c.comm, c.comm_creation, c.instance}].push_back({e.rank, &c});
   for (auto& [instance, members] : instances) {
     const std::string& first = members.front().call->function;
     if (std::all_of(members.begin(), members.end(), [&](const Member& m) { return m.call->function == first; }))

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the table of FunctionRole bits per MPI function name (prof/function_roles.h)
 from mpi_function_facts.py: its ROLES, each collective's `wait`, the kinds that
-start an operation, and the completions that return on any one request. The
+start an operation, the completions that return on any one request, and the
+communicator creations that are collective over their parent. The
 analysis reads roles from this table, so what a function is to the analysis is
 stated once, beside what its record carries."""
 import argparse
@@ -17,6 +18,7 @@ BITS = {
     'starts_op': 'kRoleStartsOp', 'grequest_start': 'kRoleGrequestStart',
     'barrier': 'kRoleBarrier', 'nxn': 'kRoleNxN', 'one_to_all': 'kRoleOneToAll',
     'all_to_one': 'kRoleAllToOne', 'completes_any': 'kRoleCompletesAny',
+    'creates_over_parent': 'kRoleCreatesOverParent',
 }
 STARTERS = {'Isend', 'Irecv', 'ICollective', 'IAllToAll'}
 
@@ -33,6 +35,8 @@ def roles():
             bits.append(facts['wait'])
         if facts.get('kind') == 'Completion' and facts.get('form') in ('any', 'some'):
             bits.append('completes_any')
+        if facts.get('kind') == 'CommCreate' and facts.get('over_parent'):
+            bits.append('creates_over_parent')
         if bits:
             table[name] = bits
     for name, bits in ROLES.items():

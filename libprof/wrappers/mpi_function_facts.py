@@ -162,6 +162,9 @@ for base, f in _COLL.items():
 FACTS['MPI_Bcast']['callfn'] = 'prof::shim::bcast_call'
 
 # Communicator creation: the new communicator gets a definition (membership).
+# `over_parent`: every member of the parent communicator calls it, in the same
+# order as its collectives (MPI_Comm_create_group is called by the group's
+# members only; the *_from_group(s) calls have no parent).
 for n, parent, new in [
         ('MPI_Comm_dup', 'comm', 'newcomm'), ('MPI_Comm_dup_with_info', 'comm', 'newcomm'),
         ('MPI_Comm_split', 'comm', 'newcomm'), ('MPI_Comm_split_type', 'comm', 'newcomm'),
@@ -174,7 +177,9 @@ for n, parent, new in [
         ('MPI_Intercomm_merge', 'intercomm', 'newintracomm'),
         ('MPI_Comm_create_from_group', None, 'newcomm'),
         ('MPI_Intercomm_create_from_groups', None, 'newintercomm')]:
-    FACTS[n] = dict(kind='CommCreate', comm=parent, newcomm=new)
+    FACTS[n] = dict(kind='CommCreate', comm=parent, newcomm=new,
+                    over_parent=n not in ('MPI_Comm_create_group', 'MPI_Comm_create_from_group',
+                                          'MPI_Intercomm_create_from_groups'))
 # MPI_Comm_idup: a nonblocking collective on the parent that also names a new
 # communicator (defined without communication: comm_definitions.cpp, define_idup).
 for n in ['MPI_Comm_idup', 'MPI_Comm_idup_with_info']:

@@ -196,6 +196,15 @@ void expect_same_reading_own_block_only(const std::string& trace, int ranks, std
 
 }  // namespace
 
+// The hang report's counts of communicator creations cross the processes:
+// with K = 4, rank 1's split is decoded by another process than rank 0's
+// split in flight, which waits for ranks 2 and 3 only (Outputs' test).
+TEST(MpiJob, HangInACommunicatorsCreationIsTheSameForEveryProcessCount) {
+  TraceBuilder b(4);
+  build_hang_in_comm_split(b);
+  expect_same_for_every_k(b.dir(), "--json {json}", 4);
+}
+
 TEST(MpiJob, RingWithAKilledRankIsTheSameForEveryProcessCount) {
   TraceBuilder b(6);
   build_ring(b, 6);

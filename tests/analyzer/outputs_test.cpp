@@ -773,19 +773,6 @@ TEST(Outputs, RunEndSaysHowEachRankEnded) {
   EXPECT_EQ(clean_out.find("Where each rank was"), std::string::npos);
 }
 
-// An in-flight slot of the Live chunk (format 4), as the shim leaves it.
-format::InFlightSlot in_flight_slot(uint16_t func, uint64_t enter, int32_t peer, int32_t tag,
-                                    uint32_t comm, uint32_t extra = 0) {
-  format::InFlightSlot s{};
-  s.enter = enter;
-  s.site_func = 0x401000u | (uint64_t{func} << 48);
-  s.peer = peer;
-  s.tag = tag;
-  s.comm = comm;
-  s.extra = extra;
-  return s;
-}
-
 // Killed while rank 0 waits in an MPI_ANY_SOURCE receive nobody satisfies and
 // ranks 1 and 2 in a barrier rank 0 never enters, all inside interval 1: each
 // call in flight counts as a call and as MPI time up to the rank's last
@@ -1027,6 +1014,71 @@ TEST(Outputs, CallsInFlightWaitOnNonblockingCollective) {
   }
   EXPECT_EQ(ranks[2]["in_flight"]["waiting_for"], json({0})) << ranks[2];
   EXPECT_EQ(j["run_end"]["wait_cycles"], json({{0, 2}}));
+}
+
+// A communicator's creation over a parent that every member calls (MPI_Comm_split,
+// _dup, Intercomm_merge, ...) waits, as a collective does, for the members
+// that had not entered it: counted apart from the parent's collectives, over
+// both groups of an intercommunicator. Members inside different creations at
+// the same one wait for each other; MPI_Comm_create_group, called by a group
+// the trace does not record, waits for nobody.
+TEST(Outputs, CallsInFlightCommunicatorCreationWaitsForTheMembersNotInIt) {
+  {
+    TraceBuilder b(4);
+    build_hang_in_comm_split(b);
+    const std::string json_path = b.dir() + "/end.json";
+    std::string out;
+    run_cli(b.dir() + " -o " + b.dir() + "/r.txt --json " + json_path, &out);
+    const json j = json::parse(file_bytes(json_path));
+    const json& r0 = j["run_end"]["ranks"][0]["in_flight"];
+    EXPECT_EQ(r0["function"], "MPI_Comm_split") << out;
+    EXPECT_EQ(r0["comm"], 0) << r0;
+    EXPECT_EQ(r0["waiting_for"], json({2, 3})) << r0;
+    EXPECT_EQ(j["run_end"]["wait_cycles"], json({{0, 2}, {0, 3, 2}}));
+    EXPECT_NE(file_bytes(b.dir() + "/r.txt").find("MPI_Comm_split since 0.005000 s at 0x401000, MPI_COMM_WORLD; "
+                                                  "members not entered: 2, 3"),
+              std::string::npos)
+        << file_bytes(b.dir() + "/r.txt");
+  }
+  const std::string json_path = std::filesystem::temp_directory_path() / "prof-creation-end.json";
+  auto report = [&](TraceBuilder& b) {
+    b.close("signal:15");
+    run_cli(b.dir() + " -q --json " + json_path);
+    const json j = json::parse(file_bytes(json_path));
+    std::filesystem::remove(json_path);
+    return j["run_end"];
+  };
+  // Ranks 0, 1 and 2 merge the intercommunicator; rank 3 was computing.
+  TraceBuilder merge(4);
+  for (int r = 0; r < 4; ++r) start_world_halves(merge, r);
+  for (int r = 0; r < 3; ++r)
+    merge.w(r).live(20 * kMs, {in_flight_slot(IntercommMerge, 5 * kMs, -1, -1, kInterWorldHalves)});
+  const json merged = report(merge);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(merged["ranks"][r]["in_flight"]["waiting_for"], json({3})) << r;
+  EXPECT_EQ(merged["wait_cycles"], json::array());
+  // MPI_Comm_dup on rank 0, MPI_Comm_split on rank 1: each the first creation.
+  TraceBuilder mismatch(2);
+  for (int r = 0; r < 2; ++r) {
+    mismatch.define_comm_creations(r);
+    mismatch.init(r, 0, 1 * kMs);
+  }
+  mismatch.w(0).live(20 * kMs, {in_flight_slot(CommDup, 5 * kMs, -1, -1, kWorld)});
+  mismatch.w(1).live(20 * kMs, {in_flight_slot(CommSplit, 5 * kMs, -1, -1, kWorld)});
+  const json mismatched = report(mismatch);
+  EXPECT_EQ(mismatched["ranks"][0]["in_flight"]["waiting_for"], json({1}));
+  EXPECT_EQ(mismatched["ranks"][1]["in_flight"]["waiting_for"], json({0}));
+  EXPECT_EQ(mismatched["wait_cycles"], json({{0, 1}}));
+  // MPI_Comm_create_group on rank 0, rank 1 receiving from it.
+  TraceBuilder group(2);
+  for (int r = 0; r < 2; ++r) {
+    group.define_comm_creations(r);
+    group.init(r, 0, 1 * kMs);
+  }
+  group.w(0).live(20 * kMs, {in_flight_slot(CommCreateGroup, 5 * kMs, -1, -1, kWorld)});
+  group.w(1).live(20 * kMs, {in_flight_slot(Recv, 5 * kMs, 0, 9, kWorld)});
+  const json grouped = report(group);
+  EXPECT_EQ(grouped["ranks"][0]["in_flight"]["waiting_for"], json::array());
+  EXPECT_EQ(grouped["wait_cycles"], json::array());
 }
 
 // Two threads of a rank inside calls when it was killed: both are in flight,

@@ -36,8 +36,25 @@ enum Fn : uint16_t {
   Waitsome, Testsome, GrequestStart, GrequestComplete, Ssend, Reduce, Gather, Scatter, Allgatherv
 };
 
+// Communicator creations: a trace defines them where it makes them
+// (TraceBuilder::define_comm_creations), the standard table leaves them out.
+enum CreationFn : uint16_t { CommSplit = 200, CommDup, CommCreateGroup, IntercommMerge };
+
 // MPICH's handle for every send that completed at once (a builtin request).
 constexpr uint32_t kBuiltinDoneSend = 0x6c000001u;
+
+// An in-flight slot of the Live chunk (format 4), as the shim leaves it.
+inline format::InFlightSlot in_flight_slot(uint16_t func, uint64_t enter, int32_t peer, int32_t tag,
+                                           uint32_t comm, uint32_t extra = 0) {
+  format::InFlightSlot s{};
+  s.enter = enter;
+  s.site_func = 0x401000u | (uint64_t{func} << 48);
+  s.peer = peer;
+  s.tag = tag;
+  s.comm = comm;
+  s.extra = extra;
+  return s;
+}
 
 // The timer's ns per tick, as the trace's ns_per_tick says it ("1": times
 // are the ns the events are written with).
@@ -131,6 +148,12 @@ class TraceBuilder {
     t.call_site_index(Allreduce, 2, 3);
   }
   void define(int r) { define(w(r), rate_); }
+  void define_comm_creations(int r) {
+    w(r).function(CommSplit, FuncKind::CommCreate, "MPI_Comm_split");
+    w(r).function(CommDup, FuncKind::CommCreate, "MPI_Comm_dup");
+    w(r).function(CommCreateGroup, FuncKind::CommCreate, "MPI_Comm_create_group");
+    w(r).function(IntercommMerge, FuncKind::CommCreate, "MPI_Intercomm_merge");
+  }
 
   // --- events (ns) ---
   void other(int r, Fn f, uint64_t enter, uint64_t leave) {
@@ -217,6 +240,18 @@ class TraceBuilder {
     e.request = request;
     put(r, e);
   }
+  // A communicator `new_comm` created over `parent` (its definition is the
+  // test's to write where it needs one).
+  void comm_create(int r, CreationFn f, uint64_t enter, uint64_t leave, uint32_t parent, uint32_t new_comm) {
+    Event e;
+    e.func = f;
+    e.kind = FuncKind::CommCreate;
+    e.enter = enter;
+    e.leave = leave;
+    e.comm = parent;
+    e.new_comm = new_comm;
+    put(r, e);
+  }
   void marker(int r, uint64_t enter, uint32_t id, bool begin, uint32_t callsite = 1,
               uint64_t duration = 0) {
     Event e;
@@ -248,6 +283,38 @@ class TraceBuilder {
   std::vector<std::unique_ptr<trace::TraceWriter>> w_;
   std::vector<uint32_t> stream_;
 };
+
+// Rank r of a trace of 4 ranks (r < 4): the communicator creations and the
+// intercommunicator kInterWorldHalves ({0, 1} and {2, 3}) defined, MPI_Init
+// made.
+constexpr uint32_t kInterWorldHalves = 0x84000010u;
+inline void start_world_halves(TraceBuilder& b, int r) {
+  b.define_comm_creations(r);
+  trace::CommDef d;
+  d.handle = kInterWorldHalves;
+  d.global_id = 500;
+  d.inter = true;
+  d.ranks = r < 2 ? std::vector<int32_t>{0, 1} : std::vector<int32_t>{2, 3};
+  d.remote_ranks = r < 2 ? std::vector<int32_t>{2, 3} : std::vector<int32_t>{0, 1};
+  b.w(r).comm(d);
+  b.init(r, 0, 1 * kMs);
+}
+
+// A job of 4 ranks killed in a hang through a communicator's creation: rank
+// 1 had made its MPI_Comm_split of MPI_COMM_WORLD and waits in a receive
+// from rank 0; rank 0 is inside that split, which ranks 2 and 3 never
+// entered: rank 2 waits in a receive from rank 0, rank 3 in one from rank 2.
+// The split waits for ranks 2 and 3 (not 1): ranks 0 and 2 wait for each
+// other, and so do 0, 3 and 2 in turn.
+inline void build_hang_in_comm_split(TraceBuilder& b) {
+  for (int r = 0; r < 4; ++r) start_world_halves(b, r);
+  b.comm_create(1, CommSplit, 2 * kMs, 3 * kMs, kWorld, 0x84000020u);
+  b.w(0).live(20 * kMs, {in_flight_slot(CommSplit, 5 * kMs, -1, -1, kWorld)});
+  b.w(1).live(20 * kMs, {in_flight_slot(Recv, 4 * kMs, 0, 9, kWorld)});
+  b.w(2).live(20 * kMs, {in_flight_slot(Recv, 4 * kMs, 0, 9, kWorld)});
+  b.w(3).live(20 * kMs, {in_flight_slot(Recv, 4 * kMs, 2, 9, kWorld)});
+  b.close("signal:15");
+}
 
 // The invariants of docs/metrics.md, per rank and interval: Comm <= MPI <= T,
 // PotentSync <= T, TStart <= MPI, a nested interval's T and MPI within its

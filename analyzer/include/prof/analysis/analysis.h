@@ -261,7 +261,10 @@ struct CallInFlight {
   bool waits_for_any = false;
   // A blocking collective: which of the communicator's collectives it is
   // (1 = its first), to find members inside another function at the same one.
+  // A communicator's creation over `comm` (collective, its every member
+  // calling): which of the creations over it.
   uint64_t instance = 0;
+  bool comm_creation = false;
 };
 
 // How one rank's recording ended (docs/interfaces.md, `run_end`).

@@ -26,6 +26,9 @@ enum FunctionRole : uint16_t {
   kRoleOneToAll = 1 << 10,       // Bcast, Scatter(v): non-roots wait for the root
   kRoleAllToOne = 1 << 11,       // Reduce, Gather(v): the root waits for the others
   kRoleCompletesAny = 1 << 12,   // Waitany, Waitsome (Test*): returns once any one request completes
+  // A communicator creation that every member of its parent calls, ordered
+  // with the parent's collectives (MPI_Comm_split, _dup, Cart_create, ...).
+  kRoleCreatesOverParent = 1 << 13,
 };
 
 // The roles of the function named `name` ("MPI_Allreduce"); a large-count
