@@ -951,8 +951,8 @@ void Interpreter::dispatch_call(const Event& e, double enter, double leave, H& h
       break;
     }
     default:
-      // (One test of the role for every other call, as the switch's own
-      // case for the creations cost the decode loop 1-3%.)
+      // (One test of the role for every other call; the rare ones pay a
+      // second.)
       if (fi.role & (kRoleGrequestStart | format::kRoleCreatesOverParent)) [[unlikely]] {
         if (fi.role & kRoleGrequestStart) ++grequests_;
         else comm_creation(e);

@@ -166,8 +166,8 @@ class ProcessSpread {
   bool final_sweep_ = false;  // several processes: the end's sweep posts every result
   // This process's all_to_all calls, the bytes it sent and received.
   uint64_t exchanges_ = 0, exchanged_bytes_ = 0, received_bytes_ = 0;
-  // Other processes' ranks' collective counts at their ends, (gid, count) by
-  // rank index (only for a trace with calls in flight).
+  // Other processes' ranks' counts at their ends, by rank index (only for a
+  // trace with calls in flight).
   struct RemoteCommCounts {
     uint64_t gid, collectives, creations;
   };

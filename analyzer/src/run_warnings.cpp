@@ -27,8 +27,9 @@ std::string ended_by(const std::string& reason) {
   return reason;
 }
 
-// Ranks in ascending order, each once.
-void sort_unique(std::vector<int>& ranks) {
+// Ranks (or places) in ascending order, each once.
+template <class T>
+void sort_unique(std::vector<T>& ranks) {
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
 }
@@ -300,39 +301,56 @@ std::set<int> deadlocked_ranks(const std::vector<RankEnd>& ends) {
 
 // Each elementary cycle of the wait-for graph among the deadlocked ranks
 // once, from its smallest rank (a depth-first search from each rank over
-// larger ranks only; capped, since MPI_ANY_SOURCE waits can make the count
-// grow fast).
+// larger ranks only). Capped twice: at kMaxCycles cycles, since MPI_ANY_SOURCE
+// waits make them many, and at kMaxSteps edges followed, since a graph of
+// many paths that lead to no cycle (ranks waiting, layer after layer, for
+// several of the next) takes a search exponential in its depth. Each step
+// costs O(1) (the path's ranks are flagged), so a ring of 16384 ranks takes
+// milliseconds.
 std::vector<std::vector<int>> wait_cycles(const std::vector<RankEnd>& ends) {
   constexpr size_t kMaxCycles = 64;
+  constexpr uint64_t kMaxSteps = uint64_t{1} << 22;
   const std::set<int> stuck = deadlocked_ranks(ends);
-  std::map<int, std::vector<int>> edges;
+  // The deadlocked ranks, ascending, as places 0..n-1 (so "a larger rank" is
+  // "a later place"), and each one's edges as places.
+  const std::vector<int> ranks(stuck.begin(), stuck.end());
+  auto place_of = [&](int rank) {
+    return static_cast<size_t>(std::lower_bound(ranks.begin(), ranks.end(), rank) - ranks.begin());
+  };
+  std::vector<std::vector<size_t>> edges(ranks.size());
   for (const RankEnd& e : ends)
     if (stuck.count(e.rank))
       for (const CallInFlight& c : e.in_flight)
         for (int w : c.waiting_for)
-          if (stuck.count(w)) edges[e.rank].push_back(w);
-  for (auto& [from, to] : edges) {
-    sort_unique(to);
-  }
+          if (stuck.count(w)) edges[place_of(e.rank)].push_back(place_of(w));
+  for (std::vector<size_t>& to : edges) sort_unique(to);
   std::vector<std::vector<int>> cycles;
-  std::vector<int> path;
-  std::function<void(int, int)> walk = [&](int start, int at) {
-    auto it = edges.find(at);
-    if (it == edges.end()) return;
-    for (int next : it->second) {
-      if (cycles.size() >= kMaxCycles) return;
-      if (next == start) {
-        cycles.push_back(path);
-      } else if (next > start && std::find(path.begin(), path.end(), next) == path.end()) {
-        path.push_back(next);
-        walk(start, next);
+  // The search's path: each place on it with the next of its edges to follow
+  // (a stack, not recursion: a path may hold every rank).
+  std::vector<std::pair<size_t, size_t>> path;
+  std::vector<char> on_path(ranks.size());
+  uint64_t steps = 0;
+  for (size_t start = 0; start < ranks.size(); ++start) {
+    path.assign(1, {start, 0});
+    on_path[start] = 1;
+    while (!path.empty() && cycles.size() < kMaxCycles && steps < kMaxSteps) {
+      auto& [at, edge] = path.back();
+      if (edge == edges[at].size()) {
+        on_path[at] = 0;
         path.pop_back();
+        continue;
+      }
+      const size_t next = edges[at][edge++];
+      ++steps;
+      if (next == start) {
+        std::vector<int>& cycle = cycles.emplace_back();
+        for (const auto& step : path) cycle.push_back(ranks[step.first]);
+      } else if (next > start && !on_path[next]) {
+        on_path[next] = 1;
+        path.emplace_back(next, 0);
       }
     }
-  };
-  for (const auto& [start, to] : edges) {
-    path.assign(1, start);
-    walk(start, start);
+    if (cycles.size() >= kMaxCycles || steps >= kMaxSteps) break;
   }
   return cycles;
 }

@@ -1081,6 +1081,39 @@ TEST(Outputs, CallsInFlightCommunicatorCreationWaitsForTheMembersNotInIt) {
   EXPECT_EQ(grouped["wait_cycles"], json::array());
 }
 
+// Ranks waiting, layer after layer, for both ranks of the next layer (a
+// Waitall of two receives), the last layer for a rank that finished: 2^40
+// paths through the layers, none of them a cycle. Rank 0 waits for rank 1
+// and the first layer, rank 1 for rank 0. The cycle search lists [0, 1] and
+// ends (a search of every path would not).
+TEST(Outputs, CallsInFlightWaitCyclesAmongManyPathsAreFoundInBoundedTime) {
+  constexpr int kLayers = 40, kRanks = 2 + 2 * kLayers + 1, kFinished = kRanks - 1;
+  TraceBuilder b(kRanks);
+  for (int r = 0; r < kRanks; ++r) b.init(r, 0, 1 * kMs);
+  // Rank r's receives from `peers` (in flight: a Waitall of them all).
+  auto waitall = [&](int r, std::vector<int> peers) {
+    const uint32_t first = 0xA000u + static_cast<uint32_t>(r) * 16;
+    for (size_t k = 0; k < peers.size(); ++k)
+      b.irecv(r, 2 * kMs + k * kUs, 2 * kMs + k * kUs + 10, peers[k], 1, first + static_cast<uint32_t>(k));
+    b.w(r).live(20 * kMs, {in_flight_slot(Waitall, 3 * kMs, -1, static_cast<int32_t>(peers.size()), 0, first)});
+  };
+  waitall(0, {1, 2, 3});
+  b.w(1).live(20 * kMs, {in_flight_slot(Recv, 3 * kMs, 0, 1, kWorld)});
+  for (int layer = 0; layer < kLayers; ++layer)
+    for (int r = 2 + 2 * layer; r < 4 + 2 * layer; ++r) {
+      if (layer + 1 < kLayers) waitall(r, {4 + 2 * layer, 5 + 2 * layer});
+      else b.w(r).live(20 * kMs, {in_flight_slot(Recv, 3 * kMs, kFinished, 1, kWorld)});
+    }
+  b.finalize(kFinished, 5 * kMs, 6 * kMs);
+  for (int r = 0; r < kRanks; ++r) b.close(r, r == kFinished ? "finalize" : "signal:15");
+  const std::string json_path = b.dir() + "/end.json";
+  std::string out;
+  run_cli(b.dir() + " -q --json " + json_path, &out);
+  const json j = json::parse(file_bytes(json_path));
+  EXPECT_EQ(j["run_end"]["ranks"][2]["in_flight"]["waiting_for"], json({4, 5})) << out;
+  EXPECT_EQ(j["run_end"]["wait_cycles"], json({{0, 1}}));
+}
+
 // Two threads of a rank inside calls when it was killed: both are in flight,
 // in stream order (`in_flight` the first, `in_flight_threads` both); a thread
 // beyond the Live chunk's slots is simply not known.
