@@ -97,6 +97,7 @@
 #include <map>
 #include <memory>
 #include <thread>
+#include <tuple>
 
 #include "analysis_window.h"
 #include "collective_owner.h"
@@ -981,6 +982,11 @@ class Engine {
   ProcessSpread spread_;
   Registry reg_;
   std::vector<std::string> rebuilt_in_flight_;  // rebuilt objects met resolving calls in flight
+  // The members of a communicator that had made fewer than n collectives on
+  // it (or creations over it), by (gid, creations, n), found once per instance
+  // (calls_in_flight): in a hung job most ranks are inside the same one, and
+  // looking at every member for each would take O(ranks^2).
+  std::map<std::tuple<uint64_t, bool, uint64_t>, std::vector<int32_t>> absent_members_;
   Registry* prebuilt_;  // moved into reg_ by setup()
   std::unique_ptr<WorldIndex> world_to_index_;
   // By rank index; null for a rank another process decodes.

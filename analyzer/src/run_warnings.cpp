@@ -74,17 +74,22 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
     // made fewer than n collectives on it (or creations over it): they had
     // not entered this rank's n-th.
     auto absent_members = [&](const CommInfo& comm, uint64_t n, bool creations = false) {
-      auto absent = [&](const trace::RankList& group) {
-        for (int32_t w : group) {
-          if (w == r.rank) continue;
-          const int idx = index_of_world(w);
-          if (idx < 0) continue;  // not in the trace: unknown
-          const size_t i = static_cast<size_t>(idx);
-          if ((creations ? creations_on(i, comm.gid) : collectives_on(i, comm.gid)) < n) waits.push_back(w);
-        }
-      };
-      absent(comm.def->ranks);
-      if (comm.def->inter) absent(comm.def->remote_ranks);
+      auto [at, found_now] = absent_members_.try_emplace({comm.gid, creations, n});
+      std::vector<int32_t>& absent = at->second;
+      if (found_now) {
+        auto add = [&](const trace::RankList& group) {
+          for (int32_t w : group) {
+            const int idx = index_of_world(w);
+            if (idx < 0) continue;  // not in the trace: unknown
+            const size_t i = static_cast<size_t>(idx);
+            if ((creations ? creations_on(i, comm.gid) : collectives_on(i, comm.gid)) < n) absent.push_back(w);
+          }
+        };
+        add(comm.def->ranks);
+        if (comm.def->inter) add(comm.def->remote_ranks);
+      }
+      for (int32_t w : absent)
+        if (w != r.rank) waits.push_back(w);
     };
     const CommInfo* ci = nullptr;
     bool subset_unknown = false;

@@ -18,7 +18,10 @@
 // iteration's modulo K), as a program calling the loop body from K places.
 // With --uncalled-functions N, each rank also defines N functions it never
 // calls (ids from 9), as libprof's traces define every function the shim
-// wraps (611 beyond these eight). Times are ns (monotonic timer, 1 ns/tick),
+// wraps (611 beyond these eight). With --hung, the job is killed (SIGTERM)
+// hung instead of finalizing: every rank but the middle one inside one more
+// MPI_Allreduce (the Live chunk's slot), the middle one computing, as a hang
+// report of many ranks meets it. Times are ns (monotonic timer, 1 ns/tick),
 // computed for all ranks in lockstep so every message is causal.
 #include <CLI/CLI.hpp>
 #include <sys/resource.h>
@@ -229,6 +232,7 @@ int main(int argc, char** argv) {
   uint32_t call_sites = 0;
   uint32_t uncalled_functions = 0;
   bool heartbeat = false;
+  bool hung = false;
   bool replace = false;
   app.add_option("OUT_DIR", out, "directory to create and fill with rank-*.prof")->required();
   // Digits only, checked as text before the conversion (which would take "-5"
@@ -257,6 +261,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0u, prof::format::kRepeatFuncs - 1u - CommRank));
   app.add_flag("--heartbeat", heartbeat,
                "a heartbeat in each file, at the rank's last leave, as libprof writes one");
+  app.add_flag("--hung", hung,
+               "killed hung: every rank but the middle one inside an MPI_Allreduce, no MPI_Finalize");
   auto* chunk_option = app.add_option("--chunk-bytes", chunk, "event chunk size (default: 1 MiB, less above 1024 ranks)")
                             ->check(CLI::Range(1u << 10, 1u << 30));
   try {
@@ -330,16 +336,31 @@ int main(int argc, char** argv) {
     }
     std::vector<uint64_t> last_leave(hi - lo, 0);
     simulate(R, iterations, call_sites, [&](size_t r, const Event& e) {
-      if (r < lo || r >= hi) return;
+      if (r < lo || r >= hi || (hung && e.func == Finalize)) return;
       w[r - lo]->event(e);
       last_leave[r - lo] = std::max(last_leave[r - lo], e.leave);
     });
     for (size_t r = lo; r < hi; ++r) {
       auto& t = *w[r - lo];
-      t.end("finalize");
-      // As the shim's Live slots count them (format 8); the last beat at the
-      // rank's last leave.
-      t.close_counting_chunks(heartbeat ? last_leave[r - lo] : 0);
+      if (hung) {
+        std::vector<prof::format::InFlightSlot> slots;
+        if (r != R / 2) {
+          prof::format::InFlightSlot in{};
+          in.enter = last_leave[r - lo] + 1000;
+          in.site_func = 0x401000u | (uint64_t{Allreduce} << 48);
+          in.peer = in.tag = -1;
+          in.comm = kWorld;
+          slots.push_back(in);
+        }
+        t.end("signal:15");
+        t.live(last_leave[r - lo] + 1000000, slots);
+        t.close();
+      } else {
+        t.end("finalize");
+        // As the shim's Live slots count them (format 8); the last beat at the
+        // rank's last leave.
+        t.close_counting_chunks(heartbeat ? last_leave[r - lo] : 0);
+      }
       if (!t.ok()) {
         std::fprintf(stderr, "prof-gen-trace: write error in %s\n", out.c_str());
         return 1;
@@ -347,7 +368,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("%s: %llu events over %zu ranks (%llu iterations)\n", out.c_str(),
-              static_cast<unsigned long long>(iterations * 10 * R + 2 * R), R,
+              static_cast<unsigned long long>(iterations * 10 * R + (hung ? 1 : 2) * R), R,
               static_cast<unsigned long long>(iterations));
   return 0;
 }

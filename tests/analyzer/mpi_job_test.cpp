@@ -205,6 +205,26 @@ TEST(MpiJob, HangInACommunicatorsCreationIsTheSameForEveryProcessCount) {
   expect_same_for_every_k(b.dir(), "--json {json}", 4);
 }
 
+// prof-gen-trace --hung: 64 ranks killed inside an MPI_Allreduce that rank
+// 32 never entered. Each process finds a collective's absent members once
+// for the ranks of its block; the report is the plain command's, each rank
+// waiting for rank 32 alone.
+TEST(MpiJob, HungJobOfManyRanksIsTheSameForEveryProcessCount) {
+  const fs::path dir = fs::temp_directory_path() / ("prof-mpi-job-hung-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string trace = (dir / "t").string();
+  std::string out;
+  ASSERT_EQ(run_shell(std::string(PROF_GEN_TRACE_BIN) + " --hung -n 20000 -r 64 " + trace, &out), 0) << out;
+  expect_same_for_every_k(trace, "--json {json}");
+  const std::string text = run(0, trace, "").text;
+  size_t waiting = 0;
+  for (size_t at = 0; (at = text.find("MPI_COMM_WORLD; members not entered: 32\n", at)) != std::string::npos; ++at)
+    ++waiting;
+  EXPECT_EQ(waiting, 63u) << text;
+  fs::remove_all(dir);
+}
+
 TEST(MpiJob, RingWithAKilledRankIsTheSameForEveryProcessCount) {
   TraceBuilder b(6);
   build_ring(b, 6);
