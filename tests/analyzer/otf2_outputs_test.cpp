@@ -137,17 +137,8 @@ TEST(Otf2, CallsInFlightAndHowEachRankEnded) {
     b.init(r, 0, 1 * kMs);
     b.marker(r, 2 * kMs, 1, true);
   }
-  auto slot = [](uint16_t func, uint64_t enter, int32_t peer, int32_t tag) {
-    format::InFlightSlot s{};
-    s.enter = enter;
-    s.site_func = 0x401000u | (uint64_t{func} << 48);
-    s.peer = peer;
-    s.tag = tag;
-    s.comm = kWorld;
-    return s;
-  };
-  b.w(0).live(10 * kMs, {slot(Recv, 3 * kMs, format::kAnySourceRank, 5)});
-  b.w(1).live(9 * kMs, {slot(Barrier, 4 * kMs, -1, -1)});
+  b.w(0).live(10 * kMs, {in_flight_slot(Recv, 3 * kMs, format::kAnySourceRank, 5, kWorld)});
+  b.w(1).live(9 * kMs, {in_flight_slot(Barrier, 4 * kMs, -1, -1, kWorld)});
   for (int r = 0; r < 2; ++r) b.close(r, "");
   std::string out;
   run_cli(b.dir() + " -o /dev/null --json " + b.dir() + "/r.json --otf2 " + b.dir() + "/a", &out);
