@@ -510,16 +510,9 @@ TEST(KnownWaits, IntercommunicatorPeersAreInTheRemoteGroup) {
   // Ranks {0,1} and {2,3} joined by an intercommunicator; rank 0 sends to
   // remote rank 1 (world 3), which receives from remote rank 0 (world 0).
   TraceBuilder b(4);
-  const uint32_t ic = 0x84000010u;
+  const uint32_t ic = kInterWorldHalves;
   for (int r = 0; r < 4; ++r) {
-    trace::CommDef d;
-    d.handle = ic;
-    d.global_id = 500;
-    d.time = 0;
-    d.inter = true;
-    d.ranks = r < 2 ? std::vector<int32_t>{0, 1} : std::vector<int32_t>{2, 3};
-    d.remote_ranks = r < 2 ? std::vector<int32_t>{2, 3} : std::vector<int32_t>{0, 1};
-    b.w(r).comm(d);
+    define_world_halves(b, r);
     b.init(r, 0, 1 * kMs);
   }
   b.p2p(3, Recv, FuncKind::Recv, 2 * kMs, 4100 * kUs, 0, 8, 8, ic);

@@ -258,14 +258,7 @@ struct HostsAndCommunicators {
   Definitions d;
   HostsAndCommunicators() {
     auto create = [&](int r, uint16_t func, uint32_t parent, uint32_t child, uint64_t enter) {
-      Event e;
-      e.func = func;
-      e.kind = FuncKind::CommCreate;
-      e.comm = parent;
-      e.new_comm = child;
-      e.enter = enter;
-      e.leave = enter + 10 * kUs;
-      b.put(r, e);
+      b.comm_create(r, func, enter, enter + 10 * kUs, parent, child);
     };
     for (int r = 0; r < 3; ++r) {
       b.w(r).meta("host", kHosts[r]);

@@ -242,7 +242,7 @@ class TraceBuilder {
   }
   // A communicator `new_comm` created over `parent` (its definition is the
   // test's to write where it needs one).
-  void comm_create(int r, CreationFn f, uint64_t enter, uint64_t leave, uint32_t parent, uint32_t new_comm) {
+  void comm_create(int r, uint16_t f, uint64_t enter, uint64_t leave, uint32_t parent, uint32_t new_comm) {
     Event e;
     e.func = f;
     e.kind = FuncKind::CommCreate;
@@ -284,12 +284,10 @@ class TraceBuilder {
   std::vector<uint32_t> stream_;
 };
 
-// Rank r of a trace of 4 ranks (r < 4): the communicator creations and the
-// intercommunicator kInterWorldHalves ({0, 1} and {2, 3}) defined, MPI_Init
-// made.
+// Rank r's definition (r < 4) of the intercommunicator kInterWorldHalves of
+// a trace of 4 ranks: {0, 1} and {2, 3}, global id 500, from time 0.
 constexpr uint32_t kInterWorldHalves = 0x84000010u;
-inline void start_world_halves(TraceBuilder& b, int r) {
-  b.define_comm_creations(r);
+inline void define_world_halves(TraceBuilder& b, int r) {
   trace::CommDef d;
   d.handle = kInterWorldHalves;
   d.global_id = 500;
@@ -297,6 +295,13 @@ inline void start_world_halves(TraceBuilder& b, int r) {
   d.ranks = r < 2 ? std::vector<int32_t>{0, 1} : std::vector<int32_t>{2, 3};
   d.remote_ranks = r < 2 ? std::vector<int32_t>{2, 3} : std::vector<int32_t>{0, 1};
   b.w(r).comm(d);
+}
+
+// Rank r of a trace of 4 ranks: the communicator creations and
+// kInterWorldHalves defined, MPI_Init made.
+inline void start_world_halves(TraceBuilder& b, int r) {
+  b.define_comm_creations(r);
+  define_world_halves(b, r);
   b.init(r, 0, 1 * kMs);
 }
 
