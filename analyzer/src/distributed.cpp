@@ -524,6 +524,16 @@ void Engine::gather_at_root() {
   for (const auto& r : ranks_) states += r != nullptr;
   // What finish() reads of each rank, taken where the rank was decoded.
   if (spread_.proc() == 0) gathered_ranks_.resize(ranks_.size());
+  // (Every local rank's calls in flight before any rank's state goes: a
+  // call's absent members are read from the counts of its communicator's
+  // members, this process's ones among them.)
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    if (!local_rank(i)) continue;
+    Rank& r = *ranks_[i];
+    rebuilt_in_flight_.clear();
+    r.gathered_in_flight = calls_in_flight(r);
+    r.gathered_rebuilt = std::move(rebuilt_in_flight_);
+  }
   for (size_t i = 0; i < ranks_.size(); ++i) {
     if (!local_rank(i)) continue;
     Rank& r = *ranks_[i];
@@ -532,9 +542,6 @@ void Engine::gather_at_root() {
     r.gathered_last_alive = last_alive(r);
     r.gathered_stats = r.rank_trace->stats();
     r.gathered_trace_warnings = r.rank_trace->warnings();
-    rebuilt_in_flight_.clear();
-    r.gathered_in_flight = calls_in_flight(r);
-    r.gathered_rebuilt = std::move(rebuilt_in_flight_);
     r.gathered = true;
     r.release_pass_state();
     if (spread_.proc() == 0) {  // (its outcome alone from here on, as the others' come)

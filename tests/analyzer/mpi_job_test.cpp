@@ -225,6 +225,28 @@ TEST(MpiJob, HungJobOfManyRanksIsTheSameForEveryProcessCount) {
   fs::remove_all(dir);
 }
 
+// Ranks of one process inside different collectives: rank 0 in the world's
+// second (an MPI_Barrier), rank 1 in its first (an MPI_Allreduce), rank 2
+// computing, rank 3 in the second. Rank 1 waits for rank 2 alone: rank 0,
+// whose figures its process may have gathered first, had entered the first.
+TEST(MpiJob, CallsInFlightOfOneProcessesRanksAtDifferentInstancesAreTheSameForEveryProcessCount) {
+  TraceBuilder b(4);
+  for (int r = 0; r < 4; ++r) b.init(r, 0, 1 * kMs);
+  for (int r : {0, 3}) {
+    b.collective(r, Allreduce, 2 * kMs, 3 * kMs);
+    b.w(r).live(20 * kMs, {in_flight_slot(Barrier, 4 * kMs, -1, -1, kWorld)});
+  }
+  b.w(1).live(20 * kMs, {in_flight_slot(Allreduce, 2 * kMs, -1, -1, kWorld)});
+  b.w(2).live(20 * kMs, std::vector<prof::format::InFlightSlot>{});
+  b.close("signal:15");
+  const Outputs plain = run(0, b.dir(), "");
+  EXPECT_NE(plain.text.find("Rank 1 inside MPI_Allreduce since 0.002000 s at 0x401000, MPI_COMM_WORLD; "
+                            "members not entered: 2\n"),
+            std::string::npos)
+      << plain.text;
+  expect_same_for_every_k(b.dir(), "--json {json}");
+}
+
 TEST(MpiJob, RingWithAKilledRankIsTheSameForEveryProcessCount) {
   TraceBuilder b(6);
   build_ring(b, 6);
