@@ -121,7 +121,6 @@ void put_in_flight(WireOut& out, const std::vector<CallInFlight>& calls) {
     out.put_vec(c.waiting_for);
     out.put<uint8_t>(c.waits_for_any);
     out.put(c.instance);
-    out.put<uint8_t>(c.comm_creation);
   }
 }
 std::vector<CallInFlight> get_in_flight(WireIn& in) {
@@ -141,7 +140,6 @@ std::vector<CallInFlight> get_in_flight(WireIn& in) {
     c.waiting_for = in.get_vec<int>();
     c.waits_for_any = in.get<uint8_t>();
     c.instance = in.get<uint64_t>();
-    c.comm_creation = in.get<uint8_t>();
   }
   return calls;
 }

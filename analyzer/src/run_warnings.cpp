@@ -4,7 +4,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -133,7 +132,7 @@ std::vector<CallInFlight> Engine::calls_in_flight(Rank& r) {
         if (!def || !(format::function_role(def->name) & format::kRoleCreatesOverParent)) break;
         ci = r.interp.comms().find(c.comm, c.enter);
         if (!ci) break;
-        f.collective = f.comm_creation = true;
+        f.collective = true;
         f.comm = reported_comm_id(ci->gid);
         f.instance = r.interp.comms().creations_on(ci->gid);
         absent_members(*ci, f.instance, true);
@@ -214,11 +213,14 @@ void mismatched_collective_waits(std::vector<RankEnd>& ends) {
     int rank;
     CallInFlight* call;
   };
-  std::map<std::tuple<uint64_t, bool, uint64_t>, std::vector<Member>> instances;  // (comm, creation, instance)
+  // (comm, a creation's count or the collectives', instance)
+  std::map<std::tuple<uint64_t, bool, uint64_t>, std::vector<Member>> instances;
   for (RankEnd& e : ends)
     for (CallInFlight& c : e.in_flight)
-      if (c.collective && c.comm && c.instance != 0)
-        instances[{*c.comm, c.comm_creation, c.instance}].push_back({e.rank, &c});
+      if (c.collective && c.comm && c.instance != 0) {
+        const bool creation = format::function_role(c.function) & format::kRoleCreatesOverParent;
+        instances[{*c.comm, creation, c.instance}].push_back({e.rank, &c});
+      }
   for (auto& [instance, members] : instances) {
     const std::string& first = members.front().call->function;
     if (std::all_of(members.begin(), members.end(), [&](const Member& m) { return m.call->function == first; }))

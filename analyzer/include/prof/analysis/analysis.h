@@ -264,7 +264,6 @@ struct CallInFlight {
   // A communicator's creation over `comm` (collective, its every member
   // calling): which of the creations over it.
   uint64_t instance = 0;
-  bool comm_creation = false;
 };
 
 // How one rank's recording ended (docs/interfaces.md, `run_end`).
