@@ -5,7 +5,8 @@
 // before (MPI orders collective calls on a communicator alike everywhere).
 //
 // Invariant: Runtime::comm_gid maps a handle to the id of its latest
-// definition, under defs_mu.
+// definition, and (with PROF_HANG_WARN) Runtime::comm_members to that
+// definition's world ranks, both under defs_mu.
 #include "runtime_internal.h"
 
 #include <dlfcn.h>
@@ -82,6 +83,7 @@ void write_comm_definition(MPI_Comm handle, MPI_Comm members, uint64_t id, uint6
   {
     std::lock_guard<std::mutex> lock(rt->defs_mu);
     rt->comm_gid[uint32_t(handle)] = id;
+    if (rt->cfg.hang_warn_seconds > 0) rt->comm_members[uint32_t(handle)] = {ranks, remote};
   }
   define(format::definition_line::comm(uint32_t(handle), id, time, uint64_t(size), inter != 0,
                                        ranks, remote));

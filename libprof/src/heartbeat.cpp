@@ -165,28 +165,43 @@ void check_hangs(uint64_t t) {
     std::string whom;
     const format::FuncKind kind = f ? f->kind : format::FuncKind::Other;
     // The communicator as prof-analyze names it (MPI_COMM_WORLD, or its
-    // global id), and the peers as ranks of it: the world's ranks there.
+    // global id), and each peer as a rank of it, with its world rank where
+    // the two differ (an intercommunicator's peers are in its remote group).
     const bool world = copy.comm == uint32_t(MPI_COMM_WORLD);
     std::string comm = "MPI_COMM_WORLD";
+    const Runtime::CommMembers* members = nullptr;
+    // Held while `members` is read: another thread may define a communicator.
+    std::unique_lock<std::mutex> lock(rt->defs_mu, std::defer_lock);
     if (!world) {
-      std::lock_guard<std::mutex> lock(rt->defs_mu);
+      lock.lock();
       const auto it = rt->comm_gid.find(copy.comm);
       comm = it != rt->comm_gid.end() ? "communicator " + std::to_string(it->second)
                                       : "communicator handle " + format::hex(copy.comm);
+      const auto found = rt->comm_members.find(copy.comm);
+      if (found != rt->comm_members.end()) members = &found->second;
     }
-    const std::string ranks_of = world ? "" : " (ranks of that communicator)";
+    const auto peer_text = [&](int32_t peer) {
+      if (peer == MPI_ANY_SOURCE) return std::string("MPI_ANY_SOURCE");
+      if (peer == MPI_PROC_NULL) return std::string("MPI_PROC_NULL");
+      std::string text = std::to_string(peer);
+      if (world) return text;
+      if (members) {
+        const std::vector<int32_t>& group = members->remote.empty() ? members->local : members->remote;
+        if (peer >= 0 && size_t(peer) < group.size()) {
+          if (group[size_t(peer)] != peer) text += " (world rank " + std::to_string(group[size_t(peer)]) + ")";
+          return text;
+        }
+      }
+      return text + " (a rank of that communicator)";
+    };
     switch (kind) {
       case format::FuncKind::Send:
       case format::FuncKind::Recv:
       case format::FuncKind::Probe:
-        whom = copy.peer == MPI_ANY_SOURCE ? "peer MPI_ANY_SOURCE"
-                                           : "peer " + std::to_string(copy.peer);
-        whom += ", tag " + std::to_string(copy.tag) + ", " + comm + (copy.peer == MPI_ANY_SOURCE ? "" : ranks_of);
+        whom = "peer " + peer_text(copy.peer) + ", tag " + std::to_string(copy.tag) + ", " + comm;
         break;
       case format::FuncKind::SendRecv:
-        whom = "to " + std::to_string(copy.peer) + ", from " +
-               (copy.tag == MPI_ANY_SOURCE ? std::string("MPI_ANY_SOURCE") : std::to_string(copy.tag)) +
-               ", " + comm + ranks_of;
+        whom = "to " + peer_text(copy.peer) + ", from " + peer_text(copy.tag) + ", " + comm;
         break;
       case format::FuncKind::Collective:
       case format::FuncKind::AllToAll:
@@ -198,6 +213,7 @@ void check_hangs(uint64_t t) {
       default:
         break;
     }
+    if (lock.owns_lock()) lock.unlock();
     const double seconds = double(t - enter) * g.timer.ns_per_tick() * 1e-9;
     std::fprintf(stderr, "libprof: rank %d thread %u has been inside %s for %.1f s (PROF_HANG_WARN): "
                  "called from %s%s%s\n",

@@ -62,6 +62,12 @@ struct Runtime {
   uint32_t next_comm_seq = format::kFirstCreatedCommCounter;  // for the comm ids it leads
   std::unordered_map<uint32_t, uint64_t> comm_gid;  // handle -> global id of its latest definition
   std::unordered_map<uint64_t, uint64_t> idups_of;  // parent global id -> MPI_Comm_idup calls on it
+  // With PROF_HANG_WARN only: the world ranks of each defined communicator's
+  // group (and remote group), so a warning names a peer by its world rank.
+  struct CommMembers {
+    std::vector<int32_t> local, remote;
+  };
+  std::unordered_map<uint32_t, CommMembers> comm_members;  // handle -> its latest definition's
   std::atomic<bool> ended{false};
   // What could not be stored (full disk, failed write): written at the end.
   std::atomic<uint64_t> records_lost{0};

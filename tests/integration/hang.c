@@ -3,6 +3,10 @@
  *   hang deadlock INFO_DIR   ranks 0 and 1 each wait in MPI_Recv for the other,
  *                            rank 2 (and any further rank) in MPI_Barrier; all
  *                            inside interval 1. Never returns: killed by hang.sh.
+ *   hang deadlock_split INFO_DIR
+ *                            the same, but ranks 0 and 1 wait on a communicator
+ *                            of the two where world rank 0 is rank 1 and world
+ *                            rank 1 rank 0 (MPI_Comm_split, reversed keys).
  *   hang segv INFO_DIR       rank 1 dies of SIGSEGV while the others wait in
  *                            MPI_Allreduce (inside interval 1): it waits until
  *                            their INFO files say they are entering it.
@@ -37,7 +41,7 @@ static void note(const char* fmt, const char* func, int line) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: hang deadlock|segv|abort INFO_DIR\n");
+    fprintf(stderr, "usage: hang deadlock|deadlock_split|segv|abort INFO_DIR\n");
     return 2;
   }
   MPI_Init(&argc, &argv);
@@ -56,13 +60,18 @@ int main(int argc, char** argv) {
   if (write(info_fd, pid, (size_t)n) != n) abort();
   MPI_Barrier(MPI_COMM_WORLD);
 
+  const int split = strcmp(argv[1], "deadlock_split") == 0;
+  MPI_Comm pair = MPI_COMM_WORLD;
+  if (split) MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, 1 - rank, &pair);
+
   const char* fmt = "call %s %s %d %.6f\n";
   int x = 0, y = 0;
   PROF_INTERVAL_BEGIN(1);
-  if (strcmp(argv[1], "deadlock") == 0) {
+  if (strcmp(argv[1], "deadlock") == 0 || split) {
     if (rank < 2) {
+      /* The other rank: 1 - rank in the world, rank in the reversed pair. */
       note(fmt, "MPI_Recv", __LINE__ + 1);
-      MPI_Recv(&x, 1, MPI_INT, 1 - rank, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Recv(&x, 1, MPI_INT, split ? rank : 1 - rank, 7, pair, MPI_STATUS_IGNORE);
     } else {
       note(fmt, "MPI_Barrier", __LINE__ + 1);
       MPI_Barrier(MPI_COMM_WORLD);

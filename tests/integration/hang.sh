@@ -10,6 +10,10 @@
 #                  PROF_HANG_WARN=0.5; once every rank is inside its call, 1.5 s
 #                  later each rank gets SIGTERM (sent here, by pid).
 #   deadlock_kill  the same without PROF_HANG_WARN, killed by SIGKILL.
+#   deadlock_term_split
+#                  deadlock_term with ranks 0 and 1 on a communicator of the
+#                  two in reversed order: PROF_HANG_WARN names each peer by
+#                  its rank there and by its world rank.
 #   deadlock_term_fortran
 #                  deadlock_term with HANG = hang_fortran (MPI_RECV and
 #                  MPI_BARRIER from Fortran, through MPICH's Fortran bindings):
@@ -36,6 +40,7 @@ np=3
 envs=("PROF_OUTPUT=$out/trace" "LD_PRELOAD=$shim")
 case "$case_" in
   deadlock_term|deadlock_term_fortran) mode=deadlock signal=TERM; envs+=("PROF_HANG_WARN=0.5") ;;
+  deadlock_term_split) mode=deadlock_split signal=TERM; envs+=("PROF_HANG_WARN=0.5") ;;
   deadlock_kill) mode=deadlock signal=KILL ;;
   segv) mode=segv signal=KILL ;;
   abort) mode=abort signal=KILL ;;
@@ -69,7 +74,7 @@ wait_for() {  # wait_for SECONDS CMD...: polls CMD every 0.05 s
 }
 
 kill_time=0
-if [ $mode = deadlock ]; then
+if [ "${mode%_split}" = deadlock ]; then
   if ! wait_for 30 inside 0 1 2; then
     echo "FAIL: the ranks never reached their calls"; ls -la "$out/info"; cat "$out"/info/*; cat "$out/stderr"; cleanup; exit 1
   fi

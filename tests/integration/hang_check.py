@@ -7,7 +7,8 @@ import sys
 
 case, out, kill_time = sys.argv[1], sys.argv[2], float(sys.argv[3])
 program = sys.argv[4] if len(sys.argv) > 4 else 'integ_hang'
-term = case.startswith('deadlock_term')  # deadlock_term, deadlock_term_fortran
+term = case.startswith('deadlock_term')  # deadlock_term, deadlock_term_fortran, deadlock_term_split
+split = case == 'deadlock_term_split'  # ranks 0 and 1 on a pair in reversed order
 fails = []
 
 
@@ -60,8 +61,13 @@ for r in flight_ranks:
         fail(f'rank {r}: barrier waiting_for {f.get("waiting_for")}, expected [0, 1]')
     if want['function'] == 'MPI_Allreduce' and f.get('waiting_for') != [1]:
         fail(f'rank {r}: allreduce waiting_for {f.get("waiting_for")}, expected [1]')
-    # Every call hang.c leaves in flight is on MPI_COMM_WORLD, which reports number 0.
-    if f.get('comm') != 0:
+    # Every call hang.c leaves in flight is on MPI_COMM_WORLD, which reports
+    # number 0, but for the split case's pair.
+    if split and r < 2:
+        other = (ends.get(1 - r) or {}).get('in_flight') or {}
+        if f.get('comm') in (0, None) or f.get('comm') != other.get('comm'):
+            fail(f"rank {r}: communicator {f.get('comm')}, expected the pair's, not MPI_COMM_WORLD")
+    elif f.get('comm') != 0:
         fail(f"rank {r}: communicator {f.get('comm')}, expected 0 (MPI_COMM_WORLD)")
     # The wait runs to the last moment alive: the kill, within 0.5 s.
     waited = e['last_alive'] - f['entered']
@@ -158,8 +164,12 @@ if term:
         if len(mine) != 1 or func not in mine[0] or not re.search(site, mine[0]):
             fail(f'rank {r}: PROF_HANG_WARN lines {mine}, expected one naming {func} and its site '
                  f'{calls[r]["file"]}:{calls[r]["line"]}')
-        elif func == 'MPI_Recv' and f'peer {1 - r}' not in mine[0]:
+        elif func == 'MPI_Recv' and not split and f'peer {1 - r}, tag 7, MPI_COMM_WORLD' not in mine[0]:
             fail(f'rank {r}: the warning does not name peer {1 - r}: {mine[0]}')
+        elif func == 'MPI_Recv' and split and not re.search(
+                r'peer %d \(world rank %d\), tag 7, communicator \d+' % (r, 1 - r), mine[0]):
+            # The pair's rank r is world rank 1 - r.
+            fail(f'rank {r}: the warning does not name peer {r} (world rank {1 - r}) of the pair: {mine[0]}')
 elif warns:
     fail(f'PROF_HANG_WARN is off, yet: {warns}')
 

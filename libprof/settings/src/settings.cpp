@@ -254,8 +254,9 @@ const std::vector<ConfigVariable>& config_variables() {
       s.description =
           "A thread inside one MPI call for longer than this prints one line on stderr naming "
           "the call, where it was called from (file:line when binutils' addr2line is installed "
-          "and the program has debug info, else binary+offset) and its peer or communicator, "
-          "while the job still runs (checked by the heartbeat thread, every 0.1 s; once per call).";
+          "and the program has debug info, else binary+offset) and its peer or communicator "
+          "(a peer on another communicator than MPI_COMM_WORLD as its rank there, then its "
+          "world rank), while the job still runs (checked by the heartbeat thread, every 0.1 s; once per call).";
       s.parse = parse_hang_warn;
       s.resolved = [](const Config& c) {
         return c.hang_warn_seconds > 0 ? shortest(c.hang_warn_seconds) : std::string();
