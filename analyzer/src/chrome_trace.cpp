@@ -224,8 +224,9 @@ struct ChromeHandler {
         default: break;
       }
     if (schema && schema->has(format::Field::Comm)) add_comm();
-    if (e.call_site != 0) {
-      // The call's own site (format 7): file:line, else object+offset.
+    if (e.call_site != 0 && !e.in_flight) {
+      // The call's own site (format 7): file:line, else object+offset; a
+      // call in flight's below.
       if (const uint32_t site = reg.site(index, e.call_site); site != 0) {
         if (site_labels.size() <= site) site_labels.resize(reg.sites.size());
         std::string& label = site_labels[site];

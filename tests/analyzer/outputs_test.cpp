@@ -967,6 +967,50 @@ TEST(Outputs, CallsInFlightWaitallAndRecordedSlot) {
     }
 }
 
+// A call in flight counts in the call-site profile as in the function
+// profile: at a site a record of its function defined (rank 0's Allreduce at
+// app.c:300, index 2), and at one no record defined (rank 1's Recv: the
+// shim gives a site its index when a record first carries it), reported by
+// address as any unresolved site. With PROF_CALLSITES=0 it has no site.
+TEST(Outputs, CallsInFlightCountInTheCallSiteProfile) {
+  for (const bool sites_off : {false, true}) {
+    TraceBuilder b(2);
+    for (int r = 0; r < 2; ++r) {
+      b.init(r, 0, 1 * kMs);
+      if (sites_off) b.w(r).setting("PROF_CALLSITES", {"0", true});
+      b.collective(r, Allreduce, 2 * kMs, 3 * kMs, kWorld, 8, format::kNoRequest, 0, sites_off ? 0 : 1);
+    }
+    format::InFlightSlot allreduce = in_flight_slot(Allreduce, 5 * kMs, -1, -1, kWorld);
+    allreduce.site_func = 0x403000u | (uint64_t{Allreduce} << 48);
+    b.w(0).live(20 * kMs, {allreduce});
+    format::InFlightSlot recv = in_flight_slot(Recv, 4 * kMs, 0, 9, kWorld);
+    recv.site_func = 0x405000u | (uint64_t{Recv} << 48);
+    b.w(1).live(20 * kMs, {recv});
+    std::string out;
+    const json j = killed_run_report(b, &out);
+    const json& root = j["intervals"][0];
+    ASSERT_EQ(root["calls"]["MPI_Recv"], 1) << out;
+    ASSERT_EQ(root["calls"]["MPI_Allreduce"], 3) << out;
+    std::map<std::string, json> by_site;
+    for (const json& c : root["callsites"]) by_site[c["function"].get<std::string>() + " " + c["site"].get<std::string>()] = c;
+    if (sites_off) {
+      EXPECT_TRUE(by_site.empty()) << root["callsites"];
+      continue;
+    }
+    ASSERT_EQ(by_site.size(), 3u) << root["callsites"];
+    const json& recorded = by_site["MPI_Allreduce app.c:200"];
+    EXPECT_EQ(recorded["calls"], 2) << recorded;
+    EXPECT_NEAR(recorded["time"].get<double>(), 0.002, 1e-9);
+    const json& in_flight = by_site["MPI_Allreduce app.c:300"];
+    EXPECT_EQ(in_flight["calls"], 1) << root["callsites"];
+    EXPECT_NEAR(in_flight["time"].get<double>(), 0.015, 1e-9);
+    const json& first_at_its_site = by_site["MPI_Recv 0x405000"];
+    EXPECT_EQ(first_at_its_site["calls"], 1) << root["callsites"];
+    EXPECT_NEAR(first_at_its_site["time"].get<double>(), 0.016, 1e-9);
+    EXPECT_TRUE(first_at_its_site["file"].is_null());
+  }
+}
+
 // A Waitall given 2 of the rank's 3 active requests (two receives from rank
 // 1, one from rank 2): the trace does not say which, so it may wait for rank
 // 1 alone, which was computing when the job was killed and could have

@@ -64,6 +64,8 @@ void RankTrace::Cursor::Impl::fill_in_flight(Event& e, const Prepared& r) const 
   e.stream = stream_id;
   e.in_flight = true;
   e.site = c.site;
+  e.call_site = c.call_site;
+  e.call_site_index = c.call_site_index;
   switch (c.kind) {
     case FuncKind::Send:
     case FuncKind::Recv:

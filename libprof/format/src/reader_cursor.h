@@ -1039,9 +1039,7 @@ template <bool kOwned>
 inline void RankTrace::Cursor::Impl::fill(Event& e, const Prepared& r, uint8_t* groups) {
   using namespace format;
   if (!r.rec) [[unlikely]] {
-    fill_in_flight(e, r);
-    e.call_site = 0;  // its site is an address (Event::site)
-    e.call_site_index = 0;
+    fill_in_flight(e, r);  // its site: an address (Event::site), and the rank's index of it
     if constexpr (kOwned) {
       *groups = kAllGroups;
       batch_tails_set = true;

@@ -509,6 +509,7 @@ std::unique_ptr<RankTrace> RankTrace::open(const std::string& path, std::string*
     impl->heartbeat = 0;
     impl->live_slots.clear();
   }
+  impl->define_live_sites();
   impl->finish_warnings();
   return std::unique_ptr<RankTrace>(new RankTrace(std::move(impl)));
 }

@@ -285,6 +285,10 @@ struct RankTrace::Impl {
   mutable std::vector<InFlightCall> in_flight;
   mutable uint64_t last_alive = 0;
   void compute_live() const;
+  // Each live slot's call site as a record's (site index, CallSiteDef id),
+  // by stream id; a site no record defined is defined here (define_live_sites).
+  std::vector<std::pair<uint32_t, std::pair<uint8_t, uint32_t>>> live_sites;
+  void define_live_sites();
   // The in-flight call of stream `stream_index`, if any.
   const InFlightCall* in_flight_of(size_t stream_index) const;
 

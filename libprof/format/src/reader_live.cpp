@@ -13,6 +13,68 @@
 
 namespace prof::trace {
 
+namespace {
+
+// The application's call site of a slot: the language binding's return
+// address when one called the C function (the C wrapper's then lies inside
+// the binding's library), as the shim keys its sites (resolve_call_site).
+uint64_t slot_site(const format::LiveSlot& live_slot) {
+  return live_slot.binding_site != 0 ? live_slot.binding_site & format::kSiteMask
+                                     : live_slot.slot.site_func & format::kSiteMask;
+}
+
+}  // namespace
+
+// A call in flight has no record, so its site may have no index yet: the
+// shim gives a site its index (A definition) when a record first carries it,
+// and a blocking call from a new site that never returned has none. Such a
+// site gets the function's next index and a new CallSiteDef id here, before
+// any cursor reads the tables, so the call-site profile counts the call where
+// the function profile does (the site of a hang is often the one line it is
+// not made from twice). As the shim: nothing for a run with PROF_CALLSITES=0,
+// an unknown address, or a function with kSiteIndexes sites already.
+void RankTrace::Impl::define_live_sites() {
+  if (live_slots.empty() || header.version < format::kFirstSiteVersion) return;
+  const auto setting = settings.find("PROF_CALLSITES");
+  if (setting != settings.end() && setting->second.value == "0") return;
+  for (const auto& [stream_id, live_slot] : live_slots) {
+    const uint16_t func = static_cast<uint16_t>(live_slot.slot.site_func >> 48);
+    const uint64_t address = slot_site(live_slot);
+    if (address == 0 || func >= format::kRepeatFuncs) continue;
+    uint8_t index = 0;
+    uint32_t last_index = 0;
+    for (uint32_t i = 1; i <= format::kSiteIndexes; ++i) {
+      const size_t at = size_t{i} << format::kSiteShift | func;
+      const uint32_t id = at < call_site_ids.size() ? call_site_ids[at] : 0;
+      if (id == 0) continue;
+      last_index = i;
+      const auto def = callsite_index.find(id);
+      if (def != callsite_index.end() && callsites[def->second].address == address) {
+        index = static_cast<uint8_t>(i);
+        break;
+      }
+    }
+    if (index == 0 && last_index < format::kSiteIndexes) {
+      uint32_t id = 0;
+      for (const auto& [defined, _] : callsite_index) id = std::max(id, defined);
+      ++id;
+      CallSiteDef def;
+      def.id = id;
+      def.address = address;
+      callsite_index.emplace(id, callsites.size());
+      callsites.push_back(std::move(def));
+      index = static_cast<uint8_t>(last_index + 1);
+      const size_t at = size_t{index} << format::kSiteShift | func;
+      if (at >= call_site_ids.size()) call_site_ids.resize(at + 1, 0);
+      call_site_ids[at] = id;
+    }
+    if (index != 0) {
+      const size_t at = size_t{index} << format::kSiteShift | func;
+      live_sites.push_back({stream_id, {index, call_site_ids[at]}});
+    }
+  }
+}
+
 void RankTrace::Impl::compute_live() const {
   std::call_once(live_once, [this] {
     uint64_t alive = heartbeat;
@@ -37,11 +99,12 @@ void RankTrace::Impl::compute_live() const {
       InFlightCall call;
       call.stream = stream_id;
       call.func = static_cast<uint16_t>(slot.site_func >> 48);
-      // The application's call site: the language binding's return address
-      // when one called the C function (the C wrapper's then lies inside the
-      // binding's library).
-      call.site = live_slot.binding_site != 0 ? live_slot.binding_site & format::kSiteMask
-                                              : slot.site_func & format::kSiteMask;
+      call.site = slot_site(live_slot);
+      for (const auto& [site_stream, site] : live_sites)
+        if (site_stream == stream_id) {
+          call.call_site_index = site.first;
+          call.call_site = site.second;
+        }
       call.enter = slot.enter;
       call.peer = slot.peer;
       call.tag = slot.tag;

@@ -50,7 +50,8 @@ struct Event {
   // (RankTrace::last_alive). Send/Recv/Probe/Isend/Irecv: peer and tag as asked;
   // SendRecv: peer = destination, recv_peer/recv_tag the source and tag asked;
   // collectives: comm and root; Completion: `request` the first request waited
-  // on, `bytes` how many. No bytes, no completions.
+  // on, `bytes` how many. No bytes, no completions. Its site: `site`, and
+  // call_site_index and call_site as a recorded call's (InFlightCall).
   bool in_flight = false;
   uint32_t stream = 0;             // thread stream index
   int32_t peer = -1, tag = -1;     // comm-local peer / tag (Recv, Probe: actual; Irecv: requested)
@@ -86,6 +87,12 @@ struct InFlightCall {
   int32_t peer = -1, tag = -1;  // as format::InFlightSlot says for the kind
   uint32_t comm = 0;
   uint32_t extra = 0;
+  // The site as a recorded call's (Event::call_site_index, Event::call_site):
+  // the rank's index of `site` for `func`, given one by the reader when no
+  // record made a call there (0: none, as for a recorded call past the
+  // function's kSiteIndexes-th site or with PROF_CALLSITES=0).
+  uint32_t call_site = 0;
+  uint8_t call_site_index = 0;
 };
 
 struct FunctionDef {
