@@ -45,7 +45,7 @@ namespace prof::shim {
 
 // MPI_Init and MPI_Init_thread: the timer starts before PMPI_Init so the
 // record of MPI_Init covers it (MPI_Wtime, usable only once MPI is up, starts
-// after), then the rest of the set-up.
+// after), then the rest of the set-up, to the call's return.
 template <class InitCall>
 int init_common(uint16_t id, InitCall&& call, int* provided_out, void* return_address) {
   if (!g.mpi_reached) reach_mpi_library();
@@ -65,9 +65,8 @@ int init_common(uint16_t id, InitCall&& call, int* provided_out, void* return_ad
   if (cfg.timer == format::TimerKind::MpiWtime) timer_ready = g.timer.init(cfg.timer, &why);
   if (!timer_ready) errors.push_back("PROF_TIMER=" + std::string(format::timer_name(cfg.timer)) +
                                      ": " + why);
-  const uint64_t t1 = timer_ready ? g.timer.now() : 0;
-  start_recording(cfg, std::move(errors), id, t0 ? t0 : t1, t1,
-                  provided_out ? *provided_out : -1, return_address);
+  const uint64_t entered = t0 ? t0 : timer_ready ? g.timer.now() : 0;
+  start_recording(cfg, std::move(errors), id, entered, provided_out ? *provided_out : -1, return_address);
   return rc;
 }
 
@@ -95,21 +94,22 @@ PROF_EXPORT int MPI_Finalize(void) {
   if (!ts) return PMPI_Finalize();
   g.timer.finish_calibration();
   // In flight from here: the closing clock sync waits for every rank, and a
-  // rank that never comes leaves this one inside MPI_Finalize. (The record
-  // starts after the sync, which is the profiler's time, not the program's.)
+  // rank that never comes leaves this one inside MPI_Finalize. The record
+  // starts here, at the call: the run ends where the program called it
+  // (docs/metrics.md, "The root"), and a rank's wait in the sync for the
+  // slower ranks is inside the call, not counted as its computation.
   prof::format::InFlightSlot* const slot =
       call_enter(ts, kId_MPI_Finalize, __builtin_return_address(0), -1, -1, 0, 0);
-  call_entered(slot, now());
+  const uint64_t called = now();
+  call_entered(slot, called);
   const SyncResult sync = synchronize_clocks(g.timer, MPI_COMM_WORLD, rt->cfg.sync, &rt->sync_comm);
   if (rt->sync_comm != MPI_COMM_NULL) PMPI_Comm_free(&rt->sync_comm);
   char npt[64];
   std::snprintf(npt, sizeof npt, "%.12g", g.timer.ns_per_tick());
   define(prof::format::definition_line::meta("ns_per_tick", npt) +
          prof::format::definition_line::clock_sync("final", sync.local_ticks, sync.offset_ns, sync.rtt_ns));
-  const uint64_t t0 = now();
   const int rc = PMPI_Finalize();
-  const uint64_t t1 = now();
-  record_plain(ts, kId_MPI_Finalize, t0, t1, rc == MPI_SUCCESS);
+  record_plain(ts, kId_MPI_Finalize, called, now(), rc == MPI_SUCCESS);
   call_done(ts);
   call_end(ts);
   stop_heartbeat();

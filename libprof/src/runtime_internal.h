@@ -122,8 +122,10 @@ void define_comm(MPI_Comm comm, uint64_t time);
 void define_idup(MPI_Comm parent, MPI_Comm newcomm, uint64_t time);
 
 // start.cpp
+// Sets up the recording, MPI_Init's record last: from `entered` (raw ticks)
+// to the set-up's end, where the call returns to the program.
 void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_t init_id,
-                     uint64_t t0, uint64_t t1, int provided, void* init_return_address);
+                     uint64_t entered, int provided, void* init_return_address);
 
 // markers.cpp
 uint32_t callsite_id_for_address(uintptr_t address, std::string* lines = nullptr);

@@ -280,7 +280,7 @@ std::string start_definitions(const Config& cfg, int rank, int size, int provide
 }  // namespace
 
 void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_t init_id,
-                     uint64_t t0, uint64_t t1, int provided, void* init_return_address) {
+                     uint64_t entered, int provided, void* init_return_address) {
   log_level = cfg.log_level;
 
   int rank = 0, size = 1;
@@ -298,9 +298,7 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
     // MPI_Init's times move with it.
     const uint64_t before = g.timer.now();
     g.timer.set_test_shift_ns(shift_ns);
-    const uint64_t delta = g.timer.now() - before;
-    t0 += delta;
-    t1 += delta;
+    entered += g.timer.now() - before;
   }
   std::string problem;  // this rank's reason not to record, if any
   for (const auto& e : errors) problem += (problem.empty() ? "" : "; ") + e;
@@ -413,14 +411,18 @@ void start_recording(const Config& cfg, std::vector<std::string> errors, uint16_
   // The thread that called MPI_Init is stream 0, and its first record is MPI_Init.
   ThreadState* ts = new ThreadState();
   ts->stream = rt->next_stream++;
-  ts->last_enter = t0;
+  ts->last_enter = entered;
   ts->attached = true;
   map_first_or_next(ts);
   pthread_key_create(&thread_exit_key, on_thread_exit);
   register_thread(ts);
   g.recording = true;
   g.fast = g.timer.plain_tsc();
-  record_plain(ts, init_id, t0, t1, true);
+  // The record ends here, as MPI_Init returns to the program: the run starts
+  // there (docs/metrics.md, "The root"), so the clock sync above, which waits
+  // for the slowest rank to arrive, is inside the call, not the program's
+  // computation.
+  record_plain(ts, init_id, entered, now(), true);
   start_heartbeat();
 }
 
