@@ -771,6 +771,8 @@ struct Handler {
   void problem(WarningKind kind, F&& example, uint64_t count = 1) {
     r.warn.add(kind, example, count);
   }
+  // Where the warnings' times count from: the trace's start (global ns).
+  double time_origin() const;
   // IntervalTracker handler interface.
   void root_started(double t);
   uint32_t interval_begun(uint32_t stream, const Event& begin, double t, uint32_t parent);

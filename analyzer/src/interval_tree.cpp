@@ -13,6 +13,8 @@ void Handler::root_started(double t) {
   r.set_context(t, r.context());
 }
 
+double Handler::time_origin() const { return eng.t_first_; }
+
 // The node of a begin that is not the parent's last child entered.
 uint32_t Handler::child_node(const Event& e, uint32_t parent) {
   const uint32_t site = eng.reg_.site(r.index, e.callsite);

@@ -227,9 +227,15 @@ class IntervalTracker {
     h.root_ended(t);
   }
 
-  static std::string seconds(double ns) {
+  // A warning's time: seconds from where the handler's times count from
+  // (`time_origin()`, global ns: the analysis's is the trace's start, as every
+  // report's times), or from 0 for a handler without one.
+  template <class H>
+  static std::string seconds(double ns, const H& h) {
+    double origin = 0;
+    if constexpr (requires { h.time_origin(); }) origin = h.time_origin();
     char b[48];
-    std::snprintf(b, sizeof b, "%.6f s", ns * 1e-9);
+    std::snprintf(b, sizeof b, "%.6f s", (ns - origin) * 1e-9);
     return b;
   }
 
@@ -258,7 +264,7 @@ class IntervalTracker {
       ++unbalanced_;
       h.problem(WarningKind::EndWithoutBegin, [&] {
         return "rank " + std::to_string(rank_) + ": end of interval " +
-               std::to_string(e.interval_id) + " at " + seconds(enter);
+               std::to_string(e.interval_id) + " at " + seconds(enter, h);
       }, 1);
       return;
     }
@@ -266,7 +272,7 @@ class IntervalTracker {
     h.problem(WarningKind::IntervalsCrossing, [&] {
       return "rank " + std::to_string(rank_) + ": end of interval " +
              std::to_string(e.interval_id) + " while interval " +
-             std::to_string(stack.back().id) + " is open, at " + seconds(enter);
+             std::to_string(stack.back().id) + " is open, at " + seconds(enter, h);
     }, stack.size() - i);
     while (stack.size() >= i) {
       const OpenInterval o = stack.back();
@@ -290,7 +296,7 @@ class IntervalTracker {
         unbalanced_ += stack.size();
         h.problem(WarningKind::BeginNeverClosed, [&] {
           return "rank " + std::to_string(rank_) + ": interval " + std::to_string(stack.back().id) +
-                 " opened at " + seconds(stack.back().start);
+                 " opened at " + seconds(stack.back().start, h);
         }, stack.size());
       }
       while (!stack.empty()) {

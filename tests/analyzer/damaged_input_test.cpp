@@ -510,6 +510,27 @@ TEST(DamagedInput, UnbalancedMarkersAreCountedNotFatal) {
   EXPECT_EQ(run_cli(b.dir()).status, 0);
 }
 
+// The unbalanced markers' warnings give their times from the trace's start
+// (its earliest event, here MPI_Init's enter at 10 ms), as every report's
+// times and --window are: where to look in the timeline.
+TEST(DamagedInput, UnbalancedMarkersWarningsCountFromTheTracesStart) {
+  TraceBuilder b(1);
+  b.init(0, 10 * kMs, 11 * kMs);
+  b.end(0, 12 * kMs, 7);
+  b.begin(0, 13 * kMs, 1);
+  b.begin(0, 14 * kMs, 2, 2);
+  b.end(0, 15 * kMs, 1);
+  b.begin(0, 16 * kMs, 3, 3);
+  b.finalize(0, 19 * kMs, 20 * kMs);
+  b.close();
+  const auto a = analyze_checked(b.dir());
+  ASSERT_TRUE(a.usable());
+  EXPECT_TRUE(any_example_contains(a, "end of interval 7 at 0.002000 s")) << warnings_text(a);
+  EXPECT_TRUE(any_example_contains(a, "end of interval 1 while interval 2 is open, at 0.005000 s"))
+      << warnings_text(a);
+  EXPECT_TRUE(any_example_contains(a, "interval 3 opened at 0.006000 s")) << warnings_text(a);
+}
+
 TEST(DamagedInput, GarbageFileAmongRanks) {
   TraceBuilder b(2);
   build_ring(b, 2);
