@@ -8,6 +8,8 @@
 #include <map>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "json_parts.h"
 #include "prof/analysis/characteristics.h"
@@ -124,29 +126,34 @@ Comparison compare(const Analysis& a, const Analysis& b) {
   c.waits_known = a.waits_known && b.waits_known;
   c.functions_known = a.functions_known && b.functions_known;
   c.differences = run_differences(a, b);
-  // B's nodes by key, each key's nodes in tree order.
-  std::map<Key, std::vector<size_t>> in_b;
-  for (size_t i = 1; i < b.intervals.size(); ++i) in_b[key_of(b.intervals[i])].push_back(i);
-  std::map<Key, size_t> taken;  // of each key, how many of B's are matched
+  // Nodes match as the tree's nodes are told apart (parent, interval id,
+  // call site): A's node with B's of the same key under B's match of its
+  // parent, the k-th of a key there with the k-th (tree order, parents
+  // first). A node whose parent matched nothing matches nothing either.
+  using ParentKey = std::pair<int, Key>;  // (B's parent index, key)
+  std::map<ParentKey, std::vector<size_t>> in_b;
+  for (size_t i = 1; i < b.intervals.size(); ++i)
+    in_b[{b.intervals[i].parent, key_of(b.intervals[i])}].push_back(i);
+  std::map<ParentKey, size_t> taken;  // of each key, how many of B's are matched
   std::vector<bool> b_matched(b.intervals.size(), false);
+  std::vector<int> match_in_b(a.intervals.size(), -1);
   for (size_t i = 0; i < a.intervals.size(); ++i) {
     const IntervalNode& n = a.intervals[i];
     ComparedInterval e = entry(n);
     e.a = &n;
+    int found = -1;
     if (i == 0) {
-      if (!b.intervals.empty()) {
-        e.b = &b.intervals[0];
-        b_matched[0] = true;
-      }
-    } else {
-      const Key k = key_of(n);
+      if (!b.intervals.empty()) found = 0;
+    } else if (n.parent >= 0 && size_t(n.parent) < i && match_in_b[size_t(n.parent)] >= 0) {
+      const ParentKey k{match_in_b[size_t(n.parent)], key_of(n)};
       auto it = in_b.find(k);
       size_t& used = taken[k];
-      if (it != in_b.end() && used < it->second.size()) {
-        e.b = &b.intervals[it->second[used]];
-        b_matched[it->second[used]] = true;
-        ++used;
-      }
+      if (it != in_b.end() && used < it->second.size()) found = int(it->second[used++]);
+    }
+    if (found >= 0) {
+      e.b = &b.intervals[size_t(found)];
+      b_matched[size_t(found)] = true;
+      match_in_b[i] = found;
     }
     (e.b ? c.matched : c.only_a).push_back(e);
   }

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 #include "prof/analysis/compare.h"
 #include "prof/analysis/report.h"
@@ -182,6 +184,46 @@ TEST(Compare, FunctionsAndWaitStatesOfAnIntervalAreComparedToo) {
   EXPECT_NE(out.find("--otf2 takes one trace"), std::string::npos) << out;
   EXPECT_EQ(run_cli("--compare " + ba.dir() + " " + bb.dir() + " --callsites", &out), 1);
   EXPECT_NE(out.find("--callsites lists one trace's call sites, not --compare"), std::string::npos) << out;
+}
+
+// Interval 5 nested in interval 1 (20 ms) and in interval 2 (2 ms), the two
+// parents run in the other order in B: each 5 matches the 5 under the same
+// parent, not the k-th 5 in tree order. A 5 under a parent only A has is A's
+// alone.
+TEST(Compare, NestedIntervalsMatchUnderTheSameParent) {
+  auto tree = [](const std::vector<std::tuple<int, uint16_t, double>>& nodes) {
+    analysis::Analysis r;  // nodes in tree order: (parent index, id, execution time)
+    r.intervals.emplace_back();
+    r.intervals[0].source_file = "app";
+    for (const auto& [parent, id, seconds] : nodes) {
+      analysis::IntervalNode n;
+      n.parent = parent;
+      n.id = id;
+      n.level = r.intervals[size_t(parent)].level + 1;
+      n.source_file = "app.c";
+      n.line = 10 * id;
+      n.main.execution_time = seconds;
+      r.intervals[size_t(parent)].children.push_back(int(r.intervals.size()));
+      r.intervals.push_back(n);
+    }
+    return r;
+  };
+  const analysis::Analysis a = tree({{0, 1, 0.1}, {1, 5, 0.020}, {0, 2, 0.1}, {3, 5, 0.002}, {0, 3, 0.1}, {5, 5, 0.5}});
+  const analysis::Analysis b = tree({{0, 2, 0.1}, {1, 5, 0.003}, {0, 1, 0.1}, {3, 5, 0.021}, {0, 4, 0.1}, {5, 5, 0.6}});
+  const analysis::Comparison c = analysis::compare(a, b);
+  int fives = 0;
+  for (const analysis::ComparedInterval& e : c.matched) {
+    if (!e.id || *e.id != 5) continue;
+    ++fives;
+    EXPECT_EQ(*a.intervals[size_t(e.a->parent)].id, *b.intervals[size_t(e.b->parent)].id);
+    EXPECT_NEAR(e.b->main.execution_time - e.a->main.execution_time, 0.001, 1e-12)
+        << "parent " << *a.intervals[size_t(e.a->parent)].id;
+  }
+  EXPECT_EQ(fives, 2);
+  ASSERT_EQ(c.only_a.size(), 2u);  // interval 3 and its 5
+  EXPECT_EQ(*c.only_a[1].id, 5);
+  ASSERT_EQ(c.only_b.size(), 2u);  // interval 4 and its 5
+  EXPECT_EQ(*c.only_b[1].id, 5);
 }
 
 TEST(Compare, BadInputIsNamedWithExitStatus2) {

@@ -2,9 +2,10 @@
 // differs in what they ran under, then per interval each main characteristic
 // of both, B - A and B / A.
 //
-// Intervals are matched by id and call site (file and line, or the
-// unresolved address), the k-th node of a key in A's tree order with the
-// k-th of B's; the roots (the whole runs) always match. Matched intervals,
+// Intervals are matched as tree nodes: by id and call site (file and line,
+// or the unresolved address) under the same parent (B's match of the A
+// node's parent), the k-th of a key there in A's tree order with the k-th of
+// B's; the roots (the whole runs) always match. Matched intervals,
 // the roots among them, come by the change in lost time, largest |B - A|
 // first (ties in A's tree order);
 // nodes found in one run only are listed apart. Runs of different rank counts
