@@ -285,10 +285,19 @@ struct RankTrace::Impl {
   mutable std::vector<InFlightCall> in_flight;
   mutable uint64_t last_alive = 0;
   void compute_live() const;
-  // Each live slot's call site as a record's (site index, CallSiteDef id),
-  // by stream id; a site no record defined is defined here (define_live_sites).
-  std::vector<std::pair<uint32_t, std::pair<uint8_t, uint32_t>>> live_sites;
+  // A call's site as its function's A definitions give it: its index and
+  // CallSiteDef id (0 and 0: none), and the highest index the function has.
+  struct SiteOfCall {
+    uint8_t index = 0;
+    uint32_t id = 0;
+    uint32_t last_index = 0;
+  };
+  SiteOfCall site_of_call(uint16_t func, uint64_t address) const;
+  // Defines the site of each live slot that no record defined (at open);
+  // live_sites: whether the calls in flight have sites (as the shim records
+  // them: format 7 on, PROF_CALLSITES not 0).
   void define_live_sites();
+  bool live_sites = false;
   // The in-flight call of stream `stream_index`, if any.
   const InFlightCall* in_flight_of(size_t stream_index) const;
 

@@ -25,6 +25,24 @@ uint64_t slot_site(const format::LiveSlot& live_slot) {
 
 }  // namespace
 
+RankTrace::Impl::SiteOfCall RankTrace::Impl::site_of_call(uint16_t func, uint64_t address) const {
+  SiteOfCall found;
+  if (address == 0 || func >= format::kRepeatFuncs) return found;
+  for (uint32_t i = 1; i <= format::kSiteIndexes; ++i) {
+    const size_t at = size_t{i} << format::kSiteShift | func;
+    const uint32_t id = at < call_site_ids.size() ? call_site_ids[at] : 0;
+    if (id == 0) continue;
+    found.last_index = i;
+    const auto def = callsite_index.find(id);
+    if (def != callsite_index.end() && callsites[def->second].address == address) {
+      found.index = static_cast<uint8_t>(i);
+      found.id = id;
+      break;
+    }
+  }
+  return found;
+}
+
 // A call in flight has no record, so its site may have no index yet: the
 // shim gives a site its index (A definition) when a record first carries it,
 // and a blocking call from a new site that never returned has none. Such a
@@ -37,41 +55,25 @@ void RankTrace::Impl::define_live_sites() {
   if (live_slots.empty() || header.version < format::kFirstSiteVersion) return;
   const auto setting = settings.find("PROF_CALLSITES");
   if (setting != settings.end() && setting->second.value == "0") return;
-  for (const auto& [stream_id, live_slot] : live_slots) {
+  live_sites = true;
+  for (const auto& by_stream : live_slots) {
+    const format::LiveSlot& live_slot = by_stream.second;
     const uint16_t func = static_cast<uint16_t>(live_slot.slot.site_func >> 48);
     const uint64_t address = slot_site(live_slot);
-    if (address == 0 || func >= format::kRepeatFuncs) continue;
-    uint8_t index = 0;
-    uint32_t last_index = 0;
-    for (uint32_t i = 1; i <= format::kSiteIndexes; ++i) {
-      const size_t at = size_t{i} << format::kSiteShift | func;
-      const uint32_t id = at < call_site_ids.size() ? call_site_ids[at] : 0;
-      if (id == 0) continue;
-      last_index = i;
-      const auto def = callsite_index.find(id);
-      if (def != callsite_index.end() && callsites[def->second].address == address) {
-        index = static_cast<uint8_t>(i);
-        break;
-      }
-    }
-    if (index == 0 && last_index < format::kSiteIndexes) {
-      uint32_t id = 0;
-      for (const auto& [defined, _] : callsite_index) id = std::max(id, defined);
-      ++id;
-      CallSiteDef def;
-      def.id = id;
-      def.address = address;
-      callsite_index.emplace(id, callsites.size());
-      callsites.push_back(std::move(def));
-      index = static_cast<uint8_t>(last_index + 1);
-      const size_t at = size_t{index} << format::kSiteShift | func;
-      if (at >= call_site_ids.size()) call_site_ids.resize(at + 1, 0);
-      call_site_ids[at] = id;
-    }
-    if (index != 0) {
-      const size_t at = size_t{index} << format::kSiteShift | func;
-      live_sites.push_back({stream_id, {index, call_site_ids[at]}});
-    }
+    const SiteOfCall site = site_of_call(func, address);
+    if (address == 0 || func >= format::kRepeatFuncs || site.index != 0 || site.last_index >= format::kSiteIndexes)
+      continue;
+    uint32_t id = 0;
+    for (const auto& [defined, _] : callsite_index) id = std::max(id, defined);
+    ++id;
+    CallSiteDef def;
+    def.id = id;
+    def.address = address;
+    callsite_index.emplace(id, callsites.size());
+    callsites.push_back(std::move(def));
+    const size_t at = size_t{site.last_index + 1} << format::kSiteShift | func;
+    if (at >= call_site_ids.size()) call_site_ids.resize(at + 1, 0);
+    call_site_ids[at] = id;
   }
 }
 
@@ -100,11 +102,11 @@ void RankTrace::Impl::compute_live() const {
       call.stream = stream_id;
       call.func = static_cast<uint16_t>(slot.site_func >> 48);
       call.site = slot_site(live_slot);
-      for (const auto& [site_stream, site] : live_sites)
-        if (site_stream == stream_id) {
-          call.call_site_index = site.first;
-          call.call_site = site.second;
-        }
+      if (live_sites) {  // (define_live_sites gave it one where it could)
+        const SiteOfCall site = site_of_call(call.func, call.site);
+        call.call_site_index = site.index;
+        call.call_site = site.id;
+      }
       call.enter = slot.enter;
       call.peer = slot.peer;
       call.tag = slot.tag;
